@@ -1,0 +1,143 @@
+package client
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+)
+
+// Op is the kind of operation an error is about: "read" or "write".
+type Op string
+
+// The operation kinds.
+const (
+	OpRead  Op = "read"
+	OpWrite Op = "write"
+)
+
+func opFromProto(o kvnodepb.Op) Op {
+	switch o {
+	case kvnodepb.Op_OP_READ:
+		return OpRead
+	case kvnodepb.Op_OP_WRITE:
+		return OpWrite
+	}
+	return ""
+}
+
+// RejectedBy says which node(s) rejected a rate-limited operation.
+type RejectedBy string
+
+// Who rejects: the coordinator when it is itself a replica of the partition and decides first,
+// or the replicas when rejections made the consistency level unreachable.
+const (
+	RejectedByCoordinator RejectedBy = "coordinator"
+	RejectedByReplicas    RejectedBy = "replicas"
+)
+
+// RateLimitError reports that a partition is over its table's per_partition_rate_limit. It is not
+// retryable at once: wait at least RetryAfter, and prefer shedding the load on that partition.
+type RateLimitError struct {
+	Keyspace, Table string
+	Op              Op
+	RejectedBy      RejectedBy
+	// Limit is the table's limit for Op, in operations per second per partition.
+	Limit uint32
+	// RetryAfter is when the partition's counter will have decayed back under the admission
+	// threshold if no more operations arrive.
+	RetryAfter time.Duration
+	// Message is the server's text.
+	Message string
+}
+
+func (e *RateLimitError) Error() string { return "kvnode: " + e.Message }
+
+// UnavailableError reports that too few replicas were live to reach the consistency level; the
+// operation was not attempted.
+type UnavailableError struct {
+	Consistency    Consistency
+	Live, Required int
+	Message        string
+}
+
+func (e *UnavailableError) Error() string { return "kvnode: " + e.Message }
+
+// TimeoutError reports that replicas did not answer in time. A write that timed out may still
+// have been applied by some replicas.
+type TimeoutError struct {
+	Op                 Op
+	Consistency        Consistency
+	Received, Required int
+	Message            string
+}
+
+func (e *TimeoutError) Error() string { return "kvnode: " + e.Message }
+
+// InvalidError reports a statement that could not be parsed or does not fit the schema. Its
+// message starts with line:col when the position is known.
+type InvalidError struct {
+	Message string
+}
+
+func (e *InvalidError) Error() string { return "kvnode: invalid statement: " + e.Message }
+
+// fromStatus turns a gRPC error into the typed error its code and details describe. Errors it
+// does not recognise are returned wrapped, so status.FromError and errors.Is still work on them.
+func fromStatus(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("kvnode: %w", err)
+	}
+	msg := st.Message()
+	switch st.Code() {
+	case codes.ResourceExhausted:
+		var (
+			rl    *kvnodepb.RateLimitDetail
+			retry time.Duration
+		)
+		for _, d := range st.Details() {
+			switch d := d.(type) {
+			case *kvnodepb.RateLimitDetail:
+				rl = d
+			case *errdetails.RetryInfo:
+				retry = d.GetRetryDelay().AsDuration()
+			}
+		}
+		if rl != nil {
+			by := RejectedByReplicas
+			if rl.GetRejectedBy() == kvnodepb.RateLimitDetail_COORDINATOR {
+				by = RejectedByCoordinator
+			}
+			return &RateLimitError{
+				Keyspace: rl.GetKeyspace(), Table: rl.GetTable(), Op: opFromProto(rl.GetOp()),
+				RejectedBy: by, Limit: rl.GetLimit(), RetryAfter: retry, Message: msg,
+			}
+		}
+	case codes.Unavailable:
+		for _, d := range st.Details() {
+			if d, ok := d.(*kvnodepb.UnavailableDetail); ok {
+				return &UnavailableError{
+					Consistency: consistencyFromProto(d.GetConsistency()),
+					Live:        int(d.GetLive()), Required: int(d.GetRequired()), Message: msg,
+				}
+			}
+		}
+	case codes.DeadlineExceeded:
+		for _, d := range st.Details() {
+			if d, ok := d.(*kvnodepb.TimeoutDetail); ok {
+				return &TimeoutError{
+					Op: opFromProto(d.GetOp()), Consistency: consistencyFromProto(d.GetConsistency()),
+					Received: int(d.GetReceived()), Required: int(d.GetRequired()), Message: msg,
+				}
+			}
+		}
+	case codes.InvalidArgument:
+		return &InvalidError{Message: msg}
+	}
+	return fmt.Errorf("kvnode: %w", err)
+}
