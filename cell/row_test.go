@@ -1,0 +1,145 @@
+package cell
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+func v(ts int64, s string) Cell { return Cell{Timestamp: ts, Value: []byte(s)} }
+func tomb(ts int64) Cell        { return Cell{Timestamp: ts, Tombstone: true} }
+
+func TestMergeRows(t *testing.T) {
+	a := Row{Marker: 5, Deletion: NoTimestamp, Columns: []Column{{"a", v(5, "a1")}, {"c", v(7, "c1")}}}
+	b := Row{Marker: 3, Deletion: 4, Columns: []Column{{"b", v(6, "b2")}, {"c", tomb(7)}}}
+	want := Row{Marker: 5, Deletion: 4, Columns: []Column{{"a", v(5, "a1")}, {"b", v(6, "b2")}, {"c", tomb(7)}}}
+	if got := MergeRows(a, b); !reflect.DeepEqual(got, want) {
+		t.Errorf("MergeRows(a, b) = %+v, want %+v", got, want)
+	}
+	if got := MergeRows(b, a); !reflect.DeepEqual(got, want) {
+		t.Errorf("MergeRows(b, a) = %+v, want %+v", got, want)
+	}
+	if got := MergeRows(EmptyRow(), EmptyRow()); !got.IsEmpty() {
+		t.Errorf("MergeRows(empty, empty) = %+v, want an empty row", got)
+	}
+}
+
+func randomRow(r *rand.Rand) Row {
+	row := EmptyRow()
+	if r.IntN(2) == 0 {
+		row.Marker = int64(r.IntN(4))
+	}
+	if r.IntN(3) == 0 {
+		row.Deletion = int64(r.IntN(4))
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if r.IntN(2) == 0 {
+			row.Columns = append(row.Columns, Column{name, smallCell(r)})
+		}
+	}
+	return row
+}
+
+func TestMergeRowsIsCommutativeAndAssociative(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 10000 {
+		a, b, c := randomRow(r), randomRow(r), randomRow(r)
+		if ab, ba := MergeRows(a, b), MergeRows(b, a); !reflect.DeepEqual(ab, ba) {
+			t.Fatalf("MergeRows(%+v, %+v) = %+v but reversed = %+v, want equal (commutative)", a, b, ab, ba)
+		}
+		if l, rr := MergeRows(MergeRows(a, b), c), MergeRows(a, MergeRows(b, c)); !reflect.DeepEqual(l, rr) {
+			t.Fatalf("MergeRows is not associative on %+v, %+v, %+v: %+v vs %+v", a, b, c, l, rr)
+		}
+		// Purging commutes with merging: reconciling purged replicas gives
+		// the same live data as purging the reconciled row.
+		for _, pd := range []int64{NoTimestamp, 1} {
+			l := MergeRows(a.Purge(pd), b.Purge(pd)).Purge(pd)
+			rr := MergeRows(a, b).Purge(pd)
+			if !reflect.DeepEqual(l, rr) {
+				t.Fatalf("purge then merge = %+v but merge then purge = %+v for %+v, %+v, partition deletion %d", l, rr, a, b, pd)
+			}
+		}
+	}
+}
+
+func TestPurgeAndLive(t *testing.T) {
+	tests := []struct {
+		name    string
+		row     Row
+		partDel int64
+		want    Row
+		live    bool
+	}{
+		{
+			name: "a row tombstone shadows older and equal cells and the marker",
+			row:  Row{Marker: 3, Deletion: 5, Columns: []Column{{"a", v(5, "x")}, {"b", v(6, "y")}, {"c", v(2, "z")}}},
+			want: Row{Marker: NoTimestamp, Deletion: 5, Columns: []Column{{"b", v(6, "y")}}},
+			live: true, partDel: NoTimestamp,
+		},
+		{
+			name: "a partition tombstone shadows the row tombstone it covers",
+			row:  Row{Marker: 3, Deletion: 5, Columns: []Column{{"a", v(5, "x")}}},
+			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp},
+			live: false, partDel: 8,
+		},
+		{
+			name: "an INSERTed row with only deleted cells still exists through its marker",
+			row:  Row{Marker: 3, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
+			want: Row{Marker: 3, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
+			live: true, partDel: NoTimestamp,
+		},
+		{
+			name: "an UPDATEd row whose cells are all deleted does not exist",
+			row:  Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
+			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
+			live: false, partDel: NoTimestamp,
+		},
+		{
+			name: "a cell newer than the partition tombstone keeps the row alive",
+			row:  Row{Marker: 1, Deletion: NoTimestamp, Columns: []Column{{"a", v(9, "x")}}},
+			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{"a", v(9, "x")}}},
+			live: true, partDel: 8,
+		},
+	}
+	for _, tt := range tests {
+		before := MergeRows(tt.row, EmptyRow()) // a copy, to check Purge leaves tt.row alone
+		got := tt.row.Purge(tt.partDel)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Purge(%d) = %+v, want %+v", tt.name, tt.partDel, got, tt.want)
+		}
+		if !reflect.DeepEqual(MergeRows(tt.row, EmptyRow()), before) {
+			t.Errorf("%s: Purge modified its receiver", tt.name)
+		}
+		if l := tt.row.Live(tt.partDel); l != tt.live {
+			t.Errorf("%s: Live(%d) = %t, want %t", tt.name, tt.partDel, l, tt.live)
+		}
+		if l := got.Live(tt.partDel); l != tt.live {
+			t.Errorf("%s: after Purge, Live(%d) = %t, want %t", tt.name, tt.partDel, l, tt.live)
+		}
+	}
+}
+
+func TestMissing(t *testing.T) {
+	want := Row{Marker: 5, Deletion: 2, Columns: []Column{{"a", v(5, "a")}, {"b", tomb(6)}, {"c", v(3, "c")}}}
+	have := Row{Marker: 5, Deletion: NoTimestamp, Columns: []Column{{"a", v(4, "old")}, {"c", v(3, "c")}}}
+	exp := Row{Marker: NoTimestamp, Deletion: 2, Columns: []Column{{"a", v(5, "a")}, {"b", tomb(6)}}}
+	got := Missing(want, have)
+	if !reflect.DeepEqual(got, exp) {
+		t.Errorf("Missing(want, have) = %+v, want %+v", got, exp)
+	}
+	if m := MergeRows(have, got); !reflect.DeepEqual(m.Purge(NoTimestamp), want.Purge(NoTimestamp)) {
+		t.Errorf("have merged with Missing(want, have) = %+v, want it to reconcile to %+v", m, want)
+	}
+	if m := Missing(want, want); !m.IsEmpty() {
+		t.Errorf("Missing(want, want) = %+v, want empty", m)
+	}
+
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 10000 {
+		a, b := randomRow(r), randomRow(r)
+		w := MergeRows(a, b)
+		if got, exp := MergeRows(a, Missing(w, a)), w; !reflect.DeepEqual(got, exp) {
+			t.Fatalf("MergeRows(a, Missing(MergeRows(a, b), a)) = %+v, want %+v (a=%+v b=%+v)", got, exp, a, b)
+		}
+	}
+}
