@@ -1,0 +1,198 @@
+package replica
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Storage key layout. Every key of a partition starts with the partition
+// prefix, and keys sort in (table id, token, partition key, clustering key)
+// order because every part is encoded order-preservingly and
+// self-delimitingly:
+//
+//	table id        8 bytes, big-endian
+//	token           8 bytes, big-endian with the sign bit flipped, so that
+//	                int64 order is byte order
+//	partition key   the serialized partition key (partitioner.AppendKey),
+//	                escaped: 0x00 → 0x00 0xFF, terminated by 0x00 0x01
+//	kind            kindPartitionDeletion (the key ends here) or kindRow
+//
+// and for kindRow:
+//
+//	clustering      one component per clustering column, by type:
+//	                  int                  4 bytes big-endian, sign flipped
+//	                  bigint, timestamp    8 bytes big-endian, sign flipped
+//	                  double               8 bytes big-endian of schema.OrderedFloatBits
+//	                  boolean              1 byte
+//	                  text, blob           escaped and terminated as above
+//	row entry       rowDeletion (the key ends here), rowMarker (the key ends
+//	                here) or rowCell followed by the column name's bytes
+//
+// The terminator 0x00 0x01 sorts below an escaped 0x00 (0x00 0xFF) and below
+// every other byte, so a string sorts before its extensions, as it should.
+// Within a row, the row tombstone comes first, then the marker, then the
+// cells by column name, which is the order a read needs them in.
+//
+// Values (see appendValue) are a flags byte, the 8-byte big-endian write
+// timestamp and the cell's value bytes; markers and tombstones use the same
+// format, so one last-write-wins merge operator serves every key.
+const (
+	kindPartitionDeletion byte = 0x10
+	kindRow               byte = 0x20
+
+	rowDeletion byte = 0x01
+	rowMarker   byte = 0x02
+	rowCell     byte = 0x03
+
+	escape     byte = 0x00
+	escaped00  byte = 0xFF
+	terminator byte = 0x01
+)
+
+// errBadKey reports a storage key that does not decode: corruption, or a bug.
+var errBadKey = errors.New("replica: malformed storage key")
+
+// appendPartitionPrefix appends the prefix shared by every key of the
+// partition with serialized key pk.
+func appendPartitionPrefix(dst []byte, table uint64, token int64, pk []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, table)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(token)^(1<<63))
+	return appendEscaped(dst, pk)
+}
+
+// decodePartitionPrefix is the inverse of appendPartitionPrefix; it returns
+// the rest of key after the prefix.
+func decodePartitionPrefix(key []byte) (table uint64, token int64, pk, rest []byte, err error) {
+	if len(key) < 16 {
+		return 0, 0, nil, nil, errBadKey
+	}
+	table = binary.BigEndian.Uint64(key)
+	token = int64(binary.BigEndian.Uint64(key[8:]) ^ (1 << 63))
+	pk, rest, err = decodeEscaped(key[16:])
+	return table, token, pk, rest, err
+}
+
+// appendEscaped appends b with every 0x00 escaped as 0x00 0xFF, then the
+// terminator 0x00 0x01.
+func appendEscaped(dst, b []byte) []byte {
+	for {
+		i := bytes.IndexByte(b, escape)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, b[:i+1]...)
+		dst = append(dst, escaped00)
+		b = b[i+1:]
+	}
+	dst = append(dst, b...)
+	return append(dst, escape, terminator)
+}
+
+// decodeEscaped is the inverse of appendEscaped: it returns the unescaped
+// bytes (never nil) and what follows the terminator.
+func decodeEscaped(src []byte) (b, rest []byte, err error) {
+	b = []byte{}
+	for {
+		i := bytes.IndexByte(src, escape)
+		if i < 0 || i+1 >= len(src) {
+			return nil, nil, errBadKey
+		}
+		b = append(b, src[:i]...)
+		switch src[i+1] {
+		case terminator:
+			return b, src[i+2:], nil
+		case escaped00:
+			b = append(b, escape)
+			src = src[i+2:]
+		default:
+			return nil, nil, errBadKey
+		}
+	}
+}
+
+// appendClustering appends the order-preserving encoding of v, a well-formed
+// non-null value of type t.
+func appendClustering(dst []byte, t schema.Type, v []byte) []byte {
+	switch t {
+	case schema.TypeInt:
+		return binary.BigEndian.AppendUint32(dst, binary.BigEndian.Uint32(v)^(1<<31))
+	case schema.TypeBigInt, schema.TypeTimestamp:
+		return binary.BigEndian.AppendUint64(dst, binary.BigEndian.Uint64(v)^(1<<63))
+	case schema.TypeDouble:
+		return binary.BigEndian.AppendUint64(dst, schema.OrderedFloatBits(binary.BigEndian.Uint64(v)))
+	case schema.TypeBoolean:
+		return append(dst, v[0])
+	default: // text, blob
+		return appendEscaped(dst, v)
+	}
+}
+
+// canonicalNaN is the bits of the NaN a decoded double clustering value has:
+// the encoding canonicalises NaNs (they all sort last), so their payload is
+// not kept.
+const canonicalNaN = 0x7FF8000000000000
+
+// decodeClustering is the inverse of appendClustering: it returns the
+// canonical value (newly allocated) and the rest of src.
+func decodeClustering(src []byte, t schema.Type) (v, rest []byte, err error) {
+	fixed := func(n int) error {
+		if len(src) < n {
+			return fmt.Errorf("%w: %s clustering component truncated", errBadKey, t)
+		}
+		return nil
+	}
+	switch t {
+	case schema.TypeInt:
+		if err := fixed(4); err != nil {
+			return nil, nil, err
+		}
+		return binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(src)^(1<<31)), src[4:], nil
+	case schema.TypeBigInt, schema.TypeTimestamp:
+		if err := fixed(8); err != nil {
+			return nil, nil, err
+		}
+		return binary.BigEndian.AppendUint64(nil, binary.BigEndian.Uint64(src)^(1<<63)), src[8:], nil
+	case schema.TypeDouble:
+		if err := fixed(8); err != nil {
+			return nil, nil, err
+		}
+		u := binary.BigEndian.Uint64(src)
+		var bits uint64
+		switch {
+		case u == math.MaxUint64:
+			bits = canonicalNaN
+		case u&(1<<63) != 0:
+			bits = u &^ (1 << 63)
+		default:
+			bits = ^u
+		}
+		return binary.BigEndian.AppendUint64(nil, bits), src[8:], nil
+	case schema.TypeBoolean:
+		if err := fixed(1); err != nil {
+			return nil, nil, err
+		}
+		return []byte{src[0]}, src[1:], nil
+	case schema.TypeText, schema.TypeBlob:
+		return decodeEscaped(src)
+	default:
+		return nil, nil, fmt.Errorf("%w: clustering column of type %s", errBadKey, t)
+	}
+}
+
+// prefixEnd returns the smallest key greater than every key that starts with
+// prefix, or nil if there is none (prefix is all 0xFF).
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

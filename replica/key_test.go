@@ -1,0 +1,246 @@
+package replica
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kvnode/kvnode/schema"
+)
+
+var clusteringTypes = []schema.Type{
+	schema.TypeText, schema.TypeInt, schema.TypeBigInt, schema.TypeDouble,
+	schema.TypeBoolean, schema.TypeBlob, schema.TypeTimestamp,
+}
+
+// randomValue returns a well-formed value of type t from a small domain, so
+// that equal values, zero bytes and extremes are common.
+func randomValue(r *rand.Rand, t schema.Type) []byte {
+	switch t {
+	case schema.TypeInt:
+		vals := []int32{math.MinInt32, -1, 0, 1, 255, 256, math.MaxInt32}
+		return schema.EncodeInt(vals[r.IntN(len(vals))])
+	case schema.TypeBigInt, schema.TypeTimestamp:
+		vals := []int64{math.MinInt64, -256, -1, 0, 1, 1 << 40, math.MaxInt64}
+		return schema.EncodeBigInt(vals[r.IntN(len(vals))])
+	case schema.TypeDouble:
+		vals := []float64{math.Inf(-1), -1.5, math.Copysign(0, -1), 0, 1e-300, 2.5, math.Inf(1), math.NaN()}
+		return schema.EncodeDouble(vals[r.IntN(len(vals))])
+	case schema.TypeBoolean:
+		return schema.EncodeBoolean(r.IntN(2) == 1)
+	default:
+		alphabet := []byte{0x00, 0x01, 0xFF, 'a', 'b'}
+		b := make([]byte, r.IntN(4))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		if t == schema.TypeText {
+			// Keep it valid UTF-8: map 0xFF to another ASCII byte.
+			for i := range b {
+				if b[i] == 0xFF {
+					b[i] = 'z'
+				}
+			}
+		}
+		return b
+	}
+}
+
+// logicalKey is a decoded storage key, compared field by field.
+type logicalKey struct {
+	table      uint64
+	token      int64
+	pk         []byte
+	partDel    bool
+	clustering [][]byte
+	entry      byte
+	column     string
+}
+
+func (k logicalKey) encode(types []schema.Type) []byte {
+	b := appendPartitionPrefix(nil, k.table, k.token, k.pk)
+	if k.partDel {
+		return append(b, kindPartitionDeletion)
+	}
+	b = append(b, kindRow)
+	for i, c := range k.clustering {
+		b = appendClustering(b, types[i], c)
+	}
+	b = append(b, k.entry)
+	if k.entry == rowCell {
+		b = append(b, k.column...)
+	}
+	return b
+}
+
+func compareLogical(a, b logicalKey, types []schema.Type) int {
+	if c := cmp.Compare(a.table, b.table); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.token, b.token); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.pk, b.pk); c != 0 {
+		return c
+	}
+	if a.partDel != b.partDel {
+		if a.partDel {
+			return -1
+		}
+		return 1
+	}
+	if a.partDel {
+		return 0
+	}
+	for i := range a.clustering {
+		if c := types[i].Compare(a.clustering[i], b.clustering[i]); c != 0 {
+			return c
+		}
+	}
+	if c := cmp.Compare(a.entry, b.entry); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.column, b.column)
+}
+
+func randomKey(r *rand.Rand, types []schema.Type) logicalKey {
+	tokens := []int64{math.MinInt64, -1, 0, 1, math.MaxInt64}
+	k := logicalKey{
+		table: uint64(r.IntN(3)),
+		token: tokens[r.IntN(len(tokens))],
+		pk:    randomValue(r, schema.TypeBlob),
+	}
+	if r.IntN(8) == 0 {
+		k.partDel = true
+		return k
+	}
+	for _, t := range types {
+		k.clustering = append(k.clustering, randomValue(r, t))
+	}
+	k.entry = []byte{rowDeletion, rowMarker, rowCell}[r.IntN(3)]
+	if k.entry == rowCell {
+		k.column = []string{"a", "ab", "b"}[r.IntN(3)]
+	}
+	return k
+}
+
+func randomTypes(r *rand.Rand) []schema.Type {
+	types := make([]schema.Type, r.IntN(4))
+	for i := range types {
+		types[i] = clusteringTypes[r.IntN(len(clusteringTypes))]
+	}
+	return types
+}
+
+func TestKeyOrderMatchesLogicalOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 200 {
+		types := randomTypes(r)
+		for range 200 {
+			a, b := randomKey(r, types), randomKey(r, types)
+			want := compareLogical(a, b, types)
+			if got := bytes.Compare(a.encode(types), b.encode(types)); got != want {
+				t.Fatalf("keys %+v and %+v (clustering types %v) compare %d as bytes, want %d", a, b, types, got, want)
+			}
+		}
+	}
+}
+
+func TestKeyRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 200 {
+		types := randomTypes(r)
+		for range 100 {
+			k := randomKey(r, types)
+			enc := k.encode(types)
+			table, token, pk, rest, err := decodePartitionPrefix(enc)
+			if err != nil {
+				t.Fatalf("decodePartitionPrefix(%x): %v", enc, err)
+			}
+			if table != k.table || token != k.token || !bytes.Equal(pk, k.pk) {
+				t.Fatalf("decodePartitionPrefix(%x) = table %d token %d pk %x, want %d %d %x", enc, table, token, pk, k.table, k.token, k.pk)
+			}
+			if k.partDel {
+				if !bytes.Equal(rest, []byte{kindPartitionDeletion}) {
+					t.Fatalf("the rest of partition deletion key %x is %x, want the kind byte alone", enc, rest)
+				}
+				continue
+			}
+			rest = rest[1:]
+			for i, typ := range types {
+				var c []byte
+				c, rest, err = decodeClustering(rest, typ)
+				if err != nil {
+					t.Fatalf("decodeClustering(%v) of key %x: %v", typ, enc, err)
+				}
+				if !bytes.Equal(c, k.clustering[i]) && !isNaN(typ, c, k.clustering[i]) {
+					t.Fatalf("clustering component %d (%v) of key %x decoded as %x, want %x", i, typ, enc, c, k.clustering[i])
+				}
+			}
+			if rest[0] != k.entry || string(rest[1:]) != k.column {
+				t.Fatalf("the row entry of key %x is %x, want %x %q", enc, rest, k.entry, k.column)
+			}
+		}
+	}
+}
+
+func isNaN(t schema.Type, a, b []byte) bool {
+	return t == schema.TypeDouble &&
+		math.IsNaN(math.Float64frombits(binary.BigEndian.Uint64(a))) &&
+		math.IsNaN(math.Float64frombits(binary.BigEndian.Uint64(b)))
+}
+
+func FuzzEscapedRoundTrip(f *testing.F) {
+	f.Add([]byte{}, []byte("a"))
+	f.Add([]byte{0, 1, 0xFF}, []byte{0, 0})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ea, eb := appendEscaped(nil, a), appendEscaped(nil, b)
+		got, rest, err := decodeEscaped(append(ea, 0x42))
+		if err != nil || !bytes.Equal(got, a) || !bytes.Equal(rest, []byte{0x42}) {
+			t.Fatalf("decodeEscaped(appendEscaped(%x)) = %x, rest %x, %v; want %x, rest 42", a, got, rest, err, a)
+		}
+		// Order-preserving, also when followed by more key bytes.
+		if got, want := bytes.Compare(append(ea, 0x00), append(eb, 0xFF)), bytes.Compare(a, b); want != 0 && got != want {
+			t.Fatalf("escaped %x and %x compare %d, want %d", a, b, got, want)
+		}
+	})
+}
+
+func TestDecodeRejectsMalformedKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []byte
+		typ  schema.Type
+	}{
+		{"an unterminated string", []byte("abc"), schema.TypeText},
+		{"a bad escape", []byte{'a', 0x00, 0x05}, schema.TypeBlob},
+		{"a truncated int", []byte{1, 2, 3}, schema.TypeInt},
+		{"a truncated bigint", []byte{1, 2, 3}, schema.TypeBigInt},
+		{"a truncated double", []byte{}, schema.TypeDouble},
+		{"a missing boolean", []byte{}, schema.TypeBoolean},
+	}
+	for _, tt := range tests {
+		if _, _, err := decodeClustering(tt.in, tt.typ); err == nil {
+			t.Errorf("decodeClustering(%x, %v) of %s succeeded, want an error", tt.in, tt.typ, tt.name)
+		}
+	}
+	if _, _, _, _, err := decodePartitionPrefix(make([]byte, 15)); err == nil {
+		t.Errorf("decodePartitionPrefix of 15 bytes succeeded, want an error")
+	}
+}
+
+func TestPrefixEnd(t *testing.T) {
+	tests := []struct{ in, want []byte }{
+		{[]byte{1, 2}, []byte{1, 3}},
+		{[]byte{1, 0xFF}, []byte{2}},
+		{[]byte{0xFF, 0xFF}, nil},
+	}
+	for _, tt := range tests {
+		if got := prefixEnd(tt.in); !bytes.Equal(got, tt.want) {
+			t.Errorf("prefixEnd(%x) = %x, want %x", tt.in, got, tt.want)
+		}
+	}
+}
