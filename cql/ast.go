@@ -1,0 +1,312 @@
+package cql
+
+// Node is a node of the syntax tree.
+type Node interface {
+	// Pos returns the position of the node's first character.
+	Pos() Pos
+}
+
+// Statement is one statement: one of the *...Stmt types.
+type Statement interface {
+	Node
+	statementNode()
+}
+
+// Term is a value in a statement: a *Literal or a *MapLiteral.
+type Term interface {
+	Node
+	termNode()
+}
+
+// Ident is an identifier: a keyspace, table, column, option or type name.
+// Name is the identifier's value: unquoted identifiers are case-insensitive
+// and stored lower-cased; quoted identifiers keep their case.
+type Ident struct {
+	NamePos Pos
+	Name    string
+}
+
+// Pos returns the position of the identifier.
+func (x Ident) Pos() Pos { return x.NamePos }
+
+// TableName is a table name, qualified (ks.t) or not (t, Keyspace.Name "").
+type TableName struct {
+	Keyspace Ident
+	Name     Ident
+}
+
+// Pos returns the position of the table name's first character.
+func (x TableName) Pos() Pos {
+	if x.Keyspace.Name != "" {
+		return x.Keyspace.NamePos
+	}
+	return x.Name.NamePos
+}
+
+// LiteralKind is the kind of a literal.
+type LiteralKind uint8
+
+// The literal kinds.
+const (
+	LitString  LiteralKind = iota + 1 // 'abc'; Value is the unescaped text
+	LitInteger                        // -42; Value as written
+	LitFloat                          // 1.5e3, NaN, Infinity, -Infinity; Value as written (NaN and Infinity spelled so)
+	LitBoolean                        // true; Value is "true" or "false"
+	LitBlob                           // 0xcafe; Value is lower-cased, with its 0x prefix
+	LitNull                           // NULL; Value is ""
+	LitBind                           // the bind marker ?; Value is "?"
+)
+
+var literalKinds = [...]string{
+	LitString:  "string",
+	LitInteger: "integer",
+	LitFloat:   "float",
+	LitBoolean: "boolean",
+	LitBlob:    "blob",
+	LitNull:    "null",
+	LitBind:    "bind marker",
+}
+
+// String returns the kind's name as error messages use it: "string",
+// "integer", "float", "boolean", "blob", "null", "bind marker".
+func (k LiteralKind) String() string {
+	if int(k) < len(literalKinds) && literalKinds[k] != "" {
+		return literalKinds[k]
+	}
+	return "invalid literal"
+}
+
+// Literal is a constant value, NULL, or a bind marker.
+type Literal struct {
+	ValuePos Pos
+	Kind     LiteralKind
+	Value    string
+}
+
+// Pos returns the position of the literal.
+func (x *Literal) Pos() Pos { return x.ValuePos }
+
+// MapLiteral is a map constant, {key: value, ...}, as used by options.
+type MapLiteral struct {
+	Lbrace  Pos
+	Entries []MapEntry
+}
+
+// Pos returns the position of the opening brace.
+func (x *MapLiteral) Pos() Pos { return x.Lbrace }
+
+// MapEntry is one key: value pair of a MapLiteral, in source order
+// (duplicates are kept: whoever interprets the map rejects them).
+type MapEntry struct {
+	Key   Term
+	Value Term
+}
+
+func (*Literal) termNode()    {}
+func (*MapLiteral) termNode() {}
+
+// Option is one name = value pair of a WITH clause.
+type Option struct {
+	Name  Ident // lower-cased unless quoted
+	Value Term
+}
+
+// CreateKeyspaceStmt is CREATE KEYSPACE [IF NOT EXISTS] name WITH options.
+type CreateKeyspaceStmt struct {
+	Start       Pos
+	IfNotExists bool
+	Name        Ident
+	Options     []Option // at least one
+}
+
+// DropKeyspaceStmt is DROP KEYSPACE [IF EXISTS] name.
+type DropKeyspaceStmt struct {
+	Start    Pos
+	IfExists bool
+	Name     Ident
+}
+
+// UseStmt is USE keyspace.
+type UseStmt struct {
+	Start    Pos
+	Keyspace Ident
+}
+
+// ColumnDef is one column definition of CREATE TABLE: name type
+// [PRIMARY KEY].
+type ColumnDef struct {
+	Name Ident
+	// Type is the type as written, lower-cased, with any parameters in a
+	// canonical spelling: "text", "map<text, int>".
+	Type       Ident
+	PrimaryKey bool // the column was declared inline as the PRIMARY KEY
+}
+
+// PrimaryKey is a PRIMARY KEY (...) clause of CREATE TABLE:
+// PRIMARY KEY (a, c) or PRIMARY KEY ((a, b), c, d).
+type PrimaryKey struct {
+	Start        Pos
+	PartitionKey []Ident // at least one
+	Clustering   []Ident
+}
+
+// CreateTableStmt is CREATE TABLE [IF NOT EXISTS] name (columns
+// [, PRIMARY KEY (...)]) [WITH options].
+type CreateTableStmt struct {
+	Start       Pos
+	IfNotExists bool
+	Table       TableName
+	Columns     []ColumnDef
+	PrimaryKey  *PrimaryKey // nil when the key is declared inline or missing
+	Options     []Option
+}
+
+// AlterTableStmt is ALTER TABLE name WITH options.
+type AlterTableStmt struct {
+	Start   Pos
+	Table   TableName
+	Options []Option // at least one
+}
+
+// DropTableStmt is DROP TABLE [IF EXISTS] name.
+type DropTableStmt struct {
+	Start    Pos
+	IfExists bool
+	Table    TableName
+}
+
+// InsertStmt is INSERT INTO name (columns) VALUES (values)
+// [USING TIMESTAMP n].
+type InsertStmt struct {
+	Start     Pos
+	Table     TableName
+	Columns   []Ident
+	Values    []Term
+	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
+}
+
+// Assignment is column = value in UPDATE ... SET.
+type Assignment struct {
+	Column Ident
+	Value  Term
+}
+
+// Relation is one column op value restriction of a WHERE clause.
+type Relation struct {
+	Column Ident
+	OpPos  Pos
+	Op     Token // EQ, LT, LE, GT or GE
+	Value  Term
+}
+
+// UpdateStmt is UPDATE name [USING TIMESTAMP n] SET assignments WHERE
+// relations.
+type UpdateStmt struct {
+	Start     Pos
+	Table     TableName
+	Timestamp *Literal // nil without USING TIMESTAMP
+	Set       []Assignment
+	Where     []Relation
+}
+
+// DeleteStmt is DELETE [columns] FROM name [USING TIMESTAMP n] WHERE
+// relations.
+type DeleteStmt struct {
+	Start     Pos
+	Columns   []Ident // empty: delete rows
+	Table     TableName
+	Timestamp *Literal // nil without USING TIMESTAMP
+	Where     []Relation
+}
+
+// SelectStmt is SELECT * | columns FROM name [WHERE relations] [LIMIT n].
+type SelectStmt struct {
+	Start   Pos
+	Star    bool    // SELECT *
+	Columns []Ident // when not Star
+	Table   TableName
+	Where   []Relation
+	Limit   *Literal // nil without LIMIT; else an integer or bind marker
+}
+
+// DescribeKind says what a DESCRIBE statement describes.
+type DescribeKind uint8
+
+// The DESCRIBE variants.
+const (
+	DescribeKeyspaces DescribeKind = iota + 1 // DESCRIBE KEYSPACES
+	DescribeKeyspace                          // DESCRIBE KEYSPACE [ks]
+	DescribeTables                            // DESCRIBE TABLES
+	DescribeTable                             // DESCRIBE TABLE [ks.]t
+	DescribeCluster                           // DESCRIBE CLUSTER
+)
+
+var describeKinds = [...]string{
+	DescribeKeyspaces: "KEYSPACES",
+	DescribeKeyspace:  "KEYSPACE",
+	DescribeTables:    "TABLES",
+	DescribeTable:     "TABLE",
+	DescribeCluster:   "CLUSTER",
+}
+
+// String returns the keyword that follows DESCRIBE for k.
+func (k DescribeKind) String() string {
+	if int(k) < len(describeKinds) && describeKinds[k] != "" {
+		return describeKinds[k]
+	}
+	return "invalid"
+}
+
+// DescribeStmt is DESCRIBE (or DESC) KEYSPACES | KEYSPACE [ks] | TABLES |
+// TABLE name | CLUSTER.
+type DescribeStmt struct {
+	Start    Pos
+	Kind     DescribeKind
+	Keyspace Ident     // DescribeKeyspace; Name "" means the current keyspace
+	Table    TableName // DescribeTable
+}
+
+// Pos returns the position of the statement's first keyword.
+func (s *CreateKeyspaceStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *DropKeyspaceStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *UseStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *CreateTableStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *AlterTableStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *DropTableStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *InsertStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *UpdateStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *DeleteStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *SelectStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
+func (s *DescribeStmt) Pos() Pos { return s.Start }
+
+func (*CreateKeyspaceStmt) statementNode() {}
+func (*DropKeyspaceStmt) statementNode()   {}
+func (*UseStmt) statementNode()            {}
+func (*CreateTableStmt) statementNode()    {}
+func (*AlterTableStmt) statementNode()     {}
+func (*DropTableStmt) statementNode()      {}
+func (*InsertStmt) statementNode()         {}
+func (*UpdateStmt) statementNode()         {}
+func (*DeleteStmt) statementNode()         {}
+func (*SelectStmt) statementNode()         {}
+func (*DescribeStmt) statementNode()       {}

@@ -1,0 +1,263 @@
+package cql
+
+import (
+	"strings"
+)
+
+// Format returns the canonical text of a node: keywords in upper case,
+// identifiers quoted only when they must be, single spaces, ", " between
+// list items, no trailing semicolon. For every statement s the parser
+// accepts, parsing Format(s) gives s back (positions aside).
+//
+// Format accepts statements, terms (*Literal, *MapLiteral), Ident and
+// TableName; it returns "" for other nodes.
+func Format(n Node) string {
+	var p printer
+	p.node(n)
+	return p.String()
+}
+
+// QuoteIdent returns name as it must be written in a statement: bare when
+// it is a lower-case identifier that is not a reserved keyword, else in
+// double quotes with embedded quotes doubled.
+func QuoteIdent(name string) string {
+	if isBareIdent(name) {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+func isBareIdent(name string) bool {
+	if name == "" || !('a' <= name[0] && name[0] <= 'z') {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || isDigit(c) || c == '_') {
+			return false
+		}
+	}
+	return !Lookup(name).IsReserved()
+}
+
+// QuoteString returns s as a string literal: in single quotes, with
+// embedded single quotes doubled.
+func QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+type printer struct {
+	strings.Builder
+}
+
+func (p *printer) node(n Node) {
+	switch n := n.(type) {
+	case *CreateKeyspaceStmt:
+		p.WriteString("CREATE KEYSPACE ")
+		if n.IfNotExists {
+			p.WriteString("IF NOT EXISTS ")
+		}
+		p.ident(n.Name)
+		p.options(n.Options)
+	case *DropKeyspaceStmt:
+		p.WriteString("DROP KEYSPACE ")
+		if n.IfExists {
+			p.WriteString("IF EXISTS ")
+		}
+		p.ident(n.Name)
+	case *UseStmt:
+		p.WriteString("USE ")
+		p.ident(n.Keyspace)
+	case *CreateTableStmt:
+		p.WriteString("CREATE TABLE ")
+		if n.IfNotExists {
+			p.WriteString("IF NOT EXISTS ")
+		}
+		p.table(n.Table)
+		p.WriteString(" (")
+		for i, c := range n.Columns {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.ident(c.Name)
+			p.WriteByte(' ')
+			p.WriteString(c.Type.Name)
+			if c.PrimaryKey {
+				p.WriteString(" PRIMARY KEY")
+			}
+		}
+		if pk := n.PrimaryKey; pk != nil {
+			if len(n.Columns) > 0 {
+				p.WriteString(", ")
+			}
+			p.WriteString("PRIMARY KEY (")
+			if len(pk.PartitionKey) == 1 {
+				p.ident(pk.PartitionKey[0])
+			} else {
+				p.WriteByte('(')
+				p.idents(pk.PartitionKey)
+				p.WriteByte(')')
+			}
+			for _, c := range pk.Clustering {
+				p.WriteString(", ")
+				p.ident(c)
+			}
+			p.WriteByte(')')
+		}
+		p.WriteByte(')')
+		p.options(n.Options)
+	case *AlterTableStmt:
+		p.WriteString("ALTER TABLE ")
+		p.table(n.Table)
+		p.options(n.Options)
+	case *DropTableStmt:
+		p.WriteString("DROP TABLE ")
+		if n.IfExists {
+			p.WriteString("IF EXISTS ")
+		}
+		p.table(n.Table)
+	case *InsertStmt:
+		p.WriteString("INSERT INTO ")
+		p.table(n.Table)
+		p.WriteString(" (")
+		p.idents(n.Columns)
+		p.WriteString(") VALUES (")
+		for i, v := range n.Values {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.node(v)
+		}
+		p.WriteByte(')')
+		p.timestamp(n.Timestamp)
+	case *UpdateStmt:
+		p.WriteString("UPDATE ")
+		p.table(n.Table)
+		p.timestamp(n.Timestamp)
+		p.WriteString(" SET ")
+		for i, a := range n.Set {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.ident(a.Column)
+			p.WriteString(" = ")
+			p.node(a.Value)
+		}
+		p.where(n.Where)
+	case *DeleteStmt:
+		p.WriteString("DELETE ")
+		if len(n.Columns) > 0 {
+			p.idents(n.Columns)
+			p.WriteByte(' ')
+		}
+		p.WriteString("FROM ")
+		p.table(n.Table)
+		p.timestamp(n.Timestamp)
+		p.where(n.Where)
+	case *SelectStmt:
+		p.WriteString("SELECT ")
+		if n.Star {
+			p.WriteByte('*')
+		} else {
+			p.idents(n.Columns)
+		}
+		p.WriteString(" FROM ")
+		p.table(n.Table)
+		p.where(n.Where)
+		if n.Limit != nil {
+			p.WriteString(" LIMIT ")
+			p.node(n.Limit)
+		}
+	case *DescribeStmt:
+		p.WriteString("DESCRIBE ")
+		p.WriteString(n.Kind.String())
+		switch n.Kind {
+		case DescribeKeyspace:
+			if n.Keyspace.Name != "" {
+				p.WriteByte(' ')
+				p.ident(n.Keyspace)
+			}
+		case DescribeTable:
+			p.WriteByte(' ')
+			p.table(n.Table)
+		}
+	case *Literal:
+		switch n.Kind {
+		case LitString:
+			p.WriteString(QuoteString(n.Value))
+		case LitNull:
+			p.WriteString("NULL")
+		default:
+			p.WriteString(n.Value)
+		}
+	case *MapLiteral:
+		p.WriteByte('{')
+		for i, e := range n.Entries {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.node(e.Key)
+			p.WriteString(": ")
+			p.node(e.Value)
+		}
+		p.WriteByte('}')
+	case Ident:
+		p.ident(n)
+	case TableName:
+		p.table(n)
+	}
+}
+
+func (p *printer) ident(x Ident) { p.WriteString(QuoteIdent(x.Name)) }
+
+func (p *printer) idents(xs []Ident) {
+	for i, x := range xs {
+		if i > 0 {
+			p.WriteString(", ")
+		}
+		p.ident(x)
+	}
+}
+
+func (p *printer) table(t TableName) {
+	if t.Keyspace.Name != "" {
+		p.ident(t.Keyspace)
+		p.WriteByte('.')
+	}
+	p.ident(t.Name)
+}
+
+func (p *printer) options(opts []Option) {
+	for i, o := range opts {
+		if i == 0 {
+			p.WriteString(" WITH ")
+		} else {
+			p.WriteString(" AND ")
+		}
+		p.ident(o.Name)
+		p.WriteString(" = ")
+		p.node(o.Value)
+	}
+}
+
+func (p *printer) timestamp(ts *Literal) {
+	if ts != nil {
+		p.WriteString(" USING TIMESTAMP ")
+		p.node(ts)
+	}
+}
+
+func (p *printer) where(rs []Relation) {
+	for i, r := range rs {
+		if i == 0 {
+			p.WriteString(" WHERE ")
+		} else {
+			p.WriteString(" AND ")
+		}
+		p.ident(r.Column)
+		p.WriteByte(' ')
+		p.WriteString(r.Op.String())
+		p.WriteByte(' ')
+		p.node(r.Value)
+	}
+}

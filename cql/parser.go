@@ -1,0 +1,658 @@
+package cql
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error is a syntax error at a position of the source text.
+type Error struct {
+	Pos Pos
+	Msg string
+}
+
+// Error returns "line:col: msg".
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// ErrorList is the list of syntax errors of one Parse call, in source order.
+type ErrorList []*Error
+
+// Error returns the first error, followed by how many more there are.
+func (l ErrorList) Error() string {
+	switch len(l) {
+	case 0:
+		return "no errors"
+	case 1:
+		return l[0].Error()
+	case 2:
+		return l[0].Error() + " (and 1 more error)"
+	}
+	return fmt.Sprintf("%s (and %d more errors)", l[0], len(l)-1)
+}
+
+// Unwrap returns the errors of the list, for errors.As and errors.Is.
+func (l ErrorList) Unwrap() []error {
+	errs := make([]error, len(l))
+	for i, e := range l {
+		errs[i] = e
+	}
+	return errs
+}
+
+// MaxErrors is how many errors Parse reports before it stops.
+const MaxErrors = 10
+
+// Parse parses src, a sequence of statements separated by semicolons (a
+// trailing semicolon and empty statements are allowed). It returns the
+// statements, or a non-nil ErrorList and no statements. After an error in a
+// statement the parser skips to the next semicolon and goes on, so one call
+// reports up to MaxErrors errors.
+func Parse(src string) ([]Statement, error) {
+	var p parser
+	p.init(src)
+	stmts := p.parseStatements()
+	if len(p.errors) > 0 {
+		return nil, p.errors
+	}
+	return stmts, nil
+}
+
+// ParseStatement parses src, which must hold exactly one statement,
+// optionally followed by a semicolon.
+func ParseStatement(src string) (Statement, error) {
+	stmts, err := Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	switch len(stmts) {
+	case 0:
+		return nil, ErrorList{{Pos: endPos(src), Msg: "expected statement, found end of input"}}
+	case 1:
+		return stmts[0], nil
+	}
+	return nil, ErrorList{{Pos: stmts[1].Pos(), Msg: "expected one statement, found several"}}
+}
+
+func endPos(src string) Pos {
+	var s Scanner
+	s.Init(src)
+	for {
+		pos, tok, _ := s.Scan()
+		if tok == EOF {
+			return pos
+		}
+	}
+}
+
+// bailout is the panic value with which the parser abandons a statement
+// after its first error; parseStatements recovers it.
+type bailout struct{}
+
+type parser struct {
+	scanner Scanner
+	errors  ErrorList
+
+	pos Pos    // position of the current token
+	tok Token  // the current token (one token of lookahead)
+	lit string // its literal
+}
+
+func (p *parser) init(src string) {
+	p.scanner.Init(src)
+	p.next()
+}
+
+func (p *parser) next() {
+	p.pos, p.tok, p.lit = p.scanner.Scan()
+}
+
+// errorf records an error at pos and abandons the current statement.
+func (p *parser) errorf(pos Pos, format string, args ...any) {
+	p.errors = append(p.errors, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+	panic(bailout{})
+}
+
+// errorExpected reports that the current token is not what was expected;
+// an ILLEGAL token reports the scanner's message instead.
+func (p *parser) errorExpected(what string) {
+	if p.tok == ILLEGAL {
+		p.errorf(p.pos, "%s", p.lit)
+	}
+	p.errorf(p.pos, "expected %s, found %s", what, describe(p.tok, p.lit))
+}
+
+// expect consumes tok or reports an error.
+func (p *parser) expect(tok Token) Pos {
+	pos := p.pos
+	if p.tok != tok {
+		p.errorExpected("'" + tok.String() + "'")
+	}
+	p.next()
+	return pos
+}
+
+// got consumes tok when it is the current token.
+func (p *parser) got(tok Token) bool {
+	if p.tok == tok {
+		p.next()
+		return true
+	}
+	return false
+}
+
+func (p *parser) parseStatements() (stmts []Statement) {
+	for {
+		for p.tok == SEMICOLON {
+			p.next()
+		}
+		if p.tok == EOF || len(p.errors) >= MaxErrors {
+			return stmts
+		}
+		if s := p.parseOne(); s != nil {
+			stmts = append(stmts, s)
+		}
+	}
+}
+
+// parseOne parses a statement and its terminator. After an error it skips
+// to the next semicolon and returns nil.
+func (p *parser) parseOne() (s Statement) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(bailout); !ok {
+				// A bug in the parser must not take the server down with it;
+				// report it as an error at the statement.
+				p.errors = append(p.errors, &Error{Pos: p.pos, Msg: fmt.Sprintf("internal parser error: %v", r)})
+			}
+			for p.tok != SEMICOLON && p.tok != EOF {
+				p.next()
+			}
+			s = nil
+		}
+	}()
+	s = p.parseStatement()
+	if p.tok != SEMICOLON && p.tok != EOF {
+		p.errorExpected("';' or end of input")
+	}
+	return s
+}
+
+func (p *parser) parseStatement() Statement {
+	start := p.pos
+	switch p.tok {
+	case CREATE:
+		p.next()
+		switch p.tok {
+		case KEYSPACE:
+			p.next()
+			return p.parseCreateKeyspace(start)
+		case TABLE:
+			p.next()
+			return p.parseCreateTable(start)
+		}
+		p.errorExpected("'KEYSPACE' or 'TABLE'")
+	case DROP:
+		p.next()
+		switch p.tok {
+		case KEYSPACE:
+			p.next()
+			s := &DropKeyspaceStmt{Start: start}
+			s.IfExists = p.parseIfExists()
+			s.Name = p.parseIdent("keyspace name")
+			return s
+		case TABLE:
+			p.next()
+			s := &DropTableStmt{Start: start}
+			s.IfExists = p.parseIfExists()
+			s.Table = p.parseTableName()
+			return s
+		}
+		p.errorExpected("'KEYSPACE' or 'TABLE'")
+	case ALTER:
+		p.next()
+		p.expect(TABLE)
+		s := &AlterTableStmt{Start: start, Table: p.parseTableName()}
+		if p.tok != WITH {
+			p.errorExpected("'WITH'")
+		}
+		s.Options = p.parseOptions()
+		return s
+	case USE:
+		p.next()
+		return &UseStmt{Start: start, Keyspace: p.parseIdent("keyspace name")}
+	case INSERT:
+		p.next()
+		return p.parseInsert(start)
+	case UPDATE:
+		p.next()
+		return p.parseUpdate(start)
+	case DELETE:
+		p.next()
+		return p.parseDelete(start)
+	case SELECT:
+		p.next()
+		return p.parseSelect(start)
+	case DESCRIBE, DESC:
+		p.next()
+		return p.parseDescribe(start)
+	}
+	p.errorExpected("statement")
+	return nil
+}
+
+func (p *parser) parseIfExists() bool {
+	if p.got(IF) {
+		p.expect(EXISTS)
+		return true
+	}
+	return false
+}
+
+func (p *parser) parseIfNotExists() bool {
+	if p.got(IF) {
+		p.expect(NOT)
+		p.expect(EXISTS)
+		return true
+	}
+	return false
+}
+
+// isIdent reports whether the current token can be read as an identifier.
+func (p *parser) isIdent() bool {
+	return p.tok == IDENT || p.tok == QIDENT || (p.tok.IsKeyword() && !p.tok.IsReserved())
+}
+
+// parseIdent reads an identifier: unquoted ones (and unreserved keywords)
+// are lower-cased, quoted ones are taken as they are.
+func (p *parser) parseIdent(what string) Ident {
+	if !p.isIdent() {
+		p.errorExpected(what)
+	}
+	x := Ident{NamePos: p.pos, Name: p.lit}
+	if p.tok != QIDENT {
+		x.Name = strings.ToLower(p.lit)
+	}
+	p.next()
+	return x
+}
+
+func (p *parser) parseTableName() TableName {
+	first := p.parseIdent("table name")
+	if !p.got(DOT) {
+		return TableName{Name: first}
+	}
+	return TableName{Keyspace: first, Name: p.parseIdent("table name")}
+}
+
+func (p *parser) parseIdentList(what string) []Ident {
+	list := []Ident{p.parseIdent(what)}
+	for p.got(COMMA) {
+		list = append(list, p.parseIdent(what))
+	}
+	return list
+}
+
+// parseOptions parses WITH name = value [AND name = value ...].
+func (p *parser) parseOptions() []Option {
+	p.expect(WITH)
+	var opts []Option
+	for {
+		name := p.parseIdent("option name")
+		p.expect(EQ)
+		opts = append(opts, Option{Name: name, Value: p.parseTerm()})
+		if !p.got(AND) {
+			return opts
+		}
+	}
+}
+
+func (p *parser) parseCreateKeyspace(start Pos) Statement {
+	s := &CreateKeyspaceStmt{Start: start}
+	s.IfNotExists = p.parseIfNotExists()
+	s.Name = p.parseIdent("keyspace name")
+	if p.tok != WITH {
+		p.errorExpected("'WITH'")
+	}
+	s.Options = p.parseOptions()
+	return s
+}
+
+func (p *parser) parseCreateTable(start Pos) Statement {
+	s := &CreateTableStmt{Start: start}
+	s.IfNotExists = p.parseIfNotExists()
+	s.Table = p.parseTableName()
+	p.expect(LPAREN)
+	for {
+		if p.tok == PRIMARY {
+			pos := p.pos
+			if s.PrimaryKey != nil {
+				p.errorf(pos, "PRIMARY KEY is declared twice")
+			}
+			p.next()
+			p.expect(KEY)
+			s.PrimaryKey = p.parsePrimaryKey(pos)
+		} else {
+			s.Columns = append(s.Columns, p.parseColumnDef())
+		}
+		if !p.got(COMMA) {
+			break
+		}
+		if p.tok == RPAREN { // a trailing comma, as CQL allows
+			break
+		}
+	}
+	if p.tok != RPAREN {
+		p.errorExpected("',' or ')'")
+	}
+	p.next()
+	if p.tok == WITH {
+		s.Options = p.parseOptions()
+	}
+	return s
+}
+
+func (p *parser) parseColumnDef() ColumnDef {
+	c := ColumnDef{Name: p.parseIdent("column name or PRIMARY KEY")}
+	c.Type = p.parseType()
+	if p.got(PRIMARY) {
+		p.expect(KEY)
+		c.PrimaryKey = true
+	}
+	return c
+}
+
+// maxTypeDepth bounds the nesting of type parameters, map<text, list<...>>.
+const maxTypeDepth = 8
+
+// parseType reads a type name, with any <parameters>, into canonical
+// lower-case text. The schema decides which types exist; this accepts the
+// shape of any CQL type so the error can name it.
+func (p *parser) parseType() Ident {
+	pos := p.pos
+	var b strings.Builder
+	p.typeText(&b, 0)
+	return Ident{NamePos: pos, Name: b.String()}
+}
+
+func (p *parser) typeText(b *strings.Builder, depth int) {
+	if p.tok != IDENT && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
+		p.errorExpected("type name")
+	}
+	b.WriteString(strings.ToLower(p.lit))
+	p.next()
+	if p.tok != LT {
+		return
+	}
+	if depth == maxTypeDepth {
+		p.errorf(p.pos, "type parameters are nested too deeply")
+	}
+	p.next()
+	b.WriteByte('<')
+	for {
+		p.typeText(b, depth+1)
+		if !p.got(COMMA) {
+			break
+		}
+		b.WriteString(", ")
+	}
+	if p.tok != GT {
+		p.errorExpected("',' or '>'")
+	}
+	p.next()
+	b.WriteByte('>')
+}
+
+// parsePrimaryKey parses the ( ... ) after PRIMARY KEY: (a), (a, c),
+// ((a, b), c).
+func (p *parser) parsePrimaryKey(start Pos) *PrimaryKey {
+	pk := &PrimaryKey{Start: start}
+	p.expect(LPAREN)
+	if p.got(LPAREN) {
+		pk.PartitionKey = p.parseIdentList("partition key column")
+		p.expect(RPAREN)
+	} else {
+		pk.PartitionKey = []Ident{p.parseIdent("primary key column")}
+	}
+	for p.got(COMMA) {
+		pk.Clustering = append(pk.Clustering, p.parseIdent("clustering column"))
+	}
+	if p.tok != RPAREN {
+		p.errorExpected("',' or ')'")
+	}
+	p.next()
+	return pk
+}
+
+func (p *parser) parseInsert(start Pos) Statement {
+	p.expect(INTO)
+	s := &InsertStmt{Start: start, Table: p.parseTableName()}
+	p.expect(LPAREN)
+	s.Columns = p.parseIdentList("column name")
+	if p.tok != RPAREN {
+		p.errorExpected("',' or ')'")
+	}
+	p.next()
+	p.expect(VALUES)
+	p.expect(LPAREN)
+	for {
+		s.Values = append(s.Values, p.parseTerm())
+		if !p.got(COMMA) {
+			break
+		}
+	}
+	if p.tok != RPAREN {
+		p.errorExpected("',' or ')'")
+	}
+	p.next()
+	s.Timestamp = p.parseUsing()
+	return s
+}
+
+// parseUsing parses an optional USING TIMESTAMP n.
+func (p *parser) parseUsing() *Literal {
+	if !p.got(USING) {
+		return nil
+	}
+	p.expect(TIMESTAMP)
+	return p.parseIntOrBind("integer timestamp")
+}
+
+func (p *parser) parseIntOrBind(what string) *Literal {
+	lit := &Literal{ValuePos: p.pos, Value: p.lit}
+	switch p.tok {
+	case INT:
+		lit.Kind = LitInteger
+	case QUESTION:
+		lit.Kind, lit.Value = LitBind, "?"
+	default:
+		p.errorExpected(what)
+	}
+	p.next()
+	return lit
+}
+
+func (p *parser) parseUpdate(start Pos) Statement {
+	s := &UpdateStmt{Start: start, Table: p.parseTableName()}
+	s.Timestamp = p.parseUsing()
+	if p.tok != SET {
+		if s.Timestamp == nil {
+			p.errorExpected("'USING' or 'SET'")
+		}
+		p.errorExpected("'SET'")
+	}
+	p.next()
+	for {
+		col := p.parseIdent("column name")
+		p.expect(EQ)
+		s.Set = append(s.Set, Assignment{Column: col, Value: p.parseTerm()})
+		if !p.got(COMMA) {
+			break
+		}
+	}
+	if p.tok != WHERE {
+		p.errorExpected("',' or 'WHERE'")
+	}
+	s.Where = p.parseWhere()
+	return s
+}
+
+func (p *parser) parseDelete(start Pos) Statement {
+	s := &DeleteStmt{Start: start}
+	if p.tok != FROM {
+		s.Columns = p.parseIdentList("column name or 'FROM'")
+		if p.tok != FROM {
+			p.errorExpected("',' or 'FROM'")
+		}
+	}
+	p.next()
+	s.Table = p.parseTableName()
+	s.Timestamp = p.parseUsing()
+	if p.tok != WHERE {
+		if s.Timestamp == nil {
+			p.errorExpected("'USING' or 'WHERE'")
+		}
+		p.errorExpected("'WHERE'")
+	}
+	s.Where = p.parseWhere()
+	return s
+}
+
+func (p *parser) parseSelect(start Pos) Statement {
+	s := &SelectStmt{Start: start}
+	if p.got(STAR) {
+		s.Star = true
+	} else {
+		s.Columns = p.parseIdentList("'*' or column name")
+	}
+	if p.tok != FROM {
+		if s.Star {
+			p.errorExpected("'FROM'")
+		}
+		p.errorExpected("',' or 'FROM'")
+	}
+	p.next()
+	s.Table = p.parseTableName()
+	if p.tok == WHERE {
+		s.Where = p.parseWhere()
+	}
+	if p.got(LIMIT) {
+		s.Limit = p.parseIntOrBind("integer limit")
+	}
+	return s
+}
+
+// parseWhere parses WHERE relation [AND relation ...].
+func (p *parser) parseWhere() []Relation {
+	p.expect(WHERE)
+	var rs []Relation
+	for {
+		r := Relation{Column: p.parseIdent("column name")}
+		r.OpPos, r.Op = p.pos, p.tok
+		switch p.tok {
+		case EQ, LT, LE, GT, GE:
+			p.next()
+		default:
+			p.errorExpected("'=', '<', '<=', '>' or '>='")
+		}
+		r.Value = p.parseTerm()
+		rs = append(rs, r)
+		if !p.got(AND) {
+			return rs
+		}
+	}
+}
+
+func (p *parser) parseDescribe(start Pos) Statement {
+	s := &DescribeStmt{Start: start}
+	switch p.tok {
+	case KEYSPACES:
+		s.Kind = DescribeKeyspaces
+		p.next()
+	case KEYSPACE:
+		s.Kind = DescribeKeyspace
+		p.next()
+		if p.isIdent() {
+			s.Keyspace = p.parseIdent("keyspace name")
+		}
+	case TABLES:
+		s.Kind = DescribeTables
+		p.next()
+	case TABLE:
+		s.Kind = DescribeTable
+		p.next()
+		s.Table = p.parseTableName()
+	case CLUSTER:
+		s.Kind = DescribeCluster
+		p.next()
+	default:
+		p.errorExpected("'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE' or 'CLUSTER'")
+	}
+	return s
+}
+
+// maxMapDepth bounds the nesting of map literals so that hostile input
+// cannot exhaust the stack.
+const maxMapDepth = 8
+
+func (p *parser) parseTerm() Term { return p.term(0) }
+
+func (p *parser) term(depth int) Term {
+	if p.tok == LBRACE {
+		if depth == maxMapDepth {
+			p.errorf(p.pos, "map literals are nested too deeply")
+		}
+		m := &MapLiteral{Lbrace: p.pos}
+		p.next()
+		if p.got(RBRACE) {
+			return m
+		}
+		for {
+			key := p.term(depth + 1)
+			p.expect(COLON)
+			m.Entries = append(m.Entries, MapEntry{Key: key, Value: p.term(depth + 1)})
+			if !p.got(COMMA) {
+				break
+			}
+		}
+		if p.tok != RBRACE {
+			p.errorExpected("',' or '}'")
+		}
+		p.next()
+		return m
+	}
+	return p.parseLiteral()
+}
+
+func (p *parser) parseLiteral() *Literal {
+	lit := &Literal{ValuePos: p.pos, Value: p.lit}
+	switch p.tok {
+	case STRING:
+		lit.Kind = LitString
+	case INT:
+		lit.Kind = LitInteger
+	case FLOAT:
+		lit.Kind = LitFloat
+	case BLOB:
+		lit.Kind, lit.Value = LitBlob, strings.ToLower(p.lit)
+	case TRUE, FALSE:
+		lit.Kind, lit.Value = LitBoolean, strings.ToLower(p.lit)
+	case NULL:
+		lit.Kind, lit.Value = LitNull, ""
+	case QUESTION:
+		lit.Kind, lit.Value = LitBind, "?"
+	case NAN:
+		lit.Kind, lit.Value = LitFloat, "NaN"
+	case INFINITY:
+		lit.Kind, lit.Value = LitFloat, "Infinity"
+	case MINUS:
+		p.next()
+		if p.tok != INFINITY {
+			p.errorExpected("number or 'Infinity' after '-'")
+		}
+		lit.Kind, lit.Value = LitFloat, "-Infinity"
+	default:
+		p.errorExpected("value")
+	}
+	p.next()
+	return lit
+}
