@@ -1,0 +1,70 @@
+// Package coordinator executes client operations against the replicas of a partition: consistency
+// levels, the two rate-limiter paths, timeouts and the hand-off to read repair.
+//
+// # Core and shell
+//
+// The core of the package (quorum.go, request.go, outcome.go) is pure: one Request state machine
+// per client operation, plus quorum arithmetic (BlockFor, Tally). It has no clock, no goroutines,
+// no RPC clients and no knowledge of row payloads. Time enters only as the now argument of Start
+// and Tick; the random draw r enters as Params.Draw; messages leave as data (Step). The shell
+// (gRPC, schema resolution, the token, the ring, the draw, write timestamps) drives it over the
+// network, and test/sim drives the very same type under virtual time.
+//
+// Driving one request:
+//
+//	req, err := coordinator.NewRequest(params)
+//	step := req.Start(now)
+//	if step.LocalCheck {
+//		// Account on the coordinator's own counter and decide with params.Limit and params.Draw.
+//		step = req.OnLocalCheck(coordinator.CheckResult{Admitted: ok, Count: n, RetryAfter: d})
+//	}
+//	// Send each of step.Sends; feed every answer back with req.OnResponse, copying Seq and To;
+//	// call req.Tick(now) as time passes. The step that carries an Outcome ends the request:
+//	// step.Outcome.Err(keyspace, table) is the client's error, nil on success.
+//
+// # The limiter paths
+//
+// An operation is limited when the table has a limit for its op (Params.Limit > 0) and it is not
+// exempt (Params.Exempt). Unlimited and exempt operations are sent with ModeNone everywhere.
+//
+// When the coordinator is itself a replica of the token (Params.Self is in Params.Replicas), a
+// limited operation starts with a local check: Start returns Step.LocalCheck and the driver
+// accounts the operation on the coordinator's own counter and decides it (no storage), then calls
+// OnLocalCheck. A rejection ends the request with RateLimited{RejectedBy: RejectedByCoordinator}
+// and no replica is contacted. An admission sends the operation to the targets: the coordinator
+// itself with ModeNone, since its counter already counted the operation, and the others with
+// ModeAccountOnly (they count and never reject).
+//
+// Otherwise the operation goes to the targets with ModeAccountAndEnforce and the draw, and every
+// replica decides on its own counter. Answers are tallied (Tally.Result): the request succeeds
+// once the consistency level's number of replicas said OK, however many rejected; it ends with
+// RateLimited{RejectedBy: RejectedByReplicas} as soon as rejections alone make that number
+// unreachable (RF=3 QUORUM: one rejection and two OKs succeed, a second rejection ends the
+// request at once), and with Failed when failures, possibly together with rejections, do. The
+// retry hint and count of a replica rejection are the largest among the rejecting replicas: the
+// operation needs a quorum of them to admit it again.
+//
+// # Targets
+//
+// Writes go to every live replica and succeed on BlockFor acks. Reads at ALL go to every replica;
+// reads at ONE and QUORUM go to BlockFor live replicas, preferring Params.ReadOrder, then the
+// coordinator itself, then ring order. Speculative retry (asking another replica when one is
+// slow) and failure-driven retry are not implemented: a read that loses a contacted replica fails
+// or times out. Digest reads are not implemented either: every contacted replica returns data.
+//
+// # Account propagation
+//
+// Replicas that do not see an operation do not count it: the others when the coordinator rejects
+// locally, the replicas a read at ONE or QUORUM skips, and down replicas. The step that ends a
+// limited request lists them in Step.Unaccounted, so a batcher that sends them coalesced
+// account-only deltas (table, token, op, count) can be added beside the state machine without
+// changing it. This package does not build that batcher yet.
+//
+// # Read repair
+//
+// The core never interprets row data. A read's Success carries every OK Response with its
+// replica and opaque Payload; the shell reconciles the payloads (last-write-wins per cell, see
+// package cell), answers the client, and writes the reconciled cells back to the replicas that
+// were stale. Repairs are exempt: the shell may drive them as write Requests with Exempt set,
+// Replicas set to the stale replicas and Consistency ALL.
+package coordinator

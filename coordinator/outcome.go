@@ -1,0 +1,235 @@
+package coordinator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Outcome is how a request ended: one of Success, RateLimited, Unavailable, Timeout or Failed.
+type Outcome interface {
+	// Err returns the error to give the client, naming keyspace and table where the error
+	// mentions them, or nil for Success.
+	Err(keyspace, table string) error
+	outcome()
+}
+
+// Success: the consistency level was reached.
+type Success struct {
+	Op Op
+	// Acks is how many replicas succeeded when the request finished (the required number;
+	// later answers are not counted).
+	Acks int
+	// Responses are, for a read, the OK responses in arrival order, each with its replica and
+	// payload. The shell reconciles them (last-write-wins per cell) and sends read repairs to
+	// the replicas that returned stale data. Nil for a write.
+	Responses []Response
+}
+
+// RateLimited: the partition's rate limit rejected the operation.
+type RateLimited struct {
+	Op         Op
+	RejectedBy Rejecter
+	// Limit is Params.Limit.
+	Limit uint32
+	// Count is the rejecting counter after the increment: the coordinator's, or the largest among
+	// the rejecting replicas.
+	Count uint32
+	// RetryAfter is the retry hint: the coordinator's, or the largest among the rejecting
+	// replicas, since the operation needs the consistency level's worth of them to admit it.
+	RetryAfter time.Duration
+}
+
+// Unavailable: fewer replicas were live than the consistency level requires; nothing was sent.
+type Unavailable struct {
+	Consistency    Consistency
+	Live, Required int
+}
+
+// Timeout: the deadline passed before the consistency level was reached. Received counts the
+// replicas that succeeded (acks for a write, responses for a read).
+type Timeout struct {
+	Op                 Op
+	Consistency        Consistency
+	Received, Required int
+}
+
+// Failed: replica failures, possibly together with rate-limit rejections too few to decide on
+// their own, made the consistency level unreachable.
+type Failed struct {
+	Op                 Op
+	Consistency        Consistency
+	Received, Required int
+	// Failures is how many replicas failed, Rejected how many rejected; Cause is the first
+	// failure's error.
+	Failures, Rejected int
+	Cause              error
+}
+
+func (Success) outcome()     {}
+func (RateLimited) outcome() {}
+func (Unavailable) outcome() {}
+func (Timeout) outcome()     {}
+func (Failed) outcome()      {}
+
+// Err returns nil.
+func (Success) Err(keyspace, table string) error { return nil }
+
+// Err returns a *RateLimitError.
+func (o RateLimited) Err(keyspace, table string) error {
+	return &RateLimitError{
+		Keyspace:   keyspace,
+		Table:      table,
+		Op:         o.Op,
+		RejectedBy: o.RejectedBy,
+		Limit:      o.Limit,
+		RetryAfter: o.RetryAfter,
+	}
+}
+
+// Err returns an *UnavailableError.
+func (o Unavailable) Err(keyspace, table string) error {
+	return &UnavailableError{Consistency: o.Consistency, Live: o.Live, Required: o.Required}
+}
+
+// Err returns a *TimeoutError.
+func (o Timeout) Err(keyspace, table string) error {
+	return &TimeoutError{Op: o.Op, Consistency: o.Consistency, Received: o.Received, Required: o.Required}
+}
+
+// Err returns a *FailureError.
+func (o Failed) Err(keyspace, table string) error {
+	return &FailureError{
+		Op:          o.Op,
+		Consistency: o.Consistency,
+		Received:    o.Received,
+		Required:    o.Required,
+		Failures:    o.Failures,
+		Rejected:    o.Rejected,
+		Err:         o.Cause,
+	}
+}
+
+// Rejecter says who rejected a rate-limited operation.
+type Rejecter uint8
+
+// The rejecters.
+const (
+	// RejectedByCoordinator: the coordinator is a replica and rejected on its own counter before
+	// contacting the others.
+	RejectedByCoordinator Rejecter = iota + 1
+	// RejectedByReplicas: the replicas' rejections made the consistency level unreachable.
+	RejectedByReplicas
+)
+
+// String returns "coordinator" or "replicas".
+func (r Rejecter) String() string {
+	switch r {
+	case RejectedByCoordinator:
+		return "coordinator"
+	case RejectedByReplicas:
+		return "replicas"
+	}
+	return fmt.Sprintf("Rejecter(%d)", uint8(r))
+}
+
+// RateLimitError reports that a partition is over its table's per-partition rate limit. Clients
+// must not retry it automatically.
+type RateLimitError struct {
+	Keyspace, Table string
+	Op              Op
+	RejectedBy      Rejecter
+	// Limit is the table's limit for Op, in operations per second per partition.
+	Limit uint32
+	// RetryAfter is when the partition's counter will have decayed back under twice the limit if
+	// no more operations arrive; zero if unknown.
+	RetryAfter time.Duration
+}
+
+// Error reads like "rate limit exceeded for writes on ks.tbl (limit 50/s), rejected by
+// coordinator; retry after 1.2s".
+func (e *RateLimitError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rate limit exceeded for %ss on %s (limit %d/s), rejected by %v",
+		e.Op, qualified(e.Keyspace, e.Table), e.Limit, e.RejectedBy)
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, "; retry after %v", e.RetryAfter.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+func qualified(keyspace, table string) string {
+	if keyspace == "" {
+		return table
+	}
+	return keyspace + "." + table
+}
+
+// UnavailableError reports that fewer replicas were live than the consistency level requires.
+// The operation was not attempted.
+type UnavailableError struct {
+	Consistency    Consistency
+	Live, Required int
+}
+
+// Error reads like "cannot achieve consistency level QUORUM: 1 replica live, 2 required".
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("cannot achieve consistency level %v: %d %s live, %d required",
+		e.Consistency, e.Live, plural(e.Live, "replica", "replicas"), e.Required)
+}
+
+// TimeoutError reports that replicas did not answer in time. A write that timed out may still
+// have been applied by some replicas.
+type TimeoutError struct {
+	Op                 Op
+	Consistency        Consistency
+	Received, Required int
+}
+
+// Error reads like "write timed out at QUORUM: 1 of 2 required acks received".
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%v timed out at %v: %d of %d required %s received",
+		e.Op, e.Consistency, e.Received, e.Required, answers(e.Op))
+}
+
+// FailureError reports that replica failures made the consistency level unreachable. Err is the
+// first failure; errors.Is and errors.As see it. The operation may have been applied by some
+// replicas.
+type FailureError struct {
+	Op                 Op
+	Consistency        Consistency
+	Received, Required int
+	// Failures is how many replicas failed, Rejected how many rejected on their rate limit.
+	Failures, Rejected int
+	Err                error
+}
+
+// Error reads like "write failed at QUORUM: 2 replicas failed, 1 of 2 required acks received:
+// disk full", and names the rejections when there were some: "1 replica failed and 1 rejected
+// (rate limit), 0 of 2 required acks received: disk full".
+func (e *FailureError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v failed at %v: %d %s failed", e.Op, e.Consistency, e.Failures, plural(e.Failures, "replica", "replicas"))
+	if e.Rejected > 0 {
+		fmt.Fprintf(&b, " and %d rejected (rate limit)", e.Rejected)
+	}
+	fmt.Fprintf(&b, ", %d of %d required %s received: %v", e.Received, e.Required, answers(e.Op), e.Err)
+	return b.String()
+}
+
+// Unwrap returns the first failure.
+func (e *FailureError) Unwrap() error { return e.Err }
+
+func answers(op Op) string {
+	if op == OpRead {
+		return "responses"
+	}
+	return "acks"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

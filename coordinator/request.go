@@ -1,0 +1,495 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// NodeID names a node. The shell maps cluster node ids to it; the core only compares them.
+type NodeID string
+
+// Op is the kind of a user operation. The limiter keeps separate counters and limits per op.
+// The zero Op is invalid.
+type Op uint8
+
+// The ops.
+const (
+	OpRead Op = iota + 1
+	OpWrite
+)
+
+// String returns "read" or "write".
+func (o Op) String() string {
+	switch o {
+	case OpRead:
+		return "read"
+	case OpWrite:
+		return "write"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// Valid reports whether o is OpRead or OpWrite.
+func (o Op) Valid() bool { return o == OpRead || o == OpWrite }
+
+// LimiterMode tells a replica what to do with its rate-limit counter for one operation.
+type LimiterMode uint8
+
+// The limiter modes a Send carries.
+const (
+	// ModeNone: neither count nor reject. Exempt and unlimited operations, and the coordinator's
+	// own apply after its local check already counted the operation.
+	ModeNone LimiterMode = iota
+	// ModeAccountOnly: count the operation, never reject it. The coordinator, itself a replica,
+	// has already decided to admit.
+	ModeAccountOnly
+	// ModeAccountAndEnforce: count the operation, then admit or reject it on the replica's own
+	// counter with the Send's Draw.
+	ModeAccountAndEnforce
+)
+
+// String returns "none", "account-only" or "account-and-enforce".
+func (m LimiterMode) String() string {
+	switch m {
+	case ModeNone:
+		return "none"
+	case ModeAccountOnly:
+		return "account-only"
+	case ModeAccountAndEnforce:
+		return "account-and-enforce"
+	}
+	return fmt.Sprintf("LimiterMode(%d)", uint8(m))
+}
+
+// Replica is one replica of the request's token.
+type Replica struct {
+	ID NodeID
+	// Down is true when the failure detector considers the node down. Down replicas are never
+	// contacted. The coordinator itself (Params.Self) is always considered live.
+	Down bool
+}
+
+// Params describes one request. NewRequest copies what it keeps, so the caller may reuse the
+// slices afterwards.
+type Params struct {
+	Op          Op
+	Consistency Consistency
+	// Self is the coordinator's own id. When Self is one of Replicas and the operation is limited,
+	// the request takes the local-check path (see the package documentation). An empty Self, or
+	// one that is not a replica, takes the account-and-enforce path.
+	Self NodeID
+	// Replicas is the replica set of the token in ring order; its length is the replication
+	// factor. Ids must be non-empty and distinct.
+	Replicas []Replica
+	// ReadOrder optionally overrides which replicas a read at ONE or QUORUM prefers: listed
+	// replicas first, in this order, then the rest in the default order (Self first if it is a
+	// replica, then ring order). Every entry must be a replica, at most once. Writes and reads at
+	// ALL contact every live replica and ignore it.
+	ReadOrder []NodeID
+	// Limit is the table's per-partition limit for Op in operations per second; 0 means the table
+	// has no limit for Op.
+	Limit uint32
+	// Exempt marks traffic the limiter never counts or rejects: read repair, hint replay, schema
+	// and system tables, internal work.
+	Exempt bool
+	// Draw is the random number r in [0, 1) the shell (or the simulator) drew for this operation;
+	// the core never draws. It is sent to every replica that enforces, so replicas whose counters
+	// agree also agree on the decision. Ignored when the operation is not limited.
+	Draw float64
+	// Deadline is when the request times out if the consistency level has not been reached; the
+	// zero time means no deadline. Time enters only through Start and Tick.
+	Deadline time.Time
+}
+
+// limited reports whether the operation is subject to the limiter at all.
+func (p *Params) limited() bool { return p.Limit > 0 && !p.Exempt }
+
+// Send asks the driver to send the operation to one replica. The driver answers it with exactly
+// one Response carrying the same Seq and To (as From), or none if the replica never answers.
+type Send struct {
+	// Seq identifies this message within its request, from 1. Responses are matched on it.
+	Seq  int
+	To   NodeID
+	Mode LimiterMode
+	// Draw is the random number r for ModeAccountAndEnforce, and 0 for the other modes.
+	Draw float64
+}
+
+// Status is a replica's answer to one Send.
+type Status uint8
+
+// The statuses. The zero Status is invalid; a response carrying it counts as a failure.
+const (
+	// StatusOK: the replica applied the write or returned the read's data.
+	StatusOK Status = iota + 1
+	// StatusRateLimited: the replica counted the operation and rejected it on its own counter.
+	StatusRateLimited
+	// StatusFailed: the replica failed to apply or read (Response.Err says why).
+	StatusFailed
+)
+
+// String returns "ok", "rate-limited" or "failed".
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusRateLimited:
+		return "rate-limited"
+	case StatusFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// Response is a replica's answer to a Send.
+type Response struct {
+	// Seq and From must match a Send of the request; a response that matches none, or answers a
+	// Send already answered, is ignored.
+	Seq    int
+	From   NodeID
+	Status Status
+	// Count and RetryAfter come with StatusRateLimited: the replica's counter after the
+	// increment, and when it will have decayed back under twice the limit.
+	Count      uint32
+	RetryAfter time.Duration
+	// Err comes with StatusFailed.
+	Err error
+	// Payload is the read's data with StatusOK. The core never looks inside; it hands the
+	// payloads back in Success.Responses for the shell to reconcile.
+	Payload any
+}
+
+// CheckResult is the coordinator's local limiter decision, fed back through OnLocalCheck.
+type CheckResult struct {
+	Admitted bool
+	// Count is the coordinator's counter after the increment.
+	Count uint32
+	// RetryAfter is the retry hint when the operation was rejected.
+	RetryAfter time.Duration
+}
+
+// Step is what one input to a Request asks the driver to do.
+type Step struct {
+	// LocalCheck asks the driver to account the operation on the coordinator's own counter and
+	// decide it with Params.Limit and Params.Draw (no storage access), then call OnLocalCheck
+	// with the decision before anything else.
+	LocalCheck bool
+	// Sends are the messages to send to replicas.
+	Sends []Send
+	// Outcome is non-nil in the one step that finishes the request.
+	Outcome Outcome
+	// Unaccounted comes with the Outcome of a limited operation: the replicas, in ring order,
+	// whose limiter counter did not count this operation because it was never sent to them (the
+	// coordinator rejected it locally, or a read contacted fewer than all replicas, or the
+	// replica was down). A future account-propagation batcher sends them account-only deltas.
+	// It is nil for unlimited and exempt operations and for requests that reached no counter at
+	// all (unavailable, or past the deadline at Start).
+	Unaccounted []NodeID
+}
+
+type phase uint8
+
+const (
+	phaseNew      phase = iota // Start not called yet
+	phaseChecking              // waiting for OnLocalCheck
+	phaseWaiting               // waiting for responses
+	phaseDone                  // finished: every input is a no-op
+)
+
+// Request is the state machine of one client operation. It has no clock, no goroutines and no
+// I/O: the driver calls Start, then OnLocalCheck (if asked), OnResponse for each replica answer
+// and Tick as time passes, and carries out the Steps they return, until a Step carries the
+// Outcome. After that every input is a no-op returning an empty Step. A Request is not safe for
+// concurrent use; the driver serialises the inputs of one request.
+type Request struct {
+	p             Params
+	required      int
+	selfIsReplica bool
+	phase         phase
+	checked       bool // the coordinator's own counter counted the operation
+
+	sent      []Send
+	answered  []bool
+	tally     Tally
+	responses []Response // OK responses of a read, in arrival order
+
+	maxCount uint32        // largest counter among rejecting replicas
+	maxRetry time.Duration // largest retry hint among rejecting replicas
+	firstErr error         // first failure
+
+	outcome Outcome
+}
+
+// NewRequest validates p and returns a request ready to Start.
+func NewRequest(p Params) (*Request, error) {
+	if !p.Op.Valid() {
+		return nil, fmt.Errorf("coordinator: invalid request: invalid op %v", p.Op)
+	}
+	if !p.Consistency.Valid() {
+		return nil, fmt.Errorf("coordinator: invalid request: invalid consistency level %v", p.Consistency)
+	}
+	if len(p.Replicas) == 0 {
+		return nil, errors.New("coordinator: invalid request: no replicas")
+	}
+	r := &Request{p: p}
+	r.p.Replicas = slices.Clone(p.Replicas)
+	r.p.ReadOrder = slices.Clone(p.ReadOrder)
+	for i, rep := range r.p.Replicas {
+		if rep.ID == "" {
+			return nil, fmt.Errorf("coordinator: invalid request: replica %d has an empty id", i)
+		}
+		if r.replicaIndex(rep.ID) != i {
+			return nil, fmt.Errorf("coordinator: invalid request: replica %s is listed twice", rep.ID)
+		}
+		if rep.ID == p.Self {
+			r.selfIsReplica = true
+			r.p.Replicas[i].Down = false
+		}
+	}
+	for i, id := range r.p.ReadOrder {
+		if r.replicaIndex(id) < 0 {
+			return nil, fmt.Errorf("coordinator: invalid request: read order names %s, which is not a replica", id)
+		}
+		if slices.Index(r.p.ReadOrder, id) != i {
+			return nil, fmt.Errorf("coordinator: invalid request: read order names %s twice", id)
+		}
+	}
+	if p.limited() && !(p.Draw >= 0 && p.Draw < 1) {
+		return nil, fmt.Errorf("coordinator: invalid request: draw %v is outside [0, 1)", p.Draw)
+	}
+	r.required = BlockFor(p.Consistency, len(p.Replicas))
+	return r, nil
+}
+
+func (r *Request) replicaIndex(id NodeID) int {
+	return slices.IndexFunc(r.p.Replicas, func(rep Replica) bool { return rep.ID == id })
+}
+
+// Start begins the request at time now. It finishes at once with Unavailable when fewer live
+// replicas than the consistency level requires exist, and with Timeout when now is not before the
+// deadline. Otherwise it asks for the local check (coordinator is a replica, operation limited) or
+// returns the Sends. Calling Start again is a no-op.
+func (r *Request) Start(now time.Time) Step {
+	if r.phase != phaseNew {
+		return Step{}
+	}
+	live := 0
+	for _, rep := range r.p.Replicas {
+		if !rep.Down {
+			live++
+		}
+	}
+	if live < r.required {
+		return r.finish(Unavailable{Consistency: r.p.Consistency, Live: live, Required: r.required})
+	}
+	if r.expired(now) {
+		return r.finish(r.timeout())
+	}
+	if r.p.limited() && r.selfIsReplica {
+		r.phase = phaseChecking
+		return Step{LocalCheck: true}
+	}
+	return r.send()
+}
+
+// OnLocalCheck takes the coordinator's local limiter decision the previous Step asked for. A
+// rejection finishes the request with RateLimited (rejected by the coordinator) without
+// contacting any replica; an admission returns the Sends: the coordinator itself with ModeNone
+// (its counter already counted the operation) and the other replicas with ModeAccountOnly.
+// Outside the local check it is a no-op.
+func (r *Request) OnLocalCheck(res CheckResult) Step {
+	if r.phase != phaseChecking {
+		return Step{}
+	}
+	r.checked = true
+	if !res.Admitted {
+		return r.finish(RateLimited{
+			Op:         r.p.Op,
+			RejectedBy: RejectedByCoordinator,
+			Limit:      r.p.Limit,
+			Count:      res.Count,
+			RetryAfter: res.RetryAfter,
+		})
+	}
+	return r.send()
+}
+
+// OnResponse takes one replica's answer. It returns the Outcome once the answers decide the
+// request: success when the consistency level is reached; RateLimited (rejected by replicas) when
+// rejections alone make it unreachable; Failed when failures do. A response whose Seq and From
+// match no Send, or that answers a Send already answered, is ignored, as is any response before
+// the Sends or after the Outcome.
+func (r *Request) OnResponse(resp Response) Step {
+	if r.phase != phaseWaiting {
+		return Step{}
+	}
+	i := resp.Seq - 1
+	if i < 0 || i >= len(r.sent) || r.sent[i].To != resp.From || r.answered[i] {
+		return Step{}
+	}
+	r.answered[i] = true
+	switch resp.Status {
+	case StatusOK:
+		r.tally.OK++
+		if r.p.Op == OpRead {
+			r.responses = append(r.responses, resp)
+		}
+	case StatusRateLimited:
+		r.tally.Rejected++
+		r.maxCount = max(r.maxCount, resp.Count)
+		r.maxRetry = max(r.maxRetry, resp.RetryAfter)
+	default:
+		r.tally.Failed++
+		if r.firstErr == nil {
+			r.firstErr = failure(resp)
+		}
+	}
+	switch r.tally.Result(r.required) {
+	case QuorumReached:
+		return r.finish(Success{Op: r.p.Op, Acks: r.tally.OK, Responses: r.responses})
+	case QuorumRejected:
+		return r.finish(RateLimited{
+			Op:         r.p.Op,
+			RejectedBy: RejectedByReplicas,
+			Limit:      r.p.Limit,
+			Count:      r.maxCount,
+			RetryAfter: r.maxRetry,
+		})
+	case QuorumLost:
+		return r.finish(Failed{
+			Op:          r.p.Op,
+			Consistency: r.p.Consistency,
+			Received:    r.tally.OK,
+			Required:    r.required,
+			Failures:    r.tally.Failed,
+			Rejected:    r.tally.Rejected,
+			Cause:       r.firstErr,
+		})
+	}
+	return Step{}
+}
+
+// failure returns the error a failed or malformed response stands for.
+func failure(resp Response) error {
+	switch {
+	case resp.Status != StatusFailed:
+		return fmt.Errorf("replica %s answered with invalid status %v", resp.From, resp.Status)
+	case resp.Err == nil:
+		return fmt.Errorf("replica %s failed without an error", resp.From)
+	}
+	return resp.Err
+}
+
+// Tick tells the request the time is now. It finishes the request with Timeout when now is not
+// before the deadline and the request has started but not finished; otherwise it is a no-op.
+func (r *Request) Tick(now time.Time) Step {
+	if (r.phase == phaseChecking || r.phase == phaseWaiting) && r.expired(now) {
+		return r.finish(r.timeout())
+	}
+	return Step{}
+}
+
+// Done reports whether the request has its Outcome.
+func (r *Request) Done() bool { return r.phase == phaseDone }
+
+// Outcome returns how the request ended, or nil while it is not Done.
+func (r *Request) Outcome() Outcome { return r.outcome }
+
+// Tally returns the answers counted so far.
+func (r *Request) Tally() Tally { return r.tally }
+
+// Required returns how many replicas must succeed: BlockFor of the consistency level and the
+// replication factor.
+func (r *Request) Required() int { return r.required }
+
+func (r *Request) expired(now time.Time) bool {
+	return !r.p.Deadline.IsZero() && !now.Before(r.p.Deadline)
+}
+
+func (r *Request) timeout() Timeout {
+	return Timeout{Op: r.p.Op, Consistency: r.p.Consistency, Received: r.tally.OK, Required: r.required}
+}
+
+// send sends the operation to its targets with the limiter mode of the request's path.
+func (r *Request) send() Step {
+	targets := r.targets()
+	r.sent = make([]Send, len(targets))
+	r.answered = make([]bool, len(targets))
+	for i, id := range targets {
+		s := Send{Seq: i + 1, To: id}
+		switch {
+		case !r.p.limited():
+			s.Mode = ModeNone
+		case r.checked && id == r.p.Self:
+			s.Mode = ModeNone
+		case r.checked:
+			s.Mode = ModeAccountOnly
+		default:
+			s.Mode = ModeAccountAndEnforce
+			s.Draw = r.p.Draw
+		}
+		r.sent[i] = s
+	}
+	r.tally.Contacted = len(targets)
+	r.phase = phaseWaiting
+	return Step{Sends: slices.Clone(r.sent)}
+}
+
+// targets returns the replicas to contact. Writes and reads at ALL go to every live replica in
+// ring order. Reads at ONE and QUORUM go to the first required live replicas in the preference
+// order: ReadOrder, then Self if it is a replica, then ring order. Start has checked that enough
+// replicas are live.
+func (r *Request) targets() []NodeID {
+	var ids []NodeID
+	if r.p.Op == OpWrite || r.p.Consistency == All {
+		for _, rep := range r.p.Replicas {
+			if !rep.Down {
+				ids = append(ids, rep.ID)
+			}
+		}
+		return ids
+	}
+	pick := func(id NodeID) {
+		if len(ids) < r.required && !r.p.Replicas[r.replicaIndex(id)].Down && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range r.p.ReadOrder {
+		pick(id)
+	}
+	if r.selfIsReplica {
+		pick(r.p.Self)
+	}
+	for _, rep := range r.p.Replicas {
+		pick(rep.ID)
+	}
+	return ids
+}
+
+// finish records the outcome and reports it with the unaccounted replicas.
+func (r *Request) finish(o Outcome) Step {
+	r.phase = phaseDone
+	r.outcome = o
+	return Step{Outcome: o, Unaccounted: r.unaccounted()}
+}
+
+// unaccounted returns the replicas whose counter did not count a limited operation that reached
+// at least one counter.
+func (r *Request) unaccounted() []NodeID {
+	if !r.p.limited() || (!r.checked && len(r.sent) == 0) {
+		return nil
+	}
+	var ids []NodeID
+	for _, rep := range r.p.Replicas {
+		if r.checked && rep.ID == r.p.Self {
+			continue
+		}
+		if slices.ContainsFunc(r.sent, func(s Send) bool { return s.To == rep.ID }) {
+			continue
+		}
+		ids = append(ids, rep.ID)
+	}
+	return ids
+}
