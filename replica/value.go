@@ -1,0 +1,102 @@
+package replica
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/kvnode/kvnode/cell"
+)
+
+// Stored values: a flags byte, the write timestamp as 8 bytes big-endian,
+// and for a live cell the value's canonical bytes. Row markers, row
+// tombstones and partition tombstones use the same format (a marker is a
+// value-less live cell, a tombstone has flagTombstone), so one merge operator
+// reconciles every key with cell.Merge.
+const (
+	valueHeaderLen      = 9
+	flagTombstone  byte = 1 << 0
+)
+
+// errBadValue reports a stored value that does not decode.
+var errBadValue = errors.New("replica: malformed stored value")
+
+// appendValue appends the stored form of c.
+func appendValue(dst []byte, c cell.Cell) []byte {
+	var flags byte
+	if c.Tombstone {
+		flags |= flagTombstone
+	}
+	dst = append(dst, flags)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Timestamp))
+	if !c.Tombstone {
+		dst = append(dst, c.Value...)
+	}
+	return dst
+}
+
+// decodeValue decodes a stored value. The cell's Value aliases v and is
+// non-nil for a live cell.
+func decodeValue(v []byte) (cell.Cell, error) {
+	if len(v) < valueHeaderLen || v[0]&^flagTombstone != 0 {
+		return cell.Cell{}, errBadValue
+	}
+	c := cell.Cell{
+		Timestamp: int64(binary.BigEndian.Uint64(v[1:])),
+		Tombstone: v[0]&flagTombstone != 0,
+	}
+	if !c.Tombstone {
+		c.Value = v[valueHeaderLen:]
+	}
+	return c, nil
+}
+
+// mergerName is persisted by pebble: a database written with one merge
+// operator refuses to open with another, so change it only with a format
+// migration.
+const mergerName = "kvnode.lww.v1"
+
+// newLWWMerger returns the pebble merge operator: every write is a Merge,
+// and the operands of a key reconcile with cell.Merge, so a write never needs
+// to read the current value and out-of-order writes converge. Last-write-wins
+// is commutative and associative, as pebble requires.
+func newLWWMerger() *pebble.Merger {
+	return &pebble.Merger{
+		Name: mergerName,
+		Merge: func(_, value []byte) (pebble.ValueMerger, error) {
+			if _, err := decodeValue(value); err != nil {
+				return nil, err
+			}
+			return &lwwValueMerger{best: append([]byte(nil), value...)}, nil
+		},
+	}
+}
+
+// lwwValueMerger keeps a copy of the winning operand.
+type lwwValueMerger struct{ best []byte }
+
+func (m *lwwValueMerger) add(value []byte) error {
+	c, err := decodeValue(value)
+	if err != nil {
+		return err
+	}
+	best, err := decodeValue(m.best)
+	if err != nil {
+		return err
+	}
+	if cell.Wins(c, best) {
+		m.best = append(m.best[:0], value...)
+	}
+	return nil
+}
+
+// MergeNewer implements pebble.ValueMerger.
+func (m *lwwValueMerger) MergeNewer(value []byte) error { return m.add(value) }
+
+// MergeOlder implements pebble.ValueMerger.
+func (m *lwwValueMerger) MergeOlder(value []byte) error { return m.add(value) }
+
+// Finish implements pebble.ValueMerger.
+func (m *lwwValueMerger) Finish(bool) ([]byte, io.Closer, error) { return m.best, nil, nil }
