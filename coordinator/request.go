@@ -219,7 +219,8 @@ type Request struct {
 	maxRetry time.Duration // largest retry hint among rejecting replicas
 	firstErr error         // first failure
 
-	outcome Outcome
+	outcome     Outcome
+	unaccounted []NodeID
 }
 
 // NewRequest validates p and returns a request ready to Start.
@@ -397,6 +398,10 @@ func (r *Request) Done() bool { return r.phase == phaseDone }
 // Outcome returns how the request ended, or nil while it is not Done.
 func (r *Request) Outcome() Outcome { return r.outcome }
 
+// Unaccounted returns, once the request is Done, the replicas whose counter did not count the
+// operation: the same list as the finishing Step's Unaccounted.
+func (r *Request) Unaccounted() []NodeID { return r.unaccounted }
+
 // Tally returns the answers counted so far.
 func (r *Request) Tally() Tally { return r.tally }
 
@@ -472,12 +477,13 @@ func (r *Request) targets() []NodeID {
 func (r *Request) finish(o Outcome) Step {
 	r.phase = phaseDone
 	r.outcome = o
-	return Step{Outcome: o, Unaccounted: r.unaccounted()}
+	r.unaccounted = r.accountGaps()
+	return Step{Outcome: o, Unaccounted: r.unaccounted}
 }
 
-// unaccounted returns the replicas whose counter did not count a limited operation that reached
+// accountGaps returns the replicas whose counter did not count a limited operation that reached
 // at least one counter.
-func (r *Request) unaccounted() []NodeID {
+func (r *Request) accountGaps() []NodeID {
 	if !r.p.limited() || (!r.checked && len(r.sent) == 0) {
 		return nil
 	}
