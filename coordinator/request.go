@@ -447,7 +447,7 @@ func (r *Request) send() Step {
 // order: ReadOrder, then Self if it is a replica, then ring order. Start has checked that enough
 // replicas are live.
 func (r *Request) targets() []NodeID {
-	var ids []NodeID
+	ids := make([]NodeID, 0, len(r.p.Replicas))
 	if r.p.Op == OpWrite || r.p.Consistency == All {
 		for _, rep := range r.p.Replicas {
 			if !rep.Down {
