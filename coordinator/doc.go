@@ -19,7 +19,8 @@
 //		step = req.OnLocalCheck(coordinator.CheckResult{Admitted: ok, Count: n, RetryAfter: d})
 //	}
 //	// Send each of step.Sends; feed every answer back with req.OnResponse, copying Seq and To;
-//	// call req.Tick(now) as time passes. The step that carries an Outcome ends the request:
+//	// call req.Tick(now) as time passes. The step that carries an Outcome ends the request
+//	// (req.Done, req.Outcome and req.Unaccounted report it afterwards too):
 //	// step.Outcome.Err(keyspace, table) is the client's error, nil on success.
 //
 // # The limiter paths
@@ -56,7 +57,7 @@
 //
 // Replicas that do not see an operation do not count it: the others when the coordinator rejects
 // locally, the replicas a read at ONE or QUORUM skips, and down replicas. The step that ends a
-// limited request lists them in Step.Unaccounted, so a batcher that sends them coalesced
+// limited request lists them in Step.Unaccounted (and Request.Unaccounted), so a batcher that sends them coalesced
 // account-only deltas (table, token, op, count) can be added beside the state machine without
 // changing it. This package does not build that batcher yet.
 //

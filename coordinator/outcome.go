@@ -7,6 +7,8 @@ import (
 )
 
 // Outcome is how a request ended: one of Success, RateLimited, Unavailable, Timeout or Failed.
+// Tell them apart with a type switch; Success holds a slice, so outcomes must not be compared
+// with ==.
 type Outcome interface {
 	// Err returns the error to give the client, naming keyspace and table where the error
 	// mentions them, or nil for Success.

@@ -425,9 +425,7 @@ func (r *Request) send() Step {
 	for i, id := range targets {
 		s := Send{Seq: i + 1, To: id}
 		switch {
-		case !r.p.limited():
-			s.Mode = ModeNone
-		case r.checked && id == r.p.Self:
+		case !r.p.limited(), r.checked && id == r.p.Self:
 			s.Mode = ModeNone
 		case r.checked:
 			s.Mode = ModeAccountOnly
