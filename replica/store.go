@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // Store is a node's replica storage: one pebble database holding every
@@ -49,19 +50,19 @@ func (s *Store) Close() error {
 // mutation of a partition is atomic; it returns once the batch is durable
 // (unless Options.NoSync). An invalid mutation writes nothing and returns an
 // error wrapping ErrBadRequest.
-func (s *Store) apply(l *layout, m *replicapb.Mutation) error {
-	if m.GetTableId() != l.id {
-		return l.badRequest("mutation is for table id %d", m.GetTableId())
+func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
+	if m.GetTableId() != uint64(t.ID) {
+		return badRequest(t, "mutation is for table id %d", m.GetTableId())
 	}
 	if len(m.Rows) == 0 && m.PartitionDeletion == nil {
-		return l.badRequest("mutation writes nothing: no rows and no partition deletion")
+		return badRequest(t, "mutation writes nothing: no rows and no partition deletion")
 	}
 	var pkBuf, keyBuf, valBuf [128]byte
-	pk, err := l.serializePartitionKey(pkBuf[:0], m.PartitionKey, m.Token)
+	pk, err := serializePartitionKey(t, pkBuf[:0], m.PartitionKey, m.Token)
 	if err != nil {
 		return err
 	}
-	key := appendPartitionPrefix(keyBuf[:0], l.id, m.Token, pk)
+	key := appendPartitionPrefix(keyBuf[:0], uint64(t.ID), m.Token, pk)
 	prefixLen := len(key)
 	val := valBuf[:0]
 
@@ -69,7 +70,7 @@ func (s *Store) apply(l *layout, m *replicapb.Mutation) error {
 	defer b.Close()
 	if m.PartitionDeletion != nil {
 		if err := checkTimestamp(*m.PartitionDeletion); err != nil {
-			return l.badRequest("partition deletion: %v", err)
+			return badRequest(t, "partition deletion: %v", err)
 		}
 		key = append(key[:prefixLen], kindPartitionDeletion)
 		val = appendValue(val[:0], cell.Cell{Timestamp: *m.PartitionDeletion, Tombstone: true})
@@ -79,19 +80,19 @@ func (s *Store) apply(l *layout, m *replicapb.Mutation) error {
 	}
 	for i, row := range m.Rows {
 		if row == nil || (len(row.Cells) == 0 && row.Marker == nil && row.Deletion == nil) {
-			return l.badRequest("row %d writes nothing: no cells, marker or deletion", i)
+			return badRequest(t, "row %d writes nothing: no cells, marker or deletion", i)
 		}
-		if len(row.Clustering) != len(l.clustering) {
-			return l.badRequest("row %d has %d clustering components, want %d (%s)", i, len(row.Clustering), len(l.clustering), names(l.clustering))
+		if len(row.Clustering) != len(t.Clustering) {
+			return badRequest(t, "row %d has %d clustering components, want %d (%s)", i, len(row.Clustering), len(t.Clustering), names(t.Clustering))
 		}
 		key = append(key[:prefixLen], kindRow)
-		if key, err = l.appendClusteringKey(key, row.Clustering); err != nil {
-			return l.badRequest("row %d: %v", i, err)
+		if key, err = appendClusteringKey(t, key, row.Clustering); err != nil {
+			return badRequest(t, "row %d: %v", i, err)
 		}
 		rowLen := len(key)
 		if row.Deletion != nil {
 			if err := checkTimestamp(*row.Deletion); err != nil {
-				return l.badRequest("row %d deletion: %v", i, err)
+				return badRequest(t, "row %d deletion: %v", i, err)
 			}
 			key = append(key[:rowLen], rowDeletion)
 			val = appendValue(val[:0], cell.Cell{Timestamp: *row.Deletion, Tombstone: true})
@@ -101,7 +102,7 @@ func (s *Store) apply(l *layout, m *replicapb.Mutation) error {
 		}
 		if row.Marker != nil {
 			if err := checkTimestamp(*row.Marker); err != nil {
-				return l.badRequest("row %d marker: %v", i, err)
+				return badRequest(t, "row %d marker: %v", i, err)
 			}
 			key = append(key[:rowLen], rowMarker)
 			val = appendValue(val[:0], cell.Cell{Timestamp: *row.Marker})
@@ -111,18 +112,18 @@ func (s *Store) apply(l *layout, m *replicapb.Mutation) error {
 		}
 		for _, c := range row.Cells {
 			if c == nil {
-				return l.badRequest("row %d has a nil cell", i)
+				return badRequest(t, "row %d has a nil cell", i)
 			}
-			typ, err := l.regularType(c.Column)
+			typ, err := regularType(t, c.Column)
 			if err != nil {
 				return err
 			}
 			if err := checkTimestamp(c.Timestamp); err != nil {
-				return l.badRequest("row %d column %q: %v", i, c.Column, err)
+				return badRequest(t, "row %d column %q: %v", i, c.Column, err)
 			}
 			if !c.Tombstone {
 				if err := typ.Check(nonNil(c.Value)); err != nil {
-					return l.badRequest("row %d column %q: %v", i, c.Column, err)
+					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
 				}
 			}
 			key = append(key[:rowLen], rowCell)
@@ -134,29 +135,29 @@ func (s *Store) apply(l *layout, m *replicapb.Mutation) error {
 		}
 	}
 	if err := b.Commit(s.writeOpts); err != nil {
-		return fmt.Errorf("replica: table %s: commit: %w", l.name, err)
+		return fmt.Errorf("replica: table %s: commit: %w", t.QualifiedName(), err)
 	}
 	return nil
 }
 
 // read serves req, a read of one partition of table l, from storage. The
 // response's status is left for the caller to set.
-func (s *Store) read(l *layout, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
-	if req.GetTableId() != l.id {
-		return nil, l.badRequest("read is for table id %d", req.GetTableId())
+func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
+	if req.GetTableId() != uint64(t.ID) {
+		return nil, badRequest(t, "read is for table id %d", req.GetTableId())
 	}
 	for _, name := range req.Columns {
-		if _, err := l.regularType(name); err != nil {
+		if _, err := regularType(t, name); err != nil {
 			return nil, err
 		}
 	}
-	pk, err := l.serializePartitionKey(nil, req.PartitionKey, req.Token)
+	pk, err := serializePartitionKey(t, nil, req.PartitionKey, req.Token)
 	if err != nil {
 		return nil, err
 	}
-	prefix := appendPartitionPrefix(nil, l.id, req.Token, pk)
+	prefix := appendPartitionPrefix(nil, uint64(t.ID), req.Token, pk)
 	prefixLen := len(prefix)
-	lower, upper, err := l.rowBounds(prefix, req.GetFilter())
+	lower, upper, err := rowBounds(t, prefix, req.GetFilter())
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +165,7 @@ func (s *Store) read(l *layout, req *replicapb.ReadRequest) (*replicapb.ReadResp
 	partKey := append(prefix[:prefixLen:prefixLen], kindPartitionDeletion)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: partKey, UpperBound: upper})
 	if err != nil {
-		return nil, fmt.Errorf("replica: table %s: read: %w", l.name, err)
+		return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
 	}
 	defer it.Close()
 
@@ -173,7 +174,7 @@ func (s *Store) read(l *layout, req *replicapb.ReadRequest) (*replicapb.ReadResp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
 		c, err := iterCell(it)
 		if err != nil {
-			return nil, l.corrupt(it.Key(), err)
+			return nil, corrupt(t, it.Key(), err)
 		}
 		partDel = c.Timestamp
 		resp.PartitionDeletion = &partDel
@@ -182,7 +183,7 @@ func (s *Store) read(l *layout, req *replicapb.ReadRequest) (*replicapb.ReadResp
 		return resp, nil
 	}
 
-	r := rowReader{l: l, req: req, partDel: partDel, resp: resp, rowsStart: prefixLen + 1}
+	r := rowReader{t: t, req: req, partDel: partDel, resp: resp, rowsStart: prefixLen + 1}
 	for valid := it.SeekGE(lower); valid; valid = it.Next() {
 		done, err := r.add(it)
 		if err != nil {
@@ -193,7 +194,7 @@ func (s *Store) read(l *layout, req *replicapb.ReadRequest) (*replicapb.ReadResp
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("replica: table %s: read: %w", l.name, err)
+		return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
 	}
 	r.flush()
 	return resp, nil
@@ -201,27 +202,27 @@ func (s *Store) read(l *layout, req *replicapb.ReadRequest) (*replicapb.ReadResp
 
 // rowBounds returns the key range [lower, upper) of the rows filter selects
 // in the partition with key prefix prefix.
-func (l *layout) rowBounds(prefix []byte, f *replicapb.ClusteringFilter) (lower, upper []byte, err error) {
+func rowBounds(t *schema.Table, prefix []byte, f *replicapb.ClusteringFilter) (lower, upper []byte, err error) {
 	rows := append(prefix[:len(prefix):len(prefix)], kindRow)
 	if f == nil {
 		return rows, prefixEnd(rows), nil
 	}
 	if f.Lower != nil || f.Upper != nil {
-		if len(f.Equal) >= len(l.clustering) {
-			return nil, nil, l.badRequest("filter restricts %d clustering columns by equality and one more by range, the table has %d (%s)", len(f.Equal), len(l.clustering), names(l.clustering))
+		if len(f.Equal) >= len(t.Clustering) {
+			return nil, nil, badRequest(t, "filter restricts %d clustering columns by equality and one more by range, the table has %d (%s)", len(f.Equal), len(t.Clustering), names(t.Clustering))
 		}
 	}
-	if rows, err = l.appendClusteringKey(rows, f.Equal); err != nil {
-		return nil, nil, l.badRequest("filter: %v", err)
+	if rows, err = appendClusteringKey(t, rows, f.Equal); err != nil {
+		return nil, nil, badRequest(t, "filter: %v", err)
 	}
 	lower, upper = rows, prefixEnd(rows)
 	col := len(f.Equal)
 	bound := func(b *replicapb.Bound, what string) ([]byte, error) {
 		v := nonNil(b.Value)
-		if err := l.clustering[col].typ.Check(v); err != nil {
-			return nil, l.badRequest("filter %s bound on clustering column %q: %v", what, l.clustering[col].name, err)
+		if err := t.Clustering[col].Type.Check(v); err != nil {
+			return nil, badRequest(t, "filter %s bound on clustering column %q: %v", what, t.Clustering[col].Name, err)
 		}
-		return appendClustering(rows[:len(rows):len(rows)], l.clustering[col].typ, v), nil
+		return appendClustering(rows[:len(rows):len(rows)], t.Clustering[col].Type, v), nil
 	}
 	if f.Lower != nil {
 		k, err := bound(f.Lower, "lower")
@@ -246,7 +247,7 @@ func (l *layout) rowBounds(prefix []byte, f *replicapb.ClusteringFilter) (lower,
 
 // rowReader assembles the rows of a partition from its keys, in order.
 type rowReader struct {
-	l         *layout
+	t         *schema.Table
 	req       *replicapb.ReadRequest
 	partDel   int64
 	resp      *replicapb.ReadResponse
@@ -268,21 +269,21 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 			return true, nil
 		}
 		rest := k[r.rowsStart:]
-		r.clustering = make([][]byte, len(r.l.clustering))
-		for i, c := range r.l.clustering {
-			if r.clustering[i], rest, err = decodeClustering(rest, c.typ); err != nil {
-				return false, r.l.corrupt(k, err)
+		r.clustering = make([][]byte, len(r.t.Clustering))
+		for i, c := range r.t.Clustering {
+			if r.clustering[i], rest, err = decodeClustering(rest, c.Type); err != nil {
+				return false, corrupt(r.t, k, err)
 			}
 		}
 		if len(rest) == 0 {
-			return false, r.l.corrupt(k, errBadKey)
+			return false, corrupt(r.t, k, errBadKey)
 		}
 		r.rowKey = append(r.rowKey[:0], k[:len(k)-len(rest)]...)
 		r.row = cell.EmptyRow()
 	}
 	c, err := iterCell(it)
 	if err != nil {
-		return false, r.l.corrupt(k, err)
+		return false, corrupt(r.t, k, err)
 	}
 	switch entry := k[len(r.rowKey):]; entry[0] {
 	case rowDeletion:
@@ -291,7 +292,7 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 		r.row.Marker = c.Timestamp
 	case rowCell:
 		name := entry[1:]
-		if _, ok := r.l.regular[string(name)]; !ok {
+		if col, ok := r.t.Column(string(name)); !ok || col.Kind != schema.RegularColumn {
 			return false, nil // a dropped column: not part of the row any more
 		}
 		if !c.Tombstone {
@@ -299,7 +300,7 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 		}
 		r.row.Columns = append(r.row.Columns, cell.Column{Name: string(name), Cell: c})
 	default:
-		return false, r.l.corrupt(k, errBadKey)
+		return false, corrupt(r.t, k, errBadKey)
 	}
 	return false, nil
 }
@@ -361,6 +362,6 @@ func iterCell(it *pebble.Iterator) (cell.Cell, error) {
 // errCorrupt is wrapped by errors about stored data that does not decode.
 var errCorrupt = errors.New("replica: corrupt data")
 
-func (l *layout) corrupt(key []byte, err error) error {
-	return fmt.Errorf("%w: table %s: key %x: %w", errCorrupt, l.name, key, err)
+func corrupt(t *schema.Table, key []byte, err error) error {
+	return fmt.Errorf("%w: table %s: key %x: %w", errCorrupt, t.QualifiedName(), key, err)
 }

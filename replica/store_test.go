@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -15,17 +16,26 @@ import (
 
 const testTableID = 7
 
-// testLayout is ks.t (k text, c1 int, c2 text, v int, w text, b blob,
-// PRIMARY KEY ((k), c1, c2)).
-func testLayout() *layout {
-	return &layout{
-		id:         testTableID,
-		name:       "ks.t",
-		partition:  []column{{"k", schema.TypeText}},
-		clustering: []column{{"c1", schema.TypeInt}, {"c2", schema.TypeText}},
-		regular:    map[string]schema.Type{"v": schema.TypeInt, "w": schema.TypeText, "b": schema.TypeBlob},
+// newTable builds the table a CREATE TABLE statement defines, with id
+// testTableID, in keyspace ks.
+func newTable(t testing.TB, create string) *schema.Table {
+	t.Helper()
+	st, err := cql.ParseStatement(create)
+	if err != nil {
+		t.Fatalf("parsing %q: %v", create, err)
 	}
+	tbl, err := schema.NewTable(st.(*cql.CreateTableStmt), "ks", testTableID, schema.Version{Timestamp: 1, Node: "n1"})
+	if err != nil {
+		t.Fatalf("NewTable(%q): %v", create, err)
+	}
+	return tbl
 }
+
+const testTableDDL = "CREATE TABLE ks.t (k text, c1 int, c2 text, v int, w text, b blob, PRIMARY KEY ((k), c1, c2))"
+
+// testTable is ks.t (k text, c1 int, c2 text, v int, w text, b blob,
+// PRIMARY KEY ((k), c1, c2)).
+func testTable(t testing.TB) *schema.Table { return newTable(t, testTableDDL) }
 
 func openMem(t testing.TB) (*Store, vfs.FS) {
 	t.Helper()
@@ -89,7 +99,7 @@ func readReq(pk string) *replicapb.ReadRequest {
 
 // format renders a read response compactly:
 // "partition deleted@3; (1,a) marker@5 [v=7@5 w=null@6]; ...".
-func format(l *layout, resp *replicapb.ReadResponse) string {
+func format(l *schema.Table, resp *replicapb.ReadResponse) string {
 	var parts []string
 	if resp.PartitionDeletion != nil {
 		parts = append(parts, fmt.Sprintf("partition deleted@%d", *resp.PartitionDeletion))
@@ -101,7 +111,7 @@ func format(l *layout, resp *replicapb.ReadResponse) string {
 			if i > 0 {
 				b.WriteString(",")
 			}
-			v, _ := l.clustering[i].typ.Decode(c)
+			v, _ := l.Clustering[i].Type.Decode(c)
 			fmt.Fprint(&b, v)
 		}
 		b.WriteString(")")
@@ -117,7 +127,8 @@ func format(l *layout, resp *replicapb.ReadResponse) string {
 				cells = append(cells, fmt.Sprintf("%s=null@%d", c.Column, c.Timestamp))
 				continue
 			}
-			v, _ := l.regular[c.Column].Decode(c.Value)
+			col, _ := l.Column(c.Column)
+			v, _ := col.Type.Decode(c.Value)
 			cells = append(cells, fmt.Sprintf("%s=%v@%d", c.Column, v, c.Timestamp))
 		}
 		if len(cells) > 0 {
@@ -128,10 +139,10 @@ func format(l *layout, resp *replicapb.ReadResponse) string {
 	return strings.Join(parts, "; ")
 }
 
-func mustApply(t *testing.T, s *Store, l *layout, muts ...*replicapb.Mutation) {
+func mustApply(t *testing.T, s *Store, l *schema.Table, muts ...*replicapb.Mutation) {
 	t.Helper()
 	for _, m := range muts {
-		if err := s.apply(l, m); err != nil {
+		if err := s.Apply(l, m); err != nil {
 			t.Fatalf("apply(%v): %v", m, err)
 		}
 	}
@@ -200,9 +211,9 @@ func TestStoreReconcilesWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := openMem(t)
-			l := testLayout()
+			l := testTable(t)
 			mustApply(t, s, l, tt.muts...)
-			resp, err := s.read(l, readReq("p"))
+			resp, err := s.ReadPartition(l, readReq("p"))
 			if err != nil {
 				t.Fatalf("read: %v", err)
 			}
@@ -215,7 +226,7 @@ func TestStoreReconcilesWrites(t *testing.T) {
 
 func TestStoreReadRestrictions(t *testing.T) {
 	s, _ := openMem(t)
-	l := testLayout()
+	l := testTable(t)
 	mustApply(t, s, l, mut("p",
 		row(1, "a", "v=10@1"), row(1, "b", "v=11@1"), row(1, "c", "v=12@1"),
 		row(2, "a", "v=20@1"), row(2, "b", "v=21@1"),
@@ -268,7 +279,7 @@ func TestStoreReadRestrictions(t *testing.T) {
 	for _, tt := range tests {
 		req := readReq("p")
 		req.Filter, req.Limit, req.Columns = tt.filter, tt.limit, tt.columns
-		resp, err := s.read(l, req)
+		resp, err := s.ReadPartition(l, req)
 		if err != nil {
 			t.Errorf("%s: read: %v", tt.name, err)
 			continue
@@ -295,7 +306,7 @@ func keyCount(t *testing.T, s *Store) int {
 }
 
 func TestStoreRejectsBadMutationsAndWritesNothing(t *testing.T) {
-	l := testLayout()
+	l := testTable(t)
 	good := func() *replicapb.Mutation { return mut("p", row(1, "a", "marker@1", "v=1@1"), row(2, "b", "w=x@1")) }
 	tests := []struct {
 		name   string
@@ -323,7 +334,7 @@ func TestStoreRejectsBadMutationsAndWritesNothing(t *testing.T) {
 		s, _ := openMem(t)
 		m := good()
 		tt.edit(m)
-		err := s.apply(l, m)
+		err := s.Apply(l, m)
 		if !errors.Is(err, ErrBadRequest) {
 			t.Errorf("applying a mutation with %s returned %v, want an error wrapping ErrBadRequest", tt.name, err)
 			continue
@@ -342,7 +353,7 @@ func TestStoreRejectsBadMutationsAndWritesNothing(t *testing.T) {
 
 func TestStoreRejectsBadReads(t *testing.T) {
 	s, _ := openMem(t)
-	l := testLayout()
+	l := testTable(t)
 	tests := []struct {
 		name   string
 		edit   func(r *replicapb.ReadRequest)
@@ -369,7 +380,7 @@ func TestStoreRejectsBadReads(t *testing.T) {
 	for _, tt := range tests {
 		r := readReq("p")
 		tt.edit(r)
-		_, err := s.read(l, r)
+		_, err := s.ReadPartition(l, r)
 		if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), tt.errHas) {
 			t.Errorf("a read with %s returned %v, want a bad request containing %q", tt.name, err, tt.errHas)
 		}
@@ -378,10 +389,10 @@ func TestStoreRejectsBadReads(t *testing.T) {
 
 func TestStoreSkipsDroppedColumns(t *testing.T) {
 	s, _ := openMem(t)
-	l := testLayout()
+	l := testTable(t)
 	mustApply(t, s, l, mut("p", row(1, "a", "v=1@1", "w=x@1"), row(2, "a", "w=y@1")))
-	delete(l.regular, "w")
-	resp, err := s.read(l, readReq("p"))
+	l = newTable(t, "CREATE TABLE ks.t (k text, c1 int, c2 text, v int, b blob, PRIMARY KEY ((k), c1, c2))")
+	resp, err := s.ReadPartition(l, readReq("p"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +403,7 @@ func TestStoreSkipsDroppedColumns(t *testing.T) {
 
 func TestStoreSurvivesReopen(t *testing.T) {
 	fs := vfs.NewMem()
-	l := testLayout()
+	l := testTable(t)
 	s, err := Open("db", Options{FS: fs})
 	if err != nil {
 		t.Fatal(err)
@@ -406,7 +417,7 @@ func TestStoreSurvivesReopen(t *testing.T) {
 		t.Fatalf("reopening: %v", err)
 	}
 	defer s.Close()
-	resp, err := s.read(l, readReq("p"))
+	resp, err := s.ReadPartition(l, readReq("p"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +430,7 @@ func TestStoreMergesAcrossFlushes(t *testing.T) {
 	// Versions of a cell in different sstables and the memtable still
 	// reconcile by timestamp, not by write order.
 	s, _ := openMem(t)
-	l := testLayout()
+	l := testTable(t)
 	mustApply(t, s, l, mut("p", row(1, "a", "v=3@30")))
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
@@ -432,7 +443,7 @@ func TestStoreMergesAcrossFlushes(t *testing.T) {
 	if err := s.db.Compact(t.Context(), []byte{0}, []byte{0xFF}, true); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.read(l, readReq("p"))
+	resp, err := s.ReadPartition(l, readReq("p"))
 	if err != nil {
 		t.Fatal(err)
 	}
