@@ -1,0 +1,671 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Sentinel errors. They are wrapped with the details of each case.
+var (
+	// ErrClosed reports a call on a closed Cluster.
+	ErrClosed = errors.New("cluster: closed")
+	// ErrUnknownNode reports a node id the cluster has never heard of.
+	ErrUnknownNode = errors.New("cluster: unknown node")
+	// ErrNodeLive reports an attempt to remove a node that is live.
+	ErrNodeLive = errors.New("cluster: node is live")
+)
+
+// Member is what the local node knows about one ring member.
+type Member struct {
+	ID NodeID
+	// RPCAddr is the member's internode RPC address, from its metadata.
+	RPCAddr string
+	// GossipAddr is the member's gossip host:port.
+	GossipAddr string
+	// NumTokens is the member's number of vnode tokens.
+	NumTokens int
+	// Live reports whether failure detection currently considers the member up. A down member still
+	// owns its ranges.
+	Live bool
+	// SchemaDigest is the member's schema digest as last gossiped; empty when the member has not been
+	// seen live since this node started.
+	SchemaDigest string
+	// Local reports whether this is the local node.
+	Local bool
+}
+
+// peerState is the local view of one ring member.
+type peerState struct {
+	rec    peerRecord
+	tokens []int64
+	live   bool
+	digest string
+}
+
+// inbox collects work for the worker goroutine. Memberlist callbacks fill it and must never block.
+type inbox struct {
+	snapshots    map[NodeID][]byte // schema snapshots received, latest per sender
+	replyTo      map[NodeID]bool   // senders of a sync request, owed our snapshot
+	pulls        map[NodeID]bool   // live peers whose gossiped digest differed from ours
+	localChanged bool              // a local DDL happened: publish and push
+}
+
+func newInbox() inbox {
+	return inbox{snapshots: map[NodeID][]byte{}, replyTo: map[NodeID]bool{}, pulls: map[NodeID]bool{}}
+}
+
+func (ib *inbox) empty() bool {
+	return len(ib.snapshots) == 0 && len(ib.replyTo) == 0 && len(ib.pulls) == 0 && !ib.localChanged
+}
+
+// Cluster is one node's membership in a kvnode cluster: gossip and failure detection over memberlist,
+// the token ring, known peers persisted across restarts, and schema agreement. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	cfg      Config
+	tim      timings
+	log      *slog.Logger
+	id       NodeID
+	ml       *memberlist.Memberlist
+	gossip   string // actual gossip host:port (advertised)
+	bindIP   net.IP
+	localIPs []net.IP // addresses that mean "this node" when they carry our gossip port
+
+	ring   atomic.Pointer[Ring]
+	live   atomic.Pointer[map[NodeID]bool]
+	meta   atomic.Pointer[[]byte]
+	digest atomic.Pointer[string] // local schema digest as published in our metadata
+
+	mu       sync.Mutex
+	peers    map[NodeID]*peerState
+	removed  map[NodeID]int64
+	changed  chan struct{}
+	dirty    bool // peers need persisting
+	closed   bool
+	in       inbox
+	inflight map[NodeID]bool // sync requests being sent
+
+	kick      chan struct{}
+	stop      chan struct{}
+	persistMu sync.Mutex
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts the local node's membership: it loads or creates the node id in cfg.DataDir, binds
+// the gossip address, joins the seeds and the peers known from earlier runs, and returns. When no seed
+// can be reached, joining continues in the background with backoff until one can.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	cfg.ensureDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: create data directory: %w", err)
+	}
+	id, err := loadOrCreateNodeID(cfg.DataDir, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	pf, err := loadPeers(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	_, tim := cfg.Profile.settings()
+	c := &Cluster{
+		cfg:      cfg,
+		tim:      tim,
+		log:      cfg.Logger.With("component", "cluster", "node", string(id)),
+		id:       id,
+		peers:    map[NodeID]*peerState{},
+		removed:  map[NodeID]int64{},
+		changed:  make(chan struct{}),
+		in:       newInbox(),
+		inflight: map[NodeID]bool{},
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	for _, r := range pf.Removed {
+		c.removed[r.ID] = r.At
+	}
+	if _, gone := c.removed[id]; gone {
+		return nil, fmt.Errorf("cluster: node %s was removed from the cluster; start it with an empty data directory to join as a new node", id)
+	}
+	var prevGossip string
+	for _, p := range pf.Peers {
+		if _, gone := c.removed[p.ID]; gone {
+			continue
+		}
+		if p.ID == id {
+			if p.NumTokens != cfg.NumTokens {
+				return nil, fmt.Errorf("cluster: num_tokens is %d but node %s was started with %d; it cannot change (it would move the node's ranges)", cfg.NumTokens, id, p.NumTokens)
+			}
+			prevGossip = p.GossipAddr
+		}
+		c.peers[p.ID] = &peerState{rec: p, tokens: NodeTokens(p.ID, p.NumTokens)}
+	}
+
+	digest := cfg.Schema.Digest()
+	meta, err := c.buildMeta(digest)
+	if err != nil {
+		return nil, err
+	}
+	c.digest.Store(&digest)
+	c.meta.Store(&meta)
+	c.peers[id] = &peerState{
+		rec:    peerRecord{ID: id, RPCAddr: cfg.RPCAddr, NumTokens: cfg.NumTokens, GossipAddr: prevGossip},
+		tokens: NodeTokens(id, cfg.NumTokens),
+		live:   true,
+		digest: digest,
+	}
+	c.rebuildRingLocked()
+	c.rebuildLiveLocked()
+
+	if err := c.createMemberlist(ctx, prevGossip); err != nil {
+		return nil, err
+	}
+	local := c.ml.LocalNode()
+	c.gossip = local.Address()
+	c.localIPs = localIPs(local.Addr, c.bindIP)
+	c.mu.Lock()
+	self := c.peers[id]
+	self.rec.GossipAddr = c.gossip
+	self.rec.Updated = time.Now().UnixNano()
+	c.dirty = true
+	c.mu.Unlock()
+	if err := c.persist(); err != nil {
+		_ = c.ml.Shutdown()
+		return nil, err
+	}
+	c.log.Info("cluster member started", "gossip_addr", c.gossip, "rpc_addr", cfg.RPCAddr,
+		"num_tokens", cfg.NumTokens, "profile", cfg.Profile.String(), "known_peers", len(c.peers)-1)
+
+	c.wg.Add(1)
+	go c.worker()
+
+	joined := false
+	if targets := c.joinTargets(true); len(targets) > 0 {
+		joined = c.join(targets) > 0
+		if !joined {
+			c.log.Info("no seed or known peer reachable yet; retrying in the background", "targets", targets)
+		}
+	}
+	c.wg.Add(1)
+	go c.joinLoop(joined)
+	return c, nil
+}
+
+// createMemberlist binds the gossip address. With port 0, a restarted node first tries its previous
+// port so that peers find it where they last saw it.
+func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error {
+	bindHost, bindPort, _ := splitHostPort(c.cfg.BindAddr)
+	bindIP, err := resolveIP(ctx, bindHost)
+	if err != nil {
+		return fmt.Errorf("cluster: bind address %s: %w", c.cfg.BindAddr, err)
+	}
+	c.bindIP = bindIP
+	var advIP net.IP
+	advPort := -1
+	if c.cfg.AdvertiseAddr != "" {
+		h, p, _ := splitHostPort(c.cfg.AdvertiseAddr)
+		if advIP, err = resolveIP(ctx, h); err != nil {
+			return fmt.Errorf("cluster: advertise address %s: %w", c.cfg.AdvertiseAddr, err)
+		}
+		advPort = p
+	}
+
+	create := func(port int) (*memberlist.Memberlist, error) {
+		mc, _ := c.cfg.Profile.settings()
+		mc.Name = string(c.id)
+		mc.Label = c.cfg.ClusterName
+		mc.BindAddr = bindIP.String()
+		mc.BindPort = port
+		mc.AdvertisePort = port
+		if advIP != nil {
+			mc.AdvertiseAddr = advIP.String()
+			mc.AdvertisePort = advPort
+		}
+		mc.DeadNodeReclaimTime = c.tim.reclaimDeadAge
+		mc.Delegate = delegate{c}
+		mc.Events = events{c}
+		mc.Alive = aliveFilter{c}
+		mc.Logger = newMemberlistLogger(c.cfg.Logger)
+		if c.cfg.Tune != nil {
+			c.cfg.Tune(mc)
+		}
+		return memberlist.Create(mc)
+	}
+
+	if bindPort == 0 && prevGossip != "" {
+		if h, p, err := splitHostPort(prevGossip); err == nil && p != 0 {
+			prevIP := net.ParseIP(h)
+			if bindIP.IsUnspecified() || prevIP.Equal(bindIP) {
+				ml, err := create(p)
+				if err == nil {
+					c.ml = ml
+					return nil
+				}
+				c.log.Info("previous gossip port unavailable; picking a new one", "port", p, "err", err)
+			}
+		}
+	}
+	ml, err := create(bindPort)
+	if err != nil {
+		if strings.Contains(err.Error(), "address already in use") {
+			return fmt.Errorf("cluster: gossip address %s is already in use: %w", c.cfg.BindAddr, err)
+		}
+		return fmt.Errorf("cluster: start gossip on %s: %w", c.cfg.BindAddr, err)
+	}
+	c.ml = ml
+	return nil
+}
+
+func resolveIP(ctx context.Context, host string) (net.IP, error) {
+	if host == "" {
+		return net.IPv4zero, nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip, nil
+	}
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	for _, ip := range ips { // prefer IPv4, as memberlist's own address selection does
+		if ip.To4() != nil {
+			return ip, nil
+		}
+	}
+	return ips[0], nil
+}
+
+// localIPs returns the addresses at which this process can be reached on its gossip port: the
+// advertised and bound ones and, for a wildcard bind address, loopback and every interface address.
+func localIPs(advertised, bound net.IP) []net.IP {
+	ips := []net.IP{advertised, bound}
+	if bound.IsUnspecified() {
+		ips = append(ips, net.IPv4(127, 0, 0, 1), net.IPv6loopback)
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok {
+					ips = append(ips, ipn.IP)
+				}
+			}
+		}
+	}
+	return ips
+}
+
+// LocalID returns the local node's id.
+func (c *Cluster) LocalID() NodeID { return c.id }
+
+// GossipAddr returns the local node's actual gossip host:port (with the real port when bound to 0).
+func (c *Cluster) GossipAddr() string { return c.gossip }
+
+// Ring returns the current token ring. It is immutable; a membership change swaps in a new one.
+func (c *Cluster) Ring() *Ring { return c.ring.Load() }
+
+// IsLive reports whether node id is currently considered up. The local node is always live.
+func (c *Cluster) IsLive(id NodeID) bool { return (*c.live.Load())[id] }
+
+// Members returns every ring member, the local node and down members included, sorted by id.
+func (c *Cluster) Members() []Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ms := make([]Member, 0, len(c.peers))
+	for _, p := range c.peers {
+		ms = append(ms, c.memberLocked(p))
+	}
+	slices.SortFunc(ms, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	return ms
+}
+
+// Member returns what is known about node id.
+func (c *Cluster) Member(id NodeID) (Member, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.peers[id]
+	if !ok {
+		return Member{}, false
+	}
+	return c.memberLocked(p), true
+}
+
+func (c *Cluster) memberLocked(p *peerState) Member {
+	return Member{
+		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
+		Live: p.live, SchemaDigest: p.digest, Local: p.rec.ID == c.id,
+	}
+}
+
+// Changed returns a channel that is closed at the next change of membership, liveness, the ring, or a
+// member's schema digest (and at Close). Call it again after it fires to wait for the next change.
+func (c *Cluster) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+func (c *Cluster) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+func (c *Cluster) kickWorker() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Cluster) rebuildRingLocked() {
+	nodes := make([]RingNode, 0, len(c.peers))
+	for _, p := range c.peers {
+		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens})
+	}
+	c.ring.Store(NewRing(nodes))
+}
+
+func (c *Cluster) rebuildLiveLocked() {
+	live := make(map[NodeID]bool, len(c.peers))
+	for id, p := range c.peers {
+		if p.live {
+			live[id] = true
+		}
+	}
+	c.live.Store(&live)
+}
+
+func (c *Cluster) buildMeta(digest string) ([]byte, error) {
+	return nodeMeta{ID: c.id, RPCAddr: c.cfg.RPCAddr, SchemaDigest: digest, NumTokens: c.cfg.NumTokens}.encode()
+}
+
+// RemoveNode drops a down node from the ring for good: its ranges move to the next nodes on the ring.
+// It is the only way a node leaves the ring. The removal is persisted and spread to every node; the
+// removed id can never rejoin (a replacement must start with an empty data directory, hence a new id).
+// Removing a live node, the local node, or an unknown node is an error; removing a removed node is not.
+func (c *Cluster) RemoveNode(id NodeID) error {
+	if id == c.id {
+		return fmt.Errorf("cluster: cannot remove the local node %s", id)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if _, gone := c.removed[id]; gone {
+		c.mu.Unlock()
+		return nil
+	}
+	p, ok := c.peers[id]
+	if !ok {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	if p.live {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %s at %s; stop it (and wait until it is seen down) before removing it", ErrNodeLive, id, p.rec.GossipAddr)
+	}
+	c.applyRemovalLocked(id, time.Now().UnixNano())
+	c.mu.Unlock()
+	c.log.Info("node removed from the ring", "removed", string(id))
+	if err := c.persist(); err != nil {
+		return err
+	}
+	msg := encodeMsg(kindRemove, c.id, []byte(id))
+	for _, to := range c.livePeers() {
+		c.send(to, msg, false)
+	}
+	return nil
+}
+
+// applyRemovalLocked records the removal of id and drops it from the ring. It reports whether anything
+// changed.
+func (c *Cluster) applyRemovalLocked(id NodeID, at int64) bool {
+	if _, gone := c.removed[id]; gone {
+		return false
+	}
+	c.removed[id] = at
+	c.dirty = true
+	if id == c.id {
+		c.log.Error("this node was removed from the cluster by an operator; stop it and start it with an empty data directory to rejoin as a new node")
+		c.notifyLocked()
+		return true
+	}
+	if _, ok := c.peers[id]; ok {
+		delete(c.peers, id)
+		c.rebuildRingLocked()
+		c.rebuildLiveLocked()
+	}
+	c.notifyLocked()
+	return true
+}
+
+// livePeers returns the ids of the live members other than the local node.
+func (c *Cluster) livePeers() []NodeID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []NodeID
+	for id, p := range c.peers {
+		if p.live && id != c.id {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// send sends msg to node to over memberlist's reliable (TCP) channel from an owned goroutine. With
+// oneAtATime, a send to a node that has one in flight is dropped.
+func (c *Cluster) send(to NodeID, msg []byte, oneAtATime bool) {
+	var node *memberlist.Node
+	for _, n := range c.ml.Members() {
+		if n.Name == string(to) {
+			node = &memberlist.Node{Name: n.Name, Addr: n.Addr, Port: n.Port}
+			break
+		}
+	}
+	if node == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.closed || (oneAtATime && c.inflight[to]) {
+		c.mu.Unlock()
+		return
+	}
+	if oneAtATime {
+		c.inflight[to] = true
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		err := c.ml.SendReliable(node, msg)
+		if oneAtATime {
+			c.mu.Lock()
+			delete(c.inflight, to)
+			c.mu.Unlock()
+		}
+		if err != nil {
+			c.log.Debug("send to peer failed", "peer", string(to), "addr", node.Address(), "err", err)
+		}
+	}()
+}
+
+// persist writes the known peers when they changed.
+func (c *Cluster) persist() error {
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
+	c.mu.Lock()
+	if !c.dirty {
+		c.mu.Unlock()
+		return nil
+	}
+	pf := peerFileV1{Version: 1}
+	for _, p := range c.peers {
+		pf.Peers = append(pf.Peers, p.rec)
+	}
+	for id, at := range c.removed {
+		pf.Removed = append(pf.Removed, removal{ID: id, At: at})
+	}
+	c.dirty = false
+	c.mu.Unlock()
+	if err := savePeers(c.cfg.DataDir, pf); err != nil {
+		c.mu.Lock()
+		c.dirty = true
+		c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// joinTargets returns the gossip addresses to join: the seeds (when withSeeds) and the known peers
+// that are not live, without the local node's own addresses.
+func (c *Cluster) joinTargets(withSeeds bool) []string {
+	var targets []string
+	if withSeeds {
+		targets = append(targets, c.cfg.Seeds...)
+	}
+	c.mu.Lock()
+	for id, p := range c.peers {
+		if id != c.id && !p.live && p.rec.GossipAddr != "" {
+			targets = append(targets, p.rec.GossipAddr)
+		}
+	}
+	c.mu.Unlock()
+	slices.Sort(targets)
+	targets = slices.Compact(targets)
+	return slices.DeleteFunc(targets, c.isSelf)
+}
+
+// isSelf reports whether the gossip address addr points at this node.
+func (c *Cluster) isSelf(addr string) bool {
+	if addr == c.gossip {
+		return true
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	_, myPort, _ := splitHostPort(c.gossip)
+	if portStr != strconv.Itoa(myPort) {
+		return false
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = []net.IP{ip}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ips, _ = net.DefaultResolver.LookupIP(ctx, "ip", host)
+	}
+	for _, ip := range ips {
+		for _, mine := range c.localIPs {
+			if ip.Equal(mine) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// join tries every target at once and returns how many it reached.
+func (c *Cluster) join(targets []string) int {
+	var reached atomic.Int64
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := c.ml.Join([]string{t})
+			if err != nil {
+				c.log.Debug("join attempt failed", "target", t, "err", err)
+				return
+			}
+			reached.Add(int64(n))
+		}()
+	}
+	wg.Wait()
+	return int(reached.Load())
+}
+
+// joinLoop keeps the node connected: until the first successful join it retries the seeds and known
+// peers with exponential backoff; afterwards it periodically contacts known peers that are down (to heal
+// partitions, which memberlist does not do by itself), and the seeds again if the node finds itself alone.
+func (c *Cluster) joinLoop(joined bool) {
+	defer c.wg.Done()
+	delay := c.tim.joinRetryMin
+	for {
+		wait := delay
+		if joined {
+			wait = c.tim.reconnect
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-c.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		alone := c.ml.NumMembers() <= 1
+		if !joined && !alone {
+			joined = true // someone joined us
+			continue
+		}
+		targets := c.joinTargets(alone)
+		if len(targets) == 0 {
+			continue
+		}
+		n := c.join(targets)
+		switch {
+		case n > 0 && !joined:
+			c.log.Info("joined the cluster", "reached", n)
+			joined = true
+		case n == 0 && !joined:
+			delay = min(delay*2, c.tim.joinRetryMax)
+		}
+	}
+}
+
+// Close leaves the cluster gracefully (peers see the node down at once rather than after failure
+// detection), shuts memberlist down, stops every goroutine and persists the known peers.
+func (c *Cluster) Close() error {
+	return c.shutdown(true)
+}
+
+// shutdown stops the node; without leave it vanishes as a crashed node would.
+func (c *Cluster) shutdown(leave bool) error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.stop)
+		if leave {
+			if err := c.ml.Leave(c.tim.leaveTimeout); err != nil {
+				c.log.Debug("leave broadcast not confirmed", "err", err)
+			}
+		}
+		err := c.ml.Shutdown()
+		c.wg.Wait()
+		c.closeErr = errors.Join(err, c.persist())
+		c.mu.Lock()
+		c.notifyLocked()
+		c.mu.Unlock()
+		c.log.Info("cluster member stopped")
+	})
+	return c.closeErr
+}

@@ -1,0 +1,243 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+const (
+	// DefaultNumTokens is the number of vnode tokens per node when Config.NumTokens is zero.
+	DefaultNumTokens = 16
+	// DefaultBindAddr is the gossip address when Config.BindAddr is empty.
+	DefaultBindAddr = "0.0.0.0:7946"
+	// DefaultClusterName is the cluster name when Config.ClusterName is empty.
+	DefaultClusterName = "kvnode"
+	// DefaultSchemaAgreementTimeout bounds AwaitSchemaAgreement when it is given no timeout.
+	DefaultSchemaAgreementTimeout = 10 * time.Second
+
+	maxNumTokens = 4096
+)
+
+// Profile selects failure-detection and gossip timings.
+type Profile int
+
+const (
+	// ProfileLAN suits a data-centre network: memberlist's DefaultLANConfig (1 s probes, 30 s push/pull).
+	ProfileLAN Profile = iota
+	// ProfileLocal suits nodes on one host: memberlist's DefaultLocalConfig.
+	ProfileLocal
+	// ProfileTest is for in-process tests on loopback: fast probes, gossip and push/pull so that joins,
+	// failures and schema changes are seen within about a second. Too aggressive for real networks.
+	ProfileTest
+)
+
+// String returns the profile's name.
+func (p Profile) String() string {
+	switch p {
+	case ProfileLAN:
+		return "lan"
+	case ProfileLocal:
+		return "local"
+	case ProfileTest:
+		return "test"
+	}
+	return "Profile(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ParseProfile returns the profile named s ("lan", "local" or "test").
+func ParseProfile(s string) (Profile, error) {
+	for _, p := range []Profile{ProfileLAN, ProfileLocal, ProfileTest} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("cluster: unknown profile %q (want lan, local or test)", s)
+}
+
+// timings are the cluster's own intervals, chosen with the memberlist profile.
+type timings struct {
+	joinRetryMin   time.Duration // first retry delay while no seed could be reached
+	joinRetryMax   time.Duration // backoff cap
+	reconnect      time.Duration // how often to try down peers again once joined
+	leaveTimeout   time.Duration // how long Close waits for the leave broadcast
+	updateTimeout  time.Duration // how long a metadata update waits for its broadcast
+	reclaimDeadAge time.Duration // memberlist DeadNodeReclaimTime: a dead node's name may take a new address after this
+}
+
+func (p Profile) settings() (*memberlist.Config, timings) {
+	switch p {
+	case ProfileLocal:
+		return memberlist.DefaultLocalConfig(), timings{
+			joinRetryMin: 200 * time.Millisecond, joinRetryMax: 5 * time.Second, reconnect: 5 * time.Second,
+			leaveTimeout: time.Second, updateTimeout: time.Second, reclaimDeadAge: 5 * time.Second,
+		}
+	case ProfileTest:
+		c := memberlist.DefaultLocalConfig()
+		c.ProbeInterval = 200 * time.Millisecond
+		c.ProbeTimeout = 100 * time.Millisecond
+		c.SuspicionMult = 3
+		c.GossipInterval = 50 * time.Millisecond
+		c.PushPullInterval = time.Second
+		c.TCPTimeout = time.Second
+		c.GossipToTheDeadTime = 2 * time.Second
+		return c, timings{
+			joinRetryMin: 50 * time.Millisecond, joinRetryMax: 500 * time.Millisecond, reconnect: 500 * time.Millisecond,
+			leaveTimeout: 500 * time.Millisecond, updateTimeout: 500 * time.Millisecond, reclaimDeadAge: time.Second,
+		}
+	default:
+		return memberlist.DefaultLANConfig(), timings{
+			joinRetryMin: time.Second, joinRetryMax: 30 * time.Second, reconnect: 30 * time.Second,
+			leaveTimeout: 3 * time.Second, updateTimeout: 2 * time.Second, reclaimDeadAge: 10 * time.Second,
+		}
+	}
+}
+
+// SchemaStore is the schema as the cluster sees it. Implementations must be safe for concurrent use;
+// Digest is called often and must be cheap.
+type SchemaStore interface {
+	// Digest returns a digest of the current schema; it is gossiped in the node's metadata, so it must be
+	// short (the metadata limit is 512 bytes, shared with the node id and RPC address).
+	Digest() string
+	// Snapshot returns a deterministic encoding of the whole schema.
+	Snapshot() []byte
+	// Merge merges a peer's snapshot (last writer wins per object), persists the result when it changed,
+	// and reports whether it changed. Merge must be commutative and idempotent so nodes converge.
+	Merge(snapshot []byte) (changed bool, err error)
+}
+
+// Config configures a node's cluster membership. DataDir and Schema are required; the zero value of
+// every other field means its default.
+type Config struct {
+	// DataDir is the directory holding the node id and the known peers (created if missing).
+	DataDir string
+	// NodeID, when set, is the id to use on first start; afterwards it must equal the persisted id.
+	// Empty means generate one on first start.
+	NodeID NodeID
+	// ClusterName keeps clusters apart: nodes only talk to nodes with the same name (memberlist label).
+	// Default DefaultClusterName.
+	ClusterName string
+	// BindAddr is the gossip host:port to listen on (TCP and UDP). Port 0 picks a free port, and a
+	// restarted node first tries the port it had before. Default DefaultBindAddr.
+	BindAddr string
+	// AdvertiseAddr is the gossip host:port other nodes should use, when it differs from BindAddr (NAT,
+	// or a wildcard bind address). Empty means derived from BindAddr.
+	AdvertiseAddr string
+	// RPCAddr is the node's internode RPC address, published to peers in the node metadata.
+	RPCAddr string
+	// Seeds are gossip host:port addresses of nodes to join. The node's own address is ignored, and the
+	// addresses of peers known from earlier runs are tried as well.
+	Seeds []string
+	// NumTokens is the number of vnode tokens, fixed for the node's life. Default DefaultNumTokens.
+	NumTokens int
+	// Profile selects gossip and failure-detection timings. Default ProfileLAN.
+	Profile Profile
+	// Tune, when set, is called with the memberlist configuration after the profile and the fields above
+	// are applied, for knobs the profiles do not cover. It must not change Name, Delegate, Events,
+	// Alive, Logger or LogOutput.
+	Tune func(*memberlist.Config)
+	// Logger receives the cluster's and memberlist's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Schema is the node's schema store.
+	Schema SchemaStore
+	// SchemaAgreementTimeout bounds AwaitSchemaAgreement when called without a timeout. Default
+	// DefaultSchemaAgreementTimeout.
+	SchemaAgreementTimeout time.Duration
+}
+
+func (c *Config) ensureDefaults() {
+	if c.ClusterName == "" {
+		c.ClusterName = DefaultClusterName
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = DefaultBindAddr
+	}
+	if c.NumTokens == 0 {
+		c.NumTokens = DefaultNumTokens
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.SchemaAgreementTimeout <= 0 {
+		c.SchemaAgreementTimeout = DefaultSchemaAgreementTimeout
+	}
+}
+
+func (c *Config) validate() error {
+	if c.DataDir == "" {
+		return errors.New("cluster: Config.DataDir is required")
+	}
+	if c.Schema == nil {
+		return errors.New("cluster: Config.Schema is required")
+	}
+	if c.NumTokens < 1 || c.NumTokens > maxNumTokens {
+		return fmt.Errorf("cluster: num_tokens %d out of range 1..%d", c.NumTokens, maxNumTokens)
+	}
+	if len(c.ClusterName) > memberlist.LabelMaxSize {
+		return fmt.Errorf("cluster: cluster name is %d bytes, the limit is %d", len(c.ClusterName), memberlist.LabelMaxSize)
+	}
+	if _, _, err := splitHostPort(c.BindAddr); err != nil {
+		return fmt.Errorf("cluster: bind address %q: %v", c.BindAddr, err)
+	}
+	if c.AdvertiseAddr != "" {
+		if _, _, err := splitHostPort(c.AdvertiseAddr); err != nil {
+			return fmt.Errorf("cluster: advertise address %q: %v", c.AdvertiseAddr, err)
+		}
+	}
+	switch c.Profile {
+	case ProfileLAN, ProfileLocal, ProfileTest:
+	default:
+		return fmt.Errorf("cluster: unknown profile %d", c.Profile)
+	}
+	return nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", portStr)
+	}
+	return host, port, nil
+}
+
+// slogWriter adapts memberlist's log lines ("[LEVEL] memberlist: message") to log/slog.
+type slogWriter struct {
+	log *slog.Logger
+}
+
+func newMemberlistLogger(l *slog.Logger) *log.Logger {
+	return log.New(slogWriter{l.With("component", "memberlist")}, "", 0)
+}
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	line := bytes.TrimSpace(p)
+	level := slog.LevelInfo
+	for _, l := range []struct {
+		tag   string
+		level slog.Level
+	}{{"[DEBUG]", slog.LevelDebug}, {"[INFO]", slog.LevelInfo}, {"[WARN]", slog.LevelWarn}, {"[ERR]", slog.LevelError}, {"[ERROR]", slog.LevelError}} {
+		if bytes.HasPrefix(line, []byte(l.tag)) {
+			level = l.level
+			line = bytes.TrimSpace(line[len(l.tag):])
+			break
+		}
+	}
+	line = bytes.TrimPrefix(line, []byte("memberlist: "))
+	ctx := context.Background()
+	if w.log.Enabled(ctx, level) {
+		w.log.Log(ctx, level, string(line))
+	}
+	return len(p), nil
+}

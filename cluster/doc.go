@@ -1,0 +1,25 @@
+// Package cluster is a kvnode node's view of its cluster: who the members are, which of them are up,
+// who owns which tokens, and whether they agree on the schema.
+//
+// Membership and failure detection use hashicorp/memberlist. Each node has a [NodeID], generated once
+// and persisted in its data directory; it is the node's memberlist name, and the node's vnode tokens
+// are derived from it ([NodeTokens]), so no token lists are gossiped. A node's metadata (id, RPC
+// address, schema digest, num_tokens) travels in memberlist's node metadata, which memberlist caps at
+// 512 bytes ([MaxMetaSize]).
+//
+// The [Ring] is an immutable value rebuilt and swapped atomically when the set of members changes.
+// Liveness is kept apart from ownership: a down node keeps its ranges, known peers are persisted across
+// restarts, and only [Cluster.RemoveNode] takes a node out of the ring.
+//
+// Schema agreement: the cluster does not know the schema's structure; it consumes a [SchemaStore]
+// (digest, snapshot, commutative merge). A local DDL is announced with [Cluster.NotifySchemaChanged],
+// which pushes the full snapshot to every live node over memberlist's reliable (TCP) messages. A node
+// whose gossiped digest differs from ours is sent a sync request carrying our snapshot and answers with
+// its own, and memberlist's periodic push/pull carries the snapshot too (anti-entropy), so a node that
+// was down catches up when it rejoins. [Cluster.AwaitSchemaAgreement] waits until every live node
+// gossips the local digest.
+//
+// Concurrency: memberlist callbacks never block; they record what happened and wake one worker
+// goroutine, which merges snapshots, publishes the digest, and sends messages (each send on its own
+// goroutine). A join loop goroutine retries seeds and known peers. Close stops all of them.
+package cluster

@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// peerRecord is what a node knows and persists about a ring member, itself included.
+type peerRecord struct {
+	ID         NodeID `json:"id"`
+	RPCAddr    string `json:"rpc_addr,omitempty"`
+	GossipAddr string `json:"gossip_addr,omitempty"`
+	NumTokens  int    `json:"num_tokens"`
+	// Updated is when (unix nanoseconds, by the clock of the node that saw it live) this information was
+	// last confirmed; between nodes the newer record wins.
+	Updated int64 `json:"updated"`
+}
+
+// removal records an operator's RemoveNode: the id never re-enters the ring.
+type removal struct {
+	ID NodeID `json:"id"`
+	At int64  `json:"at"` // unix nanoseconds
+}
+
+// peerFileV1 is the persisted form of the peer table.
+type peerFileV1 struct {
+	Version int          `json:"version"`
+	Peers   []peerRecord `json:"peers"`
+	Removed []removal    `json:"removed,omitempty"`
+}
+
+// gossipState is what a node sends in memberlist's push/pull exchange (anti-entropy): its peer table,
+// removals, and schema snapshot.
+type gossipState struct {
+	Version int          `json:"version"`
+	From    NodeID       `json:"from"`
+	Peers   []peerRecord `json:"peers"`
+	Removed []removal    `json:"removed,omitempty"`
+	Schema  []byte       `json:"schema,omitempty"`
+}
+
+func loadPeers(dir string) (peerFileV1, error) {
+	path := filepath.Join(dir, peersFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return peerFileV1{Version: 1}, nil
+	}
+	if err != nil {
+		return peerFileV1{}, fmt.Errorf("cluster: read known peers: %w", err)
+	}
+	var pf peerFileV1
+	if err := json.Unmarshal(data, &pf); err != nil {
+		return peerFileV1{}, fmt.Errorf("cluster: known peers file %s is corrupt: %v", path, err)
+	}
+	if pf.Version != 1 {
+		return peerFileV1{}, fmt.Errorf("cluster: known peers file %s has version %d, want 1", path, pf.Version)
+	}
+	for _, p := range pf.Peers {
+		if err := validateNodeID(p.ID); err != nil {
+			return peerFileV1{}, fmt.Errorf("cluster: known peers file %s is corrupt: %v", path, err)
+		}
+		if p.NumTokens < 1 || p.NumTokens > maxNumTokens {
+			return peerFileV1{}, fmt.Errorf("cluster: known peers file %s is corrupt: node %s has num_tokens %d", path, p.ID, p.NumTokens)
+		}
+	}
+	return pf, nil
+}
+
+func savePeers(dir string, pf peerFileV1) error {
+	slices.SortFunc(pf.Peers, func(a, b peerRecord) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(pf.Removed, func(a, b removal) int { return cmp.Compare(a.ID, b.ID) })
+	data, err := json.MarshalIndent(pf, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, peersFile), append(data, '\n')); err != nil {
+		return fmt.Errorf("cluster: persist known peers: %w", err)
+	}
+	return nil
+}

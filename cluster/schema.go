@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// SchemaDigest returns the local schema digest as last published to the cluster.
+func (c *Cluster) SchemaDigest() string { return *c.digest.Load() }
+
+// NotifySchemaChanged tells the cluster that the local schema changed (a DDL was applied and
+// persisted): the new digest goes into the node's metadata and the full schema is pushed to every live
+// node. It returns before the push completes; use AwaitSchemaAgreement to wait for the other nodes. It
+// fails with ErrMetaTooLarge when the new digest does not fit in the node metadata.
+func (c *Cluster) NotifySchemaChanged() error {
+	if _, err := c.buildMeta(c.cfg.Schema.Digest()); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.in.localChanged = true
+	c.kickWorker()
+	return nil
+}
+
+// AwaitSchemaAgreement waits until every live node gossips the same schema digest as the local schema,
+// or timeout passes (DefaultSchemaAgreementTimeout, or Config.SchemaAgreementTimeout, when timeout ≤ 0).
+// It returns nil, nil on agreement. On timeout it logs a warning and returns the ids of the live nodes
+// that have not agreed, with a nil error: a DDL still succeeds, with that warning. It returns
+// ctx.Err() or ErrClosed (with the nodes not yet agreeing) when ctx ends or the cluster closes first.
+func (c *Cluster) AwaitSchemaAgreement(ctx context.Context, timeout time.Duration) ([]NodeID, error) {
+	if timeout <= 0 {
+		timeout = c.cfg.SchemaAgreementTimeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		changed := c.Changed()
+		disagreeing := c.disagreeing()
+		if len(disagreeing) == 0 {
+			return nil, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			c.log.Warn("schema agreement not reached; these live nodes have a different schema",
+				"timeout", timeout, "nodes", disagreeing, "digest", c.SchemaDigest())
+			return disagreeing, nil
+		case <-ctx.Done():
+			return disagreeing, ctx.Err()
+		case <-c.stop:
+			return disagreeing, ErrClosed
+		}
+	}
+}
+
+// disagreeing returns the live nodes whose gossiped schema digest differs from the local digest (which
+// is the store's current digest once published).
+func (c *Cluster) disagreeing() []NodeID {
+	local := c.cfg.Schema.Digest()
+	if local != c.SchemaDigest() {
+		// A local change not yet published: nobody agrees yet. Count the live peers.
+		local = ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []NodeID
+	for id, p := range c.peers {
+		if id != c.id && p.live && (local == "" || p.digest != local) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
