@@ -522,7 +522,10 @@ func (p *parser) parseSelect(start Pos) Statement {
 	if p.got(STAR) {
 		s.Star = true
 	} else {
-		s.Columns = p.parseIdentList("'*' or column name")
+		s.Columns = []Ident{p.parseIdent("'*' or column name")}
+		for p.got(COMMA) {
+			s.Columns = append(s.Columns, p.parseIdent("column name"))
+		}
 	}
 	if p.tok != FROM {
 		if s.Star {

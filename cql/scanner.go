@@ -48,8 +48,8 @@ func (s *Scanner) Init(src string) {
 //
 // After EOF, Scan keeps returning EOF.
 func (s *Scanner) Scan() (pos Pos, tok Token, lit string) {
-	if msg := s.skipSpace(); msg != "" {
-		return s.pos(), ILLEGAL, msg
+	if pos, msg := s.skipSpace(); msg != "" {
+		return pos, ILLEGAL, msg
 	}
 	pos = s.pos()
 	if s.off >= len(s.src) {
@@ -154,9 +154,9 @@ func (s *Scanner) advance() {
 	s.col++
 }
 
-// skipSpace skips white space and comments. It returns a message when a
-// block comment is not terminated.
-func (s *Scanner) skipSpace() string {
+// skipSpace skips white space and comments. When a block comment is not
+// terminated it returns the comment's position and a message.
+func (s *Scanner) skipSpace() (Pos, string) {
 	for s.off < len(s.src) {
 		switch c := s.src[s.off]; {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
@@ -172,17 +172,17 @@ func (s *Scanner) skipSpace() string {
 				for s.off < len(s.src) {
 					s.advance()
 				}
-				return fmt.Sprintf("comment starting at %s is not terminated", start)
+				return start, "comment is not terminated"
 			}
 			stop := s.off + 2 + end + 2
 			for s.off < stop {
 				s.advance()
 			}
 		default:
-			return ""
+			return Pos{}, ""
 		}
 	}
-	return ""
+	return Pos{}, ""
 }
 
 // number scans an integer, a float or a 0x blob. A number immediately

@@ -60,7 +60,7 @@ func TestScanIllegal(t *testing.T) {
 		{"'abc", "1:1", "string literal is not terminated"},
 		{`"abc`, "1:1", "quoted identifier is not terminated"},
 		{`""`, "1:1", "empty quoted identifier"},
-		{"x /* abc", "1:9", "comment starting at 1:3 is not terminated"},
+		{"x /* abc", "1:3", "comment is not terminated"},
 		{"10abc", "1:1", "malformed number 10abc"},
 		{"1e", "1:1", "malformed number 1e"},
 		{"1.5x", "1:1", "malformed number 1.5x"},

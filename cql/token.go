@@ -217,7 +217,7 @@ func describe(tok Token, lit string) string {
 	case tok == IDENT:
 		return "identifier " + lit
 	case tok == QIDENT:
-		return "identifier " + QuoteIdent(lit)
+		return `identifier "` + strings.ReplaceAll(lit, `"`, `""`) + `"`
 	case tok == STRING:
 		return "string " + truncate(QuoteString(lit))
 	case tok == INT:

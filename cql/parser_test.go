@@ -1,0 +1,280 @@
+package cql
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// validStatements maps one-line statements to their canonical text.
+var validStatements = []struct {
+	src  string
+	want string // "" means the source is already canonical
+}{
+	{"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}", ""},
+	{"create keyspace if not exists KS with REPLICATION = {'class':'SimpleStrategy','replication_factor':'2'};", "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '2'}"},
+	{"DROP KEYSPACE ks", ""},
+	{"DROP KEYSPACE IF EXISTS \"Ks\"", ""},
+	{"USE ks;", "USE ks"},
+	{"CREATE TABLE t (k int PRIMARY KEY, v text)", ""},
+	{"CREATE TABLE ks.t (a int, b int, PRIMARY KEY (a, b))", ""},
+	{"CREATE TABLE ks.t (a int, b int, PRIMARY KEY ((a), b))", "CREATE TABLE ks.t (a int, b int, PRIMARY KEY (a, b))"},
+	{"CREATE TABLE t (a int, b text, c int, d int, PRIMARY KEY ((a, b), c, d))", ""},
+	{"CREATE TABLE IF NOT EXISTS t (k int PRIMARY KEY) WITH per_partition_rate_limit = {'max_reads_per_second': 1, 'max_writes_per_second': '2'}", ""},
+	{"CREATE TABLE t (k int PRIMARY KEY) WITH per_partition_rate_limit = {} AND comment = 'x'", ""},
+	{"CREATE TABLE t (k int, v list<int>, PRIMARY KEY (k))", ""},
+	{"ALTER TABLE t WITH per_partition_rate_limit = {'max_writes_per_second': 10}", ""},
+	{"ALTER TABLE ks.t WITH per_partition_rate_limit = {}", ""},
+	{"DROP TABLE t", ""},
+	{"DROP TABLE IF EXISTS ks.t", ""},
+	{"INSERT INTO t (k, v) VALUES (1, 'a')", ""},
+	{"INSERT INTO t (k, v) VALUES (1, 'a') USING TIMESTAMP 123", ""},
+	{"insert into T (K, \"V\") values (0XAB, -1.5E3)", "INSERT INTO t (k, \"V\") VALUES (0xab, -1.5E3)"},
+	{"INSERT INTO t (a, b, c, d) VALUES (true, FALSE, null, ?)", "INSERT INTO t (a, b, c, d) VALUES (true, false, NULL, ?)"},
+	{"INSERT INTO t (a, b, c) VALUES (nan, INFINITY, - Infinity)", "INSERT INTO t (a, b, c) VALUES (NaN, Infinity, -Infinity)"},
+	{"UPDATE t SET v = 'x' WHERE k = 1", ""},
+	{"UPDATE ks.t USING TIMESTAMP 5 SET v = 'x', w = NULL WHERE k = 1 AND c = 2", ""},
+	{"DELETE FROM t WHERE k = 1", ""},
+	{"DELETE v FROM t USING TIMESTAMP 9 WHERE k = 1 AND c > 2 AND c <= 5", ""},
+	{"SELECT * FROM t", ""},
+	{"SELECT k, v FROM ks.t WHERE k = ? AND c >= 1 AND c < 2 LIMIT 10", ""},
+	{"SELECT * FROM t LIMIT ?", ""},
+	{"SELECT \"select\", \"Key\", key FROM t", ""},
+	{"DESCRIBE KEYSPACES", ""},
+	{"DESC KEYSPACE", "DESCRIBE KEYSPACE"},
+	{"DESCRIBE KEYSPACE ks", ""},
+	{"DESCRIBE TABLES", ""},
+	{"DESCRIBE TABLE ks.t", ""},
+	{"DESCRIBE CLUSTER", ""},
+	{"SELECT * FROM t -- trailing comment", "SELECT * FROM t"},
+	{"/* leading */ SELECT * FROM t", "SELECT * FROM t"},
+	{"SELECT * FROM t WHERE k = 'a''b'", ""},
+}
+
+func TestParseValid(t *testing.T) {
+	for _, tt := range validStatements {
+		want := tt.want
+		if want == "" {
+			want = tt.src
+		}
+		s, err := ParseStatement(tt.src)
+		if err != nil {
+			t.Errorf("ParseStatement(%q) failed: %v", tt.src, err)
+			continue
+		}
+		if got := Format(s); got != want {
+			t.Errorf("Format(ParseStatement(%q)) = %q, want %q", tt.src, got, want)
+		}
+		checkRoundTrip(t, tt.src, s)
+	}
+}
+
+// checkRoundTrip checks that Parse(Format(s)) equals s, positions aside.
+func checkRoundTrip(t *testing.T, src string, s Statement) {
+	t.Helper()
+	text := Format(s)
+	again, err := ParseStatement(text)
+	if err != nil {
+		t.Fatalf("the canonical text %q of %q does not parse: %v", text, src, err)
+	}
+	if !equalIgnoringPos(s, again) {
+		t.Fatalf("parsing the canonical text %q of %q gave a different tree:\n%s\nwant:\n%s", text, src, dump(again), dump(s))
+	}
+}
+
+// equalIgnoringPos compares two syntax trees with all positions cleared.
+func equalIgnoringPos(a, b Statement) bool {
+	return reflect.DeepEqual(clearPos(a), clearPos(b))
+}
+
+func clearPos(s Statement) any {
+	v := reflect.New(reflect.TypeOf(s).Elem())
+	v.Elem().Set(reflect.ValueOf(s).Elem())
+	clearPosValue(v.Elem())
+	return v.Interface()
+}
+
+// clearPosValue zeroes every Pos reachable from v, copying pointers first
+// so that the original tree is untouched.
+func clearPosValue(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		c := reflect.New(v.Type().Elem())
+		c.Elem().Set(v.Elem())
+		if v.CanSet() {
+			v.Set(c)
+		}
+		clearPosValue(c.Elem())
+	case reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		e := reflect.New(v.Elem().Type()).Elem()
+		e.Set(v.Elem())
+		clearPosValue(e)
+		v.Set(e)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(Pos{}) {
+			v.Set(reflect.Zero(v.Type()))
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			clearPosValue(v.Field(i))
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			return
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(c, v)
+		v.Set(c)
+		for i := 0; i < c.Len(); i++ {
+			clearPosValue(c.Index(i))
+		}
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	tests := []struct {
+		src  string
+		want string // the first error, with its position
+	}{
+		{"", "1:1: expected statement, found end of input"},
+		{"SELEC * FROM t", "1:1: expected statement, found identifier SELEC"},
+		{"SELECT * FROM", "1:14: expected table name, found end of input"},
+		{"SELECT * FROM t WHERE", "1:22: expected column name, found end of input"},
+		{"SELECT * FROM t WHERE k", "1:24: expected '=', '<', '<=', '>' or '>=', found end of input"},
+		{"SELECT * FROM t WHERE k =", "1:26: expected value, found end of input"},
+		{"SELECT * FROM t WHERE k = 1 OR k = 2", "1:29: expected ';' or end of input, found identifier OR"},
+		{"SELECT * FROM t LIMIT -", "1:23: expected integer limit, found '-'"},
+		{"SELECT * FROM t LIMIT 1.5", "1:23: expected integer limit, found float 1.5"},
+		{"SELECT a, FROM t", "1:11: expected column name, found 'FROM'"},
+		{"SELECT * FROM ks.", "1:18: expected table name, found end of input"},
+		{"SELECT * FROM t WHERE k = -x", "1:28: expected number or 'Infinity' after '-', found identifier x"},
+		{"SELECT * FROM t WHERE k = -NaN", "1:28: expected number or 'Infinity' after '-', found 'NAN'"},
+		{"CREATE KEYSPACE ks", "1:19: expected 'WITH', found end of input"},
+		{"CREATE KEYSPACE ks WITH replication {}", "1:37: expected '=', found '{'"},
+		{"CREATE KEYSPACE ks WITH replication = {'class' 'x'}", "1:48: expected ':', found string 'x'"},
+		{"CREATE KEYSPACE ks WITH replication = {'class': 'x'", "1:52: expected ',' or '}', found end of input"},
+		{"CREATE KEYSPACE IF EXISTS ks WITH x = 1", "1:20: expected 'NOT', found 'EXISTS'"},
+		{"CREATE TABLE t", "1:15: expected '(', found end of input"},
+		{"CREATE TABLE t ()", "1:17: expected column name or PRIMARY KEY, found ')'"},
+		{"CREATE TABLE t (a)", "1:18: expected type name, found ')'"},
+		{"CREATE TABLE t (a int b int)", "1:23: expected ',' or ')', found identifier b"},
+		{"CREATE TABLE t (a int, PRIMARY (a))", "1:32: expected 'KEY', found '('"},
+		{"CREATE TABLE t (a int, PRIMARY KEY a)", "1:36: expected '(', found identifier a"},
+		{"CREATE TABLE t (a int, PRIMARY KEY ((a), b)", "1:44: expected ',' or ')', found end of input"},
+		{"CREATE TABLE t (a int, PRIMARY KEY (a)) WITH", "1:45: expected option name, found end of input"},
+		{"CREATE TABLE t (a \"int\")", `1:19: expected type name, found identifier "int"`},
+		{"CREATE TABLE t (a map<int, text)", "1:32: expected ',' or '>', found ')'"},
+		{"CREATE TABLE t (a list<list<list<list<list<list<list<list<list<int>>>>>>>>>)", "1:63: type parameters are nested too deeply"},
+		{"CREATE INDEX ON t (v)", "1:8: expected 'KEYSPACE' or 'TABLE', found identifier INDEX"},
+		{"ALTER TABLE t ADD v int", "1:15: expected 'WITH', found identifier ADD"},
+		{"ALTER KEYSPACE ks WITH x = 1", "1:7: expected 'TABLE', found 'KEYSPACE'"},
+		{"DROP t", "1:6: expected 'KEYSPACE' or 'TABLE', found identifier t"},
+		{"DROP TABLE IF t", "1:15: expected 'EXISTS', found identifier t"},
+		{"USE", "1:4: expected keyspace name, found end of input"},
+		{"USE 'ks'", "1:5: expected keyspace name, found string 'ks'"},
+		{"INSERT t (a) VALUES (1)", "1:8: expected 'INTO', found identifier t"},
+		{"INSERT INTO t VALUES (1)", "1:15: expected '(', found 'VALUES'"},
+		{"INSERT INTO t (a) VALUE (1)", "1:19: expected 'VALUES', found identifier VALUE"},
+		{"INSERT INTO t (a) VALUES (1", "1:28: expected ',' or ')', found end of input"},
+		{"INSERT INTO t (a) VALUES (1) USING TTL 5", "1:36: expected 'TIMESTAMP', found identifier TTL"},
+		{"INSERT INTO t (a) VALUES (1) USING TIMESTAMP 'x'", "1:46: expected integer timestamp, found string 'x'"},
+		{"UPDATE t WHERE k = 1", "1:10: expected 'USING' or 'SET', found 'WHERE'"},
+		{"UPDATE t USING TIMESTAMP 1 WHERE k = 1", "1:28: expected 'SET', found 'WHERE'"},
+		{"UPDATE t SET v = 1", "1:19: expected ',' or 'WHERE', found end of input"},
+		{"UPDATE t SET v 1 WHERE k = 1", "1:16: expected '=', found integer 1"},
+		{"DELETE FROM t", "1:14: expected 'USING' or 'WHERE', found end of input"},
+		{"DELETE v w FROM t WHERE k = 1", "1:10: expected ',' or 'FROM', found identifier w"},
+		{"DESCRIBE", "1:9: expected 'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE' or 'CLUSTER', found end of input"},
+		{"DESCRIBE TABLE", "1:15: expected table name, found end of input"},
+		{"DESCRIBE KEYSPACE ks extra", "1:22: expected ';' or end of input, found identifier extra"},
+		{"SELECT * FROM t WHERE k = 'abc", "1:27: string literal is not terminated"},
+		{"SELECT * FROM \"t", "1:15: quoted identifier is not terminated"},
+		{"SELECT * FROM t /* open", "1:17: comment is not terminated"},
+		{"SELECT * FROM t WHERE k = 10abc", "1:27: malformed number 10abc"},
+		{"SELECT * FROM t WHERE k = 0x123", "1:27: blob literal 0x123 has an odd number of hex digits"},
+		{"SELECT * FROM t WHERE k != 1", "1:25: unexpected character '!'"},
+		{"SELECT * FROM t WHERE k = {{{{{{{{{{}}}}}}}}}}", "1:35: map literals are nested too deeply"},
+		{"SELECT * FROM \"\"", "1:15: empty quoted identifier"},
+		{"SELECT * FROM t\nWHERE\n  k = 1 AND", "3:12: expected column name, found end of input"},
+		{"SELECT * FROM t; SELECT * FROM u", "1:18: expected one statement, found several"},
+		{"SELECT * FROM t SELECT", "1:17: expected ';' or end of input, found 'SELECT'"},
+		{"SELECT * FROM t WHERE k = 'ééééééééééééééééééééééééééééééééééééééééééé' x", "1:73: expected ';' or end of input, found identifier x"},
+		{"SELECT * FROM t WHERE k = 1 AND 'ééééééééééééééééééééééééééééééééééééééééééé'", "1:33: expected column name, found string 'éééééééééééééééééééééééééééééééééééé..."},
+	}
+	for _, tt := range tests {
+		_, err := ParseStatement(tt.src)
+		if err == nil {
+			t.Errorf("ParseStatement(%q) succeeded, want error %q", tt.src, tt.want)
+			continue
+		}
+		var list ErrorList
+		if !errors.As(err, &list) || len(list) == 0 {
+			t.Errorf("ParseStatement(%q) error %v is not an ErrorList", tt.src, err)
+			continue
+		}
+		if got := list[0].Error(); got != tt.want {
+			t.Errorf("ParseStatement(%q) error = %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParseRecoversAndStops(t *testing.T) {
+	src := "SELEC 1; SELECT * FROM t; DROP x;" + strings.Repeat(" bad;", 20)
+	stmts, err := Parse(src)
+	if stmts != nil {
+		t.Errorf("Parse of a script with errors returned %d statements, want none", len(stmts))
+	}
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Parse error %v is not an ErrorList", err)
+	}
+	if len(list) != MaxErrors {
+		t.Errorf("Parse reported %d errors, want it to stop at %d", len(list), MaxErrors)
+	}
+	if got, want := list[1].Error(), "1:32: expected 'KEYSPACE' or 'TABLE', found identifier x"; got != want {
+		t.Errorf("the second error = %q, want %q (the parser should resume after the first semicolon)", got, want)
+	}
+	if got, want := err.Error(), "1:1: expected statement, found identifier SELEC (and 9 more errors)"; got != want {
+		t.Errorf("ErrorList.Error() = %q, want %q", got, want)
+	}
+	var one *Error
+	if !errors.As(err, &one) || one.Pos != (Pos{Offset: 0, Line: 1, Col: 1}) {
+		t.Errorf("errors.As(err, *Error) gave %v, want the first error at 1:1", one)
+	}
+}
+
+func TestParseScript(t *testing.T) {
+	stmts, err := Parse("USE ks;;\n SELECT * FROM t;\n-- done\n;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stmts) != 2 {
+		t.Fatalf("Parse found %d statements, want 2", len(stmts))
+	}
+	if _, ok := stmts[1].(*SelectStmt); !ok || stmts[1].Pos() != (Pos{Offset: 10, Line: 2, Col: 2}) {
+		t.Errorf("the second statement is %T at %v, want *SelectStmt at 2:2", stmts[1], stmts[1].Pos())
+	}
+	if stmts, err := Parse("  -- nothing\n"); err != nil || len(stmts) != 0 {
+		t.Errorf("Parse of a comment = %v, %v; want no statements and no error", stmts, err)
+	}
+}
+
+func TestQuoteIdent(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"abc", "abc"}, {"a_1", "a_1"}, {"Abc", `"Abc"`}, {"1a", `"1a"`}, {"_a", `"_a"`},
+		{"select", `"select"`}, {"key", "key"}, {"timestamp", "timestamp"}, {"nan", `"nan"`},
+		{`a"b`, `"a""b"`}, {"a b", `"a b"`}, {"é", `"é"`},
+	}
+	for _, tt := range tests {
+		if got := QuoteIdent(tt.name); got != tt.want {
+			t.Errorf("QuoteIdent(%q) = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

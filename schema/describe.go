@@ -1,0 +1,122 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kvnode/kvnode/cql"
+)
+
+// CreateStatement returns the CREATE KEYSPACE statement that recreates k,
+// ending in a semicolon.
+func (k *Keyspace) CreateStatement() string {
+	return fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d};",
+		cql.QuoteIdent(k.Name), k.ReplicationFactor)
+}
+
+// CreateStatement returns the CREATE TABLE statement that recreates t
+// (columns, primary key and the per_partition_rate_limit option; not its id
+// or version), over several lines and ending in a semicolon.
+func (t *Table) CreateStatement() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE TABLE %s (\n", t.QualifiedName())
+	for _, c := range t.Columns {
+		fmt.Fprintf(&b, "    %s %s,\n", cql.QuoteIdent(c.Name), c.Type)
+	}
+	b.WriteString("    PRIMARY KEY (")
+	if len(t.PartitionKey) == 1 {
+		b.WriteString(cql.QuoteIdent(t.PartitionKey[0].Name))
+	} else {
+		b.WriteString("(" + columnList(t.PartitionKey) + ")")
+	}
+	if len(t.Clustering) > 0 {
+		b.WriteString(", " + columnList(t.Clustering))
+	}
+	b.WriteString(")\n)")
+	if !t.RateLimit.IsZero() {
+		b.WriteString(" WITH " + OptionRateLimit + " = " + t.RateLimit.String())
+	}
+	b.WriteString(";")
+	return b.String()
+}
+
+// String returns the limit as the per_partition_rate_limit map that sets
+// it: {'max_reads_per_second': 100}, or {} for no limits.
+func (r RateLimit) String() string {
+	var parts []string
+	if r.MaxReadsPerSecond > 0 {
+		parts = append(parts, "'"+KeyMaxReads+"': "+strconv.FormatUint(uint64(r.MaxReadsPerSecond), 10))
+	}
+	if r.MaxWritesPerSecond > 0 {
+		parts = append(parts, "'"+KeyMaxWrites+"': "+strconv.FormatUint(uint64(r.MaxWritesPerSecond), 10))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// ErrDescribeCluster is returned by Describe for DESCRIBE CLUSTER, which
+// needs live cluster state that the schema does not have: the node answers
+// it.
+var ErrDescribeCluster = errors.New("DESCRIBE CLUSTER is answered by the node, not the schema")
+
+// Describe returns the output of a DESCRIBE statement, with keyspace as the
+// current keyspace ("" if none):
+//
+//	KEYSPACES      the keyspace names, one per line
+//	KEYSPACE [ks]  CREATE KEYSPACE, then CREATE TABLE for each of its tables
+//	TABLES         the tables of the current keyspace, one per line; with no
+//	               current keyspace every table, as keyspace.table
+//	TABLE [ks.]t   CREATE TABLE
+//
+// The CREATE statements, run again, recreate the objects. The output ends
+// in a newline unless it is empty. DESCRIBE CLUSTER gives ErrDescribeCluster.
+func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error) {
+	var b strings.Builder
+	switch st.Kind {
+	case cql.DescribeKeyspaces:
+		for _, k := range s.Keyspaces() {
+			b.WriteString(cql.QuoteIdent(k.Name) + "\n")
+		}
+	case cql.DescribeKeyspace:
+		name := st.Keyspace.Name
+		if name == "" {
+			name = keyspace
+		}
+		if name == "" {
+			return "", errors.New("no keyspace to describe: USE a keyspace or write DESCRIBE KEYSPACE name")
+		}
+		k, ok := s.Keyspace(name)
+		if !ok {
+			return "", fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(name))
+		}
+		b.WriteString(k.CreateStatement() + "\n")
+		for _, t := range s.Tables(name) {
+			b.WriteString("\n" + t.CreateStatement() + "\n")
+		}
+	case cql.DescribeTables:
+		if keyspace != "" {
+			if _, ok := s.Keyspace(keyspace); !ok {
+				return "", fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(keyspace))
+			}
+		}
+		for _, t := range s.Tables(keyspace) {
+			if keyspace != "" {
+				b.WriteString(cql.QuoteIdent(t.Name) + "\n")
+			} else {
+				b.WriteString(t.QualifiedName() + "\n")
+			}
+		}
+	case cql.DescribeTable:
+		t, err := s.lookupTable(st.Table, keyspace)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(t.CreateStatement() + "\n")
+	case cql.DescribeCluster:
+		return "", ErrDescribeCluster
+	default:
+		return "", fmt.Errorf("unknown DESCRIBE kind %d", st.Kind)
+	}
+	return b.String(), nil
+}

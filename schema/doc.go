@@ -1,0 +1,38 @@
+// Package schema holds kvnode's keyspaces and tables: column types and the
+// canonical encoding of values, the per_partition_rate_limit table option,
+// validation of statements against the schema, last-writer-wins merging of
+// two nodes' schemas, a deterministic encoding with a digest, and DESCRIBE
+// output.
+//
+// # Values
+//
+// A Schema is immutable. Apply (a DDL statement) and Merge (another node's
+// schema) return a new *Schema, so the owner swaps one pointer atomically
+// and readers — the replica's hot path looking up TableByID and the
+// table's RateLimit — never lock.
+//
+// # Versions and merging
+//
+// Each keyspace and table carries a Version (timestamp, node id) of its
+// last change. Drops leave tombstones that keep their version, so a drop
+// wins over a node that still has the object. Merge keeps, per object, the
+// entry with the greater version; a table also records the version of the
+// keyspace incarnation it was created in, so dropping and re-creating a
+// keyspace forgets the old tables on every node. Merge is commutative,
+// associative and idempotent; Digest summarises a schema so two nodes can
+// tell whether they agree. Schemas are pure values: Apply takes the
+// version and, for CREATE TABLE, the new TableID from the caller; nothing
+// here reads a clock or draws random numbers.
+//
+// # Statements
+//
+// PrepareWrite and PrepareRead validate INSERT, UPDATE, DELETE and SELECT
+// against the schema and return plain data (partition key values, a
+// clustering range, cells, columns, limit) for the coordinator; no syntax
+// tree reaches the layers below.
+//
+// # Imports
+//
+// schema imports only package cql (it builds tables from, and validates,
+// syntax trees) — the one edge between the leaf packages.
+package schema

@@ -1,0 +1,359 @@
+package schema
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// formatVersion is the first byte of an encoded schema.
+const formatVersion = 1
+
+// Digest identifies the content of a schema: two nodes whose digests are
+// equal have the same schema (tombstones included).
+type Digest [16]byte
+
+// String returns the digest in hex.
+func (d Digest) String() string { return hex.EncodeToString(d[:]) }
+
+func digestOf(encoded []byte) Digest {
+	sum := sha256.Sum256(encoded)
+	return Digest(sum[:16])
+}
+
+// Digest returns the digest of s: the first 16 bytes of the SHA-256 of its
+// encoding.
+func (s *Schema) Digest() Digest {
+	if s.encoded == nil { // the zero Schema
+		return New().digest
+	}
+	return s.digest
+}
+
+// Encode returns the canonical encoding of s, for persistence and for
+// transfer between nodes: equal schemas encode to equal bytes. Decode reads
+// it back.
+//
+// Layout (format version 1; integers are unsigned varints unless noted,
+// strings are a length and the bytes, a version is a signed varint
+// timestamp and the node string):
+//
+//	byte 1
+//	count, then per keyspace in name order:
+//	    name, version, flags (1 = dropped), replication factor
+//	count, then per table in (keyspace, name) order:
+//	    keyspace, name, id (8 bytes big-endian), keyspace version, version,
+//	    flags (1 = dropped); unless dropped:
+//	    partition key count, clustering count, column count,
+//	    per column (canonical order): name, type byte;
+//	    max reads per second, max writes per second
+func (s *Schema) Encode() []byte {
+	if s.encoded == nil {
+		return New().Encode()
+	}
+	return bytes.Clone(s.encoded)
+}
+
+func (s *Schema) encode() []byte {
+	b := []byte{formatVersion}
+	ks := make([]*Keyspace, 0, len(s.keyspaces))
+	for _, k := range s.keyspaces {
+		ks = append(ks, k)
+	}
+	sortKeyspaces(ks)
+	b = binary.AppendUvarint(b, uint64(len(ks)))
+	for _, k := range ks {
+		b = appendKeyspace(b, k)
+	}
+	ts := s.sortedTables()
+	b = binary.AppendUvarint(b, uint64(len(ts)))
+	for _, t := range ts {
+		b = appendTable(b, t)
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendVersion(b []byte, v Version) []byte {
+	b = binary.AppendVarint(b, v.Timestamp)
+	return appendString(b, v.Node)
+}
+
+func flags(dropped bool) byte {
+	if dropped {
+		return 1
+	}
+	return 0
+}
+
+func appendKeyspace(b []byte, k *Keyspace) []byte {
+	b = appendString(b, k.Name)
+	b = appendVersion(b, k.Version)
+	b = append(b, flags(k.dropped))
+	return binary.AppendUvarint(b, uint64(k.ReplicationFactor))
+}
+
+func appendTable(b []byte, t *Table) []byte {
+	b = appendString(b, t.Keyspace)
+	b = appendString(b, t.Name)
+	b = binary.BigEndian.AppendUint64(b, uint64(t.ID))
+	b = appendVersion(b, t.KeyspaceVersion)
+	b = appendVersion(b, t.Version)
+	b = append(b, flags(t.dropped))
+	if t.dropped {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.PartitionKey)))
+	b = binary.AppendUvarint(b, uint64(len(t.Clustering)))
+	b = binary.AppendUvarint(b, uint64(len(t.Columns)))
+	for _, c := range t.Columns {
+		b = appendString(b, c.Name)
+		b = append(b, byte(c.Type))
+	}
+	b = binary.AppendUvarint(b, uint64(t.RateLimit.MaxReadsPerSecond))
+	return binary.AppendUvarint(b, uint64(t.RateLimit.MaxWritesPerSecond))
+}
+
+// errTruncated is the error for input that ends too early.
+var errTruncated = errors.New("truncated")
+
+// decoder reads an encoding; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad or truncated varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad or truncated varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.err = errTruncated
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) uint64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.err = errTruncated
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errTruncated
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) version() Version {
+	ts := d.varint()
+	return Version{Timestamp: ts, Node: d.string()}
+}
+
+// count reads a count of items that take at least one byte each.
+func (d *decoder) count() int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.fail("count %d exceeds the %d bytes left", n, len(d.b))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) flags() bool {
+	f := d.byte()
+	if f > 1 {
+		d.fail("unknown flags %#x", f)
+	}
+	return f == 1
+}
+
+// Decode reads a schema that Encode produced. Malformed input is an error,
+// never a panic; so is an encoding that Encode would not produce (unsorted
+// entries, a table outside its keyspace, non-minimal integers).
+func Decode(b []byte) (*Schema, error) {
+	s, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("schema: decode: %w", err)
+	}
+	return s, nil
+}
+
+func decode(b []byte) (*Schema, error) {
+	d := &decoder{b: b}
+	if v := d.byte(); d.err == nil && v != formatVersion {
+		return nil, fmt.Errorf("unknown format version %d (this node reads %d)", v, formatVersion)
+	}
+	keyspaces := make(map[string]*Keyspace)
+	prevName := ""
+	for i, n := 0, d.count(); i < n && d.err == nil; i++ {
+		k := &Keyspace{Name: d.string(), Version: d.version(), dropped: d.flags()}
+		rf := d.uvarint()
+		if d.err != nil {
+			break
+		}
+		if i > 0 && k.Name <= prevName {
+			return nil, fmt.Errorf("keyspace %q is out of order", k.Name)
+		}
+		prevName = k.Name
+		if err := checkName("keyspace", k.Name); err != nil {
+			return nil, err
+		}
+		switch {
+		case k.dropped && rf != 0:
+			return nil, fmt.Errorf("dropped keyspace %q has a replication factor", k.Name)
+		case !k.dropped && (rf == 0 || rf > 1<<31-1):
+			return nil, fmt.Errorf("keyspace %q has replication factor %d", k.Name, rf)
+		}
+		k.ReplicationFactor = int(rf)
+		keyspaces[k.Name] = k
+	}
+	tables := make(map[tableKey]*Table)
+	var prev *Table
+	for i, n := 0, d.count(); i < n && d.err == nil; i++ {
+		t, err := decodeTable(d)
+		if err != nil || d.err != nil {
+			if err == nil {
+				err = d.err
+			}
+			return nil, err
+		}
+		if prev != nil && compareTableNames(prev, t) >= 0 {
+			return nil, fmt.Errorf("table %q.%q is out of order", t.Keyspace, t.Name)
+		}
+		prev = t
+		k, ok := keyspaces[t.Keyspace]
+		if !ok || k.dropped || k.Version != t.KeyspaceVersion {
+			return nil, fmt.Errorf("table %q.%q does not belong to a live keyspace", t.Keyspace, t.Name)
+		}
+		tables[tableKey{t.Keyspace, t.Name}] = t
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) > 0 {
+		return nil, fmt.Errorf("%d bytes after the end", len(d.b))
+	}
+	s := finish(keyspaces, tables)
+	if !bytes.Equal(s.encoded, b) {
+		return nil, errors.New("not in canonical form")
+	}
+	return s, nil
+}
+
+func decodeTable(d *decoder) (*Table, error) {
+	t := &Table{Keyspace: d.string(), Name: d.string(), ID: TableID(d.uint64())}
+	t.KeyspaceVersion = d.version()
+	t.Version = d.version()
+	t.dropped = d.flags()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := checkName("table", t.Name); err != nil {
+		return nil, err
+	}
+	if t.ID == 0 {
+		return nil, fmt.Errorf("table %q.%q has id 0", t.Keyspace, t.Name)
+	}
+	if t.dropped {
+		return t, nil
+	}
+	npk, nck, ncols := d.uvarint(), d.uvarint(), d.count()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if npk == 0 || npk > uint64(ncols) || nck > uint64(ncols)-npk {
+		return nil, fmt.Errorf("table %q.%q has %d columns, %d in the partition key and %d clustering", t.Keyspace, t.Name, ncols, npk, nck)
+	}
+	cols := make([]Column, ncols)
+	seen := make(map[string]bool, ncols)
+	for i := range cols {
+		c := Column{Name: d.string(), Type: Type(d.byte()), Index: i}
+		if d.err != nil {
+			return nil, d.err
+		}
+		switch {
+		case uint64(i) < npk:
+			c.Kind = PartitionKeyColumn
+		case uint64(i) < npk+nck:
+			c.Kind = ClusteringColumn
+		default:
+			c.Kind = RegularColumn
+			if prev := cols[i-1]; prev.Kind == RegularColumn && prev.Name >= c.Name {
+				return nil, fmt.Errorf("table %q.%q: regular column %q is out of order", t.Keyspace, t.Name, c.Name)
+			}
+		}
+		if c.Name == "" || seen[c.Name] || !c.Type.Valid() {
+			return nil, fmt.Errorf("table %q.%q: bad column %q of type %d", t.Keyspace, t.Name, c.Name, c.Type)
+		}
+		seen[c.Name] = true
+		cols[i] = c
+	}
+	reads, writes := d.uvarint(), d.uvarint()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if reads > MaxLimit || writes > MaxLimit {
+		return nil, fmt.Errorf("table %q.%q: rate limit %d/%d is too large", t.Keyspace, t.Name, reads, writes)
+	}
+	t.RateLimit = RateLimit{MaxReadsPerSecond: uint32(reads), MaxWritesPerSecond: uint32(writes)}
+	t.setColumns(cols, int(npk), int(nck))
+	return t, nil
+}

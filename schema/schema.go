@@ -1,0 +1,512 @@
+package schema
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kvnode/kvnode/cql"
+)
+
+// Errors that callers tell apart; every other error from this package is a
+// statement that does not fit the schema (an invalid request).
+var (
+	// ErrUnknownKeyspace wraps "unknown keyspace ks".
+	ErrUnknownKeyspace = errors.New("unknown keyspace")
+	// ErrUnknownTable wraps "unknown table ks.t".
+	ErrUnknownTable = errors.New("unknown table")
+	// ErrExists wraps "keyspace ks already exists" and "table ks.t already
+	// exists".
+	ErrExists = errors.New("already exists")
+)
+
+// TableID identifies a table for as long as it exists; storage keys carry
+// it. It is chosen by the node that executes CREATE TABLE (TableIDFor
+// derives one), never changes, and is never reused: a table dropped and
+// created again gets a new id. 0 is not a valid id.
+type TableID uint64
+
+// Version orders the changes to one schema object (a keyspace or a table):
+// between two versions of an object, the greater Version wins. Versions
+// compare by Timestamp, then Node.
+type Version struct {
+	Timestamp int64  // when the change was made; kvnode uses microseconds since the Unix epoch
+	Node      string // the id of the node that made it
+}
+
+// Compare returns -1, 0 or +1 as v is before, equal to or after w.
+func (v Version) Compare(w Version) int {
+	if c := cmp.Compare(v.Timestamp, w.Timestamp); c != 0 {
+		return c
+	}
+	return cmp.Compare(v.Node, w.Node)
+}
+
+// String returns "timestamp@node".
+func (v Version) String() string { return strconv.FormatInt(v.Timestamp, 10) + "@" + v.Node }
+
+// after returns v when it is after prev, else the smallest version with
+// v's node that is: a change must supersede what it changes even when the
+// changing node's clock is behind.
+func after(v, prev Version) Version {
+	if v.Compare(prev) > 0 {
+		return v
+	}
+	return Version{Timestamp: prev.Timestamp + 1, Node: v.Node}
+}
+
+// Change is what the node executing a schema statement contributes to it.
+type Change struct {
+	// Version of the change: the node's clock and id. Apply raises the
+	// timestamp when needed so the change supersedes the object it replaces.
+	Version Version
+	// TableID is the id of the table a CREATE TABLE creates; other
+	// statements ignore it. It must be non-zero and unused.
+	TableID TableID
+}
+
+// Keyspace is a keyspace. Values reachable from a *Schema are shared and
+// must not be modified.
+type Keyspace struct {
+	Name              string
+	ReplicationFactor int
+	// Version is the version of the keyspace's creation (keyspaces have no
+	// ALTER); tables record it to tell incarnations of a name apart.
+	Version Version
+
+	dropped bool // a tombstone: the keyspace was dropped at Version
+}
+
+// ColumnKind says what part of the primary key a column is.
+type ColumnKind uint8
+
+// The column kinds.
+const (
+	PartitionKeyColumn ColumnKind = iota + 1
+	ClusteringColumn
+	RegularColumn
+)
+
+// String returns "partition key", "clustering" or "regular".
+func (k ColumnKind) String() string {
+	switch k {
+	case PartitionKeyColumn:
+		return "partition key"
+	case ClusteringColumn:
+		return "clustering"
+	case RegularColumn:
+		return "regular"
+	}
+	return "ColumnKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Column is a column of a table.
+type Column struct {
+	Name  string
+	Type  Type
+	Kind  ColumnKind
+	Index int // position in Table.Columns
+}
+
+// RateLimit is the per_partition_rate_limit option of a table: the most
+// operations per second one partition may take, per replica. 0 means no
+// limit for that kind of operation.
+type RateLimit struct {
+	MaxReadsPerSecond  uint32
+	MaxWritesPerSecond uint32
+}
+
+// IsZero reports whether r limits nothing.
+func (r RateLimit) IsZero() bool { return r == RateLimit{} }
+
+// MaxLimit is the largest value a per_partition_rate_limit key accepts.
+const MaxLimit = 1<<31 - 1
+
+// Table is a table. Values reachable from a *Schema are shared and must not
+// be modified.
+type Table struct {
+	Keyspace string
+	Name     string
+	ID       TableID
+
+	// Columns holds every column in canonical order: the partition key
+	// columns in key order, the clustering columns in key order, then the
+	// regular columns sorted by name. PartitionKey, Clustering and Regular
+	// are the three parts of Columns. Clustering columns sort ascending.
+	Columns      []Column
+	PartitionKey []Column
+	Clustering   []Column
+	Regular      []Column
+
+	RateLimit RateLimit
+
+	Version Version // of the last CREATE, ALTER or DROP of the table
+	// KeyspaceVersion is the Version of the keyspace the table was created
+	// in: a table belongs to one incarnation of its keyspace's name.
+	KeyspaceVersion Version
+
+	dropped bool           // a tombstone: the table was dropped at Version
+	byName  map[string]int // column name → index in Columns
+}
+
+// Column returns the column named name (case-sensitive: the name as stored).
+func (t *Table) Column(name string) (*Column, bool) {
+	i, ok := t.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &t.Columns[i], true
+}
+
+// QualifiedName returns ks.t as written in a statement (quoted if needed).
+func (t *Table) QualifiedName() string { return qualified(t.Keyspace, t.Name) }
+
+func qualified(ks, table string) string { return cql.QuoteIdent(ks) + "." + cql.QuoteIdent(table) }
+
+type tableKey struct{ keyspace, name string }
+
+// Schema is the set of keyspaces and tables of a cluster. A *Schema is
+// immutable: Apply and Merge return a new one, so readers share a pointer
+// (swapped atomically by its owner) without locks. Create one with New or
+// Decode; the zero Schema is not ready for use.
+//
+// A Schema also remembers dropped keyspaces and tables (tombstones with
+// their Version) so that a drop wins over a node that still has the object;
+// lookups never return them.
+type Schema struct {
+	keyspaces map[string]*Keyspace // live and dropped
+	tables    map[tableKey]*Table  // live and dropped, all in a live keyspace's current incarnation
+	byID      map[TableID]*Table   // live tables only
+	encoded   []byte
+	digest    Digest
+}
+
+// New returns the empty schema.
+func New() *Schema {
+	return finish(map[string]*Keyspace{}, map[tableKey]*Table{})
+}
+
+// finish builds the derived indexes, encoding and digest of a schema made
+// of these entries, which it takes ownership of.
+func finish(keyspaces map[string]*Keyspace, tables map[tableKey]*Table) *Schema {
+	s := &Schema{keyspaces: keyspaces, tables: tables, byID: make(map[TableID]*Table, len(tables))}
+	for _, t := range s.sortedTables() {
+		if t.dropped {
+			continue
+		}
+		// Ids are unique unless two nodes chose the same one; then the
+		// first table in name order keeps the id, the same on every node.
+		if _, dup := s.byID[t.ID]; !dup {
+			s.byID[t.ID] = t
+		}
+	}
+	s.encoded = s.encode()
+	s.digest = digestOf(s.encoded)
+	return s
+}
+
+// Keyspace returns the keyspace named name.
+func (s *Schema) Keyspace(name string) (*Keyspace, bool) {
+	k, ok := s.keyspaces[name]
+	if !ok || k.dropped {
+		return nil, false
+	}
+	return k, true
+}
+
+// Keyspaces returns the keyspaces, sorted by name.
+func (s *Schema) Keyspaces() []*Keyspace {
+	var ks []*Keyspace
+	for _, k := range s.keyspaces {
+		if !k.dropped {
+			ks = append(ks, k)
+		}
+	}
+	slices.SortFunc(ks, func(a, b *Keyspace) int { return cmp.Compare(a.Name, b.Name) })
+	return ks
+}
+
+// Table returns the table keyspace.name.
+func (s *Schema) Table(keyspace, name string) (*Table, bool) {
+	t, ok := s.tables[tableKey{keyspace, name}]
+	if !ok || t.dropped {
+		return nil, false
+	}
+	return t, true
+}
+
+// TableByID returns the table with id id. It is cheap: one map lookup.
+func (s *Schema) TableByID(id TableID) (*Table, bool) {
+	t, ok := s.byID[id]
+	return t, ok
+}
+
+// Tables returns the tables of keyspace sorted by name, or with keyspace ""
+// every table sorted by keyspace and name.
+func (s *Schema) Tables(keyspace string) []*Table {
+	var ts []*Table
+	for _, t := range s.sortedTables() {
+		if !t.dropped && (keyspace == "" || t.Keyspace == keyspace) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// sortedTables returns every table entry, tombstones included, sorted by
+// keyspace and name.
+func (s *Schema) sortedTables() []*Table {
+	ts := make([]*Table, 0, len(s.tables))
+	for _, t := range s.tables {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, compareTableNames)
+	return ts
+}
+
+func compareTableNames(a, b *Table) int {
+	if c := cmp.Compare(a.Keyspace, b.Keyspace); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// clone returns copies of s's entry maps for a copy-on-write change.
+func (s *Schema) clone() (map[string]*Keyspace, map[tableKey]*Table) {
+	ks := make(map[string]*Keyspace, len(s.keyspaces)+1)
+	for k, v := range s.keyspaces {
+		ks[k] = v
+	}
+	ts := make(map[tableKey]*Table, len(s.tables)+1)
+	for k, v := range s.tables {
+		ts[k] = v
+	}
+	return ks, ts
+}
+
+// Apply returns the schema after the schema statement stmt: CREATE or DROP
+// KEYSPACE, CREATE, ALTER or DROP TABLE. keyspace is the session's current
+// keyspace, used for unqualified table names ("" if none). When the
+// statement changes nothing (IF NOT EXISTS on an existing object, IF EXISTS
+// on a missing one) Apply returns s itself.
+func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, error) {
+	switch st := stmt.(type) {
+	case *cql.CreateKeyspaceStmt:
+		return s.createKeyspace(st, c)
+	case *cql.DropKeyspaceStmt:
+		return s.dropKeyspace(st, c)
+	case *cql.CreateTableStmt:
+		return s.createTable(st, keyspace, c)
+	case *cql.AlterTableStmt:
+		t, err := s.lookupTable(st.Table, keyspace)
+		if err != nil {
+			return nil, err
+		}
+		nt, err := t.Alter(st, after(c.Version, t.Version))
+		if err != nil {
+			return nil, err
+		}
+		ks, ts := s.clone()
+		ts[tableKey{t.Keyspace, t.Name}] = nt
+		return finish(ks, ts), nil
+	case *cql.DropTableStmt:
+		t, err := s.lookupTable(st.Table, keyspace)
+		if err != nil {
+			if st.IfExists && (errors.Is(err, ErrUnknownTable) || errors.Is(err, ErrUnknownKeyspace)) {
+				return s, nil
+			}
+			return nil, err
+		}
+		ks, ts := s.clone()
+		ts[tableKey{t.Keyspace, t.Name}] = &Table{
+			Keyspace: t.Keyspace, Name: t.Name, ID: t.ID,
+			Version: after(c.Version, t.Version), KeyspaceVersion: t.KeyspaceVersion,
+			dropped: true,
+		}
+		return finish(ks, ts), nil
+	}
+	return nil, fmt.Errorf("%s is not a schema statement", StatementName(stmt))
+}
+
+func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, error) {
+	name := st.Name.Name
+	if err := checkName("keyspace", name); err != nil {
+		return nil, err
+	}
+	if isSystemName(name) {
+		return nil, fmt.Errorf("keyspace name %s is reserved for the system", cql.QuoteIdent(name))
+	}
+	rf, err := replicationOptions(st.Options)
+	if err != nil {
+		return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
+	}
+	prev, ok := s.keyspaces[name]
+	if ok && !prev.dropped {
+		if st.IfNotExists {
+			return s, nil
+		}
+		return nil, fmt.Errorf("keyspace %s %w", cql.QuoteIdent(name), ErrExists)
+	}
+	v := c.Version
+	if ok {
+		v = after(v, prev.Version)
+	}
+	ks, ts := s.clone()
+	ks[name] = &Keyspace{Name: name, ReplicationFactor: rf, Version: v}
+	return finish(ks, ts), nil
+}
+
+func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, error) {
+	name := st.Name.Name
+	prev, ok := s.Keyspace(name)
+	if !ok {
+		if st.IfExists {
+			return s, nil
+		}
+		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(name))
+	}
+	ks, ts := s.clone()
+	ks[name] = &Keyspace{Name: name, Version: after(c.Version, prev.Version), dropped: true}
+	// The keyspace tombstone covers its tables: they belong to the dropped
+	// incarnation and are forgotten.
+	for k := range ts {
+		if k.keyspace == name {
+			delete(ts, k)
+		}
+	}
+	return finish(ks, ts), nil
+}
+
+func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change) (*Schema, error) {
+	ksName, err := resolveKeyspace(st.Table, keyspace)
+	if err != nil {
+		return nil, err
+	}
+	k, ok := s.Keyspace(ksName)
+	if !ok {
+		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(ksName))
+	}
+	key := tableKey{ksName, st.Table.Name.Name}
+	prev, exists := s.tables[key]
+	if exists && !prev.dropped {
+		if st.IfNotExists {
+			return s, nil
+		}
+		return nil, fmt.Errorf("table %s %w", qualified(key.keyspace, key.name), ErrExists)
+	}
+	v := c.Version
+	if exists {
+		v = after(v, prev.Version)
+	}
+	t, err := NewTable(st, ksName, c.TableID, v)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range s.tables {
+		if o.ID == t.ID {
+			return nil, fmt.Errorf("table id %d is already used by table %s", t.ID, o.QualifiedName())
+		}
+	}
+	t.KeyspaceVersion = k.Version
+	ks, ts := s.clone()
+	ts[key] = t
+	return finish(ks, ts), nil
+}
+
+// resolveKeyspace returns the keyspace of a table name: its qualifier, or
+// the current keyspace.
+func resolveKeyspace(tn cql.TableName, current string) (string, error) {
+	if tn.Keyspace.Name != "" {
+		return tn.Keyspace.Name, nil
+	}
+	if current == "" {
+		return "", fmt.Errorf("no keyspace for table %s: USE a keyspace or write keyspace.%s", cql.QuoteIdent(tn.Name.Name), cql.QuoteIdent(tn.Name.Name))
+	}
+	return current, nil
+}
+
+// lookupTable finds the live table a statement names.
+func (s *Schema) lookupTable(tn cql.TableName, current string) (*Table, error) {
+	ks, err := resolveKeyspace(tn, current)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.Keyspace(ks); !ok {
+		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(ks))
+	}
+	t, ok := s.Table(ks, tn.Name.Name)
+	if !ok {
+		return nil, fmt.Errorf("%w %s", ErrUnknownTable, qualified(ks, tn.Name.Name))
+	}
+	return t, nil
+}
+
+// TableFor returns the table that a statement's table name refers to, with
+// keyspace as the current keyspace for unqualified names.
+func (s *Schema) TableFor(name cql.TableName, keyspace string) (*Table, error) {
+	return s.lookupTable(name, keyspace)
+}
+
+// maxNameLen is the longest keyspace or table name, as in Cassandra.
+const maxNameLen = 48
+
+// checkName checks a keyspace or table name: 1 to 48 letters, digits and
+// underscores (names become parts of file names and metric labels).
+func checkName(what, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s name is empty", what)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return fmt.Errorf("%s name %s may contain only letters, digits and underscores", what, cql.QuoteIdent(name))
+		}
+	}
+	if len(name) > maxNameLen {
+		return fmt.Errorf("%s name %s is %d characters long; the maximum is %d", what, name, len(name), maxNameLen)
+	}
+	return nil
+}
+
+// isSystemName reports whether a keyspace name is reserved: "system" and
+// "system_*", in any case.
+func isSystemName(name string) bool {
+	const p = "system"
+	if len(name) < len(p) || !strings.EqualFold(name[:len(p)], p) {
+		return false
+	}
+	return len(name) == len(p) || name[len(p)] == '_'
+}
+
+// StatementName returns how messages name a statement's kind: "SELECT",
+// "CREATE TABLE", ...
+func StatementName(stmt cql.Statement) string {
+	switch stmt.(type) {
+	case *cql.CreateKeyspaceStmt:
+		return "CREATE KEYSPACE"
+	case *cql.DropKeyspaceStmt:
+		return "DROP KEYSPACE"
+	case *cql.UseStmt:
+		return "USE"
+	case *cql.CreateTableStmt:
+		return "CREATE TABLE"
+	case *cql.AlterTableStmt:
+		return "ALTER TABLE"
+	case *cql.DropTableStmt:
+		return "DROP TABLE"
+	case *cql.InsertStmt:
+		return "INSERT"
+	case *cql.UpdateStmt:
+		return "UPDATE"
+	case *cql.DeleteStmt:
+		return "DELETE"
+	case *cql.SelectStmt:
+		return "SELECT"
+	case *cql.DescribeStmt:
+		return "DESCRIBE"
+	}
+	return fmt.Sprintf("%T", stmt)
+}

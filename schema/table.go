@@ -1,0 +1,399 @@
+package schema
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kvnode/kvnode/cql"
+)
+
+// OptionRateLimit is the name of the table option that sets a RateLimit.
+const OptionRateLimit = "per_partition_rate_limit"
+
+// The keys of the per_partition_rate_limit map.
+const (
+	KeyMaxReads  = "max_reads_per_second"
+	KeyMaxWrites = "max_writes_per_second"
+)
+
+// NewTable builds the table that a CREATE TABLE statement defines, in
+// keyspace (the statement's qualifier, or the current keyspace), with id
+// and version v. It checks the statement: names, types, the primary key and
+// the options. The caller (Apply) checks that the keyspace exists and
+// records its version in KeyspaceVersion.
+func NewTable(st *cql.CreateTableStmt, keyspace string, id TableID, v Version) (*Table, error) {
+	name := st.Table.Name.Name
+	if err := checkName("table", name); err != nil {
+		return nil, err
+	}
+	if id == 0 {
+		return nil, fmt.Errorf("table %s: table id 0 is not valid", qualified(keyspace, name))
+	}
+	t, err := buildTable(st, keyspace, name)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", qualified(keyspace, name), err)
+	}
+	t.ID, t.Version = id, v
+	return t, nil
+}
+
+func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) {
+	types := make(map[string]Type, len(st.Columns))
+	var inline []string
+	for _, c := range st.Columns {
+		if c.Name.Name == "" {
+			return nil, fmt.Errorf("a column name is empty")
+		}
+		if _, dup := types[c.Name.Name]; dup {
+			return nil, fmt.Errorf("column %s is defined twice", cql.QuoteIdent(c.Name.Name))
+		}
+		typ, err := LookupType(c.Type.Name)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", cql.QuoteIdent(c.Name.Name), err)
+		}
+		types[c.Name.Name] = typ
+		if c.PrimaryKey {
+			inline = append(inline, c.Name.Name)
+		}
+	}
+	if len(st.Columns) == 0 {
+		return nil, fmt.Errorf("no columns are defined")
+	}
+
+	var partition, clustering []string
+	switch {
+	case len(inline) > 1:
+		return nil, fmt.Errorf("columns %s and %s are both declared PRIMARY KEY; declare a composite key as PRIMARY KEY ((%s, %s))",
+			cql.QuoteIdent(inline[0]), cql.QuoteIdent(inline[1]), cql.QuoteIdent(inline[0]), cql.QuoteIdent(inline[1]))
+	case len(inline) == 1 && st.PrimaryKey != nil:
+		return nil, fmt.Errorf("the primary key is declared twice: inline on column %s and in a PRIMARY KEY clause", cql.QuoteIdent(inline[0]))
+	case len(inline) == 1:
+		partition = inline
+	case st.PrimaryKey != nil:
+		for _, x := range st.PrimaryKey.PartitionKey {
+			partition = append(partition, x.Name)
+		}
+		for _, x := range st.PrimaryKey.Clustering {
+			clustering = append(clustering, x.Name)
+		}
+	default:
+		return nil, fmt.Errorf("no PRIMARY KEY is declared")
+	}
+	seen := make(map[string]bool)
+	for _, n := range slices.Concat(partition, clustering) {
+		if _, ok := types[n]; !ok {
+			return nil, fmt.Errorf("PRIMARY KEY names column %s, which is not defined", cql.QuoteIdent(n))
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("column %s appears twice in the PRIMARY KEY", cql.QuoteIdent(n))
+		}
+		seen[n] = true
+	}
+	var regular []string
+	for _, c := range st.Columns {
+		if !seen[c.Name.Name] {
+			regular = append(regular, c.Name.Name)
+		}
+	}
+	slices.Sort(regular)
+
+	t := &Table{Keyspace: keyspace, Name: name}
+	cols := make([]Column, 0, len(st.Columns))
+	add := func(names []string, kind ColumnKind) {
+		for _, n := range names {
+			cols = append(cols, Column{Name: n, Type: types[n], Kind: kind, Index: len(cols)})
+		}
+	}
+	add(partition, PartitionKeyColumn)
+	add(clustering, ClusteringColumn)
+	add(regular, RegularColumn)
+	t.setColumns(cols, len(partition), len(clustering))
+
+	rl, err := tableOptions(st.Options, RateLimit{})
+	if err != nil {
+		return nil, err
+	}
+	t.RateLimit = rl
+	return t, nil
+}
+
+// setColumns sets Columns, its three parts and the name index.
+func (t *Table) setColumns(cols []Column, npk, nck int) {
+	t.Columns = cols
+	t.PartitionKey = cols[:npk:npk]
+	t.Clustering = cols[npk : npk+nck : npk+nck]
+	t.Regular = cols[npk+nck:]
+	t.byName = make(map[string]int, len(cols))
+	for i, c := range cols {
+		t.byName[c.Name] = i
+	}
+}
+
+// Alter returns the table after an ALTER TABLE statement, at version v. The
+// per_partition_rate_limit option replaces the whole limit: keys it does not
+// name have no limit afterwards, and {} removes both limits.
+func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
+	rl, err := tableOptions(st.Options, t.RateLimit)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
+	}
+	nt := *t
+	nt.RateLimit = rl
+	nt.Version = v
+	return &nt, nil
+}
+
+// tableOptions interprets the WITH options of CREATE or ALTER TABLE, given
+// the current limit.
+func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
+	seen := make(map[string]bool)
+	for _, o := range opts {
+		if seen[o.Name.Name] {
+			return rl, fmt.Errorf("option %s is given twice", cql.QuoteIdent(o.Name.Name))
+		}
+		seen[o.Name.Name] = true
+		switch o.Name.Name {
+		case OptionRateLimit:
+			var err error
+			if rl, err = ParseRateLimit(o.Value); err != nil {
+				return rl, err
+			}
+		default:
+			return rl, fmt.Errorf("unknown table option %s (supported: %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit)
+		}
+	}
+	return rl, nil
+}
+
+// ParseRateLimit interprets the value of the per_partition_rate_limit
+// option: a map with the optional keys 'max_reads_per_second' and
+// 'max_writes_per_second', each a positive integer up to 2147483647 written
+// as a number (100) or as a string of digits ('100'). A missing key means no
+// limit for that kind of operation; {} means no limits.
+//
+// Anything else is an error that names the key and the value: a value that
+// is not a map, an unknown or repeated key, and a value that is negative,
+// zero, a float, not a number, a number followed by other characters
+// ('10abc') or too large.
+func ParseRateLimit(v cql.Term) (RateLimit, error) {
+	m, ok := v.(*cql.MapLiteral)
+	if !ok {
+		return RateLimit{}, fmt.Errorf("%s = %s is not a map; write %s = {'%s': N, '%s': M}, leaving out a key for no limit",
+			OptionRateLimit, describeValue(v), OptionRateLimit, KeyMaxReads, KeyMaxWrites)
+	}
+	var rl RateLimit
+	seen := make(map[string]cql.Term)
+	for _, e := range m.Entries {
+		key, ok := e.Key.(*cql.Literal)
+		if !ok || key.Kind != cql.LitString {
+			return RateLimit{}, fmt.Errorf("%s: key %s (with value %s) is not a string; valid keys are '%s' and '%s'",
+				OptionRateLimit, describeValue(e.Key), describeValue(e.Value), KeyMaxReads, KeyMaxWrites)
+		}
+		if first, dup := seen[key.Value]; dup {
+			return RateLimit{}, fmt.Errorf("%s: key %s is given twice (values %s and %s)",
+				OptionRateLimit, cql.QuoteString(key.Value), describeValue(first), describeValue(e.Value))
+		}
+		seen[key.Value] = e.Value
+		var dst *uint32
+		switch key.Value {
+		case KeyMaxReads:
+			dst = &rl.MaxReadsPerSecond
+		case KeyMaxWrites:
+			dst = &rl.MaxWritesPerSecond
+		default:
+			return RateLimit{}, fmt.Errorf("%s: unknown key %s (with value %s); valid keys are '%s' and '%s'",
+				OptionRateLimit, cql.QuoteString(key.Value), describeValue(e.Value), KeyMaxReads, KeyMaxWrites)
+		}
+		n, err := positiveInt(e.Value, MaxLimit, "a limit is a positive integer (leave the key out for no limit)")
+		if err != nil {
+			return RateLimit{}, fmt.Errorf("%s: '%s' = %w", OptionRateLimit, key.Value, err)
+		}
+		*dst = uint32(n)
+	}
+	return rl, nil
+}
+
+// positiveInt reads an integer option value in 1..max, written as a number
+// or as a quoted string of digits. Its errors begin with the value, for the
+// caller to prefix with the key: "-5 is negative; <hint>".
+func positiveInt(v cql.Term, max int64, hint string) (int64, error) {
+	text := describeValue(v)
+	lit, ok := v.(*cql.Literal)
+	if !ok {
+		return 0, fmt.Errorf("%s is not a number", text)
+	}
+	var s string
+	switch lit.Kind {
+	case cql.LitInteger, cql.LitString:
+		s = lit.Value
+	case cql.LitFloat:
+		return 0, fmt.Errorf("%s is not an integer", text)
+	case cql.LitBind:
+		return 0, fmt.Errorf("%s: bind markers cannot be used in schema statements", text)
+	default:
+		return 0, fmt.Errorf("%s is not a number", text)
+	}
+	i := 0
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	j := i
+	for j < len(s) && '0' <= s[j] && s[j] <= '9' {
+		j++
+	}
+	switch {
+	case j == i:
+		return 0, fmt.Errorf("%s is not a number", text)
+	case j < len(s):
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			return 0, fmt.Errorf("%s is not an integer", text)
+		}
+		return 0, fmt.Errorf("%s has %s after the number %s; write only digits", text, describeTrailing(s[j:]), s[:j])
+	}
+	digits := strings.TrimLeft(s[i:j], "0")
+	switch {
+	case digits == "":
+		return 0, fmt.Errorf("%s is zero; %s", text, hint)
+	case neg:
+		return 0, fmt.Errorf("%s is negative; %s", text, hint)
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > max {
+		return 0, fmt.Errorf("%s is too large; the maximum is %d", text, max)
+	}
+	return n, nil
+}
+
+func describeTrailing(s string) string {
+	if len(s) == 1 {
+		return "the character " + strconv.Quote(s)
+	}
+	return "the characters " + strconv.Quote(truncate(s, 20))
+}
+
+// describeValue returns a term as messages show it: as written in CQL,
+// shortened when long.
+func describeValue(v cql.Term) string {
+	if v == nil {
+		return "nothing"
+	}
+	return truncate(cql.Format(v), 40)
+}
+
+// truncate shortens s to at most max characters, ending in "...".
+func truncate(s string, max int) string {
+	n := 0
+	for i := range s {
+		if n == max-3 && len(s)-i > 3 {
+			return s[:i] + "..."
+		}
+		n++
+	}
+	return s
+}
+
+// replicationOptions interprets the WITH options of CREATE KEYSPACE and
+// returns the replication factor.
+func replicationOptions(opts []cql.Option) (int, error) {
+	var rf int
+	seen := make(map[string]bool)
+	for _, o := range opts {
+		if seen[o.Name.Name] {
+			return 0, fmt.Errorf("option %s is given twice", cql.QuoteIdent(o.Name.Name))
+		}
+		seen[o.Name.Name] = true
+		switch o.Name.Name {
+		case "replication":
+			var err error
+			if rf, err = replication(o.Value); err != nil {
+				return 0, err
+			}
+		case "durable_writes":
+			// Writes are always durable; accept the Cassandra default.
+			if lit, ok := o.Value.(*cql.Literal); !ok || lit.Kind != cql.LitBoolean || lit.Value != "true" {
+				return 0, fmt.Errorf("durable_writes = %s is not supported: writes are always durable", describeValue(o.Value))
+			}
+		default:
+			return 0, fmt.Errorf("unknown keyspace option %s (supported: replication, durable_writes)", cql.QuoteIdent(o.Name.Name))
+		}
+	}
+	if !seen["replication"] {
+		return 0, fmt.Errorf("the replication option is missing; write WITH replication = {'class': 'SimpleStrategy', 'replication_factor': N}")
+	}
+	return rf, nil
+}
+
+func replication(v cql.Term) (int, error) {
+	m, ok := v.(*cql.MapLiteral)
+	if !ok {
+		return 0, fmt.Errorf("replication = %s is not a map; write replication = {'class': 'SimpleStrategy', 'replication_factor': N}", describeValue(v))
+	}
+	var rf int64
+	var class string
+	seen := make(map[string]bool)
+	for _, e := range m.Entries {
+		key, ok := e.Key.(*cql.Literal)
+		if !ok || key.Kind != cql.LitString {
+			return 0, fmt.Errorf("replication: key %s is not a string; valid keys are 'class' and 'replication_factor'", describeValue(e.Key))
+		}
+		if seen[key.Value] {
+			return 0, fmt.Errorf("replication: key %s is given twice", cql.QuoteString(key.Value))
+		}
+		seen[key.Value] = true
+		switch key.Value {
+		case "class":
+			lit, ok := e.Value.(*cql.Literal)
+			if !ok || lit.Kind != cql.LitString {
+				return 0, fmt.Errorf("replication: 'class' = %s is not a string", describeValue(e.Value))
+			}
+			class = lit.Value
+			if class != "SimpleStrategy" && class != "org.apache.cassandra.locator.SimpleStrategy" {
+				return 0, fmt.Errorf("replication: class %s is not supported (supported: 'SimpleStrategy')", cql.QuoteString(class))
+			}
+		case "replication_factor":
+			var err error
+			if rf, err = positiveInt(e.Value, 1<<31-1, "the replication factor is a positive integer"); err != nil {
+				return 0, fmt.Errorf("replication: 'replication_factor' = %w", err)
+			}
+		default:
+			return 0, fmt.Errorf("replication: unknown key %s; valid keys are 'class' and 'replication_factor'", cql.QuoteString(key.Value))
+		}
+	}
+	if class == "" {
+		return 0, fmt.Errorf("replication: 'class' is missing; write 'class': 'SimpleStrategy'")
+	}
+	if rf == 0 {
+		return 0, fmt.Errorf("replication: 'replication_factor' is missing")
+	}
+	return int(rf), nil
+}
+
+// TableIDFor derives a table id from the table's name and the version of
+// its CREATE TABLE: distinct for every creation, without randomness. A node
+// executing CREATE TABLE may use it for Change.TableID.
+func TableIDFor(keyspace, table string, v Version) TableID {
+	// FNV-1a over a length-prefixed encoding, then a mixer; 0 is avoided.
+	var b []byte
+	for _, s := range []string{keyspace, table, v.Node} {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	b = strconv.AppendInt(b, v.Timestamp, 10)
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	if h == 0 {
+		h = 1
+	}
+	return TableID(h)
+}
