@@ -1,0 +1,65 @@
+package partitionlimit
+
+import (
+	"math"
+	"math/bits"
+	"time"
+)
+
+// Admit reports whether an operation is admitted, given the partition's counter after the
+// operation was accounted (count), the limit in operations per second (limit), and the
+// operation's random draw in [0, 1) (draw). It admits when count ≤ 2·limit, and otherwise
+// exactly when draw·count·ln2 < limit, that is with probability limit / (count · ln 2).
+// The package documentation derives why this holds a partition to about limit per second.
+//
+// Admit is a pure function: replicas given the same count, limit and draw decide alike.
+// A limit of 0 admits nothing (callers whose table has no limit do not call Admit). A limit
+// of 2^31 or more admits everything, since 2·limit exceeds every count. A draw outside [0, 1)
+// has no meaning: below 0 it admits, NaN rejects.
+func Admit(count, limit uint32, draw float64) bool {
+	if uint64(count) <= 2*uint64(limit) {
+		return true
+	}
+	return draw*float64(count)*math.Ln2 < float64(limit)
+}
+
+// RetryAfter returns how long after now a counter at count (at now) takes to decay back to
+// 2·limit or below if no further operation arrives: zero when count ≤ 2·limit already, else
+// the time to the k-th next second boundary, where k is the smallest number of halvings with
+// count >> k ≤ 2·limit. That is about log2(count / 2·limit) seconds, rounded up to a second
+// boundary; from then on Admit admits every operation until the counter climbs again.
+func RetryAfter(count, limit uint32, now time.Time) time.Duration {
+	// count >> k ≤ 2L  ⇔  count < (2L+1)·2^k  ⇔  count/(2L+1) < 2^k (integer division),
+	// whose smallest solution is the bit length of count/(2L+1).
+	m := 2*uint64(limit) + 1
+	if uint64(count) < m {
+		return 0
+	}
+	k := bits.Len64(uint64(count) / m)
+	return time.Duration(k)*time.Second - time.Duration(now.Nanosecond())
+}
+
+// Decision is the outcome of Table.Decide for one operation.
+type Decision struct {
+	// Admitted reports whether the operation may proceed.
+	Admitted bool
+	// Count is the partition's counter after the operation was accounted.
+	Count uint32
+	// Limit is the limit the decision applied, in operations per second.
+	Limit uint32
+	// RetryAfter is RetryAfter(Count, Limit, now) for a rejected operation and zero for an
+	// admitted one: the earliest time from now at which the partition admits again.
+	RetryAfter time.Duration
+}
+
+// Decide accounts one operation on (token, label) at now and applies Admit with limit and
+// draw to the resulting count. The operation is counted whether or not it is admitted: the
+// counter measures offered load.
+func (t *Table) Decide(token int64, label uint32, limit uint32, draw float64, now time.Time) Decision {
+	c := t.Account(token, label, now)
+	d := Decision{Admitted: Admit(c, limit, draw), Count: c, Limit: limit}
+	if !d.Admitted {
+		d.RetryAfter = RetryAfter(c, limit, now)
+	}
+	return d
+}

@@ -1,0 +1,347 @@
+package partitionlimit
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"time"
+)
+
+const (
+	// DefaultCapacity is the number of slots a Table has when Options.Capacity is zero:
+	// 2^20 = 1,048,576 tracked partitions in 20 MiB.
+	DefaultCapacity = 1 << 20
+
+	// MaxCapacity is the largest Options.Capacity accepted (2^30 slots, 20 GiB).
+	MaxCapacity = 1 << 30
+
+	// DefaultShards is the largest shard count chosen when Options.Shards is zero. Small tables
+	// get fewer shards so that every shard keeps at least minDefaultShardSlots slots.
+	DefaultShards = 256
+
+	// MaxShards is the largest Options.Shards accepted.
+	MaxShards = 1 << 16
+
+	// Window is the number of consecutive slots (wrapping within a shard) in which a key may
+	// live. Every lookup examines exactly Window slots: 8 slots of 20 bytes span three cache
+	// lines, which the hardware prefetcher fetches together, and at a load of 95% an 8-slot
+	// window is full (forcing an eviction) for only a few percent of new keys.
+	Window = 8
+
+	// minDefaultShardSlots is the smallest shard the default shard count will create.
+	minDefaultShardSlots = 64
+
+	// backStepTolerance is how many seconds `now` may lag behind an entry's stamp and still be
+	// treated as an out-of-order caller (keep the stamp, do not decay) rather than a clock that
+	// was stepped back (adopt the new clock's second as the stamp). See decay.
+	backStepTolerance = 10
+)
+
+// Options configures a Table. The zero value selects the defaults.
+type Options struct {
+	// Capacity is the number of counter slots, that is the most partitions tracked at once.
+	// Zero means DefaultCapacity. It is rounded up to a multiple of Shards; Table.Capacity
+	// reports the result. Each slot takes 20 bytes, allocated once by New.
+	Capacity int
+
+	// Shards is the number of independently locked parts of the table; it must be a power of
+	// two. Zero means DefaultShards, reduced for small capacities so that each shard has at
+	// least 64 slots. More shards mean less lock contention between cores.
+	Shards int
+}
+
+// EnsureDefaults replaces zero fields with their defaults and returns o. A nil o is treated as
+// the zero Options.
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Capacity == 0 {
+		o.Capacity = DefaultCapacity
+	}
+	if o.Shards == 0 {
+		shards := DefaultShards
+		for shards > 1 && o.Capacity/shards < minDefaultShardSlots {
+			shards /= 2
+		}
+		o.Shards = shards
+	}
+	return o
+}
+
+// Validate reports whether o, after EnsureDefaults, describes a table New can build.
+func (o *Options) Validate() error {
+	switch {
+	case o.Capacity < Window || o.Capacity > MaxCapacity:
+		return fmt.Errorf("partitionlimit: capacity %d is outside [%d, %d]", o.Capacity, Window, MaxCapacity)
+	case o.Shards < 1 || o.Shards > MaxShards:
+		return fmt.Errorf("partitionlimit: shards %d is outside [1, %d]", o.Shards, MaxShards)
+	case o.Shards&(o.Shards-1) != 0:
+		return fmt.Errorf("partitionlimit: shards %d is not a power of two", o.Shards)
+	case o.Capacity/o.Shards < Window:
+		return fmt.Errorf("partitionlimit: capacity %d over %d shards leaves fewer than %d slots per shard",
+			o.Capacity, o.Shards, Window)
+	}
+	return nil
+}
+
+// slot is one counter. The token is stored as two uint32 halves so the struct has 4-byte
+// alignment and takes 20 bytes instead of the 24 an int64 field would pad it to.
+//
+// count is the counter as of second sec (the low 32 bits of floor(unix seconds)); it saturates
+// at math.MaxUint32. A slot whose count, decayed to the current second, is zero is free. A slot
+// that has never been used is all zeros, which is free by the same rule.
+type slot struct {
+	tokLo, tokHi uint32
+	label        uint32
+	count        uint32
+	sec          uint32
+}
+
+// shard is one independently locked part of a Table.
+type shard struct {
+	mu    sync.Mutex
+	slots []slot // len is the shard's slot count, at least Window
+
+	// Counters, guarded by mu.
+	lookups   uint64
+	inserts   uint64
+	evictions uint64
+
+	// The padding keeps the mutex and counters of neighbouring shards out of one cache line.
+	_ [64]byte
+}
+
+// Table counts operations per (token, label) with counters that halve at every wall-clock
+// second boundary. A label is an opaque uint32 the caller assigns to a (table, op) pair.
+//
+// The table has a fixed number of slots set by New and never allocates afterwards. A key lives
+// in one of Window consecutive slots chosen by a hash of (token, label). When all of them hold
+// other live keys, the key with the smallest decayed count is evicted, so a hot partition keeps
+// its counter however many cold partitions pass through.
+//
+// A Table is safe for concurrent use. It never reads the clock: every method takes `now`.
+type Table struct {
+	shards    []shard
+	shift     uint // shard index = hash >> shift
+	shardSize int
+}
+
+// New returns a table with the given options (zero fields take their defaults).
+func New(opts Options) (*Table, error) {
+	o := opts
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	size := (o.Capacity + o.Shards - 1) / o.Shards
+	// One allocation of pointer-free memory: the garbage collector never scans it.
+	all := make([]slot, size*o.Shards)
+	t := &Table{
+		shards:    make([]shard, o.Shards),
+		shift:     uint(64 - bits.TrailingZeros(uint(o.Shards))),
+		shardSize: size,
+	}
+	for i := range t.shards {
+		t.shards[i].slots = all[i*size : (i+1)*size : (i+1)*size]
+	}
+	return t, nil
+}
+
+// Capacity returns the number of slots: the most partitions the table tracks at once.
+func (t *Table) Capacity() int { return t.shardSize * len(t.shards) }
+
+// Account counts one operation on (token, label) at time now and returns the counter after
+// the increment, decayed to now's second. Pass the result to Admit.
+func (t *Table) Account(token int64, label uint32, now time.Time) uint32 {
+	return t.AccountN(token, label, 1, now)
+}
+
+// AccountN counts n operations on (token, label) at time now and returns the counter after
+// adding them, decayed to now's second. The counter saturates at math.MaxUint32. AccountN with
+// n = 0 is Peek. It serves batched account-only deltas, which carry a count for operations
+// this replica did not see.
+func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uint32 {
+	if n == 0 {
+		return t.Peek(token, label, now)
+	}
+	h := hash(token, label)
+	s := &t.shards[h>>t.shift]
+	sec := second(now)
+	s.mu.Lock()
+	c := s.account(h, token, label, n, sec)
+	s.mu.Unlock()
+	return c
+}
+
+// Peek returns the counter of (token, label) decayed to now's second without counting an
+// operation. It returns 0 for a key the table does not track, and never changes the table.
+func (t *Table) Peek(token int64, label uint32, now time.Time) uint32 {
+	h := hash(token, label)
+	s := &t.shards[h>>t.shift]
+	sec := second(now)
+	s.mu.Lock()
+	c := s.peek(h, token, label, sec)
+	s.mu.Unlock()
+	return c
+}
+
+// Stats describes a Table's occupancy and activity.
+type Stats struct {
+	// Capacity is the number of slots.
+	Capacity int
+	// Entries is the number of keys whose counter, decayed to the time passed to Stats, is
+	// above zero: the partitions tracked now.
+	Entries int
+	// Lookups counts calls to Account, AccountN and Peek. Each examines exactly Window slots.
+	Lookups uint64
+	// Inserts counts keys that began to be tracked: accounted while their decayed count was 0.
+	Inserts uint64
+	// Evictions counts live keys displaced because every slot of a window was live; each
+	// displaced the key with the smallest decayed count in that window.
+	Evictions uint64
+}
+
+// Stats returns the table's statistics with Entries counted at now. It examines every slot,
+// locking one shard at a time (about a millisecond per million slots), so call it at metrics
+// scrape frequency, not per operation.
+func (t *Table) Stats(now time.Time) Stats {
+	sec := second(now)
+	st := Stats{Capacity: t.Capacity()}
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		st.Lookups += s.lookups
+		st.Inserts += s.inserts
+		st.Evictions += s.evictions
+		for j := range s.slots {
+			if c, _ := decay(s.slots[j].count, s.slots[j].sec, sec); c != 0 {
+				st.Entries++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// account implements AccountN for n > 0 with s.mu held.
+func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32) uint32 {
+	s.lookups++
+	lo, hi := uint32(token), uint32(uint64(token)>>32)
+	size := uint32(len(s.slots))
+	i := start(h, size)
+	free, victim := -1, -1
+	var victimCount uint32
+	for range Window {
+		e := &s.slots[i]
+		c, stamp := decay(e.count, e.sec, now)
+		if e.count != 0 && e.tokLo == lo && e.tokHi == hi && e.label == label {
+			if c == 0 {
+				s.inserts++
+			}
+			c = saturatingAdd(c, n)
+			e.count, e.sec = c, stamp
+			return c
+		}
+		switch {
+		case c == 0:
+			if free < 0 {
+				free = int(i)
+			}
+		case victim < 0 || c < victimCount:
+			victim, victimCount = int(i), c
+		}
+		if i++; i == size {
+			i = 0
+		}
+	}
+	j := free
+	if j < 0 {
+		j = victim
+		s.evictions++
+	}
+	s.inserts++
+	s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now}
+	return n
+}
+
+// peek implements Peek with s.mu held.
+func (s *shard) peek(h uint64, token int64, label uint32, now uint32) uint32 {
+	s.lookups++
+	lo, hi := uint32(token), uint32(uint64(token)>>32)
+	size := uint32(len(s.slots))
+	i := start(h, size)
+	for range Window {
+		e := &s.slots[i]
+		if e.count != 0 && e.tokLo == lo && e.tokHi == hi && e.label == label {
+			c, _ := decay(e.count, e.sec, now)
+			return c
+		}
+		if i++; i == size {
+			i = 0
+		}
+	}
+	return 0
+}
+
+// decay returns a counter stored as count at second stamp, seen at second now, and the stamp
+// the slot should carry afterwards. Seconds are the low 32 bits of unix seconds and are
+// compared as a signed 32-bit difference, which is exact for stamps less than 68 years apart.
+//
+//   - now after stamp by d seconds: the count halves d times (count >> d, which Go defines as
+//     0 for d ≥ 32) and the stamp becomes now.
+//   - now before stamp by at most backStepTolerance seconds: an operation whose caller read
+//     the clock before another caller that has already accounted (goroutines racing across a
+//     second boundary, a queued request). The count does not decay and the stamp stays, so the
+//     next halving happens once, at the stamp's next boundary. Adopting the older second
+//     instead would halve the counter a second time at the boundary already passed.
+//   - now before stamp by more: the clock was stepped back. The count does not decay, but the
+//     stamp becomes now so that halving resumes on the new clock; keeping the stamp would
+//     freeze the counter (and keep rejecting a hot partition) for as long as the step.
+//
+// In no case does the count increase.
+func decay(count, stamp, now uint32) (uint32, uint32) {
+	d := int32(now - stamp)
+	switch {
+	case d > 0:
+		return count >> uint32(d), now
+	case d >= -backStepTolerance:
+		return count, stamp
+	default:
+		return count, now
+	}
+}
+
+// second returns the low 32 bits of floor(unix seconds) of t. time.Time.Unix rounds towards
+// negative infinity because a Time's nanosecond part is always in [0, 1e9).
+func second(t time.Time) uint32 { return uint32(t.Unix()) }
+
+// hash mixes token and label into 64 well-distributed bits. Tokens from the Murmur3 partitioner
+// are already uniform, but labels are small dense integers and a key's shard and window must
+// depend on both; the murmur3 fmix64 finalizer does this in a few cycles.
+func hash(token int64, label uint32) uint64 {
+	h := uint64(token) ^ uint64(label)*0x9e3779b97f4a7c15
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// start maps the low 32 bits of h onto [0, size) with a multiply and a shift (Lemire's
+// fast range reduction), so shard sizes need not be powers of two. The shard index uses the
+// high bits of h, so the two are independent.
+func start(h uint64, size uint32) uint32 {
+	return uint32((h & math.MaxUint32) * uint64(size) >> 32)
+}
+
+// saturatingAdd returns a + b, or math.MaxUint32 if that overflows.
+func saturatingAdd(a, b uint32) uint32 {
+	c := a + b
+	if c < a {
+		return math.MaxUint32
+	}
+	return c
+}
