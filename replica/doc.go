@@ -1,0 +1,40 @@
+// Package replica is the replica side of kvnode: a node's storage (Store, on
+// pebble) and the replica RPC handler (Service), which applies mutations and
+// serves reads after consulting the per-partition rate limiter.
+//
+// # Storage
+//
+// One pebble database per node holds every table. Keys sort by (table id,
+// token, partition key, clustering key) under an order-preserving encoding
+// (documented in key.go), so a partition is one contiguous key range and its
+// rows come out in clustering order. Each cell, row marker, row tombstone and
+// partition tombstone is its own key whose value carries the write
+// timestamp. Every write is a pebble Merge, and a merge operator reconciles
+// the versions of a key with the last-write-wins rule of package cell, so a
+// write never reads and replicas converge whatever order writes arrive in.
+// A mutation is one pebble batch (atomic for its partition) committed with
+// pebble.Sync unless Options.NoSync: acknowledged writes survive a crash.
+//
+// Deletes are tombstones (Cassandra's model): a cell tombstone (a DELETE of
+// a column, or a write of null), a row tombstone and a partition tombstone
+// each shadow what was written at or before their timestamp. Reads apply
+// them and return, alongside live data, the tombstones a coordinator needs
+// to reconcile replicas. A row exists while it has a live row marker or a
+// live cell; INSERT writes a marker and UPDATE does not, so a row created by
+// UPDATE disappears when its last cell is deleted.
+//
+// Shadowed data and tombstones are never purged (there is no gc_grace
+// compaction filter yet); they cost space, not correctness.
+//
+// # The handler
+//
+// Service implements replicapb.ReplicaServer and is also called in process
+// by a coordinator that is itself a replica. Each request carries a limiter
+// mode: NONE (exempt), ACCOUNT_ONLY, or ACCOUNT_AND_ENFORCE with the
+// coordinator's draw. The service counts the operation in a
+// partitionlimit.Table keyed by (token, label), where a label interns (table
+// id, op), and rejects with STATUS_RATE_LIMITED when partitionlimit.Admit
+// says so, before touching storage. Requests that are malformed or do not
+// match the table get STATUS_ERROR with a message naming what was wrong, and
+// change nothing.
+package replica

@@ -1,0 +1,359 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/kvnode/kvnode/partitionlimit"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// SchemaSource is the node's current schema as the service reads it, once per
+// request. A *schema.Schema is one (a fixed schema); a node passes a holder
+// whose schema it swaps as changes arrive.
+type SchemaSource interface {
+	TableByID(id schema.TableID) (*schema.Table, bool)
+}
+
+// Config configures a Service.
+type Config struct {
+	// Store holds the data. Required.
+	Store *Store
+	// Schema resolves table ids. Required.
+	Schema SchemaSource
+	// Limits holds the per-partition counters. Nil means a new table with
+	// partitionlimit's default capacity.
+	Limits *partitionlimit.Table
+	// Now is the clock the limiter reads for gRPC requests. Nil means
+	// time.Now.
+	Now func() time.Time
+	// Logger receives internal (storage) errors. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Service is the replica side of kvnode: it applies mutations and serves
+// reads of the partitions this node replicates, after consulting the
+// per-partition rate limiter as each request's Limiter says. It implements
+// replicapb.ReplicaServer, and a coordinator running on the same node calls
+// its methods in process.
+//
+// Limiter modes, per request:
+//
+//   - NONE: exempt, neither counted nor rejected. Also every operation on a
+//     table without a limit for the op; such traffic never touches the
+//     counters.
+//   - ACCOUNT_ONLY: counted, never rejected.
+//   - ACCOUNT_AND_ENFORCE: counted, then admitted or rejected by
+//     partitionlimit.Admit with the request's draw. A rejection returns
+//     STATUS_RATE_LIMITED at once, without touching storage; the only
+//     allocation is the response.
+//
+// A coordinator that is itself a replica calls Check to account and decide
+// locally, then applies its own copy with Mutate or Read in mode NONE, so the
+// operation is counted once.
+type Service struct {
+	replicapb.UnimplementedReplicaServer
+
+	store  *Store
+	schema SchemaSource
+	limits *partitionlimit.Table
+	now    func() time.Time
+	logger *slog.Logger
+	labels labels
+}
+
+// NewService returns a service for cfg.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("replica: Config.Store is nil")
+	}
+	if cfg.Schema == nil {
+		return nil, errors.New("replica: Config.Schema is nil")
+	}
+	s := &Service{store: cfg.Store, schema: cfg.Schema, limits: cfg.Limits, now: cfg.Now, logger: cfg.Logger}
+	if s.limits == nil {
+		var err error
+		if s.limits, err = partitionlimit.New(partitionlimit.Options{}); err != nil {
+			return nil, fmt.Errorf("replica: %w", err)
+		}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// Limits returns the service's counter table (for stats and metrics).
+func (s *Service) Limits() *partitionlimit.Table { return s.limits }
+
+// Mutate applies req's mutation, durably, unless the limiter rejects it. It
+// implements replicapb.ReplicaServer. Outcomes are in the response's status;
+// the error is non-nil only when ctx ended before the mutation was applied.
+func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+	m := req.GetMutation()
+	if m == nil {
+		return mutateError(replicapb.Error_BAD_REQUEST, "replica: bad request: the mutate request carries no mutation"), nil
+	}
+	t, ok := s.schema.TableByID(schema.TableID(m.TableId))
+	if !ok {
+		return mutateError(replicapb.Error_UNKNOWN_TABLE, unknownTable(m.TableId).Error()), nil
+	}
+	d, err := s.admit(t, m.Token, replicapb.Op_OP_WRITE, req.Limiter)
+	if err != nil {
+		return mutateError(replicapb.Error_BAD_REQUEST, err.Error()), nil
+	}
+	if !d.Admitted {
+		return mutateRateLimited(d), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	if err := s.store.Apply(t, m); err != nil {
+		code := s.classify(err, "mutate", t)
+		return mutateError(code, err.Error()), nil
+	}
+	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}, nil
+}
+
+// Read serves req, a read of one partition, unless the limiter rejects it.
+// It implements replicapb.ReplicaServer. Outcomes are in the response's
+// status; the error is non-nil only when ctx ended before the read.
+func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
+	t, ok := s.schema.TableByID(schema.TableID(req.GetTableId()))
+	if !ok {
+		return readError(replicapb.Error_UNKNOWN_TABLE, unknownTable(req.GetTableId()).Error()), nil
+	}
+	d, err := s.admit(t, req.Token, replicapb.Op_OP_READ, req.Limiter)
+	if err != nil {
+		return readError(replicapb.Error_BAD_REQUEST, err.Error()), nil
+	}
+	if !d.Admitted {
+		return readRateLimited(d), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	resp, err := s.store.ReadPartition(t, req)
+	if err != nil {
+		return readError(s.classify(err, "read", t), err.Error()), nil
+	}
+	resp.Status = replicapb.Status_STATUS_OK
+	return resp, nil
+}
+
+// AccountDelta counts operations this replica did not see, as a coordinator
+// reports them. It implements replicapb.ReplicaServer. Deltas for tables
+// this node does not know (its schema lags) or without a limit for the op
+// are skipped; a malformed delta fails the whole batch and counts nothing.
+func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
+	for i, d := range req.GetDeltas() {
+		if err := checkOp(d.GetOp()); err != nil {
+			return &replicapb.AccountDeltaResponse{
+				Status: replicapb.Status_STATUS_ERROR,
+				Error:  &replicapb.Error{Code: replicapb.Error_BAD_REQUEST, Message: fmt.Sprintf("%v (delta %d)", err, i)},
+			}, nil
+		}
+	}
+	now := s.now()
+	for _, d := range req.GetDeltas() {
+		err := s.ApplyAccountDelta(schema.TableID(d.TableId), d.Token, d.Op, d.Count, now)
+		if err != nil && !errors.Is(err, ErrUnknownTable) {
+			return nil, err // unreachable: the ops were checked above
+		}
+	}
+	return &replicapb.AccountDeltaResponse{Status: replicapb.Status_STATUS_OK}, nil
+}
+
+// Check accounts one operation of kind op on the partition with token in
+// table id at now, and decides with draw as ACCOUNT_AND_ENFORCE would,
+// without touching storage. A coordinator that is a replica of the token
+// calls it before contacting anyone. Operations on a table without a limit
+// for op are admitted without being counted (Decision.Limit is 0). The error
+// wraps ErrUnknownTable or ErrBadRequest (an op other than read or write, a
+// draw outside [0, 1)).
+func (s *Service) Check(id schema.TableID, token int64, op replicapb.Op, draw float64, now time.Time) (partitionlimit.Decision, error) {
+	t, ok := s.schema.TableByID(id)
+	if !ok {
+		return partitionlimit.Decision{}, unknownTable(uint64(id))
+	}
+	if err := checkOp(op); err != nil {
+		return partitionlimit.Decision{}, err
+	}
+	return s.decide(t, token, op, replicapb.Limiter_ACCOUNT_AND_ENFORCE, draw, now)
+}
+
+// ApplyAccountDelta counts n operations of kind op on the partition with
+// token in table id at now, never rejecting anything: the account-only
+// propagation a coordinator sends replicas that did not see operations. A
+// table without a limit for op is not counted. The error wraps
+// ErrUnknownTable or ErrBadRequest.
+func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op replicapb.Op, n uint32, now time.Time) error {
+	t, ok := s.schema.TableByID(id)
+	if !ok {
+		return unknownTable(uint64(id))
+	}
+	if err := checkOp(op); err != nil {
+		return err
+	}
+	if limitFor(t, op) == 0 || n == 0 {
+		return nil
+	}
+	s.limits.AccountN(token, s.labels.get(t.ID, op), n, now)
+	return nil
+}
+
+// admit applies the request's limiter instructions for an op on table t.
+func (s *Service) admit(t *schema.Table, token int64, op replicapb.Op, lim *replicapb.Limiter) (partitionlimit.Decision, error) {
+	mode := lim.GetMode()
+	if mode == replicapb.Limiter_NONE {
+		return partitionlimit.Decision{Admitted: true}, nil
+	}
+	return s.decide(t, token, op, mode, lim.GetDraw(), s.now())
+}
+
+// decide accounts and decides one operation in a counting mode.
+func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode replicapb.Limiter_Mode, draw float64, now time.Time) (partitionlimit.Decision, error) {
+	switch mode {
+	case replicapb.Limiter_ACCOUNT_ONLY:
+		limit := limitFor(t, op)
+		if limit == 0 {
+			return partitionlimit.Decision{Admitted: true}, nil
+		}
+		c := s.limits.Account(token, s.labels.get(t.ID, op), now)
+		return partitionlimit.Decision{Admitted: true, Count: c, Limit: limit}, nil
+	case replicapb.Limiter_ACCOUNT_AND_ENFORCE:
+		if !(draw >= 0 && draw < 1) { // also rejects NaN
+			return partitionlimit.Decision{}, fmt.Errorf("%w: limiter draw %v is outside [0, 1)", ErrBadRequest, draw)
+		}
+		limit := limitFor(t, op)
+		if limit == 0 {
+			return partitionlimit.Decision{Admitted: true}, nil
+		}
+		return s.limits.Decide(token, s.labels.get(t.ID, op), limit, draw, now), nil
+	default:
+		return partitionlimit.Decision{}, fmt.Errorf("%w: unknown limiter mode %d", ErrBadRequest, mode)
+	}
+}
+
+// limitFor returns t's limit for op, 0 for none.
+func limitFor(t *schema.Table, op replicapb.Op) uint32 {
+	if op == replicapb.Op_OP_READ {
+		return t.RateLimit.MaxReadsPerSecond
+	}
+	return t.RateLimit.MaxWritesPerSecond
+}
+
+func checkOp(op replicapb.Op) error {
+	if op != replicapb.Op_OP_READ && op != replicapb.Op_OP_WRITE {
+		return fmt.Errorf("%w: op %v is neither read nor write", ErrBadRequest, op)
+	}
+	return nil
+}
+
+func unknownTable(id uint64) error {
+	return fmt.Errorf("%w: table id %d is not in this node's schema", ErrUnknownTable, id)
+}
+
+// classify maps a storage error to an error code, logging internal ones.
+func (s *Service) classify(err error, what string, t *schema.Table) replicapb.Error_Code {
+	if errors.Is(err, ErrBadRequest) {
+		return replicapb.Error_BAD_REQUEST
+	}
+	if s.logger != nil {
+		s.logger.Error("replica "+what+" failed", "table", t.QualifiedName(), "err", err)
+	}
+	return replicapb.Error_INTERNAL
+}
+
+// retryAfterMillis converts a retry hint to whole milliseconds, rounding up.
+func retryAfterMillis(d time.Duration) uint32 {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return uint32(min(max(ms, 0), math.MaxUint32))
+}
+
+// mutateRateLimited builds a rejection with one allocation.
+func mutateRateLimited(d partitionlimit.Decision) *replicapb.MutateResponse {
+	r := new(struct {
+		resp replicapb.MutateResponse
+		rl   replicapb.RateLimited
+	})
+	r.rl.Count, r.rl.Limit, r.rl.RetryAfterMillis = d.Count, d.Limit, retryAfterMillis(d.RetryAfter)
+	r.resp.Status, r.resp.RateLimited = replicapb.Status_STATUS_RATE_LIMITED, &r.rl
+	return &r.resp
+}
+
+// readRateLimited builds a rejection with one allocation.
+func readRateLimited(d partitionlimit.Decision) *replicapb.ReadResponse {
+	r := new(struct {
+		resp replicapb.ReadResponse
+		rl   replicapb.RateLimited
+	})
+	r.rl.Count, r.rl.Limit, r.rl.RetryAfterMillis = d.Count, d.Limit, retryAfterMillis(d.RetryAfter)
+	r.resp.Status, r.resp.RateLimited = replicapb.Status_STATUS_RATE_LIMITED, &r.rl
+	return &r.resp
+}
+
+func mutateError(code replicapb.Error_Code, msg string) *replicapb.MutateResponse {
+	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: code, Message: msg}}
+}
+
+func readError(code replicapb.Error_Code, msg string) *replicapb.ReadResponse {
+	return &replicapb.ReadResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: code, Message: msg}}
+}
+
+// labels interns (table id, op) pairs into the dense uint32 labels the
+// counter table keys on. Lookups of known pairs read a copy-on-write map
+// without locking or allocating; a new pair copies the map once. Labels of
+// dropped tables are never reused.
+type labels struct {
+	m  atomic.Pointer[map[labelKey]uint32]
+	mu sync.Mutex // serialises writers
+}
+
+type labelKey struct {
+	table schema.TableID
+	op    replicapb.Op
+}
+
+func (l *labels) get(table schema.TableID, op replicapb.Op) uint32 {
+	k := labelKey{table, op}
+	if m := l.m.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.m.Load()
+	if old != nil {
+		if v, ok := (*old)[k]; ok {
+			return v
+		}
+	}
+	m := make(map[labelKey]uint32, 1+lenOf(old))
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	v := uint32(len(m))
+	m[k] = v
+	l.m.Store(&m)
+	return v
+}
+
+func lenOf(m *map[labelKey]uint32) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
