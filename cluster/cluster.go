@@ -219,7 +219,7 @@ func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error
 	}
 	c.bindIP = bindIP
 	var advIP net.IP
-	advPort := -1
+	advPort := 0
 	if c.cfg.AdvertiseAddr != "" {
 		h, p, _ := splitHostPort(c.cfg.AdvertiseAddr)
 		if advIP, err = resolveIP(ctx, h); err != nil {
@@ -237,7 +237,9 @@ func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error
 		mc.AdvertisePort = port
 		if advIP != nil {
 			mc.AdvertiseAddr = advIP.String()
-			mc.AdvertisePort = advPort
+			if advPort != 0 {
+				mc.AdvertisePort = advPort
+			}
 		}
 		mc.DeadNodeReclaimTime = c.tim.reclaimDeadAge
 		mc.Delegate = delegate{c}

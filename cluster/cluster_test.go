@@ -78,7 +78,11 @@ func TestDownNodeKeepsItsRangesAndRejoinsAfterRestart(t *testing.T) {
 
 	// Restart on the same data directory with no seeds: same id, same tokens, and the persisted peers
 	// let it rejoin.
+	oldAddr := n3.GossipAddr()
 	n3 = tc.restart(dir3, n3.schema)
+	if n3.GossipAddr() != oldAddr {
+		t.Errorf("restarted node (bind port 0) listens on %s, want its previous address %s", n3.GossipAddr(), oldAddr)
+	}
 	if n3.LocalID() != id3 {
 		t.Fatalf("restarted node has id %s, want %s (persisted)", n3.LocalID(), id3)
 	}

@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestMetaRoundTrip(t *testing.T) {
+	m := nodeMeta{ID: "0f8e-node", RPCAddr: "10.0.0.7:7000", SchemaDigest: "abc123", NumTokens: 16}
+	b, err := m.encode()
+	if err != nil {
+		t.Fatalf("encode(%+v): %v", m, err)
+	}
+	got, err := decodeMeta(b)
+	if err != nil || got != m {
+		t.Fatalf("decodeMeta(encode(%+v)) = %+v, %v", m, got, err)
+	}
+	for i := range b { // every truncation is an error, never a panic
+		if _, err := decodeMeta(b[:i]); err == nil {
+			t.Errorf("decodeMeta of the first %d of %d bytes succeeded, want an error", i, len(b))
+		}
+	}
+	if _, err := decodeMeta(append(b, 0)); err == nil {
+		t.Errorf("decodeMeta with a trailing byte succeeded, want an error")
+	}
+}
+
+func TestMetaSizeLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		digest  int
+		wantErr bool
+	}{
+		{"well under the limit", 64, false},
+		// version 1 + num_tokens 1 + id (1+4) + rpc (1+0) + digest length 2 = 10 bytes besides the digest
+		{"exactly at the limit", MaxMetaSize - 10, false},
+		{"one byte over", MaxMetaSize - 9, true},
+	}
+	for _, tt := range tests {
+		m := nodeMeta{ID: "node", SchemaDigest: strings.Repeat("d", tt.digest), NumTokens: 16}
+		b, err := m.encode()
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: encode with a %d-byte digest: len %d, error %v; want error %v", tt.name, tt.digest, len(b), err, tt.wantErr)
+		}
+		if err == nil && len(b) > MaxMetaSize {
+			t.Errorf("%s: encode returned %d bytes, over the %d limit", tt.name, len(b), MaxMetaSize)
+		}
+	}
+}
+
+func TestMessageRoundTripAndGarbage(t *testing.T) {
+	b := encodeMsg(kindSchemaSync, "node-1", []byte("snapshot"))
+	kind, from, payload, err := decodeMsg(b)
+	if err != nil || kind != kindSchemaSync || from != "node-1" || string(payload) != "snapshot" {
+		t.Fatalf("decodeMsg(encodeMsg(sync, node-1, snapshot)) = %d, %q, %q, %v", kind, from, payload, err)
+	}
+	for _, bad := range [][]byte{nil, {1}, {2, 1, 0}, {1, 1, 50, 'a'}, {1, 1, 0}, {1, 1, 2, ' ', ' '}} {
+		if _, _, _, err := decodeMsg(bad); err == nil {
+			t.Errorf("decodeMsg(%x) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestMemberlistLogLevelsMapToSlog(t *testing.T) {
+	var buf bytes.Buffer
+	l := newMemberlistLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	tests := []struct{ line, level, msg string }{
+		{"[DEBUG] memberlist: Stream connection from=127.0.0.1:1", "level=DEBUG", `msg="Stream connection from=127.0.0.1:1"`},
+		{"[WARN] memberlist: Was able to connect", "level=WARN", `msg="Was able to connect"`},
+		{"[ERR] memberlist: Conflicting address", "level=ERROR", `msg="Conflicting address"`},
+		{"[INFO] memberlist: Marking n as failed", "level=INFO", `msg="Marking n as failed"`},
+		{"no level at all", "level=INFO", `msg="no level at all"`},
+	}
+	for _, tt := range tests {
+		buf.Reset()
+		l.Print(tt.line)
+		out := buf.String()
+		if !strings.Contains(out, tt.level) || !strings.Contains(out, tt.msg) || !strings.Contains(out, "component=memberlist") {
+			t.Errorf("memberlist log %q became %q; want %s, %s and component=memberlist", tt.line, out, tt.level, tt.msg)
+		}
+	}
+}
+
+func TestParseProfile(t *testing.T) {
+	for _, p := range []Profile{ProfileLAN, ProfileLocal, ProfileTest} {
+		got, err := ParseProfile(p.String())
+		if err != nil || got != p {
+			t.Errorf("ParseProfile(%q) = %v, %v; want %v", p.String(), got, err, p)
+		}
+	}
+	if _, err := ParseProfile("wan"); err == nil {
+		t.Errorf("ParseProfile(wan) succeeded, want an error")
+	}
+}
