@@ -1,0 +1,212 @@
+package schema
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kvnode/kvnode/cql"
+)
+
+// node is a simulated node making schema changes with its own clock.
+type node struct {
+	id    string
+	clock int64
+	s     *Schema
+}
+
+func (n *node) exec(t *testing.T, src string) {
+	t.Helper()
+	if err := n.try(src); err != nil {
+		t.Fatalf("node %s: %s: %v", n.id, src, err)
+	}
+}
+
+func (n *node) try(src string) error {
+	st, err := cql.ParseStatement(src)
+	if err != nil {
+		return err
+	}
+	n.clock++
+	v := Version{Timestamp: n.clock, Node: n.id}
+	var name cql.TableName
+	if ct, ok := st.(*cql.CreateTableStmt); ok {
+		name = ct.Table
+	}
+	s, err := n.s.Apply(st, "", Change{Version: v, TableID: TableIDFor(name.Keyspace.Name, name.Name.Name, v)})
+	if err != nil {
+		return err
+	}
+	n.s = s
+	return nil
+}
+
+func sameSchema(a, b *Schema) bool {
+	return a.Digest() == b.Digest() && bytes.Equal(a.Encode(), b.Encode())
+}
+
+func TestMergeDropWins(t *testing.T) {
+	a := &node{id: "a", clock: 100, s: New()}
+	a.exec(t, ksDDL)
+	a.exec(t, "CREATE TABLE ks.t (k int PRIMARY KEY)")
+	a.exec(t, "CREATE TABLE ks.u (k int PRIMARY KEY)")
+	b := &node{id: "b", clock: 100, s: a.s} // b's clock is behind a's
+	b.exec(t, "DROP TABLE ks.t")
+	for _, m := range []*Schema{a.s.Merge(b.s), b.s.Merge(a.s)} {
+		if _, ok := m.Table("ks", "t"); ok {
+			t.Errorf("the dropped table ks.t came back after merging with a node that still has it")
+		}
+		if _, ok := m.Table("ks", "u"); !ok {
+			t.Errorf("table ks.u was lost in the merge")
+		}
+	}
+	c := &node{id: "c", clock: 0, s: a.s}
+	c.exec(t, "DROP KEYSPACE ks")
+	for _, m := range []*Schema{a.s.Merge(c.s), c.s.Merge(a.s), b.s.Merge(c.s).Merge(a.s)} {
+		if _, ok := m.Keyspace("ks"); ok || len(m.Tables("")) != 0 {
+			t.Errorf("the dropped keyspace came back after a merge: keyspaces %v, tables %v", m.Keyspaces(), m.Tables(""))
+		}
+	}
+}
+
+func TestMergeKeyspaceIncarnations(t *testing.T) {
+	a := &node{id: "a", s: New()}
+	a.exec(t, ksDDL)
+	a.exec(t, "CREATE TABLE ks.t (k int PRIMARY KEY)")
+	b := &node{id: "b", clock: a.clock, s: a.s}
+	c := &node{id: "c", clock: a.clock + 1000, s: a.s} // far ahead
+	b.exec(t, "DROP KEYSPACE ks")
+	b.exec(t, ksDDL)
+	b.exec(t, "CREATE TABLE ks.u (k int PRIMARY KEY)")
+	// c has not seen the drop, and alters the old table with a later clock.
+	c.exec(t, "ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_reads_per_second': 5}")
+	c.exec(t, "CREATE TABLE ks.v (k int PRIMARY KEY)")
+
+	want := b.s
+	for _, m := range []*Schema{b.s.Merge(c.s), c.s.Merge(b.s), a.s.Merge(c.s).Merge(b.s), c.s.Merge(b.s).Merge(a.s)} {
+		if !sameSchema(m, want) {
+			t.Errorf("merging with a node that only knows the dropped incarnation changed the schema: tables %v, want %v", names(m.Tables("")), names(want.Tables("")))
+		}
+	}
+}
+
+func TestMergeConcurrentChanges(t *testing.T) {
+	a := &node{id: "a", s: New()}
+	a.exec(t, ksDDL)
+	a.exec(t, "CREATE TABLE ks.t (k int PRIMARY KEY)")
+	b := &node{id: "b", clock: a.clock, s: a.s}
+	a.exec(t, "ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_reads_per_second': 1}")
+	b.exec(t, "ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_reads_per_second': 2}")
+	// Same timestamp: the node id breaks the tie (b > a).
+	for _, m := range []*Schema{a.s.Merge(b.s), b.s.Merge(a.s)} {
+		if tb, _ := m.Table("ks", "t"); tb.RateLimit.MaxReadsPerSecond != 2 {
+			t.Errorf("concurrent ALTERs at the same timestamp: limit %d won, want node b's 2", tb.RateLimit.MaxReadsPerSecond)
+		}
+	}
+	// Two nodes create the same table: the later creation wins, everywhere.
+	a.exec(t, "CREATE TABLE ks.x (k int PRIMARY KEY)")
+	b.clock += 5
+	b.exec(t, "CREATE TABLE ks.x (k text PRIMARY KEY)")
+	ab, ba := a.s.Merge(b.s), b.s.Merge(a.s)
+	xa, _ := ab.Table("ks", "x")
+	xb, _ := ba.Table("ks", "x")
+	if xa != nil && xa.Columns[0].Type != TypeText || xb.ID != xa.ID {
+		t.Errorf("concurrent CREATE TABLE: merged tables differ (%d vs %d) or the earlier one won", xa.ID, xb.ID)
+	}
+	if _, ok := ab.TableByID(xa.ID); !ok {
+		t.Errorf("TableByID does not find the merged table")
+	}
+}
+
+func names(ts []*Table) []string {
+	var n []string
+	for _, t := range ts {
+		n = append(n, t.QualifiedName()+fmt.Sprintf("#%d", t.ID))
+	}
+	return n
+}
+
+// randomSchemas runs random schema changes on three nodes that sometimes
+// exchange schemas, and returns a sample of the schemas they went through.
+func randomSchemas(t *testing.T, seed uint64) []*Schema {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	nodes := []*node{{id: "n1", s: New()}, {id: "n2", s: New()}, {id: "n3", s: New()}}
+	var out []*Schema
+	keyspaces := []string{"k1", "k2"}
+	tables := []string{"t1", "t2", "t3"}
+	for step := 0; step < 60; step++ {
+		n := nodes[rng.IntN(len(nodes))]
+		n.clock += int64(rng.IntN(3)) // clocks advance unevenly and may stand still
+		ks, tb := keyspaces[rng.IntN(len(keyspaces))], tables[rng.IntN(len(tables))]
+		var src string
+		switch rng.IntN(7) {
+		case 0:
+			src = fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", ks, 1+rng.IntN(3))
+		case 1:
+			src = "DROP KEYSPACE IF EXISTS " + ks
+		case 2, 3:
+			src = fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (k int, c int, v text, PRIMARY KEY (k, c))", ks, tb)
+		case 4:
+			src = fmt.Sprintf("ALTER TABLE %s.%s WITH per_partition_rate_limit = {'max_writes_per_second': %d}", ks, tb, 1+rng.IntN(100))
+		case 5:
+			src = fmt.Sprintf("DROP TABLE IF EXISTS %s.%s", ks, tb)
+		case 6:
+			o := nodes[rng.IntN(len(nodes))]
+			n.s = n.s.Merge(o.s)
+		}
+		if src != "" {
+			_ = n.try(src) // a change that does not apply (missing keyspace) is skipped
+		}
+		out = append(out, n.s)
+	}
+	return out
+}
+
+func TestMergeIsCommutativeAssociativeIdempotent(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		ss := randomSchemas(t, seed)
+		rng := rand.New(rand.NewPCG(seed, 7))
+		for i := 0; i < 40; i++ {
+			a, b, c := ss[rng.IntN(len(ss))], ss[rng.IntN(len(ss))], ss[rng.IntN(len(ss))]
+			if !sameSchema(a.Merge(b), b.Merge(a)) {
+				t.Fatalf("seed %d: a.Merge(b) != b.Merge(a)\na: %v\nb: %v", seed, names(a.Tables("")), names(b.Tables("")))
+			}
+			if !sameSchema(a.Merge(b).Merge(c), a.Merge(b.Merge(c))) {
+				t.Fatalf("seed %d: (a.Merge(b)).Merge(c) != a.Merge(b.Merge(c))", seed)
+			}
+			if !sameSchema(a.Merge(a), a) {
+				t.Fatalf("seed %d: a.Merge(a) != a", seed)
+			}
+			if ab := a.Merge(b); !sameSchema(ab.Merge(b), ab) || !sameSchema(ab.Merge(a), ab) {
+				t.Fatalf("seed %d: merging a schema into a merge that already includes it changed the result", seed)
+			}
+			// A merged schema is a valid schema: it survives encoding.
+			m := a.Merge(b).Merge(c)
+			d, err := Decode(m.Encode())
+			if err != nil || !sameSchema(d, m) {
+				t.Fatalf("seed %d: a merged schema does not decode back: %v", seed, err)
+			}
+		}
+		// All nodes that exchange everything, in any order, agree.
+		all := New()
+		for _, s := range ss {
+			all = all.Merge(s)
+		}
+		rev := New()
+		for i := len(ss) - 1; i >= 0; i-- {
+			rev = ss[i].Merge(rev)
+		}
+		if !sameSchema(all, rev) {
+			t.Fatalf("seed %d: merging every schema forwards and backwards gave different digests %v and %v", seed, all.Digest(), rev.Digest())
+		}
+	}
+}
+
+func TestMergeEqualIsIdentity(t *testing.T) {
+	s := mustBuild(t, ksDDL+"CREATE TABLE ks.t (k int PRIMARY KEY)")
+	d, _ := Decode(s.Encode())
+	if m := s.Merge(d); m != s {
+		t.Errorf("merging an equal schema returned a new value, want the receiver")
+	}
+}
