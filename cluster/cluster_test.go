@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -447,5 +448,41 @@ func TestCloseStopsAndIsIdempotent(t *testing.T) {
 	}
 	if err := n.NotifySchemaChanged(); !errors.Is(err, ErrClosed) {
 		t.Errorf("NotifySchemaChanged after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestPortZeroPublishesTheRealAddressAndSeedsSkipSelf(t *testing.T) {
+	tc := newTestCluster(t)
+	n := tc.start()
+	host, port, err := splitHostPort(n.GossipAddr())
+	if err != nil || port == 0 || host != "127.0.0.1" {
+		t.Fatalf("GossipAddr() = %q, want 127.0.0.1 with the real (non-zero) port", n.GossipAddr())
+	}
+	if m, _ := n.Member(n.LocalID()); m.GossipAddr != n.GossipAddr() || !m.Local || !m.Live {
+		t.Errorf("Member(self) = %+v, want the real gossip address %s, local and live", m, n.GossipAddr())
+	}
+	n.Close()
+	pf, err := loadPeers(n.dir)
+	if err != nil {
+		t.Fatalf("loadPeers: %v", err)
+	}
+	if len(pf.Peers) != 1 || pf.Peers[0].GossipAddr != n.GossipAddr() {
+		t.Errorf("persisted peers = %+v, want the local node at %s", pf.Peers, n.GossipAddr())
+	}
+
+	tests := []struct {
+		addr string
+		self bool
+	}{
+		{n.GossipAddr(), true},
+		{"localhost:" + strconv.Itoa(port), true},
+		{"127.0.0.1:" + strconv.Itoa(port+1), false},
+		{"10.255.255.1:" + strconv.Itoa(port), false},
+		{"garbage", false},
+	}
+	for _, tt := range tests {
+		if got := n.isSelf(tt.addr); got != tt.self {
+			t.Errorf("isSelf(%q) = %v, want %v (node at %s)", tt.addr, got, tt.self, n.GossipAddr())
+		}
 	}
 }
