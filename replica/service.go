@@ -146,7 +146,6 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 	if err != nil {
 		return readError(s.classify(err, "read", t), err.Error()), nil
 	}
-	resp.Status = replicapb.Status_STATUS_OK
 	return resp, nil
 }
 

@@ -37,8 +37,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close flushes nothing extra (every acknowledged write is already in the
-// write-ahead log), closes the database and releases its block cache.
+// Close closes the database and releases its block cache. Every
+// acknowledged write is already in the write-ahead log.
 func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("replica: close store: %w", err)
@@ -46,10 +46,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// apply validates m against table l and writes it as one pebble batch, so a
+// Apply validates m against table t and writes it as one pebble batch, so a
 // mutation of a partition is atomic; it returns once the batch is durable
 // (unless Options.NoSync). An invalid mutation writes nothing and returns an
-// error wrapping ErrBadRequest.
+// error wrapping ErrBadRequest that names the table and what was wrong.
+// Apply ignores the limiter: the Service consults it first.
 func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 	if m.GetTableId() != uint64(t.ID) {
 		return badRequest(t, "mutation is for table id %d", m.GetTableId())
@@ -140,8 +141,14 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 	return nil
 }
 
-// read serves req, a read of one partition of table l, from storage. The
-// response's status is left for the caller to set.
+// ReadPartition serves req, a read of one partition of table t, from
+// storage, ignoring req's limiter. The response has STATUS_OK and holds the
+// partition tombstone and the selected rows in clustering order: live rows
+// (at most req.Limit of them, if set) and, between them, deleted rows that
+// carry tombstones, with cell tombstones and write timestamps, for a
+// coordinator to reconcile replicas with. Cells and markers that tombstones
+// shadow are left out. An invalid request returns an error wrapping
+// ErrBadRequest.
 func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 	if req.GetTableId() != uint64(t.ID) {
 		return nil, badRequest(t, "read is for table id %d", req.GetTableId())
@@ -169,7 +176,7 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	}
 	defer it.Close()
 
-	resp := &replicapb.ReadResponse{}
+	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
 		c, err := iterCell(it)
