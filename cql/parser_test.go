@@ -278,3 +278,59 @@ func TestQuoteIdent(t *testing.T) {
 		}
 	}
 }
+
+func TestNodePositions(t *testing.T) {
+	for _, tt := range validStatements {
+		if strings.HasPrefix(tt.src, "/*") {
+			continue
+		}
+		s, err := ParseStatement(tt.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Pos(); got != (Pos{Offset: 0, Line: 1, Col: 1}) {
+			t.Errorf("ParseStatement(%q).Pos() = %v, want 1:1", tt.src, got)
+		}
+	}
+	s, _ := ParseStatement("INSERT INTO ks.t (a) VALUES ({'k': 1})")
+	ins := s.(*InsertStmt)
+	if got := ins.Table.Pos().String(); got != "1:13" {
+		t.Errorf("the table name of %q is at %s, want 1:13", Format(s), got)
+	}
+	if got := ins.Values[0].Pos().String(); got != "1:30" {
+		t.Errorf("the map literal of %q is at %s, want 1:30", Format(s), got)
+	}
+	if got := ins.Values[0].(*MapLiteral).Entries[0].Value.Pos().String(); got != "1:36" {
+		t.Errorf("the map value of %q is at %s, want 1:36", Format(s), got)
+	}
+	if got := ins.Columns[0].Pos().String(); got != "1:19" {
+		t.Errorf("the column of %q is at %s, want 1:19", Format(s), got)
+	}
+	if got := (Pos{}).String(); got != "-" {
+		t.Errorf("Pos{}.String() = %q, want -", got)
+	}
+}
+
+func TestTokenClasses(t *testing.T) {
+	tests := []struct {
+		tok                                  Token
+		literal, operator, keyword, reserved bool
+	}{
+		{IDENT, true, false, false, false},
+		{BLOB, true, false, false, false},
+		{LPAREN, false, true, false, false},
+		{GE, false, true, false, false},
+		{SELECT, false, false, true, true},
+		{KEY, false, false, true, false},
+		{EOF, false, false, false, false},
+	}
+	for _, tt := range tests {
+		if tt.tok.IsLiteral() != tt.literal || tt.tok.IsOperator() != tt.operator || tt.tok.IsKeyword() != tt.keyword || tt.tok.IsReserved() != tt.reserved {
+			t.Errorf("%v: IsLiteral %v, IsOperator %v, IsKeyword %v, IsReserved %v; want %v %v %v %v", tt.tok,
+				tt.tok.IsLiteral(), tt.tok.IsOperator(), tt.tok.IsKeyword(), tt.tok.IsReserved(), tt.literal, tt.operator, tt.keyword, tt.reserved)
+		}
+	}
+	if got := Token(999).String(); got != "Token(999)" {
+		t.Errorf("Token(999).String() = %q", got)
+	}
+}

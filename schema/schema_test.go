@@ -206,3 +206,21 @@ func TestBuildErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestStatementName(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"CREATE KEYSPACE k WITH x = 1", "CREATE KEYSPACE"}, {"DROP KEYSPACE k", "DROP KEYSPACE"}, {"USE k", "USE"},
+		{"CREATE TABLE t (k int PRIMARY KEY)", "CREATE TABLE"}, {"ALTER TABLE t WITH x = 1", "ALTER TABLE"},
+		{"DROP TABLE t", "DROP TABLE"}, {"INSERT INTO t (k) VALUES (1)", "INSERT"}, {"UPDATE t SET v = 1 WHERE k = 1", "UPDATE"},
+		{"DELETE FROM t WHERE k = 1", "DELETE"}, {"SELECT * FROM t", "SELECT"}, {"DESCRIBE TABLES", "DESCRIBE"},
+	}
+	for _, tt := range tests {
+		st, err := cql.ParseStatement(tt.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := StatementName(st); got != tt.want {
+			t.Errorf("StatementName(%s) = %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}
