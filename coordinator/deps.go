@@ -1,0 +1,55 @@
+package coordinator
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/partitionlimit"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// The shell's view of the rest of the node. The coordinator declares what it consumes and never
+// imports the replica or cluster packages; package node adapts them to these interfaces.
+
+// Ring tells the shell who replicates a token and who is live.
+type Ring interface {
+	// AppendReplicas appends to dst the rf distinct nodes replicating token, in ring order
+	// (fewer if the ring has fewer nodes), and returns the extended slice.
+	AppendReplicas(dst []NodeID, token int64, rf int) []NodeID
+	// IsLive reports whether the failure detector currently considers id up.
+	IsLive(id NodeID) bool
+}
+
+// Transport sends replica requests. A request addressed to the local node must be served in
+// process (no network hop), with the same semantics as a remote one.
+type Transport interface {
+	Mutate(ctx context.Context, to NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error)
+	Read(ctx context.Context, to NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error)
+}
+
+// LocalLimiter accounts and decides on the local node's counters without touching storage: the
+// first step when the coordinator is itself a replica of the token (DESIGN §1). A table without a
+// limit for op is admitted without being counted.
+type LocalLimiter interface {
+	Check(id schema.TableID, token int64, op replicapb.Op, draw float64, now time.Time) (partitionlimit.Decision, error)
+}
+
+// SchemaManager owns the node's schema.
+type SchemaManager interface {
+	// Schema returns the current schema (an immutable value; never nil).
+	Schema() *schema.Schema
+	// ApplyDDL applies a schema statement (CREATE/DROP KEYSPACE, CREATE/ALTER/DROP TABLE) cluster
+	// wide: validated and applied locally, persisted, pushed to live peers, then it waits for schema
+	// agreement. changed is false when IF [NOT] EXISTS made the statement a no-op. warnings name the
+	// nodes that had not agreed when the bounded wait ended. Errors wrapping schema.ErrUnknownKeyspace,
+	// schema.ErrUnknownTable, schema.ErrExists or any validation failure mean an invalid request.
+	ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace string) (changed bool, warnings []string, err error)
+}
+
+// ClusterDescriber renders DESCRIBE CLUSTER: the cluster name, partitioner, and each member's id,
+// address, state and token count.
+type ClusterDescriber interface {
+	DescribeCluster() string
+}
