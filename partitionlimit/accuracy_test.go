@@ -132,7 +132,7 @@ func TestAccuracy(t *testing.T) {
 			fmt.Fprintf(&b, "\n| %g | %.3f |", ratio, expectedRate(ratio))
 			for j := range limits {
 				r := curve[i][j]
-				fmt.Fprintf(&b, " %.3f | %.3f (%.1f%%) |", r.smooth, r.poisson, 100*r.poissonShare)
+				fmt.Fprintf(&b, " %.3f | %.3f (%.2f%%) |", r.smooth, r.poisson, 100*r.poissonShare)
 			}
 		}
 		t.Log("admitted/L (Poisson: and admitted/offered) per simulated second:" + b.String())

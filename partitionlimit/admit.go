@@ -27,7 +27,8 @@ func Admit(count, limit uint32, draw float64) bool {
 // 2·limit or below if no further operation arrives: zero when count ≤ 2·limit already, else
 // the time to the k-th next second boundary, where k is the smallest number of halvings with
 // count >> k ≤ 2·limit. That is about log2(count / 2·limit) seconds, rounded up to a second
-// boundary; from then on Admit admits every operation until the counter climbs again.
+// boundary. The partition then admits every operation until its counter climbs above
+// 2·limit again.
 func RetryAfter(count, limit uint32, now time.Time) time.Duration {
 	// count >> k ≤ 2L  ⇔  count < (2L+1)·2^k  ⇔  count/(2L+1) < 2^k (integer division),
 	// whose smallest solution is the bit length of count/(2L+1).

@@ -194,7 +194,8 @@ type Stats struct {
 	// Entries is the number of keys whose counter, decayed to the time passed to Stats, is
 	// above zero: the partitions tracked now.
 	Entries int
-	// Lookups counts calls to Account, AccountN and Peek. Each examines exactly Window slots.
+	// Lookups counts calls to Account, AccountN and Peek. Each examines at most Window slots:
+	// it stops at the key's slot, and examines all Window only for a key not tracked.
 	Lookups uint64
 	// Inserts counts keys that began to be tracked: accounted while their decayed count was 0.
 	Inserts uint64
