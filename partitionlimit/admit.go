@@ -49,7 +49,8 @@ type Decision struct {
 	// Limit is the limit the decision applied, in operations per second.
 	Limit uint32
 	// RetryAfter is RetryAfter(Count, Limit, now) for a rejected operation and zero for an
-	// admitted one: the earliest time from now at which the partition admits again.
+	// admitted one: how long until the counter, if nothing else arrives, is back at 2·Limit
+	// or below, where every operation is admitted.
 	RetryAfter time.Duration
 }
 
