@@ -1,0 +1,133 @@
+package cqlsh
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden with the actual output")
+
+// checkGolden compares got with testdata/name, or rewrites the file with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run go test -update after checking it):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+func TestFormatValue(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "null"},
+		{"plain text", "plain text"},
+		{"héllo wörld", "héllo wörld"},
+		{"two\nlines\tand a tab\r", `two\nlines\tand a tab\r`},
+		{"bell\a del\x7f", `bell\x07 del\x7f`},
+		{"bad \xff byte", `bad \xff byte`},
+		{"line\u2028sep", `line\u2028sep`},
+		{"�", "�"},
+		{"", ""},
+		{int32(-7), "-7"},
+		{int32(math.MaxInt32), "2147483647"},
+		{int64(math.MinInt64), "-9223372036854775808"},
+		{2.5, "2.5"},
+		{2.0, "2"},
+		{-0.125, "-0.125"},
+		{0.0, "0"},
+		{1e6, "1000000"},
+		{math.Nextafter(0.3, 1), "0.30000000000000004"},
+		{1e15, "1e+15"},
+		{1.5e-5, "1.5e-05"},
+		{math.NaN(), "NaN"},
+		{math.Inf(1), "Infinity"},
+		{math.Inf(-1), "-Infinity"},
+		{true, "true"},
+		{false, "false"},
+		{[]byte{0xca, 0xfe, 0x00}, "0xcafe00"},
+		{[]byte{}, "0x"},
+		{time.Date(2026, 11, 21, 9, 30, 5, 7_000_000, time.UTC), "2026-11-21T09:30:05.007Z"},
+		{time.Date(2026, 11, 21, 10, 30, 0, 0, time.FixedZone("CET", 3600)), "2026-11-21T09:30:00.000Z"},
+		{time.UnixMilli(-1).UTC(), "1969-12-31T23:59:59.999Z"},
+	} {
+		if got := formatValue(tc.v); got != tc.want {
+			t.Errorf("formatValue(%#v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func allTypesColumns() []client.Column {
+	return []client.Column{
+		{Name: "k", Type: "text"},
+		{Name: "i", Type: "int"},
+		{Name: "big", Type: "bigint"},
+		{Name: "d", Type: "double"},
+		{Name: "ok", Type: "boolean"},
+		{Name: "data", Type: "blob"},
+		{Name: "at", Type: "timestamp"},
+		{Name: "note", Type: "text"},
+	}
+}
+
+func allTypesRows() [][]any {
+	ts := time.Date(2026, 11, 21, 9, 30, 0, 123_000_000, time.UTC)
+	return [][]any{
+		{"a", int32(1), int64(1) << 40, 2.5, true, []byte{0xca, 0xfe}, ts, "first"},
+		{"héllo", int32(-70000), int64(-3), -0.001, false, []byte{}, ts.Add(time.Hour), "two\nlines"},
+		{"null row", nil, nil, nil, nil, nil, nil, nil},
+	}
+}
+
+func TestWriteRowsGolden(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("== every type, with nulls and escapes ==\n")
+	writeRows(&b, allTypesColumns(), allTypesRows())
+	b.WriteString("== no rows: header only ==\n")
+	writeRows(&b, []client.Column{{Name: "k", Type: "text"}, {Name: "v", Type: "int"}}, nil)
+	b.WriteString("== one column wider than its values ==\n")
+	writeRows(&b, []client.Column{{Name: "a_long_column_name", Type: "int"}, {Name: "v", Type: "text"}},
+		[][]any{{int32(1), "x"}, {int32(22), "yy"}})
+	checkGolden(t, "rows.golden", b.String())
+
+	for i, line := range strings.Split(b.String(), "\n") {
+		if strings.HasSuffix(line, " ") {
+			t.Errorf("line %d of the table ends in a space: %q", i+1, line)
+		}
+	}
+}
+
+func TestWriteRowsAlignsColumns(t *testing.T) {
+	var b bytes.Buffer
+	writeRows(&b, []client.Column{{Name: "name", Type: "text"}, {Name: "n", Type: "bigint"}, {Name: "last", Type: "text"}},
+		[][]any{{"ab", int64(5), "x"}, {"c", int64(123456), "yz"}})
+	want := "" +
+		" name |      n | last\n" +
+		"------+--------+------\n" +
+		" ab   |      5 | x\n" +
+		" c    | 123456 | yz\n" +
+		"\n" +
+		"(2 rows)\n"
+	if b.String() != want {
+		t.Errorf("two-row table printed as\n%s\nwant\n%s", b.String(), want)
+	}
+}
