@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+)
+
+// DialTimeout bounds connecting to each address, so an address that drops packets fails the
+// run instead of hanging it.
+const DialTimeout = 10 * time.Second
+
+// Run is kvnode bench: args are the arguments after "bench". It parses and validates the flags,
+// runs the benchmark with progress on stdout (stderr with --json) and prints the summary on
+// stdout: a table, or with --json exactly one JSON object (Summary). A cancelled ctx ends the
+// run early; the summary of what ran is still printed and a note goes to stderr. -h prints the
+// flags and returns nil.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := ParseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	progress := stdout
+	if cfg.JSON {
+		progress = stderr
+	}
+	sum, err := Execute(ctx, cfg, progress)
+	if err != nil {
+		return err
+	}
+	if cfg.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(sum)
+	} else {
+		err = sum.WriteText(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("bench: write summary: %w", err)
+	}
+	if ctx.Err() != nil && sum.DurationS < cfg.Duration.Seconds() {
+		fmt.Fprintf(stderr, "bench: interrupted after %.1fs of %v; the summary covers what ran\n", sum.DurationS, cfg.Duration)
+	}
+	return nil
+}
+
+// Execute runs the benchmark cfg describes and returns its summary. It connects to every
+// address (one client each), learns the table with DESCRIBE TABLE on the first, then issues
+// operations for cfg.Duration. progress receives the progress display (nil for none): one
+// updating line when it is a terminal, else a line per second. If ctx is cancelled during the
+// run, operations in flight are cancelled (counted as ErrorCanceled) and the summary of what ran
+// is returned with a nil error; errors are for runs that could not start (bad config,
+// unreachable node, unusable table).
+func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	name, err := parseTable(cfg.Table)
+	if err != nil {
+		return nil, err
+	}
+	clients := make([]*client.Client, 0, len(cfg.Addrs))
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for _, addr := range cfg.Addrs {
+		dctx, cancel := context.WithTimeout(ctx, DialTimeout)
+		c, err := client.Dial(dctx, addr)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		clients = append(clients, c)
+	}
+	execs := make([]executor, len(clients))
+	for i, c := range clients {
+		execs[i] = c
+	}
+	table, err := describeTable(ctx, execs[0], name)
+	if err != nil {
+		return nil, err
+	}
+	wl, err := newWorkload(table, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, cfg, wl, execs, progress), nil
+}
