@@ -1,0 +1,197 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// This file drives the core's Request over the Transport: the local check, one goroutine per
+// Send, the deadline timer, and the hand-back of answers.
+
+// exchange carries out the Sends of one request: call sends the operation to s.To with s's
+// limiter mode and returns the replica's answer as a Response (Seq and From set). It must return
+// once ctx is canceled.
+type exchange interface {
+	call(ctx context.Context, s Send) Response
+}
+
+// partitionKey is what the local limiter check needs to know about an operation.
+type partitionKey struct {
+	table schema.TableID
+	token int64
+}
+
+// replicaSet looks up the replicas of token for a keyspace with replication factor rf, in ring
+// order, marking those the failure detector considers down. It appends to dst.
+func (e *Executor) replicaSet(dst []Replica, token int64, rf int) []Replica {
+	var buf [8]NodeID
+	ids := e.ring.AppendReplicas(buf[:0], token, rf)
+	for _, id := range ids {
+		dst = append(dst, Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
+	}
+	return dst
+}
+
+// self returns the Params.Self of a request: the local node, unless the executor has no local
+// limiter to run the local check with, in which case the replicas enforce.
+func (e *Executor) self() NodeID {
+	if e.local == nil {
+		return ""
+	}
+	return e.localID
+}
+
+// newRequest builds a core request. Replica sets can be empty when the ring has no members; the
+// request is then unavailable.
+func (e *Executor) newRequest(p Params) (*Request, error) {
+	if len(p.Replicas) == 0 {
+		return nil, &UnavailableError{Consistency: p.Consistency, Live: 0, Required: BlockFor(p.Consistency, 1)}
+	}
+	if e.local == nil && !p.Exempt && p.Op == OpRead && len(p.ReadOrder) == 0 {
+		// Without a local limiter Self is empty; still prefer reading locally.
+		for _, r := range p.Replicas {
+			if r.ID == e.localID {
+				p.ReadOrder = []NodeID{e.localID}
+				break
+			}
+		}
+	}
+	req, err := NewRequest(p)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	return req, nil
+}
+
+// begin starts req at now and runs the local limiter check if the request asks for one. The
+// returned step carries either the Outcome (the request ended before anything was sent: a local
+// rejection, unavailable, or already past its deadline) or the Sends. It starts no goroutine and
+// contacts no replica, so a rejection costs only the local check.
+func (e *Executor) begin(req *Request, now time.Time, op Op, key partitionKey, draw float64) (Step, error) {
+	step := req.Start(now)
+	if !step.LocalCheck {
+		return step, nil
+	}
+	d, err := e.local.Check(key.table, key.token, replicaOp(op), draw, now)
+	if err != nil {
+		return Step{}, fmt.Errorf("coordinator: local limiter check: %w", err)
+	}
+	return req.OnLocalCheck(CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter}), nil
+}
+
+func replicaOp(op Op) replicapb.Op {
+	if op == OpRead {
+		return replicapb.Op_OP_READ
+	}
+	return replicapb.Op_OP_WRITE
+}
+
+// flight is the set of replica calls of one request still running.
+type flight struct {
+	cancel  context.CancelFunc
+	pending atomic.Int32
+}
+
+// await sends sends through x, one goroutine each, and feeds the answers to req until it has
+// an outcome, the deadline passes (the timer ticks req at deadline) or ctx ends.
+//
+// The goroutines write into a channel with room for every answer, so none ever blocks, and
+// each ends when its call returns. With detach false their context is canceled when await
+// returns: reads do not need the answers of slow replicas. With detach true (writes) the calls
+// continue after await returns, until the replica answers or deadline passes: a write at ONE
+// must still reach every live replica, and canceling it would leave the others without the data.
+// A detached call is bounded by deadline and by Close, never by the client's context.
+func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exchange, deadline time.Time, detach bool) (Outcome, error) {
+	// Deadlines come from the configured clock; timers and contexts run on the real one.
+	remaining := deadline.Sub(e.now())
+	var (
+		rpcCtx context.Context
+		cancel context.CancelFunc
+	)
+	if detach {
+		rpcCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), remaining)
+	} else {
+		rpcCtx, cancel = context.WithCancel(ctx)
+	}
+	f := &flight{cancel: cancel}
+	f.pending.Store(int32(len(sends)))
+	if !e.register(f, len(sends)) {
+		cancel()
+		return nil, ErrClosed
+	}
+	answers := make(chan Response, len(sends))
+	for _, s := range sends {
+		go func() {
+			defer e.wg.Done()
+			answers <- x.call(rpcCtx, s)
+			if f.pending.Add(-1) == 0 {
+				e.unregister(f)
+			}
+		}()
+	}
+	if !detach {
+		defer cancel()
+	}
+
+	timer := time.NewTimer(remaining)
+	defer timer.Stop()
+	for {
+		var step Step
+		select {
+		case r := <-answers:
+			if r.Status == StatusFailed && rpcCtx.Err() != nil {
+				// The call failed because its context ended (the deadline or the client's
+				// context): not the replica's fault. The timer or ctx decides the outcome.
+				continue
+			}
+			step = req.OnResponse(r)
+		case <-timer.C:
+			// The timer measured the remaining time; tick at the deadline itself so that a
+			// clock that stands still (tests) cannot keep the request alive.
+			step = req.Tick(deadline)
+		case <-ctx.Done():
+			return nil, contextError(ctx, req)
+		}
+		if step.Outcome != nil {
+			return step.Outcome, nil
+		}
+	}
+}
+
+// register records a flight of n calls; it reports false once the executor is closed.
+func (e *Executor) register(f *flight, n int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.inflight[f] = struct{}{}
+	e.wg.Add(n)
+	return true
+}
+
+// unregister forgets a flight whose calls have all returned, releasing its context.
+func (e *Executor) unregister(f *flight) {
+	f.cancel()
+	e.mu.Lock()
+	delete(e.inflight, f)
+	e.mu.Unlock()
+}
+
+// contextError is the error for a request abandoned because its context ended: a
+// *TimeoutError when the client's deadline passed (the replicas had not reached the
+// consistency level by then), the context's error otherwise.
+func contextError(ctx context.Context, req *Request) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		t := req.Tally()
+		return &TimeoutError{Op: req.p.Op, Consistency: req.p.Consistency, Received: t.OK, Required: req.Required()}
+	}
+	return err
+}

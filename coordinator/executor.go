@@ -1,0 +1,330 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Default timeouts: how long the coordinator waits for the consistency level's replicas.
+const (
+	DefaultWriteTimeout = 2 * time.Second
+	DefaultReadTimeout  = 5 * time.Second
+)
+
+// ErrClosed is returned by Execute after Close.
+var ErrClosed = errors.New("coordinator: executor closed")
+
+// Config configures an Executor. LocalID, Ring, Transport and Schema are required; the zero value
+// of every other field means its default.
+type Config struct {
+	// LocalID is this node's id as the Ring names it.
+	LocalID NodeID
+	// Ring places tokens on replicas and says who is live.
+	Ring Ring
+	// Transport sends replica requests, serving those addressed to LocalID in process.
+	Transport Transport
+	// Local is this node's limiter, consulted before anything is sent when the node is a replica
+	// of a limited operation's partition (DESIGN §1). Nil lets the replicas enforce even then.
+	Local LocalLimiter
+	// Schema owns the schema and applies schema statements.
+	Schema SchemaManager
+	// Cluster answers DESCRIBE CLUSTER. Nil makes DESCRIBE CLUSTER an error.
+	Cluster ClusterDescriber
+	// Now is the clock for write timestamps, the local limiter and deadlines. Nil means time.Now.
+	// Deadlines are waited for with timers, so a fake clock that stands still does not stop
+	// requests from timing out.
+	Now func() time.Time
+	// WriteTimeout and ReadTimeout bound how long a write or a read waits for its replicas,
+	// including read repair. Zero means DefaultWriteTimeout and DefaultReadTimeout. A client
+	// deadline that ends sooner wins.
+	WriteTimeout, ReadTimeout time.Duration
+	// Draw returns the limiter's random draw r in [0, 1) for one operation. Nil means
+	// rand.Float64 (math/rand/v2: randomly seeded, safe for concurrent use). Tests fix it.
+	Draw func() float64
+	// Logger receives failures worth an operator's attention. Nil discards them.
+	Logger *slog.Logger
+	// Observer is told about every request, for metrics. Nil means none.
+	Observer Observer
+}
+
+// Observer receives events for metrics. Its methods are called synchronously on the request's
+// goroutine, concurrently for concurrent requests: they must be safe for concurrent use and
+// must not block. Arguments are short constant strings where the names below say so, so that
+// they can serve directly as metric labels.
+type Observer interface {
+	// OnRequest is called once per executed statement. op is "read", "write", "schema" or
+	// "other" (USE, DESCRIBE); cl is "ONE", "QUORUM" or "ALL" ("" for schema and other);
+	// result is one of "ok", "rate_limited", "unavailable", "timeout", "failed", "invalid",
+	// "canceled" or "error". d is the time Execute took.
+	OnRequest(op, cl, result string, d time.Duration)
+	// OnRateLimited is called when an operation is rejected by a partition's rate limit;
+	// rejectedBy is "coordinator" or "replicas".
+	OnRateLimited(keyspace, table, op, rejectedBy string)
+	// OnReadRepair is called after a read found stale replicas and repaired them: replicas is
+	// how many were repaired, result "ok", "timeout" or "failed".
+	OnReadRepair(keyspace, table string, replicas int, result string)
+}
+
+// Executor executes client statements on this node: it parses them, applies schema statements
+// through the SchemaManager, and coordinates reads and writes across the replicas of their
+// partition. It is safe for concurrent use.
+type Executor struct {
+	localID   NodeID
+	ring      Ring
+	transport Transport
+	local     LocalLimiter
+	schema    SchemaManager
+	cluster   ClusterDescriber
+	now       func() time.Time
+	draw      func() float64
+	logger    *slog.Logger
+	observer  Observer
+
+	writeTimeout, readTimeout time.Duration
+
+	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
+	lastTimestamp atomic.Int64
+
+	// inflight tracks the replica requests still running, so that Close can stop them.
+	mu       sync.Mutex
+	closed   bool
+	inflight map[*flight]struct{}
+	wg       sync.WaitGroup
+}
+
+// NewExecutor returns an executor for cfg.
+func NewExecutor(cfg Config) (*Executor, error) {
+	switch {
+	case cfg.LocalID == "":
+		return nil, errors.New("coordinator: Config.LocalID is empty")
+	case cfg.Ring == nil:
+		return nil, errors.New("coordinator: Config.Ring is nil")
+	case cfg.Transport == nil:
+		return nil, errors.New("coordinator: Config.Transport is nil")
+	case cfg.Schema == nil:
+		return nil, errors.New("coordinator: Config.Schema is nil")
+	case cfg.WriteTimeout < 0:
+		return nil, fmt.Errorf("coordinator: Config.WriteTimeout is %v, want ≥ 0", cfg.WriteTimeout)
+	case cfg.ReadTimeout < 0:
+		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
+	}
+	e := &Executor{
+		localID:      cfg.LocalID,
+		ring:         cfg.Ring,
+		transport:    cfg.Transport,
+		local:        cfg.Local,
+		schema:       cfg.Schema,
+		cluster:      cfg.Cluster,
+		now:          cfg.Now,
+		draw:         cfg.Draw,
+		logger:       cfg.Logger,
+		observer:     cfg.Observer,
+		writeTimeout: cfg.WriteTimeout,
+		readTimeout:  cfg.ReadTimeout,
+		inflight:     make(map[*flight]struct{}),
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.draw == nil {
+		e.draw = rand.Float64
+	}
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
+	if e.writeTimeout == 0 {
+		e.writeTimeout = DefaultWriteTimeout
+	}
+	if e.readTimeout == 0 {
+		e.readTimeout = DefaultReadTimeout
+	}
+	return e, nil
+}
+
+// Close stops the executor. Writes keep going to the replicas that have not acknowledged them
+// after the client has its answer (until they do, or the write times out); Close cancels those
+// and every other replica request still in flight, and waits for their goroutines. Execute
+// returns ErrClosed afterwards. Close is idempotent.
+func (e *Executor) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	for f := range e.inflight {
+		f.cancel()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+	return nil
+}
+
+// Execute runs one statement at the request's consistency level (CONSISTENCY_UNSPECIFIED means
+// ONE) with the request's keyspace for unqualified table names. Errors are typed:
+// *InvalidError (syntax or validation), *RateLimitError, *UnavailableError, *TimeoutError,
+// *FailureError, the context's error, ErrClosed, or an internal error; ErrorStatus turns each
+// into the gRPC status the client API documents.
+func (e *Executor) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*kvnodepb.ExecuteResponse, error) {
+	var start time.Time
+	if e.observer != nil {
+		start = time.Now()
+	}
+	kind, cl, resp, err := e.execute(ctx, req)
+	if e.observer != nil {
+		clName := ""
+		if kind == kindRead || kind == kindWrite {
+			clName = cl.String()
+		}
+		e.observer.OnRequest(kind.String(), clName, resultOf(err), time.Since(start))
+	}
+	return resp, err
+}
+
+// stmtKind classifies statements for the Observer.
+type stmtKind uint8
+
+const (
+	kindOther stmtKind = iota
+	kindRead
+	kindWrite
+	kindSchema
+)
+
+func (k stmtKind) String() string {
+	switch k {
+	case kindRead:
+		return "read"
+	case kindWrite:
+		return "write"
+	case kindSchema:
+		return "schema"
+	}
+	return "other"
+}
+
+// resultOf names the result of a statement for the Observer.
+func resultOf(err error) string {
+	var (
+		rl *RateLimitError
+		un *UnavailableError
+		to *TimeoutError
+		fe *FailureError
+		in *InvalidError
+	)
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &rl):
+		return "rate_limited"
+	case errors.As(err, &un):
+		return "unavailable"
+	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &fe):
+		return "failed"
+	case errors.As(err, &in):
+		return "invalid"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "error"
+}
+
+func (e *Executor) execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (stmtKind, Consistency, *kvnodepb.ExecuteResponse, error) {
+	cl, err := consistencyFromProto(req.GetConsistency())
+	if err != nil {
+		return kindOther, cl, nil, err
+	}
+	stmts, err := cql.Parse(req.GetStatement())
+	if err != nil {
+		return kindOther, cl, nil, &InvalidError{Err: err}
+	}
+	switch len(stmts) {
+	case 0:
+		return kindOther, cl, nil, &InvalidError{Err: errors.New("no statement: the request is empty")}
+	case 1:
+	default:
+		return kindOther, cl, nil, &InvalidError{
+			Pos: stmts[1].Pos(),
+			Err: fmt.Errorf("one statement per request, found %d", len(stmts)),
+		}
+	}
+	keyspace := req.GetKeyspace()
+	switch st := stmts[0].(type) {
+	case *cql.SelectStmt:
+		resp, err := e.executeSelect(ctx, st, keyspace, cl)
+		return kindRead, cl, resp, err
+	case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
+		resp, err := e.executeWrite(ctx, st, keyspace, cl)
+		return kindWrite, cl, resp, err
+	case *cql.CreateKeyspaceStmt, *cql.DropKeyspaceStmt, *cql.CreateTableStmt, *cql.AlterTableStmt, *cql.DropTableStmt:
+		resp, err := e.executeDDL(ctx, st, keyspace)
+		return kindSchema, cl, resp, err
+	case *cql.UseStmt:
+		resp, err := e.executeUse(st)
+		return kindOther, cl, resp, err
+	case *cql.DescribeStmt:
+		resp, err := e.executeDescribe(st, keyspace)
+		return kindOther, cl, resp, err
+	default:
+		return kindOther, cl, nil, &InvalidError{Pos: st.Pos(), Err: fmt.Errorf("%s cannot be executed", schema.StatementName(st))}
+	}
+}
+
+// consistencyFromProto maps the client API's levels to the coordinator's: LOCAL_ONE and
+// LOCAL_QUORUM are aliases (one datacenter), and UNSPECIFIED is ONE, as in Cassandra.
+func consistencyFromProto(c kvnodepb.Consistency) (Consistency, error) {
+	switch c {
+	case kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED, kvnodepb.Consistency_CONSISTENCY_ONE, kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE:
+		return One, nil
+	case kvnodepb.Consistency_CONSISTENCY_QUORUM, kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM:
+		return Quorum, nil
+	case kvnodepb.Consistency_CONSISTENCY_ALL:
+		return All, nil
+	}
+	return One, &InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", int32(c))}
+}
+
+// consistencyToProto is the inverse of consistencyFromProto for the three levels.
+func consistencyToProto(c Consistency) kvnodepb.Consistency {
+	switch c {
+	case One:
+		return kvnodepb.Consistency_CONSISTENCY_ONE
+	case Quorum:
+		return kvnodepb.Consistency_CONSISTENCY_QUORUM
+	case All:
+		return kvnodepb.Consistency_CONSISTENCY_ALL
+	}
+	return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+// nextTimestamp returns a write timestamp in microseconds since the Unix epoch, strictly greater
+// than every timestamp this coordinator assigned before: max(now, last+1). Two writes through
+// the same coordinator therefore apply in the order they were accepted, even within one
+// microsecond or when the clock steps back.
+func (e *Executor) nextTimestamp() int64 {
+	now := e.now().UnixMicro()
+	for {
+		last := e.lastTimestamp.Load()
+		ts := max(now, last+1)
+		if e.lastTimestamp.CompareAndSwap(last, ts) {
+			return ts
+		}
+	}
+}
+
+// deadline returns when an operation starting at now with the given timeout must finish: the
+// timeout, or the context's deadline if that is sooner.
+func deadline(ctx context.Context, now time.Time, timeout time.Duration) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	return now.Add(timeout)
+}

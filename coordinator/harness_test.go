@@ -1,0 +1,405 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/partitionlimit"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/replica"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// The harness: three real replica.Services over in-memory pebble, a fake ring with fixed
+// placement and settable liveness, a transport that calls the services directly and can inject
+// faults, and a schema manager that applies DDL to an in-memory schema. No network.
+
+// clock is a settable clock shared by the coordinators and the replicas. It stands still
+// unless a test moves it, so limiter counters do not decay in the middle of a test.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Unix(1_700_000_000, 250_000_000).UnixNano())
+	return c
+}
+
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// schemaManager applies DDL to an in-memory schema. It is also the replicas' SchemaSource, so
+// they see every change at once.
+type schemaManager struct {
+	node  string
+	clock *clock
+	mu    sync.Mutex // serialises changes
+	cur   atomic.Pointer[schema.Schema]
+	fail  error // returned by ApplyDDL when set
+}
+
+func newSchemaManager(node string, c *clock) *schemaManager {
+	m := &schemaManager{node: node, clock: c}
+	m.cur.Store(schema.New())
+	return m
+}
+
+func (m *schemaManager) Schema() *schema.Schema { return m.cur.Load() }
+
+func (m *schemaManager) TableByID(id schema.TableID) (*schema.Table, bool) {
+	return m.cur.Load().TableByID(id)
+}
+
+func (m *schemaManager) ApplyDDL(_ context.Context, stmt cql.Statement, keyspace string) (bool, []string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return false, nil, m.fail
+	}
+	s := m.cur.Load()
+	v := schema.Version{Timestamp: m.clock.Now().UnixMicro(), Node: m.node}
+	c := schema.Change{Version: v}
+	if st, ok := stmt.(*cql.CreateTableStmt); ok {
+		ks := st.Table.Keyspace.Name
+		if ks == "" {
+			ks = keyspace
+		}
+		c.TableID = schema.TableIDFor(ks, st.Table.Name.Name, v)
+	}
+	ns, err := s.Apply(stmt, keyspace, c)
+	if err != nil {
+		return false, nil, err
+	}
+	m.cur.Store(ns)
+	return ns != s, nil, nil
+}
+
+// ring places every token on the nodes of order, in that order, and reports liveness from a
+// settable set.
+type ring struct {
+	order []coordinator.NodeID
+	mu    sync.Mutex
+	down  map[coordinator.NodeID]bool
+}
+
+func (r *ring) AppendReplicas(dst []coordinator.NodeID, _ int64, rf int) []coordinator.NodeID {
+	return append(dst, r.order[:min(rf, len(r.order))]...)
+}
+
+func (r *ring) IsLive(id coordinator.NodeID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.down[id]
+}
+
+func (r *ring) setDown(ids ...coordinator.NodeID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down = make(map[coordinator.NodeID]bool)
+	for _, id := range ids {
+		r.down[id] = true
+	}
+}
+
+// fault is what the transport does to calls to one node.
+type fault uint8
+
+const (
+	deliver    fault = iota
+	failWrites       // Mutate returns an error without applying
+	failAll          // Mutate and Read return an error
+	hang             // Mutate and Read block until their context ends
+)
+
+// transport calls the replica services in process, counting calls and injecting faults.
+type transport struct {
+	services map[coordinator.NodeID]*replica.Service
+	mu       sync.Mutex
+	faults   map[coordinator.NodeID]fault
+	calls    map[coordinator.NodeID]int
+	mutated  []*replicapb.MutateRequest // every MutateRequest delivered, in order
+}
+
+func (t *transport) setFault(f fault, ids ...coordinator.NodeID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range ids {
+		t.faults[id] = f
+	}
+}
+
+func (t *transport) clearFaults() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.faults)
+}
+
+// totalCalls returns how many replica calls were made, to any node.
+func (t *transport) totalCalls() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range t.calls {
+		n += c
+	}
+	return n
+}
+
+func (t *transport) begin(ctx context.Context, to coordinator.NodeID, write bool) (*replica.Service, error) {
+	t.mu.Lock()
+	t.calls[to]++
+	f := t.faults[to]
+	svc := t.services[to]
+	t.mu.Unlock()
+	switch {
+	case svc == nil:
+		return nil, fmt.Errorf("no node %s", to)
+	case f == hang:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case f == failAll, f == failWrites && write:
+		return nil, errors.New("connection refused")
+	}
+	return svc, nil
+}
+
+func (t *transport) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+	svc, err := t.begin(ctx, to, true)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.mutated = append(t.mutated, req)
+	t.mu.Unlock()
+	return svc.Mutate(ctx, req)
+}
+
+func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
+	svc, err := t.begin(ctx, to, false)
+	if err != nil {
+		return nil, err
+	}
+	return svc.Read(ctx, req)
+}
+
+// recorder is an Observer that remembers what it was told.
+type recorder struct {
+	mu          sync.Mutex
+	requests    []string // "op cl result"
+	rateLimited []string // "ks.t op rejectedBy"
+	repairs     []string // "ks.t n result"
+}
+
+func (r *recorder) OnRequest(op, cl, result string, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests = append(r.requests, strings.Join(slices.DeleteFunc([]string{op, cl, result}, func(s string) bool { return s == "" }), " "))
+}
+
+func (r *recorder) OnRateLimited(ks, table, op, by string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rateLimited = append(r.rateLimited, fmt.Sprintf("%s.%s %s %s", ks, table, op, by))
+}
+
+func (r *recorder) OnReadRepair(ks, table string, n int, result string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.repairs = append(r.repairs, fmt.Sprintf("%s.%s %d %s", ks, table, n, result))
+}
+
+func (r *recorder) snapshot() (requests, rateLimited, repairs []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.requests), slices.Clone(r.rateLimited), slices.Clone(r.repairs)
+}
+
+// cluster is three nodes, n1, n2 and n3, each with a replica service and a coordinator.
+type cluster struct {
+	t         testing.TB
+	clock     *clock
+	schema    *schemaManager
+	ring      *ring
+	transport *transport
+	services  map[coordinator.NodeID]*replica.Service
+	executors map[coordinator.NodeID]*coordinator.Executor
+	observer  *recorder
+}
+
+var nodes = []coordinator.NodeID{"n1", "n2", "n3"}
+
+// options adjust the executors' configuration.
+type options struct {
+	draw         float64       // the fixed draw; 0 means 0.99, which rejects above 2L
+	writeTimeout time.Duration // 0: the default
+	readTimeout  time.Duration
+	order        []coordinator.NodeID // ring order; nil means n1, n2, n3
+}
+
+func newCluster(t testing.TB, o options) *cluster {
+	t.Helper()
+	c := &cluster{
+		t:         t,
+		clock:     newClock(),
+		ring:      &ring{order: o.order},
+		services:  make(map[coordinator.NodeID]*replica.Service),
+		executors: make(map[coordinator.NodeID]*coordinator.Executor),
+		observer:  &recorder{},
+	}
+	if c.ring.order == nil {
+		c.ring.order = nodes
+	}
+	c.schema = newSchemaManager("n1", c.clock)
+	c.transport = &transport{
+		services: c.services,
+		faults:   make(map[coordinator.NodeID]fault),
+		calls:    make(map[coordinator.NodeID]int),
+	}
+	for _, id := range nodes {
+		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true})
+		if err != nil {
+			t.Fatalf("opening the store of %s: %v", id, err)
+		}
+		t.Cleanup(func() { store.Close() })
+		limits, err := partitionlimit.New(partitionlimit.Options{Capacity: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := replica.NewService(replica.Config{Store: store, Schema: c.schema, Limits: limits, Now: c.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.services[id] = svc
+	}
+	draw := o.draw
+	if draw == 0 {
+		draw = 0.99
+	}
+	for _, id := range nodes {
+		e, err := coordinator.NewExecutor(coordinator.Config{
+			LocalID:      id,
+			Ring:         c.ring,
+			Transport:    c.transport,
+			Local:        c.services[id],
+			Schema:       c.schema,
+			Cluster:      describer("cluster test: 3 nodes"),
+			Now:          c.clock.Now,
+			WriteTimeout: o.writeTimeout,
+			ReadTimeout:  o.readTimeout,
+			Draw:         func() float64 { return draw },
+			Observer:     c.observer,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		c.executors[id] = e
+	}
+	return c
+}
+
+type describer string
+
+func (d describer) DescribeCluster() string { return string(d) }
+
+// exec runs stmt through node's coordinator.
+func (c *cluster) exec(node coordinator.NodeID, cl kvnodepb.Consistency, stmt string) (*kvnodepb.ExecuteResponse, error) {
+	return c.executors[node].Execute(context.Background(), &kvnodepb.ExecuteRequest{Statement: stmt, Consistency: cl, Keyspace: "ks"})
+}
+
+// must runs stmts through n1 at QUORUM, failing the test on an error, and waits until every
+// replica has them.
+func (c *cluster) must(stmts ...string) {
+	c.t.Helper()
+	for _, s := range stmts {
+		if _, err := c.exec("n1", kvnodepb.Consistency_CONSISTENCY_QUORUM, s); err != nil {
+			c.t.Fatalf("%s: %v", s, err)
+		}
+	}
+	c.settle()
+}
+
+// settle waits until the replica calls of every coordinator have returned: writes keep going
+// to the replicas that have not acknowledged them after the client has its answer.
+func (c *cluster) settle() {
+	for _, e := range c.executors {
+		e.WaitIdle()
+	}
+}
+
+// query runs a SELECT and returns its rows formatted by format.
+func (c *cluster) query(node coordinator.NodeID, cl kvnodepb.Consistency, stmt string) ([]string, error) {
+	resp, err := c.exec(node, cl, stmt)
+	if err != nil {
+		return nil, err
+	}
+	rows := resp.GetRows()
+	if rows == nil {
+		return nil, fmt.Errorf("%s returned %v, want rows", stmt, resp)
+	}
+	return formatRows(rows), nil
+}
+
+// formatRows renders rows as "v1 v2 ..." per row, with null for unset values.
+func formatRows(rows *kvnodepb.Rows) []string {
+	out := []string{}
+	for _, r := range rows.Rows {
+		var parts []string
+		for _, v := range r.Values {
+			parts = append(parts, formatValue(v))
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}
+
+func formatValue(v *kvnodepb.Value) string {
+	switch k := v.GetKind().(type) {
+	case *kvnodepb.Value_Text:
+		return "'" + k.Text + "'"
+	case *kvnodepb.Value_Int:
+		return fmt.Sprint(k.Int)
+	case *kvnodepb.Value_Bigint:
+		return fmt.Sprint(k.Bigint)
+	case *kvnodepb.Value_Double:
+		return fmt.Sprint(k.Double)
+	case *kvnodepb.Value_Boolean:
+		return fmt.Sprint(k.Boolean)
+	case *kvnodepb.Value_Blob:
+		return fmt.Sprintf("0x%x", k.Blob)
+	case *kvnodepb.Value_Timestamp:
+		return time.UnixMilli(k.Timestamp).UTC().Format(time.RFC3339Nano)
+	}
+	return "null"
+}
+
+// localRows runs a SELECT at ONE against node's storage alone, bypassing the cluster's
+// transport (no faults, no call counting): what that one replica holds.
+func (c *cluster) localRows(node coordinator.NodeID, stmt string) []string {
+	c.t.Helper()
+	direct := &transport{services: c.services, faults: map[coordinator.NodeID]fault{}, calls: map[coordinator.NodeID]int{}}
+	e, err := coordinator.NewExecutor(coordinator.Config{
+		LocalID: node, Ring: &ring{order: []coordinator.NodeID{node}}, Transport: direct,
+		Schema: c.schema, Now: c.clock.Now,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer e.Close()
+	resp, err := e.Execute(context.Background(), &kvnodepb.ExecuteRequest{Statement: stmt, Keyspace: "ks"})
+	if err != nil {
+		c.t.Fatalf("%s on %s alone: %v", stmt, node, err)
+	}
+	return formatRows(resp.GetRows())
+}

@@ -1,0 +1,93 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+// repair writes to each stale replica what it lacks (rec.repairs) and waits until every one of
+// them acknowledged, or dl passes. Repairs are exempt from the rate limiter (mode NONE).
+//
+// Waiting makes reads at QUORUM monotonic: once a read returned a value, every replica it
+// contacted holds it, so a later QUORUM read, whose replicas overlap those, sees it too. A read
+// whose repairs did not all succeed therefore fails, as in Cassandra: with a *TimeoutError when
+// the deadline passed, with a *FailureError when a replica failed; in both Received counts the
+// contacted replicas known to hold the result. contacted is how many replicas answered the read.
+func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, contacted int, dl time.Time) error {
+	ids := make([]NodeID, 0, len(rec.repairs))
+	for id := range rec.repairs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	x := repairExchange{t: e.transport, m: make(map[NodeID]*replicapb.Mutation, len(ids))}
+	replicas := make([]Replica, len(ids))
+	for i, id := range ids {
+		rs := rec.repairs[id]
+		m := &replicapb.Mutation{TableId: uint64(spec.table.ID), PartitionKey: spec.pk, Token: spec.token, Rows: rs.rows}
+		if rs.partitionDeletion {
+			pd := rec.partitionDeletion
+			m.PartitionDeletion = &pd
+		}
+		x.m[id] = m
+		replicas[i] = Replica{ID: id}
+	}
+	req, err := NewRequest(Params{
+		Op:          OpWrite,
+		Consistency: All,
+		Self:        e.localID,
+		Replicas:    replicas,
+		Exempt:      true,
+		Deadline:    dl,
+	})
+	if err != nil {
+		return err
+	}
+	step := req.Start(e.now())
+	o := step.Outcome
+	if o == nil {
+		var te *TimeoutError
+		o, err = e.await(ctx, req, step.Sends, x, dl, false)
+		switch {
+		case errors.As(err, &te): // the client's deadline passed
+			o = Timeout{}
+		case err != nil:
+			return err
+		}
+	}
+	upToDate := contacted - len(ids) + req.Tally().OK
+	required := BlockFor(spec.cl, spec.rf)
+	var result string
+	switch o := o.(type) {
+	case Success:
+		result = "ok"
+		err = nil
+	case Timeout:
+		result = "timeout"
+		err = &TimeoutError{Op: OpRead, Consistency: spec.cl, Received: upToDate, Required: required}
+	case Failed:
+		result = "failed"
+		err = &FailureError{Op: OpRead, Consistency: spec.cl, Received: upToDate, Required: required, Failures: o.Failures, Err: o.Cause}
+		e.logger.Warn("read repair failed", "table", spec.table.QualifiedName(), "replicas", len(ids), "err", o.Cause)
+	default: // exempt requests are never rate limited; Unavailable needs a down replica
+		result = "failed"
+		err = o.Err(spec.table.Keyspace, spec.table.Name)
+	}
+	if e.observer != nil {
+		e.observer.OnReadRepair(spec.table.Keyspace, spec.table.Name, len(ids), result)
+	}
+	return err
+}
+
+// repairExchange sends each stale replica its own repair mutation, exempt from the limiter.
+type repairExchange struct {
+	t Transport
+	m map[NodeID]*replicapb.Mutation
+}
+
+func (x repairExchange) call(ctx context.Context, s Send) Response {
+	return mutateExchange{x.t, x.m[s.To]}.call(ctx, s)
+}

@@ -1,0 +1,219 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kvnode/kvnode/cell"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// voidResponse is the answer to INSERT, UPDATE and DELETE.
+func voidResponse() *kvnodepb.ExecuteResponse {
+	return &kvnodepb.ExecuteResponse{Result: &kvnodepb.ExecuteResponse_Void{Void: &kvnodepb.Void{}}}
+}
+
+// executeWrite runs an INSERT, UPDATE or DELETE at consistency cl.
+func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl Consistency) (*kvnodepb.ExecuteResponse, error) {
+	s := e.schema.Schema()
+	w, err := s.PrepareWrite(stmt, keyspace)
+	if err != nil {
+		return nil, invalid(stmt, err)
+	}
+	if w.HasTimestamp && w.Timestamp == cell.NoTimestamp {
+		return nil, &InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("USING TIMESTAMP %d is reserved", w.Timestamp)}
+	}
+	ks, ok := s.Keyspace(w.Table.Keyspace)
+	if !ok { // the schema is immutable and PrepareWrite found the table
+		return nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
+	}
+	var keyBuf [64]byte
+	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
+	ts := w.Timestamp
+	if !w.HasTimestamp {
+		ts = e.nextTimestamp()
+	}
+	now := e.now()
+	dl := deadline(ctx, now, e.writeTimeout)
+
+	var rows []*replicapb.Row
+	if w.Kind == schema.WriteDelete && len(w.Cells) == 0 && !isPartition(w) && !w.Clustering.IsRow(w.Table) {
+		// A range of rows: the replicas have no range tombstones, so read the range and write a
+		// row tombstone for each row in it.
+		if rows, err = e.rangeTombstones(ctx, w, token, ks.ReplicationFactor, ts, now, dl); err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			return voidResponse(), nil
+		}
+	}
+
+	var replicaBuf [8]Replica
+	p := Params{
+		Op:          OpWrite,
+		Consistency: cl,
+		Self:        e.self(),
+		Replicas:    e.replicaSet(replicaBuf[:0], token, ks.ReplicationFactor),
+		Limit:       w.Table.RateLimit.MaxWritesPerSecond,
+		Deadline:    dl,
+	}
+	if p.Limit > 0 {
+		p.Draw = e.draw()
+	}
+	req, err := e.newRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	step, err := e.begin(req, now, OpWrite, partitionKey{w.Table.ID, token}, p.Draw)
+	if err != nil {
+		return nil, err
+	}
+	o := step.Outcome
+	if o == nil {
+		m := &replicapb.Mutation{TableId: uint64(w.Table.ID), PartitionKey: w.PartitionKey, Token: token}
+		if rows != nil {
+			m.Rows = rows
+		} else {
+			fillMutation(m, w, ts)
+		}
+		if o, err = e.await(ctx, req, step.Sends, mutateExchange{e.transport, m}, dl, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.outcomeErr(o, w.Table); err != nil {
+		return nil, err
+	}
+	return voidResponse(), nil
+}
+
+// isPartition reports whether w's clustering range selects the whole partition.
+func isPartition(w *schema.Write) bool {
+	return len(w.Clustering.Prefix) == 0 && w.Clustering.Lower == nil && w.Clustering.Upper == nil
+}
+
+// fillMutation sets m's rows (or partition deletion) to what w writes at timestamp ts: INSERT
+// writes a row marker and its cells, UPDATE its cells, DELETE of columns cell tombstones,
+// DELETE of a row a row tombstone and DELETE of a partition a partition tombstone. A null value
+// is a cell tombstone. Range deletes are built by rangeTombstones instead.
+func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
+	if w.Kind == schema.WriteDelete && len(w.Cells) == 0 && (isPartition(w) || len(w.Table.Clustering) == 0) {
+		m.PartitionDeletion = &ts
+		return
+	}
+	r := new(struct {
+		row replicapb.Row
+		ptr [1]*replicapb.Row
+	})
+	r.row.Clustering = w.Clustering.Prefix
+	switch {
+	case w.Kind == schema.WriteInsert:
+		r.row.Marker = &ts
+	case w.Kind == schema.WriteDelete && len(w.Cells) == 0:
+		r.row.Deletion = &ts
+	}
+	if len(w.Cells) > 0 {
+		cells := make([]replicapb.Cell, len(w.Cells))
+		r.row.Cells = make([]*replicapb.Cell, len(w.Cells))
+		for i, c := range w.Cells {
+			cells[i].Column = c.Column.Name
+			cells[i].Timestamp = ts
+			if c.Value == nil {
+				cells[i].Tombstone = true
+			} else {
+				cells[i].Value = c.Value
+			}
+			r.row.Cells[i] = &cells[i]
+		}
+	}
+	r.ptr[0] = &r.row
+	m.Rows = r.ptr[:]
+}
+
+// rangeTombstones returns row tombstones at ts for every row a range DELETE selects. It reads
+// the range from every replica (at ALL, exempt from the limiter: the delete itself is the
+// limited operation), so that no replica keeps a row the others did not report. Rows written
+// later with a timestamp at or below ts are not deleted, unlike a true range tombstone.
+func (e *Executor) rangeTombstones(ctx context.Context, w *schema.Write, token int64, rf int, ts int64, now, dl time.Time) ([]*replicapb.Row, error) {
+	rows, err := e.read(ctx, readSpec{
+		table: w.Table, pk: w.PartitionKey, token: token, clustering: w.Clustering,
+		rf: rf, cl: All, exempt: true,
+	}, now, dl)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*replicapb.Row, len(rows))
+	for i, r := range rows {
+		out[i] = &replicapb.Row{Clustering: r.clustering, Deletion: &ts}
+	}
+	return out, nil
+}
+
+// mutateExchange sends one mutation to each replica.
+type mutateExchange struct {
+	t Transport
+	m *replicapb.Mutation
+}
+
+func (x mutateExchange) call(ctx context.Context, s Send) Response {
+	req := new(struct {
+		req replicapb.MutateRequest
+		lim replicapb.Limiter
+	})
+	req.lim.Mode, req.lim.Draw = limiterMode(s.Mode), s.Draw
+	req.req.Limiter, req.req.Mutation = &req.lim, x.m
+	resp, err := x.t.Mutate(ctx, s.To, &req.req)
+	if err != nil {
+		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
+	}
+	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), nil)
+}
+
+// limiterMode maps a Send's mode to the wire's.
+func limiterMode(m LimiterMode) replicapb.Limiter_Mode {
+	switch m {
+	case ModeAccountOnly:
+		return replicapb.Limiter_ACCOUNT_ONLY
+	case ModeAccountAndEnforce:
+		return replicapb.Limiter_ACCOUNT_AND_ENFORCE
+	}
+	return replicapb.Limiter_NONE
+}
+
+// response maps a replica's answer to the core's Response.
+func response(s Send, st replicapb.Status, rl *replicapb.RateLimited, rerr *replicapb.Error, payload any) Response {
+	r := Response{Seq: s.Seq, From: s.To}
+	switch st {
+	case replicapb.Status_STATUS_OK:
+		r.Status, r.Payload = StatusOK, payload
+	case replicapb.Status_STATUS_RATE_LIMITED:
+		r.Status = StatusRateLimited
+		r.Count = rl.GetCount()
+		r.RetryAfter = time.Duration(rl.GetRetryAfterMillis()) * time.Millisecond
+	case replicapb.Status_STATUS_ERROR:
+		r.Status = StatusFailed
+		r.Err = &ReplicaError{Replica: s.To, Code: rerr.GetCode(), Message: rerr.GetMessage()}
+	default:
+		r.Status = StatusFailed
+		r.Err = &ReplicaError{Replica: s.To, Code: replicapb.Error_INTERNAL, Message: fmt.Sprintf("malformed response: status %v", st)}
+	}
+	return r
+}
+
+// outcomeErr returns the client's error for o (nil for Success) and tells the Observer about
+// rate limiting.
+func (e *Executor) outcomeErr(o Outcome, t *schema.Table) error {
+	err := o.Err(t.Keyspace, t.Name)
+	if rl, ok := o.(RateLimited); ok && e.observer != nil {
+		e.observer.OnRateLimited(t.Keyspace, t.Name, rl.Op.String(), rl.RejectedBy.String())
+	}
+	if f, ok := o.(Failed); ok {
+		e.logger.Warn("replicas failed", "table", t.QualifiedName(), "op", f.Op.String(),
+			"consistency", f.Consistency.String(), "failures", f.Failures, "err", f.Cause)
+	}
+	return err
+}
