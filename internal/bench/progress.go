@@ -84,13 +84,13 @@ func (p *progress) print(elapsed time.Duration, final bool) {
 		rate = float64(done) / elapsed.Seconds() // the whole run's average
 	}
 	p.lastAt, p.lastDone = elapsed, done
-	counts := fmt.Sprintf("%8.0f ops/s  accepted %d  rejected %d  errors %d", rate, accepted, rejected, failed)
+	counts := fmt.Sprintf("accepted %d  rejected %d  errors %d", accepted, rejected, failed)
 	if !p.terminal {
 		label := ""
 		if final {
 			label = " done"
 		}
-		fmt.Fprintf(p.w, "bench: %5.1fs/%v%s  offered %d  %s\n", elapsed.Seconds(), p.total, label, st.offered.Load(), counts)
+		fmt.Fprintf(p.w, "bench: %5.1fs/%v%s  offered %d  %.0f ops/s  %s\n", elapsed.Seconds(), p.total, label, st.offered.Load(), rate, counts)
 		return
 	}
 	filled := barWidth
@@ -99,7 +99,7 @@ func (p *progress) print(elapsed time.Duration, final bool) {
 	}
 	bar := strings.Repeat("#", filled) + strings.Repeat("-", barWidth-filled)
 	// \r returns to the line's start; \x1b[K clears what a longer previous line left behind.
-	fmt.Fprintf(p.w, "\r[%s] %5.1fs/%v  %s\x1b[K", bar, min(elapsed, p.total).Seconds(), p.total, counts)
+	fmt.Fprintf(p.w, "\r[%s] %5.1fs/%v %8.0f ops/s  %s\x1b[K", bar, min(elapsed, p.total).Seconds(), p.total, rate, counts)
 	if final {
 		fmt.Fprintln(p.w)
 	}

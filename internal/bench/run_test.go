@@ -258,3 +258,24 @@ func TestFailuresAreCountedByKind(t *testing.T) {
 		}
 	})
 }
+
+func TestTerminalProgressRedrawsOneLine(t *testing.T) {
+	var st stats
+	st.accepted.Add(40)
+	st.rejCoord.Add(2)
+	var out bytes.Buffer
+	p := &progress{w: &out, terminal: true, st: &st, total: 4 * time.Second}
+	p.print(time.Second, false)
+	p.print(2*time.Second, false)
+	if got := out.String(); strings.Count(got, "\r[") != 2 || strings.Contains(got, "\n") || !strings.HasSuffix(got, "\x1b[K") {
+		t.Errorf("terminal progress = %q, want two \\r-started lines, each clearing the rest of the line, no newline", got)
+	}
+	if want := "\r[" + strings.Repeat("#", 15) + strings.Repeat("-", 15) + "]   2.0s/4s"; !strings.Contains(out.String(), want) {
+		t.Errorf("terminal progress at 2s of 4s = %q, want a half-full bar %q", out.String(), want)
+	}
+	out.Reset()
+	p.print(4*time.Second, true)
+	if got := out.String(); !strings.HasSuffix(got, "\n") || !strings.Contains(got, "accepted 40  rejected 2") {
+		t.Errorf("final terminal progress = %q, want the counts and a newline", got)
+	}
+}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"regexp"
@@ -251,5 +252,30 @@ func TestTableFromDescriptionRoundTrips(t *testing.T) {
 		if _, err := tableFromDescription(bad, "ks"); err == nil {
 			t.Errorf("tableFromDescription(%q) succeeded, want an error", bad)
 		}
+	}
+}
+
+// BenchmarkNext measures generating one operation, the load generator's own cost per operation.
+func BenchmarkNext(b *testing.B) {
+	s, err := schema.Build(testDDL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		table  string
+		writes float64
+	}{{"kv", 0}, {"kv", 1}, {"every_text", 1}} {
+		tbl, _ := s.Table("ks", tc.table)
+		w, err := newWorkload(tbl, Config{Partitions: 1000, Hot: 0.1, Writes: tc.writes})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 0))
+		b.Run(fmt.Sprintf("%s/writes=%v", tc.table, tc.writes), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w.next(r)
+			}
+		})
 	}
 }
