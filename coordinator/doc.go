@@ -68,4 +68,75 @@
 // package cell), answers the client, and writes the reconciled cells back to the replicas that
 // were stale. Repairs are exempt: the shell may drive them as write Requests with Exempt set,
 // Replicas set to the stale replicas and Consistency ALL.
+//
+// # The shell
+//
+// Executor (executor.go, drive.go, write.go, read.go, repair.go, ddl.go) executes one client
+// statement on a node, and Server (server.go) serves it as the client-facing gRPC service,
+// kvnodepb.KVNode. For each statement the Executor parses it (one statement per request),
+// then:
+//
+//   - Schema statements are validated against the current schema (a dry run on the immutable
+//     value; its errors are the client's, *InvalidError) and applied cluster wide with
+//     SchemaManager.ApplyDDL. USE checks the keyspace and returns it; DESCRIBE renders from the
+//     schema, DESCRIBE CLUSTER from the ClusterDescriber.
+//   - INSERT, UPDATE, DELETE and SELECT are prepared against the schema (package schema), the
+//     partition key's token computed (package partitioner, Cassandra's Murmur3), the replicas
+//     looked up in the Ring, and a core Request driven: Start; the local check, synchronously,
+//     on Config.Local; then one goroutine per Send, answers fed back through a channel with room
+//     for all of them, and a timer that ticks the request at its deadline. The limiter draw r
+//     comes from Config.Draw (rand.Float64 by default) and is drawn only for limited operations.
+//     A rejection by the coordinator costs the local check: no replica is contacted, no
+//     goroutine started, and the mutation is never built.
+//
+// Write timestamps are assigned by the coordinator in microseconds: max(now, last+1), so they
+// strictly increase per coordinator even when the clock stands still or steps back. USING
+// TIMESTAMP overrides them. Timeouts default to 2 s for writes and 5 s for reads; a client
+// deadline that ends sooner wins, and a deadline reached without the consistency level is a
+// *TimeoutError saying how many replicas answered.
+//
+// A write is sent to every live replica and answered at the consistency level, but the calls to
+// the replicas that have not answered yet are not canceled: canceling would leave them without
+// the write (a write at ONE would usually reach one replica). They go on, detached from the
+// client's context, until the replica answers or the write timeout passes; Executor.Close
+// cancels them. Read calls are canceled as soon as the read has its answers.
+//
+// A DELETE of a range of rows is executed as a read of the range from every replica (at ALL,
+// exempt from the limiter) followed by a write of one row tombstone per row found; the replicas
+// have no range tombstones. Unlike a range tombstone, it does not delete rows written later
+// with an older USING TIMESTAMP, and it needs every replica live.
+//
+// # Reads and read repair
+//
+// Replicas return what they hold with write timestamps: cells, cell tombstones, row markers, row
+// and partition tombstones. The shell asks for every column (whether a row exists can depend on
+// a column the statement does not select), reconciles the answers row by row with
+// cell.MergeRows and the newest partition tombstone, and renders the live rows in clustering
+// order as typed values. For each answering replica it computes with cell.Missing what that
+// replica lacks of the reconciled rows.
+//
+// After a read at QUORUM or ALL that found stale replicas, the shell sends each of them what it
+// lacks, exempt from the limiter (mode NONE), through a write Request at ALL over the stale
+// replicas, and waits for every acknowledgement, up to the read's deadline, before answering.
+// This makes QUORUM reads monotonic: every replica that took part in a read holds its result
+// afterwards, and any later QUORUM read overlaps them. A read whose repairs do not all succeed
+// fails, as in Cassandra, with a *TimeoutError (or *FailureError) whose Received counts the
+// replicas known to hold the result. Reads at ONE compare nothing and repair nothing. Only the
+// replicas that answered are repaired; the others converge through later reads.
+//
+// With LIMIT, each replica returns at most that many live rows by its own view. When replicas
+// disagree about deletions, rows past the point where a replica stopped are not trusted (it may
+// hold newer tombstones for them); if the trusted rows fall short of the limit, the read is
+// repeated once without a limit, exempt, from the same replicas.
+//
+// # Errors
+//
+// Execute returns *InvalidError (syntax, with the parser's line:col; validation, naming what
+// and where, with the position of an unknown keyspace or table name), *RateLimitError,
+// *UnavailableError, *TimeoutError, *FailureError (wrapping a *ReplicaError or a transport
+// error), the context's error, or ErrClosed. ErrorStatus maps them to gRPC statuses with the
+// details kvnode.proto documents, and the error types implement GRPCStatus themselves.
+//
+// Config.Observer, when set, is told about every request, rate-limit rejection and read repair,
+// for metrics.
 package coordinator

@@ -209,28 +209,26 @@ func (k stmtKind) String() string {
 	return "other"
 }
 
-// resultOf names the result of a statement for the Observer.
+// resultOf names the result of a statement for the Observer. Execute returns its typed errors
+// unwrapped, so a type switch (which does not allocate, unlike errors.As) finds them.
 func resultOf(err error) string {
-	var (
-		rl *RateLimitError
-		un *UnavailableError
-		to *TimeoutError
-		fe *FailureError
-		in *InvalidError
-	)
-	switch {
-	case err == nil:
+	switch err.(type) {
+	case nil:
 		return "ok"
-	case errors.As(err, &rl):
+	case *RateLimitError:
 		return "rate_limited"
-	case errors.As(err, &un):
+	case *UnavailableError:
 		return "unavailable"
-	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
+	case *TimeoutError:
 		return "timeout"
-	case errors.As(err, &fe):
+	case *FailureError:
 		return "failed"
-	case errors.As(err, &in):
+	case *InvalidError:
 		return "invalid"
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	}

@@ -27,6 +27,7 @@ type readSpec struct {
 	rf         int
 	cl         Consistency
 	exempt     bool
+	noRepair   bool // an internal read whose result is about to be overwritten
 }
 
 // readRow is one reconciled, live row of a read.
@@ -96,7 +97,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 			return nil, err
 		}
 	}
-	if len(rec.repairs) > 0 && spec.cl != One {
+	if len(rec.repairs) > 0 && spec.cl != One && !spec.noRepair {
 		if err := e.repair(ctx, spec, rec, len(resps), dl); err != nil {
 			return nil, err
 		}

@@ -141,7 +141,7 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
 func (e *Executor) rangeTombstones(ctx context.Context, w *schema.Write, token int64, rf int, ts int64, now, dl time.Time) ([]*replicapb.Row, error) {
 	rows, err := e.read(ctx, readSpec{
 		table: w.Table, pk: w.PartitionKey, token: token, clustering: w.Clustering,
-		rf: rf, cl: All, exempt: true,
+		rf: rf, cl: All, exempt: true, noRepair: true,
 	}, now, dl)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,57 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+)
+
+// BenchmarkExecute measures whole statements through an Executor over three in-process
+// replicas (in-memory pebble, no fsync). "rejected" is the coordinator's local rejection of a
+// hot partition: it should cost parsing and the local check, and contact no replica.
+func BenchmarkExecute(b *testing.B) {
+	for _, bm := range []struct {
+		name     string
+		stmt     string
+		cl       kvnodepb.Consistency
+		rejected bool
+	}{
+		{"write/QUORUM", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", quorum, false},
+		{"read/QUORUM", "SELECT * FROM t WHERE k = 'a' AND c = 1", quorum, false},
+		{"read/ONE", "SELECT * FROM t WHERE k = 'a' AND c = 1", one, false},
+		{"rejected/write", "INSERT INTO hot (k, c, v) VALUES ('a', 1, 'x')", quorum, true},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			c := newCluster(b, options{draw: 0.99})
+			c.must(schemaRF3...)
+			c.must(
+				"CREATE TABLE ks.hot (k text, c int, v text, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 1}",
+				"INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')",
+			)
+			e := c.executors["n1"]
+			req := &kvnodepb.ExecuteRequest{Statement: bm.stmt, Consistency: bm.cl, Keyspace: "ks"}
+			ctx := context.Background()
+			if bm.rejected { // exhaust 2L; the clock stands still, so the counter never decays
+				for range 3 {
+					e.Execute(ctx, req)
+				}
+			}
+			calls := c.transport.totalCalls()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := e.Execute(ctx, req)
+				var rl *coordinator.RateLimitError
+				if bm.rejected != errors.As(err, &rl) || (!bm.rejected && err != nil) {
+					b.Fatalf("%s: %v", bm.stmt, err)
+				}
+			}
+			if bm.rejected && c.transport.totalCalls() != calls {
+				b.Fatalf("rejections made %d replica calls, want 0", c.transport.totalCalls()-calls)
+			}
+			c.settle()
+		})
+	}
+}
