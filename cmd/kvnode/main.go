@@ -1,0 +1,70 @@
+// Command kvnode is the kvnode server and its tools.
+//
+//	kvnode [serve] [flags]   run a node (the default)
+//	kvnode cql [flags]       an interactive CQL shell
+//	kvnode bench [flags]     a load generator
+//	kvnode demo              a 3-node cluster in one process showing a hot partition held to its limit
+//
+// Run `kvnode <command> -h` for a command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/kvnode/kvnode/internal/bench"
+	"github.com/kvnode/kvnode/internal/cqlsh"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, cqlsh.ErrStatementFailed) {
+			fmt.Fprintln(os.Stderr, "kvnode:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `kvnode: a distributed key-value store with per-partition rate limits.
+
+Usage:
+  kvnode [serve] [flags]   run a node (the default command)
+  kvnode cql [flags]       interactive CQL shell (-e 'STATEMENT', -f file.cql)
+  kvnode bench [flags]     load generator (--json for a machine-readable summary)
+  kvnode demo              a local 3-node cluster showing a hot partition held to its limit
+
+Run 'kvnode <command> -h' for the command's flags.
+`
+
+// run executes the command line args (without the program name). ctx is canceled on SIGINT or
+// SIGTERM.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return runServe(ctx, args, stdout, stderr)
+	case "cql":
+		return cqlsh.Run(ctx, args, stdin, stdout, stderr)
+	case "bench":
+		return bench.Run(ctx, args, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}

@@ -1,0 +1,142 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/partitioner"
+)
+
+// These are the coordinator's acceptance tests: three real nodes in one process, real pebble,
+// memberlist and gRPC on loopback, driven through the real client.
+
+func TestQuorumReadsAndWritesAcrossNodesAndFailures(t *testing.T) {
+	tc := startCluster(t, 3)
+	clients := []*client.Client{tc.client(0), tc.client(1), tc.client(2)}
+	exec(t, clients[0], client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	exec(t, clients[0], client.One, "CREATE TABLE ks.kv (k text, c int, v text, PRIMARY KEY (k, c))")
+
+	exec(t, clients[0], client.Quorum, "INSERT INTO ks.kv (k, c, v) VALUES ('a', 1, 'one')")
+	for i, c := range clients {
+		_, rows, err := c.Query(context.Background(), client.Quorum, "SELECT v FROM ks.kv WHERE k = 'a' AND c = 1")
+		if err != nil {
+			t.Fatalf("QUORUM read from node %d: %v", i, err)
+		}
+		if len(rows) != 1 || rows[0][0] != "one" {
+			t.Errorf("QUORUM read from node %d = %v, want [[one]]", i, rows)
+		}
+	}
+
+	tc.stop(2)
+	waitFor(t, 10*time.Second, "node 0 sees node 2 down", func() bool {
+		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(tc.nodeID(2)))
+	})
+	exec(t, clients[0], client.Quorum, "INSERT INTO ks.kv (k, c, v) VALUES ('a', 2, 'two')")
+	_, rows, err := clients[1].Query(context.Background(), client.Quorum, "SELECT c, v FROM ks.kv WHERE k = 'a'")
+	if err != nil {
+		t.Fatalf("QUORUM read with one node down: %v", err)
+	}
+	if len(rows) != 2 {
+		t.Errorf("QUORUM read with one node down returned %d rows, want 2: %v", len(rows), rows)
+	}
+	for _, stmt := range []string{"INSERT INTO ks.kv (k, c, v) VALUES ('a', 3, 'three')", "SELECT v FROM ks.kv WHERE k = 'a'"} {
+		_, err := clients[0].Execute(context.Background(), client.All, stmt)
+		var un *client.UnavailableError
+		if !errors.As(err, &un) || un.Live != 2 || un.Required != 3 {
+			t.Errorf("%s at ALL with one node down: err = %v, want UnavailableError live 2 required 3", stmt, err)
+		}
+	}
+
+	tc.stop(1)
+	waitFor(t, 10*time.Second, "node 0 sees node 1 down", func() bool {
+		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(tc.nodeID(1)))
+	})
+	_, err = clients[0].Execute(context.Background(), client.Quorum, "INSERT INTO ks.kv (k, c, v) VALUES ('a', 4, 'four')")
+	var un *client.UnavailableError
+	if !errors.As(err, &un) || un.Live != 1 || un.Required != 2 {
+		t.Errorf("QUORUM write with two nodes down: err = %v, want UnavailableError live 1 required 2", err)
+	}
+}
+
+func (tc *testCluster) nodeID(i int) string { return tc.ids[i] }
+
+// hammer sends n writes to partition key through c at QUORUM as fast as it can and counts what
+// happened.
+func hammer(t *testing.T, c *client.Client, table, key string, n int) (ok int, byCoordinator, byReplicas int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		_, err := c.Execute(context.Background(), client.Quorum, fmt.Sprintf("INSERT INTO %s (k, v) VALUES ('%s', %d)", table, key, i))
+		var rl *client.RateLimitError
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &rl):
+			switch rl.RejectedBy {
+			case client.RejectedByCoordinator:
+				byCoordinator++
+			case client.RejectedByReplicas:
+				byReplicas++
+			}
+			if rl.Limit != 50 || rl.Op != client.OpWrite || rl.Table != "limited" {
+				t.Fatalf("rate-limit error %+v: want limit 50 on writes to table limited", rl)
+			}
+		default:
+			t.Fatalf("write %d to %s: %v", i, key, err)
+		}
+	}
+	return ok, byCoordinator, byReplicas
+}
+
+func TestRateLimitRejectedByCoordinatorThenLifted(t *testing.T) {
+	tc := startCluster(t, 3)
+	c := tc.client(0)
+	exec(t, c, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	exec(t, c, client.One, "CREATE TABLE ks.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
+
+	// RF=3 on 3 nodes: node 0 replicates every partition, so it decides first.
+	ok, byCoord, byReplicas := hammer(t, c, "ks.limited", "hot", 400)
+	if byCoord == 0 || byReplicas != 0 {
+		t.Fatalf("400 fast writes to one partition at limit 50 through a replica coordinator: %d ok, %d rejected by coordinator, %d by replicas; want rejections by the coordinator only", ok, byCoord, byReplicas)
+	}
+	t.Logf("hot partition: %d accepted, %d rejected by coordinator", ok, byCoord)
+	for i := 0; i < 20; i++ {
+		if ok, rc, rr := hammer(t, c, "ks.limited", fmt.Sprintf("cold-%d", i), 3); rc+rr != 0 {
+			t.Fatalf("cold partition %d saw %d rejections (%d accepted), want none", i, rc+rr, ok)
+		}
+	}
+
+	exec(t, c, client.One, "ALTER TABLE ks.limited WITH per_partition_rate_limit = {}")
+	waitFor(t, 2*time.Second, "writes to the hot partition are accepted again after ALTER ... = {}", func() bool {
+		ok, rc, rr := hammer(t, c, "ks.limited", "hot", 50)
+		return ok == 50 && rc+rr == 0
+	})
+}
+
+func TestRateLimitRejectedByReplicas(t *testing.T) {
+	tc := startCluster(t, 3)
+	c0 := tc.client(0)
+	exec(t, c0, client.One, "CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	exec(t, c0, client.One, "CREATE TABLE rf1.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
+
+	// Find a coordinator that does not replicate the hot key at RF=1.
+	token := partitioner.Token([]byte("hot"))
+	owner := tc.nodes[0].Cluster().Ring().Replicas(token, 1)[0]
+	coord := -1
+	for i, nd := range tc.nodes {
+		if cluster.NodeID(nd.ID()) != owner {
+			coord = i
+			break
+		}
+	}
+	c := tc.client(coord)
+	ok, byCoord, byReplicas := hammer(t, c, "rf1.limited", "hot", 400)
+	if byReplicas == 0 || byCoord != 0 {
+		t.Fatalf("400 fast writes through non-replica node %d: %d ok, %d rejected by coordinator, %d by replicas; want rejections by replicas only", coord, ok, byCoord, byReplicas)
+	}
+	t.Logf("hot partition via non-replica coordinator: %d accepted, %d rejected by replicas", ok, byReplicas)
+}

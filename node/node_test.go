@@ -1,0 +1,254 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/replica"
+)
+
+// testCluster is a set of in-process nodes on loopback with random ports and the fast gossip
+// profile. Nodes are addressed by index; a closed node's data directory stays for a restart.
+type testCluster struct {
+	t     *testing.T
+	dirs  []string
+	nodes []*node.Node
+	ids   []string // node ids, kept while a node is closed
+	seed  string
+}
+
+// smallStorage keeps several in-process nodes' pebble caches small.
+var smallStorage = replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func nodeConfig(dir string, seeds []string) node.Config {
+	return node.Config{
+		DataDir:    dir,
+		Addr:       "127.0.0.1:0",
+		GossipAddr: "127.0.0.1:0",
+		Seeds:      seeds,
+		NoSync:     true, // durability is the crash test's subject, not these tests'
+		Profile:    cluster.ProfileTest,
+		Storage:    smallStorage,
+		// Keep DDL fast when a node is down on purpose.
+		SchemaAgreementTimeout: 2 * time.Second,
+		Logger:                 quietLogger(),
+	}
+}
+
+// startCluster starts n nodes, each joining through the first, and waits until every node sees
+// all n live.
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t}
+	for i := 0; i < n; i++ {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
+		var seeds []string
+		if i > 0 {
+			seeds = []string{tc.seed}
+		}
+		nd, err := node.Start(context.Background(), nodeConfig(dir, seeds))
+		if err != nil {
+			t.Fatalf("start node %d: %v", i, err)
+		}
+		if i == 0 {
+			tc.seed = nd.GossipAddr()
+		}
+		tc.dirs = append(tc.dirs, dir)
+		tc.nodes = append(tc.nodes, nd)
+		tc.ids = append(tc.ids, nd.ID())
+	}
+	t.Cleanup(func() {
+		for _, nd := range tc.nodes {
+			if nd != nil {
+				nd.Close()
+			}
+		}
+	})
+	tc.waitLive(10*time.Second, n)
+	return tc
+}
+
+// waitFor checks cond every few milliseconds until it holds, and fails naming what was not
+// reached if the deadline passes first.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(timeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("%s: not reached within %v", what, timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// waitLive waits until every running node counts want live members.
+func (tc *testCluster) waitLive(timeout time.Duration, want int) {
+	tc.t.Helper()
+	waitFor(tc.t, timeout, fmt.Sprintf("every running node sees %d live members", want), func() bool {
+		for _, nd := range tc.nodes {
+			if nd == nil {
+				continue
+			}
+			live := 0
+			for _, m := range nd.Cluster().Members() {
+				if m.Live {
+					live++
+				}
+			}
+			if live != want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (tc *testCluster) stop(i int) {
+	tc.t.Helper()
+	if err := tc.nodes[i].Close(); err != nil {
+		tc.t.Fatalf("close node %d: %v", i, err)
+	}
+	tc.nodes[i] = nil
+}
+
+func (tc *testCluster) restart(i int) {
+	tc.t.Helper()
+	seeds := []string{}
+	for j, nd := range tc.nodes {
+		if nd != nil && j != i {
+			seeds = append(seeds, nd.GossipAddr())
+		}
+	}
+	nd, err := node.Start(context.Background(), nodeConfig(tc.dirs[i], seeds))
+	if err != nil {
+		tc.t.Fatalf("restart node %d: %v", i, err)
+	}
+	tc.nodes[i] = nd
+}
+
+func (tc *testCluster) client(i int) *client.Client {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, tc.nodes[i].Addr())
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func exec(t *testing.T, c *client.Client, cl client.Consistency, stmt string) *client.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := c.Execute(ctx, cl, stmt)
+	if err != nil {
+		t.Fatalf("%s at %v: %v", stmt, cl, err)
+	}
+	return res
+}
+
+func TestThreeNodesJoinAndAgreeOnReplicas(t *testing.T) {
+	tc := startCluster(t, 3)
+	rings := make([]*cluster.Ring, 3)
+	for i, nd := range tc.nodes {
+		rings[i] = nd.Cluster().Ring()
+		if rings[i].NumNodes() != 3 {
+			t.Fatalf("node %d's ring has %d nodes, want 3", i, rings[i].NumNodes())
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := 0; k < 10000; k++ {
+		tok := int64(rng.Uint64())
+		want := rings[0].Replicas(tok, 3)
+		for i := 1; i < 3; i++ {
+			if got := rings[i].Replicas(tok, 3); !slices.Equal(got, want) {
+				t.Fatalf("token %d: node %d computes replicas %v, node 0 computes %v", tok, i, got, want)
+			}
+		}
+	}
+}
+
+func TestSecondNodeOnSameDataDirRefused(t *testing.T) {
+	tc := startCluster(t, 1)
+	_, err := node.Start(context.Background(), nodeConfig(tc.dirs[0], nil))
+	if !errors.Is(err, node.ErrDataDirInUse) || !strings.Contains(err.Error(), tc.dirs[0]) {
+		t.Fatalf("second node on %s: err = %v, want ErrDataDirInUse naming the directory", tc.dirs[0], err)
+	}
+}
+
+func TestPortInUseNamesAddress(t *testing.T) {
+	tc := startCluster(t, 1)
+	cfg := nodeConfig(filepath.Join(t.TempDir(), "other"), nil)
+	cfg.Addr = tc.nodes[0].Addr()
+	_, err := node.Start(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), cfg.Addr) {
+		t.Fatalf("node on a taken --addr %s: err = %v, want an error naming the address", cfg.Addr, err)
+	}
+}
+
+func TestDownNodeKeepsRangesAndRestartsWithSameIdentity(t *testing.T) {
+	tc := startCluster(t, 3)
+	id := tc.nodes[2].ID()
+	tokens := tc.nodes[0].Cluster().Ring().Tokens(cluster.NodeID(id))
+	tc.stop(2)
+	waitFor(t, 10*time.Second, "nodes 0 and 1 see node 2 down", func() bool {
+		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(id)) && !tc.nodes[1].Cluster().IsLive(cluster.NodeID(id))
+	})
+	for i := 0; i < 2; i++ {
+		if got := tc.nodes[i].Cluster().Ring().Tokens(cluster.NodeID(id)); !slices.Equal(got, tokens) {
+			t.Errorf("node %d: down node's tokens %v, want it still to own %v", i, got, tokens)
+		}
+	}
+	tc.restart(2)
+	if got := tc.nodes[2].ID(); got != id {
+		t.Fatalf("restarted node has id %s, want %s", got, id)
+	}
+	if got := tc.nodes[2].Cluster().Ring().Tokens(cluster.NodeID(id)); !slices.Equal(got, tokens) {
+		t.Errorf("restarted node owns tokens %v, want %v", got, tokens)
+	}
+	tc.waitLive(10*time.Second, 3)
+}
+
+func TestSchemaChangeReachesAllNodesAndACatchingUpNode(t *testing.T) {
+	tc := startCluster(t, 3)
+	c0 := tc.client(0)
+	start := time.Now()
+	exec(t, c0, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	waitFor(t, 2*time.Second, "all three nodes share node 0's schema digest", func() bool {
+		d := tc.nodes[0].SchemaDigest()
+		return tc.nodes[1].SchemaDigest() == d && tc.nodes[2].SchemaDigest() == d
+	})
+	t.Logf("DDL applied and agreed on by all nodes %v after it was sent", time.Since(start))
+
+	tc.stop(2)
+	// Node 2 is down, so it is not a live node that must agree: the DDL succeeds without waiting.
+	exec(t, c0, client.One, "CREATE TABLE ks.t (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
+	tc.restart(2)
+	waitFor(t, 10*time.Second, "the restarted node catches up with the table created while it was down", func() bool {
+		return tc.nodes[2].SchemaDigest() == tc.nodes[0].SchemaDigest()
+	})
+	c2 := tc.client(2)
+	desc := exec(t, c2, client.One, "DESCRIBE TABLE ks.t").Description
+	if !strings.Contains(desc, "max_writes_per_second") {
+		t.Errorf("DESCRIBE TABLE on the restarted node = %q, want the rate limit option", desc)
+	}
+}

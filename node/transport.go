@@ -1,0 +1,136 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/replica"
+)
+
+// transport sends replica requests: to the local replica service in process, to peers over gRPC
+// on the RPC address they publish in gossip (coordinator.Transport).
+type transport struct {
+	self    coordinator.NodeID
+	local   *replica.Service
+	cluster *cluster.Cluster
+
+	mu    sync.Mutex
+	conns map[coordinator.NodeID]*peerConn
+}
+
+type peerConn struct {
+	addr string
+	conn *grpc.ClientConn
+	api  replicapb.ReplicaClient
+}
+
+func newTransport(self coordinator.NodeID, local *replica.Service, c *cluster.Cluster) *transport {
+	return &transport{self: self, local: local, cluster: c, conns: map[coordinator.NodeID]*peerConn{}}
+}
+
+// Mutate sends a mutation to replica to.
+func (t *transport) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+	if to == t.self {
+		return t.local.Mutate(ctx, req)
+	}
+	api, err := t.peer(to)
+	if err != nil {
+		return nil, err
+	}
+	return api.Mutate(ctx, req)
+}
+
+// Read sends a read to replica to.
+func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
+	if to == t.self {
+		return t.local.Read(ctx, req)
+	}
+	api, err := t.peer(to)
+	if err != nil {
+		return nil, err
+	}
+	return api.Read(ctx, req)
+}
+
+// peer returns a client for node id, dialling (lazily, without blocking) on first use and again
+// when the node's published RPC address changed (a restart on another port).
+func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error) {
+	m, ok := t.cluster.Member(cluster.NodeID(id))
+	if !ok || m.RPCAddr == "" {
+		return nil, fmt.Errorf("node %s: no RPC address known", id)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if pc, ok := t.conns[id]; ok {
+		if pc.addr == m.RPCAddr {
+			return pc.api, nil
+		}
+		pc.conn.Close()
+		delete(t.conns, id)
+	}
+	conn, err := grpc.NewClient(m.RPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("node %s at %s: %w", id, m.RPCAddr, err)
+	}
+	pc := &peerConn{addr: m.RPCAddr, conn: conn, api: replicapb.NewReplicaClient(conn)}
+	t.conns[id] = pc
+	return pc.api, nil
+}
+
+func (t *transport) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, pc := range t.conns {
+		pc.conn.Close()
+		delete(t.conns, id)
+	}
+}
+
+// ringView adapts the cluster's ring and failure detector to coordinator.Ring.
+type ringView struct {
+	c    *cluster.Cluster
+	name string // the cluster name, for DESCRIBE CLUSTER
+}
+
+// maxRF bounds the replication factor the stack buffer in AppendReplicas covers without allocating.
+const maxRF = 8
+
+// AppendReplicas appends the replicas of token in ring order.
+func (r ringView) AppendReplicas(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID {
+	var buf [maxRF]cluster.NodeID
+	for _, id := range r.c.Ring().AppendReplicas(buf[:0], token, rf) {
+		dst = append(dst, coordinator.NodeID(id))
+	}
+	return dst
+}
+
+// IsLive reports whether the failure detector considers id up.
+func (r ringView) IsLive(id coordinator.NodeID) bool { return r.c.IsLive(cluster.NodeID(id)) }
+
+// DescribeCluster renders the membership for DESCRIBE CLUSTER.
+func (r ringView) DescribeCluster() string {
+	var b strings.Builder
+	members := r.c.Members()
+	fmt.Fprintf(&b, "Cluster: %s\nPartitioner: Murmur3Partitioner\nNodes: %d\n\n", r.name, len(members))
+	fmt.Fprintf(&b, "%-38s  %-21s  %-21s  %-4s  %6s  %s\n", "id (* = this node)", "rpc address", "gossip address", "up", "tokens", "schema")
+	for _, m := range members {
+		state := "DOWN"
+		if m.Live {
+			state = "UP"
+		}
+		id := string(m.ID)
+		if m.Local {
+			id += " *"
+		}
+		fmt.Fprintf(&b, "%-38s  %-21s  %-21s  %-4s  %6d  %s\n", id, m.RPCAddr, m.GossipAddr, state, m.NumTokens, m.SchemaDigest)
+	}
+	return b.String()
+}
