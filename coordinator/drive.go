@@ -92,6 +92,13 @@ func replicaOp(op Op) replicapb.Op {
 	return replicapb.Op_OP_WRITE
 }
 
+// answer is a replica call's Response; abandoned when the call failed because its context
+// had ended.
+type answer struct {
+	Response
+	abandoned bool
+}
+
 // flight is the set of replica calls of one request still running.
 type flight struct {
 	cancel  context.CancelFunc
@@ -125,11 +132,13 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 		cancel()
 		return nil, ErrClosed
 	}
-	answers := make(chan Response, len(sends))
+	answers := make(chan answer, len(sends))
 	for _, s := range sends {
 		go func() {
 			defer e.wg.Done()
-			answers <- x.call(rpcCtx, s)
+			r := x.call(rpcCtx, s)
+			// Judge before the flight can end: the last call to return cancels rpcCtx.
+			answers <- answer{r, r.Status == StatusFailed && rpcCtx.Err() != nil}
 			if f.pending.Add(-1) == 0 {
 				e.unregister(f)
 			}
@@ -144,13 +153,13 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 	for {
 		var step Step
 		select {
-		case r := <-answers:
-			if r.Status == StatusFailed && rpcCtx.Err() != nil {
+		case a := <-answers:
+			if a.abandoned {
 				// The call failed because its context ended (the deadline or the client's
 				// context): not the replica's fault. The timer or ctx decides the outcome.
 				continue
 			}
-			step = req.OnResponse(r)
+			step = req.OnResponse(a.Response)
 		case <-timer.C:
 			// The timer measured the remaining time; tick at the deadline itself so that a
 			// clock that stands still (tests) cannot keep the request alive.

@@ -81,9 +81,9 @@ func reconcileTable(t *testing.T) *schema.Table {
 	return tbl
 }
 
-// answer parses a replica's answer written as "[partition@T;] row; row ...", each row
+// replicaAnswer parses a replica's answer written as "[partition@T;] row; row ...", each row
 // "c [marker@T] [deleted@T] [col=val@T | col=null@T]...".
-func answer(from NodeID, s string) Response {
+func replicaAnswer(from NodeID, s string) Response {
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
 	for _, part := range strings.Split(s, ";") {
 		f := strings.Fields(part)
@@ -219,7 +219,7 @@ func TestReconcile(t *testing.T) {
 	for _, tt := range tests {
 		var resps []Response
 		for _, id := range slices.Sorted(maps.Keys(tt.answers)) {
-			resps = append(resps, answer(id, tt.answers[id]))
+			resps = append(resps, replicaAnswer(id, tt.answers[id]))
 		}
 		rec, err := reconcile(tbl, resps, tt.limit)
 		if err != nil {
