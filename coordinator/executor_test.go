@@ -359,6 +359,57 @@ func TestReadRepairAtAllAndNotAtOne(t *testing.T) {
 	}
 }
 
+// TestReadRepairTimeout: a read whose repair is not acknowledged in time fails, so that a
+// QUORUM read never returns data that a later QUORUM read could miss.
+func TestReadRepairTimeout(t *testing.T) {
+	c := newCluster(t, options{readTimeout: 50 * time.Millisecond})
+	c.must(schemaRF3...)
+	c.transport.setFault(failWrites, "n2", "n3")
+	if _, err := c.exec("n1", one, "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')"); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.transport.setFault(hangWrites, "n2")
+	_, err := c.exec("n1", quorum, "SELECT * FROM t WHERE k = 'a'")
+	var te *coordinator.TimeoutError
+	want := coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: coordinator.Quorum, Received: 1, Required: 2}
+	if !errors.As(err, &te) || *te != want {
+		t.Errorf("a QUORUM read whose repair of n2 hangs: %v, want %v", err, &want)
+	}
+	if _, _, repairs := c.observer.snapshot(); !slices.Equal(repairs, []string{"ks.t 1 timeout"}) {
+		t.Errorf("Observer saw read repairs %q, want one timed out", repairs)
+	}
+}
+
+// TestNoLocalLimiter: without a local limiter, a coordinator that is a replica lets the
+// replicas enforce.
+func TestNoLocalLimiter(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(
+		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE ks.t (k text PRIMARY KEY, v text) WITH per_partition_rate_limit = {'max_writes_per_second': 1}",
+	)
+	e, err := coordinator.NewExecutor(coordinator.Config{
+		LocalID: "n1", Ring: c.ring, Transport: c.transport, Schema: c.schema, Now: c.clock.Now,
+		Draw: func() float64 { return 0.99 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	req := &kvnodepb.ExecuteRequest{Statement: "INSERT INTO ks.t (k, v) VALUES ('hot', 'x')", Consistency: quorum}
+	for i := range 2 {
+		if _, err := e.Execute(context.Background(), req); err != nil {
+			t.Fatalf("write %d of 2 at limit 1: %v", i+1, err)
+		}
+	}
+	_, err = e.Execute(context.Background(), req)
+	var rl *coordinator.RateLimitError
+	if !errors.As(err, &rl) || rl.RejectedBy != coordinator.RejectedByReplicas {
+		t.Errorf("write 3 at limit 1 without a local limiter: %v, want a rejection by replicas", err)
+	}
+}
+
 // TestShortReadIsCompleted: n2 deleted the first rows but n1 did not hear of it. A QUORUM read
 // with LIMIT 2 gets n1's first two rows, which n2's tombstones delete; the coordinator must read
 // past them rather than return fewer rows than exist.

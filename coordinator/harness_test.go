@@ -120,6 +120,7 @@ const (
 	failWrites       // Mutate returns an error without applying
 	failAll          // Mutate and Read return an error
 	hang             // Mutate and Read block until their context ends
+	hangWrites       // Mutate blocks until its context ends
 )
 
 // transport calls the replica services in process, counting calls and injecting faults.
@@ -165,7 +166,7 @@ func (t *transport) begin(ctx context.Context, to coordinator.NodeID, write bool
 	switch {
 	case svc == nil:
 		return nil, fmt.Errorf("no node %s", to)
-	case f == hang:
+	case f == hang, f == hangWrites && write:
 		<-ctx.Done()
 		return nil, ctx.Err()
 	case f == failAll, f == failWrites && write:

@@ -71,7 +71,7 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, co
 	case Failed:
 		result = "failed"
 		err = &FailureError{Op: OpRead, Consistency: spec.cl, Received: upToDate, Required: required, Failures: o.Failures, Err: o.Cause}
-		e.logger.Warn("read repair failed", "table", spec.table.QualifiedName(), "replicas", len(ids), "err", o.Cause)
+		e.logger.Debug("read repair failed", "table", spec.table.QualifiedName(), "replicas", len(ids), "err", o.Cause)
 	default: // exempt requests are never rate limited; Unavailable needs a down replica
 		result = "failed"
 		err = o.Err(spec.table.Keyspace, spec.table.Name)

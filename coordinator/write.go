@@ -2,7 +2,9 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/kvnode/kvnode/cell"
@@ -212,7 +214,14 @@ func (e *Executor) outcomeErr(o Outcome, t *schema.Table) error {
 		e.observer.OnRateLimited(t.Keyspace, t.Name, rl.Op.String(), rl.RejectedBy.String())
 	}
 	if f, ok := o.(Failed); ok {
-		e.logger.Warn("replicas failed", "table", t.QualifiedName(), "op", f.Op.String(),
+		// Replicas that are down or overloaded fail many requests; the Observer counts those.
+		// A replica that calls the request malformed points at a bug or a schema mismatch.
+		level := slog.LevelDebug
+		var re *ReplicaError
+		if errors.As(f.Cause, &re) && re.Code == replicapb.Error_BAD_REQUEST {
+			level = slog.LevelWarn
+		}
+		e.logger.Log(context.Background(), level, "replicas failed", "table", t.QualifiedName(), "op", f.Op.String(),
 			"consistency", f.Consistency.String(), "failures", f.Failures, "err", f.Cause)
 	}
 	return err
