@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+)
+
+// Row is one line of the accuracy report, as `simreport --json` prints it.
+type Row struct {
+	RF               int     `json:"rf"`
+	Op               string  `json:"op"`
+	CL               string  `json:"cl"`
+	Routing          string  `json:"routing"`
+	SkewMS           int64   `json:"skew_ms"`
+	OfferedOverLimit float64 `json:"offered_over_limit"`
+	ReplicaDown      bool    `json:"replica_down"`
+	Flood            bool    `json:"flood"`
+	// AcceptedOverLimit is the hot partition's accepted rate over L in the measurement window.
+	AcceptedOverLimit float64 `json:"accepted_over_limit"`
+	// WastedPerAccepted is the replica operations performed for rejected or failed operations,
+	// per accepted operation.
+	WastedPerAccepted float64 `json:"wasted_per_accepted"`
+	// Disagreement is the fraction of operations decided by two or more enforcing replicas on
+	// which they disagreed; 0 when no operation was (DisagreementMeasured is then false).
+	Disagreement         float64 `json:"disagreement"`
+	DisagreementMeasured bool    `json:"disagreement_measured"`
+	// ColdRejected is the fraction of cold-partition operations rejected by the limiter
+	// (it should be 0: cold partitions are far under the limit).
+	ColdRejected float64 `json:"cold_rejected"`
+	// EvictionsPerSecond is the rate at which the nodes' tables evicted live counters, summed
+	// over the nodes.
+	EvictionsPerSecond float64 `json:"evictions_per_s"`
+}
+
+// Row returns the report line of r. Ratios are rounded to 4 decimals, so the JSON and the
+// markdown of one run print the same numbers on every platform.
+func (r Result) Row() Row {
+	cold := 0.0
+	if r.ColdOffered > 0 {
+		cold = float64(r.ColdRejected) / float64(r.ColdOffered)
+	}
+	sc := r.Scenario
+	return Row{
+		RF:                   sc.RF,
+		Op:                   sc.Op(),
+		CL:                   sc.Consistency.String(),
+		Routing:              sc.Routing.String(),
+		SkewMS:               sc.Skew.Milliseconds(),
+		OfferedOverLimit:     sc.Offered,
+		ReplicaDown:          sc.ReplicaDown,
+		Flood:                sc.Flood,
+		AcceptedOverLimit:    round4(r.AcceptedOverLimit()),
+		WastedPerAccepted:    round4(r.WastedPerAccepted()),
+		Disagreement:         round4(r.Disagreement()),
+		DisagreementMeasured: r.HasDisagreement(),
+		ColdRejected:         round4(cold),
+		EvictionsPerSecond:   math.Round(float64(r.Evictions) / r.Window.Seconds()),
+	}
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// RunAll runs every scenario with options o on up to workers goroutines (one scenario per
+// goroutine at a time; each simulation itself is single-threaded) and returns the results in
+// the order of scenarios. Each scenario's result depends only on the scenario and o, never on
+// workers or scheduling. It stops early, returning ctx's error, when ctx is done.
+func RunAll(ctx context.Context, scenarios []Scenario, o Options, workers int) ([]Result, error) {
+	results := make([]Result, len(scenarios))
+	errs := make([]error, len(scenarios))
+	workers = max(1, min(workers, len(scenarios)))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				results[i], errs[i] = Run(scenarios[i], o)
+			}
+		})
+	}
+	var err error
+feed:
+	for i := range scenarios {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return results, nil
+}
+
+// WriteJSON writes one JSON object per result, one per line.
+func WriteJSON(w io.Writer, results []Result) error {
+	enc := json.NewEncoder(w)
+	for _, r := range results {
+		if err := enc.Encode(r.Row()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markdownHeader is the header of the markdown table.
+const markdownHeader = `| RF | op | CL | routing | skew | V/L | replica down | flood | accepted/L | wasted/accepted | disagreement |
+|---:|---|---|---|---:|---:|---|---|---:|---:|---:|
+`
+
+// MarkdownTable returns the results as a markdown table, one row per result. A disagreement of
+// "–" means no operation was decided by two or more enforcing replicas.
+func MarkdownTable(results []Result) string {
+	var b strings.Builder
+	b.WriteString(markdownHeader)
+	for _, r := range results {
+		b.WriteString(MarkdownRow(r.Row()))
+	}
+	return b.String()
+}
+
+// MarkdownRow returns one line of the markdown table, newline included.
+func MarkdownRow(w Row) string {
+	yes := func(v bool) string {
+		if v {
+			return "yes"
+		}
+		return ""
+	}
+	dis := "–"
+	if w.DisagreementMeasured {
+		dis = fmt.Sprintf("%.3f", w.Disagreement)
+	}
+	return fmt.Sprintf("| %d | %s | %s | %s | %s | %g | %s | %s | %.3f | %.3f | %s |\n",
+		w.RF, w.Op, w.CL, w.Routing, skewLabel(w.SkewMS), w.OfferedOverLimit,
+		yes(w.ReplicaDown), yes(w.Flood), w.AcceptedOverLimit, w.WastedPerAccepted, dis)
+}
+
+func skewLabel(ms int64) string {
+	if ms == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("±%d ms", ms)
+}

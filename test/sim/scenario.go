@@ -1,0 +1,336 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/kvnode/kvnode/coordinator"
+)
+
+// Routing is how the client driver picks the coordinator of each operation.
+type Routing uint8
+
+// The routings.
+const (
+	// FixedFirst: a token-aware driver that always sends a partition's operations to its first
+	// live replica in ring order, which coordinates.
+	FixedFirst Routing = iota + 1
+	// RandomReplica: a token-aware driver that picks a live replica uniformly at random for each
+	// operation (what modern drivers do by default, to spread load over the replicas).
+	RandomReplica
+	// Outside: a driver whose coordinators are never replicas of the partition: round-robin over
+	// the live nodes outside the replica set.
+	Outside
+)
+
+// String returns "fixed-first", "random-replica" or "outside".
+func (r Routing) String() string {
+	switch r {
+	case FixedFirst:
+		return "fixed-first"
+	case RandomReplica:
+		return "random-replica"
+	case Outside:
+		return "outside"
+	}
+	return fmt.Sprintf("Routing(%d)", uint8(r))
+}
+
+// Arrival is how the operations of one stream are spaced in time.
+type Arrival uint8
+
+// The arrival processes.
+const (
+	// Poisson: exponentially distributed gaps with the stream's mean rate.
+	Poisson Arrival = iota + 1
+	// Smooth: evenly spaced operations, starting at a random phase.
+	Smooth
+)
+
+// String returns "poisson" or "smooth".
+func (a Arrival) String() string {
+	switch a {
+	case Poisson:
+		return "poisson"
+	case Smooth:
+		return "smooth"
+	}
+	return fmt.Sprintf("Arrival(%d)", uint8(a))
+}
+
+// Scenario is one row of the accuracy report: a cluster layout, a workload on one hot partition,
+// and the conditions it runs under. The run-wide knobs (seed, length, limit, latency, table size)
+// are in Options.
+type Scenario struct {
+	// RF is the replication factor of every partition.
+	RF int
+	// ReadFraction is the share of the hot partition's (and the cold partitions') operations that
+	// are reads: 0 is a write-only workload, 1 read-only, anything between a mix. Reads and writes
+	// have separate counters and each has the limit Options.Limit.
+	ReadFraction float64
+	// Consistency is the consistency level of every operation.
+	Consistency coordinator.Consistency
+	// Routing is how the driver picks coordinators.
+	Routing Routing
+	// Skew is the clock offset magnitude s: node i's clock is off by s times skewFactor(i)
+	// (−s, +s, 0, +s/2, −s/2 for nodes 0 to 4, repeating), so the replicas 0, 1, 2 of the hot
+	// partition sit at −s, +s and 0.
+	Skew time.Duration
+	// Offered is the hot partition's offered rate V as a multiple of the limit: V = Offered · L.
+	Offered float64
+	// ReplicaDown crashes the last replica of the hot partition before the run starts. The
+	// failure detector marks it down after Options.DetectAfter; until then coordinators still
+	// send to it, and those operations time out.
+	ReplicaDown bool
+	// Flood adds a cold-key flood: Options.FloodRate writes per second, each on a partition
+	// never seen before, sharing the counter tables with the hot partition. The flood is made of
+	// writes whatever the scenario's op, because every replica counts a write: that is the most
+	// pressure a flood can put on the tables.
+	Flood bool
+}
+
+// Op returns the scenario's operation kind as the report names it: "write", "read" or "mix".
+func (s Scenario) Op() string {
+	switch s.ReadFraction {
+	case 0:
+		return "write"
+	case 1:
+		return "read"
+	}
+	return "mix"
+}
+
+// String names the scenario in one line; it also seeds the scenario's RNG (see Run).
+func (s Scenario) String() string {
+	op := s.Op()
+	if op == "mix" {
+		op = fmt.Sprintf("mix(%g reads)", s.ReadFraction)
+	}
+	return fmt.Sprintf("rf=%d op=%s cl=%v routing=%v skew=%v V=%gL down=%t flood=%t",
+		s.RF, op, s.Consistency, s.Routing, s.Skew, s.Offered, s.ReplicaDown, s.Flood)
+}
+
+// key returns a 64-bit digest of the scenario, mixed with the run's seed to seed the scenario's
+// RNG, so a row's numbers do not depend on which other rows run or in what order.
+func (s Scenario) key() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s.String()))
+	return h.Sum64()
+}
+
+// skewFactor returns the clock offset of node i as a multiple of Scenario.Skew: −1, +1, 0, +½, −½
+// for i mod 5 = 0 … 4.
+func skewFactor(i int) float64 {
+	switch i % 5 {
+	case 0:
+		return -1
+	case 1:
+		return 1
+	case 3:
+		return 0.5
+	case 4:
+		return -0.5
+	}
+	return 0
+}
+
+// Validate reports whether s describes a scenario Run can simulate with options o.
+func (s Scenario) Validate(o Options) error {
+	switch {
+	case s.RF < 1 || s.RF > o.Nodes:
+		return fmt.Errorf("sim: %v: replication factor %d is outside [1, %d nodes]", s, s.RF, o.Nodes)
+	case !(s.ReadFraction >= 0 && s.ReadFraction <= 1):
+		return fmt.Errorf("sim: %v: read fraction %v is outside [0, 1]", s, s.ReadFraction)
+	case !s.Consistency.Valid():
+		return fmt.Errorf("sim: %v: invalid consistency level", s)
+	case s.Routing < FixedFirst || s.Routing > Outside:
+		return fmt.Errorf("sim: %v: invalid routing", s)
+	case s.Routing == Outside && s.RF == o.Nodes:
+		return fmt.Errorf("sim: %v: outside coordinators need more than %d nodes", s, s.RF)
+	case s.Skew < 0 || s.Skew >= 10*time.Second:
+		return fmt.Errorf("sim: %v: skew %v is outside [0, 10s)", s, s.Skew)
+	case !(s.Offered > 0) || s.Offered*float64(o.Limit) > 1e7:
+		return fmt.Errorf("sim: %v: offered rate %g·L is not in (0, 1e7 ops/s]", s, s.Offered)
+	}
+	return nil
+}
+
+// Options are the run-wide parameters of a simulation. The zero value of every field selects
+// its default; EnsureDefaults fills them in.
+type Options struct {
+	// Seed seeds every scenario's RNG (together with the scenario itself). Zero means DefaultSeed.
+	Seed uint64
+	// Duration is the simulated time over which operations arrive. Zero means DefaultDuration.
+	Duration time.Duration
+	// Warmup is the first part of Duration whose operations are not measured: counters start
+	// empty and need a few halvings to reach their steady state. Zero means DefaultWarmup.
+	Warmup time.Duration
+	// Limit is the per-partition limit L for both reads and writes, in operations per second.
+	Limit uint32
+	// Nodes is the cluster size. The hot partition's replicas are nodes 0 to RF−1.
+	Nodes int
+	// Arrival is the arrival process of every stream.
+	Arrival Arrival
+	// MinLatency and MeanExtraLatency describe one network hop: MinLatency plus an exponentially
+	// distributed extra with mean MeanExtraLatency. A coordinator's messages to itself take no time.
+	MinLatency, MeanExtraLatency time.Duration
+	// Timeout is the coordinator's request timeout (the Deadline it gives each request).
+	Timeout time.Duration
+	// Capacity is the number of slots of each node's partitionlimit.Table.
+	Capacity int
+	// ColdPartitions and ColdRate describe the background traffic beside the hot partition:
+	// ColdRate operations per second in total, each on one of ColdPartitions partitions picked
+	// uniformly. A negative ColdRate disables it.
+	ColdPartitions int
+	ColdRate       float64
+	// FloodRate is the rate of the cold-key flood of scenarios with Flood set: operations per
+	// second, each on a new partition.
+	FloodRate float64
+	// DetectAfter is how long after a crash the failure detector marks the node down. A negative
+	// DetectAfter means at once.
+	DetectAfter time.Duration
+	// SpreadReads makes coordinators outside the replica set read at ONE and QUORUM from the
+	// replicas in a random order (Params.ReadOrder shuffled per read), as a coordinator that
+	// balances load over the replicas would. By default they leave ReadOrder empty, as the
+	// coordinator shell does, and the core reads from the first live replicas in ring order.
+	SpreadReads bool
+}
+
+// The defaults of Options.
+const (
+	DefaultSeed             = 20240601
+	DefaultDuration         = 20 * time.Second
+	DefaultWarmup           = 5 * time.Second
+	DefaultLimit            = 100
+	DefaultNodes            = 5
+	DefaultMinLatency       = 100 * time.Microsecond
+	DefaultMeanExtraLatency = 400 * time.Microsecond
+	DefaultTimeout          = 2 * time.Second
+	DefaultCapacity         = 1 << 14
+	DefaultColdPartitions   = 1000
+	DefaultColdRate         = 100
+	DefaultFloodRate        = 30_000
+	DefaultDetectAfter      = time.Second
+)
+
+// EnsureDefaults replaces zero fields with their defaults and returns o. A nil o is treated as
+// the zero Options.
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Warmup == 0 {
+		o.Warmup = DefaultWarmup
+	}
+	if o.Limit == 0 {
+		o.Limit = DefaultLimit
+	}
+	if o.Nodes == 0 {
+		o.Nodes = DefaultNodes
+	}
+	if o.Arrival == 0 {
+		o.Arrival = Poisson
+	}
+	if o.MinLatency == 0 {
+		o.MinLatency = DefaultMinLatency
+	}
+	if o.MeanExtraLatency == 0 {
+		o.MeanExtraLatency = DefaultMeanExtraLatency
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Capacity == 0 {
+		o.Capacity = DefaultCapacity
+	}
+	if o.ColdPartitions == 0 {
+		o.ColdPartitions = DefaultColdPartitions
+	}
+	if o.ColdRate == 0 {
+		o.ColdRate = DefaultColdRate
+	}
+	if o.FloodRate == 0 {
+		o.FloodRate = DefaultFloodRate
+	}
+	if o.DetectAfter == 0 {
+		o.DetectAfter = DefaultDetectAfter
+	}
+	return o
+}
+
+// Validate reports whether o, after EnsureDefaults, describes a run Run can simulate.
+func (o *Options) Validate() error {
+	switch {
+	case o.Duration <= 0 || o.Duration > time.Hour:
+		return fmt.Errorf("sim: duration %v is outside (0, 1h]", o.Duration)
+	case o.Warmup < 0 || o.Warmup >= o.Duration:
+		return fmt.Errorf("sim: warm-up %v leaves nothing of the %v run to measure", o.Warmup, o.Duration)
+	case o.Limit > 1<<30:
+		return fmt.Errorf("sim: limit %d is above 2^30", o.Limit)
+	case o.Nodes < 1 || o.Nodes > 64:
+		return fmt.Errorf("sim: %d nodes is outside [1, 64]", o.Nodes)
+	case o.Arrival != Poisson && o.Arrival != Smooth:
+		return fmt.Errorf("sim: invalid arrival process %v", o.Arrival)
+	case o.MinLatency < 0 || o.MeanExtraLatency < 0:
+		return errors.New("sim: negative latency")
+	case o.Timeout < 0:
+		return fmt.Errorf("sim: negative timeout %v", o.Timeout)
+	case o.ColdPartitions < 1:
+		return fmt.Errorf("sim: %d cold partitions, want at least 1", o.ColdPartitions)
+	case o.ColdRate > 1e7 || o.FloodRate < 0 || o.FloodRate > 1e7:
+		return errors.New("sim: cold or flood rate is outside [0, 1e7 ops/s]")
+	}
+	return nil
+}
+
+// Matrix returns every scenario of the accuracy report, in report order: the full cross product
+// RF ∈ {1, 3} × {write, read} × CL ∈ {ONE, QUORUM, ALL} × the three routings × skew ∈ {0, 100 ms,
+// 500 ms} × V ∈ {0.5, 1, 1.44, 2, 10, 100}·L, then RF=3 with one replica down, then RF=3 with a
+// cold-key flood beside the hot key.
+func Matrix() []Scenario {
+	offered := []float64{0.5, 1, 1.44, 2, 10, 100}
+	reads := []float64{0, 1}
+	levels := []coordinator.Consistency{coordinator.One, coordinator.Quorum, coordinator.All}
+	skews := []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}
+	var m []Scenario
+	for _, rf := range []int{1, 3} {
+		for _, rd := range reads {
+			for _, cl := range levels {
+				for _, rt := range []Routing{FixedFirst, RandomReplica, Outside} {
+					for _, sk := range skews {
+						for _, v := range offered {
+							m = append(m, Scenario{RF: rf, ReadFraction: rd, Consistency: cl, Routing: rt, Skew: sk, Offered: v})
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, rd := range reads {
+		for _, cl := range levels {
+			for _, rt := range []Routing{FixedFirst, RandomReplica, Outside} {
+				for _, v := range []float64{1, 10, 100} {
+					m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: v, ReplicaDown: true})
+				}
+			}
+		}
+	}
+	for _, rd := range reads {
+		for _, rt := range []Routing{FixedFirst, RandomReplica, Outside} {
+			cl := coordinator.Quorum
+			if rd == 1 {
+				cl = coordinator.One
+			}
+			m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: 10, Flood: true})
+		}
+	}
+	return m
+}
