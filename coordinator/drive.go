@@ -53,7 +53,7 @@ func (e *Executor) newRequest(p Params) (*Request, error) {
 	if len(p.Replicas) == 0 {
 		return nil, &UnavailableError{Consistency: p.Consistency, Live: 0, Required: BlockFor(p.Consistency, 1)}
 	}
-	if e.local == nil && !p.Exempt && p.Op == OpRead && len(p.ReadOrder) == 0 {
+	if e.local == nil && p.Op == OpRead && len(p.ReadOrder) == 0 {
 		// Without a local limiter Self is empty; still prefer reading locally.
 		for _, r := range p.Replicas {
 			if r.ID == e.localID {
@@ -155,8 +155,12 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 		select {
 		case a := <-answers:
 			if a.abandoned {
-				// The call failed because its context ended (the deadline or the client's
-				// context): not the replica's fault. The timer or ctx decides the outcome.
+				// The call failed because its context ended (the deadline, the client's
+				// context, or Close): not the replica's fault. The timer or ctx decides the
+				// outcome, unless the executor is closing.
+				if e.isClosed() {
+					return nil, ErrClosed
+				}
 				continue
 			}
 			step = req.OnResponse(a.Response)
@@ -183,6 +187,12 @@ func (e *Executor) register(f *flight, n int) bool {
 	e.inflight[f] = struct{}{}
 	e.wg.Add(n)
 	return true
+}
+
+func (e *Executor) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 // unregister forgets a flight whose calls have all returned, releasing its context.

@@ -817,6 +817,26 @@ func TestExecuteAfterClose(t *testing.T) {
 	}
 }
 
+func TestCloseStopsRunningRequests(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.transport.mu.Lock()
+	c.transport.hanging = make(chan coordinator.NodeID, 2)
+	c.transport.mu.Unlock()
+	c.transport.setFault(hang, "n2", "n3")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.exec("n1", quorum, "INSERT INTO t (k, c) VALUES ('a', 1)")
+		errc <- err
+	}()
+	<-c.transport.hanging
+	<-c.transport.hanging
+	c.executors["n1"].Close()
+	if err := <-errc; !errors.Is(err, coordinator.ErrClosed) {
+		t.Errorf("a write waiting for hanging replicas when the executor closes: %v, want ErrClosed", err)
+	}
+}
+
 func TestNewExecutorValidates(t *testing.T) {
 	ok := coordinator.Config{LocalID: "n1", Ring: &ring{}, Transport: &transport{}, Schema: newSchemaManager("n1", newClock())}
 	tests := []struct {

@@ -130,6 +130,7 @@ type transport struct {
 	faults   map[coordinator.NodeID]fault
 	calls    map[coordinator.NodeID]int
 	mutated  []*replicapb.MutateRequest // every MutateRequest delivered, in order
+	hanging  chan coordinator.NodeID    // if set, told about every call that starts hanging
 }
 
 func (t *transport) setFault(f fault, ids ...coordinator.NodeID) {
@@ -162,11 +163,15 @@ func (t *transport) begin(ctx context.Context, to coordinator.NodeID, write bool
 	t.calls[to]++
 	f := t.faults[to]
 	svc := t.services[to]
+	hanging := t.hanging
 	t.mu.Unlock()
 	switch {
 	case svc == nil:
 		return nil, fmt.Errorf("no node %s", to)
 	case f == hang, f == hangWrites && write:
+		if hanging != nil {
+			hanging <- to
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	case f == failAll, f == failWrites && write:
