@@ -423,13 +423,17 @@ func rowsResponse(r *schema.Read, rows []readRow) (*kvnodepb.ExecuteResponse, er
 		Columns: make([]*kvnodepb.Column, len(r.Columns)),
 		Rows:    make([]*kvnodepb.Row, len(rows)),
 	}
+	cols := make([]kvnodepb.Column, len(r.Columns))
 	for i, c := range r.Columns {
-		out.Columns[i] = &kvnodepb.Column{Name: c.Name, Type: columnType(c.Type)}
+		cols[i].Name, cols[i].Type = c.Name, columnType(c.Type)
+		out.Columns[i] = &cols[i]
 	}
 	npk := len(t.PartitionKey)
+	prs := make([]kvnodepb.Row, len(rows))
 	for i, row := range rows {
 		vals := make([]kvnodepb.Value, len(r.Columns))
-		pr := &kvnodepb.Row{Values: make([]*kvnodepb.Value, len(r.Columns))}
+		pr := &prs[i]
+		pr.Values = make([]*kvnodepb.Value, len(r.Columns))
 		for j, c := range r.Columns {
 			var b []byte
 			switch c.Kind {
