@@ -14,18 +14,26 @@ import (
 
 // runInteractive reads lines from the terminal with readline and feeds them to the session.
 // All the shell's logic is in the session; this loop only moves lines, prompts and Ctrl-C.
-// history is the history file, "" for none.
-func runInteractive(ctx context.Context, s *session, term *os.File, stdout, stderr io.Writer, history string) error {
-	fd := int(term.Fd())
+// fd is term's file descriptor; history is the history file, "" for none.
+func runInteractive(ctx context.Context, s *session, term *os.File, fd int, stdout, stderr io.Writer, history string) error {
 	var (
 		mu  sync.Mutex
 		raw *readline.State
 	)
-	width := 80
-	if f, ok := stdout.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
-		if w, _, err := readline.GetSize(int(f.Fd())); err == nil && w > 0 {
-			width = w
+	// The width is read again on every call, so a resized window (SIGWINCH, which readline
+	// watches) redraws at the new width. Output that is not a terminal counts as 80 wide.
+	out, _ := stdout.(*os.File)
+	widthFd := fileFd(out)
+	if widthFd >= 0 && !readline.IsTerminal(widthFd) {
+		widthFd = -1
+	}
+	width := func() int {
+		if widthFd >= 0 {
+			if w, _, err := readline.GetSize(widthFd); err == nil && w > 0 {
+				return w
+			}
 		}
+		return 80
 	}
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:          s.prompt(),
@@ -36,7 +44,7 @@ func runInteractive(ctx context.Context, s *session, term *os.File, stdout, stde
 		InterruptPrompt: "^C",
 		EOFPrompt:       "",
 		FuncIsTerminal:  func() bool { return true },
-		FuncGetWidth:    func() int { return width },
+		FuncGetWidth:    width,
 		FuncMakeRaw: func() error {
 			mu.Lock()
 			defer mu.Unlock()

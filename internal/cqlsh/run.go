@@ -119,8 +119,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		script = string(data)
 	}
-	term, interactive := stdin.(*os.File)
-	interactive = interactive && o.execute == "" && o.file == "" && readline.IsTerminal(int(term.Fd()))
+	term, _ := stdin.(*os.File)
+	termFd := fileFd(term)
+	interactive := o.execute == "" && o.file == "" && termFd >= 0 && readline.IsTerminal(termFd)
 
 	c, err := connect(ctx, o.addr, o.timeout)
 	if err != nil {
@@ -151,11 +152,28 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return s.runText(ctx, script)
 	case interactive:
 		fmt.Fprintf(stdout, "Connected to kvnode at %s.\nUse HELP for help.\n", o.addr)
-		return runInteractive(ctx, s, term, stdout, stderr, historyFile())
+		return runInteractive(ctx, s, term, termFd, stdout, stderr, historyFile())
 	default:
 		s.source = "<stdin>"
 		return s.runReader(ctx, stdin)
 	}
+}
+
+// fileFd returns f's file descriptor, or -1 when f is nil or has none. Unlike f.Fd it leaves
+// the file in non-blocking mode, so closing f still ends a pending Read.
+func fileFd(f *os.File) int {
+	if f == nil {
+		return -1
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	if rc.Control(func(u uintptr) { fd = int(u) }) != nil {
+		return -1
+	}
+	return fd
 }
 
 // connect dials the node, failing with an error that names the address.

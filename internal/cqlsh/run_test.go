@@ -19,8 +19,15 @@ import (
 
 const selectKV = "SELECT k, v FROM ks.t WHERE k = 'a'"
 
-func answerKV(f *fakeNode) {
-	f.answer(selectKV, rowsResponse([]*kvnodepb.Column{
+// answerKV makes the node answer selectKV, and any other given statement text, with one row.
+func answerKV(f *fakeNode, alsoTo ...string) {
+	for _, stmt := range append([]string{selectKV}, alsoTo...) {
+		answerKVTo(f, stmt)
+	}
+}
+
+func answerKVTo(f *fakeNode, stmt string) {
+	f.answer(stmt, rowsResponse([]*kvnodepb.Column{
 		{Name: "k", Type: kvnodepb.ColumnType_COLUMN_TYPE_TEXT},
 		{Name: "v", Type: kvnodepb.ColumnType_COLUMN_TYPE_INT},
 	}, []*kvnodepb.Value{textValue("a"), intValue(42)}), nil)

@@ -16,10 +16,7 @@ import (
 
 func TestInteractivePromptsFollowTheInput(t *testing.T) {
 	f := startNode(t)
-	answerKV(f)
-	f.mu.Lock()
-	f.answers["SELECT k, v\nFROM ks.t\nWHERE k = 'a'"] = f.answers[selectKV]
-	f.mu.Unlock()
+	answerKV(f, "SELECT k, v\nFROM ks.t\nWHERE k = 'a'")
 	s, out, errOut := f.session(t, true)
 	ctx := context.Background()
 	steps := []struct {
