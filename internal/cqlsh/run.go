@@ -99,8 +99,9 @@ func parseArgs(args []string, stdout io.Writer) (o options, help bool, err error
 //
 // Results go to stdout; errors and warnings go to stderr. Run returns nil on success and after
 // EXIT, QUIT or Ctrl-D. A non-nil error means exit status 1:
-//   - ErrStatementFailed (test with errors.Is): a statement failed in a non-interactive run;
-//     its error is already printed on stderr, so print nothing more;
+//   - ErrStatementFailed (test with errors.Is): a statement failed in a non-interactive run,
+//     or the USE of --keyspace failed; the failure is already printed on stderr, so print
+//     nothing more;
 //   - any other error (bad flags, unreadable -f file, no connection, unwritable output, ctx
 //     ended): nothing was printed about it; its text is final and is meant to be printed as is.
 //
@@ -159,8 +160,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
-// fileFd returns f's file descriptor, or -1 when f is nil or has none. Unlike f.Fd it leaves
-// the file in non-blocking mode, so closing f still ends a pending Read.
+// fileFd returns f's file descriptor, or -1 when f is nil or has none. Unlike f.Fd it does not
+// switch the file to blocking mode, so closing f still ends a pending Read.
 func fileFd(f *os.File) int {
 	if f == nil {
 		return -1
