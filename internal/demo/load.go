@@ -1,0 +1,166 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/bench"
+)
+
+// second is one second of load: what the hot partition and the background traffic were offered
+// and how they fared.
+type second struct {
+	// N numbers the second from 1.
+	N int
+	// Hot and Background are the two workloads' summaries for this second; both nil when the
+	// second was skipped because the one before ran past its end.
+	Hot, Background *bench.Summary
+}
+
+// Skipped reports whether no load ran in this second.
+func (s second) Skipped() bool { return s.Hot == nil }
+
+// minSlice is the shortest remainder of a second worth loading: when the previous second's
+// operations drained so late that less than this is left, the second is skipped.
+const minSlice = 200 * time.Millisecond
+
+// runLoad drives the load for cfg.Duration, second by second, printing each second's row as it
+// ends. It returns the completed seconds; a second cut short by ctx is left out.
+//
+// Each second runs two bench.Execute calls at once, one for the hot partition and one for the
+// background traffic, each until the second's end. Running a fresh pair every second (instead
+// of one pair for the whole duration) is what gives a row per second for both workloads,
+// background latency percentiles included; the replicas' limiter counters live on the nodes, so
+// the hot partition's counter carries over from one second to the next as it would under one
+// continuous run. Seconds are aligned to wall-clock seconds, the instants at which the counters
+// halve, so each row covers one period of the limiter.
+func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]second, error) {
+	fmt.Fprintf(out, "Load for %v: two workloads at once, each operation at consistency QUORUM and\n", cfg.Duration)
+	if cfg.Coordinator == bench.RoundRobin {
+		fmt.Fprintf(out, "coordinated by the %d nodes in turn:\n", len(addrs))
+	} else {
+		fmt.Fprintf(out, "coordinated by node 1, like an application connected to one node:\n")
+	}
+	fmt.Fprintf(out, "  hot:        %d writes/s to the single partition 'hot' (limit %d/s)\n", cfg.HotRate, cfg.Limit)
+	fmt.Fprintf(out, "  background: %d ops/s over %d other partitions, half writes and half reads\n\n", cfg.BackgroundRate, BackgroundPartitions)
+
+	start := time.Now().Truncate(time.Second).Add(time.Second)
+	if err := waitFor(ctx, start); err != nil {
+		return nil, nil // interrupted before any load
+	}
+	writeHeader(out)
+	n := int(cfg.Duration / time.Second)
+	seconds := make([]second, 0, n)
+	for i := range n {
+		s := second{N: i + 1}
+		end := start.Add(time.Duration(i+1) * time.Second)
+		if d := time.Until(end); d >= minSlice {
+			var err error
+			s.Hot, s.Background, err = runSecond(ctx, cfg, addrs, i, d)
+			if err != nil {
+				return seconds, err
+			}
+		}
+		if ctx.Err() != nil {
+			return seconds, nil
+		}
+		writeRow(out, cfg.Limit, s)
+		seconds = append(seconds, s)
+	}
+	return seconds, nil
+}
+
+// waitFor waits until t or until ctx ends, whichever is first, and returns ctx's error in the
+// second case.
+func waitFor(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// runSecond runs second i's two workloads, each for d, and returns their summaries.
+func runSecond(ctx context.Context, cfg Config, addrs []string, i int, d time.Duration) (hot, background *bench.Summary, err error) {
+	hotCfg := bench.Config{
+		Addrs:       addrs,
+		Coordinator: cfg.Coordinator,
+		Table:       table,
+		Writes:      1,
+		Consistency: client.Quorum,
+		Hot:         1,
+		Rate:        float64(cfg.HotRate),
+		Concurrency: workers(cfg.HotRate),
+		Duration:    d,
+		// Every second and workload draws its own sequence.
+		Seed: cfg.Seed + uint64(2*i),
+	}
+	bgCfg := hotCfg
+	bgCfg.Writes = 0.5
+	bgCfg.Hot = 0
+	bgCfg.Partitions = BackgroundPartitions
+	bgCfg.Rate = float64(cfg.BackgroundRate)
+	bgCfg.Concurrency = workers(cfg.BackgroundRate)
+	bgCfg.Seed = cfg.Seed + uint64(2*i+1)
+
+	var hotErr, bgErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { hot, hotErr = bench.Execute(ctx, hotCfg, nil) })
+	wg.Go(func() { background, bgErr = bench.Execute(ctx, bgCfg, nil) })
+	wg.Wait()
+	if hotErr != nil {
+		return nil, nil, fmt.Errorf("demo: hot partition load in second %d: %w", i+1, hotErr)
+	}
+	if bgErr != nil {
+		return nil, nil, fmt.Errorf("demo: background load in second %d: %w", i+1, bgErr)
+	}
+	return hot, background, nil
+}
+
+// workers returns how many concurrent operations a workload of rate ops/s may have in flight:
+// enough for about 40 ms of operations, and at least 16.
+func workers(rate int) int {
+	return max(16, rate/25)
+}
+
+// The per-second table. Each row is printed as its second ends, so the columns have fixed
+// widths: rowFormat's numbers line up under headFormat's names.
+const (
+	headFormat = "  %6s  %7s  %8s  %8s  %7s    %7s  %8s  %8s  %7s  %7s  %6s\n"
+	rowFormat  = "  %6d  %7d  %8d  %8d  %7d    %7d  %8d  %8d  %7.2f  %7.2f  %6d\n"
+	hotWidth   = 7 + 2 + 8 + 2 + 8 + 2 + 7
+	bgWidth    = 7 + 2 + 8 + 2 + 8 + 2 + 7 + 2 + 7
+)
+
+// writeHeader prints the table's two header lines.
+func writeHeader(out io.Writer) {
+	fmt.Fprintf(out, "  %6s  %s    %s\n", "", rule("hot partition", hotWidth), rule("background", bgWidth))
+	fmt.Fprintf(out, headFormat, "second", "offered", "accepted", "rejected", "limit",
+		"offered", "accepted", "rejected", "p50 ms", "p99 ms", "errors")
+}
+
+// rule centres label in a line of dashes width wide.
+func rule(label string, width int) string {
+	label = " " + label + " "
+	left := (width - len(label)) / 2
+	return strings.Repeat("-", left) + label + strings.Repeat("-", width-left-len(label))
+}
+
+// writeRow prints second s's row.
+func writeRow(out io.Writer, limit int, s second) {
+	if s.Skipped() {
+		fmt.Fprintf(out, "  %6d  (skipped: the previous second's operations finished too late)\n", s.N)
+		return
+	}
+	h, b := s.Hot, s.Background
+	fmt.Fprintf(out, rowFormat, s.N, h.Offered, h.Accepted, h.Rejected(), limit,
+		b.Offered, b.Accepted, b.Rejected(), b.LatencyMS.P50, b.LatencyMS.P99, h.Failed()+b.Failed())
+}
