@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/bench"
+)
+
+// targetLoss is the share of background throughput the hot partition must take away, with no
+// limit set, for the rate search to stop.
+const targetLoss = 1.0 / 3
+
+// limitDivisor sets the hot phase's limit: R / limitDivisor operations per second.
+const limitDivisor = 20
+
+// loadResult is one run of background traffic, with or without the hot partition.
+type loadResult struct {
+	Phase    string         `json:"phase"`
+	Round    int            `json:"round,omitempty"`
+	HotRate  float64        `json:"hot_rate"`  // offered to the hot partition, ops/s (0: none)
+	HotLimit int            `json:"hot_limit"` // the table's per-partition limit (0: none)
+	BG       *bench.Summary `json:"background"`
+	Hot      *bench.Summary `json:"hot,omitempty"`
+	CPU      phaseCPU       `json:"cpu"`
+}
+
+// phaseCPU is where the CPU went during a phase, in cores (CPU seconds per second of wall time).
+type phaseCPU struct {
+	Servers   float64 `json:"servers_cores"`
+	LoadGen   float64 `json:"loadgen_cores"` // this process: the load generator
+	WallTimeS float64 `json:"wall_s"`
+}
+
+// bgThroughput is the background's accepted operations per second.
+func (r loadResult) bgThroughput() float64 { return perSecond(r.BG.Accepted, r.BG.DurationS) }
+
+// hotSteadyRate is the hot partition's accepted operations per second, leaving out the first
+// second when the run is long enough: counters start from zero when a limit is set, so the
+// first second admits up to twice the limit before the rule bites.
+func (r loadResult) hotSteadyRate() float64 {
+	if r.Hot == nil {
+		return 0
+	}
+	ps := r.Hot.Hot.AcceptedPerSecond
+	if r.Hot.DurationS < 3 || len(ps) < 2 {
+		return perSecond(r.Hot.Hot.Accepted, r.Hot.DurationS)
+	}
+	var n int64
+	for _, v := range ps[1:] {
+		n += v
+	}
+	return perSecond(n, r.Hot.DurationS-1)
+}
+
+func perSecond(n int64, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
+	}
+	return float64(n) / seconds
+}
+
+// runLoad runs the background workload on table for d, and at the same time, when hotRate > 0,
+// the hot partition's open-loop writes at hotRate. It reports the CPU the servers and this
+// process used meanwhile.
+func runLoad(ctx context.Context, s settings, c *testCluster, table string, hotRate float64, d time.Duration, seed uint64) (r loadResult, err error) {
+	bgCfg := bench.Config{
+		Addrs:       c.addrs(),
+		Coordinator: bench.RoundRobin,
+		Table:       table,
+		Writes:      0.5,
+		Consistency: client.Quorum,
+		Partitions:  s.BGPartitions,
+		Hot:         0,
+		Rate:        0,
+		Concurrency: s.BGConcurrency,
+		Duration:    d,
+		Seed:        seed,
+	}
+	hotCfg := bgCfg
+	hotCfg.Writes = 1
+	hotCfg.Hot = 1
+	hotCfg.Partitions = 0
+	hotCfg.Rate = hotRate
+	hotCfg.Concurrency = s.HotConcurrency
+	hotCfg.Seed = seed + 1_000_000
+
+	r = loadResult{HotRate: hotRate}
+	srv0, self0, err := c.cpuWithSelf()
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	var hotErr, bgErr error
+	if hotRate > 0 {
+		wg.Go(func() { r.Hot, hotErr = bench.Execute(ctx, hotCfg, nil) })
+	}
+	r.BG, bgErr = bench.Execute(ctx, bgCfg, nil)
+	wg.Wait()
+	if err := errors.Join(bgErr, hotErr, ctx.Err()); err != nil {
+		return r, err
+	}
+	wall := time.Since(start).Seconds()
+	srv1, self1, err := c.cpuWithSelf()
+	if err != nil {
+		return r, err
+	}
+	r.CPU = phaseCPU{Servers: srv1.sub(srv0).Run.Seconds() / wall, LoadGen: self1.sub(self0).Run.Seconds() / wall, WallTimeS: wall}
+	return r, nil
+}
+
+// searchStep is one try of the rate search: background alone, then with the hot partition.
+type searchStep struct {
+	HotRate       float64 `json:"hot_rate"`
+	Baseline      float64 `json:"background_alone"`
+	BGThroughput  float64 `json:"background_with_hot"`
+	Loss          float64 `json:"loss"` // 1 - BGThroughput/Baseline
+	HotThroughput float64 `json:"hot_accepted_per_second"`
+}
+
+// searchRate finds R, the hot partition's offered rate at which the background (no limit set)
+// loses at least targetLoss of its throughput. Each step measures the background alone and then
+// with the hot partition at R, back to back, so that drift between steps does not count. The
+// first R is s.SearchStart times the background's throughput; after a step that lost less than
+// the target, the next R is the linear estimate of the rate that would lose it (the loss grows
+// in proportion to R while the cluster is saturated), raised by 10% for margin, and at least
+// s.SearchFactor and at most 2 times the last. It returns the steps and the chosen R: the
+// first that reached the target, else the last tried.
+func searchRate(ctx context.Context, s settings, c *testCluster, table string, log io.Writer) ([]searchStep, float64, error) {
+	var steps []searchStep
+	var rate float64
+	for i := range s.SearchSteps {
+		b, err := runLoad(ctx, s, c, table, 0, s.Search, 20+2*uint64(i))
+		if err != nil {
+			return nil, 0, err
+		}
+		st := searchStep{Baseline: b.bgThroughput()}
+		if i == 0 {
+			rate = roundRate(s.SearchStart * st.Baseline)
+		}
+		l, err := runLoad(ctx, s, c, table, rate, s.Search, 21+2*uint64(i))
+		if err != nil {
+			return nil, 0, err
+		}
+		st.HotRate, st.BGThroughput = rate, l.bgThroughput()
+		st.HotThroughput = perSecond(l.Hot.Accepted, l.Hot.DurationS)
+		st.Loss = 1 - ratio(st.BGThroughput, st.Baseline)
+		steps = append(steps, st)
+		fmt.Fprintf(log, "perf: search R=%.0f: background %.0f ops/s alone, %.0f with hot (loss %.0f%%), hot accepted %.0f/s\n",
+			rate, st.Baseline, st.BGThroughput, 100*st.Loss, st.HotThroughput)
+		if st.Loss >= targetLoss {
+			break
+		}
+		next := rate * 2
+		if st.Loss > 0 {
+			next = math.Min(next, 1.1*rate*targetLoss/st.Loss)
+		}
+		rate = roundRate(math.Max(next, rate*s.SearchFactor))
+	}
+	return steps, steps[len(steps)-1].HotRate, nil
+}
+
+// roundRate rounds a rate to a multiple of 100 ops/s (at least 100), so that the limit
+// R/limitDivisor is a whole number.
+func roundRate(r float64) float64 {
+	return math.Max(100, math.Round(r/100)*100)
+}
+
+// ratio returns a/b, or 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// hotPhases runs s.Rounds rounds of baseline, hot unlimited and hot limited at rate, in that
+// order, removing the limit after each round.
+func hotPhases(ctx context.Context, s settings, c *testCluster, table string, rate float64, log io.Writer) ([]loadResult, error) {
+	limit := int(rate) / limitDivisor
+	var out []loadResult
+	for round := 1; round <= s.Rounds; round++ {
+		for _, ph := range []struct {
+			name  string
+			hot   float64
+			limit int
+		}{{"baseline", 0, 0}, {"hot unlimited", rate, 0}, {"hot limited", rate, limit}} {
+			if ph.limit > 0 {
+				if err := c.exec(ctx, log, alterLimit(table, ph.limit, ph.limit)); err != nil {
+					return nil, err
+				}
+			}
+			r, err := runLoad(ctx, s, c, table, ph.hot, s.Phase, uint64(100*round))
+			if err != nil {
+				return nil, err
+			}
+			r.Phase, r.Round, r.HotLimit = ph.name, round, ph.limit
+			out = append(out, r)
+			fmt.Fprintf(log, "perf: round %d %s: background %.0f ops/s p99 %.1f ms", round, ph.name, r.bgThroughput(), r.BG.LatencyMS.P99)
+			if r.Hot != nil {
+				fmt.Fprintf(log, "; hot accepted %.0f/s of %.0f offered", perSecond(r.Hot.Accepted, r.Hot.DurationS), perSecond(r.Hot.Offered, r.Hot.DurationS))
+			}
+			fmt.Fprintf(log, "; CPU: servers %.2f, load generator %.2f cores\n", r.CPU.Servers, r.CPU.LoadGen)
+			if ph.limit > 0 {
+				if err := c.exec(ctx, log, alterLimit(table, 0, 0)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// alterLimit returns the ALTER TABLE that sets table's per-partition limits; 0 leaves that op
+// unlimited.
+func alterLimit(table string, reads, writes int) string {
+	m := ""
+	if reads > 0 {
+		m = fmt.Sprintf("'max_reads_per_second': %d", reads)
+	}
+	if writes > 0 {
+		if m != "" {
+			m += ", "
+		}
+		m += fmt.Sprintf("'max_writes_per_second': %d", writes)
+	}
+	return fmt.Sprintf("ALTER TABLE %s WITH per_partition_rate_limit = {%s}", table, m)
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The tables the program creates. Every table has the same columns.
+const (
+	tableRF3 = "perf_rf3.t" // RF=3 on 3 nodes: background, hot partition, coordinator path
+	tableRF1 = "perf_rf1.t" // RF=1 on 3 nodes: replicas path
+)
+
+const tableColumns = "(k text, c int, v text, PRIMARY KEY (k, c))"
+
+// settings are the sizes of a run: fullSettings for the published numbers, quickSettings for a
+// smoke run.
+type settings struct {
+	Quick bool `json:"quick"`
+
+	// Hot partition against background.
+	Warm           time.Duration `json:"-"` // unmeasured background before the search
+	Search         time.Duration `json:"-"` // each search step
+	Phase          time.Duration `json:"-"` // each measured phase
+	Rounds         int           `json:"rounds"`
+	SearchSteps    int           `json:"search_steps"`
+	SearchStart    float64       `json:"search_start"`  // first R as a share of the baseline
+	SearchFactor   float64       `json:"search_factor"` // R grows at least by this per step
+	FixedRate      float64       `json:"fixed_rate,omitempty"`
+	BGPartitions   int           `json:"background_partitions"`
+	BGConcurrency  int           `json:"background_concurrency"`
+	HotConcurrency int           `json:"hot_concurrency"`
+
+	// Rejection cost.
+	RejectOps         int           `json:"reject_ops"`
+	RejectWarm        int           `json:"reject_warm_ops"`
+	RejectConcurrency int           `json:"reject_concurrency"`
+	Idle              time.Duration `json:"-"` // measuring the servers' idle CPU
+
+	// Limiter overhead.
+	OverheadPartitions  int           `json:"overhead_partitions"`
+	OverheadConcurrency int           `json:"overhead_concurrency"`
+	OverheadReps        int           `json:"overhead_pairs"`
+	OverheadWarm        time.Duration `json:"-"`
+	OverheadPhase       time.Duration `json:"-"`
+}
+
+// MarshalJSON encodes s with its durations in seconds.
+func (s settings) MarshalJSON() ([]byte, error) {
+	type plain settings
+	return json.Marshal(struct {
+		plain
+		WarmS          float64 `json:"warm_s"`
+		SearchS        float64 `json:"search_step_s"`
+		PhaseS         float64 `json:"phase_s"`
+		IdleS          float64 `json:"idle_s"`
+		OverheadWarmS  float64 `json:"overhead_warm_s"`
+		OverheadPhaseS float64 `json:"overhead_phase_s"`
+	}{plain(s), s.Warm.Seconds(), s.Search.Seconds(), s.Phase.Seconds(), s.Idle.Seconds(),
+		s.OverheadWarm.Seconds(), s.OverheadPhase.Seconds()})
+}
+
+func fullSettings() settings {
+	return settings{
+		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 6 * time.Second, Rounds: 2,
+		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
+		BGPartitions: 10_000, BGConcurrency: 32, HotConcurrency: 128,
+		RejectOps: 20_000, RejectWarm: 500, RejectConcurrency: 16, Idle: 2 * time.Second,
+		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 8,
+		OverheadWarm: time.Second, OverheadPhase: 1500 * time.Millisecond,
+	}
+}
+
+func quickSettings() settings {
+	return settings{
+		Quick: true,
+		Warm:  300 * time.Millisecond, Search: time.Second, Phase: time.Second, Rounds: 1,
+		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
+		BGPartitions: 1000, BGConcurrency: 8, HotConcurrency: 16,
+		RejectOps: 300, RejectWarm: 100, RejectConcurrency: 8, Idle: 200 * time.Millisecond,
+		OverheadPartitions: 100, OverheadConcurrency: 8, OverheadReps: 1,
+		OverheadWarm: 200 * time.Millisecond, OverheadPhase: 500 * time.Millisecond,
+	}
+}
+
+const usage = `Usage: go run ./test/perf [--json] [--quick] [--rate R] [--kvnode path]
+
+Builds kvnode, starts clusters of kvnode serve processes on loopback and measures, in one run:
+a hot partition's effect on background traffic with and without a per_partition_rate_limit,
+the server CPU of a rejected write against an accepted one on both limiter paths, and the
+limiter's throughput overhead on one node. Prints Markdown tables, or one JSON object with
+--json. Progress goes to stderr.
+
+Flags:
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the program: args are its flags; results go to stdout, progress to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("perf", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	jsonOut := fs.Bool("json", false, "print one JSON object instead of tables")
+	quick := fs.Bool("quick", false, "a smoke run of a few seconds per part; its numbers mean little")
+	rate := fs.Float64("rate", 0, "the hot partition's offered `ops/s` R; 0 searches for it")
+	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (go run ./test/perf -h lists the flags)", fs.Arg(0))
+	}
+	if *rate < 0 || (*rate > 0 && *rate < 100) {
+		return fmt.Errorf("--rate %v: want 0 (search) or at least 100 ops/s", *rate)
+	}
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("needs Linux: server CPU time is read from /proc, and this is %s", runtime.GOOS)
+	}
+	s := fullSettings()
+	if *quick {
+		s = quickSettings()
+	}
+	s.FixedRate = *rate
+	res, err := measure(ctx, s, *bin, stderr)
+	if err != nil {
+		return err
+	}
+	res.Command = command(args)
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return res.writeText(stdout)
+}
+
+// command is how this run was invoked, for the report.
+func command(args []string) string {
+	return strings.TrimSpace("go run ./test/perf " + strings.Join(args, " "))
+}
+
+// measure runs every part and returns the result.
+func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Result, error) {
+	start := time.Now()
+	res := &Result{Machine: readMachine(), Settings: s, Date: start.UTC().Format("2006-01-02 15:04 MST")}
+	root, err := os.MkdirTemp("", "kvnode-perf-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(root)
+	if bin == "" {
+		fmt.Fprintln(log, "perf: building ./cmd/kvnode")
+		if bin, err = buildKVNode(ctx, root); err != nil {
+			return nil, err
+		}
+	}
+	ddl := []string{
+		"CREATE KEYSPACE perf_rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE " + tableRF3 + " " + tableColumns,
+		"CREATE KEYSPACE perf_rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE " + tableRF1 + " " + tableColumns,
+	}
+
+	// Part 1 and the unsynced rejection costs: 3 nodes, --sync=false.
+	err = withCluster(ctx, bin, root, "nosync", 3, false, ddl, log, func(c *testCluster) error {
+		if _, err := runLoad(ctx, s, c, tableRF3, 0, s.Warm, 1); err != nil {
+			return err
+		}
+		rate := s.FixedRate
+		if rate == 0 {
+			steps, r, err := searchRate(ctx, s, c, tableRF3, log)
+			if err != nil {
+				return err
+			}
+			res.RateSearch, rate = steps, r
+			res.SearchReachedTarget = steps[len(steps)-1].Loss >= targetLoss
+		}
+		res.HotRate, res.HotLimit = rate, int(rate)/limitDivisor
+		phases, err := hotPhases(ctx, s, c, tableRF3, rate, log)
+		if err != nil {
+			return err
+		}
+		res.Phases = phases
+		costs, err := rejectCosts(ctx, s, c, false, log)
+		res.RejectCost = append(res.RejectCost, costs...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Rejection costs with the default --sync=true.
+	err = withCluster(ctx, bin, root, "sync", 3, true, ddl, log, func(c *testCluster) error {
+		costs, err := rejectCosts(ctx, s, c, true, log)
+		res.RejectCost = append(res.RejectCost, costs...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Limiter overhead: one node, --sync=false.
+	oneDDL := []string{
+		"CREATE KEYSPACE perf_one WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE " + tableUnlimited + " " + tableColumns,
+		"CREATE TABLE " + tableLimited + " " + tableColumns + " WITH per_partition_rate_limit = {'max_reads_per_second': " +
+			strconv.Itoa(maxLimit) + ", 'max_writes_per_second': " + strconv.Itoa(maxLimit) + "}",
+	}
+	err = withCluster(ctx, bin, root, "one", 1, false, oneDDL, log, func(c *testCluster) error {
+		o, err := limiterOverhead(ctx, s, c, log)
+		res.Overhead = o
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	res.headline()
+	res.Machine.LoadAtEnd = loadAvg()
+	res.RuntimeS = time.Since(start).Seconds()
+	return res, nil
+}
+
+// withCluster starts a cluster of n servers with --sync=sync, runs ddl on it, calls fn and stops
+// the cluster, whatever fn returned.
+func withCluster(ctx context.Context, bin, root, name string, n int, sync bool, ddl []string, log io.Writer, fn func(*testCluster) error) error {
+	fmt.Fprintf(log, "perf: starting %d node(s), --sync=%v\n", n, sync)
+	c, err := startCluster(ctx, bin, root, name, n, sync)
+	if err != nil {
+		return err
+	}
+	err = c.exec(ctx, log, ddl...)
+	if err == nil {
+		err = fn(c)
+	}
+	return errors.Join(err, c.stop())
+}

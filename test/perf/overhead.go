@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/bench"
+)
+
+// The single-node tables of the overhead comparison: the same columns, one with limits that
+// never reject and one with none.
+const (
+	tableLimited   = "perf_one.limited"
+	tableUnlimited = "perf_one.unlimited"
+)
+
+// overheadSide is one table's run in a pair.
+type overheadSide struct {
+	OpsPerS float64 `json:"ops_per_s"`
+	// CPUPerOpNS is the server's CPU per accepted operation, in nanoseconds.
+	CPUPerOpNS float64 `json:"server_cpu_ns_per_op"`
+}
+
+// overheadPair is one repetition: the same workload on both tables, back to back.
+type overheadPair struct {
+	Unlimited overheadSide `json:"unlimited"`
+	Limited   overheadSide `json:"limited"`
+	Overhead  float64      `json:"overhead"` // 1 - Limited.OpsPerS/Unlimited.OpsPerS
+}
+
+// overheadResult is the limiter's overhead on one operation kind.
+type overheadResult struct {
+	Op    string         `json:"op"` // "write" or "read"
+	Pairs []overheadPair `json:"pairs"`
+	// Overhead is the median over the pairs of 1 - limited/unlimited throughput: the headline,
+	// because a burst of other work on a shared machine moves single pairs, not the median.
+	Overhead float64 `json:"overhead"`
+	// Pooled is 1 - (sum of limited throughputs)/(sum of unlimited throughputs).
+	Pooled float64 `json:"overhead_pooled"`
+	// Min and Max are the smallest and largest overhead of a single pair.
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+	// CPUOverhead is the median over the pairs of limited/unlimited server CPU per op, minus 1:
+	// the limiter's cost seen from the server's CPU accounting rather than from throughput.
+	CPUOverhead float64 `json:"server_cpu_overhead"`
+}
+
+// median returns the median of vs (the mean of the middle two for an even count), 0 for none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// summarizeOverhead fills in the totals of r from its pairs.
+func summarizeOverhead(r *overheadResult) {
+	var lim, unl float64
+	var ovs, cpus []float64
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		p.Overhead = 1 - ratio(p.Limited.OpsPerS, p.Unlimited.OpsPerS)
+		lim += p.Limited.OpsPerS
+		unl += p.Unlimited.OpsPerS
+		ovs = append(ovs, p.Overhead)
+		cpus = append(cpus, ratio(p.Limited.CPUPerOpNS, p.Unlimited.CPUPerOpNS)-1)
+	}
+	r.Overhead = median(ovs)
+	r.Pooled = 1 - ratio(lim, unl)
+	r.CPUOverhead = median(cpus)
+	if len(ovs) > 0 {
+		r.Min, r.Max = slices.Min(ovs), slices.Max(ovs)
+	}
+}
+
+// limiterOverhead measures, on a one-node cluster, closed-loop write and then read throughput
+// of tableLimited (limits 2^31-1: every operation accounted and admitted) against tableUnlimited
+// (no limit: the limiter is skipped). Each repetition runs both tables back to back, and the
+// order alternates between repetitions (A B, B A, A B, ...) so that a drift in the machine's
+// speed falls on both sides alike.
+func limiterOverhead(ctx context.Context, s settings, c *testCluster, log io.Writer) ([]overheadResult, error) {
+	run := func(table string, writes float64, d time.Duration, seed uint64) (overheadSide, error) {
+		before, err := c.cpu()
+		if err != nil {
+			return overheadSide{}, err
+		}
+		sum, err := bench.Execute(ctx, bench.Config{
+			Addrs: c.addrs(), Coordinator: bench.Fixed, Table: table, Writes: writes,
+			Consistency: client.Quorum, Partitions: s.OverheadPartitions, Concurrency: s.OverheadConcurrency,
+			Duration: d, Seed: seed,
+		}, nil)
+		if err != nil {
+			return overheadSide{}, err
+		}
+		after, err := c.cpu()
+		if err != nil {
+			return overheadSide{}, err
+		}
+		if err := ctx.Err(); err != nil {
+			return overheadSide{}, err
+		}
+		if n := sum.Rejected() + sum.Failed(); n > 0 {
+			return overheadSide{}, fmt.Errorf("%s: %d of %d operations were not accepted (rejected %d, errors %v)",
+				table, n, sum.Offered, sum.Rejected(), sum.Errors)
+		}
+		return overheadSide{
+			OpsPerS:    perSecond(sum.Accepted, sum.DurationS),
+			CPUPerOpNS: ratio(float64(after.sub(before).Run), float64(sum.Accepted)),
+		}, nil
+	}
+	var out []overheadResult
+	for _, op := range []struct {
+		name   string
+		writes float64
+	}{{"write", 1}, {"read", 0}} {
+		for _, t := range []string{tableUnlimited, tableLimited} {
+			if _, err := run(t, op.writes, s.OverheadWarm, 1); err != nil {
+				return nil, err
+			}
+		}
+		r := overheadResult{Op: op.name}
+		for rep := range s.OverheadReps {
+			var p overheadPair
+			order := []string{tableUnlimited, tableLimited}
+			if rep%2 == 1 {
+				order = []string{tableLimited, tableUnlimited}
+			}
+			for _, t := range order {
+				v, err := run(t, op.writes, s.OverheadPhase, uint64(10+rep))
+				if err != nil {
+					return nil, err
+				}
+				if t == tableLimited {
+					p.Limited = v
+				} else {
+					p.Unlimited = v
+				}
+			}
+			r.Pairs = append(r.Pairs, p)
+			fmt.Fprintf(log, "perf: overhead %s %d/%d: unlimited %.0f ops/s (%.1f µs server CPU/op), limited %.0f ops/s (%.1f µs)\n",
+				op.name, rep+1, s.OverheadReps, p.Unlimited.OpsPerS, p.Unlimited.CPUPerOpNS/1e3, p.Limited.OpsPerS, p.Limited.CPUPerOpNS/1e3)
+		}
+		summarizeOverhead(&r)
+		out = append(out, r)
+	}
+	return out, nil
+}

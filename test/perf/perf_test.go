@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/internal/bench"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	tests := []struct {
+		name    string
+		stat    string
+		want    int64
+		wantErr bool
+	}{
+		{"plain", "1234 (kvnode) S 1 1234 1234 0 -1 4194560 5000 0 0 0 170 35 0 0 20 0 12 0 100 0", 205, false},
+		{"name with spaces and parentheses", "77 (a (b) c) R 1 77 77 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 0", 7, false},
+		{"too few fields", "77 (kvnode) S 1 2 3", 0, true},
+		{"no closing parenthesis", "77 (kvnode S 1 2 3 4 5 6 7 8 9 10 11 12 13", 0, true},
+		{"utime not a number", "77 (kvnode) S 1 77 77 0 -1 0 0 0 0 0 x 4 0 0", 0, true},
+		{"negative stime", "77 (kvnode) S 1 77 77 0 -1 0 0 0 0 0 3 -4 0 0", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseStatCPU([]byte(tt.stat))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("%s: parseStatCPU(%q) = %d, %v; want %d, error %v", tt.name, tt.stat, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"8306085 52164127 125\n", 8306085, false},
+		{"", 0, true},
+		{"abc 1 2", 0, true},
+		{"-5 1 2", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseSchedstat([]byte(tt.in))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseSchedstat(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestReadCPUOfThisProcessGrowsWhileItWorks(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc on this system")
+	}
+	before, err := readCPU(os.Getpid())
+	if err != nil {
+		t.Fatalf("readCPU(own pid) failed: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	x := 1.0
+	for {
+		for range 1_000_000 {
+			x = math.Sqrt(x + 1)
+		}
+		after, err := readCPU(os.Getpid())
+		if err != nil {
+			t.Fatalf("readCPU(own pid) failed: %v", err)
+		}
+		if after.Run > before.Run && after.Ticks >= before.Ticks {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time did not grow over 10 s of computing (%v, before %v, after %v)", x, before, after)
+		}
+	}
+}
+
+func TestParseServingLine(t *testing.T) {
+	tests := []struct {
+		line             string
+		id, addr, gossip string
+		ok               bool
+	}{
+		{"kvnode 0d7eb4a9-c84c serving clients on 127.0.0.1:43509 (gossip 127.0.0.1:38137, data d1)",
+			"0d7eb4a9-c84c", "127.0.0.1:43509", "127.0.0.1:38137", true},
+		{"kvnode n1 serving clients on 127.0.0.1:1 (gossip 127.0.0.1:2, metrics http://127.0.0.1:3/metrics, data x)",
+			"n1", "127.0.0.1:1", "127.0.0.1:2", true},
+		{"connect with: kvnode cql --addr 127.0.0.1:43509", "", "", "", false},
+		{"", "", "", "", false},
+	}
+	for _, tt := range tests {
+		id, addr, gossip, ok := parseServingLine(tt.line)
+		if id != tt.id || addr != tt.addr || gossip != tt.gossip || ok != tt.ok {
+			t.Errorf("parseServingLine(%q) = %q, %q, %q, %v; want %q, %q, %q, %v",
+				tt.line, id, addr, gossip, ok, tt.id, tt.addr, tt.gossip, tt.ok)
+		}
+	}
+}
+
+func TestStdoutWatcherFindsTheServingLineAcrossWrites(t *testing.T) {
+	w := &stdoutWatcher{ready: make(chan string, 1)}
+	out := "starting\nkvnode n1 serving clients on 127.0.0.1:5 (gossip 127.0.0.1:6, data d)\nconnect with: ...\n"
+	for i := 0; i < len(out); i += 7 {
+		w.Write([]byte(out[i:min(i+7, len(out))]))
+	}
+	select {
+	case line := <-w.ready:
+		if !strings.HasPrefix(line, "kvnode n1 serving") {
+			t.Errorf("the watcher reported %q, want the serving line", line)
+		}
+	default:
+		t.Fatal("the watcher did not report the serving line written in 7-byte pieces")
+	}
+}
+
+func TestCountUp(t *testing.T) {
+	describe := `Cluster: kvnode
+Partitioner: Murmur3Partitioner
+Nodes: 3
+
+id (* = this node)                      rpc address            gossip address         up    tokens  schema
+049b88b2    127.0.0.1:37759        127.0.0.1:45555        UP        16  fb50
+0d7eb4a9 *  127.0.0.1:43509        127.0.0.1:38137        UP        16  fb50
+f7571d79    127.0.0.1:34643        127.0.0.1:40697        DOWN      16  fb50
+`
+	if got := countUp(describe); got != 2 {
+		t.Errorf("countUp of a cluster with 2 nodes UP and 1 DOWN = %d, want 2", got)
+	}
+}
+
+func TestAlterLimit(t *testing.T) {
+	tests := []struct {
+		reads, writes int
+		want          string
+	}{
+		{0, 0, "ALTER TABLE ks.t WITH per_partition_rate_limit = {}"},
+		{0, 5, "ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_writes_per_second': 5}"},
+		{7, 0, "ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_reads_per_second': 7}"},
+		{7, 5, "ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_reads_per_second': 7, 'max_writes_per_second': 5}"},
+	}
+	for _, tt := range tests {
+		if got := alterLimit("ks.t", tt.reads, tt.writes); got != tt.want {
+			t.Errorf("alterLimit(ks.t, %d, %d) = %q, want %q", tt.reads, tt.writes, got, tt.want)
+		}
+	}
+}
+
+func TestRoundRateKeepsTheLimitWhole(t *testing.T) {
+	for _, r := range []float64{0, 1, 149, 151, 1234.5, 98765} {
+		got := roundRate(r)
+		if got < 100 || math.Mod(got, 100) != 0 || math.Abs(got-r) > 50 && r >= 100 {
+			t.Errorf("roundRate(%v) = %v, want the nearest multiple of 100, at least 100", r, got)
+		}
+		if int(got)%limitDivisor != 0 {
+			t.Errorf("roundRate(%v) = %v, which R/%d does not divide", r, got, limitDivisor)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSummarizeOverhead(t *testing.T) {
+	r := overheadResult{Op: "write", Pairs: []overheadPair{
+		{Unlimited: overheadSide{1000, 100}, Limited: overheadSide{900, 110}},  // 10%, CPU +10%
+		{Unlimited: overheadSide{1000, 100}, Limited: overheadSide{1000, 100}}, // 0%, CPU +0%
+		{Unlimited: overheadSide{1000, 100}, Limited: overheadSide{1100, 102}}, // -10%, CPU +2%
+	}}
+	summarizeOverhead(&r)
+	check := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	check("the median overhead of pairs at 10%, 0% and -10%", r.Overhead, 0)
+	check("the pooled overhead of 3000 limited ops/s against 3000 unlimited", r.Pooled, 0)
+	check("the smallest pair overhead", r.Min, -0.1)
+	check("the largest pair overhead", r.Max, 0.1)
+	check("the median CPU overhead of +10%, 0% and +2%", r.CPUOverhead, 0.02)
+}
+
+func TestHotSteadyRateLeavesOutTheFirstSecond(t *testing.T) {
+	tests := []struct {
+		name    string
+		perSec  []int64
+		seconds float64
+		want    float64
+	}{
+		{"6 s run", []int64{640, 200, 210, 220, 190, 180}, 6, 200},
+		{"short run counts everything", []int64{300, 100}, 2, 200},
+	}
+	for _, tt := range tests {
+		var total int64
+		for _, v := range tt.perSec {
+			total += v
+		}
+		r := loadResult{Hot: &bench.Summary{DurationS: tt.seconds, Hot: bench.HotSummary{Accepted: total, AcceptedPerSecond: tt.perSec}}}
+		if got := r.hotSteadyRate(); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: hotSteadyRate of %v over %v s = %v, want %v", tt.name, tt.perSec, tt.seconds, got, tt.want)
+		}
+	}
+}
+
+// phase builds a loadResult for the headline tests.
+func phase(name string, round int, bgAccepted int64, p99 float64, hotRate float64, limit int, hotPerSec []int64) loadResult {
+	r := loadResult{Phase: name, Round: round, HotRate: hotRate, HotLimit: limit,
+		BG: &bench.Summary{Accepted: bgAccepted, DurationS: 2, LatencyMS: bench.Latency{P99: p99}, Errors: map[string]int64{}}}
+	if hotRate > 0 {
+		var total int64
+		for _, v := range hotPerSec {
+			total += v
+		}
+		r.Hot = &bench.Summary{Offered: int64(2 * hotRate), Accepted: total, DurationS: 2, Errors: map[string]int64{},
+			Hot: bench.HotSummary{Accepted: total, AcceptedPerSecond: hotPerSec}}
+	}
+	return r
+}
+
+func TestHeadlineRatios(t *testing.T) {
+	r := &Result{
+		Phases: []loadResult{
+			phase("baseline", 1, 2000, 10, 0, 0, nil),
+			phase("hot unlimited", 1, 1200, 30, 1000, 0, []int64{1000, 1000}),
+			phase("hot limited", 1, 1900, 11, 1000, 50, []int64{120, 100}),
+			phase("baseline", 2, 2200, 12, 0, 0, nil),
+			phase("hot unlimited", 2, 1400, 34, 1000, 0, []int64{1000, 1000}),
+			phase("hot limited", 2, 2000, 13, 1000, 50, []int64{130, 110}),
+		},
+		RejectCost: []rejectCost{
+			{Path: "coordinator", Sync: false, Ratio: 0.2},
+			{Path: "replicas", Sync: false, Ratio: 0.9},
+			{Path: "coordinator", Sync: true, Ratio: 0.1},
+			{Path: "replicas", Sync: true, Ratio: 0.5},
+		},
+		Overhead: []overheadResult{{Op: "write", Overhead: 0.01}, {Op: "read", Overhead: 0.02}},
+	}
+	r.headline()
+	check := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	check("background throughput ratio, limited (3900 vs 4200 ops over equal time)", r.BGThroughputRatioLimited, 3900.0/4200)
+	check("background throughput ratio, unlimited (2600 vs 4200)", r.BGThroughputRatioUnlimited, 2600.0/4200)
+	check("background p99 ratio, limited (mean 12 vs 11)", r.BGP99RatioLimited, 12.0/11)
+	check("background p99 ratio, unlimited (mean 32 vs 11)", r.BGP99RatioUnlimited, 32.0/11)
+	check("hot accepted over limit (mean of 110 and 120 per s over limit 50)", r.HotAcceptedOverLimit, 115.0/50)
+	check("rejection cost ratio, coordinator path, synced", r.RejectCostRatioCoordinator, 0.1)
+	check("rejection cost ratio, replicas path, synced", r.RejectCostRatioReplica, 0.5)
+	check("rejection cost ratio, coordinator path, unsynced", r.RejectCostRatioCoordinatorNoSync, 0.2)
+	check("rejection cost ratio, replicas path, unsynced", r.RejectCostRatioReplicaNoSync, 0.9)
+	check("write overhead", r.LimiterOverheadWrite, 0.01)
+	check("read overhead", r.LimiterOverheadRead, 0.02)
+
+	var text bytes.Buffer
+	if err := r.writeText(&text); err != nil {
+		t.Fatalf("writeText failed: %v", err)
+	}
+	for _, want := range []string{"| hot limited | 1000 | 50 | 975 | 0.93 |", "| background throughput, hot limited ≥ 0.90 × baseline | 0.93 | yes |"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text report does not contain %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// headlineFields are the JSON names the issue asks for.
+var headlineFields = []string{
+	"background_throughput_ratio_limited", "background_throughput_ratio_unlimited",
+	"background_p99_ratio_limited", "background_p99_ratio_unlimited", "hot_accepted_over_limit",
+	"reject_cost_ratio_coordinator", "reject_cost_ratio_replica",
+	"limiter_overhead_write", "limiter_overhead_read",
+}
+
+func TestResultJSONHasTheHeadlineFields(t *testing.T) {
+	b, err := json.Marshal(&Result{Settings: fullSettings()})
+	if err != nil {
+		t.Fatalf("json.Marshal(Result) failed: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("the JSON of a Result does not decode: %v", err)
+	}
+	for _, f := range headlineFields {
+		if _, ok := m[f].(float64); !ok {
+			t.Errorf("the JSON of a Result has no number %q: %s", f, b)
+		}
+	}
+	if s, ok := m["settings"].(map[string]any); !ok || s["phase_s"] != 6.0 {
+		t.Errorf("the JSON settings do not give the phase length in seconds (want phase_s 6): %v", m["settings"])
+	}
+}
+
+func TestParseCPUModel(t *testing.T) {
+	in := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n"
+	if got := parseCPUModel([]byte(in)); got != "AMD EPYC 7B13" {
+		t.Errorf("parseCPUModel = %q, want %q", got, "AMD EPYC 7B13")
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--rate", "50"}, {"--rate", "-1"}, {"extra"}, {"--nope"}} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, &out, &errOut); err == nil {
+			t.Errorf("run(%q) succeeded, want an error", args)
+		}
+	}
+}
+
+// TestQuickRun runs the whole program in --quick mode: it builds kvnode, starts 7 server
+// processes in turn and checks that every part produced its numbers. About half a minute.
+func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real clusters; skipped with -short")
+	}
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc on this system")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	if err := run(ctx, []string{"--quick", "--json"}, &out, &log); err != nil {
+		t.Fatalf("go run ./test/perf --quick --json failed: %v\nprogress:\n%s", err, log.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("the --json output does not decode as a Result: %v\n%s", err, out.Bytes())
+	}
+	if len(res.Phases) != 3 {
+		t.Errorf("the quick run measured %d phases, want 3 (baseline, hot unlimited, hot limited)", len(res.Phases))
+	}
+	if res.HotRate < 100 || res.HotLimit != int(res.HotRate)/limitDivisor {
+		t.Errorf("the quick run chose R = %v with limit %d, want R ≥ 100 and limit R/%d", res.HotRate, res.HotLimit, limitDivisor)
+	}
+	for _, p := range res.Phases {
+		if p.BG == nil || p.BG.Accepted == 0 {
+			t.Errorf("phase %q accepted no background operation", p.Phase)
+		}
+	}
+	if len(res.RejectCost) != 4 {
+		t.Fatalf("the quick run measured %d rejection costs, want 4 (2 paths × 2 sync settings)", len(res.RejectCost))
+	}
+	for _, rc := range res.RejectCost {
+		if rc.CPUAcceptNS <= 0 || rc.CPURejectNS <= 0 {
+			t.Errorf("rejection cost %s (sync=%v): %v ns per accepted, %v ns per rejected; want both positive",
+				rc.Path, rc.Sync, rc.CPUAcceptNS, rc.CPURejectNS)
+		}
+	}
+	if len(res.Overhead) != 2 || res.Overhead[0].Pairs[0].Limited.OpsPerS == 0 || res.Overhead[1].Pairs[0].Unlimited.OpsPerS == 0 {
+		t.Errorf("the quick run's overhead measurements are missing: %+v", res.Overhead)
+	}
+}
