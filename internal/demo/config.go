@@ -32,8 +32,9 @@ type Config struct {
 	// Duration is how long the load runs, a whole number of seconds (the results are one row per
 	// second); --duration.
 	Duration time.Duration
-	// Coordinator says which nodes coordinate the operations: bench.Fixed sends every operation
-	// to node 1, bench.RoundRobin rotates over the three; --coordinator.
+	// Coordinator says which nodes coordinate the operations: bench.RoundRobin rotates over the
+	// three, as a driver spreading its requests would; bench.Fixed sends every operation to
+	// node 1; --coordinator.
 	Coordinator bench.Coordinator
 	// Seed seeds the load generators' random choices; --seed.
 	Seed uint64
@@ -52,7 +53,7 @@ func DefaultConfig() Config {
 		HotRate:        500,
 		BackgroundRate: 300,
 		Duration:       15 * time.Second,
-		Coordinator:    bench.Fixed,
+		Coordinator:    bench.RoundRobin,
 		Seed:           1,
 	}
 }
@@ -72,7 +73,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("demo: --duration %v: want a whole number of seconds between 1s and %v, such as 15s", c.Duration, MaxDuration)
 	}
 	if c.Coordinator != bench.Fixed && c.Coordinator != bench.RoundRobin {
-		return fmt.Errorf("demo: --coordinator %q: want fixed (node 1 coordinates everything) or roundrobin (the nodes take turns)", string(c.Coordinator))
+		return fmt.Errorf("demo: --coordinator %q: want roundrobin (the nodes take turns) or fixed (node 1 coordinates everything)", string(c.Coordinator))
 	}
 	return nil
 }
@@ -87,12 +88,9 @@ many hot writes the cluster accepted against the limit, and the background
 traffic's rejections and latency. Everything is removed at the end, also when
 interrupted.
 
-By default node 1 coordinates every operation, so its counter for the hot
-partition sees the whole offered load. With --coordinator roundrobin the three
-nodes take turns; a node that rejects a write does not tell the other replicas,
-so each counter sees only part of the load and the partition gets more than
-its limit (up to 3x as the overload grows). That is a known inaccuracy of the
-limiter; the planned fix is account propagation between replicas.
+The nodes take turns coordinating the operations, as a driver spreading its
+requests over the cluster would; --coordinator fixed sends every operation
+through node 1 instead, whose counter then sees the whole load first hand.
 
 Flags:
 `
@@ -115,7 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		c.Duration = d
 		return nil
 	})
-	fs.Func("coordinator", "`policy` for coordinators: fixed (node 1 coordinates every operation) or roundrobin (the 3 nodes in turn) (default fixed)", func(s string) error {
+	fs.Func("coordinator", "`policy` for coordinators: roundrobin (the 3 nodes in turn) or fixed (node 1 coordinates every operation) (default roundrobin)", func(s string) error {
 		c.Coordinator = bench.Coordinator(s)
 		return nil
 	})

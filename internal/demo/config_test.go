@@ -27,13 +27,13 @@ func TestParseFlagsDefaults(t *testing.T) {
 
 func TestParseFlagsReadsEveryFlag(t *testing.T) {
 	args := []string{"--limit", "20", "--hot-rate", "90", "--background-rate", "40", "--duration", "1m",
-		"--coordinator", "roundrobin", "--seed", "7", "--verbose"}
+		"--coordinator", "fixed", "--seed", "7", "--verbose"}
 	got, err := parseFlags(args, io.Discard)
 	if err != nil {
 		t.Fatalf("parseFlags(%q) failed: %v", args, err)
 	}
 	want := Config{Limit: 20, HotRate: 90, BackgroundRate: 40, Duration: time.Minute,
-		Coordinator: bench.RoundRobin, Seed: 7, Verbose: true}
+		Coordinator: bench.Fixed, Seed: 7, Verbose: true}
 	if got != want {
 		t.Errorf("parseFlags(%q) =\n%+v, want\n%+v", args, got, want)
 	}

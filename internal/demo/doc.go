@@ -6,7 +6,8 @@
 // whose partitions may take Config.Limit writes per second; then for Config.Duration drives one
 // hot partition at Config.HotRate writes per second beside Config.BackgroundRate operations per
 // second of background traffic over BackgroundPartitions other partitions, both through the
-// load generator of package bench at consistency QUORUM. It prints each step as it happens, one
+// load generator of package bench at consistency QUORUM, the nodes coordinating in turn
+// (Config.Coordinator). It prints each step as it happens, one
 // row per second (hot offered, accepted and rejected against the limit; background offered,
 // accepted, rejected and p50/p99 latency), and a short reading of the results. Then it stops
 // the nodes and removes the directory, also on error or when its context is cancelled.

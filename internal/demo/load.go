@@ -42,7 +42,7 @@ const minSlice = 200 * time.Millisecond
 func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]second, error) {
 	fmt.Fprintf(out, "Load for %v: two workloads at once, each operation at consistency QUORUM and\n", cfg.Duration)
 	if cfg.Coordinator == bench.RoundRobin {
-		fmt.Fprintf(out, "coordinated by the %d nodes in turn:\n", len(addrs))
+		fmt.Fprintf(out, "coordinated by the %d nodes in turn, as a driver spreading its requests would:\n", len(addrs))
 	} else {
 		fmt.Fprintf(out, "coordinated by node 1, like an application connected to one node:\n")
 	}

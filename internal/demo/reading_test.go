@@ -54,45 +54,63 @@ func TestSumSkipsSkippedSeconds(t *testing.T) {
 }
 
 func TestWriteReading(t *testing.T) {
+	steady := []int64{250, 100, 95, 105}     // held to the limit of 100/s after warm-up
+	overshoot := []int64{340, 200, 170, 180} // 175/s: coordinators that do not share their counts
 	for _, tc := range []struct {
 		name       string
 		coord      bench.Coordinator
-		bgRejected int64
-		hotRate    int // 0 means the default
+		hotRate    int     // 0 means the default
+		accepted   []int64 // hot accepted per second
+		bgRejected int64   // per second
 		want       []string
 		wantNot    []string
 	}{
 		{
-			name:  "fixed coordinator, quiet background",
-			coord: bench.Fixed,
+			name:     "held to the limit, quiet background",
+			coord:    bench.RoundRobin,
+			accepted: steady,
 			want: []string{
 				"hot partition: offered 2000, accepted 550 (137.5/s), rejected 1450 by the limiter",
 				"rejected 0 (none, as it should be",
 				"over the last 2 seconds the hot partition was held to about 100/s (limit 100/s,",
 				"offered 500/s); background traffic saw no rejections, with p99 5.0 ms in the median\nsecond and 9.0 ms in the worst.",
 			},
-			wantNot: []string{"known inaccuracy", "errors other than"},
+			wantNot: []string{"well over the limit", "errors other than"},
 		},
 		{
-			name:       "round robin, background rejected",
+			name:       "background rejected",
 			coord:      bench.RoundRobin,
+			accepted:   steady,
 			bgRejected: 3,
-			want:       []string{"known inaccuracy", "background traffic saw 12 rejections"},
+			want:       []string{"background traffic saw 12 rejections"},
 			wantNot:    []string{"no rejections", "as it should be"},
 		},
 		{
-			name:    "hot partition under its limit",
-			coord:   bench.Fixed,
-			hotRate: 80,
-			want:    []string{"the hot partition stayed within its limit at about 100/s (limit 100/s,\noffered 80/s)"},
-			wantNot: []string{"held to"},
+			name:     "round robin well over the limit",
+			coord:    bench.RoundRobin,
+			accepted: overshoot,
+			want:     []string{"held to about 175/s", "well over the limit", "compare --coordinator fixed"},
+		},
+		{
+			name:     "one coordinator over the limit",
+			coord:    bench.Fixed,
+			accepted: overshoot,
+			want:     []string{"held to about 175/s"},
+			wantNot:  []string{"well over the limit"},
+		},
+		{
+			name:     "hot partition under its limit",
+			coord:    bench.RoundRobin,
+			hotRate:  80,
+			accepted: []int64{80, 80, 80, 80},
+			want:     []string{"the hot partition stayed within its limit at about 80/s (limit 100/s,\noffered 80/s)"},
+			wantNot:  []string{"held to"},
 		},
 	} {
-		secs := []second{
-			fakeSecond(1, 500, 250, tc.bgRejected, 9),
-			fakeSecond(2, 500, 100, tc.bgRejected, 3),
-			fakeSecond(3, 500, 95, tc.bgRejected, 4),
-			fakeSecond(4, 500, 105, tc.bgRejected, 5),
+		p99 := []float64{9, 3, 4, 5}
+		var secs []second
+		for i, a := range tc.accepted {
+			secs = append(secs, fakeSecond(i+1, 500, a, tc.bgRejected, p99[i]))
 		}
 		cfg := DefaultConfig()
 		cfg.Coordinator = tc.coord
