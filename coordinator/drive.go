@@ -85,6 +85,17 @@ func (e *Executor) begin(req *Request, now time.Time, op Op, key partitionKey, d
 	return req.OnLocalCheck(CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter}), nil
 }
 
+// propagate hands the replicas that did not count a finished, limited operation to the
+// propagator (see propagator). Unaccounted is empty for unlimited and exempt operations.
+func (e *Executor) propagate(req *Request, op Op, key partitionKey) {
+	if e.prop != nil && req.Done() {
+		e.prop.add(req.Unaccounted(), key.table, key.token, replicaOp(op))
+	}
+}
+
+// isLive reports whether id is up; the local node always is.
+func (e *Executor) isLive(id NodeID) bool { return id == e.localID || e.ring.IsLive(id) }
+
 func replicaOp(op Op) replicapb.Op {
 	if op == OpRead {
 		return replicapb.Op_OP_READ

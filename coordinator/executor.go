@@ -55,6 +55,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer is told about every request, for metrics. Nil means none.
 	Observer Observer
+	// Deltas carries account propagation (DESIGN §1): the replicas that did not see a limited
+	// operation (this coordinator rejected it locally, or a read contacted fewer than all
+	// replicas) are sent batched, coalesced account-only deltas so that every replica's counter
+	// measures the partition's whole load. Nil disables propagation; with coordinators spread
+	// over the replicas the admitted rate then climbs toward RF × limit.
+	Deltas DeltaSender
+	// PropagationInterval is how often deltas are flushed. Zero means
+	// DefaultPropagationInterval.
+	PropagationInterval time.Duration
 }
 
 // Observer receives events for metrics. Its methods are called synchronously on the request's
@@ -89,6 +98,7 @@ type Executor struct {
 	draw      func() float64
 	logger    *slog.Logger
 	observer  Observer
+	prop      *propagator // nil when propagation is off
 
 	writeTimeout, readTimeout time.Duration
 
@@ -148,6 +158,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	if e.readTimeout == 0 {
 		e.readTimeout = DefaultReadTimeout
 	}
+	if cfg.Deltas != nil {
+		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)
+	}
 	return e, nil
 }
 
@@ -163,6 +176,9 @@ func (e *Executor) Close() error {
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
+	if e.prop != nil {
+		e.prop.close()
+	}
 	return nil
 }
 

@@ -137,6 +137,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, order []NodeID, 
 			return nil, err
 		}
 	}
+	e.propagate(req, OpRead, partitionKey{spec.table.ID, spec.token})
 	if err := e.outcomeErr(o, spec.table); err != nil {
 		return nil, err
 	}

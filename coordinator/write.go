@@ -87,6 +87,7 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 			return nil, err
 		}
 	}
+	e.propagate(req, OpWrite, partitionKey{w.Table.ID, token})
 	if err := e.outcomeErr(o, w.Table); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 // These are the coordinator's acceptance tests: three real nodes in one process, real pebble,
@@ -33,8 +35,10 @@ func TestQuorumReadsAndWritesAcrossNodesAndFailures(t *testing.T) {
 	}
 
 	tc.stop(2)
-	waitFor(t, 10*time.Second, "node 0 sees node 2 down", func() bool {
-		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(tc.nodeID(2)))
+	// Coordinators pick replicas by what their failure detector says, so wait until both live
+	// nodes know; until then a read may be sent to the closed node and fail.
+	waitFor(t, 10*time.Second, "nodes 0 and 1 see node 2 down", func() bool {
+		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(tc.nodeID(2))) && !tc.nodes[1].Cluster().IsLive(cluster.NodeID(tc.nodeID(2)))
 	})
 	exec(t, clients[0], client.Quorum, "INSERT INTO ks.kv (k, c, v) VALUES ('a', 2, 'two')")
 	_, rows, err := clients[1].Query(context.Background(), client.Quorum, "SELECT c, v FROM ks.kv WHERE k = 'a'")
@@ -66,8 +70,8 @@ func TestQuorumReadsAndWritesAcrossNodesAndFailures(t *testing.T) {
 func (tc *testCluster) nodeID(i int) string { return tc.ids[i] }
 
 // hammer sends n writes to partition key through c at QUORUM as fast as it can and counts what
-// happened.
-func hammer(t *testing.T, c *client.Client, table, key string, n int) (ok int, byCoordinator, byReplicas int) {
+// happened. Every rate-limit error must name the table's write limit.
+func hammer(t *testing.T, c *client.Client, table, key string, n int, limit uint32) (ok int, byCoordinator, byReplicas int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		_, err := c.Execute(context.Background(), client.Quorum, fmt.Sprintf("INSERT INTO %s (k, v) VALUES ('%s', %d)", table, key, i))
@@ -82,8 +86,8 @@ func hammer(t *testing.T, c *client.Client, table, key string, n int) (ok int, b
 			case client.RejectedByReplicas:
 				byReplicas++
 			}
-			if rl.Limit != 50 || rl.Op != client.OpWrite || rl.Table != "limited" {
-				t.Fatalf("rate-limit error %+v: want limit 50 on writes to table limited", rl)
+			if rl.Limit != limit || rl.Op != client.OpWrite || rl.Table != "limited" {
+				t.Fatalf("rate-limit error %+v: want limit %d on writes to table limited", rl, limit)
 			}
 		default:
 			t.Fatalf("write %d to %s: %v", i, key, err)
@@ -99,20 +103,20 @@ func TestRateLimitRejectedByCoordinatorThenLifted(t *testing.T) {
 	exec(t, c, client.One, "CREATE TABLE ks.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
 
 	// RF=3 on 3 nodes: node 0 replicates every partition, so it decides first.
-	ok, byCoord, byReplicas := hammer(t, c, "ks.limited", "hot", 400)
+	ok, byCoord, byReplicas := hammer(t, c, "ks.limited", "hot", 400, 50)
 	if byCoord == 0 || byReplicas != 0 {
 		t.Fatalf("400 fast writes to one partition at limit 50 through a replica coordinator: %d ok, %d rejected by coordinator, %d by replicas; want rejections by the coordinator only", ok, byCoord, byReplicas)
 	}
 	t.Logf("hot partition: %d accepted, %d rejected by coordinator", ok, byCoord)
 	for i := 0; i < 20; i++ {
-		if ok, rc, rr := hammer(t, c, "ks.limited", fmt.Sprintf("cold-%d", i), 3); rc+rr != 0 {
+		if ok, rc, rr := hammer(t, c, "ks.limited", fmt.Sprintf("cold-%d", i), 3, 50); rc+rr != 0 {
 			t.Fatalf("cold partition %d saw %d rejections (%d accepted), want none", i, rc+rr, ok)
 		}
 	}
 
 	exec(t, c, client.One, "ALTER TABLE ks.limited WITH per_partition_rate_limit = {}")
 	waitFor(t, 2*time.Second, "writes to the hot partition are accepted again after ALTER ... = {}", func() bool {
-		ok, rc, rr := hammer(t, c, "ks.limited", "hot", 50)
+		ok, rc, rr := hammer(t, c, "ks.limited", "hot", 50, 50)
 		return ok == 50 && rc+rr == 0
 	})
 }
@@ -134,9 +138,35 @@ func TestRateLimitRejectedByReplicas(t *testing.T) {
 		}
 	}
 	c := tc.client(coord)
-	ok, byCoord, byReplicas := hammer(t, c, "rf1.limited", "hot", 400)
+	ok, byCoord, byReplicas := hammer(t, c, "rf1.limited", "hot", 400, 50)
 	if byReplicas == 0 || byCoord != 0 {
 		t.Fatalf("400 fast writes through non-replica node %d: %d ok, %d rejected by coordinator, %d by replicas; want rejections by replicas only", coord, ok, byCoord, byReplicas)
 	}
 	t.Logf("hot partition via non-replica coordinator: %d accepted, %d rejected by replicas", ok, byReplicas)
+}
+
+// TestRejectionsReachTheOtherReplicas checks account propagation between real nodes: when the
+// coordinator rejects an operation locally, the other replicas never see it, so the coordinator
+// sends them account-only deltas. Without them each replica counts only part of a partition's
+// load and coordinators spread over the replicas admit up to RF × limit (DESIGN §1). The clock
+// is frozen so that counters do not decay and every count is exact.
+func TestRejectionsReachTheOtherReplicas(t *testing.T) {
+	const writes = 300
+	frozen := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	tc := startClusterWith(t, 3, func(c *node.Config) { c.Now = func() time.Time { return frozen } })
+	c := tc.client(0)
+	exec(t, c, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	exec(t, c, client.One, "CREATE TABLE ks.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 20}")
+
+	ok, byCoordinator, _ := hammer(t, c, "ks.limited", "hot", writes, 20)
+	if byCoordinator == 0 {
+		t.Fatalf("%d writes at a limit of 20/s on a frozen clock: none rejected by the coordinator", writes)
+	}
+	table, _ := tc.nodes[0].Schema().Table("ks", "limited")
+	token := partitioner.Token([]byte("hot"))
+	for i := 1; i < 3; i++ {
+		waitFor(t, 5*time.Second, fmt.Sprintf("node %d counts all %d writes (%d it applied, %d rejected by node 0)", i, writes, ok, byCoordinator), func() bool {
+			return tc.nodes[i].Replica().Count(table.ID, token, replicapb.Op_OP_WRITE, frozen) == writes
+		})
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // Config configures one node. DataDir is required; the zero value of every other field means its
@@ -62,6 +63,10 @@ type Config struct {
 	SchemaAgreementTimeout time.Duration
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// Now is a test-only knob: the clock of the rate limiter and the coordinator (write
+	// timestamps, deadlines). Nil means time.Now. Tests freeze it to make counters exact.
+	Now func() time.Time
 }
 
 // Default listen addresses.
@@ -136,6 +141,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	// The node id is created by cluster.Start; the schema holder needs it only to stamp versions,
 	// so it is set once membership is up and before any DDL can arrive over the API.
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if n.schema, err = openSchema(cfg.DataDir, "", time.Now); err != nil {
 		return nil, err
 	}
@@ -152,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if n.replica, err = replica.NewService(replica.Config{
-		Store: n.store, Schema: n.schema, Limits: limits, Logger: cfg.Logger.With("component", "replica"),
+		Store: n.store, Schema: n.schema, Limits: limits, Now: cfg.Now, Logger: cfg.Logger.With("component", "replica"),
 	}); err != nil {
 		return nil, err
 	}
@@ -182,9 +190,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		LocalID:      self,
 		Ring:         ring,
 		Transport:    n.trans,
+		Deltas:       n.trans,
 		Local:        n.replica,
 		Schema:       n.schema,
 		Cluster:      ring,
+		Now:          cfg.Now,
 		WriteTimeout: cfg.WriteTimeout,
 		ReadTimeout:  cfg.ReadTimeout,
 		Logger:       cfg.Logger.With("component", "coordinator"),
@@ -279,6 +289,9 @@ func (n *Node) Replica() *replica.Service { return n.replica }
 
 // Registry returns the node's Prometheus registry.
 func (n *Node) Registry() *prometheus.Registry { return n.registry }
+
+// Schema returns the node's current schema.
+func (n *Node) Schema() *schema.Schema { return n.schema.Schema() }
 
 // SchemaDigest returns the digest of the node's current schema.
 func (n *Node) SchemaDigest() string { return n.schema.Digest() }

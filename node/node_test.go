@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
@@ -32,7 +31,7 @@ type testCluster struct {
 // smallStorage keeps several in-process nodes' pebble caches small.
 var smallStorage = replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func nodeConfig(dir string, seeds []string) node.Config {
 	return node.Config{
@@ -53,6 +52,12 @@ func nodeConfig(dir string, seeds []string) node.Config {
 // all n live.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with a hook that adjusts each node's configuration.
+func startClusterWith(t *testing.T, n int, adjust func(*node.Config)) *testCluster {
+	t.Helper()
 	tc := &testCluster{t: t}
 	for i := 0; i < n; i++ {
 		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
@@ -60,7 +65,11 @@ func startCluster(t *testing.T, n int) *testCluster {
 		if i > 0 {
 			seeds = []string{tc.seed}
 		}
-		nd, err := node.Start(context.Background(), nodeConfig(dir, seeds))
+		cfg := nodeConfig(dir, seeds)
+		if adjust != nil {
+			adjust(&cfg)
+		}
+		nd, err := node.Start(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("start node %d: %v", i, err)
 		}

@@ -60,6 +60,18 @@ func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replic
 	return api.Read(ctx, req)
 }
 
+// AccountDelta sends account-only deltas to replica to (coordinator.DeltaSender).
+func (t *transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
+	if to == t.self {
+		return t.local.AccountDelta(ctx, req)
+	}
+	api, err := t.peer(to)
+	if err != nil {
+		return nil, err
+	}
+	return api.AccountDelta(ctx, req)
+}
+
 // peer returns a client for node id, dialling (lazily, without blocking) on first use and again
 // when the node's published RPC address changed (a restart on another port).
 func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error) {

@@ -210,6 +210,16 @@ func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op replicapb
 	return nil
 }
 
+// Count returns the decayed limiter counter of operations of kind op on the partition with token
+// in table id at now, without counting anything: what the next Check would see before its own
+// increment. Unknown tables and ops count 0.
+func (s *Service) Count(id schema.TableID, token int64, op replicapb.Op, now time.Time) uint32 {
+	if _, ok := s.schema.TableByID(id); !ok || checkOp(op) != nil {
+		return 0
+	}
+	return s.limits.Peek(token, s.labels.get(id, op), now)
+}
+
 // admit applies the request's limiter instructions for an op on table t.
 func (s *Service) admit(t *schema.Table, token int64, op replicapb.Op, lim *replicapb.Limiter) (partitionlimit.Decision, error) {
 	mode := lim.GetMode()
