@@ -29,13 +29,13 @@
 // Simulated time is an int64 count of nanoseconds; the event queue is a binary heap ordered by
 // (time, sequence number of scheduling), so simultaneous events run in the order they were
 // scheduled. Node i's wall clock reads epoch + t + offset_i, where epoch is a whole unix second
-// and offset_i is the scenario's skew s times a fixed pattern −1, +1, 0, +½, −½ over nodes
-// 0 … 4 (repeating). The hot partition's replicas 0, 1, 2 therefore run at −s, +s and 0: at
-// s = 100 ms their second boundaries are 100 and 200 ms apart; at s = 500 ms nodes 0 and 1 are a
-// whole second apart, so they halve in step (their counters never disagree), and node 2 halves
-// half a second out of phase with both, the worst phase for a counter that halves every second.
-// The pattern is deterministic rather than drawn so that a row means the same thing for every
-// seed.
+// and offset_i is the scenario's skew s times a fixed pattern −1, 0, +½, +1, −½ over nodes
+// 0 … 4 (repeating). The hot partition's replicas 0, 1, 2 therefore run at −s, 0 and +s/2:
+// their second boundaries, where counters halve, are s, s/2 and 3s/2 apart, which gives three
+// distinct phases at s = 100 ms and at s = 500 ms (at 500 ms: a half, a quarter and
+// three-quarters of a second). The pattern is deterministic rather than drawn so that a row
+// means the same thing for every seed; it avoids putting two replicas at −s and +s, which at
+// s = 500 ms would be a whole second apart and halve in step.
 //
 // # Workloads
 //

@@ -75,8 +75,8 @@ type Scenario struct {
 	// Routing is how the driver picks coordinators.
 	Routing Routing
 	// Skew is the clock offset magnitude s: node i's clock is off by s times skewFactor(i)
-	// (−s, +s, 0, +s/2, −s/2 for nodes 0 to 4, repeating), so the replicas 0, 1, 2 of the hot
-	// partition sit at −s, +s and 0.
+	// (−s, 0, +s/2, +s, −s/2 for nodes 0 to 4, repeating), so the replicas 0, 1, 2 of the hot
+	// partition sit at −s, 0 and +s/2.
 	Skew time.Duration
 	// Offered is the hot partition's offered rate V as a multiple of the limit: V = Offered · L.
 	Offered float64
@@ -120,16 +120,19 @@ func (s Scenario) key() uint64 {
 	return h.Sum64()
 }
 
-// skewFactor returns the clock offset of node i as a multiple of Scenario.Skew: −1, +1, 0, +½, −½
-// for i mod 5 = 0 … 4.
+// skewFactor returns the clock offset of node i as a multiple of Scenario.Skew: −1, 0, +½, +1,
+// −½ for i mod 5 = 0 … 4. The hot partition's replicas (nodes 0, 1, 2) sit at −s, 0 and +s/2,
+// so their second boundaries are s, s/2 and 3s/2 apart: three distinct phases for both
+// s = 100 ms and s = 500 ms. (Two replicas at −s and +s would be a whole second apart at
+// s = 500 ms and halve in step, hiding the skew.)
 func skewFactor(i int) float64 {
 	switch i % 5 {
 	case 0:
 		return -1
-	case 1:
-		return 1
-	case 3:
+	case 2:
 		return 0.5
+	case 3:
+		return 1
 	case 4:
 		return -0.5
 	}

@@ -118,7 +118,6 @@ func TestRF1MatchesPartitionlimit(t *testing.T) {
 	o := Options{Seed: 11, Duration: 45 * time.Second}
 	if raceEnabled {
 		ratios = []float64{0.5, 1.44, 10}
-		o.Duration = 15 * time.Second
 	}
 	for _, routing := range []Routing{FixedFirst, Outside} {
 		for _, reads := range []float64{0, 1} {
