@@ -18,27 +18,36 @@ type second struct {
 	// N numbers the second from 1.
 	N int
 	// Hot and Background are the two workloads' summaries for this second; both nil when the
-	// second was skipped because the one before ran past its end.
+	// second was skipped because its load could not start in time.
 	Hot, Background *bench.Summary
 }
 
 // Skipped reports whether no load ran in this second.
 func (s second) Skipped() bool { return s.Hot == nil }
 
-// minSlice is the shortest remainder of a second worth loading: when the previous second's
-// operations drained so late that less than this is left, the second is skipped.
+// minSlice is the shortest remainder of a second worth loading: a second whose load could not
+// start until less than this was left is skipped (only a badly overloaded machine gets there).
 const minSlice = 200 * time.Millisecond
 
-// runLoad drives the load for cfg.Duration, second by second, printing each second's row as it
-// ends. It returns the completed seconds; a second cut short by ctx is left out.
+// outcome is what one second's pair of bench runs returned.
+type outcome struct {
+	hot, background *bench.Summary
+	err             error
+}
+
+// runLoad drives the load for cfg.Duration, second by second, printing each second's row once
+// its operations have finished. It returns the completed seconds, in order; seconds cut short by
+// ctx are left out.
 //
 // Each second runs two bench.Execute calls at once, one for the hot partition and one for the
-// background traffic, each until the second's end. Running a fresh pair every second (instead
-// of one pair for the whole duration) is what gives a row per second for both workloads,
-// background latency percentiles included; the replicas' limiter counters live on the nodes, so
-// the hot partition's counter carries over from one second to the next as it would under one
-// continuous run. Seconds are aligned to wall-clock seconds, the instants at which the counters
-// halve, so each row covers one period of the limiter.
+// background traffic, each issuing operations until the second's end. Running a fresh pair
+// every second (instead of one pair for the whole duration) is what gives a row per second for
+// both workloads, background latency percentiles included. The limiter's counters live on the
+// nodes, so the hot partition's counter carries over from second to second as under one
+// continuous run. A second's pair starts at its boundary whether or not the previous pair's
+// last operations have finished, so a slow second does not shorten the next one; each
+// operation counts in the second it was issued in. Seconds are aligned to wall-clock seconds,
+// the instants at which the counters halve, so each row covers one period of the limiter.
 func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]second, error) {
 	fmt.Fprintf(out, "Load for %v: two workloads at once, each operation at consistency QUORUM and\n", cfg.Duration)
 	if cfg.Coordinator == bench.RoundRobin {
@@ -49,43 +58,65 @@ func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]
 	fmt.Fprintf(out, "  hot:        %d writes/s to the single partition 'hot' (limit %d/s)\n", cfg.HotRate, cfg.Limit)
 	fmt.Fprintf(out, "  background: %d ops/s over %d other partitions, half writes and half reads\n\n", cfg.BackgroundRate, BackgroundPartitions)
 
-	start := time.Now().Truncate(time.Second).Add(time.Second)
-	if err := waitFor(ctx, start); err != nil {
-		return nil, nil // interrupted before any load
-	}
-	writeHeader(out)
 	n := int(cfg.Duration / time.Second)
+	loadCtx, cancelLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancelLoad() // a no-op when every second has finished
+		wg.Wait()
+	}()
+
+	start := time.Now().Truncate(time.Second).Add(time.Second)
+	timer := time.NewTimer(time.Until(start))
+	defer timer.Stop()
+	results := make([]chan outcome, n)
 	seconds := make([]second, 0, n)
-	for i := range n {
-		s := second{N: i + 1}
-		end := start.Add(time.Duration(i+1) * time.Second)
-		if d := time.Until(end); d >= minSlice {
-			var err error
-			s.Hot, s.Background, err = runSecond(ctx, cfg, addrs, i, d)
-			if err != nil {
-				return seconds, err
-			}
+	launched := 0
+	for len(seconds) < n {
+		var launch <-chan time.Time
+		if launched < n {
+			launch = timer.C
 		}
-		if ctx.Err() != nil {
+		var done <-chan outcome
+		if len(seconds) < launched {
+			done = results[len(seconds)]
+		}
+		select {
+		case <-ctx.Done():
 			return seconds, nil
+		case <-launch:
+			if launched == 0 {
+				writeHeader(out)
+			}
+			i := launched
+			ch := make(chan outcome, 1)
+			results[i] = ch
+			end := start.Add(time.Duration(i+1) * time.Second)
+			if d := time.Until(end); d < minSlice {
+				ch <- outcome{}
+			} else {
+				wg.Go(func() {
+					hot, bg, err := runSecond(loadCtx, cfg, addrs, i, d)
+					ch <- outcome{hot: hot, background: bg, err: err}
+				})
+			}
+			launched++
+			if launched < n {
+				timer.Reset(time.Until(end))
+			}
+		case o := <-done:
+			if o.err != nil {
+				return seconds, o.err
+			}
+			if ctx.Err() != nil {
+				return seconds, nil // this second was cut short
+			}
+			s := second{N: len(seconds) + 1, Hot: o.hot, Background: o.background}
+			writeRow(out, cfg.Limit, s)
+			seconds = append(seconds, s)
 		}
-		writeRow(out, cfg.Limit, s)
-		seconds = append(seconds, s)
 	}
 	return seconds, nil
-}
-
-// waitFor waits until t or until ctx ends, whichever is first, and returns ctx's error in the
-// second case.
-func waitFor(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 // runSecond runs second i's two workloads, each for d, and returns their summaries.
@@ -157,7 +188,7 @@ func rule(label string, width int) string {
 // writeRow prints second s's row.
 func writeRow(out io.Writer, limit int, s second) {
 	if s.Skipped() {
-		fmt.Fprintf(out, "  %6d  (skipped: the previous second's operations finished too late)\n", s.N)
+		fmt.Fprintf(out, "  %6d  (skipped: its load could not start in time)\n", s.N)
 		return
 	}
 	h, b := s.Hot, s.Background
