@@ -73,7 +73,7 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 6 * time.Second, Rounds: 2,
+		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 5 * time.Second, Rounds: 3,
 		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
 		BGPartitions: 10_000, BGConcurrency: 32, HotConcurrency: 128,
 		RejectOps: 20_000, RejectWarm: 500, RejectConcurrency: 16, Idle: 2 * time.Second,

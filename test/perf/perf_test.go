@@ -260,11 +260,15 @@ func TestHeadlineRatios(t *testing.T) {
 			t.Errorf("%s = %v, want %v", what, got, want)
 		}
 	}
-	check("background throughput ratio, limited (3900 vs 4200 ops over equal time)", r.BGThroughputRatioLimited, 3900.0/4200)
-	check("background throughput ratio, unlimited (2600 vs 4200)", r.BGThroughputRatioUnlimited, 2600.0/4200)
-	check("background p99 ratio, limited (mean 12 vs 11)", r.BGP99RatioLimited, 12.0/11)
-	check("background p99 ratio, unlimited (mean 32 vs 11)", r.BGP99RatioUnlimited, 32.0/11)
-	check("hot accepted over limit (mean of 110 and 120 per s over limit 50)", r.HotAcceptedOverLimit, 115.0/50)
+	if len(r.Rounds) != 2 {
+		t.Fatalf("headline found %d complete rounds, want 2", len(r.Rounds))
+	}
+	check("round 1's background throughput ratio, limited (1900 vs 2000)", r.Rounds[0].ThroughputLimited, 0.95)
+	check("the median background throughput ratio, limited (1900/2000 and 2000/2200)", r.BGThroughputRatioLimited, (0.95+2000.0/2200)/2)
+	check("the median background throughput ratio, unlimited (1200/2000 and 1400/2200)", r.BGThroughputRatioUnlimited, (0.6+1400.0/2200)/2)
+	check("the median background p99 ratio, limited (11/10 and 13/12)", r.BGP99RatioLimited, (1.1+13.0/12)/2)
+	check("the median background p99 ratio, unlimited (30/10 and 34/12)", r.BGP99RatioUnlimited, (3+34.0/12)/2)
+	check("hot accepted over limit (110 and 120 per s over limit 50)", r.HotAcceptedOverLimit, 115.0/50)
 	check("rejection cost ratio, coordinator path, synced", r.RejectCostRatioCoordinator, 0.1)
 	check("rejection cost ratio, replicas path, synced", r.RejectCostRatioReplica, 0.5)
 	check("rejection cost ratio, coordinator path, unsynced", r.RejectCostRatioCoordinatorNoSync, 0.2)
@@ -276,7 +280,8 @@ func TestHeadlineRatios(t *testing.T) {
 	if err := r.writeText(&text); err != nil {
 		t.Fatalf("writeText failed: %v", err)
 	}
-	for _, want := range []string{"| hot limited | 1000 | 50 | 975 | 0.93 |", "| background throughput, hot limited ≥ 0.90 × baseline | 0.93 | yes |"} {
+	for _, want := range []string{"| hot limited | 1000 | 50 | 975 | 0.93 |", "| background throughput, hot limited ≥ 0.90 × baseline | 0.93 | yes |",
+		"| 1 | 0.60 | 0.95 | 3.00 | 1.10 | 2.20 |"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report does not contain %q:\n%s", want, text.String())
 		}
@@ -305,8 +310,8 @@ func TestResultJSONHasTheHeadlineFields(t *testing.T) {
 			t.Errorf("the JSON of a Result has no number %q: %s", f, b)
 		}
 	}
-	if s, ok := m["settings"].(map[string]any); !ok || s["phase_s"] != 6.0 {
-		t.Errorf("the JSON settings do not give the phase length in seconds (want phase_s 6): %v", m["settings"])
+	if s, ok := m["settings"].(map[string]any); !ok || s["phase_s"] != 5.0 {
+		t.Errorf("the JSON settings do not give the phase length in seconds (want phase_s 5): %v", m["settings"])
 	}
 }
 

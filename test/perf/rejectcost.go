@@ -26,6 +26,7 @@ type opCounts struct {
 	ByReplicas    int64         `json:"rejected_by_replicas"`
 	Errors        int64         `json:"errors"`
 	Elapsed       time.Duration `json:"-"`
+	ElapsedS      float64       `json:"elapsed_s"`
 	FirstError    string        `json:"first_error,omitempty"`
 }
 
@@ -62,8 +63,9 @@ func drive(ctx context.Context, pick func(i int64) *client.Client, table string,
 		})
 	}
 	wg.Wait()
+	el := time.Since(start)
 	return opCounts{Ops: min(next.Load(), n), Accepted: acc.Load(), ByCoordinator: byCoord.Load(),
-		ByReplicas: byRepl.Load(), Errors: errs.Load(), Elapsed: time.Since(start), FirstError: first}
+		ByReplicas: byRepl.Load(), Errors: errs.Load(), Elapsed: el, ElapsedS: el.Seconds(), FirstError: first}
 }
 
 // rejectCost is the server CPU of accepted and of rejected writes on one limiter path.

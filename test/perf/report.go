@@ -43,6 +43,8 @@ type Result struct {
 	RateSearch          []searchStep `json:"rate_search"`
 	SearchReachedTarget bool         `json:"rate_search_reached_target"`
 
+	// Rounds holds each round's ratios; the headline values are their medians.
+	Rounds     []roundRatio     `json:"rounds"`
 	Phases     []loadResult     `json:"phases"`
 	RejectCost []rejectCost     `json:"reject_cost"`
 	Overhead   []overheadResult `json:"overhead"`
@@ -178,27 +180,71 @@ func aggregate(phases []loadResult) []phaseAggregate {
 	return out
 }
 
-// headline fills in the headline ratios of r from its measurements.
-func (r *Result) headline() {
-	agg := aggregate(r.Phases)
-	var base, unl, lim *phaseAggregate
-	for i := range agg {
-		switch agg[i].Name {
-		case "baseline":
-			base = &agg[i]
-		case "hot unlimited":
-			unl = &agg[i]
-		case "hot limited":
-			lim = &agg[i]
+// roundRatio is one round's hot phases as ratios to that round's baseline.
+type roundRatio struct {
+	Round               int     `json:"round"`
+	ThroughputLimited   float64 `json:"background_throughput_ratio_limited"`
+	ThroughputUnlimited float64 `json:"background_throughput_ratio_unlimited"`
+	P99Limited          float64 `json:"background_p99_ratio_limited"`
+	P99Unlimited        float64 `json:"background_p99_ratio_unlimited"`
+	HotOverLimit        float64 `json:"hot_accepted_over_limit"`
+}
+
+// roundRatios compares each round's hot phases with the baseline of the same round, so that a
+// drift in the machine's speed between rounds cancels. Rounds missing a phase are left out.
+func roundRatios(phases []loadResult) []roundRatio {
+	var out []roundRatio
+	for round := 1; ; round++ {
+		var base, unl, lim *loadResult
+		seen := false
+		for i := range phases {
+			p := &phases[i]
+			if p.Round != round {
+				continue
+			}
+			seen = true
+			switch p.Phase {
+			case "baseline":
+				base = p
+			case "hot unlimited":
+				unl = p
+			case "hot limited":
+				lim = p
+			}
 		}
+		if !seen {
+			return out
+		}
+		if base == nil || unl == nil || lim == nil {
+			continue
+		}
+		out = append(out, roundRatio{
+			Round:               round,
+			ThroughputLimited:   ratio(lim.bgThroughput(), base.bgThroughput()),
+			ThroughputUnlimited: ratio(unl.bgThroughput(), base.bgThroughput()),
+			P99Limited:          ratio(lim.BG.LatencyMS.P99, base.BG.LatencyMS.P99),
+			P99Unlimited:        ratio(unl.BG.LatencyMS.P99, base.BG.LatencyMS.P99),
+			HotOverLimit:        ratio(lim.hotSteadyRate(), float64(lim.HotLimit)),
+		})
 	}
-	if base != nil && unl != nil && lim != nil {
-		r.BGThroughputRatioUnlimited = ratio(unl.BGThroughput, base.BGThroughput)
-		r.BGThroughputRatioLimited = ratio(lim.BGThroughput, base.BGThroughput)
-		r.BGP99RatioUnlimited = ratio(unl.P99, base.P99)
-		r.BGP99RatioLimited = ratio(lim.P99, base.P99)
-		r.HotAcceptedOverLimit = ratio(lim.HotSteady, float64(lim.HotLimit))
+}
+
+// headline fills in the headline numbers of r from its measurements: for the hot phases the
+// median over rounds of each round's ratio to its own baseline.
+func (r *Result) headline() {
+	r.Rounds = roundRatios(r.Phases)
+	med := func(f func(roundRatio) float64) float64 {
+		vs := make([]float64, len(r.Rounds))
+		for i, rr := range r.Rounds {
+			vs[i] = f(rr)
+		}
+		return median(vs)
 	}
+	r.BGThroughputRatioLimited = med(func(rr roundRatio) float64 { return rr.ThroughputLimited })
+	r.BGThroughputRatioUnlimited = med(func(rr roundRatio) float64 { return rr.ThroughputUnlimited })
+	r.BGP99RatioLimited = med(func(rr roundRatio) float64 { return rr.P99Limited })
+	r.BGP99RatioUnlimited = med(func(rr roundRatio) float64 { return rr.P99Unlimited })
+	r.HotAcceptedOverLimit = med(func(rr roundRatio) float64 { return rr.HotOverLimit })
 	for _, rc := range r.RejectCost {
 		switch {
 		case rc.Path == "coordinator" && rc.Sync:
@@ -253,7 +299,7 @@ func (r *Result) writeText(w io.Writer) error {
 			base = a
 		}
 	}
-	fmt.Fprintf(&b, "| phase | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s (steady) | steady / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
+	fmt.Fprintf(&b, "| phase (all rounds) | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s (steady) | steady / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, a := range agg {
 		limit, over := "none", "-"
@@ -272,6 +318,14 @@ func (r *Result) writeText(w io.Writer) error {
 			a.P50, a.P99, ratio(a.P99, base.P99), hot(a.HotAccepted), hot(a.HotSteady), over, hot(a.HotRejected),
 			a.BGRejected, a.BGErrors, a.ServerCPU, a.LoadGenCPU)
 	}
+
+	fmt.Fprintf(&b, "\nEach round's hot phases against the same round's baseline; the headline is the median over rounds:\n\n")
+	fmt.Fprintf(&b, "| round | background throughput × baseline, unlimited | limited | background p99 × baseline, unlimited | limited | hot accepted (steady) / limit |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, rr := range r.Rounds {
+		fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr.Round, rr.ThroughputUnlimited, rr.ThroughputLimited, rr.P99Unlimited, rr.P99Limited, rr.HotOverLimit)
+	}
+	fmt.Fprintf(&b, "| median | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.BGThroughputRatioUnlimited, r.BGThroughputRatioLimited,
+		r.BGP99RatioUnlimited, r.BGP99RatioLimited, r.HotAcceptedOverLimit)
 
 	fmt.Fprintf(&b, "\n## Cost of a rejection (server CPU per write)\n\n")
 	fmt.Fprintf(&b, "%d writes per phase to one partition, %d workers; CPU summed over the 3 server processes from /proc, idle CPU subtracted.\n\n",
