@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvnode/kvnode/cluster"
@@ -83,12 +86,25 @@ func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error)
 	defer t.mu.Unlock()
 	if pc, ok := t.conns[id]; ok {
 		if pc.addr == m.RPCAddr {
+			// Gossip says the peer is reachable at this address; a connection still backing off
+			// from an earlier outage would fail fast until its backoff ran out.
+			if pc.conn.GetState() == connectivity.TransientFailure {
+				pc.conn.ResetConnectBackoff()
+			}
 			return pc.api, nil
 		}
 		pc.conn.Close()
 		delete(t.conns, id)
 	}
-	conn, err := grpc.NewClient(m.RPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(m.RPCAddr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// gRPC's default reconnect backoff grows to 2 minutes; a peer that restarts must be
+		// reachable again as soon as gossip sees it, so keep retries close together.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+	)
 	if err != nil {
 		return nil, fmt.Errorf("node %s at %s: %w", id, m.RPCAddr, err)
 	}

@@ -3,7 +3,7 @@
 //	kvnode [serve] [flags]   run a node (the default)
 //	kvnode cql [flags]       an interactive CQL shell
 //	kvnode bench [flags]     a load generator
-//	kvnode demo              a 3-node cluster in one process showing a hot partition held to its limit
+//	kvnode demo [flags]      a 3-node cluster in one process showing a hot partition held to its limit
 //
 // Run `kvnode <command> -h` for a command's flags.
 package main
@@ -21,10 +21,16 @@ import (
 
 	"github.com/kvnode/kvnode/internal/bench"
 	"github.com/kvnode/kvnode/internal/cqlsh"
+	"github.com/kvnode/kvnode/internal/demo"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.Background(), context.CancelFunc(func() {})
+	// The shell handles Ctrl-C itself: it cancels the running statement or clears the input line,
+	// and must not end the session. Every other command stops on SIGINT or SIGTERM.
+	if len(os.Args) < 2 || os.Args[1] != "cql" {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	}
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -41,13 +47,13 @@ Usage:
   kvnode [serve] [flags]   run a node (the default command)
   kvnode cql [flags]       interactive CQL shell (-e 'STATEMENT', -f file.cql)
   kvnode bench [flags]     load generator (--json for a machine-readable summary)
-  kvnode demo              a local 3-node cluster showing a hot partition held to its limit
+  kvnode demo [flags]      a local 3-node cluster showing a hot partition held to its limit
 
 Run 'kvnode <command> -h' for the command's flags.
 `
 
-// run executes the command line args (without the program name). ctx is canceled on SIGINT or
-// SIGTERM.
+// run executes the command line args (without the program name). For every command but cql, ctx
+// is canceled on SIGINT or SIGTERM.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -60,6 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cqlsh.Run(ctx, args, stdin, stdout, stderr)
 	case "bench":
 		return bench.Run(ctx, args, stdout, stderr)
+	case "demo":
+		return demo.Run(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
