@@ -16,12 +16,17 @@
 //     Decide with the Send's draw; account-only: Account; none: nothing) and answers with a
 //     Response after another sampled latency. A node's messages to itself take no time.
 //   - Tick at the request's deadline when some message was lost.
+//   - With Scenario.Propagation, the finishing Step's Unaccounted replicas are owed account-only
+//     deltas, as the coordinator shell's propagator collects them: coalesced per (partition,
+//     op) per coordinator, flushed every Options.PropagationInterval (20 ms, the shell's default)
+//     to each replica the failure detector considers live, and added by the replica with
+//     Table.AccountN on its own clock.
 //
 // Modelled, not real: the network (latency MinLatency + Exp(MeanExtraLatency) per hop, lost
 // messages to crashed nodes), storage (a replica "performs" an operation instantly), the ring
 // (the hot partition's replicas are nodes 0 … RF−1; a cold partition's are RF consecutive nodes
 // from a position its token picks), the failure detector (a crashed node is marked down after
-// Options.DetectAfter), and the driver (Routing). There is no pebble, no gRPC and no goroutine
+// Options.DetectAfter; drivers stop using it at once), and the driver (Routing). There is no pebble, no gRPC and no goroutine
 // inside a run.
 //
 // # Time and clocks

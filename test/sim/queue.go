@@ -16,6 +16,8 @@ const (
 	evDeliver                      // a Send reaches its replica
 	evRespond                      // a replica's Response reaches the coordinator
 	evTick                         // a request's deadline, on the coordinator's clock
+	evFlush                        // a coordinator's account-propagation timer fires
+	evDeltas                       // a batch of account-only deltas reaches its replica
 )
 
 // event is one entry of the simulator's queue. Events are ordered by (at, seq): seq is the order
@@ -25,8 +27,8 @@ type event struct {
 	at   int64 // simulated nanoseconds since the start of the run
 	seq  uint64
 	kind eventKind
-	node int32  // evDeliver: the replica; evRespond: the replica that answers
-	op   int32  // index into sim.ops
+	node int32  // evDeliver, evDeltas: the replica; evRespond: the replica that answers; evFlush: the coordinator
+	op   int32  // index into sim.ops; evDeltas: index into sim.batches
 	gen  uint32 // generation of the op slot, so events of a recycled slot are ignored
 	send int32  // evDeliver, evRespond: the Send's Seq
 

@@ -20,6 +20,8 @@ type Row struct {
 	OfferedOverLimit float64 `json:"offered_over_limit"`
 	ReplicaDown      bool    `json:"replica_down"`
 	Flood            bool    `json:"flood"`
+	// Propagation says whether coordinators propagated account-only deltas.
+	Propagation bool `json:"propagation"`
 	// AcceptedOverLimit is the hot partition's accepted rate over L in the measurement window.
 	AcceptedOverLimit float64 `json:"accepted_over_limit"`
 	// WastedPerAccepted is the replica operations performed for rejected or failed operations,
@@ -54,6 +56,7 @@ func (r Result) Row() Row {
 		OfferedOverLimit:     sc.Offered,
 		ReplicaDown:          sc.ReplicaDown,
 		Flood:                sc.Flood,
+		Propagation:          sc.Propagation,
 		AcceptedOverLimit:    round4(r.AcceptedOverLimit()),
 		WastedPerAccepted:    round4(r.WastedPerAccepted()),
 		Disagreement:         round4(r.Disagreement()),
@@ -117,8 +120,8 @@ func WriteJSON(w io.Writer, results []Result) error {
 }
 
 // markdownHeader is the header of the markdown table.
-const markdownHeader = `| RF | op | CL | routing | skew | V/L | replica down | flood | accepted/L | wasted/accepted | disagreement |
-|---:|---|---|---|---:|---:|---|---|---:|---:|---:|
+const markdownHeader = `| RF | op | CL | routing | skew | V/L | replica down | flood | propagation | accepted/L | wasted/accepted | disagreement |
+|---:|---|---|---|---:|---:|---|---|---|---:|---:|---:|
 `
 
 // MarkdownTable returns the results as a markdown table, one row per result. A disagreement of
@@ -144,9 +147,9 @@ func MarkdownRow(w Row) string {
 	if w.DisagreementMeasured {
 		dis = fmt.Sprintf("%.3f", w.Disagreement)
 	}
-	return fmt.Sprintf("| %d | %s | %s | %s | %s | %g | %s | %s | %.3f | %.3f | %s |\n",
+	return fmt.Sprintf("| %d | %s | %s | %s | %s | %g | %s | %s | %s | %.3f | %.3f | %s |\n",
 		w.RF, w.Op, w.CL, w.Routing, skewLabel(w.SkewMS), w.OfferedOverLimit,
-		yes(w.ReplicaDown), yes(w.Flood), w.AcceptedOverLimit, w.WastedPerAccepted, dis)
+		yes(w.ReplicaDown), yes(w.Flood), yes(w.Propagation), w.AcceptedOverLimit, w.WastedPerAccepted, dis)
 }
 
 func skewLabel(ms int64) string {

@@ -31,7 +31,8 @@ var docTable = regexp.MustCompile(`(?s)<!-- simreport --seed (\d+) --seconds (\d
 
 // TestAccuracyDocMatchesSimulator: the table in docs/accuracy.md is what simreport prints for
 // the seed and length the document states. Each row has its own random generator, so any subset
-// of rows can be regenerated exactly: by default every 10th row is (a few CPU-seconds), with
+// of rows can be regenerated exactly: by default every 11th row is (a few CPU-seconds; 11 is
+// prime to the 6 offered rates, so every rate is sampled), with
 // -sim.fulldoc all of them, and -sim.update rewrites the table:
 //
 //	go test ./test/sim -run TestAccuracyDocMatchesSimulator -sim.update
@@ -77,7 +78,7 @@ func TestAccuracyDocMatchesSimulator(t *testing.T) {
 	if len(lines) != len(header)+len(scenarios) || !slices.Equal(lines[:len(header)], header) {
 		t.Fatalf("%s's table has %d lines, want the header and %d rows; regenerate it with -sim.update", accuracyDoc, len(lines), len(scenarios))
 	}
-	step := 10
+	step := 11
 	switch {
 	case *fullDoc:
 		step = 1
@@ -125,7 +126,7 @@ func TestJSONRowFields(t *testing.T) {
 	}
 	want := map[string]any{
 		"rf": 3.0, "op": "read", "cl": "ONE", "routing": "random-replica", "skew_ms": 500.0,
-		"offered_over_limit": 1.44, "replica_down": false, "flood": true,
+		"offered_over_limit": 1.44, "replica_down": false, "flood": true, "propagation": false,
 		"accepted_over_limit": 1.3, "wasted_per_accepted": 0.01, "disagreement": 0.05,
 		"disagreement_measured": true, "cold_rejected": 0.001, "evictions_per_s": 5.0,
 	}
@@ -150,11 +151,11 @@ func TestMarkdownRow(t *testing.T) {
 	}{
 		{
 			Row{RF: 3, Op: "write", CL: "QUORUM", Routing: "outside", SkewMS: 100, OfferedOverLimit: 10, AcceptedOverLimit: 1.0123, WastedPerAccepted: 0.1304, Disagreement: 0.0251, DisagreementMeasured: true},
-			"| 3 | write | QUORUM | outside | ±100 ms | 10 |  |  | 1.012 | 0.130 | 0.025 |\n",
+			"| 3 | write | QUORUM | outside | ±100 ms | 10 |  |  |  | 1.012 | 0.130 | 0.025 |\n",
 		},
 		{
-			Row{RF: 3, Op: "read", CL: "ALL", Routing: "fixed-first", OfferedOverLimit: 1.44, ReplicaDown: true},
-			"| 3 | read | ALL | fixed-first | 0 | 1.44 | yes |  | 0.000 | 0.000 | – |\n",
+			Row{RF: 3, Op: "read", CL: "ALL", Routing: "fixed-first", OfferedOverLimit: 1.44, ReplicaDown: true, Propagation: true},
+			"| 3 | read | ALL | fixed-first | 0 | 1.44 | yes |  | yes | 0.000 | 0.000 | – |\n",
 		},
 	}
 	for _, c := range cases {
@@ -177,6 +178,8 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 		}
 		seen[sc.String()] = true
 		switch {
+		case sc.Propagation:
+			count["propagation"]++
 		case sc.ReplicaDown:
 			count["down"]++
 		case sc.Flood:
@@ -186,9 +189,9 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 		}
 	}
 	want := 2 * 2 * 3 * 3 * 3 * 6 // RF × op × CL × routing × skew × V
-	if count["main"] != want || count["down"] == 0 || count["flood"] == 0 {
-		t.Errorf("matrix has %d main rows, %d replica-down rows and %d flood rows, want %d main rows and some of each other kind",
-			count["main"], count["down"], count["flood"], want)
+	if count["main"] != want || count["down"] == 0 || count["flood"] == 0 || count["propagation"] == 0 {
+		t.Errorf("matrix has %d main rows, %d replica-down rows, %d flood rows and %d rows with propagation, want %d main rows and some of each other kind",
+			count["main"], count["down"], count["flood"], count["propagation"], want)
 	}
 	for _, rf := range []int{1, 3} {
 		for _, op := range []string{"write", "read"} {

@@ -89,6 +89,12 @@ type Scenario struct {
 	// writes whatever the scenario's op, because every replica counts a write: that is the most
 	// pressure a flood can put on the tables.
 	Flood bool
+	// Propagation turns on account propagation as the coordinator shell implements it: each
+	// coordinator collects the replicas a finished operation left uncounted (Step.Unaccounted),
+	// coalesced per (partition, op), and every Options.PropagationInterval sends each live
+	// replica one batch of account-only deltas, which the replica adds to its counters
+	// (Table.AccountN) on its own clock.
+	Propagation bool
 }
 
 // Op returns the scenario's operation kind as the report names it: "write", "read" or "mix".
@@ -108,8 +114,14 @@ func (s Scenario) String() string {
 	if op == "mix" {
 		op = fmt.Sprintf("mix(%g reads)", s.ReadFraction)
 	}
-	return fmt.Sprintf("rf=%d op=%s cl=%v routing=%v skew=%v V=%gL down=%t flood=%t",
+	name := fmt.Sprintf("rf=%d op=%s cl=%v routing=%v skew=%v V=%gL down=%t flood=%t",
 		s.RF, op, s.Consistency, s.Routing, s.Skew, s.Offered, s.ReplicaDown, s.Flood)
+	if s.Propagation {
+		// Only when set, so that the names (and so the seeds) of the other scenarios do not
+		// depend on this option.
+		name += " propagation=true"
+	}
+	return name
 }
 
 // key returns a 64-bit digest of the scenario, mixed with the run's seed to seed the scenario's
@@ -199,6 +211,9 @@ type Options struct {
 	// balances load over the replicas would. By default they leave ReadOrder empty, as the
 	// coordinator shell does, and the core reads from the first live replicas in ring order.
 	SpreadReads bool
+	// PropagationInterval is how often a coordinator flushes account-only deltas in scenarios
+	// with Propagation. Zero means coordinator.DefaultPropagationInterval.
+	PropagationInterval time.Duration
 }
 
 // The defaults of Options.
@@ -266,6 +281,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.DetectAfter == 0 {
 		o.DetectAfter = DefaultDetectAfter
 	}
+	if o.PropagationInterval == 0 {
+		o.PropagationInterval = coordinator.DefaultPropagationInterval
+	}
 	return o
 }
 
@@ -290,14 +308,18 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("sim: %d cold partitions, want at least 1", o.ColdPartitions)
 	case o.ColdRate > 1e7 || o.FloodRate < 0 || o.FloodRate > 1e7:
 		return errors.New("sim: cold or flood rate is outside [0, 1e7 ops/s]")
+	case o.PropagationInterval < time.Millisecond:
+		return fmt.Errorf("sim: propagation interval %v is under 1ms", o.PropagationInterval)
 	}
 	return nil
 }
 
 // Matrix returns every scenario of the accuracy report, in report order: the full cross product
 // RF ∈ {1, 3} × {write, read} × CL ∈ {ONE, QUORUM, ALL} × the three routings × skew ∈ {0, 100 ms,
-// 500 ms} × V ∈ {0.5, 1, 1.44, 2, 10, 100}·L, then RF=3 with one replica down, then RF=3 with a
-// cold-key flood beside the hot key.
+// 500 ms} × V ∈ {0.5, 1, 1.44, 2, 10, 100}·L without account propagation (the limiter as DESIGN
+// §1 first describes it), then RF=3 with one replica down, then RF=3 with a cold-key flood beside
+// the hot key, then RF=3 with account propagation (random-replica coordinators at skew 0 and
+// 500 ms and V ∈ {2, 10, 100}·L, the other routings at V = 10·L, and a replica down).
 func Matrix() []Scenario {
 	offered := []float64{0.5, 1, 1.44, 2, 10, 100}
 	reads := []float64{0, 1}
@@ -333,6 +355,25 @@ func Matrix() []Scenario {
 				cl = coordinator.One
 			}
 			m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: 10, Flood: true})
+		}
+	}
+	for _, rd := range reads {
+		for _, cl := range levels {
+			for _, sk := range []time.Duration{0, 500 * time.Millisecond} {
+				for _, v := range []float64{2, 10, 100} {
+					m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: RandomReplica, Skew: sk, Offered: v, Propagation: true})
+				}
+			}
+			// Fixed-first and outside coordinators leave uncounted only replicas that never
+			// decide; one row each shows propagation changes nothing there.
+			for _, rt := range []Routing{FixedFirst, Outside} {
+				m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: 10, Propagation: true})
+			}
+		}
+	}
+	for _, rd := range reads {
+		for _, v := range []float64{10, 100} {
+			m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: coordinator.Quorum, Routing: RandomReplica, Offered: v, ReplicaDown: true, Propagation: true})
 		}
 	}
 	return m

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -115,6 +116,14 @@ type opState struct {
 	rejects  int32 // enforcing replicas that rejected
 }
 
+// delta is one coalesced account-only delta: count operations on (token, label) that a replica
+// did not see.
+type delta struct {
+	token int64
+	label uint32
+	count uint32
+}
+
 // stream is one arrival process.
 type stream struct {
 	kind eventKind
@@ -147,6 +156,12 @@ type sim struct {
 	candBuf     []int
 	paramsReps  []coordinator.Replica
 	paramsOrder []coordinator.NodeID
+
+	// Account propagation: pending[i*len(nodes)+j] holds the deltas coordinator i owes replica
+	// j; batches holds batches in flight (evDeltas), freeBatches their free indices.
+	pending     [][]delta
+	batches     [][]delta
+	freeBatches []int32
 }
 
 // Run simulates scenario sc with options o (zero fields take their defaults) and returns what it
@@ -198,6 +213,9 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 	if sc.Flood {
 		s.streams[2] = stream{kind: evFlood, rate: o.FloodRate}
 	}
+	if sc.Propagation {
+		s.pending = make([][]delta, o.Nodes*o.Nodes)
+	}
 	s.res = Result{Scenario: sc, Limit: o.Limit, Window: o.Duration - o.Warmup}
 	return s, nil
 }
@@ -221,6 +239,12 @@ func (s *sim) run() (Result, error) {
 		}
 	}
 	s.q.push(event{at: s.warm, kind: evWarm})
+	if s.sc.Propagation {
+		// Each coordinator's propagation ticker starts at its own phase.
+		for i := range s.nodes {
+			s.q.push(event{at: int64(s.rng.Float64() * float64(s.o.PropagationInterval)), kind: evFlush, node: int32(i)})
+		}
+	}
 	for s.q.len() > 0 && s.err == nil {
 		e := s.q.pop()
 		s.res.Events++
@@ -233,6 +257,10 @@ func (s *sim) run() (Result, error) {
 			s.respond(e)
 		case evTick:
 			s.tick(e)
+		case evFlush:
+			s.flush(e)
+		case evDeltas:
+			s.applyDeltas(e)
 		case evWarm:
 			s.evictStart = s.evictions(e.at)
 		}
@@ -319,9 +347,11 @@ func (s *sim) replicasOf(hot bool, token int64) []int {
 }
 
 // route returns the coordinator the driver picks for an operation on a partition with the given
-// replicas. A driver that finds no live node of the kind its routing wants (every replica down)
-// falls back to the live nodes outside the replica set, round-robin; -1 means no node is live.
-func (s *sim) route(at int64, hot bool, replicas []int) int {
+// replicas. Drivers notice a crashed node at once (its connections fail), before the cluster's
+// failure detector does. A driver that finds no live node of the kind its routing wants (every
+// replica down) falls back to the live nodes outside the replica set, round-robin; -1 means no
+// node is live.
+func (s *sim) route(hot bool, replicas []int) int {
 	rr := &s.rrCold
 	if hot {
 		rr = &s.rrHot
@@ -330,13 +360,13 @@ func (s *sim) route(at int64, hot bool, replicas []int) int {
 	switch s.sc.Routing {
 	case FixedFirst:
 		for _, r := range replicas {
-			if !s.detectedDown(r, at) {
+			if !s.nodes[r].crashed {
 				return r
 			}
 		}
 	case RandomReplica:
 		for _, r := range replicas {
-			if !s.detectedDown(r, at) {
+			if !s.nodes[r].crashed {
 				live = append(live, r)
 			}
 		}
@@ -347,7 +377,7 @@ func (s *sim) route(at int64, hot bool, replicas []int) int {
 	}
 	live = live[:0]
 	for i := range s.nodes {
-		if !s.detectedDown(i, at) && !contains(replicas, i) {
+		if !s.nodes[i].crashed && !contains(replicas, i) {
 			live = append(live, i)
 		}
 	}
@@ -373,7 +403,7 @@ func contains(xs []int, x int) bool {
 func (s *sim) start(at int64, hot, write bool, token int64) {
 	read := !write && (s.sc.ReadFraction == 1 || (s.sc.ReadFraction > 0 && s.rng.Float64() < s.sc.ReadFraction))
 	replicas := s.replicasOf(hot, token)
-	coord := s.route(at, hot, replicas)
+	coord := s.route(hot, replicas)
 	i := s.alloc()
 	op := &s.ops[i]
 	op.hot, op.measured, op.token = hot, at >= s.warm, token
@@ -448,6 +478,74 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 			send: int32(snd.Seq), mode: snd.Mode,
 		})
 	}
+	if st.Outcome != nil && s.sc.Propagation {
+		// The shell hands the finished request's uncounted replicas to its propagator.
+		for _, id := range st.Unaccounted {
+			s.owe(coord, s.nodeIndex(id), op.token, op.label)
+		}
+	}
+}
+
+// owe records that replica j missed one operation on (token, label) coordinated by node i.
+func (s *sim) owe(i, j int, token int64, label uint32) {
+	p := &s.pending[i*len(s.nodes)+j]
+	for k := range *p {
+		if d := &(*p)[k]; d.token == token && d.label == label {
+			if d.count < math.MaxUint32 {
+				d.count++
+			}
+			return
+		}
+	}
+	*p = append(*p, delta{token: token, label: label, count: 1})
+}
+
+// flush sends each live replica the deltas coordinator e.node owes it, one batch per replica in
+// node order, as the shell's propagator does on every tick; deltas owed to a replica the failure
+// detector considers down are dropped. The ticker keeps running until the end of the arrivals.
+func (s *sim) flush(e event) {
+	i := int(e.node)
+	for j := range s.nodes {
+		p := &s.pending[i*len(s.nodes)+j]
+		if len(*p) == 0 {
+			continue
+		}
+		if s.detectedDown(j, e.at) {
+			*p = (*p)[:0]
+			continue
+		}
+		b := s.allocBatch()
+		s.batches[b] = append(s.batches[b][:0], *p...)
+		*p = (*p)[:0]
+		s.q.push(event{at: e.at + s.latency(i, j), kind: evDeltas, node: int32(j), op: b})
+	}
+	if next := e.at + int64(s.o.PropagationInterval); next < s.end {
+		s.q.push(event{at: next, kind: evFlush, node: e.node})
+	}
+}
+
+// applyDeltas adds a batch of account-only deltas to a replica's counters, on its own clock.
+// A crashed replica loses the batch.
+func (s *sim) applyDeltas(e event) {
+	j := int(e.node)
+	if !s.nodes[j].crashed {
+		now := s.clock(j, e.at)
+		for _, d := range s.batches[e.op] {
+			s.nodes[j].table.AccountN(d.token, d.label, d.count, now)
+		}
+	}
+	s.freeBatches = append(s.freeBatches, e.op)
+}
+
+// allocBatch returns the index of a free batch buffer.
+func (s *sim) allocBatch() int32 {
+	if n := len(s.freeBatches); n > 0 {
+		b := s.freeBatches[n-1]
+		s.freeBatches = s.freeBatches[:n-1]
+		return b
+	}
+	s.batches = append(s.batches, nil)
+	return int32(len(s.batches) - 1)
 }
 
 // deliver performs a Send at its replica, on the replica's own clock, and sends the answer.

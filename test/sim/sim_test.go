@@ -336,3 +336,24 @@ func TestSpreadReads(t *testing.T) {
 		t.Errorf("spread reads: %s, want between 2.7·L and 3.15·L", describe(spread))
 	}
 }
+
+// TestPropagationHoldsRandomReplicaCoordinators: with account propagation every replica counts
+// the operations the others rejected locally (and the reads it did not serve), so coordinators
+// spread over the replicas hold the partition near L instead of up to RF·L.
+func TestPropagationHoldsRandomReplicaCoordinators(t *testing.T) {
+	o := Options{Seed: 13, Duration: 15 * time.Second}
+	for _, sc := range []Scenario{
+		{RF: 3, Consistency: coordinator.Quorum, Routing: RandomReplica, Offered: 100},
+		{RF: 3, ReadFraction: 1, Consistency: coordinator.One, Routing: RandomReplica, Offered: 10},
+	} {
+		without := run(t, sc, o)
+		sc.Propagation = true
+		with := run(t, sc, o)
+		if got := with.AcceptedOverLimit(); got > 1.25 || got < 0.8 {
+			t.Errorf("%s, want within 0.8–1.25·L with propagation (%.3f·L without)", describe(with), without.AcceptedOverLimit())
+		}
+		if without.AcceptedOverLimit() < 2 {
+			t.Errorf("%s, want at least 2·L without propagation", describe(without))
+		}
+	}
+}
