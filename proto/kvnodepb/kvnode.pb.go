@@ -1131,6 +1131,302 @@ func (x *TimeoutDetail) GetRequired() uint32 {
 	return 0
 }
 
+type TopPartitionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only tables of this keyspace; empty means every keyspace.
+	Keyspace string `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	// Only this table of keyspace (keyspace is then required); empty means every table.
+	Table string `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// The most partitions listed per table; 0 means 10.
+	Limit         uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopPartitionsRequest) Reset() {
+	*x = TopPartitionsRequest{}
+	mi := &file_kvnode_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopPartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopPartitionsRequest) ProtoMessage() {}
+
+func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
+func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TopPartitionsRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *TopPartitionsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *TopPartitionsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// TopPartition is one hot partition, merged over the nodes that reported it.
+type TopPartition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    Op                     `protobuf:"varint,1,opt,name=op,proto3,enum=kvnode.v1.Op" json:"op,omitempty"`
+	// One value per partition key column (TableTopPartitions.partition_key_columns); empty when no node knew
+	// the key, only its token.
+	PartitionKey []*Value `protobuf:"bytes,2,rep,name=partition_key,json=partitionKey,proto3" json:"partition_key,omitempty"`
+	Token        int64    `protobuf:"varint,3,opt,name=token,proto3" json:"token,omitempty"`
+	// Estimated offered operations per second: the largest estimate among the nodes (each replica's counter
+	// measures the partition's whole load once account propagation has reached it).
+	EstimatedOpsPerSecond float64 `protobuf:"fixed64,4,opt,name=estimated_ops_per_second,json=estimatedOpsPerSecond,proto3" json:"estimated_ops_per_second,omitempty"`
+	// The table's limit for op, per second; 0 when it has been removed.
+	Limit uint32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Estimated rejections per second: the sum of the coordinators' local rejections plus the largest
+	// rate among enforcing replicas (the replicas of one operation reject it together).
+	RejectedPerSecond float64 `protobuf:"fixed64,6,opt,name=rejected_per_second,json=rejectedPerSecond,proto3" json:"rejected_per_second,omitempty"`
+	// rejected_per_second / estimated_ops_per_second, capped at 1.
+	RejectedShare float64 `protobuf:"fixed64,7,opt,name=rejected_share,json=rejectedShare,proto3" json:"rejected_share,omitempty"`
+	// How many nodes reported the partition.
+	Nodes         uint32 `protobuf:"varint,8,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopPartition) Reset() {
+	*x = TopPartition{}
+	mi := &file_kvnode_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopPartition) ProtoMessage() {}
+
+func (x *TopPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopPartition.ProtoReflect.Descriptor instead.
+func (*TopPartition) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TopPartition) GetOp() Op {
+	if x != nil {
+		return x.Op
+	}
+	return Op_OP_UNSPECIFIED
+}
+
+func (x *TopPartition) GetPartitionKey() []*Value {
+	if x != nil {
+		return x.PartitionKey
+	}
+	return nil
+}
+
+func (x *TopPartition) GetToken() int64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *TopPartition) GetEstimatedOpsPerSecond() float64 {
+	if x != nil {
+		return x.EstimatedOpsPerSecond
+	}
+	return 0
+}
+
+func (x *TopPartition) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *TopPartition) GetRejectedPerSecond() float64 {
+	if x != nil {
+		return x.RejectedPerSecond
+	}
+	return 0
+}
+
+func (x *TopPartition) GetRejectedShare() float64 {
+	if x != nil {
+		return x.RejectedShare
+	}
+	return 0
+}
+
+func (x *TopPartition) GetNodes() uint32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+type TableTopPartitions struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace            string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Table               string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	PartitionKeyColumns []*Column              `protobuf:"bytes,3,rep,name=partition_key_columns,json=partitionKeyColumns,proto3" json:"partition_key_columns,omitempty"`
+	// Hottest first (by estimated_ops_per_second).
+	Partitions    []*TopPartition `protobuf:"bytes,4,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableTopPartitions) Reset() {
+	*x = TableTopPartitions{}
+	mi := &file_kvnode_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableTopPartitions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableTopPartitions) ProtoMessage() {}
+
+func (x *TableTopPartitions) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableTopPartitions.ProtoReflect.Descriptor instead.
+func (*TableTopPartitions) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TableTopPartitions) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *TableTopPartitions) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *TableTopPartitions) GetPartitionKeyColumns() []*Column {
+	if x != nil {
+		return x.PartitionKeyColumns
+	}
+	return nil
+}
+
+func (x *TableTopPartitions) GetPartitions() []*TopPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type TopPartitionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tables with at least one hot partition, ordered by keyspace and table name.
+	Tables []*TableTopPartitions `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	// Nodes that are down or did not answer in time: partitions only they saw hot are missing.
+	UnreachableNodes []string `protobuf:"bytes,2,rep,name=unreachable_nodes,json=unreachableNodes,proto3" json:"unreachable_nodes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TopPartitionsResponse) Reset() {
+	*x = TopPartitionsResponse{}
+	mi := &file_kvnode_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopPartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopPartitionsResponse) ProtoMessage() {}
+
+func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
+func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TopPartitionsResponse) GetTables() []*TableTopPartitions {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *TopPartitionsResponse) GetUnreachableNodes() []string {
+	if x != nil {
+		return x.UnreachableNodes
+	}
+	return nil
+}
+
 var File_kvnode_proto protoreflect.FileDescriptor
 
 const file_kvnode_proto_rawDesc = "" +
@@ -1195,7 +1491,30 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x02op\x18\x01 \x01(\x0e2\r.kvnode.v1.OpR\x02op\x128\n" +
 	"\vconsistency\x18\x02 \x01(\x0e2\x16.kvnode.v1.ConsistencyR\vconsistency\x12\x1a\n" +
 	"\breceived\x18\x03 \x01(\rR\breceived\x12\x1a\n" +
-	"\brequired\x18\x04 \x01(\rR\brequired*\xa5\x01\n" +
+	"\brequired\x18\x04 \x01(\rR\brequired\"^\n" +
+	"\x14TopPartitionsRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"\xb6\x02\n" +
+	"\fTopPartition\x12\x1d\n" +
+	"\x02op\x18\x01 \x01(\x0e2\r.kvnode.v1.OpR\x02op\x125\n" +
+	"\rpartition_key\x18\x02 \x03(\v2\x10.kvnode.v1.ValueR\fpartitionKey\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\x03R\x05token\x127\n" +
+	"\x18estimated_ops_per_second\x18\x04 \x01(\x01R\x15estimatedOpsPerSecond\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\rR\x05limit\x12.\n" +
+	"\x13rejected_per_second\x18\x06 \x01(\x01R\x11rejectedPerSecond\x12%\n" +
+	"\x0erejected_share\x18\a \x01(\x01R\rrejectedShare\x12\x14\n" +
+	"\x05nodes\x18\b \x01(\rR\x05nodes\"\xc6\x01\n" +
+	"\x12TableTopPartitions\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12E\n" +
+	"\x15partition_key_columns\x18\x03 \x03(\v2\x11.kvnode.v1.ColumnR\x13partitionKeyColumns\x127\n" +
+	"\n" +
+	"partitions\x18\x04 \x03(\v2\x17.kvnode.v1.TopPartitionR\n" +
+	"partitions\"{\n" +
+	"\x15TopPartitionsResponse\x125\n" +
+	"\x06tables\x18\x01 \x03(\v2\x1d.kvnode.v1.TableTopPartitionsR\x06tables\x12+\n" +
+	"\x11unreachable_nodes\x18\x02 \x03(\tR\x10unreachableNodes*\xa5\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCONSISTENCY_ONE\x10\x01\x12\x16\n" +
@@ -1216,9 +1535,10 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
-	"\bOP_WRITE\x10\x022J\n" +
+	"\bOP_WRITE\x10\x022\x9e\x01\n" +
 	"\x06KVNode\x12@\n" +
-	"\aExecute\x12\x19.kvnode.v1.ExecuteRequest\x1a\x1a.kvnode.v1.ExecuteResponseB)Z'github.com/kvnode/kvnode/proto/kvnodepbb\x06proto3"
+	"\aExecute\x12\x19.kvnode.v1.ExecuteRequest\x1a\x1a.kvnode.v1.ExecuteResponse\x12R\n" +
+	"\rTopPartitions\x12\x1f.kvnode.v1.TopPartitionsRequest\x1a .kvnode.v1.TopPartitionsResponseB)Z'github.com/kvnode/kvnode/proto/kvnodepbb\x06proto3"
 
 var (
 	file_kvnode_proto_rawDescOnce sync.Once
@@ -1233,7 +1553,7 @@ func file_kvnode_proto_rawDescGZIP() []byte {
 }
 
 var file_kvnode_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_kvnode_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kvnode.v1.Consistency
 	(ColumnType)(0),                 // 1: kvnode.v1.ColumnType
@@ -1251,6 +1571,10 @@ var file_kvnode_proto_goTypes = []any{
 	(*RateLimitDetail)(nil),         // 13: kvnode.v1.RateLimitDetail
 	(*UnavailableDetail)(nil),       // 14: kvnode.v1.UnavailableDetail
 	(*TimeoutDetail)(nil),           // 15: kvnode.v1.TimeoutDetail
+	(*TopPartitionsRequest)(nil),    // 16: kvnode.v1.TopPartitionsRequest
+	(*TopPartition)(nil),            // 17: kvnode.v1.TopPartition
+	(*TableTopPartitions)(nil),      // 18: kvnode.v1.TableTopPartitions
+	(*TopPartitionsResponse)(nil),   // 19: kvnode.v1.TopPartitionsResponse
 }
 var file_kvnode_proto_depIdxs = []int32{
 	0,  // 0: kvnode.v1.ExecuteRequest.consistency:type_name -> kvnode.v1.Consistency
@@ -1267,13 +1591,20 @@ var file_kvnode_proto_depIdxs = []int32{
 	0,  // 11: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
 	2,  // 12: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
 	0,  // 13: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
-	5,  // 14: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
-	6,  // 15: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
-	15, // [15:16] is the sub-list for method output_type
-	14, // [14:15] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	2,  // 14: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
+	9,  // 15: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
+	8,  // 16: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
+	17, // 17: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
+	18, // 18: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
+	5,  // 19: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
+	16, // 20: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
+	6,  // 21: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
+	19, // 22: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
+	21, // [21:23] is the sub-list for method output_type
+	19, // [19:21] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_kvnode_proto_init() }
@@ -1303,7 +1634,7 @@ func file_kvnode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvnode_proto_rawDesc), len(file_kvnode_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   11,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

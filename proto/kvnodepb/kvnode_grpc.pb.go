@@ -28,7 +28,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	KVNode_Execute_FullMethodName = "/kvnode.v1.KVNode/Execute"
+	KVNode_Execute_FullMethodName       = "/kvnode.v1.KVNode/Execute"
+	KVNode_TopPartitions_FullMethodName = "/kvnode.v1.KVNode/TopPartitions"
 )
 
 // KVNodeClient is the client API for KVNode service.
@@ -37,6 +38,9 @@ const (
 type KVNodeClient interface {
 	// Execute runs one CQL statement.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (*ExecuteResponse, error)
+	// TopPartitions lists, per table, the partitions the cluster's rate limiters see as hottest now:
+	// those recently above twice their limit on some node, merged over every live node.
+	TopPartitions(ctx context.Context, in *TopPartitionsRequest, opts ...grpc.CallOption) (*TopPartitionsResponse, error)
 }
 
 type kVNodeClient struct {
@@ -57,12 +61,25 @@ func (c *kVNodeClient) Execute(ctx context.Context, in *ExecuteRequest, opts ...
 	return out, nil
 }
 
+func (c *kVNodeClient) TopPartitions(ctx context.Context, in *TopPartitionsRequest, opts ...grpc.CallOption) (*TopPartitionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopPartitionsResponse)
+	err := c.cc.Invoke(ctx, KVNode_TopPartitions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KVNodeServer is the server API for KVNode service.
 // All implementations must embed UnimplementedKVNodeServer
 // for forward compatibility.
 type KVNodeServer interface {
 	// Execute runs one CQL statement.
 	Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error)
+	// TopPartitions lists, per table, the partitions the cluster's rate limiters see as hottest now:
+	// those recently above twice their limit on some node, merged over every live node.
+	TopPartitions(context.Context, *TopPartitionsRequest) (*TopPartitionsResponse, error)
 	mustEmbedUnimplementedKVNodeServer()
 }
 
@@ -75,6 +92,9 @@ type UnimplementedKVNodeServer struct{}
 
 func (UnimplementedKVNodeServer) Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Execute not implemented")
+}
+func (UnimplementedKVNodeServer) TopPartitions(context.Context, *TopPartitionsRequest) (*TopPartitionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TopPartitions not implemented")
 }
 func (UnimplementedKVNodeServer) mustEmbedUnimplementedKVNodeServer() {}
 func (UnimplementedKVNodeServer) testEmbeddedByValue()                {}
@@ -115,6 +135,24 @@ func _KVNode_Execute_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _KVNode_TopPartitions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopPartitionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVNodeServer).TopPartitions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KVNode_TopPartitions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVNodeServer).TopPartitions(ctx, req.(*TopPartitionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // KVNode_ServiceDesc is the grpc.ServiceDesc for KVNode service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -125,6 +163,10 @@ var KVNode_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Execute",
 			Handler:    _KVNode_Execute_Handler,
+		},
+		{
+			MethodName: "TopPartitions",
+			Handler:    _KVNode_TopPartitions_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

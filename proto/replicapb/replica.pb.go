@@ -1219,6 +1219,223 @@ func (x *AccountDeltaResponse) GetError() *Error {
 	return nil
 }
 
+type TopPartitionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this table; 0 means every table.
+	TableId uint64 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// The most partitions to return per table and op, hottest first; 0 means every partition tracked.
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopPartitionsRequest) Reset() {
+	*x = TopPartitionsRequest{}
+	mi := &file_replica_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopPartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopPartitionsRequest) ProtoMessage() {}
+
+func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
+func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TopPartitionsRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *TopPartitionsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// HotPartition is one partition a replica's limiter saw above twice its limit recently.
+type HotPartition struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Op      Op                     `protobuf:"varint,2,opt,name=op,proto3,enum=kvnode.replica.v1.Op" json:"op,omitempty"`
+	Token   int64                  `protobuf:"varint,3,opt,name=token,proto3" json:"token,omitempty"`
+	// The partition key components, in key order; empty when the node never saw the key (it only counted
+	// the partition's operations by token and holds no data of it).
+	PartitionKey [][]byte `protobuf:"bytes,4,rep,name=partition_key,json=partitionKey,proto3" json:"partition_key,omitempty"`
+	// The partition's limiter counter at the time of the answer (decayed, never incremented by asking).
+	Count uint32 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	// The table's current limit for op; 0 when the limit has been removed since.
+	Limit uint32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Estimated offered operations per second, from the counter: count / (1 + f), where f is the elapsed
+	// fraction of the current second (a steady load of V ops/s makes the counter grow from V to 2V over
+	// each second).
+	OpsPerSecond float64 `protobuf:"fixed64,7,opt,name=ops_per_second,json=opsPerSecond,proto3" json:"ops_per_second,omitempty"`
+	// Estimated rejections per second this node made as the coordinator's local check, and as an enforcing
+	// replica, over the last seconds (the same halving-per-second window and estimator as the counter).
+	CoordinatorRejectionsPerSecond float64 `protobuf:"fixed64,8,opt,name=coordinator_rejections_per_second,json=coordinatorRejectionsPerSecond,proto3" json:"coordinator_rejections_per_second,omitempty"`
+	ReplicaRejectionsPerSecond     float64 `protobuf:"fixed64,9,opt,name=replica_rejections_per_second,json=replicaRejectionsPerSecond,proto3" json:"replica_rejections_per_second,omitempty"`
+	unknownFields                  protoimpl.UnknownFields
+	sizeCache                      protoimpl.SizeCache
+}
+
+func (x *HotPartition) Reset() {
+	*x = HotPartition{}
+	mi := &file_replica_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HotPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HotPartition) ProtoMessage() {}
+
+func (x *HotPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HotPartition.ProtoReflect.Descriptor instead.
+func (*HotPartition) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *HotPartition) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *HotPartition) GetOp() Op {
+	if x != nil {
+		return x.Op
+	}
+	return Op_OP_UNSPECIFIED
+}
+
+func (x *HotPartition) GetToken() int64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *HotPartition) GetPartitionKey() [][]byte {
+	if x != nil {
+		return x.PartitionKey
+	}
+	return nil
+}
+
+func (x *HotPartition) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *HotPartition) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *HotPartition) GetOpsPerSecond() float64 {
+	if x != nil {
+		return x.OpsPerSecond
+	}
+	return 0
+}
+
+func (x *HotPartition) GetCoordinatorRejectionsPerSecond() float64 {
+	if x != nil {
+		return x.CoordinatorRejectionsPerSecond
+	}
+	return 0
+}
+
+func (x *HotPartition) GetReplicaRejectionsPerSecond() float64 {
+	if x != nil {
+		return x.ReplicaRejectionsPerSecond
+	}
+	return 0
+}
+
+type TopPartitionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hottest first within each (table, op).
+	Partitions    []*HotPartition `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopPartitionsResponse) Reset() {
+	*x = TopPartitionsResponse{}
+	mi := &file_replica_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopPartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopPartitionsResponse) ProtoMessage() {}
+
+func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
+func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *TopPartitionsResponse) GetPartitions() []*HotPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -1306,7 +1523,24 @@ const file_replica_proto_rawDesc = "" +
 	"\"\x7f\n" +
 	"\x14AccountDeltaResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
-	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05errorJ\x04\b\x02\x10\x03*3\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05errorJ\x04\b\x02\x10\x03\"G\n" +
+	"\x14TopPartitionsRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xeb\x02\n" +
+	"\fHotPartition\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12%\n" +
+	"\x02op\x18\x02 \x01(\x0e2\x15.kvnode.replica.v1.OpR\x02op\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\x03R\x05token\x12#\n" +
+	"\rpartition_key\x18\x04 \x03(\fR\fpartitionKey\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\rR\x05count\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\rR\x05limit\x12$\n" +
+	"\x0eops_per_second\x18\a \x01(\x01R\fopsPerSecond\x12I\n" +
+	"!coordinator_rejections_per_second\x18\b \x01(\x01R\x1ecoordinatorRejectionsPerSecond\x12A\n" +
+	"\x1dreplica_rejections_per_second\x18\t \x01(\x01R\x1areplicaRejectionsPerSecond\"X\n" +
+	"\x15TopPartitionsResponse\x12?\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2\x1f.kvnode.replica.v1.HotPartitionR\n" +
+	"partitions*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -1315,11 +1549,12 @@ const file_replica_proto_rawDesc = "" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSTATUS_OK\x10\x01\x12\x17\n" +
 	"\x13STATUS_RATE_LIMITED\x10\x02\x12\x10\n" +
-	"\fSTATUS_ERROR\x10\x032\x82\x02\n" +
+	"\fSTATUS_ERROR\x10\x032\xe6\x02\n" +
 	"\aReplica\x12M\n" +
 	"\x06Mutate\x12 .kvnode.replica.v1.MutateRequest\x1a!.kvnode.replica.v1.MutateResponse\x12G\n" +
 	"\x04Read\x12\x1e.kvnode.replica.v1.ReadRequest\x1a\x1f.kvnode.replica.v1.ReadResponse\x12_\n" +
-	"\fAccountDelta\x12&.kvnode.replica.v1.AccountDeltaRequest\x1a'.kvnode.replica.v1.AccountDeltaResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
+	"\fAccountDelta\x12&.kvnode.replica.v1.AccountDeltaRequest\x1a'.kvnode.replica.v1.AccountDeltaResponse\x12b\n" +
+	"\rTopPartitions\x12'.kvnode.replica.v1.TopPartitionsRequest\x1a(.kvnode.replica.v1.TopPartitionsResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once
@@ -1334,27 +1569,30 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_replica_proto_goTypes = []any{
-	(Op)(0),                      // 0: kvnode.replica.v1.Op
-	(Status)(0),                  // 1: kvnode.replica.v1.Status
-	(Limiter_Mode)(0),            // 2: kvnode.replica.v1.Limiter.Mode
-	(Error_Code)(0),              // 3: kvnode.replica.v1.Error.Code
-	(*Limiter)(nil),              // 4: kvnode.replica.v1.Limiter
-	(*RateLimited)(nil),          // 5: kvnode.replica.v1.RateLimited
-	(*Error)(nil),                // 6: kvnode.replica.v1.Error
-	(*Cell)(nil),                 // 7: kvnode.replica.v1.Cell
-	(*Row)(nil),                  // 8: kvnode.replica.v1.Row
-	(*Mutation)(nil),             // 9: kvnode.replica.v1.Mutation
-	(*MutateRequest)(nil),        // 10: kvnode.replica.v1.MutateRequest
-	(*MutateResponse)(nil),       // 11: kvnode.replica.v1.MutateResponse
-	(*Bound)(nil),                // 12: kvnode.replica.v1.Bound
-	(*ClusteringFilter)(nil),     // 13: kvnode.replica.v1.ClusteringFilter
-	(*ReadRequest)(nil),          // 14: kvnode.replica.v1.ReadRequest
-	(*ReadResponse)(nil),         // 15: kvnode.replica.v1.ReadResponse
-	(*AccountDelta)(nil),         // 16: kvnode.replica.v1.AccountDelta
-	(*AccountDeltaRequest)(nil),  // 17: kvnode.replica.v1.AccountDeltaRequest
-	(*AccountDeltaResponse)(nil), // 18: kvnode.replica.v1.AccountDeltaResponse
+	(Op)(0),                       // 0: kvnode.replica.v1.Op
+	(Status)(0),                   // 1: kvnode.replica.v1.Status
+	(Limiter_Mode)(0),             // 2: kvnode.replica.v1.Limiter.Mode
+	(Error_Code)(0),               // 3: kvnode.replica.v1.Error.Code
+	(*Limiter)(nil),               // 4: kvnode.replica.v1.Limiter
+	(*RateLimited)(nil),           // 5: kvnode.replica.v1.RateLimited
+	(*Error)(nil),                 // 6: kvnode.replica.v1.Error
+	(*Cell)(nil),                  // 7: kvnode.replica.v1.Cell
+	(*Row)(nil),                   // 8: kvnode.replica.v1.Row
+	(*Mutation)(nil),              // 9: kvnode.replica.v1.Mutation
+	(*MutateRequest)(nil),         // 10: kvnode.replica.v1.MutateRequest
+	(*MutateResponse)(nil),        // 11: kvnode.replica.v1.MutateResponse
+	(*Bound)(nil),                 // 12: kvnode.replica.v1.Bound
+	(*ClusteringFilter)(nil),      // 13: kvnode.replica.v1.ClusteringFilter
+	(*ReadRequest)(nil),           // 14: kvnode.replica.v1.ReadRequest
+	(*ReadResponse)(nil),          // 15: kvnode.replica.v1.ReadResponse
+	(*AccountDelta)(nil),          // 16: kvnode.replica.v1.AccountDelta
+	(*AccountDeltaRequest)(nil),   // 17: kvnode.replica.v1.AccountDeltaRequest
+	(*AccountDeltaResponse)(nil),  // 18: kvnode.replica.v1.AccountDeltaResponse
+	(*TopPartitionsRequest)(nil),  // 19: kvnode.replica.v1.TopPartitionsRequest
+	(*HotPartition)(nil),          // 20: kvnode.replica.v1.HotPartition
+	(*TopPartitionsResponse)(nil), // 21: kvnode.replica.v1.TopPartitionsResponse
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -1378,17 +1616,21 @@ var file_replica_proto_depIdxs = []int32{
 	16, // 18: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
 	1,  // 19: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
 	6,  // 20: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
-	10, // 21: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
-	14, // 22: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
-	17, // 23: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
-	11, // 24: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
-	15, // 25: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
-	18, // 26: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
-	24, // [24:27] is the sub-list for method output_type
-	21, // [21:24] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	0,  // 21: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
+	20, // 22: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
+	10, // 23: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
+	14, // 24: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
+	17, // 25: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
+	19, // 26: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
+	11, // 27: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
+	15, // 28: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
+	18, // 29: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
+	21, // 30: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
+	27, // [27:31] is the sub-list for method output_type
+	23, // [23:27] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -1405,7 +1647,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,9 +34,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Replica_Mutate_FullMethodName       = "/kvnode.replica.v1.Replica/Mutate"
-	Replica_Read_FullMethodName         = "/kvnode.replica.v1.Replica/Read"
-	Replica_AccountDelta_FullMethodName = "/kvnode.replica.v1.Replica/AccountDelta"
+	Replica_Mutate_FullMethodName        = "/kvnode.replica.v1.Replica/Mutate"
+	Replica_Read_FullMethodName          = "/kvnode.replica.v1.Replica/Read"
+	Replica_AccountDelta_FullMethodName  = "/kvnode.replica.v1.Replica/AccountDelta"
+	Replica_TopPartitions_FullMethodName = "/kvnode.replica.v1.Replica/TopPartitions"
 )
 
 // ReplicaClient is the client API for Replica service.
@@ -51,6 +52,10 @@ type ReplicaClient interface {
 	// read from fewer replicas than the replication factor), so that its counters keep measuring the
 	// partition's offered load. It is account-only: it never rejects anything.
 	AccountDelta(ctx context.Context, in *AccountDeltaRequest, opts ...grpc.CallOption) (*AccountDeltaResponse, error)
+	// TopPartitions lists the partitions this node's limiter saw recently above twice their limit (the
+	// only ones it can reject), with their keys, counters, estimated rates and rejections. The node a
+	// client asks for the cluster-wide view calls it on every live node and merges the answers.
+	TopPartitions(ctx context.Context, in *TopPartitionsRequest, opts ...grpc.CallOption) (*TopPartitionsResponse, error)
 }
 
 type replicaClient struct {
@@ -91,6 +96,16 @@ func (c *replicaClient) AccountDelta(ctx context.Context, in *AccountDeltaReques
 	return out, nil
 }
 
+func (c *replicaClient) TopPartitions(ctx context.Context, in *TopPartitionsRequest, opts ...grpc.CallOption) (*TopPartitionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopPartitionsResponse)
+	err := c.cc.Invoke(ctx, Replica_TopPartitions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReplicaServer is the server API for Replica service.
 // All implementations must embed UnimplementedReplicaServer
 // for forward compatibility.
@@ -103,6 +118,10 @@ type ReplicaServer interface {
 	// read from fewer replicas than the replication factor), so that its counters keep measuring the
 	// partition's offered load. It is account-only: it never rejects anything.
 	AccountDelta(context.Context, *AccountDeltaRequest) (*AccountDeltaResponse, error)
+	// TopPartitions lists the partitions this node's limiter saw recently above twice their limit (the
+	// only ones it can reject), with their keys, counters, estimated rates and rejections. The node a
+	// client asks for the cluster-wide view calls it on every live node and merges the answers.
+	TopPartitions(context.Context, *TopPartitionsRequest) (*TopPartitionsResponse, error)
 	mustEmbedUnimplementedReplicaServer()
 }
 
@@ -121,6 +140,9 @@ func (UnimplementedReplicaServer) Read(context.Context, *ReadRequest) (*ReadResp
 }
 func (UnimplementedReplicaServer) AccountDelta(context.Context, *AccountDeltaRequest) (*AccountDeltaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AccountDelta not implemented")
+}
+func (UnimplementedReplicaServer) TopPartitions(context.Context, *TopPartitionsRequest) (*TopPartitionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TopPartitions not implemented")
 }
 func (UnimplementedReplicaServer) mustEmbedUnimplementedReplicaServer() {}
 func (UnimplementedReplicaServer) testEmbeddedByValue()                 {}
@@ -197,6 +219,24 @@ func _Replica_AccountDelta_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Replica_TopPartitions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopPartitionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReplicaServer).TopPartitions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Replica_TopPartitions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReplicaServer).TopPartitions(ctx, req.(*TopPartitionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Replica_ServiceDesc is the grpc.ServiceDesc for Replica service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -215,6 +255,10 @@ var Replica_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AccountDelta",
 			Handler:    _Replica_AccountDelta_Handler,
+		},
+		{
+			MethodName: "TopPartitions",
+			Handler:    _Replica_TopPartitions_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
