@@ -49,9 +49,11 @@
 //
 // Writes go to every live replica and succeed on BlockFor acks. Reads at ALL go to every replica;
 // reads at ONE and QUORUM go to BlockFor live replicas, preferring Params.ReadOrder, then the
-// coordinator itself, then ring order. Speculative retry (asking another replica when one is
-// slow) and failure-driven retry are not implemented: a read that loses a contacted replica fails
-// or times out. Digest reads are not implemented either: every contacted replica returns data.
+// coordinator itself, then ring order. A contacted replica that fails (a read at ONE or QUORUM)
+// is replaced by the next live replica not yet asked, in the same order, so a read stays available
+// when a replica dies before the failure detector notices (failure-driven retry). Speculative
+// retry (asking another replica when one is merely slow) is not implemented: a slow replica makes
+// the read wait, up to its timeout. Digest reads are not implemented either: every contacted replica returns data.
 //
 // # Account propagation
 //

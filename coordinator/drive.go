@@ -117,12 +117,13 @@ type flight struct {
 }
 
 // await sends sends through x, one goroutine each, and feeds the answers to req until it has
-// an outcome, the deadline passes (the timer ticks req at deadline) or ctx ends.
+// an outcome, the deadline passes (the timer ticks req at deadline) or ctx ends. Sends the core
+// asks for later (a read replacing a failed replica) are launched the same way.
 //
-// The goroutines write into a channel with room for every answer, so none ever blocks, and
-// each ends when its call returns. With detach false their context is canceled when await
-// returns: reads do not need the answers of slow replicas. With detach true (writes) the calls
-// continue after await returns, until the replica answers or deadline passes: a write at ONE
+// The goroutines write into a channel with room for an answer from every replica, so none ever
+// blocks, and each ends when its call returns. With detach false their context is canceled when
+// await returns: reads do not need the answers of slow replicas. With detach true (writes) the
+// calls continue after await returns, until the replica answers or deadline passes: a write at ONE
 // must still reach every live replica, and canceling it would leave the others without the data.
 // A detached call is bounded by deadline and by Close, never by the client's context.
 func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exchange, deadline time.Time, detach bool) (Outcome, error) {
@@ -138,22 +139,32 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 		rpcCtx, cancel = context.WithCancel(ctx)
 	}
 	f := &flight{cancel: cancel}
-	f.pending.Store(int32(len(sends)))
-	if !e.register(f, len(sends)) {
+	// await holds one count on the flight while it runs, so the flight cannot end (and cancel
+	// rpcCtx) between a call's failure and the replacement the core sends for it.
+	f.pending.Store(1)
+	if !e.register(f) {
 		cancel()
 		return nil, ErrClosed
 	}
-	answers := make(chan answer, len(sends))
-	for _, s := range sends {
+	defer e.release(f)
+	answers := make(chan answer, max(len(sends), len(req.p.Replicas)))
+	launch := func(s Send) bool {
+		if !e.extend(f) {
+			return false
+		}
 		go func() {
 			defer e.wg.Done()
 			r := x.call(rpcCtx, s)
 			// Judge before the flight can end: the last call to return cancels rpcCtx.
 			answers <- answer{r, r.Status == StatusFailed && rpcCtx.Err() != nil}
-			if f.pending.Add(-1) == 0 {
-				e.unregister(f)
-			}
+			e.release(f)
 		}()
+		return true
+	}
+	for _, s := range sends {
+		if !launch(s) {
+			return nil, ErrClosed
+		}
 	}
 	if !detach {
 		defer cancel()
@@ -185,19 +196,42 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 		if step.Outcome != nil {
 			return step.Outcome, nil
 		}
+		for _, s := range step.Sends {
+			if !launch(s) {
+				return nil, ErrClosed
+			}
+		}
 	}
 }
 
-// register records a flight of n calls; it reports false once the executor is closed.
-func (e *Executor) register(f *flight, n int) bool {
+// register records a flight; it reports false once the executor is closed.
+func (e *Executor) register(f *flight) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return false
 	}
 	e.inflight[f] = struct{}{}
-	e.wg.Add(n)
 	return true
+}
+
+// extend adds one call to flight f; it reports false once the executor is closed.
+func (e *Executor) extend(f *flight) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	f.pending.Add(1)
+	return true
+}
+
+// release drops one count on flight f; the last one forgets the flight and releases its context.
+func (e *Executor) release(f *flight) {
+	if f.pending.Add(-1) == 0 {
+		e.unregister(f)
+	}
 }
 
 func (e *Executor) isClosed() bool {

@@ -108,11 +108,14 @@ func checkRequest(t *testing.T, data []byte) {
 	}
 
 	var (
-		sent     []Send
-		answered = map[int]Status{}
-		checked  bool
-		outcome  Outcome
-		now      = t0
+		sent []Send
+		// replaceable says the input being applied is a first failure answer of a read at ONE
+		// or QUORUM, the one case where the core may send again.
+		replaceable bool
+		answered    = map[int]Status{}
+		checked     bool
+		outcome     Outcome
+		now         = t0
 	)
 	// apply checks one step against the model and records its sends and outcome.
 	apply := func(input string, st Step) {
@@ -129,10 +132,24 @@ func checkRequest(t *testing.T, data []byte) {
 		if st.LocalCheck && !(limited && selfIsReplica) {
 			t.Fatalf("%s: %s asked for a local check on the account-and-enforce path", desc, input)
 		}
-		if len(st.Sends) > 0 {
-			if sent != nil {
+		if len(st.Sends) > 0 && sent != nil {
+			// Only a read at ONE or QUORUM sends again: one replacement for a failed replica, to
+			// a live replica not asked yet.
+			if !replaceable || len(st.Sends) != 1 {
 				t.Fatalf("%s: %s sent a second batch %+v", desc, input, st.Sends)
 			}
+			m := st.Sends[0]
+			if m.Seq != len(sent)+1 || !live(m.To) || slices.ContainsFunc(sent, func(x Send) bool { return x.To == m.To }) {
+				t.Fatalf("%s: %s: replacement %+v has a wrong Seq, a down target or one already asked (%+v)", desc, input, m, sent)
+			}
+			sent = append(sent, m)
+		} else if replaceable && outcome == nil && st.Outcome == nil {
+			for _, id := range names {
+				if live(id) && !slices.ContainsFunc(sent, func(x Send) bool { return x.To == id }) {
+					t.Fatalf("%s: %s: a replica failed and %s was never asked, but no replacement was sent", desc, input, id)
+				}
+			}
+		} else if len(st.Sends) > 0 {
 			if limited && selfIsReplica && !checked {
 				t.Fatalf("%s: %s sent before the local check", desc, input)
 			}
@@ -248,6 +265,10 @@ func checkRequest(t *testing.T, data []byte) {
 		}
 	}
 	status := func(b byte) Status { return Status(b % 4) } // includes the invalid zero status
+	// canReplace says a fresh answer with status st is a failure of a read at ONE or QUORUM.
+	canReplace := func(st Status) bool {
+		return outcome == nil && p.Op == OpRead && p.Consistency != All && st != StatusOK && st != StatusRateLimited
+	}
 
 	st := req.Start(now)
 	apply("Start", st)
@@ -264,10 +285,13 @@ func checkRequest(t *testing.T, data []byte) {
 			m := sent[int(s.next())%len(sent)]
 			resp := Response{Seq: m.Seq, From: m.To, Status: status(s.next()), Count: uint32(s.next()), RetryAfter: time.Millisecond}
 			st := req.OnResponse(resp)
-			if _, dup := answered[m.Seq]; !dup && outcome == nil {
+			_, dup := answered[m.Seq]
+			if !dup && outcome == nil {
 				answered[m.Seq] = resp.Status
 			}
+			replaceable = !dup && canReplace(resp.Status)
 			apply(fmt.Sprintf("OnResponse(%+v)", resp), st)
+			replaceable = false
 		case 2: // a response that matches no send
 			resp := Response{Seq: int(s.next()%8) - 1, From: NodeID(fmt.Sprintf("n%d", s.next()%7)), Status: StatusOK}
 			if i := resp.Seq - 1; i >= 0 && i < len(sent) && sent[i].To == resp.From {
@@ -284,8 +308,9 @@ func checkRequest(t *testing.T, data []byte) {
 			apply("OnLocalCheck", req.OnLocalCheck(CheckResult{Admitted: s.next()%2 == 0}))
 		}
 	}
-	// Every contacted replica answers: the request must finish.
-	for _, m := range sent {
+	// Every contacted replica answers, replacements included: the request must finish.
+	for i := 0; i < len(sent); i++ {
+		m := sent[i]
 		if _, ok := answered[m.Seq]; ok {
 			continue
 		}
@@ -294,7 +319,9 @@ func checkRequest(t *testing.T, data []byte) {
 		if outcome == nil {
 			answered[m.Seq] = resp.Status
 		}
+		replaceable = canReplace(resp.Status)
 		apply(fmt.Sprintf("OnResponse(%+v)", resp), st)
+		replaceable = false
 	}
 	// The deadline passes: the request must be finished, whatever happened before.
 	now = p.Deadline

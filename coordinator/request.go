@@ -346,6 +346,10 @@ func (r *Request) OnResponse(resp Response) Step {
 		if r.firstErr == nil {
 			r.firstErr = failure(resp)
 		}
+		if s, ok := r.replacement(); ok {
+			// The failed replica's place goes to one not yet asked: the level stays in reach.
+			return Step{Sends: []Send{s}}
+		}
 	}
 	switch r.tally.Result(r.required) {
 	case QuorumReached:
@@ -423,21 +427,63 @@ func (r *Request) send() Step {
 	r.sent = make([]Send, len(targets))
 	r.answered = make([]bool, len(targets))
 	for i, id := range targets {
-		s := Send{Seq: i + 1, To: id}
-		switch {
-		case !r.p.limited(), r.checked && id == r.p.Self:
-			s.Mode = ModeNone
-		case r.checked:
-			s.Mode = ModeAccountOnly
-		default:
-			s.Mode = ModeAccountAndEnforce
-			s.Draw = r.p.Draw
-		}
-		r.sent[i] = s
+		r.sent[i] = r.sendTo(i+1, id)
 	}
 	r.tally.Contacted = len(targets)
 	r.phase = phaseWaiting
 	return Step{Sends: slices.Clone(r.sent)}
+}
+
+// sendTo builds the Send with sequence number seq to replica id, in the limiter mode of the
+// request's path.
+func (r *Request) sendTo(seq int, id NodeID) Send {
+	s := Send{Seq: seq, To: id}
+	switch {
+	case !r.p.limited(), r.checked && id == r.p.Self:
+		s.Mode = ModeNone
+	case r.checked:
+		s.Mode = ModeAccountOnly
+	default:
+		s.Mode = ModeAccountAndEnforce
+		s.Draw = r.p.Draw
+	}
+	return s
+}
+
+// replacement returns, for a read at ONE or QUORUM whose contacted replica failed, a Send to the
+// next live replica not yet asked, in the same preference order as targets. Failure-driven retry
+// keeps a read available when a replica dies before the failure detector notices; reads at ALL
+// and writes (which already go to every live replica) have no one to ask instead.
+func (r *Request) replacement() (Send, bool) {
+	if r.p.Op != OpRead || r.p.Consistency == All {
+		return Send{}, false
+	}
+	asked := func(id NodeID) bool {
+		return slices.ContainsFunc(r.sent, func(s Send) bool { return s.To == id })
+	}
+	try := func(id NodeID) bool { return !r.p.Replicas[r.replicaIndex(id)].Down && !asked(id) }
+	var next NodeID
+	for _, id := range r.p.ReadOrder {
+		if next == "" && try(id) {
+			next = id
+		}
+	}
+	if next == "" && r.selfIsReplica && try(r.p.Self) {
+		next = r.p.Self
+	}
+	for _, rep := range r.p.Replicas {
+		if next == "" && try(rep.ID) {
+			next = rep.ID
+		}
+	}
+	if next == "" {
+		return Send{}, false
+	}
+	s := r.sendTo(len(r.sent)+1, next)
+	r.sent = append(r.sent, s)
+	r.answered = append(r.answered, false)
+	r.tally.Contacted++
+	return s, true
 }
 
 // targets returns the replicas to contact. Writes and reads at ALL go to every live replica in
