@@ -37,6 +37,9 @@ type Row struct {
 	// EvictionsPerSecond is the rate at which the nodes' tables evicted live counters, summed
 	// over the nodes.
 	EvictionsPerSecond float64 `json:"evictions_per_s"`
+	// PartialWritesPerAccepted is the number of writes that ended rejected or failed although
+	// some replica applied them, per accepted operation.
+	PartialWritesPerAccepted float64 `json:"partial_writes_per_accepted"`
 }
 
 // Row returns the report line of r. Ratios are rounded to 4 decimals, so the JSON and the
@@ -63,6 +66,8 @@ func (r Result) Row() Row {
 		DisagreementMeasured: r.HasDisagreement(),
 		ColdRejected:         round4(cold),
 		EvictionsPerSecond:   math.Round(float64(r.Evictions) / r.Window.Seconds()),
+
+		PartialWritesPerAccepted: round4(float64(r.PartialWrites) / float64(max(r.Accepted, 1))),
 	}
 }
 

@@ -52,6 +52,14 @@ type Result struct {
 	// Evictions is the number of live counters the nodes' tables evicted during the window.
 	Evictions uint64
 
+	// PartialWrites counts hot-partition writes that ended rejected or failed although some
+	// replica applied them: the client got an error, yet the write exists on those replicas
+	// (and read repair would spread it). ReplicaVersions is, per node, how many hot-partition
+	// writes it applied over the whole run, and ReplicaOps how many operations it performed.
+	PartialWrites   int
+	ReplicaVersions []uint64
+	ReplicaOps      []uint64
+
 	// Events is the number of events the run processed, warm-up included.
 	Events int
 }
@@ -88,6 +96,12 @@ type node struct {
 	table   *partitionlimit.Table
 	offset  int64 // clock offset in nanoseconds: local time = epoch + sim time + offset
 	crashed bool  // the node crashed before the run; it drops every message
+
+	// The replica's in-memory state, in place of storage: how many writes to the hot partition
+	// it applied (the partition's version on this replica), and how many operations of any
+	// partition it performed.
+	hotVersion uint64
+	performed  uint64
 }
 
 // Outcome classes of an operation.
@@ -269,6 +283,10 @@ func (s *sim) run() (Result, error) {
 		return Result{}, s.err
 	}
 	s.res.Evictions = s.evictions(s.end) - s.evictStart
+	for _, n := range s.nodes {
+		s.res.ReplicaVersions = append(s.res.ReplicaVersions, n.hotVersion)
+		s.res.ReplicaOps = append(s.res.ReplicaOps, n.performed)
+	}
 	return s.res, nil
 }
 
@@ -558,16 +576,16 @@ func (s *sim) deliver(e event) {
 		d := s.nodes[n].table.Decide(op.token, op.label, s.o.Limit, op.draw, s.clock(n, e.at))
 		if d.Admitted {
 			op.admits++
-			op.applied++
+			s.perform(n, op)
 		} else {
 			op.rejects++
 			r.status, r.count, r.retryAfter = coordinator.StatusRateLimited, d.Count, d.RetryAfter
 		}
 	case coordinator.ModeAccountOnly:
 		s.nodes[n].table.Account(op.token, op.label, s.clock(n, e.at))
-		op.applied++
+		s.perform(n, op)
 	default:
-		op.applied++
+		s.perform(n, op)
 	}
 	if op.req.Done() {
 		// The coordinator already answered the client and ignores late answers: skip the
@@ -578,6 +596,16 @@ func (s *sim) deliver(e event) {
 	}
 	r.at = e.at + s.latency(n, int(op.coord))
 	s.q.push(r)
+}
+
+// perform applies a write or serves a read at replica n.
+func (s *sim) perform(n int, op *opState) {
+	op.applied++
+	nd := &s.nodes[n]
+	nd.performed++
+	if op.hot && op.label == labelWrite {
+		nd.hotVersion++
+	}
 }
 
 // respond feeds a replica's answer to the coordinator.
@@ -639,6 +667,9 @@ func (s *sim) finish(i int32, out uint8) {
 			default:
 				r.Failed++
 				r.Wasted += int(op.applied)
+			}
+			if out != outSuccess && op.applied > 0 && op.label == labelWrite {
+				r.PartialWrites++
 			}
 			if op.admits+op.rejects >= 2 {
 				r.Enforced++

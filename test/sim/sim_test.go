@@ -357,3 +357,25 @@ func TestPropagationHoldsRandomReplicaCoordinators(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaStateAndPartialWrites: replicas keep their state in memory. When one coordinator
+// decides (fixed-first), every live replica applies exactly the admitted writes and ends with
+// the same version. When replicas enforce with skewed clocks, a write that the consistency level
+// rejects may still have been applied by the replicas that admitted it: the client sees the
+// rate-limit error, yet the write exists on those replicas.
+func TestReplicaStateAndPartialWrites(t *testing.T) {
+	o := Options{Seed: 14, Duration: 10 * time.Second}
+	fixed := run(t, Scenario{RF: 3, Consistency: coordinator.Quorum, Routing: FixedFirst, Offered: 10}, o)
+	v := fixed.ReplicaVersions
+	if v[0] == 0 || v[0] != v[1] || v[1] != v[2] || v[3] != 0 || v[4] != 0 {
+		t.Errorf("%s: replica versions %v, want the three replicas equal and above zero, the other nodes at zero", describe(fixed), v)
+	}
+	if fixed.PartialWrites != 0 {
+		t.Errorf("%s: %d partial writes, want none when the coordinator decides alone", describe(fixed), fixed.PartialWrites)
+	}
+	skewed := run(t, Scenario{RF: 3, Consistency: coordinator.All, Routing: Outside, Offered: 10, Skew: 500 * time.Millisecond}, o)
+	if skewed.PartialWrites == 0 || skewed.ReplicaVersions[0] == skewed.ReplicaVersions[1] {
+		t.Errorf("%s: %d partial writes, replica versions %v, want rejected writes applied on some replicas and diverging versions",
+			describe(skewed), skewed.PartialWrites, skewed.ReplicaVersions)
+	}
+}
