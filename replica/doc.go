@@ -37,4 +37,19 @@
 // says so, before touching storage. Requests that are malformed or do not
 // match the table get STATUS_ERROR with a message naming what was wrong, and
 // change nothing.
+//
+// # Observability
+//
+// Service.Collector and Store.Collector export the node's limiter, replica
+// request and storage metrics to Prometheus (docs/operations.md lists them).
+// Per operation the service only adds to counters resolved in advance: the
+// (table id, op) interning that gives the limiter its label also holds the
+// pair's metric children. Gauges that need a scan (tracked partitions) and
+// pebble's metrics are computed at scrape time.
+//
+// Operations whose counter ends above twice the limit, the only ones the
+// limiter can reject, also update the pair's hot set: the HotK partitions with
+// the largest counters, with their rejections and keys (see hotSet).
+// TopPartitions lists them; a node merges every node's list for
+// `kvnode toppartitions`.
 package replica

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/partitionlimit"
@@ -63,12 +62,13 @@ type Config struct {
 type Service struct {
 	replicapb.UnimplementedReplicaServer
 
-	store  *Store
-	schema SchemaSource
-	limits *partitionlimit.Table
-	now    func() time.Time
-	logger *slog.Logger
-	labels labels
+	store   *Store
+	schema  SchemaSource
+	limits  *partitionlimit.Table
+	now     func() time.Time
+	logger  *slog.Logger
+	ops     opStates
+	metrics *serviceMetrics
 }
 
 // NewService returns a service for cfg.
@@ -89,11 +89,18 @@ func NewService(cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.metrics = newServiceMetrics(s.limits, s.now)
 	return s, nil
 }
 
 // Limits returns the service's counter table (for stats and metrics).
 func (s *Service) Limits() *partitionlimit.Table { return s.limits }
+
+// Collector returns the service's Prometheus metrics, for the node to register: the limiter's
+// operations and rejections per table, op and rejecter, its table's occupancy (computed at
+// scrape time), and replica requests and their latency by op. docs/operations.md describes
+// each metric.
+func (s *Service) Collector() prometheus.Collector { return s.metrics }
 
 // Mutate applies req's mutation, durably, unless the limiter rejects it. It
 // implements replicapb.ReplicaServer. Outcomes are in the response's status;
@@ -101,26 +108,36 @@ func (s *Service) Limits() *partitionlimit.Table { return s.limits }
 func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
 	m := req.GetMutation()
 	if m == nil {
+		s.metrics.requests[reqWrite][statusError].Inc()
 		return mutateError(replicapb.Error_BAD_REQUEST, "replica: bad request: the mutate request carries no mutation"), nil
 	}
 	t, ok := s.schema.TableByID(schema.TableID(m.TableId))
 	if !ok {
+		s.metrics.requests[reqWrite][statusError].Inc()
 		return mutateError(replicapb.Error_UNKNOWN_TABLE, unknownTable(m.TableId).Error()), nil
 	}
-	d, err := s.admit(t, m.Token, replicapb.Op_OP_WRITE, req.Limiter)
+	d, err := s.admit(t, m.Token, replicapb.Op_OP_WRITE, req.Limiter, m.PartitionKey)
 	if err != nil {
+		s.metrics.requests[reqWrite][statusError].Inc()
 		return mutateError(replicapb.Error_BAD_REQUEST, err.Error()), nil
 	}
 	if !d.Admitted {
+		s.metrics.requests[reqWrite][statusRateLimited].Inc()
 		return mutateRateLimited(d), nil
 	}
 	if err := ctx.Err(); err != nil {
+		s.metrics.requests[reqWrite][statusError].Inc()
 		return nil, status.FromContextError(err).Err()
 	}
-	if err := s.store.Apply(t, m); err != nil {
+	start := time.Now()
+	err = s.store.Apply(t, m)
+	s.metrics.latency[reqWrite].Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.metrics.requests[reqWrite][statusError].Inc()
 		code := s.classify(err, "mutate", t)
 		return mutateError(code, err.Error()), nil
 	}
+	s.metrics.requests[reqWrite][statusOK].Inc()
 	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}, nil
 }
 
@@ -130,22 +147,30 @@ func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*re
 func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 	t, ok := s.schema.TableByID(schema.TableID(req.GetTableId()))
 	if !ok {
+		s.metrics.requests[reqRead][statusError].Inc()
 		return readError(replicapb.Error_UNKNOWN_TABLE, unknownTable(req.GetTableId()).Error()), nil
 	}
-	d, err := s.admit(t, req.Token, replicapb.Op_OP_READ, req.Limiter)
+	d, err := s.admit(t, req.Token, replicapb.Op_OP_READ, req.Limiter, req.PartitionKey)
 	if err != nil {
+		s.metrics.requests[reqRead][statusError].Inc()
 		return readError(replicapb.Error_BAD_REQUEST, err.Error()), nil
 	}
 	if !d.Admitted {
+		s.metrics.requests[reqRead][statusRateLimited].Inc()
 		return readRateLimited(d), nil
 	}
 	if err := ctx.Err(); err != nil {
+		s.metrics.requests[reqRead][statusError].Inc()
 		return nil, status.FromContextError(err).Err()
 	}
+	start := time.Now()
 	resp, err := s.store.ReadPartition(t, req)
+	s.metrics.latency[reqRead].Observe(time.Since(start).Seconds())
 	if err != nil {
+		s.metrics.requests[reqRead][statusError].Inc()
 		return readError(s.classify(err, "read", t), err.Error()), nil
 	}
+	s.metrics.requests[reqRead][statusOK].Inc()
 	return resp, nil
 }
 
@@ -156,6 +181,7 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
 	for i, d := range req.GetDeltas() {
 		if err := checkOp(d.GetOp()); err != nil {
+			s.metrics.requests[reqAccountDelta][statusError].Inc()
 			return &replicapb.AccountDeltaResponse{
 				Status: replicapb.Status_STATUS_ERROR,
 				Error:  &replicapb.Error{Code: replicapb.Error_BAD_REQUEST, Message: fmt.Sprintf("%v (delta %d)", err, i)},
@@ -169,6 +195,7 @@ func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaReq
 			return nil, err // unreachable: the ops were checked above
 		}
 	}
+	s.metrics.requests[reqAccountDelta][statusOK].Inc()
 	return &replicapb.AccountDeltaResponse{Status: replicapb.Status_STATUS_OK}, nil
 }
 
@@ -187,7 +214,7 @@ func (s *Service) Check(id schema.TableID, token int64, op replicapb.Op, draw fl
 	if err := checkOp(op); err != nil {
 		return partitionlimit.Decision{}, err
 	}
-	return s.decide(t, token, op, replicapb.Limiter_ACCOUNT_AND_ENFORCE, draw, now)
+	return s.decide(t, token, op, replicapb.Limiter_ACCOUNT_AND_ENFORCE, draw, now, byCoordinator, nil)
 }
 
 // ApplyAccountDelta counts n operations of kind op on the partition with
@@ -203,10 +230,16 @@ func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op replicapb
 	if err := checkOp(op); err != nil {
 		return err
 	}
-	if limitFor(t, op) == 0 || n == 0 {
+	limit := limitFor(t, op)
+	if limit == 0 || n == 0 {
 		return nil
 	}
-	s.limits.AccountN(token, s.labels.get(t.ID, op), n, now)
+	st := s.ops.get(t, op, s.metrics)
+	c := s.limits.AccountN(token, st.label, n, now)
+	st.accounted.Add(float64(n))
+	if isHot(c, limit) {
+		st.hot.update(token, c, noRejection, nil, now)
+	}
 	return nil
 }
 
@@ -217,27 +250,39 @@ func (s *Service) Count(id schema.TableID, token int64, op replicapb.Op, now tim
 	if _, ok := s.schema.TableByID(id); !ok || checkOp(op) != nil {
 		return 0
 	}
-	return s.limits.Peek(token, s.labels.get(id, op), now)
+	st, ok := s.ops.lookup(id, op)
+	if !ok {
+		return 0 // nothing was ever counted for the pair
+	}
+	return s.limits.Peek(token, st.label, now)
 }
 
-// admit applies the request's limiter instructions for an op on table t.
-func (s *Service) admit(t *schema.Table, token int64, op replicapb.Op, lim *replicapb.Limiter) (partitionlimit.Decision, error) {
+// admit applies the request's limiter instructions for an op on table t. pk is the
+// operation's partition key, remembered if the partition turns out to be hot.
+func (s *Service) admit(t *schema.Table, token int64, op replicapb.Op, lim *replicapb.Limiter, pk [][]byte) (partitionlimit.Decision, error) {
 	mode := lim.GetMode()
 	if mode == replicapb.Limiter_NONE {
 		return partitionlimit.Decision{Admitted: true}, nil
 	}
-	return s.decide(t, token, op, mode, lim.GetDraw(), s.now())
+	return s.decide(t, token, op, mode, lim.GetDraw(), s.now(), byReplica, pk)
 }
 
-// decide accounts and decides one operation in a counting mode.
-func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode replicapb.Limiter_Mode, draw float64, now time.Time) (partitionlimit.Decision, error) {
+// decide accounts and decides one operation in a counting mode; by is who a rejection is
+// attributed to, pk the partition key when the caller has it (else nil). Operations whose
+// counter ends above twice the limit update the pair's hot set.
+func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode replicapb.Limiter_Mode, draw float64, now time.Time, by rejecter, pk [][]byte) (partitionlimit.Decision, error) {
 	switch mode {
 	case replicapb.Limiter_ACCOUNT_ONLY:
 		limit := limitFor(t, op)
 		if limit == 0 {
 			return partitionlimit.Decision{Admitted: true}, nil
 		}
-		c := s.limits.Account(token, s.labels.get(t.ID, op), now)
+		st := s.ops.get(t, op, s.metrics)
+		c := s.limits.Account(token, st.label, now)
+		st.accounted.Inc()
+		if isHot(c, limit) {
+			st.hot.update(token, c, noRejection, pk, now)
+		}
 		return partitionlimit.Decision{Admitted: true, Count: c, Limit: limit}, nil
 	case replicapb.Limiter_ACCOUNT_AND_ENFORCE:
 		if !(draw >= 0 && draw < 1) { // also rejects NaN
@@ -247,7 +292,19 @@ func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode rep
 		if limit == 0 {
 			return partitionlimit.Decision{Admitted: true}, nil
 		}
-		return s.limits.Decide(token, s.labels.get(t.ID, op), limit, draw, now), nil
+		st := s.ops.get(t, op, s.metrics)
+		d := s.limits.Decide(token, st.label, limit, draw, now)
+		st.accounted.Inc()
+		if !d.Admitted {
+			st.rejected[by].Inc()
+		}
+		if isHot(d.Count, limit) {
+			if d.Admitted {
+				by = noRejection
+			}
+			st.hot.update(token, d.Count, by, pk, now)
+		}
+		return d, nil
 	default:
 		return partitionlimit.Decision{}, fmt.Errorf("%w: unknown limiter mode %d", ErrBadRequest, mode)
 	}
@@ -317,52 +374,4 @@ func mutateError(code replicapb.Error_Code, msg string) *replicapb.MutateRespons
 
 func readError(code replicapb.Error_Code, msg string) *replicapb.ReadResponse {
 	return &replicapb.ReadResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: code, Message: msg}}
-}
-
-// labels interns (table id, op) pairs into the dense uint32 labels the
-// counter table keys on. Lookups of known pairs read a copy-on-write map
-// without locking or allocating; a new pair copies the map once. Labels of
-// dropped tables are never reused.
-type labels struct {
-	m  atomic.Pointer[map[labelKey]uint32]
-	mu sync.Mutex // serialises writers
-}
-
-type labelKey struct {
-	table schema.TableID
-	op    replicapb.Op
-}
-
-func (l *labels) get(table schema.TableID, op replicapb.Op) uint32 {
-	k := labelKey{table, op}
-	if m := l.m.Load(); m != nil {
-		if v, ok := (*m)[k]; ok {
-			return v
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	old := l.m.Load()
-	if old != nil {
-		if v, ok := (*old)[k]; ok {
-			return v
-		}
-	}
-	m := make(map[labelKey]uint32, 1+lenOf(old))
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	v := uint32(len(m))
-	m[k] = v
-	l.m.Store(&m)
-	return v
-}
-
-func lenOf(m *map[labelKey]uint32) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
 }

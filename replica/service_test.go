@@ -184,7 +184,7 @@ func TestServiceCheckThenLocalApplyCountsOnce(t *testing.T) {
 			t.Fatalf("local apply %d returned %v", i, resp)
 		}
 	}
-	if c := svc.Limits().Peek(tokenOf("p"), svc.labels.get(testTableID, replicapb.Op_OP_WRITE), clock.t); c != 5 {
+	if c := svc.Count(testTableID, tokenOf("p"), replicapb.Op_OP_WRITE, clock.t); c != 5 {
 		t.Errorf("after 5 checked and applied writes the counter is %d, want 5", c)
 	}
 	if n := countRows(t, svc); n != 5 {
@@ -293,7 +293,6 @@ func TestServiceAccountDelta(t *testing.T) {
 	svc, clock := testService(t, 10, 0)
 	ctx := context.Background()
 	token := tokenOf("p")
-	readLabel := svc.labels.get(testTableID, replicapb.Op_OP_READ)
 	resp, err := svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
 		{TableId: testTableID, Token: token, Op: replicapb.Op_OP_READ, Count: 30},
 		{TableId: testTableID, Token: token, Op: replicapb.Op_OP_WRITE, Count: 30}, // no write limit: skipped
@@ -302,7 +301,7 @@ func TestServiceAccountDelta(t *testing.T) {
 	if err != nil || resp.Status != replicapb.Status_STATUS_OK {
 		t.Fatalf("AccountDelta returned %v, %v; want STATUS_OK", resp, err)
 	}
-	if c := svc.Limits().Peek(token, readLabel, clock.t); c != 30 {
+	if c := svc.Count(testTableID, token, replicapb.Op_OP_READ, clock.t); c != 30 {
 		t.Errorf("after a delta of 30 reads the read counter is %d, want 30", c)
 	}
 	if st := svc.Limits().Stats(clock.t); st.Entries != 1 {
@@ -316,7 +315,7 @@ func TestServiceAccountDelta(t *testing.T) {
 	if resp.Status != replicapb.Status_STATUS_ERROR || resp.Error.GetCode() != replicapb.Error_BAD_REQUEST || !strings.Contains(resp.Error.GetMessage(), "delta 1") {
 		t.Errorf("AccountDelta with an unspecified op returned %v, want BAD_REQUEST naming delta 1", resp)
 	}
-	if c := svc.Limits().Peek(token, readLabel, clock.t); c != 30 {
+	if c := svc.Count(testTableID, token, replicapb.Op_OP_READ, clock.t); c != 30 {
 		t.Errorf("after a rejected batch the read counter is %d, want still 30", c)
 	}
 	if err := svc.ApplyAccountDelta(999, token, replicapb.Op_OP_READ, 1, clock.t); !errors.Is(err, ErrUnknownTable) {

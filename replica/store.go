@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -18,6 +19,11 @@ import (
 type Store struct {
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions
+	stalls    stalls
+
+	// closeMu keeps Close from closing the database under a metrics scrape.
+	closeMu sync.RWMutex
+	closed  bool
 }
 
 // Open opens (creating it if needed) the store in directory dir.
@@ -26,11 +32,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	opts.EnsureDefaults()
-	db, err := pebble.Open(dir, opts.pebbleOptions())
+	s := &Store{writeOpts: pebble.Sync}
+	po := opts.pebbleOptions()
+	po.EventListener = s.eventListener(pebbleLogger{opts.Logger})
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("replica: open store in %s: %w", dir, err)
 	}
-	s := &Store{db: db, writeOpts: pebble.Sync}
+	s.db = db
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
 	}
@@ -40,10 +49,26 @@ func Open(dir string, opts Options) (*Store, error) {
 // Close closes the database and releases its block cache. Every
 // acknowledged write is already in the write-ahead log.
 func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("replica: close store: %w", err)
 	}
 	return nil
+}
+
+// metrics returns pebble's metrics, or false once the store is closed.
+func (s *Store) metrics() (*pebble.Metrics, bool) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return nil, false
+	}
+	return s.db.Metrics(), true
 }
 
 // Apply validates m against table t and writes it as one pebble batch, so a

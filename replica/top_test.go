@@ -1,0 +1,106 @@
+package replica
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+// TestServiceTopPartitions makes three partitions hot in different ways and one stay within
+// its limit, and checks what TopPartitions lists.
+func TestServiceTopPartitions(t *testing.T) {
+	svc, clock := testService(t, 0, 10)
+	ctx := context.Background()
+	enforce := limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.99)
+
+	// "p": 60 enforced writes, carrying the key; those past 2·limit (20) are rejected.
+	for i := range 60 {
+		svc.Mutate(ctx, mutateReq(enforce, int32(i)))
+	}
+	// "q": 5 exempt writes (so storage holds it), then 40 checks by a local coordinator, which
+	// know only the token: the key comes from storage.
+	for i := range 5 {
+		if resp, _ := svc.Mutate(ctx, &replicapb.MutateRequest{Mutation: mut("q", row(int32(i), "a", "marker@1"))}); resp.Status != replicapb.Status_STATUS_OK {
+			t.Fatal(resp)
+		}
+	}
+	for range 40 {
+		svc.Check(testTableID, tokenOf("q"), replicapb.Op_OP_WRITE, 0.99, clock.t)
+	}
+	// "r": an account delta of 30, never written: its key is unknown.
+	svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
+		{TableId: testTableID, Token: tokenOf("r"), Op: replicapb.Op_OP_WRITE, Count: 30},
+	}})
+	// "s": 20 checks, within 2·limit: never hot.
+	for range 20 {
+		svc.Check(testTableID, tokenOf("s"), replicapb.Op_OP_WRITE, 0.99, clock.t)
+	}
+
+	resp, err := svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		key              string
+		count            uint32
+		coordRej, repRej float64
+	}
+	want := []row{ // hottest first
+		{"p", 60, 0, 40},
+		{"q", 40, 20, 0},
+		{"r", 30, 0, 0},
+	}
+	if len(resp.Partitions) != len(want) {
+		t.Fatalf("TopPartitions listed %d partitions (%v), want %d: p, q and r", len(resp.Partitions), resp.Partitions, len(want))
+	}
+	// The clock is 250 ms into its second: estimates are count / 1.25.
+	for i, w := range want {
+		p := resp.Partitions[i]
+		var key string
+		if len(p.PartitionKey) == 1 {
+			key = string(p.PartitionKey[0])
+		}
+		if w.key == "r" {
+			if len(p.PartitionKey) != 0 || p.Token != tokenOf("r") {
+				t.Errorf("partition %d = %v, want token of r without a key (never written, only counted)", i, p)
+			}
+		} else if key != w.key || p.Token != tokenOf(w.key) {
+			t.Errorf("partition %d has key %q, token %d; want %q, token %d", i, key, p.Token, w.key, tokenOf(w.key))
+		}
+		if p.TableId != testTableID || p.Op != replicapb.Op_OP_WRITE || p.Limit != 10 || p.Count != w.count {
+			t.Errorf("partition %d (%s) = table %d op %v limit %d count %d; want table %d, writes, limit 10, count %d",
+				i, w.key, p.TableId, p.Op, p.Limit, p.Count, testTableID, w.count)
+		}
+		if math.Abs(p.OpsPerSecond-float64(w.count)/1.25) > 1e-9 ||
+			math.Abs(p.CoordinatorRejectionsPerSecond-w.coordRej/1.25) > 1e-9 ||
+			math.Abs(p.ReplicaRejectionsPerSecond-w.repRej/1.25) > 1e-9 {
+			t.Errorf("partition %d (%s): %.1f ops/s, %.1f coordinator and %.1f replica rejections/s; want %.1f, %.1f, %.1f",
+				i, w.key, p.OpsPerSecond, p.CoordinatorRejectionsPerSecond, p.ReplicaRejectionsPerSecond,
+				float64(w.count)/1.25, w.coordRej/1.25, w.repRej/1.25)
+		}
+	}
+
+	// Limit and table filters.
+	resp, _ = svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{Limit: 1})
+	if len(resp.Partitions) != 1 || string(resp.Partitions[0].PartitionKey[0]) != "p" {
+		t.Errorf("TopPartitions with limit 1 = %v, want only p", resp.Partitions)
+	}
+	resp, _ = svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{TableId: testTableID + 1})
+	if len(resp.Partitions) != 0 {
+		t.Errorf("TopPartitions of another table = %v, want none", resp.Partitions)
+	}
+
+	// Two seconds later the counters have halved twice; forty seconds later nothing is hot.
+	clock.t = clock.t.Add(2 * time.Second)
+	resp, _ = svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{})
+	if len(resp.Partitions) != 3 || resp.Partitions[0].Count != 15 {
+		t.Errorf("two seconds later TopPartitions = %v, want 3 partitions, p's count 15", resp.Partitions)
+	}
+	clock.t = clock.t.Add(40 * time.Second)
+	if resp, _ = svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{}); len(resp.Partitions) != 0 {
+		t.Errorf("forty seconds later TopPartitions = %v, want none", resp.Partitions)
+	}
+}
