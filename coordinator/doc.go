@@ -142,6 +142,6 @@
 // error), the context's error, or ErrClosed. ErrorStatus maps them to gRPC statuses with the
 // details kvnode.proto documents, and the error types implement GRPCStatus themselves.
 //
-// Config.Observer, when set, is told about every request, rate-limit rejection and read repair,
-// for metrics.
+// Config.Observer, when set, is told about every request (with its table), rate-limit
+// rejection, read repair, and operation whose enforcing replicas disagreed, for metrics.
 package coordinator

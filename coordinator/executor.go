@@ -71,17 +71,25 @@ type Config struct {
 // must not block. Arguments are short constant strings where the names below say so, so that
 // they can serve directly as metric labels.
 type Observer interface {
-	// OnRequest is called once per executed statement. op is "read", "write", "schema" or
-	// "other" (USE, DESCRIBE); cl is "ONE", "QUORUM" or "ALL" ("" for schema and other);
-	// result is one of "ok", "rate_limited", "unavailable", "timeout", "failed", "invalid",
-	// "canceled" or "error". d is the time Execute took.
-	OnRequest(op, cl, result string, d time.Duration)
+	// OnRequest is called once per executed statement. keyspace and table name the table of a
+	// read or write once the statement resolved it ("" for other statements and for reads and
+	// writes that failed before: syntax errors, unknown tables). op is "read", "write",
+	// "schema" or "other" (USE, DESCRIBE); cl is "ONE", "QUORUM" or "ALL" ("" for schema and
+	// other); result is one of "ok", "rate_limited", "unavailable", "timeout", "failed",
+	// "invalid", "canceled" or "error". d is the time Execute took.
+	OnRequest(keyspace, table, op, cl, result string, d time.Duration)
 	// OnRateLimited is called when an operation is rejected by a partition's rate limit;
 	// rejectedBy is "coordinator" or "replicas".
 	OnRateLimited(keyspace, table, op, rejectedBy string)
 	// OnReadRepair is called after a read found stale replicas and repaired them: replicas is
 	// how many were repaired, result "ok", "timeout" or "failed".
 	OnReadRepair(keyspace, table string, replicas int, result string)
+	// OnReplicasDisagree is called at most once per limited operation the replicas decided
+	// (the coordinator was not a replica of the partition) when some of its enforcing replicas
+	// admitted it and others rejected it: their counters for the partition differ (clock skew,
+	// a replica that missed operations or restarted). op is "read" or "write". It may be
+	// called after Execute returned, when a write's last replicas answer late.
+	OnReplicasDisagree(keyspace, table, op string)
 }
 
 // Executor executes client statements on this node: it parses them, applies schema statements
@@ -192,13 +200,16 @@ func (e *Executor) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*
 	if e.observer != nil {
 		start = time.Now()
 	}
-	kind, cl, resp, err := e.execute(ctx, req)
+	kind, cl, t, resp, err := e.execute(ctx, req)
 	if e.observer != nil {
-		clName := ""
+		var clName, ks, name string
 		if kind == kindRead || kind == kindWrite {
 			clName = cl.String()
 		}
-		e.observer.OnRequest(kind.String(), clName, resultOf(err), time.Since(start))
+		if t != nil {
+			ks, name = t.Keyspace, t.Name
+		}
+		e.observer.OnRequest(ks, name, kind.String(), clName, resultOf(err), time.Since(start))
 	}
 	return resp, err
 }
@@ -251,21 +262,23 @@ func resultOf(err error) string {
 	return "error"
 }
 
-func (e *Executor) execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (stmtKind, Consistency, *kvnodepb.ExecuteResponse, error) {
+// execute runs req and returns what the Observer needs besides the answer: the kind of
+// statement, its consistency level and, for reads and writes that resolved it, the table.
+func (e *Executor) execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (stmtKind, Consistency, *schema.Table, *kvnodepb.ExecuteResponse, error) {
 	cl, err := consistencyFromProto(req.GetConsistency())
 	if err != nil {
-		return kindOther, cl, nil, err
+		return kindOther, cl, nil, nil, err
 	}
 	stmts, err := cql.Parse(req.GetStatement())
 	if err != nil {
-		return kindOther, cl, nil, &InvalidError{Err: err}
+		return kindOther, cl, nil, nil, &InvalidError{Err: err}
 	}
 	switch len(stmts) {
 	case 0:
-		return kindOther, cl, nil, &InvalidError{Err: errors.New("no statement: the request is empty")}
+		return kindOther, cl, nil, nil, &InvalidError{Err: errors.New("no statement: the request is empty")}
 	case 1:
 	default:
-		return kindOther, cl, nil, &InvalidError{
+		return kindOther, cl, nil, nil, &InvalidError{
 			Pos: stmts[1].Pos(),
 			Err: fmt.Errorf("one statement per request, found %d", len(stmts)),
 		}
@@ -273,22 +286,22 @@ func (e *Executor) execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (s
 	keyspace := req.GetKeyspace()
 	switch st := stmts[0].(type) {
 	case *cql.SelectStmt:
-		resp, err := e.executeSelect(ctx, st, keyspace, cl)
-		return kindRead, cl, resp, err
+		t, resp, err := e.executeSelect(ctx, st, keyspace, cl)
+		return kindRead, cl, t, resp, err
 	case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
-		resp, err := e.executeWrite(ctx, st, keyspace, cl)
-		return kindWrite, cl, resp, err
+		t, resp, err := e.executeWrite(ctx, st, keyspace, cl)
+		return kindWrite, cl, t, resp, err
 	case *cql.CreateKeyspaceStmt, *cql.DropKeyspaceStmt, *cql.CreateTableStmt, *cql.AlterTableStmt, *cql.DropTableStmt:
 		resp, err := e.executeDDL(ctx, st, keyspace)
-		return kindSchema, cl, resp, err
+		return kindSchema, cl, nil, resp, err
 	case *cql.UseStmt:
 		resp, err := e.executeUse(st)
-		return kindOther, cl, resp, err
+		return kindOther, cl, nil, resp, err
 	case *cql.DescribeStmt:
 		resp, err := e.executeDescribe(st, keyspace)
-		return kindOther, cl, resp, err
+		return kindOther, cl, nil, resp, err
 	default:
-		return kindOther, cl, nil, &InvalidError{Pos: st.Pos(), Err: fmt.Errorf("%s cannot be executed", schema.StatementName(st))}
+		return kindOther, cl, nil, nil, &InvalidError{Pos: st.Pos(), Err: fmt.Errorf("%s cannot be executed", schema.StatementName(st))}
 	}
 }
 

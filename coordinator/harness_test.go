@@ -201,16 +201,29 @@ func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replic
 
 // recorder is an Observer that remembers what it was told.
 type recorder struct {
-	mu          sync.Mutex
-	requests    []string // "op cl result"
-	rateLimited []string // "ks.t op rejectedBy"
-	repairs     []string // "ks.t n result"
+	mu            sync.Mutex
+	requests      []string // "op cl result"
+	requestTables []string // "ks.t" of each request, "" when it named none
+	rateLimited   []string // "ks.t op rejectedBy"
+	repairs       []string // "ks.t n result"
+	disagreements []string // "ks.t op"
 }
 
-func (r *recorder) OnRequest(op, cl, result string, _ time.Duration) {
+func (r *recorder) OnRequest(ks, table, op, cl, result string, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests = append(r.requests, strings.Join(slices.DeleteFunc([]string{op, cl, result}, func(s string) bool { return s == "" }), " "))
+	name := ""
+	if table != "" {
+		name = ks + "." + table
+	}
+	r.requestTables = append(r.requestTables, name)
+}
+
+func (r *recorder) OnReplicasDisagree(ks, table, op string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disagreements = append(r.disagreements, fmt.Sprintf("%s.%s %s", ks, table, op))
 }
 
 func (r *recorder) OnRateLimited(ks, table, op, by string) {

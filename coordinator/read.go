@@ -36,16 +36,17 @@ type readRow struct {
 	row        cell.Row // purged: no marker, cell or deletion that a deletion shadows
 }
 
-// executeSelect runs a SELECT at consistency cl.
-func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl Consistency) (*kvnodepb.ExecuteResponse, error) {
+// executeSelect runs a SELECT at consistency cl. It returns the table once the statement
+// resolved it, for the Observer.
+func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl Consistency) (*schema.Table, *kvnodepb.ExecuteResponse, error) {
 	s := e.schema.Schema()
 	r, err := s.PrepareRead(st, keyspace)
 	if err != nil {
-		return nil, invalid(st, err)
+		return nil, nil, invalid(st, err)
 	}
 	ks, ok := s.Keyspace(r.Table.Keyspace)
 	if !ok {
-		return nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", r.Table.QualifiedName())
+		return r.Table, nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", r.Table.QualifiedName())
 	}
 	var keyBuf [64]byte
 	spec := readSpec{
@@ -60,9 +61,10 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	now := e.now()
 	rows, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
 	if err != nil {
-		return nil, err
+		return r.Table, nil, err
 	}
-	return rowsResponse(r, rows)
+	resp, err := rowsResponse(r, rows)
+	return r.Table, resp, err
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
@@ -133,7 +135,8 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, order []NodeID, 
 	o := step.Outcome
 	if o == nil {
 		base := readRequest(spec)
-		if o, err = e.await(ctx, req, step.Sends, readExchange{e.transport, base}, dl, false); err != nil {
+		x := watch(e, readExchange{e.transport, base}, step.Sends, spec.table, OpRead)
+		if o, err = e.await(ctx, req, step.Sends, x, dl, false); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/cell"
@@ -20,19 +21,20 @@ func voidResponse() *kvnodepb.ExecuteResponse {
 	return &kvnodepb.ExecuteResponse{Result: &kvnodepb.ExecuteResponse_Void{Void: &kvnodepb.Void{}}}
 }
 
-// executeWrite runs an INSERT, UPDATE or DELETE at consistency cl.
-func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl Consistency) (*kvnodepb.ExecuteResponse, error) {
+// executeWrite runs an INSERT, UPDATE or DELETE at consistency cl. It returns the table once
+// the statement resolved it, for the Observer.
+func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl Consistency) (*schema.Table, *kvnodepb.ExecuteResponse, error) {
 	s := e.schema.Schema()
 	w, err := s.PrepareWrite(stmt, keyspace)
 	if err != nil {
-		return nil, invalid(stmt, err)
+		return nil, nil, invalid(stmt, err)
 	}
 	if w.HasTimestamp && w.Timestamp == cell.NoTimestamp {
-		return nil, &InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("USING TIMESTAMP %d is reserved", w.Timestamp)}
+		return w.Table, nil, &InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("USING TIMESTAMP %d is reserved", w.Timestamp)}
 	}
 	ks, ok := s.Keyspace(w.Table.Keyspace)
 	if !ok { // the schema is immutable and PrepareWrite found the table
-		return nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
+		return w.Table, nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
 	}
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
@@ -48,10 +50,10 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		// A range of rows: the replicas have no range tombstones, so read the range and write a
 		// row tombstone for each row in it.
 		if rows, err = e.rangeTombstones(ctx, w, token, ks.ReplicationFactor, ts, now, dl); err != nil {
-			return nil, err
+			return w.Table, nil, err
 		}
 		if len(rows) == 0 {
-			return voidResponse(), nil
+			return w.Table, voidResponse(), nil
 		}
 	}
 
@@ -69,11 +71,11 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	}
 	req, err := e.newRequest(p)
 	if err != nil {
-		return nil, err
+		return w.Table, nil, err
 	}
 	step, err := e.begin(req, now, OpWrite, partitionKey{w.Table.ID, token}, p.Draw)
 	if err != nil {
-		return nil, err
+		return w.Table, nil, err
 	}
 	o := step.Outcome
 	if o == nil {
@@ -83,15 +85,16 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		} else {
 			fillMutation(m, w, ts)
 		}
-		if o, err = e.await(ctx, req, step.Sends, mutateExchange{e.transport, m}, dl, true); err != nil {
-			return nil, err
+		x := watch(e, mutateExchange{e.transport, m}, step.Sends, w.Table, OpWrite)
+		if o, err = e.await(ctx, req, step.Sends, x, dl, true); err != nil {
+			return w.Table, nil, err
 		}
 	}
 	e.propagate(req, OpWrite, partitionKey{w.Table.ID, token})
 	if err := e.outcomeErr(o, w.Table); err != nil {
-		return nil, err
+		return w.Table, nil, err
 	}
-	return voidResponse(), nil
+	return w.Table, voidResponse(), nil
 }
 
 // isPartition reports whether w's clustering range selects the whole partition.
@@ -226,4 +229,56 @@ func (e *Executor) outcomeErr(o Outcome, t *schema.Table) error {
 			"consistency", f.Consistency.String(), "failures", f.Failures, "err", f.Cause)
 	}
 	return err
+}
+
+// watch returns x, or x wrapped to tell e's Observer when the enforcing replicas of one
+// operation on t disagree, if there is an Observer and sends go to enforcing replicas (the
+// coordinator is not a replica of the partition). The wrapper holds x by value and takes the
+// place of x's own interface value, so watching costs no extra allocation.
+func watch[X exchange](e *Executor, x X, sends []Send, t *schema.Table, op Op) exchange {
+	if e.observer == nil || !enforcing(sends) {
+		return x
+	}
+	return &watched[X]{x: x, observer: e.observer, table: t, op: op}
+}
+
+// enforcing reports whether sends go to replicas that enforce the limit.
+func enforcing(sends []Send) bool {
+	for _, s := range sends {
+		if s.Mode == ModeAccountAndEnforce {
+			return true
+		}
+	}
+	return false
+}
+
+// watched is an exchange whose enforcing replicas' decisions are watched for disagreement.
+type watched[X exchange] struct {
+	x        X
+	observer Observer
+	table    *schema.Table
+	op       Op
+	// seen has bit 0 set once an enforcing replica admitted the operation, bit 1 once one
+	// rejected it.
+	seen atomic.Uint32
+}
+
+func (w *watched[X]) call(ctx context.Context, s Send) Response {
+	r := w.x.call(ctx, s)
+	if s.Mode != ModeAccountAndEnforce {
+		return r
+	}
+	var bit uint32
+	switch r.Status {
+	case StatusOK:
+		bit = 1
+	case StatusRateLimited:
+		bit = 2
+	default:
+		return r
+	}
+	if old := w.seen.Or(bit); old != 3 && old|bit == 3 {
+		w.observer.OnReplicasDisagree(w.table.Keyspace, w.table.Name, w.op.String())
+	}
+	return r
 }
