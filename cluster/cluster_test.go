@@ -178,6 +178,9 @@ func TestAwaitSchemaAgreementTimesOutNamingTheNodes(t *testing.T) {
 	if !slices.Equal(disagreeing, []NodeID{n2.LocalID()}) {
 		t.Errorf("AwaitSchemaAgreement disagreeing = %v, want [%s]", disagreeing, n2.LocalID())
 	}
+	if d := n1.SchemaDisagreement(); !slices.Equal(d, []NodeID{n2.LocalID()}) {
+		t.Errorf("SchemaDisagreement on %s = %v, want [%s], which refuses the change", n1.LocalID(), d, n2.LocalID())
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

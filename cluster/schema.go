@@ -58,6 +58,11 @@ func (c *Cluster) AwaitSchemaAgreement(ctx context.Context, timeout time.Duratio
 	}
 }
 
+// SchemaDisagreement returns the live nodes whose gossiped schema digest differs from the local
+// schema's, sorted; empty when the live nodes agree. A local change not yet published counts
+// every live peer as disagreeing. It is what AwaitSchemaAgreement waits on, for metrics.
+func (c *Cluster) SchemaDisagreement() []NodeID { return c.disagreeing() }
+
 // disagreeing returns the live nodes whose gossiped schema digest differs from the local digest (which
 // is the store's current digest once published).
 func (c *Cluster) disagreeing() []NodeID {
