@@ -143,6 +143,13 @@ func (h *hotSet) victim(count uint32, sec uint32) int {
 	return at
 }
 
+// appendTokens appends the tokens of the tracked partitions to dst.
+func (h *hotSet) appendTokens(dst []int64) []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append(dst, h.tokens[:h.n]...)
+}
+
 // hotSnapshot is one entry of a hotSet as of a second.
 type hotSnapshot struct {
 	token    int64

@@ -3,11 +3,9 @@ package replica
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -38,9 +36,9 @@ type serviceMetrics struct {
 	requests [numRequestOps][numStatuses]prometheus.Counter
 	latency  [numRequestOps]prometheus.Observer
 
-	limits   *partitionlimit.Table
-	now      func() time.Time
+	svc      *Service // for the scrape-time gauges
 	tracked  *prometheus.Desc
+	hot      *prometheus.Desc
 	capacity *prometheus.Desc
 	inserts  *prometheus.Desc
 	evicted  *prometheus.Desc
@@ -51,7 +49,7 @@ var requestDurationBuckets = []float64{
 	.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1,
 }
 
-func newServiceMetrics(limits *partitionlimit.Table, now func() time.Time) *serviceMetrics {
+func newServiceMetrics(svc *Service) *serviceMetrics {
 	m := &serviceMetrics{
 		accountedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kvnode", Subsystem: "limiter", Name: "operations_total",
@@ -70,10 +68,12 @@ func newServiceMetrics(limits *partitionlimit.Table, now func() time.Time) *serv
 			Help:    "Time replica requests admitted by the limiter spent in storage, by op (rejections return before storage and are not timed).",
 			Buckets: requestDurationBuckets,
 		}, []string{"op"}),
-		limits: limits,
-		now:    now,
+		svc: svc,
 		tracked: prometheus.NewDesc("kvnode_limiter_tracked_partitions",
 			"Partitions (token, table, op) whose limiter counter is above zero now.", nil, nil),
+		hot: prometheus.NewDesc("kvnode_limiter_hot_partitions",
+			"Partitions of the table whose limiter counter on this node is above twice the limit now, where rejections begin (at most the 32 hottest are tracked per table and op; kvnode toppartitions lists them).",
+			[]string{"keyspace", "table", "op"}, nil),
 		capacity: prometheus.NewDesc("kvnode_limiter_capacity_partitions",
 			"Partitions the limiter table can track at once; when full, new partitions evict the coldest of their probe window.", nil, nil),
 		inserts: prometheus.NewDesc("kvnode_limiter_inserts_total",
@@ -97,6 +97,7 @@ func (m *serviceMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.requestsVec.Describe(ch)
 	m.latencyVec.Describe(ch)
 	ch <- m.tracked
+	ch <- m.hot
 	ch <- m.capacity
 	ch <- m.inserts
 	ch <- m.evicted
@@ -109,8 +110,10 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.rejectedVec.Collect(ch)
 	m.requestsVec.Collect(ch)
 	m.latencyVec.Collect(ch)
-	st := m.limits.Stats(m.now())
+	now := m.svc.now()
+	st := m.svc.limits.Stats(now)
 	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(st.Entries))
+	m.svc.collectHot(ch, m.hot, now)
 	ch <- prometheus.MustNewConstMetric(m.capacity, prometheus.GaugeValue, float64(st.Capacity))
 	ch <- prometheus.MustNewConstMetric(m.inserts, prometheus.CounterValue, float64(st.Inserts))
 	ch <- prometheus.MustNewConstMetric(m.evicted, prometheus.CounterValue, float64(st.Evictions))

@@ -2,11 +2,13 @@ package replica
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
@@ -137,8 +139,9 @@ func TestServiceCollector(t *testing.T) {
 	}
 }
 
-// gatheredValue returns the value of the one unlabelled gauge or counter called name.
-func gatheredValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
+// gatheredValue returns the value of the gauge or counter called name whose labels include
+// the given name, value pairs.
+func gatheredValue(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
@@ -148,12 +151,21 @@ func gatheredValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 		if mf.GetName() != name {
 			continue
 		}
-		m := mf.GetMetric()[0]
-		if c := m.GetCounter(); c != nil {
-			return c.GetValue()
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+					return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+				}) {
+					continue metrics
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
-		return m.GetGauge().GetValue()
 	}
-	t.Fatalf("no metric %s gathered", name)
+	t.Fatalf("no metric %s%v gathered", name, labels)
 	return 0
 }

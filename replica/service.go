@@ -89,7 +89,7 @@ func NewService(cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.metrics = newServiceMetrics(s.limits, s.now)
+	s.metrics = newServiceMetrics(s)
 	return s, nil
 }
 

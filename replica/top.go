@@ -7,8 +7,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -128,4 +130,29 @@ func (s *Store) partitionKeyOf(t *schema.Table, token int64) ([][]byte, error) {
 		return nil, corrupt(t, bytes.Clone(it.Key()), errBadKey)
 	}
 	return splitPartitionKey(pk, len(t.PartitionKey)), nil
+}
+
+// collectHot sends, per (table, op) with a limit that has seen limited traffic, the number of
+// its tracked partitions whose counter is above twice the limit at now. A pair whose partitions
+// all cooled down reports 0 rather than vanishing.
+func (s *Service) collectHot(ch chan<- prometheus.Metric, desc *prometheus.Desc, now time.Time) {
+	var tokens []int64
+	for k, st := range s.ops.all() {
+		t, ok := s.schema.TableByID(k.table)
+		if !ok {
+			continue
+		}
+		limit := limitFor(t, k.op)
+		if limit == 0 {
+			continue
+		}
+		n := 0
+		tokens = st.hot.appendTokens(tokens[:0])
+		for _, tok := range tokens {
+			if isHot(s.limits.Peek(tok, st.label, now), limit) {
+				n++
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), t.Keyspace, t.Name, opLabel(k.op))
+	}
 }

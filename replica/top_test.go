@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
@@ -83,6 +85,13 @@ func TestServiceTopPartitions(t *testing.T) {
 		}
 	}
 
+	// The scrape-time gauge counts the partitions above 2·limit now: p, q and r.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(svc.Collector())
+	if got := gatheredValue(t, reg, "kvnode_limiter_hot_partitions", "keyspace", "ks", "table", "t", "op", "write"); got != 3 {
+		t.Errorf(`kvnode_limiter_hot_partitions{table="t",op="write"} = %v, want 3 (p, q and r)`, got)
+	}
+
 	// Limit and table filters.
 	resp, _ = svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{Limit: 1})
 	if len(resp.Partitions) != 1 || string(resp.Partitions[0].PartitionKey[0]) != "p" {
@@ -102,5 +111,8 @@ func TestServiceTopPartitions(t *testing.T) {
 	clock.t = clock.t.Add(40 * time.Second)
 	if resp, _ = svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{}); len(resp.Partitions) != 0 {
 		t.Errorf("forty seconds later TopPartitions = %v, want none", resp.Partitions)
+	}
+	if got := gatheredValue(t, reg, "kvnode_limiter_hot_partitions", "table", "t", "op", "write"); got != 0 {
+		t.Errorf("forty seconds later kvnode_limiter_hot_partitions = %v, want 0", got)
 	}
 }
