@@ -18,6 +18,7 @@ const (
 	evTick                         // a request's deadline, on the coordinator's clock
 	evFlush                        // a coordinator's account-propagation timer fires
 	evDeltas                       // a batch of account-only deltas reaches its replica
+	evWarm                         // the warm-up ends: the measurement window starts
 )
 
 // event is one entry of the simulator's queue. Events are ordered by (at, seq): seq is the order

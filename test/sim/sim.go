@@ -234,9 +234,6 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 	return s, nil
 }
 
-// evWarm is the event that ends the warm-up; it is internal to run.
-const evWarm eventKind = 255
-
 func (s *sim) run() (Result, error) {
 	for i := range s.streams {
 		st := &s.streams[i]

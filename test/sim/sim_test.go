@@ -81,6 +81,15 @@ func TestSameSeedSameReport(t *testing.T) {
 	if first[2].Failed == 0 {
 		t.Errorf("%s, want some operations to time out at ALL before the crashed replica is detected", describe(first[2]))
 	}
+	smooth := o
+	smooth.Arrival = Smooth
+	s1, err := Run(scenarios[0], smooth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2, _ := Run(scenarios[0], smooth); !reflect.DeepEqual(s1, s2) {
+		t.Errorf("%v with smooth arrivals gave %+v, then %+v, want identical results", scenarios[0], s1, s2)
+	}
 	o.Seed = 8
 	other, err := RunAll(ctx, scenarios, o, 2)
 	if err != nil {
@@ -377,5 +386,19 @@ func TestReplicaStateAndPartialWrites(t *testing.T) {
 	if skewed.PartialWrites == 0 || skewed.ReplicaVersions[0] == skewed.ReplicaVersions[1] {
 		t.Errorf("%s: %d partial writes, replica versions %v, want rejected writes applied on some replicas and diverging versions",
 			describe(skewed), skewed.PartialWrites, skewed.ReplicaVersions)
+	}
+}
+
+// TestSmoothTrafficAtTheLimitIsNeverRejected: a partition offered exactly L per second, evenly
+// spaced, keeps its counter between L and 2L, which the rule always admits (DESIGN §1: steady
+// traffic at or under the limit is never rejected). The coordinator is the replica, so the
+// operations reach the counter exactly evenly spaced.
+func TestSmoothTrafficAtTheLimitIsNeverRejected(t *testing.T) {
+	for _, reads := range []float64{0, 1} {
+		sc := Scenario{RF: 1, ReadFraction: reads, Consistency: coordinator.One, Routing: FixedFirst, Offered: 1}
+		r := run(t, sc, Options{Seed: 15, Duration: 20 * time.Second, Arrival: Smooth})
+		if r.Rejected != 0 || r.Offered != 15*int(r.Limit) {
+			t.Errorf("%s with smooth arrivals, want exactly %d offered and none rejected", describe(r), 15*r.Limit)
+		}
 	}
 }

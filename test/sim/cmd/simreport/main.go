@@ -2,7 +2,7 @@
 // simulator (package test/sim) and prints the report: a markdown table by default, or one JSON
 // object per row with --json.
 //
-//	go run ./test/sim/cmd/simreport [--json] [--seed N] [--seconds S] [--warmup W] [--workers K]
+//	go run ./test/sim/cmd/simreport [--json] [--seed N] [--seconds S] [--warmup W] [--arrival poisson|smooth] [--workers K]
 //
 // The same flags always print the same bytes. docs/accuracy.md records the table for the default
 // seed and length.
@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seconds := fs.Float64("seconds", sim.DefaultDuration.Seconds(), "simulated seconds of traffic per row")
 	warmup := fs.Float64("warmup", sim.DefaultWarmup.Seconds(), "leading simulated seconds of each row left out of the measurement")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "rows simulated at once (each row is single-threaded; the output does not depend on it)")
+	arrival := fs.String("arrival", "poisson", "arrival process of every stream: poisson or smooth")
 	quiet := fs.Bool("q", false, "do not print the run time to stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,6 +65,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Seed:     *seed,
 		Duration: time.Duration(*seconds * float64(time.Second)),
 		Warmup:   time.Duration(*warmup * float64(time.Second)),
+	}
+	switch *arrival {
+	case "poisson":
+		opts.Arrival = sim.Poisson
+	case "smooth":
+		opts.Arrival = sim.Smooth
+	default:
+		return fmt.Errorf("--arrival %q is neither poisson nor smooth", *arrival)
 	}
 	start := time.Now()
 	results, err := sim.RunAll(ctx, sim.Matrix(), opts, *workers)
