@@ -13,8 +13,12 @@ import (
 // TestJSONPrintsEveryRow: --json prints one object per matrix row with the report's fields.
 // A short run keeps the test cheap; the numbers themselves are tested in package sim.
 func TestJSONPrintsEveryRow(t *testing.T) {
+	seconds := "1"
+	if raceEnabled {
+		seconds = "0.6"
+	}
 	var out, errs bytes.Buffer
-	err := run(context.Background(), []string{"--json", "--seconds", "1", "--warmup", "0.5", "--seed", "3", "-q"}, &out, &errs)
+	err := run(context.Background(), []string{"--json", "--seconds", seconds, "--warmup", "0.5", "--seed", "3", "-q"}, &out, &errs)
 	if err != nil {
 		t.Fatalf("run failed: %v (stderr %q)", err, errs.String())
 	}
