@@ -186,6 +186,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	self := coordinator.NodeID(n.cluster.LocalID())
 	n.trans = newTransport(self, n.replica, n.cluster)
 	ring := ringView{c: n.cluster, name: clusterName(cfg.ClusterName)}
+	coordMetrics := newCoordinatorMetrics()
 	if n.exec, err = coordinator.NewExecutor(coordinator.Config{
 		LocalID:      self,
 		Ring:         ring,
@@ -198,19 +199,25 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		WriteTimeout: cfg.WriteTimeout,
 		ReadTimeout:  cfg.ReadTimeout,
 		Logger:       cfg.Logger.With("component", "coordinator"),
+		Observer:     coordMetrics,
 	}); err != nil {
 		return nil, err
 	}
 
+	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		coordMetrics,
+		n.replica.Collector(),
+		n.store.Collector(),
+		newClusterCollector(n.cluster),
 	)
 
 	n.grpc = grpc.NewServer()
 	replicapb.RegisterReplicaServer(n.grpc, n.replica)
-	kvnodepb.RegisterKVNodeServer(n.grpc, coordinator.NewServer(n.exec))
+	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)

@@ -75,6 +75,18 @@ func (t *transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req
 	return api.AccountDelta(ctx, req)
 }
 
+// TopPartitions asks node to for its hot partitions.
+func (t *transport) TopPartitions(ctx context.Context, to coordinator.NodeID, req *replicapb.TopPartitionsRequest) (*replicapb.TopPartitionsResponse, error) {
+	if to == t.self {
+		return t.local.TopPartitions(ctx, req)
+	}
+	api, err := t.peer(to)
+	if err != nil {
+		return nil, err
+	}
+	return api.TopPartitions(ctx, req)
+}
+
 // peer returns a client for node id, dialling (lazily, without blocking) on first use and again
 // when the node's published RPC address changed (a restart on another port).
 func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error) {
