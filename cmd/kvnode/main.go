@@ -4,6 +4,7 @@
 //	kvnode cql [flags]       an interactive CQL shell
 //	kvnode bench [flags]     a load generator
 //	kvnode demo [flags]      a 3-node cluster in one process showing a hot partition held to its limit
+//	kvnode toppartitions [flags]  the cluster's hottest partitions per table
 //
 // Run `kvnode <command> -h` for a command's flags.
 package main
@@ -22,6 +23,7 @@ import (
 	"github.com/kvnode/kvnode/internal/bench"
 	"github.com/kvnode/kvnode/internal/cqlsh"
 	"github.com/kvnode/kvnode/internal/demo"
+	"github.com/kvnode/kvnode/internal/toppartitions"
 )
 
 func main() {
@@ -48,6 +50,8 @@ Usage:
   kvnode cql [flags]       interactive CQL shell (-e 'STATEMENT', -f file.cql)
   kvnode bench [flags]     load generator (--json for a machine-readable summary)
   kvnode demo [flags]      a local 3-node cluster showing a hot partition held to its limit
+  kvnode toppartitions [flags]
+                           the partitions the rate limiters see as hottest, per table
 
 Run 'kvnode <command> -h' for the command's flags.
 `
@@ -68,6 +72,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return bench.Run(ctx, args, stdout, stderr)
 	case "demo":
 		return demo.Run(ctx, args, stdout, stderr)
+	case "toppartitions":
+		return toppartitions.Run(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
