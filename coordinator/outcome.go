@@ -40,6 +40,10 @@ type RateLimited struct {
 	// RetryAfter is the retry hint: the coordinator's, or the largest among the rejecting
 	// replicas, since the operation needs the consistency level's worth of them to admit it.
 	RetryAfter time.Duration
+	// MayBeApplied is set for a write rejected by replicas when some contacted replica did not
+	// reject it: replicas decide on their own counters (which disagree under clock skew), and one
+	// that admitted the write stored it although the consistency level was not reached.
+	MayBeApplied bool
 }
 
 // Unavailable: fewer replicas were live than the consistency level requires; nothing was sent.
@@ -80,12 +84,13 @@ func (Success) Err(keyspace, table string) error { return nil }
 // Err returns a *RateLimitError.
 func (o RateLimited) Err(keyspace, table string) error {
 	return &RateLimitError{
-		Keyspace:   keyspace,
-		Table:      table,
-		Op:         o.Op,
-		RejectedBy: o.RejectedBy,
-		Limit:      o.Limit,
-		RetryAfter: o.RetryAfter,
+		Keyspace:     keyspace,
+		Table:        table,
+		Op:           o.Op,
+		RejectedBy:   o.RejectedBy,
+		Limit:        o.Limit,
+		RetryAfter:   o.RetryAfter,
+		MayBeApplied: o.MayBeApplied,
 	}
 }
 
@@ -146,6 +151,9 @@ type RateLimitError struct {
 	// RetryAfter is when the partition's counter will have decayed back under twice the limit if
 	// no more operations arrive; zero if unknown.
 	RetryAfter time.Duration
+	// MayBeApplied says a write rejected by replicas may still have been stored by replicas that
+	// admitted it (see RateLimited.MayBeApplied), as after a write timeout.
+	MayBeApplied bool
 }
 
 // Error reads like "rate limit exceeded for writes on ks.tbl (limit 50/s), rejected by
@@ -156,6 +164,9 @@ func (e *RateLimitError) Error() string {
 		e.Op, qualified(e.Keyspace, e.Table), e.Limit, e.RejectedBy)
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, "; retry after %v", e.RetryAfter.Round(time.Millisecond))
+	}
+	if e.MayBeApplied {
+		b.WriteString("; replicas that admitted the write may have applied it")
 	}
 	return b.String()
 }

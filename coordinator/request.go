@@ -356,11 +356,12 @@ func (r *Request) OnResponse(resp Response) Step {
 		return r.finish(Success{Op: r.p.Op, Acks: r.tally.OK, Responses: r.responses})
 	case QuorumRejected:
 		return r.finish(RateLimited{
-			Op:         r.p.Op,
-			RejectedBy: RejectedByReplicas,
-			Limit:      r.p.Limit,
-			Count:      r.maxCount,
-			RetryAfter: r.maxRetry,
+			Op:           r.p.Op,
+			RejectedBy:   RejectedByReplicas,
+			Limit:        r.p.Limit,
+			Count:        r.maxCount,
+			RetryAfter:   r.maxRetry,
+			MayBeApplied: r.p.Op == OpWrite && r.tally.Contacted > r.tally.Rejected,
 		})
 	case QuorumLost:
 		return r.finish(Failed{
