@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kvnode/kvnode/internal/atomicfile"
 )
 
 const (
@@ -75,45 +77,8 @@ func loadOrCreateNodeID(dir string, want NodeID) (NodeID, error) {
 	} else if verr := validateNodeID(id); verr != nil {
 		return "", fmt.Errorf("cluster: configured %v", verr)
 	}
-	if err := writeFileAtomic(path, []byte(string(id)+"\n")); err != nil {
+	if err := atomicfile.Write(path, []byte(string(id)+"\n")); err != nil {
 		return "", fmt.Errorf("cluster: persist node id: %w", err)
 	}
 	return id, nil
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves either the old or the new content:
-// it writes a temporary file in the same directory, syncs it, renames it over path and syncs the
-// directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	cleanup := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return cleanup(err)
-	}
-	if err := f.Sync(); err != nil {
-		return cleanup(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/kvnode/kvnode/internal/atomicfile"
 )
 
 // peerRecord is what a node knows and persists about a ring member, itself included.
@@ -79,7 +81,7 @@ func savePeers(dir string, pf peerFileV1) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, peersFile), append(data, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, peersFile), append(data, '\n')); err != nil {
 		return fmt.Errorf("cluster: persist known peers: %w", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/atomicfile"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -153,37 +154,8 @@ func newTableID() schema.TableID {
 // persist writes s to the schema file atomically: a temporary file, fsync, rename, fsync of the
 // directory.
 func (h *schemaHolder) persist(s *schema.Schema) error {
-	if err := writeFileAtomic(h.path, s.Encode()); err != nil {
+	if err := atomicfile.Write(h.path, s.Encode()); err != nil {
 		return fmt.Errorf("node: persist schema: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
