@@ -256,4 +256,3 @@ func TestClusterMetricsSeeADownNode(t *testing.T) {
 		return metricValue(t, reg, "kvnode_cluster_down_members") == 1 && metricValue(t, reg, "kvnode_cluster_live_members") == 2
 	})
 }
-
