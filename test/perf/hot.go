@@ -13,9 +13,14 @@ import (
 	"github.com/kvnode/kvnode/internal/bench"
 )
 
-// targetLoss is the share of background throughput the hot partition must take away, with no
-// limit set, for the rate search to stop.
+// targetLoss is the share of background throughput the hot partition must take away with no
+// limit set: the "at least a third".
 const targetLoss = 1.0 / 3
+
+// searchLoss is the loss at which the rate search stops: above targetLoss by a margin, because a
+// single baseline on a shared machine varies by ±10%, and the measured rounds must still show
+// a loss of at least targetLoss.
+const searchLoss = 0.4
 
 // limitDivisor sets the hot phase's limit: R / limitDivisor operations per second.
 const limitDivisor = 20
@@ -126,7 +131,7 @@ type searchStep struct {
 }
 
 // searchRate finds R, the hot partition's offered rate at which the background (no limit set)
-// loses at least targetLoss of its throughput. Each step measures the background alone and then
+// loses at least searchLoss of its throughput. Each step measures the background alone and then
 // with the hot partition at R, back to back, so that drift between steps does not count. The
 // first R is s.SearchStart times the background's throughput; after a step that lost less than
 // the target, the next R is the linear estimate of the rate that would lose it (the loss grows
@@ -155,12 +160,12 @@ func searchRate(ctx context.Context, s settings, c *testCluster, table string, l
 		steps = append(steps, st)
 		fmt.Fprintf(log, "perf: search R=%.0f: background %.0f ops/s alone, %.0f with hot (loss %.0f%%), hot accepted %.0f/s\n",
 			rate, st.Baseline, st.BGThroughput, 100*st.Loss, st.HotThroughput)
-		if st.Loss >= targetLoss {
+		if st.Loss >= searchLoss {
 			break
 		}
 		next := rate * 2
 		if st.Loss > 0 {
-			next = math.Min(next, 1.1*rate*targetLoss/st.Loss)
+			next = math.Min(next, 1.1*rate*searchLoss/st.Loss)
 		}
 		rate = roundRate(math.Max(next, rate*s.SearchFactor))
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,7 +28,8 @@ const tableColumns = "(k text, c int, v text, PRIMARY KEY (k, c))"
 // settings are the sizes of a run: fullSettings for the published numbers, quickSettings for a
 // smoke run.
 type settings struct {
-	Quick bool `json:"quick"`
+	Quick bool     `json:"quick"`
+	Parts []string `json:"parts"` // of allParts, in that order
 
 	// Hot partition against background.
 	Warm           time.Duration `json:"-"` // unmeasured background before the search
@@ -46,7 +48,7 @@ type settings struct {
 	RejectOps         int           `json:"reject_ops"`
 	RejectWarm        int           `json:"reject_warm_ops"`
 	RejectConcurrency int           `json:"reject_concurrency"`
-	Idle              time.Duration `json:"-"` // measuring the servers' idle CPU
+	Idle              time.Duration `json:"-"` // each window measuring the servers' idle CPU
 
 	// Limiter overhead.
 	OverheadPartitions  int           `json:"overhead_partitions"`
@@ -73,12 +75,12 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 5 * time.Second, Rounds: 3,
+		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 4 * time.Second, Rounds: 4,
 		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
 		BGPartitions: 10_000, BGConcurrency: 32, HotConcurrency: 128,
-		RejectOps: 20_000, RejectWarm: 500, RejectConcurrency: 16, Idle: 2 * time.Second,
-		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 8,
-		OverheadWarm: time.Second, OverheadPhase: 1500 * time.Millisecond,
+		RejectOps: 20_000, RejectWarm: 500, RejectConcurrency: 16, Idle: time.Second,
+		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 12,
+		OverheadWarm: time.Second, OverheadPhase: time.Second,
 	}
 }
 
@@ -88,7 +90,7 @@ func quickSettings() settings {
 		Warm:  300 * time.Millisecond, Search: time.Second, Phase: time.Second, Rounds: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
 		BGPartitions: 1000, BGConcurrency: 8, HotConcurrency: 16,
-		RejectOps: 300, RejectWarm: 100, RejectConcurrency: 8, Idle: 200 * time.Millisecond,
+		RejectOps: 300, RejectWarm: 100, RejectConcurrency: 8, Idle: 100 * time.Millisecond,
 		OverheadPartitions: 100, OverheadConcurrency: 8, OverheadReps: 1,
 		OverheadWarm: 200 * time.Millisecond, OverheadPhase: 500 * time.Millisecond,
 	}
@@ -127,6 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "a smoke run of a few seconds per part; its numbers mean little")
 	rate := fs.Float64("rate", 0, "the hot partition's offered `ops/s` R; 0 searches for it")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
+	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -136,6 +139,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *rate < 0 || (*rate > 0 && *rate < 100) {
 		return fmt.Errorf("--rate %v: want 0 (search) or at least 100 ops/s", *rate)
 	}
+	parts, err := parseParts(*partsFlag)
+	if err != nil {
+		return err
+	}
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("needs Linux: server CPU time is read from /proc, and this is %s", runtime.GOOS)
 	}
@@ -144,6 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s = quickSettings()
 	}
 	s.FixedRate = *rate
+	s.Parts = parts
 	res, err := measure(ctx, s, *bin, stderr)
 	if err != nil {
 		return err
@@ -156,6 +164,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return res.writeText(stdout)
 }
+
+// The parts of a run, in the order they run.
+var allParts = []string{"hot", "reject", "overhead"}
+
+// parseParts reads the --parts list into allParts order, refusing unknown and empty lists.
+func parseParts(list string) ([]string, error) {
+	want := map[string]bool{}
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !slices.Contains(allParts, p) {
+			return nil, fmt.Errorf("--parts: unknown part %q; want some of %s", p, strings.Join(allParts, ", "))
+		}
+		want[p] = true
+	}
+	var out []string
+	for _, p := range allParts {
+		if want[p] {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--parts %q names no part; want some of %s", list, strings.Join(allParts, ", "))
+	}
+	return out, nil
+}
+
+// has reports whether the run includes part.
+func (s settings) has(part string) bool { return slices.Contains(s.Parts, part) }
 
 // command is how this run was invoked, for the report.
 func command(args []string) string {
@@ -184,64 +223,81 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 		"CREATE TABLE " + tableRF1 + " " + tableColumns,
 	}
 
-	// Part 1 and the unsynced rejection costs: 3 nodes, --sync=false.
-	err = withCluster(ctx, bin, root, "nosync", 3, false, ddl, log, func(c *testCluster) error {
-		if _, err := runLoad(ctx, s, c, tableRF3, 0, s.Warm, 1); err != nil {
-			return err
-		}
-		rate := s.FixedRate
-		if rate == 0 {
-			steps, r, err := searchRate(ctx, s, c, tableRF3, log)
-			if err != nil {
-				return err
+	// The hot partition and the unsynced rejection costs: 3 nodes, --sync=false.
+	if s.has("hot") || s.has("reject") {
+		err = withCluster(ctx, bin, root, "nosync", 3, false, ddl, log, func(c *testCluster) error {
+			if s.has("hot") {
+				if err := hotPart(ctx, s, c, res, log); err != nil {
+					return err
+				}
 			}
-			res.RateSearch, rate = steps, r
-			res.SearchReachedTarget = steps[len(steps)-1].Loss >= targetLoss
+			if !s.has("reject") {
+				return nil
+			}
+			costs, err := rejectCosts(ctx, s, c, false, log)
+			res.RejectCost = append(res.RejectCost, costs...)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		res.HotRate, res.HotLimit = rate, int(rate)/limitDivisor
-		phases, err := hotPhases(ctx, s, c, tableRF3, rate, log)
+	}
+	if s.has("reject") {
+		// Rejection costs with the default --sync=true.
+		err = withCluster(ctx, bin, root, "sync", 3, true, ddl, log, func(c *testCluster) error {
+			costs, err := rejectCosts(ctx, s, c, true, log)
+			res.RejectCost = append(res.RejectCost, costs...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.has("overhead") {
+		if err := overheadPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	res.headline()
+	res.Machine.LoadAtEnd = loadAvg()
+	res.RuntimeS = time.Since(start).Seconds()
+	return res, nil
+}
+
+// hotPart measures the hot partition against background traffic on c: warm-up, the search for
+// R unless s.FixedRate gives it, and the rounds of phases.
+func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log io.Writer) error {
+	if _, err := runLoad(ctx, s, c, tableRF3, 0, s.Warm, 1); err != nil {
+		return err
+	}
+	rate := s.FixedRate
+	if rate == 0 {
+		steps, r, err := searchRate(ctx, s, c, tableRF3, log)
 		if err != nil {
 			return err
 		}
-		res.Phases = phases
-		costs, err := rejectCosts(ctx, s, c, false, log)
-		res.RejectCost = append(res.RejectCost, costs...)
-		return err
-	})
-	if err != nil {
-		return nil, err
+		res.RateSearch, rate = steps, r
+		res.SearchReachedTarget = steps[len(steps)-1].Loss >= searchLoss
 	}
+	res.HotRate, res.HotLimit = rate, int(rate)/limitDivisor
+	phases, err := hotPhases(ctx, s, c, tableRF3, rate, log)
+	res.Phases = phases
+	return err
+}
 
-	// Rejection costs with the default --sync=true.
-	err = withCluster(ctx, bin, root, "sync", 3, true, ddl, log, func(c *testCluster) error {
-		costs, err := rejectCosts(ctx, s, c, true, log)
-		res.RejectCost = append(res.RejectCost, costs...)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	// Limiter overhead: one node, --sync=false.
+// overheadPart measures the limiter's overhead on a one-node cluster of its own.
+func overheadPart(ctx context.Context, s settings, bin, root string, res *Result, log io.Writer) error {
 	oneDDL := []string{
 		"CREATE KEYSPACE perf_one WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
 		"CREATE TABLE " + tableUnlimited + " " + tableColumns,
 		"CREATE TABLE " + tableLimited + " " + tableColumns + " WITH per_partition_rate_limit = {'max_reads_per_second': " +
 			strconv.Itoa(maxLimit) + ", 'max_writes_per_second': " + strconv.Itoa(maxLimit) + "}",
 	}
-	err = withCluster(ctx, bin, root, "one", 1, false, oneDDL, log, func(c *testCluster) error {
+	return withCluster(ctx, bin, root, "one", 1, false, oneDDL, log, func(c *testCluster) error {
 		o, err := limiterOverhead(ctx, s, c, log)
 		res.Overhead = o
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-
-	res.headline()
-	res.Machine.LoadAtEnd = loadAvg()
-	res.RuntimeS = time.Since(start).Seconds()
-	return res, nil
 }
 
 // withCluster starts a cluster of n servers with --sync=sync, runs ddl on it, calls fn and stops

@@ -82,11 +82,13 @@ func summarizeOverhead(r *overheadResult) {
 	}
 }
 
-// limiterOverhead measures, on a one-node cluster, closed-loop write and then read throughput
+// limiterOverhead measures, on a one-node cluster, closed-loop read and then write throughput
 // of tableLimited (limits 2^31-1: every operation accounted and admitted) against tableUnlimited
 // (no limit: the limiter is skipped). Each repetition runs both tables back to back, and the
 // order alternates between repetitions (A B, B A, A B, ...) so that a drift in the machine's
-// speed falls on both sides alike.
+// speed falls on both sides alike. Reads come first, on tables loaded with the same rows once
+// each (every row the read workload can touch), so both read the same data in the same state;
+// the write phases that follow leave the tables with different numbers of overwritten versions.
 func limiterOverhead(ctx context.Context, s settings, c *testCluster, log io.Writer) ([]overheadResult, error) {
 	run := func(table string, writes float64, d time.Duration, seed uint64) (overheadSide, error) {
 		before, err := c.cpu()
@@ -117,11 +119,21 @@ func limiterOverhead(ctx context.Context, s settings, c *testCluster, log io.Wri
 			CPUPerOpNS: ratio(float64(after.sub(before).Run), float64(sum.Accepted)),
 		}, nil
 	}
+	rows := int64(s.OverheadPartitions * bench.RowsPerPartition)
+	for _, t := range []string{tableUnlimited, tableLimited} {
+		load := func(i int64) string {
+			return fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('cold-%d', %d, 'value-%08d')", t, i/bench.RowsPerPartition, i%bench.RowsPerPartition, i)
+		}
+		oc := drive(ctx, func(int64) *client.Client { return c.clients[0] }, load, rows, s.OverheadConcurrency)
+		if oc.Errors > 0 || oc.Accepted != rows {
+			return nil, fmt.Errorf("loading %s: %d of %d rows written; first error: %s", t, oc.Accepted, rows, oc.FirstError)
+		}
+	}
 	var out []overheadResult
 	for _, op := range []struct {
 		name   string
 		writes float64
-	}{{"write", 1}, {"read", 0}} {
+	}{{"read", 0}, {"write", 1}} {
 		for _, t := range []string{tableUnlimited, tableLimited} {
 			if _, err := run(t, op.writes, s.OverheadWarm, 1); err != nil {
 				return nil, err

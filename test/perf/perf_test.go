@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,7 @@ func phase(name string, round int, bgAccepted int64, p99 float64, hotRate float6
 
 func TestHeadlineRatios(t *testing.T) {
 	r := &Result{
+		Settings: settings{Parts: allParts},
 		Phases: []loadResult{
 			phase("baseline", 1, 2000, 10, 0, 0, nil),
 			phase("hot unlimited", 1, 1200, 30, 1000, 0, []int64{1000, 1000}),
@@ -310,8 +312,45 @@ func TestResultJSONHasTheHeadlineFields(t *testing.T) {
 			t.Errorf("the JSON of a Result has no number %q: %s", f, b)
 		}
 	}
-	if s, ok := m["settings"].(map[string]any); !ok || s["phase_s"] != 5.0 {
-		t.Errorf("the JSON settings do not give the phase length in seconds (want phase_s 5): %v", m["settings"])
+	if s, ok := m["settings"].(map[string]any); !ok || s["phase_s"] != 4.0 {
+		t.Errorf("the JSON settings do not give the phase length in seconds (want phase_s 4): %v", m["settings"])
+	}
+}
+
+func TestParseParts(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"hot,reject,overhead", []string{"hot", "reject", "overhead"}, false},
+		{"overhead, hot", []string{"hot", "overhead"}, false},
+		{"reject,reject", []string{"reject"}, false},
+		{"", nil, true},
+		{"hot,cold", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parseParts(tt.in)
+		if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+			t.Errorf("parseParts(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestTextReportLeavesOutPartsNotRun(t *testing.T) {
+	r := &Result{Settings: settings{Parts: []string{"overhead"}}, Overhead: []overheadResult{{Op: "write"}, {Op: "read"}}}
+	r.headline()
+	var text bytes.Buffer
+	if err := r.writeText(&text); err != nil {
+		t.Fatalf("writeText failed: %v", err)
+	}
+	for _, absent := range []string{"Hot partition", "Cost of a rejection", "background throughput, hot limited"} {
+		if strings.Contains(text.String(), absent) {
+			t.Errorf("a report of --parts overhead mentions %q:\n%s", absent, text.String())
+		}
+	}
+	if !strings.Contains(text.String(), "limiter overhead, writes ≤ 3%") {
+		t.Errorf("a report of --parts overhead lacks the overhead target:\n%s", text.String())
 	}
 }
 
@@ -323,7 +362,7 @@ func TestParseCPUModel(t *testing.T) {
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--rate", "50"}, {"--rate", "-1"}, {"extra"}, {"--nope"}} {
+	for _, args := range [][]string{{"--rate", "50"}, {"--rate", "-1"}, {"extra"}, {"--nope"}, {"--parts", "hot,nope"}, {"--parts", ","}} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, &out, &errOut); err == nil {
 			t.Errorf("run(%q) succeeded, want an error", args)

@@ -38,8 +38,8 @@ type Result struct {
 	// HotLimit is the limit of the limited phase, R/20.
 	HotRate  float64 `json:"hot_rate"`
 	HotLimit int     `json:"hot_limit"`
-	// RateSearch lists the search steps; SearchReachedTarget says whether the last lost at least
-	// a third of the background's throughput.
+	// RateSearch lists the search steps; SearchReachedTarget says whether the last reached the
+	// search's loss (searchLoss).
 	RateSearch          []searchStep `json:"rate_search"`
 	SearchReachedTarget bool         `json:"rate_search_reached_target"`
 
@@ -277,79 +277,85 @@ func (r *Result) writeText(w io.Writer) error {
 		r.Command, m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.LoadAtStart, m.LoadAtEnd, r.RuntimeS)
 
 	s := r.Settings
-	fmt.Fprintf(&b, "## Hot partition against background traffic\n\n")
-	fmt.Fprintf(&b, "3 nodes (--sync=false), RF=3, QUORUM. Background: %d partitions, 50%% writes, closed loop, %d workers, coordinators in turn. "+
-		"Hot: one partition, writes, open loop at R ops/s (%d workers). %d round(s) of %v per phase.\n\n",
-		s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase)
-	if len(r.RateSearch) > 0 {
-		fmt.Fprintf(&b, "Search for R (each step: %v of background alone, then %v with the hot partition at R, no limit; stop at a loss ≥ 1/3):\n\n", s.Search, s.Search)
-		fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | loss | hot accepted/s |\n|---:|---:|---:|---:|---:|\n")
-		for _, st := range r.RateSearch {
-			fmt.Fprintf(&b, "| %.0f | %.0f | %.0f | %.1f%% | %.0f |\n", st.HotRate, st.Baseline, st.BGThroughput, 100*st.Loss, st.HotThroughput)
-		}
-		if !r.SearchReachedTarget {
-			fmt.Fprintf(&b, "\nThe search did not reach a loss of 1/3; R is its last step.\n")
-		}
-		b.WriteString("\n")
-	}
-	agg := aggregate(r.Phases)
-	var base phaseAggregate
-	for _, a := range agg {
-		if a.Name == "baseline" {
-			base = a
-		}
-	}
-	fmt.Fprintf(&b, "| phase (all rounds) | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s (steady) | steady / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
-	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, a := range agg {
-		limit, over := "none", "-"
-		if a.HotLimit > 0 {
-			limit = fmt.Sprint(a.HotLimit)
-			over = fmt.Sprintf("%.2f", ratio(a.HotSteady, float64(a.HotLimit)))
-		}
-		hot := func(v float64) string {
-			if a.HotRate == 0 {
-				return "-"
+	if s.has("hot") {
+		fmt.Fprintf(&b, "## Hot partition against background traffic\n\n")
+		fmt.Fprintf(&b, "3 nodes (--sync=false), RF=3, QUORUM. Background: %d partitions, 50%% writes, closed loop, %d workers, coordinators in turn. "+
+			"Hot: one partition, writes, open loop at R ops/s (%d workers). %d round(s) of %v per phase.\n\n",
+			s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase)
+		if len(r.RateSearch) > 0 {
+			fmt.Fprintf(&b, "Search for R (each step: %v of background alone, then %v with the hot partition at R, no limit; stop at a loss ≥ %.0f%%, a margin over 1/3):\n\n", s.Search, s.Search, 100*searchLoss)
+			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | loss | hot accepted/s |\n|---:|---:|---:|---:|---:|\n")
+			for _, st := range r.RateSearch {
+				fmt.Fprintf(&b, "| %.0f | %.0f | %.0f | %.1f%% | %.0f |\n", st.HotRate, st.Baseline, st.BGThroughput, 100*st.Loss, st.HotThroughput)
 			}
-			return fmt.Sprintf("%.0f", v)
+			if !r.SearchReachedTarget {
+				fmt.Fprintf(&b, "\nThe search did not reach a loss of %.0f%%; R is its last step.\n", 100*searchLoss)
+			}
+			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %s (%s) | %s | %s | %d, %d | %.2f, %.2f |\n",
-			a.Name, hot(a.HotOffered), limit, a.BGThroughput, ratio(a.BGThroughput, base.BGThroughput),
-			a.P50, a.P99, ratio(a.P99, base.P99), hot(a.HotAccepted), hot(a.HotSteady), over, hot(a.HotRejected),
-			a.BGRejected, a.BGErrors, a.ServerCPU, a.LoadGenCPU)
-	}
-
-	fmt.Fprintf(&b, "\nEach round's hot phases against the same round's baseline; the headline is the median over rounds:\n\n")
-	fmt.Fprintf(&b, "| round | background throughput × baseline, unlimited | limited | background p99 × baseline, unlimited | limited | hot accepted (steady) / limit |\n|---|---:|---:|---:|---:|---:|\n")
-	for _, rr := range r.Rounds {
-		fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr.Round, rr.ThroughputUnlimited, rr.ThroughputLimited, rr.P99Unlimited, rr.P99Limited, rr.HotOverLimit)
-	}
-	fmt.Fprintf(&b, "| median | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.BGThroughputRatioUnlimited, r.BGThroughputRatioLimited,
-		r.BGP99RatioUnlimited, r.BGP99RatioLimited, r.HotAcceptedOverLimit)
-
-	fmt.Fprintf(&b, "\n## Cost of a rejection (server CPU per write)\n\n")
-	fmt.Fprintf(&b, "%d writes per phase to one partition, %d workers; CPU summed over the 3 server processes from /proc, idle CPU subtracted.\n\n",
-		s.RejectOps, s.RejectConcurrency)
-	fmt.Fprintf(&b, "| --sync | path | setup | accepted (of N) | µs CPU / accepted | rejected (of N) | µs CPU / rejected | ratio | ratio by stat ticks |\n")
-	fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, rc := range r.RejectCost {
-		fmt.Fprintf(&b, "| %v | %s | %s | %d | %.1f | %d | %.1f | %.3f | %.3f |\n", rc.Sync, rc.Path, rc.Setup,
-			rc.AcceptPhase.Accepted, rc.CPUAcceptNS/1e3, rc.RejectPhase.ByCoordinator+rc.RejectPhase.ByReplicas,
-			rc.CPURejectNS/1e3, rc.Ratio, rc.RatioByTicks)
-	}
-
-	fmt.Fprintf(&b, "\n## Limiter overhead (one node, --sync=false)\n\n")
-	fmt.Fprintf(&b, "Closed loop, %d workers, %d partitions, QUORUM (RF=1); limits 2^31-1 vs none; %d pairs of %v, order alternating.\n\n",
-		s.OverheadConcurrency, s.OverheadPartitions, s.OverheadReps, s.OverheadPhase)
-	fmt.Fprintf(&b, "| op | unlimited ops/s (per pair) | limited ops/s (per pair) | overhead = 1 − limited/unlimited (median pair) | per-pair range | pooled | server CPU/op, limited vs unlimited (median pair) |\n|---|---|---|---:|---|---:|---:|\n")
-	for _, o := range r.Overhead {
-		var un, li []string
-		for _, p := range o.Pairs {
-			un = append(un, fmt.Sprintf("%.0f", p.Unlimited.OpsPerS))
-			li = append(li, fmt.Sprintf("%.0f", p.Limited.OpsPerS))
+		agg := aggregate(r.Phases)
+		var base phaseAggregate
+		for _, a := range agg {
+			if a.Name == "baseline" {
+				base = a
+			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %+.1f%% | %+.1f%% … %+.1f%% | %+.1f%% | %+.1f%% |\n", o.Op, strings.Join(un, ", "), strings.Join(li, ", "),
-			100*o.Overhead, 100*o.Min, 100*o.Max, 100*o.Pooled, 100*o.CPUOverhead)
+		fmt.Fprintf(&b, "| phase (all rounds) | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s (steady) | steady / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
+		fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, a := range agg {
+			limit, over := "none", "-"
+			if a.HotLimit > 0 {
+				limit = fmt.Sprint(a.HotLimit)
+				over = fmt.Sprintf("%.2f", ratio(a.HotSteady, float64(a.HotLimit)))
+			}
+			hot := func(v float64) string {
+				if a.HotRate == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.0f", v)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %s (%s) | %s | %s | %d, %d | %.2f, %.2f |\n",
+				a.Name, hot(a.HotOffered), limit, a.BGThroughput, ratio(a.BGThroughput, base.BGThroughput),
+				a.P50, a.P99, ratio(a.P99, base.P99), hot(a.HotAccepted), hot(a.HotSteady), over, hot(a.HotRejected),
+				a.BGRejected, a.BGErrors, a.ServerCPU, a.LoadGenCPU)
+		}
+
+		fmt.Fprintf(&b, "\nEach round's hot phases against the same round's baseline; the headline is the median over rounds:\n\n")
+		fmt.Fprintf(&b, "| round | background throughput × baseline, unlimited | limited | background p99 × baseline, unlimited | limited | hot accepted (steady) / limit |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, rr := range r.Rounds {
+			fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr.Round, rr.ThroughputUnlimited, rr.ThroughputLimited, rr.P99Unlimited, rr.P99Limited, rr.HotOverLimit)
+		}
+		fmt.Fprintf(&b, "| median | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.BGThroughputRatioUnlimited, r.BGThroughputRatioLimited,
+			r.BGP99RatioUnlimited, r.BGP99RatioLimited, r.HotAcceptedOverLimit)
+	}
+
+	if s.has("reject") {
+		fmt.Fprintf(&b, "\n## Cost of a rejection (server CPU per write)\n\n")
+		fmt.Fprintf(&b, "%d writes per phase to one partition, %d workers; CPU summed over the 3 server processes from /proc, idle CPU subtracted.\n\n",
+			s.RejectOps, s.RejectConcurrency)
+		fmt.Fprintf(&b, "| --sync | path | setup | accepted (of N) | µs CPU / accepted | rejected (of N) | µs CPU / rejected | ratio | ratio by stat ticks |\n")
+		fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, rc := range r.RejectCost {
+			fmt.Fprintf(&b, "| %v | %s | %s | %d | %.1f | %d | %.1f | %.3f | %.3f |\n", rc.Sync, rc.Path, rc.Setup,
+				rc.AcceptPhase.Accepted, rc.CPUAcceptNS/1e3, rc.RejectPhase.ByCoordinator+rc.RejectPhase.ByReplicas,
+				rc.CPURejectNS/1e3, rc.Ratio, rc.RatioByTicks)
+		}
+	}
+
+	if s.has("overhead") {
+		fmt.Fprintf(&b, "\n## Limiter overhead (one node, --sync=false)\n\n")
+		fmt.Fprintf(&b, "Closed loop, %d workers, %d partitions, QUORUM (RF=1); limits 2^31-1 vs none; %d pairs of %v, order alternating.\n\n",
+			s.OverheadConcurrency, s.OverheadPartitions, s.OverheadReps, s.OverheadPhase)
+		fmt.Fprintf(&b, "| op | unlimited ops/s (per pair) | limited ops/s (per pair) | overhead = 1 − limited/unlimited (median pair) | per-pair range | pooled | server CPU/op, limited vs unlimited (median pair) |\n|---|---|---|---:|---|---:|---:|\n")
+		for _, o := range r.Overhead {
+			var un, li []string
+			for _, p := range o.Pairs {
+				un = append(un, fmt.Sprintf("%.0f", p.Unlimited.OpsPerS))
+				li = append(li, fmt.Sprintf("%.0f", p.Limited.OpsPerS))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %+.1f%% | %+.1f%% … %+.1f%% | %+.1f%% | %+.1f%% |\n", o.Op, strings.Join(un, ", "), strings.Join(li, ", "),
+				100*o.Overhead, 100*o.Min, 100*o.Max, 100*o.Pooled, 100*o.CPUOverhead)
+		}
 	}
 
 	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---:|---|\n")
@@ -367,14 +373,23 @@ type target struct {
 
 // targets lists the issue's targets against what r measured.
 func (r *Result) targets() []target {
-	return []target{
-		{"background throughput, hot limited ≥ 0.90 × baseline", fmt.Sprintf("%.2f", r.BGThroughputRatioLimited), r.BGThroughputRatioLimited >= 0.90},
-		{"background throughput, hot unlimited ≤ 2/3 × baseline", fmt.Sprintf("%.2f", r.BGThroughputRatioUnlimited), r.BGThroughputRatioUnlimited <= 2.0/3},
-		{"rejected / accepted CPU, coordinator path ≤ 0.15", fmt.Sprintf("%.3f", r.RejectCostRatioCoordinator), r.RejectCostRatioCoordinator <= 0.15},
-		{"rejected / accepted CPU, replicas path ≤ 0.15", fmt.Sprintf("%.3f", r.RejectCostRatioReplica), r.RejectCostRatioReplica <= 0.15},
-		{"limiter overhead, writes ≤ 3%", fmt.Sprintf("%+.1f%%", 100*r.LimiterOverheadWrite), r.LimiterOverheadWrite <= 0.03},
-		{"limiter overhead, reads ≤ 3%", fmt.Sprintf("%+.1f%%", 100*r.LimiterOverheadRead), r.LimiterOverheadRead <= 0.03},
+	var ts []target
+	if r.Settings.has("hot") {
+		ts = append(ts,
+			target{"background throughput, hot limited ≥ 0.90 × baseline", fmt.Sprintf("%.2f", r.BGThroughputRatioLimited), r.BGThroughputRatioLimited >= 0.90},
+			target{"background throughput, hot unlimited ≤ 2/3 × baseline", fmt.Sprintf("%.2f", r.BGThroughputRatioUnlimited), r.BGThroughputRatioUnlimited <= 1-targetLoss})
 	}
+	if r.Settings.has("reject") {
+		ts = append(ts,
+			target{"rejected / accepted CPU, coordinator path ≤ 0.15 (--sync=true)", fmt.Sprintf("%.3f", r.RejectCostRatioCoordinator), r.RejectCostRatioCoordinator <= 0.15},
+			target{"rejected / accepted CPU, replicas path ≤ 0.15 (--sync=true)", fmt.Sprintf("%.3f", r.RejectCostRatioReplica), r.RejectCostRatioReplica <= 0.15})
+	}
+	if r.Settings.has("overhead") {
+		ts = append(ts,
+			target{"limiter overhead, writes ≤ 3%", fmt.Sprintf("%+.1f%%", 100*r.LimiterOverheadWrite), r.LimiterOverheadWrite <= 0.03},
+			target{"limiter overhead, reads ≤ 3%", fmt.Sprintf("%+.1f%%", 100*r.LimiterOverheadRead), r.LimiterOverheadRead <= 0.03})
+	}
+	return ts
 }
 
 func yesNo(b bool) string {
