@@ -26,8 +26,8 @@ func TestHotSetKeepsTheHottestPartitions(t *testing.T) {
 	if _, ok := got[0]; ok {
 		t.Errorf("token 0 (the smallest counter, 101) is still tracked, want it displaced by the hotter token 1000")
 	}
-	if s, ok := got[1000]; !ok || s.count != 500 || s.rejected[byReplica] != 1 || string(s.key) != "hot" {
-		t.Errorf("token 1000 = %+v (tracked %v), want count 500, one replica rejection, key \"hot\"", s, ok)
+	if s, ok := got[1000]; !ok || s.count != 500 || s.rejected[byReplica] != HotSample || string(s.key) != "hot" {
+		t.Errorf("token 1000 = %+v (tracked %v), want count 500, one sampled replica rejection (%d), key \"hot\"", s, ok, HotSample)
 	}
 	if _, ok := got[2000]; ok {
 		t.Errorf("token 2000 (counter 50, below every tracked one) entered the set")
@@ -37,6 +37,8 @@ func TestHotSetKeepsTheHottestPartitions(t *testing.T) {
 func TestHotSetDecaysAndCountsRejections(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	var h hotSet
+	// Eight sampled coordinator rejections and one replica rejection, each standing for
+	// HotSample (4) operations.
 	for range 8 {
 		h.update(7, 300, byCoordinator, nil, now)
 	}
@@ -46,9 +48,9 @@ func TestHotSetDecaysAndCountsRejections(t *testing.T) {
 		after             time.Duration
 		count, coord, rep uint32
 	}{
-		{0, 302, 8, 1},
-		{time.Second, 151, 4, 0},
-		{3 * time.Second, 37, 1, 0},
+		{0, 302, 32, 4},
+		{time.Second, 151, 16, 2},
+		{3 * time.Second, 37, 4, 0},
 		{40 * time.Second, 0, 0, 0},
 	}
 	for _, tt := range tests {

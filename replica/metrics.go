@@ -10,7 +10,7 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// Metric label values of the replica request counters.
+// The replica request counters' ops and statuses, as metric label values.
 const (
 	numRequestOps = 3 // read, write, account_delta
 	numStatuses   = 3 // ok, rate_limited, error
@@ -24,24 +24,34 @@ var (
 	statusNames    = [numStatuses]string{"ok", "rate_limited", "error"}
 )
 
-// serviceMetrics are the service's Prometheus metrics. Labelled children used per operation
-// are resolved once (per status, per op, per table and op) so that the request path only adds
-// to counters: no label hashing, no allocation.
+// The help texts of the service's metrics (tests compare exposition text with them).
+const (
+	helpOperations = "Operations counted in this node's per-partition limiter counters, by table and op: the offered load of limited tables as this replica sees it (rejected ones included; account-only deltas add their count)."
+	helpRejections = "Operations this node's limiter rejected, by table, op and who rejected: coordinator (this node coordinated and rejected on its own counter before contacting anyone) or replica (this node was an enforcing replica)."
+	helpRequests   = "Replica requests served by this node (from any coordinator, this one included), by op and status."
+	helpLatency    = "Time replica requests admitted by the limiter spent in storage, by op (rejections return before storage and are not timed)."
+	helpTracked    = "Partitions (token, table, op) whose limiter counter is above zero now."
+	helpHot        = "Partitions of the table whose limiter counter on this node is above twice the limit now, where rejections begin (at most the 32 hottest are tracked per table and op; kvnode toppartitions lists them)."
+	helpCapacity   = "Partitions the limiter table can track at once; when full, new partitions evict the coldest of their probe window."
+	helpInserts    = "Partitions that began to be tracked by the limiter table."
+	helpEvictions  = "Tracked partitions the limiter table evicted to make room because their probe window was full; a steady rate means the table is too small for the partitions in use."
+)
+
+// serviceMetrics exports the service's metrics to Prometheus. Per operation the service only
+// adds to plain atomic counters it already holds (the request counters here, the per (table,
+// op) ones in the interned opState): a rejection costs one atomic add. Collect turns them
+// into metrics at scrape time, along with the gauges that need a scan.
 type serviceMetrics struct {
-	accountedVec *prometheus.CounterVec
-	rejectedVec  *prometheus.CounterVec
-	requestsVec  *prometheus.CounterVec
-	latencyVec   *prometheus.HistogramVec
+	// requests counts replica requests by op and status. Rejections are not counted here: a
+	// request is rate limited exactly when an enforcing replica rejects it, so the
+	// rate_limited series are the sums of the opStates' replica rejections.
+	requests   [numRequestOps][numStatuses]atomic.Uint64
+	latencyVec *prometheus.HistogramVec
+	latency    [numRequestOps]prometheus.Observer
 
-	requests [numRequestOps][numStatuses]prometheus.Counter
-	latency  [numRequestOps]prometheus.Observer
-
-	svc      *Service // for the scrape-time gauges
-	tracked  *prometheus.Desc
-	hot      *prometheus.Desc
-	capacity *prometheus.Desc
-	inserts  *prometheus.Desc
-	evicted  *prometheus.Desc
+	svc                                      *Service
+	operations, rejections, requestsDesc     *prometheus.Desc
+	tracked, hot, capacity, inserts, evicted *prometheus.Desc
 }
 
 // requestDurationBuckets span an in-memory read (tens of µs) to a synced write on a slow disk.
@@ -51,40 +61,21 @@ var requestDurationBuckets = []float64{
 
 func newServiceMetrics(svc *Service) *serviceMetrics {
 	m := &serviceMetrics{
-		accountedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kvnode", Subsystem: "limiter", Name: "operations_total",
-			Help: "Operations counted in this node's per-partition limiter counters, by table and op: the offered load of limited tables as this replica sees it (rejected ones included; account-only deltas add their count).",
-		}, []string{"keyspace", "table", "op"}),
-		rejectedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kvnode", Subsystem: "limiter", Name: "rejections_total",
-			Help: "Operations this node's limiter rejected, by table, op and who rejected: coordinator (this node coordinated and rejected on its own counter before contacting anyone) or replica (this node was an enforcing replica).",
-		}, []string{"keyspace", "table", "op", "rejected_by"}),
-		requestsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kvnode", Subsystem: "replica", Name: "requests_total",
-			Help: "Replica requests served by this node (from any coordinator, this one included), by op and status.",
-		}, []string{"op", "status"}),
 		latencyVec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "kvnode", Subsystem: "replica", Name: "request_duration_seconds",
-			Help:    "Time replica requests admitted by the limiter spent in storage, by op (rejections return before storage and are not timed).",
-			Buckets: requestDurationBuckets,
+			Help: helpLatency, Buckets: requestDurationBuckets,
 		}, []string{"op"}),
-		svc: svc,
-		tracked: prometheus.NewDesc("kvnode_limiter_tracked_partitions",
-			"Partitions (token, table, op) whose limiter counter is above zero now.", nil, nil),
-		hot: prometheus.NewDesc("kvnode_limiter_hot_partitions",
-			"Partitions of the table whose limiter counter on this node is above twice the limit now, where rejections begin (at most the 32 hottest are tracked per table and op; kvnode toppartitions lists them).",
-			[]string{"keyspace", "table", "op"}, nil),
-		capacity: prometheus.NewDesc("kvnode_limiter_capacity_partitions",
-			"Partitions the limiter table can track at once; when full, new partitions evict the coldest of their probe window.", nil, nil),
-		inserts: prometheus.NewDesc("kvnode_limiter_inserts_total",
-			"Partitions that began to be tracked by the limiter table.", nil, nil),
-		evicted: prometheus.NewDesc("kvnode_limiter_evictions_total",
-			"Tracked partitions the limiter table evicted to make room because their probe window was full; a steady rate means the table is too small for the partitions in use.", nil, nil),
+		svc:          svc,
+		operations:   prometheus.NewDesc("kvnode_limiter_operations_total", helpOperations, []string{"keyspace", "table", "op"}, nil),
+		rejections:   prometheus.NewDesc("kvnode_limiter_rejections_total", helpRejections, []string{"keyspace", "table", "op", "rejected_by"}, nil),
+		requestsDesc: prometheus.NewDesc("kvnode_replica_requests_total", helpRequests, []string{"op", "status"}, nil),
+		tracked:      prometheus.NewDesc("kvnode_limiter_tracked_partitions", helpTracked, nil, nil),
+		hot:          prometheus.NewDesc("kvnode_limiter_hot_partitions", helpHot, []string{"keyspace", "table", "op"}, nil),
+		capacity:     prometheus.NewDesc("kvnode_limiter_capacity_partitions", helpCapacity, nil, nil),
+		inserts:      prometheus.NewDesc("kvnode_limiter_inserts_total", helpInserts, nil, nil),
+		evicted:      prometheus.NewDesc("kvnode_limiter_evictions_total", helpEvictions, nil, nil),
 	}
 	for op := range numRequestOps {
-		for st := range numStatuses {
-			m.requests[op][st] = m.requestsVec.WithLabelValues(requestOpNames[op], statusNames[st])
-		}
 		m.latency[op] = m.latencyVec.WithLabelValues(requestOpNames[op])
 	}
 	return m
@@ -92,40 +83,86 @@ func newServiceMetrics(svc *Service) *serviceMetrics {
 
 // Describe implements prometheus.Collector.
 func (m *serviceMetrics) Describe(ch chan<- *prometheus.Desc) {
-	m.accountedVec.Describe(ch)
-	m.rejectedVec.Describe(ch)
-	m.requestsVec.Describe(ch)
 	m.latencyVec.Describe(ch)
-	ch <- m.tracked
-	ch <- m.hot
-	ch <- m.capacity
-	ch <- m.inserts
-	ch <- m.evicted
+	for _, d := range []*prometheus.Desc{m.operations, m.rejections, m.requestsDesc, m.tracked, m.hot, m.capacity, m.inserts, m.evicted} {
+		ch <- d
+	}
+}
+
+// pairName is the metric labels of a (table, op) pair.
+type pairName struct{ keyspace, table, op string }
+
+// pairCounts are the counters of the pairs with one name: a table dropped and created again
+// under its name has two ids, whose counts add up.
+type pairCounts struct {
+	operations uint64
+	rejected   [numRejecters]uint64
 }
 
 // Collect implements prometheus.Collector. The limiter table's occupancy is counted here, at
 // scrape time: it examines every slot (a few milliseconds per million).
 func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
-	m.accountedVec.Collect(ch)
-	m.rejectedVec.Collect(ch)
-	m.requestsVec.Collect(ch)
 	m.latencyVec.Collect(ch)
+	pairs := map[pairName]*pairCounts{}
+	var replicaRejections [numRequestOps]uint64
+	for _, st := range m.svc.ops.all() {
+		n := pairName{st.keyspace, st.table, opLabel(st.op)}
+		c := pairs[n]
+		if c == nil {
+			c = &pairCounts{}
+			pairs[n] = c
+		}
+		admitted := st.admitted.Load()
+		c.operations += admitted
+		for by := range numRejecters {
+			r := st.rejected[by].Load()
+			c.rejected[by] += r
+			c.operations += r
+		}
+		req := reqWrite
+		if st.op == replicapb.Op_OP_READ {
+			req = reqRead
+		}
+		replicaRejections[req] += st.rejected[byReplica].Load()
+	}
+	for n, c := range pairs {
+		ch <- prometheus.MustNewConstMetric(m.operations, prometheus.CounterValue, float64(c.operations), n.keyspace, n.table, n.op)
+		for by := range numRejecters {
+			ch <- prometheus.MustNewConstMetric(m.rejections, prometheus.CounterValue, float64(c.rejected[by]), n.keyspace, n.table, n.op, by.String())
+		}
+	}
+	for op := range numRequestOps {
+		for status := range numStatuses {
+			v := m.requests[op][status].Load()
+			if status == statusRateLimited {
+				v = replicaRejections[op]
+			}
+			ch <- prometheus.MustNewConstMetric(m.requestsDesc, prometheus.CounterValue, float64(v), requestOpNames[op], statusNames[status])
+		}
+	}
 	now := m.svc.now()
 	st := m.svc.limits.Stats(now)
 	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(st.Entries))
-	m.svc.collectHot(ch, m.hot, now)
 	ch <- prometheus.MustNewConstMetric(m.capacity, prometheus.GaugeValue, float64(st.Capacity))
 	ch <- prometheus.MustNewConstMetric(m.inserts, prometheus.CounterValue, float64(st.Inserts))
 	ch <- prometheus.MustNewConstMetric(m.evicted, prometheus.CounterValue, float64(st.Evictions))
+	m.svc.collectHot(ch, m.hot, now)
 }
 
 // opState is what the service keeps per (table, op): the limiter label the counters are keyed
-// by, the metric children of the pair, and its hot partitions.
+// by, the pair's metric counters, and its hot partitions.
 type opState struct {
-	label     uint32
-	accounted prometheus.Counter
-	rejected  [numRejecters]prometheus.Counter
-	hot       hotSet
+	label           uint32
+	keyspace, table string // the table's names, for metric labels
+	op              replicapb.Op
+
+	// admitted counts operations counted in the limiter and not rejected (account-only ones,
+	// admitted enforced ones, and account deltas by their count); rejected counts rejections
+	// by rejecter. Their sum is the operations counted.
+	admitted atomic.Uint64
+	rejected [numRejecters]atomic.Uint64
+
+	hot hotSet
 }
 
 // opStates interns (table id, op) pairs into their opState. Lookups of known pairs read a
@@ -141,9 +178,8 @@ type labelKey struct {
 	op    replicapb.Op
 }
 
-// get returns the state of (t, op), creating it on first use with metric labels from t and
-// metrics m.
-func (l *opStates) get(t *schema.Table, op replicapb.Op, m *serviceMetrics) *opState {
+// get returns the state of (t, op), creating it on first use.
+func (l *opStates) get(t *schema.Table, op replicapb.Op) *opState {
 	k := labelKey{t.ID, op}
 	if m := l.m.Load(); m != nil {
 		if v, ok := (*m)[k]; ok {
@@ -160,14 +196,7 @@ func (l *opStates) get(t *schema.Table, op replicapb.Op, m *serviceMetrics) *opS
 		}
 		n = len(*old)
 	}
-	opName := opLabel(op)
-	st := &opState{
-		label:     uint32(n),
-		accounted: m.accountedVec.WithLabelValues(t.Keyspace, t.Name, opName),
-	}
-	for by := range numRejecters {
-		st.rejected[by] = m.rejectedVec.WithLabelValues(t.Keyspace, t.Name, opName, by.String())
-	}
+	st := &opState{label: uint32(n), keyspace: t.Keyspace, table: t.Name, op: op}
 	next := make(map[labelKey]*opState, n+1)
 	if old != nil {
 		for k, v := range *old {

@@ -2,7 +2,9 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,16 +17,37 @@ import (
 
 // TestServiceMetricsCountRejectionsOnBothPaths drives one partition over its limit of 1 write/s
 // through the coordinator path (Check) and the replica path (Mutate, ACCOUNT_AND_ENFORCE) and
-// checks that the limiter's counters move with the right labels.
+// checks with testutil that the limiter's and the requests' counters move with the right labels.
 func TestServiceMetricsCountRejectionsOnBothPaths(t *testing.T) {
 	svc, clock := testService(t, 0, 1)
 	ctx := context.Background()
-	m := svc.metrics
-	accounted := m.accountedVec.WithLabelValues("ks", "t", "write")
-	byCoord := m.rejectedVec.WithLabelValues("ks", "t", "write", "coordinator")
-	byRepl := m.rejectedVec.WithLabelValues("ks", "t", "write", "replica")
-	okWrites := m.requests[reqWrite][statusOK]
-	limitedWrites := m.requests[reqWrite][statusRateLimited]
+	collector := svc.Collector()
+	expect := func(step string, operations, byCoordinator, byReplica, okWrites, limitedWrites int) {
+		t.Helper()
+		want := fmt.Sprintf(`# HELP kvnode_limiter_operations_total %s
+# TYPE kvnode_limiter_operations_total counter
+kvnode_limiter_operations_total{keyspace="ks",op="write",table="t"} %d
+# HELP kvnode_limiter_rejections_total %s
+# TYPE kvnode_limiter_rejections_total counter
+kvnode_limiter_rejections_total{keyspace="ks",op="write",rejected_by="coordinator",table="t"} %d
+kvnode_limiter_rejections_total{keyspace="ks",op="write",rejected_by="replica",table="t"} %d
+# HELP kvnode_replica_requests_total %s
+# TYPE kvnode_replica_requests_total counter
+kvnode_replica_requests_total{op="account_delta",status="error"} 0
+kvnode_replica_requests_total{op="account_delta",status="ok"} 0
+kvnode_replica_requests_total{op="account_delta",status="rate_limited"} 0
+kvnode_replica_requests_total{op="read",status="error"} 0
+kvnode_replica_requests_total{op="read",status="ok"} 0
+kvnode_replica_requests_total{op="read",status="rate_limited"} 0
+kvnode_replica_requests_total{op="write",status="error"} 0
+kvnode_replica_requests_total{op="write",status="ok"} %d
+kvnode_replica_requests_total{op="write",status="rate_limited"} %d
+`, helpOperations, operations, helpRejections, byCoordinator, byReplica, helpRequests, okWrites, limitedWrites)
+		if err := testutil.CollectAndCompare(collector, strings.NewReader(want),
+			"kvnode_limiter_operations_total", "kvnode_limiter_rejections_total", "kvnode_replica_requests_total"); err != nil {
+			t.Errorf("after %s: %v", step, err)
+		}
+	}
 
 	// Counts 1 and 2 are within 2·limit; count 3 onwards is rejected with a draw of 0.99.
 	for i := range 4 {
@@ -36,40 +59,29 @@ func TestServiceMetricsCountRejectionsOnBothPaths(t *testing.T) {
 			t.Fatalf("Check %d admitted = %v, want %v", i, d.Admitted, want)
 		}
 	}
-	if got := testutil.ToFloat64(byCoord); got != 2 {
-		t.Errorf(`rejections_total{rejected_by="coordinator"} = %v after 2 rejected checks, want 2`, got)
-	}
-	if got := testutil.ToFloat64(byRepl); got != 0 {
-		t.Errorf(`rejections_total{rejected_by="replica"} = %v before any enforced mutate, want 0`, got)
-	}
+	expect("4 checks by a local coordinator, 2 rejected", 4, 2, 0, 0, 0)
+
 	for i := range 3 {
 		resp, _ := svc.Mutate(ctx, mutateReq(limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.99), int32(i)))
 		if resp.Status != replicapb.Status_STATUS_RATE_LIMITED {
 			t.Fatalf("enforced Mutate %d returned %v, want STATUS_RATE_LIMITED", i, resp)
 		}
 	}
-	if got := testutil.ToFloat64(byRepl); got != 3 {
-		t.Errorf(`rejections_total{rejected_by="replica"} = %v after 3 rejected mutates, want 3`, got)
-	}
-	if got := testutil.ToFloat64(byCoord); got != 2 {
-		t.Errorf(`rejections_total{rejected_by="coordinator"} = %v, want still 2`, got)
-	}
-	if got := testutil.ToFloat64(accounted); got != 7 {
-		t.Errorf("operations_total = %v after 4 checks and 3 enforced mutates, want 7", got)
-	}
-	if got := testutil.ToFloat64(limitedWrites); got != 3 {
-		t.Errorf(`replica requests_total{op="write",status="rate_limited"} = %v, want 3`, got)
-	}
-	// Exempt writes reach storage, are timed, and count neither as accounted nor rejected.
+	expect("3 enforced mutates, all rejected", 7, 2, 3, 0, 3)
+
+	// Exempt writes reach storage and count neither as accounted nor rejected.
 	if resp, _ := svc.Mutate(ctx, mutateReq(nil, 9)); resp.Status != replicapb.Status_STATUS_OK {
 		t.Fatalf("exempt Mutate returned %v", resp)
 	}
-	if got := testutil.ToFloat64(okWrites); got != 1 {
-		t.Errorf(`replica requests_total{op="write",status="ok"} = %v after one exempt write, want 1`, got)
+	// An account-only write is counted, never rejected.
+	if resp, _ := svc.Mutate(ctx, mutateReq(limiter(replicapb.Limiter_ACCOUNT_ONLY, 0), 10)); resp.Status != replicapb.Status_STATUS_OK {
+		t.Fatalf("account-only Mutate returned %v", resp)
 	}
-	if got := testutil.ToFloat64(accounted); got != 7 {
-		t.Errorf("operations_total = %v after an exempt write, want still 7", got)
+	expect("an exempt and an account-only write", 8, 2, 3, 2, 3)
+	if got := testutil.CollectAndCount(collector, "kvnode_replica_request_duration_seconds"); got != numRequestOps {
+		t.Errorf("the collector exports %d latency histograms, want %d (one per op)", got, numRequestOps)
 	}
+
 	// An account delta adds its count.
 	resp, _ := svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
 		{TableId: testTableID, Token: tokenOf("q"), Op: replicapb.Op_OP_WRITE, Count: 5},
@@ -77,8 +89,13 @@ func TestServiceMetricsCountRejectionsOnBothPaths(t *testing.T) {
 	if resp.Status != replicapb.Status_STATUS_OK {
 		t.Fatal(resp)
 	}
-	if got := testutil.ToFloat64(accounted); got != 12 {
-		t.Errorf("operations_total = %v after a delta of 5, want 12", got)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(collector)
+	if got := gatheredValue(t, reg, "kvnode_limiter_operations_total", "table", "t"); got != 13 {
+		t.Errorf("kvnode_limiter_operations_total = %v after a delta of 5, want 13", got)
+	}
+	if got := gatheredValue(t, reg, "kvnode_replica_requests_total", "op", "account_delta", "status", "ok"); got != 1 {
+		t.Errorf(`kvnode_replica_requests_total{op="account_delta",status="ok"} = %v, want 1`, got)
 	}
 }
 

@@ -108,36 +108,35 @@ func (s *Service) Collector() prometheus.Collector { return s.metrics }
 func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
 	m := req.GetMutation()
 	if m == nil {
-		s.metrics.requests[reqWrite][statusError].Inc()
+		s.metrics.requests[reqWrite][statusError].Add(1)
 		return mutateError(replicapb.Error_BAD_REQUEST, "replica: bad request: the mutate request carries no mutation"), nil
 	}
 	t, ok := s.schema.TableByID(schema.TableID(m.TableId))
 	if !ok {
-		s.metrics.requests[reqWrite][statusError].Inc()
+		s.metrics.requests[reqWrite][statusError].Add(1)
 		return mutateError(replicapb.Error_UNKNOWN_TABLE, unknownTable(m.TableId).Error()), nil
 	}
 	d, err := s.admit(t, m.Token, replicapb.Op_OP_WRITE, req.Limiter, m.PartitionKey)
 	if err != nil {
-		s.metrics.requests[reqWrite][statusError].Inc()
+		s.metrics.requests[reqWrite][statusError].Add(1)
 		return mutateError(replicapb.Error_BAD_REQUEST, err.Error()), nil
 	}
 	if !d.Admitted {
-		s.metrics.requests[reqWrite][statusRateLimited].Inc()
-		return mutateRateLimited(d), nil
+		return mutateRateLimited(d), nil // counted by decide, as the pair's replica rejections
 	}
 	if err := ctx.Err(); err != nil {
-		s.metrics.requests[reqWrite][statusError].Inc()
+		s.metrics.requests[reqWrite][statusError].Add(1)
 		return nil, status.FromContextError(err).Err()
 	}
 	start := time.Now()
 	err = s.store.Apply(t, m)
 	s.metrics.latency[reqWrite].Observe(time.Since(start).Seconds())
 	if err != nil {
-		s.metrics.requests[reqWrite][statusError].Inc()
+		s.metrics.requests[reqWrite][statusError].Add(1)
 		code := s.classify(err, "mutate", t)
 		return mutateError(code, err.Error()), nil
 	}
-	s.metrics.requests[reqWrite][statusOK].Inc()
+	s.metrics.requests[reqWrite][statusOK].Add(1)
 	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}, nil
 }
 
@@ -147,30 +146,29 @@ func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*re
 func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 	t, ok := s.schema.TableByID(schema.TableID(req.GetTableId()))
 	if !ok {
-		s.metrics.requests[reqRead][statusError].Inc()
+		s.metrics.requests[reqRead][statusError].Add(1)
 		return readError(replicapb.Error_UNKNOWN_TABLE, unknownTable(req.GetTableId()).Error()), nil
 	}
 	d, err := s.admit(t, req.Token, replicapb.Op_OP_READ, req.Limiter, req.PartitionKey)
 	if err != nil {
-		s.metrics.requests[reqRead][statusError].Inc()
+		s.metrics.requests[reqRead][statusError].Add(1)
 		return readError(replicapb.Error_BAD_REQUEST, err.Error()), nil
 	}
 	if !d.Admitted {
-		s.metrics.requests[reqRead][statusRateLimited].Inc()
-		return readRateLimited(d), nil
+		return readRateLimited(d), nil // counted by decide, as the pair's replica rejections
 	}
 	if err := ctx.Err(); err != nil {
-		s.metrics.requests[reqRead][statusError].Inc()
+		s.metrics.requests[reqRead][statusError].Add(1)
 		return nil, status.FromContextError(err).Err()
 	}
 	start := time.Now()
 	resp, err := s.store.ReadPartition(t, req)
 	s.metrics.latency[reqRead].Observe(time.Since(start).Seconds())
 	if err != nil {
-		s.metrics.requests[reqRead][statusError].Inc()
+		s.metrics.requests[reqRead][statusError].Add(1)
 		return readError(s.classify(err, "read", t), err.Error()), nil
 	}
-	s.metrics.requests[reqRead][statusOK].Inc()
+	s.metrics.requests[reqRead][statusOK].Add(1)
 	return resp, nil
 }
 
@@ -181,7 +179,7 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
 	for i, d := range req.GetDeltas() {
 		if err := checkOp(d.GetOp()); err != nil {
-			s.metrics.requests[reqAccountDelta][statusError].Inc()
+			s.metrics.requests[reqAccountDelta][statusError].Add(1)
 			return &replicapb.AccountDeltaResponse{
 				Status: replicapb.Status_STATUS_ERROR,
 				Error:  &replicapb.Error{Code: replicapb.Error_BAD_REQUEST, Message: fmt.Sprintf("%v (delta %d)", err, i)},
@@ -195,7 +193,7 @@ func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaReq
 			return nil, err // unreachable: the ops were checked above
 		}
 	}
-	s.metrics.requests[reqAccountDelta][statusOK].Inc()
+	s.metrics.requests[reqAccountDelta][statusOK].Add(1)
 	return &replicapb.AccountDeltaResponse{Status: replicapb.Status_STATUS_OK}, nil
 }
 
@@ -234,9 +232,9 @@ func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op replicapb
 	if limit == 0 || n == 0 {
 		return nil
 	}
-	st := s.ops.get(t, op, s.metrics)
+	st := s.ops.get(t, op)
 	c := s.limits.AccountN(token, st.label, n, now)
-	st.accounted.Add(float64(n))
+	st.admitted.Add(uint64(n))
 	if isHot(c, limit) {
 		st.hot.update(token, c, noRejection, nil, now)
 	}
@@ -277,10 +275,10 @@ func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode rep
 		if limit == 0 {
 			return partitionlimit.Decision{Admitted: true}, nil
 		}
-		st := s.ops.get(t, op, s.metrics)
+		st := s.ops.get(t, op)
 		c := s.limits.Account(token, st.label, now)
-		st.accounted.Inc()
-		if isHot(c, limit) {
+		st.admitted.Add(1)
+		if isHot(c, limit) && sampled(c) {
 			st.hot.update(token, c, noRejection, pk, now)
 		}
 		return partitionlimit.Decision{Admitted: true, Count: c, Limit: limit}, nil
@@ -292,13 +290,14 @@ func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode rep
 		if limit == 0 {
 			return partitionlimit.Decision{Admitted: true}, nil
 		}
-		st := s.ops.get(t, op, s.metrics)
+		st := s.ops.get(t, op)
 		d := s.limits.Decide(token, st.label, limit, draw, now)
-		st.accounted.Inc()
-		if !d.Admitted {
-			st.rejected[by].Inc()
+		if d.Admitted {
+			st.admitted.Add(1)
+		} else {
+			st.rejected[by].Add(1)
 		}
-		if isHot(d.Count, limit) {
+		if isHot(d.Count, limit) && sampled(d.Count) {
 			if d.Admitted {
 				by = noRejection
 			}

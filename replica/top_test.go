@@ -18,7 +18,8 @@ func TestServiceTopPartitions(t *testing.T) {
 	ctx := context.Background()
 	enforce := limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.99)
 
-	// "p": 60 enforced writes, carrying the key; those past 2·limit (20) are rejected.
+	// "p": 60 enforced writes, carrying the key; those past 2·limit (20) are rejected. Every
+	// count here is a multiple of HotSample, so the sampled rejection counts are exact.
 	for i := range 60 {
 		svc.Mutate(ctx, mutateReq(enforce, int32(i)))
 	}
