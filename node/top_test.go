@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/replica"
 )
 
 // TestTopPartitionsMergesEveryNode makes partitions hot on both limiter paths (with a frozen
@@ -28,17 +29,21 @@ func TestTopPartitionsMergesEveryNode(t *testing.T) {
 	_, _, oneRejected := hammerTable(t, c0, "rf1.limited", key, 80)
 
 	type row struct {
-		table, key    string
-		ops, rejected float64
-		nodes         int
+		table, key string
+		ops        float64
+		nodes      int
 	}
 	want := []row{ // tables by name, partitions hottest first
-		{"rf1.limited", key, 80, float64(oneRejected), 1},
-		{"rf3.limited", "hot", 100, float64(hotRejected), 3},
-		{"rf3.limited", "warm", 60, float64(warmRejected), 3},
+		{"rf1.limited", key, 80, 1},
+		{"rf3.limited", "hot", 100, 3},
+		{"rf3.limited", "warm", 60, 3},
 	}
+	rejected := []int{oneRejected, hotRejected, warmRejected}
 	c2 := tc.client(2)
-	var last string
+	var (
+		last     string
+		estimate []float64
+	)
 	ctx := context.Background()
 	waitFor(t, 10*time.Second, "node 2 lists the hot partitions of every node, with propagated counts", func() bool {
 		res, err := c2.TopPartitions(ctx, "", "", 0)
@@ -46,22 +51,30 @@ func TestTopPartitionsMergesEveryNode(t *testing.T) {
 			t.Fatalf("TopPartitions through node 2: %v", err)
 		}
 		var got []row
+		estimate = estimate[:0]
 		for _, tbl := range res.Tables {
 			for _, p := range tbl.Partitions {
 				k := "?"
 				if len(p.Key) == 1 {
 					k = fmt.Sprint(p.Key[0])
 				}
-				got = append(got, row{tbl.Keyspace + "." + tbl.Table, k, p.EstimatedOpsPerSecond, p.RejectedPerSecond, p.Nodes})
-				if p.Op != client.OpWrite || p.Limit != 20 || math.Abs(p.RejectedShare-p.RejectedPerSecond/p.EstimatedOpsPerSecond) > 1e-9 {
+				got = append(got, row{tbl.Keyspace + "." + tbl.Table, k, p.EstimatedOpsPerSecond, p.Nodes})
+				estimate = append(estimate, p.RejectedPerSecond)
+				if p.Op != client.OpWrite || p.Limit != 20 || math.Abs(p.RejectedShare-min(1, p.RejectedPerSecond/p.EstimatedOpsPerSecond)) > 1e-9 {
 					t.Errorf("partition %s of %s.%s = %+v, want writes, limit 20, rejected share = rejected/ops", k, tbl.Keyspace, tbl.Table, p)
 				}
 			}
 		}
-		last = fmt.Sprintf("%+v (unreachable %v)", got, res.UnreachableNodes)
+		last = fmt.Sprintf("%+v, rejected/s %v (unreachable %v)", got, estimate, res.UnreachableNodes)
 		return fmt.Sprint(got) == fmt.Sprint(want)
 	})
-	t.Logf("node 2 lists %s", last)
+	t.Logf("node 2 lists %s; the clients saw %v rejected", last, rejected)
+	// Rejections are sampled one in replica.HotSample: the estimates are near the counts.
+	for i, r := range rejected {
+		if math.Abs(estimate[i]-float64(r)) > 0.5*float64(r)+2*replica.HotSample {
+			t.Errorf("%s %s: %.0f rejections/s estimated, the client saw %d rejected; want them close", want[i].table, want[i].key, estimate[i], r)
+		}
+	}
 
 	// Narrowed to one table and one partition.
 	res, err := c2.TopPartitions(ctx, "rf3", "limited", 1)
