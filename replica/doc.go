@@ -42,14 +42,16 @@
 //
 // Service.Collector and Store.Collector export the node's limiter, replica
 // request and storage metrics to Prometheus (docs/operations.md lists them).
-// Per operation the service only adds to counters resolved in advance: the
+// Per operation the service only adds to atomic counters it already holds: the
 // (table id, op) interning that gives the limiter its label also holds the
-// pair's metric children. Gauges that need a scan (tracked partitions) and
-// pebble's metrics are computed at scrape time.
+// pair's counters, so a rejection costs one atomic add. The collectors turn
+// them into metrics at scrape time, along with the gauges that need a scan
+// (tracked partitions) and pebble's metrics.
 //
 // Operations whose counter ends above twice the limit, the only ones the
-// limiter can reject, also update the pair's hot set: the HotK partitions with
-// the largest counters, with their rejections and keys (see hotSet).
+// limiter can reject, also update the pair's hot set (one in HotSample of
+// them, weighted accordingly): the HotK partitions with the largest counters,
+// with their rejections and keys (see hotSet).
 // TopPartitions lists them; a node merges every node's list for
 // `kvnode toppartitions`.
 package replica
