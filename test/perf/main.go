@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/bench"
 )
 
 // The tables the program creates. Every table has the same columns.
@@ -45,10 +47,13 @@ type settings struct {
 	HotConcurrency int           `json:"hot_concurrency"`
 
 	// Rejection cost.
-	RejectOps         int           `json:"reject_ops"`
-	RejectWarm        int           `json:"reject_warm_ops"`
+	RejectOps         int           `json:"reject_ops"`      // closed loop: writes per measured phase
+	RejectWarmOps     int           `json:"reject_warm_ops"` // closed loop: unmeasured, before each
 	RejectConcurrency int           `json:"reject_concurrency"`
-	Idle              time.Duration `json:"-"` // each window measuring the servers' idle CPU
+	RejectRate        float64       `json:"reject_rate,omitempty"` // > 0: open loop at this rate instead
+	RejectDuration    time.Duration `json:"-"`                     // open loop: each measured phase
+	RejectWarm        time.Duration `json:"-"`                     // open loop: unmeasured, before each
+	Idle              time.Duration `json:"-"`                     // each window measuring the servers' idle CPU
 
 	// Limiter overhead.
 	OverheadPartitions  int           `json:"overhead_partitions"`
@@ -67,10 +72,12 @@ func (s settings) MarshalJSON() ([]byte, error) {
 		SearchS        float64 `json:"search_step_s"`
 		PhaseS         float64 `json:"phase_s"`
 		IdleS          float64 `json:"idle_s"`
+		RejectS        float64 `json:"reject_phase_s"`
+		RejectWarmS    float64 `json:"reject_warm_s"`
 		OverheadWarmS  float64 `json:"overhead_warm_s"`
 		OverheadPhaseS float64 `json:"overhead_phase_s"`
 	}{plain(s), s.Warm.Seconds(), s.Search.Seconds(), s.Phase.Seconds(), s.Idle.Seconds(),
-		s.OverheadWarm.Seconds(), s.OverheadPhase.Seconds()})
+		s.RejectDuration.Seconds(), s.RejectWarm.Seconds(), s.OverheadWarm.Seconds(), s.OverheadPhase.Seconds()})
 }
 
 func fullSettings() settings {
@@ -78,7 +85,8 @@ func fullSettings() settings {
 		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 4 * time.Second, Rounds: 4,
 		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
 		BGPartitions: 10_000, BGConcurrency: 32, HotConcurrency: 128,
-		RejectOps: 20_000, RejectWarm: 500, RejectConcurrency: 16, Idle: time.Second,
+		RejectOps: 20_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,
+		RejectDuration: 5 * time.Second, RejectWarm: time.Second,
 		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 12,
 		OverheadWarm: time.Second, OverheadPhase: time.Second,
 	}
@@ -90,7 +98,8 @@ func quickSettings() settings {
 		Warm:  300 * time.Millisecond, Search: time.Second, Phase: time.Second, Rounds: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
 		BGPartitions: 1000, BGConcurrency: 8, HotConcurrency: 16,
-		RejectOps: 300, RejectWarm: 100, RejectConcurrency: 8, Idle: 100 * time.Millisecond,
+		RejectOps: 300, RejectWarmOps: 100, RejectConcurrency: 8, Idle: 100 * time.Millisecond,
+		RejectDuration: 600 * time.Millisecond, RejectWarm: 300 * time.Millisecond,
 		OverheadPartitions: 100, OverheadConcurrency: 8, OverheadReps: 1,
 		OverheadWarm: 200 * time.Millisecond, OverheadPhase: 500 * time.Millisecond,
 	}
@@ -128,6 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of tables")
 	quick := fs.Bool("quick", false, "a smoke run of a few seconds per part; its numbers mean little")
 	rate := fs.Float64("rate", 0, "the hot partition's offered `ops/s` R; 0 searches for it")
+	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
@@ -143,6 +153,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *rejectRate < 0 || *rejectRate > bench.MaxRate {
+		return fmt.Errorf("--reject-rate %v: want 0 (closed loop) or a rate up to %d ops/s", *rejectRate, bench.MaxRate)
+	}
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("needs Linux: server CPU time is read from /proc, and this is %s", runtime.GOOS)
 	}
@@ -151,6 +164,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s = quickSettings()
 	}
 	s.FixedRate = *rate
+	if *rejectRate > 0 {
+		s.RejectRate = *rejectRate
+		s.RejectConcurrency = 64
+	}
 	s.Parts = parts
 	res, err := measure(ctx, s, *bin, stderr)
 	if err != nil {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/client"
@@ -17,6 +20,55 @@ const (
 	tableLimited   = "perf_one.limited"
 	tableUnlimited = "perf_one.unlimited"
 )
+
+// opCounts counts the outcomes of a fixed number of writes.
+type opCounts struct {
+	Ops           int64         `json:"ops"`
+	Accepted      int64         `json:"accepted"`
+	ByCoordinator int64         `json:"rejected_by_coordinator"`
+	ByReplicas    int64         `json:"rejected_by_replicas"`
+	Errors        int64         `json:"errors"`
+	Elapsed       time.Duration `json:"-"`
+	ElapsedS      float64       `json:"elapsed_s"`
+	FirstError    string        `json:"first_error,omitempty"`
+}
+
+// drive runs statements stmt(0) ... stmt(n-1) at QUORUM from concurrency workers, each through
+// the coordinator pick returns for it, and counts the outcomes.
+func drive(ctx context.Context, pick func(i int64) *client.Client, stmt func(i int64) string, n int64, concurrency int) opCounts {
+	var next, acc, byCoord, byRepl, errs atomic.Int64
+	var firstErr sync.Once
+	var first string
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= n {
+					return
+				}
+				_, err := pick(i).Execute(ctx, client.Quorum, stmt(i))
+				var rl *client.RateLimitError
+				switch {
+				case err == nil:
+					acc.Add(1)
+				case errors.As(err, &rl) && rl.RejectedBy == client.RejectedByCoordinator:
+					byCoord.Add(1)
+				case errors.As(err, &rl):
+					byRepl.Add(1)
+				default:
+					errs.Add(1)
+					firstErr.Do(func() { first = err.Error() })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	return opCounts{Ops: min(next.Load(), n), Accepted: acc.Load(), ByCoordinator: byCoord.Load(),
+		ByReplicas: byRepl.Load(), Errors: errs.Load(), Elapsed: el, ElapsedS: el.Seconds(), FirstError: first}
+}
 
 // overheadSide is one table's run in a pair.
 type overheadSide struct {

@@ -331,13 +331,17 @@ func (r *Result) writeText(w io.Writer) error {
 
 	if s.has("reject") {
 		fmt.Fprintf(&b, "\n## Cost of a rejection (server CPU per write)\n\n")
-		fmt.Fprintf(&b, "%d writes per phase to one partition, %d workers; CPU summed over the 3 server processes from /proc, idle CPU subtracted.\n\n",
-			s.RejectOps, s.RejectConcurrency)
-		fmt.Fprintf(&b, "| --sync | path | setup | accepted (of N) | µs CPU / accepted | rejected (of N) | µs CPU / rejected | ratio | ratio by stat ticks |\n")
+		if s.RejectRate > 0 {
+			fmt.Fprintf(&b, "Writes to one partition at %.0f/s, open loop (%d workers), for %v per phase after %v unmeasured", s.RejectRate, s.RejectConcurrency, s.RejectDuration, s.RejectWarm)
+		} else {
+			fmt.Fprintf(&b, "%d writes per phase to one partition, closed loop, %d workers, after %d unmeasured", s.RejectOps, s.RejectConcurrency, s.RejectWarmOps)
+		}
+		fmt.Fprintf(&b, "; CPU summed over the 3 server processes from /proc, idle CPU subtracted.\n\n")
+		fmt.Fprintf(&b, "| --sync | path | setup | accept phase: accepted | µs CPU / accepted | reject phase: rejected (admitted) | µs CPU / rejected | ratio | ratio by stat ticks |\n")
 		fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, rc := range r.RejectCost {
 			fmt.Fprintf(&b, "| %v | %s | %s | %d | %.1f | %d | %.1f | %.3f | %.3f |\n", rc.Sync, rc.Path, rc.Setup,
-				rc.AcceptPhase.Accepted, rc.CPUAcceptNS/1e3, rc.RejectPhase.ByCoordinator+rc.RejectPhase.ByReplicas,
+				rc.AcceptPhase.Accepted, rc.CPUAcceptNS/1e3, rc.RejectPhase.rejected(),
 				rc.CPURejectNS/1e3, rc.Ratio, rc.RatioByTicks)
 		}
 	}
