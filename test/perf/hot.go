@@ -47,14 +47,14 @@ type phaseCPU struct {
 func (r loadResult) bgThroughput() float64 { return perSecond(r.BG.Accepted, r.BG.DurationS) }
 
 // hotSteadyRate is the hot partition's accepted operations per second, leaving out the first
-// second when the run is long enough: counters start from zero when a limit is set, so the
+// second when the run is longer than that: counters start from zero when a limit is set, so the
 // first second admits up to twice the limit before the rule bites.
 func (r loadResult) hotSteadyRate() float64 {
 	if r.Hot == nil {
 		return 0
 	}
 	ps := r.Hot.Hot.AcceptedPerSecond
-	if r.Hot.DurationS < 3 || len(ps) < 2 {
+	if r.Hot.DurationS < 2 || len(ps) < 2 {
 		return perSecond(r.Hot.Hot.Accepted, r.Hot.DurationS)
 	}
 	var n int64

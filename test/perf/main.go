@@ -82,7 +82,7 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 4 * time.Second, Rounds: 4,
+		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 2500 * time.Millisecond, Rounds: 8,
 		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
 		BGPartitions: 10_000, BGConcurrency: 32, HotConcurrency: 128,
 		RejectOps: 20_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,

@@ -208,7 +208,8 @@ func TestHotSteadyRateLeavesOutTheFirstSecond(t *testing.T) {
 		want    float64
 	}{
 		{"6 s run", []int64{640, 200, 210, 220, 190, 180}, 6, 200},
-		{"short run counts everything", []int64{300, 100}, 2, 200},
+		{"2.5 s run", []int64{640, 200, 100}, 2.5, 200},
+		{"1.5 s run counts everything", []int64{300, 150}, 1.5, 300},
 	}
 	for _, tt := range tests {
 		var total int64
@@ -270,7 +271,7 @@ func TestHeadlineRatios(t *testing.T) {
 	check("the median background throughput ratio, unlimited (1200/2000 and 1400/2200)", r.BGThroughputRatioUnlimited, (0.6+1400.0/2200)/2)
 	check("the median background p99 ratio, limited (11/10 and 13/12)", r.BGP99RatioLimited, (1.1+13.0/12)/2)
 	check("the median background p99 ratio, unlimited (30/10 and 34/12)", r.BGP99RatioUnlimited, (3+34.0/12)/2)
-	check("hot accepted over limit (110 and 120 per s over limit 50)", r.HotAcceptedOverLimit, 115.0/50)
+	check("hot accepted over limit (second seconds: 100 and 110 per s over limit 50)", r.HotAcceptedOverLimit, 105.0/50)
 	check("rejection cost ratio, coordinator path, synced", r.RejectCostRatioCoordinator, 0.1)
 	check("rejection cost ratio, replicas path, synced", r.RejectCostRatioReplica, 0.5)
 	check("rejection cost ratio, coordinator path, unsynced", r.RejectCostRatioCoordinatorNoSync, 0.2)
@@ -283,7 +284,7 @@ func TestHeadlineRatios(t *testing.T) {
 		t.Fatalf("writeText failed: %v", err)
 	}
 	for _, want := range []string{"| hot limited | 1000 | 50 | 975 | 0.93 |", "| background throughput, hot limited ≥ 0.90 × baseline | 0.93 | yes |",
-		"| 1 | 0.60 | 0.95 | 3.00 | 1.10 | 2.20 |"} {
+		"| 1 | 0.60 | 0.95 | 3.00 | 1.10 | 2.00 |"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report does not contain %q:\n%s", want, text.String())
 		}
@@ -312,8 +313,8 @@ func TestResultJSONHasTheHeadlineFields(t *testing.T) {
 			t.Errorf("the JSON of a Result has no number %q: %s", f, b)
 		}
 	}
-	if s, ok := m["settings"].(map[string]any); !ok || s["phase_s"] != 4.0 {
-		t.Errorf("the JSON settings do not give the phase length in seconds (want phase_s 4): %v", m["settings"])
+	if s, ok := m["settings"].(map[string]any); !ok || s["phase_s"] != 2.5 {
+		t.Errorf("the JSON settings do not give the phase length in seconds (want phase_s 2.5): %v", m["settings"])
 	}
 }
 
