@@ -90,9 +90,10 @@ func (n *Node) gatherTopPartitions(ctx context.Context, req *replicapb.TopPartit
 		err   error
 	}
 	var unreachable []string
-	answers := make(chan answer, len(n.cluster.Members()))
+	members := n.cluster.Members()
+	answers := make(chan answer, len(members)) // room for every answer: no sender ever blocks
 	asked := 0
-	for _, m := range n.cluster.Members() {
+	for _, m := range members {
 		if !m.Live {
 			unreachable = append(unreachable, string(m.ID))
 			continue

@@ -146,13 +146,13 @@ func (h *hotSet) victim(count uint32, sec uint32) int {
 		h.n++
 		return h.n - 1
 	}
-	min, at := ^uint32(0), -1
+	least, at := ^uint32(0), -1
 	for i := range h.entries {
-		if c := h.entries[i].decayedCount(sec); c < min {
-			min, at = c, i
+		if c := h.entries[i].decayedCount(sec); c < least {
+			least, at = c, i
 		}
 	}
-	if min >= count {
+	if least >= count {
 		return -1
 	}
 	return at
