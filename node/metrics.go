@@ -18,8 +18,10 @@ var (
 	consistencyNames = []string{"ONE", "QUORUM", "ALL", "none"} // "none": schema and other statements
 	resultNames      = []string{"ok", "rate_limited", "unavailable", "timeout", "failed", "invalid", "canceled", "error"}
 	limitedOpNames   = []string{"read", "write"}
-	rejecterNames    = []string{"coordinator", "replicas"}
-	repairResults    = []string{"ok", "timeout", "failed"}
+	// rejecterNames are the rejected_by label values, the same as the limiter's: the Observer's
+	// "replicas" is counted as "replica".
+	rejecterNames = []string{"coordinator", "replica"}
+	repairResults = []string{"ok", "timeout", "failed"}
 )
 
 const (
@@ -88,7 +90,7 @@ func newCoordinatorMetrics() *coordinatorMetrics {
 			"Reads and writes this node coordinated, by table, op and result: result ok are the accepted operations, rate_limited the rejected ones.",
 			"keyspace", "table", "op", "result"),
 		rateLimitedVec: counter("rate_limited_total",
-			"Reads and writes rejected by a per-partition rate limit, by table, op and who rejected: coordinator (this node, a replica of the partition, decided alone) or replicas (the enforcing replicas' rejections made the consistency level unreachable).",
+			"Reads and writes rejected by a per-partition rate limit, by table, op and who rejected: coordinator (this node, a replica of the partition, decided alone) or replica (the enforcing replicas' rejections made the consistency level unreachable).",
 			"keyspace", "table", "op", "rejected_by"),
 		repairsVec: counter("read_repairs_total",
 			"Read repairs: reads at QUORUM or ALL that found stale replicas and wrote the newest data back to them, by table and result (ok, timeout, failed).",
@@ -156,7 +158,11 @@ func (m *coordinatorMetrics) OnRequest(keyspace, table, op, cl, result string, d
 
 // OnRateLimited implements coordinator.Observer.
 func (m *coordinatorMetrics) OnRateLimited(keyspace, table, op, rejectedBy string) {
-	m.table(keyspace, table).rateLimited[index(limitedOpNames, op)][index(rejecterNames, rejectedBy)].Inc()
+	by := 1 // replica: the Observer's "replicas"
+	if rejectedBy == "coordinator" {
+		by = 0
+	}
+	m.table(keyspace, table).rateLimited[index(limitedOpNames, op)][by].Inc()
 }
 
 // OnReadRepair implements coordinator.Observer.

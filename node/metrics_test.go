@@ -146,8 +146,8 @@ func TestMetricsCountRejectionsOnBothLimiterPaths(t *testing.T) {
 		want   int
 		reason string
 	}{
-		{`node 0 kvnode_coordinator_rate_limited_total{rejected_by="replicas"}`,
-			metricValue(t, reg0, "kvnode_coordinator_rate_limited_total", append(rf1, "rejected_by", "replicas")...), byRepl1, "the client's replica rejections"},
+		{`node 0 kvnode_coordinator_rate_limited_total{rejected_by="replica"}`,
+			metricValue(t, reg0, "kvnode_coordinator_rate_limited_total", append(rf1, "rejected_by", "replica")...), byRepl1, "the client's replica rejections"},
 		{`node 0 kvnode_coordinator_rate_limited_total{rejected_by="coordinator"}`,
 			metricValue(t, reg0, "kvnode_coordinator_rate_limited_total", append(rf1, "rejected_by", "coordinator")...), 0, "node 0 is no replica"},
 		{fmt.Sprintf(`owner node %d kvnode_limiter_rejections_total{rejected_by="replica"}`, owner),
