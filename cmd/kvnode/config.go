@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kvnode/kvnode/partitionlimit"
 )
 
 // serveConfig is what `kvnode serve` runs with: embedded defaults, then the YAML file named by
@@ -22,8 +24,10 @@ type serveConfig struct {
 	MetricsAddr string   `yaml:"metrics_addr"`
 	Seeds       []string `yaml:"seeds"`
 	NumTokens   int      `yaml:"num_tokens"`
-	Sync        bool     `yaml:"sync"`
-	LogLevel    string   `yaml:"log_level"`
+	// LimiterCapacity is how many partitions the rate limiter tracks (0 = the default, ~1M).
+	LimiterCapacity int    `yaml:"limiter_capacity"`
+	Sync            bool   `yaml:"sync"`
+	LogLevel        string `yaml:"log_level"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -43,7 +47,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	cfg := defaultServeConfig()
 	fs := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, sync, log_level); flags override it")
+	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level); flags override it")
 	var flags serveConfig
 	var seeds string
 	fs.StringVar(&flags.DataDir, "data-dir", cfg.DataDir, "directory for this node's data; one node per directory")
@@ -52,6 +56,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&flags.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "Prometheus /metrics address (host:port); empty disables")
 	fs.StringVar(&seeds, "seeds", "", "comma-separated gossip addresses of nodes to join")
 	fs.IntVar(&flags.NumTokens, "num-tokens", cfg.NumTokens, "virtual nodes (tokens) this node owns on the ring")
+	fs.IntVar(&flags.LimiterCapacity, "limiter-capacity", cfg.LimiterCapacity, "partitions the rate limiter tracks per node, 20 bytes each (0 = about 1M)")
 	fs.BoolVar(&flags.Sync, "sync", cfg.Sync, "sync every write to disk before acknowledging it")
 	fs.StringVar(&flags.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +84,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 			cfg.Seeds = splitList(seeds)
 		case "num-tokens":
 			cfg.NumTokens = flags.NumTokens
+		case "limiter-capacity":
+			cfg.LimiterCapacity = flags.LimiterCapacity
 		case "sync":
 			cfg.Sync = flags.Sync
 		case "log-level":
@@ -115,6 +122,9 @@ func (c serveConfig) validate() error {
 	}
 	if c.NumTokens < 1 || c.NumTokens > 256 {
 		return fmt.Errorf("serve: --num-tokens %d is out of range (1 to 256)", c.NumTokens)
+	}
+	if c.LimiterCapacity < 0 || c.LimiterCapacity > partitionlimit.MaxCapacity {
+		return fmt.Errorf("serve: --limiter-capacity %d is out of range (0 for the default, up to %d)", c.LimiterCapacity, partitionlimit.MaxCapacity)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		return err

@@ -37,6 +37,7 @@ data_dir: /var/lib/kvnode
 addr: 10.0.0.1:9043
 seeds: [10.0.0.2:7946, 10.0.0.3:7946]
 num_tokens: 32
+limiter_capacity: 65536
 sync: false
 log_level: debug
 `)
@@ -49,6 +50,7 @@ log_level: debug
 	want.Addr = "127.0.0.1:1"        // flag wins over the file
 	want.Seeds = []string{"a:1", "b:2"}
 	want.NumTokens = 32
+	want.LimiterCapacity = 65536
 	want.Sync = false
 	want.LogLevel = "debug"
 	if !reflect.DeepEqual(cfg, want) {
@@ -65,6 +67,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--config", typo}, "data_dri"},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml"},
 		{[]string{"--num-tokens", "0"}, "--num-tokens 0"},
+		{[]string{"--limiter-capacity", "-1"}, "--limiter-capacity -1"},
 		{[]string{"--log-level", "loud"}, `"loud"`},
 		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"extra"}, `"extra"`},
