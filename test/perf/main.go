@@ -37,6 +37,7 @@ type settings struct {
 	Warm           time.Duration `json:"-"` // unmeasured background before the search
 	Search         time.Duration `json:"-"` // each search step
 	Phase          time.Duration `json:"-"` // each measured phase
+	LimitWarm      time.Duration `json:"-"` // unmeasured, after setting the limit
 	Rounds         int           `json:"rounds"`
 	SearchSteps    int           `json:"search_steps"`
 	SearchStart    float64       `json:"search_start"`  // first R as a share of the baseline
@@ -71,18 +72,19 @@ func (s settings) MarshalJSON() ([]byte, error) {
 		WarmS          float64 `json:"warm_s"`
 		SearchS        float64 `json:"search_step_s"`
 		PhaseS         float64 `json:"phase_s"`
+		LimitWarmS     float64 `json:"limit_warm_s"`
 		IdleS          float64 `json:"idle_s"`
 		RejectS        float64 `json:"reject_phase_s"`
 		RejectWarmS    float64 `json:"reject_warm_s"`
 		OverheadWarmS  float64 `json:"overhead_warm_s"`
 		OverheadPhaseS float64 `json:"overhead_phase_s"`
-	}{plain(s), s.Warm.Seconds(), s.Search.Seconds(), s.Phase.Seconds(), s.Idle.Seconds(),
+	}{plain(s), s.Warm.Seconds(), s.Search.Seconds(), s.Phase.Seconds(), s.LimitWarm.Seconds(), s.Idle.Seconds(),
 		s.RejectDuration.Seconds(), s.RejectWarm.Seconds(), s.OverheadWarm.Seconds(), s.OverheadPhase.Seconds()})
 }
 
 func fullSettings() settings {
 	return settings{
-		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 2500 * time.Millisecond, Rounds: 8,
+		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
 		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
 		BGPartitions: 10_000, BGConcurrency: 32, HotConcurrency: 128,
 		RejectOps: 20_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,
@@ -95,7 +97,7 @@ func fullSettings() settings {
 func quickSettings() settings {
 	return settings{
 		Quick: true,
-		Warm:  300 * time.Millisecond, Search: time.Second, Phase: time.Second, Rounds: 1,
+		Warm:  300 * time.Millisecond, Search: time.Second, Phase: time.Second, LimitWarm: 300 * time.Millisecond, Rounds: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
 		BGPartitions: 1000, BGConcurrency: 8, HotConcurrency: 16,
 		RejectOps: 300, RejectWarmOps: 100, RejectConcurrency: 8, Idle: 100 * time.Millisecond,
@@ -251,8 +253,9 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 			if !s.has("reject") {
 				return nil
 			}
-			costs, err := rejectCosts(ctx, s, c, false, log)
+			costs, noop, err := rejectCosts(ctx, s, c, false, log)
 			res.RejectCost = append(res.RejectCost, costs...)
+			res.NoopRequest = append(res.NoopRequest, noop)
 			return err
 		})
 		if err != nil {
@@ -262,8 +265,9 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 	if s.has("reject") {
 		// Rejection costs with the default --sync=true.
 		err = withCluster(ctx, bin, root, "sync", 3, true, ddl, log, func(c *testCluster) error {
-			costs, err := rejectCosts(ctx, s, c, true, log)
+			costs, noop, err := rejectCosts(ctx, s, c, true, log)
 			res.RejectCost = append(res.RejectCost, costs...)
+			res.NoopRequest = append(res.NoopRequest, noop)
 			return err
 		})
 		if err != nil {

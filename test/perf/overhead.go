@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/client"
@@ -20,55 +17,6 @@ const (
 	tableLimited   = "perf_one.limited"
 	tableUnlimited = "perf_one.unlimited"
 )
-
-// opCounts counts the outcomes of a fixed number of writes.
-type opCounts struct {
-	Ops           int64         `json:"ops"`
-	Accepted      int64         `json:"accepted"`
-	ByCoordinator int64         `json:"rejected_by_coordinator"`
-	ByReplicas    int64         `json:"rejected_by_replicas"`
-	Errors        int64         `json:"errors"`
-	Elapsed       time.Duration `json:"-"`
-	ElapsedS      float64       `json:"elapsed_s"`
-	FirstError    string        `json:"first_error,omitempty"`
-}
-
-// drive runs statements stmt(0) ... stmt(n-1) at QUORUM from concurrency workers, each through
-// the coordinator pick returns for it, and counts the outcomes.
-func drive(ctx context.Context, pick func(i int64) *client.Client, stmt func(i int64) string, n int64, concurrency int) opCounts {
-	var next, acc, byCoord, byRepl, errs atomic.Int64
-	var firstErr sync.Once
-	var first string
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := next.Add(1) - 1
-				if i >= n {
-					return
-				}
-				_, err := pick(i).Execute(ctx, client.Quorum, stmt(i))
-				var rl *client.RateLimitError
-				switch {
-				case err == nil:
-					acc.Add(1)
-				case errors.As(err, &rl) && rl.RejectedBy == client.RejectedByCoordinator:
-					byCoord.Add(1)
-				case errors.As(err, &rl):
-					byRepl.Add(1)
-				default:
-					errs.Add(1)
-					firstErr.Do(func() { first = err.Error() })
-				}
-			}
-		})
-	}
-	wg.Wait()
-	el := time.Since(start)
-	return opCounts{Ops: min(next.Load(), n), Accepted: acc.Load(), ByCoordinator: byCoord.Load(),
-		ByReplicas: byRepl.Load(), Errors: errs.Load(), Elapsed: el, ElapsedS: el.Seconds(), FirstError: first}
-}
 
 // overheadSide is one table's run in a pair.
 type overheadSide struct {
@@ -176,7 +124,10 @@ func limiterOverhead(ctx context.Context, s settings, c *testCluster, log io.Wri
 		load := func(i int64) string {
 			return fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('cold-%d', %d, 'value-%08d')", t, i/bench.RowsPerPartition, i%bench.RowsPerPartition, i)
 		}
-		oc := drive(ctx, func(int64) *client.Client { return c.clients[0] }, load, rows, s.OverheadConcurrency)
+		oc := drive(ctx, rows, s.OverheadConcurrency, 0, func(ctx context.Context, i int64) error {
+			_, err := c.clients[0].Execute(ctx, client.Quorum, load(i))
+			return err
+		})
 		if oc.Errors > 0 || oc.Accepted != rows {
 			return nil, fmt.Errorf("loading %s: %d of %d rows written; first error: %s", t, oc.Accepted, rows, oc.FirstError)
 		}

@@ -6,6 +6,10 @@ import (
 	"io"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/bench"
 )
@@ -16,32 +20,19 @@ const maxLimit = 1<<31 - 1
 // rejectKey is the partition every rejection-cost write goes to: kvnode bench's hot partition.
 const rejectKey = bench.HotTextKey
 
-// rejectPhase counts the outcomes of one measured phase of writes.
-type rejectPhase struct {
-	Offered       int64   `json:"offered"`
-	Accepted      int64   `json:"accepted"`
-	ByCoordinator int64   `json:"rejected_by_coordinator"`
-	ByReplicas    int64   `json:"rejected_by_replicas"`
-	Dropped       int64   `json:"dropped"` // not sent: the open-loop queue was full
-	ElapsedS      float64 `json:"elapsed_s"`
-}
-
-// rejected returns the rate-limited writes.
-func (p rejectPhase) rejected() int64 { return p.ByCoordinator + p.ByReplicas }
-
 // rejectCost is the server CPU of accepted and of rejected writes on one limiter path.
 type rejectCost struct {
 	Path string `json:"path"` // "coordinator" or "replicas"
 	Sync bool   `json:"sync"`
 	// Setup says how the path was obtained (replication factor, coordinators).
-	Setup        string      `json:"setup"`
-	AcceptPhase  rejectPhase `json:"accept_phase"`
-	RejectPhase  rejectPhase `json:"reject_phase"`
-	IdleCPUPerS  float64     `json:"idle_cpu_us_per_s"`   // the servers' CPU when idle, subtracted
-	CPUAcceptNS  float64     `json:"cpu_ns_per_accepted"` // server CPU per accepted write
-	CPURejectNS  float64     `json:"cpu_ns_per_rejected"` // server CPU per rejected write
-	Ratio        float64     `json:"ratio"`               // CPURejectNS / CPUAcceptNS
-	RatioByTicks float64     `json:"ratio_by_stat_ticks"` // the same from /proc/<pid>/stat utime+stime
+	Setup        string   `json:"setup"`
+	AcceptPhase  opCounts `json:"accept_phase"`
+	RejectPhase  opCounts `json:"reject_phase"`
+	IdleCPUPerS  float64  `json:"idle_cpu_us_per_s"`   // the servers' CPU when idle, subtracted
+	CPUAcceptNS  float64  `json:"cpu_ns_per_accepted"` // server CPU per accepted write
+	CPURejectNS  float64  `json:"cpu_ns_per_rejected"` // server CPU per rejected write
+	Ratio        float64  `json:"ratio"`               // CPURejectNS / CPUAcceptNS
+	RatioByTicks float64  `json:"ratio_by_stat_ticks"` // the same from /proc/<pid>/stat utime+stime
 }
 
 // idleWindows is how many windows idleCPU measures; it keeps the quietest.
@@ -82,9 +73,8 @@ func idleCPU(ctx context.Context, c *testCluster, d time.Duration) (cpuSample, e
 
 // coordinators are the nodes that coordinate a path's writes.
 type coordinators struct {
-	policy  bench.Coordinator // RoundRobin over all, or Fixed to the one
-	addrs   []string
-	clients []*client.Client // connected to addrs, in order
+	policy  bench.Coordinator // RoundRobin over all, or Fixed to the first
+	clients []*client.Client
 }
 
 // pick returns the coordinator of write i.
@@ -102,38 +92,47 @@ func hotInsert(table string) func(i int64) string {
 	}
 }
 
-// runWrites runs one phase of writes to table's partition rejectKey and returns its outcomes:
-// closed loop, s.RejectOps writes from s.RejectConcurrency workers (warm: s.RejectWarmOps),
-// or with s.RejectRate > 0 open loop at that rate for s.RejectDuration (warm: s.RejectWarm).
-func runWrites(ctx context.Context, s settings, table string, co coordinators, warm bool) (rejectPhase, error) {
-	start := time.Now()
-	if s.RejectRate == 0 {
-		n := int64(s.RejectOps)
-		if warm {
-			n = int64(s.RejectWarmOps)
-		}
-		oc := drive(ctx, co.pick, hotInsert(table), n, s.RejectConcurrency)
-		if oc.Errors > 0 {
-			return rejectPhase{}, fmt.Errorf("%d of %d writes to %s failed; first: %s", oc.Errors, oc.Ops, table, oc.FirstError)
-		}
-		return rejectPhase{Offered: oc.Ops, Accepted: oc.Accepted, ByCoordinator: oc.ByCoordinator, ByReplicas: oc.ByReplicas,
-			ElapsedS: time.Since(start).Seconds()}, ctx.Err()
+// phaseOps returns how many operations a measured phase runs (warm: an unmeasured one):
+// s.RejectOps (s.RejectWarmOps) closed loop, or s.RejectRate × s.RejectDuration (s.RejectWarm)
+// open loop.
+func phaseOps(s settings, warm bool) int64 {
+	switch {
+	case s.RejectRate > 0 && warm:
+		return int64(s.RejectRate * s.RejectWarm.Seconds())
+	case s.RejectRate > 0:
+		return int64(s.RejectRate * s.RejectDuration.Seconds())
+	case warm:
+		return int64(s.RejectWarmOps)
 	}
-	cfg := bench.Config{Addrs: co.addrs, Coordinator: co.policy, Table: table, Writes: 1, Consistency: client.Quorum,
-		Hot: 1, Rate: s.RejectRate, Concurrency: s.RejectConcurrency, Duration: s.RejectDuration, Seed: 7}
-	if warm {
-		cfg.Duration = s.RejectWarm
+	return int64(s.RejectOps)
+}
+
+// measureCPU runs an unmeasured warm phase and then a measured phase of op, and returns the
+// measured phase's outcomes and the servers' CPU meanwhile, less idle CPU over its wall time.
+// Any error other than a rate limit fails it.
+func measureCPU(ctx context.Context, s settings, c *testCluster, idle cpuSample, what string, op func(ctx context.Context, i int64) error) (opCounts, cpuSample, error) {
+	if w := drive(ctx, phaseOps(s, true), s.RejectConcurrency, s.RejectRate, op); w.Errors > 0 {
+		return opCounts{}, cpuSample{}, fmt.Errorf("%s: %d of %d failed; first: %s", what, w.Errors, w.Ops, w.FirstError)
 	}
-	sum, err := bench.Execute(ctx, cfg, nil)
+	before, err := c.cpu()
 	if err != nil {
-		return rejectPhase{}, err
+		return opCounts{}, cpuSample{}, err
 	}
-	dropped := sum.Errors[bench.ErrorDropped]
-	if n := sum.Failed() - dropped; n > 0 {
-		return rejectPhase{}, fmt.Errorf("%d of %d writes to %s failed: %v", n, sum.Offered, table, sum.Errors)
+	oc := drive(ctx, phaseOps(s, false), s.RejectConcurrency, s.RejectRate, op)
+	after, err := c.cpu()
+	if err != nil {
+		return opCounts{}, cpuSample{}, err
 	}
-	return rejectPhase{Offered: sum.Offered, Accepted: sum.Accepted, ByCoordinator: sum.RejectedByCoordinator,
-		ByReplicas: sum.RejectedByReplicas, Dropped: dropped, ElapsedS: time.Since(start).Seconds()}, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return opCounts{}, cpuSample{}, err
+	}
+	if oc.Errors > 0 {
+		return opCounts{}, cpuSample{}, fmt.Errorf("%s: %d of %d failed; first: %s", what, oc.Errors, oc.Ops, oc.FirstError)
+	}
+	used := after.sub(before)
+	used.Run -= time.Duration(float64(idle.Run) * oc.ElapsedS)
+	used.Ticks -= time.Duration(float64(idle.Ticks) * oc.ElapsedS)
+	return oc, used, nil
 }
 
 // measureRejectCost measures one limiter path: a fixed number of writes to one partition of
@@ -145,35 +144,22 @@ func runWrites(ctx context.Context, s settings, table string, co coordinators, w
 // the phase's wall time.
 //
 // By default the writes run closed loop, as fast as s.RejectConcurrency workers get answers:
-// the servers stay busy, the regime of an overload. At a low open-loop rate (--reject-rate) a
-// server's CPU per request is dominated instead by what every request pays to wake an idle
-// process (system calls, the Go scheduler looking for work before it parks), accepted or not.
+// the servers stay busy, the regime of an overload. At a moderate open-loop rate (--reject-rate)
+// a server's CPU per request is dominated instead by what every request pays to be received and
+// answered one at a time (system calls, thread wake-ups), accepted or not; noopCost measures
+// that floor.
 func measureRejectCost(ctx context.Context, s settings, c *testCluster, table string, co coordinators,
 	want client.RejectedBy, synced bool, idle cpuSample, log io.Writer) (rejectCost, error) {
 	rc := rejectCost{Path: string(want), Sync: synced, IdleCPUPerS: float64(idle.Run) / 1e3}
-	phase := func(limit int) (rejectPhase, cpuSample, error) {
+	write := func(ctx context.Context, i int64) error {
+		_, err := co.pick(i).Execute(ctx, client.Quorum, hotInsert(table)(i))
+		return err
+	}
+	phase := func(limit int) (opCounts, cpuSample, error) {
 		if err := c.exec(ctx, log, alterLimit(table, 0, limit)); err != nil {
-			return rejectPhase{}, cpuSample{}, err
+			return opCounts{}, cpuSample{}, err
 		}
-		if _, err := runWrites(ctx, s, table, co, true); err != nil {
-			return rejectPhase{}, cpuSample{}, err
-		}
-		before, err := c.cpu()
-		if err != nil {
-			return rejectPhase{}, cpuSample{}, err
-		}
-		p, err := runWrites(ctx, s, table, co, false)
-		if err != nil {
-			return rejectPhase{}, cpuSample{}, err
-		}
-		after, err := c.cpu()
-		if err != nil {
-			return rejectPhase{}, cpuSample{}, err
-		}
-		used := after.sub(before)
-		used.Run -= time.Duration(float64(idle.Run) * p.ElapsedS)
-		used.Ticks -= time.Duration(float64(idle.Ticks) * p.ElapsedS)
-		return p, used, nil
+		return measureCPU(ctx, s, c, idle, "writes to "+table, write)
 	}
 	var accCPU, rejCPU cpuSample
 	var err error
@@ -212,30 +198,67 @@ func measureRejectCost(ctx context.Context, s settings, c *testCluster, table st
 
 // rejectCosts measures both limiter paths on cluster c, whose servers run with --sync=synced:
 // the coordinator path on tableRF3 (every node a replica, coordinators in turn), the replicas
-// path on tableRF1 through a node that does not own the partition.
-func rejectCosts(ctx context.Context, s settings, c *testCluster, synced bool, log io.Writer) ([]rejectCost, error) {
+// path on tableRF1 through a node that does not own the partition; and the no-op request.
+func rejectCosts(ctx context.Context, s settings, c *testCluster, synced bool, log io.Writer) ([]rejectCost, noopCost, error) {
 	idle, err := idleCPU(ctx, c, s.Idle)
 	if err != nil {
-		return nil, err
+		return nil, noopCost{}, err
 	}
-	all := coordinators{policy: bench.RoundRobin, addrs: c.addrs(), clients: c.clients}
+	all := coordinators{policy: bench.RoundRobin, clients: c.clients}
 	coord, err := measureRejectCost(ctx, s, c, tableRF3, all, client.RejectedByCoordinator, synced, idle, log)
 	if err != nil {
-		return nil, fmt.Errorf("rejection cost, coordinator path: %w", err)
+		return nil, noopCost{}, fmt.Errorf("rejection cost, coordinator path: %w", err)
 	}
 	coord.Setup = "RF=3 on 3 nodes, QUORUM writes, coordinators in turn (every node is a replica)"
 
 	owner, err := c.owner(rejectKey)
 	if err != nil {
-		return nil, err
+		return nil, noopCost{}, err
 	}
 	other := (owner + 1) % len(c.servers)
-	one := coordinators{policy: bench.Fixed, addrs: []string{c.servers[other].Addr}, clients: []*client.Client{c.clients[other]}}
+	one := coordinators{policy: bench.Fixed, clients: []*client.Client{c.clients[other]}}
 	repl, err := measureRejectCost(ctx, s, c, tableRF1, one, client.RejectedByReplicas, synced, idle, log)
 	if err != nil {
-		return nil, fmt.Errorf("rejection cost, replicas path: %w", err)
+		return nil, noopCost{}, fmt.Errorf("rejection cost, replicas path: %w", err)
 	}
 	repl.Setup = fmt.Sprintf("RF=1, QUORUM writes, all through node %s, which does not own the partition (owner %s, from the ring rebuilt from node ids)",
 		c.servers[other].ID[:8], c.servers[owner].ID[:8])
-	return []rejectCost{coord, repl}, nil
+	noop, err := measureNoop(ctx, s, c, synced, idle, log)
+	if err != nil {
+		return nil, noopCost{}, fmt.Errorf("no-op request cost: %w", err)
+	}
+	return []rejectCost{coord, repl}, noop, nil
+}
+
+// noopCost is the server CPU of a request that does nothing: a gRPC health check, sent the way
+// the coordinator path's writes are (same workers, same rate, nodes in turn). It is the floor
+// under any request's cost, rejected or not.
+type noopCost struct {
+	Sync        bool     `json:"sync"`
+	Phase       opCounts `json:"phase"`
+	CPUPerReqNS float64  `json:"cpu_ns_per_request"`
+}
+
+// measureNoop measures noopCost on cluster c.
+func measureNoop(ctx context.Context, s settings, c *testCluster, synced bool, idle cpuSample, log io.Writer) (noopCost, error) {
+	hcs := make([]healthpb.HealthClient, len(c.servers))
+	for i, srv := range c.servers {
+		conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return noopCost{}, fmt.Errorf("health check connection to %s: %w", srv.Addr, err)
+		}
+		defer conn.Close()
+		hcs[i] = healthpb.NewHealthClient(conn)
+	}
+	check := func(ctx context.Context, i int64) error {
+		_, err := hcs[i%int64(len(hcs))].Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
+	oc, used, err := measureCPU(ctx, s, c, idle, "health checks", check)
+	if err != nil {
+		return noopCost{}, err
+	}
+	nc := noopCost{Sync: synced, Phase: oc, CPUPerReqNS: ratio(float64(used.Run), float64(oc.Ops))}
+	fmt.Fprintf(log, "perf: no-op request (gRPC health check, sync=%v): %.1f µs CPU per request\n", synced, nc.CPUPerReqNS/1e3)
+	return nc, nil
 }

@@ -19,8 +19,8 @@ type Result struct {
 	BGThroughputRatioUnlimited float64 `json:"background_throughput_ratio_unlimited"`
 	BGP99RatioLimited          float64 `json:"background_p99_ratio_limited"`
 	BGP99RatioUnlimited        float64 `json:"background_p99_ratio_unlimited"`
-	// HotAcceptedOverLimit is the hot partition's steady accepted rate in the limited phase
-	// divided by its limit.
+	// HotAcceptedOverLimit is the hot partition's accepted rate in the limited phase divided by
+	// its limit.
 	HotAcceptedOverLimit float64 `json:"hot_accepted_over_limit"`
 	// Server CPU per rejected write / per accepted write, on each limiter path, with the
 	// servers' default --sync=true.
@@ -44,10 +44,12 @@ type Result struct {
 	SearchReachedTarget bool         `json:"rate_search_reached_target"`
 
 	// Rounds holds each round's ratios; the headline values are their medians.
-	Rounds     []roundRatio     `json:"rounds"`
-	Phases     []loadResult     `json:"phases"`
-	RejectCost []rejectCost     `json:"reject_cost"`
-	Overhead   []overheadResult `json:"overhead"`
+	Rounds     []roundRatio `json:"rounds"`
+	Phases     []loadResult `json:"phases"`
+	RejectCost []rejectCost `json:"reject_cost"`
+	// NoopRequest is the cost of a gRPC health check on each cluster: the floor of any request.
+	NoopRequest []noopCost       `json:"noop_request"`
+	Overhead    []overheadResult `json:"overhead"`
 
 	Machine  machine  `json:"machine"`
 	Settings settings `json:"settings"`
@@ -118,7 +120,6 @@ type phaseAggregate struct {
 	BGThroughput          float64 // accepted per second over all rounds
 	P50, P99              float64 // mean over rounds, ms
 	HotAccepted           float64 // per second, over all rounds
-	HotSteady             float64 // per second, mean over rounds of the steady rate
 	HotOffered            float64 // per second
 	HotRejected           float64 // per second
 	HotDropped            int64   // open-loop operations never sent: the queue was full
@@ -133,7 +134,7 @@ func aggregate(phases []loadResult) []phaseAggregate {
 	type sums struct {
 		acc, hotAcc, hotOff, hotRej int64
 		dur, hotDur                 float64
-		p50, p99, steady            float64
+		p50, p99                    float64
 		srvCPU, lgCPU               float64
 		n                           int
 	}
@@ -161,7 +162,6 @@ func aggregate(phases []loadResult) []phaseAggregate {
 			s.hotOff += p.Hot.Offered
 			s.hotRej += p.Hot.Rejected()
 			s.hotDur += p.Hot.DurationS
-			s.steady += p.hotSteadyRate()
 			out[i].HotDropped += p.Hot.Errors["dropped"]
 		}
 	}
@@ -173,7 +173,6 @@ func aggregate(phases []loadResult) []phaseAggregate {
 		out[i].HotAccepted = perSecond(s.hotAcc, s.hotDur)
 		out[i].HotOffered = perSecond(s.hotOff, s.hotDur)
 		out[i].HotRejected = perSecond(s.hotRej, s.hotDur)
-		out[i].HotSteady = s.steady / float64(s.n)
 		out[i].ServerCPU = s.srvCPU / float64(s.n)
 		out[i].LoadGenCPU = s.lgCPU / float64(s.n)
 	}
@@ -224,7 +223,7 @@ func roundRatios(phases []loadResult) []roundRatio {
 			ThroughputUnlimited: ratio(unl.bgThroughput(), base.bgThroughput()),
 			P99Limited:          ratio(lim.BG.LatencyMS.P99, base.BG.LatencyMS.P99),
 			P99Unlimited:        ratio(unl.BG.LatencyMS.P99, base.BG.LatencyMS.P99),
-			HotOverLimit:        ratio(lim.hotSteadyRate(), float64(lim.HotLimit)),
+			HotOverLimit:        ratio(lim.hotRate(), float64(lim.HotLimit)),
 		})
 	}
 }
@@ -300,13 +299,13 @@ func (r *Result) writeText(w io.Writer) error {
 				base = a
 			}
 		}
-		fmt.Fprintf(&b, "| phase (all rounds) | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s (steady) | steady / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
+		fmt.Fprintf(&b, "| phase (all rounds) | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s | hot accepted / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
 		fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, a := range agg {
 			limit, over := "none", "-"
 			if a.HotLimit > 0 {
 				limit = fmt.Sprint(a.HotLimit)
-				over = fmt.Sprintf("%.2f", ratio(a.HotSteady, float64(a.HotLimit)))
+				over = fmt.Sprintf("%.2f", ratio(a.HotAccepted, float64(a.HotLimit)))
 			}
 			hot := func(v float64) string {
 				if a.HotRate == 0 {
@@ -314,14 +313,14 @@ func (r *Result) writeText(w io.Writer) error {
 				}
 				return fmt.Sprintf("%.0f", v)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %s (%s) | %s | %s | %d, %d | %.2f, %.2f |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %d, %d | %.2f, %.2f |\n",
 				a.Name, hot(a.HotOffered), limit, a.BGThroughput, ratio(a.BGThroughput, base.BGThroughput),
-				a.P50, a.P99, ratio(a.P99, base.P99), hot(a.HotAccepted), hot(a.HotSteady), over, hot(a.HotRejected),
+				a.P50, a.P99, ratio(a.P99, base.P99), hot(a.HotAccepted), over, hot(a.HotRejected),
 				a.BGRejected, a.BGErrors, a.ServerCPU, a.LoadGenCPU)
 		}
 
 		fmt.Fprintf(&b, "\nEach round's hot phases against the same round's baseline; the headline is the median over rounds:\n\n")
-		fmt.Fprintf(&b, "| round | background throughput × baseline, unlimited | limited | background p99 × baseline, unlimited | limited | hot accepted (steady) / limit |\n|---|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| round | background throughput × baseline, unlimited | limited | background p99 × baseline, unlimited | limited | hot accepted / limit |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, rr := range r.Rounds {
 			fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr.Round, rr.ThroughputUnlimited, rr.ThroughputLimited, rr.P99Unlimited, rr.P99Limited, rr.HotOverLimit)
 		}
