@@ -125,8 +125,8 @@ type searchStep struct {
 // with the hot partition at R, back to back, so that drift between steps does not count. The
 // first R is s.SearchStart times the background's throughput; after a step that lost less than
 // the target, the next R is the linear estimate of the rate that would lose it (the loss grows
-// in proportion to R while the cluster is saturated), raised by 10% for margin, and at least
-// s.SearchFactor and at most 2 times the last. It returns the steps and the chosen R: the
+// in proportion to R while the cluster is saturated), at least s.SearchFactor and at most 2
+// times the last. It returns the steps and the chosen R: the
 // first that reached the target, else the last tried.
 func searchRate(ctx context.Context, s settings, c *testCluster, table string, log io.Writer) ([]searchStep, float64, error) {
 	var steps []searchStep
@@ -155,7 +155,7 @@ func searchRate(ctx context.Context, s settings, c *testCluster, table string, l
 		}
 		next := rate * 2
 		if st.Loss > 0 {
-			next = math.Min(next, 1.1*rate*searchLoss/st.Loss)
+			next = math.Min(next, rate*searchLoss/st.Loss)
 		}
 		rate = roundRate(math.Max(next, rate*s.SearchFactor))
 	}

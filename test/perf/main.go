@@ -84,9 +84,9 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		Warm: 3 * time.Second, Search: 3 * time.Second, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
+		Warm: 2 * time.Second, Search: 3 * time.Second, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
 		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
-		BGPartitions: 10_000, BGConcurrency: 32, HotConcurrency: 128,
+		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
 		RejectOps: 20_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,
 		RejectDuration: 5 * time.Second, RejectWarm: time.Second,
 		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 12,
@@ -99,7 +99,7 @@ func quickSettings() settings {
 		Quick: true,
 		Warm:  300 * time.Millisecond, Search: time.Second, Phase: time.Second, LimitWarm: 300 * time.Millisecond, Rounds: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
-		BGPartitions: 1000, BGConcurrency: 8, HotConcurrency: 16,
+		BGPartitions: 100, BGConcurrency: 8, HotConcurrency: 16,
 		RejectOps: 300, RejectWarmOps: 100, RejectConcurrency: 8, Idle: 100 * time.Millisecond,
 		RejectDuration: 600 * time.Millisecond, RejectWarm: 300 * time.Millisecond,
 		OverheadPartitions: 100, OverheadConcurrency: 8, OverheadReps: 1,
@@ -285,9 +285,13 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 	return res, nil
 }
 
-// hotPart measures the hot partition against background traffic on c: warm-up, the search for
-// R unless s.FixedRate gives it, and the rounds of phases.
+// hotPart measures the hot partition against background traffic on c: every row the background
+// can touch written once (so its reads do not grow heavier during the run as partitions fill
+// up), a warm-up, the search for R unless s.FixedRate gives it, and the rounds of phases.
 func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log io.Writer) error {
+	if err := loadRows(ctx, c, tableRF3, s.BGPartitions, s.BGConcurrency); err != nil {
+		return err
+	}
 	if _, err := runLoad(ctx, s, c, tableRF3, 0, s.Warm, 1); err != nil {
 		return err
 	}

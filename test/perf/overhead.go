@@ -18,6 +18,21 @@ const (
 	tableUnlimited = "perf_one.unlimited"
 )
 
+// loadRows writes every row kvnode bench's cold partitions 0 ... partitions-1 can hold in
+// table, once each, through the first node.
+func loadRows(ctx context.Context, c *testCluster, table string, partitions, workers int) error {
+	rows := int64(partitions * bench.RowsPerPartition)
+	oc := drive(ctx, rows, workers, 0, func(ctx context.Context, i int64) error {
+		stmt := fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('cold-%d', %d, 'value-%08d')", table, i/bench.RowsPerPartition, i%bench.RowsPerPartition, i)
+		_, err := c.clients[0].Execute(ctx, client.Quorum, stmt)
+		return err
+	})
+	if oc.Accepted != rows {
+		return fmt.Errorf("loading %s: %d of %d rows written; first error: %s", table, oc.Accepted, rows, oc.FirstError)
+	}
+	return ctx.Err()
+}
+
 // overheadSide is one table's run in a pair.
 type overheadSide struct {
 	OpsPerS float64 `json:"ops_per_s"`
@@ -119,17 +134,9 @@ func limiterOverhead(ctx context.Context, s settings, c *testCluster, log io.Wri
 			CPUPerOpNS: ratio(float64(after.sub(before).Run), float64(sum.Accepted)),
 		}, nil
 	}
-	rows := int64(s.OverheadPartitions * bench.RowsPerPartition)
 	for _, t := range []string{tableUnlimited, tableLimited} {
-		load := func(i int64) string {
-			return fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('cold-%d', %d, 'value-%08d')", t, i/bench.RowsPerPartition, i%bench.RowsPerPartition, i)
-		}
-		oc := drive(ctx, rows, s.OverheadConcurrency, 0, func(ctx context.Context, i int64) error {
-			_, err := c.clients[0].Execute(ctx, client.Quorum, load(i))
-			return err
-		})
-		if oc.Errors > 0 || oc.Accepted != rows {
-			return nil, fmt.Errorf("loading %s: %d of %d rows written; first error: %s", t, oc.Accepted, rows, oc.FirstError)
+		if err := loadRows(ctx, c, t, s.OverheadPartitions, s.OverheadConcurrency); err != nil {
+			return nil, err
 		}
 	}
 	var out []overheadResult
