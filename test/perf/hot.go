@@ -111,49 +111,73 @@ func runLoad(ctx context.Context, s settings, c *testCluster, table string, hotR
 	return r, nil
 }
 
-// searchStep is one try of the rate search: background alone, then with the hot partition.
+// searchStep is one try of the rate search: pairs of background alone and background with the
+// hot partition at HotRate.
 type searchStep struct {
-	HotRate       float64 `json:"hot_rate"`
-	Baseline      float64 `json:"background_alone"`
-	BGThroughput  float64 `json:"background_with_hot"`
-	Loss          float64 `json:"loss"` // 1 - BGThroughput/Baseline
+	HotRate      float64 `json:"hot_rate"`
+	Baseline     float64 `json:"background_alone"`    // ops/s over the step's pairs
+	BGThroughput float64 `json:"background_with_hot"` // ops/s over the step's pairs
+	// Loss is 1 - the median over pairs of (background with hot)/(background alone).
+	Loss          float64 `json:"loss"`
 	HotThroughput float64 `json:"hot_accepted_per_second"`
 }
 
+// searchMaxGrowth bounds how much R grows from one search step to the next.
+const searchMaxGrowth = 1.6
+
 // searchRate finds R, the hot partition's offered rate at which the background (no limit set)
-// loses at least searchLoss of its throughput. Each step measures the background alone and then
-// with the hot partition at R, back to back, so that drift between steps does not count. The
-// first R is s.SearchStart times the background's throughput; after a step that lost less than
-// the target, the next R is the linear estimate of the rate that would lose it (the loss grows
-// in proportion to R while the cluster is saturated), at least s.SearchFactor and at most 2
-// times the last. It returns the steps and the chosen R: the
-// first that reached the target, else the last tried.
-func searchRate(ctx context.Context, s settings, c *testCluster, table string, log io.Writer) ([]searchStep, float64, error) {
+// loses at least searchLoss of its throughput; base is the background's throughput alone. Each
+// step runs s.SearchPairs pairs of s.Search with the background alone and with the hot
+// partition at R, in alternating order, and takes the median pair's loss: a burst of other work
+// on the machine moves one pair, not the median. The first R is s.SearchStart × base; after a
+// step that lost less than the target, the next R is the linear estimate of the rate that would
+// lose it (the loss grows in proportion to R while the cluster is saturated), at least
+// s.SearchFactor and at most searchMaxGrowth times the last. It returns the steps and the chosen
+// R: the first that reached the target, else the last tried.
+func searchRate(ctx context.Context, s settings, c *testCluster, table string, base float64, log io.Writer) ([]searchStep, float64, error) {
 	var steps []searchStep
-	var rate float64
+	rate := roundRate(s.SearchStart * base)
 	for i := range s.SearchSteps {
-		b, err := runLoad(ctx, s, c, table, 0, s.Search, 20+2*uint64(i))
-		if err != nil {
-			return nil, 0, err
+		st := searchStep{HotRate: rate}
+		var alone, with, hot int64
+		var aloneS, withS float64
+		var pairLoss []float64
+		for p := range s.SearchPairs {
+			var a, h loadResult
+			seed := uint64(1000 + 10*i + 2*p)
+			first, second := 0.0, rate
+			if p%2 == 1 {
+				first, second = rate, 0
+			}
+			r1, err := runLoad(ctx, s, c, table, first, s.Search, seed)
+			if err != nil {
+				return nil, 0, err
+			}
+			r2, err := runLoad(ctx, s, c, table, second, s.Search, seed+1)
+			if err != nil {
+				return nil, 0, err
+			}
+			a, h = r1, r2
+			if p%2 == 1 {
+				a, h = r2, r1
+			}
+			alone += a.BG.Accepted
+			aloneS += a.BG.DurationS
+			with += h.BG.Accepted
+			withS += h.BG.DurationS
+			hot += h.Hot.Accepted
+			pairLoss = append(pairLoss, 1-ratio(h.bgThroughput(), a.bgThroughput()))
 		}
-		st := searchStep{Baseline: b.bgThroughput()}
-		if i == 0 {
-			rate = roundRate(s.SearchStart * st.Baseline)
-		}
-		l, err := runLoad(ctx, s, c, table, rate, s.Search, 21+2*uint64(i))
-		if err != nil {
-			return nil, 0, err
-		}
-		st.HotRate, st.BGThroughput = rate, l.bgThroughput()
-		st.HotThroughput = perSecond(l.Hot.Accepted, l.Hot.DurationS)
-		st.Loss = 1 - ratio(st.BGThroughput, st.Baseline)
+		st.Baseline, st.BGThroughput = perSecond(alone, aloneS), perSecond(with, withS)
+		st.HotThroughput = perSecond(hot, withS)
+		st.Loss = median(pairLoss)
 		steps = append(steps, st)
-		fmt.Fprintf(log, "perf: search R=%.0f: background %.0f ops/s alone, %.0f with hot (loss %.0f%%), hot accepted %.0f/s\n",
+		fmt.Fprintf(log, "perf: search R=%.0f: background %.0f ops/s alone, %.0f with hot (median pair loss %.0f%%), hot accepted %.0f/s\n",
 			rate, st.Baseline, st.BGThroughput, 100*st.Loss, st.HotThroughput)
 		if st.Loss >= searchLoss {
 			break
 		}
-		next := rate * 2
+		next := rate * searchMaxGrowth
 		if st.Loss > 0 {
 			next = math.Min(next, rate*searchLoss/st.Loss)
 		}

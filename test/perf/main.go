@@ -35,7 +35,8 @@ type settings struct {
 
 	// Hot partition against background.
 	Warm           time.Duration `json:"-"` // unmeasured background before the search
-	Search         time.Duration `json:"-"` // each search step
+	Search         time.Duration `json:"-"` // each half of a search pair
+	SearchPairs    int           `json:"search_pairs"`
 	Phase          time.Duration `json:"-"` // each measured phase
 	LimitWarm      time.Duration `json:"-"` // unmeasured, after setting the limit
 	Rounds         int           `json:"rounds"`
@@ -84,12 +85,12 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		Warm: 2 * time.Second, Search: 3 * time.Second, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
+		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
 		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
 		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
 		RejectOps: 20_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,
 		RejectDuration: 5 * time.Second, RejectWarm: time.Second,
-		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 12,
+		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 10,
 		OverheadWarm: time.Second, OverheadPhase: time.Second,
 	}
 }
@@ -97,7 +98,7 @@ func fullSettings() settings {
 func quickSettings() settings {
 	return settings{
 		Quick: true,
-		Warm:  300 * time.Millisecond, Search: time.Second, Phase: time.Second, LimitWarm: 300 * time.Millisecond, Rounds: 1,
+		Warm:  300 * time.Millisecond, Search: 500 * time.Millisecond, SearchPairs: 1, Phase: time.Second, LimitWarm: 300 * time.Millisecond, Rounds: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
 		BGPartitions: 100, BGConcurrency: 8, HotConcurrency: 16,
 		RejectOps: 300, RejectWarmOps: 100, RejectConcurrency: 8, Idle: 100 * time.Millisecond,
@@ -292,12 +293,13 @@ func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log i
 	if err := loadRows(ctx, c, tableRF3, s.BGPartitions, s.BGConcurrency); err != nil {
 		return err
 	}
-	if _, err := runLoad(ctx, s, c, tableRF3, 0, s.Warm, 1); err != nil {
+	warm, err := runLoad(ctx, s, c, tableRF3, 0, s.Warm, 1)
+	if err != nil {
 		return err
 	}
 	rate := s.FixedRate
 	if rate == 0 {
-		steps, r, err := searchRate(ctx, s, c, tableRF3, log)
+		steps, r, err := searchRate(ctx, s, c, tableRF3, warm.bgThroughput(), log)
 		if err != nil {
 			return err
 		}
