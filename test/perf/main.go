@@ -138,6 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of tables")
+	save := fs.String("save", "", "also write the JSON object to `file`")
 	quick := fs.Bool("quick", false, "a smoke run of a few seconds per part; its numbers mean little")
 	rate := fs.Float64("rate", 0, "the hot partition's offered `ops/s` R; 0 searches for it")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
@@ -177,10 +178,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.Command = command(args)
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	js = append(js, '\n')
+	if *save != "" {
+		if err := os.WriteFile(*save, js, 0o644); err != nil {
+			return fmt.Errorf("--save: %w", err)
+		}
+	}
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		_, err := stdout.Write(js)
+		return err
 	}
 	return res.writeText(stdout)
 }
