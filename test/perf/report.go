@@ -282,8 +282,9 @@ func (r *Result) writeText(w io.Writer) error {
 			"Hot: one partition, writes, open loop at R ops/s (%d workers). %d round(s) of %v per phase.\n\n",
 			s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase)
 		if len(r.RateSearch) > 0 {
-			fmt.Fprintf(&b, "Search for R (each step: %v of background alone, then %v with the hot partition at R, no limit; stop at a loss ≥ %.0f%%, a margin over 1/3):\n\n", s.Search, s.Search, 100*searchLoss)
-			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | loss | hot accepted/s |\n|---:|---:|---:|---:|---:|\n")
+			fmt.Fprintf(&b, "Search for R (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; stop at a median pair loss ≥ %.0f%%, a margin over 1/3):\n\n",
+				s.SearchPairs, s.Search, s.Search, 100*searchLoss)
+			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | loss (median pair) | hot accepted/s |\n|---:|---:|---:|---:|---:|\n")
 			for _, st := range r.RateSearch {
 				fmt.Fprintf(&b, "| %.0f | %.0f | %.0f | %.1f%% | %.0f |\n", st.HotRate, st.Baseline, st.BGThroughput, 100*st.Loss, st.HotThroughput)
 			}
