@@ -85,12 +85,12 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
-		SearchSteps: 5, SearchStart: 0.2, SearchFactor: 1.15,
+		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 7,
+		SearchSteps: 4, SearchStart: 0.2, SearchFactor: 1.15,
 		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
 		RejectOps: 20_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,
 		RejectDuration: 5 * time.Second, RejectWarm: time.Second,
-		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 10,
+		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 8,
 		OverheadWarm: time.Second, OverheadPhase: time.Second,
 	}
 }
