@@ -335,7 +335,7 @@ func (c *testCluster) stop() error {
 	return errors.Join(errs...)
 }
 
-// owners returns the index of the server that owns key's token at replication factor 1, found
+// owner returns the index of the server that owns key's token at replication factor 1, found
 // by rebuilding the ring from the node ids (tokens are a pure function of id and num_tokens).
 func (c *testCluster) owner(key string) (int, error) {
 	nodes := make([]cluster.RingNode, len(c.servers))
