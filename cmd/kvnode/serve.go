@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/kvnode/kvnode/internal/serveline"
 	"github.com/kvnode/kvnode/node"
 )
 
@@ -32,12 +33,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "kvnode %s serving clients on %s (gossip %s", n.ID(), n.Addr(), n.GossipAddr())
-	if m := n.MetricsAddr(); m != "" {
-		fmt.Fprintf(stdout, ", metrics http://%s/metrics", m)
-	}
-	fmt.Fprintf(stdout, ", data %s)\nconnect with: kvnode cql --addr %s\njoin more nodes with: kvnode serve --seeds %s ...\n",
-		cfg.DataDir, n.Addr(), n.GossipAddr())
+	// Tools and tests read the first line to learn the node's real addresses (see serveline).
+	line := serveline.Line{ID: n.ID(), Addr: n.Addr(), GossipAddr: n.GossipAddr(), MetricsAddr: n.MetricsAddr(), DataDir: cfg.DataDir}
+	fmt.Fprintf(stdout, "%s\nconnect with: kvnode cql --addr %s\njoin more nodes with: kvnode serve --seeds %s ...\n",
+		line, n.Addr(), n.GossipAddr())
 
 	<-ctx.Done()
 	logger.Info("shutting down")

@@ -9,14 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/serveline"
 )
 
 // Timeouts of the process plumbing. They are generous because the machine running the tests may
@@ -28,48 +27,6 @@ const (
 	rpcTimeout   = 10 * time.Second // one client statement
 	joinTimeout  = 30 * time.Second // every node seeing every other one UP
 )
-
-// servingRE matches the line `kvnode serve` prints on stdout once it serves clients:
-// "kvnode <id> serving clients on <addr> (gossip <addr>, metrics ..., data <dir>)".
-var servingRE = regexp.MustCompile(`^kvnode (\S+) serving clients on (\S+) \(gossip ([^,)]+)`)
-
-// servingLine is what the serving line says.
-type servingLine struct{ id, addr, gossipAddr string }
-
-// servingWatcher is a serve process's stdout: it finds the serving line and delivers it once on
-// ready. It is written to by the one goroutine os/exec copies stdout with.
-type servingWatcher struct {
-	mu    sync.Mutex
-	buf   []byte
-	seen  bool
-	ready chan servingLine // buffered: the writer never blocks
-}
-
-func newServingWatcher() *servingWatcher {
-	return &servingWatcher{ready: make(chan servingLine, 1)}
-}
-
-func (w *servingWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.seen {
-		return len(p), nil
-	}
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(w.buf[:i])
-		w.buf = w.buf[i+1:]
-		if m := servingRE.FindStringSubmatch(line); m != nil {
-			w.seen, w.buf = true, nil
-			w.ready <- servingLine{id: m[1], addr: m[2], gossipAddr: m[3]}
-			return len(p), nil
-		}
-	}
-}
 
 // process is one run of `kvnode serve`.
 type process struct {
@@ -176,7 +133,7 @@ func (n *node) startOnce() error {
 	defer stderr.Close()
 	n.stderrs = append(n.stderrs, stderrPath)
 
-	watcher := newServingWatcher()
+	watcher := serveline.NewWatcher()
 	cmd := exec.Command(kvnodeBinary, args...)
 	cmd.Stdout = io.MultiWriter(stdout, watcher)
 	cmd.Stderr = stderr
@@ -193,9 +150,9 @@ func (n *node) startOnce() error {
 
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
-	var line servingLine
+	var line serveline.Line
 	select {
-	case line = <-watcher.ready:
+	case line = <-watcher.Ready():
 	case <-p.done:
 		return fmt.Errorf("%s: %s exited before serving (%v); its stderr ends:\n%s", n.name, cmd, p.err, tail(stderrPath, 20))
 	case <-timer.C:
@@ -203,8 +160,8 @@ func (n *node) startOnce() error {
 		return fmt.Errorf("%s: %s printed no serving line within %v; its stderr ends:\n%s", n.name, cmd, startTimeout, tail(stderrPath, 20))
 	}
 	if n.id == "" {
-		n.id, n.addr, n.gossipAddr = line.id, line.addr, line.gossipAddr
-	} else if line != (servingLine{n.id, n.addr, n.gossipAddr}) {
+		n.id, n.addr, n.gossipAddr = line.ID, line.Addr, line.GossipAddr
+	} else if line.ID != n.id || line.Addr != n.addr || line.GossipAddr != n.gossipAddr {
 		p.kill()
 		return fmt.Errorf("%s restarted as %+v, want the identity and addresses it had: id %s, addr %s, gossip %s", n.name, line, n.id, n.addr, n.gossipAddr)
 	}

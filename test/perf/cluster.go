@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/serveline"
 	"github.com/kvnode/kvnode/partitioner"
 )
 
@@ -46,19 +46,6 @@ func buildKVNode(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// servingLine matches what kvnode serve prints once it is up:
-// "kvnode <id> serving clients on <addr> (gossip <addr>, ...".
-var servingLine = regexp.MustCompile(`^kvnode (\S+) serving clients on (\S+) \(gossip ([^,)\s]+)`)
-
-// parseServingLine returns the node id, client address and gossip address of a serving line.
-func parseServingLine(line string) (id, addr, gossip string, ok bool) {
-	m := servingLine.FindStringSubmatch(line)
-	if m == nil {
-		return "", "", "", false
-	}
-	return m[1], m[2], m[3], true
-}
-
 // server is one kvnode serve process.
 type server struct {
 	ID, Addr, Gossip string
@@ -70,37 +57,6 @@ type server struct {
 
 // pid returns the process id.
 func (s *server) pid() int { return s.cmd.Process.Pid }
-
-// stdoutWatcher receives a server's stdout and reports its serving line once.
-type stdoutWatcher struct {
-	mu    sync.Mutex
-	buf   []byte
-	found bool
-	ready chan string // receives the serving line; buffered, written once
-}
-
-func (w *stdoutWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.found {
-		return len(p), nil
-	}
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(w.buf[:i])
-		w.buf = w.buf[i+1:]
-		if _, _, _, ok := parseServingLine(line); ok {
-			w.found = true
-			w.buf = nil
-			w.ready <- line
-			return len(p), nil
-		}
-	}
-}
 
 // startServer starts kvnode serve on loopback with ephemeral ports, its data in dir and its log
 // (level warn) in dir/../<base>.log, and waits until it serves. The process gets SIGTERM when
@@ -117,7 +73,7 @@ func startServer(ctx context.Context, bin, dir string, seeds []string, sync bool
 	if len(seeds) > 0 {
 		args = append(args, "--seeds", strings.Join(seeds, ","))
 	}
-	w := &stdoutWatcher{ready: make(chan string, 1)}
+	w := serveline.NewWatcher()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout = w
 	cmd.Stderr = logFile
@@ -137,8 +93,8 @@ func startServer(ctx context.Context, bin, dir string, seeds []string, sync bool
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
 	select {
-	case line := <-w.ready:
-		s.ID, s.Addr, s.Gossip, _ = parseServingLine(line)
+	case line := <-w.Ready():
+		s.ID, s.Addr, s.Gossip = line.ID, line.Addr, line.GossipAddr
 		return s, nil
 	case <-s.done:
 		return nil, fmt.Errorf("kvnode serve (data %s) exited before serving: %v\n%s", dir, s.waitErr, logTail(logPath))

@@ -82,44 +82,6 @@ func TestReadCPUOfThisProcessGrowsWhileItWorks(t *testing.T) {
 	}
 }
 
-func TestParseServingLine(t *testing.T) {
-	tests := []struct {
-		line             string
-		id, addr, gossip string
-		ok               bool
-	}{
-		{"kvnode 0d7eb4a9-c84c serving clients on 127.0.0.1:43509 (gossip 127.0.0.1:38137, data d1)",
-			"0d7eb4a9-c84c", "127.0.0.1:43509", "127.0.0.1:38137", true},
-		{"kvnode n1 serving clients on 127.0.0.1:1 (gossip 127.0.0.1:2, metrics http://127.0.0.1:3/metrics, data x)",
-			"n1", "127.0.0.1:1", "127.0.0.1:2", true},
-		{"connect with: kvnode cql --addr 127.0.0.1:43509", "", "", "", false},
-		{"", "", "", "", false},
-	}
-	for _, tt := range tests {
-		id, addr, gossip, ok := parseServingLine(tt.line)
-		if id != tt.id || addr != tt.addr || gossip != tt.gossip || ok != tt.ok {
-			t.Errorf("parseServingLine(%q) = %q, %q, %q, %v; want %q, %q, %q, %v",
-				tt.line, id, addr, gossip, ok, tt.id, tt.addr, tt.gossip, tt.ok)
-		}
-	}
-}
-
-func TestStdoutWatcherFindsTheServingLineAcrossWrites(t *testing.T) {
-	w := &stdoutWatcher{ready: make(chan string, 1)}
-	out := "starting\nkvnode n1 serving clients on 127.0.0.1:5 (gossip 127.0.0.1:6, data d)\nconnect with: ...\n"
-	for i := 0; i < len(out); i += 7 {
-		w.Write([]byte(out[i:min(i+7, len(out))]))
-	}
-	select {
-	case line := <-w.ready:
-		if !strings.HasPrefix(line, "kvnode n1 serving") {
-			t.Errorf("the watcher reported %q, want the serving line", line)
-		}
-	default:
-		t.Fatal("the watcher did not report the serving line written in 7-byte pieces")
-	}
-}
-
 func TestCountUp(t *testing.T) {
 	describe := `Cluster: kvnode
 Partitioner: Murmur3Partitioner

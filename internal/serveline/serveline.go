@@ -1,0 +1,80 @@
+// Package serveline is the line `kvnode serve` prints on stdout once it serves clients, and the
+// reader that tools and tests use to learn a started node's id and real addresses from it (the
+// addresses are the bound ones, so port 0 works). Printing and parsing live here together so that
+// the two can never drift apart.
+package serveline
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sync"
+)
+
+// Line describes a node that has started serving.
+type Line struct {
+	ID         string
+	Addr       string // gRPC address for clients and peers
+	GossipAddr string
+	// MetricsAddr is empty when metrics are disabled.
+	MetricsAddr string
+	DataDir     string
+}
+
+// String returns the line as `kvnode serve` prints it (without the newline).
+func (l Line) String() string {
+	metrics := ""
+	if l.MetricsAddr != "" {
+		metrics = fmt.Sprintf(", metrics http://%s/metrics", l.MetricsAddr)
+	}
+	return fmt.Sprintf("kvnode %s serving clients on %s (gossip %s%s, data %s)", l.ID, l.Addr, l.GossipAddr, metrics, l.DataDir)
+}
+
+var lineRE = regexp.MustCompile(`^kvnode (\S+) serving clients on (\S+) \(gossip ([^,)]+)(?:, metrics http://(\S+)/metrics)?, data (.*)\)$`)
+
+// Parse reads a line printed by String. ok is false for any other line.
+func Parse(s string) (l Line, ok bool) {
+	m := lineRE.FindStringSubmatch(s)
+	if m == nil {
+		return Line{}, false
+	}
+	return Line{ID: m[1], Addr: m[2], GossipAddr: m[3], MetricsAddr: m[4], DataDir: m[5]}, true
+}
+
+// Watcher is an io.Writer for a serve process's stdout: it finds the serving line and delivers it
+// once on Ready. Writes never block, and output after the line is discarded.
+type Watcher struct {
+	mu    sync.Mutex
+	buf   []byte
+	seen  bool
+	ready chan Line
+}
+
+// NewWatcher returns a watcher whose Ready channel receives the serving line.
+func NewWatcher() *Watcher { return &Watcher{ready: make(chan Line, 1)} }
+
+// Ready receives the serving line once it has been written.
+func (w *Watcher) Ready() <-chan Line { return w.ready }
+
+// Write scans p for the serving line.
+func (w *Watcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen {
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+		if l, ok := Parse(line); ok {
+			w.seen, w.buf = true, nil
+			w.ready <- l
+			return len(p), nil
+		}
+	}
+}
