@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/cliflags"
 )
 
 // Coordinator says which node coordinates each operation.
@@ -106,7 +107,6 @@ Flags:
 func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	def := DefaultConfig()
 	fs := flag.NewFlagSet("kvnode bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, not printed twice
 	addrs := fs.String("addrs", strings.Join(def.Addrs, ","), "comma-separated client `addresses` of the nodes (host:port)")
 	coord := fs.String("coordinator", string(def.Coordinator), "coordinator choice per operation: roundrobin (rotate over --addrs) or fixed (always the first)")
 	table := fs.String("table", "", "target `keyspace.table`; its partition key must be one text or bigint column (required)")
@@ -128,17 +128,8 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	jsonOut := fs.Bool("json", false, "print one JSON summary object on stdout; progress goes to stderr")
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, usageText)
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return Config{}, flag.ErrHelp
-		}
-		return Config{}, fmt.Errorf("bench: %w (kvnode bench -h lists the flags)", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("bench: unexpected argument %q: every setting is a flag (kvnode bench -h lists them)", fs.Arg(0))
+	if err := cliflags.Parse(fs, args, "bench", usageText, stderr); err != nil {
+		return Config{}, err
 	}
 	c := Config{
 		Addrs:       splitAddrs(*addrs),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/internal/bench"
+	"github.com/kvnode/kvnode/internal/cliflags"
 )
 
 // Bounds on the flags. The rates are capped because the whole cluster and both load generators
@@ -101,7 +102,6 @@ Flags:
 func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	c := DefaultConfig()
 	fs := flag.NewFlagSet("kvnode demo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, not printed twice
 	fs.IntVar(&c.Limit, "limit", c.Limit, "the table's per-partition write limit, in `writes/s`")
 	fs.IntVar(&c.HotRate, "hot-rate", c.HotRate, "offered load on the hot partition, in `writes/s`")
 	fs.IntVar(&c.BackgroundRate, "background-rate", c.BackgroundRate, "offered background load over 1000 partitions, in `ops/s` (half reads)")
@@ -120,17 +120,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the load generators' random choices")
 	fs.BoolVar(&c.Verbose, "verbose", false, "print the nodes' logs on stderr")
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, usageText)
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return Config{}, flag.ErrHelp
-		}
-		return Config{}, fmt.Errorf("demo: %w (kvnode demo -h lists the flags)", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("demo: unexpected argument %q: every setting is a flag (kvnode demo -h lists them)", fs.Arg(0))
+	if err := cliflags.Parse(fs, args, "demo", usageText, stderr); err != nil {
+		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/cliflags"
 )
 
 // Config is one run. Its fields mirror the flags.
@@ -60,23 +61,13 @@ Flags:
 // returns flag.ErrHelp.
 func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("kvnode toppartitions", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, not printed twice
 	addr := fs.String("addr", DefaultAddr, "client `address` of the node to ask (host:port); it asks every live node")
 	table := fs.String("table", "", "only this `keyspace.table` (or every table of a keyspace); default every table")
 	top := fs.Int("top", DefaultTop, "most `partitions` listed per table")
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of tables")
 	timeout := fs.Duration("timeout", DefaultTimeout, "how long to wait for the answer, such as 10s")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, usageText)
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return Config{}, flag.ErrHelp
-		}
-		return Config{}, fmt.Errorf("toppartitions: %w (kvnode toppartitions -h lists the flags)", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("toppartitions: unexpected argument %q: every setting is a flag (kvnode toppartitions -h lists them)", fs.Arg(0))
+	if err := cliflags.Parse(fs, args, "toppartitions", usageText, stderr); err != nil {
+		return Config{}, err
 	}
 	c := Config{Addr: *addr, Top: *top, JSON: *jsonOut, Timeout: *timeout}
 	if *table != "" {
