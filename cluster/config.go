@@ -235,6 +235,12 @@ func (w slogWriter) Write(p []byte) (int, error) {
 		}
 	}
 	line = bytes.TrimPrefix(line, []byte("memberlist: "))
+	// memberlist's gossip and probe goroutines race the close of its own sockets during Shutdown
+	// and report the closed socket as an error; it is an expected part of every clean stop, so
+	// it must not page an operator.
+	if level > slog.LevelDebug && bytes.Contains(line, []byte("use of closed network connection")) {
+		level = slog.LevelDebug
+	}
 	ctx := context.Background()
 	if w.log.Enabled(ctx, level) {
 		w.log.Log(ctx, level, string(line))
