@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
@@ -185,10 +187,12 @@ func (t *transport) Mutate(ctx context.Context, to coordinator.NodeID, req *repl
 	if err != nil {
 		return nil, err
 	}
+	req = overTheWire(req)
 	t.mu.Lock()
 	t.mutated = append(t.mutated, req)
 	t.mu.Unlock()
-	return svc.Mutate(ctx, req)
+	resp, err := svc.Mutate(ctx, req)
+	return overTheWire(resp), err
 }
 
 func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
@@ -196,7 +200,26 @@ func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replic
 	if err != nil {
 		return nil, err
 	}
-	return svc.Read(ctx, req)
+	resp, err := svc.Read(ctx, overTheWire(req))
+	return overTheWire(resp), err
+}
+
+// overTheWire returns m as the other end of a gRPC call sees it: marshalled and unmarshalled,
+// so that nil and empty repeated fields, absent optional fields and shared slices look as they
+// do between real nodes.
+func overTheWire[M proto.Message](m M) M {
+	if reflect.ValueOf(m).IsNil() {
+		return m
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", m, err))
+	}
+	out := m.ProtoReflect().New().Interface().(M)
+	if err := proto.Unmarshal(b, out); err != nil {
+		panic(fmt.Sprintf("unmarshal %T: %v", m, err))
+	}
+	return out
 }
 
 // recorder is an Observer that remembers what it was told.

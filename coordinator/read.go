@@ -216,9 +216,11 @@ type version struct {
 	partDel int64
 	rows    []readRow // as the replica returned them, tombstone-only rows included
 	next    int       // merge cursor
-	// cut is the clustering key of the replica's last row when it stopped at the limit; rows
-	// after it are unknown to this replica's answer. nil when the answer is complete.
-	cut [][]byte
+	// cut is the clustering key of the replica's last row when it stopped at the limit (hasCut);
+	// rows after it are unknown to this replica's answer. A table without clustering columns has
+	// the empty key, so a key's presence is never told by its being nil.
+	cut    [][]byte
+	hasCut bool
 }
 
 // reconcile merges the replicas' answers with the last-write-wins rules of package cell and
@@ -227,7 +229,10 @@ type version struct {
 func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error) {
 	rec := reconciled{complete: true, partitionDeletion: cell.NoTimestamp}
 	vs := make([]version, len(resps))
-	var cut [][]byte // the smallest cut of any replica
+	var (
+		cut    [][]byte // the smallest cut of any replica, when hasCut
+		hasCut bool
+	)
 	for i, r := range resps {
 		v, err := decodeVersion(t, r, limit)
 		if err != nil {
@@ -235,8 +240,8 @@ func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error)
 		}
 		vs[i] = v
 		rec.partitionDeletion = max(rec.partitionDeletion, v.partDel)
-		if v.cut != nil && (cut == nil || compareClustering(t, v.cut, cut) < 0) {
-			cut = v.cut
+		if v.hasCut && (!hasCut || compareClustering(t, v.cut, cut) < 0) {
+			cut, hasCut = v.cut, true
 		}
 	}
 	for i := range vs {
@@ -248,20 +253,23 @@ func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error)
 	var versions []cell.Row // of the current key, one per replica (EmptyRow if absent)
 	for limit == 0 || len(rec.rows) < limit {
 		// The smallest clustering key at the head of any answer, up to the cut.
-		var key [][]byte
+		var (
+			key   [][]byte
+			found bool
+		)
 		for i := range vs {
 			v := &vs[i]
 			if v.next < len(v.rows) {
 				k := v.rows[v.next].clustering
-				if cut != nil && compareClustering(t, k, cut) > 0 {
+				if hasCut && compareClustering(t, k, cut) > 0 {
 					continue
 				}
-				if key == nil || compareClustering(t, k, key) < 0 {
-					key = k
+				if !found || compareClustering(t, k, key) < 0 {
+					key, found = k, true
 				}
 			}
 		}
-		if key == nil {
+		if !found {
 			break
 		}
 		versions = versions[:0]
@@ -287,7 +295,7 @@ func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error)
 			rec.rows = append(rec.rows, readRow{clustering: key, row: merged})
 		}
 	}
-	if cut != nil && len(rec.rows) < limit {
+	if hasCut && len(rec.rows) < limit {
 		rec.complete = false
 	}
 	return rec, nil
@@ -330,22 +338,25 @@ func decodeVersion(t *schema.Table, r Response, limit int) (version, error) {
 		}
 	}
 	if limit > 0 && live >= limit {
-		v.cut = v.rows[len(v.rows)-1].clustering
+		v.cut, v.hasCut = v.rows[len(v.rows)-1].clustering, true
 	}
 	return v, nil
 }
 
 // decodeRow converts a replica's row to a readRow, checking the clustering key's encoding (it
-// is compared with the table's types) and sorting cells by column.
+// is compared with the table's types) and sorting cells by column. The key it returns always has
+// one non-nil component per clustering column, whether the row came from the local replica or
+// over the wire (where an empty repeated field arrives as nil).
 func decodeRow(t *schema.Table, pr *replicapb.Row) (readRow, error) {
 	if len(pr.Clustering) != len(t.Clustering) {
 		return readRow{}, fmt.Errorf("%d clustering components, want %d", len(pr.Clustering), len(t.Clustering))
 	}
+	key := make([][]byte, len(t.Clustering))
 	for i, c := range pr.Clustering {
 		if err := t.Clustering[i].Type.Check(nonNil(c)); err != nil {
 			return readRow{}, fmt.Errorf("clustering column %s: %w", cql.QuoteIdent(t.Clustering[i].Name), err)
 		}
-		pr.Clustering[i] = nonNil(c)
+		key[i] = nonNil(c)
 	}
 	row := cell.EmptyRow()
 	if pr.Marker != nil {
@@ -375,7 +386,7 @@ func decodeRow(t *schema.Table, pr *replicapb.Row) (readRow, error) {
 			}
 		}
 	}
-	return readRow{clustering: pr.Clustering, row: row}, nil
+	return readRow{clustering: key, row: row}, nil
 }
 
 func nonNil(b []byte) []byte {
