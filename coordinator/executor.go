@@ -64,6 +64,9 @@ type Config struct {
 	// PropagationInterval is how often deltas are flushed. Zero means
 	// DefaultPropagationInterval.
 	PropagationInterval time.Duration
+	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
+	// is refused before any replica sees it. Zero means DefaultMaxMutationSize.
+	MaxMutationSize int
 }
 
 // Observer receives events for metrics. Its methods are called synchronously on the request's
@@ -109,6 +112,7 @@ type Executor struct {
 	prop      *propagator // nil when propagation is off
 
 	writeTimeout, readTimeout time.Duration
+	maxMutation               int // bytes; see Config.MaxMutationSize
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
@@ -135,6 +139,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.WriteTimeout is %v, want ≥ 0", cfg.WriteTimeout)
 	case cfg.ReadTimeout < 0:
 		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
+	case cfg.MaxMutationSize < 0:
+		return nil, fmt.Errorf("coordinator: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
 	}
 	e := &Executor{
 		localID:      cfg.LocalID,
@@ -149,7 +155,11 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		observer:     cfg.Observer,
 		writeTimeout: cfg.WriteTimeout,
 		readTimeout:  cfg.ReadTimeout,
+		maxMutation:  cfg.MaxMutationSize,
 		inflight:     make(map[*flight]struct{}),
+	}
+	if e.maxMutation == 0 {
+		e.maxMutation = DefaultMaxMutationSize
 	}
 	if e.now == nil {
 		e.now = time.Now

@@ -32,6 +32,9 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if w.HasTimestamp && w.Timestamp == cell.NoTimestamp {
 		return w.Table, nil, &InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("USING TIMESTAMP %d is reserved", w.Timestamp)}
 	}
+	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
+		return w.Table, nil, err
+	}
 	ks, ok := s.Keyspace(w.Table.Keyspace)
 	if !ok { // the schema is immutable and PrepareWrite found the table
 		return w.Table, nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())

@@ -61,6 +61,11 @@ type Config struct {
 	WriteTimeout, ReadTimeout time.Duration
 	// SchemaAgreementTimeout bounds how long DDL waits for every live node to agree. Default 10 s.
 	SchemaAgreementTimeout time.Duration
+	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
+	// is refused by the coordinator with an error naming the limit. The gRPC message limits of
+	// the client API and of internode traffic derive from it (see MessageLimit). Default
+	// coordinator.DefaultMaxMutationSize (16 MiB).
+	MaxMutationSize int
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
 
@@ -75,6 +80,15 @@ const (
 	DefaultGossipAddr  = "127.0.0.1:7946"
 	DefaultMetricsAddr = "127.0.0.1:9180"
 )
+
+// maxMaxMutationSize keeps MessageLimit within gRPC's int32 message lengths.
+const maxMaxMutationSize = 512 << 20
+
+// MessageLimit is the largest gRPC message a node with the given MaxMutationSize receives or
+// sends, on the client API and between nodes. It leaves room for the largest write as a CQL
+// statement (a blob literal spells each byte with two hex digits) and for a replica's read page
+// holding the largest row; larger messages fail with gRPC's ResourceExhausted naming both sizes.
+func MessageLimit(maxMutationSize int) int { return 2*maxMutationSize + 4<<20 }
 
 // Node is one running kvnode: storage, the replica service, membership, the coordinator, and the
 // gRPC and metrics servers.
@@ -114,6 +128,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	switch {
+	case cfg.MaxMutationSize < 0:
+		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
+	case cfg.MaxMutationSize == 0:
+		cfg.MaxMutationSize = coordinator.DefaultMaxMutationSize
+	case cfg.MaxMutationSize > maxMaxMutationSize:
+		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want at most %d", cfg.MaxMutationSize, maxMaxMutationSize)
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
 	defer func() {
@@ -184,22 +206,23 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
 
 	self := coordinator.NodeID(n.cluster.LocalID())
-	n.trans = newTransport(self, n.replica, n.cluster)
+	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
 	ring := ringView{c: n.cluster, name: clusterName(cfg.ClusterName)}
 	coordMetrics := newCoordinatorMetrics()
 	if n.exec, err = coordinator.NewExecutor(coordinator.Config{
-		LocalID:      self,
-		Ring:         ring,
-		Transport:    n.trans,
-		Deltas:       n.trans,
-		Local:        n.replica,
-		Schema:       n.schema,
-		Cluster:      ring,
-		Now:          cfg.Now,
-		WriteTimeout: cfg.WriteTimeout,
-		ReadTimeout:  cfg.ReadTimeout,
-		Logger:       cfg.Logger.With("component", "coordinator"),
-		Observer:     coordMetrics,
+		LocalID:         self,
+		Ring:            ring,
+		Transport:       n.trans,
+		Deltas:          n.trans,
+		Local:           n.replica,
+		Schema:          n.schema,
+		Cluster:         ring,
+		Now:             cfg.Now,
+		WriteTimeout:    cfg.WriteTimeout,
+		ReadTimeout:     cfg.ReadTimeout,
+		MaxMutationSize: cfg.MaxMutationSize,
+		Logger:          cfg.Logger.With("component", "coordinator"),
+		Observer:        coordMetrics,
 	}); err != nil {
 		return nil, err
 	}
@@ -215,9 +238,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		newClusterCollector(n.cluster),
 	)
 
-	n.grpc = grpc.NewServer()
+	limit := MessageLimit(cfg.MaxMutationSize)
+	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit))
 	replicapb.RegisterReplicaServer(n.grpc, n.replica)
-	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n})
+	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n, limit: limit})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)
