@@ -64,6 +64,10 @@ type Config struct {
 	// PropagationInterval is how often deltas are flushed. Zero means
 	// DefaultPropagationInterval.
 	PropagationInterval time.Duration
+	// MaxTimestampAhead is how far ahead of Now a client's USING TIMESTAMP may be; a write
+	// beyond it is refused with an *InvalidError naming the bound. Zero means
+	// DefaultMaxTimestampAhead.
+	MaxTimestampAhead time.Duration
 }
 
 // Observer receives events for metrics. Its methods are called synchronously on the request's
@@ -109,6 +113,7 @@ type Executor struct {
 	prop      *propagator // nil when propagation is off
 
 	writeTimeout, readTimeout time.Duration
+	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
@@ -135,6 +140,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.WriteTimeout is %v, want ≥ 0", cfg.WriteTimeout)
 	case cfg.ReadTimeout < 0:
 		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
+	case cfg.MaxTimestampAhead < 0:
+		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
 	e := &Executor{
 		localID:      cfg.LocalID,
@@ -149,6 +156,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		observer:     cfg.Observer,
 		writeTimeout: cfg.WriteTimeout,
 		readTimeout:  cfg.ReadTimeout,
+		maxAhead:     cfg.MaxTimestampAhead,
 		inflight:     make(map[*flight]struct{}),
 	}
 	if e.now == nil {
@@ -165,6 +173,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if e.readTimeout == 0 {
 		e.readTimeout = DefaultReadTimeout
+	}
+	if e.maxAhead == 0 {
+		e.maxAhead = DefaultMaxTimestampAhead
 	}
 	if cfg.Deltas != nil {
 		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)
