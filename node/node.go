@@ -61,11 +61,16 @@ type Config struct {
 	WriteTimeout, ReadTimeout time.Duration
 	// SchemaAgreementTimeout bounds how long DDL waits for every live node to agree. Default 10 s.
 	SchemaAgreementTimeout time.Duration
+	// MaxTimestampAhead is how far ahead of this node's clock a client's USING TIMESTAMP may be
+	// when the node coordinates the write; a write beyond it is refused as invalid. Default
+	// DefaultMaxTimestampAhead.
+	MaxTimestampAhead time.Duration
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
 
-	// Now is a test-only knob: the clock of the rate limiter and the coordinator (write
-	// timestamps, deadlines). Nil means time.Now. Tests freeze it to make counters exact.
+	// Now is a test-only knob: the clock of the rate limiter, the coordinator (write
+	// timestamps, deadlines) and the clock peers measure through gossip. Nil means time.Now.
+	// Tests freeze it to make counters exact, or shift it to give a node a skewed clock.
 	Now func() time.Time
 }
 
@@ -75,6 +80,10 @@ const (
 	DefaultGossipAddr  = "127.0.0.1:7946"
 	DefaultMetricsAddr = "127.0.0.1:9180"
 )
+
+// DefaultMaxTimestampAhead is the bound on client timestamps ahead of the coordinator's clock
+// when Config.MaxTimestampAhead is zero (docs/operations.md explains the choice).
+const DefaultMaxTimestampAhead = coordinator.DefaultMaxTimestampAhead
 
 // Node is one running kvnode: storage, the replica service, membership, the coordinator, and the
 // gRPC and metrics servers.
@@ -188,18 +197,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	ring := ringView{c: n.cluster, name: clusterName(cfg.ClusterName)}
 	coordMetrics := newCoordinatorMetrics()
 	if n.exec, err = coordinator.NewExecutor(coordinator.Config{
-		LocalID:      self,
-		Ring:         ring,
-		Transport:    n.trans,
-		Deltas:       n.trans,
-		Local:        n.replica,
-		Schema:       n.schema,
-		Cluster:      ring,
-		Now:          cfg.Now,
-		WriteTimeout: cfg.WriteTimeout,
-		ReadTimeout:  cfg.ReadTimeout,
-		Logger:       cfg.Logger.With("component", "coordinator"),
-		Observer:     coordMetrics,
+		LocalID:           self,
+		Ring:              ring,
+		Transport:         n.trans,
+		Deltas:            n.trans,
+		Local:             n.replica,
+		Schema:            n.schema,
+		Cluster:           ring,
+		Now:               cfg.Now,
+		WriteTimeout:      cfg.WriteTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		MaxTimestampAhead: cfg.MaxTimestampAhead,
+		Logger:            cfg.Logger.With("component", "coordinator"),
+		Observer:          coordMetrics,
 	}); err != nil {
 		return nil, err
 	}
