@@ -185,6 +185,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                 cfg.Logger, // cluster labels its own records
 		Schema:                 n.schema,
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
+		Now:                    cfg.Now,
 	}); err != nil {
 		return nil, err
 	}
