@@ -173,6 +173,9 @@ func TestClockOffsetsMeasureASkewedPeer(t *testing.T) {
 	waitFor(t, 20*time.Second, offsetsNear(a, map[NodeID]time.Duration{b.LocalID(): 0, c.LocalID(): skew}, tol, 3))
 	waitFor(t, 20*time.Second, offsetsNear(b, map[NodeID]time.Duration{a.LocalID(): 0, c.LocalID(): skew}, tol, 3))
 	waitFor(t, 20*time.Second, offsetsNear(c, map[NodeID]time.Duration{a.LocalID(): -skew, b.LocalID(): -skew}, tol, 3))
+	for _, n := range []*testNode{a, b, c} {
+		t.Logf("node %s measures %+v", n.LocalID(), n.ClockOffsets())
+	}
 
 	// A peer that goes down leaves the estimates at once.
 	c.crash()
