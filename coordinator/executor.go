@@ -67,6 +67,10 @@ type Config struct {
 	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
 	// is refused before any replica sees it. Zero means DefaultMaxMutationSize.
 	MaxMutationSize int
+	// MaxTimestampAhead is how far ahead of Now a client's USING TIMESTAMP may be; a write
+	// beyond it is refused with an *InvalidError naming the bound. Zero means
+	// DefaultMaxTimestampAhead.
+	MaxTimestampAhead time.Duration
 }
 
 // Observer receives events for metrics. Its methods are called synchronously on the request's
@@ -112,7 +116,8 @@ type Executor struct {
 	prop      *propagator // nil when propagation is off
 
 	writeTimeout, readTimeout time.Duration
-	maxMutation               int // bytes; see Config.MaxMutationSize
+	maxMutation               int           // bytes; see Config.MaxMutationSize
+	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
@@ -141,6 +146,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
 	case cfg.MaxMutationSize < 0:
 		return nil, fmt.Errorf("coordinator: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
+	case cfg.MaxTimestampAhead < 0:
+		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
 	e := &Executor{
 		localID:      cfg.LocalID,
@@ -156,6 +163,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		writeTimeout: cfg.WriteTimeout,
 		readTimeout:  cfg.ReadTimeout,
 		maxMutation:  cfg.MaxMutationSize,
+		maxAhead:     cfg.MaxTimestampAhead,
 		inflight:     make(map[*flight]struct{}),
 	}
 	if e.maxMutation == 0 {
@@ -175,6 +183,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if e.readTimeout == 0 {
 		e.readTimeout = DefaultReadTimeout
+	}
+	if e.maxAhead == 0 {
+		e.maxAhead = DefaultMaxTimestampAhead
 	}
 	if cfg.Deltas != nil {
 		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)

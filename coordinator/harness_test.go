@@ -287,6 +287,7 @@ type options struct {
 	writeTimeout time.Duration // 0: the default
 	readTimeout  time.Duration
 	order        []coordinator.NodeID // ring order; nil means n1, n2, n3
+	maxAhead     time.Duration        // Config.MaxTimestampAhead; 0: the default
 }
 
 func newCluster(t testing.TB, o options) *cluster {
@@ -330,17 +331,18 @@ func newCluster(t testing.TB, o options) *cluster {
 	}
 	for _, id := range nodes {
 		e, err := coordinator.NewExecutor(coordinator.Config{
-			LocalID:      id,
-			Ring:         c.ring,
-			Transport:    c.transport,
-			Local:        c.services[id],
-			Schema:       c.schema,
-			Cluster:      describer("cluster test: 3 nodes"),
-			Now:          c.clock.Now,
-			WriteTimeout: o.writeTimeout,
-			ReadTimeout:  o.readTimeout,
-			Draw:         func() float64 { return draw },
-			Observer:     c.observer,
+			LocalID:           id,
+			Ring:              c.ring,
+			Transport:         c.transport,
+			Local:             c.services[id],
+			Schema:            c.schema,
+			Cluster:           describer("cluster test: 3 nodes"),
+			Now:               c.clock.Now,
+			WriteTimeout:      o.writeTimeout,
+			ReadTimeout:       o.readTimeout,
+			MaxTimestampAhead: o.maxAhead,
+			Draw:              func() float64 { return draw },
+			Observer:          c.observer,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -29,8 +28,9 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if err != nil {
 		return nil, nil, invalid(stmt, err)
 	}
-	if w.HasTimestamp && w.Timestamp == cell.NoTimestamp {
-		return w.Table, nil, &InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("USING TIMESTAMP %d is reserved", w.Timestamp)}
+	now := e.now()
+	if err := e.checkTimestamp(stmt, w, now); err != nil {
+		return w.Table, nil, err
 	}
 	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
 		return w.Table, nil, err
@@ -45,7 +45,6 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if !w.HasTimestamp {
 		ts = e.nextTimestamp()
 	}
-	now := e.now()
 	dl := deadline(ctx, now, e.writeTimeout)
 
 	var rows []*replicapb.Row

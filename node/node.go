@@ -66,11 +66,16 @@ type Config struct {
 	// the client API and of internode traffic derive from it (see MessageLimit). Default
 	// coordinator.DefaultMaxMutationSize (16 MiB).
 	MaxMutationSize int
+	// MaxTimestampAhead is how far ahead of this node's clock a client's USING TIMESTAMP may be
+	// when the node coordinates the write; a write beyond it is refused as invalid. Default
+	// DefaultMaxTimestampAhead.
+	MaxTimestampAhead time.Duration
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
 
-	// Now is a test-only knob: the clock of the rate limiter and the coordinator (write
-	// timestamps, deadlines). Nil means time.Now. Tests freeze it to make counters exact.
+	// Now is a test-only knob: the clock of the rate limiter, the coordinator (write
+	// timestamps, deadlines) and the clock peers measure through gossip. Nil means time.Now.
+	// Tests freeze it to make counters exact, or shift it to give a node a skewed clock.
 	Now func() time.Time
 }
 
@@ -89,6 +94,10 @@ const maxMaxMutationSize = 512 << 20
 // statement (a blob literal spells each byte with two hex digits) and for a replica's read page
 // holding the largest row; larger messages fail with gRPC's ResourceExhausted naming both sizes.
 func MessageLimit(maxMutationSize int) int { return 2*maxMutationSize + 4<<20 }
+
+// DefaultMaxTimestampAhead is the bound on client timestamps ahead of the coordinator's clock
+// when Config.MaxTimestampAhead is zero (docs/operations.md explains the choice).
+const DefaultMaxTimestampAhead = coordinator.DefaultMaxTimestampAhead
 
 // Node is one running kvnode: storage, the replica service, membership, the coordinator, and the
 // gRPC and metrics servers.
@@ -198,6 +207,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                 cfg.Logger, // cluster labels its own records
 		Schema:                 n.schema,
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
+		Now:                    cfg.Now,
 	}); err != nil {
 		return nil, err
 	}
@@ -210,19 +220,20 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	ring := ringView{c: n.cluster, name: clusterName(cfg.ClusterName)}
 	coordMetrics := newCoordinatorMetrics()
 	if n.exec, err = coordinator.NewExecutor(coordinator.Config{
-		LocalID:         self,
-		Ring:            ring,
-		Transport:       n.trans,
-		Deltas:          n.trans,
-		Local:           n.replica,
-		Schema:          n.schema,
-		Cluster:         ring,
-		Now:             cfg.Now,
-		WriteTimeout:    cfg.WriteTimeout,
-		ReadTimeout:     cfg.ReadTimeout,
-		MaxMutationSize: cfg.MaxMutationSize,
-		Logger:          cfg.Logger.With("component", "coordinator"),
-		Observer:        coordMetrics,
+		LocalID:           self,
+		Ring:              ring,
+		Transport:         n.trans,
+		Deltas:            n.trans,
+		Local:             n.replica,
+		Schema:            n.schema,
+		Cluster:           ring,
+		Now:               cfg.Now,
+		WriteTimeout:      cfg.WriteTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		MaxMutationSize:   cfg.MaxMutationSize,
+		Logger:            cfg.Logger.With("component", "coordinator"),
+		Observer:          coordMetrics,
+		MaxTimestampAhead: cfg.MaxTimestampAhead,
 	}); err != nil {
 		return nil, err
 	}

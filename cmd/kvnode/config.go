@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitionlimit"
 )
 
@@ -28,6 +30,9 @@ type serveConfig struct {
 	LimiterCapacity int    `yaml:"limiter_capacity"`
 	Sync            bool   `yaml:"sync"`
 	LogLevel        string `yaml:"log_level"`
+	// MaxTimestampAhead bounds client timestamps (USING TIMESTAMP) ahead of the coordinator's
+	// clock, e.g. "1h".
+	MaxTimestampAhead time.Duration `yaml:"max_timestamp_ahead"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -39,6 +44,8 @@ func defaultServeConfig() serveConfig {
 		NumTokens:   16,
 		Sync:        true,
 		LogLevel:    "info",
+
+		MaxTimestampAhead: node.DefaultMaxTimestampAhead,
 	}
 }
 
@@ -47,7 +54,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	cfg := defaultServeConfig()
 	fs := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level); flags override it")
+	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, max_timestamp_ahead); flags override it")
 	var flags serveConfig
 	var seeds string
 	fs.StringVar(&flags.DataDir, "data-dir", cfg.DataDir, "directory for this node's data; one node per directory")
@@ -59,6 +66,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.IntVar(&flags.LimiterCapacity, "limiter-capacity", cfg.LimiterCapacity, "partitions the rate limiter tracks per node, 20 bytes each (0 = about 1M)")
 	fs.BoolVar(&flags.Sync, "sync", cfg.Sync, "sync every write to disk before acknowledging it")
 	fs.StringVar(&flags.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	fs.DurationVar(&flags.MaxTimestampAhead, "max-timestamp-ahead", cfg.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -90,6 +98,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 			cfg.Sync = flags.Sync
 		case "log-level":
 			cfg.LogLevel = flags.LogLevel
+		case "max-timestamp-ahead":
+			cfg.MaxTimestampAhead = flags.MaxTimestampAhead
 		}
 	})
 	return cfg, cfg.validate()
@@ -125,6 +135,9 @@ func (c serveConfig) validate() error {
 	}
 	if c.LimiterCapacity < 0 || c.LimiterCapacity > partitionlimit.MaxCapacity {
 		return fmt.Errorf("serve: --limiter-capacity %d is out of range (0 for the default, up to %d)", c.LimiterCapacity, partitionlimit.MaxCapacity)
+	}
+	if c.MaxTimestampAhead <= 0 {
+		return fmt.Errorf("serve: --max-timestamp-ahead %v must be positive (the default is %v)", c.MaxTimestampAhead, node.DefaultMaxTimestampAhead)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -40,6 +41,7 @@ num_tokens: 32
 limiter_capacity: 65536
 sync: false
 log_level: debug
+max_timestamp_ahead: 72h
 `)
 	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,"}, io.Discard)
 	if err != nil {
@@ -53,6 +55,7 @@ log_level: debug
 	want.LimiterCapacity = 65536
 	want.Sync = false
 	want.LogLevel = "debug"
+	want.MaxTimestampAhead = 72 * time.Hour
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant     %+v", cfg, want)
 	}
@@ -69,6 +72,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--num-tokens", "0"}, "--num-tokens 0"},
 		{[]string{"--limiter-capacity", "-1"}, "--limiter-capacity -1"},
 		{[]string{"--log-level", "loud"}, `"loud"`},
+		{[]string{"--max-timestamp-ahead", "0s"}, "--max-timestamp-ahead 0s must be positive"},
+		{[]string{"--max-timestamp-ahead", "-1h"}, "--max-timestamp-ahead -1h0m0s must be positive"},
+		{[]string{"--max-timestamp-ahead", "soon"}, "soon"},
 		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"extra"}, `"extra"`},
 	} {
