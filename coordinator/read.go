@@ -70,8 +70,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
-// that answered, in clustering order (in reverse with spec.reversed), at most spec.limit of them. At QUORUM and ALL it repairs
-// the replicas that answered with stale data before returning (see repair).
+// that answered, in clustering order (in reverse with spec.reversed), at most spec.limit of
+// them. At QUORUM and ALL it repairs the replicas that answered with stale data before
+// returning (see repair).
 //
 // Every replica returns up to spec.limit live rows by its own view. When replicas disagree
 // about deletions, the reconciled rows can be fewer than the limit although more exist past
