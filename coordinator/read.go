@@ -222,8 +222,8 @@ type version struct {
 	rows    []readRow // as the replica returned them, tombstone-only rows included
 	next    int       // merge cursor
 	// cut is the clustering key of the replica's last row when it stopped at the limit (hasCut);
-	// rows after it (in the read's order) are unknown to this replica's answer. A table without clustering columns has
-	// the empty key, so a key's presence is never told by its being nil.
+	// rows after it (in the read's order) are unknown to this replica's answer. A table without
+	// clustering columns has the empty key, so a key's presence is never told by its being nil.
 	cut    [][]byte
 	hasCut bool
 }
@@ -237,7 +237,7 @@ func reconcile(t *schema.Table, resps []Response, limit int, reversed bool) (rec
 	order := readOrder{t, reversed}
 	vs := make([]version, len(resps))
 	var (
-		cut    [][]byte // the smallest cut of any replica, when hasCut
+		cut    [][]byte // the first cut (in the read's order) of any replica, when hasCut
 		hasCut bool
 	)
 	for i, r := range resps {

@@ -235,9 +235,9 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	return resp, nil
 }
 
-// scan steps an iterator whose upper bound is upper over the keys of
-// [lower, upper): forwards, or backwards for a reversed read, so that a
-// limit stops either at the rows it needs.
+// scan steps it, an iterator whose upper bound is the end of the rows read,
+// over the keys from lower up to that end: forwards, or backwards for a
+// reversed read, so that a limit stops the scan at the rows it needs.
 type scan struct {
 	it       *pebble.Iterator
 	lower    []byte
