@@ -221,7 +221,7 @@ func TestReconcile(t *testing.T) {
 		for _, id := range slices.Sorted(maps.Keys(tt.answers)) {
 			resps = append(resps, replicaAnswer(id, tt.answers[id]))
 		}
-		rec, err := reconcile(tbl, resps, tt.limit)
+		rec, err := reconcile(tbl, resps, tt.limit, false)
 		if err != nil {
 			t.Errorf("%s: reconcile: %v", tt.name, err)
 			continue
@@ -265,7 +265,7 @@ func TestReconcileRejectsMalformedAnswers(t *testing.T) {
 		}}, `coordinator: replica n1 returned rows of table ks.t out of clustering order`},
 	}
 	for _, tt := range tests {
-		_, err := reconcile(tbl, []Response{{From: "n1", Status: StatusOK, Payload: tt.resp}}, 0)
+		_, err := reconcile(tbl, []Response{{From: "n1", Status: StatusOK, Payload: tt.resp}}, 0, false)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: reconcile = %v, want %q", tt.name, err, tt.want)
 		}
@@ -295,7 +295,7 @@ func TestReconcileWithoutClusteringColumns(t *testing.T) {
 			for _, r := range resps {
 				r.Payload.(*replicapb.ReadResponse).Rows[0].Clustering = clustering
 			}
-			rec, err := reconcile(tbl, resps, limit)
+			rec, err := reconcile(tbl, resps, limit, false)
 			if err != nil {
 				t.Fatalf("limit %d, clustering %#v: reconcile: %v", limit, clustering, err)
 			}

@@ -23,7 +23,8 @@ type readSpec struct {
 	pk         [][]byte
 	token      int64
 	clustering schema.ClusteringRange
-	limit      int // live rows; 0 means no limit
+	limit      int  // live rows; 0 means no limit
+	reversed   bool // in the reverse of the clustering order (ORDER BY)
 	rf         int
 	cl         Consistency
 	exempt     bool
@@ -55,6 +56,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		token:      partitioner.Token(partitioner.AppendKey(keyBuf[:0], r.PartitionKey)),
 		clustering: r.Clustering,
 		limit:      r.Limit,
+		reversed:   r.Reversed,
 		rf:         ks.ReplicationFactor,
 		cl:         cl,
 	}
@@ -68,8 +70,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
-// that answered, in clustering order, at most spec.limit of them. At QUORUM and ALL it repairs
-// the replicas that answered with stale data before returning (see repair).
+// that answered, in clustering order (in reverse with spec.reversed), at most spec.limit of
+// them. At QUORUM and ALL it repairs the replicas that answered with stale data before
+// returning (see repair).
 //
 // Every replica returns up to spec.limit live rows by its own view. When replicas disagree
 // about deletions, the reconciled rows can be fewer than the limit although more exist past
@@ -81,7 +84,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	rec, err := reconcile(spec.table, resps, spec.limit)
+	rec, err := reconcile(spec.table, resps, spec.limit, spec.reversed)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +98,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		if resps, err = e.readOnce(ctx, again, order, e.now(), dl); err != nil {
 			return nil, err
 		}
-		if rec, err = reconcile(spec.table, resps, spec.limit); err != nil {
+		if rec, err = reconcile(spec.table, resps, spec.limit, spec.reversed); err != nil {
 			return nil, err
 		}
 	}
@@ -155,6 +158,7 @@ func readRequest(spec readSpec) *replicapb.ReadRequest {
 		PartitionKey: spec.pk,
 		Token:        spec.token,
 		Limit:        uint32(min(spec.limit, math.MaxUint32)),
+		Reversed:     spec.reversed,
 	}
 	c := spec.clustering
 	if len(c.Prefix) > 0 || c.Lower != nil || c.Upper != nil {
@@ -184,6 +188,7 @@ func (x readExchange) call(ctx context.Context, s Send) Response {
 	req.req.Limiter = &req.lim
 	req.req.TableId, req.req.PartitionKey, req.req.Token = x.base.TableId, x.base.PartitionKey, x.base.Token
 	req.req.Filter, req.req.Limit, req.req.Columns = x.base.Filter, x.base.Limit, x.base.Columns
+	req.req.Reversed = x.base.Reversed
 	resp, err := x.t.Read(ctx, s.To, &req.req)
 	if err != nil {
 		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
@@ -217,30 +222,32 @@ type version struct {
 	rows    []readRow // as the replica returned them, tombstone-only rows included
 	next    int       // merge cursor
 	// cut is the clustering key of the replica's last row when it stopped at the limit (hasCut);
-	// rows after it are unknown to this replica's answer. A table without clustering columns has
-	// the empty key, so a key's presence is never told by its being nil.
+	// rows after it (in the read's order) are unknown to this replica's answer. A table without
+	// clustering columns has the empty key, so a key's presence is never told by its being nil.
 	cut    [][]byte
 	hasCut bool
 }
 
 // reconcile merges the replicas' answers with the last-write-wins rules of package cell and
 // works out what each replica lacks (cell.Missing). It returns at most limit live rows (all
-// if limit is 0).
-func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error) {
+// if limit is 0), in clustering order, or in its reverse for a reversed read (whose answers
+// are in reverse order too).
+func reconcile(t *schema.Table, resps []Response, limit int, reversed bool) (reconciled, error) {
 	rec := reconciled{complete: true, partitionDeletion: cell.NoTimestamp}
+	order := readOrder{t, reversed}
 	vs := make([]version, len(resps))
 	var (
-		cut    [][]byte // the smallest cut of any replica, when hasCut
+		cut    [][]byte // the first cut (in the read's order) of any replica, when hasCut
 		hasCut bool
 	)
 	for i, r := range resps {
-		v, err := decodeVersion(t, r, limit)
+		v, err := decodeVersion(order, r, limit)
 		if err != nil {
 			return rec, err
 		}
 		vs[i] = v
 		rec.partitionDeletion = max(rec.partitionDeletion, v.partDel)
-		if v.hasCut && (!hasCut || compareClustering(t, v.cut, cut) < 0) {
+		if v.hasCut && (!hasCut || order.compare(v.cut, cut) < 0) {
 			cut, hasCut = v.cut, true
 		}
 	}
@@ -252,7 +259,7 @@ func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error)
 
 	var versions []cell.Row // of the current key, one per replica (EmptyRow if absent)
 	for limit == 0 || len(rec.rows) < limit {
-		// The smallest clustering key at the head of any answer, up to the cut.
+		// The first clustering key (in the read's order) at the head of any answer, up to the cut.
 		var (
 			key   [][]byte
 			found bool
@@ -261,10 +268,10 @@ func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error)
 			v := &vs[i]
 			if v.next < len(v.rows) {
 				k := v.rows[v.next].clustering
-				if hasCut && compareClustering(t, k, cut) > 0 {
+				if hasCut && order.compare(k, cut) > 0 {
 					continue
 				}
-				if !found || compareClustering(t, k, key) < 0 {
+				if !found || order.compare(k, key) < 0 {
 					key, found = k, true
 				}
 			}
@@ -277,7 +284,7 @@ func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error)
 		for i := range vs {
 			v := &vs[i]
 			have := cell.EmptyRow()
-			if v.next < len(v.rows) && compareClustering(t, v.rows[v.next].clustering, key) == 0 {
+			if v.next < len(v.rows) && order.compare(v.rows[v.next].clustering, key) == 0 {
 				have = v.rows[v.next].row
 				v.next++
 			}
@@ -313,8 +320,9 @@ func (rec *reconciled) repairSet(id NodeID) *repairSet {
 	return rs
 }
 
-// decodeVersion decodes and checks one replica's answer.
-func decodeVersion(t *schema.Table, r Response, limit int) (version, error) {
+// decodeVersion decodes and checks one replica's answer, whose rows must be in the read's order.
+func decodeVersion(order readOrder, r Response, limit int) (version, error) {
+	t := order.t
 	resp, ok := r.Payload.(*replicapb.ReadResponse)
 	if !ok {
 		return version{}, fmt.Errorf("coordinator: read from replica %s returned no data", r.From)
@@ -329,7 +337,7 @@ func decodeVersion(t *schema.Table, r Response, limit int) (version, error) {
 		if err != nil {
 			return version{}, fmt.Errorf("coordinator: replica %s returned a malformed row %d of table %s: %w", r.From, i, t.QualifiedName(), err)
 		}
-		if n := len(v.rows); n > 0 && compareClustering(t, v.rows[n-1].clustering, row.clustering) >= 0 {
+		if n := len(v.rows); n > 0 && order.compare(v.rows[n-1].clustering, row.clustering) >= 0 {
 			return version{}, fmt.Errorf("coordinator: replica %s returned rows of table %s out of clustering order", r.From, t.QualifiedName())
 		}
 		v.rows = append(v.rows, row)
@@ -396,14 +404,23 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// compareClustering orders two full clustering keys of t.
-func compareClustering(t *schema.Table, a, b [][]byte) int {
-	for i, c := range t.Clustering {
-		if r := c.Type.Compare(a[i], b[i]); r != 0 {
-			return r
-		}
+// compareClustering orders two full clustering keys of t in the table's clustering order, DESC
+// columns included (schema.Table.CompareClustering, the order replicas store rows in).
+func compareClustering(t *schema.Table, a, b [][]byte) int { return t.CompareClustering(a, b) }
+
+// readOrder is the order in which a read returns the rows of table t: its clustering order, or
+// the reverse of it for a reversed read (SELECT ... ORDER BY the other way).
+type readOrder struct {
+	t        *schema.Table
+	reversed bool
+}
+
+// compare orders two full clustering keys of t as the read returns them.
+func (o readOrder) compare(a, b [][]byte) int {
+	if o.reversed {
+		a, b = b, a
 	}
-	return 0
+	return compareClustering(o.t, a, b)
 }
 
 // repairRow converts what a replica lacks of a row to a mutation row.

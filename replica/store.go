@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -168,7 +169,8 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 
 // ReadPartition serves req, a read of one partition of table t, from
 // storage, ignoring req's limiter. The response has STATUS_OK and holds the
-// partition tombstone and the selected rows in clustering order: live rows
+// partition tombstone and the selected rows in clustering order (in reverse
+// with req.Reversed, reading backwards from the end of the range): live rows
 // (at most req.Limit of them, if set) and, between them, deleted rows that
 // carry tombstones, with cell tombstones and write timestamps, for a
 // coordinator to reconcile replicas with. Cells and markers that tombstones
@@ -216,7 +218,8 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	}
 
 	r := rowReader{t: t, req: req, partDel: partDel, resp: resp, rowsStart: prefixLen + 1}
-	for valid := it.SeekGE(lower); valid; valid = it.Next() {
+	sc := scan{it: it, lower: lower, reversed: req.Reversed}
+	for valid := sc.first(); valid; valid = sc.next() {
 		done, err := r.add(it)
 		if err != nil {
 			return nil, err
@@ -232,8 +235,34 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	return resp, nil
 }
 
+// scan steps it, an iterator whose upper bound is the end of the rows read,
+// over the keys from lower up to that end: forwards, or backwards for a
+// reversed read, so that a limit stops the scan at the rows it needs.
+type scan struct {
+	it       *pebble.Iterator
+	lower    []byte
+	reversed bool
+}
+
+func (s scan) first() bool {
+	if s.reversed {
+		return s.inRange(s.it.Last())
+	}
+	return s.it.SeekGE(s.lower)
+}
+
+func (s scan) next() bool {
+	if s.reversed {
+		return s.inRange(s.it.Prev())
+	}
+	return s.it.Next()
+}
+
+func (s scan) inRange(valid bool) bool { return valid && bytes.Compare(s.it.Key(), s.lower) >= 0 }
+
 // rowBounds returns the key range [lower, upper) of the rows filter selects
-// in the partition with key prefix prefix.
+// in the partition with key prefix prefix. A bound on a DESC column bounds
+// the keys from the other side: its values are stored in reverse.
 func rowBounds(t *schema.Table, prefix []byte, f *replicapb.ClusteringFilter) (lower, upper []byte, err error) {
 	rows := append(prefix[:len(prefix):len(prefix)], kindRow)
 	if f == nil {
@@ -248,36 +277,45 @@ func rowBounds(t *schema.Table, prefix []byte, f *replicapb.ClusteringFilter) (l
 		return nil, nil, badRequest(t, "filter: %v", err)
 	}
 	lower, upper = rows, prefixEnd(rows)
-	col := len(f.Equal)
+	if f.Lower == nil && f.Upper == nil {
+		return lower, upper, nil
+	}
+	col := &t.Clustering[len(f.Equal)]
 	bound := func(b *replicapb.Bound, what string) ([]byte, error) {
 		v := nonNil(b.Value)
-		if err := t.Clustering[col].Type.Check(v); err != nil {
-			return nil, badRequest(t, "filter %s bound on clustering column %q: %v", what, t.Clustering[col].Name, err)
+		if err := col.Type.Check(v); err != nil {
+			return nil, badRequest(t, "filter %s bound on clustering column %q: %v", what, col.Name, err)
 		}
-		return appendClustering(rows[:len(rows):len(rows)], t.Clustering[col].Type, v), nil
+		return appendClustering(rows[:len(rows):len(rows)], col.Type, col.Descending, v), nil
 	}
-	if f.Lower != nil {
-		k, err := bound(f.Lower, "lower")
+	// The bounds on the column's values, as bounds on its keys.
+	keyLower, keyUpper, lowerWhat, upperWhat := f.Lower, f.Upper, "lower", "upper"
+	if col.Descending {
+		keyLower, keyUpper, lowerWhat, upperWhat = f.Upper, f.Lower, "upper", "lower"
+	}
+	if keyLower != nil {
+		k, err := bound(keyLower, lowerWhat)
 		if err != nil {
 			return nil, nil, err
 		}
-		if lower = k; !f.Lower.Inclusive {
+		if lower = k; !keyLower.Inclusive {
 			lower = prefixEnd(k)
 		}
 	}
-	if f.Upper != nil {
-		k, err := bound(f.Upper, "upper")
+	if keyUpper != nil {
+		k, err := bound(keyUpper, upperWhat)
 		if err != nil {
 			return nil, nil, err
 		}
-		if upper = k; f.Upper.Inclusive {
+		if upper = k; keyUpper.Inclusive {
 			upper = prefixEnd(k)
 		}
 	}
 	return lower, upper, nil
 }
 
-// rowReader assembles the rows of a partition from its keys, in order.
+// rowReader assembles the rows of a partition from its keys, in order or
+// (req.Reversed) in reverse order.
 type rowReader struct {
 	t         *schema.Table
 	req       *replicapb.ReadRequest
@@ -303,7 +341,7 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 		rest := k[r.rowsStart:]
 		r.clustering = make([][]byte, len(r.t.Clustering))
 		for i, c := range r.t.Clustering {
-			if r.clustering[i], rest, err = decodeClustering(rest, c.Type); err != nil {
+			if r.clustering[i], rest, err = decodeClustering(rest, c.Type, c.Descending); err != nil {
 				return false, corrupt(r.t, k, err)
 			}
 		}
@@ -342,6 +380,10 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 func (r *rowReader) flush() (limitReached bool) {
 	if len(r.rowKey) == 0 {
 		return false
+	}
+	if r.req.Reversed {
+		// A backward scan meets a row's cells last column first.
+		slices.Reverse(r.row.Columns)
 	}
 	row := r.row.Purge(r.partDel)
 	live := row.Live(r.partDel)

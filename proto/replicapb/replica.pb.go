@@ -888,7 +888,11 @@ type ReadRequest struct {
 	// The most live rows to return, in clustering order; 0 means no limit.
 	Limit uint32 `protobuf:"varint,13,opt,name=limit,proto3" json:"limit,omitempty"`
 	// The regular columns to return cells of; empty means all of them.
-	Columns       []string `protobuf:"bytes,14,rep,name=columns,proto3" json:"columns,omitempty"`
+	Columns []string `protobuf:"bytes,14,rep,name=columns,proto3" json:"columns,omitempty"`
+	// Read the rows in the reverse of the table's clustering order (SELECT ... ORDER BY): the response
+	// holds them in that order ("clustering order" above and in ReadResponse means this order then), and
+	// the limit counts from the last row of the range. Field numbers 15-19 are left for other read options.
+	Reversed      bool `protobuf:"varint,20,opt,name=reversed,proto3" json:"reversed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -970,6 +974,13 @@ func (x *ReadRequest) GetColumns() []string {
 		return x.Columns
 	}
 	return nil
+}
+
+func (x *ReadRequest) GetReversed() bool {
+	if x != nil {
+		return x.Reversed
+	}
+	return false
 }
 
 // ReadResponse returns what the replica holds for the read, with write timestamps, for the coordinator to
@@ -1495,7 +1506,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x10ClusteringFilter\x12\x14\n" +
 	"\x05equal\x18\x01 \x03(\fR\x05equal\x12.\n" +
 	"\x05lower\x18\x02 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05lower\x12.\n" +
-	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\x8c\x02\n" +
+	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\xa8\x02\n" +
 	"\vReadRequest\x124\n" +
 	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x12\x19\n" +
 	"\btable_id\x18\x02 \x01(\x04R\atableId\x12#\n" +
@@ -1504,7 +1515,8 @@ const file_replica_proto_rawDesc = "" +
 	"\x05token\x18\v \x01(\x03R\x05token\x12;\n" +
 	"\x06filter\x18\f \x01(\v2#.kvnode.replica.v1.ClusteringFilterR\x06filter\x12\x14\n" +
 	"\x05limit\x18\r \x01(\rR\x05limit\x12\x18\n" +
-	"\acolumns\x18\x0e \x03(\tR\acolumnsJ\x04\b\x03\x10\n" +
+	"\acolumns\x18\x0e \x03(\tR\acolumns\x12\x1a\n" +
+	"\breversed\x18\x14 \x01(\bR\breversedJ\x04\b\x03\x10\n" +
 	"\"\xab\x02\n" +
 	"\fReadResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
