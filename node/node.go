@@ -164,6 +164,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := n.initDDL(); err != nil {
+		return nil, err
+	}
 
 	if n.cluster, err = cluster.Start(ctx, cluster.Config{
 		DataDir:                cfg.DataDir,
@@ -203,6 +206,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	n.startDDL(coordMetrics)
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -217,6 +221,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	n.grpc = grpc.NewServer()
 	replicapb.RegisterReplicaServer(n.grpc, n.replica)
+	replicapb.RegisterSchemaPaxosServer(n.grpc, n.schema.acceptor)
 	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
