@@ -41,6 +41,7 @@ func (n *Node) startDDL(m *coordinatorMetrics) {
 		now:   n.schema.now,
 	}
 	n.schema.mu.Lock()
+	n.schema.notify = n.cluster.NotifySchemaChanged
 	n.schema.proposer = p
 	n.schema.mu.Unlock()
 }

@@ -48,6 +48,8 @@ type schemaHolder struct {
 	// announce is called after a local DDL is published: it pushes the change to peers and waits
 	// for agreement, returning the nodes that had not agreed when the wait ended.
 	announce func(ctx context.Context) ([]string, error)
+	// notify publishes a local change of the schema to peers without waiting.
+	notify func() error
 }
 
 // dropHooks free what the node keeps for a table that a schema change drops. Both run under the
@@ -184,7 +186,7 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 		return false, nil, &coordinator.InvalidError{Err: err}
 	}
 	h.mu.Lock()
-	proposer := h.proposer
+	proposer, notify := h.proposer, h.notify
 	h.mu.Unlock()
 	if proposer == nil {
 		return false, nil, errors.New("node: schema changes are not available yet: the node is starting")
@@ -210,8 +212,16 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 	if chosen != nil {
 		// The agreed state, with or without this statement's change: merge it either way, so a
 		// failed statement still leaves the node with the state it failed against.
-		if _, merr := h.merge(chosen); merr != nil {
+		merged, merr := h.merge(chosen)
+		if merr != nil {
 			return false, nil, merr
+		}
+		if merged && (err != nil || !changed) && notify != nil {
+			// No announcement follows a failed or no-op statement: publish the new digest now,
+			// or the peers would count this node as disagreeing until its next change.
+			if nerr := notify(); nerr != nil {
+				return false, nil, nerr
+			}
 		}
 	}
 	if err != nil {
