@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/schema"
@@ -199,4 +202,137 @@ func TestDDLWithMajorityDownFails(t *testing.T) {
 	waitFor(t, 20*time.Second, "CREATE TABLE succeeds with 2 of 3 nodes up", func() bool {
 		return execErr(c0, "CREATE TABLE IF NOT EXISTS r.t (k text PRIMARY KEY)") == nil
 	})
+}
+
+// tableSeries returns the metric families of g that have a series for table ks.table.
+func tableSeries(t *testing.T, g prometheus.Gatherer, ks, table string) []string {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if hasLabels(m, []string{"keyspace", ks, "table", table}) {
+				names = append(names, mf.GetName())
+				break
+			}
+		}
+	}
+	return names
+}
+
+// tableKeys counts the keys node i stores for table id.
+func (tc *testCluster) tableKeys(i int, id schema.TableID) int {
+	tc.t.Helper()
+	n, err := tc.nodes[i].Store().TableKeys(id)
+	if err != nil {
+		tc.t.Fatalf("node %d: count the keys of table id %d: %v", i, id, err)
+	}
+	return n
+}
+
+func tableID(t *testing.T, s *schema.Schema, ks, table string) schema.TableID {
+	t.Helper()
+	tb, ok := s.Table(ks, table)
+	if !ok {
+		t.Fatalf("no table %s.%s in the schema", ks, table)
+	}
+	return tb.ID
+}
+
+// TestDropTableDeletesDataAndStateOnEveryNode drops a table with data and limiter state on
+// three nodes: its keys leave every node's store, its metric series leave every node's
+// registry, a table beside it keeps its data, and a table created again under the name starts
+// empty.
+func TestDropTableDeletesDataAndStateOnEveryNode(t *testing.T) {
+	tc := startCluster(t, 3)
+	c := tc.client(0)
+	for _, stmt := range []string{
+		"CREATE KEYSPACE r WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE r.t (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 1000}",
+		"CREATE TABLE r.keep (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 1000}",
+	} {
+		exec(t, c, client.One, stmt)
+	}
+	for i := range 30 {
+		exec(t, c, client.All, fmt.Sprintf("INSERT INTO r.t (k, v) VALUES ('k%d', %d)", i, i))
+		exec(t, c, client.All, fmt.Sprintf("INSERT INTO r.keep (k, v) VALUES ('k%d', %d)", i, i))
+	}
+	id, keepID := tableID(t, tc.nodes[0].Schema(), "r", "t"), tableID(t, tc.nodes[0].Schema(), "r", "keep")
+	keep := make([]int, 3)
+	for i := range tc.nodes {
+		if n := tc.tableKeys(i, id); n == 0 {
+			t.Fatalf("node %d stores no keys of r.t before the drop; the test writes at ALL", i)
+		}
+		keep[i] = tc.tableKeys(i, keepID)
+		if len(tableSeries(t, tc.nodes[i].Registry(), "r", "t")) == 0 {
+			t.Fatalf("node %d exports no series for r.t before the drop; the test needs some to see them go", i)
+		}
+	}
+	if s := tableSeries(t, tc.nodes[0].Registry(), "r", "t"); !slices.Contains(s, "kvnode_coordinator_table_requests_total") {
+		t.Fatalf("coordinator node 0 exports %v for r.t, want kvnode_coordinator_table_requests_total among them", s)
+	}
+
+	exec(t, tc.client(1), client.One, "DROP TABLE r.t")
+	tc.waitSchema("no node has r.t", func(s *schema.Schema) bool { _, ok := s.Table("r", "t"); return !ok })
+	for i := range tc.nodes {
+		if n := tc.tableKeys(i, id); n != 0 {
+			t.Errorf("node %d still stores %d keys of the dropped table r.t", i, n)
+		}
+		if n := tc.tableKeys(i, keepID); n != keep[i] {
+			t.Errorf("node %d stores %d keys of r.keep after r.t was dropped, want %d as before", i, n, keep[i])
+		}
+		if s := tableSeries(t, tc.nodes[i].Registry(), "r", "t"); len(s) != 0 {
+			t.Errorf("node %d still exports series for the dropped table r.t in %v", i, s)
+		}
+		if s := tableSeries(t, tc.nodes[i].Registry(), "r", "keep"); len(s) == 0 {
+			t.Errorf("node %d lost the series of r.keep when r.t was dropped", i)
+		}
+	}
+
+	exec(t, c, client.One, "CREATE TABLE r.t (k text PRIMARY KEY, v int)")
+	if newID := tableID(t, tc.nodes[0].Schema(), "r", "t"); newID == id {
+		t.Fatalf("r.t created again has the dropped table's id %d", id)
+	}
+	for i := range 30 {
+		if rows := exec(t, c, client.All, fmt.Sprintf("SELECT v FROM r.t WHERE k = 'k%d'", i)).Rows; len(rows) != 0 {
+			t.Fatalf("r.t created again returns %v for k%d, want no rows", rows, i)
+		}
+	}
+}
+
+// TestDropReachesANodeThatWasDown drops a table and a keyspace while a node is down: when the
+// node comes back and learns of the drops, their data leaves its store too.
+func TestDropReachesANodeThatWasDown(t *testing.T) {
+	tc := startCluster(t, 3)
+	c := tc.client(0)
+	for _, stmt := range []string{
+		"CREATE KEYSPACE r WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE r.t (k text PRIMARY KEY, v int)",
+		"CREATE KEYSPACE gone WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE gone.u (k text PRIMARY KEY, v int)",
+	} {
+		exec(t, c, client.One, stmt)
+	}
+	for i := range 20 {
+		exec(t, c, client.All, fmt.Sprintf("INSERT INTO r.t (k, v) VALUES ('k%d', %d)", i, i))
+		exec(t, c, client.All, fmt.Sprintf("INSERT INTO gone.u (k, v) VALUES ('k%d', %d)", i, i))
+	}
+	tID, uID := tableID(t, tc.nodes[0].Schema(), "r", "t"), tableID(t, tc.nodes[0].Schema(), "gone", "u")
+	tc.stop(2)
+	exec(t, c, client.One, "DROP TABLE r.t")
+	exec(t, c, client.One, "DROP KEYSPACE gone")
+	tc.restart(2)
+	tc.waitSchema("every node, the restarted one too, has neither r.t nor gone", func(s *schema.Schema) bool {
+		_, hasT := s.Table("r", "t")
+		_, hasK := s.Keyspace("gone")
+		return !hasT && !hasK
+	})
+	for i := range tc.nodes {
+		if n, m := tc.tableKeys(i, tID), tc.tableKeys(i, uID); n != 0 || m != 0 {
+			t.Errorf("node %d stores %d keys of the dropped r.t and %d of gone.u, want none", i, n, m)
+		}
+	}
 }
