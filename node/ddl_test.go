@@ -336,3 +336,21 @@ func TestDropReachesANodeThatWasDown(t *testing.T) {
 		}
 	}
 }
+
+// TestDDLOnImpossibleKeyspaceNamesFailsAsInvalid: names no keyspace can have fail with the
+// schema's own message, not a consensus error.
+func TestDDLOnImpossibleKeyspaceNamesFailsAsInvalid(t *testing.T) {
+	tc := startCluster(t, 1)
+	c := tc.client(0)
+	for stmt, want := range map[string]string{
+		`CREATE KEYSPACE "a-b" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`: "may contain only letters, digits and underscores",
+		`DROP KEYSPACE "a b"`:                      `unknown keyspace "a b"`,
+		`CREATE TABLE "x.y".t (k int PRIMARY KEY)`: `unknown keyspace "x.y"`,
+		"CREATE KEYSPACE " + strings.Repeat("k", 49) + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}": "the maximum is 48",
+	} {
+		var ie *client.InvalidError
+		if err := execErr(c, stmt); !errors.As(err, &ie) || !strings.Contains(ie.Message, want) {
+			t.Errorf("%s: %v, want an invalid-statement error containing %q", stmt, err, want)
+		}
+	}
+}

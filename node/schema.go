@@ -185,6 +185,14 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 	if err != nil {
 		return false, nil, &coordinator.InvalidError{Err: err}
 	}
+	if err := checkKeyspaceName(ks); err != nil {
+		// No such keyspace can exist: the schema says why the statement fails ("may contain
+		// only letters ...", "unknown keyspace ...") without asking the cluster.
+		if _, aerr := h.Schema().Apply(stmt, keyspace, schema.Change{Version: h.nextVersion()}); aerr != nil {
+			err = aerr
+		}
+		return false, nil, &coordinator.InvalidError{Err: err}
+	}
 	h.mu.Lock()
 	proposer, notify := h.proposer, h.notify
 	h.mu.Unlock()
