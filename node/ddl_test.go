@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -352,5 +357,53 @@ func TestDDLOnImpossibleKeyspaceNamesFailsAsInvalid(t *testing.T) {
 		if err := execErr(c, stmt); !errors.As(err, &ie) || !strings.Contains(ie.Message, want) {
 			t.Errorf("%s: %v, want an invalid-statement error containing %q", stmt, err, want)
 		}
+	}
+}
+
+// TestStartDeletesDataOfTablesNotInTheSchema plants keys of a table id the schema does not
+// hold (as a write that landed after its table's drop would leave) in a stopped node's store:
+// the node deletes them when it starts, and keeps its tables' data.
+func TestStartDeletesDataOfTablesNotInTheSchema(t *testing.T) {
+	tc := startCluster(t, 1)
+	c := tc.client(0)
+	exec(t, c, client.One, "CREATE KEYSPACE r WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	exec(t, c, client.One, "CREATE TABLE r.t (k text PRIMARY KEY, v int)")
+	exec(t, c, client.One, "INSERT INTO r.t (k, v) VALUES ('a', 1)")
+	live := tableID(t, tc.nodes[0].Schema(), "r", "t")
+	tc.stop(0)
+
+	st, err := replica.Open(filepath.Join(tc.dirs[0], "data"), smallStorage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create, err := cql.ParseStatement("CREATE TABLE r.orphan (k text PRIMARY KEY, v int)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const orphan = schema.TableID(0xdead)
+	tb, err := schema.NewTable(create.(*cql.CreateTableStmt), "r", orphan, schema.Version{Timestamp: 1, Node: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := int64(1)
+	if err := st.Apply(tb, &replicapb.Mutation{
+		TableId: uint64(orphan), PartitionKey: [][]byte{[]byte("a")}, Token: partitioner.Token(partitioner.AppendKey(nil, [][]byte{[]byte("a")})),
+		Rows: []*replicapb.Row{{Marker: &v}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := st.TableKeys(orphan); n == 0 {
+		t.Fatal("planting the orphan keys wrote nothing")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tc.restart(0)
+	if n := tc.tableKeys(0, orphan); n != 0 {
+		t.Errorf("after a start, %d keys of table id %#x (not in the schema) remain", n, uint64(orphan))
+	}
+	if n := tc.tableKeys(0, live); n == 0 {
+		t.Errorf("the start deleted the keys of r.t, a table in the schema")
 	}
 }
