@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -81,4 +82,20 @@ func (c *Cluster) disagreeing() []NodeID {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// SchemaVoters returns the members that vote on schema changes: every ring member, down ones
+// included, sorted by id (a majority of them must agree to a change). It fails while the node
+// has seeds to join but has met no other member: until then it cannot know its cluster's size,
+// and a change it agreed on alone could contradict the cluster's.
+func (c *Cluster) SchemaVoters() ([]Member, error) {
+	ms := c.Members()
+	if len(ms) == 1 {
+		for _, s := range c.cfg.Seeds {
+			if !c.isSelf(s) {
+				return nil, fmt.Errorf("cluster: this node has not joined its cluster yet (seeds %v); schema changes wait until it has", c.cfg.Seeds)
+			}
+		}
+	}
+	return ms, nil
 }

@@ -10,30 +10,19 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// executeDDL applies a schema statement cluster wide through the SchemaManager.
-//
-// The statement is first applied to the current schema as a dry run (schema values are
-// immutable, so nothing changes): its errors are the statement's fault and become an
-// *InvalidError, while an error from ApplyDDL itself for a statement that passed the dry run
-// (persisting, pushing) is an internal error, unless it wraps one of the schema package's
-// sentinel errors because a concurrent change got there first.
+// executeDDL applies a schema statement cluster wide through the SchemaManager, which agrees
+// on it with the cluster (so that concurrent changes to one name have one winner) against the
+// cluster's schema rather than this node's copy: there is no dry run here. The manager reports
+// a statement that does not fit that schema as an *InvalidError (or an error wrapping one of the
+// schema package's sentinel errors); any other error of it is internal, or carries its own gRPC
+// status (a majority of the cluster unreachable).
 func (e *Executor) executeDDL(ctx context.Context, stmt cql.Statement, keyspace string) (*kvnodepb.ExecuteResponse, error) {
-	s := e.schema.Schema()
-	v := schema.Version{Timestamp: e.now().UnixMicro(), Node: string(e.localID)}
-	change := schema.Change{Version: v}
-	if st, ok := stmt.(*cql.CreateTableStmt); ok {
-		ks := st.Table.Keyspace.Name
-		if ks == "" {
-			ks = keyspace
-		}
-		change.TableID = schema.TableIDFor(ks, st.Table.Name.Name, v)
-	}
-	if _, err := s.Apply(stmt, keyspace, change); err != nil {
-		return nil, invalid(stmt, err)
-	}
 	changed, warnings, err := e.schema.ApplyDDL(ctx, stmt, keyspace)
+	var ie *InvalidError
 	switch {
 	case err == nil:
+	case errors.As(err, &ie):
+		return nil, invalid(stmt, ie.Err)
 	case errors.Is(err, schema.ErrUnknownKeyspace), errors.Is(err, schema.ErrUnknownTable), errors.Is(err, schema.ErrExists):
 		return nil, invalid(stmt, err)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):

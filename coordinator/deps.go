@@ -43,8 +43,10 @@ type SchemaManager interface {
 	// ApplyDDL applies a schema statement (CREATE/DROP KEYSPACE, CREATE/ALTER/DROP TABLE) cluster
 	// wide: validated and applied locally, persisted, pushed to live peers, then it waits for schema
 	// agreement. changed is false when IF [NOT] EXISTS made the statement a no-op. warnings name the
-	// nodes that had not agreed when the bounded wait ended. Errors wrapping schema.ErrUnknownKeyspace,
-	// schema.ErrUnknownTable, schema.ErrExists or any validation failure mean an invalid request.
+	// nodes that had not agreed when the bounded wait ended. A statement that does not fit the
+	// schema is an *InvalidError (errors wrapping schema.ErrUnknownKeyspace, schema.ErrUnknownTable
+	// or schema.ErrExists are taken as invalid too); other errors are internal unless they carry
+	// their own gRPC status.
 	ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace string) (changed bool, warnings []string, err error)
 }
 

@@ -81,9 +81,9 @@
 // kvnodepb.KVNode. For each statement the Executor parses it (one statement per request),
 // then:
 //
-//   - Schema statements are validated against the current schema (a dry run on the immutable
-//     value; its errors are the client's, *InvalidError) and applied cluster wide with
-//     SchemaManager.ApplyDDL. USE checks the keyspace and returns it; DESCRIBE renders from the
+//   - Schema statements go to SchemaManager.ApplyDDL, which agrees on them with the cluster
+//     and checks them against the agreed schema (its statement errors are the client's,
+//     *InvalidError). USE checks the keyspace and returns it; DESCRIBE renders from the
 //     schema, DESCRIBE CLUSTER from the ClusterDescriber.
 //   - INSERT, UPDATE, DELETE and SELECT are prepared against the schema (package schema), the
 //     partition key's token computed (package partitioner, Cassandra's Murmur3), the replicas

@@ -71,17 +71,9 @@ func (m *schemaManager) ApplyDDL(_ context.Context, stmt cql.Statement, keyspace
 	}
 	s := m.cur.Load()
 	v := schema.Version{Timestamp: m.clock.Now().UnixMicro(), Node: m.node}
-	c := schema.Change{Version: v}
-	if st, ok := stmt.(*cql.CreateTableStmt); ok {
-		ks := st.Table.Keyspace.Name
-		if ks == "" {
-			ks = keyspace
-		}
-		c.TableID = schema.TableIDFor(ks, st.Table.Name.Name, v)
-	}
-	ns, err := s.Apply(stmt, keyspace, c)
+	ns, err := s.Apply(stmt, keyspace, schema.Change{Version: v})
 	if err != nil {
-		return false, nil, err
+		return false, nil, &coordinator.InvalidError{Err: err}
 	}
 	m.cur.Store(ns)
 	return ns != s, nil, nil

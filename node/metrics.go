@@ -52,6 +52,11 @@ type coordinatorMetrics struct {
 
 	tables   atomic.Pointer[map[tableName]*tableMetrics] // copy-on-write
 	tablesMu sync.Mutex                                  // serialises writers
+
+	// isTable reports whether a table exists in the node's current schema; nil means every
+	// table does. A table's children are created only while it exists, so a request still in
+	// flight when its table is dropped does not bring back the series forgetTable removed.
+	isTable func(keyspace, table string) bool
 }
 
 type tableName struct{ keyspace, table string }
@@ -194,6 +199,9 @@ func (m *coordinatorMetrics) table(keyspace, table string) *tableMetrics {
 			return t
 		}
 	}
+	if m.isTable != nil && !m.isTable(keyspace, table) {
+		return detachedTableMetrics()
+	}
 	t := &tableMetrics{}
 	for o, op := range limitedOpNames {
 		for r, res := range resultNames {
@@ -220,6 +228,52 @@ func (m *coordinatorMetrics) table(keyspace, table string) *tableMetrics {
 	next[k] = t
 	m.tables.Store(&next)
 	return t
+}
+
+// detachedTableMetrics returns children that count into no exported series: for a request that
+// reports on a table dropped since it began.
+func detachedTableMetrics() *tableMetrics {
+	c := func() prometheus.Counter { return prometheus.NewCounter(prometheus.CounterOpts{Name: "detached"}) }
+	t := &tableMetrics{repaired: c()}
+	for o := range t.requests {
+		for r := range t.requests[o] {
+			t.requests[o][r] = c()
+		}
+		for by := range t.rateLimited[o] {
+			t.rateLimited[o][by] = c()
+		}
+		t.disagree[o] = c()
+	}
+	for r := range t.repairs {
+		t.repairs[r] = c()
+	}
+	return t
+}
+
+// forgetTable deletes the series of table keyspace.table, once it is dropped: a table created
+// again under the name starts from zero.
+func (m *coordinatorMetrics) forgetTable(keyspace, table string) {
+	m.tablesMu.Lock()
+	defer m.tablesMu.Unlock()
+	labels := prometheus.Labels{"keyspace": keyspace, "table": table}
+	for _, v := range []*prometheus.CounterVec{m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec} {
+		v.DeletePartialMatch(labels)
+	}
+	cur := m.tables.Load()
+	if cur == nil {
+		return
+	}
+	k := tableName{keyspace, table}
+	if _, ok := (*cur)[k]; !ok {
+		return
+	}
+	next := make(map[tableName]*tableMetrics, len(*cur))
+	for n, t := range *cur {
+		if n != k {
+			next[n] = t
+		}
+	}
+	m.tables.Store(&next)
 }
 
 // Describe implements prometheus.Collector.

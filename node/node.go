@@ -195,6 +195,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := n.initDDL(); err != nil {
+		return nil, err
+	}
 
 	if n.cluster, err = cluster.Start(ctx, cluster.Config{
 		DataDir:                cfg.DataDir,
@@ -237,6 +240,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	n.startDDL(coordMetrics)
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -252,6 +256,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	limit := MessageLimit(cfg.MaxMutationSize)
 	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit))
 	replicapb.RegisterReplicaServer(n.grpc, n.replica)
+	replicapb.RegisterSchemaPaxosServer(n.grpc, n.schema.acceptor)
 	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n, limit: limit})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)

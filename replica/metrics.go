@@ -166,11 +166,15 @@ type opState struct {
 }
 
 // opStates interns (table id, op) pairs into their opState. Lookups of known pairs read a
-// copy-on-write map without locking or allocating; a new pair copies the map once. Labels of
-// dropped tables are never reused.
+// copy-on-write map without locking or allocating; a new pair copies the map once. A dropped
+// table's pairs are forgotten (their metric series vanish); labels are never reused, so a
+// counter of a dropped table still decaying in the limiter never counts for another one.
 type opStates struct {
 	m  atomic.Pointer[map[labelKey]*opState]
 	mu sync.Mutex // serialises writers
+
+	next    uint32                  // the next label; guarded by mu
+	dropped map[schema.TableID]bool // tables forgotten; guarded by mu
 }
 
 type labelKey struct {
@@ -196,7 +200,13 @@ func (l *opStates) get(t *schema.Table, op replicapb.Op) *opState {
 		}
 		n = len(*old)
 	}
-	st := &opState{label: uint32(n), keyspace: t.Keyspace, table: t.Name, op: op}
+	st := &opState{label: l.next, keyspace: t.Keyspace, table: t.Name, op: op}
+	l.next++
+	if l.dropped[t.ID] {
+		// A request that resolved the table before its drop: count it into a state nobody
+		// exports, rather than bring the dropped table's series back.
+		return st
+	}
 	next := make(map[labelKey]*opState, n+1)
 	if old != nil {
 		for k, v := range *old {
@@ -206,6 +216,27 @@ func (l *opStates) get(t *schema.Table, op replicapb.Op) *opState {
 	next[k] = st
 	l.m.Store(&next)
 	return st
+}
+
+// forget removes the states of table id and keeps it from getting new ones.
+func (l *opStates) forget(id schema.TableID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropped == nil {
+		l.dropped = map[schema.TableID]bool{}
+	}
+	l.dropped[id] = true
+	old := l.m.Load()
+	if old == nil {
+		return
+	}
+	next := make(map[labelKey]*opState, len(*old))
+	for k, v := range *old {
+		if k.table != id {
+			next[k] = v
+		}
+	}
+	l.m.Store(&next)
 }
 
 // lookup returns the state of (id, op) if it exists.

@@ -3,7 +3,10 @@ package schema
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"slices"
+
+	"github.com/kvnode/kvnode/cql"
 )
 
 // Merge returns the union of two nodes' schemas, object by object, last
@@ -67,3 +70,88 @@ func compareTables(a, b *Table) int {
 func sortKeyspaces(ks []*Keyspace) {
 	slices.SortFunc(ks, func(a, b *Keyspace) int { return cmp.Compare(a.Name, b.Name) })
 }
+
+// Restrict returns the part of s that belongs to keyspace name: its entry
+// (live or a tombstone) and its tables' entries (tombstones included), or
+// the empty schema when s has no entry for name. It is the value schema
+// consensus agrees on per keyspace; merging it into a schema that has
+// seen every earlier value of the keyspace yields the keyspace's state in
+// it exactly.
+func (s *Schema) Restrict(name string) *Schema {
+	ks := map[string]*Keyspace{}
+	ts := map[tableKey]*Table{}
+	if k, ok := s.keyspaces[name]; ok {
+		ks[name] = k
+		for key, t := range s.tables {
+			if key.keyspace == name {
+				ts[key] = t
+			}
+		}
+	}
+	return finish(ks, ts)
+}
+
+// HoldsOnly reports whether every entry of s belongs to keyspace name: a
+// check on a Restrict value received from another node.
+func (s *Schema) HoldsOnly(name string) bool {
+	for k := range s.keyspaces {
+		if k != name {
+			return false
+		}
+	}
+	for key := range s.tables {
+		if key.keyspace != name {
+			return false
+		}
+	}
+	return true
+}
+
+// EntryVersion returns the Version of the entry for keyspace (table "")
+// or for table keyspace.table, live or a tombstone: the version of the
+// last change to that name. It reports false when s has no entry for it.
+func (s *Schema) EntryVersion(keyspace, table string) (Version, bool) {
+	if table == "" {
+		k, ok := s.keyspaces[keyspace]
+		if !ok {
+			return Version{}, false
+		}
+		return k.Version, true
+	}
+	t, ok := s.tables[tableKey{keyspace, table}]
+	if !ok {
+		return Version{}, false
+	}
+	return t.Version, true
+}
+
+// StatementTarget returns the keyspace a schema statement changes and the
+// table in it ("" for CREATE and DROP KEYSPACE), resolving an unqualified
+// table name against the current keyspace. It fails for a table name
+// without a keyspace when there is no current one, and for statements that
+// are not schema changes.
+func StatementTarget(stmt cql.Statement, current string) (keyspace, table string, err error) {
+	var tn cql.TableName
+	switch st := stmt.(type) {
+	case *cql.CreateKeyspaceStmt:
+		return st.Name.Name, "", nil
+	case *cql.DropKeyspaceStmt:
+		return st.Name.Name, "", nil
+	case *cql.CreateTableStmt:
+		tn = st.Table
+	case *cql.AlterTableStmt:
+		tn = st.Table
+	case *cql.DropTableStmt:
+		tn = st.Table
+	default:
+		return "", "", fmt.Errorf("%s is not a schema statement", StatementName(stmt))
+	}
+	ks, err := resolveKeyspace(tn, current)
+	if err != nil {
+		return "", "", err
+	}
+	return ks, tn.Name.Name, nil
+}
+
+// Empty reports whether s has never held a keyspace (not even a dropped one).
+func (s *Schema) Empty() bool { return len(s.keyspaces) == 0 }

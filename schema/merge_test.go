@@ -210,3 +210,103 @@ func TestMergeEqualIsIdentity(t *testing.T) {
 		t.Errorf("merging an equal schema returned a new value, want the receiver")
 	}
 }
+
+// TestRestrictIsTheKeyspacesPart checks the value schema consensus agrees on: a keyspace's
+// entries only, tombstones included, and merging the parts back gives the whole.
+func TestRestrictIsTheKeyspacesPart(t *testing.T) {
+	n := &node{id: "a", clock: 100, s: New()}
+	n.exec(t, ksDDL)
+	n.exec(t, "CREATE TABLE ks.t (k int PRIMARY KEY)")
+	n.exec(t, "CREATE TABLE ks.u (k int PRIMARY KEY)")
+	n.exec(t, "DROP TABLE ks.u")
+	n.exec(t, "CREATE KEYSPACE other WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	n.exec(t, "CREATE TABLE other.t (k int PRIMARY KEY)")
+	n.exec(t, "CREATE KEYSPACE gone WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	n.exec(t, "DROP KEYSPACE gone")
+
+	ks := n.s.Restrict("ks")
+	if !ks.HoldsOnly("ks") || ks.HoldsOnly("other") {
+		t.Errorf("Restrict(ks).HoldsOnly: ks %v, other %v; want true, false", ks.HoldsOnly("ks"), ks.HoldsOnly("other"))
+	}
+	if got := len(ks.Tables("")); got != 1 {
+		t.Errorf("Restrict(ks) has %d live tables, want 1 (ks.t)", got)
+	}
+	if _, ok := ks.EntryVersion("ks", "u"); !ok {
+		t.Errorf("Restrict(ks) lost the tombstone of ks.u")
+	}
+	if v, ok := n.s.Restrict("gone").EntryVersion("gone", ""); !ok || v.Timestamp != 108 {
+		t.Errorf("Restrict(gone).EntryVersion = %v, %v; want the drop's version 108@a", v, ok)
+	}
+	if !New().Restrict("x").Empty() || !n.s.Restrict("nothing").Empty() {
+		t.Errorf("Restrict of a name without entries is not empty")
+	}
+	whole := New()
+	for _, name := range []string{"gone", "other", "ks"} {
+		whole = whole.Merge(n.s.Restrict(name))
+	}
+	if !sameSchema(whole, n.s) {
+		t.Errorf("merging every keyspace's part does not give the whole schema back")
+	}
+}
+
+// TestApplyDerivesTableIDs: a CREATE TABLE without an id gets TableIDFor of its name and the
+// version of its creation, raised above a dropped predecessor's.
+func TestApplyDerivesTableIDs(t *testing.T) {
+	s, err := Build(ksDDL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create, _ := cql.ParseStatement("CREATE TABLE ks.t (k int PRIMARY KEY)")
+	drop, _ := cql.ParseStatement("DROP TABLE ks.t")
+	v := Version{Timestamp: 10, Node: "n1"}
+	s1, err := s.Apply(create, "", Change{Version: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1, _ := s1.Table("ks", "t")
+	if t1.ID != TableIDFor("ks", "t", v) {
+		t.Errorf("table id %d, want TableIDFor(ks, t, %v) = %d", t1.ID, v, TableIDFor("ks", "t", v))
+	}
+	s2, err := s1.Apply(drop, "", Change{Version: Version{Timestamp: 20, Node: "n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A clock behind the drop: the creation's version is raised above it, and so its id is new.
+	s3, err := s2.Apply(create, "", Change{Version: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t3, _ := s3.Table("ks", "t")
+	if t3.ID == t1.ID || t3.Version.Compare(Version{Timestamp: 20, Node: "n1"}) <= 0 {
+		t.Errorf("table created again after a drop: id %d (first %d), version %v; want a new id and a version after the drop's", t3.ID, t1.ID, t3.Version)
+	}
+}
+
+func TestStatementTarget(t *testing.T) {
+	tests := []struct {
+		src, current, ks, table, err string
+	}{
+		{"CREATE KEYSPACE a WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", "", "a", "", ""},
+		{"DROP KEYSPACE a", "b", "a", "", ""},
+		{"CREATE TABLE t (k int PRIMARY KEY)", "cur", "cur", "t", ""},
+		{"ALTER TABLE x.t WITH per_partition_rate_limit = {}", "cur", "x", "t", ""},
+		{"DROP TABLE t", "", "", "", "no keyspace for table t"},
+		{"SELECT * FROM x.t WHERE k = 1", "", "", "", "SELECT is not a schema statement"},
+	}
+	for _, tt := range tests {
+		st, err := cql.ParseStatement(tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		ks, table, err := StatementTarget(st, tt.current)
+		if tt.err != "" {
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tt.err)) {
+				t.Errorf("StatementTarget(%s) error %v, want %q", tt.src, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || ks != tt.ks || table != tt.table {
+			t.Errorf("StatementTarget(%s, %q) = %q, %q, %v; want %q, %q", tt.src, tt.current, ks, table, err, tt.ks, tt.table)
+		}
+	}
+}

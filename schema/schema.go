@@ -24,9 +24,9 @@ var (
 )
 
 // TableID identifies a table for as long as it exists; storage keys carry
-// it. It is chosen by the node that executes CREATE TABLE (TableIDFor
-// derives one), never changes, and is never reused: a table dropped and
-// created again gets a new id. 0 is not a valid id.
+// it. Apply derives it from the table's name and the version of its
+// creation (TableIDFor), so it never changes and is never reused: a table
+// dropped and created again gets a new id. 0 is not a valid id.
 type TableID uint64
 
 // Version orders the changes to one schema object (a keyspace or a table):
@@ -64,7 +64,9 @@ type Change struct {
 	// timestamp when needed so the change supersedes the object it replaces.
 	Version Version
 	// TableID is the id of the table a CREATE TABLE creates; other
-	// statements ignore it. It must be non-zero and unused.
+	// statements ignore it. 0 (the usual case) derives it with TableIDFor
+	// from the table's name and the version of its creation, the one place
+	// table ids come from; a non-zero id must be unused.
 	TableID TableID
 }
 
@@ -406,7 +408,11 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 	if exists {
 		v = after(v, prev.Version)
 	}
-	t, err := NewTable(st, ksName, c.TableID, v)
+	id := c.TableID
+	if id == 0 {
+		id = TableIDFor(ksName, st.Table.Name.Name, v)
+	}
+	t, err := NewTable(st, ksName, id, v)
 	if err != nil {
 		return nil, err
 	}

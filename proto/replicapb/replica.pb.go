@@ -1447,6 +1447,411 @@ func (x *TopPartitionsResponse) GetPartitions() []*HotPartition {
 	return nil
 }
 
+// SchemaBallot orders proposals: by counter, then node id. The zero ballot (counter 0) means none.
+type SchemaBallot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Counter       int64                  `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaBallot) Reset() {
+	*x = SchemaBallot{}
+	mi := &file_replica_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaBallot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaBallot) ProtoMessage() {}
+
+func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaBallot.ProtoReflect.Descriptor instead.
+func (*SchemaBallot) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SchemaBallot) GetCounter() int64 {
+	if x != nil {
+		return x.Counter
+	}
+	return 0
+}
+
+func (x *SchemaBallot) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type SchemaPrepareRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Ballot        *SchemaBallot          `protobuf:"bytes,2,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaPrepareRequest) Reset() {
+	*x = SchemaPrepareRequest{}
+	mi := &file_replica_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaPrepareRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaPrepareRequest) ProtoMessage() {}
+
+func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaPrepareRequest.ProtoReflect.Descriptor instead.
+func (*SchemaPrepareRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SchemaPrepareRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *SchemaPrepareRequest) GetBallot() *SchemaBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+type SchemaPrepareResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the node promised the ballot. When it did not, highest is the highest ballot it has promised or
+	// accepted for the keyspace, for the proposer to exceed.
+	Promised bool          `protobuf:"varint,1,opt,name=promised,proto3" json:"promised,omitempty"`
+	Highest  *SchemaBallot `protobuf:"bytes,2,opt,name=highest,proto3" json:"highest,omitempty"`
+	// When promised: the ballot of the value the node last accepted for the keyspace (unset: none) and that
+	// value. A node that never accepted one answers with the keyspace's part of its current schema instead.
+	Accepted      *SchemaBallot `protobuf:"bytes,3,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Value         []byte        `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaPrepareResponse) Reset() {
+	*x = SchemaPrepareResponse{}
+	mi := &file_replica_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaPrepareResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaPrepareResponse) ProtoMessage() {}
+
+func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaPrepareResponse.ProtoReflect.Descriptor instead.
+func (*SchemaPrepareResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SchemaPrepareResponse) GetPromised() bool {
+	if x != nil {
+		return x.Promised
+	}
+	return false
+}
+
+func (x *SchemaPrepareResponse) GetHighest() *SchemaBallot {
+	if x != nil {
+		return x.Highest
+	}
+	return nil
+}
+
+func (x *SchemaPrepareResponse) GetAccepted() *SchemaBallot {
+	if x != nil {
+		return x.Accepted
+	}
+	return nil
+}
+
+func (x *SchemaPrepareResponse) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type SchemaAcceptRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Ballot   *SchemaBallot          `protobuf:"bytes,2,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	// The keyspace's part of the schema after the change.
+	Value         []byte `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaAcceptRequest) Reset() {
+	*x = SchemaAcceptRequest{}
+	mi := &file_replica_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaAcceptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaAcceptRequest) ProtoMessage() {}
+
+func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaAcceptRequest.ProtoReflect.Descriptor instead.
+func (*SchemaAcceptRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SchemaAcceptRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *SchemaAcceptRequest) GetBallot() *SchemaBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *SchemaAcceptRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type SchemaAcceptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the node accepted the value. When it did not, highest is the ballot it promised instead.
+	Accepted      bool          `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Highest       *SchemaBallot `protobuf:"bytes,2,opt,name=highest,proto3" json:"highest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaAcceptResponse) Reset() {
+	*x = SchemaAcceptResponse{}
+	mi := &file_replica_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaAcceptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaAcceptResponse) ProtoMessage() {}
+
+func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaAcceptResponse.ProtoReflect.Descriptor instead.
+func (*SchemaAcceptResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SchemaAcceptResponse) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *SchemaAcceptResponse) GetHighest() *SchemaBallot {
+	if x != nil {
+		return x.Highest
+	}
+	return nil
+}
+
+// SchemaAcceptorState is what a node persists of its part in schema consensus (schema-paxos.bin in its
+// data directory): per keyspace, the ballot promised and the value accepted.
+type SchemaAcceptorState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Registers     []*SchemaRegister      `protobuf:"bytes,1,rep,name=registers,proto3" json:"registers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaAcceptorState) Reset() {
+	*x = SchemaAcceptorState{}
+	mi := &file_replica_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaAcceptorState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaAcceptorState) ProtoMessage() {}
+
+func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaAcceptorState.ProtoReflect.Descriptor instead.
+func (*SchemaAcceptorState) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SchemaAcceptorState) GetRegisters() []*SchemaRegister {
+	if x != nil {
+		return x.Registers
+	}
+	return nil
+}
+
+type SchemaRegister struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Promised      *SchemaBallot          `protobuf:"bytes,2,opt,name=promised,proto3" json:"promised,omitempty"`
+	Accepted      *SchemaBallot          `protobuf:"bytes,3,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaRegister) Reset() {
+	*x = SchemaRegister{}
+	mi := &file_replica_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaRegister) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaRegister) ProtoMessage() {}
+
+func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaRegister.ProtoReflect.Descriptor instead.
+func (*SchemaRegister) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SchemaRegister) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *SchemaRegister) GetPromised() *SchemaBallot {
+	if x != nil {
+		return x.Promised
+	}
+	return nil
+}
+
+func (x *SchemaRegister) GetAccepted() *SchemaBallot {
+	if x != nil {
+		return x.Accepted
+	}
+	return nil
+}
+
+func (x *SchemaRegister) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -1552,7 +1957,32 @@ const file_replica_proto_rawDesc = "" +
 	"\x15TopPartitionsResponse\x12?\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1f.kvnode.replica.v1.HotPartitionR\n" +
-	"partitions*3\n" +
+	"partitions\"<\n" +
+	"\fSchemaBallot\x12\x18\n" +
+	"\acounter\x18\x01 \x01(\x03R\acounter\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"k\n" +
+	"\x14SchemaPrepareRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x127\n" +
+	"\x06ballot\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06ballot\"\xc1\x01\n" +
+	"\x15SchemaPrepareResponse\x12\x1a\n" +
+	"\bpromised\x18\x01 \x01(\bR\bpromised\x129\n" +
+	"\ahighest\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\ahighest\x12;\n" +
+	"\baccepted\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\baccepted\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\"\x80\x01\n" +
+	"\x13SchemaAcceptRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x127\n" +
+	"\x06ballot\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06ballot\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"m\n" +
+	"\x14SchemaAcceptResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\x129\n" +
+	"\ahighest\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\ahighest\"V\n" +
+	"\x13SchemaAcceptorState\x12?\n" +
+	"\tregisters\x18\x01 \x03(\v2!.kvnode.replica.v1.SchemaRegisterR\tregisters\"\xbc\x01\n" +
+	"\x0eSchemaRegister\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12;\n" +
+	"\bpromised\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\bpromised\x12;\n" +
+	"\baccepted\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\baccepted\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -1566,7 +1996,10 @@ const file_replica_proto_rawDesc = "" +
 	"\x06Mutate\x12 .kvnode.replica.v1.MutateRequest\x1a!.kvnode.replica.v1.MutateResponse\x12G\n" +
 	"\x04Read\x12\x1e.kvnode.replica.v1.ReadRequest\x1a\x1f.kvnode.replica.v1.ReadResponse\x12_\n" +
 	"\fAccountDelta\x12&.kvnode.replica.v1.AccountDeltaRequest\x1a'.kvnode.replica.v1.AccountDeltaResponse\x12b\n" +
-	"\rTopPartitions\x12'.kvnode.replica.v1.TopPartitionsRequest\x1a(.kvnode.replica.v1.TopPartitionsResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
+	"\rTopPartitions\x12'.kvnode.replica.v1.TopPartitionsRequest\x1a(.kvnode.replica.v1.TopPartitionsResponse2\xc6\x01\n" +
+	"\vSchemaPaxos\x12\\\n" +
+	"\aPrepare\x12'.kvnode.replica.v1.SchemaPrepareRequest\x1a(.kvnode.replica.v1.SchemaPrepareResponse\x12Y\n" +
+	"\x06Accept\x12&.kvnode.replica.v1.SchemaAcceptRequest\x1a'.kvnode.replica.v1.SchemaAcceptResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once
@@ -1581,7 +2014,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -1605,6 +2038,13 @@ var file_replica_proto_goTypes = []any{
 	(*TopPartitionsRequest)(nil),  // 19: kvnode.replica.v1.TopPartitionsRequest
 	(*HotPartition)(nil),          // 20: kvnode.replica.v1.HotPartition
 	(*TopPartitionsResponse)(nil), // 21: kvnode.replica.v1.TopPartitionsResponse
+	(*SchemaBallot)(nil),          // 22: kvnode.replica.v1.SchemaBallot
+	(*SchemaPrepareRequest)(nil),  // 23: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaPrepareResponse)(nil), // 24: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptRequest)(nil),   // 25: kvnode.replica.v1.SchemaAcceptRequest
+	(*SchemaAcceptResponse)(nil),  // 26: kvnode.replica.v1.SchemaAcceptResponse
+	(*SchemaAcceptorState)(nil),   // 27: kvnode.replica.v1.SchemaAcceptorState
+	(*SchemaRegister)(nil),        // 28: kvnode.replica.v1.SchemaRegister
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -1630,19 +2070,31 @@ var file_replica_proto_depIdxs = []int32{
 	6,  // 20: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
 	0,  // 21: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
 	20, // 22: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	10, // 23: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
-	14, // 24: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
-	17, // 25: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
-	19, // 26: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
-	11, // 27: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
-	15, // 28: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
-	18, // 29: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
-	21, // 30: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
-	27, // [27:31] is the sub-list for method output_type
-	23, // [23:27] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	22, // 23: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	22, // 24: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	22, // 25: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	22, // 26: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	22, // 27: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	28, // 28: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
+	22, // 29: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	22, // 30: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	10, // 31: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
+	14, // 32: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
+	17, // 33: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
+	19, // 34: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
+	23, // 35: kvnode.replica.v1.SchemaPaxos.Prepare:input_type -> kvnode.replica.v1.SchemaPrepareRequest
+	25, // 36: kvnode.replica.v1.SchemaPaxos.Accept:input_type -> kvnode.replica.v1.SchemaAcceptRequest
+	11, // 37: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
+	15, // 38: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
+	18, // 39: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
+	21, // 40: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
+	24, // 41: kvnode.replica.v1.SchemaPaxos.Prepare:output_type -> kvnode.replica.v1.SchemaPrepareResponse
+	26, // 42: kvnode.replica.v1.SchemaPaxos.Accept:output_type -> kvnode.replica.v1.SchemaAcceptResponse
+	37, // [37:43] is the sub-list for method output_type
+	31, // [31:37] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -1659,9 +2111,9 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   18,
+			NumMessages:   25,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_replica_proto_goTypes,
 		DependencyIndexes: file_replica_proto_depIdxs,

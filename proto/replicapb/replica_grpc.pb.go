@@ -264,3 +264,147 @@ var Replica_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "replica.proto",
 }
+
+const (
+	SchemaPaxos_Prepare_FullMethodName = "/kvnode.replica.v1.SchemaPaxos/Prepare"
+	SchemaPaxos_Accept_FullMethodName  = "/kvnode.replica.v1.SchemaPaxos/Accept"
+)
+
+// SchemaPaxosClient is the client API for SchemaPaxos service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type SchemaPaxosClient interface {
+	// Prepare asks the node to promise never to accept a ballot lower than the request's for the keyspace.
+	Prepare(ctx context.Context, in *SchemaPrepareRequest, opts ...grpc.CallOption) (*SchemaPrepareResponse, error)
+	// Accept asks the node to accept a value for the keyspace under a ballot it has not promised away.
+	Accept(ctx context.Context, in *SchemaAcceptRequest, opts ...grpc.CallOption) (*SchemaAcceptResponse, error)
+}
+
+type schemaPaxosClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewSchemaPaxosClient(cc grpc.ClientConnInterface) SchemaPaxosClient {
+	return &schemaPaxosClient{cc}
+}
+
+func (c *schemaPaxosClient) Prepare(ctx context.Context, in *SchemaPrepareRequest, opts ...grpc.CallOption) (*SchemaPrepareResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SchemaPrepareResponse)
+	err := c.cc.Invoke(ctx, SchemaPaxos_Prepare_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *schemaPaxosClient) Accept(ctx context.Context, in *SchemaAcceptRequest, opts ...grpc.CallOption) (*SchemaAcceptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SchemaAcceptResponse)
+	err := c.cc.Invoke(ctx, SchemaPaxos_Accept_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SchemaPaxosServer is the server API for SchemaPaxos service.
+// All implementations must embed UnimplementedSchemaPaxosServer
+// for forward compatibility.
+type SchemaPaxosServer interface {
+	// Prepare asks the node to promise never to accept a ballot lower than the request's for the keyspace.
+	Prepare(context.Context, *SchemaPrepareRequest) (*SchemaPrepareResponse, error)
+	// Accept asks the node to accept a value for the keyspace under a ballot it has not promised away.
+	Accept(context.Context, *SchemaAcceptRequest) (*SchemaAcceptResponse, error)
+	mustEmbedUnimplementedSchemaPaxosServer()
+}
+
+// UnimplementedSchemaPaxosServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedSchemaPaxosServer struct{}
+
+func (UnimplementedSchemaPaxosServer) Prepare(context.Context, *SchemaPrepareRequest) (*SchemaPrepareResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Prepare not implemented")
+}
+func (UnimplementedSchemaPaxosServer) Accept(context.Context, *SchemaAcceptRequest) (*SchemaAcceptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Accept not implemented")
+}
+func (UnimplementedSchemaPaxosServer) mustEmbedUnimplementedSchemaPaxosServer() {}
+func (UnimplementedSchemaPaxosServer) testEmbeddedByValue()                     {}
+
+// UnsafeSchemaPaxosServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to SchemaPaxosServer will
+// result in compilation errors.
+type UnsafeSchemaPaxosServer interface {
+	mustEmbedUnimplementedSchemaPaxosServer()
+}
+
+func RegisterSchemaPaxosServer(s grpc.ServiceRegistrar, srv SchemaPaxosServer) {
+	// If the following call panics, it indicates UnimplementedSchemaPaxosServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&SchemaPaxos_ServiceDesc, srv)
+}
+
+func _SchemaPaxos_Prepare_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SchemaPrepareRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchemaPaxosServer).Prepare(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SchemaPaxos_Prepare_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchemaPaxosServer).Prepare(ctx, req.(*SchemaPrepareRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SchemaPaxos_Accept_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SchemaAcceptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchemaPaxosServer).Accept(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SchemaPaxos_Accept_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchemaPaxosServer).Accept(ctx, req.(*SchemaAcceptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// SchemaPaxos_ServiceDesc is the grpc.ServiceDesc for SchemaPaxos service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var SchemaPaxos_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "kvnode.replica.v1.SchemaPaxos",
+	HandlerType: (*SchemaPaxosServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Prepare",
+			Handler:    _SchemaPaxos_Prepare_Handler,
+		},
+		{
+			MethodName: "Accept",
+			Handler:    _SchemaPaxos_Accept_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "replica.proto",
+}

@@ -1,0 +1,572 @@
+package node
+
+// Schema consensus: every schema change is a compare-and-set round of Paxos (CASPaxos, Rystsov
+// 2018) on a register per keyspace name, among every known member of the ring. The register
+// holds the keyspace's part of the schema (schema.Schema.Restrict). One round:
+//
+//  1. The proposer picks a ballot above every ballot it has seen and sends Prepare to the
+//     members. An acceptor promises the ballot unless it already promised or accepted a higher
+//     one, and answers with the value it last accepted (and its ballot).
+//  2. With promises from a majority, the proposer takes the value with the highest ballot
+//     among them as the keyspace's current state and applies the statement to it. A statement
+//     that does not fit (CREATE of an existing table, DROP of a missing one) leaves the state
+//     as it is, and the round writes that state back.
+//  3. It sends Accept with the new value under the same ballot. An acceptor accepts unless it
+//     promised a higher ballot meanwhile. With a majority of accepts the value is chosen; the
+//     proposer merges it into its schema, which then spreads by the schema push and pull.
+//
+// Why two concurrent CREATE TABLE ks.t cannot both succeed: each needs a majority to accept its
+// value, under ballots b1 < b2 say. Any two majorities share a member m. If m accepted b1's
+// value before promising b2, its promise to b2 carries that value (or a later one, which was
+// built on it), and the highest accepted ballot among b2's promises is at least b1's: the b2
+// proposer applies its CREATE to a state holding the b1 table and fails with "already
+// exists". If m promised b2 first, it refuses b1's Accept, and b1's proposer retries with a
+// higher ballot, from a state holding the b2 table. Either way one of them sees the other's
+// table. The same holds for every pair of changes to one keyspace: they are linearised.
+//
+// Liveness needs a majority of the known members to answer: with fewer, DDL fails with an
+// error naming the members that did not. Members on the minority side of a partition cannot
+// change the schema; the majority side can, and the minority learns the changes when the
+// partition heals.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvnode/kvnode/internal/atomicfile"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// paxosFile is where a node persists its acceptor state.
+const paxosFile = "schema-paxos.bin"
+
+// Bounds on what an acceptor takes from the wire.
+const (
+	maxBallotCounter = 1 << 62 // far above any clock in microseconds; keeps counter+1 from overflowing
+	maxNodeIDLen     = 256
+	maxKeyspaceLen   = 48
+)
+
+// ballot orders proposals: by counter, then node. The zero ballot is none.
+type ballot struct {
+	counter int64
+	node    string
+}
+
+func (b ballot) compare(o ballot) int {
+	if c := cmp.Compare(b.counter, o.counter); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.node, o.node)
+}
+
+func (b ballot) isZero() bool { return b.counter == 0 && b.node == "" }
+
+func (b ballot) String() string { return fmt.Sprintf("%d@%s", b.counter, b.node) }
+
+func (b ballot) proto() *replicapb.SchemaBallot {
+	if b.isZero() {
+		return nil
+	}
+	return &replicapb.SchemaBallot{Counter: b.counter, Node: b.node}
+}
+
+func ballotOf(p *replicapb.SchemaBallot) ballot {
+	return ballot{counter: p.GetCounter(), node: p.GetNode()}
+}
+
+// checkBallot validates a ballot from the wire.
+func checkBallot(what string, b ballot) error {
+	if b.counter <= 0 || b.counter >= maxBallotCounter {
+		return fmt.Errorf("%s ballot counter %d is outside (0, 2^62)", what, b.counter)
+	}
+	if b.node == "" || len(b.node) > maxNodeIDLen {
+		return fmt.Errorf("%s ballot node id is empty or longer than %d bytes", what, maxNodeIDLen)
+	}
+	return nil
+}
+
+// checkKeyspaceName validates a register name from the wire: a keyspace name as the schema
+// accepts them.
+func checkKeyspaceName(name string) error {
+	if name == "" || len(name) > maxKeyspaceLen {
+		return fmt.Errorf("keyspace name %q is empty or longer than %d characters", name, maxKeyspaceLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return fmt.Errorf("keyspace name %q may contain only letters, digits and underscores", name)
+		}
+	}
+	return nil
+}
+
+// decodeKeyspaceValue decodes a register value and checks that it holds only keyspace ks.
+func decodeKeyspaceValue(ks string, b []byte) (*schema.Schema, error) {
+	s, err := schema.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("value for keyspace %s: %w", ks, err)
+	}
+	if !s.HoldsOnly(ks) {
+		return nil, fmt.Errorf("value for keyspace %s holds entries of other keyspaces", ks)
+	}
+	return s, nil
+}
+
+// register is an acceptor's state for one keyspace name.
+type register struct {
+	promised, accepted ballot
+	value              []byte // accepted's value
+}
+
+// schemaAcceptor is a node's acceptor for schema consensus (replicapb.SchemaPaxosServer). It
+// persists every promise and accept before answering, so a restarted node keeps its word.
+type schemaAcceptor struct {
+	replicapb.UnimplementedSchemaPaxosServer
+
+	path string
+	// local returns the keyspace's part of the node's schema: what the acceptor answers for a
+	// keyspace it never accepted a value of (a schema from before consensus, or none).
+	local func(keyspace string) *schema.Schema
+
+	mu   sync.Mutex
+	regs map[string]*register
+}
+
+// openAcceptor loads the acceptor state persisted in dir, or starts empty.
+func openAcceptor(dir string, local func(string) *schema.Schema) (*schemaAcceptor, error) {
+	a := &schemaAcceptor{path: filepath.Join(dir, paxosFile), local: local, regs: map[string]*register{}}
+	data, err := os.ReadFile(a.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return a, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node: schema consensus state: %w", err)
+	}
+	var st replicapb.SchemaAcceptorState
+	if err := proto.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("node: schema consensus state %s is corrupt: %w", a.path, err)
+	}
+	for _, r := range st.Registers {
+		ks := r.GetKeyspace()
+		if err := checkKeyspaceName(ks); err != nil {
+			return nil, fmt.Errorf("node: schema consensus state %s is corrupt: %w", a.path, err)
+		}
+		reg := &register{promised: ballotOf(r.Promised), accepted: ballotOf(r.Accepted), value: r.Value}
+		if !reg.accepted.isZero() {
+			if _, err := decodeKeyspaceValue(ks, reg.value); err != nil {
+				return nil, fmt.Errorf("node: schema consensus state %s is corrupt: %w", a.path, err)
+			}
+		}
+		a.regs[ks] = reg
+	}
+	return a, nil
+}
+
+// persistLocked writes the acceptor state atomically. a.mu must be held.
+func (a *schemaAcceptor) persistLocked() error {
+	names := make([]string, 0, len(a.regs))
+	for ks := range a.regs {
+		names = append(names, ks)
+	}
+	slices.Sort(names)
+	st := &replicapb.SchemaAcceptorState{}
+	for _, ks := range names {
+		r := a.regs[ks]
+		st.Registers = append(st.Registers, &replicapb.SchemaRegister{
+			Keyspace: ks, Promised: r.promised.proto(), Accepted: r.accepted.proto(), Value: r.value,
+		})
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("node: encode schema consensus state: %w", err)
+	}
+	if err := atomicfile.Write(a.path, data); err != nil {
+		return fmt.Errorf("node: persist schema consensus state: %w", err)
+	}
+	return nil
+}
+
+func (r *register) highest() ballot {
+	if r.accepted.compare(r.promised) > 0 {
+		return r.accepted
+	}
+	return r.promised
+}
+
+// Prepare implements replicapb.SchemaPaxosServer.
+func (a *schemaAcceptor) Prepare(_ context.Context, req *replicapb.SchemaPrepareRequest) (*replicapb.SchemaPrepareResponse, error) {
+	ks, b := req.GetKeyspace(), ballotOf(req.GetBallot())
+	if err := checkKeyspaceName(ks); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "schema prepare: "+err.Error())
+	}
+	if err := checkBallot("schema prepare", b); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.regs[ks]
+	if r == nil {
+		r = &register{}
+	}
+	if h := r.highest(); b.compare(h) <= 0 {
+		return &replicapb.SchemaPrepareResponse{Promised: false, Highest: h.proto()}, nil
+	}
+	prev := *r
+	r.promised = b
+	a.regs[ks] = r
+	if err := a.persistLocked(); err != nil {
+		*r = prev
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	resp := &replicapb.SchemaPrepareResponse{Promised: true, Accepted: r.accepted.proto(), Value: r.value}
+	if r.accepted.isZero() {
+		resp.Value = a.local(ks).Encode()
+	}
+	return resp, nil
+}
+
+// Accept implements replicapb.SchemaPaxosServer.
+func (a *schemaAcceptor) Accept(_ context.Context, req *replicapb.SchemaAcceptRequest) (*replicapb.SchemaAcceptResponse, error) {
+	ks, b := req.GetKeyspace(), ballotOf(req.GetBallot())
+	if err := checkKeyspaceName(ks); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "schema accept: "+err.Error())
+	}
+	if err := checkBallot("schema accept", b); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if _, err := decodeKeyspaceValue(ks, req.GetValue()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "schema accept: "+err.Error())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.regs[ks]
+	if r == nil {
+		r = &register{}
+	}
+	if h := r.highest(); b.compare(h) < 0 {
+		return &replicapb.SchemaAcceptResponse{Accepted: false, Highest: h.proto()}, nil
+	}
+	prev := *r
+	r.promised, r.accepted, r.value = b, b, req.GetValue()
+	a.regs[ks] = r
+	if err := a.persistLocked(); err != nil {
+		*r = prev
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &replicapb.SchemaAcceptResponse{Accepted: true}, nil
+}
+
+// voter is a member taking part in schema consensus, as the proposer sees it.
+type voter struct {
+	id   string
+	live bool
+}
+
+// schemaPaxosPeers is what the proposer needs from the cluster.
+type schemaPaxosPeers interface {
+	// voters returns every known member of the ring, this node included, or an error when
+	// the node cannot tell who its cluster is (it has not joined yet).
+	voters() ([]voter, error)
+	// client returns the consensus client of member id.
+	client(id string) (replicapb.SchemaPaxosClient, error)
+}
+
+// Bounds of a proposal: the time a phase may take (schemaProposer.phaseTimeout overrides it),
+// the rounds it may lose to concurrent proposals, and the backoff between those.
+const (
+	defaultPhaseTimeout = 5 * time.Second
+	maxRounds           = 30
+	backoffBase         = 5 * time.Millisecond
+	backoffMax          = 250 * time.Millisecond
+)
+
+// schemaProposer runs consensus rounds for the local node's DDL.
+type schemaProposer struct {
+	self         string
+	local        *schemaAcceptor
+	peers        schemaPaxosPeers
+	now          func() time.Time
+	phaseTimeout time.Duration
+
+	mu      sync.Mutex
+	highest int64 // the highest ballot counter seen
+}
+
+// ErrSchemaUnavailable is wrapped by the errors of schema changes that could not reach a
+// majority of the cluster's members.
+var ErrSchemaUnavailable = errors.New("schema change unavailable")
+
+// schemaUnavailableError is a schema change that a majority did not answer. It is a gRPC
+// UNAVAILABLE for clients.
+type schemaUnavailableError struct{ msg string }
+
+func (e *schemaUnavailableError) Error() string { return e.msg }
+func (e *schemaUnavailableError) Unwrap() error { return ErrSchemaUnavailable }
+
+// GRPCStatus returns UNAVAILABLE (coordinator.ErrorStatus uses it).
+func (e *schemaUnavailableError) GRPCStatus() *status.Status {
+	return status.New(codes.Unavailable, e.msg)
+}
+
+func (p *schemaProposer) nextBallot() ballot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := max(p.now().UnixMicro(), p.highest+1)
+	p.highest = c
+	return ballot{counter: c, node: p.self}
+}
+
+func (p *schemaProposer) observe(b ballot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.highest = max(p.highest, b.counter)
+}
+
+// proposal is one schema change to agree on.
+type proposal struct {
+	keyspace string
+	// apply returns the keyspace's state after the change, given its current state; a state
+	// equal to base (the same pointer) means the change is a no-op. An error leaves the state
+	// as it is and is the change's outcome.
+	apply func(base *schema.Schema) (*schema.Schema, error)
+	// mine reports whether base already holds a state apply returned in an earlier round of
+	// this proposal: a value this proposer got accepted by some members, which another
+	// proposer then completed.
+	mine func(base *schema.Schema) bool
+}
+
+// propose runs rounds until the proposal's change, or its failure, is chosen: it returns the
+// chosen state of the keyspace, whether the change changed it, and the change's error. The
+// chosen state is non-nil whenever the round completed, even with the change's error.
+func (p *schemaProposer) propose(ctx context.Context, pr proposal) (*schema.Schema, bool, error) {
+	for round := 0; ; round++ {
+		if round == maxRounds {
+			return nil, false, &schemaUnavailableError{fmt.Sprintf(
+				"schema change on keyspace %s lost to concurrent changes %d times in a row; retry it", pr.keyspace, maxRounds)}
+		}
+		if round > 0 {
+			d := min(backoffBase<<min(round, 10), backoffMax)
+			t := time.NewTimer(rand.N(d) + d/2)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, false, ctx.Err()
+			case <-t.C:
+			}
+		}
+		chosen, changed, err, retry := p.round(ctx, pr)
+		if !retry {
+			return chosen, changed, err
+		}
+	}
+}
+
+// phaseResult is one member's answer in a phase.
+type phaseResult struct {
+	id       string
+	ok       bool // promised or accepted
+	highest  ballot
+	accepted ballot
+	value    []byte
+	err      error
+}
+
+// round runs one prepare and accept. retry is true when a higher ballot got in the way.
+func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema.Schema, changed bool, outcome error, retry bool) {
+	voters, err := p.peers.voters()
+	if err != nil {
+		return nil, false, &schemaUnavailableError{err.Error()}, false
+	}
+	need := len(voters)/2 + 1
+	var live, down []string
+	for _, v := range voters {
+		if v.live || v.id == p.self {
+			live = append(live, v.id)
+		} else {
+			down = append(down, v.id)
+		}
+	}
+	if len(live) < need {
+		return nil, false, &schemaUnavailableError{fmt.Sprintf(
+			"a schema change needs %d of the cluster's %d nodes to agree, and only %d %s up (down: %s); start the down nodes, or remove the dead ones with kvnode removenode",
+			need, len(voters), len(live), plural(len(live), "is", "are"), strings.Join(down, ", "))}, false
+	}
+	b := p.nextBallot()
+
+	// Phase 1: prepare.
+	promises, others := p.phase(ctx, live, need, func(ctx context.Context, id string) phaseResult {
+		req := &replicapb.SchemaPrepareRequest{Keyspace: pr.keyspace, Ballot: b.proto()}
+		var resp *replicapb.SchemaPrepareResponse
+		var err error
+		if id == p.self {
+			resp, err = p.local.Prepare(ctx, req)
+		} else {
+			var c replicapb.SchemaPaxosClient
+			if c, err = p.peers.client(id); err == nil {
+				resp, err = c.Prepare(ctx, req)
+			}
+		}
+		if err != nil {
+			return phaseResult{id: id, err: err}
+		}
+		return phaseResult{id: id, ok: resp.GetPromised(), highest: ballotOf(resp.GetHighest()),
+			accepted: ballotOf(resp.GetAccepted()), value: resp.GetValue()}
+	})
+	if len(promises) < need {
+		return nil, false, p.shortfall("prepare", pr.keyspace, need, len(voters), promises, others, down), p.outvoted(others)
+	}
+
+	// The keyspace's current state: the value accepted under the highest ballot, or, where no
+	// promising member ever accepted one, the union of their schemas' parts for the keyspace.
+	var base *schema.Schema
+	var top ballot
+	for _, r := range promises {
+		v, err := decodeKeyspaceValue(pr.keyspace, r.value)
+		if err != nil {
+			return nil, false, fmt.Errorf("node: schema consensus: node %s answered a corrupt %w", r.id, err), false
+		}
+		switch {
+		case r.accepted.isZero() && top.isZero():
+			if base == nil {
+				base = v
+			} else {
+				base = base.Merge(v)
+			}
+		case r.accepted.compare(top) > 0:
+			base, top = v, r.accepted
+		}
+	}
+
+	next, outcome := base, error(nil)
+	if pr.mine(base) {
+		changed = true // an earlier round's value, completed by another proposer: make sure it is chosen
+	} else {
+		n, err := pr.apply(base)
+		switch {
+		case err != nil:
+			outcome = err
+		default:
+			next, changed = n, n != base
+		}
+	}
+
+	// Phase 2: accept.
+	value := next.Encode()
+	accepts, others := p.phase(ctx, live, need, func(ctx context.Context, id string) phaseResult {
+		req := &replicapb.SchemaAcceptRequest{Keyspace: pr.keyspace, Ballot: b.proto(), Value: value}
+		var resp *replicapb.SchemaAcceptResponse
+		var err error
+		if id == p.self {
+			resp, err = p.local.Accept(ctx, req)
+		} else {
+			var c replicapb.SchemaPaxosClient
+			if c, err = p.peers.client(id); err == nil {
+				resp, err = c.Accept(ctx, req)
+			}
+		}
+		if err != nil {
+			return phaseResult{id: id, err: err}
+		}
+		return phaseResult{id: id, ok: resp.GetAccepted(), highest: ballotOf(resp.GetHighest())}
+	})
+	if len(accepts) < need {
+		if p.outvoted(others) {
+			return nil, false, nil, true
+		}
+		err := p.shortfall("accept", pr.keyspace, need, len(voters), accepts, others, down)
+		if changed {
+			err = &schemaUnavailableError{err.Error() + "; the change may still take effect: check with DESCRIBE before retrying"}
+		}
+		return nil, false, err, false
+	}
+	return next, changed, outcome, false
+}
+
+// outvoted reports whether a member refused because it had seen a higher ballot (and records
+// that ballot): the round must be retried above it.
+func (p *schemaProposer) outvoted(others []phaseResult) bool {
+	out := false
+	for _, r := range others {
+		if r.err == nil && !r.ok {
+			p.observe(r.highest)
+			out = true
+		}
+	}
+	return out
+}
+
+// shortfall describes a phase that a majority did not answer.
+func (p *schemaProposer) shortfall(phase, ks string, need, total int, oks, others []phaseResult, down []string) error {
+	var why []string
+	for _, r := range others {
+		if r.err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", r.id, r.err))
+		} else if !r.ok {
+			why = append(why, fmt.Sprintf("%s: holds a higher ballot %v", r.id, r.highest))
+		}
+	}
+	for _, id := range down {
+		why = append(why, id+": down")
+	}
+	return &schemaUnavailableError{fmt.Sprintf(
+		"schema change on keyspace %s needs %d of the cluster's %d nodes to agree, and only %d did in the %s phase (%s)",
+		ks, need, total, len(oks), phase, strings.Join(why, "; "))}
+}
+
+// phase calls send for every member in ids at once and returns the positive answers and the
+// others. It returns as soon as need members said yes or too many failed for that to happen,
+// cancelling the calls still running (and waiting for them).
+func (p *schemaProposer) phase(ctx context.Context, ids []string, need int, send func(context.Context, string) phaseResult) (oks, others []phaseResult) {
+	timeout := p.phaseTimeout
+	if timeout <= 0 {
+		timeout = defaultPhaseTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	results := make(chan phaseResult, len(ids))
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- send(ctx, id)
+		}()
+	}
+	for range ids {
+		r := <-results
+		if r.ok {
+			oks = append(oks, r)
+		} else {
+			others = append(others, r)
+		}
+		if len(oks) >= need || len(ids)-len(others) < need {
+			break
+		}
+	}
+	slices.SortFunc(others, func(a, b phaseResult) int { return cmp.Compare(a.id, b.id) })
+	return oks, others
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
