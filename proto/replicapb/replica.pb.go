@@ -207,6 +207,9 @@ const (
 	Error_UNKNOWN_TABLE Error_Code = 2
 	// The replica failed (storage error): the request may succeed elsewhere or later.
 	Error_INTERNAL Error_Code = 3
+	// A read scanned more tombstones than the replica's tombstone failure threshold and was aborted
+	// (Cassandra's TombstoneOverwhelmingException): retrying will not help until the tombstones are gone.
+	Error_TOO_MANY_TOMBSTONES Error_Code = 4
 )
 
 // Enum value maps for Error_Code.
@@ -216,12 +219,14 @@ var (
 		1: "BAD_REQUEST",
 		2: "UNKNOWN_TABLE",
 		3: "INTERNAL",
+		4: "TOO_MANY_TOMBSTONES",
 	}
 	Error_Code_value = map[string]int32{
-		"CODE_UNSPECIFIED": 0,
-		"BAD_REQUEST":      1,
-		"UNKNOWN_TABLE":    2,
-		"INTERNAL":         3,
+		"CODE_UNSPECIFIED":    0,
+		"BAD_REQUEST":         1,
+		"UNKNOWN_TABLE":       2,
+		"INTERNAL":            3,
+		"TOO_MANY_TOMBSTONES": 4,
 	}
 )
 
@@ -579,8 +584,11 @@ type Mutation struct {
 	Rows  []*Row `protobuf:"bytes,4,rep,name=rows,proto3" json:"rows,omitempty"`
 	// The partition tombstone's timestamp: deletes every row, marker and cell written at or before it.
 	PartitionDeletion *int64 `protobuf:"varint,5,opt,name=partition_deletion,json=partitionDeletion,proto3,oneof" json:"partition_deletion,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Range tombstones: each deletes the markers, cells and row tombstones written at or before its timestamp
+	// in the rows between its bounds.
+	RangeTombstones []*RangeTombstone `protobuf:"bytes,6,rep,name=range_tombstones,json=rangeTombstones,proto3" json:"range_tombstones,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Mutation) Reset() {
@@ -648,6 +656,177 @@ func (x *Mutation) GetPartitionDeletion() int64 {
 	return 0
 }
 
+func (x *Mutation) GetRangeTombstones() []*RangeTombstone {
+	if x != nil {
+		return x.RangeTombstones
+	}
+	return nil
+}
+
+// ClusteringBound is one end of a range of rows: the rows whose first len(prefix) clustering components
+// equal prefix, included or not. An empty prefix is the start (as a start bound) or the end (as an end
+// bound) of the partition; inclusive is then ignored.
+type ClusteringBound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prefix        [][]byte               `protobuf:"bytes,1,rep,name=prefix,proto3" json:"prefix,omitempty"`
+	Inclusive     bool                   `protobuf:"varint,2,opt,name=inclusive,proto3" json:"inclusive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusteringBound) Reset() {
+	*x = ClusteringBound{}
+	mi := &file_replica_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusteringBound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusteringBound) ProtoMessage() {}
+
+func (x *ClusteringBound) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusteringBound.ProtoReflect.Descriptor instead.
+func (*ClusteringBound) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ClusteringBound) GetPrefix() [][]byte {
+	if x != nil {
+		return x.Prefix
+	}
+	return nil
+}
+
+func (x *ClusteringBound) GetInclusive() bool {
+	if x != nil {
+		return x.Inclusive
+	}
+	return false
+}
+
+// RangeTombstone deletes a range of rows of a partition: what DELETE with a clustering prefix or a
+// clustering range writes. It shadows every row marker, cell and row tombstone written at or before
+// timestamp in the rows between start and end; rows written later (cells newer than it) survive.
+type RangeTombstone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         *ClusteringBound       `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	End           *ClusteringBound       `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	Timestamp     int64                  `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeTombstone) Reset() {
+	*x = RangeTombstone{}
+	mi := &file_replica_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeTombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeTombstone) ProtoMessage() {}
+
+func (x *RangeTombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeTombstone.ProtoReflect.Descriptor instead.
+func (*RangeTombstone) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RangeTombstone) GetStart() *ClusteringBound {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *RangeTombstone) GetEnd() *ClusteringBound {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *RangeTombstone) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+// ClusteringKey is a full clustering key: one component per clustering column, in key order (none for a
+// table without clustering columns).
+type ClusteringKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Components    [][]byte               `protobuf:"bytes,1,rep,name=components,proto3" json:"components,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusteringKey) Reset() {
+	*x = ClusteringKey{}
+	mi := &file_replica_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusteringKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusteringKey) ProtoMessage() {}
+
+func (x *ClusteringKey) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusteringKey.ProtoReflect.Descriptor instead.
+func (*ClusteringKey) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ClusteringKey) GetComponents() [][]byte {
+	if x != nil {
+		return x.Components
+	}
+	return nil
+}
+
 type MutateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Limiter       *Limiter               `protobuf:"bytes,1,opt,name=limiter,proto3" json:"limiter,omitempty"`
@@ -658,7 +837,7 @@ type MutateRequest struct {
 
 func (x *MutateRequest) Reset() {
 	*x = MutateRequest{}
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +849,7 @@ func (x *MutateRequest) String() string {
 func (*MutateRequest) ProtoMessage() {}
 
 func (x *MutateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +862,7 @@ func (x *MutateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRequest.ProtoReflect.Descriptor instead.
 func (*MutateRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{6}
+	return file_replica_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MutateRequest) GetLimiter() *Limiter {
@@ -713,7 +892,7 @@ type MutateResponse struct {
 
 func (x *MutateResponse) Reset() {
 	*x = MutateResponse{}
-	mi := &file_replica_proto_msgTypes[7]
+	mi := &file_replica_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +904,7 @@ func (x *MutateResponse) String() string {
 func (*MutateResponse) ProtoMessage() {}
 
 func (x *MutateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[7]
+	mi := &file_replica_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +917,7 @@ func (x *MutateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateResponse.ProtoReflect.Descriptor instead.
 func (*MutateResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{7}
+	return file_replica_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MutateResponse) GetStatus() Status {
@@ -773,7 +952,7 @@ type Bound struct {
 
 func (x *Bound) Reset() {
 	*x = Bound{}
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +964,7 @@ func (x *Bound) String() string {
 func (*Bound) ProtoMessage() {}
 
 func (x *Bound) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +977,7 @@ func (x *Bound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bound.ProtoReflect.Descriptor instead.
 func (*Bound) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{8}
+	return file_replica_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Bound) GetValue() []byte {
@@ -828,7 +1007,7 @@ type ClusteringFilter struct {
 
 func (x *ClusteringFilter) Reset() {
 	*x = ClusteringFilter{}
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1019,7 @@ func (x *ClusteringFilter) String() string {
 func (*ClusteringFilter) ProtoMessage() {}
 
 func (x *ClusteringFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1032,7 @@ func (x *ClusteringFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusteringFilter.ProtoReflect.Descriptor instead.
 func (*ClusteringFilter) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{9}
+	return file_replica_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ClusteringFilter) GetEqual() [][]byte {
@@ -888,14 +1067,24 @@ type ReadRequest struct {
 	// The most live rows to return, in clustering order; 0 means no limit.
 	Limit uint32 `protobuf:"varint,13,opt,name=limit,proto3" json:"limit,omitempty"`
 	// The regular columns to return cells of; empty means all of them.
-	Columns       []string `protobuf:"bytes,14,rep,name=columns,proto3" json:"columns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Columns []string `protobuf:"bytes,14,rep,name=columns,proto3" json:"columns,omitempty"`
+	// The most bytes of rows the replica returns before it stops early (see ReadResponse.stopped_after),
+	// roughly: it stops once a row takes the response past this size, so every page holds at least one
+	// row. 0 means no bound.
+	PageBytes uint32 `protobuf:"varint,15,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
+	// Set: continue a paged read after this row (exclusive), in the read's order.
+	After *ClusteringKey `protobuf:"bytes,16,opt,name=after,proto3" json:"after,omitempty"`
+	// How many tombstones this replica scanned for the earlier pages of the same read (their
+	// ReadResponse.tombstones, summed): the read fails once the total passes the replica's tombstone
+	// failure threshold.
+	TombstonesScanned uint32 `protobuf:"varint,17,opt,name=tombstones_scanned,json=tombstonesScanned,proto3" json:"tombstones_scanned,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1096,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1109,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{10}
+	return file_replica_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReadRequest) GetLimiter() *Limiter {
@@ -972,6 +1161,27 @@ func (x *ReadRequest) GetColumns() []string {
 	return nil
 }
 
+func (x *ReadRequest) GetPageBytes() uint32 {
+	if x != nil {
+		return x.PageBytes
+	}
+	return 0
+}
+
+func (x *ReadRequest) GetAfter() *ClusteringKey {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetTombstonesScanned() uint32 {
+	if x != nil {
+		return x.TombstonesScanned
+	}
+	return 0
+}
+
 // ReadResponse returns what the replica holds for the read, with write timestamps, for the coordinator to
 // reconcile with other replicas and repair stale ones: live cells, cell tombstones, row markers, row
 // tombstones and the partition tombstone, but not the cells and markers those tombstones shadow. Rows are
@@ -984,13 +1194,22 @@ type ReadResponse struct {
 	Error             *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	PartitionDeletion *int64                 `protobuf:"varint,4,opt,name=partition_deletion,json=partitionDeletion,proto3,oneof" json:"partition_deletion,omitempty"`
 	Rows              []*Row                 `protobuf:"bytes,5,rep,name=rows,proto3" json:"rows,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The partition's range tombstones newer than the partition tombstone that overlap the rows the replica
+	// scanned: the filter's range, from after, up to stopped_after when set.
+	RangeTombstones []*RangeTombstone `protobuf:"bytes,6,rep,name=range_tombstones,json=rangeTombstones,proto3" json:"range_tombstones,omitempty"`
+	// Set when the replica stopped before the end of the read's range, because it reached the limit or the
+	// page size, after this row (the last of rows): the rows after it are not in this answer.
+	StoppedAfter *ClusteringKey `protobuf:"bytes,7,opt,name=stopped_after,json=stoppedAfter,proto3" json:"stopped_after,omitempty"`
+	// How many tombstones the replica scanned for this answer: cell tombstones, row tombstones of rows
+	// without cell tombstones, range tombstones and the partition tombstone.
+	Tombstones    uint32 `protobuf:"varint,8,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1002,7 +1221,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1015,7 +1234,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{11}
+	return file_replica_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReadResponse) GetStatus() Status {
@@ -1053,6 +1272,27 @@ func (x *ReadResponse) GetRows() []*Row {
 	return nil
 }
 
+func (x *ReadResponse) GetRangeTombstones() []*RangeTombstone {
+	if x != nil {
+		return x.RangeTombstones
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetStoppedAfter() *ClusteringKey {
+	if x != nil {
+		return x.StoppedAfter
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetTombstones() uint32 {
+	if x != nil {
+		return x.Tombstones
+	}
+	return 0
+}
+
 // AccountDelta is a number of operations on one partition that the receiving replica should count.
 type AccountDelta struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1066,7 +1306,7 @@ type AccountDelta struct {
 
 func (x *AccountDelta) Reset() {
 	*x = AccountDelta{}
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1318,7 @@ func (x *AccountDelta) String() string {
 func (*AccountDelta) ProtoMessage() {}
 
 func (x *AccountDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1331,7 @@ func (x *AccountDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDelta.ProtoReflect.Descriptor instead.
 func (*AccountDelta) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{12}
+	return file_replica_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AccountDelta) GetTableId() uint64 {
@@ -1132,7 +1372,7 @@ type AccountDeltaRequest struct {
 
 func (x *AccountDeltaRequest) Reset() {
 	*x = AccountDeltaRequest{}
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1384,7 @@ func (x *AccountDeltaRequest) String() string {
 func (*AccountDeltaRequest) ProtoMessage() {}
 
 func (x *AccountDeltaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1397,7 @@ func (x *AccountDeltaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeltaRequest.ProtoReflect.Descriptor instead.
 func (*AccountDeltaRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{13}
+	return file_replica_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AccountDeltaRequest) GetDeltas() []*AccountDelta {
@@ -1177,7 +1417,7 @@ type AccountDeltaResponse struct {
 
 func (x *AccountDeltaResponse) Reset() {
 	*x = AccountDeltaResponse{}
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1429,7 @@ func (x *AccountDeltaResponse) String() string {
 func (*AccountDeltaResponse) ProtoMessage() {}
 
 func (x *AccountDeltaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1442,7 @@ func (x *AccountDeltaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeltaResponse.ProtoReflect.Descriptor instead.
 func (*AccountDeltaResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{14}
+	return file_replica_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AccountDeltaResponse) GetStatus() Status {
@@ -1231,7 +1471,7 @@ type TopPartitionsRequest struct {
 
 func (x *TopPartitionsRequest) Reset() {
 	*x = TopPartitionsRequest{}
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1483,7 @@ func (x *TopPartitionsRequest) String() string {
 func (*TopPartitionsRequest) ProtoMessage() {}
 
 func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1496,7 @@ func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{15}
+	return file_replica_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TopPartitionsRequest) GetTableId() uint64 {
@@ -1300,7 +1540,7 @@ type HotPartition struct {
 
 func (x *HotPartition) Reset() {
 	*x = HotPartition{}
-	mi := &file_replica_proto_msgTypes[16]
+	mi := &file_replica_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1552,7 @@ func (x *HotPartition) String() string {
 func (*HotPartition) ProtoMessage() {}
 
 func (x *HotPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[16]
+	mi := &file_replica_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1565,7 @@ func (x *HotPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HotPartition.ProtoReflect.Descriptor instead.
 func (*HotPartition) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{16}
+	return file_replica_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HotPartition) GetTableId() uint64 {
@@ -1401,7 +1641,7 @@ type TopPartitionsResponse struct {
 
 func (x *TopPartitionsResponse) Reset() {
 	*x = TopPartitionsResponse{}
-	mi := &file_replica_proto_msgTypes[17]
+	mi := &file_replica_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1653,7 @@ func (x *TopPartitionsResponse) String() string {
 func (*TopPartitionsResponse) ProtoMessage() {}
 
 func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[17]
+	mi := &file_replica_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1666,7 @@ func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{17}
+	return file_replica_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TopPartitionsResponse) GetPartitions() []*HotPartition {
@@ -1451,15 +1691,16 @@ const file_replica_proto_rawDesc = "" +
 	"\vRateLimited\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\x12,\n" +
-	"\x12retry_after_millis\x18\x03 \x01(\rR\x10retryAfterMillis\"\xa4\x01\n" +
+	"\x12retry_after_millis\x18\x03 \x01(\rR\x10retryAfterMillis\"\xbd\x01\n" +
 	"\x05Error\x121\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1d.kvnode.replica.v1.Error.CodeR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"N\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"g\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vBAD_REQUEST\x10\x01\x12\x11\n" +
 	"\rUNKNOWN_TABLE\x10\x02\x12\f\n" +
-	"\bINTERNAL\x10\x03\"p\n" +
+	"\bINTERNAL\x10\x03\x12\x17\n" +
+	"\x13TOO_MANY_TOMBSTONES\x10\x04\"p\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
@@ -1473,14 +1714,26 @@ const file_replica_proto_rawDesc = "" +
 	"\x06marker\x18\x03 \x01(\x03H\x00R\x06marker\x88\x01\x01\x12\x1f\n" +
 	"\bdeletion\x18\x04 \x01(\x03H\x01R\bdeletion\x88\x01\x01B\t\n" +
 	"\a_markerB\v\n" +
-	"\t_deletion\"\xd7\x01\n" +
+	"\t_deletion\"\xa5\x02\n" +
 	"\bMutation\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12#\n" +
 	"\rpartition_key\x18\x02 \x03(\fR\fpartitionKey\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\x03R\x05token\x12*\n" +
 	"\x04rows\x18\x04 \x03(\v2\x16.kvnode.replica.v1.RowR\x04rows\x122\n" +
-	"\x12partition_deletion\x18\x05 \x01(\x03H\x00R\x11partitionDeletion\x88\x01\x01B\x15\n" +
-	"\x13_partition_deletion\"\x84\x01\n" +
+	"\x12partition_deletion\x18\x05 \x01(\x03H\x00R\x11partitionDeletion\x88\x01\x01\x12L\n" +
+	"\x10range_tombstones\x18\x06 \x03(\v2!.kvnode.replica.v1.RangeTombstoneR\x0frangeTombstonesB\x15\n" +
+	"\x13_partition_deletion\"G\n" +
+	"\x0fClusteringBound\x12\x16\n" +
+	"\x06prefix\x18\x01 \x03(\fR\x06prefix\x12\x1c\n" +
+	"\tinclusive\x18\x02 \x01(\bR\tinclusive\"\x9e\x01\n" +
+	"\x0eRangeTombstone\x128\n" +
+	"\x05start\x18\x01 \x01(\v2\".kvnode.replica.v1.ClusteringBoundR\x05start\x124\n" +
+	"\x03end\x18\x02 \x01(\v2\".kvnode.replica.v1.ClusteringBoundR\x03end\x12\x1c\n" +
+	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\"/\n" +
+	"\rClusteringKey\x12\x1e\n" +
+	"\n" +
+	"components\x18\x01 \x03(\fR\n" +
+	"components\"\x84\x01\n" +
 	"\rMutateRequest\x124\n" +
 	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x127\n" +
 	"\bmutation\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutationJ\x04\b\x03\x10\n" +
@@ -1495,7 +1748,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x10ClusteringFilter\x12\x14\n" +
 	"\x05equal\x18\x01 \x03(\fR\x05equal\x12.\n" +
 	"\x05lower\x18\x02 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05lower\x12.\n" +
-	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\x8c\x02\n" +
+	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\x92\x03\n" +
 	"\vReadRequest\x124\n" +
 	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x12\x19\n" +
 	"\btable_id\x18\x02 \x01(\x04R\atableId\x12#\n" +
@@ -1504,14 +1757,23 @@ const file_replica_proto_rawDesc = "" +
 	"\x05token\x18\v \x01(\x03R\x05token\x12;\n" +
 	"\x06filter\x18\f \x01(\v2#.kvnode.replica.v1.ClusteringFilterR\x06filter\x12\x14\n" +
 	"\x05limit\x18\r \x01(\rR\x05limit\x12\x18\n" +
-	"\acolumns\x18\x0e \x03(\tR\acolumnsJ\x04\b\x03\x10\n" +
-	"\"\xab\x02\n" +
+	"\acolumns\x18\x0e \x03(\tR\acolumns\x12\x1d\n" +
+	"\n" +
+	"page_bytes\x18\x0f \x01(\rR\tpageBytes\x126\n" +
+	"\x05after\x18\x10 \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\x05after\x12-\n" +
+	"\x12tombstones_scanned\x18\x11 \x01(\rR\x11tombstonesScannedJ\x04\b\x03\x10\n" +
+	"\"\xe0\x03\n" +
 	"\fReadResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
 	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
 	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x122\n" +
 	"\x12partition_deletion\x18\x04 \x01(\x03H\x00R\x11partitionDeletion\x88\x01\x01\x12*\n" +
-	"\x04rows\x18\x05 \x03(\v2\x16.kvnode.replica.v1.RowR\x04rowsB\x15\n" +
+	"\x04rows\x18\x05 \x03(\v2\x16.kvnode.replica.v1.RowR\x04rows\x12L\n" +
+	"\x10range_tombstones\x18\x06 \x03(\v2!.kvnode.replica.v1.RangeTombstoneR\x0frangeTombstones\x12E\n" +
+	"\rstopped_after\x18\a \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\fstoppedAfter\x12\x1e\n" +
+	"\n" +
+	"tombstones\x18\b \x01(\rR\n" +
+	"tombstonesB\x15\n" +
 	"\x13_partition_deletion\"|\n" +
 	"\fAccountDelta\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
@@ -1569,7 +1831,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -1581,56 +1843,65 @@ var file_replica_proto_goTypes = []any{
 	(*Cell)(nil),                  // 7: kvnode.replica.v1.Cell
 	(*Row)(nil),                   // 8: kvnode.replica.v1.Row
 	(*Mutation)(nil),              // 9: kvnode.replica.v1.Mutation
-	(*MutateRequest)(nil),         // 10: kvnode.replica.v1.MutateRequest
-	(*MutateResponse)(nil),        // 11: kvnode.replica.v1.MutateResponse
-	(*Bound)(nil),                 // 12: kvnode.replica.v1.Bound
-	(*ClusteringFilter)(nil),      // 13: kvnode.replica.v1.ClusteringFilter
-	(*ReadRequest)(nil),           // 14: kvnode.replica.v1.ReadRequest
-	(*ReadResponse)(nil),          // 15: kvnode.replica.v1.ReadResponse
-	(*AccountDelta)(nil),          // 16: kvnode.replica.v1.AccountDelta
-	(*AccountDeltaRequest)(nil),   // 17: kvnode.replica.v1.AccountDeltaRequest
-	(*AccountDeltaResponse)(nil),  // 18: kvnode.replica.v1.AccountDeltaResponse
-	(*TopPartitionsRequest)(nil),  // 19: kvnode.replica.v1.TopPartitionsRequest
-	(*HotPartition)(nil),          // 20: kvnode.replica.v1.HotPartition
-	(*TopPartitionsResponse)(nil), // 21: kvnode.replica.v1.TopPartitionsResponse
+	(*ClusteringBound)(nil),       // 10: kvnode.replica.v1.ClusteringBound
+	(*RangeTombstone)(nil),        // 11: kvnode.replica.v1.RangeTombstone
+	(*ClusteringKey)(nil),         // 12: kvnode.replica.v1.ClusteringKey
+	(*MutateRequest)(nil),         // 13: kvnode.replica.v1.MutateRequest
+	(*MutateResponse)(nil),        // 14: kvnode.replica.v1.MutateResponse
+	(*Bound)(nil),                 // 15: kvnode.replica.v1.Bound
+	(*ClusteringFilter)(nil),      // 16: kvnode.replica.v1.ClusteringFilter
+	(*ReadRequest)(nil),           // 17: kvnode.replica.v1.ReadRequest
+	(*ReadResponse)(nil),          // 18: kvnode.replica.v1.ReadResponse
+	(*AccountDelta)(nil),          // 19: kvnode.replica.v1.AccountDelta
+	(*AccountDeltaRequest)(nil),   // 20: kvnode.replica.v1.AccountDeltaRequest
+	(*AccountDeltaResponse)(nil),  // 21: kvnode.replica.v1.AccountDeltaResponse
+	(*TopPartitionsRequest)(nil),  // 22: kvnode.replica.v1.TopPartitionsRequest
+	(*HotPartition)(nil),          // 23: kvnode.replica.v1.HotPartition
+	(*TopPartitionsResponse)(nil), // 24: kvnode.replica.v1.TopPartitionsResponse
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
 	3,  // 1: kvnode.replica.v1.Error.code:type_name -> kvnode.replica.v1.Error.Code
 	7,  // 2: kvnode.replica.v1.Row.cells:type_name -> kvnode.replica.v1.Cell
 	8,  // 3: kvnode.replica.v1.Mutation.rows:type_name -> kvnode.replica.v1.Row
-	4,  // 4: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	9,  // 5: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
-	1,  // 6: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 7: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 8: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
-	12, // 9: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
-	12, // 10: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
-	4,  // 11: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	13, // 12: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
-	1,  // 13: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 14: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 15: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
-	8,  // 16: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
-	0,  // 17: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
-	16, // 18: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
-	1,  // 19: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 20: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
-	0,  // 21: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
-	20, // 22: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	10, // 23: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
-	14, // 24: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
-	17, // 25: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
-	19, // 26: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
-	11, // 27: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
-	15, // 28: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
-	18, // 29: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
-	21, // 30: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
-	27, // [27:31] is the sub-list for method output_type
-	23, // [23:27] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	11, // 4: kvnode.replica.v1.Mutation.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
+	10, // 5: kvnode.replica.v1.RangeTombstone.start:type_name -> kvnode.replica.v1.ClusteringBound
+	10, // 6: kvnode.replica.v1.RangeTombstone.end:type_name -> kvnode.replica.v1.ClusteringBound
+	4,  // 7: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	9,  // 8: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	1,  // 9: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 10: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 11: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
+	15, // 12: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
+	15, // 13: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
+	4,  // 14: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	16, // 15: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
+	12, // 16: kvnode.replica.v1.ReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
+	1,  // 17: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 18: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 19: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
+	8,  // 20: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
+	11, // 21: kvnode.replica.v1.ReadResponse.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
+	12, // 22: kvnode.replica.v1.ReadResponse.stopped_after:type_name -> kvnode.replica.v1.ClusteringKey
+	0,  // 23: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
+	19, // 24: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
+	1,  // 25: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 26: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
+	0,  // 27: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
+	23, // 28: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
+	13, // 29: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
+	17, // 30: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
+	20, // 31: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
+	22, // 32: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
+	14, // 33: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
+	18, // 34: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
+	21, // 35: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
+	24, // 36: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
+	33, // [33:37] is the sub-list for method output_type
+	29, // [29:33] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -1640,14 +1911,14 @@ func file_replica_proto_init() {
 	}
 	file_replica_proto_msgTypes[4].OneofWrappers = []any{}
 	file_replica_proto_msgTypes[5].OneofWrappers = []any{}
-	file_replica_proto_msgTypes[11].OneofWrappers = []any{}
+	file_replica_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   18,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
