@@ -170,8 +170,6 @@ func TestStoreRejectsBadRangeTombstones(t *testing.T) {
 		rt   *replicapb.RangeTombstone
 		want string
 	}{
-		{"empty", parseRT("(3..2]", 5), "range tombstone 0 is empty"},
-		{"empty, one point excluded", parseRT("(2..2]", 5), "range tombstone 0 is empty"},
 		{"too many components", &replicapb.RangeTombstone{Start: &replicapb.ClusteringBound{Prefix: [][]byte{schema.EncodeInt(1), {'a'}, {'b'}}}, End: &replicapb.ClusteringBound{}, Timestamp: 5},
 			"start bound has 3 clustering components, the table has 2 (c1, c2)"},
 		{"a malformed component", &replicapb.RangeTombstone{Start: &replicapb.ClusteringBound{}, End: &replicapb.ClusteringBound{Prefix: [][]byte{{1}}}, Timestamp: 5},
@@ -188,6 +186,17 @@ func TestStoreRejectsBadRangeTombstones(t *testing.T) {
 	}
 	if n := keyCount(t, s); n != 0 {
 		t.Errorf("the rejected mutations left %d keys, want none", n)
+	}
+}
+
+func TestStoreSkipsEmptyRangeTombstones(t *testing.T) {
+	s, _ := openMem(t)
+	l := testTable(t)
+	for _, spec := range []string{"(3..2]", "(2..2]", "(2..3)", "[2,b..2,a]"} {
+		mustApply(t, s, l, rangeDel(spec, 5))
+	}
+	if n := keyCount(t, s); n != 0 {
+		t.Errorf("empty range tombstones left %d keys, want none", n)
 	}
 }
 

@@ -76,8 +76,10 @@ func (s *Store) metrics() (*pebble.Metrics, bool) {
 // Apply validates m against table t and writes it as one pebble batch, so a
 // mutation of a partition is atomic; it returns once the batch is durable
 // (unless Options.NoSync). An invalid mutation writes nothing and returns an
-// error wrapping ErrBadRequest that names the table and what was wrong.
-// Apply ignores the limiter: the Service consults it first.
+// error wrapping ErrBadRequest that names the table and what was wrong. A
+// range tombstone whose start bound is after its end bound deletes nothing
+// and is not stored. Apply ignores the limiter: the Service consults it
+// first.
 func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 	if m.GetTableId() != uint64(t.ID) {
 		return badRequest(t, "mutation is for table id %d", m.GetTableId())
@@ -122,7 +124,9 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			return badRequest(t, "range tombstone %d: %v", i, err)
 		}
 		if bytes.Compare(lo, hi) >= 0 {
-			return badRequest(t, "range tombstone %d is empty: its start bound is after its end bound", i)
+			// Its start bound is after its end bound (c > 3 AND c < 4 on an
+			// int, say): it deletes nothing, like the DELETE that wrote it.
+			continue
 		}
 		val = appendValue(val[:0], cell.Cell{Timestamp: rt.Timestamp, Tombstone: true})
 		if err := b.Merge(key, val, nil); err != nil {
