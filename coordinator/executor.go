@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,15 @@ type Config struct {
 	// PropagationInterval is how often deltas are flushed. Zero means
 	// DefaultPropagationInterval.
 	PropagationInterval time.Duration
+	// ReadPageBytes bounds the size of one replica's answer to a read: a replica stops after
+	// the row that takes its answer past it, and the coordinator asks for the next page. Zero
+	// means DefaultReadPageBytes.
+	ReadPageBytes int
 }
+
+// DefaultReadPageBytes is the default Config.ReadPageBytes: well below any sane gRPC message
+// size limit (4 MiB by default).
+const DefaultReadPageBytes = 1 << 20
 
 // Observer receives events for metrics. Its methods are called synchronously on the request's
 // goroutine, concurrently for concurrent requests: they must be safe for concurrent use and
@@ -109,6 +118,7 @@ type Executor struct {
 	prop      *propagator // nil when propagation is off
 
 	writeTimeout, readTimeout time.Duration
+	pageBytes                 int // ReadPageBytes
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
@@ -135,6 +145,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.WriteTimeout is %v, want ≥ 0", cfg.WriteTimeout)
 	case cfg.ReadTimeout < 0:
 		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
+	case cfg.ReadPageBytes < 0 || cfg.ReadPageBytes > math.MaxUint32:
+		return nil, fmt.Errorf("coordinator: Config.ReadPageBytes is %d, want between 0 and %d", cfg.ReadPageBytes, uint32(math.MaxUint32))
 	}
 	e := &Executor{
 		localID:      cfg.LocalID,
@@ -149,6 +161,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		observer:     cfg.Observer,
 		writeTimeout: cfg.WriteTimeout,
 		readTimeout:  cfg.ReadTimeout,
+		pageBytes:    cfg.ReadPageBytes,
 		inflight:     make(map[*flight]struct{}),
 	}
 	if e.now == nil {
@@ -165,6 +178,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if e.readTimeout == 0 {
 		e.readTimeout = DefaultReadTimeout
+	}
+	if e.pageBytes == 0 {
+		e.pageBytes = DefaultReadPageBytes
 	}
 	if cfg.Deltas != nil {
 		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)
