@@ -69,7 +69,15 @@ type Config struct {
 	// the row that takes its answer past it, and the coordinator asks for the next page. Zero
 	// means DefaultReadPageBytes.
 	ReadPageBytes int
+	// TombstoneWarnThreshold is how many tombstones one replica may scan for a read before the
+	// read's answer carries a warning (Cassandra's tombstone_warn_threshold; the replicas fail
+	// the read at their own, higher, failure threshold). Zero means
+	// DefaultTombstoneWarnThreshold; negative disables the warning.
+	TombstoneWarnThreshold int
 }
+
+// DefaultTombstoneWarnThreshold is the default Config.TombstoneWarnThreshold: Cassandra's.
+const DefaultTombstoneWarnThreshold = 1000
 
 // DefaultReadPageBytes is the default Config.ReadPageBytes: well below any sane gRPC message
 // size limit (4 MiB by default).
@@ -119,6 +127,7 @@ type Executor struct {
 
 	writeTimeout, readTimeout time.Duration
 	pageBytes                 int // ReadPageBytes
+	tombstoneWarn             int // TombstoneWarnThreshold; negative: off
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
@@ -149,20 +158,21 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.ReadPageBytes is %d, want between 0 and %d", cfg.ReadPageBytes, uint32(math.MaxUint32))
 	}
 	e := &Executor{
-		localID:      cfg.LocalID,
-		ring:         cfg.Ring,
-		transport:    cfg.Transport,
-		local:        cfg.Local,
-		schema:       cfg.Schema,
-		cluster:      cfg.Cluster,
-		now:          cfg.Now,
-		draw:         cfg.Draw,
-		logger:       cfg.Logger,
-		observer:     cfg.Observer,
-		writeTimeout: cfg.WriteTimeout,
-		readTimeout:  cfg.ReadTimeout,
-		pageBytes:    cfg.ReadPageBytes,
-		inflight:     make(map[*flight]struct{}),
+		localID:       cfg.LocalID,
+		ring:          cfg.Ring,
+		transport:     cfg.Transport,
+		local:         cfg.Local,
+		schema:        cfg.Schema,
+		cluster:       cfg.Cluster,
+		now:           cfg.Now,
+		draw:          cfg.Draw,
+		logger:        cfg.Logger,
+		observer:      cfg.Observer,
+		writeTimeout:  cfg.WriteTimeout,
+		readTimeout:   cfg.ReadTimeout,
+		pageBytes:     cfg.ReadPageBytes,
+		tombstoneWarn: cfg.TombstoneWarnThreshold,
+		inflight:      make(map[*flight]struct{}),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -181,6 +191,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if e.pageBytes == 0 {
 		e.pageBytes = DefaultReadPageBytes
+	}
+	if e.tombstoneWarn == 0 {
+		e.tombstoneWarn = DefaultTombstoneWarnThreshold
 	}
 	if cfg.Deltas != nil {
 		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)

@@ -290,12 +290,13 @@ var nodes = []coordinator.NodeID{"n1", "n2", "n3"}
 
 // options adjust the executors' configuration.
 type options struct {
-	draw         float64       // the fixed draw; 0 means 0.99, which rejects above 2L
-	writeTimeout time.Duration // 0: the default
-	readTimeout  time.Duration
-	order        []coordinator.NodeID // ring order; nil means n1, n2, n3
-	pageBytes    int                  // the executors' ReadPageBytes; 0: the default
-	tombstones   uint32               // the replicas' tombstone failure threshold; 0: the default
+	draw          float64       // the fixed draw; 0 means 0.99, which rejects above 2L
+	writeTimeout  time.Duration // 0: the default
+	readTimeout   time.Duration
+	order         []coordinator.NodeID // ring order; nil means n1, n2, n3
+	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
+	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
+	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -343,18 +344,19 @@ func newCluster(t testing.TB, o options) *cluster {
 	}
 	for _, id := range nodes {
 		e, err := coordinator.NewExecutor(coordinator.Config{
-			LocalID:       id,
-			Ring:          c.ring,
-			Transport:     c.transport,
-			Local:         c.services[id],
-			Schema:        c.schema,
-			Cluster:       describer("cluster test: 3 nodes"),
-			Now:           c.clock.Now,
-			WriteTimeout:  o.writeTimeout,
-			ReadTimeout:   o.readTimeout,
-			Draw:          func() float64 { return draw },
-			Observer:      c.observer,
-			ReadPageBytes: o.pageBytes,
+			LocalID:                id,
+			Ring:                   c.ring,
+			Transport:              c.transport,
+			Local:                  c.services[id],
+			Schema:                 c.schema,
+			Cluster:                describer("cluster test: 3 nodes"),
+			Now:                    c.clock.Now,
+			WriteTimeout:           o.writeTimeout,
+			ReadTimeout:            o.readTimeout,
+			Draw:                   func() float64 { return draw },
+			Observer:               c.observer,
+			ReadPageBytes:          o.pageBytes,
+			TombstoneWarnThreshold: o.tombstoneWarn,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -189,16 +189,27 @@ func TestPagedReadRepairsARangeTombstone(t *testing.T) {
 // TestTombstoneThreshold reads a partition with more tombstones than the replicas allow: the
 // read fails with an error that names the table, the partition and the threshold.
 func TestTombstoneThreshold(t *testing.T) {
-	c := newCluster(t, options{tombstones: 100, pageBytes: 1000})
+	c := newCluster(t, options{tombstones: 100, tombstoneWarn: 40, pageBytes: 1000})
 	c.must(schemaRF3...)
 	for i := 1; i <= 150; i++ {
 		c.must(fmt.Sprintf("INSERT INTO t (k, c, v) VALUES ('a', %d, 'v')", i))
 	}
 	c.clock.Advance(time.Millisecond)
-	for i := 1; i <= 120; i++ {
+	for i := 1; i <= 50; i++ {
 		c.must(fmt.Sprintf("DELETE FROM t WHERE k = 'a' AND c = %d", i))
 	}
-	_, err := c.query("n1", quorum, "SELECT c FROM t WHERE k = 'a'")
+	resp, err := c.exec("n1", quorum, "SELECT c FROM t WHERE k = 'a'")
+	if err != nil || len(resp.GetRows().GetRows()) != 100 {
+		t.Fatalf("reading 50 row tombstones: %v, %v; want 100 rows", resp, err)
+	}
+	want := `read 100 live rows and 50 tombstones of partition (k="a") of table ks.t (more than the tombstone warn threshold, 40)`
+	if !slices.Equal(resp.GetWarnings(), []string{want}) {
+		t.Errorf("reading 50 row tombstones warned %q, want %q", resp.GetWarnings(), want)
+	}
+	for i := 51; i <= 120; i++ {
+		c.must(fmt.Sprintf("DELETE FROM t WHERE k = 'a' AND c = %d", i))
+	}
+	_, err = c.query("n1", quorum, "SELECT c FROM t WHERE k = 'a'")
 	var fe *coordinator.FailureError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), `TOO_MANY_TOMBSTONES: replica: too many tombstones: table ks.t: the read of partition (k="a") scanned more than 100 tombstones`) {
 		t.Fatalf("reading 120 row tombstones with a threshold of 100: %v, want a failure naming the threshold", err)
@@ -209,7 +220,7 @@ func TestTombstoneThreshold(t *testing.T) {
 	// One range tombstone over the deleted rows replaces them in the count.
 	c.clock.Advance(time.Millisecond)
 	c.must("DELETE FROM t WHERE k = 'a' AND c <= 120")
-	if got, err := c.query("n1", quorum, "SELECT c FROM t WHERE k = 'a'"); err != nil || len(got) != 30 {
-		t.Errorf("after a range tombstone over the deleted rows: %d rows, %v; want 30", len(got), err)
+	if resp, err := c.exec("n1", quorum, "SELECT c FROM t WHERE k = 'a'"); err != nil || len(resp.GetRows().GetRows()) != 30 || len(resp.GetWarnings()) != 0 {
+		t.Errorf("after a range tombstone over the deleted rows: %v, %v; want 30 rows and no warning", resp, err)
 	}
 }

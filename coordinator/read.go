@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,17 +60,24 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		cl:         cl,
 	}
 	now := e.now()
-	rows, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
+	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
 	if err != nil {
 		return r.Table, nil, err
 	}
 	resp, err := rowsResponse(r, rows)
+	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
+		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
+			len(rows), tombstones, formatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
+		resp.Warnings = append(resp.Warnings, w)
+		e.logger.Warn("read many tombstones", "table", r.Table.QualifiedName(), "tombstones", tombstones, "live_rows", len(rows))
+	}
 	return r.Table, resp, err
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
-// that answered, in clustering order, at most spec.limit of them. At QUORUM and ALL it repairs
-// the replicas that answered with stale data before returning (see repair).
+// that answered, in clustering order, at most spec.limit of them, and the most tombstones one
+// replica scanned for them. At QUORUM and ALL it repairs the replicas that answered with stale
+// data before returning (see repair).
 //
 // Replicas answer in pages: each stops after spec.limit live rows by its own view, or once its
 // answer reaches the page size, and says where (ReadResponse.stopped_after). The merge cannot
@@ -79,15 +87,15 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 // has spec.limit live rows or every replica has reached the end of the range. Replicas that
 // disagree about deletions can make a replica's rows run out before the limit; the same
 // mechanism fetches more of them.
-func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) ([]readRow, error) {
+func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) ([]readRow, uint32, error) {
 	resps, err := e.readOnce(ctx, spec, nil, now, dl)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	m := newMerger(spec.table, spec.limit)
 	for _, r := range resps {
 		if err := m.add(r, spec.limit); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	for {
@@ -96,16 +104,49 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 			break
 		}
 		if err := e.readPages(ctx, spec, m, need, len(resps), dl); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	rec := m.result()
 	if len(rec.repairs) > 0 && spec.cl != One {
 		if err := e.repair(ctx, spec, rec, len(resps), dl); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return rec.rows, nil
+	var tombstones uint32
+	for i := range m.vs {
+		tombstones = max(tombstones, m.vs[i].tombstones)
+	}
+	return rec.rows, tombstones, nil
+}
+
+// formatKey renders key values of columns cols for messages: (k='a', n=3).
+func formatKey(cols []schema.Column, values [][]byte) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(cql.QuoteIdent(c.Name))
+		b.WriteByte('=')
+		if i >= len(values) {
+			b.WriteByte('?')
+			continue
+		}
+		switch v, _ := c.Type.Decode(values[i]); x := v.(type) {
+		case nil:
+			fmt.Fprintf(&b, "0x%x", values[i])
+		case string:
+			b.WriteString(strconv.Quote(x))
+		case []byte:
+			fmt.Fprintf(&b, "0x%x", x)
+		default:
+			fmt.Fprint(&b, x)
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
 }
 
 // readPages asks each replica of need (indexes into m's answers) for the page that follows
