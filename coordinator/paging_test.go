@@ -224,3 +224,47 @@ func TestTombstoneThreshold(t *testing.T) {
 		t.Errorf("after a range tombstone over the deleted rows: %v, %v; want 30 rows and no warning", resp, err)
 	}
 }
+
+// TestPagedReadsAndRangeDeletesAreLimitedOnce checks the limiter's view of the new operations:
+// a read of many pages counts once (its further pages are exempt), and a range DELETE counts
+// as one write.
+func TestPagedReadsAndRangeDeletesAreLimitedOnce(t *testing.T) {
+	c := newCluster(t, options{draw: 0.99, pageBytes: 50})
+	c.must(
+		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE ks.t (k text, c int, v text, w int, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 5, 'max_reads_per_second': 5}",
+	)
+	for i := range 20 {
+		// Writes to 'hot' are limited too: five per (fake) second.
+		if _, err := c.exec("n1", quorum, fmt.Sprintf("INSERT INTO t (k, c, v) VALUES ('hot', %d, 'x')", i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 4 {
+			c.clock.Advance(time.Second)
+		}
+	}
+	c.settle()
+	c.clock.Advance(10 * time.Second) // the counters decay to zero
+	// 2L = 10 operations in one second are always admitted; with r = 0.99 the 11th is not.
+	for i := range 10 {
+		reads := c.transport.reads
+		if got, err := c.query("n1", quorum, "SELECT c FROM t WHERE k = 'hot'"); err != nil || len(got) != 20 {
+			t.Fatalf("paged read %d of 10 at limit 5: %d rows, %v", i+1, len(got), err)
+		}
+		if n := c.transport.reads - reads; n < 10 {
+			t.Fatalf("read %d took %d replica answers; the test wants many pages", i+1, n)
+		}
+	}
+	var rl *coordinator.RateLimitError
+	if _, err := c.query("n1", quorum, "SELECT c FROM t WHERE k = 'hot'"); !errors.As(err, &rl) || rl.Op != coordinator.OpRead {
+		t.Errorf("read 11 at limit 5: %v, want a read rate limit error", err)
+	}
+	for i := range 10 {
+		if _, err := c.exec("n1", quorum, fmt.Sprintf("DELETE FROM t WHERE k = 'hot' AND c > %d", 30+i)); err != nil {
+			t.Fatalf("range DELETE %d of 10 at limit 5: %v", i+1, err)
+		}
+	}
+	if _, err := c.exec("n1", quorum, "DELETE FROM t WHERE k = 'hot' AND c > 50"); !errors.As(err, &rl) || rl.Op != coordinator.OpWrite {
+		t.Errorf("range DELETE 11 at limit 5: %v, want a write rate limit error", err)
+	}
+}
