@@ -225,7 +225,16 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	}
 	prefix := appendPartitionPrefix(nil, uint64(t.ID), req.Token, pk)
 	prefixLen := len(prefix)
-	rows := append(prefix[:prefixLen:prefixLen], kindRow)
+	// The partition's three kinds of keys start with prefix: its tombstone,
+	// its range tombstones and its rows. One allocation holds the three.
+	kinds := make([]byte, 3*(prefixLen+1))
+	kindKey := func(i int, kind byte) []byte {
+		k := kinds[i*(prefixLen+1) : (i+1)*(prefixLen+1) : (i+1)*(prefixLen+1)]
+		copy(k, prefix)
+		k[prefixLen] = kind
+		return k
+	}
+	partKey, rtStart, rows := kindKey(0, kindPartitionDeletion), kindKey(1, kindRangeTombstone), kindKey(2, kindRow)
 	lower, upper, err := rowBounds(t, prefix, req.GetFilter())
 	if err != nil {
 		return nil, err
@@ -245,7 +254,6 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 		}
 	}
 
-	partKey := append(prefix[:prefixLen:prefixLen], kindPartitionDeletion)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: partKey, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
@@ -253,7 +261,8 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	defer it.Close()
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
-	tc := tombstoneCount{t: t, req: req, threshold: s.tombstoneFailure, n: req.TombstonesScanned}
+	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows),
+		tc: tombstoneCount{t: t, req: req, threshold: s.tombstoneFailure, n: req.TombstonesScanned}}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
 		c, err := iterCell(it)
@@ -263,7 +272,7 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 		partDel = c.Timestamp
 		resp.PartitionDeletion = &partDel
 		if !resuming {
-			if err := tc.add(1); err != nil {
+			if err := r.tc.add(1); err != nil {
 				return nil, err
 			}
 		}
@@ -271,16 +280,16 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	if bytes.Compare(lower, upper) >= 0 {
 		return resp, nil
 	}
-	spans, err := s.rangeTombstones(it, t, prefix, rows, partDel, lower, upper)
+	spans, err := s.rangeTombstones(it, t, rtStart, rows, partDel, lower, upper)
 	if err != nil {
 		return nil, err
 	}
 
-	r := rowReader{t: t, req: req, partDel: partDel, cover: coverOf(spans), resp: resp, rowsStart: len(rows), tc: &tc}
-	// The scan's direction is decided here, and only here.
-	first, next := func() bool { return it.SeekGE(lower) }, it.Next
+	r.partDel, r.cover = partDel, coverOf(spans)
+	// The scan's direction is decided here, and only here (a reversed read
+	// would start with SeekLT(upper) and step with Prev).
 	stopped := false
-	for valid := first(); valid; valid = next() {
+	for valid := it.SeekGE(lower); valid; valid = it.Next() {
 		done, err := r.add(it)
 		if err != nil {
 			return nil, err
@@ -313,20 +322,20 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 		// A range tombstone over several pages is counted on the page it
 		// starts in (on the first page if it starts before the read).
 		if !resuming || bytes.Compare(sp.lo, lower) >= 0 {
-			if err := tc.add(1); err != nil {
+			if err := r.tc.add(1); err != nil {
 				return nil, err
 			}
 		}
 	}
-	resp.Tombstones = tc.n - req.TombstonesScanned
+	resp.Tombstones = r.tc.n - req.TombstonesScanned
 	return resp, nil
 }
 
-// rangeTombstones returns the partition's range tombstones newer than the
-// partition tombstone partDel that overlap the row keys [lower, upper), as
-// spans of rows (whose keys start with rows), positioning it anywhere.
-func (s *Store) rangeTombstones(it *pebble.Iterator, t *schema.Table, prefix, rows []byte, partDel int64, lower, upper []byte) ([]rtSpan, error) {
-	start := append(prefix[:len(prefix):len(prefix)], kindRangeTombstone)
+// rangeTombstones returns the partition's range tombstones (whose keys start
+// with start) newer than the partition tombstone partDel that overlap the row
+// keys [lower, upper), as spans of rows (whose keys start with rows),
+// positioning it anywhere.
+func (s *Store) rangeTombstones(it *pebble.Iterator, t *schema.Table, start, rows []byte, partDel int64, lower, upper []byte) ([]rtSpan, error) {
 	var spans []rtSpan
 	for valid := it.SeekGE(start); valid && bytes.HasPrefix(it.Key(), start); valid = it.Next() {
 		c, err := iterCell(it)
@@ -426,7 +435,7 @@ type rowReader struct {
 	cover     []coverFragment // the range tombstones over the read
 	resp      *replicapb.ReadResponse
 	rowsStart int // offset of the clustering key in a row's keys
-	tc        *tombstoneCount
+	tc        tombstoneCount
 
 	rowKey     []byte // the current row's key up to its clustering key; empty between rows
 	clustering [][]byte
@@ -529,7 +538,9 @@ func (r *rowReader) flush() (done bool, err error) {
 		return false, nil
 	}
 	r.resp.Rows = append(r.resp.Rows, out)
-	r.lastRowKey = append(r.lastRowKey[:0], rowKey...)
+	// The row's key becomes the last row's, and the last row's buffer
+	// serves the next row.
+	r.rowKey, r.lastRowKey = r.lastRowKey[:0], rowKey
 	r.lastClustering = r.clustering
 	r.bytes += rowSize(out)
 	if live {
