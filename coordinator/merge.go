@@ -73,6 +73,9 @@ type merger struct {
 	partDel int64
 	rts     []rangeTomb // every range tombstone any replica returned
 	rtIndex map[string]int
+	// active indexes the range tombstones of rts that may cover the rows still to merge: the
+	// merge goes in clustering order, so one that ends before a merged row is dropped for good.
+	active []int
 	rows    []readRow
 	repairs map[NodeID]*repairSet
 
@@ -179,6 +182,7 @@ func (m *merger) add(r Response, limit int) error {
 				m.rtIndex = make(map[string]int)
 			}
 			m.rtIndex[rt.key] = len(m.rts)
+			m.active = append(m.active, len(m.rts))
 			m.rts = append(m.rts, rt)
 		}
 	}
@@ -244,15 +248,21 @@ func (m *merger) merge() (need []int) {
 }
 
 // coverAt returns the timestamp of the newest range tombstone over the row with clustering
-// key key, or cell.NoTimestamp.
+// key key, or cell.NoTimestamp. Keys must come in clustering order.
 func (m *merger) coverAt(key [][]byte) int64 {
 	ts := cell.NoTimestamp
-	for i := range m.rts {
+	kept := m.active[:0]
+	for _, i := range m.active {
 		rt := &m.rts[i]
-		if rt.ts > ts && afterStart(m.t, rt.start, key) && beforeEnd(m.t, rt.end, key) {
+		if !beforeEnd(m.t, rt.end, key) {
+			continue // it ends before key, and before every key after it
+		}
+		kept = append(kept, i)
+		if rt.ts > ts && afterStart(m.t, rt.start, key) {
 			ts = rt.ts
 		}
 	}
+	m.active = kept
 	return ts
 }
 
