@@ -14,15 +14,16 @@ import (
 // Range tombstones are stored under their partition, between the partition
 // tombstone and the rows:
 //
-//	partition prefix, kindRangeTombstone, start bound, end bound
+//	partition prefix, kindRangeTombstone, end, start bound, end bound
 //
-// where a bound is a count byte, that many clustering components (encoded as
-// in row keys) and an inclusive byte (0 or 1). The value is a tombstone in
-// the stored value format, so two writes of the same range merge to the
-// newer one like any other key. The key is not ordered by position: a read
-// loads the partition's range tombstones (all of them: they are few, and
-// every read counts them against the tombstone threshold) and turns them
-// into spans of row keys.
+// where end is where the tombstone ends in the partition's key space (the
+// exclusive end of its span, after the partition prefix), escaped and
+// terminated like a text component, and a bound is a count byte, that many
+// clustering components (encoded as in row keys) and an inclusive byte (0 or
+// 1). The value is a tombstone in the stored value format, so two writes of
+// the same range merge to the newer one like any other key. Ordered by their
+// end, the tombstones that can cover rows from some point on are the ones
+// from a seek to that point: a page of a read skips those that end before it.
 const kindRangeTombstone byte = 0x18
 
 // rtSpan is a range tombstone as the half-open interval [lo, hi) of row keys
@@ -33,36 +34,35 @@ type rtSpan struct {
 	pb     *replicapb.RangeTombstone
 }
 
-// appendRangeTombstoneKey appends the storage key of rt's bounds after the
-// partition prefix to dst, checking them against t. Its errors are for the
-// caller to wrap with badRequest.
-func appendRangeTombstoneKey(t *schema.Table, dst []byte, rt *replicapb.RangeTombstone) ([]byte, error) {
+// appendRangeTombstoneKey appends the part of the storage key of rt after
+// the partition prefix to dst: kindRangeTombstone, end (the end of rt's span
+// after the partition prefix) and rt's bounds, which must be well-formed for t
+// (rangeSpan checks them).
+func appendRangeTombstoneKey(t *schema.Table, dst, end []byte, rt *replicapb.RangeTombstone) []byte {
 	dst = append(dst, kindRangeTombstone)
-	for _, b := range []struct {
-		what  string
-		bound *replicapb.ClusteringBound
-	}{{"start", rt.GetStart()}, {"end", rt.GetEnd()}} {
-		prefix := b.bound.GetPrefix()
-		if len(prefix) > len(t.Clustering) {
-			return nil, fmt.Errorf("%s bound has %d clustering components, the table has %d (%s)", b.what, len(prefix), len(t.Clustering), names(t.Clustering))
-		}
+	dst = appendEscaped(dst, end)
+	for _, b := range []*replicapb.ClusteringBound{rt.GetStart(), rt.GetEnd()} {
+		prefix := b.GetPrefix()
 		dst = append(dst, byte(len(prefix)))
-		var err error
-		if dst, err = appendClusteringKey(t, dst, prefix); err != nil {
-			return nil, fmt.Errorf("%s bound: %w", b.what, err)
+		for i, c := range prefix {
+			dst = appendClustering(dst, t.Clustering[i].Type, nonNil(c))
 		}
 		inclusive := byte(0)
-		if b.bound.GetInclusive() || len(prefix) == 0 {
+		if b.GetInclusive() || len(prefix) == 0 {
 			inclusive = 1
 		}
 		dst = append(dst, inclusive)
 	}
-	return dst, nil
+	return dst
 }
 
 // decodeRangeTombstone decodes the part of a range tombstone's key after
 // kindRangeTombstone.
 func decodeRangeTombstone(t *schema.Table, src []byte, ts int64) (*replicapb.RangeTombstone, error) {
+	_, src, err := decodeEscaped(src)
+	if err != nil {
+		return nil, err
+	}
 	rt := &replicapb.RangeTombstone{Timestamp: ts}
 	for _, b := range []**replicapb.ClusteringBound{&rt.Start, &rt.End} {
 		if len(src) < 1 || int(src[0]) > len(t.Clustering) {
@@ -91,19 +91,28 @@ func decodeRangeTombstone(t *schema.Table, src []byte, ts int64) (*replicapb.Ran
 }
 
 // rangeSpan returns the row keys [lo, hi) that rt covers in the partition
-// whose row keys start with rows (the partition prefix and kindRow). rt's
-// bounds must be well-formed for t.
+// whose row keys start with rows (the partition prefix and kindRow),
+// checking rt's bounds against t. Its errors are for the caller to wrap with
+// badRequest.
 func rangeSpan(t *schema.Table, rows []byte, rt *replicapb.RangeTombstone) (lo, hi []byte, err error) {
-	key := func(b *replicapb.ClusteringBound) ([]byte, error) {
-		return appendClusteringKey(t, rows[:len(rows):len(rows)], b.GetPrefix())
+	key := func(what string, b *replicapb.ClusteringBound) ([]byte, error) {
+		prefix := b.GetPrefix()
+		if len(prefix) > len(t.Clustering) {
+			return nil, fmt.Errorf("%s bound has %d clustering components, the table has %d (%s)", what, len(prefix), len(t.Clustering), names(t.Clustering))
+		}
+		k, err := appendClusteringKey(t, rows[:len(rows):len(rows)], prefix)
+		if err != nil {
+			return nil, fmt.Errorf("%s bound: %w", what, err)
+		}
+		return k, nil
 	}
-	if lo, err = key(rt.GetStart()); err != nil {
+	if lo, err = key("start", rt.GetStart()); err != nil {
 		return nil, nil, err
 	}
 	if len(rt.GetStart().GetPrefix()) > 0 && !rt.GetStart().GetInclusive() {
 		lo = prefixEnd(lo)
 	}
-	if hi, err = key(rt.GetEnd()); err != nil {
+	if hi, err = key("end", rt.GetEnd()); err != nil {
 		return nil, nil, err
 	}
 	if len(rt.GetEnd().GetPrefix()) == 0 || rt.GetEnd().GetInclusive() {

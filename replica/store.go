@@ -115,9 +115,6 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 		if err := checkTimestamp(rt.Timestamp); err != nil {
 			return badRequest(t, "range tombstone %d: %v", i, err)
 		}
-		if key, err = appendRangeTombstoneKey(t, key[:prefixLen], rt); err != nil {
-			return badRequest(t, "range tombstone %d: %v", i, err)
-		}
 		rows := append(bytes.Clone(key[:prefixLen]), kindRow)
 		lo, hi, err := rangeSpan(t, rows, rt)
 		if err != nil {
@@ -128,6 +125,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			// int, say): it deletes nothing, like the DELETE that wrote it.
 			continue
 		}
+		key = appendRangeTombstoneKey(t, key[:prefixLen], hi[prefixLen:], rt)
 		val = appendValue(val[:0], cell.Cell{Timestamp: rt.Timestamp, Tombstone: true})
 		if err := b.Merge(key, val, nil); err != nil {
 			return err
@@ -336,8 +334,11 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 // keys [lower, upper), as spans of rows (whose keys start with rows),
 // positioning it anywhere.
 func (s *Store) rangeTombstones(it *pebble.Iterator, t *schema.Table, start, rows []byte, partDel int64, lower, upper []byte) ([]rtSpan, error) {
+	// Those that end at or before lower cover none of the rows read.
+	var seekBuf [128]byte
+	seek := appendEscaped(append(seekBuf[:0], start...), lower[len(start)-1:])
 	var spans []rtSpan
-	for valid := it.SeekGE(start); valid && bytes.HasPrefix(it.Key(), start); valid = it.Next() {
+	for valid := it.SeekGE(seek); valid && bytes.HasPrefix(it.Key(), start); valid = it.Next() {
 		c, err := iterCell(it)
 		if err != nil {
 			return nil, corrupt(t, it.Key(), err)
