@@ -1,10 +1,14 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -222,6 +226,44 @@ func TestCoverOf(t *testing.T) {
 	}{{"0", cell.NoTimestamp}, {"a", 1}, {"c", 5}, {"d", 9}, {"gz", 9}, {"h", 1}, {"y", 1}, {"z", cell.NoTimestamp}} {
 		if got := coverAt(frags, k(c.key)); got != c.want {
 			t.Errorf("coverAt(%q) = %d, want %d", c.key, got, c.want)
+		}
+	}
+}
+
+// TestRangeTombstoneKeys checks the key layout: a partition's range tombstones sort after its
+// partition tombstone and before its rows, by where they end, and decode to what was written.
+func TestRangeTombstoneKeys(t *testing.T) {
+	l := testTable(t)
+	prefix := appendPartitionPrefix(nil, testTableID, tokenOf("p"), []byte("p"))
+	rows := append(bytes.Clone(prefix), kindRow)
+	var keys [][]byte
+	for _, spec := range []string{"[..]", "[1..3)", "(1,a..1,b]", "[0..1,a]", "[5..]"} {
+		rt := parseRT(spec, 7)
+		_, hi, err := rangeSpan(l, rows, rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := appendRangeTombstoneKey(l, bytes.Clone(prefix), hi[len(prefix):], rt)
+		got, err := decodeRangeTombstone(l, k[len(prefix)+1:], 7)
+		if err != nil || !proto.Equal(got, rt) {
+			t.Errorf("%s: decoded %v, %v; want %v", spec, got, err, rt)
+		}
+		keys = append(keys, k)
+	}
+	sorted := slices.SortedFunc(slices.Values(keys), bytes.Compare)
+	var order []string
+	for _, k := range sorted {
+		rt, _ := decodeRangeTombstone(l, k[len(prefix)+1:], 7)
+		order = append(order, formatRTs(l, &replicapb.ReadResponse{RangeTombstones: []*replicapb.RangeTombstone{rt}}))
+	}
+	if want := "[0..1,a]@7 (1,a..1,b]@7 [1..3)@7 [..]@7 [5..]@7"; strings.Join(order, " ") != want {
+		t.Errorf("range tombstone keys sort as %s, want by their ends: %s", strings.Join(order, " "), want)
+	}
+	partKey := append(bytes.Clone(prefix), kindPartitionDeletion)
+	firstRow := append(bytes.Clone(rows), 0)
+	for _, k := range keys {
+		if bytes.Compare(k, partKey) <= 0 || bytes.Compare(k, firstRow) >= 0 {
+			t.Errorf("range tombstone key %x is not between the partition tombstone and the rows", k)
 		}
 	}
 }
