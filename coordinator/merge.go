@@ -75,7 +75,7 @@ type merger struct {
 	rtIndex map[string]int
 	// active indexes the range tombstones of rts that may cover the rows still to merge: the
 	// merge goes in clustering order, so one that ends before a merged row is dropped for good.
-	active []int
+	active  []int
 	rows    []readRow
 	repairs map[NodeID]*repairSet
 

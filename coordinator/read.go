@@ -28,7 +28,6 @@ type readSpec struct {
 	limit      int // live rows; 0 means no limit
 	rf         int
 	cl         Consistency
-	exempt     bool
 }
 
 // readRow is one reconciled, live row of a read.
@@ -88,7 +87,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 // disagree about deletions can make a replica's rows run out before the limit; the same
 // mechanism fetches more of them.
 func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) ([]readRow, uint32, error) {
-	resps, err := e.readOnce(ctx, spec, nil, now, dl)
+	resps, err := e.readOnce(ctx, spec, now, dl)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -222,19 +221,17 @@ func (x pageExchange) call(ctx context.Context, s Send) Response {
 
 // readOnce sends one read to the replicas the consistency level needs and returns their
 // answers (each with a *replicapb.ReadResponse payload) once enough arrived.
-func (e *Executor) readOnce(ctx context.Context, spec readSpec, order []NodeID, now, dl time.Time) ([]Response, error) {
+func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Time) ([]Response, error) {
 	var replicaBuf [8]Replica
 	p := Params{
 		Op:          OpRead,
 		Consistency: spec.cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
-		ReadOrder:   order,
 		Limit:       spec.table.RateLimit.MaxReadsPerSecond,
-		Exempt:      spec.exempt,
 		Deadline:    dl,
 	}
-	if p.Limit > 0 && !p.Exempt {
+	if p.Limit > 0 {
 		p.Draw = e.draw()
 	}
 	req, err := e.newRequest(p)
