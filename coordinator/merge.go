@@ -3,6 +3,7 @@ package coordinator
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/cql"
@@ -170,7 +171,7 @@ func (m *merger) add(r Response, limit int) error {
 	case limit > 0 && live >= limit:
 		v.cut, v.hasCut = rows[len(rows)-1].clustering, true
 	}
-	v.tombstones += resp.Tombstones
+	v.tombstones = uint32(min(uint64(v.tombstones)+uint64(resp.Tombstones), math.MaxUint32))
 	for i, pb := range resp.RangeTombstones {
 		rt, err := decodeRangeTomb(t, pb)
 		if err != nil {

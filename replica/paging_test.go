@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -201,3 +202,16 @@ func TestStoreRejectsBadResume(t *testing.T) {
 }
 
 func decodeInt(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }
+
+// TestStoreTombstoneCountDoesNotWrap resumes a read whose earlier pages claim nearly 2^32
+// tombstones: the count must not wrap around to a small number and pass the threshold.
+func TestStoreTombstoneCountDoesNotWrap(t *testing.T) {
+	s, _ := openMem(t)
+	l := testTable(t)
+	mustApply(t, s, l, mut("p", row(1, "a", "deleted@5"), row(2, "a", "deleted@5")))
+	req := readReq("p")
+	req.TombstonesScanned = math.MaxUint32
+	if _, err := s.ReadPartition(l, req); !errors.Is(err, ErrTooManyTombstones) {
+		t.Errorf("a read after 2^32-1 tombstones that scans 2 more: %v, want ErrTooManyTombstones", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -260,7 +261,7 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
 	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows),
-		tc: tombstoneCount{t: t, req: req, threshold: s.tombstoneFailure, n: req.TombstonesScanned}}
+		tc: tombstoneCount{t: t, req: req, threshold: s.tombstoneFailure, n: uint64(req.TombstonesScanned)}}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
 		c, err := iterCell(it)
@@ -325,7 +326,7 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 			}
 		}
 	}
-	resp.Tombstones = r.tc.n - req.TombstonesScanned
+	resp.Tombstones = uint32(min(r.tc.n-uint64(req.TombstonesScanned), math.MaxUint32))
 	return resp, nil
 }
 
@@ -370,13 +371,13 @@ type tombstoneCount struct {
 	t         *schema.Table
 	req       *replicapb.ReadRequest
 	threshold uint32
-	n         uint32
+	n         uint64 // wide enough that no count wraps
 }
 
 // add counts k more tombstones and fails once the count passes the threshold.
 func (c *tombstoneCount) add(k uint32) error {
-	c.n += k
-	if c.threshold == 0 || c.n <= c.threshold {
+	c.n += uint64(k)
+	if c.threshold == 0 || c.n <= uint64(c.threshold) {
 		return nil
 	}
 	return fmt.Errorf("%w: table %s: the read of partition %s scanned more than %d tombstones (the tombstone failure threshold); delete less in place, or raise the threshold",
