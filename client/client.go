@@ -114,6 +114,10 @@ type Client struct {
 // Option configures Dial.
 type Option func(*options)
 
+// maxMessageSize is the largest request or response the client sends or accepts: as large as
+// the largest message limit a node can be configured with.
+const maxMessageSize = 1 << 30
+
 type options struct {
 	keyspace    string
 	dialOptions []grpc.DialOption
@@ -135,7 +139,12 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	dialOpts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.dialOptions...)
+	dialOpts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// The node bounds what it accepts and sends (its MaxMutationSize); the client does not
+		// add a lower limit of its own (gRPC's default would refuse results over 4 MiB).
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.MaxCallSendMsgSize(maxMessageSize)),
+	}, o.dialOptions...)
 	conn, err := grpc.NewClient(addr, dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)

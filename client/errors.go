@@ -118,6 +118,8 @@ func fromStatus(err error) error {
 				RejectedBy: by, Limit: rl.GetLimit(), RetryAfter: retry, Message: msg,
 			}
 		}
+		// Without a rate-limit detail: a message over a size limit, the node's or gRPC's.
+		return fmt.Errorf("kvnode: too large: %w", err)
 	case codes.Unavailable:
 		for _, d := range st.Details() {
 			if d, ok := d.(*kvnodepb.UnavailableDetail); ok {

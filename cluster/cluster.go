@@ -98,6 +98,9 @@ type Cluster struct {
 	in       inbox
 	inflight map[NodeID]bool // sync requests being sent
 
+	clockMu sync.Mutex               // guards clocks; never held while taking mu
+	clocks  map[NodeID]*offsetWindow // clock samples of peers, dropped when they go down
+
 	kick      chan struct{}
 	stop      chan struct{}
 	persistMu sync.Mutex
@@ -136,6 +139,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		changed:  make(chan struct{}),
 		in:       newInbox(),
 		inflight: map[NodeID]bool{},
+		clocks:   map[NodeID]*offsetWindow{},
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -245,6 +249,7 @@ func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error
 		mc.Delegate = delegate{c}
 		mc.Events = events{c}
 		mc.Alive = aliveFilter{c}
+		mc.Ping = pingDelegate{c}
 		mc.Logger = newMemberlistLogger(c.cfg.Logger)
 		if c.cfg.Tune != nil {
 			c.cfg.Tune(mc)

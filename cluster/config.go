@@ -142,7 +142,7 @@ type Config struct {
 	Profile Profile
 	// Tune, when set, is called with the memberlist configuration after the profile and the fields above
 	// are applied, for knobs the profiles do not cover. It must not change Name, Delegate, Events,
-	// Alive, Logger or LogOutput.
+	// Alive, Ping, Logger or LogOutput.
 	Tune func(*memberlist.Config)
 	// Logger receives the cluster's and memberlist's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -151,6 +151,9 @@ type Config struct {
 	// SchemaAgreementTimeout bounds AwaitSchemaAgreement when called without a timeout. Default
 	// DefaultSchemaAgreementTimeout.
 	SchemaAgreementTimeout time.Duration
+	// Now is the node's clock as its peers measure it (see ClockOffsets): the clock that
+	// stamps its writes. Default time.Now; tests shift it to give a node a skewed clock.
+	Now func() time.Time
 }
 
 func (c *Config) ensureDefaults() {
@@ -168,6 +171,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.SchemaAgreementTimeout <= 0 {
 		c.SchemaAgreementTimeout = DefaultSchemaAgreementTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 

@@ -192,6 +192,7 @@ func (e events) NotifyLeave(n *memberlist.Node) {
 	}
 	p.live = false
 	c.rebuildLiveLocked()
+	c.forgetClock(p.rec.ID)
 	c.notifyLocked()
 	c.log.Info("node down", "peer", n.Name, "gossip_addr", n.Address())
 }

@@ -96,7 +96,9 @@
 //
 // Write timestamps are assigned by the coordinator in microseconds: max(now, last+1), so they
 // strictly increase per coordinator even when the clock stands still or steps back. USING
-// TIMESTAMP overrides them. Timeouts default to 2 s for writes and 5 s for reads; a client
+// TIMESTAMP overrides them, up to Config.MaxTimestampAhead (default 1 h) ahead of the clock:
+// a cell written further ahead would shadow every later write and DELETE of it, so such a
+// write is an *InvalidError before any replica is contacted. Timeouts default to 2 s for writes and 5 s for reads; a client
 // deadline that ends sooner wins, and a deadline reached without the consistency level is a
 // *TimeoutError saying how many replicas answered.
 //

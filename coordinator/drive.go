@@ -89,7 +89,7 @@ func (e *Executor) begin(req *Request, now time.Time, op Op, key partitionKey, d
 // propagator (see propagator). Unaccounted is empty for unlimited and exempt operations.
 func (e *Executor) propagate(req *Request, op Op, key partitionKey) {
 	if e.prop != nil && req.Done() {
-		e.prop.add(req.Unaccounted(), key.table, key.token, replicaOp(op))
+		e.prop.add(req.Unaccounted(), key.table, key.token, op)
 	}
 }
 

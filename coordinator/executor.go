@@ -74,6 +74,13 @@ type Config struct {
 	// the read at their own, higher, failure threshold). Zero means
 	// DefaultTombstoneWarnThreshold; negative disables the warning.
 	TombstoneWarnThreshold int
+	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
+	// is refused before any replica sees it. Zero means DefaultMaxMutationSize.
+	MaxMutationSize int
+	// MaxTimestampAhead is how far ahead of Now a client's USING TIMESTAMP may be; a write
+	// beyond it is refused with an *InvalidError naming the bound. Zero means
+	// DefaultMaxTimestampAhead.
+	MaxTimestampAhead time.Duration
 }
 
 // DefaultTombstoneWarnThreshold is the default Config.TombstoneWarnThreshold: Cassandra's.
@@ -126,8 +133,10 @@ type Executor struct {
 	prop      *propagator // nil when propagation is off
 
 	writeTimeout, readTimeout time.Duration
-	pageBytes                 int // ReadPageBytes
-	tombstoneWarn             int // TombstoneWarnThreshold; negative: off
+	pageBytes                 int           // ReadPageBytes
+	tombstoneWarn             int           // TombstoneWarnThreshold; negative: off
+	maxMutation               int           // bytes; see Config.MaxMutationSize
+	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
@@ -156,6 +165,10 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
 	case cfg.ReadPageBytes < 0 || cfg.ReadPageBytes > math.MaxUint32:
 		return nil, fmt.Errorf("coordinator: Config.ReadPageBytes is %d, want between 0 and %d", cfg.ReadPageBytes, uint32(math.MaxUint32))
+	case cfg.MaxMutationSize < 0:
+		return nil, fmt.Errorf("coordinator: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
+	case cfg.MaxTimestampAhead < 0:
+		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
 	e := &Executor{
 		localID:       cfg.LocalID,
@@ -172,7 +185,12 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		readTimeout:   cfg.ReadTimeout,
 		pageBytes:     cfg.ReadPageBytes,
 		tombstoneWarn: cfg.TombstoneWarnThreshold,
+		maxMutation:   cfg.MaxMutationSize,
+		maxAhead:      cfg.MaxTimestampAhead,
 		inflight:      make(map[*flight]struct{}),
+	}
+	if e.maxMutation == 0 {
+		e.maxMutation = DefaultMaxMutationSize
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -194,6 +212,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if e.tombstoneWarn == 0 {
 		e.tombstoneWarn = DefaultTombstoneWarnThreshold
+	}
+	if e.maxAhead == 0 {
+		e.maxAhead = DefaultMaxTimestampAhead
 	}
 	if cfg.Deltas != nil {
 		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)

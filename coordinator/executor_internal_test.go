@@ -320,7 +320,7 @@ func TestReconcile(t *testing.T) {
 		for _, id := range slices.Sorted(maps.Keys(tt.answers)) {
 			resps = append(resps, replicaAnswer(id, tt.answers[id]))
 		}
-		rec, err := reconcile(tbl, resps, tt.limit)
+		rec, err := reconcile(tbl, resps, tt.limit, false)
 		if err != nil {
 			t.Errorf("%s: reconcile: %v", tt.name, err)
 			continue
@@ -379,7 +379,7 @@ func TestReconcileRejectsMalformedAnswers(t *testing.T) {
 		}, `coordinator: replica n1 stopped a read of table ks.t before its last row`},
 	}
 	for _, tt := range tests {
-		_, err := reconcile(tbl, []Response{{From: "n1", Status: StatusOK, Payload: tt.resp}}, 0)
+		_, err := reconcile(tbl, []Response{{From: "n1", Status: StatusOK, Payload: tt.resp}}, 0, false)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: reconcile = %v, want %q", tt.name, err, tt.want)
 		}
@@ -409,7 +409,7 @@ func TestReconcileWithoutClusteringColumns(t *testing.T) {
 			for _, r := range resps {
 				r.Payload.(*replicapb.ReadResponse).Rows[0].Clustering = clustering
 			}
-			rec, err := reconcile(tbl, resps, limit)
+			rec, err := reconcile(tbl, resps, limit, false)
 			if err != nil {
 				t.Fatalf("limit %d, clustering %#v: reconcile: %v", limit, clustering, err)
 			}
@@ -433,7 +433,7 @@ func TestReconcileWithoutClusteringColumns(t *testing.T) {
 // straddles a page boundary and that only one replica holds.
 func TestMergeAcrossPages(t *testing.T) {
 	tbl := reconcileTable(t)
-	m := newMerger(tbl, 0)
+	m := newMerger(tbl, 0, false)
 	add := func(id NodeID, s string) {
 		t.Helper()
 		if err := m.add(replicaAnswer(id, s), 0); err != nil {

@@ -849,6 +849,7 @@ func TestNewExecutorValidates(t *testing.T) {
 		{"no transport", func(c *coordinator.Config) { c.Transport = nil }, "coordinator: Config.Transport is nil"},
 		{"no schema", func(c *coordinator.Config) { c.Schema = nil }, "coordinator: Config.Schema is nil"},
 		{"negative timeout", func(c *coordinator.Config) { c.ReadTimeout = -time.Second }, "coordinator: Config.ReadTimeout is -1s, want ≥ 0"},
+		{"negative timestamp bound", func(c *coordinator.Config) { c.MaxTimestampAhead = -time.Hour }, "coordinator: Config.MaxTimestampAhead is -1h0m0s, want ≥ 0"},
 	}
 	for _, tt := range tests {
 		cfg := ok

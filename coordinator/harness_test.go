@@ -294,6 +294,7 @@ type options struct {
 	writeTimeout  time.Duration // 0: the default
 	readTimeout   time.Duration
 	order         []coordinator.NodeID // ring order; nil means n1, n2, n3
+	maxAhead      time.Duration        // Config.MaxTimestampAhead; 0: the default
 	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
 	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
 	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
@@ -353,6 +354,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			Now:                    c.clock.Now,
 			WriteTimeout:           o.writeTimeout,
 			ReadTimeout:            o.readTimeout,
+			MaxTimestampAhead:      o.maxAhead,
 			Draw:                   func() float64 { return draw },
 			Observer:               c.observer,
 			ReadPageBytes:          o.pageBytes,

@@ -32,7 +32,8 @@ type repairSet struct {
 }
 
 // bound is one end of a range tombstone: a clustering prefix, included or not. The empty
-// prefix is the start or the end of the partition.
+// prefix is the start or the end of the partition. Start and end are in the table's clustering
+// order (a DESC column's larger values come first).
 type bound struct {
 	prefix    [][]byte
 	inclusive bool
@@ -69,7 +70,8 @@ type version struct {
 // last-write-wins rules of package cell, and works out what each replica lacks (cell.Missing).
 type merger struct {
 	t       *schema.Table
-	limit   int // live rows; 0 means no limit
+	order   readOrder // the order of the answers and the merge
+	limit   int       // live rows; 0 means no limit
 	vs      []version
 	partDel int64
 	rts     []rangeTomb // every range tombstone any replica returned
@@ -83,14 +85,16 @@ type merger struct {
 	versions []cell.Row // of the current key, one per replica (EmptyRow if absent)
 }
 
-func newMerger(t *schema.Table, limit int) *merger {
-	return &merger{t: t, limit: limit, partDel: cell.NoTimestamp}
+func newMerger(t *schema.Table, limit int, reversed bool) *merger {
+	return &merger{t: t, order: readOrder{t, reversed}, limit: limit, partDel: cell.NoTimestamp}
 }
 
 // reconcile merges the replicas' answers (one page each) as far as they go and returns at most
-// limit live rows (all if limit is 0); complete is false when a replica's next page is needed.
-func reconcile(t *schema.Table, resps []Response, limit int) (reconciled, error) {
-	m := newMerger(t, limit)
+// limit live rows (all if limit is 0), in clustering order, or in its reverse for a reversed read
+// (whose answers are in reverse order too); complete is false when a replica's next page is
+// needed.
+func reconcile(t *schema.Table, resps []Response, limit int, reversed bool) (reconciled, error) {
+	m := newMerger(t, limit, reversed)
 	for _, r := range resps {
 		if err := m.add(r, limit); err != nil {
 			return reconciled{}, err
@@ -142,10 +146,10 @@ func (m *merger) add(r Response, limit int) error {
 		if err != nil {
 			return fmt.Errorf("coordinator: replica %s returned a malformed row %d of table %s: %w", r.From, i, t.QualifiedName(), err)
 		}
-		if n := len(rows); n > 0 && compareClustering(t, rows[n-1].clustering, row.clustering) >= 0 {
+		if n := len(rows); n > 0 && m.order.compare(rows[n-1].clustering, row.clustering) >= 0 {
 			return fmt.Errorf("coordinator: replica %s returned rows of table %s out of clustering order", r.From, t.QualifiedName())
 		}
-		if resumed && len(rows) == 0 && compareClustering(t, prevCut, row.clustering) >= 0 {
+		if resumed && len(rows) == 0 && m.order.compare(prevCut, row.clustering) >= 0 {
 			return fmt.Errorf("coordinator: replica %s returned a page of table %s that does not start after the previous one", r.From, t.QualifiedName())
 		}
 		rows = append(rows, row)
@@ -164,7 +168,7 @@ func (m *merger) add(r Response, limit int) error {
 		if err != nil {
 			return fmt.Errorf("coordinator: replica %s stopped a read of table %s after a malformed key: %w", r.From, t.QualifiedName(), err)
 		}
-		if compareClustering(t, cut, rows[len(rows)-1].clustering) < 0 {
+		if m.order.compare(cut, rows[len(rows)-1].clustering) < 0 {
 			return fmt.Errorf("coordinator: replica %s stopped a read of table %s before its last row", r.From, t.QualifiedName())
 		}
 		v.cut, v.hasCut = cut, true
@@ -192,10 +196,9 @@ func (m *merger) add(r Response, limit int) error {
 
 // merge merges rows until it has the limit, or every answer is used up, or it needs the next
 // page of the replicas it returns (indexes into m.vs): their answers are used up and they
-// stopped early, so the rows after theirs, which may be smaller than any other replica's next
-// row, are unknown.
+// stopped early, so the rows after theirs, which may come before any other replica's next row
+// in the read's order, are unknown.
 func (m *merger) merge() (need []int) {
-	t := m.t
 	for m.limit == 0 || len(m.rows) < m.limit {
 		for i := range m.vs {
 			if v := &m.vs[i]; v.next >= len(v.rows) && v.hasCut {
@@ -205,7 +208,7 @@ func (m *merger) merge() (need []int) {
 		if len(need) > 0 {
 			return need
 		}
-		// The smallest clustering key at the head of any answer.
+		// The first clustering key (in the read's order) at the head of any answer.
 		var (
 			key   [][]byte
 			found bool
@@ -213,7 +216,7 @@ func (m *merger) merge() (need []int) {
 		for i := range m.vs {
 			v := &m.vs[i]
 			if v.next < len(v.rows) {
-				if k := v.rows[v.next].clustering; !found || compareClustering(t, k, key) < 0 {
+				if k := v.rows[v.next].clustering; !found || m.order.compare(k, key) < 0 {
 					key, found = k, true
 				}
 			}
@@ -226,7 +229,7 @@ func (m *merger) merge() (need []int) {
 		for i := range m.vs {
 			v := &m.vs[i]
 			have := cell.EmptyRow()
-			if v.next < len(v.rows) && compareClustering(t, v.rows[v.next].clustering, key) == 0 {
+			if v.next < len(v.rows) && m.order.compare(v.rows[v.next].clustering, key) == 0 {
 				have = v.rows[v.next].row
 				v.next++
 			}
@@ -249,17 +252,18 @@ func (m *merger) merge() (need []int) {
 }
 
 // coverAt returns the timestamp of the newest range tombstone over the row with clustering
-// key key, or cell.NoTimestamp. Keys must come in clustering order.
+// key key, or cell.NoTimestamp. Keys must come in the read's order.
 func (m *merger) coverAt(key [][]byte) int64 {
 	ts := cell.NoTimestamp
 	kept := m.active[:0]
 	for _, i := range m.active {
 		rt := &m.rts[i]
-		if !beforeEnd(m.t, rt.end, key) {
-			continue // it ends before key, and before every key after it
+		started, notEnded := afterStart(m.t, rt.start, key), beforeEnd(m.t, rt.end, key)
+		if m.order.reversed && !started || !m.order.reversed && !notEnded {
+			continue // it is behind key in the read's order, and behind every key after it
 		}
 		kept = append(kept, i)
-		if rt.ts > ts && afterStart(m.t, rt.start, key) {
+		if rt.ts > ts && started && notEnded {
 			ts = rt.ts
 		}
 	}
@@ -281,8 +285,10 @@ func (m *merger) result() reconciled {
 			if rt.ts <= m.partDel || v.rts[rt.key] {
 				continue
 			}
-			if v.hasCut && !afterStart(m.t, rt.start, v.cut) {
-				continue // it starts past where this replica stopped: the replica did not look
+			// A replica that stopped early scanned up to its cut, in the read's order: one that
+			// starts (ends, reversed) past the cut is beyond where the replica looked.
+			if v.hasCut && (m.order.reversed && !beforeEnd(m.t, rt.end, v.cut) || !m.order.reversed && !afterStart(m.t, rt.start, v.cut)) {
+				continue
 			}
 			rs := m.repairSet(v.from)
 			rs.rangeTombstones = append(rs.rangeTombstones, rt.pb)
@@ -357,14 +363,9 @@ func decodeRangeTomb(t *schema.Table, pb *replicapb.RangeTombstone) (rangeTomb, 
 }
 
 // comparePrefix compares the first len(prefix) components of the full clustering key key with
-// prefix.
+// prefix, in the table's clustering order (DESC columns reversed).
 func comparePrefix(t *schema.Table, key, prefix [][]byte) int {
-	for i := range prefix {
-		if r := t.Clustering[i].Type.Compare(key[i], prefix[i]); r != 0 {
-			return r
-		}
-	}
-	return 0
+	return t.CompareClustering(key[:len(prefix)], prefix)
 }
 
 // afterStart reports whether the row with clustering key key is at or after start bound b.

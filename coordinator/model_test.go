@@ -38,27 +38,46 @@ type modelRange struct {
 const modelSide = 6 // c1 and c2 take the values 0 .. modelSide-1
 
 // TestRangeTombstonesAgainstAModel runs random histories of writes, row, range and partition
-// deletes with out-of-order timestamps at ONE, with replicas dropping writes, and checks every
-// read at ALL (random clustering ranges and limits, in small pages) against a last-write-wins
-// reference model; at the end, after a full read at ALL repaired them, every replica alone
+// deletes with out-of-order timestamps at ONE, with replicas dropping writes, on tables with
+// ascending and descending clustering columns, and checks every read at ALL (random clustering
+// ranges, limits and directions, in small pages) against a last-write-wins reference model; at the end, after a full read at ALL repaired them, every replica alone
 // must agree with the model too.
 func TestRangeTombstonesAgainstAModel(t *testing.T) {
-	seeds := 25
+	seeds := 30
 	if testing.Short() {
 		seeds = 3
 	}
 	for seed := range seeds {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { runModel(t, uint64(seed)) })
+		// The table's clustering order: c1 and c2 descending or not.
+		desc := [2]bool{seed%3 == 1, seed%3 == 2}
+		t.Run(fmt.Sprintf("seed %d desc %v", seed, desc), func(t *testing.T) { runModel(t, uint64(seed), desc) })
 	}
 }
 
-func runModel(t *testing.T, seed uint64) {
+func runModel(t *testing.T, seed uint64, desc [2]bool) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	c := newCluster(t, options{pageBytes: 40})
+	dir := func(d bool) string {
+		if d {
+			return "DESC"
+		}
+		return "ASC"
+	}
 	c.must(
 		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
-		"CREATE TABLE ks.m (k text, c1 int, c2 int, v int, w int, PRIMARY KEY (k, c1, c2))",
+		fmt.Sprintf("CREATE TABLE ks.m (k text, c1 int, c2 int, v int, w int, PRIMARY KEY (k, c1, c2)) WITH CLUSTERING ORDER BY (c1 %s, c2 %s)", dir(desc[0]), dir(desc[1])),
 	)
+	// values returns 0 .. modelSide-1 in the order of a column that is descending or not.
+	values := func(d bool) []int {
+		out := make([]int, modelSide)
+		for i := range out {
+			out[i] = i
+			if d {
+				out[i] = modelSide - 1 - i
+			}
+		}
+		return out
+	}
 	var (
 		rows    [modelSide][modelSide]modelRow
 		ranges  []modelRange
@@ -128,10 +147,10 @@ func runModel(t *testing.T, seed uint64) {
 		}
 		return d
 	}
-	expect := func(in func(c1, c2 int) bool, limit int) []string {
+	expect := func(in func(c1, c2 int) bool, limit int, reversed bool) []string {
 		out := []string{}
-		for c1 := range modelSide {
-			for c2 := range modelSide {
+		for _, c1 := range values(desc[0]) {
+			for _, c2 := range values(desc[1]) {
 				r, d := &rows[c1][c2], deletedAt(c1, c2)
 				if !in(c1, c2) {
 					continue
@@ -147,6 +166,9 @@ func runModel(t *testing.T, seed uint64) {
 					out = append(out, fmt.Sprintf("%d %d %s %s", c1, c2, v, w))
 				}
 			}
+		}
+		if reversed {
+			slices.Reverse(out)
 		}
 		if limit > 0 && len(out) > limit {
 			out = out[:limit]
@@ -222,15 +244,19 @@ func runModel(t *testing.T, seed uint64) {
 		where, in, _ := restriction(false)
 		limit := 0
 		stmt := "SELECT c1, c2, v, w FROM m WHERE k = 'a'" + where
+		reversed := rng.IntN(3) == 0
+		if reversed {
+			stmt += fmt.Sprintf(" ORDER BY c1 %s, c2 %s", dir(!desc[0]), dir(!desc[1]))
+		}
 		if rng.IntN(2) == 0 {
 			limit = 1 + rng.IntN(8)
 			stmt += fmt.Sprintf(" LIMIT %d", limit)
 		}
-		check(nodes[rng.IntN(len(nodes))], stmt, expect(in, limit), false)
+		check(nodes[rng.IntN(len(nodes))], stmt, expect(in, limit, reversed), false)
 	}
 	all := func(int, int) bool { return true }
-	check("n1", "SELECT c1, c2, v, w FROM m WHERE k = 'a'", expect(all, 0), false)
+	check("n1", "SELECT c1, c2, v, w FROM m WHERE k = 'a'", expect(all, 0, false), false)
 	for _, n := range nodes {
-		check(n, "SELECT c1, c2, v, w FROM m WHERE k = 'a'", expect(all, 0), true)
+		check(n, "SELECT c1, c2, v, w FROM m WHERE k = 'a'", expect(all, 0, false), true)
 	}
 }

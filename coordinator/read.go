@@ -25,7 +25,8 @@ type readSpec struct {
 	pk         [][]byte
 	token      int64
 	clustering schema.ClusteringRange
-	limit      int // live rows; 0 means no limit
+	limit      int  // live rows; 0 means no limit
+	reversed   bool // in the reverse of the clustering order (ORDER BY)
 	rf         int
 	cl         Consistency
 }
@@ -55,6 +56,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		token:      partitioner.Token(partitioner.AppendKey(keyBuf[:0], r.PartitionKey)),
 		clustering: r.Clustering,
 		limit:      r.Limit,
+		reversed:   r.Reversed,
 		rf:         ks.ReplicationFactor,
 		cl:         cl,
 	}
@@ -74,7 +76,8 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
-// that answered, in clustering order, at most spec.limit of them, and the most tombstones one
+// that answered, in clustering order (in reverse with spec.reversed), at most spec.limit of
+// them, and the most tombstones one
 // replica scanned for them. At QUORUM and ALL it repairs the replicas that answered with stale
 // data before returning (see repair).
 //
@@ -91,7 +94,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 	if err != nil {
 		return nil, 0, err
 	}
-	m := newMerger(spec.table, spec.limit)
+	m := newMerger(spec.table, spec.limit, spec.reversed)
 	for _, r := range resps {
 		if err := m.add(r, spec.limit); err != nil {
 			return nil, 0, err
@@ -162,7 +165,7 @@ func (e *Executor) readPages(ctx context.Context, spec readSpec, m *merger, need
 		limit := m.remaining()
 		req := &replicapb.ReadRequest{
 			TableId: base.TableId, PartitionKey: base.PartitionKey, Token: base.Token, Filter: base.Filter,
-			Limit: uint32(min(limit, math.MaxUint32)), PageBytes: base.PageBytes,
+			Limit: uint32(min(limit, math.MaxUint32)), PageBytes: base.PageBytes, Reversed: base.Reversed,
 			After: &replicapb.ClusteringKey{Components: v.cut}, TombstonesScanned: v.tombstones,
 		}
 		x.reqs[v.from] = req
@@ -267,6 +270,7 @@ func readRequest(spec readSpec, pageBytes int) *replicapb.ReadRequest {
 		Token:        spec.token,
 		Limit:        uint32(min(spec.limit, math.MaxUint32)),
 		PageBytes:    uint32(min(pageBytes, math.MaxUint32)),
+		Reversed:     spec.reversed,
 	}
 	c := spec.clustering
 	if len(c.Prefix) > 0 || c.Lower != nil || c.Upper != nil {
@@ -296,7 +300,7 @@ func (x readExchange) call(ctx context.Context, s Send) Response {
 	req.req.Limiter = &req.lim
 	req.req.TableId, req.req.PartitionKey, req.req.Token = x.base.TableId, x.base.PartitionKey, x.base.Token
 	req.req.Filter, req.req.Limit, req.req.Columns = x.base.Filter, x.base.Limit, x.base.Columns
-	req.req.PageBytes = x.base.PageBytes
+	req.req.PageBytes, req.req.Reversed = x.base.PageBytes, x.base.Reversed
 	resp, err := x.t.Read(ctx, s.To, &req.req)
 	if err != nil {
 		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
@@ -357,14 +361,23 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// compareClustering orders two full clustering keys of t.
-func compareClustering(t *schema.Table, a, b [][]byte) int {
-	for i, c := range t.Clustering {
-		if r := c.Type.Compare(a[i], b[i]); r != 0 {
-			return r
-		}
+// compareClustering orders two full clustering keys of t in the table's clustering order, DESC
+// columns included (schema.Table.CompareClustering, the order replicas store rows in).
+func compareClustering(t *schema.Table, a, b [][]byte) int { return t.CompareClustering(a, b) }
+
+// readOrder is the order in which a read returns the rows of table t: its clustering order, or
+// the reverse of it for a reversed read (SELECT ... ORDER BY the other way).
+type readOrder struct {
+	t        *schema.Table
+	reversed bool
+}
+
+// compare orders two full clustering keys of t as the read returns them.
+func (o readOrder) compare(a, b [][]byte) int {
+	if o.reversed {
+		a, b = b, a
 	}
-	return 0
+	return compareClustering(o.t, a, b)
 }
 
 // repairRow converts what a replica lacks of a row to a mutation row.

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -29,8 +28,12 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if err != nil {
 		return nil, nil, invalid(stmt, err)
 	}
-	if w.HasTimestamp && w.Timestamp == cell.NoTimestamp {
-		return w.Table, nil, &InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("USING TIMESTAMP %d is reserved", w.Timestamp)}
+	now := e.now()
+	if err := e.checkTimestamp(stmt, w, now); err != nil {
+		return w.Table, nil, err
+	}
+	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
+		return w.Table, nil, err
 	}
 	ks, ok := s.Keyspace(w.Table.Keyspace)
 	if !ok { // the schema is immutable and PrepareWrite found the table
@@ -42,7 +45,6 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if !w.HasTimestamp {
 		ts = e.nextTimestamp()
 	}
-	now := e.now()
 	dl := deadline(ctx, now, e.writeTimeout)
 
 	var replicaBuf [8]Replica
@@ -97,7 +99,7 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
 		return
 	}
 	if w.Kind == schema.WriteDelete && len(w.Cells) == 0 && !w.Clustering.IsRow(w.Table) {
-		m.RangeTombstones = []*replicapb.RangeTombstone{rangeTombstone(w.Clustering, ts)}
+		m.RangeTombstones = []*replicapb.RangeTombstone{rangeTombstone(w.Table, w.Clustering, ts)}
 		return
 	}
 	r := new(struct {
@@ -129,11 +131,12 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
 	m.Rows = r.ptr[:]
 }
 
-// rangeTombstone returns the range tombstone at ts that deletes the rows r selects: from the
-// clustering prefix (or the lower bound on the column after it) to the prefix (or the upper
-// bound). A range that selects nothing (c > 3 AND c < 2) makes a tombstone whose start is after
-// its end, which replicas take as the no-op it is.
-func rangeTombstone(r schema.ClusteringRange, ts int64) *replicapb.RangeTombstone {
+// rangeTombstone returns the range tombstone at ts that deletes the rows r selects in table t:
+// from the clustering prefix (or the lower bound on the column after it) to the prefix (or the
+// upper bound), in the table's clustering order, where a DESC column's upper bound comes first.
+// A range that selects nothing (c > 3 AND c < 2) makes a tombstone whose start is after its end,
+// which replicas take as the no-op it is.
+func rangeTombstone(t *schema.Table, r schema.ClusteringRange, ts int64) *replicapb.RangeTombstone {
 	b := func(x *schema.Bound) *replicapb.ClusteringBound {
 		if x == nil {
 			return &replicapb.ClusteringBound{Prefix: r.Prefix, Inclusive: true}
@@ -143,7 +146,11 @@ func rangeTombstone(r schema.ClusteringRange, ts int64) *replicapb.RangeTombston
 		prefix[len(r.Prefix)] = x.Value
 		return &replicapb.ClusteringBound{Prefix: prefix, Inclusive: x.Inclusive}
 	}
-	return &replicapb.RangeTombstone{Start: b(r.Lower), End: b(r.Upper), Timestamp: ts}
+	first, last := r.Lower, r.Upper
+	if len(r.Prefix) < len(t.Clustering) && t.Clustering[len(r.Prefix)].Descending {
+		first, last = last, first
+	}
+	return &replicapb.RangeTombstone{Start: b(first), End: b(last), Timestamp: ts}
 }
 
 // mutateExchange sends one mutation to each replica.

@@ -150,15 +150,28 @@ type PrimaryKey struct {
 	Clustering   []Ident
 }
 
+// Ordering is one column and its direction in CLUSTERING ORDER BY or
+// ORDER BY: c ASC or c DESC.
+type Ordering struct {
+	Column     Ident
+	Descending bool // DESC; ASC (written, or left out in ORDER BY) is false
+}
+
 // CreateTableStmt is CREATE TABLE [IF NOT EXISTS] name (columns
-// [, PRIMARY KEY (...)]) [WITH options].
+// [, PRIMARY KEY (...)]) [WITH options], where the options may include
+// CLUSTERING ORDER BY (c1 ASC|DESC, ...), joined to the others by AND.
 type CreateTableStmt struct {
 	Start       Pos
 	IfNotExists bool
 	Table       TableName
 	Columns     []ColumnDef
 	PrimaryKey  *PrimaryKey // nil when the key is declared inline or missing
-	Options     []Option
+	// ClusteringOrder is the CLUSTERING ORDER BY clause: nil without one,
+	// else one entry per clustering column, in primary key order (the
+	// parser checks this when the PRIMARY KEY clause names the clustering
+	// columns).
+	ClusteringOrder []Ordering
+	Options         []Option // the name = value options
 }
 
 // AlterTableStmt is ALTER TABLE name WITH options.
@@ -219,14 +232,16 @@ type DeleteStmt struct {
 	Where     []Relation
 }
 
-// SelectStmt is SELECT * | columns FROM name [WHERE relations] [LIMIT n].
+// SelectStmt is SELECT * | columns FROM name [WHERE relations]
+// [ORDER BY column [ASC|DESC], ...] [LIMIT n].
 type SelectStmt struct {
 	Start   Pos
 	Star    bool    // SELECT *
 	Columns []Ident // when not Star
 	Table   TableName
 	Where   []Relation
-	Limit   *Literal // nil without LIMIT; else an integer or bind marker
+	OrderBy []Ordering // nil without ORDER BY; no column appears twice
+	Limit   *Literal   // nil without LIMIT; else an integer or bind marker
 }
 
 // DescribeKind says what a DESCRIBE statement describes.

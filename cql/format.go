@@ -105,7 +105,17 @@ func (p *printer) node(n Node) {
 			p.WriteByte(')')
 		}
 		p.WriteByte(')')
-		p.options(n.Options)
+		if len(n.ClusteringOrder) > 0 {
+			p.WriteString(" WITH CLUSTERING ORDER BY (")
+			p.orderings(n.ClusteringOrder)
+			p.WriteByte(')')
+			for _, o := range n.Options {
+				p.WriteString(" AND ")
+				p.option(o)
+			}
+		} else {
+			p.options(n.Options)
+		}
 	case *AlterTableStmt:
 		p.WriteString("ALTER TABLE ")
 		p.table(n.Table)
@@ -164,6 +174,10 @@ func (p *printer) node(n Node) {
 		p.WriteString(" FROM ")
 		p.table(n.Table)
 		p.where(n.Where)
+		if len(n.OrderBy) > 0 {
+			p.WriteString(" ORDER BY ")
+			p.orderings(n.OrderBy)
+		}
 		if n.Limit != nil {
 			p.WriteString(" LIMIT ")
 			p.node(n.Limit)
@@ -234,9 +248,29 @@ func (p *printer) options(opts []Option) {
 		} else {
 			p.WriteString(" AND ")
 		}
-		p.ident(o.Name)
-		p.WriteString(" = ")
-		p.node(o.Value)
+		p.option(o)
+	}
+}
+
+func (p *printer) option(o Option) {
+	p.ident(o.Name)
+	p.WriteString(" = ")
+	p.node(o.Value)
+}
+
+// orderings prints c1 ASC, c2 DESC: always with the direction, which ORDER
+// BY lets one leave out.
+func (p *printer) orderings(os []Ordering) {
+	for i, o := range os {
+		if i > 0 {
+			p.WriteString(", ")
+		}
+		p.ident(o.Column)
+		if o.Descending {
+			p.WriteString(" DESC")
+		} else {
+			p.WriteString(" ASC")
+		}
 	}
 }
 

@@ -293,17 +293,124 @@ func (p *parser) parseIdentList(what string) []Ident {
 }
 
 // parseOptions parses WITH name = value [AND name = value ...].
-func (p *parser) parseOptions() []Option {
+func (p *parser) parseOptions() []Option { return p.parseWith(nil) }
+
+// parseWith parses WITH name = value [AND ...]. With ct set (CREATE TABLE)
+// an item may also be CLUSTERING ORDER BY (...), which goes to
+// ct.ClusteringOrder; elsewhere that clause is an error.
+func (p *parser) parseWith(ct *CreateTableStmt) []Option {
 	p.expect(WITH)
 	var opts []Option
 	for {
+		pos, isClustering := p.pos, p.tok == CLUSTERING
 		name := p.parseIdent("option name")
-		p.expect(EQ)
-		opts = append(opts, Option{Name: name, Value: p.parseTerm()})
+		if isClustering && p.tok == ORDER {
+			if ct == nil {
+				p.errorf(pos, "CLUSTERING ORDER BY is only allowed in CREATE TABLE: the clustering order of a table cannot be changed")
+			}
+			if ct.ClusteringOrder != nil {
+				p.errorf(pos, "CLUSTERING ORDER BY is given twice")
+			}
+			p.next()
+			p.expect(BY)
+			p.expect(LPAREN)
+			ct.ClusteringOrder = p.parseOrderings("CLUSTERING ORDER BY", true)
+			if p.tok != RPAREN {
+				p.errorExpected("',' or ')'")
+			}
+			p.checkClusteringOrder(ct, pos, p.pos)
+			p.next()
+		} else {
+			p.expect(EQ)
+			opts = append(opts, Option{Name: name, Value: p.parseTerm()})
+		}
 		if !p.got(AND) {
 			return opts
 		}
 	}
+}
+
+// parseOrderings parses column [ASC | DESC] [, ...], the list of ORDER BY
+// (the direction may be left out: ASC) or of CLUSTERING ORDER BY
+// (dirRequired). A column named twice is an error.
+func (p *parser) parseOrderings(clause string, dirRequired bool) []Ordering {
+	var list []Ordering
+	seen := make(map[string]bool)
+	for {
+		o := Ordering{Column: p.parseIdent("column name")}
+		if seen[o.Column.Name] {
+			p.errorf(o.Column.NamePos, "column %s appears twice in %s", QuoteIdent(o.Column.Name), clause)
+		}
+		seen[o.Column.Name] = true
+		switch p.tok {
+		case ASC:
+			p.next()
+		case DESC:
+			o.Descending = true
+			p.next()
+		default:
+			if dirRequired {
+				p.errorExpected("'ASC' or 'DESC'")
+			}
+			if p.tok != COMMA && p.tok != LIMIT && p.tok != SEMICOLON && p.tok != EOF {
+				p.errorExpected("'ASC', 'DESC', ',', 'LIMIT' or end of input")
+			}
+		}
+		list = append(list, o)
+		if !p.got(COMMA) {
+			return list
+		}
+	}
+}
+
+// checkClusteringOrder checks CLUSTERING ORDER BY against the PRIMARY KEY
+// clause, as Cassandra does: it must name every clustering column, in
+// primary key order. start is the position of CLUSTERING, end that of the
+// closing parenthesis. Without a PRIMARY KEY clause the key is inline (no
+// clustering columns) or missing, which the schema reports.
+func (p *parser) checkClusteringOrder(ct *CreateTableStmt, start, end Pos) {
+	var clustering []Ident
+	if ct.PrimaryKey != nil {
+		clustering = ct.PrimaryKey.Clustering
+	}
+	if len(clustering) == 0 {
+		p.errorf(start, "CLUSTERING ORDER BY is only allowed on a table with clustering columns; this PRIMARY KEY has none")
+	}
+	list := identNames(clustering)
+	for i, o := range ct.ClusteringOrder {
+		switch {
+		case i < len(clustering) && o.Column.Name == clustering[i].Name:
+			continue
+		case !containsIdent(clustering, o.Column.Name):
+			p.errorf(o.Column.NamePos, "column %s in CLUSTERING ORDER BY is not a clustering column (the clustering columns are %s)", QuoteIdent(o.Column.Name), list)
+		default:
+			p.errorf(o.Column.NamePos, "CLUSTERING ORDER BY must list the clustering columns in PRIMARY KEY order (%s): expected %s, found %s",
+				list, QuoteIdent(clustering[i].Name), QuoteIdent(o.Column.Name))
+		}
+	}
+	if n := len(ct.ClusteringOrder); n < len(clustering) {
+		p.errorf(end, "CLUSTERING ORDER BY must list every clustering column in PRIMARY KEY order (%s): %s is missing", list, QuoteIdent(clustering[n].Name))
+	}
+}
+
+func containsIdent(xs []Ident, name string) bool {
+	for _, x := range xs {
+		if x.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func identNames(xs []Ident) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(QuoteIdent(x.Name))
+	}
+	return b.String()
 }
 
 func (p *parser) parseCreateKeyspace(start Pos) Statement {
@@ -346,7 +453,7 @@ func (p *parser) parseCreateTable(start Pos) Statement {
 	}
 	p.next()
 	if p.tok == WITH {
-		s.Options = p.parseOptions()
+		s.Options = p.parseWith(s)
 	}
 	return s
 }
@@ -537,6 +644,10 @@ func (p *parser) parseSelect(start Pos) Statement {
 	s.Table = p.parseTableName()
 	if p.tok == WHERE {
 		s.Where = p.parseWhere()
+	}
+	if p.got(ORDER) {
+		p.expect(BY)
+		s.OrderBy = p.parseOrderings("ORDER BY", false)
 	}
 	if p.got(LIMIT) {
 		s.Limit = p.parseIntOrBind("integer limit")

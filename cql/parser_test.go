@@ -50,6 +50,13 @@ var validStatements = []struct {
 	{"SELECT * FROM t -- trailing comment", "SELECT * FROM t"},
 	{"/* leading */ SELECT * FROM t", "SELECT * FROM t"},
 	{"SELECT * FROM t WHERE k = 'a''b'", ""},
+	{"CREATE TABLE t (k int, c int, d text, PRIMARY KEY (k, c, d)) WITH CLUSTERING ORDER BY (c DESC, d ASC)", ""},
+	{"create table t (k int, c int, primary key (k, c)) with per_partition_rate_limit = {'max_reads_per_second': 5} and clustering order by (c desc)",
+		"CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC) AND per_partition_rate_limit = {'max_reads_per_second': 5}"},
+	{"CREATE TABLE t (k int PRIMARY KEY, clustering int) WITH clustering = 1", ""},
+	{"SELECT * FROM t WHERE k = 1 ORDER BY c DESC LIMIT 3", ""},
+	{"SELECT c FROM t WHERE k = 1 AND c > 2 order by c, d desc", "SELECT c FROM t WHERE k = 1 AND c > 2 ORDER BY c ASC, d DESC"},
+	{"SELECT * FROM t WHERE k = 1 ORDER BY \"Order\" ASC", ""},
 }
 
 func TestParseValid(t *testing.T) {
@@ -207,6 +214,28 @@ func TestParseInvalid(t *testing.T) {
 		{"SELECT * FROM t SELECT", "1:17: expected ';' or end of input, found 'SELECT'"},
 		{"SELECT * FROM t WHERE k = 'ééééééééééééééééééééééééééééééééééééééééééé' x", "1:73: expected ';' or end of input, found identifier x"},
 		{"SELECT * FROM t WHERE k = 1 AND 'ééééééééééééééééééééééééééééééééééééééééééé'", "1:33: expected column name, found string 'éééééééééééééééééééééééééééééééééééé..."},
+		// CLUSTERING ORDER BY and ORDER BY.
+		{"CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c)", "1:78: expected 'ASC' or 'DESC', found ')'"},
+		{"CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c UP)", "1:79: expected 'ASC' or 'DESC', found identifier UP"},
+		{"CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER (c DESC)", "1:73: expected 'BY', found '('"},
+		{"CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY c DESC", "1:76: expected '(', found identifier c"},
+		{"CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC", "1:83: expected ',' or ')', found end of input"},
+		{"CREATE TABLE t (k int, c int, d int, PRIMARY KEY (k, c, d)) WITH CLUSTERING ORDER BY (d DESC, c ASC)", "1:87: CLUSTERING ORDER BY must list the clustering columns in PRIMARY KEY order (c, d): expected c, found d"},
+		{"CREATE TABLE t (k int, c int, d int, PRIMARY KEY (k, c, d)) WITH CLUSTERING ORDER BY (c DESC)", "1:93: CLUSTERING ORDER BY must list every clustering column in PRIMARY KEY order (c, d): d is missing"},
+		{"CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC, v ASC)", "1:92: column v in CLUSTERING ORDER BY is not a clustering column (the clustering columns are c)"},
+		{"CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (k ASC, c DESC)", "1:84: column k in CLUSTERING ORDER BY is not a clustering column (the clustering columns are c)"},
+		{"CREATE TABLE t (k int, c int, d int, PRIMARY KEY (k, c, d)) WITH CLUSTERING ORDER BY (c DESC, c ASC)", "1:95: column c appears twice in CLUSTERING ORDER BY"},
+		{"CREATE TABLE t (k int PRIMARY KEY, v int) WITH CLUSTERING ORDER BY (v DESC)", "1:48: CLUSTERING ORDER BY is only allowed on a table with clustering columns; this PRIMARY KEY has none"},
+		{"CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC) AND CLUSTERING ORDER BY (c ASC)", "1:89: CLUSTERING ORDER BY is given twice"},
+		{"ALTER TABLE t WITH CLUSTERING ORDER BY (c DESC)", "1:20: CLUSTERING ORDER BY is only allowed in CREATE TABLE: the clustering order of a table cannot be changed"},
+		{"CREATE KEYSPACE ks WITH CLUSTERING ORDER BY (c DESC)", "1:25: CLUSTERING ORDER BY is only allowed in CREATE TABLE: the clustering order of a table cannot be changed"},
+		{"SELECT * FROM t WHERE k = 1 ORDER c", "1:35: expected 'BY', found identifier c"},
+		{"SELECT * FROM t WHERE k = 1 ORDER BY", "1:37: expected column name, found end of input"},
+		{"SELECT * FROM t WHERE k = 1 ORDER BY c DSC", "1:40: expected 'ASC', 'DESC', ',', 'LIMIT' or end of input, found identifier DSC"},
+		{"SELECT * FROM t WHERE k = 1 ORDER BY c, c DESC", "1:41: column c appears twice in ORDER BY"},
+		{"SELECT * FROM t WHERE k = 1 LIMIT 1 ORDER BY c", "1:37: expected ';' or end of input, found 'ORDER'"},
+		{"SELECT * FROM t WHERE k = 1 ORDER BY c DESC ASC", "1:45: expected ';' or end of input, found 'ASC'"},
+		{"SELECT order FROM t", "1:8: expected '*' or column name, found 'ORDER'"},
 	}
 	for _, tt := range tests {
 		_, err := ParseStatement(tt.src)
@@ -270,6 +299,7 @@ func TestQuoteIdent(t *testing.T) {
 	tests := []struct{ name, want string }{
 		{"abc", "abc"}, {"a_1", "a_1"}, {"Abc", `"Abc"`}, {"1a", `"1a"`}, {"_a", `"_a"`},
 		{"select", `"select"`}, {"key", "key"}, {"timestamp", "timestamp"}, {"nan", `"nan"`},
+		{"order", `"order"`}, {"asc", `"asc"`}, {"by", `"by"`}, {"clustering", "clustering"},
 		{`a"b`, `"a""b"`}, {"a b", `"a b"`}, {"é", `"é"`},
 	}
 	for _, tt := range tests {

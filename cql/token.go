@@ -47,7 +47,10 @@ const (
 	keywordBeg
 	ALTER
 	AND
+	ASC
+	BY
 	CLUSTER
+	CLUSTERING
 	CREATE
 	DELETE
 	DESC
@@ -67,6 +70,7 @@ const (
 	NAN
 	NOT
 	NULL
+	ORDER
 	PRIMARY
 	SELECT
 	SET
@@ -111,41 +115,45 @@ var tokens = [...]string{
 	GE:        ">=",
 	MINUS:     "-",
 
-	ALTER:     "ALTER",
-	AND:       "AND",
-	CLUSTER:   "CLUSTER",
-	CREATE:    "CREATE",
-	DELETE:    "DELETE",
-	DESC:      "DESC",
-	DESCRIBE:  "DESCRIBE",
-	DROP:      "DROP",
-	EXISTS:    "EXISTS",
-	FALSE:     "FALSE",
-	FROM:      "FROM",
-	IF:        "IF",
-	INFINITY:  "INFINITY",
-	INSERT:    "INSERT",
-	INTO:      "INTO",
-	KEY:       "KEY",
-	KEYSPACE:  "KEYSPACE",
-	KEYSPACES: "KEYSPACES",
-	LIMIT:     "LIMIT",
-	NAN:       "NAN",
-	NOT:       "NOT",
-	NULL:      "NULL",
-	PRIMARY:   "PRIMARY",
-	SELECT:    "SELECT",
-	SET:       "SET",
-	TABLE:     "TABLE",
-	TABLES:    "TABLES",
-	TIMESTAMP: "TIMESTAMP",
-	TRUE:      "TRUE",
-	UPDATE:    "UPDATE",
-	USE:       "USE",
-	USING:     "USING",
-	VALUES:    "VALUES",
-	WHERE:     "WHERE",
-	WITH:      "WITH",
+	ALTER:      "ALTER",
+	AND:        "AND",
+	ASC:        "ASC",
+	BY:         "BY",
+	CLUSTER:    "CLUSTER",
+	CLUSTERING: "CLUSTERING",
+	CREATE:     "CREATE",
+	DELETE:     "DELETE",
+	DESC:       "DESC",
+	DESCRIBE:   "DESCRIBE",
+	DROP:       "DROP",
+	EXISTS:     "EXISTS",
+	FALSE:      "FALSE",
+	FROM:       "FROM",
+	IF:         "IF",
+	INFINITY:   "INFINITY",
+	INSERT:     "INSERT",
+	INTO:       "INTO",
+	KEY:        "KEY",
+	KEYSPACE:   "KEYSPACE",
+	KEYSPACES:  "KEYSPACES",
+	LIMIT:      "LIMIT",
+	NAN:        "NAN",
+	NOT:        "NOT",
+	NULL:       "NULL",
+	ORDER:      "ORDER",
+	PRIMARY:    "PRIMARY",
+	SELECT:     "SELECT",
+	SET:        "SET",
+	TABLE:      "TABLE",
+	TABLES:     "TABLES",
+	TIMESTAMP:  "TIMESTAMP",
+	TRUE:       "TRUE",
+	UPDATE:     "UPDATE",
+	USE:        "USE",
+	USING:      "USING",
+	VALUES:     "VALUES",
+	WHERE:      "WHERE",
+	WITH:       "WITH",
 }
 
 // unreserved lists the keywords that may also be used, unquoted, as
@@ -153,6 +161,7 @@ var tokens = [...]string{
 // their keyword meaning only applies where the grammar expects it.
 var unreserved = [...]bool{
 	CLUSTER:    true,
+	CLUSTERING: true,
 	EXISTS:     true,
 	KEY:        true,
 	KEYSPACES:  true,
@@ -186,10 +195,10 @@ func (t Token) IsReserved() bool { return t.IsKeyword() && !unreserved[t] }
 
 // Lookup maps a word to its keyword token, case-insensitively, or IDENT.
 func Lookup(word string) Token {
-	if len(word) < 2 || len(word) > 9 {
+	var buf [10]byte // the longest keyword, CLUSTERING
+	if len(word) < 2 || len(word) > len(buf) {
 		return IDENT
 	}
-	var buf [9]byte
 	for i := 0; i < len(word); i++ {
 		c := word[i]
 		if 'a' <= c && c <= 'z' {

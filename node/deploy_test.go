@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"gopkg.in/yaml.v3"
@@ -23,6 +24,8 @@ import (
 const (
 	dashboardPath = "../deploy/grafana/kvnode.json"
 	alertsPath    = "../deploy/prometheus/alerts.yml"
+	// alertTestsPath holds promtool unit tests of the alerting rules.
+	alertTestsPath = "../deploy/prometheus/alerts_test.yml"
 )
 
 // dashboardExprs returns the PromQL of every panel target and query variable of the dashboard.
@@ -228,7 +231,7 @@ func TestDeployFilesUseExportedMetrics(t *testing.T) {
 		}
 		exprs = append(exprs, r.Expr)
 	}
-	for _, want := range []string{"KvnodePartitionLimitedPersistently", "KvnodeLimiterTableNearCapacity", "KvnodeNodeDown", "KvnodeSchemaDisagreement", "KvnodeWriteStalls"} {
+	for _, want := range []string{"KvnodePartitionLimitedPersistently", "KvnodeLimiterTableNearCapacity", "KvnodeNodeDown", "KvnodeSchemaDisagreement", "KvnodeClockSkew", "KvnodeWriteStalls"} {
 		if !slices.ContainsFunc(rules, func(r alertRule) bool { return r.Alert == want }) {
 			t.Errorf("%s has no alert %s", alertsPath, want)
 		}
@@ -240,6 +243,10 @@ func TestDeployFilesUseExportedMetrics(t *testing.T) {
 	key, _ := keyNotOn(t, tc, 0, "hot")
 	hammerTable(t, c, "rf1.limited", key, 60)
 	exec(t, c, client.Quorum, "SELECT v FROM rf3.limited WHERE k = 'hot'")
+	// Per-peer clock offsets exist once gossip probes have measured the peers.
+	waitFor(t, 10*time.Second, "node 0 measures both peers' clocks", func() bool {
+		return len(tc.nodes[0].Cluster().ClockOffsets()) == 2
+	})
 	mfs, err := tc.nodes[0].Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -281,5 +288,14 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 	out, err := osexec.Command(promtool, "check", "rules", path).CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool check rules %s: %v\n%s", alertsPath, err, out)
+	}
+	// The rules' own unit tests: series in, alerts (with their rendered annotations) out.
+	tests, err := filepath.Abs(alertTestsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = osexec.Command(promtool, "test", "rules", tests).CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool test rules %s: %v\n%s", alertTestsPath, err, out)
 	}
 }

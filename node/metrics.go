@@ -247,6 +247,7 @@ var _ coordinator.Observer = (*coordinatorMetrics)(nil)
 type clusterCollector struct {
 	c                                  *cluster.Cluster
 	live, down, agreement, disagreeing *prometheus.Desc
+	clockOffset, clockSkew             *prometheus.Desc
 }
 
 func newClusterCollector(c *cluster.Cluster) *clusterCollector {
@@ -260,6 +261,12 @@ func newClusterCollector(c *cluster.Cluster) *clusterCollector {
 			"1 when every live member gossips the same schema digest as this node, 0 otherwise.", nil, nil),
 		disagreeing: prometheus.NewDesc("kvnode_cluster_schema_disagreeing_members",
 			"Live members whose schema digest differs from this node's.", nil, nil),
+		clockOffset: prometheus.NewDesc("kvnode_cluster_clock_offset_seconds",
+			"How far a live peer's clock is ahead of this node's (negative: behind), measured through gossip probes: the median of the last 8 samples, each within about half a probe round trip. Peers that are down or have left have no series.",
+			[]string{"peer"}, nil),
+		clockSkew: prometheus.NewDesc("kvnode_cluster_clock_skew_seconds",
+			"The spread of the live nodes' clocks as this node measures them: the largest kvnode_cluster_clock_offset_seconds minus the smallest, this node counting as 0. Last-write-wins drops writes coordinated by a node behind by up to this much.",
+			nil, nil),
 	}
 }
 
@@ -269,6 +276,8 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.down
 	ch <- c.agreement
 	ch <- c.disagreeing
+	ch <- c.clockOffset
+	ch <- c.clockSkew
 }
 
 // Collect implements prometheus.Collector.
@@ -290,4 +299,10 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.down, prometheus.GaugeValue, float64(down))
 	ch <- prometheus.MustNewConstMetric(c.agreement, prometheus.GaugeValue, agreement)
 	ch <- prometheus.MustNewConstMetric(c.disagreeing, prometheus.GaugeValue, float64(disagreeing))
+	var lo, hi time.Duration // this node's own offset is 0
+	for _, o := range c.c.ClockOffsets() {
+		lo, hi = min(lo, o.Offset), max(hi, o.Offset)
+		ch <- prometheus.MustNewConstMetric(c.clockOffset, prometheus.GaugeValue, o.Offset.Seconds(), string(o.ID))
+	}
+	ch <- prometheus.MustNewConstMetric(c.clockSkew, prometheus.GaugeValue, (hi - lo).Seconds())
 }

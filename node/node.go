@@ -61,11 +61,21 @@ type Config struct {
 	WriteTimeout, ReadTimeout time.Duration
 	// SchemaAgreementTimeout bounds how long DDL waits for every live node to agree. Default 10 s.
 	SchemaAgreementTimeout time.Duration
+	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
+	// is refused by the coordinator with an error naming the limit. The gRPC message limits of
+	// the client API and of internode traffic derive from it (see MessageLimit). Default
+	// coordinator.DefaultMaxMutationSize (16 MiB).
+	MaxMutationSize int
+	// MaxTimestampAhead is how far ahead of this node's clock a client's USING TIMESTAMP may be
+	// when the node coordinates the write; a write beyond it is refused as invalid. Default
+	// DefaultMaxTimestampAhead.
+	MaxTimestampAhead time.Duration
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
 
-	// Now is a test-only knob: the clock of the rate limiter and the coordinator (write
-	// timestamps, deadlines). Nil means time.Now. Tests freeze it to make counters exact.
+	// Now is a test-only knob: the clock of the rate limiter, the coordinator (write
+	// timestamps, deadlines) and the clock peers measure through gossip. Nil means time.Now.
+	// Tests freeze it to make counters exact, or shift it to give a node a skewed clock.
 	Now func() time.Time
 }
 
@@ -75,6 +85,19 @@ const (
 	DefaultGossipAddr  = "127.0.0.1:7946"
 	DefaultMetricsAddr = "127.0.0.1:9180"
 )
+
+// maxMaxMutationSize keeps MessageLimit within gRPC's int32 message lengths.
+const maxMaxMutationSize = 512 << 20
+
+// MessageLimit is the largest gRPC message a node with the given MaxMutationSize receives or
+// sends, on the client API and between nodes. It leaves room for the largest write as a CQL
+// statement (a blob literal spells each byte with two hex digits) and for a replica's read page
+// holding the largest row; larger messages fail with gRPC's ResourceExhausted naming both sizes.
+func MessageLimit(maxMutationSize int) int { return 2*maxMutationSize + 4<<20 }
+
+// DefaultMaxTimestampAhead is the bound on client timestamps ahead of the coordinator's clock
+// when Config.MaxTimestampAhead is zero (docs/operations.md explains the choice).
+const DefaultMaxTimestampAhead = coordinator.DefaultMaxTimestampAhead
 
 // Node is one running kvnode: storage, the replica service, membership, the coordinator, and the
 // gRPC and metrics servers.
@@ -114,6 +137,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	switch {
+	case cfg.MaxMutationSize < 0:
+		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
+	case cfg.MaxMutationSize == 0:
+		cfg.MaxMutationSize = coordinator.DefaultMaxMutationSize
+	case cfg.MaxMutationSize > maxMaxMutationSize:
+		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want at most %d", cfg.MaxMutationSize, maxMaxMutationSize)
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
 	defer func() {
@@ -176,6 +207,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                 cfg.Logger, // cluster labels its own records
 		Schema:                 n.schema,
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
+		Now:                    cfg.Now,
 	}); err != nil {
 		return nil, err
 	}
@@ -184,22 +216,24 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
 
 	self := coordinator.NodeID(n.cluster.LocalID())
-	n.trans = newTransport(self, n.replica, n.cluster)
+	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
 	ring := ringView{c: n.cluster, name: clusterName(cfg.ClusterName)}
 	coordMetrics := newCoordinatorMetrics()
 	if n.exec, err = coordinator.NewExecutor(coordinator.Config{
-		LocalID:      self,
-		Ring:         ring,
-		Transport:    n.trans,
-		Deltas:       n.trans,
-		Local:        n.replica,
-		Schema:       n.schema,
-		Cluster:      ring,
-		Now:          cfg.Now,
-		WriteTimeout: cfg.WriteTimeout,
-		ReadTimeout:  cfg.ReadTimeout,
-		Logger:       cfg.Logger.With("component", "coordinator"),
-		Observer:     coordMetrics,
+		LocalID:           self,
+		Ring:              ring,
+		Transport:         n.trans,
+		Deltas:            n.trans,
+		Local:             n.replica,
+		Schema:            n.schema,
+		Cluster:           ring,
+		Now:               cfg.Now,
+		WriteTimeout:      cfg.WriteTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		MaxMutationSize:   cfg.MaxMutationSize,
+		Logger:            cfg.Logger.With("component", "coordinator"),
+		Observer:          coordMetrics,
+		MaxTimestampAhead: cfg.MaxTimestampAhead,
 	}); err != nil {
 		return nil, err
 	}
@@ -215,9 +249,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		newClusterCollector(n.cluster),
 	)
 
-	n.grpc = grpc.NewServer()
+	limit := MessageLimit(cfg.MaxMutationSize)
+	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit))
 	replicapb.RegisterReplicaServer(n.grpc, n.replica)
-	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n})
+	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n, limit: limit})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
@@ -28,7 +29,23 @@ const topPartitionsTimeout = 5 * time.Second
 // statements, and TopPartitions, which needs every node, is answered by the node.
 type clientAPI struct {
 	*coordinator.Server
-	n *Node
+	n     *Node
+	limit int // the largest response, in bytes (MessageLimit)
+}
+
+// Execute runs one statement; see coordinator.Executor.Execute. A result larger than the
+// message limit is refused with an error that says so and how to ask for less, instead of the
+// transport failing to send it.
+func (a clientAPI) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*kvnodepb.ExecuteResponse, error) {
+	resp, err := a.Server.Execute(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if n := proto.Size(resp); n > a.limit {
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"the result is %d bytes, more than this node's message limit of %d bytes (2 × max_mutation_size + 4 MiB); select fewer rows with LIMIT or a clustering restriction", n, a.limit)
+	}
+	return resp, nil
 }
 
 // TopPartitions implements kvnodepb.KVNodeServer; see Node.TopPartitions.

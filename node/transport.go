@@ -24,6 +24,7 @@ type transport struct {
 	self    coordinator.NodeID
 	local   *replica.Service
 	cluster *cluster.Cluster
+	limit   int // the largest message sent or received, in bytes (MessageLimit)
 
 	mu    sync.Mutex
 	conns map[coordinator.NodeID]*peerConn
@@ -35,8 +36,8 @@ type peerConn struct {
 	api  replicapb.ReplicaClient
 }
 
-func newTransport(self coordinator.NodeID, local *replica.Service, c *cluster.Cluster) *transport {
-	return &transport{self: self, local: local, cluster: c, conns: map[coordinator.NodeID]*peerConn{}}
+func newTransport(self coordinator.NodeID, local *replica.Service, c *cluster.Cluster, limit int) *transport {
+	return &transport{self: self, local: local, cluster: c, limit: limit, conns: map[coordinator.NodeID]*peerConn{}}
 }
 
 // Mutate sends a mutation to replica to.
@@ -110,6 +111,7 @@ func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error)
 	}
 	conn, err := grpc.NewClient(m.RPCAddr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.limit), grpc.MaxCallSendMsgSize(t.limit)),
 		// gRPC's default reconnect backoff grows to 2 minutes; a peer that restarts must be
 		// reachable again as soon as gossip sees it, so keep retries close together.
 		grpc.WithConnectParams(grpc.ConnectParams{

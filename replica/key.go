@@ -32,11 +32,22 @@ import (
 //	                  double               8 bytes big-endian of schema.OrderedFloatBits
 //	                  boolean              1 byte
 //	                  text, blob           escaped and terminated as above
+//	                and for a DESC column (schema.Column.Descending) that
+//	                encoding with every byte complemented
 //	row entry       rowDeletion (the key ends here), rowMarker (the key ends
 //	                here) or rowCell followed by the column name's bytes
 //
 // The terminator 0x00 0x01 sorts below an escaped 0x00 (0x00 0xFF) and below
 // every other byte, so a string sorts before its extensions, as it should.
+//
+// Every ascending component encoding is prefix-free: no component's bytes
+// are a proper prefix of another's (the fixed-size ones trivially; an
+// escaped string ends at its first unescaped 0x00 0x01). So two different
+// components first differ at a byte inside both, and complementing every
+// byte reverses that byte's order and nothing else: the complemented
+// encoding sorts in exactly the reverse order, whatever follows it in the
+// key. That is a DESC column's storage order, so a partition's rows are
+// stored in the table's clustering order (schema.Table.CompareClustering).
 // Within a row, the row tombstone comes first, then the marker, then the
 // cells by column name, which is the order a read needs them in.
 //
@@ -117,9 +128,27 @@ func decodeEscaped(src []byte) (b, rest []byte, err error) {
 	}
 }
 
-// appendClustering appends the order-preserving encoding of v, a well-formed
+// appendClustering appends the encoding of v, a well-formed non-null value
+// of type t, for a clustering column that sorts in t's order, or in its
+// reverse when desc.
+func appendClustering(dst []byte, t schema.Type, desc bool, v []byte) []byte {
+	start := len(dst)
+	dst = appendAscending(dst, t, v)
+	if desc {
+		complement(dst[start:])
+	}
+	return dst
+}
+
+func complement(b []byte) {
+	for i := range b {
+		b[i] = ^b[i]
+	}
+}
+
+// appendAscending appends the order-preserving encoding of v, a well-formed
 // non-null value of type t.
-func appendClustering(dst []byte, t schema.Type, v []byte) []byte {
+func appendAscending(dst []byte, t schema.Type, v []byte) []byte {
 	switch t {
 	case schema.TypeInt:
 		return binary.BigEndian.AppendUint32(dst, binary.BigEndian.Uint32(v)^(1<<31))
@@ -141,7 +170,63 @@ const canonicalNaN = 0x7FF8000000000000
 
 // decodeClustering is the inverse of appendClustering: it returns the
 // canonical value (newly allocated) and the rest of src.
-func decodeClustering(src []byte, t schema.Type) (v, rest []byte, err error) {
+func decodeClustering(src []byte, t schema.Type, desc bool) (v, rest []byte, err error) {
+	if !desc {
+		return decodeAscending(src, t)
+	}
+	n, err := componentLen(src, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	var buf [16]byte
+	asc := append(buf[:0], src[:n]...)
+	complement(asc)
+	if v, _, err = decodeAscending(asc, t); err != nil {
+		return nil, nil, err
+	}
+	return v, src[n:], nil
+}
+
+// componentLen returns the length of the complemented (DESC) encoding of a
+// value of type t at the start of src.
+func componentLen(src []byte, t schema.Type) (int, error) {
+	n := 0
+	switch t {
+	case schema.TypeInt:
+		n = 4
+	case schema.TypeBigInt, schema.TypeTimestamp, schema.TypeDouble:
+		n = 8
+	case schema.TypeBoolean:
+		n = 1
+	case schema.TypeText, schema.TypeBlob:
+		// Complemented, the escape 0x00 is 0xFF, followed by 0x00 (an
+		// escaped 0x00) or by 0xFE (the terminator).
+		for i := 0; ; i += 2 {
+			j := bytes.IndexByte(src[i:], ^escape)
+			if j < 0 || i+j+1 >= len(src) {
+				return 0, fmt.Errorf("%w: %s clustering component is not terminated", errBadKey, t)
+			}
+			i += j
+			switch src[i+1] {
+			case ^terminator:
+				return i + 2, nil
+			case ^escaped00:
+			default:
+				return 0, fmt.Errorf("%w: %s clustering component has a bad escape", errBadKey, t)
+			}
+		}
+	default:
+		return 0, fmt.Errorf("%w: clustering column of type %s", errBadKey, t)
+	}
+	if len(src) < n {
+		return 0, fmt.Errorf("%w: %s clustering component truncated", errBadKey, t)
+	}
+	return n, nil
+}
+
+// decodeAscending is the inverse of appendAscending: it returns the
+// canonical value (newly allocated) and the rest of src.
+func decodeAscending(src []byte, t schema.Type) (v, rest []byte, err error) {
 	fixed := func(n int) error {
 		if len(src) < n {
 			return fmt.Errorf("%w: %s clustering component truncated", errBadKey, t)

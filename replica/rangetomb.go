@@ -45,7 +45,7 @@ func appendRangeTombstoneKey(t *schema.Table, dst, end []byte, rt *replicapb.Ran
 		prefix := b.GetPrefix()
 		dst = append(dst, byte(len(prefix)))
 		for i, c := range prefix {
-			dst = appendClustering(dst, t.Clustering[i].Type, nonNil(c))
+			dst = appendClustering(dst, t.Clustering[i].Type, t.Clustering[i].Descending, nonNil(c))
 		}
 		inclusive := byte(0)
 		if b.GetInclusive() || len(prefix) == 0 {
@@ -73,7 +73,7 @@ func decodeRangeTombstone(t *schema.Table, src []byte, ts int64) (*replicapb.Ran
 		bound := &replicapb.ClusteringBound{Prefix: make([][]byte, n)}
 		for i := range n {
 			var err error
-			if bound.Prefix[i], src, err = decodeClustering(src, t.Clustering[i].Type); err != nil {
+			if bound.Prefix[i], src, err = decodeClustering(src, t.Clustering[i].Type, t.Clustering[i].Descending); err != nil {
 				return nil, err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -197,13 +198,15 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 // ReadPartition serves req, a read of one partition of table t, from
 // storage, ignoring req's limiter. The response has STATUS_OK and holds the
 // partition tombstone, the range tombstones over the rows scanned and the
-// selected rows in clustering order: live rows (at most req.Limit of them, if
+// selected rows in clustering order (in reverse with req.Reversed, reading
+// backwards from the end of the range): live rows (at most req.Limit of them, if
 // set) and, between them, deleted rows that carry tombstones, with cell
 // tombstones and write timestamps, for a coordinator to reconcile replicas
 // with. Cells, markers and row tombstones that newer tombstones shadow are
 // left out.
 //
-// The read starts after req.After when set, and stops early, saying where in
+// The read starts after req.After (in the read's order) when set, and stops
+// early, saying where in
 // StoppedAfter, once it holds req.Limit live rows or req.PageBytes bytes of
 // rows. A read that scans more tombstones than the store's threshold
 // (counting req.TombstonesScanned, the earlier pages' count) fails with an
@@ -248,8 +251,15 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 		if err != nil {
 			return nil, badRequest(t, "read resumes after: %v", err)
 		}
-		if k = prefixEnd(k); bytes.Compare(k, lower) > 0 {
-			lower = k
+		switch {
+		case req.Reversed: // the rows before it
+			if bytes.Compare(k, upper) < 0 {
+				upper = k
+			}
+		default: // the rows after it
+			if k = prefixEnd(k); bytes.Compare(k, lower) > 0 {
+				lower = k
+			}
 		}
 	}
 
@@ -285,10 +295,9 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	}
 
 	r.partDel, r.cover = partDel, coverOf(spans)
-	// The scan's direction is decided here, and only here (a reversed read
-	// would start with SeekLT(upper) and step with Prev).
 	stopped := false
-	for valid := it.SeekGE(lower); valid; valid = it.Next() {
+	sc := scan{it: it, lower: lower, reversed: req.Reversed}
+	for valid := sc.first(); valid; valid = sc.next() {
 		done, err := r.add(it)
 		if err != nil {
 			return nil, err
@@ -306,21 +315,27 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 			return nil, err
 		}
 	}
-	scanEnd := upper
+	scanLo, scanHi := lower, upper // the row keys scanned
 	if stopped {
-		// Rows after the last one returned were not scanned (or, when the
-		// limit was reached on the range's last row, may not exist).
+		// Rows after the last one returned (in the read's order) were not
+		// scanned (or, when the limit was reached on the range's last row,
+		// may not exist).
 		resp.StoppedAfter = &replicapb.ClusteringKey{Components: r.lastClustering}
-		scanEnd = prefixEnd(r.lastRowKey)
+		if req.Reversed {
+			scanLo = r.lastRowKey
+		} else {
+			scanHi = prefixEnd(r.lastRowKey)
+		}
 	}
 	for _, sp := range spans {
-		if bytes.Compare(sp.hi, lower) <= 0 || bytes.Compare(sp.lo, scanEnd) >= 0 {
+		if bytes.Compare(sp.hi, scanLo) <= 0 || bytes.Compare(sp.lo, scanHi) >= 0 {
 			continue
 		}
 		resp.RangeTombstones = append(resp.RangeTombstones, sp.pb)
-		// A range tombstone over several pages is counted on the page it
-		// starts in (on the first page if it starts before the read).
-		if !resuming || bytes.Compare(sp.lo, lower) >= 0 {
+		// A range tombstone over several pages is counted on the page where
+		// the read meets it first: where it starts (ends, reversed), or the
+		// first page if the read starts inside it.
+		if !resuming || !req.Reversed && bytes.Compare(sp.lo, lower) >= 0 || req.Reversed && bytes.Compare(sp.hi, upper) <= 0 {
 			if err := r.tc.add(1); err != nil {
 				return nil, err
 			}
@@ -384,8 +399,34 @@ func (c *tombstoneCount) add(k uint32) error {
 		ErrTooManyTombstones, c.t.QualifiedName(), formatPartitionKey(c.t, c.req.PartitionKey), c.threshold)
 }
 
+// scan steps it, an iterator whose upper bound is the end of the rows read,
+// over the keys from lower up to that end: forwards, or backwards for a
+// reversed read, so that a limit stops the scan at the rows it needs.
+type scan struct {
+	it       *pebble.Iterator
+	lower    []byte
+	reversed bool
+}
+
+func (s scan) first() bool {
+	if s.reversed {
+		return s.inRange(s.it.Last())
+	}
+	return s.it.SeekGE(s.lower)
+}
+
+func (s scan) next() bool {
+	if s.reversed {
+		return s.inRange(s.it.Prev())
+	}
+	return s.it.Next()
+}
+
+func (s scan) inRange(valid bool) bool { return valid && bytes.Compare(s.it.Key(), s.lower) >= 0 }
+
 // rowBounds returns the key range [lower, upper) of the rows filter selects
-// in the partition with key prefix prefix.
+// in the partition with key prefix prefix. A bound on a DESC column bounds
+// the keys from the other side: its values are stored in reverse.
 func rowBounds(t *schema.Table, prefix []byte, f *replicapb.ClusteringFilter) (lower, upper []byte, err error) {
 	rows := append(prefix[:len(prefix):len(prefix)], kindRow)
 	if f == nil {
@@ -400,36 +441,45 @@ func rowBounds(t *schema.Table, prefix []byte, f *replicapb.ClusteringFilter) (l
 		return nil, nil, badRequest(t, "filter: %v", err)
 	}
 	lower, upper = rows, prefixEnd(rows)
-	col := len(f.Equal)
+	if f.Lower == nil && f.Upper == nil {
+		return lower, upper, nil
+	}
+	col := &t.Clustering[len(f.Equal)]
 	bound := func(b *replicapb.Bound, what string) ([]byte, error) {
 		v := nonNil(b.Value)
-		if err := t.Clustering[col].Type.Check(v); err != nil {
-			return nil, badRequest(t, "filter %s bound on clustering column %q: %v", what, t.Clustering[col].Name, err)
+		if err := col.Type.Check(v); err != nil {
+			return nil, badRequest(t, "filter %s bound on clustering column %q: %v", what, col.Name, err)
 		}
-		return appendClustering(rows[:len(rows):len(rows)], t.Clustering[col].Type, v), nil
+		return appendClustering(rows[:len(rows):len(rows)], col.Type, col.Descending, v), nil
 	}
-	if f.Lower != nil {
-		k, err := bound(f.Lower, "lower")
+	// The bounds on the column's values, as bounds on its keys.
+	keyLower, keyUpper, lowerWhat, upperWhat := f.Lower, f.Upper, "lower", "upper"
+	if col.Descending {
+		keyLower, keyUpper, lowerWhat, upperWhat = f.Upper, f.Lower, "upper", "lower"
+	}
+	if keyLower != nil {
+		k, err := bound(keyLower, lowerWhat)
 		if err != nil {
 			return nil, nil, err
 		}
-		if lower = k; !f.Lower.Inclusive {
+		if lower = k; !keyLower.Inclusive {
 			lower = prefixEnd(k)
 		}
 	}
-	if f.Upper != nil {
-		k, err := bound(f.Upper, "upper")
+	if keyUpper != nil {
+		k, err := bound(keyUpper, upperWhat)
 		if err != nil {
 			return nil, nil, err
 		}
-		if upper = k; f.Upper.Inclusive {
+		if upper = k; keyUpper.Inclusive {
 			upper = prefixEnd(k)
 		}
 	}
 	return lower, upper, nil
 }
 
-// rowReader assembles the rows of a partition from its keys, in order.
+// rowReader assembles the rows of a partition from its keys, in order or
+// (req.Reversed) in reverse order.
 type rowReader struct {
 	t         *schema.Table
 	req       *replicapb.ReadRequest
@@ -461,7 +511,7 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 		rest := k[r.rowsStart:]
 		r.clustering = make([][]byte, len(r.t.Clustering))
 		for i, c := range r.t.Clustering {
-			if r.clustering[i], rest, err = decodeClustering(rest, c.Type); err != nil {
+			if r.clustering[i], rest, err = decodeClustering(rest, c.Type, c.Descending); err != nil {
 				return false, corrupt(r.t, k, err)
 			}
 		}
@@ -501,6 +551,10 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 func (r *rowReader) flush() (done bool, err error) {
 	if len(r.rowKey) == 0 {
 		return false, nil
+	}
+	if r.req.Reversed {
+		// A backward scan meets a row's cells last column first.
+		slices.Reverse(r.row.Columns)
 	}
 	del := max(r.partDel, coverAt(r.cover, r.rowKey))
 	row := r.row.Purge(del)

@@ -109,7 +109,7 @@ func appendClusteringKey(t *schema.Table, dst []byte, components [][]byte) ([]by
 		if err := t.Clustering[i].Type.Check(c); err != nil {
 			return nil, fmt.Errorf("clustering column %q: %w", t.Clustering[i].Name, err)
 		}
-		dst = appendClustering(dst, t.Clustering[i].Type, c)
+		dst = appendClustering(dst, t.Clustering[i].Type, t.Clustering[i].Descending, c)
 	}
 	return dst, nil
 }

@@ -17,8 +17,9 @@ func (k *Keyspace) CreateStatement() string {
 }
 
 // CreateStatement returns the CREATE TABLE statement that recreates t
-// (columns, primary key and the per_partition_rate_limit option; not its id
-// or version), over several lines and ending in a semicolon.
+// (columns, primary key, the clustering order when a column is DESC and the
+// per_partition_rate_limit option; not its id or version), over several
+// lines and ending in a semicolon.
 func (t *Table) CreateStatement() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", t.QualifiedName())
@@ -35,8 +36,15 @@ func (t *Table) CreateStatement() string {
 		b.WriteString(", " + columnList(t.Clustering))
 	}
 	b.WriteString(")\n)")
+	with := " WITH "
+	if t.HasDescending() {
+		// As Cassandra's DESCRIBE does, only when some column is DESC: an
+		// all-ASC order is the default.
+		b.WriteString(with + "CLUSTERING ORDER BY (" + clusteringOrderList(t) + ")")
+		with = "\n    AND "
+	}
 	if !t.RateLimit.IsZero() {
-		b.WriteString(" WITH " + OptionRateLimit + " = " + t.RateLimit.String())
+		b.WriteString(with + OptionRateLimit + " = " + t.RateLimit.String())
 	}
 	b.WriteString(";")
 	return b.String()

@@ -12,6 +12,9 @@ import (
 // formatVersion is the first byte of an encoded schema.
 const formatVersion = 1
 
+// descendingBit marks a DESC clustering column in its type byte.
+const descendingBit = 0x80
+
 // Digest identifies the content of a schema: two nodes whose digests are
 // equal have the same schema (tombstones included).
 type Digest [16]byte
@@ -48,8 +51,15 @@ func (s *Schema) Digest() Digest {
 //	    keyspace, name, id (8 bytes big-endian), keyspace version, version,
 //	    flags (1 = dropped); unless dropped:
 //	    partition key count, clustering count, column count,
-//	    per column (canonical order): name, type byte;
+//	    per column (canonical order): name, type byte (with the bit
+//	    descendingBit set for a DESC clustering column);
 //	    max reads per second, max writes per second
+//
+// The clustering order was added to version 1 without a version bump: a
+// table with no DESC column encodes exactly as before (so its digest is
+// unchanged, and a schema written before still decodes, as ASC), and a node
+// that predates it rejects a DESC column as a bad type rather than read
+// its rows in the wrong order.
 func (s *Schema) Encode() []byte {
 	if s.encoded == nil {
 		return New().Encode()
@@ -115,7 +125,11 @@ func appendTable(b []byte, t *Table) []byte {
 	b = binary.AppendUvarint(b, uint64(len(t.Columns)))
 	for _, c := range t.Columns {
 		b = appendString(b, c.Name)
-		b = append(b, byte(c.Type))
+		typ := byte(c.Type)
+		if c.Descending {
+			typ |= descendingBit
+		}
+		b = append(b, typ)
 	}
 	b = binary.AppendUvarint(b, uint64(t.RateLimit.MaxReadsPerSecond))
 	return binary.AppendUvarint(b, uint64(t.RateLimit.MaxWritesPerSecond))
@@ -325,23 +339,26 @@ func decodeTable(d *decoder) (*Table, error) {
 	cols := make([]Column, ncols)
 	seen := make(map[string]bool, ncols)
 	for i := range cols {
-		c := Column{Name: d.string(), Type: Type(d.byte()), Index: i}
+		c := Column{Name: d.string(), Index: i}
+		typ := d.byte()
 		if d.err != nil {
 			return nil, d.err
 		}
+		c.Type = Type(typ &^ descendingBit)
 		switch {
 		case uint64(i) < npk:
 			c.Kind = PartitionKeyColumn
 		case uint64(i) < npk+nck:
 			c.Kind = ClusteringColumn
+			c.Descending = typ&descendingBit != 0
 		default:
 			c.Kind = RegularColumn
 			if prev := cols[i-1]; prev.Kind == RegularColumn && prev.Name >= c.Name {
 				return nil, fmt.Errorf("table %q.%q: regular column %q is out of order", t.Keyspace, t.Name, c.Name)
 			}
 		}
-		if c.Name == "" || seen[c.Name] || !c.Type.Valid() {
-			return nil, fmt.Errorf("table %q.%q: bad column %q of type %d", t.Keyspace, t.Name, c.Name, c.Type)
+		if c.Name == "" || seen[c.Name] || !c.Type.Valid() || (typ&descendingBit != 0 && c.Kind != ClusteringColumn) {
+			return nil, fmt.Errorf("table %q.%q: bad column %q of type %d", t.Keyspace, t.Name, c.Name, typ)
 		}
 		seen[c.Name] = true
 		cols[i] = c

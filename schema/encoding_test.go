@@ -124,6 +124,9 @@ func hexBytes(t *testing.T, s string) []byte {
 func FuzzDecodeSchema(f *testing.F) {
 	f.Add(New().Encode())
 	f.Add(richSchema(f).Encode())
+	if s, err := Build(orderDDL); err == nil {
+		f.Add(s.Encode()) // DESC clustering columns
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Decode(b)
 		if err != nil {

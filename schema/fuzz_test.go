@@ -25,6 +25,8 @@ func FuzzStatement(f *testing.F) {
 		"CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '2'}",
 		"DESCRIBE KEYSPACE; DESCRIBE TABLES; DESCRIBE TABLE kv",
 		"INSERT INTO kv (k, v) VALUES ('2024-01-01 10:00:00+01:00', -9223372036854775808)",
+		"CREATE TABLE o (a int, b text, c int, PRIMARY KEY (a, b, c)) WITH CLUSTERING ORDER BY (b DESC, c ASC); DESCRIBE TABLE o",
+		"SELECT * FROM t WHERE a = 1 AND b = 'x' AND c1 = 2 ORDER BY c2 DESC LIMIT 3",
 	} {
 		f.Add(src)
 	}

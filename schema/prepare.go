@@ -99,6 +99,10 @@ type Read struct {
 	// Table.Columns in order). A column may appear more than once.
 	Columns []*Column
 	Limit   int // the most rows to return; 0 means no limit
+	// Reversed is set when ORDER BY asks for the reverse of the table's
+	// clustering order: rows are returned, and Limit counts them, from the
+	// last row of the range backwards.
+	Reversed bool
 }
 
 // maxKeyComponent is the largest partition key component or clustering
@@ -248,6 +252,7 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string) (*Write, err
 // keyspace for unqualified table names, and returns it as plain data. It
 // needs = on every partition key column; clustering restrictions are = on a
 // prefix of the clustering columns, then optionally bounds on the next one.
+// ORDER BY follows Cassandra's rules (see orderBy).
 func (s *Schema) PrepareRead(st *cql.SelectStmt, keyspace string) (*Read, error) {
 	t, err := s.lookupTable(st.Table, keyspace)
 	if err != nil {
@@ -268,6 +273,9 @@ func (s *Schema) PrepareRead(st *cql.SelectStmt, keyspace string) (*Read, error)
 		r.Columns = append(r.Columns, c)
 	}
 	if r.PartitionKey, r.Clustering, err = where(t, st.Where, "SELECT", false); err != nil {
+		return nil, err
+	}
+	if r.Reversed, err = orderBy(t, st.OrderBy, len(r.Clustering.Prefix)); err != nil {
 		return nil, err
 	}
 	if st.Limit != nil {
@@ -397,6 +405,64 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool) ([][]byte, 
 			cql.QuoteIdent(c.Name), stmt, columnList(t.Columns[:npk+len(t.Clustering)]))
 	}
 	return pk, cr, nil
+}
+
+// orderBy interprets the ORDER BY of a SELECT on t whose first eq
+// clustering columns are restricted by =, and reports whether it asks for
+// the reverse of the table's clustering order. As in Cassandra, ORDER BY
+// names clustering columns in primary key order, where a column restricted
+// by = may be left out; each column's direction, compared with its
+// CLUSTERING ORDER, must say the same thing: all as declared, or all
+// reversed. (The partition key is always restricted by =, which ORDER BY
+// needs.)
+func orderBy(t *Table, order []cql.Ordering, eq int) (reversed bool, err error) {
+	next := 0 // the clustering column the next ORDER BY column may be, or one after it restricted by =
+	for i := range order {
+		o := &order[i]
+		c, err := column(t, o.Column)
+		if err != nil {
+			return false, err
+		}
+		if c.Kind != ClusteringColumn {
+			if len(t.Clustering) == 0 {
+				return false, fmt.Errorf("ORDER BY %s: table %s has no clustering columns to order by", cql.QuoteIdent(c.Name), t.QualifiedName())
+			}
+			return false, fmt.Errorf("ORDER BY %s: only clustering columns (%s) can be ordered by, not the %s column %s",
+				cql.QuoteIdent(c.Name), columnList(t.Clustering), c.Kind, cql.QuoteIdent(c.Name))
+		}
+		pos := c.Index - len(t.PartitionKey)
+		if pos < next {
+			return false, fmt.Errorf("ORDER BY %s: columns must be given in clustering order (%s); %s comes before %s",
+				orderingList(order), columnList(t.Clustering), cql.QuoteIdent(c.Name), cql.QuoteIdent(order[i-1].Column.Name))
+		}
+		for ; next < pos; next++ {
+			if next >= eq {
+				return false, fmt.Errorf("ORDER BY %s: clustering column %s, which comes before %s, must be in ORDER BY or restricted by =",
+					orderingList(order), cql.QuoteIdent(t.Clustering[next].Name), cql.QuoteIdent(c.Name))
+			}
+		}
+		next++
+		rev := o.Descending != c.Descending
+		if i == 0 {
+			reversed = rev
+		} else if rev != reversed {
+			return false, fmt.Errorf("ORDER BY %s is neither the clustering order of table %s (%s) nor its reverse",
+				orderingList(order), t.QualifiedName(), clusteringOrderList(t))
+		}
+	}
+	return reversed, nil
+}
+
+// clusteringOrderList returns the clustering order of t: c1 ASC, c2 DESC.
+func clusteringOrderList(t *Table) string {
+	var b strings.Builder
+	for i, c := range t.Clustering {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(cql.QuoteIdent(c.Name) + " " + direction(c.Descending))
+	}
+	return b.String()
 }
 
 func usingTimestamp(lit *cql.Literal) (int64, bool, error) {

@@ -109,6 +109,9 @@ type Column struct {
 	Type  Type
 	Kind  ColumnKind
 	Index int // position in Table.Columns
+	// Descending is set on a clustering column declared DESC in CLUSTERING
+	// ORDER BY: rows sort by it in the reverse of its type's order.
+	Descending bool
 }
 
 // RateLimit is the per_partition_rate_limit option of a table: the most
@@ -135,7 +138,9 @@ type Table struct {
 	// Columns holds every column in canonical order: the partition key
 	// columns in key order, the clustering columns in key order, then the
 	// regular columns sorted by name. PartitionKey, Clustering and Regular
-	// are the three parts of Columns. Clustering columns sort ascending.
+	// are the three parts of Columns. Rows sort by their clustering
+	// columns, each ascending or (Column.Descending) descending; see
+	// CompareClustering.
 	Columns      []Column
 	PartitionKey []Column
 	Clustering   []Column

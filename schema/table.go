@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -109,6 +110,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 	add(partition, PartitionKeyColumn)
 	add(clustering, ClusteringColumn)
 	add(regular, RegularColumn)
+	if err := clusteringOrder(st.ClusteringOrder, cols[len(partition):len(partition)+len(clustering)]); err != nil {
+		return nil, err
+	}
 	t.setColumns(cols, len(partition), len(clustering))
 
 	rl, err := tableOptions(st.Options, RateLimit{})
@@ -117,6 +121,78 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 	}
 	t.RateLimit = rl
 	return t, nil
+}
+
+// clusteringOrder applies CLUSTERING ORDER BY to the clustering columns.
+// As in Cassandra it must name every clustering column, in primary key
+// order (the parser checks this too, with positions, for the statements it
+// parses).
+func clusteringOrder(order []cql.Ordering, clustering []Column) error {
+	if len(order) == 0 {
+		return nil
+	}
+	if len(clustering) == 0 {
+		return fmt.Errorf("CLUSTERING ORDER BY is only allowed on a table with clustering columns; this table has none")
+	}
+	for i, o := range order {
+		if i >= len(clustering) || o.Column.Name != clustering[i].Name {
+			return fmt.Errorf("CLUSTERING ORDER BY (%s) must list the clustering columns in PRIMARY KEY order (%s)", orderingList(order), columnList(clustering))
+		}
+		clustering[i].Descending = o.Descending
+	}
+	if len(order) < len(clustering) {
+		return fmt.Errorf("CLUSTERING ORDER BY (%s) must list every clustering column in PRIMARY KEY order (%s): %s is missing",
+			orderingList(order), columnList(clustering), cql.QuoteIdent(clustering[len(order)].Name))
+	}
+	return nil
+}
+
+// orderingList returns c1 ASC, c2 DESC.
+func orderingList(os []cql.Ordering) string {
+	var b strings.Builder
+	for i, o := range os {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(cql.QuoteIdent(o.Column.Name) + " " + direction(o.Descending))
+	}
+	return b.String()
+}
+
+func direction(desc bool) string {
+	if desc {
+		return "DESC"
+	}
+	return "ASC"
+}
+
+// CompareClustering returns -1, 0 or +1 as the clustering key a sorts
+// before, equal to or after b in t's clustering order: by each clustering
+// column in turn, in its type's order, reversed for a Descending column.
+// This is the order of the rows of a partition in storage and in a read
+// without ORDER BY. a and b hold one canonical value per clustering column,
+// or prefixes of the clustering key (a key sorts after its prefixes).
+func (t *Table) CompareClustering(a, b [][]byte) int {
+	for i := range min(len(a), len(b), len(t.Clustering)) {
+		c := &t.Clustering[i]
+		if r := c.Type.Compare(a[i], b[i]); r != 0 {
+			if c.Descending {
+				return -r
+			}
+			return r
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// HasDescending reports whether any clustering column of t is Descending.
+func (t *Table) HasDescending() bool {
+	for _, c := range t.Clustering {
+		if c.Descending {
+			return true
+		}
+	}
+	return false
 }
 
 // setColumns sets Columns, its three parts and the name index.

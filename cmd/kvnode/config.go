@@ -10,9 +10,11 @@ import (
 	"math"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
 )
@@ -33,6 +35,9 @@ type serveConfig struct {
 	// TombstoneFailureThreshold is how many tombstones one read may scan before it fails
 	// (Cassandra's tombstone_failure_threshold).
 	TombstoneFailureThreshold uint `yaml:"tombstone_failure_threshold"`
+	// MaxTimestampAhead bounds client timestamps (USING TIMESTAMP) ahead of the coordinator's
+	// clock, e.g. "1h".
+	MaxTimestampAhead time.Duration `yaml:"max_timestamp_ahead"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -46,6 +51,7 @@ func defaultServeConfig() serveConfig {
 		LogLevel:    "info",
 
 		TombstoneFailureThreshold: replica.DefaultTombstoneFailureThreshold,
+		MaxTimestampAhead:         node.DefaultMaxTimestampAhead,
 	}
 }
 
@@ -54,7 +60,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	cfg := defaultServeConfig()
 	fs := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, tombstone_failure_threshold); flags override it")
+	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, max_timestamp_ahead, tombstone_failure_threshold); flags override it")
 	var flags serveConfig
 	var seeds string
 	fs.StringVar(&flags.DataDir, "data-dir", cfg.DataDir, "directory for this node's data; one node per directory")
@@ -67,6 +73,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.BoolVar(&flags.Sync, "sync", cfg.Sync, "sync every write to disk before acknowledging it")
 	fs.StringVar(&flags.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
 	fs.UintVar(&flags.TombstoneFailureThreshold, "tombstone-failure-threshold", cfg.TombstoneFailureThreshold, "tombstones one read of a partition may scan before it fails (cell, row, range and partition tombstones)")
+	fs.DurationVar(&flags.MaxTimestampAhead, "max-timestamp-ahead", cfg.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -100,6 +107,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 			cfg.LogLevel = flags.LogLevel
 		case "tombstone-failure-threshold":
 			cfg.TombstoneFailureThreshold = flags.TombstoneFailureThreshold
+		case "max-timestamp-ahead":
+			cfg.MaxTimestampAhead = flags.MaxTimestampAhead
 		}
 	})
 	return cfg, cfg.validate()
@@ -138,6 +147,9 @@ func (c serveConfig) validate() error {
 	}
 	if c.TombstoneFailureThreshold < 1 || c.TombstoneFailureThreshold > math.MaxUint32 {
 		return fmt.Errorf("serve: --tombstone-failure-threshold %d is out of range (1 to %d)", c.TombstoneFailureThreshold, uint32(math.MaxUint32))
+	}
+	if c.MaxTimestampAhead <= 0 {
+		return fmt.Errorf("serve: --max-timestamp-ahead %v must be positive (the default is %v)", c.MaxTimestampAhead, node.DefaultMaxTimestampAhead)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -44,6 +45,7 @@ limiter_capacity: 65536
 sync: false
 log_level: debug
 tombstone_failure_threshold: 5000
+max_timestamp_ahead: 72h
 `)
 	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--tombstone-failure-threshold", "7"}, io.Discard)
 	if err != nil {
@@ -58,6 +60,7 @@ tombstone_failure_threshold: 5000
 	want.Sync = false
 	want.LogLevel = "debug"
 	want.TombstoneFailureThreshold = 7 // flag wins over the file
+	want.MaxTimestampAhead = 72 * time.Hour
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant     %+v", cfg, want)
 	}
@@ -76,6 +79,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--log-level", "loud"}, `"loud"`},
 		{[]string{"--tombstone-failure-threshold", "0"}, "--tombstone-failure-threshold 0"},
 		{[]string{"--tombstone-failure-threshold", "4294967296"}, "--tombstone-failure-threshold 4294967296"},
+		{[]string{"--max-timestamp-ahead", "0s"}, "--max-timestamp-ahead 0s must be positive"},
+		{[]string{"--max-timestamp-ahead", "-1h"}, "--max-timestamp-ahead -1h0m0s must be positive"},
+		{[]string{"--max-timestamp-ahead", "soon"}, "soon"},
 		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"extra"}, `"extra"`},
 	} {

@@ -21,16 +21,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	n, err := node.Start(ctx, node.Config{
-		DataDir:         cfg.DataDir,
-		Addr:            cfg.Addr,
-		GossipAddr:      cfg.GossipAddr,
-		MetricsAddr:     cfg.MetricsAddr,
-		Seeds:           cfg.Seeds,
-		NumTokens:       cfg.NumTokens,
-		LimiterCapacity: cfg.LimiterCapacity,
-		NoSync:          !cfg.Sync,
-		Storage:         replica.Options{TombstoneFailureThreshold: uint32(cfg.TombstoneFailureThreshold)},
-		Logger:          logger,
+		DataDir:           cfg.DataDir,
+		Addr:              cfg.Addr,
+		GossipAddr:        cfg.GossipAddr,
+		MetricsAddr:       cfg.MetricsAddr,
+		Seeds:             cfg.Seeds,
+		NumTokens:         cfg.NumTokens,
+		LimiterCapacity:   cfg.LimiterCapacity,
+		NoSync:            !cfg.Sync,
+		Storage:           replica.Options{TombstoneFailureThreshold: uint32(cfg.TombstoneFailureThreshold)},
+		MaxTimestampAhead: cfg.MaxTimestampAhead,
+		Logger:            logger,
 	})
 	if err != nil {
 		return err

@@ -1078,8 +1078,12 @@ type ReadRequest struct {
 	// ReadResponse.tombstones, summed): the read fails once the total passes the replica's tombstone
 	// failure threshold.
 	TombstonesScanned uint32 `protobuf:"varint,17,opt,name=tombstones_scanned,json=tombstonesScanned,proto3" json:"tombstones_scanned,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Read the rows in the reverse of the table's clustering order (SELECT ... ORDER BY): the response
+	// holds them in that order ("clustering order" above and in ReadResponse means this order then), and
+	// the limit counts from the last row of the range. Field numbers 18-19 are left for other read options.
+	Reversed      bool `protobuf:"varint,20,opt,name=reversed,proto3" json:"reversed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadRequest) Reset() {
@@ -1180,6 +1184,13 @@ func (x *ReadRequest) GetTombstonesScanned() uint32 {
 		return x.TombstonesScanned
 	}
 	return 0
+}
+
+func (x *ReadRequest) GetReversed() bool {
+	if x != nil {
+		return x.Reversed
+	}
+	return false
 }
 
 // ReadResponse returns what the replica holds for the read, with write timestamps, for the coordinator to
@@ -1748,7 +1759,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x10ClusteringFilter\x12\x14\n" +
 	"\x05equal\x18\x01 \x03(\fR\x05equal\x12.\n" +
 	"\x05lower\x18\x02 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05lower\x12.\n" +
-	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\x92\x03\n" +
+	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\xae\x03\n" +
 	"\vReadRequest\x124\n" +
 	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x12\x19\n" +
 	"\btable_id\x18\x02 \x01(\x04R\atableId\x12#\n" +
@@ -1761,7 +1772,8 @@ const file_replica_proto_rawDesc = "" +
 	"\n" +
 	"page_bytes\x18\x0f \x01(\rR\tpageBytes\x126\n" +
 	"\x05after\x18\x10 \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\x05after\x12-\n" +
-	"\x12tombstones_scanned\x18\x11 \x01(\rR\x11tombstonesScannedJ\x04\b\x03\x10\n" +
+	"\x12tombstones_scanned\x18\x11 \x01(\rR\x11tombstonesScanned\x12\x1a\n" +
+	"\breversed\x18\x14 \x01(\bR\breversedJ\x04\b\x03\x10\n" +
 	"\"\xe0\x03\n" +
 	"\fReadResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +

@@ -2,12 +2,12 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/partitionlimit"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // epoch is the wall-clock time, in unix nanoseconds, of simulated time zero: a whole second, so
@@ -130,12 +130,22 @@ type opState struct {
 	rejects  int32 // enforcing replicas that rejected
 }
 
-// delta is one coalesced account-only delta: count operations on (token, label) that a replica
-// did not see.
-type delta struct {
-	token int64
-	label uint32
-	count uint32
+// simTable is the table id of the simulated partitions; they all belong to one table.
+const simTable schema.TableID = 1
+
+// opOf returns the operation a limiter label counts, and labelOf the label of an operation.
+func opOf(label uint32) coordinator.Op {
+	if label == labelRead {
+		return coordinator.OpRead
+	}
+	return coordinator.OpWrite
+}
+
+func labelOf(op coordinator.Op) uint32 {
+	if op == coordinator.OpRead {
+		return labelRead
+	}
+	return labelWrite
 }
 
 // stream is one arrival process.
@@ -171,10 +181,11 @@ type sim struct {
 	paramsReps  []coordinator.Replica
 	paramsOrder []coordinator.NodeID
 
-	// Account propagation: pending[i*len(nodes)+j] holds the deltas coordinator i owes replica
-	// j; batches holds batches in flight (evDeltas), freeBatches their free indices.
-	pending     [][]delta
-	batches     [][]delta
+	// Account propagation: batchers[i] is coordinator i's propagation batcher, the shell's own
+	// (coordinator.Batcher); batches holds batches in flight (evDeltas), freeBatches their free
+	// indices.
+	batchers    []coordinator.Batcher
+	batches     [][]coordinator.Delta
 	freeBatches []int32
 }
 
@@ -228,7 +239,7 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 		s.streams[2] = stream{kind: evFlood, rate: o.FloodRate}
 	}
 	if sc.Propagation {
-		s.pending = make([][]delta, o.Nodes*o.Nodes)
+		s.batchers = make([]coordinator.Batcher, o.Nodes)
 	}
 	s.res = Result{Scenario: sc, Limit: o.Limit, Window: o.Duration - o.Warmup}
 	return s, nil
@@ -495,43 +506,19 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 	}
 	if st.Outcome != nil && s.sc.Propagation {
 		// The shell hands the finished request's uncounted replicas to its propagator.
-		for _, id := range st.Unaccounted {
-			s.owe(coord, s.nodeIndex(id), op.token, op.label)
-		}
+		s.batchers[coord].Add(st.Unaccounted, simTable, op.token, opOf(op.label))
 	}
 }
 
-// owe records that replica j missed one operation on (token, label) coordinated by node i.
-func (s *sim) owe(i, j int, token int64, label uint32) {
-	p := &s.pending[i*len(s.nodes)+j]
-	for k := range *p {
-		if d := &(*p)[k]; d.token == token && d.label == label {
-			if d.count < math.MaxUint32 {
-				d.count++
-			}
-			return
-		}
-	}
-	*p = append(*p, delta{token: token, label: label, count: 1})
-}
-
-// flush sends each live replica the deltas coordinator e.node owes it, one batch per replica in
-// node order, as the shell's propagator does on every tick; deltas owed to a replica the failure
-// detector considers down are dropped. The ticker keeps running until the end of the arrivals.
+// flush drains coordinator e.node's batcher and sends each live replica its batch, as the
+// shell's propagator does on every tick; deltas owed to a replica the failure detector considers
+// down are dropped. The ticker keeps running until the end of the arrivals.
 func (s *sim) flush(e event) {
 	i := int(e.node)
-	for j := range s.nodes {
-		p := &s.pending[i*len(s.nodes)+j]
-		if len(*p) == 0 {
-			continue
-		}
-		if s.detectedDown(j, e.at) {
-			*p = (*p)[:0]
-			continue
-		}
+	for _, batch := range s.batchers[i].Drain(func(id coordinator.NodeID) bool { return !s.detectedDown(s.nodeIndex(id), e.at) }) {
 		b := s.allocBatch()
-		s.batches[b] = append(s.batches[b][:0], *p...)
-		*p = (*p)[:0]
+		s.batches[b] = append(s.batches[b][:0], batch.Deltas...)
+		j := s.nodeIndex(batch.To)
 		s.q.push(event{at: e.at + s.latency(i, j), kind: evDeltas, node: int32(j), op: b})
 	}
 	if next := e.at + int64(s.o.PropagationInterval); next < s.end {
@@ -546,7 +533,7 @@ func (s *sim) applyDeltas(e event) {
 	if !s.nodes[j].crashed {
 		now := s.clock(j, e.at)
 		for _, d := range s.batches[e.op] {
-			s.nodes[j].table.AccountN(d.token, d.label, d.count, now)
+			s.nodes[j].table.AccountN(d.Token, labelOf(d.Op), d.Count, now)
 		}
 	}
 	s.freeBatches = append(s.freeBatches, e.op)

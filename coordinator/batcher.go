@@ -1,0 +1,93 @@
+package coordinator
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Delta is a number of operations on one of a replica's counters that the replica did not see:
+// account propagation sends it to the replica as account-only (DESIGN §1).
+type Delta struct {
+	Table schema.TableID
+	Token int64
+	Op    Op
+	Count uint32
+}
+
+// Batch is the deltas owed to one replica, coalesced by (Table, Token, Op) and ordered by them.
+type Batch struct {
+	To     NodeID
+	Deltas []Delta
+}
+
+// deltaKey names one counter on a replica.
+type deltaKey struct {
+	table schema.TableID
+	token int64
+	op    Op
+}
+
+// Batcher is account propagation's pure core. Replicas that did not count a limited operation
+// (the coordinator rejected it locally, a read contacted fewer than all replicas) would count
+// only part of a partition's load, and with coordinators spread over the replicas the admitted
+// rate would climb toward RF × limit. A Batcher collects, per replica, the operations it missed,
+// coalesced by counter; whoever drives it drains it on a timer and sends each batch. The zero
+// Batcher is ready to use. It is not safe for concurrent use.
+type Batcher struct {
+	pending map[NodeID]map[deltaKey]uint32
+}
+
+// Add records that the replicas in to did not count one op on (table, token). Counts saturate
+// at math.MaxUint32.
+func (b *Batcher) Add(to []NodeID, table schema.TableID, token int64, op Op) {
+	if len(to) == 0 {
+		return
+	}
+	if b.pending == nil {
+		b.pending = make(map[NodeID]map[deltaKey]uint32)
+	}
+	k := deltaKey{table: table, token: token, op: op}
+	for _, id := range to {
+		m := b.pending[id]
+		if m == nil {
+			m = make(map[deltaKey]uint32)
+			b.pending[id] = m
+		}
+		if m[k] < math.MaxUint32 {
+			m[k]++
+		}
+	}
+}
+
+// Pending reports whether any delta waits to be drained.
+func (b *Batcher) Pending() bool { return len(b.pending) > 0 }
+
+// Drain empties the batcher and returns one batch per replica for which live reports true, in
+// NodeID order, each with its deltas ordered by (Table, Token, Op), so that a drain is
+// deterministic. Deltas owed to replicas that are not live are dropped: a down replica's
+// counters decay while it is away, and it would count them late.
+func (b *Batcher) Drain(live func(NodeID) bool) []Batch {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	out := make([]Batch, 0, len(b.pending))
+	for id, deltas := range b.pending {
+		if !live(id) {
+			continue
+		}
+		batch := Batch{To: id, Deltas: make([]Delta, 0, len(deltas))}
+		for k, n := range deltas {
+			batch.Deltas = append(batch.Deltas, Delta{Table: k.table, Token: k.token, Op: k.op, Count: n})
+		}
+		slices.SortFunc(batch.Deltas, func(x, y Delta) int {
+			return cmp.Or(cmp.Compare(x.Table, y.Table), cmp.Compare(x.Token, y.Token), cmp.Compare(x.Op, y.Op))
+		})
+		out = append(out, batch)
+	}
+	slices.SortFunc(out, func(x, y Batch) int { return cmp.Compare(x.To, y.To) })
+	b.pending = nil
+	return out
+}
