@@ -108,19 +108,22 @@
 // client's context, until the replica answers or the write timeout passes; Executor.Close
 // cancels them. Read calls are canceled as soon as the read has its answers.
 //
-// A DELETE of a range of rows is executed as a read of the range from every replica (at ALL,
-// exempt from the limiter) followed by a write of one row tombstone per row found; the replicas
-// have no range tombstones. Unlike a range tombstone, it does not delete rows written later
-// with an older USING TIMESTAMP, and it needs every replica live.
+// A DELETE of a range of rows (= on a prefix of the clustering columns, then optionally a range
+// on the next one) writes one range tombstone, at the requested consistency level and limited
+// like any write: it needs no read, works with replicas down as any write does, and deletes the
+// rows in the range written at or before its timestamp, including those that arrive later with
+// an older USING TIMESTAMP.
 //
 // # Reads and read repair
 //
 // Replicas return what they hold with write timestamps: cells, cell tombstones, row markers, row
-// and partition tombstones. The shell asks for every column (whether a row exists can depend on
-// a column the statement does not select), reconciles the answers row by row with
-// cell.MergeRows and the newest partition tombstone, and renders the live rows in clustering
-// order as typed values. For each answering replica it computes with cell.Missing what that
-// replica lacks of the reconciled rows.
+// tombstones, the partition tombstone and the range tombstones over the rows they scanned. The
+// shell asks for every column (whether a row exists can depend on a column the statement does
+// not select), reconciles the answers row by row with cell.MergeRows, the newest partition
+// tombstone and the newest range tombstone over the row, and renders the live rows in
+// clustering order as typed values. For each answering replica it computes with cell.Missing
+// what that replica lacks of the reconciled rows, and which range tombstones and partition
+// tombstone it lacks.
 //
 // After a read at QUORUM or ALL that found stale replicas, the shell sends each of them what it
 // lacks, exempt from the limiter (mode NONE), through a write Request at ALL over the stale
@@ -131,10 +134,17 @@
 // replicas known to hold the result. Reads at ONE compare nothing and repair nothing. Only the
 // replicas that answered are repaired; the others converge through later reads.
 //
-// With LIMIT, each replica returns at most that many live rows by its own view. When replicas
-// disagree about deletions, rows past the point where a replica stopped are not trusted (it may
-// hold newer tombstones for them); if the trusted rows fall short of the limit, the read is
-// repeated once without a limit, exempt, from the same replicas.
+// Replicas answer in pages of at most Config.ReadPageBytes (1 MiB; a page holds at least one
+// row) and at most the LIMIT's live rows by their own view, and say where they stopped. The
+// merge never passes the point where a replica stopped (the replica may hold newer tombstones
+// for what follows): when it gets there and still needs rows, it asks that replica for the
+// next page, exempt from the limiter (the user operation was counted once), and goes on until
+// it has the LIMIT or every replica reached the end of the range. So a partition of any size
+// reads at every consistency level, and replicas that disagree about deletions (a short read)
+// are asked for more. Each replica fails a read that scans more tombstones than its threshold
+// (replica.Options.TombstoneFailureThreshold, over all the read's pages) with
+// TOO_MANY_TOMBSTONES; a read whose replicas scanned more than Config.TombstoneWarnThreshold
+// answers with a warning.
 //
 // # Errors
 //

@@ -129,11 +129,18 @@ func (e *TimeoutError) GRPCStatus() *status.Status {
 }
 
 // GRPCStatus returns UNAVAILABLE (the replicas failed or could not be reached, which may pass),
-// or INTERNAL when a replica rejected the request as malformed.
+// INTERNAL when a replica rejected the request as malformed, or FAILED_PRECONDITION when a read
+// scanned more tombstones than a replica's threshold (retrying fails the same way until the
+// tombstones are gone).
 func (e *FailureError) GRPCStatus() *status.Status {
 	var re *ReplicaError
-	if errors.As(e.Err, &re) && re.Code == replicapb.Error_BAD_REQUEST {
-		return status.New(codes.Internal, e.Error())
+	if errors.As(e.Err, &re) {
+		switch re.Code {
+		case replicapb.Error_BAD_REQUEST:
+			return status.New(codes.Internal, e.Error())
+		case replicapb.Error_TOO_MANY_TOMBSTONES:
+			return status.New(codes.FailedPrecondition, e.Error())
+		}
 	}
 	return status.New(codes.Unavailable, e.Error())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,15 @@ type Config struct {
 	// PropagationInterval is how often deltas are flushed. Zero means
 	// DefaultPropagationInterval.
 	PropagationInterval time.Duration
+	// ReadPageBytes bounds the size of one replica's answer to a read: a replica stops after
+	// the row that takes its answer past it, and the coordinator asks for the next page. Zero
+	// means DefaultReadPageBytes.
+	ReadPageBytes int
+	// TombstoneWarnThreshold is how many tombstones one replica may scan for a read before the
+	// read's answer carries a warning (Cassandra's tombstone_warn_threshold; the replicas fail
+	// the read at their own, higher, failure threshold). Zero means
+	// DefaultTombstoneWarnThreshold; negative disables the warning.
+	TombstoneWarnThreshold int
 	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
 	// is refused before any replica sees it. Zero means DefaultMaxMutationSize.
 	MaxMutationSize int
@@ -72,6 +82,13 @@ type Config struct {
 	// DefaultMaxTimestampAhead.
 	MaxTimestampAhead time.Duration
 }
+
+// DefaultTombstoneWarnThreshold is the default Config.TombstoneWarnThreshold: Cassandra's.
+const DefaultTombstoneWarnThreshold = 1000
+
+// DefaultReadPageBytes is the default Config.ReadPageBytes: well below any sane gRPC message
+// size limit (4 MiB by default).
+const DefaultReadPageBytes = 1 << 20
 
 // Observer receives events for metrics. Its methods are called synchronously on the request's
 // goroutine, concurrently for concurrent requests: they must be safe for concurrent use and
@@ -116,6 +133,8 @@ type Executor struct {
 	prop      *propagator // nil when propagation is off
 
 	writeTimeout, readTimeout time.Duration
+	pageBytes                 int           // ReadPageBytes
+	tombstoneWarn             int           // TombstoneWarnThreshold; negative: off
 	maxMutation               int           // bytes; see Config.MaxMutationSize
 	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
 
@@ -144,27 +163,31 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.WriteTimeout is %v, want ≥ 0", cfg.WriteTimeout)
 	case cfg.ReadTimeout < 0:
 		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
+	case cfg.ReadPageBytes < 0 || cfg.ReadPageBytes > math.MaxUint32:
+		return nil, fmt.Errorf("coordinator: Config.ReadPageBytes is %d, want between 0 and %d", cfg.ReadPageBytes, uint32(math.MaxUint32))
 	case cfg.MaxMutationSize < 0:
 		return nil, fmt.Errorf("coordinator: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
 	case cfg.MaxTimestampAhead < 0:
 		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
 	e := &Executor{
-		localID:      cfg.LocalID,
-		ring:         cfg.Ring,
-		transport:    cfg.Transport,
-		local:        cfg.Local,
-		schema:       cfg.Schema,
-		cluster:      cfg.Cluster,
-		now:          cfg.Now,
-		draw:         cfg.Draw,
-		logger:       cfg.Logger,
-		observer:     cfg.Observer,
-		writeTimeout: cfg.WriteTimeout,
-		readTimeout:  cfg.ReadTimeout,
-		maxMutation:  cfg.MaxMutationSize,
-		maxAhead:     cfg.MaxTimestampAhead,
-		inflight:     make(map[*flight]struct{}),
+		localID:       cfg.LocalID,
+		ring:          cfg.Ring,
+		transport:     cfg.Transport,
+		local:         cfg.Local,
+		schema:        cfg.Schema,
+		cluster:       cfg.Cluster,
+		now:           cfg.Now,
+		draw:          cfg.Draw,
+		logger:        cfg.Logger,
+		observer:      cfg.Observer,
+		writeTimeout:  cfg.WriteTimeout,
+		readTimeout:   cfg.ReadTimeout,
+		pageBytes:     cfg.ReadPageBytes,
+		tombstoneWarn: cfg.TombstoneWarnThreshold,
+		maxMutation:   cfg.MaxMutationSize,
+		maxAhead:      cfg.MaxTimestampAhead,
+		inflight:      make(map[*flight]struct{}),
 	}
 	if e.maxMutation == 0 {
 		e.maxMutation = DefaultMaxMutationSize
@@ -183,6 +206,12 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if e.readTimeout == 0 {
 		e.readTimeout = DefaultReadTimeout
+	}
+	if e.pageBytes == 0 {
+		e.pageBytes = DefaultReadPageBytes
+	}
+	if e.tombstoneWarn == 0 {
+		e.tombstoneWarn = DefaultTombstoneWarnThreshold
 	}
 	if e.maxAhead == 0 {
 		e.maxAhead = DefaultMaxTimestampAhead

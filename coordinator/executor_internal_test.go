@@ -82,7 +82,8 @@ func reconcileTable(t *testing.T) *schema.Table {
 }
 
 // replicaAnswer parses a replica's answer written as "[partition@T;] row; row ...", each row
-// "c [marker@T] [deleted@T] [col=val@T | col=null@T]...".
+// "c [marker@T] [deleted@T] [col=val@T | col=null@T]...", a range tombstone "range [1..3)@T"
+// (see parseRangeTombstone), and "stopped c" when the replica stopped early after row c.
 func replicaAnswer(from NodeID, s string) Response {
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
 	for _, part := range strings.Split(s, ";") {
@@ -94,6 +95,16 @@ func replicaAnswer(from NodeID, s string) Response {
 			var v int64
 			fmt.Sscan(ts, &v)
 			resp.PartitionDeletion = &v
+			continue
+		}
+		if f[0] == "range" {
+			resp.RangeTombstones = append(resp.RangeTombstones, parseRangeTombstone(f[1]))
+			continue
+		}
+		if f[0] == "stopped" {
+			var c int32
+			fmt.Sscan(f[1], &c)
+			resp.StoppedAfter = &replicapb.ClusteringKey{Components: [][]byte{schema.EncodeInt(c)}}
 			continue
 		}
 		var c int32
@@ -117,6 +128,44 @@ func replicaAnswer(from NodeID, s string) Response {
 		resp.Rows = append(resp.Rows, row)
 	}
 	return Response{From: from, Status: StatusOK, Payload: resp}
+}
+
+// parseRangeTombstone parses "[1..3)@T", "(..2]@T" and the like into a range tombstone of the
+// reconcile table.
+func parseRangeTombstone(s string) *replicapb.RangeTombstone {
+	spec, ts, _ := strings.Cut(s, "@")
+	rt := &replicapb.RangeTombstone{Start: &replicapb.ClusteringBound{Inclusive: spec[0] == '['}, End: &replicapb.ClusteringBound{Inclusive: spec[len(spec)-1] == ']'}}
+	fmt.Sscan(ts, &rt.Timestamp)
+	lo, hi, _ := strings.Cut(spec[1:len(spec)-1], "..")
+	for _, x := range []struct {
+		s string
+		b *replicapb.ClusteringBound
+	}{{lo, rt.Start}, {hi, rt.End}} {
+		if x.s != "" {
+			var c int32
+			fmt.Sscan(x.s, &c)
+			x.b.Prefix = [][]byte{schema.EncodeInt(c)}
+		}
+	}
+	return rt
+}
+
+// formatRangeTombstone renders a range tombstone like parseRangeTombstone's input.
+func formatRangeTombstone(rt *replicapb.RangeTombstone) string {
+	b := func(x *replicapb.ClusteringBound) string {
+		if len(x.Prefix) == 0 {
+			return ""
+		}
+		return fmt.Sprint(int32(binary.BigEndian.Uint32(x.Prefix[0])))
+	}
+	open, end := "(", ")"
+	if rt.Start.Inclusive {
+		open = "["
+	}
+	if rt.End.Inclusive {
+		end = "]"
+	}
+	return fmt.Sprintf("range %s%s..%s%s@%d", open, b(rt.Start), b(rt.End), end, rt.Timestamp)
 }
 
 // formatRow renders a mutation or read row like answer's input.
@@ -215,6 +264,56 @@ func TestReconcile(t *testing.T) {
 			complete: false,
 			repairs:  map[NodeID]string{"n1": "1 deleted@5"},
 		},
+		{
+			name:     "a range tombstone deletes the other replica's older rows and is repaired to it",
+			answers:  map[NodeID]string{"n1": "range [1..3]@10; 4 marker@1", "n2": "1 marker@3 v=a@3; 2 marker@4; 4 marker@1"},
+			rows:     []string{"4 marker@1"},
+			complete: true,
+			repairs:  map[NodeID]string{"n2": "range [1..3]@10"},
+		},
+		{
+			name:     "open and exclusive ends",
+			answers:  map[NodeID]string{"n1": "range (1..)@10", "n2": "1 marker@3; 2 marker@4; 400 marker@4"},
+			rows:     []string{"1 marker@3"},
+			complete: true,
+			repairs:  map[NodeID]string{"n1": "1 marker@3", "n2": "range (1..)@10"},
+		},
+		{
+			name:     "cells newer than a range tombstone survive it, as in Cassandra",
+			answers:  map[NodeID]string{"n1": "range [1..1]@10", "n2": "1 marker@3 v=a@3 w=b@12"},
+			rows:     []string{"1 w=b@12"},
+			complete: true,
+			repairs:  map[NodeID]string{"n1": "1 w=b@12", "n2": "range [1..1]@10"},
+		},
+		{
+			name:     "the newest covering tombstone wins",
+			answers:  map[NodeID]string{"n1": "range [1..5]@4; 2 marker@5", "n2": "range [2..3]@6; 3 marker@5"},
+			rows:     nil,
+			complete: true,
+			repairs:  map[NodeID]string{"n1": "range [2..3]@6", "n2": "range [1..5]@4"},
+		},
+		{
+			name:     "replicas that hold the same range tombstone need no repair",
+			answers:  map[NodeID]string{"n1": "range [1..2]@4; 3 marker@5", "n2": "range [1..2]@4; 3 marker@5"},
+			rows:     []string{"3 marker@5"},
+			complete: true,
+			repairs:  map[NodeID]string{},
+		},
+		{
+			name:     "a range tombstone older than the partition tombstone is not repaired",
+			answers:  map[NodeID]string{"n1": "partition@9; 5 marker@10", "n2": "range [1..2]@4; 5 marker@10"},
+			rows:     []string{"5 marker@10"},
+			complete: true,
+			repairs:  map[NodeID]string{"n2": "partition"},
+		},
+		{
+			name: "a replica that stopped early is not sent tombstones past where it stopped",
+			// n1 stopped after row 1 (its page was full): the merge needs its next page.
+			answers:  map[NodeID]string{"n1": "1 marker@1; stopped 1", "n2": "1 marker@1; range [5..6]@9"},
+			rows:     []string{"1 marker@1"},
+			complete: false,
+			repairs:  map[NodeID]string{},
+		},
 	}
 	for _, tt := range tests {
 		var resps []Response
@@ -238,6 +337,9 @@ func TestReconcile(t *testing.T) {
 			}
 			for _, r := range rs.rows {
 				parts = append(parts, formatRow(r))
+			}
+			for _, rt := range rs.rangeTombstones {
+				parts = append(parts, formatRangeTombstone(rt))
 			}
 			repairs[id] = strings.Join(parts, "; ")
 		}
@@ -263,6 +365,18 @@ func TestReconcileRejectsMalformedAnswers(t *testing.T) {
 			{Clustering: [][]byte{schema.EncodeInt(2)}, Marker: new(int64)},
 			{Clustering: [][]byte{schema.EncodeInt(1)}, Marker: new(int64)},
 		}}, `coordinator: replica n1 returned rows of table ks.t out of clustering order`},
+		{"a range tombstone with too many components", &replicapb.ReadResponse{RangeTombstones: []*replicapb.RangeTombstone{{
+			Start: &replicapb.ClusteringBound{Prefix: [][]byte{schema.EncodeInt(1), schema.EncodeInt(2)}}, End: &replicapb.ClusteringBound{}, Timestamp: 1,
+		}}}, `coordinator: replica n1 returned a malformed range tombstone 0 of table ks.t: start bound has 2 clustering components, want at most 1`},
+		{"a malformed range tombstone bound", &replicapb.ReadResponse{RangeTombstones: []*replicapb.RangeTombstone{{
+			Start: &replicapb.ClusteringBound{}, End: &replicapb.ClusteringBound{Prefix: [][]byte{{1}}}, Timestamp: 1,
+		}}}, `coordinator: replica n1 returned a malformed range tombstone 0 of table ks.t: end bound: clustering column c: invalid int value: 1 bytes, want 4`},
+		{"stopped early without a row", &replicapb.ReadResponse{StoppedAfter: &replicapb.ClusteringKey{Components: [][]byte{schema.EncodeInt(1)}}},
+			`coordinator: replica n1 stopped a read of table ks.t early without returning a row`},
+		{"stopped before its last row", &replicapb.ReadResponse{
+			Rows:         []*replicapb.Row{{Clustering: [][]byte{schema.EncodeInt(2)}, Marker: new(int64)}},
+			StoppedAfter: &replicapb.ClusteringKey{Components: [][]byte{schema.EncodeInt(1)}},
+		}, `coordinator: replica n1 stopped a read of table ks.t before its last row`},
 	}
 	for _, tt := range tests {
 		_, err := reconcile(tbl, []Response{{From: "n1", Status: StatusOK, Payload: tt.resp}}, 0, false)
@@ -312,5 +426,60 @@ func TestReconcileWithoutClusteringColumns(t *testing.T) {
 				t.Errorf("limit %d, clustering %#v: repairs for the stale replica = %+v, want its row", limit, clustering, rs)
 			}
 		}
+	}
+}
+
+// TestMergeAcrossPages merges answers that come in pages, with a range tombstone that
+// straddles a page boundary and that only one replica holds.
+func TestMergeAcrossPages(t *testing.T) {
+	tbl := reconcileTable(t)
+	m := newMerger(tbl, 0, false)
+	add := func(id NodeID, s string) {
+		t.Helper()
+		if err := m.add(replicaAnswer(id, s), 0); err != nil {
+			t.Fatalf("adding %s's page %q: %v", id, s, err)
+		}
+	}
+	// n1 holds the tombstone over 2..5; n2 does not, and its pages are smaller.
+	add("n1", "1 marker@1; range [2..5]@10; 6 marker@1; stopped 6")
+	add("n2", "1 marker@1; 2 marker@1; stopped 2")
+	var needs []string
+	need := func() {
+		t.Helper()
+		var ids []string
+		for _, i := range m.merge() {
+			ids = append(ids, string(m.vs[i].from))
+		}
+		needs = append(needs, strings.Join(ids, ","))
+	}
+	need()
+	add("n2", "3 marker@1; 4 marker@1; stopped 4")
+	need()
+	add("n2", "5 marker@1; 6 marker@1; 7 marker@1; stopped 7")
+	need()
+	add("n1", "7 marker@1; 8 marker@12")
+	need()
+	add("n2", "8 marker@12")
+	need()
+	if want := []string{"n2", "n2", "n1", "n2", ""}; !slices.Equal(needs, want) {
+		t.Errorf("the merge asked for the next pages of %q, want %q", needs, want)
+	}
+	rec := m.result()
+	var rows []string
+	for _, r := range rec.rows {
+		rows = append(rows, formatRow(repairRow(r.clustering, r.row)))
+	}
+	if want := []string{"1 marker@1", "6 marker@1", "7 marker@1", "8 marker@12"}; !slices.Equal(rows, want) {
+		t.Errorf("merged rows %q, want %q", rows, want)
+	}
+	if len(rec.repairs) != 1 || len(rec.repairs["n2"].rangeTombstones) != 1 || len(rec.repairs["n2"].rows) != 0 {
+		t.Errorf("repairs %+v, want n2 to get the range tombstone alone", rec.repairs)
+	}
+	// A page that does not start after the previous one is refused: the merge could loop.
+	if err := m.add(replicaAnswer("n1", "7 marker@1; stopped 7"), 0); err != nil {
+		t.Fatalf("a page after n1's last, which ended the range: %v", err)
+	}
+	if err := m.add(replicaAnswer("n1", "7 marker@1; stopped 7"), 0); err == nil || !strings.Contains(err.Error(), "does not start after the previous one") {
+		t.Errorf("a page repeating the last one: %v, want an error", err)
 	}
 }

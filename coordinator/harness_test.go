@@ -124,6 +124,7 @@ type transport struct {
 	faults   map[coordinator.NodeID]fault
 	calls    map[coordinator.NodeID]int
 	mutated  []*replicapb.MutateRequest // every MutateRequest delivered, in order
+	reads    int                        // ReadRequests answered
 	hanging  chan coordinator.NodeID    // if set, told about every call that starts hanging
 }
 
@@ -193,6 +194,12 @@ func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replic
 		return nil, err
 	}
 	resp, err := svc.Read(ctx, overTheWire(req))
+	if n := proto.Size(resp); n > maxMessage {
+		return nil, fmt.Errorf("grpc: received message larger than max (%d vs. %d)", n, maxMessage)
+	}
+	t.mu.Lock()
+	t.reads++
+	t.mu.Unlock()
 	return overTheWire(resp), err
 }
 
@@ -275,12 +282,19 @@ var nodes = []coordinator.NodeID{"n1", "n2", "n3"}
 
 // options adjust the executors' configuration.
 type options struct {
-	draw         float64       // the fixed draw; 0 means 0.99, which rejects above 2L
-	writeTimeout time.Duration // 0: the default
-	readTimeout  time.Duration
-	order        []coordinator.NodeID // ring order; nil means n1, n2, n3
-	maxAhead     time.Duration        // Config.MaxTimestampAhead; 0: the default
+	draw          float64       // the fixed draw; 0 means 0.99, which rejects above 2L
+	writeTimeout  time.Duration // 0: the default
+	readTimeout   time.Duration
+	order         []coordinator.NodeID // ring order; nil means n1, n2, n3
+	maxAhead      time.Duration        // Config.MaxTimestampAhead; 0: the default
+	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
+	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
+	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
 }
+
+// maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
+// received messages, which real nodes are subject to.
+const maxMessage = 4 << 20
 
 func newCluster(t testing.TB, o options) *cluster {
 	t.Helper()
@@ -302,7 +316,7 @@ func newCluster(t testing.TB, o options) *cluster {
 		calls:    make(map[coordinator.NodeID]int),
 	}
 	for _, id := range nodes {
-		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true})
+		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true, TombstoneFailureThreshold: o.tombstones})
 		if err != nil {
 			t.Fatalf("opening the store of %s: %v", id, err)
 		}
@@ -323,18 +337,20 @@ func newCluster(t testing.TB, o options) *cluster {
 	}
 	for _, id := range nodes {
 		e, err := coordinator.NewExecutor(coordinator.Config{
-			LocalID:           id,
-			Ring:              c.ring,
-			Transport:         c.transport,
-			Local:             c.services[id],
-			Schema:            c.schema,
-			Cluster:           describer("cluster test: 3 nodes"),
-			Now:               c.clock.Now,
-			WriteTimeout:      o.writeTimeout,
-			ReadTimeout:       o.readTimeout,
-			MaxTimestampAhead: o.maxAhead,
-			Draw:              func() float64 { return draw },
-			Observer:          c.observer,
+			LocalID:                id,
+			Ring:                   c.ring,
+			Transport:              c.transport,
+			Local:                  c.services[id],
+			Schema:                 c.schema,
+			Cluster:                describer("cluster test: 3 nodes"),
+			Now:                    c.clock.Now,
+			WriteTimeout:           o.writeTimeout,
+			ReadTimeout:            o.readTimeout,
+			MaxTimestampAhead:      o.maxAhead,
+			Draw:                   func() float64 { return draw },
+			Observer:               c.observer,
+			ReadPageBytes:          o.pageBytes,
+			TombstoneWarnThreshold: o.tombstoneWarn,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -3,9 +3,11 @@ package coordinator
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,8 +29,6 @@ type readSpec struct {
 	reversed   bool // in the reverse of the clustering order (ORDER BY)
 	rf         int
 	cl         Consistency
-	exempt     bool
-	noRepair   bool // an internal read whose result is about to be overwritten
 }
 
 // readRow is one reconciled, live row of a read.
@@ -61,70 +61,180 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		cl:         cl,
 	}
 	now := e.now()
-	rows, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
+	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
 	if err != nil {
 		return r.Table, nil, err
 	}
 	resp, err := rowsResponse(r, rows)
+	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
+		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
+			len(rows), tombstones, formatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
+		resp.Warnings = append(resp.Warnings, w)
+		e.logger.Warn("read many tombstones", "table", r.Table.QualifiedName(), "tombstones", tombstones, "live_rows", len(rows))
+	}
 	return r.Table, resp, err
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
 // that answered, in clustering order (in reverse with spec.reversed), at most spec.limit of
-// them. At QUORUM and ALL it repairs the replicas that answered with stale data before
-// returning (see repair).
+// them, and the most tombstones one
+// replica scanned for them. At QUORUM and ALL it repairs the replicas that answered with stale
+// data before returning (see repair).
 //
-// Every replica returns up to spec.limit live rows by its own view. When replicas disagree
-// about deletions, the reconciled rows can be fewer than the limit although more exist past
-// the point where a replica stopped; rows past that point are not trusted (the replica that
-// stopped may hold a newer tombstone for them), and the read is repeated once without a limit,
-// exempt from the rate limiter, from the replicas that answered.
-func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) ([]readRow, error) {
-	resps, err := e.readOnce(ctx, spec, nil, now, dl)
+// Replicas answer in pages: each stops after spec.limit live rows by its own view, or once its
+// answer reaches the page size, and says where (ReadResponse.stopped_after). The merge cannot
+// pass the point where a replica stopped (the replica may hold a newer tombstone for what
+// follows), so when it gets there and still needs rows, it asks that replica for its next page,
+// exempt from the rate limiter (one user operation is counted once), and carries on, until it
+// has spec.limit live rows or every replica has reached the end of the range. Replicas that
+// disagree about deletions can make a replica's rows run out before the limit; the same
+// mechanism fetches more of them.
+func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) ([]readRow, uint32, error) {
+	resps, err := e.readOnce(ctx, spec, now, dl)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	rec, err := reconcile(spec.table, resps, spec.limit, spec.reversed)
-	if err != nil {
-		return nil, err
-	}
-	if !rec.complete {
-		again := spec
-		again.limit, again.exempt = 0, true
-		order := make([]NodeID, len(resps))
-		for i, r := range resps {
-			order[i] = r.From
-		}
-		if resps, err = e.readOnce(ctx, again, order, e.now(), dl); err != nil {
-			return nil, err
-		}
-		if rec, err = reconcile(spec.table, resps, spec.limit, spec.reversed); err != nil {
-			return nil, err
+	m := newMerger(spec.table, spec.limit, spec.reversed)
+	for _, r := range resps {
+		if err := m.add(r, spec.limit); err != nil {
+			return nil, 0, err
 		}
 	}
-	if len(rec.repairs) > 0 && spec.cl != One && !spec.noRepair {
+	for {
+		need := m.merge()
+		if len(need) == 0 {
+			break
+		}
+		if err := e.readPages(ctx, spec, m, need, len(resps), dl); err != nil {
+			return nil, 0, err
+		}
+	}
+	rec := m.result()
+	if len(rec.repairs) > 0 && spec.cl != One {
 		if err := e.repair(ctx, spec, rec, len(resps), dl); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return rec.rows, nil
+	var tombstones uint32
+	for i := range m.vs {
+		tombstones = max(tombstones, m.vs[i].tombstones)
+	}
+	return rec.rows, tombstones, nil
+}
+
+// formatKey renders key values of columns cols for messages: (k='a', n=3).
+func formatKey(cols []schema.Column, values [][]byte) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(cql.QuoteIdent(c.Name))
+		b.WriteByte('=')
+		if i >= len(values) {
+			b.WriteByte('?')
+			continue
+		}
+		switch v, _ := c.Type.Decode(values[i]); x := v.(type) {
+		case nil:
+			fmt.Fprintf(&b, "0x%x", values[i])
+		case string:
+			b.WriteString(strconv.Quote(x))
+		case []byte:
+			fmt.Fprintf(&b, "0x%x", x)
+		default:
+			fmt.Fprint(&b, x)
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// readPages asks each replica of need (indexes into m's answers) for the page that follows
+// its last one, exempt from the limiter, and adds the answers to m. Every one of them must
+// answer: the merge cannot go on without them. contacted is how many replicas answered the
+// read's first page, for the error.
+func (e *Executor) readPages(ctx context.Context, spec readSpec, m *merger, need []int, contacted int, dl time.Time) error {
+	base := readRequest(spec, e.pageBytes)
+	x := pageExchange{t: e.transport, reqs: make(map[NodeID]*replicapb.ReadRequest, len(need))}
+	replicas := make([]Replica, len(need))
+	limits := make(map[NodeID]int, len(need))
+	for i, vi := range need {
+		v := &m.vs[vi]
+		limit := m.remaining()
+		req := &replicapb.ReadRequest{
+			TableId: base.TableId, PartitionKey: base.PartitionKey, Token: base.Token, Filter: base.Filter,
+			Limit: uint32(min(limit, math.MaxUint32)), PageBytes: base.PageBytes, Reversed: base.Reversed,
+			After: &replicapb.ClusteringKey{Components: v.cut}, TombstonesScanned: v.tombstones,
+		}
+		x.reqs[v.from] = req
+		limits[v.from] = limit
+		replicas[i] = Replica{ID: v.from}
+	}
+	req, err := NewRequest(Params{Op: OpRead, Consistency: All, Self: e.localID, Replicas: replicas, Exempt: true, Deadline: dl})
+	if err != nil {
+		return err
+	}
+	step := req.Start(e.now())
+	o := step.Outcome
+	if o == nil {
+		var te *TimeoutError
+		o, err = e.await(ctx, req, step.Sends, x, dl, false)
+		switch {
+		case errors.As(err, &te): // the client's deadline passed
+			o = Timeout{}
+		case err != nil:
+			return err
+		}
+	}
+	received := contacted - len(need) + req.Tally().OK
+	required := BlockFor(spec.cl, spec.rf)
+	switch o := o.(type) {
+	case Success:
+		for _, r := range o.Responses {
+			if err := m.add(r, limits[r.From]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case Timeout:
+		return &TimeoutError{Op: OpRead, Consistency: spec.cl, Received: received, Required: required}
+	case Failed:
+		e.logger.Debug("reading the next page failed", "table", spec.table.QualifiedName(), "replicas", len(need), "err", o.Cause)
+		return &FailureError{Op: OpRead, Consistency: spec.cl, Received: received, Required: required, Failures: o.Failures, Err: o.Cause}
+	default: // exempt requests are never rate limited; Unavailable needs a down replica
+		return o.Err(spec.table.Keyspace, spec.table.Name)
+	}
+}
+
+// pageExchange sends each replica its own request for its next page, exempt from the limiter.
+type pageExchange struct {
+	t    Transport
+	reqs map[NodeID]*replicapb.ReadRequest
+}
+
+func (x pageExchange) call(ctx context.Context, s Send) Response {
+	resp, err := x.t.Read(ctx, s.To, x.reqs[s.To])
+	if err != nil {
+		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
+	}
+	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
 }
 
 // readOnce sends one read to the replicas the consistency level needs and returns their
 // answers (each with a *replicapb.ReadResponse payload) once enough arrived.
-func (e *Executor) readOnce(ctx context.Context, spec readSpec, order []NodeID, now, dl time.Time) ([]Response, error) {
+func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Time) ([]Response, error) {
 	var replicaBuf [8]Replica
 	p := Params{
 		Op:          OpRead,
 		Consistency: spec.cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
-		ReadOrder:   order,
 		Limit:       spec.table.RateLimit.MaxReadsPerSecond,
-		Exempt:      spec.exempt,
 		Deadline:    dl,
 	}
-	if p.Limit > 0 && !p.Exempt {
+	if p.Limit > 0 {
 		p.Draw = e.draw()
 	}
 	req, err := e.newRequest(p)
@@ -137,7 +247,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, order []NodeID, 
 	}
 	o := step.Outcome
 	if o == nil {
-		base := readRequest(spec)
+		base := readRequest(spec, e.pageBytes)
 		x := watch(e, readExchange{e.transport, base}, step.Sends, spec.table, OpRead)
 		if o, err = e.await(ctx, req, step.Sends, x, dl, false); err != nil {
 			return nil, err
@@ -150,14 +260,16 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, order []NodeID, 
 	return o.(Success).Responses, nil
 }
 
-// readRequest builds the parts of a replica read request that every replica shares. It asks
-// for every column: whether a row exists can depend on cells the statement does not select.
-func readRequest(spec readSpec) *replicapb.ReadRequest {
+// readRequest builds the parts of a replica read request that every replica shares, for the
+// first page. It asks for every column: whether a row exists can depend on cells the statement
+// does not select.
+func readRequest(spec readSpec, pageBytes int) *replicapb.ReadRequest {
 	r := &replicapb.ReadRequest{
 		TableId:      uint64(spec.table.ID),
 		PartitionKey: spec.pk,
 		Token:        spec.token,
 		Limit:        uint32(min(spec.limit, math.MaxUint32)),
+		PageBytes:    uint32(min(pageBytes, math.MaxUint32)),
 		Reversed:     spec.reversed,
 	}
 	c := spec.clustering
@@ -188,167 +300,12 @@ func (x readExchange) call(ctx context.Context, s Send) Response {
 	req.req.Limiter = &req.lim
 	req.req.TableId, req.req.PartitionKey, req.req.Token = x.base.TableId, x.base.PartitionKey, x.base.Token
 	req.req.Filter, req.req.Limit, req.req.Columns = x.base.Filter, x.base.Limit, x.base.Columns
-	req.req.Reversed = x.base.Reversed
+	req.req.PageBytes, req.req.Reversed = x.base.PageBytes, x.base.Reversed
 	resp, err := x.t.Read(ctx, s.To, &req.req)
 	if err != nil {
 		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
 	}
 	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
-}
-
-// reconciled is the result of reconciling the answers of several replicas.
-type reconciled struct {
-	rows []readRow
-	// complete is false when rows are fewer than the limit but a replica stopped at the limit:
-	// more rows may exist, and the read must be repeated without a limit.
-	complete bool
-	// partitionDeletion is the newest partition tombstone any replica returned.
-	partitionDeletion int64
-	// repairs holds, per stale replica, what it lacks: rows, and whether it lacks the
-	// partition tombstone.
-	repairs map[NodeID]*repairSet
-}
-
-// repairSet is what one replica lacks.
-type repairSet struct {
-	rows              []*replicapb.Row
-	partitionDeletion bool
-}
-
-// version is one replica's answer, decoded.
-type version struct {
-	from    NodeID
-	partDel int64
-	rows    []readRow // as the replica returned them, tombstone-only rows included
-	next    int       // merge cursor
-	// cut is the clustering key of the replica's last row when it stopped at the limit (hasCut);
-	// rows after it (in the read's order) are unknown to this replica's answer. A table without
-	// clustering columns has the empty key, so a key's presence is never told by its being nil.
-	cut    [][]byte
-	hasCut bool
-}
-
-// reconcile merges the replicas' answers with the last-write-wins rules of package cell and
-// works out what each replica lacks (cell.Missing). It returns at most limit live rows (all
-// if limit is 0), in clustering order, or in its reverse for a reversed read (whose answers
-// are in reverse order too).
-func reconcile(t *schema.Table, resps []Response, limit int, reversed bool) (reconciled, error) {
-	rec := reconciled{complete: true, partitionDeletion: cell.NoTimestamp}
-	order := readOrder{t, reversed}
-	vs := make([]version, len(resps))
-	var (
-		cut    [][]byte // the first cut (in the read's order) of any replica, when hasCut
-		hasCut bool
-	)
-	for i, r := range resps {
-		v, err := decodeVersion(order, r, limit)
-		if err != nil {
-			return rec, err
-		}
-		vs[i] = v
-		rec.partitionDeletion = max(rec.partitionDeletion, v.partDel)
-		if v.hasCut && (!hasCut || order.compare(v.cut, cut) < 0) {
-			cut, hasCut = v.cut, true
-		}
-	}
-	for i := range vs {
-		if vs[i].partDel < rec.partitionDeletion {
-			rec.repairSet(vs[i].from).partitionDeletion = true
-		}
-	}
-
-	var versions []cell.Row // of the current key, one per replica (EmptyRow if absent)
-	for limit == 0 || len(rec.rows) < limit {
-		// The first clustering key (in the read's order) at the head of any answer, up to the cut.
-		var (
-			key   [][]byte
-			found bool
-		)
-		for i := range vs {
-			v := &vs[i]
-			if v.next < len(v.rows) {
-				k := v.rows[v.next].clustering
-				if hasCut && order.compare(k, cut) > 0 {
-					continue
-				}
-				if !found || order.compare(k, key) < 0 {
-					key, found = k, true
-				}
-			}
-		}
-		if !found {
-			break
-		}
-		versions = versions[:0]
-		merged := cell.EmptyRow()
-		for i := range vs {
-			v := &vs[i]
-			have := cell.EmptyRow()
-			if v.next < len(v.rows) && order.compare(v.rows[v.next].clustering, key) == 0 {
-				have = v.rows[v.next].row
-				v.next++
-			}
-			versions = append(versions, have)
-			merged = cell.MergeRows(merged, have)
-		}
-		merged = merged.Purge(rec.partitionDeletion)
-		for i, have := range versions {
-			if miss := cell.Missing(merged, have); !miss.IsEmpty() {
-				rs := rec.repairSet(vs[i].from)
-				rs.rows = append(rs.rows, repairRow(key, miss))
-			}
-		}
-		if merged.Live(rec.partitionDeletion) {
-			rec.rows = append(rec.rows, readRow{clustering: key, row: merged})
-		}
-	}
-	if hasCut && len(rec.rows) < limit {
-		rec.complete = false
-	}
-	return rec, nil
-}
-
-func (rec *reconciled) repairSet(id NodeID) *repairSet {
-	if rec.repairs == nil {
-		rec.repairs = make(map[NodeID]*repairSet)
-	}
-	rs := rec.repairs[id]
-	if rs == nil {
-		rs = &repairSet{}
-		rec.repairs[id] = rs
-	}
-	return rs
-}
-
-// decodeVersion decodes and checks one replica's answer, whose rows must be in the read's order.
-func decodeVersion(order readOrder, r Response, limit int) (version, error) {
-	t := order.t
-	resp, ok := r.Payload.(*replicapb.ReadResponse)
-	if !ok {
-		return version{}, fmt.Errorf("coordinator: read from replica %s returned no data", r.From)
-	}
-	v := version{from: r.From, partDel: cell.NoTimestamp, rows: make([]readRow, 0, len(resp.Rows))}
-	if resp.PartitionDeletion != nil {
-		v.partDel = *resp.PartitionDeletion
-	}
-	live := 0
-	for i, pr := range resp.Rows {
-		row, err := decodeRow(t, pr)
-		if err != nil {
-			return version{}, fmt.Errorf("coordinator: replica %s returned a malformed row %d of table %s: %w", r.From, i, t.QualifiedName(), err)
-		}
-		if n := len(v.rows); n > 0 && order.compare(v.rows[n-1].clustering, row.clustering) >= 0 {
-			return version{}, fmt.Errorf("coordinator: replica %s returned rows of table %s out of clustering order", r.From, t.QualifiedName())
-		}
-		v.rows = append(v.rows, row)
-		if row.row.Live(v.partDel) {
-			live++
-		}
-	}
-	if limit > 0 && live >= limit {
-		v.cut, v.hasCut = v.rows[len(v.rows)-1].clustering, true
-	}
-	return v, nil
 }
 
 // decodeRow converts a replica's row to a readRow, checking the clustering key's encoding (it

@@ -27,7 +27,7 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, co
 	replicas := make([]Replica, len(ids))
 	for i, id := range ids {
 		rs := rec.repairs[id]
-		m := &replicapb.Mutation{TableId: uint64(spec.table.ID), PartitionKey: spec.pk, Token: spec.token, Rows: rs.rows}
+		m := &replicapb.Mutation{TableId: uint64(spec.table.ID), PartitionKey: spec.pk, Token: spec.token, Rows: rs.rows, RangeTombstones: rs.rangeTombstones}
 		if rs.partitionDeletion {
 			pd := rec.partitionDeletion
 			m.PartitionDeletion = &pd

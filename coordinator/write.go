@@ -47,18 +47,6 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	}
 	dl := deadline(ctx, now, e.writeTimeout)
 
-	var rows []*replicapb.Row
-	if w.Kind == schema.WriteDelete && len(w.Cells) == 0 && !isPartition(w) && !w.Clustering.IsRow(w.Table) {
-		// A range of rows: the replicas have no range tombstones, so read the range and write a
-		// row tombstone for each row in it.
-		if rows, err = e.rangeTombstones(ctx, w, token, ks.ReplicationFactor, ts, now, dl); err != nil {
-			return w.Table, nil, err
-		}
-		if len(rows) == 0 {
-			return w.Table, voidResponse(), nil
-		}
-	}
-
 	var replicaBuf [8]Replica
 	p := Params{
 		Op:          OpWrite,
@@ -82,11 +70,7 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	o := step.Outcome
 	if o == nil {
 		m := &replicapb.Mutation{TableId: uint64(w.Table.ID), PartitionKey: w.PartitionKey, Token: token}
-		if rows != nil {
-			m.Rows = rows
-		} else {
-			fillMutation(m, w, ts)
-		}
+		fillMutation(m, w, ts)
 		x := watch(e, mutateExchange{e.transport, m}, step.Sends, w.Table, OpWrite)
 		if o, err = e.await(ctx, req, step.Sends, x, dl, true); err != nil {
 			return w.Table, nil, err
@@ -104,13 +88,18 @@ func isPartition(w *schema.Write) bool {
 	return len(w.Clustering.Prefix) == 0 && w.Clustering.Lower == nil && w.Clustering.Upper == nil
 }
 
-// fillMutation sets m's rows (or partition deletion) to what w writes at timestamp ts: INSERT
-// writes a row marker and its cells, UPDATE its cells, DELETE of columns cell tombstones,
-// DELETE of a row a row tombstone and DELETE of a partition a partition tombstone. A null value
-// is a cell tombstone. Range deletes are built by rangeTombstones instead.
+// fillMutation sets m's rows (or partition deletion, or range tombstone) to what w writes at
+// timestamp ts: INSERT writes a row marker and its cells, UPDATE its cells, DELETE of columns
+// cell tombstones, DELETE of a row a row tombstone, DELETE of a range of rows (a clustering
+// prefix, or a range on the clustering column after it) a range tombstone and DELETE of a
+// partition a partition tombstone. A null value is a cell tombstone.
 func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
 	if w.Kind == schema.WriteDelete && len(w.Cells) == 0 && (isPartition(w) || len(w.Table.Clustering) == 0) {
 		m.PartitionDeletion = &ts
+		return
+	}
+	if w.Kind == schema.WriteDelete && len(w.Cells) == 0 && !w.Clustering.IsRow(w.Table) {
+		m.RangeTombstones = []*replicapb.RangeTombstone{rangeTombstone(w.Table, w.Clustering, ts)}
 		return
 	}
 	r := new(struct {
@@ -142,23 +131,26 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
 	m.Rows = r.ptr[:]
 }
 
-// rangeTombstones returns row tombstones at ts for every row a range DELETE selects. It reads
-// the range from every replica (at ALL, exempt from the limiter: the delete itself is the
-// limited operation), so that no replica keeps a row the others did not report. Rows written
-// later with a timestamp at or below ts are not deleted, unlike a true range tombstone.
-func (e *Executor) rangeTombstones(ctx context.Context, w *schema.Write, token int64, rf int, ts int64, now, dl time.Time) ([]*replicapb.Row, error) {
-	rows, err := e.read(ctx, readSpec{
-		table: w.Table, pk: w.PartitionKey, token: token, clustering: w.Clustering,
-		rf: rf, cl: All, exempt: true, noRepair: true,
-	}, now, dl)
-	if err != nil {
-		return nil, err
+// rangeTombstone returns the range tombstone at ts that deletes the rows r selects in table t:
+// from the clustering prefix (or the lower bound on the column after it) to the prefix (or the
+// upper bound), in the table's clustering order, where a DESC column's upper bound comes first.
+// A range that selects nothing (c > 3 AND c < 2) makes a tombstone whose start is after its end,
+// which replicas take as the no-op it is.
+func rangeTombstone(t *schema.Table, r schema.ClusteringRange, ts int64) *replicapb.RangeTombstone {
+	b := func(x *schema.Bound) *replicapb.ClusteringBound {
+		if x == nil {
+			return &replicapb.ClusteringBound{Prefix: r.Prefix, Inclusive: true}
+		}
+		prefix := make([][]byte, len(r.Prefix)+1)
+		copy(prefix, r.Prefix)
+		prefix[len(r.Prefix)] = x.Value
+		return &replicapb.ClusteringBound{Prefix: prefix, Inclusive: x.Inclusive}
 	}
-	out := make([]*replicapb.Row, len(rows))
-	for i, r := range rows {
-		out[i] = &replicapb.Row{Clustering: r.clustering, Deletion: &ts}
+	first, last := r.Lower, r.Upper
+	if len(r.Prefix) < len(t.Clustering) && t.Clustering[len(r.Prefix)].Descending {
+		first, last = last, first
 	}
-	return out, nil
+	return &replicapb.RangeTombstone{Start: b(first), End: b(last), Timestamp: ts}
 }
 
 // mutateExchange sends one mutation to each replica.

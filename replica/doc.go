@@ -16,10 +16,18 @@
 // pebble.Sync unless Options.NoSync: acknowledged writes survive a crash.
 //
 // Deletes are tombstones (Cassandra's model): a cell tombstone (a DELETE of
-// a column, or a write of null), a row tombstone and a partition tombstone
-// each shadow what was written at or before their timestamp. Reads apply
-// them and return, alongside live data, the tombstones a coordinator needs
-// to reconcile replicas. A row exists while it has a live row marker or a
+// a column, or a write of null), a row tombstone, a range tombstone (a
+// DELETE of a clustering prefix or range; stored under its partition, see
+// rangetomb.go) and a partition tombstone each shadow what was written at or
+// before their timestamp. Reads apply them and return, alongside live data,
+// the tombstones a coordinator needs to reconcile replicas.
+//
+// Reads are paged: a read stops after its limit of live rows or once its
+// answer passes the request's page size, and says after which row, so that
+// the coordinator can continue from there. A read that scans more tombstones
+// than Options.TombstoneFailureThreshold (Cassandra's
+// tombstone_failure_threshold, 100,000; counted over all the pages of a
+// read) fails with ErrTooManyTombstones rather than exhaust memory. A row exists while it has a live row marker or a
 // live cell; INSERT writes a marker and UPDATE does not, so a row created by
 // UPDATE disappears when its last cell is deleted.
 //

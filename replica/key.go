@@ -20,7 +20,9 @@ import (
 //	                int64 order is byte order
 //	partition key   the serialized partition key (partitioner.AppendKey),
 //	                escaped: 0x00 → 0x00 0xFF, terminated by 0x00 0x01
-//	kind            kindPartitionDeletion (the key ends here) or kindRow
+//	kind            kindPartitionDeletion (the key ends here),
+//	                kindRangeTombstone (its bounds follow; see rangetomb.go)
+//	                or kindRow
 //
 // and for kindRow:
 //

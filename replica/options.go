@@ -22,6 +22,10 @@ const (
 	// DefaultMemTableSize is the default memtable size (pebble's own default
 	// is 4 MiB).
 	DefaultMemTableSize = 64 << 20
+	// DefaultTombstoneFailureThreshold is the default
+	// Options.TombstoneFailureThreshold: Cassandra's
+	// tombstone_failure_threshold.
+	DefaultTombstoneFailureThreshold = 100_000
 )
 
 // Options configures a Store. The zero value means the defaults.
@@ -42,6 +46,12 @@ type Options struct {
 	// FS is the filesystem the store lives on. Nil means the operating
 	// system's. Tests pass vfs.NewMem().
 	FS vfs.FS
+	// TombstoneFailureThreshold is how many tombstones one read of a
+	// partition may scan (over all its pages) before it fails with
+	// ErrTooManyTombstones instead of exhausting memory: cell tombstones,
+	// row tombstones of rows without cell tombstones, range tombstones and
+	// the partition tombstone. Zero means DefaultTombstoneFailureThreshold.
+	TombstoneFailureThreshold uint32
 }
 
 // EnsureDefaults fills in the defaults for zero fields and returns o.
@@ -54,6 +64,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.TombstoneFailureThreshold == 0 {
+		o.TombstoneFailureThreshold = DefaultTombstoneFailureThreshold
 	}
 	return o
 }

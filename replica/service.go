@@ -333,6 +333,12 @@ func (s *Service) classify(err error, what string, t *schema.Table) replicapb.Er
 	if errors.Is(err, ErrBadRequest) {
 		return replicapb.Error_BAD_REQUEST
 	}
+	if errors.Is(err, ErrTooManyTombstones) {
+		if s.logger != nil {
+			s.logger.Warn("replica "+what+" aborted", "table", t.QualifiedName(), "err", err)
+		}
+		return replicapb.Error_TOO_MANY_TOMBSTONES
+	}
 	if s.logger != nil {
 		s.logger.Error("replica "+what+" failed", "table", t.QualifiedName(), "err", err)
 	}

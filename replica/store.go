@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -21,6 +22,8 @@ type Store struct {
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions
 	stalls    stalls
+	// tombstoneFailure is Options.TombstoneFailureThreshold.
+	tombstoneFailure uint32
 
 	// closeMu keeps Close from closing the database under a metrics scrape.
 	closeMu sync.RWMutex
@@ -33,7 +36,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	opts.EnsureDefaults()
-	s := &Store{writeOpts: pebble.Sync}
+	s := &Store{writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold}
 	po := opts.pebbleOptions()
 	po.EventListener = s.eventListener(pebbleLogger{opts.Logger})
 	db, err := pebble.Open(dir, po)
@@ -75,14 +78,16 @@ func (s *Store) metrics() (*pebble.Metrics, bool) {
 // Apply validates m against table t and writes it as one pebble batch, so a
 // mutation of a partition is atomic; it returns once the batch is durable
 // (unless Options.NoSync). An invalid mutation writes nothing and returns an
-// error wrapping ErrBadRequest that names the table and what was wrong.
-// Apply ignores the limiter: the Service consults it first.
+// error wrapping ErrBadRequest that names the table and what was wrong. A
+// range tombstone whose start bound is after its end bound deletes nothing
+// and is not stored. Apply ignores the limiter: the Service consults it
+// first.
 func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 	if m.GetTableId() != uint64(t.ID) {
 		return badRequest(t, "mutation is for table id %d", m.GetTableId())
 	}
-	if len(m.Rows) == 0 && m.PartitionDeletion == nil {
-		return badRequest(t, "mutation writes nothing: no rows and no partition deletion")
+	if len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0 {
+		return badRequest(t, "mutation writes nothing: no rows, range tombstones or partition deletion")
 	}
 	var pkBuf, keyBuf, valBuf [128]byte
 	pk, err := serializePartitionKey(t, pkBuf[:0], m.PartitionKey, m.Token)
@@ -101,6 +106,29 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 		}
 		key = append(key[:prefixLen], kindPartitionDeletion)
 		val = appendValue(val[:0], cell.Cell{Timestamp: *m.PartitionDeletion, Tombstone: true})
+		if err := b.Merge(key, val, nil); err != nil {
+			return err
+		}
+	}
+	for i, rt := range m.RangeTombstones {
+		if rt == nil {
+			return badRequest(t, "range tombstone %d is nil", i)
+		}
+		if err := checkTimestamp(rt.Timestamp); err != nil {
+			return badRequest(t, "range tombstone %d: %v", i, err)
+		}
+		rows := append(bytes.Clone(key[:prefixLen]), kindRow)
+		lo, hi, err := rangeSpan(t, rows, rt)
+		if err != nil {
+			return badRequest(t, "range tombstone %d: %v", i, err)
+		}
+		if bytes.Compare(lo, hi) >= 0 {
+			// Its start bound is after its end bound (c > 3 AND c < 4 on an
+			// int, say): it deletes nothing, like the DELETE that wrote it.
+			continue
+		}
+		key = appendRangeTombstoneKey(t, key[:prefixLen], hi[prefixLen:], rt)
+		val = appendValue(val[:0], cell.Cell{Timestamp: rt.Timestamp, Tombstone: true})
 		if err := b.Merge(key, val, nil); err != nil {
 			return err
 		}
@@ -169,13 +197,21 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 
 // ReadPartition serves req, a read of one partition of table t, from
 // storage, ignoring req's limiter. The response has STATUS_OK and holds the
-// partition tombstone and the selected rows in clustering order (in reverse
-// with req.Reversed, reading backwards from the end of the range): live rows
-// (at most req.Limit of them, if set) and, between them, deleted rows that
-// carry tombstones, with cell tombstones and write timestamps, for a
-// coordinator to reconcile replicas with. Cells and markers that tombstones
-// shadow are left out. An invalid request returns an error wrapping
-// ErrBadRequest.
+// partition tombstone, the range tombstones over the rows scanned and the
+// selected rows in clustering order (in reverse with req.Reversed, reading
+// backwards from the end of the range): live rows (at most req.Limit of them, if
+// set) and, between them, deleted rows that carry tombstones, with cell
+// tombstones and write timestamps, for a coordinator to reconcile replicas
+// with. Cells, markers and row tombstones that newer tombstones shadow are
+// left out.
+//
+// The read starts after req.After (in the read's order) when set, and stops
+// early, saying where in
+// StoppedAfter, once it holds req.Limit live rows or req.PageBytes bytes of
+// rows. A read that scans more tombstones than the store's threshold
+// (counting req.TombstonesScanned, the earlier pages' count) fails with an
+// error wrapping ErrTooManyTombstones. An invalid request returns an error
+// wrapping ErrBadRequest.
 func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 	if req.GetTableId() != uint64(t.ID) {
 		return nil, badRequest(t, "read is for table id %d", req.GetTableId())
@@ -191,12 +227,42 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	}
 	prefix := appendPartitionPrefix(nil, uint64(t.ID), req.Token, pk)
 	prefixLen := len(prefix)
+	// The partition's three kinds of keys start with prefix: its tombstone,
+	// its range tombstones and its rows. One allocation holds the three.
+	kinds := make([]byte, 3*(prefixLen+1))
+	kindKey := func(i int, kind byte) []byte {
+		k := kinds[i*(prefixLen+1) : (i+1)*(prefixLen+1) : (i+1)*(prefixLen+1)]
+		copy(k, prefix)
+		k[prefixLen] = kind
+		return k
+	}
+	partKey, rtStart, rows := kindKey(0, kindPartitionDeletion), kindKey(1, kindRangeTombstone), kindKey(2, kindRow)
 	lower, upper, err := rowBounds(t, prefix, req.GetFilter())
 	if err != nil {
 		return nil, err
 	}
+	resuming := req.After != nil
+	if resuming {
+		after := req.After.GetComponents()
+		if len(after) != len(t.Clustering) {
+			return nil, badRequest(t, "read resumes after a clustering key of %d components, want %d (%s)", len(after), len(t.Clustering), names(t.Clustering))
+		}
+		k, err := appendClusteringKey(t, rows[:len(rows):len(rows)], after)
+		if err != nil {
+			return nil, badRequest(t, "read resumes after: %v", err)
+		}
+		switch {
+		case req.Reversed: // the rows before it
+			if bytes.Compare(k, upper) < 0 {
+				upper = k
+			}
+		default: // the rows after it
+			if k = prefixEnd(k); bytes.Compare(k, lower) > 0 {
+				lower = k
+			}
+		}
+	}
 
-	partKey := append(prefix[:prefixLen:prefixLen], kindPartitionDeletion)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: partKey, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
@@ -204,6 +270,8 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 	defer it.Close()
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
+	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows),
+		tc: tombstoneCount{t: t, req: req, threshold: s.tombstoneFailure, n: uint64(req.TombstonesScanned)}}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
 		c, err := iterCell(it)
@@ -212,12 +280,22 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 		}
 		partDel = c.Timestamp
 		resp.PartitionDeletion = &partDel
+		if !resuming {
+			if err := r.tc.add(1); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if bytes.Compare(lower, upper) >= 0 {
 		return resp, nil
 	}
+	spans, err := s.rangeTombstones(it, t, rtStart, rows, partDel, lower, upper)
+	if err != nil {
+		return nil, err
+	}
 
-	r := rowReader{t: t, req: req, partDel: partDel, resp: resp, rowsStart: prefixLen + 1}
+	r.partDel, r.cover = partDel, coverOf(spans)
+	stopped := false
 	sc := scan{it: it, lower: lower, reversed: req.Reversed}
 	for valid := sc.first(); valid; valid = sc.next() {
 		done, err := r.add(it)
@@ -225,14 +303,100 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 			return nil, err
 		}
 		if done {
-			return resp, nil
+			stopped = true
+			break
 		}
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
+	if !stopped {
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
+		}
+		if _, err := r.flush(); err != nil { // the range's last row: nothing follows it
+			return nil, err
+		}
 	}
-	r.flush()
+	scanLo, scanHi := lower, upper // the row keys scanned
+	if stopped {
+		// Rows after the last one returned (in the read's order) were not
+		// scanned (or, when the limit was reached on the range's last row,
+		// may not exist).
+		resp.StoppedAfter = &replicapb.ClusteringKey{Components: r.lastClustering}
+		if req.Reversed {
+			scanLo = r.lastRowKey
+		} else {
+			scanHi = prefixEnd(r.lastRowKey)
+		}
+	}
+	for _, sp := range spans {
+		if bytes.Compare(sp.hi, scanLo) <= 0 || bytes.Compare(sp.lo, scanHi) >= 0 {
+			continue
+		}
+		resp.RangeTombstones = append(resp.RangeTombstones, sp.pb)
+		// A range tombstone over several pages is counted on the page where
+		// the read meets it first: where it starts (ends, reversed), or the
+		// first page if the read starts inside it.
+		if !resuming || !req.Reversed && bytes.Compare(sp.lo, lower) >= 0 || req.Reversed && bytes.Compare(sp.hi, upper) <= 0 {
+			if err := r.tc.add(1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	resp.Tombstones = uint32(min(r.tc.n-uint64(req.TombstonesScanned), math.MaxUint32))
 	return resp, nil
+}
+
+// rangeTombstones returns the partition's range tombstones (whose keys start
+// with start) newer than the partition tombstone partDel that overlap the row
+// keys [lower, upper), as spans of rows (whose keys start with rows),
+// positioning it anywhere.
+func (s *Store) rangeTombstones(it *pebble.Iterator, t *schema.Table, start, rows []byte, partDel int64, lower, upper []byte) ([]rtSpan, error) {
+	// Those that end at or before lower cover none of the rows read.
+	var seekBuf [128]byte
+	seek := appendEscaped(append(seekBuf[:0], start...), lower[len(start)-1:])
+	var spans []rtSpan
+	for valid := it.SeekGE(seek); valid && bytes.HasPrefix(it.Key(), start); valid = it.Next() {
+		c, err := iterCell(it)
+		if err != nil {
+			return nil, corrupt(t, it.Key(), err)
+		}
+		if c.Timestamp <= partDel {
+			continue
+		}
+		rt, err := decodeRangeTombstone(t, it.Key()[len(start):], c.Timestamp)
+		if err != nil {
+			return nil, corrupt(t, it.Key(), err)
+		}
+		lo, hi, err := rangeSpan(t, rows, rt)
+		if err != nil {
+			return nil, corrupt(t, it.Key(), err)
+		}
+		if bytes.Compare(hi, lower) <= 0 || bytes.Compare(lo, upper) >= 0 {
+			continue
+		}
+		spans = append(spans, rtSpan{lo: lo, hi: hi, ts: c.Timestamp, pb: rt})
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("replica: table %s: read range tombstones: %w", t.QualifiedName(), err)
+	}
+	return spans, nil
+}
+
+// tombstoneCount counts the tombstones one read scans against the threshold.
+type tombstoneCount struct {
+	t         *schema.Table
+	req       *replicapb.ReadRequest
+	threshold uint32
+	n         uint64 // wide enough that no count wraps
+}
+
+// add counts k more tombstones and fails once the count passes the threshold.
+func (c *tombstoneCount) add(k uint32) error {
+	c.n += uint64(k)
+	if c.threshold == 0 || c.n <= uint64(c.threshold) {
+		return nil
+	}
+	return fmt.Errorf("%w: table %s: the read of partition %s scanned more than %d tombstones (the tombstone failure threshold); delete less in place, or raise the threshold",
+		ErrTooManyTombstones, c.t.QualifiedName(), formatPartitionKey(c.t, c.req.PartitionKey), c.threshold)
 }
 
 // scan steps it, an iterator whose upper bound is the end of the rows read,
@@ -320,23 +484,29 @@ type rowReader struct {
 	t         *schema.Table
 	req       *replicapb.ReadRequest
 	partDel   int64
+	cover     []coverFragment // the range tombstones over the read
 	resp      *replicapb.ReadResponse
 	rowsStart int // offset of the clustering key in a row's keys
+	tc        tombstoneCount
 
 	rowKey     []byte // the current row's key up to its clustering key; empty between rows
 	clustering [][]byte
 	row        cell.Row
 	live       uint32 // live rows added to resp
+	bytes      int    // the approximate size of the rows added to resp
+
+	lastRowKey     []byte // the row key and clustering key of the last row added to resp
+	lastClustering [][]byte
 }
 
 // add adds the key and value at it to the current row, finishing the row
 // before it if it belongs to a new one. It reports done when the read's limit
-// is reached.
+// or page size is reached.
 func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 	k := it.Key()
 	if len(r.rowKey) == 0 || len(k) <= len(r.rowKey) || !bytes.HasPrefix(k, r.rowKey) {
-		if r.flush() {
-			return true, nil
+		if done, err := r.flush(); done || err != nil {
+			return done, err
 		}
 		rest := k[r.rowsStart:]
 		r.clustering = make([][]byte, len(r.t.Clustering))
@@ -376,18 +546,37 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 }
 
 // flush adds the current row, if any, to the response, and reports whether
-// the limit is now reached.
-func (r *rowReader) flush() (limitReached bool) {
+// the limit or the page size is now reached. It fails when the row's
+// tombstones take the read past the tombstone threshold.
+func (r *rowReader) flush() (done bool, err error) {
 	if len(r.rowKey) == 0 {
-		return false
+		return false, nil
 	}
 	if r.req.Reversed {
 		// A backward scan meets a row's cells last column first.
 		slices.Reverse(r.row.Columns)
 	}
-	row := r.row.Purge(r.partDel)
-	live := row.Live(r.partDel)
+	del := max(r.partDel, coverAt(r.cover, r.rowKey))
+	row := r.row.Purge(del)
+	live := row.Live(del)
+	rowKey := r.rowKey
 	r.rowKey = r.rowKey[:0]
+	// Counted as Cassandra counts: every cell tombstone, and the row
+	// tombstone of a row without cell tombstones.
+	var dead uint32
+	for _, c := range row.Columns {
+		if c.Tombstone {
+			dead++
+		}
+	}
+	if dead == 0 && row.Deletion != cell.NoTimestamp {
+		dead = 1
+	}
+	if dead > 0 {
+		if err := r.tc.add(dead); err != nil {
+			return false, err
+		}
+	}
 	out := &replicapb.Row{Clustering: r.clustering}
 	if row.Marker != cell.NoTimestamp {
 		out.Marker = &row.Marker
@@ -402,13 +591,31 @@ func (r *rowReader) flush() (limitReached bool) {
 		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone})
 	}
 	if !live && out.Marker == nil && out.Deletion == nil && len(out.Cells) == 0 {
-		return false
+		return false, nil
 	}
 	r.resp.Rows = append(r.resp.Rows, out)
+	// The row's key becomes the last row's, and the last row's buffer
+	// serves the next row.
+	r.rowKey, r.lastRowKey = r.lastRowKey[:0], rowKey
+	r.lastClustering = r.clustering
+	r.bytes += rowSize(out)
 	if live {
 		r.live++
 	}
-	return r.req.Limit > 0 && r.live >= r.req.Limit
+	return (r.req.Limit > 0 && r.live >= r.req.Limit) || (r.req.PageBytes > 0 && r.bytes >= int(r.req.PageBytes)), nil
+}
+
+// rowSize approximates the bytes row takes in a response. Rows that only
+// carry tombstones count too: they travel like any other.
+func rowSize(row *replicapb.Row) int {
+	n := 24
+	for _, c := range row.Clustering {
+		n += len(c) + 2
+	}
+	for _, c := range row.Cells {
+		n += len(c.Column) + len(c.Value) + 16
+	}
+	return n
 }
 
 func (r *rowReader) selected(name string) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitionlimit"
+	"github.com/kvnode/kvnode/replica"
 )
 
 // serveConfig is what `kvnode serve` runs with: embedded defaults, then the YAML file named by
@@ -30,6 +32,9 @@ type serveConfig struct {
 	LimiterCapacity int    `yaml:"limiter_capacity"`
 	Sync            bool   `yaml:"sync"`
 	LogLevel        string `yaml:"log_level"`
+	// TombstoneFailureThreshold is how many tombstones one read may scan before it fails
+	// (Cassandra's tombstone_failure_threshold).
+	TombstoneFailureThreshold uint `yaml:"tombstone_failure_threshold"`
 	// MaxTimestampAhead bounds client timestamps (USING TIMESTAMP) ahead of the coordinator's
 	// clock, e.g. "1h".
 	MaxTimestampAhead time.Duration `yaml:"max_timestamp_ahead"`
@@ -45,7 +50,8 @@ func defaultServeConfig() serveConfig {
 		Sync:        true,
 		LogLevel:    "info",
 
-		MaxTimestampAhead: node.DefaultMaxTimestampAhead,
+		TombstoneFailureThreshold: replica.DefaultTombstoneFailureThreshold,
+		MaxTimestampAhead:         node.DefaultMaxTimestampAhead,
 	}
 }
 
@@ -54,7 +60,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	cfg := defaultServeConfig()
 	fs := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, max_timestamp_ahead); flags override it")
+	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, max_timestamp_ahead, tombstone_failure_threshold); flags override it")
 	var flags serveConfig
 	var seeds string
 	fs.StringVar(&flags.DataDir, "data-dir", cfg.DataDir, "directory for this node's data; one node per directory")
@@ -66,6 +72,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.IntVar(&flags.LimiterCapacity, "limiter-capacity", cfg.LimiterCapacity, "partitions the rate limiter tracks per node, 20 bytes each (0 = about 1M)")
 	fs.BoolVar(&flags.Sync, "sync", cfg.Sync, "sync every write to disk before acknowledging it")
 	fs.StringVar(&flags.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	fs.UintVar(&flags.TombstoneFailureThreshold, "tombstone-failure-threshold", cfg.TombstoneFailureThreshold, "tombstones one read of a partition may scan before it fails (cell, row, range and partition tombstones)")
 	fs.DurationVar(&flags.MaxTimestampAhead, "max-timestamp-ahead", cfg.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -98,6 +105,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 			cfg.Sync = flags.Sync
 		case "log-level":
 			cfg.LogLevel = flags.LogLevel
+		case "tombstone-failure-threshold":
+			cfg.TombstoneFailureThreshold = flags.TombstoneFailureThreshold
 		case "max-timestamp-ahead":
 			cfg.MaxTimestampAhead = flags.MaxTimestampAhead
 		}
@@ -135,6 +144,9 @@ func (c serveConfig) validate() error {
 	}
 	if c.LimiterCapacity < 0 || c.LimiterCapacity > partitionlimit.MaxCapacity {
 		return fmt.Errorf("serve: --limiter-capacity %d is out of range (0 for the default, up to %d)", c.LimiterCapacity, partitionlimit.MaxCapacity)
+	}
+	if c.TombstoneFailureThreshold < 1 || c.TombstoneFailureThreshold > math.MaxUint32 {
+		return fmt.Errorf("serve: --tombstone-failure-threshold %d is out of range (1 to %d)", c.TombstoneFailureThreshold, uint32(math.MaxUint32))
 	}
 	if c.MaxTimestampAhead <= 0 {
 		return fmt.Errorf("serve: --max-timestamp-ahead %v must be positive (the default is %v)", c.MaxTimestampAhead, node.DefaultMaxTimestampAhead)

@@ -27,6 +27,9 @@ func TestServeConfigDefaults(t *testing.T) {
 	if !reflect.DeepEqual(cfg, defaultServeConfig()) {
 		t.Errorf("no flags gave %+v, want the defaults %+v", cfg, defaultServeConfig())
 	}
+	if cfg.TombstoneFailureThreshold != 100_000 {
+		t.Errorf("the default tombstone failure threshold is %d, want Cassandra's 100,000", cfg.TombstoneFailureThreshold)
+	}
 	if cfg.Addr != "127.0.0.1:9043" || cfg.GossipAddr != "127.0.0.1:7946" || cfg.MetricsAddr != "127.0.0.1:9180" || cfg.DataDir != "./kvnode-data" {
 		t.Errorf("defaults drifted from the documented ones: %+v", cfg)
 	}
@@ -41,9 +44,10 @@ num_tokens: 32
 limiter_capacity: 65536
 sync: false
 log_level: debug
+tombstone_failure_threshold: 5000
 max_timestamp_ahead: 72h
 `)
-	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,"}, io.Discard)
+	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--tombstone-failure-threshold", "7"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +59,7 @@ max_timestamp_ahead: 72h
 	want.LimiterCapacity = 65536
 	want.Sync = false
 	want.LogLevel = "debug"
+	want.TombstoneFailureThreshold = 7 // flag wins over the file
 	want.MaxTimestampAhead = 72 * time.Hour
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant     %+v", cfg, want)
@@ -72,6 +77,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--num-tokens", "0"}, "--num-tokens 0"},
 		{[]string{"--limiter-capacity", "-1"}, "--limiter-capacity -1"},
 		{[]string{"--log-level", "loud"}, `"loud"`},
+		{[]string{"--tombstone-failure-threshold", "0"}, "--tombstone-failure-threshold 0"},
+		{[]string{"--tombstone-failure-threshold", "4294967296"}, "--tombstone-failure-threshold 4294967296"},
 		{[]string{"--max-timestamp-ahead", "0s"}, "--max-timestamp-ahead 0s must be positive"},
 		{[]string{"--max-timestamp-ahead", "-1h"}, "--max-timestamp-ahead -1h0m0s must be positive"},
 		{[]string{"--max-timestamp-ahead", "soon"}, "soon"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvnode/kvnode/internal/serveline"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/replica"
 )
 
 // runServe runs one node until ctx is canceled (SIGINT or SIGTERM), then shuts it down cleanly.
@@ -28,6 +29,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		NumTokens:         cfg.NumTokens,
 		LimiterCapacity:   cfg.LimiterCapacity,
 		NoSync:            !cfg.Sync,
+		Storage:           replica.Options{TombstoneFailureThreshold: uint32(cfg.TombstoneFailureThreshold)},
 		MaxTimestampAhead: cfg.MaxTimestampAhead,
 		Logger:            logger,
 	})

@@ -207,6 +207,9 @@ const (
 	Error_UNKNOWN_TABLE Error_Code = 2
 	// The replica failed (storage error): the request may succeed elsewhere or later.
 	Error_INTERNAL Error_Code = 3
+	// A read scanned more tombstones than the replica's tombstone failure threshold and was aborted
+	// (Cassandra's TombstoneOverwhelmingException): retrying will not help until the tombstones are gone.
+	Error_TOO_MANY_TOMBSTONES Error_Code = 4
 )
 
 // Enum value maps for Error_Code.
@@ -216,12 +219,14 @@ var (
 		1: "BAD_REQUEST",
 		2: "UNKNOWN_TABLE",
 		3: "INTERNAL",
+		4: "TOO_MANY_TOMBSTONES",
 	}
 	Error_Code_value = map[string]int32{
-		"CODE_UNSPECIFIED": 0,
-		"BAD_REQUEST":      1,
-		"UNKNOWN_TABLE":    2,
-		"INTERNAL":         3,
+		"CODE_UNSPECIFIED":    0,
+		"BAD_REQUEST":         1,
+		"UNKNOWN_TABLE":       2,
+		"INTERNAL":            3,
+		"TOO_MANY_TOMBSTONES": 4,
 	}
 )
 
@@ -579,8 +584,11 @@ type Mutation struct {
 	Rows  []*Row `protobuf:"bytes,4,rep,name=rows,proto3" json:"rows,omitempty"`
 	// The partition tombstone's timestamp: deletes every row, marker and cell written at or before it.
 	PartitionDeletion *int64 `protobuf:"varint,5,opt,name=partition_deletion,json=partitionDeletion,proto3,oneof" json:"partition_deletion,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Range tombstones: each deletes the markers, cells and row tombstones written at or before its timestamp
+	// in the rows between its bounds.
+	RangeTombstones []*RangeTombstone `protobuf:"bytes,6,rep,name=range_tombstones,json=rangeTombstones,proto3" json:"range_tombstones,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Mutation) Reset() {
@@ -648,6 +656,177 @@ func (x *Mutation) GetPartitionDeletion() int64 {
 	return 0
 }
 
+func (x *Mutation) GetRangeTombstones() []*RangeTombstone {
+	if x != nil {
+		return x.RangeTombstones
+	}
+	return nil
+}
+
+// ClusteringBound is one end of a range of rows: the rows whose first len(prefix) clustering components
+// equal prefix, included or not. An empty prefix is the start (as a start bound) or the end (as an end
+// bound) of the partition; inclusive is then ignored.
+type ClusteringBound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prefix        [][]byte               `protobuf:"bytes,1,rep,name=prefix,proto3" json:"prefix,omitempty"`
+	Inclusive     bool                   `protobuf:"varint,2,opt,name=inclusive,proto3" json:"inclusive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusteringBound) Reset() {
+	*x = ClusteringBound{}
+	mi := &file_replica_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusteringBound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusteringBound) ProtoMessage() {}
+
+func (x *ClusteringBound) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusteringBound.ProtoReflect.Descriptor instead.
+func (*ClusteringBound) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ClusteringBound) GetPrefix() [][]byte {
+	if x != nil {
+		return x.Prefix
+	}
+	return nil
+}
+
+func (x *ClusteringBound) GetInclusive() bool {
+	if x != nil {
+		return x.Inclusive
+	}
+	return false
+}
+
+// RangeTombstone deletes a range of rows of a partition: what DELETE with a clustering prefix or a
+// clustering range writes. It shadows every row marker, cell and row tombstone written at or before
+// timestamp in the rows between start and end; rows written later (cells newer than it) survive.
+type RangeTombstone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         *ClusteringBound       `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	End           *ClusteringBound       `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	Timestamp     int64                  `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeTombstone) Reset() {
+	*x = RangeTombstone{}
+	mi := &file_replica_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeTombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeTombstone) ProtoMessage() {}
+
+func (x *RangeTombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeTombstone.ProtoReflect.Descriptor instead.
+func (*RangeTombstone) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RangeTombstone) GetStart() *ClusteringBound {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *RangeTombstone) GetEnd() *ClusteringBound {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *RangeTombstone) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+// ClusteringKey is a full clustering key: one component per clustering column, in key order (none for a
+// table without clustering columns).
+type ClusteringKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Components    [][]byte               `protobuf:"bytes,1,rep,name=components,proto3" json:"components,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusteringKey) Reset() {
+	*x = ClusteringKey{}
+	mi := &file_replica_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusteringKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusteringKey) ProtoMessage() {}
+
+func (x *ClusteringKey) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusteringKey.ProtoReflect.Descriptor instead.
+func (*ClusteringKey) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ClusteringKey) GetComponents() [][]byte {
+	if x != nil {
+		return x.Components
+	}
+	return nil
+}
+
 type MutateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Limiter       *Limiter               `protobuf:"bytes,1,opt,name=limiter,proto3" json:"limiter,omitempty"`
@@ -658,7 +837,7 @@ type MutateRequest struct {
 
 func (x *MutateRequest) Reset() {
 	*x = MutateRequest{}
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +849,7 @@ func (x *MutateRequest) String() string {
 func (*MutateRequest) ProtoMessage() {}
 
 func (x *MutateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +862,7 @@ func (x *MutateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRequest.ProtoReflect.Descriptor instead.
 func (*MutateRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{6}
+	return file_replica_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MutateRequest) GetLimiter() *Limiter {
@@ -713,7 +892,7 @@ type MutateResponse struct {
 
 func (x *MutateResponse) Reset() {
 	*x = MutateResponse{}
-	mi := &file_replica_proto_msgTypes[7]
+	mi := &file_replica_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +904,7 @@ func (x *MutateResponse) String() string {
 func (*MutateResponse) ProtoMessage() {}
 
 func (x *MutateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[7]
+	mi := &file_replica_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +917,7 @@ func (x *MutateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateResponse.ProtoReflect.Descriptor instead.
 func (*MutateResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{7}
+	return file_replica_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MutateResponse) GetStatus() Status {
@@ -773,7 +952,7 @@ type Bound struct {
 
 func (x *Bound) Reset() {
 	*x = Bound{}
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +964,7 @@ func (x *Bound) String() string {
 func (*Bound) ProtoMessage() {}
 
 func (x *Bound) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[8]
+	mi := &file_replica_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +977,7 @@ func (x *Bound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bound.ProtoReflect.Descriptor instead.
 func (*Bound) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{8}
+	return file_replica_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Bound) GetValue() []byte {
@@ -828,7 +1007,7 @@ type ClusteringFilter struct {
 
 func (x *ClusteringFilter) Reset() {
 	*x = ClusteringFilter{}
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1019,7 @@ func (x *ClusteringFilter) String() string {
 func (*ClusteringFilter) ProtoMessage() {}
 
 func (x *ClusteringFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[9]
+	mi := &file_replica_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1032,7 @@ func (x *ClusteringFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusteringFilter.ProtoReflect.Descriptor instead.
 func (*ClusteringFilter) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{9}
+	return file_replica_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ClusteringFilter) GetEqual() [][]byte {
@@ -889,9 +1068,19 @@ type ReadRequest struct {
 	Limit uint32 `protobuf:"varint,13,opt,name=limit,proto3" json:"limit,omitempty"`
 	// The regular columns to return cells of; empty means all of them.
 	Columns []string `protobuf:"bytes,14,rep,name=columns,proto3" json:"columns,omitempty"`
+	// The most bytes of rows the replica returns before it stops early (see ReadResponse.stopped_after),
+	// roughly: it stops once a row takes the response past this size, so every page holds at least one
+	// row. 0 means no bound.
+	PageBytes uint32 `protobuf:"varint,15,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
+	// Set: continue a paged read after this row (exclusive), in the read's order.
+	After *ClusteringKey `protobuf:"bytes,16,opt,name=after,proto3" json:"after,omitempty"`
+	// How many tombstones this replica scanned for the earlier pages of the same read (their
+	// ReadResponse.tombstones, summed): the read fails once the total passes the replica's tombstone
+	// failure threshold.
+	TombstonesScanned uint32 `protobuf:"varint,17,opt,name=tombstones_scanned,json=tombstonesScanned,proto3" json:"tombstones_scanned,omitempty"`
 	// Read the rows in the reverse of the table's clustering order (SELECT ... ORDER BY): the response
 	// holds them in that order ("clustering order" above and in ReadResponse means this order then), and
-	// the limit counts from the last row of the range. Field numbers 15-19 are left for other read options.
+	// the limit counts from the last row of the range. Field numbers 18-19 are left for other read options.
 	Reversed      bool `protobuf:"varint,20,opt,name=reversed,proto3" json:"reversed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -899,7 +1088,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1100,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[10]
+	mi := &file_replica_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1113,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{10}
+	return file_replica_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReadRequest) GetLimiter() *Limiter {
@@ -976,6 +1165,27 @@ func (x *ReadRequest) GetColumns() []string {
 	return nil
 }
 
+func (x *ReadRequest) GetPageBytes() uint32 {
+	if x != nil {
+		return x.PageBytes
+	}
+	return 0
+}
+
+func (x *ReadRequest) GetAfter() *ClusteringKey {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetTombstonesScanned() uint32 {
+	if x != nil {
+		return x.TombstonesScanned
+	}
+	return 0
+}
+
 func (x *ReadRequest) GetReversed() bool {
 	if x != nil {
 		return x.Reversed
@@ -995,13 +1205,22 @@ type ReadResponse struct {
 	Error             *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	PartitionDeletion *int64                 `protobuf:"varint,4,opt,name=partition_deletion,json=partitionDeletion,proto3,oneof" json:"partition_deletion,omitempty"`
 	Rows              []*Row                 `protobuf:"bytes,5,rep,name=rows,proto3" json:"rows,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The partition's range tombstones newer than the partition tombstone that overlap the rows the replica
+	// scanned: the filter's range, from after, up to stopped_after when set.
+	RangeTombstones []*RangeTombstone `protobuf:"bytes,6,rep,name=range_tombstones,json=rangeTombstones,proto3" json:"range_tombstones,omitempty"`
+	// Set when the replica stopped before the end of the read's range, because it reached the limit or the
+	// page size, after this row (the last of rows): the rows after it are not in this answer.
+	StoppedAfter *ClusteringKey `protobuf:"bytes,7,opt,name=stopped_after,json=stoppedAfter,proto3" json:"stopped_after,omitempty"`
+	// How many tombstones the replica scanned for this answer: cell tombstones, row tombstones of rows
+	// without cell tombstones, range tombstones and the partition tombstone.
+	Tombstones    uint32 `protobuf:"varint,8,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1232,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[11]
+	mi := &file_replica_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1245,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{11}
+	return file_replica_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReadResponse) GetStatus() Status {
@@ -1064,6 +1283,27 @@ func (x *ReadResponse) GetRows() []*Row {
 	return nil
 }
 
+func (x *ReadResponse) GetRangeTombstones() []*RangeTombstone {
+	if x != nil {
+		return x.RangeTombstones
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetStoppedAfter() *ClusteringKey {
+	if x != nil {
+		return x.StoppedAfter
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetTombstones() uint32 {
+	if x != nil {
+		return x.Tombstones
+	}
+	return 0
+}
+
 // AccountDelta is a number of operations on one partition that the receiving replica should count.
 type AccountDelta struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1077,7 +1317,7 @@ type AccountDelta struct {
 
 func (x *AccountDelta) Reset() {
 	*x = AccountDelta{}
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1329,7 @@ func (x *AccountDelta) String() string {
 func (*AccountDelta) ProtoMessage() {}
 
 func (x *AccountDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[12]
+	mi := &file_replica_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1342,7 @@ func (x *AccountDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDelta.ProtoReflect.Descriptor instead.
 func (*AccountDelta) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{12}
+	return file_replica_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AccountDelta) GetTableId() uint64 {
@@ -1143,7 +1383,7 @@ type AccountDeltaRequest struct {
 
 func (x *AccountDeltaRequest) Reset() {
 	*x = AccountDeltaRequest{}
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1395,7 @@ func (x *AccountDeltaRequest) String() string {
 func (*AccountDeltaRequest) ProtoMessage() {}
 
 func (x *AccountDeltaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[13]
+	mi := &file_replica_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1408,7 @@ func (x *AccountDeltaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeltaRequest.ProtoReflect.Descriptor instead.
 func (*AccountDeltaRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{13}
+	return file_replica_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AccountDeltaRequest) GetDeltas() []*AccountDelta {
@@ -1188,7 +1428,7 @@ type AccountDeltaResponse struct {
 
 func (x *AccountDeltaResponse) Reset() {
 	*x = AccountDeltaResponse{}
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1200,7 +1440,7 @@ func (x *AccountDeltaResponse) String() string {
 func (*AccountDeltaResponse) ProtoMessage() {}
 
 func (x *AccountDeltaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[14]
+	mi := &file_replica_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1213,7 +1453,7 @@ func (x *AccountDeltaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountDeltaResponse.ProtoReflect.Descriptor instead.
 func (*AccountDeltaResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{14}
+	return file_replica_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AccountDeltaResponse) GetStatus() Status {
@@ -1242,7 +1482,7 @@ type TopPartitionsRequest struct {
 
 func (x *TopPartitionsRequest) Reset() {
 	*x = TopPartitionsRequest{}
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1494,7 @@ func (x *TopPartitionsRequest) String() string {
 func (*TopPartitionsRequest) ProtoMessage() {}
 
 func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[15]
+	mi := &file_replica_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1507,7 @@ func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{15}
+	return file_replica_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TopPartitionsRequest) GetTableId() uint64 {
@@ -1311,7 +1551,7 @@ type HotPartition struct {
 
 func (x *HotPartition) Reset() {
 	*x = HotPartition{}
-	mi := &file_replica_proto_msgTypes[16]
+	mi := &file_replica_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1563,7 @@ func (x *HotPartition) String() string {
 func (*HotPartition) ProtoMessage() {}
 
 func (x *HotPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[16]
+	mi := &file_replica_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1576,7 @@ func (x *HotPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HotPartition.ProtoReflect.Descriptor instead.
 func (*HotPartition) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{16}
+	return file_replica_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HotPartition) GetTableId() uint64 {
@@ -1412,7 +1652,7 @@ type TopPartitionsResponse struct {
 
 func (x *TopPartitionsResponse) Reset() {
 	*x = TopPartitionsResponse{}
-	mi := &file_replica_proto_msgTypes[17]
+	mi := &file_replica_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1664,7 @@ func (x *TopPartitionsResponse) String() string {
 func (*TopPartitionsResponse) ProtoMessage() {}
 
 func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[17]
+	mi := &file_replica_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1677,7 @@ func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{17}
+	return file_replica_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TopPartitionsResponse) GetPartitions() []*HotPartition {
@@ -1458,7 +1698,7 @@ type SchemaBallot struct {
 
 func (x *SchemaBallot) Reset() {
 	*x = SchemaBallot{}
-	mi := &file_replica_proto_msgTypes[18]
+	mi := &file_replica_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1710,7 @@ func (x *SchemaBallot) String() string {
 func (*SchemaBallot) ProtoMessage() {}
 
 func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[18]
+	mi := &file_replica_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1723,7 @@ func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaBallot.ProtoReflect.Descriptor instead.
 func (*SchemaBallot) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{18}
+	return file_replica_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SchemaBallot) GetCounter() int64 {
@@ -1510,7 +1750,7 @@ type SchemaPrepareRequest struct {
 
 func (x *SchemaPrepareRequest) Reset() {
 	*x = SchemaPrepareRequest{}
-	mi := &file_replica_proto_msgTypes[19]
+	mi := &file_replica_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1762,7 @@ func (x *SchemaPrepareRequest) String() string {
 func (*SchemaPrepareRequest) ProtoMessage() {}
 
 func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[19]
+	mi := &file_replica_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1775,7 @@ func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareRequest.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{19}
+	return file_replica_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SchemaPrepareRequest) GetKeyspace() string {
@@ -1568,7 +1808,7 @@ type SchemaPrepareResponse struct {
 
 func (x *SchemaPrepareResponse) Reset() {
 	*x = SchemaPrepareResponse{}
-	mi := &file_replica_proto_msgTypes[20]
+	mi := &file_replica_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1820,7 @@ func (x *SchemaPrepareResponse) String() string {
 func (*SchemaPrepareResponse) ProtoMessage() {}
 
 func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[20]
+	mi := &file_replica_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1833,7 @@ func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{20}
+	return file_replica_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SchemaPrepareResponse) GetPromised() bool {
@@ -1636,7 +1876,7 @@ type SchemaAcceptRequest struct {
 
 func (x *SchemaAcceptRequest) Reset() {
 	*x = SchemaAcceptRequest{}
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1888,7 @@ func (x *SchemaAcceptRequest) String() string {
 func (*SchemaAcceptRequest) ProtoMessage() {}
 
 func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1901,7 @@ func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptRequest.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{21}
+	return file_replica_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SchemaAcceptRequest) GetKeyspace() string {
@@ -1696,7 +1936,7 @@ type SchemaAcceptResponse struct {
 
 func (x *SchemaAcceptResponse) Reset() {
 	*x = SchemaAcceptResponse{}
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1948,7 @@ func (x *SchemaAcceptResponse) String() string {
 func (*SchemaAcceptResponse) ProtoMessage() {}
 
 func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1961,7 @@ func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptResponse.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{22}
+	return file_replica_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SchemaAcceptResponse) GetAccepted() bool {
@@ -1749,7 +1989,7 @@ type SchemaAcceptorState struct {
 
 func (x *SchemaAcceptorState) Reset() {
 	*x = SchemaAcceptorState{}
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +2001,7 @@ func (x *SchemaAcceptorState) String() string {
 func (*SchemaAcceptorState) ProtoMessage() {}
 
 func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +2014,7 @@ func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptorState.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptorState) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{23}
+	return file_replica_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SchemaAcceptorState) GetRegisters() []*SchemaRegister {
@@ -1796,7 +2036,7 @@ type SchemaRegister struct {
 
 func (x *SchemaRegister) Reset() {
 	*x = SchemaRegister{}
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2048,7 @@ func (x *SchemaRegister) String() string {
 func (*SchemaRegister) ProtoMessage() {}
 
 func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2061,7 @@ func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRegister.ProtoReflect.Descriptor instead.
 func (*SchemaRegister) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{24}
+	return file_replica_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SchemaRegister) GetKeyspace() string {
@@ -1867,15 +2107,16 @@ const file_replica_proto_rawDesc = "" +
 	"\vRateLimited\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\x12,\n" +
-	"\x12retry_after_millis\x18\x03 \x01(\rR\x10retryAfterMillis\"\xa4\x01\n" +
+	"\x12retry_after_millis\x18\x03 \x01(\rR\x10retryAfterMillis\"\xbd\x01\n" +
 	"\x05Error\x121\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1d.kvnode.replica.v1.Error.CodeR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"N\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"g\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vBAD_REQUEST\x10\x01\x12\x11\n" +
 	"\rUNKNOWN_TABLE\x10\x02\x12\f\n" +
-	"\bINTERNAL\x10\x03\"p\n" +
+	"\bINTERNAL\x10\x03\x12\x17\n" +
+	"\x13TOO_MANY_TOMBSTONES\x10\x04\"p\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
@@ -1889,14 +2130,26 @@ const file_replica_proto_rawDesc = "" +
 	"\x06marker\x18\x03 \x01(\x03H\x00R\x06marker\x88\x01\x01\x12\x1f\n" +
 	"\bdeletion\x18\x04 \x01(\x03H\x01R\bdeletion\x88\x01\x01B\t\n" +
 	"\a_markerB\v\n" +
-	"\t_deletion\"\xd7\x01\n" +
+	"\t_deletion\"\xa5\x02\n" +
 	"\bMutation\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12#\n" +
 	"\rpartition_key\x18\x02 \x03(\fR\fpartitionKey\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\x03R\x05token\x12*\n" +
 	"\x04rows\x18\x04 \x03(\v2\x16.kvnode.replica.v1.RowR\x04rows\x122\n" +
-	"\x12partition_deletion\x18\x05 \x01(\x03H\x00R\x11partitionDeletion\x88\x01\x01B\x15\n" +
-	"\x13_partition_deletion\"\x84\x01\n" +
+	"\x12partition_deletion\x18\x05 \x01(\x03H\x00R\x11partitionDeletion\x88\x01\x01\x12L\n" +
+	"\x10range_tombstones\x18\x06 \x03(\v2!.kvnode.replica.v1.RangeTombstoneR\x0frangeTombstonesB\x15\n" +
+	"\x13_partition_deletion\"G\n" +
+	"\x0fClusteringBound\x12\x16\n" +
+	"\x06prefix\x18\x01 \x03(\fR\x06prefix\x12\x1c\n" +
+	"\tinclusive\x18\x02 \x01(\bR\tinclusive\"\x9e\x01\n" +
+	"\x0eRangeTombstone\x128\n" +
+	"\x05start\x18\x01 \x01(\v2\".kvnode.replica.v1.ClusteringBoundR\x05start\x124\n" +
+	"\x03end\x18\x02 \x01(\v2\".kvnode.replica.v1.ClusteringBoundR\x03end\x12\x1c\n" +
+	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\"/\n" +
+	"\rClusteringKey\x12\x1e\n" +
+	"\n" +
+	"components\x18\x01 \x03(\fR\n" +
+	"components\"\x84\x01\n" +
 	"\rMutateRequest\x124\n" +
 	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x127\n" +
 	"\bmutation\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutationJ\x04\b\x03\x10\n" +
@@ -1911,7 +2164,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x10ClusteringFilter\x12\x14\n" +
 	"\x05equal\x18\x01 \x03(\fR\x05equal\x12.\n" +
 	"\x05lower\x18\x02 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05lower\x12.\n" +
-	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\xa8\x02\n" +
+	"\x05upper\x18\x03 \x01(\v2\x18.kvnode.replica.v1.BoundR\x05upper\"\xae\x03\n" +
 	"\vReadRequest\x124\n" +
 	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x12\x19\n" +
 	"\btable_id\x18\x02 \x01(\x04R\atableId\x12#\n" +
@@ -1920,15 +2173,24 @@ const file_replica_proto_rawDesc = "" +
 	"\x05token\x18\v \x01(\x03R\x05token\x12;\n" +
 	"\x06filter\x18\f \x01(\v2#.kvnode.replica.v1.ClusteringFilterR\x06filter\x12\x14\n" +
 	"\x05limit\x18\r \x01(\rR\x05limit\x12\x18\n" +
-	"\acolumns\x18\x0e \x03(\tR\acolumns\x12\x1a\n" +
+	"\acolumns\x18\x0e \x03(\tR\acolumns\x12\x1d\n" +
+	"\n" +
+	"page_bytes\x18\x0f \x01(\rR\tpageBytes\x126\n" +
+	"\x05after\x18\x10 \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\x05after\x12-\n" +
+	"\x12tombstones_scanned\x18\x11 \x01(\rR\x11tombstonesScanned\x12\x1a\n" +
 	"\breversed\x18\x14 \x01(\bR\breversedJ\x04\b\x03\x10\n" +
-	"\"\xab\x02\n" +
+	"\"\xe0\x03\n" +
 	"\fReadResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
 	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
 	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x122\n" +
 	"\x12partition_deletion\x18\x04 \x01(\x03H\x00R\x11partitionDeletion\x88\x01\x01\x12*\n" +
-	"\x04rows\x18\x05 \x03(\v2\x16.kvnode.replica.v1.RowR\x04rowsB\x15\n" +
+	"\x04rows\x18\x05 \x03(\v2\x16.kvnode.replica.v1.RowR\x04rows\x12L\n" +
+	"\x10range_tombstones\x18\x06 \x03(\v2!.kvnode.replica.v1.RangeTombstoneR\x0frangeTombstones\x12E\n" +
+	"\rstopped_after\x18\a \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\fstoppedAfter\x12\x1e\n" +
+	"\n" +
+	"tombstones\x18\b \x01(\rR\n" +
+	"tombstonesB\x15\n" +
 	"\x13_partition_deletion\"|\n" +
 	"\fAccountDelta\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
@@ -2014,7 +2276,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -2026,75 +2288,84 @@ var file_replica_proto_goTypes = []any{
 	(*Cell)(nil),                  // 7: kvnode.replica.v1.Cell
 	(*Row)(nil),                   // 8: kvnode.replica.v1.Row
 	(*Mutation)(nil),              // 9: kvnode.replica.v1.Mutation
-	(*MutateRequest)(nil),         // 10: kvnode.replica.v1.MutateRequest
-	(*MutateResponse)(nil),        // 11: kvnode.replica.v1.MutateResponse
-	(*Bound)(nil),                 // 12: kvnode.replica.v1.Bound
-	(*ClusteringFilter)(nil),      // 13: kvnode.replica.v1.ClusteringFilter
-	(*ReadRequest)(nil),           // 14: kvnode.replica.v1.ReadRequest
-	(*ReadResponse)(nil),          // 15: kvnode.replica.v1.ReadResponse
-	(*AccountDelta)(nil),          // 16: kvnode.replica.v1.AccountDelta
-	(*AccountDeltaRequest)(nil),   // 17: kvnode.replica.v1.AccountDeltaRequest
-	(*AccountDeltaResponse)(nil),  // 18: kvnode.replica.v1.AccountDeltaResponse
-	(*TopPartitionsRequest)(nil),  // 19: kvnode.replica.v1.TopPartitionsRequest
-	(*HotPartition)(nil),          // 20: kvnode.replica.v1.HotPartition
-	(*TopPartitionsResponse)(nil), // 21: kvnode.replica.v1.TopPartitionsResponse
-	(*SchemaBallot)(nil),          // 22: kvnode.replica.v1.SchemaBallot
-	(*SchemaPrepareRequest)(nil),  // 23: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaPrepareResponse)(nil), // 24: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptRequest)(nil),   // 25: kvnode.replica.v1.SchemaAcceptRequest
-	(*SchemaAcceptResponse)(nil),  // 26: kvnode.replica.v1.SchemaAcceptResponse
-	(*SchemaAcceptorState)(nil),   // 27: kvnode.replica.v1.SchemaAcceptorState
-	(*SchemaRegister)(nil),        // 28: kvnode.replica.v1.SchemaRegister
+	(*ClusteringBound)(nil),       // 10: kvnode.replica.v1.ClusteringBound
+	(*RangeTombstone)(nil),        // 11: kvnode.replica.v1.RangeTombstone
+	(*ClusteringKey)(nil),         // 12: kvnode.replica.v1.ClusteringKey
+	(*MutateRequest)(nil),         // 13: kvnode.replica.v1.MutateRequest
+	(*MutateResponse)(nil),        // 14: kvnode.replica.v1.MutateResponse
+	(*Bound)(nil),                 // 15: kvnode.replica.v1.Bound
+	(*ClusteringFilter)(nil),      // 16: kvnode.replica.v1.ClusteringFilter
+	(*ReadRequest)(nil),           // 17: kvnode.replica.v1.ReadRequest
+	(*ReadResponse)(nil),          // 18: kvnode.replica.v1.ReadResponse
+	(*AccountDelta)(nil),          // 19: kvnode.replica.v1.AccountDelta
+	(*AccountDeltaRequest)(nil),   // 20: kvnode.replica.v1.AccountDeltaRequest
+	(*AccountDeltaResponse)(nil),  // 21: kvnode.replica.v1.AccountDeltaResponse
+	(*TopPartitionsRequest)(nil),  // 22: kvnode.replica.v1.TopPartitionsRequest
+	(*HotPartition)(nil),          // 23: kvnode.replica.v1.HotPartition
+	(*TopPartitionsResponse)(nil), // 24: kvnode.replica.v1.TopPartitionsResponse
+	(*SchemaBallot)(nil),          // 25: kvnode.replica.v1.SchemaBallot
+	(*SchemaPrepareRequest)(nil),  // 26: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaPrepareResponse)(nil), // 27: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptRequest)(nil),   // 28: kvnode.replica.v1.SchemaAcceptRequest
+	(*SchemaAcceptResponse)(nil),  // 29: kvnode.replica.v1.SchemaAcceptResponse
+	(*SchemaAcceptorState)(nil),   // 30: kvnode.replica.v1.SchemaAcceptorState
+	(*SchemaRegister)(nil),        // 31: kvnode.replica.v1.SchemaRegister
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
 	3,  // 1: kvnode.replica.v1.Error.code:type_name -> kvnode.replica.v1.Error.Code
 	7,  // 2: kvnode.replica.v1.Row.cells:type_name -> kvnode.replica.v1.Cell
 	8,  // 3: kvnode.replica.v1.Mutation.rows:type_name -> kvnode.replica.v1.Row
-	4,  // 4: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	9,  // 5: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
-	1,  // 6: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 7: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 8: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
-	12, // 9: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
-	12, // 10: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
-	4,  // 11: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	13, // 12: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
-	1,  // 13: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 14: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 15: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
-	8,  // 16: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
-	0,  // 17: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
-	16, // 18: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
-	1,  // 19: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 20: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
-	0,  // 21: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
-	20, // 22: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	22, // 23: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	22, // 24: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	22, // 25: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	22, // 26: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	22, // 27: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	28, // 28: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
-	22, // 29: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	22, // 30: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	10, // 31: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
-	14, // 32: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
-	17, // 33: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
-	19, // 34: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
-	23, // 35: kvnode.replica.v1.SchemaPaxos.Prepare:input_type -> kvnode.replica.v1.SchemaPrepareRequest
-	25, // 36: kvnode.replica.v1.SchemaPaxos.Accept:input_type -> kvnode.replica.v1.SchemaAcceptRequest
-	11, // 37: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
-	15, // 38: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
-	18, // 39: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
-	21, // 40: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
-	24, // 41: kvnode.replica.v1.SchemaPaxos.Prepare:output_type -> kvnode.replica.v1.SchemaPrepareResponse
-	26, // 42: kvnode.replica.v1.SchemaPaxos.Accept:output_type -> kvnode.replica.v1.SchemaAcceptResponse
-	37, // [37:43] is the sub-list for method output_type
-	31, // [31:37] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	11, // 4: kvnode.replica.v1.Mutation.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
+	10, // 5: kvnode.replica.v1.RangeTombstone.start:type_name -> kvnode.replica.v1.ClusteringBound
+	10, // 6: kvnode.replica.v1.RangeTombstone.end:type_name -> kvnode.replica.v1.ClusteringBound
+	4,  // 7: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	9,  // 8: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	1,  // 9: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 10: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 11: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
+	15, // 12: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
+	15, // 13: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
+	4,  // 14: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	16, // 15: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
+	12, // 16: kvnode.replica.v1.ReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
+	1,  // 17: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 18: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 19: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
+	8,  // 20: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
+	11, // 21: kvnode.replica.v1.ReadResponse.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
+	12, // 22: kvnode.replica.v1.ReadResponse.stopped_after:type_name -> kvnode.replica.v1.ClusteringKey
+	0,  // 23: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
+	19, // 24: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
+	1,  // 25: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 26: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
+	0,  // 27: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
+	23, // 28: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
+	25, // 29: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	25, // 30: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	25, // 31: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	25, // 32: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	25, // 33: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	31, // 34: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
+	25, // 35: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	25, // 36: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	13, // 37: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
+	17, // 38: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
+	20, // 39: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
+	22, // 40: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
+	26, // 41: kvnode.replica.v1.SchemaPaxos.Prepare:input_type -> kvnode.replica.v1.SchemaPrepareRequest
+	28, // 42: kvnode.replica.v1.SchemaPaxos.Accept:input_type -> kvnode.replica.v1.SchemaAcceptRequest
+	14, // 43: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
+	18, // 44: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
+	21, // 45: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
+	24, // 46: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
+	27, // 47: kvnode.replica.v1.SchemaPaxos.Prepare:output_type -> kvnode.replica.v1.SchemaPrepareResponse
+	29, // 48: kvnode.replica.v1.SchemaPaxos.Accept:output_type -> kvnode.replica.v1.SchemaAcceptResponse
+	43, // [43:49] is the sub-list for method output_type
+	37, // [37:43] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -2104,14 +2375,14 @@ func file_replica_proto_init() {
 	}
 	file_replica_proto_msgTypes[4].OneofWrappers = []any{}
 	file_replica_proto_msgTypes[5].OneofWrappers = []any{}
-	file_replica_proto_msgTypes[11].OneofWrappers = []any{}
+	file_replica_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
