@@ -86,8 +86,9 @@ const (
 	DefaultMetricsAddr = "127.0.0.1:9180"
 )
 
-// maxMaxMutationSize keeps MessageLimit within gRPC's int32 message lengths.
-const maxMaxMutationSize = 512 << 20
+// MaxMutationSizeLimit is the largest Config.MaxMutationSize accepted: it keeps MessageLimit
+// within gRPC's int32 message lengths.
+const MaxMutationSizeLimit = 512 << 20
 
 // MessageLimit is the largest gRPC message a node with the given MaxMutationSize receives or
 // sends, on the client API and between nodes. It leaves room for the largest write as a CQL
@@ -143,8 +144,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
 	case cfg.MaxMutationSize == 0:
 		cfg.MaxMutationSize = coordinator.DefaultMaxMutationSize
-	case cfg.MaxMutationSize > maxMaxMutationSize:
-		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want at most %d", cfg.MaxMutationSize, maxMaxMutationSize)
+	case cfg.MaxMutationSize > MaxMutationSizeLimit:
+		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want at most %d", cfg.MaxMutationSize, MaxMutationSizeLimit)
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
 	defer func() {

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
@@ -38,6 +39,9 @@ type serveConfig struct {
 	// MaxTimestampAhead bounds client timestamps (USING TIMESTAMP) ahead of the coordinator's
 	// clock, e.g. "1h".
 	MaxTimestampAhead time.Duration `yaml:"max_timestamp_ahead"`
+	// MaxMutationSize bounds one write in bytes (Cassandra's max_mutation_size); the gRPC message
+	// limits derive from it.
+	MaxMutationSize int `yaml:"max_mutation_size"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -52,6 +56,7 @@ func defaultServeConfig() serveConfig {
 
 		TombstoneFailureThreshold: replica.DefaultTombstoneFailureThreshold,
 		MaxTimestampAhead:         node.DefaultMaxTimestampAhead,
+		MaxMutationSize:           coordinator.DefaultMaxMutationSize,
 	}
 }
 
@@ -60,7 +65,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	cfg := defaultServeConfig()
 	fs := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, max_timestamp_ahead, tombstone_failure_threshold); flags override it")
+	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, max_timestamp_ahead, tombstone_failure_threshold, max_mutation_size); flags override it")
 	var flags serveConfig
 	var seeds string
 	fs.StringVar(&flags.DataDir, "data-dir", cfg.DataDir, "directory for this node's data; one node per directory")
@@ -74,6 +79,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&flags.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
 	fs.UintVar(&flags.TombstoneFailureThreshold, "tombstone-failure-threshold", cfg.TombstoneFailureThreshold, "tombstones one read of a partition may scan before it fails (cell, row, range and partition tombstones)")
 	fs.DurationVar(&flags.MaxTimestampAhead, "max-timestamp-ahead", cfg.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
+	fs.IntVar(&flags.MaxMutationSize, "max-mutation-size", cfg.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -109,6 +115,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 			cfg.TombstoneFailureThreshold = flags.TombstoneFailureThreshold
 		case "max-timestamp-ahead":
 			cfg.MaxTimestampAhead = flags.MaxTimestampAhead
+		case "max-mutation-size":
+			cfg.MaxMutationSize = flags.MaxMutationSize
 		}
 	})
 	return cfg, cfg.validate()
@@ -150,6 +158,9 @@ func (c serveConfig) validate() error {
 	}
 	if c.MaxTimestampAhead <= 0 {
 		return fmt.Errorf("serve: --max-timestamp-ahead %v must be positive (the default is %v)", c.MaxTimestampAhead, node.DefaultMaxTimestampAhead)
+	}
+	if c.MaxMutationSize < 1 || c.MaxMutationSize > node.MaxMutationSizeLimit {
+		return fmt.Errorf("serve: --max-mutation-size %d is out of range (1 to %d bytes)", c.MaxMutationSize, node.MaxMutationSizeLimit)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		return err

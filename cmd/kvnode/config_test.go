@@ -46,8 +46,9 @@ sync: false
 log_level: debug
 tombstone_failure_threshold: 5000
 max_timestamp_ahead: 72h
+max_mutation_size: 1048576
 `)
-	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--tombstone-failure-threshold", "7"}, io.Discard)
+	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--tombstone-failure-threshold", "7", "--max-mutation-size", "2097152"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +62,7 @@ max_timestamp_ahead: 72h
 	want.LogLevel = "debug"
 	want.TombstoneFailureThreshold = 7 // flag wins over the file
 	want.MaxTimestampAhead = 72 * time.Hour
+	want.MaxMutationSize = 2 << 20 // flag wins over the file
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant     %+v", cfg, want)
 	}
@@ -82,6 +84,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--max-timestamp-ahead", "0s"}, "--max-timestamp-ahead 0s must be positive"},
 		{[]string{"--max-timestamp-ahead", "-1h"}, "--max-timestamp-ahead -1h0m0s must be positive"},
 		{[]string{"--max-timestamp-ahead", "soon"}, "soon"},
+		{[]string{"--max-mutation-size", "0"}, "--max-mutation-size 0 is out of range"},
+		{[]string{"--max-mutation-size", "536870913"}, "--max-mutation-size 536870913 is out of range"},
 		{[]string{"--data-dir", ""}, "--data-dir"},
 		{[]string{"extra"}, `"extra"`},
 	} {

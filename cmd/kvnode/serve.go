@@ -31,6 +31,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		NoSync:            !cfg.Sync,
 		Storage:           replica.Options{TombstoneFailureThreshold: uint32(cfg.TombstoneFailureThreshold)},
 		MaxTimestampAhead: cfg.MaxTimestampAhead,
+		MaxMutationSize:   cfg.MaxMutationSize,
 		Logger:            logger,
 	})
 	if err != nil {
