@@ -1,0 +1,138 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/testcluster"
+)
+
+var (
+	seedFlag     = flag.Uint64("model.seed", 0, "seed of the first history (0: from the clock); a failure prints the seed that replays it")
+	opsFlag      = flag.Int("model.ops", 1200, "operations per history")
+	durationFlag = flag.Duration("model.duration", 0, "run histories with successive seeds until this much time has passed (0: one history)")
+)
+
+// ProbeFeatures reports which optional language features the server's parser accepts.
+func probeFeatures() Features {
+	_, errOrder := cql.ParseStatement("CREATE TABLE ks.t (k int, c int, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)")
+	_, errBy := cql.ParseStatement("SELECT * FROM ks.t WHERE k = 1 ORDER BY c DESC")
+	return Features{ClusteringOrder: errOrder == nil, OrderBy: errBy == nil}
+}
+
+func logFeatures(t *testing.T, f Features) {
+	t.Helper()
+	onOff := map[bool]string{true: "ON", false: "OFF (the parser refuses it)"}
+	t.Logf("features: WITH CLUSTERING ORDER BY (c DESC) %s; SELECT ... ORDER BY %s", onOff[f.ClusteringOrder], onOff[f.OrderBy])
+}
+
+// inProcess is a Target over an in-process cluster.
+type inProcess struct{ tc *testcluster.Cluster }
+
+func (p inProcess) Client(i int) *client.Client { return p.tc.Node(i).Client() }
+
+// TestModel runs seeded random histories through random coordinators at random consistency
+// levels against in-process clusters of 3 to 5 nodes, with one node stopped for a quarter of
+// the history and restarted, and checks every read against the reference model; at the end,
+// every partition is read at ALL through every node. A failure prints the seed (replay it with
+// -model.seed) and the partition's history.
+func TestModel(t *testing.T) {
+	f := probeFeatures()
+	logFeatures(t, f)
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	start := time.Now()
+	var total Stats
+	histories := 0
+	for ; ; seed++ {
+		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			s := runInProcess(t, seed, f, *opsFlag)
+			total = addStats(total, s)
+		})
+		histories++
+		if !ok || *durationFlag == 0 || time.Since(start) >= *durationFlag {
+			break
+		}
+	}
+	t.Logf("%d histories in %v: %s", histories, time.Since(start).Round(time.Second), total)
+}
+
+func addStats(a, b Stats) Stats {
+	a.Ops += b.Ops
+	a.Writes += b.Writes
+	a.Acked += b.Acked
+	a.WritesFailed += b.WritesFailed
+	a.NotSent += b.NotSent
+	a.Reads += b.Reads
+	a.ReadsFailed += b.ReadsFailed
+	a.ReadsChecked += b.ReadsChecked
+	a.ReadsDetermined += b.ReadsDetermined
+	return a
+}
+
+// runInProcess runs the history of seed against a new in-process cluster and returns what it
+// ran; a violation fails t.
+func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
+	ctx := context.Background()
+	w := NewWorkload(seed, f)
+	r := NewRunner(w)
+	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tc.Close() })
+	target := inProcess{tc}
+	if err := r.Setup(ctx, tc.Node(0).Client()); err != nil {
+		t.Fatal(err)
+	}
+	down := int(seed % uint64(w.Nodes))
+	t.Logf("seed %d: %d nodes; node %d is stopped for the third quarter of %d operations", seed, w.Nodes, down+1, ops)
+	step := func(n int) {
+		t.Helper()
+		for range n {
+			if err := r.Step(ctx, target); err != nil {
+				report(t, err)
+			}
+		}
+	}
+	step(ops / 2)
+	if err := tc.Stop(down); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.WaitSeenDown(ctx, down); err != nil {
+		t.Fatal(err)
+	}
+	step(ops / 4)
+	if err := tc.Restart(ctx, down); err != nil {
+		t.Fatal(err)
+	}
+	step(ops - ops/2 - ops/4)
+	for _, op := range w.FinalReads(client.All) {
+		if err := r.Run(ctx, op, target); err != nil {
+			report(t, err)
+		}
+		if op.Outcome.Err != nil {
+			t.Errorf("final read at ALL with every node up failed: %s", op.Describe())
+		}
+	}
+	t.Logf("seed %d: %s", seed, r.Stats)
+	return r.Stats
+}
+
+// report fails t with err, printing a violation in full.
+func report(t *testing.T, err error) {
+	t.Helper()
+	var v *Violation
+	if errors.As(err, &v) {
+		t.Fatalf("%v", v)
+	}
+	t.Fatal(err)
+}
