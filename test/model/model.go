@@ -517,5 +517,6 @@ func formatRow(t *Table, ck []Val) string {
 	return strings.Join(s, ", ")
 }
 
-
-func asInvalid(err error, target **client.InvalidError) bool { return err != nil && errors.As(err, target) }
+func asInvalid(err error, target **client.InvalidError) bool {
+	return err != nil && errors.As(err, target)
+}
