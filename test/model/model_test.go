@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/internal/testcluster"
 )
 
@@ -19,17 +18,9 @@ var (
 	durationFlag = flag.Duration("model.duration", 0, "run histories with successive seeds until this much time has passed (0: one history)")
 )
 
-// ProbeFeatures reports which optional language features the server's parser accepts.
-func probeFeatures() Features {
-	_, errOrder := cql.ParseStatement("CREATE TABLE ks.t (k int, c int, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)")
-	_, errBy := cql.ParseStatement("SELECT * FROM ks.t WHERE k = 1 ORDER BY c DESC")
-	return Features{ClusteringOrder: errOrder == nil, OrderBy: errBy == nil}
-}
-
 func logFeatures(t *testing.T, f Features) {
 	t.Helper()
-	onOff := map[bool]string{true: "ON", false: "OFF (the parser refuses it)"}
-	t.Logf("features: WITH CLUSTERING ORDER BY (c DESC) %s; SELECT ... ORDER BY %s", onOff[f.ClusteringOrder], onOff[f.OrderBy])
+	t.Logf("features: %s", f)
 }
 
 // inProcess is a Target over an in-process cluster.
@@ -43,7 +34,7 @@ func (p inProcess) Client(i int) *client.Client { return p.tc.Node(i).Client() }
 // every partition is read at ALL through every node. A failure prints the seed (replay it with
 // -model.seed) and the partition's history.
 func TestModel(t *testing.T) {
-	f := probeFeatures()
+	f := ProbeFeatures()
 	logFeatures(t, f)
 	seed := *seedFlag
 	if seed == 0 {

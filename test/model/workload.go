@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cql"
 )
 
 // Features says which optional parts of the language the server parses; the workload uses a
@@ -15,6 +16,18 @@ type Features struct {
 	ClusteringOrder bool
 	// OrderBy: SELECT ... ORDER BY c DESC.
 	OrderBy bool
+}
+
+// ProbeFeatures reports which optional features the server's parser accepts.
+func ProbeFeatures() Features {
+	_, errOrder := cql.ParseStatement("CREATE TABLE ks.t (k int, c int, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)")
+	_, errBy := cql.ParseStatement("SELECT * FROM ks.t WHERE k = 1 ORDER BY c DESC")
+	return Features{ClusteringOrder: errOrder == nil, OrderBy: errBy == nil}
+}
+
+func (f Features) String() string {
+	onOff := map[bool]string{true: "ON", false: "OFF (the parser refuses it)"}
+	return fmt.Sprintf("WITH CLUSTERING ORDER BY (c DESC) %s; SELECT ... ORDER BY %s", onOff[f.ClusteringOrder], onOff[f.OrderBy])
 }
 
 // Column is one column of a workload table.
