@@ -86,11 +86,20 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 	}
 	down := int(seed % uint64(w.Nodes))
 	t.Logf("seed %d: %d nodes; node %d is stopped for the third quarter of %d operations", seed, w.Nodes, down+1, ops)
+	fail := func(err error) {
+		t.Helper()
+		var v *Violation
+		if errors.As(err, &v) {
+			t.Errorf("%v", v)
+			t.Fatalf("%s", shrink(t, v, w.Nodes))
+		}
+		t.Fatal(err)
+	}
 	step := func(n int) {
 		t.Helper()
 		for range n {
 			if err := r.Step(ctx, target); err != nil {
-				report(t, err)
+				fail(err)
 			}
 		}
 	}
@@ -108,7 +117,7 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 	step(ops - ops/2 - ops/4)
 	for _, op := range w.FinalReads(client.All) {
 		if err := r.Run(ctx, op, target); err != nil {
-			report(t, err)
+			fail(err)
 		}
 		if op.Outcome.Err != nil {
 			t.Errorf("final read at ALL with every node up failed: %s", op.Describe())
@@ -116,14 +125,4 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 	}
 	t.Logf("seed %d: %s", seed, r.Stats)
 	return r.Stats
-}
-
-// report fails t with err, printing a violation in full.
-func report(t *testing.T, err error) {
-	t.Helper()
-	var v *Violation
-	if errors.As(err, &v) {
-		t.Fatalf("%v", v)
-	}
-	t.Fatal(err)
 }
