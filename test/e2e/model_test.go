@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func TestModelAcrossSIGKILL(t *testing.T) {
 	t.Logf("seed %d (replay with -model.seed %d): %d nodes, %d operations per phase; features: %s", seed, seed, w.Nodes, *modelOps, f)
 	tc := startCluster(t, w.Nodes, true)
 	r := model.NewRunner(w)
+	r.Replay = fmt.Sprintf("go test ./test/e2e/ -run TestModelAcrossSIGKILL -v -model.ops %d -model.seed %d", *modelOps, seed)
 	ctx := context.Background()
 	if err := r.Setup(ctx, tc.nodes[0].Client()); err != nil {
 		t.Fatal(err)

@@ -13,9 +13,10 @@ import (
 )
 
 var (
-	seedFlag     = flag.Uint64("model.seed", 0, "seed of the first history (0: from the clock); a failure prints the seed that replays it")
-	opsFlag      = flag.Int("model.ops", 1200, "operations per history")
-	durationFlag = flag.Duration("model.duration", 0, "run histories with successive seeds until this much time has passed (0: one history)")
+	seedFlag      = flag.Uint64("model.seed", 0, "seed of the first history (0: from the clock); a failure prints the seed that replays it")
+	opsFlag       = flag.Int("model.ops", 3000, "operations per history")
+	historiesFlag = flag.Int("model.histories", 2, "histories to run, with successive seeds (see -model.duration)")
+	durationFlag  = flag.Duration("model.duration", 0, "run histories with successive seeds until this much time has passed, however many that is (0: -model.histories)")
 )
 
 func logFeatures(t *testing.T, f Features) {
@@ -49,7 +50,11 @@ func TestModel(t *testing.T) {
 			total = addStats(total, s)
 		})
 		histories++
-		if !ok || *durationFlag == 0 || time.Since(start) >= *durationFlag {
+		done := histories >= *historiesFlag
+		if *durationFlag > 0 {
+			done = time.Since(start) >= *durationFlag
+		}
+		if !ok || done {
 			break
 		}
 	}
@@ -75,6 +80,7 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 	ctx := context.Background()
 	w := NewWorkload(seed, f)
 	r := NewRunner(w)
+	r.Replay = fmt.Sprintf("go test ./test/model/ -run 'TestModel$' -v -model.histories 1 -model.ops %d -model.seed %d", ops, seed)
 	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,9 @@ type Runner struct {
 	// OpTimeout bounds one operation on the client side. Default 30 s, well above the server's
 	// own timeouts, so that a failure is normally the server's answer.
 	OpTimeout time.Duration
+	// Replay is the command that replays the history, for failure messages. Default: the seed
+	// flag alone.
+	Replay string
 
 	lastHi int64
 }
@@ -117,7 +120,11 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 	op.Outcome.Rows = res.Rows
 	problems, determined := r.M.Check(op)
 	if len(problems) > 0 {
-		return &Violation{Seed: r.W.Seed, Read: op, Problems: problems, History: r.M.History(op.Table, op.PK)}
+		replay := r.Replay
+		if replay == "" {
+			replay = fmt.Sprintf("-model.seed %d", r.W.Seed)
+		}
+		return &Violation{Seed: r.W.Seed, Read: op, Problems: problems, History: r.M.History(op.Table, op.PK), Replay: replay}
 	}
 	r.Stats.ReadsChecked++
 	if determined {
@@ -153,6 +160,8 @@ type Violation struct {
 	Problems []string
 	// History is every write of the read's partition the model knows, in order.
 	History []*Op
+	// Replay is the command that replays the history.
+	Replay string
 }
 
 func (v *Violation) Error() string {
@@ -165,7 +174,7 @@ func (v *Violation) Error() string {
 	for _, op := range v.History {
 		fmt.Fprintf(&b, "  %s\n", op.Describe())
 	}
-	fmt.Fprintf(&b, "replay with: -model.seed %d", v.Seed)
+	fmt.Fprintf(&b, "replay with: %s", v.Replay)
 	return b.String()
 }
 

@@ -55,6 +55,7 @@ func shrink(t *testing.T, v *Violation, nodes int) string {
 			return nil, err
 		}
 		r := NewRunner(&Workload{Seed: v.Seed, Nodes: nodes})
+		r.Replay = "(shrunk history: not replayable by seed; replay the original with " + v.Replay + ")"
 		target := inProcess{tc}
 		for i, op := range append(append([]*Op{}, writes...), reads...) {
 			cp := *op
