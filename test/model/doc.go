@@ -20,8 +20,10 @@
 // Timestamps. Operations run one at a time, so the server-assigned timestamp of each lies in the
 // wall-clock interval around it, and those intervals are disjoint and ordered (the coordinator
 // assigns max(now, last+1) in microseconds): the model orders server timestamps by the time each
-// operation was sent. Explicit USING TIMESTAMP values are either tiny (100 to 400, with ties on
-// purpose) or in 2096, so their order against every server timestamp is certain.
+// operation was sent. Explicit USING TIMESTAMP values are either tiny (100 to 1200, with ties on
+// purpose) or in 2096, so their order against every server timestamp is certain. A third of the
+// tables take USING TIMESTAMP on every write, so that last-write-wins order differs from history
+// order and ties between different values are frequent.
 //
 // A range DELETE may be a true range tombstone or row tombstones for the rows the server found;
 // the model's answer does not depend on which (see component).
@@ -29,11 +31,12 @@
 // The workload uses CLUSTERING ORDER BY and SELECT ... ORDER BY only when package cql parses
 // them (ProbeFeatures); the test logs which are off.
 //
-// Running it. `go test ./test/model/` runs one history of 1200 operations against an in-process
-// cluster (about 5 s). A failure prints the seed, the failing read and the history of its
-// partition with every outcome; -model.seed N replays that history (the operations are a
+// Running it. `go test ./test/model/` runs two histories of 3000 operations, each against a new
+// in-process cluster (about 10 s). A failure prints the seed, the failing read and the history of its
+// partition with every outcome, then shrinks it by replay (-model.shrink bounds the time spent);
+// -model.seed N -model.histories 1 replays that history (the operations are a
 // function of the seed alone; outcomes depend on the cluster). -model.ops sets the history's
-// length, and -model.duration D runs histories with successive seeds until D has passed, then
+// length, -model.histories their number, and -model.duration D runs histories with successive seeds until D has passed, then
 // logs how many operations ran clean. test/e2e runs the same workload against real kvnode
 // processes, with nodes SIGKILLed and restarted between phases.
 package model

@@ -47,6 +47,10 @@ type Table struct {
 	Regular  []Column
 	// Partitions are the partition keys the workload uses, few so that histories revisit them.
 	Partitions [][]Val
+	// ClientTimestamps: every write to the table carries USING TIMESTAMP, drawn from a few
+	// low values, so the order of last-write-wins differs from the order of the history and
+	// ties between different values are common.
+	ClientTimestamps bool
 }
 
 // QName is the table's qualified name.
@@ -134,7 +138,7 @@ func NewWorkload(seed uint64, f Features) *Workload {
 		for i := range 3 {
 			sh := shapes[perm[slot%len(shapes)]]
 			slot++
-			t := &Table{Keyspace: ks, Name: fmt.Sprintf("t%d", i), RF: rf}
+			t := &Table{Keyspace: ks, Name: fmt.Sprintf("t%d", i), RF: rf, ClientTimestamps: w.rng.IntN(3) == 0}
 			for j := range sh.pk {
 				t.PK = append(t.PK, Column{Name: fmt.Sprintf("k%d", j), Type: Type(w.rng.IntN(int(numTypes)))})
 			}
@@ -324,7 +328,10 @@ func (w *Workload) Next() *Op {
 			}
 		}
 	}
-	if op.Kind.IsWrite() {
+	switch {
+	case op.Kind.IsWrite() && t.ClientTimestamps:
+		op.TS, op.HasTS = lowTimestampStep*(1+r.Int64N(12)), true
+	case op.Kind.IsWrite():
 		switch q := r.IntN(100); {
 		case q < 8:
 			op.TS, op.HasTS = lowTimestampStep*(1+r.Int64N(4)), true
