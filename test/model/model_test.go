@@ -47,7 +47,7 @@ func TestModel(t *testing.T) {
 	for ; ; seed++ {
 		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			s := runInProcess(t, seed, f, *opsFlag)
-			total = addStats(total, s)
+			total.Add(s)
 		})
 		histories++
 		done := histories >= *historiesFlag
@@ -59,19 +59,6 @@ func TestModel(t *testing.T) {
 		}
 	}
 	t.Logf("%d histories in %v: %s", histories, time.Since(start).Round(time.Second), total)
-}
-
-func addStats(a, b Stats) Stats {
-	a.Ops += b.Ops
-	a.Writes += b.Writes
-	a.Acked += b.Acked
-	a.WritesFailed += b.WritesFailed
-	a.NotSent += b.NotSent
-	a.Reads += b.Reads
-	a.ReadsFailed += b.ReadsFailed
-	a.ReadsChecked += b.ReadsChecked
-	a.ReadsDetermined += b.ReadsDetermined
-	return a
 }
 
 // runInProcess runs the history of seed against a new in-process cluster and returns what it
@@ -130,5 +117,8 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 		}
 	}
 	t.Logf("seed %d: %s", seed, r.Stats)
+	for k, e := range r.Stats.ErrorSamples {
+		t.Logf("first %s failure: %s", k, e)
+	}
 	return r.Stats
 }

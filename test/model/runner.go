@@ -2,7 +2,10 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,11 +25,65 @@ type Stats struct {
 	// ReadsChecked counts successful reads compared with the model; ReadsDetermined those for
 	// which the model allowed exactly one answer (every row and cell certain).
 	ReadsChecked, ReadsDetermined int
+	// Errors counts failed operations by kind of error: unavailable, timeout, rate limited or
+	// other.
+	Errors map[string]int
+	// ErrorSamples holds the first error of each kind.
+	ErrorSamples map[string]string
+}
+
+// Add adds o's counts to s.
+func (s *Stats) Add(o Stats) {
+	s.Ops += o.Ops
+	s.Writes += o.Writes
+	s.Acked += o.Acked
+	s.WritesFailed += o.WritesFailed
+	s.NotSent += o.NotSent
+	s.Reads += o.Reads
+	s.ReadsFailed += o.ReadsFailed
+	s.ReadsChecked += o.ReadsChecked
+	s.ReadsDetermined += o.ReadsDetermined
+	for k, n := range o.Errors {
+		if s.Errors == nil {
+			s.Errors = map[string]int{}
+		}
+		s.Errors[k] += n
+	}
+	for k, e := range o.ErrorSamples {
+		if s.ErrorSamples == nil {
+			s.ErrorSamples = map[string]string{}
+		}
+		if _, ok := s.ErrorSamples[k]; !ok {
+			s.ErrorSamples[k] = e
+		}
+	}
+}
+
+// errorKind names the kind of a failed operation's error, for Stats.Errors.
+func errorKind(err error) string {
+	var (
+		un *client.UnavailableError
+		to *client.TimeoutError
+		rl *client.RateLimitError
+	)
+	switch {
+	case errors.As(err, &un):
+		return "unavailable"
+	case errors.As(err, &to):
+		return "timeout"
+	case errors.As(err, &rl):
+		return "rate limited"
+	}
+	return "other"
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down)",
-		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent)
+	var errs []string
+	for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
+		errs = append(errs, fmt.Sprintf("%s %d", k, s.Errors[k]))
+	}
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down; failures: %s)",
+		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent, strings.Join(errs, ", "))
 }
 
 // Runner runs a workload's operations one at a time, records writes in the model and checks
@@ -96,6 +153,19 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 		return ctx.Err()
 	}
 	op.Outcome.Err = err
+	if err != nil {
+		if r.Stats.Errors == nil {
+			r.Stats.Errors = map[string]int{}
+		}
+		k := errorKind(err)
+		r.Stats.Errors[k]++
+		if r.Stats.ErrorSamples == nil {
+			r.Stats.ErrorSamples = map[string]string{}
+		}
+		if _, ok := r.Stats.ErrorSamples[k]; !ok {
+			r.Stats.ErrorSamples[k] = fmt.Sprintf("#%d %s: %v", op.Seq, op.Stmt, err)
+		}
+	}
 	if op.Outcome.Lo <= r.lastHi {
 		return fmt.Errorf("model: seed %d: the wall clock stepped back (operation #%d started at %d µs, the one before ended at %d µs); the model orders server timestamps by the wall clock", r.W.Seed, op.Seq, op.Outcome.Lo, r.lastHi)
 	}
