@@ -245,6 +245,9 @@ type Op struct {
 	Limit int  // SELECT ... LIMIT, 0 for none
 	Desc  bool // SELECT ... ORDER BY first clustering column DESC
 	Order bool // SELECT has an ORDER BY clause
+	// OrderAll: the ORDER BY names every clustering column (each in the direction Desc implies
+	// for it), not only the first.
+	OrderAll bool
 	Node  int  // the coordinator, an index into the cluster's nodes
 	CL    client.Consistency
 	Stmt  string
@@ -320,7 +323,7 @@ func (w *Workload) Next() *Op {
 			op.Limit = 1 + r.IntN(4)
 		}
 		if op.Row == nil && len(t.CK) > 0 && w.Features.OrderBy && r.IntN(3) == 0 {
-			op.Order, op.Desc = true, r.IntN(2) == 0
+			op.Order, op.Desc, op.OrderAll = true, r.IntN(2) == 0, r.IntN(2) == 0
 		}
 		for i := range t.Regular {
 			if r.IntN(4) != 0 {
@@ -436,7 +439,18 @@ func (op *Op) statement() string {
 	}
 	s := fmt.Sprintf("SELECT %s FROM %s WHERE %s", names(cols), t.QName(), w)
 	if op.Order {
-		s += " ORDER BY " + t.CK[0].Name + map[bool]string{true: " DESC", false: " ASC"}[op.Desc]
+		// Desc is the first column's direction; the others follow it, reversed from their
+		// declared order exactly when the first is.
+		reversed := op.Desc != t.CK[0].Desc
+		n := 1
+		if op.OrderAll {
+			n = len(t.CK)
+		}
+		var by []string
+		for _, c := range t.CK[:n] {
+			by = append(by, c.Name+map[bool]string{true: " DESC", false: " ASC"}[c.Desc != reversed])
+		}
+		s += " ORDER BY " + strings.Join(by, ", ")
 	}
 	if op.Limit > 0 {
 		s += fmt.Sprintf(" LIMIT %d", op.Limit)
