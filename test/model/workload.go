@@ -248,9 +248,9 @@ type Op struct {
 	// OrderAll: the ORDER BY names every clustering column (each in the direction Desc implies
 	// for it), not only the first.
 	OrderAll bool
-	Node  int  // the coordinator, an index into the cluster's nodes
-	CL    client.Consistency
-	Stmt  string
+	Node     int // the coordinator, an index into the cluster's nodes
+	CL       client.Consistency
+	Stmt     string
 
 	Outcome Outcome
 }
