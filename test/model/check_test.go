@@ -30,7 +30,12 @@ type history struct {
 	now int64
 }
 
-func newHistory(t *Table) *history { return &history{t: t, m: NewModel(), now: 1_700_000_000_000_000} }
+// testHigh is the high explicit timestamp of the tests' histories.
+const testHigh = 1_800_000_000_000_000
+
+func newHistory(t *Table) *history {
+	return &history{t: t, m: NewModel(testHigh), now: 1_700_000_000_000_000}
+}
 
 // write records a write at cl with outcome err (nil: acknowledged); ts 0 means a server timestamp.
 func (h *history) write(op *Op, cl client.Consistency, ts int64, err error) *Op {
@@ -105,12 +110,12 @@ func TestModelDeletedRowIsNotResurrected(t *testing.T) {
 	if p := h.read(&Op{}, client.One, row(0, int32(3), nil)); len(p) != 0 {
 		t.Errorf("a ONE read at RF 2 returning a row deleted at ONE was refused (one replica may lack the delete): %q", p)
 	}
-	// A later write at a lower timestamp stays deleted; one in 2096 brings the row back.
+	// A later write at a lower timestamp stays deleted; a high one brings the row back.
 	h.write(ins(0, 0), client.All, 300, nil)
 	if p := h.read(&Op{}, client.All); len(p) != 0 {
 		t.Errorf("an insert below the deletion's timestamp: %q, want the row still absent", p)
 	}
-	h.write(ins(0, 0), client.All, highTimestamp, nil)
+	h.write(ins(0, 0), client.All, testHigh, nil)
 	if p := h.read(&Op{}, client.All, row(0, int32(0), nil)); len(p) != 0 {
 		t.Errorf("an insert above the deletion's timestamp: %q, want the row back", p)
 	}

@@ -21,7 +21,8 @@
 // wall-clock interval around it, and those intervals are disjoint and ordered (the coordinator
 // assigns max(now, last+1) in microseconds): the model orders server timestamps by the time each
 // operation was sent. Explicit USING TIMESTAMP values are either tiny (100 to 1200, with ties on
-// purpose) or in 2096, so their order against every server timestamp is certain. A third of the
+// purpose) or 50 minutes past the history's start (servers refuse timestamps too far ahead of
+// their clock; a history lasts minutes), so their order against every server timestamp is certain. A third of the
 // tables take USING TIMESTAMP on every write, so that last-write-wins order differs from history
 // order and ties between different values are frequent.
 //

@@ -82,10 +82,11 @@ func blockFor(cl client.Consistency, rf int) int {
 // order. It answers what a read may return by last-write-wins over them.
 type Model struct {
 	parts map[string][]*Op
+	high  int64 // no server timestamp reaches it (see Workload.High)
 }
 
-// NewModel returns an empty model.
-func NewModel() *Model { return &Model{parts: map[string][]*Op{}} }
+// NewModel returns an empty model of a history whose server timestamps all lie below high.
+func NewModel(high int64) *Model { return &Model{parts: map[string][]*Op{}, high: high} }
 
 func partKey(t *Table, pk []Val) string { return t.QName() + "/" + valsKey(pk) }
 
@@ -128,9 +129,9 @@ func wins(a, b *entry) bool {
 }
 
 // mayWin reports whether version a may win over b: like wins, but a late version may carry any
-// timestamp from a.ts up to the wall clock, so it beats every server-assigned timestamp.
-func mayWin(a, b *entry) bool {
-	if a.late && b != nil && b.ts < highTimestamp {
+// timestamp from a.ts up to the wall clock, so it beats every one below high.
+func mayWin(a, b *entry, high int64) bool {
+	if a.late && b != nil && b.ts < high {
 		return true
 	}
 	return wins(a, b)
@@ -198,7 +199,7 @@ func (o options) String(t Type, marker bool) string {
 // at or below the delete's could land after the delete did (issued later, or failed): the
 // server may implement it as a true range tombstone or as row tombstones for the rows it found,
 // which differ exactly there.
-func component(ops []*Op, ck []Val, col int, cl client.Consistency) options {
+func component(ops []*Op, ck []Val, col int, cl client.Consistency, high int64) options {
 	var es []*entry
 	for _, op := range ops {
 		e := entry{ts: op.timestamp(), op: op}
@@ -271,7 +272,7 @@ func component(ops []*Op, ck []Val, col int, cl client.Consistency) options {
 	}
 	opts := options{base}
 	for _, e := range es {
-		if !e.definite && mayWin(e, base) {
+		if !e.definite && mayWin(e, base, high) {
 			opts = append(opts, e)
 		}
 	}
@@ -413,9 +414,9 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		if !t.inRange(rg, ck) {
 			continue
 		}
-		s := &rowState{ck: ck, marker: component(ops, ck, -1, read.CL)}
+		s := &rowState{ck: ck, marker: component(ops, ck, -1, read.CL, m.high)}
 		for i := range t.Regular {
-			s.cols = append(s.cols, component(ops, ck, i, read.CL))
+			s.cols = append(s.cols, component(ops, ck, i, read.CL, m.high))
 		}
 		determined = determined && s.determined()
 		states[valsKey(ck)] = s

@@ -103,7 +103,7 @@ type Runner struct {
 }
 
 // NewRunner returns a runner of w with an empty model.
-func NewRunner(w *Workload) *Runner { return &Runner{W: w, M: NewModel()} }
+func NewRunner(w *Workload) *Runner { return &Runner{W: w, M: NewModel(w.High)} }
 
 // Setup creates the workload's keyspaces and tables through c, one statement at a time.
 func (r *Runner) Setup(ctx context.Context, c *client.Client) error {
@@ -170,6 +170,9 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 		return fmt.Errorf("model: seed %d: the wall clock stepped back (operation #%d started at %d µs, the one before ended at %d µs); the model orders server timestamps by the wall clock", r.W.Seed, op.Seq, op.Outcome.Lo, r.lastHi)
 	}
 	r.lastHi = op.Outcome.Hi
+	if op.Outcome.Hi >= r.W.High {
+		return fmt.Errorf("model: seed %d: operation #%d ended at %d µs, past the high explicit timestamps (%d µs): a history must end within %v of its start", r.W.Seed, op.Seq, op.Outcome.Hi, r.W.High, highAhead)
+	}
 	var inv *client.InvalidError
 	if asInvalid(err, &inv) {
 		return fmt.Errorf("model: seed %d: operation #%d %s: the server calls it invalid: %w", r.W.Seed, op.Seq, op.Stmt, err)

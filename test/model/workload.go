@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
@@ -99,12 +100,16 @@ func names(cols []Column) string {
 
 // Workload is a seeded generator of a cluster layout, a schema and a history of operations.
 // Everything it generates is a function of the seed and the features alone, never of how
-// operations turned out, so a seed replays the same history.
+// operations turned out, so a seed replays the same history (the values of the high explicit
+// timestamps follow the clock, see High).
 type Workload struct {
 	Seed     uint64
 	Nodes    int // cluster size, 3 to 5
 	Tables   []*Table
 	Features Features
+	// High is the base of the high explicit timestamps, in microseconds since the Unix epoch:
+	// highAhead past the time NewWorkload ran. Every operation must end before it.
+	High int64
 
 	rng  *rand.Rand
 	seq  int
@@ -130,6 +135,7 @@ var shapes = []struct {
 // 3, and three tables in each, covering every shape and every column type.
 func NewWorkload(seed uint64, f Features) *Workload {
 	w := &Workload{Seed: seed, Features: f, rng: rand.New(rand.NewPCG(seed, seed^0x6b766e6f6465))}
+	w.High = time.Now().Add(highAhead).UnixMicro()
 	w.Nodes = 3 + w.rng.IntN(3)
 	perm := w.rng.Perm(len(shapes))
 	slot := 0
@@ -222,12 +228,14 @@ type CellWrite struct {
 	Val *Val
 }
 
-// Explicit write timestamps are placed outside the wall-clock window of any run, so the order
+// Explicit write timestamps are placed outside the wall-clock window of a history, so the order
 // of last-write-wins between them and server-assigned timestamps is certain: low ones (ties
-// among them on purpose) lose to every server timestamp, high ones win over every one.
+// among them on purpose) lose to every server timestamp; high ones, Workload.High and a little
+// above, win over every one. High is highAhead past the history's start: servers refuse
+// timestamps too far ahead of their clock (an hour by default), and a history lasts minutes.
 const (
 	lowTimestampStep = 100
-	highTimestamp    = 4_000_000_000_000_000 // 2096 in microseconds
+	highAhead        = 50 * time.Minute
 )
 
 // Op is one operation of a history, and once run, its outcome.
@@ -339,7 +347,7 @@ func (w *Workload) Next() *Op {
 		case q < 8:
 			op.TS, op.HasTS = lowTimestampStep*(1+r.Int64N(4)), true
 		case q < 10:
-			op.TS, op.HasTS = highTimestamp+r.Int64N(4), true
+			op.TS, op.HasTS = w.High+r.Int64N(4), true
 		}
 	}
 	op.Stmt = op.statement()
