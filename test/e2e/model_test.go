@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	modelSeed = flag.Uint64("model.seed", 0, "seed of TestModelAcrossSIGKILL's history (0: from the clock)")
-	modelOps  = flag.Int("model.ops", 300, "operations per phase of TestModelAcrossSIGKILL")
+	modelSeed    = flag.Uint64("model.seed", 0, "seed of TestModelAcrossSIGKILL's history (0: from the clock)")
+	modelOps     = flag.Int("model.ops", 300, "operations per phase of TestModelAcrossSIGKILL")
+	modelWorkers = flag.Int("model.workers", 4, "operations in flight at once in TestModelAcrossSIGKILL, on distinct partitions")
 )
 
 // processes is a model.Target over a process cluster.
@@ -38,16 +39,16 @@ func TestModelAcrossSIGKILL(t *testing.T) {
 	w := model.NewWorkload(seed, f)
 	t.Logf("seed %d (replay with -model.seed %d): %d nodes, %d operations per phase; features: %s", seed, seed, w.Nodes, *modelOps, f)
 	tc := startCluster(t, w.Nodes, true)
-	r := model.NewRunner(w)
-	r.Replay = fmt.Sprintf("go test ./test/e2e/ -run TestModelAcrossSIGKILL -v -model.ops %d -model.seed %d", *modelOps, seed)
+	p := model.NewPool(w, *modelWorkers)
+	p.SetReplay(fmt.Sprintf("go test ./test/e2e/ -run TestModelAcrossSIGKILL -v -model.ops %d -model.workers %d -model.seed %d", *modelOps, *modelWorkers, seed))
 	ctx := context.Background()
-	if err := r.Setup(ctx, tc.nodes[0].Client()); err != nil {
+	if err := p.Setup(ctx, tc.nodes[0].Client()); err != nil {
 		t.Fatal(err)
 	}
 	target := processes{tc}
-	run := func(op *model.Op) {
+	run := func(ops []*model.Op) {
 		t.Helper()
-		if err := r.Run(ctx, op, target); err != nil {
+		if err := p.Run(ctx, ops, target); err != nil {
 			var v *model.Violation
 			if errors.As(err, &v) {
 				t.Fatalf("%v", v)
@@ -57,11 +58,10 @@ func TestModelAcrossSIGKILL(t *testing.T) {
 	}
 	phase := func(what string) {
 		t.Helper()
-		before := r.Stats
-		for range *modelOps {
-			run(w.Next())
-		}
-		t.Logf("%s: %d operations, %d acknowledged writes, %d reads checked", what, r.Stats.Ops-before.Ops, r.Stats.Acked-before.Acked, r.Stats.ReadsChecked-before.ReadsChecked)
+		before := p.Stats()
+		run(p.Next(*modelOps))
+		after := p.Stats()
+		t.Logf("%s: %d operations, %d acknowledged writes, %d reads checked", what, after.Ops-before.Ops, after.Acked-before.Acked, after.ReadsChecked-before.ReadsChecked)
 	}
 	others := func(i int) []*node {
 		var out []*node
@@ -102,8 +102,9 @@ func TestModelAcrossSIGKILL(t *testing.T) {
 
 	for _, cl := range []client.Consistency{client.Quorum, client.All} {
 		failed := 0
-		for _, op := range w.FinalReads(cl) {
-			run(op)
+		final := w.FinalReads(cl)
+		run(final)
+		for _, op := range final {
 			if op.Outcome.Err != nil {
 				failed++
 				t.Errorf("final read with every node up failed: %s", op.Describe())
@@ -111,8 +112,9 @@ func TestModelAcrossSIGKILL(t *testing.T) {
 		}
 		t.Logf("final reads at %v of every partition through every node: %d failed", cl, failed)
 	}
-	t.Logf("seed %d: %s", seed, r.Stats)
-	for k, e := range r.Stats.ErrorSamples {
+	s := p.Stats()
+	t.Logf("seed %d: %s", seed, s)
+	for k, e := range s.ErrorSamples {
 		t.Logf("first %s failure: %s", k, e)
 	}
 }

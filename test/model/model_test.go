@@ -16,6 +16,7 @@ var (
 	seedFlag      = flag.Uint64("model.seed", 0, "seed of the first history (0: from the clock); a failure prints the seed that replays it")
 	opsFlag       = flag.Int("model.ops", 3000, "operations per history")
 	historiesFlag = flag.Int("model.histories", 2, "histories to run, with successive seeds (see -model.duration)")
+	workersFlag   = flag.Int("model.workers", 4, "operations in flight at once, on distinct partitions (each partition's operations run one at a time, in order)")
 	durationFlag  = flag.Duration("model.duration", 0, "run histories with successive seeds until this much time has passed, however many that is (0: -model.histories)")
 )
 
@@ -66,21 +67,25 @@ func TestModel(t *testing.T) {
 func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 	ctx := context.Background()
 	w := NewWorkload(seed, f)
-	r := NewRunner(w)
-	r.Replay = fmt.Sprintf("go test ./test/model/ -run 'TestModel$' -v -model.histories 1 -model.ops %d -model.seed %d", ops, seed)
+	p := NewPool(w, *workersFlag)
+	p.SetReplay(fmt.Sprintf("go test ./test/model/ -run 'TestModel$' -v -model.histories 1 -model.ops %d -model.workers %d -model.seed %d", ops, *workersFlag, seed))
 	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tc.Close() })
 	target := inProcess{tc}
-	if err := r.Setup(ctx, tc.Node(0).Client()); err != nil {
+	if err := p.Setup(ctx, tc.Node(0).Client()); err != nil {
 		t.Fatal(err)
 	}
 	down := int(seed % uint64(w.Nodes))
-	t.Logf("seed %d: %d nodes; node %d is stopped for the third quarter of %d operations", seed, w.Nodes, down+1, ops)
-	fail := func(err error) {
+	t.Logf("seed %d: %d nodes, %d workers; node %d is stopped for the third quarter of %d operations", seed, w.Nodes, *workersFlag, down+1, ops)
+	run := func(ops []*Op) {
 		t.Helper()
+		err := p.Run(ctx, ops, target)
+		if err == nil {
+			return
+		}
 		var v *Violation
 		if errors.As(err, &v) {
 			t.Errorf("%v", v)
@@ -88,37 +93,29 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 		}
 		t.Fatal(err)
 	}
-	step := func(n int) {
-		t.Helper()
-		for range n {
-			if err := r.Step(ctx, target); err != nil {
-				fail(err)
-			}
-		}
-	}
-	step(ops / 2)
+	run(p.Next(ops / 2))
 	if err := tc.Stop(down); err != nil {
 		t.Fatal(err)
 	}
 	if err := tc.WaitSeenDown(ctx, down); err != nil {
 		t.Fatal(err)
 	}
-	step(ops / 4)
+	run(p.Next(ops / 4))
 	if err := tc.Restart(ctx, down); err != nil {
 		t.Fatal(err)
 	}
-	step(ops - ops/2 - ops/4)
-	for _, op := range w.FinalReads(client.All) {
-		if err := r.Run(ctx, op, target); err != nil {
-			fail(err)
-		}
+	run(p.Next(ops - ops/2 - ops/4))
+	final := w.FinalReads(client.All)
+	run(final)
+	for _, op := range final {
 		if op.Outcome.Err != nil {
 			t.Errorf("final read at ALL with every node up failed: %s", op.Describe())
 		}
 	}
-	t.Logf("seed %d: %s", seed, r.Stats)
-	for k, e := range r.Stats.ErrorSamples {
+	s := p.Stats()
+	t.Logf("seed %d: %s", seed, s)
+	for k, e := range s.ErrorSamples {
 		t.Logf("first %s failure: %s", k, e)
 	}
-	return r.Stats
+	return s
 }
