@@ -517,7 +517,3 @@ func formatRow(t *Table, ck []Val) string {
 	}
 	return strings.Join(s, ", ")
 }
-
-func asInvalid(err error, target **client.InvalidError) bool {
-	return err != nil && errors.As(err, target)
-}
