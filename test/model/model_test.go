@@ -47,8 +47,7 @@ func TestModel(t *testing.T) {
 	histories := 0
 	for ; ; seed++ {
 		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			s := runInProcess(t, seed, f, *opsFlag)
-			total.Add(s)
+			runInProcess(t, seed, f, *opsFlag, &total)
 		})
 		histories++
 		done := histories >= *historiesFlag
@@ -62,12 +61,13 @@ func TestModel(t *testing.T) {
 	t.Logf("%d histories in %v: %s", histories, time.Since(start).Round(time.Second), total)
 }
 
-// runInProcess runs the history of seed against a new in-process cluster and returns what it
-// ran; a violation fails t.
-func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
+// runInProcess runs the history of seed against a new in-process cluster and adds what it ran
+// to total; a violation fails t.
+func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 	ctx := context.Background()
 	w := NewWorkload(seed, f)
 	p := NewPool(w, *workersFlag)
+	defer func() { total.Add(p.Stats()) }() // also when the history fails
 	p.SetReplay(fmt.Sprintf("go test ./test/model/ -run 'TestModel$' -v -model.histories 1 -model.ops %d -model.workers %d -model.seed %d", ops, *workersFlag, seed))
 	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
 	if err != nil {
@@ -117,5 +117,4 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int) Stats {
 	for k, e := range s.ErrorSamples {
 		t.Logf("first %s failure: %s", k, e)
 	}
-	return s
 }

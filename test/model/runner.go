@@ -199,7 +199,7 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 		if replay == "" {
 			replay = fmt.Sprintf("-model.seed %d", r.W.Seed)
 		}
-		return &Violation{Seed: r.W.Seed, Read: op, Problems: problems, History: r.M.History(op.Table, op.PK), Replay: replay}
+		return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: r.M.History(op.Table, op.PK), Replay: replay}
 	}
 	r.Stats.ReadsChecked++
 	if determined {
@@ -230,7 +230,9 @@ func (w *Workload) FinalReads(cl client.Consistency) []*Op {
 
 // Violation is a read whose answer the model does not allow.
 type Violation struct {
-	Seed     uint64
+	Seed uint64
+	// High is the workload's Workload.High, which the history's explicit timestamps use.
+	High     int64
 	Read     *Op
 	Problems []string
 	// History is every write of the read's partition the model knows, in order.

@@ -54,7 +54,7 @@ func shrink(t *testing.T, v *Violation, nodes int) string {
 		if _, err := c.Execute(ctx, client.All, tbl.CreateStatement()); err != nil {
 			return nil, err
 		}
-		r := NewRunner(&Workload{Seed: v.Seed, Nodes: nodes})
+		r := NewRunner(&Workload{Seed: v.Seed, Nodes: nodes, High: v.High})
 		r.Replay = "(shrunk history: not replayable by seed; replay the original with " + v.Replay + ")"
 		target := inProcess{tc}
 		for i, op := range append(append([]*Op{}, writes...), reads...) {
