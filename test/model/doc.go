@@ -32,12 +32,19 @@
 // The workload uses CLUSTERING ORDER BY and SELECT ... ORDER BY only when package cql parses
 // them (ProbeFeatures); the test logs which are off.
 //
+// Concurrency. Operations run on -model.workers workers (4 by default); each partition belongs
+// to one worker, which runs its operations one at a time in history order, so the model's
+// reasoning holds per partition while the cluster serves several at once.
+//
 // Running it. `go test ./test/model/` runs two histories of 3000 operations, each against a new
-// in-process cluster (about 10 s). A failure prints the seed, the failing read and the history of its
+// in-process cluster of 3 to 5 nodes with one node stopped for a quarter of the history and
+// restarted, then reads every partition at ALL through every node (about 10 s). A failure prints the seed, the failing read and the history of its
 // partition with every outcome, then shrinks it by replay (-model.shrink bounds the time spent);
 // -model.seed N -model.histories 1 replays that history (the operations are a
 // function of the seed alone; outcomes depend on the cluster). -model.ops sets the history's
 // length, -model.histories their number, and -model.duration D runs histories with successive seeds until D has passed, then
-// logs how many operations ran clean. test/e2e runs the same workload against real kvnode
-// processes, with nodes SIGKILLed and restarted between phases.
+// logs how many operations ran clean (run with -v to see it). test/e2e runs the same workload
+// against real kvnode processes, with nodes SIGKILLed and restarted between phases.
+//
+// The package also holds focused regression tests for bugs the model found or was built for.
 package model
