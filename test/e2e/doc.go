@@ -1,7 +1,10 @@
 // Package e2e holds kvnode's end-to-end tests: they build the real kvnode binary once and run
 // clusters of `kvnode serve` processes on loopback (random ports, one data directory each, real
 // pebble on disk, real memberlist gossip and gRPC), driven through the real shell
-// (`kvnode cql`), the real load generator (`kvnode bench`) and the Go client.
+// (`kvnode cql`), the real load generator (`kvnode bench`) and the Go client. The processes are
+// run by internal/testproc. TestModelAcrossSIGKILL runs the model-checked workload of test/model
+// against them, SIGKILLing and restarting nodes between phases (-model.seed replays a history,
+// -model.ops sets the length of each phase).
 //
 // The tests are part of `go test ./...`. `go test -short` skips them, for quick local loops.
 //

@@ -88,10 +88,10 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 	skipShort(t)
 	tc := startCluster(t, 3, true)
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]
-	execute(t, n1.client, client.One, "CREATE KEYSPACE crash WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-	execute(t, n1.client, client.One, "CREATE TABLE crash.t (k text, c int, v int, PRIMARY KEY (k, c))")
+	execute(t, n1.Client(), client.One, "CREATE KEYSPACE crash WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	execute(t, n1.Client(), client.One, "CREATE TABLE crash.t (k text, c int, v int, PRIMARY KEY (k, c))")
 
-	w := startWriter(n1.client)
+	w := startWriter(n1.Client())
 	t.Cleanup(w.stop)
 	progress := func() string {
 		w.mu.Lock()
@@ -105,22 +105,22 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 
 	w.killed.Store(true)
 	killedAt := time.Now()
-	if err := n3.kill(); err != nil {
+	if err := n3.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("SIGKILLed %s after %s", n3.name, progress())
+	t.Logf("SIGKILLed %s after %s", n3.Name, progress())
 
 	// The failure detector needs a few seconds (memberlist's LAN profile); QUORUM writes must not
 	// notice, since two replicas of three still answer.
-	tc.waitStates(30*time.Second, []*node{n1, n2}, map[string]string{n1.id: "UP", n2.id: "UP", n3.id: "DOWN"})
-	t.Logf("%s and %s saw %s DOWN %v after the SIGKILL; writer: %s", n1.name, n2.name, n3.name, time.Since(killedAt).Round(time.Millisecond), progress())
+	tc.waitStates(30*time.Second, []*node{n1, n2}, map[string]string{n1.ID: "UP", n2.ID: "UP", n3.ID: "DOWN"})
+	t.Logf("%s and %s saw %s DOWN %v after the SIGKILL; writer: %s", n1.Name, n2.Name, n3.Name, time.Since(killedAt).Round(time.Millisecond), progress())
 	for _, n := range []*node{n1, n2} {
 		ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-		_, err := n.client.Execute(ctx, client.All, "INSERT INTO crash.t (k, c, v) VALUES ('all', 1, 1)")
+		_, err := n.Client().Execute(ctx, client.All, "INSERT INTO crash.t (k, c, v) VALUES ('all', 1, 1)")
 		cancel()
 		var un *client.UnavailableError
 		if !errors.As(err, &un) || un.Live != 2 || un.Required != 3 || un.Consistency != client.All {
-			t.Errorf("ALL write through %s with %s down: err = %v (%T), want an UnavailableError for ALL with 2 live of 3 required", n.name, n3.name, err, err)
+			t.Errorf("ALL write through %s with %s down: err = %v (%T), want an UnavailableError for ALL with 2 live of 3 required", n.Name, n3.Name, err, err)
 		}
 	}
 	waitFor(t, 30*time.Second, "the writer has 100 acknowledged writes since the kill", func() (bool, string) {
@@ -128,11 +128,11 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 	})
 
 	restartAt := time.Now()
-	if err := n3.start(); err != nil {
+	if err := n3.Start(); err != nil {
 		t.Fatal(err)
 	}
 	tc.waitStates(joinTimeout, tc.nodes, tc.allUp())
-	t.Logf("%s restarted on %s and every node saw it UP %v later", n3.name, n3.addr, time.Since(restartAt).Round(time.Millisecond))
+	t.Logf("%s restarted on %s and every node saw it UP %v later", n3.Name, n3.Addr, time.Since(restartAt).Round(time.Millisecond))
 	// Keep writing a little with all three up again, so writes around the rejoin are checked too.
 	target := w.acks.Load() + 100
 	waitFor(t, 30*time.Second, "the writer has 100 more acknowledged writes after the restart", func() (bool, string) {
@@ -149,7 +149,7 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 		t.Errorf("%d QUORUM writes failed with all three nodes up, want none; first: %s", len(before), before[0])
 	}
 	if len(after) > 0 {
-		t.Errorf("%d QUORUM writes through %s failed after %s was killed, want none (two of three replicas were up); first: %s", len(after), n1.name, n3.name, after[0])
+		t.Errorf("%d QUORUM writes through %s failed after %s was killed, want none (two of three replicas were up); first: %s", len(after), n1.Name, n3.Name, after[0])
 	}
 
 	// Every acknowledged row, read back at QUORUM through every node.
@@ -168,7 +168,7 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 			if len(failures) > 0 {
 				// Not fatal: the rows are still checked below, so one run reports both problems.
 				t.Errorf("%d QUORUM reads of partition p%d through %s failed after every node saw %s UP (%v after that, the read succeeded), want none; first: %v",
-					len(failures), p, n.name, n3.name, time.Since(upAt).Round(time.Millisecond), failures[0])
+					len(failures), p, n.Name, n3.Name, time.Since(upAt).Round(time.Millisecond), failures[0])
 			}
 			for c, v := range want[p] {
 				gv, ok := got[c]
@@ -176,13 +176,13 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 				case !ok:
 					missing = append(missing, c)
 				case gv != v:
-					t.Errorf("row %d read at QUORUM through %s has v = %d, want %d", c, n.name, gv, v)
+					t.Errorf("row %d read at QUORUM through %s has v = %d, want %d", c, n.Name, gv, v)
 				}
 			}
 		}
 		if len(missing) > 0 {
 			sort.Ints(missing)
-			t.Errorf("%d of %d acknowledged rows are missing from QUORUM reads through %s, for example rows %v", len(missing), len(acked), n.name, missing[:min(len(missing), 10)])
+			t.Errorf("%d of %d acknowledged rows are missing from QUORUM reads through %s, for example rows %v", len(missing), len(acked), n.Name, missing[:min(len(missing), 10)])
 		}
 	}
 }
@@ -193,10 +193,10 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 func readPartition(t *testing.T, n *node, p int) (rows map[int]int, failures []error) {
 	t.Helper()
 	stmt := fmt.Sprintf("SELECT c, v FROM crash.t WHERE k = 'p%d'", p)
-	waitFor(t, readRetryTimeout, fmt.Sprintf("%s at QUORUM through %s succeeds", stmt, n.name), func() (bool, string) {
+	waitFor(t, readRetryTimeout, fmt.Sprintf("%s at QUORUM through %s succeeds", stmt, n.Name), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 		defer cancel()
-		_, got, err := n.client.Query(ctx, client.Quorum, stmt)
+		_, got, err := n.Client().Query(ctx, client.Quorum, stmt)
 		if err != nil {
 			failures = append(failures, err)
 			return false, err.Error()
@@ -206,7 +206,7 @@ func readPartition(t *testing.T, n *node, p int) (rows map[int]int, failures []e
 			c, ok1 := r[0].(int32)
 			v, ok2 := r[1].(int32)
 			if !ok1 || !ok2 {
-				t.Fatalf("%s through %s returned row %v, want two ints", stmt, n.name, r)
+				t.Fatalf("%s through %s returned row %v, want two ints", stmt, n.Name, r)
 			}
 			rows[int(c)] = int(v)
 		}

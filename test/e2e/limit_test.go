@@ -27,41 +27,41 @@ func testShell(t *testing.T, tc *testCluster) {
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]
 	script := "CREATE KEYSPACE shell WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3};\n" +
 		"CREATE TABLE shell.t (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 100};"
-	stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--addr", n1.addr, "-e", script)
+	stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--addr", n1.Addr, "-e", script)
 	if err != nil {
-		t.Fatalf("kvnode cql -e on %s: %v\nstdout:\n%s\nstderr:\n%s", n1.name, err, stdout, stderr)
+		t.Fatalf("kvnode cql -e on %s: %v\nstdout:\n%s\nstderr:\n%s", n1.Name, err, stdout, stderr)
 	}
 	if stderr != "" {
 		// DDL returns once the live nodes agree on the schema; a warning here means it did not.
-		t.Errorf("kvnode cql -e on %s printed on stderr %q, want nothing (no schema agreement warning)", n1.name, stderr)
+		t.Errorf("kvnode cql -e on %s printed on stderr %q, want nothing (no schema agreement warning)", n1.Name, stderr)
 	}
 
 	const want = "'max_writes_per_second': 100"
 	var first string
 	for _, n := range []*node{n2, n3} {
-		stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--addr", n.addr, "-e", "DESCRIBE TABLE shell.t")
+		stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--addr", n.Addr, "-e", "DESCRIBE TABLE shell.t")
 		if err != nil {
-			t.Fatalf("DESCRIBE TABLE shell.t on %s: %v\nstderr:\n%s", n.name, err, stderr)
+			t.Fatalf("DESCRIBE TABLE shell.t on %s: %v\nstderr:\n%s", n.Name, err, stderr)
 		}
 		if !strings.Contains(stdout, want) || !strings.Contains(stdout, "CREATE TABLE shell.t") {
-			t.Errorf("DESCRIBE TABLE shell.t on %s printed:\n%s\nwant the table with %s", n.name, stdout, want)
+			t.Errorf("DESCRIBE TABLE shell.t on %s printed:\n%s\nwant the table with %s", n.Name, stdout, want)
 		}
 		if first == "" {
 			first = stdout
 		} else if stdout != first {
-			t.Errorf("DESCRIBE TABLE shell.t differs between nodes:\n%s:\n%s\n%s:\n%s", n2.name, first, n.name, stdout)
+			t.Errorf("DESCRIBE TABLE shell.t differs between nodes:\n%s:\n%s\n%s:\n%s", n2.Name, first, n.Name, stdout)
 		}
 	}
-	t.Logf("DESCRIBE TABLE shell.t on %s and %s:\n%s", n2.name, n3.name, first)
+	t.Logf("DESCRIBE TABLE shell.t on %s and %s:\n%s", n2.Name, n3.Name, first)
 
 	// The shell stops at the first failing statement: the table after it is never created.
 	bad := "CREATE TABLE shell.bad (k text PRIMARY KEY) WITH per_partition_rate_limit = {'max_writes_per_second': -5};\n" +
 		"CREATE TABLE shell.after_bad (k text PRIMARY KEY);"
-	stdout, stderr, err = runTool(t, 30*time.Second, "cql", "--addr", n2.addr, "-e", bad)
+	stdout, stderr, err = runTool(t, 30*time.Second, "cql", "--addr", n2.Addr, "-e", bad)
 	if err == nil || !strings.Contains(stderr, "max_writes_per_second") || !strings.Contains(stderr, "negative") {
 		t.Errorf("kvnode cql -e with a negative limit: err = %v, stderr %q; want exit status 1 and a message naming max_writes_per_second as negative", err, stderr)
 	}
-	stdout, _, err = runTool(t, 30*time.Second, "cql", "--addr", n3.addr, "-e", "DESCRIBE TABLE shell.after_bad")
+	stdout, _, err = runTool(t, 30*time.Second, "cql", "--addr", n3.Addr, "-e", "DESCRIBE TABLE shell.after_bad")
 	if err == nil {
 		t.Errorf("DESCRIBE TABLE shell.after_bad succeeded, want it missing: the shell must stop at the first failing statement (stdout %q)", stdout)
 	}
@@ -115,12 +115,12 @@ func testBench(t *testing.T, tc *testCluster) {
 		warmupSeconds = 2
 	)
 	n1 := tc.nodes[0]
-	execute(t, n1.client, client.One, "CREATE KEYSPACE bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-	execute(t, n1.client, client.One, fmt.Sprintf("CREATE TABLE bench.hot (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': %d}", limit))
+	execute(t, n1.Client(), client.One, "CREATE KEYSPACE bench WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	execute(t, n1.Client(), client.One, fmt.Sprintf("CREATE TABLE bench.hot (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': %d}", limit))
 
 	var addrs []string
 	for _, n := range tc.nodes {
-		addrs = append(addrs, n.addr)
+		addrs = append(addrs, n.Addr)
 	}
 	args := []string{"bench",
 		"--addrs", strings.Join(addrs, ","),

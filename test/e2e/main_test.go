@@ -4,9 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/kvnode/kvnode/internal/testproc"
 )
 
 // kvnodeBinary is the path of the kvnode binary TestMain built; it is set once, before any test
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: temporary directory for the kvnode binary:", err)
 		os.Exit(1)
 	}
-	bin, err := buildKVNode(dir)
+	bin, err := testproc.Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: FAIL: cannot build the kvnode binary:", err)
 		os.RemoveAll(dir)
@@ -35,23 +35,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// buildKVNode builds cmd/kvnode into dir with the go command on PATH and returns the binary's
-// path. The binary is never race-instrumented, even under go test -race: the race detector is
-// for this package's own goroutines, and an instrumented server would only be slower.
-func buildKVNode(dir string) (string, error) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("no go command on PATH: %w", err)
-	}
-	bin := filepath.Join(dir, "kvnode")
-	cmd := exec.Command(goCmd, "build", "-o", bin, "github.com/kvnode/kvnode/cmd/kvnode")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", cmd, err, out)
-	}
-	return bin, nil
 }
 
 // skipShort skips an end-to-end test under go test -short.

@@ -39,12 +39,12 @@ func TestTopPartitionsFindsTheHotKey(t *testing.T) {
 	tc := startCluster(t, 3, false)
 	const limit = 100
 	n1 := tc.nodes[0]
-	execute(t, n1.client, client.One, "CREATE KEYSPACE top WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-	execute(t, n1.client, client.One, fmt.Sprintf("CREATE TABLE top.hot (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': %d}", limit))
+	execute(t, n1.Client(), client.One, "CREATE KEYSPACE top WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	execute(t, n1.Client(), client.One, fmt.Sprintf("CREATE TABLE top.hot (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': %d}", limit))
 
 	var addrs []string
 	for _, n := range tc.nodes {
-		addrs = append(addrs, n.addr)
+		addrs = append(addrs, n.Addr)
 	}
 	// The load runs until the checks are done; cleanup stops it.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -86,15 +86,15 @@ func TestTopPartitionsFindsTheHotKey(t *testing.T) {
 		}
 		n := tc.nodes[asked%len(tc.nodes)] // ask each node in turn: any node answers for the cluster
 		asked++
-		stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--addr", n.addr, "--table", "top.hot", "--json")
+		stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--addr", n.Addr, "--table", "top.hot", "--json")
 		if err != nil {
-			t.Fatalf("kvnode toppartitions --addr %s: %v\nstderr:\n%s", n.addr, err, stderr)
+			t.Fatalf("kvnode toppartitions --addr %s: %v\nstderr:\n%s", n.Addr, err, stderr)
 		}
 		var res topPartitionsJSON
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatalf("kvnode toppartitions --json printed %q: %v", stdout, err)
 		}
-		last = fmt.Sprintf("%s answered %s", n.name, strings.Join(strings.Fields(stdout), " "))
+		last = fmt.Sprintf("%s answered %s", n.Name, strings.Join(strings.Fields(stdout), " "))
 		if len(res.Tables) != 1 || len(res.Tables[0].Partitions) == 0 {
 			return false, last
 		}
@@ -105,7 +105,7 @@ func TestTopPartitionsFindsTheHotKey(t *testing.T) {
 	t.Logf("%s", last)
 
 	// The table output shows the same, hot key in the first row.
-	stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--addr", tc.nodes[1].addr)
+	stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--addr", tc.nodes[1].Addr)
 	if err != nil {
 		t.Fatalf("kvnode toppartitions: %v\nstderr:\n%s", err, stderr)
 	}

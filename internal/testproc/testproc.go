@@ -1,0 +1,392 @@
+// Package testproc runs kvnode clusters as real `kvnode serve` processes on loopback: it builds
+// the binary, starts nodes on random ports (each with its data directory and log files), learns
+// each node's identity and addresses from its serving line, restarts a node on the same
+// directory and addresses, SIGKILLs it, and stops everything. End-to-end tests and the model
+// checker's crash runs share it.
+package testproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/serveline"
+)
+
+// Timeouts of the process plumbing. They are generous because the machine running the tests may
+// be busy; none of them is ever waited out on success.
+const (
+	StartTimeout = 30 * time.Second // from exec to the "serving clients" line
+	StopGrace    = 20 * time.Second // from SIGTERM to exit, before SIGKILL
+	KillTimeout  = 10 * time.Second // from SIGKILL to the process being reaped
+	DialTimeout  = 10 * time.Second // connecting the client to a started node
+)
+
+// Build builds cmd/kvnode into dir with the go command on PATH and returns the binary's path.
+// The binary is never race-instrumented, even under go test -race: the race detector is for the
+// test's own goroutines, and an instrumented server would only be slower.
+func Build(dir string) (string, error) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("testproc: no go command on PATH: %w", err)
+	}
+	bin := filepath.Join(dir, "kvnode")
+	cmd := exec.Command(goCmd, "build", "-o", bin, "github.com/kvnode/kvnode/cmd/kvnode")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("testproc: %s: %w\n%s", cmd, err, out)
+	}
+	return bin, nil
+}
+
+// Process is one run of `kvnode serve`.
+type Process struct {
+	cmd        *exec.Cmd
+	stderrPath string
+	done       chan struct{} // closed once the process has exited and been reaped
+	err        error         // cmd.Wait's result; read it only after done is closed
+}
+
+// Exited reports whether the process has exited and been reaped.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Err is how the process exited (cmd.Wait's error); call it only once Exited is true.
+func (p *Process) Err() error { return p.err }
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// StderrPath is the file the process's stderr goes to.
+func (p *Process) StderrPath() string { return p.stderrPath }
+
+// WaitExit waits up to timeout for the process to exit and reports whether it did.
+func (p *Process) WaitExit(timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be reaped, so that its data directory lock
+// and ports are free when it returns.
+func (p *Process) Kill() error {
+	if p.Exited() {
+		return nil
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("SIGKILL pid %d: %w", p.cmd.Process.Pid, err)
+	}
+	if !p.WaitExit(KillTimeout) {
+		return fmt.Errorf("pid %d still running %v after SIGKILL", p.cmd.Process.Pid, KillTimeout)
+	}
+	return nil
+}
+
+// Terminate sends SIGTERM without waiting.
+func (p *Process) Terminate() error { return p.cmd.Process.Signal(syscall.SIGTERM) }
+
+// Node is one kvnode node: a data directory and, once it first started, fixed addresses. One
+// process at a time runs it; a restart is a new process on the same directory and addresses.
+type Node struct {
+	Name    string // n1, n2, ...: for messages and log file names
+	DataDir string
+	LogDir  string
+	Binary  string
+	Sync    bool
+	Seeds   []string
+
+	// Learned from the first serving line and kept across restarts.
+	ID, Addr, GossipAddr string
+
+	proc    *Process       // the current (or last) process
+	client  *client.Client // connected to the current process; nil while it is down
+	stderrs []string       // stderr files of every run, oldest first
+}
+
+// Proc returns the node's current (or last) process, nil before the first start.
+func (n *Node) Proc() *Process { return n.proc }
+
+// Client returns a client connected to the node's current process, or nil while it is down.
+func (n *Node) Client() *client.Client { return n.client }
+
+// Stderrs returns the stderr files of every run of the node, oldest first.
+func (n *Node) Stderrs() []string { return n.stderrs }
+
+// Running reports whether the node has a process that has not exited.
+func (n *Node) Running() bool { return n.proc != nil && !n.proc.Exited() }
+
+// Start runs a new serve process for the node and waits until it serves clients and the client
+// is connected. The first start binds port 0 for every address; later starts reuse the
+// addresses the first one got, so clients and peers find the node where it was.
+func (n *Node) Start() error {
+	err := n.startOnce()
+	if err != nil && strings.Contains(err.Error(), "address already in use") {
+		// Another process may have taken a port in the moment the node was down; a second
+		// attempt tells a transient clash from a lasting one.
+		err = n.startOnce()
+	}
+	return err
+}
+
+func (n *Node) startOnce() error {
+	addr, gossipAddr := "127.0.0.1:0", "127.0.0.1:0"
+	if n.Addr != "" {
+		addr, gossipAddr = n.Addr, n.GossipAddr
+	}
+	args := []string{"serve",
+		"--data-dir", n.DataDir,
+		"--addr", addr,
+		"--gossip-addr", gossipAddr,
+		"--metrics-addr", "127.0.0.1:0",
+		"--sync=" + fmt.Sprint(n.Sync),
+		"--log-level", "info",
+	}
+	if len(n.Seeds) > 0 {
+		args = append(args, "--seeds", strings.Join(n.Seeds, ","))
+	}
+	run := len(n.stderrs) + 1
+	stdout, err := os.Create(filepath.Join(n.LogDir, fmt.Sprintf("%s-run%d.stdout", n.Name, run)))
+	if err != nil {
+		return err
+	}
+	defer stdout.Close() // the child has its own descriptor
+	stderrPath := filepath.Join(n.LogDir, fmt.Sprintf("%s-run%d.stderr", n.Name, run))
+	stderr, err := os.Create(stderrPath)
+	if err != nil {
+		return err
+	}
+	defer stderr.Close()
+	n.stderrs = append(n.stderrs, stderrPath)
+
+	watcher := serveline.NewWatcher()
+	cmd := exec.Command(n.Binary, args...)
+	cmd.Stdout = io.MultiWriter(stdout, watcher)
+	cmd.Stderr = stderr
+	cmd.WaitDelay = KillTimeout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: start %s: %w", n.Name, cmd, err)
+	}
+	p := &Process{cmd: cmd, stderrPath: stderrPath, done: make(chan struct{})}
+	go func() { // owned by p: ends when the process exits
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	n.proc = p
+
+	timer := time.NewTimer(StartTimeout)
+	defer timer.Stop()
+	var line serveline.Line
+	select {
+	case line = <-watcher.Ready():
+	case <-p.done:
+		return fmt.Errorf("%s: %s exited before serving (%v); its stderr ends:\n%s", n.Name, cmd, p.err, Tail(stderrPath, 20))
+	case <-timer.C:
+		p.Kill()
+		return fmt.Errorf("%s: %s printed no serving line within %v; its stderr ends:\n%s", n.Name, cmd, StartTimeout, Tail(stderrPath, 20))
+	}
+	if n.ID == "" {
+		n.ID, n.Addr, n.GossipAddr = line.ID, line.Addr, line.GossipAddr
+	} else if line.ID != n.ID || line.Addr != n.Addr || line.GossipAddr != n.GossipAddr {
+		p.Kill()
+		return fmt.Errorf("%s restarted as %+v, want the identity and addresses it had: id %s, addr %s, gossip %s", n.Name, line, n.ID, n.Addr, n.GossipAddr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
+	defer cancel()
+	if n.client, err = client.Dial(ctx, n.Addr); err != nil {
+		p.Kill()
+		return fmt.Errorf("%s: client: %w", n.Name, err)
+	}
+	return nil
+}
+
+// Kill SIGKILLs the node's process and waits until it is gone.
+func (n *Node) Kill() error {
+	n.CloseClient()
+	if n.proc == nil {
+		return nil
+	}
+	if err := n.proc.Kill(); err != nil {
+		return fmt.Errorf("%s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// CloseClient closes the node's client, if any.
+func (n *Node) CloseClient() {
+	if n.client != nil {
+		n.client.Close()
+		n.client = nil
+	}
+}
+
+// Tail returns the last n lines of the file at path, or why it could not be read.
+func Tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Options configures a cluster of processes.
+type Options struct {
+	Binary string // the kvnode binary (see Build). Required.
+	Dir    string // data directories n1, n2, ... and the logs directory go here. Required.
+	Nodes  int    // default 3
+	Sync   bool   // --sync: acknowledge writes only once they are on disk
+}
+
+// Cluster is a set of kvnode processes on loopback; the first node is every other's seed.
+type Cluster struct {
+	Nodes []*Node
+}
+
+// Start starts the nodes one after another. It does not wait for them to see each other (see
+// WaitStates). On error, the processes already started keep running: call StopAll.
+func Start(opts Options) (*Cluster, error) {
+	if opts.Binary == "" || opts.Dir == "" {
+		return nil, errors.New("testproc: Options.Binary and Options.Dir are required")
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	logDir := filepath.Join(opts.Dir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("testproc: %w", err)
+	}
+	c := &Cluster{}
+	for i := range opts.Nodes {
+		n := &Node{
+			Name:    fmt.Sprintf("n%d", i+1),
+			DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i+1)), // created by the node
+			LogDir:  logDir,
+			Binary:  opts.Binary,
+			Sync:    opts.Sync,
+		}
+		if i > 0 {
+			n.Seeds = []string{c.Nodes[0].GossipAddr}
+		}
+		c.Nodes = append(c.Nodes, n)
+		if err := n.Start(); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// StopAll stops every running process at once (they shut down in parallel): SIGTERM, then
+// SIGKILL after StopGrace. It returns what did not stop cleanly.
+func (c *Cluster) StopAll() []error {
+	var running []*Node
+	for _, n := range c.Nodes {
+		n.CloseClient()
+		if n.Running() {
+			if err := n.proc.Terminate(); err == nil {
+				running = append(running, n)
+			}
+		}
+	}
+	var errs []error
+	for _, n := range running {
+		switch {
+		case !n.proc.WaitExit(StopGrace):
+			errs = append(errs, fmt.Errorf("%s (pid %d) was still running %v after SIGTERM; killed it", n.Name, n.proc.Pid(), StopGrace))
+			if err := n.proc.Kill(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", n.Name, err))
+			}
+		case n.proc.err != nil:
+			errs = append(errs, fmt.Errorf("%s did not shut down cleanly on SIGTERM: %v; its stderr ends:\n%s", n.Name, n.proc.err, Tail(n.proc.stderrPath, 20)))
+		}
+	}
+	return errs
+}
+
+// AllUp is the member states of a healthy cluster: every node's id → "UP".
+func (c *Cluster) AllUp() map[string]string {
+	want := map[string]string{}
+	for _, n := range c.Nodes {
+		want[n.ID] = "UP"
+	}
+	return want
+}
+
+// Named replaces node ids by node names in a member-state map, for messages.
+func (c *Cluster) Named(states map[string]string) map[string]string {
+	out := map[string]string{}
+	for id, s := range states {
+		name := id
+		for _, n := range c.Nodes {
+			if n.ID == id {
+				name = n.Name
+			}
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// MemberStates asks a node for DESCRIBE CLUSTER and returns how it sees each member: node id →
+// "UP" or "DOWN". (A process offers no other view of membership.)
+func MemberStates(ctx context.Context, c *client.Client) (map[string]string, error) {
+	res, err := c.Execute(ctx, client.One, "DESCRIBE CLUSTER")
+	if err != nil {
+		return nil, err
+	}
+	return ParseMemberStates(res.Description), nil
+}
+
+// ParseMemberStates reads the member table of DESCRIBE CLUSTER: one line per member, the id
+// first (followed by "*" for the answering node), then addresses, UP or DOWN, tokens, schema.
+func ParseMemberStates(desc string) map[string]string {
+	states := map[string]string{}
+	for _, line := range strings.Split(desc, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		for _, w := range f[1:] {
+			if w == "UP" || w == "DOWN" {
+				states[f[0]] = w
+				break
+			}
+		}
+	}
+	return states
+}
+
+// EqualStates reports whether two member-state maps are equal.
+func EqualStates(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,519 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvnode/kvnode/client"
+)
+
+// Outcome is how an operation turned out.
+type Outcome struct {
+	// Sent is false when the coordinator was down, so the operation was never sent.
+	Sent bool
+	// Err is the error the client returned, nil for success.
+	Err error
+	// Lo and Hi are the wall clock in microseconds just before the request was sent and just
+	// after its answer arrived: a server-assigned write timestamp lies between them.
+	Lo, Hi int64
+	// Rows is a SELECT's result.
+	Rows [][]any
+}
+
+// applied says whether a write took effect, as far as the client can know.
+type applied uint8
+
+const (
+	notApplied applied = iota // never sent, or refused as unavailable (nothing is sent then)
+	acked                     // acknowledged at its consistency level
+	// maybeApplied: it failed after it may have reached replicas (a timeout, a replica error).
+	// The server answered, so its timestamp lies within [Lo, Hi].
+	maybeApplied
+	// maybeLate: it failed without an answer from the server (the client gave up, the
+	// connection broke), so the server may still have assigned its timestamp after Hi.
+	maybeLate
+)
+
+func (op *Op) applied() applied {
+	o := op.Outcome
+	if !o.Sent {
+		return notApplied
+	}
+	if o.Err == nil {
+		return acked
+	}
+	var un *client.UnavailableError
+	if errors.As(o.Err, &un) {
+		return notApplied
+	}
+	var to *client.TimeoutError
+	var rl *client.RateLimitError
+	if errors.As(o.Err, &to) || errors.As(o.Err, &rl) {
+		return maybeApplied
+	}
+	return maybeLate
+}
+
+// timestamp is the write timestamp the model orders op by: its USING TIMESTAMP, or the wall
+// clock before it was sent. Operations run one at a time, so their [Lo, Hi] intervals are
+// disjoint and ordered, and ordering server timestamps by Lo is exact.
+func (op *Op) timestamp() int64 {
+	if op.HasTS {
+		return op.TS
+	}
+	return op.Outcome.Lo
+}
+
+// blockFor is how many replicas of rf a consistency level waits for.
+func blockFor(cl client.Consistency, rf int) int {
+	switch cl {
+	case client.One:
+		return 1
+	case client.Quorum:
+		return rf/2 + 1
+	}
+	return rf
+}
+
+// Model is the reference: the writes that may have been applied, per partition, in history
+// order. It answers what a read may return by last-write-wins over them.
+type Model struct {
+	parts map[string][]*Op
+	high  int64 // no server timestamp reaches it (see Workload.High)
+}
+
+// NewModel returns an empty model of a history whose server timestamps all lie below high.
+func NewModel(high int64) *Model { return &Model{parts: map[string][]*Op{}, high: high} }
+
+func partKey(t *Table, pk []Val) string { return t.QName() + "/" + valsKey(pk) }
+
+// Record adds a write that ran (whatever its outcome) to the model.
+func (m *Model) Record(op *Op) {
+	if !op.Kind.IsWrite() || op.applied() == notApplied {
+		return
+	}
+	k := partKey(op.Table, op.PK)
+	m.parts[k] = append(m.parts[k], op)
+}
+
+// History returns the operations recorded for op's partition.
+func (m *Model) History(t *Table, pk []Val) []*Op { return m.parts[partKey(t, pk)] }
+
+// entry is one version of one component of a row (its marker or one regular cell): a value
+// (a marker's is empty) or a tombstone, with the write it came from.
+type entry struct {
+	ts       int64
+	late     bool // the timestamp may be anything from ts up (see maybeLate)
+	tomb     bool
+	val      []byte
+	definite bool // the read must see it: acknowledged and W + R > RF
+	op       *Op
+}
+
+// wins orders two versions as package cell does: the higher timestamp, then a tombstone over a
+// value, then the bytewise greater value.
+func wins(a, b *entry) bool {
+	if b == nil {
+		return true
+	}
+	if a.ts != b.ts {
+		return a.ts > b.ts
+	}
+	if a.tomb != b.tomb {
+		return a.tomb
+	}
+	return bytes.Compare(a.val, b.val) > 0
+}
+
+// mayWin reports whether version a may win over b: like wins, but a late version may carry any
+// timestamp from a.ts up to the wall clock, so it beats every one below high.
+func mayWin(a, b *entry, high int64) bool {
+	if a.late && b != nil && b.ts < high {
+		return true
+	}
+	return wins(a, b)
+}
+
+// options are the versions a read may see as a component's winner; nil stands for "none".
+type options []*entry
+
+func (o options) mayBeLive() bool {
+	for _, e := range o {
+		if e != nil && !e.tomb {
+			return true
+		}
+	}
+	return false
+}
+
+func (o options) mayBeDead() bool {
+	for _, e := range o {
+		if e == nil || e.tomb {
+			return true
+		}
+	}
+	return false
+}
+
+// accepts reports whether a read may return v (nil: null) for the component.
+func (o options) accepts(v []byte) bool {
+	for _, e := range o {
+		switch {
+		case e == nil || e.tomb:
+			if v == nil {
+				return true
+			}
+		case v != nil && bytes.Equal(e.val, v):
+			return true
+		}
+	}
+	return false
+}
+
+func (o options) String(t Type, marker bool) string {
+	var s []string
+	for _, e := range o {
+		switch {
+		case e == nil:
+			s = append(s, "nothing")
+		case e.tomb:
+			s = append(s, fmt.Sprintf("deleted@%d by #%d", e.ts, e.op.Seq))
+		case marker:
+			s = append(s, fmt.Sprintf("present@%d by #%d", e.ts, e.op.Seq))
+		default:
+			s = append(s, fmt.Sprintf("%s@%d by #%d", formatEnc(t, e.val), e.ts, e.op.Seq))
+		}
+	}
+	return strings.Join(s, " or ")
+}
+
+// component returns what a read at cl may see of one component of row ck in the partition whose
+// writes are ops: col is a regular column's index, or -1 for the row marker.
+//
+// The definite writes reconcile to one version (or none), which the read must see unless
+// another write it may or may not see wins over it: the options are that version and every
+// such write. A range DELETE is definite for a component only when no write of it at a timestamp
+// at or below the delete's could land after the delete did (issued later, or failed): the
+// server may implement it as a true range tombstone or as row tombstones for the rows it found,
+// which differ exactly there.
+func component(ops []*Op, ck []Val, col int, cl client.Consistency, high int64) options {
+	var es []*entry
+	for _, op := range ops {
+		e := entry{ts: op.timestamp(), op: op}
+		switch op.Kind {
+		case Insert, Update:
+			if !rowEqual(op.Row, ck) {
+				continue
+			}
+			if col < 0 {
+				if op.Kind != Insert {
+					continue
+				}
+				e.val = []byte{}
+			} else {
+				i := slices.IndexFunc(op.Cells, func(c CellWrite) bool { return c.Col == col })
+				if i < 0 {
+					continue
+				}
+				if v := op.Cells[i].Val; v != nil {
+					e.val = v.Enc
+				} else {
+					e.tomb = true
+				}
+			}
+		case DeleteCells:
+			if col < 0 || !rowEqual(op.Row, ck) || !slices.Contains(op.Cols, col) {
+				continue
+			}
+			e.tomb = true
+		case DeleteRow:
+			if !rowEqual(op.Row, ck) {
+				continue
+			}
+			e.tomb = true
+		case DeleteRange:
+			if !op.Table.inRange(op.Range, ck) {
+				continue
+			}
+			e.tomb = true
+		case DeletePartition:
+			e.tomb = true
+		default:
+			continue
+		}
+		switch op.applied() {
+		case acked:
+			rf := op.Table.RF
+			e.definite = blockFor(op.CL, rf)+blockFor(cl, rf) > rf
+		case maybeLate:
+			e.late = !op.HasTS
+		}
+		es = append(es, &e)
+	}
+	for _, rd := range es {
+		if rd.op.Kind != DeleteRange || !rd.definite {
+			continue
+		}
+		for _, e := range es {
+			if e != rd && e.ts <= rd.ts && (e.op.Seq > rd.op.Seq || e.op.applied() != acked) {
+				rd.definite = false
+				break
+			}
+		}
+	}
+	var base *entry
+	for _, e := range es {
+		if e.definite && wins(e, base) {
+			base = e
+		}
+	}
+	opts := options{base}
+	for _, e := range es {
+		if !e.definite && mayWin(e, base, high) {
+			opts = append(opts, e)
+		}
+	}
+	return opts
+}
+
+func rowEqual(a, b []Val) bool {
+	return slices.EqualFunc(a, b, func(x, y Val) bool { return bytes.Equal(x.Enc, y.Enc) })
+}
+
+// inRange reports whether clustering key ck lies in rg.
+func (t *Table) inRange(rg Range, ck []Val) bool {
+	for i, v := range rg.Prefix {
+		if !bytes.Equal(v.Enc, ck[i].Enc) {
+			return false
+		}
+	}
+	n := len(rg.Prefix)
+	if n == len(t.CK) {
+		return true
+	}
+	typ := t.CK[n].Type
+	if b := rg.Lower; b != nil {
+		c := compareVals(typ, ck[n].Enc, b.Val.Enc)
+		if c < 0 || c == 0 && !b.Inclusive {
+			return false
+		}
+	}
+	if b := rg.Upper; b != nil {
+		c := compareVals(typ, ck[n].Enc, b.Val.Enc)
+		if c > 0 || c == 0 && !b.Inclusive {
+			return false
+		}
+	}
+	return true
+}
+
+// compareRows orders two clustering keys as the table stores them (each column ASC or DESC).
+func (t *Table) compareRows(a, b []Val) int {
+	for i, c := range t.CK {
+		r := compareVals(c.Type, a[i].Enc, b[i].Enc)
+		if c.Desc {
+			r = -r
+		}
+		if r != 0 {
+			return r
+		}
+	}
+	return 0
+}
+
+// allRows returns every clustering key the workload can write in t, in t's order.
+func (t *Table) allRows() [][]Val {
+	rows := [][]Val{{}}
+	for _, c := range t.CK {
+		var next [][]Val
+		for _, r := range rows {
+			for _, v := range domains[c.Type] {
+				next = append(next, append(slices.Clone(r), v))
+			}
+		}
+		rows = next
+	}
+	slices.SortFunc(rows, t.compareRows)
+	return rows
+}
+
+// rowState is what a read may see of one row.
+type rowState struct {
+	ck     []Val
+	marker options
+	cols   []options // per regular column
+}
+
+func (s *rowState) mayExist() bool {
+	if s.marker.mayBeLive() {
+		return true
+	}
+	for _, c := range s.cols {
+		if c.mayBeLive() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *rowState) mayBeAbsent() bool {
+	if !s.marker.mayBeDead() {
+		return false
+	}
+	for _, c := range s.cols {
+		if !c.mayBeDead() {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *rowState) determined() bool {
+	if len(s.marker) != 1 {
+		return false
+	}
+	for _, c := range s.cols {
+		if len(c) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *rowState) describe(t *Table) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "row marker: %s", s.marker.String(0, true))
+	for i, c := range s.cols {
+		fmt.Fprintf(&b, "; %s: %s", t.Regular[i].Name, c.String(t.Regular[i].Type, false))
+	}
+	return b.String()
+}
+
+// Check compares the result of a successful SELECT with what the model allows and returns a
+// description of every discrepancy (nil if none), and whether the model determined the result
+// exactly (a single possible answer for every row the read covers).
+func (m *Model) Check(read *Op) (problems []string, determined bool) {
+	t := read.Table
+	ops := m.History(t, read.PK)
+	rg := read.Range
+	if read.Row != nil {
+		rg = Range{Prefix: read.Row}
+	}
+	// The expected order: the table's, reversed by ORDER BY against the first column's order.
+	order := t.compareRows
+	if read.Order && read.Desc != t.CK[0].Desc {
+		order = func(a, b []Val) int { return t.compareRows(b, a) }
+	}
+	states := map[string]*rowState{}
+	var candidates []*rowState
+	determined = true
+	for _, ck := range t.allRows() {
+		if !t.inRange(rg, ck) {
+			continue
+		}
+		s := &rowState{ck: ck, marker: component(ops, ck, -1, read.CL, m.high)}
+		for i := range t.Regular {
+			s.cols = append(s.cols, component(ops, ck, i, read.CL, m.high))
+		}
+		determined = determined && s.determined()
+		states[valsKey(ck)] = s
+		candidates = append(candidates, s)
+	}
+	slices.SortFunc(candidates, func(a, b *rowState) int { return order(a.ck, b.ck) })
+
+	npk, nck := len(t.PK), len(t.CK)
+	want := npk + nck + len(read.Cols)
+	if read.Limit > 0 && len(read.Outcome.Rows) > read.Limit {
+		problems = append(problems, fmt.Sprintf("%d rows returned, more than LIMIT %d", len(read.Outcome.Rows), read.Limit))
+	}
+	returned := map[string]bool{}
+	var prev []Val
+	for ri, row := range read.Outcome.Rows {
+		if len(row) != want {
+			problems = append(problems, fmt.Sprintf("row %d has %d values, want %d", ri, len(row), want))
+			continue
+		}
+		enc := make([][]byte, len(row))
+		bad := false
+		cols := append(append(append([]Column{}, t.PK...), t.CK...), pick(t.Regular, read.Cols)...)
+		for i, v := range row {
+			var err error
+			if enc[i], err = encodeResult(cols[i].Type, v); err != nil {
+				problems = append(problems, fmt.Sprintf("row %d column %s: %v", ri, cols[i].Name, err))
+				bad = true
+			}
+		}
+		if bad {
+			continue
+		}
+		for i := range npk {
+			if !bytes.Equal(enc[i], read.PK[i].Enc) {
+				problems = append(problems, fmt.Sprintf("row %d has partition key %s = %s, want %s", ri, t.PK[i].Name, formatEnc(t.PK[i].Type, enc[i]), read.PK[i].Lit))
+			}
+		}
+		ck := make([]Val, nck)
+		for i := range nck {
+			ck[i] = Val{Lit: formatEnc(t.CK[i].Type, enc[npk+i]), Enc: enc[npk+i]}
+		}
+		rowName := fmt.Sprintf("row %d (%s)", ri, formatRow(t, ck))
+		s := states[valsKey(ck)]
+		switch {
+		case s == nil && t.inRange(rg, ck):
+			problems = append(problems, rowName+": a row nobody wrote")
+			continue
+		case s == nil:
+			problems = append(problems, rowName+": outside the range the SELECT asked for")
+			continue
+		case returned[valsKey(ck)]:
+			problems = append(problems, rowName+": returned twice")
+			continue
+		}
+		returned[valsKey(ck)] = true
+		if prev != nil && order(prev, ck) >= 0 {
+			problems = append(problems, fmt.Sprintf("%s comes after (%s): out of order", rowName, formatRow(t, prev)))
+		}
+		prev = ck
+		if !s.mayExist() {
+			problems = append(problems, fmt.Sprintf("%s is returned but cannot exist: %s", rowName, s.describe(t)))
+		}
+		for j, ci := range read.Cols {
+			v := enc[npk+nck+j]
+			if !s.cols[ci].accepts(v) {
+				c := t.Regular[ci]
+				problems = append(problems, fmt.Sprintf("%s has %s = %s, want %s", rowName, c.Name, formatEnc(c.Type, v), s.cols[ci].String(c.Type, false)))
+			}
+		}
+	}
+	complete := read.Limit == 0 || len(read.Outcome.Rows) < read.Limit
+	for _, s := range candidates {
+		if returned[valsKey(s.ck)] || s.mayBeAbsent() {
+			continue
+		}
+		if complete || prev != nil && order(s.ck, prev) < 0 {
+			problems = append(problems, fmt.Sprintf("row (%s) is missing; it must exist: %s", formatRow(t, s.ck), s.describe(t)))
+		}
+	}
+	return problems, determined
+}
+
+func pick(cols []Column, idx []int) []Column {
+	var out []Column
+	for _, i := range idx {
+		out = append(out, cols[i])
+	}
+	return out
+}
+
+func formatRow(t *Table, ck []Val) string {
+	if len(ck) == 0 {
+		return "the partition's only row"
+	}
+	var s []string
+	for i, v := range ck {
+		s = append(s, t.CK[i].Name+" = "+v.Lit)
+	}
+	return strings.Join(s, ", ")
+}

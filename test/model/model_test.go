@@ -1,0 +1,120 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/testcluster"
+)
+
+var (
+	seedFlag      = flag.Uint64("model.seed", 0, "seed of the first history (0: from the clock); a failure prints the seed that replays it")
+	opsFlag       = flag.Int("model.ops", 3000, "operations per history")
+	historiesFlag = flag.Int("model.histories", 2, "histories to run, with successive seeds (see -model.duration)")
+	workersFlag   = flag.Int("model.workers", 4, "operations in flight at once, on distinct partitions (each partition's operations run one at a time, in order)")
+	durationFlag  = flag.Duration("model.duration", 0, "run histories with successive seeds until this much time has passed, however many that is (0: -model.histories)")
+)
+
+func logFeatures(t *testing.T, f Features) {
+	t.Helper()
+	t.Logf("features: %s", f)
+}
+
+// inProcess is a Target over an in-process cluster.
+type inProcess struct{ tc *testcluster.Cluster }
+
+func (p inProcess) Client(i int) *client.Client { return p.tc.Node(i).Client() }
+
+// TestModel runs seeded random histories through random coordinators at random consistency
+// levels against in-process clusters of 3 to 5 nodes, with one node stopped for a quarter of
+// the history and restarted, and checks every read against the reference model; at the end,
+// every partition is read at ALL through every node. A failure prints the seed (replay it with
+// -model.seed) and the partition's history.
+func TestModel(t *testing.T) {
+	f := ProbeFeatures()
+	logFeatures(t, f)
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	start := time.Now()
+	var total Stats
+	histories := 0
+	for ; ; seed++ {
+		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runInProcess(t, seed, f, *opsFlag, &total)
+		})
+		histories++
+		done := histories >= *historiesFlag
+		if *durationFlag > 0 {
+			done = time.Since(start) >= *durationFlag
+		}
+		if !ok || done {
+			break
+		}
+	}
+	t.Logf("%d histories in %v: %s", histories, time.Since(start).Round(time.Second), total)
+}
+
+// runInProcess runs the history of seed against a new in-process cluster and adds what it ran
+// to total; a violation fails t.
+func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
+	ctx := context.Background()
+	w := NewWorkload(seed, f)
+	p := NewPool(w, *workersFlag)
+	defer func() { total.Add(p.Stats()) }() // also when the history fails
+	p.SetReplay(fmt.Sprintf("go test ./test/model/ -run 'TestModel$' -v -model.histories 1 -model.ops %d -model.workers %d -model.seed %d", ops, *workersFlag, seed))
+	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tc.Close() })
+	target := inProcess{tc}
+	if err := p.Setup(ctx, tc.Node(0).Client()); err != nil {
+		t.Fatal(err)
+	}
+	down := int(seed % uint64(w.Nodes))
+	t.Logf("seed %d: %d nodes, %d workers; node %d is stopped for the third quarter of %d operations", seed, w.Nodes, *workersFlag, down+1, ops)
+	run := func(ops []*Op) {
+		t.Helper()
+		err := p.Run(ctx, ops, target)
+		if err == nil {
+			return
+		}
+		var v *Violation
+		if errors.As(err, &v) {
+			t.Errorf("%v", v)
+			t.Fatalf("%s", shrink(t, v, w.Nodes))
+		}
+		t.Fatal(err)
+	}
+	run(p.Next(ops / 2))
+	if err := tc.Stop(down); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.WaitSeenDown(ctx, down); err != nil {
+		t.Fatal(err)
+	}
+	run(p.Next(ops / 4))
+	if err := tc.Restart(ctx, down); err != nil {
+		t.Fatal(err)
+	}
+	run(p.Next(ops - ops/2 - ops/4))
+	final := w.FinalReads(client.All)
+	run(final)
+	for _, op := range final {
+		if op.Outcome.Err != nil {
+			t.Errorf("final read at ALL with every node up failed: %s", op.Describe())
+		}
+	}
+	s := p.Stats()
+	t.Logf("seed %d: %s", seed, s)
+	for k, e := range s.ErrorSamples {
+		t.Logf("first %s failure: %s", k, e)
+	}
+}

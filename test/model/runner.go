@@ -1,0 +1,277 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+)
+
+// Target is the cluster a Runner sends operations to.
+type Target interface {
+	// Client returns a client connected to node i, or nil while the node is down.
+	Client(i int) *client.Client
+}
+
+// Stats counts what a Runner did.
+type Stats struct {
+	Ops, Writes, Acked, WritesFailed, NotSent int
+	Reads, ReadsFailed                        int
+	// ReadsChecked counts successful reads compared with the model; ReadsDetermined those for
+	// which the model allowed exactly one answer (every row and cell certain).
+	ReadsChecked, ReadsDetermined int
+	// Errors counts failed operations by kind of error: unavailable, timeout, rate limited or
+	// other.
+	Errors map[string]int
+	// ErrorSamples holds the first error of each kind.
+	ErrorSamples map[string]string
+}
+
+// Add adds o's counts to s.
+func (s *Stats) Add(o Stats) {
+	s.Ops += o.Ops
+	s.Writes += o.Writes
+	s.Acked += o.Acked
+	s.WritesFailed += o.WritesFailed
+	s.NotSent += o.NotSent
+	s.Reads += o.Reads
+	s.ReadsFailed += o.ReadsFailed
+	s.ReadsChecked += o.ReadsChecked
+	s.ReadsDetermined += o.ReadsDetermined
+	for k, n := range o.Errors {
+		if s.Errors == nil {
+			s.Errors = map[string]int{}
+		}
+		s.Errors[k] += n
+	}
+	for k, e := range o.ErrorSamples {
+		if s.ErrorSamples == nil {
+			s.ErrorSamples = map[string]string{}
+		}
+		if _, ok := s.ErrorSamples[k]; !ok {
+			s.ErrorSamples[k] = e
+		}
+	}
+}
+
+// errorKind names the kind of a failed operation's error, for Stats.Errors.
+func errorKind(err error) string {
+	var (
+		un *client.UnavailableError
+		to *client.TimeoutError
+		rl *client.RateLimitError
+	)
+	switch {
+	case errors.As(err, &un):
+		return "unavailable"
+	case errors.As(err, &to):
+		return "timeout"
+	case errors.As(err, &rl):
+		return "rate limited"
+	}
+	return "other"
+}
+
+func (s Stats) String() string {
+	var errs []string
+	for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
+		errs = append(errs, fmt.Sprintf("%s %d", k, s.Errors[k]))
+	}
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down; failures: %s)",
+		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent, strings.Join(errs, ", "))
+}
+
+// Runner runs a workload's operations one at a time, records writes in the model and checks
+// every successful read against it.
+type Runner struct {
+	W     *Workload
+	M     *Model
+	Stats Stats
+	// OpTimeout bounds one operation on the client side. Default 30 s, well above the server's
+	// own timeouts, so that a failure is normally the server's answer.
+	OpTimeout time.Duration
+	// Replay is the command that replays the history, for failure messages. Default: the seed
+	// flag alone.
+	Replay string
+
+	lastHi int64
+}
+
+// NewRunner returns a runner of w with an empty model.
+func NewRunner(w *Workload) *Runner { return &Runner{W: w, M: NewModel(w.High)} }
+
+// Setup creates the workload's keyspaces and tables through c, one statement at a time.
+func (r *Runner) Setup(ctx context.Context, c *client.Client) error {
+	stmts := r.W.Keyspaces()
+	for _, t := range r.W.Tables {
+		stmts = append(stmts, t.CreateStatement())
+	}
+	for _, s := range stmts {
+		if _, err := c.Execute(ctx, client.All, s); err != nil {
+			return fmt.Errorf("model: seed %d: setup %s: %w", r.W.Seed, s, err)
+		}
+	}
+	return nil
+}
+
+// Step runs the workload's next operation.
+func (r *Runner) Step(ctx context.Context, target Target) error {
+	return r.Run(ctx, r.W.Next(), target)
+}
+
+// Run runs op through its coordinator, records it and, for a read, checks it. The error is a
+// *Violation when the server's answer breaks the model, and any other error when the run cannot
+// go on (a statement the server calls invalid, the clock stepping back).
+func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
+	r.Stats.Ops++
+	c := target.Client(op.Node)
+	if op.Kind.IsWrite() {
+		r.Stats.Writes++
+	} else {
+		r.Stats.Reads++
+	}
+	if c == nil {
+		r.Stats.NotSent++
+		return nil
+	}
+	timeout := r.OpTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	octx, cancel := context.WithTimeout(ctx, timeout)
+	op.Outcome.Sent = true
+	op.Outcome.Lo = time.Now().UnixMicro()
+	res, err := c.Execute(octx, op.CL, op.Stmt)
+	op.Outcome.Hi = time.Now().UnixMicro()
+	cancel()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	op.Outcome.Err = err
+	if err != nil {
+		if r.Stats.Errors == nil {
+			r.Stats.Errors = map[string]int{}
+		}
+		k := errorKind(err)
+		r.Stats.Errors[k]++
+		if r.Stats.ErrorSamples == nil {
+			r.Stats.ErrorSamples = map[string]string{}
+		}
+		if _, ok := r.Stats.ErrorSamples[k]; !ok {
+			r.Stats.ErrorSamples[k] = fmt.Sprintf("#%d %s: %v", op.Seq, op.Stmt, err)
+		}
+	}
+	// Lo equal to the last Hi is fine: a server timestamp lies strictly inside its operation's
+	// interval, which spans at least a network round trip.
+	if op.Outcome.Lo < r.lastHi {
+		return fmt.Errorf("model: seed %d: the wall clock stepped back (operation #%d started at %d µs, the one before ended at %d µs); the model orders server timestamps by the wall clock", r.W.Seed, op.Seq, op.Outcome.Lo, r.lastHi)
+	}
+	r.lastHi = op.Outcome.Hi
+	if op.Outcome.Hi >= r.W.High {
+		return fmt.Errorf("model: seed %d: operation #%d ended at %d µs, past the high explicit timestamps (%d µs): a history must end within %v of its start", r.W.Seed, op.Seq, op.Outcome.Hi, r.W.High, highAhead)
+	}
+	var inv *client.InvalidError
+	if errors.As(err, &inv) {
+		return fmt.Errorf("model: seed %d: operation #%d %s: the server calls it invalid: %w", r.W.Seed, op.Seq, op.Stmt, err)
+	}
+	if op.Kind.IsWrite() {
+		if err == nil {
+			r.Stats.Acked++
+		} else {
+			r.Stats.WritesFailed++
+		}
+		r.M.Record(op)
+		return nil
+	}
+	if err != nil {
+		r.Stats.ReadsFailed++
+		return nil
+	}
+	op.Outcome.Rows = res.Rows
+	problems, determined := r.M.Check(op)
+	if len(problems) > 0 {
+		replay := r.Replay
+		if replay == "" {
+			replay = fmt.Sprintf("-model.seed %d", r.W.Seed)
+		}
+		return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: r.M.History(op.Table, op.PK), Replay: replay}
+	}
+	r.Stats.ReadsChecked++
+	if determined {
+		r.Stats.ReadsDetermined++
+	}
+	return nil
+}
+
+// FinalReads returns one SELECT of every column of every partition of every table through
+// every node at cl: together, every write the model knows is read back through every node.
+func (w *Workload) FinalReads(cl client.Consistency) []*Op {
+	var out []*Op
+	for _, t := range w.Tables {
+		for _, pk := range t.Partitions {
+			for n := range w.Nodes {
+				op := &Op{Seq: w.seq, Kind: Select, Table: t, PK: pk, Node: n, CL: cl}
+				w.seq++
+				for i := range t.Regular {
+					op.Cols = append(op.Cols, i)
+				}
+				op.Stmt = op.statement()
+				out = append(out, op)
+			}
+		}
+	}
+	return out
+}
+
+// Violation is a read whose answer the model does not allow.
+type Violation struct {
+	Seed uint64
+	// High is the workload's Workload.High, which the history's explicit timestamps use.
+	High     int64
+	Read     *Op
+	Problems []string
+	// History is every write of the read's partition the model knows, in order.
+	History []*Op
+	// Replay is the command that replays the history.
+	Replay string
+}
+
+func (v *Violation) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "model: seed %d: operation #%d through node %d at %v:\n  %s\n  returned %d rows: %v\n", v.Seed, v.Read.Seq, v.Read.Node+1, v.Read.CL, v.Read.Stmt, len(v.Read.Outcome.Rows), v.Read.Outcome.Rows)
+	for _, p := range v.Problems {
+		fmt.Fprintf(&b, "  - %s\n", p)
+	}
+	fmt.Fprintf(&b, "the partition's writes (RF %d), in order:\n", v.Read.Table.RF)
+	for _, op := range v.History {
+		fmt.Fprintf(&b, "  %s\n", op.Describe())
+	}
+	fmt.Fprintf(&b, "replay with: %s", v.Replay)
+	return b.String()
+}
+
+// Describe formats op and its outcome on one line.
+func (op *Op) Describe() string {
+	o := op.Outcome
+	var out string
+	switch {
+	case !o.Sent:
+		out = "not sent (coordinator down)"
+	case o.Err != nil:
+		out = "FAILED: " + o.Err.Error()
+	case op.Kind == Select:
+		out = fmt.Sprintf("%d rows %v", len(o.Rows), o.Rows)
+	default:
+		out = "ok"
+	}
+	ts := ""
+	if op.Kind.IsWrite() {
+		ts = fmt.Sprintf(" ts %d", op.timestamp())
+	}
+	return fmt.Sprintf("#%d node %d %v%s: %s → %s", op.Seq, op.Node+1, op.CL, ts, op.Stmt, out)
+}

@@ -1,0 +1,483 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cql"
+)
+
+// Features says which optional parts of the language the server parses; the workload uses a
+// part only when it is on, so that it starts using it as soon as the server does.
+type Features struct {
+	// ClusteringOrder: CREATE TABLE ... WITH CLUSTERING ORDER BY (c DESC).
+	ClusteringOrder bool
+	// OrderBy: SELECT ... ORDER BY c DESC.
+	OrderBy bool
+}
+
+// ProbeFeatures reports which optional features the server's parser accepts.
+func ProbeFeatures() Features {
+	_, errOrder := cql.ParseStatement("CREATE TABLE ks.t (k int, c int, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)")
+	_, errBy := cql.ParseStatement("SELECT * FROM ks.t WHERE k = 1 ORDER BY c DESC")
+	return Features{ClusteringOrder: errOrder == nil, OrderBy: errBy == nil}
+}
+
+func (f Features) String() string {
+	onOff := map[bool]string{true: "ON", false: "OFF (the parser refuses it)"}
+	return fmt.Sprintf("WITH CLUSTERING ORDER BY (c DESC) %s; SELECT ... ORDER BY %s", onOff[f.ClusteringOrder], onOff[f.OrderBy])
+}
+
+// Column is one column of a workload table.
+type Column struct {
+	Name string
+	Type Type
+	Desc bool // a clustering column in descending order
+}
+
+// Table is one workload table: its keyspace's replication factor and its columns by role.
+type Table struct {
+	Keyspace string
+	Name     string
+	RF       int
+	PK       []Column // partition key columns
+	CK       []Column // clustering columns
+	Regular  []Column
+	// Partitions are the partition keys the workload uses, few so that histories revisit them.
+	Partitions [][]Val
+	// ClientTimestamps: every write to the table carries USING TIMESTAMP, drawn from a few
+	// low values, so the order of last-write-wins differs from the order of the history and
+	// ties between different values are common.
+	ClientTimestamps bool
+}
+
+// QName is the table's qualified name.
+func (t *Table) QName() string { return t.Keyspace + "." + t.Name }
+
+// CreateStatement is the table's CREATE TABLE.
+func (t *Table) CreateStatement() string {
+	var cols []string
+	for _, c := range t.allColumns() {
+		cols = append(cols, c.Name+" "+c.Type.String())
+	}
+	pk := names(t.PK)
+	if len(t.PK) > 1 {
+		pk = "(" + pk + ")"
+	}
+	if len(t.CK) > 0 {
+		pk += ", " + names(t.CK)
+	}
+	s := fmt.Sprintf("CREATE TABLE %s (%s, PRIMARY KEY (%s))", t.QName(), strings.Join(cols, ", "), pk)
+	desc := false
+	var order []string
+	for _, c := range t.CK {
+		dir := "ASC"
+		if c.Desc {
+			dir, desc = "DESC", true
+		}
+		order = append(order, c.Name+" "+dir)
+	}
+	if desc {
+		s += " WITH CLUSTERING ORDER BY (" + strings.Join(order, ", ") + ")"
+	}
+	return s
+}
+
+func (t *Table) allColumns() []Column {
+	return append(append(append([]Column{}, t.PK...), t.CK...), t.Regular...)
+}
+
+func names(cols []Column) string {
+	var s []string
+	for _, c := range cols {
+		s = append(s, c.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Workload is a seeded generator of a cluster layout, a schema and a history of operations.
+// Everything it generates is a function of the seed and the features alone, never of how
+// operations turned out, so a seed replays the same history (the values of the high explicit
+// timestamps follow the clock, see High).
+type Workload struct {
+	Seed     uint64
+	Nodes    int // cluster size, 3 to 5
+	Tables   []*Table
+	Features Features
+	// High is the base of the high explicit timestamps, in microseconds since the Unix epoch:
+	// highAhead past the time NewWorkload ran. Every operation must end before it.
+	High int64
+
+	rng  *rand.Rand
+	seq  int
+	tick int // rotates column types so that every type is used
+}
+
+// shapes of tables: partition key columns, clustering columns, whether descending order is
+// wanted (used only with Features.ClusteringOrder).
+var shapes = []struct {
+	pk, ck int
+	desc   bool
+}{
+	{1, 0, false}, // no clustering column
+	{1, 1, false},
+	{1, 1, true},
+	{1, 2, false},
+	{1, 2, true},
+	{2, 1, false}, // composite partition key
+	{2, 0, false},
+}
+
+// NewWorkload returns the workload of seed: a cluster of 3 to 5 nodes, keyspaces at RF 1, 2 and
+// 3, and three tables in each, covering every shape and every column type.
+func NewWorkload(seed uint64, f Features) *Workload {
+	w := &Workload{Seed: seed, Features: f, rng: rand.New(rand.NewPCG(seed, seed^0x6b766e6f6465))}
+	w.High = time.Now().Add(highAhead).UnixMicro()
+	w.Nodes = 3 + w.rng.IntN(3)
+	perm := w.rng.Perm(len(shapes))
+	slot := 0
+	for rf := 1; rf <= 3; rf++ {
+		ks := fmt.Sprintf("m_rf%d", rf)
+		for i := range 3 {
+			sh := shapes[perm[slot%len(shapes)]]
+			slot++
+			t := &Table{Keyspace: ks, Name: fmt.Sprintf("t%d", i), RF: rf, ClientTimestamps: w.rng.IntN(3) == 0}
+			for j := range sh.pk {
+				t.PK = append(t.PK, Column{Name: fmt.Sprintf("k%d", j), Type: Type(w.rng.IntN(int(numTypes)))})
+			}
+			for j := range sh.ck {
+				c := Column{Name: fmt.Sprintf("c%d", j), Type: Type(w.rng.IntN(int(numTypes)))}
+				if sh.desc && f.ClusteringOrder {
+					c.Desc = j == 0 || w.rng.IntN(2) == 0
+				}
+				t.CK = append(t.CK, c)
+			}
+			for j := range 2 + w.rng.IntN(2) {
+				t.Regular = append(t.Regular, Column{Name: fmt.Sprintf("r%d", j), Type: Type(w.tick % int(numTypes))})
+				w.tick++
+			}
+			// A handful of distinct partition keys.
+			seen := map[string]bool{}
+			for range 6 {
+				var pk []Val
+				for _, c := range t.PK {
+					pk = append(pk, w.pick(c.Type))
+				}
+				if k := valsKey(pk); !seen[k] {
+					seen[k] = true
+					t.Partitions = append(t.Partitions, pk)
+				}
+			}
+			w.Tables = append(w.Tables, t)
+		}
+	}
+	return w
+}
+
+// Keyspaces returns the CREATE KEYSPACE statements.
+func (w *Workload) Keyspaces() []string {
+	var out []string
+	for rf := 1; rf <= 3; rf++ {
+		out = append(out, fmt.Sprintf("CREATE KEYSPACE m_rf%d WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", rf, rf))
+	}
+	return out
+}
+
+func (w *Workload) pick(t Type) Val { d := domains[t]; return d[w.rng.IntN(len(d))] }
+
+// OpKind is what an operation does.
+type OpKind uint8
+
+// The operation kinds.
+const (
+	Insert OpKind = iota
+	Update
+	DeleteCells
+	DeleteRow
+	DeleteRange
+	DeletePartition
+	Select
+)
+
+var opKindNames = [...]string{"INSERT", "UPDATE", "DELETE cells", "DELETE row", "DELETE range", "DELETE partition", "SELECT"}
+
+func (k OpKind) String() string { return opKindNames[k] }
+
+// IsWrite reports whether k changes data.
+func (k OpKind) IsWrite() bool { return k != Select }
+
+// Bound is one end of a clustering range.
+type Bound struct {
+	Val       Val
+	Inclusive bool
+}
+
+// Range selects rows of a partition: equality on a prefix of the clustering columns, then
+// optional bounds on the next one. The zero Range is the whole partition.
+type Range struct {
+	Prefix       []Val
+	Lower, Upper *Bound
+}
+
+// CellWrite is one cell an INSERT or UPDATE sets; a nil Val writes null.
+type CellWrite struct {
+	Col int // index in Table.Regular
+	Val *Val
+}
+
+// Explicit write timestamps are placed outside the wall-clock window of a history, so the order
+// of last-write-wins between them and server-assigned timestamps is certain: low ones (ties
+// among them on purpose) lose to every server timestamp; high ones, Workload.High and a little
+// above, win over every one. High is highAhead past the history's start: servers refuse
+// timestamps too far ahead of their clock (an hour by default), and a history lasts minutes.
+const (
+	lowTimestampStep = 100
+	highAhead        = 50 * time.Minute
+)
+
+// Op is one operation of a history, and once run, its outcome.
+type Op struct {
+	Seq   int
+	Kind  OpKind
+	Table *Table
+	PK    []Val
+	Row   []Val // the full clustering key of INSERT, UPDATE, DELETE cells and DELETE row
+	Range Range // DELETE range and SELECT (Row set: a one-row SELECT)
+	Cells []CellWrite
+	Cols  []int // DELETE cells: the columns; SELECT: the regular columns selected
+	TS    int64 // USING TIMESTAMP, when HasTS
+	HasTS bool
+	Limit int  // SELECT ... LIMIT, 0 for none
+	Desc  bool // SELECT ... ORDER BY first clustering column DESC
+	Order bool // SELECT has an ORDER BY clause
+	// OrderAll: the ORDER BY names every clustering column (each in the direction Desc implies
+	// for it), not only the first.
+	OrderAll bool
+	Node     int // the coordinator, an index into the cluster's nodes
+	CL       client.Consistency
+	Stmt     string
+
+	Outcome Outcome
+}
+
+// Next returns the next operation of the history.
+func (w *Workload) Next() *Op {
+	r := w.rng
+	t := w.Tables[r.IntN(len(w.Tables))]
+	op := &Op{Seq: w.seq, Table: t, PK: t.Partitions[r.IntN(len(t.Partitions))], Node: r.IntN(w.Nodes)}
+	w.seq++
+	op.CL = []client.Consistency{client.One, client.Quorum, client.All}[r.IntN(3)]
+	row := func() []Val {
+		ck := []Val{} // non-nil: a row, even of a table without clustering columns
+		for _, c := range t.CK {
+			ck = append(ck, w.pick(c.Type))
+		}
+		return ck
+	}
+	cells := func(min int) {
+		for i := range t.Regular {
+			if r.IntN(2) == 0 {
+				continue
+			}
+			cw := CellWrite{Col: i}
+			if r.IntN(8) != 0 {
+				v := w.pick(t.Regular[i].Type)
+				cw.Val = &v
+			}
+			op.Cells = append(op.Cells, cw)
+		}
+		if len(op.Cells) < min {
+			i := r.IntN(len(t.Regular))
+			v := w.pick(t.Regular[i].Type)
+			op.Cells = []CellWrite{{Col: i, Val: &v}}
+		}
+	}
+	switch p := r.IntN(100); {
+	case p < 28:
+		op.Kind, op.Row = Insert, row()
+		cells(0)
+	case p < 45:
+		op.Kind, op.Row = Update, row()
+		cells(1)
+	case p < 51:
+		op.Kind, op.Row = DeleteCells, row()
+		for i := range t.Regular {
+			if r.IntN(2) == 0 {
+				op.Cols = append(op.Cols, i)
+			}
+		}
+		if len(op.Cols) == 0 {
+			op.Cols = []int{r.IntN(len(t.Regular))}
+		}
+	case p < 56:
+		op.Kind, op.Row = DeleteRow, row()
+	case p < 60 && len(t.CK) > 0:
+		op.Kind, op.Range = DeleteRange, w.clusteringRange(t, true)
+	case p < 62:
+		op.Kind = DeletePartition
+	default:
+		op.Kind = Select
+		switch q := r.IntN(10); {
+		case q < 3:
+			op.Row = row()
+		case q < 6 || len(t.CK) == 0:
+		default:
+			op.Range = w.clusteringRange(t, false)
+		}
+		if op.Row == nil && r.IntN(3) == 0 {
+			op.Limit = 1 + r.IntN(4)
+		}
+		if op.Row == nil && len(t.CK) > 0 && w.Features.OrderBy && r.IntN(3) == 0 {
+			op.Order, op.Desc, op.OrderAll = true, r.IntN(2) == 0, r.IntN(2) == 0
+		}
+		for i := range t.Regular {
+			if r.IntN(4) != 0 {
+				op.Cols = append(op.Cols, i)
+			}
+		}
+	}
+	switch {
+	case op.Kind.IsWrite() && t.ClientTimestamps:
+		op.TS, op.HasTS = lowTimestampStep*(1+r.Int64N(12)), true
+	case op.Kind.IsWrite():
+		switch q := r.IntN(100); {
+		case q < 8:
+			op.TS, op.HasTS = lowTimestampStep*(1+r.Int64N(4)), true
+		case q < 10:
+			op.TS, op.HasTS = w.High+r.Int64N(4), true
+		}
+	}
+	op.Stmt = op.statement()
+	return op
+}
+
+// clusteringRange returns a random range of t's clustering keys: a prefix (for DELETE, never a
+// full key, which would be a row) then maybe bounds on the next column.
+func (w *Workload) clusteringRange(t *Table, forDelete bool) Range {
+	r := w.rng
+	n := r.IntN(len(t.CK) + 1)
+	if forDelete && n == len(t.CK) {
+		n--
+	}
+	var rg Range
+	for i := range n {
+		rg.Prefix = append(rg.Prefix, w.pick(t.CK[i].Type))
+	}
+	if n < len(t.CK) {
+		typ := t.CK[n].Type
+		if r.IntN(3) != 0 {
+			rg.Lower = &Bound{w.pick(typ), r.IntN(2) == 0}
+		}
+		if r.IntN(3) != 0 {
+			rg.Upper = &Bound{w.pick(typ), r.IntN(2) == 0}
+		}
+		if forDelete && n == 0 && rg.Lower == nil && rg.Upper == nil {
+			rg.Lower = &Bound{w.pick(typ), true} // not the whole partition: that is DeletePartition
+		}
+	}
+	return rg
+}
+
+// statement renders op as CQL.
+func (op *Op) statement() string {
+	t := op.Table
+	var where []string
+	for i, c := range t.PK {
+		where = append(where, c.Name+" = "+op.PK[i].Lit)
+	}
+	if op.Row != nil {
+		for i, c := range t.CK {
+			where = append(where, c.Name+" = "+op.Row[i].Lit)
+		}
+	} else {
+		for i, v := range op.Range.Prefix {
+			where = append(where, t.CK[i].Name+" = "+v.Lit)
+		}
+		if n := len(op.Range.Prefix); n < len(t.CK) {
+			if b := op.Range.Lower; b != nil {
+				where = append(where, t.CK[n].Name+map[bool]string{true: " >= ", false: " > "}[b.Inclusive]+b.Val.Lit)
+			}
+			if b := op.Range.Upper; b != nil {
+				where = append(where, t.CK[n].Name+map[bool]string{true: " <= ", false: " < "}[b.Inclusive]+b.Val.Lit)
+			}
+		}
+	}
+	w := strings.Join(where, " AND ")
+	using := ""
+	if op.HasTS {
+		using = fmt.Sprintf(" USING TIMESTAMP %d", op.TS)
+	}
+	switch op.Kind {
+	case Insert:
+		cols := append(append([]Column{}, t.PK...), t.CK...)
+		vals := append(append([]Val{}, op.PK...), op.Row...)
+		var cs, vs []string
+		for _, c := range cols {
+			cs = append(cs, c.Name)
+		}
+		for _, v := range vals {
+			vs = append(vs, v.Lit)
+		}
+		for _, cw := range op.Cells {
+			cs = append(cs, t.Regular[cw.Col].Name)
+			vs = append(vs, litOrNull(cw.Val))
+		}
+		return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)%s", t.QName(), strings.Join(cs, ", "), strings.Join(vs, ", "), using)
+	case Update:
+		var set []string
+		for _, cw := range op.Cells {
+			set = append(set, t.Regular[cw.Col].Name+" = "+litOrNull(cw.Val))
+		}
+		return fmt.Sprintf("UPDATE %s%s SET %s WHERE %s", t.QName(), using, strings.Join(set, ", "), w)
+	case DeleteCells:
+		var cs []string
+		for _, i := range op.Cols {
+			cs = append(cs, t.Regular[i].Name)
+		}
+		return fmt.Sprintf("DELETE %s FROM %s%s WHERE %s", strings.Join(cs, ", "), t.QName(), using, w)
+	case DeleteRow, DeleteRange, DeletePartition:
+		return fmt.Sprintf("DELETE FROM %s%s WHERE %s", t.QName(), using, w)
+	}
+	cols := append(append([]Column{}, t.PK...), t.CK...)
+	for _, i := range op.Cols {
+		cols = append(cols, t.Regular[i])
+	}
+	s := fmt.Sprintf("SELECT %s FROM %s WHERE %s", names(cols), t.QName(), w)
+	if op.Order {
+		// Desc is the first column's direction; the others follow it, reversed from their
+		// declared order exactly when the first is.
+		reversed := op.Desc != t.CK[0].Desc
+		n := 1
+		if op.OrderAll {
+			n = len(t.CK)
+		}
+		var by []string
+		for _, c := range t.CK[:n] {
+			by = append(by, c.Name+map[bool]string{true: " DESC", false: " ASC"}[c.Desc != reversed])
+		}
+		s += " ORDER BY " + strings.Join(by, ", ")
+	}
+	if op.Limit > 0 {
+		s += fmt.Sprintf(" LIMIT %d", op.Limit)
+	}
+	return s
+}
+
+func litOrNull(v *Val) string {
+	if v == nil {
+		return "NULL"
+	}
+	return v.Lit
+}
+
+// valsKey is a map key for a tuple of values.
+func valsKey(vs []Val) string {
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "%d:%x;", len(v.Enc), v.Enc)
+	}
+	return b.String()
+}
