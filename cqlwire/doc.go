@@ -57,13 +57,12 @@
 //
 // github.com/datastax/go-cassandra-native-protocol was weighed against this
 // codec on per-frame cost (docs/cql-protocol.md, "Wire codec", has the
-// numbers and the command). This package was chosen: it encodes into
-// reused buffers without allocating where the library allocates per frame
-// and per value, it decodes values as slices of the frame instead of
-// copies, it speaks the ScyllaDB rate-limit error the mission needs (the
-// library would surface it as an unknown code), and it enforces the
-// hostile-input limits above; the library has no tagged release (only
-// pseudo-versions) and pulls in a logging dependency. The comparison lives
-// in the separate module cqlwire/benchcmp, so the main module does not
-// depend on the library.
+// numbers and the command; the module cqlwire/benchcmp runs them and checks
+// that both produce the same bytes). This package was chosen: it encodes a
+// frame 12-54x faster with no allocation where the library allocates 16-55
+// times, decodes 2-3.5x faster with values as slices of the frame instead of
+// copies, speaks the ScyllaDB rate-limit error the mission needs (the
+// library's ERROR codec cannot encode code 0xF000), and enforces the
+// hostile-input limits above. The main module does not depend on the
+// library.
 package cqlwire
