@@ -132,6 +132,13 @@ func TestRoundTripBodyPrefix(t *testing.T) {
 	if !reflect.DeepEqual(f.Warnings, opt.Warnings) || !reflect.DeepEqual(f.CustomPayload, opt.CustomPayload) {
 		t.Errorf("warnings %q payload %v, want %q %v", f.Warnings, f.CustomPayload, opt.Warnings, opt.CustomPayload)
 	}
+	// The prefix order is tracing id, warnings, custom payload, as gocql's
+	// parseFrame and Cassandra's Message.Codec read it.
+	wire := AppendFrame(nil, 0, VoidResult{}, FrameOptions{TracingID: &id, Warnings: []string{"w"}, CustomPayload: map[string][]byte{"k": {9}}})
+	want := append(append([]byte{}, id[:]...), 0, 1, 0, 1, 'w', 0, 1, 0, 1, 'k', 0, 0, 0, 1, 9, 0, 0, 0, 1)
+	if got := wire[HeaderSize:]; !bytes.Equal(got, want) {
+		t.Errorf("body with prefix = % x, want % x", got, want)
+	}
 	// A request carries a custom payload but never a tracing id or warnings.
 	f = roundTrip(t, &Prepare{Query: "SELECT 1"}, opt)
 	if f.Header.Flags != FlagCustomPayload || f.TracingID != nil || f.Warnings != nil {
