@@ -414,3 +414,23 @@ func TestReaderReusesBuffers(t *testing.T) {
 		t.Errorf("ReadFrame of same-sized frames: %v allocations, want 0", allocs)
 	}
 }
+
+// TestEveryTruncationFails cuts every message body at every length short of
+// its end: each cut must fail to decode with an error, never panic or
+// succeed.
+func TestEveryTruncationFails(t *testing.T) {
+	for _, m := range testMessages() {
+		body := m.AppendBody(nil)
+		for n := range len(body) {
+			var err error
+			if m.Opcode().IsResponse() {
+				_, err = DecodeResponse(m.Opcode(), body[:n])
+			} else {
+				_, err = DecodeRequest(m.Opcode(), body[:n])
+			}
+			if err == nil {
+				t.Errorf("%v body cut to %d of %d bytes decoded without error", m.Opcode(), n, len(body))
+			}
+		}
+	}
+}
