@@ -285,8 +285,23 @@ func TestHostileFrames(t *testing.T) {
 			continue
 		}
 		var pe *ProtocolError
-		if tt.wantErr != io.ErrUnexpectedEOF && (!errors.As(err, &pe) || pe.Stream != 5 && tt.name != "response bit on a request") {
+		if tt.wantErr == io.ErrUnexpectedEOF {
+			continue
+		}
+		if !errors.As(err, &pe) || pe.Stream != 5 && tt.name != "response bit on a request" {
 			t.Errorf("%s: error %v is not a ProtocolError on stream 5", tt.name, err)
+			continue
+		}
+		// The answer is an ERROR 0x000A on the same stream.
+		reply := pe.AppendFrame(nil)
+		rf := NewFrameReader(bytes.NewReader(reply), ReaderOptions{Responses: true})
+		h, body, rerr := rf.ReadFrame()
+		if rerr != nil {
+			t.Fatalf("%s: reply does not read back: %v", tt.name, rerr)
+		}
+		f, rerr := DecodeFrame(h, body)
+		if rerr != nil || h.Stream != pe.Stream || f.Message.(*Error).Code != ErrProtocol || f.Message.(*Error).Message != err.Error() {
+			t.Errorf("%s: reply = %+v %#v, %v; want ERROR 0x000A %q on stream %d", tt.name, h, f.Message, rerr, err.Error(), pe.Stream)
 		}
 	}
 }

@@ -136,6 +136,12 @@ func (e *ProtocolError) Error() string {
 
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
+// AppendFrame appends the ERROR frame (code ErrProtocol, message Error())
+// that answers e on its stream.
+func (e *ProtocolError) AppendFrame(dst []byte) []byte {
+	return AppendFrame(dst, e.Stream, &Error{Code: ErrProtocol, Message: e.Error()}, FrameOptions{})
+}
+
 // VersionError is a frame whose version is not 4. The server answers it with
 // AppendVersionErrorFrame and closes the connection; drivers parse the
 // message to step down to version 4.
