@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitioner"
 )
@@ -258,9 +259,9 @@ func TestClusterMetricsSeeADownNode(t *testing.T) {
 		}
 	}
 	tc.stop(2)
-	waitFor(t, 10*time.Second, "node 0 counts node 2 down in kvnode_cluster_down_members", func() bool {
+	poll.Must(t, 10*time.Second, "node 0 counts node 2 down in kvnode_cluster_down_members", poll.Bool(func() bool {
 		return metricValue(t, reg, "kvnode_cluster_down_members") == 1 && metricValue(t, reg, "kvnode_cluster_live_members") == 2
-	})
+	}))
 	for i, want := range []float64{1, 1, 0} {
 		if up, ok := gaugeOf(t, reg, "kvnode_cluster_member_up", "member", tc.nodeID(i)); !ok || up != want {
 			t.Errorf("node 0 reports kvnode_cluster_member_up{member=node %d} = %v (present %v), want %v", i, up, ok, want)

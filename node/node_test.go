@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/replica"
 )
@@ -91,26 +92,10 @@ func startClusterWith(t *testing.T, n int, adjust func(*node.Config)) *testClust
 	return tc
 }
 
-// waitFor checks cond every few milliseconds until it holds, and fails naming what was not
-// reached if the deadline passes first.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("%s: not reached within %v", what, timeout)
-		case <-tick.C:
-		}
-	}
-}
-
 // waitLive waits until every running node counts want live members.
 func (tc *testCluster) waitLive(timeout time.Duration, want int) {
 	tc.t.Helper()
-	waitFor(tc.t, timeout, fmt.Sprintf("every running node sees %d live members", want), func() bool {
+	poll.Must(tc.t, timeout, fmt.Sprintf("every running node sees %d live members", want), poll.Bool(func() bool {
 		for _, nd := range tc.nodes {
 			if nd == nil {
 				continue
@@ -126,7 +111,7 @@ func (tc *testCluster) waitLive(timeout time.Duration, want int) {
 			}
 		}
 		return true
-	})
+	}))
 }
 
 func (tc *testCluster) stop(i int) {
@@ -219,9 +204,9 @@ func TestDownNodeKeepsRangesAndRestartsWithSameIdentity(t *testing.T) {
 	id := tc.nodes[2].ID()
 	tokens := tc.nodes[0].Cluster().Ring().Tokens(cluster.NodeID(id))
 	tc.stop(2)
-	waitFor(t, 10*time.Second, "nodes 0 and 1 see node 2 down", func() bool {
+	poll.Must(t, 10*time.Second, "nodes 0 and 1 see node 2 down", poll.Bool(func() bool {
 		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(id)) && !tc.nodes[1].Cluster().IsLive(cluster.NodeID(id))
-	})
+	}))
 	for i := 0; i < 2; i++ {
 		if got := tc.nodes[i].Cluster().Ring().Tokens(cluster.NodeID(id)); !slices.Equal(got, tokens) {
 			t.Errorf("node %d: down node's tokens %v, want it still to own %v", i, got, tokens)
@@ -242,19 +227,19 @@ func TestSchemaChangeReachesAllNodesAndACatchingUpNode(t *testing.T) {
 	c0 := tc.client(0)
 	start := time.Now()
 	exec(t, c0, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-	waitFor(t, 2*time.Second, "all three nodes share node 0's schema digest", func() bool {
+	poll.Must(t, 2*time.Second, "all three nodes share node 0's schema digest", poll.Bool(func() bool {
 		d := tc.nodes[0].SchemaDigest()
 		return tc.nodes[1].SchemaDigest() == d && tc.nodes[2].SchemaDigest() == d
-	})
+	}))
 	t.Logf("DDL applied and agreed on by all nodes %v after it was sent", time.Since(start))
 
 	tc.stop(2)
 	// Node 2 is down, so it is not a live node that must agree: the DDL succeeds without waiting.
 	exec(t, c0, client.One, "CREATE TABLE ks.t (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
 	tc.restart(2)
-	waitFor(t, 10*time.Second, "the restarted node catches up with the table created while it was down", func() bool {
+	poll.Must(t, 10*time.Second, "the restarted node catches up with the table created while it was down", poll.Bool(func() bool {
 		return tc.nodes[2].SchemaDigest() == tc.nodes[0].SchemaDigest()
-	})
+	}))
 	c2 := tc.client(2)
 	desc := exec(t, c2, client.One, "DESCRIBE TABLE ks.t").Description
 	if !strings.Contains(desc, "max_writes_per_second") {
