@@ -15,18 +15,20 @@ import (
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/replica"
 )
 
 // testCluster is a set of in-process nodes on loopback with random ports and the fast gossip
-// profile. Nodes are addressed by index; a closed node's data directory stays for a restart.
+// profile, run by internal/testcluster. Nodes are addressed by index; a closed node's data
+// directory stays for a restart.
 type testCluster struct {
 	t     *testing.T
+	c     *testcluster.Cluster
 	dirs  []string
-	nodes []*node.Node
-	ids   []string // node ids, kept while a node is closed
-	seed  string
+	nodes []*node.Node // node i, nil while it is stopped
+	ids   []string     // node ids, kept while a node is closed
 }
 
 // smallStorage keeps several in-process nodes' pebble caches small.
@@ -34,17 +36,20 @@ var smallStorage = replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// schemaAgreementTimeout keeps DDL fast when a node is down on purpose.
+const schemaAgreementTimeout = 2 * time.Second
+
+// nodeConfig is the configuration of a node started outside a testCluster.
 func nodeConfig(dir string, seeds []string) node.Config {
 	return node.Config{
-		DataDir:    dir,
-		Addr:       "127.0.0.1:0",
-		GossipAddr: "127.0.0.1:0",
-		Seeds:      seeds,
-		NoSync:     true, // durability is the crash test's subject, not these tests'
-		Profile:    cluster.ProfileTest,
-		Storage:    smallStorage,
-		// Keep DDL fast when a node is down on purpose.
-		SchemaAgreementTimeout: 2 * time.Second,
+		DataDir:                dir,
+		Addr:                   "127.0.0.1:0",
+		GossipAddr:             "127.0.0.1:0",
+		Seeds:                  seeds,
+		NoSync:                 true, // durability is the crash test's subject, not these tests'
+		Profile:                cluster.ProfileTest,
+		Storage:                smallStorage,
+		SchemaAgreementTimeout: schemaAgreementTimeout,
 		Logger:                 quietLogger(),
 	}
 }
@@ -56,39 +61,30 @@ func startCluster(t *testing.T, n int) *testCluster {
 	return startClusterWith(t, n, nil)
 }
 
-// startClusterWith is startCluster with a hook that adjusts each node's configuration.
+// startClusterWith is startCluster with a hook that adjusts each node's configuration, at its
+// start and at every restart.
 func startClusterWith(t *testing.T, n int, adjust func(*node.Config)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t}
-	for i := 0; i < n; i++ {
-		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
-		var seeds []string
-		if i > 0 {
-			seeds = []string{tc.seed}
-		}
-		cfg := nodeConfig(dir, seeds)
-		if adjust != nil {
-			adjust(&cfg)
-		}
-		nd, err := node.Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatalf("start node %d: %v", i, err)
-		}
-		if i == 0 {
-			tc.seed = nd.GossipAddr()
-		}
-		tc.dirs = append(tc.dirs, dir)
-		tc.nodes = append(tc.nodes, nd)
-		tc.ids = append(tc.ids, nd.ID())
-	}
-	t.Cleanup(func() {
-		for _, nd := range tc.nodes {
-			if nd != nil {
-				nd.Close()
+	c, err := testcluster.Start(context.Background(), testcluster.Options{
+		Dir:   t.TempDir(),
+		Nodes: n,
+		Adjust: func(_ int, cfg *node.Config) {
+			cfg.SchemaAgreementTimeout = schemaAgreementTimeout
+			if adjust != nil {
+				adjust(cfg)
 			}
-		}
+		},
 	})
-	tc.waitLive(10*time.Second, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	tc := &testCluster{t: t, c: c}
+	for _, nd := range c.Nodes() {
+		tc.dirs = append(tc.dirs, nd.DataDir)
+		tc.nodes = append(tc.nodes, nd.Node())
+		tc.ids = append(tc.ids, nd.ID)
+	}
 	return tc
 }
 
@@ -114,27 +110,23 @@ func (tc *testCluster) waitLive(timeout time.Duration, want int) {
 	}))
 }
 
+// stop closes node i gracefully.
 func (tc *testCluster) stop(i int) {
 	tc.t.Helper()
-	if err := tc.nodes[i].Close(); err != nil {
-		tc.t.Fatalf("close node %d: %v", i, err)
+	if err := tc.c.Stop(i); err != nil {
+		tc.t.Fatal(err)
 	}
 	tc.nodes[i] = nil
 }
 
+// restart starts stopped node i again on its data directory and waits until every running node
+// sees every running node live.
 func (tc *testCluster) restart(i int) {
 	tc.t.Helper()
-	seeds := []string{}
-	for j, nd := range tc.nodes {
-		if nd != nil && j != i {
-			seeds = append(seeds, nd.GossipAddr())
-		}
+	if err := tc.c.Restart(context.Background(), i); err != nil {
+		tc.t.Fatal(err)
 	}
-	nd, err := node.Start(context.Background(), nodeConfig(tc.dirs[i], seeds))
-	if err != nil {
-		tc.t.Fatalf("restart node %d: %v", i, err)
-	}
-	tc.nodes[i] = nd
+	tc.nodes[i] = tc.c.Node(i).Node()
 }
 
 func (tc *testCluster) client(i int) *client.Client {
@@ -227,7 +219,7 @@ func TestSchemaChangeReachesAllNodesAndACatchingUpNode(t *testing.T) {
 	c0 := tc.client(0)
 	start := time.Now()
 	exec(t, c0, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-	poll.Must(t, 2*time.Second, "all three nodes share node 0's schema digest", poll.Bool(func() bool {
+	poll.Must(t, 20*time.Second, "all three nodes share node 0's schema digest", poll.Bool(func() bool {
 		d := tc.nodes[0].SchemaDigest()
 		return tc.nodes[1].SchemaDigest() == d && tc.nodes[2].SchemaDigest() == d
 	}))
