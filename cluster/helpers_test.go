@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/poll"
 )
 
 // fakeSchema is a SchemaStore whose schema is a set of strings: the snapshot is the sorted set, one per
@@ -159,26 +161,19 @@ func (n *testNode) crash() {
 	n.shutdown(false)
 }
 
-// waitFor polls cond every few milliseconds until it returns "" (met) or the deadline passes, and then
-// fails the test with the last description of what was not reached.
+// waitFor waits through internal/poll until cond returns "" (met), failing the test with cond's
+// last description of what was not reached once timeout passes, and returns how long it took.
+// The package's conditions describe what they await themselves, hence no separate "what".
 func waitFor(t *testing.T, timeout time.Duration, cond func() string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		msg := cond()
-		if msg == "" {
-			return time.Since(start)
+	poll.Must(t, timeout, "cluster condition", func() error {
+		if msg := cond(); msg != "" {
+			return errors.New(msg)
 		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("not reached within %v: %s", timeout, msg)
-		case <-tick.C:
-		}
-	}
+		return nil
+	})
+	return time.Since(start)
 }
 
 // liveView describes which nodes n sees live, e.g. "a:live b:down".

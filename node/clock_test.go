@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 )
 
@@ -48,7 +49,7 @@ func TestClockSkewMetrics(t *testing.T) {
 	want := [3][3]float64{{0, 0, skew}, {0, 0, skew}, {-skew, -skew, 0}}
 	for obs := range 3 {
 		reg := tc.nodes[obs].Registry()
-		waitFor(t, 20*time.Second, fmt.Sprintf("node %d exports its peers' clock offsets and a skew of %vs", obs, skew), func() bool {
+		poll.Must(t, 20*time.Second, fmt.Sprintf("node %d exports its peers' clock offsets and a skew of %vs", obs, skew), poll.Bool(func() bool {
 			for peer := range 3 {
 				got, ok := gaugeOf(t, reg, "kvnode_cluster_clock_offset_seconds", "peer", tc.nodeID(peer))
 				if peer == obs {
@@ -63,17 +64,17 @@ func TestClockSkewMetrics(t *testing.T) {
 			}
 			got, ok := gaugeOf(t, reg, "kvnode_cluster_clock_skew_seconds")
 			return ok && near(got, skew)
-		})
+		}))
 	}
 
 	// The skewed node leaves: its series disappear and the skew falls back to what is left.
 	tc.stop(2)
 	for obs := range 2 {
 		reg := tc.nodes[obs].Registry()
-		waitFor(t, 10*time.Second, fmt.Sprintf("node %d drops node 2's clock offset and reports no skew", obs), func() bool {
+		poll.Must(t, 10*time.Second, fmt.Sprintf("node %d drops node 2's clock offset and reports no skew", obs), poll.Bool(func() bool {
 			_, ok := gaugeOf(t, reg, "kvnode_cluster_clock_offset_seconds", "peer", tc.nodeID(2))
 			got, _ := gaugeOf(t, reg, "kvnode_cluster_clock_skew_seconds")
 			return !ok && near(got, 0)
-		})
+		}))
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -37,9 +38,9 @@ func TestQuorumReadsAndWritesAcrossNodesAndFailures(t *testing.T) {
 	tc.stop(2)
 	// Coordinators pick replicas by what their failure detector says, so wait until both live
 	// nodes know; until then a read may be sent to the closed node and fail.
-	waitFor(t, 10*time.Second, "nodes 0 and 1 see node 2 down", func() bool {
+	poll.Must(t, 10*time.Second, "nodes 0 and 1 see node 2 down", poll.Bool(func() bool {
 		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(tc.nodeID(2))) && !tc.nodes[1].Cluster().IsLive(cluster.NodeID(tc.nodeID(2)))
-	})
+	}))
 	exec(t, clients[0], client.Quorum, "INSERT INTO ks.kv (k, c, v) VALUES ('a', 2, 'two')")
 	_, rows, err := clients[1].Query(context.Background(), client.Quorum, "SELECT c, v FROM ks.kv WHERE k = 'a'")
 	if err != nil {
@@ -57,9 +58,9 @@ func TestQuorumReadsAndWritesAcrossNodesAndFailures(t *testing.T) {
 	}
 
 	tc.stop(1)
-	waitFor(t, 10*time.Second, "node 0 sees node 1 down", func() bool {
+	poll.Must(t, 10*time.Second, "node 0 sees node 1 down", poll.Bool(func() bool {
 		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(tc.nodeID(1)))
-	})
+	}))
 	_, err = clients[0].Execute(context.Background(), client.Quorum, "INSERT INTO ks.kv (k, c, v) VALUES ('a', 4, 'four')")
 	var un *client.UnavailableError
 	if !errors.As(err, &un) || un.Live != 1 || un.Required != 2 {
@@ -96,8 +97,17 @@ func hammer(t *testing.T, c *client.Client, table, key string, n int, limit uint
 	return ok, byCoordinator, byReplicas
 }
 
+// frozenClock is a node clock stopped at a second boundary: the limiter's counters never decay,
+// so a test's writes all fall in one second however slowly a loaded machine sends them.
+func frozenClock(c *node.Config) {
+	frozen := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	c.Now = func() time.Time { return frozen }
+}
+
+// TestRateLimitRejectedByCoordinatorThenLifted runs on a frozen clock: on the wall clock, 400
+// writes sent slower than 50 a second by a busy machine would never reach the limit.
 func TestRateLimitRejectedByCoordinatorThenLifted(t *testing.T) {
-	tc := startCluster(t, 3)
+	tc := startClusterWith(t, 3, frozenClock)
 	c := tc.client(0)
 	exec(t, c, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
 	exec(t, c, client.One, "CREATE TABLE ks.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
@@ -115,14 +125,15 @@ func TestRateLimitRejectedByCoordinatorThenLifted(t *testing.T) {
 	}
 
 	exec(t, c, client.One, "ALTER TABLE ks.limited WITH per_partition_rate_limit = {}")
-	waitFor(t, 2*time.Second, "writes to the hot partition are accepted again after ALTER ... = {}", func() bool {
+	poll.Must(t, 10*time.Second, "writes to the hot partition are accepted again after ALTER ... = {}", poll.Bool(func() bool {
 		ok, rc, rr := hammer(t, c, "ks.limited", "hot", 50, 50)
 		return ok == 50 && rc+rr == 0
-	})
+	}))
 }
 
+// TestRateLimitRejectedByReplicas runs on a frozen clock, as TestRateLimitRejectedByCoordinatorThenLifted.
 func TestRateLimitRejectedByReplicas(t *testing.T) {
-	tc := startCluster(t, 3)
+	tc := startClusterWith(t, 3, frozenClock)
 	c0 := tc.client(0)
 	exec(t, c0, client.One, "CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
 	exec(t, c0, client.One, "CREATE TABLE rf1.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
@@ -165,8 +176,8 @@ func TestRejectionsReachTheOtherReplicas(t *testing.T) {
 	table, _ := tc.nodes[0].Schema().Table("ks", "limited")
 	token := partitioner.Token([]byte("hot"))
 	for i := 1; i < 3; i++ {
-		waitFor(t, 5*time.Second, fmt.Sprintf("node %d counts all %d writes (%d it applied, %d rejected by node 0)", i, writes, ok, byCoordinator), func() bool {
+		poll.Must(t, 5*time.Second, fmt.Sprintf("node %d counts all %d writes (%d it applied, %d rejected by node 0)", i, writes, ok, byCoordinator), poll.Bool(func() bool {
 			return tc.nodes[i].Replica().Count(table.ID, token, replicapb.Op_OP_WRITE, frozen) == writes
-		})
+		}))
 	}
 }

@@ -3,11 +3,10 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
 )
 
@@ -15,48 +14,17 @@ import (
 // loopback, from the client's request to its answer: agreement among the nodes, the push, and
 // the wait until every live node gossips the new schema digest.
 func BenchmarkCreateTable(b *testing.B) {
-	var nodes []*node.Node
-	defer func() {
-		for _, nd := range nodes {
-			nd.Close()
-		}
-	}()
-	for i := range 3 {
-		var seeds []string
-		if i > 0 {
-			seeds = []string{nodes[0].GossipAddr()}
-		}
-		nd, err := node.Start(context.Background(), nodeConfig(filepath.Join(b.TempDir(), fmt.Sprint(i)), seeds))
-		if err != nil {
-			b.Fatal(err)
-		}
-		nodes = append(nodes, nd)
-	}
-	timeout := time.NewTimer(20 * time.Second)
-	defer timeout.Stop()
-	for {
-		changed := nodes[0].Cluster().Changed()
-		live := 0
-		for _, m := range nodes[0].Cluster().Members() {
-			if m.Live {
-				live++
-			}
-		}
-		if live == 3 {
-			break
-		}
-		select {
-		case <-changed:
-		case <-timeout.C:
-			b.Fatal("the three nodes did not see each other")
-		}
-	}
 	ctx := context.Background()
-	c, err := client.Dial(ctx, nodes[0].Addr())
+	tc, err := testcluster.Start(ctx, testcluster.Options{
+		Dir:    b.TempDir(),
+		Nodes:  3,
+		Adjust: func(_ int, cfg *node.Config) { cfg.SchemaAgreementTimeout = schemaAgreementTimeout },
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	defer tc.Close()
+	c := tc.Node(0).Client()
 	if _, err := c.Execute(ctx, client.One, "CREATE KEYSPACE r WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}"); err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
@@ -56,14 +57,14 @@ func isAlreadyExists(err error, name string) bool {
 // waitSchema waits until every running node's schema satisfies cond.
 func (tc *testCluster) waitSchema(what string, cond func(*schema.Schema) bool) {
 	tc.t.Helper()
-	waitFor(tc.t, 20*time.Second, what, func() bool {
+	poll.Must(tc.t, 20*time.Second, what, poll.Bool(func() bool {
 		for _, nd := range tc.nodes {
 			if nd != nil && !cond(nd.Schema()) {
 				return false
 			}
 		}
 		return true
-	})
+	}))
 }
 
 const ddlRounds = 20
@@ -204,9 +205,9 @@ func TestDDLWithMajorityDownFails(t *testing.T) {
 	// With one node back there is a majority again.
 	tc.restart(1)
 	tc.waitLive(20*time.Second, 2)
-	waitFor(t, 20*time.Second, "CREATE TABLE succeeds with 2 of 3 nodes up", func() bool {
+	poll.Must(t, 20*time.Second, "CREATE TABLE succeeds with 2 of 3 nodes up", poll.Bool(func() bool {
 		return execErr(c0, "CREATE TABLE IF NOT EXISTS r.t (k text PRIMARY KEY)") == nil
-	})
+	}))
 }
 
 // tableSeries returns the metric families of g that have a series for table ks.table.

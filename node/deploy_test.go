@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/poll"
 )
 
 // The operator files in deploy/ must only use metrics a node exports. These tests parse the
@@ -244,9 +245,9 @@ func TestDeployFilesUseExportedMetrics(t *testing.T) {
 	hammerTable(t, c, "rf1.limited", key, 60)
 	exec(t, c, client.Quorum, "SELECT v FROM rf3.limited WHERE k = 'hot'")
 	// Per-peer clock offsets exist once gossip probes have measured the peers.
-	waitFor(t, 10*time.Second, "node 0 measures both peers' clocks", func() bool {
+	poll.Must(t, 10*time.Second, "node 0 measures both peers' clocks", poll.Bool(func() bool {
 		return len(tc.nodes[0].Cluster().ClockOffsets()) == 2
-	})
+	}))
 	mfs, err := tc.nodes[0].Registry().Gather()
 	if err != nil {
 		t.Fatal(err)

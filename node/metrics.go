@@ -301,6 +301,7 @@ var _ coordinator.Observer = (*coordinatorMetrics)(nil)
 type clusterCollector struct {
 	c                                  *cluster.Cluster
 	live, down, agreement, disagreeing *prometheus.Desc
+	memberUp                           *prometheus.Desc
 	clockOffset, clockSkew             *prometheus.Desc
 }
 
@@ -315,6 +316,9 @@ func newClusterCollector(c *cluster.Cluster) *clusterCollector {
 			"1 when every live member gossips the same schema digest as this node, 0 otherwise.", nil, nil),
 		disagreeing: prometheus.NewDesc("kvnode_cluster_schema_disagreeing_members",
 			"Live members whose schema digest differs from this node's.", nil, nil),
+		memberUp: prometheus.NewDesc("kvnode_cluster_member_up",
+			"One series per ring member, labelled with its node id: 1 while this node's failure detector considers it up (this node included), 0 while down. Tools and tests read membership from it.",
+			[]string{"member"}, nil),
 		clockOffset: prometheus.NewDesc("kvnode_cluster_clock_offset_seconds",
 			"How far a live peer's clock is ahead of this node's (negative: behind), measured through gossip probes: the median of the last 8 samples, each within about half a probe round trip. Peers that are down or have left have no series.",
 			[]string{"peer"}, nil),
@@ -330,6 +334,7 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.down
 	ch <- c.agreement
 	ch <- c.disagreeing
+	ch <- c.memberUp
 	ch <- c.clockOffset
 	ch <- c.clockSkew
 }
@@ -338,11 +343,14 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	var live, down int
 	for _, m := range c.c.Members() {
+		up := 0.0
 		if m.Live {
 			live++
+			up = 1
 		} else {
 			down++
 		}
+		ch <- prometheus.MustNewConstMetric(c.memberUp, prometheus.GaugeValue, up, string(m.ID))
 	}
 	disagreeing := len(c.c.SchemaDisagreement())
 	agreement := 0.0

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitioner"
 )
@@ -218,6 +219,7 @@ func TestMetricsEndpointServesValidExposition(t *testing.T) {
 		"kvnode_storage_disk_usage_bytes",
 		"kvnode_cluster_live_members", "kvnode_cluster_down_members",
 		"kvnode_cluster_schema_agreement", "kvnode_cluster_schema_disagreeing_members",
+		"kvnode_cluster_member_up",
 	} {
 		if _, ok := families[name]; !ok {
 			t.Errorf("/metrics has no %s", name)
@@ -251,8 +253,18 @@ func TestClusterMetricsSeeADownNode(t *testing.T) {
 	if live, down := metricValue(t, reg, "kvnode_cluster_live_members"), metricValue(t, reg, "kvnode_cluster_down_members"); live != 3 || down != 0 {
 		t.Fatalf("with every node up: live %v, down %v; want 3 and 0", live, down)
 	}
+	for i := range 3 {
+		if up, ok := gaugeOf(t, reg, "kvnode_cluster_member_up", "member", tc.nodeID(i)); !ok || up != 1 {
+			t.Fatalf("with every node up: kvnode_cluster_member_up{member=node %d} = %v (present %v), want 1", i, up, ok)
+		}
+	}
 	tc.stop(2)
-	waitFor(t, 10*time.Second, "node 0 counts node 2 down in kvnode_cluster_down_members", func() bool {
+	poll.Must(t, 10*time.Second, "node 0 counts node 2 down in kvnode_cluster_down_members", poll.Bool(func() bool {
 		return metricValue(t, reg, "kvnode_cluster_down_members") == 1 && metricValue(t, reg, "kvnode_cluster_live_members") == 2
-	})
+	}))
+	for i, want := range []float64{1, 1, 0} {
+		if up, ok := gaugeOf(t, reg, "kvnode_cluster_member_up", "member", tc.nodeID(i)); !ok || up != want {
+			t.Errorf("node 0 reports kvnode_cluster_member_up{member=node %d} = %v (present %v), want %v", i, up, ok, want)
+		}
+	}
 }

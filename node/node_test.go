@@ -14,18 +14,21 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/replica"
 )
 
 // testCluster is a set of in-process nodes on loopback with random ports and the fast gossip
-// profile. Nodes are addressed by index; a closed node's data directory stays for a restart.
+// profile, run by internal/testcluster. Nodes are addressed by index; a closed node's data
+// directory stays for a restart.
 type testCluster struct {
 	t     *testing.T
+	c     *testcluster.Cluster
 	dirs  []string
-	nodes []*node.Node
-	ids   []string // node ids, kept while a node is closed
-	seed  string
+	nodes []*node.Node // node i, nil while it is stopped
+	ids   []string     // node ids, kept while a node is closed
 }
 
 // smallStorage keeps several in-process nodes' pebble caches small.
@@ -33,17 +36,20 @@ var smallStorage = replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// schemaAgreementTimeout keeps DDL fast when a node is down on purpose.
+const schemaAgreementTimeout = 2 * time.Second
+
+// nodeConfig is the configuration of a node started outside a testCluster.
 func nodeConfig(dir string, seeds []string) node.Config {
 	return node.Config{
-		DataDir:    dir,
-		Addr:       "127.0.0.1:0",
-		GossipAddr: "127.0.0.1:0",
-		Seeds:      seeds,
-		NoSync:     true, // durability is the crash test's subject, not these tests'
-		Profile:    cluster.ProfileTest,
-		Storage:    smallStorage,
-		// Keep DDL fast when a node is down on purpose.
-		SchemaAgreementTimeout: 2 * time.Second,
+		DataDir:                dir,
+		Addr:                   "127.0.0.1:0",
+		GossipAddr:             "127.0.0.1:0",
+		Seeds:                  seeds,
+		NoSync:                 true, // durability is the crash test's subject, not these tests'
+		Profile:                cluster.ProfileTest,
+		Storage:                smallStorage,
+		SchemaAgreementTimeout: schemaAgreementTimeout,
 		Logger:                 quietLogger(),
 	}
 }
@@ -55,62 +61,37 @@ func startCluster(t *testing.T, n int) *testCluster {
 	return startClusterWith(t, n, nil)
 }
 
-// startClusterWith is startCluster with a hook that adjusts each node's configuration.
+// startClusterWith is startCluster with a hook that adjusts each node's configuration, at its
+// start and at every restart.
 func startClusterWith(t *testing.T, n int, adjust func(*node.Config)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t}
-	for i := 0; i < n; i++ {
-		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
-		var seeds []string
-		if i > 0 {
-			seeds = []string{tc.seed}
-		}
-		cfg := nodeConfig(dir, seeds)
-		if adjust != nil {
-			adjust(&cfg)
-		}
-		nd, err := node.Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatalf("start node %d: %v", i, err)
-		}
-		if i == 0 {
-			tc.seed = nd.GossipAddr()
-		}
-		tc.dirs = append(tc.dirs, dir)
-		tc.nodes = append(tc.nodes, nd)
-		tc.ids = append(tc.ids, nd.ID())
-	}
-	t.Cleanup(func() {
-		for _, nd := range tc.nodes {
-			if nd != nil {
-				nd.Close()
+	c, err := testcluster.Start(context.Background(), testcluster.Options{
+		Dir:   t.TempDir(),
+		Nodes: n,
+		Adjust: func(_ int, cfg *node.Config) {
+			cfg.SchemaAgreementTimeout = schemaAgreementTimeout
+			if adjust != nil {
+				adjust(cfg)
 			}
-		}
+		},
 	})
-	tc.waitLive(10*time.Second, n)
-	return tc
-}
-
-// waitFor checks cond every few milliseconds until it holds, and fails naming what was not
-// reached if the deadline passes first.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("%s: not reached within %v", what, timeout)
-		case <-tick.C:
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
+	tc := &testCluster{t: t, c: c}
+	for _, nd := range c.Nodes() {
+		tc.dirs = append(tc.dirs, nd.DataDir)
+		tc.nodes = append(tc.nodes, nd.Node())
+		tc.ids = append(tc.ids, nd.ID)
+	}
+	return tc
 }
 
 // waitLive waits until every running node counts want live members.
 func (tc *testCluster) waitLive(timeout time.Duration, want int) {
 	tc.t.Helper()
-	waitFor(tc.t, timeout, fmt.Sprintf("every running node sees %d live members", want), func() bool {
+	poll.Must(tc.t, timeout, fmt.Sprintf("every running node sees %d live members", want), poll.Bool(func() bool {
 		for _, nd := range tc.nodes {
 			if nd == nil {
 				continue
@@ -126,30 +107,26 @@ func (tc *testCluster) waitLive(timeout time.Duration, want int) {
 			}
 		}
 		return true
-	})
+	}))
 }
 
+// stop closes node i gracefully.
 func (tc *testCluster) stop(i int) {
 	tc.t.Helper()
-	if err := tc.nodes[i].Close(); err != nil {
-		tc.t.Fatalf("close node %d: %v", i, err)
+	if err := tc.c.Stop(i); err != nil {
+		tc.t.Fatal(err)
 	}
 	tc.nodes[i] = nil
 }
 
+// restart starts stopped node i again on its data directory and waits until every running node
+// sees every running node live.
 func (tc *testCluster) restart(i int) {
 	tc.t.Helper()
-	seeds := []string{}
-	for j, nd := range tc.nodes {
-		if nd != nil && j != i {
-			seeds = append(seeds, nd.GossipAddr())
-		}
+	if err := tc.c.Restart(context.Background(), i); err != nil {
+		tc.t.Fatal(err)
 	}
-	nd, err := node.Start(context.Background(), nodeConfig(tc.dirs[i], seeds))
-	if err != nil {
-		tc.t.Fatalf("restart node %d: %v", i, err)
-	}
-	tc.nodes[i] = nd
+	tc.nodes[i] = tc.c.Node(i).Node()
 }
 
 func (tc *testCluster) client(i int) *client.Client {
@@ -219,9 +196,9 @@ func TestDownNodeKeepsRangesAndRestartsWithSameIdentity(t *testing.T) {
 	id := tc.nodes[2].ID()
 	tokens := tc.nodes[0].Cluster().Ring().Tokens(cluster.NodeID(id))
 	tc.stop(2)
-	waitFor(t, 10*time.Second, "nodes 0 and 1 see node 2 down", func() bool {
+	poll.Must(t, 10*time.Second, "nodes 0 and 1 see node 2 down", poll.Bool(func() bool {
 		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(id)) && !tc.nodes[1].Cluster().IsLive(cluster.NodeID(id))
-	})
+	}))
 	for i := 0; i < 2; i++ {
 		if got := tc.nodes[i].Cluster().Ring().Tokens(cluster.NodeID(id)); !slices.Equal(got, tokens) {
 			t.Errorf("node %d: down node's tokens %v, want it still to own %v", i, got, tokens)
@@ -242,19 +219,19 @@ func TestSchemaChangeReachesAllNodesAndACatchingUpNode(t *testing.T) {
 	c0 := tc.client(0)
 	start := time.Now()
 	exec(t, c0, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-	waitFor(t, 2*time.Second, "all three nodes share node 0's schema digest", func() bool {
+	poll.Must(t, 20*time.Second, "all three nodes share node 0's schema digest", poll.Bool(func() bool {
 		d := tc.nodes[0].SchemaDigest()
 		return tc.nodes[1].SchemaDigest() == d && tc.nodes[2].SchemaDigest() == d
-	})
+	}))
 	t.Logf("DDL applied and agreed on by all nodes %v after it was sent", time.Since(start))
 
 	tc.stop(2)
 	// Node 2 is down, so it is not a live node that must agree: the DDL succeeds without waiting.
 	exec(t, c0, client.One, "CREATE TABLE ks.t (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
 	tc.restart(2)
-	waitFor(t, 10*time.Second, "the restarted node catches up with the table created while it was down", func() bool {
+	poll.Must(t, 10*time.Second, "the restarted node catches up with the table created while it was down", poll.Bool(func() bool {
 		return tc.nodes[2].SchemaDigest() == tc.nodes[0].SchemaDigest()
-	})
+	}))
 	c2 := tc.client(2)
 	desc := exec(t, c2, client.One, "DESCRIBE TABLE ks.t").Description
 	if !strings.Contains(desc, "max_writes_per_second") {

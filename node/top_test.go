@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/replica"
 )
 
@@ -45,7 +46,7 @@ func TestTopPartitionsMergesEveryNode(t *testing.T) {
 		estimate []float64
 	)
 	ctx := context.Background()
-	waitFor(t, 10*time.Second, "node 2 lists the hot partitions of every node, with propagated counts", func() bool {
+	poll.Must(t, 10*time.Second, "node 2 lists the hot partitions of every node, with propagated counts", poll.Bool(func() bool {
 		res, err := c2.TopPartitions(ctx, "", "", 0)
 		if err != nil {
 			t.Fatalf("TopPartitions through node 2: %v", err)
@@ -67,7 +68,7 @@ func TestTopPartitionsMergesEveryNode(t *testing.T) {
 		}
 		last = fmt.Sprintf("%+v, rejected/s %v (unreachable %v)", got, estimate, res.UnreachableNodes)
 		return fmt.Sprint(got) == fmt.Sprint(want)
-	})
+	}))
 	t.Logf("node 2 lists %s; the clients saw %v rejected", last, rejected)
 	// Rejections are sampled one in replica.HotSample: the estimates are near the counts.
 	for i, r := range rejected {
@@ -99,7 +100,7 @@ func TestTopPartitionsMergesEveryNode(t *testing.T) {
 	// A node down is named, and what the others saw is still listed.
 	down := tc.nodes[1].ID()
 	tc.stop(1)
-	waitFor(t, 10*time.Second, "node 2 sees node 1 down", func() bool { return !tc.nodes[2].Cluster().IsLive(cluster.NodeID(down)) })
+	poll.Must(t, 10*time.Second, "node 2 sees node 1 down", poll.Bool(func() bool { return !tc.nodes[2].Cluster().IsLive(cluster.NodeID(down)) }))
 	res, err = c2.TopPartitions(ctx, "rf3", "", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,13 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/replica"
 )
@@ -24,98 +23,50 @@ const clusterName = "kvnode-demo"
 const (
 	liveTimeout   = 30 * time.Second
 	schemaTimeout = 15 * time.Second
-	pollInterval  = 10 * time.Millisecond
 )
 
-// startNodes starts numNodes nodes in subdirectories of dir on free loopback ports, each joining
-// through the first. On error it closes the nodes it started. The caller closes the rest with
-// closeNodes.
-func startNodes(ctx context.Context, dir string, log *slog.Logger) ([]*node.Node, error) {
-	var nodes []*node.Node
-	for i := range numNodes {
-		cfg := node.Config{
-			DataDir:     filepath.Join(dir, fmt.Sprintf("node%d", i+1)),
-			Addr:        "127.0.0.1:0",
-			GossipAddr:  "127.0.0.1:0",
-			ClusterName: clusterName,
-			// The data is thrown away at the end; syncing every write would only make the demo
-			// measure the disk.
-			NoSync:  true,
-			Profile: cluster.ProfileLocal,
-			// Three nodes share one process: keep their pebble caches small.
-			Storage: replica.Options{CacheSize: 16 << 20, MemTableSize: 4 << 20},
-			Logger:  log.With("demo_node", i+1),
-		}
-		if i > 0 {
-			cfg.Seeds = []string{nodes[0].GossipAddr()}
-		}
-		n, err := node.Start(ctx, cfg)
-		if err != nil {
-			closeNodes(nodes)
-			return nil, fmt.Errorf("demo: start node %d: %w", i+1, err)
-		}
-		nodes = append(nodes, n)
+// startNodes starts numNodes nodes (internal/testcluster) in subdirectories of dir on free
+// loopback ports, each joining through the first, and waits until every node sees every node
+// live. On error it closes the nodes it started; the caller closes the cluster otherwise.
+func startNodes(ctx context.Context, dir string, log *slog.Logger) (*testcluster.Cluster, error) {
+	c, err := testcluster.Start(ctx, testcluster.Options{
+		Dir:         dir,
+		Nodes:       numNodes,
+		ClusterName: clusterName,
+		// The data is thrown away at the end; syncing every write would only make the demo
+		// measure the disk.
+		Sync:         false,
+		Profile:      cluster.ProfileLocal,
+		Logger:       log,
+		LogKey:       "demo_node",
+		StartTimeout: liveTimeout,
+		Adjust: func(_ int, cfg *node.Config) {
+			// Three nodes share one process: keep their pebble caches small, but not as small as
+			// a test's.
+			cfg.Storage = replica.Options{CacheSize: 16 << 20, MemTableSize: 4 << 20}
+			// The node's default, not the test cluster's short one.
+			cfg.SchemaAgreementTimeout = 0
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return nodes, nil
+	return c, nil
 }
 
-// closeNodes closes every node at once (each Close leaves the cluster, which takes a moment) and
-// returns their errors joined.
-func closeNodes(nodes []*node.Node) error {
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() {
-			if err := n.Close(); err != nil {
-				errs[i] = fmt.Errorf("node %d: %w", i+1, err)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// allLive reports whether every node sees every node live.
-func allLive(nodes []*node.Node) bool {
-	for _, n := range nodes {
-		live := 0
-		for _, m := range n.Cluster().Members() {
-			if m.Live {
-				live++
+// waitSchemaAgreed waits until every node holds the same schema.
+func waitSchemaAgreed(ctx context.Context, c *testcluster.Cluster) error {
+	err := poll.Until(ctx, schemaTimeout, "every node holds the demo table", func() error {
+		nodes := c.Nodes()
+		for _, n := range nodes[1:] {
+			if got, want := n.Node().SchemaDigest(), nodes[0].Node().SchemaDigest(); got != want {
+				return fmt.Errorf("%s has schema %s, %s has %s", n.Name, got, nodes[0].Name, want)
 			}
 		}
-		if live != len(nodes) {
-			return false
-		}
-	}
-	return true
-}
-
-// schemaAgreed reports whether every node holds the same schema.
-func schemaAgreed(nodes []*node.Node) bool {
-	for _, n := range nodes[1:] {
-		if n.SchemaDigest() != nodes[0].SchemaDigest() {
-			return false
-		}
-	}
-	return true
-}
-
-// waitUntil checks cond every pollInterval until it holds. It fails, saying what was awaited,
-// when timeout passes first, and returns ctx's error when ctx ends first.
-func waitUntil(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("demo: %s: not reached within %v", what, timeout)
-		case <-tick.C:
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	return nil
 }

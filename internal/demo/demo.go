@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/internal/testcluster"
 )
 
 // The schema the demo creates.
@@ -112,30 +112,27 @@ func execute(ctx context.Context, cfg Config, e env) (res *result, err error) {
 	fmt.Fprintf(out, "and one hot partition offered %.1f× that limit beside ordinary background traffic.\n\n", float64(cfg.HotRate)/float64(cfg.Limit))
 
 	fmt.Fprintf(out, "Starting %d nodes on loopback, data in %s (temporary; writes are not synced to disk)\n", numNodes, dir)
-	nodes, err := startNodes(ctx, dir, log)
+	c, err := startNodes(ctx, dir, log)
 	if err != nil {
 		return res, err
 	}
 	defer func() {
 		fmt.Fprintf(out, "\nStopping the %d nodes and removing %s\n", numNodes, dir)
-		if cerr := closeNodes(nodes); cerr != nil {
+		if cerr := c.Close(); cerr != nil {
 			// The directory is removed next in any case; a node that did not leave cleanly is
 			// worth a warning, not a failed demo.
 			fmt.Fprintf(e.stderr, "demo: warning: stopping the nodes: %v\n", cerr)
 		}
 	}()
-	addrs := make([]string, len(nodes))
-	for i, n := range nodes {
+	addrs := make([]string, numNodes)
+	for i, n := range c.Nodes() {
 		addrs[i] = n.Addr()
-		fmt.Fprintf(out, "  node %d  id %s  client %s  gossip %s\n", i+1, n.ID(), n.Addr(), n.GossipAddr())
-	}
-	if err := waitUntil(ctx, liveTimeout, fmt.Sprintf("every node sees %d live members", numNodes), func() bool { return allLive(nodes) }); err != nil {
-		return res, err
+		fmt.Fprintf(out, "  node %d  id %s  client %s  gossip %s\n", i+1, n.ID, n.Addr(), n.Node().GossipAddr())
 	}
 	fmt.Fprintf(out, "  all %d nodes see each other as live after %.1fs\n\n", numNodes, time.Since(began).Seconds())
 
 	fmt.Fprintf(out, "Creating the schema through node 1:\n")
-	if err := createSchema(ctx, out, nodes, cfg.Limit); err != nil {
+	if err := createSchema(ctx, out, c, cfg.Limit); err != nil {
 		return res, err
 	}
 
@@ -150,21 +147,17 @@ func execute(ctx context.Context, cfg Config, e env) (res *result, err error) {
 
 // createSchema creates the demo keyspace and table through the first node, printing each
 // statement, and waits until every node holds the new schema.
-func createSchema(ctx context.Context, out io.Writer, nodes []*node.Node, limit int) error {
+func createSchema(ctx context.Context, out io.Writer, c *testcluster.Cluster, limit int) error {
 	dctx, cancel := context.WithTimeout(ctx, ddlTimeout)
 	defer cancel()
-	c, err := client.Dial(dctx, nodes[0].Addr())
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	defer c.Close()
+	cl := c.Node(0).Client()
 	for _, stmt := range []string{createKeyspace(), createTable(limit)} {
 		fmt.Fprintf(out, "  %s;\n", stmt)
-		if _, err := c.Execute(dctx, client.Quorum, stmt); err != nil {
+		if _, err := cl.Execute(dctx, client.Quorum, stmt); err != nil {
 			return fmt.Errorf("demo: %s: %w", stmt, err)
 		}
 	}
-	if err := waitUntil(ctx, schemaTimeout, "every node holds the demo table", func() bool { return schemaAgreed(nodes) }); err != nil {
+	if err := waitSchemaAgreed(ctx, c); err != nil {
 		return err
 	}
 	fmt.Fprintln(out)

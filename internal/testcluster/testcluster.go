@@ -1,8 +1,9 @@
 // Package testcluster runs a kvnode cluster inside one process: real nodes (node.Start) on
 // loopback with random ports, real pebble in data directories the caller chooses, real memberlist
-// and gRPC, each with a connected Go client. Tests, the perf driver and the demo start clusters
-// the same way through it, and learn membership as data (Members), never by reading DESCRIBE
-// CLUSTER text.
+// and gRPC, each with a connected Go client. The node package's tests and `kvnode demo` start
+// their clusters through it (test/e2e and test/perf run processes: see internal/testproc), and
+// learn membership as data (Members), never by reading DESCRIBE CLUSTER text. Its waits go
+// through internal/poll.
 //
 // A Cluster is driven from one goroutine at a time: Stop and Restart change which nodes run.
 package testcluster
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/replica"
 )
@@ -38,6 +40,8 @@ type Options struct {
 	ClusterName string
 	// Logger receives every node's logs, labelled with the node's name. Default: discarded.
 	Logger *slog.Logger
+	// LogKey is the log attribute that labels each node's logs. Default "testnode".
+	LogKey string
 	// Adjust, if set, changes node i's configuration (0-based) before each start and restart.
 	Adjust func(i int, cfg *node.Config)
 	// StartTimeout bounds how long Start and Restart wait for every node to see the others
@@ -113,6 +117,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.LogKey == "" {
+		opts.LogKey = "testnode"
+	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
@@ -156,7 +163,7 @@ func (c *Cluster) start(ctx context.Context, i int) error {
 		Storage: replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
 		// DDL with a node down on purpose should not wait long for its agreement.
 		SchemaAgreementTimeout: 5 * time.Second,
-		Logger:                 c.opts.Logger.With("testnode", n.Name),
+		Logger:                 c.opts.Logger.With(c.opts.LogKey, n.Name),
 	}
 	if c.opts.Adjust != nil {
 		c.opts.Adjust(i, &cfg)
@@ -278,18 +285,8 @@ func (c *Cluster) WaitSeenDown(ctx context.Context, i int) error {
 }
 
 func (c *Cluster) waitUntil(ctx context.Context, what string, cond func() bool) error {
-	deadline := time.NewTimer(c.opts.StartTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("testcluster: %s: %w", what, ctx.Err())
-		case <-deadline.C:
-			return fmt.Errorf("testcluster: %s: not reached within %v", what, c.opts.StartTimeout)
-		case <-tick.C:
-		}
+	if err := poll.Until(ctx, c.opts.StartTimeout, what, poll.Bool(cond)); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
 	}
 	return nil
 }

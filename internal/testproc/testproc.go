@@ -1,8 +1,12 @@
 // Package testproc runs kvnode clusters as real `kvnode serve` processes on loopback: it builds
 // the binary, starts nodes on random ports (each with its data directory and log files), learns
 // each node's identity and addresses from its serving line, restarts a node on the same
-// directory and addresses, SIGKILLs it, and stops everything. End-to-end tests and the model
-// checker's crash runs share it.
+// directory and addresses, SIGKILLs it, and stops everything. The end-to-end tests (test/e2e,
+// including the model checker's crash runs) and the perf driver (test/perf) share it.
+//
+// Membership is read as data: every node serves Prometheus metrics on a loopback port, and
+// MemberStates reads its kvnode_cluster_member_up{member} series (one per ring member, 1 up,
+// 0 down) from there, never DESCRIBE CLUSTER's text. Waits go through internal/poll.
 package testproc
 
 import (
@@ -10,24 +14,31 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/internal/serveline"
 )
 
 // Timeouts of the process plumbing. They are generous because the machine running the tests may
 // be busy; none of them is ever waited out on success.
 const (
-	StartTimeout = 30 * time.Second // from exec to the "serving clients" line
-	StopGrace    = 20 * time.Second // from SIGTERM to exit, before SIGKILL
-	KillTimeout  = 10 * time.Second // from SIGKILL to the process being reaped
-	DialTimeout  = 10 * time.Second // connecting the client to a started node
+	StartTimeout  = 30 * time.Second // from exec to the "serving clients" line
+	StopGrace     = 20 * time.Second // from SIGTERM to exit, before SIGKILL
+	KillTimeout   = 10 * time.Second // from SIGKILL to the process being reaped
+	DialTimeout   = 10 * time.Second // connecting the client to a started node
+	ScrapeTimeout = 10 * time.Second // one read of a node's metrics
 )
 
 // Build builds cmd/kvnode into dir with the go command on PATH and returns the binary's path.
@@ -113,9 +124,16 @@ type Node struct {
 	Binary  string
 	Sync    bool
 	Seeds   []string
+	// NumTokens is --num-tokens; 0 leaves serve's default.
+	NumTokens int
+	// LogLevel is --log-level; "" means info.
+	LogLevel string
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr string
+	// MetricsAddr is where the current (or last) process serves /metrics; each run binds a
+	// new port.
+	MetricsAddr string
 
 	proc    *Process       // the current (or last) process
 	client  *client.Client // connected to the current process; nil while it is down
@@ -152,13 +170,20 @@ func (n *Node) startOnce() error {
 	if n.Addr != "" {
 		addr, gossipAddr = n.Addr, n.GossipAddr
 	}
+	logLevel := n.LogLevel
+	if logLevel == "" {
+		logLevel = "info"
+	}
 	args := []string{"serve",
 		"--data-dir", n.DataDir,
 		"--addr", addr,
 		"--gossip-addr", gossipAddr,
 		"--metrics-addr", "127.0.0.1:0",
 		"--sync=" + fmt.Sprint(n.Sync),
-		"--log-level", "info",
+		"--log-level", logLevel,
+	}
+	if n.NumTokens != 0 {
+		args = append(args, "--num-tokens", strconv.Itoa(n.NumTokens))
 	}
 	if len(n.Seeds) > 0 {
 		args = append(args, "--seeds", strings.Join(n.Seeds, ","))
@@ -182,6 +207,7 @@ func (n *Node) startOnce() error {
 	cmd.Stdout = io.MultiWriter(stdout, watcher)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = KillTimeout
+	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: start %s: %w", n.Name, cmd, err)
 	}
@@ -209,6 +235,7 @@ func (n *Node) startOnce() error {
 		p.Kill()
 		return fmt.Errorf("%s restarted as %+v, want the identity and addresses it had: id %s, addr %s, gossip %s", n.Name, line, n.ID, n.Addr, n.GossipAddr)
 	}
+	n.MetricsAddr = line.MetricsAddr
 
 	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
 	defer cancel()
@@ -258,6 +285,10 @@ type Options struct {
 	Dir    string // data directories n1, n2, ... and the logs directory go here. Required.
 	Nodes  int    // default 3
 	Sync   bool   // --sync: acknowledge writes only once they are on disk
+	// NumTokens is every node's --num-tokens; 0 leaves serve's default.
+	NumTokens int
+	// LogLevel is every node's --log-level (its stderr file); "" means info.
+	LogLevel string
 }
 
 // Cluster is a set of kvnode processes on loopback; the first node is every other's seed.
@@ -281,11 +312,13 @@ func Start(opts Options) (*Cluster, error) {
 	c := &Cluster{}
 	for i := range opts.Nodes {
 		n := &Node{
-			Name:    fmt.Sprintf("n%d", i+1),
-			DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i+1)), // created by the node
-			LogDir:  logDir,
-			Binary:  opts.Binary,
-			Sync:    opts.Sync,
+			Name:      fmt.Sprintf("n%d", i+1),
+			DataDir:   filepath.Join(opts.Dir, fmt.Sprintf("n%d", i+1)), // created by the node
+			LogDir:    logDir,
+			Binary:    opts.Binary,
+			Sync:      opts.Sync,
+			NumTokens: opts.NumTokens,
+			LogLevel:  opts.LogLevel,
 		}
 		if i > 0 {
 			n.Seeds = []string{c.Nodes[0].GossipAddr}
@@ -349,33 +382,100 @@ func (c *Cluster) Named(states map[string]string) map[string]string {
 	return out
 }
 
-// MemberStates asks a node for DESCRIBE CLUSTER and returns how it sees each member: node id →
-// "UP" or "DOWN". (A process offers no other view of membership.)
-func MemberStates(ctx context.Context, c *client.Client) (map[string]string, error) {
-	res, err := c.Execute(ctx, client.One, "DESCRIBE CLUSTER")
-	if err != nil {
-		return nil, err
+// MemberMetric is the metric whose series say how a node sees each ring member: label member is
+// the member's node id, the value 1 while the node considers it up, 0 while down.
+const MemberMetric = "kvnode_cluster_member_up"
+
+// MemberStates reads how the node's current process sees each member from its metrics: node id →
+// "UP" or "DOWN".
+func (n *Node) MemberStates(ctx context.Context) (map[string]string, error) {
+	if !n.Running() {
+		return nil, fmt.Errorf("%s is not running", n.Name)
 	}
-	return ParseMemberStates(res.Description), nil
+	if n.MetricsAddr == "" {
+		return nil, fmt.Errorf("%s serves no metrics", n.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ScrapeTimeout)
+	defer cancel()
+	url := "http://" + n.MetricsAddr + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.Name, err)
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: GET %s: %s", n.Name, url, resp.Status)
+	}
+	states, err := ParseMemberStates(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", n.Name, url, err)
+	}
+	return states, nil
 }
 
-// ParseMemberStates reads the member table of DESCRIBE CLUSTER: one line per member, the id
-// first (followed by "*" for the answering node), then addresses, UP or DOWN, tokens, schema.
-func ParseMemberStates(desc string) map[string]string {
+// ParseMemberStates reads the MemberMetric series from metrics in the Prometheus text exposition
+// format: node id → "UP" (value 1) or "DOWN" (value 0). Metrics without the family, a series
+// without a member label, a member listed twice or a value other than 0 or 1 are errors.
+func ParseMemberStates(r io.Reader) (map[string]string, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("metrics do not parse: %w", err)
+	}
+	mf, ok := families[MemberMetric]
+	if !ok {
+		return nil, fmt.Errorf("metrics have no %s", MemberMetric)
+	}
 	states := map[string]string{}
-	for _, line := range strings.Split(desc, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		for _, w := range f[1:] {
-			if w == "UP" || w == "DOWN" {
-				states[f[0]] = w
-				break
+	for _, m := range mf.GetMetric() {
+		id := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "member" {
+				id = l.GetValue()
 			}
 		}
+		if id == "" {
+			return nil, fmt.Errorf("a %s series has no member label", MemberMetric)
+		}
+		if _, dup := states[id]; dup {
+			return nil, fmt.Errorf("%s lists member %s twice", MemberMetric, id)
+		}
+		switch v := m.GetGauge().GetValue(); v {
+		case 1:
+			states[id] = "UP"
+		case 0:
+			states[id] = "DOWN"
+		default:
+			return nil, fmt.Errorf("%s{member=%q} is %v, want 0 or 1", MemberMetric, id, v)
+		}
 	}
-	return states
+	return states, nil
+}
+
+// WaitStates waits up to timeout until every observer sees exactly the member states in want
+// (node id → "UP" or "DOWN"); the error names the last state seen.
+func (c *Cluster) WaitStates(ctx context.Context, timeout time.Duration, observers []*Node, want map[string]string) error {
+	var names []string
+	for _, n := range observers {
+		names = append(names, n.Name)
+	}
+	return poll.Until(ctx, timeout, fmt.Sprintf("%s see members %v", strings.Join(names, ", "), c.Named(want)), func() error {
+		for _, n := range observers {
+			got, err := n.MemberStates(ctx)
+			if err != nil {
+				return err
+			}
+			if !EqualStates(got, want) {
+				return fmt.Errorf("%s sees %v", n.Name, c.Named(got))
+			}
+		}
+		return nil
+	})
 }
 
 // EqualStates reports whether two member-state maps are equal.

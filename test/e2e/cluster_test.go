@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,53 +74,12 @@ func (tc *testCluster) allUp() map[string]string { return tc.pc.AllUp() }
 // named replaces node ids by node names in a member-state map, for messages.
 func (tc *testCluster) named(states map[string]string) map[string]string { return tc.pc.Named(states) }
 
-// waitStates waits until every observer's DESCRIBE CLUSTER shows exactly the member states in
-// want (node id → "UP" or "DOWN").
+// waitStates waits until every observer's metrics show exactly the member states in want (node
+// id → "UP" or "DOWN").
 func (tc *testCluster) waitStates(timeout time.Duration, observers []*node, want map[string]string) {
 	tc.t.Helper()
-	var names []string
-	for _, n := range observers {
-		names = append(names, n.Name)
-	}
-	waitFor(tc.t, timeout, fmt.Sprintf("%s see members %v", strings.Join(names, ", "), tc.named(want)), func() (bool, string) {
-		for _, n := range observers {
-			got, err := memberStates(n.Client())
-			if err != nil {
-				return false, fmt.Sprintf("%s: %v", n.Name, err)
-			}
-			if !testproc.EqualStates(got, want) {
-				return false, fmt.Sprintf("%s sees %v", n.Name, tc.named(got))
-			}
-		}
-		return true, ""
-	})
-}
-
-// memberStates asks a node for DESCRIBE CLUSTER and returns how it sees each member.
-func memberStates(c *client.Client) (map[string]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-	defer cancel()
-	return testproc.MemberStates(ctx, c)
-}
-
-// waitFor checks cond every 50 ms until it holds and fails the test, naming what was not reached
-// and the last state cond described, if timeout passes first.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (ok bool, state string)) {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("%s: not reached within %v; last: %s", what, timeout, state)
-		case <-tick.C:
-		}
+	if err := tc.pc.WaitStates(context.Background(), timeout, observers, want); err != nil {
+		tc.t.Fatal(err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/poll"
 )
 
 const (
@@ -99,8 +100,11 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 		return fmt.Sprintf("%d acknowledged (%d after the kill), %d failed before the kill, %d after",
 			w.acks.Load(), w.acksAfterKill.Load(), len(w.failuresBefore), len(w.failuresAfter))
 	}
-	waitFor(t, 30*time.Second, "the writer has 200 acknowledged QUORUM writes", func() (bool, string) {
-		return w.acks.Load() >= 200, progress()
+	poll.Must(t, 30*time.Second, "the writer has 200 acknowledged QUORUM writes", func() error {
+		if w.acks.Load() >= 200 {
+			return nil
+		}
+		return errors.New(progress())
 	})
 
 	w.killed.Store(true)
@@ -123,8 +127,11 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 			t.Errorf("ALL write through %s with %s down: err = %v (%T), want an UnavailableError for ALL with 2 live of 3 required", n.Name, n3.Name, err, err)
 		}
 	}
-	waitFor(t, 30*time.Second, "the writer has 100 acknowledged writes since the kill", func() (bool, string) {
-		return w.acksAfterKill.Load() >= 100, progress()
+	poll.Must(t, 30*time.Second, "the writer has 100 acknowledged writes since the kill", func() error {
+		if w.acksAfterKill.Load() >= 100 {
+			return nil
+		}
+		return errors.New(progress())
 	})
 
 	restartAt := time.Now()
@@ -135,8 +142,11 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 	t.Logf("%s restarted on %s and every node saw it UP %v later", n3.Name, n3.Addr, time.Since(restartAt).Round(time.Millisecond))
 	// Keep writing a little with all three up again, so writes around the rejoin are checked too.
 	target := w.acks.Load() + 100
-	waitFor(t, 30*time.Second, "the writer has 100 more acknowledged writes after the restart", func() (bool, string) {
-		return w.acks.Load() >= target, progress()
+	poll.Must(t, 30*time.Second, "the writer has 100 more acknowledged writes after the restart", func() error {
+		if w.acks.Load() >= target {
+			return nil
+		}
+		return errors.New(progress())
 	})
 	w.stop()
 
@@ -193,13 +203,13 @@ func TestSIGKILLDuringQuorumWrites(t *testing.T) {
 func readPartition(t *testing.T, n *node, p int) (rows map[int]int, failures []error) {
 	t.Helper()
 	stmt := fmt.Sprintf("SELECT c, v FROM crash.t WHERE k = 'p%d'", p)
-	waitFor(t, readRetryTimeout, fmt.Sprintf("%s at QUORUM through %s succeeds", stmt, n.Name), func() (bool, string) {
+	poll.Must(t, readRetryTimeout, fmt.Sprintf("%s at QUORUM through %s succeeds", stmt, n.Name), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 		defer cancel()
 		_, got, err := n.Client().Query(ctx, client.Quorum, stmt)
 		if err != nil {
 			failures = append(failures, err)
-			return false, err.Error()
+			return err
 		}
 		rows = make(map[int]int, len(got))
 		for _, r := range got {
@@ -210,7 +220,7 @@ func readPartition(t *testing.T, n *node, p int) (rows map[int]int, failures []e
 			}
 			rows[int(c)] = int(v)
 		}
-		return true, ""
+		return nil
 	})
 	return rows, failures
 }

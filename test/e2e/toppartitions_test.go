@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/poll"
 )
 
 // topPartitionsJSON is the part of kvnode toppartitions --json the test reads.
@@ -78,7 +80,7 @@ func TestTopPartitionsFindsTheHotKey(t *testing.T) {
 
 	var last string
 	asked := 0
-	waitFor(t, 60*time.Second, "kvnode toppartitions lists the hot key first, above twice its limit, from all three nodes", func() (bool, string) {
+	poll.Must(t, 60*time.Second, "kvnode toppartitions lists the hot key first, above twice its limit, from all three nodes", func() error {
 		select {
 		case <-benchDone:
 			t.Fatalf("kvnode bench exited early:\n%s", benchOut.String())
@@ -96,11 +98,14 @@ func TestTopPartitionsFindsTheHotKey(t *testing.T) {
 		}
 		last = fmt.Sprintf("%s answered %s", n.Name, strings.Join(strings.Fields(stdout), " "))
 		if len(res.Tables) != 1 || len(res.Tables[0].Partitions) == 0 {
-			return false, last
+			return errors.New(last)
 		}
 		first := res.Tables[0].Partitions[0]
-		return first.KeyText == "hot" && first.Op == "write" && first.Limit == limit &&
-			first.EstimatedOpsPerSecond > 2*limit && first.RejectedShare > 0.5 && first.Nodes == 3, last
+		if first.KeyText == "hot" && first.Op == "write" && first.Limit == limit &&
+			first.EstimatedOpsPerSecond > 2*limit && first.RejectedShare > 0.5 && first.Nodes == 3 {
+			return nil
+		}
+		return errors.New(last)
 	})
 	t.Logf("%s", last)
 

@@ -242,7 +242,7 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 	defer os.RemoveAll(root)
 	if bin == "" {
 		fmt.Fprintln(log, "perf: building ./cmd/kvnode")
-		if bin, err = buildKVNode(ctx, root); err != nil {
+		if bin, err = buildKVNode(root); err != nil {
 			return nil, err
 		}
 	}
