@@ -78,7 +78,7 @@ func (e *Executor) begin(req *Request, now time.Time, op Op, key partitionKey, d
 	if !step.LocalCheck {
 		return step, nil
 	}
-	d, err := e.local.Check(key.table, key.token, replicaOp(op), draw, now)
+	d, err := e.local.Check(key.table, key.token, op, draw, now)
 	if err != nil {
 		return Step{}, fmt.Errorf("coordinator: local limiter check: %w", err)
 	}
@@ -96,6 +96,7 @@ func (e *Executor) propagate(req *Request, op Op, key partitionKey) {
 // isLive reports whether id is up; the local node always is.
 func (e *Executor) isLive(id NodeID) bool { return id == e.localID || e.ring.IsLive(id) }
 
+// replicaOp converts op to the internode protocol's enum, at the edge of the shell.
 func replicaOp(op Op) replicapb.Op {
 	if op == OpRead {
 		return replicapb.Op_OP_READ

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
-	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // TestObserverNamesTheTableOfReadsAndWrites checks the keyspace and table OnRequest reports.
@@ -57,7 +57,7 @@ func TestObserverSeesReplicasDisagree(t *testing.T) {
 	c.settle()
 	// n1 now counts 100 operations more than n2 (as after an account delta n2 never got): it
 	// rejects (draw 0.99, count far above 2·10) while n2 admits.
-	if err := c.services["n1"].ApplyAccountDelta(tbl.ID, token, replicapb.Op_OP_WRITE, 100, c.clock.Now()); err != nil {
+	if err := c.services["n1"].ApplyAccountDelta(tbl.ID, token, schema.OpWrite, 100, c.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {

@@ -231,7 +231,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Consistency: spec.cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
-		Limit:       spec.table.RateLimit.MaxReadsPerSecond,
+		Limit:       spec.table.Limit(OpRead),
 		Deadline:    dl,
 	}
 	if p.Limit > 0 {

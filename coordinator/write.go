@@ -53,7 +53,7 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		Consistency: cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], token, ks.ReplicationFactor),
-		Limit:       w.Table.RateLimit.MaxWritesPerSecond,
+		Limit:       w.Table.Limit(OpWrite),
 		Deadline:    dl,
 	}
 	if p.Limit > 0 {
