@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/partitioner"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -23,7 +22,7 @@ func TestObserverNamesTheTableOfReadsAndWrites(t *testing.T) {
 		"SELECT v FROM nosuch WHERE k = 'a'",
 		"DESCRIBE TABLES",
 	} {
-		c.exec("n1", kvnodepb.Consistency_CONSISTENCY_ONE, stmt)
+		c.exec("n1", one, stmt)
 	}
 	c.observer.mu.Lock()
 	got := slices.Clone(c.observer.requestTables[len(before):])
@@ -51,7 +50,7 @@ func TestObserverSeesReplicasDisagree(t *testing.T) {
 	token := partitioner.Token([]byte("hot"))
 
 	// Agreeing replicas (both counters low): no disagreement.
-	if _, err := c.exec("n3", kvnodepb.Consistency_CONSISTENCY_ONE, "INSERT INTO t (k, v) VALUES ('hot', 1)"); err != nil {
+	if _, err := c.exec("n3", one, "INSERT INTO t (k, v) VALUES ('hot', 1)"); err != nil {
 		t.Fatal(err)
 	}
 	c.settle()
@@ -61,7 +60,7 @@ func TestObserverSeesReplicasDisagree(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		c.exec("n3", kvnodepb.Consistency_CONSISTENCY_ONE, "INSERT INTO t (k, v) VALUES ('hot', 2)")
+		c.exec("n3", one, "INSERT INTO t (k, v) VALUES ('hot', 2)")
 		c.settle()
 	}
 	c.observer.mu.Lock()

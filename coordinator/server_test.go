@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
@@ -27,7 +28,11 @@ func serve(t *testing.T, c *cluster, node coordinator.NodeID) *client.Client {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	kvnodepb.RegisterKVNodeServer(srv, coordinator.NewServer(c.executors[node]))
+	api, err := grpcapi.New(grpcapi.Config{Executor: c.executors[node]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvnodepb.RegisterKVNodeServer(srv, api)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -181,7 +186,7 @@ func TestErrorStatus(t *testing.T) {
 		{errors.New("boom"), codes.Internal},
 	}
 	for _, tt := range tests {
-		if got := coordinator.ErrorStatus(tt.err).Code(); got != tt.code {
+		if got := grpcapi.ErrorStatus(tt.err).Code(); got != tt.code {
 			t.Errorf("ErrorStatus(%v).Code() = %v, want %v", tt.err, got, tt.code)
 		}
 	}
