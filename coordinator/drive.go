@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -95,14 +94,6 @@ func (e *Executor) propagate(req *Request, op Op, key partitionKey) {
 
 // isLive reports whether id is up; the local node always is.
 func (e *Executor) isLive(id NodeID) bool { return id == e.localID || e.ring.IsLive(id) }
-
-// replicaOp converts op to the internode protocol's enum, at the edge of the shell.
-func replicaOp(op Op) replicapb.Op {
-	if op == OpRead {
-		return replicapb.Op_OP_READ
-	}
-	return replicapb.Op_OP_WRITE
-}
 
 // answer is a replica call's Response; abandoned when the call failed because its context
 // had ended.

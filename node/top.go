@@ -73,13 +73,8 @@ func (n *Node) gatherTopPartitions(ctx context.Context, req *replicapb.TopPartit
 func hotPartitions(ps []*replicapb.HotPartition) []grpcapi.HotPartition {
 	out := make([]grpcapi.HotPartition, 0, len(ps))
 	for _, p := range ps {
-		var op schema.Op
-		switch p.GetOp() {
-		case replicapb.Op_OP_READ:
-			op = schema.OpRead
-		case replicapb.Op_OP_WRITE:
-			op = schema.OpWrite
-		default:
+		op, ok := p.GetOp().Domain()
+		if !ok {
 			continue
 		}
 		out = append(out, grpcapi.HotPartition{

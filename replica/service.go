@@ -322,24 +322,10 @@ func checkOp(op schema.Op) error {
 // opFromWire converts the internode protocol's op to the domain's, at the edge: the service
 // speaks schema.Op inside.
 func opFromWire(op replicapb.Op) (schema.Op, error) {
-	switch op {
-	case replicapb.Op_OP_READ:
-		return schema.OpRead, nil
-	case replicapb.Op_OP_WRITE:
-		return schema.OpWrite, nil
+	if o, ok := op.Domain(); ok {
+		return o, nil
 	}
 	return 0, fmt.Errorf("%w: op %v is neither read nor write", ErrBadRequest, op)
-}
-
-// opToWire is the inverse of opFromWire.
-func opToWire(op schema.Op) replicapb.Op {
-	switch op {
-	case schema.OpRead:
-		return replicapb.Op_OP_READ
-	case schema.OpWrite:
-		return replicapb.Op_OP_WRITE
-	}
-	return replicapb.Op_OP_UNSPECIFIED
 }
 
 func unknownTable(id uint64) error {

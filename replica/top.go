@@ -51,7 +51,7 @@ func (s *Service) TopPartitions(_ context.Context, req *replicapb.TopPartitionsR
 			count := s.limits.Peek(h.token, st.label, now)
 			p := &replicapb.HotPartition{
 				TableId:                        uint64(k.table),
-				Op:                             opToWire(k.op),
+				Op:                             replicapb.OpOf(k.op),
 				Token:                          h.token,
 				Count:                          count,
 				Limit:                          t.Limit(k.op),
