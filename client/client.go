@@ -220,7 +220,7 @@ type Result struct {
 }
 
 // Execute runs one statement at consistency cl. Errors from the cluster are typed: use errors.As
-// with *RateLimitError, *UnavailableError, *TimeoutError or *InvalidError.
+// with *RateLimitError, *UnavailableError, *TimeoutError, *FailureError or *InvalidError.
 func (c *Client) Execute(ctx context.Context, cl Consistency, stmt string) (*Result, error) {
 	req := &kvnodepb.ExecuteRequest{Statement: stmt, Consistency: cl.proto(), Keyspace: c.Keyspace()}
 	resp, err := c.api.Execute(ctx, req)

@@ -53,6 +53,12 @@ type RateLimitError struct {
 	RetryAfter time.Duration
 	// Message is the server's text.
 	Message string
+	// Count is the rejecting counter after the increment: the coordinator's, or the largest
+	// among the rejecting replicas; 0 if the server did not say.
+	Count uint32
+	// MayBeApplied says a write rejected by replicas may still have been stored by replicas that
+	// admitted it (their counters disagree, e.g. under clock skew), as after a write timeout.
+	MayBeApplied bool
 }
 
 func (e *RateLimitError) Error() string { return "kvnode: " + e.Message }
@@ -78,6 +84,42 @@ type TimeoutError struct {
 
 func (e *TimeoutError) Error() string { return "kvnode: " + e.Message }
 
+// FailureReason says why replicas failed an operation.
+type FailureReason string
+
+// The failure reasons.
+const (
+	// FailureReplicas: replicas failed or could not be reached; this may pass.
+	FailureReplicas FailureReason = "replicas"
+	// FailureBadRequest: a replica rejected the request as malformed (a server bug).
+	FailureBadRequest FailureReason = "bad_request"
+	// FailureTooManyTombstones: a read scanned more tombstones than a replica's failure
+	// threshold; retrying fails the same way until the tombstones are gone.
+	FailureTooManyTombstones FailureReason = "too_many_tombstones"
+)
+
+// FailureError reports that replica failures (possibly with rate-limit rejections too few to
+// decide on their own) made the consistency level unreachable. The operation may have been
+// applied by some replicas.
+type FailureError struct {
+	Op                 Op
+	Consistency        Consistency
+	Received, Required int
+	// Failures is how many replicas failed, Rejected how many rejected on their rate limit.
+	Failures, Rejected int
+	Reason             FailureReason
+	Message            string
+
+	st *status.Status // the server's, for GRPCStatus
+}
+
+func (e *FailureError) Error() string { return "kvnode: " + e.Message }
+
+// GRPCStatus returns the server's status (UNAVAILABLE, INTERNAL or FAILED_PRECONDITION by
+// Reason), so that status.FromError and status.Code keep working on failures as they did before
+// they had a type; nil for a FailureError made by hand.
+func (e *FailureError) GRPCStatus() *status.Status { return e.st }
+
 // InvalidError reports a statement that could not be parsed or does not fit the schema. Its
 // message starts with line:col when the position is known.
 type InvalidError struct {
@@ -94,6 +136,16 @@ func fromStatus(err error) error {
 		return fmt.Errorf("kvnode: %w", err)
 	}
 	msg := st.Message()
+	for _, d := range st.Details() {
+		if d, ok := d.(*kvnodepb.FailureDetail); ok {
+			return &FailureError{
+				Op: opFromProto(d.GetOp()), Consistency: consistencyFromProto(d.GetConsistency()),
+				Received: int(d.GetReceived()), Required: int(d.GetRequired()),
+				Failures: int(d.GetFailures()), Rejected: int(d.GetRejected()),
+				Reason: failureReasonFromProto(d.GetReason()), Message: msg, st: st,
+			}
+		}
+	}
 	switch st.Code() {
 	case codes.ResourceExhausted:
 		var (
@@ -116,6 +168,7 @@ func fromStatus(err error) error {
 			return &RateLimitError{
 				Keyspace: rl.GetKeyspace(), Table: rl.GetTable(), Op: opFromProto(rl.GetOp()),
 				RejectedBy: by, Limit: rl.GetLimit(), RetryAfter: retry, Message: msg,
+				Count: rl.GetCount(), MayBeApplied: rl.GetMayBeApplied(),
 			}
 		}
 		// Without a rate-limit detail: a message over a size limit, the node's or gRPC's.
@@ -142,4 +195,14 @@ func fromStatus(err error) error {
 		return &InvalidError{Message: msg}
 	}
 	return fmt.Errorf("kvnode: %w", err)
+}
+
+func failureReasonFromProto(r kvnodepb.FailureDetail_Reason) FailureReason {
+	switch r {
+	case kvnodepb.FailureDetail_BAD_REQUEST:
+		return FailureBadRequest
+	case kvnodepb.FailureDetail_TOO_MANY_TOMBSTONES:
+		return FailureTooManyTombstones
+	}
+	return FailureReplicas
 }

@@ -33,7 +33,7 @@ type Transport interface {
 // first step when the coordinator is itself a replica of the token (DESIGN §1). A table without a
 // limit for op is admitted without being counted.
 type LocalLimiter interface {
-	Check(id schema.TableID, token int64, op replicapb.Op, draw float64, now time.Time) (partitionlimit.Decision, error)
+	Check(id schema.TableID, token int64, op Op, draw float64, now time.Time) (partitionlimit.Decision, error)
 }
 
 // SchemaManager owns the node's schema.

@@ -77,9 +77,13 @@
 // # The shell
 //
 // Executor (executor.go, drive.go, write.go, read.go, repair.go, ddl.go) executes one client
-// statement on a node, and Server (server.go) serves it as the client-facing gRPC service,
-// kvnodepb.KVNode. For each statement the Executor parses it (one statement per request),
-// then:
+// statement on a node. Its Execute is the domain API that every front end adapts (result.go): a
+// Statement (text, keyspace, consistency) in, a typed Result (void, rows with schema-typed
+// columns and canonical values, set keyspace, schema change, description; warnings) or a typed
+// error out. The package knows nothing of the client API's wire form: frontend/grpcapi serves
+// Execute as the gRPC service kvnodepb.KVNode, and nothing here imports kvnodepb. Ops are
+// schema.Op (Op is an alias), converted to the internode enum only where replica requests are
+// built. For each statement the Executor parses it (one statement per request), then:
 //
 //   - Schema statements go to SchemaManager.ApplyDDL, which agrees on them with the cluster
 //     and checks them against the agreed schema (its statement errors are the client's,
@@ -151,8 +155,9 @@
 // Execute returns *InvalidError (syntax, with the parser's line:col; validation, naming what
 // and where, with the position of an unknown keyspace or table name), *RateLimitError,
 // *UnavailableError, *TimeoutError, *FailureError (wrapping a *ReplicaError or a transport
-// error), the context's error, or ErrClosed. ErrorStatus maps them to gRPC statuses with the
-// details kvnode.proto documents, and the error types implement GRPCStatus themselves.
+// error; FailureError.Reason classifies it), the context's error, or ErrClosed. Each error carries
+// every field a client needs and builds its own message, once: front ends send the message as it
+// is with the fields as details (grpcapi.ErrorStatus).
 //
 // Config.Observer, when set, is told about every request (with its table), rate-limit
 // rejection, read repair, and operation whose enforcing replicas disagreed, for metrics.

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -78,7 +77,7 @@ func (e *Executor) begin(req *Request, now time.Time, op Op, key partitionKey, d
 	if !step.LocalCheck {
 		return step, nil
 	}
-	d, err := e.local.Check(key.table, key.token, replicaOp(op), draw, now)
+	d, err := e.local.Check(key.table, key.token, op, draw, now)
 	if err != nil {
 		return Step{}, fmt.Errorf("coordinator: local limiter check: %w", err)
 	}
@@ -95,13 +94,6 @@ func (e *Executor) propagate(req *Request, op Op, key partitionKey) {
 
 // isLive reports whether id is up; the local node always is.
 func (e *Executor) isLive(id NodeID) bool { return id == e.localID || e.ring.IsLive(id) }
-
-func replicaOp(op Op) replicapb.Op {
-	if op == OpRead {
-		return replicapb.Op_OP_READ
-	}
-	return replicapb.Op_OP_WRITE
-}
 
 // answer is a replica call's Response; abandoned when the call failed because its context
 // had ended.

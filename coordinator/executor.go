@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cql"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -240,17 +239,17 @@ func (e *Executor) Close() error {
 	return nil
 }
 
-// Execute runs one statement at the request's consistency level (CONSISTENCY_UNSPECIFIED means
-// ONE) with the request's keyspace for unqualified table names. Errors are typed:
-// *InvalidError (syntax or validation), *RateLimitError, *UnavailableError, *TimeoutError,
-// *FailureError, the context's error, ErrClosed, or an internal error; ErrorStatus turns each
-// into the gRPC status the client API documents.
-func (e *Executor) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*kvnodepb.ExecuteResponse, error) {
+// Execute runs one statement at the request's consistency level with the request's keyspace for
+// unqualified table names: the domain API that every front end adapts. Errors are typed:
+// *InvalidError (syntax or validation, an unknown consistency level), *RateLimitError,
+// *UnavailableError, *TimeoutError, *FailureError, the context's error, ErrClosed, or an
+// internal error; each carries every field a client needs and builds its own message.
+func (e *Executor) Execute(ctx context.Context, req Statement) (Result, error) {
 	var start time.Time
 	if e.observer != nil {
 		start = time.Now()
 	}
-	kind, cl, t, resp, err := e.execute(ctx, req)
+	kind, cl, t, res, err := e.execute(ctx, req)
 	if e.observer != nil {
 		var clName, ks, name string
 		if kind == kindRead || kind == kindWrite {
@@ -261,7 +260,10 @@ func (e *Executor) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*
 		}
 		e.observer.OnRequest(ks, name, kind.String(), clName, resultOf(err), time.Since(start))
 	}
-	return resp, err
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
 }
 
 // stmtKind classifies statements for the Observer.
@@ -314,26 +316,29 @@ func resultOf(err error) string {
 
 // execute runs req and returns what the Observer needs besides the answer: the kind of
 // statement, its consistency level and, for reads and writes that resolved it, the table.
-func (e *Executor) execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (stmtKind, Consistency, *schema.Table, *kvnodepb.ExecuteResponse, error) {
-	cl, err := consistencyFromProto(req.GetConsistency())
-	if err != nil {
-		return kindOther, cl, nil, nil, err
+func (e *Executor) execute(ctx context.Context, req Statement) (stmtKind, Consistency, *schema.Table, Result, error) {
+	cl := req.Consistency
+	switch {
+	case cl == 0:
+		cl = One
+	case !cl.Valid():
+		return kindOther, One, nil, Result{}, &InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
 	}
-	stmts, err := cql.Parse(req.GetStatement())
+	stmts, err := cql.Parse(req.Text)
 	if err != nil {
-		return kindOther, cl, nil, nil, &InvalidError{Err: err}
+		return kindOther, cl, nil, Result{}, &InvalidError{Err: err}
 	}
 	switch len(stmts) {
 	case 0:
-		return kindOther, cl, nil, nil, &InvalidError{Err: errors.New("no statement: the request is empty")}
+		return kindOther, cl, nil, Result{}, &InvalidError{Err: errors.New("no statement: the request is empty")}
 	case 1:
 	default:
-		return kindOther, cl, nil, nil, &InvalidError{
+		return kindOther, cl, nil, Result{}, &InvalidError{
 			Pos: stmts[1].Pos(),
 			Err: fmt.Errorf("one statement per request, found %d", len(stmts)),
 		}
 	}
-	keyspace := req.GetKeyspace()
+	keyspace := req.Keyspace
 	switch st := stmts[0].(type) {
 	case *cql.SelectStmt:
 		t, resp, err := e.executeSelect(ctx, st, keyspace, cl)
@@ -351,35 +356,8 @@ func (e *Executor) execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (s
 		resp, err := e.executeDescribe(st, keyspace)
 		return kindOther, cl, nil, resp, err
 	default:
-		return kindOther, cl, nil, nil, &InvalidError{Pos: st.Pos(), Err: fmt.Errorf("%s cannot be executed", schema.StatementName(st))}
+		return kindOther, cl, nil, Result{}, &InvalidError{Pos: st.Pos(), Err: fmt.Errorf("%s cannot be executed", schema.StatementName(st))}
 	}
-}
-
-// consistencyFromProto maps the client API's levels to the coordinator's: LOCAL_ONE and
-// LOCAL_QUORUM are aliases (one datacenter), and UNSPECIFIED is ONE, as in Cassandra.
-func consistencyFromProto(c kvnodepb.Consistency) (Consistency, error) {
-	switch c {
-	case kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED, kvnodepb.Consistency_CONSISTENCY_ONE, kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE:
-		return One, nil
-	case kvnodepb.Consistency_CONSISTENCY_QUORUM, kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM:
-		return Quorum, nil
-	case kvnodepb.Consistency_CONSISTENCY_ALL:
-		return All, nil
-	}
-	return One, &InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", int32(c))}
-}
-
-// consistencyToProto is the inverse of consistencyFromProto for the three levels.
-func consistencyToProto(c Consistency) kvnodepb.Consistency {
-	switch c {
-	case One:
-		return kvnodepb.Consistency_CONSISTENCY_ONE
-	case Quorum:
-		return kvnodepb.Consistency_CONSISTENCY_QUORUM
-	case All:
-		return kvnodepb.Consistency_CONSISTENCY_ALL
-	}
-	return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 }
 
 // nextTimestamp returns a write timestamp in microseconds since the Unix epoch, strictly greater

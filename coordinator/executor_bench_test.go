@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
 // BenchmarkExecute measures whole statements through an Executor over three in-process
@@ -16,7 +15,7 @@ func BenchmarkExecute(b *testing.B) {
 	for _, bm := range []struct {
 		name     string
 		stmt     string
-		cl       kvnodepb.Consistency
+		cl       coordinator.Consistency
 		rejected bool
 	}{
 		{"write/QUORUM", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", quorum, false},
@@ -32,7 +31,7 @@ func BenchmarkExecute(b *testing.B) {
 				"INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')",
 			)
 			e := c.executors["n1"]
-			req := &kvnodepb.ExecuteRequest{Statement: bm.stmt, Consistency: bm.cl, Keyspace: "ks"}
+			req := coordinator.Statement{Text: bm.stmt, Consistency: bm.cl, Keyspace: "ks"}
 			ctx := context.Background()
 			if bm.rejected { // exhaust 2L; the clock stands still, so the counter never decays
 				for range 3 {

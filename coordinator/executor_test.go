@@ -11,17 +11,14 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/schema"
 )
 
 const (
-	one         = kvnodepb.Consistency_CONSISTENCY_ONE
-	quorum      = kvnodepb.Consistency_CONSISTENCY_QUORUM
-	all         = kvnodepb.Consistency_CONSISTENCY_ALL
-	localOne    = kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE
-	localQuorum = kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM
-	unspecified = kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
+	one         = coordinator.One
+	quorum      = coordinator.Quorum
+	all         = coordinator.All
+	unspecified = coordinator.Consistency(0) // means ONE
 )
 
 // schemaRF3 creates keyspace ks (RF 3) and table ks.t, clustered by c.
@@ -33,7 +30,7 @@ var schemaRF3 = []string{
 func TestInsertThenSelectAtEachConsistency(t *testing.T) {
 	c := newCluster(t, options{})
 	c.must(schemaRF3...)
-	for i, cl := range []kvnodepb.Consistency{one, quorum, all, localOne, localQuorum, unspecified} {
+	for i, cl := range []coordinator.Consistency{one, quorum, all, unspecified} {
 		for _, coord := range nodes {
 			key := fmt.Sprintf("%v-%s", cl, coord)
 			insert := fmt.Sprintf("INSERT INTO t (k, c, v, w) VALUES ('%s', %d, 'x', 7)", key, i)
@@ -41,7 +38,7 @@ func TestInsertThenSelectAtEachConsistency(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s at %v through %s: %v", insert, cl, coord, err)
 			}
-			if resp.GetVoid() == nil {
+			if resp.Kind != coordinator.ResultVoid {
 				t.Errorf("%s at %v returned %v, want a void result", insert, cl, resp)
 			}
 			// Below QUORUM a read need not see a write that is still on its way to the other
@@ -193,7 +190,7 @@ func TestWriteSemantics(t *testing.T) {
 				c.clock.Advance(time.Millisecond) // distinct timestamps even without the tie-breaker
 				c.must(s)
 			}
-			for _, cl := range []kvnodepb.Consistency{one, quorum, all} {
+			for _, cl := range []coordinator.Consistency{one, quorum, all} {
 				got, err := c.query("n2", cl, tt.query)
 				if err != nil || !slices.Equal(got, tt.want) {
 					t.Errorf("after %q, %s at %v = %q, %v; want %q", tt.stmts, tt.query, cl, got, err, tt.want)
@@ -220,8 +217,8 @@ func TestAllTypesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cols []string
-	for _, col := range resp.GetRows().GetColumns() {
-		cols = append(cols, col.Name+":"+strings.TrimPrefix(col.Type.String(), "COLUMN_TYPE_"))
+	for _, col := range resp.Rows.Columns {
+		cols = append(cols, col.Name+":"+strings.ToUpper(col.Type.String()))
 	}
 	wantCols := []string{"a:INT", "b:BIGINT", "d:DOUBLE", "bl:BLOB", "bo:BOOLEAN", "t:TEXT", "ts:TIMESTAMP"}
 	if !slices.Equal(cols, wantCols) {
@@ -397,11 +394,15 @@ func TestNoLocalLimiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	req := &kvnodepb.ExecuteRequest{Statement: "INSERT INTO ks.t (k, v) VALUES ('hot', 'x')", Consistency: quorum}
+	req := coordinator.Statement{Text: "INSERT INTO ks.t (k, v) VALUES ('hot', 'x')", Consistency: quorum}
 	for i := range 2 {
 		if _, err := e.Execute(context.Background(), req); err != nil {
 			t.Fatalf("write %d of 2 at limit 1: %v", i+1, err)
 		}
+		// A QUORUM write answers after two acks; its third replica may count it later. Were
+		// two replicas each still to count one of the writes, the third would find two of them
+		// at counter 2 and admit it. Let every replica count every write first.
+		e.WaitIdle()
 	}
 	_, err = e.Execute(context.Background(), req)
 	var rl *coordinator.RateLimitError
@@ -454,13 +455,16 @@ func TestRateLimitCoordinatorIsReplica(t *testing.T) {
 				t.Fatalf("%s %d of 10 at limit 5: %v", tt.op, i+1, err)
 			}
 		}
+		// The QUORUM writes answered after two acks; let their last replica calls land before
+		// counting the calls the rejection makes.
+		c.settle()
 		calls := c.transport.totalCalls()
 		_, err := c.exec("n1", quorum, tt.stmt(10))
 		var rl *coordinator.RateLimitError
 		if !errors.As(err, &rl) {
 			t.Fatalf("%s 11 at limit 5: %v, want a *RateLimitError", tt.op, err)
 		}
-		want := coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: opOf(tt.op), RejectedBy: coordinator.RejectedByCoordinator, Limit: 5, RetryAfter: 750 * time.Millisecond}
+		want := coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: opOf(tt.op), RejectedBy: coordinator.RejectedByCoordinator, Limit: 5, Count: 11, RetryAfter: 750 * time.Millisecond}
 		if *rl != want {
 			t.Errorf("%s 11 at limit 5: %+v, want %+v", tt.op, *rl, want)
 		}
@@ -520,7 +524,7 @@ func TestRateLimitReplicasEnforce(t *testing.T) {
 	if !errors.As(err, &rl) {
 		t.Fatalf("write 11 at limit 5: %v, want a *RateLimitError", err)
 	}
-	want := coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpWrite, RejectedBy: coordinator.RejectedByReplicas, Limit: 5, RetryAfter: 750 * time.Millisecond}
+	want := coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpWrite, RejectedBy: coordinator.RejectedByReplicas, Limit: 5, Count: 11, RetryAfter: 750 * time.Millisecond}
 	if *rl != want {
 		t.Errorf("write 11 at limit 5: %+v, want %+v", *rl, want)
 	}
@@ -539,7 +543,7 @@ func TestUnavailable(t *testing.T) {
 	c.ring.setDown("n2", "n3")
 	tests := []struct {
 		stmt string
-		cl   kvnodepb.Consistency
+		cl   coordinator.Consistency
 		want *coordinator.UnavailableError // nil: succeeds
 	}{
 		{"INSERT INTO t (k, c) VALUES ('a', 1)", quorum, &coordinator.UnavailableError{Consistency: coordinator.Quorum, Live: 1, Required: 2}},
@@ -571,7 +575,7 @@ func TestTimeout(t *testing.T) {
 	tests := []struct {
 		name string
 		stmt string
-		cl   kvnodepb.Consistency
+		cl   coordinator.Consistency
 		hang []coordinator.NodeID
 		want coordinator.TimeoutError
 	}{
@@ -607,7 +611,7 @@ func TestClientDeadline(t *testing.T) {
 	c.transport.setFault(hang, "n2", "n3")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	_, err := c.executors["n1"].Execute(ctx, &kvnodepb.ExecuteRequest{Statement: "INSERT INTO ks.t (k, c) VALUES ('a', 1)", Consistency: quorum})
+	_, err := c.executors["n1"].Execute(ctx, coordinator.Statement{Text: "INSERT INTO ks.t (k, c) VALUES ('a', 1)", Consistency: quorum})
 	var te *coordinator.TimeoutError
 	want := coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: coordinator.Quorum, Received: 1, Required: 2}
 	if !errors.As(err, &te) || *te != want {
@@ -708,7 +712,7 @@ func TestInvalidStatements(t *testing.T) {
 	c.must(schemaRF3...)
 	tests := []struct {
 		stmt string
-		cl   kvnodepb.Consistency
+		cl   coordinator.Consistency
 		want string // the error message
 	}{
 		{"SELEC * FROM t", one, "1:1: expected statement, found identifier SELEC"},
@@ -718,7 +722,7 @@ func TestInvalidStatements(t *testing.T) {
 		{"SELECT * FROM other.t WHERE k = 'a'", one, "1:15: unknown keyspace other"},
 		{"SELECT * FROM t WHERE k = 'a' AND v = 'x'", one, "cannot restrict regular column v in WHERE: only primary key columns can be restricted"},
 		{"INSERT INTO t (k, c, zz) VALUES ('a', 1, 2)", one, "unknown column zz in table ks.t"},
-		{"INSERT INTO t (k, c) VALUES ('a', 1)", kvnodepb.Consistency(42), "unknown consistency level 42 (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)"},
+		{"INSERT INTO t (k, c) VALUES ('a', 1)", coordinator.Consistency(42), "unknown consistency level 42 (valid: ONE, QUORUM, ALL)"},
 		{"CREATE TABLE t (k text PRIMARY KEY)", one, "1:14: table ks.t already exists"},
 		{"USE nowhere", one, "1:5: unknown keyspace nowhere"},
 		{"DESCRIBE TABLE nope", one, "1:16: unknown table ks.nope"},
@@ -760,20 +764,24 @@ func TestSchemaStatements(t *testing.T) {
 	}
 }
 
-func describeResult(resp *kvnodepb.ExecuteResponse) string {
-	switch r := resp.Result.(type) {
-	case *kvnodepb.ExecuteResponse_SchemaChange:
-		name := r.SchemaChange.Keyspace
-		if r.SchemaChange.Table != "" {
-			name += "." + r.SchemaChange.Table
+func describeResult(resp coordinator.Result) string {
+	switch resp.Kind {
+	case coordinator.ResultSchemaChange:
+		sc := resp.SchemaChange
+		name := sc.Keyspace
+		if sc.Table != "" {
+			name += "." + sc.Table
 		}
-		return r.SchemaChange.Change.String() + " " + name
-	case *kvnodepb.ExecuteResponse_Void:
+		if (sc.Target == coordinator.TargetTable) != (sc.Table != "") {
+			return fmt.Sprintf("bad schema change %+v", sc)
+		}
+		return sc.Change.String() + " " + name
+	case coordinator.ResultVoid:
 		return "void"
-	case *kvnodepb.ExecuteResponse_SetKeyspace:
-		return "keyspace " + r.SetKeyspace
-	case *kvnodepb.ExecuteResponse_Description:
-		return "description " + r.Description
+	case coordinator.ResultSetKeyspace:
+		return "keyspace " + resp.Keyspace
+	case coordinator.ResultDescription:
+		return "description " + resp.Description
 	}
 	return fmt.Sprint(resp)
 }

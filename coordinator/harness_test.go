@@ -18,7 +18,6 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitionlimit"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
@@ -366,8 +365,16 @@ type describer string
 func (d describer) DescribeCluster() string { return string(d) }
 
 // exec runs stmt through node's coordinator.
-func (c *cluster) exec(node coordinator.NodeID, cl kvnodepb.Consistency, stmt string) (*kvnodepb.ExecuteResponse, error) {
-	return c.executors[node].Execute(context.Background(), &kvnodepb.ExecuteRequest{Statement: stmt, Consistency: cl, Keyspace: "ks"})
+func (c *cluster) exec(node coordinator.NodeID, cl coordinator.Consistency, stmt string) (coordinator.Result, error) {
+	return c.executors[node].Execute(context.Background(), coordinator.Statement{Text: stmt, Consistency: cl, Keyspace: "ks"})
+}
+
+// rowsOf returns the values of a result's rows; nil when it has none.
+func rowsOf(r coordinator.Result) [][][]byte {
+	if r.Rows == nil {
+		return nil
+	}
+	return r.Rows.Values
 }
 
 // must runs stmts through n1 at QUORUM, failing the test on an error, and waits until every
@@ -375,7 +382,7 @@ func (c *cluster) exec(node coordinator.NodeID, cl kvnodepb.Consistency, stmt st
 func (c *cluster) must(stmts ...string) {
 	c.t.Helper()
 	for _, s := range stmts {
-		if _, err := c.exec("n1", kvnodepb.Consistency_CONSISTENCY_QUORUM, s); err != nil {
+		if _, err := c.exec("n1", quorum, s); err != nil {
 			c.t.Fatalf("%s: %v", s, err)
 		}
 	}
@@ -391,49 +398,47 @@ func (c *cluster) settle() {
 }
 
 // query runs a SELECT and returns its rows formatted by format.
-func (c *cluster) query(node coordinator.NodeID, cl kvnodepb.Consistency, stmt string) ([]string, error) {
+func (c *cluster) query(node coordinator.NodeID, cl coordinator.Consistency, stmt string) ([]string, error) {
 	resp, err := c.exec(node, cl, stmt)
 	if err != nil {
 		return nil, err
 	}
-	rows := resp.GetRows()
-	if rows == nil {
+	rows := resp.Rows
+	if resp.Kind != coordinator.ResultRows || rows == nil {
 		return nil, fmt.Errorf("%s returned %v, want rows", stmt, resp)
 	}
 	return formatRows(rows), nil
 }
 
 // formatRows renders rows as "v1 v2 ..." per row, with null for unset values.
-func formatRows(rows *kvnodepb.Rows) []string {
+func formatRows(rows *coordinator.Rows) []string {
 	out := []string{}
-	for _, r := range rows.Rows {
+	for _, r := range rows.Values {
 		var parts []string
-		for _, v := range r.Values {
-			parts = append(parts, formatValue(v))
+		for j, b := range r {
+			parts = append(parts, formatValue(rows.Columns[j].Type, b))
 		}
 		out = append(out, strings.Join(parts, " "))
 	}
 	return out
 }
 
-func formatValue(v *kvnodepb.Value) string {
-	switch k := v.GetKind().(type) {
-	case *kvnodepb.Value_Text:
-		return "'" + k.Text + "'"
-	case *kvnodepb.Value_Int:
-		return fmt.Sprint(k.Int)
-	case *kvnodepb.Value_Bigint:
-		return fmt.Sprint(k.Bigint)
-	case *kvnodepb.Value_Double:
-		return fmt.Sprint(k.Double)
-	case *kvnodepb.Value_Boolean:
-		return fmt.Sprint(k.Boolean)
-	case *kvnodepb.Value_Blob:
-		return fmt.Sprintf("0x%x", k.Blob)
-	case *kvnodepb.Value_Timestamp:
-		return time.UnixMilli(k.Timestamp).UTC().Format(time.RFC3339Nano)
+func formatValue(t schema.Type, b []byte) string {
+	v, err := t.Decode(b)
+	if err != nil {
+		return "invalid: " + err.Error()
 	}
-	return "null"
+	switch k := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "'" + k + "'"
+	case []byte:
+		return fmt.Sprintf("0x%x", k)
+	case time.Time:
+		return k.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprint(v)
 }
 
 // localRows runs a SELECT at ONE against node's storage alone, bypassing the cluster's
@@ -449,9 +454,9 @@ func (c *cluster) localRows(node coordinator.NodeID, stmt string) []string {
 		c.t.Fatal(err)
 	}
 	defer e.Close()
-	resp, err := e.Execute(context.Background(), &kvnodepb.ExecuteRequest{Statement: stmt, Keyspace: "ks"})
-	if err != nil {
-		c.t.Fatalf("%s on %s alone: %v", stmt, node, err)
+	resp, err := e.Execute(context.Background(), coordinator.Statement{Text: stmt, Keyspace: "ks"})
+	if err != nil || resp.Rows == nil {
+		c.t.Fatalf("%s on %s alone: %+v, %v", stmt, node, resp, err)
 	}
-	return formatRows(resp.GetRows())
+	return formatRows(resp.Rows)
 }

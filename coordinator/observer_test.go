@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/partitioner"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
-	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // TestObserverNamesTheTableOfReadsAndWrites checks the keyspace and table OnRequest reports.
@@ -23,7 +22,7 @@ func TestObserverNamesTheTableOfReadsAndWrites(t *testing.T) {
 		"SELECT v FROM nosuch WHERE k = 'a'",
 		"DESCRIBE TABLES",
 	} {
-		c.exec("n1", kvnodepb.Consistency_CONSISTENCY_ONE, stmt)
+		c.exec("n1", one, stmt)
 	}
 	c.observer.mu.Lock()
 	got := slices.Clone(c.observer.requestTables[len(before):])
@@ -51,17 +50,17 @@ func TestObserverSeesReplicasDisagree(t *testing.T) {
 	token := partitioner.Token([]byte("hot"))
 
 	// Agreeing replicas (both counters low): no disagreement.
-	if _, err := c.exec("n3", kvnodepb.Consistency_CONSISTENCY_ONE, "INSERT INTO t (k, v) VALUES ('hot', 1)"); err != nil {
+	if _, err := c.exec("n3", one, "INSERT INTO t (k, v) VALUES ('hot', 1)"); err != nil {
 		t.Fatal(err)
 	}
 	c.settle()
 	// n1 now counts 100 operations more than n2 (as after an account delta n2 never got): it
 	// rejects (draw 0.99, count far above 2·10) while n2 admits.
-	if err := c.services["n1"].ApplyAccountDelta(tbl.ID, token, replicapb.Op_OP_WRITE, 100, c.clock.Now()); err != nil {
+	if err := c.services["n1"].ApplyAccountDelta(tbl.ID, token, schema.OpWrite, 100, c.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		c.exec("n3", kvnodepb.Consistency_CONSISTENCY_ONE, "INSERT INTO t (k, v) VALUES ('hot', 2)")
+		c.exec("n3", one, "INSERT INTO t (k, v) VALUES ('hot', 2)")
 		c.settle()
 	}
 	c.observer.mu.Lock()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
 // TestSelectInClusteringOrder reads tables of two clustering columns in each of the four
@@ -140,7 +139,7 @@ func TestSelectInClusteringOrder(t *testing.T) {
 				}
 			}
 			for _, coord := range []coordinator.NodeID{"n1", "n3"} {
-				cl := []kvnodepb.Consistency{one, quorum, all}[r.IntN(3)]
+				cl := []coordinator.Consistency{one, quorum, all}[r.IntN(3)]
 				got, err := c.query(coord, cl, stmt)
 				if err != nil || !slices.Equal(got, want) {
 					t.Fatalf("%s at %v through %s = %q, %v\nwant %q", stmt, cl, coord, got, err, want)

@@ -89,6 +89,7 @@ func (o RateLimited) Err(keyspace, table string) error {
 		Op:           o.Op,
 		RejectedBy:   o.RejectedBy,
 		Limit:        o.Limit,
+		Count:        o.Count,
 		RetryAfter:   o.RetryAfter,
 		MayBeApplied: o.MayBeApplied,
 	}
@@ -148,6 +149,9 @@ type RateLimitError struct {
 	RejectedBy      Rejecter
 	// Limit is the table's limit for Op, in operations per second per partition.
 	Limit uint32
+	// Count is the rejecting counter after the increment: the coordinator's, or the largest
+	// among the rejecting replicas (RateLimited.Count); zero if unknown.
+	Count uint32
 	// RetryAfter is when the partition's counter will have decayed back under twice the limit if
 	// no more operations arrive; zero if unknown.
 	RetryAfter time.Duration

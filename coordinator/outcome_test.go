@@ -75,7 +75,7 @@ func TestRateLimitErrorFields(t *testing.T) {
 	if !errors.As(err, &rl) {
 		t.Fatalf("RateLimited.Err = %T, want *RateLimitError", err)
 	}
-	want := RateLimitError{Keyspace: "ks", Table: "tbl", Op: OpWrite, RejectedBy: RejectedByReplicas, Limit: 50, RetryAfter: time.Second}
+	want := RateLimitError{Keyspace: "ks", Table: "tbl", Op: OpWrite, RejectedBy: RejectedByReplicas, Limit: 50, Count: 300, RetryAfter: time.Second}
 	if *rl != want {
 		t.Errorf("RateLimited.Err = %+v, want %+v", *rl, want)
 	}

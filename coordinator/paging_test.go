@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
 // TestRangeDeleteWithAReplicaDown deletes a range of rows at QUORUM while a replica is down:
@@ -79,7 +77,7 @@ func TestRangeDeleteIsOneTombstone(t *testing.T) {
 		"INSERT INTO t (k, c, v) VALUES ('a', 5, 'outside') USING TIMESTAMP 60",
 	)
 	want := []string{"3 'newer' null", "4 null 7", "5 'outside' null"}
-	for _, cl := range []kvnodepb.Consistency{one, quorum, all} {
+	for _, cl := range []coordinator.Consistency{one, quorum, all} {
 		if got, err := c.query("n2", cl, "SELECT c, v, w FROM t WHERE k = 'a'"); err != nil || !slices.Equal(got, want) {
 			t.Errorf("SELECT at %v = %q, %v; want %q", cl, got, err, want)
 		}
@@ -117,19 +115,19 @@ func TestLargePartitionReadAtEveryConsistency(t *testing.T) {
 		}
 	}
 	c.settle()
-	for _, cl := range []kvnodepb.Consistency{one, quorum, all} {
+	for _, cl := range []coordinator.Consistency{one, quorum, all} {
 		reads := c.transport.reads
 		resp, err := c.exec("n3", cl, "SELECT c, v FROM big WHERE k = 1") // n3 is not a replica (RF 2)
 		if err != nil {
 			t.Fatalf("reading the partition at %v: %v", cl, err)
 		}
-		got := resp.GetRows().GetRows()
+		got := rowsOf(resp)
 		if len(got) != rows {
 			t.Fatalf("reading the partition at %v returned %d rows, want %d", cl, len(got), rows)
 		}
 		for i, r := range got {
-			if r.Values[1].GetInt() != int32(i) || !strings.HasPrefix(r.Values[0].GetText(), fmt.Sprintf("%05d", i)) {
-				t.Fatalf("row %d at %v is (%.5s…, %d)", i, cl, r.Values[0].GetText(), r.Values[1].GetInt())
+			if c, v := int32(binary.BigEndian.Uint32(r[1])), string(r[0]); c != int32(i) || !strings.HasPrefix(v, fmt.Sprintf("%05d", i)) {
+				t.Fatalf("row %d at %v is (%.5s…, %d)", i, cl, v, c)
 			}
 		}
 		if n := c.transport.reads - reads; n < 5 {
@@ -138,7 +136,7 @@ func TestLargePartitionReadAtEveryConsistency(t *testing.T) {
 	}
 	// LIMIT stops the replicas' scans: one answer each.
 	reads := c.transport.reads
-	if resp, err := c.exec("n3", all, "SELECT c FROM big WHERE k = 1 LIMIT 3"); err != nil || len(resp.GetRows().GetRows()) != 3 {
+	if resp, err := c.exec("n3", all, "SELECT c FROM big WHERE k = 1 LIMIT 3"); err != nil || len(rowsOf(resp)) != 3 {
 		t.Fatalf("SELECT ... LIMIT 3 at ALL = %v, %v; want 3 rows", resp, err)
 	}
 	if n := c.transport.reads - reads; n != 2 {
@@ -199,12 +197,12 @@ func TestTombstoneThreshold(t *testing.T) {
 		c.must(fmt.Sprintf("DELETE FROM t WHERE k = 'a' AND c = %d", i))
 	}
 	resp, err := c.exec("n1", quorum, "SELECT c FROM t WHERE k = 'a'")
-	if err != nil || len(resp.GetRows().GetRows()) != 100 {
+	if err != nil || len(rowsOf(resp)) != 100 {
 		t.Fatalf("reading 50 row tombstones: %v, %v; want 100 rows", resp, err)
 	}
 	want := `read 100 live rows and 50 tombstones of partition (k="a") of table ks.t (more than the tombstone warn threshold, 40)`
-	if !slices.Equal(resp.GetWarnings(), []string{want}) {
-		t.Errorf("reading 50 row tombstones warned %q, want %q", resp.GetWarnings(), want)
+	if !slices.Equal(resp.Warnings, []string{want}) {
+		t.Errorf("reading 50 row tombstones warned %q, want %q", resp.Warnings, want)
 	}
 	for i := 51; i <= 120; i++ {
 		c.must(fmt.Sprintf("DELETE FROM t WHERE k = 'a' AND c = %d", i))
@@ -214,13 +212,13 @@ func TestTombstoneThreshold(t *testing.T) {
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), `TOO_MANY_TOMBSTONES: replica: too many tombstones: table ks.t: the read of partition (k="a") scanned more than 100 tombstones`) {
 		t.Fatalf("reading 120 row tombstones with a threshold of 100: %v, want a failure naming the threshold", err)
 	}
-	if st := coordinator.ErrorStatus(err); st.Code() != codes.FailedPrecondition {
-		t.Errorf("the failure's status is %v, want FailedPrecondition", st.Code())
+	if r := fe.Reason(); r != coordinator.FailureTooManyTombstones {
+		t.Errorf("the failure's reason is %v, want too_many_tombstones (FAILED_PRECONDITION for gRPC clients)", r)
 	}
 	// One range tombstone over the deleted rows replaces them in the count.
 	c.clock.Advance(time.Millisecond)
 	c.must("DELETE FROM t WHERE k = 'a' AND c <= 120")
-	if resp, err := c.exec("n1", quorum, "SELECT c FROM t WHERE k = 'a'"); err != nil || len(resp.GetRows().GetRows()) != 30 || len(resp.GetWarnings()) != 0 {
+	if resp, err := c.exec("n1", quorum, "SELECT c FROM t WHERE k = 'a'"); err != nil || len(rowsOf(resp)) != 30 || len(resp.Warnings) != 0 {
 		t.Errorf("after a range tombstone over the deleted rows: %v, %v; want 30 rows and no warning", resp, err)
 	}
 }

@@ -87,7 +87,7 @@ func (p *propagator) flush() {
 	for _, b := range batches {
 		req := &replicapb.AccountDeltaRequest{Deltas: make([]*replicapb.AccountDelta, len(b.Deltas))}
 		for i, d := range b.Deltas {
-			req.Deltas[i] = &replicapb.AccountDelta{TableId: uint64(d.Table), Token: d.Token, Op: replicaOp(d.Op), Count: d.Count}
+			req.Deltas[i] = &replicapb.AccountDelta{TableId: uint64(d.Table), Token: d.Token, Op: replicapb.OpOf(d.Op), Count: d.Count}
 		}
 		wg.Add(1)
 		go func() {

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -14,7 +13,6 @@ import (
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -39,15 +37,15 @@ type readRow struct {
 
 // executeSelect runs a SELECT at consistency cl. It returns the table once the statement
 // resolved it, for the Observer.
-func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl Consistency) (*schema.Table, *kvnodepb.ExecuteResponse, error) {
+func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl Consistency) (*schema.Table, Result, error) {
 	s := e.schema.Schema()
 	r, err := s.PrepareRead(st, keyspace)
 	if err != nil {
-		return nil, nil, invalid(st, err)
+		return nil, Result{}, invalid(st, err)
 	}
 	ks, ok := s.Keyspace(r.Table.Keyspace)
 	if !ok {
-		return r.Table, nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", r.Table.QualifiedName())
+		return r.Table, Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", r.Table.QualifiedName())
 	}
 	var keyBuf [64]byte
 	spec := readSpec{
@@ -63,16 +61,16 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	now := e.now()
 	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
 	if err != nil {
-		return r.Table, nil, err
+		return r.Table, Result{}, err
 	}
-	resp, err := rowsResponse(r, rows)
+	res, err := rowsResult(r, rows)
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
 			len(rows), tombstones, formatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
-		resp.Warnings = append(resp.Warnings, w)
+		res.Warnings = append(res.Warnings, w)
 		e.logger.Warn("read many tombstones", "table", r.Table.QualifiedName(), "tombstones", tombstones, "live_rows", len(rows))
 	}
-	return r.Table, resp, err
+	return r.Table, res, err
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
@@ -231,7 +229,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Consistency: spec.cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
-		Limit:       spec.table.RateLimit.MaxReadsPerSecond,
+		Limit:       spec.table.Limit(OpRead),
 		Deadline:    dl,
 	}
 	if p.Limit > 0 {
@@ -405,24 +403,23 @@ func repairRow(clustering [][]byte, miss cell.Row) *replicapb.Row {
 	return r
 }
 
-// rowsResponse renders the rows of a read as the client API's typed rows.
-func rowsResponse(r *schema.Read, rows []readRow) (*kvnodepb.ExecuteResponse, error) {
+// rowsResult renders the rows of a read as the domain API's rows: the selected columns' values
+// in their canonical encoding, each checked against its column's type.
+func rowsResult(r *schema.Read, rows []readRow) (Result, error) {
 	t := r.Table
-	out := &kvnodepb.Rows{
-		Columns: make([]*kvnodepb.Column, len(r.Columns)),
-		Rows:    make([]*kvnodepb.Row, len(rows)),
+	out := &Rows{
+		Keyspace: t.Keyspace,
+		Table:    t.Name,
+		Columns:  make([]RowColumn, len(r.Columns)),
+		Values:   make([][][]byte, len(rows)),
 	}
-	cols := make([]kvnodepb.Column, len(r.Columns))
 	for i, c := range r.Columns {
-		cols[i].Name, cols[i].Type = c.Name, columnType(c.Type)
-		out.Columns[i] = &cols[i]
+		out.Columns[i] = RowColumn{Name: c.Name, Type: c.Type}
 	}
 	npk := len(t.PartitionKey)
-	prs := make([]kvnodepb.Row, len(rows))
+	vals := make([][]byte, len(rows)*len(r.Columns))
 	for i, row := range rows {
-		vals := make([]kvnodepb.Value, len(r.Columns))
-		pr := &prs[i]
-		pr.Values = make([]*kvnodepb.Value, len(r.Columns))
+		rv := vals[i*len(r.Columns) : (i+1)*len(r.Columns) : (i+1)*len(r.Columns)]
 		for j, c := range r.Columns {
 			var b []byte
 			switch c.Kind {
@@ -437,62 +434,14 @@ func rowsResponse(r *schema.Read, rows []readRow) (*kvnodepb.ExecuteResponse, er
 					b = row.row.Columns[k].Value
 				}
 			}
-			if err := setValue(&vals[j], c.Type, b); err != nil {
-				return nil, fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
+			if b != nil {
+				if err := c.Type.Check(b); err != nil {
+					return Result{}, fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
+				}
 			}
-			pr.Values[j] = &vals[j]
+			rv[j] = b
 		}
-		out.Rows[i] = pr
+		out.Values[i] = rv
 	}
-	return &kvnodepb.ExecuteResponse{Result: &kvnodepb.ExecuteResponse_Rows{Rows: out}}, nil
-}
-
-// columnType maps a schema type to the client API's.
-func columnType(t schema.Type) kvnodepb.ColumnType {
-	switch t {
-	case schema.TypeText:
-		return kvnodepb.ColumnType_COLUMN_TYPE_TEXT
-	case schema.TypeInt:
-		return kvnodepb.ColumnType_COLUMN_TYPE_INT
-	case schema.TypeBigInt:
-		return kvnodepb.ColumnType_COLUMN_TYPE_BIGINT
-	case schema.TypeDouble:
-		return kvnodepb.ColumnType_COLUMN_TYPE_DOUBLE
-	case schema.TypeBoolean:
-		return kvnodepb.ColumnType_COLUMN_TYPE_BOOLEAN
-	case schema.TypeBlob:
-		return kvnodepb.ColumnType_COLUMN_TYPE_BLOB
-	case schema.TypeTimestamp:
-		return kvnodepb.ColumnType_COLUMN_TYPE_TIMESTAMP
-	}
-	return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED
-}
-
-// setValue sets v to the value of type t encoded in b; nil b (null) leaves v unset.
-func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
-	if b == nil {
-		return nil
-	}
-	if err := t.Check(b); err != nil {
-		return err
-	}
-	switch t {
-	case schema.TypeText:
-		v.Kind = &kvnodepb.Value_Text{Text: string(b)}
-	case schema.TypeInt:
-		v.Kind = &kvnodepb.Value_Int{Int: int32(binary.BigEndian.Uint32(b))}
-	case schema.TypeBigInt:
-		v.Kind = &kvnodepb.Value_Bigint{Bigint: int64(binary.BigEndian.Uint64(b))}
-	case schema.TypeDouble:
-		v.Kind = &kvnodepb.Value_Double{Double: math.Float64frombits(binary.BigEndian.Uint64(b))}
-	case schema.TypeBoolean:
-		v.Kind = &kvnodepb.Value_Boolean{Boolean: b[0] == 1}
-	case schema.TypeBlob:
-		v.Kind = &kvnodepb.Value_Blob{Blob: b}
-	case schema.TypeTimestamp:
-		v.Kind = &kvnodepb.Value_Timestamp{Timestamp: int64(binary.BigEndian.Uint64(b))}
-	default:
-		return fmt.Errorf("unsupported column type %v", t)
-	}
-	return nil
+	return Result{Kind: ResultRows, Rows: out}, nil
 }

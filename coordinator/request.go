@@ -5,34 +5,22 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/kvnode/kvnode/schema"
 )
 
 // NodeID names a node. The shell maps cluster node ids to it; the core only compares them.
 type NodeID string
 
-// Op is the kind of a user operation. The limiter keeps separate counters and limits per op.
-// The zero Op is invalid.
-type Op uint8
+// Op is the kind of a user operation: the domain's one op type, schema.Op. The limiter keeps
+// separate counters and limits per op (schema.Table.Limit). The zero Op is invalid.
+type Op = schema.Op
 
 // The ops.
 const (
-	OpRead Op = iota + 1
-	OpWrite
+	OpRead  = schema.OpRead
+	OpWrite = schema.OpWrite
 )
-
-// String returns "read" or "write".
-func (o Op) String() string {
-	switch o {
-	case OpRead:
-		return "read"
-	case OpWrite:
-		return "write"
-	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
-}
-
-// Valid reports whether o is OpRead or OpWrite.
-func (o Op) Valid() bool { return o == OpRead || o == OpWrite }
 
 // LimiterMode tells a replica what to do with its rate-limit counter for one operation.
 type LimiterMode uint8

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
@@ -27,7 +28,11 @@ func serve(t *testing.T, c *cluster, node coordinator.NodeID) *client.Client {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	kvnodepb.RegisterKVNodeServer(srv, coordinator.NewServer(c.executors[node]))
+	api, err := grpcapi.New(grpcapi.Config{Executor: c.executors[node]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvnodepb.RegisterKVNodeServer(srv, api)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -91,7 +96,7 @@ func TestServerErrorStatuses(t *testing.T) {
 	_, err := cl.Execute(ctx, client.Quorum, "INSERT INTO t (k, c) VALUES ('hot', 100)")
 	var rl *client.RateLimitError
 	wantRL := client.RateLimitError{
-		Keyspace: "ks", Table: "t", Op: client.OpWrite, RejectedBy: client.RejectedByCoordinator, Limit: 50,
+		Keyspace: "ks", Table: "t", Op: client.OpWrite, RejectedBy: client.RejectedByCoordinator, Limit: 50, Count: 101,
 		RetryAfter: 750 * time.Millisecond,
 		Message:    "rate limit exceeded for writes on ks.t (limit 50/s), rejected by coordinator; retry after 750ms",
 	}
@@ -128,11 +133,19 @@ func TestServerErrorStatuses(t *testing.T) {
 	}
 	c.ring.setDown()
 
-	// Replica failures: UNAVAILABLE without details.
+	// Replica failures: UNAVAILABLE with a FailureDetail.
 	c.transport.setFault(failAll, "n2", "n3")
 	_, err = cl.Execute(ctx, client.Quorum, "SELECT * FROM t WHERE k = 'a'")
-	if st, _ := status.FromError(errors.Unwrap(err)); st.Code() != codes.Unavailable {
-		t.Errorf("a QUORUM read with two failing replicas through the client: %v, want code Unavailable", err)
+	var fe *client.FailureError
+	wantFE := client.FailureError{Op: client.OpRead, Consistency: client.Quorum, Required: 2, Failures: 2, Reason: client.FailureReplicas}
+	if !errors.As(err, &fe) || status.Code(err) != codes.Unavailable {
+		t.Fatalf("a QUORUM read with two failing replicas through the client: %v, want a *client.FailureError with code Unavailable", err)
+	}
+	// n1 (the coordinator, a replica) may or may not have answered before the failures decided.
+	wantFE.Received = min(fe.Received, 1)
+	if got := (client.FailureError{Op: fe.Op, Consistency: fe.Consistency, Received: fe.Received, Required: fe.Required,
+		Failures: fe.Failures, Rejected: fe.Rejected, Reason: fe.Reason}); got != wantFE {
+		t.Errorf("a QUORUM read with two failing replicas through the client: %+v, want %+v", got, wantFE)
 	}
 }
 
@@ -154,7 +167,7 @@ func TestServerRejectedByReplicas(t *testing.T) {
 	_, _, err := cl.Query(ctx, client.One, "SELECT * FROM t WHERE k = 'hot'")
 	var rl *client.RateLimitError
 	want := client.RateLimitError{
-		Keyspace: "ks", Table: "t", Op: client.OpRead, RejectedBy: client.RejectedByReplicas, Limit: 3,
+		Keyspace: "ks", Table: "t", Op: client.OpRead, RejectedBy: client.RejectedByReplicas, Limit: 3, Count: 7,
 		RetryAfter: 750 * time.Millisecond,
 		Message:    "rate limit exceeded for reads on ks.t (limit 3/s), rejected by replicas; retry after 750ms",
 	}
@@ -181,7 +194,7 @@ func TestErrorStatus(t *testing.T) {
 		{errors.New("boom"), codes.Internal},
 	}
 	for _, tt := range tests {
-		if got := coordinator.ErrorStatus(tt.err).Code(); got != tt.code {
+		if got := grpcapi.ErrorStatus(tt.err).Code(); got != tt.code {
 			t.Errorf("ErrorStatus(%v).Code() = %v, want %v", tt.err, got, tt.code)
 		}
 	}

@@ -10,34 +10,28 @@ import (
 
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
-	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
 
-// voidResponse is the answer to INSERT, UPDATE and DELETE.
-func voidResponse() *kvnodepb.ExecuteResponse {
-	return &kvnodepb.ExecuteResponse{Result: &kvnodepb.ExecuteResponse_Void{Void: &kvnodepb.Void{}}}
-}
-
 // executeWrite runs an INSERT, UPDATE or DELETE at consistency cl. It returns the table once
 // the statement resolved it, for the Observer.
-func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl Consistency) (*schema.Table, *kvnodepb.ExecuteResponse, error) {
+func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl Consistency) (*schema.Table, Result, error) {
 	s := e.schema.Schema()
 	w, err := s.PrepareWrite(stmt, keyspace)
 	if err != nil {
-		return nil, nil, invalid(stmt, err)
+		return nil, Result{}, invalid(stmt, err)
 	}
 	now := e.now()
 	if err := e.checkTimestamp(stmt, w, now); err != nil {
-		return w.Table, nil, err
+		return w.Table, Result{}, err
 	}
 	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
-		return w.Table, nil, err
+		return w.Table, Result{}, err
 	}
 	ks, ok := s.Keyspace(w.Table.Keyspace)
 	if !ok { // the schema is immutable and PrepareWrite found the table
-		return w.Table, nil, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
+		return w.Table, Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
 	}
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
@@ -53,7 +47,7 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		Consistency: cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], token, ks.ReplicationFactor),
-		Limit:       w.Table.RateLimit.MaxWritesPerSecond,
+		Limit:       w.Table.Limit(OpWrite),
 		Deadline:    dl,
 	}
 	if p.Limit > 0 {
@@ -61,11 +55,11 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	}
 	req, err := e.newRequest(p)
 	if err != nil {
-		return w.Table, nil, err
+		return w.Table, Result{}, err
 	}
 	step, err := e.begin(req, now, OpWrite, partitionKey{w.Table.ID, token}, p.Draw)
 	if err != nil {
-		return w.Table, nil, err
+		return w.Table, Result{}, err
 	}
 	o := step.Outcome
 	if o == nil {
@@ -73,14 +67,14 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		fillMutation(m, w, ts)
 		x := watch(e, mutateExchange{e.transport, m}, step.Sends, w.Table, OpWrite)
 		if o, err = e.await(ctx, req, step.Sends, x, dl, true); err != nil {
-			return w.Table, nil, err
+			return w.Table, Result{}, err
 		}
 	}
 	e.propagate(req, OpWrite, partitionKey{w.Table.ID, token})
 	if err := e.outcomeErr(o, w.Table); err != nil {
-		return w.Table, nil, err
+		return w.Table, Result{}, err
 	}
-	return w.Table, voidResponse(), nil
+	return w.Table, Result{}, nil
 }
 
 // isPartition reports whether w's clustering range selects the whole partition.

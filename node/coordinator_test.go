@@ -12,7 +12,7 @@ import (
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitioner"
-	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // These are the coordinator's acceptance tests: three real nodes in one process, real pebble,
@@ -177,7 +177,7 @@ func TestRejectionsReachTheOtherReplicas(t *testing.T) {
 	token := partitioner.Token([]byte("hot"))
 	for i := 1; i < 3; i++ {
 		poll.Must(t, 5*time.Second, fmt.Sprintf("node %d counts all %d writes (%d it applied, %d rejected by node 0)", i, writes, ok, byCoordinator), poll.Bool(func() bool {
-			return tc.nodes[i].Replica().Count(table.ID, token, replicapb.Op_OP_WRITE, frozen) == writes
+			return tc.nodes[i].Replica().Count(table.ID, token, schema.OpWrite, frozen) == writes
 		}))
 	}
 }

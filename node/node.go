@@ -22,6 +22,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -258,7 +259,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit))
 	replicapb.RegisterReplicaServer(n.grpc, n.replica)
 	replicapb.RegisterSchemaPaxosServer(n.grpc, n.schema.acceptor)
-	kvnodepb.RegisterKVNodeServer(n.grpc, clientAPI{Server: coordinator.NewServer(n.exec), n: n, limit: limit})
+	api, err := grpcapi.New(grpcapi.Config{
+		Executor: n.exec, Top: topSource{n}, MessageLimit: limit, LimitHint: "2 × max_mutation_size + 4 MiB",
+	})
+	if err != nil {
+		return nil, err
+	}
+	kvnodepb.RegisterKVNodeServer(n.grpc, api)
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)

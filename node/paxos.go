@@ -319,7 +319,7 @@ type schemaUnavailableError struct{ msg string }
 func (e *schemaUnavailableError) Error() string { return e.msg }
 func (e *schemaUnavailableError) Unwrap() error { return ErrSchemaUnavailable }
 
-// GRPCStatus returns UNAVAILABLE (coordinator.ErrorStatus uses it).
+// GRPCStatus returns UNAVAILABLE (grpcapi.ErrorStatus uses it).
 func (e *schemaUnavailableError) GRPCStatus() *status.Status {
 	return status.New(codes.Unavailable, e.msg)
 }

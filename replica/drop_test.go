@@ -124,7 +124,7 @@ func tableSeriesCount(t *testing.T, svc *Service) int {
 
 func TestServiceDropTableForgetsItsState(t *testing.T) {
 	svc, clock := testService(t, 100, 100)
-	for _, op := range []replicapb.Op{replicapb.Op_OP_READ, replicapb.Op_OP_WRITE} {
+	for _, op := range []schema.Op{schema.OpRead, schema.OpWrite} {
 		if _, err := svc.Check(testTableID, tokenOf("p"), op, 0.5, clock.t); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestServiceDropTableForgetsItsState(t *testing.T) {
 		t.Fatal("no series for ks.t before the drop")
 	}
 	var dropped []uint32
-	for _, op := range []replicapb.Op{replicapb.Op_OP_READ, replicapb.Op_OP_WRITE} {
+	for _, op := range []schema.Op{schema.OpRead, schema.OpWrite} {
 		st, _ := svc.ops.lookup(testTableID, op)
 		dropped = append(dropped, st.label)
 	}
@@ -150,7 +150,7 @@ func TestServiceDropTableForgetsItsState(t *testing.T) {
 		t.Errorf("the dropped table's partition still has rows")
 	}
 	// A request that resolved the table before the drop counts nowhere visible.
-	if _, err := svc.Check(testTableID, tokenOf("p"), replicapb.Op_OP_WRITE, 0.5, clock.t); err != nil {
+	if _, err := svc.Check(testTableID, tokenOf("p"), schema.OpWrite, 0.5, clock.t); err != nil {
 		t.Fatal(err)
 	}
 	if n := tableSeriesCount(t, svc); n != 0 {
@@ -159,7 +159,7 @@ func TestServiceDropTableForgetsItsState(t *testing.T) {
 	// A new table never gets the dropped table's labels.
 	other := tableWithID(t, testTableID+1)
 	other.RateLimit = schema.RateLimit{MaxWritesPerSecond: 100}
-	if got := svc.ops.get(other, replicapb.Op_OP_WRITE).label; slices.Contains(dropped, got) {
+	if got := svc.ops.get(other, schema.OpWrite).label; slices.Contains(dropped, got) {
 		t.Errorf("a new table got label %d, one of the dropped table's %v", got, dropped)
 	}
 }

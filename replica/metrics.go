@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -106,7 +105,7 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 	pairs := map[pairName]*pairCounts{}
 	var replicaRejections [numRequestOps]uint64
 	for _, st := range m.svc.ops.all() {
-		n := pairName{st.keyspace, st.table, opLabel(st.op)}
+		n := pairName{st.keyspace, st.table, st.op.String()}
 		c := pairs[n]
 		if c == nil {
 			c = &pairCounts{}
@@ -120,7 +119,7 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 			c.operations += r
 		}
 		req := reqWrite
-		if st.op == replicapb.Op_OP_READ {
+		if st.op == schema.OpRead {
 			req = reqRead
 		}
 		replicaRejections[req] += st.rejected[byReplica].Load()
@@ -154,7 +153,7 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 type opState struct {
 	label           uint32
 	keyspace, table string // the table's names, for metric labels
-	op              replicapb.Op
+	op              schema.Op
 
 	// admitted counts operations counted in the limiter and not rejected (account-only ones,
 	// admitted enforced ones, and account deltas by their count); rejected counts rejections
@@ -179,11 +178,11 @@ type opStates struct {
 
 type labelKey struct {
 	table schema.TableID
-	op    replicapb.Op
+	op    schema.Op
 }
 
 // get returns the state of (t, op), creating it on first use.
-func (l *opStates) get(t *schema.Table, op replicapb.Op) *opState {
+func (l *opStates) get(t *schema.Table, op schema.Op) *opState {
 	k := labelKey{t.ID, op}
 	if m := l.m.Load(); m != nil {
 		if v, ok := (*m)[k]; ok {
@@ -240,7 +239,7 @@ func (l *opStates) forget(id schema.TableID) {
 }
 
 // lookup returns the state of (id, op) if it exists.
-func (l *opStates) lookup(id schema.TableID, op replicapb.Op) (*opState, bool) {
+func (l *opStates) lookup(id schema.TableID, op schema.Op) (*opState, bool) {
 	m := l.m.Load()
 	if m == nil {
 		return nil, false
@@ -255,12 +254,4 @@ func (l *opStates) all() map[labelKey]*opState {
 		return *m
 	}
 	return nil
-}
-
-// opLabel is the metric label of a limiter op.
-func opLabel(op replicapb.Op) string {
-	if op == replicapb.Op_OP_READ {
-		return "read"
-	}
-	return "write"
 }

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // TestServiceMetricsCountRejectionsOnBothPaths drives one partition over its limit of 1 write/s
@@ -51,7 +52,7 @@ kvnode_replica_requests_total{op="write",status="rate_limited"} %d
 
 	// Counts 1 and 2 are within 2·limit; count 3 onwards is rejected with a draw of 0.99.
 	for i := range 4 {
-		d, err := svc.Check(testTableID, tokenOf("p"), replicapb.Op_OP_WRITE, 0.99, clock.t)
+		d, err := svc.Check(testTableID, tokenOf("p"), schema.OpWrite, 0.99, clock.t)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ kvnode_replica_requests_total{op="write",status="rate_limited"} %d
 func TestServiceCollector(t *testing.T) {
 	svc, clock := testService(t, 0, 100)
 	for _, tok := range []string{"a", "b", "c"} {
-		if _, err := svc.Check(testTableID, tokenOf(tok), replicapb.Op_OP_WRITE, 0.5, clock.t); err != nil {
+		if _, err := svc.Check(testTableID, tokenOf(tok), schema.OpWrite, 0.5, clock.t); err != nil {
 			t.Fatal(err)
 		}
 	}

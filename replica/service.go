@@ -116,7 +116,7 @@ func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*re
 		s.metrics.requests[reqWrite][statusError].Add(1)
 		return mutateError(replicapb.Error_UNKNOWN_TABLE, unknownTable(m.TableId).Error()), nil
 	}
-	d, err := s.admit(t, m.Token, replicapb.Op_OP_WRITE, req.Limiter, m.PartitionKey)
+	d, err := s.admit(t, m.Token, schema.OpWrite, req.Limiter, m.PartitionKey)
 	if err != nil {
 		s.metrics.requests[reqWrite][statusError].Add(1)
 		return mutateError(replicapb.Error_BAD_REQUEST, err.Error()), nil
@@ -149,7 +149,7 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 		s.metrics.requests[reqRead][statusError].Add(1)
 		return readError(replicapb.Error_UNKNOWN_TABLE, unknownTable(req.GetTableId()).Error()), nil
 	}
-	d, err := s.admit(t, req.Token, replicapb.Op_OP_READ, req.Limiter, req.PartitionKey)
+	d, err := s.admit(t, req.Token, schema.OpRead, req.Limiter, req.PartitionKey)
 	if err != nil {
 		s.metrics.requests[reqRead][statusError].Add(1)
 		return readError(replicapb.Error_BAD_REQUEST, err.Error()), nil
@@ -177,18 +177,21 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 // this node does not know (its schema lags) or without a limit for the op
 // are skipped; a malformed delta fails the whole batch and counts nothing.
 func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
+	ops := make([]schema.Op, len(req.GetDeltas()))
 	for i, d := range req.GetDeltas() {
-		if err := checkOp(d.GetOp()); err != nil {
+		op, err := opFromWire(d.GetOp())
+		if err != nil {
 			s.metrics.requests[reqAccountDelta][statusError].Add(1)
 			return &replicapb.AccountDeltaResponse{
 				Status: replicapb.Status_STATUS_ERROR,
 				Error:  &replicapb.Error{Code: replicapb.Error_BAD_REQUEST, Message: fmt.Sprintf("%v (delta %d)", err, i)},
 			}, nil
 		}
+		ops[i] = op
 	}
 	now := s.now()
-	for _, d := range req.GetDeltas() {
-		err := s.ApplyAccountDelta(schema.TableID(d.TableId), d.Token, d.Op, d.Count, now)
+	for i, d := range req.GetDeltas() {
+		err := s.ApplyAccountDelta(schema.TableID(d.TableId), d.Token, ops[i], d.Count, now)
 		if err != nil && !errors.Is(err, ErrUnknownTable) {
 			return nil, err // unreachable: the ops were checked above
 		}
@@ -204,7 +207,7 @@ func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaReq
 // for op are admitted without being counted (Decision.Limit is 0). The error
 // wraps ErrUnknownTable or ErrBadRequest (an op other than read or write, a
 // draw outside [0, 1)).
-func (s *Service) Check(id schema.TableID, token int64, op replicapb.Op, draw float64, now time.Time) (partitionlimit.Decision, error) {
+func (s *Service) Check(id schema.TableID, token int64, op schema.Op, draw float64, now time.Time) (partitionlimit.Decision, error) {
 	t, ok := s.schema.TableByID(id)
 	if !ok {
 		return partitionlimit.Decision{}, unknownTable(uint64(id))
@@ -220,7 +223,7 @@ func (s *Service) Check(id schema.TableID, token int64, op replicapb.Op, draw fl
 // propagation a coordinator sends replicas that did not see operations. A
 // table without a limit for op is not counted. The error wraps
 // ErrUnknownTable or ErrBadRequest.
-func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op replicapb.Op, n uint32, now time.Time) error {
+func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op schema.Op, n uint32, now time.Time) error {
 	t, ok := s.schema.TableByID(id)
 	if !ok {
 		return unknownTable(uint64(id))
@@ -228,7 +231,7 @@ func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op replicapb
 	if err := checkOp(op); err != nil {
 		return err
 	}
-	limit := limitFor(t, op)
+	limit := t.Limit(op)
 	if limit == 0 || n == 0 {
 		return nil
 	}
@@ -244,7 +247,7 @@ func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op replicapb
 // Count returns the decayed limiter counter of operations of kind op on the partition with token
 // in table id at now, without counting anything: what the next Check would see before its own
 // increment. Unknown tables and ops count 0.
-func (s *Service) Count(id schema.TableID, token int64, op replicapb.Op, now time.Time) uint32 {
+func (s *Service) Count(id schema.TableID, token int64, op schema.Op, now time.Time) uint32 {
 	if _, ok := s.schema.TableByID(id); !ok || checkOp(op) != nil {
 		return 0
 	}
@@ -257,7 +260,7 @@ func (s *Service) Count(id schema.TableID, token int64, op replicapb.Op, now tim
 
 // admit applies the request's limiter instructions for an op on table t. pk is the
 // operation's partition key, remembered if the partition turns out to be hot.
-func (s *Service) admit(t *schema.Table, token int64, op replicapb.Op, lim *replicapb.Limiter, pk [][]byte) (partitionlimit.Decision, error) {
+func (s *Service) admit(t *schema.Table, token int64, op schema.Op, lim *replicapb.Limiter, pk [][]byte) (partitionlimit.Decision, error) {
 	mode := lim.GetMode()
 	if mode == replicapb.Limiter_NONE {
 		return partitionlimit.Decision{Admitted: true}, nil
@@ -268,10 +271,10 @@ func (s *Service) admit(t *schema.Table, token int64, op replicapb.Op, lim *repl
 // decide accounts and decides one operation in a counting mode; by is who a rejection is
 // attributed to, pk the partition key when the caller has it (else nil). Operations whose
 // counter ends above twice the limit update the pair's hot set.
-func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode replicapb.Limiter_Mode, draw float64, now time.Time, by rejecter, pk [][]byte) (partitionlimit.Decision, error) {
+func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode replicapb.Limiter_Mode, draw float64, now time.Time, by rejecter, pk [][]byte) (partitionlimit.Decision, error) {
 	switch mode {
 	case replicapb.Limiter_ACCOUNT_ONLY:
-		limit := limitFor(t, op)
+		limit := t.Limit(op)
 		if limit == 0 {
 			return partitionlimit.Decision{Admitted: true}, nil
 		}
@@ -286,7 +289,7 @@ func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode rep
 		if !(draw >= 0 && draw < 1) { // also rejects NaN
 			return partitionlimit.Decision{}, fmt.Errorf("%w: limiter draw %v is outside [0, 1)", ErrBadRequest, draw)
 		}
-		limit := limitFor(t, op)
+		limit := t.Limit(op)
 		if limit == 0 {
 			return partitionlimit.Decision{Admitted: true}, nil
 		}
@@ -309,19 +312,20 @@ func (s *Service) decide(t *schema.Table, token int64, op replicapb.Op, mode rep
 	}
 }
 
-// limitFor returns t's limit for op, 0 for none.
-func limitFor(t *schema.Table, op replicapb.Op) uint32 {
-	if op == replicapb.Op_OP_READ {
-		return t.RateLimit.MaxReadsPerSecond
-	}
-	return t.RateLimit.MaxWritesPerSecond
-}
-
-func checkOp(op replicapb.Op) error {
-	if op != replicapb.Op_OP_READ && op != replicapb.Op_OP_WRITE {
+func checkOp(op schema.Op) error {
+	if !op.Valid() {
 		return fmt.Errorf("%w: op %v is neither read nor write", ErrBadRequest, op)
 	}
 	return nil
+}
+
+// opFromWire converts the internode protocol's op to the domain's, at the edge: the service
+// speaks schema.Op inside.
+func opFromWire(op replicapb.Op) (schema.Op, error) {
+	if o, ok := op.Domain(); ok {
+		return o, nil
+	}
+	return 0, fmt.Errorf("%w: op %v is neither read nor write", ErrBadRequest, op)
 }
 
 func unknownTable(id uint64) error {

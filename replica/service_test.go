@@ -156,7 +156,7 @@ func TestServiceAccountOnlyCountsButNeverRejects(t *testing.T) {
 			t.Fatalf("account-only write %d at limit 1 returned %v, want STATUS_OK", i, resp)
 		}
 	}
-	d, err := svc.Check(testTableID, tokenOf("p"), replicapb.Op_OP_WRITE, 0.99, clock.t)
+	d, err := svc.Check(testTableID, tokenOf("p"), schema.OpWrite, 0.99, clock.t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestServiceAccountOnlyCountsButNeverRejects(t *testing.T) {
 		t.Errorf("Check after 20 account-only writes = %+v, want count 21 and a rejection", d)
 	}
 	// Reads have their own counter.
-	d, _ = svc.Check(testTableID, tokenOf("p"), replicapb.Op_OP_READ, 0.99, clock.t)
+	d, _ = svc.Check(testTableID, tokenOf("p"), schema.OpRead, 0.99, clock.t)
 	if d.Count != 1 || !d.Admitted {
 		t.Errorf("Check of the first read = %+v, want count 1 and admitted", d)
 	}
@@ -176,7 +176,7 @@ func TestServiceCheckThenLocalApplyCountsOnce(t *testing.T) {
 	svc, clock := testService(t, 0, 100)
 	ctx := context.Background()
 	for i := range 5 {
-		d, err := svc.Check(testTableID, tokenOf("p"), replicapb.Op_OP_WRITE, 0.5, clock.t)
+		d, err := svc.Check(testTableID, tokenOf("p"), schema.OpWrite, 0.5, clock.t)
 		if err != nil || !d.Admitted || d.Count != uint32(i+1) || d.Limit != 100 {
 			t.Fatalf("Check %d = %+v, %v; want admitted with count %d and limit 100", i, d, err, i+1)
 		}
@@ -184,7 +184,7 @@ func TestServiceCheckThenLocalApplyCountsOnce(t *testing.T) {
 			t.Fatalf("local apply %d returned %v", i, resp)
 		}
 	}
-	if c := svc.Count(testTableID, tokenOf("p"), replicapb.Op_OP_WRITE, clock.t); c != 5 {
+	if c := svc.Count(testTableID, tokenOf("p"), schema.OpWrite, clock.t); c != 5 {
 		t.Errorf("after 5 checked and applied writes the counter is %d, want 5", c)
 	}
 	if n := countRows(t, svc); n != 5 {
@@ -192,7 +192,7 @@ func TestServiceCheckThenLocalApplyCountsOnce(t *testing.T) {
 	}
 	// Check on a table without a limit admits without counting.
 	svc2, _ := testService(t, 0, 0)
-	if d, _ := svc2.Check(testTableID, tokenOf("p"), replicapb.Op_OP_WRITE, 0.99, clock.t); !d.Admitted || d.Limit != 0 {
+	if d, _ := svc2.Check(testTableID, tokenOf("p"), schema.OpWrite, 0.99, clock.t); !d.Admitted || d.Limit != 0 {
 		t.Errorf("Check on an unlimited table = %+v, want admitted with limit 0", d)
 	}
 	if st := svc2.Limits().Stats(clock.t); st.Lookups != 0 {
@@ -281,10 +281,10 @@ func TestServiceBadRequests(t *testing.T) {
 		t.Errorf("a read of an unknown column returned %v, want BAD_REQUEST naming it", rresp)
 	}
 
-	if _, err := svc.Check(999, 0, replicapb.Op_OP_WRITE, 0.5, clock.t); !errors.Is(err, ErrUnknownTable) {
+	if _, err := svc.Check(999, 0, schema.OpWrite, 0.5, clock.t); !errors.Is(err, ErrUnknownTable) {
 		t.Errorf("Check of an unknown table returned %v, want ErrUnknownTable", err)
 	}
-	if _, err := svc.Check(testTableID, 0, replicapb.Op_OP_UNSPECIFIED, 0.5, clock.t); !errors.Is(err, ErrBadRequest) {
+	if _, err := svc.Check(testTableID, 0, schema.Op(0), 0.5, clock.t); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("Check of an unspecified op returned %v, want ErrBadRequest", err)
 	}
 }
@@ -301,7 +301,7 @@ func TestServiceAccountDelta(t *testing.T) {
 	if err != nil || resp.Status != replicapb.Status_STATUS_OK {
 		t.Fatalf("AccountDelta returned %v, %v; want STATUS_OK", resp, err)
 	}
-	if c := svc.Count(testTableID, token, replicapb.Op_OP_READ, clock.t); c != 30 {
+	if c := svc.Count(testTableID, token, schema.OpRead, clock.t); c != 30 {
 		t.Errorf("after a delta of 30 reads the read counter is %d, want 30", c)
 	}
 	if st := svc.Limits().Stats(clock.t); st.Entries != 1 {
@@ -315,10 +315,10 @@ func TestServiceAccountDelta(t *testing.T) {
 	if resp.Status != replicapb.Status_STATUS_ERROR || resp.Error.GetCode() != replicapb.Error_BAD_REQUEST || !strings.Contains(resp.Error.GetMessage(), "delta 1") {
 		t.Errorf("AccountDelta with an unspecified op returned %v, want BAD_REQUEST naming delta 1", resp)
 	}
-	if c := svc.Count(testTableID, token, replicapb.Op_OP_READ, clock.t); c != 30 {
+	if c := svc.Count(testTableID, token, schema.OpRead, clock.t); c != 30 {
 		t.Errorf("after a rejected batch the read counter is %d, want still 30", c)
 	}
-	if err := svc.ApplyAccountDelta(999, token, replicapb.Op_OP_READ, 1, clock.t); !errors.Is(err, ErrUnknownTable) {
+	if err := svc.ApplyAccountDelta(999, token, schema.OpRead, 1, clock.t); !errors.Is(err, ErrUnknownTable) {
 		t.Errorf("ApplyAccountDelta on an unknown table returned %v, want ErrUnknownTable", err)
 	}
 }

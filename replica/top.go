@@ -51,10 +51,10 @@ func (s *Service) TopPartitions(_ context.Context, req *replicapb.TopPartitionsR
 			count := s.limits.Peek(h.token, st.label, now)
 			p := &replicapb.HotPartition{
 				TableId:                        uint64(k.table),
-				Op:                             k.op,
+				Op:                             replicapb.OpOf(k.op),
 				Token:                          h.token,
 				Count:                          count,
-				Limit:                          limitFor(t, k.op),
+				Limit:                          t.Limit(k.op),
 				OpsPerSecond:                   EstimateRate(count, now),
 				CoordinatorRejectionsPerSecond: EstimateRate(h.rejected[byCoordinator], now),
 				ReplicaRejectionsPerSecond:     EstimateRate(h.rejected[byReplica], now),
@@ -142,7 +142,7 @@ func (s *Service) collectHot(ch chan<- prometheus.Metric, desc *prometheus.Desc,
 		if !ok {
 			continue
 		}
-		limit := limitFor(t, k.op)
+		limit := t.Limit(k.op)
 		if limit == 0 {
 			continue
 		}
@@ -153,6 +153,6 @@ func (s *Service) collectHot(ch chan<- prometheus.Metric, desc *prometheus.Desc,
 				n++
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), t.Keyspace, t.Name, opLabel(k.op))
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), t.Keyspace, t.Name, k.op.String())
 	}
 }

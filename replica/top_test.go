@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // TestServiceTopPartitions makes three partitions hot in different ways and one stay within
@@ -31,7 +32,7 @@ func TestServiceTopPartitions(t *testing.T) {
 		}
 	}
 	for range 40 {
-		svc.Check(testTableID, tokenOf("q"), replicapb.Op_OP_WRITE, 0.99, clock.t)
+		svc.Check(testTableID, tokenOf("q"), schema.OpWrite, 0.99, clock.t)
 	}
 	// "r": an account delta of 30, never written: its key is unknown.
 	svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
@@ -39,7 +40,7 @@ func TestServiceTopPartitions(t *testing.T) {
 	}})
 	// "s": 20 checks, within 2·limit: never hot.
 	for range 20 {
-		svc.Check(testTableID, tokenOf("s"), replicapb.Op_OP_WRITE, 0.99, clock.t)
+		svc.Check(testTableID, tokenOf("s"), schema.OpWrite, 0.99, clock.t)
 	}
 
 	resp, err := svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{})

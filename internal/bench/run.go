@@ -21,6 +21,7 @@ import (
 const (
 	ErrorUnavailable = "unavailable" // *client.UnavailableError: too few live replicas
 	ErrorTimeout     = "timeout"     // *client.TimeoutError: replicas did not answer in time
+	ErrorFailed      = "failed"      // *client.FailureError: replicas failed
 	ErrorInvalid     = "invalid"     // *client.InvalidError: the server refused the statement
 	ErrorCanceled    = "canceled"    // the run was cancelled, or the drain timeout passed, first
 	ErrorDropped     = "dropped"     // open loop: the queue of waiting operations was full
@@ -221,6 +222,7 @@ func errorKind(err error, canceled bool) string {
 	var (
 		un  *client.UnavailableError
 		to  *client.TimeoutError
+		fe  *client.FailureError
 		inv *client.InvalidError
 	)
 	switch {
@@ -230,6 +232,8 @@ func errorKind(err error, canceled bool) string {
 		return ErrorUnavailable
 	case errors.As(err, &to):
 		return ErrorTimeout
+	case errors.As(err, &fe):
+		return ErrorFailed
 	case errors.As(err, &inv):
 		return ErrorInvalid
 	}

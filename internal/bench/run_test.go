@@ -234,6 +234,7 @@ func TestErrorKinds(t *testing.T) {
 	}{
 		{&client.UnavailableError{}, false, ErrorUnavailable},
 		{&client.TimeoutError{}, false, ErrorTimeout},
+		{&client.FailureError{}, false, ErrorFailed},
 		{&client.InvalidError{}, false, ErrorInvalid},
 		{fmt.Errorf("kvnode: %w", context.Canceled), false, ErrorCanceled},
 		{&client.TimeoutError{}, true, ErrorCanceled},

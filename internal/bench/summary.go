@@ -23,7 +23,7 @@ type Summary struct {
 	// RejectedByCoordinator and RejectedByReplicas count rate-limit errors by who rejected.
 	RejectedByCoordinator int64 `json:"rejected_by_coordinator"`
 	RejectedByReplicas    int64 `json:"rejected_by_replicas"`
-	// Errors counts the other failures by kind: ErrorUnavailable, ErrorTimeout, ErrorInvalid,
+	// Errors counts the other failures by kind: ErrorUnavailable, ErrorTimeout, ErrorFailed, ErrorInvalid,
 	// ErrorCanceled, ErrorDropped, ErrorOther or "grpc_<code>". Never nil.
 	Errors map[string]int64 `json:"errors"`
 	// LatencyMS holds latency percentiles of accepted operations.

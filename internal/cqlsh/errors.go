@@ -23,12 +23,14 @@ type shellError struct{ msg string }
 
 func (e *shellError) Error() string { return e.msg }
 
-// describeError renders a failed statement as one line starting with the error's kind:
+// describeError renders a failed statement as one line: the error's kind, then the message the
+// server built for it (the shell adds none of its own to kvnode's typed errors):
 //
 //	InvalidRequest: 1:8: expected FROM, found 'FORM'
-//	Unavailable: cannot achieve consistency level ALL (2 live replicas, 3 required)
-//	Timeout: write at QUORUM timed out (1 of 2 acks)
-//	RateLimited: writes on ks.t over 50/s per partition, rejected by coordinator; retry after 1.2s
+//	Unavailable: cannot achieve consistency level ALL: 2 replicas live, 3 required
+//	Timeout: write timed out at QUORUM: 1 of 2 required acks received
+//	Failure: write failed at QUORUM: 2 replicas failed, 1 of 2 required acks received: ...
+//	RateLimited: rate limit exceeded for writes on ks.t (limit 50/s), rejected by coordinator; retry after 1.2s
 //
 // addr names the node for connection failures; timeout is the shell's own per-statement limit,
 // named when it is what expired.
@@ -37,6 +39,7 @@ func describeError(err error, addr string, timeout time.Duration) string {
 		rl  *client.RateLimitError
 		un  *client.UnavailableError
 		to  *client.TimeoutError
+		fe  *client.FailureError
 		inv *client.InvalidError
 		sh  *shellError
 	)
@@ -46,20 +49,13 @@ func describeError(err error, addr string, timeout time.Duration) string {
 	case errors.As(err, &inv):
 		return "InvalidRequest: " + inv.Message
 	case errors.As(err, &un):
-		return fmt.Sprintf("Unavailable: cannot achieve consistency level %s (%d live %s, %d required)",
-			un.Consistency, un.Live, plural(un.Live, "replica", "replicas"), un.Required)
+		return "Unavailable: " + un.Message
 	case errors.As(err, &to):
-		what := "acks"
-		if to.Op == client.OpRead {
-			what = "responses"
-		}
-		op := string(to.Op)
-		if op == "" {
-			op = "operation"
-		}
-		return fmt.Sprintf("Timeout: %s at %s timed out (%d of %d %s)", op, to.Consistency, to.Received, to.Required, what)
+		return "Timeout: " + to.Message
+	case errors.As(err, &fe):
+		return "Failure: " + fe.Message
 	case errors.As(err, &rl):
-		return describeRateLimit(rl)
+		return "RateLimited: " + rl.Message
 	}
 	// Errors without a kvnode detail: the shell's own deadline, Ctrl-C, a lost connection, a
 	// server fault.
@@ -94,51 +90,6 @@ func grpcStatus(err error) *status.Status {
 		return gs.GRPCStatus()
 	}
 	return nil
-}
-
-func describeRateLimit(rl *client.RateLimitError) string {
-	var b strings.Builder
-	b.WriteString("RateLimited: ")
-	switch rl.Op {
-	case client.OpRead:
-		b.WriteString("reads")
-	case client.OpWrite:
-		b.WriteString("writes")
-	default:
-		b.WriteString("operations")
-	}
-	b.WriteString(" on ")
-	if rl.Keyspace != "" {
-		b.WriteString(rl.Keyspace + ".")
-	}
-	b.WriteString(rl.Table)
-	fmt.Fprintf(&b, " over %d/s per partition", rl.Limit)
-	if rl.RejectedBy != "" {
-		fmt.Fprintf(&b, ", rejected by %s", rl.RejectedBy)
-	}
-	if rl.RetryAfter > 0 {
-		fmt.Fprintf(&b, "; retry after %s", roundRetry(rl.RetryAfter))
-	}
-	return b.String()
-}
-
-// roundRetry keeps a retry hint readable: tenths of a second above one second, milliseconds
-// below, never rounding a positive hint down to zero.
-func roundRetry(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond)
-	}
-	return d
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // codeName turns a gRPC code into words: "permission denied".

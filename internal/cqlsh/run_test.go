@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
@@ -184,6 +184,9 @@ func TestConsistencyCommand(t *testing.T) {
 	}
 }
 
+// nodeStatus is the status a node sends for err.
+func nodeStatus(err error) error { return grpcapi.ErrorStatus(err).Err() }
+
 func TestErrorKindsArePrintedWithTheirDetails(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -192,29 +195,20 @@ func TestErrorKindsArePrintedWithTheirDetails(t *testing.T) {
 	}{
 		{"invalid", statusWith(t, codes.InvalidArgument, "1:8: expected FROM, found 'FORM'"),
 			"InvalidRequest: 1:8: expected FROM, found 'FORM'"},
-		{"unavailable", statusWith(t, codes.Unavailable, "not enough replicas",
-			&kvnodepb.UnavailableDetail{Consistency: kvnodepb.Consistency_CONSISTENCY_ALL, Live: 2, Required: 3}),
-			"Unavailable: cannot achieve consistency level ALL (2 live replicas, 3 required)"},
-		{"unavailable, one live", statusWith(t, codes.Unavailable, "not enough replicas",
-			&kvnodepb.UnavailableDetail{Consistency: kvnodepb.Consistency_CONSISTENCY_QUORUM, Live: 1, Required: 2}),
-			"Unavailable: cannot achieve consistency level QUORUM (1 live replica, 2 required)"},
-		{"write timeout", statusWith(t, codes.DeadlineExceeded, "timed out",
-			&kvnodepb.TimeoutDetail{Op: kvnodepb.Op_OP_WRITE, Consistency: kvnodepb.Consistency_CONSISTENCY_QUORUM, Received: 1, Required: 2}),
-			"Timeout: write at QUORUM timed out (1 of 2 acks)"},
-		{"read timeout", statusWith(t, codes.DeadlineExceeded, "timed out",
-			&kvnodepb.TimeoutDetail{Op: kvnodepb.Op_OP_READ, Consistency: kvnodepb.Consistency_CONSISTENCY_ONE, Received: 0, Required: 1}),
-			"Timeout: read at ONE timed out (0 of 1 responses)"},
-		{"rate limited by the coordinator", statusWith(t, codes.ResourceExhausted, "rate limit exceeded",
-			&kvnodepb.RateLimitDetail{Keyspace: "ks", Table: "t", Op: kvnodepb.Op_OP_WRITE, RejectedBy: kvnodepb.RateLimitDetail_COORDINATOR, Limit: 50},
-			&errdetails.RetryInfo{RetryDelay: durationpb.New(1234 * time.Millisecond)}),
-			"RateLimited: writes on ks.t over 50/s per partition, rejected by coordinator; retry after 1.2s"},
-		{"rate limited by replicas", statusWith(t, codes.ResourceExhausted, "rate limit exceeded",
-			&kvnodepb.RateLimitDetail{Keyspace: "ks", Table: "t", Op: kvnodepb.Op_OP_READ, RejectedBy: kvnodepb.RateLimitDetail_REPLICAS, Limit: 100},
-			&errdetails.RetryInfo{RetryDelay: durationpb.New(350 * time.Millisecond)}),
-			"RateLimited: reads on ks.t over 100/s per partition, rejected by replicas; retry after 350ms"},
-		{"rate limited without a hint", statusWith(t, codes.ResourceExhausted, "rate limit exceeded",
-			&kvnodepb.RateLimitDetail{Keyspace: "ks", Table: "t", Op: kvnodepb.Op_OP_WRITE, RejectedBy: kvnodepb.RateLimitDetail_REPLICAS, Limit: 7}),
-			"RateLimited: writes on ks.t over 7/s per partition, rejected by replicas"},
+		// kvnode's typed errors: the status the node sends for each, and the shell prints its
+		// kind and the node's message.
+		{"unavailable", nodeStatus(&coordinator.UnavailableError{Consistency: coordinator.All, Live: 2, Required: 3}),
+			"Unavailable: cannot achieve consistency level ALL: 2 replicas live, 3 required"},
+		{"write timeout", nodeStatus(&coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: coordinator.Quorum, Received: 1, Required: 2}),
+			"Timeout: write timed out at QUORUM: 1 of 2 required acks received"},
+		{"read timeout", nodeStatus(&coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: coordinator.One, Received: 0, Required: 1}),
+			"Timeout: read timed out at ONE: 0 of 1 required responses received"},
+		{"failure", nodeStatus(&coordinator.FailureError{Op: coordinator.OpWrite, Consistency: coordinator.Quorum, Received: 1, Required: 2, Failures: 1, Rejected: 1, Err: errors.New("disk full")}),
+			"Failure: write failed at QUORUM: 1 replica failed and 1 rejected (rate limit), 1 of 2 required acks received: disk full"},
+		{"rate limited by the coordinator", nodeStatus(&coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpWrite, RejectedBy: coordinator.RejectedByCoordinator, Limit: 50, Count: 120, RetryAfter: 1234 * time.Millisecond}),
+			"RateLimited: rate limit exceeded for writes on ks.t (limit 50/s), rejected by coordinator; retry after 1.234s"},
+		{"rate limited by replicas, may be applied", nodeStatus(&coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpWrite, RejectedBy: coordinator.RejectedByReplicas, Limit: 7, MayBeApplied: true}),
+			"RateLimited: rate limit exceeded for writes on ks.t (limit 7/s), rejected by replicas; replicas that admitted the write may have applied it"},
 		{"server fault", statusWith(t, codes.Internal, "disk on fire"), "ServerError: ADDR: disk on fire"},
 		{"other status", statusWith(t, codes.PermissionDenied, "not yours"), "Error: permission denied: not yours"},
 		{"overloaded without detail", statusWith(t, codes.ResourceExhausted, "too many requests"), "Error: resource exhausted: too many requests"},

@@ -1,0 +1,182 @@
+package grpcapi
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// statement translates a client request into the domain API's statement. LOCAL_ONE and
+// LOCAL_QUORUM are aliases (one datacenter), and UNSPECIFIED is ONE, as in Cassandra.
+func statement(req *kvnodepb.ExecuteRequest) (coordinator.Statement, error) {
+	st := coordinator.Statement{Text: req.GetStatement(), Keyspace: req.GetKeyspace()}
+	switch c := req.GetConsistency(); c {
+	case kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED, kvnodepb.Consistency_CONSISTENCY_ONE, kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE:
+		st.Consistency = coordinator.One
+	case kvnodepb.Consistency_CONSISTENCY_QUORUM, kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM:
+		st.Consistency = coordinator.Quorum
+	case kvnodepb.Consistency_CONSISTENCY_ALL:
+		st.Consistency = coordinator.All
+	default:
+		return st, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", int32(c))}
+	}
+	return st, nil
+}
+
+// consistencyToProto returns the client API's name of a level.
+func consistencyToProto(c coordinator.Consistency) kvnodepb.Consistency {
+	switch c {
+	case coordinator.One:
+		return kvnodepb.Consistency_CONSISTENCY_ONE
+	case coordinator.Quorum:
+		return kvnodepb.Consistency_CONSISTENCY_QUORUM
+	case coordinator.All:
+		return kvnodepb.Consistency_CONSISTENCY_ALL
+	}
+	return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+// opToProto returns the client API's name of an op.
+func opToProto(op schema.Op) kvnodepb.Op {
+	switch op {
+	case schema.OpRead:
+		return kvnodepb.Op_OP_READ
+	case schema.OpWrite:
+		return kvnodepb.Op_OP_WRITE
+	}
+	return kvnodepb.Op_OP_UNSPECIFIED
+}
+
+// response renders a domain result as the client API's response.
+func response(res coordinator.Result) (*kvnodepb.ExecuteResponse, error) {
+	resp := &kvnodepb.ExecuteResponse{Warnings: res.Warnings}
+	switch res.Kind {
+	case coordinator.ResultVoid:
+		resp.Result = &kvnodepb.ExecuteResponse_Void{Void: &kvnodepb.Void{}}
+	case coordinator.ResultRows:
+		rows, err := rowsToProto(res.Rows)
+		if err != nil {
+			return nil, err
+		}
+		resp.Result = &kvnodepb.ExecuteResponse_Rows{Rows: rows}
+	case coordinator.ResultSetKeyspace:
+		resp.Result = &kvnodepb.ExecuteResponse_SetKeyspace{SetKeyspace: res.Keyspace}
+	case coordinator.ResultSchemaChange:
+		resp.Result = &kvnodepb.ExecuteResponse_SchemaChange{SchemaChange: schemaChangeToProto(res.SchemaChange)}
+	case coordinator.ResultDescription:
+		resp.Result = &kvnodepb.ExecuteResponse_Description{Description: res.Description}
+	default:
+		return nil, fmt.Errorf("grpcapi: unknown result kind %v", res.Kind)
+	}
+	return resp, nil
+}
+
+func schemaChangeToProto(sc coordinator.SchemaChange) *kvnodepb.SchemaChange {
+	out := &kvnodepb.SchemaChange{Keyspace: sc.Keyspace, Table: sc.Table}
+	switch sc.Change {
+	case coordinator.Created:
+		out.Change = kvnodepb.SchemaChange_CREATED
+	case coordinator.Updated:
+		out.Change = kvnodepb.SchemaChange_UPDATED
+	case coordinator.Dropped:
+		out.Change = kvnodepb.SchemaChange_DROPPED
+	}
+	return out
+}
+
+// rowsToProto renders rows as the client API's typed rows.
+func rowsToProto(r *coordinator.Rows) (*kvnodepb.Rows, error) {
+	if r == nil {
+		return &kvnodepb.Rows{}, nil
+	}
+	out := &kvnodepb.Rows{
+		Columns: make([]*kvnodepb.Column, len(r.Columns)),
+		Rows:    make([]*kvnodepb.Row, len(r.Values)),
+	}
+	cols := make([]kvnodepb.Column, len(r.Columns))
+	for i, c := range r.Columns {
+		cols[i].Name, cols[i].Type = c.Name, ColumnType(c.Type)
+		out.Columns[i] = &cols[i]
+	}
+	prs := make([]kvnodepb.Row, len(r.Values))
+	for i, row := range r.Values {
+		if len(row) != len(r.Columns) {
+			return nil, fmt.Errorf("grpcapi: row %d of %s.%s has %d values for %d columns", i, r.Keyspace, r.Table, len(row), len(r.Columns))
+		}
+		vals := make([]kvnodepb.Value, len(row))
+		pr := &prs[i]
+		pr.Values = make([]*kvnodepb.Value, len(row))
+		for j, b := range row {
+			if err := setValue(&vals[j], r.Columns[j].Type, b); err != nil {
+				return nil, fmt.Errorf("grpcapi: table %s.%s column %s: %w", r.Keyspace, r.Table, r.Columns[j].Name, err)
+			}
+			pr.Values[j] = &vals[j]
+		}
+		out.Rows[i] = pr
+	}
+	return out, nil
+}
+
+// ColumnType returns the client API's column type of t.
+func ColumnType(t schema.Type) kvnodepb.ColumnType {
+	switch t {
+	case schema.TypeText:
+		return kvnodepb.ColumnType_COLUMN_TYPE_TEXT
+	case schema.TypeInt:
+		return kvnodepb.ColumnType_COLUMN_TYPE_INT
+	case schema.TypeBigInt:
+		return kvnodepb.ColumnType_COLUMN_TYPE_BIGINT
+	case schema.TypeDouble:
+		return kvnodepb.ColumnType_COLUMN_TYPE_DOUBLE
+	case schema.TypeBoolean:
+		return kvnodepb.ColumnType_COLUMN_TYPE_BOOLEAN
+	case schema.TypeBlob:
+		return kvnodepb.ColumnType_COLUMN_TYPE_BLOB
+	case schema.TypeTimestamp:
+		return kvnodepb.ColumnType_COLUMN_TYPE_TIMESTAMP
+	}
+	return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED
+}
+
+// Value returns the client API's value of type t encoded in b (nil b is null). It fails when b
+// is not a valid encoding of t.
+func Value(t schema.Type, b []byte) (*kvnodepb.Value, error) {
+	v := &kvnodepb.Value{}
+	if err := setValue(v, t, b); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// setValue sets v to the value of type t encoded in b; nil b (null) leaves v unset.
+func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
+	if b == nil {
+		return nil
+	}
+	if err := t.Check(b); err != nil {
+		return err
+	}
+	switch t {
+	case schema.TypeText:
+		v.Kind = &kvnodepb.Value_Text{Text: string(b)}
+	case schema.TypeInt:
+		v.Kind = &kvnodepb.Value_Int{Int: int32(binary.BigEndian.Uint32(b))}
+	case schema.TypeBigInt:
+		v.Kind = &kvnodepb.Value_Bigint{Bigint: int64(binary.BigEndian.Uint64(b))}
+	case schema.TypeDouble:
+		v.Kind = &kvnodepb.Value_Double{Double: math.Float64frombits(binary.BigEndian.Uint64(b))}
+	case schema.TypeBoolean:
+		v.Kind = &kvnodepb.Value_Boolean{Boolean: b[0] == 1}
+	case schema.TypeBlob:
+		v.Kind = &kvnodepb.Value_Blob{Blob: b}
+	case schema.TypeTimestamp:
+		v.Kind = &kvnodepb.Value_Timestamp{Timestamp: int64(binary.BigEndian.Uint64(b))}
+	default:
+		return fmt.Errorf("unsupported column type %v", t)
+	}
+	return nil
+}

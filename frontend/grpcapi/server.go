@@ -1,0 +1,79 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+)
+
+// Executor is the domain API the front end adapts: coordinator.Executor implements it.
+type Executor interface {
+	Execute(ctx context.Context, st coordinator.Statement) (coordinator.Result, error)
+}
+
+// Config configures a Server. Executor is required.
+type Config struct {
+	// Executor executes statements.
+	Executor Executor
+	// Top gathers the cluster's hot partitions for TopPartitions. Nil makes TopPartitions
+	// UNIMPLEMENTED.
+	Top TopSource
+	// MessageLimit is the largest response the transport sends, in bytes: a larger result is
+	// refused with an error that says so and how to ask for less, instead of the transport
+	// failing to send it. Zero means no check.
+	MessageLimit int
+	// LimitHint explains where MessageLimit comes from, for that error ("" for nothing).
+	LimitHint string
+}
+
+// Server is the client-facing gRPC service (kvnodepb.KVNode) of a node. Register it with
+// kvnodepb.RegisterKVNodeServer; health and reflection are the node's to register.
+type Server struct {
+	kvnodepb.UnimplementedKVNodeServer
+	cfg Config
+}
+
+// New returns the gRPC service for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Executor == nil {
+		return nil, errors.New("grpcapi: Config.Executor is nil")
+	}
+	if cfg.MessageLimit < 0 {
+		return nil, errors.New("grpcapi: Config.MessageLimit is negative")
+	}
+	return &Server{cfg: cfg}, nil
+}
+
+// Execute runs one statement: it translates the request into a coordinator.Statement, executes
+// it, and renders the result, or the error as ErrorStatus describes it.
+func (s *Server) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*kvnodepb.ExecuteResponse, error) {
+	st, err := statement(req)
+	if err != nil {
+		return nil, ErrorStatus(err).Err()
+	}
+	res, err := s.cfg.Executor.Execute(ctx, st)
+	if err != nil {
+		return nil, ErrorStatus(err).Err()
+	}
+	resp, err := response(res)
+	if err != nil {
+		return nil, status.New(codes.Internal, err.Error()).Err()
+	}
+	if n := proto.Size(resp); s.cfg.MessageLimit > 0 && n > s.cfg.MessageLimit {
+		hint := ""
+		if s.cfg.LimitHint != "" {
+			hint = " (" + s.cfg.LimitHint + ")"
+		}
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"the result is %d bytes, more than this node's message limit of %d bytes%s; select fewer rows with LIMIT or a clustering restriction", n, s.cfg.MessageLimit, hint)
+	}
+	return resp, nil
+}
+
+var _ kvnodepb.KVNodeServer = (*Server)(nil)
