@@ -117,9 +117,46 @@ func loadConfigFile(path string, cfg *serveConfig) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("config %s: %s", path, strings.Join(nameKeys(data, te.Errors), "; "))
+		}
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	return nil
+}
+
+// nameKeys adds the key to yaml's "line N: cannot unmarshal ..." messages, which name only the
+// line, and says what a duration looks like.
+func nameKeys(data []byte, msgs []string) []string {
+	keys := map[int]string{} // line → key
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+		m := doc.Content[0].Content
+		for i := 0; i+1 < len(m); i += 2 {
+			keys[m[i].Line] = m[i].Value
+			if m[i+1].Kind == yaml.SequenceNode {
+				for j, item := range m[i+1].Content {
+					keys[item.Line] = fmt.Sprintf("%s[%d]", m[i].Value, j)
+				}
+			}
+		}
+	}
+	out := make([]string, len(msgs))
+	for i, msg := range msgs {
+		out[i] = msg
+		var line int
+		var key string
+		if _, err := fmt.Sscanf(msg, "line %d: field %s not found", &line, &key); err == nil {
+			out[i] = fmt.Sprintf("line %d: unknown key %s (docs/operations.md lists the keys)", line, key)
+		} else if _, err := fmt.Sscanf(msg, "line %d:", &line); err == nil && keys[line] != "" {
+			out[i] = fmt.Sprintf("line %d: %s:%s", line, keys[line], strings.TrimPrefix(msg, fmt.Sprintf("line %d:", line)))
+		}
+		if strings.HasSuffix(msg, "into time.Duration") {
+			out[i] += " (want a duration such as 500ms, 2s or 72h)"
+		}
+	}
+	return out
 }
 
 // listFlag is a comma-separated list flag; empty items and surrounding spaces are dropped.

@@ -175,14 +175,18 @@ func TestServeConfigRoundTrip(t *testing.T) {
 
 func TestServeConfigErrors(t *testing.T) {
 	typo := writeFile(t, "typo.yaml", "data_dri: /tmp/x\n")
-	intDuration := writeFile(t, "int.yaml", "write_timeout: 5\n")
+	intDuration := writeFile(t, "int.yaml", "addr: h:1\nwrite_timeout: 5\n")
+	badSeed := writeFile(t, "seed.yaml", "seeds:\n  - a:1\n  - [b]\n")
+	bigTombstones := writeFile(t, "tomb.yaml", "tombstone_failure_threshold: 4294967296\n")
 	badProfile := writeFile(t, "profile.yaml", "profile: wan\n")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--config", typo}, "data_dri"},
-		{[]string{"--config", intDuration}, "line 1: cannot unmarshal !!int `5` into time.Duration"},
+		{[]string{"--config", typo}, "typo.yaml: line 1: unknown key data_dri"},
+		{[]string{"--config", intDuration}, "line 2: write_timeout: cannot unmarshal !!int `5` into time.Duration (want a duration such as 500ms, 2s or 72h)"},
+		{[]string{"--config", badSeed}, "line 3: seeds[1]: cannot unmarshal !!seq into string"},
+		{[]string{"--config", bigTombstones}, "line 1: tombstone_failure_threshold: cannot unmarshal !!int `4294967296` into uint32"},
 		{[]string{"--config", badProfile}, `unknown profile "wan"`},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml"},
 		{[]string{"--num-tokens", "-1"}, "num_tokens) is -1, want 1 to 4096"},
