@@ -56,9 +56,14 @@ type Node struct {
 // Start starts a node: it locks the data directory, opens storage, binds its listeners (a port in
 // use is an error naming the address), joins the cluster and starts serving. Close stops it.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
+	defaultName := cfg.ClusterName == ""
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if defaultName && !loopback(cfg.GossipAddr) {
+		cfg.Logger.Warn("cluster_name is the default; give each cluster its own so that unrelated clusters reaching each other's addresses cannot merge",
+			"cluster_name", cfg.ClusterName, "gossip_addr", cfg.GossipAddr)
 	}
 	now := time.Now
 	if cfg.Testing != nil && cfg.Testing.Now != nil {
@@ -203,6 +208,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.log.Info("kvnode started", "addr", n.Addr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
 		"data_dir", cfg.DataDir, "seeds", cfg.Seeds)
 	return n, nil
+}
+
+// loopback reports whether addr's host is a loopback address, where only this host's nodes can
+// reach it.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // announceSchema pushes a local schema change to live peers and waits for agreement, returning
