@@ -23,8 +23,13 @@ const (
 	DefaultClusterName = "kvnode"
 	// DefaultSchemaAgreementTimeout bounds AwaitSchemaAgreement when it is given no timeout.
 	DefaultSchemaAgreementTimeout = 10 * time.Second
+	// MaxNumTokens is the largest Config.NumTokens accepted.
+	MaxNumTokens = 4096
+	// MaxClusterNameSize is the longest Config.ClusterName accepted, in bytes: memberlist's
+	// label limit.
+	MaxClusterNameSize = memberlist.LabelMaxSize
 
-	maxNumTokens = 4096
+	maxNumTokens = MaxNumTokens
 )
 
 // Profile selects failure-detection and gossip timings.
@@ -61,6 +66,26 @@ func ParseProfile(s string) (Profile, error) {
 		}
 	}
 	return 0, fmt.Errorf("cluster: unknown profile %q (want lan, local or test)", s)
+}
+
+// MarshalText returns the profile's name, so a Profile reads and writes as "lan", "local" or
+// "test" in configuration files and flags.
+func (p Profile) MarshalText() ([]byte, error) {
+	switch p {
+	case ProfileLAN, ProfileLocal, ProfileTest:
+		return []byte(p.String()), nil
+	}
+	return nil, fmt.Errorf("cluster: unknown profile %d", int(p))
+}
+
+// UnmarshalText sets p to the profile named text (see ParseProfile).
+func (p *Profile) UnmarshalText(text []byte) error {
+	q, err := ParseProfile(string(text))
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
 }
 
 // timings are the cluster's own intervals, chosen with the memberlist profile.

@@ -40,7 +40,7 @@ func TestClockSkewMetrics(t *testing.T) {
 	i := 0
 	tc := startClusterWith(t, 3, func(cfg *node.Config) {
 		if i == 2 {
-			cfg.Now = func() time.Time { return time.Now().Add(skew * time.Second) }
+			cfg.Testing = &node.TestingKnobs{Now: func() time.Time { return time.Now().Add(skew * time.Second) }}
 		}
 		i++
 	})

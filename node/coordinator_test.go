@@ -164,7 +164,7 @@ func TestRateLimitRejectedByReplicas(t *testing.T) {
 func TestRejectionsReachTheOtherReplicas(t *testing.T) {
 	const writes = 300
 	frozen := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	tc := startClusterWith(t, 3, func(c *node.Config) { c.Now = func() time.Time { return frozen } })
+	tc := startClusterWith(t, 3, func(c *node.Config) { c.Testing = &node.TestingKnobs{Now: func() time.Time { return frozen }} })
 	c := tc.client(0)
 	exec(t, c, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
 	exec(t, c, client.One, "CREATE TABLE ks.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 20}")

@@ -64,7 +64,7 @@ func limitedCluster(t *testing.T) (*testCluster, time.Time) {
 	t.Helper()
 	frozen := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	tc := startClusterWith(t, 3, func(c *node.Config) {
-		c.Now = func() time.Time { return frozen }
+		c.Testing = &node.TestingKnobs{Now: func() time.Time { return frozen }}
 		c.MetricsAddr = "127.0.0.1:0"
 	})
 	c := tc.client(0)

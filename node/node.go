@@ -30,77 +30,6 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// Config configures one node. DataDir is required; the zero value of every other field means its
-// default.
-type Config struct {
-	// DataDir holds everything the node persists: its id, known peers, schema and data. One node
-	// process per directory; a second one is refused with ErrDataDirInUse.
-	DataDir string
-	// Addr is the gRPC address for clients and peers (host:port). Port 0 picks a free port; Addr()
-	// reports the real one. Default 127.0.0.1:9043.
-	Addr string
-	// GossipAddr is the memberlist address (host:port, TCP and UDP). Default 127.0.0.1:7946.
-	GossipAddr string
-	// MetricsAddr serves Prometheus metrics at /metrics (host:port). Empty disables the endpoint.
-	MetricsAddr string
-	// Seeds are gossip addresses of nodes to join.
-	Seeds []string
-	// NumTokens is the number of vnode tokens this node owns. Default cluster.DefaultNumTokens.
-	NumTokens int
-	// NoSync acknowledges writes before they are synced to disk (see replica.Options.NoSync).
-	NoSync bool
-	// ClusterName keeps clusters apart. Default cluster.DefaultClusterName.
-	ClusterName string
-	// Profile selects gossip and failure-detection timings. Default cluster.ProfileLAN.
-	Profile cluster.Profile
-	// Storage overrides storage options other than NoSync (cache and memtable sizes).
-	Storage replica.Options
-	// LimiterCapacity is the number of partitions the rate limiter tracks per node. Default
-	// partitionlimit's (about 1M).
-	LimiterCapacity int
-	// WriteTimeout and ReadTimeout bound coordinated requests. Defaults 2 s and 5 s.
-	WriteTimeout, ReadTimeout time.Duration
-	// SchemaAgreementTimeout bounds how long DDL waits for every live node to agree. Default 10 s.
-	SchemaAgreementTimeout time.Duration
-	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
-	// is refused by the coordinator with an error naming the limit. The gRPC message limits of
-	// the client API and of internode traffic derive from it (see MessageLimit). Default
-	// coordinator.DefaultMaxMutationSize (16 MiB).
-	MaxMutationSize int
-	// MaxTimestampAhead is how far ahead of this node's clock a client's USING TIMESTAMP may be
-	// when the node coordinates the write; a write beyond it is refused as invalid. Default
-	// DefaultMaxTimestampAhead.
-	MaxTimestampAhead time.Duration
-	// Logger receives the node's logs. Default slog.Default().
-	Logger *slog.Logger
-
-	// Now is a test-only knob: the clock of the rate limiter, the coordinator (write
-	// timestamps, deadlines) and the clock peers measure through gossip. Nil means time.Now.
-	// Tests freeze it to make counters exact, or shift it to give a node a skewed clock.
-	Now func() time.Time
-}
-
-// Default listen addresses.
-const (
-	DefaultAddr        = "127.0.0.1:9043"
-	DefaultGossipAddr  = "127.0.0.1:7946"
-	DefaultMetricsAddr = "127.0.0.1:9180"
-)
-
-// MaxMutationSizeLimit is the largest Config.MaxMutationSize accepted: it keeps MessageLimit
-// within gRPC's int32 message lengths.
-const MaxMutationSizeLimit = 512 << 20
-
-// MessageLimit is the largest gRPC message a node with the given MaxMutationSize receives or
-// sends, on the client API and between nodes. It leaves room for the largest write as a CQL
-// statement (a blob literal spells each byte with two hex digits) and for a replica's read page
-// holding the largest row; larger messages fail with gRPC's ResourceExhausted naming both sizes.
-func MessageLimit(maxMutationSize int) int { return 2*maxMutationSize + 4<<20 }
-
-// DefaultMaxTimestampAhead is the bound on client timestamps ahead of the coordinator's clock
-// when Config.MaxTimestampAhead is zero (docs/operations.md explains the choice).
-const DefaultMaxTimestampAhead = coordinator.DefaultMaxTimestampAhead
-
 // Node is one running kvnode: storage, the replica service, membership, the coordinator, and the
 // gRPC and metrics servers.
 type Node struct {
@@ -128,30 +57,23 @@ type Node struct {
 // Start starts a node: it locks the data directory, opens storage, binds its listeners (a port in
 // use is an error naming the address), joins the cluster and starts serving. Close stops it.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
-	if cfg.DataDir == "" {
-		return nil, errors.New("node: Config.DataDir is required")
+	defaultName := cfg.ClusterName == ""
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Addr == "" {
-		cfg.Addr = DefaultAddr
+	if defaultName && !loopback(cfg.GossipAddr) {
+		cfg.Logger.Warn("cluster_name is the default; give each cluster its own so that unrelated clusters reaching each other's addresses cannot merge",
+			"cluster_name", cfg.ClusterName, "gossip_addr", cfg.GossipAddr)
 	}
-	if cfg.GossipAddr == "" {
-		cfg.GossipAddr = DefaultGossipAddr
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	switch {
-	case cfg.MaxMutationSize < 0:
-		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
-	case cfg.MaxMutationSize == 0:
-		cfg.MaxMutationSize = coordinator.DefaultMaxMutationSize
-	case cfg.MaxMutationSize > MaxMutationSizeLimit:
-		return nil, fmt.Errorf("node: Config.MaxMutationSize is %d, want at most %d", cfg.MaxMutationSize, MaxMutationSizeLimit)
+	now := time.Now
+	if cfg.Testing != nil && cfg.Testing.Now != nil {
+		now = cfg.Testing.Now
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
 	defer func() {
 		if err != nil {
-			n.shutdown(false)
+			n.shutdown(context.Background(), false)
 		}
 	}()
 
@@ -174,9 +96,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	// The node id is created by cluster.Start; the schema holder needs it only to stamp versions,
 	// so it is set once membership is up and before any DDL can arrive over the API.
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if n.schema, err = openSchema(cfg.DataDir, "", time.Now); err != nil {
 		return nil, err
 	}
@@ -190,10 +109,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	limits, err := partitionlimit.New(partitionlimit.Options{Capacity: cfg.LimiterCapacity})
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return nil, fmt.Errorf("node: limiter_capacity: %w", err)
 	}
 	if n.replica, err = replica.NewService(replica.Config{
-		Store: n.store, Schema: n.schema, Limits: limits, Now: cfg.Now, Logger: cfg.Logger.With("component", "replica"),
+		Store: n.store, Schema: n.schema, Limits: limits, Now: now, Logger: cfg.Logger.With("component", "replica"),
 	}); err != nil {
 		return nil, err
 	}
@@ -212,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                 cfg.Logger, // cluster labels its own records
 		Schema:                 n.schema,
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
-		Now:                    cfg.Now,
+		Now:                    now,
 	}); err != nil {
 		return nil, err
 	}
@@ -222,7 +141,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	self := coordinator.NodeID(n.cluster.LocalID())
 	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
-	ring := ringView{c: n.cluster, name: clusterName(cfg.ClusterName)}
+	ring := ringView{c: n.cluster, name: cfg.ClusterName}
 	coordMetrics := newCoordinatorMetrics()
 	if n.exec, err = coordinator.NewExecutor(coordinator.Config{
 		LocalID:           self,
@@ -232,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Local:             n.replica,
 		Schema:            n.schema,
 		Cluster:           ring,
-		Now:               cfg.Now,
+		Now:               now,
 		WriteTimeout:      cfg.WriteTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		MaxMutationSize:   cfg.MaxMutationSize,
@@ -298,11 +217,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-func clusterName(name string) string {
-	if name == "" {
-		return cluster.DefaultClusterName
+// loopback reports whether addr's host is a loopback address, where only this host's nodes can
+// reach it.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
 	}
-	return name
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // announceSchema pushes a local schema change to live peers and waits for agreement, returning
@@ -351,18 +274,34 @@ func (n *Node) Schema() *schema.Schema { return n.schema.Schema() }
 // SchemaDigest returns the digest of the node's current schema.
 func (n *Node) SchemaDigest() string { return n.schema.Digest() }
 
-// Close stops the node gracefully: it reports NOT_SERVING, stops accepting requests and lets
-// in-flight ones finish (bounded), leaves the cluster, and closes storage. It stops every
-// goroutine the node started and releases the data directory.
-func (n *Node) Close() error {
-	n.closeOnce.Do(func() { n.closeErr = n.shutdown(true) })
+// Shutdown stops the node gracefully, in the manner of net/http's Server.Shutdown: it reports
+// NOT_SERVING, stops accepting connections and requests, and waits for in-flight requests (gRPC
+// calls and streams, metrics scrapes) to finish. If ctx ends first it cancels those still running
+// and Shutdown returns ctx.Err() once the node is down. Either way it then leaves the cluster,
+// closes storage, stops every goroutine the node started and releases the data directory.
+// Shutdown and Close stop the node once; later calls return the first call's result.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.closeOnce.Do(func() { n.closeErr = n.shutdown(ctx, true) })
 	return n.closeErr
 }
 
-// shutdownGrace bounds how long Close waits for in-flight requests.
-const shutdownGrace = 5 * time.Second
+// Close is Shutdown bounded by Config.ShutdownGrace; running out of grace is not an error.
+func (n *Node) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownGrace)
+	defer cancel()
+	n.closeOnce.Do(func() {
+		n.closeErr = n.shutdown(ctx, true)
+		if errors.Is(n.closeErr, context.DeadlineExceeded) && ctx.Err() != nil {
+			n.closeErr = nil
+			n.log.Warn("requests still running after the shutdown grace were canceled", "grace", n.cfg.ShutdownGrace)
+		}
+	})
+	return n.closeErr
+}
 
-func (n *Node) shutdown(leave bool) error {
+// shutdown stops what Start started, draining requests until ctx ends. It returns ctx.Err() when
+// it had to cancel requests, joined with the errors of closing the parts.
+func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	var errs []error
 	if n.health != nil {
 		n.health.Shutdown()
@@ -370,23 +309,24 @@ func (n *Node) shutdown(leave bool) error {
 	if n.grpc != nil {
 		done := make(chan struct{})
 		go func() { n.grpc.GracefulStop(); close(done) }()
-		t := time.NewTimer(shutdownGrace)
 		select {
 		case <-done:
-		case <-t.C:
+		case <-ctx.Done():
 			n.grpc.Stop()
 			<-done
+			errs = append(errs, ctx.Err())
 		}
-		t.Stop()
 	} else if n.lis != nil {
 		n.lis.Close()
 	}
 	if n.metrics != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		if err := n.metrics.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("metrics server: %w", err))
+			// The metrics server's own Close cancels the scrapes still running.
+			n.metrics.Close()
+			if !errors.Is(err, ctx.Err()) || len(errs) == 0 {
+				errs = append(errs, err)
+			}
 		}
-		cancel()
 	} else if n.mlis != nil {
 		n.mlis.Close()
 	}
@@ -410,8 +350,11 @@ func (n *Node) shutdown(leave bool) error {
 	if err := n.lock.release(); err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("node: close: %w", errors.Join(errs...))
+	switch {
+	case len(errs) == 1 && errs[0] == ctx.Err():
+		return errs[0] // as net/http's Shutdown does, so callers may compare it
+	case len(errs) > 0:
+		return fmt.Errorf("node: shutdown: %w", errors.Join(errs...))
 	}
 	return nil
 }

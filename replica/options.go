@@ -28,30 +28,31 @@ const (
 	DefaultTombstoneFailureThreshold = 100_000
 )
 
-// Options configures a Store. The zero value means the defaults.
+// Options configures a Store. The zero value means the defaults. The YAML tags name the keys of
+// kvnode's configuration file (see node.Config); the fields without one are set in code.
 type Options struct {
 	// CacheSize is the block cache size in bytes. Zero means
 	// DefaultCacheSize.
-	CacheSize int64
+	CacheSize int64 `yaml:"cache_size"`
 	// MemTableSize is the size of one memtable in bytes. Zero means
 	// DefaultMemTableSize.
-	MemTableSize uint64
+	MemTableSize uint64 `yaml:"memtable_size"`
 	// NoSync acknowledges writes once they are in the write-ahead log's OS
 	// buffers instead of after an fsync: a machine crash (not a process
 	// crash) can then lose acknowledged writes. The default syncs every
 	// write batch; pebble group-commits concurrent writes into one sync.
-	NoSync bool
+	NoSync bool `yaml:"-"`
 	// Logger receives pebble's log lines. Nil discards them.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 	// FS is the filesystem the store lives on. Nil means the operating
 	// system's. Tests pass vfs.NewMem().
-	FS vfs.FS
+	FS vfs.FS `yaml:"-"`
 	// TombstoneFailureThreshold is how many tombstones one read of a
 	// partition may scan (over all its pages) before it fails with
 	// ErrTooManyTombstones instead of exhausting memory: cell tombstones,
 	// row tombstones of rows without cell tombstones, range tombstones and
 	// the partition tombstone. Zero means DefaultTombstoneFailureThreshold.
-	TombstoneFailureThreshold uint32
+	TombstoneFailureThreshold uint32 `yaml:"tombstone_failure_threshold"`
 }
 
 // EnsureDefaults fills in the defaults for zero fields and returns o.

@@ -7,79 +7,78 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
+	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/node"
-	"github.com/kvnode/kvnode/partitionlimit"
-	"github.com/kvnode/kvnode/replica"
 )
 
-// serveConfig is what `kvnode serve` runs with: embedded defaults, then the YAML file named by
-// --config, then flags given on the command line (flags win).
+// serveConfig is what `kvnode serve` runs with: the defaults, then the YAML file named by
+// --config, then the flags given on the command line (flags win). The file decodes straight into
+// node.Config; the two keys that are not node settings sit beside it.
 type serveConfig struct {
-	DataDir     string   `yaml:"data_dir"`
-	Addr        string   `yaml:"addr"`
-	GossipAddr  string   `yaml:"gossip_addr"`
-	MetricsAddr string   `yaml:"metrics_addr"`
-	Seeds       []string `yaml:"seeds"`
-	NumTokens   int      `yaml:"num_tokens"`
-	// LimiterCapacity is how many partitions the rate limiter tracks (0 = the default, ~1M).
-	LimiterCapacity int    `yaml:"limiter_capacity"`
-	Sync            bool   `yaml:"sync"`
-	LogLevel        string `yaml:"log_level"`
-	// TombstoneFailureThreshold is how many tombstones one read may scan before it fails
-	// (Cassandra's tombstone_failure_threshold).
-	TombstoneFailureThreshold uint `yaml:"tombstone_failure_threshold"`
-	// MaxTimestampAhead bounds client timestamps (USING TIMESTAMP) ahead of the coordinator's
-	// clock, e.g. "1h".
-	MaxTimestampAhead time.Duration `yaml:"max_timestamp_ahead"`
-	// MaxMutationSize bounds one write in bytes (Cassandra's max_mutation_size); the gRPC message
-	// limits derive from it.
-	MaxMutationSize int `yaml:"max_mutation_size"`
+	node.Config `yaml:",inline"`
+	// Sync syncs every write to disk before acknowledging it: the inverse of node.Config.NoSync,
+	// kept as the file's and the flag's spelling.
+	Sync bool `yaml:"sync"`
+	// LogLevel is the level of the process's text log on stderr.
+	LogLevel slog.Level `yaml:"log_level"`
 }
 
+// defaultServeConfig returns the binary's defaults: node.Config's, with a data directory and the
+// metrics endpoint on.
 func defaultServeConfig() serveConfig {
-	return serveConfig{
-		DataDir:     "./kvnode-data",
-		Addr:        "127.0.0.1:9043",
-		GossipAddr:  "127.0.0.1:7946",
-		MetricsAddr: "127.0.0.1:9180",
-		NumTokens:   16,
-		Sync:        true,
-		LogLevel:    "info",
+	c := node.Config{DataDir: "./kvnode-data", MetricsAddr: node.DefaultMetricsAddr}
+	c.EnsureDefaults()
+	c.Logger = nil // made by runServe at LogLevel
+	return serveConfig{Config: c, Sync: true, LogLevel: slog.LevelInfo}
+}
 
-		TombstoneFailureThreshold: replica.DefaultTombstoneFailureThreshold,
-		MaxTimestampAhead:         node.DefaultMaxTimestampAhead,
-		MaxMutationSize:           coordinator.DefaultMaxMutationSize,
-	}
+// nodeConfig returns the node configuration c describes.
+func (c serveConfig) nodeConfig() node.Config {
+	cfg := c.Config
+	cfg.NoSync = !c.Sync
+	return cfg
+}
+
+// registerServeFlags defines serve's flags on fs, each bound to its field of c and showing the
+// field's current value as its default. A knob is one line here, one field in node.Config.
+func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for this node's data; one node per directory")
+	fs.StringVar(&c.Addr, "addr", c.Addr, "gRPC address for clients and peers (host:port)")
+	fs.StringVar(&c.GossipAddr, "gossip-addr", c.GossipAddr, "gossip (memberlist) address (host:port)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "Prometheus /metrics address (host:port); empty disables")
+	fs.Var((*listFlag)(&c.Seeds), "seeds", "comma-separated gossip addresses of nodes to join")
+	fs.IntVar(&c.NumTokens, "num-tokens", c.NumTokens, "virtual nodes (tokens) this node owns on the ring")
+	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name; nodes gossip only with nodes of the same name")
+	fs.TextVar(&c.Profile, "profile", c.Profile, "gossip and failure-detection timings: lan, local or test")
+	fs.IntVar(&c.LimiterCapacity, "limiter-capacity", c.LimiterCapacity, "partitions the rate limiter tracks per node, 20 bytes each")
+	fs.BoolVar(&c.Sync, "sync", c.Sync, "sync every write to disk before acknowledging it")
+	fs.Int64Var(&c.Storage.CacheSize, "cache-size", c.Storage.CacheSize, "storage block cache size in bytes")
+	fs.Uint64Var(&c.Storage.MemTableSize, "memtable-size", c.Storage.MemTableSize, "storage memtable size in bytes")
+	fs.Var((*uint32Flag)(&c.Storage.TombstoneFailureThreshold), "tombstone-failure-threshold", "tombstones one read of a partition may scan before it fails (cell, row, range and partition tombstones)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "how long a coordinated write waits for its replicas")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "how long a coordinated read waits for its replicas")
+	fs.DurationVar(&c.SchemaAgreementTimeout, "schema-agreement-timeout", c.SchemaAgreementTimeout, "how long DDL waits for every live node to agree on the schema")
+	fs.DurationVar(&c.MaxTimestampAhead, "max-timestamp-ahead", c.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
+	fs.IntVar(&c.MaxMutationSize, "max-mutation-size", c.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "on SIGINT or SIGTERM, how long in-flight requests may finish before they are canceled")
+	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
 // parseServeFlags builds the serve configuration from args (the arguments after "serve").
 func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
+	// The flags are parsed twice: first to learn --config (and to report usage errors, showing
+	// the defaults), then over the file's values so that only the flags given override it.
 	cfg := defaultServeConfig()
+	first := cfg
 	fs := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (keys: data_dir, addr, gossip_addr, metrics_addr, seeds, num_tokens, limiter_capacity, sync, log_level, max_timestamp_ahead, tombstone_failure_threshold, max_mutation_size); flags override it")
-	var flags serveConfig
-	var seeds string
-	fs.StringVar(&flags.DataDir, "data-dir", cfg.DataDir, "directory for this node's data; one node per directory")
-	fs.StringVar(&flags.Addr, "addr", cfg.Addr, "gRPC address for clients and peers (host:port)")
-	fs.StringVar(&flags.GossipAddr, "gossip-addr", cfg.GossipAddr, "gossip (memberlist) address (host:port)")
-	fs.StringVar(&flags.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "Prometheus /metrics address (host:port); empty disables")
-	fs.StringVar(&seeds, "seeds", "", "comma-separated gossip addresses of nodes to join")
-	fs.IntVar(&flags.NumTokens, "num-tokens", cfg.NumTokens, "virtual nodes (tokens) this node owns on the ring")
-	fs.IntVar(&flags.LimiterCapacity, "limiter-capacity", cfg.LimiterCapacity, "partitions the rate limiter tracks per node, 20 bytes each (0 = about 1M)")
-	fs.BoolVar(&flags.Sync, "sync", cfg.Sync, "sync every write to disk before acknowledging it")
-	fs.StringVar(&flags.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
-	fs.UintVar(&flags.TombstoneFailureThreshold, "tombstone-failure-threshold", cfg.TombstoneFailureThreshold, "tombstones one read of a partition may scan before it fails (cell, row, range and partition tombstones)")
-	fs.DurationVar(&flags.MaxTimestampAhead, "max-timestamp-ahead", cfg.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
-	fs.IntVar(&flags.MaxMutationSize, "max-mutation-size", cfg.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
+	configPath := fs.String("config", "", "YAML config file with the keys of docs/operations.md (data_dir, addr, ...); flags override it")
+	registerServeFlags(fs, &first)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -91,35 +90,21 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 			return cfg, err
 		}
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "data-dir":
-			cfg.DataDir = flags.DataDir
-		case "addr":
-			cfg.Addr = flags.Addr
-		case "gossip-addr":
-			cfg.GossipAddr = flags.GossipAddr
-		case "metrics-addr":
-			cfg.MetricsAddr = flags.MetricsAddr
-		case "seeds":
-			cfg.Seeds = splitList(seeds)
-		case "num-tokens":
-			cfg.NumTokens = flags.NumTokens
-		case "limiter-capacity":
-			cfg.LimiterCapacity = flags.LimiterCapacity
-		case "sync":
-			cfg.Sync = flags.Sync
-		case "log-level":
-			cfg.LogLevel = flags.LogLevel
-		case "tombstone-failure-threshold":
-			cfg.TombstoneFailureThreshold = flags.TombstoneFailureThreshold
-		case "max-timestamp-ahead":
-			cfg.MaxTimestampAhead = flags.MaxTimestampAhead
-		case "max-mutation-size":
-			cfg.MaxMutationSize = flags.MaxMutationSize
-		}
-	})
-	return cfg, cfg.validate()
+	over := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
+	over.SetOutput(io.Discard)
+	over.String("config", "", "")
+	registerServeFlags(over, &cfg)
+	if err := over.Parse(args); err != nil {
+		return cfg, err // not reached: the same arguments parsed above
+	}
+	// Zero means the default, as in node.Config.
+	cfg.Config.EnsureDefaults()
+	cfg.Logger = nil
+	nc := cfg.nodeConfig()
+	if err := nc.Validate(); err != nil {
+		return cfg, fmt.Errorf("serve: %w", err)
+	}
+	return cfg, nil
 }
 
 // loadConfigFile overlays the YAML file at path on cfg. Unknown keys are an error, so a typo does
@@ -132,57 +117,74 @@ func loadConfigFile(path string, cfg *serveConfig) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("config %s: %s", path, strings.Join(nameKeys(data, te.Errors), "; "))
+		}
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	return nil
 }
 
-func (c serveConfig) validate() error {
-	if c.DataDir == "" {
-		return errors.New("serve: --data-dir must not be empty")
+// nameKeys adds the key to yaml's "line N: cannot unmarshal ..." messages, which name only the
+// line, and says what a duration looks like.
+func nameKeys(data []byte, msgs []string) []string {
+	keys := map[int]string{} // line → key
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+		m := doc.Content[0].Content
+		for i := 0; i+1 < len(m); i += 2 {
+			keys[m[i].Line] = m[i].Value
+			if m[i+1].Kind == yaml.SequenceNode {
+				for j, item := range m[i+1].Content {
+					keys[item.Line] = fmt.Sprintf("%s[%d]", m[i].Value, j)
+				}
+			}
+		}
 	}
-	if c.Addr == "" {
-		return errors.New("serve: --addr must not be empty")
+	out := make([]string, len(msgs))
+	for i, msg := range msgs {
+		out[i] = msg
+		var line int
+		var key string
+		if _, err := fmt.Sscanf(msg, "line %d: field %s not found", &line, &key); err == nil {
+			out[i] = fmt.Sprintf("line %d: unknown key %s (docs/operations.md lists the keys)", line, key)
+		} else if _, err := fmt.Sscanf(msg, "line %d:", &line); err == nil && keys[line] != "" {
+			out[i] = fmt.Sprintf("line %d: %s:%s", line, keys[line], strings.TrimPrefix(msg, fmt.Sprintf("line %d:", line)))
+		}
+		if strings.HasSuffix(msg, "into time.Duration") {
+			out[i] += " (want a duration such as 500ms, 2s or 72h)"
+		}
 	}
-	if c.GossipAddr == "" {
-		return errors.New("serve: --gossip-addr must not be empty")
-	}
-	if c.NumTokens < 1 || c.NumTokens > 256 {
-		return fmt.Errorf("serve: --num-tokens %d is out of range (1 to 256)", c.NumTokens)
-	}
-	if c.LimiterCapacity < 0 || c.LimiterCapacity > partitionlimit.MaxCapacity {
-		return fmt.Errorf("serve: --limiter-capacity %d is out of range (0 for the default, up to %d)", c.LimiterCapacity, partitionlimit.MaxCapacity)
-	}
-	if c.TombstoneFailureThreshold < 1 || c.TombstoneFailureThreshold > math.MaxUint32 {
-		return fmt.Errorf("serve: --tombstone-failure-threshold %d is out of range (1 to %d)", c.TombstoneFailureThreshold, uint32(math.MaxUint32))
-	}
-	if c.MaxTimestampAhead <= 0 {
-		return fmt.Errorf("serve: --max-timestamp-ahead %v must be positive (the default is %v)", c.MaxTimestampAhead, node.DefaultMaxTimestampAhead)
-	}
-	if c.MaxMutationSize < 1 || c.MaxMutationSize > node.MaxMutationSizeLimit {
-		return fmt.Errorf("serve: --max-mutation-size %d is out of range (1 to %d bytes)", c.MaxMutationSize, node.MaxMutationSizeLimit)
-	}
-	if _, err := parseLogLevel(c.LogLevel); err != nil {
-		return err
-	}
-	return nil
+	return out
 }
 
-func parseLogLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("serve: --log-level %q is not one of debug, info, warn, error", s)
-	}
-	return l, nil
-}
+// listFlag is a comma-separated list flag; empty items and surrounding spaces are dropped.
+type listFlag []string
 
-// splitList splits a comma-separated list, dropping empty items and surrounding spaces.
-func splitList(s string) []string {
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}
 	}
-	return out
+	*l = out
+	return nil
+}
+
+// uint32Flag is a flag holding a uint32.
+type uint32Flag uint32
+
+func (u *uint32Flag) String() string { return strconv.FormatUint(uint64(*u), 10) }
+
+func (u *uint32Flag) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("want an integer 0 to %d", uint32(1<<32-1))
+	}
+	*u = uint32Flag(v)
+	return nil
 }

@@ -1,13 +1,20 @@
 package main
 
 import (
+	"flag"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/node"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -27,66 +34,172 @@ func TestServeConfigDefaults(t *testing.T) {
 	if !reflect.DeepEqual(cfg, defaultServeConfig()) {
 		t.Errorf("no flags gave %+v, want the defaults %+v", cfg, defaultServeConfig())
 	}
-	if cfg.TombstoneFailureThreshold != 100_000 {
-		t.Errorf("the default tombstone failure threshold is %d, want Cassandra's 100,000", cfg.TombstoneFailureThreshold)
+	if cfg.Storage.TombstoneFailureThreshold != 100_000 {
+		t.Errorf("the default tombstone failure threshold is %d, want Cassandra's 100,000", cfg.Storage.TombstoneFailureThreshold)
 	}
 	if cfg.Addr != "127.0.0.1:9043" || cfg.GossipAddr != "127.0.0.1:7946" || cfg.MetricsAddr != "127.0.0.1:9180" || cfg.DataDir != "./kvnode-data" {
 		t.Errorf("defaults drifted from the documented ones: %+v", cfg)
 	}
+	if nc := cfg.nodeConfig(); nc.NoSync || cfg.LogLevel != slog.LevelInfo || nc.NumTokens != 16 || nc.ClusterName != "kvnode" {
+		t.Errorf("defaults: NoSync %v, log level %v, num tokens %d, cluster name %q; want false, INFO, 16, kvnode",
+			nc.NoSync, cfg.LogLevel, nc.NumTokens, nc.ClusterName)
+	}
 }
 
+// TestServeConfigFileThenFlags sets every key in the file and overrides a sample of them (a
+// string, a list, an integer, a duration, a bool and a profile) by flag.
 func TestServeConfigFileThenFlags(t *testing.T) {
 	path := writeFile(t, "kvnode.yaml", `
 data_dir: /var/lib/kvnode
 addr: 10.0.0.1:9043
+gossip_addr: 10.0.0.1:7946
+metrics_addr: ""
 seeds: [10.0.0.2:7946, 10.0.0.3:7946]
 num_tokens: 32
+cluster_name: prod-eu
+profile: local
 limiter_capacity: 65536
 sync: false
 log_level: debug
+cache_size: 1048576
+memtable_size: 2097152
 tombstone_failure_threshold: 5000
+write_timeout: 3s
+read_timeout: 4s
+schema_agreement_timeout: 20s
 max_timestamp_ahead: 72h
 max_mutation_size: 1048576
+shutdown_grace: 30s
 `)
-	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--tombstone-failure-threshold", "7", "--max-mutation-size", "2097152"}, io.Discard)
+	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,",
+		"--tombstone-failure-threshold", "7", "--max-mutation-size", "2097152", "--read-timeout", "9s",
+		"--sync=true", "--profile", "test"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := defaultServeConfig()
-	want.DataDir = "/var/lib/kvnode" // from the file
-	want.Addr = "127.0.0.1:1"        // flag wins over the file
-	want.Seeds = []string{"a:1", "b:2"}
-	want.NumTokens = 32
-	want.LimiterCapacity = 65536
-	want.Sync = false
-	want.LogLevel = "debug"
-	want.TombstoneFailureThreshold = 7 // flag wins over the file
-	want.MaxTimestampAhead = 72 * time.Hour
-	want.MaxMutationSize = 2 << 20 // flag wins over the file
+	want := serveConfig{
+		Config: node.Config{
+			DataDir:                "/var/lib/kvnode", // from the file
+			Addr:                   "127.0.0.1:1",     // flag wins over the file
+			GossipAddr:             "10.0.0.1:7946",
+			MetricsAddr:            "",
+			Seeds:                  []string{"a:1", "b:2"}, // flag
+			NumTokens:              32,
+			ClusterName:            "prod-eu",
+			Profile:                cluster.ProfileTest, // flag
+			LimiterCapacity:        65536,
+			WriteTimeout:           3 * time.Second,
+			ReadTimeout:            9 * time.Second, // flag
+			SchemaAgreementTimeout: 20 * time.Second,
+			MaxTimestampAhead:      72 * time.Hour,
+			MaxMutationSize:        2 << 20, // flag
+			ShutdownGrace:          30 * time.Second,
+		},
+		Sync:     true, // flag
+		LogLevel: slog.LevelDebug,
+	}
+	want.Storage.CacheSize = 1 << 20
+	want.Storage.MemTableSize = 2 << 20
+	want.Storage.TombstoneFailureThreshold = 7 // flag
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant     %+v", cfg, want)
 	}
 }
 
+// TestServeConfigEveryFieldHasAFlag checks that every file key of the configuration has a flag of
+// the same name with dashes, so no knob is reachable from one side only.
+func TestServeConfigEveryFieldHasAFlag(t *testing.T) {
+	c := defaultServeConfig()
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]any
+	if err := yaml.Unmarshal(data, &keys); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	registerServeFlags(fs, &c)
+	for k := range keys {
+		if fs.Lookup(strings.ReplaceAll(k, "_", "-")) == nil {
+			t.Errorf("config key %s has no flag --%s", k, strings.ReplaceAll(k, "_", "-"))
+		}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := keys[strings.ReplaceAll(f.Name, "-", "_")]; !ok && f.Name != "config" {
+			t.Errorf("flag --%s has no config key %s", f.Name, strings.ReplaceAll(f.Name, "-", "_"))
+		}
+	})
+	if len(keys) < 20 {
+		t.Errorf("the config has %d keys, want at least the 20 documented", len(keys))
+	}
+}
+
+// TestServeConfigRoundTrip writes a configuration with every key set to a value other than its
+// default, reads it back, and gets the same configuration.
+func TestServeConfigRoundTrip(t *testing.T) {
+	in := serveConfig{
+		Config: node.Config{
+			DataDir: "/d", Addr: "h:1", GossipAddr: "h:2", MetricsAddr: "h:3", Seeds: []string{"s:1", "s:2"},
+			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20,
+			WriteTimeout: time.Millisecond, ReadTimeout: time.Minute, SchemaAgreementTimeout: time.Hour,
+			MaxMutationSize: 5, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,
+		},
+		Sync: false, LogLevel: slog.LevelWarn,
+	}
+	in.Storage.CacheSize, in.Storage.MemTableSize, in.Storage.TombstoneFailureThreshold = 11, 1<<12, 13
+	data, err := yaml.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"write_timeout: 1ms", "profile: local", "log_level: WARN", "sync: false"} {
+		if !strings.Contains(string(data), d) {
+			t.Errorf("the YAML lacks %q:\n%s", d, data)
+		}
+	}
+	out := defaultServeConfig()
+	if err := loadConfigFile(writeFile(t, "rt.yaml", string(data)), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, in) {
+		t.Errorf("round trip gave %+v\nwant           %+v\nfrom:\n%s", out, in, data)
+	}
+	v := reflect.ValueOf(in.Config)
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Tag.Get("yaml") != "-" && v.Field(i).IsZero() && f.Name != "Storage" {
+			t.Errorf("the round trip leaves node.Config.%s at its zero value: set it", f.Name)
+		}
+	}
+}
+
 func TestServeConfigErrors(t *testing.T) {
 	typo := writeFile(t, "typo.yaml", "data_dri: /tmp/x\n")
+	intDuration := writeFile(t, "int.yaml", "addr: h:1\nwrite_timeout: 5\n")
+	badSeed := writeFile(t, "seed.yaml", "seeds:\n  - a:1\n  - [b]\n")
+	bigTombstones := writeFile(t, "tomb.yaml", "tombstone_failure_threshold: 4294967296\n")
+	badProfile := writeFile(t, "profile.yaml", "profile: wan\n")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--config", typo}, "data_dri"},
+		{[]string{"--config", typo}, "typo.yaml: line 1: unknown key data_dri"},
+		{[]string{"--config", intDuration}, "line 2: write_timeout: cannot unmarshal !!int `5` into time.Duration (want a duration such as 500ms, 2s or 72h)"},
+		{[]string{"--config", badSeed}, "line 3: seeds[1]: cannot unmarshal !!seq into string"},
+		{[]string{"--config", bigTombstones}, "line 1: tombstone_failure_threshold: cannot unmarshal !!int `4294967296` into uint32"},
+		{[]string{"--config", badProfile}, `unknown profile "wan"`},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml"},
-		{[]string{"--num-tokens", "0"}, "--num-tokens 0"},
-		{[]string{"--limiter-capacity", "-1"}, "--limiter-capacity -1"},
+		{[]string{"--num-tokens", "-1"}, "num_tokens) is -1, want 1 to 4096"},
+		{[]string{"--num-tokens", "4097"}, "num_tokens) is 4097, want 1 to 4096"},
+		{[]string{"--limiter-capacity", "-1"}, "limiter_capacity) is -1"},
 		{[]string{"--log-level", "loud"}, `"loud"`},
-		{[]string{"--tombstone-failure-threshold", "0"}, "--tombstone-failure-threshold 0"},
-		{[]string{"--tombstone-failure-threshold", "4294967296"}, "--tombstone-failure-threshold 4294967296"},
-		{[]string{"--max-timestamp-ahead", "0s"}, "--max-timestamp-ahead 0s must be positive"},
-		{[]string{"--max-timestamp-ahead", "-1h"}, "--max-timestamp-ahead -1h0m0s must be positive"},
+		{[]string{"--tombstone-failure-threshold", "4294967296"}, "tombstone-failure-threshold"},
+		{[]string{"--max-timestamp-ahead", "-1h"}, "max_timestamp_ahead) is -1h0m0s, want a positive duration"},
 		{[]string{"--max-timestamp-ahead", "soon"}, "soon"},
-		{[]string{"--max-mutation-size", "0"}, "--max-mutation-size 0 is out of range"},
-		{[]string{"--max-mutation-size", "536870913"}, "--max-mutation-size 536870913 is out of range"},
-		{[]string{"--data-dir", ""}, "--data-dir"},
+		{[]string{"--max-mutation-size", "536870913"}, "max_mutation_size) is 536870913, want 1 to 536870912"},
+		{[]string{"--data-dir", ""}, "data_dir"},
+		{[]string{"--addr", "nohost"}, "addr) \"nohost\""},
+		{[]string{"--seeds", "a:1,b"}, "Seeds[1] (seeds) \"b\""},
 		{[]string{"extra"}, `"extra"`},
 	} {
 		_, err := parseServeFlags(tc.args, io.Discard)

@@ -8,32 +8,20 @@ import (
 
 	"github.com/kvnode/kvnode/internal/serveline"
 	"github.com/kvnode/kvnode/node"
-	"github.com/kvnode/kvnode/replica"
 )
 
-// runServe runs one node until ctx is canceled (SIGINT or SIGTERM), then shuts it down cleanly.
+// runServe runs one node until ctx is canceled (SIGINT or SIGTERM), then shuts it down, letting
+// in-flight requests finish for up to the configured shutdown grace.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseServeFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	level, _ := parseLogLevel(cfg.LogLevel) // validated by parseServeFlags
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	nc := cfg.nodeConfig()
+	nc.Logger = logger
 
-	n, err := node.Start(ctx, node.Config{
-		DataDir:           cfg.DataDir,
-		Addr:              cfg.Addr,
-		GossipAddr:        cfg.GossipAddr,
-		MetricsAddr:       cfg.MetricsAddr,
-		Seeds:             cfg.Seeds,
-		NumTokens:         cfg.NumTokens,
-		LimiterCapacity:   cfg.LimiterCapacity,
-		NoSync:            !cfg.Sync,
-		Storage:           replica.Options{TombstoneFailureThreshold: uint32(cfg.TombstoneFailureThreshold)},
-		MaxTimestampAhead: cfg.MaxTimestampAhead,
-		MaxMutationSize:   cfg.MaxMutationSize,
-		Logger:            logger,
-	})
+	n, err := node.Start(ctx, nc)
 	if err != nil {
 		return err
 	}
@@ -43,8 +31,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		line, n.Addr(), n.GossipAddr())
 
 	<-ctx.Done()
-	logger.Info("shutting down")
-	if err := n.Close(); err != nil {
+	logger.Info("shutting down", "grace", cfg.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := n.Shutdown(sctx); err != nil {
 		return err
 	}
 	logger.Info("stopped")

@@ -1,0 +1,97 @@
+package node_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/partitionlimit"
+	"github.com/kvnode/kvnode/replica"
+)
+
+func TestConfigEnsureDefaults(t *testing.T) {
+	var nilCfg *node.Config
+	c := nilCfg.EnsureDefaults()
+	want := node.Config{
+		Addr:                   node.DefaultAddr,
+		GossipAddr:             node.DefaultGossipAddr,
+		NumTokens:              cluster.DefaultNumTokens,
+		ClusterName:            cluster.DefaultClusterName,
+		Profile:                cluster.ProfileLAN,
+		LimiterCapacity:        partitionlimit.DefaultCapacity,
+		WriteTimeout:           coordinator.DefaultWriteTimeout,
+		ReadTimeout:            coordinator.DefaultReadTimeout,
+		SchemaAgreementTimeout: cluster.DefaultSchemaAgreementTimeout,
+		MaxMutationSize:        coordinator.DefaultMaxMutationSize,
+		MaxTimestampAhead:      node.DefaultMaxTimestampAhead,
+		ShutdownGrace:          node.DefaultShutdownGrace,
+		Logger:                 slog.Default(),
+	}
+	want.Storage.CacheSize = replica.DefaultCacheSize
+	want.Storage.MemTableSize = replica.DefaultMemTableSize
+	want.Storage.TombstoneFailureThreshold = replica.DefaultTombstoneFailureThreshold
+	if c.Addr != want.Addr || c.GossipAddr != want.GossipAddr || c.NumTokens != want.NumTokens ||
+		c.ClusterName != want.ClusterName || c.Profile != want.Profile || c.LimiterCapacity != want.LimiterCapacity ||
+		c.WriteTimeout != want.WriteTimeout || c.ReadTimeout != want.ReadTimeout ||
+		c.SchemaAgreementTimeout != want.SchemaAgreementTimeout || c.MaxMutationSize != want.MaxMutationSize ||
+		c.MaxTimestampAhead != want.MaxTimestampAhead || c.ShutdownGrace != want.ShutdownGrace ||
+		c.Logger != want.Logger || c.Storage != want.Storage || c.MetricsAddr != "" || c.DataDir != "" || c.Testing != nil {
+		t.Errorf("EnsureDefaults on nil = %+v\nwant                   %+v", *c, want)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "data_dir") {
+		t.Errorf("Validate without a data directory = %v, want an error naming data_dir", err)
+	}
+	c.DataDir = "/d"
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate of the defaults with a data directory: %v", err)
+	}
+
+	// Set fields are kept.
+	set := node.Config{DataDir: "/d", NumTokens: 7, WriteTimeout: time.Minute, ClusterName: "x"}
+	set.EnsureDefaults()
+	if set.NumTokens != 7 || set.WriteTimeout != time.Minute || set.ClusterName != "x" {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*node.Config)
+		want string
+	}{
+		{func(c *node.Config) { c.DataDir = "" }, "Config.DataDir (data_dir) is required"},
+		{func(c *node.Config) { c.Addr = "localhost" }, `Config.Addr (addr) "localhost" is not host:port`},
+		{func(c *node.Config) { c.Addr = "h:70000" }, `Config.Addr (addr) "h:70000" is not host:port with a port 0 to 65535`},
+		{func(c *node.Config) { c.GossipAddr = "h:x" }, `Config.GossipAddr (gossip_addr) "h:x"`},
+		{func(c *node.Config) { c.MetricsAddr = "h" }, `Config.MetricsAddr (metrics_addr) "h" is not host:port with a port 0 to 65535, or empty`},
+		{func(c *node.Config) { c.Seeds = []string{"a:1", "b:-1"} }, `Config.Seeds[1] (seeds) "b:-1"`},
+		{func(c *node.Config) { c.NumTokens = -1 }, "Config.NumTokens (num_tokens) is -1, want 1 to 4096"},
+		{func(c *node.Config) { c.NumTokens = cluster.MaxNumTokens + 1 }, "Config.NumTokens (num_tokens) is 4097, want 1 to 4096"},
+		{func(c *node.Config) { c.ClusterName = strings.Repeat("x", 256) }, "Config.ClusterName (cluster_name) is 256 bytes, want at most 255"},
+		{func(c *node.Config) { c.Profile = 9 }, "Config.Profile (profile) is 9, want lan, local or test"},
+		{func(c *node.Config) { c.Storage.CacheSize = -1 }, "Config.Storage.CacheSize (cache_size) is -1, want ≥ 0"},
+		{func(c *node.Config) { c.Storage.MemTableSize = 1023 }, "Config.Storage.MemTableSize (memtable_size) is 1023, want 1024 to 4294967295"},
+		{func(c *node.Config) { c.Storage.MemTableSize = 4 << 30 }, "Config.Storage.MemTableSize (memtable_size) is 4294967296"},
+		{func(c *node.Config) { c.LimiterCapacity = 7 }, "Config.LimiterCapacity (limiter_capacity) is 7, want 8 to 1073741824"},
+		{func(c *node.Config) { c.LimiterCapacity = partitionlimit.MaxCapacity + 1 }, "Config.LimiterCapacity (limiter_capacity) is 1073741825"},
+		{func(c *node.Config) { c.WriteTimeout = -time.Second }, "Config.WriteTimeout (write_timeout) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.ReadTimeout = -time.Second }, "Config.ReadTimeout (read_timeout) is -1s"},
+		{func(c *node.Config) { c.SchemaAgreementTimeout = -1 }, "Config.SchemaAgreementTimeout (schema_agreement_timeout) is -1ns"},
+		{func(c *node.Config) { c.MaxTimestampAhead = -time.Hour }, "Config.MaxTimestampAhead (max_timestamp_ahead) is -1h0m0s"},
+		{func(c *node.Config) { c.ShutdownGrace = -time.Second }, "Config.ShutdownGrace (shutdown_grace) is -1s"},
+		{func(c *node.Config) { c.MaxMutationSize = -1 }, "Config.MaxMutationSize (max_mutation_size) is -1, want 1 to 536870912 bytes"},
+		{func(c *node.Config) { c.MaxMutationSize = node.MaxMutationSizeLimit + 1 }, "Config.MaxMutationSize (max_mutation_size) is 536870913"},
+	} {
+		c := node.Config{DataDir: "/d"}
+		c.EnsureDefaults()
+		tc.set(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want an error containing %q", err, tc.want)
+		}
+	}
+}
