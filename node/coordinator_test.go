@@ -101,7 +101,7 @@ func hammer(t *testing.T, c *client.Client, table, key string, n int, limit uint
 // so a test's writes all fall in one second however slowly a loaded machine sends them.
 func frozenClock(c *node.Config) {
 	frozen := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	c.Now = func() time.Time { return frozen }
+	c.Testing = &node.TestingKnobs{Now: func() time.Time { return frozen }}
 }
 
 // TestRateLimitRejectedByCoordinatorThenLifted runs on a frozen clock: on the wall clock, 400

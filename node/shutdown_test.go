@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 )
 
@@ -88,13 +89,13 @@ func TestShutdownDrainsInFlightRequest(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- nd.Shutdown(context.Background()) }()
 	metricsAddr := nd.MetricsAddr()
-	waitFor(t, 30*time.Second, "the metrics listener refuses new connections", func() bool {
+	poll.Must(t, 30*time.Second, "the metrics listener refuses new connections", poll.Bool(func() bool {
 		c, err := net.Dial("tcp", metricsAddr)
 		if err == nil {
 			c.Close()
 		}
 		return err != nil
-	})
+	}))
 	select {
 	case err := <-stopped:
 		t.Fatalf("Shutdown returned %v while a scrape was in flight, want it to wait", err)
