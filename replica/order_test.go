@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -50,6 +52,7 @@ func TestStoreReadsInClusteringOrder(t *testing.T) {
 			}
 			// How each row reads on its own, to render the model's answers.
 			render := make(map[string]string)
+			liveness := make(map[string]bool)
 			for _, m := range rows {
 				req := readReq("p")
 				req.Filter = &replicapb.ClusteringFilter{Equal: m.key()}
@@ -58,6 +61,7 @@ func TestStoreReadsInClusteringOrder(t *testing.T) {
 					t.Fatalf("reading row (%d,%q) alone: %v, %d rows", m.c1, m.c2, err, len(resp.GetRows()))
 				}
 				render[fmt.Sprint(m.key())] = format(l, resp)
+				liveness[fmt.Sprint(m.key())] = m.live
 			}
 
 			for range 3000 {
@@ -132,6 +136,42 @@ func TestStoreReadsInClusteringOrder(t *testing.T) {
 				if got, want := format(l, resp), strings.Join(parts, "; "); got != want {
 					t.Fatalf("read of %s (equal %v, lower %v, upper %v, limit %d, reversed %t) returned\n  %s\nwant\n  %s",
 						l.QualifiedName(), eq, f.Lower, f.Upper, req.Limit, req.Reversed, got, want)
+				}
+
+				// The same read in pages of a few rows, each resuming after the
+				// last in the read's order, with what is left of the limit, as
+				// a coordinator asks for them.
+				pageBytes := uint32(1 + r.IntN(120))
+				var paged []string
+				var after *replicapb.ClusteringKey
+				pages, got := 0, 0
+				for {
+					page := proto.Clone(req).(*replicapb.ReadRequest)
+					page.PageBytes, page.After = pageBytes, after
+					if req.Limit > 0 {
+						page.Limit = req.Limit - uint32(got)
+					}
+					resp, err := s.ReadPartition(l, page)
+					if err != nil {
+						t.Fatalf("read page %d of %v: %v", pages, page, err)
+					}
+					pages++
+					for _, row := range resp.Rows {
+						paged = append(paged, format(l, &replicapb.ReadResponse{Rows: []*replicapb.Row{row}}))
+						if liveness[fmt.Sprint(row.Clustering)] {
+							got++
+						}
+					}
+					if after = resp.StoppedAfter; after == nil || req.Limit > 0 && got == int(req.Limit) {
+						break
+					}
+					if pages > 100 {
+						t.Fatalf("the paged read of %v never ends", req)
+					}
+				}
+				if got, want := strings.Join(paged, "; "), strings.Join(parts, "; "); got != want {
+					t.Fatalf("paged read (%d bytes) of %s (equal %v, lower %v, upper %v, limit %d, reversed %t) returned\n  %s\nwant\n  %s",
+						pageBytes, l.QualifiedName(), eq, f.Lower, f.Upper, req.Limit, req.Reversed, got, want)
 				}
 			}
 		})
