@@ -27,13 +27,13 @@ func BenchmarkReadLargePartition(b *testing.B) {
 	if err := s.Apply(l, mut("p", rows...)); err != nil {
 		b.Fatal(err)
 	}
-	read := func(b *testing.B, pageBytes uint32, wantRows int) {
+	read := func(b *testing.B, pageBytes uint32, wantRows int, reversed bool) {
 		for b.Loop() {
 			n, pages := 0, 0
 			var after *replicapb.ClusteringKey
 			for {
 				req := readReq("p")
-				req.PageBytes, req.After = pageBytes, after
+				req.PageBytes, req.After, req.Reversed = pageBytes, after, reversed
 				resp, err := s.ReadPartition(l, req)
 				if err != nil {
 					b.Fatal(err)
@@ -53,10 +53,12 @@ func BenchmarkReadLargePartition(b *testing.B) {
 			b.ReportMetric(float64(pages), "pages")
 		}
 	}
-	b.Run("whole", func(b *testing.B) { read(b, 0, 4200) })
-	b.Run("pages=1MiB", func(b *testing.B) { read(b, 1<<20, 4200) })
+	b.Run("whole", func(b *testing.B) { read(b, 0, 4200, false) })
+	b.Run("pages=1MiB", func(b *testing.B) { read(b, 1<<20, 4200, false) })
+	b.Run("pages=1MiB/reversed", func(b *testing.B) { read(b, 1<<20, 4200, true) })
 	if err := s.Apply(l, rangeDel("[1000..3099]", 10)); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("pages=1MiB/half-deleted", func(b *testing.B) { read(b, 1<<20, 2100) })
+	b.Run("pages=1MiB/half-deleted", func(b *testing.B) { read(b, 1<<20, 2100, false) })
+	b.Run("pages=1MiB/half-deleted/reversed", func(b *testing.B) { read(b, 1<<20, 2100, true) })
 }
