@@ -139,7 +139,7 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 		return nil, ErrClosed
 	}
 	defer e.release(f)
-	answers := make(chan answer, max(len(sends), len(req.p.Replicas)))
+	answers := make(chan answer, max(len(sends), len(req.Params().Replicas)))
 	launch := func(s Send) bool {
 		if !e.extend(f) {
 			return false
@@ -247,7 +247,7 @@ func contextError(ctx context.Context, req *Request) error {
 	err := ctx.Err()
 	if errors.Is(err, context.DeadlineExceeded) {
 		t := req.Tally()
-		return &TimeoutError{Op: req.p.Op, Consistency: req.p.Consistency, Received: t.OK, Required: req.Required()}
+		return &TimeoutError{Op: req.Params().Op, Consistency: req.Params().Consistency, Received: t.OK, Required: req.Required()}
 	}
 	return err
 }

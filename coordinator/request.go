@@ -211,6 +211,10 @@ type Request struct {
 	unaccounted []NodeID
 }
 
+// Params returns the parameters the request was made with. The driver must not modify them
+// (Replicas is shared with the request).
+func (r *Request) Params() Params { return r.p }
+
 // NewRequest validates p and returns a request ready to Start.
 func NewRequest(p Params) (*Request, error) {
 	if !p.Op.Valid() {

@@ -190,10 +190,10 @@ func response(s Send, st replicapb.Status, rl *replicapb.RateLimited, rerr *repl
 		r.RetryAfter = time.Duration(rl.GetRetryAfterMillis()) * time.Millisecond
 	case replicapb.Status_STATUS_ERROR:
 		r.Status = StatusFailed
-		r.Err = &ReplicaError{Replica: s.To, Code: rerr.GetCode(), Message: rerr.GetMessage()}
+		r.Err = &ReplicaError{Replica: s.To, Code: replicaErrorCode(rerr.GetCode()), Message: rerr.GetMessage()}
 	default:
 		r.Status = StatusFailed
-		r.Err = &ReplicaError{Replica: s.To, Code: replicapb.Error_INTERNAL, Message: fmt.Sprintf("malformed response: status %v", st)}
+		r.Err = &ReplicaError{Replica: s.To, Code: ReplicaErrorInternal, Message: fmt.Sprintf("malformed response: status %v", st)}
 	}
 	return r
 }
@@ -210,7 +210,7 @@ func (e *Executor) outcomeErr(o Outcome, t *schema.Table) error {
 		// A replica that calls the request malformed points at a bug or a schema mismatch.
 		level := slog.LevelDebug
 		var re *ReplicaError
-		if errors.As(f.Cause, &re) && re.Code == replicapb.Error_BAD_REQUEST {
+		if errors.As(f.Cause, &re) && re.Code == ReplicaErrorBadRequest {
 			level = slog.LevelWarn
 		}
 		e.logger.Log(context.Background(), level, "replicas failed", "table", t.QualifiedName(), "op", f.Op.String(),
@@ -269,4 +269,20 @@ func (w *watched[X]) call(ctx context.Context, s Send) Response {
 		w.observer.OnReplicasDisagree(w.table.Keyspace, w.table.Name, w.op.String())
 	}
 	return r
+}
+
+// replicaErrorCode translates the internode protocol's error code to the domain's; codes this
+// node does not know read as unspecified.
+func replicaErrorCode(c replicapb.Error_Code) ReplicaErrorCode {
+	switch c {
+	case replicapb.Error_BAD_REQUEST:
+		return ReplicaErrorBadRequest
+	case replicapb.Error_UNKNOWN_TABLE:
+		return ReplicaErrorUnknownTable
+	case replicapb.Error_INTERNAL:
+		return ReplicaErrorInternal
+	case replicapb.Error_TOO_MANY_TOMBSTONES:
+		return ReplicaErrorTooManyTombstones
+	}
+	return ReplicaErrorUnspecified
 }
