@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
@@ -138,7 +139,7 @@ func TestErrorStatusOfOtherErrors(t *testing.T) {
 	}{
 		{context.Canceled, codes.Canceled},
 		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
-		{coordinator.ErrClosed, codes.Unavailable},
+		{shell.ErrClosed, codes.Unavailable},
 		{status.Error(codes.Aborted, "own status"), codes.Aborted},
 		{errors.New("disk on fire"), codes.Internal},
 	} {

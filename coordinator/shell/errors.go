@@ -1,9 +1,10 @@
-package coordinator
+package shell
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -11,7 +12,7 @@ import (
 // invalid wraps err, a schema error about stmt, as an *InvalidError. Unknown and existing
 // keyspaces and tables are positioned at the name the statement gives them.
 func invalid(stmt cql.Statement, err error) error {
-	e := &InvalidError{Err: err}
+	e := &coordinator.InvalidError{Err: err}
 	if errors.Is(err, schema.ErrUnknownKeyspace) || errors.Is(err, schema.ErrUnknownTable) || errors.Is(err, schema.ErrExists) {
 		e.Pos = namePos(stmt)
 	}
@@ -53,6 +54,6 @@ func namePos(stmt cql.Statement) cql.Pos {
 }
 
 // transportError wraps the error of a replica call that got no answer.
-func transportError(to NodeID, err error) error {
+func transportError(to coordinator.NodeID, err error) error {
 	return fmt.Errorf("replica %s unreachable: %w", to, err)
 }
