@@ -13,13 +13,14 @@
 // coordinator.Result, the core's errors) upwards.
 //
 // Executor (executor.go, drive.go, write.go, read.go, repair.go, ddl.go) executes one client
-// statement on a node. Its Execute is the domain API that every front end adapts (result.go): a
-// Statement (text, keyspace, consistency) in, a typed Result (void, rows with schema-typed
-// columns and canonical values, set keyspace, schema change, description; warnings) or a typed
-// error out. The package knows nothing of the client API's wire form: frontend/grpcapi serves
-// Execute as the gRPC service kvnodepb.KVNode, and nothing here imports kvnodepb. Ops are
-// schema.Op (Op is an alias), converted to the internode enum only where replica requests are
-// built. For each statement the Executor parses it (one statement per request), then:
+// statement on a node. Its Execute is the domain API that every front end adapts (the core's
+// result.go): a coordinator.Statement (text, keyspace, consistency) in, a typed Result (void,
+// rows with schema-typed columns and canonical values, set keyspace, schema change,
+// description; warnings) or a typed error out. The package knows nothing of the client API's
+// wire form: frontend/grpcapi serves Execute as the gRPC service kvnodepb.KVNode, and nothing
+// here imports kvnodepb. Ops are schema.Op (coordinator.Op is an alias), converted to the
+// internode enum only where replica requests are built. For each statement the Executor parses
+// it (one statement per request), then:
 //
 //   - Schema statements go to SchemaManager.ApplyDDL, which agrees on them with the cluster
 //     and checks them against the agreed schema (its statement errors are the client's,
@@ -38,7 +39,8 @@
 // strictly increase per coordinator even when the clock stands still or steps back. USING
 // TIMESTAMP overrides them, up to Config.MaxTimestampAhead (default 1 h) ahead of the clock:
 // a cell written further ahead would shadow every later write and DELETE of it, so such a
-// write is an *InvalidError before any replica is contacted. Timeouts default to 2 s for writes and 5 s for reads; a client
+// write is an *InvalidError before any replica is contacted. Timeouts default to 2 s for writes
+// and 5 s for reads; a client
 // deadline that ends sooner wins, and a deadline reached without the consistency level is a
 // *TimeoutError saying how many replicas answered.
 //
@@ -88,10 +90,10 @@
 //
 // # Errors
 //
-// Execute returns *InvalidError (syntax, with the parser's line:col; validation, naming what
+// Execute returns the core's errors: *InvalidError (syntax, with the parser's line:col; validation, naming what
 // and where, with the position of an unknown keyspace or table name), *RateLimitError,
 // *UnavailableError, *TimeoutError, *FailureError (wrapping a *ReplicaError or a transport
-// error; FailureError.Reason classifies it), the context's error, or ErrClosed. Each error carries
+// error; FailureError.Reason classifies it), the context's error, or this package's ErrClosed. Each error carries
 // every field a client needs and builds its own message, once: front ends send the message as it
 // is with the fields as details (grpcapi.ErrorStatus).
 //
