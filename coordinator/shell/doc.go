@@ -40,9 +40,8 @@
 // TIMESTAMP overrides them, up to Config.MaxTimestampAhead (default 1 h) ahead of the clock:
 // a cell written further ahead would shadow every later write and DELETE of it, so such a
 // write is an *InvalidError before any replica is contacted. Timeouts default to 2 s for writes
-// and 5 s for reads; a client
-// deadline that ends sooner wins, and a deadline reached without the consistency level is a
-// *TimeoutError saying how many replicas answered.
+// and 5 s for reads; a client deadline that ends sooner wins, and a deadline reached without the
+// consistency level is a *TimeoutError saying how many replicas answered.
 //
 // A write is sent to every live replica and answered at the consistency level, but the calls to
 // the replicas that have not answered yet are not canceled: canceling would leave them without
