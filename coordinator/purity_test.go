@@ -4,7 +4,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,5 +113,27 @@ func TestPackageIsPure(t *testing.T) {
 	}
 	if checked < 3 {
 		t.Fatalf("checked %d source files, want at least 3: is the test running in the package directory?", checked)
+	}
+}
+
+// TestNoWireDependencies checks the whole import graph, not just the package's own imports: the
+// core links no gRPC and no protobuf, whatever its domain packages come to import.
+func TestNoWireDependencies(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to list the dependencies with: %v", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps .: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/kvnode/kvnode/coordinator") {
+		t.Fatalf("go list -deps . does not list the package itself:\n%s", out)
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, "google.golang.org/grpc") || strings.HasPrefix(d, "google.golang.org/protobuf") {
+			t.Errorf("the core depends on %s; wire forms belong in coordinator/shell", d)
+		}
 	}
 }
