@@ -4,9 +4,14 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/kvnode/kvnode/schema"
 )
+
+// DefaultPropagationInterval is how often a coordinator flushes account-only deltas: the shell's
+// ticker drains its Batcher at this interval.
+const DefaultPropagationInterval = 20 * time.Millisecond
 
 // Delta is a number of operations on one of a replica's counters that the replica did not see:
 // account propagation sends it to the replica as account-only (DESIGN §1).

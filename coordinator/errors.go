@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/kvnode/kvnode/cql"
-	"github.com/kvnode/kvnode/proto/replicapb"
-	"github.com/kvnode/kvnode/schema"
 )
 
 // InvalidError reports a statement that cannot be executed: a syntax error, or a statement that
@@ -30,65 +28,53 @@ func (e *InvalidError) Error() string {
 // Unwrap returns the underlying error, e.g. a cql.ErrorList or one wrapping schema.ErrUnknownTable.
 func (e *InvalidError) Unwrap() error { return e.Err }
 
-// invalid wraps err, a schema error about stmt, as an *InvalidError. Unknown and existing
-// keyspaces and tables are positioned at the name the statement gives them.
-func invalid(stmt cql.Statement, err error) error {
-	e := &InvalidError{Err: err}
-	if errors.Is(err, schema.ErrUnknownKeyspace) || errors.Is(err, schema.ErrUnknownTable) || errors.Is(err, schema.ErrExists) {
-		e.Pos = namePos(stmt)
-	}
-	return e
-}
-
-// namePos returns the position of the keyspace or table name stmt operates on.
-func namePos(stmt cql.Statement) cql.Pos {
-	switch st := stmt.(type) {
-	case *cql.CreateKeyspaceStmt:
-		return st.Name.Pos()
-	case *cql.DropKeyspaceStmt:
-		return st.Name.Pos()
-	case *cql.UseStmt:
-		return st.Keyspace.Pos()
-	case *cql.CreateTableStmt:
-		return st.Table.Pos()
-	case *cql.AlterTableStmt:
-		return st.Table.Pos()
-	case *cql.DropTableStmt:
-		return st.Table.Pos()
-	case *cql.InsertStmt:
-		return st.Table.Pos()
-	case *cql.UpdateStmt:
-		return st.Table.Pos()
-	case *cql.DeleteStmt:
-		return st.Table.Pos()
-	case *cql.SelectStmt:
-		return st.Table.Pos()
-	case *cql.DescribeStmt:
-		if st.Kind == cql.DescribeTable {
-			return st.Table.Pos()
-		}
-		if st.Keyspace.Name != "" {
-			return st.Keyspace.Pos()
-		}
-	}
-	return stmt.Pos()
-}
-
 // ReplicaError is a replica's STATUS_ERROR answer.
 type ReplicaError struct {
 	Replica NodeID
-	Code    replicapb.Error_Code
+	Code    ReplicaErrorCode
 	Message string
+}
+
+// ReplicaErrorCode is what a replica said went wrong, in domain terms (the shell translates the
+// internode protocol's codes at the edge).
+type ReplicaErrorCode uint8
+
+// The replica error codes; the values are those of the internode protocol.
+const (
+	// ReplicaErrorUnspecified: the replica gave no code.
+	ReplicaErrorUnspecified ReplicaErrorCode = iota
+	// ReplicaErrorBadRequest: the replica found the request malformed.
+	ReplicaErrorBadRequest
+	// ReplicaErrorUnknownTable: the table is not in the replica's schema.
+	ReplicaErrorUnknownTable
+	// ReplicaErrorInternal: the replica failed (storage, a bug).
+	ReplicaErrorInternal
+	// ReplicaErrorTooManyTombstones: a read scanned more tombstones than the replica's failure
+	// threshold.
+	ReplicaErrorTooManyTombstones
+)
+
+// String returns the code's protocol name: "BAD_REQUEST", "UNKNOWN_TABLE", "INTERNAL",
+// "TOO_MANY_TOMBSTONES" or "CODE_UNSPECIFIED".
+func (c ReplicaErrorCode) String() string {
+	switch c {
+	case ReplicaErrorUnspecified:
+		return "CODE_UNSPECIFIED"
+	case ReplicaErrorBadRequest:
+		return "BAD_REQUEST"
+	case ReplicaErrorUnknownTable:
+		return "UNKNOWN_TABLE"
+	case ReplicaErrorInternal:
+		return "INTERNAL"
+	case ReplicaErrorTooManyTombstones:
+		return "TOO_MANY_TOMBSTONES"
+	}
+	return fmt.Sprintf("ReplicaErrorCode(%d)", uint8(c))
 }
 
 // Error reads "replica n2: BAD_REQUEST: message".
 func (e *ReplicaError) Error() string {
 	return fmt.Sprintf("replica %s: %v: %s", e.Replica, e.Code, e.Message)
-}
-
-// transportError wraps the error of a replica call that got no answer.
-func transportError(to NodeID, err error) error {
-	return fmt.Errorf("replica %s unreachable: %w", to, err)
 }
 
 // FailureReason classifies a FailureError for front ends: whether retrying may help.
@@ -123,9 +109,9 @@ func (e *FailureError) Reason() FailureReason {
 	var re *ReplicaError
 	if errors.As(e.Err, &re) {
 		switch re.Code {
-		case replicapb.Error_BAD_REQUEST:
+		case ReplicaErrorBadRequest:
 			return FailureBadRequest
-		case replicapb.Error_TOO_MANY_TOMBSTONES:
+		case ReplicaErrorTooManyTombstones:
 			return FailureTooManyTombstones
 		}
 	}

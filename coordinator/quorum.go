@@ -18,12 +18,15 @@ const (
 	All
 )
 
-var consistencyNames = [...]string{One: "ONE", Quorum: "QUORUM", All: "ALL"}
-
 // String returns the CQL name of c: ONE, QUORUM or ALL.
 func (c Consistency) String() string {
-	if c.Valid() {
-		return consistencyNames[c]
+	switch c {
+	case One:
+		return "ONE"
+	case Quorum:
+		return "QUORUM"
+	case All:
+		return "ALL"
 	}
 	return fmt.Sprintf("Consistency(%d)", uint8(c))
 }
@@ -78,17 +81,17 @@ const (
 	QuorumLost
 )
 
-var quorumResultNames = [...]string{
-	QuorumPending:  "pending",
-	QuorumReached:  "reached",
-	QuorumRejected: "rejected",
-	QuorumLost:     "lost",
-}
-
 // String returns "pending", "reached", "rejected" or "lost".
 func (q QuorumResult) String() string {
-	if int(q) < len(quorumResultNames) {
-		return quorumResultNames[q]
+	switch q {
+	case QuorumPending:
+		return "pending"
+	case QuorumReached:
+		return "reached"
+	case QuorumRejected:
+		return "rejected"
+	case QuorumLost:
+		return "lost"
 	}
 	return fmt.Sprintf("QuorumResult(%d)", uint8(q))
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -22,34 +23,16 @@ const (
 	OpWrite = schema.OpWrite
 )
 
-// LimiterMode tells a replica what to do with its rate-limit counter for one operation.
-type LimiterMode uint8
+// LimiterMode tells a replica what to do with its rate-limit counter for one operation; the
+// replica carries it out with partitionlimit's Table.Apply.
+type LimiterMode = partitionlimit.Mode
 
-// The limiter modes a Send carries.
+// The limiter modes a Send carries (see partitionlimit.Mode).
 const (
-	// ModeNone: neither count nor reject. Exempt and unlimited operations, and the coordinator's
-	// own apply after its local check already counted the operation.
-	ModeNone LimiterMode = iota
-	// ModeAccountOnly: count the operation, never reject it. The coordinator, itself a replica,
-	// has already decided to admit.
-	ModeAccountOnly
-	// ModeAccountAndEnforce: count the operation, then admit or reject it on the replica's own
-	// counter with the Send's Draw.
-	ModeAccountAndEnforce
+	ModeNone              = partitionlimit.ModeNone
+	ModeAccountOnly       = partitionlimit.ModeAccountOnly
+	ModeAccountAndEnforce = partitionlimit.ModeAccountAndEnforce
 )
-
-// String returns "none", "account-only" or "account-and-enforce".
-func (m LimiterMode) String() string {
-	switch m {
-	case ModeNone:
-		return "none"
-	case ModeAccountOnly:
-		return "account-only"
-	case ModeAccountAndEnforce:
-		return "account-and-enforce"
-	}
-	return fmt.Sprintf("LimiterMode(%d)", uint8(m))
-}
 
 // Replica is one replica of the request's token.
 type Replica struct {
@@ -210,6 +193,10 @@ type Request struct {
 	outcome     Outcome
 	unaccounted []NodeID
 }
+
+// Params returns the parameters the request was made with. The driver must not modify them
+// (Replicas is shared with the request).
+func (r *Request) Params() Params { return r.p }
 
 // NewRequest validates p and returns a request ready to Start.
 func NewRequest(p Params) (*Request, error) {

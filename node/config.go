@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
 )
@@ -51,7 +51,7 @@ type Config struct {
 	// each. Default partitionlimit.DefaultCapacity (about 1M).
 	LimiterCapacity int `yaml:"limiter_capacity"`
 	// WriteTimeout and ReadTimeout bound coordinated requests. Defaults
-	// coordinator.DefaultWriteTimeout (2 s) and coordinator.DefaultReadTimeout (5 s).
+	// shell.DefaultWriteTimeout (2 s) and shell.DefaultReadTimeout (5 s).
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	ReadTimeout  time.Duration `yaml:"read_timeout"`
 	// SchemaAgreementTimeout bounds how long DDL waits for every live node to agree. Default
@@ -60,7 +60,7 @@ type Config struct {
 	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
 	// is refused by the coordinator with an error naming the limit. The gRPC message limits of
 	// the client API and of internode traffic derive from it (see MessageLimit). At most
-	// MaxMutationSizeLimit. Default coordinator.DefaultMaxMutationSize (16 MiB).
+	// MaxMutationSizeLimit. Default shell.DefaultMaxMutationSize (16 MiB).
 	MaxMutationSize int `yaml:"max_mutation_size"`
 	// MaxTimestampAhead is how far ahead of this node's clock a client's USING TIMESTAMP may be
 	// when the node coordinates the write; a write beyond it is refused as invalid. Default
@@ -107,7 +107,7 @@ func MessageLimit(maxMutationSize int) int { return 2*maxMutationSize + 4<<20 }
 
 // DefaultMaxTimestampAhead is the bound on client timestamps ahead of the coordinator's clock
 // when Config.MaxTimestampAhead is zero (docs/operations.md explains the choice).
-const DefaultMaxTimestampAhead = coordinator.DefaultMaxTimestampAhead
+const DefaultMaxTimestampAhead = shell.DefaultMaxTimestampAhead
 
 // EnsureDefaults replaces zero fields with their defaults and returns c. A nil c is treated as the
 // zero Config. DataDir and MetricsAddr have no default (an empty MetricsAddr disables metrics).
@@ -140,16 +140,16 @@ func (c *Config) EnsureDefaults() *Config {
 		c.LimiterCapacity = partitionlimit.DefaultCapacity
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = coordinator.DefaultWriteTimeout
+		c.WriteTimeout = shell.DefaultWriteTimeout
 	}
 	if c.ReadTimeout == 0 {
-		c.ReadTimeout = coordinator.DefaultReadTimeout
+		c.ReadTimeout = shell.DefaultReadTimeout
 	}
 	if c.SchemaAgreementTimeout == 0 {
 		c.SchemaAgreementTimeout = cluster.DefaultSchemaAgreementTimeout
 	}
 	if c.MaxMutationSize == 0 {
-		c.MaxMutationSize = coordinator.DefaultMaxMutationSize
+		c.MaxMutationSize = shell.DefaultMaxMutationSize
 	}
 	if c.MaxTimestampAhead == 0 {
 		c.MaxTimestampAhead = DefaultMaxTimestampAhead

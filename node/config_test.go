@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
@@ -23,10 +23,10 @@ func TestConfigEnsureDefaults(t *testing.T) {
 		ClusterName:            cluster.DefaultClusterName,
 		Profile:                cluster.ProfileLAN,
 		LimiterCapacity:        partitionlimit.DefaultCapacity,
-		WriteTimeout:           coordinator.DefaultWriteTimeout,
-		ReadTimeout:            coordinator.DefaultReadTimeout,
+		WriteTimeout:           shell.DefaultWriteTimeout,
+		ReadTimeout:            shell.DefaultReadTimeout,
 		SchemaAgreementTimeout: cluster.DefaultSchemaAgreementTimeout,
-		MaxMutationSize:        coordinator.DefaultMaxMutationSize,
+		MaxMutationSize:        shell.DefaultMaxMutationSize,
 		MaxTimestampAhead:      node.DefaultMaxTimestampAhead,
 		ShutdownGrace:          node.DefaultShutdownGrace,
 		Logger:                 slog.Default(),

@@ -8,10 +8,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 )
 
-// The label values of the coordinator's metrics, as coordinator.Observer reports them. A value
+// The label values of the coordinator's metrics, as shell.Observer reports them. A value
 // outside these lists (a newer coordinator) is counted under the last entry of its list.
 var (
 	opNames          = []string{"read", "write", "schema", "other"}
@@ -35,7 +35,7 @@ var coordinatorLatencyBuckets = []float64{
 	.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5,
 }
 
-// coordinatorMetrics is the node's coordinator.Observer: it counts what the coordinator tells
+// coordinatorMetrics is the node's shell.Observer: it counts what the coordinator tells
 // it in Prometheus metrics. Every labelled child the request path uses is resolved in advance,
 // per (op, consistency, result) at construction and per table on the table's first request,
 // so an observed request costs a few atomic adds and no allocation.
@@ -136,7 +136,7 @@ func index(names []string, s string) int {
 	return len(names) - 1
 }
 
-// OnRequest implements coordinator.Observer.
+// OnRequest implements shell.Observer.
 func (m *coordinatorMetrics) OnRequest(keyspace, table, op, cl, result string, d time.Duration) {
 	o, r := index(opNames, op), index(resultNames, result)
 	c := numConsistencies - 1 // none: schema and other statements have no level
@@ -161,7 +161,7 @@ func (m *coordinatorMetrics) OnRequest(keyspace, table, op, cl, result string, d
 	}
 }
 
-// OnRateLimited implements coordinator.Observer.
+// OnRateLimited implements shell.Observer.
 func (m *coordinatorMetrics) OnRateLimited(keyspace, table, op, rejectedBy string) {
 	by := 1 // replica: the Observer's "replicas"
 	if rejectedBy == "coordinator" {
@@ -170,14 +170,14 @@ func (m *coordinatorMetrics) OnRateLimited(keyspace, table, op, rejectedBy strin
 	m.table(keyspace, table).rateLimited[index(limitedOpNames, op)][by].Inc()
 }
 
-// OnReadRepair implements coordinator.Observer.
+// OnReadRepair implements shell.Observer.
 func (m *coordinatorMetrics) OnReadRepair(keyspace, table string, replicas int, result string) {
 	t := m.table(keyspace, table)
 	t.repairs[index(repairResults, result)].Inc()
 	t.repaired.Add(float64(replicas))
 }
 
-// OnReplicasDisagree implements coordinator.Observer.
+// OnReplicasDisagree implements shell.Observer.
 func (m *coordinatorMetrics) OnReplicasDisagree(keyspace, table, op string) {
 	m.table(keyspace, table).disagree[index(limitedOpNames, op)].Inc()
 }
@@ -295,7 +295,7 @@ func (m *coordinatorMetrics) collectors() []prometheus.Collector {
 		m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec}
 }
 
-var _ coordinator.Observer = (*coordinatorMetrics)(nil)
+var _ shell.Observer = (*coordinatorMetrics)(nil)
 
 // clusterCollector exports the node's view of the cluster, read at scrape time.
 type clusterCollector struct {

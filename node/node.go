@@ -22,6 +22,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -40,7 +41,7 @@ type Node struct {
 	store    *replica.Store
 	replica  *replica.Service
 	cluster  *cluster.Cluster
-	exec     *coordinator.Executor
+	exec     *shell.Executor
 	trans    *transport
 	grpc     *grpc.Server
 	health   *health.Server
@@ -143,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
 	ring := ringView{c: n.cluster, name: cfg.ClusterName}
 	coordMetrics := newCoordinatorMetrics()
-	if n.exec, err = coordinator.NewExecutor(coordinator.Config{
+	if n.exec, err = shell.NewExecutor(shell.Config{
 		LocalID:           self,
 		Ring:              ring,
 		Transport:         n.trans,

@@ -31,7 +31,7 @@ const schemaFile = "schema.bin"
 // the agreed state of the keyspace, like any state a peer pushes.
 //
 // It is the one object behind three interfaces: cluster.SchemaStore (Digest, Snapshot, Merge),
-// coordinator.SchemaManager (Schema, ApplyDDL) and replica.SchemaSource (TableByID).
+// shell.SchemaManager (Schema, ApplyDDL) and replica.SchemaSource (TableByID).
 type schemaHolder struct {
 	path   string
 	nodeID string
@@ -177,7 +177,7 @@ func (h *schemaHolder) addDropHooks(data func(schema.TableID) error, forget ...f
 
 // ApplyDDL agrees on a schema statement with a majority of the cluster's members, merges the
 // agreed state into the local schema, announces it and waits for agreement
-// (coordinator.SchemaManager). A statement that does not fit the agreed schema fails with a
+// (shell.SchemaManager). A statement that does not fit the agreed schema fails with a
 // *coordinator.InvalidError; one that a majority did not answer with an error wrapping
 // ErrSchemaUnavailable.
 func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace string) (bool, []string, error) {

@@ -19,7 +19,7 @@ import (
 )
 
 // transport sends replica requests: to the local replica service in process, to peers over gRPC
-// on the RPC address they publish in gossip (coordinator.Transport).
+// on the RPC address they publish in gossip (shell.Transport).
 type transport struct {
 	self    coordinator.NodeID
 	local   *replica.Service
@@ -64,7 +64,7 @@ func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replic
 	return api.Read(ctx, req)
 }
 
-// AccountDelta sends account-only deltas to replica to (coordinator.DeltaSender).
+// AccountDelta sends account-only deltas to replica to (shell.DeltaSender).
 func (t *transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
 	if to == t.self {
 		return t.local.AccountDelta(ctx, req)
@@ -136,7 +136,7 @@ func (t *transport) close() {
 	}
 }
 
-// ringView adapts the cluster's ring and failure detector to coordinator.Ring.
+// ringView adapts the cluster's ring and failure detector to shell.Ring.
 type ringView struct {
 	c    *cluster.Cluster
 	name string // the cluster name, for DESCRIBE CLUSTER

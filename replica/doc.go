@@ -41,8 +41,9 @@
 // mode: NONE (exempt), ACCOUNT_ONLY, or ACCOUNT_AND_ENFORCE with the
 // coordinator's draw. The service counts the operation in a
 // partitionlimit.Table keyed by (token, label), where a label interns (table
-// id, op), and rejects with STATUS_RATE_LIMITED when partitionlimit.Admit
-// says so, before touching storage. Requests that are malformed or do not
+// id, op), and rejects with STATUS_RATE_LIMITED when the table's Apply (the
+// pure per-mode decision test/sim drives too) says so, before touching
+// storage. Requests that are malformed or do not
 // match the table get STATUS_ERROR with a message naming what was wrong, and
 // change nothing.
 //

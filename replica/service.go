@@ -215,7 +215,7 @@ func (s *Service) Check(id schema.TableID, token int64, op schema.Op, draw float
 	if err := checkOp(op); err != nil {
 		return partitionlimit.Decision{}, err
 	}
-	return s.decide(t, token, op, replicapb.Limiter_ACCOUNT_AND_ENFORCE, draw, now, byCoordinator, nil)
+	return s.decide(t, token, op, partitionlimit.ModeAccountAndEnforce, draw, now, byCoordinator, nil)
 }
 
 // ApplyAccountDelta counts n operations of kind op on the partition with
@@ -261,55 +261,59 @@ func (s *Service) Count(id schema.TableID, token int64, op schema.Op, now time.T
 // admit applies the request's limiter instructions for an op on table t. pk is the
 // operation's partition key, remembered if the partition turns out to be hot.
 func (s *Service) admit(t *schema.Table, token int64, op schema.Op, lim *replicapb.Limiter, pk [][]byte) (partitionlimit.Decision, error) {
-	mode := lim.GetMode()
-	if mode == replicapb.Limiter_NONE {
+	mode, err := modeFromWire(lim.GetMode())
+	if err != nil {
+		return partitionlimit.Decision{}, err
+	}
+	if mode == partitionlimit.ModeNone {
 		return partitionlimit.Decision{Admitted: true}, nil
 	}
 	return s.decide(t, token, op, mode, lim.GetDraw(), s.now(), byReplica, pk)
 }
 
-// decide accounts and decides one operation in a counting mode; by is who a rejection is
-// attributed to, pk the partition key when the caller has it (else nil). Operations whose
-// counter ends above twice the limit update the pair's hot set.
-func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode replicapb.Limiter_Mode, draw float64, now time.Time, by rejecter, pk [][]byte) (partitionlimit.Decision, error) {
-	switch mode {
-	case replicapb.Limiter_ACCOUNT_ONLY:
-		limit := t.Limit(op)
-		if limit == 0 {
-			return partitionlimit.Decision{Admitted: true}, nil
-		}
-		st := s.ops.get(t, op)
-		c := s.limits.Account(token, st.label, now)
-		st.admitted.Add(1)
-		if isHot(c, limit) && sampled(c) {
-			st.hot.update(token, c, noRejection, pk, now)
-		}
-		return partitionlimit.Decision{Admitted: true, Count: c, Limit: limit}, nil
-	case replicapb.Limiter_ACCOUNT_AND_ENFORCE:
-		if !(draw >= 0 && draw < 1) { // also rejects NaN
-			return partitionlimit.Decision{}, fmt.Errorf("%w: limiter draw %v is outside [0, 1)", ErrBadRequest, draw)
-		}
-		limit := t.Limit(op)
-		if limit == 0 {
-			return partitionlimit.Decision{Admitted: true}, nil
-		}
-		st := s.ops.get(t, op)
-		d := s.limits.Decide(token, st.label, limit, draw, now)
-		if d.Admitted {
-			st.admitted.Add(1)
-		} else {
-			st.rejected[by].Add(1)
-		}
-		if isHot(d.Count, limit) && sampled(d.Count) {
-			if d.Admitted {
-				by = noRejection
-			}
-			st.hot.update(token, d.Count, by, pk, now)
-		}
-		return d, nil
-	default:
-		return partitionlimit.Decision{}, fmt.Errorf("%w: unknown limiter mode %d", ErrBadRequest, mode)
+// decide accounts and decides one operation in a counting mode, by partitionlimit's
+// Table.Apply (the very decision test/sim drives), and keeps the pair's statistics; by is
+// who a rejection is attributed to, pk the partition key when the caller has it (else nil).
+// Operations whose counter ends above twice the limit update the pair's hot set.
+func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode partitionlimit.Mode, draw float64, now time.Time, by rejecter, pk [][]byte) (partitionlimit.Decision, error) {
+	limit := t.Limit(op)
+	var st *opState
+	var label uint32
+	if limit != 0 {
+		// A pair without a limit is never counted: it gets no label and no statistics.
+		st = s.ops.get(t, op)
+		label = st.label
 	}
+	d, err := s.limits.Apply(mode, token, label, limit, draw, now)
+	if err != nil {
+		return partitionlimit.Decision{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if st == nil {
+		return d, nil
+	}
+	if d.Admitted {
+		st.admitted.Add(1)
+		by = noRejection
+	} else {
+		st.rejected[by].Add(1)
+	}
+	if isHot(d.Count, limit) && sampled(d.Count) {
+		st.hot.update(token, d.Count, by, pk, now)
+	}
+	return d, nil
+}
+
+// modeFromWire converts the internode protocol's limiter mode to the domain's, at the edge.
+func modeFromWire(m replicapb.Limiter_Mode) (partitionlimit.Mode, error) {
+	switch m {
+	case replicapb.Limiter_NONE:
+		return partitionlimit.ModeNone, nil
+	case replicapb.Limiter_ACCOUNT_ONLY:
+		return partitionlimit.ModeAccountOnly, nil
+	case replicapb.Limiter_ACCOUNT_AND_ENFORCE:
+		return partitionlimit.ModeAccountAndEnforce, nil
+	}
+	return 0, fmt.Errorf("%w: unknown limiter mode %d", ErrBadRequest, m)
 }
 
 func checkOp(op schema.Op) error {

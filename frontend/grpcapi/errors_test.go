@@ -15,9 +15,9 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
-	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 // fixed is an Executor that answers every statement with one result or error: these tests are
@@ -62,8 +62,8 @@ func serve(t *testing.T, exec grpcapi.Executor, limit int) *client.Client {
 func TestErrorsReachTheClientWhole(t *testing.T) {
 	exec := &fixed{}
 	cl := serve(t, exec, 0)
-	bad := &coordinator.ReplicaError{Replica: "n2", Code: replicapb.Error_BAD_REQUEST, Message: "garbled"}
-	tombstones := &coordinator.ReplicaError{Replica: "n3", Code: replicapb.Error_TOO_MANY_TOMBSTONES, Message: "too many"}
+	bad := &coordinator.ReplicaError{Replica: "n2", Code: coordinator.ReplicaErrorBadRequest, Message: "garbled"}
+	tombstones := &coordinator.ReplicaError{Replica: "n3", Code: coordinator.ReplicaErrorTooManyTombstones, Message: "too many"}
 	tests := []struct {
 		err  error
 		code codes.Code
@@ -139,7 +139,7 @@ func TestErrorStatusOfOtherErrors(t *testing.T) {
 	}{
 		{context.Canceled, codes.Canceled},
 		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
-		{coordinator.ErrClosed, codes.Unavailable},
+		{shell.ErrClosed, codes.Unavailable},
 		{status.Error(codes.Aborted, "own status"), codes.Aborted},
 		{errors.New("disk on fire"), codes.Internal},
 	} {

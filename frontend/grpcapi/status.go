@@ -11,10 +11,11 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
-// ErrorStatus returns the gRPC status for an error of coordinator.Executor.Execute, as the client
+// ErrorStatus returns the gRPC status for an error of shell.Executor.Execute, as the client
 // API documents it. The message is the error's own (each error builds it once); the details carry
 // every field of the error:
 //
@@ -63,7 +64,7 @@ func ErrorStatus(err error) *status.Status {
 		return status.New(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, coordinator.ErrClosed):
+	case errors.Is(err, shell.ErrClosed):
 		return status.New(codes.Unavailable, err.Error())
 	}
 	return status.New(codes.Internal, err.Error())

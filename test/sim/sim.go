@@ -555,20 +555,19 @@ func (s *sim) deliver(e event) {
 	op := &s.ops[e.op]
 	n := int(e.node)
 	r := event{kind: evRespond, node: e.node, op: e.op, gen: e.gen, send: e.send, status: coordinator.StatusOK}
-	switch e.mode {
-	case coordinator.ModeAccountAndEnforce:
-		d := s.nodes[n].table.Decide(op.token, op.label, s.o.Limit, op.draw, s.clock(n, e.at))
-		if d.Admitted {
-			op.admits++
-			s.perform(n, op)
-		} else {
-			op.rejects++
-			r.status, r.count, r.retryAfter = coordinator.StatusRateLimited, d.Count, d.RetryAfter
-		}
-	case coordinator.ModeAccountOnly:
-		s.nodes[n].table.Account(op.token, op.label, s.clock(n, e.at))
-		s.perform(n, op)
+	// The replica's admission decision, as replica.Service makes it (partitionlimit's Table.Apply).
+	d, err := s.nodes[n].table.Apply(e.mode, op.token, op.label, s.o.Limit, op.draw, s.clock(n, e.at))
+	switch {
+	case err != nil:
+		s.err = fmt.Errorf("sim: %v: replica %d at %v: %w", s.sc, n, time.Duration(e.at), err)
+		return
+	case !d.Admitted:
+		op.rejects++
+		r.status, r.count, r.retryAfter = coordinator.StatusRateLimited, d.Count, d.RetryAfter
 	default:
+		if e.mode == coordinator.ModeAccountAndEnforce {
+			op.admits++
+		}
 		s.perform(n, op)
 	}
 	if op.req.Done() {

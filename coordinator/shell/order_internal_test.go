@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"maps"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -38,62 +39,62 @@ func TestReconcileInReadOrder(t *testing.T) {
 	tests := []struct {
 		name     string
 		reads    []read
-		answers  map[NodeID]string // in the read's order
+		answers  map[coordinator.NodeID]string // in the read's order
 		limit    int
 		rows     []string
 		complete bool
-		repairs  map[NodeID]string
+		repairs  map[coordinator.NodeID]string
 	}{
 		{
 			name:     "rows are merged in the read's order",
 			reads:    descending,
-			answers:  map[NodeID]string{"n1": "300 marker@1; 3 marker@1; -5 marker@1", "n2": "300 marker@1; 1 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "300 marker@1; 3 marker@1; -5 marker@1", "n2": "300 marker@1; 1 marker@1"},
 			rows:     []string{"300 marker@1", "3 marker@1", "1 marker@1", "-5 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "1 marker@1", "n2": "3 marker@1; -5 marker@1"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 marker@1", "n2": "3 marker@1; -5 marker@1"},
 		},
 		{
 			name:     "the limit takes the first rows in the read's order",
 			reads:    descending,
-			answers:  map[NodeID]string{"n1": "3 marker@1; 2 marker@1", "n2": "3 marker@1; 2 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "3 marker@1; 2 marker@1", "n2": "3 marker@1; 2 marker@1"},
 			limit:    1,
 			rows:     []string{"3 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{},
+			repairs:  map[coordinator.NodeID]string{},
 		},
 		{
 			name:  "rows past a replica's limit, in the read's order, are not trusted",
 			reads: descending,
 			// n1 stopped after its one live row, 3, which n2 deleted; n2's row 2 comes after 3 in
 			// this order and may be deleted on n1 too.
-			answers:  map[NodeID]string{"n1": "3 marker@1", "n2": "3 deleted@5; 2 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "3 marker@1", "n2": "3 deleted@5; 2 marker@1"},
 			limit:    1,
 			rows:     nil,
 			complete: false,
-			repairs:  map[NodeID]string{"n1": "3 deleted@5"},
+			repairs:  map[coordinator.NodeID]string{"n1": "3 deleted@5"},
 		},
 		{
 			name:     "rows before a replica's cut are trusted",
 			reads:    descending,
-			answers:  map[NodeID]string{"n1": "5 marker@1; 3 marker@1", "n2": "4 marker@1; 3 marker@1; 1 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "5 marker@1; 3 marker@1", "n2": "4 marker@1; 3 marker@1; 1 marker@1"},
 			limit:    2,
 			rows:     []string{"5 marker@1", "4 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "4 marker@1", "n2": "5 marker@1"},
+			repairs:  map[coordinator.NodeID]string{"n1": "4 marker@1", "n2": "5 marker@1"},
 		},
 		{
 			name:     "a reversed read of a DESC table is ascending",
 			reads:    []read{{desc, true}},
-			answers:  map[NodeID]string{"n1": "-5 marker@1; 3 marker@1", "n2": "1 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "-5 marker@1; 3 marker@1", "n2": "1 marker@1"},
 			limit:    2,
 			rows:     []string{"-5 marker@1", "1 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "1 marker@1", "n2": "-5 marker@1"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 marker@1", "n2": "-5 marker@1"},
 		},
 	}
 	for _, tt := range tests {
 		for _, rd := range tt.reads {
-			var resps []Response
+			var resps []coordinator.Response
 			for _, id := range slices.Sorted(maps.Keys(tt.answers)) {
 				resps = append(resps, replicaAnswer(id, tt.answers[id]))
 			}
@@ -106,7 +107,7 @@ func TestReconcileInReadOrder(t *testing.T) {
 			for _, r := range rec.rows {
 				rows = append(rows, formatRow(repairRow(r.clustering, r.row)))
 			}
-			repairs := map[NodeID]string{}
+			repairs := map[coordinator.NodeID]string{}
 			for id, rs := range rec.repairs {
 				var parts []string
 				for _, r := range rs.rows {
@@ -123,7 +124,7 @@ func TestReconcileInReadOrder(t *testing.T) {
 
 	// An answer in the other order is an error, not a silent misordering.
 	for _, rd := range descending {
-		_, err := reconcile(rd.table, []Response{replicaAnswer("n1", "1 marker@1; 2 marker@1")}, 0, rd.reversed)
+		_, err := reconcile(rd.table, []coordinator.Response{replicaAnswer("n1", "1 marker@1; 2 marker@1")}, 0, rd.reversed)
 		if want := "coordinator: replica n1 returned rows of table ks.t out of clustering order"; err == nil || err.Error() != want {
 			t.Errorf("reconcile of an ascending answer for a descending read (c DESC %t, reversed %t) = %v, want %q",
 				rd.table.Clustering[0].Descending, rd.reversed, err, want)

@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -17,7 +18,7 @@ import (
 // limiter mode and returns the replica's answer as a Response (Seq and From set). It must return
 // once ctx is canceled.
 type exchange interface {
-	call(ctx context.Context, s Send) Response
+	call(ctx context.Context, s coordinator.Send) coordinator.Response
 }
 
 // partitionKey is what the local limiter check needs to know about an operation.
@@ -28,18 +29,18 @@ type partitionKey struct {
 
 // replicaSet looks up the replicas of token for a keyspace with replication factor rf, in ring
 // order, marking those the failure detector considers down. It appends to dst.
-func (e *Executor) replicaSet(dst []Replica, token int64, rf int) []Replica {
-	var buf [8]NodeID
+func (e *Executor) replicaSet(dst []coordinator.Replica, token int64, rf int) []coordinator.Replica {
+	var buf [8]coordinator.NodeID
 	ids := e.ring.AppendReplicas(buf[:0], token, rf)
 	for _, id := range ids {
-		dst = append(dst, Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
+		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
 	}
 	return dst
 }
 
 // self returns the Params.Self of a request: the local node, unless the executor has no local
 // limiter to run the local check with, in which case the replicas enforce.
-func (e *Executor) self() NodeID {
+func (e *Executor) self() coordinator.NodeID {
 	if e.local == nil {
 		return ""
 	}
@@ -48,20 +49,20 @@ func (e *Executor) self() NodeID {
 
 // newRequest builds a core request. Replica sets can be empty when the ring has no members; the
 // request is then unavailable.
-func (e *Executor) newRequest(p Params) (*Request, error) {
+func (e *Executor) newRequest(p coordinator.Params) (*coordinator.Request, error) {
 	if len(p.Replicas) == 0 {
-		return nil, &UnavailableError{Consistency: p.Consistency, Live: 0, Required: BlockFor(p.Consistency, 1)}
+		return nil, &coordinator.UnavailableError{Consistency: p.Consistency, Live: 0, Required: coordinator.BlockFor(p.Consistency, 1)}
 	}
-	if e.local == nil && p.Op == OpRead && len(p.ReadOrder) == 0 {
+	if e.local == nil && p.Op == coordinator.OpRead && len(p.ReadOrder) == 0 {
 		// Without a local limiter Self is empty; still prefer reading locally.
 		for _, r := range p.Replicas {
 			if r.ID == e.localID {
-				p.ReadOrder = []NodeID{e.localID}
+				p.ReadOrder = []coordinator.NodeID{e.localID}
 				break
 			}
 		}
 	}
-	req, err := NewRequest(p)
+	req, err := coordinator.NewRequest(p)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -72,33 +73,33 @@ func (e *Executor) newRequest(p Params) (*Request, error) {
 // returned step carries either the Outcome (the request ended before anything was sent: a local
 // rejection, unavailable, or already past its deadline) or the Sends. It starts no goroutine and
 // contacts no replica, so a rejection costs only the local check.
-func (e *Executor) begin(req *Request, now time.Time, op Op, key partitionKey, draw float64) (Step, error) {
+func (e *Executor) begin(req *coordinator.Request, now time.Time, op coordinator.Op, key partitionKey, draw float64) (coordinator.Step, error) {
 	step := req.Start(now)
 	if !step.LocalCheck {
 		return step, nil
 	}
 	d, err := e.local.Check(key.table, key.token, op, draw, now)
 	if err != nil {
-		return Step{}, fmt.Errorf("coordinator: local limiter check: %w", err)
+		return coordinator.Step{}, fmt.Errorf("coordinator: local limiter check: %w", err)
 	}
-	return req.OnLocalCheck(CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter}), nil
+	return req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter}), nil
 }
 
 // propagate hands the replicas that did not count a finished, limited operation to the
 // propagator (see propagator). Unaccounted is empty for unlimited and exempt operations.
-func (e *Executor) propagate(req *Request, op Op, key partitionKey) {
+func (e *Executor) propagate(req *coordinator.Request, op coordinator.Op, key partitionKey) {
 	if e.prop != nil && req.Done() {
 		e.prop.add(req.Unaccounted(), key.table, key.token, op)
 	}
 }
 
 // isLive reports whether id is up; the local node always is.
-func (e *Executor) isLive(id NodeID) bool { return id == e.localID || e.ring.IsLive(id) }
+func (e *Executor) isLive(id coordinator.NodeID) bool { return id == e.localID || e.ring.IsLive(id) }
 
 // answer is a replica call's Response; abandoned when the call failed because its context
 // had ended.
 type answer struct {
-	Response
+	coordinator.Response
 	abandoned bool
 }
 
@@ -118,7 +119,7 @@ type flight struct {
 // calls continue after await returns, until the replica answers or deadline passes: a write at ONE
 // must still reach every live replica, and canceling it would leave the others without the data.
 // A detached call is bounded by deadline and by Close, never by the client's context.
-func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exchange, deadline time.Time, detach bool) (Outcome, error) {
+func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []coordinator.Send, x exchange, deadline time.Time, detach bool) (coordinator.Outcome, error) {
 	// Deadlines come from the configured clock; timers and contexts run on the real one.
 	remaining := deadline.Sub(e.now())
 	var (
@@ -139,8 +140,8 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 		return nil, ErrClosed
 	}
 	defer e.release(f)
-	answers := make(chan answer, max(len(sends), len(req.p.Replicas)))
-	launch := func(s Send) bool {
+	answers := make(chan answer, max(len(sends), len(req.Params().Replicas)))
+	launch := func(s coordinator.Send) bool {
 		if !e.extend(f) {
 			return false
 		}
@@ -148,7 +149,7 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 			defer e.wg.Done()
 			r := x.call(rpcCtx, s)
 			// Judge before the flight can end: the last call to return cancels rpcCtx.
-			answers <- answer{r, r.Status == StatusFailed && rpcCtx.Err() != nil}
+			answers <- answer{r, r.Status == coordinator.StatusFailed && rpcCtx.Err() != nil}
 			e.release(f)
 		}()
 		return true
@@ -165,7 +166,7 @@ func (e *Executor) await(ctx context.Context, req *Request, sends []Send, x exch
 	timer := time.NewTimer(remaining)
 	defer timer.Stop()
 	for {
-		var step Step
+		var step coordinator.Step
 		select {
 		case a := <-answers:
 			if a.abandoned {
@@ -243,11 +244,11 @@ func (e *Executor) unregister(f *flight) {
 // contextError is the error for a request abandoned because its context ended: a
 // *TimeoutError when the client's deadline passed (the replicas had not reached the
 // consistency level by then), the context's error otherwise.
-func contextError(ctx context.Context, req *Request) error {
+func contextError(ctx context.Context, req *coordinator.Request) error {
 	err := ctx.Err()
 	if errors.Is(err, context.DeadlineExceeded) {
 		t := req.Tally()
-		return &TimeoutError{Op: req.p.Op, Consistency: req.p.Consistency, Received: t.OK, Required: req.Required()}
+		return &coordinator.TimeoutError{Op: req.Params().Op, Consistency: req.Params().Consistency, Received: t.OK, Required: req.Required()}
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
@@ -18,13 +19,13 @@ import (
 // the deadline passed, with a *FailureError when a replica failed; in both Received counts the
 // contacted replicas known to hold the result. contacted is how many replicas answered the read.
 func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, contacted int, dl time.Time) error {
-	ids := make([]NodeID, 0, len(rec.repairs))
+	ids := make([]coordinator.NodeID, 0, len(rec.repairs))
 	for id := range rec.repairs {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	x := repairExchange{t: e.transport, m: make(map[NodeID]*replicapb.Mutation, len(ids))}
-	replicas := make([]Replica, len(ids))
+	x := repairExchange{t: e.transport, m: make(map[coordinator.NodeID]*replicapb.Mutation, len(ids))}
+	replicas := make([]coordinator.Replica, len(ids))
 	for i, id := range ids {
 		rs := rec.repairs[id]
 		m := &replicapb.Mutation{TableId: uint64(spec.table.ID), PartitionKey: spec.pk, Token: spec.token, Rows: rs.rows, RangeTombstones: rs.rangeTombstones}
@@ -33,11 +34,11 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, co
 			m.PartitionDeletion = &pd
 		}
 		x.m[id] = m
-		replicas[i] = Replica{ID: id}
+		replicas[i] = coordinator.Replica{ID: id}
 	}
-	req, err := NewRequest(Params{
-		Op:          OpWrite,
-		Consistency: All,
+	req, err := coordinator.NewRequest(coordinator.Params{
+		Op:          coordinator.OpWrite,
+		Consistency: coordinator.All,
 		Self:        e.localID,
 		Replicas:    replicas,
 		Exempt:      true,
@@ -49,28 +50,28 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, co
 	step := req.Start(e.now())
 	o := step.Outcome
 	if o == nil {
-		var te *TimeoutError
+		var te *coordinator.TimeoutError
 		o, err = e.await(ctx, req, step.Sends, x, dl, false)
 		switch {
 		case errors.As(err, &te): // the client's deadline passed
-			o = Timeout{}
+			o = coordinator.Timeout{}
 		case err != nil:
 			return err
 		}
 	}
 	upToDate := contacted - len(ids) + req.Tally().OK
-	required := BlockFor(spec.cl, spec.rf)
+	required := coordinator.BlockFor(spec.cl, spec.rf)
 	var result string
 	switch o := o.(type) {
-	case Success:
+	case coordinator.Success:
 		result = "ok"
 		err = nil
-	case Timeout:
+	case coordinator.Timeout:
 		result = "timeout"
-		err = &TimeoutError{Op: OpRead, Consistency: spec.cl, Received: upToDate, Required: required}
-	case Failed:
+		err = &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: spec.cl, Received: upToDate, Required: required}
+	case coordinator.Failed:
 		result = "failed"
-		err = &FailureError{Op: OpRead, Consistency: spec.cl, Received: upToDate, Required: required, Failures: o.Failures, Err: o.Cause}
+		err = &coordinator.FailureError{Op: coordinator.OpRead, Consistency: spec.cl, Received: upToDate, Required: required, Failures: o.Failures, Err: o.Cause}
 		e.logger.Debug("read repair failed", "table", spec.table.QualifiedName(), "replicas", len(ids), "err", o.Cause)
 	default: // exempt requests are never rate limited; Unavailable needs a down replica
 		result = "failed"
@@ -85,9 +86,9 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, co
 // repairExchange sends each stale replica its own repair mutation, exempt from the limiter.
 type repairExchange struct {
 	t Transport
-	m map[NodeID]*replicapb.Mutation
+	m map[coordinator.NodeID]*replicapb.Mutation
 }
 
-func (x repairExchange) call(ctx context.Context, s Send) Response {
+func (x repairExchange) call(ctx context.Context, s coordinator.Send) coordinator.Response {
 	return mutateExchange{x.t, x.m[s.To]}.call(ctx, s)
 }

@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/kvnode/kvnode/cell"
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -21,7 +22,7 @@ type reconciled struct {
 	partitionDeletion int64
 	// repairs holds, per stale replica, what it lacks: rows, range tombstones, and whether it
 	// lacks the partition tombstone.
-	repairs map[NodeID]*repairSet
+	repairs map[coordinator.NodeID]*repairSet
 }
 
 // repairSet is what one replica lacks.
@@ -50,7 +51,7 @@ type rangeTomb struct {
 // version is one replica's answer so far, decoded: the rows of its last page, and what its
 // earlier pages said about the rest.
 type version struct {
-	from    NodeID
+	from    coordinator.NodeID
 	partDel int64
 	rows    []readRow // of the last page, as the replica returned them, tombstone-only rows included
 	next    int       // merge cursor
@@ -80,7 +81,7 @@ type merger struct {
 	// merge goes in clustering order, so one that ends before a merged row is dropped for good.
 	active  []int
 	rows    []readRow
-	repairs map[NodeID]*repairSet
+	repairs map[coordinator.NodeID]*repairSet
 
 	versions []cell.Row // of the current key, one per replica (EmptyRow if absent)
 }
@@ -93,7 +94,7 @@ func newMerger(t *schema.Table, limit int, reversed bool) *merger {
 // limit live rows (all if limit is 0), in clustering order, or in its reverse for a reversed read
 // (whose answers are in reverse order too); complete is false when a replica's next page is
 // needed.
-func reconcile(t *schema.Table, resps []Response, limit int, reversed bool) (reconciled, error) {
+func reconcile(t *schema.Table, resps []coordinator.Response, limit int, reversed bool) (reconciled, error) {
 	m := newMerger(t, limit, reversed)
 	for _, r := range resps {
 		if err := m.add(r, limit); err != nil {
@@ -117,7 +118,7 @@ func (m *merger) remaining() int {
 // add adds r, a replica's first page or the one after its last, to the merge; limit is the
 // limit the request for it carried. It checks the answer: rows in clustering order and after
 // the replica's previous page, well-formed keys and range tombstones.
-func (m *merger) add(r Response, limit int) error {
+func (m *merger) add(r coordinator.Response, limit int) error {
 	resp, ok := r.Payload.(*replicapb.ReadResponse)
 	if !ok {
 		return fmt.Errorf("coordinator: read from replica %s returned no data", r.From)
@@ -297,9 +298,9 @@ func (m *merger) result() reconciled {
 	return reconciled{rows: m.rows, complete: true, partitionDeletion: m.partDel, repairs: m.repairs}
 }
 
-func (m *merger) repairSet(id NodeID) *repairSet {
+func (m *merger) repairSet(id coordinator.NodeID) *repairSet {
 	if m.repairs == nil {
-		m.repairs = make(map[NodeID]*repairSet)
+		m.repairs = make(map[coordinator.NodeID]*repairSet)
 	}
 	rs := m.repairs[id]
 	if rs == nil {

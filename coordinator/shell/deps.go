@@ -1,9 +1,10 @@
-package coordinator
+package shell
 
 import (
 	"context"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -17,23 +18,23 @@ import (
 type Ring interface {
 	// AppendReplicas appends to dst the rf distinct nodes replicating token, in ring order
 	// (fewer if the ring has fewer nodes), and returns the extended slice.
-	AppendReplicas(dst []NodeID, token int64, rf int) []NodeID
+	AppendReplicas(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID
 	// IsLive reports whether the failure detector currently considers id up.
-	IsLive(id NodeID) bool
+	IsLive(id coordinator.NodeID) bool
 }
 
 // Transport sends replica requests. A request addressed to the local node must be served in
 // process (no network hop), with the same semantics as a remote one.
 type Transport interface {
-	Mutate(ctx context.Context, to NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error)
-	Read(ctx context.Context, to NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error)
+	Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error)
+	Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error)
 }
 
 // LocalLimiter accounts and decides on the local node's counters without touching storage: the
 // first step when the coordinator is itself a replica of the token (DESIGN §1). A table without a
 // limit for op is admitted without being counted.
 type LocalLimiter interface {
-	Check(id schema.TableID, token int64, op Op, draw float64, now time.Time) (partitionlimit.Decision, error)
+	Check(id schema.TableID, token int64, op coordinator.Op, draw float64, now time.Time) (partitionlimit.Decision, error)
 }
 
 // SchemaManager owns the node's schema.

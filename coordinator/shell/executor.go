@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -28,7 +29,7 @@ var ErrClosed = errors.New("coordinator: executor closed")
 // of every other field means its default.
 type Config struct {
 	// LocalID is this node's id as the Ring names it.
-	LocalID NodeID
+	LocalID coordinator.NodeID
 	// Ring places tokens on replicas and says who is live.
 	Ring Ring
 	// Transport sends replica requests, serving those addressed to LocalID in process.
@@ -119,7 +120,7 @@ type Observer interface {
 // through the SchemaManager, and coordinates reads and writes across the replicas of their
 // partition. It is safe for concurrent use.
 type Executor struct {
-	localID   NodeID
+	localID   coordinator.NodeID
 	ring      Ring
 	transport Transport
 	local     LocalLimiter
@@ -244,7 +245,7 @@ func (e *Executor) Close() error {
 // *InvalidError (syntax or validation, an unknown consistency level), *RateLimitError,
 // *UnavailableError, *TimeoutError, *FailureError, the context's error, ErrClosed, or an
 // internal error; each carries every field a client needs and builds its own message.
-func (e *Executor) Execute(ctx context.Context, req Statement) (Result, error) {
+func (e *Executor) Execute(ctx context.Context, req coordinator.Statement) (coordinator.Result, error) {
 	var start time.Time
 	if e.observer != nil {
 		start = time.Now()
@@ -261,7 +262,7 @@ func (e *Executor) Execute(ctx context.Context, req Statement) (Result, error) {
 		e.observer.OnRequest(ks, name, kind.String(), clName, resultOf(err), time.Since(start))
 	}
 	if err != nil {
-		return Result{}, err
+		return coordinator.Result{}, err
 	}
 	return res, nil
 }
@@ -294,15 +295,15 @@ func resultOf(err error) string {
 	switch err.(type) {
 	case nil:
 		return "ok"
-	case *RateLimitError:
+	case *coordinator.RateLimitError:
 		return "rate_limited"
-	case *UnavailableError:
+	case *coordinator.UnavailableError:
 		return "unavailable"
-	case *TimeoutError:
+	case *coordinator.TimeoutError:
 		return "timeout"
-	case *FailureError:
+	case *coordinator.FailureError:
 		return "failed"
-	case *InvalidError:
+	case *coordinator.InvalidError:
 		return "invalid"
 	}
 	switch {
@@ -316,24 +317,24 @@ func resultOf(err error) string {
 
 // execute runs req and returns what the Observer needs besides the answer: the kind of
 // statement, its consistency level and, for reads and writes that resolved it, the table.
-func (e *Executor) execute(ctx context.Context, req Statement) (stmtKind, Consistency, *schema.Table, Result, error) {
+func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmtKind, coordinator.Consistency, *schema.Table, coordinator.Result, error) {
 	cl := req.Consistency
 	switch {
 	case cl == 0:
-		cl = One
+		cl = coordinator.One
 	case !cl.Valid():
-		return kindOther, One, nil, Result{}, &InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
+		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
 	}
 	stmts, err := cql.Parse(req.Text)
 	if err != nil {
-		return kindOther, cl, nil, Result{}, &InvalidError{Err: err}
+		return kindOther, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: err}
 	}
 	switch len(stmts) {
 	case 0:
-		return kindOther, cl, nil, Result{}, &InvalidError{Err: errors.New("no statement: the request is empty")}
+		return kindOther, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("no statement: the request is empty")}
 	case 1:
 	default:
-		return kindOther, cl, nil, Result{}, &InvalidError{
+		return kindOther, cl, nil, coordinator.Result{}, &coordinator.InvalidError{
 			Pos: stmts[1].Pos(),
 			Err: fmt.Errorf("one statement per request, found %d", len(stmts)),
 		}
@@ -356,7 +357,7 @@ func (e *Executor) execute(ctx context.Context, req Statement) (stmtKind, Consis
 		resp, err := e.executeDescribe(st, keyspace)
 		return kindOther, cl, nil, resp, err
 	default:
-		return kindOther, cl, nil, Result{}, &InvalidError{Pos: st.Pos(), Err: fmt.Errorf("%s cannot be executed", schema.StatementName(st))}
+		return kindOther, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Pos: st.Pos(), Err: fmt.Errorf("%s cannot be executed", schema.StatementName(st))}
 	}
 }
 

@@ -1,4 +1,4 @@
-package coordinator_test
+package shell_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 )
 
 // TestUsingTimestampBound checks that a client timestamp more than the bound ahead of the
@@ -19,7 +20,7 @@ func TestUsingTimestampBound(t *testing.T) {
 		maxAhead time.Duration // configured; 0: the default
 		limit    time.Duration // in effect
 	}{
-		{"default", 0, coordinator.DefaultMaxTimestampAhead},
+		{"default", 0, shell.DefaultMaxTimestampAhead},
 		{"configured", 90 * time.Second, 90 * time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -14,11 +15,8 @@ import (
 // never rejects anything (replicapb.Replica/AccountDelta). The node's transport implements it,
 // serving the local node in process.
 type DeltaSender interface {
-	AccountDelta(ctx context.Context, to NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error)
+	AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error)
 }
-
-// DefaultPropagationInterval is how often a coordinator flushes account-only deltas.
-const DefaultPropagationInterval = 20 * time.Millisecond
 
 // propagationTimeout bounds one flush's delta RPC to one replica. Deltas are best effort: a
 // replica that does not take them in time loses them, which only makes its counter a little low.
@@ -29,20 +27,20 @@ const propagationTimeout = 500 * time.Millisecond
 // replica its batch as one AccountDelta RPC. The RPCs never run on a request's goroutine.
 type propagator struct {
 	send     DeltaSender
-	live     func(NodeID) bool
+	live     func(coordinator.NodeID) bool
 	interval time.Duration
 	logger   *slog.Logger
 
 	mu      sync.Mutex
-	batcher Batcher
+	batcher coordinator.Batcher
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newPropagator(send DeltaSender, live func(NodeID) bool, interval time.Duration, logger *slog.Logger) *propagator {
+func newPropagator(send DeltaSender, live func(coordinator.NodeID) bool, interval time.Duration, logger *slog.Logger) *propagator {
 	if interval <= 0 {
-		interval = DefaultPropagationInterval
+		interval = coordinator.DefaultPropagationInterval
 	}
 	p := &propagator{
 		send: send, live: live, interval: interval, logger: logger,
@@ -53,7 +51,7 @@ func newPropagator(send DeltaSender, live func(NodeID) bool, interval time.Durat
 }
 
 // add records that the replicas in to did not count one op on (table, token).
-func (p *propagator) add(to []NodeID, table schema.TableID, token int64, op Op) {
+func (p *propagator) add(to []coordinator.NodeID, table schema.TableID, token int64, op coordinator.Op) {
 	if len(to) == 0 {
 		return
 	}

@@ -1,10 +1,11 @@
-package coordinator
+package shell
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/kvnode/kvnode/cell"
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -30,7 +31,7 @@ func (e *Executor) checkTimestamp(stmt cql.Statement, w *schema.Write, now time.
 	}
 	pos := timestampPos(stmt)
 	if w.Timestamp == cell.NoTimestamp {
-		return &InvalidError{Pos: pos, Err: fmt.Errorf("USING TIMESTAMP %d is reserved (it marks an absent timestamp); the smallest allowed is %d", w.Timestamp, cell.NoTimestamp+1)}
+		return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("USING TIMESTAMP %d is reserved (it marks an absent timestamp); the smallest allowed is %d", w.Timestamp, cell.NoTimestamp+1)}
 	}
 	nowMicros := now.UnixMicro()
 	if w.Timestamp <= nowMicros {
@@ -40,7 +41,7 @@ func (e *Executor) checkTimestamp(stmt cql.Statement, w *schema.Write, now time.
 	if ahead <= e.maxAhead.Microseconds() {
 		return nil
 	}
-	return &InvalidError{Pos: pos, Err: fmt.Errorf("USING TIMESTAMP %d is %s ahead of this coordinator's clock; the limit is %v (max_timestamp_ahead; timestamps are microseconds since the Unix epoch)",
+	return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("USING TIMESTAMP %d is %s ahead of this coordinator's clock; the limit is %v (max_timestamp_ahead; timestamps are microseconds since the Unix epoch)",
 		w.Timestamp, formatAhead(ahead), e.maxAhead)}
 }
 

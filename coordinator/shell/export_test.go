@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 // WaitIdle waits until every replica call the executor started has returned: writes keep going
 // to the replicas that have not acknowledged them after the client has its answer, and tests

@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"encoding/binary"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -84,7 +85,7 @@ func reconcileTable(t *testing.T) *schema.Table {
 // replicaAnswer parses a replica's answer written as "[partition@T;] row; row ...", each row
 // "c [marker@T] [deleted@T] [col=val@T | col=null@T]...", a range tombstone "range [1..3)@T"
 // (see parseRangeTombstone), and "stopped c" when the replica stopped early after row c.
-func replicaAnswer(from NodeID, s string) Response {
+func replicaAnswer(from coordinator.NodeID, s string) coordinator.Response {
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
 	for _, part := range strings.Split(s, ";") {
 		f := strings.Fields(part)
@@ -127,7 +128,7 @@ func replicaAnswer(from NodeID, s string) Response {
 		}
 		resp.Rows = append(resp.Rows, row)
 	}
-	return Response{From: from, Status: StatusOK, Payload: resp}
+	return coordinator.Response{From: from, Status: coordinator.StatusOK, Payload: resp}
 }
 
 // parseRangeTombstone parses "[1..3)@T", "(..2]@T" and the like into a range tombstone of the
@@ -191,132 +192,132 @@ func TestReconcile(t *testing.T) {
 	tbl := reconcileTable(t)
 	tests := []struct {
 		name     string
-		answers  map[NodeID]string
+		answers  map[coordinator.NodeID]string
 		limit    int
-		rows     []string          // the live rows, as repairRow renders them
-		complete bool              // false: the read must be repeated without a limit
-		repairs  map[NodeID]string // what each stale replica is sent, rows joined by "; "
+		rows     []string                      // the live rows, as repairRow renders them
+		complete bool                          // false: the read must be repeated without a limit
+		repairs  map[coordinator.NodeID]string // what each stale replica is sent, rows joined by "; "
 	}{
 		{
 			name:     "replicas that agree need no repair",
-			answers:  map[NodeID]string{"n1": "1 marker@1 v=a@1", "n2": "1 marker@1 v=a@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "1 marker@1 v=a@1", "n2": "1 marker@1 v=a@1"},
 			rows:     []string{"1 marker@1 v=a@1"},
 			complete: true,
-			repairs:  map[NodeID]string{},
+			repairs:  map[coordinator.NodeID]string{},
 		},
 		{
 			name:     "the newest cell wins and the stale replica gets it",
-			answers:  map[NodeID]string{"n1": "1 v=a@1 w=x@1", "n2": "1 v=b@2"},
+			answers:  map[coordinator.NodeID]string{"n1": "1 v=a@1 w=x@1", "n2": "1 v=b@2"},
 			rows:     []string{"1 v=b@2 w=x@1"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "1 v=b@2", "n2": "1 w=x@1"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 v=b@2", "n2": "1 w=x@1"},
 		},
 		{
 			name:     "a cell tombstone beats an older value",
-			answers:  map[NodeID]string{"n1": "1 marker@1 v=a@1", "n2": "1 marker@1 v=null@2"},
+			answers:  map[coordinator.NodeID]string{"n1": "1 marker@1 v=a@1", "n2": "1 marker@1 v=null@2"},
 			rows:     []string{"1 marker@1 v=null@2"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "1 v=null@2"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 v=null@2"},
 		},
 		{
 			name:     "a partition tombstone shadows the other replica's older rows",
-			answers:  map[NodeID]string{"n1": "partition@5", "n2": "1 marker@3 v=a@3; 2 marker@4"},
+			answers:  map[coordinator.NodeID]string{"n1": "partition@5", "n2": "1 marker@3 v=a@3; 2 marker@4"},
 			rows:     nil,
 			complete: true,
-			repairs:  map[NodeID]string{"n2": "partition"},
+			repairs:  map[coordinator.NodeID]string{"n2": "partition"},
 		},
 		{
 			name:     "a row written after the partition tombstone survives",
-			answers:  map[NodeID]string{"n1": "partition@5", "n2": "1 marker@3; 2 marker@6 v=b@6"},
+			answers:  map[coordinator.NodeID]string{"n1": "partition@5", "n2": "1 marker@3; 2 marker@6 v=b@6"},
 			rows:     []string{"2 marker@6 v=b@6"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "2 marker@6 v=b@6", "n2": "partition"},
+			repairs:  map[coordinator.NodeID]string{"n1": "2 marker@6 v=b@6", "n2": "partition"},
 		},
 		{
 			name:     "a row tombstone deletes the other replica's row",
-			answers:  map[NodeID]string{"n1": "1 deleted@5; 2 marker@1", "n2": "1 marker@3 v=a@3; 2 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "1 deleted@5; 2 marker@1", "n2": "1 marker@3 v=a@3; 2 marker@1"},
 			rows:     []string{"2 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{"n2": "1 deleted@5"},
+			repairs:  map[coordinator.NodeID]string{"n2": "1 deleted@5"},
 		},
 		{
 			name:     "rows are merged in clustering order",
-			answers:  map[NodeID]string{"n1": "-5 marker@1; 3 marker@1", "n2": "1 marker@1; 300 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "-5 marker@1; 3 marker@1", "n2": "1 marker@1; 300 marker@1"},
 			rows:     []string{"-5 marker@1", "1 marker@1", "3 marker@1", "300 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "1 marker@1; 300 marker@1", "n2": "-5 marker@1; 3 marker@1"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 marker@1; 300 marker@1", "n2": "-5 marker@1; 3 marker@1"},
 		},
 		{
 			name:     "the limit stops the merge",
-			answers:  map[NodeID]string{"n1": "1 marker@1; 2 marker@1", "n2": "1 marker@1; 2 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "1 marker@1; 2 marker@1", "n2": "1 marker@1; 2 marker@1"},
 			limit:    1,
 			rows:     []string{"1 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{},
+			repairs:  map[coordinator.NodeID]string{},
 		},
 		{
 			name: "rows past a replica's limit are not trusted",
 			// n1 stopped after its one live row, which n2 deleted; n2's row 2 may be deleted on
 			// n1 too, past where n1 stopped.
-			answers:  map[NodeID]string{"n1": "1 marker@1", "n2": "1 deleted@5; 2 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "1 marker@1", "n2": "1 deleted@5; 2 marker@1"},
 			limit:    1,
 			rows:     nil,
 			complete: false,
-			repairs:  map[NodeID]string{"n1": "1 deleted@5"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 deleted@5"},
 		},
 		{
 			name:     "a range tombstone deletes the other replica's older rows and is repaired to it",
-			answers:  map[NodeID]string{"n1": "range [1..3]@10; 4 marker@1", "n2": "1 marker@3 v=a@3; 2 marker@4; 4 marker@1"},
+			answers:  map[coordinator.NodeID]string{"n1": "range [1..3]@10; 4 marker@1", "n2": "1 marker@3 v=a@3; 2 marker@4; 4 marker@1"},
 			rows:     []string{"4 marker@1"},
 			complete: true,
-			repairs:  map[NodeID]string{"n2": "range [1..3]@10"},
+			repairs:  map[coordinator.NodeID]string{"n2": "range [1..3]@10"},
 		},
 		{
 			name:     "open and exclusive ends",
-			answers:  map[NodeID]string{"n1": "range (1..)@10", "n2": "1 marker@3; 2 marker@4; 400 marker@4"},
+			answers:  map[coordinator.NodeID]string{"n1": "range (1..)@10", "n2": "1 marker@3; 2 marker@4; 400 marker@4"},
 			rows:     []string{"1 marker@3"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "1 marker@3", "n2": "range (1..)@10"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 marker@3", "n2": "range (1..)@10"},
 		},
 		{
 			name:     "cells newer than a range tombstone survive it, as in Cassandra",
-			answers:  map[NodeID]string{"n1": "range [1..1]@10", "n2": "1 marker@3 v=a@3 w=b@12"},
+			answers:  map[coordinator.NodeID]string{"n1": "range [1..1]@10", "n2": "1 marker@3 v=a@3 w=b@12"},
 			rows:     []string{"1 w=b@12"},
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "1 w=b@12", "n2": "range [1..1]@10"},
+			repairs:  map[coordinator.NodeID]string{"n1": "1 w=b@12", "n2": "range [1..1]@10"},
 		},
 		{
 			name:     "the newest covering tombstone wins",
-			answers:  map[NodeID]string{"n1": "range [1..5]@4; 2 marker@5", "n2": "range [2..3]@6; 3 marker@5"},
+			answers:  map[coordinator.NodeID]string{"n1": "range [1..5]@4; 2 marker@5", "n2": "range [2..3]@6; 3 marker@5"},
 			rows:     nil,
 			complete: true,
-			repairs:  map[NodeID]string{"n1": "range [2..3]@6", "n2": "range [1..5]@4"},
+			repairs:  map[coordinator.NodeID]string{"n1": "range [2..3]@6", "n2": "range [1..5]@4"},
 		},
 		{
 			name:     "replicas that hold the same range tombstone need no repair",
-			answers:  map[NodeID]string{"n1": "range [1..2]@4; 3 marker@5", "n2": "range [1..2]@4; 3 marker@5"},
+			answers:  map[coordinator.NodeID]string{"n1": "range [1..2]@4; 3 marker@5", "n2": "range [1..2]@4; 3 marker@5"},
 			rows:     []string{"3 marker@5"},
 			complete: true,
-			repairs:  map[NodeID]string{},
+			repairs:  map[coordinator.NodeID]string{},
 		},
 		{
 			name:     "a range tombstone older than the partition tombstone is not repaired",
-			answers:  map[NodeID]string{"n1": "partition@9; 5 marker@10", "n2": "range [1..2]@4; 5 marker@10"},
+			answers:  map[coordinator.NodeID]string{"n1": "partition@9; 5 marker@10", "n2": "range [1..2]@4; 5 marker@10"},
 			rows:     []string{"5 marker@10"},
 			complete: true,
-			repairs:  map[NodeID]string{"n2": "partition"},
+			repairs:  map[coordinator.NodeID]string{"n2": "partition"},
 		},
 		{
 			name: "a replica that stopped early is not sent tombstones past where it stopped",
 			// n1 stopped after row 1 (its page was full): the merge needs its next page.
-			answers:  map[NodeID]string{"n1": "1 marker@1; stopped 1", "n2": "1 marker@1; range [5..6]@9"},
+			answers:  map[coordinator.NodeID]string{"n1": "1 marker@1; stopped 1", "n2": "1 marker@1; range [5..6]@9"},
 			rows:     []string{"1 marker@1"},
 			complete: false,
-			repairs:  map[NodeID]string{},
+			repairs:  map[coordinator.NodeID]string{},
 		},
 	}
 	for _, tt := range tests {
-		var resps []Response
+		var resps []coordinator.Response
 		for _, id := range slices.Sorted(maps.Keys(tt.answers)) {
 			resps = append(resps, replicaAnswer(id, tt.answers[id]))
 		}
@@ -329,7 +330,7 @@ func TestReconcile(t *testing.T) {
 		for _, r := range rec.rows {
 			rows = append(rows, formatRow(repairRow(r.clustering, r.row)))
 		}
-		repairs := map[NodeID]string{}
+		repairs := map[coordinator.NodeID]string{}
 		for id, rs := range rec.repairs {
 			var parts []string
 			if rs.partitionDeletion {
@@ -379,7 +380,7 @@ func TestReconcileRejectsMalformedAnswers(t *testing.T) {
 		}, `coordinator: replica n1 stopped a read of table ks.t before its last row`},
 	}
 	for _, tt := range tests {
-		_, err := reconcile(tbl, []Response{{From: "n1", Status: StatusOK, Payload: tt.resp}}, 0, false)
+		_, err := reconcile(tbl, []coordinator.Response{{From: "n1", Status: coordinator.StatusOK, Payload: tt.resp}}, 0, false)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: reconcile = %v, want %q", tt.name, err, tt.want)
 		}
@@ -399,13 +400,13 @@ func TestReconcileWithoutClusteringColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer := func(from NodeID, marker int64, value string, ts int64) Response {
+	answer := func(from coordinator.NodeID, marker int64, value string, ts int64) coordinator.Response {
 		row := &replicapb.Row{Marker: &marker, Cells: []*replicapb.Cell{{Column: "v", Value: []byte(value), Timestamp: ts}}}
-		return Response{From: from, Status: StatusOK, Payload: &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK, Rows: []*replicapb.Row{row}}}
+		return coordinator.Response{From: from, Status: coordinator.StatusOK, Payload: &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK, Rows: []*replicapb.Row{row}}}
 	}
 	for _, limit := range []int{0, 1} {
 		for _, clustering := range [][][]byte{nil, {}} {
-			resps := []Response{answer("n1", 1, "old", 1), answer("n2", 1, "new", 2)}
+			resps := []coordinator.Response{answer("n1", 1, "old", 1), answer("n2", 1, "new", 2)}
 			for _, r := range resps {
 				r.Payload.(*replicapb.ReadResponse).Rows[0].Clustering = clustering
 			}
@@ -434,7 +435,7 @@ func TestReconcileWithoutClusteringColumns(t *testing.T) {
 func TestMergeAcrossPages(t *testing.T) {
 	tbl := reconcileTable(t)
 	m := newMerger(tbl, 0, false)
-	add := func(id NodeID, s string) {
+	add := func(id coordinator.NodeID, s string) {
 		t.Helper()
 		if err := m.add(replicaAnswer(id, s), 0); err != nil {
 			t.Fatalf("adding %s's page %q: %v", id, s, err)

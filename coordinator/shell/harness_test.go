@@ -1,4 +1,4 @@
-package coordinator_test
+package shell_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -273,7 +274,7 @@ type cluster struct {
 	ring      *ring
 	transport *transport
 	services  map[coordinator.NodeID]*replica.Service
-	executors map[coordinator.NodeID]*coordinator.Executor
+	executors map[coordinator.NodeID]*shell.Executor
 	observer  *recorder
 }
 
@@ -302,7 +303,7 @@ func newCluster(t testing.TB, o options) *cluster {
 		clock:     newClock(),
 		ring:      &ring{order: o.order},
 		services:  make(map[coordinator.NodeID]*replica.Service),
-		executors: make(map[coordinator.NodeID]*coordinator.Executor),
+		executors: make(map[coordinator.NodeID]*shell.Executor),
 		observer:  &recorder{},
 	}
 	if c.ring.order == nil {
@@ -335,7 +336,7 @@ func newCluster(t testing.TB, o options) *cluster {
 		draw = 0.99
 	}
 	for _, id := range nodes {
-		e, err := coordinator.NewExecutor(coordinator.Config{
+		e, err := shell.NewExecutor(shell.Config{
 			LocalID:                id,
 			Ring:                   c.ring,
 			Transport:              c.transport,
@@ -446,7 +447,7 @@ func formatValue(t schema.Type, b []byte) string {
 func (c *cluster) localRows(node coordinator.NodeID, stmt string) []string {
 	c.t.Helper()
 	direct := &transport{services: c.services, faults: map[coordinator.NodeID]fault{}, calls: map[coordinator.NodeID]int{}}
-	e, err := coordinator.NewExecutor(coordinator.Config{
+	e, err := shell.NewExecutor(shell.Config{
 		LocalID: node, Ring: &ring{order: []coordinator.NodeID{node}}, Transport: direct,
 		Schema: c.schema, Now: c.clock.Now,
 	})

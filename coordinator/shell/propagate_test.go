@@ -1,19 +1,18 @@
-package coordinator
+package shell
 
 import (
 	"context"
 	"log/slog"
-	"math"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 type recordedDelta struct {
-	to  NodeID
+	to  coordinator.NodeID
 	req *replicapb.AccountDeltaRequest
 }
 
@@ -24,7 +23,7 @@ type deltaRecorder struct {
 	sent chan struct{}
 }
 
-func (d *deltaRecorder) AccountDelta(_ context.Context, to NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
+func (d *deltaRecorder) AccountDelta(_ context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
 	d.mu.Lock()
 	d.got = append(d.got, recordedDelta{to, req})
 	d.mu.Unlock()
@@ -36,17 +35,17 @@ func (d *deltaRecorder) AccountDelta(_ context.Context, to NodeID, req *replicap
 
 func TestPropagatorCoalescesPerReplicaAndSkipsDownReplicas(t *testing.T) {
 	rec := &deltaRecorder{}
-	live := func(id NodeID) bool { return id != "n3" }
+	live := func(id coordinator.NodeID) bool { return id != "n3" }
 	// An interval far beyond the test's life: flushes happen only when the test calls flush.
 	p := newPropagator(rec, live, time.Hour, slog.New(slog.DiscardHandler))
 	defer p.close()
 
 	for i := 0; i < 5; i++ {
-		p.add([]NodeID{"n2", "n3"}, 7, 42, OpWrite)
+		p.add([]coordinator.NodeID{"n2", "n3"}, 7, 42, coordinator.OpWrite)
 	}
-	p.add([]NodeID{"n2"}, 7, 42, OpRead)
-	p.add([]NodeID{"n2"}, 7, -9, OpWrite)
-	p.add(nil, 7, 1, OpWrite)
+	p.add([]coordinator.NodeID{"n2"}, 7, 42, coordinator.OpRead)
+	p.add([]coordinator.NodeID{"n2"}, 7, -9, coordinator.OpWrite)
+	p.add(nil, 7, 1, coordinator.OpWrite)
 	p.flush()
 
 	if len(rec.got) != 1 || rec.got[0].to != "n2" {
@@ -75,37 +74,12 @@ func TestPropagatorCoalescesPerReplicaAndSkipsDownReplicas(t *testing.T) {
 
 func TestPropagatorFlushesOnItsOwn(t *testing.T) {
 	rec := &deltaRecorder{sent: make(chan struct{}, 1)}
-	p := newPropagator(rec, func(NodeID) bool { return true }, time.Millisecond, slog.New(slog.DiscardHandler))
+	p := newPropagator(rec, func(coordinator.NodeID) bool { return true }, time.Millisecond, slog.New(slog.DiscardHandler))
 	defer p.close()
-	p.add([]NodeID{"n1"}, 1, 1, OpWrite)
+	p.add([]coordinator.NodeID{"n1"}, 1, 1, coordinator.OpWrite)
 	select {
 	case <-rec.sent:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the propagator did not send a pending delta within 10s")
-	}
-}
-
-func TestBatcherDrainsInOrderAndSaturates(t *testing.T) {
-	var b Batcher
-	if b.Pending() || b.Drain(func(NodeID) bool { return true }) != nil {
-		t.Fatal("a zero Batcher has something to drain")
-	}
-	b.Add([]NodeID{"n3", "n1"}, 2, 5, OpWrite)
-	b.Add([]NodeID{"n1"}, 1, 9, OpRead)
-	b.Add([]NodeID{"n1"}, 1, 9, OpRead)
-	b.Add([]NodeID{"n2"}, 1, 1, OpWrite) // n2 is down when drained: dropped
-	b.pending["n3"][deltaKey{2, 5, OpWrite}] = math.MaxUint32 - 1
-	b.Add([]NodeID{"n3"}, 2, 5, OpWrite)
-	b.Add([]NodeID{"n3"}, 2, 5, OpWrite) // saturates
-	got := b.Drain(func(id NodeID) bool { return id != "n2" })
-	want := []Batch{
-		{To: "n1", Deltas: []Delta{{Table: 1, Token: 9, Op: OpRead, Count: 2}, {Table: 2, Token: 5, Op: OpWrite, Count: 1}}},
-		{To: "n3", Deltas: []Delta{{Table: 2, Token: 5, Op: OpWrite, Count: math.MaxUint32}}},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Drain = %+v, want %+v", got, want)
-	}
-	if b.Pending() || b.Drain(func(NodeID) bool { return true }) != nil {
-		t.Error("a drained Batcher still has deltas")
 	}
 }

@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -16,22 +17,22 @@ import (
 
 // executeWrite runs an INSERT, UPDATE or DELETE at consistency cl. It returns the table once
 // the statement resolved it, for the Observer.
-func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl Consistency) (*schema.Table, Result, error) {
+func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl coordinator.Consistency) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
 	w, err := s.PrepareWrite(stmt, keyspace)
 	if err != nil {
-		return nil, Result{}, invalid(stmt, err)
+		return nil, coordinator.Result{}, invalid(stmt, err)
 	}
 	now := e.now()
 	if err := e.checkTimestamp(stmt, w, now); err != nil {
-		return w.Table, Result{}, err
+		return w.Table, coordinator.Result{}, err
 	}
 	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
-		return w.Table, Result{}, err
+		return w.Table, coordinator.Result{}, err
 	}
 	ks, ok := s.Keyspace(w.Table.Keyspace)
 	if !ok { // the schema is immutable and PrepareWrite found the table
-		return w.Table, Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
+		return w.Table, coordinator.Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
 	}
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
@@ -41,13 +42,13 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	}
 	dl := deadline(ctx, now, e.writeTimeout)
 
-	var replicaBuf [8]Replica
-	p := Params{
-		Op:          OpWrite,
+	var replicaBuf [8]coordinator.Replica
+	p := coordinator.Params{
+		Op:          coordinator.OpWrite,
 		Consistency: cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], token, ks.ReplicationFactor),
-		Limit:       w.Table.Limit(OpWrite),
+		Limit:       w.Table.Limit(coordinator.OpWrite),
 		Deadline:    dl,
 	}
 	if p.Limit > 0 {
@@ -55,26 +56,26 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	}
 	req, err := e.newRequest(p)
 	if err != nil {
-		return w.Table, Result{}, err
+		return w.Table, coordinator.Result{}, err
 	}
-	step, err := e.begin(req, now, OpWrite, partitionKey{w.Table.ID, token}, p.Draw)
+	step, err := e.begin(req, now, coordinator.OpWrite, partitionKey{w.Table.ID, token}, p.Draw)
 	if err != nil {
-		return w.Table, Result{}, err
+		return w.Table, coordinator.Result{}, err
 	}
 	o := step.Outcome
 	if o == nil {
 		m := &replicapb.Mutation{TableId: uint64(w.Table.ID), PartitionKey: w.PartitionKey, Token: token}
 		fillMutation(m, w, ts)
-		x := watch(e, mutateExchange{e.transport, m}, step.Sends, w.Table, OpWrite)
+		x := watch(e, mutateExchange{e.transport, m}, step.Sends, w.Table, coordinator.OpWrite)
 		if o, err = e.await(ctx, req, step.Sends, x, dl, true); err != nil {
-			return w.Table, Result{}, err
+			return w.Table, coordinator.Result{}, err
 		}
 	}
-	e.propagate(req, OpWrite, partitionKey{w.Table.ID, token})
+	e.propagate(req, coordinator.OpWrite, partitionKey{w.Table.ID, token})
 	if err := e.outcomeErr(o, w.Table); err != nil {
-		return w.Table, Result{}, err
+		return w.Table, coordinator.Result{}, err
 	}
-	return w.Table, Result{}, nil
+	return w.Table, coordinator.Result{}, nil
 }
 
 // isPartition reports whether w's clustering range selects the whole partition.
@@ -153,7 +154,7 @@ type mutateExchange struct {
 	m *replicapb.Mutation
 }
 
-func (x mutateExchange) call(ctx context.Context, s Send) Response {
+func (x mutateExchange) call(ctx context.Context, s coordinator.Send) coordinator.Response {
 	req := new(struct {
 		req replicapb.MutateRequest
 		lim replicapb.Limiter
@@ -162,55 +163,55 @@ func (x mutateExchange) call(ctx context.Context, s Send) Response {
 	req.req.Limiter, req.req.Mutation = &req.lim, x.m
 	resp, err := x.t.Mutate(ctx, s.To, &req.req)
 	if err != nil {
-		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
+		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
 	}
 	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), nil)
 }
 
 // limiterMode maps a Send's mode to the wire's.
-func limiterMode(m LimiterMode) replicapb.Limiter_Mode {
+func limiterMode(m coordinator.LimiterMode) replicapb.Limiter_Mode {
 	switch m {
-	case ModeAccountOnly:
+	case coordinator.ModeAccountOnly:
 		return replicapb.Limiter_ACCOUNT_ONLY
-	case ModeAccountAndEnforce:
+	case coordinator.ModeAccountAndEnforce:
 		return replicapb.Limiter_ACCOUNT_AND_ENFORCE
 	}
 	return replicapb.Limiter_NONE
 }
 
 // response maps a replica's answer to the core's Response.
-func response(s Send, st replicapb.Status, rl *replicapb.RateLimited, rerr *replicapb.Error, payload any) Response {
-	r := Response{Seq: s.Seq, From: s.To}
+func response(s coordinator.Send, st replicapb.Status, rl *replicapb.RateLimited, rerr *replicapb.Error, payload any) coordinator.Response {
+	r := coordinator.Response{Seq: s.Seq, From: s.To}
 	switch st {
 	case replicapb.Status_STATUS_OK:
-		r.Status, r.Payload = StatusOK, payload
+		r.Status, r.Payload = coordinator.StatusOK, payload
 	case replicapb.Status_STATUS_RATE_LIMITED:
-		r.Status = StatusRateLimited
+		r.Status = coordinator.StatusRateLimited
 		r.Count = rl.GetCount()
 		r.RetryAfter = time.Duration(rl.GetRetryAfterMillis()) * time.Millisecond
 	case replicapb.Status_STATUS_ERROR:
-		r.Status = StatusFailed
-		r.Err = &ReplicaError{Replica: s.To, Code: rerr.GetCode(), Message: rerr.GetMessage()}
+		r.Status = coordinator.StatusFailed
+		r.Err = &coordinator.ReplicaError{Replica: s.To, Code: replicaErrorCode(rerr.GetCode()), Message: rerr.GetMessage()}
 	default:
-		r.Status = StatusFailed
-		r.Err = &ReplicaError{Replica: s.To, Code: replicapb.Error_INTERNAL, Message: fmt.Sprintf("malformed response: status %v", st)}
+		r.Status = coordinator.StatusFailed
+		r.Err = &coordinator.ReplicaError{Replica: s.To, Code: coordinator.ReplicaErrorInternal, Message: fmt.Sprintf("malformed response: status %v", st)}
 	}
 	return r
 }
 
 // outcomeErr returns the client's error for o (nil for Success) and tells the Observer about
 // rate limiting.
-func (e *Executor) outcomeErr(o Outcome, t *schema.Table) error {
+func (e *Executor) outcomeErr(o coordinator.Outcome, t *schema.Table) error {
 	err := o.Err(t.Keyspace, t.Name)
-	if rl, ok := o.(RateLimited); ok && e.observer != nil {
+	if rl, ok := o.(coordinator.RateLimited); ok && e.observer != nil {
 		e.observer.OnRateLimited(t.Keyspace, t.Name, rl.Op.String(), rl.RejectedBy.String())
 	}
-	if f, ok := o.(Failed); ok {
+	if f, ok := o.(coordinator.Failed); ok {
 		// Replicas that are down or overloaded fail many requests; the Observer counts those.
 		// A replica that calls the request malformed points at a bug or a schema mismatch.
 		level := slog.LevelDebug
-		var re *ReplicaError
-		if errors.As(f.Cause, &re) && re.Code == replicapb.Error_BAD_REQUEST {
+		var re *coordinator.ReplicaError
+		if errors.As(f.Cause, &re) && re.Code == coordinator.ReplicaErrorBadRequest {
 			level = slog.LevelWarn
 		}
 		e.logger.Log(context.Background(), level, "replicas failed", "table", t.QualifiedName(), "op", f.Op.String(),
@@ -223,7 +224,7 @@ func (e *Executor) outcomeErr(o Outcome, t *schema.Table) error {
 // operation on t disagree, if there is an Observer and sends go to enforcing replicas (the
 // coordinator is not a replica of the partition). The wrapper holds x by value and takes the
 // place of x's own interface value, so watching costs no extra allocation.
-func watch[X exchange](e *Executor, x X, sends []Send, t *schema.Table, op Op) exchange {
+func watch[X exchange](e *Executor, x X, sends []coordinator.Send, t *schema.Table, op coordinator.Op) exchange {
 	if e.observer == nil || !enforcing(sends) {
 		return x
 	}
@@ -231,9 +232,9 @@ func watch[X exchange](e *Executor, x X, sends []Send, t *schema.Table, op Op) e
 }
 
 // enforcing reports whether sends go to replicas that enforce the limit.
-func enforcing(sends []Send) bool {
+func enforcing(sends []coordinator.Send) bool {
 	for _, s := range sends {
-		if s.Mode == ModeAccountAndEnforce {
+		if s.Mode == coordinator.ModeAccountAndEnforce {
 			return true
 		}
 	}
@@ -245,22 +246,22 @@ type watched[X exchange] struct {
 	x        X
 	observer Observer
 	table    *schema.Table
-	op       Op
+	op       coordinator.Op
 	// seen has bit 0 set once an enforcing replica admitted the operation, bit 1 once one
 	// rejected it.
 	seen atomic.Uint32
 }
 
-func (w *watched[X]) call(ctx context.Context, s Send) Response {
+func (w *watched[X]) call(ctx context.Context, s coordinator.Send) coordinator.Response {
 	r := w.x.call(ctx, s)
-	if s.Mode != ModeAccountAndEnforce {
+	if s.Mode != coordinator.ModeAccountAndEnforce {
 		return r
 	}
 	var bit uint32
 	switch r.Status {
-	case StatusOK:
+	case coordinator.StatusOK:
 		bit = 1
-	case StatusRateLimited:
+	case coordinator.StatusRateLimited:
 		bit = 2
 	default:
 		return r
@@ -269,4 +270,20 @@ func (w *watched[X]) call(ctx context.Context, s Send) Response {
 		w.observer.OnReplicasDisagree(w.table.Keyspace, w.table.Name, w.op.String())
 	}
 	return r
+}
+
+// replicaErrorCode translates the internode protocol's error code to the domain's; codes this
+// node does not know read as unspecified.
+func replicaErrorCode(c replicapb.Error_Code) coordinator.ReplicaErrorCode {
+	switch c {
+	case replicapb.Error_BAD_REQUEST:
+		return coordinator.ReplicaErrorBadRequest
+	case replicapb.Error_UNKNOWN_TABLE:
+		return coordinator.ReplicaErrorUnknownTable
+	case replicapb.Error_INTERNAL:
+		return coordinator.ReplicaErrorInternal
+	case replicapb.Error_TOO_MANY_TOMBSTONES:
+		return coordinator.ReplicaErrorTooManyTombstones
+	}
+	return coordinator.ReplicaErrorUnspecified
 }

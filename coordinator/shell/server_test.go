@@ -1,4 +1,4 @@
-package coordinator_test
+package shell_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
@@ -190,7 +191,7 @@ func TestErrorStatus(t *testing.T) {
 		{&coordinator.FailureError{Err: &coordinator.ReplicaError{Replica: "n2", Code: 1, Message: "bad mutation"}}, codes.Internal},
 		{context.Canceled, codes.Canceled},
 		{context.DeadlineExceeded, codes.DeadlineExceeded},
-		{coordinator.ErrClosed, codes.Unavailable},
+		{shell.ErrClosed, codes.Unavailable},
 		{errors.New("boom"), codes.Internal},
 	}
 	for _, tt := range tests {

@@ -1,8 +1,9 @@
-package coordinator
+package shell
 
 import (
 	"fmt"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -35,13 +36,13 @@ func checkWriteSize(w *schema.Write, pos cql.Pos, maxMutation int) error {
 	}
 	for _, c := range w.Cells {
 		if len(c.Value) > maxMutation {
-			return &InvalidError{Pos: pos, Err: fmt.Errorf("the value of column %s is %d bytes; the largest write is %d bytes (max_mutation_size)",
+			return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("the value of column %s is %d bytes; the largest write is %d bytes (max_mutation_size)",
 				cql.QuoteIdent(c.Column.Name), len(c.Value), maxMutation)}
 		}
 		size += len(c.Column.Name) + len(c.Value) + cellOverhead
 	}
 	if size > maxMutation {
-		return &InvalidError{Pos: pos, Err: fmt.Errorf("this write to %s is %d bytes; the largest write is %d bytes (max_mutation_size)",
+		return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("this write to %s is %d bytes; the largest write is %d bytes (max_mutation_size)",
 			w.Table.QualifiedName(), size, maxMutation)}
 	}
 	return nil

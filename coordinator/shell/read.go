@@ -1,4 +1,4 @@
-package coordinator
+package shell
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cell"
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -26,7 +27,7 @@ type readSpec struct {
 	limit      int  // live rows; 0 means no limit
 	reversed   bool // in the reverse of the clustering order (ORDER BY)
 	rf         int
-	cl         Consistency
+	cl         coordinator.Consistency
 }
 
 // readRow is one reconciled, live row of a read.
@@ -37,15 +38,15 @@ type readRow struct {
 
 // executeSelect runs a SELECT at consistency cl. It returns the table once the statement
 // resolved it, for the Observer.
-func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl Consistency) (*schema.Table, Result, error) {
+func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl coordinator.Consistency) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
 	r, err := s.PrepareRead(st, keyspace)
 	if err != nil {
-		return nil, Result{}, invalid(st, err)
+		return nil, coordinator.Result{}, invalid(st, err)
 	}
 	ks, ok := s.Keyspace(r.Table.Keyspace)
 	if !ok {
-		return r.Table, Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", r.Table.QualifiedName())
+		return r.Table, coordinator.Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", r.Table.QualifiedName())
 	}
 	var keyBuf [64]byte
 	spec := readSpec{
@@ -61,7 +62,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	now := e.now()
 	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
 	if err != nil {
-		return r.Table, Result{}, err
+		return r.Table, coordinator.Result{}, err
 	}
 	res, err := rowsResult(r, rows)
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
@@ -108,7 +109,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		}
 	}
 	rec := m.result()
-	if len(rec.repairs) > 0 && spec.cl != One {
+	if len(rec.repairs) > 0 && spec.cl != coordinator.One {
 		if err := e.repair(ctx, spec, rec, len(resps), dl); err != nil {
 			return nil, 0, err
 		}
@@ -155,9 +156,9 @@ func formatKey(cols []schema.Column, values [][]byte) string {
 // read's first page, for the error.
 func (e *Executor) readPages(ctx context.Context, spec readSpec, m *merger, need []int, contacted int, dl time.Time) error {
 	base := readRequest(spec, e.pageBytes)
-	x := pageExchange{t: e.transport, reqs: make(map[NodeID]*replicapb.ReadRequest, len(need))}
-	replicas := make([]Replica, len(need))
-	limits := make(map[NodeID]int, len(need))
+	x := pageExchange{t: e.transport, reqs: make(map[coordinator.NodeID]*replicapb.ReadRequest, len(need))}
+	replicas := make([]coordinator.Replica, len(need))
+	limits := make(map[coordinator.NodeID]int, len(need))
 	for i, vi := range need {
 		v := &m.vs[vi]
 		limit := m.remaining()
@@ -168,39 +169,39 @@ func (e *Executor) readPages(ctx context.Context, spec readSpec, m *merger, need
 		}
 		x.reqs[v.from] = req
 		limits[v.from] = limit
-		replicas[i] = Replica{ID: v.from}
+		replicas[i] = coordinator.Replica{ID: v.from}
 	}
-	req, err := NewRequest(Params{Op: OpRead, Consistency: All, Self: e.localID, Replicas: replicas, Exempt: true, Deadline: dl})
+	req, err := coordinator.NewRequest(coordinator.Params{Op: coordinator.OpRead, Consistency: coordinator.All, Self: e.localID, Replicas: replicas, Exempt: true, Deadline: dl})
 	if err != nil {
 		return err
 	}
 	step := req.Start(e.now())
 	o := step.Outcome
 	if o == nil {
-		var te *TimeoutError
+		var te *coordinator.TimeoutError
 		o, err = e.await(ctx, req, step.Sends, x, dl, false)
 		switch {
 		case errors.As(err, &te): // the client's deadline passed
-			o = Timeout{}
+			o = coordinator.Timeout{}
 		case err != nil:
 			return err
 		}
 	}
 	received := contacted - len(need) + req.Tally().OK
-	required := BlockFor(spec.cl, spec.rf)
+	required := coordinator.BlockFor(spec.cl, spec.rf)
 	switch o := o.(type) {
-	case Success:
+	case coordinator.Success:
 		for _, r := range o.Responses {
 			if err := m.add(r, limits[r.From]); err != nil {
 				return err
 			}
 		}
 		return nil
-	case Timeout:
-		return &TimeoutError{Op: OpRead, Consistency: spec.cl, Received: received, Required: required}
-	case Failed:
+	case coordinator.Timeout:
+		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required}
+	case coordinator.Failed:
 		e.logger.Debug("reading the next page failed", "table", spec.table.QualifiedName(), "replicas", len(need), "err", o.Cause)
-		return &FailureError{Op: OpRead, Consistency: spec.cl, Received: received, Required: required, Failures: o.Failures, Err: o.Cause}
+		return &coordinator.FailureError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required, Failures: o.Failures, Err: o.Cause}
 	default: // exempt requests are never rate limited; Unavailable needs a down replica
 		return o.Err(spec.table.Keyspace, spec.table.Name)
 	}
@@ -209,27 +210,27 @@ func (e *Executor) readPages(ctx context.Context, spec readSpec, m *merger, need
 // pageExchange sends each replica its own request for its next page, exempt from the limiter.
 type pageExchange struct {
 	t    Transport
-	reqs map[NodeID]*replicapb.ReadRequest
+	reqs map[coordinator.NodeID]*replicapb.ReadRequest
 }
 
-func (x pageExchange) call(ctx context.Context, s Send) Response {
+func (x pageExchange) call(ctx context.Context, s coordinator.Send) coordinator.Response {
 	resp, err := x.t.Read(ctx, s.To, x.reqs[s.To])
 	if err != nil {
-		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
+		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
 	}
 	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
 }
 
 // readOnce sends one read to the replicas the consistency level needs and returns their
 // answers (each with a *replicapb.ReadResponse payload) once enough arrived.
-func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Time) ([]Response, error) {
-	var replicaBuf [8]Replica
-	p := Params{
-		Op:          OpRead,
+func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Time) ([]coordinator.Response, error) {
+	var replicaBuf [8]coordinator.Replica
+	p := coordinator.Params{
+		Op:          coordinator.OpRead,
 		Consistency: spec.cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
-		Limit:       spec.table.Limit(OpRead),
+		Limit:       spec.table.Limit(coordinator.OpRead),
 		Deadline:    dl,
 	}
 	if p.Limit > 0 {
@@ -239,23 +240,23 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 	if err != nil {
 		return nil, err
 	}
-	step, err := e.begin(req, now, OpRead, partitionKey{spec.table.ID, spec.token}, p.Draw)
+	step, err := e.begin(req, now, coordinator.OpRead, partitionKey{spec.table.ID, spec.token}, p.Draw)
 	if err != nil {
 		return nil, err
 	}
 	o := step.Outcome
 	if o == nil {
 		base := readRequest(spec, e.pageBytes)
-		x := watch(e, readExchange{e.transport, base}, step.Sends, spec.table, OpRead)
+		x := watch(e, readExchange{e.transport, base}, step.Sends, spec.table, coordinator.OpRead)
 		if o, err = e.await(ctx, req, step.Sends, x, dl, false); err != nil {
 			return nil, err
 		}
 	}
-	e.propagate(req, OpRead, partitionKey{spec.table.ID, spec.token})
+	e.propagate(req, coordinator.OpRead, partitionKey{spec.table.ID, spec.token})
 	if err := e.outcomeErr(o, spec.table); err != nil {
 		return nil, err
 	}
-	return o.(Success).Responses, nil
+	return o.(coordinator.Success).Responses, nil
 }
 
 // readRequest builds the parts of a replica read request that every replica shares, for the
@@ -289,7 +290,7 @@ type readExchange struct {
 	base *replicapb.ReadRequest
 }
 
-func (x readExchange) call(ctx context.Context, s Send) Response {
+func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.Response {
 	req := new(struct {
 		req replicapb.ReadRequest
 		lim replicapb.Limiter
@@ -301,7 +302,7 @@ func (x readExchange) call(ctx context.Context, s Send) Response {
 	req.req.PageBytes, req.req.Reversed = x.base.PageBytes, x.base.Reversed
 	resp, err := x.t.Read(ctx, s.To, &req.req)
 	if err != nil {
-		return Response{Seq: s.Seq, From: s.To, Status: StatusFailed, Err: transportError(s.To, err)}
+		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
 	}
 	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
 }
@@ -405,16 +406,16 @@ func repairRow(clustering [][]byte, miss cell.Row) *replicapb.Row {
 
 // rowsResult renders the rows of a read as the domain API's rows: the selected columns' values
 // in their canonical encoding, each checked against its column's type.
-func rowsResult(r *schema.Read, rows []readRow) (Result, error) {
+func rowsResult(r *schema.Read, rows []readRow) (coordinator.Result, error) {
 	t := r.Table
-	out := &Rows{
+	out := &coordinator.Rows{
 		Keyspace: t.Keyspace,
 		Table:    t.Name,
-		Columns:  make([]RowColumn, len(r.Columns)),
+		Columns:  make([]coordinator.RowColumn, len(r.Columns)),
 		Values:   make([][][]byte, len(rows)),
 	}
 	for i, c := range r.Columns {
-		out.Columns[i] = RowColumn{Name: c.Name, Type: c.Type}
+		out.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type}
 	}
 	npk := len(t.PartitionKey)
 	vals := make([][]byte, len(rows)*len(r.Columns))
@@ -436,12 +437,12 @@ func rowsResult(r *schema.Read, rows []readRow) (Result, error) {
 			}
 			if b != nil {
 				if err := c.Type.Check(b); err != nil {
-					return Result{}, fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
+					return coordinator.Result{}, fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
 				}
 			}
 			rv[j] = b
 		}
 		out.Values[i] = rv
 	}
-	return Result{Kind: ResultRows, Rows: out}, nil
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out}, nil
 }

@@ -1,4 +1,4 @@
-package coordinator_test
+package shell_test
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package coordinator_test
+package shell_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -386,7 +387,7 @@ func TestNoLocalLimiter(t *testing.T) {
 		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
 		"CREATE TABLE ks.t (k text PRIMARY KEY, v text) WITH per_partition_rate_limit = {'max_writes_per_second': 1}",
 	)
-	e, err := coordinator.NewExecutor(coordinator.Config{
+	e, err := shell.NewExecutor(shell.Config{
 		LocalID: "n1", Ring: c.ring, Transport: c.transport, Schema: c.schema, Now: c.clock.Now,
 		Draw: func() float64 { return 0.99 },
 	})
@@ -817,7 +818,7 @@ func TestExecuteAfterClose(t *testing.T) {
 	c.must(schemaRF3...)
 	e := c.executors["n1"]
 	e.Close()
-	if _, err := c.exec("n1", one, "INSERT INTO t (k, c) VALUES ('a', 1)"); !errors.Is(err, coordinator.ErrClosed) {
+	if _, err := c.exec("n1", one, "INSERT INTO t (k, c) VALUES ('a', 1)"); !errors.Is(err, shell.ErrClosed) {
 		t.Errorf("a write after Close: %v, want ErrClosed", err)
 	}
 	if err := e.Close(); err != nil {
@@ -840,37 +841,37 @@ func TestCloseStopsRunningRequests(t *testing.T) {
 	<-c.transport.hanging
 	<-c.transport.hanging
 	c.executors["n1"].Close()
-	if err := <-errc; !errors.Is(err, coordinator.ErrClosed) {
+	if err := <-errc; !errors.Is(err, shell.ErrClosed) {
 		t.Errorf("a write waiting for hanging replicas when the executor closes: %v, want ErrClosed", err)
 	}
 }
 
 func TestNewExecutorValidates(t *testing.T) {
-	ok := coordinator.Config{LocalID: "n1", Ring: &ring{}, Transport: &transport{}, Schema: newSchemaManager("n1", newClock())}
+	ok := shell.Config{LocalID: "n1", Ring: &ring{}, Transport: &transport{}, Schema: newSchemaManager("n1", newClock())}
 	tests := []struct {
 		name   string
-		modify func(*coordinator.Config)
+		modify func(*shell.Config)
 		want   string
 	}{
-		{"no id", func(c *coordinator.Config) { c.LocalID = "" }, "coordinator: Config.LocalID is empty"},
-		{"no ring", func(c *coordinator.Config) { c.Ring = nil }, "coordinator: Config.Ring is nil"},
-		{"no transport", func(c *coordinator.Config) { c.Transport = nil }, "coordinator: Config.Transport is nil"},
-		{"no schema", func(c *coordinator.Config) { c.Schema = nil }, "coordinator: Config.Schema is nil"},
-		{"negative timeout", func(c *coordinator.Config) { c.ReadTimeout = -time.Second }, "coordinator: Config.ReadTimeout is -1s, want ≥ 0"},
-		{"negative timestamp bound", func(c *coordinator.Config) { c.MaxTimestampAhead = -time.Hour }, "coordinator: Config.MaxTimestampAhead is -1h0m0s, want ≥ 0"},
+		{"no id", func(c *shell.Config) { c.LocalID = "" }, "coordinator: Config.LocalID is empty"},
+		{"no ring", func(c *shell.Config) { c.Ring = nil }, "coordinator: Config.Ring is nil"},
+		{"no transport", func(c *shell.Config) { c.Transport = nil }, "coordinator: Config.Transport is nil"},
+		{"no schema", func(c *shell.Config) { c.Schema = nil }, "coordinator: Config.Schema is nil"},
+		{"negative timeout", func(c *shell.Config) { c.ReadTimeout = -time.Second }, "coordinator: Config.ReadTimeout is -1s, want ≥ 0"},
+		{"negative timestamp bound", func(c *shell.Config) { c.MaxTimestampAhead = -time.Hour }, "coordinator: Config.MaxTimestampAhead is -1h0m0s, want ≥ 0"},
 	}
 	for _, tt := range tests {
 		cfg := ok
 		tt.modify(&cfg)
-		if _, err := coordinator.NewExecutor(cfg); err == nil || err.Error() != tt.want {
+		if _, err := shell.NewExecutor(cfg); err == nil || err.Error() != tt.want {
 			t.Errorf("NewExecutor with %s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
-	if e, err := coordinator.NewExecutor(ok); err != nil {
+	if e, err := shell.NewExecutor(ok); err != nil {
 		t.Errorf("NewExecutor with the required fields: %v", err)
 	} else {
 		e.Close()
 	}
 }
 
-var _ coordinator.SchemaManager = (*schemaManager)(nil)
+var _ shell.SchemaManager = (*schemaManager)(nil)

@@ -1,0 +1,87 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// executeDDL applies a schema statement cluster wide through the SchemaManager, which agrees
+// on it with the cluster (so that concurrent changes to one name have one winner) against the
+// cluster's schema rather than this node's copy: there is no dry run here. The manager reports
+// a statement that does not fit that schema as an *InvalidError (or an error wrapping one of the
+// schema package's sentinel errors); any other error of it is internal, or one the front ends
+// know how to render (a majority of the cluster unreachable).
+func (e *Executor) executeDDL(ctx context.Context, stmt cql.Statement, keyspace string) (coordinator.Result, error) {
+	changed, warnings, err := e.schema.ApplyDDL(ctx, stmt, keyspace)
+	var ie *coordinator.InvalidError
+	switch {
+	case err == nil:
+	case errors.As(err, &ie):
+		return coordinator.Result{}, invalid(stmt, ie.Err)
+	case errors.Is(err, schema.ErrUnknownKeyspace), errors.Is(err, schema.ErrUnknownTable), errors.Is(err, schema.ErrExists):
+		return coordinator.Result{}, invalid(stmt, err)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return coordinator.Result{}, err
+	default:
+		return coordinator.Result{}, fmt.Errorf("coordinator: %s: %w", schema.StatementName(stmt), err)
+	}
+	if !changed {
+		// IF [NOT] EXISTS made the statement a no-op: nothing changed, as in Cassandra.
+		return coordinator.Result{Kind: coordinator.ResultVoid, Warnings: warnings}, nil
+	}
+	return coordinator.Result{Kind: coordinator.ResultSchemaChange, SchemaChange: schemaChange(stmt, keyspace), Warnings: warnings}, nil
+}
+
+// schemaChange describes the change a successful schema statement made.
+func schemaChange(stmt cql.Statement, keyspace string) coordinator.SchemaChange {
+	table := func(change coordinator.SchemaChangeKind, tn cql.TableName) coordinator.SchemaChange {
+		ks := tn.Keyspace.Name
+		if ks == "" {
+			ks = keyspace
+		}
+		return coordinator.SchemaChange{Change: change, Target: coordinator.TargetTable, Keyspace: ks, Table: tn.Name.Name}
+	}
+	switch st := stmt.(type) {
+	case *cql.CreateKeyspaceStmt:
+		return coordinator.SchemaChange{Change: coordinator.Created, Target: coordinator.TargetKeyspace, Keyspace: st.Name.Name}
+	case *cql.DropKeyspaceStmt:
+		return coordinator.SchemaChange{Change: coordinator.Dropped, Target: coordinator.TargetKeyspace, Keyspace: st.Name.Name}
+	case *cql.CreateTableStmt:
+		return table(coordinator.Created, st.Table)
+	case *cql.AlterTableStmt:
+		return table(coordinator.Updated, st.Table)
+	case *cql.DropTableStmt:
+		return table(coordinator.Dropped, st.Table)
+	}
+	return coordinator.SchemaChange{}
+}
+
+// executeUse checks that the keyspace exists and tells the client to use it.
+func (e *Executor) executeUse(st *cql.UseStmt) (coordinator.Result, error) {
+	name := st.Keyspace.Name
+	if _, ok := e.schema.Schema().Keyspace(name); !ok {
+		return coordinator.Result{}, &coordinator.InvalidError{Pos: st.Keyspace.Pos(), Err: fmt.Errorf("%w %s", schema.ErrUnknownKeyspace, cql.QuoteIdent(name))}
+	}
+	return coordinator.Result{Kind: coordinator.ResultSetKeyspace, Keyspace: name}, nil
+}
+
+// executeDescribe renders a DESCRIBE from the schema, or from the ClusterDescriber for
+// DESCRIBE CLUSTER.
+func (e *Executor) executeDescribe(st *cql.DescribeStmt, keyspace string) (coordinator.Result, error) {
+	text, err := e.schema.Schema().Describe(st, keyspace)
+	if errors.Is(err, schema.ErrDescribeCluster) {
+		if e.cluster == nil {
+			return coordinator.Result{}, &coordinator.InvalidError{Pos: st.Pos(), Err: errors.New("DESCRIBE CLUSTER is not available on this node")}
+		}
+		text, err = e.cluster.DescribeCluster(), nil
+	}
+	if err != nil {
+		return coordinator.Result{}, invalid(st, err)
+	}
+	return coordinator.Result{Kind: coordinator.ResultDescription, Description: text}, nil
+}
