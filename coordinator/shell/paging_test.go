@@ -146,10 +146,31 @@ func TestLargePartitionReadAtEveryConsistency(t *testing.T) {
 
 // TestPagedReadRepairsARangeTombstone reads, in many small pages, a range whose range tombstone
 // one replica missed: the tombstone straddles the pages, the rows under it stay deleted, and
-// the replica gets it.
+// the replica gets it. It does so on c ASC and c DESC tables, reading in the table's order and
+// in its reverse (ORDER BY), where the pages and the tombstone's bounds run the other way.
 func TestPagedReadRepairsARangeTombstone(t *testing.T) {
+	for _, desc := range []bool{false, true} {
+		for _, reversed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("c DESC %t reversed %t", desc, reversed), func(t *testing.T) {
+				testPagedReadRepairsARangeTombstone(t, desc, reversed)
+			})
+		}
+	}
+}
+
+func testPagedReadRepairsARangeTombstone(t *testing.T, desc, reversed bool) {
 	c := newCluster(t, options{pageBytes: 100})
-	c.must(schemaRF3...)
+	ddl, order := slices.Clone(schemaRF3), ""
+	if desc {
+		ddl[1] += " WITH CLUSTERING ORDER BY (c DESC)"
+	}
+	if reversed { // ORDER BY the other way
+		order = " ORDER BY c DESC"
+		if desc {
+			order = " ORDER BY c ASC"
+		}
+	}
+	c.must(ddl...)
 	for i := 1; i <= 50; i++ {
 		c.must(fmt.Sprintf("INSERT INTO t (k, c, v) VALUES ('a', %d, 'v')", i))
 	}
@@ -168,19 +189,28 @@ func TestPagedReadRepairsARangeTombstone(t *testing.T) {
 			want = append(want, fmt.Sprint(i))
 		}
 	}
+	if desc != reversed { // the read returns c descending
+		slices.Reverse(want)
+	}
 	reads := c.transport.reads
-	if got, err := c.query("n2", all, "SELECT c FROM t WHERE k = 'a'"); err != nil || !slices.Equal(got, want) {
+	if got, err := c.query("n2", all, "SELECT c FROM t WHERE k = 'a'"+order); err != nil || !slices.Equal(got, want) {
 		t.Fatalf("SELECT at ALL in pages = %q, %v; want %q", got, err, want)
 	}
 	if n := c.transport.reads - reads; n < 30 {
 		t.Errorf("the read took %d replica answers; the test wants small pages", n)
 	}
-	if got := c.localRows("n2", "SELECT c FROM t WHERE k = 'a'"); !slices.Equal(got, want) {
+	if got := c.localRows("n2", "SELECT c FROM t WHERE k = 'a'"+order); !slices.Equal(got, want) {
 		t.Errorf("after read repair n2 holds %q, want %q", got, want)
 	}
 	// LIMIT across the deleted range: n2's first page is all deleted rows by the others' view.
-	if got, err := c.query("n2", all, "SELECT c FROM t WHERE k = 'a' AND c >= 5 LIMIT 6"); err != nil || !slices.Equal(got, []string{"5", "6", "7", "8", "9", "40"}) {
-		t.Errorf("SELECT ... LIMIT 6 across the range = %q, %v", got, err)
+	limited := []string{"5", "6", "7", "8", "9", "40"}
+	where := " AND c >= 5"
+	if desc != reversed {
+		limited = []string{"44", "43", "42", "41", "40", "9"}
+		where = " AND c <= 44"
+	}
+	if got, err := c.query("n2", all, "SELECT c FROM t WHERE k = 'a'"+where+order+" LIMIT 6"); err != nil || !slices.Equal(got, limited) {
+		t.Errorf("SELECT ... LIMIT 6 across the range = %q, %v; want %q", got, err, limited)
 	}
 }
 
