@@ -10,7 +10,7 @@ import (
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
-// repair writes to each stale replica what it lacks (rec.repairs) and waits until every one of
+// repair writes to each stale replica what it lacks (rec.Repairs) and waits until every one of
 // them acknowledged, or dl passes. Repairs are exempt from the rate limiter (mode NONE).
 //
 // Waiting makes reads at QUORUM monotonic: once a read returned a value, every replica it
@@ -18,22 +18,16 @@ import (
 // whose repairs did not all succeed therefore fails, as in Cassandra: with a *TimeoutError when
 // the deadline passed, with a *FailureError when a replica failed; in both Received counts the
 // contacted replicas known to hold the result. contacted is how many replicas answered the read.
-func (e *Executor) repair(ctx context.Context, spec readSpec, rec reconciled, contacted int, dl time.Time) error {
-	ids := make([]coordinator.NodeID, 0, len(rec.repairs))
-	for id := range rec.repairs {
+func (e *Executor) repair(ctx context.Context, spec readSpec, rec coordinator.Reconciled, contacted int, dl time.Time) error {
+	ids := make([]coordinator.NodeID, 0, len(rec.Repairs))
+	for id := range rec.Repairs {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	x := repairExchange{t: e.transport, m: make(map[coordinator.NodeID]*replicapb.Mutation, len(ids))}
 	replicas := make([]coordinator.Replica, len(ids))
 	for i, id := range ids {
-		rs := rec.repairs[id]
-		m := &replicapb.Mutation{TableId: uint64(spec.table.ID), PartitionKey: spec.pk, Token: spec.token, Rows: rs.rows, RangeTombstones: rs.rangeTombstones}
-		if rs.partitionDeletion {
-			pd := rec.partitionDeletion
-			m.PartitionDeletion = &pd
-		}
-		x.m[id] = m
+		x.m[id] = repairMutation(spec.table, spec.pk, spec.token, rec.Repairs[id], rec.PartitionDeletion)
 		replicas[i] = coordinator.Replica{ID: id}
 	}
 	req, err := coordinator.NewRequest(coordinator.Params{
