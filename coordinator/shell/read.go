@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +60,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	res, err := rowsResult(r, rows)
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
-			len(rows), tombstones, formatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
+			len(rows), tombstones, schema.FormatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
 		res.Warnings = append(res.Warnings, w)
 		e.logger.Warn("read many tombstones", "table", r.Table.QualifiedName(), "tombstones", tombstones, "live_rows", len(rows))
 	}
@@ -119,35 +118,6 @@ func addAnswer(m *coordinator.Merger, r coordinator.Response, limit int) error {
 		return fmt.Errorf("coordinator: read from replica %s returned no data", r.From)
 	}
 	return m.Add(r.From, pageOf(resp), limit)
-}
-
-// formatKey renders key values of columns cols for messages: (k='a', n=3).
-func formatKey(cols []schema.Column, values [][]byte) string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(cql.QuoteIdent(c.Name))
-		b.WriteByte('=')
-		if i >= len(values) {
-			b.WriteByte('?')
-			continue
-		}
-		switch v, _ := c.Type.Decode(values[i]); x := v.(type) {
-		case nil:
-			fmt.Fprintf(&b, "0x%x", values[i])
-		case string:
-			b.WriteString(strconv.Quote(x))
-		case []byte:
-			fmt.Fprintf(&b, "0x%x", x)
-		default:
-			fmt.Fprint(&b, x)
-		}
-	}
-	b.WriteByte(')')
-	return b.String()
 }
 
 // readPages asks each replica of need for the page that follows its last one, exempt from the limiter, and adds the answers to m. Every one of them must
