@@ -2,7 +2,6 @@ package shell
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -138,40 +137,19 @@ func (e *Executor) readPages(ctx context.Context, spec readSpec, m *coordinator.
 		limits[np.From] = np.Limit
 		replicas[i] = coordinator.Replica{ID: np.From}
 	}
-	req, err := coordinator.NewRequest(coordinator.Params{Op: coordinator.OpRead, Consistency: coordinator.All, Self: e.localID, Replicas: replicas, Exempt: true, Deadline: dl})
+	o, err := e.exemptAtAll(ctx, spec, coordinator.OpRead, replicas, x, contacted, dl)
 	if err != nil {
+		if f, ok := o.(coordinator.Failed); ok {
+			e.logger.Debug("reading the next page failed", "table", spec.table.QualifiedName(), "replicas", len(need), "err", f.Cause)
+		}
 		return err
 	}
-	step := req.Start(e.now())
-	o := step.Outcome
-	if o == nil {
-		var te *coordinator.TimeoutError
-		o, err = e.await(ctx, req, step.Sends, x, dl, false)
-		switch {
-		case errors.As(err, &te): // the client's deadline passed
-			o = coordinator.Timeout{}
-		case err != nil:
+	for _, r := range o.(coordinator.Success).Responses {
+		if err := addAnswer(m, r, limits[r.From]); err != nil {
 			return err
 		}
 	}
-	received := contacted - len(need) + req.Tally().OK
-	required := coordinator.BlockFor(spec.cl, spec.rf)
-	switch o := o.(type) {
-	case coordinator.Success:
-		for _, r := range o.Responses {
-			if err := addAnswer(m, r, limits[r.From]); err != nil {
-				return err
-			}
-		}
-		return nil
-	case coordinator.Timeout:
-		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required}
-	case coordinator.Failed:
-		e.logger.Debug("reading the next page failed", "table", spec.table.QualifiedName(), "replicas", len(need), "err", o.Cause)
-		return &coordinator.FailureError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required, Failures: o.Failures, Err: o.Cause}
-	default: // exempt requests are never rate limited; Unavailable needs a down replica
-		return o.Err(spec.table.Keyspace, spec.table.Name)
-	}
+	return nil
 }
 
 // pageExchange sends each replica its own request for its next page, exempt from the limiter.

@@ -30,16 +30,35 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec coordinator.Re
 		x.m[id] = repairMutation(spec.table, spec.pk, spec.token, rec.Repairs[id], rec.PartitionDeletion)
 		replicas[i] = coordinator.Replica{ID: id}
 	}
-	req, err := coordinator.NewRequest(coordinator.Params{
-		Op:          coordinator.OpWrite,
-		Consistency: coordinator.All,
-		Self:        e.localID,
-		Replicas:    replicas,
-		Exempt:      true,
-		Deadline:    dl,
-	})
-	if err != nil {
+	o, err := e.exemptAtAll(ctx, spec, coordinator.OpWrite, replicas, x, contacted, dl)
+	if o == nil {
 		return err
+	}
+	result := "failed"
+	switch o := o.(type) {
+	case coordinator.Success:
+		result = "ok"
+	case coordinator.Timeout:
+		result = "timeout"
+	case coordinator.Failed:
+		e.logger.Debug("read repair failed", "table", spec.table.QualifiedName(), "replicas", len(ids), "err", o.Cause)
+	}
+	if e.observer != nil {
+		e.observer.OnReadRepair(spec.table.Keyspace, spec.table.Name, len(ids), result)
+	}
+	return err
+}
+
+// exemptAtAll sends x's calls (one per replica of replicas) as op at ALL, exempt from the limiter,
+// for read spec, and waits for every answer or dl; the client's deadline passing counts as a
+// Timeout. It returns the outcome (nil when none was reached) and the read's error for it: nil
+// on Success; a *TimeoutError or *FailureError whose Received counts the contacted replicas (of
+// the read's first page, contacted) known to hold what the read needs: those not asked again
+// and those that acknowledged now.
+func (e *Executor) exemptAtAll(ctx context.Context, spec readSpec, op coordinator.Op, replicas []coordinator.Replica, x exchange, contacted int, dl time.Time) (coordinator.Outcome, error) {
+	req, err := coordinator.NewRequest(coordinator.Params{Op: op, Consistency: coordinator.All, Self: e.localID, Replicas: replicas, Exempt: true, Deadline: dl})
+	if err != nil {
+		return nil, err
 	}
 	step := req.Start(e.now())
 	o := step.Outcome
@@ -50,31 +69,21 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec coordinator.Re
 		case errors.As(err, &te): // the client's deadline passed
 			o = coordinator.Timeout{}
 		case err != nil:
-			return err
+			return nil, err
 		}
 	}
-	upToDate := contacted - len(ids) + req.Tally().OK
+	received := contacted - len(replicas) + req.Tally().OK
 	required := coordinator.BlockFor(spec.cl, spec.rf)
-	var result string
 	switch o := o.(type) {
 	case coordinator.Success:
-		result = "ok"
-		err = nil
+		return o, nil
 	case coordinator.Timeout:
-		result = "timeout"
-		err = &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: spec.cl, Received: upToDate, Required: required}
+		return o, &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required}
 	case coordinator.Failed:
-		result = "failed"
-		err = &coordinator.FailureError{Op: coordinator.OpRead, Consistency: spec.cl, Received: upToDate, Required: required, Failures: o.Failures, Err: o.Cause}
-		e.logger.Debug("read repair failed", "table", spec.table.QualifiedName(), "replicas", len(ids), "err", o.Cause)
+		return o, &coordinator.FailureError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required, Failures: o.Failures, Err: o.Cause}
 	default: // exempt requests are never rate limited; Unavailable needs a down replica
-		result = "failed"
-		err = o.Err(spec.table.Keyspace, spec.table.Name)
+		return o, o.Err(spec.table.Keyspace, spec.table.Name)
 	}
-	if e.observer != nil {
-		e.observer.OnReadRepair(spec.table.Keyspace, spec.table.Name, len(ids), result)
-	}
-	return err
 }
 
 // repairExchange sends each stale replica its own repair mutation, exempt from the limiter.
