@@ -147,7 +147,7 @@ func (m *Merger) remaining() int {
 // Add adds p, the first page of replica from or the one after its last, to the merge; limit is
 // the limit the request for it carried. It checks the answer: rows in the read's order and after
 // the replica's previous page, well-formed keys, cells and range tombstones. The merger owns p's
-// rows from then on (it may sort their cells).
+// rows from then on: it checks them in place (normalising keys and sorting cells).
 func (m *Merger) Add(from NodeID, p Page, limit int) error {
 	t := m.t
 	vi := -1
@@ -164,7 +164,7 @@ func (m *Merger) Add(from NodeID, p Page, limit int) error {
 	prevCut, resumed := v.cut, v.hasCut
 	v.partDel = max(v.partDel, p.PartitionDeletion)
 	m.partDel = max(m.partDel, v.partDel)
-	rows := make([]ClusteredRow, 0, len(p.Rows))
+	rows := p.Rows[:0] // checked in place: row i is written back to index i
 	live := 0
 	for i, pr := range p.Rows {
 		row, err := checkRow(t, pr)
