@@ -14,10 +14,10 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// reconcileTable is ks.t (k text, c int, v text, w text, PRIMARY KEY (k, c)).
-func reconcileTable(t *testing.T) *schema.Table {
+// newTable returns the table that create, a CREATE TABLE statement of keyspace ks, makes.
+func newTable(t *testing.T, create string) *schema.Table {
 	t.Helper()
-	st, err := cql.ParseStatement("CREATE TABLE ks.t (k text, c int, v text, w text, PRIMARY KEY (k, c))")
+	st, err := cql.ParseStatement(create)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +26,11 @@ func reconcileTable(t *testing.T) *schema.Table {
 		t.Fatal(err)
 	}
 	return tbl
+}
+
+// reconcileTable is ks.t (k text, c int, v text, w text, PRIMARY KEY (k, c)).
+func reconcileTable(t *testing.T) *schema.Table {
+	return newTable(t, "CREATE TABLE ks.t (k text, c int, v text, w text, PRIMARY KEY (k, c))")
 }
 
 // answer is one replica's answer to a read: a page.
@@ -369,14 +374,7 @@ func TestReconcileRejectsMalformedAnswers(t *testing.T) {
 // from an absent one), which the merge once took for its "no more rows" marker, so every row
 // read through a coordinator that was not its replica came back as "(0 rows)".
 func TestReconcileWithoutClusteringColumns(t *testing.T) {
-	st, err := cql.ParseStatement("CREATE TABLE ks.kv (k int PRIMARY KEY, v text)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := schema.NewTable(st.(*cql.CreateTableStmt), "ks", 8, schema.Version{Timestamp: 1, Node: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := newTable(t, "CREATE TABLE ks.kv (k int PRIMARY KEY, v text)")
 	page := func(from coordinator.NodeID, clustering [][]byte, marker int64, value string, ts int64) answer {
 		row := cell.Row{Marker: marker, Deletion: cell.NoTimestamp, Columns: []cell.Column{{Name: "v", Cell: cell.Cell{Value: []byte(value), Timestamp: ts}}}}
 		return answer{from, coordinator.Page{PartitionDeletion: cell.NoTimestamp, Rows: []coordinator.ClusteredRow{{Clustering: clustering, Row: row}}}}
@@ -462,16 +460,7 @@ func TestMergeAcrossPages(t *testing.T) {
 // descTable is ks.t (k text, c int, v text, w text, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER
 // BY (c DESC).
 func descTable(t *testing.T) *schema.Table {
-	t.Helper()
-	st, err := cql.ParseStatement("CREATE TABLE ks.t (k text, c int, v text, w text, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := schema.NewTable(st.(*cql.CreateTableStmt), "ks", 7, schema.Version{Timestamp: 1, Node: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
+	return newTable(t, "CREATE TABLE ks.t (k text, c int, v text, w text, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)")
 }
 
 // TestReconcileInReadOrder runs the merge and its cut in the order the read returns rows: the
