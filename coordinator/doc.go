@@ -6,18 +6,19 @@
 //
 // The package owns one Request state machine per client operation (request.go), quorum
 // arithmetic (quorum.go: BlockFor, Tally), outcomes and the domain errors a client sees
-// (outcome.go, errors.go), the domain API's statement and result types (result.go), and account
-// propagation as a value (batcher.go: Batcher.Add, Batcher.Drain). It has no clock, no
-// goroutines, no I/O, no RPC clients or wire types (no gRPC, no protobuf) and no knowledge of
-// row payloads: TestPackageIsPure guards that. Time enters only as the now argument of Start and
+// (outcome.go, errors.go), the domain API's statement and result types (result.go), account
+// propagation as a value (batcher.go: Batcher.Add, Batcher.Drain), and the reconciliation of a
+// read's answers (reconcile.go: Merger over domain Pages, its live rows and each stale replica's
+// RepairSet). It has no clock, no goroutines, no I/O and no RPC clients or wire types (no gRPC,
+// no protobuf): TestPackageIsPure guards that. Time enters only as the now argument of Start and
 // Tick; the random draw r enters as Params.Draw; messages leave as data (Step). It may import
 // only the standard library's pure packages and the domain packages (schema, cql,
 // partitionlimit, cell).
 //
 // The shell, package coordinator/shell, drives the core over the network: the Executor (the
 // domain API front ends adapt), schema resolution, the token, the ring, the draw, write
-// timestamps, the replica transport, timers, reconciliation of replica rows and the
-// propagation ticker. test/sim drives the very same Request and Batcher under virtual time.
+// timestamps, the replica transport and the conversion of replica answers to Pages and of
+// RepairSets to mutations, timers, and the propagation ticker. test/sim drives the very same Request and Batcher under virtual time.
 //
 // Driving one request:
 //
@@ -77,9 +78,17 @@
 //
 // # Read repair
 //
-// The core never interprets row data. A read's Success carries every OK Response with its
-// replica and opaque Payload; the shell reconciles the payloads (last-write-wins per cell, see
-// package cell), answers the client, and writes the reconciled cells back to the replicas that
-// were stale. Repairs are exempt: the shell may drive them as write Requests with Exempt set,
-// Replicas set to the stale replicas and Consistency ALL.
+// The Request never interprets row data: a read's Success carries every OK Response with its
+// replica and opaque Payload. The shell converts each payload to a Page and adds it to a Merger
+// (reconcile.go), which merges the replicas' rows in the read's order (the clustering order, or
+// its reverse for a reversed read) with the last-write-wins rules of package cell, the newest
+// partition tombstone and the newest range tombstone over each row. It never passes the point
+// where a replica stopped early (Page.StoppedAfter, or its limit's last row): Merge then returns
+// the NextPage each such replica must send, which the shell fetches and adds, until the merge
+// has the limit or every answer is used up. Result gives the live rows and, per stale replica,
+// what it lacks (cell.Missing): rows, range tombstones over rows it scanned, the partition
+// tombstone. The merger checks every answer (key encodings, cells, order, pages that follow
+// the previous one) and names the replica and table of what was wrong. The shell writes the
+// repair sets back as exempt write Requests with Replicas set to the stale replicas and
+// Consistency ALL.
 package coordinator

@@ -396,7 +396,7 @@ func (c *tombstoneCount) add(k uint32) error {
 		return nil
 	}
 	return fmt.Errorf("%w: table %s: the read of partition %s scanned more than %d tombstones (the tombstone failure threshold); delete less in place, or raise the threshold",
-		ErrTooManyTombstones, c.t.QualifiedName(), formatPartitionKey(c.t, c.req.PartitionKey), c.threshold)
+		ErrTooManyTombstones, c.t.QualifiedName(), schema.FormatKey(c.t.PartitionKey, c.req.PartitionKey), c.threshold)
 }
 
 // scan steps it, an iterator whose upper bound is the end of the rows read,

@@ -3,7 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/kvnode/kvnode/cell"
@@ -22,35 +21,6 @@ var ErrUnknownTable = errors.New("replica: unknown table")
 // ErrTooManyTombstones is wrapped by the error of a read that scanned more
 // tombstones than Options.TombstoneFailureThreshold.
 var ErrTooManyTombstones = errors.New("replica: too many tombstones")
-
-// formatPartitionKey renders a partition key for messages: (k='a', n=3).
-func formatPartitionKey(t *schema.Table, pk [][]byte) string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for i, c := range t.PartitionKey {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(c.Name)
-		b.WriteByte('=')
-		if i >= len(pk) {
-			b.WriteString("?")
-			continue
-		}
-		switch v, err := c.Type.Decode(pk[i]); x := v.(type) {
-		case nil:
-			fmt.Fprintf(&b, "0x%x (%v)", pk[i], err)
-		case string:
-			b.WriteString(strconv.Quote(x))
-		case []byte:
-			fmt.Fprintf(&b, "0x%x", x)
-		default:
-			fmt.Fprint(&b, x)
-		}
-	}
-	b.WriteByte(')')
-	return b.String()
-}
 
 // badRequest returns an error wrapping ErrBadRequest that names the table.
 func badRequest(t *schema.Table, format string, args ...any) error {

@@ -4,8 +4,9 @@
 // It owns the Executor, whose Execute is the domain API every front end adapts; the goroutines,
 // timers and clock reads that drive a coordinator.Request (drive.go); the replica transport
 // interfaces and the translation between domain values and the internode protocol (replicapb:
-// mutations, reads, error codes); reconciliation of replica rows and read repair (merge.go,
-// read.go, repair.go); DDL hand-off (ddl.go); write timestamps (timestamp.go); and the
+// mutations, reads, error codes; pages.go converts replica answers to coordinator.Page for the
+// core's Merger and its RepairSets to mutations); fetching a read's pages and read repair
+// (read.go, repair.go); DDL hand-off (ddl.go); write timestamps (timestamp.go); and the
 // propagation ticker (propagate.go), which drains a coordinator.Batcher every
 // coordinator.DefaultPropagationInterval. It may import the core, the domain packages (schema,
 // cql, cell, partitioner, partitionlimit) and proto/replicapb; it must not import the client
@@ -60,11 +61,11 @@
 // Replicas return what they hold with write timestamps: cells, cell tombstones, row markers, row
 // tombstones, the partition tombstone and the range tombstones over the rows they scanned. The
 // shell asks for every column (whether a row exists can depend on a column the statement does
-// not select), reconciles the answers row by row with cell.MergeRows, the newest partition
-// tombstone and the newest range tombstone over the row, and renders the live rows in
-// clustering order as typed values. For each answering replica it computes with cell.Missing
-// what that replica lacks of the reconciled rows, and which range tombstones and partition
-// tombstone it lacks.
+// not select) and hands the answers to the core's coordinator.Merger, which reconciles them row
+// by row with cell.MergeRows, the newest partition tombstone and the newest range tombstone over
+// the row, and computes for each answering replica with cell.Missing what it lacks of the
+// reconciled rows, and which range tombstones and partition tombstone it lacks. The shell
+// renders the live rows in the read's order as typed values.
 //
 // After a read at QUORUM or ALL that found stale replicas, the shell sends each of them what it
 // lacks, exempt from the limiter (mode NONE), through a write Request at ALL over the stale

@@ -2,11 +2,9 @@ package shell
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,12 +26,6 @@ type readSpec struct {
 	reversed   bool // in the reverse of the clustering order (ORDER BY)
 	rf         int
 	cl         coordinator.Consistency
-}
-
-// readRow is one reconciled, live row of a read.
-type readRow struct {
-	clustering [][]byte
-	row        cell.Row // purged: no marker, cell or deletion that a deletion shadows
 }
 
 // executeSelect runs a SELECT at consistency cl. It returns the table once the statement
@@ -67,7 +59,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	res, err := rowsResult(r, rows)
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
-			len(rows), tombstones, formatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
+			len(rows), tombstones, schema.FormatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
 		res.Warnings = append(res.Warnings, w)
 		e.logger.Warn("read many tombstones", "table", r.Table.QualifiedName(), "tombstones", tombstones, "live_rows", len(rows))
 	}
@@ -88,19 +80,19 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 // has spec.limit live rows or every replica has reached the end of the range. Replicas that
 // disagree about deletions can make a replica's rows run out before the limit; the same
 // mechanism fetches more of them.
-func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) ([]readRow, uint32, error) {
+func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) ([]coordinator.ClusteredRow, uint32, error) {
 	resps, err := e.readOnce(ctx, spec, now, dl)
 	if err != nil {
 		return nil, 0, err
 	}
-	m := newMerger(spec.table, spec.limit, spec.reversed)
+	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed)
 	for _, r := range resps {
-		if err := m.add(r, spec.limit); err != nil {
+		if err := addAnswer(m, r, spec.limit); err != nil {
 			return nil, 0, err
 		}
 	}
 	for {
-		need := m.merge()
+		need := m.Merge()
 		if len(need) == 0 {
 			break
 		}
@@ -108,103 +100,56 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 			return nil, 0, err
 		}
 	}
-	rec := m.result()
-	if len(rec.repairs) > 0 && spec.cl != coordinator.One {
+	rec := m.Result()
+	if len(rec.Repairs) > 0 && spec.cl != coordinator.One {
 		if err := e.repair(ctx, spec, rec, len(resps), dl); err != nil {
 			return nil, 0, err
 		}
 	}
-	var tombstones uint32
-	for i := range m.vs {
-		tombstones = max(tombstones, m.vs[i].tombstones)
-	}
-	return rec.rows, tombstones, nil
+	return rec.Rows, rec.Tombstones, nil
 }
 
-// formatKey renders key values of columns cols for messages: (k='a', n=3).
-func formatKey(cols []schema.Column, values [][]byte) string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(cql.QuoteIdent(c.Name))
-		b.WriteByte('=')
-		if i >= len(values) {
-			b.WriteByte('?')
-			continue
-		}
-		switch v, _ := c.Type.Decode(values[i]); x := v.(type) {
-		case nil:
-			fmt.Fprintf(&b, "0x%x", values[i])
-		case string:
-			b.WriteString(strconv.Quote(x))
-		case []byte:
-			fmt.Fprintf(&b, "0x%x", x)
-		default:
-			fmt.Fprint(&b, x)
-		}
+// addAnswer adds a replica's answer (a *replicapb.ReadResponse payload) to the merge; limit is
+// the limit the request for it carried.
+func addAnswer(m *coordinator.Merger, r coordinator.Response, limit int) error {
+	resp, ok := r.Payload.(*replicapb.ReadResponse)
+	if !ok {
+		return fmt.Errorf("coordinator: read from replica %s returned no data", r.From)
 	}
-	b.WriteByte(')')
-	return b.String()
+	return m.Add(r.From, pageOf(resp), limit)
 }
 
-// readPages asks each replica of need (indexes into m's answers) for the page that follows
-// its last one, exempt from the limiter, and adds the answers to m. Every one of them must
+// readPages asks each replica of need for the page that follows its last one, exempt from the limiter, and adds the answers to m. Every one of them must
 // answer: the merge cannot go on without them. contacted is how many replicas answered the
 // read's first page, for the error.
-func (e *Executor) readPages(ctx context.Context, spec readSpec, m *merger, need []int, contacted int, dl time.Time) error {
+func (e *Executor) readPages(ctx context.Context, spec readSpec, m *coordinator.Merger, need []coordinator.NextPage, contacted int, dl time.Time) error {
 	base := readRequest(spec, e.pageBytes)
 	x := pageExchange{t: e.transport, reqs: make(map[coordinator.NodeID]*replicapb.ReadRequest, len(need))}
 	replicas := make([]coordinator.Replica, len(need))
 	limits := make(map[coordinator.NodeID]int, len(need))
-	for i, vi := range need {
-		v := &m.vs[vi]
-		limit := m.remaining()
+	for i, np := range need {
 		req := &replicapb.ReadRequest{
 			TableId: base.TableId, PartitionKey: base.PartitionKey, Token: base.Token, Filter: base.Filter,
-			Limit: uint32(min(limit, math.MaxUint32)), PageBytes: base.PageBytes, Reversed: base.Reversed,
-			After: &replicapb.ClusteringKey{Components: v.cut}, TombstonesScanned: v.tombstones,
+			Limit: uint32(min(np.Limit, math.MaxUint32)), PageBytes: base.PageBytes, Reversed: base.Reversed,
+			After: &replicapb.ClusteringKey{Components: np.After}, TombstonesScanned: np.Tombstones,
 		}
-		x.reqs[v.from] = req
-		limits[v.from] = limit
-		replicas[i] = coordinator.Replica{ID: v.from}
+		x.reqs[np.From] = req
+		limits[np.From] = np.Limit
+		replicas[i] = coordinator.Replica{ID: np.From}
 	}
-	req, err := coordinator.NewRequest(coordinator.Params{Op: coordinator.OpRead, Consistency: coordinator.All, Self: e.localID, Replicas: replicas, Exempt: true, Deadline: dl})
+	o, err := e.exemptAtAll(ctx, spec, coordinator.OpRead, replicas, x, contacted, dl)
 	if err != nil {
+		if f, ok := o.(coordinator.Failed); ok {
+			e.logger.Debug("reading the next page failed", "table", spec.table.QualifiedName(), "replicas", len(need), "err", f.Cause)
+		}
 		return err
 	}
-	step := req.Start(e.now())
-	o := step.Outcome
-	if o == nil {
-		var te *coordinator.TimeoutError
-		o, err = e.await(ctx, req, step.Sends, x, dl, false)
-		switch {
-		case errors.As(err, &te): // the client's deadline passed
-			o = coordinator.Timeout{}
-		case err != nil:
+	for _, r := range o.(coordinator.Success).Responses {
+		if err := addAnswer(m, r, limits[r.From]); err != nil {
 			return err
 		}
 	}
-	received := contacted - len(need) + req.Tally().OK
-	required := coordinator.BlockFor(spec.cl, spec.rf)
-	switch o := o.(type) {
-	case coordinator.Success:
-		for _, r := range o.Responses {
-			if err := m.add(r, limits[r.From]); err != nil {
-				return err
-			}
-		}
-		return nil
-	case coordinator.Timeout:
-		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required}
-	case coordinator.Failed:
-		e.logger.Debug("reading the next page failed", "table", spec.table.QualifiedName(), "replicas", len(need), "err", o.Cause)
-		return &coordinator.FailureError{Op: coordinator.OpRead, Consistency: spec.cl, Received: received, Required: required, Failures: o.Failures, Err: o.Cause}
-	default: // exempt requests are never rate limited; Unavailable needs a down replica
-		return o.Err(spec.table.Keyspace, spec.table.Name)
-	}
+	return nil
 }
 
 // pageExchange sends each replica its own request for its next page, exempt from the limiter.
@@ -307,106 +252,9 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
 }
 
-// decodeRow converts a replica's row to a readRow, checking the clustering key's encoding (it
-// is compared with the table's types) and sorting cells by column. The key it returns always has
-// one non-nil component per clustering column, whether the row came from the local replica or
-// over the wire (where an empty repeated field arrives as nil).
-func decodeRow(t *schema.Table, pr *replicapb.Row) (readRow, error) {
-	if len(pr.Clustering) != len(t.Clustering) {
-		return readRow{}, fmt.Errorf("%d clustering components, want %d", len(pr.Clustering), len(t.Clustering))
-	}
-	key := make([][]byte, len(t.Clustering))
-	for i, c := range pr.Clustering {
-		if err := t.Clustering[i].Type.Check(nonNil(c)); err != nil {
-			return readRow{}, fmt.Errorf("clustering column %s: %w", cql.QuoteIdent(t.Clustering[i].Name), err)
-		}
-		key[i] = nonNil(c)
-	}
-	row := cell.EmptyRow()
-	if pr.Marker != nil {
-		row.Marker = *pr.Marker
-	}
-	if pr.Deletion != nil {
-		row.Deletion = *pr.Deletion
-	}
-	if len(pr.Cells) > 0 {
-		row.Columns = make([]cell.Column, len(pr.Cells))
-		for i, c := range pr.Cells {
-			col := cell.Column{Name: c.GetColumn(), Cell: cell.Cell{Timestamp: c.GetTimestamp(), Tombstone: c.GetTombstone()}}
-			if !col.Tombstone {
-				// On the wire an empty value and an absent one look alike; a live cell is never
-				// null, so normalise it to the empty value that replicas compare it as.
-				col.Value = nonNil(c.GetValue())
-			}
-			row.Columns[i] = col
-		}
-		cmpName := func(a, b cell.Column) int { return strings.Compare(a.Name, b.Name) }
-		if !slices.IsSortedFunc(row.Columns, cmpName) {
-			slices.SortFunc(row.Columns, cmpName)
-		}
-		for i := 1; i < len(row.Columns); i++ {
-			if row.Columns[i].Name == row.Columns[i-1].Name {
-				return readRow{}, fmt.Errorf("column %s appears twice", cql.QuoteIdent(row.Columns[i].Name))
-			}
-		}
-	}
-	return readRow{clustering: key, row: row}, nil
-}
-
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
-
-// compareClustering orders two full clustering keys of t in the table's clustering order, DESC
-// columns included (schema.Table.CompareClustering, the order replicas store rows in).
-func compareClustering(t *schema.Table, a, b [][]byte) int { return t.CompareClustering(a, b) }
-
-// readOrder is the order in which a read returns the rows of table t: its clustering order, or
-// the reverse of it for a reversed read (SELECT ... ORDER BY the other way).
-type readOrder struct {
-	t        *schema.Table
-	reversed bool
-}
-
-// compare orders two full clustering keys of t as the read returns them.
-func (o readOrder) compare(a, b [][]byte) int {
-	if o.reversed {
-		a, b = b, a
-	}
-	return compareClustering(o.t, a, b)
-}
-
-// repairRow converts what a replica lacks of a row to a mutation row.
-func repairRow(clustering [][]byte, miss cell.Row) *replicapb.Row {
-	r := &replicapb.Row{Clustering: clustering}
-	if miss.Marker != cell.NoTimestamp {
-		m := miss.Marker
-		r.Marker = &m
-	}
-	if miss.Deletion != cell.NoTimestamp {
-		d := miss.Deletion
-		r.Deletion = &d
-	}
-	if len(miss.Columns) > 0 {
-		cells := make([]replicapb.Cell, len(miss.Columns))
-		r.Cells = make([]*replicapb.Cell, len(miss.Columns))
-		for i, c := range miss.Columns {
-			cells[i].Column, cells[i].Timestamp, cells[i].Tombstone = c.Name, c.Timestamp, c.Tombstone
-			if !c.Tombstone {
-				cells[i].Value = c.Value
-			}
-			r.Cells[i] = &cells[i]
-		}
-	}
-	return r
-}
-
 // rowsResult renders the rows of a read as the domain API's rows: the selected columns' values
 // in their canonical encoding, each checked against its column's type.
-func rowsResult(r *schema.Read, rows []readRow) (coordinator.Result, error) {
+func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow) (coordinator.Result, error) {
 	t := r.Table
 	out := &coordinator.Rows{
 		Keyspace: t.Keyspace,
@@ -427,12 +275,12 @@ func rowsResult(r *schema.Read, rows []readRow) (coordinator.Result, error) {
 			case schema.PartitionKeyColumn:
 				b = r.PartitionKey[c.Index]
 			case schema.ClusteringColumn:
-				b = row.clustering[c.Index-npk]
+				b = row.Clustering[c.Index-npk]
 			default:
-				if k, ok := slices.BinarySearchFunc(row.row.Columns, c.Name, func(x cell.Column, name string) int {
+				if k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
 					return strings.Compare(x.Name, name)
-				}); ok && !row.row.Columns[k].Tombstone {
-					b = row.row.Columns[k].Value
+				}); ok && !row.Row.Columns[k].Tombstone {
+					b = row.Row.Columns[k].Value
 				}
 			}
 			if b != nil {
