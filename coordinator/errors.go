@@ -117,3 +117,13 @@ func (e *FailureError) Reason() FailureReason {
 	}
 	return FailureReplicas
 }
+
+// SchemaUnavailableError reports a schema change that could not be agreed: fewer than a majority
+// of the cluster's members answered (DDL needs a majority, DESIGN §2). Message says which members
+// were down and, when a majority failed between the two phases, that the change may still take
+// effect. Retrying may succeed once enough members are up.
+type SchemaUnavailableError struct {
+	Message string
+}
+
+func (e *SchemaUnavailableError) Error() string { return e.Message }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
@@ -195,6 +197,9 @@ func TestDDLWithMajorityDownFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs 2 of the cluster's 3 nodes to agree") ||
 		!strings.Contains(err.Error(), down[0]) || !strings.Contains(err.Error(), down[1]) {
 		t.Fatalf("CREATE TABLE with 2 of 3 nodes down: %v, want an error saying 2 of 3 nodes must agree and naming %v", err, down)
+	}
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("CREATE TABLE with 2 of 3 nodes down: code %v, want Unavailable (retrying may succeed once nodes return)", status.Code(err))
 	}
 	if _, ok := tc.nodes[0].Schema().Table("r", "t"); ok {
 		t.Errorf("the failed CREATE TABLE left r.t in node 0's schema")

@@ -47,6 +47,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/internal/atomicfile"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -312,16 +313,18 @@ type schemaProposer struct {
 // majority of the cluster's members.
 var ErrSchemaUnavailable = errors.New("schema change unavailable")
 
-// schemaUnavailableError is a schema change that a majority did not answer. It is a gRPC
-// UNAVAILABLE for clients.
-type schemaUnavailableError struct{ msg string }
+// schemaUnavailableError is a schema change that a majority did not answer: the coordinator's
+// domain error (front ends answer it as unavailable), which also matches ErrSchemaUnavailable.
+type schemaUnavailableError struct {
+	coordinator.SchemaUnavailableError
+}
 
-func (e *schemaUnavailableError) Error() string { return e.msg }
-func (e *schemaUnavailableError) Unwrap() error { return ErrSchemaUnavailable }
+func newSchemaUnavailable(msg string) *schemaUnavailableError {
+	return &schemaUnavailableError{coordinator.SchemaUnavailableError{Message: msg}}
+}
 
-// GRPCStatus returns UNAVAILABLE (grpcapi.ErrorStatus uses it).
-func (e *schemaUnavailableError) GRPCStatus() *status.Status {
-	return status.New(codes.Unavailable, e.msg)
+func (e *schemaUnavailableError) Unwrap() []error {
+	return []error{&e.SchemaUnavailableError, ErrSchemaUnavailable}
 }
 
 func (p *schemaProposer) nextBallot() ballot {
@@ -357,8 +360,8 @@ type proposal struct {
 func (p *schemaProposer) propose(ctx context.Context, pr proposal) (*schema.Schema, bool, error) {
 	for round := 0; ; round++ {
 		if round == maxRounds {
-			return nil, false, &schemaUnavailableError{fmt.Sprintf(
-				"schema change on keyspace %s lost to concurrent changes %d times in a row; retry it", pr.keyspace, maxRounds)}
+			return nil, false, newSchemaUnavailable(fmt.Sprintf(
+				"schema change on keyspace %s lost to concurrent changes %d times in a row; retry it", pr.keyspace, maxRounds))
 		}
 		if round > 0 {
 			d := min(backoffBase<<min(round, 10), backoffMax)
@@ -391,7 +394,7 @@ type phaseResult struct {
 func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema.Schema, changed bool, outcome error, retry bool) {
 	voters, err := p.peers.voters()
 	if err != nil {
-		return nil, false, &schemaUnavailableError{err.Error()}, false
+		return nil, false, newSchemaUnavailable(err.Error()), false
 	}
 	need := len(voters)/2 + 1
 	var live, down []string
@@ -403,9 +406,9 @@ func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema
 		}
 	}
 	if len(live) < need {
-		return nil, false, &schemaUnavailableError{fmt.Sprintf(
+		return nil, false, newSchemaUnavailable(fmt.Sprintf(
 			"a schema change needs %d of the cluster's %d nodes to agree, and only %d %s up (down: %s); start the down nodes, or remove the dead ones with kvnode removenode",
-			need, len(voters), len(live), plural(len(live), "is", "are"), strings.Join(down, ", "))}, false
+			need, len(voters), len(live), plural(len(live), "is", "are"), strings.Join(down, ", "))), false
 	}
 	b := p.nextBallot()
 
@@ -491,7 +494,7 @@ func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema
 		}
 		err := p.shortfall("accept", pr.keyspace, need, len(voters), accepts, others, down)
 		if changed {
-			err = &schemaUnavailableError{err.Error() + "; the change may still take effect: check with DESCRIBE before retrying"}
+			err = newSchemaUnavailable(err.Error() + "; the change may still take effect: check with DESCRIBE before retrying")
 		}
 		return nil, false, err, false
 	}
@@ -524,9 +527,9 @@ func (p *schemaProposer) shortfall(phase, ks string, need, total int, oks, other
 	for _, id := range down {
 		why = append(why, id+": down")
 	}
-	return &schemaUnavailableError{fmt.Sprintf(
+	return newSchemaUnavailable(fmt.Sprintf(
 		"schema change on keyspace %s needs %d of the cluster's %d nodes to agree, and only %d did in the %s phase (%s)",
-		ks, need, total, len(oks), phase, strings.Join(why, "; "))}
+		ks, need, total, len(oks), phase, strings.Join(why, "; ")))
 }
 
 // phase calls send for every member in ids at once and returns the positive answers and the

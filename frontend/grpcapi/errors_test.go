@@ -140,6 +140,7 @@ func TestErrorStatusOfOtherErrors(t *testing.T) {
 		{context.Canceled, codes.Canceled},
 		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
 		{shell.ErrClosed, codes.Unavailable},
+		{fmt.Errorf("ddl: %w", &coordinator.SchemaUnavailableError{Message: "a schema change needs 2 of the cluster's 3 nodes to agree"}), codes.Unavailable},
 		{status.Error(codes.Aborted, "own status"), codes.Aborted},
 		{errors.New("disk on fire"), codes.Internal},
 	} {

@@ -27,6 +27,7 @@ import (
 //     could not be reached, which may pass), INTERNAL (a replica rejected the request as
 //     malformed) or FAILED_PRECONDITION (too many tombstones: retrying fails the same way);
 //   - *coordinator.InvalidError: INVALID_ARGUMENT;
+//   - *coordinator.SchemaUnavailableError (a schema change without a majority): UNAVAILABLE;
 //   - CANCELED and DEADLINE_EXCEEDED for the context's errors, UNAVAILABLE after Close, an error's
 //     own status if it has one (GRPCStatus), INTERNAL for everything else.
 //
@@ -38,6 +39,7 @@ func ErrorStatus(err error) *status.Status {
 		to  *coordinator.TimeoutError
 		fe  *coordinator.FailureError
 		inv *coordinator.InvalidError
+		su  *coordinator.SchemaUnavailableError
 		gs  interface{ GRPCStatus() *status.Status }
 	)
 	switch {
@@ -58,6 +60,8 @@ func ErrorStatus(err error) *status.Status {
 		return failureStatus(fe)
 	case errors.As(err, &inv):
 		return status.New(codes.InvalidArgument, inv.Error())
+	case errors.As(err, &su):
+		return status.New(codes.Unavailable, err.Error())
 	case errors.As(err, &gs):
 		return gs.GRPCStatus()
 	case errors.Is(err, context.Canceled):
