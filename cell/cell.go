@@ -1,23 +1,3 @@
-// Package cell holds kvnode's last-write-wins rule: how two versions of a
-// cell, a row or a deletion reconcile. Replica storage uses it to merge the
-// versions it holds, and the coordinator uses it to reconcile the answers of
-// several replicas and to work out which of them need repair, so both agree
-// by construction. The package is pure: no clock, no I/O, no project imports.
-//
-// The rules are Cassandra's:
-//
-//   - A cell with the higher write timestamp wins.
-//   - On equal timestamps a tombstone wins over a value, and between two
-//     values the bytewise greater value wins, so every replica picks the same
-//     winner whatever order the versions arrive in.
-//   - A row or partition deletion at timestamp D shadows every cell and row
-//     marker written at a timestamp ≤ D.
-//   - A row exists while it has a live row marker (written by INSERT) or a
-//     live cell. UPDATE writes no marker, so a row created by UPDATE vanishes
-//     when its last cell is deleted; a row created by INSERT does not.
-//
-// Timestamps are microseconds since the Unix epoch, assigned by the
-// coordinator. [NoTimestamp] marks an absent marker or deletion.
 package cell
 
 import (

@@ -1,12 +1,3 @@
-// Command kvnode is the kvnode server and its tools.
-//
-//	kvnode [serve] [flags]   run a node (the default)
-//	kvnode cql [flags]       an interactive CQL shell
-//	kvnode bench [flags]     a load generator
-//	kvnode demo [flags]      a 3-node cluster in one process showing a hot partition held to its limit
-//	kvnode toppartitions [flags]  the cluster's hottest partitions per table
-//
-// Run `kvnode <command> -h` for a command's flags.
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Package atomicfile replaces small files (a node's id, its known peers, its schema) so that a
-// crash at any point leaves either the old or the new content, never a mix or an empty file.
 package atomicfile
 
 import (

@@ -1,7 +1,3 @@
-// Package serveline is the line `kvnode serve` prints on stdout once it serves clients, and the
-// reader that tools and tests use to learn a started node's id and real addresses from it (the
-// addresses are the bound ones, so port 0 works). Printing and parsing live here together so that
-// the two can never drift apart.
 package serveline
 
 import (

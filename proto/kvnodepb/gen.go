@@ -1,7 +1,3 @@
-// Package kvnodepb holds the client-facing gRPC API of kvnode, generated from kvnode.proto.
-//
-// Regenerate with `go generate ./proto/kvnodepb/` (needs protoc from Debian's protobuf-compiler and
-// libprotobuf-dev; the Go plugins are pinned as tools in go.mod).
 package kvnodepb
 
 //go:generate sh -c "protoc --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) --plugin=protoc-gen-go-grpc=$(go tool -n protoc-gen-go-grpc) --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative kvnode.proto"
