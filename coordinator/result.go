@@ -3,20 +3,103 @@ package coordinator
 import (
 	"fmt"
 
+	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
 
 // Statement is one statement to execute with its options: the domain API's input, which every
 // front end (the gRPC client API, the native protocol) translates its own requests into.
 type Statement struct {
-	// Text is the statement: exactly one CQL statement.
+	// Text is the statement: exactly one CQL statement. Ignored when Prepared is set.
 	Text string
+	// Prepared, when set, is the statement to execute, as Executor.Prepare returned it: it is
+	// not parsed again, only resolved against the current schema.
+	Prepared *Prepared
 	// Keyspace is the keyspace for table names the statement does not qualify ("" for none).
 	Keyspace string
 	// Consistency is the consistency level of a read or write; the zero value means One, as an
 	// unspecified level does in Cassandra. Front ends map their aliases (LOCAL_ONE,
 	// LOCAL_QUORUM) onto the three levels.
 	Consistency Consistency
+	// Values are the values of the statement's bind markers (?), in the order they appear.
+	// There must be exactly one per marker.
+	Values []Value
+	// PageSize is the most rows a SELECT returns in one Result; the Result's PagingState then
+	// asks for the next page. Zero or negative means every row at once.
+	PageSize int
+	// PagingState continues a SELECT where the Result that returned it stopped; nil starts
+	// from the beginning. It is opaque to the client and only valid for the same statement.
+	PagingState []byte
+	// Timestamp is the client's default write timestamp in microseconds since the Unix epoch
+	// (the native protocol's default timestamp), used when HasTimestamp is set and the
+	// statement has no USING TIMESTAMP.
+	Timestamp    int64
+	HasTimestamp bool
+}
+
+// Value is one bound value: its canonical encoding (schema.Type.Check holds), nil for null, or
+// Unset (the native protocol's "not set", which leaves a column as it is).
+type Value struct {
+	Bytes []byte
+	Unset bool
+}
+
+// Prepared is a statement parsed and validated once, to be executed many times with different
+// values (Statement.Prepared). It describes the statement's bind markers and the columns of
+// its result, as the native protocol's PREPARE answer does.
+type Prepared struct {
+	// ID identifies the statement: the same text and keyspace prepare to the same ID on every
+	// node (drivers prepare on each node and execute on any).
+	ID [16]byte
+	// Text and Keyspace are the statement and the keyspace it was prepared in.
+	Text, Keyspace string
+	// Variables describe the bind markers, one per marker in order.
+	Variables []Variable
+	// PKIndexes holds, for each partition key column in key order, the index in Variables of
+	// the marker that binds it; nil unless markers bind the whole partition key (token-aware
+	// drivers route on it).
+	PKIndexes []int
+	// Columns are the columns of a SELECT's rows; nil for other statements.
+	Columns []RowColumn
+	// Statement is the parsed statement; only the coordinator shell reads it.
+	Statement cql.Statement
+}
+
+// Variable describes one bind marker: the column (or the role: "[limit]", "[timestamp]") it
+// gives a value for, and its type.
+type Variable struct {
+	Keyspace, Table, Name string
+	Type                  schema.Type
+}
+
+// BatchType is the kind of a BATCH.
+type BatchType uint8
+
+// The batch types.
+const (
+	// BatchLogged: all of the batch's writes apply, or none (eventually, even when the
+	// coordinator fails part way).
+	BatchLogged BatchType = iota + 1
+	// BatchUnlogged: each partition's writes apply together; partitions independently.
+	BatchUnlogged
+)
+
+// BatchStatement is a BATCH: writes applied together, with one consistency level and one timestamp.
+type BatchStatement struct {
+	Type        BatchType
+	Keyspace    string
+	Consistency Consistency
+	Children    []BatchChild
+	// Timestamp is the client's default timestamp, as for Statement.
+	Timestamp    int64
+	HasTimestamp bool
+}
+
+// BatchChild is one write of a BatchStatement: Text, or Prepared when set, with its bound values.
+type BatchChild struct {
+	Text     string
+	Prepared *Prepared
+	Values   []Value
 }
 
 // ResultKind says which of its fields a Result carries.
@@ -61,6 +144,9 @@ type Result struct {
 	Keyspace     string       // ResultSetKeyspace
 	SchemaChange SchemaChange // ResultSchemaChange
 	Description  string       // ResultDescription
+	// PagingState, on a ResultRows that stopped at Statement.PageSize rows, continues the SELECT
+	// (Statement.PagingState); nil when these were the last rows.
+	PagingState []byte
 	// Warnings are for the client to show (a read that scanned many tombstones, nodes that had
 	// not agreed on a schema change yet).
 	Warnings []string
