@@ -44,6 +44,7 @@ const (
 // newGocqlCluster is how an application connects gocql to a kvnode cluster (docs/cql-protocol.md
 // shows it): every node as a contact point, the native port, protocol v4, token-aware routing.
 func newGocqlCluster(hosts []string, port int) *gocql.ClusterConfig {
+	// docs:begin gocql-connect
 	cluster := gocql.NewCluster(hosts...)
 	cluster.Port = port
 	cluster.ProtoVersion = 4
@@ -51,6 +52,7 @@ func newGocqlCluster(hosts []string, port int) *gocql.ClusterConfig {
 	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	cluster.Timeout = requestTimeout
 	cluster.ConnectTimeout = connectTimeout
+	// docs:end
 	return cluster
 }
 
@@ -657,10 +659,14 @@ func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
 			if err == nil {
 				continue
 			}
+			// docs:begin gocql-rate-limit
 			var rl *gocql.RequestErrRateLimitReached
 			if !errors.As(err, &rl) {
 				t.Fatalf("%s #%d failed with %T %v, want *gocql.RequestErrRateLimitReached", what, i, err, err)
 			}
+			// rl.OpType is gocql.OpTypeRead or gocql.OpTypeWrite; rl.RejectedByCoordinator is
+			// true when the coordinator, a replica of the partition, rejected on its own.
+			// docs:end
 			t.Logf("%s #%d: %v (%s)", what, i, err, rl)
 			if !strings.Contains(err.Error(), "limited") {
 				t.Errorf("the rate-limit error %q does not name the table (limited)", err)

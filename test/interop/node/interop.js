@@ -20,7 +20,8 @@ const TIMEOUT_MS = 30000; // connecting, one request, waiting for the nodes; nev
 
 // How an application connects the Node.js driver to kvnode (docs/cql-protocol.md shows it).
 function connect(hosts, port) {
-  return new cassandra.Client({
+  // docs:begin node-connect
+  const client = new cassandra.Client({
     contactPoints: hosts,
     localDataCenter: 'datacenter1',
     protocolOptions: { port, maxVersion: types.protocolVersion.v4 },
@@ -31,6 +32,8 @@ function connect(hosts, port) {
     queryOptions: { consistency: types.consistencies.quorum, prepare: true },
     socketOptions: { connectTimeout: TIMEOUT_MS, readTimeout: TIMEOUT_MS },
   });
+  // docs:end
+  return client;
 }
 
 function check(cond, msg) {
@@ -270,8 +273,11 @@ class Steps {
         try {
           await op(i);
         } catch (err) {
+          // docs:begin node-rate-limit
+          // The rate-limit rejection: a ResponseError with code 0x2300 (configError); do not retry at once.
           check(err instanceof cassandra.errors.ResponseError && err.code === types.responseErrorCodes.configError,
             `${what} #${i} failed with ${err.name} code 0x${(err.code || 0).toString(16)}: ${err.message}; want a ResponseError with code 0x2300`);
+          // docs:end
           console.log(`    ${what} #${i}: ${err.name} code 0x${err.code.toString(16)}: ${err.message}`);
           check(err.message.includes('limited'), `the rate-limit error "${err.message}" does not name the table (limited)`);
           rejected = err;

@@ -30,6 +30,7 @@ TIMEOUT = 30  # seconds: connecting, one request, waiting for the nodes; never w
 
 def connect(hosts, port):
     """How an application connects the Python driver to kvnode (docs/cql-protocol.md shows it)."""
+    # docs:begin python-connect
     profile = ExecutionProfile(
         load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc="datacenter1")),
         consistency_level=ConsistencyLevel.QUORUM,
@@ -43,7 +44,9 @@ def connect(hosts, port):
         connect_timeout=TIMEOUT,
         control_connection_timeout=TIMEOUT,
     )
-    return cluster, cluster.connect()
+    session = cluster.connect()
+    # docs:end
+    return cluster, session
 
 
 def check(cond, msg):
@@ -215,7 +218,7 @@ class Steps:
             got = sorted(h.address for h in self.cluster.metadata.get_replicas(ks, key.encode()))
             check(got == sorted(want), "the driver places key %r on %s; kvnode's replicas are %s" % (key, got, sorted(want)))
             rs = s.execute(insert, [key, i])
-            served = rs.response_future.coordinator_host
+            served = getattr(rs.response_future.coordinator_host, "address", rs.response_future.coordinator_host)
             check(served in want, "the driver sent the insert of %r to %s, not to one of kvnode's replicas %s" % (key, served, want))
 
     def rate_limit(self):
@@ -224,10 +227,12 @@ class Steps:
         select = s.prepare("SELECT v FROM %s.limited WHERE k = ?" % ks)
         for what, op in [("writes", lambda i: s.execute(insert, ["hot", i])), ("reads", lambda i: s.execute(select, ["hot"]))]:
             for i in range(1000):
+                # docs:begin python-rate-limit
                 try:
                     op(i)
-                except ConfigurationException as e:
+                except ConfigurationException as e:  # the rate-limit rejection: do not retry at once
                     print("    %s #%d: %s: %s" % (what, i, type(e).__name__, e))
+                    # docs:end
                     check("limited" in str(e), "the rate-limit error %r does not name the table (limited)" % str(e))
                     break
             else:
