@@ -119,6 +119,8 @@ type Node struct {
 	NumTokens int
 	// LogLevel is --log-level; "" means info.
 	LogLevel string
+	// CQLAddr is --cql-addr; "" binds a free port on 127.0.0.1 at each start.
+	CQLAddr string
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr string
@@ -127,9 +129,6 @@ type Node struct {
 	MetricsAddr string
 	// MetricsBind is the --metrics-addr every run binds; "" means 127.0.0.1:0.
 	MetricsBind string
-	// CQLAddr is --cql-addr, the native protocol's host:port, fixed across runs; "" leaves the
-	// flag out. Start waits until it accepts connections.
-	CQLAddr string
 
 	proc    *Process       // the current (or last) process
 	client  *client.Client // connected to the current process; nil while it is down
@@ -170,26 +169,26 @@ func (n *Node) startOnce() error {
 	if logLevel == "" {
 		logLevel = "info"
 	}
-	metricsAddr := n.MetricsBind
-	if metricsAddr == "" {
-		metricsAddr = "127.0.0.1:0"
-	}
 	args := []string{"serve",
 		"--data-dir", n.DataDir,
 		"--addr", addr,
 		"--gossip-addr", gossipAddr,
-		"--metrics-addr", metricsAddr,
+		"--metrics-addr", "127.0.0.1:0",
 		"--sync=" + fmt.Sprint(n.Sync),
 		"--log-level", logLevel,
-	}
-	if n.CQLAddr != "" {
-		args = append(args, "--cql-addr", n.CQLAddr)
 	}
 	if n.NumTokens != 0 {
 		args = append(args, "--num-tokens", strconv.Itoa(n.NumTokens))
 	}
 	if len(n.Seeds) > 0 {
 		args = append(args, "--seeds", strings.Join(n.Seeds, ","))
+	}
+	// Fixed addresses come last: a flag given twice takes its last value.
+	if n.MetricsBind != "" {
+		args = append(args, "--metrics-addr", n.MetricsBind)
+	}
+	if n.CQLAddr != "" {
+		args = append(args, "--cql-addr", n.CQLAddr)
 	}
 	run := len(n.stderrs) + 1
 	stdout, err := os.Create(filepath.Join(n.LogDir, fmt.Sprintf("%s-run%d.stdout", n.Name, run)))
