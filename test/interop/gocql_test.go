@@ -52,9 +52,26 @@ func newGocqlCluster(hosts []string, port int) *gocql.ClusterConfig {
 	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	cluster.Timeout = requestTimeout
 	cluster.ConnectTimeout = connectTimeout
+	cluster.RetryPolicy = noRateLimitRetry{&gocql.SimpleRetryPolicy{NumRetries: 3}}
 	// docs:end
 	return cluster
 }
+
+// docs:begin gocql-retry
+// noRateLimitRetry retries what its RetryPolicy retries except a rate-limit rejection: gocql's
+// own policies retry every error on the next host, this one included, which only adds load to
+// the partition that is over its limit.
+type noRateLimitRetry struct{ gocql.RetryPolicy }
+
+func (p noRateLimitRetry) GetRetryType(err error) gocql.RetryType {
+	var rl *gocql.RequestErrRateLimitReached
+	if errors.As(err, &rl) {
+		return gocql.Rethrow
+	}
+	return p.RetryPolicy.GetRetryType(err)
+}
+
+// docs:end
 
 // attempt is one query attempt as gocql's observers saw it.
 type attempt struct {
@@ -241,12 +258,14 @@ func testGocqlDDL(t *testing.T, session *gocql.Session) {
 	if !strings.HasSuffix(ks.StrategyClass, "SimpleStrategy") || fmt.Sprint(ks.StrategyOptions["replication_factor"]) != fmt.Sprint(rf) {
 		t.Errorf("gocql sees keyspace %s with strategy %q options %v, want SimpleStrategy with replication_factor %d", keyspace, ks.StrategyClass, ks.StrategyOptions, rf)
 	}
-	// KeyspaceMetadata's Tables is a cache that schema-change events invalidate table by table;
-	// TableMetadata reads a table's current definition.
+	// gocql caches a keyspace's tables and learns of new ones from the SCHEMA_CHANGE events the
+	// server pushes (they invalidate the cache table by table, and TableMetadata then reads the
+	// table), so a table created a moment ago may take an event's delivery to appear.
 	for _, name := range []string{"batches", "everytype", "keyed", "limited", "pages", "routed"} {
-		if _, err := session.TableMetadata(keyspace, name); err != nil {
-			t.Errorf("gocql: table metadata of %s.%s: %v", keyspace, name, err)
-		}
+		poll.Must(t, discoverTimeout, fmt.Sprintf("gocql knows table %s.%s", keyspace, name), func() error {
+			_, err := session.TableMetadata(keyspace, name)
+			return err
+		})
 	}
 	tm, err := session.TableMetadata(keyspace, "everytype")
 	if err != nil {
@@ -637,9 +656,10 @@ func testGocqlRouting(t *testing.T, session *gocql.Session, rec *recorder, place
 // first through a replica (token-aware: the coordinator decides alone), then through the node
 // that is not a replica of the partition (its replicas decide).
 func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
+	rec := &recorder{}
 	newSession := func(t *testing.T, hosts []string) *gocql.Session {
 		cluster := newGocqlCluster(hosts, c.CQLPort)
-		cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0} // the first answer is the one checked
+		cluster.QueryObserver = rec
 		if len(hosts) == 1 {
 			cluster.HostFilter = gocql.WhiteListHostFilter(hosts...)
 		}
@@ -653,10 +673,15 @@ func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
 	// hammer runs op until it fails, at most 1000 times, and returns the error.
 	hammer := func(t *testing.T, what string, op func(i int) error) *gocql.RequestErrRateLimitReached {
 		t.Helper()
+		rec.take("")
 		for i := range 1000 {
 			err := op(i)
 			if err == nil {
+				rec.take("")
 				continue
+			}
+			if attempts := rec.take("limited"); len(attempts) != 1 {
+				t.Errorf("%s #%d failed after %d attempts, want 1: noRateLimitRetry must not retry a rate-limit rejection", what, i, len(attempts))
 			}
 			// docs:begin gocql-rate-limit
 			var rl *gocql.RequestErrRateLimitReached
@@ -666,7 +691,7 @@ func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
 			// rl.OpType is gocql.OpTypeRead or gocql.OpTypeWrite; rl.RejectedByCoordinator is
 			// true when the coordinator, a replica of the partition, rejected on its own.
 			// docs:end
-			t.Logf("%s #%d: %v (%s)", what, i, err, rl)
+			t.Logf("%s #%d: %v %s", what, i, err, rl.String())
 			if !strings.Contains(err.Error(), "limited") {
 				t.Errorf("the rate-limit error %q does not name the table (limited)", err)
 			}
@@ -682,7 +707,7 @@ func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
 		s := newSession(t, c.Hosts())
 		rl := hammer(t, "writes to partition hot", func(i int) error { return s.Query(insert, "hot", i).Exec() })
 		if rl.OpType != gocql.OpTypeWrite || !rl.RejectedByCoordinator {
-			t.Errorf("a write rejected through token-aware routing: %s; want OpType=Write RejectedByCoordinator=true (the coordinator is a replica)", rl)
+			t.Errorf("a write rejected through token-aware routing: %s; want OpType=Write RejectedByCoordinator=true (the coordinator is a replica)", rl.String())
 		}
 		if err := s.Query(insert, "cold", 1).Exec(); err != nil {
 			t.Errorf("a write to another partition of the same table right after: %v, want it admitted", err)
@@ -692,7 +717,7 @@ func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
 			return s.Query(read, "hot").Scan(&v)
 		})
 		if rl.OpType != gocql.OpTypeRead || !rl.RejectedByCoordinator {
-			t.Errorf("a read rejected through token-aware routing: %s; want OpType=Read RejectedByCoordinator=true", rl)
+			t.Errorf("a read rejected through token-aware routing: %s; want OpType=Read RejectedByCoordinator=true", rl.String())
 		}
 	})
 	t.Run("through a node that is not a replica", func(t *testing.T) {
@@ -701,7 +726,7 @@ func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
 		s := newSession(t, []string{other})
 		rl := hammer(t, "writes to partition "+key+" through "+other, func(i int) error { return s.Query(insert, key, i).Exec() })
 		if rl.OpType != gocql.OpTypeWrite || rl.RejectedByCoordinator {
-			t.Errorf("the first write rejected through %s, not a replica of %q: %s; want OpType=Write RejectedByCoordinator=false (the replicas rejected)", other, key, rl)
+			t.Errorf("the first write rejected through %s, not a replica of %q: %s; want OpType=Write RejectedByCoordinator=false (the replicas rejected)", other, key, rl.String())
 		}
 	})
 }
