@@ -71,7 +71,7 @@ func (p noRateLimitRetry) GetRetryType(err error) gocql.RetryType {
 	return p.RetryPolicy.GetRetryType(err)
 }
 
-// docs:end
+// docs:end (gocql-retry)
 
 // attempt is one query attempt as gocql's observers saw it.
 type attempt struct {

@@ -13,9 +13,11 @@
 
 const fs = require('fs');
 const assert = require('assert');
+// docs:begin node-imports
 const cassandra = require('cassandra-driver');
 
 const { types } = cassandra;
+// docs:end
 const TIMEOUT_MS = 30000; // connecting, one request, waiting for the nodes; never waited out on success
 
 // How an application connects the Node.js driver to kvnode (docs/cql-protocol.md shows it).

@@ -19,10 +19,12 @@ import time
 import traceback
 import uuid
 
+# docs:begin python-imports
 from cassandra import ConsistencyLevel
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 from cassandra.protocol import ConfigurationException  # the server's Config_error (0x2300)
+# docs:end
 from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, SimpleStatement
 from cassandra.util import Date, Time, uuid_from_time
 
