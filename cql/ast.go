@@ -55,6 +55,7 @@ const (
 	LitBlob                           // 0xcafe; Value is lower-cased, with its 0x prefix
 	LitNull                           // NULL; Value is ""
 	LitBind                           // the bind marker ?; Value is "?"
+	LitUUID                           // 123e4567-e89b-12d3-a456-426614174000 (unquoted); Value is lower-cased
 )
 
 var literalKinds = [...]string{
@@ -65,10 +66,11 @@ var literalKinds = [...]string{
 	LitBlob:    "blob",
 	LitNull:    "null",
 	LitBind:    "bind marker",
+	LitUUID:    "uuid",
 }
 
 // String returns the kind's name as error messages use it: "string",
-// "integer", "float", "boolean", "blob", "null", "bind marker".
+// "integer", "float", "boolean", "blob", "null", "bind marker", "uuid".
 func (k LiteralKind) String() string {
 	if int(k) < len(literalKinds) && literalKinds[k] != "" {
 		return literalKinds[k]

@@ -748,6 +748,8 @@ func (p *parser) parseLiteral() *Literal {
 		lit.Kind = LitFloat
 	case BLOB:
 		lit.Kind, lit.Value = LitBlob, strings.ToLower(p.lit)
+	case UUID:
+		lit.Kind, lit.Value = LitUUID, strings.ToLower(p.lit)
 	case TRUE, FALSE:
 		lit.Kind, lit.Value = LitBoolean, strings.ToLower(p.lit)
 	case NULL:

@@ -56,6 +56,12 @@ func (s *Scanner) Scan() (pos Pos, tok Token, lit string) {
 		return pos, EOF, ""
 	}
 	c := s.src[s.off]
+	if n := uuidLen(s.src[s.off:]); n > 0 {
+		for range n {
+			s.advance()
+		}
+		return pos, UUID, s.src[s.off-n : s.off]
+	}
 	switch {
 	case isLetter(c):
 		start := s.off
@@ -280,6 +286,30 @@ func (s *Scanner) quoted(pos Pos, q byte, tok Token, what string) (Pos, Token, s
 		return pos, ILLEGAL, what + " is not valid UTF-8"
 	}
 	return pos, tok, v
+}
+
+// uuidLen returns 36 when src starts with an unquoted uuid literal
+// (8-4-4-4-12 hex digits, not followed by an identifier character), as CQL
+// writes uuid constants; 0 otherwise. Such a word can be nothing else: an
+// identifier or a number cannot contain '-'.
+func uuidLen(src string) int {
+	const n = 36
+	if len(src) < n || (len(src) > n && isIdentChar(src[n])) {
+		return 0
+	}
+	for i := 0; i < n; i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if src[i] != '-' {
+				return 0
+			}
+		default:
+			if !isHex(src[i]) {
+				return 0
+			}
+		}
+	}
+	return n
 }
 
 func isLetter(c byte) bool    { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

@@ -38,6 +38,9 @@ func TestScan(t *testing.T) {
 		{"'é' x", `1:1 STRING "é"|1:5 IDENT "x"`},
 		{"-Infinity", `1:1 - ""|1:2 INFINITY "Infinity"`},
 		{"a<=b", `1:1 IDENT "a"|1:2 <= ""|1:4 IDENT "b"`},
+		{"123e4567-e89b-12d3-a456-426614174000 DEADBEEF-dead-beef-dead-beefdeadbeef,0", `1:1 UUID "123e4567-e89b-12d3-a456-426614174000"|1:38 UUID "DEADBEEF-dead-beef-dead-beefdeadbeef"|1:74 , ""|1:75 INT "0"`},
+		// Not quite uuids: a number or an identifier, then what follows.
+		{"123e4567-e89b-12d3-a456-42661417400", `1:1 FLOAT "123e4567"|1:9 - ""|1:10 IDENT "e89b"|1:14 ILLEGAL "malformed number -12d3"|1:19 - ""|1:20 IDENT "a456"|1:24 INT "-42661417400"`},
 	}
 	for _, tt := range tests {
 		got := scanAll(tt.src)

@@ -23,6 +23,7 @@ const (
 	INT    // 42, -7
 	FLOAT  // 1.5, -2e10
 	BLOB   // 0xcafe
+	UUID   // 123e4567-e89b-12d3-a456-426614174000 (literal as written)
 	literalEnd
 
 	operatorBeg
@@ -97,6 +98,7 @@ var tokens = [...]string{
 	INT:    "INT",
 	FLOAT:  "FLOAT",
 	BLOB:   "BLOB",
+	UUID:   "UUID",
 
 	LPAREN:    "(",
 	RPAREN:    ")",
