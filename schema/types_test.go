@@ -398,3 +398,58 @@ func TestNewTypesInTheSchema(t *testing.T) {
 		t.Errorf("Decode of a schema with column type %d succeeded, want an error", TypeMapTextBlob+1)
 	}
 }
+
+// FuzzCheckDecodeCompare: on any bytes, Check never panics; what it accepts decodes, compares
+// equal to itself, and (for the scalar types) the literal of its decoded value reads back to an
+// equal value.
+func FuzzCheckDecodeCompare(f *testing.F) {
+	f.Add(uint8(TypeDecimal), []byte{0, 0, 0, 2, 0x7f})
+	f.Add(uint8(TypeVarint), []byte{0xff, 0x7f})
+	f.Add(uint8(TypeMapTextBlob), EncodeMapTextBlob(map[string][]byte{"k": {1}}))
+	f.Add(uint8(TypeTimeUUID), mustUUID(f, "6ba7b810-9dad-11d1-80b4-00c04fd430c8"))
+	f.Fuzz(func(t *testing.T, typ uint8, v []byte) {
+		tp := Type(typ % uint8(TypeMapTextBlob+1))
+		if tp.Check(v) != nil || v == nil || !tp.Valid() {
+			return
+		}
+		x, err := tp.Decode(v)
+		if err != nil {
+			t.Fatalf("%v: Check accepts %x, Decode refuses it: %v", tp, v, err)
+		}
+		if tp.Compare(v, v) != 0 {
+			t.Fatalf("%v: Compare(%x, itself) != 0", tp, v)
+		}
+		var back []byte
+		switch tp {
+		case TypeDecimal:
+			d, err := ParseDecimal(x.(Decimal).String())
+			if err != nil {
+				t.Fatalf("decimal %x prints as %s, which does not parse: %v", v, x, err)
+			}
+			back = EncodeDecimal(d)
+		case TypeDate:
+			d, err := ParseDate(x.(Date).String())
+			if err != nil {
+				t.Fatalf("date %x prints as %s, which does not parse: %v", v, x, err)
+			}
+			back = EncodeDate(d)
+		case TypeTime:
+			d, err := ParseTimeOfDay(FormatTimeOfDay(x.(time.Duration)))
+			if err != nil {
+				t.Fatalf("time %x prints as %s, which does not parse: %v", v, FormatTimeOfDay(x.(time.Duration)), err)
+			}
+			back, _ = EncodeTime(d)
+		case TypeUUID, TypeTimeUUID:
+			u, err := ParseUUID(x.(UUID).String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			back = EncodeUUID(u)
+		default:
+			return
+		}
+		if !bytes.Equal(back, v) {
+			t.Fatalf("%v %x prints as %v, which reads back as %x", tp, v, x, back)
+		}
+	})
+}
