@@ -66,7 +66,7 @@ var domains = [numTypes][]Val{
 	Boolean:   {{"false", []byte{0}}, {"true", []byte{1}}},
 	Blob:      {{"0x00", []byte{0}}, {"0x01ff", []byte{1, 0xff}}, {"0xab", []byte{0xab}}, {"0xabcd", []byte{0xab, 0xcd}}},
 	Timestamp: {timestampVal(-1000), timestampVal(0), timestampVal(1700000000123), timestampVal(1700000000124)},
-	ASCII:     {textVal(""), textVal("A"), textVal("a"), textVal("it's")},
+	ASCII:     {textVal("A"), textVal("a"), textVal("it's"), textVal("~")},
 	Float:     {floatVal("-2.5", -2.5), floatVal("0.5", 0.5), floatVal("3", 3), floatVal("1e10", 1e10)},
 	SmallInt:  {{"-32768", []byte{0x80, 0}}, {"-1", []byte{0xff, 0xff}}, {"0", []byte{0, 0}}, {"32767", []byte{0x7f, 0xff}}},
 	TinyInt:   {{"-128", []byte{0x80}}, {"0", []byte{0}}, {"5", []byte{5}}, {"127", []byte{0x7f}}},
