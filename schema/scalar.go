@@ -258,8 +258,11 @@ func digitCount(v *big.Int) int {
 	// Estimate from the bit length, then correct by one comparison.
 	n := int(float64(v.BitLen()-1)*0.30102999566398120) + 1
 	abs := new(big.Int).Abs(v)
-	if abs.Cmp(pow10(int64(n))) >= 0 {
+	switch {
+	case abs.Cmp(pow10(int64(n))) >= 0:
 		n++
+	case n > 1 && abs.Cmp(pow10(int64(n-1))) < 0: // float rounding, for huge values
+		n--
 	}
 	return n
 }

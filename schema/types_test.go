@@ -453,3 +453,17 @@ func FuzzCheckDecodeCompare(f *testing.F) {
 		}
 	})
 }
+
+func TestDigitCount(t *testing.T) {
+	for n := 1; n < 400; n++ {
+		p := pow10(int64(n - 1)) // n digits
+		for _, v := range []*big.Int{p, new(big.Int).Sub(new(big.Int).Mul(p, big.NewInt(10)), big.NewInt(1))} {
+			if got := digitCount(v); got != n {
+				t.Fatalf("digitCount(%v) = %d, want %d", v, got, n)
+			}
+			if got := digitCount(new(big.Int).Neg(v)); got != n {
+				t.Fatalf("digitCount(-%v) = %d, want %d", v, got, n)
+			}
+		}
+	}
+}

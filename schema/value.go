@@ -573,7 +573,7 @@ func appendVarint(dst []byte, v *big.Int) []byte {
 	}
 	// -v = |v|; two's complement of v is ^(|v| - 1).
 	m := new(big.Int).Neg(v)
-	m.Sub(m, bigOne)
+	m.Sub(m, big.NewInt(1))
 	b := m.Bytes()
 	start := len(dst)
 	if len(b) == 0 || b[0] >= 0x80 {
@@ -586,14 +586,12 @@ func appendVarint(dst []byte, v *big.Int) []byte {
 	return dst
 }
 
-var bigOne = big.NewInt(1)
-
 // decodeVarint is the inverse of appendVarint for a well-formed b.
 func decodeVarint(b []byte) *big.Int {
 	v := new(big.Int).SetBytes(b)
 	if len(b) > 0 && b[0] >= 0x80 {
 		// v - 2^(8·len)
-		v.Sub(v, new(big.Int).Lsh(bigOne, uint(8*len(b))))
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
 	}
 	return v
 }
