@@ -23,6 +23,8 @@ const (
 	INT    // 42, -7
 	FLOAT  // 1.5, -2e10
 	BLOB   // 0xcafe
+	// DURATION is a duration: 500ms, 1h30m (literal as written).
+	DURATION
 	literalEnd
 
 	operatorBeg
@@ -45,9 +47,13 @@ const (
 	operatorEnd
 
 	keywordBeg
+	ALLOW
 	ALTER
 	AND
+	APPLY
 	ASC
+	BATCH
+	BEGIN
 	BY
 	CLUSTER
 	CLUSTERING
@@ -58,6 +64,7 @@ const (
 	DROP
 	EXISTS
 	FALSE
+	FILTERING
 	FROM
 	IF
 	INFINITY
@@ -67,6 +74,7 @@ const (
 	KEYSPACE
 	KEYSPACES
 	LIMIT
+	LOGGED
 	NAN
 	NOT
 	NULL
@@ -76,8 +84,10 @@ const (
 	SET
 	TABLE
 	TABLES
+	TIMEOUT
 	TIMESTAMP
 	TRUE
+	UNLOGGED
 	UPDATE
 	USE
 	USING
@@ -91,12 +101,13 @@ var tokens = [...]string{
 	ILLEGAL: "ILLEGAL",
 	EOF:     "EOF",
 
-	IDENT:  "IDENT",
-	QIDENT: "QIDENT",
-	STRING: "STRING",
-	INT:    "INT",
-	FLOAT:  "FLOAT",
-	BLOB:   "BLOB",
+	IDENT:    "IDENT",
+	QIDENT:   "QIDENT",
+	STRING:   "STRING",
+	INT:      "INT",
+	FLOAT:    "FLOAT",
+	BLOB:     "BLOB",
+	DURATION: "DURATION",
 
 	LPAREN:    "(",
 	RPAREN:    ")",
@@ -115,9 +126,13 @@ var tokens = [...]string{
 	GE:        ">=",
 	MINUS:     "-",
 
+	ALLOW:      "ALLOW",
 	ALTER:      "ALTER",
 	AND:        "AND",
+	APPLY:      "APPLY",
 	ASC:        "ASC",
+	BATCH:      "BATCH",
+	BEGIN:      "BEGIN",
 	BY:         "BY",
 	CLUSTER:    "CLUSTER",
 	CLUSTERING: "CLUSTERING",
@@ -128,6 +143,7 @@ var tokens = [...]string{
 	DROP:       "DROP",
 	EXISTS:     "EXISTS",
 	FALSE:      "FALSE",
+	FILTERING:  "FILTERING",
 	FROM:       "FROM",
 	IF:         "IF",
 	INFINITY:   "INFINITY",
@@ -137,6 +153,7 @@ var tokens = [...]string{
 	KEYSPACE:   "KEYSPACE",
 	KEYSPACES:  "KEYSPACES",
 	LIMIT:      "LIMIT",
+	LOGGED:     "LOGGED",
 	NAN:        "NAN",
 	NOT:        "NOT",
 	NULL:       "NULL",
@@ -146,8 +163,10 @@ var tokens = [...]string{
 	SET:        "SET",
 	TABLE:      "TABLE",
 	TABLES:     "TABLES",
+	TIMEOUT:    "TIMEOUT",
 	TIMESTAMP:  "TIMESTAMP",
 	TRUE:       "TRUE",
+	UNLOGGED:   "UNLOGGED",
 	UPDATE:     "UPDATE",
 	USE:        "USE",
 	USING:      "USING",
@@ -163,6 +182,10 @@ var unreserved = [...]bool{
 	CLUSTER:    true,
 	CLUSTERING: true,
 	EXISTS:     true,
+	FILTERING:  true,
+	LOGGED:     true,
+	TIMEOUT:    true,
+	UNLOGGED:   true,
 	KEY:        true,
 	KEYSPACES:  true,
 	TABLES:     true,
@@ -235,6 +258,8 @@ func describe(tok Token, lit string) string {
 		return "float " + lit
 	case tok == BLOB:
 		return "blob " + truncate(lit)
+	case tok == DURATION:
+		return "duration " + truncate(lit)
 	case tok.IsKeyword():
 		return "'" + strings.ToUpper(lit) + "'"
 	default:
