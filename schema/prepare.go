@@ -920,3 +920,13 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 	}
 	return vars, pkIndexes, nil
 }
+
+// SelectColumns validates a SELECT as Variables does and returns the
+// columns of its rows, in SELECT order.
+func (s *Schema) SelectColumns(st *cql.SelectStmt, keyspace string) ([]*Column, error) {
+	r, err := s.bindRead(st, keyspace, &binder{check: true})
+	if err != nil {
+		return nil, err
+	}
+	return r.Columns, nil
+}
