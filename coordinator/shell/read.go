@@ -69,7 +69,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		}
 	}
 	pageFull := 0 // rows that fill the page; more than that were read and a next page follows
-	if req.PageSize > 0 && (limit == 0 || limit > req.PageSize) {
+	if req.PageSize > 0 && req.PageSize < math.MaxInt32 && (limit == 0 || limit > req.PageSize) {
 		pageFull, limit = req.PageSize, req.PageSize+1
 	}
 	var keyBuf [64]byte
