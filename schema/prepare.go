@@ -140,23 +140,27 @@ type binder struct {
 
 // newBinder returns the binder of stmt's markers: values must hold exactly
 // one value per marker.
-func newBinder(stmt cql.Statement, values []BindValue) (*binder, error) {
-	b := &binder{values: values}
+func newBinder(stmt cql.Statement, values []BindValue) (binder, error) {
+	b := binder{values: values}
 	if len(values) > 0 { // without values a marker reports itself when it is met
 		if n := len(cql.BindMarkers(stmt)); n != len(values) {
-			return nil, fmt.Errorf("the statement has %d bind markers but %d values were given", n, len(values))
+			return b, fmt.Errorf("the statement has %d bind markers but %d values were given", n, len(values))
 		}
 	}
 	return b, nil
 }
 
 // value returns the value of marker lit, or ok false when it is unset (or
-// the binder only checks).
-func (b *binder) value(lit *cql.Literal, what string) (v []byte, ok bool, err error) {
+// the binder only checks). The marker binds column c, or when c is nil the
+// role what (LIMIT, USING TIMESTAMP).
+func (b *binder) value(lit *cql.Literal, c *Column, what string) (v []byte, ok bool, err error) {
 	switch {
 	case b.check:
 		return nil, false, nil
 	case lit.Index < 0 || lit.Index >= len(b.values):
+		if c != nil {
+			what = "column " + cql.QuoteIdent(c.Name)
+		}
 		if len(b.values) == 0 {
 			return nil, false, fmt.Errorf("bind marker %d (%s) has no value: the statement has bind markers but no values were given", lit.Index, what)
 		}
@@ -177,8 +181,7 @@ func (b *binder) term(c *Column, t cql.Term) (v []byte, ok bool, err error) {
 		v, err := c.Value(t)
 		return v, err == nil, err
 	}
-	what := "column " + cql.QuoteIdent(c.Name)
-	v, ok, err = b.value(lit, what)
+	v, ok, err = b.value(lit, c, "")
 	switch {
 	case err != nil:
 		return nil, false, err
@@ -188,7 +191,7 @@ func (b *binder) term(c *Column, t cql.Term) (v []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	if err := c.Type.Check(v); err != nil {
-		return nil, false, fmt.Errorf("bind marker %d (%s %s): %w", lit.Index, what, c.Type, err)
+		return nil, false, fmt.Errorf("bind marker %d (column %s %s): %w", lit.Index, cql.QuoteIdent(c.Name), c.Type, err)
 	}
 	return v, true, nil
 }
@@ -218,7 +221,7 @@ func (s *Schema) BindWrite(stmt cql.Statement, keyspace string, values []BindVal
 	if err != nil {
 		return nil, err
 	}
-	return s.bindWrite(stmt, keyspace, b)
+	return s.bindWrite(stmt, keyspace, &b)
 }
 
 func (s *Schema) bindWrite(stmt cql.Statement, keyspace string, b *binder) (*Write, error) {
@@ -260,8 +263,8 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 		return nil, err
 	}
 	values := make([][]byte, len(t.Columns))
-	given := make([]bool, len(t.Columns))
-	set := make([]bool, len(t.Columns)) // given and not an unset marker
+	flags := make([]bool, 2*len(t.Columns))
+	given, set := flags[:len(t.Columns)], flags[len(t.Columns):] // set: given and not an unset marker
 	for i, x := range st.Columns {
 		c, err := column(t, x)
 		if err != nil {
@@ -392,7 +395,7 @@ func (s *Schema) BindRead(st *cql.SelectStmt, keyspace string, values []BindValu
 	if err != nil {
 		return nil, err
 	}
-	return s.bindRead(st, keyspace, b)
+	return s.bindRead(st, keyspace, &b)
 }
 
 func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read, error) {
@@ -617,7 +620,7 @@ func (b *binder) usingTimestamp(lit *cql.Literal) (int64, bool, error) {
 		return 0, false, nil
 	}
 	if lit.Kind == cql.LitBind {
-		v, ok, err := b.value(lit, "USING TIMESTAMP")
+		v, ok, err := b.value(lit, nil, "USING TIMESTAMP")
 		switch {
 		case err != nil || !ok:
 			return 0, false, err
@@ -637,7 +640,7 @@ func (b *binder) usingTimestamp(lit *cql.Literal) (int64, bool, error) {
 
 func (b *binder) limit(lit *cql.Literal) (int, error) {
 	if lit.Kind == cql.LitBind {
-		v, ok, err := b.value(lit, "LIMIT")
+		v, ok, err := b.value(lit, nil, "LIMIT")
 		switch {
 		case err != nil || !ok:
 			return 0, err
@@ -760,7 +763,7 @@ func (s *Schema) BindBatch(st *cql.BatchStmt, keyspace string, values []BindValu
 	if err != nil {
 		return nil, err
 	}
-	return s.bindBatch(st, keyspace, b)
+	return s.bindBatch(st, keyspace, &b)
 }
 
 func (s *Schema) bindBatch(st *cql.BatchStmt, keyspace string, b *binder) (*Batch, error) {

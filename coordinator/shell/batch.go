@@ -162,7 +162,9 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 			}
 			g = len(groups)
 			index[string(keyBuf)] = g
-			groups = append(groups, &partitionWrites{table: w.Table, rf: rf, m: newMutation(w), pos: stmts[i].Pos()})
+			token := partitioner.Token(partitioner.AppendKey(nil, w.PartitionKey))
+			m := &replicapb.Mutation{TableId: uint64(w.Table.ID), PartitionKey: w.PartitionKey, Token: token}
+			groups = append(groups, &partitionWrites{table: w.Table, rf: rf, m: m, pos: stmts[i].Pos()})
 		}
 		wts := w.Timestamp
 		if !w.HasTimestamp {
@@ -189,7 +191,7 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 	}
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, timeout))
 	for _, g := range groups {
-		if err := e.writePartition(ctx, g.table, g.rf, g.m, cl, e.now(), dl); err != nil {
+		if err := e.writePartition(ctx, g.table, g.rf, g.m.Token, partitionWrite{m: g.m}, cl, e.now(), dl); err != nil {
 			return first, coordinator.Result{}, err
 		}
 	}

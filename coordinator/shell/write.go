@@ -41,10 +41,10 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if !w.HasTimestamp {
 		ts = e.nextTimestamp()
 	}
-	m := newMutation(w)
-	fillMutation(m, w, ts)
+	var keyBuf [64]byte
+	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))
-	return w.Table, coordinator.Result{}, e.writePartition(ctx, w.Table, rf, m, cl, now, dl)
+	return w.Table, coordinator.Result{}, e.writePartition(ctx, w.Table, rf, token, partitionWrite{w: w, ts: ts}, cl, now, dl)
 }
 
 // replicationFactor returns the replication factor of t's keyspace in s.
@@ -65,17 +65,28 @@ func timeoutOr(def, using time.Duration) time.Duration {
 	return def
 }
 
-// newMutation returns the mutation of w's partition, with its token, and nothing in it yet.
-func newMutation(w *schema.Write) *replicapb.Mutation {
-	var keyBuf [64]byte
-	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
-	return &replicapb.Mutation{TableId: uint64(w.Table.ID), PartitionKey: w.PartitionKey, Token: token}
+// partitionWrite is what writePartition writes to one partition: a mutation already built (a
+// batch's), or one write and its timestamp, built into a mutation only once the limiter admitted
+// it (a rejection by the coordinator never builds it).
+type partitionWrite struct {
+	m  *replicapb.Mutation
+	w  *schema.Write
+	ts int64
 }
 
-// writePartition coordinates m, a write to one partition of table t, at consistency cl: the
-// limiter counts it as one write of the partition.
-func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, m *replicapb.Mutation, cl coordinator.Consistency, now, dl time.Time) error {
-	token := m.Token
+// mutation returns pw's mutation of the partition with the given token.
+func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
+	if pw.m != nil {
+		return pw.m
+	}
+	m := &replicapb.Mutation{TableId: uint64(pw.w.Table.ID), PartitionKey: pw.w.PartitionKey, Token: token}
+	fillMutation(m, pw.w, pw.ts)
+	return m
+}
+
+// writePartition coordinates pw, a write to the partition of table t with the given token, at
+// consistency cl: the limiter counts it as one write of the partition.
+func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
 	var replicaBuf [8]coordinator.Replica
 	p := coordinator.Params{
 		Op:          coordinator.OpWrite,
@@ -98,7 +109,7 @@ func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, 
 	}
 	o := step.Outcome
 	if o == nil {
-		x := watch(e, mutateExchange{e.transport, m}, step.Sends, t, coordinator.OpWrite)
+		x := watch(e, mutateExchange{e.transport, pw.mutation(token)}, step.Sends, t, coordinator.OpWrite)
 		if o, err = e.await(ctx, req, step.Sends, x, dl, true); err != nil {
 			return err
 		}
