@@ -61,6 +61,9 @@ type Prepared struct {
 	PKIndexes []int
 	// Columns are the columns of a SELECT's rows; nil for other statements.
 	Columns []RowColumn
+	// RowsKeyspace and RowsTable name the table a SELECT reads (its results' Rows.Keyspace and
+	// Rows.Table); "" for other statements.
+	RowsKeyspace, RowsTable string
 	// Statement is the parsed statement; only the coordinator shell reads it.
 	Statement cql.Statement
 }

@@ -924,12 +924,12 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 	return vars, pkIndexes, nil
 }
 
-// SelectColumns validates a SELECT as Variables does and returns the
-// columns of its rows, in SELECT order.
-func (s *Schema) SelectColumns(st *cql.SelectStmt, keyspace string) ([]*Column, error) {
+// SelectColumns validates a SELECT as Variables does and returns the table
+// it reads and the columns of its rows, in SELECT order.
+func (s *Schema) SelectColumns(st *cql.SelectStmt, keyspace string) (*Table, []*Column, error) {
 	r, err := s.bindRead(st, keyspace, &binder{check: true})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return r.Columns, nil
+	return r.Table, r.Columns, nil
 }

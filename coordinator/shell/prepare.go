@@ -47,6 +47,10 @@ func (e *Executor) Prepare(ctx context.Context, text, keyspace string) (*coordin
 		}
 		if ok {
 			p.Variables, p.Columns = vars, cols
+			p.RowsKeyspace, p.RowsTable = st.Table.Keyspace.Name, st.Table.Name.Name
+			if p.RowsKeyspace == "" {
+				p.RowsKeyspace = keyspace
+			}
 			return p, nil
 		}
 	}
@@ -55,7 +59,7 @@ func (e *Executor) Prepare(ctx context.Context, text, keyspace string) (*coordin
 		return nil, invalid(stmt, err)
 	}
 	if st, ok := stmt.(*cql.SelectStmt); ok {
-		cols, err := s.SelectColumns(st, keyspace)
+		t, cols, err := s.SelectColumns(st, keyspace)
 		if err != nil {
 			return nil, invalid(st, err)
 		}
@@ -63,6 +67,7 @@ func (e *Executor) Prepare(ctx context.Context, text, keyspace string) (*coordin
 		for i, c := range cols {
 			p.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type}
 		}
+		p.RowsKeyspace, p.RowsTable = t.Keyspace, t.Name
 	}
 	return p, nil
 }

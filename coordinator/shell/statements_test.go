@@ -57,8 +57,8 @@ func TestPrepareDescribesMarkersAndColumns(t *testing.T) {
 		t.Errorf("Prepare(%s): Variables %v, PKIndexes %v; want %v, [0]", q, p.Variables, p.PKIndexes, wantVars)
 	}
 	wantCols := []coordinator.RowColumn{{Name: "v", Type: schema.TypeText}, {Name: "c", Type: schema.TypeInt}}
-	if !reflect.DeepEqual(p.Columns, wantCols) {
-		t.Errorf("Prepare(%s): Columns %v, want %v", q, p.Columns, wantCols)
+	if !reflect.DeepEqual(p.Columns, wantCols) || p.RowsKeyspace != "ks" || p.RowsTable != "t" {
+		t.Errorf("Prepare(%s): Columns %v of %s.%s, want %v of ks.t", q, p.Columns, p.RowsKeyspace, p.RowsTable, wantCols)
 	}
 	if p2 := c.prepare("n2", q); p2.ID != p.ID || p.ID != coordinator.PreparedID(q, "ks") {
 		t.Errorf("the same statement prepared on n1 and n2 has IDs %x and %x; want both %x", p.ID, p2.ID, coordinator.PreparedID(q, "ks"))
