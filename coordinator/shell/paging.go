@@ -108,12 +108,12 @@ func decodePagingState(state []byte, fingerprint uint64, t *schema.Table) (pageC
 		return pageCursor{}, errPagingForeign
 	}
 	b := state[9:]
-	returned, n := binary.Uvarint(b)
+	returned, n := uvarint(b)
 	if n <= 0 || returned > 1<<31 {
 		return bad("malformed row count")
 	}
 	b = b[n:]
-	count, n := binary.Uvarint(b)
+	count, n := uvarint(b)
 	if n <= 0 {
 		return bad("malformed clustering key")
 	}
@@ -125,7 +125,7 @@ func decodePagingState(state []byte, fingerprint uint64, t *schema.Table) (pageC
 	cur.returned = int(returned)
 	cur.after = make([][]byte, count)
 	for i := range cur.after {
-		l, n := binary.Uvarint(b)
+		l, n := uvarint(b)
 		if n <= 0 || l > uint64(len(b)-n) {
 			return bad("truncated clustering key")
 		}
@@ -141,4 +141,14 @@ func decodePagingState(state []byte, fingerprint uint64, t *schema.Table) (pageC
 		return bad(fmt.Sprintf("%d bytes of trailing garbage", len(b)))
 	}
 	return cur, nil
+}
+
+// uvarint reads a uvarint as binary.Uvarint does, refusing (n 0) one that is not written in
+// its shortest form: a paging state has exactly one encoding.
+func uvarint(b []byte) (uint64, int) {
+	x, n := binary.Uvarint(b)
+	if n > 0 && n != len(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), x)) {
+		return 0, 0
+	}
+	return x, n
 }
