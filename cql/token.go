@@ -17,14 +17,14 @@ const (
 	EOF
 
 	literalBeg
+	// DURATION is a duration: 500ms, 1h30m (literal as written).
+	DURATION
 	IDENT  // an unquoted identifier: foo (literal as written)
 	QIDENT // a quoted identifier: "Foo" (literal is the name, unescaped)
 	STRING // 'abc' (literal is the value, unescaped)
 	INT    // 42, -7
 	FLOAT  // 1.5, -2e10
 	BLOB   // 0xcafe
-	// DURATION is a duration: 500ms, 1h30m (literal as written).
-	DURATION
 	literalEnd
 
 	operatorBeg
@@ -101,13 +101,14 @@ var tokens = [...]string{
 	ILLEGAL: "ILLEGAL",
 	EOF:     "EOF",
 
-	IDENT:    "IDENT",
-	QIDENT:   "QIDENT",
-	STRING:   "STRING",
-	INT:      "INT",
-	FLOAT:    "FLOAT",
-	BLOB:     "BLOB",
 	DURATION: "DURATION",
+
+	IDENT:  "IDENT",
+	QIDENT: "QIDENT",
+	STRING: "STRING",
+	INT:    "INT",
+	FLOAT:  "FLOAT",
+	BLOB:   "BLOB",
 
 	LPAREN:    "(",
 	RPAREN:    ")",
