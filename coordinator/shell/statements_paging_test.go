@@ -146,3 +146,47 @@ func TestPagingStateIsCheckedAgainstTheStatement(t *testing.T) {
 		t.Errorf("the second page of the prepared SELECT = %q, %v; want 3, 4", got, err)
 	}
 }
+
+// TestPagingAcrossDisagreeingReplicas pages through a partition whose replicas disagree (one
+// missed every other write and a deletion): each page is reconciled across the replicas it
+// reads, and the pages together are the partition, in order, with nothing twice.
+func TestPagingAcrossDisagreeingReplicas(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	for i := 1; i <= 60; i++ {
+		if i%2 == 0 {
+			c.ring.setDown("n3")
+			c.transport.setFault(failAll, "n3")
+		}
+		if _, err := c.exec("n1", quorum, fmt.Sprintf("INSERT INTO t (k, c) VALUES ('a', %d)", i)); err != nil {
+			t.Fatal(err)
+		}
+		c.settle()
+		c.ring.setDown()
+		c.transport.clearFaults()
+	}
+	c.clock.Advance(time.Millisecond)
+	c.ring.setDown("n1")
+	c.transport.setFault(failAll, "n1")
+	if _, err := c.exec("n2", quorum, "DELETE FROM t WHERE k = 'a' AND c >= 20 AND c < 30"); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.ring.setDown()
+	c.transport.clearFaults()
+	var want []string
+	for i := 1; i <= 60; i++ {
+		if i < 20 || i >= 30 {
+			want = append(want, fmt.Sprint(i))
+		}
+	}
+	rows, _ := c.pageAll("n3", coordinator.Statement{Text: "SELECT c FROM t WHERE k = 'a'", Consistency: all, PageSize: 7})
+	if !slices.Equal(rows, want) {
+		t.Errorf("paging at ALL through replicas that disagree = %q, want %q", rows, want)
+	}
+	slices.Reverse(want)
+	rows, _ = c.pageAll("n1", coordinator.Statement{Text: "SELECT c FROM t WHERE k = 'a' ORDER BY c DESC", Consistency: quorum, PageSize: 9})
+	if !slices.Equal(rows, want) {
+		t.Errorf("paging DESC at QUORUM after read repair = %q, want %q", rows, want)
+	}
+}
