@@ -1,6 +1,9 @@
 package cql
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Node is a node of the syntax tree.
 type Node interface {
@@ -56,7 +59,7 @@ const (
 	LitBoolean                         // true; Value is "true" or "false"
 	LitBlob                            // 0xcafe; Value is lower-cased, with its 0x prefix
 	LitNull                            // NULL; Value is ""
-	LitBind                            // the bind marker ?; Value is "?"
+	LitBind                            // a bind marker: ? or :name; Value is "?" or ":name" (name quoted as needed)
 	LitDuration                        // 500ms, 1h30m; Value as written, lower-cased
 )
 
@@ -95,6 +98,19 @@ type Literal struct {
 
 // Pos returns the position of the literal.
 func (x *Literal) Pos() Pos { return x.ValuePos }
+
+// BindName returns the name of a named bind marker (:name), "" for ? and
+// other literals.
+func (x *Literal) BindName() string {
+	if x.Kind != LitBind || !strings.HasPrefix(x.Value, ":") {
+		return ""
+	}
+	name := x.Value[1:]
+	if strings.HasPrefix(name, `"`) && len(name) >= 2 {
+		name = strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	}
+	return name
+}
 
 // MapLiteral is a map constant, {key: value, ...}, as used by options.
 type MapLiteral struct {

@@ -40,7 +40,7 @@
 //	1.5, 2e10, NaN, -Infinity    floats
 //	true, false                  booleans
 //	0xcafe                       blobs (an even number of hex digits)
-//	NULL, ?                      null and the bind marker (numbered in source order: Literal.Index)
+//	NULL, ?, :name               null and bind markers (numbered in source order: Literal.Index)
 //	500ms, 1h30m                 durations (units y, mo, w, d, h, m, s, ms, us, ns)
 //	-- to end of line, /* ... */ comments (// works like --)
 //	;                            ends a statement (optional at the end)

@@ -678,6 +678,23 @@ func (p *parser) bind() *Literal {
 	return lit
 }
 
+// namedBind returns a new named bind marker, :name, numbered like ?. It
+// leaves the name as the current token, as bind leaves the '?'.
+func (p *parser) namedBind() *Literal {
+	pos := p.pos
+	p.next()
+	if !p.isIdent() {
+		p.errorExpected("bind marker name after ':'")
+	}
+	name := p.lit
+	if p.tok != QIDENT {
+		name = strings.ToLower(name)
+	}
+	lit := p.bind()
+	lit.ValuePos, lit.Value = pos, ":"+QuoteIdent(name)
+	return lit
+}
+
 func (p *parser) parseIntOrBind(what string) *Literal {
 	lit := &Literal{ValuePos: p.pos, Value: p.lit}
 	switch p.tok {
@@ -685,6 +702,8 @@ func (p *parser) parseIntOrBind(what string) *Literal {
 		lit.Kind = LitInteger
 	case QUESTION:
 		lit = p.bind()
+	case COLON:
+		lit = p.namedBind()
 	default:
 		p.errorExpected(what)
 	}
@@ -873,6 +892,8 @@ func (p *parser) parseLiteral() *Literal {
 		lit.Kind, lit.Value = LitNull, ""
 	case QUESTION:
 		lit = p.bind()
+	case COLON:
+		lit = p.namedBind()
 	case NAN:
 		lit.Kind, lit.Value = LitFloat, "NaN"
 	case INFINITY:

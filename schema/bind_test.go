@@ -136,6 +136,7 @@ func TestVariables(t *testing.T) {
 		{"SELECT * FROM kv WHERE k = 'a'", nil, nil},
 		{"BEGIN BATCH USING TIMESTAMP ? INSERT INTO kv (k, v) VALUES (?, ?); DELETE FROM t WHERE a = ? AND b = ? APPLY BATCH",
 			[]Variable{{Name: "[timestamp]", Type: TypeBigInt}, col("kv", "k", TypeText), col("kv", "v", TypeBigInt), col("t", "a", TypeInt), col("t", "b", TypeText)}, nil},
+		{"SELECT * FROM kv WHERE k = :key LIMIT :n", []Variable{col("kv", "key", TypeText), col("kv", "n", TypeInt)}, []int{0}},
 		{"USE ks", nil, nil},
 	}
 	for _, tt := range tests {

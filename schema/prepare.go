@@ -857,6 +857,9 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 	}
 	pkBound := make(map[int]int) // partition key column index → marker index
 	set := func(lit *cql.Literal, t *Table, name string, typ Type) {
+		if n := lit.BindName(); n != "" { // a named marker's variable has its name
+			name = n
+		}
 		vars[lit.Index] = Variable{Keyspace: t.Keyspace, Table: t.Name, Name: name, Type: typ}
 	}
 	var visit func(stmt cql.Statement)
@@ -907,6 +910,9 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 	if bst, ok := stmt.(*cql.BatchStmt); ok {
 		if bst.Timestamp != nil && bst.Timestamp.Kind == cql.LitBind {
 			vars[bst.Timestamp.Index] = Variable{Name: "[timestamp]", Type: TypeBigInt}
+			if n := bst.Timestamp.BindName(); n != "" {
+				vars[bst.Timestamp.Index].Name = n
+			}
 		}
 		for _, c := range bst.Statements {
 			visit(c)
