@@ -116,6 +116,10 @@ func (e *Executor) executeBatchStmt(ctx context.Context, st *cql.BatchStmt, keys
 	return e.runBatch(ctx, s, b.Writes, st.Statements, !b.Unlogged, cl, req.Timestamp, req.HasTimestamp, b.Timeout)
 }
 
+// batchSizeWarn is the size of a batch's mutations above which its Result warns: Cassandra's
+// default batch_size_warn_threshold, 5 KiB.
+const batchSizeWarn = 5 << 10
+
 // partitionWrites is what a batch writes to one partition of one table.
 type partitionWrites struct {
 	table *schema.Table
@@ -179,15 +183,21 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 			m.PartitionDeletion = d
 		}
 	}
+	total := 0
 	for _, g := range groups {
-		if size := proto.Size(g.m); size > e.maxMutation {
+		size := proto.Size(g.m)
+		if size > e.maxMutation {
 			return first, coordinator.Result{}, &coordinator.InvalidError{Pos: g.pos, Err: fmt.Errorf("the writes of this BATCH to one partition of %s are %d bytes; the largest write is %d bytes (max_mutation_size)",
 				g.table.QualifiedName(), size, e.maxMutation)}
 		}
+		total += size
 	}
 	var res coordinator.Result
 	if logged && len(groups) > 1 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("this LOGGED BATCH writes %d partitions and ran as an UNLOGGED one: kvnode has no batchlog yet, so a failure part way can leave some partitions written and others not", len(groups)))
+	}
+	if total > batchSizeWarn {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("this BATCH is %d bytes, more than %d (Cassandra's batch_size_warn_threshold): a batch is not a way to load data faster; it makes one coordinator and one set of replicas do all the work", total, batchSizeWarn))
 	}
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, timeout))
 	for _, g := range groups {

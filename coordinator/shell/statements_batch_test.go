@@ -69,6 +69,12 @@ func TestBatchStatement(t *testing.T) {
 		t.Errorf("after writes at timestamps 10 then 5: %q, want 'ten'", got)
 	}
 
+	// A large batch warns.
+	big := "BEGIN UNLOGGED BATCH INSERT INTO t (k, c, v) VALUES ('f', 1, '" + strings.Repeat("x", 6000) + "') APPLY BATCH"
+	if res, err := c.run("n1", coordinator.Statement{Text: big}); err != nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "more than 5120 (Cassandra's batch_size_warn_threshold)") {
+		t.Errorf("a BATCH of 6000 bytes: %v, warnings %q", err, res.Warnings)
+	}
+
 	for _, tt := range []struct{ text, want string }{
 		{"BEGIN BATCH INSERT INTO t (k, c) VALUES ('a', 'x') APPLY BATCH", "statement 1 of the BATCH (INSERT): column c is int; cannot assign string literal 'x'"},
 		{"BEGIN BATCH INSERT INTO t (k, c) VALUES ('a', 1); INSERT INTO nope (k) VALUES ('a') APPLY BATCH", "statement 2 of the BATCH (INSERT): unknown table ks.nope"},
