@@ -235,9 +235,52 @@ func (s *Scanner) number(pos Pos) (Pos, Token, string) {
 		s.digits()
 	}
 	if s.off < len(s.src) && isIdentChar(s.src[s.off]) {
+		if tok == INT && isDigit(s.src[start]) {
+			return s.duration(pos, start)
+		}
 		return pos, ILLEGAL, s.malformed(start, "number")
 	}
 	return pos, tok, s.src[start:s.off]
+}
+
+// duration scans a duration literal that began as the digits at start:
+// one or more of a number and a unit (y, mo, w, d, h, m, s, ms, us, ns,
+// case-insensitive), as in 1h30m. Anything else is a malformed number.
+func (s *Scanner) duration(pos Pos, start int) (Pos, Token, string) {
+	msg := s.malformed(start, "number")
+	lit := s.src[start:s.off]
+	if !IsDuration(lit) {
+		return pos, ILLEGAL, msg
+	}
+	return pos, DURATION, lit
+}
+
+// IsDuration reports whether lit is a duration literal: one or more of a
+// number and a unit (y, mo, w, d, h, m, s, ms, us, ns, case-insensitive).
+func IsDuration(lit string) bool {
+	if lit == "" {
+		return false
+	}
+	for i := 0; i < len(lit); {
+		j := i
+		for j < len(lit) && isDigit(lit[j]) {
+			j++
+		}
+		k := j
+		for k < len(lit) && isLetter(lit[k]) {
+			k++
+		}
+		if j == i || k == j {
+			return false
+		}
+		switch strings.ToLower(lit[j:k]) {
+		case "y", "mo", "w", "d", "h", "m", "s", "ms", "us", "ns":
+		default:
+			return false
+		}
+		i = k
+	}
+	return true
 }
 
 // malformed consumes the rest of a word that began as a number and returns

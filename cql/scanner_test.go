@@ -111,3 +111,29 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+func TestScanDuration(t *testing.T) {
+	tests := []struct {
+		src  string
+		tok  Token
+		want string
+	}{
+		{"500ms", DURATION, "500ms"},
+		{"1h30m", DURATION, "1h30m"},
+		{"2S", DURATION, "2S"},
+		{"1y2mo3w4d5h6m7s8ms9us10ns", DURATION, "1y2mo3w4d5h6m7s8ms9us10ns"},
+		{"5parsecs", ILLEGAL, "malformed number 5parsecs"},
+		{"1h30", ILLEGAL, "malformed number 1h30"},
+		{"1.5s", ILLEGAL, "malformed number 1.5s"},
+		{"-5s", ILLEGAL, "malformed number -5s"},
+		{"10abc", ILLEGAL, "malformed number 10abc"},
+	}
+	for _, tt := range tests {
+		var s Scanner
+		s.Init(tt.src)
+		_, tok, lit := s.Scan()
+		if tok != tt.tok || lit != tt.want {
+			t.Errorf("Scan(%q) = %s %q, want %s %q", tt.src, tok, lit, tt.tok, tt.want)
+		}
+	}
+}

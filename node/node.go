@@ -266,6 +266,9 @@ func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 // Replica returns the node's replica service.
 func (n *Node) Replica() *replica.Service { return n.replica }
 
+// Executor returns the node's coordinator: the domain API the front ends adapt.
+func (n *Node) Executor() *shell.Executor { return n.exec }
+
 // Registry returns the node's Prometheus registry.
 func (n *Node) Registry() *prometheus.Registry { return n.registry }
 

@@ -518,6 +518,8 @@ func StatementName(stmt cql.Statement) string {
 		return "SELECT"
 	case *cql.DescribeStmt:
 		return "DESCRIBE"
+	case *cql.BatchStmt:
+		return "BATCH"
 	}
 	return fmt.Sprintf("%T", stmt)
 }
