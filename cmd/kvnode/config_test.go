@@ -144,6 +144,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20,
 			WriteTimeout: time.Millisecond, ReadTimeout: time.Minute, SchemaAgreementTimeout: time.Hour,
 			MaxMutationSize: 5, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,
+			DataCenter: "dc2", Rack: "r9",
 		},
 		Sync: false, LogLevel: slog.LevelWarn,
 	}
