@@ -365,3 +365,33 @@ func TestSystemKeyspacesAreReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeAddressReachesPeers checks that the native protocol address a node publishes once its
+// listener is bound (Cluster.SetNativeAddr) is what the other nodes report in system.peers_v2, and
+// what the node reports for itself.
+func TestNativeAddressReachesPeers(t *testing.T) {
+	tc := startCluster(t, 2)
+	if err := tc.nodes[0].Cluster().SetNativeAddr("127.0.0.1:19042"); err != nil {
+		t.Fatal(err)
+	}
+	if got := int32Of(sysRows(t, tc.nodes[0], "SELECT rpc_port FROM system.local")[0]["rpc_port"]); got != 19042 {
+		t.Errorf("node 1's system.local rpc_port = %d, want 19042", got)
+	}
+	hostID := systables.HostID(tc.nodes[0].ID())
+	poll.Must(t, 30*time.Second, "node 2 reports node 1's native port 19042", func() error {
+		rows := sysRows(t, tc.nodes[1], "SELECT native_port FROM system.peers_v2 WHERE host_id = ?", hostID[:])
+		if len(rows) != 1 {
+			return fmt.Errorf("%d rows for node 1", len(rows))
+		}
+		if p := int32Of(rows[0]["native_port"]); p != 19042 {
+			return fmt.Errorf("native_port %d", p)
+		}
+		return nil
+	})
+	if err := tc.nodes[0].Cluster().SetNativeAddr(strings.Repeat("x", cluster.MaxMetaSize)); !errors.Is(err, cluster.ErrMetaTooLarge) {
+		t.Errorf("SetNativeAddr with a %d-byte address: %v, want ErrMetaTooLarge", cluster.MaxMetaSize, err)
+	}
+	if got := int32Of(sysRows(t, tc.nodes[0], "SELECT rpc_port FROM system.local")[0]["rpc_port"]); got != 19042 {
+		t.Errorf("after a refused SetNativeAddr, rpc_port = %d, want 19042 still", got)
+	}
+}
