@@ -160,109 +160,163 @@ func refuseDDL(pos cql.Pos, ks, what string) (coordinator.Result, bool, error) {
 	}
 }
 
-// selectRows answers a SELECT on system keyspace ks.
-func (t *Tables) selectRows(st *cql.SelectStmt, ks string, values []coordinator.Value) (coordinator.Result, error) {
+// query is a SELECT on a system table, resolved: the table, the projection and the restrictions.
+type query struct {
+	ks      string
+	tbl     *table
+	proj    []int // column indexes, in the order selected
+	where   []restriction
+	limit   *cql.Literal // nil without LIMIT
+	markers []coordinator.Variable
+}
+
+// restriction is col = value, the value a literal's encoding or (bind ≥ 0) the bind-th marker's.
+type restriction struct {
+	col  int
+	lit  []byte
+	bind int
+	pos  cql.Pos
+}
+
+// resolve checks a SELECT against system keyspace ks's tables.
+func (t *Tables) resolve(st *cql.SelectStmt, ks string) (*query, error) {
 	tbl, ok := t.tables[tableKey{ks, st.Table.Name.Name}]
 	if !ok {
-		return coordinator.Result{}, &coordinator.InvalidError{
+		return nil, &coordinator.InvalidError{
 			Pos: st.Table.Name.NamePos,
 			Err: fmt.Errorf("%w %s.%s (the %s keyspace has %s)", schema.ErrUnknownTable, cql.QuoteIdent(ks),
 				cql.QuoteIdent(st.Table.Name.Name), ks, strings.Join(t.tableNames(ks), ", ")),
 		}
 	}
 	if len(st.OrderBy) > 0 {
-		return coordinator.Result{}, &coordinator.InvalidError{Pos: st.OrderBy[0].Column.NamePos,
+		return nil, &coordinator.InvalidError{Pos: st.OrderBy[0].Column.NamePos,
 			Err: fmt.Errorf("ORDER BY is not supported on system table %s.%s", ks, tbl.name)}
 	}
-	// Projection.
-	var proj []int
+	q := &query{ks: ks, tbl: tbl, limit: st.Limit}
 	if st.Star {
-		proj = make([]int, len(tbl.columns))
-		for i := range proj {
-			proj[i] = i
+		q.proj = make([]int, len(tbl.columns))
+		for i := range q.proj {
+			q.proj[i] = i
 		}
 	} else {
 		for _, id := range st.Columns {
 			i, ok := tbl.column(id.Name)
 			if !ok {
-				return coordinator.Result{}, &coordinator.InvalidError{Pos: id.NamePos,
+				return nil, &coordinator.InvalidError{Pos: id.NamePos,
 					Err: fmt.Errorf("undefined column name %s in system table %s.%s", cql.QuoteIdent(id.Name), ks, tbl.name)}
 			}
-			proj = append(proj, i)
+			q.proj = append(q.proj, i)
 		}
 	}
-	// Bound values: markers number in order of appearance, the WHERE clause's before LIMIT's.
-	markers := 0
-	for _, r := range st.Where {
-		if isBind(r.Value) {
-			markers++
-		}
-	}
-	if st.Limit != nil && st.Limit.Kind == cql.LitBind {
-		markers++
-	}
-	if len(values) != markers {
-		return coordinator.Result{}, &coordinator.InvalidError{
-			Err: fmt.Errorf("the statement has %d bind markers but %d values were bound", markers, len(values))}
-	}
-	next := 0
-	type filter struct {
-		col  int
-		want []byte
-	}
-	var filters []filter
+	// Markers number in order of appearance, the WHERE clause's before LIMIT's.
 	for _, r := range st.Where {
 		i, ok := tbl.column(r.Column.Name)
 		if !ok {
-			return coordinator.Result{}, &coordinator.InvalidError{Pos: r.Column.NamePos,
+			return nil, &coordinator.InvalidError{Pos: r.Column.NamePos,
 				Err: fmt.Errorf("undefined column name %s in system table %s.%s", cql.QuoteIdent(r.Column.Name), ks, tbl.name)}
 		}
 		col := tbl.columns[i]
 		if r.Op != cql.EQ {
-			return coordinator.Result{}, &coordinator.InvalidError{Pos: r.OpPos,
+			return nil, &coordinator.InvalidError{Pos: r.OpPos,
 				Err: fmt.Errorf("system table %s.%s supports only '=' restrictions, found '%s' on %s", ks, tbl.name, r.Op, col.name)}
 		}
-		var want []byte
+		res := restriction{col: i, bind: -1, pos: r.Value.Pos()}
 		if isBind(r.Value) {
-			v := values[next]
-			next++
-			if v.Unset || v.Bytes == nil {
-				return coordinator.Result{}, &coordinator.InvalidError{Pos: r.Value.Pos(),
-					Err: fmt.Errorf("invalid null or unset value bound for %s of system table %s.%s", col.name, ks, tbl.name)}
-			}
-			want = v.Bytes
+			res.bind = len(q.markers)
+			q.markers = append(q.markers, coordinator.Variable{Keyspace: ks, Table: tbl.name, Name: col.name, Type: col.typ})
 		} else {
 			b, err := schema.LiteralValue(col.typ, r.Value)
 			if err != nil {
-				return coordinator.Result{}, &coordinator.InvalidError{Pos: r.Value.Pos(),
+				return nil, &coordinator.InvalidError{Pos: r.Value.Pos(),
 					Err: fmt.Errorf("restriction on %s of system table %s.%s: %w", col.name, ks, tbl.name, err)}
 			}
-			want = b
+			res.lit = b
 		}
-		filters = append(filters, filter{i, want})
+		q.where = append(q.where, res)
+	}
+	if st.Limit != nil {
+		if st.Limit.Kind == cql.LitBind {
+			q.markers = append(q.markers, coordinator.Variable{Keyspace: ks, Table: tbl.name, Name: "[limit]", Type: schema.TypeInt})
+		} else if _, err := limitValue(st.Limit, nil, 0); err != nil {
+			return nil, &coordinator.InvalidError{Pos: st.Limit.ValuePos, Err: err}
+		}
+	}
+	return q, nil
+}
+
+// columns returns the result's columns.
+func (q *query) columns() []coordinator.RowColumn {
+	cols := make([]coordinator.RowColumn, len(q.proj))
+	for i, c := range q.proj {
+		cols[i] = coordinator.RowColumn{Name: q.tbl.columns[c].name, Type: q.tbl.columns[c].typ}
+	}
+	return cols
+}
+
+// Prepare describes a statement on a system keyspace as the native protocol's PREPARE answer
+// does (handled is true): its bind markers and, for a SELECT, its result columns. Writes and
+// schema changes naming a system keyspace are refused as Execute refuses them; other statements
+// are not handled.
+func (t *Tables) Prepare(stmt cql.Statement, keyspace string) (vars []coordinator.Variable, cols []coordinator.RowColumn, handled bool, err error) {
+	st, ok := stmt.(*cql.SelectStmt)
+	if !ok {
+		if _, ok := stmt.(*cql.UseStmt); ok {
+			return nil, nil, false, nil
+		}
+		_, handled, err := t.Execute(stmt, keyspace, nil)
+		return nil, nil, handled, err
+	}
+	ks := qualify(st.Table, keyspace)
+	if !IsSystemKeyspace(ks) {
+		return nil, nil, false, nil
+	}
+	q, err := t.resolve(st, ks)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	return q.markers, q.columns(), true, nil
+}
+
+// selectRows answers a SELECT on system keyspace ks.
+func (t *Tables) selectRows(st *cql.SelectStmt, ks string, values []coordinator.Value) (coordinator.Result, error) {
+	q, err := t.resolve(st, ks)
+	if err != nil {
+		return coordinator.Result{}, err
+	}
+	if len(values) != len(q.markers) {
+		return coordinator.Result{}, &coordinator.InvalidError{
+			Err: fmt.Errorf("the statement has %d bind markers but %d values were bound", len(q.markers), len(values))}
+	}
+	want := make([][]byte, len(q.where))
+	for i, r := range q.where {
+		if r.bind < 0 {
+			want[i] = r.lit
+			continue
+		}
+		v := values[r.bind]
+		if v.Unset || v.Bytes == nil {
+			return coordinator.Result{}, &coordinator.InvalidError{Pos: r.pos,
+				Err: fmt.Errorf("invalid null or unset value bound for %s of system table %s.%s", q.tbl.columns[r.col].name, q.ks, q.tbl.name)}
+		}
+		want[i] = v.Bytes
 	}
 	limit := 0
-	if st.Limit != nil {
-		var err error
-		if limit, err = limitValue(st.Limit, values, next); err != nil {
-			return coordinator.Result{}, &coordinator.InvalidError{Pos: st.Limit.ValuePos, Err: err}
+	if q.limit != nil {
+		if limit, err = limitValue(q.limit, values, len(values)-1); err != nil {
+			return coordinator.Result{}, &coordinator.InvalidError{Pos: q.limit.ValuePos, Err: err}
 		}
 	}
 
-	rows := tbl.rows(t.view())
-	out := &coordinator.Rows{Keyspace: ks, Table: tbl.name, Columns: make([]coordinator.RowColumn, len(proj))}
-	for i, c := range proj {
-		out.Columns[i] = coordinator.RowColumn{Name: tbl.columns[c].name, Type: tbl.columns[c].typ}
-	}
+	out := &coordinator.Rows{Keyspace: q.ks, Table: q.tbl.name, Columns: q.columns()}
 rowLoop:
-	for _, row := range rows {
-		for _, f := range filters {
-			if string(row[f.col]) != string(f.want) || row[f.col] == nil {
+	for _, row := range q.tbl.rows(t.view()) {
+		for i, r := range q.where {
+			if row[r.col] == nil || string(row[r.col]) != string(want[i]) {
 				continue rowLoop
 			}
 		}
-		vals := make([][]byte, len(proj))
-		for i, c := range proj {
+		vals := make([][]byte, len(q.proj))
+		for i, c := range q.proj {
 			vals[i] = row[c]
 		}
 		out.Values = append(out.Values, vals)

@@ -300,3 +300,38 @@ func TestBadQueriesAreInvalidRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestPrepareDescribesMarkersAndColumns(t *testing.T) {
+	tb := newTestTables(t)
+	prep := func(text string) ([]coordinator.Variable, []coordinator.RowColumn, bool, error) {
+		stmts, err := cql.Parse(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		return tb.Prepare(stmts[0], "")
+	}
+	vars, cols, handled, err := prep("SELECT table_name, position FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'b' AND column_name = ? LIMIT ?")
+	if !handled || err != nil {
+		t.Fatalf("Prepare: handled %v, error %v", handled, err)
+	}
+	var got []string
+	for _, v := range vars {
+		got = append(got, v.Keyspace+"."+v.Table+"."+v.Name+":"+v.Type.String())
+	}
+	want := []string{"system_schema.columns.keyspace_name:text", "system_schema.columns.column_name:text", "system_schema.columns.[limit]:int"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Prepare variables = %v, want %v", got, want)
+	}
+	if len(cols) != 2 || cols[0].Name != "table_name" || cols[1].Name != "position" || cols[1].Type != schema.TypeInt {
+		t.Errorf("Prepare columns = %v, want table_name text, position int", cols)
+	}
+	if _, _, handled, err := prep("SELECT * FROM ks.a WHERE k = ?"); handled || err != nil {
+		t.Errorf("Prepare on a user table: handled %v, error %v; want it left to the executor", handled, err)
+	}
+	if _, _, handled, err := prep("SELECT nope FROM system.local"); !handled || err == nil {
+		t.Errorf("Prepare with an unknown column: handled %v, error %v; want an error", handled, err)
+	}
+	if _, _, handled, err := prep("INSERT INTO system.local (key) VALUES (?)"); !handled || err == nil {
+		t.Errorf("Prepare of a write to system.local: handled %v, error %v; want it refused", handled, err)
+	}
+}
