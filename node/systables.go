@@ -51,7 +51,7 @@ func (s systemSource) node(m cluster.Member, ring *cluster.Ring) systables.Node 
 		SchemaDigest: m.SchemaDigest,
 		Tokens:       ring.Tokens(m.ID),
 	}
-	if !sn.Address.IsValid() {
+	if !sn.Address.IsValid() || sn.Address.IsUnspecified() { // a wildcard listener: gossip has the real IP
 		sn.Address = hostAddr(m.GossipAddr)
 	}
 	if sn.DataCenter == "" { // a member running a release that does not gossip its placement

@@ -71,6 +71,7 @@ type Source interface {
 // Tables serves the system tables of one node. It is safe for concurrent use.
 type Tables struct {
 	src    Source
+	defs   []*table
 	tables map[tableKey]*table
 }
 
@@ -81,8 +82,8 @@ func New(src Source) (*Tables, error) {
 	if src == nil {
 		return nil, errors.New("systables: Source is nil")
 	}
-	t := &Tables{src: src, tables: map[tableKey]*table{}}
-	for _, d := range definitions() {
+	t := &Tables{src: src, defs: definitions(), tables: map[tableKey]*table{}}
+	for _, d := range t.defs {
 		t.tables[tableKey{d.keyspace, d.name}] = d
 	}
 	return t, nil
@@ -307,9 +308,13 @@ func (t *Tables) selectRows(st *cql.SelectStmt, ks string, values []coordinator.
 		}
 	}
 
+	restrict := make(map[string][]byte, len(q.where))
+	for i, r := range q.where {
+		restrict[q.tbl.columns[r.col].name] = want[i]
+	}
 	out := &coordinator.Rows{Keyspace: q.ks, Table: q.tbl.name, Columns: q.columns()}
 rowLoop:
-	for _, row := range q.tbl.rows(t.view()) {
+	for _, row := range q.tbl.rows(t.view(q.tbl, restrict)) {
 		for i, r := range q.where {
 			if row[r.col] == nil || string(row[r.col]) != string(want[i]) {
 				continue rowLoop
@@ -359,7 +364,7 @@ func limitValue(l *cql.Literal, values []coordinator.Value, i int) (int, error) 
 
 func (t *Tables) tableNames(ks string) []string {
 	var names []string
-	for _, d := range definitions() {
+	for _, d := range t.defs {
 		if d.keyspace == ks {
 			names = append(names, d.name)
 		}

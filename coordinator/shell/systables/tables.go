@@ -244,16 +244,34 @@ type view struct {
 	local       Node
 	peers       []Node
 	defs        []*table
+	// restrict holds the query's equality restrictions by column name (the last one of a
+	// column): builders skip keyspaces and tables that cannot match. The query still filters
+	// every row it gets.
+	restrict map[string][]byte
 }
 
-func (t *Tables) view() *view {
-	return &view{
-		clusterName: t.src.ClusterName(),
-		schema:      t.src.Schema(),
-		local:       t.src.Local(),
-		peers:       t.src.Peers(),
-		defs:        definitions(),
+// keep reports whether rows whose column col is val may match the query.
+func (v *view) keep(col, val string) bool {
+	w, ok := v.restrict[col]
+	return !ok || string(w) == val
+}
+
+// view reads the node for a query on tbl with the given restrictions. Only what tbl's rows need is
+// read.
+func (t *Tables) view(tbl *table, restrict map[string][]byte) *view {
+	v := &view{defs: t.defs, restrict: restrict}
+	switch tbl.keyspace {
+	case KeyspaceSystem:
+		v.clusterName = t.src.ClusterName()
+		if tbl.name == "local" {
+			v.local = t.src.Local()
+		} else {
+			v.peers = t.src.Peers()
+		}
+	case KeyspaceSystemSchema:
+		v.schema = t.src.Schema()
 	}
+	return v
 }
 
 func tokenStrings(tokens []int64) []string {
@@ -335,6 +353,9 @@ const (
 func keyspaceRows(v *view) []map[string][]byte {
 	var rows []map[string][]byte
 	for _, ks := range []string{KeyspaceSystem, KeyspaceSystemSchema} {
+		if !v.keep("keyspace_name", ks) {
+			continue
+		}
 		rows = append(rows, map[string][]byte{
 			"keyspace_name":  encText(ks),
 			"durable_writes": encBool(true),
@@ -342,6 +363,9 @@ func keyspaceRows(v *view) []map[string][]byte {
 		})
 	}
 	for _, ks := range v.schema.Keyspaces() {
+		if !v.keep("keyspace_name", ks.Name) {
+			continue
+		}
 		rows = append(rows, map[string][]byte{
 			"keyspace_name":  encText(ks.Name),
 			"durable_writes": encBool(true),
@@ -385,10 +409,19 @@ func tableOptions(ks, name string, id uint64, rl schema.RateLimit) map[string][]
 func tableRows(v *view) []map[string][]byte {
 	var rows []map[string][]byte
 	for _, d := range v.defs {
+		if !v.keep("keyspace_name", d.keyspace) || !v.keep("table_name", d.name) {
+			continue
+		}
 		rows = append(rows, tableOptions(d.keyspace, d.name, 0, schema.RateLimit{}))
 	}
 	for _, ks := range v.schema.Keyspaces() {
+		if !v.keep("keyspace_name", ks.Name) {
+			continue
+		}
 		for _, t := range v.schema.Tables(ks.Name) {
+			if !v.keep("table_name", t.Name) {
+				continue
+			}
 			rows = append(rows, tableOptions(t.Keyspace, t.Name, uint64(t.ID), t.RateLimit))
 		}
 	}
@@ -411,6 +444,9 @@ func columnRow(ks, tbl, name, cqlType, kind string, position int, order string) 
 func columnRows(v *view) []map[string][]byte {
 	var rows []map[string][]byte
 	for _, d := range v.defs {
+		if !v.keep("keyspace_name", d.keyspace) || !v.keep("table_name", d.name) {
+			continue
+		}
 		for _, c := range d.columns {
 			order := "none"
 			if c.kind == "clustering" {
@@ -420,7 +456,13 @@ func columnRows(v *view) []map[string][]byte {
 		}
 	}
 	for _, ks := range v.schema.Keyspaces() {
+		if !v.keep("keyspace_name", ks.Name) {
+			continue
+		}
 		for _, t := range v.schema.Tables(ks.Name) {
+			if !v.keep("table_name", t.Name) {
+				continue
+			}
 			for i, c := range t.PartitionKey {
 				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.String(), "partition_key", i, "none"))
 			}
@@ -451,10 +493,19 @@ func scyllaTableRow(ks, name string, version UUID) map[string][]byte {
 func scyllaTableRows(v *view) []map[string][]byte {
 	var rows []map[string][]byte
 	for _, d := range v.defs {
+		if !v.keep("keyspace_name", d.keyspace) || !v.keep("table_name", d.name) {
+			continue
+		}
 		rows = append(rows, scyllaTableRow(d.keyspace, d.name, tableUUID(d.keyspace, d.name, 0)))
 	}
 	for _, ks := range v.schema.Keyspaces() {
+		if !v.keep("keyspace_name", ks.Name) {
+			continue
+		}
 		for _, t := range v.schema.Tables(ks.Name) {
+			if !v.keep("table_name", t.Name) {
+				continue
+			}
 			// version changes with every ALTER of the table, as ScyllaDB's does.
 			rows = append(rows, scyllaTableRow(t.Keyspace, t.Name, nameUUID(nsTableID, []byte(t.QualifiedName()+"\x00"+t.Version.String()))))
 		}
