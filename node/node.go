@@ -159,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Local:             n.replica,
 		Schema:            n.schema,
 		Cluster:           ring,
-		SystemTables:      sysTables,
+		System:            sysTables,
 		Now:               now,
 		WriteTimeout:      cfg.WriteTimeout,
 		ReadTimeout:       cfg.ReadTimeout,

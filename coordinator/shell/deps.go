@@ -56,13 +56,3 @@ type SchemaManager interface {
 type ClusterDescriber interface {
 	DescribeCluster() string
 }
-
-// SystemTables answers the statements that concern the system keyspaces (system,
-// system_schema), which every node serves from its own state; package systables implements it.
-type SystemTables interface {
-	// Execute answers stmt when it concerns a system keyspace (handled is true; reads are
-	// answered, writes and schema changes refused with an *coordinator.InvalidError) and
-	// leaves every other statement to the executor. keyspace is the session's keyspace,
-	// values the statement's bound values.
-	Execute(stmt cql.Statement, keyspace string, values []coordinator.Value) (res coordinator.Result, handled bool, err error)
-}

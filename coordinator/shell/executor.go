@@ -41,10 +41,9 @@ type Config struct {
 	Schema SchemaManager
 	// Cluster answers DESCRIBE CLUSTER. Nil makes DESCRIBE CLUSTER an error.
 	Cluster ClusterDescriber
-	// SystemTables answers the statements on the system keyspaces (system.local,
-	// system.peers, system_schema.*) before anything else looks at them. Nil leaves them to
-	// the schema, which does not know those keyspaces.
-	SystemTables SystemTables
+	// System serves the computed system tables drivers read. Nil means none: a SELECT of them
+	// is an unknown keyspace.
+	System SystemTables
 	// Now is the clock for write timestamps, the local limiter and deadlines. Nil means time.Now.
 	// Deadlines are waited for with timers, so a fake clock that stands still does not stop
 	// requests from timing out.
@@ -130,7 +129,7 @@ type Executor struct {
 	local     LocalLimiter
 	schema    SchemaManager
 	cluster   ClusterDescriber
-	systables SystemTables
+	system    SystemTables
 	now       func() time.Time
 	draw      func() float64
 	logger    *slog.Logger
@@ -182,7 +181,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		local:         cfg.Local,
 		schema:        cfg.Schema,
 		cluster:       cfg.Cluster,
-		systables:     cfg.SystemTables,
+		system:        cfg.System,
 		now:           cfg.Now,
 		draw:          cfg.Draw,
 		logger:        cfg.Logger,
@@ -346,11 +345,6 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 		}
 	}
 	keyspace := req.Keyspace
-	if e.systables != nil {
-		if res, ok, err := e.systables.Execute(stmts[0], keyspace, req.Values); ok {
-			return kindOther, cl, nil, res, err
-		}
-	}
 	switch st := stmts[0].(type) {
 	case *cql.SelectStmt:
 		t, resp, err := e.executeSelect(ctx, st, keyspace, cl)

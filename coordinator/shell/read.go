@@ -31,6 +31,14 @@ type readSpec struct {
 // executeSelect runs a SELECT at consistency cl. It returns the table once the statement
 // resolved it, for the Observer.
 func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl coordinator.Consistency) (*schema.Table, coordinator.Result, error) {
+	if e.system != nil {
+		if res, ok, err := e.system.Select(ctx, st, keyspace, nil); ok {
+			if err != nil {
+				return nil, coordinator.Result{}, err
+			}
+			return nil, res, nil
+		}
+	}
 	s := e.schema.Schema()
 	r, err := s.PrepareRead(st, keyspace)
 	if err != nil {

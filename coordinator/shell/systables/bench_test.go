@@ -1,6 +1,7 @@
 package systables
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -42,13 +43,15 @@ func benchQuery(b *testing.B, text string, values ...string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	st := stmts[0].(*cql.SelectStmt)
+	ctx := context.Background()
 	var vals []coordinator.Value
 	for _, v := range values {
 		vals = append(vals, coordinator.Value{Bytes: []byte(v)})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := tb.Execute(stmts[0], "", vals); err != nil {
+		if _, _, err := tb.Select(ctx, st, "", vals); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,11 +6,12 @@
 // moment of the query, with no storage and no replica traffic, and they are exempt from the rate
 // limiter.
 //
-// Tables.Execute is the coordinator shell's hook (shell.Config.SystemTables): it answers a
-// SELECT on the keyspaces system and system_schema (projections, equality filters on any
-// column with or without ALLOW FILTERING, bind markers, LIMIT), takes USE of them, and refuses
-// every write and schema change naming them with an invalid-request error. Statements on other
-// keyspaces are left to the shell.
+// Tables is the coordinator shell's shell.SystemTables (shell.Config.System): Select answers a
+// SELECT of the keyspaces system and system_schema (projections, equality restrictions on any
+// column with or without ALLOW FILTERING, bind markers, LIMIT) and Prepare describes one for the
+// native protocol's PREPARE. SELECTs of other keyspaces are left to the shell. Writes and schema
+// changes naming the system keyspaces never reach this package: the schema refuses them as
+// read-only.
 //
 // Derived identities: host_id is the node id when it is a UUID (kvnode generates version 4 UUIDs),
 // else a version 5 UUID of the id (HostID); schema_version is a version 5 UUID of the node's

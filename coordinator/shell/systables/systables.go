@@ -1,6 +1,7 @@
 package systables
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,42 +95,19 @@ func IsSystemKeyspace(name string) bool {
 	return name == KeyspaceSystem || name == KeyspaceSystemSchema
 }
 
-// Execute answers stmt when it concerns a system keyspace (handled is true): a SELECT is
-// answered, USE is taken, and every write and schema statement is refused with an
-// *coordinator.InvalidError. keyspace is the session's keyspace for unqualified names; values
-// are the statement's bound values. Statements on other keyspaces are not handled.
-func (t *Tables) Execute(stmt cql.Statement, keyspace string, values []coordinator.Value) (res coordinator.Result, handled bool, err error) {
-	switch st := stmt.(type) {
-	case *cql.SelectStmt:
-		ks := qualify(st.Table, keyspace)
-		if !IsSystemKeyspace(ks) {
-			return coordinator.Result{}, false, nil
-		}
-		res, err := t.selectRows(st, ks, values)
-		return res, true, err
-	case *cql.UseStmt:
-		if !IsSystemKeyspace(st.Keyspace.Name) {
-			return coordinator.Result{}, false, nil
-		}
-		return coordinator.Result{Kind: coordinator.ResultSetKeyspace, Keyspace: st.Keyspace.Name}, true, nil
-	case *cql.InsertStmt:
-		return t.refuseWrite(st.Table, keyspace, "INSERT")
-	case *cql.UpdateStmt:
-		return t.refuseWrite(st.Table, keyspace, "UPDATE")
-	case *cql.DeleteStmt:
-		return t.refuseWrite(st.Table, keyspace, "DELETE")
-	case *cql.CreateTableStmt:
-		return refuseDDL(st.Start, qualify(st.Table, keyspace), "CREATE TABLE")
-	case *cql.AlterTableStmt:
-		return refuseDDL(st.Start, qualify(st.Table, keyspace), "ALTER TABLE")
-	case *cql.DropTableStmt:
-		return refuseDDL(st.Start, qualify(st.Table, keyspace), "DROP TABLE")
-	case *cql.CreateKeyspaceStmt:
-		return refuseDDL(st.Start, st.Name.Name, "CREATE KEYSPACE")
-	case *cql.DropKeyspaceStmt:
-		return refuseDDL(st.Start, st.Name.Name, "DROP KEYSPACE")
+// Select answers st when it reads a table of a system keyspace (ok is true), with values binding
+// its markers; errors are *coordinator.InvalidError. keyspace is the session's keyspace for an
+// unqualified table name. A SELECT of any other keyspace is not answered (ok is false).
+func (t *Tables) Select(ctx context.Context, st *cql.SelectStmt, keyspace string, values []coordinator.Value) (res coordinator.Result, ok bool, err error) {
+	ks := qualify(st.Table, keyspace)
+	if !IsSystemKeyspace(ks) {
+		return coordinator.Result{}, false, nil
 	}
-	return coordinator.Result{}, false, nil
+	if err := ctx.Err(); err != nil {
+		return coordinator.Result{}, true, err
+	}
+	res, err = t.selectRows(st, ks, values)
+	return res, true, err
 }
 
 func qualify(tn cql.TableName, keyspace string) string {
@@ -137,28 +115,6 @@ func qualify(tn cql.TableName, keyspace string) string {
 		return tn.Keyspace.Name
 	}
 	return keyspace
-}
-
-func (t *Tables) refuseWrite(tn cql.TableName, keyspace, what string) (coordinator.Result, bool, error) {
-	ks := qualify(tn, keyspace)
-	if !IsSystemKeyspace(ks) {
-		return coordinator.Result{}, false, nil
-	}
-	return coordinator.Result{}, true, &coordinator.InvalidError{
-		Pos: tn.Name.NamePos,
-		Err: fmt.Errorf("%s on %s.%s: the %s keyspace is read-only (its tables are served by each node from its own state)",
-			what, cql.QuoteIdent(ks), cql.QuoteIdent(tn.Name.Name), ks),
-	}
-}
-
-func refuseDDL(pos cql.Pos, ks, what string) (coordinator.Result, bool, error) {
-	if !IsSystemKeyspace(ks) {
-		return coordinator.Result{}, false, nil
-	}
-	return coordinator.Result{}, true, &coordinator.InvalidError{
-		Pos: pos,
-		Err: fmt.Errorf("%s in keyspace %s: system keyspaces cannot be changed", what, cql.QuoteIdent(ks)),
-	}
 }
 
 // query is a SELECT on a system table, resolved: the table, the projection and the restrictions.
@@ -254,19 +210,9 @@ func (q *query) columns() []coordinator.RowColumn {
 	return cols
 }
 
-// Prepare describes a statement on a system keyspace as the native protocol's PREPARE answer
-// does (handled is true): its bind markers and, for a SELECT, its result columns. Writes and
-// schema changes naming a system keyspace are refused as Execute refuses them; other statements
-// are not handled.
-func (t *Tables) Prepare(stmt cql.Statement, keyspace string) (vars []coordinator.Variable, cols []coordinator.RowColumn, handled bool, err error) {
-	st, ok := stmt.(*cql.SelectStmt)
-	if !ok {
-		if _, ok := stmt.(*cql.UseStmt); ok {
-			return nil, nil, false, nil
-		}
-		_, handled, err := t.Execute(stmt, keyspace, nil)
-		return nil, nil, handled, err
-	}
+// Prepare describes a SELECT of a system table as the native protocol's PREPARE answer does (ok
+// is true): its bind markers and result columns. A SELECT of any other keyspace is not handled.
+func (t *Tables) Prepare(st *cql.SelectStmt, keyspace string) (vars []coordinator.Variable, cols []coordinator.RowColumn, ok bool, err error) {
 	ks := qualify(st.Table, keyspace)
 	if !IsSystemKeyspace(ks) {
 		return nil, nil, false, nil
