@@ -333,3 +333,21 @@ func TestPrepareDescribesMarkersAndColumns(t *testing.T) {
 		t.Errorf("Prepare with an unknown column: handled %v, error %v; want an error", handled, err)
 	}
 }
+
+// TestEveryTableAnswersSelectStar reads every system table whole: every value checks as its
+// column's type (selectRows checks), and the tables with rows have them.
+func TestEveryTableAnswersSelectStar(t *testing.T) {
+	tb := newTestTables(t)
+	for _, d := range definitions() {
+		rows := selectRows(t, tb, "SELECT * FROM "+d.keyspace+"."+d.name)
+		if len(rows.Columns) != len(d.columns) {
+			t.Errorf("%s.%s: %d columns, want %d", d.keyspace, d.name, len(rows.Columns), len(d.columns))
+		}
+		switch d.keyspace + "." + d.name {
+		case "system.local", "system.peers", "system.peers_v2", "system_schema.keyspaces", "system_schema.tables", "system_schema.columns", "system_schema.scylla_tables":
+			if len(rows.Values) == 0 {
+				t.Errorf("%s.%s has no rows", d.keyspace, d.name)
+			}
+		}
+	}
+}
