@@ -54,6 +54,9 @@ func (s systemSource) node(m cluster.Member, ring *cluster.Ring) systables.Node 
 	if !sn.Address.IsValid() || sn.Address.IsUnspecified() { // a wildcard listener: gossip has the real IP
 		sn.Address = hostAddr(m.GossipAddr)
 	}
+	if _, port, err := net.SplitHostPort(m.RPCAddr); err == nil {
+		sn.Port, _ = strconv.Atoi(port)
+	}
 	if sn.DataCenter == "" { // a member running a release that does not gossip its placement
 		sn.DataCenter = cluster.DefaultDataCenter
 	}

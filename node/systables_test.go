@@ -182,6 +182,15 @@ func TestSystemLocalAndPeersDescribeTheCluster(t *testing.T) {
 				}
 				addrCol := "rpc_address"
 				if table == "peers_v2" {
+					var other *node.Node
+					for _, o := range tc.nodes {
+						if o.ID() == id {
+							other = o
+						}
+					}
+					if want := other.Addr()[strings.LastIndex(other.Addr(), ":")+1:]; strconv.Itoa(int(int32Of(p["peer_port"]))) != want {
+						t.Errorf("node %s: system.peers_v2 peer_port of %s = %d, want its internode port %s", nd.ID(), id, int32Of(p["peer_port"]), want)
+					}
 					addrCol = "native_address"
 					if int32Of(p["native_port"]) != systables.DefaultNativePort {
 						t.Errorf("node %s: system.peers_v2 native_port of %s = %d, want %d", nd.ID(), id, int32Of(p["native_port"]), systables.DefaultNativePort)

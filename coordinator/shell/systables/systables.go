@@ -42,6 +42,9 @@ type Node struct {
 	// Address is the node's internode address: system.local's broadcast_address and
 	// listen_address, system.peers' peer.
 	Address netip.Addr
+	// Port is the node's internode port: system.peers_v2's peer_port (with it, the rows of nodes
+	// sharing an IP stay distinct).
+	Port int
 	// NativeAddr and NativePort are where the node serves the native protocol: rpc_address,
 	// native_address and native_port. An invalid NativeAddr means Address; zero NativePort
 	// means DefaultNativePort.

@@ -55,7 +55,7 @@ func newTestTables(t *testing.T) *Tables {
 		local: Node{ID: "4f0c2b8e-1d3a-4c5b-9e6f-7a8b9c0d1e2f", Address: netip.MustParseAddr("10.0.0.1"),
 			DataCenter: "dc1", Rack: "r1", SchemaDigest: "d1", Tokens: []int64{5, -7}},
 		peers: []Node{
-			{ID: "node-b", Address: netip.MustParseAddr("10.0.0.2"), NativeAddr: netip.MustParseAddr("10.1.0.2"), NativePort: 19042,
+			{ID: "node-b", Address: netip.MustParseAddr("10.0.0.2"), Port: 7000, NativeAddr: netip.MustParseAddr("10.1.0.2"), NativePort: 19042,
 				DataCenter: "dc1", Rack: "r2", SchemaDigest: "d1", Tokens: []int64{100}},
 			{ID: "node-c", Address: netip.MustParseAddr("10.0.0.3"), DataCenter: "dc2", Rack: "r3", Tokens: []int64{-100, 200}},
 		},
@@ -198,13 +198,16 @@ func TestLocalAndPeersRows(t *testing.T) {
 		t.Errorf("system.local WHERE key = 'other' gave %d rows", len(rows.Values))
 	}
 
-	v2 := selectRows(t, tb, "SELECT peer, native_address, native_port, host_id, schema_version FROM system.peers_v2")
+	v2 := selectRows(t, tb, "SELECT peer, native_address, native_port, host_id, schema_version, peer_port FROM system.peers_v2")
 	if len(v2.Values) != 2 {
 		t.Fatalf("system.peers_v2: %d rows, want 2", len(v2.Values))
 	}
 	// Rows sort by peer: 10.0.0.2 (node-b) first.
 	if got := v2.Values[0][1]; string(got) != string(netip.MustParseAddr("10.1.0.2").AsSlice()) {
 		t.Errorf("native_address of node-b = %v, want its gossiped 10.1.0.2", got)
+	}
+	if got := v2.Values[0][5]; string(got) != string(encInt(7000)) {
+		t.Errorf("peer_port of node-b = %x, want its internode port 7000", got)
 	}
 	if got := v2.Values[0][2]; string(got) != string(encInt(19042)) {
 		t.Errorf("native_port of node-b = %x, want 19042", got)

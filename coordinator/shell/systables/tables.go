@@ -330,7 +330,7 @@ func peerRows(v *view) []map[string][]byte {
 		addr, port := nativeOf(n)
 		rows = append(rows, map[string][]byte{
 			"peer":            encInet(n.Address),
-			"peer_port":       encInt(0),
+			"peer_port":       encInt(int32(n.Port)),
 			"data_center":     encText(n.DataCenter),
 			"host_id":         encUUID(HostID(n.ID)),
 			"native_address":  encInet(addr),
