@@ -23,6 +23,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -128,6 +129,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		RPCAddr:                n.lis.Addr().String(),
 		Seeds:                  cfg.Seeds,
 		NumTokens:              cfg.NumTokens,
+		DataCenter:             cfg.DataCenter,
+		Rack:                   cfg.Rack,
 		Profile:                cfg.Profile,
 		Logger:                 cfg.Logger, // cluster labels its own records
 		Schema:                 n.schema,
@@ -144,6 +147,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
 	ring := ringView{c: n.cluster, name: cfg.ClusterName}
 	coordMetrics := newCoordinatorMetrics()
+	sysTables, err := systables.New(systemSource{n: n, clusterName: cfg.ClusterName})
+	if err != nil {
+		return nil, err
+	}
 	if n.exec, err = shell.NewExecutor(shell.Config{
 		LocalID:           self,
 		Ring:              ring,
@@ -152,6 +159,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Local:             n.replica,
 		Schema:            n.schema,
 		Cluster:           ring,
+		System:            sysTables,
 		Now:               now,
 		WriteTimeout:      cfg.WriteTimeout,
 		ReadTimeout:       cfg.ReadTimeout,

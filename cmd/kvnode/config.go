@@ -55,6 +55,8 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.NumTokens, "num-tokens", c.NumTokens, "virtual nodes (tokens) this node owns on the ring")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name; nodes gossip only with nodes of the same name")
 	fs.TextVar(&c.Profile, "profile", c.Profile, "gossip and failure-detection timings: lan, local or test")
+	fs.StringVar(&c.DataCenter, "dc", c.DataCenter, "data center of this node, as drivers see it in system.local and system.peers (default datacenter1)")
+	fs.StringVar(&c.Rack, "rack", c.Rack, "rack of this node, as drivers see it in system.local and system.peers (default rack1)")
 	fs.IntVar(&c.LimiterCapacity, "limiter-capacity", c.LimiterCapacity, "partitions the rate limiter tracks per node, 20 bytes each")
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "sync every write to disk before acknowledging it")
 	fs.Int64Var(&c.Storage.CacheSize, "cache-size", c.Storage.CacheSize, "storage block cache size in bytes")

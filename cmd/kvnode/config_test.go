@@ -70,8 +70,10 @@ schema_agreement_timeout: 20s
 max_timestamp_ahead: 72h
 max_mutation_size: 1048576
 shutdown_grace: 30s
+dc: eu-west
+rack: r1
 `)
-	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,",
+	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--rack", "r7",
 		"--tombstone-failure-threshold", "7", "--max-mutation-size", "2097152", "--read-timeout", "9s",
 		"--sync=true", "--profile", "test"}, io.Discard)
 	if err != nil {
@@ -94,6 +96,8 @@ shutdown_grace: 30s
 			MaxTimestampAhead:      72 * time.Hour,
 			MaxMutationSize:        2 << 20, // flag
 			ShutdownGrace:          30 * time.Second,
+			DataCenter:             "eu-west", // from the file
+			Rack:                   "r7",      // flag
 		},
 		Sync:     true, // flag
 		LogLevel: slog.LevelDebug,
@@ -144,6 +148,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20,
 			WriteTimeout: time.Millisecond, ReadTimeout: time.Minute, SchemaAgreementTimeout: time.Hour,
 			MaxMutationSize: 5, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,
+			DataCenter: "dc2", Rack: "r9",
 		},
 		Sync: false, LogLevel: slog.LevelWarn,
 	}
