@@ -125,8 +125,10 @@ func TestRetryAfterAgreesWithTable(t *testing.T) {
 	}
 }
 
+// TestDecide checks Decide on a counter past its onset (the rule as the package documentation
+// states it); TestOnsetBound covers a counter's first seconds.
 func TestDecide(t *testing.T) {
-	tb := newTable(t, Options{Capacity: 1024})
+	tb := newTable(t, Options{Capacity: 1024, NoOnsetBound: true})
 	now := at(400 * time.Millisecond)
 	const limit = 10
 	for i := 1; i <= 2*limit; i++ {
@@ -142,5 +144,23 @@ func TestDecide(t *testing.T) {
 	d = tb.Decide(1, 1, limit, 0, now)
 	if want := (Decision{Admitted: true, Count: 2*limit + 2, Limit: limit}); d != want {
 		t.Fatalf("Decide with count 2L+2 and draw 0 = %+v, want %+v: rejected operations are still counted", d, want)
+	}
+}
+
+// TestDecideInOnset checks that a counter in its onset is judged on its extrapolated count: 11
+// operations at the very instant a partition turns hot are a rate no steady counter at 2L
+// could hold, and the eleventh (above L) is judged as onsetMaxFactor times its count.
+func TestDecideInOnset(t *testing.T) {
+	tb := newTable(t, Options{Capacity: 1024})
+	now := at(400 * time.Millisecond)
+	const limit = 10
+	for i := 1; i <= limit; i++ {
+		if d := tb.Decide(1, 1, limit, 0.999, now); !d.Admitted || d.Count != uint32(i) {
+			t.Fatalf("Decide call %d = %+v, want admitted with count %d: a count up to L is never extrapolated", i, d, i)
+		}
+	}
+	d := tb.Decide(1, 1, limit, 0.999, now)
+	if want := uint32((limit + 1) * onsetMaxFactor); d.Admitted || d.Count != want {
+		t.Fatalf("Decide call %d in the counter's first millisecond = %+v, want rejected with count %d", limit+1, d, want)
 	}
 }
