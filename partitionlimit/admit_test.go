@@ -147,20 +147,24 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDecideInOnset checks that a counter in its onset is judged on its extrapolated count: 11
-// operations at the very instant a partition turns hot are a rate no steady counter at 2L
-// could hold, and the eleventh (above L) is judged as onsetMaxFactor times its count.
+// TestDecideInOnset checks that a counter in its onset is judged on its extrapolated count:
+// 2L operations at the very instant a partition turns hot are admitted (as the rule alone
+// would), and the next, a rate no counter could hold, is judged as onsetMaxFactor times its
+// count and rejected even with a draw of 0.05, where the rule alone admits.
 func TestDecideInOnset(t *testing.T) {
 	tb := newTable(t, Options{Capacity: 1024})
 	now := at(400 * time.Millisecond)
 	const limit = 10
-	for i := 1; i <= limit; i++ {
+	for i := 1; i <= 2*limit; i++ {
 		if d := tb.Decide(1, 1, limit, 0.999, now); !d.Admitted || d.Count != uint32(i) {
-			t.Fatalf("Decide call %d = %+v, want admitted with count %d: a count up to L is never extrapolated", i, d, i)
+			t.Fatalf("Decide call %d = %+v, want admitted with count %d: up to 2L in the birth's second", i, d, i)
 		}
 	}
-	d := tb.Decide(1, 1, limit, 0.999, now)
-	if want := uint32((limit + 1) * onsetMaxFactor); d.Admitted || d.Count != want {
-		t.Fatalf("Decide call %d in the counter's first millisecond = %+v, want rejected with count %d", limit+1, d, want)
+	if Admit(2*limit+1, limit, 0.05) != true {
+		t.Fatal("the rule alone rejects count 2L+1 with draw 0.05; the test needs it to admit")
+	}
+	d := tb.Decide(1, 1, limit, 0.05, now)
+	if want := (Decision{Admitted: false, Count: 2*limit + 1, Limit: limit, RetryAfter: 600 * time.Millisecond}); d != want {
+		t.Fatalf("Decide call %d in the counter's first millisecond = %+v, want %+v", 2*limit+1, d, want)
 	}
 }

@@ -72,18 +72,24 @@
 //	x = V·((1+u) − (1+φ)·2^−k)        (k = 0: x = V·(u − φ) = V·age)
 //
 // against V·(1+u) for a counter that has always existed, so Decide applies Admit to x·g with
-// g = (1+u) / ((1+u) − (1+φ)·2^−k): a factor of times alone, which tends to 1 as k grows. Two
-// guards keep it honest. A count at or below L is never extrapolated, so the rate is estimated
-// from more than L operations and a partition at V ≤ 0.8·L is never rejected, onset or not
-// (at V ≤ L the estimate is V·(1+u) ≤ 2L up to noise). And g is at most 64, for a counter a
-// few milliseconds old or a stamp from a clock behind the birth's.
+// g = (1+u) / ((1+u) − (1+φ)·2^−k): a factor of times alone, which tends to 1 as k grows.
+// Three guards keep it honest and bounded:
 //
-// The first second then admits at most 3·L at any V: up to L operations before the count
-// passes L (plus at most L/2 more if a halving takes it back under), then operations judged on
-// an estimate of V·(1+u), which admit L/((1+u)·ln2) of each unit of V, at most L over the rest
-// of the second; TestOnsetBound measures 1.4–2.1·L for V from 2·L to 1000·L, and 0.9–1.1·L
-// per second from the second second on. After onsetHorizon (8 s) the factor is within 1% of
-// 1 and the slot forgets its birth: steady state is the rule above, unchanged.
+//   - A count at or below 2L in the second the counter was born, or at or below L after it,
+//     is judged as it is. So the rule's own promise stands (a burst of up to 2L is admitted),
+//     a partition at V ≤ 0.8·L is never rejected, onset or not (the estimate is V·(1+u) ≤ 2L
+//     up to noise), and the rate is estimated from more than L operations.
+//   - In the first second after the birth g is doubled: the estimate alone would admit L more
+//     on top of the burst; doubled it admits at most L/2.
+//   - g is at most 64, for a counter a few milliseconds old or a stamp from a clock behind
+//     the birth's.
+//
+// The first second then admits at most 2.5·L at any V: at most 2L under the guards (up to 2L
+// in the birth's second; if a halving comes first, the count x_b reached, plus L − x_b/2 after
+// it), and at most L/2 judged on the doubled estimate of V·(1+u). TestOnsetBound measures at
+// most 2.6·L for V from 2·L to 1000·L and any phase, and 0.9–1.1·L per second from the second
+// second on. After onsetHorizon (8 s) the factor is within 1% of 1 and the slot forgets its
+// birth: steady state is the rule above, unchanged. Decision.Count stays the counter itself.
 //
 // # Deciding on the coordinator's clock
 //

@@ -17,32 +17,61 @@ const (
 	onsetMaxFactor = 64
 )
 
-// onsetCount returns the count a counter stored as count, born at birth stamp born (see slot),
-// would hold at now had its partition been offered the same rate forever: count times
+// onsetCount returns the count Decide judges a counter in its onset on: the count stored as
+// count, born at birth stamp born (see slot), would hold at now had its partition been offered
+// the same rate forever, that is count times
 //
 //	g = (1+u) / ((1+u) − (1+φ)·2^−k)
 //
 // where u is now's fraction of a second, φ the birth's, and k the number of second boundaries
-// between them; bounded by onsetMaxFactor. The package documentation derives it ("The onset").
-// Decide calls it only for a count above the limit.
-func onsetCount(count, born uint32, now time.Time) uint32 {
+// between them, doubled in the first second after the birth; g is at most onsetMaxFactor. A count at or below the guard is returned as it
+// is: 2·limit in the second the counter was born (k = 0: a burst up to 2L is admitted, as the
+// rule alone admits it), limit after. The package documentation derives it ("The onset").
+func onsetCount(count, born, limit uint32, now time.Time) uint32 {
 	nowMs := now.UnixMilli()
 	age := int64(int32(uint32(nowMs) - born))
-	g := float64(onsetMaxFactor)
-	if age > 0 {
-		birth := nowMs - age
-		k := floorDiv(nowMs, 1000) - floorDiv(birth, 1000)
-		u := float64(nowMs-floorDiv(nowMs, 1000)*1000) / 1000
-		phi := float64(birth-floorDiv(birth, 1000)*1000) / 1000
-		if den := (1 + u) - (1+phi)*math.Ldexp(1, -int(k)); den > 0 {
-			g = min((1+u)/den, onsetMaxFactor)
+	if age <= 0 {
+		// A stamp from a clock behind the birth's, or the birth's own millisecond: the rate
+		// is unknowable, and the guard is the birth second's.
+		if uint64(count) <= 2*uint64(limit) {
+			return count
 		}
+		return saturatingMul(count, onsetMaxFactor)
+	}
+	birth := nowMs - age
+	k := floorDiv(nowMs, 1000) - floorDiv(birth, 1000)
+	guard := uint64(limit)
+	if k == 0 {
+		guard *= 2
+	}
+	if uint64(count) <= guard {
+		return count
+	}
+	u := float64(nowMs-floorDiv(nowMs, 1000)*1000) / 1000
+	phi := float64(birth-floorDiv(birth, 1000)*1000) / 1000
+	g := float64(onsetMaxFactor)
+	if den := (1 + u) - (1+phi)*math.Ldexp(1, -int(k)); den > 0 {
+		g = (1 + u) / den
+		if age < 1000 {
+			// The first second since the birth may already have admitted 2L under the
+			// guard: judge it on twice the estimate, which admits at most L/2 more.
+			g *= 2
+		}
+		g = min(g, onsetMaxFactor)
 	}
 	x := float64(count) * g
 	if x >= math.MaxUint32 {
 		return math.MaxUint32
 	}
 	return uint32(x)
+}
+
+// saturatingMul returns a·b, or math.MaxUint32 if that overflows.
+func saturatingMul(a, b uint32) uint32 {
+	if p := uint64(a) * uint64(b); p <= math.MaxUint32 {
+		return uint32(p)
+	}
+	return math.MaxUint32
 }
 
 // floorDiv returns floor(a / b) for b > 0.

@@ -83,6 +83,7 @@ func TestOnsetBurstWithoutBound(t *testing.T) {
 }
 
 func TestOnsetCount(t *testing.T) {
+	const limit = 100
 	base := time.Unix(t0Unix, 0)
 	ms := func(d time.Duration) uint32 { return uint32(base.Add(d).UnixMilli()) | 1 }
 	tests := []struct {
@@ -91,18 +92,24 @@ func TestOnsetCount(t *testing.T) {
 		now   time.Duration
 		want  uint32
 	}{
-		// Born at a boundary, half a second old: steady would hold 1.5V, it holds 0.5V.
-		{count: 500, born: 0, now: 500 * time.Millisecond, want: 1500},
+		// Born at a boundary, half a second old: steady would hold 1.5V, it holds 0.5V; and
+		// the first second is judged on twice that.
+		{count: 500, born: 0, now: 500 * time.Millisecond, want: 3000},
+		// In the birth's second, up to 2L is the count itself; after it, up to L.
+		{count: 200, born: 0, now: 500 * time.Millisecond, want: 200},
+		{count: 100, born: 0, now: 1500 * time.Millisecond, want: 100},
 		// One boundary later (k = 1, φ = 0, u = 0.5): (1.5) / (1.5 − 0.5) = 1.5.
 		{count: 1000, born: 0, now: 1500 * time.Millisecond, want: 1500},
+		{count: 101, born: 0, now: 1500 * time.Millisecond, want: 151},
 		// Stamps before the birth (a slower clock) and a just-born counter: the bound, 64.
-		{count: 200, born: time.Second, now: 900 * time.Millisecond, want: 200 * onsetMaxFactor},
-		{count: 200, born: 0, now: 0, want: 200 * onsetMaxFactor},
+		{count: 201, born: time.Second, now: 900 * time.Millisecond, want: 201 * onsetMaxFactor},
+		{count: 201, born: 0, now: 0, want: 201 * onsetMaxFactor},
+		{count: 200, born: 0, now: 0, want: 200},
 		// Saturation.
 		{count: math.MaxUint32 / 2, born: 0, now: 10 * time.Millisecond, want: math.MaxUint32},
 	}
 	for _, tt := range tests {
-		got := onsetCount(tt.count, ms(tt.born), base.Add(tt.now))
+		got := onsetCount(tt.count, ms(tt.born), limit, base.Add(tt.now))
 		if d := float64(got)/float64(tt.want) - 1; d < -0.01 || d > 0.01 {
 			t.Errorf("onsetCount(%d, born %v, now %v) = %d, want %d", tt.count, tt.born, tt.now, got, tt.want)
 		}
