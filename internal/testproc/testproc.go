@@ -119,6 +119,8 @@ type Node struct {
 	NumTokens int
 	// LogLevel is --log-level; "" means info.
 	LogLevel string
+	// ExtraArgs are appended to the serve command line (e.g. --testing-clock-offset).
+	ExtraArgs []string
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr string
@@ -179,6 +181,7 @@ func (n *Node) startOnce() error {
 	if len(n.Seeds) > 0 {
 		args = append(args, "--seeds", strings.Join(n.Seeds, ","))
 	}
+	args = append(args, n.ExtraArgs...)
 	run := len(n.stderrs) + 1
 	stdout, err := os.Create(filepath.Join(n.LogDir, fmt.Sprintf("%s-run%d.stdout", n.Name, run)))
 	if err != nil {
@@ -280,6 +283,8 @@ type Options struct {
 	NumTokens int
 	// LogLevel is every node's --log-level (its stderr file); "" means info.
 	LogLevel string
+	// ExtraArgs, when set, has one entry per node: extra serve arguments for node i+1.
+	ExtraArgs [][]string
 }
 
 // Cluster is a set of kvnode processes on loopback; the first node is every other's seed.
@@ -310,6 +315,9 @@ func Start(opts Options) (*Cluster, error) {
 			Sync:      opts.Sync,
 			NumTokens: opts.NumTokens,
 			LogLevel:  opts.LogLevel,
+		}
+		if i < len(opts.ExtraArgs) {
+			n.ExtraArgs = opts.ExtraArgs[i]
 		}
 		if i > 0 {
 			n.Seeds = []string{c.Nodes[0].GossipAddr}
