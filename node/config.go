@@ -52,7 +52,7 @@ type Config struct {
 	// Storage sets the storage options other than NoSync, Logger and FS (cache and memtable
 	// sizes, the tombstone failure threshold); its keys sit at the top level of the file.
 	Storage replica.Options `yaml:",inline"`
-	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 20 bytes
+	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 24 bytes
 	// each. Default partitionlimit.DefaultCapacity (about 1M).
 	LimiterCapacity int `yaml:"limiter_capacity"`
 	// WriteTimeout and ReadTimeout bound coordinated requests. Defaults

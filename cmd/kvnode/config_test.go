@@ -130,7 +130,7 @@ func TestServeConfigEveryFieldHasAFlag(t *testing.T) {
 		}
 	}
 	fs.VisitAll(func(f *flag.Flag) {
-		if _, ok := keys[strings.ReplaceAll(f.Name, "-", "_")]; !ok && f.Name != "config" {
+		if _, ok := keys[strings.ReplaceAll(f.Name, "-", "_")]; !ok && f.Name != "config" && !hiddenServeFlags[f.Name] {
 			t.Errorf("flag --%s has no config key %s", f.Name, strings.ReplaceAll(f.Name, "-", "_"))
 		}
 	})
@@ -206,10 +206,38 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--addr", "nohost"}, "addr) \"nohost\""},
 		{[]string{"--seeds", "a:1,b"}, "Seeds[1] (seeds) \"b\""},
 		{[]string{"extra"}, `"extra"`},
+		{[]string{"--testing-clock-offset", "2h"}, "--testing-clock-offset 2h0m0s is outside ±1h0m0s"},
+		{[]string{"--testing-clock-offset", "later"}, "later"},
 	} {
 		_, err := parseServeFlags(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseServeFlags(%q) error = %v, want one mentioning %s", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestTestingClockOffset checks the hidden --testing-clock-offset: it is left out of the usage
+// text, and shifts the clock the node runs on.
+func TestTestingClockOffset(t *testing.T) {
+	var usage strings.Builder
+	if _, err := parseServeFlags([]string{"--help"}, &usage); err == nil {
+		t.Fatal("parseServeFlags(--help) succeeded, want flag.ErrHelp")
+	}
+	if strings.Contains(usage.String(), "testing-clock-offset") || !strings.Contains(usage.String(), "-limiter-capacity") {
+		t.Errorf("serve's usage text lists --testing-clock-offset or lacks the other flags:\n%s", usage.String())
+	}
+	cfg, err := parseServeFlags([]string{"--testing-clock-offset", "-500ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := cfg.nodeConfig()
+	if nc.Testing == nil || nc.Testing.Now == nil {
+		t.Fatal("--testing-clock-offset -500ms left the node's clock alone")
+	}
+	if d := time.Since(nc.Testing.Now()); d < 499*time.Millisecond || d > time.Minute {
+		t.Errorf("with --testing-clock-offset -500ms the node's clock is %v behind, want 500ms", d)
+	}
+	if cfg, _ := parseServeFlags(nil, io.Discard); cfg.nodeConfig().Testing != nil {
+		t.Error("without --testing-clock-offset the node has testing knobs, want none")
 	}
 }

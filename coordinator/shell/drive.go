@@ -62,6 +62,11 @@ func (e *Executor) newRequest(p coordinator.Params) (*coordinator.Request, error
 			}
 		}
 	}
+	if p.Limit > 0 && !p.Exempt && p.Stamp.IsZero() {
+		// Every replica that counts the operation accounts it at this coordinator's time
+		// (DESIGN §1: decide on the coordinator's clock).
+		p.Stamp = e.now()
+	}
 	req, err := coordinator.NewRequest(p)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -77,6 +82,9 @@ func (e *Executor) begin(req *coordinator.Request, now time.Time, op coordinator
 	step := req.Start(now)
 	if !step.LocalCheck {
 		return step, nil
+	}
+	if st := req.Params().Stamp; !st.IsZero() {
+		now = st // the local counter accounts at the stamp the other replicas get
 	}
 	d, err := e.local.Check(key.table, key.token, op, draw, now)
 	if err != nil {

@@ -222,7 +222,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		e.maxAhead = DefaultMaxTimestampAhead
 	}
 	if cfg.Deltas != nil {
-		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)
+		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.now, e.logger)
 	}
 	return e, nil
 }

@@ -296,6 +296,7 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 		lim replicapb.Limiter
 	})
 	req.lim.Mode, req.lim.Draw = limiterMode(s.Mode), s.Draw
+	req.lim.StampUnixNanos = stampNanos(s.Stamp)
 	req.req.Limiter = &req.lim
 	req.req.TableId, req.req.PartitionKey, req.req.Token = x.base.TableId, x.base.PartitionKey, x.base.Token
 	req.req.Filter, req.req.Limit, req.req.Columns = x.base.Filter, x.base.Limit, x.base.Columns

@@ -200,6 +200,7 @@ func (x mutateExchange) call(ctx context.Context, s coordinator.Send) coordinato
 		lim replicapb.Limiter
 	})
 	req.lim.Mode, req.lim.Draw = limiterMode(s.Mode), s.Draw
+	req.lim.StampUnixNanos = stampNanos(s.Stamp)
 	req.req.Limiter, req.req.Mutation = &req.lim, x.m
 	resp, err := x.t.Mutate(ctx, s.To, &req.req)
 	if err != nil {

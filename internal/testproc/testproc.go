@@ -121,6 +121,8 @@ type Node struct {
 	LogLevel string
 	// CQLAddr is --cql-addr; "" binds a free port on 127.0.0.1 at each start.
 	CQLAddr string
+	// ExtraArgs are appended to the serve command line (e.g. --testing-clock-offset).
+	ExtraArgs []string
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr string
@@ -190,6 +192,7 @@ func (n *Node) startOnce() error {
 	if n.CQLAddr != "" {
 		args = append(args, "--cql-addr", n.CQLAddr)
 	}
+	args = append(args, n.ExtraArgs...)
 	run := len(n.stderrs) + 1
 	stdout, err := os.Create(filepath.Join(n.LogDir, fmt.Sprintf("%s-run%d.stdout", n.Name, run)))
 	if err != nil {
@@ -306,6 +309,8 @@ type Options struct {
 	// CQL makes every node serve the CQL native protocol (--cql-addr) on the shared port
 	// Cluster.CQLPort. It needs Hosts.
 	CQL bool
+	// ExtraArgs, when set, has one entry per node: extra serve arguments for node i+1.
+	ExtraArgs [][]string
 }
 
 // Cluster is a set of kvnode processes on loopback; the first node is every other's seed.
@@ -353,6 +358,9 @@ func startNodes(c *Cluster, opts Options, logDir string, place func(i int, n *No
 		}
 		if place != nil {
 			place(i, n)
+		}
+		if i < len(opts.ExtraArgs) {
+			n.ExtraArgs = opts.ExtraArgs[i]
 		}
 		if i > 0 {
 			n.Seeds = []string{c.Nodes[0].GossipAddr}
