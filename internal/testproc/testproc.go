@@ -1,6 +1,7 @@
 package testproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,6 +120,8 @@ type Node struct {
 	NumTokens int
 	// LogLevel is --log-level; "" means info.
 	LogLevel string
+	// CQLAddr is --cql-addr; "" binds a free port on 127.0.0.1 at each start.
+	CQLAddr string
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr string
@@ -169,6 +172,7 @@ func (n *Node) startOnce() error {
 		"--data-dir", n.DataDir,
 		"--addr", addr,
 		"--gossip-addr", gossipAddr,
+		"--cql-addr", cmp.Or(n.CQLAddr, "127.0.0.1:0"),
 		"--metrics-addr", "127.0.0.1:0",
 		"--sync=" + fmt.Sprint(n.Sync),
 		"--log-level", logLevel,
