@@ -102,8 +102,12 @@ func (s *Server) execute(c *conn, f cqlwire.Frame) (cqlwire.Message, []string) {
 	case *cqlwire.Prepare:
 		var p *coordinator.Prepared
 		if p, err = s.cfg.Executor.Prepare(ctx, m.Query, *c.keyspace.Load()); err == nil {
+			res, err := preparedResult(p)
+			if err != nil {
+				return s.serverError(err), nil
+			}
 			s.prepared.put(p)
-			return preparedResult(p), nil
+			return res, nil
 		}
 	case *cqlwire.Execute:
 		req.consistency = m.Params.Consistency
@@ -316,10 +320,13 @@ func (m *rows) AppendBody(dst []byte) []byte {
 }
 
 // preparedResult renders a prepared statement.
-func preparedResult(p *coordinator.Prepared) *cqlwire.PreparedResult {
+func preparedResult(p *coordinator.Prepared) (*cqlwire.PreparedResult, error) {
 	m := &cqlwire.PreparedResult{ID: p.ID[:], Bind: make([]cqlwire.ColumnSpec, len(p.Variables))}
 	for i, v := range p.Variables {
-		t, _ := wireType(v.Type) // the executor only prepares statements of supported types
+		t, err := wireType(v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("native: bind marker %d (%s): %w", i, v.Name, err)
+		}
 		m.Bind[i] = cqlwire.ColumnSpec{Keyspace: v.Keyspace, Table: v.Table, Name: v.Name, Type: t}
 	}
 	if len(p.PKIndexes) > 0 {
@@ -330,7 +337,7 @@ func preparedResult(p *coordinator.Prepared) *cqlwire.PreparedResult {
 	}
 	if p.Columns == nil {
 		m.Result = cqlwire.RowsMetadata{NoMetadata: true}
-		return m
+		return m, nil
 	}
 	ks, table := p.Keyspace, ""
 	if sel, ok := p.Statement.(*cql.SelectStmt); ok {
@@ -342,10 +349,13 @@ func preparedResult(p *coordinator.Prepared) *cqlwire.PreparedResult {
 	m.Result.ColumnCount = len(p.Columns)
 	m.Result.Columns = make([]cqlwire.ColumnSpec, len(p.Columns))
 	for i, col := range p.Columns {
-		t, _ := wireType(col.Type)
+		t, err := wireType(col.Type)
+		if err != nil {
+			return nil, fmt.Errorf("native: column %s: %w", col.Name, err)
+		}
 		m.Result.Columns[i] = cqlwire.ColumnSpec{Keyspace: ks, Table: table, Name: col.Name, Type: t}
 	}
-	return m
+	return m, nil
 }
 
 func unprepared(id []byte) *cqlwire.Error {

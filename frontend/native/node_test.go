@@ -215,3 +215,21 @@ func TestSchemaEventsFromAnyNode(t *testing.T) {
 		return ev.Type == "STATUS_CHANGE" && ev.Change == "DOWN" && ev.Addr.Addr().String() == "127.0.0.1"
 	})
 }
+
+// TestNodeShutdownClosesCQLConnections checks that a node's Shutdown stops the native listener
+// and closes its connections.
+func TestNodeShutdownClosesCQLConnections(t *testing.T) {
+	nd := startNode(t)
+	c := connect(t, nd.CQLAddr(), nil)
+	if err := nd.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.nc.SetReadDeadline(time.Now().Add(waitLimit))
+	if _, _, err := c.fr.ReadFrame(); err == nil {
+		t.Fatal("the connection is still open after Shutdown")
+	}
+	if nc, err := net.DialTimeout("tcp", nd.CQLAddr(), waitLimit); err == nil {
+		nc.Close()
+		t.Fatal("the native port still accepts connections after Shutdown")
+	}
+}
