@@ -25,6 +25,10 @@ type Config struct {
 	// Addr is the gRPC address for clients and peers (host:port). Port 0 picks a free port; Addr()
 	// reports the real one. Default DefaultAddr.
 	Addr string `yaml:"addr"`
+	// CQLAddr is the CQL native protocol address for clients (host:port), the port drivers
+	// connect to. Port 0 picks a free port; CQLAddr() reports the real one. Default
+	// DefaultCQLAddr.
+	CQLAddr string `yaml:"cql_addr"`
 	// GossipAddr is the memberlist address (host:port, TCP and UDP). Default DefaultGossipAddr.
 	GossipAddr string `yaml:"gossip_addr"`
 	// MetricsAddr serves Prometheus metrics at /metrics (host:port). Empty disables the endpoint.
@@ -93,6 +97,7 @@ type TestingKnobs struct {
 // Default listen addresses.
 const (
 	DefaultAddr        = "127.0.0.1:9043"
+	DefaultCQLAddr     = "127.0.0.1:9042"
 	DefaultGossipAddr  = "127.0.0.1:7946"
 	DefaultMetricsAddr = "127.0.0.1:9180"
 )
@@ -122,6 +127,9 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
+	}
+	if c.CQLAddr == "" {
+		c.CQLAddr = DefaultCQLAddr
 	}
 	if c.GossipAddr == "" {
 		c.GossipAddr = DefaultGossipAddr
@@ -184,6 +192,7 @@ func (c *Config) Validate() error {
 		field, key, addr string
 	}{
 		{"Addr", "addr", c.Addr},
+		{"CQLAddr", "cql_addr", c.CQLAddr},
 		{"GossipAddr", "gossip_addr", c.GossipAddr},
 	} {
 		if err := checkHostPort(a.addr); err != nil {

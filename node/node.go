@@ -25,6 +25,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
+	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -47,6 +48,8 @@ type Node struct {
 	grpc     *grpc.Server
 	health   *health.Server
 	lis      net.Listener
+	native   *native.Server
+	clis     net.Listener // the native protocol's
 	registry *prometheus.Registry
 	metrics  *http.Server
 	mlis     net.Listener
@@ -89,6 +92,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	// Bind the RPC listener first: its real address goes into the gossip metadata.
 	if n.lis, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("node: listen on --addr %s: %w", cfg.Addr, err)
+	}
+	if n.clis, err = net.Listen("tcp", cfg.CQLAddr); err != nil {
+		return nil, fmt.Errorf("node: listen on --cql-addr %s: %w", cfg.CQLAddr, err)
 	}
 	if cfg.MetricsAddr != "" {
 		if n.mlis, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
@@ -208,6 +214,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 
+	if err := n.startNative(); err != nil {
+		return nil, err
+	}
+
 	if n.mlis != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{Registry: n.registry}))
@@ -221,7 +231,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}()
 	}
 
-	n.log.Info("kvnode started", "addr", n.Addr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
+	n.log.Info("kvnode started", "addr", n.Addr(), "cql", n.CQLAddr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
 		"data_dir", cfg.DataDir, "seeds", cfg.Seeds)
 	return n, nil
 }
@@ -330,6 +340,15 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		}
 	} else if n.lis != nil {
 		n.lis.Close()
+	}
+	if n.native != nil {
+		if err := n.native.Shutdown(ctx); err != nil && !errors.Is(err, ctx.Err()) {
+			errs = append(errs, err)
+		} else if err != nil && len(errs) == 0 {
+			errs = append(errs, err)
+		}
+	} else if n.clis != nil {
+		n.clis.Close()
 	}
 	if n.metrics != nil {
 		if err := n.metrics.Shutdown(ctx); err != nil {

@@ -23,6 +23,24 @@ var (
 	ErrExists = errors.New("already exists")
 )
 
+// ExistsError is the error of creating a keyspace or table that exists: it
+// reads "keyspace ks already exists" or "table ks.t already exists", is
+// ErrExists for errors.Is, and names the object for front ends (the native
+// protocol's Already_exists carries them). Table is "" for a keyspace.
+type ExistsError struct {
+	Keyspace, Table string
+}
+
+func (e *ExistsError) Error() string {
+	if e.Table == "" {
+		return fmt.Sprintf("keyspace %s %v", cql.QuoteIdent(e.Keyspace), ErrExists)
+	}
+	return fmt.Sprintf("table %s %v", qualified(e.Keyspace, e.Table), ErrExists)
+}
+
+// Is reports whether target is ErrExists.
+func (e *ExistsError) Is(target error) bool { return target == ErrExists }
+
 // TableID identifies a table for as long as it exists; storage keys carry
 // it. Apply derives it from the table's name and the version of its
 // creation (TableIDFor), so it never changes and is never reused: a table
@@ -356,7 +374,7 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 		if st.IfNotExists {
 			return s, nil
 		}
-		return nil, fmt.Errorf("keyspace %s %w", cql.QuoteIdent(name), ErrExists)
+		return nil, &ExistsError{Keyspace: name}
 	}
 	v := c.Version
 	if ok {
@@ -403,7 +421,7 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 		if st.IfNotExists {
 			return s, nil
 		}
-		return nil, fmt.Errorf("table %s %w", qualified(key.keyspace, key.name), ErrExists)
+		return nil, &ExistsError{Keyspace: key.keyspace, Table: key.name}
 	}
 	v := c.Version
 	if exists {

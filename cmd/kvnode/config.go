@@ -63,6 +63,7 @@ func (c serveConfig) nodeConfig() node.Config {
 func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for this node's data; one node per directory")
 	fs.StringVar(&c.Addr, "addr", c.Addr, "gRPC address for clients and peers (host:port)")
+	fs.StringVar(&c.CQLAddr, "cql-addr", c.CQLAddr, "CQL native protocol address for drivers (host:port)")
 	fs.StringVar(&c.GossipAddr, "gossip-addr", c.GossipAddr, "gossip (memberlist) address (host:port)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "Prometheus /metrics address (host:port); empty disables")
 	fs.Var((*listFlag)(&c.Seeds), "seeds", "comma-separated gossip addresses of nodes to join")

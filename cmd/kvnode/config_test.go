@@ -83,6 +83,7 @@ rack: r1
 		Config: node.Config{
 			DataDir:                "/var/lib/kvnode", // from the file
 			Addr:                   "127.0.0.1:1",     // flag wins over the file
+			CQLAddr:                "127.0.0.1:9042",
 			GossipAddr:             "10.0.0.1:7946",
 			MetricsAddr:            "",
 			Seeds:                  []string{"a:1", "b:2"}, // flag
@@ -144,7 +145,7 @@ func TestServeConfigEveryFieldHasAFlag(t *testing.T) {
 func TestServeConfigRoundTrip(t *testing.T) {
 	in := serveConfig{
 		Config: node.Config{
-			DataDir: "/d", Addr: "h:1", GossipAddr: "h:2", MetricsAddr: "h:3", Seeds: []string{"s:1", "s:2"},
+			DataDir: "/d", Addr: "h:1", CQLAddr: "h:4", GossipAddr: "h:2", MetricsAddr: "h:3", Seeds: []string{"s:1", "s:2"},
 			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20,
 			WriteTimeout: time.Millisecond, ReadTimeout: time.Minute, SchemaAgreementTimeout: time.Hour,
 			MaxMutationSize: 5, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,

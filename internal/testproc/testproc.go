@@ -1,6 +1,7 @@
 package testproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,6 +176,7 @@ func (n *Node) startOnce() error {
 		"--data-dir", n.DataDir,
 		"--addr", addr,
 		"--gossip-addr", gossipAddr,
+		"--cql-addr", cmp.Or(n.CQLAddr, "127.0.0.1:0"),
 		"--metrics-addr", "127.0.0.1:0",
 		"--sync=" + fmt.Sprint(n.Sync),
 		"--log-level", logLevel,
