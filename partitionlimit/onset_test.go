@@ -115,3 +115,25 @@ func TestOnsetCount(t *testing.T) {
 		}
 	}
 }
+
+// TestOnsetBirthIsTheEarliestStamp: two replicas that receive the same stamped operations in a
+// different order (two coordinators whose clocks are 750 ms apart) agree on the counter's birth,
+// the earliest stamp, and so on every decision of its onset.
+func TestOnsetBirthIsTheEarliestStamp(t *testing.T) {
+	a, b := newTable(t, Options{Capacity: 64}), newTable(t, Options{Capacity: 64})
+	ahead, behind := at(900*time.Millisecond), at(150*time.Millisecond) // one second, 750 ms apart
+	const token, label, limit = int64(5), uint32(1), 10
+	// The first two operations reach the replicas in opposite orders.
+	a.Decide(token, label, limit, 0.5, ahead)
+	a.Decide(token, label, limit, 0.5, behind)
+	b.Decide(token, label, limit, 0.5, behind)
+	b.Decide(token, label, limit, 0.5, ahead)
+	for i := range 200 {
+		now := at(950*time.Millisecond + time.Duration(i)*time.Millisecond)
+		draw := float64(i%100) / 100
+		da, db := a.Decide(token, label, limit, draw, now), b.Decide(token, label, limit, draw, now)
+		if da != db {
+			t.Fatalf("operation %d at %v: replicas decided %+v and %+v, want the same decision", i+3, now, da, db)
+		}
+	}
+}
