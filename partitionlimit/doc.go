@@ -66,7 +66,8 @@
 // following seconds still admit 1.6·L, 1.2·L, 1.1·L while the counter fills. Decide bounds this
 // onset by judging a young counter on the count it would hold had the partition always been
 // offered the same rate. A slot records when its counter started from zero (born, to the
-// millisecond, in the 4 bytes that take a slot from 20 to 24). For a steady rate V since the
+// millisecond, in the 4 bytes that take a slot from 20 to 24: the earliest stamp counted since,
+// so replicas that see the same operations in any order agree on it). For a steady rate V since the
 // birth at second fraction φ, seen at fraction u after k second boundaries, the counter holds
 //
 //	x = V·((1+u) − (1+φ)·2^−k)        (k = 0: x = V·(u − φ) = V·age)

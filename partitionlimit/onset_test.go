@@ -35,8 +35,12 @@ func onsetRun(t *testing.T, opts Options, limit uint32, v, phase float64, seed u
 // one that goes to V ≤ 0.8·L is never rejected. Without the bound (the old rule, kept as
 // Options.NoOnsetBound) the first second admits 2L + (L/ln2)·ln(V/2L), 3.3·L at V = 5·L.
 func TestOnsetBound(t *testing.T) {
-	const limit, seeds, seconds = 100, 16, 4
-	for _, v := range []float64{2, 3, 5, 10, 100, 1000} {
+	const limit, seconds = 100, 4
+	seeds, rates := 16, []float64{2, 3, 5, 10, 100, 1000}
+	if raceEnabled {
+		seeds, rates = 8, []float64{2, 10, 100} // a twentieth of the decisions under the race detector
+	}
+	for _, v := range rates {
 		for _, phase := range []float64{0, 0.3, 0.7, 0.95} {
 			var later float64
 			for seed := range uint64(seeds) {
@@ -45,7 +49,7 @@ func TestOnsetBound(t *testing.T) {
 					t.Errorf("V=%gL from phase %g (seed %d): first second admitted %.2f·L, want at most 3·L", v, phase, seed, got)
 				}
 				for i := 1; i < seconds; i++ {
-					later += float64(per[i]) / limit / seeds / (seconds - 1)
+					later += float64(per[i]) / limit / float64(seeds) / (seconds - 1)
 				}
 			}
 			if later < 0.9 || later > 1.1 {
@@ -112,6 +116,28 @@ func TestOnsetCount(t *testing.T) {
 		got := onsetCount(tt.count, ms(tt.born), limit, base.Add(tt.now))
 		if d := float64(got)/float64(tt.want) - 1; d < -0.01 || d > 0.01 {
 			t.Errorf("onsetCount(%d, born %v, now %v) = %d, want %d", tt.count, tt.born, tt.now, got, tt.want)
+		}
+	}
+}
+
+// TestOnsetBirthIsTheEarliestStamp: two replicas that receive the same stamped operations in a
+// different order (two coordinators whose clocks are 750 ms apart) agree on the counter's birth,
+// the earliest stamp, and so on every decision of its onset.
+func TestOnsetBirthIsTheEarliestStamp(t *testing.T) {
+	a, b := newTable(t, Options{Capacity: 64}), newTable(t, Options{Capacity: 64})
+	ahead, behind := at(900*time.Millisecond), at(150*time.Millisecond) // one second, 750 ms apart
+	const token, label, limit = int64(5), uint32(1), 10
+	// The first two operations reach the replicas in opposite orders.
+	a.Decide(token, label, limit, 0.5, ahead)
+	a.Decide(token, label, limit, 0.5, behind)
+	b.Decide(token, label, limit, 0.5, behind)
+	b.Decide(token, label, limit, 0.5, ahead)
+	for i := range 200 {
+		now := at(950*time.Millisecond + time.Duration(i)*time.Millisecond)
+		draw := float64(i%100) / 100
+		da, db := a.Decide(token, label, limit, draw, now), b.Decide(token, label, limit, draw, now)
+		if da != db {
+			t.Fatalf("operation %d at %v: replicas decided %+v and %+v, want the same decision", i+3, now, da, db)
 		}
 	}
 }

@@ -101,9 +101,9 @@ func (o *Options) Validate() error {
 // at math.MaxUint32. A slot whose count, decayed to the current second, is zero is free. A slot
 // that has never been used is all zeros, which is free by the same rule.
 //
-// born is when the counter started from zero, as the low 32 bits of unix milliseconds with the
-// lowest bit set, while the counter is in its onset (younger than onsetHorizon); 0 once it is
-// older, or when the table has no onset bound. A live counter is touched at least every 32
+// born is when the counter started from zero (the earliest stamp it has counted since), as the
+// low 32 bits of unix milliseconds with the lowest bit set, while the counter is in its onset
+// (younger than onsetHorizon); 0 once it is older, or when the table has no onset bound. A live counter is touched at least every 32
 // seconds (a count halves to zero in 32), and every touch past the horizon clears born, so the
 // 49-day wrap of the millisecond stamp is never ambiguous.
 type slot struct {
@@ -267,11 +267,19 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms u
 		e := &s.slots[i]
 		c, stamp := decay(e.count, e.sec, now)
 		if e.count != 0 && e.tokLo == lo && e.tokHi == hi && e.label == label {
-			if c == 0 {
+			switch {
+			case c == 0:
 				s.inserts++
 				e.born = ms
-			} else if e.born != 0 && int32(ms-e.born) > onsetHorizon {
+			case e.born == 0:
+			case int32(ms-e.born) > onsetHorizon:
 				e.born = 0
+			case int32(ms-e.born) < 0:
+				// A stamp from before the birth (a coordinator whose clock is behind the one
+				// that stamped the first operation): the counter was born no later than it.
+				// Every replica of the partition receives the same early operations, so
+				// their births converge on the earliest stamp.
+				e.born = ms
 			}
 			c = saturatingAdd(c, n)
 			e.count, e.sec = c, stamp

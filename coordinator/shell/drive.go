@@ -123,13 +123,22 @@ type flight struct {
 //
 // The goroutines write into a channel with room for an answer from every replica, so none ever
 // blocks, and each ends when its call returns. With detach false their context is canceled when
-// await returns: reads do not need the answers of slow replicas. With detach true (writes) the
+// await returns: unlimited reads do not need the answers of slow replicas (limited ones are
+// detached, so that every replica sent the read counts it). With detach true (writes) the
 // calls continue after await returns, until the replica answers or deadline passes: a write at ONE
 // must still reach every live replica, and canceling it would leave the others without the data.
 // A detached call is bounded by deadline and by Close, never by the client's context.
 func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []coordinator.Send, x exchange, deadline time.Time, detach bool) (coordinator.Outcome, error) {
 	// Deadlines come from the configured clock; timers and contexts run on the real one.
 	remaining := deadline.Sub(e.now())
+	if p := req.Params(); !detach && p.Limit > 0 && !p.Exempt {
+		// A limited read's calls run to their end too: the core counts every replica it sent
+		// the read to as having counted it (only the others get propagated deltas), and a call
+		// canceled before it reaches its replica would leave that counter short, so that
+		// replicas rejecting first would make the others admit more (up to 1.17·L for reads at
+		// QUORUM on real processes).
+		detach = true
+	}
 	var (
 		rpcCtx context.Context
 		cancel context.CancelFunc
