@@ -25,6 +25,10 @@ type Config struct {
 	// Addr is the gRPC address for clients and peers (host:port). Port 0 picks a free port; Addr()
 	// reports the real one. Default DefaultAddr.
 	Addr string `yaml:"addr"`
+	// CQLAddr is the CQL native protocol address for clients (host:port), the port drivers
+	// connect to. Port 0 picks a free port; CQLAddr() reports the real one. Default
+	// DefaultCQLAddr.
+	CQLAddr string `yaml:"cql_addr"`
 	// GossipAddr is the memberlist address (host:port, TCP and UDP). Default DefaultGossipAddr.
 	GossipAddr string `yaml:"gossip_addr"`
 	// MetricsAddr serves Prometheus metrics at /metrics (host:port). Empty disables the endpoint.
@@ -44,10 +48,15 @@ type Config struct {
 	// Profile selects gossip and failure-detection timings ("lan", "local" or "test"). Default
 	// cluster.ProfileLAN.
 	Profile cluster.Profile `yaml:"profile"`
+	// DataCenter and Rack place the node, as drivers read them from system.local and
+	// system.peers (printable ASCII, at most cluster.MaxPlacementNameLen bytes). Defaults
+	// cluster.DefaultDataCenter ("datacenter1") and cluster.DefaultRack ("rack1").
+	DataCenter string `yaml:"dc"`
+	Rack       string `yaml:"rack"`
 	// Storage sets the storage options other than NoSync, Logger and FS (cache and memtable
 	// sizes, the tombstone failure threshold); its keys sit at the top level of the file.
 	Storage replica.Options `yaml:",inline"`
-	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 20 bytes
+	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 24 bytes
 	// each. Default partitionlimit.DefaultCapacity (about 1M).
 	LimiterCapacity int `yaml:"limiter_capacity"`
 	// WriteTimeout and ReadTimeout bound coordinated requests. Defaults
@@ -88,6 +97,7 @@ type TestingKnobs struct {
 // Default listen addresses.
 const (
 	DefaultAddr        = "127.0.0.1:9043"
+	DefaultCQLAddr     = "127.0.0.1:9042"
 	DefaultGossipAddr  = "127.0.0.1:7946"
 	DefaultMetricsAddr = "127.0.0.1:9180"
 )
@@ -118,6 +128,9 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
+	if c.CQLAddr == "" {
+		c.CQLAddr = DefaultCQLAddr
+	}
 	if c.GossipAddr == "" {
 		c.GossipAddr = DefaultGossipAddr
 	}
@@ -126,6 +139,12 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = cluster.DefaultClusterName
+	}
+	if c.DataCenter == "" {
+		c.DataCenter = cluster.DefaultDataCenter
+	}
+	if c.Rack == "" {
+		c.Rack = cluster.DefaultRack
 	}
 	if c.Storage.CacheSize == 0 {
 		c.Storage.CacheSize = replica.DefaultCacheSize
@@ -173,6 +192,7 @@ func (c *Config) Validate() error {
 		field, key, addr string
 	}{
 		{"Addr", "addr", c.Addr},
+		{"CQLAddr", "cql_addr", c.CQLAddr},
 		{"GossipAddr", "gossip_addr", c.GossipAddr},
 	} {
 		if err := checkHostPort(a.addr); err != nil {
@@ -194,6 +214,12 @@ func (c *Config) Validate() error {
 	}
 	if len(c.ClusterName) > cluster.MaxClusterNameSize {
 		return fmt.Errorf("node: Config.ClusterName (cluster_name) is %d bytes, want at most %d", len(c.ClusterName), cluster.MaxClusterNameSize)
+	}
+	if err := cluster.ValidatePlacementName(c.DataCenter); err != nil {
+		return fmt.Errorf("node: Config.DataCenter (dc): %v", err)
+	}
+	if err := cluster.ValidatePlacementName(c.Rack); err != nil {
+		return fmt.Errorf("node: Config.Rack (rack): %v", err)
 	}
 	if _, err := c.Profile.MarshalText(); err != nil {
 		return fmt.Errorf("node: Config.Profile (profile) is %d, want lan, local or test", int(c.Profile))

@@ -23,7 +23,9 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
+	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -46,6 +48,8 @@ type Node struct {
 	grpc     *grpc.Server
 	health   *health.Server
 	lis      net.Listener
+	native   *native.Server
+	clis     net.Listener // the native protocol's
 	registry *prometheus.Registry
 	metrics  *http.Server
 	mlis     net.Listener
@@ -89,6 +93,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.lis, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("node: listen on --addr %s: %w", cfg.Addr, err)
 	}
+	if n.clis, err = net.Listen("tcp", cfg.CQLAddr); err != nil {
+		return nil, fmt.Errorf("node: listen on --cql-addr %s: %w", cfg.CQLAddr, err)
+	}
 	if cfg.MetricsAddr != "" {
 		if n.mlis, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			return nil, fmt.Errorf("node: listen on --metrics-addr %s: %w", cfg.MetricsAddr, err)
@@ -128,6 +135,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		RPCAddr:                n.lis.Addr().String(),
 		Seeds:                  cfg.Seeds,
 		NumTokens:              cfg.NumTokens,
+		DataCenter:             cfg.DataCenter,
+		Rack:                   cfg.Rack,
 		Profile:                cfg.Profile,
 		Logger:                 cfg.Logger, // cluster labels its own records
 		Schema:                 n.schema,
@@ -144,6 +153,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
 	ring := ringView{c: n.cluster, name: cfg.ClusterName}
 	coordMetrics := newCoordinatorMetrics()
+	sysTables, err := systables.New(systemSource{n: n, clusterName: cfg.ClusterName})
+	if err != nil {
+		return nil, err
+	}
 	if n.exec, err = shell.NewExecutor(shell.Config{
 		LocalID:           self,
 		Ring:              ring,
@@ -152,6 +165,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Local:             n.replica,
 		Schema:            n.schema,
 		Cluster:           ring,
+		System:            sysTables,
 		Now:               now,
 		WriteTimeout:      cfg.WriteTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
@@ -200,6 +214,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 
+	if err := n.startNative(); err != nil {
+		return nil, err
+	}
+
 	if n.mlis != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{Registry: n.registry}))
@@ -213,7 +231,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}()
 	}
 
-	n.log.Info("kvnode started", "addr", n.Addr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
+	n.log.Info("kvnode started", "addr", n.Addr(), "cql", n.CQLAddr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
 		"data_dir", cfg.DataDir, "seeds", cfg.Seeds)
 	return n, nil
 }
@@ -265,6 +283,9 @@ func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 
 // Replica returns the node's replica service.
 func (n *Node) Replica() *replica.Service { return n.replica }
+
+// Executor returns the node's coordinator: the domain API the front ends adapt.
+func (n *Node) Executor() *shell.Executor { return n.exec }
 
 // Registry returns the node's Prometheus registry.
 func (n *Node) Registry() *prometheus.Registry { return n.registry }
@@ -319,6 +340,15 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		}
 	} else if n.lis != nil {
 		n.lis.Close()
+	}
+	if n.native != nil {
+		if err := n.native.Shutdown(ctx); err != nil && !errors.Is(err, ctx.Err()) {
+			errs = append(errs, err)
+		} else if err != nil && len(errs) == 0 {
+			errs = append(errs, err)
+		}
+	} else if n.clis != nil {
+		n.clis.Close()
 	}
 	if n.metrics != nil {
 		if err := n.metrics.Shutdown(ctx); err != nil {

@@ -40,7 +40,8 @@ type schemaHolder struct {
 	mu       sync.Mutex // serialises writers
 	cur      atomic.Pointer[schema.Schema]
 	digest   atomic.Pointer[string]
-	lastTS   int64 // the last version timestamp this node gave a change; guarded by mu
+	changed  atomic.Pointer[chan struct{}] // closed at the next publish (SchemaChanged)
+	lastTS   int64                         // the last version timestamp this node gave a change; guarded by mu
 	onDrop   dropHooks
 	acceptor *schemaAcceptor
 	proposer *schemaProposer
@@ -85,7 +86,15 @@ func (h *schemaHolder) publish(s *schema.Schema) {
 	d := s.Digest().String()
 	h.cur.Store(s)
 	h.digest.Store(&d)
+	next := make(chan struct{})
+	if old := h.changed.Swap(&next); old != nil {
+		close(*old)
+	}
 }
+
+// SchemaChanged returns a channel closed when the next schema is published, whichever way it
+// arrived (local DDL, a peer's push, a pull); Schema then returns it or a later one.
+func (h *schemaHolder) SchemaChanged() <-chan struct{} { return *h.changed.Load() }
 
 // Schema returns the current schema.
 func (h *schemaHolder) Schema() *schema.Schema { return h.cur.Load() }

@@ -23,6 +23,24 @@ var (
 	ErrExists = errors.New("already exists")
 )
 
+// ExistsError is the error of creating a keyspace or table that exists: it
+// reads "keyspace ks already exists" or "table ks.t already exists", is
+// ErrExists for errors.Is, and names the object for front ends (the native
+// protocol's Already_exists carries them). Table is "" for a keyspace.
+type ExistsError struct {
+	Keyspace, Table string
+}
+
+func (e *ExistsError) Error() string {
+	if e.Table == "" {
+		return fmt.Sprintf("keyspace %s %v", cql.QuoteIdent(e.Keyspace), ErrExists)
+	}
+	return fmt.Sprintf("table %s %v", qualified(e.Keyspace, e.Table), ErrExists)
+}
+
+// Is reports whether target is ErrExists.
+func (e *ExistsError) Is(target error) bool { return target == ErrExists }
+
 // TableID identifies a table for as long as it exists; storage keys carry
 // it. Apply derives it from the table's name and the version of its
 // creation (TableIDFor), so it never changes and is never reused: a table
@@ -322,7 +340,8 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 	case *cql.DropTableStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
-			if st.IfExists && (errors.Is(err, ErrUnknownTable) || errors.Is(err, ErrUnknownKeyspace)) {
+			if ks, _ := resolveKeyspace(st.Table, keyspace); st.IfExists && !isSystemName(ks) &&
+				(errors.Is(err, ErrUnknownTable) || errors.Is(err, ErrUnknownKeyspace)) {
 				return s, nil
 			}
 			return nil, err
@@ -355,7 +374,7 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 		if st.IfNotExists {
 			return s, nil
 		}
-		return nil, fmt.Errorf("keyspace %s %w", cql.QuoteIdent(name), ErrExists)
+		return nil, &ExistsError{Keyspace: name}
 	}
 	v := c.Version
 	if ok {
@@ -370,10 +389,10 @@ func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, erro
 	name := st.Name.Name
 	prev, ok := s.Keyspace(name)
 	if !ok {
-		if st.IfExists {
+		if st.IfExists && !isSystemName(name) {
 			return s, nil
 		}
-		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(name))
+		return nil, unknownKeyspace(name)
 	}
 	ks, ts := s.clone()
 	ks[name] = &Keyspace{Name: name, Version: after(c.Version, prev.Version), dropped: true}
@@ -394,7 +413,7 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 	}
 	k, ok := s.Keyspace(ksName)
 	if !ok {
-		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(ksName))
+		return nil, unknownKeyspace(ksName)
 	}
 	key := tableKey{ksName, st.Table.Name.Name}
 	prev, exists := s.tables[key]
@@ -402,7 +421,7 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 		if st.IfNotExists {
 			return s, nil
 		}
-		return nil, fmt.Errorf("table %s %w", qualified(key.keyspace, key.name), ErrExists)
+		return nil, &ExistsError{Keyspace: key.keyspace, Table: key.name}
 	}
 	v := c.Version
 	if exists {
@@ -446,7 +465,7 @@ func (s *Schema) lookupTable(tn cql.TableName, current string) (*Table, error) {
 		return nil, err
 	}
 	if _, ok := s.Keyspace(ks); !ok {
-		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(ks))
+		return nil, unknownKeyspace(ks)
 	}
 	t, ok := s.Table(ks, tn.Name.Name)
 	if !ok {
@@ -480,6 +499,16 @@ func checkName(what, name string) error {
 		return fmt.Errorf("%s name %s is %d characters long; the maximum is %d", what, name, len(name), maxNameLen)
 	}
 	return nil
+}
+
+// unknownKeyspace is the error for a keyspace the schema does not have. The
+// system keyspaces are never in it: the node computes their tables, and
+// only for SELECT, so a write or schema change naming them says so.
+func unknownKeyspace(name string) error {
+	if isSystemName(name) {
+		return fmt.Errorf("%w %s: system keyspaces are read-only (each node computes system.local, system.peers, system.peers_v2 and system_schema.* for SELECT)", ErrUnknownKeyspace, cql.QuoteIdent(name))
+	}
+	return fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(name))
 }
 
 // isSystemName reports whether a keyspace name is reserved: "system" and
@@ -518,6 +547,8 @@ func StatementName(stmt cql.Statement) string {
 		return "SELECT"
 	case *cql.DescribeStmt:
 		return "DESCRIBE"
+	case *cql.BatchStmt:
+		return "BATCH"
 	}
 	return fmt.Sprintf("%T", stmt)
 }

@@ -27,8 +27,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Tools and tests read the first line to learn the node's real addresses (see serveline).
 	line := serveline.Line{ID: n.ID(), Addr: n.Addr(), GossipAddr: n.GossipAddr(), MetricsAddr: n.MetricsAddr(), DataDir: cfg.DataDir}
-	fmt.Fprintf(stdout, "%s\nconnect with: kvnode cql --addr %s\njoin more nodes with: kvnode serve --seeds %s ...\n",
-		line, n.Addr(), n.GossipAddr())
+	fmt.Fprintf(stdout, "%s\nCQL native protocol (drivers) on %s\nconnect with: kvnode cql --addr %s\njoin more nodes with: kvnode serve --seeds %s ...\n",
+		line, n.CQLAddr(), n.Addr(), n.GossipAddr())
 
 	<-ctx.Done()
 	logger.Info("shutting down", "grace", cfg.ShutdownGrace)

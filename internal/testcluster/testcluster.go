@@ -146,6 +146,7 @@ func (c *Cluster) start(ctx context.Context, i int) error {
 	cfg := node.Config{
 		DataDir:     n.DataDir,
 		Addr:        "127.0.0.1:0",
+		CQLAddr:     "127.0.0.1:0",
 		GossipAddr:  "127.0.0.1:0",
 		Seeds:       seeds,
 		NoSync:      !c.opts.Sync,

@@ -1,6 +1,7 @@
 package testproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,6 +122,8 @@ type Node struct {
 	LogLevel string
 	// CQLAddr is --cql-addr; "" binds a free port on 127.0.0.1 at each start.
 	CQLAddr string
+	// ExtraArgs are appended to the serve command line (e.g. --testing-clock-offset).
+	ExtraArgs []string
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr string
@@ -173,6 +176,7 @@ func (n *Node) startOnce() error {
 		"--data-dir", n.DataDir,
 		"--addr", addr,
 		"--gossip-addr", gossipAddr,
+		"--cql-addr", cmp.Or(n.CQLAddr, "127.0.0.1:0"),
 		"--metrics-addr", "127.0.0.1:0",
 		"--sync=" + fmt.Sprint(n.Sync),
 		"--log-level", logLevel,
@@ -190,6 +194,7 @@ func (n *Node) startOnce() error {
 	if n.CQLAddr != "" {
 		args = append(args, "--cql-addr", n.CQLAddr)
 	}
+	args = append(args, n.ExtraArgs...)
 	run := len(n.stderrs) + 1
 	stdout, err := os.Create(filepath.Join(n.LogDir, fmt.Sprintf("%s-run%d.stdout", n.Name, run)))
 	if err != nil {
@@ -306,6 +311,8 @@ type Options struct {
 	// CQL makes every node serve the CQL native protocol (--cql-addr) on the shared port
 	// Cluster.CQLPort. It needs Hosts.
 	CQL bool
+	// ExtraArgs, when set, has one entry per node: extra serve arguments for node i+1.
+	ExtraArgs [][]string
 }
 
 // Cluster is a set of kvnode processes on loopback; the first node is every other's seed.
@@ -353,6 +360,9 @@ func startNodes(c *Cluster, opts Options, logDir string, place func(i int, n *No
 		}
 		if place != nil {
 			place(i, n)
+		}
+		if i < len(opts.ExtraArgs) {
+			n.ExtraArgs = opts.ExtraArgs[i]
 		}
 		if i > 0 {
 			n.Seeds = []string{c.Nodes[0].GossipAddr}

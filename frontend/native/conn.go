@@ -1,0 +1,393 @@
+package native
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvnode/kvnode/cqlwire"
+)
+
+// conn is one client connection. Its reader goroutine (serve) reads and decodes frames, answers
+// the handshake messages itself and starts a goroutine per statement; its writer goroutine
+// encodes the answers queued on out and writes them, batching whatever is queued into one
+// write. A token of sem is held from the moment a request is read until its answer is written:
+// at MaxInFlight tokens the reader stops reading.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	// ctx is the requests' context, canceled when the connection closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	sem    chan struct{} // in-flight tokens
+	out    chan outFrame // answers to write
+	events chan outFrame // events to write; full means the client is too slow
+	done   chan struct{} // closed by close
+	once   sync.Once
+
+	// streams marks the stream ids in flight; guarded by mu.
+	mu       sync.Mutex
+	streams  [maxStreams / 64]uint64
+	nstreams int // the streams marked
+
+	// Set by the reader during the handshake, read by request goroutines after it.
+	started   atomic.Bool
+	rateLimit atomic.Bool // the client opted in to SCYLLA_RATE_LIMIT_ERROR
+	keyspace  atomic.Pointer[string]
+}
+
+// outFrame is one frame for the writer: a message on a stream with its warnings. A request's
+// answer holds an in-flight token, released once written; compress, when set, is the
+// compression the writer uses from the next frame on (the answer to STARTUP is sent before it).
+type outFrame struct {
+	stream   int16
+	msg      cqlwire.Message
+	warnings []string
+	request  bool
+	closeErr bool // close the connection once written (a protocol error)
+	last     bool // no frame: the reader has stopped, write what is queued and stop
+	compress cqlwire.Compression
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		srv:    s,
+		nc:     nc,
+		sem:    make(chan struct{}, s.cfg.MaxInFlight),
+		out:    make(chan outFrame, s.cfg.MaxInFlight+1),
+		events: make(chan outFrame, s.cfg.EventQueue),
+		done:   make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	empty := ""
+	c.keyspace.Store(&empty)
+	return c
+}
+
+// close closes the connection; the reader and writer return.
+func (c *conn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+// inFlight returns the number of requests read and not yet answered.
+func (c *conn) inFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nstreams
+}
+
+// serve runs the connection until it is closed, by either side or after a protocol error.
+func (c *conn) serve() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.write()
+	}()
+	c.read()
+	// The request goroutines have returned and queued their answers (and a protocol error may
+	// be queued): let the writer write them, within a bound for a client that does not read.
+	c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+	c.send(outFrame{last: true})
+	wg.Wait()
+	c.close()
+}
+
+// closeWriteTimeout bounds the writing of a closing connection's last answers.
+const closeWriteTimeout = 5 * time.Second
+
+// read is the reader loop.
+func (c *conn) read() {
+	s := c.srv
+	fr := cqlwire.NewFrameReader(bufio.NewReaderSize(c.nc, 16<<10), cqlwire.ReaderOptions{MaxFrameSize: s.cfg.MaxFrameSize})
+	if s.cfg.HandshakeTimeout > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	}
+	var reqs sync.WaitGroup
+	defer reqs.Wait() // the request goroutines use the connection's channels until they return
+	for {
+		// Backpressure: take the token before reading, so a connection at its limit is not read.
+		select {
+		case c.sem <- struct{}{}:
+		case <-c.done:
+			return
+		}
+		h, body, err := fr.ReadFrame()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		s.metrics.request(h.Opcode)
+		if h.Stream < 0 {
+			c.protocolError(h.Stream, fmt.Sprintf("stream %d, %v: a request's stream id must not be negative (negative ids are the server's)", h.Stream, h.Opcode))
+			return
+		}
+		if !c.claim(h.Stream) {
+			c.protocolError(h.Stream, fmt.Sprintf("stream %d, %v: the stream id is already in use by a request in flight", h.Stream, h.Opcode))
+			return
+		}
+		// Statements run concurrently with the reading of the next frame, and the frame
+		// reader reuses its buffer: decode from a copy the request owns.
+		f, err := cqlwire.DecodeFrame(h, append([]byte(nil), body...))
+		if err != nil {
+			c.protocolError(h.Stream, err.Error())
+			return
+		}
+		if !c.started.Load() {
+			if !c.handshake(fr, f) {
+				return
+			}
+			continue
+		}
+		switch m := f.Message.(type) {
+		case cqlwire.Options:
+			c.answer(h.Stream, s.supported, nil)
+		case *cqlwire.Startup:
+			c.protocolError(h.Stream, fmt.Sprintf("stream %d, STARTUP: the connection is already started", h.Stream))
+			return
+		case *cqlwire.Register:
+			c.answer(h.Stream, c.register(m), nil)
+		case *cqlwire.AuthResponse:
+			c.protocolError(h.Stream, fmt.Sprintf("stream %d, AUTH_RESPONSE: authentication is not enabled on this node", h.Stream))
+			return
+		default:
+			reqs.Add(1)
+			go func() {
+				defer reqs.Done()
+				msg, warnings := c.srv.execute(c, f)
+				c.answer(h.Stream, msg, warnings)
+			}()
+		}
+	}
+}
+
+// handshake handles a frame before STARTUP: OPTIONS and STARTUP are answered, anything else
+// is a protocol error that closes the connection. It reports whether to go on reading.
+func (c *conn) handshake(fr *cqlwire.FrameReader, f cqlwire.Frame) bool {
+	stream := f.Header.Stream
+	switch m := f.Message.(type) {
+	case cqlwire.Options:
+		c.answer(stream, c.srv.supported, nil)
+		return true
+	case *cqlwire.Startup:
+		comp, rateLimit, err := startupOptions(m.Options)
+		if err != nil {
+			c.protocolError(stream, fmt.Sprintf("stream %d, STARTUP: %v", stream, err))
+			return false
+		}
+		c.rateLimit.Store(rateLimit)
+		c.started.Store(true)
+		c.nc.SetReadDeadline(time.Time{})
+		fr.SetCompression(comp)
+		c.send(outFrame{stream: stream, msg: cqlwire.Ready{}, request: true, compress: comp})
+		return true
+	}
+	c.protocolError(stream, fmt.Sprintf("stream %d, %v: the connection is not started: send STARTUP first (OPTIONS is allowed before it)", stream, f.Header.Opcode))
+	return false
+}
+
+// readFailed answers what made ReadFrame fail, when there is someone to answer.
+func (c *conn) readFailed(err error) {
+	var (
+		ve *cqlwire.VersionError
+		pe *cqlwire.ProtocolError
+	)
+	switch {
+	case errors.As(err, &ve):
+		// The answer is in the client's header layout: write it directly, past the writer.
+		c.srv.metrics.errors.WithLabelValues(errorCodeName(cqlwire.ErrProtocol)).Inc()
+		c.send(outFrame{stream: ve.Stream, msg: rawFrame(ve.AppendFrame(nil)), closeErr: true})
+	case errors.As(err, &pe):
+		c.protocolError(pe.Stream, pe.Error())
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !c.started.Load() {
+			c.srv.log.Debug("native: closing a connection that sent no STARTUP in time", "remote", c.nc.RemoteAddr(), "timeout", c.srv.cfg.HandshakeTimeout)
+			return
+		}
+		c.srv.log.Debug("native: connection read failed", "remote", c.nc.RemoteAddr(), "err", err)
+	}
+}
+
+// protocolError answers a malformed or unexpected frame with a PROTOCOL_ERROR on its stream and
+// closes the connection once that is written: after it, the byte stream cannot be trusted.
+func (c *conn) protocolError(stream int16, msg string) {
+	c.srv.metrics.errors.WithLabelValues(errorCodeName(cqlwire.ErrProtocol)).Inc()
+	c.send(outFrame{stream: stream, msg: &cqlwire.Error{Code: cqlwire.ErrProtocol, Message: msg}, closeErr: true})
+}
+
+// answer queues the answer to the request on stream.
+func (c *conn) answer(stream int16, msg cqlwire.Message, warnings []string) {
+	if e, ok := msg.(*cqlwire.Error); ok {
+		c.srv.metrics.errors.WithLabelValues(errorCodeName(e.Code)).Inc()
+	}
+	c.send(outFrame{stream: stream, msg: msg, warnings: warnings, request: true})
+}
+
+// send queues f for the writer. out has room for every request in flight and the one protocol
+// error that ends the connection, so this never blocks for long.
+func (c *conn) send(f outFrame) {
+	select {
+	case c.out <- f:
+	case <-c.done:
+		if f.request {
+			c.finish(f.stream)
+		}
+	}
+}
+
+// pushEvent queues an event without blocking; a connection too slow to take its events is closed.
+func (c *conn) pushEvent(ev *cqlwire.Event) {
+	select {
+	case c.events <- outFrame{stream: -1, msg: ev}:
+	case <-c.done:
+	default:
+		c.srv.log.Warn("native: closing a connection that does not read its events", "remote", c.nc.RemoteAddr(), "queued", cap(c.events))
+		c.close()
+	}
+}
+
+// claim marks stream in flight; false if it already is.
+func (c *conn) claim(stream int16) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, b := stream/64, uint64(1)<<(stream%64)
+	if c.streams[w]&b != 0 {
+		return false
+	}
+	c.streams[w] |= b
+	c.nstreams++
+	return true
+}
+
+// finish frees stream and its in-flight token once its answer is written (or cannot be).
+func (c *conn) finish(stream int16) {
+	c.mu.Lock()
+	c.unmarkLocked(stream)
+	c.mu.Unlock()
+	c.release()
+}
+
+// unmarkLocked frees stream; c.mu is held.
+func (c *conn) unmarkLocked(stream int16) {
+	if stream < 0 {
+		return
+	}
+	w, b := stream/64, uint64(1)<<(stream%64)
+	if c.streams[w]&b != 0 {
+		c.streams[w] &^= b
+		c.nstreams--
+	}
+}
+
+func (c *conn) release() {
+	select {
+	case <-c.sem:
+	default:
+	}
+}
+
+// write is the writer loop: it encodes every queued frame into one buffer and writes it when
+// the queue is empty (or the buffer is large), then frees the streams it answered.
+func (c *conn) write() {
+	var (
+		buf      []byte
+		scratch  []byte
+		comp     cqlwire.Compression
+		answered []int16
+		closing  bool
+	)
+	const flushAt = 64 << 10
+	add := func(f outFrame) {
+		if f.last {
+			closing = true
+			return
+		}
+		if raw, ok := f.msg.(rawFrame); ok {
+			buf = append(buf, raw...)
+		} else {
+			opts := cqlwire.FrameOptions{Warnings: f.warnings}
+			if comp != nil {
+				opts.Compression, opts.Scratch = comp, &scratch
+			}
+			buf = cqlwire.AppendFrame(buf, f.stream, f.msg, opts)
+		}
+		if f.compress != nil {
+			comp = f.compress
+		}
+		if f.request || f.closeErr {
+			answered = append(answered, f.stream)
+		}
+		closing = closing || f.closeErr
+	}
+	for {
+		select {
+		case f := <-c.out:
+			add(f)
+		case f := <-c.events:
+			add(f)
+		case <-c.done:
+			return
+		}
+	drain:
+		for len(buf) < flushAt && !closing {
+			select {
+			case f := <-c.out:
+				add(f)
+			case f := <-c.events:
+				add(f)
+			default:
+				break drain
+			}
+		}
+		// Free the streams before the write: once the client reads an answer it may reuse
+		// the stream. The in-flight tokens are freed after it, so a client that does not
+		// read its answers stops being read itself.
+		c.mu.Lock()
+		for _, st := range answered {
+			c.unmarkLocked(st)
+		}
+		c.mu.Unlock()
+		_, err := c.nc.Write(buf)
+		for range answered {
+			c.release()
+		}
+		answered = answered[:0]
+		if cap(buf) > 4*flushAt {
+			buf = nil // do not pin a large result's buffer for the connection's life
+		} else {
+			buf = buf[:0]
+		}
+		if err != nil || closing {
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				c.srv.log.Debug("native: connection write failed", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			if closing {
+				// Let the client read the error before the connection goes away.
+				if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+					tc.CloseWrite()
+				}
+			}
+			c.close()
+			return
+		}
+	}
+}
+
+// rawFrame is a frame encoded already (the version error, in the client's header layout).
+type rawFrame []byte
+
+func (rawFrame) Opcode() cqlwire.Opcode         { return cqlwire.OpError }
+func (f rawFrame) AppendBody(dst []byte) []byte { return append(dst, f...) }

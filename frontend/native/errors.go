@@ -1,0 +1,163 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// errorMessage returns the ERROR answering err, an error of the executor or of the translation
+// of req (docs/cql-protocol.md, "Errors"):
+//
+//   - *coordinator.RateLimitError: ScyllaDB's rate-limit error (0xF000, op_type and
+//     rejected_by_coordinator) to a client that opted in to it in STARTUP, Config_error
+//     (0x2300, which drivers do not retry) to one that did not; the message names the table,
+//     the op, the limit, who rejected and the retry hint either way;
+//   - *coordinator.UnavailableError: Unavailable with the level, required and alive;
+//   - *coordinator.TimeoutError: Write_timeout (write type SIMPLE, BATCH or UNLOGGED_BATCH) or
+//     Read_timeout (data_present when any replica answered);
+//   - *coordinator.FailureError: Write_failure or Read_failure with the number of failures;
+//   - *coordinator.InvalidError: Syntax_error for a parse error, Already_exists (with the
+//     keyspace and table) for a keyspace or table that exists, Invalid otherwise;
+//   - *coordinator.SchemaUnavailableError, shell.ErrClosed and the connection's end
+//     (context.Canceled): Overloaded, which drivers retry on another node;
+//   - anything else: Server_error with the error's message.
+func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
+	var (
+		rl  *coordinator.RateLimitError
+		un  *coordinator.UnavailableError
+		to  *coordinator.TimeoutError
+		fe  *coordinator.FailureError
+		inv *coordinator.InvalidError
+		su  *coordinator.SchemaUnavailableError
+		ex  *schema.ExistsError
+	)
+	cl := func(c coordinator.Consistency) cqlwire.Consistency { return wireConsistency(c, req.consistency) }
+	switch {
+	case errors.As(err, &rl):
+		m := &cqlwire.Error{Code: cqlwire.ErrConfig, Message: rl.Error()}
+		if c.rateLimit.Load() {
+			m.Code = cqlwire.ErrRateLimit
+			m.RateLimitOp = cqlwire.RateLimitRead
+			if rl.Op == schema.OpWrite {
+				m.RateLimitOp = cqlwire.RateLimitWrite
+			}
+			m.RejectedByCoordinator = rl.RejectedBy == coordinator.RejectedByCoordinator
+		}
+		return m
+	case errors.As(err, &un):
+		return &cqlwire.Error{Code: cqlwire.ErrUnavailable, Message: un.Error(),
+			Consistency: cl(un.Consistency), BlockFor: count(un.Required), Received: count(un.Live)}
+	case errors.As(err, &to):
+		m := &cqlwire.Error{Code: cqlwire.ErrReadTimeout, Message: to.Error(),
+			Consistency: cl(to.Consistency), Received: count(to.Received), BlockFor: count(to.Required)}
+		if to.Op == schema.OpWrite {
+			m.Code, m.WriteType = cqlwire.ErrWriteTimeout, writeType(req)
+		} else {
+			m.DataPresent = to.Received > 0
+		}
+		return m
+	case errors.As(err, &fe):
+		m := &cqlwire.Error{Code: cqlwire.ErrReadFailure, Message: fe.Error(),
+			Consistency: cl(fe.Consistency), Received: count(fe.Received), BlockFor: count(fe.Required),
+			NumFailures: count(fe.Failures + fe.Rejected)}
+		if fe.Op == schema.OpWrite {
+			m.Code, m.WriteType = cqlwire.ErrWriteFailure, writeType(req)
+		} else {
+			m.DataPresent = fe.Received > 0
+		}
+		return m
+	case errors.As(err, &inv):
+		var syntax cql.ErrorList
+		switch {
+		case errors.As(err, &syntax):
+			return &cqlwire.Error{Code: cqlwire.ErrSyntax, Message: inv.Error()}
+		case errors.As(err, &ex):
+			return &cqlwire.Error{Code: cqlwire.ErrAlreadyExists, Message: inv.Error(), Keyspace: ex.Keyspace, Table: ex.Table}
+		}
+		return &cqlwire.Error{Code: cqlwire.ErrInvalid, Message: inv.Error()}
+	case errors.As(err, &su):
+		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: su.Error()}
+	case errors.Is(err, shell.ErrClosed):
+		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: "this node is shutting down; try another node"}
+	case errors.Is(err, context.Canceled):
+		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: "the request was canceled: the node or the connection is closing"}
+	}
+	return s.serverError(err)
+}
+
+// serverError answers an unexpected failure: its message only, and the details in the log.
+func (s *Server) serverError(err error) *cqlwire.Error {
+	s.log.Error("native: request failed unexpectedly", "err", err)
+	return &cqlwire.Error{Code: cqlwire.ErrServer, Message: fmt.Sprintf("internal error: %v", err)}
+}
+
+// writeType is the write type of a write timeout or failure.
+func writeType(req request) string {
+	switch {
+	case req.batch == nil:
+		return "SIMPLE"
+	case *req.batch == cqlwire.BatchUnlogged:
+		return "UNLOGGED_BATCH"
+	}
+	return "BATCH"
+}
+
+// wireConsistency returns the protocol level of a domain level: the one the client asked for
+// when it maps to c (so LOCAL_QUORUM is answered as LOCAL_QUORUM).
+func wireConsistency(c coordinator.Consistency, asked cqlwire.Consistency) cqlwire.Consistency {
+	if d, err := consistency(asked); err == nil && d == c {
+		return asked
+	}
+	switch c {
+	case coordinator.Quorum:
+		return cqlwire.Quorum
+	case coordinator.All:
+		return cqlwire.All
+	}
+	return cqlwire.One
+}
+
+// count converts a non-negative count for the wire.
+func count(n int) int32 { return int32(max(n, 0)) }
+
+// errorCodeName names a code for the errors metric.
+func errorCodeName(c cqlwire.ErrorCode) string {
+	switch c {
+	case cqlwire.ErrServer:
+		return "server_error"
+	case cqlwire.ErrProtocol:
+		return "protocol_error"
+	case cqlwire.ErrUnavailable:
+		return "unavailable"
+	case cqlwire.ErrOverloaded:
+		return "overloaded"
+	case cqlwire.ErrWriteTimeout:
+		return "write_timeout"
+	case cqlwire.ErrReadTimeout:
+		return "read_timeout"
+	case cqlwire.ErrReadFailure:
+		return "read_failure"
+	case cqlwire.ErrWriteFailure:
+		return "write_failure"
+	case cqlwire.ErrSyntax:
+		return "syntax_error"
+	case cqlwire.ErrInvalid:
+		return "invalid"
+	case cqlwire.ErrConfig:
+		return "config_error"
+	case cqlwire.ErrAlreadyExists:
+		return "already_exists"
+	case cqlwire.ErrUnprepared:
+		return "unprepared"
+	case cqlwire.ErrRateLimit:
+		return "rate_limit"
+	}
+	return fmt.Sprintf("0x%04x", int32(c))
+}

@@ -1,0 +1,367 @@
+package native
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/cqlwire"
+)
+
+// CQLVersion is the CQL version kvnode reports in SUPPORTED: ScyllaDB's, whose dialect (and
+// rate-limit extension) it follows.
+const CQLVersion = "3.3.1"
+
+// rateLimitOption is the STARTUP and SUPPORTED key of ScyllaDB's rate-limit error extension.
+const rateLimitOption = "SCYLLA_RATE_LIMIT_ERROR"
+
+// newSupported returns the SUPPORTED answer to OPTIONS.
+func newSupported() *cqlwire.Supported {
+	return &cqlwire.Supported{Options: map[string][]string{
+		"CQL_VERSION":   {CQLVersion},
+		"COMPRESSION":   {"lz4", "snappy"},
+		rateLimitOption: {fmt.Sprintf("ERROR_CODE=%d", cqlwire.ErrRateLimit)},
+	}}
+}
+
+// startupOptions checks STARTUP's options and returns the compression they choose (nil for none)
+// and whether the client opted in to the rate-limit error.
+func startupOptions(opts map[string]string) (cqlwire.Compression, bool, error) {
+	v, ok := opts["CQL_VERSION"]
+	if !ok {
+		return nil, false, fmt.Errorf("the CQL_VERSION option is missing (this node speaks CQL %s)", CQLVersion)
+	}
+	if major, _, _ := strings.Cut(v, "."); major != "3" {
+		return nil, false, fmt.Errorf("CQL_VERSION %q is not supported (this node speaks CQL %s)", v, CQLVersion)
+	}
+	var comp cqlwire.Compression
+	if name, ok := opts["COMPRESSION"]; ok && name != "" {
+		if comp = cqlwire.CompressionByName(strings.ToLower(name)); comp == nil {
+			return nil, false, fmt.Errorf("COMPRESSION %q is not supported (supported: lz4, snappy)", name)
+		}
+	}
+	_, rateLimit := opts[rateLimitOption]
+	return comp, rateLimit, nil
+}
+
+// The event types of REGISTER.
+const (
+	eventTopology = "TOPOLOGY_CHANGE"
+	eventStatus   = "STATUS_CHANGE"
+	eventSchema   = "SCHEMA_CHANGE"
+)
+
+// register subscribes c to the events m names and answers READY, or answers a PROTOCOL_ERROR
+// naming an unknown event type (subscribing to none).
+func (c *conn) register(m *cqlwire.Register) cqlwire.Message {
+	var mask eventMask
+	for _, ev := range m.Events {
+		switch ev {
+		case eventTopology:
+			mask |= maskTopology
+		case eventStatus:
+			mask |= maskStatus
+		case eventSchema:
+			mask |= maskSchema
+		default:
+			return &cqlwire.Error{Code: cqlwire.ErrProtocol, Message: fmt.Sprintf(
+				"REGISTER: unknown event type %q (valid: %s, %s, %s)", ev, eventTopology, eventStatus, eventSchema)}
+		}
+	}
+	c.srv.events.subscribe(c, mask)
+	return cqlwire.Ready{}
+}
+
+// request is what a statement's answer needs to know of its request.
+type request struct {
+	consistency cqlwire.Consistency // as the client asked for it
+	batch       *cqlwire.BatchType  // a BATCH
+}
+
+// execute runs a QUERY, PREPARE, EXECUTE or BATCH and returns the answer and its warnings.
+func (s *Server) execute(c *conn, f cqlwire.Frame) (cqlwire.Message, []string) {
+	var (
+		res coordinator.Result
+		err error
+		req request
+	)
+	ctx := c.ctx
+	switch m := f.Message.(type) {
+	case *cqlwire.Query:
+		req.consistency = m.Params.Consistency
+		var st coordinator.Statement
+		if st, err = s.statement(c, &m.Params); err == nil {
+			st.Text = m.Query
+			res, err = s.cfg.Executor.Execute(ctx, st)
+		}
+		if err == nil {
+			return s.result(c, res, m.Params.SkipMetadata)
+		}
+	case *cqlwire.Prepare:
+		var p *coordinator.Prepared
+		if p, err = s.cfg.Executor.Prepare(ctx, m.Query, *c.keyspace.Load()); err == nil {
+			res, err := preparedResult(p)
+			if err != nil {
+				return s.serverError(err), nil
+			}
+			s.prepared.put(p)
+			return res, nil
+		}
+	case *cqlwire.Execute:
+		req.consistency = m.Params.Consistency
+		p, ok := s.prepared.get(m.ID)
+		if !ok {
+			return unprepared(m.ID), nil
+		}
+		var st coordinator.Statement
+		if st, err = s.statement(c, &m.Params); err == nil {
+			st.Prepared = p
+			res, err = s.cfg.Executor.Execute(ctx, st)
+		}
+		if err == nil {
+			return s.result(c, res, m.Params.SkipMetadata)
+		}
+	case *cqlwire.Batch:
+		req.consistency, req.batch = m.Consistency, &m.Type
+		var b coordinator.BatchStatement
+		if b, err = s.batch(c, m); err != nil {
+			if u, ok := err.(unpreparedError); ok {
+				return unprepared(u.id), nil
+			}
+		} else if res, err = s.cfg.Executor.ExecuteBatch(ctx, b); err == nil {
+			return s.result(c, res, false)
+		}
+	default:
+		// The reader handles every other request opcode itself.
+		err = fmt.Errorf("%v is not a statement", f.Header.Opcode)
+	}
+	return s.errorMessage(c, err, req), nil
+}
+
+// statement translates QUERY's and EXECUTE's parameters.
+func (s *Server) statement(c *conn, p *cqlwire.QueryParams) (coordinator.Statement, error) {
+	st := coordinator.Statement{
+		Keyspace:     *c.keyspace.Load(),
+		PageSize:     int(p.PageSize),
+		PagingState:  p.PagingState,
+		Timestamp:    p.Timestamp,
+		HasTimestamp: p.HasTimestamp,
+	}
+	var err error
+	if st.Consistency, err = consistency(p.Consistency); err != nil {
+		return st, err
+	}
+	if p.Names != nil {
+		return st, &coordinator.InvalidError{Err: fmt.Errorf("values bound by name are not supported; bind them by position")}
+	}
+	st.Values = values(p.Values)
+	return st, nil
+}
+
+// unpreparedError is an EXECUTE or BATCH naming a prepared id the node does not know.
+type unpreparedError struct{ id []byte }
+
+func (e unpreparedError) Error() string { return fmt.Sprintf("unknown prepared statement id %x", e.id) }
+
+// batch translates a BATCH.
+func (s *Server) batch(c *conn, m *cqlwire.Batch) (coordinator.BatchStatement, error) {
+	b := coordinator.BatchStatement{
+		Keyspace: *c.keyspace.Load(), Timestamp: m.Timestamp, HasTimestamp: m.HasTimestamp,
+		Children: make([]coordinator.BatchChild, len(m.Children)),
+	}
+	switch m.Type {
+	case cqlwire.BatchLogged:
+		b.Type = coordinator.BatchLogged
+	case cqlwire.BatchUnlogged:
+		b.Type = coordinator.BatchUnlogged
+	case cqlwire.BatchCounter:
+		return b, &coordinator.InvalidError{Err: fmt.Errorf("COUNTER batches are not supported: kvnode has no counter columns")}
+	default:
+		return b, &coordinator.InvalidError{Err: fmt.Errorf("unknown batch type %d (valid: 0 logged, 1 unlogged)", m.Type)}
+	}
+	var err error
+	if b.Consistency, err = consistency(m.Consistency); err != nil {
+		return b, err
+	}
+	for i, ch := range m.Children {
+		b.Children[i] = coordinator.BatchChild{Text: ch.Query, Values: values(ch.Values)}
+		if ch.ID != nil {
+			p, ok := s.prepared.get(ch.ID)
+			if !ok {
+				return b, unpreparedError{id: ch.ID}
+			}
+			b.Children[i].Prepared = p
+		}
+	}
+	return b, nil
+}
+
+// consistency returns the domain level of a protocol level: LOCAL_ONE and LOCAL_QUORUM are
+// aliases (one datacenter); any other level is refused.
+func consistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
+	switch c {
+	case cqlwire.One, cqlwire.LocalOne:
+		return coordinator.One, nil
+	case cqlwire.Quorum, cqlwire.LocalQuorum:
+		return coordinator.Quorum, nil
+	case cqlwire.All:
+		return coordinator.All, nil
+	}
+	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", consistencyName(c))}
+}
+
+// consistencyName returns the protocol's name of c.
+func consistencyName(c cqlwire.Consistency) string {
+	names := [...]string{"ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "SERIAL", "LOCAL_SERIAL", "LOCAL_ONE"}
+	if int(c) < len(names) {
+		return names[c]
+	}
+	return fmt.Sprintf("0x%04x", uint16(c))
+}
+
+// values converts bound values; the bytes stay those of the request's frame copy.
+func values(vs []cqlwire.Value) []coordinator.Value {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]coordinator.Value, len(vs))
+	for i, v := range vs {
+		out[i] = coordinator.Value{Bytes: v.Bytes, Unset: v.Unset}
+	}
+	return out
+}
+
+// result renders a domain result.
+func (s *Server) result(c *conn, res coordinator.Result, skipMetadata bool) (cqlwire.Message, []string) {
+	switch res.Kind {
+	case coordinator.ResultVoid:
+		return cqlwire.VoidResult{}, res.Warnings
+	case coordinator.ResultSetKeyspace:
+		ks := res.Keyspace
+		c.keyspace.Store(&ks)
+		return &cqlwire.SetKeyspaceResult{Keyspace: ks}, res.Warnings
+	case coordinator.ResultSchemaChange:
+		return &cqlwire.SchemaChangeResult{SchemaChange: schemaChange(res.SchemaChange)}, res.Warnings
+	case coordinator.ResultRows:
+		m, err := rowsMessage(res.Rows, res.PagingState, skipMetadata)
+		if err != nil {
+			return s.serverError(err), nil
+		}
+		return m, res.Warnings
+	case coordinator.ResultDescription:
+		// DESCRIBE is cqlsh's own statement; drivers do not send it. Answer it as one text
+		// row, as ScyllaDB's server-side DESCRIBE does.
+		return &rows{cols: []cqlwire.ColumnSpec{{Name: "create_statement", Type: cqlwire.Type{ID: cqlwire.TypeVarchar}}},
+			values: [][][]byte{{[]byte(res.Description)}}}, res.Warnings
+	}
+	return s.serverError(fmt.Errorf("native: unknown result kind %v", res.Kind)), nil
+}
+
+func schemaChange(sc coordinator.SchemaChange) cqlwire.SchemaChange {
+	out := cqlwire.SchemaChange{Change: sc.Change.String(), Target: sc.Target.String(), Keyspace: sc.Keyspace}
+	if sc.Target == coordinator.TargetTable {
+		out.Name = sc.Table
+	}
+	return out
+}
+
+// rowsMessage renders rows.
+func rowsMessage(r *coordinator.Rows, pagingState []byte, skipMetadata bool) (*rows, error) {
+	m := &rows{pagingState: pagingState, noMetadata: skipMetadata}
+	if r == nil {
+		return m, nil
+	}
+	m.cols = make([]cqlwire.ColumnSpec, len(r.Columns))
+	for i, col := range r.Columns {
+		t, err := wireType(col.Type)
+		if err != nil {
+			return nil, fmt.Errorf("native: column %s of %s.%s: %w", col.Name, r.Keyspace, r.Table, err)
+		}
+		m.cols[i] = cqlwire.ColumnSpec{Keyspace: r.Keyspace, Table: r.Table, Name: col.Name, Type: t}
+	}
+	for i, row := range r.Values {
+		if len(row) != len(r.Columns) {
+			return nil, fmt.Errorf("native: row %d of %s.%s has %d values for %d columns", i, r.Keyspace, r.Table, len(row), len(r.Columns))
+		}
+	}
+	m.values = r.Values
+	return m, nil
+}
+
+// rows is a RESULT Rows encoded straight from the domain's rows, without copying them into
+// cqlwire.RowsResult's flat layout.
+type rows struct {
+	cols        []cqlwire.ColumnSpec
+	values      [][][]byte
+	pagingState []byte
+	noMetadata  bool
+}
+
+func (*rows) Opcode() cqlwire.Opcode { return cqlwire.OpResult }
+
+func (m *rows) AppendBody(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, 2) // kind Rows
+	md := cqlwire.RowsMetadata{ColumnCount: len(m.cols), PagingState: m.pagingState, NoMetadata: m.noMetadata, Columns: m.cols}
+	dst = md.Append(dst)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.values)))
+	for _, row := range m.values {
+		for _, v := range row {
+			if v == nil {
+				dst = binary.BigEndian.AppendUint32(dst, 0xFFFFFFFF)
+				continue
+			}
+			dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+			dst = append(dst, v...)
+		}
+	}
+	return dst
+}
+
+// preparedResult renders a prepared statement.
+func preparedResult(p *coordinator.Prepared) (*cqlwire.PreparedResult, error) {
+	m := &cqlwire.PreparedResult{ID: p.ID[:], Bind: make([]cqlwire.ColumnSpec, len(p.Variables))}
+	for i, v := range p.Variables {
+		t, err := wireType(v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("native: bind marker %d (%s): %w", i, v.Name, err)
+		}
+		m.Bind[i] = cqlwire.ColumnSpec{Keyspace: v.Keyspace, Table: v.Table, Name: v.Name, Type: t}
+	}
+	if len(p.PKIndexes) > 0 {
+		m.PKIndexes = make([]uint16, len(p.PKIndexes))
+		for i, x := range p.PKIndexes {
+			m.PKIndexes[i] = uint16(x)
+		}
+	}
+	if p.Columns == nil {
+		m.Result = cqlwire.RowsMetadata{NoMetadata: true}
+		return m, nil
+	}
+	ks, table := p.Keyspace, ""
+	if sel, ok := p.Statement.(*cql.SelectStmt); ok {
+		table = sel.Table.Name.Name
+		if sel.Table.Keyspace.Name != "" {
+			ks = sel.Table.Keyspace.Name
+		}
+	}
+	m.Result.ColumnCount = len(p.Columns)
+	m.Result.Columns = make([]cqlwire.ColumnSpec, len(p.Columns))
+	for i, col := range p.Columns {
+		t, err := wireType(col.Type)
+		if err != nil {
+			return nil, fmt.Errorf("native: column %s: %w", col.Name, err)
+		}
+		m.Result.Columns[i] = cqlwire.ColumnSpec{Keyspace: ks, Table: table, Name: col.Name, Type: t}
+	}
+	return m, nil
+}
+
+func unprepared(id []byte) *cqlwire.Error {
+	return &cqlwire.Error{
+		Code:         cqlwire.ErrUnprepared,
+		Message:      fmt.Sprintf("prepared statement %x is not known to this node; prepare it again", id),
+		UnpreparedID: append([]byte(nil), id...),
+	}
+}

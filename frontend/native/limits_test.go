@@ -1,0 +1,198 @@
+package native
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kvnode/kvnode/cqlwire"
+)
+
+// TestInFlightLimitStopsReading checks backpressure: a connection with MaxInFlight requests
+// being executed is not read until one of them is answered.
+func TestInFlightLimitStopsReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		s, err := New(Config{Executor: &fakeExecutor{execute: g.execute}, MaxInFlight: 2, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		srvEnd, cliEnd := net.Pipe()
+		s.accept(srvEnd)
+		defer cliEnd.Close()
+
+		// The client reads its answers in the background (net.Pipe writes wait for the reader).
+		answers := make(chan cqlwire.Frame, 16)
+		go func() {
+			fr := cqlwire.NewFrameReader(bufio.NewReader(cliEnd), cqlwire.ReaderOptions{Responses: true})
+			for {
+				h, body, err := fr.ReadFrame()
+				if err != nil {
+					close(answers)
+					return
+				}
+				f, _ := cqlwire.DecodeFrame(h, body)
+				answers <- f
+			}
+		}()
+		write := func(stream int16, m cqlwire.Message) {
+			if _, err := cliEnd.Write(cqlwire.AppendFrame(nil, stream, m, cqlwire.FrameOptions{})); err != nil {
+				t.Errorf("write stream %d: %v", stream, err)
+			}
+		}
+		write(0, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}})
+		if f := <-answers; f.Header.Opcode != cqlwire.OpReady {
+			t.Fatalf("STARTUP answered %v", f.Header.Opcode)
+		}
+		q := &cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}
+		write(1, q)
+		write(2, q)
+		third := make(chan struct{})
+		go func() {
+			write(3, q) // blocks until the server reads it
+			close(third)
+		}()
+		synctest.Wait()
+		if n := g.count(); n != 2 {
+			t.Fatalf("executor called %d times with 2 requests allowed in flight, want 2", n)
+		}
+		select {
+		case <-third:
+			t.Fatal("the server read a third request while 2 were in flight (limit 2)")
+		default:
+		}
+		g.release <- struct{}{} // answer one
+		synctest.Wait()
+		<-third
+		if n := g.count(); n != 3 {
+			t.Fatalf("executor called %d times after one answer, want 3", n)
+		}
+		if f := <-answers; f.Header.Opcode != cqlwire.OpResult {
+			t.Fatalf("answer %v, want RESULT", f.Header.Opcode)
+		}
+		g.release <- struct{}{}
+		g.release <- struct{}{}
+		<-answers
+		<-answers
+	})
+}
+
+// TestHandshakeTimeout checks that a connection that sends no STARTUP is closed after
+// HandshakeTimeout, and that one that started is not.
+func TestHandshakeTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Executor: &fakeExecutor{}, HandshakeTimeout: 3 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		idleSrv, idle := net.Pipe()
+		s.accept(idleSrv)
+		startedSrv, started := net.Pipe()
+		s.accept(startedSrv)
+		c := newTestClient(t, started)
+		go func() {
+			// net.Pipe: the writes need a reader; the reads see the idle connection close.
+			idle.Read(make([]byte, 1))
+			idle.Close()
+		}()
+		c.startup(nil)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n := connCount(s); n != 2 {
+			t.Fatalf("%d connections open before the handshake timeout, want 2", n)
+		}
+		time.Sleep(2 * time.Second) // past the timeout (fake clock)
+		synctest.Wait()
+		if n := connCount(s); n != 1 {
+			t.Fatalf("%d connections open after the handshake timeout, want 1 (the started one)", n)
+		}
+		if _, ok := c.roundTrip(cqlwire.Options{}).(*cqlwire.Supported); !ok {
+			t.Fatal("the started connection stopped answering")
+		}
+		started.Close()
+	})
+}
+
+func connCount(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// TestConnectionLimit checks that a connection over MaxConnections is answered Overloaded and
+// closed, and that a slot freed is usable again.
+func TestConnectionLimit(t *testing.T) {
+	s, addr := startServer(t, Config{MaxConnections: 2})
+	c1, c2 := dial(t, addr), dial(t, addr)
+	c1.startup(nil)
+	c2.startup(nil)
+	c3 := dial(t, addr)
+	f := c3.recv()
+	if e, ok := f.Message.(*cqlwire.Error); !ok || e.Code != cqlwire.ErrOverloaded || !contains(e.Message, "at most 2") {
+		t.Fatalf("third connection got %#v, want Overloaded naming the limit", f.Message)
+	}
+	c3.expectClosed()
+	c1.nc.Close()
+	waitFor(t, func() bool { return connCount(s) == 1 })
+	c4 := dial(t, addr)
+	c4.startup(nil)
+}
+
+// TestCloseEndsRequests checks that Close cancels running requests and closes connections.
+func TestCloseEndsRequests(t *testing.T) {
+	g := newGate()
+	s, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}})
+	c := dial(t, addr)
+	c.startup(nil)
+	c.send(1, &cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cqlwire.One}})
+	waitArrived(t, g)
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-timeoutCh():
+		t.Fatal("Close did not return with a request running")
+	}
+	for {
+		if _, err := c.tryRecv(); err != nil {
+			break // answered Overloaded (canceled) or closed: either way the connection ends
+		}
+	}
+}
+
+// TestShutdownWaitsForRequests checks that Shutdown lets a running request finish.
+func TestShutdownWaitsForRequests(t *testing.T) {
+	g := newGate()
+	s, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}})
+	c := dial(t, addr)
+	c.startup(nil)
+	c.send(1, &cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cqlwire.One}})
+	waitArrived(t, g)
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	g.release <- struct{}{}
+	if _, ok := c.recv().Message.(cqlwire.VoidResult); !ok {
+		t.Fatal("the running request was not answered")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	c.expectClosed()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

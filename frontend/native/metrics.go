@@ -1,0 +1,65 @@
+package native
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvnode/kvnode/cqlwire"
+)
+
+// metrics are the server's Prometheus metrics, registered on the node's registry through
+// Server.Collector.
+type metrics struct {
+	connections prometheus.Gauge
+	accepted    prometheus.Counter
+	refused     prometheus.Counter
+	requests    *prometheus.CounterVec
+	byOpcode    [256]prometheus.Counter // requests' children, resolved once
+	errors      *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "kvnode", Subsystem: "native", Name: name, Help: help}
+	}
+	m := &metrics{
+		connections: prometheus.NewGauge(prometheus.GaugeOpts(opts("connections", "Open native protocol client connections."))),
+		accepted:    prometheus.NewCounter(prometheus.CounterOpts(opts("connections_accepted_total", "Native protocol connections accepted."))),
+		refused: prometheus.NewCounter(prometheus.CounterOpts(opts("connections_refused_total",
+			"Native protocol connections refused because the node was at its connection limit."))),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts(opts("requests_total", "Native protocol requests read, by opcode.")), []string{"opcode"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts(opts("errors_total",
+			"Native protocol ERROR answers, by error code.")), []string{"code"}),
+	}
+	for op := range 256 {
+		if cqlwire.Opcode(op).IsRequest() {
+			m.byOpcode[op] = m.requests.WithLabelValues(cqlwire.Opcode(op).String())
+		}
+	}
+	return m
+}
+
+// request counts a request frame; frames of other opcodes never get this far.
+func (m *metrics) request(op cqlwire.Opcode) {
+	if c := m.byOpcode[op]; c != nil {
+		c.Inc()
+	}
+}
+
+// Collector returns the server's metrics for the node's registry.
+func (s *Server) Collector() prometheus.Collector { return s.metrics }
+
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.connections.Describe(ch)
+	m.accepted.Describe(ch)
+	m.refused.Describe(ch)
+	m.requests.Describe(ch)
+	m.errors.Describe(ch)
+}
+
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.connections.Collect(ch)
+	m.accepted.Collect(ch)
+	m.refused.Collect(ch)
+	m.requests.Collect(ch)
+	m.errors.Collect(ch)
+}

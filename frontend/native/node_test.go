@@ -1,0 +1,235 @@
+package native_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/replica"
+)
+
+// These tests run the server inside real nodes: pebble on disk, memberlist and the listeners
+// on loopback.
+
+const waitLimit = 30 * time.Second
+
+func startNode(t *testing.T, seeds ...string) *node.Node {
+	t.Helper()
+	nd, err := node.Start(context.Background(), node.Config{
+		DataDir:                filepath.Join(t.TempDir(), "n"),
+		Addr:                   "127.0.0.1:0",
+		CQLAddr:                "127.0.0.1:0",
+		GossipAddr:             "127.0.0.1:0",
+		Seeds:                  seeds,
+		NoSync:                 true,
+		Profile:                cluster.ProfileTest,
+		Storage:                replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
+		SchemaAgreementTimeout: 5 * time.Second,
+		Logger:                 slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nd.Close() })
+	return nd
+}
+
+// wireClient is a minimal native protocol client: one request at a time, events set aside.
+type wireClient struct {
+	t      *testing.T
+	nc     net.Conn
+	fr     *cqlwire.FrameReader
+	events []*cqlwire.Event
+}
+
+func connect(t *testing.T, addr string, opts map[string]string) *wireClient {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	c := &wireClient{t: t, nc: nc, fr: cqlwire.NewFrameReader(bufio.NewReader(nc), cqlwire.ReaderOptions{Responses: true})}
+	all := map[string]string{"CQL_VERSION": "3.0.0"}
+	for k, v := range opts {
+		all[k] = v
+	}
+	if m := c.do(&cqlwire.Startup{Options: all}); m.Opcode() != cqlwire.OpReady {
+		t.Fatalf("STARTUP answered %#v", m)
+	}
+	return c
+}
+
+func (c *wireClient) do(m cqlwire.Message) cqlwire.Message {
+	c.t.Helper()
+	c.nc.SetDeadline(time.Now().Add(waitLimit))
+	if _, err := c.nc.Write(cqlwire.AppendFrame(nil, 1, m, cqlwire.FrameOptions{})); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		f := c.next()
+		if f.Header.Stream == 1 {
+			return f.Message
+		}
+	}
+}
+
+func (c *wireClient) next() cqlwire.Frame {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(waitLimit))
+	h, body, err := c.fr.ReadFrame()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	f, err := cqlwire.DecodeFrame(h, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if ev, ok := f.Message.(*cqlwire.Event); ok && h.Stream == -1 {
+		c.events = append(c.events, ev)
+	}
+	return f
+}
+
+// query runs text at QUORUM.
+func (c *wireClient) query(text string) cqlwire.Message {
+	c.t.Helper()
+	return c.do(&cqlwire.Query{Query: text, Params: cqlwire.QueryParams{Consistency: cqlwire.Quorum}})
+}
+
+// ok runs text and fails unless it is answered with a RESULT.
+func (c *wireClient) ok(text string) cqlwire.Message {
+	c.t.Helper()
+	m := c.query(text)
+	if e, isErr := m.(*cqlwire.Error); isErr {
+		c.t.Fatalf("%s: error 0x%04x %s", text, e.Code, e.Message)
+	}
+	return m
+}
+
+// waitEvent reads until an event for which match is true arrives.
+func (c *wireClient) waitEvent(match func(*cqlwire.Event) bool) {
+	c.t.Helper()
+	for i := 0; ; i++ {
+		for _, ev := range c.events {
+			if match(ev) {
+				return
+			}
+		}
+		c.events = nil
+		c.next()
+	}
+}
+
+func TestNodeServesCQL(t *testing.T) {
+	nd := startNode(t)
+	c := connect(t, nd.CQLAddr(), map[string]string{"SCYLLA_RATE_LIMIT_ERROR": ""})
+
+	sc, ok := c.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").(*cqlwire.SchemaChangeResult)
+	if !ok || sc.Change != "CREATED" || sc.Target != "KEYSPACE" || sc.Keyspace != "ks" {
+		t.Fatalf("CREATE KEYSPACE answered %#v", sc)
+	}
+	e, ok := c.query("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").(*cqlwire.Error)
+	if !ok || e.Code != cqlwire.ErrAlreadyExists || e.Keyspace != "ks" || e.Table != "" {
+		t.Fatalf("CREATE KEYSPACE again answered %#v, want Already_exists naming ks", e)
+	}
+	if m, ok := c.ok("USE ks").(*cqlwire.SetKeyspaceResult); !ok || m.Keyspace != "ks" {
+		t.Fatalf("USE answered %#v", m)
+	}
+	c.ok("CREATE TABLE t (k text, c int, v bigint, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 1}")
+	e, ok = c.query("CREATE TABLE t (k text PRIMARY KEY)").(*cqlwire.Error)
+	if !ok || e.Code != cqlwire.ErrAlreadyExists || e.Keyspace != "ks" || e.Table != "t" {
+		t.Fatalf("CREATE TABLE again answered %#v, want Already_exists naming ks.t", e)
+	}
+	c.ok("INSERT INTO t (k, c, v) VALUES ('a', 1, 10)")
+	rows, ok := c.ok("SELECT c, v FROM t WHERE k = 'a'").(*cqlwire.RowsResult)
+	if !ok || rows.NumRows() != 1 || len(rows.Metadata.Columns) != 2 || rows.Metadata.Columns[1].Type.ID != cqlwire.TypeBigint ||
+		rows.Metadata.Columns[0].Keyspace != "ks" || rows.Metadata.Columns[0].Table != "t" {
+		t.Fatalf("SELECT answered %#v", rows)
+	}
+	if e, ok := c.query("SELEKT * FROM t").(*cqlwire.Error); !ok || e.Code != cqlwire.ErrSyntax || !strings.Contains(e.Message, "1:1") {
+		t.Fatalf("a syntax error answered %#v, want Syntax_error with its position", e)
+	}
+	if e, ok := c.query("SELECT * FROM nope WHERE k = 'a'").(*cqlwire.Error); !ok || e.Code != cqlwire.ErrInvalid || !strings.Contains(e.Message, "nope") {
+		t.Fatalf("an unknown table answered %#v, want Invalid naming it", e)
+	}
+
+	// The rate limit: 1 write per second per partition, so a burst to one partition is
+	// rejected soon. The client opted in: ScyllaDB's error; another that did not: Config_error.
+	plain := connect(t, nd.CQLAddr(), nil)
+	plain.ok("USE ks")
+	var gotOptIn, gotPlain *cqlwire.Error
+	for i := 0; i < 1000 && (gotOptIn == nil || gotPlain == nil); i++ {
+		for _, cl := range []*wireClient{c, plain} {
+			if e, ok := cl.query(fmt.Sprintf("INSERT INTO t (k, c, v) VALUES ('hot', %d, 1)", i)).(*cqlwire.Error); ok {
+				if cl == c {
+					gotOptIn = e
+				} else {
+					gotPlain = e
+				}
+			}
+		}
+	}
+	if gotOptIn == nil || gotOptIn.Code != cqlwire.ErrRateLimit || gotOptIn.RateLimitOp != cqlwire.RateLimitWrite || !gotOptIn.RejectedByCoordinator ||
+		!strings.Contains(gotOptIn.Message, "rate limit exceeded for writes on ks.t (limit 1/s), rejected by coordinator") {
+		t.Errorf("a client that opted in got %#v, want the rate-limit error 0xF000 (write, by coordinator)", gotOptIn)
+	}
+	if gotPlain == nil || gotPlain.Code != cqlwire.ErrConfig || !strings.Contains(gotPlain.Message, "rate limit exceeded for writes on ks.t") {
+		t.Errorf("a client that did not opt in got %#v, want Config_error naming the limit", gotPlain)
+	}
+}
+
+// TestSchemaEventsFromAnyNode checks that a client registered on one node hears of DDL run on
+// another, and of the other node going down.
+func TestSchemaEventsFromAnyNode(t *testing.T) {
+	n1 := startNode(t)
+	n2 := startNode(t, n1.GossipAddr())
+	end := time.Now().Add(waitLimit)
+	for len(n1.Cluster().Members()) < 2 || !n1.Cluster().IsLive(cluster.NodeID(n2.ID())) {
+		if time.Now().After(end) {
+			t.Fatal("the nodes did not see each other")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c1 := connect(t, n1.CQLAddr(), nil)
+	if _, ok := c1.do(&cqlwire.Register{Events: []string{"SCHEMA_CHANGE", "STATUS_CHANGE", "TOPOLOGY_CHANGE"}}).(cqlwire.Ready); !ok {
+		t.Fatal("REGISTER not answered READY")
+	}
+	c2 := connect(t, n2.CQLAddr(), nil)
+	c2.ok("CREATE KEYSPACE ev WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
+	c2.ok("CREATE TABLE ev.t (k text PRIMARY KEY)")
+	c1.waitEvent(func(ev *cqlwire.Event) bool {
+		return ev.Type == "SCHEMA_CHANGE" && ev.Schema.Change == "CREATED" && ev.Schema.Target == "TABLE" && ev.Schema.Keyspace == "ev" && ev.Schema.Name == "t"
+	})
+	n2.Close()
+	c1.waitEvent(func(ev *cqlwire.Event) bool {
+		return ev.Type == "STATUS_CHANGE" && ev.Change == "DOWN" && ev.Addr.Addr().String() == "127.0.0.1"
+	})
+}
+
+// TestNodeShutdownClosesCQLConnections checks that a node's Shutdown stops the native listener
+// and closes its connections.
+func TestNodeShutdownClosesCQLConnections(t *testing.T) {
+	nd := startNode(t)
+	c := connect(t, nd.CQLAddr(), nil)
+	if err := nd.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.nc.SetReadDeadline(time.Now().Add(waitLimit))
+	if _, _, err := c.fr.ReadFrame(); err == nil {
+		t.Fatal("the connection is still open after Shutdown")
+	}
+	if nc, err := net.DialTimeout("tcp", nd.CQLAddr(), waitLimit); err == nil {
+		nc.Close()
+		t.Fatal("the native port still accepts connections after Shutdown")
+	}
+}

@@ -1,0 +1,302 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cqlwire"
+)
+
+// Executor is the domain API the front end adapts: the coordinator shell's *shell.Executor
+// (package coordinator/shell) implements it.
+type Executor interface {
+	// Execute runs one statement.
+	Execute(ctx context.Context, st coordinator.Statement) (coordinator.Result, error)
+	// Prepare parses and validates text once, for EXECUTE.
+	Prepare(ctx context.Context, text, keyspace string) (*coordinator.Prepared, error)
+	// ExecuteBatch runs a BATCH.
+	ExecuteBatch(ctx context.Context, b coordinator.BatchStatement) (coordinator.Result, error)
+}
+
+// Defaults of the zero Config fields.
+const (
+	// DefaultMaxConnections bounds the client connections of one node.
+	DefaultMaxConnections = 1024
+	// DefaultMaxInFlight bounds the requests of one connection being executed or waiting for
+	// their answer to be written; the connection is not read while it is at the bound.
+	DefaultMaxInFlight = 1024
+	// DefaultHandshakeTimeout is how long a new connection may take to send STARTUP.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultPreparedCacheSize bounds the prepared statements the node keeps.
+	DefaultPreparedCacheSize = 10000
+	// DefaultEventQueue bounds the events waiting to be written to one connection; a
+	// connection that falls further behind is closed (its driver reconnects and re-reads
+	// the metadata it would have learnt from the lost events).
+	DefaultEventQueue = 256
+)
+
+// Config configures a Server. Executor is required; the zero value of every other field means
+// its default.
+type Config struct {
+	Executor Executor
+	// MaxFrameSize bounds a request frame's body, compressed and decompressed. Default
+	// cqlwire.DefaultMaxFrameSize; node derives it from max_mutation_size.
+	MaxFrameSize int
+	// MaxConnections bounds open client connections; a connection over it is answered
+	// Overloaded and closed. Default DefaultMaxConnections.
+	MaxConnections int
+	// MaxInFlight bounds a connection's requests in flight. Default DefaultMaxInFlight.
+	MaxInFlight int
+	// HandshakeTimeout is how long a connection may take from accept to STARTUP. Default
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// PreparedCacheSize bounds the node's prepared statements (least recently used are
+	// dropped; a driver executing a dropped one is answered Unprepared and re-prepares).
+	// Default DefaultPreparedCacheSize.
+	PreparedCacheSize int
+	// EventQueue bounds a connection's pending events. Default DefaultEventQueue.
+	EventQueue int
+	// Schema, when set, is watched for schema changes to push as SCHEMA_CHANGE events.
+	Schema SchemaSource
+	// Topology, when set, is watched for nodes joining, leaving, going up and down, pushed as
+	// TOPOLOGY_CHANGE and STATUS_CHANGE events.
+	Topology TopologySource
+	// Logger receives the server's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) ensureDefaults() {
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = cqlwire.DefaultMaxFrameSize
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.PreparedCacheSize == 0 {
+		c.PreparedCacheSize = DefaultPreparedCacheSize
+	}
+	if c.EventQueue == 0 {
+		c.EventQueue = DefaultEventQueue
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Executor == nil:
+		return errors.New("native: Config.Executor is nil")
+	case c.MaxFrameSize < 0:
+		return fmt.Errorf("native: Config.MaxFrameSize is %d, want ≥ 0 bytes", c.MaxFrameSize)
+	case c.MaxConnections < 0:
+		return fmt.Errorf("native: Config.MaxConnections is %d, want ≥ 0", c.MaxConnections)
+	case c.MaxInFlight < 0 || c.MaxInFlight > maxStreams:
+		return fmt.Errorf("native: Config.MaxInFlight is %d, want 0 to %d (the stream ids of a connection)", c.MaxInFlight, maxStreams)
+	case c.HandshakeTimeout < 0:
+		return fmt.Errorf("native: Config.HandshakeTimeout is %v, want ≥ 0", c.HandshakeTimeout)
+	case c.PreparedCacheSize < 0:
+		return fmt.Errorf("native: Config.PreparedCacheSize is %d, want ≥ 0", c.PreparedCacheSize)
+	case c.EventQueue < 0:
+		return fmt.Errorf("native: Config.EventQueue is %d, want ≥ 0", c.EventQueue)
+	}
+	return nil
+}
+
+// maxStreams is the number of stream ids a v4 client may use (0 to 32767).
+const maxStreams = 1 << 15
+
+// Server serves the CQL native protocol on the listeners given to Serve. Close stops it.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	prepared  *preparedCache
+	supported *cqlwire.Supported // the answer to OPTIONS, shared read-only
+	events    *hub
+	metrics   *metrics
+
+	ctx    context.Context // canceled by Close: the requests' parent
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup // Serve loops, connections, the event watcher
+}
+
+// New returns a server for cfg and starts watching cfg's schema and topology sources.
+func New(cfg Config) (*Server, error) {
+	cfg.ensureDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		prepared:  newPreparedCache(cfg.PreparedCacheSize),
+		supported: newSupported(),
+		metrics:   newMetrics(),
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+	}
+	s.events = newHub(s.log)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.events.watch(ctx, cfg.Schema, cfg.Topology)
+	}()
+	return s, nil
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("native: server closed")
+
+// Serve accepts connections on lis until Close, serving each on its own goroutines. It always
+// returns a non-nil error: ErrServerClosed after Close.
+func (s *Server) Serve(lis net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		lis.Close()
+		return ErrServerClosed
+	}
+	s.listeners[lis] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := lis.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and the like: wait and try again, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("native: accept failed; retrying", "err", err, "in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-s.ctx.Done():
+				}
+				continue
+			}
+			return fmt.Errorf("native: accept: %w", err)
+		}
+		backoff = 0
+		s.accept(nc)
+	}
+}
+
+// accept starts serving nc, or answers it Overloaded and closes it when the node is at its
+// connection limit.
+func (s *Server) accept(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxConnections {
+		s.mu.Unlock()
+		s.metrics.refused.Inc()
+		// The answer fits any socket buffer; the deadline only guards against the impossible.
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write(cqlwire.AppendFrame(nil, 0, &cqlwire.Error{Code: cqlwire.ErrOverloaded,
+			Message: fmt.Sprintf("too many connections: this node serves at most %d", s.cfg.MaxConnections)}, cqlwire.FrameOptions{}))
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.metrics.connections.Inc()
+	s.metrics.accepted.Inc()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.events.unsubscribe(c)
+		s.metrics.connections.Dec()
+	}()
+}
+
+// Close stops the server: it closes the listeners and every connection, cancels the requests
+// still running and waits for every goroutine the server started.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	for lis := range s.listeners {
+		lis.Close()
+	}
+	for c := range s.conns {
+		c.close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Shutdown stops accepting connections and waits until the requests in flight have been
+// answered or ctx ends, then closes every connection as Close does. It returns ctx.Err() when
+// it had to cancel requests.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	for lis := range s.listeners {
+		lis.Close()
+	}
+	s.mu.Unlock()
+	var err error
+	for !s.idle() {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	s.Close()
+	return err
+}
+
+// idle reports whether no connection has a request in flight.
+func (s *Server) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.inFlight() > 0 {
+			return false
+		}
+	}
+	return true
+}
