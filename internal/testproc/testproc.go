@@ -120,7 +120,8 @@ type Node struct {
 	NumTokens int
 	// LogLevel is --log-level; "" means info.
 	LogLevel string
-	// CQLAddr is --cql-addr; "" binds a free port on 127.0.0.1 at each start.
+	// CQLAddr is --cql-addr; "" binds a free port on 127.0.0.1 at each start. When set, Start
+	// waits until it accepts connections.
 	CQLAddr string
 	// ExtraArgs are appended to the serve command line (e.g. --testing-clock-offset).
 	ExtraArgs []string
@@ -177,7 +178,7 @@ func (n *Node) startOnce() error {
 		"--addr", addr,
 		"--gossip-addr", gossipAddr,
 		"--cql-addr", cmp.Or(n.CQLAddr, "127.0.0.1:0"),
-		"--metrics-addr", "127.0.0.1:0",
+		"--metrics-addr", cmp.Or(n.MetricsBind, "127.0.0.1:0"),
 		"--sync=" + fmt.Sprint(n.Sync),
 		"--log-level", logLevel,
 	}
@@ -186,13 +187,6 @@ func (n *Node) startOnce() error {
 	}
 	if len(n.Seeds) > 0 {
 		args = append(args, "--seeds", strings.Join(n.Seeds, ","))
-	}
-	// Fixed addresses come last: a flag given twice takes its last value.
-	if n.MetricsBind != "" {
-		args = append(args, "--metrics-addr", n.MetricsBind)
-	}
-	if n.CQLAddr != "" {
-		args = append(args, "--cql-addr", n.CQLAddr)
 	}
 	args = append(args, n.ExtraArgs...)
 	run := len(n.stderrs) + 1

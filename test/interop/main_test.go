@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +64,6 @@ func startCluster(t *testing.T) *testproc.Cluster {
 	if testing.Short() {
 		t.Skip("interop: skipped under -short (it builds kvnode and runs a 3-node cluster)")
 	}
-	requireCQLServer(t)
 	root := t.TempDir() // made before the cleanup is registered, so removed after the processes stop
 	c, err := testproc.Start(testproc.Options{
 		Binary:    kvnodeBinary,
@@ -96,16 +93,6 @@ func startCluster(t *testing.T) *testproc.Cluster {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// requireCQLServer skips the test while the kvnode binary has no native-protocol server (no
-// --cql-addr flag): the server and these tests are built in parallel.
-func requireCQLServer(t *testing.T) {
-	t.Helper()
-	out, _ := exec.Command(kvnodeBinary, "serve", "--help").CombinedOutput()
-	if !strings.Contains(string(out), "-cql-addr") {
-		t.Skip("interop: kvnode serve has no --cql-addr yet, so there is no native protocol to test")
-	}
 }
 
 // nodeTokens returns the tokens kvnode gives the node id.
