@@ -576,3 +576,16 @@ func cmpOr[T comparable](a, b T) T {
 	}
 	return b
 }
+
+// TestOversizedFrameErrorReachesClientStillSending checks that a client that goes on sending
+// the body of a frame over the limit reads the protocol error, rather than a reset connection.
+func TestOversizedFrameErrorReachesClientStillSending(t *testing.T) {
+	_, addr := startServer(t, Config{MaxFrameSize: 1 << 16})
+	for range 5 {
+		c := dial(t, addr)
+		c.startup(nil)
+		frame := append(cqlwire.AppendHeader(nil, cqlwire.Header{Stream: 3, Opcode: cqlwire.OpQuery, Length: 256 << 10}), make([]byte, 256<<10)...)
+		go c.nc.Write(frame) // may fail once the server closes; the error must be readable anyway
+		c.expectProtocolError(3, "exceeds the limit of 65536")
+	}
+}
