@@ -303,9 +303,9 @@ func (c *conn) release() {
 // the queue is empty (or the buffer is large), then frees the streams it answered.
 func (c *conn) write() {
 	var (
-		buf      []byte
-		scratch  []byte
-		comp     cqlwire.Compression
+		buf         []byte
+		scratch     []byte
+		comp        cqlwire.Compression
 		answered    []int16
 		closing     bool
 		protocolErr bool
