@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
@@ -175,7 +174,9 @@ func (c *Client) Close() error { return c.conn.Close() }
 // Column describes a result column.
 type Column struct {
 	Name string
-	// Type is the CQL type name: text, int, bigint, double, boolean, blob or timestamp.
+	// Type is the CQL type name: text, int, bigint, double, boolean, blob, timestamp, ascii,
+	// float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, or (system
+	// tables only) set<text>, list<text>, map<text, text>, map<text, blob>.
 	Type string
 }
 
@@ -192,8 +193,30 @@ type SchemaChange struct {
 // Keyspace or Description is set, or none for INSERT, UPDATE and DELETE.
 type Result struct {
 	Columns []Column
-	// Rows holds one slice per row, one value per column: string, int32, int64, float64, bool,
-	// []byte, time.Time (UTC), or nil for null.
+	// Rows holds one slice per row, one value per column, or nil for null:
+	//
+	//	text, ascii        string
+	//	int                int32
+	//	bigint             int64
+	//	smallint           int16
+	//	tinyint            int8
+	//	double             float64
+	//	float              float32
+	//	boolean            bool
+	//	blob               []byte
+	//	timestamp          time.Time (UTC)
+	//	uuid, timeuuid     UUID
+	//	inet               netip.Addr
+	//	date               Date
+	//	time               time.Duration since midnight
+	//	decimal            Decimal
+	//	varint             *big.Int
+	//	set<text>, list<text>
+	//	                   []string
+	//	map<text, text>    map[string]string
+	//	map<text, blob>    map[string][]byte
+	//
+	// A value the server sends malformed (which it does not) is an error of Execute.
 	Rows         [][]any
 	SchemaChange *SchemaChange
 	// Keyspace is set by USE.
@@ -253,7 +276,11 @@ func decodeResult(resp *kvnodepb.ExecuteResponse) (*Result, error) {
 			}
 			out := make([]any, len(vals))
 			for j, v := range vals {
-				out[j] = decodeValue(v)
+				x, err := decodeValue(v)
+				if err != nil {
+					return nil, fmt.Errorf("row %d column %s: %w", i, cols[j].GetName(), err)
+				}
+				out[j] = x
 			}
 			res.Rows = append(res.Rows, out)
 		}
@@ -269,27 +296,16 @@ func decodeResult(resp *kvnodepb.ExecuteResponse) (*Result, error) {
 }
 
 func typeName(t kvnodepb.ColumnType) string {
+	switch t {
+	case kvnodepb.ColumnType_COLUMN_TYPE_SET_TEXT:
+		return "set<text>"
+	case kvnodepb.ColumnType_COLUMN_TYPE_LIST_TEXT:
+		return "list<text>"
+	case kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_TEXT:
+		return "map<text, text>"
+	case kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_BLOB:
+		return "map<text, blob>"
+	}
 	name := strings.TrimPrefix(t.String(), "COLUMN_TYPE_")
 	return strings.ToLower(name)
-}
-
-func decodeValue(v *kvnodepb.Value) any {
-	switch k := v.GetKind().(type) {
-	case *kvnodepb.Value_Text:
-		return k.Text
-	case *kvnodepb.Value_Int:
-		return k.Int
-	case *kvnodepb.Value_Bigint:
-		return k.Bigint
-	case *kvnodepb.Value_Double:
-		return k.Double
-	case *kvnodepb.Value_Boolean:
-		return k.Boolean
-	case *kvnodepb.Value_Blob:
-		return k.Blob
-	case *kvnodepb.Value_Timestamp:
-		return time.UnixMilli(k.Timestamp).UTC()
-	default:
-		return nil
-	}
 }

@@ -85,7 +85,11 @@ func (c *Client) TopPartitions(ctx context.Context, keyspace, table string, limi
 			if vals := p.GetPartitionKey(); len(vals) > 0 {
 				h.Key = make([]any, len(vals))
 				for i, v := range vals {
-					h.Key[i] = decodeValue(v)
+					x, err := decodeValue(v)
+					if err != nil {
+						return nil, fmt.Errorf("client: %s.%s partition key: %w", t.Keyspace, t.Table, err)
+					}
+					h.Key[i] = x
 				}
 			}
 			t.Partitions = append(t.Partitions, h)

@@ -45,6 +45,12 @@ type Member struct {
 	SchemaDigest string
 	// Local reports whether this is the local node.
 	Local bool
+	// NativeAddr is the host:port where the member serves the CQL native protocol, from its
+	// metadata; "" when it does not say.
+	NativeAddr string
+	// DataCenter and Rack place the member; empty when it does not say (a member running a
+	// release that does not gossip them).
+	DataCenter, Rack string
 }
 
 // peerState is the local view of one ring member.
@@ -87,6 +93,8 @@ type Cluster struct {
 	ring   atomic.Pointer[Ring]
 	live   atomic.Pointer[map[NodeID]bool]
 	meta   atomic.Pointer[[]byte]
+	metaMu sync.Mutex             // serialises rebuilding meta (schema digest, native address)
+	native atomic.Pointer[string] // the native protocol address published in our metadata
 	digest atomic.Pointer[string] // local schema digest as published in our metadata
 
 	mu       sync.Mutex
@@ -164,6 +172,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 
 	digest := cfg.Schema.Digest()
+	native := cfg.NativeAddr
+	c.native.Store(&native)
 	meta, err := c.buildMeta(digest)
 	if err != nil {
 		return nil, err
@@ -171,7 +181,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.digest.Store(&digest)
 	c.meta.Store(&meta)
 	c.peers[id] = &peerState{
-		rec:    peerRecord{ID: id, RPCAddr: cfg.RPCAddr, NumTokens: cfg.NumTokens, GossipAddr: prevGossip},
+		rec: peerRecord{ID: id, RPCAddr: cfg.RPCAddr, NumTokens: cfg.NumTokens, GossipAddr: prevGossip,
+			NativeAddr: cfg.NativeAddr, DataCenter: cfg.DataCenter, Rack: cfg.Rack},
 		tokens: NodeTokens(id, cfg.NumTokens),
 		live:   true,
 		digest: digest,
@@ -356,6 +367,7 @@ func (c *Cluster) memberLocked(p *peerState) Member {
 	return Member{
 		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
 		Live: p.live, SchemaDigest: p.digest, Local: p.rec.ID == c.id,
+		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack,
 	}
 }
 
@@ -398,7 +410,39 @@ func (c *Cluster) rebuildLiveLocked() {
 }
 
 func (c *Cluster) buildMeta(digest string) ([]byte, error) {
-	return nodeMeta{ID: c.id, RPCAddr: c.cfg.RPCAddr, SchemaDigest: digest, NumTokens: c.cfg.NumTokens}.encode()
+	return nodeMeta{
+		ID: c.id, RPCAddr: c.cfg.RPCAddr, SchemaDigest: digest, NumTokens: c.cfg.NumTokens,
+		NativeAddr: *c.native.Load(), DataCenter: c.cfg.DataCenter, Rack: c.cfg.Rack,
+	}.encode()
+}
+
+// SetNativeAddr publishes the host:port where the local node serves the CQL native protocol (known
+// only once its listener is bound): it goes into the node's gossiped metadata, from which the other
+// nodes' system.peers report it. It returns an error, and publishes nothing, when the metadata
+// would exceed [MaxMetaSize].
+func (c *Cluster) SetNativeAddr(addr string) error {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	prev := c.native.Swap(&addr)
+	meta, err := c.buildMeta(*c.digest.Load())
+	if err != nil {
+		c.native.Store(prev)
+		return err
+	}
+	c.meta.Store(&meta)
+	c.mu.Lock()
+	if p, ok := c.peers[c.id]; ok && p.rec.NativeAddr != addr {
+		p.rec.NativeAddr = addr
+		c.dirty = true
+		c.notifyLocked()
+	}
+	c.mu.Unlock()
+	if c.ml != nil {
+		if err := c.ml.UpdateNode(c.tim.updateTimeout); err != nil {
+			c.log.Debug("metadata update not yet broadcast", "err", err)
+		}
+	}
+	return nil
 }
 
 // RemoveNode drops a down node from the ring for good: its ranges move to the next nodes on the ring.

@@ -17,6 +17,12 @@ import (
 const (
 	// DefaultNumTokens is the number of vnode tokens per node when Config.NumTokens is zero.
 	DefaultNumTokens = 16
+	// DefaultDataCenter and DefaultRack place a node when Config.DataCenter and Config.Rack are
+	// empty: Cassandra's defaults, which drivers' default load balancing expects.
+	DefaultDataCenter = "datacenter1"
+	DefaultRack       = "rack1"
+	// MaxPlacementNameLen bounds a data center or rack name.
+	MaxPlacementNameLen = 64
 	// DefaultBindAddr is the gossip address when Config.BindAddr is empty.
 	DefaultBindAddr = "0.0.0.0:7946"
 	// DefaultClusterName is the cluster name when Config.ClusterName is empty.
@@ -158,6 +164,13 @@ type Config struct {
 	AdvertiseAddr string
 	// RPCAddr is the node's internode RPC address, published to peers in the node metadata.
 	RPCAddr string
+	// NativeAddr is the host:port where the node serves the CQL native protocol, published to peers
+	// in the node metadata (drivers read it from system.peers); SetNativeAddr sets it later. Empty
+	// means none yet.
+	NativeAddr string
+	// DataCenter and Rack place the node, published to peers. Default DefaultDataCenter and
+	// DefaultRack.
+	DataCenter, Rack string
 	// Seeds are gossip host:port addresses of nodes to join. The node's own address is ignored, and the
 	// addresses of peers known from earlier runs are tried as well.
 	Seeds []string
@@ -191,6 +204,12 @@ func (c *Config) ensureDefaults() {
 	if c.NumTokens == 0 {
 		c.NumTokens = DefaultNumTokens
 	}
+	if c.DataCenter == "" {
+		c.DataCenter = DefaultDataCenter
+	}
+	if c.Rack == "" {
+		c.Rack = DefaultRack
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -217,6 +236,11 @@ func (c *Config) validate() error {
 	}
 	if _, _, err := splitHostPort(c.BindAddr); err != nil {
 		return fmt.Errorf("cluster: bind address %q: %v", c.BindAddr, err)
+	}
+	for _, f := range []struct{ what, v string }{{"data center", c.DataCenter}, {"rack", c.Rack}} {
+		if err := ValidatePlacementName(f.v); err != nil {
+			return fmt.Errorf("cluster: %s: %v", f.what, err)
+		}
 	}
 	if c.AdvertiseAddr != "" {
 		if _, _, err := splitHostPort(c.AdvertiseAddr); err != nil {
@@ -277,4 +301,22 @@ func (w slogWriter) Write(p []byte) (int, error) {
 		w.log.Log(ctx, level, string(line))
 	}
 	return len(p), nil
+}
+
+// ValidatePlacementName reports why name cannot be a data center or rack name, or nil: it must be 1
+// to MaxPlacementNameLen bytes of printable ASCII other than quotes and backslash (drivers compare
+// these names and operators type them in configuration).
+func ValidatePlacementName(name string) error {
+	if name == "" {
+		return errors.New("name is empty")
+	}
+	if len(name) > MaxPlacementNameLen {
+		return fmt.Errorf("name is %d bytes, the limit is %d", len(name), MaxPlacementNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c > '~' || c == '\'' || c == '"' || c == '\\' {
+			return fmt.Errorf("name %q has byte %#x at offset %d; allowed are printable ASCII characters other than space, quotes and backslash", name, c, i)
+		}
+	}
+	return nil
 }

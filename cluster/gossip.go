@@ -213,13 +213,15 @@ func (c *Cluster) observe(n *memberlist.Node) {
 	if _, gone := c.removed[id]; gone {
 		return
 	}
-	rec := peerRecord{ID: id, RPCAddr: meta.RPCAddr, GossipAddr: n.Address(), NumTokens: meta.NumTokens, Updated: time.Now().UnixNano()}
+	rec := peerRecord{ID: id, RPCAddr: meta.RPCAddr, GossipAddr: n.Address(), NumTokens: meta.NumTokens, Updated: time.Now().UnixNano(),
+		NativeAddr: meta.NativeAddr, DataCenter: meta.DataCenter, Rack: meta.Rack}
 	p, ok := c.peers[id]
 	if !ok {
 		p = &peerState{}
 		c.peers[id] = p
 	}
-	if p.rec.RPCAddr != rec.RPCAddr || p.rec.GossipAddr != rec.GossipAddr || p.rec.NumTokens != rec.NumTokens {
+	if p.rec.RPCAddr != rec.RPCAddr || p.rec.GossipAddr != rec.GossipAddr || p.rec.NumTokens != rec.NumTokens ||
+		p.rec.NativeAddr != rec.NativeAddr || p.rec.DataCenter != rec.DataCenter || p.rec.Rack != rec.Rack {
 		c.dirty = true
 		c.kickWorker()
 	}
@@ -334,6 +336,8 @@ func (c *Cluster) process(in inbox) {
 
 // publishDigest puts the store's current digest in the local metadata and gossips it.
 func (c *Cluster) publishDigest() {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
 	d := c.cfg.Schema.Digest()
 	meta, err := c.buildMeta(d)
 	if err != nil {

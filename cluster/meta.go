@@ -12,10 +12,18 @@ import (
 // cluster checks it first and returns [ErrMetaTooLarge].
 const MaxMetaSize = memberlist.MetaMaxSize
 
-// ErrMetaTooLarge reports node metadata (node id, RPC address, schema digest) over [MaxMetaSize] bytes.
+// ErrMetaTooLarge reports node metadata (node id, addresses, schema digest, data center, rack) over
+// [MaxMetaSize] bytes.
 var ErrMetaTooLarge = errors.New("cluster: node metadata too large")
 
-const metaVersion = 1
+// Metadata format versions. Version 1 carried the node id, RPC address and schema digest; version 2
+// adds the native protocol address, data center and rack that drivers read from system.peers.
+// Nodes write version 2 and read both, so a cluster can be upgraded one node at a time (a version 1
+// node is reported with no native address and the default data center and rack).
+const (
+	metaVersion1 = 1
+	metaVersion  = 2
+)
 
 // nodeMeta is what a node gossips about itself in memberlist's node metadata.
 type nodeMeta struct {
@@ -23,21 +31,31 @@ type nodeMeta struct {
 	RPCAddr      string
 	SchemaDigest string
 	NumTokens    int
+	// NativeAddr is the host:port where the node serves the CQL native protocol ("" when it does
+	// not, or not yet).
+	NativeAddr string
+	DataCenter string
+	Rack       string
 }
 
-// encode returns the metadata's wire form: a version byte, uvarint num_tokens, then id, RPC address and
-// schema digest, each as a uvarint length and bytes.
+// encode returns the metadata's wire form: a version byte, uvarint num_tokens, then id, RPC address,
+// schema digest, native address, data center and rack, each as a uvarint length and bytes.
 func (m nodeMeta) encode() ([]byte, error) {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64*4+len(m.ID)+len(m.RPCAddr)+len(m.SchemaDigest))
+	fields := [...]string{string(m.ID), m.RPCAddr, m.SchemaDigest, m.NativeAddr, m.DataCenter, m.Rack}
+	n := 1 + binary.MaxVarintLen64
+	for _, s := range fields {
+		n += binary.MaxVarintLen64 + len(s)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, metaVersion)
 	b = binary.AppendUvarint(b, uint64(m.NumTokens))
-	for _, s := range []string{string(m.ID), m.RPCAddr, m.SchemaDigest} {
+	for _, s := range fields {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
 	if len(b) > MaxMetaSize {
-		return nil, fmt.Errorf("%w: %d bytes, memberlist's limit is %d (node id %d bytes, rpc address %d bytes, schema digest %d bytes)",
-			ErrMetaTooLarge, len(b), MaxMetaSize, len(m.ID), len(m.RPCAddr), len(m.SchemaDigest))
+		return nil, fmt.Errorf("%w: %d bytes, memberlist's limit is %d (node id %d bytes, rpc address %d bytes, schema digest %d bytes, native address %d bytes, data center %d bytes, rack %d bytes)",
+			ErrMetaTooLarge, len(b), MaxMetaSize, len(m.ID), len(m.RPCAddr), len(m.SchemaDigest), len(m.NativeAddr), len(m.DataCenter), len(m.Rack))
 	}
 	return b, nil
 }
@@ -47,8 +65,14 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 	if len(b) == 0 {
 		return m, errors.New("no metadata")
 	}
-	if b[0] != metaVersion {
-		return m, fmt.Errorf("metadata version %d, want %d", b[0], metaVersion)
+	var fields []string
+	switch b[0] {
+	case metaVersion1:
+		fields = make([]string, 3)
+	case metaVersion:
+		fields = make([]string, 6)
+	default:
+		return m, fmt.Errorf("metadata version %d, want %d or %d", b[0], metaVersion1, metaVersion)
 	}
 	b = b[1:]
 	nt, n := binary.Uvarint(b)
@@ -57,7 +81,6 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 	}
 	m.NumTokens = int(nt)
 	b = b[n:]
-	var fields [3]string
 	for i := range fields {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || l > uint64(len(b)-n) {
@@ -70,6 +93,9 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 		return m, fmt.Errorf("%d trailing bytes in metadata", len(b))
 	}
 	m.ID, m.RPCAddr, m.SchemaDigest = NodeID(fields[0]), fields[1], fields[2]
+	if len(fields) == 6 {
+		m.NativeAddr, m.DataCenter, m.Rack = fields[3], fields[4], fields[5]
+	}
 	if err := validateNodeID(m.ID); err != nil {
 		return m, err
 	}

@@ -19,6 +19,11 @@ type peerRecord struct {
 	RPCAddr    string `json:"rpc_addr,omitempty"`
 	GossipAddr string `json:"gossip_addr,omitempty"`
 	NumTokens  int    `json:"num_tokens"`
+	// NativeAddr, DataCenter and Rack are what drivers read from system.peers (empty when the
+	// member runs a release that does not gossip them).
+	NativeAddr string `json:"native_addr,omitempty"`
+	DataCenter string `json:"dc,omitempty"`
+	Rack       string `json:"rack,omitempty"`
 	// Updated is when (unix nanoseconds, by the clock of the node that saw it live) this information was
 	// last confirmed; between nodes the newer record wins.
 	Updated int64 `json:"updated"`

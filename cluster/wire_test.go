@@ -8,7 +8,8 @@ import (
 )
 
 func TestMetaRoundTrip(t *testing.T) {
-	m := nodeMeta{ID: "0f8e-node", RPCAddr: "10.0.0.7:7000", SchemaDigest: "abc123", NumTokens: 16}
+	m := nodeMeta{ID: "0f8e-node", RPCAddr: "10.0.0.7:7000", SchemaDigest: "abc123", NumTokens: 16,
+		NativeAddr: "10.0.0.7:9042", DataCenter: "dc-east", Rack: "r2"}
 	b, err := m.encode()
 	if err != nil {
 		t.Fatalf("encode(%+v): %v", m, err)
@@ -34,9 +35,10 @@ func TestMetaSizeLimit(t *testing.T) {
 		wantErr bool
 	}{
 		{"well under the limit", 64, false},
-		// version 1 + num_tokens 1 + id (1+4) + rpc (1+0) + digest length 2 = 10 bytes besides the digest
-		{"exactly at the limit", MaxMetaSize - 10, false},
-		{"one byte over", MaxMetaSize - 9, true},
+		// version 1 + num_tokens 1 + id (1+4) + rpc (1+0) + digest length 2 + native, dc, rack
+		// (1+0 each) = 13 bytes besides the digest
+		{"exactly at the limit", MaxMetaSize - 13, false},
+		{"one byte over", MaxMetaSize - 12, true},
 	}
 	for _, tt := range tests {
 		m := nodeMeta{ID: "node", SchemaDigest: strings.Repeat("d", tt.digest), NumTokens: 16}
@@ -47,6 +49,24 @@ func TestMetaSizeLimit(t *testing.T) {
 		if err == nil && len(b) > MaxMetaSize {
 			t.Errorf("%s: encode returned %d bytes, over the %d limit", tt.name, len(b), MaxMetaSize)
 		}
+	}
+}
+
+// TestMetaReadsVersion1 checks that a node still reads the metadata of a node running the
+// previous release (no native address, data center or rack), so clusters upgrade one node at a time.
+func TestMetaReadsVersion1(t *testing.T) {
+	v1 := []byte{1, 16}
+	for _, s := range []string{"node-a", "10.0.0.7:7000", "abc123"} {
+		v1 = append(v1, byte(len(s)))
+		v1 = append(v1, s...)
+	}
+	got, err := decodeMeta(v1)
+	want := nodeMeta{ID: "node-a", RPCAddr: "10.0.0.7:7000", SchemaDigest: "abc123", NumTokens: 16}
+	if err != nil || got != want {
+		t.Fatalf("decodeMeta(version 1 metadata) = %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := decodeMeta(append([]byte{3}, v1[1:]...)); err == nil || !strings.Contains(err.Error(), "version 3") {
+		t.Errorf("decodeMeta(version 3 metadata) error = %v, want one naming version 3", err)
 	}
 }
 

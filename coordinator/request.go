@@ -69,6 +69,13 @@ type Params struct {
 	// the core never draws. It is sent to every replica that enforces, so replicas whose counters
 	// agree also agree on the decision. Ignored when the operation is not limited.
 	Draw float64
+	// Stamp is the coordinator's clock reading for the operation, which the shell (or the
+	// simulator) takes once: every replica that counts the operation accounts it at this time
+	// (bounded against its own clock), so the counters that decide it halve at the
+	// coordinator's second boundaries, not at each replica's (DESIGN §1). The zero time sends
+	// no stamp: replicas account on their own clocks. Ignored when the operation is not
+	// limited.
+	Stamp time.Time
 	// Deadline is when the request times out if the consistency level has not been reached; the
 	// zero time means no deadline. Time enters only through Start and Tick.
 	Deadline time.Time
@@ -86,6 +93,8 @@ type Send struct {
 	Mode LimiterMode
 	// Draw is the random number r for ModeAccountAndEnforce, and 0 for the other modes.
 	Draw float64
+	// Stamp is Params.Stamp for the counting modes, and the zero time for ModeNone.
+	Stamp time.Time
 }
 
 // Status is a replica's answer to one Send.
@@ -419,9 +428,10 @@ func (r *Request) sendTo(seq int, id NodeID) Send {
 		s.Mode = ModeNone
 	case r.checked:
 		s.Mode = ModeAccountOnly
+		s.Stamp = r.p.Stamp
 	default:
 		s.Mode = ModeAccountAndEnforce
-		s.Draw = r.p.Draw
+		s.Draw, s.Stamp = r.p.Draw, r.p.Stamp
 	}
 	return s
 }

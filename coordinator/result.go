@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"crypto/md5"
 	"fmt"
 
 	"github.com/kvnode/kvnode/cql"
@@ -38,18 +39,17 @@ type Statement struct {
 }
 
 // Value is one bound value: its canonical encoding (schema.Type.Check holds), nil for null, or
-// Unset (the native protocol's "not set", which leaves a column as it is).
-type Value struct {
-	Bytes []byte
-	Unset bool
-}
+// Unset (the native protocol's "not set", which leaves a column as it is). It is the schema's
+// BindValue, so that values reach the schema's binding without a copy.
+type Value = schema.BindValue
 
 // Prepared is a statement parsed and validated once, to be executed many times with different
 // values (Statement.Prepared). It describes the statement's bind markers and the columns of
 // its result, as the native protocol's PREPARE answer does.
 type Prepared struct {
 	// ID identifies the statement: the same text and keyspace prepare to the same ID on every
-	// node (drivers prepare on each node and execute on any).
+	// node (drivers prepare on each node and execute on any). It is the MD5 of the keyspace, a
+	// NUL byte and the text, as the client sent it (PreparedID).
 	ID [16]byte
 	// Text and Keyspace are the statement and the keyspace it was prepared in.
 	Text, Keyspace string
@@ -61,15 +61,29 @@ type Prepared struct {
 	PKIndexes []int
 	// Columns are the columns of a SELECT's rows; nil for other statements.
 	Columns []RowColumn
+	// RowsKeyspace and RowsTable name the table a SELECT reads (its results' Rows.Keyspace and
+	// Rows.Table); "" for other statements.
+	RowsKeyspace, RowsTable string
 	// Statement is the parsed statement; only the coordinator shell reads it.
 	Statement cql.Statement
 }
 
 // Variable describes one bind marker: the column (or the role: "[limit]", "[timestamp]") it
-// gives a value for, and its type.
-type Variable struct {
-	Keyspace, Table, Name string
-	Type                  schema.Type
+// gives a value for, and its type. It is the schema's Variable.
+type Variable = schema.Variable
+
+// PreparedID returns the ID of text prepared in keyspace: the MD5 of keyspace, a NUL byte (which
+// neither can contain) and text. Cassandra hashes the query string (with the keyspace since
+// 4.0) the same way, so the ID is stable across nodes and restarts, which lets drivers
+// prepare on one node and execute on another.
+func PreparedID(text, keyspace string) [16]byte {
+	h := md5.New()
+	h.Write([]byte(keyspace))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	var id [16]byte
+	h.Sum(id[:0])
+	return id
 }
 
 // BatchType is the kind of a BATCH.

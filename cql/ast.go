@@ -1,5 +1,10 @@
 package cql
 
+import (
+	"slices"
+	"strings"
+)
+
 // Node is a node of the syntax tree.
 type Node interface {
 	// Pos returns the position of the node's first character.
@@ -48,27 +53,32 @@ type LiteralKind uint8
 
 // The literal kinds.
 const (
-	LitString  LiteralKind = iota + 1 // 'abc'; Value is the unescaped text
-	LitInteger                        // -42; Value as written
-	LitFloat                          // 1.5e3, NaN, Infinity, -Infinity; Value as written (NaN and Infinity spelled so)
-	LitBoolean                        // true; Value is "true" or "false"
-	LitBlob                           // 0xcafe; Value is lower-cased, with its 0x prefix
-	LitNull                           // NULL; Value is ""
-	LitBind                           // the bind marker ?; Value is "?"
+	LitString   LiteralKind = iota + 1 // 'abc'; Value is the unescaped text
+	LitInteger                         // -42; Value as written
+	LitFloat                           // 1.5e3, NaN, Infinity, -Infinity; Value as written (NaN and Infinity spelled so)
+	LitBoolean                         // true; Value is "true" or "false"
+	LitBlob                            // 0xcafe; Value is lower-cased, with its 0x prefix
+	LitNull                            // NULL; Value is ""
+	LitBind                            // a bind marker: ? or :name; Value is "?" or ":name" (name quoted as needed)
+	LitUUID                            // 123e4567-e89b-12d3-a456-426614174000 (unquoted); Value is lower-cased
+	LitDuration                        // 500ms, 1h30m; Value as written, lower-cased
 )
 
 var literalKinds = [...]string{
-	LitString:  "string",
-	LitInteger: "integer",
-	LitFloat:   "float",
-	LitBoolean: "boolean",
-	LitBlob:    "blob",
-	LitNull:    "null",
-	LitBind:    "bind marker",
+	LitString:   "string",
+	LitInteger:  "integer",
+	LitFloat:    "float",
+	LitBoolean:  "boolean",
+	LitBlob:     "blob",
+	LitNull:     "null",
+	LitBind:     "bind marker",
+	LitUUID:     "uuid",
+	LitDuration: "duration",
 }
 
 // String returns the kind's name as error messages use it: "string",
-// "integer", "float", "boolean", "blob", "null", "bind marker".
+// "integer", "float", "boolean", "blob", "null", "bind marker", "uuid",
+// "duration".
 func (k LiteralKind) String() string {
 	if int(k) < len(literalKinds) && literalKinds[k] != "" {
 		return literalKinds[k]
@@ -81,10 +91,29 @@ type Literal struct {
 	ValuePos Pos
 	Kind     LiteralKind
 	Value    string
+	// Index is, for a bind marker, its index among the markers of its
+	// statement in source order, from 0: the index of the value that binds
+	// it (a BATCH numbers the markers of all its statements together).
+	// Format prints every statement's markers in source order, so parsing
+	// Format's text gives the same indexes.
+	Index int
 }
 
 // Pos returns the position of the literal.
 func (x *Literal) Pos() Pos { return x.ValuePos }
+
+// BindName returns the name of a named bind marker (:name), "" for ? and
+// other literals.
+func (x *Literal) BindName() string {
+	if x.Kind != LitBind || !strings.HasPrefix(x.Value, ":") {
+		return ""
+	}
+	name := x.Value[1:]
+	if strings.HasPrefix(name, `"`) && len(name) >= 2 {
+		name = strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	}
+	return name
+}
 
 // MapLiteral is a map constant, {key: value, ...}, as used by options.
 type MapLiteral struct {
@@ -189,13 +218,14 @@ type DropTableStmt struct {
 }
 
 // InsertStmt is INSERT INTO name (columns) VALUES (values)
-// [USING TIMESTAMP n].
+// [USING TIMESTAMP n [AND TIMEOUT d]] (the USING items in either order).
 type InsertStmt struct {
 	Start     Pos
 	Table     TableName
 	Columns   []Ident
 	Values    []Term
 	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
+	Timeout   *Literal // nil without USING TIMEOUT; else a duration
 }
 
 // Assignment is column = value in UPDATE ... SET.
@@ -212,36 +242,54 @@ type Relation struct {
 	Value  Term
 }
 
-// UpdateStmt is UPDATE name [USING TIMESTAMP n] SET assignments WHERE
-// relations.
+// UpdateStmt is UPDATE name [USING TIMESTAMP n [AND TIMEOUT d]] SET
+// assignments WHERE relations.
 type UpdateStmt struct {
 	Start     Pos
 	Table     TableName
 	Timestamp *Literal // nil without USING TIMESTAMP
+	Timeout   *Literal // nil without USING TIMEOUT
 	Set       []Assignment
 	Where     []Relation
 }
 
-// DeleteStmt is DELETE [columns] FROM name [USING TIMESTAMP n] WHERE
-// relations.
+// DeleteStmt is DELETE [columns] FROM name [USING TIMESTAMP n [AND
+// TIMEOUT d]] WHERE relations.
 type DeleteStmt struct {
 	Start     Pos
 	Columns   []Ident // empty: delete rows
 	Table     TableName
 	Timestamp *Literal // nil without USING TIMESTAMP
+	Timeout   *Literal // nil without USING TIMEOUT
 	Where     []Relation
 }
 
 // SelectStmt is SELECT * | columns FROM name [WHERE relations]
-// [ORDER BY column [ASC|DESC], ...] [LIMIT n].
+// [ORDER BY column [ASC|DESC], ...] [LIMIT n] [ALLOW FILTERING]
+// [USING TIMEOUT d].
 type SelectStmt struct {
-	Start   Pos
-	Star    bool    // SELECT *
-	Columns []Ident // when not Star
-	Table   TableName
-	Where   []Relation
-	OrderBy []Ordering // nil without ORDER BY; no column appears twice
-	Limit   *Literal   // nil without LIMIT; else an integer or bind marker
+	Start          Pos
+	Star           bool    // SELECT *
+	Columns        []Ident // when not Star
+	Table          TableName
+	Where          []Relation
+	OrderBy        []Ordering // nil without ORDER BY; no column appears twice
+	Limit          *Literal   // nil without LIMIT; else an integer or bind marker
+	AllowFiltering bool       // ALLOW FILTERING
+	Timeout        *Literal   // nil without USING TIMEOUT; else a duration
+}
+
+// BatchStmt is BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n [AND
+// TIMEOUT d]] statement [;] ... APPLY BATCH, where each statement is an
+// INSERT, UPDATE or DELETE.
+type BatchStmt struct {
+	Start     Pos
+	Unlogged  bool     // BEGIN UNLOGGED BATCH; a BATCH is logged otherwise
+	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
+	Timeout   *Literal // nil without USING TIMEOUT; else a duration
+	// Statements are the batch's writes, in order: *InsertStmt,
+	// *UpdateStmt or *DeleteStmt; at least one.
+	Statements []Statement
 }
 
 // DescribeKind says what a DESCRIBE statement describes.
@@ -314,6 +362,9 @@ func (s *SelectStmt) Pos() Pos { return s.Start }
 // Pos returns the position of the statement's first keyword.
 func (s *DescribeStmt) Pos() Pos { return s.Start }
 
+// Pos returns the position of the statement's first keyword.
+func (s *BatchStmt) Pos() Pos { return s.Start }
+
 func (*CreateKeyspaceStmt) statementNode() {}
 func (*DropKeyspaceStmt) statementNode()   {}
 func (*UseStmt) statementNode()            {}
@@ -325,3 +376,75 @@ func (*UpdateStmt) statementNode()         {}
 func (*DeleteStmt) statementNode()         {}
 func (*SelectStmt) statementNode()         {}
 func (*DescribeStmt) statementNode()       {}
+func (*BatchStmt) statementNode()          {}
+
+// BindMarkers returns the bind markers of s in index order (source
+// order): BindMarkers(s)[i].Index == i.
+func BindMarkers(s Statement) []*Literal {
+	var list []*Literal
+	var term func(Term)
+	term = func(t Term) {
+		switch t := t.(type) {
+		case *Literal:
+			if t != nil && t.Kind == LitBind {
+				list = append(list, t)
+			}
+		case *MapLiteral:
+			for _, e := range t.Entries {
+				term(e.Key)
+				term(e.Value)
+			}
+		}
+	}
+	options := func(opts []Option) {
+		for _, o := range opts {
+			term(o.Value)
+		}
+	}
+	where := func(rs []Relation) {
+		for _, r := range rs {
+			term(r.Value)
+		}
+	}
+	lit := func(l *Literal) {
+		if l != nil {
+			term(l)
+		}
+	}
+	var walk func(Statement)
+	walk = func(s Statement) {
+		switch s := s.(type) {
+		case *CreateKeyspaceStmt:
+			options(s.Options)
+		case *CreateTableStmt:
+			options(s.Options)
+		case *AlterTableStmt:
+			options(s.Options)
+		case *InsertStmt:
+			for _, v := range s.Values {
+				term(v)
+			}
+			lit(s.Timestamp)
+		case *UpdateStmt:
+			lit(s.Timestamp)
+			for _, a := range s.Set {
+				term(a.Value)
+			}
+			where(s.Where)
+		case *DeleteStmt:
+			lit(s.Timestamp)
+			where(s.Where)
+		case *SelectStmt:
+			where(s.Where)
+			lit(s.Limit)
+		case *BatchStmt:
+			lit(s.Timestamp)
+			for _, c := range s.Statements {
+				walk(c)
+			}
+		}
+	}
+	walk(s)
+	slices.SortStableFunc(list, func(a, b *Literal) int { return a.Index - b.Index })
+	return list
+}

@@ -19,11 +19,17 @@
 //	    [WITH per_partition_rate_limit = {'max_reads_per_second': 100, 'max_writes_per_second': 50}]
 //	ALTER TABLE [ks.]t WITH per_partition_rate_limit = {...}
 //	DROP TABLE [IF EXISTS] [ks.]t
-//	INSERT INTO [ks.]t (a, b, v) VALUES (1, 'x', 0xcafe) [USING TIMESTAMP 1700000000000000]
+//	INSERT INTO [ks.]t (a, b, v) VALUES (1, 'x', 0xcafe) [USING TIMESTAMP 1700000000000000 [AND TIMEOUT 500ms]]
 //	UPDATE [ks.]t [USING TIMESTAMP n] SET v = 0x00, w = NULL WHERE a = 1 AND b = 'x' AND c = 2
 //	DELETE [v, w] FROM [ks.]t [USING TIMESTAMP n] WHERE a = 1 AND b = 'x' [AND c >= 2 ...]
-//	SELECT * | a, v FROM [ks.]t [WHERE a = 1 AND b = 'x' AND c > 2 AND c <= 9] [LIMIT 10]
+//	SELECT * | a, v FROM [ks.]t [WHERE a = 1 AND b = 'x' AND c > 2 AND c <= 9] [ORDER BY c DESC] [LIMIT 10]
+//	    [ALLOW FILTERING] [USING TIMEOUT 2s]
+//	BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n] INSERT ...; UPDATE ...; DELETE ...; APPLY BATCH
 //	DESCRIBE KEYSPACES | KEYSPACE [ks] | TABLES | TABLE [ks.]t | CLUSTER     (DESC is a synonym)
+//
+// USING takes TIMESTAMP n and TIMEOUT d, joined by AND in either order
+// (SELECT takes only TIMEOUT: ScyllaDB's extension, which gocql appends to
+// its system queries).
 //
 // Keywords are case-insensitive. Unquoted identifiers are case-insensitive
 // (stored lower-cased); "Quoted" identifiers keep their case and may be
@@ -34,14 +40,16 @@
 //	1.5, 2e10, NaN, -Infinity    floats
 //	true, false                  booleans
 //	0xcafe                       blobs (an even number of hex digits)
-//	NULL, ?                      null and the bind marker
+//	NULL, ?, :name               null and bind markers (numbered in source order: Literal.Index)
+//	500ms, 1h30m                 durations (units y, mo, w, d, h, m, s, ms, us, ns)
 //	-- to end of line, /* ... */ comments (// works like --)
 //	;                            ends a statement (optional at the end)
 //
 // The parser checks syntax only; package schema checks a statement against
 // the keyspaces and tables that exist. Errors read "line:col: expected X,
 // found Y". The parser never panics: after the first error in a statement it
-// skips to the next semicolon, and it stops after MaxErrors errors.
+// skips to the next semicolon (in a BATCH, past its APPLY BATCH), and it
+// stops after MaxErrors errors.
 //
 // The package imports nothing of kvnode and is pure: no I/O, no clock, no
 // global state.

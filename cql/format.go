@@ -139,11 +139,11 @@ func (p *printer) node(n Node) {
 			p.node(v)
 		}
 		p.WriteByte(')')
-		p.timestamp(n.Timestamp)
+		p.using(n.Timestamp, n.Timeout)
 	case *UpdateStmt:
 		p.WriteString("UPDATE ")
 		p.table(n.Table)
-		p.timestamp(n.Timestamp)
+		p.using(n.Timestamp, n.Timeout)
 		p.WriteString(" SET ")
 		for i, a := range n.Set {
 			if i > 0 {
@@ -162,7 +162,7 @@ func (p *printer) node(n Node) {
 		}
 		p.WriteString("FROM ")
 		p.table(n.Table)
-		p.timestamp(n.Timestamp)
+		p.using(n.Timestamp, n.Timeout)
 		p.where(n.Where)
 	case *SelectStmt:
 		p.WriteString("SELECT ")
@@ -182,6 +182,23 @@ func (p *printer) node(n Node) {
 			p.WriteString(" LIMIT ")
 			p.node(n.Limit)
 		}
+		if n.AllowFiltering {
+			p.WriteString(" ALLOW FILTERING")
+		}
+		p.using(nil, n.Timeout)
+	case *BatchStmt:
+		p.WriteString("BEGIN ")
+		if n.Unlogged {
+			p.WriteString("UNLOGGED ")
+		}
+		p.WriteString("BATCH")
+		p.using(n.Timestamp, n.Timeout)
+		for _, c := range n.Statements {
+			p.WriteByte(' ')
+			p.node(c)
+			p.WriteByte(';')
+		}
+		p.WriteString(" APPLY BATCH")
 	case *DescribeStmt:
 		p.WriteString("DESCRIBE ")
 		p.WriteString(n.Kind.String())
@@ -274,10 +291,25 @@ func (p *printer) orderings(os []Ordering) {
 	}
 }
 
-func (p *printer) timestamp(ts *Literal) {
-	if ts != nil {
-		p.WriteString(" USING TIMESTAMP ")
-		p.node(ts)
+// using prints a USING clause: TIMESTAMP, then TIMEOUT, unless the
+// timeout came first in the source (a bind marker's index follows the
+// source order, which the text must keep).
+func (p *printer) using(ts, timeout *Literal) {
+	items := [2]struct {
+		kw  string
+		lit *Literal
+	}{{"TIMESTAMP ", ts}, {"TIMEOUT ", timeout}}
+	if ts != nil && timeout != nil && timeout.ValuePos.IsValid() && timeout.ValuePos.Offset < ts.ValuePos.Offset {
+		items[0], items[1] = items[1], items[0]
+	}
+	sep := " USING "
+	for _, it := range items {
+		if it.lit != nil {
+			p.WriteString(sep)
+			p.WriteString(it.kw)
+			p.node(it.lit)
+			sep = " AND "
+		}
 	}
 }
 

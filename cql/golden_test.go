@@ -120,6 +120,10 @@ func dumpValue(b *strings.Builder, v reflect.Value, indent int) {
 		fmt.Fprintf(b, "%s %s\n", Format(x), x.Pos())
 		return
 	case *Literal:
+		if x.Kind == LitBind {
+			fmt.Fprintf(b, "%s %s (index %d) %s\n", x.Kind, Format(x), x.Index, x.ValuePos)
+			return
+		}
 		fmt.Fprintf(b, "%s %s %s\n", x.Kind, Format(x), x.ValuePos)
 		return
 	case Pos:

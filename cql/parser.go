@@ -95,6 +95,9 @@ type parser struct {
 	pos Pos    // position of the current token
 	tok Token  // the current token (one token of lookahead)
 	lit string // its literal
+
+	markers int  // the bind markers of the current statement so far
+	inBatch bool // parsing the statements of a BATCH
 }
 
 func (p *parser) init(src string) {
@@ -164,17 +167,39 @@ func (p *parser) parseOne() (s Statement) {
 				// report it as an error at the statement.
 				p.errors = append(p.errors, &Error{Pos: p.pos, Msg: fmt.Sprintf("internal parser error: %v", r)})
 			}
-			for p.tok != SEMICOLON && p.tok != EOF {
-				p.next()
-			}
+			p.skipStatement()
 			s = nil
 		}
 	}()
+	p.markers, p.inBatch = 0, false
 	s = p.parseStatement()
 	if p.tok != SEMICOLON && p.tok != EOF {
 		p.errorExpected("';' or end of input")
 	}
 	return s
+}
+
+// skipStatement skips to the end of a statement after an error: to the
+// next semicolon, or inside a BATCH past its APPLY BATCH (so that the rest
+// of the batch does not read as statements of its own).
+func (p *parser) skipStatement() {
+	if p.inBatch {
+		for p.tok != EOF {
+			if p.tok == APPLY {
+				p.next()
+				if p.tok == BATCH {
+					p.next()
+					return
+				}
+				continue
+			}
+			p.next()
+		}
+		return
+	}
+	for p.tok != SEMICOLON && p.tok != EOF {
+		p.next()
+	}
 }
 
 func (p *parser) parseStatement() Statement {
@@ -235,9 +260,63 @@ func (p *parser) parseStatement() Statement {
 	case DESCRIBE, DESC:
 		p.next()
 		return p.parseDescribe(start)
+	case BEGIN:
+		p.next()
+		return p.parseBatch(start)
 	}
 	p.errorExpected("statement")
 	return nil
+}
+
+// parseBatch parses the rest of BEGIN [UNLOGGED | LOGGED] BATCH [USING ...]
+// statement [;] ... APPLY BATCH.
+func (p *parser) parseBatch(start Pos) Statement {
+	s := &BatchStmt{Start: start}
+	switch p.tok {
+	case UNLOGGED:
+		s.Unlogged = true
+		p.next()
+	case LOGGED:
+		p.next()
+	case IDENT:
+		if strings.EqualFold(p.lit, "counter") {
+			p.errorf(p.pos, "COUNTER batches are not supported: kvnode has no counter columns")
+		}
+	}
+	if p.tok != BATCH {
+		p.errorExpected("'BATCH', 'UNLOGGED' or 'LOGGED'")
+	}
+	p.next()
+	p.inBatch = true
+	s.Timestamp, s.Timeout = p.parseUsing(true)
+	for {
+		pos := p.pos
+		switch p.tok {
+		case INSERT:
+			p.next()
+			s.Statements = append(s.Statements, p.parseInsert(pos))
+		case UPDATE:
+			p.next()
+			s.Statements = append(s.Statements, p.parseUpdate(pos))
+		case DELETE:
+			p.next()
+			s.Statements = append(s.Statements, p.parseDelete(pos))
+		case APPLY:
+			if len(s.Statements) == 0 {
+				p.errorExpected("INSERT, UPDATE or DELETE")
+			}
+			p.next()
+			p.expect(BATCH)
+			p.inBatch = false
+			return s
+		default:
+			if len(s.Statements) == 0 {
+				p.errorExpected("INSERT, UPDATE or DELETE")
+			}
+			p.errorExpected("INSERT, UPDATE, DELETE or 'APPLY BATCH'")
+		}
+		p.got(SEMICOLON)
+	}
 }
 
 func (p *parser) parseIfExists() bool {
@@ -352,7 +431,7 @@ func (p *parser) parseOrderings(clause string, dirRequired bool) []Ordering {
 			if dirRequired {
 				p.errorExpected("'ASC' or 'DESC'")
 			}
-			if p.tok != COMMA && p.tok != LIMIT && p.tok != SEMICOLON && p.tok != EOF {
+			if p.tok != COMMA && p.tok != LIMIT && p.tok != ALLOW && p.tok != USING && p.tok != SEMICOLON && p.tok != EOF {
 				p.errorExpected("'ASC', 'DESC', ',', 'LIMIT' or end of input")
 			}
 		}
@@ -551,17 +630,69 @@ func (p *parser) parseInsert(start Pos) Statement {
 		p.errorExpected("',' or ')'")
 	}
 	p.next()
-	s.Timestamp = p.parseUsing()
+	s.Timestamp, s.Timeout = p.parseUsing(true)
 	return s
 }
 
-// parseUsing parses an optional USING TIMESTAMP n.
-func (p *parser) parseUsing() *Literal {
+// parseUsing parses an optional USING clause: USING TIMESTAMP n, USING
+// TIMEOUT d, or both joined by AND in either order; with timestamp false
+// (SELECT) only USING TIMEOUT d.
+func (p *parser) parseUsing(timestamp bool) (ts, timeout *Literal) {
 	if !p.got(USING) {
-		return nil
+		return nil, nil
 	}
-	p.expect(TIMESTAMP)
-	return p.parseIntOrBind("integer timestamp")
+	for {
+		pos := p.pos
+		switch {
+		case p.tok == TIMESTAMP && timestamp:
+			if ts != nil {
+				p.errorf(pos, "USING TIMESTAMP is given twice")
+			}
+			p.next()
+			ts = p.parseIntOrBind("integer timestamp")
+		case p.tok == TIMEOUT:
+			if timeout != nil {
+				p.errorf(pos, "USING TIMEOUT is given twice")
+			}
+			p.next()
+			if p.tok != DURATION {
+				p.errorExpected("duration (such as 500ms or 1m30s)")
+			}
+			timeout = &Literal{ValuePos: p.pos, Kind: LitDuration, Value: strings.ToLower(p.lit)}
+			p.next()
+		case timestamp:
+			p.errorExpected("'TIMESTAMP' or 'TIMEOUT'")
+		default:
+			p.errorExpected("'TIMEOUT'")
+		}
+		if !p.got(AND) {
+			return ts, timeout
+		}
+	}
+}
+
+// bind returns a new bind marker at the current token, numbered.
+func (p *parser) bind() *Literal {
+	lit := &Literal{ValuePos: p.pos, Kind: LitBind, Value: "?", Index: p.markers}
+	p.markers++
+	return lit
+}
+
+// namedBind returns a new named bind marker, :name, numbered like ?. It
+// leaves the name as the current token, as bind leaves the '?'.
+func (p *parser) namedBind() *Literal {
+	pos := p.pos
+	p.next()
+	if !p.isIdent() {
+		p.errorExpected("bind marker name after ':'")
+	}
+	name := p.lit
+	if p.tok != QIDENT {
+		name = strings.ToLower(name)
+	}
+	lit := p.bind()
+	lit.ValuePos, lit.Value = pos, ":"+QuoteIdent(name)
+	return lit
 }
 
 func (p *parser) parseIntOrBind(what string) *Literal {
@@ -570,7 +701,9 @@ func (p *parser) parseIntOrBind(what string) *Literal {
 	case INT:
 		lit.Kind = LitInteger
 	case QUESTION:
-		lit.Kind, lit.Value = LitBind, "?"
+		lit = p.bind()
+	case COLON:
+		lit = p.namedBind()
 	default:
 		p.errorExpected(what)
 	}
@@ -580,9 +713,9 @@ func (p *parser) parseIntOrBind(what string) *Literal {
 
 func (p *parser) parseUpdate(start Pos) Statement {
 	s := &UpdateStmt{Start: start, Table: p.parseTableName()}
-	s.Timestamp = p.parseUsing()
+	s.Timestamp, s.Timeout = p.parseUsing(true)
 	if p.tok != SET {
-		if s.Timestamp == nil {
+		if s.Timestamp == nil && s.Timeout == nil {
 			p.errorExpected("'USING' or 'SET'")
 		}
 		p.errorExpected("'SET'")
@@ -613,9 +746,9 @@ func (p *parser) parseDelete(start Pos) Statement {
 	}
 	p.next()
 	s.Table = p.parseTableName()
-	s.Timestamp = p.parseUsing()
+	s.Timestamp, s.Timeout = p.parseUsing(true)
 	if p.tok != WHERE {
-		if s.Timestamp == nil {
+		if s.Timestamp == nil && s.Timeout == nil {
 			p.errorExpected("'USING' or 'WHERE'")
 		}
 		p.errorExpected("'WHERE'")
@@ -652,6 +785,11 @@ func (p *parser) parseSelect(start Pos) Statement {
 	if p.got(LIMIT) {
 		s.Limit = p.parseIntOrBind("integer limit")
 	}
+	if p.got(ALLOW) {
+		p.expect(FILTERING)
+		s.AllowFiltering = true
+	}
+	_, s.Timeout = p.parseUsing(false)
 	return s
 }
 
@@ -748,12 +886,16 @@ func (p *parser) parseLiteral() *Literal {
 		lit.Kind = LitFloat
 	case BLOB:
 		lit.Kind, lit.Value = LitBlob, strings.ToLower(p.lit)
+	case UUID:
+		lit.Kind, lit.Value = LitUUID, strings.ToLower(p.lit)
 	case TRUE, FALSE:
 		lit.Kind, lit.Value = LitBoolean, strings.ToLower(p.lit)
 	case NULL:
 		lit.Kind, lit.Value = LitNull, ""
 	case QUESTION:
-		lit.Kind, lit.Value = LitBind, "?"
+		lit = p.bind()
+	case COLON:
+		lit = p.namedBind()
 	case NAN:
 		lit.Kind, lit.Value = LitFloat, "NaN"
 	case INFINITY:

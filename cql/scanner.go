@@ -56,6 +56,12 @@ func (s *Scanner) Scan() (pos Pos, tok Token, lit string) {
 		return pos, EOF, ""
 	}
 	c := s.src[s.off]
+	if n := uuidLen(s.src[s.off:]); n > 0 {
+		for range n {
+			s.advance()
+		}
+		return pos, UUID, s.src[s.off-n : s.off]
+	}
 	switch {
 	case isLetter(c):
 		start := s.off
@@ -229,9 +235,52 @@ func (s *Scanner) number(pos Pos) (Pos, Token, string) {
 		s.digits()
 	}
 	if s.off < len(s.src) && isIdentChar(s.src[s.off]) {
+		if tok == INT && isDigit(s.src[start]) {
+			return s.duration(pos, start)
+		}
 		return pos, ILLEGAL, s.malformed(start, "number")
 	}
 	return pos, tok, s.src[start:s.off]
+}
+
+// duration scans a duration literal that began as the digits at start:
+// one or more of a number and a unit (y, mo, w, d, h, m, s, ms, us, ns,
+// case-insensitive), as in 1h30m. Anything else is a malformed number.
+func (s *Scanner) duration(pos Pos, start int) (Pos, Token, string) {
+	msg := s.malformed(start, "number")
+	lit := s.src[start:s.off]
+	if !IsDuration(lit) {
+		return pos, ILLEGAL, msg
+	}
+	return pos, DURATION, lit
+}
+
+// IsDuration reports whether lit is a duration literal: one or more of a
+// number and a unit (y, mo, w, d, h, m, s, ms, us, ns, case-insensitive).
+func IsDuration(lit string) bool {
+	if lit == "" {
+		return false
+	}
+	for i := 0; i < len(lit); {
+		j := i
+		for j < len(lit) && isDigit(lit[j]) {
+			j++
+		}
+		k := j
+		for k < len(lit) && isLetter(lit[k]) {
+			k++
+		}
+		if j == i || k == j {
+			return false
+		}
+		switch strings.ToLower(lit[j:k]) {
+		case "y", "mo", "w", "d", "h", "m", "s", "ms", "us", "ns":
+		default:
+			return false
+		}
+		i = k
+	}
+	return true
 }
 
 // malformed consumes the rest of a word that began as a number and returns
@@ -280,6 +329,30 @@ func (s *Scanner) quoted(pos Pos, q byte, tok Token, what string) (Pos, Token, s
 		return pos, ILLEGAL, what + " is not valid UTF-8"
 	}
 	return pos, tok, v
+}
+
+// uuidLen returns 36 when src starts with an unquoted uuid literal
+// (8-4-4-4-12 hex digits, not followed by an identifier character), as CQL
+// writes uuid constants; 0 otherwise. Such a word can be nothing else: an
+// identifier or a number cannot contain '-'.
+func uuidLen(src string) int {
+	const n = 36
+	if len(src) < n || (len(src) > n && isIdentChar(src[n])) {
+		return 0
+	}
+	for i := 0; i < n; i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if src[i] != '-' {
+				return 0
+			}
+		default:
+			if !isHex(src[i]) {
+				return 0
+			}
+		}
+	}
+	return n
 }
 
 func isLetter(c byte) bool    { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

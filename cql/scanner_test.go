@@ -38,6 +38,9 @@ func TestScan(t *testing.T) {
 		{"'é' x", `1:1 STRING "é"|1:5 IDENT "x"`},
 		{"-Infinity", `1:1 - ""|1:2 INFINITY "Infinity"`},
 		{"a<=b", `1:1 IDENT "a"|1:2 <= ""|1:4 IDENT "b"`},
+		{"123e4567-e89b-12d3-a456-426614174000 DEADBEEF-dead-beef-dead-beefdeadbeef,0", `1:1 UUID "123e4567-e89b-12d3-a456-426614174000"|1:38 UUID "DEADBEEF-dead-beef-dead-beefdeadbeef"|1:74 , ""|1:75 INT "0"`},
+		// Not quite uuids: a number or an identifier, then what follows.
+		{"123e4567-e89b-12d3-a456-42661417400", `1:1 FLOAT "123e4567"|1:9 - ""|1:10 IDENT "e89b"|1:14 ILLEGAL "malformed number -12d3"|1:19 - ""|1:20 IDENT "a456"|1:24 INT "-42661417400"`},
 	}
 	for _, tt := range tests {
 		got := scanAll(tt.src)
@@ -105,6 +108,32 @@ func TestLookup(t *testing.T) {
 	for tok := keywordBeg + 1; tok < keywordEnd; tok++ {
 		if got := Lookup(strings.ToLower(tok.String())); got != tok {
 			t.Errorf("Lookup(%q) = %s, want the keyword itself", strings.ToLower(tok.String()), got)
+		}
+	}
+}
+
+func TestScanDuration(t *testing.T) {
+	tests := []struct {
+		src  string
+		tok  Token
+		want string
+	}{
+		{"500ms", DURATION, "500ms"},
+		{"1h30m", DURATION, "1h30m"},
+		{"2S", DURATION, "2S"},
+		{"1y2mo3w4d5h6m7s8ms9us10ns", DURATION, "1y2mo3w4d5h6m7s8ms9us10ns"},
+		{"5parsecs", ILLEGAL, "malformed number 5parsecs"},
+		{"1h30", ILLEGAL, "malformed number 1h30"},
+		{"1.5s", ILLEGAL, "malformed number 1.5s"},
+		{"-5s", ILLEGAL, "malformed number -5s"},
+		{"10abc", ILLEGAL, "malformed number 10abc"},
+	}
+	for _, tt := range tests {
+		var s Scanner
+		s.Init(tt.src)
+		_, tok, lit := s.Scan()
+		if tok != tt.tok || lit != tt.want {
+			t.Errorf("Scan(%q) = %s %q, want %s %q", tt.src, tok, lit, tt.tok, tt.want)
 		}
 	}
 }

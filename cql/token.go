@@ -17,12 +17,15 @@ const (
 	EOF
 
 	literalBeg
+	// DURATION is a duration: 500ms, 1h30m (literal as written).
+	DURATION
 	IDENT  // an unquoted identifier: foo (literal as written)
 	QIDENT // a quoted identifier: "Foo" (literal is the name, unescaped)
 	STRING // 'abc' (literal is the value, unescaped)
 	INT    // 42, -7
 	FLOAT  // 1.5, -2e10
 	BLOB   // 0xcafe
+	UUID   // 123e4567-e89b-12d3-a456-426614174000 (literal as written)
 	literalEnd
 
 	operatorBeg
@@ -45,9 +48,13 @@ const (
 	operatorEnd
 
 	keywordBeg
+	ALLOW
 	ALTER
 	AND
+	APPLY
 	ASC
+	BATCH
+	BEGIN
 	BY
 	CLUSTER
 	CLUSTERING
@@ -58,6 +65,7 @@ const (
 	DROP
 	EXISTS
 	FALSE
+	FILTERING
 	FROM
 	IF
 	INFINITY
@@ -67,6 +75,7 @@ const (
 	KEYSPACE
 	KEYSPACES
 	LIMIT
+	LOGGED
 	NAN
 	NOT
 	NULL
@@ -76,8 +85,10 @@ const (
 	SET
 	TABLE
 	TABLES
+	TIMEOUT
 	TIMESTAMP
 	TRUE
+	UNLOGGED
 	UPDATE
 	USE
 	USING
@@ -91,12 +102,15 @@ var tokens = [...]string{
 	ILLEGAL: "ILLEGAL",
 	EOF:     "EOF",
 
+	DURATION: "DURATION",
+
 	IDENT:  "IDENT",
 	QIDENT: "QIDENT",
 	STRING: "STRING",
 	INT:    "INT",
 	FLOAT:  "FLOAT",
 	BLOB:   "BLOB",
+	UUID:   "UUID",
 
 	LPAREN:    "(",
 	RPAREN:    ")",
@@ -115,9 +129,13 @@ var tokens = [...]string{
 	GE:        ">=",
 	MINUS:     "-",
 
+	ALLOW:      "ALLOW",
 	ALTER:      "ALTER",
 	AND:        "AND",
+	APPLY:      "APPLY",
 	ASC:        "ASC",
+	BATCH:      "BATCH",
+	BEGIN:      "BEGIN",
 	BY:         "BY",
 	CLUSTER:    "CLUSTER",
 	CLUSTERING: "CLUSTERING",
@@ -128,6 +146,7 @@ var tokens = [...]string{
 	DROP:       "DROP",
 	EXISTS:     "EXISTS",
 	FALSE:      "FALSE",
+	FILTERING:  "FILTERING",
 	FROM:       "FROM",
 	IF:         "IF",
 	INFINITY:   "INFINITY",
@@ -137,6 +156,7 @@ var tokens = [...]string{
 	KEYSPACE:   "KEYSPACE",
 	KEYSPACES:  "KEYSPACES",
 	LIMIT:      "LIMIT",
+	LOGGED:     "LOGGED",
 	NAN:        "NAN",
 	NOT:        "NOT",
 	NULL:       "NULL",
@@ -146,8 +166,10 @@ var tokens = [...]string{
 	SET:        "SET",
 	TABLE:      "TABLE",
 	TABLES:     "TABLES",
+	TIMEOUT:    "TIMEOUT",
 	TIMESTAMP:  "TIMESTAMP",
 	TRUE:       "TRUE",
+	UNLOGGED:   "UNLOGGED",
 	UPDATE:     "UPDATE",
 	USE:        "USE",
 	USING:      "USING",
@@ -163,6 +185,10 @@ var unreserved = [...]bool{
 	CLUSTER:    true,
 	CLUSTERING: true,
 	EXISTS:     true,
+	FILTERING:  true,
+	LOGGED:     true,
+	TIMEOUT:    true,
+	UNLOGGED:   true,
 	KEY:        true,
 	KEYSPACES:  true,
 	TABLES:     true,
@@ -235,6 +261,8 @@ func describe(tok Token, lit string) string {
 		return "float " + lit
 	case tok == BLOB:
 		return "blob " + truncate(lit)
+	case tok == DURATION:
+		return "duration " + truncate(lit)
 	case tok.IsKeyword():
 		return "'" + strings.ToUpper(lit) + "'"
 	default:

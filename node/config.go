@@ -48,10 +48,15 @@ type Config struct {
 	// Profile selects gossip and failure-detection timings ("lan", "local" or "test"). Default
 	// cluster.ProfileLAN.
 	Profile cluster.Profile `yaml:"profile"`
+	// DataCenter and Rack place the node, as drivers read them from system.local and
+	// system.peers (printable ASCII, at most cluster.MaxPlacementNameLen bytes). Defaults
+	// cluster.DefaultDataCenter ("datacenter1") and cluster.DefaultRack ("rack1").
+	DataCenter string `yaml:"dc"`
+	Rack       string `yaml:"rack"`
 	// Storage sets the storage options other than NoSync, Logger and FS (cache and memtable
 	// sizes, the tombstone failure threshold); its keys sit at the top level of the file.
 	Storage replica.Options `yaml:",inline"`
-	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 20 bytes
+	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 24 bytes
 	// each. Default partitionlimit.DefaultCapacity (about 1M).
 	LimiterCapacity int `yaml:"limiter_capacity"`
 	// WriteTimeout and ReadTimeout bound coordinated requests. Defaults
@@ -135,6 +140,12 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.ClusterName == "" {
 		c.ClusterName = cluster.DefaultClusterName
 	}
+	if c.DataCenter == "" {
+		c.DataCenter = cluster.DefaultDataCenter
+	}
+	if c.Rack == "" {
+		c.Rack = cluster.DefaultRack
+	}
 	if c.Storage.CacheSize == 0 {
 		c.Storage.CacheSize = replica.DefaultCacheSize
 	}
@@ -203,6 +214,12 @@ func (c *Config) Validate() error {
 	}
 	if len(c.ClusterName) > cluster.MaxClusterNameSize {
 		return fmt.Errorf("node: Config.ClusterName (cluster_name) is %d bytes, want at most %d", len(c.ClusterName), cluster.MaxClusterNameSize)
+	}
+	if err := cluster.ValidatePlacementName(c.DataCenter); err != nil {
+		return fmt.Errorf("node: Config.DataCenter (dc): %v", err)
+	}
+	if err := cluster.ValidatePlacementName(c.Rack); err != nil {
+		return fmt.Errorf("node: Config.Rack (rack): %v", err)
 	}
 	if _, err := c.Profile.MarshalText(); err != nil {
 		return fmt.Errorf("node: Config.Profile (profile) is %d, want lan, local or test", int(c.Profile))

@@ -72,6 +72,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.NumTokens = -1 }, "Config.NumTokens (num_tokens) is -1, want 1 to 4096"},
 		{func(c *node.Config) { c.NumTokens = cluster.MaxNumTokens + 1 }, "Config.NumTokens (num_tokens) is 4097, want 1 to 4096"},
 		{func(c *node.Config) { c.ClusterName = strings.Repeat("x", 256) }, "Config.ClusterName (cluster_name) is 256 bytes, want at most 255"},
+		{func(c *node.Config) { c.DataCenter = "east 1" }, "Config.DataCenter (dc): name \"east 1\" has byte 0x20 at offset 4"},
+		{func(c *node.Config) { c.Rack = strings.Repeat("r", 65) }, "Config.Rack (rack): name is 65 bytes, the limit is 64"},
 		{func(c *node.Config) { c.Profile = 9 }, "Config.Profile (profile) is 9, want lan, local or test"},
 		{func(c *node.Config) { c.Storage.CacheSize = -1 }, "Config.Storage.CacheSize (cache_size) is -1, want ≥ 0"},
 		{func(c *node.Config) { c.Storage.MemTableSize = 1023 }, "Config.Storage.MemTableSize (memtable_size) is 1023, want 1024 to 4294967295"},

@@ -23,6 +23,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/partitionlimit"
@@ -134,6 +135,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		RPCAddr:                n.lis.Addr().String(),
 		Seeds:                  cfg.Seeds,
 		NumTokens:              cfg.NumTokens,
+		DataCenter:             cfg.DataCenter,
+		Rack:                   cfg.Rack,
 		Profile:                cfg.Profile,
 		Logger:                 cfg.Logger, // cluster labels its own records
 		Schema:                 n.schema,
@@ -150,6 +153,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
 	ring := ringView{c: n.cluster, name: cfg.ClusterName}
 	coordMetrics := newCoordinatorMetrics()
+	sysTables, err := systables.New(systemSource{n: n, clusterName: cfg.ClusterName})
+	if err != nil {
+		return nil, err
+	}
 	if n.exec, err = shell.NewExecutor(shell.Config{
 		LocalID:           self,
 		Ring:              ring,
@@ -158,6 +165,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Local:             n.replica,
 		Schema:            n.schema,
 		Cluster:           ring,
+		System:            sysTables,
 		Now:               now,
 		WriteTimeout:      cfg.WriteTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
@@ -275,6 +283,9 @@ func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 
 // Replica returns the node's replica service.
 func (n *Node) Replica() *replica.Service { return n.replica }
+
+// Executor returns the node's coordinator: the domain API the front ends adapt.
+func (n *Node) Executor() *shell.Executor { return n.exec }
 
 // Registry returns the node's Prometheus registry.
 func (n *Node) Registry() *prometheus.Registry { return n.registry }

@@ -55,13 +55,26 @@ type Decision struct {
 }
 
 // Decide accounts one operation on (token, label) at now and applies Admit with limit and
-// draw to the resulting count. The operation is counted whether or not it is admitted: the
-// counter measures offered load.
+// draw to the resulting count, or, while the counter is in its onset (its first
+// onsetHorizon), to the count a counter that had always seen the same rate would hold (see
+// "The onset" in the package documentation). The operation is counted whether or not it is
+// admitted: the counter measures offered load. Decision.Count is the counter itself; a
+// rejection in the onset with a counter still at or below 2·limit has the next second
+// boundary as its RetryAfter.
 func (t *Table) Decide(token int64, label uint32, limit uint32, draw float64, now time.Time) Decision {
-	c := t.Account(token, label, now)
-	d := Decision{Admitted: Admit(c, limit, draw), Count: c, Limit: limit}
+	h := hash(token, label)
+	s := &t.shards[h>>t.shift]
+	sec, ms := second(now), t.milli(now)
+	s.mu.Lock()
+	c, born := s.account(h, token, label, 1, sec, ms)
+	s.mu.Unlock()
+	x := c
+	if born != 0 && c > limit {
+		x = onsetCount(c, born, limit, now)
+	}
+	d := Decision{Admitted: Admit(x, limit, draw), Count: c, Limit: limit}
 	if !d.Admitted {
-		d.RetryAfter = RetryAfter(c, limit, now)
+		d.RetryAfter = RetryAfter(max(c, 2*limit+1), limit, now)
 	}
 	return d
 }

@@ -125,8 +125,10 @@ func TestRetryAfterAgreesWithTable(t *testing.T) {
 	}
 }
 
+// TestDecide checks Decide on a counter past its onset (the rule as the package documentation
+// states it); TestOnsetBound covers a counter's first seconds.
 func TestDecide(t *testing.T) {
-	tb := newTable(t, Options{Capacity: 1024})
+	tb := newTable(t, Options{Capacity: 1024, NoOnsetBound: true})
 	now := at(400 * time.Millisecond)
 	const limit = 10
 	for i := 1; i <= 2*limit; i++ {
@@ -142,5 +144,27 @@ func TestDecide(t *testing.T) {
 	d = tb.Decide(1, 1, limit, 0, now)
 	if want := (Decision{Admitted: true, Count: 2*limit + 2, Limit: limit}); d != want {
 		t.Fatalf("Decide with count 2L+2 and draw 0 = %+v, want %+v: rejected operations are still counted", d, want)
+	}
+}
+
+// TestDecideInOnset checks that a counter in its onset is judged on its extrapolated count:
+// 2L operations at the very instant a partition turns hot are admitted (as the rule alone
+// would), and the next, a rate no counter could hold, is judged as onsetMaxFactor times its
+// count and rejected even with a draw of 0.05, where the rule alone admits.
+func TestDecideInOnset(t *testing.T) {
+	tb := newTable(t, Options{Capacity: 1024})
+	now := at(400 * time.Millisecond)
+	const limit = 10
+	for i := 1; i <= 2*limit; i++ {
+		if d := tb.Decide(1, 1, limit, 0.999, now); !d.Admitted || d.Count != uint32(i) {
+			t.Fatalf("Decide call %d = %+v, want admitted with count %d: up to 2L in the birth's second", i, d, i)
+		}
+	}
+	if Admit(2*limit+1, limit, 0.05) != true {
+		t.Fatal("the rule alone rejects count 2L+1 with draw 0.05; the test needs it to admit")
+	}
+	d := tb.Decide(1, 1, limit, 0.05, now)
+	if want := (Decision{Admitted: false, Count: 2*limit + 1, Limit: limit, RetryAfter: 600 * time.Millisecond}); d != want {
+		t.Fatalf("Decide call %d in the counter's first millisecond = %+v, want %+v", 2*limit+1, d, want)
 	}
 }

@@ -17,8 +17,8 @@
 // t=1s reads 16/2 + 1 = 9. A clock that runs backwards never increases a count (see decay in
 // table.go for how out-of-order callers and clock steps are told apart).
 //
-// The table is bounded: a fixed number of 20-byte slots allocated by New (DefaultCapacity is
-// 2^20, about one million partitions in 20 MiB), split into shards that each have a mutex. A key
+// The table is bounded: a fixed number of 24-byte slots allocated by New (DefaultCapacity is
+// 2^20, about one million partitions in 24 MiB), split into shards that each have a mutex. A key
 // lives in one of Window consecutive slots of its shard, chosen by a hash of token and label. A
 // slot whose decayed count is zero is free. When a new key finds every slot of its window live,
 // it evicts the one with the smallest decayed count: a flood of partitions seen once each evicts
@@ -57,6 +57,56 @@
 //
 // After a rejection, RetryAfter says when the counter will have decayed to 2L or below if the
 // partition went quiet: about log2(x/2L) seconds, rounded up to a second boundary.
+//
+// # The onset
+//
+// A counter starts at zero, so a partition that turns hot at V ≥ 2L sees its counter climb
+// from 0 rather than oscillate between V and 2V, and the rule alone admits everything up to 2L
+// and then (L/ln2)·ln(V/2L): 3.3·L in the first second at V = 5·L, 7.6·L at V = 100·L; the
+// following seconds still admit 1.6·L, 1.2·L, 1.1·L while the counter fills. Decide bounds this
+// onset by judging a young counter on the count it would hold had the partition always been
+// offered the same rate. A slot records when its counter started from zero (born, to the
+// millisecond, in the 4 bytes that take a slot from 20 to 24: the earliest stamp counted since,
+// so replicas that see the same operations in any order agree on it). For a steady rate V since the
+// birth at second fraction φ, seen at fraction u after k second boundaries, the counter holds
+//
+//	x = V·((1+u) − (1+φ)·2^−k)        (k = 0: x = V·(u − φ) = V·age)
+//
+// against V·(1+u) for a counter that has always existed, so Decide applies Admit to x·g with
+// g = (1+u) / ((1+u) − (1+φ)·2^−k): a factor of times alone, which tends to 1 as k grows.
+// Three guards keep it honest and bounded:
+//
+//   - A count at or below 2L in the second the counter was born, or at or below L after it,
+//     is judged as it is. So the rule's own promise stands (a burst of up to 2L is admitted),
+//     a partition at V ≤ 0.8·L is never rejected, onset or not (the estimate is V·(1+u) ≤ 2L
+//     up to noise), and the rate is estimated from more than L operations.
+//   - In the first second after the birth g is doubled: the estimate alone would admit L more
+//     on top of the burst; doubled it admits at most L/2.
+//   - g is at most 64, for a counter a few milliseconds old or a stamp from a clock behind
+//     the birth's.
+//
+// The first second then admits at most 2.5·L at any V: at most 2L under the guards (up to 2L
+// in the birth's second; if a halving comes first, the count x_b reached, plus L − x_b/2 after
+// it), and at most L/2 judged on the doubled estimate of V·(1+u). TestOnsetBound measures at
+// most 2.6·L for V from 2·L to 1000·L and any phase, and 0.9–1.1·L per second from the second
+// second on. After onsetHorizon (8 s) the factor is within 1% of 1 and the slot forgets its
+// birth: steady state is the rule above, unchanged. Decision.Count stays the counter itself.
+//
+// # Deciding on the coordinator's clock
+//
+// Counters halve at the second boundaries of the time passed as now. A replica that passes its
+// own clock halves at different instants from a replica whose clock is 500 ms ahead, and for
+// the same operation and draw the two hold different counts and may decide differently
+// (ScyllaDB documents −30%/+45% from this). kvnode's coordinators therefore stamp every limited
+// operation and every propagated delta with their own clock, and a replica accounts at the
+// stamp, bounded against its own clock by Stamp (a stamp more than DefaultMaxStampSkew away is
+// clamped, and counted). Every replica that counts an operation then accounts it at the same
+// time: the counter's state after a sequence of operations depends only on their stamps and
+// order, not on the replica's clock, so replicas that see the same operations agree, and their
+// decisions with the same draw agree. What remains is order: operations from coordinators
+// with different clocks may reach two replicas in a different order around a boundary, which
+// decay's out-of-order rule (a stamp up to 10 s behind the counter's is counted without
+// decay) makes rare and small.
 //
 // Special limits: a limit of 0 admits nothing, so callers for which a table has no limit do not
 // call Admit at all; a limit of 2^31 or more admits everything. Counters saturate at

@@ -10,10 +10,10 @@ import (
 
 const (
 	// DefaultCapacity is the number of slots a Table has when Options.Capacity is zero:
-	// 2^20 = 1,048,576 tracked partitions in 20 MiB.
+	// 2^20 = 1,048,576 tracked partitions in 24 MiB.
 	DefaultCapacity = 1 << 20
 
-	// MaxCapacity is the largest Options.Capacity accepted (2^30 slots, 20 GiB).
+	// MaxCapacity is the largest Options.Capacity accepted (2^30 slots, 24 GiB).
 	MaxCapacity = 1 << 30
 
 	// DefaultShards is the largest shard count chosen when Options.Shards is zero. Small tables
@@ -25,7 +25,7 @@ const (
 
 	// Window is the number of consecutive slots (wrapping within a shard) in which a key may
 	// live. A lookup stops at the key's slot and examines all Window slots only for a key the
-	// table does not track: at most 160 bytes, three or four adjacent cache lines. Filling the
+	// table does not track: at most 192 bytes, three or four adjacent cache lines. Filling the
 	// default table to 95% with distinct keys, about 10% of inserts find their window full and
 	// evict the smallest count there (a count of 1 in that test); a wider window lowers that
 	// at the cost of scanning more memory for every new key.
@@ -44,13 +44,19 @@ const (
 type Options struct {
 	// Capacity is the number of counter slots, that is the most partitions tracked at once.
 	// Zero means DefaultCapacity. It is rounded up to a multiple of Shards; Table.Capacity
-	// reports the result. Each slot takes 20 bytes, allocated once by New.
+	// reports the result. Each slot takes 24 bytes, allocated once by New.
 	Capacity int
 
 	// Shards is the number of independently locked parts of the table; it must be a power of
 	// two. Zero means DefaultShards, reduced for small capacities so that each shard has at
 	// least 64 slots. More shards mean less lock contention between cores.
 	Shards int
+
+	// NoOnsetBound turns off the onset bound (see the package documentation, "The onset"):
+	// Decide then applies Admit to the counter as it stands, and a partition that turns hot
+	// admits 2L + (L/ln2)·ln(V/2L) operations in its first second. It exists to measure the
+	// limiter as ScyllaDB designs it (test/sim's "scylla" configuration); a server never sets it.
+	NoOnsetBound bool
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o. A nil o is treated as
@@ -89,16 +95,23 @@ func (o *Options) Validate() error {
 }
 
 // slot is one counter. The token is stored as two uint32 halves so the struct has 4-byte
-// alignment and takes 20 bytes instead of the 24 an int64 field would pad it to.
+// alignment and takes 24 bytes instead of the 28 (padded to 32) an int64 field would cost.
 //
 // count is the counter as of second sec (the low 32 bits of floor(unix seconds)); it saturates
 // at math.MaxUint32. A slot whose count, decayed to the current second, is zero is free. A slot
 // that has never been used is all zeros, which is free by the same rule.
+//
+// born is when the counter started from zero (the earliest stamp it has counted since), as the
+// low 32 bits of unix milliseconds with the lowest bit set, while the counter is in its onset
+// (younger than onsetHorizon); 0 once it is older, or when the table has no onset bound. A live counter is touched at least every 32
+// seconds (a count halves to zero in 32), and every touch past the horizon clears born, so the
+// 49-day wrap of the millisecond stamp is never ambiguous.
 type slot struct {
 	tokLo, tokHi uint32
 	label        uint32
 	count        uint32
 	sec          uint32
+	born         uint32
 }
 
 // shard is one independently locked part of a Table.
@@ -128,6 +141,7 @@ type Table struct {
 	shards    []shard
 	shift     uint // shard index = hash >> shift
 	shardSize int
+	onset     bool // apply the onset bound (not Options.NoOnsetBound)
 }
 
 // New returns a table with the given options (zero fields take their defaults).
@@ -144,6 +158,7 @@ func New(opts Options) (*Table, error) {
 		shards:    make([]shard, o.Shards),
 		shift:     uint(64 - bits.TrailingZeros(uint(o.Shards))),
 		shardSize: size,
+		onset:     !o.NoOnsetBound,
 	}
 	for i := range t.shards {
 		t.shards[i].slots = all[i*size : (i+1)*size : (i+1)*size]
@@ -170,11 +185,21 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	}
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
-	sec := second(now)
+	sec, ms := second(now), t.milli(now)
 	s.mu.Lock()
-	c := s.account(h, token, label, n, sec)
+	c, _ := s.account(h, token, label, n, sec, ms)
 	s.mu.Unlock()
 	return c
+}
+
+// milli returns the birth stamp a counter started at now carries: the low 32 bits of unix
+// milliseconds with the lowest bit set (so it is never 0), or 0 when the table has no onset
+// bound.
+func (t *Table) milli(now time.Time) uint32 {
+	if !t.onset {
+		return 0
+	}
+	return uint32(now.UnixMilli()) | 1
 }
 
 // Peek returns the counter of (token, label) decayed to now's second without counting an
@@ -228,8 +253,10 @@ func (t *Table) Stats(now time.Time) Stats {
 	return st
 }
 
-// account implements AccountN for n > 0 with s.mu held.
-func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32) uint32 {
+// account implements AccountN for n > 0 with s.mu held. ms is the birth stamp a counter
+// starting now takes (0 for a table without an onset bound); account returns the counter after
+// the increment and its birth stamp, 0 for a counter past its onset.
+func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms uint32) (uint32, uint32) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	size := uint32(len(s.slots))
@@ -240,12 +267,23 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 		e := &s.slots[i]
 		c, stamp := decay(e.count, e.sec, now)
 		if e.count != 0 && e.tokLo == lo && e.tokHi == hi && e.label == label {
-			if c == 0 {
+			switch {
+			case c == 0:
 				s.inserts++
+				e.born = ms
+			case e.born == 0:
+			case int32(ms-e.born) > onsetHorizon:
+				e.born = 0
+			case int32(ms-e.born) < 0:
+				// A stamp from before the birth (a coordinator whose clock is behind the one
+				// that stamped the first operation): the counter was born no later than it.
+				// Every replica of the partition receives the same early operations, so
+				// their births converge on the earliest stamp.
+				e.born = ms
 			}
 			c = saturatingAdd(c, n)
 			e.count, e.sec = c, stamp
-			return c
+			return c, e.born
 		}
 		switch {
 		case c == 0:
@@ -265,8 +303,8 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 		s.evictions++
 	}
 	s.inserts++
-	s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now}
-	return n
+	s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now, born: ms}
+	return n, ms
 }
 
 // peek implements Peek with s.mu held.

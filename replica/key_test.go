@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -14,6 +15,9 @@ import (
 var clusteringTypes = []schema.Type{
 	schema.TypeText, schema.TypeInt, schema.TypeBigInt, schema.TypeDouble,
 	schema.TypeBoolean, schema.TypeBlob, schema.TypeTimestamp,
+	schema.TypeASCII, schema.TypeFloat, schema.TypeSmallInt, schema.TypeTinyInt,
+	schema.TypeUUID, schema.TypeTimeUUID, schema.TypeInet, schema.TypeDate,
+	schema.TypeTime, schema.TypeDecimal, schema.TypeVarint,
 }
 
 // randomValue returns a well-formed value of type t from a small domain, so
@@ -31,13 +35,51 @@ func randomValue(r *rand.Rand, t schema.Type) []byte {
 		return schema.EncodeDouble(vals[r.IntN(len(vals))])
 	case schema.TypeBoolean:
 		return schema.EncodeBoolean(r.IntN(2) == 1)
+	case schema.TypeFloat:
+		vals := []float32{float32(math.Inf(-1)), -1.5, float32(math.Copysign(0, -1)), 0, 1e-30, 2.5, float32(math.Inf(1)), float32(math.NaN())}
+		return schema.EncodeFloat(vals[r.IntN(len(vals))])
+	case schema.TypeSmallInt:
+		vals := []int16{math.MinInt16, -256, -1, 0, 1, 255, math.MaxInt16}
+		return schema.EncodeSmallInt(vals[r.IntN(len(vals))])
+	case schema.TypeTinyInt:
+		vals := []int8{math.MinInt8, -1, 0, 1, math.MaxInt8}
+		return schema.EncodeTinyInt(vals[r.IntN(len(vals))])
+	case schema.TypeDate:
+		vals := []schema.Date{schema.MinDate, -1, 0, 1, schema.MaxDate}
+		return schema.EncodeDate(vals[r.IntN(len(vals))])
+	case schema.TypeTime:
+		vals := []int64{0, 1, 1e9, 86399999999999}
+		return schema.EncodeBigInt(vals[r.IntN(len(vals))])
+	case schema.TypeUUID, schema.TypeTimeUUID:
+		// Few distinct bytes, so that equal timestamps and equal prefixes
+		// are common; versions 1 and 4 (and others, for uuid).
+		u := make([]byte, 16)
+		for i := range u {
+			u[i] = []byte{0x00, 0x01, 0x7F, 0x80, 0xFF}[r.IntN(5)]
+		}
+		version := byte(1)
+		if t == schema.TypeUUID {
+			version = []byte{0, 1, 1, 4, 15}[r.IntN(5)]
+		}
+		u[6] = u[6]&0x0F | version<<4
+		return u
+	case schema.TypeInet:
+		vals := [][]byte{{0, 0, 0, 0}, {10, 0, 0, 1}, {255, 255, 255, 255}, make([]byte, 16), append(make([]byte, 15), 1), append([]byte{10, 0, 0, 1}, make([]byte, 12)...)}
+		return bytes.Clone(vals[r.IntN(len(vals))])
+	case schema.TypeVarint:
+		vals := []int64{math.MinInt64, -129, -128, -1, 0, 1, 127, 128, 255, 256, math.MaxInt64}
+		return schema.EncodeVarint(big.NewInt(vals[r.IntN(len(vals))]))
+	case schema.TypeDecimal:
+		unscaled := []int64{-1500, -15, -1, 0, 1, 10, 15, 150, 1000, 123456789}
+		scales := []int32{math.MinInt32, -3, 0, 1, 2, 3, math.MaxInt32}
+		return schema.EncodeDecimal(schema.Decimal{Unscaled: big.NewInt(unscaled[r.IntN(len(unscaled))]), Scale: scales[r.IntN(len(scales))]})
 	default:
 		alphabet := []byte{0x00, 0x01, 0xFF, 'a', 'b'}
 		b := make([]byte, r.IntN(4))
 		for i := range b {
 			b[i] = alphabet[r.IntN(len(alphabet))]
 		}
-		if t == schema.TypeText {
+		if t == schema.TypeText || t == schema.TypeASCII {
 			// Keep it valid UTF-8: map 0xFF to another ASCII byte.
 			for i := range b {
 				if b[i] == 0xFF {
@@ -198,10 +240,21 @@ func TestKeyRoundTrip(t *testing.T) {
 	}
 }
 
+// isNaN reports whether a and b are both NaN doubles or floats (whose
+// payloads the key does not keep), or equal decimals (whose scale the key
+// does not keep: it decodes the normal form).
 func isNaN(t schema.Type, a, b []byte) bool {
-	return t == schema.TypeDouble &&
-		math.IsNaN(math.Float64frombits(binary.BigEndian.Uint64(a))) &&
-		math.IsNaN(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	switch t {
+	case schema.TypeDouble:
+		return math.IsNaN(math.Float64frombits(binary.BigEndian.Uint64(a))) &&
+			math.IsNaN(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	case schema.TypeFloat:
+		return math.IsNaN(float64(math.Float32frombits(binary.BigEndian.Uint32(a)))) &&
+			math.IsNaN(float64(math.Float32frombits(binary.BigEndian.Uint32(b))))
+	case schema.TypeDecimal:
+		return t.Compare(a, b) == 0
+	}
+	return false
 }
 
 func FuzzEscapedRoundTrip(f *testing.F) {
@@ -232,6 +285,25 @@ func TestDecodeRejectsMalformedKeys(t *testing.T) {
 		{"a truncated bigint", []byte{1, 2, 3}, schema.TypeBigInt},
 		{"a truncated double", []byte{}, schema.TypeDouble},
 		{"a missing boolean", []byte{}, schema.TypeBoolean},
+		{"a truncated uuid", make([]byte, 16), schema.TypeUUID},
+		{"a uuid whose version byte disagrees", append([]byte{4}, make([]byte, 16)...), schema.TypeUUID},
+		{"a timeuuid of version 0", make([]byte, 16), schema.TypeTimeUUID},
+		{"a time past midnight", []byte{0, 0, 0x4E, 0x94, 0x91, 0x4F, 0x00, 0x00}, schema.TypeTime},
+		{"an ascii byte above 0x7f", []byte{0x80, 0x00, 0x01}, schema.TypeASCII},
+		{"a 5-byte inet", []byte{1, 2, 3, 4, 5, 0x00, 0x01}, schema.TypeInet},
+		{"a varint with a bad sign byte", []byte{0x02, 0, 0, 0, 1, 5}, schema.TypeVarint},
+		{"a varint longer than the key", []byte{0x01, 0, 0, 0, 9, 5}, schema.TypeVarint},
+		{"a varint of length 0", []byte{0x01, 0, 0, 0, 0}, schema.TypeVarint},
+		{"a negative varint marked positive", []byte{0x01, 0, 0, 0, 1, 0xFF}, schema.TypeVarint},
+		{"a non-minimal varint", []byte{0x01, 0, 0, 0, 2, 0, 1}, schema.TypeVarint},
+		{"a decimal with a bad sign byte", []byte{0x04}, schema.TypeDecimal},
+		{"a truncated decimal exponent", []byte{0x03, 0x80, 0}, schema.TypeDecimal},
+		{"an unterminated decimal", []byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 12}, schema.TypeDecimal},
+		{"a decimal with no digits", []byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 0}, schema.TypeDecimal},
+		{"a decimal with a leading zero", []byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 0}, schema.TypeDecimal},
+		{"a decimal with a trailing zero", []byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 12, 1, 0}, schema.TypeDecimal},
+		{"a decimal digit byte above 100", []byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 101, 0}, schema.TypeDecimal},
+		{"a decimal of a huge exponent", []byte{0x03, 0xFF, 0xFF, 0, 0, 0, 0, 0, 1, 11, 0}, schema.TypeDecimal},
 	}
 	for _, tt := range tests {
 		if _, _, err := decodeClustering(tt.in, tt.typ, false); err == nil {
@@ -278,9 +350,49 @@ func randomWideValue(r *rand.Rand, t schema.Type) []byte {
 		return schema.EncodeDouble(math.Float64frombits(r.Uint64()))
 	case schema.TypeBoolean:
 		return schema.EncodeBoolean(r.IntN(2) == 1)
+	case schema.TypeFloat:
+		return schema.EncodeFloat(math.Float32frombits(r.Uint32()))
+	case schema.TypeSmallInt:
+		return schema.EncodeSmallInt(int16(r.Uint32()))
+	case schema.TypeTinyInt:
+		return schema.EncodeTinyInt(int8(r.Uint32()))
+	case schema.TypeDate:
+		return schema.EncodeDate(schema.Date(int64(r.Uint32()) - 1<<31))
+	case schema.TypeTime:
+		return schema.EncodeBigInt(r.Int64N(86400e9))
+	case schema.TypeUUID, schema.TypeTimeUUID:
+		u := make([]byte, 16)
+		for i := range u {
+			u[i] = byte(r.Uint32())
+		}
+		if t == schema.TypeTimeUUID {
+			u[6] = u[6]&0x0F | 0x10
+		}
+		return u
+	case schema.TypeInet:
+		u := make([]byte, []int{4, 16}[r.IntN(2)])
+		for i := range u {
+			u[i] = byte(r.Uint32())
+		}
+		return u
+	case schema.TypeVarint:
+		return schema.EncodeVarint(randomBig(r))
+	case schema.TypeDecimal:
+		// Wide scales, and often the same number at another scale, so that
+		// equal values of different encodings meet.
+		d := schema.Decimal{Unscaled: randomBig(r), Scale: int32(r.IntN(41) - 20)}
+		if r.IntN(8) == 0 {
+			d.Scale = []int32{math.MinInt32, math.MinInt32 + 1, math.MaxInt32}[r.IntN(3)]
+		}
+		if r.IntN(3) == 0 && d.Scale < math.MaxInt32-5 {
+			k := r.IntN(5)
+			d.Unscaled.Mul(d.Unscaled, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil))
+			d.Scale += int32(k)
+		}
+		return schema.EncodeDecimal(d)
 	default:
 		alphabet := []byte{0x00, 0x01, 0x02, 0x7F, 0xFE, 0xFF, 'a'}
-		if t == schema.TypeText {
+		if t == schema.TypeText || t == schema.TypeASCII {
 			alphabet = []byte{0x00, 0x01, 0x02, 0x7F, 'a', 'b'}
 		}
 		b := make([]byte, r.IntN(8))
@@ -289,6 +401,19 @@ func randomWideValue(r *rand.Rand, t schema.Type) []byte {
 		}
 		return b
 	}
+}
+
+// randomBig returns a random integer of up to 20 bytes, either sign.
+func randomBig(r *rand.Rand) *big.Int {
+	b := make([]byte, r.IntN(21))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	n := new(big.Int).SetBytes(b)
+	if r.IntN(2) == 0 {
+		n.Neg(n)
+	}
+	return n
 }
 
 // TestDescendingReversesOrder is the property that DESC columns rest on:
@@ -333,6 +458,9 @@ func FuzzDecodeClustering(f *testing.F) {
 	f.Add([]byte{0x9E, 0xFF, 0x00, 0xFF, 0xFE, 0x42}, uint8(schema.TypeText), true)
 	f.Add([]byte{0x61, 0x00, 0x01}, uint8(schema.TypeBlob), false)
 	f.Add([]byte{0x7F, 0xFF, 0xFF, 0xFE}, uint8(schema.TypeInt), true)
+	f.Add([]byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 12, 0}, uint8(schema.TypeDecimal), false)
+	f.Add([]byte{0x01, 0, 0, 0, 2, 0, 0x80}, uint8(schema.TypeVarint), false)
+	f.Add(append([]byte{1}, make([]byte, 16)...), uint8(schema.TypeUUID), false)
 	f.Fuzz(func(t *testing.T, src []byte, typ uint8, desc bool) {
 		tp := clusteringTypes[int(typ)%len(clusteringTypes)]
 		v, rest, err := decodeClustering(src, tp, desc)
@@ -340,11 +468,53 @@ func FuzzDecodeClustering(f *testing.F) {
 			return
 		}
 		consumed := src[:len(src)-len(rest)]
-		if tp == schema.TypeDouble {
+		if tp == schema.TypeDouble || tp == schema.TypeFloat {
 			return
 		}
 		if enc := appendClustering(nil, tp, desc, v); !bytes.Equal(enc, consumed) {
 			t.Fatalf("%s (desc %t): %x decoded as %x, which encodes as %x", tp, desc, consumed, v, enc)
 		}
 	})
+}
+
+// TestDecimalKeyNormalises pins the decimal key's decision: numerically
+// equal decimals of different scales are one clustering key (as Cassandra's
+// DecimalType compares them equal), and decode as the normal form.
+func TestDecimalKeyNormalises(t *testing.T) {
+	dec := func(s string) []byte {
+		d, err := schema.ParseDecimal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return schema.EncodeDecimal(d)
+	}
+	tests := []struct {
+		equal []string
+		back  string
+	}{
+		{[]string{"1", "1.0", "1.00", "0.1e1", "100e-2"}, "1"},
+		{[]string{"100", "1e2", "100.000", "10e1"}, "1E+2"},
+		{[]string{"0", "0.000", "0e10", "-0.0"}, "0"},
+		{[]string{"-1.50", "-1.5", "-15e-1"}, "-1.5"},
+		{[]string{"1e2147483648", "10e2147483647", "100e2147483646"}, "1E+2147483648"},
+		// The normal form would need a scale below the int32 minimum: it keeps a zero.
+		{[]string{"10e2147483648", "1.0e2147483649"}, "1.0E+2147483649"},
+	}
+	for _, tt := range tests {
+		for _, desc := range []bool{false, true} {
+			first := appendClustering(nil, schema.TypeDecimal, desc, dec(tt.equal[0]))
+			for _, s := range tt.equal[1:] {
+				if got := appendClustering(nil, schema.TypeDecimal, desc, dec(s)); !bytes.Equal(got, first) {
+					t.Errorf("decimal %s (desc %t) has key %x, %s has %x; want one key", s, desc, got, tt.equal[0], first)
+				}
+			}
+			v, rest, err := decodeClustering(first, schema.TypeDecimal, desc)
+			if err != nil || len(rest) != 0 {
+				t.Fatalf("decodeClustering(%x) = %x, rest %x, %v", first, v, rest, err)
+			}
+			if got := schema.DecodeDecimal(v).String(); got != tt.back {
+				t.Errorf("the key of %s (desc %t) decodes as %s, want %s", tt.equal[0], desc, got, tt.back)
+			}
+		}
+	}
 }

@@ -34,6 +34,7 @@ const (
 	helpCapacity   = "Partitions the limiter table can track at once; when full, new partitions evict the coldest of their probe window."
 	helpInserts    = "Partitions that began to be tracked by the limiter table."
 	helpEvictions  = "Tracked partitions the limiter table evicted to make room because their probe window was full; a steady rate means the table is too small for the partitions in use."
+	helpClamped    = "Limited operations and delta batches whose coordinator's clock stamp was more than the limiter's maximum stamp skew away from this node's clock and was clamped to it: a node's clock (this one's or a coordinator's) is off; see the KvnodeClockSkew alert."
 )
 
 // serviceMetrics exports the service's metrics to Prometheus. Per operation the service only
@@ -45,12 +46,14 @@ type serviceMetrics struct {
 	// request is rate limited exactly when an enforcing replica rejects it, so the
 	// rate_limited series are the sums of the opStates' replica rejections.
 	requests   [numRequestOps][numStatuses]atomic.Uint64
+	clamped    atomic.Uint64 // stamps clamped by Service.at
 	latencyVec *prometheus.HistogramVec
 	latency    [numRequestOps]prometheus.Observer
 
 	svc                                      *Service
 	operations, rejections, requestsDesc     *prometheus.Desc
 	tracked, hot, capacity, inserts, evicted *prometheus.Desc
+	clampedDesc                              *prometheus.Desc
 }
 
 // requestDurationBuckets span an in-memory read (tens of µs) to a synced write on a slow disk.
@@ -73,6 +76,7 @@ func newServiceMetrics(svc *Service) *serviceMetrics {
 		capacity:     prometheus.NewDesc("kvnode_limiter_capacity_partitions", helpCapacity, nil, nil),
 		inserts:      prometheus.NewDesc("kvnode_limiter_inserts_total", helpInserts, nil, nil),
 		evicted:      prometheus.NewDesc("kvnode_limiter_evictions_total", helpEvictions, nil, nil),
+		clampedDesc:  prometheus.NewDesc("kvnode_limiter_clamped_stamps_total", helpClamped, nil, nil),
 	}
 	for op := range numRequestOps {
 		m.latency[op] = m.latencyVec.WithLabelValues(requestOpNames[op])
@@ -83,7 +87,7 @@ func newServiceMetrics(svc *Service) *serviceMetrics {
 // Describe implements prometheus.Collector.
 func (m *serviceMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.latencyVec.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.operations, m.rejections, m.requestsDesc, m.tracked, m.hot, m.capacity, m.inserts, m.evicted} {
+	for _, d := range []*prometheus.Desc{m.operations, m.rejections, m.requestsDesc, m.tracked, m.hot, m.capacity, m.inserts, m.evicted, m.clampedDesc} {
 		ch <- d
 	}
 }
@@ -145,6 +149,7 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.capacity, prometheus.GaugeValue, float64(st.Capacity))
 	ch <- prometheus.MustNewConstMetric(m.inserts, prometheus.CounterValue, float64(st.Inserts))
 	ch <- prometheus.MustNewConstMetric(m.evicted, prometheus.CounterValue, float64(st.Evictions))
+	ch <- prometheus.MustNewConstMetric(m.clampedDesc, prometheus.CounterValue, float64(m.clamped.Load()))
 	m.svc.collectHot(ch, m.hot, now)
 }
 

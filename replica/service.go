@@ -33,8 +33,14 @@ type Config struct {
 	// partitionlimit's default capacity.
 	Limits *partitionlimit.Table
 	// Now is the clock the limiter reads for gRPC requests. Nil means
-	// time.Now.
+	// time.Now. A request stamped by its coordinator is accounted at the
+	// stamp instead, bounded to within MaxStampSkew of Now.
 	Now func() time.Time
+	// MaxStampSkew bounds how far a coordinator's stamp may be from Now
+	// (partitionlimit.Stamp); a stamp beyond it is clamped and counted in
+	// kvnode_limiter_clamped_stamps_total. Zero means
+	// partitionlimit.DefaultMaxStampSkew.
+	MaxStampSkew time.Duration
 	// Logger receives internal (storage) errors. Nil discards them.
 	Logger *slog.Logger
 }
@@ -66,6 +72,7 @@ type Service struct {
 	schema  SchemaSource
 	limits  *partitionlimit.Table
 	now     func() time.Time
+	maxSkew time.Duration
 	logger  *slog.Logger
 	ops     opStates
 	metrics *serviceMetrics
@@ -79,7 +86,13 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Schema == nil {
 		return nil, errors.New("replica: Config.Schema is nil")
 	}
-	s := &Service{store: cfg.Store, schema: cfg.Schema, limits: cfg.Limits, now: cfg.Now, logger: cfg.Logger}
+	if cfg.MaxStampSkew < 0 {
+		return nil, fmt.Errorf("replica: Config.MaxStampSkew %v is negative", cfg.MaxStampSkew)
+	}
+	s := &Service{store: cfg.Store, schema: cfg.Schema, limits: cfg.Limits, now: cfg.Now, maxSkew: cfg.MaxStampSkew, logger: cfg.Logger}
+	if s.maxSkew == 0 {
+		s.maxSkew = partitionlimit.DefaultMaxStampSkew
+	}
 	if s.limits == nil {
 		var err error
 		if s.limits, err = partitionlimit.New(partitionlimit.Options{}); err != nil {
@@ -189,7 +202,7 @@ func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaReq
 		}
 		ops[i] = op
 	}
-	now := s.now()
+	now := s.at(req.GetStampUnixNanos())
 	for i, d := range req.GetDeltas() {
 		err := s.ApplyAccountDelta(schema.TableID(d.TableId), d.Token, ops[i], d.Count, now)
 		if err != nil && !errors.Is(err, ErrUnknownTable) {
@@ -268,7 +281,23 @@ func (s *Service) admit(t *schema.Table, token int64, op schema.Op, lim *replica
 	if mode == partitionlimit.ModeNone {
 		return partitionlimit.Decision{Admitted: true}, nil
 	}
-	return s.decide(t, token, op, mode, lim.GetDraw(), s.now(), byReplica, pk)
+	return s.decide(t, token, op, mode, lim.GetDraw(), s.at(lim.GetStampUnixNanos()), byReplica, pk)
+}
+
+// at returns the time to account an operation or delta batch stamped stamp (nanoseconds since
+// the Unix epoch; 0 for none) at: the coordinator's stamp bounded to within maxSkew of this
+// node's clock (partitionlimit.Stamp), so that every replica of an operation accounts it at
+// the same time whatever its own clock says (DESIGN §1). Clamped stamps are counted.
+func (s *Service) at(stamp int64) time.Time {
+	local := s.now()
+	if stamp == 0 {
+		return local
+	}
+	t, clamped := partitionlimit.Stamp(time.Unix(0, stamp), local, s.maxSkew)
+	if clamped {
+		s.metrics.clamped.Add(1)
+	}
+	return t
 }
 
 // decide accounts and decides one operation in a counting mode, by partitionlimit's

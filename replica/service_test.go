@@ -97,10 +97,11 @@ func TestServiceEnforcesWriteLimit(t *testing.T) {
 		t.Errorf("after 10 admitted writes and a rejected one the partition has %d rows, want 10 (a rejection writes nothing)", n)
 	}
 	// The same counter with a low draw admits: every replica decides alike
-	// given the same draw.
-	resp, _ = svc.Mutate(ctx, mutateReq(limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.01), 101))
+	// given the same draw. (The counter is in its onset, born this very
+	// millisecond, so the rule judges it as 64·12: partitionlimit's onset bound.)
+	resp, _ = svc.Mutate(ctx, mutateReq(limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.001), 101))
 	if resp.Status != replicapb.Status_STATUS_OK {
-		t.Errorf("write 12 with draw 0.01 returned %v, want STATUS_OK (0.01·12·ln2 < 5)", resp)
+		t.Errorf("write 12 with draw 0.001 returned %v, want STATUS_OK (0.001·64·12·ln2 < 5)", resp)
 	}
 	// Two seconds later the counter (12) has halved twice to 3.
 	clock.t = clock.t.Add(2 * time.Second)

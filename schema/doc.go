@@ -29,7 +29,10 @@
 // PrepareWrite and PrepareRead validate INSERT, UPDATE, DELETE and SELECT
 // against the schema and return plain data (partition key values, a
 // clustering range, cells, columns, limit) for the coordinator; no syntax
-// tree reaches the layers below.
+// tree reaches the layers below. BindWrite, BindRead and BindBatch do the
+// same for statements with bind markers, given one BindValue per marker;
+// Variables validates a statement without values and describes its markers
+// (what a PREPARE answers).
 //
 // # Imports
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kvnode/kvnode/cql"
 )
@@ -30,6 +31,10 @@ func FormatKey(cols []Column, values [][]byte) string {
 			b.WriteString(strconv.Quote(x))
 		case []byte:
 			fmt.Fprintf(&b, "0x%x", x)
+		case time.Duration: // a time of day
+			b.WriteString(FormatTimeOfDay(x))
+		case time.Time:
+			b.WriteString(x.Format("2006-01-02T15:04:05.000Z07:00"))
 		default:
 			fmt.Fprint(&b, x)
 		}

@@ -1,11 +1,15 @@
 package schema
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kvnode/kvnode/cql"
@@ -23,6 +27,21 @@ import (
 //	timestamp  an integer literal (milliseconds since the Unix epoch) or a
 //	           string: yyyy-mm-dd[(T| )hh:mm[:ss[.fff]]][Z|+hh:mm|+hhmm|+hh];
 //	           without a zone the time is UTC
+//	ascii      a string literal of ASCII characters
+//	smallint   an integer literal in -32768..32767
+//	tinyint    an integer literal in -128..127
+//	float      an integer or float literal within float range (NaN and
+//	           ±Infinity included), rounded to the nearest float
+//	uuid       an unquoted uuid: 123e4567-e89b-12d3-a456-426614174000
+//	timeuuid   an unquoted version 1 uuid
+//	inet       a string: '192.0.2.1' or '2001:db8::1'
+//	date       a string 'yyyy-mm-dd', or an integer (or digit string) that
+//	           is the encoded day number, 0..2^32-1 with 2^31 the epoch
+//	time       a string 'hh:mm:ss[.fffffffff]', or an integer (or digit
+//	           string) of nanoseconds since midnight
+//	varint     an integer literal of any length
+//	decimal    an integer or float literal, kept exactly with its scale
+//	           (1.50 is 150 at scale 2)
 //
 // A literal of another kind is an error naming the literal and the type,
 // and so are a bind marker (prepared statements substitute them first) and
@@ -124,6 +143,101 @@ func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
 			}
 			return EncodeBlob(b), false, nil
 		}
+	case TypeASCII:
+		if lit.Kind == cql.LitString {
+			b, err := EncodeASCII(lit.Value)
+			if err != nil {
+				return nil, false, fmt.Errorf("ascii value %s is not ASCII: %w", describeValue(lit), err)
+			}
+			return b, false, nil
+		}
+	case TypeSmallInt, TypeTinyInt:
+		if lit.Kind == cql.LitInteger {
+			bits, lo, hi := 16, math.MinInt16, math.MaxInt16
+			if t == TypeTinyInt {
+				bits, lo, hi = 8, math.MinInt8, math.MaxInt8
+			}
+			n, err := strconv.ParseInt(lit.Value, 10, bits)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s value %s is out of range (%d to %d)", t, describeValue(lit), lo, hi)
+			}
+			if t == TypeTinyInt {
+				return EncodeTinyInt(int8(n)), false, nil
+			}
+			return EncodeSmallInt(int16(n)), false, nil
+		}
+	case TypeFloat:
+		if lit.Kind == cql.LitInteger || lit.Kind == cql.LitFloat {
+			f, err := strconv.ParseFloat(lit.Value, 32)
+			if err != nil && math.IsInf(f, 0) {
+				return nil, false, fmt.Errorf("float value %s is out of range (a float is at most %g in magnitude; use double)", describeValue(lit), math.MaxFloat32)
+			}
+			return EncodeFloat(float32(f)), false, nil
+		}
+	case TypeUUID, TypeTimeUUID:
+		if lit.Kind == cql.LitUUID {
+			u, err := ParseUUID(lit.Value)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s value: %w", t, err)
+			}
+			if t == TypeTimeUUID && u.Version() != 1 {
+				return nil, false, fmt.Errorf("timeuuid value %s is a version %d uuid; a timeuuid is version 1 (time-based)", lit.Value, u.Version())
+			}
+			return EncodeUUID(u), false, nil
+		}
+	case TypeInet:
+		if lit.Kind == cql.LitString {
+			a, err := netip.ParseAddr(lit.Value)
+			if err != nil || a.Zone() != "" {
+				return nil, false, fmt.Errorf("inet value %s is not an IPv4 or IPv6 address (write '192.0.2.1' or '2001:db8::1', no zone)", describeValue(lit))
+			}
+			return EncodeInet(a), false, nil
+		}
+	case TypeDate:
+		switch lit.Kind {
+		case cql.LitInteger:
+			return rawDate(lit)
+		case cql.LitString:
+			if isDigits(lit.Value) {
+				return rawDate(lit)
+			}
+			d, err := ParseDate(lit.Value)
+			if err != nil {
+				return nil, false, fmt.Errorf("date value: %w", err)
+			}
+			return EncodeDate(d), false, nil
+		}
+	case TypeTime:
+		switch lit.Kind {
+		case cql.LitInteger:
+			return rawTime(lit)
+		case cql.LitString:
+			if isDigits(lit.Value) {
+				return rawTime(lit)
+			}
+			d, err := ParseTimeOfDay(lit.Value)
+			if err != nil {
+				return nil, false, fmt.Errorf("time value: %w", err)
+			}
+			b, _ := EncodeTime(d)
+			return b, false, nil
+		}
+	case TypeVarint:
+		if lit.Kind == cql.LitInteger {
+			n, ok := new(big.Int).SetString(lit.Value, 10)
+			if !ok {
+				return nil, false, fmt.Errorf("varint value %s is not an integer", describeValue(lit))
+			}
+			return EncodeVarint(n), false, nil
+		}
+	case TypeDecimal:
+		if lit.Kind == cql.LitInteger || lit.Kind == cql.LitFloat {
+			d, err := ParseDecimal(lit.Value)
+			if err != nil {
+				return nil, false, fmt.Errorf("decimal value %s: %w (NaN and Infinity have no decimal value)", describeValue(lit), err)
+			}
+			return EncodeDecimal(d), false, nil
+		}
 	case TypeTimestamp:
 		switch lit.Kind {
 		case cql.LitInteger:
@@ -146,6 +260,37 @@ func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
 // ParseTimestamp parses a timestamp string, yyyy-mm-dd optionally followed
 // by a time (T or a space, then hh:mm, hh:mm:ss or hh:mm:ss.fff) and a zone
 // (Z, +hh:mm, +hhmm or +hh). Without a zone the time is UTC.
+// rawDate converts a date given as its encoded number (0 to 2^32-1, with
+// 2^31 the Unix epoch), as Cassandra reads integer dates.
+func rawDate(lit *cql.Literal) ([]byte, bool, error) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(lit.Value, "+"), 10, 32)
+	if err != nil {
+		return nil, false, fmt.Errorf("date value %s is out of range (an integer date is days from 0 to %d, with %d the Unix epoch; or write 'yyyy-mm-dd')", describeValue(lit), uint32(math.MaxUint32), uint32(dateEpoch))
+	}
+	return binary.BigEndian.AppendUint32(nil, uint32(n)), false, nil
+}
+
+// rawTime converts a time given as nanoseconds since midnight.
+func rawTime(lit *cql.Literal) ([]byte, bool, error) {
+	n, err := strconv.ParseInt(lit.Value, 10, 64)
+	if err != nil || n < 0 || n > maxTimeNanos {
+		return nil, false, fmt.Errorf("time value %s is out of range (nanoseconds from 0 to %d; or write 'hh:mm:ss[.fffffffff]')", describeValue(lit), maxTimeNanos)
+	}
+	return EncodeBigInt(n), false, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || i == 0 && s[i] == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func ParseTimestamp(s string) (time.Time, error) {
 	for _, clock := range [...]string{"", "T15:04", "T15:04:05", " 15:04", " 15:04:05"} {
 		for _, zone := range [...]string{"", "Z07:00", "Z0700", "Z07"} {

@@ -1,10 +1,13 @@
 package schema
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kvnode/kvnode/cql"
 )
@@ -87,6 +90,8 @@ type Write struct {
 	// the coordinator assigns the write timestamp.
 	Timestamp    int64
 	HasTimestamp bool
+	// Timeout is the USING TIMEOUT duration; 0 without one.
+	Timeout time.Duration
 }
 
 // Read is a validated SELECT, as plain data: one partition, a clustering
@@ -103,6 +108,92 @@ type Read struct {
 	// clustering order: rows are returned, and Limit counts them, from the
 	// last row of the range backwards.
 	Reversed bool
+	// Timeout is the USING TIMEOUT duration; 0 without one.
+	Timeout time.Duration
+}
+
+// BindValue is the value of one bind marker: its canonical encoding (nil
+// for null; Type.Check must hold), or Unset, which leaves an INSERT's or
+// UPDATE's cell as it is, a LIMIT unlimited and a USING TIMESTAMP to the
+// coordinator.
+type BindValue struct {
+	Bytes []byte
+	Unset bool
+}
+
+// Variable describes one bind marker of a statement: the column it gives a
+// value for, or for LIMIT ? and USING TIMESTAMP ? the names "[limit]" (int)
+// and "[timestamp]" (bigint) with Keyspace and Table those of the
+// statement's table.
+type Variable struct {
+	Keyspace, Table, Name string
+	Type                  Type
+}
+
+// binder gives bind markers their values.
+type binder struct {
+	values []BindValue
+	// check is set when the statement is only validated (Variables): markers
+	// have no values yet and the checks of their values are skipped.
+	check bool
+}
+
+// newBinder returns the binder of stmt's markers: values must hold exactly
+// one value per marker.
+func newBinder(stmt cql.Statement, values []BindValue) (binder, error) {
+	b := binder{values: values}
+	if len(values) > 0 { // without values a marker reports itself when it is met
+		if n := len(cql.BindMarkers(stmt)); n != len(values) {
+			return b, fmt.Errorf("the statement has %d bind markers but %d values were given", n, len(values))
+		}
+	}
+	return b, nil
+}
+
+// value returns the value of marker lit, or ok false when it is unset (or
+// the binder only checks). The marker binds column c, or when c is nil the
+// role what (LIMIT, USING TIMESTAMP).
+func (b *binder) value(lit *cql.Literal, c *Column, what string) (v []byte, ok bool, err error) {
+	switch {
+	case b.check:
+		return nil, false, nil
+	case lit.Index < 0 || lit.Index >= len(b.values):
+		if c != nil {
+			what = "column " + cql.QuoteIdent(c.Name)
+		}
+		if len(b.values) == 0 {
+			return nil, false, fmt.Errorf("bind marker %d (%s) has no value: the statement has bind markers but no values were given", lit.Index, what)
+		}
+		return nil, false, fmt.Errorf("bind marker %d (%s) has no value: %d values were given", lit.Index, what, len(b.values))
+	case b.values[lit.Index].Unset:
+		return nil, false, nil
+	}
+	return b.values[lit.Index].Bytes, true, nil
+}
+
+// term returns the value of t for column c: a literal's, or a bound
+// marker's checked against c's type. ok is false for an unset marker (and
+// any marker when the binder only checks); an unset primary key column is
+// an error.
+func (b *binder) term(c *Column, t cql.Term) (v []byte, ok bool, err error) {
+	lit, isLit := t.(*cql.Literal)
+	if !isLit || lit.Kind != cql.LitBind {
+		v, err := c.Value(t)
+		return v, err == nil, err
+	}
+	v, ok, err = b.value(lit, c, "")
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !ok && !b.check && c.Kind != RegularColumn:
+		return nil, false, fmt.Errorf("bind marker %d for %s column %s is unset: a primary key column needs a value", lit.Index, c.Kind, cql.QuoteIdent(c.Name))
+	case !ok:
+		return nil, false, nil
+	}
+	if err := c.Type.Check(v); err != nil {
+		return nil, false, fmt.Errorf("bind marker %d (column %s %s): %w", lit.Index, cql.QuoteIdent(c.Name), c.Type, err)
+	}
+	return v, true, nil
 }
 
 // maxKeyComponent is the largest partition key component or clustering
@@ -117,18 +208,49 @@ const maxKeyComponent = 1<<16 - 1
 // clustering restrictions have a supported shape, no primary key column is
 // SET or deleted as a cell.
 func (s *Schema) PrepareWrite(stmt cql.Statement, keyspace string) (*Write, error) {
-	switch st := stmt.(type) {
-	case *cql.InsertStmt:
-		return s.prepareInsert(st, keyspace)
-	case *cql.UpdateStmt:
-		return s.prepareUpdate(st, keyspace)
-	case *cql.DeleteStmt:
-		return s.prepareDelete(st, keyspace)
-	}
-	return nil, fmt.Errorf("%s is not a write statement", StatementName(stmt))
+	return s.BindWrite(stmt, keyspace, nil)
 }
 
-func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string) (*Write, error) {
+// BindWrite is PrepareWrite for a statement with bind markers: values holds
+// one value per marker, in marker order (cql.Literal.Index). Each value is
+// checked against its column's type (the error names the marker and the
+// column); an unset value leaves its cell unwritten, and is an error for a
+// primary key column.
+func (s *Schema) BindWrite(stmt cql.Statement, keyspace string, values []BindValue) (*Write, error) {
+	b, err := newBinder(stmt, values)
+	if err != nil {
+		return nil, err
+	}
+	return s.bindWrite(stmt, keyspace, &b)
+}
+
+func (s *Schema) bindWrite(stmt cql.Statement, keyspace string, b *binder) (*Write, error) {
+	var w *Write
+	var err error
+	var timeout *cql.Literal
+	switch st := stmt.(type) {
+	case *cql.InsertStmt:
+		w, err = s.prepareInsert(st, keyspace, b)
+		timeout = st.Timeout
+	case *cql.UpdateStmt:
+		w, err = s.prepareUpdate(st, keyspace, b)
+		timeout = st.Timeout
+	case *cql.DeleteStmt:
+		w, err = s.prepareDelete(st, keyspace, b)
+		timeout = st.Timeout
+	default:
+		return nil, fmt.Errorf("%s is not a write statement", StatementName(stmt))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if w.Timeout, err = usingTimeout(timeout); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (*Write, error) {
 	t, err := s.lookupTable(st.Table, keyspace)
 	if err != nil {
 		return nil, err
@@ -137,11 +259,12 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string) (*Write, err
 		return nil, fmt.Errorf("INSERT names %d columns but gives %d values", len(st.Columns), len(st.Values))
 	}
 	w := &Write{Table: t, Kind: WriteInsert}
-	if w.Timestamp, w.HasTimestamp, err = usingTimestamp(st.Timestamp); err != nil {
+	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
 		return nil, err
 	}
 	values := make([][]byte, len(t.Columns))
-	given := make([]bool, len(t.Columns))
+	flags := make([]bool, 2*len(t.Columns))
+	given, set := flags[:len(t.Columns)], flags[len(t.Columns):] // set: given and not an unset marker
 	for i, x := range st.Columns {
 		c, err := column(t, x)
 		if err != nil {
@@ -151,7 +274,7 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string) (*Write, err
 			return nil, fmt.Errorf("column %s is given twice", cql.QuoteIdent(c.Name))
 		}
 		given[c.Index] = true
-		if values[c.Index], err = c.Value(st.Values[i]); err != nil {
+		if values[c.Index], set[c.Index], err = b.term(c, st.Values[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -159,6 +282,9 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string) (*Write, err
 		if !given[c.Index] {
 			return nil, fmt.Errorf("missing %s column %s: INSERT needs a value for every primary key column (%s)",
 				c.Kind, cql.QuoteIdent(c.Name), columnList(t.Columns[:len(t.PartitionKey)+len(t.Clustering)]))
+		}
+		if !set[c.Index] { // only when the binder checks
+			continue
 		}
 		if err := checkKeyValue(t, &t.Columns[c.Index], values[c.Index]); err != nil {
 			return nil, err
@@ -169,23 +295,24 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string) (*Write, err
 		w.Clustering.Prefix = values[len(t.PartitionKey) : len(t.PartitionKey)+len(t.Clustering)]
 	}
 	for _, c := range t.Regular {
-		if given[c.Index] {
+		if set[c.Index] {
 			w.Cells = append(w.Cells, Cell{Column: &t.Columns[c.Index], Value: values[c.Index]})
 		}
 	}
 	return w, nil
 }
 
-func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string) (*Write, error) {
+func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (*Write, error) {
 	t, err := s.lookupTable(st.Table, keyspace)
 	if err != nil {
 		return nil, err
 	}
 	w := &Write{Table: t, Kind: WriteUpdate}
-	if w.Timestamp, w.HasTimestamp, err = usingTimestamp(st.Timestamp); err != nil {
+	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
 		return nil, err
 	}
 	values := make(map[int][]byte, len(st.Set))
+	assigned := make(map[int]bool, len(st.Set))
 	for _, a := range st.Set {
 		c, err := column(t, a.Column)
 		if err != nil {
@@ -194,16 +321,19 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string) (*Write, err
 		if c.Kind != RegularColumn {
 			return nil, fmt.Errorf("cannot SET %s column %s: primary key columns identify the row; write the new row with INSERT", c.Kind, cql.QuoteIdent(c.Name))
 		}
-		if _, dup := values[c.Index]; dup {
+		if assigned[c.Index] {
 			return nil, fmt.Errorf("column %s is assigned twice", cql.QuoteIdent(c.Name))
 		}
-		v, err := c.Value(a.Value)
+		assigned[c.Index] = true
+		v, ok, err := b.term(c, a.Value)
 		if err != nil {
 			return nil, err
 		}
-		values[c.Index] = v
+		if ok {
+			values[c.Index] = v
+		}
 	}
-	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "UPDATE", true); err != nil {
+	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "UPDATE", true, b); err != nil {
 		return nil, err
 	}
 	for _, c := range t.Regular {
@@ -214,13 +344,13 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string) (*Write, err
 	return w, nil
 }
 
-func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string) (*Write, error) {
+func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string, b *binder) (*Write, error) {
 	t, err := s.lookupTable(st.Table, keyspace)
 	if err != nil {
 		return nil, err
 	}
 	w := &Write{Table: t, Kind: WriteDelete}
-	if w.Timestamp, w.HasTimestamp, err = usingTimestamp(st.Timestamp); err != nil {
+	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
 		return nil, err
 	}
 	named := make(map[int]bool, len(st.Columns))
@@ -237,7 +367,7 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string) (*Write, err
 		}
 		named[c.Index] = true
 	}
-	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "DELETE", len(st.Columns) > 0); err != nil {
+	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "DELETE", len(st.Columns) > 0, b); err != nil {
 		return nil, err
 	}
 	for _, c := range t.Regular {
@@ -254,6 +384,21 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string) (*Write, err
 // prefix of the clustering columns, then optionally bounds on the next one.
 // ORDER BY follows Cassandra's rules (see orderBy).
 func (s *Schema) PrepareRead(st *cql.SelectStmt, keyspace string) (*Read, error) {
+	return s.BindRead(st, keyspace, nil)
+}
+
+// BindRead is PrepareRead for a SELECT with bind markers: values holds one
+// value per marker, in marker order, each checked against its column's
+// type; an unset LIMIT ? means no limit.
+func (s *Schema) BindRead(st *cql.SelectStmt, keyspace string, values []BindValue) (*Read, error) {
+	b, err := newBinder(st, values)
+	if err != nil {
+		return nil, err
+	}
+	return s.bindRead(st, keyspace, &b)
+}
+
+func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read, error) {
 	t, err := s.lookupTable(st.Table, keyspace)
 	if err != nil {
 		return nil, err
@@ -272,16 +417,19 @@ func (s *Schema) PrepareRead(st *cql.SelectStmt, keyspace string) (*Read, error)
 		}
 		r.Columns = append(r.Columns, c)
 	}
-	if r.PartitionKey, r.Clustering, err = where(t, st.Where, "SELECT", false); err != nil {
+	if r.PartitionKey, r.Clustering, err = where(t, st.Where, "SELECT", false, b); err != nil {
 		return nil, err
 	}
 	if r.Reversed, err = orderBy(t, st.OrderBy, len(r.Clustering.Prefix)); err != nil {
 		return nil, err
 	}
 	if st.Limit != nil {
-		if r.Limit, err = limit(st.Limit); err != nil {
+		if r.Limit, err = b.limit(st.Limit); err != nil {
 			return nil, err
 		}
+	}
+	if r.Timeout, err = usingTimeout(st.Timeout); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -319,7 +467,7 @@ func checkKeyValue(t *Table, c *Column, v []byte) error {
 
 // where interprets the WHERE clause of a SELECT, UPDATE or DELETE on t.
 // fullKey requires = on every primary key column.
-func where(t *Table, rels []cql.Relation, stmt string, fullKey bool) ([][]byte, ClusteringRange, error) {
+func where(t *Table, rels []cql.Relation, stmt string, fullKey bool, b *binder) ([][]byte, ClusteringRange, error) {
 	var cr ClusteringRange
 	eq := make([][]byte, len(t.Columns))
 	hasEq := make([]bool, len(t.Columns))
@@ -334,12 +482,14 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool) ([][]byte, 
 		if c.Kind == RegularColumn {
 			return nil, cr, fmt.Errorf("cannot restrict regular column %s in WHERE: only primary key columns can be restricted", name)
 		}
-		v, err := c.Value(r.Value)
+		v, ok, err := b.term(c, r.Value)
 		if err != nil {
 			return nil, cr, err
 		}
-		if err := checkKeyValue(t, c, v); err != nil {
-			return nil, cr, err
+		if ok { // not when the binder only checks
+			if err := checkKeyValue(t, c, v); err != nil {
+				return nil, cr, err
+			}
 		}
 		restricted := hasEq[c.Index] || lower[c.Index] != nil || upper[c.Index] != nil
 		switch {
@@ -465,12 +615,21 @@ func clusteringOrderList(t *Table) string {
 	return b.String()
 }
 
-func usingTimestamp(lit *cql.Literal) (int64, bool, error) {
+func (b *binder) usingTimestamp(lit *cql.Literal) (int64, bool, error) {
 	if lit == nil {
 		return 0, false, nil
 	}
 	if lit.Kind == cql.LitBind {
-		return 0, false, errBind
+		v, ok, err := b.value(lit, nil, "USING TIMESTAMP")
+		switch {
+		case err != nil || !ok:
+			return 0, false, err
+		case v == nil:
+			return 0, false, fmt.Errorf("bind marker %d (USING TIMESTAMP) is null; leave it unset for the coordinator's timestamp", lit.Index)
+		case len(v) != 8:
+			return 0, false, fmt.Errorf("bind marker %d (USING TIMESTAMP bigint): %w", lit.Index, TypeBigInt.Check(v))
+		}
+		return int64(binary.BigEndian.Uint64(v)), true, nil
 	}
 	n, err := strconv.ParseInt(lit.Value, 10, 64)
 	if err != nil || lit.Kind != cql.LitInteger {
@@ -479,9 +638,22 @@ func usingTimestamp(lit *cql.Literal) (int64, bool, error) {
 	return n, true, nil
 }
 
-func limit(lit *cql.Literal) (int, error) {
+func (b *binder) limit(lit *cql.Literal) (int, error) {
 	if lit.Kind == cql.LitBind {
-		return 0, errBind
+		v, ok, err := b.value(lit, nil, "LIMIT")
+		switch {
+		case err != nil || !ok:
+			return 0, err
+		case v == nil:
+			return 0, fmt.Errorf("bind marker %d (LIMIT) is null; leave it unset for no limit", lit.Index)
+		case len(v) != 4:
+			return 0, fmt.Errorf("bind marker %d (LIMIT int): %w", lit.Index, TypeInt.Check(v))
+		}
+		n := int32(binary.BigEndian.Uint32(v))
+		if n <= 0 {
+			return 0, fmt.Errorf("bind marker %d: LIMIT must be positive, not %d", lit.Index, n)
+		}
+		return int(n), nil
 	}
 	n, err := strconv.ParseInt(lit.Value, 10, 64)
 	switch {
@@ -493,4 +665,277 @@ func limit(lit *cql.Literal) (int, error) {
 		return 0, fmt.Errorf("LIMIT %s is too large; the maximum is %d", describeValue(lit), math.MaxInt32)
 	}
 	return int(n), nil
+}
+
+// maxTimeout bounds USING TIMEOUT: longer than any request should wait, and
+// far from overflowing a time.Duration.
+const maxTimeout = 24 * time.Hour
+
+// usingTimeout returns the duration of a USING TIMEOUT literal (0 for nil).
+// Months and years have no fixed length and are refused, as are zero and
+// durations beyond a day.
+func usingTimeout(lit *cql.Literal) (time.Duration, error) {
+	if lit == nil {
+		return 0, nil
+	}
+	d, err := parseDuration(lit.Value)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("USING TIMEOUT %s: %w", lit.Value, err)
+	case d <= 0:
+		return 0, fmt.Errorf("USING TIMEOUT %s: the timeout must be positive", lit.Value)
+	}
+	return d, nil
+}
+
+// parseDuration converts a duration literal (cql.IsDuration) to a
+// time.Duration, at most maxTimeout.
+func parseDuration(lit string) (time.Duration, error) {
+	if !cql.IsDuration(lit) {
+		return 0, errors.New("not a duration")
+	}
+	var total time.Duration
+	for i := 0; i < len(lit); {
+		j := i
+		for j < len(lit) && '0' <= lit[j] && lit[j] <= '9' {
+			j++
+		}
+		k := j
+		for k < len(lit) && !('0' <= lit[k] && lit[k] <= '9') {
+			k++
+		}
+		n, err := strconv.ParseInt(lit[i:j], 10, 64)
+		if err != nil || n > int64(maxTimeout) {
+			return 0, fmt.Errorf("too long; the maximum is %v", maxTimeout)
+		}
+		var unit time.Duration
+		switch strings.ToLower(lit[j:k]) {
+		case "y", "mo":
+			return 0, errors.New("months and years have no fixed length; use w, d, h, m, s, ms, us or ns")
+		case "w":
+			unit = 7 * 24 * time.Hour
+		case "d":
+			unit = 24 * time.Hour
+		case "h":
+			unit = time.Hour
+		case "m":
+			unit = time.Minute
+		case "s":
+			unit = time.Second
+		case "ms":
+			unit = time.Millisecond
+		case "us":
+			unit = time.Microsecond
+		case "ns":
+			unit = time.Nanosecond
+		}
+		if n > int64(maxTimeout/unit) {
+			return 0, fmt.Errorf("too long; the maximum is %v", maxTimeout)
+		}
+		total += time.Duration(n) * unit
+		if total > maxTimeout {
+			return 0, fmt.Errorf("too long; the maximum is %v", maxTimeout)
+		}
+		i = k
+	}
+	return total, nil
+}
+
+// Batch is a validated BATCH, as plain data: its writes in statement order.
+type Batch struct {
+	Writes   []*Write
+	Unlogged bool
+	// Timestamp is the BATCH's USING TIMESTAMP when HasTimestamp (then no
+	// write has its own); otherwise the coordinator assigns one timestamp to
+	// every write without its own.
+	Timestamp    int64
+	HasTimestamp bool
+	// Timeout is the BATCH's USING TIMEOUT duration; 0 without one.
+	Timeout time.Duration
+}
+
+// BindBatch validates a BATCH against s, as BindWrite validates each of its
+// statements; values binds the markers of the whole batch, numbered across
+// it. A statement of a batch cannot have its own USING TIMEOUT (the batch
+// is one request), nor its own USING TIMESTAMP when the batch has one.
+func (s *Schema) BindBatch(st *cql.BatchStmt, keyspace string, values []BindValue) (*Batch, error) {
+	b, err := newBinder(st, values)
+	if err != nil {
+		return nil, err
+	}
+	return s.bindBatch(st, keyspace, &b)
+}
+
+func (s *Schema) bindBatch(st *cql.BatchStmt, keyspace string, b *binder) (*Batch, error) {
+	bt := &Batch{Unlogged: st.Unlogged}
+	var err error
+	if bt.Timestamp, bt.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
+		return nil, err
+	}
+	if bt.Timeout, err = usingTimeout(st.Timeout); err != nil {
+		return nil, err
+	}
+	if len(st.Statements) == 0 {
+		return nil, errors.New("BATCH has no statements")
+	}
+	bt.Writes = make([]*Write, len(st.Statements))
+	for i, c := range st.Statements {
+		ts, timeout := usingOf(c)
+		switch {
+		case timeout != nil:
+			return nil, fmt.Errorf("statement %d of the BATCH (%s) has its own USING TIMEOUT; give it once, after BEGIN BATCH", i+1, StatementName(c))
+		case ts != nil && st.Timestamp != nil:
+			return nil, fmt.Errorf("statement %d of the BATCH (%s) has its own USING TIMESTAMP, and so has the BATCH: give one or the other", i+1, StatementName(c))
+		}
+		w, err := s.bindWrite(c, keyspace, b)
+		if err != nil {
+			return nil, fmt.Errorf("statement %d of the BATCH (%s): %w", i+1, StatementName(c), err)
+		}
+		if bt.HasTimestamp {
+			w.Timestamp, w.HasTimestamp = bt.Timestamp, true
+		}
+		bt.Writes[i] = w
+	}
+	return bt, nil
+}
+
+// usingOf returns the USING TIMESTAMP and USING TIMEOUT literals of a write.
+func usingOf(stmt cql.Statement) (ts, timeout *cql.Literal) {
+	switch st := stmt.(type) {
+	case *cql.InsertStmt:
+		return st.Timestamp, st.Timeout
+	case *cql.UpdateStmt:
+		return st.Timestamp, st.Timeout
+	case *cql.DeleteStmt:
+		return st.Timestamp, st.Timeout
+	}
+	return nil, nil
+}
+
+// Variables validates a SELECT, INSERT, UPDATE, DELETE or BATCH against s
+// (with keyspace as the current keyspace), as preparing it does, and
+// describes its bind markers, one Variable per marker in marker order.
+// pkIndexes holds, for each partition key column of the statement's table
+// in key order, the index of the marker that binds it; it is nil when a
+// literal gives part of the partition key, and for a BATCH. Other
+// statements have no markers and no variables.
+func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable, pkIndexes []int, err error) {
+	b := &binder{check: true}
+	var t *Table
+	switch st := stmt.(type) {
+	case *cql.SelectStmt:
+		r, err := s.bindRead(st, keyspace, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		t = r.Table
+	case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
+		w, err := s.bindWrite(st, keyspace, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		t = w.Table
+	case *cql.BatchStmt:
+		if _, err := s.bindBatch(st, keyspace, b); err != nil {
+			return nil, nil, err
+		}
+	default:
+		if n := len(cql.BindMarkers(stmt)); n > 0 {
+			return nil, nil, fmt.Errorf("%s cannot have bind markers (it has %d)", StatementName(stmt), n)
+		}
+		return nil, nil, nil
+	}
+	markers := cql.BindMarkers(stmt)
+	if len(markers) == 0 {
+		return nil, nil, nil
+	}
+	vars = make([]Variable, len(markers))
+	for i, m := range markers {
+		if m.Index != i {
+			return nil, nil, fmt.Errorf("bind marker %d is numbered %d", i, m.Index)
+		}
+	}
+	pkBound := make(map[int]int) // partition key column index → marker index
+	set := func(lit *cql.Literal, t *Table, name string, typ Type) {
+		if n := lit.BindName(); n != "" { // a named marker's variable has its name
+			name = n
+		}
+		vars[lit.Index] = Variable{Keyspace: t.Keyspace, Table: t.Name, Name: name, Type: typ}
+	}
+	var visit func(stmt cql.Statement)
+	visit = func(stmt cql.Statement) {
+		var table cql.TableName
+		var terms []cql.Term
+		var cols []cql.Ident
+		var ts, lim *cql.Literal
+		var rels []cql.Relation
+		switch st := stmt.(type) {
+		case *cql.SelectStmt:
+			table, rels, lim = st.Table, st.Where, st.Limit
+		case *cql.InsertStmt:
+			table, cols, terms, ts = st.Table, st.Columns, st.Values, st.Timestamp
+		case *cql.UpdateStmt:
+			table, rels, ts = st.Table, st.Where, st.Timestamp
+			for _, a := range st.Set {
+				cols, terms = append(cols, a.Column), append(terms, a.Value)
+			}
+		case *cql.DeleteStmt:
+			table, rels, ts = st.Table, st.Where, st.Timestamp
+		}
+		tt, _ := s.lookupTable(table, keyspace) // the binder found it
+		bind := func(x cql.Ident, v cql.Term, eq bool) {
+			lit, ok := v.(*cql.Literal)
+			if !ok || lit.Kind != cql.LitBind {
+				return
+			}
+			c, _ := tt.Column(x.Name)
+			set(lit, tt, c.Name, c.Type)
+			if c.Kind == PartitionKeyColumn && eq {
+				pkBound[c.Index] = lit.Index
+			}
+		}
+		for i, x := range terms {
+			bind(cols[i], x, true)
+		}
+		for _, r := range rels {
+			bind(r.Column, r.Value, r.Op == cql.EQ)
+		}
+		if ts != nil && ts.Kind == cql.LitBind {
+			set(ts, tt, "[timestamp]", TypeBigInt)
+		}
+		if lim != nil && lim.Kind == cql.LitBind {
+			set(lim, tt, "[limit]", TypeInt)
+		}
+	}
+	if bst, ok := stmt.(*cql.BatchStmt); ok {
+		if bst.Timestamp != nil && bst.Timestamp.Kind == cql.LitBind {
+			vars[bst.Timestamp.Index] = Variable{Name: "[timestamp]", Type: TypeBigInt}
+			if n := bst.Timestamp.BindName(); n != "" {
+				vars[bst.Timestamp.Index].Name = n
+			}
+		}
+		for _, c := range bst.Statements {
+			visit(c)
+		}
+		return vars, nil, nil
+	}
+	visit(stmt)
+	for _, c := range t.PartitionKey {
+		idx, ok := pkBound[c.Index]
+		if !ok {
+			return vars, nil, nil
+		}
+		pkIndexes = append(pkIndexes, idx)
+	}
+	return vars, pkIndexes, nil
+}
+
+// SelectColumns validates a SELECT as Variables does and returns the table
+// it reads and the columns of its rows, in SELECT order.
+func (s *Schema) SelectColumns(st *cql.SelectStmt, keyspace string) (*Table, []*Column, error) {
+	r, err := s.bindRead(st, keyspace, &binder{check: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.Table, r.Columns, nil
 }

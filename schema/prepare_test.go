@@ -149,7 +149,7 @@ func TestPrepareErrors(t *testing.T) {
 		{"SELECT * FROM t WHERE a = 1.5 AND b = 'x'", "column a is int; cannot assign float literal 1.5"},
 		{"SELECT * FROM t WHERE a = 9999999999 AND b = 'x'", "column a: int value 9999999999 is out of range (-2147483648 to 2147483647)"},
 		{"UPDATE kv SET v = {'a': 1} WHERE k = 'a'", "column v is bigint; cannot assign map literal {'a': 1}"},
-		{"SELECT * FROM kv WHERE k = ?", "column k: bind marker ? has no value: prepared statements are not supported yet"},
+		{"SELECT * FROM kv WHERE k = ?", "bind marker 0 (column k) has no value: the statement has bind markers but no values were given"},
 		// missing partition key equality
 		{"SELECT * FROM t", "missing partition key column a: SELECT needs = on every partition key column (a, b)"},
 		{"SELECT * FROM t WHERE a = 1", "missing partition key column b: SELECT needs = on every partition key column (a, b)"},
@@ -188,11 +188,11 @@ func TestPrepareErrors(t *testing.T) {
 		{"UPDATE kv SET v = 1, v = 2 WHERE k = 'a'", "column v is assigned twice"},
 		{"DELETE v, v FROM kv WHERE k = 'a'", "column v is named twice"},
 		{"INSERT INTO kv (k) VALUES ('a') USING TIMESTAMP 99999999999999999999", "USING TIMESTAMP 99999999999999999999 is not a 64-bit integer"},
-		{"INSERT INTO kv (k) VALUES ('a') USING TIMESTAMP ?", "bind marker ? has no value: prepared statements are not supported yet"},
+		{"INSERT INTO kv (k) VALUES ('a') USING TIMESTAMP ?", "bind marker 0 (USING TIMESTAMP) has no value: the statement has bind markers but no values were given"},
 		{"SELECT * FROM kv WHERE k = 'a' LIMIT 0", "LIMIT must be positive, not 0"},
 		{"SELECT * FROM kv WHERE k = 'a' LIMIT -3", "LIMIT must be positive, not -3"},
 		{"SELECT * FROM kv WHERE k = 'a' LIMIT 2147483648", "LIMIT 2147483648 is too large; the maximum is 2147483647"},
-		{"SELECT * FROM kv WHERE k = 'a' LIMIT ?", "bind marker ? has no value: prepared statements are not supported yet"},
+		{"SELECT * FROM kv WHERE k = 'a' LIMIT ?", "bind marker 0 (LIMIT) has no value: the statement has bind markers but no values were given"},
 		{"CREATE TABLE x (k int PRIMARY KEY)", "CREATE TABLE is not a write statement"},
 	}
 	for _, tt := range tests {

@@ -340,7 +340,8 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 	case *cql.DropTableStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
-			if st.IfExists && (errors.Is(err, ErrUnknownTable) || errors.Is(err, ErrUnknownKeyspace)) {
+			if ks, _ := resolveKeyspace(st.Table, keyspace); st.IfExists && !isSystemName(ks) &&
+				(errors.Is(err, ErrUnknownTable) || errors.Is(err, ErrUnknownKeyspace)) {
 				return s, nil
 			}
 			return nil, err
@@ -388,10 +389,10 @@ func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, erro
 	name := st.Name.Name
 	prev, ok := s.Keyspace(name)
 	if !ok {
-		if st.IfExists {
+		if st.IfExists && !isSystemName(name) {
 			return s, nil
 		}
-		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(name))
+		return nil, unknownKeyspace(name)
 	}
 	ks, ts := s.clone()
 	ks[name] = &Keyspace{Name: name, Version: after(c.Version, prev.Version), dropped: true}
@@ -412,7 +413,7 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 	}
 	k, ok := s.Keyspace(ksName)
 	if !ok {
-		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(ksName))
+		return nil, unknownKeyspace(ksName)
 	}
 	key := tableKey{ksName, st.Table.Name.Name}
 	prev, exists := s.tables[key]
@@ -464,7 +465,7 @@ func (s *Schema) lookupTable(tn cql.TableName, current string) (*Table, error) {
 		return nil, err
 	}
 	if _, ok := s.Keyspace(ks); !ok {
-		return nil, fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(ks))
+		return nil, unknownKeyspace(ks)
 	}
 	t, ok := s.Table(ks, tn.Name.Name)
 	if !ok {
@@ -498,6 +499,16 @@ func checkName(what, name string) error {
 		return fmt.Errorf("%s name %s is %d characters long; the maximum is %d", what, name, len(name), maxNameLen)
 	}
 	return nil
+}
+
+// unknownKeyspace is the error for a keyspace the schema does not have. The
+// system keyspaces are never in it: the node computes their tables, and
+// only for SELECT, so a write or schema change naming them says so.
+func unknownKeyspace(name string) error {
+	if isSystemName(name) {
+		return fmt.Errorf("%w %s: system keyspaces are read-only (each node computes system.local, system.peers, system.peers_v2 and system_schema.* for SELECT)", ErrUnknownKeyspace, cql.QuoteIdent(name))
+	}
+	return fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(name))
 }
 
 // isSystemName reports whether a keyspace name is reserved: "system" and
@@ -536,6 +547,8 @@ func StatementName(stmt cql.Statement) string {
 		return "SELECT"
 	case *cql.DescribeStmt:
 		return "DESCRIBE"
+	case *cql.BatchStmt:
+		return "BATCH"
 	}
 	return fmt.Sprintf("%T", stmt)
 }

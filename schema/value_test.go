@@ -16,6 +16,9 @@ func TestLookupType(t *testing.T) {
 		{"text", TypeText}, {"TEXT", TypeText}, {"varchar", TypeText}, {"int", TypeInt},
 		{"bigint", TypeBigInt}, {"double", TypeDouble}, {"boolean", TypeBoolean},
 		{"blob", TypeBlob}, {"Timestamp", TypeTimestamp},
+		{"ascii", TypeASCII}, {"float", TypeFloat}, {"smallint", TypeSmallInt}, {"tinyint", TypeTinyInt},
+		{"UUID", TypeUUID}, {"timeuuid", TypeTimeUUID}, {"inet", TypeInet}, {"date", TypeDate},
+		{"time", TypeTime}, {"decimal", TypeDecimal}, {"varint", TypeVarint},
 	}
 	for _, tt := range tests {
 		got, err := LookupType(tt.name)
@@ -23,9 +26,18 @@ func TestLookupType(t *testing.T) {
 			t.Errorf("LookupType(%q) = %v, %v; want %v", tt.name, got, err, tt.want)
 		}
 	}
-	for _, name := range []string{"float", "uuid", "map<text, int>", "", "invalid"} {
+	for _, name := range []string{"duration", "counter", "", "invalid", "set", "text<int>"} {
 		_, err := LookupType(name)
-		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp)`
+		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint)`
+		if err == nil || err.Error() != want {
+			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
+		}
+	}
+	// The collection types exist (the system tables have them) but are
+	// refused for table columns, whatever their element types.
+	for _, name := range []string{"set<text>", "list<text>", "map<text, text>", "map<text, blob>", "MAP<int, int>", "frozen<list<int>>", "tuple<int, int>"} {
+		_, err := LookupType(name)
+		want := `collection types are not supported for table columns (yet): "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint)`
 		if err == nil || err.Error() != want {
 			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
 		}
@@ -33,7 +45,7 @@ func TestLookupType(t *testing.T) {
 }
 
 func TestTypeString(t *testing.T) {
-	for typ := TypeText; typ <= TypeTimestamp; typ++ {
+	for typ := TypeText; typ <= TypeVarint; typ++ {
 		if !typ.Valid() {
 			t.Errorf("%v.Valid() = false, want true", typ)
 		}
@@ -41,7 +53,7 @@ func TestTypeString(t *testing.T) {
 			t.Errorf("LookupType(%v.String()) = %v, %v; want the type back", typ, got, err)
 		}
 	}
-	for _, typ := range []Type{TypeInvalid, TypeTimestamp + 1, 255} {
+	for _, typ := range []Type{TypeInvalid, TypeMapTextBlob + 1, 255} {
 		if typ.Valid() {
 			t.Errorf("Type(%d).Valid() = true, want false", typ)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -26,7 +27,17 @@ type serveConfig struct {
 	Sync bool `yaml:"sync"`
 	// LogLevel is the level of the process's text log on stderr.
 	LogLevel slog.Level `yaml:"log_level"`
+	// TestingClockOffset shifts this node's clock (the limiter's, the coordinator's stamps,
+	// timestamps and deadlines) by a fixed amount: --testing-clock-offset, hidden from the
+	// usual help, for tests and demonstrations of clock skew. Never in the file.
+	TestingClockOffset time.Duration `yaml:"-"`
 }
+
+// maxTestingClockOffset bounds --testing-clock-offset.
+const maxTestingClockOffset = time.Hour
+
+// hiddenServeFlags are serve's flags left out of its usage text.
+var hiddenServeFlags = map[string]bool{"testing-clock-offset": true}
 
 // defaultServeConfig returns the binary's defaults: node.Config's, with a data directory and the
 // metrics endpoint on.
@@ -41,6 +52,9 @@ func defaultServeConfig() serveConfig {
 func (c serveConfig) nodeConfig() node.Config {
 	cfg := c.Config
 	cfg.NoSync = !c.Sync
+	if off := c.TestingClockOffset; off != 0 {
+		cfg.Testing = &node.TestingKnobs{Now: func() time.Time { return time.Now().Add(off) }}
+	}
 	return cfg
 }
 
@@ -56,7 +70,9 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.NumTokens, "num-tokens", c.NumTokens, "virtual nodes (tokens) this node owns on the ring")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name; nodes gossip only with nodes of the same name")
 	fs.TextVar(&c.Profile, "profile", c.Profile, "gossip and failure-detection timings: lan, local or test")
-	fs.IntVar(&c.LimiterCapacity, "limiter-capacity", c.LimiterCapacity, "partitions the rate limiter tracks per node, 20 bytes each")
+	fs.StringVar(&c.DataCenter, "dc", c.DataCenter, "data center of this node, as drivers see it in system.local and system.peers (default datacenter1)")
+	fs.StringVar(&c.Rack, "rack", c.Rack, "rack of this node, as drivers see it in system.local and system.peers (default rack1)")
+	fs.IntVar(&c.LimiterCapacity, "limiter-capacity", c.LimiterCapacity, "partitions the rate limiter tracks per node, 24 bytes each")
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "sync every write to disk before acknowledging it")
 	fs.Int64Var(&c.Storage.CacheSize, "cache-size", c.Storage.CacheSize, "storage block cache size in bytes")
 	fs.Uint64Var(&c.Storage.MemTableSize, "memtable-size", c.Storage.MemTableSize, "storage memtable size in bytes")
@@ -68,6 +84,23 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.MaxMutationSize, "max-mutation-size", c.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "on SIGINT or SIGTERM, how long in-flight requests may finish before they are canceled")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.DurationVar(&c.TestingClockOffset, "testing-clock-offset", c.TestingClockOffset, "for tests: shift this node's clock by this much (e.g. -500ms)")
+}
+
+// serveUsage prints serve's flags except the hidden ones.
+func serveUsage(fs *flag.FlagSet, stderr io.Writer) func() {
+	return func() {
+		fmt.Fprintln(stderr, "Usage of kvnode serve:")
+		visible := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+		visible.SetOutput(stderr)
+		fs.VisitAll(func(f *flag.Flag) {
+			if !hiddenServeFlags[f.Name] {
+				visible.Var(f.Value, f.Name, f.Usage)
+				visible.Lookup(f.Name).DefValue = f.DefValue
+			}
+		})
+		visible.PrintDefaults()
+	}
 }
 
 // parseServeFlags builds the serve configuration from args (the arguments after "serve").
@@ -80,6 +113,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file with the keys of docs/operations.md (data_dir, addr, ...); flags override it")
 	registerServeFlags(fs, &first)
+	fs.Usage = serveUsage(fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -97,6 +131,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	registerServeFlags(over, &cfg)
 	if err := over.Parse(args); err != nil {
 		return cfg, err // not reached: the same arguments parsed above
+	}
+	if off := cfg.TestingClockOffset; off > maxTestingClockOffset || off < -maxTestingClockOffset {
+		return cfg, fmt.Errorf("serve: --testing-clock-offset %v is outside ±%v", off, maxTestingClockOffset)
 	}
 	// Zero means the default, as in node.Config.
 	cfg.Config.EnsureDefaults()

@@ -36,6 +36,22 @@
 //     A rejection by the coordinator costs the local check: no replica is contacted, no
 //     goroutine started, and the mutation is never built.
 //
+// Prepared statements, values, paging and batches (prepare.go, paging.go, batch.go): Prepare
+// parses and validates a statement once and describes its bind markers and result columns,
+// under an ID (coordinator.PreparedID, the MD5 of keyspace and text) that every node computes
+// alike; Execute runs a prepared statement without parsing it again but binds it against the
+// current schema every time, so DROP, CREATE and ALTER are seen. Statement.Values bind the
+// markers (schema.BindWrite and BindRead check each against its column's type). A SELECT with
+// a PageSize reads one row more than the page to know whether another follows, and its paging
+// state holds the clustering key of the page's last row (the replicas resume after it, in the
+// read's order), the rows returned so far (LIMIT counts across pages) and a fingerprint of the
+// statement and its values. A BATCH (BEGIN BATCH text, or ExecuteBatch for the protocol's
+// message) gets one timestamp, and its writes to one partition go as one mutation, which the
+// limiter counts once; partitions are written one after the other. There is no batchlog: a
+// LOGGED batch across partitions runs as an UNLOGGED one, with a warning saying so. USING
+// TIMEOUT replaces the configured timeout of its statement. Config.System serves the computed
+// system tables before the schema's tables are consulted.
+//
 // Write timestamps are assigned by the coordinator in microseconds: max(now, last+1), so they
 // strictly increase per coordinator even when the clock stands still or steps back. USING
 // TIMESTAMP overrides them, up to Config.MaxTimestampAhead (default 1 h) ahead of the clock:

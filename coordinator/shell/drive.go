@@ -62,6 +62,11 @@ func (e *Executor) newRequest(p coordinator.Params) (*coordinator.Request, error
 			}
 		}
 	}
+	if p.Limit > 0 && !p.Exempt && p.Stamp.IsZero() {
+		// Every replica that counts the operation accounts it at this coordinator's time
+		// (DESIGN §1: decide on the coordinator's clock).
+		p.Stamp = e.now()
+	}
 	req, err := coordinator.NewRequest(p)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -77,6 +82,9 @@ func (e *Executor) begin(req *coordinator.Request, now time.Time, op coordinator
 	step := req.Start(now)
 	if !step.LocalCheck {
 		return step, nil
+	}
+	if st := req.Params().Stamp; !st.IsZero() {
+		now = st // the local counter accounts at the stamp the other replicas get
 	}
 	d, err := e.local.Check(key.table, key.token, op, draw, now)
 	if err != nil {
@@ -115,13 +123,22 @@ type flight struct {
 //
 // The goroutines write into a channel with room for an answer from every replica, so none ever
 // blocks, and each ends when its call returns. With detach false their context is canceled when
-// await returns: reads do not need the answers of slow replicas. With detach true (writes) the
+// await returns: unlimited reads do not need the answers of slow replicas (limited ones are
+// detached, so that every replica sent the read counts it). With detach true (writes) the
 // calls continue after await returns, until the replica answers or deadline passes: a write at ONE
 // must still reach every live replica, and canceling it would leave the others without the data.
 // A detached call is bounded by deadline and by Close, never by the client's context.
 func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []coordinator.Send, x exchange, deadline time.Time, detach bool) (coordinator.Outcome, error) {
 	// Deadlines come from the configured clock; timers and contexts run on the real one.
 	remaining := deadline.Sub(e.now())
+	if p := req.Params(); !detach && p.Limit > 0 && !p.Exempt {
+		// A limited read's calls run to their end too: the core counts every replica it sent
+		// the read to as having counted it (only the others get propagated deltas), and a call
+		// canceled before it reaches its replica would leave that counter short, so that
+		// replicas rejecting first would make the others admit more (up to 1.17·L for reads at
+		// QUORUM on real processes).
+		detach = true
+	}
 	var (
 		rpcCtx context.Context
 		cancel context.CancelFunc

@@ -41,6 +41,9 @@ type Config struct {
 	Schema SchemaManager
 	// Cluster answers DESCRIBE CLUSTER. Nil makes DESCRIBE CLUSTER an error.
 	Cluster ClusterDescriber
+	// System serves the computed system tables drivers read. Nil means none: a SELECT of them
+	// is an unknown keyspace.
+	System SystemTables
 	// Now is the clock for write timestamps, the local limiter and deadlines. Nil means time.Now.
 	// Deadlines are waited for with timers, so a fake clock that stands still does not stop
 	// requests from timing out.
@@ -126,6 +129,7 @@ type Executor struct {
 	local     LocalLimiter
 	schema    SchemaManager
 	cluster   ClusterDescriber
+	system    SystemTables
 	now       func() time.Time
 	draw      func() float64
 	logger    *slog.Logger
@@ -177,6 +181,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		local:         cfg.Local,
 		schema:        cfg.Schema,
 		cluster:       cfg.Cluster,
+		system:        cfg.System,
 		now:           cfg.Now,
 		draw:          cfg.Draw,
 		logger:        cfg.Logger,
@@ -217,7 +222,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		e.maxAhead = DefaultMaxTimestampAhead
 	}
 	if cfg.Deltas != nil {
-		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.logger)
+		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.now, e.logger)
 	}
 	return e, nil
 }
@@ -241,7 +246,11 @@ func (e *Executor) Close() error {
 }
 
 // Execute runs one statement at the request's consistency level with the request's keyspace for
-// unqualified table names: the domain API that every front end adapts. Errors are typed:
+// unqualified table names: the domain API that every front end adapts. A prepared statement
+// (req.Prepared) is not parsed again but resolved against the current schema each time, so
+// that it sees tables dropped, created and altered since; req.Values bind its markers. A
+// SELECT with req.PageSize returns at most that many rows and a PagingState for the rest; a
+// write without USING TIMESTAMP takes req.Timestamp when req.HasTimestamp. Errors are typed:
 // *InvalidError (syntax or validation, an unknown consistency level), *RateLimitError,
 // *UnavailableError, *TimeoutError, *FailureError, the context's error, ErrClosed, or an
 // internal error; each carries every field a client needs and builds its own message.
@@ -325,28 +334,25 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	case !cl.Valid():
 		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
 	}
-	stmts, err := cql.Parse(req.Text)
+	stmt, keyspace, err := statement(&req)
 	if err != nil {
-		return kindOther, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: err}
+		return kindOther, cl, nil, coordinator.Result{}, err
 	}
-	switch len(stmts) {
-	case 0:
-		return kindOther, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("no statement: the request is empty")}
-	case 1:
-	default:
-		return kindOther, cl, nil, coordinator.Result{}, &coordinator.InvalidError{
-			Pos: stmts[1].Pos(),
-			Err: fmt.Errorf("one statement per request, found %d", len(stmts)),
-		}
-	}
-	keyspace := req.Keyspace
-	switch st := stmts[0].(type) {
+	switch st := stmt.(type) {
 	case *cql.SelectStmt:
-		t, resp, err := e.executeSelect(ctx, st, keyspace, cl)
+		t, resp, err := e.executeSelect(ctx, st, keyspace, cl, &req)
 		return kindRead, cl, t, resp, err
 	case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
-		t, resp, err := e.executeWrite(ctx, st, keyspace, cl)
+		t, resp, err := e.executeWrite(ctx, st, keyspace, cl, &req)
 		return kindWrite, cl, t, resp, err
+	case *cql.BatchStmt:
+		t, resp, err := e.executeBatchStmt(ctx, st, keyspace, cl, &req)
+		return kindWrite, cl, t, resp, err
+	}
+	if err := bindCheck(stmt, req.Values); err != nil {
+		return kindOther, cl, nil, coordinator.Result{}, err
+	}
+	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt, *cql.DropKeyspaceStmt, *cql.CreateTableStmt, *cql.AlterTableStmt, *cql.DropTableStmt:
 		resp, err := e.executeDDL(ctx, st, keyspace)
 		return kindSchema, cl, nil, resp, err

@@ -17,11 +17,14 @@ func BenchmarkExecute(b *testing.B) {
 		stmt     string
 		cl       coordinator.Consistency
 		rejected bool
+		values   []coordinator.Value // set: the statement is prepared and executed with them
 	}{
-		{"write/QUORUM", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", quorum, false},
-		{"read/QUORUM", "SELECT * FROM t WHERE k = 'a' AND c = 1", quorum, false},
-		{"read/ONE", "SELECT * FROM t WHERE k = 'a' AND c = 1", one, false},
-		{"rejected/write", "INSERT INTO hot (k, c, v) VALUES ('a', 1, 'x')", quorum, true},
+		{"write/QUORUM", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", quorum, false, nil},
+		{"read/QUORUM", "SELECT * FROM t WHERE k = 'a' AND c = 1", quorum, false, nil},
+		{"read/ONE", "SELECT * FROM t WHERE k = 'a' AND c = 1", one, false, nil},
+		{"rejected/write", "INSERT INTO hot (k, c, v) VALUES ('a', 1, 'x')", quorum, true, nil},
+		{"write/QUORUM/prepared", "INSERT INTO t (k, c, v) VALUES (?, ?, ?)", quorum, false, []coordinator.Value{text("a"), intv(1), text("x")}},
+		{"read/QUORUM/prepared", "SELECT * FROM t WHERE k = ? AND c = ?", quorum, false, []coordinator.Value{text("a"), intv(1)}},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			c := newCluster(b, options{draw: 0.99})
@@ -33,6 +36,13 @@ func BenchmarkExecute(b *testing.B) {
 			e := c.executors["n1"]
 			req := coordinator.Statement{Text: bm.stmt, Consistency: bm.cl, Keyspace: "ks"}
 			ctx := context.Background()
+			if bm.values != nil {
+				p, err := e.Prepare(ctx, bm.stmt, "ks")
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.Prepared, req.Values = p, bm.values
+			}
 			if bm.rejected { // exhaust 2L; the clock stands still, so the counter never decays
 				for range 3 {
 					e.Execute(ctx, req)

@@ -753,6 +753,9 @@ func TestSchemaStatements(t *testing.T) {
 		{"DROP TABLE t", "DROPPED ks.t"},
 		{"DROP TABLE IF EXISTS t", "void"},
 		{"DROP KEYSPACE ks", "DROPPED ks"},
+		{"DROP KEYSPACE IF EXISTS ks", "void"},
+		{"DROP TABLE IF EXISTS ks.t", "void"},
+		{"DROP TABLE IF EXISTS nope.t", "void"},
 	}
 	for _, tt := range tests {
 		resp, err := c.exec("n2", one, tt.stmt)

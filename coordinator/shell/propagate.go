@@ -30,6 +30,7 @@ type propagator struct {
 	live     func(coordinator.NodeID) bool
 	interval time.Duration
 	logger   *slog.Logger
+	now      func() time.Time // stamps each batch (replicapb.AccountDeltaRequest.stamp_unix_nanos)
 
 	mu      sync.Mutex
 	batcher coordinator.Batcher
@@ -38,12 +39,12 @@ type propagator struct {
 	done chan struct{}
 }
 
-func newPropagator(send DeltaSender, live func(coordinator.NodeID) bool, interval time.Duration, logger *slog.Logger) *propagator {
+func newPropagator(send DeltaSender, live func(coordinator.NodeID) bool, interval time.Duration, now func() time.Time, logger *slog.Logger) *propagator {
 	if interval <= 0 {
 		interval = coordinator.DefaultPropagationInterval
 	}
 	p := &propagator{
-		send: send, live: live, interval: interval, logger: logger,
+		send: send, live: live, interval: interval, now: now, logger: logger,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go p.run()
@@ -82,8 +83,9 @@ func (p *propagator) flush() {
 	p.mu.Unlock()
 
 	var wg sync.WaitGroup
+	stamp := stampNanos(p.now())
 	for _, b := range batches {
-		req := &replicapb.AccountDeltaRequest{Deltas: make([]*replicapb.AccountDelta, len(b.Deltas))}
+		req := &replicapb.AccountDeltaRequest{Deltas: make([]*replicapb.AccountDelta, len(b.Deltas)), StampUnixNanos: stamp}
 		for i, d := range b.Deltas {
 			req.Deltas[i] = &replicapb.AccountDelta{TableId: uint64(d.Table), Token: d.Token, Op: replicapb.OpOf(d.Op), Count: d.Count}
 		}
@@ -111,4 +113,13 @@ func (p *propagator) close() {
 		close(p.stop)
 	}
 	<-p.done
+}
+
+// stampNanos returns t as the internode protocol's limiter stamp: nanoseconds since the Unix
+// epoch, or 0 (no stamp) for the zero time.
+func stampNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }

@@ -37,7 +37,8 @@ func TestPropagatorCoalescesPerReplicaAndSkipsDownReplicas(t *testing.T) {
 	rec := &deltaRecorder{}
 	live := func(id coordinator.NodeID) bool { return id != "n3" }
 	// An interval far beyond the test's life: flushes happen only when the test calls flush.
-	p := newPropagator(rec, live, time.Hour, slog.New(slog.DiscardHandler))
+	clock := time.Unix(1_700_000_000, 123_456_789)
+	p := newPropagator(rec, live, time.Hour, func() time.Time { return clock }, slog.New(slog.DiscardHandler))
 	defer p.close()
 
 	for i := 0; i < 5; i++ {
@@ -55,6 +56,9 @@ func TestPropagatorCoalescesPerReplicaAndSkipsDownReplicas(t *testing.T) {
 		{TableId: 7, Token: -9, Op: replicapb.Op_OP_WRITE, Count: 1},
 		{TableId: 7, Token: 42, Op: replicapb.Op_OP_READ, Count: 1},
 		{TableId: 7, Token: 42, Op: replicapb.Op_OP_WRITE, Count: 5},
+	}
+	if got, want := rec.got[0].req.GetStampUnixNanos(), clock.UnixNano(); got != want {
+		t.Errorf("batch to n2 is stamped %d, want the coordinator's clock at the flush, %d", got, want)
 	}
 	got := rec.got[0].req.GetDeltas()
 	if len(got) != len(want) {
@@ -74,7 +78,7 @@ func TestPropagatorCoalescesPerReplicaAndSkipsDownReplicas(t *testing.T) {
 
 func TestPropagatorFlushesOnItsOwn(t *testing.T) {
 	rec := &deltaRecorder{sent: make(chan struct{}, 1)}
-	p := newPropagator(rec, func(coordinator.NodeID) bool { return true }, time.Millisecond, slog.New(slog.DiscardHandler))
+	p := newPropagator(rec, func(coordinator.NodeID) bool { return true }, time.Millisecond, time.Now, slog.New(slog.DiscardHandler))
 	defer p.close()
 	p.add([]coordinator.NodeID{"n1"}, 1, 1, coordinator.OpWrite)
 	select {

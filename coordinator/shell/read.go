@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -22,23 +23,54 @@ type readSpec struct {
 	pk         [][]byte
 	token      int64
 	clustering schema.ClusteringRange
-	limit      int  // live rows; 0 means no limit
-	reversed   bool // in the reverse of the clustering order (ORDER BY)
+	limit      int      // live rows; 0 means no limit
+	reversed   bool     // in the reverse of the clustering order (ORDER BY)
+	after      [][]byte // set: start after this clustering key, in the read's order (a client's next page)
 	rf         int
 	cl         coordinator.Consistency
 }
 
-// executeSelect runs a SELECT at consistency cl. It returns the table once the statement
-// resolved it, for the Observer.
-func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl coordinator.Consistency) (*schema.Table, coordinator.Result, error) {
+// executeSelect runs a SELECT at consistency cl, with req's values, page size and paging state.
+// It returns the table once the statement resolved it, for the Observer.
+func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+	if e.system != nil {
+		if res, ok, err := e.system.Select(ctx, st, keyspace, req.Values); ok {
+			if err != nil {
+				return nil, coordinator.Result{}, invalidOrAs(st, err)
+			}
+			return nil, res, nil
+		}
+	}
 	s := e.schema.Schema()
-	r, err := s.PrepareRead(st, keyspace)
+	r, err := s.BindRead(st, keyspace, req.Values)
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
-	ks, ok := s.Keyspace(r.Table.Keyspace)
-	if !ok {
-		return r.Table, coordinator.Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", r.Table.QualifiedName())
+	rf, err := replicationFactor(s, r.Table)
+	if err != nil {
+		return r.Table, coordinator.Result{}, err
+	}
+	var fingerprint uint64
+	if req.PageSize > 0 || len(req.PagingState) > 0 {
+		fingerprint = statementFingerprint(req, keyspace)
+	}
+	cur, err := decodePagingState(req.PagingState, fingerprint, r.Table)
+	if err != nil {
+		return r.Table, coordinator.Result{}, &coordinator.InvalidError{Err: err}
+	}
+	// The rows this page may return: what the LIMIT leaves after the earlier pages, at most the
+	// page size. One more row than the page size is read to know whether another page follows.
+	limit := r.Limit
+	if limit > 0 {
+		limit -= cur.returned
+		if limit <= 0 { // an earlier page returned the last row the LIMIT allows
+			res, err := rowsResult(r, nil)
+			return r.Table, res, err
+		}
+	}
+	pageFull := 0 // rows that fill the page; more than that were read and a next page follows
+	if req.PageSize > 0 && req.PageSize < math.MaxInt32 && (limit == 0 || limit > req.PageSize) {
+		pageFull, limit = req.PageSize, req.PageSize+1
 	}
 	var keyBuf [64]byte
 	spec := readSpec{
@@ -46,17 +78,24 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		pk:         r.PartitionKey,
 		token:      partitioner.Token(partitioner.AppendKey(keyBuf[:0], r.PartitionKey)),
 		clustering: r.Clustering,
-		limit:      r.Limit,
+		limit:      limit,
 		reversed:   r.Reversed,
-		rf:         ks.ReplicationFactor,
+		after:      cur.after,
+		rf:         rf,
 		cl:         cl,
 	}
 	now := e.now()
-	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, e.readTimeout))
+	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout)))
 	if err != nil {
 		return r.Table, coordinator.Result{}, err
 	}
+	var next []byte
+	if pageFull > 0 && len(rows) > pageFull {
+		rows = rows[:pageFull]
+		next = encodePagingState(fingerprint, cur.returned+pageFull, rows[pageFull-1].Clustering)
+	}
 	res, err := rowsResult(r, rows)
+	res.PagingState = next
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
 			len(rows), tombstones, schema.FormatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
@@ -64,6 +103,19 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		e.logger.Warn("read many tombstones", "table", r.Table.QualifiedName(), "tombstones", tombstones, "live_rows", len(rows))
 	}
 	return r.Table, res, err
+}
+
+// invalidOrAs returns err as it is when it is one of the coordinator's typed errors, else as an
+// *InvalidError about st.
+func invalidOrAs(st cql.Statement, err error) error {
+	switch err.(type) {
+	case *coordinator.InvalidError, *coordinator.RateLimitError, *coordinator.UnavailableError, *coordinator.TimeoutError, *coordinator.FailureError:
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return invalid(st, err)
 }
 
 // read runs a read of one partition and returns its live rows, reconciled across the replicas
@@ -216,6 +268,9 @@ func readRequest(spec readSpec, pageBytes int) *replicapb.ReadRequest {
 		PageBytes:    uint32(min(pageBytes, math.MaxUint32)),
 		Reversed:     spec.reversed,
 	}
+	if spec.after != nil {
+		r.After = &replicapb.ClusteringKey{Components: spec.after}
+	}
 	c := spec.clustering
 	if len(c.Prefix) > 0 || c.Lower != nil || c.Upper != nil {
 		r.Filter = &replicapb.ClusteringFilter{Equal: c.Prefix}
@@ -241,10 +296,11 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 		lim replicapb.Limiter
 	})
 	req.lim.Mode, req.lim.Draw = limiterMode(s.Mode), s.Draw
+	req.lim.StampUnixNanos = stampNanos(s.Stamp)
 	req.req.Limiter = &req.lim
 	req.req.TableId, req.req.PartitionKey, req.req.Token = x.base.TableId, x.base.PartitionKey, x.base.Token
 	req.req.Filter, req.req.Limit, req.req.Columns = x.base.Filter, x.base.Limit, x.base.Columns
-	req.req.PageBytes, req.req.Reversed = x.base.PageBytes, x.base.Reversed
+	req.req.PageBytes, req.req.Reversed, req.req.After = x.base.PageBytes, x.base.Reversed, x.base.After
 	resp, err := x.t.Read(ctx, s.To, &req.req)
 	if err != nil {
 		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}

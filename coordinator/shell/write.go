@@ -15,13 +15,16 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// executeWrite runs an INSERT, UPDATE or DELETE at consistency cl. It returns the table once
-// the statement resolved it, for the Observer.
-func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl coordinator.Consistency) (*schema.Table, coordinator.Result, error) {
+// executeWrite runs an INSERT, UPDATE or DELETE at consistency cl, with req's values and default
+// timestamp. It returns the table once the statement resolved it, for the Observer.
+func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
-	w, err := s.PrepareWrite(stmt, keyspace)
+	w, err := s.BindWrite(stmt, keyspace, req.Values)
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(stmt, err)
+	}
+	if !w.HasTimestamp && req.HasTimestamp {
+		w.Timestamp, w.HasTimestamp = req.Timestamp, true
 	}
 	now := e.now()
 	if err := e.checkTimestamp(stmt, w, now); err != nil {
@@ -30,25 +33,67 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
 		return w.Table, coordinator.Result{}, err
 	}
-	ks, ok := s.Keyspace(w.Table.Keyspace)
-	if !ok { // the schema is immutable and PrepareWrite found the table
-		return w.Table, coordinator.Result{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", w.Table.QualifiedName())
+	rf, err := replicationFactor(s, w.Table)
+	if err != nil {
+		return w.Table, coordinator.Result{}, err
 	}
-	var keyBuf [64]byte
-	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
 	ts := w.Timestamp
 	if !w.HasTimestamp {
 		ts = e.nextTimestamp()
 	}
-	dl := deadline(ctx, now, e.writeTimeout)
+	var keyBuf [64]byte
+	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
+	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))
+	return w.Table, coordinator.Result{}, e.writePartition(ctx, w.Table, rf, token, partitionWrite{w: w, ts: ts}, cl, now, dl)
+}
 
+// replicationFactor returns the replication factor of t's keyspace in s.
+func replicationFactor(s *schema.Schema, t *schema.Table) (int, error) {
+	ks, ok := s.Keyspace(t.Keyspace)
+	if !ok { // the schema is immutable and it holds the table
+		return 0, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", t.QualifiedName())
+	}
+	return ks.ReplicationFactor, nil
+}
+
+// timeoutOr returns the statement's USING TIMEOUT when it has one (it replaces the configured
+// timeout, as in ScyllaDB; the client's context deadline still bounds it), else def.
+func timeoutOr(def, using time.Duration) time.Duration {
+	if using > 0 {
+		return using
+	}
+	return def
+}
+
+// partitionWrite is what writePartition writes to one partition: a mutation already built (a
+// batch's), or one write and its timestamp, built into a mutation only once the limiter admitted
+// it (a rejection by the coordinator never builds it).
+type partitionWrite struct {
+	m  *replicapb.Mutation
+	w  *schema.Write
+	ts int64
+}
+
+// mutation returns pw's mutation of the partition with the given token.
+func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
+	if pw.m != nil {
+		return pw.m
+	}
+	m := &replicapb.Mutation{TableId: uint64(pw.w.Table.ID), PartitionKey: pw.w.PartitionKey, Token: token}
+	fillMutation(m, pw.w, pw.ts)
+	return m
+}
+
+// writePartition coordinates pw, a write to the partition of table t with the given token, at
+// consistency cl: the limiter counts it as one write of the partition.
+func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
 	var replicaBuf [8]coordinator.Replica
 	p := coordinator.Params{
 		Op:          coordinator.OpWrite,
 		Consistency: cl,
 		Self:        e.self(),
-		Replicas:    e.replicaSet(replicaBuf[:0], token, ks.ReplicationFactor),
-		Limit:       w.Table.Limit(coordinator.OpWrite),
+		Replicas:    e.replicaSet(replicaBuf[:0], token, rf),
+		Limit:       t.Limit(coordinator.OpWrite),
 		Deadline:    dl,
 	}
 	if p.Limit > 0 {
@@ -56,26 +101,21 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	}
 	req, err := e.newRequest(p)
 	if err != nil {
-		return w.Table, coordinator.Result{}, err
+		return err
 	}
-	step, err := e.begin(req, now, coordinator.OpWrite, partitionKey{w.Table.ID, token}, p.Draw)
+	step, err := e.begin(req, now, coordinator.OpWrite, partitionKey{t.ID, token}, p.Draw)
 	if err != nil {
-		return w.Table, coordinator.Result{}, err
+		return err
 	}
 	o := step.Outcome
 	if o == nil {
-		m := &replicapb.Mutation{TableId: uint64(w.Table.ID), PartitionKey: w.PartitionKey, Token: token}
-		fillMutation(m, w, ts)
-		x := watch(e, mutateExchange{e.transport, m}, step.Sends, w.Table, coordinator.OpWrite)
+		x := watch(e, mutateExchange{e.transport, pw.mutation(token)}, step.Sends, t, coordinator.OpWrite)
 		if o, err = e.await(ctx, req, step.Sends, x, dl, true); err != nil {
-			return w.Table, coordinator.Result{}, err
+			return err
 		}
 	}
-	e.propagate(req, coordinator.OpWrite, partitionKey{w.Table.ID, token})
-	if err := e.outcomeErr(o, w.Table); err != nil {
-		return w.Table, coordinator.Result{}, err
-	}
-	return w.Table, coordinator.Result{}, nil
+	e.propagate(req, coordinator.OpWrite, partitionKey{t.ID, token})
+	return e.outcomeErr(o, t)
 }
 
 // isPartition reports whether w's clustering range selects the whole partition.
@@ -160,6 +200,7 @@ func (x mutateExchange) call(ctx context.Context, s coordinator.Send) coordinato
 		lim replicapb.Limiter
 	})
 	req.lim.Mode, req.lim.Draw = limiterMode(s.Mode), s.Draw
+	req.lim.StampUnixNanos = stampNanos(s.Stamp)
 	req.req.Limiter, req.req.Mutation = &req.lim, x.m
 	resp, err := x.t.Mutate(ctx, s.To, &req.req)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/big"
+	"net/netip"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -121,23 +123,36 @@ func rowsToProto(r *coordinator.Rows) (*kvnodepb.Rows, error) {
 	return out, nil
 }
 
+// columnTypes maps each schema type to the client API's column type.
+var columnTypes = [...]kvnodepb.ColumnType{
+	schema.TypeText:        kvnodepb.ColumnType_COLUMN_TYPE_TEXT,
+	schema.TypeInt:         kvnodepb.ColumnType_COLUMN_TYPE_INT,
+	schema.TypeBigInt:      kvnodepb.ColumnType_COLUMN_TYPE_BIGINT,
+	schema.TypeDouble:      kvnodepb.ColumnType_COLUMN_TYPE_DOUBLE,
+	schema.TypeBoolean:     kvnodepb.ColumnType_COLUMN_TYPE_BOOLEAN,
+	schema.TypeBlob:        kvnodepb.ColumnType_COLUMN_TYPE_BLOB,
+	schema.TypeTimestamp:   kvnodepb.ColumnType_COLUMN_TYPE_TIMESTAMP,
+	schema.TypeASCII:       kvnodepb.ColumnType_COLUMN_TYPE_ASCII,
+	schema.TypeFloat:       kvnodepb.ColumnType_COLUMN_TYPE_FLOAT,
+	schema.TypeSmallInt:    kvnodepb.ColumnType_COLUMN_TYPE_SMALLINT,
+	schema.TypeTinyInt:     kvnodepb.ColumnType_COLUMN_TYPE_TINYINT,
+	schema.TypeUUID:        kvnodepb.ColumnType_COLUMN_TYPE_UUID,
+	schema.TypeTimeUUID:    kvnodepb.ColumnType_COLUMN_TYPE_TIMEUUID,
+	schema.TypeInet:        kvnodepb.ColumnType_COLUMN_TYPE_INET,
+	schema.TypeDate:        kvnodepb.ColumnType_COLUMN_TYPE_DATE,
+	schema.TypeTime:        kvnodepb.ColumnType_COLUMN_TYPE_TIME,
+	schema.TypeDecimal:     kvnodepb.ColumnType_COLUMN_TYPE_DECIMAL,
+	schema.TypeVarint:      kvnodepb.ColumnType_COLUMN_TYPE_VARINT,
+	schema.TypeSetText:     kvnodepb.ColumnType_COLUMN_TYPE_SET_TEXT,
+	schema.TypeListText:    kvnodepb.ColumnType_COLUMN_TYPE_LIST_TEXT,
+	schema.TypeMapTextText: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_TEXT,
+	schema.TypeMapTextBlob: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_BLOB,
+}
+
 // ColumnType returns the client API's column type of t.
 func ColumnType(t schema.Type) kvnodepb.ColumnType {
-	switch t {
-	case schema.TypeText:
-		return kvnodepb.ColumnType_COLUMN_TYPE_TEXT
-	case schema.TypeInt:
-		return kvnodepb.ColumnType_COLUMN_TYPE_INT
-	case schema.TypeBigInt:
-		return kvnodepb.ColumnType_COLUMN_TYPE_BIGINT
-	case schema.TypeDouble:
-		return kvnodepb.ColumnType_COLUMN_TYPE_DOUBLE
-	case schema.TypeBoolean:
-		return kvnodepb.ColumnType_COLUMN_TYPE_BOOLEAN
-	case schema.TypeBlob:
-		return kvnodepb.ColumnType_COLUMN_TYPE_BLOB
-	case schema.TypeTimestamp:
-		return kvnodepb.ColumnType_COLUMN_TYPE_TIMESTAMP
+	if int(t) < len(columnTypes) {
+		return columnTypes[t]
 	}
 	return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED
 }
@@ -175,6 +190,52 @@ func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
 		v.Kind = &kvnodepb.Value_Blob{Blob: b}
 	case schema.TypeTimestamp:
 		v.Kind = &kvnodepb.Value_Timestamp{Timestamp: int64(binary.BigEndian.Uint64(b))}
+	case schema.TypeASCII:
+		v.Kind = &kvnodepb.Value_Ascii{Ascii: string(b)}
+	case schema.TypeFloat:
+		v.Kind = &kvnodepb.Value_Float{Float: math.Float32frombits(binary.BigEndian.Uint32(b))}
+	case schema.TypeSmallInt:
+		v.Kind = &kvnodepb.Value_Smallint{Smallint: int32(int16(binary.BigEndian.Uint16(b)))}
+	case schema.TypeTinyInt:
+		v.Kind = &kvnodepb.Value_Tinyint{Tinyint: int32(int8(b[0]))}
+	case schema.TypeUUID:
+		v.Kind = &kvnodepb.Value_Uuid{Uuid: schema.UUID(b).String()}
+	case schema.TypeTimeUUID:
+		v.Kind = &kvnodepb.Value_Timeuuid{Timeuuid: schema.UUID(b).String()}
+	case schema.TypeInet:
+		a, _ := netip.AddrFromSlice(b)
+		v.Kind = &kvnodepb.Value_Inet{Inet: a.String()}
+	case schema.TypeDate:
+		v.Kind = &kvnodepb.Value_Date{Date: int32(binary.BigEndian.Uint32(b) - 1<<31)}
+	case schema.TypeTime:
+		v.Kind = &kvnodepb.Value_Time{Time: int64(binary.BigEndian.Uint64(b))}
+	case schema.TypeDecimal:
+		v.Kind = &kvnodepb.Value_Decimal{Decimal: schema.DecodeDecimal(b).String()}
+	case schema.TypeVarint:
+		n, _ := t.Decode(b)
+		v.Kind = &kvnodepb.Value_Varint{Varint: n.(*big.Int).String()}
+	case schema.TypeSetText, schema.TypeListText:
+		x, _ := t.Decode(b)
+		list := &kvnodepb.TextList{Values: x.([]string)}
+		if t == schema.TypeSetText {
+			v.Kind = &kvnodepb.Value_SetText{SetText: list}
+		} else {
+			v.Kind = &kvnodepb.Value_ListText{ListText: list}
+		}
+	case schema.TypeMapTextText:
+		x, _ := t.Decode(b)
+		m := make(map[string]string)
+		for _, e := range x.([]schema.MapEntry[string]) {
+			m[e.Key] = e.Value
+		}
+		v.Kind = &kvnodepb.Value_MapTextText{MapTextText: &kvnodepb.TextMap{Entries: m}}
+	case schema.TypeMapTextBlob:
+		x, _ := t.Decode(b)
+		m := make(map[string][]byte)
+		for _, e := range x.([]schema.MapEntry[[]byte]) {
+			m[e.Key] = e.Value
+		}
+		v.Kind = &kvnodepb.Value_MapTextBlob{MapTextBlob: &kvnodepb.BlobMap{Entries: m}}
 	default:
 		return fmt.Errorf("unsupported column type %v", t)
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cql"
 )
 
 // timestampLayout prints timestamps in RFC 3339, UTC, with milliseconds (kvnode's resolution).
@@ -110,14 +113,47 @@ func formatValue(v any) string {
 		return "0x" + hex.EncodeToString(v)
 	case time.Time:
 		return v.UTC().Format(timestampLayout)
-	default:
+	case float32:
+		return formatFloat(float64(v), 32)
+	case time.Duration: // a time of day
+		return fmt.Sprintf("%02d:%02d:%02d.%09d", v/time.Hour, v/time.Minute%60, v/time.Second%60, v%time.Second)
+	case []string: // set<text>, list<text>
+		q := make([]string, len(v))
+		for i, e := range v {
+			q[i] = cql.QuoteString(escapeText(e))
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	case map[string]string:
+		return formatMap(v, func(s string) string { return cql.QuoteString(escapeText(s)) })
+	case map[string][]byte:
+		return formatMap(v, func(b []byte) string { return "0x" + hex.EncodeToString(b) })
+	default: // UUID, netip.Addr, Date, Decimal and *big.Int print themselves
 		return fmt.Sprint(v)
 	}
 }
 
+// formatMap renders a map as cqlsh does, {'k': v, ...}, keys in order.
+func formatMap[V any](m map[string]V, value func(V) string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(cql.QuoteString(escapeText(k)))
+		b.WriteString(": ")
+		b.WriteString(value(m[k]))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
 // formatDouble prints plain decimals for ordinary magnitudes and an exponent for very large or
 // very small ones; NaN and the infinities use their CQL literal names.
-func formatDouble(f float64) string {
+func formatDouble(f float64) string { return formatFloat(f, 64) }
+
+// formatFloat is formatDouble for a float of bitSize bits (32 prints a float's shortest form).
+func formatFloat(f float64, bitSize int) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -127,9 +163,9 @@ func formatDouble(f float64) string {
 		return "-Infinity"
 	}
 	if a := math.Abs(f); a == 0 || (a >= 1e-4 && a < 1e15) {
-		return strconv.FormatFloat(f, 'f', -1, 64)
+		return strconv.FormatFloat(f, 'f', -1, bitSize)
 	}
-	return strconv.FormatFloat(f, 'e', -1, 64)
+	return strconv.FormatFloat(f, 'e', -1, bitSize)
 }
 
 // escapeText replaces control characters with backslash escapes (\n, \t, \r, \x7f, \u2028) and

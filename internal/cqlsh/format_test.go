@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"math"
+	"math/big"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +71,19 @@ func TestFormatValue(t *testing.T) {
 		{time.Date(2026, 11, 21, 9, 30, 5, 7_000_000, time.UTC), "2026-11-21T09:30:05.007Z"},
 		{time.Date(2026, 11, 21, 10, 30, 0, 0, time.FixedZone("CET", 3600)), "2026-11-21T09:30:00.000Z"},
 		{time.UnixMilli(-1).UTC(), "1969-12-31T23:59:59.999Z"},
+		{float32(0.1), "0.1"},
+		{float32(math.Inf(-1)), "-Infinity"},
+		{int16(-32768), "-32768"},
+		{int8(127), "127"},
+		{client.UUID{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x42, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00}, "123e4567-e89b-42d3-a456-426614174000"},
+		{netip.MustParseAddr("2001:db8::1"), "2001:db8::1"},
+		{client.Date(-1), "1969-12-31"},
+		{8*time.Hour + 12*time.Minute + 54*time.Second + 123456789, "08:12:54.123456789"},
+		{client.Decimal{Unscaled: big.NewInt(-150), Scale: 2}, "-1.50"},
+		{big.NewInt(-129), "-129"},
+		{[]string{"a", "it's"}, "['a', 'it''s']"},
+		{map[string]string{"z": "1", "a": "x\ny"}, "{'a': 'x\\ny', 'z': '1'}"},
+		{map[string][]byte{"k": {0xca, 0xfe}}, "{'k': 0xcafe}"},
 	} {
 		if got := formatValue(tc.v); got != tc.want {
 			t.Errorf("formatValue(%#v) = %q, want %q", tc.v, got, tc.want)

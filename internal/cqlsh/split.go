@@ -75,13 +75,22 @@ func (s *splitter) next(atEOF bool) (statement, bool) {
 			}
 			return s.emit(start, end, resume, true), true
 		}
+		// A BATCH holds statements that end in ';': it ends at the ';' after APPLY BATCH.
+		batch, applied := tok == cql.BEGIN, false
 		for {
 			if tok == cql.ILLEGAL && unterminated(lit) && !atEOF {
 				return statement{}, false
 			}
+			prev := tok
 			pos, tok, lit = sc.Scan()
+			if batch && prev == cql.APPLY && tok == cql.BATCH {
+				applied = true
+			}
 			switch tok {
 			case cql.SEMICOLON:
+				if batch && !applied {
+					continue
+				}
 				return s.emit(start, pos.Offset, pos.Offset+1, false), true
 			case cql.EOF:
 				if !atEOF {

@@ -37,6 +37,9 @@ func TestSplitterStatements(t *testing.T) {
 		want  []statement
 	}{
 		{"one statement", "SELECT * FROM t WHERE k = 1;\n", []statement{stmt(1, "SELECT * FROM t WHERE k = 1")}},
+		{"a BATCH ends after APPLY BATCH", "BEGIN BATCH\n  INSERT INTO t (k) VALUES (1);\n  DELETE FROM t WHERE k = 2;\nAPPLY BATCH;\nSELECT 1;\n",
+			[]statement{stmt(1, "BEGIN BATCH\n  INSERT INTO t (k) VALUES (1);\n  DELETE FROM t WHERE k = 2;\nAPPLY BATCH"), stmt(5, "SELECT 1")}},
+		{"an unfinished BATCH at EOF goes to the server", "BEGIN BATCH INSERT INTO t (k) VALUES (1);", []statement{stmt(1, "BEGIN BATCH INSERT INTO t (k) VALUES (1);")}},
 		{"several on one line", "USE ks; INSERT INTO t (k) VALUES (1);SELECT * FROM t;\n",
 			[]statement{stmt(1, "USE ks"), stmt(1, "INSERT INTO t (k) VALUES (1)"), stmt(1, "SELECT * FROM t")}},
 		{"multi-line", "SELECT *\n  FROM t\n  WHERE k = 1\n;\nSELECT 2;\n",

@@ -122,12 +122,16 @@ type Node struct {
 	LogLevel string
 	// CQLAddr is --cql-addr; "" binds a free port on 127.0.0.1 at each start.
 	CQLAddr string
+	// ExtraArgs are appended to the serve command line (e.g. --testing-clock-offset).
+	ExtraArgs []string
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr string
 	// MetricsAddr is where the current (or last) process serves /metrics; each run binds a
-	// new port.
+	// new port unless MetricsBind fixes it.
 	MetricsAddr string
+	// MetricsBind is the --metrics-addr every run binds; "" means 127.0.0.1:0.
+	MetricsBind string
 
 	proc    *Process       // the current (or last) process
 	client  *client.Client // connected to the current process; nil while it is down
@@ -183,6 +187,14 @@ func (n *Node) startOnce() error {
 	if len(n.Seeds) > 0 {
 		args = append(args, "--seeds", strings.Join(n.Seeds, ","))
 	}
+	// Fixed addresses come last: a flag given twice takes its last value.
+	if n.MetricsBind != "" {
+		args = append(args, "--metrics-addr", n.MetricsBind)
+	}
+	if n.CQLAddr != "" {
+		args = append(args, "--cql-addr", n.CQLAddr)
+	}
+	args = append(args, n.ExtraArgs...)
 	run := len(n.stderrs) + 1
 	stdout, err := os.Create(filepath.Join(n.LogDir, fmt.Sprintf("%s-run%d.stdout", n.Name, run)))
 	if err != nil {
@@ -238,6 +250,13 @@ func (n *Node) startOnce() error {
 		p.Kill()
 		return fmt.Errorf("%s: client: %w", n.Name, err)
 	}
+	if n.CQLAddr != "" {
+		if err := n.waitCQL(context.Background()); err != nil {
+			n.CloseClient()
+			p.Kill()
+			return fmt.Errorf("%w; its stderr ends:\n%s", err, Tail(stderrPath, 20))
+		}
+	}
 	return nil
 }
 
@@ -284,11 +303,23 @@ type Options struct {
 	NumTokens int
 	// LogLevel is every node's --log-level (its stderr file); "" means info.
 	LogLevel string
+	// Hosts, when set, runs node i on Hosts[i] (loopback IP addresses; see LoopbackHosts), with
+	// each listener on the same port on every host, as CQL drivers expect of a cluster. The ports
+	// are picked at start, free on every host (FreePorts). Nodes defaults to len(Hosts). Without
+	// Hosts, every node binds 127.0.0.1 with ports of its own.
+	Hosts []string
+	// CQL makes every node serve the CQL native protocol (--cql-addr) on the shared port
+	// Cluster.CQLPort. It needs Hosts.
+	CQL bool
+	// ExtraArgs, when set, has one entry per node: extra serve arguments for node i+1.
+	ExtraArgs [][]string
 }
 
 // Cluster is a set of kvnode processes on loopback; the first node is every other's seed.
 type Cluster struct {
 	Nodes []*Node
+	// CQLPort is the native-protocol port every node serves on its host; 0 without Options.CQL.
+	CQLPort int
 }
 
 // Start starts the nodes one after another. It does not wait for them to see each other (see
@@ -297,14 +328,26 @@ func Start(opts Options) (*Cluster, error) {
 	if opts.Binary == "" || opts.Dir == "" {
 		return nil, errors.New("testproc: Options.Binary and Options.Dir are required")
 	}
-	if opts.Nodes == 0 {
-		opts.Nodes = 3
+	if opts.CQL && len(opts.Hosts) == 0 {
+		return nil, errors.New("testproc: Options.CQL needs Options.Hosts (drivers expect the native port to be the same on every node)")
 	}
 	logDir := filepath.Join(opts.Dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("testproc: %w", err)
 	}
+	if len(opts.Hosts) > 0 {
+		return startHosts(opts, logDir)
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
 	c := &Cluster{}
+	return c, startNodes(c, opts, logDir, nil)
+}
+
+// startNodes starts opts.Nodes nodes into c, one after another; place, if not nil, sets node i's
+// fixed addresses before its first start.
+func startNodes(c *Cluster, opts Options, logDir string, place func(i int, n *Node)) error {
 	for i := range opts.Nodes {
 		n := &Node{
 			Name:      fmt.Sprintf("n%d", i+1),
@@ -315,15 +358,21 @@ func Start(opts Options) (*Cluster, error) {
 			NumTokens: opts.NumTokens,
 			LogLevel:  opts.LogLevel,
 		}
+		if place != nil {
+			place(i, n)
+		}
+		if i < len(opts.ExtraArgs) {
+			n.ExtraArgs = opts.ExtraArgs[i]
+		}
 		if i > 0 {
 			n.Seeds = []string{c.Nodes[0].GossipAddr}
 		}
 		c.Nodes = append(c.Nodes, n)
 		if err := n.Start(); err != nil {
-			return c, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // StopAll stops every running process at once (they shut down in parallel): SIGTERM, then

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -280,7 +281,7 @@ func WriteJSON(w io.Writer, res *client.TopPartitionsResult) error {
 			}
 			for _, v := range p.Key {
 				switch v := v.(type) {
-				case []byte, time.Time:
+				case []byte, time.Time, client.UUID, client.Date, client.Decimal, *big.Int, time.Duration:
 					jp.Key = append(jp.Key, formatValue(v, false))
 				case float64:
 					if math.IsInf(v, 0) || math.IsNaN(v) { // not representable in JSON

@@ -103,29 +103,75 @@ const (
 	ColumnType_COLUMN_TYPE_BOOLEAN     ColumnType = 5
 	ColumnType_COLUMN_TYPE_BLOB        ColumnType = 6
 	ColumnType_COLUMN_TYPE_TIMESTAMP   ColumnType = 7
+	ColumnType_COLUMN_TYPE_ASCII       ColumnType = 8
+	ColumnType_COLUMN_TYPE_FLOAT       ColumnType = 9
+	ColumnType_COLUMN_TYPE_SMALLINT    ColumnType = 10
+	ColumnType_COLUMN_TYPE_TINYINT     ColumnType = 11
+	ColumnType_COLUMN_TYPE_UUID        ColumnType = 12
+	ColumnType_COLUMN_TYPE_TIMEUUID    ColumnType = 13
+	ColumnType_COLUMN_TYPE_INET        ColumnType = 14
+	ColumnType_COLUMN_TYPE_DATE        ColumnType = 15
+	ColumnType_COLUMN_TYPE_TIME        ColumnType = 16
+	ColumnType_COLUMN_TYPE_DECIMAL     ColumnType = 17
+	ColumnType_COLUMN_TYPE_VARINT      ColumnType = 18
+	// The read-only collections of the system tables.
+	ColumnType_COLUMN_TYPE_SET_TEXT      ColumnType = 19
+	ColumnType_COLUMN_TYPE_LIST_TEXT     ColumnType = 20
+	ColumnType_COLUMN_TYPE_MAP_TEXT_TEXT ColumnType = 21
+	ColumnType_COLUMN_TYPE_MAP_TEXT_BLOB ColumnType = 22
 )
 
 // Enum value maps for ColumnType.
 var (
 	ColumnType_name = map[int32]string{
-		0: "COLUMN_TYPE_UNSPECIFIED",
-		1: "COLUMN_TYPE_TEXT",
-		2: "COLUMN_TYPE_INT",
-		3: "COLUMN_TYPE_BIGINT",
-		4: "COLUMN_TYPE_DOUBLE",
-		5: "COLUMN_TYPE_BOOLEAN",
-		6: "COLUMN_TYPE_BLOB",
-		7: "COLUMN_TYPE_TIMESTAMP",
+		0:  "COLUMN_TYPE_UNSPECIFIED",
+		1:  "COLUMN_TYPE_TEXT",
+		2:  "COLUMN_TYPE_INT",
+		3:  "COLUMN_TYPE_BIGINT",
+		4:  "COLUMN_TYPE_DOUBLE",
+		5:  "COLUMN_TYPE_BOOLEAN",
+		6:  "COLUMN_TYPE_BLOB",
+		7:  "COLUMN_TYPE_TIMESTAMP",
+		8:  "COLUMN_TYPE_ASCII",
+		9:  "COLUMN_TYPE_FLOAT",
+		10: "COLUMN_TYPE_SMALLINT",
+		11: "COLUMN_TYPE_TINYINT",
+		12: "COLUMN_TYPE_UUID",
+		13: "COLUMN_TYPE_TIMEUUID",
+		14: "COLUMN_TYPE_INET",
+		15: "COLUMN_TYPE_DATE",
+		16: "COLUMN_TYPE_TIME",
+		17: "COLUMN_TYPE_DECIMAL",
+		18: "COLUMN_TYPE_VARINT",
+		19: "COLUMN_TYPE_SET_TEXT",
+		20: "COLUMN_TYPE_LIST_TEXT",
+		21: "COLUMN_TYPE_MAP_TEXT_TEXT",
+		22: "COLUMN_TYPE_MAP_TEXT_BLOB",
 	}
 	ColumnType_value = map[string]int32{
-		"COLUMN_TYPE_UNSPECIFIED": 0,
-		"COLUMN_TYPE_TEXT":        1,
-		"COLUMN_TYPE_INT":         2,
-		"COLUMN_TYPE_BIGINT":      3,
-		"COLUMN_TYPE_DOUBLE":      4,
-		"COLUMN_TYPE_BOOLEAN":     5,
-		"COLUMN_TYPE_BLOB":        6,
-		"COLUMN_TYPE_TIMESTAMP":   7,
+		"COLUMN_TYPE_UNSPECIFIED":   0,
+		"COLUMN_TYPE_TEXT":          1,
+		"COLUMN_TYPE_INT":           2,
+		"COLUMN_TYPE_BIGINT":        3,
+		"COLUMN_TYPE_DOUBLE":        4,
+		"COLUMN_TYPE_BOOLEAN":       5,
+		"COLUMN_TYPE_BLOB":          6,
+		"COLUMN_TYPE_TIMESTAMP":     7,
+		"COLUMN_TYPE_ASCII":         8,
+		"COLUMN_TYPE_FLOAT":         9,
+		"COLUMN_TYPE_SMALLINT":      10,
+		"COLUMN_TYPE_TINYINT":       11,
+		"COLUMN_TYPE_UUID":          12,
+		"COLUMN_TYPE_TIMEUUID":      13,
+		"COLUMN_TYPE_INET":          14,
+		"COLUMN_TYPE_DATE":          15,
+		"COLUMN_TYPE_TIME":          16,
+		"COLUMN_TYPE_DECIMAL":       17,
+		"COLUMN_TYPE_VARINT":        18,
+		"COLUMN_TYPE_SET_TEXT":      19,
+		"COLUMN_TYPE_LIST_TEXT":     20,
+		"COLUMN_TYPE_MAP_TEXT_TEXT": 21,
+		"COLUMN_TYPE_MAP_TEXT_BLOB": 22,
 	}
 )
 
@@ -254,7 +300,7 @@ func (x SchemaChange_Change) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SchemaChange_Change.Descriptor instead.
 func (SchemaChange_Change) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{7, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type RateLimitDetail_RejectedBy int32
@@ -305,7 +351,7 @@ func (x RateLimitDetail_RejectedBy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RateLimitDetail_RejectedBy.Descriptor instead.
 func (RateLimitDetail_RejectedBy) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{8, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type FailureDetail_Reason int32
@@ -357,7 +403,7 @@ func (x FailureDetail_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailureDetail_Reason.Descriptor instead.
 func (FailureDetail_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{10, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type ExecuteRequest struct {
@@ -664,6 +710,21 @@ type Value struct {
 	//	*Value_Boolean
 	//	*Value_Blob
 	//	*Value_Timestamp
+	//	*Value_Ascii
+	//	*Value_Float
+	//	*Value_Smallint
+	//	*Value_Tinyint
+	//	*Value_Uuid
+	//	*Value_Timeuuid
+	//	*Value_Inet
+	//	*Value_Date
+	//	*Value_Time
+	//	*Value_Decimal
+	//	*Value_Varint
+	//	*Value_SetText
+	//	*Value_ListText
+	//	*Value_MapTextText
+	//	*Value_MapTextBlob
 	Kind          isValue_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -769,6 +830,141 @@ func (x *Value) GetTimestamp() int64 {
 	return 0
 }
 
+func (x *Value) GetAscii() string {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Ascii); ok {
+			return x.Ascii
+		}
+	}
+	return ""
+}
+
+func (x *Value) GetFloat() float32 {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Float); ok {
+			return x.Float
+		}
+	}
+	return 0
+}
+
+func (x *Value) GetSmallint() int32 {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Smallint); ok {
+			return x.Smallint
+		}
+	}
+	return 0
+}
+
+func (x *Value) GetTinyint() int32 {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Tinyint); ok {
+			return x.Tinyint
+		}
+	}
+	return 0
+}
+
+func (x *Value) GetUuid() string {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Uuid); ok {
+			return x.Uuid
+		}
+	}
+	return ""
+}
+
+func (x *Value) GetTimeuuid() string {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Timeuuid); ok {
+			return x.Timeuuid
+		}
+	}
+	return ""
+}
+
+func (x *Value) GetInet() string {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Inet); ok {
+			return x.Inet
+		}
+	}
+	return ""
+}
+
+func (x *Value) GetDate() int32 {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Date); ok {
+			return x.Date
+		}
+	}
+	return 0
+}
+
+func (x *Value) GetTime() int64 {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Time); ok {
+			return x.Time
+		}
+	}
+	return 0
+}
+
+func (x *Value) GetDecimal() string {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Decimal); ok {
+			return x.Decimal
+		}
+	}
+	return ""
+}
+
+func (x *Value) GetVarint() string {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Varint); ok {
+			return x.Varint
+		}
+	}
+	return ""
+}
+
+func (x *Value) GetSetText() *TextList {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_SetText); ok {
+			return x.SetText
+		}
+	}
+	return nil
+}
+
+func (x *Value) GetListText() *TextList {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_ListText); ok {
+			return x.ListText
+		}
+	}
+	return nil
+}
+
+func (x *Value) GetMapTextText() *TextMap {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_MapTextText); ok {
+			return x.MapTextText
+		}
+	}
+	return nil
+}
+
+func (x *Value) GetMapTextBlob() *BlobMap {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_MapTextBlob); ok {
+			return x.MapTextBlob
+		}
+	}
+	return nil
+}
+
 type isValue_Kind interface {
 	isValue_Kind()
 }
@@ -802,6 +998,77 @@ type Value_Timestamp struct {
 	Timestamp int64 `protobuf:"varint,7,opt,name=timestamp,proto3,oneof"`
 }
 
+type Value_Ascii struct {
+	Ascii string `protobuf:"bytes,8,opt,name=ascii,proto3,oneof"`
+}
+
+type Value_Float struct {
+	Float float32 `protobuf:"fixed32,9,opt,name=float,proto3,oneof"`
+}
+
+type Value_Smallint struct {
+	// -32768 to 32767.
+	Smallint int32 `protobuf:"varint,10,opt,name=smallint,proto3,oneof"`
+}
+
+type Value_Tinyint struct {
+	// -128 to 127.
+	Tinyint int32 `protobuf:"varint,11,opt,name=tinyint,proto3,oneof"`
+}
+
+type Value_Uuid struct {
+	// The canonical form, lower-case: 123e4567-e89b-12d3-a456-426614174000.
+	Uuid string `protobuf:"bytes,12,opt,name=uuid,proto3,oneof"`
+}
+
+type Value_Timeuuid struct {
+	// A version 1 uuid, as uuid.
+	Timeuuid string `protobuf:"bytes,13,opt,name=timeuuid,proto3,oneof"`
+}
+
+type Value_Inet struct {
+	// An IPv4 address (192.0.2.1) or an IPv6 one (2001:db8::1), as Go's netip.Addr prints it.
+	Inet string `protobuf:"bytes,14,opt,name=inet,proto3,oneof"`
+}
+
+type Value_Date struct {
+	// Days since the Unix epoch (1970-01-01 is 0), negative before it.
+	Date int32 `protobuf:"varint,15,opt,name=date,proto3,oneof"`
+}
+
+type Value_Time struct {
+	// Nanoseconds since midnight, 0 to 86399999999999.
+	Time int64 `protobuf:"varint,16,opt,name=time,proto3,oneof"`
+}
+
+type Value_Decimal struct {
+	// The exact value with its scale, as Java's BigDecimal.toString writes it: 1.50, -0.001,
+	// 1.2E+10 (negative scales and very small values use the exponent form).
+	Decimal string `protobuf:"bytes,17,opt,name=decimal,proto3,oneof"`
+}
+
+type Value_Varint struct {
+	// Base 10, any length: -123456789012345678901234567890.
+	Varint string `protobuf:"bytes,18,opt,name=varint,proto3,oneof"`
+}
+
+type Value_SetText struct {
+	// A set<text> (ascending) or list<text> (in order).
+	SetText *TextList `protobuf:"bytes,19,opt,name=set_text,json=setText,proto3,oneof"`
+}
+
+type Value_ListText struct {
+	ListText *TextList `protobuf:"bytes,20,opt,name=list_text,json=listText,proto3,oneof"`
+}
+
+type Value_MapTextText struct {
+	MapTextText *TextMap `protobuf:"bytes,21,opt,name=map_text_text,json=mapTextText,proto3,oneof"`
+}
+
+type Value_MapTextBlob struct {
+	MapTextBlob *BlobMap `protobuf:"bytes,22,opt,name=map_text_blob,json=mapTextBlob,proto3,oneof"`
+}
+
 func (*Value_Text) isValue_Kind() {}
 
 func (*Value_Int) isValue_Kind() {}
@@ -816,6 +1083,168 @@ func (*Value_Blob) isValue_Kind() {}
 
 func (*Value_Timestamp) isValue_Kind() {}
 
+func (*Value_Ascii) isValue_Kind() {}
+
+func (*Value_Float) isValue_Kind() {}
+
+func (*Value_Smallint) isValue_Kind() {}
+
+func (*Value_Tinyint) isValue_Kind() {}
+
+func (*Value_Uuid) isValue_Kind() {}
+
+func (*Value_Timeuuid) isValue_Kind() {}
+
+func (*Value_Inet) isValue_Kind() {}
+
+func (*Value_Date) isValue_Kind() {}
+
+func (*Value_Time) isValue_Kind() {}
+
+func (*Value_Decimal) isValue_Kind() {}
+
+func (*Value_Varint) isValue_Kind() {}
+
+func (*Value_SetText) isValue_Kind() {}
+
+func (*Value_ListText) isValue_Kind() {}
+
+func (*Value_MapTextText) isValue_Kind() {}
+
+func (*Value_MapTextBlob) isValue_Kind() {}
+
+type TextList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TextList) Reset() {
+	*x = TextList{}
+	mi := &file_kvnode_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TextList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TextList) ProtoMessage() {}
+
+func (x *TextList) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TextList.ProtoReflect.Descriptor instead.
+func (*TextList) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TextList) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type TextMap struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       map[string]string      `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TextMap) Reset() {
+	*x = TextMap{}
+	mi := &file_kvnode_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TextMap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TextMap) ProtoMessage() {}
+
+func (x *TextMap) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TextMap.ProtoReflect.Descriptor instead.
+func (*TextMap) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TextMap) GetEntries() map[string]string {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type BlobMap struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       map[string][]byte      `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlobMap) Reset() {
+	*x = BlobMap{}
+	mi := &file_kvnode_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlobMap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlobMap) ProtoMessage() {}
+
+func (x *BlobMap) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlobMap.ProtoReflect.Descriptor instead.
+func (*BlobMap) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BlobMap) GetEntries() map[string][]byte {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 type Row struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One value per column of Rows.columns, in that order.
@@ -826,7 +1255,7 @@ type Row struct {
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_kvnode_proto_msgTypes[5]
+	mi := &file_kvnode_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1267,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[5]
+	mi := &file_kvnode_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1280,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{5}
+	return file_kvnode_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Row) GetValues() []*Value {
@@ -871,7 +1300,7 @@ type Rows struct {
 
 func (x *Rows) Reset() {
 	*x = Rows{}
-	mi := &file_kvnode_proto_msgTypes[6]
+	mi := &file_kvnode_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1312,7 @@ func (x *Rows) String() string {
 func (*Rows) ProtoMessage() {}
 
 func (x *Rows) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[6]
+	mi := &file_kvnode_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1325,7 @@ func (x *Rows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rows.ProtoReflect.Descriptor instead.
 func (*Rows) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{6}
+	return file_kvnode_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Rows) GetColumns() []*Column {
@@ -925,7 +1354,7 @@ type SchemaChange struct {
 
 func (x *SchemaChange) Reset() {
 	*x = SchemaChange{}
-	mi := &file_kvnode_proto_msgTypes[7]
+	mi := &file_kvnode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1366,7 @@ func (x *SchemaChange) String() string {
 func (*SchemaChange) ProtoMessage() {}
 
 func (x *SchemaChange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[7]
+	mi := &file_kvnode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1379,7 @@ func (x *SchemaChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaChange.ProtoReflect.Descriptor instead.
 func (*SchemaChange) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{7}
+	return file_kvnode_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchemaChange) GetChange() SchemaChange_Change {
@@ -997,7 +1426,7 @@ type RateLimitDetail struct {
 
 func (x *RateLimitDetail) Reset() {
 	*x = RateLimitDetail{}
-	mi := &file_kvnode_proto_msgTypes[8]
+	mi := &file_kvnode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1438,7 @@ func (x *RateLimitDetail) String() string {
 func (*RateLimitDetail) ProtoMessage() {}
 
 func (x *RateLimitDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[8]
+	mi := &file_kvnode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1451,7 @@ func (x *RateLimitDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimitDetail.ProtoReflect.Descriptor instead.
 func (*RateLimitDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{8}
+	return file_kvnode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RateLimitDetail) GetKeyspace() string {
@@ -1086,7 +1515,7 @@ type UnavailableDetail struct {
 
 func (x *UnavailableDetail) Reset() {
 	*x = UnavailableDetail{}
-	mi := &file_kvnode_proto_msgTypes[9]
+	mi := &file_kvnode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1527,7 @@ func (x *UnavailableDetail) String() string {
 func (*UnavailableDetail) ProtoMessage() {}
 
 func (x *UnavailableDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[9]
+	mi := &file_kvnode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1540,7 @@ func (x *UnavailableDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnavailableDetail.ProtoReflect.Descriptor instead.
 func (*UnavailableDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{9}
+	return file_kvnode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UnavailableDetail) GetConsistency() Consistency {
@@ -1155,7 +1584,7 @@ type FailureDetail struct {
 
 func (x *FailureDetail) Reset() {
 	*x = FailureDetail{}
-	mi := &file_kvnode_proto_msgTypes[10]
+	mi := &file_kvnode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1596,7 @@ func (x *FailureDetail) String() string {
 func (*FailureDetail) ProtoMessage() {}
 
 func (x *FailureDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[10]
+	mi := &file_kvnode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1609,7 @@ func (x *FailureDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailureDetail.ProtoReflect.Descriptor instead.
 func (*FailureDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{10}
+	return file_kvnode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FailureDetail) GetOp() Op {
@@ -1245,7 +1674,7 @@ type TimeoutDetail struct {
 
 func (x *TimeoutDetail) Reset() {
 	*x = TimeoutDetail{}
-	mi := &file_kvnode_proto_msgTypes[11]
+	mi := &file_kvnode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1686,7 @@ func (x *TimeoutDetail) String() string {
 func (*TimeoutDetail) ProtoMessage() {}
 
 func (x *TimeoutDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[11]
+	mi := &file_kvnode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1699,7 @@ func (x *TimeoutDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutDetail.ProtoReflect.Descriptor instead.
 func (*TimeoutDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{11}
+	return file_kvnode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TimeoutDetail) GetOp() Op {
@@ -1315,7 +1744,7 @@ type TopPartitionsRequest struct {
 
 func (x *TopPartitionsRequest) Reset() {
 	*x = TopPartitionsRequest{}
-	mi := &file_kvnode_proto_msgTypes[12]
+	mi := &file_kvnode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1756,7 @@ func (x *TopPartitionsRequest) String() string {
 func (*TopPartitionsRequest) ProtoMessage() {}
 
 func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[12]
+	mi := &file_kvnode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1769,7 @@ func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{12}
+	return file_kvnode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TopPartitionsRequest) GetKeyspace() string {
@@ -1390,7 +1819,7 @@ type TopPartition struct {
 
 func (x *TopPartition) Reset() {
 	*x = TopPartition{}
-	mi := &file_kvnode_proto_msgTypes[13]
+	mi := &file_kvnode_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1831,7 @@ func (x *TopPartition) String() string {
 func (*TopPartition) ProtoMessage() {}
 
 func (x *TopPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[13]
+	mi := &file_kvnode_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1844,7 @@ func (x *TopPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartition.ProtoReflect.Descriptor instead.
 func (*TopPartition) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{13}
+	return file_kvnode_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TopPartition) GetOp() Op {
@@ -1487,7 +1916,7 @@ type TableTopPartitions struct {
 
 func (x *TableTopPartitions) Reset() {
 	*x = TableTopPartitions{}
-	mi := &file_kvnode_proto_msgTypes[14]
+	mi := &file_kvnode_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1928,7 @@ func (x *TableTopPartitions) String() string {
 func (*TableTopPartitions) ProtoMessage() {}
 
 func (x *TableTopPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[14]
+	mi := &file_kvnode_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1941,7 @@ func (x *TableTopPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableTopPartitions.ProtoReflect.Descriptor instead.
 func (*TableTopPartitions) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{14}
+	return file_kvnode_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TableTopPartitions) GetKeyspace() string {
@@ -1555,7 +1984,7 @@ type TopPartitionsResponse struct {
 
 func (x *TopPartitionsResponse) Reset() {
 	*x = TopPartitionsResponse{}
-	mi := &file_kvnode_proto_msgTypes[15]
+	mi := &file_kvnode_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1996,7 @@ func (x *TopPartitionsResponse) String() string {
 func (*TopPartitionsResponse) ProtoMessage() {}
 
 func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[15]
+	mi := &file_kvnode_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +2009,7 @@ func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{15}
+	return file_kvnode_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TopPartitionsResponse) GetTables() []*TableTopPartitions {
@@ -1617,7 +2046,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x04Void\"G\n" +
 	"\x06Column\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x04type\x18\x02 \x01(\x0e2\x15.kvnode.v1.ColumnTypeR\x04type\"\xbf\x01\n" +
+	"\x04type\x18\x02 \x01(\x0e2\x15.kvnode.v1.ColumnTypeR\x04type\"\xaf\x05\n" +
 	"\x05Value\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x12\n" +
 	"\x03int\x18\x02 \x01(\x05H\x00R\x03int\x12\x18\n" +
@@ -1625,8 +2054,36 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x06double\x18\x04 \x01(\x01H\x00R\x06double\x12\x1a\n" +
 	"\aboolean\x18\x05 \x01(\bH\x00R\aboolean\x12\x14\n" +
 	"\x04blob\x18\x06 \x01(\fH\x00R\x04blob\x12\x1e\n" +
-	"\ttimestamp\x18\a \x01(\x03H\x00R\ttimestampB\x06\n" +
-	"\x04kind\"/\n" +
+	"\ttimestamp\x18\a \x01(\x03H\x00R\ttimestamp\x12\x16\n" +
+	"\x05ascii\x18\b \x01(\tH\x00R\x05ascii\x12\x16\n" +
+	"\x05float\x18\t \x01(\x02H\x00R\x05float\x12\x1c\n" +
+	"\bsmallint\x18\n" +
+	" \x01(\x05H\x00R\bsmallint\x12\x1a\n" +
+	"\atinyint\x18\v \x01(\x05H\x00R\atinyint\x12\x14\n" +
+	"\x04uuid\x18\f \x01(\tH\x00R\x04uuid\x12\x1c\n" +
+	"\btimeuuid\x18\r \x01(\tH\x00R\btimeuuid\x12\x14\n" +
+	"\x04inet\x18\x0e \x01(\tH\x00R\x04inet\x12\x14\n" +
+	"\x04date\x18\x0f \x01(\x05H\x00R\x04date\x12\x14\n" +
+	"\x04time\x18\x10 \x01(\x03H\x00R\x04time\x12\x1a\n" +
+	"\adecimal\x18\x11 \x01(\tH\x00R\adecimal\x12\x18\n" +
+	"\x06varint\x18\x12 \x01(\tH\x00R\x06varint\x120\n" +
+	"\bset_text\x18\x13 \x01(\v2\x13.kvnode.v1.TextListH\x00R\asetText\x122\n" +
+	"\tlist_text\x18\x14 \x01(\v2\x13.kvnode.v1.TextListH\x00R\blistText\x128\n" +
+	"\rmap_text_text\x18\x15 \x01(\v2\x12.kvnode.v1.TextMapH\x00R\vmapTextText\x128\n" +
+	"\rmap_text_blob\x18\x16 \x01(\v2\x12.kvnode.v1.BlobMapH\x00R\vmapTextBlobB\x06\n" +
+	"\x04kind\"\"\n" +
+	"\bTextList\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\x80\x01\n" +
+	"\aTextMap\x129\n" +
+	"\aentries\x18\x01 \x03(\v2\x1f.kvnode.v1.TextMap.EntriesEntryR\aentries\x1a:\n" +
+	"\fEntriesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x01\n" +
+	"\aBlobMap\x129\n" +
+	"\aentries\x18\x01 \x03(\v2\x1f.kvnode.v1.BlobMap.EntriesEntryR\aentries\x1a:\n" +
+	"\fEntriesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"/\n" +
 	"\x03Row\x12(\n" +
 	"\x06values\x18\x01 \x03(\v2\x10.kvnode.v1.ValueR\x06values\"W\n" +
 	"\x04Rows\x12+\n" +
@@ -1706,7 +2163,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x12CONSISTENCY_QUORUM\x10\x02\x12\x13\n" +
 	"\x0fCONSISTENCY_ALL\x10\x03\x12\x19\n" +
 	"\x15CONSISTENCY_LOCAL_ONE\x10\x04\x12\x1c\n" +
-	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05*\xce\x01\n" +
+	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05*\xc5\x04\n" +
 	"\n" +
 	"ColumnType\x12\x1b\n" +
 	"\x17COLUMN_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -1716,7 +2173,23 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x12COLUMN_TYPE_DOUBLE\x10\x04\x12\x17\n" +
 	"\x13COLUMN_TYPE_BOOLEAN\x10\x05\x12\x14\n" +
 	"\x10COLUMN_TYPE_BLOB\x10\x06\x12\x19\n" +
-	"\x15COLUMN_TYPE_TIMESTAMP\x10\a*3\n" +
+	"\x15COLUMN_TYPE_TIMESTAMP\x10\a\x12\x15\n" +
+	"\x11COLUMN_TYPE_ASCII\x10\b\x12\x15\n" +
+	"\x11COLUMN_TYPE_FLOAT\x10\t\x12\x18\n" +
+	"\x14COLUMN_TYPE_SMALLINT\x10\n" +
+	"\x12\x17\n" +
+	"\x13COLUMN_TYPE_TINYINT\x10\v\x12\x14\n" +
+	"\x10COLUMN_TYPE_UUID\x10\f\x12\x18\n" +
+	"\x14COLUMN_TYPE_TIMEUUID\x10\r\x12\x14\n" +
+	"\x10COLUMN_TYPE_INET\x10\x0e\x12\x14\n" +
+	"\x10COLUMN_TYPE_DATE\x10\x0f\x12\x14\n" +
+	"\x10COLUMN_TYPE_TIME\x10\x10\x12\x17\n" +
+	"\x13COLUMN_TYPE_DECIMAL\x10\x11\x12\x16\n" +
+	"\x12COLUMN_TYPE_VARINT\x10\x12\x12\x18\n" +
+	"\x14COLUMN_TYPE_SET_TEXT\x10\x13\x12\x19\n" +
+	"\x15COLUMN_TYPE_LIST_TEXT\x10\x14\x12\x1d\n" +
+	"\x19COLUMN_TYPE_MAP_TEXT_TEXT\x10\x15\x12\x1d\n" +
+	"\x19COLUMN_TYPE_MAP_TEXT_BLOB\x10\x16*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -1738,7 +2211,7 @@ func file_kvnode_proto_rawDescGZIP() []byte {
 }
 
 var file_kvnode_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_kvnode_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kvnode.v1.Consistency
 	(ColumnType)(0),                 // 1: kvnode.v1.ColumnType
@@ -1751,50 +2224,61 @@ var file_kvnode_proto_goTypes = []any{
 	(*Void)(nil),                    // 8: kvnode.v1.Void
 	(*Column)(nil),                  // 9: kvnode.v1.Column
 	(*Value)(nil),                   // 10: kvnode.v1.Value
-	(*Row)(nil),                     // 11: kvnode.v1.Row
-	(*Rows)(nil),                    // 12: kvnode.v1.Rows
-	(*SchemaChange)(nil),            // 13: kvnode.v1.SchemaChange
-	(*RateLimitDetail)(nil),         // 14: kvnode.v1.RateLimitDetail
-	(*UnavailableDetail)(nil),       // 15: kvnode.v1.UnavailableDetail
-	(*FailureDetail)(nil),           // 16: kvnode.v1.FailureDetail
-	(*TimeoutDetail)(nil),           // 17: kvnode.v1.TimeoutDetail
-	(*TopPartitionsRequest)(nil),    // 18: kvnode.v1.TopPartitionsRequest
-	(*TopPartition)(nil),            // 19: kvnode.v1.TopPartition
-	(*TableTopPartitions)(nil),      // 20: kvnode.v1.TableTopPartitions
-	(*TopPartitionsResponse)(nil),   // 21: kvnode.v1.TopPartitionsResponse
+	(*TextList)(nil),                // 11: kvnode.v1.TextList
+	(*TextMap)(nil),                 // 12: kvnode.v1.TextMap
+	(*BlobMap)(nil),                 // 13: kvnode.v1.BlobMap
+	(*Row)(nil),                     // 14: kvnode.v1.Row
+	(*Rows)(nil),                    // 15: kvnode.v1.Rows
+	(*SchemaChange)(nil),            // 16: kvnode.v1.SchemaChange
+	(*RateLimitDetail)(nil),         // 17: kvnode.v1.RateLimitDetail
+	(*UnavailableDetail)(nil),       // 18: kvnode.v1.UnavailableDetail
+	(*FailureDetail)(nil),           // 19: kvnode.v1.FailureDetail
+	(*TimeoutDetail)(nil),           // 20: kvnode.v1.TimeoutDetail
+	(*TopPartitionsRequest)(nil),    // 21: kvnode.v1.TopPartitionsRequest
+	(*TopPartition)(nil),            // 22: kvnode.v1.TopPartition
+	(*TableTopPartitions)(nil),      // 23: kvnode.v1.TableTopPartitions
+	(*TopPartitionsResponse)(nil),   // 24: kvnode.v1.TopPartitionsResponse
+	nil,                             // 25: kvnode.v1.TextMap.EntriesEntry
+	nil,                             // 26: kvnode.v1.BlobMap.EntriesEntry
 }
 var file_kvnode_proto_depIdxs = []int32{
 	0,  // 0: kvnode.v1.ExecuteRequest.consistency:type_name -> kvnode.v1.Consistency
-	12, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
-	13, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
+	15, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
+	16, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
 	8,  // 3: kvnode.v1.ExecuteResponse.void:type_name -> kvnode.v1.Void
 	1,  // 4: kvnode.v1.Column.type:type_name -> kvnode.v1.ColumnType
-	10, // 5: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
-	9,  // 6: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
-	11, // 7: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
-	3,  // 8: kvnode.v1.SchemaChange.change:type_name -> kvnode.v1.SchemaChange.Change
-	2,  // 9: kvnode.v1.RateLimitDetail.op:type_name -> kvnode.v1.Op
-	4,  // 10: kvnode.v1.RateLimitDetail.rejected_by:type_name -> kvnode.v1.RateLimitDetail.RejectedBy
-	0,  // 11: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 12: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
-	0,  // 13: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
-	5,  // 14: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
-	2,  // 15: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
-	0,  // 16: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 17: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
-	10, // 18: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
-	9,  // 19: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
-	19, // 20: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
-	20, // 21: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
-	6,  // 22: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
-	18, // 23: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
-	7,  // 24: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
-	21, // 25: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
-	24, // [24:26] is the sub-list for method output_type
-	22, // [22:24] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	11, // 5: kvnode.v1.Value.set_text:type_name -> kvnode.v1.TextList
+	11, // 6: kvnode.v1.Value.list_text:type_name -> kvnode.v1.TextList
+	12, // 7: kvnode.v1.Value.map_text_text:type_name -> kvnode.v1.TextMap
+	13, // 8: kvnode.v1.Value.map_text_blob:type_name -> kvnode.v1.BlobMap
+	25, // 9: kvnode.v1.TextMap.entries:type_name -> kvnode.v1.TextMap.EntriesEntry
+	26, // 10: kvnode.v1.BlobMap.entries:type_name -> kvnode.v1.BlobMap.EntriesEntry
+	10, // 11: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
+	9,  // 12: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
+	14, // 13: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
+	3,  // 14: kvnode.v1.SchemaChange.change:type_name -> kvnode.v1.SchemaChange.Change
+	2,  // 15: kvnode.v1.RateLimitDetail.op:type_name -> kvnode.v1.Op
+	4,  // 16: kvnode.v1.RateLimitDetail.rejected_by:type_name -> kvnode.v1.RateLimitDetail.RejectedBy
+	0,  // 17: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 18: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
+	0,  // 19: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
+	5,  // 20: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
+	2,  // 21: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
+	0,  // 22: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 23: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
+	10, // 24: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
+	9,  // 25: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
+	22, // 26: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
+	23, // 27: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
+	6,  // 28: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
+	21, // 29: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
+	7,  // 30: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
+	24, // 31: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
+	30, // [30:32] is the sub-list for method output_type
+	28, // [28:30] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_kvnode_proto_init() }
@@ -1817,6 +2301,21 @@ func file_kvnode_proto_init() {
 		(*Value_Boolean)(nil),
 		(*Value_Blob)(nil),
 		(*Value_Timestamp)(nil),
+		(*Value_Ascii)(nil),
+		(*Value_Float)(nil),
+		(*Value_Smallint)(nil),
+		(*Value_Tinyint)(nil),
+		(*Value_Uuid)(nil),
+		(*Value_Timeuuid)(nil),
+		(*Value_Inet)(nil),
+		(*Value_Date)(nil),
+		(*Value_Time)(nil),
+		(*Value_Decimal)(nil),
+		(*Value_Varint)(nil),
+		(*Value_SetText)(nil),
+		(*Value_ListText)(nil),
+		(*Value_MapTextText)(nil),
+		(*Value_MapTextBlob)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1824,7 +2323,7 @@ func file_kvnode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvnode_proto_rawDesc), len(file_kvnode_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   16,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

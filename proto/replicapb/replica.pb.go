@@ -263,9 +263,14 @@ type Limiter struct {
 	Mode  Limiter_Mode           `protobuf:"varint,1,opt,name=mode,proto3,enum=kvnode.replica.v1.Limiter_Mode" json:"mode,omitempty"`
 	// The coordinator's random draw r in [0, 1), the same for every replica of the operation. Used only by
 	// ACCOUNT_AND_ENFORCE.
-	Draw          float64 `protobuf:"fixed64,2,opt,name=draw,proto3" json:"draw,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Draw float64 `protobuf:"fixed64,2,opt,name=draw,proto3" json:"draw,omitempty"`
+	// The coordinator's clock when it started the operation, in nanoseconds since the Unix epoch, the same for
+	// every replica of the operation: the replica accounts the operation at this time (its counters halve at
+	// the stamp's second boundaries, not its own), bounded to within a few seconds of its own clock, so that
+	// replicas whose clocks disagree still hold the same counters. 0: unstamped, the replica uses its own clock.
+	StampUnixNanos int64 `protobuf:"varint,3,opt,name=stamp_unix_nanos,json=stampUnixNanos,proto3" json:"stamp_unix_nanos,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Limiter) Reset() {
@@ -308,6 +313,13 @@ func (x *Limiter) GetMode() Limiter_Mode {
 func (x *Limiter) GetDraw() float64 {
 	if x != nil {
 		return x.Draw
+	}
+	return 0
+}
+
+func (x *Limiter) GetStampUnixNanos() int64 {
+	if x != nil {
+		return x.StampUnixNanos
 	}
 	return 0
 }
@@ -1376,9 +1388,13 @@ func (x *AccountDelta) GetCount() uint32 {
 type AccountDeltaRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Coalesced by (table_id, token, op).
-	Deltas        []*AccountDelta `protobuf:"bytes,1,rep,name=deltas,proto3" json:"deltas,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Deltas []*AccountDelta `protobuf:"bytes,1,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	// The coordinator's clock when it drained the batch, in nanoseconds since the Unix epoch: the replica
+	// accounts every delta at this time, bounded against its own clock as for Limiter.stamp_unix_nanos.
+	// 0: unstamped, the replica uses its own clock.
+	StampUnixNanos int64 `protobuf:"varint,10,opt,name=stamp_unix_nanos,json=stampUnixNanos,proto3" json:"stamp_unix_nanos,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AccountDeltaRequest) Reset() {
@@ -1416,6 +1432,13 @@ func (x *AccountDeltaRequest) GetDeltas() []*AccountDelta {
 		return x.Deltas
 	}
 	return nil
+}
+
+func (x *AccountDeltaRequest) GetStampUnixNanos() int64 {
+	if x != nil {
+		return x.StampUnixNanos
+	}
+	return 0
 }
 
 type AccountDeltaResponse struct {
@@ -2096,10 +2119,11 @@ var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
 	"\n" +
-	"\rreplica.proto\x12\x11kvnode.replica.v1\"\x8f\x01\n" +
+	"\rreplica.proto\x12\x11kvnode.replica.v1\"\xb9\x01\n" +
 	"\aLimiter\x123\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1f.kvnode.replica.v1.Limiter.ModeR\x04mode\x12\x12\n" +
-	"\x04draw\x18\x02 \x01(\x01R\x04draw\";\n" +
+	"\x04draw\x18\x02 \x01(\x01R\x04draw\x12(\n" +
+	"\x10stamp_unix_nanos\x18\x03 \x01(\x03R\x0estampUnixNanos\";\n" +
 	"\x04Mode\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x10\n" +
 	"\fACCOUNT_ONLY\x10\x01\x12\x17\n" +
@@ -2196,9 +2220,11 @@ const file_replica_proto_rawDesc = "" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\x03R\x05token\x12%\n" +
 	"\x02op\x18\x03 \x01(\x0e2\x15.kvnode.replica.v1.OpR\x02op\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\rR\x05count\"T\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\"~\n" +
 	"\x13AccountDeltaRequest\x127\n" +
-	"\x06deltas\x18\x01 \x03(\v2\x1f.kvnode.replica.v1.AccountDeltaR\x06deltasJ\x04\b\x02\x10\n" +
+	"\x06deltas\x18\x01 \x03(\v2\x1f.kvnode.replica.v1.AccountDeltaR\x06deltas\x12(\n" +
+	"\x10stamp_unix_nanos\x18\n" +
+	" \x01(\x03R\x0estampUnixNanosJ\x04\b\x02\x10\n" +
 	"\"\x7f\n" +
 	"\x14AccountDeltaResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/internal/testcluster"
 )
 
@@ -29,6 +30,15 @@ func logFeatures(t *testing.T, f Features) {
 type inProcess struct{ tc *testcluster.Cluster }
 
 func (p inProcess) Client(i int) *client.Client { return p.tc.Node(i).Client() }
+
+// Executor returns node i's coordinator, nil while it is stopped: every third operation goes
+// through it, prepared and paged (ExecutorTarget).
+func (p inProcess) Executor(i int) *shell.Executor {
+	if n := p.tc.Node(i).Node(); n != nil {
+		return n.Executor()
+	}
+	return nil
+}
 
 // TestModel runs seeded random histories through random coordinators at random consistency
 // levels against in-process clusters of 3 to 5 nodes, with one node stopped for a quarter of

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 )
 
 // Target is the cluster a Runner sends operations to.
@@ -25,6 +27,9 @@ type Stats struct {
 	// ReadsChecked counts successful reads compared with the model; ReadsDetermined those for
 	// which the model allowed exactly one answer (every row and cell certain).
 	ReadsChecked, ReadsDetermined int
+	// Prepared counts operations sent through an ExecutorTarget's Executor, prepared with bound
+	// values (reads paged).
+	Prepared int
 	// Errors counts failed operations by kind of error: unavailable, timeout, rate limited or
 	// other.
 	Errors map[string]int
@@ -43,6 +48,7 @@ func (s *Stats) Add(o Stats) {
 	s.ReadsFailed += o.ReadsFailed
 	s.ReadsChecked += o.ReadsChecked
 	s.ReadsDetermined += o.ReadsDetermined
+	s.Prepared += o.Prepared
 	for k, n := range o.Errors {
 		if s.Errors == nil {
 			s.Errors = map[string]int{}
@@ -82,8 +88,8 @@ func (s Stats) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
 		errs = append(errs, fmt.Sprintf("%s %d", k, s.Errors[k]))
 	}
-	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down; failures: %s)",
-		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent, strings.Join(errs, ", "))
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; failures: %s)",
+		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent, s.Prepared, strings.Join(errs, ", "))
 }
 
 // Runner runs a workload's operations one at a time, records writes in the model and checks
@@ -146,7 +152,22 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 	octx, cancel := context.WithTimeout(ctx, timeout)
 	op.Outcome.Sent = true
 	op.Outcome.Lo = time.Now().UnixMicro()
-	res, err := c.Execute(octx, op.CL, op.Stmt)
+	var rows [][]any
+	var err error
+	et, isDirect := target.(ExecutorTarget)
+	var e *shell.Executor
+	if isDirect && direct(op) {
+		e = et.Executor(op.Node)
+	}
+	if e != nil {
+		r.Stats.Prepared++
+		rows, err = runPrepared(octx, e, op)
+	} else {
+		var res *client.Result
+		if res, err = c.Execute(octx, op.CL, op.Stmt); err == nil {
+			rows = res.Rows
+		}
+	}
 	op.Outcome.Hi = time.Now().UnixMicro()
 	cancel()
 	if ctx.Err() != nil {
@@ -158,6 +179,9 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 			r.Stats.Errors = map[string]int{}
 		}
 		k := errorKind(err)
+		if e != nil {
+			k = directErrorKind(err)
+		}
 		r.Stats.Errors[k]++
 		if r.Stats.ErrorSamples == nil {
 			r.Stats.ErrorSamples = map[string]string{}
@@ -176,7 +200,8 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 		return fmt.Errorf("model: seed %d: operation #%d ended at %d µs, past the high explicit timestamps (%d µs): a history must end within %v of its start", r.W.Seed, op.Seq, op.Outcome.Hi, r.W.High, highAhead)
 	}
 	var inv *client.InvalidError
-	if errors.As(err, &inv) {
+	var dinv *coordinator.InvalidError
+	if errors.As(err, &inv) || errors.As(err, &dinv) {
 		return fmt.Errorf("model: seed %d: operation #%d %s: the server calls it invalid: %w", r.W.Seed, op.Seq, op.Stmt, err)
 	}
 	if op.Kind.IsWrite() {
@@ -192,7 +217,7 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 		r.Stats.ReadsFailed++
 		return nil
 	}
-	op.Outcome.Rows = res.Rows
+	op.Outcome.Rows = rows
 	problems, determined := r.M.Check(op)
 	if len(problems) > 0 {
 		replay := r.Replay

@@ -33,7 +33,8 @@ type event struct {
 	gen  uint32 // generation of the op slot, so events of a recycled slot are ignored
 	send int32  // evDeliver, evRespond: the Send's Seq
 
-	mode coordinator.LimiterMode // evDeliver
+	mode  coordinator.LimiterMode // evDeliver
+	stamp int64                   // evDeliver, evDeltas: the coordinator's stamp in unix nanoseconds; 0 for none
 
 	status     coordinator.Status // evRespond
 	count      uint32             // evRespond with StatusRateLimited

@@ -12,6 +12,9 @@ import (
 
 // Row is one line of the accuracy report, as `simreport --json` prints it.
 type Row struct {
+	// Configuration is "kvnode" (kvnode's shipping behaviour) or "scylla" (the baseline that
+	// models ScyllaDB's documented design).
+	Configuration    string  `json:"configuration"`
 	RF               int     `json:"rf"`
 	Op               string  `json:"op"`
 	CL               string  `json:"cl"`
@@ -20,10 +23,15 @@ type Row struct {
 	OfferedOverLimit float64 `json:"offered_over_limit"`
 	ReplicaDown      bool    `json:"replica_down"`
 	Flood            bool    `json:"flood"`
-	// Propagation says whether coordinators propagated account-only deltas.
-	Propagation bool `json:"propagation"`
-	// AcceptedOverLimit is the hot partition's accepted rate over L in the measurement window.
+	// Onset says whether the hot partition turned hot during the run (idle, then V from one
+	// instant after the warm-up).
+	Onset bool `json:"onset"`
+	// AcceptedOverLimit is the hot partition's accepted rate over L in the measurement window
+	// (for an onset row: from the second second after the onset on).
 	AcceptedOverLimit float64 `json:"accepted_over_limit"`
+	// FirstSecondOverLimit is, in onset rows only, the operations accepted of those that
+	// arrived in the first second from the onset, over L.
+	FirstSecondOverLimit *float64 `json:"first_second_over_limit,omitempty"`
 	// WastedPerAccepted is the replica operations performed for rejected or failed operations,
 	// per accepted operation.
 	WastedPerAccepted float64 `json:"wasted_per_accepted"`
@@ -50,7 +58,13 @@ func (r Result) Row() Row {
 		cold = float64(r.ColdRejected) / float64(r.ColdOffered)
 	}
 	sc := r.Scenario
+	var first *float64
+	if sc.Onset {
+		f := round4(r.FirstSecondOverLimit())
+		first = &f
+	}
 	return Row{
+		Configuration:        sc.Configuration.String(),
 		RF:                   sc.RF,
 		Op:                   sc.Op(),
 		CL:                   sc.Consistency.String(),
@@ -59,8 +73,9 @@ func (r Result) Row() Row {
 		OfferedOverLimit:     sc.Offered,
 		ReplicaDown:          sc.ReplicaDown,
 		Flood:                sc.Flood,
-		Propagation:          sc.Propagation,
+		Onset:                sc.Onset,
 		AcceptedOverLimit:    round4(r.AcceptedOverLimit()),
+		FirstSecondOverLimit: first,
 		WastedPerAccepted:    round4(r.WastedPerAccepted()),
 		Disagreement:         round4(r.Disagreement()),
 		DisagreementMeasured: r.HasDisagreement(),
@@ -125,12 +140,13 @@ func WriteJSON(w io.Writer, results []Result) error {
 }
 
 // markdownHeader is the header of the markdown table.
-const markdownHeader = `| RF | op | CL | routing | skew | V/L | replica down | flood | propagation | accepted/L | wasted/accepted | disagreement |
-|---:|---|---|---|---:|---:|---|---|---|---:|---:|---:|
+const markdownHeader = `| configuration | RF | op | CL | routing | skew | V/L | replica down | flood | onset | accepted/L | first second/L | wasted/accepted | partial writes/accepted | disagreement |
+|---|---:|---|---|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|
 `
 
 // MarkdownTable returns the results as a markdown table, one row per result. A disagreement of
-// "–" means no operation was decided by two or more enforcing replicas.
+// "–" means no operation was decided by two or more enforcing replicas; first second/L is
+// printed for onset rows only.
 func MarkdownTable(results []Result) string {
 	var b strings.Builder
 	b.WriteString(markdownHeader)
@@ -152,9 +168,14 @@ func MarkdownRow(w Row) string {
 	if w.DisagreementMeasured {
 		dis = fmt.Sprintf("%.3f", w.Disagreement)
 	}
-	return fmt.Sprintf("| %d | %s | %s | %s | %s | %g | %s | %s | %s | %.3f | %.3f | %s |\n",
-		w.RF, w.Op, w.CL, w.Routing, skewLabel(w.SkewMS), w.OfferedOverLimit,
-		yes(w.ReplicaDown), yes(w.Flood), yes(w.Propagation), w.AcceptedOverLimit, w.WastedPerAccepted, dis)
+	first := ""
+	if w.FirstSecondOverLimit != nil {
+		first = fmt.Sprintf("%.3f", *w.FirstSecondOverLimit)
+	}
+	return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %g | %s | %s | %s | %.3f | %s | %.3f | %.3f | %s |\n",
+		w.Configuration, w.RF, w.Op, w.CL, w.Routing, skewLabel(w.SkewMS), w.OfferedOverLimit,
+		yes(w.ReplicaDown), yes(w.Flood), yes(w.Onset), w.AcceptedOverLimit, first, w.WastedPerAccepted,
+		w.PartialWritesPerAccepted, dis)
 }
 
 func skewLabel(ms int64) string {

@@ -125,8 +125,9 @@ func TestJSONRowFields(t *testing.T) {
 		t.Fatalf("line %q is not a JSON object: %v", lines[0], err)
 	}
 	want := map[string]any{
-		"rf": 3.0, "op": "read", "cl": "ONE", "routing": "random-replica", "skew_ms": 500.0,
-		"offered_over_limit": 1.44, "replica_down": false, "flood": true, "propagation": false,
+		"configuration": "scylla",
+		"rf":            3.0, "op": "read", "cl": "ONE", "routing": "random-replica", "skew_ms": 500.0,
+		"offered_over_limit": 1.44, "replica_down": false, "flood": true, "onset": false,
 		"accepted_over_limit": 1.3, "wasted_per_accepted": 0.01, "disagreement": 0.05,
 		"disagreement_measured": true, "cold_rejected": 0.001, "evictions_per_s": 5.0,
 		"partial_writes_per_accepted": 0.0,
@@ -141,6 +142,20 @@ func TestJSONRowFields(t *testing.T) {
 			t.Errorf("unexpected field %q = %v", k, got[k])
 		}
 	}
+
+	// An onset row of kvnode carries first_second_over_limit.
+	r.Scenario.Configuration, r.Scenario.Onset, r.FirstSecond = Kvnode, true, 250
+	b.Reset()
+	if err := WriteJSON(&b, []Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("line %q is not a JSON object: %v", b.String(), err)
+	}
+	if got["configuration"] != "kvnode" || got["onset"] != true || got["first_second_over_limit"] != 2.5 {
+		t.Errorf("onset row %s: want configuration kvnode, onset true and first_second_over_limit 2.5", b.String())
+	}
 }
 
 // TestMarkdownRow: the markdown row prints the scenario and the three measurements, with "–"
@@ -151,12 +166,12 @@ func TestMarkdownRow(t *testing.T) {
 		want string
 	}{
 		{
-			Row{RF: 3, Op: "write", CL: "QUORUM", Routing: "outside", SkewMS: 100, OfferedOverLimit: 10, AcceptedOverLimit: 1.0123, WastedPerAccepted: 0.1304, Disagreement: 0.0251, DisagreementMeasured: true},
-			"| 3 | write | QUORUM | outside | ±100 ms | 10 |  |  |  | 1.012 | 0.130 | 0.025 |\n",
+			Row{Configuration: "scylla", RF: 3, Op: "write", CL: "QUORUM", Routing: "outside", SkewMS: 100, OfferedOverLimit: 10, AcceptedOverLimit: 1.0123, WastedPerAccepted: 0.1304, PartialWritesPerAccepted: 0.05, Disagreement: 0.0251, DisagreementMeasured: true},
+			"| scylla | 3 | write | QUORUM | outside | ±100 ms | 10 |  |  |  | 1.012 |  | 0.130 | 0.050 | 0.025 |\n",
 		},
 		{
-			Row{RF: 3, Op: "read", CL: "ALL", Routing: "fixed-first", OfferedOverLimit: 1.44, ReplicaDown: true, Propagation: true},
-			"| 3 | read | ALL | fixed-first | 0 | 1.44 | yes |  | yes | 0.000 | 0.000 | – |\n",
+			Row{Configuration: "kvnode", RF: 3, Op: "read", CL: "ALL", Routing: "fixed-first", OfferedOverLimit: 1.44, ReplicaDown: true, Onset: true, FirstSecondOverLimit: ptr(2.25)},
+			"| kvnode | 3 | read | ALL | fixed-first | 0 | 1.44 | yes |  | yes | 0.000 | 2.250 | 0.000 | 0.000 | – |\n",
 		},
 	}
 	for _, c := range cases {
@@ -165,6 +180,8 @@ func TestMarkdownRow(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestMatrixCoversTheIssue: the report's matrix is the full cross product the accuracy report
 // promises, plus replica-down and flood rows, with no duplicate scenario (each row's seed is a
@@ -179,8 +196,8 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 		}
 		seen[sc.String()] = true
 		switch {
-		case sc.Propagation:
-			count["propagation"]++
+		case sc.Onset:
+			count["onset "+sc.Configuration.String()]++
 		case sc.ReplicaDown:
 			count["down"]++
 		case sc.Flood:
@@ -189,10 +206,10 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 			count["main"]++
 		}
 	}
-	want := 2 * 2 * 3 * 3 * 3 * 6 // RF × op × CL × routing × skew × V
-	if count["main"] != want || count["down"] == 0 || count["flood"] == 0 || count["propagation"] == 0 {
-		t.Errorf("matrix has %d main rows, %d replica-down rows, %d flood rows and %d rows with propagation, want %d main rows and some of each other kind",
-			count["main"], count["down"], count["flood"], count["propagation"], want)
+	want := 2 * 2 * 2 * 3 * 3 * 3 * 6 // configuration × RF × op × CL × routing × skew × V
+	if count["main"] != want || count["down"] == 0 || count["flood"] == 0 || count["onset kvnode"] == 0 || count["onset kvnode"] != count["onset scylla"] {
+		t.Errorf("matrix has %d main rows, %d replica-down rows, %d flood rows and %d/%d onset rows (kvnode/scylla), want %d main rows, some of each other kind, as many onset rows per configuration",
+			count["main"], count["down"], count["flood"], count["onset kvnode"], count["onset scylla"], want)
 	}
 	for _, rf := range []int{1, 3} {
 		for _, op := range []string{"write", "read"} {
@@ -201,8 +218,10 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 					for _, sk := range []string{"0s", "100ms", "500ms"} {
 						for _, v := range []string{"0.5", "1", "1.44", "2", "10", "100"} {
 							name := fmt.Sprintf("rf=%d op=%s cl=%s routing=%s skew=%s V=%sL down=false flood=false", rf, op, cl, rt, sk, v)
-							if !seen[name] {
-								t.Errorf("matrix lacks %s", name)
+							for _, n := range []string{name, name + " configuration=kvnode"} {
+								if !seen[n] {
+									t.Errorf("matrix lacks %s", n)
+								}
 							}
 						}
 					}

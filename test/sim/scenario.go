@@ -60,6 +60,34 @@ func (a Arrival) String() string {
 	return fmt.Sprintf("Arrival(%d)", uint8(a))
 }
 
+// Configuration is which limiter a scenario runs: kvnode's shipping behaviour, or the baseline
+// that models ScyllaDB's documented design.
+type Configuration uint8
+
+// The configurations. The zero value is the baseline.
+const (
+	// Scylla is the per-partition limiter as ScyllaDB designs it (and DESIGN §1 first
+	// describes it): no account propagation, replicas decide on their own clocks, and a new
+	// counter starts at zero with no onset bound.
+	Scylla Configuration = iota
+	// Kvnode is kvnode's shipping behaviour: account propagation (the core's Batcher, every
+	// Options.PropagationInterval), every limited operation and delta batch stamped with its
+	// coordinator's clock and accounted at the stamp (partitionlimit.Stamp against the
+	// replica's clock), and partitionlimit's onset bound.
+	Kvnode
+)
+
+// String returns "scylla" or "kvnode".
+func (c Configuration) String() string {
+	switch c {
+	case Scylla:
+		return "scylla"
+	case Kvnode:
+		return "kvnode"
+	}
+	return fmt.Sprintf("Configuration(%d)", uint8(c))
+}
+
 // Scenario is one row of the accuracy report: a cluster layout, a workload on one hot partition,
 // and the conditions it runs under. The run-wide knobs (seed, length, limit, latency, table size)
 // are in Options.
@@ -89,12 +117,13 @@ type Scenario struct {
 	// writes whatever the scenario's op, because every replica counts a write: that is the most
 	// pressure a flood can put on the tables.
 	Flood bool
-	// Propagation turns on account propagation as the coordinator shell implements it: each
-	// coordinator collects the replicas a finished operation left uncounted (Step.Unaccounted),
-	// coalesced per (partition, op), and every Options.PropagationInterval sends each live
-	// replica one batch of account-only deltas, which the replica adds to its counters
-	// (Table.AccountN) on its own clock.
-	Propagation bool
+	// Configuration is the limiter the cluster runs: Kvnode or the Scylla baseline.
+	Configuration Configuration
+	// Onset keeps the hot partition idle until Options.Warmup plus a random fraction of a
+	// second, then offers it V from that instant: the partition turning hot. The row then
+	// measures the first second from the onset (Result.FirstSecond) apart, and accepted/L over
+	// the rest of the run.
+	Onset bool
 }
 
 // Op returns the scenario's operation kind as the report names it: "write", "read" or "mix".
@@ -116,10 +145,13 @@ func (s Scenario) String() string {
 	}
 	name := fmt.Sprintf("rf=%d op=%s cl=%v routing=%v skew=%v V=%gL down=%t flood=%t",
 		s.RF, op, s.Consistency, s.Routing, s.Skew, s.Offered, s.ReplicaDown, s.Flood)
-	if s.Propagation {
-		// Only when set, so that the names (and so the seeds) of the other scenarios do not
-		// depend on this option.
-		name += " propagation=true"
+	// Only when set, so that the names (and so the seeds) of the baseline's scenarios are
+	// those the report had before configurations existed.
+	if s.Configuration != Scylla {
+		name += " configuration=" + s.Configuration.String()
+	}
+	if s.Onset {
+		name += " onset=true"
 	}
 	return name
 }
@@ -160,6 +192,10 @@ func (s Scenario) Validate(o Options) error {
 		return fmt.Errorf("sim: %v: read fraction %v is outside [0, 1]", s, s.ReadFraction)
 	case !s.Consistency.Valid():
 		return fmt.Errorf("sim: %v: invalid consistency level", s)
+	case s.Configuration > Kvnode:
+		return fmt.Errorf("sim: %v: invalid configuration", s)
+	case s.Onset && o.Duration-o.Warmup < 2*time.Second:
+		return fmt.Errorf("sim: %v: an onset row needs at least 2s after the warm-up", s)
 	case s.Routing < FixedFirst || s.Routing > Outside:
 		return fmt.Errorf("sim: %v: invalid routing", s)
 	case s.Routing == Outside && s.RF == o.Nodes:
@@ -314,66 +350,71 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Matrix returns every scenario of the accuracy report, in report order: the full cross product
-// RF ∈ {1, 3} × {write, read} × CL ∈ {ONE, QUORUM, ALL} × the three routings × skew ∈ {0, 100 ms,
-// 500 ms} × V ∈ {0.5, 1, 1.44, 2, 10, 100}·L without account propagation (the limiter as DESIGN
-// §1 first describes it), then RF=3 with one replica down, then RF=3 with a cold-key flood beside
-// the hot key, then RF=3 with account propagation (random-replica coordinators at skew 0 and
-// 500 ms and V ∈ {2, 10, 100}·L, the other routings at V = 10·L, and a replica down).
+// Matrix returns every scenario of the accuracy report, in report order: for each
+// configuration (the Scylla baseline, then Kvnode), the full cross product RF ∈ {1, 3} ×
+// {write, read} × CL ∈ {ONE, QUORUM, ALL} × the three routings × skew ∈ {0, 100 ms, 500 ms} ×
+// V ∈ {0.5, 1, 1.44, 2, 10, 100}·L, then RF=3 with one replica down, then RF=3 with a cold-key
+// flood beside the hot key; then the onset rows of both configurations (a partition turning
+// hot at V ∈ {0.5, 2, 5, 10, 100}·L, RF=1 and RF=3 layouts, skew 0 and 500 ms).
 func Matrix() []Scenario {
 	offered := []float64{0.5, 1, 1.44, 2, 10, 100}
 	reads := []float64{0, 1}
 	levels := []coordinator.Consistency{coordinator.One, coordinator.Quorum, coordinator.All}
 	skews := []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}
+	routings := []Routing{FixedFirst, RandomReplica, Outside}
 	var m []Scenario
-	for _, rf := range []int{1, 3} {
-		for _, rd := range reads {
-			for _, cl := range levels {
-				for _, rt := range []Routing{FixedFirst, RandomReplica, Outside} {
-					for _, sk := range skews {
-						for _, v := range offered {
-							m = append(m, Scenario{RF: rf, ReadFraction: rd, Consistency: cl, Routing: rt, Skew: sk, Offered: v})
+	for _, cf := range []Configuration{Scylla, Kvnode} {
+		for _, rf := range []int{1, 3} {
+			for _, rd := range reads {
+				for _, cl := range levels {
+					for _, rt := range routings {
+						for _, sk := range skews {
+							for _, v := range offered {
+								m = append(m, Scenario{RF: rf, ReadFraction: rd, Consistency: cl, Routing: rt, Skew: sk, Offered: v, Configuration: cf})
+							}
 						}
 					}
 				}
 			}
 		}
-	}
-	for _, rd := range reads {
-		for _, cl := range levels {
-			for _, rt := range []Routing{FixedFirst, RandomReplica, Outside} {
-				for _, v := range []float64{1, 10, 100} {
-					m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: v, ReplicaDown: true})
+		for _, rd := range reads {
+			for _, cl := range levels {
+				for _, rt := range routings {
+					for _, v := range []float64{1, 10, 100} {
+						m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: v, ReplicaDown: true, Configuration: cf})
+					}
 				}
 			}
 		}
-	}
-	for _, rd := range reads {
-		for _, rt := range []Routing{FixedFirst, RandomReplica, Outside} {
-			cl := coordinator.Quorum
-			if rd == 1 {
-				cl = coordinator.One
+		for _, rd := range reads {
+			for _, rt := range routings {
+				cl := coordinator.Quorum
+				if rd == 1 {
+					cl = coordinator.One
+				}
+				m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: 10, Flood: true, Configuration: cf})
 			}
-			m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: 10, Flood: true})
 		}
 	}
-	for _, rd := range reads {
-		for _, cl := range levels {
+	// Onset: one layout per path (a replica deciding alone at RF=1, local checks spread over
+	// three replicas, outside coordinators whose replicas all enforce, reads at ONE spread
+	// over the replicas).
+	layouts := []Scenario{
+		{RF: 1, ReadFraction: 0, Consistency: coordinator.One, Routing: FixedFirst},
+		{RF: 3, ReadFraction: 0, Consistency: coordinator.Quorum, Routing: RandomReplica},
+		{RF: 3, ReadFraction: 0, Consistency: coordinator.All, Routing: Outside},
+		{RF: 3, ReadFraction: 1, Consistency: coordinator.Quorum, Routing: Outside},
+		{RF: 3, ReadFraction: 1, Consistency: coordinator.One, Routing: RandomReplica},
+	}
+	for _, cf := range []Configuration{Scylla, Kvnode} {
+		for _, l := range layouts {
 			for _, sk := range []time.Duration{0, 500 * time.Millisecond} {
-				for _, v := range []float64{2, 10, 100} {
-					m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: RandomReplica, Skew: sk, Offered: v, Propagation: true})
+				for _, v := range []float64{0.5, 2, 5, 10, 100} {
+					sc := l
+					sc.Skew, sc.Offered, sc.Configuration, sc.Onset = sk, v, cf, true
+					m = append(m, sc)
 				}
 			}
-			// Fixed-first and outside coordinators leave uncounted only replicas that never
-			// decide; one row each shows propagation changes nothing there.
-			for _, rt := range []Routing{FixedFirst, Outside} {
-				m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: rt, Offered: 10, Propagation: true})
-			}
-		}
-	}
-	for _, rd := range reads {
-		for _, v := range []float64{10, 100} {
-			m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: coordinator.Quorum, Routing: RandomReplica, Offered: v, ReplicaDown: true, Propagation: true})
 		}
 	}
 	return m

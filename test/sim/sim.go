@@ -60,9 +60,18 @@ type Result struct {
 	ReplicaVersions []uint64
 	ReplicaOps      []uint64
 
+	// FirstSecond is, for an onset scenario, the hot partition's operations accepted among
+	// those that arrived in the first second from the onset (the window then starts after it).
+	FirstSecond int
+	// Clamped counts stamps the replicas clamped (partitionlimit.Stamp) over the whole run.
+	Clamped int
+
 	// Events is the number of events the run processed, warm-up included.
 	Events int
 }
+
+// FirstSecondOverLimit returns FirstSecond over L.
+func (r Result) FirstSecondOverLimit() float64 { return float64(r.FirstSecond) / float64(r.Limit) }
 
 // AcceptedOverLimit returns the hot partition's accepted rate over the window divided by the
 // limit. For a mix of reads and writes it is the sum of both ops' rates over L.
@@ -123,6 +132,7 @@ type opState struct {
 	draw     float64
 	hot      bool
 	measured bool
+	first    bool  // an onset row's operation that arrived in the first second from the onset
 	ticking  bool  // an evTick is scheduled for the deadline
 	pending  int32 // Sends delivered or in flight whose Response has not reached the coordinator
 	applied  int32 // replicas that performed the operation
@@ -166,6 +176,7 @@ type sim struct {
 	ids   []coordinator.NodeID
 
 	end, warm   int64 // simulated nanoseconds
+	onset       int64 // an onset row's onset, in simulated nanoseconds; measured from onset+1s
 	hotToken    int64
 	coldTokens  []int64
 	rrHot       int // round-robin position of outside coordinators for the hot partition
@@ -218,7 +229,7 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 	s.nodes = make([]node, o.Nodes)
 	s.ids = make([]coordinator.NodeID, o.Nodes)
 	for i := range s.nodes {
-		t, err := partitionlimit.New(partitionlimit.Options{Capacity: o.Capacity})
+		t, err := partitionlimit.New(partitionlimit.Options{Capacity: o.Capacity, NoOnsetBound: sc.Configuration != Kvnode})
 		if err != nil {
 			return nil, fmt.Errorf("sim: node %d: %w", i, err)
 		}
@@ -238,10 +249,14 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 	if sc.Flood {
 		s.streams[2] = stream{kind: evFlood, rate: o.FloodRate}
 	}
-	if sc.Propagation {
+	if sc.Configuration == Kvnode {
 		s.batchers = make([]coordinator.Batcher, o.Nodes)
 	}
 	s.res = Result{Scenario: sc, Limit: o.Limit, Window: o.Duration - o.Warmup}
+	if sc.Onset {
+		s.onset = s.warm + int64(s.rng.Float64()*float64(time.Second))
+		s.res.Window = time.Duration(s.end - s.onset - int64(time.Second))
+	}
 	return s, nil
 }
 
@@ -256,12 +271,15 @@ func (s *sim) run() (Result, error) {
 		} else {
 			st.next = s.rng.ExpFloat64() * 1e9 / st.rate
 		}
+		if st.kind == evHot {
+			st.next += float64(s.onset) // idle until the onset (0 but in onset rows)
+		}
 		if int64(st.next) < s.end {
 			s.q.push(event{at: int64(st.next), kind: st.kind})
 		}
 	}
 	s.q.push(event{at: s.warm, kind: evWarm})
-	if s.sc.Propagation {
+	if s.batchers != nil {
 		// Each coordinator's propagation ticker starts at its own phase.
 		for i := range s.nodes {
 			s.q.push(event{at: int64(s.rng.Float64() * float64(s.o.PropagationInterval)), kind: evFlush, node: int32(i)})
@@ -433,6 +451,10 @@ func (s *sim) start(at int64, hot, write bool, token int64) {
 	i := s.alloc()
 	op := &s.ops[i]
 	op.hot, op.measured, op.token = hot, at >= s.warm, token
+	if s.sc.Onset && hot {
+		op.first = at < s.onset+int64(time.Second)
+		op.measured = !op.first
+	}
 	op.label, op.draw = labelWrite, s.rng.Float64()
 	if read {
 		op.label = labelRead
@@ -453,6 +475,10 @@ func (s *sim) start(at int64, hot, write bool, token int64) {
 	}
 	if read {
 		p.Op = coordinator.OpRead
+	}
+	if s.sc.Configuration == Kvnode {
+		// The coordinator stamps the operation with its own clock (the shell's newRequest).
+		p.Stamp = s.clock(coord, at)
 	}
 	reps := s.paramsReps[:0]
 	for _, r := range replicas {
@@ -485,6 +511,7 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 	op := &s.ops[i]
 	coord := int(op.coord)
 	if st.LocalCheck {
+		// The shell checks its local counter at the operation's stamp, which is its own clock.
 		d := s.nodes[coord].table.Decide(op.token, op.label, s.o.Limit, op.draw, s.clock(coord, at))
 		st = op.req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter})
 	}
@@ -501,10 +528,10 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 		op.pending++
 		s.q.push(event{
 			at: at + s.latency(coord, to), kind: evDeliver, node: int32(to), op: i, gen: op.gen,
-			send: int32(snd.Seq), mode: snd.Mode,
+			send: int32(snd.Seq), mode: snd.Mode, stamp: stampNanos(snd.Stamp),
 		})
 	}
-	if st.Outcome != nil && s.sc.Propagation {
+	if st.Outcome != nil && s.batchers != nil {
 		// The shell hands the finished request's uncounted replicas to its propagator.
 		s.batchers[coord].Add(st.Unaccounted, simTable, op.token, opOf(op.label))
 	}
@@ -515,23 +542,25 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 // down are dropped. The ticker keeps running until the end of the arrivals.
 func (s *sim) flush(e event) {
 	i := int(e.node)
+	stamp := s.clock(i, e.at).UnixNano() // the shell stamps each batch with its clock at the drain
 	for _, batch := range s.batchers[i].Drain(func(id coordinator.NodeID) bool { return !s.detectedDown(s.nodeIndex(id), e.at) }) {
 		b := s.allocBatch()
 		s.batches[b] = append(s.batches[b][:0], batch.Deltas...)
 		j := s.nodeIndex(batch.To)
-		s.q.push(event{at: e.at + s.latency(i, j), kind: evDeltas, node: int32(j), op: b})
+		s.q.push(event{at: e.at + s.latency(i, j), kind: evDeltas, node: int32(j), op: b, stamp: stamp})
 	}
 	if next := e.at + int64(s.o.PropagationInterval); next < s.end {
 		s.q.push(event{at: next, kind: evFlush, node: e.node})
 	}
 }
 
-// applyDeltas adds a batch of account-only deltas to a replica's counters, on its own clock.
-// A crashed replica loses the batch.
+// applyDeltas adds a batch of account-only deltas to a replica's counters, at the batch's stamp
+// bounded against the replica's clock, as replica.Service does. A crashed replica loses the
+// batch.
 func (s *sim) applyDeltas(e event) {
 	j := int(e.node)
 	if !s.nodes[j].crashed {
-		now := s.clock(j, e.at)
+		now := s.replicaTime(j, e.at, e.stamp)
 		for _, d := range s.batches[e.op] {
 			s.nodes[j].table.AccountN(d.Token, labelOf(d.Op), d.Count, now)
 		}
@@ -555,8 +584,9 @@ func (s *sim) deliver(e event) {
 	op := &s.ops[e.op]
 	n := int(e.node)
 	r := event{kind: evRespond, node: e.node, op: e.op, gen: e.gen, send: e.send, status: coordinator.StatusOK}
-	// The replica's admission decision, as replica.Service makes it (partitionlimit's Table.Apply).
-	d, err := s.nodes[n].table.Apply(e.mode, op.token, op.label, s.o.Limit, op.draw, s.clock(n, e.at))
+	// The replica's admission decision, as replica.Service makes it (partitionlimit's Table.Apply
+	// at the coordinator's stamp, bounded against the replica's clock).
+	d, err := s.nodes[n].table.Apply(e.mode, op.token, op.label, s.o.Limit, op.draw, s.replicaTime(n, e.at, e.stamp))
 	switch {
 	case err != nil:
 		s.err = fmt.Errorf("sim: %v: replica %d at %v: %w", s.sc, n, time.Duration(e.at), err)
@@ -579,6 +609,29 @@ func (s *sim) deliver(e event) {
 	}
 	r.at = e.at + s.latency(n, int(op.coord))
 	s.q.push(r)
+}
+
+// replicaTime returns the time replica n accounts a message stamped stamp (unix nanoseconds, 0
+// for none) at, at simulated time at: replica.Service's rule, partitionlimit.Stamp against the
+// replica's own clock with the default bound. Clamped stamps are counted.
+func (s *sim) replicaTime(n int, at, stamp int64) time.Time {
+	local := s.clock(n, at)
+	if stamp == 0 {
+		return local
+	}
+	t, clamped := partitionlimit.Stamp(time.Unix(0, stamp), local, partitionlimit.DefaultMaxStampSkew)
+	if clamped {
+		s.res.Clamped++
+	}
+	return t
+}
+
+// stampNanos returns a Send's stamp in unix nanoseconds, 0 for none (the shell's encoding).
+func stampNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // perform applies a write or serves a read at replica n.
@@ -632,6 +685,9 @@ func (s *sim) maybeDone(i int32) {
 // finish records operation i's measurements and frees its slot.
 func (s *sim) finish(i int32, out uint8) {
 	op := &s.ops[i]
+	if op.first && out == outSuccess {
+		s.res.FirstSecond++
+	}
 	if op.measured {
 		r := &s.res
 		if op.hot {

@@ -13,10 +13,9 @@ import (
 // TestJSONPrintsEveryRow: --json prints one object per matrix row with the report's fields.
 // A short run keeps the test cheap; the numbers themselves are tested in package sim.
 func TestJSONPrintsEveryRow(t *testing.T) {
-	seconds := "1"
-	if raceEnabled {
-		seconds = "0.6"
-	}
+	// Onset rows need two measured seconds (the first, and the one after), so this is the
+	// shortest run the matrix accepts.
+	seconds := "2.5"
 	var out, errs bytes.Buffer
 	err := run(context.Background(), []string{"--json", "--seconds", seconds, "--warmup", "0.5", "--seed", "3", "-q"}, &out, &errs)
 	if err != nil {
@@ -27,7 +26,7 @@ func TestJSONPrintsEveryRow(t *testing.T) {
 		t.Fatalf("--json printed %d lines, want one per matrix row (%d)", len(lines), want)
 	}
 	fields := []string{"rf", "op", "cl", "routing", "skew_ms", "offered_over_limit", "replica_down", "flood",
-		"accepted_over_limit", "wasted_per_accepted", "disagreement"}
+		"accepted_over_limit", "wasted_per_accepted", "disagreement", "configuration"}
 	for i, l := range lines {
 		var row map[string]any
 		if err := json.Unmarshal([]byte(l), &row); err != nil {
@@ -38,6 +37,9 @@ func TestJSONPrintsEveryRow(t *testing.T) {
 				t.Fatalf("line %d %q lacks field %q", i+1, l, f)
 			}
 		}
+	}
+	if !strings.Contains(out.String(), `"first_second_over_limit"`) {
+		t.Errorf("no row carries first_second_over_limit; the onset rows should")
 	}
 	if errs.Len() != 0 {
 		t.Errorf("-q still wrote %q to stderr", errs.String())

@@ -1,0 +1,209 @@
+package shell
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// ExecuteBatch runs a BATCH (the native protocol's BATCH message): its children, query strings
+// or prepared statements with their values, are INSERTs, UPDATEs and DELETEs applied at one
+// consistency level with one timestamp (the client's, else the coordinator's; a child's own
+// USING TIMESTAMP wins). The writes to one partition of one table are applied as one mutation,
+// all or nothing, and the rate limiter counts them as one write of the partition; partitions are
+// written one after the other, in the order the batch first names them.
+//
+// A logged batch that spans partitions would need a batchlog to apply all of its partitions or
+// none when the coordinator fails part way; kvnode has none yet, so it runs such a batch as an
+// unlogged one and says so in a warning of the Result. Errors are those of Execute; a batch
+// that fails after writing some partitions leaves them written.
+func (e *Executor) ExecuteBatch(ctx context.Context, b coordinator.BatchStatement) (coordinator.Result, error) {
+	var start time.Time
+	if e.observer != nil {
+		start = time.Now()
+	}
+	cl, t, res, err := e.executeBatch(ctx, b)
+	if e.observer != nil {
+		var ks, name string
+		if t != nil {
+			ks, name = t.Keyspace, t.Name
+		}
+		e.observer.OnRequest(ks, name, kindWrite.String(), cl.String(), resultOf(err), time.Since(start))
+	}
+	if err != nil {
+		return coordinator.Result{}, err
+	}
+	return res, nil
+}
+
+func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatement) (coordinator.Consistency, *schema.Table, coordinator.Result, error) {
+	cl := b.Consistency
+	switch {
+	case cl == 0:
+		cl = coordinator.One
+	case !cl.Valid():
+		return coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
+	}
+	var logged bool
+	switch b.Type {
+	case 0, coordinator.BatchLogged: // the zero value is the protocol's default, LOGGED
+		logged = true
+	case coordinator.BatchUnlogged:
+	default:
+		return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown batch type %d (valid: LOGGED, UNLOGGED)", uint8(b.Type))}
+	}
+	if len(b.Children) == 0 {
+		return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("BATCH has no statements")}
+	}
+	s := e.schema.Schema()
+	writes := make([]*schema.Write, len(b.Children))
+	stmts := make([]cql.Statement, len(b.Children))
+	var timeout time.Duration
+	for i, c := range b.Children {
+		stmt, keyspace := cql.Statement(nil), b.Keyspace
+		if p := c.Prepared; p != nil {
+			if p.Statement == nil {
+				return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("statement %d of the BATCH: the prepared statement has no parsed statement: prepare it with Executor.Prepare", i+1)}
+			}
+			stmt, keyspace = p.Statement, p.Keyspace
+		} else {
+			var err error
+			if stmt, err = parseOne(c.Text); err != nil {
+				var ie *coordinator.InvalidError
+				if errors.As(err, &ie) {
+					ie.Err = fmt.Errorf("statement %d of the BATCH: %w", i+1, ie.Err)
+				}
+				return cl, nil, coordinator.Result{}, err
+			}
+		}
+		switch stmt.(type) {
+		case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
+		default:
+			return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Pos: stmt.Pos(),
+				Err: fmt.Errorf("statement %d of the BATCH is a %s; a BATCH holds only INSERT, UPDATE and DELETE", i+1, schema.StatementName(stmt))}
+		}
+		w, err := s.BindWrite(stmt, keyspace, c.Values)
+		if err != nil {
+			return cl, nil, coordinator.Result{}, invalid(stmt, fmt.Errorf("statement %d of the BATCH (%s): %w", i+1, schema.StatementName(stmt), err))
+		}
+		if w.Timeout > 0 && (timeout == 0 || w.Timeout < timeout) {
+			timeout = w.Timeout
+		}
+		writes[i], stmts[i] = w, stmt
+	}
+	t, res, err := e.runBatch(ctx, s, writes, stmts, logged, cl, b.Timestamp, b.HasTimestamp, timeout)
+	return cl, t, res, err
+}
+
+// executeBatchStmt runs a BATCH statement (BEGIN BATCH ... APPLY BATCH) with req's values and
+// default timestamp, as ExecuteBatch runs the protocol's BATCH.
+func (e *Executor) executeBatchStmt(ctx context.Context, st *cql.BatchStmt, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+	s := e.schema.Schema()
+	b, err := s.BindBatch(st, keyspace, req.Values)
+	if err != nil {
+		return nil, coordinator.Result{}, invalid(st, err)
+	}
+	return e.runBatch(ctx, s, b.Writes, st.Statements, !b.Unlogged, cl, req.Timestamp, req.HasTimestamp, b.Timeout)
+}
+
+// batchSizeWarn is the size of a batch's mutations above which its Result warns: Cassandra's
+// default batch_size_warn_threshold, 5 KiB.
+const batchSizeWarn = 5 << 10
+
+// partitionWrites is what a batch writes to one partition of one table.
+type partitionWrites struct {
+	table *schema.Table
+	rf    int
+	m     *replicapb.Mutation
+	pos   cql.Pos // of the first statement writing it, for errors
+}
+
+// runBatch applies writes, the statements stmts of a batch, at consistency cl: one mutation per
+// partition, with one timestamp for the writes without their own (clientTS when hasClientTS).
+// It returns the table of the first write, for the Observer.
+func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*schema.Write, stmts []cql.Statement, logged bool, cl coordinator.Consistency, clientTS int64, hasClientTS bool, timeout time.Duration) (*schema.Table, coordinator.Result, error) {
+	first := writes[0].Table
+	now := e.now()
+	var ts int64
+	needTS := false
+	for i, w := range writes {
+		if !w.HasTimestamp && hasClientTS {
+			w.Timestamp, w.HasTimestamp = clientTS, true
+		}
+		if err := e.checkTimestamp(stmts[i], w, now); err != nil {
+			return first, coordinator.Result{}, err
+		}
+		if err := checkWriteSize(w, stmts[i].Pos(), e.maxMutation); err != nil {
+			return first, coordinator.Result{}, err
+		}
+		needTS = needTS || !w.HasTimestamp
+	}
+	if needTS {
+		ts = e.nextTimestamp()
+	}
+
+	var groups []*partitionWrites
+	index := make(map[string]int, len(writes))
+	var keyBuf []byte
+	for i, w := range writes {
+		keyBuf = binary.BigEndian.AppendUint64(keyBuf[:0], uint64(w.Table.ID))
+		keyBuf = partitioner.AppendKey(keyBuf, w.PartitionKey)
+		g, ok := index[string(keyBuf)]
+		if !ok {
+			rf, err := replicationFactor(s, w.Table)
+			if err != nil {
+				return first, coordinator.Result{}, err
+			}
+			g = len(groups)
+			index[string(keyBuf)] = g
+			token := partitioner.Token(partitioner.AppendKey(nil, w.PartitionKey))
+			m := &replicapb.Mutation{TableId: uint64(w.Table.ID), PartitionKey: w.PartitionKey, Token: token}
+			groups = append(groups, &partitionWrites{table: w.Table, rf: rf, m: m, pos: stmts[i].Pos()})
+		}
+		wts := w.Timestamp
+		if !w.HasTimestamp {
+			wts = ts
+		}
+		var part replicapb.Mutation
+		fillMutation(&part, w, wts)
+		m := groups[g].m
+		m.Rows = append(m.Rows, part.Rows...)
+		m.RangeTombstones = append(m.RangeTombstones, part.RangeTombstones...)
+		if d := part.PartitionDeletion; d != nil && (m.PartitionDeletion == nil || *d > *m.PartitionDeletion) {
+			m.PartitionDeletion = d
+		}
+	}
+	total := 0
+	for _, g := range groups {
+		size := proto.Size(g.m)
+		if size > e.maxMutation {
+			return first, coordinator.Result{}, &coordinator.InvalidError{Pos: g.pos, Err: fmt.Errorf("the writes of this BATCH to one partition of %s are %d bytes; the largest write is %d bytes (max_mutation_size)",
+				g.table.QualifiedName(), size, e.maxMutation)}
+		}
+		total += size
+	}
+	var res coordinator.Result
+	if logged && len(groups) > 1 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("this LOGGED BATCH writes %d partitions and ran as an UNLOGGED one: kvnode has no batchlog yet, so a failure part way can leave some partitions written and others not", len(groups)))
+	}
+	if total > batchSizeWarn {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("this BATCH is %d bytes, more than %d (Cassandra's batch_size_warn_threshold): a batch is not a way to load data faster; it makes one coordinator and one set of replicas do all the work", total, batchSizeWarn))
+	}
+	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, timeout))
+	for _, g := range groups {
+		if err := e.writePartition(ctx, g.table, g.rf, g.m.Token, partitionWrite{m: g.m}, cl, e.now(), dl); err != nil {
+			return first, coordinator.Result{}, err
+		}
+	}
+	return first, res, nil
+}

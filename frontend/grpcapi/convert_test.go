@@ -1,0 +1,74 @@
+package grpcapi
+
+import (
+	"math/big"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+func TestColumnTypeCoversEveryType(t *testing.T) {
+	for typ := schema.TypeText; typ.Valid(); typ++ {
+		ct := ColumnType(typ)
+		if ct == kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED {
+			t.Errorf("ColumnType(%v) = UNSPECIFIED, want its own column type", typ)
+			continue
+		}
+		// The client API names each type as CQL does (collections spelled with underscores).
+		want := strings.NewReplacer("<", "_", ", ", "_", ">", "").Replace(typ.String())
+		if got := strings.ToLower(strings.TrimPrefix(ct.String(), "COLUMN_TYPE_")); got != want {
+			t.Errorf("ColumnType(%v) = %v, want COLUMN_TYPE_%s", typ, ct, strings.ToUpper(want))
+		}
+	}
+}
+
+func TestValueOfNewTypes(t *testing.T) {
+	u, _ := schema.ParseUUID("123e4567-e89b-42d3-a456-426614174000")
+	tu := schema.MakeTimeUUID(time.Unix(1700000000, 0), 7, 0x0102030405)
+	d, _ := schema.ParseDecimal("-1.50")
+	tod, _ := schema.EncodeTime(time.Hour + 500*time.Millisecond)
+	tests := []struct {
+		typ  schema.Type
+		b    []byte
+		want *kvnodepb.Value
+	}{
+		{schema.TypeASCII, []byte("hi"), &kvnodepb.Value{Kind: &kvnodepb.Value_Ascii{Ascii: "hi"}}},
+		{schema.TypeFloat, schema.EncodeFloat(-1.25), &kvnodepb.Value{Kind: &kvnodepb.Value_Float{Float: -1.25}}},
+		{schema.TypeSmallInt, schema.EncodeSmallInt(-32768), &kvnodepb.Value{Kind: &kvnodepb.Value_Smallint{Smallint: -32768}}},
+		{schema.TypeTinyInt, schema.EncodeTinyInt(-128), &kvnodepb.Value{Kind: &kvnodepb.Value_Tinyint{Tinyint: -128}}},
+		{schema.TypeUUID, schema.EncodeUUID(u), &kvnodepb.Value{Kind: &kvnodepb.Value_Uuid{Uuid: "123e4567-e89b-42d3-a456-426614174000"}}},
+		{schema.TypeTimeUUID, schema.EncodeUUID(tu), &kvnodepb.Value{Kind: &kvnodepb.Value_Timeuuid{Timeuuid: tu.String()}}},
+		{schema.TypeInet, schema.EncodeInet(netip.MustParseAddr("2001:db8::1")), &kvnodepb.Value{Kind: &kvnodepb.Value_Inet{Inet: "2001:db8::1"}}},
+		{schema.TypeInet, []byte{192, 0, 2, 1}, &kvnodepb.Value{Kind: &kvnodepb.Value_Inet{Inet: "192.0.2.1"}}},
+		{schema.TypeDate, schema.EncodeDate(-1), &kvnodepb.Value{Kind: &kvnodepb.Value_Date{Date: -1}}},
+		{schema.TypeDate, schema.EncodeDate(schema.MaxDate), &kvnodepb.Value{Kind: &kvnodepb.Value_Date{Date: 1<<31 - 1}}},
+		{schema.TypeTime, tod, &kvnodepb.Value{Kind: &kvnodepb.Value_Time{Time: int64(time.Hour + 500*time.Millisecond)}}},
+		{schema.TypeDecimal, schema.EncodeDecimal(d), &kvnodepb.Value{Kind: &kvnodepb.Value_Decimal{Decimal: "-1.50"}}},
+		{schema.TypeVarint, schema.EncodeVarint(new(big.Int).Lsh(big.NewInt(-1), 100)), &kvnodepb.Value{Kind: &kvnodepb.Value_Varint{Varint: "-1267650600228229401496703205376"}}},
+		{schema.TypeSetText, schema.EncodeSetText([]string{"b", "a"}), &kvnodepb.Value{Kind: &kvnodepb.Value_SetText{SetText: &kvnodepb.TextList{Values: []string{"a", "b"}}}}},
+		{schema.TypeListText, schema.EncodeListText([]string{"b", "a"}), &kvnodepb.Value{Kind: &kvnodepb.Value_ListText{ListText: &kvnodepb.TextList{Values: []string{"b", "a"}}}}},
+		{schema.TypeMapTextText, schema.EncodeMapTextText(map[string]string{"k": "v"}), &kvnodepb.Value{Kind: &kvnodepb.Value_MapTextText{MapTextText: &kvnodepb.TextMap{Entries: map[string]string{"k": "v"}}}}},
+		{schema.TypeMapTextBlob, schema.EncodeMapTextBlob(map[string][]byte{"k": {1}}), &kvnodepb.Value{Kind: &kvnodepb.Value_MapTextBlob{MapTextBlob: &kvnodepb.BlobMap{Entries: map[string][]byte{"k": {1}}}}}},
+		{schema.TypeUUID, nil, &kvnodepb.Value{}},
+	}
+	for _, tt := range tests {
+		got, err := Value(tt.typ, tt.b)
+		if err != nil || !proto.Equal(got, tt.want) {
+			t.Errorf("Value(%v, %x) = %v, %v; want %v", tt.typ, tt.b, got, err, tt.want)
+		}
+	}
+	for _, bad := range []struct {
+		typ schema.Type
+		b   []byte
+	}{{schema.TypeTimeUUID, schema.EncodeUUID(u)}, {schema.TypeVarint, []byte{0, 1}}, {schema.TypeInet, []byte{1}}, {schema.TypeTime, schema.EncodeBigInt(-1)}} {
+		if got, err := Value(bad.typ, bad.b); err == nil {
+			t.Errorf("Value(%v, %x) = %v, want an error", bad.typ, bad.b, got)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package partitionlimit
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// onsetRun offers one idle partition v operations per second (Poisson arrivals) from the
+// instant phase (a fraction of a second after a second boundary) for the given seconds, deciding
+// each with Table.Decide as a replica does, and returns the operations admitted in each second
+// counted from the onset.
+func onsetRun(t *testing.T, opts Options, limit uint32, v, phase float64, seed uint64, seconds int) []int {
+	t.Helper()
+	tb := newTable(t, opts)
+	rng := rand.New(rand.NewPCG(seed, uint64(v*1000)))
+	const token, label = int64(777), uint32(2)
+	per := make([]int, seconds)
+	start := time.Duration(phase * float64(time.Second))
+	for sec := 0.0; ; sec += rng.ExpFloat64() / v {
+		if int(sec) >= seconds {
+			return per
+		}
+		now := at(time.Second + start + time.Duration(sec*float64(time.Second)))
+		if tb.Decide(token, label, limit, rng.Float64(), now).Admitted {
+			per[int(sec)]++
+		}
+	}
+}
+
+// TestOnsetBound checks the onset bound on one counter, as a replica decides: a partition that
+// goes from idle to V ≥ 2L admits at most 3·L in its first second at any V and any phase of
+// the second boundary, and 0.9–1.1·L per second over the next seconds (averaged over seeds);
+// one that goes to V ≤ 0.8·L is never rejected. Without the bound (the old rule, kept as
+// Options.NoOnsetBound) the first second admits 2L + (L/ln2)·ln(V/2L), 3.3·L at V = 5·L.
+func TestOnsetBound(t *testing.T) {
+	const limit, seconds = 100, 4
+	seeds, rates := 16, []float64{2, 3, 5, 10, 100, 1000}
+	if raceEnabled {
+		seeds, rates = 8, []float64{2, 10, 100} // a twentieth of the decisions under the race detector
+	}
+	for _, v := range rates {
+		for _, phase := range []float64{0, 0.3, 0.7, 0.95} {
+			var later float64
+			for seed := range uint64(seeds) {
+				per := onsetRun(t, Options{Capacity: 64}, limit, v*limit, phase, seed, seconds)
+				if got := float64(per[0]) / limit; got > 3 {
+					t.Errorf("V=%gL from phase %g (seed %d): first second admitted %.2f·L, want at most 3·L", v, phase, seed, got)
+				}
+				for i := 1; i < seconds; i++ {
+					later += float64(per[i]) / limit / float64(seeds) / (seconds - 1)
+				}
+			}
+			if later < 0.9 || later > 1.1 {
+				t.Errorf("V=%gL from phase %g: seconds 2–%d admitted %.3f·L per second (mean of %d seeds), want 0.9–1.1·L", v, phase, seconds, later, seeds)
+			}
+		}
+	}
+	for _, v := range []float64{0.5, 0.8} {
+		for _, phase := range []float64{0, 0.5, 0.95} {
+			for seed := range uint64(seeds) {
+				per := onsetRun(t, Options{Capacity: 64}, limit, v*limit, phase, seed, 10)
+				offered := onsetRun(t, Options{Capacity: 64}, 1<<31, v*limit, phase, seed, 10)
+				for i := range per {
+					if per[i] != offered[i] {
+						t.Errorf("V=%gL from phase %g (seed %d): second %d admitted %d of %d, want every one", v, phase, seed, i+1, per[i], offered[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestOnsetBurstWithoutBound measures the burst the onset bound removes, so that
+// TestOnsetBound is known to test something: the rule alone admits more than 3·L in the first
+// second from V = 5·L on.
+func TestOnsetBurstWithoutBound(t *testing.T) {
+	const limit = 100
+	for _, v := range []float64{5, 10, 100} {
+		per := onsetRun(t, Options{Capacity: 64, NoOnsetBound: true}, limit, v*limit, 0.5, 1, 2)
+		if got := float64(per[0]) / limit; got <= 3 {
+			t.Errorf("without the onset bound, V=%gL admitted %.2f·L in its first second, want more than 3·L (2L + (L/ln2)·ln(V/2L) = %.2f·L)",
+				v, got, 2+math.Log(v/2)/math.Ln2)
+		}
+	}
+}
+
+func TestOnsetCount(t *testing.T) {
+	const limit = 100
+	base := time.Unix(t0Unix, 0)
+	ms := func(d time.Duration) uint32 { return uint32(base.Add(d).UnixMilli()) | 1 }
+	tests := []struct {
+		count uint32
+		born  time.Duration
+		now   time.Duration
+		want  uint32
+	}{
+		// Born at a boundary, half a second old: steady would hold 1.5V, it holds 0.5V; and
+		// the first second is judged on twice that.
+		{count: 500, born: 0, now: 500 * time.Millisecond, want: 3000},
+		// In the birth's second, up to 2L is the count itself; after it, up to L.
+		{count: 200, born: 0, now: 500 * time.Millisecond, want: 200},
+		{count: 100, born: 0, now: 1500 * time.Millisecond, want: 100},
+		// One boundary later (k = 1, φ = 0, u = 0.5): (1.5) / (1.5 − 0.5) = 1.5.
+		{count: 1000, born: 0, now: 1500 * time.Millisecond, want: 1500},
+		{count: 101, born: 0, now: 1500 * time.Millisecond, want: 151},
+		// Stamps before the birth (a slower clock) and a just-born counter: the bound, 64.
+		{count: 201, born: time.Second, now: 900 * time.Millisecond, want: 201 * onsetMaxFactor},
+		{count: 201, born: 0, now: 0, want: 201 * onsetMaxFactor},
+		{count: 200, born: 0, now: 0, want: 200},
+		// Saturation.
+		{count: math.MaxUint32 / 2, born: 0, now: 10 * time.Millisecond, want: math.MaxUint32},
+	}
+	for _, tt := range tests {
+		got := onsetCount(tt.count, ms(tt.born), limit, base.Add(tt.now))
+		if d := float64(got)/float64(tt.want) - 1; d < -0.01 || d > 0.01 {
+			t.Errorf("onsetCount(%d, born %v, now %v) = %d, want %d", tt.count, tt.born, tt.now, got, tt.want)
+		}
+	}
+}
+
+// TestOnsetBirthIsTheEarliestStamp: two replicas that receive the same stamped operations in a
+// different order (two coordinators whose clocks are 750 ms apart) agree on the counter's birth,
+// the earliest stamp, and so on every decision of its onset.
+func TestOnsetBirthIsTheEarliestStamp(t *testing.T) {
+	a, b := newTable(t, Options{Capacity: 64}), newTable(t, Options{Capacity: 64})
+	ahead, behind := at(900*time.Millisecond), at(150*time.Millisecond) // one second, 750 ms apart
+	const token, label, limit = int64(5), uint32(1), 10
+	// The first two operations reach the replicas in opposite orders.
+	a.Decide(token, label, limit, 0.5, ahead)
+	a.Decide(token, label, limit, 0.5, behind)
+	b.Decide(token, label, limit, 0.5, behind)
+	b.Decide(token, label, limit, 0.5, ahead)
+	for i := range 200 {
+		now := at(950*time.Millisecond + time.Duration(i)*time.Millisecond)
+		draw := float64(i%100) / 100
+		da, db := a.Decide(token, label, limit, draw, now), b.Decide(token, label, limit, draw, now)
+		if da != db {
+			t.Fatalf("operation %d at %v: replicas decided %+v and %+v, want the same decision", i+3, now, da, db)
+		}
+	}
+}

@@ -1,0 +1,331 @@
+'use strict';
+// kvnode's CQL native protocol checked with the DataStax Node.js driver (npm's cassandra-driver 4.x).
+//
+// Run by test/interop's Go runner (TestDrivers) against three kvnode processes on 127.0.0.1, .2 and
+// .3 sharing one native port:
+//
+//     node test/interop/node/interop.js CONFIG.json
+//
+// CONFIG.json holds hosts, port, keyspace, rf, host_ids (address -> host id) and replicas (partition
+// key -> addresses of kvnode's replicas of it). The steps run in order; if connecting or the DDL
+// fails, the rest do not run. The last line says "N passed, N failed"; the exit status is 0 only if
+// all passed.
+
+const fs = require('fs');
+const assert = require('assert');
+const cassandra = require('cassandra-driver');
+
+const { types } = cassandra;
+const TIMEOUT_MS = 30000; // connecting, one request, waiting for the nodes; never waited out on success
+
+// How an application connects the Node.js driver to kvnode (docs/cql-protocol.md shows it).
+function connect(hosts, port) {
+  // docs:begin node-connect
+  const client = new cassandra.Client({
+    contactPoints: hosts,
+    localDataCenter: 'datacenter1',
+    protocolOptions: { port, maxVersion: types.protocolVersion.v4 },
+    policies: {
+      loadBalancing: new cassandra.policies.loadBalancing.TokenAwarePolicy(
+        new cassandra.policies.loadBalancing.DCAwareRoundRobinPolicy('datacenter1')),
+    },
+    queryOptions: { consistency: types.consistencies.quorum, prepare: true },
+    socketOptions: { connectTimeout: TIMEOUT_MS, readTimeout: TIMEOUT_MS },
+  });
+  // docs:end
+  return client;
+}
+
+function check(cond, msg) {
+  if (!cond) {
+    throw new assert.AssertionError({ message: msg });
+  }
+}
+
+// waitUntil polls cond (which returns null when it holds, else why not) until it holds or the
+// timeout passes.
+async function waitUntil(what, cond) {
+  const deadline = Date.now() + TIMEOUT_MS;
+  for (;;) {
+    const why = await cond();
+    if (why === null) {
+      return;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`${what}: not reached within ${TIMEOUT_MS} ms (last: ${why})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const EVERY_TYPE = [ // column, CQL type as the metadata reports it
+  ['a_text', 'text'], ['a_varchar', 'text'], ['a_ascii', 'ascii'],
+  ['a_int', 'int'], ['a_bigint', 'bigint'], ['a_smallint', 'smallint'], ['a_tinyint', 'tinyint'],
+  ['a_varint', 'varint'], ['a_double', 'double'], ['a_float', 'float'], ['a_decimal', 'decimal'],
+  ['a_boolean', 'boolean'], ['a_blob', 'blob'], ['a_timestamp', 'timestamp'], ['a_date', 'date'],
+  ['a_time', 'time'], ['a_uuid', 'uuid'], ['a_timeuuid', 'timeuuid'], ['a_inet', 'inet'],
+];
+const NAMES = EVERY_TYPE.map(([c]) => c);
+
+// norm turns a driver value into a string that is equal for equal values (decimals keep their scale).
+function norm(v) {
+  if (v === null || v === undefined) {
+    return String(v);
+  }
+  if (Buffer.isBuffer(v)) {
+    return `0x${v.toString('hex')}`;
+  }
+  if (v instanceof Date) {
+    return `ts:${v.getTime()}`;
+  }
+  if (v instanceof types.BigDecimal) {
+    return `dec:${v._intVal.toString()}e${-v._scale}`;
+  }
+  return `${typeof v}:${v.toString()}`;
+}
+
+class Steps {
+  constructor(cfg) {
+    this.cfg = cfg;
+    this.ks = cfg.keyspace;
+    this.client = null;
+  }
+
+  async connect_and_discover() {
+    this.client = connect(this.cfg.hosts, this.cfg.port);
+    await this.client.connect();
+    const want = this.cfg.host_ids;
+    const port = this.cfg.port;
+    await waitUntil('the driver knows all three nodes up', () => {
+      const got = {};
+      for (const h of this.client.hosts.values()) {
+        if (h.isUp()) {
+          got[h.address] = h.hostId.toString();
+        }
+      }
+      const wantAddrs = {};
+      for (const [ip, id] of Object.entries(want)) {
+        wantAddrs[`${ip}:${port}`] = id;
+      }
+      return JSON.stringify(Object.entries(got).sort()) === JSON.stringify(Object.entries(wantAddrs).sort())
+        ? null : `hosts up ${JSON.stringify(got)}, want ${JSON.stringify(wantAddrs)}`;
+    });
+    for (const h of this.client.hosts.values()) {
+      check(h.datacenter === 'datacenter1' && h.rack === 'rack1',
+        `${h.address} is in data center ${h.datacenter}, rack ${h.rack}; want datacenter1, rack1`);
+    }
+  }
+
+  async ddl_and_metadata() {
+    const { client, ks } = this;
+    const cols = EVERY_TYPE.map(([c, t]) => `${c} ${c === 'a_varchar' ? 'varchar' : t}`).join(', ');
+    for (const stmt of [
+      `DROP KEYSPACE IF EXISTS ${ks}`,
+      `CREATE KEYSPACE ${ks} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': ${this.cfg.rf}}`,
+      `CREATE TABLE ${ks}.everytype (k text, c int, ${cols}, PRIMARY KEY (k, c))`,
+      `CREATE TABLE ${ks}.pages (k int, c int, v text, PRIMARY KEY (k, c))`,
+      `CREATE TABLE ${ks}.batches (k text, c int, v text, PRIMARY KEY (k, c))`,
+      `CREATE TABLE ${ks}.routed (k text PRIMARY KEY, v int)`,
+      `CREATE TABLE ${ks}.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_reads_per_second': 2, 'max_writes_per_second': 2}`,
+    ]) {
+      await client.execute(stmt, [], { prepare: false });
+    }
+    check(await client.metadata.checkSchemaAgreement(), 'no schema agreement after the DDL');
+    await client.metadata.refreshKeyspace(ks);
+    const meta = client.metadata.keyspaces[ks];
+    check(meta !== undefined, `client.metadata has no keyspace ${ks} (it has ${Object.keys(client.metadata.keyspaces)})`);
+    check(meta.strategy.endsWith('SimpleStrategy') && String(meta.strategyOptions.replication_factor) === String(this.cfg.rf),
+      `keyspace ${ks} has strategy ${meta.strategy} ${JSON.stringify(meta.strategyOptions)}, want SimpleStrategy with replication_factor ${this.cfg.rf}`);
+    const table = await client.metadata.getTable(ks, 'everytype');
+    check(table !== null, `client.metadata.getTable(${ks}, everytype) is null`);
+    const pk = table.partitionKeys.map((c) => c.name);
+    const ck = table.clusteringKeys.map((c) => c.name);
+    check(JSON.stringify(pk) === '["k"]' && JSON.stringify(ck) === '["c"]',
+      `everytype has partition key ${pk} and clustering key ${ck}, want [k] and [c]`);
+    for (const [name, typ] of [['k', 'text'], ['c', 'int'], ...EVERY_TYPE]) {
+      const col = table.columnsByName[name];
+      check(col !== undefined, `everytype has no column ${name} in the metadata`);
+      let got = types.getDataTypeNameByCode(col.type);
+      if (got === 'varchar') {
+        got = 'text'; // the protocol has one code for both
+      }
+      check(got === typ, `everytype.${name} has type ${got} in the metadata, want ${typ}`);
+    }
+  }
+
+  async every_type() {
+    const { client, ks } = this;
+    const ts = new Date(Date.UTC(2026, 10, 24, 5, 30, 1, 123)); // timestamps keep milliseconds
+    const rows = {
+      1: ['héllo, wörld ✓', 'varchar', 'plain ascii', 42, types.Long.fromString('1099511627776'), 1234, 12,
+        types.Integer.fromString('123456789012345678901234567890'), Math.PI, 1.5,
+        types.BigDecimal.fromString('-12345678.901234567'), true, Buffer.from([0, 1, 2, 0xff]), ts,
+        types.LocalDate.fromString('1969-07-20'), types.LocalTime.fromString('13:37:05.123456789'),
+        types.Uuid.fromString('0b3c5b0e-8f53-4c43-9d6e-6b1d41c8e0b1'), types.TimeUuid.fromDate(ts),
+        types.InetAddress.fromString('2001:db8::1')],
+      2: ['', '', '', -2147483648, types.Long.fromString('-9223372036854775808'), -32768, -128,
+        types.Integer.fromString('-98765432109876543210987654321098765432109876543210'), -Number.MAX_VALUE, 0.25,
+        new types.BigDecimal(types.Integer.fromNumber(5), -3), false, Buffer.alloc(0), new Date(-1),
+        types.LocalDate.fromString('9999-12-31'), types.LocalTime.fromString('23:59:59.999999999'),
+        types.Uuid.fromString('00000000-0000-0000-0000-000000000000'), types.TimeUuid.fromDate(new Date(Date.UTC(1990, 0, 1))),
+        types.InetAddress.fromString('192.0.2.1')],
+    };
+    const insert = `INSERT INTO ${ks}.everytype (k, c, ${NAMES.join(', ')}) VALUES (?, ?${', ?'.repeat(NAMES.length)})`;
+    const select = `SELECT ${NAMES.join(', ')} FROM ${ks}.everytype WHERE k = ? AND c = ?`;
+    for (const [c, values] of Object.entries(rows)) {
+      await client.execute(insert, ['types', Number(c), ...values], { prepare: true });
+    }
+    for (const [c, want] of Object.entries(rows)) {
+      const got = (await client.execute(select, ['types', Number(c)], { prepare: true })).first();
+      check(got !== null, `row ${c} is missing`);
+      NAMES.forEach((name, i) => {
+        check(norm(got[name]) === norm(want[i]), `row ${c}: ${name} read back ${norm(got[name])}, want ${norm(want[i])}`);
+      });
+    }
+    await client.execute(`INSERT INTO ${ks}.everytype (k, c) VALUES (?, ?)`, ['types', 3], { prepare: true });
+    const nulls = (await client.execute(select, ['types', 3], { prepare: true })).first();
+    check(nulls !== null && NAMES.every((n) => nulls[n] === null),
+      `a row with only its key set reads back ${JSON.stringify(nulls)}, want every column null`);
+    await client.execute(`UPDATE ${ks}.everytype SET a_int = ?, a_text = ? WHERE k = ? AND c = ?`, [7, types.unset, 'types', 1], { prepare: true });
+    const upd = (await client.execute(`SELECT a_int, a_text FROM ${ks}.everytype WHERE k = ? AND c = ?`, ['types', 1], { prepare: true })).first();
+    check(upd !== null && upd.a_int === 7 && upd.a_text === rows[1][0],
+      `after SET a_int = 7, a_text = <unset>: ${JSON.stringify(upd)}, want a_int 7 and the text kept`);
+  }
+
+  async paging() {
+    const { client, ks } = this;
+    for (let c = 0; c < 250; c++) {
+      await client.execute(`INSERT INTO ${ks}.pages (k, c, v) VALUES (?, ?, ?)`, [1, c, `v${String(c).padStart(3, '0')}`], { prepare: true });
+    }
+    const select = `SELECT c, v FROM ${ks}.pages WHERE k = ?`;
+    const seen = [];
+    let pageState;
+    let pages = 0;
+    for (;;) {
+      const rs = await client.execute(select, [1], { prepare: true, fetchSize: 40, pageState });
+      check(rs.rows.length <= 40, `page ${pages} has ${rs.rows.length} rows, more than the fetch size 40`);
+      for (const row of rs.rows) {
+        check(row.v === `v${String(row.c).padStart(3, '0')}`, `row c=${row.c} has v ${row.v}`);
+        seen.push(row.c);
+      }
+      pages++;
+      pageState = rs.pageState;
+      if (!pageState) {
+        break;
+      }
+      check(pages <= 250, `paging did not end after ${pages} pages`);
+    }
+    const want = Array.from({ length: 250 }, (_, i) => i);
+    check(JSON.stringify(seen) === JSON.stringify(want), `paging 40 at a time read ${seen}, want 0..249 in order`);
+    check(pages >= 6, `250 rows came in ${pages} pages of at most 40`);
+    // Automatic paging with eachRow and autoPage.
+    const got = [];
+    await new Promise((resolve, reject) => {
+      client.eachRow(`SELECT c FROM ${ks}.pages WHERE k = ? AND c >= ?`, [1, 100], { prepare: true, fetchSize: 33, autoPage: true },
+        (n, row) => got.push(row.c), (err) => (err ? reject(err) : resolve()));
+    });
+    check(JSON.stringify(got) === JSON.stringify(want.slice(100)), `automatic paging of c >= 100 read ${got}, want 100..249`);
+  }
+
+  async batches() {
+    const { client, ks } = this;
+    const insert = `INSERT INTO ${ks}.batches (k, c, v) VALUES (?, ?, ?)`;
+    await client.batch([
+      { query: insert, params: ['a', 1, 'one'] },
+      { query: insert, params: ['a', 2, 'two'] },
+      { query: `UPDATE ${ks}.batches SET v = ? WHERE k = ? AND c = ?`, params: ['three', 'b', 3] },
+      { query: `INSERT INTO ${ks}.batches (k, c, v) VALUES ('b', 4, 'literal')` },
+    ], { prepare: true, logged: true });
+    await client.batch([
+      { query: `DELETE FROM ${ks}.batches WHERE k = ? AND c = ?`, params: ['a', 1] },
+      { query: insert, params: ['a', 5, 'five'] },
+    ], { prepare: true, logged: false });
+    for (const [k, want] of [['a', '2=two,5=five'], ['b', '3=three,4=literal']]) {
+      const rs = await client.execute(`SELECT c, v FROM ${ks}.batches WHERE k = ?`, [k], { prepare: true });
+      const got = rs.rows.map((r) => `${r.c}=${r.v}`).join(',');
+      check(got === want, `partition ${k} after the batches holds ${got}, want ${want}`);
+    }
+  }
+
+  async token_aware_routing() {
+    const { client, ks } = this;
+    const port = this.cfg.port;
+    const keys = Object.keys(this.cfg.replicas).sort();
+    for (const [i, key] of keys.entries()) {
+      const want = this.cfg.replicas[key].map((ip) => `${ip}:${port}`).sort();
+      const got = client.getReplicas(ks, Buffer.from(key)).map((h) => h.address).sort();
+      check(JSON.stringify(got) === JSON.stringify(want), `the driver places key ${key} on ${got}; kvnode's replicas are ${want}`);
+      const rs = await client.execute(`INSERT INTO ${ks}.routed (k, v) VALUES (?, ?)`, [key, i], { prepare: true });
+      check(want.includes(rs.info.queriedHost), `the driver sent the insert of ${key} to ${rs.info.queriedHost}, not to one of kvnode's replicas ${want}`);
+    }
+  }
+
+  async rate_limit() {
+    const { client, ks } = this;
+    const insert = `INSERT INTO ${ks}.limited (k, v) VALUES (?, ?)`;
+    const select = `SELECT v FROM ${ks}.limited WHERE k = ?`;
+    for (const [what, op] of [
+      ['writes', (i) => client.execute(insert, ['hot', i], { prepare: true })],
+      ['reads', () => client.execute(select, ['hot'], { prepare: true })],
+    ]) {
+      let rejected = null;
+      for (let i = 0; i < 1000 && rejected === null; i++) {
+        try {
+          await op(i);
+        } catch (err) {
+          // docs:begin node-rate-limit
+          // The rate-limit rejection: a ResponseError with code 0x2300 (configError); do not retry at once.
+          check(err instanceof cassandra.errors.ResponseError && err.code === types.responseErrorCodes.configError,
+            `${what} #${i} failed with ${err.name} code 0x${(err.code || 0).toString(16)}: ${err.message}; want a ResponseError with code 0x2300`);
+          // docs:end
+          console.log(`    ${what} #${i}: ${err.name} code 0x${err.code.toString(16)}: ${err.message}`);
+          check(err.message.includes('limited'), `the rate-limit error "${err.message}" does not name the table (limited)`);
+          rejected = err;
+        }
+      }
+      check(rejected !== null, `1000 ${what} of partition hot at a limit of 2 per second were all admitted`);
+    }
+    await client.execute(insert, ['cold', 1], { prepare: true }); // another partition of the table is still admitted
+  }
+}
+
+async function main() {
+  if (process.argv.length !== 3) {
+    console.error('usage: node interop.js CONFIG.json');
+    process.exit(2);
+  }
+  const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+  console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
+  const steps = new Steps(cfg);
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'every_type', 'paging', 'batches', 'token_aware_routing', 'rate_limit'];
+  let passed = 0;
+  let failed = 0;
+  try {
+    for (const [i, step] of plan.entries()) {
+      const name = step.replace(/_/g, ' ');
+      try {
+        await steps[step]();
+        passed++;
+        console.log(`PASS ${name}`);
+      } catch (err) {
+        failed++;
+        console.log(`FAIL ${name}:\n${err && err.stack ? err.stack : err}`);
+        if (i < 2) { // nothing else can run without a connection and the schema
+          console.log(`skipping the remaining ${plan.length - i - 1} steps`);
+          break;
+        }
+      }
+    }
+  } finally {
+    if (steps.client !== null) {
+      await steps.client.shutdown();
+    }
+  }
+  console.log(`node: ${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

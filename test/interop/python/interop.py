@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""kvnode's CQL native protocol checked with the DataStax Python driver (Debian's python3-cassandra).
+
+Run by test/interop's Go runner (TestDrivers) against three kvnode processes on 127.0.0.1, .2 and
+.3 sharing one native port:
+
+    /usr/bin/python3 test/interop/python/interop.py CONFIG.json
+
+CONFIG.json holds hosts, port, keyspace, rf, host_ids (address -> host id) and replicas (partition
+key -> addresses of kvnode's replicas of it). The steps run in order; if connecting or the DDL
+fails, the rest do not run. The last line says "N passed, N failed"; the exit status is 0 only if all passed.
+"""
+
+import datetime
+import decimal
+import json
+import sys
+import time
+import traceback
+import uuid
+
+from cassandra import ConfigurationException, ConsistencyLevel
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, SimpleStatement
+from cassandra.util import Date, Time, uuid_from_time
+
+TIMEOUT = 30  # seconds: connecting, one request, waiting for the nodes; never waited out on success
+
+
+def connect(hosts, port):
+    """How an application connects the Python driver to kvnode (docs/cql-protocol.md shows it)."""
+    # docs:begin python-connect
+    profile = ExecutionProfile(
+        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc="datacenter1")),
+        consistency_level=ConsistencyLevel.QUORUM,
+        request_timeout=TIMEOUT,
+    )
+    cluster = Cluster(
+        contact_points=hosts,
+        port=port,
+        protocol_version=4,
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        connect_timeout=TIMEOUT,
+        control_connection_timeout=TIMEOUT,
+    )
+    session = cluster.connect()
+    # docs:end
+    return cluster, session
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def wait_until(what, cond):
+    """Polls cond (which returns None when it holds, else why not) until it holds or TIMEOUT passes."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        why = cond()
+        if why is None:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("%s: not reached within %ss (last: %s)" % (what, TIMEOUT, why))
+        time.sleep(0.05)
+
+
+EVERY_TYPE = [  # column, CQL type as the metadata reports it
+    ("a_text", "text"), ("a_varchar", "text"), ("a_ascii", "ascii"),
+    ("a_int", "int"), ("a_bigint", "bigint"), ("a_smallint", "smallint"), ("a_tinyint", "tinyint"),
+    ("a_varint", "varint"), ("a_double", "double"), ("a_float", "float"), ("a_decimal", "decimal"),
+    ("a_boolean", "boolean"), ("a_blob", "blob"), ("a_timestamp", "timestamp"), ("a_date", "date"),
+    ("a_time", "time"), ("a_uuid", "uuid"), ("a_timeuuid", "timeuuid"), ("a_inet", "inet"),
+]
+NAMES = [c for c, _ in EVERY_TYPE]
+
+
+class Steps:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.ks = cfg["keyspace"]
+        self.cluster = None
+        self.session = None
+
+    def connect_and_discover(self):
+        self.cluster, self.session = connect(self.cfg["hosts"], self.cfg["port"])
+        want = self.cfg["host_ids"]
+
+        def all_up():
+            got = {h.address: str(h.host_id) for h in self.cluster.metadata.all_hosts() if h.is_up}
+            return None if got == want else "hosts up %s, want %s" % (got, want)
+
+        wait_until("the driver knows all three nodes up", all_up)
+        for h in self.cluster.metadata.all_hosts():
+            check(h.datacenter == "datacenter1" and h.rack == "rack1",
+                  "%s is in data center %r, rack %r; want datacenter1, rack1" % (h.address, h.datacenter, h.rack))
+        check(self.cluster.metadata.partitioner.endswith("Murmur3Partitioner"),
+              "partitioner %r, want Murmur3Partitioner" % self.cluster.metadata.partitioner)
+
+    def ddl_and_metadata(self):
+        s, ks = self.session, self.ks
+        cols = ", ".join("%s %s" % (c, "varchar" if c == "a_varchar" else t) for c, t in EVERY_TYPE)
+        for stmt in [
+            "DROP KEYSPACE IF EXISTS %s" % ks,
+            "CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}" % (ks, self.cfg["rf"]),
+            "CREATE TABLE %s.everytype (k text, c int, %s, PRIMARY KEY (k, c))" % (ks, cols),
+            "CREATE TABLE %s.pages (k int, c int, v text, PRIMARY KEY (k, c))" % ks,
+            "CREATE TABLE %s.batches (k text, c int, v text, PRIMARY KEY (k, c))" % ks,
+            "CREATE TABLE %s.routed (k text PRIMARY KEY, v int)" % ks,
+            "CREATE TABLE %s.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = "
+            "{'max_reads_per_second': 2, 'max_writes_per_second': 2}" % ks,
+        ]:
+            s.execute(stmt)
+        check(self.cluster.control_connection.wait_for_schema_agreement(wait_time=TIMEOUT),
+              "no schema agreement within %ss after the DDL" % TIMEOUT)
+        self.cluster.refresh_schema_metadata(max_schema_agreement_wait=TIMEOUT)
+        meta = self.cluster.metadata.keyspaces.get(ks)
+        check(meta is not None, "cluster.metadata has no keyspace %s (it has %s)" % (ks, sorted(self.cluster.metadata.keyspaces)))
+        strategy = meta.replication_strategy
+        check(type(strategy).__name__ == "SimpleStrategy" and strategy.replication_factor == self.cfg["rf"],
+              "keyspace %s has replication %s, want SimpleStrategy with replication_factor %d" % (ks, strategy.export_for_schema(), self.cfg["rf"]))
+        tables = sorted(meta.tables)
+        check(tables == ["batches", "everytype", "limited", "pages", "routed"], "keyspace %s has tables %s" % (ks, tables))
+        table = meta.tables["everytype"]
+        check([c.name for c in table.partition_key] == ["k"] and [c.name for c in table.clustering_key] == ["c"],
+              "everytype has partition key %s and clustering key %s, want [k] and [c]"
+              % ([c.name for c in table.partition_key], [c.name for c in table.clustering_key]))
+        for name, typ in [("k", "text"), ("c", "int")] + EVERY_TYPE:
+            col = table.columns.get(name)
+            check(col is not None, "everytype has no column %s in the metadata" % name)
+            check(col.cql_type == typ, "everytype.%s has type %r in the metadata, want %r" % (name, col.cql_type, typ))
+        check("CREATE TABLE %s.everytype" % ks in table.export_as_string(), "the table's CQL export is %r" % table.export_as_string())
+
+    def every_type(self):
+        s, ks = self.session, self.ks
+        ts = datetime.datetime(2026, 11, 24, 5, 30, 1, 123000)  # naive datetimes are UTC; timestamps keep milliseconds
+        rows = {
+            1: ["héllo, wörld ✓", "varchar", "plain ascii", 42, 1 << 40, 1234, 12, 123456789012345678901234567890,
+                3.141592653589793, 1.5, decimal.Decimal("-12345678.901234567"), True, b"\x00\x01\x02\xff",
+                ts, Date(datetime.date(1969, 7, 20)), Time(49025123456789),
+                uuid.UUID("0b3c5b0e-8f53-4c43-9d6e-6b1d41c8e0b1"), uuid_from_time(ts), "2001:db8::1"],
+            2: ["", "", "", -2**31, -2**63, -2**15, -2**7, -98765432109876543210987654321098765432109876543210,
+                -1.7976931348623157e308, 0.25, decimal.Decimal("5E+3"), False, b"",
+                datetime.datetime(1969, 12, 31, 23, 59, 59, 999000), Date(datetime.date(9999, 12, 31)), Time(86399999999999),
+                uuid.UUID(int=0), uuid_from_time(datetime.datetime(1990, 1, 1)), "192.0.2.1"],
+        }
+        insert = s.prepare("INSERT INTO %s.everytype (k, c, %s) VALUES (?, ?%s)" % (ks, ", ".join(NAMES), ", ?" * len(NAMES)))
+        select = s.prepare("SELECT %s FROM %s.everytype WHERE k = ? AND c = ?" % (", ".join(NAMES), ks))
+        for c, values in rows.items():
+            s.execute(insert, ["types", c] + values)
+        for c, want in rows.items():
+            got = s.execute(select, ["types", c]).one()
+            check(got is not None, "row %d is missing" % c)
+            for name, g, w in zip(NAMES, got, want):
+                same = g == w
+                if name == "a_decimal":
+                    same = str(g) == str(w)  # the scale too
+                check(same, "row %d: %s read back %r, want %r" % (c, name, g, w))
+        s.execute(s.prepare("INSERT INTO %s.everytype (k, c) VALUES (?, ?)" % ks), ["types", 3])
+        got = s.execute(select, ["types", 3]).one()
+        check(got is not None and all(v is None for v in got), "a row with only its key set reads back %r, want every column null" % (got,))
+        s.execute(s.prepare("UPDATE %s.everytype SET a_int = ?, a_text = ? WHERE k = ? AND c = ?" % ks), [7, UNSET_VALUE, "types", 1])
+        got = s.execute(s.prepare("SELECT a_int, a_text FROM %s.everytype WHERE k = ? AND c = ?" % ks), ["types", 1]).one()
+        check(got is not None and (got.a_int, got.a_text) == (7, rows[1][0]),
+              "after SET a_int = 7, a_text = <unset>: %r, want (7, %r)" % (got, rows[1][0]))
+
+    def paging(self):
+        s, ks = self.session, self.ks
+        insert = s.prepare("INSERT INTO %s.pages (k, c, v) VALUES (?, ?, ?)" % ks)
+        for c in range(250):
+            s.execute(insert, [1, c, "v%03d" % c])
+        select = s.prepare("SELECT c, v FROM %s.pages WHERE k = ?" % ks)
+        seen, pages, state = [], 0, None
+        while True:
+            bound = select.bind([1])
+            bound.fetch_size = 40
+            rs = s.execute(bound, paging_state=state)
+            page = rs.current_rows
+            check(len(page) <= 40, "page %d has %d rows, more than the fetch size 40" % (pages, len(page)))
+            for row in page:
+                check(row.v == "v%03d" % row.c, "row c=%d has v %r" % (row.c, row.v))
+                seen.append(row.c)
+            pages += 1
+            state = rs.paging_state
+            if state is None:
+                break
+            check(pages <= 250, "paging did not end after %d pages" % pages)
+        check(seen == list(range(250)), "paging 40 at a time read %s, want 0..249 in order" % seen)
+        check(pages >= 250 // 40, "250 rows came in %d pages of at most 40" % pages)
+        # Automatic paging of an unprepared statement with bound values.
+        stmt = SimpleStatement("SELECT c FROM %s.pages WHERE k = %%s AND c >= %%s" % ks, fetch_size=33)
+        got = [row.c for row in s.execute(stmt, [1, 100])]
+        check(got == list(range(100, 250)), "automatic paging of c >= 100 read %s, want 100..249" % got)
+
+    def batches(self):
+        s, ks = self.session, self.ks
+        insert = s.prepare("INSERT INTO %s.batches (k, c, v) VALUES (?, ?, ?)" % ks)
+        logged = BatchStatement(batch_type=BatchType.LOGGED)
+        logged.add(insert, ["a", 1, "one"])
+        logged.add(insert, ["a", 2, "two"])
+        logged.add(s.prepare("UPDATE %s.batches SET v = ? WHERE k = ? AND c = ?" % ks), ["three", "b", 3])
+        logged.add(SimpleStatement("INSERT INTO %s.batches (k, c, v) VALUES ('b', 4, 'literal')" % ks))
+        s.execute(logged)
+        unlogged = BatchStatement(batch_type=BatchType.UNLOGGED)
+        unlogged.add(s.prepare("DELETE FROM %s.batches WHERE k = ? AND c = ?" % ks), ["a", 1])
+        unlogged.add(insert, ["a", 5, "five"])
+        s.execute(unlogged)
+        select = s.prepare("SELECT c, v FROM %s.batches WHERE k = ?" % ks)
+        for k, want in [("a", [(2, "two"), (5, "five")]), ("b", [(3, "three"), (4, "literal")])]:
+            got = [(r.c, r.v) for r in s.execute(select, [k])]
+            check(got == want, "partition %r after the batches holds %s, want %s" % (k, got, want))
+
+    def token_aware_routing(self):
+        s, ks = self.session, self.ks
+        insert = s.prepare("INSERT INTO %s.routed (k, v) VALUES (?, ?)" % ks)
+        for i, (key, want) in enumerate(sorted(self.cfg["replicas"].items())):
+            got = sorted(h.address for h in self.cluster.metadata.get_replicas(ks, key.encode()))
+            check(got == sorted(want), "the driver places key %r on %s; kvnode's replicas are %s" % (key, got, sorted(want)))
+            rs = s.execute(insert, [key, i])
+            served = getattr(rs.response_future.coordinator_host, "address", rs.response_future.coordinator_host)
+            check(served in want, "the driver sent the insert of %r to %s, not to one of kvnode's replicas %s" % (key, served, want))
+
+    def rate_limit(self):
+        s, ks = self.session, self.ks
+        insert = s.prepare("INSERT INTO %s.limited (k, v) VALUES (?, ?)" % ks)
+        select = s.prepare("SELECT v FROM %s.limited WHERE k = ?" % ks)
+        for what, op in [("writes", lambda i: s.execute(insert, ["hot", i])), ("reads", lambda i: s.execute(select, ["hot"]))]:
+            for i in range(1000):
+                # docs:begin python-rate-limit
+                try:
+                    op(i)
+                except ConfigurationException as e:  # the rate-limit rejection: do not retry at once
+                    print("    %s #%d: %s: %s" % (what, i, type(e).__name__, e))
+                    # docs:end
+                    check("limited" in str(e), "the rate-limit error %r does not name the table (limited)" % str(e))
+                    break
+            else:
+                raise AssertionError("1000 %s of partition hot at a limit of 2 per second were all admitted" % what)
+        s.execute(insert, ["cold", 1])  # another partition of the table is still admitted
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: interop.py CONFIG.json")
+    with open(sys.argv[1]) as f:
+        cfg = json.load(f)
+    import cassandra
+    print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
+    steps = Steps(cfg)
+    plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.every_type, steps.paging,
+            steps.batches, steps.token_aware_routing, steps.rate_limit]
+    passed = failed = 0
+    try:
+        for i, step in enumerate(plan):
+            name = step.__name__.replace("_", " ")
+            try:
+                step()
+            except Exception:
+                failed += 1
+                print("FAIL %s:\n%s" % (name, traceback.format_exc()), flush=True)
+                if i < 2:  # nothing else can run without a connection and the schema
+                    print("skipping the remaining %d steps" % (len(plan) - i - 1))
+                    break
+            else:
+                passed += 1
+                print("PASS %s" % name, flush=True)
+    finally:
+        if steps.cluster is not None:
+            steps.cluster.shutdown()
+    print("python: %d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// ExecutorTarget is a Target that also hands out each node's coordinator. The runner then sends
+// every third operation straight to it the way the native protocol does: prepared, with its
+// values bound to markers, and a read in small pages.
+type ExecutorTarget interface {
+	Target
+	// Executor returns node i's coordinator, or nil while the node is down.
+	Executor(i int) *shell.Executor
+}
+
+// direct reports whether op goes through the Executor rather than the gRPC client.
+func direct(op *Op) bool { return op.Seq%3 == 0 }
+
+// runPrepared runs op's statement through e as a driver would: every literal of the statement
+// replaced by a bind marker, the statement prepared, and the literals' values bound; a SELECT is
+// read in pages of 1 to 4 rows. It returns a SELECT's rows as the gRPC client decodes them.
+func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error) {
+	st, err := cql.ParseStatement(op.Stmt)
+	if err != nil {
+		return nil, fmt.Errorf("model: operation #%d: %w", op.Seq, err)
+	}
+	lits := toMarkers(st)
+	p, err := e.Prepare(ctx, cql.Format(st), "")
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Variables) != len(lits) {
+		return nil, fmt.Errorf("model: operation #%d: %s prepares with %d variables for %d markers", op.Seq, p.Text, len(p.Variables), len(lits))
+	}
+	values := make([]coordinator.Value, len(lits))
+	for i, lit := range lits {
+		if values[i].Bytes, err = schema.LiteralValue(p.Variables[i].Type, lit); err != nil {
+			return nil, fmt.Errorf("model: operation #%d: binding %s to %s: %w", op.Seq, cql.Format(lit), p.Variables[i].Name, err)
+		}
+	}
+	req := coordinator.Statement{Prepared: p, Values: values, Consistency: coordinator.Consistency(op.CL)}
+	if op.CL == client.LocalOne || op.CL == client.LocalQuorum {
+		req.Consistency = coordinator.Consistency(op.CL - client.LocalOne + client.One)
+	}
+	if _, ok := st.(*cql.SelectStmt); !ok {
+		_, err := e.Execute(ctx, req)
+		return nil, err
+	}
+	req.PageSize = int(op.Seq/3%4) + 1
+	rows := [][]any{}
+	for pages := 0; ; pages++ {
+		res, err := e.Execute(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res.Rows.Values {
+			out := make([]any, len(r))
+			for j, b := range r {
+				v, err := res.Rows.Columns[j].Type.Decode(b)
+				if err != nil {
+					return nil, err
+				}
+				out[j] = asClientValue(v)
+			}
+			rows = append(rows, out)
+		}
+		if res.PagingState == nil {
+			return rows, nil
+		}
+		if len(res.Rows.Values) != req.PageSize {
+			return nil, fmt.Errorf("model: operation #%d: page %d has %d rows and a paging state; want %d", op.Seq, pages+1, len(res.Rows.Values), req.PageSize)
+		}
+		req.PagingState = res.PagingState
+	}
+}
+
+// toMarkers replaces every literal value of st (VALUES, SET, WHERE, USING TIMESTAMP, LIMIT)
+// with a bind marker, in marker order, and returns the literals it replaced.
+func toMarkers(st cql.Statement) []*cql.Literal {
+	var lits []*cql.Literal
+	mark := func(t *cql.Term) {
+		if lit, ok := (*t).(*cql.Literal); ok && lit.Kind != cql.LitBind {
+			lits = append(lits, lit)
+			*t = &cql.Literal{ValuePos: lit.ValuePos, Kind: cql.LitBind, Value: "?", Index: len(lits) - 1}
+		}
+	}
+	markLit := func(l **cql.Literal) {
+		if *l == nil {
+			return
+		}
+		var t cql.Term = *l
+		mark(&t)
+		*l = t.(*cql.Literal)
+	}
+	where := func(rs []cql.Relation) {
+		for i := range rs {
+			mark(&rs[i].Value)
+		}
+	}
+	switch st := st.(type) {
+	case *cql.InsertStmt:
+		for i := range st.Values {
+			mark(&st.Values[i])
+		}
+		markLit(&st.Timestamp)
+	case *cql.UpdateStmt:
+		markLit(&st.Timestamp)
+		for i := range st.Set {
+			mark(&st.Set[i].Value)
+		}
+		where(st.Where)
+	case *cql.DeleteStmt:
+		markLit(&st.Timestamp)
+		where(st.Where)
+	case *cql.SelectStmt:
+		where(st.Where)
+		markLit(&st.Limit)
+	}
+	return lits
+}
+
+// directErrorKind is errorKind for the Executor's errors.
+func directErrorKind(err error) string {
+	var (
+		un *coordinator.UnavailableError
+		to *coordinator.TimeoutError
+		rl *coordinator.RateLimitError
+	)
+	switch {
+	case errors.As(err, &un):
+		return "unavailable"
+	case errors.As(err, &to):
+		return "timeout"
+	case errors.As(err, &rl):
+		return "rate limited"
+	}
+	return "other"
+}
+
+// asClientValue returns v, a value schema.Type.Decode returned, as the gRPC client returns the
+// same value, so that the model checks both paths' answers with one set of expectations.
+func asClientValue(v any) any {
+	switch v := v.(type) {
+	case schema.UUID:
+		return client.UUID(v)
+	case schema.Date:
+		return client.Date(v)
+	case schema.Decimal:
+		return client.Decimal{Unscaled: v.Unscaled, Scale: v.Scale}
+	}
+	return v
+}
