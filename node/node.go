@@ -133,6 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		ClusterName:            cfg.ClusterName,
 		BindAddr:               cfg.GossipAddr,
 		RPCAddr:                n.lis.Addr().String(),
+		NativeAddr:             n.nativeAddr(),
 		Seeds:                  cfg.Seeds,
 		NumTokens:              cfg.NumTokens,
 		DataCenter:             cfg.DataCenter,

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/cqlwire"
 )
 
@@ -349,13 +348,7 @@ func preparedResult(p *coordinator.Prepared) (*cqlwire.PreparedResult, error) {
 		m.Result = cqlwire.RowsMetadata{NoMetadata: true}
 		return m, nil
 	}
-	ks, table := p.Keyspace, ""
-	if sel, ok := p.Statement.(*cql.SelectStmt); ok {
-		table = sel.Table.Name.Name
-		if sel.Table.Keyspace.Name != "" {
-			ks = sel.Table.Keyspace.Name
-		}
-	}
+	ks, table := p.RowsKeyspace, p.RowsTable
 	m.Result.ColumnCount = len(p.Columns)
 	m.Result.Columns = make([]cqlwire.ColumnSpec, len(p.Columns))
 	for i, col := range p.Columns {

@@ -330,7 +330,7 @@ func TestRowsResult(t *testing.T) {
 
 func TestPrepareAndExecute(t *testing.T) {
 	id := [16]byte{0xAB, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-	prep := &coordinator.Prepared{ID: id, Text: "SELECT v FROM ks.t WHERE k = ?", Keyspace: "",
+	prep := &coordinator.Prepared{ID: id, Text: "SELECT v FROM ks.t WHERE k = ?", RowsKeyspace: "ks", RowsTable: "t",
 		Variables: []coordinator.Variable{{Keyspace: "ks", Table: "t", Name: "k", Type: schema.TypeText}},
 		PKIndexes: []int{0},
 		Columns:   []coordinator.RowColumn{{Name: "v", Type: schema.TypeBigInt}},
@@ -354,7 +354,7 @@ func TestPrepareAndExecute(t *testing.T) {
 		!reflect.DeepEqual(p.Bind[0], cqlwire.ColumnSpec{Keyspace: "ks", Table: "t", Name: "k", Type: cqlwire.Type{ID: cqlwire.TypeVarchar}}) {
 		t.Errorf("prepared = %+v", p)
 	}
-	if p.Result.ColumnCount != 1 || p.Result.Columns[0].Type.ID != cqlwire.TypeBigint || p.Result.Columns[0].Name != "v" {
+	if p.Result.ColumnCount != 1 || !reflect.DeepEqual(p.Result.Columns[0], cqlwire.ColumnSpec{Keyspace: "ks", Table: "t", Name: "v", Type: cqlwire.Type{ID: cqlwire.TypeBigint}}) {
 		t.Errorf("result metadata = %+v", p.Result)
 	}
 	// Another connection executes it: the cache is the node's.
