@@ -16,7 +16,7 @@ var _ native.Executor = (*shell.Executor)(nil)
 
 // startNative starts the CQL native protocol server on n.clis.
 func (n *Node) startNative() error {
-	if n.cluster != nil && n.nativeAddr() == "" {
+	if a, ok := n.clis.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
 		// A wildcard listener: publish the gossip host, which peers reach, with its port.
 		_, port, _ := net.SplitHostPort(n.clis.Addr().String())
 		host, _, _ := net.SplitHostPort(n.cluster.GossipAddr())
@@ -44,16 +44,6 @@ func (n *Node) startNative() error {
 		}
 	}()
 	return nil
-}
-
-// nativeAddr returns the native protocol address the node publishes to its peers (drivers read
-// it from system.peers): the listener's, or "" when it listens on a wildcard address.
-func (n *Node) nativeAddr() string {
-	a, ok := n.clis.Addr().(*net.TCPAddr)
-	if !ok || a.IP.IsUnspecified() {
-		return ""
-	}
-	return a.String()
 }
 
 // CQLAddr returns the CQL native protocol address drivers connect to.

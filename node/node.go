@@ -133,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		ClusterName:            cfg.ClusterName,
 		BindAddr:               cfg.GossipAddr,
 		RPCAddr:                n.lis.Addr().String(),
-		NativeAddr:             n.nativeAddr(),
+		NativeAddr:             n.clis.Addr().String(), // drivers read it from system.peers
 		Seeds:                  cfg.Seeds,
 		NumTokens:              cfg.NumTokens,
 		DataCenter:             cfg.DataCenter,

@@ -2,13 +2,9 @@ package systables
 
 import "github.com/kvnode/kvnode/schema"
 
-// The column types of the system tables.
-//
-// Until the schema's uuid, inet and read-only collection types are merged, the columns of those
-// types are declared as blob (their values are already encoded as the native protocol encodes
-// the real types); these constants switch to schema.TypeUUID, schema.TypeInet,
-// schema.TypeSetText, schema.TypeListText, schema.TypeMapTextText and schema.TypeMapTextBlob
-// then, and nothing else changes.
+// The column types of the system tables: the schema's, with its read-only collection types
+// (set<text>, list<text>, map<text, text>, map<text, blob>) for the columns drivers read as
+// collections.
 const (
 	typeText        = schema.TypeText
 	typeInt         = schema.TypeInt
@@ -16,10 +12,10 @@ const (
 	typeBoolean     = schema.TypeBoolean
 	typeBlob        = schema.TypeBlob
 	typeTimestamp   = schema.TypeTimestamp
-	typeUUID        = schema.TypeBlob
-	typeInet        = schema.TypeBlob
-	typeSetText     = schema.TypeBlob
-	typeListText    = schema.TypeBlob
-	typeMapTextText = schema.TypeBlob
-	typeMapTextBlob = schema.TypeBlob
+	typeUUID        = schema.TypeUUID
+	typeInet        = schema.TypeInet
+	typeSetText     = schema.TypeSetText
+	typeListText    = schema.TypeListText
+	typeMapTextText = schema.TypeMapTextText
+	typeMapTextBlob = schema.TypeMapTextBlob
 )
