@@ -1,22 +1,31 @@
 package node
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/native"
 )
 
+// The executor is the native front end's domain API.
+var _ native.Executor = (*shell.Executor)(nil)
+
 // startNative starts the CQL native protocol server on n.clis.
 func (n *Node) startNative() error {
+	if a, ok := n.clis.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		// A wildcard listener: publish the gossip host, which peers reach, with its port.
+		_, port, _ := net.SplitHostPort(n.clis.Addr().String())
+		host, _, _ := net.SplitHostPort(n.cluster.GossipAddr())
+		if err := n.cluster.SetNativeAddr(net.JoinHostPort(host, port)); err != nil {
+			return err
+		}
+	}
 	srv, err := native.New(native.Config{
-		Executor:     nativeExecutor{n.exec},
+		Executor:     n.exec,
 		MaxFrameSize: MessageLimit(n.cfg.MaxMutationSize),
 		Schema:       n.schema,
 		Topology:     nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
@@ -41,7 +50,8 @@ func (n *Node) startNative() error {
 func (n *Node) CQLAddr() string { return n.clis.Addr().String() }
 
 // nativeTopology is the cluster's membership as the native protocol's events name it: each
-// peer at its RPC host and this node's native port (drivers expect every node on one port).
+// peer at the native address it publishes or, for a peer that publishes none, its RPC host with
+// this node's native port (drivers expect every node on one port).
 type nativeTopology struct {
 	c    *cluster.Cluster
 	port int
@@ -55,28 +65,29 @@ func (t nativeTopology) Peers() []native.Peer {
 		if m.Local {
 			continue
 		}
-		host, _, err := net.SplitHostPort(m.RPCAddr)
-		if err != nil {
-			continue
+		addr, ok := hostPort(m.NativeAddr)
+		if !ok {
+			if rpc, ok := hostPort(m.RPCAddr); ok {
+				addr = netip.AddrPortFrom(rpc.Addr(), uint16(t.port))
+			} else {
+				continue
+			}
 		}
-		ip, err := netip.ParseAddr(host)
-		if err != nil {
-			continue
-		}
-		out = append(out, native.Peer{ID: string(m.ID), Addr: netip.AddrPortFrom(ip.Unmap(), uint16(t.port)), Live: m.Live})
+		out = append(out, native.Peer{ID: string(m.ID), Addr: addr, Live: m.Live})
 	}
 	return out
 }
 
-// nativeExecutor gives the native front end the executor's domain API.
-type nativeExecutor struct{ *shell.Executor }
-
-// Prepare is not implemented by the executor yet.
-func (e nativeExecutor) Prepare(ctx context.Context, text, keyspace string) (*coordinator.Prepared, error) {
-	return nil, &coordinator.InvalidError{Err: fmt.Errorf("prepared statements are not supported yet")}
-}
-
-// ExecuteBatch is not implemented by the executor yet.
-func (e nativeExecutor) ExecuteBatch(ctx context.Context, b coordinator.BatchStatement) (coordinator.Result, error) {
-	return coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("BATCH is not supported yet")}
+// hostPort parses an IP host:port, false for anything else (a name, a wildcard, "").
+func hostPort(s string) (netip.AddrPort, bool) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	ip, err := netip.ParseAddr(host)
+	p, perr := strconv.ParseUint(port, 10, 16)
+	if err != nil || perr != nil || ip.IsUnspecified() {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(p)), true
 }

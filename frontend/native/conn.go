@@ -303,11 +303,12 @@ func (c *conn) release() {
 // the queue is empty (or the buffer is large), then frees the streams it answered.
 func (c *conn) write() {
 	var (
-		buf      []byte
-		scratch  []byte
-		comp     cqlwire.Compression
-		answered []int16
-		closing  bool
+		buf         []byte
+		scratch     []byte
+		comp        cqlwire.Compression
+		answered    []int16
+		closing     bool
+		protocolErr bool
 	)
 	const flushAt = 64 << 10
 	add := func(f outFrame) {
@@ -331,6 +332,7 @@ func (c *conn) write() {
 			answered = append(answered, f.stream)
 		}
 		closing = closing || f.closeErr
+		protocolErr = protocolErr || f.closeErr
 	}
 	for {
 		select {
@@ -374,16 +376,31 @@ func (c *conn) write() {
 			if err != nil && !errors.Is(err, net.ErrClosed) {
 				c.srv.log.Debug("native: connection write failed", "remote", c.nc.RemoteAddr(), "err", err)
 			}
-			if closing {
-				// Let the client read the error before the connection goes away.
-				if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
-					tc.CloseWrite()
-				}
+			if protocolErr && err == nil {
+				c.linger()
 			}
 			c.close()
 			return
 		}
 	}
+}
+
+// Bounds of linger.
+const (
+	lingerTimeout = 250 * time.Millisecond
+	lingerBytes   = 1 << 20
+)
+
+// linger lets the client read the protocol error just written before the connection goes
+// away: it closes the sending side, then reads and discards what the client sent after the
+// bad frame, briefly (closing a socket with unread data resets the connection, and a reset can
+// discard the error before the client reads it). The reader has stopped by now.
+func (c *conn) linger() {
+	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		tc.CloseWrite()
+	}
+	c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.CopyN(io.Discard, c.nc, lingerBytes)
 }
 
 // rawFrame is a frame encoded already (the version error, in the client's header layout).

@@ -216,3 +216,22 @@ func TestSlowEventReaderIsClosed(t *testing.T) {
 		}
 	})
 }
+
+// TestSchemaEventsOfRecreatedObjects checks that a keyspace or table dropped and created again
+// between two observed schemas is reported CREATED (a new incarnation), not missed.
+func TestSchemaEventsOfRecreatedObjects(t *testing.T) {
+	fs := newFakeSchema()
+	fs.apply(t, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE ks.t (k text PRIMARY KEY)", "CREATE KEYSPACE other WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	before := fs.Schema()
+	fs.apply(t, "DROP TABLE ks.t", "CREATE TABLE ks.t (k text PRIMARY KEY, v int)",
+		"DROP KEYSPACE other", "CREATE KEYSPACE other WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	var got []string
+	for _, sc := range schemaEvents(before, fs.Schema()) {
+		got = append(got, fmt.Sprintf("%s %s %s %s", sc.Change, sc.Target, sc.Keyspace, sc.Name))
+	}
+	want := []string{"CREATED KEYSPACE other ", "CREATED TABLE ks t"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}

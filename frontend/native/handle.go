@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/cqlwire"
 )
 
@@ -17,14 +16,24 @@ const CQLVersion = "3.3.1"
 // rateLimitOption is the STARTUP and SUPPORTED key of ScyllaDB's rate-limit error extension.
 const rateLimitOption = "SCYLLA_RATE_LIMIT_ERROR"
 
-// newSupported returns the SUPPORTED answer to OPTIONS.
-func newSupported() *cqlwire.Supported {
-	return &cqlwire.Supported{Options: map[string][]string{
+// newSupported returns the SUPPORTED answer to OPTIONS, encoded once.
+func newSupported() *encoded {
+	m := &cqlwire.Supported{Options: map[string][]string{
 		"CQL_VERSION":   {CQLVersion},
 		"COMPRESSION":   {"lz4", "snappy"},
 		rateLimitOption: {fmt.Sprintf("ERROR_CODE=%d", cqlwire.ErrRateLimit)},
 	}}
+	return &encoded{op: m.Opcode(), body: m.AppendBody(nil)}
 }
+
+// encoded is a message whose body is encoded already; it is shared read-only.
+type encoded struct {
+	op   cqlwire.Opcode
+	body []byte
+}
+
+func (m *encoded) Opcode() cqlwire.Opcode       { return m.op }
+func (m *encoded) AppendBody(dst []byte) []byte { return append(dst, m.body...) }
 
 // startupOptions checks STARTUP's options and returns the compression they choose (nil for none)
 // and whether the client opted in to the rate-limit error.
@@ -339,13 +348,7 @@ func preparedResult(p *coordinator.Prepared) (*cqlwire.PreparedResult, error) {
 		m.Result = cqlwire.RowsMetadata{NoMetadata: true}
 		return m, nil
 	}
-	ks, table := p.Keyspace, ""
-	if sel, ok := p.Statement.(*cql.SelectStmt); ok {
-		table = sel.Table.Name.Name
-		if sel.Table.Keyspace.Name != "" {
-			ks = sel.Table.Keyspace.Name
-		}
-	}
+	ks, table := p.RowsKeyspace, p.RowsTable
 	m.Result.ColumnCount = len(p.Columns)
 	m.Result.Columns = make([]cqlwire.ColumnSpec, len(p.Columns))
 	for i, col := range p.Columns {

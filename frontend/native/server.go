@@ -123,7 +123,7 @@ type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	prepared  *preparedCache
-	supported *cqlwire.Supported // the answer to OPTIONS, shared read-only
+	supported *encoded // the answer to OPTIONS, shared read-only
 	events    *hub
 	metrics   *metrics
 

@@ -330,7 +330,7 @@ func TestRowsResult(t *testing.T) {
 
 func TestPrepareAndExecute(t *testing.T) {
 	id := [16]byte{0xAB, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-	prep := &coordinator.Prepared{ID: id, Text: "SELECT v FROM ks.t WHERE k = ?", Keyspace: "",
+	prep := &coordinator.Prepared{ID: id, Text: "SELECT v FROM ks.t WHERE k = ?", RowsKeyspace: "ks", RowsTable: "t",
 		Variables: []coordinator.Variable{{Keyspace: "ks", Table: "t", Name: "k", Type: schema.TypeText}},
 		PKIndexes: []int{0},
 		Columns:   []coordinator.RowColumn{{Name: "v", Type: schema.TypeBigInt}},
@@ -354,7 +354,7 @@ func TestPrepareAndExecute(t *testing.T) {
 		!reflect.DeepEqual(p.Bind[0], cqlwire.ColumnSpec{Keyspace: "ks", Table: "t", Name: "k", Type: cqlwire.Type{ID: cqlwire.TypeVarchar}}) {
 		t.Errorf("prepared = %+v", p)
 	}
-	if p.Result.ColumnCount != 1 || p.Result.Columns[0].Type.ID != cqlwire.TypeBigint || p.Result.Columns[0].Name != "v" {
+	if p.Result.ColumnCount != 1 || !reflect.DeepEqual(p.Result.Columns[0], cqlwire.ColumnSpec{Keyspace: "ks", Table: "t", Name: "v", Type: cqlwire.Type{ID: cqlwire.TypeBigint}}) {
 		t.Errorf("result metadata = %+v", p.Result)
 	}
 	// Another connection executes it: the cache is the node's.
@@ -575,4 +575,17 @@ func cmpOr[T comparable](a, b T) T {
 		return a
 	}
 	return b
+}
+
+// TestOversizedFrameErrorReachesClientStillSending checks that a client that goes on sending
+// the body of a frame over the limit reads the protocol error, rather than a reset connection.
+func TestOversizedFrameErrorReachesClientStillSending(t *testing.T) {
+	_, addr := startServer(t, Config{MaxFrameSize: 1 << 16})
+	for range 5 {
+		c := dial(t, addr)
+		c.startup(nil)
+		frame := append(cqlwire.AppendHeader(nil, cqlwire.Header{Stream: 3, Opcode: cqlwire.OpQuery, Length: 256 << 10}), make([]byte, 256<<10)...)
+		go c.nc.Write(frame) // may fail once the server closes; the error must be readable anyway
+		c.expectProtocolError(3, "exceeds the limit of 65536")
+	}
 }

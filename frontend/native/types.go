@@ -8,23 +8,72 @@ import (
 )
 
 // wireType returns the protocol's type option of a column type. The values need no
-// conversion: the schema's canonical encodings are the protocol's.
+// conversion: the schema's canonical encodings are the protocol's (a collection's too: an
+// [int] count, then each element, key and value as [bytes]).
 func wireType(t schema.Type) (cqlwire.Type, error) {
-	switch t {
-	case schema.TypeText:
-		return cqlwire.Type{ID: cqlwire.TypeVarchar}, nil
-	case schema.TypeInt:
-		return cqlwire.Type{ID: cqlwire.TypeInt}, nil
-	case schema.TypeBigInt:
-		return cqlwire.Type{ID: cqlwire.TypeBigint}, nil
-	case schema.TypeDouble:
-		return cqlwire.Type{ID: cqlwire.TypeDouble}, nil
-	case schema.TypeBoolean:
-		return cqlwire.Type{ID: cqlwire.TypeBoolean}, nil
-	case schema.TypeBlob:
-		return cqlwire.Type{ID: cqlwire.TypeBlob}, nil
-	case schema.TypeTimestamp:
-		return cqlwire.Type{ID: cqlwire.TypeTimestamp}, nil
+	if kind, key, value := t.Elements(); kind != schema.NotCollection {
+		k, err := wireType(key)
+		if err != nil {
+			return cqlwire.Type{}, err
+		}
+		switch kind {
+		case schema.CollectionSet:
+			return cqlwire.Type{ID: cqlwire.TypeSet, Elems: []cqlwire.Type{k}}, nil
+		case schema.CollectionList:
+			return cqlwire.Type{ID: cqlwire.TypeList, Elems: []cqlwire.Type{k}}, nil
+		case schema.CollectionMap:
+			v, err := wireType(value)
+			if err != nil {
+				return cqlwire.Type{}, err
+			}
+			return cqlwire.Type{ID: cqlwire.TypeMap, Elems: []cqlwire.Type{k, v}}, nil
+		}
+	}
+	if id, ok := scalarID(t); ok {
+		return cqlwire.Type{ID: id}, nil
 	}
 	return cqlwire.Type{}, fmt.Errorf("column type %v has no native protocol type", t)
+}
+
+// scalarID returns the protocol's id of a scalar type.
+func scalarID(t schema.Type) (cqlwire.TypeID, bool) {
+	switch t {
+	case schema.TypeText:
+		return cqlwire.TypeVarchar, true
+	case schema.TypeASCII:
+		return cqlwire.TypeASCII, true
+	case schema.TypeInt:
+		return cqlwire.TypeInt, true
+	case schema.TypeBigInt:
+		return cqlwire.TypeBigint, true
+	case schema.TypeSmallInt:
+		return cqlwire.TypeSmallint, true
+	case schema.TypeTinyInt:
+		return cqlwire.TypeTinyint, true
+	case schema.TypeVarint:
+		return cqlwire.TypeVarint, true
+	case schema.TypeDouble:
+		return cqlwire.TypeDouble, true
+	case schema.TypeFloat:
+		return cqlwire.TypeFloat, true
+	case schema.TypeDecimal:
+		return cqlwire.TypeDecimal, true
+	case schema.TypeBoolean:
+		return cqlwire.TypeBoolean, true
+	case schema.TypeBlob:
+		return cqlwire.TypeBlob, true
+	case schema.TypeTimestamp:
+		return cqlwire.TypeTimestamp, true
+	case schema.TypeDate:
+		return cqlwire.TypeDate, true
+	case schema.TypeTime:
+		return cqlwire.TypeTime, true
+	case schema.TypeUUID:
+		return cqlwire.TypeUUID, true
+	case schema.TypeTimeUUID:
+		return cqlwire.TypeTimeUUID, true
+	case schema.TypeInet:
+		return cqlwire.TypeInet, true
+	}
+	return 0, false
 }
