@@ -378,6 +378,27 @@ func TestSystemKeyspacesAreReadOnly(t *testing.T) {
 	}
 }
 
+// TestUseSystemKeyspace: USE accepts the system keyspaces (cqlsh users type USE system; drivers
+// may), and unqualified names then read their tables; an unknown keyspace is still refused.
+func TestUseSystemKeyspace(t *testing.T) {
+	tc := startCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ks := range []string{"system", "system_schema"} {
+		res, err := tc.nodes[0].Executor().Execute(ctx, coordinator.Statement{Text: "USE " + ks})
+		if err != nil || res.Kind != coordinator.ResultSetKeyspace || res.Keyspace != ks {
+			t.Fatalf("USE %s: %+v, %v; want set_keyspace %s", ks, res, err, ks)
+		}
+	}
+	res, err := tc.nodes[0].Executor().Execute(ctx, coordinator.Statement{Text: "SELECT key FROM local", Keyspace: "system"})
+	if err != nil || res.Kind != coordinator.ResultRows || len(res.Rows.Values) != 1 || string(res.Rows.Values[0][0]) != "local" {
+		t.Fatalf("SELECT key FROM local in keyspace system: %+v, %v; want the one row 'local'", res, err)
+	}
+	if _, err := tc.nodes[0].Executor().Execute(ctx, coordinator.Statement{Text: "USE system_nope"}); err == nil || !strings.Contains(err.Error(), "system_nope") {
+		t.Fatalf("USE system_nope: %v, want an unknown-keyspace error naming it", err)
+	}
+}
+
 // TestNativeAddressReachesPeers checks that the native protocol address a node publishes once its
 // listener is bound (Cluster.SetNativeAddr) is what the other nodes report in system.peers_v2, and
 // what the node reports for itself.

@@ -64,6 +64,9 @@ func schemaChange(stmt cql.Statement, keyspace string) coordinator.SchemaChange 
 // executeUse checks that the keyspace exists and tells the client to use it.
 func (e *Executor) executeUse(st *cql.UseStmt) (coordinator.Result, error) {
 	name := st.Keyspace.Name
+	if e.system != nil && e.system.HasKeyspace(name) {
+		return coordinator.Result{Kind: coordinator.ResultSetKeyspace, Keyspace: name}, nil
+	}
 	if _, ok := e.schema.Schema().Keyspace(name); !ok {
 		return coordinator.Result{}, &coordinator.InvalidError{Pos: st.Keyspace.Pos(), Err: fmt.Errorf("%w %s", schema.ErrUnknownKeyspace, cql.QuoteIdent(name))}
 	}

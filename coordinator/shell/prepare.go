@@ -18,6 +18,8 @@ type SystemTables interface {
 	Select(ctx context.Context, st *cql.SelectStmt, keyspace string, values []coordinator.Value) (res coordinator.Result, ok bool, err error)
 	// Prepare describes st's bind markers and result columns when it reads a system table.
 	Prepare(st *cql.SelectStmt, keyspace string) (vars []coordinator.Variable, cols []coordinator.RowColumn, ok bool, err error)
+	// HasKeyspace reports whether name is a keyspace of system tables, which USE accepts.
+	HasKeyspace(name string) bool
 }
 
 // Prepare parses and validates text, one statement, against the current schema with keyspace

@@ -98,6 +98,9 @@ func IsSystemKeyspace(name string) bool {
 	return name == KeyspaceSystem || name == KeyspaceSystemSchema
 }
 
+// HasKeyspace reports whether name is one of the keyspaces t serves (IsSystemKeyspace).
+func (t *Tables) HasKeyspace(name string) bool { return IsSystemKeyspace(name) }
+
 // Select answers st when it reads a table of a system keyspace (ok is true), with values binding
 // its markers; errors are *coordinator.InvalidError. keyspace is the session's keyspace for an
 // unqualified table name. A SELECT of any other keyspace is not answered (ok is false).
