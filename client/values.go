@@ -1,120 +1,32 @@
 package client
 
 import (
-	"encoding/hex"
 	"fmt"
 	"math"
 	"math/big"
 	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/schema"
 )
 
-// UUID is a uuid or timeuuid value: its 16 bytes in RFC 4122 order.
-type UUID [16]byte
-
-// String returns the canonical lower-case form, xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
-func (u UUID) String() string {
-	h := hex.EncodeToString(u[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+// The Go types of uuid, timeuuid, date and decimal values are the schema package's, so that a
+// value means the same in the client, the server and the tests.
+type (
+	// UUID is a uuid or timeuuid value: its 16 bytes in RFC 4122 order.
+	UUID = schema.UUID
+	// Date is a date value: days since the Unix epoch (1970-01-01 is 0), negative before it.
+	Date = schema.Date
+	// Decimal is a decimal value, exactly: Unscaled × 10^-Scale (1.50 is {150, 2}).
+	Decimal = schema.Decimal
+)
 
 // ParseUUID parses the canonical 36-character form (either case).
-func ParseUUID(s string) (UUID, error) {
-	var u UUID
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return u, fmt.Errorf("%q is not a uuid (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", s)
-	}
-	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
-	if _, err := hex.Decode(u[:], []byte(h)); err != nil {
-		return UUID{}, fmt.Errorf("%q is not a uuid: %w", s, err)
-	}
-	return u, nil
-}
-
-// Date is a date value: days since the Unix epoch (1970-01-01 is 0), negative before it.
-type Date int32
-
-// Time returns midnight UTC of d.
-func (d Date) Time() time.Time { return time.Unix(int64(d)*86400, 0).UTC() }
-
-// String returns yyyy-mm-dd.
-func (d Date) String() string {
-	y, m, day := d.Time().Date()
-	if y < 0 {
-		return fmt.Sprintf("-%04d-%02d-%02d", -y, m, day)
-	}
-	return fmt.Sprintf("%04d-%02d-%02d", y, m, day)
-}
-
-// Decimal is a decimal value, exactly: Unscaled × 10^-Scale (1.50 is {150, 2}).
-type Decimal struct {
-	Unscaled *big.Int
-	Scale    int32
-}
-
-// Rat returns d as a rational number.
-func (d Decimal) Rat() *big.Rat {
-	r := new(big.Rat).SetInt(d.Unscaled)
-	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(math.Abs(float64(d.Scale)))), nil)
-	if d.Scale >= 0 {
-		return r.Quo(r, new(big.Rat).SetInt(p))
-	}
-	return r.Mul(r, new(big.Rat).SetInt(p))
-}
-
-// String renders d as the server does (Java's BigDecimal.toString): 1.50, 1.2E+10.
-func (d Decimal) String() string {
-	if d.Unscaled == nil {
-		return "<nil>"
-	}
-	digits := new(big.Int).Abs(d.Unscaled).String()
-	sign := ""
-	if d.Unscaled.Sign() < 0 {
-		sign = "-"
-	}
-	adjusted := int64(len(digits)) - 1 - int64(d.Scale)
-	if d.Scale >= 0 && adjusted >= -6 {
-		switch n := len(digits) - int(d.Scale); {
-		case d.Scale == 0:
-			return sign + digits
-		case n > 0:
-			return sign + digits[:n] + "." + digits[n:]
-		default:
-			return sign + "0." + strings.Repeat("0", -n) + digits
-		}
-	}
-	mant := digits[:1]
-	if len(digits) > 1 {
-		mant += "." + digits[1:]
-	}
-	return fmt.Sprintf("%s%sE%+d", sign, mant, adjusted)
-}
+func ParseUUID(s string) (UUID, error) { return schema.ParseUUID(s) }
 
 // ParseDecimal parses a decimal number exactly (1.50, -0.001, 1.2E+10), keeping its scale.
-func ParseDecimal(s string) (Decimal, error) {
-	mant, exp := s, int64(0)
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		e, err := strconv.ParseInt(s[i+1:], 10, 32)
-		if err != nil {
-			return Decimal{}, fmt.Errorf("%q is not a decimal: bad exponent", s)
-		}
-		mant, exp = s[:i], e
-	}
-	intPart, frac, _ := strings.Cut(mant, ".")
-	u, ok := new(big.Int).SetString(intPart+frac, 10)
-	if !ok {
-		return Decimal{}, fmt.Errorf("%q is not a decimal", s)
-	}
-	scale := int64(len(frac)) - exp
-	if scale < math.MinInt32 || scale > math.MaxInt32 {
-		return Decimal{}, fmt.Errorf("%q is not a decimal: scale out of range", s)
-	}
-	return Decimal{Unscaled: u, Scale: int32(scale)}, nil
-}
+func ParseDecimal(s string) (Decimal, error) { return schema.ParseDecimal(s) }
 
 // decodeValue returns the Go value of a client API value (see Result.Rows).
 func decodeValue(v *kvnodepb.Value) (any, error) {

@@ -107,7 +107,7 @@ func TestDecimalStringAndParse(t *testing.T) {
 			t.Errorf("ParseDecimal(%q) = %v, %v; want it back", s, d, err)
 		}
 	}
-	if r := (Decimal{big.NewInt(150), 2}).Rat(); r.Cmp(big.NewRat(3, 2)) != 0 {
+	if r := (Decimal{Unscaled: big.NewInt(150), Scale: 2}).Rat(); r.Cmp(big.NewRat(3, 2)) != 0 {
 		t.Errorf("Decimal{150, 2}.Rat() = %v, want 3/2", r)
 	}
 }

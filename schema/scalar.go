@@ -271,6 +271,15 @@ func pow10(n int64) *big.Int {
 	return new(big.Int).Exp(big.NewInt(10), big.NewInt(n), nil)
 }
 
+// Rat returns d as a rational number (non-nil Unscaled).
+func (d Decimal) Rat() *big.Rat {
+	r := new(big.Rat).SetInt(d.Unscaled)
+	if d.Scale < 0 {
+		return r.Mul(r, new(big.Rat).SetInt(pow10(-int64(d.Scale))))
+	}
+	return r.Quo(r, new(big.Rat).SetInt(pow10(int64(d.Scale))))
+}
+
 // String renders d exactly, as Java's BigDecimal.toString: plain digits
 // with Scale digits after the point, or, when the scale is negative or the
 // value is very small, scientific notation (1.5E+3).

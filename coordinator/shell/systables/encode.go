@@ -3,43 +3,16 @@ package systables
 import (
 	"crypto/sha1"
 	"encoding/binary"
-	"encoding/hex"
 	"math"
 	"net/netip"
 	"slices"
 	"strconv"
+
+	"github.com/kvnode/kvnode/schema"
 )
 
 // UUID is a 16-byte RFC 4122 UUID, the value of the uuid columns (host_id, schema_version, id).
-type UUID [16]byte
-
-// String returns the canonical 8-4-4-4-12 hex form.
-func (u UUID) String() string {
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:36], u[10:16])
-	return string(b[:])
-}
-
-// ParseUUID parses the canonical 8-4-4-4-12 hex form (either case).
-func ParseUUID(s string) (UUID, bool) {
-	var u UUID
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return u, false
-	}
-	hexPart := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
-	if _, err := hex.Decode(u[:], []byte(hexPart)); err != nil {
-		return UUID{}, false
-	}
-	return u, true
-}
+type UUID = schema.UUID
 
 // Namespaces of the name-based (version 5, SHA-1) UUIDs this package derives, 16 bytes each. They
 // are fixed forever: changing one changes every derived id.
@@ -66,7 +39,7 @@ func nameUUID(ns string, name []byte) UUID {
 // kvnode namespace, so that an operator-chosen id such as "node-a" still maps to one stable
 // host_id on every node and across restarts.
 func HostID(nodeID string) UUID {
-	if u, ok := ParseUUID(nodeID); ok {
+	if u, err := schema.ParseUUID(nodeID); err == nil {
 		return u
 	}
 	return nameUUID(nsHostID, []byte(nodeID))

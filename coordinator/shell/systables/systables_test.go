@@ -184,7 +184,7 @@ func TestLocalAndPeersRows(t *testing.T) {
 	if len(rows.Values) != 1 {
 		t.Fatalf("system.local: %d rows", len(rows.Values))
 	}
-	id, _ := ParseUUID("4f0c2b8e-1d3a-4c5b-9e6f-7a8b9c0d1e2f")
+	id, _ := schema.ParseUUID("4f0c2b8e-1d3a-4c5b-9e6f-7a8b9c0d1e2f")
 	if got := colValues(t, rows, "host_id")[0]; got != string(id[:]) {
 		t.Errorf("host_id of a uuid node id = %x, want the id itself", got)
 	}
@@ -252,8 +252,8 @@ func TestDerivedIdentities(t *testing.T) {
 		t.Errorf("SchemaVersion(abc) = SchemaVersion(abd) = %v", v1)
 	}
 	for _, bad := range []string{"", "0f8e1c2d-3b4a-4c5d-8e6f-7a8b9c0d1e2", "0f8e1c2d+3b4a-4c5d-8e6f-7a8b9c0d1e2f", "zf8e1c2d-3b4a-4c5d-8e6f-7a8b9c0d1e2f"} {
-		if _, ok := ParseUUID(bad); ok {
-			t.Errorf("ParseUUID(%q) ok, want not", bad)
+		if v := HostID(bad).Version(); v != 5 {
+			t.Errorf("HostID(%q) is a version %d uuid, want a name-based one (5): the id is not a uuid", bad, v)
 		}
 	}
 }
