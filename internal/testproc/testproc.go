@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -48,6 +50,32 @@ func Build(dir string) (string, error) {
 		return "", fmt.Errorf("testproc: %s: %w\n%s", cmd, err, out)
 	}
 	return bin, nil
+}
+
+// Main is a TestMain for packages whose tests run kvnode processes: it builds the binary once into
+// a temporary directory, stores its path in *binary, runs the tests and exits with their code.
+// A build failure fails the whole package loudly (pkg names it): without the binary nothing can
+// run. Under go test -short nothing is built; the tests skip themselves.
+func Main(m *testing.M, pkg string, binary *string) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "kvnode-"+pkg+"-bin-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: temporary directory for the kvnode binary: %v\n", pkg, err)
+		os.Exit(1)
+	}
+	bin, err := Build(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: FAIL: cannot build the kvnode binary: %v\n", pkg, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	*binary = bin
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // Process is one run of `kvnode serve`.

@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"flag"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/kvnode/kvnode/internal/testproc"
@@ -15,27 +12,7 @@ var kvnodeBinary string
 
 // TestMain builds the kvnode binary once for every test in the package. A build failure fails
 // the whole package loudly: without the binary nothing here can run.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run()) // every test skips itself
-	}
-	dir, err := os.MkdirTemp("", "kvnode-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: temporary directory for the kvnode binary:", err)
-		os.Exit(1)
-	}
-	bin, err := testproc.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: FAIL: cannot build the kvnode binary:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	kvnodeBinary = bin
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testproc.Main(m, "e2e", &kvnodeBinary) }
 
 // skipShort skips an end-to-end test under go test -short.
 func skipShort(t *testing.T) {

@@ -2,9 +2,6 @@ package interop
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,27 +30,7 @@ const numTokens = 16
 
 // TestMain builds the kvnode binary once for every test in the package. A build failure fails
 // the whole package loudly: without the binary nothing here can run.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run()) // every cluster test skips itself
-	}
-	dir, err := os.MkdirTemp("", "kvnode-interop-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "interop: temporary directory for the kvnode binary:", err)
-		os.Exit(1)
-	}
-	bin, err := testproc.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "interop: FAIL: cannot build the kvnode binary:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	kvnodeBinary = bin
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testproc.Main(m, "interop", &kvnodeBinary) }
 
 // startCluster starts three nodes on 127.0.0.1, 127.0.0.2 and 127.0.0.3, every one serving the
 // native protocol on the same port (Cluster.CQLPort), and waits until each sees all three UP.
