@@ -84,6 +84,14 @@ type Config struct {
 	// beyond it is refused with an *InvalidError naming the bound. Zero means
 	// DefaultMaxTimestampAhead.
 	MaxTimestampAhead time.Duration
+	// Batchlog stores LOGGED batches that span partitions on other nodes before they are
+	// applied, so that they are applied whole even if this coordinator fails part way. Nil
+	// means none: such batches are then refused, never run with a weaker guarantee.
+	Batchlog Batchlog
+	// BeforeBatchApply, when set, is called after a logged batch was stored in the batchlog and
+	// before any of its partitions is written; an error fails the batch there, as if this
+	// coordinator had died. For tests only.
+	BeforeBatchApply func() error
 }
 
 // DefaultTombstoneWarnThreshold is the default Config.TombstoneWarnThreshold: Cassandra's.
@@ -123,18 +131,20 @@ type Observer interface {
 // through the SchemaManager, and coordinates reads and writes across the replicas of their
 // partition. It is safe for concurrent use.
 type Executor struct {
-	localID   coordinator.NodeID
-	ring      Ring
-	transport Transport
-	local     LocalLimiter
-	schema    SchemaManager
-	cluster   ClusterDescriber
-	system    SystemTables
-	now       func() time.Time
-	draw      func() float64
-	logger    *slog.Logger
-	observer  Observer
-	prop      *propagator // nil when propagation is off
+	localID          coordinator.NodeID
+	ring             Ring
+	transport        Transport
+	local            LocalLimiter
+	schema           SchemaManager
+	cluster          ClusterDescriber
+	system           SystemTables
+	now              func() time.Time
+	draw             func() float64
+	logger           *slog.Logger
+	observer         Observer
+	prop             *propagator // nil when propagation is off
+	batchlog         Batchlog    // nil: no batchlog
+	beforeBatchApply func() error
 
 	writeTimeout, readTimeout time.Duration
 	pageBytes                 int           // ReadPageBytes
@@ -175,24 +185,26 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
 	e := &Executor{
-		localID:       cfg.LocalID,
-		ring:          cfg.Ring,
-		transport:     cfg.Transport,
-		local:         cfg.Local,
-		schema:        cfg.Schema,
-		cluster:       cfg.Cluster,
-		system:        cfg.System,
-		now:           cfg.Now,
-		draw:          cfg.Draw,
-		logger:        cfg.Logger,
-		observer:      cfg.Observer,
-		writeTimeout:  cfg.WriteTimeout,
-		readTimeout:   cfg.ReadTimeout,
-		pageBytes:     cfg.ReadPageBytes,
-		tombstoneWarn: cfg.TombstoneWarnThreshold,
-		maxMutation:   cfg.MaxMutationSize,
-		maxAhead:      cfg.MaxTimestampAhead,
-		inflight:      make(map[*flight]struct{}),
+		localID:          cfg.LocalID,
+		ring:             cfg.Ring,
+		transport:        cfg.Transport,
+		local:            cfg.Local,
+		schema:           cfg.Schema,
+		cluster:          cfg.Cluster,
+		system:           cfg.System,
+		now:              cfg.Now,
+		draw:             cfg.Draw,
+		logger:           cfg.Logger,
+		observer:         cfg.Observer,
+		writeTimeout:     cfg.WriteTimeout,
+		readTimeout:      cfg.ReadTimeout,
+		pageBytes:        cfg.ReadPageBytes,
+		tombstoneWarn:    cfg.TombstoneWarnThreshold,
+		maxMutation:      cfg.MaxMutationSize,
+		maxAhead:         cfg.MaxTimestampAhead,
+		batchlog:         cfg.Batchlog,
+		beforeBatchApply: cfg.BeforeBatchApply,
+		inflight:         make(map[*flight]struct{}),
 	}
 	if e.maxMutation == 0 {
 		e.maxMutation = DefaultMaxMutationSize
