@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // The batchlog: logged batches a coordinator stored on this node before applying them, kept
@@ -199,9 +200,9 @@ func (s *Service) BatchlogCollector() prometheus.Collector { return s.batchlog }
 
 // StoreBatch stores a logged batch in this node's batchlog, synced, stamped with this node's
 // clock. It implements replicapb.ReplicaServer. The entry must carry a 16-byte id and at least
-// one mutation, each naming a table and writing something, and be at most
-// Config.MaxBatchlogEntry bytes; its tables are not resolved (a table dropped before replay is
-// skipped then). Outcomes are in the response's status; the error is non-nil only when ctx
+// one mutation, each naming a table and writing something (with a partition key and token
+// that match, when this node knows the table), and be at most
+// Config.MaxBatchlogEntry bytes; a table dropped before replay is skipped then. Outcomes are in the response's status; the error is non-nil only when ctx
 // ended first.
 func (s *Service) StoreBatch(ctx context.Context, req *replicapb.StoreBatchRequest) (*replicapb.BatchlogResponse, error) {
 	e := req.GetEntry()
@@ -244,6 +245,13 @@ func (s *Service) checkBatchlogEntry(e *replicapb.BatchlogEntry) error {
 			return fmt.Errorf("%w: batchlog entry %x: mutation %d names table id 0", ErrBadRequest, e.Id, i)
 		case len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0:
 			return fmt.Errorf("%w: batchlog entry %x: mutation %d writes nothing", ErrBadRequest, e.Id, i)
+		}
+		// A key or token the replicas would refuse would fail every replay: refuse it now. A
+		// table this node does not know yet (its schema lags) is checked by the replicas.
+		if t, ok := s.schema.TableByID(schema.TableID(m.TableId)); ok {
+			if _, err := serializePartitionKey(t, nil, m.PartitionKey, m.Token); err != nil {
+				return fmt.Errorf("batchlog entry %x: mutation %d: %w", e.Id, i, err)
+			}
 		}
 	}
 	if n := proto.Size(e); n > s.maxBatchlog {

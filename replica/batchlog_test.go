@@ -101,6 +101,7 @@ func TestServiceStoreBatchValidates(t *testing.T) {
 		{"a nil mutation", &replicapb.BatchlogEntry{Id: batchID(1), Mutations: []*replicapb.Mutation{nil}}, "mutation 0 is nil"},
 		{"table id 0", &replicapb.BatchlogEntry{Id: batchID(1), Mutations: []*replicapb.Mutation{{PartitionKey: [][]byte{{1}}, Rows: []*replicapb.Row{{}}}}}, "mutation 0 names table id 0"},
 		{"an empty mutation", &replicapb.BatchlogEntry{Id: batchID(1), Mutations: []*replicapb.Mutation{{TableId: 5}}}, "mutation 0 writes nothing"},
+		{"a token not the key's", &replicapb.BatchlogEntry{Id: batchID(1), Mutations: []*replicapb.Mutation{{TableId: uint64(testTableID), PartitionKey: [][]byte{[]byte("p")}, Token: 42, Rows: batchEntry(1).Mutations[0].Rows}}}, "token"},
 		{"too large", big, "more than the largest batch, 16777216 bytes (max_mutation_size)"},
 	} {
 		resp, err := svc.StoreBatch(ctx, &replicapb.StoreBatchRequest{Entry: tt.e})
