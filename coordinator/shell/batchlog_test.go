@@ -167,3 +167,38 @@ func TestLoggedBatchInAOneNodeClusterUsesItsOwnBatchlog(t *testing.T) {
 		t.Errorf("in a one-node cluster the batchlogs held %v entries before applying, want [1 0 0]", during)
 	}
 }
+
+func TestBatchlogReplaySkipsDroppedTables(t *testing.T) {
+	c := newCluster(t, options{beforeBatchApply: func() error { return errors.New("coordinator died") }})
+	c.must(schemaRF3...)
+	c.must("CREATE TABLE ks.u (k text PRIMARY KEY, v text)")
+	c.exec("n1", quorum, "BEGIN BATCH INSERT INTO t (k, c) VALUES ('a', 1); INSERT INTO u (k, v) VALUES ('b', 'x'); APPLY BATCH")
+	c.settle()
+	c.must("DROP TABLE ks.u")
+	r, err := c.services["n2"].ReplayBatchlog(context.Background(), c.clock.Now(), c.executors["n2"].ReplayBatch)
+	if err != nil || r != (replica.BatchlogReplay{Replayed: 1}) {
+		t.Fatalf("replaying a batch one of whose tables was dropped = %+v, %v; want it replayed", r, err)
+	}
+	if got, err := c.query("n3", all, "SELECT c FROM t WHERE k = 'a'"); err != nil || !slices.Equal(got, []string{"1"}) {
+		t.Errorf("the surviving table's partition after replay: %q, %v; want row 1", got, err)
+	}
+}
+
+func TestLoggedBatchLargerThanMaxMutationSizeIsRefused(t *testing.T) {
+	c := newCluster(t, options{maxMutation: 200})
+	c.must(schemaRF3...)
+	v := strings.Repeat("x", 120)
+	batch := "BEGIN BATCH INSERT INTO t (k, c, v) VALUES ('a', 1, '" + v + "'); INSERT INTO t (k, c, v) VALUES ('b', 1, '" + v + "'); APPLY BATCH"
+	_, err := c.exec("n1", quorum, batch)
+	var inv *coordinator.InvalidError
+	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "a logged batch is stored whole in the batchlog, so it is at most 200 bytes (max_mutation_size)") {
+		t.Fatalf("a LOGGED BATCH of two 120-byte partitions with max_mutation_size 200: %v, want an *InvalidError naming the bound", err)
+	}
+	if got := c.batchlogLens(); !slices.Equal(got, []int{0, 0, 0}) {
+		t.Errorf("the refused batch left %v batchlog entries", got)
+	}
+	// The same writes UNLOGGED fit: each partition's mutation is under the bound.
+	if _, err := c.exec("n1", quorum, strings.Replace(batch, "BEGIN BATCH", "BEGIN UNLOGGED BATCH", 1)); err != nil {
+		t.Errorf("the same batch UNLOGGED: %v", err)
+	}
+}

@@ -319,6 +319,7 @@ type options struct {
 	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
 	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
 	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
+	maxMutation   int                  // the executors' MaxMutationSize; 0: the default
 	// beforeBatchApply is the executors' BeforeBatchApply hook; nil: none.
 	beforeBatchApply func() error
 }
@@ -384,6 +385,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			TombstoneWarnThreshold: o.tombstoneWarn,
 			Batchlog:               batchlog{c.transport, c.ring},
 			BeforeBatchApply:       o.beforeBatchApply,
+			MaxMutationSize:        o.maxMutation,
 		})
 		if err != nil {
 			t.Fatal(err)
