@@ -109,10 +109,10 @@ func (e *Executor) storeBatchlog(ctx context.Context, entry *replicapb.BatchlogE
 	case errors.Is(err, context.Canceled):
 		return nil, err // the client went away
 	case err != nil:
-		return nil, &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: cl, Received: acks, Required: len(eps)}
+		return nil, &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: cl, Received: acks, Required: len(eps), BatchLog: true}
 	}
 	return nil, &coordinator.FailureError{Op: coordinator.OpWrite, Consistency: cl, Received: acks, Required: len(eps), Failures: failures,
-		Err: fmt.Errorf("storing the batch in the batchlog: %w", first)}
+		Err: fmt.Errorf("storing the batch in the batchlog: %w", first), BatchLog: true}
 }
 
 // removeBatchlog removes the entry id from the batchlogs of eps once its batch was applied, in

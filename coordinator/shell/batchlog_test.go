@@ -124,7 +124,7 @@ func TestBatchlogWriteFailsTheBatchBeforeAnyPartitionIsWritten(t *testing.T) {
 		{"a batchlog node failing", func(c *cluster) { c.transport.setFault(failWrites, "n3") },
 			func(err error) bool {
 				var f *coordinator.FailureError
-				return errors.As(err, &f) && f.Received == 1 && f.Required == 2 && strings.Contains(err.Error(), "batchlog")
+				return errors.As(err, &f) && f.BatchLog && f.Received == 1 && f.Required == 2 && strings.Contains(err.Error(), "batchlog")
 			},
 			"a *FailureError, 1 of 2 acks, naming the batchlog"},
 		{"a batchlog node hanging", func(c *cluster) { c.transport.setFault(hangWrites, "n2") },
