@@ -176,3 +176,51 @@ func TestLoggedBatchBatchlogRemovedAndUnavailable(t *testing.T) {
 		t.Fatalf("n1 replicates none of the partitions %v: nothing was checked", batchlogKeys)
 	}
 }
+
+// TestBatchlogSurvivesRestart stores a batch whose coordinator dies, restarts the two nodes
+// holding it (their replay had not run), and checks that they replay it from disk.
+func TestBatchlogSurvivesRestart(t *testing.T) {
+	var replayNow atomic.Bool
+	c := startBatchlogCluster(t, func(i int, cfg *node.Config) {
+		cfg.BatchlogReplayInterval = time.Hour
+		if replayNow.Load() {
+			cfg.BatchlogReplayInterval, cfg.BatchlogReplayAge = 20*time.Millisecond, time.Millisecond
+		}
+		if i == 0 {
+			cfg.Testing = &node.TestingKnobs{BeforeBatchApply: func() error { return errors.New("died") }}
+		}
+	})
+	ctx := context.Background()
+	if _, err := c.Node(0).Node().Executor().ExecuteBatch(ctx, batchOver("r")); err == nil {
+		t.Fatal("the batch whose coordinator died succeeded")
+	}
+	for _, i := range []int{1, 2} {
+		if p := metricValue(t, c.Node(i).Node().Registry(), "kvnode_batchlog_pending"); p != 1 {
+			t.Fatalf("%s holds %v batchlog entries before the restart, want 1", c.Node(i).Name, p)
+		}
+		if err := c.Stop(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replayNow.Store(true)
+	for _, i := range []int{1, 2} {
+		if err := c.Restart(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Must(t, 60*time.Second, "the batch replayed after the restart, readable at ALL", func() error {
+		for _, k := range batchlogKeys {
+			res, err := c.Node(0).Node().Executor().Execute(ctx, coordinator.Statement{Text: "SELECT v FROM t WHERE k = '" + k + "'", Keyspace: "ks", Consistency: coordinator.All})
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", k, err)
+			}
+			if res.Rows == nil || len(res.Rows.Values) != 1 || string(res.Rows.Values[0][0]) != "r" {
+				return fmt.Errorf("partition %s reads as %v", k, res.Rows)
+			}
+		}
+		if p := sumMetric(t, c, "kvnode_batchlog_pending"); p != 0 {
+			return fmt.Errorf("%v entries still pending", p)
+		}
+		return nil
+	})
+}
