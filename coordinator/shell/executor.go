@@ -131,19 +131,20 @@ type Observer interface {
 // through the SchemaManager, and coordinates reads and writes across the replicas of their
 // partition. It is safe for concurrent use.
 type Executor struct {
-	localID          coordinator.NodeID
-	ring             Ring
-	transport        Transport
-	local            LocalLimiter
-	schema           SchemaManager
-	cluster          ClusterDescriber
-	system           SystemTables
-	now              func() time.Time
-	draw             func() float64
-	logger           *slog.Logger
-	observer         Observer
-	prop             *propagator // nil when propagation is off
-	batchlog         Batchlog    // nil: no batchlog
+	localID   coordinator.NodeID
+	ring      Ring
+	transport Transport
+	local     LocalLimiter
+	schema    SchemaManager
+	cluster   ClusterDescriber
+	system    SystemTables
+	now       func() time.Time
+	draw      func() float64
+	logger    *slog.Logger
+	observer  Observer
+	prop      *propagator // nil when propagation is off
+
+	batchlog         Batchlog // nil: no batchlog
 	beforeBatchApply func() error
 
 	writeTimeout, readTimeout time.Duration
@@ -185,27 +186,26 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
 	e := &Executor{
-		localID:          cfg.LocalID,
-		ring:             cfg.Ring,
-		transport:        cfg.Transport,
-		local:            cfg.Local,
-		schema:           cfg.Schema,
-		cluster:          cfg.Cluster,
-		system:           cfg.System,
-		now:              cfg.Now,
-		draw:             cfg.Draw,
-		logger:           cfg.Logger,
-		observer:         cfg.Observer,
-		writeTimeout:     cfg.WriteTimeout,
-		readTimeout:      cfg.ReadTimeout,
-		pageBytes:        cfg.ReadPageBytes,
-		tombstoneWarn:    cfg.TombstoneWarnThreshold,
-		maxMutation:      cfg.MaxMutationSize,
-		maxAhead:         cfg.MaxTimestampAhead,
-		batchlog:         cfg.Batchlog,
-		beforeBatchApply: cfg.BeforeBatchApply,
-		inflight:         make(map[*flight]struct{}),
+		localID:       cfg.LocalID,
+		ring:          cfg.Ring,
+		transport:     cfg.Transport,
+		local:         cfg.Local,
+		schema:        cfg.Schema,
+		cluster:       cfg.Cluster,
+		system:        cfg.System,
+		now:           cfg.Now,
+		draw:          cfg.Draw,
+		logger:        cfg.Logger,
+		observer:      cfg.Observer,
+		writeTimeout:  cfg.WriteTimeout,
+		readTimeout:   cfg.ReadTimeout,
+		pageBytes:     cfg.ReadPageBytes,
+		tombstoneWarn: cfg.TombstoneWarnThreshold,
+		maxMutation:   cfg.MaxMutationSize,
+		maxAhead:      cfg.MaxTimestampAhead,
+		inflight:      make(map[*flight]struct{}),
 	}
+	e.batchlog, e.beforeBatchApply = cfg.Batchlog, cfg.BeforeBatchApply
 	if e.maxMutation == 0 {
 		e.maxMutation = DefaultMaxMutationSize
 	}
