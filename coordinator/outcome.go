@@ -201,12 +201,21 @@ type TimeoutError struct {
 	Op                 Op
 	Consistency        Consistency
 	Received, Required int
+	// BatchLog says the write was a LOGGED batch's batchlog write (the native protocol's
+	// BATCH_LOG write type): Received and Required count batchlog nodes, and no partition of
+	// the batch was written.
+	BatchLog bool
 }
 
-// Error reads like "write timed out at QUORUM: 1 of 2 required acks received".
+// Error reads like "write timed out at QUORUM: 1 of 2 required acks received", or for a
+// batchlog write "batchlog write timed out at QUORUM: 1 of 2 required acks received".
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("%v timed out at %v: %d of %d required %s received",
-		e.Op, e.Consistency, e.Received, e.Required, answers(e.Op))
+	prefix := ""
+	if e.BatchLog {
+		prefix = "batchlog "
+	}
+	return fmt.Sprintf("%s%v timed out at %v: %d of %d required %s received",
+		prefix, e.Op, e.Consistency, e.Received, e.Required, answers(e.Op))
 }
 
 // FailureError reports that replica failures made the consistency level unreachable. Err is the
@@ -219,6 +228,8 @@ type FailureError struct {
 	// Failures is how many replicas failed, Rejected how many rejected on their rate limit.
 	Failures, Rejected int
 	Err                error
+	// BatchLog says the write was a LOGGED batch's batchlog write (see TimeoutError.BatchLog).
+	BatchLog bool
 }
 
 // Error reads like "write failed at QUORUM: 2 replicas failed, 1 of 2 required acks received:

@@ -75,6 +75,13 @@ type Config struct {
 	// when the node coordinates the write; a write beyond it is refused as invalid. Default
 	// DefaultMaxTimestampAhead.
 	MaxTimestampAhead time.Duration `yaml:"max_timestamp_ahead"`
+	// BatchlogReplayInterval is how often the node replays its batchlog: the LOGGED batches other
+	// coordinators stored on it and have not removed. Default DefaultBatchlogReplayInterval.
+	BatchlogReplayInterval time.Duration `yaml:"batchlog_replay_interval"`
+	// BatchlogReplayAge is how old a batchlog entry must be before it is replayed: a coordinator
+	// that is alive removes its entry well within it. Zero means twice WriteTimeout (whatever
+	// WriteTimeout is set to).
+	BatchlogReplayAge time.Duration `yaml:"batchlog_replay_age"`
 	// ShutdownGrace is how long Close lets in-flight requests finish before it cancels them
 	// (Shutdown takes its bound from its context instead). Default DefaultShutdownGrace.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
@@ -92,6 +99,17 @@ type TestingKnobs struct {
 	// clock peers measure through gossip. Nil means time.Now. Tests freeze it to make counters
 	// exact, or shift it to give a node a skewed clock.
 	Now func() time.Time
+	// BeforeBatchApply is the coordinator's shell.Config.BeforeBatchApply: called after a
+	// LOGGED batch was stored in the batchlog and before any partition is written; an error
+	// fails the batch there, as if the coordinator had died.
+	BeforeBatchApply func() error
+}
+
+func (k *TestingKnobs) beforeBatchApply() func() error {
+	if k == nil {
+		return nil
+	}
+	return k.BeforeBatchApply
 }
 
 // Default listen addresses.
@@ -173,6 +191,9 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.MaxTimestampAhead == 0 {
 		c.MaxTimestampAhead = DefaultMaxTimestampAhead
 	}
+	if c.BatchlogReplayInterval == 0 {
+		c.BatchlogReplayInterval = DefaultBatchlogReplayInterval
+	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -243,10 +264,14 @@ func (c *Config) Validate() error {
 		{"SchemaAgreementTimeout", "schema_agreement_timeout", c.SchemaAgreementTimeout},
 		{"MaxTimestampAhead", "max_timestamp_ahead", c.MaxTimestampAhead},
 		{"ShutdownGrace", "shutdown_grace", c.ShutdownGrace},
+		{"BatchlogReplayInterval", "batchlog_replay_interval", c.BatchlogReplayInterval},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("node: Config.%s (%s) is %v, want a positive duration", d.field, d.key, d.v)
 		}
+	}
+	if c.BatchlogReplayAge < 0 {
+		return fmt.Errorf("node: Config.BatchlogReplayAge (batchlog_replay_age) is %v, want a positive duration, or 0 for twice write_timeout", c.BatchlogReplayAge)
 	}
 	if c.MaxMutationSize < 1 || c.MaxMutationSize > MaxMutationSizeLimit {
 		return fmt.Errorf("node: Config.MaxMutationSize (max_mutation_size) is %d, want 1 to %d bytes", c.MaxMutationSize, MaxMutationSizeLimit)

@@ -85,6 +85,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.SchemaAgreementTimeout = -1 }, "Config.SchemaAgreementTimeout (schema_agreement_timeout) is -1ns"},
 		{func(c *node.Config) { c.MaxTimestampAhead = -time.Hour }, "Config.MaxTimestampAhead (max_timestamp_ahead) is -1h0m0s"},
 		{func(c *node.Config) { c.ShutdownGrace = -time.Second }, "Config.ShutdownGrace (shutdown_grace) is -1s"},
+		{func(c *node.Config) { c.BatchlogReplayInterval = -time.Second }, "Config.BatchlogReplayInterval (batchlog_replay_interval) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.BatchlogReplayAge = -time.Second }, "Config.BatchlogReplayAge (batchlog_replay_age) is -1s, want a positive duration, or 0 for twice write_timeout"},
 		{func(c *node.Config) { c.MaxMutationSize = -1 }, "Config.MaxMutationSize (max_mutation_size) is -1, want 1 to 536870912 bytes"},
 		{func(c *node.Config) { c.MaxMutationSize = node.MaxMutationSizeLimit + 1 }, "Config.MaxMutationSize (max_mutation_size) is 536870913"},
 	} {

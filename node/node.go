@@ -53,6 +53,7 @@ type Node struct {
 	registry *prometheus.Registry
 	metrics  *http.Server
 	mlis     net.Listener
+	replayer *batchlogReplayer
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -121,6 +122,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	if n.replica, err = replica.NewService(replica.Config{
 		Store: n.store, Schema: n.schema, Limits: limits, Now: now, Logger: cfg.Logger.With("component", "replica"),
+		MaxBatchlogEntry: cfg.MaxMutationSize,
 	}); err != nil {
 		return nil, err
 	}
@@ -174,10 +176,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:            cfg.Logger.With("component", "coordinator"),
 		Observer:          coordMetrics,
 		MaxTimestampAhead: cfg.MaxTimestampAhead,
+		Batchlog:          n.trans,
+		BeforeBatchApply:  cfg.Testing.beforeBatchApply(),
 	}); err != nil {
 		return nil, err
 	}
 	n.startDDL(coordMetrics)
+	n.startBatchlogReplay(now)
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -186,6 +191,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		coordMetrics,
 		n.replica.Collector(),
+		n.replica.BatchlogCollector(),
 		n.store.Collector(),
 		newClusterCollector(n.cluster),
 	)
@@ -362,6 +368,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	} else if n.mlis != nil {
 		n.mlis.Close()
 	}
+	n.replayer.stop() // before the executor it replays through closes
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)
 	}

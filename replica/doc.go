@@ -47,6 +47,14 @@
 // match the table get STATUS_ERROR with a message naming what was wrong, and
 // change nothing.
 //
+// # The batchlog
+//
+// The store also holds the node's batchlog (batchlog.go): LOGGED batches a
+// coordinator stored on this node (StoreBatch, synced) before applying them,
+// under table id 0, a key space no table can reach. Their coordinator removes
+// them once applied (RemoveBatch); ReplayBatchlog re-applies, through the
+// node's coordinator, the entries older than the replay age and removes them.
+//
 // # Observability
 //
 // Service.Collector and Store.Collector export the node's limiter, replica

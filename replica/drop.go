@@ -87,7 +87,8 @@ func (s *Store) TableKeys(id schema.TableID) (int, error) {
 	return n, nil
 }
 
-// TableIDs returns the ids of the tables the store holds keys of, in order. It seeks from
+// TableIDs returns the ids of the tables the store holds keys of, in order (never 0, the
+// batchlog's reserved key space). It seeks from
 // one table's span to the next, so it costs one seek per table, not a scan of the data.
 func (s *Store) TableIDs() ([]schema.TableID, error) {
 	s.closeMu.RLock()
@@ -100,7 +101,9 @@ func (s *Store) TableIDs() ([]schema.TableID, error) {
 		return nil, fmt.Errorf("replica: list tables: %w", err)
 	}
 	var ids []schema.TableID
-	for valid := it.First(); valid; {
+	// Table id 0 is no table: it is the reserved key space of the batchlog (batchlog.go).
+	first, _ := tableSpan(1)
+	for valid := it.SeekGE(first); valid; {
 		k := it.Key()
 		if len(k) < 8 {
 			it.Close()

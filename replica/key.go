@@ -12,7 +12,8 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// Storage key layout. Every key of a partition starts with the partition
+// Storage key layout. Table id 0 is no table's (the schema never assigns it):
+// its key space holds the batchlog (batchlog.go). Every key of a partition starts with the partition
 // prefix, and keys sort in (table id, token, partition key, clustering key)
 // order because every part is encoded order-preservingly and
 // self-delimitingly:

@@ -43,6 +43,9 @@ type Config struct {
 	MaxStampSkew time.Duration
 	// Logger receives internal (storage) errors. Nil discards them.
 	Logger *slog.Logger
+	// MaxBatchlogEntry bounds a batchlog entry (StoreBatch), in bytes of its protobuf
+	// encoding; the node sets its max_mutation_size. Zero means DefaultMaxBatchlogEntry.
+	MaxBatchlogEntry int
 }
 
 // Service is the replica side of kvnode: it applies mutations and serves
@@ -76,6 +79,9 @@ type Service struct {
 	logger  *slog.Logger
 	ops     opStates
 	metrics *serviceMetrics
+
+	maxBatchlog int // Config.MaxBatchlogEntry
+	batchlog    *batchlogMetrics
 }
 
 // NewService returns a service for cfg.
@@ -88,6 +94,9 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxStampSkew < 0 {
 		return nil, fmt.Errorf("replica: Config.MaxStampSkew %v is negative", cfg.MaxStampSkew)
+	}
+	if cfg.MaxBatchlogEntry < 0 {
+		return nil, fmt.Errorf("replica: Config.MaxBatchlogEntry %d is negative", cfg.MaxBatchlogEntry)
 	}
 	s := &Service{store: cfg.Store, schema: cfg.Schema, limits: cfg.Limits, now: cfg.Now, maxSkew: cfg.MaxStampSkew, logger: cfg.Logger}
 	if s.maxSkew == 0 {
@@ -103,6 +112,11 @@ func NewService(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	s.metrics = newServiceMetrics(s)
+	s.maxBatchlog = cfg.MaxBatchlogEntry
+	if s.maxBatchlog == 0 {
+		s.maxBatchlog = DefaultMaxBatchlogEntry
+	}
+	s.batchlog = newBatchlogMetrics(s.store)
 	return s, nil
 }
 

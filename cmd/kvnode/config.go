@@ -82,6 +82,8 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.SchemaAgreementTimeout, "schema-agreement-timeout", c.SchemaAgreementTimeout, "how long DDL waits for every live node to agree on the schema")
 	fs.DurationVar(&c.MaxTimestampAhead, "max-timestamp-ahead", c.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
 	fs.IntVar(&c.MaxMutationSize, "max-mutation-size", c.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
+	fs.DurationVar(&c.BatchlogReplayInterval, "batchlog-replay-interval", c.BatchlogReplayInterval, "how often this node replays the LOGGED batches stored on it that their coordinator did not remove")
+	fs.DurationVar(&c.BatchlogReplayAge, "batchlog-replay-age", c.BatchlogReplayAge, "how old a batchlog entry must be before it is replayed; 0 means twice --write-timeout")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "on SIGINT or SIGTERM, how long in-flight requests may finish before they are canceled")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.TestingClockOffset, "testing-clock-offset", c.TestingClockOffset, "for tests: shift this node's clock by this much (e.g. -500ms)")

@@ -97,6 +97,7 @@ rack: r1
 			MaxTimestampAhead:      72 * time.Hour,
 			MaxMutationSize:        2 << 20, // flag
 			ShutdownGrace:          30 * time.Second,
+			BatchlogReplayInterval: node.DefaultBatchlogReplayInterval,
 			DataCenter:             "eu-west", // from the file
 			Rack:                   "r7",      // flag
 		},
@@ -149,7 +150,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20,
 			WriteTimeout: time.Millisecond, ReadTimeout: time.Minute, SchemaAgreementTimeout: time.Hour,
 			MaxMutationSize: 5, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,
-			DataCenter: "dc2", Rack: "r9",
+			DataCenter: "dc2", Rack: "r9", BatchlogReplayInterval: 3 * time.Second, BatchlogReplayAge: 7 * time.Second,
 		},
 		Sync: false, LogLevel: slog.LevelWarn,
 	}

@@ -23,10 +23,16 @@ import (
 // all or nothing, and the rate limiter counts them as one write of the partition; partitions are
 // written one after the other, in the order the batch first names them.
 //
-// A logged batch that spans partitions would need a batchlog to apply all of its partitions or
-// none when the coordinator fails part way; kvnode has none yet, so it runs such a batch as an
-// unlogged one and says so in a warning of the Result. Errors are those of Execute; a batch
-// that fails after writing some partitions leaves them written.
+// A LOGGED batch (the default) that spans partitions is applied whole, eventually: before any
+// partition is written the coordinator stores the batch's mutations, already resolved with
+// their timestamps, in the batchlog of up to two other live nodes (itself in a one-node
+// cluster) and waits for them; if it then fails part way, those nodes replay the batch to
+// every replica of its partitions once it is older than their replay age. A batch no node
+// could store fails with *UnavailableError, *TimeoutError or *FailureError before anything is
+// written. Once every partition is written the batchlog entries are removed in the
+// background. A logged batch is at most max_mutation_size bytes in all, since the batchlog
+// stores it as one. An UNLOGGED batch has none of this: one that fails after writing some
+// partitions leaves them written. Errors are those of Execute.
 func (e *Executor) ExecuteBatch(ctx context.Context, b coordinator.BatchStatement) (coordinator.Result, error) {
 	var start time.Time
 	if e.observer != nil {
@@ -193,17 +199,45 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		total += size
 	}
 	var res coordinator.Result
-	if logged && len(groups) > 1 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("this LOGGED BATCH writes %d partitions and ran as an UNLOGGED one: kvnode has no batchlog yet, so a failure part way can leave some partitions written and others not", len(groups)))
-	}
 	if total > batchSizeWarn {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("this BATCH is %d bytes, more than %d (Cassandra's batch_size_warn_threshold): a batch is not a way to load data faster; it makes one coordinator and one set of replicas do all the work", total, batchSizeWarn))
 	}
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, timeout))
-	for _, g := range groups {
-		if err := e.writePartition(ctx, g.table, g.rf, g.m.Token, partitionWrite{m: g.m}, cl, e.now(), dl); err != nil {
+	var (
+		logEndpoints []coordinator.NodeID
+		logID        []byte
+	)
+	if logged && len(groups) > 1 {
+		if e.batchlog == nil {
+			return first, coordinator.Result{}, &coordinator.InvalidError{Pos: groups[1].pos, Err: fmt.Errorf("this LOGGED BATCH writes %d partitions and this coordinator has no batchlog to apply them all or none; use an UNLOGGED BATCH", len(groups))}
+		}
+		entry := &replicapb.BatchlogEntry{Id: e.newBatchID(), Mutations: make([]*replicapb.Mutation, len(groups))}
+		for i, g := range groups {
+			entry.Mutations[i] = g.m
+		}
+		if size := proto.Size(entry); size > e.maxMutation {
+			return first, coordinator.Result{}, &coordinator.InvalidError{Pos: groups[0].pos, Err: fmt.Errorf("this LOGGED BATCH is %d bytes; a logged batch is stored whole in the batchlog, so it is at most %d bytes (max_mutation_size): split it, or use an UNLOGGED BATCH",
+				size, e.maxMutation)}
+		}
+		var err error
+		if logEndpoints, err = e.storeBatchlog(ctx, entry, cl, dl); err != nil {
 			return first, coordinator.Result{}, err
 		}
+		logID = entry.Id
+		if e.beforeBatchApply != nil {
+			if err := e.beforeBatchApply(); err != nil {
+				return first, coordinator.Result{}, err
+			}
+		}
+	}
+	for _, g := range groups {
+		if err := e.writePartition(ctx, g.table, g.rf, g.m.Token, partitionWrite{m: g.m}, cl, e.now(), dl); err != nil {
+			// The batchlog keeps the batch: its nodes replay it once it is old enough.
+			return first, coordinator.Result{}, err
+		}
+	}
+	if logID != nil {
+		e.removeBatchlog(logEndpoints, logID)
 	}
 	return first, res, nil
 }

@@ -47,8 +47,9 @@
 // read's order), the rows returned so far (LIMIT counts across pages) and a fingerprint of the
 // statement and its values. A BATCH (BEGIN BATCH text, or ExecuteBatch for the protocol's
 // message) gets one timestamp, and its writes to one partition go as one mutation, which the
-// limiter counts once; partitions are written one after the other. There is no batchlog: a
-// LOGGED batch across partitions runs as an UNLOGGED one, with a warning saying so. USING
+// limiter counts once; partitions are written one after the other. A LOGGED batch across
+// partitions is first stored in the batchlog of up to two other live nodes (Config.Batchlog),
+// which replay it should this coordinator fail part way (ReplayBatch). USING
 // TIMEOUT replaces the configured timeout of its statement. Config.System serves the computed
 // system tables before the schema's tables are consulted.
 //

@@ -84,6 +84,14 @@ type Config struct {
 	// beyond it is refused with an *InvalidError naming the bound. Zero means
 	// DefaultMaxTimestampAhead.
 	MaxTimestampAhead time.Duration
+	// Batchlog stores LOGGED batches that span partitions on other nodes before they are
+	// applied, so that they are applied whole even if this coordinator fails part way. Nil
+	// means none: such batches are then refused, never run with a weaker guarantee.
+	Batchlog Batchlog
+	// BeforeBatchApply, when set, is called after a logged batch was stored in the batchlog and
+	// before any of its partitions is written; an error fails the batch there, as if this
+	// coordinator had died. For tests only.
+	BeforeBatchApply func() error
 }
 
 // DefaultTombstoneWarnThreshold is the default Config.TombstoneWarnThreshold: Cassandra's.
@@ -135,6 +143,9 @@ type Executor struct {
 	logger    *slog.Logger
 	observer  Observer
 	prop      *propagator // nil when propagation is off
+
+	batchlog         Batchlog // nil: no batchlog
+	beforeBatchApply func() error
 
 	writeTimeout, readTimeout time.Duration
 	pageBytes                 int           // ReadPageBytes
@@ -194,6 +205,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		maxAhead:      cfg.MaxTimestampAhead,
 		inflight:      make(map[*flight]struct{}),
 	}
+	e.batchlog, e.beforeBatchApply = cfg.Batchlog, cfg.BeforeBatchApply
 	if e.maxMutation == 0 {
 		e.maxMutation = DefaultMaxMutationSize
 	}

@@ -25,6 +25,8 @@ func BenchmarkExecute(b *testing.B) {
 		{"rejected/write", "INSERT INTO hot (k, c, v) VALUES ('a', 1, 'x')", quorum, true, nil},
 		{"write/QUORUM/prepared", "INSERT INTO t (k, c, v) VALUES (?, ?, ?)", quorum, false, []coordinator.Value{text("a"), intv(1), text("x")}},
 		{"read/QUORUM/prepared", "SELECT * FROM t WHERE k = ? AND c = ?", quorum, false, []coordinator.Value{text("a"), intv(1)}},
+		{"batch/LOGGED/2-partitions", "BEGIN BATCH INSERT INTO t (k, c, v) VALUES ('a', 1, 'x'); INSERT INTO t (k, c, v) VALUES ('b', 1, 'x'); APPLY BATCH", quorum, false, nil},
+		{"batch/UNLOGGED/2-partitions", "BEGIN UNLOGGED BATCH INSERT INTO t (k, c, v) VALUES ('a', 1, 'x'); INSERT INTO t (k, c, v) VALUES ('b', 1, 'x'); APPLY BATCH", quorum, false, nil},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			c := newCluster(b, options{draw: 0.99})

@@ -188,6 +188,35 @@ func (t *transport) Mutate(ctx context.Context, to coordinator.NodeID, req *repl
 	return overTheWire(resp), err
 }
 
+// batchlog is the transport and the ring as a shell.Batchlog.
+type batchlog struct {
+	*transport
+	*ring
+}
+
+// AppendNodes lists the cluster's nodes: the ring's.
+func (b batchlog) AppendNodes(dst []coordinator.NodeID) []coordinator.NodeID {
+	return append(dst, b.ring.order...)
+}
+
+func (t *transport) StoreBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.StoreBatchRequest) (*replicapb.BatchlogResponse, error) {
+	svc, err := t.begin(ctx, to, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := svc.StoreBatch(ctx, overTheWire(req))
+	return overTheWire(resp), err
+}
+
+func (t *transport) RemoveBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.RemoveBatchRequest) (*replicapb.BatchlogResponse, error) {
+	svc, err := t.begin(ctx, to, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := svc.RemoveBatch(ctx, overTheWire(req))
+	return overTheWire(resp), err
+}
+
 func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 	svc, err := t.begin(ctx, to, false)
 	if err != nil {
@@ -290,6 +319,9 @@ type options struct {
 	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
 	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
 	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
+	maxMutation   int                  // the executors' MaxMutationSize; 0: the default
+	// beforeBatchApply is the executors' BeforeBatchApply hook; nil: none.
+	beforeBatchApply func() error
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -351,6 +383,9 @@ func newCluster(t testing.TB, o options) *cluster {
 			Observer:               c.observer,
 			ReadPageBytes:          o.pageBytes,
 			TombstoneWarnThreshold: o.tombstoneWarn,
+			Batchlog:               batchlog{c.transport, c.ring},
+			BeforeBatchApply:       o.beforeBatchApply,
+			MaxMutationSize:        o.maxMutation,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -72,6 +72,8 @@ type partitionWrite struct {
 	m  *replicapb.Mutation
 	w  *schema.Write
 	ts int64
+	// exempt keeps the write out of the rate limiter: internal traffic (batchlog replay).
+	exempt bool
 }
 
 // mutation returns pw's mutation of the partition with the given token.
@@ -95,8 +97,9 @@ func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, 
 		Replicas:    e.replicaSet(replicaBuf[:0], token, rf),
 		Limit:       t.Limit(coordinator.OpWrite),
 		Deadline:    dl,
+		Exempt:      pw.exempt,
 	}
-	if p.Limit > 0 {
+	if p.Limit > 0 && !p.Exempt {
 		p.Draw = e.draw()
 	}
 	req, err := e.newRequest(p)

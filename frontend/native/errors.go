@@ -58,7 +58,7 @@ func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
 		m := &cqlwire.Error{Code: cqlwire.ErrReadTimeout, Message: to.Error(),
 			Consistency: cl(to.Consistency), Received: count(to.Received), BlockFor: count(to.Required)}
 		if to.Op == schema.OpWrite {
-			m.Code, m.WriteType = cqlwire.ErrWriteTimeout, writeType(req)
+			m.Code, m.WriteType = cqlwire.ErrWriteTimeout, writeType(req, to.BatchLog)
 		} else {
 			m.DataPresent = to.Received > 0
 		}
@@ -68,7 +68,7 @@ func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
 			Consistency: cl(fe.Consistency), Received: count(fe.Received), BlockFor: count(fe.Required),
 			NumFailures: count(fe.Failures + fe.Rejected)}
 		if fe.Op == schema.OpWrite {
-			m.Code, m.WriteType = cqlwire.ErrWriteFailure, writeType(req)
+			m.Code, m.WriteType = cqlwire.ErrWriteFailure, writeType(req, fe.BatchLog)
 		} else {
 			m.DataPresent = fe.Received > 0
 		}
@@ -98,9 +98,12 @@ func (s *Server) serverError(err error) *cqlwire.Error {
 	return &cqlwire.Error{Code: cqlwire.ErrServer, Message: fmt.Sprintf("internal error: %v", err)}
 }
 
-// writeType is the write type of a write timeout or failure.
-func writeType(req request) string {
+// writeType is the write type of a write timeout or failure; batchLog when it was a logged
+// batch's batchlog write (drivers retry BATCH_LOG timeouts: nothing was applied).
+func writeType(req request, batchLog bool) string {
 	switch {
+	case batchLog:
+		return "BATCH_LOG"
 	case req.batch == nil:
 		return "SIMPLE"
 	case *req.batch == cqlwire.BatchUnlogged:

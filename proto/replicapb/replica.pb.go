@@ -1710,6 +1710,206 @@ func (x *TopPartitionsResponse) GetPartitions() []*HotPartition {
 	return nil
 }
 
+// BatchlogEntry is a logged batch as the batchlog holds it: the mutations its coordinator resolved, one
+// per partition, every cell at the timestamp it was written with, so that replaying it any number of
+// times writes the same cells (last write wins).
+type BatchlogEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The batch's id: 16 bytes, the coordinator's clock in nanoseconds since the Unix epoch (big-endian)
+	// then 8 random bytes. The batchlog holds one entry per id.
+	Id            []byte      `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Mutations     []*Mutation `protobuf:"bytes,2,rep,name=mutations,proto3" json:"mutations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchlogEntry) Reset() {
+	*x = BatchlogEntry{}
+	mi := &file_replica_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchlogEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchlogEntry) ProtoMessage() {}
+
+func (x *BatchlogEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchlogEntry.ProtoReflect.Descriptor instead.
+func (*BatchlogEntry) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BatchlogEntry) GetId() []byte {
+	if x != nil {
+		return x.Id
+	}
+	return nil
+}
+
+func (x *BatchlogEntry) GetMutations() []*Mutation {
+	if x != nil {
+		return x.Mutations
+	}
+	return nil
+}
+
+type StoreBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *BatchlogEntry         `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreBatchRequest) Reset() {
+	*x = StoreBatchRequest{}
+	mi := &file_replica_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreBatchRequest) ProtoMessage() {}
+
+func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreBatchRequest.ProtoReflect.Descriptor instead.
+func (*StoreBatchRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *StoreBatchRequest) GetEntry() *BatchlogEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+type RemoveBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the batch to remove (BatchlogEntry.id).
+	Id            []byte `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveBatchRequest) Reset() {
+	*x = RemoveBatchRequest{}
+	mi := &file_replica_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveBatchRequest) ProtoMessage() {}
+
+func (x *RemoveBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveBatchRequest.ProtoReflect.Descriptor instead.
+func (*RemoveBatchRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RemoveBatchRequest) GetId() []byte {
+	if x != nil {
+		return x.Id
+	}
+	return nil
+}
+
+// BatchlogResponse answers StoreBatch and RemoveBatch: STATUS_OK once the entry is stored (synced) or
+// removed, STATUS_ERROR with error otherwise.
+type BatchlogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchlogResponse) Reset() {
+	*x = BatchlogResponse{}
+	mi := &file_replica_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchlogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchlogResponse) ProtoMessage() {}
+
+func (x *BatchlogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchlogResponse.ProtoReflect.Descriptor instead.
+func (*BatchlogResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *BatchlogResponse) GetStatus() Status {
+	if x != nil {
+		return x.Status
+	}
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *BatchlogResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // SchemaBallot orders proposals: by counter, then node id. The zero ballot (counter 0) means none.
 type SchemaBallot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1721,7 +1921,7 @@ type SchemaBallot struct {
 
 func (x *SchemaBallot) Reset() {
 	*x = SchemaBallot{}
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +1933,7 @@ func (x *SchemaBallot) String() string {
 func (*SchemaBallot) ProtoMessage() {}
 
 func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +1946,7 @@ func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaBallot.ProtoReflect.Descriptor instead.
 func (*SchemaBallot) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{21}
+	return file_replica_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SchemaBallot) GetCounter() int64 {
@@ -1773,7 +1973,7 @@ type SchemaPrepareRequest struct {
 
 func (x *SchemaPrepareRequest) Reset() {
 	*x = SchemaPrepareRequest{}
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +1985,7 @@ func (x *SchemaPrepareRequest) String() string {
 func (*SchemaPrepareRequest) ProtoMessage() {}
 
 func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +1998,7 @@ func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareRequest.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{22}
+	return file_replica_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SchemaPrepareRequest) GetKeyspace() string {
@@ -1831,7 +2031,7 @@ type SchemaPrepareResponse struct {
 
 func (x *SchemaPrepareResponse) Reset() {
 	*x = SchemaPrepareResponse{}
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2043,7 @@ func (x *SchemaPrepareResponse) String() string {
 func (*SchemaPrepareResponse) ProtoMessage() {}
 
 func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2056,7 @@ func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{23}
+	return file_replica_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SchemaPrepareResponse) GetPromised() bool {
@@ -1899,7 +2099,7 @@ type SchemaAcceptRequest struct {
 
 func (x *SchemaAcceptRequest) Reset() {
 	*x = SchemaAcceptRequest{}
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2111,7 @@ func (x *SchemaAcceptRequest) String() string {
 func (*SchemaAcceptRequest) ProtoMessage() {}
 
 func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2124,7 @@ func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptRequest.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{24}
+	return file_replica_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SchemaAcceptRequest) GetKeyspace() string {
@@ -1959,7 +2159,7 @@ type SchemaAcceptResponse struct {
 
 func (x *SchemaAcceptResponse) Reset() {
 	*x = SchemaAcceptResponse{}
-	mi := &file_replica_proto_msgTypes[25]
+	mi := &file_replica_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2171,7 @@ func (x *SchemaAcceptResponse) String() string {
 func (*SchemaAcceptResponse) ProtoMessage() {}
 
 func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[25]
+	mi := &file_replica_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2184,7 @@ func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptResponse.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{25}
+	return file_replica_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SchemaAcceptResponse) GetAccepted() bool {
@@ -2012,7 +2212,7 @@ type SchemaAcceptorState struct {
 
 func (x *SchemaAcceptorState) Reset() {
 	*x = SchemaAcceptorState{}
-	mi := &file_replica_proto_msgTypes[26]
+	mi := &file_replica_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2224,7 @@ func (x *SchemaAcceptorState) String() string {
 func (*SchemaAcceptorState) ProtoMessage() {}
 
 func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[26]
+	mi := &file_replica_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2237,7 @@ func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptorState.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptorState) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{26}
+	return file_replica_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SchemaAcceptorState) GetRegisters() []*SchemaRegister {
@@ -2059,7 +2259,7 @@ type SchemaRegister struct {
 
 func (x *SchemaRegister) Reset() {
 	*x = SchemaRegister{}
-	mi := &file_replica_proto_msgTypes[27]
+	mi := &file_replica_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2071,7 +2271,7 @@ func (x *SchemaRegister) String() string {
 func (*SchemaRegister) ProtoMessage() {}
 
 func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[27]
+	mi := &file_replica_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2084,7 +2284,7 @@ func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRegister.ProtoReflect.Descriptor instead.
 func (*SchemaRegister) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{27}
+	return file_replica_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SchemaRegister) GetKeyspace() string {
@@ -2245,7 +2445,17 @@ const file_replica_proto_rawDesc = "" +
 	"\x15TopPartitionsResponse\x12?\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1f.kvnode.replica.v1.HotPartitionR\n" +
-	"partitions\"<\n" +
+	"partitions\"Z\n" +
+	"\rBatchlogEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\fR\x02id\x129\n" +
+	"\tmutations\x18\x02 \x03(\v2\x1b.kvnode.replica.v1.MutationR\tmutations\"K\n" +
+	"\x11StoreBatchRequest\x126\n" +
+	"\x05entry\x18\x01 \x01(\v2 .kvnode.replica.v1.BatchlogEntryR\x05entry\"$\n" +
+	"\x12RemoveBatchRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\fR\x02id\"{\n" +
+	"\x10BatchlogResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05errorJ\x04\b\x02\x10\x03\"<\n" +
 	"\fSchemaBallot\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x03R\acounter\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"k\n" +
@@ -2279,12 +2489,15 @@ const file_replica_proto_rawDesc = "" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSTATUS_OK\x10\x01\x12\x17\n" +
 	"\x13STATUS_RATE_LIMITED\x10\x02\x12\x10\n" +
-	"\fSTATUS_ERROR\x10\x032\xe6\x02\n" +
+	"\fSTATUS_ERROR\x10\x032\x9a\x04\n" +
 	"\aReplica\x12M\n" +
 	"\x06Mutate\x12 .kvnode.replica.v1.MutateRequest\x1a!.kvnode.replica.v1.MutateResponse\x12G\n" +
 	"\x04Read\x12\x1e.kvnode.replica.v1.ReadRequest\x1a\x1f.kvnode.replica.v1.ReadResponse\x12_\n" +
 	"\fAccountDelta\x12&.kvnode.replica.v1.AccountDeltaRequest\x1a'.kvnode.replica.v1.AccountDeltaResponse\x12b\n" +
-	"\rTopPartitions\x12'.kvnode.replica.v1.TopPartitionsRequest\x1a(.kvnode.replica.v1.TopPartitionsResponse2\xc6\x01\n" +
+	"\rTopPartitions\x12'.kvnode.replica.v1.TopPartitionsRequest\x1a(.kvnode.replica.v1.TopPartitionsResponse\x12W\n" +
+	"\n" +
+	"StoreBatch\x12$.kvnode.replica.v1.StoreBatchRequest\x1a#.kvnode.replica.v1.BatchlogResponse\x12Y\n" +
+	"\vRemoveBatch\x12%.kvnode.replica.v1.RemoveBatchRequest\x1a#.kvnode.replica.v1.BatchlogResponse2\xc6\x01\n" +
 	"\vSchemaPaxos\x12\\\n" +
 	"\aPrepare\x12'.kvnode.replica.v1.SchemaPrepareRequest\x1a(.kvnode.replica.v1.SchemaPrepareResponse\x12Y\n" +
 	"\x06Accept\x12&.kvnode.replica.v1.SchemaAcceptRequest\x1a'.kvnode.replica.v1.SchemaAcceptResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
@@ -2302,7 +2515,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -2329,13 +2542,17 @@ var file_replica_proto_goTypes = []any{
 	(*TopPartitionsRequest)(nil),  // 22: kvnode.replica.v1.TopPartitionsRequest
 	(*HotPartition)(nil),          // 23: kvnode.replica.v1.HotPartition
 	(*TopPartitionsResponse)(nil), // 24: kvnode.replica.v1.TopPartitionsResponse
-	(*SchemaBallot)(nil),          // 25: kvnode.replica.v1.SchemaBallot
-	(*SchemaPrepareRequest)(nil),  // 26: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaPrepareResponse)(nil), // 27: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptRequest)(nil),   // 28: kvnode.replica.v1.SchemaAcceptRequest
-	(*SchemaAcceptResponse)(nil),  // 29: kvnode.replica.v1.SchemaAcceptResponse
-	(*SchemaAcceptorState)(nil),   // 30: kvnode.replica.v1.SchemaAcceptorState
-	(*SchemaRegister)(nil),        // 31: kvnode.replica.v1.SchemaRegister
+	(*BatchlogEntry)(nil),         // 25: kvnode.replica.v1.BatchlogEntry
+	(*StoreBatchRequest)(nil),     // 26: kvnode.replica.v1.StoreBatchRequest
+	(*RemoveBatchRequest)(nil),    // 27: kvnode.replica.v1.RemoveBatchRequest
+	(*BatchlogResponse)(nil),      // 28: kvnode.replica.v1.BatchlogResponse
+	(*SchemaBallot)(nil),          // 29: kvnode.replica.v1.SchemaBallot
+	(*SchemaPrepareRequest)(nil),  // 30: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaPrepareResponse)(nil), // 31: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptRequest)(nil),   // 32: kvnode.replica.v1.SchemaAcceptRequest
+	(*SchemaAcceptResponse)(nil),  // 33: kvnode.replica.v1.SchemaAcceptResponse
+	(*SchemaAcceptorState)(nil),   // 34: kvnode.replica.v1.SchemaAcceptorState
+	(*SchemaRegister)(nil),        // 35: kvnode.replica.v1.SchemaRegister
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -2367,31 +2584,39 @@ var file_replica_proto_depIdxs = []int32{
 	6,  // 26: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
 	0,  // 27: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
 	23, // 28: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	25, // 29: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	25, // 30: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	25, // 31: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	25, // 32: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	25, // 33: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	31, // 34: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
-	25, // 35: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	25, // 36: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	13, // 37: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
-	17, // 38: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
-	20, // 39: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
-	22, // 40: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
-	26, // 41: kvnode.replica.v1.SchemaPaxos.Prepare:input_type -> kvnode.replica.v1.SchemaPrepareRequest
-	28, // 42: kvnode.replica.v1.SchemaPaxos.Accept:input_type -> kvnode.replica.v1.SchemaAcceptRequest
-	14, // 43: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
-	18, // 44: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
-	21, // 45: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
-	24, // 46: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
-	27, // 47: kvnode.replica.v1.SchemaPaxos.Prepare:output_type -> kvnode.replica.v1.SchemaPrepareResponse
-	29, // 48: kvnode.replica.v1.SchemaPaxos.Accept:output_type -> kvnode.replica.v1.SchemaAcceptResponse
-	43, // [43:49] is the sub-list for method output_type
-	37, // [37:43] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	9,  // 29: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
+	25, // 30: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
+	1,  // 31: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 32: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
+	29, // 33: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	29, // 34: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	29, // 35: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	29, // 36: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	29, // 37: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	35, // 38: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
+	29, // 39: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	29, // 40: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	13, // 41: kvnode.replica.v1.Replica.Mutate:input_type -> kvnode.replica.v1.MutateRequest
+	17, // 42: kvnode.replica.v1.Replica.Read:input_type -> kvnode.replica.v1.ReadRequest
+	20, // 43: kvnode.replica.v1.Replica.AccountDelta:input_type -> kvnode.replica.v1.AccountDeltaRequest
+	22, // 44: kvnode.replica.v1.Replica.TopPartitions:input_type -> kvnode.replica.v1.TopPartitionsRequest
+	26, // 45: kvnode.replica.v1.Replica.StoreBatch:input_type -> kvnode.replica.v1.StoreBatchRequest
+	27, // 46: kvnode.replica.v1.Replica.RemoveBatch:input_type -> kvnode.replica.v1.RemoveBatchRequest
+	30, // 47: kvnode.replica.v1.SchemaPaxos.Prepare:input_type -> kvnode.replica.v1.SchemaPrepareRequest
+	32, // 48: kvnode.replica.v1.SchemaPaxos.Accept:input_type -> kvnode.replica.v1.SchemaAcceptRequest
+	14, // 49: kvnode.replica.v1.Replica.Mutate:output_type -> kvnode.replica.v1.MutateResponse
+	18, // 50: kvnode.replica.v1.Replica.Read:output_type -> kvnode.replica.v1.ReadResponse
+	21, // 51: kvnode.replica.v1.Replica.AccountDelta:output_type -> kvnode.replica.v1.AccountDeltaResponse
+	24, // 52: kvnode.replica.v1.Replica.TopPartitions:output_type -> kvnode.replica.v1.TopPartitionsResponse
+	28, // 53: kvnode.replica.v1.Replica.StoreBatch:output_type -> kvnode.replica.v1.BatchlogResponse
+	28, // 54: kvnode.replica.v1.Replica.RemoveBatch:output_type -> kvnode.replica.v1.BatchlogResponse
+	31, // 55: kvnode.replica.v1.SchemaPaxos.Prepare:output_type -> kvnode.replica.v1.SchemaPrepareResponse
+	33, // 56: kvnode.replica.v1.SchemaPaxos.Accept:output_type -> kvnode.replica.v1.SchemaAcceptResponse
+	49, // [49:57] is the sub-list for method output_type
+	41, // [41:49] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -2408,7 +2633,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   28,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

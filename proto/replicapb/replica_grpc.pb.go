@@ -38,6 +38,8 @@ const (
 	Replica_Read_FullMethodName          = "/kvnode.replica.v1.Replica/Read"
 	Replica_AccountDelta_FullMethodName  = "/kvnode.replica.v1.Replica/AccountDelta"
 	Replica_TopPartitions_FullMethodName = "/kvnode.replica.v1.Replica/TopPartitions"
+	Replica_StoreBatch_FullMethodName    = "/kvnode.replica.v1.Replica/StoreBatch"
+	Replica_RemoveBatch_FullMethodName   = "/kvnode.replica.v1.Replica/RemoveBatch"
 )
 
 // ReplicaClient is the client API for Replica service.
@@ -56,6 +58,12 @@ type ReplicaClient interface {
 	// only ones it can reject), with their keys, counters, estimated rates and rejections. The node a
 	// client asks for the cluster-wide view calls it on every live node and merges the answers.
 	TopPartitions(ctx context.Context, in *TopPartitionsRequest, opts ...grpc.CallOption) (*TopPartitionsResponse, error)
+	// StoreBatch writes a logged batch to this node's batchlog, durably, before its coordinator applies it:
+	// if the coordinator fails part way, this node replays the batch once it is older than its replay age.
+	StoreBatch(ctx context.Context, in *StoreBatchRequest, opts ...grpc.CallOption) (*BatchlogResponse, error)
+	// RemoveBatch deletes a batch from this node's batchlog once its coordinator applied every partition of
+	// it. Removing a batch the node does not hold is not an error.
+	RemoveBatch(ctx context.Context, in *RemoveBatchRequest, opts ...grpc.CallOption) (*BatchlogResponse, error)
 }
 
 type replicaClient struct {
@@ -106,6 +114,26 @@ func (c *replicaClient) TopPartitions(ctx context.Context, in *TopPartitionsRequ
 	return out, nil
 }
 
+func (c *replicaClient) StoreBatch(ctx context.Context, in *StoreBatchRequest, opts ...grpc.CallOption) (*BatchlogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchlogResponse)
+	err := c.cc.Invoke(ctx, Replica_StoreBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *replicaClient) RemoveBatch(ctx context.Context, in *RemoveBatchRequest, opts ...grpc.CallOption) (*BatchlogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchlogResponse)
+	err := c.cc.Invoke(ctx, Replica_RemoveBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReplicaServer is the server API for Replica service.
 // All implementations must embed UnimplementedReplicaServer
 // for forward compatibility.
@@ -122,6 +150,12 @@ type ReplicaServer interface {
 	// only ones it can reject), with their keys, counters, estimated rates and rejections. The node a
 	// client asks for the cluster-wide view calls it on every live node and merges the answers.
 	TopPartitions(context.Context, *TopPartitionsRequest) (*TopPartitionsResponse, error)
+	// StoreBatch writes a logged batch to this node's batchlog, durably, before its coordinator applies it:
+	// if the coordinator fails part way, this node replays the batch once it is older than its replay age.
+	StoreBatch(context.Context, *StoreBatchRequest) (*BatchlogResponse, error)
+	// RemoveBatch deletes a batch from this node's batchlog once its coordinator applied every partition of
+	// it. Removing a batch the node does not hold is not an error.
+	RemoveBatch(context.Context, *RemoveBatchRequest) (*BatchlogResponse, error)
 	mustEmbedUnimplementedReplicaServer()
 }
 
@@ -143,6 +177,12 @@ func (UnimplementedReplicaServer) AccountDelta(context.Context, *AccountDeltaReq
 }
 func (UnimplementedReplicaServer) TopPartitions(context.Context, *TopPartitionsRequest) (*TopPartitionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TopPartitions not implemented")
+}
+func (UnimplementedReplicaServer) StoreBatch(context.Context, *StoreBatchRequest) (*BatchlogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StoreBatch not implemented")
+}
+func (UnimplementedReplicaServer) RemoveBatch(context.Context, *RemoveBatchRequest) (*BatchlogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveBatch not implemented")
 }
 func (UnimplementedReplicaServer) mustEmbedUnimplementedReplicaServer() {}
 func (UnimplementedReplicaServer) testEmbeddedByValue()                 {}
@@ -237,6 +277,42 @@ func _Replica_TopPartitions_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Replica_StoreBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StoreBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReplicaServer).StoreBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Replica_StoreBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReplicaServer).StoreBatch(ctx, req.(*StoreBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Replica_RemoveBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReplicaServer).RemoveBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Replica_RemoveBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReplicaServer).RemoveBatch(ctx, req.(*RemoveBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Replica_ServiceDesc is the grpc.ServiceDesc for Replica service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -259,6 +335,14 @@ var Replica_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TopPartitions",
 			Handler:    _Replica_TopPartitions_Handler,
+		},
+		{
+			MethodName: "StoreBatch",
+			Handler:    _Replica_StoreBatch_Handler,
+		},
+		{
+			MethodName: "RemoveBatch",
+			Handler:    _Replica_RemoveBatch_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

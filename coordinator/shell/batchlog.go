@@ -1,0 +1,182 @@
+package shell
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Batchlog stores logged batches on other nodes before their coordinator applies them, so that
+// a batch whose coordinator fails part way is still applied whole: the nodes holding it replay
+// it (Cassandra's batchlog). Package node implements it over the cluster and the internode
+// transport; a request to the local node is served in process.
+type Batchlog interface {
+	// AppendNodes appends the ids of every node of the cluster, live or not, this one included,
+	// and returns the extended slice.
+	AppendNodes(dst []coordinator.NodeID) []coordinator.NodeID
+	// StoreBatch stores a batch in node to's batchlog, durably.
+	StoreBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.StoreBatchRequest) (*replicapb.BatchlogResponse, error)
+	// RemoveBatch removes a batch from node to's batchlog.
+	RemoveBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.RemoveBatchRequest) (*replicapb.BatchlogResponse, error)
+}
+
+// maxBatchlogEndpoints is how many nodes hold each logged batch: Cassandra's two.
+const maxBatchlogEndpoints = 2
+
+// batchlogEndpoints returns the nodes to store a logged batch on, as Cassandra's
+// BatchlogEndpoints chooses them: up to two live nodes other than this one, picked at random so
+// that the load spreads; this node itself only when it is the cluster's one node. With other
+// nodes in the cluster and none of them live, it returns none: the batch is unavailable.
+func (e *Executor) batchlogEndpoints() []coordinator.NodeID {
+	var buf [16]coordinator.NodeID
+	all := e.batchlog.AppendNodes(buf[:0])
+	if len(all) == 0 || len(all) == 1 && all[0] == e.localID {
+		return []coordinator.NodeID{e.localID}
+	}
+	var live []coordinator.NodeID
+	for _, id := range all {
+		if id != e.localID && e.ring.IsLive(id) {
+			live = append(live, id)
+		}
+	}
+	slices.Sort(live) // the shuffle below is then the only source of order
+	rand.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+	return live[:min(len(live), maxBatchlogEndpoints)]
+}
+
+// newBatchID returns a batchlog id: the coordinator's clock in nanoseconds, big-endian, so that
+// a node's batchlog sorts by age, then 8 random bytes.
+func (e *Executor) newBatchID() []byte {
+	id := make([]byte, 16)
+	binary.BigEndian.PutUint64(id, uint64(e.now().UnixNano()))
+	binary.BigEndian.PutUint64(id[8:], rand.Uint64())
+	return id
+}
+
+// storeBatchlog writes entry to the batchlog of the nodes batchlogEndpoints chooses, all at
+// once, and waits for every one of them, until dl. It returns the nodes holding the entry, or
+// the batch's error: *UnavailableError when no node can hold it (with cl, the batch's level,
+// and the live and required batchlog nodes), *TimeoutError when dl passed first, *FailureError
+// when a node failed to store it. Either way no partition of the batch has been written yet.
+func (e *Executor) storeBatchlog(ctx context.Context, entry *replicapb.BatchlogEntry, cl coordinator.Consistency, dl time.Time) ([]coordinator.NodeID, error) {
+	eps := e.batchlogEndpoints()
+	if len(eps) == 0 {
+		return nil, &coordinator.UnavailableError{Consistency: cl, Live: 0, Required: 1}
+	}
+	// Deadlines come from the configured clock; contexts run on the real one (as in await).
+	ctx, cancel := context.WithTimeout(ctx, dl.Sub(e.now()))
+	defer cancel()
+	req := &replicapb.StoreBatchRequest{Entry: entry}
+	errs := make(chan error, len(eps))
+	for _, to := range eps {
+		go func() {
+			resp, err := e.batchlog.StoreBatch(ctx, to, req)
+			switch {
+			case err != nil:
+				errs <- transportError(to, err)
+			case resp.GetStatus() != replicapb.Status_STATUS_OK:
+				errs <- &coordinator.ReplicaError{Replica: to, Code: replicaErrorCode(resp.GetError().GetCode()),
+					Message: "batchlog: " + resp.GetError().GetMessage()}
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	acks, failures := 0, 0
+	var first error
+	for range eps { // every call ends by dl, so none outlives this function
+		if err := <-errs; err != nil {
+			failures++
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		acks++
+	}
+	if failures == 0 {
+		return eps, nil
+	}
+	switch err := ctx.Err(); {
+	case errors.Is(err, context.Canceled):
+		return nil, err // the client went away
+	case err != nil:
+		return nil, &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: cl, Received: acks, Required: len(eps), BatchLog: true}
+	}
+	return nil, &coordinator.FailureError{Op: coordinator.OpWrite, Consistency: cl, Received: acks, Required: len(eps), Failures: failures,
+		Err: fmt.Errorf("storing the batch in the batchlog: %w", first), BatchLog: true}
+}
+
+// removeBatchlog removes the entry id from the batchlogs of eps once its batch was applied, in
+// the background and best effort: an entry left behind is replayed later, which writes nothing
+// new. Close cancels the removals still running.
+func (e *Executor) removeBatchlog(eps []coordinator.NodeID, id []byte) {
+	e.background(e.writeTimeout, func(ctx context.Context) {
+		req := &replicapb.RemoveBatchRequest{Id: id}
+		for _, to := range eps {
+			resp, err := e.batchlog.RemoveBatch(ctx, to, req)
+			if err == nil && resp.GetStatus() != replicapb.Status_STATUS_OK {
+				err = errors.New(resp.GetError().GetMessage())
+			}
+			if err != nil {
+				e.logger.Debug("batchlog removal failed; the entry will be replayed", "node", to, "id", fmt.Sprintf("%x", id), "err", err)
+			}
+		}
+	})
+}
+
+// background runs fn on a goroutine the executor owns, with a context that ends after timeout or
+// at Close; it does nothing once the executor is closed.
+func (e *Executor) background(timeout time.Duration, fn func(context.Context)) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	f := &flight{cancel: cancel}
+	f.pending.Store(1)
+	if !e.register(f) {
+		cancel()
+		return
+	}
+	defer e.release(f)
+	if !e.extend(f) {
+		return
+	}
+	go func() {
+		defer e.wg.Done()
+		defer e.release(f)
+		fn(ctx)
+	}()
+}
+
+// ReplayBatch applies a batchlog entry, as the node holding it replays it: each mutation goes to
+// every replica of its partition (consistency ALL), exempt from the rate limiter (internal
+// traffic), with the timestamps the entry holds, so replaying twice writes nothing new. A
+// mutation of a table no longer in the schema is skipped (the table was dropped). It returns
+// nil once every replica of every partition acknowledged; otherwise the first error, and the
+// entry is to be kept for the next round.
+func (e *Executor) ReplayBatch(ctx context.Context, entry *replicapb.BatchlogEntry) error {
+	s := e.schema.Schema()
+	now := e.now()
+	dl := deadline(ctx, now, e.writeTimeout)
+	for i, m := range entry.GetMutations() {
+		t, ok := s.TableByID(schema.TableID(m.GetTableId()))
+		if !ok {
+			e.logger.Info("batchlog replay skips a mutation of a dropped table", "id", fmt.Sprintf("%x", entry.GetId()), "table_id", m.GetTableId())
+			continue
+		}
+		rf, err := replicationFactor(s, t)
+		if err != nil {
+			return err
+		}
+		if err := e.writePartition(ctx, t, rf, m.Token, partitionWrite{m: m, exempt: true}, coordinator.All, e.now(), dl); err != nil {
+			return fmt.Errorf("batchlog replay of %x: mutation %d of %s: %w", entry.GetId(), i, t.QualifiedName(), err)
+		}
+	}
+	return nil
+}
