@@ -28,28 +28,11 @@ func direct(op *Op) bool { return op.Seq%3 == 0 }
 // replaced by a bind marker, the statement prepared, and the literals' values bound; a SELECT is
 // read in pages of 1 to 4 rows. It returns a SELECT's rows as the gRPC client decodes them.
 func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error) {
-	st, err := cql.ParseStatement(op.Stmt)
-	if err != nil {
-		return nil, fmt.Errorf("model: operation #%d: %w", op.Seq, err)
-	}
-	lits := toMarkers(st)
-	p, err := e.Prepare(ctx, cql.Format(st), "")
+	st, p, values, err := prepareOp(ctx, e, op)
 	if err != nil {
 		return nil, err
 	}
-	if len(p.Variables) != len(lits) {
-		return nil, fmt.Errorf("model: operation #%d: %s prepares with %d variables for %d markers", op.Seq, p.Text, len(p.Variables), len(lits))
-	}
-	values := make([]coordinator.Value, len(lits))
-	for i, lit := range lits {
-		if values[i].Bytes, err = schema.LiteralValue(p.Variables[i].Type, lit); err != nil {
-			return nil, fmt.Errorf("model: operation #%d: binding %s to %s: %w", op.Seq, cql.Format(lit), p.Variables[i].Name, err)
-		}
-	}
-	req := coordinator.Statement{Prepared: p, Values: values, Consistency: coordinator.Consistency(op.CL)}
-	if op.CL == client.LocalOne || op.CL == client.LocalQuorum {
-		req.Consistency = coordinator.Consistency(op.CL - client.LocalOne + client.One)
-	}
+	req := coordinator.Statement{Prepared: p, Values: values, Consistency: domainCL(op.CL)}
 	if _, ok := st.(*cql.SelectStmt); !ok {
 		_, err := e.Execute(ctx, req)
 		return nil, err
@@ -78,6 +61,61 @@ func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error
 		}
 		req.PagingState = res.PagingState
 	}
+}
+
+// prepareOp prepares op's statement with every literal replaced by a bind marker, and returns
+// the parsed statement, the prepared one and the literals' values, bound.
+func prepareOp(ctx context.Context, e *shell.Executor, op *Op) (cql.Statement, *coordinator.Prepared, []coordinator.Value, error) {
+	st, err := cql.ParseStatement(op.Stmt)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("model: operation #%d: %w", op.Seq, err)
+	}
+	lits := toMarkers(st)
+	p, err := e.Prepare(ctx, cql.Format(st), "")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(p.Variables) != len(lits) {
+		return nil, nil, nil, fmt.Errorf("model: operation #%d: %s prepares with %d variables for %d markers", op.Seq, p.Text, len(p.Variables), len(lits))
+	}
+	values := make([]coordinator.Value, len(lits))
+	for i, lit := range lits {
+		if values[i].Bytes, err = schema.LiteralValue(p.Variables[i].Type, lit); err != nil {
+			return nil, nil, nil, fmt.Errorf("model: operation #%d: binding %s to %s: %w", op.Seq, cql.Format(lit), p.Variables[i].Name, err)
+		}
+	}
+	return st, p, values, nil
+}
+
+// domainCL is cl as the domain API spells it (LOCAL_ONE and LOCAL_QUORUM are aliases).
+func domainCL(cl client.Consistency) coordinator.Consistency {
+	if cl == client.LocalOne || cl == client.LocalQuorum {
+		return coordinator.Consistency(cl - client.LocalOne + client.One)
+	}
+	return coordinator.Consistency(cl)
+}
+
+// batched reports whether a write op goes out as the first statement of a BATCH with another
+// write of its worker (Pool.Run pairs them; the BATCH happens when op goes through the Executor),
+// and whether that batch is LOGGED.
+func batched(op *Op) (batch, logged bool) { return op.Seq%6 == 0, op.Seq%12 == 0 }
+
+// runBatch runs ops, writes to different partitions, as one BATCH through e at the first op's
+// consistency level, each child prepared with its values bound, as drivers send a BATCH.
+func runBatch(ctx context.Context, e *shell.Executor, ops []*Op, logged bool) error {
+	b := coordinator.BatchStatement{Type: coordinator.BatchUnlogged, Consistency: domainCL(ops[0].CL)}
+	if logged {
+		b.Type = coordinator.BatchLogged
+	}
+	for _, op := range ops {
+		_, p, values, err := prepareOp(ctx, e, op)
+		if err != nil {
+			return err
+		}
+		b.Children = append(b.Children, coordinator.BatchChild{Prepared: p, Values: values})
+	}
+	_, err := e.ExecuteBatch(ctx, b)
+	return err
 }
 
 // toMarkers replaces every literal value of st (VALUES, SET, WHERE, USING TIMESTAMP, LIMIT)

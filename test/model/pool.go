@@ -71,8 +71,17 @@ func (p *Pool) Run(parent context.Context, ops []*Op, target Target) error {
 	for _, r := range p.runners {
 		q := queues[r]
 		wg.Go(func() {
-			for _, op := range q {
-				if err := r.Run(ctx, op, target); err != nil {
+			paired := make([]bool, len(q))
+			for i, op := range q {
+				if paired[i] {
+					continue
+				}
+				var partner []*Op
+				if j := batchPartner(q, paired, i); j >= 0 {
+					paired[j] = true
+					partner = []*Op{q[j]}
+				}
+				if err := r.Run(ctx, op, target, partner...); err != nil {
 					mu.Lock()
 					if firstErr == nil && !errors.Is(err, context.Canceled) {
 						firstErr = err
@@ -89,6 +98,25 @@ func (p *Pool) Run(parent context.Context, ops []*Op, target Target) error {
 		return firstErr
 	}
 	return parent.Err()
+}
+
+// batchPartner returns the index in q of the write that q[i] is batched with (batched), or -1:
+// the next write of the queue, not yet paired, to another partition (a BATCH of one partition's
+// writes shares one timestamp, which the model's ordering of a coordinator's writes does not
+// describe), among the next few. The queue is one worker's, so both partitions' histories stay
+// sequential on that worker.
+func batchPartner(q []*Op, paired []bool, i int) int {
+	op := q[i]
+	if batch, _ := batched(op); !batch || !op.Kind.IsWrite() || !direct(op) {
+		return -1
+	}
+	for j := i + 1; j < len(q) && j <= i+8; j++ {
+		o := q[j]
+		if !paired[j] && o.Kind.IsWrite() && partKey(o.Table, o.PK) != partKey(op.Table, op.PK) {
+			return j
+		}
+	}
+	return -1
 }
 
 // Stats sums the workers' counts.

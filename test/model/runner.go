@@ -30,6 +30,8 @@ type Stats struct {
 	// Prepared counts operations sent through an ExecutorTarget's Executor, prepared with bound
 	// values (reads paged).
 	Prepared int
+	// Batches counts BATCHes of two writes (each also counted in Writes and Prepared).
+	Batches int
 	// Errors counts failed operations by kind of error: unavailable, timeout, rate limited or
 	// other.
 	Errors map[string]int
@@ -49,6 +51,7 @@ func (s *Stats) Add(o Stats) {
 	s.ReadsChecked += o.ReadsChecked
 	s.ReadsDetermined += o.ReadsDetermined
 	s.Prepared += o.Prepared
+	s.Batches += o.Batches
 	for k, n := range o.Errors {
 		if s.Errors == nil {
 			s.Errors = map[string]int{}
@@ -88,8 +91,8 @@ func (s Stats) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
 		errs = append(errs, fmt.Sprintf("%s %d", k, s.Errors[k]))
 	}
-	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; failures: %s)",
-		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent, s.Prepared, strings.Join(errs, ", "))
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s)",
+		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent, s.Prepared, s.Batches, strings.Join(errs, ", "))
 }
 
 // Runner runs a workload's operations one at a time, records writes in the model and checks
@@ -133,7 +136,28 @@ func (r *Runner) Step(ctx context.Context, target Target) error {
 // Run runs op through its coordinator, records it and, for a read, checks it. The error is a
 // *Violation when the server's answer breaks the model, and any other error when the run cannot
 // go on (a statement the server calls invalid, the clock stepping back).
-func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
+//
+// A partner, when given, is another write of the same worker to another partition: when op goes
+// through the Executor (direct) and batched says so, the two go out as one BATCH; otherwise the
+// partner runs on its own after op.
+func (r *Runner) Run(ctx context.Context, op *Op, target Target, partner ...*Op) error {
+	err := r.run(ctx, op, target, &partner)
+	if err != nil {
+		return err
+	}
+	for _, o := range partner { // not batched after all: each on its own, in order
+		if err := r.run(ctx, o, target, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op) error {
+	var partner []*Op
+	if partnerp != nil {
+		partner = *partnerp
+	}
 	r.Stats.Ops++
 	c := target.Client(op.Node)
 	if op.Kind.IsWrite() {
@@ -159,9 +183,23 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 	if isDirect && direct(op) {
 		e = et.Executor(op.Node)
 	}
+	var partners []*Op // the other writes of op's BATCH
 	if e != nil {
 		r.Stats.Prepared++
-		rows, err = runPrepared(octx, e, op)
+		if _, logged := batched(op); len(partner) > 0 && op.Kind.IsWrite() {
+			partners = partner
+			*partnerp = nil
+			for _, o := range partners {
+				o.Node, o.CL = op.Node, op.CL
+			}
+			r.Stats.Ops += len(partners)
+			r.Stats.Writes += len(partners)
+			r.Stats.Prepared += len(partners)
+			r.Stats.Batches++
+			err = runBatch(octx, e, append([]*Op{op}, partners...), logged)
+		} else {
+			rows, err = runPrepared(octx, e, op)
+		}
 	} else {
 		var res *client.Result
 		if res, err = c.Execute(octx, op.CL, op.Stmt); err == nil {
@@ -205,12 +243,17 @@ func (r *Runner) Run(ctx context.Context, op *Op, target Target) error {
 		return fmt.Errorf("model: seed %d: operation #%d %s: the server calls it invalid: %w", r.W.Seed, op.Seq, op.Stmt, err)
 	}
 	if op.Kind.IsWrite() {
-		if err == nil {
-			r.Stats.Acked++
-		} else {
-			r.Stats.WritesFailed++
+		for _, w := range append([]*Op{op}, partners...) {
+			if w != op {
+				w.Outcome = op.Outcome // one request: sent, answered and failed together
+			}
+			if err == nil {
+				r.Stats.Acked++
+			} else {
+				r.Stats.WritesFailed++
+			}
+			r.M.Record(w)
 		}
-		r.M.Record(op)
 		return nil
 	}
 	if err != nil {
