@@ -27,6 +27,7 @@ type conn struct {
 	cancel context.CancelFunc
 
 	sem    chan struct{} // in-flight tokens
+	bytes  *budget       // request and answer bytes held (and srv.bytes)
 	out    chan outFrame // answers to write
 	events chan outFrame // events to write; full means the client is too slow
 	done   chan struct{} // closed by close
@@ -51,8 +52,9 @@ type outFrame struct {
 	msg      cqlwire.Message
 	warnings []string
 	request  bool
-	closeErr bool // close the connection once written (a protocol error)
-	last     bool // no frame: the reader has stopped, write what is queued and stop
+	closeErr bool  // close the connection once written (a protocol error)
+	bytes    int64 // the answer's size taken from the budgets, given back once written
+	last     bool  // no frame: the reader has stopped, write what is queued and stop
 	compress cqlwire.Compression
 }
 
@@ -61,6 +63,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		srv:    s,
 		nc:     nc,
 		sem:    make(chan struct{}, s.cfg.MaxInFlight),
+		bytes:  newBudget(s.cfg.MaxConnectionBytes),
 		out:    make(chan outFrame, s.cfg.MaxInFlight+1),
 		events: make(chan outFrame, s.cfg.EventQueue),
 		done:   make(chan struct{}),
@@ -77,6 +80,8 @@ func (c *conn) close() {
 		close(c.done)
 		c.cancel()
 		c.nc.Close()
+		c.bytes.wake() // waiters for the budgets see done
+		c.srv.bytes.wake()
 	})
 }
 
@@ -102,6 +107,16 @@ func (c *conn) serve() {
 	c.send(outFrame{last: true})
 	wg.Wait()
 	c.close()
+	// Answers the writer did not take still hold their bytes of the server's budget.
+	for {
+		select {
+		case f := <-c.out:
+			releaseBoth(c.bytes, c.srv.bytes, f.bytes)
+			continue
+		default:
+		}
+		break
+	}
 }
 
 // closeWriteTimeout bounds the writing of a closing connection's last answers.
@@ -138,17 +153,29 @@ func (c *conn) read() {
 			return
 		}
 		// Statements run concurrently with the reading of the next frame, and the frame
-		// reader reuses its buffer: decode from a copy the request owns.
+		// reader reuses its buffer: decode from a copy the request owns, once the byte budgets
+		// have room for it (else the connection is not read until they do).
+		n := int64(len(body))
+		if !acquireBoth(c.bytes, s.bytes, n, c.done) {
+			return
+		}
 		f, err := cqlwire.DecodeFrame(h, append([]byte(nil), body...))
 		if err != nil {
+			releaseBoth(c.bytes, s.bytes, n)
 			c.protocolError(h.Stream, err.Error())
 			return
 		}
 		if !c.started.Load() {
-			if !c.handshake(fr, f) {
+			ok := c.handshake(fr, f)
+			releaseBoth(c.bytes, s.bytes, n)
+			if !ok {
 				return
 			}
 			continue
+		}
+		switch f.Message.(type) {
+		case cqlwire.Options, *cqlwire.Startup, *cqlwire.Register, *cqlwire.AuthResponse:
+			releaseBoth(c.bytes, s.bytes, n) // answered here, from nothing the body holds
 		}
 		switch m := f.Message.(type) {
 		case cqlwire.Options:
@@ -166,7 +193,13 @@ func (c *conn) read() {
 			go func() {
 				defer reqs.Done()
 				msg, warnings := c.srv.execute(c, f)
-				c.answer(h.Stream, msg, warnings)
+				releaseBoth(c.bytes, s.bytes, n)
+				size := answerSize(msg)
+				if !acquireBoth(c.bytes, s.bytes, size, c.done) {
+					c.finish(h.Stream) // the connection is closing: nobody will read it
+					return
+				}
+				c.answerSized(h.Stream, msg, warnings, size)
 			}()
 		}
 	}
@@ -236,12 +269,21 @@ func (c *conn) answer(stream int16, msg cqlwire.Message, warnings []string) {
 	c.send(outFrame{stream: stream, msg: msg, warnings: warnings, request: true})
 }
 
+// answerSized is answer for an answer whose size was taken from the byte budgets.
+func (c *conn) answerSized(stream int16, msg cqlwire.Message, warnings []string, size int64) {
+	if e, ok := msg.(*cqlwire.Error); ok {
+		c.srv.metrics.errors.WithLabelValues(errorCodeName(e.Code)).Inc()
+	}
+	c.send(outFrame{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size})
+}
+
 // send queues f for the writer. out has room for every request in flight and the one protocol
 // error that ends the connection, so this never blocks for long.
 func (c *conn) send(f outFrame) {
 	select {
 	case c.out <- f:
 	case <-c.done:
+		releaseBoth(c.bytes, c.srv.bytes, f.bytes)
 		if f.request {
 			c.finish(f.stream)
 		}
@@ -307,6 +349,7 @@ func (c *conn) write() {
 		scratch     []byte
 		comp        cqlwire.Compression
 		answered    []int16
+		heldBytes   int64 // the queued answers' sizes, given back once written
 		closing     bool
 		protocolErr bool
 	)
@@ -331,6 +374,7 @@ func (c *conn) write() {
 		if f.request || f.closeErr {
 			answered = append(answered, f.stream)
 		}
+		heldBytes += f.bytes
 		closing = closing || f.closeErr
 		protocolErr = protocolErr || f.closeErr
 	}
@@ -367,6 +411,8 @@ func (c *conn) write() {
 			c.release()
 		}
 		answered = answered[:0]
+		releaseBoth(c.bytes, c.srv.bytes, heldBytes)
+		heldBytes = 0
 		if cap(buf) > 4*flushAt {
 			buf = nil // do not pin a large result's buffer for the connection's life
 		} else {

@@ -35,6 +35,11 @@ const (
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultPreparedCacheSize bounds the prepared statements the node keeps.
 	DefaultPreparedCacheSize = 10000
+	// DefaultMaxConnectionBytes bounds the request and answer bytes one connection holds in
+	// memory; DefaultMaxServerBytes those of every connection together. A frame or an answer
+	// larger than either is still served, alone.
+	DefaultMaxConnectionBytes = 64 << 20
+	DefaultMaxServerBytes     = 1 << 30
 	// DefaultEventQueue bounds the events waiting to be written to one connection; a
 	// connection that falls further behind is closed (its driver reconnects and re-reads
 	// the metadata it would have learnt from the lost events).
@@ -53,6 +58,11 @@ type Config struct {
 	MaxConnections int
 	// MaxInFlight bounds a connection's requests in flight. Default DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxConnectionBytes bounds the bytes of requests being executed and answers waiting to be
+	// written that one connection holds; MaxServerBytes those of all connections. At the bound
+	// a connection is not read and its answers wait (backpressure). Defaults
+	// DefaultMaxConnectionBytes and DefaultMaxServerBytes.
+	MaxConnectionBytes, MaxServerBytes int64
 	// HandshakeTimeout is how long a connection may take from accept to STARTUP. Default
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
@@ -84,6 +94,12 @@ func (c *Config) ensureDefaults() {
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
+	if c.MaxConnectionBytes == 0 {
+		c.MaxConnectionBytes = DefaultMaxConnectionBytes
+	}
+	if c.MaxServerBytes == 0 {
+		c.MaxServerBytes = DefaultMaxServerBytes
+	}
 	if c.PreparedCacheSize == 0 {
 		c.PreparedCacheSize = DefaultPreparedCacheSize
 	}
@@ -105,6 +121,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("native: Config.MaxConnections is %d, want ≥ 0", c.MaxConnections)
 	case c.MaxInFlight < 0 || c.MaxInFlight > maxStreams:
 		return fmt.Errorf("native: Config.MaxInFlight is %d, want 0 to %d (the stream ids of a connection)", c.MaxInFlight, maxStreams)
+	case c.MaxConnectionBytes < 0:
+		return fmt.Errorf("native: Config.MaxConnectionBytes is %d, want ≥ 0", c.MaxConnectionBytes)
+	case c.MaxServerBytes < 0:
+		return fmt.Errorf("native: Config.MaxServerBytes is %d, want ≥ 0", c.MaxServerBytes)
 	case c.HandshakeTimeout < 0:
 		return fmt.Errorf("native: Config.HandshakeTimeout is %v, want ≥ 0", c.HandshakeTimeout)
 	case c.PreparedCacheSize < 0:
@@ -126,6 +146,7 @@ type Server struct {
 	supported *encoded // the answer to OPTIONS, shared read-only
 	events    *hub
 	metrics   *metrics
+	bytes     *budget // request and answer bytes held by every connection
 
 	ctx    context.Context // canceled by Close: the requests' parent
 	cancel context.CancelFunc
@@ -145,6 +166,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
+		bytes:     newBudget(cfg.MaxServerBytes),
 		cfg:       cfg,
 		log:       cfg.Logger,
 		prepared:  newPreparedCache(cfg.PreparedCacheSize),
