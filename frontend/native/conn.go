@@ -243,7 +243,10 @@ func (c *conn) readFailed(err error) {
 		c.send(outFrame{stream: ve.Stream, msg: rawFrame(ve.AppendFrame(nil)), closeErr: true})
 	case errors.As(err, &pe):
 		c.protocolError(pe.Stream, pe.Error())
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrUnexpectedEOF):
+		// The client is gone: nobody will read the answers of its running statements, so
+		// cancel them rather than let each run to its own timeout holding the connection.
+		c.cancel()
 	default:
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() && !c.started.Load() {

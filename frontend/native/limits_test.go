@@ -3,6 +3,7 @@ package native
 import (
 	"bufio"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/poll"
 )
 
 // TestInFlightLimitStopsReading checks backpressure: a connection with MaxInFlight requests
@@ -194,5 +196,49 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestDisconnectCancelsStatements: a client that goes away while its statements run gets them
+// canceled (nobody will read their answers), and its connection stops counting against the
+// node's limit, rather than each statement running to its own timeout.
+func TestDisconnectCancelsStatements(t *testing.T) {
+	g := newGate()
+	s, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}})
+	c := dial(t, addr)
+	c.startup(nil)
+	c.send(2, &cqlwire.Query{Query: "SELECT * FROM ks.t", Params: cqlwire.QueryParams{Consistency: cqlwire.One}})
+	<-g.arrived
+	c.nc.Close()
+	poll.Must(t, timeout, "the connection of a client that closed it to be dropped", poll.Bool(func() bool { return connCount(s) == 0 }))
+}
+
+// TestServeReturnsErrServerClosedAfterShutdown: a graceful Shutdown with a request in flight
+// makes Serve return ErrServerClosed (which the node does not log as an error), not the
+// listener's "use of closed network connection".
+func TestServeReturnsErrServerClosedAfterShutdown(t *testing.T) {
+	g := newGate()
+	s, err := New(Config{Executor: &fakeExecutor{execute: g.execute}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(lis) }()
+	c := dial(t, lis.Addr().String())
+	c.startup(nil)
+	c.send(2, &cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cqlwire.One}})
+	<-g.arrived
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	if err := <-done; !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve during Shutdown returned %v, want ErrServerClosed", err)
+	}
+	close(g.release) // let the request finish so that Shutdown completes
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
 	}
 }

@@ -155,6 +155,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	closed    bool
+	stopping  bool           // Shutdown closed the listeners
 	wg        sync.WaitGroup // Serve loops, connections, the event watcher
 }
 
@@ -207,7 +208,7 @@ func (s *Server) Serve(lis net.Listener) error {
 		nc, err := lis.Accept()
 		if err != nil {
 			s.mu.Lock()
-			closed := s.closed
+			closed := s.closed || s.stopping
 			s.mu.Unlock()
 			if closed {
 				return ErrServerClosed
@@ -293,6 +294,7 @@ func (s *Server) Close() error {
 // it had to cancel requests.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	s.stopping = true
 	for lis := range s.listeners {
 		lis.Close()
 	}
