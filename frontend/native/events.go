@@ -84,7 +84,11 @@ func (h *hub) publish(m eventMask, ev *cqlwire.Event) {
 
 // watch publishes the events of the sources' changes until ctx ends. Nil sources are not
 // watched.
-func (h *hub) watch(ctx context.Context, ss SchemaSource, ts TopologySource) {
+//
+// Before a schema change is published, changed is called with it (the prepared statements of a
+// table that changed are dropped first, so that a driver re-preparing on the event gets the new
+// metadata). changed may be nil.
+func (h *hub) watch(ctx context.Context, ss SchemaSource, ts TopologySource, changed func(cqlwire.SchemaChange)) {
 	var (
 		schemaCh, topoCh <-chan struct{}
 		sch              *schema.Schema
@@ -104,6 +108,9 @@ func (h *hub) watch(ctx context.Context, ss SchemaSource, ts TopologySource) {
 			schemaCh = ss.SchemaChanged()
 			next := ss.Schema()
 			for _, sc := range schemaEvents(sch, next) {
+				if changed != nil {
+					changed(sc)
+				}
 				h.publish(maskSchema, &cqlwire.Event{Type: eventSchema, Schema: sc})
 			}
 			sch = next

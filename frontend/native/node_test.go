@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/replica"
 )
@@ -232,4 +233,34 @@ func TestNodeShutdownClosesCQLConnections(t *testing.T) {
 		nc.Close()
 		t.Fatal("the native port still accepts connections after Shutdown")
 	}
+}
+
+// TestRecreatedTableInvalidatesPreparedStatements: after DROP and CREATE of a table with other
+// column types, EXECUTE of a statement prepared on the old table is answered Unprepared (so the
+// driver prepares it again and learns the new metadata), never rows under the old metadata.
+func TestRecreatedTableInvalidatesPreparedStatements(t *testing.T) {
+	nd := startNode(t)
+	c := connect(t, nd.CQLAddr(), nil)
+	c.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	c.ok("CREATE TABLE ks.t (k text, c int, v int, PRIMARY KEY (k, c))")
+	p := c.do(&cqlwire.Prepare{Query: "SELECT * FROM ks.t WHERE k = ?"}).(*cqlwire.PreparedResult)
+	id := append([]byte(nil), p.ID...)
+	c.ok("DROP TABLE ks.t")
+	c.ok("CREATE TABLE ks.t (k text, c text, v blob, PRIMARY KEY (k, c))")
+	c.ok("INSERT INTO ks.t (k, c, v) VALUES ('a', 'xyz', 0x01)")
+	exec := &cqlwire.Execute{ID: id, Params: cqlwire.QueryParams{Consistency: cqlwire.One, SkipMetadata: true, Values: []cqlwire.Value{{Bytes: []byte("a")}}}}
+	// The cache learns of the change from the node's schema watcher, just after the DDL's answer.
+	poll.Must(t, 20*time.Second, "EXECUTE of the old prepared id to be answered Unprepared", func() error {
+		switch m := c.do(exec).(type) {
+		case *cqlwire.Error:
+			if m.Code == cqlwire.ErrUnprepared {
+				return nil
+			}
+			return fmt.Errorf("error %v, want Unprepared", m)
+		case *cqlwire.RowsResult:
+			return fmt.Errorf("rows under the old metadata (%d columns)", m.Metadata.ColumnCount)
+		default:
+			return fmt.Errorf("answer %T, want Unprepared", m)
+		}
+	})
 }

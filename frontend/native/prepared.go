@@ -5,21 +5,30 @@ import (
 	"sync"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cqlwire"
 )
 
 // preparedCache is the node's prepared statements by id, at most max of them: the least
 // recently used is dropped to make room (its next EXECUTE is answered Unprepared, and the
 // driver prepares it again). Safe for concurrent use.
 type preparedCache struct {
-	max int
+	max      int
+	maxBytes int64
+	bytes    int64 // the entries' entrySize, summed
 
 	mu    sync.Mutex
 	byID  map[[16]byte]*list.Element // of *coordinator.Prepared
 	order list.List                  // most recently used first
 }
 
-func newPreparedCache(max int) *preparedCache {
-	return &preparedCache{max: max, byID: map[[16]byte]*list.Element{}}
+func newPreparedCache(max int, maxBytes int64) *preparedCache {
+	return &preparedCache{max: max, maxBytes: maxBytes, byID: map[[16]byte]*list.Element{}}
+}
+
+// entrySize estimates the memory a prepared statement holds: its text, and its parsed tree,
+// which is about as large again, plus a fixed part.
+func entrySize(p *coordinator.Prepared) int64 {
+	return 2*int64(len(p.Text)) + 512 + 128*int64(len(p.Variables)+len(p.Columns))
 }
 
 // put adds or refreshes p.
@@ -27,15 +36,50 @@ func (c *preparedCache) put(p *coordinator.Prepared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byID[p.ID]; ok {
+		c.bytes += entrySize(p) - entrySize(e.Value.(*coordinator.Prepared))
 		e.Value = p
 		c.order.MoveToFront(e)
+	} else {
+		c.byID[p.ID] = c.order.PushFront(p)
+		c.bytes += entrySize(p)
+	}
+	for c.order.Len() > c.max || (c.bytes > c.maxBytes && c.order.Len() > 1) {
+		c.removeLocked(c.order.Back())
+	}
+}
+
+func (c *preparedCache) removeLocked(e *list.Element) {
+	p := e.Value.(*coordinator.Prepared)
+	c.order.Remove(e)
+	delete(c.byID, p.ID)
+	c.bytes -= entrySize(p)
+}
+
+// schemaChanged drops the statements that read or write a table the change created, updated or
+// dropped (or any table of a keyspace it dropped): their bind and result metadata may no longer
+// hold, and a driver executing one is answered Unprepared and prepares it again, as Cassandra
+// does on DROP TABLE.
+func (c *preparedCache) schemaChanged(sc cqlwire.SchemaChange) {
+	keyspaceDropped := sc.Target == "KEYSPACE" && sc.Change == "DROPPED"
+	if sc.Target != "TABLE" && !keyspaceDropped {
 		return
 	}
-	c.byID[p.ID] = c.order.PushFront(p)
-	for c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.byID, last.Value.(*coordinator.Prepared).ID)
+	touches := func(ks, table string) bool {
+		return ks == sc.Keyspace && (keyspaceDropped || table == sc.Name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.order.Front(); e != nil; {
+		next := e.Next()
+		p := e.Value.(*coordinator.Prepared)
+		hit := touches(p.RowsKeyspace, p.RowsTable)
+		for _, v := range p.Variables {
+			hit = hit || touches(v.Keyspace, v.Table)
+		}
+		if hit {
+			c.removeLocked(e)
+		}
+		e = next
 	}
 }
 

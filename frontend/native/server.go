@@ -35,6 +35,8 @@ const (
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultPreparedCacheSize bounds the prepared statements the node keeps.
 	DefaultPreparedCacheSize = 10000
+	// DefaultPreparedCacheBytes bounds their estimated memory.
+	DefaultPreparedCacheBytes = 64 << 20
 	// DefaultMaxConnectionBytes bounds the request and answer bytes one connection holds in
 	// memory; DefaultMaxServerBytes those of every connection together. A frame or an answer
 	// larger than either is still served, alone.
@@ -70,6 +72,11 @@ type Config struct {
 	// dropped; a driver executing a dropped one is answered Unprepared and re-prepares).
 	// Default DefaultPreparedCacheSize.
 	PreparedCacheSize int
+	// PreparedCacheBytes bounds the memory of the node's prepared statements (estimated from
+	// their text), as Cassandra's prepared_statements_cache_size does: without it, PREPAREs of
+	// large statements could pin PreparedCacheSize × the frame limit. Default
+	// DefaultPreparedCacheBytes.
+	PreparedCacheBytes int64
 	// EventQueue bounds a connection's pending events. Default DefaultEventQueue.
 	EventQueue int
 	// Schema, when set, is watched for schema changes to push as SCHEMA_CHANGE events.
@@ -103,6 +110,9 @@ func (c *Config) ensureDefaults() {
 	if c.PreparedCacheSize == 0 {
 		c.PreparedCacheSize = DefaultPreparedCacheSize
 	}
+	if c.PreparedCacheBytes == 0 {
+		c.PreparedCacheBytes = DefaultPreparedCacheBytes
+	}
 	if c.EventQueue == 0 {
 		c.EventQueue = DefaultEventQueue
 	}
@@ -127,6 +137,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("native: Config.MaxServerBytes is %d, want ≥ 0", c.MaxServerBytes)
 	case c.HandshakeTimeout < 0:
 		return fmt.Errorf("native: Config.HandshakeTimeout is %v, want ≥ 0", c.HandshakeTimeout)
+	case c.PreparedCacheBytes < 0:
+		return fmt.Errorf("native: Config.PreparedCacheBytes is %d, want ≥ 0", c.PreparedCacheBytes)
 	case c.PreparedCacheSize < 0:
 		return fmt.Errorf("native: Config.PreparedCacheSize is %d, want ≥ 0", c.PreparedCacheSize)
 	case c.EventQueue < 0:
@@ -170,7 +182,7 @@ func New(cfg Config) (*Server, error) {
 		bytes:     newBudget(cfg.MaxServerBytes),
 		cfg:       cfg,
 		log:       cfg.Logger,
-		prepared:  newPreparedCache(cfg.PreparedCacheSize),
+		prepared:  newPreparedCache(cfg.PreparedCacheSize, cfg.PreparedCacheBytes),
 		supported: newSupported(),
 		metrics:   newMetrics(),
 		ctx:       ctx,
@@ -182,7 +194,7 @@ func New(cfg Config) (*Server, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.events.watch(ctx, cfg.Schema, cfg.Topology)
+		s.events.watch(ctx, cfg.Schema, cfg.Topology, s.prepared.schemaChanged)
 	}()
 	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvnode/kvnode/coordinator"
@@ -378,8 +379,60 @@ func TestPrepareAndExecute(t *testing.T) {
 	}
 }
 
+// TestPreparedCacheIsBoundedInBytes: large statements evict the least recently used ones by
+// their size, not only by count (found by review: 64 PREPAREs of 1 MiB held 129 MiB).
+func TestPreparedCacheIsBoundedInBytes(t *testing.T) {
+	const text = 1 << 20
+	c := newPreparedCache(DefaultPreparedCacheSize, 10*text)
+	for i := range 64 {
+		c.put(&coordinator.Prepared{ID: [16]byte{byte(i)}, Text: strings.Repeat("x", text)})
+		if c.bytes > 10*text {
+			t.Fatalf("after %d statements of %d bytes the cache holds an estimated %d bytes, over its %d", i+1, text, c.bytes, 10*text)
+		}
+	}
+	if n := c.len(); n < 3 || n > 5 {
+		t.Errorf("cache holds %d statements of 1 MiB within 10 MiB (each counts twice its text), want 4 or so", n)
+	}
+	if _, ok := c.get([]byte{63, 15: 0}); !ok {
+		t.Error("the most recent statement was dropped")
+	}
+}
+
+// TestPreparedStatementsOfAChangedTableAreDropped: a table's statements are dropped when it is
+// dropped, recreated or altered (their metadata may be stale; drivers re-prepare on
+// Unprepared), and the other tables' statements are kept; a dropped keyspace drops all of its.
+func TestPreparedStatementsOfAChangedTableAreDropped(t *testing.T) {
+	c := newPreparedCache(DefaultPreparedCacheSize, DefaultPreparedCacheBytes)
+	sel := &coordinator.Prepared{ID: [16]byte{1}, RowsKeyspace: "ks", RowsTable: "t"}
+	ins := &coordinator.Prepared{ID: [16]byte{2}, Variables: []coordinator.Variable{{Keyspace: "ks", Table: "t", Name: "k"}}}
+	other := &coordinator.Prepared{ID: [16]byte{3}, RowsKeyspace: "ks", RowsTable: "u"}
+	elsewhere := &coordinator.Prepared{ID: [16]byte{4}, RowsKeyspace: "ks2", RowsTable: "t"}
+	for _, p := range []*coordinator.Prepared{sel, ins, other, elsewhere} {
+		c.put(p)
+	}
+	c.schemaChanged(cqlwire.SchemaChange{Change: "DROPPED", Target: "TABLE", Keyspace: "ks", Name: "t"})
+	for _, tc := range []struct {
+		id   byte
+		kept bool
+	}{{1, false}, {2, false}, {3, true}, {4, true}} {
+		if _, ok := c.get([]byte{tc.id, 15: 0}); ok != tc.kept {
+			t.Errorf("after DROP TABLE ks.t, statement %d kept = %v, want %v", tc.id, ok, tc.kept)
+		}
+	}
+	c.schemaChanged(cqlwire.SchemaChange{Change: "DROPPED", Target: "KEYSPACE", Keyspace: "ks"})
+	if _, ok := c.get([]byte{3, 15: 0}); ok {
+		t.Error("after DROP KEYSPACE ks, a statement on ks.u was kept")
+	}
+	if _, ok := c.get([]byte{4, 15: 0}); !ok {
+		t.Error("after DROP KEYSPACE ks, a statement on ks2.t was dropped")
+	}
+	if c.bytes != entrySize(elsewhere) {
+		t.Errorf("cache accounts %d bytes for its one statement, want %d", c.bytes, entrySize(elsewhere))
+	}
+}
+
 func TestPreparedCacheIsBounded(t *testing.T) {
-	c := newPreparedCache(2)
+	c := newPreparedCache(2, DefaultPreparedCacheBytes)
 	p := func(b byte) *coordinator.Prepared { return &coordinator.Prepared{ID: [16]byte{b}} }
 	c.put(p(1))
 	c.put(p(2))
