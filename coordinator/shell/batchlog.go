@@ -52,6 +52,19 @@ func (e *Executor) batchlogEndpoints() []coordinator.NodeID {
 	return live[:min(len(live), maxBatchlogEndpoints)]
 }
 
+// BatchlogUnknownTableGrace is how long a batchlog entry naming a table unknown to the
+// replaying node is kept before the table is taken as dropped: far longer than schema changes
+// take to reach a node that is up, so that a lagging schema never loses a batch.
+const BatchlogUnknownTableGrace = time.Hour
+
+// batchTime returns the creation time newBatchID put in id (the zero time for a short id).
+func batchTime(id []byte) time.Time {
+	if len(id) < 8 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(id)))
+}
+
 // newBatchID returns a batchlog id: the coordinator's clock in nanoseconds, big-endian, so that
 // a node's batchlog sorts by age, then 8 random bytes.
 func (e *Executor) newBatchID() []byte {
@@ -105,6 +118,10 @@ func (e *Executor) storeBatchlog(ctx context.Context, entry *replicapb.BatchlogE
 	if failures == 0 {
 		return eps, nil
 	}
+	// The batch fails without writing a partition: take its entry back from every node that
+	// may hold it, so that a replay does not apply it later (best effort: a store that lands
+	// after its removal is still replayed, as a write that timed out may still apply).
+	e.removeBatchlog(eps, entry.GetId())
 	switch err := ctx.Err(); {
 	case errors.Is(err, context.Canceled):
 		return nil, err // the client went away
@@ -157,7 +174,9 @@ func (e *Executor) background(timeout time.Duration, fn func(context.Context)) {
 // ReplayBatch applies a batchlog entry, as the node holding it replays it: each mutation goes to
 // every replica of its partition (consistency ALL), exempt from the rate limiter (internal
 // traffic), with the timestamps the entry holds, so replaying twice writes nothing new. A
-// mutation of a table no longer in the schema is skipped (the table was dropped). It returns
+// mutation of a table this node does not know is skipped once the entry is older than
+// BatchlogUnknownTableGrace (the table was dropped); a younger entry is kept for a later round,
+// since this node's schema may only lag behind the coordinator's. It returns
 // nil once every replica of every partition acknowledged; otherwise the first error, and the
 // entry is to be kept for the next round.
 func (e *Executor) ReplayBatch(ctx context.Context, entry *replicapb.BatchlogEntry) error {
@@ -167,6 +186,9 @@ func (e *Executor) ReplayBatch(ctx context.Context, entry *replicapb.BatchlogEnt
 	for i, m := range entry.GetMutations() {
 		t, ok := s.TableByID(schema.TableID(m.GetTableId()))
 		if !ok {
+			if age := now.Sub(batchTime(entry.GetId())); age < BatchlogUnknownTableGrace {
+				return fmt.Errorf("batchlog replay of %x: mutation %d: table id %d is not in this node's schema (yet); the entry is kept for %v more in case the schema lags", entry.GetId(), i, m.GetTableId(), (BatchlogUnknownTableGrace - age).Round(time.Second))
+			}
 			e.logger.Info("batchlog replay skips a mutation of a dropped table", "id", fmt.Sprintf("%x", entry.GetId()), "table_id", m.GetTableId())
 			continue
 		}
