@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/kvnode/kvnode/client"
@@ -161,22 +160,4 @@ func toMarkers(st cql.Statement) []*cql.Literal {
 		markLit(&st.Limit)
 	}
 	return lits
-}
-
-// directErrorKind is errorKind for the Executor's errors.
-func directErrorKind(err error) string {
-	var (
-		un *coordinator.UnavailableError
-		to *coordinator.TimeoutError
-		rl *coordinator.RateLimitError
-	)
-	switch {
-	case errors.As(err, &un):
-		return "unavailable"
-	case errors.As(err, &to):
-		return "timeout"
-	case errors.As(err, &rl):
-		return "rate limited"
-	}
-	return "other"
 }

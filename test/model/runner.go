@@ -68,19 +68,23 @@ func (s *Stats) Add(o Stats) {
 	}
 }
 
-// errorKind names the kind of a failed operation's error, for Stats.Errors.
+// errorKind names the kind of a failed operation's error, for Stats.Errors: the gRPC client's
+// errors and the Executor's (operations sent to it directly) alike.
 func errorKind(err error) string {
 	var (
-		un *client.UnavailableError
-		to *client.TimeoutError
-		rl *client.RateLimitError
+		un  *client.UnavailableError
+		to  *client.TimeoutError
+		rl  *client.RateLimitError
+		dun *coordinator.UnavailableError
+		dto *coordinator.TimeoutError
+		drl *coordinator.RateLimitError
 	)
 	switch {
-	case errors.As(err, &un):
+	case errors.As(err, &un), errors.As(err, &dun):
 		return "unavailable"
-	case errors.As(err, &to):
+	case errors.As(err, &to), errors.As(err, &dto):
 		return "timeout"
-	case errors.As(err, &rl):
+	case errors.As(err, &rl), errors.As(err, &drl):
 		return "rate limited"
 	}
 	return "other"
@@ -217,9 +221,6 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 			r.Stats.Errors = map[string]int{}
 		}
 		k := errorKind(err)
-		if e != nil {
-			k = directErrorKind(err)
-		}
 		r.Stats.Errors[k]++
 		if r.Stats.ErrorSamples == nil {
 			r.Stats.ErrorSamples = map[string]string{}
