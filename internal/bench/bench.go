@@ -112,7 +112,8 @@ func executeNative(ctx context.Context, cfg Config, name cql.TableName, progress
 	}
 	session, err := cluster.CreateSession()
 	if err != nil {
-		return nil, fmt.Errorf("bench: connect to %s over the native protocol: %w", strings.Join(cfg.Addrs, ","), err)
+		return nil, fmt.Errorf("bench: connect to %s over the native protocol (--addrs names native addresses, port 9042 by default; for the gRPC API add --protocol grpc): %w",
+			strings.Join(cfg.Addrs, ","), err)
 	}
 	defer session.Close()
 	desc, err := describeNative(ctx, session, name)

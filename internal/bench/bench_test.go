@@ -221,3 +221,15 @@ func TestRunReportsBadFlags(t *testing.T) {
 		t.Errorf("Run --help = %v with stderr %q; want nil and the flags listed", err, stderr.String())
 	}
 }
+
+// TestNativeToAGRPCPortSaysSo checks that pointing the native protocol (the default) at a gRPC
+// port, as the old default --addrs did, fails with a hint naming --protocol grpc.
+func TestNativeToAGRPCPortSaysSo(t *testing.T) {
+	_, addr := startFake(t, testDDL)
+	cfg := fakeConfig(addr)
+	cfg.Protocol, cfg.Coordinator = ProtocolCQL, Fixed
+	_, err := Execute(context.Background(), cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "--protocol grpc") {
+		t.Errorf("Execute over the native protocol against a gRPC port = %v, want an error naming %s and --protocol grpc", err, addr)
+	}
+}
