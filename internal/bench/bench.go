@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cql"
 )
 
 // DialTimeout bounds connecting to each address, so an address that drops packets fails the
@@ -53,13 +55,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// Execute runs the benchmark cfg describes and returns its summary. It connects to every
-// address (one client each), learns the table with DESCRIBE TABLE on the first, then issues
-// operations for cfg.Duration. progress receives the progress display (nil for none): one
-// updating line when it is a terminal, else a line per second. If ctx is cancelled during the
-// run, operations in flight are cancelled (counted as ErrorCanceled) and the summary of what ran
-// is returned with a nil error; errors are for runs that could not start (bad config,
-// unreachable node, unusable table).
+// Execute runs the benchmark cfg describes and returns its summary. Over the native protocol
+// it opens one gocql session on the contact points in cfg.Addrs; over gRPC it connects to every
+// address (one client each). It learns the table with DESCRIBE TABLE, then issues operations
+// for cfg.Duration. progress receives the progress display (nil for none): one updating line
+// when it is a terminal, else a line per second. If ctx is cancelled during the run,
+// operations in flight are cancelled (counted as ErrorCanceled) and the summary of what ran is
+// returned with a nil error; errors are for runs that could not start (bad config, unreachable
+// node, unusable table).
 func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -67,6 +70,9 @@ func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, err
 	name, err := parseTable(cfg.Table)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Protocol == ProtocolCQL {
+		return executeNative(ctx, cfg, name, progress)
 	}
 	clients := make([]*client.Client, 0, len(cfg.Addrs))
 	defer func() {
@@ -95,5 +101,32 @@ func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, err
 	if err != nil {
 		return nil, err
 	}
-	return run(ctx, cfg, wl, execs, progress), nil
+	return run(ctx, cfg, wl, &grpcSender{cfg: cfg, execs: execs}, progress), nil
+}
+
+// executeNative is Execute over the native protocol.
+func executeNative(ctx context.Context, cfg Config, name cql.TableName, progress io.Writer) (*Summary, error) {
+	cluster, err := newCluster(cfg)
+	if err != nil {
+		return nil, err
+	}
+	session, err := cluster.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("bench: connect to %s over the native protocol (--addrs names native addresses, port 9042 by default; for the gRPC API add --protocol grpc): %w",
+			strings.Join(cfg.Addrs, ","), err)
+	}
+	defer session.Close()
+	desc, err := describeNative(ctx, session, name)
+	if err != nil {
+		return nil, err
+	}
+	table, err := tableFromDescription(desc, name.Keyspace.Name)
+	if err != nil {
+		return nil, err
+	}
+	wl, err := newWorkload(table, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, cfg, wl, &nativeSender{session: session, wl: wl}, progress), nil
 }

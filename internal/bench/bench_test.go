@@ -15,6 +15,7 @@ import (
 
 func fakeConfig(addrs ...string) Config {
 	cfg := DefaultConfig()
+	cfg.Protocol, cfg.Coordinator = ProtocolGRPC, RoundRobin
 	cfg.Addrs = addrs
 	cfg.Table = "ks.kv"
 	cfg.Concurrency = 4
@@ -143,7 +144,7 @@ func TestExecuteNamesAnUnreachableAddress(t *testing.T) {
 func TestRunJSONPrintsExactlyTheDocumentedObject(t *testing.T) {
 	_, addr := startFake(t, testDDL)
 	var stdout, stderr bytes.Buffer
-	args := []string{"--addrs", addr, "--table", "ks.kv", "--duration", "200ms", "--concurrency", "2", "--hot", "0.5", "--json"}
+	args := []string{"--protocol", "grpc", "--addrs", addr, "--table", "ks.kv", "--duration", "200ms", "--concurrency", "2", "--hot", "0.5", "--json"}
 	if err := Run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("Run(%q) failed: %v", args, err)
 	}
@@ -156,7 +157,7 @@ func TestRunJSONPrintsExactlyTheDocumentedObject(t *testing.T) {
 		t.Errorf("stdout holds more than one JSON value")
 	}
 	wantKeys := map[string][]string{
-		"":           {"accepted", "cold", "duration_s", "errors", "hot", "latency_ms", "offered", "rejected_by_coordinator", "rejected_by_replicas"},
+		"":           {"accepted", "cold", "coordinator", "duration_s", "errors", "hot", "latency_ms", "offered", "protocol", "rejected_by_coordinator", "rejected_by_replicas"},
 		"latency_ms": {"p50", "p90", "p99", "p999"},
 		"hot":        {"accepted", "accepted_per_second", "rejected"},
 		"cold":       {"accepted", "rejected"},
@@ -169,6 +170,9 @@ func TestRunJSONPrintsExactlyTheDocumentedObject(t *testing.T) {
 		if got := keys(m); !slices.Equal(got, want) {
 			t.Errorf("JSON object %q has keys %v, want exactly %v", field, got, want)
 		}
+	}
+	if obj["protocol"] != "grpc" || obj["coordinator"] != "roundrobin" {
+		t.Errorf("protocol %#v, coordinator %#v; want \"grpc\" and \"roundrobin\" (the --protocol grpc defaults)", obj["protocol"], obj["coordinator"])
 	}
 	if _, ok := obj["errors"].(map[string]any); !ok {
 		t.Errorf("errors is %#v, want an object (empty when there were none)", obj["errors"])
@@ -193,7 +197,7 @@ func keys(m map[string]any) []string {
 func TestRunPrintsATableWithoutJSON(t *testing.T) {
 	_, addr := startFake(t, testDDL)
 	var stdout, stderr bytes.Buffer
-	args := []string{"--addrs", addr, "--table", "ks.kv", "--duration", "200ms", "--concurrency", "2", "--hot", "1"}
+	args := []string{"--protocol", "grpc", "--addrs", addr, "--table", "ks.kv", "--duration", "200ms", "--concurrency", "2", "--hot", "1"}
 	if err := Run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("Run(%q) failed: %v", args, err)
 	}
@@ -215,5 +219,17 @@ func TestRunReportsBadFlags(t *testing.T) {
 	}
 	if err := Run(context.Background(), []string{"--help"}, &stdout, &stderr); err != nil || !strings.Contains(stderr.String(), "-table") {
 		t.Errorf("Run --help = %v with stderr %q; want nil and the flags listed", err, stderr.String())
+	}
+}
+
+// TestNativeToAGRPCPortSaysSo checks that pointing the native protocol (the default) at a gRPC
+// port, as the old default --addrs did, fails with a hint naming --protocol grpc.
+func TestNativeToAGRPCPortSaysSo(t *testing.T) {
+	_, addr := startFake(t, testDDL)
+	cfg := fakeConfig(addr)
+	cfg.Protocol, cfg.Coordinator = ProtocolCQL, Fixed
+	_, err := Execute(context.Background(), cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "--protocol grpc") {
+		t.Errorf("Execute over the native protocol against a gRPC port = %v, want an error naming %s and --protocol grpc", err, addr)
 	}
 }

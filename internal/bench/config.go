@@ -20,11 +20,35 @@ type Coordinator string
 
 // The coordinator policies.
 const (
+	// TokenAware (native protocol only) sends each operation to a replica of its partition, as
+	// drivers do by default: gocql's TokenAwareHostPolicy over RoundRobinHostPolicy, over the
+	// nodes the driver discovers from the contact points in Addrs.
+	TokenAware Coordinator = "tokenaware"
 	// RoundRobin sends operation n to address n mod len(Addrs), counted across all workers, so
-	// every node coordinates the same share.
+	// every node coordinates the same share (gRPC); over the native protocol it is gocql's
+	// RoundRobinHostPolicy over the discovered nodes.
 	RoundRobin Coordinator = "roundrobin"
-	// Fixed sends every operation to the first address.
+	// Fixed sends every operation to the first address (over the native protocol with the
+	// driver's host discovery off).
 	Fixed Coordinator = "fixed"
+)
+
+// Protocol is how kvnode bench talks to the nodes.
+type Protocol string
+
+// The protocols.
+const (
+	// ProtocolCQL is the CQL native protocol through gocql (ScyllaDB's fork), with prepared
+	// statements: what applications use.
+	ProtocolCQL Protocol = "cql"
+	// ProtocolGRPC is kvnode's gRPC client API, with literal statements.
+	ProtocolGRPC Protocol = "grpc"
+)
+
+// The default addresses of each protocol's client port.
+const (
+	DefaultCQLAddr  = "127.0.0.1:9042"
+	DefaultGRPCAddr = "127.0.0.1:9043"
 )
 
 // Limits on the flags that have no natural bound, so a typo cannot ask for a billion goroutines
@@ -38,9 +62,12 @@ const (
 // Config is one benchmark run. Its fields mirror the flags of kvnode bench; DefaultConfig holds
 // the flag defaults. Validate reports the first field out of range, naming the flag.
 type Config struct {
-	// Addrs are the nodes' client addresses (host:port); --addrs, comma-separated.
+	// Protocol is ProtocolCQL or ProtocolGRPC; --protocol.
+	Protocol Protocol
+	// Addrs are the nodes' client addresses (host:port) for Protocol: native addresses (the
+	// driver's contact points) or gRPC ones; --addrs, comma-separated.
 	Addrs []string
-	// Coordinator is RoundRobin or Fixed; --coordinator.
+	// Coordinator is TokenAware (native protocol only), RoundRobin or Fixed; --coordinator.
 	Coordinator Coordinator
 	// Table is the target table as keyspace.table, in CQL identifier syntax (unquoted names are
 	// lower-cased, "Quoted" ones keep their case); --table. Its partition key must be exactly one
@@ -71,8 +98,9 @@ type Config struct {
 // DefaultConfig returns the flag defaults. Table has no default: it must be given.
 func DefaultConfig() Config {
 	return Config{
-		Addrs:       []string{"127.0.0.1:9043"},
-		Coordinator: RoundRobin,
+		Protocol:    ProtocolCQL,
+		Addrs:       []string{DefaultCQLAddr},
+		Coordinator: TokenAware,
 		Writes:      0.5,
 		Consistency: client.One,
 		Partitions:  1000,
@@ -86,7 +114,9 @@ func DefaultConfig() Config {
 
 const usageText = `Usage: kvnode bench --table keyspace.table [flags]
 
-A load generator over the client API. Each operation goes to the single hot
+A load generator over the CQL native protocol (through gocql, with prepared
+statements and no driver retries), or with --protocol grpc over the gRPC
+client API. Each operation goes to the single hot
 partition with probability --hot, else to one of --partitions cold partitions
 chosen uniformly; it is a write (INSERT of every column) with probability
 --writes, else a read of the whole partition (SELECT *). Partition keys: the
@@ -107,8 +137,9 @@ Flags:
 func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	def := DefaultConfig()
 	fs := flag.NewFlagSet("kvnode bench", flag.ContinueOnError)
-	addrs := fs.String("addrs", strings.Join(def.Addrs, ","), "comma-separated client `addresses` of the nodes (host:port)")
-	coord := fs.String("coordinator", string(def.Coordinator), "coordinator choice per operation: roundrobin (rotate over --addrs) or fixed (always the first)")
+	protocol := fs.String("protocol", string(def.Protocol), "client `protocol`: cql (the native protocol through gocql) or grpc (the gRPC API)")
+	addrs := fs.String("addrs", "", "comma-separated client `addresses` of the nodes (host:port) for --protocol (default "+DefaultCQLAddr+" for cql, "+DefaultGRPCAddr+" for grpc)")
+	coord := fs.String("coordinator", "", "coordinator choice per operation: tokenaware (a replica of the partition; cql only), roundrobin or fixed (always the first address) (default tokenaware for cql, roundrobin for grpc)")
 	table := fs.String("table", "", "target `keyspace.table`; its partition key must be one text or bigint column (required)")
 	writes := fs.Float64("writes", def.Writes, "`fraction` of operations that are writes, 0..1")
 	cl := fs.String("cl", def.Consistency.String(), "consistency `level`: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM")
@@ -132,6 +163,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		return Config{}, err
 	}
 	c := Config{
+		Protocol:    Protocol(*protocol),
 		Addrs:       splitAddrs(*addrs),
 		Coordinator: Coordinator(*coord),
 		Table:       *table,
@@ -143,6 +175,20 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		Duration:    duration,
 		Seed:        *seed,
 		JSON:        *jsonOut,
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["addrs"] {
+		c.Addrs = []string{DefaultCQLAddr}
+		if c.Protocol == ProtocolGRPC {
+			c.Addrs = []string{DefaultGRPCAddr}
+		}
+	}
+	if !set["coordinator"] {
+		c.Coordinator = TokenAware
+		if c.Protocol == ProtocolGRPC {
+			c.Coordinator = RoundRobin
+		}
 	}
 	level, err := client.ParseConsistency(*cl)
 	if err != nil {
@@ -170,6 +216,9 @@ func splitAddrs(s string) []string {
 
 // Validate reports the first setting out of range, as an error naming its flag and value.
 func (c Config) Validate() error {
+	if c.Protocol != ProtocolCQL && c.Protocol != ProtocolGRPC {
+		return fmt.Errorf("bench: --protocol %q: want cql or grpc", string(c.Protocol))
+	}
 	if len(c.Addrs) == 0 {
 		return errors.New("bench: --addrs is empty: give at least one node address (host:port)")
 	}
@@ -181,8 +230,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bench: --addrs: %q is not host:port: %v", a, err)
 		}
 	}
-	if c.Coordinator != RoundRobin && c.Coordinator != Fixed {
-		return fmt.Errorf("bench: --coordinator %q: want roundrobin or fixed", string(c.Coordinator))
+	switch c.Coordinator {
+	case RoundRobin, Fixed:
+	case TokenAware:
+		if c.Protocol == ProtocolGRPC {
+			return errors.New("bench: --coordinator tokenaware needs --protocol cql (the gRPC client does not know the ring): use roundrobin or fixed")
+		}
+	default:
+		return fmt.Errorf("bench: --coordinator %q: want tokenaware, roundrobin or fixed", string(c.Coordinator))
 	}
 	if _, err := parseTable(c.Table); err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 
 func TestParseFlagsReadsEveryFlag(t *testing.T) {
 	args := []string{
-		"--addrs", "127.0.0.1:9043, 10.0.0.2:9043", "--coordinator", "fixed", "--table", "shop.carts",
+		"--protocol", "grpc", "--addrs", "127.0.0.1:9043, 10.0.0.2:9043", "--coordinator", "fixed", "--table", "shop.carts",
 		"--writes", "0.25", "--cl", "quorum", "--partitions", "50", "--hot", "0.9", "--rate", "1500",
 		"--concurrency", "64", "--duration", "30s", "--seed", "42", "--json",
 	}
@@ -23,7 +23,7 @@ func TestParseFlagsReadsEveryFlag(t *testing.T) {
 		t.Fatalf("ParseFlags(%q) failed: %v", args, err)
 	}
 	want := Config{
-		Addrs: []string{"127.0.0.1:9043", "10.0.0.2:9043"}, Coordinator: Fixed, Table: "shop.carts",
+		Protocol: ProtocolGRPC, Addrs: []string{"127.0.0.1:9043", "10.0.0.2:9043"}, Coordinator: Fixed, Table: "shop.carts",
 		Writes: 0.25, Consistency: client.Quorum, Partitions: 50, Hot: 0.9, Rate: 1500,
 		Concurrency: 64, Duration: 30 * time.Second, Seed: 42, JSON: true,
 	}
@@ -57,6 +57,8 @@ func TestParseFlagsRejectsOutOfRange(t *testing.T) {
 		{[]string{"--concurrency", "0"}, []string{"--concurrency", "0"}},
 		{[]string{"--concurrency", "1000000"}, []string{"--concurrency", "1000000"}},
 		{[]string{"--coordinator", "foo"}, []string{"--coordinator", "foo"}},
+		{[]string{"--protocol", "http"}, []string{"--protocol", "http"}},
+		{[]string{"--protocol", "grpc", "--coordinator", "tokenaware"}, []string{"--coordinator tokenaware", "--protocol cql"}},
 		{[]string{"--cl", "TWO"}, []string{"--cl", "TWO"}},
 		{[]string{"--partitions", "0"}, []string{"--partitions", "0"}},
 		{[]string{"--partitions", "-3"}, []string{"--partitions", "-3"}},
@@ -120,7 +122,7 @@ func TestParseFlagsHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("ParseFlags(-h) error = %v, want flag.ErrHelp", err)
 	}
-	for _, name := range []string{"-addrs", "-coordinator", "-table", "-writes", "-cl", "-partitions", "-hot", "-rate", "-concurrency", "-duration", "-seed", "-json"} {
+	for _, name := range []string{"-protocol", "-addrs", "-coordinator", "-table", "-writes", "-cl", "-partitions", "-hot", "-rate", "-concurrency", "-duration", "-seed", "-json"} {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("help text does not list %s:\n%s", name, out.String())
 		}
@@ -131,5 +133,33 @@ func TestValidateZeroConfigNamesAFlag(t *testing.T) {
 	err := Config{}.Validate()
 	if err == nil || !strings.Contains(err.Error(), "--") {
 		t.Errorf("Config{}.Validate() = %v, want an error naming a flag", err)
+	}
+}
+
+// TestParseFlagsDefaultsFollowTheProtocol checks that the address and coordinator defaults are
+// the native protocol's (9042, token-aware) unless --protocol grpc asks for the gRPC API's
+// (9043, round-robin), and that explicit flags win.
+func TestParseFlagsDefaultsFollowTheProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		proto Protocol
+		addrs []string
+		coord Coordinator
+	}{
+		{nil, ProtocolCQL, []string{"127.0.0.1:9042"}, TokenAware},
+		{[]string{"--protocol", "grpc"}, ProtocolGRPC, []string{"127.0.0.1:9043"}, RoundRobin},
+		{[]string{"--protocol", "cql", "--coordinator", "fixed", "--addrs", "10.0.0.1:9042,10.0.0.2:9042"}, ProtocolCQL, []string{"10.0.0.1:9042", "10.0.0.2:9042"}, Fixed},
+		{[]string{"--protocol", "grpc", "--addrs", "10.0.0.1:7"}, ProtocolGRPC, []string{"10.0.0.1:7"}, RoundRobin},
+	} {
+		args := append([]string{"--table", "ks.t"}, tc.args...)
+		got, err := ParseFlags(args, io.Discard)
+		if err != nil {
+			t.Errorf("ParseFlags(%q) failed: %v", args, err)
+			continue
+		}
+		if got.Protocol != tc.proto || !reflect.DeepEqual(got.Addrs, tc.addrs) || got.Coordinator != tc.coord {
+			t.Errorf("ParseFlags(%q): protocol %q, addrs %q, coordinator %q; want %q, %q, %q",
+				args, got.Protocol, got.Addrs, got.Coordinator, tc.proto, tc.addrs, tc.coord)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/gocql/gocql"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/client"
@@ -26,6 +27,8 @@ const (
 	ErrorCanceled    = "canceled"    // the run was cancelled, or the drain timeout passed, first
 	ErrorDropped     = "dropped"     // open loop: the queue of waiting operations was full
 	ErrorOther       = "other"       // anything else
+	// ErrorNoConnections: the native driver had no connection to any node it may send to.
+	ErrorNoConnections = "no_connections"
 )
 
 // DrainTimeout is how long operations still in flight (or queued, in open loop) when Duration
@@ -65,21 +68,45 @@ func (s *stats) fail(kind string) {
 // histogramShards is the most latency histograms a run keeps (each is about 29 KiB).
 const histogramShards = 16
 
-// runner runs one benchmark over a workload and a set of coordinators.
-type runner struct {
-	cfg   Config
-	wl    *workload
-	execs []executor
-	rr    atomic.Uint64 // round-robin position
-	st    stats
-	start time.Time
+// sender sends one operation to the cluster and returns its error.
+type sender interface {
+	send(ctx context.Context, o *op) error
 }
 
-// run runs cfg's load against execs (one per address, in Addrs order) until cfg.Duration has
-// passed or ctx is cancelled, and returns what ran. progress (nil for none) gets the progress
-// display.
-func run(ctx context.Context, cfg Config, wl *workload, execs []executor, progress io.Writer) *Summary {
-	r := &runner{cfg: cfg, wl: wl, execs: execs}
+// grpcSender sends literal statements over gRPC clients, one per address in Addrs order,
+// choosing the coordinator by cfg.Coordinator.
+type grpcSender struct {
+	cfg   Config
+	execs []executor
+	rr    atomic.Uint64 // round-robin position
+}
+
+// pick returns the coordinator of the next operation.
+func (g *grpcSender) pick() executor {
+	if g.cfg.Coordinator == Fixed || len(g.execs) == 1 {
+		return g.execs[0]
+	}
+	return g.execs[(g.rr.Add(1)-1)%uint64(len(g.execs))]
+}
+
+func (g *grpcSender) send(ctx context.Context, o *op) error {
+	_, err := g.pick().Execute(ctx, g.cfg.Consistency, o.stmt)
+	return err
+}
+
+// runner runs one benchmark over a workload and a sender.
+type runner struct {
+	cfg    Config
+	wl     *workload
+	sender sender
+	st     stats
+	start  time.Time
+}
+
+// run runs cfg's load through s until cfg.Duration has passed or ctx is cancelled, and returns
+// what ran. progress (nil for none) gets the progress display.
+func run(ctx context.Context, cfg Config, wl *workload, s sender, progress io.Writer) *Summary {
+	r := &runner{cfg: cfg, wl: wl, sender: s}
 	r.st.errs = make(map[string]int64)
 	r.st.hotPerSecond = make([]atomic.Int64, max(1, int(math.Ceil(cfg.Duration.Seconds()))))
 	r.st.hists = make([]histogram, min(cfg.Concurrency, histogramShards))
@@ -173,18 +200,10 @@ func (r *runner) closedLoop(runCtx, opCtx context.Context, rng *rand.Rand, h *hi
 	}
 }
 
-// pick returns the coordinator of the next operation.
-func (r *runner) pick() executor {
-	if r.cfg.Coordinator == Fixed || len(r.execs) == 1 {
-		return r.execs[0]
-	}
-	return r.execs[(r.rr.Add(1)-1)%uint64(len(r.execs))]
-}
-
 // do runs one operation and records its outcome; latency counts from intended.
 func (r *runner) do(ctx context.Context, rng *rand.Rand, h *histogram, intended time.Time) {
 	o := r.wl.next(rng)
-	_, err := r.pick().Execute(ctx, r.cfg.Consistency, o.stmt)
+	err := r.sender.send(ctx, &o)
 	done := time.Now()
 	st := &r.st
 	if err == nil {
@@ -199,9 +218,8 @@ func (r *runner) do(ctx context.Context, rng *rand.Rand, h *histogram, intended 
 		}
 		return
 	}
-	var rl *client.RateLimitError
-	if errors.As(err, &rl) {
-		if rl.RejectedBy == client.RejectedByCoordinator {
+	if rejected, byCoordinator := rateLimited(err); rejected {
+		if byCoordinator {
 			st.rejCoord.Add(1)
 		} else {
 			st.rejRepl.Add(1)
@@ -213,7 +231,25 @@ func (r *runner) do(ctx context.Context, rng *rand.Rand, h *histogram, intended 
 		}
 		return
 	}
-	st.fail(errorKind(err, ctx.Err() != nil))
+	if r.cfg.Protocol == ProtocolGRPC {
+		st.fail(errorKind(err, ctx.Err() != nil))
+	} else {
+		st.fail(nativeErrorKind(err, ctx.Err() != nil))
+	}
+}
+
+// rateLimited reports whether err is a rate-limit rejection (gRPC's *client.RateLimitError or
+// gocql's *gocql.RequestErrRateLimitReached), and whether the coordinator rejected on its own.
+func rateLimited(err error) (rejected, byCoordinator bool) {
+	var rl *client.RateLimitError
+	if errors.As(err, &rl) {
+		return true, rl.RejectedBy == client.RejectedByCoordinator
+	}
+	var nrl *gocql.RequestErrRateLimitReached
+	if errors.As(err, &nrl) {
+		return true, nrl.RejectedByCoordinator
+	}
+	return false, false
 }
 
 // errorKind names the kind of a failed operation's error; canceled says the operation's context
@@ -263,6 +299,8 @@ func snakeCase(s string) string {
 func (r *runner) summary(window time.Duration) *Summary {
 	st := &r.st
 	s := &Summary{
+		Protocol:              string(r.cfg.Protocol),
+		Coordinator:           string(r.cfg.Coordinator),
 		Offered:               st.offered.Load(),
 		Accepted:              st.accepted.Load(),
 		RejectedByCoordinator: st.rejCoord.Load(),

@@ -32,15 +32,17 @@ func runFake(t *testing.T, ctx context.Context, cfg Config, table string, progre
 	for i, e := range execs {
 		ex[i] = e
 	}
+	g := &grpcSender{cfg: cfg, execs: ex}
 	var w bytes.Buffer
 	if progress == nil {
 		progress = &w
 	}
-	return run(ctx, cfg, wl, ex, progress)
+	return run(ctx, cfg, wl, g, progress)
 }
 
 func testConfig(rate float64, concurrency int, d time.Duration) Config {
 	cfg := DefaultConfig()
+	cfg.Protocol, cfg.Coordinator = ProtocolGRPC, RoundRobin
 	cfg.Table = "ks.kv"
 	cfg.Rate, cfg.Concurrency, cfg.Duration = rate, concurrency, d
 	return cfg

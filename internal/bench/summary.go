@@ -17,6 +17,10 @@ import (
 //	Hot.Rejected + Cold.Rejected = RejectedByCoordinator + RejectedByReplicas
 //	sum(Hot.AcceptedPerSecond) = Hot.Accepted
 type Summary struct {
+	// Protocol is the client protocol of the run: "cql" (the native protocol) or "grpc".
+	Protocol string `json:"protocol"`
+	// Coordinator is the coordinator choice: "tokenaware", "roundrobin" or "fixed".
+	Coordinator string `json:"coordinator"`
 	// Offered counts the operations issued (open loop: scheduled, dropped ones included).
 	Offered  int64 `json:"offered"`
 	Accepted int64 `json:"accepted"`
@@ -88,6 +92,7 @@ const maxListedSeconds = 60
 // WriteText writes s as a table for people.
 func (s *Summary) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "protocol\t%s\tcoordinator %s\n", s.Protocol, s.Coordinator)
 	fmt.Fprintf(tw, "duration\t%.1f s\n", s.DurationS)
 	fmt.Fprintf(tw, "offered\t%d\t%s\n", s.Offered, s.perSecond(s.Offered))
 	fmt.Fprintf(tw, "accepted\t%d\t%s\n", s.Accepted, s.perSecond(s.Accepted))

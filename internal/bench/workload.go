@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
@@ -38,21 +39,31 @@ type workload struct {
 	partitions int
 	hot        float64
 	writes     float64
+	literal    bool // operations carry literal statements (gRPC)
 
 	insertPrefix string // INSERT INTO ks.t (a, b, c) VALUES (
 	selectPrefix string // SELECT * FROM ks.t WHERE pk =
+	insertBound  string // INSERT INTO ks.t (a, b, c) VALUES (?, ?, ?)
+	selectBound  string // SELECT * FROM ks.t WHERE pk = ?
 }
 
 // op is one generated operation.
 type op struct {
-	stmt  string
+	// stmt is the statement with literal values, for the gRPC API; "" when the workload binds
+	// values instead (the native protocol's prepared statements).
+	stmt string
+	// args are the values the prepared statement binds: the partition key for a read; every
+	// column, in table order, for a write. Go types as gocql marshals them (string, int32,
+	// int64, float64, bool, []byte, time.Time; nil for NULL).
+	args  []any
 	hot   bool // the operation targets the hot partition
 	write bool
 }
 
 // newWorkload prepares the statements for table t (as schema builds it from its CREATE TABLE),
 // with the hot share, write fraction and cold partition count of cfg. It rejects a table whose
-// partition key is not exactly one text or bigint column.
+// partition key is not exactly one text or bigint column. With cfg.Protocol ProtocolGRPC the
+// operations carry literal statements, else only bound values.
 func newWorkload(t *schema.Table, cfg Config) (*workload, error) {
 	if len(t.PartitionKey) != 1 || (t.PartitionKey[0].Type != schema.TypeText && t.PartitionKey[0].Type != schema.TypeBigInt) {
 		parts := make([]string, len(t.PartitionKey))
@@ -63,16 +74,21 @@ func newWorkload(t *schema.Table, cfg Config) (*workload, error) {
 			t.QualifiedName(), strings.Join(parts, ", "))
 	}
 	names := make([]string, len(t.Columns))
+	marks := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
 		names[i] = cql.QuoteIdent(c.Name)
+		marks[i] = "?"
 	}
 	return &workload{
 		table:        t,
 		partitions:   cfg.Partitions,
 		hot:          cfg.Hot,
 		writes:       cfg.Writes,
+		literal:      cfg.Protocol == ProtocolGRPC,
 		insertPrefix: "INSERT INTO " + t.QualifiedName() + " (" + strings.Join(names, ", ") + ") VALUES (",
 		selectPrefix: "SELECT * FROM " + t.QualifiedName() + " WHERE " + names[0] + " = ",
+		insertBound:  "INSERT INTO " + t.QualifiedName() + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")",
+		selectBound:  "SELECT * FROM " + t.QualifiedName() + " WHERE " + names[0] + " = ?",
 	}, nil
 }
 
@@ -85,64 +101,76 @@ func (w *workload) next(r *rand.Rand) op {
 	if !o.hot {
 		cold = r.IntN(w.partitions)
 	}
+	if o.write {
+		o.args = make([]any, len(w.table.Columns))
+		o.args[0] = w.key(o.hot, cold)
+		row := r.IntN(RowsPerPartition)
+		for i, c := range w.table.Columns[1:] {
+			if c.Kind == schema.ClusteringColumn {
+				o.args[i+1] = rowValue(c.Type, row)
+			} else {
+				o.args[i+1] = randomValue(c.Type, r)
+			}
+		}
+	} else {
+		o.args = []any{w.key(o.hot, cold)}
+	}
+	if !w.literal {
+		return o
+	}
 	var b strings.Builder
 	b.Grow(128)
 	if o.write {
 		b.WriteString(w.insertPrefix)
-		w.appendKey(&b, o.hot, cold)
-		row := r.IntN(RowsPerPartition)
-		for _, c := range w.table.Columns[1:] {
-			b.WriteString(", ")
-			if c.Kind == schema.ClusteringColumn {
-				appendRowValue(&b, c.Type, row)
-			} else {
-				appendRandomValue(&b, c.Type, r)
+		for i, v := range o.args {
+			if i > 0 {
+				b.WriteString(", ")
 			}
+			appendLiteral(&b, v)
 		}
 		b.WriteString(")")
 	} else {
 		b.WriteString(w.selectPrefix)
-		w.appendKey(&b, o.hot, cold)
+		appendLiteral(&b, o.args[0])
 	}
 	o.stmt = b.String()
 	return o
 }
 
-func (w *workload) appendKey(b *strings.Builder, hot bool, cold int) {
+// key returns the partition key value of the hot partition or of cold partition cold.
+func (w *workload) key(hot bool, cold int) any {
 	if w.table.PartitionKey[0].Type == schema.TypeText {
 		if hot {
-			b.WriteString(cql.QuoteString(HotTextKey))
-		} else {
-			b.WriteString("'cold-" + strconv.Itoa(cold) + "'")
+			return HotTextKey
 		}
-		return
+		return "cold-" + strconv.Itoa(cold)
 	}
 	if hot {
-		b.WriteString(strconv.Itoa(HotBigIntKey))
-	} else {
-		b.WriteString(strconv.Itoa(cold + 1))
+		return int64(HotBigIntKey)
 	}
+	return int64(cold + 1)
 }
 
-// appendRowValue writes the value of a clustering column of type t for row j: distinct rows
-// get distinct values (booleans aside, which have two).
-func appendRowValue(b *strings.Builder, t schema.Type, j int) {
+// rowValue returns the value of a clustering column of type t for row j: distinct rows get
+// distinct values (booleans aside, which have two).
+func rowValue(t schema.Type, j int) any {
 	switch t {
 	case schema.TypeText:
-		b.WriteString(cql.QuoteString(fmt.Sprintf("row-%02d", j)))
-	case schema.TypeInt, schema.TypeBigInt:
-		b.WriteString(strconv.Itoa(j))
+		return fmt.Sprintf("row-%02d", j)
+	case schema.TypeInt:
+		return int32(j)
+	case schema.TypeBigInt:
+		return int64(j)
 	case schema.TypeDouble:
-		b.WriteString(formatDouble(float64(j) + 0.5))
+		return float64(j) + 0.5
 	case schema.TypeBoolean:
-		b.WriteString(strconv.FormatBool(j%2 == 1))
+		return j%2 == 1
 	case schema.TypeBlob:
-		b.WriteString("0x" + hex.EncodeToString([]byte{byte(j)}))
+		return []byte{byte(j)}
 	case schema.TypeTimestamp:
-		b.WriteString(strconv.FormatInt(timestampBase+int64(j), 10))
-	default:
-		b.WriteString("NULL")
+		return time.UnixMilli(timestampBase + int64(j)).UTC()
 	}
+	return nil
 }
 
 const textAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -150,31 +178,52 @@ const textAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 // valueBytes is the size of generated text and blob values.
 const valueBytes = 16
 
-// appendRandomValue writes a random literal of type t drawn from r.
-func appendRandomValue(b *strings.Builder, t schema.Type, r *rand.Rand) {
+// randomValue returns a random value of type t drawn from r.
+func randomValue(t schema.Type, r *rand.Rand) any {
 	switch t {
 	case schema.TypeText:
 		var s [valueBytes]byte
 		for i := range s {
 			s[i] = textAlphabet[r.IntN(len(textAlphabet))]
 		}
-		b.WriteString(cql.QuoteString(string(s[:])))
+		return string(s[:])
 	case schema.TypeInt:
-		b.WriteString(strconv.FormatInt(int64(int32(r.Uint32())), 10))
+		return int32(r.Uint32())
 	case schema.TypeBigInt:
-		b.WriteString(strconv.FormatInt(int64(r.Uint64()), 10))
+		return int64(r.Uint64())
 	case schema.TypeDouble:
-		b.WriteString(formatDouble(r.NormFloat64() * 1000))
+		return r.NormFloat64() * 1000
 	case schema.TypeBoolean:
-		b.WriteString(strconv.FormatBool(r.IntN(2) == 1))
+		return r.IntN(2) == 1
 	case schema.TypeBlob:
-		var s [valueBytes]byte
+		s := make([]byte, valueBytes)
 		for i := range s {
 			s[i] = byte(r.Uint32())
 		}
-		b.WriteString("0x" + hex.EncodeToString(s[:]))
+		return s
 	case schema.TypeTimestamp:
-		b.WriteString(strconv.FormatInt(timestampBase+r.Int64N(millisPerYear), 10))
+		return time.UnixMilli(timestampBase + r.Int64N(millisPerYear)).UTC()
+	}
+	return nil
+}
+
+// appendLiteral writes v, a value of rowValue or randomValue, as a CQL literal.
+func appendLiteral(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case string:
+		b.WriteString(cql.QuoteString(v))
+	case int32:
+		b.WriteString(strconv.FormatInt(int64(v), 10))
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	case float64:
+		b.WriteString(formatDouble(v))
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case []byte:
+		b.WriteString("0x" + hex.EncodeToString(v))
+	case time.Time:
+		b.WriteString(strconv.FormatInt(v.UnixMilli(), 10))
 	default:
 		b.WriteString("NULL")
 	}

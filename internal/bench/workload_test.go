@@ -53,7 +53,7 @@ func TestGeneratedStatementsAreValid(t *testing.T) {
 	s := testSchema(t)
 	for _, name := range []string{"kv", "every_text", "every_bigint", "QuotedTable"} {
 		tbl := testTable(t, s, name)
-		cfg := Config{Partitions: 7, Hot: 0.2, Writes: 0.5}
+		cfg := Config{Protocol: ProtocolGRPC, Partitions: 7, Hot: 0.2, Writes: 0.5}
 		w, err := newWorkload(tbl, cfg)
 		if err != nil {
 			t.Fatalf("newWorkload(%s) failed: %v", tbl.QualifiedName(), err)
@@ -156,7 +156,7 @@ func TestFormatDoubleReadsBackAsTheSameFloat(t *testing.T) {
 func TestWorkloadFollowsHotAndWriteShares(t *testing.T) {
 	s := testSchema(t)
 	for _, tc := range []struct{ hot, writes float64 }{{0.3, 0.5}, {0, 1}, {1, 0}, {0.9, 0.1}} {
-		w, err := newWorkload(testTable(t, s, "every_bigint"), Config{Partitions: 10, Hot: tc.hot, Writes: tc.writes})
+		w, err := newWorkload(testTable(t, s, "every_bigint"), Config{Protocol: ProtocolGRPC, Partitions: 10, Hot: tc.hot, Writes: tc.writes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestWorkloadFollowsHotAndWriteShares(t *testing.T) {
 
 func TestWorkloadIsDeterministicPerSeed(t *testing.T) {
 	s := testSchema(t)
-	w, err := newWorkload(testTable(t, s, "every_text"), Config{Partitions: 100, Hot: 0.5, Writes: 0.5})
+	w, err := newWorkload(testTable(t, s, "every_text"), Config{Protocol: ProtocolGRPC, Partitions: 100, Hot: 0.5, Writes: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func BenchmarkNext(b *testing.B) {
 		writes float64
 	}{{"kv", 0}, {"kv", 1}, {"every_text", 1}} {
 		tbl, _ := s.Table("ks", tc.table)
-		w, err := newWorkload(tbl, Config{Partitions: 1000, Hot: 0.1, Writes: tc.writes})
+		w, err := newWorkload(tbl, Config{Protocol: ProtocolGRPC, Partitions: 1000, Hot: 0.1, Writes: tc.writes})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,5 @@
-// Package cqlsh is kvnode's CQL shell, `kvnode cql`: a cqlsh-like client over package client.
+// Package cqlsh is kvnode's CQL shell, `kvnode cql`: a cqlsh-like client over the CQL native
+// protocol (by default) or, with --protocol grpc, over package client. Both print the same.
 //
 // Run is the whole command. The pieces behind it:
 //
@@ -12,6 +13,9 @@
 //	errors.go       one line per failure, starting with its kind (InvalidRequest, Unavailable,
 //	                Timeout, RateLimited, ConnectionError, ServerError, ShellError, Cancelled)
 //	run.go          flags, connecting, the non-interactive modes (-e, -f, stdin)
+//	native.go       nativeConn: one native protocol connection over kvnode's cqlwire codec (not a
+//	                driver: gocql refuses USE), answers turned into client.Result and the
+//	                client's error types so the rest of the shell cannot tell the protocols apart
 //	interactive.go  the readline loop: only moves lines, prompts and Ctrl-C to the session
 //
 // Non-interactive runs stop at the first failure and print it as "source:line: Kind: message"

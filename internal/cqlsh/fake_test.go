@@ -104,7 +104,7 @@ func (f *fakeNode) run(t *testing.T, stdin string, args ...string) (stdout, stde
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	err = Run(ctx, append([]string{"--addr", f.addr}, args...), strings.NewReader(stdin), &out, &errOut)
+	err = Run(ctx, append([]string{"--protocol", "grpc", "--addr", f.addr}, args...), strings.NewReader(stdin), &out, &errOut)
 	return out.String(), errOut.String(), err
 }
 

@@ -121,7 +121,7 @@ func TestTerminalSession(t *testing.T) {
 	defer cancel()
 	var stderr bytes.Buffer
 	ran := make(chan error, 1)
-	go func() { ran <- Run(ctx, []string{"--addr", f.addr}, term, term, &stderr) }()
+	go func() { ran <- Run(ctx, []string{"--protocol", "grpc", "--addr", f.addr}, term, term, &stderr) }()
 	t.Cleanup(func() {
 		term.Close()
 		master.Close()

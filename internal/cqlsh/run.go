@@ -18,11 +18,22 @@ import (
 	"github.com/kvnode/kvnode/cql"
 )
 
-// DefaultAddr is the node address the shell connects to without --addr.
-const DefaultAddr = "127.0.0.1:9043"
+// The node addresses the shell connects to without --addr: the native protocol's port, or with
+// --protocol grpc the gRPC API's.
+const (
+	DefaultAddr     = "127.0.0.1:9042"
+	DefaultGRPCAddr = "127.0.0.1:9043"
+)
+
+// The protocols of --protocol.
+const (
+	protocolCQL  = "cql"
+	protocolGRPC = "grpc"
+)
 
 // options are the parsed command-line flags.
 type options struct {
+	protocol    string
 	addr        string
 	consistency client.Consistency
 	keyspace    string
@@ -37,7 +48,8 @@ An interactive CQL shell for kvnode, like cqlsh. With -e or -f, or when stdin is
 it runs the statements in order and stops with exit status 1 at the first one that fails.
 
 Flags:
-  --addr host:port         node to connect to (default ` + DefaultAddr + `)
+  --addr host:port         node to connect to (default ` + DefaultAddr + `, or ` + DefaultGRPCAddr + ` with --protocol grpc)
+  --protocol cql|grpc      the CQL native protocol (default) or kvnode's gRPC API
   --consistency level      ONE, QUORUM, ALL, LOCAL_ONE or LOCAL_QUORUM (default ONE)
   -k, --keyspace ks        keyspace to USE first
   -e, --execute 'STMT; ..' run the statements and exit
@@ -54,6 +66,7 @@ func parseArgs(args []string, stdout io.Writer) (o options, help bool, err error
 	fs.SetOutput(io.Discard)
 	var consistency string
 	fs.StringVar(&o.addr, "addr", DefaultAddr, "")
+	fs.StringVar(&o.protocol, "protocol", protocolCQL, "")
 	fs.StringVar(&consistency, "consistency", "ONE", "")
 	fs.StringVar(&o.keyspace, "keyspace", "", "")
 	fs.StringVar(&o.keyspace, "k", "", "")
@@ -79,6 +92,12 @@ func parseArgs(args []string, stdout io.Writer) (o options, help bool, err error
 	}
 	if (set["e"] || set["execute"]) && strings.TrimSpace(o.execute) == "" {
 		return o, false, errors.New("cql: -e needs a statement")
+	}
+	if o.protocol != protocolCQL && o.protocol != protocolGRPC {
+		return o, false, fmt.Errorf("cql: --protocol %q: want cql or grpc", o.protocol)
+	}
+	if o.protocol == protocolGRPC && !set["addr"] {
+		o.addr = DefaultGRPCAddr
 	}
 	if o.addr == "" {
 		return o, false, errors.New("cql: --addr is empty")
@@ -124,7 +143,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	termFd := fileFd(term)
 	interactive := o.execute == "" && o.file == "" && termFd >= 0 && readline.IsTerminal(termFd)
 
-	c, err := connect(ctx, o.addr, o.timeout)
+	c, err := connect(ctx, o.protocol, o.addr, o.timeout)
 	if err != nil {
 		return err
 	}
@@ -177,11 +196,19 @@ func fileFd(f *os.File) int {
 	return fd
 }
 
-// connect dials the node, failing with an error that names the address.
-func connect(ctx context.Context, addr string, timeout time.Duration) (*client.Client, error) {
+// connect dials the node over protocol, failing with an error that names the address.
+func connect(ctx context.Context, protocol, addr string, timeout time.Duration) (conn, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := client.Dial(dialCtx, addr)
+	var (
+		c   conn
+		err error
+	)
+	if protocol == protocolGRPC {
+		c, err = client.Dial(dialCtx, addr)
+	} else {
+		c, err = dialNative(dialCtx, addr)
+	}
 	if err == nil {
 		return c, nil
 	}
@@ -191,13 +218,13 @@ func connect(ctx context.Context, addr string, timeout time.Duration) (*client.C
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("cql: cannot connect to kvnode at %s: no answer within %s", addr, timeout)
 	}
-	return nil, fmt.Errorf("cql: cannot connect to kvnode at %s: %v", addr, dialCause(ctx, addr, timeout, err))
+	return nil, fmt.Errorf("cql: cannot connect to kvnode at %s: %v", addr, dialCause(ctx, protocol, addr, timeout, err))
 }
 
 // dialCause explains a failed client.Dial. gRPC reports only that the connection failed, so a
 // plain TCP dial finds the reason ("connection refused", "no such host"); when TCP connects,
 // something that is not a kvnode node may be listening there.
-func dialCause(ctx context.Context, addr string, timeout time.Duration, dialErr error) string {
+func dialCause(ctx context.Context, protocol, addr string, timeout time.Duration, dialErr error) string {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var d net.Dialer
@@ -213,6 +240,9 @@ func dialCause(ctx context.Context, addr string, timeout time.Duration, dialErr 
 	cause := dialErr
 	if u := errors.Unwrap(dialErr); u != nil {
 		cause = u // the client's own text repeats the address
+	}
+	if protocol == protocolCQL {
+		return fmt.Sprintf("%v (the port accepts TCP connections but does not answer the CQL native protocol; for the gRPC port add --protocol grpc)", cause)
 	}
 	return fmt.Sprintf("%v (the port accepts TCP connections; is it a kvnode client port?)", cause)
 }

@@ -21,7 +21,7 @@ const (
 // and the results and errors are printed. The interactive loop around it only reads lines and
 // shows prompt().
 type session struct {
-	client  *client.Client
+	client  conn
 	cl      client.Consistency
 	timeout time.Duration
 	out     *stickyWriter

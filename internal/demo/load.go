@@ -122,6 +122,9 @@ func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]
 // runSecond runs second i's two workloads, each for d, and returns their summaries.
 func runSecond(ctx context.Context, cfg Config, addrs []string, i int, d time.Duration) (hot, background *bench.Summary, err error) {
 	hotCfg := bench.Config{
+		// gRPC: each second opens fresh connections, which a driver session's discovery would
+		// make slow, and the in-process nodes' native ports differ, which drivers do not expect.
+		Protocol:    bench.ProtocolGRPC,
 		Addrs:       addrs,
 		Coordinator: cfg.Coordinator,
 		Table:       table,

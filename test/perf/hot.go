@@ -66,6 +66,7 @@ func perSecond(n int64, seconds float64) float64 {
 // process used meanwhile.
 func runLoad(ctx context.Context, s settings, c *testCluster, table string, hotRate float64, d time.Duration, seed uint64) (r loadResult, err error) {
 	bgCfg := bench.Config{
+		Protocol:    bench.ProtocolGRPC, // issue 16 point 4 moves test/perf to the native protocol
 		Addrs:       c.addrs(),
 		Coordinator: bench.RoundRobin,
 		Table:       table,

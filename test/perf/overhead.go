@@ -111,7 +111,7 @@ func limiterOverhead(ctx context.Context, s settings, c *testCluster, log io.Wri
 			return overheadSide{}, err
 		}
 		sum, err := bench.Execute(ctx, bench.Config{
-			Addrs: c.addrs(), Coordinator: bench.Fixed, Table: table, Writes: writes,
+			Protocol: bench.ProtocolGRPC, Addrs: c.addrs(), Coordinator: bench.Fixed, Table: table, Writes: writes,
 			Consistency: client.Quorum, Partitions: s.OverheadPartitions, Concurrency: s.OverheadConcurrency,
 			Duration: d, Seed: seed,
 		}, nil)
