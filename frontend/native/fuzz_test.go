@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -103,13 +104,9 @@ func FuzzConn(f *testing.F) {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("the client's reads did not end\n%s", buf[:runtime.Stack(buf, true)])
 		}
-		end := time.Now().Add(timeout)
-		for connCount(s) > 0 {
-			if time.Now().After(end) {
-				buf := make([]byte, 1<<20)
-				t.Fatalf("the server did not end the connection after the client closed it\n%s", buf[:runtime.Stack(buf, true)])
-			}
-			time.Sleep(100 * time.Microsecond)
+		if err := poll.Until(context.Background(), timeout, "the server to end the connection after the client closed it", poll.Bool(func() bool { return connCount(s) == 0 })); err != nil {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%v\n%s", err, buf[:runtime.Stack(buf, true)])
 		}
 	})
 }

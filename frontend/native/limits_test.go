@@ -190,13 +190,7 @@ func TestShutdownWaitsForRequests(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Must(t, timeout, "condition", poll.Bool(cond))
 }
 
 // TestDisconnectCancelsStatements: a client that goes away while its statements run gets them

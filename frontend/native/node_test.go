@@ -194,13 +194,9 @@ func TestNodeServesCQL(t *testing.T) {
 func TestSchemaEventsFromAnyNode(t *testing.T) {
 	n1 := startNode(t)
 	n2 := startNode(t, n1.GossipAddr())
-	end := time.Now().Add(waitLimit)
-	for len(n1.Cluster().Members()) < 2 || !n1.Cluster().IsLive(cluster.NodeID(n2.ID())) {
-		if time.Now().After(end) {
-			t.Fatal("the nodes did not see each other")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Must(t, waitLimit, "the nodes to see each other", poll.Bool(func() bool {
+		return len(n1.Cluster().Members()) >= 2 && n1.Cluster().IsLive(cluster.NodeID(n2.ID()))
+	}))
 	c1 := connect(t, n1.CQLAddr(), nil)
 	if _, ok := c1.do(&cqlwire.Register{Events: []string{"SCHEMA_CHANGE", "STATUS_CHANGE", "TOPOLOGY_CHANGE"}}).(cqlwire.Ready); !ok {
 		t.Fatal("REGISTER not answered READY")
