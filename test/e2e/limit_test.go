@@ -27,7 +27,7 @@ func testShell(t *testing.T, tc *testCluster) {
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]
 	script := "CREATE KEYSPACE shell WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3};\n" +
 		"CREATE TABLE shell.t (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 100};"
-	stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--addr", n1.Addr, "-e", script)
+	stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--protocol", "grpc", "--addr", n1.Addr, "-e", script)
 	if err != nil {
 		t.Fatalf("kvnode cql -e on %s: %v\nstdout:\n%s\nstderr:\n%s", n1.Name, err, stdout, stderr)
 	}
@@ -39,7 +39,7 @@ func testShell(t *testing.T, tc *testCluster) {
 	const want = "'max_writes_per_second': 100"
 	var first string
 	for _, n := range []*node{n2, n3} {
-		stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--addr", n.Addr, "-e", "DESCRIBE TABLE shell.t")
+		stdout, stderr, err := runTool(t, 30*time.Second, "cql", "--protocol", "grpc", "--addr", n.Addr, "-e", "DESCRIBE TABLE shell.t")
 		if err != nil {
 			t.Fatalf("DESCRIBE TABLE shell.t on %s: %v\nstderr:\n%s", n.Name, err, stderr)
 		}
@@ -57,11 +57,11 @@ func testShell(t *testing.T, tc *testCluster) {
 	// The shell stops at the first failing statement: the table after it is never created.
 	bad := "CREATE TABLE shell.bad (k text PRIMARY KEY) WITH per_partition_rate_limit = {'max_writes_per_second': -5};\n" +
 		"CREATE TABLE shell.after_bad (k text PRIMARY KEY);"
-	stdout, stderr, err = runTool(t, 30*time.Second, "cql", "--addr", n2.Addr, "-e", bad)
+	stdout, stderr, err = runTool(t, 30*time.Second, "cql", "--protocol", "grpc", "--addr", n2.Addr, "-e", bad)
 	if err == nil || !strings.Contains(stderr, "max_writes_per_second") || !strings.Contains(stderr, "negative") {
 		t.Errorf("kvnode cql -e with a negative limit: err = %v, stderr %q; want exit status 1 and a message naming max_writes_per_second as negative", err, stderr)
 	}
-	stdout, _, err = runTool(t, 30*time.Second, "cql", "--addr", n3.Addr, "-e", "DESCRIBE TABLE shell.after_bad")
+	stdout, _, err = runTool(t, 30*time.Second, "cql", "--protocol", "grpc", "--addr", n3.Addr, "-e", "DESCRIBE TABLE shell.after_bad")
 	if err == nil {
 		t.Errorf("DESCRIBE TABLE shell.after_bad succeeded, want it missing: the shell must stop at the first failing statement (stdout %q)", stdout)
 	}
@@ -123,6 +123,9 @@ func testBench(t *testing.T, tc *testCluster) {
 		addrs = append(addrs, n.Addr)
 	}
 	args := []string{"bench",
+		// Over the gRPC API: these nodes listen on ports of their own, and a CQL driver wants
+		// one port for the whole cluster (test/interop runs bench-like load over it).
+		"--protocol", "grpc",
 		"--addrs", strings.Join(addrs, ","),
 		"--coordinator", "roundrobin",
 		"--table", "bench.hot",
