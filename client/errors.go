@@ -63,6 +63,16 @@ type RateLimitError struct {
 
 func (e *RateLimitError) Error() string { return "kvnode: " + e.Message }
 
+// OverloadedError reports that the node had no room for the request (its admission control's
+// bound on executing and queued requests): nothing was executed. Retry after RetryAfter, or on
+// another node.
+type OverloadedError struct {
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *OverloadedError) Error() string { return "kvnode: " + e.Message }
+
 // UnavailableError reports that too few replicas were live to reach the consistency level; the
 // operation was not attempted.
 type UnavailableError struct {
@@ -171,6 +181,11 @@ func fromStatus(err error) error {
 				Count: rl.GetCount(), MayBeApplied: rl.GetMayBeApplied(),
 			}
 		}
+		for _, d := range st.Details() {
+			if d, ok := d.(*errdetails.ErrorInfo); ok && d.GetReason() == "OVERLOADED" {
+				return &OverloadedError{Message: msg, RetryAfter: retry}
+			}
+		}
 		// Without a rate-limit detail: a message over a size limit, the node's or gRPC's.
 		return fmt.Errorf("kvnode: too large: %w", err)
 	case codes.Unavailable:
@@ -193,6 +208,10 @@ func fromStatus(err error) error {
 		}
 	case codes.InvalidArgument:
 		return &InvalidError{Message: msg}
+	case codes.PermissionDenied:
+		return &UnauthorizedError{Message: msg, st: st}
+	case codes.Unauthenticated:
+		return &AuthenticationError{Message: msg, st: st}
 	}
 	return fmt.Errorf("kvnode: %w", err)
 }

@@ -28,6 +28,9 @@ type HotPartition struct {
 	// RejectedPerSecond and RejectedShare (0..1 of the offered load) estimate the rejections.
 	RejectedPerSecond float64
 	RejectedShare     float64
+	// WouldRejectPerSecond estimates what the limit would reject were it enforced: the table's
+	// limit is in shadow mode ('mode': 'shadow'); 0 otherwise.
+	WouldRejectPerSecond float64
 	// Nodes is how many nodes reported the partition.
 	Nodes int
 }
@@ -81,6 +84,7 @@ func (c *Client) TopPartitions(ctx context.Context, keyspace, table string, limi
 				RejectedPerSecond:     p.GetRejectedPerSecond(),
 				RejectedShare:         p.GetRejectedShare(),
 				Nodes:                 int(p.GetNodes()),
+				WouldRejectPerSecond:  p.GetWouldRejectPerSecond(),
 			}
 			if vals := p.GetPartitionKey(); len(vals) > 0 {
 				h.Key = make([]any, len(vals))

@@ -51,6 +51,8 @@ type Member struct {
 	// DataCenter and Rack place the member; empty when it does not say (a member running a
 	// release that does not gossip them).
 	DataCenter, Rack string
+	// State is the member's state in the ring.
+	State NodeState
 }
 
 // peerState is the local view of one ring member.
@@ -95,11 +97,15 @@ type Cluster struct {
 	meta   atomic.Pointer[[]byte]
 	metaMu sync.Mutex             // serialises rebuilding meta (schema digest, native address)
 	native atomic.Pointer[string] // the native protocol address published in our metadata
+	state  atomic.Uint32          // the local NodeState published in our metadata
 	digest atomic.Pointer[string] // local schema digest as published in our metadata
 
-	mu       sync.Mutex
-	peers    map[NodeID]*peerState
-	removed  map[NodeID]int64
+	mu      sync.Mutex
+	peers   map[NodeID]*peerState
+	removed map[NodeID]int64
+	// deferred holds removals learned while the removed node was still seen live: a removal
+	// message alone never takes a live node out of the ring; it applies once the node is down.
+	deferred map[NodeID]int64
 	changed  chan struct{}
 	dirty    bool // peers need persisting
 	closed   bool
@@ -144,6 +150,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		id:       id,
 		peers:    map[NodeID]*peerState{},
 		removed:  map[NodeID]int64{},
+		deferred: map[NodeID]int64{},
 		changed:  make(chan struct{}),
 		in:       newInbox(),
 		inflight: map[NodeID]bool{},
@@ -158,6 +165,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: node %s was removed from the cluster; start it with an empty data directory to join as a new node", id)
 	}
 	var prevGossip string
+	state, known := StateNormal, false
 	for _, p := range pf.Peers {
 		if _, gone := c.removed[p.ID]; gone {
 			continue
@@ -167,9 +175,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 				return nil, fmt.Errorf("cluster: num_tokens is %d but node %s was started with %d; it cannot change (it would move the node's ranges)", cfg.NumTokens, id, p.NumTokens)
 			}
 			prevGossip = p.GossipAddr
+			state, known = p.State, true
 		}
 		c.peers[p.ID] = &peerState{rec: p, tokens: NodeTokens(p.ID, p.NumTokens)}
 	}
+
+	switch {
+	case !known && cfg.Joining:
+		state = StateJoining
+	case state == StateLeft:
+		return nil, fmt.Errorf("cluster: node %s was decommissioned and left the cluster; start it with an empty data directory to join as a new node", id)
+	case state == StateLeaving:
+		// Its decommission did not finish: ownership never moved, so it still owns its ranges.
+		state = StateNormal
+	}
+	c.state.Store(uint32(state))
 
 	digest := cfg.Schema.Digest()
 	native := cfg.NativeAddr
@@ -182,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.meta.Store(&meta)
 	c.peers[id] = &peerState{
 		rec: peerRecord{ID: id, RPCAddr: cfg.RPCAddr, NumTokens: cfg.NumTokens, GossipAddr: prevGossip,
-			NativeAddr: cfg.NativeAddr, DataCenter: cfg.DataCenter, Rack: cfg.Rack},
+			NativeAddr: cfg.NativeAddr, DataCenter: cfg.DataCenter, Rack: cfg.Rack, State: state},
 		tokens: NodeTokens(id, cfg.NumTokens),
 		live:   true,
 		digest: digest,
@@ -262,6 +282,7 @@ func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error
 		mc.Alive = aliveFilter{c}
 		mc.Ping = pingDelegate{c}
 		mc.Logger = newMemberlistLogger(c.cfg.Logger)
+		c.cfg.secureGossip(mc)
 		if c.cfg.Tune != nil {
 			c.cfg.Tune(mc)
 		}
@@ -367,7 +388,7 @@ func (c *Cluster) memberLocked(p *peerState) Member {
 	return Member{
 		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
 		Live: p.live, SchemaDigest: p.digest, Local: p.rec.ID == c.id,
-		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack,
+		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack, State: p.rec.State,
 	}
 }
 
@@ -394,7 +415,7 @@ func (c *Cluster) kickWorker() {
 func (c *Cluster) rebuildRingLocked() {
 	nodes := make([]RingNode, 0, len(c.peers))
 	for _, p := range c.peers {
-		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens})
+		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens, State: p.rec.State})
 	}
 	c.ring.Store(NewRing(nodes))
 }
@@ -413,7 +434,59 @@ func (c *Cluster) buildMeta(digest string) ([]byte, error) {
 	return nodeMeta{
 		ID: c.id, RPCAddr: c.cfg.RPCAddr, SchemaDigest: digest, NumTokens: c.cfg.NumTokens,
 		NativeAddr: *c.native.Load(), DataCenter: c.cfg.DataCenter, Rack: c.cfg.Rack,
+		State: NodeState(c.state.Load()),
 	}.encode()
+}
+
+// State returns the local node's state.
+func (c *Cluster) State() NodeState { return NodeState(c.state.Load()) }
+
+// SetState changes the local node's state: it is persisted first (a node that restarts resumes
+// from it), then published in the node's metadata and the local ring. The only transitions are
+// joining → normal (bootstrap finished), normal → leaving (decommission started), leaving → normal
+// (decommission abandoned) and leaving → left (its ranges streamed away).
+func (c *Cluster) SetState(s NodeState) error {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	cur := NodeState(c.state.Load())
+	if cur == s {
+		return nil
+	}
+	switch {
+	case cur == StateJoining && s == StateNormal,
+		cur == StateNormal && s == StateLeaving,
+		cur == StateLeaving && (s == StateNormal || s == StateLeft):
+	default:
+		return fmt.Errorf("cluster: node %s cannot go from %s to %s", c.id, cur, s)
+	}
+	c.state.Store(uint32(s))
+	meta, err := c.buildMeta(*c.digest.Load())
+	if err != nil {
+		c.state.Store(uint32(cur))
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.state.Store(uint32(cur))
+		return ErrClosed
+	}
+	c.peers[c.id].rec.State = s
+	c.dirty = true
+	c.rebuildRingLocked()
+	c.notifyLocked()
+	c.mu.Unlock()
+	if err := c.persist(); err != nil {
+		return err
+	}
+	c.meta.Store(&meta)
+	c.log.Info("node state changed", "from", cur.String(), "to", s.String())
+	if c.ml != nil {
+		if err := c.ml.UpdateNode(c.tim.updateTimeout); err != nil {
+			c.log.Debug("metadata update not yet broadcast", "err", err)
+		}
+	}
+	return nil
 }
 
 // SetNativeAddr publishes the host:port where the local node serves the CQL native protocol (known
@@ -490,6 +563,16 @@ func (c *Cluster) applyRemovalLocked(id NodeID, at int64) bool {
 	if _, gone := c.removed[id]; gone {
 		return false
 	}
+	if p, ok := c.peers[id]; ok && p.live && id != c.id {
+		// Only the removenode flow, which checks that the node is down, removes nodes; a removal
+		// that reaches a node still seeing it up waits until it is seen down.
+		if _, ok := c.deferred[id]; !ok {
+			c.deferred[id] = at
+			c.log.Warn("removal of a node still seen up deferred until it is seen down", "removed", string(id))
+		}
+		return false
+	}
+	delete(c.deferred, id)
 	c.removed[id] = at
 	c.dirty = true
 	if id == c.id {
@@ -720,3 +803,7 @@ func (c *Cluster) shutdown(leave bool) error {
 	})
 	return c.closeErr
 }
+
+// HasJoinTargets reports whether the node has anyone to join: a seed or a known peer that is not
+// the node itself. A node whose seeds all point at itself founds its cluster.
+func (c *Cluster) HasJoinTargets() bool { return len(c.joinTargets(true)) > 0 }

@@ -178,6 +178,11 @@ type Config struct {
 	NumTokens int
 	// Profile selects gossip and failure-detection timings. Default ProfileLAN.
 	Profile Profile
+	// Keyring, when set, encrypts and authenticates all gossip (memberlist's AES-GCM keyring):
+	// a node without one of its keys can neither join nor inject state, and plaintext gossip is
+	// refused. The keyring may change while the node runs (AddKey, UseKey, RemoveKey), which is
+	// how keys rotate. Nil means plaintext gossip.
+	Keyring *memberlist.Keyring
 	// Tune, when set, is called with the memberlist configuration after the profile and the fields above
 	// are applied, for knobs the profiles do not cover. It must not change Name, Delegate, Events,
 	// Alive, Ping, Logger or LogOutput.
@@ -189,9 +194,25 @@ type Config struct {
 	// SchemaAgreementTimeout bounds AwaitSchemaAgreement when called without a timeout. Default
 	// DefaultSchemaAgreementTimeout.
 	SchemaAgreementTimeout time.Duration
+	// Joining makes a new node (one with no state persisted in DataDir) start in StateJoining: it
+	// owns nothing until it calls SetState(StateNormal) once it has streamed its ranges. A node that
+	// has run before starts in the state it persisted (a leaving one as normal: its decommission did
+	// not finish, so it still owns its ranges).
+	Joining bool
 	// Now is the node's clock as its peers measure it (see ClockOffsets): the clock that
 	// stamps its writes. Default time.Now; tests shift it to give a node a skewed clock.
 	Now func() time.Time
+}
+
+// secureGossip applies the keyring to memberlist's configuration: every message encrypted with
+// the primary key, and incoming and outgoing messages verified.
+func (c *Config) secureGossip(mc *memberlist.Config) {
+	if c.Keyring == nil {
+		return
+	}
+	mc.Keyring = c.Keyring
+	mc.GossipVerifyIncoming = true
+	mc.GossipVerifyOutgoing = true
 }
 
 func (c *Config) ensureDefaults() {

@@ -4,12 +4,16 @@
 // Membership and failure detection use hashicorp/memberlist. Each node has a [NodeID], generated once
 // and persisted in its data directory; it is the node's memberlist name, and the node's vnode tokens
 // are derived from it ([NodeTokens]), so no token lists are gossiped. A node's metadata (id, RPC
-// address, schema digest, num_tokens) travels in memberlist's node metadata, which memberlist caps at
+// address, schema digest, num_tokens, state) travels in memberlist's node metadata, which memberlist caps at
 // 512 bytes ([MaxMetaSize]).
 //
-// The [Ring] is an immutable value rebuilt and swapped atomically when the set of members changes.
-// Liveness is kept apart from ownership: a down node keeps its ranges, known peers are persisted across
-// restarts, and only [Cluster.RemoveNode] takes a node out of the ring.
+// The [Ring] is an immutable value rebuilt and swapped atomically when the set of members or their
+// states change. Liveness is kept apart from ownership: a down node keeps its ranges, known peers are
+// persisted across restarts. Ownership changes only through a node's own state transitions
+// ([NodeState]: a joining node's future ranges are pending until it sets itself normal, a leaving
+// node owns its ranges until it is left; [Ring.AppendPending], [Transfers]) and through
+// [Cluster.RemoveNode]. A removal learned over gossip applies only once the local failure detector
+// sees the removed node down: no gossip message alone takes a live node out of the ring.
 //
 // Schema agreement: the cluster does not know the schema's structure; it consumes a [SchemaStore]
 // (digest, snapshot, commutative merge). A local DDL is announced with [Cluster.NotifySchemaChanged],

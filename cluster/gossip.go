@@ -158,6 +158,9 @@ func (d delegate) MergeRemoteState(buf []byte, join bool) {
 				p.tokens = NodeTokens(r.ID, r.NumTokens)
 				ringChanged = true
 			}
+			if r.State != p.rec.State {
+				ringChanged = true
+			}
 			p.rec = r
 		default:
 			continue
@@ -195,6 +198,18 @@ func (e events) NotifyLeave(n *memberlist.Node) {
 	c.forgetClock(p.rec.ID)
 	c.notifyLocked()
 	c.log.Info("node down", "peer", n.Name, "gossip_addr", n.Address())
+	at, deferred := c.deferred[p.rec.ID]
+	switch {
+	case deferred:
+		if c.applyRemovalLocked(p.rec.ID, at) {
+			c.log.Info("node removed from the ring", "removed", n.Name)
+		}
+	case p.rec.State == StateLeft:
+		// It was decommissioned and has stopped: forget it for good.
+		if c.applyRemovalLocked(p.rec.ID, time.Now().UnixNano()) {
+			c.log.Info("decommissioned node left the cluster", "removed", n.Name)
+		}
+	}
 }
 
 // observe records a live node's metadata.
@@ -214,26 +229,36 @@ func (c *Cluster) observe(n *memberlist.Node) {
 		return
 	}
 	rec := peerRecord{ID: id, RPCAddr: meta.RPCAddr, GossipAddr: n.Address(), NumTokens: meta.NumTokens, Updated: time.Now().UnixNano(),
-		NativeAddr: meta.NativeAddr, DataCenter: meta.DataCenter, Rack: meta.Rack}
+		NativeAddr: meta.NativeAddr, DataCenter: meta.DataCenter, Rack: meta.Rack, State: meta.State}
 	p, ok := c.peers[id]
 	if !ok {
 		p = &peerState{}
 		c.peers[id] = p
 	}
 	if p.rec.RPCAddr != rec.RPCAddr || p.rec.GossipAddr != rec.GossipAddr || p.rec.NumTokens != rec.NumTokens ||
-		p.rec.NativeAddr != rec.NativeAddr || p.rec.DataCenter != rec.DataCenter || p.rec.Rack != rec.Rack {
+		p.rec.NativeAddr != rec.NativeAddr || p.rec.DataCenter != rec.DataCenter || p.rec.Rack != rec.Rack ||
+		p.rec.State != rec.State {
 		c.dirty = true
 		c.kickWorker()
 	}
+	if id == c.id {
+		rec.State = c.State() // SetState keeps it; the metadata echoed back may be older
+	}
 	tokensChanged := !ok || p.rec.NumTokens != rec.NumTokens
+	stateChanged := ok && p.rec.State != rec.State
 	p.rec = rec
 	if tokensChanged {
 		p.tokens = NodeTokens(id, rec.NumTokens)
+	}
+	if tokensChanged || stateChanged {
 		c.rebuildRingLocked()
 		c.notifyLocked()
+		if stateChanged {
+			c.log.Info("node state changed", "peer", string(id), "state", rec.State.String())
+		}
 	}
 	if id == c.id {
-		return // our own state is kept by Start and the worker
+		return // our own liveness and digest are kept by Start and the worker
 	}
 	wasLive := p.live
 	p.live = true

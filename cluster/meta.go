@@ -18,11 +18,13 @@ var ErrMetaTooLarge = errors.New("cluster: node metadata too large")
 
 // Metadata format versions. Version 1 carried the node id, RPC address and schema digest; version 2
 // adds the native protocol address, data center and rack that drivers read from system.peers.
-// Nodes write version 2 and read both, so a cluster can be upgraded one node at a time (a version 1
-// node is reported with no native address and the default data center and rack).
+// Version 3 appends the node's state (one byte, a NodeState). Nodes write version 3 and read all
+// three, so a cluster can be upgraded one node at a time (a version 1 node is reported with no
+// native address and the default data center and rack; a version 1 or 2 node is normal).
 const (
 	metaVersion1 = 1
-	metaVersion  = 2
+	metaVersion2 = 2
+	metaVersion  = 3
 )
 
 // nodeMeta is what a node gossips about itself in memberlist's node metadata.
@@ -36,13 +38,19 @@ type nodeMeta struct {
 	NativeAddr string
 	DataCenter string
 	Rack       string
+	// State is the node's state in the ring.
+	State NodeState
 }
 
 // encode returns the metadata's wire form: a version byte, uvarint num_tokens, then id, RPC address,
-// schema digest, native address, data center and rack, each as a uvarint length and bytes.
+// schema digest, native address, data center and rack, each as a uvarint length and bytes, then the
+// state byte.
 func (m nodeMeta) encode() ([]byte, error) {
+	if m.State > maxNodeState {
+		return nil, fmt.Errorf("cluster: node state %d is not a state", m.State)
+	}
 	fields := [...]string{string(m.ID), m.RPCAddr, m.SchemaDigest, m.NativeAddr, m.DataCenter, m.Rack}
-	n := 1 + binary.MaxVarintLen64
+	n := 2 + binary.MaxVarintLen64
 	for _, s := range fields {
 		n += binary.MaxVarintLen64 + len(s)
 	}
@@ -53,6 +61,7 @@ func (m nodeMeta) encode() ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	b = append(b, byte(m.State))
 	if len(b) > MaxMetaSize {
 		return nil, fmt.Errorf("%w: %d bytes, memberlist's limit is %d (node id %d bytes, rpc address %d bytes, schema digest %d bytes, native address %d bytes, data center %d bytes, rack %d bytes)",
 			ErrMetaTooLarge, len(b), MaxMetaSize, len(m.ID), len(m.RPCAddr), len(m.SchemaDigest), len(m.NativeAddr), len(m.DataCenter), len(m.Rack))
@@ -69,11 +78,12 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 	switch b[0] {
 	case metaVersion1:
 		fields = make([]string, 3)
-	case metaVersion:
+	case metaVersion2, metaVersion:
 		fields = make([]string, 6)
 	default:
-		return m, fmt.Errorf("metadata version %d, want %d or %d", b[0], metaVersion1, metaVersion)
+		return m, fmt.Errorf("metadata version %d, want %d to %d", b[0], metaVersion1, metaVersion)
 	}
+	version := b[0]
 	b = b[1:]
 	nt, n := binary.Uvarint(b)
 	if n <= 0 || nt > maxNumTokens {
@@ -88,6 +98,16 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 		}
 		fields[i] = string(b[n : n+int(l)])
 		b = b[n+int(l):]
+	}
+	if version == metaVersion {
+		if len(b) == 0 {
+			return m, errors.New("truncated metadata: no node state")
+		}
+		if NodeState(b[0]) > maxNodeState {
+			return m, fmt.Errorf("metadata names node state %d, the largest is %d", b[0], maxNodeState)
+		}
+		m.State = NodeState(b[0])
+		b = b[1:]
 	}
 	if len(b) != 0 {
 		return m, fmt.Errorf("%d trailing bytes in metadata", len(b))

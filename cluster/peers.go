@@ -24,6 +24,9 @@ type peerRecord struct {
 	NativeAddr string `json:"native_addr,omitempty"`
 	DataCenter string `json:"dc,omitempty"`
 	Rack       string `json:"rack,omitempty"`
+	// State is the member's state in the ring (omitted, hence normal, in records persisted before
+	// states existed).
+	State NodeState `json:"state,omitempty"`
 	// Updated is when (unix nanoseconds, by the clock of the node that saw it live) this information was
 	// last confirmed; between nodes the newer record wins.
 	Updated int64 `json:"updated"`

@@ -11,19 +11,26 @@ import (
 // directory, and used as the node's memberlist name; a node's tokens are derived from it.
 type NodeID string
 
-// RingNode is one node of a [Ring] with its vnode tokens.
+// RingNode is one node of a [Ring] with its vnode tokens and its state.
 type RingNode struct {
 	ID     NodeID
 	Tokens []int64
+	// State is the node's state: a joining node owns nothing yet (its future ranges are pending),
+	// a leaving node still owns its ranges, a left node is not in the ring at all.
+	State NodeState
 }
 
-// Ring is an immutable token ring: which node owns which vnode tokens. It holds node ids only (no
-// connections, no liveness), so it can be shared freely and compared between nodes. A Ring is safe for
-// concurrent use.
+// Ring is an immutable token ring: which node owns which vnode tokens, and which ranges are pending
+// because nodes are joining or leaving. It holds node ids only (no connections, no liveness), so it
+// can be shared freely and compared between nodes. A Ring is safe for concurrent use.
 type Ring struct {
-	nodes  []RingNode // sorted by ID, each with sorted tokens
-	tokens []int64    // all vnode tokens, sorted by (token, owner id)
-	owners []int32    // owners[i] is the index in nodes of the owner of tokens[i]
+	nodes   []RingNode // sorted by ID, each with sorted tokens; joining nodes included
+	tokens  []int64    // the owning nodes' vnode tokens, sorted by (token, owner id)
+	owners  []int32    // owners[i] is the index in nodes of the owner of tokens[i]
+	nOwners int        // how many nodes own tokens
+	// future is the ring once every transition has finished (joining nodes normal, leaving nodes
+	// gone); nil when no node is joining or leaving.
+	future *Ring
 }
 
 // NodeTokens returns the numTokens vnode tokens of the node id, sorted. They are a pure function of
@@ -56,24 +63,47 @@ func NodeTokens(id NodeID, numTokens int) []int64 {
 }
 
 // NewRing returns the ring of nodes. Nodes are identified by ID; when an ID repeats, the first entry
-// wins. Two nodes holding the same token (possible only by a 2^-64 accident) are ordered by node id, so
-// every node still computes the same replicas.
+// wins. Left nodes are not part of it. Two nodes holding the same token (possible only by a 2^-64
+// accident) are ordered by node id, so every node still computes the same replicas.
 func NewRing(nodes []RingNode) *Ring {
+	r := newRing(nodes, NodeState.owns)
+	for _, n := range r.nodes {
+		if n.State != StateNormal {
+			var next []RingNode
+			for _, n := range r.nodes {
+				if n.State.willOwn() {
+					next = append(next, RingNode{ID: n.ID, Tokens: n.Tokens}) // normal once done
+				}
+			}
+			r.future = newRing(next, NodeState.owns)
+			break
+		}
+	}
+	return r
+}
+
+// newRing builds a ring of nodes whose tokens are owned when owns(state).
+func newRing(nodes []RingNode, owns func(NodeState) bool) *Ring {
 	r := &Ring{}
 	seen := make(map[NodeID]bool, len(nodes))
 	total := 0
 	for _, n := range nodes {
-		if seen[n.ID] {
+		if seen[n.ID] || n.State == StateLeft {
 			continue
 		}
 		seen[n.ID] = true
 		toks := slices.Clone(n.Tokens)
 		slices.Sort(toks)
 		toks = slices.Compact(toks)
-		r.nodes = append(r.nodes, RingNode{ID: n.ID, Tokens: toks})
-		total += len(toks)
+		r.nodes = append(r.nodes, RingNode{ID: n.ID, Tokens: toks, State: n.State})
 	}
 	slices.SortFunc(r.nodes, func(a, b RingNode) int { return cmp.Compare(a.ID, b.ID) })
+	for _, n := range r.nodes {
+		if owns(n.State) {
+			total += len(n.Tokens)
+			r.nOwners++
+		}
+	}
 
 	type vnode struct {
 		token int64
@@ -81,6 +111,9 @@ func NewRing(nodes []RingNode) *Ring {
 	}
 	vnodes := make([]vnode, 0, total)
 	for i, n := range r.nodes {
+		if !owns(n.State) {
+			continue
+		}
 		for _, t := range n.Tokens {
 			vnodes = append(vnodes, vnode{t, int32(i)})
 		}
@@ -101,13 +134,42 @@ func NewRing(nodes []RingNode) *Ring {
 	return r
 }
 
-// NumNodes returns the number of nodes in the ring.
+// NumNodes returns the number of nodes in the ring, joining ones included.
 func (r *Ring) NumNodes() int { return len(r.nodes) }
 
-// NumTokens returns the number of vnode tokens in the ring.
+// NumOwners returns the number of nodes that own ranges: the normal and leaving ones.
+func (r *Ring) NumOwners() int { return r.nOwners }
+
+// NumTokens returns the number of vnode tokens the ring's owning nodes hold.
 func (r *Ring) NumTokens() int { return len(r.tokens) }
 
-// Nodes returns the ids of the ring's nodes, sorted.
+// State returns the state of node id, and false when it is not in the ring.
+func (r *Ring) State(id NodeID) (NodeState, bool) {
+	if i, ok := r.find(id); ok {
+		return r.nodes[i].State, true
+	}
+	return 0, false
+}
+
+// Transitioning reports whether a node is joining or leaving, so that some ranges are pending.
+func (r *Ring) Transitioning() bool { return r.future != nil }
+
+// Future returns the ring once every transition in progress has finished: joining nodes normal,
+// leaving nodes gone. It is r itself when nothing is in transition.
+func (r *Ring) Future() *Ring {
+	if r.future == nil {
+		return r
+	}
+	return r.future
+}
+
+// Without returns the ring without node id (what removing it leaves).
+func (r *Ring) Without(id NodeID) *Ring {
+	nodes := slices.DeleteFunc(slices.Clone(r.nodes), func(n RingNode) bool { return n.ID == id })
+	return NewRing(nodes)
+}
+
+// Nodes returns the ids of the ring's nodes, joining ones included, sorted.
 func (r *Ring) Nodes() []NodeID {
 	ids := make([]NodeID, len(r.nodes))
 	for i, n := range r.nodes {
@@ -157,7 +219,7 @@ func (r *Ring) Replicas(token int64, rf int) []NodeID {
 // rf ≤ 8.
 func (r *Ring) AppendReplicas(dst []NodeID, token int64, rf int) []NodeID {
 	n := len(r.tokens)
-	want := min(rf, len(r.nodes))
+	want := min(rf, r.nOwners)
 	if n == 0 || want <= 0 {
 		return dst
 	}
@@ -195,12 +257,112 @@ func (r *Ring) search(token int64) int {
 	return lo
 }
 
-// Equal reports whether r and o have the same nodes with the same tokens.
+// AppendPending appends to dst the pending replicas of token at replication factor rf: the nodes
+// that will replicate it once the transitions in progress finish and do not now (a joining node, or
+// the next owner of a leaving node's range). Writes go to them too, without counting toward the
+// consistency level. It appends nothing when no node is joining or leaving.
+func (r *Ring) AppendPending(dst []NodeID, token int64, rf int) []NodeID {
+	if r.future == nil {
+		return dst
+	}
+	var curBuf, futBuf [8]NodeID
+	cur := r.AppendReplicas(curBuf[:0], token, rf)
+	for _, id := range r.future.AppendReplicas(futBuf[:0], token, rf) {
+		if !slices.Contains(cur, id) {
+			dst = append(dst, id)
+		}
+	}
+	return dst
+}
+
+// Equal reports whether r and o have the same nodes with the same tokens and states.
 func (r *Ring) Equal(o *Ring) bool {
 	if r == nil || o == nil {
 		return r == o
 	}
 	return slices.EqualFunc(r.nodes, o.nodes, func(a, b RingNode) bool {
-		return a.ID == b.ID && slices.Equal(a.Tokens, b.Tokens)
+		return a.ID == b.ID && a.State == b.State && slices.Equal(a.Tokens, b.Tokens)
 	})
+}
+
+// TokenRange is the tokens t with Start < t ≤ End, wrapping past the largest token when End ≤ Start
+// (Start == End is the whole ring).
+type TokenRange struct {
+	Start, End int64
+}
+
+// Contains reports whether token t is in the range.
+func (tr TokenRange) Contains(t int64) bool {
+	switch {
+	case tr.Start < tr.End:
+		return tr.Start < t && t <= tr.End
+	case tr.Start > tr.End:
+		return t > tr.Start || t <= tr.End
+	}
+	return true
+}
+
+// Transfer is a range a node must receive when the ring changes from one to another: To replicates
+// Range in the new ring and not in the old one; From are the nodes that replicate it in the old ring.
+type Transfer struct {
+	To    NodeID
+	Range TokenRange
+	From  []NodeID
+}
+
+// Transfers returns what must stream for the ring to change from cur to next at replication factor
+// rf: for every range whose replicas in next include a node that does not replicate it in cur, that
+// node and the range's replicas in cur. Adjacent ranges with the same receiver and sources are
+// merged. The result is ordered by receiver, then by range.
+func Transfers(cur, next *Ring, rf int) []Transfer {
+	bounds := slices.Concat(cur.tokens, next.tokens)
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	if len(bounds) == 0 || rf <= 0 {
+		return nil
+	}
+	var out []Transfer
+	last := map[NodeID]int{} // receiver → index in out of its latest transfer
+	for i, b := range bounds {
+		start := bounds[(i+len(bounds)-1)%len(bounds)]
+		if len(bounds) == 1 {
+			start = b // one boundary: the whole ring
+		}
+		from := cur.Replicas(b, rf)
+		for _, to := range next.Replicas(b, rf) {
+			if slices.Contains(from, to) {
+				continue
+			}
+			if j, ok := last[to]; ok && out[j].Range.End == start && slices.Equal(out[j].From, from) {
+				out[j].Range.End = b
+				continue
+			}
+			last[to] = len(out)
+			out = append(out, Transfer{To: to, Range: TokenRange{Start: start, End: b}, From: from})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Transfer) int { return cmp.Compare(a.To, b.To) })
+	return out
+}
+
+// Ownership returns, for each node of the ring that owns ranges, the fraction of the token space it
+// replicates at replication factor rf (summing to min(rf, owners) over the nodes).
+func (r *Ring) Ownership(rf int) map[NodeID]float64 {
+	own := map[NodeID]float64{}
+	n := len(r.tokens)
+	if n == 0 || rf <= 0 {
+		return own
+	}
+	const space = float64(1<<63) * 2
+	for i, t := range r.tokens {
+		prev := r.tokens[(i+n-1)%n]
+		width := float64(uint64(t) - uint64(prev)) // wraps correctly modulo 2^64
+		if n == 1 || width == 0 && prev == t {
+			width = space
+		}
+		for _, id := range r.Replicas(t, rf) {
+			own[id] += width / space
+		}
+	}
+	return own
 }

@@ -3,13 +3,14 @@ package cluster
 import (
 	"bytes"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
 
 func TestMetaRoundTrip(t *testing.T) {
 	m := nodeMeta{ID: "0f8e-node", RPCAddr: "10.0.0.7:7000", SchemaDigest: "abc123", NumTokens: 16,
-		NativeAddr: "10.0.0.7:9042", DataCenter: "dc-east", Rack: "r2"}
+		NativeAddr: "10.0.0.7:9042", DataCenter: "dc-east", Rack: "r2", State: StateLeaving}
 	b, err := m.encode()
 	if err != nil {
 		t.Fatalf("encode(%+v): %v", m, err)
@@ -36,9 +37,9 @@ func TestMetaSizeLimit(t *testing.T) {
 	}{
 		{"well under the limit", 64, false},
 		// version 1 + num_tokens 1 + id (1+4) + rpc (1+0) + digest length 2 + native, dc, rack
-		// (1+0 each) = 13 bytes besides the digest
-		{"exactly at the limit", MaxMetaSize - 13, false},
-		{"one byte over", MaxMetaSize - 12, true},
+		// (1+0 each) + state 1 = 14 bytes besides the digest
+		{"exactly at the limit", MaxMetaSize - 14, false},
+		{"one byte over", MaxMetaSize - 13, true},
 	}
 	for _, tt := range tests {
 		m := nodeMeta{ID: "node", SchemaDigest: strings.Repeat("d", tt.digest), NumTokens: 16}
@@ -65,8 +66,39 @@ func TestMetaReadsVersion1(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("decodeMeta(version 1 metadata) = %+v, %v; want %+v", got, err, want)
 	}
-	if _, err := decodeMeta(append([]byte{3}, v1[1:]...)); err == nil || !strings.Contains(err.Error(), "version 3") {
-		t.Errorf("decodeMeta(version 3 metadata) error = %v, want one naming version 3", err)
+	if _, err := decodeMeta(append([]byte{4}, v1[1:]...)); err == nil || !strings.Contains(err.Error(), "version 4") {
+		t.Errorf("decodeMeta(version 4 metadata) error = %v, want one naming version 4", err)
+	}
+}
+
+// TestMetaVersions checks that version 2 metadata (no state) reads as a normal node, that
+// version 3 carries the state, and that a state byte out of range is refused, not trusted.
+func TestMetaVersions(t *testing.T) {
+	v2 := []byte{2, 16}
+	for _, s := range []string{"node-a", "10.0.0.7:7000", "abc123", "10.0.0.7:9042", "dc1", "r1"} {
+		v2 = append(v2, byte(len(s)))
+		v2 = append(v2, s...)
+	}
+	want := nodeMeta{ID: "node-a", RPCAddr: "10.0.0.7:7000", SchemaDigest: "abc123", NumTokens: 16,
+		NativeAddr: "10.0.0.7:9042", DataCenter: "dc1", Rack: "r1"}
+	if got, err := decodeMeta(v2); err != nil || got != want || got.State != StateNormal {
+		t.Fatalf("decodeMeta(version 2) = %+v, %v; want %+v (normal)", got, err, want)
+	}
+	if _, err := decodeMeta(append(slices.Clone(v2), byte(StateJoining))); err == nil {
+		t.Errorf("decodeMeta(version 2 with a state byte) succeeded, want a trailing-bytes error")
+	}
+	v3 := append([]byte{3}, v2[1:]...)
+	for st := StateNormal; st <= StateLeft; st++ {
+		got, err := decodeMeta(append(slices.Clone(v3), byte(st)))
+		if err != nil || got.State != st {
+			t.Errorf("decodeMeta(version 3, state %v) = %+v, %v", st, got, err)
+		}
+	}
+	if _, err := decodeMeta(append(slices.Clone(v3), 9)); err == nil || !strings.Contains(err.Error(), "state 9") {
+		t.Errorf("decodeMeta(version 3, state 9) error = %v, want one naming state 9", err)
+	}
+	if _, err := (nodeMeta{ID: "n", State: 9}).encode(); err == nil {
+		t.Errorf("encode with state 9 succeeded, want an error")
 	}
 }
 

@@ -13,6 +13,40 @@ import (
 // ticker drains its Batcher at this interval.
 const DefaultPropagationInterval = 20 * time.Millisecond
 
+// DefaultLearnedCapacity is the number of partitions a coordinator remembers as hot when it
+// learns them from replicas' rejections (Params.Learned, Request.Learn): the slots of the
+// shell's small partitionlimit.Table of learned counters. Only partitions its replicas reject
+// enter it, and the smallest counter of a full window is evicted, so a few thousand slots hold
+// every partition hot enough to matter.
+const DefaultLearnedCapacity = 4096
+
+// LearnedLead is how far ahead of its own clock a coordinator keeps its learned copies of
+// replicas' counters (LearnedTime). A replica's counter halves at the first second boundary
+// of whichever coordinator's stamps run ahead; a copy on this coordinator's own clock would
+// halve up to that lead later and, in between, hold twice the replica's count and reject
+// operations the replicas would admit. Running the copy this much ahead makes it halve first,
+// so it stays at most the replica's counter while the coordinators' clocks are within
+// LearnedLead of each other (the KvnodeClockSkew alert fires at 0.5 s from the cluster's
+// median); the price is a copy at half the count for the rest of the lead, which only
+// forwards more operations for the replicas to decide.
+const LearnedLead = 750 * time.Millisecond
+
+// LearnedTime returns the time a coordinator accounts and decides an operation stamped stamp
+// at on its learned copies: stamp plus LearnedLead.
+func LearnedTime(stamp time.Time) time.Time { return stamp.Add(LearnedLead) }
+
+// Copy returns what a coordinator's learned copy takes from l (partitionlimit.Table.Learn):
+// the count at LearnedTime(l.Stamp), which is the replicas' count as of l.Stamp halved once for
+// each second boundary between the two, since the copy runs ahead of the replicas' counter.
+func (l Learned) Copy() (count uint32, at time.Time) {
+	at = LearnedTime(l.Stamp)
+	d := at.Unix() - l.Stamp.Unix()
+	if d >= 32 {
+		return 0, at
+	}
+	return l.Count >> uint(max(d, 0)), at
+}
+
 // Delta is a number of operations on one of a replica's counters that the replica did not see:
 // account propagation sends it to the replica as account-only (DESIGN §1).
 type Delta struct {

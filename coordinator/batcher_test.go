@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestBatcherDrainsInOrderAndSaturates(t *testing.T) {
@@ -28,5 +29,30 @@ func TestBatcherDrainsInOrderAndSaturates(t *testing.T) {
 	}
 	if b.Pending() || b.Drain(func(NodeID) bool { return true }) != nil {
 		t.Error("a drained Batcher still has deltas")
+	}
+}
+
+// TestLearnedCopy: a learned count moves to LearnedTime, halved once if that crosses a second
+// boundary, since the replicas' counter halves there too.
+func TestLearnedCopy(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	cases := []struct {
+		stamp time.Duration
+		want  uint32
+	}{
+		{0, 1000},                       // 0.75 s: same second
+		{200 * time.Millisecond, 1000},  // 0.95 s
+		{250 * time.Millisecond, 500},   // 1.0 s: the next second
+		{900 * time.Millisecond, 500},   // 1.65 s
+		{-800 * time.Millisecond, 1000}, // -0.8 s → -0.05 s: same second
+		{-300 * time.Millisecond, 500},  // -0.3 s → 0.45 s: past the boundary at 0
+	}
+	for _, c := range cases {
+		l := Learned{Count: 1000, Stamp: base.Add(c.stamp)}
+		got, at := l.Copy()
+		if got != c.want || !at.Equal(l.Stamp.Add(LearnedLead)) {
+			t.Errorf("Learned{Count: 1000, Stamp: t0%+v}.Copy() = %d at t0%+v, want %d at t0%+v",
+				c.stamp, got, at.Sub(base), c.want, (c.stamp + LearnedLead))
+		}
 	}
 }

@@ -55,6 +55,20 @@
 // retry hint and count of a replica rejection are the largest among the rejecting replicas: the
 // operation needs a quorum of them to admit it again.
 //
+// A coordinator outside the replica set learns from the replicas' rejections which partitions
+// are hot: once the replicas rejected an operation, Request.Learn reports the smallest rejecting
+// counter (and its onset birth) for the shell to keep in a small partitionlimit.Table of learned
+// copies, LearnedLead ahead of its clock (LearnedTime, Learned.Copy). While a copy lives the
+// shell sets Params.Learned, and the operation takes a local check on the copy with the same
+// rule and draw: a rejection ends the request with RejectedByCoordinator without contacting
+// anyone (every replica is Unaccounted, so propagation counts it for them all), an admission
+// sends to the replicas with ModeAccountAndEnforce as before. The copy is at most the replicas'
+// counter, so the coordinator rejects only what every replica would reject.
+//
+// In shadow mode (schema.Shadow) the local check and the replicas admit what they would reject
+// and say so (CheckResult.WouldReject, Response.WouldReject); the request's Success then has
+// WouldReject set and Success.Warning words it for the client.
+//
 // # Targets
 //
 // Writes go to every live replica and succeed on BlockFor acks. Reads at ALL go to every replica;

@@ -26,6 +26,23 @@ type Success struct {
 	// payload. The shell reconciles them (last-write-wins per cell) and sends read repairs to
 	// the replicas that returned stale data. Nil for a write.
 	Responses []Response
+	// WouldReject is set when the table's limit is in shadow mode (schema.Shadow) and the
+	// limiter decided against the operation (the coordinator's local check, or a replica
+	// that counted the operation in account-and-enforce mode and answered before the
+	// consistency level was reached): enforce mode would have rejected it. Limit is then
+	// Params.Limit. Warning words it for the client.
+	WouldReject bool
+	Limit       uint32
+}
+
+// Warning returns, for a Success the limiter would have rejected in enforce mode (WouldReject),
+// the warning the client gets, naming the table, the op and the limit; "" otherwise.
+func (o Success) Warning(keyspace, table string) string {
+	if !o.WouldReject {
+		return ""
+	}
+	return fmt.Sprintf("per_partition_rate_limit in shadow mode: this %s on %s.%s would have been rejected (limit %d %ss per second per partition); it was not, since the limit is not enforced",
+		o.Op, keyspace, table, o.Limit, o.Op)
 }
 
 // RateLimited: the partition's rate limit rejected the operation.
@@ -123,8 +140,9 @@ type Rejecter uint8
 
 // The rejecters.
 const (
-	// RejectedByCoordinator: the coordinator is a replica and rejected on its own counter before
-	// contacting the others.
+	// RejectedByCoordinator: the coordinator rejected on its own counter before contacting any
+	// replica: as a replica of the partition, or on the copy of the replicas' counter it
+	// learned from their earlier rejections (Params.Learned).
 	RejectedByCoordinator Rejecter = iota + 1
 	// RejectedByReplicas: the replicas' rejections made the consistency level unreachable.
 	RejectedByReplicas

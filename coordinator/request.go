@@ -79,6 +79,15 @@ type Params struct {
 	// Deadline is when the request times out if the consistency level has not been reached; the
 	// zero time means no deadline. Time enters only through Start and Tick.
 	Deadline time.Time
+	// Learned says the coordinator, which is not a replica of the partition, has learned from
+	// replicas' rejections that the partition is hot (Request.Learn; the shell keeps what it
+	// learned). The limited operation then takes a local check too, on the coordinator's
+	// learned copy of the replicas' counter with the same rule and draw: a rejection ends the
+	// request as rejected by the coordinator without contacting any replica (every replica is
+	// then Unaccounted, so propagation counts it for them), and an admission sends the
+	// operation to the replicas with account-and-enforce as if there had been no check. It is
+	// ignored when Self is a replica.
+	Learned bool
 }
 
 // limited reports whether the operation is subject to the limiter at all.
@@ -131,9 +140,14 @@ type Response struct {
 	From   NodeID
 	Status Status
 	// Count and RetryAfter come with StatusRateLimited: the replica's counter after the
-	// increment, and when it will have decayed back under twice the limit.
+	// increment, and when it will have decayed back under twice the limit. Born is the
+	// counter's birth while it is in its onset (partitionlimit.Decision.Born), else zero.
 	Count      uint32
 	RetryAfter time.Duration
+	Born       time.Time
+	// WouldReject may come with StatusOK: the table's limit is in shadow mode and the
+	// replica, deciding in account-and-enforce mode, would have rejected the operation.
+	WouldReject bool
 	// Err comes with StatusFailed.
 	Err error
 	// Payload is the read's data with StatusOK. The core never looks inside; it hands the
@@ -148,6 +162,9 @@ type CheckResult struct {
 	Count uint32
 	// RetryAfter is the retry hint when the operation was rejected.
 	RetryAfter time.Duration
+	// WouldReject comes with Admitted when the table's limit is in shadow mode and the check
+	// would have rejected the operation in enforce mode.
+	WouldReject bool
 }
 
 // Step is what one input to a Request asks the driver to do.
@@ -189,6 +206,7 @@ type Request struct {
 	selfIsReplica bool
 	phase         phase
 	checked       bool // the coordinator's own counter counted the operation
+	learnedCheck  bool // the coordinator checked on its learned copy (Params.Learned)
 
 	sent      []Send
 	answered  []bool
@@ -197,7 +215,12 @@ type Request struct {
 
 	maxCount uint32        // largest counter among rejecting replicas
 	maxRetry time.Duration // largest retry hint among rejecting replicas
-	firstErr error         // first failure
+	minCount uint32        // smallest counter among rejecting replicas
+	minBorn  time.Time     // and its birth
+	// wouldReject: the local check or a replica would have rejected the operation in enforce
+	// mode (shadow mode).
+	wouldReject bool
+	firstErr    error // first failure
 
 	outcome     Outcome
 	unaccounted []NodeID
@@ -272,7 +295,7 @@ func (r *Request) Start(now time.Time) Step {
 	if r.expired(now) {
 		return r.finish(r.timeout())
 	}
-	if r.p.limited() && r.selfIsReplica {
+	if r.p.limited() && (r.selfIsReplica || r.p.Learned) {
 		r.phase = phaseChecking
 		return Step{LocalCheck: true}
 	}
@@ -283,12 +306,19 @@ func (r *Request) Start(now time.Time) Step {
 // rejection finishes the request with RateLimited (rejected by the coordinator) without
 // contacting any replica; an admission returns the Sends: the coordinator itself with ModeNone
 // (its counter already counted the operation) and the other replicas with ModeAccountOnly.
-// Outside the local check it is a no-op.
+// On a learned check (Params.Learned, the coordinator not a replica) an admission sends to
+// the replicas with ModeAccountAndEnforce: the learned copy only rules out operations the
+// replicas would reject too. Outside the local check it is a no-op.
 func (r *Request) OnLocalCheck(res CheckResult) Step {
 	if r.phase != phaseChecking {
 		return Step{}
 	}
-	r.checked = true
+	if r.selfIsReplica {
+		r.checked = true
+	} else {
+		r.learnedCheck = true
+	}
+	r.wouldReject = res.Admitted && res.WouldReject
 	if !res.Admitted {
 		return r.finish(RateLimited{
 			Op:         r.p.Op,
@@ -318,6 +348,7 @@ func (r *Request) OnResponse(resp Response) Step {
 	switch resp.Status {
 	case StatusOK:
 		r.tally.OK++
+		r.wouldReject = r.wouldReject || (resp.WouldReject && r.p.limited())
 		if r.p.Op == OpRead {
 			r.responses = append(r.responses, resp)
 		}
@@ -325,6 +356,9 @@ func (r *Request) OnResponse(resp Response) Step {
 		r.tally.Rejected++
 		r.maxCount = max(r.maxCount, resp.Count)
 		r.maxRetry = max(r.maxRetry, resp.RetryAfter)
+		if r.tally.Rejected == 1 || resp.Count < r.minCount {
+			r.minCount, r.minBorn = resp.Count, resp.Born
+		}
 	default:
 		r.tally.Failed++
 		if r.firstErr == nil {
@@ -337,7 +371,11 @@ func (r *Request) OnResponse(resp Response) Step {
 	}
 	switch r.tally.Result(r.required) {
 	case QuorumReached:
-		return r.finish(Success{Op: r.p.Op, Acks: r.tally.OK, Responses: r.responses})
+		s := Success{Op: r.p.Op, Acks: r.tally.OK, Responses: r.responses, WouldReject: r.wouldReject}
+		if r.wouldReject {
+			s.Limit = r.p.Limit
+		}
+		return r.finish(s)
 	case QuorumRejected:
 		return r.finish(RateLimited{
 			Op:           r.p.Op,
@@ -390,6 +428,41 @@ func (r *Request) Outcome() Outcome { return r.outcome }
 // Unaccounted returns, once the request is Done, the replicas whose counter did not count the
 // operation: the same list as the finishing Step's Unaccounted.
 func (r *Request) Unaccounted() []NodeID { return r.unaccounted }
+
+// Learned is what a coordinator that is not a replica of a partition learns when the replicas
+// reject a limited operation on it: the smallest counter among the rejecting replicas and its
+// birth (Response.Count and Born), as of the operation's Stamp. The shell keeps it in its
+// table of hot partitions (partitionlimit.Table.Learn) and sets Params.Learned on the
+// partition's next operations while the learned counter has not decayed to zero.
+type Learned struct {
+	Count uint32
+	Born  time.Time
+	Stamp time.Time
+}
+
+// learnAfter is how old a replicas' counter must be before a coordinator outside the replica
+// set learns it (see Learn): in its first second a counter's onset allowance assumes it counts
+// every operation as it happens, and the operations a coordinator rejects reach it only as
+// propagated deltas, up to 20 ms late, which at ±500 ms of skew let young counters admit
+// 0.3–0.4·L more in a partition's first hot second (test/sim's onset rows).
+const learnAfter = time.Second
+
+// Learn returns, once the request is Done, what its coordinator learns about the partition:
+// ok only for a limited operation whose coordinator is not a replica and that the replicas
+// rejected (RateLimited by replicas). The smallest rejecting counter is learned because the
+// coordinator's copy must not exceed any replica's counter: it then rejects only operations
+// every replica would reject too. Nothing is learned from a counter younger than learnAfter (its birth
+// within a second of the stamp).
+func (r *Request) Learn() (Learned, bool) {
+	rl, ok := r.outcome.(RateLimited)
+	if !ok || rl.RejectedBy != RejectedByReplicas || r.selfIsReplica || !r.p.limited() {
+		return Learned{}, false
+	}
+	if !r.minBorn.IsZero() && r.p.Stamp.Sub(r.minBorn) < learnAfter {
+		return Learned{}, false
+	}
+	return Learned{Count: r.minCount, Born: r.minBorn, Stamp: r.p.Stamp}, true
+}
 
 // Tally returns the answers counted so far.
 func (r *Request) Tally() Tally { return r.tally }
@@ -514,7 +587,7 @@ func (r *Request) finish(o Outcome) Step {
 // accountGaps returns the replicas whose counter did not count a limited operation that reached
 // at least one counter.
 func (r *Request) accountGaps() []NodeID {
-	if !r.p.limited() || (!r.checked && len(r.sent) == 0) {
+	if !r.p.limited() || (!r.checked && !r.learnedCheck && len(r.sent) == 0) {
 		return nil
 	}
 	var ids []NodeID

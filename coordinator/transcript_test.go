@@ -24,13 +24,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the testdata transcripts with
 // Commands (times are offsets from the request's start):
 //
 //	start op=read|write cl=one|quorum|all replicas=n1,n2,n3 [self=n1] [down=n3] [limit=50]
-//	      [r=0.4] [exempt] [deadline=100ms] [now=0s] [read-order=n2,n1]
-//	local-check admit|reject [count=N] [retry=D]
-//	respond NODE ok|rejected|failed|invalid [seq=N] [payload=P] [count=N] [retry=D] [err=MSG]
+//	      [r=0.4] [exempt] [deadline=100ms] [now=0s] [read-order=n2,n1] [learned]
+//	local-check admit|reject [count=N] [retry=D] [would-reject]
+//	respond NODE ok|rejected|failed|invalid [seq=N] [payload=P] [count=N] [retry=D] [born=D] [would-reject] [err=MSG]
 //	tick D
 //
 // respond uses the Seq of the Send to NODE unless seq= is given. Its output starts with
 // "ignored" when the response changed nothing, and ends with the tally while the request runs.
+// The step that finishes a request prints what its coordinator learns (Request.Learn), if
+// anything.
 func TestTranscripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -148,6 +150,7 @@ func (d *driver) exec(cmd string) []string {
 		}
 		res.Count = uint32(args.int("count", 0))
 		res.RetryAfter = args.duration("retry", 0)
+		res.WouldReject = args.flag("would-reject")
 		if err := args.err(); err != nil {
 			return []string{"bad command: " + err.Error()}
 		}
@@ -201,6 +204,8 @@ func (d *driver) start(args *cmdArgs) []string {
 	p.Limit = uint32(args.int("limit", 0))
 	p.Draw = args.float("r", 0)
 	p.Exempt = args.flag("exempt")
+	p.Learned = args.flag("learned")
+	p.Stamp = d.t0
 	if dl := args.duration("deadline", 0); dl != 0 {
 		p.Deadline = d.t0.Add(dl)
 	}
@@ -235,6 +240,10 @@ func (d *driver) respond(args *cmdArgs) []string {
 	resp.Seq = args.int("seq", d.seq[resp.From])
 	resp.Count = uint32(args.int("count", 0))
 	resp.RetryAfter = args.duration("retry", 0)
+	resp.WouldReject = args.flag("would-reject")
+	if born := args.duration("born", 0); born != 0 {
+		resp.Born = d.t0.Add(born)
+	}
 	if msg := args.str("err", ""); msg != "" {
 		resp.Err = errors.New(msg)
 	}
@@ -278,6 +287,16 @@ func (d *driver) print(s Step) []string {
 		}
 		if err := s.Outcome.Err("ks", "tbl"); err != nil {
 			out = append(out, "error: "+err.Error())
+		}
+		if ok, _ := s.Outcome.(Success); ok.WouldReject {
+			out = append(out, "warning: "+ok.Warning("ks", "tbl"))
+		}
+		if l, ok := d.req.Learn(); ok {
+			line := fmt.Sprintf("learn: count=%d", l.Count)
+			if !l.Born.IsZero() {
+				line += fmt.Sprintf(" born=%v", l.Born.Sub(d.t0))
+			}
+			out = append(out, line)
 		}
 		if !d.req.Done() || fmt.Sprint(d.req.Outcome()) != fmt.Sprint(s.Outcome) {
 			out = append(out, fmt.Sprintf("BUG: Done() = %v, Outcome() = %v", d.req.Done(), d.req.Outcome()))

@@ -51,6 +51,9 @@ type printer struct {
 }
 
 func (p *printer) node(n Node) {
+	if p.authStatement(n) {
+		return
+	}
 	switch n := n.(type) {
 	case *CreateKeyspaceStmt:
 		p.WriteString("CREATE KEYSPACE ")

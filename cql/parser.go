@@ -215,7 +215,10 @@ func (p *parser) parseStatement() Statement {
 			p.next()
 			return p.parseCreateTable(start)
 		}
-		p.errorExpected("'KEYSPACE' or 'TABLE'")
+		if s := p.parseRoleAfter(start, CREATE); s != nil {
+			return s
+		}
+		p.errorExpected("'KEYSPACE', 'TABLE' or 'ROLE'")
 	case DROP:
 		p.next()
 		switch p.tok {
@@ -232,10 +235,19 @@ func (p *parser) parseStatement() Statement {
 			s.Table = p.parseTableName()
 			return s
 		}
-		p.errorExpected("'KEYSPACE' or 'TABLE'")
+		if s := p.parseRoleAfter(start, DROP); s != nil {
+			return s
+		}
+		p.errorExpected("'KEYSPACE', 'TABLE' or 'ROLE'")
 	case ALTER:
 		p.next()
-		p.expect(TABLE)
+		if s := p.parseRoleAfter(start, ALTER); s != nil {
+			return s
+		}
+		if p.tok != TABLE {
+			p.errorExpected("'TABLE' or 'ROLE'")
+		}
+		p.next()
 		s := &AlterTableStmt{Start: start, Table: p.parseTableName()}
 		if p.tok != WITH {
 			p.errorExpected("'WITH'")
@@ -263,6 +275,10 @@ func (p *parser) parseStatement() Statement {
 	case BEGIN:
 		p.next()
 		return p.parseBatch(start)
+	case IDENT:
+		if s := p.parseAuthStatement(start); s != nil {
+			return s
+		}
 	}
 	p.errorExpected("statement")
 	return nil

@@ -195,10 +195,10 @@ func TestParseInvalid(t *testing.T) {
 		{"CREATE TABLE t (a \"int\")", `1:19: expected type name, found identifier "int"`},
 		{"CREATE TABLE t (a map<int, text)", "1:32: expected ',' or '>', found ')'"},
 		{"CREATE TABLE t (a list<list<list<list<list<list<list<list<list<int>>>>>>>>>)", "1:63: type parameters are nested too deeply"},
-		{"CREATE INDEX ON t (v)", "1:8: expected 'KEYSPACE' or 'TABLE', found identifier INDEX"},
+		{"CREATE INDEX ON t (v)", "1:8: expected 'KEYSPACE', 'TABLE' or 'ROLE', found identifier INDEX"},
 		{"ALTER TABLE t ADD v int", "1:15: expected 'WITH', found identifier ADD"},
-		{"ALTER KEYSPACE ks WITH x = 1", "1:7: expected 'TABLE', found 'KEYSPACE'"},
-		{"DROP t", "1:6: expected 'KEYSPACE' or 'TABLE', found identifier t"},
+		{"ALTER KEYSPACE ks WITH x = 1", "1:7: expected 'TABLE' or 'ROLE', found 'KEYSPACE'"},
+		{"DROP t", "1:6: expected 'KEYSPACE', 'TABLE' or 'ROLE', found identifier t"},
 		{"DROP TABLE IF t", "1:15: expected 'EXISTS', found identifier t"},
 		{"USE", "1:4: expected keyspace name, found end of input"},
 		{"USE 'ks'", "1:5: expected keyspace name, found string 'ks'"},
@@ -305,7 +305,7 @@ func TestParseRecoversAndStops(t *testing.T) {
 	if len(list) != MaxErrors {
 		t.Errorf("Parse reported %d errors, want it to stop at %d", len(list), MaxErrors)
 	}
-	if got, want := list[1].Error(), "1:32: expected 'KEYSPACE' or 'TABLE', found identifier x"; got != want {
+	if got, want := list[1].Error(), "1:32: expected 'KEYSPACE', 'TABLE' or 'ROLE', found identifier x"; got != want {
 		t.Errorf("the second error = %q, want %q (the parser should resume after the first semicolon)", got, want)
 	}
 	if got, want := err.Error(), "1:1: expected statement, found identifier SELEC (and 9 more errors)"; got != want {

@@ -42,7 +42,26 @@ func FuzzReadFrame(f *testing.F) {
 			if len(body) > 1<<20 {
 				t.Fatalf("body of %d bytes exceeds the 1 MiB limit", len(body))
 			}
+			var head ExecuteHead
+			scanned := false
+			if h.Opcode == OpExecute && !h.Response {
+				head, scanned = ScanExecute(h.Flags, body) // never panics, whatever the body
+				for i := range min(head.NumValues, 64) {
+					head.Value(i)
+				}
+			}
 			fr2, err := DecodeFrame(h, body)
+			if ex, ok := fr2.Message.(*Execute); ok && err == nil && scanned {
+				// What the scan reads in place is what the decoder decodes.
+				if !bytes.Equal(head.ID, ex.ID) || head.Consistency != ex.Params.Consistency || head.NumValues != len(ex.Params.Values) {
+					t.Fatalf("ScanExecute read id %x, %v, %d values; DecodeFrame %x, %v, %d", head.ID, head.Consistency, head.NumValues, ex.ID, ex.Params.Consistency, len(ex.Params.Values))
+				}
+				for i, want := range ex.Params.Values {
+					if v, unset, ok := head.Value(i); !ok || unset != want.Unset || !bytes.Equal(v, want.Bytes) {
+						t.Fatalf("ScanExecute value %d = %x, unset %v, %v; DecodeFrame %x, unset %v", i, v, unset, ok, want.Bytes, want.Unset)
+					}
+				}
+			}
 			if err != nil {
 				var pe *ProtocolError
 				if !errors.As(err, &pe) || pe.Stream != h.Stream {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // Config configures one node. DataDir is required; the zero value of every other field means its
@@ -22,9 +24,15 @@ type Config struct {
 	// DataDir holds everything the node persists: its id, known peers, schema and data. One node
 	// process per directory; a second one is refused with ErrDataDirInUse.
 	DataDir string `yaml:"data_dir"`
-	// Addr is the gRPC address for clients and peers (host:port). Port 0 picks a free port; Addr()
-	// reports the real one. Default DefaultAddr.
+	// Addr is the gRPC address for clients (host:port): the client API, health and reflection,
+	// never the internode services. Port 0 picks a free port; Addr() reports the real one.
+	// Default DefaultAddr.
 	Addr string `yaml:"addr"`
+	// InternodeAddr is the address of the internode gRPC services (host:port): replica
+	// requests, schema consensus, and every other service only cluster members call. Peers
+	// dial it at the address this node gossips. Port 0 picks a free port; InternodeAddr()
+	// reports the real one. Default DefaultInternodeAddr.
+	InternodeAddr string `yaml:"internode_addr"`
 	// CQLAddr is the CQL native protocol address for clients (host:port), the port drivers
 	// connect to. Port 0 picks a free port; CQLAddr() reports the real one. Default
 	// DefaultCQLAddr.
@@ -56,9 +64,28 @@ type Config struct {
 	// Storage sets the storage options other than NoSync, Logger and FS (cache and memtable
 	// sizes, the tombstone failure threshold); its keys sit at the top level of the file.
 	Storage replica.Options `yaml:",inline"`
+	// SchemaLimits bound what DDL can grow: columns per table, tables per keyspace, the
+	// schema's size. A statement over a limit fails with an error naming it. Defaults
+	// schema.DefaultMaxColumnsPerTable, schema.DefaultMaxTablesPerKeyspace and
+	// schema.DefaultMaxSchemaSize; their keys sit at the top level of the file.
+	SchemaLimits schema.Limits `yaml:",inline"`
+	// MaxGRPCConnections bounds the open connections of each gRPC listener (the client API's
+	// and the internode one's); a connection over it is closed at once, and the refusal
+	// logged. Default DefaultMaxGRPCConnections.
+	MaxGRPCConnections int `yaml:"max_grpc_connections"`
+	// MaxConcurrentStreams bounds the requests in flight on one client gRPC connection;
+	// further ones wait for a stream. Internode connections, one per peer carrying all of a
+	// coordinator's requests, get InternodeStreamsFactor times as many. Default
+	// DefaultMaxConcurrentStreams.
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
 	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 24 bytes
 	// each. Default partitionlimit.DefaultCapacity (about 1M).
 	LimiterCapacity int `yaml:"limiter_capacity"`
+	// CoordinatorLearning lets this node, as a coordinator that is not a replica of a hot
+	// partition, learn from the replicas' rejections and reject further operations itself
+	// (shell.Config.Learning): a rejection then costs one local check instead of a replica
+	// request. Off by default until its accuracy under clock skew holds on real processes.
+	CoordinatorLearning bool `yaml:"coordinator_learning"`
 	// WriteTimeout and ReadTimeout bound coordinated requests. Defaults
 	// shell.DefaultWriteTimeout (2 s) and shell.DefaultReadTimeout (5 s).
 	WriteTimeout time.Duration `yaml:"write_timeout"`
@@ -71,6 +98,10 @@ type Config struct {
 	// the client API and of internode traffic derive from it (see MessageLimit). At most
 	// MaxMutationSizeLimit. Default shell.DefaultMaxMutationSize (16 MiB).
 	MaxMutationSize int `yaml:"max_mutation_size"`
+	// MaxStatementSize bounds the CQL text of one statement, in bytes (a query, a statement to
+	// prepare, each unprepared statement of a batch); a longer one is refused as invalid before
+	// it is parsed. 1 to math.MaxInt32. Default shell.DefaultMaxStatementSize (1 MiB).
+	MaxStatementSize int `yaml:"max_statement_size"`
 	// MaxTimestampAhead is how far ahead of this node's clock a client's USING TIMESTAMP may be
 	// when the node coordinates the write; a write beyond it is refused as invalid. Default
 	// DefaultMaxTimestampAhead.
@@ -82,9 +113,61 @@ type Config struct {
 	// that is alive removes its entry well within it. Zero means twice WriteTimeout (whatever
 	// WriteTimeout is set to).
 	BatchlogReplayAge time.Duration `yaml:"batchlog_replay_age"`
+	// StreamThroughput bounds the bytes per second a node sends when it streams ranges to
+	// another (bootstrap, decommission, removenode), so that streaming does not starve client
+	// requests. Default DefaultStreamThroughput (64 MiB/s).
+	StreamThroughput int `yaml:"stream_throughput"`
+	// MaxHintWindow is how long a replica may be down and still get hints: writes it misses
+	// after that are not kept for it (it needs a repair). Default DefaultMaxHintWindow (3 h).
+	MaxHintWindow time.Duration `yaml:"max_hint_window"`
+	// MaxHintsSizePerHost bounds the hints this node keeps for one replica, in bytes; hints
+	// beyond it are dropped. Default DefaultMaxHintsSizePerHost (128 MiB).
+	MaxHintsSizePerHost int64 `yaml:"max_hints_size_per_host"`
+	// HintsThrottle is how many bytes of hints per second this node replays, so that replay
+	// after an outage does not starve client traffic. Default DefaultHintsThrottle (1 MiB/s).
+	HintsThrottle int64 `yaml:"hinted_handoff_throttle"`
 	// ShutdownGrace is how long Close lets in-flight requests finish before it cancels them
 	// (Shutdown takes its bound from its context instead). Default DefaultShutdownGrace.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// TLSCert, TLSKey and TLSCA turn on TLS on every listener; they are set together: the PEM
+	// files of the node's certificate chain, its private key, and the CA that signs the
+	// cluster's certificates. The client listeners (Addr, CQLAddr, and MetricsAddr with
+	// MetricsTLS) present the certificate; the internode listener also requires a client
+	// certificate the CA signed, and the node presents its own to its peers (mutual TLS). The
+	// node rereads the files every ReloadInterval and on Reload (SIGHUP for kvnode serve), so
+	// certificates rotate without a restart. Empty means plaintext.
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
+	TLSCA   string `yaml:"tls_ca"`
+	// MetricsTLS serves /metrics over HTTPS with the node's certificate. It needs TLSCert.
+	MetricsTLS bool `yaml:"metrics_tls"`
+	// GossipKeyFile names the file of the keys that encrypt and authenticate gossip: one
+	// base64 key of 16, 24 or 32 bytes per line, the first the primary one that encrypts, the
+	// others accepted for decryption (docs/operations.md says how to rotate them). A node
+	// without a key of the cluster cannot join it or inject state. The node rereads it every
+	// ReloadInterval and on Reload. Empty means plaintext gossip.
+	GossipKeyFile string `yaml:"gossip_key_file"`
+	// ReloadInterval is how often the node rereads its TLS files and its gossip key file,
+	// taking them when they changed. Default DefaultReloadInterval.
+	ReloadInterval time.Duration `yaml:"reload_interval"`
+	// MaxConcurrentRequests bounds the client requests (native protocol statements, gRPC
+	// Execute calls) this node executes at once; MaxQueuedRequests those waiting for a turn,
+	// each for at most RequestQueueTimeout. A request beyond them is refused at once as
+	// Overloaded (docs/operations.md, "Admission control"). Internal traffic is never bounded
+	// by them. Defaults: admission.DefaultConcurrentPerCPU × GOMAXPROCS, twice
+	// MaxConcurrentRequests (negative: no queue), and admission.DefaultQueueTimeout.
+	MaxConcurrentRequests int           `yaml:"max_concurrent_requests"`
+	MaxQueuedRequests     int           `yaml:"max_queued_requests"`
+	RequestQueueTimeout   time.Duration `yaml:"request_queue_timeout"`
+	// Authenticator is how clients log in: "none" (every client is anonymous and may run any
+	// statement) or "password" (clients log in as a role of system_auth with SASL PLAIN on the
+	// native protocol and per-call credentials on the gRPC API, and statements need the role's
+	// grants; docs/operations.md, "Roles and permissions"). Default "none".
+	Authenticator string `yaml:"authenticator"`
+	// SuperuserPasswordFile holds the initial password of the superuser role admin, created
+	// once, cluster-wide, when Authenticator is "password" and system_auth holds no role.
+	// Required with "password"; a trailing newline is not part of the password.
+	SuperuserPasswordFile string `yaml:"superuser_password_file"`
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 
@@ -103,6 +186,9 @@ type TestingKnobs struct {
 	// LOGGED batch was stored in the batchlog and before any partition is written; an error
 	// fails the batch there, as if the coordinator had died.
 	BeforeBatchApply func() error
+	// AuthHashCost is the bcrypt cost of password hashes (shell.AuthConfig.HashCost); tests
+	// lower it. Zero means bcrypt's default.
+	AuthHashCost int
 }
 
 func (k *TestingKnobs) beforeBatchApply() func() error {
@@ -114,11 +200,25 @@ func (k *TestingKnobs) beforeBatchApply() func() error {
 
 // Default listen addresses.
 const (
-	DefaultAddr        = "127.0.0.1:9043"
-	DefaultCQLAddr     = "127.0.0.1:9042"
-	DefaultGossipAddr  = "127.0.0.1:7946"
-	DefaultMetricsAddr = "127.0.0.1:9180"
+	DefaultAddr          = "127.0.0.1:9043"
+	DefaultCQLAddr       = "127.0.0.1:9042"
+	DefaultInternodeAddr = "127.0.0.1:7000" // Cassandra's storage_port
+	DefaultGossipAddr    = "127.0.0.1:7946"
+	DefaultMetricsAddr   = "127.0.0.1:9180"
 )
+
+// Defaults of the gRPC servers' bounds: as many connections as the native front end takes,
+// and as many requests per connection as gRPC servers commonly allow (100 is the HTTP/2
+// recommendation's minimum; clients multiplex, so allow more).
+const (
+	DefaultMaxGRPCConnections   = 1024
+	DefaultMaxConcurrentStreams = 1024
+	// InternodeStreamsFactor multiplies MaxConcurrentStreams on internode connections.
+	InternodeStreamsFactor = 16
+)
+
+// DefaultReloadInterval is Config.ReloadInterval when it is zero.
+const DefaultReloadInterval = 10 * time.Second
 
 // DefaultShutdownGrace is Config.ShutdownGrace when it is zero.
 const DefaultShutdownGrace = 5 * time.Second
@@ -148,6 +248,9 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.CQLAddr == "" {
 		c.CQLAddr = DefaultCQLAddr
+	}
+	if c.InternodeAddr == "" {
+		c.InternodeAddr = DefaultInternodeAddr
 	}
 	if c.GossipAddr == "" {
 		c.GossipAddr = DefaultGossipAddr
@@ -188,18 +291,47 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.MaxMutationSize == 0 {
 		c.MaxMutationSize = shell.DefaultMaxMutationSize
 	}
+	if c.MaxStatementSize == 0 {
+		c.MaxStatementSize = shell.DefaultMaxStatementSize
+	}
 	if c.MaxTimestampAhead == 0 {
 		c.MaxTimestampAhead = DefaultMaxTimestampAhead
 	}
 	if c.BatchlogReplayInterval == 0 {
 		c.BatchlogReplayInterval = DefaultBatchlogReplayInterval
 	}
+	if c.StreamThroughput == 0 {
+		c.StreamThroughput = DefaultStreamThroughput
+	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = DefaultReloadInterval
+	}
+	c.SchemaLimits.EnsureDefaults()
+	if c.MaxGRPCConnections == 0 {
+		c.MaxGRPCConnections = DefaultMaxGRPCConnections
+	}
+	if c.MaxConcurrentStreams == 0 {
+		c.MaxConcurrentStreams = DefaultMaxConcurrentStreams
+	}
+	if c.MaxHintWindow == 0 {
+		c.MaxHintWindow = DefaultMaxHintWindow
+	}
+	if c.MaxHintsSizePerHost == 0 {
+		c.MaxHintsSizePerHost = DefaultMaxHintsSizePerHost
+	}
+	if c.HintsThrottle == 0 {
+		c.HintsThrottle = DefaultHintsThrottle
+	}
+	if c.Authenticator == "" {
+		c.Authenticator = AuthenticatorNone
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.ensureAdmissionDefaults()
 	return c
 }
 
@@ -214,6 +346,7 @@ func (c *Config) Validate() error {
 	}{
 		{"Addr", "addr", c.Addr},
 		{"CQLAddr", "cql_addr", c.CQLAddr},
+		{"InternodeAddr", "internode_addr", c.InternodeAddr},
 		{"GossipAddr", "gossip_addr", c.GossipAddr},
 	} {
 		if err := checkHostPort(a.addr); err != nil {
@@ -224,6 +357,9 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.MetricsAddr); err != nil {
 			return fmt.Errorf("node: Config.MetricsAddr (metrics_addr) %q is not host:port with a port 0 to 65535, or empty to disable metrics: %v", c.MetricsAddr, err)
 		}
+	}
+	if c.StreamThroughput < 0 {
+		return fmt.Errorf("node: Config.StreamThroughput (stream_throughput) is %d bytes per second, want more than 0 (0 means the default, %d)", c.StreamThroughput, DefaultStreamThroughput)
 	}
 	for i, s := range c.Seeds {
 		if err := checkHostPort(s); err != nil {
@@ -265,6 +401,8 @@ func (c *Config) Validate() error {
 		{"MaxTimestampAhead", "max_timestamp_ahead", c.MaxTimestampAhead},
 		{"ShutdownGrace", "shutdown_grace", c.ShutdownGrace},
 		{"BatchlogReplayInterval", "batchlog_replay_interval", c.BatchlogReplayInterval},
+		{"ReloadInterval", "reload_interval", c.ReloadInterval},
+		{"MaxHintWindow", "max_hint_window", c.MaxHintWindow},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("node: Config.%s (%s) is %v, want a positive duration", d.field, d.key, d.v)
@@ -273,10 +411,51 @@ func (c *Config) Validate() error {
 	if c.BatchlogReplayAge < 0 {
 		return fmt.Errorf("node: Config.BatchlogReplayAge (batchlog_replay_age) is %v, want a positive duration, or 0 for twice write_timeout", c.BatchlogReplayAge)
 	}
+	if c.MaxHintsSizePerHost < 1 {
+		return fmt.Errorf("node: Config.MaxHintsSizePerHost (max_hints_size_per_host) is %d, want a positive number of bytes", c.MaxHintsSizePerHost)
+	}
+	if c.HintsThrottle < 1 {
+		return fmt.Errorf("node: Config.HintsThrottle (hinted_handoff_throttle) is %d, want a positive number of bytes per second", c.HintsThrottle)
+	}
 	if c.MaxMutationSize < 1 || c.MaxMutationSize > MaxMutationSizeLimit {
 		return fmt.Errorf("node: Config.MaxMutationSize (max_mutation_size) is %d, want 1 to %d bytes", c.MaxMutationSize, MaxMutationSizeLimit)
 	}
+	if set := btoi(c.TLSCert != "") + btoi(c.TLSKey != "") + btoi(c.TLSCA != ""); set != 0 && set != 3 {
+		return fmt.Errorf("node: Config.TLSCert, TLSKey and TLSCA (tls_cert, tls_key, tls_ca) are set together or not at all; got tls_cert %q, tls_key %q, tls_ca %q",
+			c.TLSCert, c.TLSKey, c.TLSCA)
+	}
+	for _, b := range []struct {
+		field, key string
+		v          int
+	}{
+		{"SchemaLimits.MaxColumnsPerTable", "max_columns_per_table", c.SchemaLimits.MaxColumnsPerTable},
+		{"SchemaLimits.MaxTablesPerKeyspace", "max_tables_per_keyspace", c.SchemaLimits.MaxTablesPerKeyspace},
+		{"SchemaLimits.MaxSchemaSize", "max_schema_size", c.SchemaLimits.MaxSchemaSize},
+		{"MaxGRPCConnections", "max_grpc_connections", c.MaxGRPCConnections},
+		{"MaxConcurrentStreams", "max_concurrent_streams", c.MaxConcurrentStreams},
+		{"MaxStatementSize", "max_statement_size", c.MaxStatementSize},
+	} {
+		if b.v < 1 || b.v > math.MaxInt32 {
+			return fmt.Errorf("node: Config.%s (%s) is %d, want 1 to %d", b.field, b.key, b.v, math.MaxInt32)
+		}
+	}
+	if c.MetricsTLS && c.TLSCert == "" {
+		return errors.New("node: Config.MetricsTLS (metrics_tls) needs tls_cert, tls_key and tls_ca")
+	}
+	if err := c.validateAdmission(); err != nil {
+		return err
+	}
+	if err := c.validateAuth(); err != nil {
+		return err
+	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checkHostPort reports whether addr is host:port with a numeric port in 0..65535.

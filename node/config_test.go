@@ -27,6 +27,7 @@ func TestConfigEnsureDefaults(t *testing.T) {
 		ReadTimeout:            shell.DefaultReadTimeout,
 		SchemaAgreementTimeout: cluster.DefaultSchemaAgreementTimeout,
 		MaxMutationSize:        shell.DefaultMaxMutationSize,
+		MaxStatementSize:       shell.DefaultMaxStatementSize,
 		MaxTimestampAhead:      node.DefaultMaxTimestampAhead,
 		ShutdownGrace:          node.DefaultShutdownGrace,
 		Logger:                 slog.Default(),
@@ -37,7 +38,7 @@ func TestConfigEnsureDefaults(t *testing.T) {
 	if c.Addr != want.Addr || c.GossipAddr != want.GossipAddr || c.NumTokens != want.NumTokens ||
 		c.ClusterName != want.ClusterName || c.Profile != want.Profile || c.LimiterCapacity != want.LimiterCapacity ||
 		c.WriteTimeout != want.WriteTimeout || c.ReadTimeout != want.ReadTimeout ||
-		c.SchemaAgreementTimeout != want.SchemaAgreementTimeout || c.MaxMutationSize != want.MaxMutationSize ||
+		c.SchemaAgreementTimeout != want.SchemaAgreementTimeout || c.MaxMutationSize != want.MaxMutationSize || c.MaxStatementSize != want.MaxStatementSize ||
 		c.MaxTimestampAhead != want.MaxTimestampAhead || c.ShutdownGrace != want.ShutdownGrace ||
 		c.Logger != want.Logger || c.Storage != want.Storage || c.MetricsAddr != "" || c.DataDir != "" || c.Testing != nil {
 		t.Errorf("EnsureDefaults on nil = %+v\nwant                   %+v", *c, want)
@@ -89,6 +90,12 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.BatchlogReplayAge = -time.Second }, "Config.BatchlogReplayAge (batchlog_replay_age) is -1s, want a positive duration, or 0 for twice write_timeout"},
 		{func(c *node.Config) { c.MaxMutationSize = -1 }, "Config.MaxMutationSize (max_mutation_size) is -1, want 1 to 536870912 bytes"},
 		{func(c *node.Config) { c.MaxMutationSize = node.MaxMutationSizeLimit + 1 }, "Config.MaxMutationSize (max_mutation_size) is 536870913"},
+		{func(c *node.Config) { c.MaxStatementSize = -1 }, "Config.MaxStatementSize (max_statement_size) is -1, want 1 to 2147483647"},
+		{func(c *node.Config) { c.InternodeAddr = "7000" }, "Config.InternodeAddr (internode_addr) \"7000\" is not host:port"},
+		{func(c *node.Config) { c.TLSCert, c.TLSKey = "c.pem", "k.pem" }, "(tls_cert, tls_key, tls_ca) are set together or not at all; got tls_cert \"c.pem\", tls_key \"k.pem\", tls_ca \"\""},
+		{func(c *node.Config) { c.TLSCA = "ca.pem" }, "are set together or not at all"},
+		{func(c *node.Config) { c.MetricsTLS = true }, "Config.MetricsTLS (metrics_tls) needs tls_cert"},
+		{func(c *node.Config) { c.ReloadInterval = -time.Second }, "Config.ReloadInterval (reload_interval) is -1s, want a positive duration"},
 	} {
 		c := node.Config{DataDir: "/d"}
 		c.EnsureDefaults()

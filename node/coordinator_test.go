@@ -132,8 +132,15 @@ func TestRateLimitRejectedByCoordinatorThenLifted(t *testing.T) {
 }
 
 // TestRateLimitRejectedByReplicas runs on a frozen clock, as TestRateLimitRejectedByCoordinatorThenLifted.
+// Through a coordinator that is not a replica, the replicas reject. On the frozen clock the
+// partition's counter never leaves its first second, so the coordinator learns nothing from
+// them (coordinator.Request.Learn; coordinator/shell's TestCoordinatorOutsideReplicasLearnsHotPartition
+// covers learning) and every rejection is the replicas'.
 func TestRateLimitRejectedByReplicas(t *testing.T) {
-	tc := startClusterWith(t, 3, frozenClock)
+	tc := startClusterWith(t, 3, func(c *node.Config) {
+		frozenClock(c)
+		c.CoordinatorLearning = true
+	})
 	c0 := tc.client(0)
 	exec(t, c0, client.One, "CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
 	exec(t, c0, client.One, "CREATE TABLE rf1.limited (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 50}")
@@ -153,7 +160,23 @@ func TestRateLimitRejectedByReplicas(t *testing.T) {
 	if byReplicas == 0 || byCoord != 0 {
 		t.Fatalf("400 fast writes through non-replica node %d: %d ok, %d rejected by coordinator, %d by replicas; want rejections by replicas only", coord, ok, byCoord, byReplicas)
 	}
-	t.Logf("hot partition via non-replica coordinator: %d accepted, %d rejected by replicas", ok, byReplicas)
+	labels := []string{"keyspace", "rf1", "table", "limited", "op", "write"}
+	if got := metricValue(t, tc.nodes[coord].Registry(), "kvnode_coordinator_learned_rejections_total", labels...); got != float64(byCoord) {
+		t.Errorf("node %d kvnode_coordinator_learned_rejections_total = %v, want %d (its rejections on the learned copy)", coord, got, byCoord)
+	}
+	var ownerNode int
+	for i, nd := range tc.nodes {
+		if cluster.NodeID(nd.ID()) == owner {
+			ownerNode = i
+		}
+	}
+	poll.Must(t, 10*time.Second, "the owner's limiter counting all 400 writes", func() error {
+		if got := metricValue(t, tc.nodes[ownerNode].Registry(), "kvnode_limiter_operations_total", labels...); got != 400 {
+			return fmt.Errorf("it counted %v", got)
+		}
+		return nil
+	})
+	t.Logf("hot partition via non-replica coordinator: %d accepted, %d rejected by replicas, %d by the coordinator", ok, byReplicas, byCoord)
 }
 
 // TestRejectionsReachTheOtherReplicas checks account propagation between real nodes: when the

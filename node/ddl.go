@@ -59,7 +59,7 @@ func (n *Node) sweepDroppedTables() error {
 		return fmt.Errorf("node: list stored tables: %w", err)
 	}
 	for _, id := range ids {
-		if _, ok := s.TableByID(id); ok {
+		if _, ok := n.schema.TableByID(id); ok { // the cluster's tables and system_auth's
 			continue
 		}
 		n.log.Info("deleting the data of a dropped table", "table_id", uint64(id))

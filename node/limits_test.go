@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/node"
 )
 
 // TestWriteSizeLimits writes values larger than gRPC's default 4 MiB message limit through
@@ -16,7 +17,8 @@ import (
 // coordinator with an error naming the limit, before any replica stores anything. Two columns
 // that each fit but together do not are refused too.
 func TestWriteSizeLimits(t *testing.T) {
-	tc := startCluster(t, 2)
+	// The values are written as literals: let the statements' text be larger than the writes.
+	tc := startClusterWith(t, 2, func(c *node.Config) { c.MaxStatementSize = 64 << 20 })
 	c0, c1 := tc.client(0), tc.client(1)
 	exec(t, c0, client.All, "CREATE KEYSPACE big WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
 	exec(t, c0, client.All, "CREATE TABLE big.t (k text PRIMARY KEY, v text)")

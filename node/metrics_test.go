@@ -66,6 +66,7 @@ func limitedCluster(t *testing.T) (*testCluster, time.Time) {
 	tc := startClusterWith(t, 3, func(c *node.Config) {
 		c.Testing = &node.TestingKnobs{Now: func() time.Time { return frozen }}
 		c.MetricsAddr = "127.0.0.1:0"
+		c.CoordinatorLearning = true
 	})
 	c := tc.client(0)
 	for _, stmt := range []string{
@@ -135,10 +136,19 @@ func TestMetricsCountRejectionsOnBothLimiterPaths(t *testing.T) {
 
 	// Replicas path: node 0 does not replicate the key at RF 1; its owner enforces.
 	key, owner := keyNotOn(t, tc, 0, "hot")
+	// The owner rejects. (On the frozen clock its counter stays in its first second, from which
+	// node 0 learns nothing: coordinator.Request.Learn.)
 	ok1, byCoord1, byRepl1 := hammerTable(t, c, "rf1.limited", key, 100)
 	if byRepl1 == 0 || byCoord1 != 0 {
 		t.Fatalf("100 writes to rf1.limited %q through non-replica node 0: %d ok, %d rejected by coordinator, %d by replicas; want rejections by replicas only", key, ok1, byCoord1, byRepl1)
 	}
+	rf1Labels := []string{"keyspace", "rf1", "table", "limited", "op", "write"}
+	poll.Must(t, 10*time.Second, "the owner's limiter counting all 100 writes (the learned rejections through propagation)", func() error {
+		if got := metricValue(t, tc.nodes[owner].Registry(), "kvnode_limiter_operations_total", rf1Labels...); got != 100 {
+			return fmt.Errorf("it counted %v", got)
+		}
+		return nil
+	})
 	rf1 := []string{"keyspace", "rf1", "table", "limited", "op", "write"}
 	regOwner := tc.nodes[owner].Registry()
 	checks = append(checks, []struct {
@@ -150,7 +160,9 @@ func TestMetricsCountRejectionsOnBothLimiterPaths(t *testing.T) {
 		{`node 0 kvnode_coordinator_rate_limited_total{rejected_by="replica"}`,
 			metricValue(t, reg0, "kvnode_coordinator_rate_limited_total", append(rf1, "rejected_by", "replica")...), byRepl1, "the client's replica rejections"},
 		{`node 0 kvnode_coordinator_rate_limited_total{rejected_by="coordinator"}`,
-			metricValue(t, reg0, "kvnode_coordinator_rate_limited_total", append(rf1, "rejected_by", "coordinator")...), 0, "node 0 is no replica"},
+			metricValue(t, reg0, "kvnode_coordinator_rate_limited_total", append(rf1, "rejected_by", "coordinator")...), byCoord1, "node 0 is no replica and learned nothing"},
+		{`node 0 kvnode_coordinator_learned_rejections_total`,
+			metricValue(t, reg0, "kvnode_coordinator_learned_rejections_total", rf1...), byCoord1, "every coordinator rejection was on the learned copy"},
 		{fmt.Sprintf(`owner node %d kvnode_limiter_rejections_total{rejected_by="replica"}`, owner),
 			metricValue(t, regOwner, "kvnode_limiter_rejections_total", append(rf1, "rejected_by", "replica")...), byRepl1, "the owner rejected each one"},
 		{fmt.Sprintf("owner node %d kvnode_limiter_operations_total", owner),

@@ -25,11 +25,13 @@ func (n *Node) startNative() error {
 		}
 	}
 	srv, err := native.New(native.Config{
-		Executor:     n.exec,
-		MaxFrameSize: MessageLimit(n.cfg.MaxMutationSize),
-		Schema:       n.schema,
-		Topology:     nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
-		Logger:       n.cfg.Logger.With("component", "native"),
+		Executor:      n.exec,
+		MaxFrameSize:  MessageLimit(n.cfg.MaxMutationSize),
+		Schema:        n.schema,
+		Topology:      nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
+		Logger:        n.cfg.Logger.With("component", "native"),
+		Authenticator: n.nativeAuthenticator(),
+		Admission:     n.admission,
 	})
 	if err != nil {
 		return err

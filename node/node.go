@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,9 +27,9 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/frontend/native"
+	"github.com/kvnode/kvnode/internal/admission"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
-	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -45,15 +46,26 @@ type Node struct {
 	cluster  *cluster.Cluster
 	exec     *shell.Executor
 	trans    *transport
-	grpc     *grpc.Server
+	grpc     *grpc.Server // the client API's
 	health   *health.Server
 	lis      net.Listener
+	igrpc    *grpc.Server // the internode services' (registerInternal)
+	ilis     net.Listener
 	native   *native.Server
 	clis     net.Listener // the native protocol's
 	registry *prometheus.Registry
 	metrics  *http.Server
 	mlis     net.Listener
 	replayer *batchlogReplayer
+	sec      security // TLS and gossip keys (listeners.go)
+	topo     *topology
+	hints    *hintStore     // hinted handoff (hints.go)
+	hinter   *hintReplayer  // replays hints
+	repair   *repairService // anti-entropy repair (repair.go)
+	purger   *purger        // purges tombstones
+	// admission bounds the client requests of both front ends (node/admission.go).
+	admission *admission.Controller
+	authSetup *authSetup // nil without authentication
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -66,6 +78,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	defaultName := cfg.ClusterName == ""
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	superuserPassword, err := readSuperuserPassword(cfg)
+	if err != nil {
 		return nil, err
 	}
 	if defaultName && !loopback(cfg.GossipAddr) {
@@ -90,17 +106,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
-	// Bind the RPC listener first: its real address goes into the gossip metadata.
-	if n.lis, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return nil, fmt.Errorf("node: listen on --addr %s: %w", cfg.Addr, err)
-	}
-	if n.clis, err = net.Listen("tcp", cfg.CQLAddr); err != nil {
-		return nil, fmt.Errorf("node: listen on --cql-addr %s: %w", cfg.CQLAddr, err)
-	}
-	if cfg.MetricsAddr != "" {
-		if n.mlis, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
-			return nil, fmt.Errorf("node: listen on --metrics-addr %s: %w", cfg.MetricsAddr, err)
-		}
+	// Bind the listeners first: the internode address goes into the gossip metadata.
+	if err := n.listen(); err != nil {
+		return nil, err
 	}
 
 	// The node id is created by cluster.Start; the schema holder needs it only to stamp versions,
@@ -108,6 +116,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.schema, err = openSchema(cfg.DataDir, "", time.Now); err != nil {
 		return nil, err
 	}
+	n.schema.limits = cfg.SchemaLimits
 	storeOpts := cfg.Storage
 	storeOpts.NoSync = cfg.NoSync
 	if storeOpts.Logger == nil {
@@ -134,7 +143,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		DataDir:                cfg.DataDir,
 		ClusterName:            cfg.ClusterName,
 		BindAddr:               cfg.GossipAddr,
-		RPCAddr:                n.lis.Addr().String(),
+		RPCAddr:                n.ilis.Addr().String(), // peers dial the internode listener
 		NativeAddr:             n.clis.Addr().String(), // drivers read it from system.peers
 		Seeds:                  cfg.Seeds,
 		NumTokens:              cfg.NumTokens,
@@ -145,15 +154,21 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Schema:                 n.schema,
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
 		Now:                    now,
+		Keyring:                n.sec.gossipKeys,
+		Joining:                len(cfg.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
 	}); err != nil {
 		return nil, err
 	}
+	n.topo = newTopology(n)
 	n.schema.nodeID = string(n.cluster.LocalID())
 	n.schema.announce = n.announceSchema
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
 
 	self := coordinator.NodeID(n.cluster.LocalID())
-	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize))
+	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize), n.internodeCredentials())
+	if err := n.openHints(now); err != nil {
+		return nil, err
+	}
 	ring := ringView{c: n.cluster, name: cfg.ClusterName}
 	coordMetrics := newCoordinatorMetrics()
 	sysTables, err := systables.New(systemSource{n: n, clusterName: cfg.ClusterName})
@@ -165,6 +180,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Ring:              ring,
 		Transport:         n.trans,
 		Deltas:            n.trans,
+		Learning:          cfg.CoordinatorLearning,
 		Local:             n.replica,
 		Schema:            n.schema,
 		Cluster:           ring,
@@ -173,16 +189,23 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		WriteTimeout:      cfg.WriteTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		MaxMutationSize:   cfg.MaxMutationSize,
+		MaxStatementSize:  cfg.MaxStatementSize,
 		Logger:            cfg.Logger.With("component", "coordinator"),
 		Observer:          coordMetrics,
 		MaxTimestampAhead: cfg.MaxTimestampAhead,
 		Batchlog:          n.trans,
+		Hints:             n.hints,
 		BeforeBatchApply:  cfg.Testing.beforeBatchApply(),
+		Auth:              cfg.authConfig(),
 	}); err != nil {
 		return nil, err
 	}
 	n.startDDL(coordMetrics)
 	n.startBatchlogReplay(now)
+	n.startHintReplay(now)
+	// Repairs and purges run on the clock that stamps tombstones' local deletion time.
+	n.repair = newRepairService(n, time.Now)
+	n.startPurge()
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -192,21 +215,34 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		coordMetrics,
 		n.replica.Collector(),
 		n.replica.BatchlogCollector(),
+		n.hints,
+		n.repair,
 		n.store.Collector(),
 		newClusterCollector(n.cluster),
+		newTopologyCollector(n.topo),
 	)
+	if c := n.exec.Collector(); c != nil {
+		n.registry.MustRegister(c) // partitions learned hot from replicas' rejections
+	}
 
+	n.startInternode()
+	n.startReloader()
+	if n.admission, err = n.newAdmission(); err != nil {
+		return nil, err
+	}
 	limit := MessageLimit(cfg.MaxMutationSize)
-	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit))
-	replicapb.RegisterReplicaServer(n.grpc, n.replica)
-	replicapb.RegisterSchemaPaxosServer(n.grpc, n.schema.acceptor)
+	// The client API only: internode services are registerInternal's.
+	n.grpc = grpc.NewServer(append(n.serverOptions(false), n.authServerOptions()...)...)
 	api, err := grpcapi.New(grpcapi.Config{
 		Executor: n.exec, Top: topSource{n}, MessageLimit: limit, LimitHint: "2 × max_mutation_size + 4 MiB",
+		Admission: n.admission,
 	})
 	if err != nil {
 		return nil, err
 	}
 	kvnodepb.RegisterKVNodeServer(n.grpc, api)
+	kvnodepb.RegisterAdminServer(n.grpc, adminServer{n: n})
+	kvnodepb.RegisterRepairServer(n.grpc, n.repair)
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)
@@ -217,13 +253,18 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.log.Error("gRPC server stopped", "err", err)
 		}
 	}()
-	for _, svc := range []string{"", kvnodepb.KVNode_ServiceDesc.ServiceName, replicapb.Replica_ServiceDesc.ServiceName} {
+	for _, svc := range []string{"", kvnodepb.KVNode_ServiceDesc.ServiceName} {
 		n.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
+	}
+
+	if err := n.bootstrap(ctx); err != nil {
+		return nil, err
 	}
 
 	if err := n.startNative(); err != nil {
 		return nil, err
 	}
+	n.startAuthSetup(superuserPassword)
 
 	if n.mlis != nil {
 		mux := http.NewServeMux()
@@ -238,7 +279,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}()
 	}
 
-	n.log.Info("kvnode started", "addr", n.Addr(), "cql", n.CQLAddr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
+	n.log.Info("kvnode started", "addr", n.Addr(), "cql", n.CQLAddr(), "internode", n.InternodeAddr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
 		"data_dir", cfg.DataDir, "seeds", cfg.Seeds)
 	return n, nil
 }
@@ -271,7 +312,7 @@ func (n *Node) announceSchema(ctx context.Context) ([]string, error) {
 // ID returns the node's id.
 func (n *Node) ID() string { return string(n.cluster.LocalID()) }
 
-// Addr returns the gRPC address clients and peers use.
+// Addr returns the gRPC address clients use.
 func (n *Node) Addr() string { return n.lis.Addr().String() }
 
 // GossipAddr returns the gossip address peers use as a seed.
@@ -336,14 +377,8 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		n.health.Shutdown()
 	}
 	if n.grpc != nil {
-		done := make(chan struct{})
-		go func() { n.grpc.GracefulStop(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			n.grpc.Stop()
-			<-done
-			errs = append(errs, ctx.Err())
+		if err := stopGRPC(ctx, n.grpc); err != nil {
+			errs = append(errs, err)
 		}
 	} else if n.lis != nil {
 		n.lis.Close()
@@ -368,17 +403,36 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	} else if n.mlis != nil {
 		n.mlis.Close()
 	}
+	n.stopReloader()
 	n.replayer.stop() // before the executor it replays through closes
+	n.hinter.stop()
+	n.purger.stop()
+	n.authSetup.stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)
+	}
+	if n.hints != nil { // after the executor, whose last replica calls store hints
+		if err := n.hints.close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if n.trans != nil {
 		n.trans.close()
 	}
+	n.topo.stop() // a background bootstrap
 	if n.cluster != nil {
 		if err := n.cluster.Close(); err != nil && leave {
 			errs = append(errs, err)
 		}
+	}
+	// Peers' requests are served until the node has left: their coordinators stop sending
+	// once they see it go.
+	if n.igrpc != nil {
+		if err := stopGRPC(ctx, n.igrpc); err != nil && !slices.Contains(errs, err) {
+			errs = append(errs, err)
+		}
+	} else if n.ilis != nil {
+		n.ilis.Close()
 	}
 	n.wg.Wait()
 	if n.store != nil {

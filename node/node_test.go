@@ -45,6 +45,7 @@ func nodeConfig(dir string, seeds []string) node.Config {
 		DataDir:                dir,
 		Addr:                   "127.0.0.1:0",
 		CQLAddr:                "127.0.0.1:0",
+		InternodeAddr:          "127.0.0.1:0",
 		GossipAddr:             "127.0.0.1:0",
 		Seeds:                  seeds,
 		NoSync:                 true, // durability is the crash test's subject, not these tests'

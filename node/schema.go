@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/internal/atomicfile"
 	"github.com/kvnode/kvnode/schema"
@@ -45,6 +46,10 @@ type schemaHolder struct {
 	onDrop   dropHooks
 	acceptor *schemaAcceptor
 	proposer *schemaProposer
+	limits   schema.Limits // what DDL may grow (Config.SchemaLimits)
+	// system is the code-defined replicated system keyspace (system_auth): its tables resolve
+	// by id beside the cluster's schema, so replicas store and serve them.
+	system *schema.Schema
 
 	// announce is called after a local DDL is published: it pushes the change to peers and waits
 	// for agreement, returning the nodes that had not agreed when the wait ended.
@@ -67,7 +72,7 @@ type dropHooks struct {
 
 // openSchema loads the persisted schema from dir, or starts empty when there is none.
 func openSchema(dir, nodeID string, now func() time.Time) (*schemaHolder, error) {
-	h := &schemaHolder{path: filepath.Join(dir, schemaFile), nodeID: nodeID, now: now}
+	h := &schemaHolder{path: filepath.Join(dir, schemaFile), nodeID: nodeID, now: now, system: shell.AuthSchema()}
 	s := schema.New()
 	data, err := os.ReadFile(h.path)
 	switch {
@@ -101,7 +106,10 @@ func (h *schemaHolder) Schema() *schema.Schema { return h.cur.Load() }
 
 // TableByID resolves a table id against the current schema (replica.SchemaSource).
 func (h *schemaHolder) TableByID(id schema.TableID) (*schema.Table, bool) {
-	return h.cur.Load().TableByID(id)
+	if t, ok := h.cur.Load().TableByID(id); ok {
+		return t, true
+	}
+	return h.system.TableByID(id)
 }
 
 // Digest returns the current schema's digest (cluster.SchemaStore).
@@ -214,6 +222,9 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 		apply: func(base *schema.Schema) (*schema.Schema, error) {
 			next, err := base.Apply(stmt, keyspace, schema.Change{Version: h.nextVersion()})
 			if err != nil {
+				return nil, err
+			}
+			if err := h.limits.Check(ks, base, next, h.Schema()); err != nil {
 				return nil, err
 			}
 			if v, ok := next.EntryVersion(ks, table); ok && next != base {

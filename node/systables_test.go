@@ -191,7 +191,7 @@ func TestSystemLocalAndPeersDescribeTheCluster(t *testing.T) {
 							other = o
 						}
 					}
-					if want := other.Addr()[strings.LastIndex(other.Addr(), ":")+1:]; strconv.Itoa(int(int32Of(p["peer_port"]))) != want {
+					if want := other.InternodeAddr()[strings.LastIndex(other.InternodeAddr(), ":")+1:]; strconv.Itoa(int(int32Of(p["peer_port"]))) != want {
 						t.Errorf("node %s: system.peers_v2 peer_port of %s = %d, want its internode port %s", nd.ID(), id, int32Of(p["peer_port"]), want)
 					}
 					addrCol = "native_address"

@@ -82,6 +82,9 @@ func hotPartitions(ps []*replicapb.HotPartition) []grpcapi.HotPartition {
 			OpsPerSecond:                   p.GetOpsPerSecond(),
 			CoordinatorRejectionsPerSecond: p.GetCoordinatorRejectionsPerSecond(),
 			ReplicaRejectionsPerSecond:     p.GetReplicaRejectionsPerSecond(),
+
+			CoordinatorWouldRejectPerSecond: p.GetCoordinatorWouldRejectPerSecond(),
+			ReplicaWouldRejectPerSecond:     p.GetReplicaWouldRejectPerSecond(),
 		})
 	}
 	return out

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
@@ -19,12 +20,15 @@ import (
 )
 
 // transport sends replica requests: to the local replica service in process, to peers over gRPC
-// on the RPC address they publish in gossip (shell.Transport).
+// on the internode address they publish in gossip (cluster.Member.RPCAddr; shell.Transport).
+// Every internode client of the node (replica requests, account deltas, the batchlog, schema
+// consensus) shares its connections.
 type transport struct {
 	self    coordinator.NodeID
 	local   *replica.Service
 	cluster *cluster.Cluster
 	limit   int // the largest message sent or received, in bytes (MessageLimit)
+	creds   credentials.TransportCredentials
 
 	mu    sync.Mutex
 	conns map[coordinator.NodeID]*peerConn
@@ -36,8 +40,8 @@ type peerConn struct {
 	api  replicapb.ReplicaClient
 }
 
-func newTransport(self coordinator.NodeID, local *replica.Service, c *cluster.Cluster, limit int) *transport {
-	return &transport{self: self, local: local, cluster: c, limit: limit, conns: map[coordinator.NodeID]*peerConn{}}
+func newTransport(self coordinator.NodeID, local *replica.Service, c *cluster.Cluster, limit int, creds credentials.TransportCredentials) *transport {
+	return &transport{self: self, local: local, cluster: c, limit: limit, creds: creds, conns: map[coordinator.NodeID]*peerConn{}}
 }
 
 // Mutate sends a mutation to replica to.
@@ -93,12 +97,13 @@ func (t *transport) TopPartitions(ctx context.Context, to coordinator.NodeID, re
 func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error) {
 	m, ok := t.cluster.Member(cluster.NodeID(id))
 	if !ok || m.RPCAddr == "" {
-		return nil, fmt.Errorf("node %s: no RPC address known", id)
+		return nil, fmt.Errorf("node %s: no internode address known", id)
 	}
+	addr := dialAddr(m)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if pc, ok := t.conns[id]; ok {
-		if pc.addr == m.RPCAddr {
+		if pc.addr == addr {
 			// Gossip says the peer is reachable at this address; a connection still backing off
 			// from an earlier outage would fail fast until its backoff ran out.
 			if pc.conn.GetState() == connectivity.TransientFailure {
@@ -109,8 +114,8 @@ func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error)
 		pc.conn.Close()
 		delete(t.conns, id)
 	}
-	conn, err := grpc.NewClient(m.RPCAddr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(t.creds), // mutual TLS when the node has a certificate
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.limit), grpc.MaxCallSendMsgSize(t.limit)),
 		// gRPC's default reconnect backoff grows to 2 minutes; a peer that restarts must be
 		// reachable again as soon as gossip sees it, so keep retries close together.
@@ -120,11 +125,26 @@ func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error)
 		}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("node %s at %s: %w", id, m.RPCAddr, err)
+		return nil, fmt.Errorf("node %s at %s: %w", id, addr, err)
 	}
-	pc := &peerConn{addr: m.RPCAddr, conn: conn, api: replicapb.NewReplicaClient(conn)}
+	pc := &peerConn{addr: addr, conn: conn, api: replicapb.NewReplicaClient(conn)}
 	t.conns[id] = pc
 	return pc.api, nil
+}
+
+// dialAddr is where to reach member m's internode services: the address it gossips, or, when
+// it listens on a wildcard address (0.0.0.0:7000), its gossip host with that port.
+func dialAddr(m cluster.Member) string {
+	host, port, err := net.SplitHostPort(m.RPCAddr)
+	if err != nil {
+		return m.RPCAddr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if gh, _, err := net.SplitHostPort(m.GossipAddr); err == nil {
+			return net.JoinHostPort(gh, port)
+		}
+	}
+	return m.RPCAddr
 }
 
 func (t *transport) close() {
@@ -162,7 +182,7 @@ func (r ringView) DescribeCluster() string {
 	var b strings.Builder
 	members := r.c.Members()
 	fmt.Fprintf(&b, "Cluster: %s\nPartitioner: Murmur3Partitioner\nNodes: %d\n\n", r.name, len(members))
-	fmt.Fprintf(&b, "%-38s  %-21s  %-21s  %-4s  %6s  %s\n", "id (* = this node)", "rpc address", "gossip address", "up", "tokens", "schema")
+	fmt.Fprintf(&b, "%-38s  %-21s  %-21s  %-4s  %6s  %s\n", "id (* = this node)", "internode address", "gossip address", "up", "tokens", "schema")
 	for _, m := range members {
 		state := "DOWN"
 		if m.Live {

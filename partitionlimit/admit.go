@@ -52,6 +52,16 @@ type Decision struct {
 	// admitted one: how long until the counter, if nothing else arrives, is back at 2·Limit
 	// or below, where every operation is admitted.
 	RetryAfter time.Duration
+	// Born is when the counter started from zero (to the millisecond) while it is in its
+	// onset, and the zero time once it is older or when the table has no onset bound. A
+	// coordinator that is not a replica of the partition learns the counter from a replica's
+	// rejection, Count and Born together (Table.Learn), so that its own Decide applies the
+	// replica's rule, onset bound included.
+	Born time.Time
+	// WouldReject is set, with Admitted, by a caller whose table runs its limit in shadow mode
+	// (schema.Shadow: replica.Service) when Decide rejected the operation: the operation was
+	// counted and decided exactly as it would be, and admitted anyway. Decide never sets it.
+	WouldReject bool
 }
 
 // Decide accounts one operation on (token, label) at now and applies Admit with limit and
@@ -73,6 +83,9 @@ func (t *Table) Decide(token int64, label uint32, limit uint32, draw float64, no
 		x = onsetCount(c, born, limit, now)
 	}
 	d := Decision{Admitted: Admit(x, limit, draw), Count: c, Limit: limit}
+	if born != 0 {
+		d.Born = bornTime(born, now)
+	}
 	if !d.Admitted {
 		d.RetryAfter = RetryAfter(max(c, 2*limit+1), limit, now)
 	}

@@ -164,7 +164,7 @@ func TestDecideInOnset(t *testing.T) {
 		t.Fatal("the rule alone rejects count 2L+1 with draw 0.05; the test needs it to admit")
 	}
 	d := tb.Decide(1, 1, limit, 0.05, now)
-	if want := (Decision{Admitted: false, Count: 2*limit + 1, Limit: limit, RetryAfter: 600 * time.Millisecond}); d != want {
+	if want := (Decision{Admitted: false, Count: 2*limit + 1, Limit: limit, RetryAfter: 600 * time.Millisecond, Born: now}); d != want {
 		t.Fatalf("Decide call %d in the counter's first millisecond = %+v, want %+v", 2*limit+1, d, want)
 	}
 }

@@ -82,3 +82,11 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// bornTime returns the time a birth stamp (see slot) stands for, seen at now: the millisecond
+// within 2^31 ms (24 days) before or after now whose low 32 bits it holds, the lowest bit (the
+// stamp's marker) cleared. Learn encodes it back to the same stamp.
+func bornTime(born uint32, now time.Time) time.Time {
+	nowMs := now.UnixMilli()
+	return time.UnixMilli(nowMs - int64(int32(uint32(nowMs)-born&^1)))
+}

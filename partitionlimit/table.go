@@ -192,6 +192,31 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	return c
 }
 
+// Learn raises the counter of (token, label) to at least count at now, and gives it the birth
+// born (the zero time: past its onset), without counting an operation. It is how a coordinator
+// that is not a replica of a partition learns the partition's counter from a replica's
+// rejection (Decision.Count and Decision.Born, as of the operation's stamp now): afterwards
+// its own Decide on this table judges the partition's operations with the replica's rule on a
+// count that is at most the replica's (the replica also counts every operation the
+// coordinator counts here), so it rejects only operations the replica would reject too. Learn
+// never lowers a counter; a key the table does not track takes a slot as Account would, evicting
+// the smallest count of its window when the window is full.
+func (t *Table) Learn(token int64, label uint32, count uint32, born, now time.Time) {
+	if count == 0 {
+		return
+	}
+	var b uint32
+	if t.onset && !born.IsZero() && now.Sub(born) < onsetHorizon*time.Millisecond {
+		b = uint32(born.UnixMilli()) | 1
+	}
+	h := hash(token, label)
+	s := &t.shards[h>>t.shift]
+	sec := second(now)
+	s.mu.Lock()
+	s.learn(h, token, label, count, sec, b)
+	s.mu.Unlock()
+}
+
 // milli returns the birth stamp a counter started at now carries: the low 32 bits of unix
 // milliseconds with the lowest bit set (so it is never 0), or 0 when the table has no onset
 // bound.
@@ -259,31 +284,44 @@ func (t *Table) Stats(now time.Time) Stats {
 func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms uint32) (uint32, uint32) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
+	e, c, stamp, j := s.probe(h, lo, hi, label, now)
+	if e == nil {
+		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now, born: ms}
+		return n, ms
+	}
+	switch {
+	case c == 0:
+		s.inserts++
+		e.born = ms
+	case e.born == 0:
+	case int32(ms-e.born) > onsetHorizon:
+		e.born = 0
+	case int32(ms-e.born) < 0:
+		// A stamp from before the birth (a coordinator whose clock is behind the one
+		// that stamped the first operation): the counter was born no later than it.
+		// Every replica of the partition receives the same early operations, so
+		// their births converge on the earliest stamp.
+		e.born = ms
+	}
+	c = saturatingAdd(c, n)
+	e.count, e.sec = c, stamp
+	return c, e.born
+}
+
+// probe looks for the key (lo, hi, label) in its window of slots at now, with s.mu held. When
+// the key holds a slot, probe returns it with its count decayed to now and the second of that
+// count; otherwise e is nil and j is the slot a new counter takes: the first empty one, else the
+// one with the smallest count (an eviction), and probe counts the insert.
+func (s *shard) probe(h uint64, lo, hi, label, now uint32) (e *slot, c, stamp uint32, j int) {
 	size := uint32(len(s.slots))
 	i := start(h, size)
 	free, victim := -1, -1
 	var victimCount uint32
 	for range Window {
-		e := &s.slots[i]
-		c, stamp := decay(e.count, e.sec, now)
-		if e.count != 0 && e.tokLo == lo && e.tokHi == hi && e.label == label {
-			switch {
-			case c == 0:
-				s.inserts++
-				e.born = ms
-			case e.born == 0:
-			case int32(ms-e.born) > onsetHorizon:
-				e.born = 0
-			case int32(ms-e.born) < 0:
-				// A stamp from before the birth (a coordinator whose clock is behind the one
-				// that stamped the first operation): the counter was born no later than it.
-				// Every replica of the partition receives the same early operations, so
-				// their births converge on the earliest stamp.
-				e.born = ms
-			}
-			c = saturatingAdd(c, n)
-			e.count, e.sec = c, stamp
-			return c, e.born
+		sl := &s.slots[i]
+		c, stamp := decay(sl.count, sl.sec, now)
+		if sl.count != 0 && sl.tokLo == lo && sl.tokHi == hi && sl.label == label {
+			return sl, c, stamp, int(i)
 		}
 		switch {
 		case c == 0:
@@ -297,14 +335,25 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms u
 			i = 0
 		}
 	}
-	j := free
+	j = free
 	if j < 0 {
 		j = victim
 		s.evictions++
 	}
 	s.inserts++
-	s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now, born: ms}
-	return n, ms
+	return nil, 0, 0, j
+}
+
+// learn implements Learn with s.mu held: the key's counter becomes the larger of its decayed
+// count and count, and its birth born.
+func (s *shard) learn(h uint64, token int64, label uint32, count, now, born uint32) {
+	lo, hi := uint32(token), uint32(uint64(token)>>32)
+	e, c, stamp, j := s.probe(h, lo, hi, label, now)
+	if e == nil {
+		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: count, sec: now, born: born}
+		return
+	}
+	e.count, e.sec, e.born = max(c, count), stamp, born
 }
 
 // peek implements Peek with s.mu held.

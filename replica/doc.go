@@ -31,8 +31,10 @@
 // live cell; INSERT writes a marker and UPDATE does not, so a row created by
 // UPDATE disappears when its last cell is deleted.
 //
-// Shadowed data and tombstones are never purged (there is no gc_grace
-// compaction filter yet); they cost space, not correctness.
+// Tombstones are purged (purge.go) once older than their table's
+// gc_grace_seconds and than the last repair of all the table's ranges, with
+// the data they shadow; data shadowed by tombstones still kept is dropped
+// by the same pass.
 //
 // # The handler
 //

@@ -25,6 +25,10 @@ const (
 
 	// noRejection marks an admitted or account-only operation.
 	noRejection rejecter = numRejecters
+	// wouldRejectBy + r marks an operation admitted because its table's limit is in shadow
+	// mode, which enforce mode would have rejected with r (byCoordinator or byReplica) as
+	// the rejecter.
+	wouldRejectBy rejecter = numRejecters + 1
 )
 
 func (r rejecter) String() string {
@@ -57,8 +61,10 @@ type hotSet struct {
 type hotEntry struct {
 	count uint32 // the partition's counter at its last update, as of second sec
 	sec   uint32 // low 32 bits of the unix second count and rejected are as of
-	// rejected counts rejections by rejecter, halved every second like count.
-	rejected [numRejecters]uint32
+	// rejected counts rejections by rejecter, halved every second like count, and
+	// wouldReject the shadow mode's would-be rejections.
+	rejected    [numRejecters]uint32
+	wouldReject [numRejecters]uint32
 	// key is the serialized partition key (partitioner.AppendKey); empty while unknown (a
 	// partition key is never empty).
 	key []byte
@@ -74,6 +80,7 @@ func (e *hotEntry) decayTo(sec uint32) {
 	e.count = shiftDown(e.count, d)
 	for i := range e.rejected {
 		e.rejected[i] = shiftDown(e.rejected[i], d)
+		e.wouldReject[i] = shiftDown(e.wouldReject[i], d)
 	}
 	e.sec = sec
 }
@@ -125,13 +132,17 @@ func (h *hotSet) update(token int64, count uint32, by rejecter, pk [][]byte, now
 		}
 		h.tokens[i] = token
 		e := &h.entries[i]
-		e.count, e.sec, e.rejected, e.key = 0, sec, [numRejecters]uint32{}, e.key[:0]
+		e.count, e.sec, e.rejected, e.wouldReject, e.key = 0, sec, [numRejecters]uint32{}, [numRejecters]uint32{}, e.key[:0]
 	}
 	e := &h.entries[i]
 	e.decayTo(sec)
 	e.count = count
-	if by < numRejecters {
+	switch {
+	case by < numRejecters:
 		e.rejected[by] = uint32(min(uint64(e.rejected[by])+HotSample, math.MaxUint32))
+	case by >= wouldRejectBy && by < wouldRejectBy+numRejecters:
+		i := by - wouldRejectBy
+		e.wouldReject[i] = uint32(min(uint64(e.wouldReject[i])+HotSample, math.MaxUint32))
 	}
 	if len(e.key) == 0 && pk != nil {
 		e.key = partitioner.AppendKey(e.key[:0], pk)
@@ -167,10 +178,11 @@ func (h *hotSet) appendTokens(dst []int64) []int64 {
 
 // hotSnapshot is one entry of a hotSet as of a second.
 type hotSnapshot struct {
-	token    int64
-	count    uint32 // the counter at the last update, decayed
-	rejected [numRejecters]uint32
-	key      []byte // a copy; nil when unknown
+	token       int64
+	count       uint32 // the counter at the last update, decayed
+	rejected    [numRejecters]uint32
+	wouldReject [numRejecters]uint32
+	key         []byte // a copy; nil when unknown
 }
 
 // snapshot appends copies of the entries, decayed to now's second, that still count anything.
@@ -181,10 +193,10 @@ func (h *hotSet) snapshot(dst []hotSnapshot, now time.Time) []hotSnapshot {
 	for i := range h.n {
 		e := h.entries[i] // a copy: snapshots never decay the stored entries
 		e.decayTo(sec)
-		if e.count == 0 && e.rejected == [numRejecters]uint32{} {
+		if e.count == 0 && e.rejected == [numRejecters]uint32{} && e.wouldReject == [numRejecters]uint32{} {
 			continue
 		}
-		s := hotSnapshot{token: h.tokens[i], count: e.count, rejected: e.rejected}
+		s := hotSnapshot{token: h.tokens[i], count: e.count, rejected: e.rejected, wouldReject: e.wouldReject}
 		if len(e.key) > 0 {
 			s.key = bytes.Clone(e.key)
 		}

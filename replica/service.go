@@ -164,7 +164,7 @@ func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*re
 		return mutateError(code, err.Error()), nil
 	}
 	s.metrics.requests[reqWrite][statusOK].Add(1)
-	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}, nil
+	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK, WouldReject: d.WouldReject}, nil
 }
 
 // Read serves req, a read of one partition, unless the limiter rejects it.
@@ -196,6 +196,7 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 		return readError(s.classify(err, "read", t), err.Error()), nil
 	}
 	s.metrics.requests[reqRead][statusOK].Add(1)
+	resp.WouldReject = d.WouldReject
 	return resp, nil
 }
 
@@ -204,6 +205,9 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 // this node does not know (its schema lags) or without a limit for the op
 // are skipped; a malformed delta fails the whole batch and counts nothing.
 func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
+	if resp := s.refuseDeltaCounts(req); resp != nil {
+		return resp, nil
+	}
 	ops := make([]schema.Op, len(req.GetDeltas()))
 	for i, d := range req.GetDeltas() {
 		op, err := opFromWire(d.GetOp())
@@ -334,10 +338,20 @@ func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode partit
 	if st == nil {
 		return d, nil
 	}
-	if d.Admitted {
+	if !d.Admitted && t.RateLimit.Mode == schema.Shadow {
+		// Shadow mode: decided exactly as in enforce mode, and admitted; the would-be
+		// rejection is counted and reported instead (the coordinator warns the client).
+		d.Admitted, d.WouldReject, d.RetryAfter = true, true, 0
+		st.wouldReject.Add(1)
+	}
+	switch {
+	case d.WouldReject:
+		st.admitted.Add(1)
+		by = wouldRejectBy + by
+	case d.Admitted:
 		st.admitted.Add(1)
 		by = noRejection
-	} else {
+	default:
 		st.rejected[by].Add(1)
 	}
 	if isHot(d.Count, limit) && sampled(d.Count) {
@@ -409,6 +423,7 @@ func mutateRateLimited(d partitionlimit.Decision) *replicapb.MutateResponse {
 		rl   replicapb.RateLimited
 	})
 	r.rl.Count, r.rl.Limit, r.rl.RetryAfterMillis = d.Count, d.Limit, retryAfterMillis(d.RetryAfter)
+	r.rl.BornUnixMillis = bornMillis(d)
 	r.resp.Status, r.resp.RateLimited = replicapb.Status_STATUS_RATE_LIMITED, &r.rl
 	return &r.resp
 }
@@ -420,8 +435,18 @@ func readRateLimited(d partitionlimit.Decision) *replicapb.ReadResponse {
 		rl   replicapb.RateLimited
 	})
 	r.rl.Count, r.rl.Limit, r.rl.RetryAfterMillis = d.Count, d.Limit, retryAfterMillis(d.RetryAfter)
+	r.rl.BornUnixMillis = bornMillis(d)
 	r.resp.Status, r.resp.RateLimited = replicapb.Status_STATUS_RATE_LIMITED, &r.rl
 	return &r.resp
+}
+
+// bornMillis returns the counter's birth a rejection carries (replicapb.RateLimited
+// .born_unix_millis): 0 for a counter past its onset.
+func bornMillis(d partitionlimit.Decision) int64 {
+	if d.Born.IsZero() {
+		return 0
+	}
+	return d.Born.UnixMilli()
 }
 
 func mutateError(code replicapb.Error_Code, msg string) *replicapb.MutateResponse {

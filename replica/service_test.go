@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,10 @@ func TestServiceEnforcesWriteLimit(t *testing.T) {
 	if rl.GetCount() != 11 || rl.GetLimit() != 5 || rl.GetRetryAfterMillis() != 750 {
 		t.Errorf("rejection carries count=%d limit=%d retry_after_millis=%d, want 11, 5 and 750 (to the next second boundary)",
 			rl.GetCount(), rl.GetLimit(), rl.GetRetryAfterMillis())
+	}
+	// The counter is young: the rejection carries its birth, for a coordinator to learn.
+	if got, want := rl.GetBornUnixMillis(), clock.t.UnixMilli(); got != want {
+		t.Errorf("rejection carries born_unix_millis=%d, want %d (the counter's first write)", got, want)
 	}
 	if n := countRows(t, svc); n != 10 {
 		t.Errorf("after 10 admitted writes and a rejected one the partition has %d rows, want 10 (a rejection writes nothing)", n)
@@ -318,6 +323,51 @@ func TestServiceAccountDelta(t *testing.T) {
 	}
 	if c := svc.Count(testTableID, token, schema.OpRead, clock.t); c != 30 {
 		t.Errorf("after a rejected batch the read counter is %d, want still 30", c)
+	}
+	// Issue 18's flood: one delta of 2^32-1 made the partition reject every write for 19 s. A
+	// count no coordinator can have offered between two propagations is refused, and the batch
+	// counts nothing.
+	for _, n := range []uint32{MaxAccountDeltaCount + 1, 1<<32 - 1} {
+		resp, _ = svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
+			{TableId: testTableID, Token: token, Op: replicapb.Op_OP_READ, Count: 5},
+			{TableId: testTableID, Token: token, Op: replicapb.Op_OP_READ, Count: n},
+		}})
+		if resp.Status != replicapb.Status_STATUS_ERROR || resp.Error.GetCode() != replicapb.Error_BAD_REQUEST ||
+			!strings.Contains(resp.Error.GetMessage(), "delta 1") || !strings.Contains(resp.Error.GetMessage(), strconv.Itoa(MaxAccountDeltaCount)) {
+			t.Errorf("AccountDelta with a count of %d returned %v, want BAD_REQUEST naming delta 1 and the bound %d", n, resp, MaxAccountDeltaCount)
+		}
+		if c := svc.Count(testTableID, token, schema.OpRead, clock.t); c != 30 {
+			t.Errorf("after a delta of %d was refused the read counter is %d, want still 30", n, c)
+		}
+	}
+	// The bound holds per partition over the batch: deltas repeating one partition add up (a
+	// batch of 4,096 bounded deltas to one partition set its counter to 2^32-1), while the same
+	// counts spread over partitions and ops are each within it.
+	half := uint32(MaxAccountDeltaCount/2 + 1)
+	resp, _ = svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
+		{TableId: testTableID, Token: token, Op: replicapb.Op_OP_READ, Count: half},
+		{TableId: testTableID, Token: token + 1, Op: replicapb.Op_OP_READ, Count: half},
+		{TableId: testTableID, Token: token, Op: replicapb.Op_OP_READ, Count: half},
+	}})
+	if resp.Status != replicapb.Status_STATUS_ERROR || resp.Error.GetCode() != replicapb.Error_BAD_REQUEST || !strings.Contains(resp.Error.GetMessage(), "delta 2") {
+		t.Errorf("AccountDelta repeating one partition with two counts of %d returned %v, want BAD_REQUEST naming delta 2", half, resp)
+	}
+	if c := svc.Count(testTableID, token, schema.OpRead, clock.t); c != 30 {
+		t.Errorf("after a repeated partition's batch was refused the read counter is %d, want still 30", c)
+	}
+	resp, _ = svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
+		{TableId: testTableID, Token: token + 1, Op: replicapb.Op_OP_READ, Count: half},
+		{TableId: testTableID, Token: token + 2, Op: replicapb.Op_OP_READ, Count: half},
+		{TableId: testTableID, Token: token + 1, Op: replicapb.Op_OP_WRITE, Count: half},
+	}})
+	if resp.Status != replicapb.Status_STATUS_OK {
+		t.Errorf("AccountDelta with counts of %d on distinct partitions and ops returned %v, want STATUS_OK", half, resp)
+	}
+	resp, _ = svc.AccountDelta(ctx, &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{
+		{TableId: testTableID, Token: token, Op: replicapb.Op_OP_READ, Count: MaxAccountDeltaCount},
+	}})
+	if resp.Status != replicapb.Status_STATUS_OK {
+		t.Errorf("AccountDelta with a count of exactly %d returned %v, want STATUS_OK", MaxAccountDeltaCount, resp)
 	}
 	if err := svc.ApplyAccountDelta(999, token, schema.OpRead, 1, clock.t); !errors.Is(err, ErrUnknownTable) {
 		t.Errorf("ApplyAccountDelta on an unknown table returned %v, want ErrUnknownTable", err)

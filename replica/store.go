@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -24,6 +25,11 @@ type Store struct {
 	stalls    stalls
 	// tombstoneFailure is Options.TombstoneFailureThreshold.
 	tombstoneFailure uint32
+	// now stamps tombstones with their local deletion time: time.Now, but for tests.
+	now func() time.Time
+
+	// stripes serialise a partition's tombstone purge with writes to it (purge.go).
+	stripes purgeStripes
 
 	// closeMu keeps Close from closing the database under a metrics scrape.
 	closeMu sync.RWMutex
@@ -36,7 +42,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	opts.EnsureDefaults()
-	s := &Store{writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold}
+	s := &Store{writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold, now: time.Now}
 	po := opts.pebbleOptions()
 	po.EventListener = s.eventListener(pebbleLogger{opts.Logger})
 	db, err := pebble.Open(dir, po)
@@ -90,6 +96,13 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 		return badRequest(t, "mutation writes nothing: no rows, range tombstones or partition deletion")
 	}
 	var pkBuf, keyBuf, valBuf [128]byte
+	var local int64 // the local deletion time of the mutation's tombstones, read once
+	deletedAt := func() int64 {
+		if local == 0 {
+			local = s.now().UnixNano()
+		}
+		return local
+	}
 	pk, err := serializePartitionKey(t, pkBuf[:0], m.PartitionKey, m.Token)
 	if err != nil {
 		return err
@@ -105,7 +118,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			return badRequest(t, "partition deletion: %v", err)
 		}
 		key = append(key[:prefixLen], kindPartitionDeletion)
-		val = appendValue(val[:0], cell.Cell{Timestamp: *m.PartitionDeletion, Tombstone: true})
+		val = appendTombstone(val[:0], *m.PartitionDeletion, deletedAt())
 		if err := b.Merge(key, val, nil); err != nil {
 			return err
 		}
@@ -128,7 +141,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			continue
 		}
 		key = appendRangeTombstoneKey(t, key[:prefixLen], hi[prefixLen:], rt)
-		val = appendValue(val[:0], cell.Cell{Timestamp: rt.Timestamp, Tombstone: true})
+		val = appendTombstone(val[:0], rt.Timestamp, deletedAt())
 		if err := b.Merge(key, val, nil); err != nil {
 			return err
 		}
@@ -150,7 +163,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 				return badRequest(t, "row %d deletion: %v", i, err)
 			}
 			key = append(key[:rowLen], rowDeletion)
-			val = appendValue(val[:0], cell.Cell{Timestamp: *row.Deletion, Tombstone: true})
+			val = appendTombstone(val[:0], *row.Deletion, deletedAt())
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
 			}
@@ -183,13 +196,21 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			}
 			key = append(key[:rowLen], rowCell)
 			key = append(key, c.Column...)
-			val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value, Tombstone: c.Tombstone})
+			if c.Tombstone {
+				val = appendTombstone(val[:0], c.Timestamp, deletedAt())
+			} else {
+				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value})
+			}
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
 			}
 		}
 	}
-	if err := b.Commit(s.writeOpts); err != nil {
+	mu := s.stripes.of(m.Token) // a purge of the partition decides under it
+	mu.RLock()
+	err = b.Commit(s.writeOpts)
+	mu.RUnlock()
+	if err != nil {
 		return fmt.Errorf("replica: table %s: commit: %w", t.QualifiedName(), err)
 	}
 	return nil
@@ -213,6 +234,11 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 // error wrapping ErrTooManyTombstones. An invalid request returns an error
 // wrapping ErrBadRequest.
 func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
+	return s.readPartition(t, req, s.tombstoneFailure)
+}
+
+// readPartition is ReadPartition failing past threshold tombstones (0: no limit).
+func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, threshold uint32) (*replicapb.ReadResponse, error) {
 	if req.GetTableId() != uint64(t.ID) {
 		return nil, badRequest(t, "read is for table id %d", req.GetTableId())
 	}
@@ -271,7 +297,7 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
 	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows),
-		tc: tombstoneCount{t: t, req: req, threshold: s.tombstoneFailure, n: uint64(req.TombstonesScanned)}}
+		tc: tombstoneCount{t: t, req: req, threshold: threshold, n: uint64(req.TombstonesScanned)}}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
 		c, err := iterCell(it)

@@ -50,14 +50,16 @@ func (s *Service) TopPartitions(_ context.Context, req *replicapb.TopPartitionsR
 		for _, h := range snaps {
 			count := s.limits.Peek(h.token, st.label, now)
 			p := &replicapb.HotPartition{
-				TableId:                        uint64(k.table),
-				Op:                             replicapb.OpOf(k.op),
-				Token:                          h.token,
-				Count:                          count,
-				Limit:                          t.Limit(k.op),
-				OpsPerSecond:                   EstimateRate(count, now),
-				CoordinatorRejectionsPerSecond: EstimateRate(h.rejected[byCoordinator], now),
-				ReplicaRejectionsPerSecond:     EstimateRate(h.rejected[byReplica], now),
+				TableId:                         uint64(k.table),
+				Op:                              replicapb.OpOf(k.op),
+				Token:                           h.token,
+				Count:                           count,
+				Limit:                           t.Limit(k.op),
+				OpsPerSecond:                    EstimateRate(count, now),
+				CoordinatorRejectionsPerSecond:  EstimateRate(h.rejected[byCoordinator], now),
+				ReplicaRejectionsPerSecond:      EstimateRate(h.rejected[byReplica], now),
+				CoordinatorWouldRejectPerSecond: EstimateRate(h.wouldReject[byCoordinator], now),
+				ReplicaWouldRejectPerSecond:     EstimateRate(h.wouldReject[byReplica], now),
 			}
 			if h.key != nil {
 				p.PartitionKey = splitPartitionKey(h.key, len(t.PartitionKey))

@@ -118,3 +118,87 @@ func TestServiceTopPartitions(t *testing.T) {
 		t.Errorf("forty seconds later kvnode_limiter_hot_partitions = %v, want 0", got)
 	}
 }
+
+// TestServiceShadowMode: on a table whose write limit is in shadow mode, enforced writes and a
+// coordinator's checks past 2·limit are counted and decided as in enforce mode and admitted,
+// each saying it would have been rejected; kvnode_limiter_would_reject_total counts them, the
+// rejection metrics stay at zero, and TopPartitions shows them as would-be rejections by
+// rejecter. An ALTER back to enforce mode (a new schema) rejects at once.
+func TestServiceShadowMode(t *testing.T) {
+	s, _ := openMem(t)
+	tbl := testTable(t)
+	tbl.RateLimit = schema.RateLimit{MaxWritesPerSecond: 10, Mode: schema.Shadow}
+	sch := tables{testTableID: tbl}
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 250_000_000)}
+	svc, err := NewService(Config{Store: s, Schema: sch, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	enforce := limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.99)
+	would := 0
+	for i := range 60 {
+		resp, err := svc.Mutate(ctx, mutateReq(enforce, int32(i)))
+		if err != nil || resp.Status != replicapb.Status_STATUS_OK {
+			t.Fatalf("write %d in shadow mode: %v, %v; want STATUS_OK", i+1, resp, err)
+		}
+		if resp.WouldReject != (i >= 20) {
+			t.Errorf("write %d (counter %d, limit 10, draw 0.99): would_reject = %v, want %v", i+1, i+1, resp.WouldReject, i >= 20)
+		}
+		if resp.WouldReject {
+			would++
+		}
+	}
+	for i := range 40 {
+		d, err := svc.Check(testTableID, tokenOf("q"), schema.OpWrite, 0.99, clock.t)
+		if err != nil || !d.Admitted || d.WouldReject != (i >= 20) {
+			t.Fatalf("check %d in shadow mode = %+v, %v; want admitted, would reject %v", i+1, d, err, i >= 20)
+		}
+		if d.WouldReject {
+			would++
+		}
+	}
+	if n := countRows(t, svc); n != 60 {
+		t.Errorf("the partition has %d rows after 60 writes in shadow mode, want 60", n)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(svc.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got[mf.GetName()] += m.GetCounter().GetValue()
+		}
+	}
+	if got["kvnode_limiter_would_reject_total"] != float64(would) || got["kvnode_limiter_rejections_total"] != 0 {
+		t.Errorf("kvnode_limiter_would_reject_total = %v and kvnode_limiter_rejections_total = %v, want %d and 0",
+			got["kvnode_limiter_would_reject_total"], got["kvnode_limiter_rejections_total"], would)
+	}
+	resp, err := svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := float64(clock.t.Nanosecond()) / 1e9
+	wantRep, wantCoord := map[int64]float64{tokenOf("p"): 40 / (1 + f)}, map[int64]float64{tokenOf("q"): 20 / (1 + f)}
+	for _, p := range resp.Partitions {
+		if p.ReplicaRejectionsPerSecond != 0 || p.CoordinatorRejectionsPerSecond != 0 ||
+			math.Abs(p.ReplicaWouldRejectPerSecond-wantRep[p.Token]) > 1e-9 || math.Abs(p.CoordinatorWouldRejectPerSecond-wantCoord[p.Token]) > 1e-9 {
+			t.Errorf("hot partition %d: rejections %v/%v, would-reject %v/%v (coordinator/replica); want no rejections and would-reject %v/%v",
+				p.Token, p.CoordinatorRejectionsPerSecond, p.ReplicaRejectionsPerSecond, p.CoordinatorWouldRejectPerSecond, p.ReplicaWouldRejectPerSecond,
+				wantCoord[p.Token], wantRep[p.Token])
+		}
+	}
+	if len(resp.Partitions) != 2 {
+		t.Errorf("TopPartitions lists %d partitions, want p and q", len(resp.Partitions))
+	}
+
+	enforced := *tbl
+	enforced.RateLimit.Mode = schema.Enforce
+	sch[testTableID] = &enforced
+	if resp, _ := svc.Mutate(ctx, mutateReq(enforce, 100)); resp.Status != replicapb.Status_STATUS_RATE_LIMITED {
+		t.Errorf("a write after the table went back to enforce mode returned %v, want STATUS_RATE_LIMITED", resp)
+	}
+}

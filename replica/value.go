@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -14,10 +15,14 @@ import (
 // and for a live cell the value's canonical bytes. Row markers, row
 // tombstones and partition tombstones use the same format (a marker is a
 // value-less live cell, a tombstone has flagTombstone), so one merge operator
-// reconciles every key with cell.Merge.
+// reconciles every key with cell.Merge. A tombstone with flagLocalTime is
+// followed by the time this replica stored it (its local deletion time, in
+// nanoseconds since the Unix epoch, 8 bytes big-endian), which only the
+// purge reads (purge.go); tombstones written before it have none.
 const (
 	valueHeaderLen      = 9
 	flagTombstone  byte = 1 << 0
+	flagLocalTime  byte = 1 << 1
 )
 
 // errBadValue reports a stored value that does not decode.
@@ -37,10 +42,30 @@ func appendValue(dst []byte, c cell.Cell) []byte {
 	return dst
 }
 
+// appendTombstone appends the stored form of a tombstone written at ts and
+// stored on this replica at local (nanoseconds since the Unix epoch).
+func appendTombstone(dst []byte, ts, local int64) []byte {
+	dst = append(dst, flagTombstone|flagLocalTime)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
+	return binary.BigEndian.AppendUint64(dst, uint64(local))
+}
+
+// localTime returns the local deletion time of a stored tombstone, if it has
+// one.
+func localTime(v []byte) (int64, bool) {
+	if len(v) != valueHeaderLen+8 || v[0] != flagTombstone|flagLocalTime {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v[valueHeaderLen:])), true
+}
+
 // decodeValue decodes a stored value. The cell's Value aliases v and is
 // non-nil for a live cell.
 func decodeValue(v []byte) (cell.Cell, error) {
-	if len(v) < valueHeaderLen || v[0]&^flagTombstone != 0 {
+	if len(v) < valueHeaderLen || v[0]&^(flagTombstone|flagLocalTime) != 0 {
+		return cell.Cell{}, errBadValue
+	}
+	if v[0]&flagLocalTime != 0 && (v[0]&flagTombstone == 0 || len(v) != valueHeaderLen+8) {
 		return cell.Cell{}, errBadValue
 	}
 	c := cell.Cell{
@@ -86,7 +111,10 @@ func (m *lwwValueMerger) add(value []byte) error {
 	if err != nil {
 		return err
 	}
-	if cell.Wins(c, best) {
+	// Between equal cells (a tombstone stored twice, with different local
+	// deletion times), the larger stored bytes win, so the result is the
+	// same in any merge order; for tombstones that is the later local time.
+	if cell.Wins(c, best) || !cell.Wins(best, c) && bytes.Compare(value, m.best) > 0 {
 		m.best = append(m.best[:0], value...)
 	}
 	return nil

@@ -18,7 +18,7 @@ func (k *Keyspace) CreateStatement() string {
 
 // CreateStatement returns the CREATE TABLE statement that recreates t
 // (columns, primary key, the clustering order when a column is DESC and the
-// per_partition_rate_limit option; not its id or version), over several
+// per_partition_rate_limit and gc_grace_seconds options; not its id or version), over several
 // lines and ending in a semicolon.
 func (t *Table) CreateStatement() string {
 	var b strings.Builder
@@ -45,13 +45,17 @@ func (t *Table) CreateStatement() string {
 	}
 	if !t.RateLimit.IsZero() {
 		b.WriteString(with + OptionRateLimit + " = " + t.RateLimit.String())
+		with = "\n    AND "
 	}
+	b.WriteString(with + OptionGCGrace + " = " + strconv.FormatUint(uint64(t.GCGraceSeconds()), 10))
 	b.WriteString(";")
 	return b.String()
 }
 
 // String returns the limit as the per_partition_rate_limit map that sets
-// it: {'max_reads_per_second': 100}, or {} for no limits.
+// it: {'max_reads_per_second': 100}, or {} for no limits. The mode is
+// written when it is not the default: {'max_writes_per_second': 50,
+// 'mode': 'shadow'}.
 func (r RateLimit) String() string {
 	var parts []string
 	if r.MaxReadsPerSecond > 0 {
@@ -59,6 +63,9 @@ func (r RateLimit) String() string {
 	}
 	if r.MaxWritesPerSecond > 0 {
 		parts = append(parts, "'"+KeyMaxWrites+"': "+strconv.FormatUint(uint64(r.MaxWritesPerSecond), 10))
+	}
+	if r.Mode != Enforce {
+		parts = append(parts, "'"+KeyMode+"': '"+r.Mode.String()+"'")
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -28,7 +28,8 @@ func TestDescribe(t *testing.T) {
     k blob,
     v blob,
     PRIMARY KEY (k)
-) WITH per_partition_rate_limit = {'max_writes_per_second': 7};
+) WITH per_partition_rate_limit = {'max_writes_per_second': 7}
+    AND gc_grace_seconds = 864000;
 `},
 		{"DESCRIBE TABLE all_types", "ks", `CREATE TABLE ks.all_types (
     a text,
@@ -40,7 +41,8 @@ func TestDescribe(t *testing.T) {
     f blob,
     g timestamp,
     PRIMARY KEY ((a, b), c, d)
-) WITH per_partition_rate_limit = {'max_reads_per_second': 100, 'max_writes_per_second': 50};
+) WITH per_partition_rate_limit = {'max_reads_per_second': 100, 'max_writes_per_second': 50}
+    AND gc_grace_seconds = 864000;
 `},
 		{"DESCRIBE KEYSPACE", "Other", `CREATE KEYSPACE "Other" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};
 
@@ -48,7 +50,8 @@ CREATE TABLE "Other".kv (
     k blob,
     v blob,
     PRIMARY KEY (k)
-) WITH per_partition_rate_limit = {'max_writes_per_second': 7};
+) WITH per_partition_rate_limit = {'max_writes_per_second': 7}
+    AND gc_grace_seconds = 864000;
 `},
 	}
 	for _, tt := range tests {

@@ -15,6 +15,9 @@ const formatVersion = 1
 // descendingBit marks a DESC clustering column in its type byte.
 const descendingBit = 0x80
 
+// flagShadow marks, in a table's flags, a rate limit in shadow mode.
+const flagShadow = 2
+
 // Digest identifies the content of a schema: two nodes whose digests are
 // equal have the same schema (tombstones included).
 type Digest [16]byte
@@ -49,17 +52,24 @@ func (s *Schema) Digest() Digest {
 //	    name, version, flags (1 = dropped), replication factor
 //	count, then per table in (keyspace, name) order:
 //	    keyspace, name, id (8 bytes big-endian), keyspace version, version,
-//	    flags (1 = dropped); unless dropped:
+//	    flags (1 = dropped, 2 = rate limit in shadow mode); unless dropped:
 //	    partition key count, clustering count, column count,
 //	    per column (canonical order): name, type byte (with the bit
 //	    descendingBit set for a DESC clustering column);
-//	    max reads per second, max writes per second
+//	    max reads per second, max writes per second;
+//	    gc_grace_seconds when the flags have gcGraceBit (0x80)
 //
 // The clustering order was added to version 1 without a version bump: a
 // table with no DESC column encodes exactly as before (so its digest is
 // unchanged, and a schema written before still decodes, as ASC), and a node
 // that predates it rejects a DESC column as a bad type rather than read
-// its rows in the wrong order.
+// its rows in the wrong order. gc_grace_seconds was added the same way: a
+// table at the default encodes as before, and an older node refuses the
+// flag rather than ignore the option.
+//
+// The shadow mode flag was added the same way: a table in the default
+// (enforce) mode encodes as before, and a node that predates it rejects the
+// flag rather than enforce a limit meant to be tried.
 func (s *Schema) Encode() []byte {
 	if s.encoded == nil {
 		return New().Encode()
@@ -116,7 +126,14 @@ func appendTable(b []byte, t *Table) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(t.ID))
 	b = appendVersion(b, t.KeyspaceVersion)
 	b = appendVersion(b, t.Version)
-	b = append(b, flags(t.dropped))
+	f := flags(t.dropped)
+	if t.gcGraceSet {
+		f |= gcGraceBit
+	}
+	if !t.dropped && t.RateLimit.Mode == Shadow {
+		f |= flagShadow
+	}
+	b = append(b, f)
 	if t.dropped {
 		return b
 	}
@@ -132,8 +149,16 @@ func appendTable(b []byte, t *Table) []byte {
 		b = append(b, typ)
 	}
 	b = binary.AppendUvarint(b, uint64(t.RateLimit.MaxReadsPerSecond))
-	return binary.AppendUvarint(b, uint64(t.RateLimit.MaxWritesPerSecond))
+	b = binary.AppendUvarint(b, uint64(t.RateLimit.MaxWritesPerSecond))
+	if t.gcGraceSet {
+		b = binary.AppendUvarint(b, uint64(t.gcGrace))
+	}
+	return b
 }
+
+// gcGraceBit, in a table's flags byte, says that the table's gc_grace_seconds is not the default
+// and follows its rate limit (see Encode).
+const gcGraceBit = 0x80
 
 // errTruncated is the error for input that ends too early.
 var errTruncated = errors.New("truncated")
@@ -316,7 +341,12 @@ func decodeTable(d *decoder) (*Table, error) {
 	t := &Table{Keyspace: d.string(), Name: d.string(), ID: TableID(d.uint64())}
 	t.KeyspaceVersion = d.version()
 	t.Version = d.version()
-	t.dropped = d.flags()
+	f := d.byte()
+	// A dropped table carries no other flag.
+	if d.err == nil && (f&^(1|gcGraceBit|flagShadow) != 0 || (f&1 != 0 && f != 1)) {
+		d.fail("unknown table flags %#x", f)
+	}
+	t.dropped, t.gcGraceSet = f&1 != 0, f&gcGraceBit != 0
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -371,6 +401,19 @@ func decodeTable(d *decoder) (*Table, error) {
 		return nil, fmt.Errorf("table %q.%q: rate limit %d/%d is too large", t.Keyspace, t.Name, reads, writes)
 	}
 	t.RateLimit = RateLimit{MaxReadsPerSecond: uint32(reads), MaxWritesPerSecond: uint32(writes)}
+	if f&flagShadow != 0 {
+		t.RateLimit.Mode = Shadow
+	}
+	if t.gcGraceSet {
+		g := d.uvarint()
+		if d.err != nil {
+			return nil, d.err
+		}
+		if g > MaxGCGraceSeconds || g == DefaultGCGraceSeconds {
+			return nil, fmt.Errorf("table %q.%q: gc_grace_seconds %d is out of range or the default", t.Keyspace, t.Name, g)
+		}
+		t.gcGrace = uint32(g)
+	}
 	t.setColumns(cols, int(npk), int(nck))
 	return t, nil
 }

@@ -127,7 +127,8 @@ func TestDescribeClusteringOrder(t *testing.T) {
     c int,
     v text,
     PRIMARY KEY (k, c)
-) WITH CLUSTERING ORDER BY (c DESC);
+) WITH CLUSTERING ORDER BY (c DESC)
+    AND gc_grace_seconds = 864000;
 `},
 		{"mixed", `CREATE TABLE ks.mixed (
     k int,
@@ -136,7 +137,8 @@ func TestDescribeClusteringOrder(t *testing.T) {
     v text,
     PRIMARY KEY (k, c1, c2)
 ) WITH CLUSTERING ORDER BY (c1 ASC, c2 DESC)
-    AND per_partition_rate_limit = {'max_reads_per_second': 5};
+    AND per_partition_rate_limit = {'max_reads_per_second': 5}
+    AND gc_grace_seconds = 864000;
 `},
 		// All ASC is the default, which DESCRIBE leaves out, as Cassandra's does.
 		{"up", `CREATE TABLE ks.up (
@@ -145,7 +147,7 @@ func TestDescribeClusteringOrder(t *testing.T) {
     c2 text,
     v text,
     PRIMARY KEY (k, c1, c2)
-);
+) WITH gc_grace_seconds = 864000;
 `},
 	}
 	for _, tt := range tests {

@@ -136,10 +136,38 @@ type Column struct {
 
 // RateLimit is the per_partition_rate_limit option of a table: the most
 // operations per second one partition may take, per replica. 0 means no
-// limit for that kind of operation.
+// limit for that kind of operation. Mode says whether the limits reject
+// (Enforce, the default) or only report what they would reject (Shadow).
 type RateLimit struct {
 	MaxReadsPerSecond  uint32
 	MaxWritesPerSecond uint32
+	Mode               LimitMode
+}
+
+// LimitMode is how a table's per-partition rate limits act: the
+// per_partition_rate_limit key 'mode'.
+type LimitMode uint8
+
+// The modes.
+const (
+	// Enforce: operations over a partition's limit are rejected.
+	Enforce LimitMode = iota
+	// Shadow: every operation is counted and decided exactly as in Enforce
+	// mode, and none is rejected; the operations Enforce would reject are
+	// reported instead (a metric, the hot partitions, a warning to the
+	// client), so that a DBA can try a limit before enforcing it.
+	Shadow
+)
+
+// String returns "enforce" or "shadow", the values of the 'mode' key.
+func (m LimitMode) String() string {
+	switch m {
+	case Enforce:
+		return ModeEnforce
+	case Shadow:
+		return ModeShadow
+	}
+	return fmt.Sprintf("LimitMode(%d)", uint8(m))
 }
 
 // IsZero reports whether r limits nothing.
@@ -167,6 +195,10 @@ type Table struct {
 	Regular      []Column
 
 	RateLimit RateLimit
+
+	// gcGrace is the gc_grace_seconds option when gcGraceSet (see GCGraceSeconds).
+	gcGrace    uint32
+	gcGraceSet bool
 
 	Version Version // of the last CREATE, ALTER or DROP of the table
 	// KeyspaceVersion is the Version of the keyspace the table was created
@@ -549,6 +581,21 @@ func StatementName(stmt cql.Statement) string {
 		return "DESCRIBE"
 	case *cql.BatchStmt:
 		return "BATCH"
+	case *cql.CreateRoleStmt:
+		return "CREATE ROLE"
+	case *cql.AlterRoleStmt:
+		return "ALTER ROLE"
+	case *cql.DropRoleStmt:
+		return "DROP ROLE"
+	case *cql.GrantStmt:
+		if st, _ := stmt.(*cql.GrantStmt); st.Revoke {
+			return "REVOKE"
+		}
+		return "GRANT"
+	case *cql.ListRolesStmt:
+		return "LIST ROLES"
+	case *cql.ListPermissionsStmt:
+		return "LIST PERMISSIONS"
 	}
 	return fmt.Sprintf("%T", stmt)
 }

@@ -17,7 +17,17 @@ const OptionRateLimit = "per_partition_rate_limit"
 const (
 	KeyMaxReads  = "max_reads_per_second"
 	KeyMaxWrites = "max_writes_per_second"
+	KeyMode      = "mode"
 )
+
+// The values of the per_partition_rate_limit key 'mode' (LimitMode).
+const (
+	ModeEnforce = "enforce"
+	ModeShadow  = "shadow"
+)
+
+// validKeys names the per_partition_rate_limit keys, for error messages.
+const validKeys = "valid keys are '" + KeyMaxReads + "', '" + KeyMaxWrites + "' and '" + KeyMode + "'"
 
 // NewTable builds the table that a CREATE TABLE statement defines, in
 // keyspace (the statement's qualifier, or the current keyspace), with id
@@ -120,6 +130,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 		return nil, err
 	}
 	t.RateLimit = rl
+	if err := t.gcGraceOption(st.Options); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -217,6 +230,9 @@ func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
 	}
 	nt := *t
 	nt.RateLimit = rl
+	if err := nt.gcGraceOption(st.Options); err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
+	}
 	nt.Version = v
 	return &nt, nil
 }
@@ -236,8 +252,9 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 			if rl, err = ParseRateLimit(o.Value); err != nil {
 				return rl, err
 			}
+		case OptionGCGrace: // see gcGraceOption
 		default:
-			return rl, fmt.Errorf("unknown table option %s (supported: %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit)
+			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace)
 		}
 	}
 	return rl, nil
@@ -246,13 +263,14 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 // ParseRateLimit interprets the value of the per_partition_rate_limit
 // option: a map with the optional keys 'max_reads_per_second' and
 // 'max_writes_per_second', each a positive integer up to 2147483647 written
-// as a number (100) or as a string of digits ('100'). A missing key means no
-// limit for that kind of operation; {} means no limits.
+// as a number (100) or as a string of digits ('100'), and 'mode', the string
+// 'enforce' (the default) or 'shadow' (see LimitMode). A missing limit key
+// means no limit for that kind of operation; {} means no limits.
 //
 // Anything else is an error that names the key and the value: a value that
-// is not a map, an unknown or repeated key, and a value that is negative,
+// is not a map, an unknown or repeated key, a limit that is negative,
 // zero, a float, not a number, a number followed by other characters
-// ('10abc') or too large.
+// ('10abc') or too large, and a mode other than those two strings.
 func ParseRateLimit(v cql.Term) (RateLimit, error) {
 	m, ok := v.(*cql.MapLiteral)
 	if !ok {
@@ -264,8 +282,8 @@ func ParseRateLimit(v cql.Term) (RateLimit, error) {
 	for _, e := range m.Entries {
 		key, ok := e.Key.(*cql.Literal)
 		if !ok || key.Kind != cql.LitString {
-			return RateLimit{}, fmt.Errorf("%s: key %s (with value %s) is not a string; valid keys are '%s' and '%s'",
-				OptionRateLimit, describeValue(e.Key), describeValue(e.Value), KeyMaxReads, KeyMaxWrites)
+			return RateLimit{}, fmt.Errorf("%s: key %s (with value %s) is not a string; %s",
+				OptionRateLimit, describeValue(e.Key), describeValue(e.Value), validKeys)
 		}
 		if first, dup := seen[key.Value]; dup {
 			return RateLimit{}, fmt.Errorf("%s: key %s is given twice (values %s and %s)",
@@ -278,9 +296,16 @@ func ParseRateLimit(v cql.Term) (RateLimit, error) {
 			dst = &rl.MaxReadsPerSecond
 		case KeyMaxWrites:
 			dst = &rl.MaxWritesPerSecond
+		case KeyMode:
+			m, err := parseLimitMode(e.Value)
+			if err != nil {
+				return RateLimit{}, fmt.Errorf("%s: '%s' = %w", OptionRateLimit, KeyMode, err)
+			}
+			rl.Mode = m
+			continue
 		default:
-			return RateLimit{}, fmt.Errorf("%s: unknown key %s (with value %s); valid keys are '%s' and '%s'",
-				OptionRateLimit, cql.QuoteString(key.Value), describeValue(e.Value), KeyMaxReads, KeyMaxWrites)
+			return RateLimit{}, fmt.Errorf("%s: unknown key %s (with value %s); %s",
+				OptionRateLimit, cql.QuoteString(key.Value), describeValue(e.Value), validKeys)
 		}
 		n, err := positiveInt(e.Value, MaxLimit, "a limit is a positive integer (leave the key out for no limit)")
 		if err != nil {
@@ -289,6 +314,22 @@ func ParseRateLimit(v cql.Term) (RateLimit, error) {
 		*dst = uint32(n)
 	}
 	return rl, nil
+}
+
+// parseLimitMode reads the value of the 'mode' key: the string 'enforce' or
+// 'shadow', exactly. Its errors begin with the value, for the caller to
+// prefix with the key.
+func parseLimitMode(v cql.Term) (LimitMode, error) {
+	if lit, ok := v.(*cql.Literal); ok && lit.Kind == cql.LitString {
+		switch lit.Value {
+		case ModeEnforce:
+			return Enforce, nil
+		case ModeShadow:
+			return Shadow, nil
+		}
+	}
+	return 0, fmt.Errorf("%s is not a mode; write '%s' (reject over the limit, the default) or '%s' (count and report, never reject)",
+		describeValue(v), ModeEnforce, ModeShadow)
 }
 
 // positiveInt reads an integer option value in 1..max, written as a number

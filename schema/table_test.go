@@ -88,7 +88,7 @@ func TestNewTableErrors(t *testing.T) {
 		{"CREATE TABLE t (a int, b int, PRIMARY KEY ((a, b), y))", "table ks.t: PRIMARY KEY names column y, which is not defined"},
 		{"CREATE TABLE t (a int, b int, PRIMARY KEY (a, a))", "table ks.t: column a appears twice in the PRIMARY KEY"},
 		{"CREATE TABLE t (PRIMARY KEY (a))", "table ks.t: no columns are defined"},
-		{"CREATE TABLE t (a int PRIMARY KEY) WITH comment = 'x'", "table ks.t: unknown table option comment (supported: per_partition_rate_limit)"},
+		{"CREATE TABLE t (a int PRIMARY KEY) WITH comment = 'x'", "table ks.t: unknown table option comment (supported: per_partition_rate_limit, gc_grace_seconds)"},
 		{"CREATE TABLE t (a int PRIMARY KEY) WITH per_partition_rate_limit = {} AND per_partition_rate_limit = {}", "table ks.t: option per_partition_rate_limit is given twice"},
 		{"CREATE TABLE \"t-1\" (a int PRIMARY KEY)", `table name "t-1" may contain only letters, digits and underscores`},
 		{"CREATE TABLE " + strings.Repeat("x", 49) + " (a int PRIMARY KEY)", "table name " + strings.Repeat("x", 49) + " is 49 characters long; the maximum is 48"},
@@ -120,9 +120,12 @@ var rateLimitCases = []struct {
 	{"{}", RateLimit{}},
 	{"{'max_reads_per_second': 100}", RateLimit{MaxReadsPerSecond: 100}},
 	{"{'max_writes_per_second': 7}", RateLimit{MaxWritesPerSecond: 7}},
-	{"{'max_reads_per_second': 1, 'max_writes_per_second': 2147483647}", RateLimit{1, 2147483647}},
-	{"{'max_writes_per_second': '50', 'max_reads_per_second': '0010'}", RateLimit{10, 50}},
+	{"{'max_reads_per_second': 1, 'max_writes_per_second': 2147483647}", RateLimit{MaxReadsPerSecond: 1, MaxWritesPerSecond: 2147483647}},
+	{"{'max_writes_per_second': '50', 'max_reads_per_second': '0010'}", RateLimit{MaxReadsPerSecond: 10, MaxWritesPerSecond: 50}},
 	{"{'max_reads_per_second': '+5'}", RateLimit{MaxReadsPerSecond: 5}},
+	{"{'max_writes_per_second': 50, 'mode': 'shadow'}", RateLimit{MaxWritesPerSecond: 50, Mode: Shadow}},
+	{"{'mode': 'enforce', 'max_reads_per_second': 9}", RateLimit{MaxReadsPerSecond: 9}},
+	{"{'mode': 'shadow'}", RateLimit{Mode: Shadow}},
 }
 
 // rateLimitErrors are the values it rejects, each with its own message that
@@ -132,9 +135,15 @@ var rateLimitErrors = []struct{ value, want string }{
 	{"5", "per_partition_rate_limit = 5 is not a map; write per_partition_rate_limit = {'max_reads_per_second': N, 'max_writes_per_second': M}, leaving out a key for no limit"},
 	{"'{}'", "per_partition_rate_limit = '{}' is not a map; write per_partition_rate_limit = {'max_reads_per_second': N, 'max_writes_per_second': M}, leaving out a key for no limit"},
 	// unknown key
-	{"{'max_read_per_second': 10}", "per_partition_rate_limit: unknown key 'max_read_per_second' (with value 10); valid keys are 'max_reads_per_second' and 'max_writes_per_second'"},
-	{"{'MAX_READS_PER_SECOND': 10}", "per_partition_rate_limit: unknown key 'MAX_READS_PER_SECOND' (with value 10); valid keys are 'max_reads_per_second' and 'max_writes_per_second'"},
-	{"{1: 10}", "per_partition_rate_limit: key 1 (with value 10) is not a string; valid keys are 'max_reads_per_second' and 'max_writes_per_second'"},
+	{"{'max_read_per_second': 10}", "per_partition_rate_limit: unknown key 'max_read_per_second' (with value 10); valid keys are 'max_reads_per_second', 'max_writes_per_second' and 'mode'"},
+	{"{'MAX_READS_PER_SECOND': 10}", "per_partition_rate_limit: unknown key 'MAX_READS_PER_SECOND' (with value 10); valid keys are 'max_reads_per_second', 'max_writes_per_second' and 'mode'"},
+	{"{1: 10}", "per_partition_rate_limit: key 1 (with value 10) is not a string; valid keys are 'max_reads_per_second', 'max_writes_per_second' and 'mode'"},
+	// a mode other than 'enforce' and 'shadow'
+	{"{'max_writes_per_second': 50, 'mode': 'dry-run'}", "per_partition_rate_limit: 'mode' = 'dry-run' is not a mode; write 'enforce' (reject over the limit, the default) or 'shadow' (count and report, never reject)"},
+	{"{'mode': 'SHADOW'}", "per_partition_rate_limit: 'mode' = 'SHADOW' is not a mode; write 'enforce' (reject over the limit, the default) or 'shadow' (count and report, never reject)"},
+	{"{'mode': 1}", "per_partition_rate_limit: 'mode' = 1 is not a mode; write 'enforce' (reject over the limit, the default) or 'shadow' (count and report, never reject)"},
+	{"{'mode': ''}", "per_partition_rate_limit: 'mode' = '' is not a mode; write 'enforce' (reject over the limit, the default) or 'shadow' (count and report, never reject)"},
+	{"{'mode': 'shadow', 'mode': 'enforce'}", "per_partition_rate_limit: key 'mode' is given twice (values 'shadow' and 'enforce')"},
 	// duplicated key
 	{"{'max_reads_per_second': 10, 'max_reads_per_second': 20}", "per_partition_rate_limit: key 'max_reads_per_second' is given twice (values 10 and 20)"},
 	// negative
@@ -195,12 +204,15 @@ func TestRateLimitOnCreateAndAlter(t *testing.T) {
 	}{
 		// ALTER replaces the whole map: a key it leaves out loses its limit.
 		{"{'max_writes_per_second': 20}", RateLimit{MaxWritesPerSecond: 20}},
-		{"{'max_reads_per_second': '30', 'max_writes_per_second': 40}", RateLimit{30, 40}},
+		{"{'max_reads_per_second': '30', 'max_writes_per_second': 40}", RateLimit{MaxReadsPerSecond: 30, MaxWritesPerSecond: 40}},
 		{"{}", RateLimit{}},
+		{"{'max_reads_per_second': 1}", RateLimit{MaxReadsPerSecond: 1}},
+		// Switching the mode: ALTER replaces the mode with the map, like the limits.
+		{"{'max_reads_per_second': 1, 'mode': 'shadow'}", RateLimit{MaxReadsPerSecond: 1, Mode: Shadow}},
 		{"{'max_reads_per_second': 1}", RateLimit{MaxReadsPerSecond: 1}},
 	}
 	tb, _ := s.Table("ks", "t")
-	if tb.RateLimit != (RateLimit{100, 50}) {
+	if tb.RateLimit != (RateLimit{MaxReadsPerSecond: 100, MaxWritesPerSecond: 50}) {
 		t.Fatalf("CREATE TABLE set %+v, want {100 50}", tb.RateLimit)
 	}
 	for i, step := range steps {
@@ -234,7 +246,7 @@ func TestRateLimitOnCreateAndAlter(t *testing.T) {
 			t.Errorf("ALTER TABLE t WITH per_partition_rate_limit = %s\n  error %v\n  want %q", tt.value, err, want)
 		}
 	}
-	if _, err := apply(s, "ALTER TABLE t WITH comment = 'x'", 100); err == nil || err.Error() != "table ks.t: unknown table option comment (supported: per_partition_rate_limit)" {
+	if _, err := apply(s, "ALTER TABLE t WITH comment = 'x'", 100); err == nil || err.Error() != "table ks.t: unknown table option comment (supported: per_partition_rate_limit, gc_grace_seconds)" {
 		t.Errorf("ALTER with an unknown option: error %v", err)
 	}
 	if _, err := apply(s, "ALTER TABLE nope WITH per_partition_rate_limit = {}", 100); !errors.Is(err, ErrUnknownTable) || err.Error() != "unknown table ks.nope" {

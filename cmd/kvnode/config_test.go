@@ -14,7 +14,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/admission"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/schema"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -52,6 +54,7 @@ func TestServeConfigFileThenFlags(t *testing.T) {
 	path := writeFile(t, "kvnode.yaml", `
 data_dir: /var/lib/kvnode
 addr: 10.0.0.1:9043
+internode_addr: 10.0.0.1:7000
 gossip_addr: 10.0.0.1:7946
 metrics_addr: ""
 seeds: [10.0.0.2:7946, 10.0.0.3:7946]
@@ -69,6 +72,7 @@ read_timeout: 4s
 schema_agreement_timeout: 20s
 max_timestamp_ahead: 72h
 max_mutation_size: 1048576
+max_statement_size: 65536
 shutdown_grace: 30s
 dc: eu-west
 rack: r1
@@ -79,11 +83,13 @@ rack: r1
 	if err != nil {
 		t.Fatal(err)
 	}
+	adm := (&admission.Config{}).EnsureDefaults() // derived from the machine
 	want := serveConfig{
 		Config: node.Config{
 			DataDir:                "/var/lib/kvnode", // from the file
 			Addr:                   "127.0.0.1:1",     // flag wins over the file
 			CQLAddr:                "127.0.0.1:9042",
+			InternodeAddr:          "10.0.0.1:7000", // from the file
 			GossipAddr:             "10.0.0.1:7946",
 			MetricsAddr:            "",
 			Seeds:                  []string{"a:1", "b:2"}, // flag
@@ -96,10 +102,23 @@ rack: r1
 			SchemaAgreementTimeout: 20 * time.Second,
 			MaxTimestampAhead:      72 * time.Hour,
 			MaxMutationSize:        2 << 20, // flag
+			MaxStatementSize:       65536,
 			ShutdownGrace:          30 * time.Second,
 			BatchlogReplayInterval: node.DefaultBatchlogReplayInterval,
+			ReloadInterval:         node.DefaultReloadInterval,
+			SchemaLimits:           schema.Limits{MaxColumnsPerTable: schema.DefaultMaxColumnsPerTable, MaxTablesPerKeyspace: schema.DefaultMaxTablesPerKeyspace, MaxSchemaSize: schema.DefaultMaxSchemaSize},
+			MaxGRPCConnections:     node.DefaultMaxGRPCConnections,
+			MaxConcurrentStreams:   node.DefaultMaxConcurrentStreams,
+			StreamThroughput:       node.DefaultStreamThroughput,
+			MaxHintWindow:          node.DefaultMaxHintWindow,
+			MaxHintsSizePerHost:    node.DefaultMaxHintsSizePerHost,
+			HintsThrottle:          node.DefaultHintsThrottle,
 			DataCenter:             "eu-west", // from the file
 			Rack:                   "r7",      // flag
+			MaxConcurrentRequests:  adm.MaxConcurrent,
+			MaxQueuedRequests:      adm.MaxQueued,
+			RequestQueueTimeout:    adm.QueueTimeout,
+			Authenticator:          node.AuthenticatorNone,
 		},
 		Sync:     true, // flag
 		LogLevel: slog.LevelDebug,
@@ -146,11 +165,18 @@ func TestServeConfigEveryFieldHasAFlag(t *testing.T) {
 func TestServeConfigRoundTrip(t *testing.T) {
 	in := serveConfig{
 		Config: node.Config{
-			DataDir: "/d", Addr: "h:1", CQLAddr: "h:4", GossipAddr: "h:2", MetricsAddr: "h:3", Seeds: []string{"s:1", "s:2"},
-			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20,
+			DataDir: "/d", Addr: "h:1", CQLAddr: "h:4", InternodeAddr: "h:5", GossipAddr: "h:2", MetricsAddr: "h:3", Seeds: []string{"s:1", "s:2"},
+			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20, CoordinatorLearning: true,
 			WriteTimeout: time.Millisecond, ReadTimeout: time.Minute, SchemaAgreementTimeout: time.Hour,
-			MaxMutationSize: 5, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,
+			MaxMutationSize: 5, MaxStatementSize: 11, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,
 			DataCenter: "dc2", Rack: "r9", BatchlogReplayInterval: 3 * time.Second, BatchlogReplayAge: 7 * time.Second,
+			TLSCert: "/c.pem", TLSKey: "/k.pem", TLSCA: "/ca.pem", MetricsTLS: true, GossipKeyFile: "/g", ReloadInterval: time.Minute,
+			SchemaLimits:       schema.Limits{MaxColumnsPerTable: 9, MaxTablesPerKeyspace: 8, MaxSchemaSize: 7},
+			MaxGRPCConnections: 6, MaxConcurrentStreams: 5,
+			StreamThroughput: 1 << 20,
+			MaxHintWindow:    time.Minute, MaxHintsSizePerHost: 17, HintsThrottle: 19,
+			MaxConcurrentRequests: 17, MaxQueuedRequests: 19, RequestQueueTimeout: 23 * time.Millisecond,
+			Authenticator: node.AuthenticatorPassword, SuperuserPasswordFile: "/etc/kvnode/superuser-password",
 		},
 		Sync: false, LogLevel: slog.LevelWarn,
 	}

@@ -43,6 +43,12 @@ Usage:
   kvnode demo [flags]      a local 3-node cluster showing a hot partition held to its limit
   kvnode toppartitions [flags]
                            the partitions the rate limiters see as hottest, per table
+  kvnode status [--json]   every node with its state, load, tokens and ownership
+  kvnode decommission      stream a node's ranges to their next owners and leave the ring
+  kvnode removenode HOST_ID
+                           re-replicate a dead node's ranges and remove it from the ring
+  kvnode repair [flags] [KEYSPACE[.TABLE]]
+                           make every replica of a node's ranges hold the same data
 
 Run 'kvnode <command> -h' for the command's flags.
 `
@@ -65,6 +71,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return demo.Run(ctx, args, stdout, stderr)
 	case "toppartitions":
 		return toppartitions.Run(ctx, args, stdout, stderr)
+	case "status":
+		return runStatus(ctx, args, stdout, stderr)
+	case "decommission":
+		return runDecommission(ctx, args, stdout, stderr)
+	case "removenode":
+		return runRemoveNode(ctx, args, stdout, stderr)
+	case "repair":
+		return runRepair(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -83,6 +83,9 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 			}
 			stmt, keyspace = p.Statement, p.Keyspace
 		} else {
+			if err := checkStatementSize(c.Text, fmt.Sprintf("statement %d of the BATCH", i+1), e.maxStatement); err != nil {
+				return cl, nil, coordinator.Result{}, err
+			}
 			var err error
 			if stmt, err = parseOne(c.Text); err != nil {
 				var ie *coordinator.InvalidError
@@ -138,6 +141,9 @@ type partitionWrites struct {
 // partition, with one timestamp for the writes without their own (clientTS when hasClientTS).
 // It returns the table of the first write, for the Observer.
 func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*schema.Write, stmts []cql.Statement, logged bool, cl coordinator.Consistency, clientTS int64, hasClientTS bool, timeout time.Duration) (*schema.Table, coordinator.Result, error) {
+	if err := e.authorizeWrites(ctx, writes); err != nil {
+		return nil, coordinator.Result{}, err
+	}
 	first := writes[0].Table
 	now := e.now()
 	var ts int64
@@ -231,7 +237,7 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		}
 	}
 	for _, g := range groups {
-		if err := e.writePartition(ctx, g.table, g.rf, g.m.Token, partitionWrite{m: g.m}, cl, e.now(), dl); err != nil {
+		if err := e.writePartition(ctx, g.table, g.rf, g.m.Token, partitionWrite{m: g.m, warnings: &res.Warnings}, cl, e.now(), dl); err != nil {
 			// The batchlog keeps the batch: its nodes replay it once it is old enough.
 			return first, coordinator.Result{}, err
 		}

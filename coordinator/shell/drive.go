@@ -83,21 +83,32 @@ func (e *Executor) begin(req *coordinator.Request, now time.Time, op coordinator
 	if !step.LocalCheck {
 		return step, nil
 	}
-	if st := req.Params().Stamp; !st.IsZero() {
-		now = st // the local counter accounts at the stamp the other replicas get
+	p := req.Params()
+	if !p.Stamp.IsZero() {
+		now = p.Stamp // the local counter accounts at the stamp the other replicas get
+	}
+	if p.Learned {
+		// Not a replica (learnedHot): the partition's learned copy decides.
+		d := e.learn.decide(key, op, p.Limit, draw, now)
+		return req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter}), nil
 	}
 	d, err := e.local.Check(key.table, key.token, op, draw, now)
 	if err != nil {
 		return coordinator.Step{}, fmt.Errorf("coordinator: local limiter check: %w", err)
 	}
-	return req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter}), nil
+	return req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter, WouldReject: d.WouldReject}), nil
 }
 
 // propagate hands the replicas that did not count a finished, limited operation to the
-// propagator (see propagator). Unaccounted is empty for unlimited and exempt operations.
+// propagator (see propagator), and keeps what the replicas' rejections taught this coordinator
+// when it is not one of them (see learner). Unaccounted is empty for unlimited and exempt
+// operations.
 func (e *Executor) propagate(req *coordinator.Request, op coordinator.Op, key partitionKey) {
 	if e.prop != nil && req.Done() {
 		e.prop.add(req.Unaccounted(), key.table, key.token, op)
+		if l, ok := req.Learn(); ok && e.learn != nil {
+			e.learn.learn(key, op, l)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
@@ -65,6 +66,12 @@ type Config struct {
 	// measures the partition's whole load. Nil disables propagation; with coordinators spread
 	// over the replicas the admitted rate then climbs toward RF × limit.
 	Deltas DeltaSender
+	// Learning lets a coordinator that is not a replica of a partition learn from its replicas'
+	// rejections that the partition is hot and reject further operations on it itself (see
+	// learner); it needs Deltas. Off by default: on real processes with skewed replica clocks
+	// it admitted 0.85–0.90 × the limit through a non-replica coordinator
+	// (test/e2e TestClockSkewHoldsTheLimit), below the 0.9 the simulator promised.
+	Learning bool
 	// PropagationInterval is how often deltas are flushed. Zero means
 	// DefaultPropagationInterval.
 	PropagationInterval time.Duration
@@ -80,6 +87,10 @@ type Config struct {
 	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
 	// is refused before any replica sees it. Zero means DefaultMaxMutationSize.
 	MaxMutationSize int
+	// MaxStatementSize bounds the text of one statement, in bytes (Execute's, Prepare's and
+	// each of a batch's unprepared children); a longer one is refused with an *InvalidError
+	// before it is parsed. Zero means DefaultMaxStatementSize.
+	MaxStatementSize int
 	// MaxTimestampAhead is how far ahead of Now a client's USING TIMESTAMP may be; a write
 	// beyond it is refused with an *InvalidError naming the bound. Zero means
 	// DefaultMaxTimestampAhead.
@@ -88,10 +99,16 @@ type Config struct {
 	// applied, so that they are applied whole even if this coordinator fails part way. Nil
 	// means none: such batches are then refused, never run with a weaker guarantee.
 	Batchlog Batchlog
+	// Hints keeps hints for the replicas that miss a write (hinted handoff; see HintSink). Nil
+	// means none: a replica that was down gets the write only from read repair or repair.
+	Hints HintSink
 	// BeforeBatchApply, when set, is called after a logged batch was stored in the batchlog and
 	// before any of its partitions is written; an error fails the batch there, as if this
 	// coordinator had died. For tests only.
 	BeforeBatchApply func() error
+	// Auth, when set, turns authentication and authorization on (auth.go): statements run as
+	// the role their context carries (auth.WithRole) and only with its grants. Nil: off.
+	Auth *AuthConfig
 }
 
 // DefaultTombstoneWarnThreshold is the default Config.TombstoneWarnThreshold: Cassandra's.
@@ -111,7 +128,7 @@ type Observer interface {
 	// writes that failed before: syntax errors, unknown tables). op is "read", "write",
 	// "schema" or "other" (USE, DESCRIBE); cl is "ONE", "QUORUM" or "ALL" ("" for schema and
 	// other); result is one of "ok", "rate_limited", "unavailable", "timeout", "failed",
-	// "invalid", "canceled" or "error". d is the time Execute took.
+	// "invalid" (an unauthorized statement among them), "canceled" or "error". d is the time Execute took.
 	OnRequest(keyspace, table, op, cl, result string, d time.Duration)
 	// OnRateLimited is called when an operation is rejected by a partition's rate limit;
 	// rejectedBy is "coordinator" or "replicas".
@@ -143,7 +160,10 @@ type Executor struct {
 	logger    *slog.Logger
 	observer  Observer
 	prop      *propagator // nil when propagation is off
+	learn     *learner    // nil when propagation is off
+	auth      *authorizer // nil when authentication is off
 
+	hints            HintSink // nil: no hinted handoff
 	batchlog         Batchlog // nil: no batchlog
 	beforeBatchApply func() error
 
@@ -151,6 +171,7 @@ type Executor struct {
 	pageBytes                 int           // ReadPageBytes
 	tombstoneWarn             int           // TombstoneWarnThreshold; negative: off
 	maxMutation               int           // bytes; see Config.MaxMutationSize
+	maxStatement              int           // bytes; see Config.MaxStatementSize
 	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
@@ -182,6 +203,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.ReadPageBytes is %d, want between 0 and %d", cfg.ReadPageBytes, uint32(math.MaxUint32))
 	case cfg.MaxMutationSize < 0:
 		return nil, fmt.Errorf("coordinator: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
+	case cfg.MaxStatementSize < 0:
+		return nil, fmt.Errorf("coordinator: Config.MaxStatementSize is %d, want ≥ 0", cfg.MaxStatementSize)
 	case cfg.MaxTimestampAhead < 0:
 		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
@@ -203,11 +226,16 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		tombstoneWarn: cfg.TombstoneWarnThreshold,
 		maxMutation:   cfg.MaxMutationSize,
 		maxAhead:      cfg.MaxTimestampAhead,
+		maxStatement:  cfg.MaxStatementSize,
 		inflight:      make(map[*flight]struct{}),
 	}
 	e.batchlog, e.beforeBatchApply = cfg.Batchlog, cfg.BeforeBatchApply
+	e.hints = cfg.Hints
 	if e.maxMutation == 0 {
 		e.maxMutation = DefaultMaxMutationSize
+	}
+	if e.maxStatement == 0 {
+		e.maxStatement = DefaultMaxStatementSize
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -233,7 +261,19 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	if e.maxAhead == 0 {
 		e.maxAhead = DefaultMaxTimestampAhead
 	}
+	if cfg.Auth != nil {
+		var err error
+		if e.auth, err = newAuthorizer(cfg.Auth); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Deltas != nil {
+		if cfg.Learning {
+			var err error
+			if e.learn, err = newLearner(e.now); err != nil {
+				return nil, fmt.Errorf("coordinator: %w", err)
+			}
+		}
 		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.now, e.logger)
 	}
 	return e, nil
@@ -324,7 +364,7 @@ func resultOf(err error) string {
 		return "timeout"
 	case *coordinator.FailureError:
 		return "failed"
-	case *coordinator.InvalidError:
+	case *coordinator.InvalidError, *auth.UnauthorizedError:
 		return "invalid"
 	}
 	switch {
@@ -346,16 +386,26 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	case !cl.Valid():
 		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
 	}
+	if req.Prepared == nil {
+		if err := checkStatementSize(req.Text, "this statement", e.maxStatement); err != nil {
+			return kindOther, cl, nil, coordinator.Result{}, err
+		}
+	}
 	stmt, keyspace, err := statement(&req)
 	if err != nil {
 		return kindOther, cl, nil, coordinator.Result{}, err
+	}
+	if e.auth != nil {
+		if err := e.authorize(ctx, stmt, keyspace); err != nil {
+			return kindOther, cl, nil, coordinator.Result{}, err
+		}
 	}
 	switch st := stmt.(type) {
 	case *cql.SelectStmt:
 		t, resp, err := e.executeSelect(ctx, st, keyspace, cl, &req)
 		return kindRead, cl, t, resp, err
 	case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
-		t, resp, err := e.executeWrite(ctx, st, keyspace, cl, &req)
+		t, resp, err := e.executeWrite(ctx, st, keyspace, cl, &req, nil)
 		return kindWrite, cl, t, resp, err
 	case *cql.BatchStmt:
 		t, resp, err := e.executeBatchStmt(ctx, st, keyspace, cl, &req)
@@ -367,7 +417,13 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt, *cql.DropKeyspaceStmt, *cql.CreateTableStmt, *cql.AlterTableStmt, *cql.DropTableStmt:
 		resp, err := e.executeDDL(ctx, st, keyspace)
+		if err == nil {
+			resp.Warnings = append(resp.Warnings, e.afterDDL(ctx, st, keyspace, resp)...)
+		}
 		return kindSchema, cl, nil, resp, err
+	case *cql.CreateRoleStmt, *cql.AlterRoleStmt, *cql.DropRoleStmt, *cql.GrantStmt, *cql.ListRolesStmt, *cql.ListPermissionsStmt:
+		resp, err := e.executeAuth(ctx, st, keyspace)
+		return kindOther, cl, nil, resp, err
 	case *cql.UseStmt:
 		resp, err := e.executeUse(st)
 		return kindOther, cl, nil, resp, err

@@ -67,3 +67,43 @@ func BenchmarkExecute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmitPreparedRejected measures the early rejection of a prepared write to a hot
+// partition (AdmitPrepared), beside Execute's rejection of the same prepared write.
+func BenchmarkAdmitPreparedRejected(b *testing.B) {
+	for _, early := range []bool{true, false} {
+		name := "Execute"
+		if early {
+			name = "AdmitPrepared"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := newCluster(b, options{draw: 0.99})
+			c.must(schemaRF3...)
+			c.must("CREATE TABLE ks.hot (k text, c int, v text, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 1}")
+			e := c.executors["n1"]
+			ctx := context.Background()
+			p, err := e.Prepare(ctx, "INSERT INTO hot (k, c, v) VALUES (?, ?, ?)", "ks")
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := coordinator.Statement{Prepared: p, Consistency: quorum, Values: []coordinator.Value{text("a"), intv(1), text("x")}}
+			for range 3 { // exhaust 2L; the clock stands still, so the counter never decays
+				e.Execute(ctx, req)
+			}
+			c.settle()
+			key := [][]byte{[]byte("a")}
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if early {
+					_, err = e.AdmitPrepared(ctx, p, quorum, key)
+				} else {
+					_, err = e.Execute(ctx, req)
+				}
+				if _, ok := err.(*coordinator.RateLimitError); !ok {
+					b.Fatalf("%v, want a rejection", err)
+				}
+			}
+		})
+	}
+}

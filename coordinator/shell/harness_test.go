@@ -49,10 +49,12 @@ type schemaManager struct {
 	mu    sync.Mutex // serialises changes
 	cur   atomic.Pointer[schema.Schema]
 	fail  error // returned by ApplyDDL when set
+	// system is system_auth's schema, whose tables replicas resolve beside the cluster's.
+	system *schema.Schema
 }
 
 func newSchemaManager(node string, c *clock) *schemaManager {
-	m := &schemaManager{node: node, clock: c}
+	m := &schemaManager{node: node, clock: c, system: shell.AuthSchema()}
 	m.cur.Store(schema.New())
 	return m
 }
@@ -60,7 +62,10 @@ func newSchemaManager(node string, c *clock) *schemaManager {
 func (m *schemaManager) Schema() *schema.Schema { return m.cur.Load() }
 
 func (m *schemaManager) TableByID(id schema.TableID) (*schema.Table, bool) {
-	return m.cur.Load().TableByID(id)
+	if t, ok := m.cur.Load().TableByID(id); ok {
+		return t, true
+	}
+	return m.system.TableByID(id) // system_auth's, as the node's schema holder does
 }
 
 func (m *schemaManager) ApplyDDL(_ context.Context, stmt cql.Statement, keyspace string) (bool, []string, error) {
@@ -320,8 +325,16 @@ type options struct {
 	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
 	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
 	maxMutation   int                  // the executors' MaxMutationSize; 0: the default
+	maxStatement  int                  // the executors' MaxStatementSize; 0: the default
 	// beforeBatchApply is the executors' BeforeBatchApply hook; nil: none.
 	beforeBatchApply func() error
+	// hints is the executors' HintSink; nil: none.
+	hints shell.HintSink
+	// propagate turns account propagation on, delivered through the transport every
+	// millisecond.
+	propagate bool
+	// auth is the executors' Auth; nil: authentication off.
+	auth *shell.AuthConfig
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -386,6 +399,12 @@ func newCluster(t testing.TB, o options) *cluster {
 			Batchlog:               batchlog{c.transport, c.ring},
 			BeforeBatchApply:       o.beforeBatchApply,
 			MaxMutationSize:        o.maxMutation,
+			MaxStatementSize:       o.maxStatement,
+			Hints:                  o.hints,
+			Deltas:                 c.deltas(o.propagate),
+			Learning:               o.propagate,
+			PropagationInterval:    time.Millisecond,
+			Auth:                   o.auth,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -394,6 +413,25 @@ func newCluster(t testing.TB, o options) *cluster {
 		c.executors[id] = e
 	}
 	return c
+}
+
+// deltas returns the transport as the executors' DeltaSender when propagation is on.
+func (c *cluster) deltas(on bool) shell.DeltaSender {
+	if !on {
+		return nil
+	}
+	return c.transport
+}
+
+// AccountDelta delivers a batch of propagated deltas to a replica service.
+func (t *transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
+	t.mu.Lock()
+	svc := t.services[to]
+	t.mu.Unlock()
+	if svc == nil {
+		return nil, fmt.Errorf("no node %s", to)
+	}
+	return svc.AccountDelta(ctx, overTheWire(req))
 }
 
 type describer string

@@ -37,6 +37,9 @@ func (e *Executor) Prepare(ctx context.Context, text, keyspace string) (*coordin
 	if closed {
 		return nil, ErrClosed
 	}
+	if err := checkStatementSize(text, "this statement", e.maxStatement); err != nil {
+		return nil, err
+	}
 	stmt, err := parseOne(text)
 	if err != nil {
 		return nil, err

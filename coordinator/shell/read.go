@@ -28,6 +28,9 @@ type readSpec struct {
 	after      [][]byte // set: start after this clustering key, in the read's order (a client's next page)
 	rf         int
 	cl         coordinator.Consistency
+	// warnings, when set, receives the client's warning for a read its table's limit in
+	// shadow mode would have rejected.
+	warnings *[]string
 }
 
 // executeSelect runs a SELECT at consistency cl, with req's values, page size and paging state.
@@ -84,6 +87,8 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		rf:         rf,
 		cl:         cl,
 	}
+	var warnings []string
+	spec.warnings = &warnings
 	now := e.now()
 	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout)))
 	if err != nil {
@@ -95,7 +100,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		next = encodePagingState(fingerprint, cur.returned+pageFull, rows[pageFull-1].Clustering)
 	}
 	res, err := rowsResult(r, rows)
-	res.PagingState = next
+	res.PagingState, res.Warnings = next, warnings
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
 			len(rows), tombstones, schema.FormatKey(r.Table.PartitionKey, r.PartitionKey), r.Table.QualifiedName(), e.tombstoneWarn)
@@ -233,6 +238,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 	if p.Limit > 0 {
 		p.Draw = e.draw()
 	}
+	e.learnedHot(&p, spec.table, spec.token)
 	req, err := e.newRequest(p)
 	if err != nil {
 		return nil, err
@@ -250,6 +256,9 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		}
 	}
 	e.propagate(req, coordinator.OpRead, partitionKey{spec.table.ID, spec.token})
+	if spec.warnings != nil {
+		*spec.warnings = appendShadowWarning(*spec.warnings, o, spec.table)
+	}
 	if err := e.outcomeErr(o, spec.table); err != nil {
 		return nil, err
 	}
@@ -305,7 +314,9 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 	if err != nil {
 		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
 	}
-	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
+	r := response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
+	r.WouldReject = resp.GetWouldReject()
+	return r
 }
 
 // rowsResult renders the rows of a read as the domain API's rows: the selected columns' values

@@ -16,25 +16,37 @@ import (
 )
 
 // executeWrite runs an INSERT, UPDATE or DELETE at consistency cl, with req's values and default
-// timestamp. It returns the table once the statement resolved it, for the Observer.
-func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+// timestamp. It returns the table once the statement resolved it, for the Observer. adm, when
+// not nil, is the statement's admission by AdmitPrepared: the write is bound against the schema
+// it was admitted with and sent with the admitted request, never counted again.
+func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement, adm *Admission) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
+	if adm != nil {
+		s = adm.s
+	}
 	w, err := s.BindWrite(stmt, keyspace, req.Values)
 	if err != nil {
+		adm.abandonIfAny()
 		return nil, coordinator.Result{}, invalid(stmt, err)
 	}
 	if !w.HasTimestamp && req.HasTimestamp {
 		w.Timestamp, w.HasTimestamp = req.Timestamp, true
 	}
 	now := e.now()
+	if adm != nil {
+		now = adm.now
+	}
 	if err := e.checkTimestamp(stmt, w, now); err != nil {
+		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err
 	}
 	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
+		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err
 	}
 	rf, err := replicationFactor(s, w.Table)
 	if err != nil {
+		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err
 	}
 	ts := w.Timestamp
@@ -43,8 +55,19 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	}
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
+	var res coordinator.Result
+	pw := partitionWrite{w: w, ts: ts, warnings: &res.Warnings}
+	if adm != nil {
+		if w.Table != adm.table || token != adm.token {
+			adm.abandon()
+			return w.Table, coordinator.Result{}, fmt.Errorf("coordinator: admitted write to %s bound to another partition (token %d, admitted %d)", w.Table.QualifiedName(), token, adm.token)
+		}
+		err := e.finishWrite(ctx, w.Table, rf, adm.replicas, token, pw, adm.req, adm.step, adm.dl)
+		return w.Table, res, err
+	}
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))
-	return w.Table, coordinator.Result{}, e.writePartition(ctx, w.Table, rf, token, partitionWrite{w: w, ts: ts}, cl, now, dl)
+	err = e.writePartition(ctx, w.Table, rf, token, pw, cl, now, dl)
+	return w.Table, res, err
 }
 
 // replicationFactor returns the replication factor of t's keyspace in s.
@@ -74,6 +97,9 @@ type partitionWrite struct {
 	ts int64
 	// exempt keeps the write out of the rate limiter: internal traffic (batchlog replay).
 	exempt bool
+	// warnings, when set, receives the client's warning for a write its table's limit in
+	// shadow mode would have rejected.
+	warnings *[]string
 }
 
 // mutation returns pw's mutation of the partition with the given token.
@@ -90,34 +116,63 @@ func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
 // consistency cl: the limiter counts it as one write of the partition.
 func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
 	var replicaBuf [8]coordinator.Replica
+	replicas := e.replicaSet(replicaBuf[:0], token, rf)
+	req, step, err := e.startWrite(t, replicas, token, pw.exempt, cl, now, dl)
+	if err != nil {
+		return err
+	}
+	return e.finishWrite(ctx, t, rf, replicas, token, pw, req, step, dl)
+}
+
+// startWrite builds the core request of a write to the partition of t with the given token and
+// starts it: the draw, and the local limiter's decision when this node is a replica. The step
+// carries the Outcome when the request ended there (rejected by the coordinator, unavailable).
+func (e *Executor) startWrite(t *schema.Table, replicas []coordinator.Replica, token int64, exempt bool, cl coordinator.Consistency, now, dl time.Time) (*coordinator.Request, coordinator.Step, error) {
 	p := coordinator.Params{
 		Op:          coordinator.OpWrite,
 		Consistency: cl,
 		Self:        e.self(),
-		Replicas:    e.replicaSet(replicaBuf[:0], token, rf),
+		Replicas:    replicas,
 		Limit:       t.Limit(coordinator.OpWrite),
 		Deadline:    dl,
-		Exempt:      pw.exempt,
+		Exempt:      exempt,
 	}
 	if p.Limit > 0 && !p.Exempt {
 		p.Draw = e.draw()
 	}
+	e.learnedHot(&p, t, token)
 	req, err := e.newRequest(p)
 	if err != nil {
-		return err
+		return nil, coordinator.Step{}, err
 	}
 	step, err := e.begin(req, now, coordinator.OpWrite, partitionKey{t.ID, token}, p.Draw)
 	if err != nil {
-		return err
+		return nil, coordinator.Step{}, err
 	}
+	return req, step, nil
+}
+
+// finishWrite sends a started write's mutation to the step's replicas (and to the partition's
+// pending replicas during a topology change), waits for the outcome, stores hints for the
+// replicas (of the rf in replicas) that did not acknowledge it, and hands the replicas that did
+// not count it to propagation.
+func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, rf int, replicas []coordinator.Replica, token int64, pw partitionWrite, req *coordinator.Request, step coordinator.Step, dl time.Time) error {
 	o := step.Outcome
 	if o == nil {
-		x := watch(e, mutateExchange{e.transport, pw.mutation(token)}, step.Sends, t, coordinator.OpWrite)
-		if o, err = e.await(ctx, req, step.Sends, x, dl, true); err != nil {
+		m := pw.mutation(token)
+		x, hw := e.hinted(watch(e, mutateExchange{e.transport, m}, step.Sends, t, coordinator.OpWrite), m, replicas, step.Sends)
+		var err error
+		o, err = e.await(ctx, req, step.Sends, x, dl, true)
+		hw.settle(o) // hints for the replicas that do not acknowledge it, once all have answered
+		if err != nil {
 			return err
 		}
+		e.writePending(ctx, token, rf, m, o, dl)
 	}
 	e.propagate(req, coordinator.OpWrite, partitionKey{t.ID, token})
+	if pw.warnings != nil {
+		*pw.warnings = appendShadowWarning(*pw.warnings, o, t)
+	}
 	return e.outcomeErr(o, t)
 }
 
@@ -209,7 +264,9 @@ func (x mutateExchange) call(ctx context.Context, s coordinator.Send) coordinato
 	if err != nil {
 		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
 	}
-	return response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), nil)
+	r := response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), nil)
+	r.WouldReject = resp.GetWouldReject()
+	return r
 }
 
 // limiterMode maps a Send's mode to the wire's.
@@ -233,6 +290,9 @@ func response(s coordinator.Send, st replicapb.Status, rl *replicapb.RateLimited
 		r.Status = coordinator.StatusRateLimited
 		r.Count = rl.GetCount()
 		r.RetryAfter = time.Duration(rl.GetRetryAfterMillis()) * time.Millisecond
+		if ms := rl.GetBornUnixMillis(); ms != 0 {
+			r.Born = time.UnixMilli(ms)
+		}
 	case replicapb.Status_STATUS_ERROR:
 		r.Status = coordinator.StatusFailed
 		r.Err = &coordinator.ReplicaError{Replica: s.To, Code: replicaErrorCode(rerr.GetCode()), Message: rerr.GetMessage()}

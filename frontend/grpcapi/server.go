@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internal/admission"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
@@ -31,6 +32,10 @@ type Config struct {
 	MessageLimit int
 	// LimitHint explains where MessageLimit comes from, for that error ("" for nothing).
 	LimitHint string
+	// Admission, when set, bounds the Execute calls the node runs at once and queues; one it
+	// has no room for is answered RESOURCE_EXHAUSTED with RetryInfo and ErrorInfo reason
+	// OVERLOADED. The node shares it with its other client front end. Nil means no bound.
+	Admission *admission.Controller
 }
 
 // Server is the client-facing gRPC service (kvnodepb.KVNode) of a node. Register it with
@@ -58,7 +63,11 @@ func (s *Server) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*kv
 	if err != nil {
 		return nil, ErrorStatus(err).Err()
 	}
+	if err := s.cfg.Admission.Acquire(ctx, client(ctx)); err != nil {
+		return nil, s.admit(err)
+	}
 	res, err := s.cfg.Executor.Execute(ctx, st)
+	s.cfg.Admission.Release()
 	if err != nil {
 		return nil, ErrorStatus(err).Err()
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -27,6 +28,8 @@ import (
 //     could not be reached, which may pass), INTERNAL (a replica rejected the request as
 //     malformed) or FAILED_PRECONDITION (too many tombstones: retrying fails the same way);
 //   - *coordinator.InvalidError: INVALID_ARGUMENT;
+//   - *auth.UnauthorizedError (the role lacks a permission): PERMISSION_DENIED;
+//     *auth.AuthenticationError (a failed login): UNAUTHENTICATED;
 //   - *coordinator.SchemaUnavailableError (a schema change without a majority): UNAVAILABLE;
 //   - CANCELED and DEADLINE_EXCEEDED for the context's errors, UNAVAILABLE after Close, an error's
 //     own status if it has one (GRPCStatus), INTERNAL for everything else.
@@ -41,6 +44,8 @@ func ErrorStatus(err error) *status.Status {
 		inv *coordinator.InvalidError
 		su  *coordinator.SchemaUnavailableError
 		gs  interface{ GRPCStatus() *status.Status }
+		ua  *auth.UnauthorizedError
+		ae  *auth.AuthenticationError
 	)
 	switch {
 	case err == nil:
@@ -60,6 +65,10 @@ func ErrorStatus(err error) *status.Status {
 		return failureStatus(fe)
 	case errors.As(err, &inv):
 		return status.New(codes.InvalidArgument, inv.Error())
+	case errors.As(err, &ua):
+		return status.New(codes.PermissionDenied, ua.Error())
+	case errors.As(err, &ae):
+		return status.New(codes.Unauthenticated, ae.Error())
 	case errors.As(err, &su):
 		return status.New(codes.Unavailable, err.Error())
 	case errors.As(err, &gs):

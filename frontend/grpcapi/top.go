@@ -37,6 +37,9 @@ type HotPartition struct {
 	// OpsPerSecond is the node's estimate of the partition's rate; the rejection rates are its
 	// coordinator-local and replica rejections.
 	OpsPerSecond, CoordinatorRejectionsPerSecond, ReplicaRejectionsPerSecond float64
+	// The would-reject rates are the same for a table whose limit is in shadow mode: what the
+	// node would have rejected, had the limit been enforced.
+	CoordinatorWouldRejectPerSecond, ReplicaWouldRejectPerSecond float64
 }
 
 // TopPartitions lists, per table, the partitions the cluster's limiters see as hottest now,
@@ -95,6 +98,8 @@ type hotMerge struct {
 	key              [][]byte
 	ops              float64
 	coordRej, repRej float64
+	coordWould       float64 // shadow mode's would-be rejections, merged alike
+	repWould         float64
 	nodes            int
 }
 
@@ -114,6 +119,8 @@ func mergeTopPartitions(s *schema.Schema, lists [][]HotPartition, keyspace strin
 			m.ops = max(m.ops, p.OpsPerSecond)
 			m.coordRej += p.CoordinatorRejectionsPerSecond
 			m.repRej = max(m.repRej, p.ReplicaRejectionsPerSecond)
+			m.coordWould += p.CoordinatorWouldRejectPerSecond
+			m.repWould = max(m.repWould, p.ReplicaWouldRejectPerSecond)
 			if m.key == nil && len(p.Key) > 0 {
 				m.key = p.Key
 			}
@@ -152,6 +159,7 @@ func mergeTopPartitions(s *schema.Schema, lists [][]HotPartition, keyspace strin
 			RejectedPerSecond:     rejected,
 			RejectedShare:         share,
 			Nodes:                 uint32(m.nodes),
+			WouldRejectPerSecond:  m.coordWould + m.repWould,
 		})
 	}
 	var out []*kvnodepb.TableTopPartitions

@@ -3,6 +3,7 @@ package native
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cqlwire"
 )
 
 // conn is one client connection. Its reader goroutine (serve) reads and decodes frames, answers
-// the handshake messages itself and starts a goroutine per statement; its writer goroutine
+// the handshake messages itself, answers a prepared write its executor rejects from the
+// partition key alone (admitExecute) and starts a goroutine per other statement; its writer goroutine
 // encodes the answers queued on out and writes them, batching whatever is queued into one
 // write. A token of sem is held from the moment a request is read until its answer is written:
 // at MaxInFlight tokens the reader stops reading.
@@ -42,6 +45,49 @@ type conn struct {
 	started   atomic.Bool
 	rateLimit atomic.Bool // the client opted in to SCYLLA_RATE_LIMIT_ERROR
 	keyspace  atomic.Pointer[string]
+
+	// fastKey holds the partition key values admitExecute reads; the reader's own.
+	fastKey [maxFastKey][]byte
+	// held are the answers the reader made itself (OPTIONS, REGISTER, early rejections), kept
+	// until no whole frame is left to read at once, then queued together: the writer wakes
+	// once for them and writes them in one go. The reader's own.
+	held []outFrame
+
+	login loginState // SASL PLAIN between STARTUP and AUTH_SUCCESS (auth.go)
+}
+
+// maxHeld bounds the answers the reader holds before queuing them.
+const maxHeld = 64
+
+// hold keeps the answer to the request on stream for flushHeld.
+func (c *conn) hold(stream int16, msg cqlwire.Message) {
+	if e, ok := msg.(*cqlwire.Error); ok {
+		c.srv.metrics.errorCount(e.Code).Inc()
+	}
+	c.held = append(c.held, outFrame{stream: stream, msg: msg, request: true})
+	if len(c.held) >= maxHeld {
+		c.flushHeld()
+	}
+}
+
+// flushHeld queues the held answers for the writer.
+func (c *conn) flushHeld() {
+	for i, f := range c.held {
+		c.send(f)
+		c.held[i] = outFrame{}
+	}
+	c.held = c.held[:0]
+}
+
+// frameBuffered reports whether br holds a whole frame, which the reader can read without
+// waiting for the client.
+func frameBuffered(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n < cqlwire.HeaderSize {
+		return false
+	}
+	hdr, err := br.Peek(cqlwire.HeaderSize)
+	return err == nil && n-cqlwire.HeaderSize >= int(binary.BigEndian.Uint32(hdr[5:9]))
 }
 
 // outFrame is one frame for the writer: a message on a stream with its warnings. A request's
@@ -125,18 +171,28 @@ const closeWriteTimeout = 5 * time.Second
 // read is the reader loop.
 func (c *conn) read() {
 	s := c.srv
-	fr := cqlwire.NewFrameReader(bufio.NewReaderSize(c.nc, 16<<10), cqlwire.ReaderOptions{MaxFrameSize: s.cfg.MaxFrameSize})
+	br := bufio.NewReaderSize(c.nc, 16<<10)
+	fr := cqlwire.NewFrameReader(br, cqlwire.ReaderOptions{MaxFrameSize: s.cfg.MaxFrameSize})
 	if s.cfg.HandshakeTimeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	}
 	var reqs sync.WaitGroup
 	defer reqs.Wait() // the request goroutines use the connection's channels until they return
+	defer c.flushHeld()
 	for {
 		// Backpressure: take the token before reading, so a connection at its limit is not read.
 		select {
 		case c.sem <- struct{}{}:
-		case <-c.done:
-			return
+		default:
+			c.flushHeld() // the held answers hold tokens: let the writer free them
+			select {
+			case c.sem <- struct{}{}:
+			case <-c.done:
+				return
+			}
+		}
+		if len(c.held) > 0 && !frameBuffered(br) {
+			c.flushHeld() // reading on may wait for the client: answer what is done first
 		}
 		h, body, err := fr.ReadFrame()
 		if err != nil {
@@ -152,15 +208,38 @@ func (c *conn) read() {
 			c.protocolError(h.Stream, fmt.Sprintf("stream %d, %v: the stream id is already in use by a request in flight", h.Stream, h.Opcode))
 			return
 		}
+		// A prepared write to a partition this node rejects is answered here, from the
+		// frame reader's buffer: no copy, no decoding beyond the partition key, no goroutine.
+		var adm *shell.Admission
+		if h.Opcode == cqlwire.OpExecute && c.started.Load() {
+			var answered bool
+			if answered, adm = c.admitExecute(h, body); answered {
+				continue
+			}
+		}
+		// A statement takes an execution slot of the node's admission control, or a place in
+		// its queue; a node with neither free refuses it here, before copying or decoding it.
+		var tk ticket
+		if c.started.Load() && isStatement(h.Opcode) {
+			if err := tk.take(s.cfg.Admission, c); err != nil {
+				adm.Abandon()
+				c.hold(h.Stream, s.errorMessage(c, err, request{}))
+				continue
+			}
+		}
 		// Statements run concurrently with the reading of the next frame, and the frame
 		// reader reuses its buffer: decode from a copy the request owns, once the byte budgets
 		// have room for it (else the connection is not read until they do).
 		n := int64(len(body))
 		if !acquireBoth(c.bytes, s.bytes, n, c.done) {
+			adm.Abandon()
+			tk.drop(s.cfg.Admission)
 			return
 		}
 		f, err := cqlwire.DecodeFrame(h, append([]byte(nil), body...))
 		if err != nil {
+			adm.Abandon()
+			tk.drop(s.cfg.Admission)
 			releaseBoth(c.bytes, s.bytes, n)
 			c.protocolError(h.Stream, err.Error())
 			return
@@ -179,20 +258,30 @@ func (c *conn) read() {
 		}
 		switch m := f.Message.(type) {
 		case cqlwire.Options:
-			c.answer(h.Stream, s.supported, nil)
+			c.hold(h.Stream, s.supported)
 		case *cqlwire.Startup:
 			c.protocolError(h.Stream, fmt.Sprintf("stream %d, STARTUP: the connection is already started", h.Stream))
 			return
 		case *cqlwire.Register:
-			c.answer(h.Stream, c.register(m), nil)
+			c.hold(h.Stream, c.register(m))
 		case *cqlwire.AuthResponse:
-			c.protocolError(h.Stream, fmt.Sprintf("stream %d, AUTH_RESPONSE: authentication is not enabled on this node", h.Stream))
+			c.authResponse(h.Stream, m) // a protocol error once started
 			return
 		default:
 			reqs.Add(1)
 			go func() {
 				defer reqs.Done()
-				msg, warnings := c.srv.execute(c, f)
+				var (
+					msg      cqlwire.Message
+					warnings []string
+				)
+				if err := tk.wait(c.ctx); err != nil {
+					adm.Abandon()
+					msg = s.errorMessage(c, err, request{})
+				} else {
+					msg, warnings = c.srv.execute(c, f, adm)
+					tk.drop(s.cfg.Admission)
+				}
 				releaseBoth(c.bytes, s.bytes, n)
 				size := answerSize(msg)
 				if !acquireBoth(c.bytes, s.bytes, size, c.done) {
@@ -220,11 +309,16 @@ func (c *conn) handshake(fr *cqlwire.FrameReader, f cqlwire.Frame) bool {
 			return false
 		}
 		c.rateLimit.Store(rateLimit)
+		if c.srv.cfg.Authenticator != nil {
+			return c.startAuth(fr, stream, comp)
+		}
 		c.started.Store(true)
 		c.nc.SetReadDeadline(time.Time{})
 		fr.SetCompression(comp)
 		c.send(outFrame{stream: stream, msg: cqlwire.Ready{}, request: true, compress: comp})
 		return true
+	case *cqlwire.AuthResponse:
+		return c.authResponse(stream, m)
 	}
 	c.protocolError(stream, fmt.Sprintf("stream %d, %v: the connection is not started: send STARTUP first (OPTIONS is allowed before it)", stream, f.Header.Opcode))
 	return false
@@ -232,6 +326,7 @@ func (c *conn) handshake(fr *cqlwire.FrameReader, f cqlwire.Frame) bool {
 
 // readFailed answers what made ReadFrame fail, when there is someone to answer.
 func (c *conn) readFailed(err error) {
+	c.flushHeld()
 	var (
 		ve *cqlwire.VersionError
 		pe *cqlwire.ProtocolError
@@ -260,6 +355,7 @@ func (c *conn) readFailed(err error) {
 // protocolError answers a malformed or unexpected frame with a PROTOCOL_ERROR on its stream and
 // closes the connection once that is written: after it, the byte stream cannot be trusted.
 func (c *conn) protocolError(stream int16, msg string) {
+	c.flushHeld() // answered before the connection closes
 	c.srv.metrics.errors.WithLabelValues(errorCodeName(cqlwire.ErrProtocol)).Inc()
 	c.send(outFrame{stream: stream, msg: &cqlwire.Error{Code: cqlwire.ErrProtocol, Message: msg}, closeErr: true})
 }
@@ -267,7 +363,7 @@ func (c *conn) protocolError(stream int16, msg string) {
 // answer queues the answer to the request on stream.
 func (c *conn) answer(stream int16, msg cqlwire.Message, warnings []string) {
 	if e, ok := msg.(*cqlwire.Error); ok {
-		c.srv.metrics.errors.WithLabelValues(errorCodeName(e.Code)).Inc()
+		c.srv.metrics.errorCount(e.Code).Inc()
 	}
 	c.send(outFrame{stream: stream, msg: msg, warnings: warnings, request: true})
 }
@@ -275,7 +371,7 @@ func (c *conn) answer(stream int16, msg cqlwire.Message, warnings []string) {
 // answerSized is answer for an answer whose size was taken from the byte budgets.
 func (c *conn) answerSized(stream int16, msg cqlwire.Message, warnings []string, size int64) {
 	if e, ok := msg.(*cqlwire.Error); ok {
-		c.srv.metrics.errors.WithLabelValues(errorCodeName(e.Code)).Inc()
+		c.srv.metrics.errorCount(e.Code).Inc()
 	}
 	c.send(outFrame{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size})
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/admission"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -25,6 +27,9 @@ import (
 //   - *coordinator.FailureError: Write_failure or Read_failure with the number of failures;
 //   - *coordinator.InvalidError: Syntax_error for a parse error, Already_exists (with the
 //     keyspace and table) for a keyspace or table that exists, Invalid otherwise;
+//   - *admission.OverloadedError (the node's admission control has no room): Overloaded, with
+//     the bounds reached and a retry hint;
+//   - *auth.UnauthorizedError (the role lacks a permission): Unauthorized (0x2100);
 //   - *coordinator.SchemaUnavailableError, shell.ErrClosed and the connection's end
 //     (context.Canceled): Overloaded, which drivers retry on another node;
 //   - anything else: Server_error with the error's message.
@@ -37,10 +42,17 @@ func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
 		inv *coordinator.InvalidError
 		su  *coordinator.SchemaUnavailableError
 		ex  *schema.ExistsError
+		ua  *auth.UnauthorizedError
 	)
 	cl := func(c coordinator.Consistency) cqlwire.Consistency { return wireConsistency(c, req.consistency) }
+	if e, ok := err.(*coordinator.RateLimitError); ok {
+		rl = e // the common case, found without errors.As's reflection
+	}
+	var oe *admission.OverloadedError
 	switch {
-	case errors.As(err, &rl):
+	case errors.As(err, &oe):
+		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: oe.Error()}
+	case rl != nil || errors.As(err, &rl):
 		m := &cqlwire.Error{Code: cqlwire.ErrConfig, Message: rl.Error()}
 		if c.rateLimit.Load() {
 			m.Code = cqlwire.ErrRateLimit
@@ -73,6 +85,8 @@ func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
 			m.DataPresent = fe.Received > 0
 		}
 		return m
+	case errors.As(err, &ua):
+		return &cqlwire.Error{Code: cqlwire.ErrUnauthorized, Message: ua.Error()}
 	case errors.As(err, &inv):
 		var syntax cql.ErrorList
 		switch {
@@ -161,6 +175,10 @@ func errorCodeName(c cqlwire.ErrorCode) string {
 		return "unprepared"
 	case cqlwire.ErrRateLimit:
 		return "rate_limit"
+	case cqlwire.ErrUnauthorized:
+		return "unauthorized"
+	case cqlwire.ErrBadCredentials:
+		return "bad_credentials"
 	}
 	return fmt.Sprintf("0x%04x", int32(c))
 }

@@ -88,18 +88,8 @@ func (h *hub) publish(m eventMask, ev *cqlwire.Event) {
 // Before a schema change is published, changed is called with it (the prepared statements of a
 // table that changed are dropped first, so that a driver re-preparing on the event gets the new
 // metadata). changed may be nil.
-func (h *hub) watch(ctx context.Context, ss SchemaSource, ts TopologySource, changed func(cqlwire.SchemaChange)) {
-	var (
-		schemaCh, topoCh <-chan struct{}
-		sch              *schema.Schema
-		peers            []Peer
-	)
-	if ss != nil {
-		schemaCh, sch = ss.SchemaChanged(), ss.Schema()
-	}
-	if ts != nil {
-		topoCh, peers = ts.Changed(), ts.Peers()
-	}
+func (h *hub) watch(ctx context.Context, ss SchemaSource, ts TopologySource, from watchFrom, changed func(cqlwire.SchemaChange)) {
+	schemaCh, topoCh, sch, peers := from.schemaCh, from.topoCh, from.sch, from.peers
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,6 +117,27 @@ func (h *hub) watch(ctx context.Context, ss SchemaSource, ts TopologySource, cha
 			peers = next
 		}
 	}
+}
+
+// watchFrom is where watch starts: the sources' change channels and current values. The server
+// takes it when it is created, before any client can register, so that a change made right after
+// New is an event rather than part of the starting point (a watch goroutine scheduled late had
+// folded the first CREATE KEYSPACE into its baseline).
+type watchFrom struct {
+	schemaCh, topoCh <-chan struct{}
+	sch              *schema.Schema
+	peers            []Peer
+}
+
+func startWatch(ss SchemaSource, ts TopologySource) watchFrom {
+	var w watchFrom
+	if ss != nil {
+		w.schemaCh, w.sch = ss.SchemaChanged(), ss.Schema()
+	}
+	if ts != nil {
+		w.topoCh, w.peers = ts.Changed(), ts.Peers()
+	}
+	return w
 }
 
 // schemaEvents returns the changes from old to next as the protocol describes them, keyspaces

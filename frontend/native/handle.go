@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cqlwire"
 )
 
@@ -89,12 +90,15 @@ type request struct {
 	batch       *cqlwire.BatchType  // a BATCH
 }
 
-// execute runs a QUERY, PREPARE, EXECUTE or BATCH and returns the answer and its warnings.
-func (s *Server) execute(c *conn, f cqlwire.Frame) (cqlwire.Message, []string) {
+// execute runs a QUERY, PREPARE, EXECUTE or BATCH and returns the answer and its warnings. adm,
+// when not nil, is the EXECUTE's admission by the limiter (admitExecute): it runs the statement.
+func (s *Server) execute(c *conn, f cqlwire.Frame, adm *shell.Admission) (cqlwire.Message, []string) {
+	defer adm.Abandon() // an admission not executed below
 	var (
 		res coordinator.Result
 		err error
 		req request
+		ok  bool
 	)
 	ctx := c.ctx
 	switch m := f.Message.(type) {
@@ -120,14 +124,20 @@ func (s *Server) execute(c *conn, f cqlwire.Frame) (cqlwire.Message, []string) {
 		}
 	case *cqlwire.Execute:
 		req.consistency = m.Params.Consistency
-		p, ok := s.prepared.get(m.ID)
-		if !ok {
+		var p *coordinator.Prepared
+		if adm != nil {
+			p = adm.Prepared() // the statement admitted, even if it was prepared again since
+		} else if p, ok = s.prepared.get(m.ID); !ok {
 			return unprepared(m.ID), nil
 		}
 		var st coordinator.Statement
 		if st, err = s.statement(c, &m.Params); err == nil {
 			st.Prepared = p
-			res, err = s.cfg.Executor.Execute(ctx, st)
+			if adm != nil {
+				res, err = adm.Execute(ctx, st)
+			} else {
+				res, err = s.cfg.Executor.Execute(ctx, st)
+			}
 		}
 		if err == nil {
 			return s.result(c, res, m.Params.SkipMetadata)

@@ -15,6 +15,7 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 	byOpcode    [256]prometheus.Counter // requests' children, resolved once
 	errors      *prometheus.CounterVec
+	byCode      map[cqlwire.ErrorCode]prometheus.Counter // errors' children of the common codes, resolved once
 }
 
 func newMetrics() *metrics {
@@ -30,6 +31,10 @@ func newMetrics() *metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts(opts("errors_total",
 			"Native protocol ERROR answers, by error code.")), []string{"code"}),
 	}
+	m.byCode = map[cqlwire.ErrorCode]prometheus.Counter{}
+	for _, code := range []cqlwire.ErrorCode{cqlwire.ErrRateLimit, cqlwire.ErrConfig, cqlwire.ErrOverloaded} {
+		m.byCode[code] = m.errors.WithLabelValues(errorCodeName(code))
+	}
 	for op := range 256 {
 		if cqlwire.Opcode(op).IsRequest() {
 			m.byOpcode[op] = m.requests.WithLabelValues(cqlwire.Opcode(op).String())
@@ -43,6 +48,14 @@ func (m *metrics) request(op cqlwire.Opcode) {
 	if c := m.byOpcode[op]; c != nil {
 		c.Inc()
 	}
+}
+
+// errorCount returns the counter of ERROR answers with code.
+func (m *metrics) errorCount(code cqlwire.ErrorCode) prometheus.Counter {
+	if c, ok := m.byCode[code]; ok {
+		return c
+	}
+	return m.errors.WithLabelValues(errorCodeName(code))
 }
 
 // Collector returns the server's metrics for the node's registry.

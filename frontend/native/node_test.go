@@ -29,6 +29,7 @@ func startNode(t *testing.T, seeds ...string) *node.Node {
 		DataDir:                filepath.Join(t.TempDir(), "n"),
 		Addr:                   "127.0.0.1:0",
 		CQLAddr:                "127.0.0.1:0",
+		InternodeAddr:          "127.0.0.1:0",
 		GossipAddr:             "127.0.0.1:0",
 		Seeds:                  seeds,
 		NoSync:                 true,
@@ -259,4 +260,63 @@ func TestRecreatedTableInvalidatesPreparedStatements(t *testing.T) {
 			return fmt.Errorf("answer %T, want Unprepared", m)
 		}
 	})
+}
+
+// TestPreparedWriteRejectedFromItsKey runs prepared writes on a real node that is the replica
+// of every partition: a write to the hot partition is rejected with ScyllaDB's error even when
+// another of its values is malformed (the node looked at nothing but the partition key), while
+// writes to other partitions are applied, and a malformed value there is refused as invalid.
+func TestPreparedWriteRejectedFromItsKey(t *testing.T) {
+	nd := startNode(t)
+	c := connect(t, nd.CQLAddr(), map[string]string{"SCYLLA_RATE_LIMIT_ERROR": ""})
+	c.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	c.ok("CREATE TABLE ks.t (k text, c int, v int, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 1}")
+	prepare := func() []byte {
+		p, ok := c.do(&cqlwire.Prepare{Query: "INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)"}).(*cqlwire.PreparedResult)
+		if !ok {
+			t.Fatal("PREPARE did not answer a prepared result")
+		}
+		return p.ID
+	}
+	id := prepare()
+	// write executes the prepared insert, preparing it again when the node dropped it (as a
+	// driver does: the CREATE TABLE's schema event may reach the cache after the PREPARE).
+	write := func(k string, col int, v []byte) cqlwire.Message {
+		for {
+			m := c.do(&cqlwire.Execute{ID: id, Params: cqlwire.QueryParams{Consistency: cqlwire.One, Values: []cqlwire.Value{
+				{Bytes: []byte(k)}, {Bytes: []byte{0, 0, 0, byte(col)}}, {Bytes: v}}}})
+			if e, ok := m.(*cqlwire.Error); !ok || e.Code != cqlwire.ErrUnprepared {
+				return m
+			}
+			id = prepare()
+		}
+	}
+	one := []byte{0, 0, 0, 1}
+	var rejected *cqlwire.Error
+	for i := 0; i < 1000 && rejected == nil; i++ {
+		switch m := write("hot", i%100, one).(type) {
+		case *cqlwire.Error:
+			rejected = m
+		case cqlwire.VoidResult:
+		default:
+			t.Fatalf("write %d to the hot partition answered %#v", i, m)
+		}
+	}
+	if rejected == nil || rejected.Code != cqlwire.ErrRateLimit || !rejected.RejectedByCoordinator ||
+		!strings.Contains(rejected.Message, "rate limit exceeded for writes on ks.t (limit 1/s), rejected by coordinator") {
+		t.Fatalf("the hot partition answered %#v, want the rate-limit error", rejected)
+	}
+	if e, ok := write("hot", 1, []byte("bad")).(*cqlwire.Error); !ok || e.Code != cqlwire.ErrRateLimit {
+		t.Errorf("a write to the hot partition with a 3-byte int answered %#v, want the rate-limit error (decided from the key alone)", e)
+	}
+	if e, ok := write("cold", 1, []byte("bad")).(*cqlwire.Error); !ok || e.Code != cqlwire.ErrInvalid || !strings.Contains(e.Message, "v") {
+		t.Errorf("a write to a cold partition with a 3-byte int answered %#v, want Invalid", e)
+	}
+	if m := write("cold", 2, one); m.Opcode() != cqlwire.OpResult {
+		t.Fatalf("a write to a cold partition answered %#v", m)
+	}
+	rows, ok := c.ok("SELECT c, v FROM ks.t WHERE k = 'cold'").(*cqlwire.RowsResult)
+	if !ok || rows.NumRows() != 1 {
+		t.Fatalf("SELECT of the cold partition answered %#v, want its one row", rows)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/admission"
 )
 
 // Executor is the domain API the front end adapts: the coordinator shell's *shell.Executor
@@ -86,6 +87,13 @@ type Config struct {
 	Topology TopologySource
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Admission, when set, bounds the statements (QUERY, PREPARE, EXECUTE, BATCH) the node
+	// executes at once and queues; one it has no room for is answered Overloaded. The node
+	// shares it with its other client front end. Nil means no bound.
+	Admission *admission.Controller
+	// Authenticator, when set, makes clients log in (auth.go): STARTUP is answered
+	// AUTHENTICATE and statements run as the role that logged in. Nil: no login.
+	Authenticator Authenticator
 }
 
 func (c *Config) ensureDefaults() {
@@ -158,7 +166,8 @@ type Server struct {
 	supported *encoded // the answer to OPTIONS, shared read-only
 	events    *hub
 	metrics   *metrics
-	bytes     *budget // request and answer bytes held by every connection
+	bytes     *budget  // request and answer bytes held by every connection
+	admit     admitter // the executor's early limiter decision; nil when it has none
 
 	ctx    context.Context // canceled by Close: the requests' parent
 	cancel context.CancelFunc
@@ -190,11 +199,13 @@ func New(cfg Config) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 	}
+	s.admit, _ = cfg.Executor.(admitter)
 	s.events = newHub(s.log)
+	from := startWatch(cfg.Schema, cfg.Topology)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.events.watch(ctx, cfg.Schema, cfg.Topology, s.prepared.schemaChanged)
+		s.events.watch(ctx, cfg.Schema, cfg.Topology, from, s.prepared.schemaChanged)
 	}()
 	return s, nil
 }

@@ -10,8 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/tlsconfig"
 )
 
 // DialTimeout bounds connecting to each address, so an address that drops packets fails the
@@ -55,15 +59,27 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// Execute runs the benchmark cfg describes and returns its summary. Over the native protocol
-// it opens one gocql session on the contact points in cfg.Addrs; over gRPC it connects to every
-// address (one client each). It learns the table with DESCRIBE TABLE, then issues operations
-// for cfg.Duration. progress receives the progress display (nil for none): one updating line
-// when it is a terminal, else a line per second. If ctx is cancelled during the run,
-// operations in flight are cancelled (counted as ErrorCanceled) and the summary of what ran is
-// returned with a nil error; errors are for runs that could not start (bad config, unreachable
-// node, unusable table).
+// Execute runs the benchmark cfg describes and returns its summary: Open, Session.Run and
+// Close. Over the native protocol it opens one gocql session on the contact points in
+// cfg.Addrs; over gRPC it connects to every address (one client each). It learns the table with
+// DESCRIBE TABLE, then issues operations for cfg.Duration. progress receives the progress
+// display (nil for none): one updating line when it is a terminal, else a line per second. If
+// ctx is cancelled during the run, operations in flight are cancelled (counted as
+// ErrorCanceled) and the summary of what ran is returned with a nil error; errors are for runs
+// that could not start (bad config, unreachable node, unusable table).
 func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, error) {
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Run(ctx, cfg, progress)
+}
+
+// Open connects to the cluster as cfg says (Protocol, Addrs, Coordinator, Consistency) and
+// learns cfg.Table with DESCRIBE TABLE. The other fields of cfg are for Session.Run; cfg must
+// be valid as a whole. Close releases the connections.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -72,7 +88,7 @@ func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, err
 		return nil, err
 	}
 	if cfg.Protocol == ProtocolCQL {
-		return executeNative(ctx, cfg, name, progress)
+		return openNative(ctx, cfg, name)
 	}
 	clients := make([]*client.Client, 0, len(cfg.Addrs))
 	defer func() {
@@ -80,9 +96,21 @@ func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, err
 			c.Close()
 		}
 	}()
+	var copts []client.Option
+	if cfg.TLSCA != "" {
+		tlsCfg, err := tlsconfig.ClientConfig(cfg.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		copts = append(copts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg))))
+	}
 	for _, addr := range cfg.Addrs {
 		dctx, cancel := context.WithTimeout(ctx, DialTimeout)
-		c, err := client.Dial(dctx, addr)
+		opts := copts
+		if cfg.Username != "" {
+			opts = append(opts[:len(opts):len(opts)], client.WithCredentials(cfg.Username, cfg.Password))
+		}
+		c, err := client.Dial(dctx, addr, opts...)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
@@ -97,15 +125,13 @@ func Execute(ctx context.Context, cfg Config, progress io.Writer) (*Summary, err
 	if err != nil {
 		return nil, err
 	}
-	wl, err := newWorkload(table, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return run(ctx, cfg, wl, &grpcSender{cfg: cfg, execs: execs}, progress), nil
+	s := &Session{cfg: cfg, table: table, clients: clients}
+	clients = nil // the session owns them now
+	return s, nil
 }
 
-// executeNative is Execute over the native protocol.
-func executeNative(ctx context.Context, cfg Config, name cql.TableName, progress io.Writer) (*Summary, error) {
+// openNative is Open over the native protocol.
+func openNative(ctx context.Context, cfg Config, name cql.TableName) (*Session, error) {
 	cluster, err := newCluster(cfg)
 	if err != nil {
 		return nil, err
@@ -115,18 +141,15 @@ func executeNative(ctx context.Context, cfg Config, name cql.TableName, progress
 		return nil, fmt.Errorf("bench: connect to %s over the native protocol (--addrs names native addresses, port 9042 by default; for the gRPC API add --protocol grpc): %w",
 			strings.Join(cfg.Addrs, ","), err)
 	}
-	defer session.Close()
 	desc, err := describeNative(ctx, session, name)
 	if err != nil {
+		session.Close()
 		return nil, err
 	}
 	table, err := tableFromDescription(desc, name.Keyspace.Name)
 	if err != nil {
+		session.Close()
 		return nil, err
 	}
-	wl, err := newWorkload(table, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return run(ctx, cfg, wl, &nativeSender{session: session, wl: wl}, progress), nil
+	return &Session{cfg: cfg, table: table, native: session}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -93,6 +94,13 @@ type Config struct {
 	// JSON asks Run for the JSON summary on stdout (progress then goes to stderr); --json.
 	// Execute ignores it.
 	JSON bool
+	// TLSCA, when set, connects over TLS, trusting the CA certificates in this PEM file;
+	// --tls-ca.
+	TLSCA string
+	// Username and Password log in to nodes started with --authenticator password (gocql's
+	// PasswordAuthenticator, or the gRPC client's WithCredentials); --username, and --password
+	// or the KVNODE_PASSWORD environment variable. "" for no login.
+	Username, Password string
 }
 
 // DefaultConfig returns the flag defaults. Table has no default: it must be given.
@@ -158,6 +166,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	})
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	jsonOut := fs.Bool("json", false, "print one JSON summary object on stdout; progress goes to stderr")
+	tlsCA := fs.String("tls-ca", "", "connect over TLS, trusting the CA certificates in this PEM `file`")
+	username := fs.String("username", "", "log in as this `role` (nodes started with --authenticator password); the password from "+cliflags.PasswordEnv)
+	password := fs.String("password", "", "the `password` of --username; better set "+cliflags.PasswordEnv+", which is not in the process list")
 
 	if err := cliflags.Parse(fs, args, "bench", usageText, stderr); err != nil {
 		return Config{}, err
@@ -175,9 +186,14 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		Duration:    duration,
 		Seed:        *seed,
 		JSON:        *jsonOut,
+		TLSCA:       *tlsCA,
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	if c.Username, c.Password, err = cliflags.Credentials(*username, *password, set["password"], os.Getenv(cliflags.PasswordEnv)); err != nil {
+		return Config{}, fmt.Errorf("bench: %w", err)
+	}
 	if !set["addrs"] {
 		c.Addrs = []string{DefaultCQLAddr}
 		if c.Protocol == ProtocolGRPC {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/tlsconfig"
 )
 
 // RequestTimeout bounds one request over the native protocol (gocql's ClusterConfig.Timeout);
@@ -36,11 +37,21 @@ func newCluster(cfg Config) (*gocql.ClusterConfig, error) {
 	cluster.Timeout = RequestTimeout
 	cluster.ConnectTimeout = DialTimeout
 	cluster.RetryPolicy = noRetry{}
+	if cfg.Username != "" {
+		cluster.Authenticator = gocql.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password}
+	}
 	cl, err := gocqlConsistency(cfg.Consistency)
 	if err != nil {
 		return nil, err
 	}
 	cluster.Consistency = cl
+	if cfg.TLSCA != "" {
+		tlsCfg, err := tlsconfig.ClientConfig(cfg.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		cluster.SslOpts = &gocql.SslOptions{Config: tlsCfg, EnableHostVerification: true}
+	}
 	switch cfg.Coordinator {
 	case TokenAware:
 		cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
@@ -112,6 +123,10 @@ func nativeErrorKind(err error, canceled bool) string {
 		wf  *gocql.RequestErrWriteFailure
 		rf  *gocql.RequestErrReadFailure
 		req gocql.RequestError
+		// frame is the error gocql returns for the codes it has no type of its own for
+		// (Overloaded, Invalid, Syntax, ...): its internal ErrorFrame, which has GetCode
+		// rather than RequestError's Code.
+		frame interface{ GetCode() int }
 	)
 	switch {
 	case canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -124,6 +139,12 @@ func nativeErrorKind(err error, canceled bool) string {
 		return ErrorFailed
 	case errors.As(err, &req) && (req.Code() == gocql.ErrCodeInvalid || req.Code() == gocql.ErrCodeSyntax):
 		return ErrorInvalid
+	case errors.As(err, &req) && req.Code() == gocql.ErrCodeOverloaded:
+		return ErrorOverloaded
+	case errors.As(err, &frame) && (frame.GetCode() == gocql.ErrCodeInvalid || frame.GetCode() == gocql.ErrCodeSyntax):
+		return ErrorInvalid
+	case errors.As(err, &frame) && frame.GetCode() == gocql.ErrCodeOverloaded:
+		return ErrorOverloaded
 	case errors.Is(err, gocql.ErrNoConnections):
 		return ErrorNoConnections
 	}

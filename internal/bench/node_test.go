@@ -10,6 +10,9 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/testcluster"
+	"github.com/kvnode/kvnode/internal/tlsconfig"
+	"github.com/kvnode/kvnode/internal/tlsconfig/tlstest"
+	"github.com/kvnode/kvnode/node"
 )
 
 // startNode starts one in-process node (real pebble, gRPC and native listeners on loopback)
@@ -99,5 +102,54 @@ func TestNativeRateLimitIsARejectionNeverRetried(t *testing.T) {
 	}
 	if cluster.RetryPolicy.Attempt(nil) || cluster.RetryPolicy.GetRetryType(&gocql.RequestErrRateLimitReached{}) != gocql.Rethrow {
 		t.Errorf("the driver's retry policy %T would retry a rate-limit rejection", cluster.RetryPolicy)
+	}
+}
+
+// TestTLS runs the benchmark against a node with TLS on: with --tls-ca over both protocols it
+// connects and runs, without it the run cannot start.
+func TestTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, dir, "cluster")
+	f := ca.Issue(t, dir, "n1")
+	clientTLS, err := tlsconfig.ClientConfig(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 1, ClientTLS: clientTLS,
+		Adjust: func(_ int, cfg *node.Config) { cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = f.Cert, f.Key, f.CA }})
+	if err != nil {
+		t.Fatalf("start a node: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	n := c.Node(0)
+	for _, stmt := range []string{
+		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE ks.kv (k text PRIMARY KEY, v int)",
+	} {
+		if _, err := n.Client().Execute(ctx, client.One, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	for _, tc := range []struct {
+		protocol Protocol
+		coord    Coordinator
+		addr     string
+	}{
+		{ProtocolCQL, TokenAware, n.Node().CQLAddr()},
+		{ProtocolGRPC, RoundRobin, n.Addr()},
+	} {
+		cfg := DefaultConfig()
+		cfg.Protocol, cfg.Coordinator, cfg.Addrs, cfg.Table = tc.protocol, tc.coord, []string{tc.addr}, "ks.kv"
+		cfg.Rate, cfg.Duration, cfg.Concurrency = 200, 250*time.Millisecond, 4 // 50 operations
+		if _, err := Execute(ctx, cfg, nil); err == nil {
+			t.Errorf("%s without --tls-ca against a TLS node started", tc.protocol)
+		}
+		cfg.TLSCA = ca.CertFile
+		s := execute(t, cfg)
+		if s.Offered != 50 || len(s.Errors) != 0 || s.Accepted != 50 {
+			t.Errorf("%s with --tls-ca: offered %d, accepted %d, errors %v; want 50 accepted", tc.protocol, s.Offered, s.Accepted, s.Errors)
+		}
 	}
 }

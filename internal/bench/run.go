@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/gocql/gocql"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/client"
@@ -24,9 +25,12 @@ const (
 	ErrorTimeout     = "timeout"     // *client.TimeoutError: replicas did not answer in time
 	ErrorFailed      = "failed"      // *client.FailureError: replicas failed
 	ErrorInvalid     = "invalid"     // *client.InvalidError: the server refused the statement
-	ErrorCanceled    = "canceled"    // the run was cancelled, or the drain timeout passed, first
-	ErrorDropped     = "dropped"     // open loop: the queue of waiting operations was full
-	ErrorOther       = "other"       // anything else
+	// ErrorOverloaded: the node's admission control shed the request (native Overloaded 0x1001,
+	// gRPC RESOURCE_EXHAUSTED).
+	ErrorOverloaded = "overloaded"
+	ErrorCanceled   = "canceled" // the run was cancelled, or the drain timeout passed, first
+	ErrorDropped    = "dropped"  // open loop: the queue of waiting operations was full
+	ErrorOther      = "other"    // anything else
 	// ErrorNoConnections: the native driver had no connection to any node it may send to.
 	ErrorNoConnections = "no_connections"
 )
@@ -274,6 +278,9 @@ func errorKind(err error, canceled bool) string {
 		return ErrorInvalid
 	}
 	if st, ok := status.FromError(err); ok && st != nil {
+		if st.Code() == codes.ResourceExhausted {
+			return ErrorOverloaded
+		}
 		return "grpc_" + snakeCase(st.Code().String())
 	}
 	return ErrorOther

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gocql/gocql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -243,10 +244,45 @@ func TestErrorKinds(t *testing.T) {
 		{fmt.Errorf("kvnode: %w", status.Error(codes.Internal, "boom")), false, "grpc_internal"},
 		{fmt.Errorf("kvnode: %w", status.Error(codes.Unavailable, "connection refused")), false, "grpc_unavailable"},
 		{status.Error(codes.DeadlineExceeded, "slow"), false, "grpc_deadline_exceeded"},
+		{fmt.Errorf("kvnode: %w", status.Error(codes.ResourceExhausted, "overloaded")), false, ErrorOverloaded},
 		{errors.New("something else"), false, ErrorOther},
 	} {
 		if got := errorKind(tc.err, tc.canceled); got != tc.want {
 			t.Errorf("errorKind(%v, canceled=%v) = %q, want %q", tc.err, tc.canceled, got, tc.want)
+		}
+	}
+}
+
+// requestError is a native ERROR as gocql returns it (gocql.RequestError).
+type requestError struct{ code int }
+
+func (e requestError) Code() int       { return e.code }
+func (e requestError) Message() string { return "m" }
+func (e requestError) Error() string   { return fmt.Sprintf("error 0x%04x", e.code) }
+
+// errorFrame is the error gocql returns for the codes it has no type for (its ErrorFrame).
+type errorFrame struct{ code int }
+
+func (e errorFrame) GetCode() int  { return e.code }
+func (e errorFrame) Error() string { return fmt.Sprintf("error 0x%04x", e.code) }
+
+func TestNativeErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{requestError{gocql.ErrCodeOverloaded}, ErrorOverloaded},
+		{fmt.Errorf("wrapped: %w", requestError{gocql.ErrCodeOverloaded}), ErrorOverloaded},
+		{requestError{gocql.ErrCodeInvalid}, ErrorInvalid},
+		{requestError{gocql.ErrCodeServer}, ErrorOther},
+		{errorFrame{gocql.ErrCodeOverloaded}, ErrorOverloaded},
+		{fmt.Errorf("wrapped: %w", errorFrame{gocql.ErrCodeOverloaded}), ErrorOverloaded},
+		{errorFrame{gocql.ErrCodeSyntax}, ErrorInvalid},
+		{errorFrame{gocql.ErrCodeServer}, ErrorOther},
+		{gocql.ErrNoConnections, ErrorNoConnections},
+	} {
+		if got := nativeErrorKind(tc.err, false); got != tc.want {
+			t.Errorf("nativeErrorKind(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

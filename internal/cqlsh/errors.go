@@ -42,12 +42,18 @@ func describeError(err error, addr string, timeout time.Duration) string {
 		fe  *client.FailureError
 		inv *client.InvalidError
 		sh  *shellError
+		ua  *client.UnauthorizedError
+		ae  *client.AuthenticationError
 	)
 	switch {
 	case errors.As(err, &sh):
 		return "ShellError: " + sh.msg
 	case errors.As(err, &inv):
 		return "InvalidRequest: " + inv.Message
+	case errors.As(err, &ua):
+		return "Unauthorized: " + ua.Message
+	case errors.As(err, &ae):
+		return "AuthenticationFailed: " + ae.Message
 	case errors.As(err, &un):
 		return "Unavailable: " + un.Message
 	case errors.As(err, &to):

@@ -3,6 +3,7 @@ package cqlsh
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -47,11 +48,19 @@ type nativeConn struct {
 // nativePageSize is the page size the shell asks for; it reads every page.
 const nativePageSize = 5000
 
-// dialNative connects to addr and completes the STARTUP handshake, opting in to ScyllaDB's
-// rate-limit error so rejections come back as such.
-func dialNative(ctx context.Context, addr string) (*nativeConn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+// dialNative connects to addr, over TLS when tlsCfg is set, and completes the STARTUP
+// handshake, opting in to ScyllaDB's rate-limit error so rejections come back as such, and
+// logging in as username when it is set.
+func dialNative(ctx context.Context, addr string, tlsCfg *tls.Config, username, password string) (*nativeConn, error) {
+	var (
+		nc  net.Conn
+		err error
+	)
+	if tlsCfg != nil {
+		nc, err = (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", addr)
+	} else {
+		nc, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +75,7 @@ func dialNative(ctx context.Context, addr string) (*nativeConn, error) {
 		switch m := m.(type) {
 		case cqlwire.Ready, *cqlwire.Ready:
 		case *cqlwire.Authenticate:
-			err = fmt.Errorf("the node asks for authentication (%s), which kvnode cql does not support yet", m.Authenticator)
+			err = c.login(ctx, m.Authenticator, username, password)
 		case *cqlwire.Error:
 			err = fmt.Errorf("STARTUP refused: %s", m.Message)
 		default:
@@ -294,8 +303,10 @@ func wireConsistency(cl client.Consistency) (cqlwire.Consistency, error) {
 // nativeError turns an ERROR response into the client's error types, which the shell reports.
 func nativeError(e *cqlwire.Error) error {
 	switch e.Code {
-	case cqlwire.ErrSyntax, cqlwire.ErrInvalid, cqlwire.ErrAlreadyExists, cqlwire.ErrConfig, cqlwire.ErrUnauthorized:
+	case cqlwire.ErrSyntax, cqlwire.ErrInvalid, cqlwire.ErrAlreadyExists, cqlwire.ErrConfig:
 		return &client.InvalidError{Message: e.Message}
+	case cqlwire.ErrUnauthorized:
+		return &client.UnauthorizedError{Message: e.Message}
 	case cqlwire.ErrUnavailable:
 		return &client.UnavailableError{Live: int(e.Received), Required: int(e.BlockFor), Message: e.Message}
 	case cqlwire.ErrWriteTimeout, cqlwire.ErrReadTimeout:

@@ -12,6 +12,9 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/testcluster"
+	"github.com/kvnode/kvnode/internal/tlsconfig"
+	"github.com/kvnode/kvnode/internal/tlsconfig/tlstest"
+	"github.com/kvnode/kvnode/node"
 )
 
 // startRealNode starts one in-process node (real pebble, gRPC and native listeners on loopback) and
@@ -125,7 +128,7 @@ func TestNativeRateLimitAndPaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	n, err := dialNative(ctx, cqlAddr)
+	n, err := dialNative(ctx, cqlAddr, nil, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +171,41 @@ func TestNativeRateLimitAndPaging(t *testing.T) {
 	}
 	if len(want.Rows) != 7 || !reflect.DeepEqual(got.Columns, want.Columns) || !reflect.DeepEqual(got.Rows, want.Rows) {
 		t.Errorf("paged native result %v %v, want the gRPC result %v %v (7 rows, pages of %d)", got.Columns, got.Rows, want.Columns, want.Rows, n.pageSize)
+	}
+}
+
+// TestTLS runs the shell against a node with TLS on, over both protocols: with --tls-ca it
+// connects, without it the connection fails with an error naming the address.
+func TestTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, dir, "cluster")
+	f := ca.Issue(t, dir, "n1")
+	clientTLS, err := tlsconfig.ClientConfig(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 1, ClientTLS: clientTLS,
+		Adjust: func(_ int, cfg *node.Config) { cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = f.Cert, f.Key, f.CA }})
+	if err != nil {
+		t.Fatalf("start a node: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	grpcAddr, cqlAddr := c.Node(0).Addr(), c.Node(0).Node().CQLAddr()
+	out, errOut := runBoth(t, grpcAddr, cqlAddr, "--tls-ca", ca.CertFile, "-e", "SELECT key FROM system.local")
+	if !strings.Contains(out, "local") || errOut != "" {
+		t.Errorf("SELECT key FROM system.local with --tls-ca printed %q, stderr %q; want the row", out, errOut)
+	}
+	for _, args := range [][]string{{"--addr", cqlAddr}, {"--protocol", "grpc", "--addr", grpcAddr}} {
+		var out, errOut bytes.Buffer
+		err := Run(ctx, append(args, "--timeout", "20s", "-e", "DESCRIBE KEYSPACES"), strings.NewReader(""), &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), "cannot connect to kvnode at "+args[len(args)-1]) {
+			t.Errorf("kvnode cql %v without --tls-ca = %v, want a connection error naming the address", args, err)
+		}
+	}
+	var out2, errOut2 bytes.Buffer
+	if err := Run(ctx, []string{"--addr", cqlAddr, "--tls-ca", f.Key, "-e", "DESCRIBE KEYSPACES"}, strings.NewReader(""), &out2, &errOut2); err == nil || !strings.Contains(err.Error(), "--tls-ca") {
+		t.Errorf("kvnode cql --tls-ca with a key file = %v, want an error naming --tls-ca", err)
 	}
 }

@@ -3,6 +3,7 @@ package cqlsh
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,9 +14,13 @@ import (
 	"time"
 
 	"github.com/chzyer/readline"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/cliflags"
+	"github.com/kvnode/kvnode/internal/tlsconfig"
 )
 
 // The node addresses the shell connects to without --addr: the native protocol's port, or with
@@ -40,7 +45,16 @@ type options struct {
 	execute     string
 	file        string
 	timeout     time.Duration
+	tlsCA       string // --tls-ca: connect over TLS, trusting this CA file
+	// username and password log in to a node with --authenticator password; the password
+	// comes from --password or, better (it is then not in the process list), from
+	// PasswordEnv.
+	username, password string
 }
+
+// PasswordEnv is the environment variable the password of --username is read from when
+// --password is not given.
+const PasswordEnv = cliflags.PasswordEnv
 
 const usageText = `Usage: kvnode cql [flags]
 
@@ -55,6 +69,9 @@ Flags:
   -e, --execute 'STMT; ..' run the statements and exit
   -f, --file file.cql      run the statements in the file and exit
   --timeout duration       limit for connecting and for each statement (default 10s)
+  --tls-ca file.pem        connect over TLS, trusting the CA certificates in the file
+  -u, --username role      log in as this role (nodes started with --authenticator password)
+  -p, --password pw        its password; better, set ` + PasswordEnv + ` (not in the process list)
 
 Type HELP in the shell for its commands.
 `
@@ -75,6 +92,11 @@ func parseArgs(args []string, stdout io.Writer) (o options, help bool, err error
 	fs.StringVar(&o.file, "file", "", "")
 	fs.StringVar(&o.file, "f", "", "")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "")
+	fs.StringVar(&o.username, "username", "", "")
+	fs.StringVar(&o.username, "u", "", "")
+	fs.StringVar(&o.password, "password", "", "")
+	fs.StringVar(&o.password, "p", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			io.WriteString(stdout, usageText)
@@ -107,6 +129,9 @@ func parseArgs(args []string, stdout io.Writer) (o options, help bool, err error
 	}
 	if o.timeout <= 0 {
 		return o, false, fmt.Errorf("cql: --timeout must be positive, got %s", o.timeout)
+	}
+	if o.username, o.password, err = cliflags.Credentials(o.username, o.password, set["password"] || set["p"], os.Getenv(PasswordEnv)); err != nil {
+		return o, false, fmt.Errorf("cql: %v", err)
 	}
 	return o, false, nil
 }
@@ -143,7 +168,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	termFd := fileFd(term)
 	interactive := o.execute == "" && o.file == "" && termFd >= 0 && readline.IsTerminal(termFd)
 
-	c, err := connect(ctx, o.protocol, o.addr, o.timeout)
+	var tlsCfg *tls.Config
+	if o.tlsCA != "" {
+		if tlsCfg, err = tlsconfig.ClientConfig(o.tlsCA); err != nil {
+			return fmt.Errorf("cql: %w", err)
+		}
+	}
+	c, err := connect(ctx, o.protocol, o.addr, o.timeout, tlsCfg, o.username, o.password)
 	if err != nil {
 		return err
 	}
@@ -196,8 +227,9 @@ func fileFd(f *os.File) int {
 	return fd
 }
 
-// connect dials the node over protocol, failing with an error that names the address.
-func connect(ctx context.Context, protocol, addr string, timeout time.Duration) (conn, error) {
+// connect dials the node over protocol, over TLS when tlsCfg is set, logging in as username when
+// it is set, failing with an error that names the address.
+func connect(ctx context.Context, protocol, addr string, timeout time.Duration, tlsCfg *tls.Config, username, password string) (conn, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
@@ -205,14 +237,24 @@ func connect(ctx context.Context, protocol, addr string, timeout time.Duration) 
 		err error
 	)
 	if protocol == protocolGRPC {
-		c, err = client.Dial(dialCtx, addr)
+		var opts []client.Option
+		if tlsCfg != nil {
+			opts = append(opts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg))))
+		}
+		if username != "" {
+			opts = append(opts, client.WithCredentials(username, password))
+		}
+		c, err = client.Dial(dialCtx, addr, opts...)
 	} else {
-		c, err = dialNative(dialCtx, addr)
+		c, err = dialNative(dialCtx, addr, tlsCfg, username, password)
 	}
 	if err == nil {
 		return c, nil
 	}
+	var ae *client.AuthenticationError
 	switch {
+	case errors.As(err, &ae):
+		return nil, fmt.Errorf("cql: cannot log in to kvnode at %s: %s", addr, ae.Message)
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("cql: connecting to %s: %w", addr, ctx.Err())
 	case errors.Is(err, context.DeadlineExceeded):

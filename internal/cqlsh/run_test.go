@@ -210,7 +210,9 @@ func TestErrorKindsArePrintedWithTheirDetails(t *testing.T) {
 		{"rate limited by replicas, may be applied", nodeStatus(&coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpWrite, RejectedBy: coordinator.RejectedByReplicas, Limit: 7, MayBeApplied: true}),
 			"RateLimited: rate limit exceeded for writes on ks.t (limit 7/s), rejected by replicas; replicas that admitted the write may have applied it"},
 		{"server fault", statusWith(t, codes.Internal, "disk on fire"), "ServerError: ADDR: disk on fire"},
-		{"other status", statusWith(t, codes.PermissionDenied, "not yours"), "Error: permission denied: not yours"},
+		{"unauthorized", statusWith(t, codes.PermissionDenied, "User app has no ALTER permission on <table ks.t> or any of its parents"), "Unauthorized: User app has no ALTER permission on <table ks.t> or any of its parents"},
+		{"not logged in", statusWith(t, codes.Unauthenticated, "Provided username app and/or password are incorrect"), "AuthenticationFailed: Provided username app and/or password are incorrect"},
+		{"other status", statusWith(t, codes.FailedPrecondition, "not now"), "Error: failed precondition: not now"},
 		{"overloaded without detail", statusWith(t, codes.ResourceExhausted, "too many requests"), "Error: resource exhausted: too many requests"},
 	} {
 		f := startNode(t)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
@@ -27,8 +29,19 @@ const (
 
 // startNodes starts numNodes nodes (internal/testcluster) in subdirectories of dir on free
 // loopback ports, each joining through the first, and waits until every node sees every node
-// live. On error it closes the nodes it started; the caller closes the cluster otherwise.
-func startNodes(ctx context.Context, dir string, log *slog.Logger) (*testcluster.Cluster, error) {
+// live. With sharedNative, node i listens on 127.0.0.(i+1) with one native port shared by all,
+// as CQL drivers expect of a cluster. On error it closes the nodes it started; the caller
+// closes the cluster otherwise.
+func startNodes(ctx context.Context, dir string, log *slog.Logger, sharedNative bool) (*testcluster.Cluster, error) {
+	var hosts []string
+	var port int
+	if sharedNative {
+		hosts = loopbackHosts(numNodes)
+		var err error
+		if port, err = sharedPort(hosts); err != nil {
+			return nil, fmt.Errorf("demo: %w (--protocol grpc needs only 127.0.0.1)", err)
+		}
+	}
 	c, err := testcluster.Start(ctx, testcluster.Options{
 		Dir:         dir,
 		Nodes:       numNodes,
@@ -40,7 +53,12 @@ func startNodes(ctx context.Context, dir string, log *slog.Logger) (*testcluster
 		Logger:       log,
 		LogKey:       "demo_node",
 		StartTimeout: liveTimeout,
-		Adjust: func(_ int, cfg *node.Config) {
+		Adjust: func(i int, cfg *node.Config) {
+			if hosts != nil {
+				cfg.Addr = net.JoinHostPort(hosts[i], "0")
+				cfg.GossipAddr = net.JoinHostPort(hosts[i], "0")
+				cfg.CQLAddr = net.JoinHostPort(hosts[i], strconv.Itoa(port))
+			}
 			// Three nodes share one process: keep their pebble caches small, but not as small as
 			// a test's.
 			cfg.Storage = replica.Options{CacheSize: 16 << 20, MemTableSize: 4 << 20}
@@ -69,4 +87,47 @@ func waitSchemaAgreed(ctx context.Context, c *testcluster.Cluster) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	return nil
+}
+
+// loopbackHosts returns 127.0.0.1 to 127.0.0.n: Linux routes all of 127.0.0.0/8 to the loopback
+// interface, so nodes on them need no setup to share a port.
+func loopbackHosts(n int) []string {
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = "127.0.0." + strconv.Itoa(i+1)
+	}
+	return hosts
+}
+
+// sharedPortAttempts is how many ports sharedPort tries.
+const sharedPortAttempts = 20
+
+// sharedPort returns a TCP port that is free on every one of hosts, checked by binding it on
+// each. The port is released on return; a node started right after binds it again.
+func sharedPort(hosts []string) (int, error) {
+	var last error
+	for range sharedPortAttempts {
+		first, err := net.Listen("tcp", net.JoinHostPort(hosts[0], "0"))
+		if err != nil {
+			return 0, fmt.Errorf("listen on %s: %w", hosts[0], err)
+		}
+		port := first.Addr().(*net.TCPAddr).Port
+		held := []net.Listener{first}
+		ok := true
+		for _, h := range hosts[1:] {
+			l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+			if err != nil {
+				last, ok = fmt.Errorf("no port free on every one of %v: %s: %w", hosts, h, err), false
+				break
+			}
+			held = append(held, l)
+		}
+		for _, l := range held {
+			l.Close()
+		}
+		if ok {
+			return port, nil
+		}
+	}
+	return 0, last
 }

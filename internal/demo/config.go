@@ -37,6 +37,11 @@ type Config struct {
 	// three, as a driver spreading its requests would; bench.Fixed sends every operation to
 	// node 1; --coordinator.
 	Coordinator bench.Coordinator
+	// Protocol is how the load generator talks to the nodes: bench.ProtocolCQL, the native
+	// protocol through gocql (the nodes then listen on 127.0.0.1, 127.0.0.2 and 127.0.0.3 with
+	// one shared native port, as a driver expects of a cluster), or bench.ProtocolGRPC, kvnode's
+	// gRPC API; --protocol.
+	Protocol bench.Protocol
 	// Seed seeds the load generators' random choices; --seed.
 	Seed uint64
 	// Verbose sends the nodes' logs to stderr instead of discarding them; --verbose.
@@ -55,6 +60,7 @@ func DefaultConfig() Config {
 		BackgroundRate: 300,
 		Duration:       15 * time.Second,
 		Coordinator:    bench.RoundRobin,
+		Protocol:       bench.ProtocolCQL,
 		Seed:           1,
 	}
 }
@@ -76,6 +82,9 @@ func (c Config) Validate() error {
 	if c.Coordinator != bench.Fixed && c.Coordinator != bench.RoundRobin {
 		return fmt.Errorf("demo: --coordinator %q: want roundrobin (the nodes take turns) or fixed (node 1 coordinates everything)", string(c.Coordinator))
 	}
+	if c.Protocol != bench.ProtocolCQL && c.Protocol != bench.ProtocolGRPC {
+		return fmt.Errorf("demo: --protocol %q: want cql (the native protocol) or grpc (kvnode's gRPC API)", string(c.Protocol))
+	}
 	return nil
 }
 
@@ -92,6 +101,10 @@ interrupted.
 The nodes take turns coordinating the operations, as a driver spreading its
 requests over the cluster would; --coordinator fixed sends every operation
 through node 1 instead, whose counter then sees the whole load first hand.
+
+The load goes over the CQL native protocol through gocql, the driver
+applications use, with the nodes on 127.0.0.1, 127.0.0.2 and 127.0.0.3 sharing
+one native port; --protocol grpc uses kvnode's gRPC API instead.
 
 Flags:
 `
@@ -115,6 +128,10 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	})
 	fs.Func("coordinator", "`policy` for coordinators: roundrobin (the 3 nodes in turn) or fixed (node 1 coordinates every operation) (default roundrobin)", func(s string) error {
 		c.Coordinator = bench.Coordinator(s)
+		return nil
+	})
+	fs.Func("protocol", "`protocol` of the load: cql (the native protocol, through gocql) or grpc (kvnode's gRPC API) (default cql)", func(s string) error {
+		c.Protocol = bench.Protocol(s)
 		return nil
 	})
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the load generators' random choices")

@@ -27,13 +27,13 @@ func TestParseFlagsDefaults(t *testing.T) {
 
 func TestParseFlagsReadsEveryFlag(t *testing.T) {
 	args := []string{"--limit", "20", "--hot-rate", "90", "--background-rate", "40", "--duration", "1m",
-		"--coordinator", "fixed", "--seed", "7", "--verbose"}
+		"--coordinator", "fixed", "--protocol", "grpc", "--seed", "7", "--verbose"}
 	got, err := parseFlags(args, io.Discard)
 	if err != nil {
 		t.Fatalf("parseFlags(%q) failed: %v", args, err)
 	}
 	want := Config{Limit: 20, HotRate: 90, BackgroundRate: 40, Duration: time.Minute,
-		Coordinator: bench.Fixed, Seed: 7, Verbose: true}
+		Coordinator: bench.Fixed, Protocol: bench.ProtocolGRPC, Seed: 7, Verbose: true}
 	if got != want {
 		t.Errorf("parseFlags(%q) =\n%+v, want\n%+v", args, got, want)
 	}
@@ -58,6 +58,7 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 		{[]string{"--duration", "11m"}, []string{"--duration", "11m0s"}},
 		{[]string{"--duration", "15"}, []string{"-duration", "15", "unit"}},
 		{[]string{"--coordinator", "random"}, []string{"--coordinator", "random"}},
+		{[]string{"--protocol", "http"}, []string{"--protocol", "http"}},
 		{[]string{"--seed", "-1"}, []string{"-seed", "-1"}},
 		{[]string{"--nodes", "5"}, []string{"-nodes"}},
 		{[]string{"now"}, []string{`"now"`}},
@@ -81,7 +82,7 @@ func TestParseFlagsHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parseFlags(-h) = %v, want flag.ErrHelp", err)
 	}
-	for _, w := range []string{"Usage: kvnode demo", "-limit", "-hot-rate", "-background-rate", "-duration", "-coordinator", "-seed", "-verbose"} {
+	for _, w := range []string{"Usage: kvnode demo", "-limit", "-hot-rate", "-background-rate", "-duration", "-coordinator", "-protocol", "-seed", "-verbose"} {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("kvnode demo -h printed\n%s\nwant it to mention %q", stderr.String(), w)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/bench"
 	"github.com/kvnode/kvnode/internal/testcluster"
 )
 
@@ -112,7 +113,8 @@ func execute(ctx context.Context, cfg Config, e env) (res *result, err error) {
 	fmt.Fprintf(out, "and one hot partition offered %.1f× that limit beside ordinary background traffic.\n\n", float64(cfg.HotRate)/float64(cfg.Limit))
 
 	fmt.Fprintf(out, "Starting %d nodes on loopback, data in %s (temporary; writes are not synced to disk)\n", numNodes, dir)
-	c, err := startNodes(ctx, dir, log)
+	native := cfg.Protocol == bench.ProtocolCQL
+	c, err := startNodes(ctx, dir, log, native)
 	if err != nil {
 		return res, err
 	}
@@ -127,7 +129,10 @@ func execute(ctx context.Context, cfg Config, e env) (res *result, err error) {
 	addrs := make([]string, numNodes)
 	for i, n := range c.Nodes() {
 		addrs[i] = n.Addr()
-		fmt.Fprintf(out, "  node %d  id %s  client %s  gossip %s\n", i+1, n.ID, n.Addr(), n.Node().GossipAddr())
+		if native {
+			addrs[i] = n.Node().CQLAddr()
+		}
+		fmt.Fprintf(out, "  node %d  id %s  cql %s  grpc %s  gossip %s\n", i+1, n.ID, n.Node().CQLAddr(), n.Addr(), n.Node().GossipAddr())
 	}
 	fmt.Fprintf(out, "  all %d nodes see each other as live after %.1fs\n\n", numNodes, time.Since(began).Seconds())
 
@@ -136,7 +141,12 @@ func execute(ctx context.Context, cfg Config, e env) (res *result, err error) {
 		return res, err
 	}
 
-	seconds, err := runLoad(ctx, cfg, addrs, out)
+	sess, err := openSession(ctx, cfg, addrs)
+	if err != nil {
+		return res, err
+	}
+	defer sess.Close()
+	seconds, err := runLoad(ctx, cfg, sess, addrs, out)
 	res.Seconds = seconds
 	if err != nil || ctx.Err() != nil {
 		return res, err

@@ -17,7 +17,7 @@ import (
 // shortConfig is a quick run: three seconds at rates a busy test machine keeps up with.
 func shortConfig() Config {
 	return Config{Limit: 50, HotRate: 200, BackgroundRate: 100, Duration: 3 * time.Second,
-		Coordinator: bench.Fixed, Seed: 1}
+		Coordinator: bench.Fixed, Protocol: bench.ProtocolCQL, Seed: 1}
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use, with a hook called on every write.
@@ -62,7 +62,23 @@ func assertRemoved(t *testing.T, parent string, res *result) {
 }
 
 func TestDemoHoldsTheHotPartitionAndCleansUp(t *testing.T) {
-	cfg := shortConfig()
+	for _, tc := range []struct {
+		protocol    bench.Protocol
+		coordinator bench.Coordinator
+	}{
+		// The default: gocql discovering the three nodes, which share one native port.
+		{bench.ProtocolCQL, bench.RoundRobin},
+		{bench.ProtocolGRPC, bench.Fixed},
+	} {
+		t.Run(string(tc.protocol)+"/"+string(tc.coordinator), func(t *testing.T) {
+			cfg := shortConfig()
+			cfg.Protocol, cfg.Coordinator = tc.protocol, tc.coordinator
+			testDemoHoldsTheHotPartition(t, cfg)
+		})
+	}
+}
+
+func testDemoHoldsTheHotPartition(t *testing.T, cfg Config) {
 	parent := t.TempDir()
 	var stdout, stderr syncBuffer
 	res, err := execute(context.Background(), cfg, env{stdout: &stdout, stderr: &stderr, tempParent: parent})

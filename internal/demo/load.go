@@ -48,8 +48,12 @@ type outcome struct {
 // last operations have finished, so a slow second does not shorten the next one; each
 // operation counts in the second it was issued in. Seconds are aligned to wall-clock seconds,
 // the instants at which the counters halve, so each row covers one period of the limiter.
-func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]second, error) {
-	fmt.Fprintf(out, "Load for %v: two workloads at once, each operation at consistency QUORUM and\n", cfg.Duration)
+func runLoad(ctx context.Context, cfg Config, sess *bench.Session, addrs []string, out io.Writer) ([]second, error) {
+	via := "the CQL native protocol (gocql, prepared statements)"
+	if cfg.Protocol == bench.ProtocolGRPC {
+		via = "kvnode's gRPC API"
+	}
+	fmt.Fprintf(out, "Load for %v over %s, two workloads at once,\neach operation at consistency QUORUM and ", cfg.Duration, via)
 	if cfg.Coordinator == bench.RoundRobin {
 		fmt.Fprintf(out, "coordinated by the %d nodes in turn, as a driver spreading its requests would:\n", len(addrs))
 	} else {
@@ -96,7 +100,7 @@ func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]
 				ch <- outcome{}
 			} else {
 				wg.Go(func() {
-					hot, bg, err := runSecond(loadCtx, cfg, addrs, i, d)
+					hot, bg, err := runSecond(loadCtx, cfg, sess, addrs, i, d)
 					ch <- outcome{hot: hot, background: bg, err: err}
 				})
 			}
@@ -119,12 +123,11 @@ func runLoad(ctx context.Context, cfg Config, addrs []string, out io.Writer) ([]
 	return seconds, nil
 }
 
-// runSecond runs second i's two workloads, each for d, and returns their summaries.
-func runSecond(ctx context.Context, cfg Config, addrs []string, i int, d time.Duration) (hot, background *bench.Summary, err error) {
-	hotCfg := bench.Config{
-		// gRPC: each second opens fresh connections, which a driver session's discovery would
-		// make slow, and the in-process nodes' native ports differ, which drivers do not expect.
-		Protocol:    bench.ProtocolGRPC,
+// loadConfig is the hot workload's configuration for a second of length d (connection fields
+// included: the session is opened with it).
+func loadConfig(cfg Config, addrs []string, d time.Duration) bench.Config {
+	return bench.Config{
+		Protocol:    cfg.Protocol,
 		Addrs:       addrs,
 		Coordinator: cfg.Coordinator,
 		Table:       table,
@@ -134,9 +137,24 @@ func runSecond(ctx context.Context, cfg Config, addrs []string, i int, d time.Du
 		Rate:        float64(cfg.HotRate),
 		Concurrency: workers(cfg.HotRate),
 		Duration:    d,
-		// Every second and workload draws its own sequence.
-		Seed: cfg.Seed + uint64(2*i),
+		Seed:        cfg.Seed,
 	}
+}
+
+// openSession connects the load generator to the nodes once for the whole run: both workloads
+// of every second share the session, so no second pays for connecting.
+func openSession(ctx context.Context, cfg Config, addrs []string) (*bench.Session, error) {
+	sess, err := bench.Open(ctx, loadConfig(cfg, addrs, cfg.Duration))
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	return sess, nil
+}
+
+// runSecond runs second i's two workloads, each for d, and returns their summaries.
+func runSecond(ctx context.Context, cfg Config, sess *bench.Session, addrs []string, i int, d time.Duration) (hot, background *bench.Summary, err error) {
+	hotCfg := loadConfig(cfg, addrs, d)
+	hotCfg.Seed = cfg.Seed + uint64(2*i) // every second and workload draws its own sequence
 	bgCfg := hotCfg
 	bgCfg.Writes = 0.5
 	bgCfg.Hot = 0
@@ -147,8 +165,8 @@ func runSecond(ctx context.Context, cfg Config, addrs []string, i int, d time.Du
 
 	var hotErr, bgErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { hot, hotErr = bench.Execute(ctx, hotCfg, nil) })
-	wg.Go(func() { background, bgErr = bench.Execute(ctx, bgCfg, nil) })
+	wg.Go(func() { hot, hotErr = sess.Run(ctx, hotCfg, nil) })
+	wg.Go(func() { background, bgErr = sess.Run(ctx, bgCfg, nil) })
 	wg.Wait()
 	if hotErr != nil {
 		return nil, nil, fmt.Errorf("demo: hot partition load in second %d: %w", i+1, hotErr)

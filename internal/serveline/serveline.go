@@ -10,8 +10,10 @@ import (
 // Line describes a node that has started serving.
 type Line struct {
 	ID         string
-	Addr       string // gRPC address for clients and peers
+	Addr       string // gRPC address for clients
 	GossipAddr string
+	// InternodeAddr is where peers reach the node's internode services.
+	InternodeAddr string
 	// MetricsAddr is empty when metrics are disabled.
 	MetricsAddr string
 	DataDir     string
@@ -23,10 +25,14 @@ func (l Line) String() string {
 	if l.MetricsAddr != "" {
 		metrics = fmt.Sprintf(", metrics http://%s/metrics", l.MetricsAddr)
 	}
-	return fmt.Sprintf("kvnode %s serving clients on %s (gossip %s%s, data %s)", l.ID, l.Addr, l.GossipAddr, metrics, l.DataDir)
+	internode := ""
+	if l.InternodeAddr != "" {
+		internode = ", internode " + l.InternodeAddr
+	}
+	return fmt.Sprintf("kvnode %s serving clients on %s (gossip %s%s%s, data %s)", l.ID, l.Addr, l.GossipAddr, internode, metrics, l.DataDir)
 }
 
-var lineRE = regexp.MustCompile(`^kvnode (\S+) serving clients on (\S+) \(gossip ([^,)]+)(?:, metrics http://(\S+)/metrics)?, data (.*)\)$`)
+var lineRE = regexp.MustCompile(`^kvnode (\S+) serving clients on (\S+) \(gossip ([^,)]+)(?:, internode ([^,\s]+))?(?:, metrics http://(\S+)/metrics)?, data (.*)\)$`)
 
 // Parse reads a line printed by String. ok is false for any other line.
 func Parse(s string) (l Line, ok bool) {
@@ -34,7 +40,7 @@ func Parse(s string) (l Line, ok bool) {
 	if m == nil {
 		return Line{}, false
 	}
-	return Line{ID: m[1], Addr: m[2], GossipAddr: m[3], MetricsAddr: m[4], DataDir: m[5]}, true
+	return Line{ID: m[1], Addr: m[2], GossipAddr: m[3], InternodeAddr: m[4], MetricsAddr: m[5], DataDir: m[6]}, true
 }
 
 // Watcher is an io.Writer for a serve process's stdout: it finds the serving line and delivers it

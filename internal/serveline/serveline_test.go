@@ -8,6 +8,8 @@ func TestStringParsesBack(t *testing.T) {
 	for _, l := range []Line{
 		{ID: "e05db37f-5564-4400-966a-e6f8ebb59436", Addr: "127.0.0.1:9043", GossipAddr: "127.0.0.1:7946", MetricsAddr: "127.0.0.1:9180", DataDir: "./kvnode-data"},
 		{ID: "n1", Addr: "127.0.0.1:40001", GossipAddr: "127.0.0.1:40002", DataDir: "/tmp/a dir (with parens)"},
+		{ID: "n2", Addr: "127.0.0.1:9043", GossipAddr: "127.0.0.1:7946", InternodeAddr: "127.0.0.1:7000", MetricsAddr: "127.0.0.1:9180", DataDir: "d"},
+		{ID: "n3", Addr: "[::1]:9043", GossipAddr: "[::1]:7946", InternodeAddr: "[::1]:7000", DataDir: "d, e"},
 	} {
 		got, ok := Parse(l.String())
 		if !ok || got != l {

@@ -2,12 +2,16 @@ package testcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
@@ -39,6 +43,9 @@ type Options struct {
 	// StartTimeout bounds how long Start and Restart wait for every node to see the others
 	// live. Default 30 s.
 	StartTimeout time.Duration
+	// ClientTLS, when set, is the TLS configuration of the clients the cluster connects to its
+	// nodes (for nodes that Adjust gives a certificate). Nil means plaintext.
+	ClientTLS *tls.Config
 }
 
 // Node is one member of a Cluster.
@@ -144,14 +151,15 @@ func (c *Cluster) start(ctx context.Context, i int) error {
 		}
 	}
 	cfg := node.Config{
-		DataDir:     n.DataDir,
-		Addr:        "127.0.0.1:0",
-		CQLAddr:     "127.0.0.1:0",
-		GossipAddr:  "127.0.0.1:0",
-		Seeds:       seeds,
-		NoSync:      !c.opts.Sync,
-		ClusterName: c.opts.ClusterName,
-		Profile:     c.opts.Profile,
+		DataDir:       n.DataDir,
+		Addr:          "127.0.0.1:0",
+		CQLAddr:       "127.0.0.1:0",
+		InternodeAddr: "127.0.0.1:0",
+		GossipAddr:    "127.0.0.1:0",
+		Seeds:         seeds,
+		NoSync:        !c.opts.Sync,
+		ClusterName:   c.opts.ClusterName,
+		Profile:       c.opts.Profile,
 		// Several nodes share one process: keep their pebble caches small.
 		Storage: replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
 		// DDL with a node down on purpose should not wait long for its agreement.
@@ -167,7 +175,11 @@ func (c *Cluster) start(ctx context.Context, i int) error {
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
-	cl, err := client.Dial(dctx, nd.Addr())
+	var copts []client.Option
+	if c.opts.ClientTLS != nil {
+		copts = append(copts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(c.opts.ClientTLS))))
+	}
+	cl, err := client.Dial(dctx, nd.Addr(), copts...)
 	if err != nil {
 		nd.Close()
 		return fmt.Errorf("testcluster: client for %s at %s: %w", n.Name, nd.Addr(), err)
@@ -179,6 +191,20 @@ func (c *Cluster) start(ctx context.Context, i int) error {
 	}
 	n.node, n.client, n.ID = nd, cl, nd.ID()
 	return nil
+}
+
+// Add starts a new node with a fresh data directory, joining through every running node (it
+// bootstraps: node.Start returns once it has streamed its ranges), and waits until every running
+// node sees every running node live. It returns the new node's index.
+func (c *Cluster) Add(ctx context.Context) (int, error) {
+	i := len(c.nodes)
+	c.nodes = append(c.nodes, &Node{Name: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(c.opts.Dir, fmt.Sprintf("n%d", i+1))})
+	if err := c.start(ctx, i); err != nil {
+		c.nodes = c.nodes[:i]
+		return 0, err
+	}
+	running := c.Running()
+	return i, c.WaitLive(ctx, running, len(running))
 }
 
 // Nodes returns the cluster's nodes, running or not, in order.

@@ -106,21 +106,21 @@ func FreePorts(hosts []string, n int) ([]int, error) {
 
 // hostPorts are the shared ports of a cluster started with Options.Hosts.
 type hostPorts struct {
-	addr, gossip, metrics, cql int
+	addr, gossip, metrics, internode, cql int
 }
 
 func pickHostPorts(hosts []string, cql bool) (hostPorts, error) {
-	n := 3
+	n := 4
 	if cql {
-		n = 4
+		n = 5
 	}
 	ports, err := FreePorts(hosts, n)
 	if err != nil {
 		return hostPorts{}, err
 	}
-	hp := hostPorts{addr: ports[0], gossip: ports[1], metrics: ports[2]}
+	hp := hostPorts{addr: ports[0], gossip: ports[1], metrics: ports[2], internode: ports[3]}
 	if cql {
-		hp.cql = ports[3]
+		hp.cql = ports[4]
 	}
 	return hp, nil
 }
@@ -153,6 +153,7 @@ func startHosts(opts Options, logDir string) (*Cluster, error) {
 			h := opts.Hosts[i]
 			n.Addr = net.JoinHostPort(h, strconv.Itoa(hp.addr))
 			n.GossipAddr = net.JoinHostPort(h, strconv.Itoa(hp.gossip))
+			n.InternodeAddr = net.JoinHostPort(h, strconv.Itoa(hp.internode))
 			n.MetricsBind = net.JoinHostPort(h, strconv.Itoa(hp.metrics))
 			if opts.CQL {
 				n.CQLAddr = net.JoinHostPort(h, strconv.Itoa(hp.cql))

@@ -3,6 +3,7 @@ package testproc
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/poll"
@@ -135,6 +138,9 @@ func (p *Process) Kill() error {
 // Terminate sends SIGTERM without waiting.
 func (p *Process) Terminate() error { return p.cmd.Process.Signal(syscall.SIGTERM) }
 
+// Hangup sends SIGHUP, which makes kvnode serve reread its TLS files and gossip key file.
+func (p *Process) Hangup() error { return p.cmd.Process.Signal(syscall.SIGHUP) }
+
 // Node is one kvnode node: a data directory and, once it first started, fixed addresses. One
 // process at a time runs it; a restart is a new process on the same directory and addresses.
 type Node struct {
@@ -153,9 +159,12 @@ type Node struct {
 	CQLAddr string
 	// ExtraArgs are appended to the serve command line (e.g. --testing-clock-offset).
 	ExtraArgs []string
+	// ClientTLS, when set, is the TLS configuration of the node's client (for a node given
+	// --tls-cert, --tls-key and --tls-ca in ExtraArgs). Nil means plaintext.
+	ClientTLS *tls.Config
 
 	// Learned from the first serving line and kept across restarts.
-	ID, Addr, GossipAddr string
+	ID, Addr, GossipAddr, InternodeAddr string
 	// MetricsAddr is where the current (or last) process serves /metrics; each run binds a
 	// new port unless MetricsBind fixes it.
 	MetricsAddr string
@@ -193,9 +202,9 @@ func (n *Node) Start() error {
 }
 
 func (n *Node) startOnce() error {
-	addr, gossipAddr := "127.0.0.1:0", "127.0.0.1:0"
+	addr, gossipAddr, internodeAddr := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	if n.Addr != "" {
-		addr, gossipAddr = n.Addr, n.GossipAddr
+		addr, gossipAddr, internodeAddr = n.Addr, n.GossipAddr, n.InternodeAddr
 	}
 	logLevel := n.LogLevel
 	if logLevel == "" {
@@ -205,6 +214,7 @@ func (n *Node) startOnce() error {
 		"--data-dir", n.DataDir,
 		"--addr", addr,
 		"--gossip-addr", gossipAddr,
+		"--internode-addr", internodeAddr,
 		"--cql-addr", cmp.Or(n.CQLAddr, "127.0.0.1:0"),
 		"--metrics-addr", cmp.Or(n.MetricsBind, "127.0.0.1:0"),
 		"--sync=" + fmt.Sprint(n.Sync),
@@ -259,16 +269,21 @@ func (n *Node) startOnce() error {
 		return fmt.Errorf("%s: %s printed no serving line within %v; its stderr ends:\n%s", n.Name, cmd, StartTimeout, Tail(stderrPath, 20))
 	}
 	if n.ID == "" {
-		n.ID, n.Addr, n.GossipAddr = line.ID, line.Addr, line.GossipAddr
-	} else if line.ID != n.ID || line.Addr != n.Addr || line.GossipAddr != n.GossipAddr {
+		n.ID, n.Addr, n.GossipAddr, n.InternodeAddr = line.ID, line.Addr, line.GossipAddr, line.InternodeAddr
+	} else if line.ID != n.ID || line.Addr != n.Addr || line.GossipAddr != n.GossipAddr || line.InternodeAddr != n.InternodeAddr {
 		p.Kill()
-		return fmt.Errorf("%s restarted as %+v, want the identity and addresses it had: id %s, addr %s, gossip %s", n.Name, line, n.ID, n.Addr, n.GossipAddr)
+		return fmt.Errorf("%s restarted as %+v, want the identity and addresses it had: id %s, addr %s, gossip %s, internode %s",
+			n.Name, line, n.ID, n.Addr, n.GossipAddr, n.InternodeAddr)
 	}
 	n.MetricsAddr = line.MetricsAddr
 
 	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
 	defer cancel()
-	if n.client, err = client.Dial(ctx, n.Addr); err != nil {
+	var copts []client.Option
+	if n.ClientTLS != nil {
+		copts = append(copts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(n.ClientTLS))))
+	}
+	if n.client, err = client.Dial(ctx, n.Addr, copts...); err != nil {
 		p.Kill()
 		return fmt.Errorf("%s: client: %w", n.Name, err)
 	}
@@ -335,6 +350,8 @@ type Options struct {
 	CQL bool
 	// ExtraArgs, when set, has one entry per node: extra serve arguments for node i+1.
 	ExtraArgs [][]string
+	// ClientTLS is every node's Node.ClientTLS.
+	ClientTLS *tls.Config
 }
 
 // Cluster is a set of kvnode processes on loopback; the first node is every other's seed.
@@ -379,6 +396,7 @@ func startNodes(c *Cluster, opts Options, logDir string, place func(i int, n *No
 			Sync:      opts.Sync,
 			NumTokens: opts.NumTokens,
 			LogLevel:  opts.LogLevel,
+			ClientTLS: opts.ClientTLS,
 		}
 		if place != nil {
 			place(i, n)

@@ -20,7 +20,10 @@ import (
 
 // Config is one run. Its fields mirror the flags.
 type Config struct {
-	// Addr is the client address of the node to ask (host:port); --addr.
+	// Protocol is how to ask: ProtocolCQL, a SELECT of system.top_partitions over the native
+	// protocol, or ProtocolGRPC, the gRPC API's TopPartitions; --protocol.
+	Protocol string
+	// Addr is the client address of the node to ask (host:port) for Protocol; --addr.
 	Addr string
 	// Keyspace and Table narrow the list (empty: every keyspace, every table); --table, given as
 	// keyspace.table or keyspace, in CQL identifier syntax.
@@ -35,9 +38,10 @@ type Config struct {
 
 // Defaults of the flags.
 const (
-	DefaultAddr    = "127.0.0.1:9043"
-	DefaultTop     = 10
-	DefaultTimeout = 10 * time.Second
+	DefaultAddr     = "127.0.0.1:9042" // the native protocol's port
+	DefaultGRPCAddr = "127.0.0.1:9043" // the gRPC API's, with --protocol grpc
+	DefaultTop      = 10
+	DefaultTimeout  = 10 * time.Second
 	// MaxTop bounds --top: no node tracks more than 32 hot partitions per table and op.
 	MaxTop = 1000
 )
@@ -51,11 +55,18 @@ their estimated offered load, the limit and the share the limiters rejected.
 Flags:
 `
 
+// The protocols of --protocol.
+const (
+	ProtocolCQL  = "cql"
+	ProtocolGRPC = "grpc"
+)
+
 // ParseFlags parses the command line of kvnode toppartitions. -h prints the usage to stderr and
 // returns flag.ErrHelp.
 func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("kvnode toppartitions", flag.ContinueOnError)
-	addr := fs.String("addr", DefaultAddr, "client `address` of the node to ask (host:port); it asks every live node")
+	addr := fs.String("addr", DefaultAddr, "client `address` of the node to ask (host:port; default "+DefaultAddr+", or "+DefaultGRPCAddr+" with --protocol grpc); it asks every live node")
+	protocol := fs.String("protocol", ProtocolCQL, "`protocol` to ask with: cql (the native protocol, a SELECT of system.top_partitions) or grpc (kvnode's gRPC API)")
 	table := fs.String("table", "", "only this `keyspace.table` (or every table of a keyspace); default every table")
 	top := fs.Int("top", DefaultTop, "most `partitions` listed per table")
 	jsonOut := fs.Bool("json", false, "print one JSON object instead of tables")
@@ -63,7 +74,12 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := cliflags.Parse(fs, args, "toppartitions", usageText, stderr); err != nil {
 		return Config{}, err
 	}
-	c := Config{Addr: *addr, Top: *top, JSON: *jsonOut, Timeout: *timeout}
+	c := Config{Protocol: *protocol, Addr: *addr, Top: *top, JSON: *jsonOut, Timeout: *timeout}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.Protocol == ProtocolGRPC && !set["addr"] {
+		c.Addr = DefaultGRPCAddr
+	}
 	if *table != "" {
 		var err error
 		if c.Keyspace, c.Table, err = parseTable(*table); err != nil {
@@ -79,6 +95,8 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 // Validate reports the first field out of range, naming its flag.
 func (c Config) Validate() error {
 	switch {
+	case c.Protocol != ProtocolCQL && c.Protocol != ProtocolGRPC:
+		return fmt.Errorf("toppartitions: --protocol %q: want cql or grpc", c.Protocol)
 	case c.Addr == "":
 		return errors.New("toppartitions: --addr is empty: want host:port")
 	case c.Top < 1 || c.Top > MaxTop:
@@ -130,13 +148,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// Execute asks the node at cfg.Addr for the top partitions.
+// Execute asks the node at cfg.Addr for the top partitions, over cfg.Protocol.
 func Execute(ctx context.Context, cfg Config) (*client.TopPartitionsResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	if cfg.Protocol == ProtocolCQL {
+		return executeNative(ctx, cfg)
+	}
 	c, err := client.Dial(ctx, cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("toppartitions: %w", err)
@@ -165,14 +186,26 @@ func WriteText(w io.Writer, res *client.TopPartitionsResult) error {
 		}
 		fmt.Fprintf(&b, "%s.%s (partition key: %s)\n", cql.QuoteIdent(t.Keyspace), cql.QuoteIdent(t.Table), strings.Join(cols, ", "))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprint(tw, "  rank\top\tpartition key\ttoken\test. ops/s\tlimit/s\trejected\tnodes\n")
+		shadow := false
+		for _, p := range t.Partitions {
+			shadow = shadow || p.WouldRejectPerSecond > 0
+		}
+		head := "  rank\top\tpartition key\ttoken\test. ops/s\tlimit/s\trejected\tnodes\n"
+		if shadow {
+			head = "  rank\top\tpartition key\ttoken\test. ops/s\tlimit/s\trejected\twould reject\tnodes\n"
+		}
+		fmt.Fprint(tw, head)
 		for j, p := range t.Partitions {
 			limit := "none"
 			if p.Limit > 0 {
 				limit = fmt.Sprint(p.Limit)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%.1f\t%s\t%.1f%%\t%d\n",
-				j+1, p.Op, FormatKey(p.Key), p.Token, p.EstimatedOpsPerSecond, limit, 100*p.RejectedShare, p.Nodes)
+			would := ""
+			if shadow {
+				would = fmt.Sprintf("%.1f%%\t", 100*min(1, ratioOf(p.WouldRejectPerSecond, p.EstimatedOpsPerSecond)))
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%.1f\t%s\t%.1f%%\t%s%d\n",
+				j+1, p.Op, FormatKey(p.Key), p.Token, p.EstimatedOpsPerSecond, limit, 100*p.RejectedShare, would, p.Nodes)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -183,6 +216,17 @@ func WriteText(w io.Writer, res *client.TopPartitionsResult) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ratioOf returns a/b, or 1 when b is 0 and a is not (a share of nothing estimated).
+func ratioOf(a, b float64) float64 {
+	switch {
+	case b > 0:
+		return a / b
+	case a > 0:
+		return 1
+	}
+	return 0
 }
 
 // FormatKey renders a partition key: a single component as its value (text as is, numbers as
@@ -254,15 +298,16 @@ type jsonPartition struct {
 	Limit                 uint32  `json:"limit"`
 	RejectedPerSecond     float64 `json:"rejected_per_second"`
 	RejectedShare         float64 `json:"rejected_share"`
+	WouldRejectPerSecond  float64 `json:"would_reject_per_second"`
 	Nodes                 int     `json:"nodes"`
 }
 
 // WriteJSON prints res as one JSON object: {"tables": [{"keyspace", "table",
 // "partition_key_columns", "partitions": [{"op", "partition_key", "partition_key_text",
 // "token", "estimated_ops_per_second", "limit", "rejected_per_second", "rejected_share",
-// "nodes"}]}], "unreachable_nodes": [...]}. Key components are JSON strings, numbers and
-// booleans; blobs are hex strings ("0x..."), timestamps RFC 3339 strings, and infinite or NaN
-// doubles the strings "+Inf", "-Inf" and "NaN".
+// "would_reject_per_second", "nodes"}]}], "unreachable_nodes": [...]}. Key components are JSON
+// strings, numbers and booleans; blobs are hex strings ("0x..."), timestamps RFC 3339 strings,
+// and infinite or NaN doubles the strings "+Inf", "-Inf" and "NaN".
 func WriteJSON(w io.Writer, res *client.TopPartitionsResult) error {
 	out := jsonResult{Tables: []jsonTable{}, UnreachableNodes: res.UnreachableNodes}
 	if out.UnreachableNodes == nil {
@@ -277,7 +322,8 @@ func WriteJSON(w io.Writer, res *client.TopPartitionsResult) error {
 			jp := jsonPartition{
 				Op: string(p.Op), KeyText: FormatKey(p.Key), Token: p.Token,
 				EstimatedOpsPerSecond: p.EstimatedOpsPerSecond, Limit: p.Limit,
-				RejectedPerSecond: p.RejectedPerSecond, RejectedShare: p.RejectedShare, Nodes: p.Nodes,
+				RejectedPerSecond: p.RejectedPerSecond, RejectedShare: p.RejectedShare, WouldRejectPerSecond: p.WouldRejectPerSecond,
+				Nodes: p.Nodes,
 			}
 			for _, v := range p.Key {
 				switch v := v.(type) {

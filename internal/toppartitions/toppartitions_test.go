@@ -24,11 +24,14 @@ func TestParseFlags(t *testing.T) {
 		want    Config
 		wantErr string
 	}{
-		{nil, Config{Addr: DefaultAddr, Top: DefaultTop, Timeout: DefaultTimeout}, ""},
+		{nil, Config{Protocol: ProtocolCQL, Addr: DefaultAddr, Top: DefaultTop, Timeout: DefaultTimeout}, ""},
+		{[]string{"--protocol", "grpc"}, Config{Protocol: ProtocolGRPC, Addr: DefaultGRPCAddr, Top: DefaultTop, Timeout: DefaultTimeout}, ""},
+		{[]string{"--protocol", "grpc", "--addr", "10.0.0.1:1"}, Config{Protocol: ProtocolGRPC, Addr: "10.0.0.1:1", Top: DefaultTop, Timeout: DefaultTimeout}, ""},
+		{[]string{"--protocol", "http"}, Config{}, `--protocol "http": want cql or grpc`},
 		{[]string{"--addr", "10.0.0.1:9043", "--table", "Shop.Carts", "--top", "3", "--json"},
-			Config{Addr: "10.0.0.1:9043", Keyspace: "shop", Table: "carts", Top: 3, JSON: true, Timeout: DefaultTimeout}, ""},
-		{[]string{"--table", `"Shop"."Carts"`}, Config{Addr: DefaultAddr, Keyspace: "Shop", Table: "Carts", Top: DefaultTop, Timeout: DefaultTimeout}, ""},
-		{[]string{"--table", "shop"}, Config{Addr: DefaultAddr, Keyspace: "shop", Top: DefaultTop, Timeout: DefaultTimeout}, ""},
+			Config{Protocol: ProtocolCQL, Addr: "10.0.0.1:9043", Keyspace: "shop", Table: "carts", Top: 3, JSON: true, Timeout: DefaultTimeout}, ""},
+		{[]string{"--table", `"Shop"."Carts"`}, Config{Protocol: ProtocolCQL, Addr: DefaultAddr, Keyspace: "Shop", Table: "Carts", Top: DefaultTop, Timeout: DefaultTimeout}, ""},
+		{[]string{"--table", "shop"}, Config{Protocol: ProtocolCQL, Addr: DefaultAddr, Keyspace: "shop", Top: DefaultTop, Timeout: DefaultTimeout}, ""},
 		{[]string{"--table", "shop.carts.x"}, Config{}, "is not a table name"},
 		{[]string{"--top", "0"}, Config{}, "--top 0 is outside"},
 		{[]string{"--timeout", "0s"}, Config{}, "--timeout 0s is not positive"},
@@ -169,7 +172,7 @@ func TestRunAgainstANode(t *testing.T) {
 	t.Cleanup(srv.Stop)
 
 	var stdout, stderr bytes.Buffer
-	if err := Run(context.Background(), []string{"--addr", lis.Addr().String(), "--table", "ks.t", "--top", "4"}, &stdout, &stderr); err != nil {
+	if err := Run(context.Background(), []string{"--protocol", "grpc", "--addr", lis.Addr().String(), "--table", "ks.t", "--top", "4"}, &stdout, &stderr); err != nil {
 		t.Fatalf("Run: %v (stderr %q)", err, stderr.String())
 	}
 	if fake.req.GetKeyspace() != "ks" || fake.req.GetTable() != "t" || fake.req.GetLimit() != 4 {
@@ -178,7 +181,83 @@ func TestRunAgainstANode(t *testing.T) {
 	if !strings.Contains(stdout.String(), "ks.t (partition key: k bigint)") || !strings.Contains(stdout.String(), "  1     write  12") {
 		t.Errorf("Run printed:\n%s\nwant ks.t with partition 12 first", stdout.String())
 	}
-	if err := Run(context.Background(), []string{"--addr", "127.0.0.1:1", "--timeout", "5s"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
-		t.Errorf("Run against a closed port = %v, want an error naming the address", err)
+	for _, proto := range []string{"grpc", "cql"} {
+		err := Run(context.Background(), []string{"--protocol", proto, "--addr", "127.0.0.1:1", "--timeout", "5s"}, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+			t.Errorf("Run --protocol %s against a closed port = %v, want an error naming the address", proto, err)
+		}
+	}
+}
+
+func TestDecodeKey(t *testing.T) {
+	text := func(s string) []byte { return []byte(s) }
+	composite := func(comps ...[]byte) []byte { // Cassandra's CompositeType encoding
+		var b []byte
+		for _, c := range comps {
+			b = append(b, byte(len(c)>>8), byte(len(c)))
+			b = append(b, c...)
+			b = append(b, 0)
+		}
+		return b
+	}
+	tests := []struct {
+		key     []byte
+		types   []string
+		want    string // FormatKey of the result
+		wantErr string
+	}{
+		{text("hot"), []string{"text"}, "hot", ""},
+		{[]byte{0, 0, 0, 0, 0, 0, 0, 12}, []string{"bigint"}, "12", ""},
+		{composite(text("a,b"), []byte{0, 0, 0, 7}), []string{"text", "int"}, "('a,b', 7)", ""},
+		{[]byte{0, 0, 0, 12}, []string{"bigint"}, "", "component 1"},
+		{composite(text("a")), []string{"text", "int"}, "", "1 components, the table's partition key 2"},
+		{[]byte{0, 9, 'a', 0}, []string{"text", "int"}, "", "claims 9 bytes"},
+		{[]byte{0}, []string{"text", "int"}, "", "truncated"},
+		{text("x"), []string{"nosuchtype"}, "", "component 1"},
+		{text("x"), nil, "", "no key column types"},
+	}
+	for _, tt := range tests {
+		got, err := decodeKey(tt.key, tt.types)
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("decodeKey(%x, %v) error = %v, want one saying %q", tt.key, tt.types, err, tt.wantErr)
+		case tt.wantErr == "" && (err != nil || FormatKey(got) != tt.want):
+			t.Errorf("decodeKey(%x, %v) = %v (%q), %v; want %q", tt.key, tt.types, got, FormatKey(got), err, tt.want)
+		}
+	}
+}
+
+// TestWriteTextShowsWouldReject: a table in shadow mode rejects nothing, and the text shows what
+// its limit would reject in a column of its own; JSON always carries the rate.
+func TestWriteTextShowsWouldReject(t *testing.T) {
+	res := &client.TopPartitionsResult{Tables: []client.TableHotPartitions{{
+		Keyspace: "shop", Table: "carts", KeyColumns: []client.Column{{Name: "id", Type: "text"}},
+		Partitions: []client.HotPartition{
+			{Op: client.OpWrite, Key: []any{"hot"}, EstimatedOpsPerSecond: 500, Limit: 50, WouldRejectPerSecond: 450, Nodes: 3},
+		},
+	}}}
+	var b bytes.Buffer
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], "rejected  would reject  nodes") ||
+		strings.Join(strings.Fields(lines[2]), " ") != "1 write hot 0 500.0 50 0.0% 90.0% 3" {
+		t.Errorf("WriteText printed:\n%s\nwant a would reject column at 90.0%%", b.String())
+	}
+	b.Reset()
+	if err := WriteJSON(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"would_reject_per_second": 450`) {
+		t.Errorf("WriteJSON printed %s, want would_reject_per_second 450", b.String())
+	}
+	b.Reset()
+	res.Tables[0].Partitions[0].WouldRejectPerSecond = 0 // enforce mode: no such column
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "would reject") {
+		t.Errorf("WriteText of a table in enforce mode printed:\n%s\nwant no would reject column", b.String())
 	}
 }

@@ -1812,9 +1812,13 @@ type TopPartition struct {
 	// rejected_per_second / estimated_ops_per_second, capped at 1.
 	RejectedShare float64 `protobuf:"fixed64,7,opt,name=rejected_share,json=rejectedShare,proto3" json:"rejected_share,omitempty"`
 	// How many nodes reported the partition.
-	Nodes         uint32 `protobuf:"varint,8,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Nodes uint32 `protobuf:"varint,8,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// Estimated operations per second the limit would reject were it enforced: its table's limit is in shadow
+	// mode (per_partition_rate_limit 'mode': 'shadow'), which rejects nothing. Summed like
+	// rejected_per_second.
+	WouldRejectPerSecond float64 `protobuf:"fixed64,9,opt,name=would_reject_per_second,json=wouldRejectPerSecond,proto3" json:"would_reject_per_second,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *TopPartition) Reset() {
@@ -1899,6 +1903,13 @@ func (x *TopPartition) GetRejectedShare() float64 {
 func (x *TopPartition) GetNodes() uint32 {
 	if x != nil {
 		return x.Nodes
+	}
+	return 0
+}
+
+func (x *TopPartition) GetWouldRejectPerSecond() float64 {
+	if x != nil {
+		return x.WouldRejectPerSecond
 	}
 	return 0
 }
@@ -2137,7 +2148,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x14TopPartitionsRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\rR\x05limit\"\xb6\x02\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"\xed\x02\n" +
 	"\fTopPartition\x12\x1d\n" +
 	"\x02op\x18\x01 \x01(\x0e2\r.kvnode.v1.OpR\x02op\x125\n" +
 	"\rpartition_key\x18\x02 \x03(\v2\x10.kvnode.v1.ValueR\fpartitionKey\x12\x14\n" +
@@ -2146,7 +2157,8 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x05limit\x18\x05 \x01(\rR\x05limit\x12.\n" +
 	"\x13rejected_per_second\x18\x06 \x01(\x01R\x11rejectedPerSecond\x12%\n" +
 	"\x0erejected_share\x18\a \x01(\x01R\rrejectedShare\x12\x14\n" +
-	"\x05nodes\x18\b \x01(\rR\x05nodes\"\xc6\x01\n" +
+	"\x05nodes\x18\b \x01(\rR\x05nodes\x125\n" +
+	"\x17would_reject_per_second\x18\t \x01(\x01R\x14wouldRejectPerSecond\"\xc6\x01\n" +
 	"\x12TableTopPartitions\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12E\n" +

@@ -333,8 +333,13 @@ type RateLimited struct {
 	Limit uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	// How long until the counter has decayed back to where every operation is admitted, in milliseconds.
 	RetryAfterMillis uint32 `protobuf:"varint,3,opt,name=retry_after_millis,json=retryAfterMillis,proto3" json:"retry_after_millis,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// When the counter started from zero, in milliseconds since the Unix epoch, while it is young enough for
+	// the onset bound to judge it (partitionlimit.Decision.Born); 0 once it is older. A coordinator that is not
+	// a replica learns count and birth from the rejection and rejects the partition's next operations itself,
+	// with the same rule, until its learned copy decays.
+	BornUnixMillis int64 `protobuf:"varint,4,opt,name=born_unix_millis,json=bornUnixMillis,proto3" json:"born_unix_millis,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RateLimited) Reset() {
@@ -384,6 +389,13 @@ func (x *RateLimited) GetLimit() uint32 {
 func (x *RateLimited) GetRetryAfterMillis() uint32 {
 	if x != nil {
 		return x.RetryAfterMillis
+	}
+	return 0
+}
+
+func (x *RateLimited) GetBornUnixMillis() int64 {
+	if x != nil {
+		return x.BornUnixMillis
 	}
 	return 0
 }
@@ -897,7 +909,10 @@ type MutateResponse struct {
 	// Set when status is STATUS_RATE_LIMITED.
 	RateLimited *RateLimited `protobuf:"bytes,2,opt,name=rate_limited,json=rateLimited,proto3" json:"rate_limited,omitempty"`
 	// Set when status is STATUS_ERROR.
-	Error         *Error `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error *Error `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// With STATUS_OK: the table's limit is in shadow mode and the limiter would have rejected this operation
+	// (ACCOUNT_AND_ENFORCE) in enforce mode.
+	WouldReject   bool `protobuf:"varint,4,opt,name=would_reject,json=wouldReject,proto3" json:"would_reject,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -951,6 +966,13 @@ func (x *MutateResponse) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *MutateResponse) GetWouldReject() bool {
+	if x != nil {
+		return x.WouldReject
+	}
+	return false
 }
 
 // Bound is one end of a range on a clustering column.
@@ -1225,7 +1247,9 @@ type ReadResponse struct {
 	StoppedAfter *ClusteringKey `protobuf:"bytes,7,opt,name=stopped_after,json=stoppedAfter,proto3" json:"stopped_after,omitempty"`
 	// How many tombstones the replica scanned for this answer: cell tombstones, row tombstones of rows
 	// without cell tombstones, range tombstones and the partition tombstone.
-	Tombstones    uint32 `protobuf:"varint,8,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
+	Tombstones uint32 `protobuf:"varint,8,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// With STATUS_OK: as MutateResponse.would_reject.
+	WouldReject   bool `protobuf:"varint,9,opt,name=would_reject,json=wouldReject,proto3" json:"would_reject,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1314,6 +1338,13 @@ func (x *ReadResponse) GetTombstones() uint32 {
 		return x.Tombstones
 	}
 	return 0
+}
+
+func (x *ReadResponse) GetWouldReject() bool {
+	if x != nil {
+		return x.WouldReject
+	}
+	return false
 }
 
 // AccountDelta is a number of operations on one partition that the receiving replica should count.
@@ -1568,8 +1599,13 @@ type HotPartition struct {
 	// replica, over the last seconds (the same halving-per-second window and estimator as the counter).
 	CoordinatorRejectionsPerSecond float64 `protobuf:"fixed64,8,opt,name=coordinator_rejections_per_second,json=coordinatorRejectionsPerSecond,proto3" json:"coordinator_rejections_per_second,omitempty"`
 	ReplicaRejectionsPerSecond     float64 `protobuf:"fixed64,9,opt,name=replica_rejections_per_second,json=replicaRejectionsPerSecond,proto3" json:"replica_rejections_per_second,omitempty"`
-	unknownFields                  protoimpl.UnknownFields
-	sizeCache                      protoimpl.SizeCache
+	// Estimated operations per second this node would have rejected, as the coordinator's local check and as
+	// an enforcing replica, had the table's limit not been in shadow mode (per_partition_rate_limit 'mode':
+	// 'shadow'): the same estimator as the rejections, which they replace in shadow mode.
+	CoordinatorWouldRejectPerSecond float64 `protobuf:"fixed64,10,opt,name=coordinator_would_reject_per_second,json=coordinatorWouldRejectPerSecond,proto3" json:"coordinator_would_reject_per_second,omitempty"`
+	ReplicaWouldRejectPerSecond     float64 `protobuf:"fixed64,11,opt,name=replica_would_reject_per_second,json=replicaWouldRejectPerSecond,proto3" json:"replica_would_reject_per_second,omitempty"`
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *HotPartition) Reset() {
@@ -1661,6 +1697,20 @@ func (x *HotPartition) GetCoordinatorRejectionsPerSecond() float64 {
 func (x *HotPartition) GetReplicaRejectionsPerSecond() float64 {
 	if x != nil {
 		return x.ReplicaRejectionsPerSecond
+	}
+	return 0
+}
+
+func (x *HotPartition) GetCoordinatorWouldRejectPerSecond() float64 {
+	if x != nil {
+		return x.CoordinatorWouldRejectPerSecond
+	}
+	return 0
+}
+
+func (x *HotPartition) GetReplicaWouldRejectPerSecond() float64 {
+	if x != nil {
+		return x.ReplicaWouldRejectPerSecond
 	}
 	return 0
 }
@@ -2327,11 +2377,12 @@ const file_replica_proto_rawDesc = "" +
 	"\x04Mode\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x10\n" +
 	"\fACCOUNT_ONLY\x10\x01\x12\x17\n" +
-	"\x13ACCOUNT_AND_ENFORCE\x10\x02\"g\n" +
+	"\x13ACCOUNT_AND_ENFORCE\x10\x02\"\x91\x01\n" +
 	"\vRateLimited\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\x12,\n" +
-	"\x12retry_after_millis\x18\x03 \x01(\rR\x10retryAfterMillis\"\xbd\x01\n" +
+	"\x12retry_after_millis\x18\x03 \x01(\rR\x10retryAfterMillis\x12(\n" +
+	"\x10born_unix_millis\x18\x04 \x01(\x03R\x0ebornUnixMillis\"\xbd\x01\n" +
 	"\x05Error\x121\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1d.kvnode.replica.v1.Error.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"g\n" +
@@ -2377,11 +2428,12 @@ const file_replica_proto_rawDesc = "" +
 	"\rMutateRequest\x124\n" +
 	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x127\n" +
 	"\bmutation\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutationJ\x04\b\x03\x10\n" +
-	"\"\xb6\x01\n" +
+	"\"\xd9\x01\n" +
 	"\x0eMutateResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
 	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
-	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\";\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12!\n" +
+	"\fwould_reject\x18\x04 \x01(\bR\vwouldReject\";\n" +
 	"\x05Bound\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\fR\x05value\x12\x1c\n" +
 	"\tinclusive\x18\x02 \x01(\bR\tinclusive\"\x88\x01\n" +
@@ -2403,7 +2455,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x05after\x18\x10 \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\x05after\x12-\n" +
 	"\x12tombstones_scanned\x18\x11 \x01(\rR\x11tombstonesScanned\x12\x1a\n" +
 	"\breversed\x18\x14 \x01(\bR\breversedJ\x04\b\x03\x10\n" +
-	"\"\xe0\x03\n" +
+	"\"\x83\x04\n" +
 	"\fReadResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
 	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
@@ -2414,7 +2466,8 @@ const file_replica_proto_rawDesc = "" +
 	"\rstopped_after\x18\a \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\fstoppedAfter\x12\x1e\n" +
 	"\n" +
 	"tombstones\x18\b \x01(\rR\n" +
-	"tombstonesB\x15\n" +
+	"tombstones\x12!\n" +
+	"\fwould_reject\x18\t \x01(\bR\vwouldRejectB\x15\n" +
 	"\x13_partition_deletion\"|\n" +
 	"\fAccountDelta\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
@@ -2431,7 +2484,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05errorJ\x04\b\x02\x10\x03\"G\n" +
 	"\x14TopPartitionsRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xeb\x02\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xff\x03\n" +
 	"\fHotPartition\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12%\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x15.kvnode.replica.v1.OpR\x02op\x12\x14\n" +
@@ -2441,7 +2494,10 @@ const file_replica_proto_rawDesc = "" +
 	"\x05limit\x18\x06 \x01(\rR\x05limit\x12$\n" +
 	"\x0eops_per_second\x18\a \x01(\x01R\fopsPerSecond\x12I\n" +
 	"!coordinator_rejections_per_second\x18\b \x01(\x01R\x1ecoordinatorRejectionsPerSecond\x12A\n" +
-	"\x1dreplica_rejections_per_second\x18\t \x01(\x01R\x1areplicaRejectionsPerSecond\"X\n" +
+	"\x1dreplica_rejections_per_second\x18\t \x01(\x01R\x1areplicaRejectionsPerSecond\x12L\n" +
+	"#coordinator_would_reject_per_second\x18\n" +
+	" \x01(\x01R\x1fcoordinatorWouldRejectPerSecond\x12D\n" +
+	"\x1freplica_would_reject_per_second\x18\v \x01(\x01R\x1breplicaWouldRejectPerSecond\"X\n" +
 	"\x15TopPartitionsResponse\x12?\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1f.kvnode.replica.v1.HotPartitionR\n" +

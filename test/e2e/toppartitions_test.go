@@ -91,7 +91,7 @@ func TestTopPartitionsFindsTheHotKey(t *testing.T) {
 		}
 		n := tc.nodes[asked%len(tc.nodes)] // ask each node in turn: any node answers for the cluster
 		asked++
-		stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--addr", n.Addr, "--table", "top.hot", "--json")
+		stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--protocol", "grpc", "--addr", n.Addr, "--table", "top.hot", "--json")
 		if err != nil {
 			t.Fatalf("kvnode toppartitions --addr %s: %v\nstderr:\n%s", n.Addr, err, stderr)
 		}
@@ -113,7 +113,7 @@ func TestTopPartitionsFindsTheHotKey(t *testing.T) {
 	t.Logf("%s", last)
 
 	// The table output shows the same, hot key in the first row.
-	stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--addr", tc.nodes[1].Addr)
+	stdout, stderr, err := runTool(t, 30*time.Second, "toppartitions", "--protocol", "grpc", "--addr", tc.nodes[1].Addr)
 	if err != nil {
 		t.Fatalf("kvnode toppartitions: %v\nstderr:\n%s", err, stderr)
 	}

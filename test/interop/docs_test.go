@@ -42,7 +42,7 @@ func TestDocsSnippetsAreWhatTheTestsRun(t *testing.T) {
 			t.Errorf("%s's snippet %s differs from %s's region; the doc shows:\n%s\nthe test runs:\n%s", docsPath, name, file, block, region)
 		}
 	}
-	for _, name := range []string{"gocql-connect", "gocql-retry", "gocql-rate-limit", "python-imports", "python-connect", "python-rate-limit", "node-imports", "node-connect", "node-rate-limit"} {
+	for _, name := range []string{"gocql-connect", "gocql-retry", "gocql-rate-limit", "python-imports", "python-connect", "python-rate-limit", "node-imports", "node-connect", "node-rate-limit", "gocql-auth", "python-auth", "python-auth-connect", "node-auth-connect"} {
 		if !found[name] {
 			t.Errorf("%s has no snippet %s", docsPath, name)
 		}

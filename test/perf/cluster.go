@@ -29,20 +29,29 @@ const (
 func buildKVNode(dir string) (string, error) { return testproc.Build(dir) }
 
 // testCluster is a set of kvnode serve processes on loopback (internal/testproc) that form one
-// cluster, and a client connected to each.
+// cluster, node i on 127.0.0.(i+1) with every listener on a port shared by all nodes (as CQL
+// drivers expect), and a gRPC client connected to each.
 type testCluster struct {
 	pc      *testproc.Cluster
 	servers []*testproc.Node
 	clients []*client.Client
 }
 
-// startCluster starts n servers (--num-tokens numTokens, --log-level warn) with data under
-// root/name, the first as seed of the others, and returns once every server sees all n UP.
-func startCluster(ctx context.Context, bin, root, name string, n int, sync bool) (c *testCluster, err error) {
-	pc, err := testproc.Start(testproc.Options{
-		Binary: bin, Dir: filepath.Join(root, name), Nodes: n, Sync: sync,
+// startCluster starts n servers (--num-tokens numTokens, --log-level warn, --coordinator-learning
+// so the replicas path measures coordinators that learn hot partitions, extra as further serve
+// flags of every server) with data under root/name on 127.0.0.1 ... 127.0.0.n, serving the
+// native protocol on one shared port, the first as seed of the others, and returns once every
+// server sees all n UP.
+func startCluster(ctx context.Context, bin, root, name string, n int, sync bool, extra ...string) (c *testCluster, err error) {
+	opts := testproc.Options{
+		Binary: bin, Dir: filepath.Join(root, name), Hosts: testproc.LoopbackHosts(n), CQL: true, Sync: sync,
 		NumTokens: numTokens, LogLevel: "warn",
-	})
+	}
+	extra = append([]string{"--coordinator-learning"}, extra...)
+	for range n {
+		opts.ExtraArgs = append(opts.ExtraArgs, extra)
+	}
+	pc, err := testproc.Start(opts)
 	c = &testCluster{pc: pc}
 	if pc != nil {
 		c.servers = pc.Nodes
@@ -69,6 +78,9 @@ func (c *testCluster) addrs() []string {
 	}
 	return out
 }
+
+// cqlAddrs returns the servers' native-protocol addresses.
+func (c *testCluster) cqlAddrs() []string { return c.pc.CQLAddrs() }
 
 // cpu returns the CPU time used so far by all servers together.
 func (c *testCluster) cpu() (cpuSample, error) {

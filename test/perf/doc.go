@@ -3,38 +3,59 @@
 //	go run ./test/perf                 # Markdown tables on stdout, progress on stderr
 //	go run ./test/perf --json          # one JSON object (Result) instead
 //	go run ./test/perf --quick         # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject  # only some parts: hot, reject, overhead
+//	go run ./test/perf --parts reject  # only some parts: hot, reject, overhead, overload
 //
-// It builds cmd/kvnode, starts kvnode serve processes on loopback (ephemeral ports, data in a
-// temporary directory, removed at the end) and measures, in one run:
+// It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
+// listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
+// removed at the end) and measures, in one run, over both client protocols side by side: the
+// CQL native protocol through gocql (ScyllaDB's fork) with prepared statements and token-aware
+// routing, as applications use it, which the headline fields report ("protocol": "cql"), and
+// kvnode's gRPC API, under "grpc" in the JSON.
 //
 //  1. hot: a hot partition against background traffic, on 3 nodes with RF=3 and --sync=false.
 //     Background: 2000 partitions (every row written once first, so reads do not grow heavier
-//     during the run), half reads and half writes at QUORUM, a closed loop of 32 workers with
-//     coordinators in turn, so its throughput is the measure. Hot: one partition of the same
-//     table offered writes at a fixed open-loop rate R. R is searched for (searchRate) until,
-//     with no limit, the background loses at least 40% (a margin over the third).
-//     Then rounds of three phases (background alone; with the hot partition and no limit; with
-//     the table's per_partition_rate_limit at R/20, measured after a second that warms the
-//     counters) give each round's background throughput and p99 as ratios to the same round's
-//     baseline; the headline is the median over rounds, which outlasts bursts of other work on
-//     a shared machine. --rate fixes R instead of searching.
-//  2. reject: the server CPU of a rejected write against an accepted one, on both limiter
-//     paths: the coordinator path (RF=3 on 3 nodes, every coordinator is a replica and rejects
-//     locally) and the replicas path (RF=1, every write sent through a node that does not own
-//     the partition, found by rebuilding the ring from the node ids). A fixed number of writes
-//     to one partition with the limit at 2^31-1 (all accepted), then as many with the limit at
-//     1 on the partition already hot (almost all rejected), closed loop (--reject-rate for an
-//     open-loop rate); CPU is the servers' total from /proc, minus their idle CPU. The same for
-//     a gRPC health check, the floor under any request. On a cluster with --sync=false and on
-//     one with the default --sync=true.
-//  3. overhead: the limiter's overhead on one node (--sync=false): closed-loop read and then
-//     write throughput on a table whose limits (2^31-1) never reject against a table with
-//     none, in pairs of alternating order; overhead = 1 - limited/unlimited, the median pair.
+//     during the run), half reads and half writes at QUORUM, a closed loop of 32 workers, so its
+//     throughput is the measure. Hot: one partition of the same table offered writes at a fixed
+//     open-loop rate R. R is searched for over gRPC with coordinators in turn (searchRate) until,
+//     with no limit, the background loses at least 40% (a margin over the third); --rate
+//     fixes it instead. Then rounds, each running over both protocols at that same R (their
+//     order alternating by round) three phases: background alone; with the hot partition and no
+//     limit; with the table's per_partition_rate_limit at R/20. The limited phase's first second
+//     (counters young after the limit is set) is measured apart from the rest. Each round's
+//     background throughput and p99 are ratios to the same round's and protocol's baseline; the
+//     headline is the median over rounds, which outlasts bursts of other work on a shared
+//     machine. Last, one long limited phase per protocol (10 s) gives the hot partition's
+//     accepted writes second by second: its first 3 seconds, while the counters are young, and
+//     the rest, which the 0.9–1.1 × limit is about.
+//  2. reject: the server CPU of a rejected write against an accepted one, on both limiter paths
+//     and both protocols: the coordinator path (RF=3 on 3 nodes, every coordinator is a replica
+//     and rejects locally; gocql token-aware, gRPC coordinators in turn) and the replicas path
+//     (RF=1, every write sent through a node that does not own the partition, found by
+//     rebuilding the ring from the node ids). A fixed number of writes to one partition with the
+//     limit at 2^31-1 (all accepted), then as many with the limit at 1 on the partition already
+//     hot (almost all rejected), closed loop (--reject-rate for an open-loop rate); CPU is the
+//     servers' total from /proc, minus their idle CPU. The same for a request that does
+//     nothing, the floor under any request: the native protocol's OPTIONS and a gRPC health
+//     check. On a cluster with --sync=false and on one with the default --sync=true; the fields
+//     native_reject_cpu_us, grpc_reject_cpu_us, native_noop_cpu_us and grpc_noop_cpu_us come
+//     from the latter.
+//  3. overhead: the limiter's overhead on one node (--sync=false), over the native protocol:
+//     closed-loop read and then write throughput on a table whose limits (2^31-1) never reject
+//     against a table with none, in pairs of alternating order; overhead = 1 - limited/unlimited,
+//     the median pair, with its resolution (twice the standard error of the pairs' mean).
+//  4. overload: one node (--sync=false) with admission control (--max-concurrent-requests C
+//     --max-queued-requests Q --request-queue-timeout T, when the binary has them) offered 10 × C
+//     closed-loop workers over the native protocol: goodput, p99 of admitted requests, the rate
+//     of requests shed as Overloaded, the p99 of a low-rate open-loop client against its p99 on
+//     the idle node, the node's resident memory before and at its peak (VmHWM), and whether
+//     health checks and /metrics scrapes kept answering.
 //
-// The load generator is internal/bench, run in this process: it shares the machine's CPUs with
-// the servers, and the report shows how much of them it used in each phase. Server CPU is read
-// from /proc/<pid>/task/<tid>/schedstat (nanoseconds) and cross-checked with utime+stime from
+// Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
+//
+// The load generator is internal/bench (and gocql directly where a path needs a fixed
+// coordinator), run in this process: it shares the machine's CPUs with the servers, and the
+// report shows how much of them it used in each phase. Server CPU is read from
+// /proc/<pid>/task/<tid>/schedstat (nanoseconds) and cross-checked with utime+stime from
 // /proc/<pid>/stat, so this program runs on Linux only.
 //
 // docs/performance.md records a run with the machine it ran on.

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"github.com/kvnode/kvnode/client"
 )
 
@@ -25,7 +27,7 @@ type opCounts struct {
 func (o opCounts) rejected() int64 { return o.ByCoordinator + o.ByReplicas }
 
 // drive runs op(ctx, 0) ... op(ctx, n-1) from workers goroutines and counts the outcomes: a
-// *client.RateLimitError is a rejection, any other error an error. With rate 0 each worker
+// rate-limit error of either protocol (rateLimited) is a rejection, any other error an error. With rate 0 each worker
 // starts its next operation when the previous one returns (closed loop); with rate > 0
 // operation i is handed to the workers at i/rate seconds after the start (open loop; it waits
 // for a free worker if there is none). It returns when all n have run or ctx ends.
@@ -34,13 +36,13 @@ func drive(ctx context.Context, n int64, workers int, rate float64, op func(ctx 
 	var firstErr sync.Once
 	var first string
 	record := func(err error) {
-		var rl *client.RateLimitError
+		limited, byCoordinator := rateLimited(err)
 		switch {
 		case err == nil:
 			acc.Add(1)
-		case errors.As(err, &rl) && rl.RejectedBy == client.RejectedByCoordinator:
+		case limited && byCoordinator:
 			byCoord.Add(1)
-		case errors.As(err, &rl):
+		case limited:
 			byRepl.Add(1)
 		default:
 			errs.Add(1)
@@ -77,6 +79,21 @@ func drive(ctx context.Context, n int64, workers int, rate float64, op func(ctx 
 	wg.Wait()
 	return opCounts{Ops: started.Load(), Accepted: acc.Load(), ByCoordinator: byCoord.Load(),
 		ByReplicas: byRepl.Load(), Errors: errs.Load(), ElapsedS: time.Since(start).Seconds(), FirstError: first}
+}
+
+// rateLimited reports whether err is a rate-limit rejection, from the gRPC client
+// (*client.RateLimitError) or gocql (*gocql.RequestErrRateLimitReached), and whether the
+// coordinator rejected it on its own.
+func rateLimited(err error) (limited, byCoordinator bool) {
+	var rl *client.RateLimitError
+	if errors.As(err, &rl) {
+		return true, rl.RejectedBy == client.RejectedByCoordinator
+	}
+	var nrl *gocql.RequestErrRateLimitReached
+	if errors.As(err, &nrl) {
+		return true, nrl.RejectedByCoordinator
+	}
+	return false, false
 }
 
 // pace sends 0 ... n-1 on due, i at start + i/rate, and closes due; it stops early when ctx ends.

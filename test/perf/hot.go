@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,11 +29,16 @@ const limitDivisor = 20
 // loadResult is one run of background traffic, with or without the hot partition.
 type loadResult struct {
 	Phase    string         `json:"phase"`
+	Protocol string         `json:"protocol"` // of the load generator: "cql" or "grpc"
 	Round    int            `json:"round,omitempty"`
 	HotRate  float64        `json:"hot_rate"`  // offered to the hot partition, ops/s (0: none)
 	HotLimit int            `json:"hot_limit"` // the table's per-partition limit (0: none)
 	BG       *bench.Summary `json:"background"`
 	Hot      *bench.Summary `json:"hot,omitempty"`
+	// FirstHot is, in a limited phase, the hot partition's unmeasured first LimitWarm after the
+	// limit was set, while the counters were still young: reported on its own, and left out of
+	// Hot.
+	FirstHot *bench.Summary `json:"first_hot,omitempty"`
 	CPU      phaseCPU       `json:"cpu"`
 }
 
@@ -61,14 +67,22 @@ func perSecond(n int64, seconds float64) float64 {
 	return float64(n) / seconds
 }
 
-// runLoad runs the background workload on table for d, and at the same time, when hotRate > 0,
-// the hot partition's open-loop writes at hotRate. It reports the CPU the servers and this
-// process used meanwhile.
-func runLoad(ctx context.Context, s settings, c *testCluster, table string, hotRate float64, d time.Duration, seed uint64) (r loadResult, err error) {
-	bgCfg := bench.Config{
-		Protocol:    bench.ProtocolGRPC, // issue 16 point 4 moves test/perf to the native protocol
-		Addrs:       c.addrs(),
-		Coordinator: bench.RoundRobin,
+// loadTarget is how the load generator reaches the cluster: a protocol, a coordinator policy and
+// one bench session (connections, and over the native protocol the driver's discovery and
+// prepared statements) that every phase reuses.
+type loadTarget struct {
+	Protocol    bench.Protocol
+	Coordinator bench.Coordinator
+	addrs       []string
+	sess        *bench.Session
+}
+
+// loadConfig is the background workload's configuration on table for d.
+func loadConfig(s settings, tgt loadTarget, table string, d time.Duration, seed uint64) bench.Config {
+	return bench.Config{
+		Protocol:    tgt.Protocol,
+		Addrs:       tgt.addrs,
+		Coordinator: tgt.Coordinator,
 		Table:       table,
 		Writes:      0.5,
 		Consistency: client.Quorum,
@@ -79,6 +93,24 @@ func runLoad(ctx context.Context, s settings, c *testCluster, table string, hotR
 		Duration:    d,
 		Seed:        seed,
 	}
+}
+
+// openTarget opens the bench session of a target on table; close it with tgt.sess.Close.
+func openTarget(ctx context.Context, s settings, protocol bench.Protocol, coord bench.Coordinator, addrs []string, table string) (loadTarget, error) {
+	tgt := loadTarget{Protocol: protocol, Coordinator: coord, addrs: addrs}
+	sess, err := bench.Open(ctx, loadConfig(s, tgt, table, time.Second, 1))
+	if err != nil {
+		return tgt, err
+	}
+	tgt.sess = sess
+	return tgt, nil
+}
+
+// runLoad runs the background workload on table for d, and at the same time, when hotRate > 0,
+// the hot partition's open-loop writes at hotRate, both through tgt. It reports the CPU the
+// servers and this process used meanwhile.
+func runLoad(ctx context.Context, s settings, c *testCluster, tgt loadTarget, table string, hotRate float64, d time.Duration, seed uint64) (r loadResult, err error) {
+	bgCfg := loadConfig(s, tgt, table, d, seed)
 	hotCfg := bgCfg
 	hotCfg.Writes = 1
 	hotCfg.Hot = 1
@@ -87,7 +119,7 @@ func runLoad(ctx context.Context, s settings, c *testCluster, table string, hotR
 	hotCfg.Concurrency = s.HotConcurrency
 	hotCfg.Seed = seed + 1_000_000
 
-	r = loadResult{HotRate: hotRate}
+	r = loadResult{HotRate: hotRate, Protocol: string(tgt.Protocol)}
 	srv0, self0, err := c.cpuWithSelf()
 	if err != nil {
 		return r, err
@@ -96,9 +128,9 @@ func runLoad(ctx context.Context, s settings, c *testCluster, table string, hotR
 	var wg sync.WaitGroup
 	var hotErr, bgErr error
 	if hotRate > 0 {
-		wg.Go(func() { r.Hot, hotErr = bench.Execute(ctx, hotCfg, nil) })
+		wg.Go(func() { r.Hot, hotErr = tgt.sess.Run(ctx, hotCfg, nil) })
 	}
-	r.BG, bgErr = bench.Execute(ctx, bgCfg, nil)
+	r.BG, bgErr = tgt.sess.Run(ctx, bgCfg, nil)
 	wg.Wait()
 	if err := errors.Join(bgErr, hotErr, ctx.Err()); err != nil {
 		return r, err
@@ -135,7 +167,7 @@ const searchMaxGrowth = 1.6
 // lose it (the loss grows in proportion to R while the cluster is saturated), at least
 // s.SearchFactor and at most searchMaxGrowth times the last. It returns the steps and the chosen
 // R: the first that reached the target, else the last tried.
-func searchRate(ctx context.Context, s settings, c *testCluster, table string, base float64, log io.Writer) ([]searchStep, float64, error) {
+func searchRate(ctx context.Context, s settings, c *testCluster, tgt loadTarget, table string, base float64, log io.Writer) ([]searchStep, float64, error) {
 	var steps []searchStep
 	rate := roundRate(s.SearchStart * base)
 	for i := range s.SearchSteps {
@@ -150,11 +182,11 @@ func searchRate(ctx context.Context, s settings, c *testCluster, table string, b
 			if p%2 == 1 {
 				first, second = rate, 0
 			}
-			r1, err := runLoad(ctx, s, c, table, first, s.Search, seed)
+			r1, err := runLoad(ctx, s, c, tgt, table, first, s.Search, seed)
 			if err != nil {
 				return nil, 0, err
 			}
-			r2, err := runLoad(ctx, s, c, table, second, s.Search, seed+1)
+			r2, err := runLoad(ctx, s, c, tgt, table, second, s.Search, seed+1)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -201,42 +233,56 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// hotPhases runs s.Rounds rounds of baseline, hot unlimited and hot limited at rate, in that
-// order, removing the limit after each round. The limited phase is measured after s.LimitWarm
-// of the same load with the limit set.
-func hotPhases(ctx context.Context, s settings, c *testCluster, table string, rate float64, log io.Writer) ([]loadResult, error) {
+// hotPhases runs s.Rounds rounds, each of baseline, hot unlimited and hot limited at rate, in
+// that order, through every target in turn (the order of the targets alternating by round, so
+// that a drift in the machine's speed falls on each alike), removing the limit after each limited
+// phase. The limited phase is measured after s.LimitWarm of the same load with the limit set,
+// whose hot partition is kept as the phase's FirstHot.
+func hotPhases(ctx context.Context, s settings, c *testCluster, targets []loadTarget, table string, rate float64, log io.Writer) ([]loadResult, error) {
 	limit := int(rate) / limitDivisor
 	var out []loadResult
 	for round := 1; round <= s.Rounds; round++ {
-		for _, ph := range []struct {
-			name  string
-			hot   float64
-			limit int
-		}{{"baseline", 0, 0}, {"hot unlimited", rate, 0}, {"hot limited", rate, limit}} {
-			if ph.limit > 0 {
-				if err := c.exec(ctx, log, alterLimit(table, ph.limit, ph.limit)); err != nil {
+		order := slices.Clone(targets)
+		if round%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, tgt := range order {
+			for _, ph := range []struct {
+				name  string
+				hot   float64
+				limit int
+			}{{"baseline", 0, 0}, {"hot unlimited", rate, 0}, {"hot limited", rate, limit}} {
+				var first *bench.Summary
+				if ph.limit > 0 {
+					if err := c.exec(ctx, log, alterLimit(table, ph.limit, ph.limit)); err != nil {
+						return nil, err
+					}
+					// Counters start from zero when a limit is set and admit more while they are
+					// young: the phase's load runs first for s.LimitWarm, reported on its own.
+					w, err := runLoad(ctx, s, c, tgt, table, ph.hot, s.LimitWarm, uint64(100*round+50))
+					if err != nil {
+						return nil, err
+					}
+					first = w.Hot
+				}
+				r, err := runLoad(ctx, s, c, tgt, table, ph.hot, s.Phase, uint64(100*round))
+				if err != nil {
 					return nil, err
 				}
-				// Counters start from zero when a limit is set and admit up to twice the limit
-				// before the rule bites: run the phase's load unmeasured until they are warm.
-				if _, err := runLoad(ctx, s, c, table, ph.hot, s.LimitWarm, uint64(100*round+50)); err != nil {
-					return nil, err
+				r.Phase, r.Round, r.HotLimit, r.FirstHot = ph.name, round, ph.limit, first
+				out = append(out, r)
+				fmt.Fprintf(log, "perf: round %d %s %s: background %.0f ops/s p99 %.1f ms", round, tgt.Protocol, ph.name, r.bgThroughput(), r.BG.LatencyMS.P99)
+				if r.Hot != nil {
+					fmt.Fprintf(log, "; hot accepted %.0f/s of %.0f offered", perSecond(r.Hot.Accepted, r.Hot.DurationS), perSecond(r.Hot.Offered, r.Hot.DurationS))
 				}
-			}
-			r, err := runLoad(ctx, s, c, table, ph.hot, s.Phase, uint64(100*round))
-			if err != nil {
-				return nil, err
-			}
-			r.Phase, r.Round, r.HotLimit = ph.name, round, ph.limit
-			out = append(out, r)
-			fmt.Fprintf(log, "perf: round %d %s: background %.0f ops/s p99 %.1f ms", round, ph.name, r.bgThroughput(), r.BG.LatencyMS.P99)
-			if r.Hot != nil {
-				fmt.Fprintf(log, "; hot accepted %.0f/s of %.0f offered", perSecond(r.Hot.Accepted, r.Hot.DurationS), perSecond(r.Hot.Offered, r.Hot.DurationS))
-			}
-			fmt.Fprintf(log, "; CPU: servers %.2f, load generator %.2f cores\n", r.CPU.Servers, r.CPU.LoadGen)
-			if ph.limit > 0 {
-				if err := c.exec(ctx, log, alterLimit(table, 0, 0)); err != nil {
-					return nil, err
+				if first != nil {
+					fmt.Fprintf(log, " (first %v: %.0f/s)", s.LimitWarm, perSecond(first.Hot.Accepted, first.DurationS))
+				}
+				fmt.Fprintf(log, "; CPU: servers %.2f, load generator %.2f cores\n", r.CPU.Servers, r.CPU.LoadGen)
+				if ph.limit > 0 {
+					if err := c.exec(ctx, log, alterLimit(table, 0, 0)); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -258,4 +304,59 @@ func alterLimit(table string, reads, writes int) string {
 		m += fmt.Sprintf("'max_writes_per_second': %d", writes)
 	}
 	return fmt.Sprintf("ALTER TABLE %s WITH per_partition_rate_limit = {%s}", table, m)
+}
+
+// steadyHot is one long limited phase over one protocol: the hot partition's accepted writes
+// second by second from the moment the limit is set, the first seconds (young counters) apart
+// from the rest.
+type steadyHot struct {
+	Protocol          string  `json:"protocol"`
+	Limit             int     `json:"limit"`
+	AcceptedPerSecond []int64 `json:"accepted_per_second"`
+	FirstSeconds      int     `json:"first_seconds"`
+	// FirstOverLimit and SteadyOverLimit are the mean accepted rate over the first seconds and
+	// over the rest, over the limit.
+	FirstOverLimit  float64    `json:"first_over_limit"`
+	SteadyOverLimit float64    `json:"steady_over_limit"`
+	Run             loadResult `json:"run"`
+}
+
+// overLimit returns the mean of counts over limit.
+func overLimit(counts []int64, limit int) float64 {
+	if len(counts) == 0 || limit == 0 {
+		return 0
+	}
+	var sum int64
+	for _, c := range counts {
+		sum += c
+	}
+	return float64(sum) / float64(len(counts)) / float64(limit)
+}
+
+// summarizeSteady fills in st's ratios from its per-second counts.
+func summarizeSteady(st *steadyHot) {
+	first := min(st.FirstSeconds, len(st.AcceptedPerSecond))
+	st.FirstOverLimit = overLimit(st.AcceptedPerSecond[:first], st.Limit)
+	st.SteadyOverLimit = overLimit(st.AcceptedPerSecond[first:], st.Limit)
+}
+
+// hotSteady sets the limit R/limitDivisor on table and runs the background and the hot
+// partition at rate through tgt for s.SteadyDuration, then removes the limit.
+func hotSteady(ctx context.Context, s settings, c *testCluster, tgt loadTarget, table string, rate float64, log io.Writer) (steadyHot, error) {
+	limit := int(rate) / limitDivisor
+	st := steadyHot{Protocol: string(tgt.Protocol), Limit: limit, FirstSeconds: s.SteadyFirst}
+	if err := c.exec(ctx, log, alterLimit(table, limit, limit)); err != nil {
+		return st, err
+	}
+	r, err := runLoad(ctx, s, c, tgt, table, rate, s.SteadyDuration, 7777)
+	if err != nil {
+		return st, err
+	}
+	r.Phase, r.HotLimit = "hot limited, long", limit
+	st.Run = r
+	st.AcceptedPerSecond = r.Hot.Hot.AcceptedPerSecond
+	summarizeSteady(&st)
+	fmt.Fprintf(log, "perf: %s hot partition over %v at limit %d: accepted per second %v: first %d s %.2f × limit, then %.2f ×\n",
+		tgt.Protocol, s.SteadyDuration, limit, st.AcceptedPerSecond, st.FirstSeconds, st.FirstOverLimit, st.SteadyOverLimit)
+	return st, c.exec(ctx, log, alterLimit(table, 0, 0))
 }

@@ -44,6 +44,8 @@ type settings struct {
 	SearchStart    float64       `json:"search_start"`  // first R as a share of the baseline
 	SearchFactor   float64       `json:"search_factor"` // R grows at least by this per step
 	FixedRate      float64       `json:"fixed_rate,omitempty"`
+	SteadyDuration time.Duration `json:"-"`              // the long limited phase, per protocol
+	SteadyFirst    int           `json:"steady_first_s"` // its first seconds, reported apart
 	BGPartitions   int           `json:"background_partitions"`
 	BGConcurrency  int           `json:"background_concurrency"`
 	HotConcurrency int           `json:"hot_concurrency"`
@@ -63,6 +65,21 @@ type settings struct {
 	OverheadReps        int           `json:"overhead_pairs"`
 	OverheadWarm        time.Duration `json:"-"`
 	OverheadPhase       time.Duration `json:"-"`
+
+	// Node overload.
+	Overload overloadSettings `json:"overload"`
+}
+
+// MarshalJSON encodes o with its durations in seconds.
+func (o overloadSettings) MarshalJSON() ([]byte, error) {
+	type plain overloadSettings
+	return json.Marshal(struct {
+		plain
+		QueueTimeoutS  float64 `json:"request_queue_timeout_s"`
+		DurationS      float64 `json:"duration_s"`
+		ProbeDurationS float64 `json:"probe_alone_s"`
+		PollS          float64 `json:"poll_s"`
+	}{plain(o), o.QueueTimeout.Seconds(), o.Duration.Seconds(), o.ProbeDuration.Seconds(), o.Poll.Seconds()})
 }
 
 // MarshalJSON encodes s with its durations in seconds.
@@ -71,6 +88,7 @@ func (s settings) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		WarmS          float64 `json:"warm_s"`
+		SteadyS        float64 `json:"steady_s"`
 		SearchS        float64 `json:"search_step_s"`
 		PhaseS         float64 `json:"phase_s"`
 		LimitWarmS     float64 `json:"limit_warm_s"`
@@ -79,19 +97,22 @@ func (s settings) MarshalJSON() ([]byte, error) {
 		RejectWarmS    float64 `json:"reject_warm_s"`
 		OverheadWarmS  float64 `json:"overhead_warm_s"`
 		OverheadPhaseS float64 `json:"overhead_phase_s"`
-	}{plain(s), s.Warm.Seconds(), s.Search.Seconds(), s.Phase.Seconds(), s.LimitWarm.Seconds(), s.Idle.Seconds(),
+	}{plain(s), s.Warm.Seconds(), s.SteadyDuration.Seconds(), s.Search.Seconds(), s.Phase.Seconds(), s.LimitWarm.Seconds(), s.Idle.Seconds(),
 		s.RejectDuration.Seconds(), s.RejectWarm.Seconds(), s.OverheadWarm.Seconds(), s.OverheadPhase.Seconds()})
 }
 
 func fullSettings() settings {
 	return settings{
-		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 7,
-		SearchSteps: 4, SearchStart: 0.2, SearchFactor: 1.15,
+		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 4,
+		SteadyDuration: 10 * time.Second, SteadyFirst: 3,
+		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,
 		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
-		RejectOps: 20_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,
+		RejectOps: 12_000, RejectWarmOps: 1000, RejectConcurrency: 16, Idle: time.Second,
 		RejectDuration: 5 * time.Second, RejectWarm: time.Second,
 		OverheadPartitions: 1000, OverheadConcurrency: 32, OverheadReps: 8,
 		OverheadWarm: time.Second, OverheadPhase: time.Second,
+		Overload: overloadSettings{MaxConcurrent: 16, MaxQueued: 16, QueueTimeout: 100 * time.Millisecond, Factor: 10,
+			Partitions: 200, Duration: 8 * time.Second, ProbeRate: 50, ProbeDuration: 3 * time.Second, Poll: 250 * time.Millisecond},
 	}
 }
 
@@ -99,22 +120,27 @@ func quickSettings() settings {
 	return settings{
 		Quick: true,
 		Warm:  300 * time.Millisecond, Search: 500 * time.Millisecond, SearchPairs: 1, Phase: time.Second, LimitWarm: 300 * time.Millisecond, Rounds: 1,
+		SteadyDuration: 2 * time.Second, SteadyFirst: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
 		BGPartitions: 100, BGConcurrency: 8, HotConcurrency: 16,
 		RejectOps: 300, RejectWarmOps: 100, RejectConcurrency: 8, Idle: 100 * time.Millisecond,
 		RejectDuration: 600 * time.Millisecond, RejectWarm: 300 * time.Millisecond,
 		OverheadPartitions: 100, OverheadConcurrency: 8, OverheadReps: 1,
 		OverheadWarm: 200 * time.Millisecond, OverheadPhase: 500 * time.Millisecond,
+		Overload: overloadSettings{MaxConcurrent: 4, MaxQueued: 4, QueueTimeout: 100 * time.Millisecond, Factor: 10,
+			Partitions: 20, Duration: time.Second, ProbeRate: 20, ProbeDuration: 500 * time.Millisecond, Poll: 200 * time.Millisecond},
 	}
 }
 
 const usage = `Usage: go run ./test/perf [--json] [--quick] [--rate R] [--kvnode path]
 
-Builds kvnode, starts clusters of kvnode serve processes on loopback and measures, in one run:
-a hot partition's effect on background traffic with and without a per_partition_rate_limit,
-the server CPU of a rejected write against an accepted one on both limiter paths, and the
-limiter's throughput overhead on one node. Prints Markdown tables, or one JSON object with
---json. Progress goes to stderr.
+Builds kvnode, starts clusters of kvnode serve processes on loopback and measures, in one run
+and over both the CQL native protocol (gocql, token-aware) and the gRPC API: a hot partition's
+effect on background traffic with and without a per_partition_rate_limit, the server CPU of a
+rejected write against an accepted one on both limiter paths and of a request that does
+nothing, the limiter's throughput overhead on one node, and one node overloaded ten times over.
+Prints Markdown tables and the issues' targets, or one JSON object with --json. Progress goes
+to stderr.
 
 Flags:
 `
@@ -143,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "the hot partition's offered `ops/s` R; 0 searches for it")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
-	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead); the numbers of a part not run are 0")
+	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -196,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // The parts of a run, in the order they run.
-var allParts = []string{"hot", "reject", "overhead"}
+var allParts = []string{"hot", "reject", "overhead", "overload"}
 
 // parseParts reads the --parts list into allParts order, refusing unknown and empty lists.
 func parseParts(list string) ([]string, error) {
@@ -266,7 +292,7 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 			}
 			costs, noop, err := rejectCosts(ctx, s, c, false, log)
 			res.RejectCost = append(res.RejectCost, costs...)
-			res.NoopRequest = append(res.NoopRequest, noop)
+			res.NoopRequest = append(res.NoopRequest, noop...)
 			return err
 		})
 		if err != nil {
@@ -278,7 +304,7 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 		err = withCluster(ctx, bin, root, "sync", 3, true, ddl, log, func(c *testCluster) error {
 			costs, noop, err := rejectCosts(ctx, s, c, true, log)
 			res.RejectCost = append(res.RejectCost, costs...)
-			res.NoopRequest = append(res.NoopRequest, noop)
+			res.NoopRequest = append(res.NoopRequest, noop...)
 			return err
 		})
 		if err != nil {
@@ -290,6 +316,11 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 			return nil, err
 		}
 	}
+	if s.has("overload") {
+		if err := overloadPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
 	res.headline()
 	res.Machine.LoadAtEnd = loadAvg()
 	res.RuntimeS = time.Since(start).Seconds()
@@ -298,18 +329,35 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 
 // hotPart measures the hot partition against background traffic on c: every row the background
 // can touch written once (so its reads do not grow heavier during the run as partitions fill
-// up), a warm-up, the search for R unless s.FixedRate gives it, and the rounds of phases.
+// up), a warm-up, the search for R over gRPC unless s.FixedRate gives it, and the rounds of
+// phases at that R over both protocols: gRPC with coordinators in turn, and the native protocol
+// through gocql, token-aware.
 func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log io.Writer) error {
 	if err := loadRows(ctx, c, tableRF3, s.BGPartitions, s.BGConcurrency); err != nil {
 		return err
 	}
-	warm, err := runLoad(ctx, s, c, tableRF3, 0, s.Warm, 1)
+	grpcTgt, err := openTarget(ctx, s, bench.ProtocolGRPC, bench.RoundRobin, c.addrs(), tableRF3)
 	if err != nil {
 		return err
 	}
+	defer grpcTgt.sess.Close()
+	cqlTgt, err := openTarget(ctx, s, bench.ProtocolCQL, bench.TokenAware, c.cqlAddrs(), tableRF3)
+	if err != nil {
+		return err
+	}
+	defer cqlTgt.sess.Close()
+	for _, tgt := range []loadTarget{grpcTgt, cqlTgt} {
+		if _, err := runLoad(ctx, s, c, tgt, tableRF3, 0, s.Warm, 1); err != nil {
+			return err
+		}
+	}
 	rate := s.FixedRate
 	if rate == 0 {
-		steps, r, err := searchRate(ctx, s, c, tableRF3, warm.bgThroughput(), log)
+		warm, err := runLoad(ctx, s, c, grpcTgt, tableRF3, 0, s.Warm, 2)
+		if err != nil {
+			return err
+		}
+		steps, r, err := searchRate(ctx, s, c, grpcTgt, tableRF3, warm.bgThroughput(), log)
 		if err != nil {
 			return err
 		}
@@ -317,9 +365,19 @@ func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log i
 		res.SearchReachedTarget = steps[len(steps)-1].Loss >= searchLoss
 	}
 	res.HotRate, res.HotLimit = rate, int(rate)/limitDivisor
-	phases, err := hotPhases(ctx, s, c, tableRF3, rate, log)
+	phases, err := hotPhases(ctx, s, c, []loadTarget{grpcTgt, cqlTgt}, tableRF3, rate, log)
 	res.Phases = phases
-	return err
+	if err != nil {
+		return err
+	}
+	for _, tgt := range []loadTarget{cqlTgt, grpcTgt} {
+		st, err := hotSteady(ctx, s, c, tgt, tableRF3, rate, log)
+		res.HotSteady = append(res.HotSteady, st)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // overheadPart measures the limiter's overhead on a one-node cluster of its own.

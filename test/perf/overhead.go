@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -62,6 +63,9 @@ type overheadResult struct {
 	// CPUOverhead is the median over the pairs of limited/unlimited server CPU per op, minus 1:
 	// the limiter's cost seen from the server's CPU accounting rather than from throughput.
 	CPUOverhead float64 `json:"server_cpu_overhead"`
+	// Resolution is the smallest overhead this run can tell from none: twice the standard error
+	// of the pairs' mean overhead (a 95% interval's half width), from the spread of the pairs.
+	Resolution float64 `json:"resolution"`
 }
 
 // median returns the median of vs (the mean of the middle two for an even count), 0 for none.
@@ -95,6 +99,25 @@ func summarizeOverhead(r *overheadResult) {
 	if len(ovs) > 0 {
 		r.Min, r.Max = slices.Min(ovs), slices.Max(ovs)
 	}
+	r.Resolution = resolution(ovs)
+}
+
+// resolution returns twice the standard error of the mean of vs (the sample standard deviation
+// over the square root of the count), 0 for fewer than two values.
+func resolution(vs []float64) float64 {
+	n := float64(len(vs))
+	if n < 2 {
+		return 0
+	}
+	var sum, sq float64
+	for _, v := range vs {
+		sum += v
+	}
+	mean := sum / n
+	for _, v := range vs {
+		sq += (v - mean) * (v - mean)
+	}
+	return 2 * math.Sqrt(sq/(n-1)) / math.Sqrt(n)
 }
 
 // limiterOverhead measures, on a one-node cluster, closed-loop read and then write throughput
@@ -104,17 +127,31 @@ func summarizeOverhead(r *overheadResult) {
 // speed falls on both sides alike. Reads come first, on tables loaded with the same rows once
 // each (every row the read workload can touch), so both read the same data in the same state;
 // the write phases that follow leave the tables with different numbers of overwritten versions.
+// The load goes over the native protocol (gocql, prepared statements), one session per table,
+// opened once.
 func limiterOverhead(ctx context.Context, s settings, c *testCluster, log io.Writer) ([]overheadResult, error) {
+	cfg := func(table string, writes float64, d time.Duration, seed uint64) bench.Config {
+		return bench.Config{
+			Protocol: bench.ProtocolCQL, Addrs: c.cqlAddrs(), Coordinator: bench.Fixed, Table: table, Writes: writes,
+			Consistency: client.Quorum, Partitions: s.OverheadPartitions, Concurrency: s.OverheadConcurrency,
+			Duration: d, Seed: seed,
+		}
+	}
+	sessions := map[string]*bench.Session{}
+	for _, t := range []string{tableUnlimited, tableLimited} {
+		sess, err := bench.Open(ctx, cfg(t, 0, time.Second, 1))
+		if err != nil {
+			return nil, err
+		}
+		defer sess.Close()
+		sessions[t] = sess
+	}
 	run := func(table string, writes float64, d time.Duration, seed uint64) (overheadSide, error) {
 		before, err := c.cpu()
 		if err != nil {
 			return overheadSide{}, err
 		}
-		sum, err := bench.Execute(ctx, bench.Config{
-			Protocol: bench.ProtocolGRPC, Addrs: c.addrs(), Coordinator: bench.Fixed, Table: table, Writes: writes,
-			Consistency: client.Quorum, Partitions: s.OverheadPartitions, Concurrency: s.OverheadConcurrency,
-			Duration: d, Seed: seed,
-		}, nil)
+		sum, err := sessions[table].Run(ctx, cfg(table, writes, d, seed), nil)
 		if err != nil {
 			return overheadSide{}, err
 		}

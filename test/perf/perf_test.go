@@ -144,11 +144,12 @@ func TestSummarizeOverhead(t *testing.T) {
 	check("the smallest pair overhead", r.Min, -0.1)
 	check("the largest pair overhead", r.Max, 0.1)
 	check("the median CPU overhead of +10%, 0% and +2%", r.CPUOverhead, 0.02)
+	check("the resolution of pairs at 10%, 0% and -10% (2 × 0.1/√3)", r.Resolution, 2*0.1/math.Sqrt(3))
 }
 
-// phase builds a loadResult for the headline tests.
+// phase builds a loadResult over the native protocol for the headline tests.
 func phase(name string, round int, bgAccepted int64, p99 float64, hotRate float64, limit int, hotPerSec []int64) loadResult {
-	r := loadResult{Phase: name, Round: round, HotRate: hotRate, HotLimit: limit,
+	r := loadResult{Phase: name, Protocol: "cql", Round: round, HotRate: hotRate, HotLimit: limit,
 		BG: &bench.Summary{Accepted: bgAccepted, DurationS: 2, LatencyMS: bench.Latency{P99: p99}, Errors: map[string]int64{}}}
 	if hotRate > 0 {
 		var total int64
@@ -161,24 +162,56 @@ func phase(name string, round int, bgAccepted int64, p99 float64, hotRate float6
 	return r
 }
 
+// grpcPhase is phase over gRPC.
+func grpcPhase(name string, round int, bgAccepted int64, p99 float64, hotRate float64, limit int, hotPerSec []int64) loadResult {
+	r := phase(name, round, bgAccepted, p99, hotRate, limit, hotPerSec)
+	r.Protocol = "grpc"
+	return r
+}
+
 func TestHeadlineRatios(t *testing.T) {
+	limited := func(round int, bg int64, p99 float64, perSec []int64, first int64) loadResult {
+		r := phase("hot limited", round, bg, p99, 1000, 50, perSec)
+		r.FirstHot = &bench.Summary{DurationS: 1, Hot: bench.HotSummary{Accepted: first}}
+		return r
+	}
 	r := &Result{
-		Settings: settings{Parts: allParts},
+		Settings: settings{Parts: allParts, LimitWarm: time.Second, SteadyDuration: 7 * time.Second, SteadyFirst: 3},
+		HotSteady: []steadyHot{
+			{Protocol: "cql", Limit: 50, FirstSeconds: 3, AcceptedPerSecond: []int64{150, 100, 80, 50, 52, 48, 50}},
+			{Protocol: "grpc", Limit: 50, FirstSeconds: 3, AcceptedPerSecond: []int64{100, 100, 100, 70, 70}},
+		},
 		Phases: []loadResult{
+			grpcPhase("baseline", 1, 1000, 10, 0, 0, nil),
+			grpcPhase("hot unlimited", 1, 500, 30, 1000, 0, []int64{1000, 1000}),
+			grpcPhase("hot limited", 1, 700, 11, 1000, 50, []int64{60, 60}),
 			phase("baseline", 1, 2000, 10, 0, 0, nil),
 			phase("hot unlimited", 1, 1200, 30, 1000, 0, []int64{1000, 1000}),
-			phase("hot limited", 1, 1900, 11, 1000, 50, []int64{120, 100}),
+			limited(1, 1900, 11, []int64{120, 100}, 150),
 			phase("baseline", 2, 2200, 12, 0, 0, nil),
 			phase("hot unlimited", 2, 1400, 34, 1000, 0, []int64{1000, 1000}),
-			phase("hot limited", 2, 2000, 13, 1000, 50, []int64{130, 110}),
+			limited(2, 2000, 13, []int64{130, 110}, 100),
+			grpcPhase("baseline", 2, 1000, 10, 0, 0, nil),
+			grpcPhase("hot unlimited", 2, 500, 30, 1000, 0, []int64{1000, 1000}),
+			grpcPhase("hot limited", 2, 800, 11, 1000, 50, []int64{60, 60}),
 		},
 		RejectCost: []rejectCost{
-			{Path: "coordinator", Sync: false, Ratio: 0.2},
-			{Path: "replicas", Sync: false, Ratio: 0.9},
-			{Path: "coordinator", Sync: true, Ratio: 0.1},
-			{Path: "replicas", Sync: true, Ratio: 0.5},
+			{Protocol: "cql", Path: "coordinator", Sync: false, Ratio: 0.2, CPURejectNS: 30_000},
+			{Protocol: "cql", Path: "replicas", Sync: false, Ratio: 0.9},
+			{Protocol: "cql", Path: "coordinator", Sync: true, Ratio: 0.1, CPURejectNS: 20_000},
+			{Protocol: "cql", Path: "replicas", Sync: true, Ratio: 0.5},
+			{Protocol: "grpc", Path: "coordinator", Sync: true, Ratio: 0.3, CPURejectNS: 100_000},
+			{Protocol: "grpc", Path: "replicas", Sync: true, Ratio: 0.7},
 		},
-		Overhead: []overheadResult{{Op: "write", Overhead: 0.01}, {Op: "read", Overhead: 0.02}},
+		NoopRequest: []noopCost{
+			{Protocol: "grpc", Sync: false, CPUPerReqNS: 99_000},
+			{Protocol: "grpc", Sync: true, CPUPerReqNS: 40_000},
+			{Protocol: "cql", Sync: true, CPUPerReqNS: 8_000},
+		},
+		Overhead: []overheadResult{{Op: "write", Overhead: 0.01, Resolution: 0.04}, {Op: "read", Overhead: 0.05, Resolution: 0.04}},
+	}
+	for i := range r.HotSteady {
+		summarizeSteady(&r.HotSteady[i])
 	}
 	r.headline()
 	check := func(what string, got, want float64) {
@@ -186,8 +219,11 @@ func TestHeadlineRatios(t *testing.T) {
 			t.Errorf("%s = %v, want %v", what, got, want)
 		}
 	}
-	if len(r.Rounds) != 2 {
-		t.Fatalf("headline found %d complete rounds, want 2", len(r.Rounds))
+	check("hot accepted over limit after the long phase's first 3 s (50, 52, 48, 50 over 50)", r.HotAcceptedOverLimitSteady, 1)
+	check("hot accepted over limit in the long phase's first 3 s (150, 100, 80 over 50)", r.HotAcceptedOverLimitFirstSeconds, 2.2)
+	check("gRPC: hot accepted over limit after the long phase's first 3 s", r.GRPC.HotAcceptedOverLimitSteady, 1.4)
+	if len(r.Rounds) != 4 {
+		t.Fatalf("headline found %d complete rounds, want 2 per protocol", len(r.Rounds))
 	}
 	check("round 1's background throughput ratio, limited (1900 vs 2000)", r.Rounds[0].ThroughputLimited, 0.95)
 	check("the median background throughput ratio, limited (1900/2000 and 2000/2200)", r.BGThroughputRatioLimited, (0.95+2000.0/2200)/2)
@@ -200,14 +236,41 @@ func TestHeadlineRatios(t *testing.T) {
 	check("rejection cost ratio, coordinator path, unsynced", r.RejectCostRatioCoordinatorNoSync, 0.2)
 	check("rejection cost ratio, replicas path, unsynced", r.RejectCostRatioReplicaNoSync, 0.9)
 	check("write overhead", r.LimiterOverheadWrite, 0.01)
-	check("read overhead", r.LimiterOverheadRead, 0.02)
+	check("read overhead", r.LimiterOverheadRead, 0.05)
+	check("write overhead's resolution", r.LimiterOverheadWriteResolution, 0.04)
+	check("hot accepted over limit in the first second (150 and 100 per s over limit 50)", r.HotAcceptedOverLimitFirst, 2.5)
+	check("gRPC: the median background throughput ratio, limited (0.7 and 0.8)", r.GRPC.BGThroughputRatioLimited, 0.75)
+	check("gRPC: hot accepted over limit (60 per s over 50)", r.GRPC.HotAcceptedOverLimit, 1.2)
+	check("gRPC: rejection cost ratio, coordinator path, synced", r.GRPC.RejectCostRatioCoordinator, 0.3)
+	check("native_reject_cpu_us (synced cluster)", r.NativeRejectCPUUS, 20)
+	check("grpc_reject_cpu_us", r.GRPCRejectCPUUS, 100)
+	check("native_noop_cpu_us", r.NativeNoopCPUUS, 8)
+	check("grpc_noop_cpu_us (synced cluster)", r.GRPCNoopCPUUS, 40)
+	if r.Protocol != "cql" {
+		t.Errorf("protocol = %q, want cql", r.Protocol)
+	}
+	met := map[string]bool{}
+	for _, tg := range r.Targets {
+		met[tg.What] = tg.Met
+	}
+	for what, want := range map[string]bool{
+		"native_reject_cpu_us ≤ 0.25 × grpc_reject_cpu_us":                                                          true, // 20 ≤ 25
+		"limiter overhead, writes: within the resolution (or ≤ 3%)":                                                 true,
+		"limiter overhead, reads: within the resolution (or ≤ 3%)":                                                  false, // 5% > 4%
+		"rejected / accepted CPU ≤ 0.15, replicas path (native, --sync=true)":                                       false,
+		"hot partition accepted / limit within 0.9–1.1 after the first 3 s of a 7s limited phase (native protocol)": true, // 1.0
+	} {
+		if got, ok := met[what]; !ok || got != want {
+			t.Errorf("target %q: met %v (listed %v), want %v; targets %+v", what, got, ok, want, r.Targets)
+		}
+	}
 
 	var text bytes.Buffer
 	if err := r.writeText(&text); err != nil {
 		t.Fatalf("writeText failed: %v", err)
 	}
-	for _, want := range []string{"| hot limited | 1000 | 50 | 975 | 0.93 |", "| background throughput, hot limited ≥ 0.90 × baseline | 0.93 | yes |",
-		"| 1 | 0.60 | 0.95 | 3.00 | 1.10 | 2.20 |"} {
+	for _, want := range []string{"| cql | hot limited | 1000 | 50 | 975 | 0.93 |", "| background throughput, hot limited ≥ 0.90 × baseline (median of rounds, native protocol) | 0.93 (gRPC 0.75) | yes |",
+		"| cql | 1 | 0.60 | 0.95 | 3.00 | 1.10 | 2.20 | 3.00 |", "| grpc | median | 0.50 | 0.75 |"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report does not contain %q:\n%s", want, text.String())
 		}
@@ -220,6 +283,9 @@ var headlineFields = []string{
 	"background_p99_ratio_limited", "background_p99_ratio_unlimited", "hot_accepted_over_limit",
 	"reject_cost_ratio_coordinator", "reject_cost_ratio_replica",
 	"limiter_overhead_write", "limiter_overhead_read",
+	"native_noop_cpu_us", "grpc_noop_cpu_us", "native_reject_cpu_us", "grpc_reject_cpu_us",
+	"hot_accepted_over_limit_first_second", "limiter_overhead_write_resolution", "limiter_overhead_read_resolution",
+	"hot_accepted_over_limit_steady", "hot_accepted_over_limit_first_seconds",
 }
 
 func TestResultJSONHasTheHeadlineFields(t *testing.T) {
@@ -248,6 +314,7 @@ func TestParseParts(t *testing.T) {
 		wantErr bool
 	}{
 		{"hot,reject,overhead", []string{"hot", "reject", "overhead"}, false},
+		{"overload,hot", []string{"hot", "overload"}, false},
 		{"overhead, hot", []string{"hot", "overhead"}, false},
 		{"reject,reject", []string{"reject"}, false},
 		{"", nil, true},
@@ -273,7 +340,7 @@ func TestTextReportLeavesOutPartsNotRun(t *testing.T) {
 			t.Errorf("a report of --parts overhead mentions %q:\n%s", absent, text.String())
 		}
 	}
-	if !strings.Contains(text.String(), "limiter overhead, writes ≤ 3%") {
+	if !strings.Contains(text.String(), "limiter overhead, writes: within the resolution") {
 		t.Errorf("a report of --parts overhead lacks the overhead target:\n%s", text.String())
 	}
 }
@@ -294,8 +361,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
-// TestQuickRun runs the whole program in --quick mode: it builds kvnode, starts 7 server
-// processes in turn and checks that every part produced its numbers. About half a minute.
+// TestQuickRun runs the whole program in --quick mode: it builds kvnode, starts 8 server
+// processes in turn and checks that every part produced its numbers. About a minute.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real clusters; skipped with -short")
@@ -303,7 +370,7 @@ func TestQuickRun(t *testing.T) {
 	if _, err := os.Stat("/proc/self/task"); err != nil {
 		t.Skip("no /proc on this system")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out, log bytes.Buffer
 	if err := run(ctx, []string{"--quick", "--json"}, &out, &log); err != nil {
@@ -313,8 +380,21 @@ func TestQuickRun(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("the --json output does not decode as a Result: %v\n%s", err, out.Bytes())
 	}
-	if len(res.Phases) != 3 {
-		t.Errorf("the quick run measured %d phases, want 3 (baseline, hot unlimited, hot limited)", len(res.Phases))
+	if len(res.Phases) != 6 {
+		t.Errorf("the quick run measured %d phases, want 6 (baseline, hot unlimited, hot limited, over each protocol)", len(res.Phases))
+	}
+	if res.Protocol != "cql" || res.NativeNoopCPUUS <= 0 || res.GRPCNoopCPUUS <= 0 || res.NativeRejectCPUUS <= 0 || res.GRPCRejectCPUUS <= 0 {
+		t.Errorf("the quick run's protocol %q, no-op CPU native %v gRPC %v µs, rejection CPU native %v gRPC %v µs; want cql and all positive",
+			res.Protocol, res.NativeNoopCPUUS, res.GRPCNoopCPUUS, res.NativeRejectCPUUS, res.GRPCRejectCPUUS)
+	}
+	if o := res.Overload; o == nil || o.Load == nil || o.Load.Offered == 0 || o.Probe == nil || o.PeakRSSMiB <= 0 || o.HealthChecks == 0 {
+		t.Errorf("the quick run's overload part is missing or empty: %+v", o)
+	}
+	if len(res.Targets) == 0 {
+		t.Errorf("the quick run lists no targets")
+	}
+	if len(res.HotSteady) != 2 || len(res.HotSteady[0].AcceptedPerSecond) == 0 {
+		t.Errorf("the quick run's long limited phases are %+v, want one per protocol with per-second counts", res.HotSteady)
 	}
 	if res.HotRate < 100 || res.HotLimit != int(res.HotRate)/limitDivisor {
 		t.Errorf("the quick run chose R = %v with limit %d, want R ≥ 100 and limit R/%d", res.HotRate, res.HotLimit, limitDivisor)
@@ -324,11 +404,11 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("phase %q accepted no background operation", p.Phase)
 		}
 	}
-	if len(res.NoopRequest) != 2 || res.NoopRequest[0].CPUPerReqNS <= 0 {
-		t.Errorf("the quick run's no-op request costs are %+v, want one positive per cluster", res.NoopRequest)
+	if len(res.NoopRequest) != 4 || res.NoopRequest[0].CPUPerReqNS <= 0 {
+		t.Errorf("the quick run's no-op request costs are %+v, want one positive per cluster and protocol", res.NoopRequest)
 	}
-	if len(res.RejectCost) != 4 {
-		t.Fatalf("the quick run measured %d rejection costs, want 4 (2 paths × 2 sync settings)", len(res.RejectCost))
+	if len(res.RejectCost) != 8 {
+		t.Fatalf("the quick run measured %d rejection costs, want 8 (2 paths × 2 protocols × 2 sync settings)", len(res.RejectCost))
 	}
 	for _, rc := range res.RejectCost {
 		if rc.CPUAcceptNS <= 0 || rc.CPURejectNS <= 0 {
@@ -338,5 +418,43 @@ func TestQuickRun(t *testing.T) {
 	}
 	if len(res.Overhead) != 2 || res.Overhead[0].Pairs[0].Limited.OpsPerS == 0 || res.Overhead[1].Pairs[0].Unlimited.OpsPerS == 0 {
 		t.Errorf("the quick run's overhead measurements are missing: %+v", res.Overhead)
+	}
+}
+
+func TestParseMemory(t *testing.T) {
+	good := "Name:\tkvnode\nVmPeak:\t 2000000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t12\n"
+	m, err := parseMemory([]byte(good))
+	if err != nil || m.rssMiB != 100 || m.peakMiB != 200 {
+		t.Errorf("parseMemory(good) = %+v, %v; want RSS 100 MiB, peak 200 MiB", m, err)
+	}
+	for _, bad := range []string{"Name:\tkvnode\n", "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", "VmHWM:\tx kB\nVmRSS:\t1 kB\n", "VmRSS:\t1 kB\n"} {
+		if _, err := parseMemory([]byte(bad)); err == nil {
+			t.Errorf("parseMemory(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestAccountingPredictsTheBackgroundFromHotCPU(t *testing.T) {
+	base := phase("baseline", 1, 2000, 10, 0, 0, nil)
+	base.CPU = phaseCPU{Servers: 1.5, LoadGen: 0.4}
+	lim := phase("hot limited", 1, 1500, 12, 1000, 50, []int64{50, 50})
+	lim.Hot.RejectedByCoordinator = 1900 // 950/s over 2 s
+	lim.CPU = phaseCPU{Servers: 1.4, LoadGen: 0.5}
+	r := &Result{
+		Settings: settings{Parts: allParts},
+		Phases:   []loadResult{base, lim},
+		RejectCost: []rejectCost{
+			{Protocol: "cql", Path: "coordinator", Sync: false, CPURejectNS: 100_000, CPUAcceptNS: 1_000_000},
+			{Protocol: "cql", Path: "coordinator", Sync: true, CPURejectNS: 1, CPUAcceptNS: 1}, // not the hot part's
+		},
+	}
+	r.headline()
+	if len(r.Accounting) != 1 {
+		t.Fatalf("accounting = %+v, want one entry (cql)", r.Accounting)
+	}
+	a := r.Accounting[0]
+	// 950/s × 100 µs + 50/s × 1000 µs = 0.095 + 0.05 cores; (1.4 − 0.145) / 1.5.
+	if math.Abs(a.HotCores-0.145) > 1e-9 || math.Abs(a.Predicted-(1.4-0.145)/1.5) > 1e-9 || a.Measured != r.BGThroughputRatioLimited {
+		t.Errorf("accounting = %+v, want hot cores 0.145 and predicted %.4f", a, (1.4-0.145)/1.5)
 	}
 }

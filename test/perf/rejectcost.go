@@ -1,16 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"strings"
 	"time"
+
+	"github.com/gocql/gocql"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/bench"
 )
 
@@ -22,8 +28,9 @@ const rejectKey = bench.HotTextKey
 
 // rejectCost is the server CPU of accepted and of rejected writes on one limiter path.
 type rejectCost struct {
-	Path string `json:"path"` // "coordinator" or "replicas"
-	Sync bool   `json:"sync"`
+	Path     string `json:"path"`     // "coordinator" or "replicas"
+	Protocol string `json:"protocol"` // "cql" (gocql, prepared statements) or "grpc"
+	Sync     bool   `json:"sync"`
 	// Setup says how the path was obtained (replication factor, coordinators).
 	Setup        string   `json:"setup"`
 	AcceptPhase  opCounts `json:"accept_phase"`
@@ -71,18 +78,51 @@ func idleCPU(ctx context.Context, c *testCluster, d time.Duration) (cpuSample, e
 	return least, nil
 }
 
-// coordinators are the nodes that coordinate a path's writes.
-type coordinators struct {
-	policy  bench.Coordinator // RoundRobin over all, or Fixed to the first
-	clients []*client.Client
+// writer sends write i of a rejection-cost phase to table's partition rejectKey.
+type writer func(ctx context.Context, i int64) error
+
+// grpcWriter writes through the gRPC clients, write i through clients[i mod len(clients)].
+func grpcWriter(clients []*client.Client, table string) writer {
+	insert := hotInsert(table)
+	return func(ctx context.Context, i int64) error {
+		_, err := clients[i%int64(len(clients))].Execute(ctx, client.Quorum, insert(i))
+		return err
+	}
 }
 
-// pick returns the coordinator of write i.
-func (c coordinators) pick(i int64) *client.Client {
-	if c.policy == bench.Fixed {
-		return c.clients[0]
+// cqlWriter writes through a gocql session with the prepared INSERT (gocql prepares it once per
+// node), the same rows as hotInsert.
+func cqlWriter(sess *gocql.Session, table string) writer {
+	stmt := fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES (?, ?, ?)", table)
+	return func(ctx context.Context, i int64) error {
+		q := sess.Query(stmt, rejectKey, int32(i%1024), fmt.Sprintf("value-%08d", i)).WithContext(ctx)
+		err := q.Exec()
+		q.Release()
+		return err
 	}
-	return c.clients[i%int64(len(c.clients))]
+}
+
+// gocqlSession opens a gocql session at QUORUM that never retries: token-aware over the nodes it
+// discovers from hosts, or (tokenAware false) to hosts[0] alone, with discovery off.
+func gocqlSession(hosts []string, tokenAware bool) (*gocql.Session, error) {
+	cluster := gocql.NewCluster(hosts...)
+	cluster.ProtoVersion = 4
+	cluster.Timeout = 10 * time.Second
+	cluster.ConnectTimeout = 10 * time.Second
+	cluster.Consistency = gocql.Quorum
+	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
+	if tokenAware {
+		cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	} else {
+		cluster.Hosts = hosts[:1]
+		cluster.DisableInitialHostLookup = true
+		cluster.Events.DisableTopologyEvents = true
+	}
+	sess, err := cluster.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("gocql session on %s: %w", strings.Join(cluster.Hosts, ","), err)
+	}
+	return sess, nil
 }
 
 // hotInsert returns the statement of write i to table's partition rejectKey: one of 1024 rows.
@@ -148,13 +188,9 @@ func measureCPU(ctx context.Context, s settings, c *testCluster, idle cpuSample,
 // a server's CPU per request is dominated instead by what every request pays to be received and
 // answered one at a time (system calls, thread wake-ups), accepted or not; noopCost measures
 // that floor.
-func measureRejectCost(ctx context.Context, s settings, c *testCluster, table string, co coordinators,
+func measureRejectCost(ctx context.Context, s settings, c *testCluster, table, protocol string, write writer,
 	want client.RejectedBy, synced bool, idle cpuSample, log io.Writer) (rejectCost, error) {
-	rc := rejectCost{Path: string(want), Sync: synced, IdleCPUPerS: float64(idle.Run) / 1e3}
-	write := func(ctx context.Context, i int64) error {
-		_, err := co.pick(i).Execute(ctx, client.Quorum, hotInsert(table)(i))
-		return err
-	}
+	rc := rejectCost{Path: string(want), Protocol: protocol, Sync: synced, IdleCPUPerS: float64(idle.Run) / 1e3}
 	phase := func(limit int) (opCounts, cpuSample, error) {
 		if err := c.exec(ctx, log, alterLimit(table, 0, limit)); err != nil {
 			return opCounts{}, cpuSample{}, err
@@ -173,12 +209,15 @@ func measureRejectCost(ctx context.Context, s settings, c *testCluster, table st
 		return rc, err
 	}
 	rejected := rc.RejectPhase.rejected()
+	// On the coordinator path every rejection is the coordinator's. On the replicas path the
+	// replicas reject first; a coordinator that has learned the partition is hot from them then
+	// rejects it itself (the learned copy), so both appear there.
 	wrongPath := rc.RejectPhase.ByReplicas
 	if want == client.RejectedByReplicas {
-		wrongPath = rc.RejectPhase.ByCoordinator
+		wrongPath = 0
 	}
 	if rejected == 0 || wrongPath > 0 {
-		return rc, fmt.Errorf("writes to %s under limit 1: %d rejected by coordinator, %d by replicas; want all rejected by %s",
+		return rc, fmt.Errorf("writes to %s under limit 1: %d rejected by coordinator, %d by replicas; want rejections, on the coordinator path all by the coordinator (path %s)",
 			table, rc.RejectPhase.ByCoordinator, rc.RejectPhase.ByReplicas, want)
 	}
 	perOp := func(acc, rej time.Duration) (float64, float64) {
@@ -191,49 +230,76 @@ func measureRejectCost(ctx context.Context, s settings, c *testCluster, table st
 	rc.Ratio = ratio(rc.CPURejectNS, rc.CPUAcceptNS)
 	ta, tr := perOp(accCPU.Ticks, rejCPU.Ticks)
 	rc.RatioByTicks = ratio(tr, ta)
-	fmt.Fprintf(log, "perf: rejection cost (%s, sync=%v): %.1f µs CPU per accepted write, %.1f µs per rejected, ratio %.3f (stat ticks: %.3f)\n",
-		want, rc.Sync, rc.CPUAcceptNS/1e3, rc.CPURejectNS/1e3, rc.Ratio, rc.RatioByTicks)
+	fmt.Fprintf(log, "perf: rejection cost (%s, %s, sync=%v): %.1f µs CPU per accepted write, %.1f µs per rejected, ratio %.3f (stat ticks: %.3f)\n",
+		protocol, want, rc.Sync, rc.CPUAcceptNS/1e3, rc.CPURejectNS/1e3, rc.Ratio, rc.RatioByTicks)
 	return rc, nil
 }
 
-// rejectCosts measures both limiter paths on cluster c, whose servers run with --sync=synced:
-// the coordinator path on tableRF3 (every node a replica, coordinators in turn), the replicas
-// path on tableRF1 through a node that does not own the partition; and the no-op request.
-func rejectCosts(ctx context.Context, s settings, c *testCluster, synced bool, log io.Writer) ([]rejectCost, noopCost, error) {
+// rejectCosts measures both limiter paths on cluster c, whose servers run with --sync=synced,
+// over both protocols: the coordinator path on tableRF3 (every node a replica; gRPC coordinators
+// in turn, gocql token-aware), the replicas path on tableRF1 through a node that does not own
+// the partition; and the no-op request of each protocol.
+func rejectCosts(ctx context.Context, s settings, c *testCluster, synced bool, log io.Writer) ([]rejectCost, []noopCost, error) {
 	idle, err := idleCPU(ctx, c, s.Idle)
 	if err != nil {
-		return nil, noopCost{}, err
+		return nil, nil, err
 	}
-	all := coordinators{policy: bench.RoundRobin, clients: c.clients}
-	coord, err := measureRejectCost(ctx, s, c, tableRF3, all, client.RejectedByCoordinator, synced, idle, log)
-	if err != nil {
-		return nil, noopCost{}, fmt.Errorf("rejection cost, coordinator path: %w", err)
-	}
-	coord.Setup = "RF=3 on 3 nodes, QUORUM writes, coordinators in turn (every node is a replica)"
-
 	owner, err := c.owner(rejectKey)
 	if err != nil {
-		return nil, noopCost{}, err
+		return nil, nil, err
 	}
 	other := (owner + 1) % len(c.servers)
-	one := coordinators{policy: bench.Fixed, clients: []*client.Client{c.clients[other]}}
-	repl, err := measureRejectCost(ctx, s, c, tableRF1, one, client.RejectedByReplicas, synced, idle, log)
-	if err != nil {
-		return nil, noopCost{}, fmt.Errorf("rejection cost, replicas path: %w", err)
-	}
-	repl.Setup = fmt.Sprintf("RF=1, QUORUM writes, all through node %s, which does not own the partition (owner %s, from the ring rebuilt from node ids)",
+	replSetup := fmt.Sprintf("RF=1, QUORUM writes, all through node %s, which does not own the partition (owner %s, from the ring rebuilt from node ids)",
 		c.servers[other].ID[:8], c.servers[owner].ID[:8])
-	noop, err := measureNoop(ctx, s, c, synced, idle, log)
+
+	tokenAware, err := gocqlSession(c.cqlAddrs(), true)
 	if err != nil {
-		return nil, noopCost{}, fmt.Errorf("no-op request cost: %w", err)
+		return nil, nil, err
 	}
-	return []rejectCost{coord, repl}, noop, nil
+	defer tokenAware.Close()
+	nonOwner, err := gocqlSession([]string{c.cqlAddrs()[other]}, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer nonOwner.Close()
+
+	var costs []rejectCost
+	for _, p := range []struct {
+		protocol, table, setup string
+		write                  writer
+		want                   client.RejectedBy
+	}{
+		{"grpc", tableRF3, "RF=3 on 3 nodes, QUORUM writes, gRPC coordinators in turn (every node is a replica)",
+			grpcWriter(c.clients, tableRF3), client.RejectedByCoordinator},
+		{"cql", tableRF3, "RF=3 on 3 nodes, QUORUM writes, gocql token-aware (every node is a replica)",
+			cqlWriter(tokenAware, tableRF3), client.RejectedByCoordinator},
+		{"grpc", tableRF1, replSetup, grpcWriter(c.clients[other:other+1], tableRF1), client.RejectedByReplicas},
+		{"cql", tableRF1, replSetup + ", gocql to that node alone", cqlWriter(nonOwner, tableRF1), client.RejectedByReplicas},
+	} {
+		rc, err := measureRejectCost(ctx, s, c, p.table, p.protocol, p.write, p.want, synced, idle, log)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rejection cost, %s path over %s: %w", p.want, p.protocol, err)
+		}
+		rc.Setup = p.setup
+		costs = append(costs, rc)
+	}
+	var noops []noopCost
+	for _, m := range []func(context.Context, settings, *testCluster, bool, cpuSample, io.Writer) (noopCost, error){measureNoop, measureNativeNoop} {
+		noop, err := m(ctx, s, c, synced, idle, log)
+		if err != nil {
+			return nil, nil, fmt.Errorf("no-op request cost: %w", err)
+		}
+		noops = append(noops, noop)
+	}
+	return costs, noops, nil
 }
 
-// noopCost is the server CPU of a request that does nothing: a gRPC health check, sent the way
-// the coordinator path's writes are (same workers, same rate, nodes in turn). It is the floor
-// under any request's cost, rejected or not.
+// noopCost is the server CPU of a request that does nothing: a gRPC health check, or the native
+// protocol's OPTIONS, sent the way the coordinator path's writes are (same workers, same rate,
+// nodes in turn). It is the floor under any request's cost, rejected or not.
 type noopCost struct {
+	Protocol    string   `json:"protocol"`
+	Request     string   `json:"request"`
 	Sync        bool     `json:"sync"`
 	Phase       opCounts `json:"phase"`
 	CPUPerReqNS float64  `json:"cpu_ns_per_request"`
@@ -258,7 +324,70 @@ func measureNoop(ctx context.Context, s settings, c *testCluster, synced bool, i
 	if err != nil {
 		return noopCost{}, err
 	}
-	nc := noopCost{Sync: synced, Phase: oc, CPUPerReqNS: ratio(float64(used.Run), float64(oc.Ops))}
+	nc := noopCost{Protocol: "grpc", Request: "grpc.health.v1.Health/Check", Sync: synced, Phase: oc, CPUPerReqNS: ratio(float64(used.Run), float64(oc.Ops))}
 	fmt.Fprintf(log, "perf: no-op request (gRPC health check, sync=%v): %.1f µs CPU per request\n", synced, nc.CPUPerReqNS/1e3)
+	return nc, nil
+}
+
+// nativeConn is one native-protocol connection that sends OPTIONS and reads SUPPORTED, nothing
+// else: no STARTUP is needed for OPTIONS.
+type nativeConn struct {
+	nc  net.Conn
+	fr  *cqlwire.FrameReader
+	buf []byte
+}
+
+func (c *nativeConn) options(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.nc.SetDeadline(dl)
+	}
+	c.buf = cqlwire.AppendFrame(c.buf[:0], 1, cqlwire.Options{}, cqlwire.FrameOptions{})
+	if _, err := c.nc.Write(c.buf); err != nil {
+		return err
+	}
+	h, body, err := c.fr.ReadFrame()
+	if err != nil {
+		return err
+	}
+	f, err := cqlwire.DecodeFrame(h, body)
+	if err != nil {
+		return err
+	}
+	if _, ok := f.Message.(*cqlwire.Supported); !ok {
+		return fmt.Errorf("OPTIONS answered with %s, want SUPPORTED", f.Message.Opcode())
+	}
+	return nil
+}
+
+// measureNativeNoop measures noopCost of the native protocol's OPTIONS on cluster c: one
+// connection per worker, the workers' connections spread over the nodes.
+func measureNativeNoop(ctx context.Context, s settings, c *testCluster, synced bool, idle cpuSample, log io.Writer) (noopCost, error) {
+	pool := make(chan *nativeConn, s.RejectConcurrency)
+	defer func() {
+		close(pool)
+		for nc := range pool {
+			nc.nc.Close()
+		}
+	}()
+	addrs := c.cqlAddrs()
+	for i := range s.RejectConcurrency {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addrs[i%len(addrs)])
+		if err != nil {
+			return noopCost{}, fmt.Errorf("native connection to %s: %w", addrs[i%len(addrs)], err)
+		}
+		pool <- &nativeConn{nc: conn, fr: cqlwire.NewFrameReader(bufio.NewReader(conn), cqlwire.ReaderOptions{Responses: true})}
+	}
+	options := func(ctx context.Context, _ int64) error {
+		nc := <-pool
+		defer func() { pool <- nc }()
+		return nc.options(ctx)
+	}
+	oc, used, err := measureCPU(ctx, s, c, idle, "OPTIONS requests", options)
+	if err != nil {
+		return noopCost{}, err
+	}
+	nc := noopCost{Protocol: "cql", Request: "OPTIONS", Sync: synced, Phase: oc, CPUPerReqNS: ratio(float64(used.Run), float64(oc.Ops))}
+	fmt.Fprintf(log, "perf: no-op request (native OPTIONS, sync=%v): %.1f µs CPU per request\n", synced, nc.CPUPerReqNS/1e3)
 	return nc, nil
 }

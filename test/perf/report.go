@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -34,6 +36,38 @@ type Result struct {
 	RejectCostRatioCoordinatorNoSync float64 `json:"reject_cost_ratio_coordinator_nosync"`
 	RejectCostRatioReplicaNoSync     float64 `json:"reject_cost_ratio_replica_nosync"`
 
+	// Protocol and Driver say how the fields above were measured: the native protocol ("cql")
+	// through gocql with prepared statements, token-aware (the replicas path through a fixed node
+	// that is not a replica, which is what makes it that path). GRPC has the same over gRPC.
+	Protocol string `json:"protocol"`
+	Driver   string `json:"driver"`
+	// HotAcceptedOverLimitFirst is the hot partition's accepted rate over its limit in the first
+	// LimitWarm after the limit is set (median over rounds): young counters admit more, so it is
+	// reported apart from HotAcceptedOverLimit, which covers the rest of the phase.
+	HotAcceptedOverLimitFirst float64 `json:"hot_accepted_over_limit_first_second"`
+	// HotAcceptedOverLimitSteady and HotAcceptedOverLimitFirstSeconds come from the long limited
+	// phase (HotSteady): the accepted rate over the limit after its first seconds, and in them.
+	HotAcceptedOverLimitSteady       float64 `json:"hot_accepted_over_limit_steady"`
+	HotAcceptedOverLimitFirstSeconds float64 `json:"hot_accepted_over_limit_first_seconds"`
+	// Server CPU per request in µs, summed over the servers (--sync=true cluster): a request that
+	// does nothing (native OPTIONS, gRPC health check) and a write rejected by its coordinator.
+	NativeNoopCPUUS   float64 `json:"native_noop_cpu_us"`
+	GRPCNoopCPUUS     float64 `json:"grpc_noop_cpu_us"`
+	NativeRejectCPUUS float64 `json:"native_reject_cpu_us"`
+	GRPCRejectCPUUS   float64 `json:"grpc_reject_cpu_us"`
+	// The limiter overheads' resolution: the smallest overhead the run tells from none.
+	LimiterOverheadWriteResolution float64 `json:"limiter_overhead_write_resolution"`
+	LimiterOverheadReadResolution  float64 `json:"limiter_overhead_read_resolution"`
+	// GRPC is the hot partition and rejection-cost headline over gRPC, measured in the same run
+	// at the same R (coordinators in turn).
+	GRPC protocolHeadline `json:"grpc"`
+	// Accounting explains the limited phases' background throughput by CPU, per protocol.
+	Accounting []cpuAccount `json:"cpu_accounting,omitempty"`
+	// Overload is the node admission control run (part overload).
+	Overload *overloadResult `json:"overload,omitempty"`
+	// Targets are the issues' "done when" criteria against this run.
+	Targets []target `json:"targets"`
+
 	// HotRate is R, the hot partition's offered rate (found by the search unless --rate gave it);
 	// HotLimit is the limit of the limited phase, R/20.
 	HotRate  float64 `json:"hot_rate"`
@@ -46,6 +80,7 @@ type Result struct {
 	// Rounds holds each round's ratios; the headline values are their medians.
 	Rounds     []roundRatio `json:"rounds"`
 	Phases     []loadResult `json:"phases"`
+	HotSteady  []steadyHot  `json:"hot_steady"`
 	RejectCost []rejectCost `json:"reject_cost"`
 	// NoopRequest is the cost of a gRPC health check on each cluster: the floor of any request.
 	NoopRequest []noopCost       `json:"noop_request"`
@@ -56,6 +91,86 @@ type Result struct {
 	Command  string   `json:"command"`
 	Date     string   `json:"date"`
 	RuntimeS float64  `json:"runtime_s"`
+}
+
+// cpuAccount is where the servers' CPU went in the limited hot phases over one protocol: the hot
+// partition's rejected and accepted writes at the per-write costs the reject part measured on
+// the --sync=false cluster (the hot part's), against the servers' cores in the limited and in
+// the baseline phases. What is left for the background predicts its share of the baseline.
+type cpuAccount struct {
+	Protocol            string  `json:"protocol"`
+	HotRejectedPerS     float64 `json:"hot_rejected_per_s"`
+	CPUPerRejectedUS    float64 `json:"cpu_us_per_rejected"`
+	HotAcceptedPerS     float64 `json:"hot_accepted_per_s"`
+	CPUPerAcceptedUS    float64 `json:"cpu_us_per_accepted"`
+	HotCores            float64 `json:"hot_cores"` // both, in cores
+	ServerCoresLimited  float64 `json:"server_cores_limited"`
+	ServerCoresBaseline float64 `json:"server_cores_baseline"`
+	LoadGenCoresLimited float64 `json:"loadgen_cores_limited"`
+	LoadGenCoresBase    float64 `json:"loadgen_cores_baseline"`
+	// Predicted is (ServerCoresLimited − HotCores) / ServerCoresBaseline: the background's
+	// throughput ratio if its operations cost what they cost alone.
+	Predicted float64 `json:"predicted_background_ratio"`
+	Measured  float64 `json:"measured_background_ratio"`
+}
+
+// accounting computes the cpuAccounts of r's limited phases (needs the hot and reject parts).
+func (r *Result) accounting() []cpuAccount {
+	var out []cpuAccount
+	agg := aggregate(r.Phases)
+	for _, p := range []struct {
+		name     string
+		measured float64
+	}{{"cql", r.BGThroughputRatioLimited}, {"grpc", r.GRPC.BGThroughputRatioLimited}} {
+		var base, lim *phaseAggregate
+		for i := range agg {
+			if agg[i].Protocol != p.name {
+				continue
+			}
+			switch agg[i].Name {
+			case "baseline":
+				base = &agg[i]
+			case "hot limited":
+				lim = &agg[i]
+			}
+		}
+		var cost *rejectCost
+		for i := range r.RejectCost {
+			if rc := &r.RejectCost[i]; rc.Protocol == p.name && rc.Path == "coordinator" && !rc.Sync {
+				cost = rc
+			}
+		}
+		if base == nil || lim == nil || cost == nil {
+			continue
+		}
+		a := cpuAccount{
+			Protocol: p.name, HotRejectedPerS: lim.HotRejected, CPUPerRejectedUS: cost.CPURejectNS / 1e3,
+			HotAcceptedPerS: lim.HotAccepted, CPUPerAcceptedUS: cost.CPUAcceptNS / 1e3,
+			ServerCoresLimited: lim.ServerCPU, ServerCoresBaseline: base.ServerCPU,
+			LoadGenCoresLimited: lim.LoadGenCPU, LoadGenCoresBase: base.LoadGenCPU, Measured: p.measured,
+		}
+		a.HotCores = (a.HotRejectedPerS*a.CPUPerRejectedUS + a.HotAcceptedPerS*a.CPUPerAcceptedUS) / 1e6
+		a.Predicted = ratio(a.ServerCoresLimited-a.HotCores, a.ServerCoresBaseline)
+		out = append(out, a)
+	}
+	return out
+}
+
+// protocolHeadline is the headline of the hot partition and of the rejection costs over one
+// protocol.
+type protocolHeadline struct {
+	BGThroughputRatioLimited         float64 `json:"background_throughput_ratio_limited"`
+	BGThroughputRatioUnlimited       float64 `json:"background_throughput_ratio_unlimited"`
+	BGP99RatioLimited                float64 `json:"background_p99_ratio_limited"`
+	BGP99RatioUnlimited              float64 `json:"background_p99_ratio_unlimited"`
+	HotAcceptedOverLimit             float64 `json:"hot_accepted_over_limit"`
+	HotAcceptedOverLimitFirst        float64 `json:"hot_accepted_over_limit_first_second"`
+	HotAcceptedOverLimitSteady       float64 `json:"hot_accepted_over_limit_steady"`
+	HotAcceptedOverLimitFirstSeconds float64 `json:"hot_accepted_over_limit_first_seconds"`
+	RejectCostRatioCoordinator       float64 `json:"reject_cost_ratio_coordinator"`
+	RejectCostRatioReplica           float64 `json:"reject_cost_ratio_replica"`
+	RejectCostRatioCoordinatorNoSync float64 `json:"reject_cost_ratio_coordinator_nosync"`
+	RejectCostRatioReplicaNoSync     float64 `json:"reject_cost_ratio_replica_nosync"`
 }
 
 // machine describes where the numbers were taken.
@@ -115,6 +230,7 @@ func loadAvg() string {
 // phaseAggregate is a phase kind over all rounds.
 type phaseAggregate struct {
 	Name                  string
+	Protocol              string
 	HotRate               float64
 	HotLimit              int
 	BGThroughput          float64 // accepted per second over all rounds
@@ -140,11 +256,12 @@ func aggregate(phases []loadResult) []phaseAggregate {
 	}
 	var all []sums
 	for _, p := range phases {
-		i, ok := index[p.Phase]
+		key := p.Protocol + "/" + p.Phase
+		i, ok := index[key]
 		if !ok {
 			i = len(out)
-			index[p.Phase] = i
-			out = append(out, phaseAggregate{Name: p.Phase, HotRate: p.HotRate, HotLimit: p.HotLimit})
+			index[key] = i
+			out = append(out, phaseAggregate{Name: p.Phase, Protocol: p.Protocol, HotRate: p.HotRate, HotLimit: p.HotLimit})
 			all = append(all, sums{})
 		}
 		s := &all[i]
@@ -182,16 +299,19 @@ func aggregate(phases []loadResult) []phaseAggregate {
 // roundRatio is one round's hot phases as ratios to that round's baseline.
 type roundRatio struct {
 	Round               int     `json:"round"`
+	Protocol            string  `json:"protocol"`
 	ThroughputLimited   float64 `json:"background_throughput_ratio_limited"`
 	ThroughputUnlimited float64 `json:"background_throughput_ratio_unlimited"`
 	P99Limited          float64 `json:"background_p99_ratio_limited"`
 	P99Unlimited        float64 `json:"background_p99_ratio_unlimited"`
 	HotOverLimit        float64 `json:"hot_accepted_over_limit"`
+	HotOverLimitFirst   float64 `json:"hot_accepted_over_limit_first_second"`
 }
 
-// roundRatios compares each round's hot phases with the baseline of the same round, so that a
-// drift in the machine's speed between rounds cancels. Rounds missing a phase are left out.
-func roundRatios(phases []loadResult) []roundRatio {
+// roundRatios compares each round's hot phases over protocol with the baseline of the same round
+// and protocol, so that a drift in the machine's speed between rounds cancels. Rounds missing a
+// phase are left out.
+func roundRatios(phases []loadResult, protocol string) []roundRatio {
 	var out []roundRatio
 	for round := 1; ; round++ {
 		var base, unl, lim *loadResult
@@ -199,6 +319,10 @@ func roundRatios(phases []loadResult) []roundRatio {
 		for i := range phases {
 			p := &phases[i]
 			if p.Round != round {
+				continue
+			}
+			seen = true
+			if p.Protocol != protocol {
 				continue
 			}
 			seen = true
@@ -217,8 +341,14 @@ func roundRatios(phases []loadResult) []roundRatio {
 		if base == nil || unl == nil || lim == nil {
 			continue
 		}
+		first := 0.0
+		if lim.FirstHot != nil {
+			first = ratio(perSecond(lim.FirstHot.Hot.Accepted, lim.FirstHot.DurationS), float64(lim.HotLimit))
+		}
 		out = append(out, roundRatio{
 			Round:               round,
+			Protocol:            protocol,
+			HotOverLimitFirst:   first,
 			ThroughputLimited:   ratio(lim.bgThroughput(), base.bgThroughput()),
 			ThroughputUnlimited: ratio(unl.bgThroughput(), base.bgThroughput()),
 			P99Limited:          ratio(lim.BG.LatencyMS.P99, base.BG.LatencyMS.P99),
@@ -229,41 +359,107 @@ func roundRatios(phases []loadResult) []roundRatio {
 }
 
 // headline fills in the headline numbers of r from its measurements: for the hot phases the
-// median over rounds of each round's ratio to its own baseline.
+// median over rounds of each round's ratio to its own baseline; the native protocol's in the
+// top-level fields, gRPC's in r.GRPC.
 func (r *Result) headline() {
-	r.Rounds = roundRatios(r.Phases)
-	med := func(f func(roundRatio) float64) float64 {
-		vs := make([]float64, len(r.Rounds))
-		for i, rr := range r.Rounds {
-			vs[i] = f(rr)
+	r.Protocol, r.Driver = "cql", "gocql (scylladb/gocql), prepared statements, token-aware"
+	var cqlHL protocolHeadline
+	r.Rounds = nil
+	for _, p := range []struct {
+		name string
+		hl   *protocolHeadline
+	}{{"cql", &cqlHL}, {"grpc", &r.GRPC}} {
+		rounds := roundRatios(r.Phases, p.name)
+		r.Rounds = append(r.Rounds, rounds...)
+		med := func(f func(roundRatio) float64) float64 {
+			vs := make([]float64, len(rounds))
+			for i, rr := range rounds {
+				vs[i] = f(rr)
+			}
+			return median(vs)
 		}
-		return median(vs)
-	}
-	r.BGThroughputRatioLimited = med(func(rr roundRatio) float64 { return rr.ThroughputLimited })
-	r.BGThroughputRatioUnlimited = med(func(rr roundRatio) float64 { return rr.ThroughputUnlimited })
-	r.BGP99RatioLimited = med(func(rr roundRatio) float64 { return rr.P99Limited })
-	r.BGP99RatioUnlimited = med(func(rr roundRatio) float64 { return rr.P99Unlimited })
-	r.HotAcceptedOverLimit = med(func(rr roundRatio) float64 { return rr.HotOverLimit })
-	for _, rc := range r.RejectCost {
-		switch {
-		case rc.Path == "coordinator" && rc.Sync:
-			r.RejectCostRatioCoordinator = rc.Ratio
-		case rc.Path == "replicas" && rc.Sync:
-			r.RejectCostRatioReplica = rc.Ratio
-		case rc.Path == "coordinator":
-			r.RejectCostRatioCoordinatorNoSync = rc.Ratio
-		case rc.Path == "replicas":
-			r.RejectCostRatioReplicaNoSync = rc.Ratio
+		hl := p.hl
+		hl.BGThroughputRatioLimited = med(func(rr roundRatio) float64 { return rr.ThroughputLimited })
+		hl.BGThroughputRatioUnlimited = med(func(rr roundRatio) float64 { return rr.ThroughputUnlimited })
+		hl.BGP99RatioLimited = med(func(rr roundRatio) float64 { return rr.P99Limited })
+		hl.BGP99RatioUnlimited = med(func(rr roundRatio) float64 { return rr.P99Unlimited })
+		hl.HotAcceptedOverLimit = med(func(rr roundRatio) float64 { return rr.HotOverLimit })
+		hl.HotAcceptedOverLimitFirst = med(func(rr roundRatio) float64 { return rr.HotOverLimitFirst })
+		for _, st := range r.HotSteady {
+			if st.Protocol == p.name {
+				hl.HotAcceptedOverLimitSteady, hl.HotAcceptedOverLimitFirstSeconds = st.SteadyOverLimit, st.FirstOverLimit
+			}
+		}
+		for _, rc := range r.RejectCost {
+			if rc.Protocol != p.name {
+				continue
+			}
+			switch {
+			case rc.Path == "coordinator" && rc.Sync:
+				hl.RejectCostRatioCoordinator = rc.Ratio
+			case rc.Path == "replicas" && rc.Sync:
+				hl.RejectCostRatioReplica = rc.Ratio
+			case rc.Path == "coordinator":
+				hl.RejectCostRatioCoordinatorNoSync = rc.Ratio
+			case rc.Path == "replicas":
+				hl.RejectCostRatioReplicaNoSync = rc.Ratio
+			}
 		}
 	}
+	r.BGThroughputRatioLimited = cqlHL.BGThroughputRatioLimited
+	r.BGThroughputRatioUnlimited = cqlHL.BGThroughputRatioUnlimited
+	r.BGP99RatioLimited = cqlHL.BGP99RatioLimited
+	r.BGP99RatioUnlimited = cqlHL.BGP99RatioUnlimited
+	r.HotAcceptedOverLimit = cqlHL.HotAcceptedOverLimit
+	r.HotAcceptedOverLimitFirst = cqlHL.HotAcceptedOverLimitFirst
+	r.HotAcceptedOverLimitSteady = cqlHL.HotAcceptedOverLimitSteady
+	r.HotAcceptedOverLimitFirstSeconds = cqlHL.HotAcceptedOverLimitFirstSeconds
+	r.RejectCostRatioCoordinator = cqlHL.RejectCostRatioCoordinator
+	r.RejectCostRatioReplica = cqlHL.RejectCostRatioReplica
+	r.RejectCostRatioCoordinatorNoSync = cqlHL.RejectCostRatioCoordinatorNoSync
+	r.RejectCostRatioReplicaNoSync = cqlHL.RejectCostRatioReplicaNoSync
+
+	// The per-request CPU figures: from the cluster with the default --sync=true when it ran,
+	// else from the other.
+	pick := func(protocol string, f func(sync bool) (float64, bool)) float64 {
+		if v, ok := f(true); ok {
+			return v
+		}
+		v, _ := f(false)
+		return v
+	}
+	noop := func(protocol string) float64 {
+		return pick(protocol, func(sync bool) (float64, bool) {
+			for _, n := range r.NoopRequest {
+				if n.Protocol == protocol && n.Sync == sync {
+					return n.CPUPerReqNS / 1e3, true
+				}
+			}
+			return 0, false
+		})
+	}
+	reject := func(protocol string) float64 {
+		return pick(protocol, func(sync bool) (float64, bool) {
+			for _, rc := range r.RejectCost {
+				if rc.Protocol == protocol && rc.Sync == sync && rc.Path == "coordinator" {
+					return rc.CPURejectNS / 1e3, true
+				}
+			}
+			return 0, false
+		})
+	}
+	r.NativeNoopCPUUS, r.GRPCNoopCPUUS = noop("cql"), noop("grpc")
+	r.NativeRejectCPUUS, r.GRPCRejectCPUUS = reject("cql"), reject("grpc")
 	for _, o := range r.Overhead {
 		switch o.Op {
 		case "write":
-			r.LimiterOverheadWrite = o.Overhead
+			r.LimiterOverheadWrite, r.LimiterOverheadWriteResolution = o.Overhead, o.Resolution
 		case "read":
-			r.LimiterOverheadRead = o.Overhead
+			r.LimiterOverheadRead, r.LimiterOverheadReadResolution = o.Overhead, o.Resolution
 		}
 	}
+	r.Accounting = r.accounting()
+	r.Targets = r.targets()
 }
 
 // writeText prints r as Markdown tables, which read well on a terminal and paste into
@@ -278,11 +474,13 @@ func (r *Result) writeText(w io.Writer) error {
 	s := r.Settings
 	if s.has("hot") {
 		fmt.Fprintf(&b, "## Hot partition against background traffic\n\n")
-		fmt.Fprintf(&b, "3 nodes (--sync=false), RF=3, QUORUM. Background: %d partitions, 50%% writes, closed loop, %d workers, coordinators in turn. "+
-			"Hot: one partition, writes, open loop at R ops/s (%d workers). %d round(s) of %v per phase.\n\n",
-			s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase)
+		fmt.Fprintf(&b, "3 nodes (--sync=false), RF=3, QUORUM. Background: %d partitions, 50%% writes, closed loop, %d workers. "+
+			"Hot: one partition, writes, open loop at R ops/s (%d workers). Over each protocol in every round: cql is gocql, "+
+			"token-aware, prepared statements; grpc is kvnode's gRPC API with coordinators in turn. %d round(s) of %v per phase; "+
+			"the limited phase is measured after %v with the limit set, reported as the first second.\n\n",
+			s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase, s.LimitWarm)
 		if len(r.RateSearch) > 0 {
-			fmt.Fprintf(&b, "Search for R (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; stop at a median pair loss ≥ %.0f%%, a margin over 1/3):\n\n",
+			fmt.Fprintf(&b, "Search for R over gRPC (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; stop at a median pair loss ≥ %.0f%%, a margin over 1/3):\n\n",
 				s.SearchPairs, s.Search, s.Search, 100*searchLoss)
 			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | loss (median pair) | hot accepted/s |\n|---:|---:|---:|---:|---:|\n")
 			for _, st := range r.RateSearch {
@@ -294,14 +492,14 @@ func (r *Result) writeText(w io.Writer) error {
 			b.WriteString("\n")
 		}
 		agg := aggregate(r.Phases)
-		var base phaseAggregate
+		base := map[string]phaseAggregate{}
 		for _, a := range agg {
 			if a.Name == "baseline" {
-				base = a
+				base[a.Protocol] = a
 			}
 		}
-		fmt.Fprintf(&b, "| phase (all rounds) | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s | hot accepted / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
-		fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| protocol | phase (all rounds) | hot offered/s | limit | background ops/s | × baseline | p50 ms | p99 ms | p99 × baseline | hot accepted/s | hot accepted / limit | hot rejected/s | background rejected, errors | CPU cores: servers, load generator |\n")
+		fmt.Fprintf(&b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, a := range agg {
 			limit, over := "none", "-"
 			if a.HotLimit > 0 {
@@ -314,19 +512,37 @@ func (r *Result) writeText(w io.Writer) error {
 				}
 				return fmt.Sprintf("%.0f", v)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %d, %d | %.2f, %.2f |\n",
-				a.Name, hot(a.HotOffered), limit, a.BGThroughput, ratio(a.BGThroughput, base.BGThroughput),
-				a.P50, a.P99, ratio(a.P99, base.P99), hot(a.HotAccepted), over, hot(a.HotRejected),
+			bs := base[a.Protocol]
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %d, %d | %.2f, %.2f |\n",
+				a.Protocol, a.Name, hot(a.HotOffered), limit, a.BGThroughput, ratio(a.BGThroughput, bs.BGThroughput),
+				a.P50, a.P99, ratio(a.P99, bs.P99), hot(a.HotAccepted), over, hot(a.HotRejected),
 				a.BGRejected, a.BGErrors, a.ServerCPU, a.LoadGenCPU)
 		}
 
-		fmt.Fprintf(&b, "\nEach round's hot phases against the same round's baseline; the headline is the median over rounds:\n\n")
-		fmt.Fprintf(&b, "| round | background throughput × baseline, unlimited | limited | background p99 × baseline, unlimited | limited | hot accepted / limit |\n|---|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "\nEach round's hot phases against the same round's baseline over the same protocol; the headline is the median over rounds:\n\n")
+		fmt.Fprintf(&b, "| protocol | round | background throughput × baseline, unlimited | limited | background p99 × baseline, unlimited | limited | hot accepted / limit | first second |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, rr := range r.Rounds {
-			fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr.Round, rr.ThroughputUnlimited, rr.ThroughputLimited, rr.P99Unlimited, rr.P99Limited, rr.HotOverLimit)
+			fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr.Protocol, rr.Round, rr.ThroughputUnlimited, rr.ThroughputLimited, rr.P99Unlimited, rr.P99Limited, rr.HotOverLimit, rr.HotOverLimitFirst)
 		}
-		fmt.Fprintf(&b, "| median | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.BGThroughputRatioUnlimited, r.BGThroughputRatioLimited,
-			r.BGP99RatioUnlimited, r.BGP99RatioLimited, r.HotAcceptedOverLimit)
+		for _, p := range []struct {
+			name string
+			hl   protocolHeadline
+		}{{"cql", r.cqlHeadline()}, {"grpc", r.GRPC}} {
+			fmt.Fprintf(&b, "| %s | median | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.name, p.hl.BGThroughputRatioUnlimited, p.hl.BGThroughputRatioLimited,
+				p.hl.BGP99RatioUnlimited, p.hl.BGP99RatioLimited, p.hl.HotAcceptedOverLimit, p.hl.HotAcceptedOverLimitFirst)
+		}
+	}
+
+	if len(r.HotSteady) > 0 {
+		fmt.Fprintf(&b, "\nA long limited phase per protocol (%v, the same load, the limit set at its start): the hot partition's accepted writes per second:\n\n", s.SteadyDuration)
+		fmt.Fprintf(&b, "| protocol | limit | accepted per second | first %d s / limit | the rest / limit |\n|---|---:|---|---:|---:|\n", s.SteadyFirst)
+		for _, st := range r.HotSteady {
+			var ps []string
+			for _, v := range st.AcceptedPerSecond {
+				ps = append(ps, strconv.FormatInt(v, 10))
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %.2f | %.2f |\n", st.Protocol, st.Limit, strings.Join(ps, ", "), st.FirstOverLimit, st.SteadyOverLimit)
+		}
 	}
 
 	if s.has("reject") {
@@ -337,61 +553,127 @@ func (r *Result) writeText(w io.Writer) error {
 			fmt.Fprintf(&b, "%d writes per phase to one partition, closed loop, %d workers, after %d unmeasured", s.RejectOps, s.RejectConcurrency, s.RejectWarmOps)
 		}
 		fmt.Fprintf(&b, "; CPU summed over the 3 server processes from /proc, idle CPU subtracted.\n\n")
-		fmt.Fprintf(&b, "| --sync | path | setup | accept phase: accepted | µs CPU / accepted | reject phase: rejected (admitted) | µs CPU / rejected | ratio | ratio by stat ticks |\n")
-		fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| --sync | protocol | path | setup | accept phase: accepted | µs CPU / accepted | reject phase: rejected by coordinator + by replicas (admitted) | µs CPU / rejected | ratio | ratio by stat ticks |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, rc := range r.RejectCost {
-			fmt.Fprintf(&b, "| %v | %s | %s | %d | %.1f | %d | %.1f | %.3f | %.3f |\n", rc.Sync, rc.Path, rc.Setup,
-				rc.AcceptPhase.Accepted, rc.CPUAcceptNS/1e3, rc.RejectPhase.rejected(),
+			fmt.Fprintf(&b, "| %v | %s | %s | %s | %d | %.1f | %d + %d (%d) | %.1f | %.3f | %.3f |\n", rc.Sync, rc.Protocol, rc.Path, rc.Setup,
+				rc.AcceptPhase.Accepted, rc.CPUAcceptNS/1e3, rc.RejectPhase.ByCoordinator, rc.RejectPhase.ByReplicas, rc.RejectPhase.Accepted,
 				rc.CPURejectNS/1e3, rc.Ratio, rc.RatioByTicks)
+		}
+		fmt.Fprintf(&b, "\nA request that does nothing, sent the same way (nodes in turn):\n\n| --sync | protocol | request | requests | µs CPU / request |\n|---|---|---|---:|---:|\n")
+		for _, n := range r.NoopRequest {
+			fmt.Fprintf(&b, "| %v | %s | %s | %d | %.1f |\n", n.Sync, n.Protocol, n.Request, n.Phase.Ops, n.CPUPerReqNS/1e3)
+		}
+	}
+
+	if len(r.Accounting) > 0 {
+		fmt.Fprintf(&b, "\n## Where the CPU went in the limited phases\n\nThe hot partition's writes at the per-write CPU the reject part measured (coordinator path, --sync=false, as the hot part runs), against the servers' cores:\n\n")
+		fmt.Fprintf(&b, "| protocol | hot rejected/s × µs | hot accepted/s × µs | hot partition cores | server cores limited, baseline | load generator cores limited, baseline | background predicted (limited − hot) / baseline | measured |\n|---|---|---|---:|---|---|---:|---:|\n")
+		for _, a := range r.Accounting {
+			fmt.Fprintf(&b, "| %s | %.0f × %.1f | %.0f × %.1f | %.2f | %.2f, %.2f | %.2f, %.2f | %.2f | %.2f |\n", a.Protocol,
+				a.HotRejectedPerS, a.CPUPerRejectedUS, a.HotAcceptedPerS, a.CPUPerAcceptedUS, a.HotCores,
+				a.ServerCoresLimited, a.ServerCoresBaseline, a.LoadGenCoresLimited, a.LoadGenCoresBase, a.Predicted, a.Measured)
 		}
 	}
 
 	if s.has("overhead") {
-		fmt.Fprintf(&b, "\n## Limiter overhead (one node, --sync=false)\n\n")
+		fmt.Fprintf(&b, "\n## Limiter overhead (one node, --sync=false, native protocol)\n\n")
 		fmt.Fprintf(&b, "Closed loop, %d workers, %d partitions, QUORUM (RF=1); limits 2^31-1 vs none; %d pairs of %v, order alternating.\n\n",
 			s.OverheadConcurrency, s.OverheadPartitions, s.OverheadReps, s.OverheadPhase)
-		fmt.Fprintf(&b, "| op | unlimited ops/s (per pair) | limited ops/s (per pair) | overhead = 1 − limited/unlimited (median pair) | per-pair range | pooled | server CPU/op, limited vs unlimited (median pair) |\n|---|---|---|---:|---|---:|---:|\n")
+		fmt.Fprintf(&b, "| op | unlimited ops/s (per pair) | limited ops/s (per pair) | overhead = 1 − limited/unlimited (median pair) | resolution (2 × s.e. of the pairs' mean) | per-pair range | pooled | server CPU/op, limited vs unlimited (median pair) |\n|---|---|---|---:|---:|---|---:|---:|\n")
 		for _, o := range r.Overhead {
 			var un, li []string
 			for _, p := range o.Pairs {
 				un = append(un, fmt.Sprintf("%.0f", p.Unlimited.OpsPerS))
 				li = append(li, fmt.Sprintf("%.0f", p.Limited.OpsPerS))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %+.1f%% | %+.1f%% … %+.1f%% | %+.1f%% | %+.1f%% |\n", o.Op, strings.Join(un, ", "), strings.Join(li, ", "),
-				100*o.Overhead, 100*o.Min, 100*o.Max, 100*o.Pooled, 100*o.CPUOverhead)
+			fmt.Fprintf(&b, "| %s | %s | %s | %+.1f%% | ±%.1f%% | %+.1f%% … %+.1f%% | %+.1f%% | %+.1f%% |\n", o.Op, strings.Join(un, ", "), strings.Join(li, ", "),
+				100*o.Overhead, 100*o.Resolution, 100*o.Min, 100*o.Max, 100*o.Pooled, 100*o.CPUOverhead)
 		}
 	}
 
-	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---:|---|\n")
-	for _, t := range r.targets() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, yesNo(t.met))
+	if s.has("overload") && r.Overload != nil {
+		r.Overload.writeText(&b)
+	}
+
+	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.What, t.Measured, yesNo(t.Met))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-type target struct {
-	what, measured string
-	met            bool
+// cqlHeadline returns the native protocol's headline, which r holds in its top-level fields.
+func (r *Result) cqlHeadline() protocolHeadline {
+	return protocolHeadline{
+		BGThroughputRatioLimited: r.BGThroughputRatioLimited, BGThroughputRatioUnlimited: r.BGThroughputRatioUnlimited,
+		BGP99RatioLimited: r.BGP99RatioLimited, BGP99RatioUnlimited: r.BGP99RatioUnlimited,
+		HotAcceptedOverLimit: r.HotAcceptedOverLimit, HotAcceptedOverLimitFirst: r.HotAcceptedOverLimitFirst,
+		HotAcceptedOverLimitSteady: r.HotAcceptedOverLimitSteady, HotAcceptedOverLimitFirstSeconds: r.HotAcceptedOverLimitFirstSeconds,
+		RejectCostRatioCoordinator: r.RejectCostRatioCoordinator, RejectCostRatioReplica: r.RejectCostRatioReplica,
+		RejectCostRatioCoordinatorNoSync: r.RejectCostRatioCoordinatorNoSync, RejectCostRatioReplicaNoSync: r.RejectCostRatioReplicaNoSync,
+	}
 }
 
-// targets lists the issue's targets against what r measured.
+// target is one "done when" criterion of the issues against a run.
+type target struct {
+	What     string `json:"what"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+// The targets' bounds.
+const (
+	targetBackground    = 0.90 // background throughput beside the limited hot partition, × baseline
+	targetRejectRatio   = 0.15 // rejected / accepted write CPU, both paths
+	targetNativeVsGRPC  = 0.25 // native_reject_cpu_us / grpc_reject_cpu_us
+	targetHotLow        = 0.9  // hot accepted / limit after the first second
+	targetHotHigh       = 1.1
+	targetOverloadP99   = 5.0 // the low-rate client's p99 under overload, × unloaded
+	targetRSSGrowthMiB  = 512 // the node's peak RSS under overload above its RSS before
+	targetOverheadLimit = 0.03
+)
+
+// targets lists the issues' targets (16 and 20) against what r measured.
 func (r *Result) targets() []target {
 	var ts []target
 	if r.Settings.has("hot") {
 		ts = append(ts,
-			target{"background throughput, hot limited ≥ 0.90 × baseline", fmt.Sprintf("%.2f", r.BGThroughputRatioLimited), r.BGThroughputRatioLimited >= 0.90},
-			target{"background throughput, hot unlimited ≤ 2/3 × baseline", fmt.Sprintf("%.2f", r.BGThroughputRatioUnlimited), r.BGThroughputRatioUnlimited <= 1-targetLoss})
+			target{"background throughput, hot limited ≥ 0.90 × baseline (median of rounds, native protocol)",
+				fmt.Sprintf("%.2f (gRPC %.2f)", r.BGThroughputRatioLimited, r.GRPC.BGThroughputRatioLimited), r.BGThroughputRatioLimited >= targetBackground},
+			target{"background throughput, hot unlimited clearly worse: ≤ 2/3 × baseline",
+				fmt.Sprintf("%.2f (gRPC %.2f)", r.BGThroughputRatioUnlimited, r.GRPC.BGThroughputRatioUnlimited), r.BGThroughputRatioUnlimited <= 1-targetLoss},
+			target{fmt.Sprintf("hot partition accepted / limit within 0.9–1.1 after the first %d s of a %v limited phase (native protocol)", r.Settings.SteadyFirst, r.Settings.SteadyDuration),
+				fmt.Sprintf("%.2f; first %d s %.2f (gRPC %.2f; first %.2f); the rounds' phases after their first %v: %.2f (gRPC %.2f), in it %.2f (gRPC %.2f)",
+					r.HotAcceptedOverLimitSteady, r.Settings.SteadyFirst, r.HotAcceptedOverLimitFirstSeconds, r.GRPC.HotAcceptedOverLimitSteady, r.GRPC.HotAcceptedOverLimitFirstSeconds,
+					r.Settings.LimitWarm, r.HotAcceptedOverLimit, r.GRPC.HotAcceptedOverLimit, r.HotAcceptedOverLimitFirst, r.GRPC.HotAcceptedOverLimitFirst),
+				r.HotAcceptedOverLimitSteady >= targetHotLow && r.HotAcceptedOverLimitSteady <= targetHotHigh})
 	}
 	if r.Settings.has("reject") {
 		ts = append(ts,
-			target{"rejected / accepted CPU, coordinator path ≤ 0.15 (--sync=true)", fmt.Sprintf("%.3f", r.RejectCostRatioCoordinator), r.RejectCostRatioCoordinator <= 0.15},
-			target{"rejected / accepted CPU, replicas path ≤ 0.15 (--sync=true)", fmt.Sprintf("%.3f", r.RejectCostRatioReplica), r.RejectCostRatioReplica <= 0.15})
+			target{"rejected / accepted CPU ≤ 0.15, coordinator path (native, --sync=true)",
+				fmt.Sprintf("%.3f (gRPC %.3f; --sync=false %.3f)", r.RejectCostRatioCoordinator, r.GRPC.RejectCostRatioCoordinator, r.RejectCostRatioCoordinatorNoSync),
+				r.RejectCostRatioCoordinator <= targetRejectRatio},
+			target{"rejected / accepted CPU ≤ 0.15, replicas path (native, --sync=true)",
+				fmt.Sprintf("%.3f (gRPC %.3f; --sync=false %.3f)", r.RejectCostRatioReplica, r.GRPC.RejectCostRatioReplica, r.RejectCostRatioReplicaNoSync),
+				r.RejectCostRatioReplica <= targetRejectRatio},
+			target{"native_reject_cpu_us ≤ 0.25 × grpc_reject_cpu_us",
+				fmt.Sprintf("%.1f / %.1f µs = %.2f (no-op: %.1f / %.1f µs)", r.NativeRejectCPUUS, r.GRPCRejectCPUUS, ratio(r.NativeRejectCPUUS, r.GRPCRejectCPUUS),
+					r.NativeNoopCPUUS, r.GRPCNoopCPUUS),
+				r.GRPCRejectCPUUS > 0 && r.NativeRejectCPUUS <= targetNativeVsGRPC*r.GRPCRejectCPUUS})
 	}
 	if r.Settings.has("overhead") {
-		ts = append(ts,
-			target{"limiter overhead, writes ≤ 3%", fmt.Sprintf("%+.1f%%", 100*r.LimiterOverheadWrite), r.LimiterOverheadWrite <= 0.03},
-			target{"limiter overhead, reads ≤ 3%", fmt.Sprintf("%+.1f%%", 100*r.LimiterOverheadRead), r.LimiterOverheadRead <= 0.03})
+		for _, o := range []struct {
+			op        string
+			ov, resol float64
+		}{{"writes", r.LimiterOverheadWrite, r.LimiterOverheadWriteResolution}, {"reads", r.LimiterOverheadRead, r.LimiterOverheadReadResolution}} {
+			ts = append(ts, target{fmt.Sprintf("limiter overhead, %s: within the resolution (or ≤ 3%%)", o.op),
+				fmt.Sprintf("%+.1f%%, resolution ±%.1f%%", 100*o.ov, 100*o.resol), o.ov <= math.Max(o.resol, targetOverheadLimit)})
+		}
+	}
+	if r.Settings.has("overload") && r.Overload != nil {
+		ts = append(ts, r.Overload.targets()...)
 	}
 	return ts
 }

@@ -39,6 +39,7 @@ type event struct {
 	status     coordinator.Status // evRespond
 	count      uint32             // evRespond with StatusRateLimited
 	retryAfter time.Duration      // evRespond with StatusRateLimited
+	born       int64              // evRespond with StatusRateLimited: the counter's birth in unix nanoseconds, 0 for none
 }
 
 // queue is a binary min-heap of events ordered by (at, seq). It is written out rather than built

@@ -48,6 +48,10 @@ type Row struct {
 	// PartialWritesPerAccepted is the number of writes that ended rejected or failed although
 	// some replica applied them, per accepted operation.
 	PartialWritesPerAccepted float64 `json:"partial_writes_per_accepted"`
+	// LearnedPerRejected is the share of the hot partition's rejections that a coordinator
+	// outside the replica set made itself, on the counter it learned from the replicas'
+	// earlier rejections: rejections that cost no replica request (kvnode only; 0 elsewhere).
+	LearnedPerRejected float64 `json:"learned_per_rejected"`
 }
 
 // Row returns the report line of r. Ratios are rounded to 4 decimals, so the JSON and the
@@ -83,6 +87,7 @@ func (r Result) Row() Row {
 		EvictionsPerSecond:   math.Round(float64(r.Evictions) / r.Window.Seconds()),
 
 		PartialWritesPerAccepted: round4(float64(r.PartialWrites) / float64(max(r.Accepted, 1))),
+		LearnedPerRejected:       round4(float64(r.LearnedRejected) / float64(max(r.Rejected, 1))),
 	}
 }
 

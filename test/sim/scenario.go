@@ -250,6 +250,10 @@ type Options struct {
 	// PropagationInterval is how often a coordinator flushes account-only deltas in scenarios
 	// with Propagation. Zero means coordinator.DefaultPropagationInterval.
 	PropagationInterval time.Duration
+	// NoLearning keeps kvnode's coordinators outside a partition's replica set from learning
+	// that it is hot (Params.Learned): they forward every operation to the replicas, as kvnode
+	// did before issue 16. It measures what learning changes; the shipping behaviour learns.
+	NoLearning bool
 }
 
 // The defaults of Options.

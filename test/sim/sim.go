@@ -60,6 +60,11 @@ type Result struct {
 	ReplicaVersions []uint64
 	ReplicaOps      []uint64
 
+	// LearnedRejected counts hot-partition operations rejected by a coordinator that is not a
+	// replica, on the counter it learned from replicas' rejections (kvnode only): rejections
+	// that cost no replica request.
+	LearnedRejected int
+
 	// FirstSecond is, for an onset scenario, the hot partition's operations accepted among
 	// those that arrived in the first second from the onset (the window then starts after it).
 	FirstSecond int
@@ -102,7 +107,10 @@ func (r Result) HasDisagreement() bool { return r.Enforced > 0 }
 
 // node is one simulated node: its limiter table and its clock.
 type node struct {
-	table   *partitionlimit.Table
+	table *partitionlimit.Table
+	// learned is the coordinator's table of partitions it learned are hot from its replicas'
+	// rejections, as the shell keeps it (kvnode only).
+	learned *partitionlimit.Table
 	offset  int64 // clock offset in nanoseconds: local time = epoch + sim time + offset
 	crashed bool  // the node crashed before the run; it drops every message
 
@@ -133,6 +141,7 @@ type opState struct {
 	hot      bool
 	measured bool
 	first    bool  // an onset row's operation that arrived in the first second from the onset
+	learned  bool  // the coordinator checked its learned copy of the replicas' counter
 	ticking  bool  // an evTick is scheduled for the deadline
 	pending  int32 // Sends delivered or in flight whose Response has not reached the coordinator
 	applied  int32 // replicas that performed the operation
@@ -234,6 +243,11 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 			return nil, fmt.Errorf("sim: node %d: %w", i, err)
 		}
 		s.nodes[i] = node{table: t, offset: int64(skewFactor(i) * float64(sc.Skew))}
+		if sc.Configuration == Kvnode && !o.NoLearning {
+			if s.nodes[i].learned, err = partitionlimit.New(partitionlimit.Options{Capacity: coordinator.DefaultLearnedCapacity}); err != nil {
+				return nil, fmt.Errorf("sim: node %d: %w", i, err)
+			}
+		}
 		s.ids[i] = coordinator.NodeID(fmt.Sprintf("n%d", i))
 	}
 	if sc.ReplicaDown {
@@ -479,6 +493,11 @@ func (s *sim) start(at int64, hot, write bool, token int64) {
 	if s.sc.Configuration == Kvnode {
 		// The coordinator stamps the operation with its own clock (the shell's newRequest).
 		p.Stamp = s.clock(coord, at)
+		// A coordinator outside the replica set checks the partitions it learned are hot
+		// itself (the shell's learner).
+		if s.nodes[coord].learned != nil && !contains(replicas, coord) && s.nodes[coord].learned.Peek(token, op.label, coordinator.LearnedTime(p.Stamp)) > 0 {
+			p.Learned, op.learned = true, true
+		}
 	}
 	reps := s.paramsReps[:0]
 	for _, r := range replicas {
@@ -511,8 +530,13 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 	op := &s.ops[i]
 	coord := int(op.coord)
 	if st.LocalCheck {
-		// The shell checks its local counter at the operation's stamp, which is its own clock.
-		d := s.nodes[coord].table.Decide(op.token, op.label, s.o.Limit, op.draw, s.clock(coord, at))
+		// The shell checks its local counter at the operation's stamp, which is its own clock:
+		// its replica counter, or, outside the replica set, its learned copy.
+		t, now := s.nodes[coord].table, s.clock(coord, at)
+		if op.learned {
+			t, now = s.nodes[coord].learned, coordinator.LearnedTime(now)
+		}
+		d := t.Decide(op.token, op.label, s.o.Limit, op.draw, now)
 		st = op.req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter})
 	}
 	for _, snd := range st.Sends {
@@ -532,8 +556,13 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 		})
 	}
 	if st.Outcome != nil && s.batchers != nil {
-		// The shell hands the finished request's uncounted replicas to its propagator.
+		// The shell hands the finished request's uncounted replicas to its propagator, and
+		// learns the partition's counter from the replicas' rejections.
 		s.batchers[coord].Add(st.Unaccounted, simTable, op.token, opOf(op.label))
+		if l, ok := op.req.Learn(); ok && s.nodes[coord].learned != nil {
+			c, at := l.Copy()
+			s.nodes[coord].learned.Learn(op.token, op.label, c, l.Born, at)
+		}
 	}
 }
 
@@ -594,6 +623,9 @@ func (s *sim) deliver(e event) {
 	case !d.Admitted:
 		op.rejects++
 		r.status, r.count, r.retryAfter = coordinator.StatusRateLimited, d.Count, d.RetryAfter
+		if !d.Born.IsZero() {
+			r.born = d.Born.UnixNano()
+		}
 	default:
 		if e.mode == coordinator.ModeAccountAndEnforce {
 			op.admits++
@@ -648,9 +680,13 @@ func (s *sim) perform(n int, op *opState) {
 func (s *sim) respond(e event) {
 	op := &s.ops[e.op]
 	op.pending--
-	st := op.req.OnResponse(coordinator.Response{
+	resp := coordinator.Response{
 		Seq: int(e.send), From: s.ids[e.node], Status: e.status, Count: e.count, RetryAfter: e.retryAfter,
-	})
+	}
+	if e.born != 0 {
+		resp.Born = time.Unix(0, e.born)
+	}
+	st := op.req.OnResponse(resp)
 	s.handle(e.op, st, e.at)
 	s.maybeDone(e.op)
 }
@@ -703,6 +739,9 @@ func (s *sim) finish(i int32, out uint8) {
 			case outRateLimited:
 				r.Rejected++
 				r.Wasted += int(op.applied)
+				if op.learned && op.req.Outcome().(coordinator.RateLimited).RejectedBy == coordinator.RejectedByCoordinator {
+					r.LearnedRejected++
+				}
 			default:
 				r.Failed++
 				r.Wasted += int(op.applied)

@@ -112,7 +112,7 @@ func (t *Tables) Select(ctx context.Context, st *cql.SelectStmt, keyspace string
 	if err := ctx.Err(); err != nil {
 		return coordinator.Result{}, true, err
 	}
-	res, err = t.selectRows(st, ks, values)
+	res, err = t.selectRows(ctx, st, ks, values)
 	return res, true, err
 }
 
@@ -231,7 +231,7 @@ func (t *Tables) Prepare(st *cql.SelectStmt, keyspace string) (vars []coordinato
 }
 
 // selectRows answers a SELECT on system keyspace ks.
-func (t *Tables) selectRows(st *cql.SelectStmt, ks string, values []coordinator.Value) (coordinator.Result, error) {
+func (t *Tables) selectRows(ctx context.Context, st *cql.SelectStmt, ks string, values []coordinator.Value) (coordinator.Result, error) {
 	q, err := t.resolve(st, ks)
 	if err != nil {
 		return coordinator.Result{}, err
@@ -265,8 +265,12 @@ func (t *Tables) selectRows(st *cql.SelectStmt, ks string, values []coordinator.
 		restrict[q.tbl.columns[r.col].name] = want[i]
 	}
 	out := &coordinator.Rows{Keyspace: q.ks, Table: q.tbl.name, Columns: q.columns()}
+	v, err := t.view(ctx, q.tbl, restrict)
+	if err != nil {
+		return coordinator.Result{}, err
+	}
 rowLoop:
-	for _, row := range q.tbl.rows(t.view(q.tbl, restrict)) {
+	for _, row := range q.tbl.rows(v) {
 		for i, r := range q.where {
 			if row[r.col] == nil || string(row[r.col]) != string(want[i]) {
 				continue rowLoop
@@ -281,7 +285,7 @@ rowLoop:
 			break
 		}
 	}
-	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out}, nil
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out, Warnings: v.warnings}, nil
 }
 
 func isBind(t cql.Term) bool {

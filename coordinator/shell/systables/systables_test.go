@@ -285,7 +285,7 @@ func TestBadQueriesAreInvalidRequests(t *testing.T) {
 		values [][]byte
 		want   string
 	}{
-		{"SELECT * FROM system.nope", nil, "unknown table system.nope (the system keyspace has local, peers, peers_v2)"},
+		{"SELECT * FROM system.nope", nil, "unknown table system.nope (the system keyspace has local, peers, peers_v2, top_partitions)"},
 		{"SELECT nope FROM system.local", nil, "undefined column name nope in system table system.local"},
 		{"SELECT * FROM system.local WHERE nope = 'x'", nil, "undefined column name nope"},
 		{"SELECT * FROM system_schema.columns WHERE position > 1", nil, "supports only '=' restrictions, found '>' on position"},

@@ -2,6 +2,7 @@ package systables
 
 import (
 	"bytes"
+	"context"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -67,6 +68,8 @@ func typeOf(cqlType string) schema.Type {
 		return typeText
 	case "int":
 		return typeInt
+	case "bigint":
+		return schema.TypeBigInt
 	case "double":
 		return typeDouble
 	case "boolean":
@@ -179,6 +182,7 @@ func definitions() []*table {
 			"schema_version", "uuid",
 			"tokens", "set<text>",
 		}, peerRows),
+		topPartitionsTable(),
 		define(KeyspaceSystemSchema, "keyspaces", ksName, nil, []string{
 			"durable_writes", "boolean",
 			"replication", "map<text, text>",
@@ -248,6 +252,10 @@ type view struct {
 	// column): builders skip keyspaces and tables that cannot match. The query still filters
 	// every row it gets.
 	restrict map[string][]byte
+	// top is system.top_partitions' data, read only for it (readTop).
+	top []TopPartition
+	// warnings go to the client with the rows.
+	warnings []string
 }
 
 // keep reports whether rows whose column col is val may match the query.
@@ -258,20 +266,25 @@ func (v *view) keep(col, val string) bool {
 
 // view reads the node for a query on tbl with the given restrictions. Only what tbl's rows need is
 // read.
-func (t *Tables) view(tbl *table, restrict map[string][]byte) *view {
+func (t *Tables) view(ctx context.Context, tbl *table, restrict map[string][]byte) (*view, error) {
 	v := &view{defs: t.defs, restrict: restrict}
 	switch tbl.keyspace {
 	case KeyspaceSystem:
 		v.clusterName = t.src.ClusterName()
-		if tbl.name == "local" {
+		switch tbl.name {
+		case "local":
 			v.local = t.src.Local()
-		} else {
+		case TableTopPartitions:
+			if err := t.readTop(ctx, v); err != nil {
+				return nil, err
+			}
+		default:
 			v.peers = t.src.Peers()
 		}
 	case KeyspaceSystemSchema:
 		v.schema = t.src.Schema()
 	}
-	return v
+	return v, nil
 }
 
 func tokenStrings(tokens []int64) []string {
@@ -422,7 +435,9 @@ func tableRows(v *view) []map[string][]byte {
 			if !v.keep("table_name", t.Name) {
 				continue
 			}
-			rows = append(rows, tableOptions(t.Keyspace, t.Name, uint64(t.ID), t.RateLimit))
+			row := tableOptions(t.Keyspace, t.Name, uint64(t.ID), t.RateLimit)
+			row["gc_grace_seconds"] = encInt(int32(t.GCGraceSeconds())) // at most 2^31-1
+			rows = append(rows, row)
 		}
 	}
 	return rows

@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "rows simulated at once (each row is single-threaded; the output does not depend on it)")
 	arrival := fs.String("arrival", "poisson", "arrival process of every stream: poisson or smooth")
 	quiet := fs.Bool("q", false, "do not print the run time to stderr")
+	noLearning := fs.Bool("no-learning", false, "kvnode's coordinators outside a partition's replicas forward every operation instead of rejecting learned hot partitions themselves (kvnode before issue 16)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Seed:     *seed,
 		Duration: time.Duration(*seconds * float64(time.Second)),
 		Warmup:   time.Duration(*warmup * float64(time.Second)),
+
+		NoLearning: *noLearning,
 	}
 	switch *arrival {
 	case "poisson":

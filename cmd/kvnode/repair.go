@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+)
+
+const repairUsage = `Usage: kvnode repair [flags] [KEYSPACE[.TABLE]]
+
+Repairs the token ranges node --addr replicates, as nodetool repair does: for each table (every
+table, the tables of KEYSPACE, or KEYSPACE.TABLE), every replica of each range is compared by
+hashes and only the partitions that differ are streamed, newest write winning, tombstones
+included. Once all of a table's ranges are repaired, the node may purge its tombstones older
+than gc_grace_seconds. Run it on every node at least once every gc_grace_seconds (10 days by
+default). It exits with status 1 when some range could not be repaired (a replica down).
+
+Flags:
+`
+
+// repairConfig is one run of kvnode repair.
+type repairConfig struct {
+	addr            string
+	keyspace, table string
+	timeout         time.Duration
+	json            bool
+	adminConn
+}
+
+func parseRepairFlags(args []string, stderr io.Writer) (repairConfig, error) {
+	var c repairConfig
+	fs := flag.NewFlagSet("kvnode repair", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:9043", "client gRPC `address` of the node to repair (host:port)")
+	fs.DurationVar(&c.timeout, "timeout", 24*time.Hour, "how long to wait for the repair to finish")
+	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	fs.StringVar(&c.username, "username", "", "log in as this superuser `role` (nodes started with --authenticator password); the password from KVNODE_PASSWORD")
+	fs.StringVar(&c.password, "password", "", "the `password` of --username; better set KVNODE_PASSWORD, which is not in the process list")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "connect over TLS, trusting the CA certificates in this PEM `file` (nodes started with --tls-cert)")
+	var target string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stderr, repairUsage)
+				fs.SetOutput(stderr)
+				fs.PrintDefaults()
+				return c, flag.ErrHelp
+			}
+			return c, fmt.Errorf("repair: %w (kvnode repair -h lists the flags)", err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if target != "" {
+			return c, fmt.Errorf("repair: unexpected argument %q: give at most one KEYSPACE or KEYSPACE.TABLE", fs.Arg(0))
+		}
+		target, args = fs.Arg(0), fs.Args()[1:]
+	}
+	if c.addr == "" {
+		return c, errors.New("repair: --addr is empty: want host:port")
+	}
+	if c.timeout <= 0 {
+		return c, fmt.Errorf("repair: --timeout %v is not positive", c.timeout)
+	}
+	if target != "" {
+		st, err := cql.ParseStatement("DESCRIBE TABLE " + target)
+		d, ok := st.(*cql.DescribeStmt)
+		if err != nil || !ok || d.Kind != cql.DescribeTable {
+			return c, fmt.Errorf("repair: %q is not a keyspace or keyspace.table", target)
+		}
+		if d.Table.Keyspace.Name == "" {
+			c.keyspace = d.Table.Name.Name
+		} else {
+			c.keyspace, c.table = d.Table.Keyspace.Name, d.Table.Name.Name
+		}
+	}
+	return c, nil
+}
+
+// runRepair is `kvnode repair`.
+func runRepair(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseRepairFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	opts, err := c.dialOptions()
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	conn, err := grpc.NewClient(c.addr, opts...)
+	if err != nil {
+		return fmt.Errorf("repair: %s: %w", c.addr, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := kvnodepb.NewRepairClient(conn).Repair(ctx, &kvnodepb.RepairRequest{Keyspace: c.keyspace, Table: c.table})
+	if err != nil {
+		if s, ok := status.FromError(err); ok {
+			return fmt.Errorf("repair through %s: %s", c.addr, s.Message())
+		}
+		return fmt.Errorf("repair through %s: %w", c.addr, err)
+	}
+	failed := 0
+	if c.json {
+		type table struct {
+			Keyspace           string   `json:"keyspace"`
+			Table              string   `json:"table"`
+			Ranges             uint32   `json:"ranges"`
+			RangesFailed       uint32   `json:"ranges_failed"`
+			LeavesMismatched   uint64   `json:"leaves_mismatched"`
+			PartitionsStreamed uint64   `json:"partitions_streamed"`
+			BytesStreamed      uint64   `json:"bytes_streamed"`
+			Errors             []string `json:"errors,omitempty"`
+		}
+		out := struct {
+			Tables []table `json:"tables"`
+		}{Tables: []table{}}
+		for _, t := range resp.GetTables() {
+			out.Tables = append(out.Tables, table{t.Keyspace, t.Table, t.Ranges, t.RangesFailed, t.LeavesMismatched, t.PartitionsStreamed, t.BytesStreamed, t.Errors})
+			failed += int(t.RangesFailed)
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		for _, t := range resp.GetTables() {
+			fmt.Fprintf(stdout, "%s.%s: %d ranges compared, %d failed, %d leaves differed, %d partitions streamed (%d bytes)\n",
+				cql.QuoteIdent(t.Keyspace), cql.QuoteIdent(t.Table), t.Ranges, t.RangesFailed, t.LeavesMismatched, t.PartitionsStreamed, t.BytesStreamed)
+			for _, e := range t.Errors {
+				fmt.Fprintf(stdout, "  failed: %s\n", e)
+			}
+			failed += int(t.RangesFailed)
+		}
+		if len(resp.GetTables()) == 0 {
+			fmt.Fprintln(stdout, "no tables to repair")
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("repair: %d ranges could not be repaired; run it again once every replica is up", failed)
+	}
+	return nil
+}

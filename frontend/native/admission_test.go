@@ -1,0 +1,51 @@
+package native
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/internal/poll"
+)
+
+// TestAdmissionShedsStatements blocks the executor so that one statement holds the node's one
+// execution slot and another waits in its one place in the queue: the next statement is
+// answered Overloaded at once, OPTIONS still answers, and the two held statements complete once
+// the executor is released.
+func TestAdmissionShedsStatements(t *testing.T) {
+	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: 1, QueueTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate()
+	_, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}, Admission: ctl})
+	c := dial(t, addr)
+	c.startup(nil)
+	q := &cqlwire.Query{Query: "SELECT * FROM ks.t", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}
+	c.send(1, q)
+	<-g.arrived // holds the slot
+	c.send(2, q)
+	poll.Must(t, timeout, "the second statement to queue", poll.Bool(func() bool { return ctl.Queued() == 1 }))
+
+	c.send(3, q)
+	f := c.recv()
+	e, ok := f.Message.(*cqlwire.Error)
+	if f.Header.Stream != 3 || !ok || e.Code != cqlwire.ErrOverloaded || !contains(e.Message, "retry after") {
+		t.Fatalf("the third statement was answered %#v on stream %d, want Overloaded with a retry hint on stream 3", f.Message, f.Header.Stream)
+	}
+	c.send(4, cqlwire.Options{})
+	if f := c.recv(); f.Header.Stream != 4 || f.Header.Opcode != cqlwire.OpSupported {
+		t.Errorf("OPTIONS with the node full answered %v on stream %d, want SUPPORTED on stream 4", f.Header.Opcode, f.Header.Stream)
+	}
+	close(g.release)
+	got := map[int16]cqlwire.Opcode{}
+	for range 2 {
+		f := c.recv()
+		got[f.Header.Stream] = f.Header.Opcode
+	}
+	if got[1] != cqlwire.OpResult || got[2] != cqlwire.OpResult {
+		t.Errorf("after the release the held statements were answered %v, want RESULTs on streams 1 and 2", got)
+	}
+	poll.Must(t, timeout, "the slot to be free", poll.Bool(func() bool { return ctl.InFlight() == 0 && ctl.Queued() == 0 }))
+}

@@ -1,0 +1,344 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func newController(t *testing.T, cfg Config) *Controller {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestShedsOnceSlotsAndQueueAreFull fills the two slots and the one place in the queue, and
+// checks that the next request is refused at once, that the queued one runs when a slot frees,
+// and what the metrics say.
+func TestShedsOnceSlotsAndQueueAreFull(t *testing.T) {
+	c := newController(t, Config{MaxConcurrent: 2, MaxQueued: 1, QueueTimeout: time.Hour})
+	ctx := context.Background()
+	for i := range 2 {
+		if w, err := c.Try("a"); w != nil || err != nil {
+			t.Fatalf("Try %d with free slots = %v, %v; want a slot", i+1, w, err)
+		}
+	}
+	w, err := c.Try("a")
+	if w == nil || err != nil {
+		t.Fatalf("Try with the slots taken = %v, %v; want a place in the queue", w, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- w.Wait(ctx) }()
+
+	err = c.Acquire(ctx, "b")
+	var oe *OverloadedError
+	if !errors.As(err, &oe) || oe.Reason != ReasonQueueFull || !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Acquire with the slots and the queue full = %v, want an *OverloadedError (queue_full)", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "2 requests are executing and 1 waiting") || !strings.Contains(msg, "retry after 1h0m0s") {
+		t.Errorf("the refusal says %q; want the bounds reached and a retry hint", msg)
+	}
+	if got := testutil.ToFloat64(c.shed.WithLabelValues(ReasonQueueFull)); got != 1 {
+		t.Errorf("kvnode_admission_shed_total{reason=queue_full} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(c.inFlightGauge); got != 2 {
+		t.Errorf("kvnode_admission_in_flight = %v, want 2", got)
+	}
+	if c.Queued() != 1 {
+		t.Errorf("Queued() = %d, want 1", c.Queued())
+	}
+	c.Release()
+	if err := <-waited; err != nil {
+		t.Fatalf("the queued request, once a slot freed: %v", err)
+	}
+	if c.InFlight() != 2 || c.Queued() != 0 {
+		t.Errorf("after the queued request took the slot: %d in flight, %d queued; want 2 and 0", c.InFlight(), c.Queued())
+	}
+	c.Release()
+	c.Release()
+	if c.InFlight() != 0 {
+		t.Errorf("after every release %d in flight, want 0", c.InFlight())
+	}
+}
+
+// TestQueueTimeout: a request that waits longer than the queue timeout is refused, counted as
+// shed for that reason; one whose context ends first is not counted as shed.
+func TestQueueTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 10, QueueTimeout: 300 * time.Millisecond})
+		if err := c.Acquire(context.Background(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err := c.Acquire(context.Background(), "b")
+		var oe *OverloadedError
+		if !errors.As(err, &oe) || oe.Reason != ReasonQueueTimeout {
+			t.Fatalf("Acquire behind a slot never released = %v, want an *OverloadedError (queue_timeout)", err)
+		}
+		if waited := time.Since(start); waited != 300*time.Millisecond {
+			t.Errorf("the refused request waited %v, want the queue timeout, 300ms", waited)
+		}
+		if !strings.Contains(err.Error(), "waited 300ms") || !strings.Contains(err.Error(), "retry after 300ms") {
+			t.Errorf("the refusal says %q; want the wait and a retry hint", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(100 * time.Millisecond) // virtual time: the bubble's clock
+			cancel()
+		}()
+		if err := c.Acquire(ctx, "b"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Acquire whose context ends while queued = %v, want context.Canceled", err)
+		}
+		if got := testutil.ToFloat64(c.shed.WithLabelValues(ReasonQueueTimeout)); got != 1 {
+			t.Errorf("kvnode_admission_shed_total{reason=queue_timeout} = %v, want 1", got)
+		}
+		if c.Queued() != 0 {
+			t.Errorf("Queued() = %d after both waits ended, want 0", c.Queued())
+		}
+	})
+}
+
+// TestNoQueue: with MaxQueued negative a request that finds every slot taken is refused at once.
+func TestNoQueue(t *testing.T) {
+	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: -1})
+	if w, err := c.Try("a"); w != nil || err != nil {
+		t.Fatalf("Try = %v, %v; want a slot", w, err)
+	}
+	if w, err := c.Try("b"); w != nil || !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Try with the slot taken and no queue = %v, %v; want refused", w, err)
+	}
+}
+
+func TestConfigDefaultsAndValidation(t *testing.T) {
+	c := (&Config{}).EnsureDefaults()
+	if c.MaxConcurrent < DefaultConcurrentPerCPU || c.MaxQueued != DefaultQueuedPerConcurrent*c.MaxConcurrent || c.QueueTimeout != DefaultQueueTimeout {
+		t.Errorf("defaults %+v, want %d per CPU, %d queued per slot, %v", *c, DefaultConcurrentPerCPU, DefaultQueuedPerConcurrent, DefaultQueueTimeout)
+	}
+	for _, bad := range []Config{{MaxConcurrent: -1}, {QueueTimeout: -time.Second}} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("New(%+v) = nil error, want one naming the field", bad)
+		}
+	}
+	var nilc *Controller
+	if w, err := nilc.Try("a"); w != nil || err != nil {
+		t.Errorf("a nil controller's Try = %v, %v; want admitted", w, err)
+	}
+	nilc.Release()
+}
+
+// TestFloodDoesNotDelayAnotherClient: a flooding client holds the one slot and nine places of
+// the queue; a second client's request, queued after all of them, gets the slot at the second
+// release (its turn comes right after the flooder's), not behind the flooder's nine.
+func TestFloodDoesNotDelayAnotherClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 10, QueueTimeout: time.Hour})
+		ctx := context.Background()
+		if err := c.Acquire(ctx, "flood"); err != nil {
+			t.Fatal(err)
+		}
+		admitted := make(chan string, 10)
+		wait := func(name string) {
+			t.Helper()
+			w, err := c.Try(name)
+			if w == nil || err != nil {
+				t.Fatalf("Try(%q) with the slot taken = %v, %v; want a place in the queue", name, w, err)
+			}
+			go func() {
+				if err := w.Wait(ctx); err != nil {
+					t.Errorf("%s's queued request: %v", name, err)
+				}
+				admitted <- name
+			}()
+		}
+		for range 9 {
+			wait("flood")
+		}
+		wait("probe")
+		synctest.Wait()
+		var order []string
+		for len(order) < 10 {
+			c.Release()
+			synctest.Wait()
+			order = append(order, <-admitted)
+		}
+		if order[0] != "flood" || order[1] != "probe" {
+			t.Errorf("slots were handed out in the order %v; want the probe second, right after the flooder's oldest", order)
+		}
+		c.Release()
+		if c.InFlight() != 0 || c.Queued() != 0 {
+			t.Errorf("after every release %d in flight and %d queued, want 0 and 0", c.InFlight(), c.Queued())
+		}
+	})
+}
+
+// TestFloodIsShedFirst: a flooder holding the whole queue is refused beyond it, while a second
+// client still queues, taking the flooder's newest places (which are refused as queue_full)
+// until the two hold equal shares; beyond its share the second client is refused too.
+func TestFloodIsShedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
+		ctx := context.Background()
+		if err := c.Acquire(ctx, "flood"); err != nil {
+			t.Fatal(err)
+		}
+		var flood []*Waiter
+		for range 4 {
+			w, err := c.Try("flood")
+			if w == nil || err != nil {
+				t.Fatalf("the flooder's Try with the queue not full = %v, %v; want a place", w, err)
+			}
+			flood = append(flood, w)
+		}
+		if w, err := c.Try("flood"); w != nil || !errors.Is(err, ErrOverloaded) {
+			t.Fatalf("the flooder's Try with the queue full = %v, %v; want refused", w, err)
+		}
+		var probe []*Waiter
+		for i := range 2 {
+			w, err := c.Try("probe")
+			if w == nil || err != nil {
+				t.Fatalf("the second client's Try %d with the flooder holding the queue = %v, %v; want a place", i+1, w, err)
+			}
+			probe = append(probe, w)
+		}
+		w, err := c.Try("probe")
+		if w != nil || !errors.Is(err, ErrOverloaded) {
+			t.Fatalf("the second client's Try beyond its half of the queue = %v, %v; want refused", w, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "this client holds its share of the 4 places in the queue") {
+			t.Errorf("the refusal beyond the client's share says %q; want it to name the share", msg)
+		}
+		for i, w := range flood[2:] { // the newest two gave their places to the probe
+			var oe *OverloadedError
+			if err := w.Wait(ctx); !errors.As(err, &oe) || oe.Reason != ReasonQueueFull {
+				t.Errorf("the flooder's request %d, whose place the second client took: %v; want queue_full", i+3, err)
+			}
+		}
+		if got := testutil.ToFloat64(c.shed.WithLabelValues(ReasonQueueFull)); got != 4 {
+			t.Errorf("kvnode_admission_shed_total{reason=queue_full} = %v, want 4", got)
+		}
+		if c.Queued() != 4 {
+			t.Errorf("Queued() = %d, want 4 (two places each)", c.Queued())
+		}
+		done := make(chan error, 4)
+		for _, w := range append(flood[:2], probe...) {
+			go func() { done <- w.Wait(ctx) }()
+		}
+		for range 4 {
+			c.Release()
+			if err := <-done; err != nil {
+				t.Errorf("a queued request, once a slot freed: %v", err)
+			}
+		}
+		c.Release()
+		if c.InFlight() != 0 || c.Queued() != 0 {
+			t.Errorf("after every release %d in flight and %d queued, want 0 and 0", c.InFlight(), c.Queued())
+		}
+	})
+}
+
+// TestLeaveGivesBackAHandedSlot: a request that leaves its place after a slot was handed to it
+// (its connection closed before it waited) gives the slot back, to the next in turn.
+func TestLeaveGivesBackAHandedSlot(t *testing.T) {
+	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
+	if err := c.Acquire(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	wa, _ := c.Try("a")
+	wb, _ := c.Try("b")
+	c.Release() // to a's waiter
+	wa.Leave()  // which gives it on to b's
+	if err := wb.Wait(context.Background()); err != nil {
+		t.Fatalf("b's request after a's left with the slot: %v", err)
+	}
+	c.Release()
+	if c.InFlight() != 0 || c.Queued() != 0 {
+		t.Errorf("after every release %d in flight and %d queued, want 0 and 0", c.InFlight(), c.Queued())
+	}
+}
+
+// BenchmarkAcquireReleaseFreeSlot is the cost admission control adds to a request on a node
+// with a free slot.
+func BenchmarkAcquireReleaseFreeSlot(b *testing.B) {
+	c, _ := New(Config{MaxConcurrent: 1 << 20})
+	ctx := context.Background()
+	var client Key = &struct{ int }{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Acquire(ctx, client); err != nil {
+			b.Fatal(err)
+		}
+		c.Release()
+	}
+}
+
+// BenchmarkAcquireReleaseFreeSlotParallel is the same from every core at once.
+func BenchmarkAcquireReleaseFreeSlotParallel(b *testing.B) {
+	c, _ := New(Config{MaxConcurrent: 1 << 20})
+	ctx := context.Background()
+	var client Key = &struct{ int }{}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.Acquire(ctx, client); err != nil {
+				b.Fatal(err)
+			}
+			c.Release()
+		}
+	})
+}
+
+// TestConcurrentClientsKeepTheBounds runs many clients' requests at once, some timing out, some
+// cancelled, some leaving their place: no more than MaxConcurrent ever run at once, and once
+// all are done nothing is left in flight or queued.
+func TestConcurrentClientsKeepTheBounds(t *testing.T) {
+	c := newController(t, Config{MaxConcurrent: 3, MaxQueued: 5, QueueTimeout: time.Millisecond})
+	var running, peak atomic.Int64
+	var wg sync.WaitGroup
+	for client := range 8 {
+		wg.Go(func() {
+			for i := range 300 {
+				ctx, cancel := context.WithCancel(context.Background())
+				if i%7 == 3 {
+					cancel()
+				}
+				w, err := c.Try(client)
+				switch {
+				case err != nil:
+				case w != nil && i%11 == 5:
+					w.Leave()
+					err = errors.New("left")
+				case w != nil:
+					err = w.Wait(ctx)
+				}
+				cancel()
+				if err != nil {
+					continue
+				}
+				n := running.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				runtime.Gosched()
+				running.Add(-1)
+				c.Release()
+			}
+		})
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 3 {
+		t.Errorf("%d requests ran at once, want at most MaxConcurrent, 3", p)
+	}
+	if c.InFlight() != 0 || c.Queued() != 0 || len(c.clients) != 0 || c.next != nil {
+		t.Errorf("after every request %d in flight, %d queued, %d clients recorded; want none", c.InFlight(), c.Queued(), len(c.clients))
+	}
+}

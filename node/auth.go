@@ -1,0 +1,153 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/frontend/grpcapi"
+	"github.com/kvnode/kvnode/frontend/native"
+)
+
+// The values of Config.Authenticator.
+const (
+	AuthenticatorNone     = "none"
+	AuthenticatorPassword = "password"
+)
+
+// The superuser's executor is both front ends' authenticator.
+var (
+	_ native.Authenticator  = (*shell.Executor)(nil)
+	_ grpcapi.Authenticator = (*shell.Executor)(nil)
+)
+
+// authEnabled reports whether clients must log in.
+func (c *Config) authEnabled() bool { return c.Authenticator == AuthenticatorPassword }
+
+func (c *Config) validateAuth() error {
+	switch c.Authenticator {
+	case AuthenticatorNone:
+		if c.SuperuserPasswordFile != "" {
+			return fmt.Errorf("node: Config.SuperuserPasswordFile (superuser_password_file) is set but Config.Authenticator (authenticator) is %q: set authenticator to password, or drop the file", c.Authenticator)
+		}
+	case AuthenticatorPassword:
+		if c.SuperuserPasswordFile == "" {
+			return fmt.Errorf("node: Config.Authenticator (authenticator) is password but Config.SuperuserPasswordFile (superuser_password_file) is empty: name a file holding the initial password of the superuser role %s", shell.SuperuserRole)
+		}
+	default:
+		return fmt.Errorf("node: Config.Authenticator (authenticator) is %q, want none or password", c.Authenticator)
+	}
+	return nil
+}
+
+// authConfig returns the coordinator's authentication configuration; nil when it is off.
+func (c *Config) authConfig() *shell.AuthConfig {
+	if !c.authEnabled() {
+		return nil
+	}
+	ac := &shell.AuthConfig{}
+	if c.Testing != nil {
+		ac.HashCost = c.Testing.AuthHashCost
+	}
+	return ac
+}
+
+// readSuperuserPassword reads Config.SuperuserPasswordFile when authentication is on: the
+// password is its content without a trailing newline, and must not be empty. "" when off.
+func readSuperuserPassword(c Config) (string, error) {
+	if !c.authEnabled() {
+		return "", nil
+	}
+	data, err := os.ReadFile(c.SuperuserPasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("node: --superuser-password-file (superuser_password_file): %w", err)
+	}
+	pw := strings.TrimRight(string(data), "\r\n")
+	if pw == "" {
+		return "", fmt.Errorf("node: --superuser-password-file (superuser_password_file) %s is empty: it must hold the initial password of the superuser role %s", c.SuperuserPasswordFile, shell.SuperuserRole)
+	}
+	if fi, err := os.Stat(c.SuperuserPasswordFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		c.Logger.Warn("the superuser password file is readable by other users than its owner; chmod 600 it",
+			"file", c.SuperuserPasswordFile, "mode", fi.Mode().Perm().String())
+	}
+	return pw, nil
+}
+
+// nativeAuthenticator returns the native protocol's authenticator: nil (no login) when
+// authentication is off.
+func (n *Node) nativeAuthenticator() native.Authenticator {
+	if !n.cfg.authEnabled() {
+		return nil
+	}
+	return n.exec
+}
+
+// authServerOptions returns the gRPC server's interceptors that check every call's credentials
+// when authentication is on. The internode services (Replica, SchemaPaxos) are exempt: the
+// internode listener and its mutual TLS protect them (docs/operations.md).
+func (n *Node) authServerOptions() []grpc.ServerOption {
+	if !n.cfg.authEnabled() {
+		return nil
+	}
+	unary, stream := grpcapi.AuthInterceptors(n.exec)
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
+}
+
+// authSetup is the goroutine that creates the superuser role once system_auth can be written.
+type authSetup struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// authSetupRetry is how long the setup waits between attempts.
+const authSetupRetry = time.Second
+
+// startAuthSetup starts creating the superuser role admin when authentication is on and
+// system_auth holds no role. It retries until a QUORUM of system_auth's replicas answers (a
+// node starting before its peers cannot write yet) or the node shuts down.
+func (n *Node) startAuthSetup(password string) {
+	if !n.cfg.authEnabled() {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &authSetup{cancel: cancel, done: make(chan struct{})}
+	n.authSetup = s
+	go func() {
+		defer close(s.done)
+		for attempt := 1; ; attempt++ {
+			created, err := n.exec.SetupAuth(ctx, password)
+			switch {
+			case err == nil && created:
+				n.log.Info("created the superuser role: log in as it and create the roles clients use", "role", shell.SuperuserRole)
+				return
+			case err == nil:
+				return
+			case ctx.Err() != nil:
+				return
+			case attempt%10 == 1:
+				n.log.Warn("cannot set up authentication yet; retrying", "err", err)
+			}
+			t := time.NewTimer(authSetupRetry)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stop ends the setup and waits for it; a nil s does nothing.
+func (s *authSetup) stop() {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
+}

@@ -1,0 +1,277 @@
+package node
+
+// The node's listeners, and which services each one serves:
+//
+//	Addr (client gRPC)   the client API (kvnodepb.KVNode), health, reflection, and the admin
+//	                     services operators' tools call. Never an internode service.
+//	CQLAddr              the CQL native protocol.
+//	InternodeAddr        the internode gRPC services (registerInternal): replica requests,
+//	                     schema consensus, and every other service only cluster members call.
+//	                     Peers dial it at the address this node gossips (cluster.Member.RPCAddr).
+//	GossipAddr           memberlist (cluster package).
+//	MetricsAddr          Prometheus /metrics.
+//
+// A client that can reach the client ports can therefore not reach the replicas' own API: it
+// cannot account deltas, write with any timestamp past the coordinator, or read the replicas'
+// hot-partition tables; docs/operations.md's threat model says what protects each port.
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kvnode/kvnode/internal/tlsconfig"
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+// security is the node's TLS material and gossip keyring, and the loop that reloads them.
+type security struct {
+	tls        *tlsconfig.Reloader // nil without TLS
+	gossipKeys *memberlist.Keyring // nil without a gossip key file
+	stop       chan struct{}       // closed by shutdown; nil when no reload loop runs
+}
+
+// registerInternal registers every internode service on srv, the internode listener's server:
+// the services only cluster members call. A new internal service is one line here, and is
+// never registered on the client server.
+func (n *Node) registerInternal(srv *grpc.Server) {
+	replicapb.RegisterReplicaServer(srv, n.replica)
+	replicapb.RegisterSchemaPaxosServer(srv, n.schema.acceptor)
+	replicapb.RegisterStreamServer(srv, n.topo)
+	replicapb.RegisterAntiEntropyServer(srv, n.replica.AntiEntropy())
+}
+
+// listen binds the node's listeners (a port in use is an error naming the flag and the
+// address). The internode listener is bound before membership starts: its real address is
+// what the node gossips.
+func (n *Node) listen() error {
+	cfg := n.cfg
+	var err error
+	if cfg.TLSCert != "" {
+		if n.sec.tls, err = tlsconfig.New(tlsconfig.Files{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.TLSCA}); err != nil {
+			return fmt.Errorf("node: TLS (tls_cert, tls_key, tls_ca): %w", err)
+		}
+	}
+	if cfg.GossipKeyFile != "" {
+		if n.sec.gossipKeys, err = newGossipKeyring(cfg.GossipKeyFile); err != nil {
+			return err
+		}
+	}
+	if n.lis, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return fmt.Errorf("node: listen on --addr %s: %w", cfg.Addr, err)
+	}
+	if n.ilis, err = net.Listen("tcp", cfg.InternodeAddr); err != nil {
+		return fmt.Errorf("node: listen on --internode-addr %s: %w", cfg.InternodeAddr, err)
+	}
+	if n.clis, err = net.Listen("tcp", cfg.CQLAddr); err != nil {
+		return fmt.Errorf("node: listen on --cql-addr %s: %w", cfg.CQLAddr, err)
+	}
+	if cfg.MetricsAddr != "" {
+		if n.mlis, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("node: listen on --metrics-addr %s: %w", cfg.MetricsAddr, err)
+		}
+	}
+	n.lis = newLimitListener(n.lis, cfg.MaxGRPCConnections, "--addr", n.log)
+	n.ilis = newLimitListener(n.ilis, cfg.MaxGRPCConnections, "--internode-addr", n.log)
+	if n.sec.tls != nil {
+		// The native front end serves whatever listener it is given: a TLS one handshakes
+		// each connection on its first read.
+		n.clis = tls.NewListener(n.clis, n.sec.tls.ServerConfig())
+		if cfg.MetricsTLS && n.mlis != nil {
+			n.mlis = tls.NewListener(n.mlis, n.sec.tls.ServerConfig())
+		}
+	}
+	return nil
+}
+
+// serverOptions are the options of the client gRPC server, or of the internode one: message
+// and stream limits, and TLS when it is on (mutual on the internode server).
+func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
+	limit := MessageLimit(n.cfg.MaxMutationSize)
+	streams := uint64(n.cfg.MaxConcurrentStreams)
+	if internode {
+		streams = min(streams*InternodeStreamsFactor, math.MaxUint32)
+	}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit), grpc.MaxConcurrentStreams(uint32(streams))}
+	if n.sec.tls != nil {
+		cfg := n.sec.tls.ServerConfig()
+		if internode {
+			cfg = n.sec.tls.InternodeServerConfig()
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
+	}
+	return opts
+}
+
+// internodeCredentials are what the node dials its peers' internode listeners with: its
+// certificate, verifying theirs, when TLS is on.
+func (n *Node) internodeCredentials() credentials.TransportCredentials {
+	if n.sec.tls == nil {
+		return insecure.NewCredentials()
+	}
+	return credentials.NewTLS(n.sec.tls.InternodeClientConfig())
+}
+
+// Reload rereads the node's TLS certificate, key and CA and its gossip key file now, taking
+// what changed: later handshakes use the new certificate and CA, and gossip the new keys. On
+// an error (a file missing, half-written, or a key that does not match its certificate) the
+// node keeps what it had and Reload returns the error. kvnode serve calls it on SIGHUP; the
+// node also does every Config.ReloadInterval.
+func (n *Node) Reload() error {
+	var errs []error
+	if n.sec.tls != nil {
+		changed, err := n.sec.tls.Reload()
+		if err != nil {
+			errs = append(errs, err)
+		} else if changed {
+			leaf := n.sec.tls.Leaf()
+			n.log.Info("TLS certificate reloaded", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+		}
+	}
+	if n.sec.gossipKeys != nil {
+		changed, err := reloadGossipKeys(n.sec.gossipKeys, n.cfg.GossipKeyFile)
+		if err != nil {
+			errs = append(errs, err)
+		} else if changed {
+			n.log.Info("gossip keys reloaded", "keys", len(n.sec.gossipKeys.GetKeys()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startReloader rereads the TLS and gossip key files every ReloadInterval, when there are any.
+func (n *Node) startReloader() {
+	if n.sec.tls == nil && n.sec.gossipKeys == nil {
+		return
+	}
+	stop := make(chan struct{})
+	n.sec.stop = stop
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		t := time.NewTicker(n.cfg.ReloadInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := n.Reload(); err != nil {
+					n.log.Error("reload failed; keeping the TLS material and gossip keys in use", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// stopReloader stops startReloader's loop.
+func (n *Node) stopReloader() {
+	if n.sec.stop != nil {
+		close(n.sec.stop)
+		n.sec.stop = nil
+	}
+}
+
+// startInternode starts the internode gRPC server on n.ilis.
+func (n *Node) startInternode() {
+	n.igrpc = grpc.NewServer(n.serverOptions(true)...)
+	n.registerInternal(n.igrpc)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.igrpc.Serve(n.ilis); err != nil {
+			n.log.Error("internode gRPC server stopped", "err", err)
+		}
+	}()
+}
+
+// InternodeAddr returns the address peers dial for internode requests.
+func (n *Node) InternodeAddr() string { return n.ilis.Addr().String() }
+
+// stopGRPC stops srv gracefully, or at once when ctx ends first; it returns ctx.Err() then.
+func stopGRPC(ctx context.Context, srv *grpc.Server) error {
+	done := make(chan struct{})
+	go func() { srv.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		srv.Stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// limitListener bounds the open connections accepted through it: one over the bound is closed
+// at once (the client sees the connection end and may try another node), and the refusals are
+// logged at most every refusalLogInterval, naming the listener and the limit.
+type limitListener struct {
+	net.Listener
+	max    int64
+	what   string // the listener's flag, for the log
+	log    *slog.Logger
+	active atomic.Int64
+
+	mu      sync.Mutex
+	refused int       // since the last log line
+	logged  time.Time // when the last refusal was logged
+}
+
+// refusalLogInterval spaces the log lines of refused connections.
+const refusalLogInterval = 10 * time.Second
+
+func newLimitListener(l net.Listener, max int, what string, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: l, max: int64(max), what: what, log: log}
+}
+
+// Accept returns the next connection within the bound.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.active.Add(1) <= l.max {
+			return &limitConn{Conn: c, l: l}, nil
+		}
+		l.active.Add(-1)
+		c.Close()
+		l.refuse()
+	}
+}
+
+func (l *limitListener) refuse() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refused++
+	if now := time.Now(); now.Sub(l.logged) >= refusalLogInterval {
+		l.log.Warn("refusing connections: the listener has as many open connections as max_grpc_connections allows",
+			"listener", l.what, "max_grpc_connections", l.max, "refused", l.refused)
+		l.refused, l.logged = 0, now
+	}
+}
+
+// limitConn frees its place in the bound when closed, once.
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.active.Add(-1) })
+	return err
+}

@@ -1,0 +1,92 @@
+package node_test
+
+import (
+	"context"
+	"io"
+	"log"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/testcluster"
+)
+
+// TestShadowModeWarnsGocql: a gocql client (ScyllaDB's fork, as applications use) writing a hot
+// partition of a table whose limit is in shadow mode gets no error, and the writes enforce mode
+// would have rejected carry a warning naming the table, the op and the limit, which gocql
+// surfaces through Iter.Warnings.
+func TestShadowModeWarnsGocql(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 1})
+	if err != nil {
+		t.Fatalf("start a node: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	n := c.Node(0)
+	for _, stmt := range []string{
+		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE ks.kv (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 5, 'mode': 'shadow'}",
+	} {
+		if _, err := n.Client().Execute(ctx, client.One, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	host, port := splitHostPort(t, n.Node().CQLAddr())
+	cluster := gocql.NewCluster(host)
+	cluster.Port = port
+	cluster.ProtoVersion = 4
+	cluster.Consistency = gocql.One
+	cluster.Keyspace = "ks"
+	cluster.Timeout = 10 * time.Second
+	cluster.ConnectTimeout = 10 * time.Second
+	cluster.DisableInitialHostLookup = true
+	cluster.Logger = log.New(io.Discard, "", 0) // gocql logs every warning it receives
+	session, err := cluster.CreateSession()
+	if err != nil {
+		t.Fatalf("gocql session: %v", err)
+	}
+	defer session.Close()
+
+	// 50 writes at once are ten times the limit, in well under the second the counter
+	// halves in: past 2·limit (10) and the onset bound most are would-be rejections.
+	const want = "per_partition_rate_limit in shadow mode: this write on ks.kv would have been rejected (limit 5 writes per second per partition); it was not, since the limit is not enforced"
+	warned := 0
+	for i := range 50 {
+		iter := session.Query("INSERT INTO kv (k, v) VALUES ('hot', ?)", i).Iter()
+		warnings := iter.Warnings()
+		if err := iter.Close(); err != nil {
+			t.Fatalf("write %d in shadow mode: %v, want success", i+1, err)
+		}
+		switch {
+		case len(warnings) == 0:
+		case len(warnings) == 1 && warnings[0] == want:
+			warned++
+		default:
+			t.Fatalf("write %d warned %q, want at most [%q]", i+1, warnings, want)
+		}
+	}
+	if warned < 30 {
+		t.Errorf("%d of 50 writes at ten times the limit carried the shadow-mode warning, want most of them", warned)
+	}
+	var v int
+	if err := session.Query("SELECT v FROM kv WHERE k = 'hot'").Scan(&v); err != nil || v != 49 {
+		t.Errorf("SELECT after the writes = %d, %v; want 49 (shadow mode rejects nothing)", v, err)
+	}
+}
+
+func splitHostPort(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	i := strings.LastIndexByte(addr, ':')
+	var port int
+	for _, c := range addr[i+1:] {
+		port = port*10 + int(c-'0')
+	}
+	if i < 0 || port == 0 {
+		t.Fatalf("address %q has no port", addr)
+	}
+	return addr[:i], port
+}

@@ -1,0 +1,718 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/replica"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Topology changes: bootstrap (a new node streams the ranges it will own, then becomes normal),
+// decommission (a node streams its ranges to their next owners, then leaves) and removenode (the
+// surviving replicas of a dead node's ranges stream them to their next owners, then the dead node
+// is removed from the ring). Ownership changes only once streaming has finished: until then the
+// ranges are pending, and writes to them also go to their future replicas (shell.PendingRing).
+
+// DefaultStreamThroughput is Config.StreamThroughput when it is zero: the bytes per second one
+// node sends to each stream, so that streaming never starves client requests.
+const DefaultStreamThroughput = 64 << 20
+
+const (
+	// streamChunkBytes and streamChunkEntries bound one streamed chunk.
+	streamChunkBytes   = 256 << 10
+	streamChunkEntries = 4096
+	// maxStreamRanges and maxStreamTables bound a Pull or Fetch request.
+	maxStreamRanges = 1 << 16
+	maxStreamTables = 1 << 16
+	// viewWait bounds how long a topology change waits for every live node to see a state.
+	viewWait = time.Minute
+	// viewPoll is how often it asks them.
+	viewPoll = 50 * time.Millisecond
+	// viewTimeout bounds one View call.
+	viewTimeout = 2 * time.Second
+)
+
+// errRefused marks a topology change refused because it would lose data or is not possible now;
+// the Admin service answers FAILED_PRECONDITION.
+var errRefused = errors.New("refused")
+
+func refused(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errRefused, fmt.Sprintf(format, args...))
+}
+
+// topology carries out a node's topology changes and serves the Stream service.
+type topology struct {
+	replicapb.UnimplementedStreamServer
+	n       *Node
+	limiter *rate.Limiter // bytes per second sent by Pull, across every stream
+
+	busy atomic.Bool // a decommission or removenode is running
+
+	// bg is the context of a bootstrap left to the background (no seed reachable at start);
+	// stop cancels it and waits for it.
+	bg     context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	entriesSent, entriesReceived atomic.Uint64
+	bytesSent, bytesReceived     atomic.Uint64
+}
+
+func newTopology(n *Node) *topology {
+	tp := n.cfg.StreamThroughput
+	t := &topology{n: n, limiter: rate.NewLimiter(rate.Limit(tp), max(tp, streamChunkBytes))}
+	t.bg, t.cancel = context.WithCancel(context.Background())
+	return t
+}
+
+// stop cancels a background bootstrap and waits for it.
+func (t *topology) stop() {
+	if t == nil {
+		return
+	}
+	t.cancel()
+	t.wg.Wait()
+}
+
+// AppendPending implements shell.PendingRing: the pending replicas of token at rf.
+func (r ringView) AppendPending(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID {
+	var buf [maxRF]cluster.NodeID
+	for _, id := range r.c.Ring().AppendPending(buf[:0], token, rf) {
+		dst = append(dst, coordinator.NodeID(id))
+	}
+	return dst
+}
+
+// intervals returns the inclusive token intervals of r.
+func intervals(r cluster.TokenRange) [][2]int64 {
+	switch {
+	case r.Start < r.End:
+		return [][2]int64{{r.Start + 1, r.End}}
+	case r.Start > r.End:
+		out := [][2]int64{{math.MinInt64, r.End}}
+		if r.Start != math.MaxInt64 {
+			out = append(out, [2]int64{r.Start + 1, math.MaxInt64})
+		}
+		return out
+	}
+	return [][2]int64{{math.MinInt64, math.MaxInt64}}
+}
+
+func rangesFromWire(rs []*replicapb.TokenRange) ([]cluster.TokenRange, error) {
+	if len(rs) == 0 {
+		return nil, errors.New("no token ranges")
+	}
+	if len(rs) > maxStreamRanges {
+		return nil, fmt.Errorf("%d token ranges, the limit is %d", len(rs), maxStreamRanges)
+	}
+	out := make([]cluster.TokenRange, len(rs))
+	for i, r := range rs {
+		if r == nil {
+			return nil, fmt.Errorf("token range %d is missing", i)
+		}
+		out[i] = cluster.TokenRange{Start: r.Start, End: r.End}
+	}
+	return out, nil
+}
+
+func rangesToWire(rs []cluster.TokenRange) []*replicapb.TokenRange {
+	out := make([]*replicapb.TokenRange, len(rs))
+	for i, r := range rs {
+		out[i] = &replicapb.TokenRange{Start: r.Start, End: r.End}
+	}
+	return out
+}
+
+// Pull implements replicapb.StreamServer: it streams the local entries of the requested tables
+// (those the local schema knows) whose tokens are in the requested ranges, throttled.
+func (t *topology) Pull(req *replicapb.PullRequest, stream grpc.ServerStreamingServer[replicapb.PullChunk]) error {
+	ranges, err := rangesFromWire(req.GetRanges())
+	if err != nil {
+		return invalidArg("stream pull: %v", err)
+	}
+	if len(req.GetTableIds()) > maxStreamTables {
+		return invalidArg("stream pull: %d tables, the limit is %d", len(req.GetTableIds()), maxStreamTables)
+	}
+	ctx := stream.Context()
+	chunk := &replicapb.PullChunk{}
+	size := 0
+	flush := func() error {
+		if len(chunk.Entries) == 0 {
+			return nil
+		}
+		if err := t.limiter.WaitN(ctx, min(size, t.limiter.Burst())); err != nil {
+			return err
+		}
+		if err := stream.Send(chunk); err != nil {
+			return err
+		}
+		t.entriesSent.Add(uint64(len(chunk.Entries)))
+		t.bytesSent.Add(uint64(size))
+		chunk, size = &replicapb.PullChunk{}, 0
+		return nil
+	}
+	for _, id := range req.GetTableIds() {
+		if _, ok := t.n.schema.TableByID(schema.TableID(id)); !ok || id == 0 {
+			continue // dropped here, or not yet known: nothing of it to send
+		}
+		for _, r := range ranges {
+			for _, iv := range intervals(r) {
+				err := t.n.store.ScanTokens(schema.TableID(id), iv[0], iv[1], func(k, v []byte) error {
+					chunk.Entries = append(chunk.Entries, &replicapb.Entry{Key: slices.Clone(k), Value: slices.Clone(v)})
+					size += len(k) + len(v)
+					if size >= streamChunkBytes || len(chunk.Entries) >= streamChunkEntries {
+						return flush()
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// Fetch implements replicapb.StreamServer: it pulls the ranges from the source and applies them.
+func (t *topology) Fetch(ctx context.Context, req *replicapb.FetchRequest) (*replicapb.FetchResponse, error) {
+	ranges, err := rangesFromWire(req.GetRanges())
+	if err != nil {
+		return nil, invalidArg("stream fetch: %v", err)
+	}
+	src := cluster.NodeID(req.GetSource())
+	if _, ok := t.n.cluster.Member(src); !ok || src == t.n.cluster.LocalID() {
+		return nil, invalidArg("stream fetch: source %q is not another member of the cluster", req.GetSource())
+	}
+	entries, bytes, err := t.fetch(ctx, src, ranges, req.GetReason())
+	if err != nil {
+		return nil, err
+	}
+	return &replicapb.FetchResponse{Entries: entries, Bytes: bytes}, nil
+}
+
+// fetch pulls ranges of every streamed table (streamedTables) from node src and applies them
+// locally.
+func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []cluster.TokenRange, reason string) (entries, bytes uint64, err error) {
+	var ids []uint64
+	for _, tb := range t.n.streamedTables() {
+		ids = append(ids, uint64(tb.ID))
+	}
+	if len(ids) == 0 {
+		return 0, 0, nil
+	}
+	api, done, err := t.n.streamClient(src)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer done()
+	stream, err := api.Pull(ctx, &replicapb.PullRequest{Ranges: rangesToWire(ranges), TableIds: ids, Requester: string(t.n.cluster.LocalID())})
+	if err != nil {
+		return 0, 0, fmt.Errorf("stream from %s: %w", src, err)
+	}
+	accept := func(id schema.TableID, tok int64) error {
+		if !slices.Contains(ids, uint64(id)) {
+			return fmt.Errorf("table id %d was not asked for", id)
+		}
+		for _, r := range ranges {
+			if r.Contains(tok) {
+				return nil
+			}
+		}
+		return fmt.Errorf("token %d is in none of the ranges asked for", tok)
+	}
+	var batch []replica.StreamEntry
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, errEOF) {
+			break
+		}
+		if err != nil {
+			return entries, bytes, fmt.Errorf("stream from %s: %w", src, err)
+		}
+		batch = batch[:0]
+		for _, e := range chunk.GetEntries() {
+			batch = append(batch, replica.StreamEntry{Key: e.GetKey(), Value: e.GetValue()})
+			bytes += uint64(len(e.GetKey()) + len(e.GetValue()))
+		}
+		if err := t.n.store.ApplyStreamed(batch, accept); err != nil {
+			return entries, bytes, fmt.Errorf("stream from %s: %w", src, err)
+		}
+		entries += uint64(len(batch))
+	}
+	t.entriesReceived.Add(entries)
+	t.bytesReceived.Add(bytes)
+	t.n.log.Info("streamed ranges", "from", string(src), "reason", reason, "ranges", len(ranges), "entries", entries, "bytes", bytes)
+	return entries, bytes, nil
+}
+
+// View implements replicapb.StreamServer.
+func (t *topology) View(context.Context, *replicapb.ViewRequest) (*replicapb.ViewResponse, error) {
+	resp := &replicapb.ViewResponse{Id: string(t.n.cluster.LocalID()), LoadBytes: t.n.store.LoadBytes()}
+	for _, m := range t.n.cluster.Members() {
+		resp.Members = append(resp.Members, &replicapb.MemberView{Id: string(m.ID), State: m.State.String(), Live: m.Live})
+	}
+	return resp, nil
+}
+
+// streamClient dials node id's internode address for the Stream service; done closes the
+// connection. Topology changes are rare, so each dials its own.
+func (n *Node) streamClient(id cluster.NodeID) (replicapb.StreamClient, func(), error) {
+	m, ok := n.cluster.Member(id)
+	if !ok || m.RPCAddr == "" {
+		return nil, nil, fmt.Errorf("node %s: no RPC address known", id)
+	}
+	limit := MessageLimit(n.cfg.MaxMutationSize)
+	conn, err := grpc.NewClient(dialAddr(m), grpc.WithTransportCredentials(n.internodeCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(limit), grpc.MaxCallSendMsgSize(limit)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("node %s at %s: %w", id, m.RPCAddr, err)
+	}
+	return replicapb.NewStreamClient(conn), func() { conn.Close() }, nil
+}
+
+// view asks node id how it sees the cluster.
+func (n *Node) view(ctx context.Context, id cluster.NodeID) (*replicapb.ViewResponse, error) {
+	if id == n.cluster.LocalID() {
+		return n.topo.View(ctx, nil)
+	}
+	api, done, err := n.streamClient(id)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+	return api.View(ctx, &replicapb.ViewRequest{})
+}
+
+// awaitWritesInFlight waits out the writes coordinated before every node saw a new state, once
+// awaitSeen has returned: such a write went to the old replicas only, and one that lands on a
+// source after the stream has read past its key would never reach the new replica (a row
+// written at ONE while a node bootstrapped went missing so). Every write ends, acknowledged or
+// timed out, within the write timeout (a statement's USING TIMEOUT may ask for longer; repair
+// covers those), so waiting that long before streaming makes the stream include them, as
+// Cassandra's bootstrap waits out its ring delay.
+func (n *Node) awaitWritesInFlight(ctx context.Context) error {
+	t := time.NewTimer(n.cfg.WriteTimeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// awaitSeen waits until every live node other than this one sees node id in a state ok accepts
+// (and a node it does not list at all when gone is true), asking them over the Stream service.
+func (n *Node) awaitSeen(ctx context.Context, id cluster.NodeID, what string, ok func(st string, listed bool) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, viewWait)
+	defer cancel()
+	tick := time.NewTicker(viewPoll)
+	defer tick.Stop()
+	var last error
+	for {
+		last = nil
+		for _, m := range n.cluster.Members() {
+			if m.Local || !m.Live || m.ID == id {
+				continue
+			}
+			v, err := n.view(ctx, m.ID)
+			if err != nil {
+				last = fmt.Errorf("node %s: %w", m.ID, err)
+				break
+			}
+			st, listed := "", false
+			for _, mv := range v.GetMembers() {
+				if mv.GetId() == string(id) {
+					st, listed = mv.GetState(), true
+				}
+			}
+			if !ok(st, listed) {
+				last = fmt.Errorf("node %s sees %s as %q, waiting for %s", m.ID, id, st, what)
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for every live node to see %s %s: %w (last: %v)", id, what, ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+func isState(s cluster.NodeState) func(string, bool) bool {
+	return func(st string, listed bool) bool { return listed && st == s.String() }
+}
+
+// streamedTables returns the tables topology changes stream: the cluster schema's and, with
+// authentication on, system_auth's, whose roles and grants live on replicas as any table's rows
+// do (not streaming them lost every grant once all of their replicas had been replaced).
+func (n *Node) streamedTables() []*schema.Table {
+	tables := n.schema.Schema().Tables("")
+	if n.cfg.authEnabled() {
+		tables = append(slices.Clip(tables), n.schema.system.Tables("")...)
+	}
+	return tables
+}
+
+// streamedRFs returns the replication factors of the keyspaces of streamedTables, sorted.
+func (n *Node) streamedRFs() []int {
+	rfs := replicationFactors(n.schema.Schema())
+	if n.cfg.authEnabled() {
+		for _, rf := range replicationFactors(n.schema.system) {
+			if !slices.Contains(rfs, rf) {
+				rfs = append(rfs, rf)
+			}
+		}
+		slices.Sort(rfs)
+	}
+	return rfs
+}
+
+// replicationFactors returns the distinct replication factors of the schema's keyspaces that
+// hold tables (a keyspace without tables has no rows to stream), sorted.
+func replicationFactors(s *schema.Schema) []int {
+	var rfs []int
+	for _, k := range s.Keyspaces() {
+		if len(s.Tables(k.Name)) == 0 {
+			continue
+		}
+		if !slices.Contains(rfs, k.ReplicationFactor) {
+			rfs = append(rfs, k.ReplicationFactor)
+		}
+	}
+	slices.Sort(rfs)
+	return rfs
+}
+
+// plan returns, per receiver and then per source, the ranges that must stream for the ring to
+// change from cur to next at every replication factor of the schema. pick chooses the sources of a
+// transfer among its old replicas; a transfer left with none is an error naming its range.
+func plan(cur, next *cluster.Ring, rfs []int, pick func(cluster.Transfer) []cluster.NodeID) (map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange, error) {
+	out := map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange{}
+	for _, rf := range rfs {
+		for _, tr := range cluster.Transfers(cur, next, rf) {
+			srcs := pick(tr)
+			if len(srcs) == 0 {
+				return nil, refused("no live replica holds range (%d, %d] (replicas %v at replication factor %d): streaming it would lose data", tr.Range.Start, tr.Range.End, tr.From, rf)
+			}
+			if out[tr.To] == nil {
+				out[tr.To] = map[cluster.NodeID][]cluster.TokenRange{}
+			}
+			for _, s := range srcs {
+				if !slices.Contains(out[tr.To][s], tr.Range) {
+					out[tr.To][s] = append(out[tr.To][s], tr.Range)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// liveSources returns a pick for plan: the transfer's old replicas that are live, except skip.
+func (n *Node) liveSources(skip cluster.NodeID) func(cluster.Transfer) []cluster.NodeID {
+	return func(tr cluster.Transfer) []cluster.NodeID {
+		var out []cluster.NodeID
+		for _, id := range tr.From {
+			if id != skip && n.cluster.IsLive(id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+}
+
+// execute carries out a plan: every receiver fetches its ranges from every one of its sources,
+// receivers in parallel. The local node fetches in process; others are asked over Fetch.
+func (n *Node) execute(ctx context.Context, p map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange, reason string) (uint64, error) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total uint64
+		errs  []error
+	)
+	for to := range p {
+		if to != n.cluster.LocalID() && !n.cluster.IsLive(to) {
+			return 0, refused("node %s, which must receive ranges, is down", to)
+		}
+	}
+	for to, bySrc := range p {
+		for src, ranges := range bySrc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var got uint64
+				var err error
+				if to == n.cluster.LocalID() {
+					got, _, err = n.topo.fetch(ctx, src, ranges, reason)
+				} else {
+					var api replicapb.StreamClient
+					var done func()
+					if api, done, err = n.streamClient(to); err == nil {
+						var resp *replicapb.FetchResponse
+						resp, err = api.Fetch(ctx, &replicapb.FetchRequest{Source: string(src), Ranges: rangesToWire(ranges), Reason: reason})
+						done()
+						got = resp.GetEntries()
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				total += got
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s streaming %d ranges from %s: %w", to, len(ranges), src, err))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return total, errors.Join(errs...)
+}
+
+// bootstrap runs in Start while the node is joining: it waits to reach the cluster and agree on
+// the schema, streams the ranges it will own from their current replicas once every live node
+// sends it their writes, and becomes normal. A node that finds no normal node but itself founds
+// the cluster, and one whose cluster holds no table has nothing to stream: both become normal at
+// once. A node that has run before resumes from its persisted state (a normal one never
+// bootstraps again; one that stopped while joining streams again, which is harmless).
+func (n *Node) bootstrap(ctx context.Context) error {
+	c := n.cluster
+	if c.State() != cluster.StateJoining {
+		return nil
+	}
+	joined := func() bool {
+		for _, m := range c.Members() {
+			if !m.Local && m.Live {
+				return true
+			}
+		}
+		return false
+	}
+	if c.HasJoinTargets() && !joined() {
+		// No seed reachable yet: the node starts as joining (it owns nothing, so it cannot
+		// serve stale reads) and bootstraps in the background once it reaches the cluster.
+		n.log.Warn("no seed or known peer reachable; the node stays joining and bootstraps once it reaches the cluster", "seeds", n.cfg.Seeds)
+		n.topo.wg.Add(1)
+		go func() {
+			defer n.topo.wg.Done()
+			if err := n.awaitCluster(n.topo.bg, joined); err != nil {
+				return // stopped
+			}
+			if err := n.finishBootstrap(n.topo.bg); err != nil && n.topo.bg.Err() == nil {
+				n.log.Error("bootstrap failed; restart the node to try again", "err", err)
+			}
+		}()
+		return nil
+	}
+	return n.finishBootstrap(ctx)
+}
+
+// finishBootstrap is bootstrap once the node has reached the cluster.
+func (n *Node) finishBootstrap(ctx context.Context) error {
+	c := n.cluster
+	self := c.LocalID()
+	others := false
+	for _, m := range c.Members() {
+		others = others || (!m.Local && m.State == cluster.StateNormal)
+	}
+	if others {
+		if pending, err := c.AwaitSchemaAgreement(ctx, 0); err != nil || len(pending) > 0 {
+			return fmt.Errorf("node: bootstrap: no schema agreement with %v: %v", pending, err)
+		}
+	}
+	rfs := n.streamedRFs()
+	if others && len(n.streamedTables()) > 0 {
+		n.log.Info("bootstrapping: streaming the ranges this node will own")
+		if err := n.awaitSeen(ctx, self, "joining", isState(cluster.StateJoining)); err != nil {
+			return fmt.Errorf("node: bootstrap: %w", err)
+		}
+		if err := n.awaitWritesInFlight(ctx); err != nil {
+			return fmt.Errorf("node: bootstrap: %w", err)
+		}
+		r := c.Ring()
+		p, err := plan(r, r.Future(), rfs, n.liveSources(""))
+		if err != nil {
+			return fmt.Errorf("node: bootstrap: %w", err)
+		}
+		mine := map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange{self: p[self]}
+		got, err := n.execute(ctx, mine, "bootstrap")
+		if err != nil {
+			return fmt.Errorf("node: bootstrap: %w", err)
+		}
+		n.log.Info("bootstrap streamed", "entries", got)
+	}
+	if err := c.SetState(cluster.StateNormal); err != nil {
+		return fmt.Errorf("node: bootstrap: %w", err)
+	}
+	if others {
+		if err := n.awaitSeen(ctx, self, "normal", isState(cluster.StateNormal)); err != nil {
+			n.log.Warn("not every live node sees this node normal yet", "err", err)
+		}
+	}
+	return nil
+}
+
+// awaitCluster waits until cond holds, re-checking at every membership change.
+func (n *Node) awaitCluster(ctx context.Context, cond func() bool) error {
+	for {
+		ch := n.cluster.Changed()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// maxReplicationFactor returns the largest replication factor of the schema (1 with none).
+func maxReplicationFactor(s *schema.Schema) int {
+	rf := 1
+	for _, k := range s.Keyspaces() {
+		rf = max(rf, k.ReplicationFactor)
+	}
+	return rf
+}
+
+// decommission streams the local node's ranges to their next owners and leaves the ring.
+func (n *Node) decommission(ctx context.Context) (uint64, error) {
+	if !n.topo.busy.CompareAndSwap(false, true) {
+		return 0, refused("another decommission or removenode is running on this node")
+	}
+	defer n.topo.busy.Store(false)
+	c := n.cluster
+	self := c.LocalID()
+	if st := c.State(); st != cluster.StateNormal {
+		return 0, refused("node %s is %s; only a normal node can be decommissioned", self, st)
+	}
+	r := c.Ring()
+	if r.Transitioning() {
+		return 0, refused("another node is joining or leaving; decommission once it has finished")
+	}
+	s := n.schema.Schema()
+	if rf := maxReplicationFactor(s); r.NumOwners()-1 < rf {
+		return 0, refused("decommissioning %s would leave %d nodes, fewer than the largest replication factor %d: some rows would have fewer replicas than the keyspace asks for", self, r.NumOwners()-1, rf)
+	}
+	for _, m := range c.Members() {
+		if !m.Live && m.State != cluster.StateLeft {
+			return 0, refused("node %s is down; bring it back or removenode it first, so that every range keeps its replicas", m.ID)
+		}
+	}
+	if err := c.SetState(cluster.StateLeaving); err != nil {
+		return 0, err
+	}
+	abort := func(err error) (uint64, error) {
+		if serr := c.SetState(cluster.StateNormal); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return 0, err
+	}
+	if err := n.awaitSeen(ctx, self, "leaving", isState(cluster.StateLeaving)); err != nil {
+		return abort(err)
+	}
+	if err := n.awaitWritesInFlight(ctx); err != nil {
+		return abort(err)
+	}
+	p, err := plan(r, r.Without(self), n.streamedRFs(), func(tr cluster.Transfer) []cluster.NodeID {
+		if slices.Contains(tr.From, self) {
+			return []cluster.NodeID{self}
+		}
+		return n.liveSources(self)(tr)
+	})
+	if err != nil {
+		return abort(err)
+	}
+	total, err := n.execute(ctx, p, "decommission")
+	if err != nil {
+		return abort(fmt.Errorf("decommission of %s: %w; it stays normal", self, err))
+	}
+	if err := c.SetState(cluster.StateLeft); err != nil {
+		return 0, err
+	}
+	if err := n.awaitSeen(ctx, self, "left", func(st string, listed bool) bool { return !listed || st == "left" }); err != nil {
+		n.log.Warn("not every live node sees this node left yet", "err", err)
+	}
+	n.log.Info("decommissioned: this node owns no data any more; stop it", "entries_streamed", total)
+	return total, nil
+}
+
+// removeNode re-replicates the ranges of the dead node id from the surviving replicas, then removes
+// it from the ring on every node.
+func (n *Node) removeNode(ctx context.Context, id cluster.NodeID) (uint64, error) {
+	if !n.topo.busy.CompareAndSwap(false, true) {
+		return 0, refused("another decommission or removenode is running on this node")
+	}
+	defer n.topo.busy.Store(false)
+	c := n.cluster
+	if id == c.LocalID() {
+		return 0, refused("node %s is the node serving this request; decommission it instead", id)
+	}
+	m, ok := c.Member(id)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", cluster.ErrUnknownNode, id)
+	}
+	if m.Live {
+		return 0, refused("node %s at %s is up; removenode is for dead nodes (stop it, or decommission it)", id, m.RPCAddr)
+	}
+	for _, o := range c.Members() {
+		if o.Local || !o.Live || o.State == cluster.StateLeft {
+			continue // a left node owns nothing and is on its way out
+		}
+		v, err := n.view(ctx, o.ID)
+		if err != nil {
+			return 0, refused("cannot ask node %s whether %s is down: %v", o.ID, id, err)
+		}
+		for _, mv := range v.GetMembers() {
+			if mv.GetId() == string(id) && mv.GetLive() {
+				return 0, refused("node %s still sees %s up; removenode is for dead nodes", o.ID, id)
+			}
+		}
+	}
+	var total uint64
+	if m.State != cluster.StateJoining && m.State != cluster.StateLeft {
+		r := c.Ring()
+		p, err := plan(r, r.Without(id), n.streamedRFs(), n.liveSources(id))
+		if err != nil {
+			return 0, err
+		}
+		if total, err = n.execute(ctx, p, "removenode"); err != nil {
+			return 0, fmt.Errorf("removenode %s: %w; it stays in the ring, run removenode again", id, err)
+		}
+	}
+	if err := c.RemoveNode(id); err != nil {
+		return total, err
+	}
+	n.log.Info("removed a dead node", "removed", string(id), "entries_streamed", total)
+	return total, nil
+}
+
+// Decommission streams the node's ranges to their next owners and takes it out of the ring (as
+// kvnode decommission does through the Admin service); the node owns no data afterwards and
+// should be stopped. It returns how many storage entries streamed. An error wrapping a refusal
+// means nothing changed.
+func (n *Node) Decommission(ctx context.Context) (uint64, error) { return n.decommission(ctx) }
+
+// RemoveNode re-replicates the ranges of the dead node hostID from their surviving replicas and
+// removes it from the ring on every node (as kvnode removenode does through the Admin service).
+func (n *Node) RemoveNode(ctx context.Context, hostID string) (uint64, error) {
+	return n.removeNode(ctx, cluster.NodeID(hostID))
+}
