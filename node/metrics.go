@@ -44,6 +44,7 @@ type coordinatorMetrics struct {
 	latencyVec                               *prometheus.HistogramVec
 	tableRequestsVec, rateLimitedVec         *prometheus.CounterVec
 	repairsVec, repairedVec, disagreeVec     *prometheus.CounterVec
+	wouldRejectVec                           *prometheus.CounterVec
 
 	requests    [numOps][numConsistencies][numResults]prometheus.Counter
 	unavailable [numOps][numConsistencies]prometheus.Counter
@@ -70,6 +71,7 @@ type tableMetrics struct {
 	repairs     [3]prometheus.Counter             // by repair result
 	repaired    prometheus.Counter
 	disagree    [2]prometheus.Counter // by limited op
+	wouldReject [2]prometheus.Counter // by limited op
 }
 
 func newCoordinatorMetrics() *coordinatorMetrics {
@@ -106,6 +108,10 @@ func newCoordinatorMetrics() *coordinatorMetrics {
 		disagreeVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kvnode", Subsystem: "limiter", Name: "replica_disagreements_total",
 			Help: "Operations this node coordinated on the replicas-decide path whose enforcing replicas disagreed: some admitted, some rejected (their counters for the partition differ).",
+		}, []string{"keyspace", "table", "op"}),
+		wouldRejectVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kvnode", Subsystem: "limiter", Name: "would_reject_total",
+			Help: "Operations this node coordinated that a per_partition_rate_limit in shadow mode ('mode': 'shadow') would have rejected in enforce mode, by table and op: they were counted and decided as in enforce mode, admitted, and the client got a warning. Each operation counts once, on its coordinator, however many replicas decided against it, so the sum over nodes is what enforce mode would reject.",
 		}, []string{"keyspace", "table", "op"}),
 	}
 	for op := range numOps {
@@ -177,6 +183,11 @@ func (m *coordinatorMetrics) OnReadRepair(keyspace, table string, replicas int, 
 	t.repaired.Add(float64(replicas))
 }
 
+// OnWouldReject implements shell.Observer.
+func (m *coordinatorMetrics) OnWouldReject(keyspace, table, op string) {
+	m.table(keyspace, table).wouldReject[index(limitedOpNames, op)].Inc()
+}
+
 // OnReplicasDisagree implements shell.Observer.
 func (m *coordinatorMetrics) OnReplicasDisagree(keyspace, table, op string) {
 	m.table(keyspace, table).disagree[index(limitedOpNames, op)].Inc()
@@ -211,6 +222,7 @@ func (m *coordinatorMetrics) table(keyspace, table string) *tableMetrics {
 			t.rateLimited[o][by] = m.rateLimitedVec.WithLabelValues(keyspace, table, op, name)
 		}
 		t.disagree[o] = m.disagreeVec.WithLabelValues(keyspace, table, op)
+		t.wouldReject[o] = m.wouldRejectVec.WithLabelValues(keyspace, table, op)
 	}
 	for r, res := range repairResults {
 		t.repairs[r] = m.repairsVec.WithLabelValues(keyspace, table, res)
@@ -243,6 +255,7 @@ func detachedTableMetrics() *tableMetrics {
 			t.rateLimited[o][by] = c()
 		}
 		t.disagree[o] = c()
+		t.wouldReject[o] = c()
 	}
 	for r := range t.repairs {
 		t.repairs[r] = c()
@@ -256,7 +269,7 @@ func (m *coordinatorMetrics) forgetTable(keyspace, table string) {
 	m.tablesMu.Lock()
 	defer m.tablesMu.Unlock()
 	labels := prometheus.Labels{"keyspace": keyspace, "table": table}
-	for _, v := range []*prometheus.CounterVec{m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec} {
+	for _, v := range []*prometheus.CounterVec{m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec, m.wouldRejectVec} {
 		v.DeletePartialMatch(labels)
 	}
 	cur := m.tables.Load()
@@ -292,7 +305,7 @@ func (m *coordinatorMetrics) Collect(ch chan<- prometheus.Metric) {
 
 func (m *coordinatorMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requestsVec, m.unavailableVec, m.timeoutsVec, m.latencyVec,
-		m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec}
+		m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec, m.wouldRejectVec}
 }
 
 var _ shell.Observer = (*coordinatorMetrics)(nil)

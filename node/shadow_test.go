@@ -14,48 +14,58 @@ import (
 	"github.com/kvnode/kvnode/internal/testcluster"
 )
 
-// TestShadowModeWarnsGocql: a gocql client (ScyllaDB's fork, as applications use) writing a hot
-// partition of a table whose limit is in shadow mode gets no error, and the writes enforce mode
-// would have rejected carry a warning naming the table, the op and the limit, which gocql
-// surfaces through Iter.Warnings.
+// TestShadowModeWarnsGocql: gocql clients (ScyllaDB's fork, as applications use) writing a hot
+// partition of a table whose limit is in shadow mode, through each node of a 3-node cluster at
+// RF=2 (so one coordinator is outside the partition's replicas, whose two enforcing replicas
+// both decide every write it sends), get no error, and the writes enforce mode would have
+// rejected carry a warning naming the table, the op and the limit, which gocql surfaces through
+// Iter.Warnings. kvnode_limiter_would_reject_total, summed over the nodes as the dashboard
+// sums it, counts each warned write exactly once.
 func TestShadowModeWarnsGocql(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 1})
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 3})
 	if err != nil {
-		t.Fatalf("start a node: %v", err)
+		t.Fatalf("start the nodes: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
 	n := c.Node(0)
 	for _, stmt := range []string{
-		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
 		"CREATE TABLE ks.kv (k text PRIMARY KEY, v int) WITH per_partition_rate_limit = {'max_writes_per_second': 5, 'mode': 'shadow'}",
 	} {
 		if _, err := n.Client().Execute(ctx, client.One, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	host, port := splitHostPort(t, n.Node().CQLAddr())
-	cluster := gocql.NewCluster(host)
-	cluster.Port = port
-	cluster.ProtoVersion = 4
-	cluster.Consistency = gocql.One
-	cluster.Keyspace = "ks"
-	cluster.Timeout = 10 * time.Second
-	cluster.ConnectTimeout = 10 * time.Second
-	cluster.DisableInitialHostLookup = true
-	cluster.Logger = log.New(io.Discard, "", 0) // gocql logs every warning it receives
-	session, err := cluster.CreateSession()
-	if err != nil {
-		t.Fatalf("gocql session: %v", err)
+	// One session per node, each held to its node, so that every node coordinates.
+	var sessions []*gocql.Session
+	for _, n := range c.Nodes() {
+		host, port := splitHostPort(t, n.Node().CQLAddr())
+		cluster := gocql.NewCluster(host)
+		cluster.Port = port
+		cluster.ProtoVersion = 4
+		cluster.Consistency = gocql.One
+		cluster.Keyspace = "ks"
+		cluster.Timeout = 10 * time.Second
+		cluster.ConnectTimeout = 10 * time.Second
+		cluster.DisableInitialHostLookup = true
+		cluster.Logger = log.New(io.Discard, "", 0) // gocql logs every warning it receives
+		session, err := cluster.CreateSession()
+		if err != nil {
+			t.Fatalf("gocql session to %s: %v", n.Node().CQLAddr(), err)
+		}
+		defer session.Close()
+		sessions = append(sessions, session)
 	}
-	defer session.Close()
 
-	// 50 writes at once are ten times the limit, in well under the second the counter
+	// 60 writes at once are twelve times the limit, in well under the second the counter
 	// halves in: past 2·limit (10) and the onset bound most are would-be rejections.
 	const want = "per_partition_rate_limit in shadow mode: this write on ks.kv would have been rejected (limit 5 writes per second per partition); it was not, since the limit is not enforced"
+	const writes = 60
 	warned := 0
-	for i := range 50 {
+	for i := range writes {
+		session := sessions[i%len(sessions)]
 		iter := session.Query("INSERT INTO kv (k, v) VALUES ('hot', ?)", i).Iter()
 		warnings := iter.Warnings()
 		if err := iter.Close(); err != nil {
@@ -69,12 +79,19 @@ func TestShadowModeWarnsGocql(t *testing.T) {
 			t.Fatalf("write %d warned %q, want at most [%q]", i+1, warnings, want)
 		}
 	}
-	if warned < 30 {
-		t.Errorf("%d of 50 writes at ten times the limit carried the shadow-mode warning, want most of them", warned)
+	if warned < writes/2 {
+		t.Errorf("%d of %d writes at twelve times the limit carried the shadow-mode warning, want most of them", warned, writes)
+	}
+	var counted float64
+	for _, n := range c.Nodes() {
+		counted += metricValue(t, n.Node().Registry(), "kvnode_limiter_would_reject_total", "keyspace", "ks", "table", "kv", "op", "write")
+	}
+	if counted != float64(warned) {
+		t.Errorf("kvnode_limiter_would_reject_total summed over the nodes = %v, want %d: one per warned write, however many replicas decided it", counted, warned)
 	}
 	var v int
-	if err := session.Query("SELECT v FROM kv WHERE k = 'hot'").Scan(&v); err != nil || v != 49 {
-		t.Errorf("SELECT after the writes = %d, %v; want 49 (shadow mode rejects nothing)", v, err)
+	if err := sessions[0].Query("SELECT v FROM kv WHERE k = 'hot'").Consistency(gocql.Quorum).Scan(&v); err != nil || v != writes-1 {
+		t.Errorf("SELECT at QUORUM after the writes = %d, %v; want %d (shadow mode rejects nothing)", v, err, writes-1)
 	}
 }
 

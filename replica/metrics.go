@@ -25,17 +25,16 @@ var (
 
 // The help texts of the service's metrics (tests compare exposition text with them).
 const (
-	helpOperations  = "Operations counted in this node's per-partition limiter counters, by table and op: the offered load of limited tables as this replica sees it (rejected ones included; account-only deltas add their count)."
-	helpRejections  = "Operations this node's limiter rejected, by table, op and who rejected: coordinator (this node coordinated and rejected on its own counter before contacting anyone) or replica (this node was an enforcing replica)."
-	helpWouldReject = "Operations this node's limiter would have rejected (as the coordinator's local check or as an enforcing replica) had the table's per_partition_rate_limit not been in shadow mode ('mode': 'shadow'): they were counted and decided as in enforce mode and admitted, by table and op."
-	helpRequests    = "Replica requests served by this node (from any coordinator, this one included), by op and status."
-	helpLatency     = "Time replica requests admitted by the limiter spent in storage, by op (rejections return before storage and are not timed)."
-	helpTracked     = "Partitions (token, table, op) whose limiter counter is above zero now."
-	helpHot         = "Partitions of the table whose limiter counter on this node is above twice the limit now, where rejections begin (at most the 32 hottest are tracked per table and op; kvnode toppartitions lists them)."
-	helpCapacity    = "Partitions the limiter table can track at once; when full, new partitions evict the coldest of their probe window."
-	helpInserts     = "Partitions that began to be tracked by the limiter table."
-	helpEvictions   = "Tracked partitions the limiter table evicted to make room because their probe window was full; a steady rate means the table is too small for the partitions in use."
-	helpClamped     = "Limited operations and delta batches whose coordinator's clock stamp was more than the limiter's maximum stamp skew away from this node's clock and was clamped to it: a node's clock (this one's or a coordinator's) is off; see the KvnodeClockSkew alert."
+	helpOperations = "Operations counted in this node's per-partition limiter counters, by table and op: the offered load of limited tables as this replica sees it (rejected ones included; account-only deltas add their count)."
+	helpRejections = "Operations this node's limiter rejected, by table, op and who rejected: coordinator (this node coordinated and rejected on its own counter before contacting anyone) or replica (this node was an enforcing replica)."
+	helpRequests   = "Replica requests served by this node (from any coordinator, this one included), by op and status."
+	helpLatency    = "Time replica requests admitted by the limiter spent in storage, by op (rejections return before storage and are not timed)."
+	helpTracked    = "Partitions (token, table, op) whose limiter counter is above zero now."
+	helpHot        = "Partitions of the table whose limiter counter on this node is above twice the limit now, where rejections begin (at most the 32 hottest are tracked per table and op; kvnode toppartitions lists them)."
+	helpCapacity   = "Partitions the limiter table can track at once; when full, new partitions evict the coldest of their probe window."
+	helpInserts    = "Partitions that began to be tracked by the limiter table."
+	helpEvictions  = "Tracked partitions the limiter table evicted to make room because their probe window was full; a steady rate means the table is too small for the partitions in use."
+	helpClamped    = "Limited operations and delta batches whose coordinator's clock stamp was more than the limiter's maximum stamp skew away from this node's clock and was clamped to it: a node's clock (this one's or a coordinator's) is off; see the KvnodeClockSkew alert."
 )
 
 // serviceMetrics exports the service's metrics to Prometheus. Per operation the service only
@@ -53,7 +52,6 @@ type serviceMetrics struct {
 
 	svc                                      *Service
 	operations, rejections, requestsDesc     *prometheus.Desc
-	wouldRejectDesc                          *prometheus.Desc
 	tracked, hot, capacity, inserts, evicted *prometheus.Desc
 	clampedDesc                              *prometheus.Desc
 }
@@ -69,17 +67,16 @@ func newServiceMetrics(svc *Service) *serviceMetrics {
 			Namespace: "kvnode", Subsystem: "replica", Name: "request_duration_seconds",
 			Help: helpLatency, Buckets: requestDurationBuckets,
 		}, []string{"op"}),
-		svc:             svc,
-		operations:      prometheus.NewDesc("kvnode_limiter_operations_total", helpOperations, []string{"keyspace", "table", "op"}, nil),
-		rejections:      prometheus.NewDesc("kvnode_limiter_rejections_total", helpRejections, []string{"keyspace", "table", "op", "rejected_by"}, nil),
-		wouldRejectDesc: prometheus.NewDesc("kvnode_limiter_would_reject_total", helpWouldReject, []string{"keyspace", "table", "op"}, nil),
-		requestsDesc:    prometheus.NewDesc("kvnode_replica_requests_total", helpRequests, []string{"op", "status"}, nil),
-		tracked:         prometheus.NewDesc("kvnode_limiter_tracked_partitions", helpTracked, nil, nil),
-		hot:             prometheus.NewDesc("kvnode_limiter_hot_partitions", helpHot, []string{"keyspace", "table", "op"}, nil),
-		capacity:        prometheus.NewDesc("kvnode_limiter_capacity_partitions", helpCapacity, nil, nil),
-		inserts:         prometheus.NewDesc("kvnode_limiter_inserts_total", helpInserts, nil, nil),
-		evicted:         prometheus.NewDesc("kvnode_limiter_evictions_total", helpEvictions, nil, nil),
-		clampedDesc:     prometheus.NewDesc("kvnode_limiter_clamped_stamps_total", helpClamped, nil, nil),
+		svc:          svc,
+		operations:   prometheus.NewDesc("kvnode_limiter_operations_total", helpOperations, []string{"keyspace", "table", "op"}, nil),
+		rejections:   prometheus.NewDesc("kvnode_limiter_rejections_total", helpRejections, []string{"keyspace", "table", "op", "rejected_by"}, nil),
+		requestsDesc: prometheus.NewDesc("kvnode_replica_requests_total", helpRequests, []string{"op", "status"}, nil),
+		tracked:      prometheus.NewDesc("kvnode_limiter_tracked_partitions", helpTracked, nil, nil),
+		hot:          prometheus.NewDesc("kvnode_limiter_hot_partitions", helpHot, []string{"keyspace", "table", "op"}, nil),
+		capacity:     prometheus.NewDesc("kvnode_limiter_capacity_partitions", helpCapacity, nil, nil),
+		inserts:      prometheus.NewDesc("kvnode_limiter_inserts_total", helpInserts, nil, nil),
+		evicted:      prometheus.NewDesc("kvnode_limiter_evictions_total", helpEvictions, nil, nil),
+		clampedDesc:  prometheus.NewDesc("kvnode_limiter_clamped_stamps_total", helpClamped, nil, nil),
 	}
 	for op := range numRequestOps {
 		m.latency[op] = m.latencyVec.WithLabelValues(requestOpNames[op])
@@ -90,7 +87,7 @@ func newServiceMetrics(svc *Service) *serviceMetrics {
 // Describe implements prometheus.Collector.
 func (m *serviceMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.latencyVec.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.operations, m.rejections, m.wouldRejectDesc, m.requestsDesc, m.tracked, m.hot, m.capacity, m.inserts, m.evicted, m.clampedDesc} {
+	for _, d := range []*prometheus.Desc{m.operations, m.rejections, m.requestsDesc, m.tracked, m.hot, m.capacity, m.inserts, m.evicted, m.clampedDesc} {
 		ch <- d
 	}
 }
@@ -101,9 +98,8 @@ type pairName struct{ keyspace, table, op string }
 // pairCounts are the counters of the pairs with one name: a table dropped and created again
 // under its name has two ids, whose counts add up.
 type pairCounts struct {
-	operations  uint64
-	rejected    [numRejecters]uint64
-	wouldReject uint64
+	operations uint64
+	rejected   [numRejecters]uint64
 }
 
 // Collect implements prometheus.Collector. The limiter table's occupancy is counted here, at
@@ -121,7 +117,6 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		admitted := st.admitted.Load()
 		c.operations += admitted
-		c.wouldReject += st.wouldReject.Load()
 		for by := range numRejecters {
 			r := st.rejected[by].Load()
 			c.rejected[by] += r
@@ -138,7 +133,6 @@ func (m *serviceMetrics) Collect(ch chan<- prometheus.Metric) {
 		for by := range numRejecters {
 			ch <- prometheus.MustNewConstMetric(m.rejections, prometheus.CounterValue, float64(c.rejected[by]), n.keyspace, n.table, n.op, by.String())
 		}
-		ch <- prometheus.MustNewConstMetric(m.wouldRejectDesc, prometheus.CounterValue, float64(c.wouldReject), n.keyspace, n.table, n.op)
 	}
 	for op := range numRequestOps {
 		for status := range numStatuses {
@@ -171,9 +165,6 @@ type opState struct {
 	// by rejecter. Their sum is the operations counted.
 	admitted atomic.Uint64
 	rejected [numRejecters]atomic.Uint64
-	// wouldReject counts the operations admitted because the table's limit is in shadow mode
-	// that enforce mode would have rejected; they are also in admitted.
-	wouldReject atomic.Uint64
 
 	hot hotSet
 }

@@ -340,9 +340,10 @@ func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode partit
 	}
 	if !d.Admitted && t.RateLimit.Mode == schema.Shadow {
 		// Shadow mode: decided exactly as in enforce mode, and admitted; the would-be
-		// rejection is counted and reported instead (the coordinator warns the client).
+		// rejection is reported instead: the coordinator warns the client and counts the
+		// operation once (kvnode_limiter_would_reject_total), and the hot set below keeps it
+		// for TopPartitions.
 		d.Admitted, d.WouldReject, d.RetryAfter = true, true, 0
-		st.wouldReject.Add(1)
 	}
 	switch {
 	case d.WouldReject:

@@ -121,8 +121,9 @@ func TestServiceTopPartitions(t *testing.T) {
 
 // TestServiceShadowMode: on a table whose write limit is in shadow mode, enforced writes and a
 // coordinator's checks past 2·limit are counted and decided as in enforce mode and admitted,
-// each saying it would have been rejected; kvnode_limiter_would_reject_total counts them, the
-// rejection metrics stay at zero, and TopPartitions shows them as would-be rejections by
+// each saying it would have been rejected; the rejection metrics stay at zero (the coordinator,
+// not the replica, counts would-be rejections: once per operation), and TopPartitions shows
+// them as would-be rejections by
 // rejecter. An ALTER back to enforce mode (a new schema) rejects at once.
 func TestServiceShadowMode(t *testing.T) {
 	s, _ := openMem(t)
@@ -173,9 +174,12 @@ func TestServiceShadowMode(t *testing.T) {
 			got[mf.GetName()] += m.GetCounter().GetValue()
 		}
 	}
-	if got["kvnode_limiter_would_reject_total"] != float64(would) || got["kvnode_limiter_rejections_total"] != 0 {
-		t.Errorf("kvnode_limiter_would_reject_total = %v and kvnode_limiter_rejections_total = %v, want %d and 0",
-			got["kvnode_limiter_would_reject_total"], got["kvnode_limiter_rejections_total"], would)
+	if got["kvnode_limiter_rejections_total"] != 0 || got["kvnode_limiter_operations_total"] != 100 {
+		t.Errorf("kvnode_limiter_rejections_total = %v and kvnode_limiter_operations_total = %v, want 0 and 100 (60 writes, 40 checks)",
+			got["kvnode_limiter_rejections_total"], got["kvnode_limiter_operations_total"])
+	}
+	if _, ok := got["kvnode_limiter_would_reject_total"]; ok {
+		t.Error("the replica exports kvnode_limiter_would_reject_total, want it counted once per operation by coordinators")
 	}
 	resp, err := svc.TopPartitions(ctx, &replicapb.TopPartitionsRequest{})
 	if err != nil {

@@ -142,6 +142,12 @@ type Observer interface {
 	// a replica that missed operations or restarted). op is "read" or "write". It may be
 	// called after Execute returned, when a write's last replicas answer late.
 	OnReplicasDisagree(keyspace, table, op string)
+	// OnWouldReject is called once per operation on a table whose limit is in shadow mode that
+	// enforce mode would have rejected: this coordinator's local check or one of the enforcing
+	// replicas decided against it, and it was admitted with a warning instead. op is "read" or
+	// "write". It counts operations, not replicas' decisions: on the replicas path every
+	// enforcing replica may decide against the same operation.
+	OnWouldReject(keyspace, table, op string)
 }
 
 // Executor executes client statements on this node: it parses them, applies schema statements

@@ -263,6 +263,7 @@ type recorder struct {
 	rateLimited   []string // "ks.t op rejectedBy"
 	repairs       []string // "ks.t n result"
 	disagreements []string // "ks.t op"
+	wouldReject   []string // "ks.t op"
 }
 
 func (r *recorder) OnRequest(ks, table, op, cl, result string, _ time.Duration) {
@@ -280,6 +281,12 @@ func (r *recorder) OnReplicasDisagree(ks, table, op string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.disagreements = append(r.disagreements, fmt.Sprintf("%s.%s %s", ks, table, op))
+}
+
+func (r *recorder) OnWouldReject(ks, table, op string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wouldReject = append(r.wouldReject, fmt.Sprintf("%s.%s %s", ks, table, op))
 }
 
 func (r *recorder) OnRateLimited(ks, table, op, by string) {

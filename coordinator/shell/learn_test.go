@@ -29,8 +29,9 @@ import (
 // grpcReplicas is a Transport and DeltaSender over real gRPC connections to replica services
 // listening on loopback, counting the Mutate requests each replica is sent.
 type grpcReplicas struct {
-	clients map[coordinator.NodeID]replicapb.ReplicaClient
-	mutates map[coordinator.NodeID]*atomic.Int64
+	clients  map[coordinator.NodeID]replicapb.ReplicaClient
+	mutates  map[coordinator.NodeID]*atomic.Int64
+	observed *recorder // what the coordinator told its Observer
 }
 
 func (g *grpcReplicas) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
@@ -60,7 +61,7 @@ func (g *grpcReplicas) sent() int64 {
 func grpcCluster(t *testing.T, clk *clock, localID coordinator.NodeID, draw func() float64) (*shell.Executor, map[coordinator.NodeID]*replica.Service, *grpcReplicas, *schemaManager) {
 	t.Helper()
 	sm := newSchemaManager("n1", clk)
-	g := &grpcReplicas{clients: map[coordinator.NodeID]replicapb.ReplicaClient{}, mutates: map[coordinator.NodeID]*atomic.Int64{}}
+	g := &grpcReplicas{clients: map[coordinator.NodeID]replicapb.ReplicaClient{}, mutates: map[coordinator.NodeID]*atomic.Int64{}, observed: &recorder{}}
 	services := map[coordinator.NodeID]*replica.Service{}
 	for _, id := range nodes {
 		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true})
@@ -103,6 +104,7 @@ func grpcCluster(t *testing.T, clk *clock, localID coordinator.NodeID, draw func
 		Deltas:              g,
 		Learning:            true,
 		PropagationInterval: time.Millisecond,
+		Observer:            g.observed,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -304,11 +304,18 @@ func response(s coordinator.Send, st replicapb.Status, rl *replicapb.RateLimited
 }
 
 // outcomeErr returns the client's error for o (nil for Success) and tells the Observer about
-// rate limiting.
+// rate limiting, and about operations a limit in shadow mode would have rejected.
 func (e *Executor) outcomeErr(o coordinator.Outcome, t *schema.Table) error {
 	err := o.Err(t.Keyspace, t.Name)
-	if rl, ok := o.(coordinator.RateLimited); ok && e.observer != nil {
-		e.observer.OnRateLimited(t.Keyspace, t.Name, rl.Op.String(), rl.RejectedBy.String())
+	if e.observer != nil {
+		switch o := o.(type) {
+		case coordinator.RateLimited:
+			e.observer.OnRateLimited(t.Keyspace, t.Name, o.Op.String(), o.RejectedBy.String())
+		case coordinator.Success:
+			if o.WouldReject {
+				e.observer.OnWouldReject(t.Keyspace, t.Name, o.Op.String())
+			}
+		}
 	}
 	if f, ok := o.(coordinator.Failed); ok {
 		// Replicas that are down or overloaded fail many requests; the Observer counts those.
