@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,10 +56,16 @@ type overloadResult struct {
 	AdmissionControl bool `json:"admission_control"`
 	Workers          int  `json:"workers"`
 	// Load is the closed-loop overload; Probe the low-rate client during it, ProbeAlone the same
-	// client on the idle node just before.
-	Load       *bench.Summary `json:"load"`
-	Probe      *bench.Summary `json:"probe"`
-	ProbeAlone *bench.Summary `json:"probe_alone"`
+	// client on the idle node just before. The low-rate client is a process of its own
+	// (kvnode bench), as a second application is: in this process its goroutines would queue
+	// behind the load's 10 × MaxConcurrent workers in the Go scheduler, and its latency would
+	// measure the load generator as much as the node. The same client run in this process is
+	// reported beside it (ProbeInProcess, ProbeAloneInProcess) to show that difference.
+	Load                *bench.Summary `json:"load"`
+	Probe               *bench.Summary `json:"probe"`
+	ProbeAlone          *bench.Summary `json:"probe_alone"`
+	ProbeInProcess      *bench.Summary `json:"probe_in_process"`
+	ProbeAloneInProcess *bench.Summary `json:"probe_alone_in_process"`
 	// The headline: goodput (accepted/s), the p99 of admitted requests, shed requests per second
 	// and as a share of those answered, and the low-rate client's p99 against its p99 alone.
 	GoodputPerS     float64 `json:"goodput_per_s"`
@@ -68,6 +75,8 @@ type overloadResult struct {
 	ProbeP99MS      float64 `json:"probe_p99_ms"`
 	ProbeP99AloneMS float64 `json:"probe_p99_alone_ms"`
 	ProbeP99Ratio   float64 `json:"probe_p99_ratio"`
+	// ProbeInProcessP99Ratio is ProbeP99Ratio for the low-rate client run in this process.
+	ProbeInProcessP99Ratio float64 `json:"probe_in_process_p99_ratio"`
 	// ProbeShed is how many of the low-rate client's requests were shed during the overload.
 	ProbeShed int64 `json:"probe_shed"`
 	// The node's memory: resident set before the overload, and its peak (VmHWM) after.
@@ -122,12 +131,12 @@ func overloadPart(ctx context.Context, s settings, bin, root string, res *Result
 		err = c.exec(ctx, log, ddl...)
 	}
 	if err == nil {
-		err = runOverload(ctx, o, c, r, log)
+		err = runOverload(ctx, o, bin, c, r, log)
 	}
 	return errors.Join(err, c.stop())
 }
 
-func runOverload(ctx context.Context, o overloadSettings, c *testCluster, r *overloadResult, log io.Writer) error {
+func runOverload(ctx context.Context, o overloadSettings, bin string, c *testCluster, r *overloadResult, log io.Writer) error {
 	if err := loadRows(ctx, c, tableOverload, o.Partitions, 16); err != nil {
 		return err
 	}
@@ -148,7 +157,10 @@ func runOverload(ctx context.Context, o overloadSettings, c *testCluster, r *ove
 
 	probeCfg := base
 	probeCfg.Rate, probeCfg.Duration = o.ProbeRate, o.ProbeDuration
-	if r.ProbeAlone, err = probeSess.Run(ctx, probeCfg, nil); err != nil {
+	if r.ProbeAlone, err = runBenchProcess(ctx, bin, probeCfg); err != nil {
+		return err
+	}
+	if r.ProbeAloneInProcess, err = probeSess.Run(ctx, probeCfg, nil); err != nil {
 		return err
 	}
 	srv := c.servers[0]
@@ -174,13 +186,14 @@ func runOverload(ctx context.Context, o overloadSettings, c *testCluster, r *ove
 		return err
 	}
 	start := time.Now()
-	var probeErr error
-	wg.Go(func() { r.Probe, probeErr = probeSess.Run(ctx, probeCfg, nil) })
+	var probeErr, inProcessErr error
+	wg.Go(func() { r.Probe, probeErr = runBenchProcess(ctx, bin, probeCfg) })
+	wg.Go(func() { r.ProbeInProcess, inProcessErr = probeSess.Run(ctx, probeCfg, nil) })
 	var loadErr error
 	r.Load, loadErr = loadSess.Run(ctx, loadCfg, nil)
 	stopWatch()
 	wg.Wait()
-	if err := errors.Join(loadErr, probeErr, watchErr, ctx.Err()); err != nil {
+	if err := errors.Join(loadErr, probeErr, inProcessErr, watchErr, ctx.Err()); err != nil {
 		return err
 	}
 	wall := time.Since(start).Seconds()
@@ -203,13 +216,36 @@ func runOverload(ctx context.Context, o overloadSettings, c *testCluster, r *ove
 	r.ShedShare = ratio(float64(shed), float64(l.Accepted+l.Rejected()+l.Failed()))
 	r.ProbeP99MS, r.ProbeP99AloneMS = r.Probe.LatencyMS.P99, r.ProbeAlone.LatencyMS.P99
 	r.ProbeP99Ratio = ratio(r.ProbeP99MS, r.ProbeP99AloneMS)
+	r.ProbeInProcessP99Ratio = ratio(r.ProbeInProcess.LatencyMS.P99, r.ProbeAloneInProcess.LatencyMS.P99)
 	r.ProbeShed = r.Probe.Errors[bench.ErrorOverloaded]
 	fmt.Fprintf(log, "perf: overload (%d workers, admission control %v): goodput %.0f/s, admitted p99 %.1f ms, shed %.0f/s (%.0f%%); "+
-		"low-rate client p99 %.1f ms (alone %.1f ms); RSS %.0f MiB before, peak %.0f MiB; health %d/%d ok (max %.0f ms), metrics %d/%d ok (max %.0f ms)\n",
+		"low-rate client p99 %.1f ms (alone %.1f ms; in this process %.1f ms, alone %.1f ms); RSS %.0f MiB before, peak %.0f MiB; health %d/%d ok (max %.0f ms), metrics %d/%d ok (max %.0f ms)\n",
 		r.Workers, r.AdmissionControl, r.GoodputPerS, r.AdmittedP99MS, r.ShedPerS, 100*r.ShedShare, r.ProbeP99MS, r.ProbeP99AloneMS,
+		r.ProbeInProcess.LatencyMS.P99, r.ProbeAloneInProcess.LatencyMS.P99,
 		r.RSSBeforeMiB, r.PeakRSSMiB, r.HealthChecks-r.HealthFailures, r.HealthChecks, r.HealthMaxMS,
 		r.Scrapes-r.ScrapeFailures, r.Scrapes, r.ScrapeMaxMS)
 	return nil
+}
+
+// runBenchProcess runs the open-loop client cfg (Rate > 0, no hot partition) as a process of its
+// own, bin bench --json, and returns its summary.
+func runBenchProcess(ctx context.Context, bin string, cfg bench.Config) (*bench.Summary, error) {
+	args := []string{"bench", "--json", "--protocol", string(cfg.Protocol), "--addrs", strings.Join(cfg.Addrs, ","),
+		"--coordinator", string(cfg.Coordinator), "--table", cfg.Table, "--cl", cfg.Consistency.String(),
+		"--rate", strconv.FormatFloat(cfg.Rate, 'f', -1, 64), "--duration", cfg.Duration.String(),
+		"--hot", "0", "--partitions", strconv.Itoa(cfg.Partitions), "--writes", strconv.FormatFloat(cfg.Writes, 'f', -1, 64),
+		"--seed", strconv.FormatUint(cfg.Seed, 10)}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var s bench.Summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		return nil, fmt.Errorf("%s bench --json printed no summary: %w: %q", bin, err, stdout.String())
+	}
+	return &s, nil
 }
 
 // watchNode checks, every poll until ctx ends, that the node answers a gRPC health check at
@@ -346,14 +382,16 @@ func (r *overloadResult) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "One node (--sync=false) **without admission control** (the binary has no such flags); ")
 	}
 	fmt.Fprintf(b, "%d closed-loop workers over the native protocol (gocql), 50%% writes over %d partitions, for %v, beside a "+
-		"low-rate client at %.0f ops/s (open loop) measured alone first.\n\n", r.Workers, o.Partitions, o.Duration, o.ProbeRate)
-	fmt.Fprintf(b, "| goodput ops/s | admitted p99 ms | shed/s (share) | other errors | low-rate p99 ms (alone) | × alone | low-rate shed / offered | RSS MiB before, peak | health checks ok (max ms) | metrics scrapes ok (max ms) | CPU cores: server, load generator |\n")
-	fmt.Fprintf(b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		"low-rate client at %.0f ops/s (open loop, a kvnode bench process of its own, as a second application is) measured alone first; "+
+		"the last column is the same client run inside the load generator's process.\n\n", r.Workers, o.Partitions, o.Duration, o.ProbeRate)
+	fmt.Fprintf(b, "| goodput ops/s | admitted p99 ms | shed/s (share) | other errors | low-rate p99 ms (alone) | × alone | low-rate shed / offered | RSS MiB before, peak | health checks ok (max ms) | metrics scrapes ok (max ms) | CPU cores: server, load generator | low-rate p99 ms (alone) in the load generator's process |\n")
+	fmt.Fprintf(b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	other := r.Load.Failed() - r.Load.Errors[bench.ErrorOverloaded]
-	fmt.Fprintf(b, "| %.0f | %.1f | %.0f (%.0f%%) | %d | %.1f (%.1f) | %.1f | %d / %d | %.0f, %.0f | %d/%d (%.0f) | %d/%d (%.0f) | %.2f, %.2f |\n",
+	fmt.Fprintf(b, "| %.0f | %.1f | %.0f (%.0f%%) | %d | %.1f (%.1f) | %.1f | %d / %d | %.0f, %.0f | %d/%d (%.0f) | %d/%d (%.0f) | %.2f, %.2f | %.1f (%.1f), %.1f× |\n",
 		r.GoodputPerS, r.AdmittedP99MS, r.ShedPerS, 100*r.ShedShare, other, r.ProbeP99MS, r.ProbeP99AloneMS, r.ProbeP99Ratio, r.ProbeShed, r.Probe.Offered,
 		r.RSSBeforeMiB, r.PeakRSSMiB, r.HealthChecks-r.HealthFailures, r.HealthChecks, r.HealthMaxMS,
-		r.Scrapes-r.ScrapeFailures, r.Scrapes, r.ScrapeMaxMS, r.ServerCores, r.LoadGenCores)
+		r.Scrapes-r.ScrapeFailures, r.Scrapes, r.ScrapeMaxMS, r.ServerCores, r.LoadGenCores,
+		r.ProbeInProcess.LatencyMS.P99, r.ProbeAloneInProcess.LatencyMS.P99, r.ProbeInProcessP99Ratio)
 	if r.FirstFailure != "" {
 		fmt.Fprintf(b, "\nFirst failed probe: %s\n", r.FirstFailure)
 	}

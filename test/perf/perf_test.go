@@ -387,8 +387,15 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("the quick run's protocol %q, no-op CPU native %v gRPC %v µs, rejection CPU native %v gRPC %v µs; want cql and all positive",
 			res.Protocol, res.NativeNoopCPUUS, res.GRPCNoopCPUUS, res.NativeRejectCPUUS, res.GRPCRejectCPUUS)
 	}
-	if o := res.Overload; o == nil || o.Load == nil || o.Load.Offered == 0 || o.Probe == nil || o.PeakRSSMiB <= 0 || o.HealthChecks == 0 {
+	if o := res.Overload; o == nil || o.Load == nil || o.Load.Offered == 0 || o.PeakRSSMiB <= 0 || o.HealthChecks == 0 {
 		t.Errorf("the quick run's overload part is missing or empty: %+v", o)
+	} else {
+		// The low-rate client, both as its own process and inside this one, alone and beside the load.
+		for name, p := range map[string]*bench.Summary{"probe": o.Probe, "probe_alone": o.ProbeAlone, "probe_in_process": o.ProbeInProcess, "probe_alone_in_process": o.ProbeAloneInProcess} {
+			if p == nil || p.Offered == 0 || p.Accepted == 0 {
+				t.Errorf("the quick run's overload part has %s = %+v, want a low-rate client that offered and was served operations", name, p)
+			}
+		}
 	}
 	if len(res.Targets) == 0 {
 		t.Errorf("the quick run lists no targets")
