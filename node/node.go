@@ -155,6 +155,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
 		Now:                    now,
 		Keyring:                n.sec.gossipKeys,
+		Removals:               removalPeers{n},    // removals travel over the internode port only
 		Joining:                len(cfg.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
 	}); err != nil {
 		return nil, err
