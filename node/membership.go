@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -77,6 +79,9 @@ func (p removalPeers) Removed(ctx context.Context, peer cluster.Member) ([]clust
 	}
 	defer done()
 	resp, err := api.Removed(ctx, &replicapb.RemovedRequest{}, grpc.WaitForReady(true))
+	if status.Code(err) == codes.Unimplemented {
+		return nil, nil // a release before the Membership service: it confirms no removal
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", peer.ID, err)
 	}
