@@ -103,9 +103,17 @@ type Cluster struct {
 	mu      sync.Mutex
 	peers   map[NodeID]*peerState
 	removed map[NodeID]int64
-	// deferred holds removals learned while the removed node was still seen live: a removal
-	// message alone never takes a live node out of the ring; it applies once the node is down.
+	// deferred holds removals confirmed by a peer while the removed node was still seen live
+	// here: they apply once the node is seen down.
 	deferred map[NodeID]int64
+	// confirm holds the live peers to ask for their removals (RemovalPeers.Removed): each
+	// peer once it is seen up, and the sender of a gossip hint of a removal not applied here.
+	// A peer stays until it answers (or goes down); the join loop retries.
+	confirm  map[NodeID]bool
+	asking   map[NodeID]bool // Removed calls in flight
+	asked    atomic.Uint64   // Removed calls finished, answered or not (for tests)
+	ctx      context.Context // ends at shutdown: bounds the calls to RemovalPeers
+	cancel   context.CancelFunc
 	changed  chan struct{}
 	dirty    bool // peers need persisting
 	closed   bool
@@ -151,6 +159,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		peers:    map[NodeID]*peerState{},
 		removed:  map[NodeID]int64{},
 		deferred: map[NodeID]int64{},
+		confirm:  map[NodeID]bool{},
+		asking:   map[NodeID]bool{},
 		changed:  make(chan struct{}),
 		in:       newInbox(),
 		inflight: map[NodeID]bool{},
@@ -190,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		state = StateNormal
 	}
 	c.state.Store(uint32(state))
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 
 	digest := cfg.Schema.Digest()
 	native := cfg.NativeAddr
@@ -211,6 +222,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.rebuildLiveLocked()
 
 	if err := c.createMemberlist(ctx, prevGossip); err != nil {
+		c.cancel()
 		return nil, err
 	}
 	local := c.ml.LocalNode()
@@ -223,6 +235,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.dirty = true
 	c.mu.Unlock()
 	if err := c.persist(); err != nil {
+		c.cancel()
 		_ = c.ml.Shutdown()
 		return nil, err
 	}
@@ -519,9 +532,12 @@ func (c *Cluster) SetNativeAddr(addr string) error {
 }
 
 // RemoveNode drops a down node from the ring for good: its ranges move to the next nodes on the ring.
-// It is the only way a node leaves the ring. The removal is persisted and spread to every node; the
-// removed id can never rejoin (a replacement must start with an empty data directory, hence a new id).
-// Removing a live node, the local node, or an unknown node is an error; removing a removed node is not.
+// It is the only way a node leaves the ring. The removal is persisted, then announced to every live
+// node through Config.Removals (the internode port, never gossip alone); nodes that miss the
+// announcement ask a peer for the removals when they next see one come up. The removed id can never
+// rejoin (a replacement must start with an empty data directory, hence a new id). Removing a live
+// node, the local node, or an unknown node is an error; removing a removed node is not (and
+// announces it again).
 func (c *Cluster) RemoveNode(id NodeID) error {
 	if id == c.id {
 		return fmt.Errorf("cluster: cannot remove the local node %s", id)
@@ -531,30 +547,148 @@ func (c *Cluster) RemoveNode(id NodeID) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	if _, gone := c.removed[id]; gone {
-		c.mu.Unlock()
-		return nil
+	at, gone := c.removed[id]
+	if !gone {
+		p, ok := c.peers[id]
+		if !ok {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+		}
+		if p.live {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %s at %s; stop it (and wait until it is seen down) before removing it", ErrNodeLive, id, p.rec.GossipAddr)
+		}
+		at = time.Now().UnixNano()
+		c.applyRemovalLocked(id, at)
+		c.log.Info("node removed from the ring", "removed", string(id))
 	}
-	p, ok := c.peers[id]
-	if !ok {
-		c.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
-	}
-	if p.live {
-		c.mu.Unlock()
-		return fmt.Errorf("%w: %s at %s; stop it (and wait until it is seen down) before removing it", ErrNodeLive, id, p.rec.GossipAddr)
-	}
-	c.applyRemovalLocked(id, time.Now().UnixNano())
 	c.mu.Unlock()
-	c.log.Info("node removed from the ring", "removed", string(id))
 	if err := c.persist(); err != nil {
 		return err
 	}
-	msg := encodeMsg(kindRemove, c.id, []byte(id))
-	for _, to := range c.livePeers() {
-		c.send(to, msg, false)
-	}
+	c.announce([]Removal{{ID: id, At: at}})
 	return nil
+}
+
+// removalTimeout bounds one call to Config.Removals.
+const removalTimeout = 5 * time.Second
+
+// announce tells every live peer of removals through Config.Removals, in parallel, and waits for
+// them. A peer that misses it learns of it later, by asking (see confirm).
+func (c *Cluster) announce(removals []Removal) {
+	if c.cfg.Removals == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, to := range c.livePeers() {
+		m, ok := c.Member(to)
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(c.ctx, removalTimeout)
+			defer cancel()
+			if err := c.cfg.Removals.Announce(ctx, m, c.id, removals); err != nil {
+				c.log.Warn("announcing a removal failed; the peer will learn of it when it asks", "peer", string(to), "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Removals returns every removal the node knows, sorted by id: what a peer asking over the
+// internode port is told (RemovalPeers.Removed).
+func (c *Cluster) Removals() []Removal {
+	c.mu.Lock()
+	rs := make([]Removal, 0, len(c.removed))
+	for id, at := range c.removed {
+		rs = append(rs, Removal{ID: id, At: at})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(rs, func(a, b Removal) int { return cmp.Compare(a.ID, b.ID) })
+	return rs
+}
+
+// MaxRemovals bounds the removals one peer may tell of at once.
+const MaxRemovals = 1 << 16
+
+// LearnRemovals applies removals that member from confirmed over the internode port (its
+// announcement after a removenode, or its answer to RemovalPeers.Removed) and persists them
+// before returning. Only such a channel may call it, never gossip. A removal of a node still seen
+// live here applies once it is seen down. Invalid ids are skipped.
+func (c *Cluster) LearnRemovals(from NodeID, removals []Removal) error {
+	if len(removals) > MaxRemovals {
+		return fmt.Errorf("cluster: %d removals from %s, the limit is %d", len(removals), from, MaxRemovals)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	for _, r := range removals {
+		if validateNodeID(r.ID) != nil {
+			c.log.Warn("ignoring the removal of an invalid node id", "from", string(from))
+			continue
+		}
+		if c.applyRemovalLocked(r.ID, r.At) {
+			c.log.Info("node removed from the ring", "removed", string(r.ID), "confirmed_by", string(from))
+		}
+	}
+	c.mu.Unlock()
+	return c.persist()
+}
+
+// confirmLocked asks peer id for its removals at the worker's next pass.
+func (c *Cluster) confirmLocked(id NodeID) {
+	if c.cfg.Removals == nil || id == c.id || validateNodeID(id) != nil {
+		return
+	}
+	c.confirm[id] = true
+	c.kickWorker()
+}
+
+// askRemovals asks every peer in c.confirm that is live and not already being asked for its
+// removals, each on its own goroutine; a peer that answers leaves c.confirm.
+func (c *Cluster) askRemovals() {
+	c.mu.Lock()
+	var ms []Member
+	for id := range c.confirm {
+		p, ok := c.peers[id]
+		if !ok || !p.live || p.rec.RPCAddr == "" {
+			delete(c.confirm, id) // asked again when it comes up
+			continue
+		}
+		if c.closed || c.asking[id] {
+			continue
+		}
+		c.asking[id] = true
+		ms = append(ms, c.memberLocked(p))
+		c.wg.Add(1)
+	}
+	c.mu.Unlock()
+	for _, m := range ms {
+		go func() {
+			defer c.wg.Done()
+			ctx, cancel := context.WithTimeout(c.ctx, removalTimeout)
+			defer cancel()
+			rs, err := c.cfg.Removals.Removed(ctx, m)
+			if err == nil {
+				err = c.LearnRemovals(m.ID, rs)
+			}
+			c.mu.Lock()
+			delete(c.asking, m.ID)
+			if err == nil {
+				delete(c.confirm, m.ID)
+			}
+			c.mu.Unlock()
+			if err != nil {
+				c.log.Debug("asking a peer for its removals failed; retrying", "peer", string(m.ID), "err", err)
+			}
+			c.asked.Add(1)
+		}()
+	}
 }
 
 // applyRemovalLocked records the removal of id and drops it from the ring. It reports whether anything
@@ -564,8 +698,8 @@ func (c *Cluster) applyRemovalLocked(id NodeID, at int64) bool {
 		return false
 	}
 	if p, ok := c.peers[id]; ok && p.live && id != c.id {
-		// Only the removenode flow, which checks that the node is down, removes nodes; a removal
-		// that reaches a node still seeing it up waits until it is seen down.
+		// A confirmed removal (removenode checked that every live node saw it down) that
+		// reaches a node still seeing it up waits until it is seen down.
 		if _, ok := c.deferred[id]; !ok {
 			c.deferred[id] = at
 			c.log.Warn("removal of a node still seen up deferred until it is seen down", "removed", string(id))
@@ -654,7 +788,7 @@ func (c *Cluster) persist() error {
 		pf.Peers = append(pf.Peers, p.rec)
 	}
 	for id, at := range c.removed {
-		pf.Removed = append(pf.Removed, removal{ID: id, At: at})
+		pf.Removed = append(pf.Removed, Removal{ID: id, At: at})
 	}
 	c.dirty = false
 	c.mu.Unlock()
@@ -755,6 +889,11 @@ func (c *Cluster) joinLoop(joined bool) {
 			return
 		case <-t.C:
 		}
+		c.mu.Lock()
+		if len(c.confirm) > 0 {
+			c.kickWorker() // retry the peers that have not told their removals yet
+		}
+		c.mu.Unlock()
 		alone := c.ml.NumMembers() <= 1
 		if !joined && !alone {
 			joined = true // someone joined us
@@ -788,6 +927,7 @@ func (c *Cluster) shutdown(leave bool) error {
 		c.closed = true
 		c.mu.Unlock()
 		close(c.stop)
+		c.cancel()
 		if leave {
 			if err := c.ml.Leave(c.tim.leaveTimeout); err != nil {
 				c.log.Debug("leave broadcast not confirmed", "err", err)

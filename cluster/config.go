@@ -145,6 +145,19 @@ type SchemaStore interface {
 	Merge(snapshot []byte) (changed bool, err error)
 }
 
+// RemovalPeers is how removals travel between nodes other than by gossip: over the internode
+// port, mutually authenticated when TLS is on. The node implements it over gRPC. Gossip carries
+// removals only as hints; a node applies a removal only once a peer confirms it through
+// RemovalPeers (or announces it, see [Cluster.LearnRemovals]). Calls are made from the cluster's
+// own goroutines, never from memberlist callbacks; they must honour ctx.
+type RemovalPeers interface {
+	// Removed asks member peer for every removal it knows ([Cluster.Removals] on that node).
+	Removed(ctx context.Context, peer Member) ([]Removal, error)
+	// Announce tells member peer that node from removed the nodes of removals
+	// ([Cluster.LearnRemovals] on that node).
+	Announce(ctx context.Context, peer Member, from NodeID, removals []Removal) error
+}
+
 // Config configures a node's cluster membership. DataDir and Schema are required; the zero value of
 // every other field means its default.
 type Config struct {
@@ -199,6 +212,10 @@ type Config struct {
 	// has run before starts in the state it persisted (a leaving one as normal: its decommission did
 	// not finish, so it still owns its ranges).
 	Joining bool
+	// Removals is how the node confirms removals with its peers and announces its own
+	// (RemoveNode). Nil means removals never travel between nodes: each node learns of one only
+	// through LearnRemovals.
+	Removals RemovalPeers
 	// Now is the node's clock as its peers measure it (see ClockOffsets): the clock that
 	// stamps its writes. Default time.Now; tests shift it to give a node a skewed clock.
 	Now func() time.Time

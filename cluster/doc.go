@@ -12,8 +12,12 @@
 // persisted across restarts. Ownership changes only through a node's own state transitions
 // ([NodeState]: a joining node's future ranges are pending until it sets itself normal, a leaving
 // node owns its ranges until it is left; [Ring.AppendPending], [Transfers]) and through
-// [Cluster.RemoveNode]. A removal learned over gossip applies only once the local failure detector
-// sees the removed node down: no gossip message alone takes a live node out of the ring.
+// [Cluster.RemoveNode]. Removals never travel by gossip alone: the removing node announces them
+// over the internode port ([RemovalPeers], mutually authenticated when TLS is on), and a node asks
+// each peer it sees come up for the removals it knows, so that a node that was down catches up.
+// Gossip still carries removals, but only as hints: a node receiving one asks the claimed sender
+// over the internode port and applies only what that peer confirms. A confirmed removal of a node
+// still seen live here applies once it is seen down.
 //
 // Schema agreement: the cluster does not know the schema's structure; it consumes a [SchemaStore]
 // (digest, snapshot, commutative merge). A local DDL is announced with [Cluster.NotifySchemaChanged],

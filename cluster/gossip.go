@@ -18,7 +18,7 @@ const (
 
 	kindSchemaPush byte = 1 // payload: the sender's schema snapshot
 	kindSchemaSync byte = 2 // payload: the sender's schema snapshot; reply with ours
-	kindRemove     byte = 3 // payload: the id of a removed node
+	kindRemove     byte = 3 // payload: the id of a removed node; only a hint (see NotifyMsg)
 )
 
 func encodeMsg(kind byte, from NodeID, payload []byte) []byte {
@@ -86,8 +86,11 @@ func (d delegate) NotifyMsg(b []byte) {
 			c.log.Warn("ignoring removal of an invalid node id", "from", string(from))
 			return
 		}
-		if c.applyRemovalLocked(id, time.Now().UnixNano()) {
-			c.log.Info("node removed from the ring", "removed", string(id), "by", string(from))
+		// A hint only (sent by releases that announced removals over gossip): anyone reaching
+		// the gossip port can send it. Ask its sender over the internode port instead.
+		if _, gone := c.removed[id]; !gone {
+			c.log.Info("gossip hints at a removal; confirming it with the sender over the internode port", "removed", string(id), "from", string(from))
+			c.confirmLocked(from)
 		}
 	default:
 		c.log.Warn("ignoring cluster message of unknown kind", "kind", kind, "from", string(from))
@@ -105,8 +108,8 @@ func (d delegate) LocalState(join bool) []byte {
 	for _, p := range c.peers {
 		st.Peers = append(st.Peers, p.rec)
 	}
-	for id, at := range c.removed {
-		st.Removed = append(st.Removed, removal{ID: id, At: at})
+	for id, at := range c.removed { // hints: a receiver confirms them with us over the internode port
+		st.Removed = append(st.Removed, Removal{ID: id, At: at})
 	}
 	c.mu.Unlock()
 	st.Schema = c.cfg.Schema.Snapshot()
@@ -134,9 +137,14 @@ func (d delegate) MergeRemoteState(buf []byte, join bool) {
 		return
 	}
 	changed := false
-	for _, r := range st.Removed {
-		if validateNodeID(r.ID) == nil && c.applyRemovalLocked(r.ID, r.At) {
-			c.log.Info("node removed from the ring", "removed", string(r.ID), "learned_from", string(st.From))
+	if len(st.Removed) > 0 && st.From != c.id && validateNodeID(st.From) == nil {
+		// Removals in gossip are hints: a removal applies only once a peer confirms it over the
+		// internode port. Ask the node that claims it.
+		for _, r := range st.Removed {
+			if _, gone := c.removed[r.ID]; !gone && validateNodeID(r.ID) == nil {
+				c.confirmLocked(st.From)
+				break
+			}
 		}
 	}
 	ringChanged := false
@@ -266,6 +274,8 @@ func (c *Cluster) observe(n *memberlist.Node) {
 	if !wasLive {
 		c.rebuildLiveLocked()
 		c.log.Info("node up", "peer", string(id), "gossip_addr", rec.GossipAddr, "rpc_addr", rec.RPCAddr)
+		// Learn the removals made while we did not see it (or were down ourselves).
+		c.confirmLocked(id)
 	}
 	if meta.SchemaDigest != *c.digest.Load() {
 		c.in.pulls[id] = true
@@ -308,6 +318,7 @@ func (c *Cluster) worker() {
 		if !in.empty() {
 			c.process(in)
 		}
+		c.askRemovals()
 		if err := c.persist(); err != nil {
 			c.log.Error("persisting known peers failed", "err", err)
 		}

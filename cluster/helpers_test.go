@@ -120,23 +120,81 @@ type testCluster struct {
 	t      *testing.T
 	name   string
 	logger *slog.Logger
+	peers  *fakeInternode
 }
 
 func newTestCluster(t *testing.T) *testCluster {
-	return &testCluster{t: t, name: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()), logger: newTestLogger(t)}
+	return &testCluster{t: t, name: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()), logger: newTestLogger(t),
+		peers: &fakeInternode{byAddr: map[string]*Cluster{}}}
 }
 
+// config returns a node's configuration with a fresh internode address ("published only": the
+// fake internode port of tc.peers answers for it once the node is started).
 func (tc *testCluster) config(dir string, schema *fakeSchema, seeds ...string) Config {
 	return Config{
 		DataDir:     dir,
 		ClusterName: tc.name,
 		BindAddr:    "127.0.0.1:0",
-		RPCAddr:     "127.0.0.1:9", // published only
+		RPCAddr:     tc.peers.newAddr(),
 		Seeds:       seeds,
 		Profile:     ProfileTest,
 		Logger:      tc.logger,
 		Schema:      schema,
+		Removals:    tc.peers,
 	}
+}
+
+// fakeInternode stands for the nodes' internode ports (RemovalPeers over gRPC in a real node):
+// it calls the Cluster registered at a member's RPC address in process.
+type fakeInternode struct {
+	mu     sync.Mutex
+	next   int
+	byAddr map[string]*Cluster
+}
+
+func (f *fakeInternode) newAddr() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	return fmt.Sprintf("internode-%d:7000", f.next)
+}
+
+func (f *fakeInternode) register(c *Cluster) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.byAddr[c.cfg.RPCAddr] = c
+}
+
+func (f *fakeInternode) at(m Member) (*Cluster, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.byAddr[m.RPCAddr]
+	if !ok {
+		return nil, fmt.Errorf("%s: connection refused", m.RPCAddr)
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%s: connection refused", m.RPCAddr)
+	}
+	return c, nil
+}
+
+func (f *fakeInternode) Removed(ctx context.Context, peer Member) ([]Removal, error) {
+	c, err := f.at(peer)
+	if err != nil {
+		return nil, err
+	}
+	return c.Removals(), nil
+}
+
+func (f *fakeInternode) Announce(ctx context.Context, peer Member, from NodeID, removals []Removal) error {
+	c, err := f.at(peer)
+	if err != nil {
+		return err
+	}
+	return c.LearnRemovals(from, removals)
 }
 
 // start starts a node with a fresh data directory.
@@ -152,6 +210,7 @@ func (tc *testCluster) restart(dir string, schema *fakeSchema, seeds ...string) 
 	if err != nil {
 		tc.t.Fatalf("Start(dir=%s, seeds=%v) failed: %v", dir, seeds, err)
 	}
+	tc.peers.register(c)
 	tc.t.Cleanup(func() { c.Close() })
 	return &testNode{Cluster: c, dir: dir, schema: schema}
 }

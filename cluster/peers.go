@@ -32,8 +32,8 @@ type peerRecord struct {
 	Updated int64 `json:"updated"`
 }
 
-// removal records an operator's RemoveNode: the id never re-enters the ring.
-type removal struct {
+// Removal records an operator's RemoveNode: the id never re-enters the ring.
+type Removal struct {
 	ID NodeID `json:"id"`
 	At int64  `json:"at"` // unix nanoseconds
 }
@@ -42,7 +42,7 @@ type removal struct {
 type peerFileV1 struct {
 	Version int          `json:"version"`
 	Peers   []peerRecord `json:"peers"`
-	Removed []removal    `json:"removed,omitempty"`
+	Removed []Removal    `json:"removed,omitempty"`
 }
 
 // gossipState is what a node sends in memberlist's push/pull exchange (anti-entropy): its peer table,
@@ -51,7 +51,7 @@ type gossipState struct {
 	Version int          `json:"version"`
 	From    NodeID       `json:"from"`
 	Peers   []peerRecord `json:"peers"`
-	Removed []removal    `json:"removed,omitempty"`
+	Removed []Removal    `json:"removed,omitempty"`
 	Schema  []byte       `json:"schema,omitempty"`
 }
 
@@ -84,7 +84,7 @@ func loadPeers(dir string) (peerFileV1, error) {
 
 func savePeers(dir string, pf peerFileV1) error {
 	slices.SortFunc(pf.Peers, func(a, b peerRecord) int { return cmp.Compare(a.ID, b.ID) })
-	slices.SortFunc(pf.Removed, func(a, b removal) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(pf.Removed, func(a, b Removal) int { return cmp.Compare(a.ID, b.ID) })
 	data, err := json.MarshalIndent(pf, "", "  ")
 	if err != nil {
 		return err

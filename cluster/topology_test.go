@@ -251,30 +251,77 @@ func TestDecommissionedNodeLeavesForGood(t *testing.T) {
 	}
 }
 
-// TestRemovalMessageNeverRemovesALiveNode: a removal message for a node the receiver still sees
-// up (forged, or sent by a node whose failure detector is wrong) does not take it out of the ring;
-// the removal applies only once the receiver sees it down.
+// TestRemovalMessageNeverRemovesALiveNode: removals in gossip are hints only. A forged removal
+// message or push/pull state (anyone reaching the gossip port can send them) naming a live node,
+// or a node nobody knows, never removes it: the receiver asks the claimed sender over the
+// internode port, which knows of no such removal. Not while the node is up, not once it has
+// crashed, and not after it comes back (nor after the receiver restarts).
 func TestRemovalMessageNeverRemovesALiveNode(t *testing.T) {
 	tc := newTestCluster(t)
 	n1 := tc.start()
 	n2 := tc.start(n1.GossipAddr())
 	n3 := tc.start(n1.GossipAddr())
 	waitFor(t, 10*time.Second, allSeeAllLive(n1, n2, n3))
-	id3 := n3.LocalID()
-	delegate{n1.Cluster}.NotifyMsg(encodeMsg(kindRemove, n2.LocalID(), []byte(id3)))
-	st, _ := json.Marshal(gossipState{Version: 1, From: n2.LocalID(), Removed: []removal{{ID: id3, At: time.Now().UnixNano()}}})
-	delegate{n1.Cluster}.MergeRemoteState(st, false)
-	if !n1.Ring().Contains(id3) {
-		t.Fatalf("a removal message took live node %s out of the ring", id3)
+	id2, id3 := n2.LocalID(), n3.LocalID()
+	const ghost = NodeID("ghost-node")
+
+	// forge sends node 1 a removal message and a push/pull state, both claiming to come from
+	// node 2, removing node 3 and a node nobody knows; then waits until node 1 has asked node 2.
+	forge := func() {
+		t.Helper()
+		d := delegate{n1.Cluster}
+		d.NotifyMsg(encodeMsg(kindRemove, id2, []byte(id3)))
+		st, _ := json.Marshal(gossipState{Version: 1, From: id2, Removed: []Removal{
+			{ID: id3, At: time.Now().UnixNano()}, {ID: ghost, At: time.Now().UnixNano()}}})
+		d.MergeRemoteState(st, false)
+		waitFor(t, 10*time.Second, func() string {
+			n1.mu.Lock()
+			defer n1.mu.Unlock()
+			if n1.confirm[id2] || n1.asking[id2] {
+				return "node 1 has not asked node 2 to confirm the forged removals yet"
+			}
+			return ""
+		})
 	}
-	if m, ok := n1.Member(id3); !ok || !m.Live {
-		t.Fatalf("a removal message dropped live node %s (known %v)", id3, ok)
-	}
-	n3.crash()
-	waitFor(t, 10*time.Second, func() string {
-		if n1.Ring().Contains(id3) {
-			return "the deferred removal did not apply once the node was seen down"
+	kept := func(when string) {
+		t.Helper()
+		if !n1.Ring().Contains(id3) {
+			t.Fatalf("%s: a forged removal took node %s out of node 1's ring", when, id3)
 		}
-		return ""
-	})
+		n1.mu.Lock()
+		defer n1.mu.Unlock()
+		for _, id := range []NodeID{id3, ghost} {
+			if _, gone := n1.removed[id]; gone {
+				t.Fatalf("%s: node 1 recorded the forged removal of %s", when, id)
+			}
+			if _, ok := n1.deferred[id]; ok {
+				t.Fatalf("%s: node 1 deferred the forged removal of %s until it is seen down", when, id)
+			}
+		}
+	}
+
+	forge()
+	kept("while the node is up")
+	if m, ok := n1.Member(id3); !ok || !m.Live {
+		t.Fatalf("a forged removal dropped live node %s (known %v)", id3, ok)
+	}
+
+	n3.crash()
+	waitFor(t, 10*time.Second, seesDown(id3, n1, n2))
+	forge()
+	kept("once the node crashed")
+
+	// The node comes back on its data directory, and the receiver restarts on its own.
+	n3 = tc.restart(n3.dir, n3.schema, n1.GossipAddr())
+	waitFor(t, 10*time.Second, allSeeAllLive(n1, n2, n3))
+	dir1, schema1 := n1.dir, n1.schema
+	n1.Close()
+	n1 = tc.restart(dir1, schema1, n2.GossipAddr())
+	waitFor(t, 10*time.Second, allSeeAllLive(n1, n2, n3))
+	kept("after the node came back")
+	for _, n := range []*testNode{n2, n3} {
+		if rs := n.Removals(); len(rs) != 0 {
+			t.Errorf("node %s knows removals %v, want none", n.LocalID(), rs)
+		}
+	}
 }

@@ -69,6 +69,11 @@ type Config struct {
 	// schema.DefaultMaxColumnsPerTable, schema.DefaultMaxTablesPerKeyspace and
 	// schema.DefaultMaxSchemaSize; their keys sit at the top level of the file.
 	SchemaLimits schema.Limits `yaml:",inline"`
+	// SchemaTombstoneGrace is how long the schema keeps a dropped keyspace's or table's
+	// tombstone at least: it goes once it is that old and every member of the ring has the
+	// drop (a down member keeps it). Keep it well above the nodes' clock skew. Default
+	// DefaultSchemaTombstoneGrace.
+	SchemaTombstoneGrace time.Duration `yaml:"schema_tombstone_grace"`
 	// MaxGRPCConnections bounds the open connections of each gRPC listener (the client API's
 	// and the internode one's); a connection over it is closed at once, and the refusal
 	// logged. Default DefaultMaxGRPCConnections.
@@ -310,6 +315,9 @@ func (c *Config) EnsureDefaults() *Config {
 		c.ReloadInterval = DefaultReloadInterval
 	}
 	c.SchemaLimits.EnsureDefaults()
+	if c.SchemaTombstoneGrace == 0 {
+		c.SchemaTombstoneGrace = DefaultSchemaTombstoneGrace
+	}
 	if c.MaxGRPCConnections == 0 {
 		c.MaxGRPCConnections = DefaultMaxGRPCConnections
 	}
@@ -403,6 +411,7 @@ func (c *Config) Validate() error {
 		{"BatchlogReplayInterval", "batchlog_replay_interval", c.BatchlogReplayInterval},
 		{"ReloadInterval", "reload_interval", c.ReloadInterval},
 		{"MaxHintWindow", "max_hint_window", c.MaxHintWindow},
+		{"SchemaTombstoneGrace", "schema_tombstone_grace", c.SchemaTombstoneGrace},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("node: Config.%s (%s) is %v, want a positive duration", d.field, d.key, d.v)

@@ -6,7 +6,8 @@ package node
 //	                     services operators' tools call. Never an internode service.
 //	CQLAddr              the CQL native protocol.
 //	InternodeAddr        the internode gRPC services (registerInternal): replica requests,
-//	                     schema consensus, and every other service only cluster members call.
+//	                     schema consensus, removals (Membership), and every other service only
+//	                     cluster members call.
 //	                     Peers dial it at the address this node gossips (cluster.Member.RPCAddr).
 //	GossipAddr           memberlist (cluster package).
 //	MetricsAddr          Prometheus /metrics.
@@ -51,6 +52,7 @@ func (n *Node) registerInternal(srv *grpc.Server) {
 	replicapb.RegisterSchemaPaxosServer(srv, n.schema.acceptor)
 	replicapb.RegisterStreamServer(srv, n.topo)
 	replicapb.RegisterAntiEntropyServer(srv, n.replica.AntiEntropy())
+	replicapb.RegisterMembershipServer(srv, membership{n: n})
 }
 
 // listen binds the node's listeners (a port in use is an error naming the flag and the

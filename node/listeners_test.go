@@ -83,7 +83,7 @@ func TestClientPortServesOnlyTheClientAPI(t *testing.T) {
 	if !slices.Contains(names, kvnodepb.KVNode_ServiceDesc.ServiceName) {
 		t.Errorf("the client port lists %v, want it to list %s", names, kvnodepb.KVNode_ServiceDesc.ServiceName)
 	}
-	for _, internal := range []string{replicapb.Replica_ServiceDesc.ServiceName, replicapb.SchemaPaxos_ServiceDesc.ServiceName} {
+	for _, internal := range []string{replicapb.Replica_ServiceDesc.ServiceName, replicapb.SchemaPaxos_ServiceDesc.ServiceName, replicapb.Membership_ServiceDesc.ServiceName} {
 		if slices.Contains(names, internal) {
 			t.Errorf("the client port lists the internode service %s: %v", internal, names)
 		}

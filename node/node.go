@@ -63,6 +63,7 @@ type Node struct {
 	hinter   *hintReplayer  // replays hints
 	repair   *repairService // anti-entropy repair (repair.go)
 	purger   *purger        // purges tombstones
+	schemaGC *schemaGC      // purges schema tombstones
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
 	authSetup *authSetup // nil without authentication
@@ -155,6 +156,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
 		Now:                    now,
 		Keyring:                n.sec.gossipKeys,
+		Removals:               removalPeers{n},    // removals travel over the internode port only
 		Joining:                len(cfg.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
 	}); err != nil {
 		return nil, err
@@ -206,6 +208,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	// Repairs and purges run on the clock that stamps tombstones' local deletion time.
 	n.repair = newRepairService(n, time.Now)
 	n.startPurge()
+	n.startSchemaGC()
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -407,6 +410,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	n.replayer.stop() // before the executor it replays through closes
 	n.hinter.stop()
 	n.purger.stop()
+	n.schemaGC.stop()
 	n.authSetup.stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)

@@ -220,9 +220,15 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 	chosen, changed, err := proposer.propose(ctx, proposal{
 		keyspace: ks,
 		apply: func(base *schema.Schema) (*schema.Schema, error) {
-			next, err := base.Apply(stmt, keyspace, schema.Change{Version: h.nextVersion()})
+			// The agreed state of the keyspace may still hold tombstones the schema has purged
+			// (schemagc.go): leave them out of the next state, or it would carry them forever.
+			purged := base.WithoutTombstonesBefore(h.Schema().GCHorizon())
+			next, err := purged.Apply(stmt, keyspace, schema.Change{Version: h.nextVersion()})
 			if err != nil {
 				return nil, err
+			}
+			if next == purged {
+				next = base // a no-op changes nothing
 			}
 			if err := h.limits.Check(ks, base, next, h.Schema()); err != nil {
 				return nil, err
@@ -280,7 +286,9 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 func (h *schemaHolder) nextVersion() schema.Version {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.lastTS = max(h.now().UnixMicro(), h.lastTS+1)
+	// Above the GC horizon too: an entry older than it would not survive merging into a schema
+	// that has it (schema.Schema.Merge), should this node's clock lag that far.
+	h.lastTS = max(h.now().UnixMicro(), h.lastTS+1, h.cur.Load().GCHorizon()+1)
 	return schema.Version{Timestamp: h.lastTS, Node: h.nodeID}
 }
 

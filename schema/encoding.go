@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // formatVersion is the first byte of an encoded schema.
@@ -58,6 +59,7 @@ func (s *Schema) Digest() Digest {
 //	    descendingBit set for a DESC clustering column);
 //	    max reads per second, max writes per second;
 //	    gc_grace_seconds when the flags have gcGraceBit (0x80)
+//	the GC horizon (a version timestamp), only when not zero
 //
 // The clustering order was added to version 1 without a version bump: a
 // table with no DESC column encodes exactly as before (so its digest is
@@ -66,6 +68,10 @@ func (s *Schema) Digest() Digest {
 // its rows in the wrong order. gc_grace_seconds was added the same way: a
 // table at the default encodes as before, and an older node refuses the
 // flag rather than ignore the option.
+//
+// The GC horizon was added the same way: a schema that never purged a
+// tombstone encodes as before, and an older node refuses the trailing bytes
+// rather than bring purged tombstones back.
 //
 // The shadow mode flag was added the same way: a table in the default
 // (enforce) mode encodes as before, and a node that predates it rejects the
@@ -92,6 +98,9 @@ func (s *Schema) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(len(ts)))
 	for _, t := range ts {
 		b = appendTable(b, t)
+	}
+	if s.gcBefore > 0 {
+		b = binary.AppendUvarint(b, uint64(s.gcBefore))
 	}
 	return b
 }
@@ -327,10 +336,19 @@ func decode(b []byte) (*Schema, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	var gcBefore uint64
+	if len(d.b) > 0 {
+		if gcBefore = d.uvarint(); d.err == nil && (gcBefore == 0 || gcBefore > math.MaxInt64) {
+			return nil, fmt.Errorf("GC horizon %d out of range", gcBefore)
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
 	if len(d.b) > 0 {
 		return nil, fmt.Errorf("%d bytes after the end", len(d.b))
 	}
-	s := finish(keyspaces, tables)
+	s := finish(keyspaces, tables, int64(gcBefore))
 	if !bytes.Equal(s.encoded, b) {
 		return nil, errors.New("not in canonical form")
 	}

@@ -92,7 +92,8 @@ func TestDecodeRejects(t *testing.T) {
 	}{
 		{"empty", nil, "schema: decode: truncated"},
 		{"future format", []byte{2, 0, 0}, "schema: decode: unknown format version 2 (this node reads 1)"},
-		{"trailing byte", append(bytes.Clone(New().Encode()), 0), "schema: decode: 1 bytes after the end"},
+		{"zero GC horizon", append(bytes.Clone(New().Encode()), 0), "schema: decode: GC horizon 0 out of range"},
+		{"trailing byte", append(bytes.Clone(New().Encode()), 5, 0), "schema: decode: 1 bytes after the end"},
 		{"huge count", []byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f}, "schema: decode: count 4294967295 exceeds the 0 bytes left"},
 		{"non-minimal varint", []byte{1, 0x80, 0x00, 0}, "schema: decode: not in canonical form"},
 		{"table without keyspace", hexBytes(t, "0100"+"01"+"026b73"+"0174"+"0000000000000002"+"0200"+"0400"+"01"), `schema: decode: table "ks"."t" does not belong to a live keyspace`},

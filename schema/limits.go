@@ -25,7 +25,8 @@ type Limits struct {
 	// MaxTablesPerKeyspace bounds the live tables of one keyspace.
 	MaxTablesPerKeyspace int `yaml:"max_tables_per_keyspace"`
 	// MaxSchemaSize bounds the encoded schema, in bytes: every keyspace and table, and the
-	// tombstones of dropped ones.
+	// tombstones of dropped ones until they are garbage-collected (Schema.Purge, once every
+	// node has seen the drop).
 	MaxSchemaSize int `yaml:"max_schema_size"`
 }
 

@@ -17,23 +17,42 @@ import (
 // table that does not belong to its keyspace's winning incarnation is
 // forgotten.
 //
+// The result has the greater GC horizon of the two (see Purge), and no
+// tombstone older than it. A schema behind that horizon cannot bring back
+// what the horizon purged: its entries older than the horizon count only
+// for names the other schema has an entry for (when the horizon was set
+// every node had every such entry, so one the other schema lacks was purged
+// with its tombstone).
+//
 // Merge is commutative, associative and idempotent: nodes that exchange
 // schemas in any order end with equal schemas (equal Digests).
 func (s *Schema) Merge(o *Schema) *Schema {
 	if s.digest == o.digest && bytes.Equal(s.encoded, o.encoded) {
 		return s
 	}
+	h := max(s.gcBefore, o.gcBefore)
+	// stale reports whether an entry of side from, at version v, of a name the other side
+	// has no entry for (inOther false), predates a horizon that from has not seen.
+	stale := func(from *Schema, v Version, inOther bool) bool {
+		return from.gcBefore < h && v.Timestamp < h && !inOther
+	}
 	ks := make(map[string]*Keyspace, len(s.keyspaces)+len(o.keyspaces))
-	for _, m := range []map[string]*Keyspace{s.keyspaces, o.keyspaces} {
-		for name, k := range m {
+	for _, p := range [][2]*Schema{{s, o}, {o, s}} {
+		for name, k := range p[0].keyspaces {
+			if _, in := p[1].keyspaces[name]; stale(p[0], k.Version, in) {
+				continue
+			}
 			if cur, ok := ks[name]; !ok || compareKeyspaces(k, cur) > 0 {
 				ks[name] = k
 			}
 		}
 	}
 	ts := make(map[tableKey]*Table, len(s.tables)+len(o.tables))
-	for _, m := range []map[tableKey]*Table{s.tables, o.tables} {
-		for key, t := range m {
+	for _, p := range [][2]*Schema{{s, o}, {o, s}} {
+		for key, t := range p[0].tables {
+			if _, in := p[1].tables[key]; stale(p[0], t.Version, in) {
+				continue
+			}
 			if k := ks[key.keyspace]; k == nil || k.dropped || k.Version != t.KeyspaceVersion {
 				continue // the table's keyspace incarnation lost
 			}
@@ -42,7 +61,106 @@ func (s *Schema) Merge(o *Schema) *Schema {
 			}
 		}
 	}
-	return finish(ks, ts)
+	dropTombstones(ks, ts, h)
+	return finish(ks, ts, h)
+}
+
+// dropTombstones deletes the tombstones older than before (a Version
+// timestamp) from the entry maps.
+func dropTombstones(ks map[string]*Keyspace, ts map[tableKey]*Table, before int64) {
+	for name, k := range ks {
+		if k.dropped && k.Version.Timestamp < before {
+			delete(ks, name)
+		}
+	}
+	for key, t := range ts {
+		if t.dropped && t.Version.Timestamp < before {
+			delete(ts, key)
+		}
+	}
+}
+
+// Tombstones returns how many dropped keyspaces and tables s remembers.
+func (s *Schema) Tombstones() int {
+	n := 0
+	for _, k := range s.keyspaces {
+		if k.dropped {
+			n++
+		}
+	}
+	for _, t := range s.tables {
+		if t.dropped {
+			n++
+		}
+	}
+	return n
+}
+
+// OldestTombstone returns the Version timestamp of s's oldest tombstone, and
+// false when it has none.
+func (s *Schema) OldestTombstone() (int64, bool) {
+	var oldest int64
+	found := false
+	for _, v := range s.tombstoneVersions() {
+		if !found || v.Timestamp < oldest {
+			oldest, found = v.Timestamp, true
+		}
+	}
+	return oldest, found
+}
+
+func (s *Schema) tombstoneVersions() []Version {
+	var vs []Version
+	for _, k := range s.keyspaces {
+		if k.dropped {
+			vs = append(vs, k.Version)
+		}
+	}
+	for _, t := range s.tables {
+		if t.dropped {
+			vs = append(vs, t.Version)
+		}
+	}
+	return vs
+}
+
+// GCHorizon returns s's GC horizon: a Version timestamp below which s holds
+// no tombstone (0 when it never purged one). See Purge.
+func (s *Schema) GCHorizon() int64 { return s.gcBefore }
+
+// Purge returns s without the tombstones older than before (a Version
+// timestamp), with its GC horizon raised to before; s itself when that
+// changes nothing. Only a whole schema (not a Restrict value) may be
+// purged, and only once every node of the cluster holds s (equal digests):
+// then no node has an object older than a purged tombstone, and Merge
+// keeps a node that somehow still does (restored from a backup, say) from
+// bringing it back. Versions given after before must exceed it (see
+// Merge): the horizon should be well behind every node's clock.
+func (s *Schema) Purge(before int64) *Schema {
+	if before <= s.gcBefore {
+		return s
+	}
+	ks, ts := s.clone()
+	dropTombstones(ks, ts, before)
+	return finish(ks, ts, before)
+}
+
+// WithoutTombstonesBefore returns s without the tombstones older than
+// before, keeping its GC horizon; s itself when it has none. Schema
+// consensus uses it on a keyspace's agreed state (a Restrict value, which
+// has no horizon of its own) so that it does not carry purged tombstones
+// forever.
+func (s *Schema) WithoutTombstonesBefore(before int64) *Schema {
+	found := false
+	for _, v := range s.tombstoneVersions() {
+		found = found || v.Timestamp < before
+	}
+	if !found {
+		return s
+	}
+	ks, ts := s.clone()
+	dropTombstones(ks, ts, before)
+	return finish(ks, ts, s.gcBefore)
 }
 
 // compareKeyspaces orders two entries for one keyspace name: by Version,
@@ -88,7 +206,7 @@ func (s *Schema) Restrict(name string) *Schema {
 			}
 		}
 	}
-	return finish(ks, ts)
+	return finish(ks, ts, 0)
 }
 
 // HoldsOnly reports whether every entry of s belongs to keyspace name: a

@@ -310,3 +310,121 @@ func TestStatementTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgedTombstonesStayPurged: once every node holds a drop, the tombstone is purged under a
+// GC horizon; neither a node that has not purged yet nor one that somehow missed the drop (it
+// still has the object, at an older version) brings back the tombstone or the object.
+func TestPurgedTombstonesStayPurged(t *testing.T) {
+	a := &node{id: "a", clock: 100, s: New()}
+	a.exec(t, ksDDL)
+	a.exec(t, "CREATE KEYSPACE gone WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	a.exec(t, "CREATE TABLE gone.x (k int PRIMARY KEY)")
+	a.exec(t, "CREATE TABLE ks.t (k int PRIMARY KEY)")
+	a.exec(t, "CREATE TABLE ks.u (k int PRIMARY KEY)")
+	missed := a.s // a node that misses the drops below
+	a.exec(t, "DROP TABLE ks.t")
+	a.exec(t, "DROP KEYSPACE gone")
+	agreed := a.s // every node holds this
+	if got := agreed.Tombstones(); got != 2 {
+		t.Fatalf("Tombstones() = %d after two drops, want 2", got)
+	}
+	purged := agreed.Purge(a.clock + 1)
+	if got := purged.Tombstones(); got != 0 {
+		t.Errorf("Tombstones() = %d after Purge past every drop, want 0", got)
+	}
+	if len(purged.Encode()) >= len(agreed.Encode()) {
+		t.Errorf("purging did not shrink the schema: %d bytes, %d before", len(purged.Encode()), len(agreed.Encode()))
+	}
+	if purged.Purge(a.clock+1) != purged || agreed.Purge(0) != agreed {
+		t.Errorf("Purge at or below the horizon changed the schema")
+	}
+	for _, o := range []struct {
+		what string
+		s    *Schema
+	}{{"a node that has not purged yet", agreed}, {"a node that missed the drops", missed}} {
+		for _, m := range []*Schema{purged.Merge(o.s), o.s.Merge(purged)} {
+			if !sameSchema(m, purged) {
+				t.Errorf("merging the purged schema with %s: tables %v, %d tombstones, horizon %d; want the purged schema (tables %v)",
+					o.what, names(m.Tables("")), m.Tombstones(), m.GCHorizon(), names(purged.Tables("")))
+			}
+		}
+	}
+	d, err := Decode(purged.Encode())
+	if err != nil || !sameSchema(d, purged) || d.GCHorizon() != purged.GCHorizon() {
+		t.Fatalf("a purged schema does not decode back: %v", err)
+	}
+	if _, err := Decode(append(agreed.Encode(), 0)); err == nil {
+		t.Errorf("Decode accepted a zero GC horizon, which Encode never writes")
+	}
+
+	// Changes made after the horizon merge as usual, from either side, and so does recreating a
+	// purged name.
+	b := &node{id: "b", clock: a.clock + 10, s: purged}
+	b.exec(t, "CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+	b.exec(t, "CREATE TABLE ks.w (k int PRIMARY KEY)")
+	c := &node{id: "c", clock: a.clock + 10, s: agreed}
+	c.exec(t, "CREATE TABLE ks.z (k int PRIMARY KEY)")
+	for _, m := range []*Schema{b.s.Merge(c.s), c.s.Merge(b.s)} {
+		var got []string
+		for _, tb := range m.Tables("") {
+			got = append(got, tb.QualifiedName())
+		}
+		if want := []string{"ks.t", "ks.u", "ks.w", "ks.z"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("after the horizon: tables %v, want %v", got, want)
+		}
+		if m.Tombstones() != 0 {
+			t.Errorf("after the horizon: %d tombstones, want 0", m.Tombstones())
+		}
+	}
+}
+
+// TestMergeWithHorizonsIsCommutativeAssociativeIdempotent: the merge laws hold for nodes that
+// purged an agreed schema under different horizons (or not yet) and changed it afterwards, as
+// Purge's contract allows.
+func TestMergeWithHorizonsIsCommutativeAssociativeIdempotent(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		agreed := New()
+		for _, s := range randomSchemas(t, seed) {
+			agreed = agreed.Merge(s)
+		}
+		var top int64
+		for _, v := range agreed.tombstoneVersions() {
+			top = max(top, v.Timestamp)
+		}
+		rng := rand.New(rand.NewPCG(seed, 11))
+		var ss []*Schema
+		for i, base := range []*Schema{agreed, agreed.Purge(top/2 + 1), agreed.Purge(top + 1), agreed.Purge(top + 3)} {
+			n := &node{id: fmt.Sprintf("m%d", i), clock: top + 5, s: base}
+			ss = append(ss, n.s)
+			for step := 0; step < 4; step++ {
+				n.clock += int64(rng.IntN(3))
+				ks, tb := []string{"k1", "k2"}[rng.IntN(2)], []string{"t1", "t2", "t4"}[rng.IntN(3)]
+				switch rng.IntN(3) {
+				case 0:
+					_ = n.try(fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (k int PRIMARY KEY)", ks, tb))
+				case 1:
+					_ = n.try(fmt.Sprintf("DROP TABLE IF EXISTS %s.%s", ks, tb))
+				case 2:
+					_ = n.try(fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", ks))
+				}
+				ss = append(ss, n.s)
+			}
+		}
+		for i := 0; i < 60; i++ {
+			a, b, c := ss[rng.IntN(len(ss))], ss[rng.IntN(len(ss))], ss[rng.IntN(len(ss))]
+			if !sameSchema(a.Merge(b), b.Merge(a)) {
+				t.Fatalf("seed %d: a.Merge(b) != b.Merge(a)", seed)
+			}
+			if !sameSchema(a.Merge(b).Merge(c), a.Merge(b.Merge(c))) {
+				t.Fatalf("seed %d: (a.Merge(b)).Merge(c) != a.Merge(b.Merge(c))", seed)
+			}
+			if !sameSchema(a.Merge(a), a) {
+				t.Fatalf("seed %d: a.Merge(a) != a", seed)
+			}
+			m := a.Merge(b).Merge(c)
+			if d, err := Decode(m.Encode()); err != nil || !sameSchema(d, m) {
+				t.Fatalf("seed %d: a merged schema does not decode back: %v", seed, err)
+			}
+		}
+	}
+}

@@ -232,24 +232,28 @@ type tableKey struct{ keyspace, name string }
 //
 // A Schema also remembers dropped keyspaces and tables (tombstones with
 // their Version) so that a drop wins over a node that still has the object;
-// lookups never return them.
+// lookups never return them. Tombstones are garbage-collected once every node
+// has seen them (see Purge): the schema then carries a GC horizon.
 type Schema struct {
 	keyspaces map[string]*Keyspace // live and dropped
 	tables    map[tableKey]*Table  // live and dropped, all in a live keyspace's current incarnation
 	byID      map[TableID]*Table   // live tables only
-	encoded   []byte
-	digest    Digest
+	// gcBefore is the GC horizon (a Version timestamp; 0 for none): the schema holds no
+	// tombstone older, and every node had every entry older when it was set (see Purge).
+	gcBefore int64
+	encoded  []byte
+	digest   Digest
 }
 
 // New returns the empty schema.
 func New() *Schema {
-	return finish(map[string]*Keyspace{}, map[tableKey]*Table{})
+	return finish(map[string]*Keyspace{}, map[tableKey]*Table{}, 0)
 }
 
 // finish builds the derived indexes, encoding and digest of a schema made
-// of these entries, which it takes ownership of.
-func finish(keyspaces map[string]*Keyspace, tables map[tableKey]*Table) *Schema {
-	s := &Schema{keyspaces: keyspaces, tables: tables, byID: make(map[TableID]*Table, len(tables))}
+// of these entries, which it takes ownership of, with GC horizon gcBefore.
+func finish(keyspaces map[string]*Keyspace, tables map[tableKey]*Table, gcBefore int64) *Schema {
+	s := &Schema{keyspaces: keyspaces, tables: tables, byID: make(map[TableID]*Table, len(tables)), gcBefore: gcBefore}
 	for _, t := range s.sortedTables() {
 		if t.dropped {
 			continue
@@ -368,7 +372,7 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 		}
 		ks, ts := s.clone()
 		ts[tableKey{t.Keyspace, t.Name}] = nt
-		return finish(ks, ts), nil
+		return finish(ks, ts, s.gcBefore), nil
 	case *cql.DropTableStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
@@ -384,7 +388,7 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 			Version: after(c.Version, t.Version), KeyspaceVersion: t.KeyspaceVersion,
 			dropped: true,
 		}
-		return finish(ks, ts), nil
+		return finish(ks, ts, s.gcBefore), nil
 	}
 	return nil, fmt.Errorf("%s is not a schema statement", StatementName(stmt))
 }
@@ -414,7 +418,7 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 	}
 	ks, ts := s.clone()
 	ks[name] = &Keyspace{Name: name, ReplicationFactor: rf, Version: v}
-	return finish(ks, ts), nil
+	return finish(ks, ts, s.gcBefore), nil
 }
 
 func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, error) {
@@ -435,7 +439,7 @@ func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, erro
 			delete(ts, k)
 		}
 	}
-	return finish(ks, ts), nil
+	return finish(ks, ts, s.gcBefore), nil
 }
 
 func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change) (*Schema, error) {
@@ -475,7 +479,7 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 	t.KeyspaceVersion = k.Version
 	ks, ts := s.clone()
 	ts[key] = t
-	return finish(ks, ts), nil
+	return finish(ks, ts, s.gcBefore), nil
 }
 
 // resolveKeyspace returns the keyspace of a table name: its qualifier, or

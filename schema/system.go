@@ -55,5 +55,5 @@ func SystemKeyspace(name string, rf int, tables []SystemTable) (*Schema, error) 
 		}
 		ts[key] = t
 	}
-	return finish(ks, ts), nil
+	return finish(ks, ts, 0), nil
 }

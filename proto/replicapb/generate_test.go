@@ -11,6 +11,7 @@ import (
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	protocheck.Current(t, ".", nil, "replica.proto")
 	protocheck.Current(t, ".", nil, "stream.proto")
+	protocheck.Current(t, ".", nil, "membership.proto")
 	// repair.proto is compiled from proto/ as replicapb/repair.proto (see gen_repair.go).
 	protocheck.Current(t, "..", []string{".", "replicapb"}, "replicapb/repair.proto")
 }
