@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -98,5 +102,78 @@ func TestGRPCConnectionLimit(t *testing.T) {
 			})
 		}
 		held[1].Close()
+	}
+}
+
+// TestGRPCConcurrentStreamsLimit: each gRPC listener advertises its bound on the streams of one
+// connection (max_concurrent_streams on the client port, 16 times as many on the internode
+// port) and enforces it on a client that ignores the advertisement: a stream beyond it is
+// refused (RST_STREAM REFUSED_STREAM) while the others stay open.
+func TestGRPCConcurrentStreamsLimit(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxConcurrentStreams = 2
+	nd := startNode(t, cfg)
+	for _, l := range []struct {
+		name, addr string
+		want       uint32
+		path       string // a unary method: its handler waits for the request, which never comes
+	}{
+		{"client", nd.Addr(), 2, "/kvnode.v1.KVNode/Execute"},
+		{"internode", nd.InternodeAddr(), 2 * node.InternodeStreamsFactor, "/kvnode.replica.v1.Replica/TopPartitions"},
+	} {
+		nc, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
+			t.Fatal(err)
+		}
+		fr := http2.NewFramer(nc, nc)
+		if err := fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%s port: reading the server's settings: %v", l.name, err)
+		}
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok || sf.IsAck() {
+			t.Fatalf("%s port: the server's first frame is %v, want its SETTINGS", l.name, f)
+		}
+		if got, ok := sf.Value(http2.SettingMaxConcurrentStreams); !ok || got != l.want {
+			t.Errorf("%s port advertises SETTINGS_MAX_CONCURRENT_STREAMS %d (set: %v), want %d", l.name, got, ok, l.want)
+		}
+		if err := fr.WriteSettingsAck(); err != nil {
+			t.Fatal(err)
+		}
+		var hdr bytes.Buffer
+		enc := hpack.NewEncoder(&hdr)
+		for _, h := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", l.path}, {":authority", l.addr},
+			{"content-type", "application/grpc"}, {"te", "trailers"}} {
+			enc.WriteField(hpack.HeaderField{Name: h[0], Value: h[1]})
+		}
+		last := 2*l.want + 1 // the stream id one past the bound
+		for id := uint32(1); id <= last; id += 2 {
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hdr.Bytes(), EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("%s port: waiting for stream %d to be refused: %v", l.name, last, err)
+			}
+			rst, ok := f.(*http2.RSTStreamFrame)
+			if !ok {
+				continue // settings ack, window updates, pings
+			}
+			if rst.StreamID != last || rst.ErrCode != http2.ErrCodeRefusedStream {
+				t.Fatalf("%s port: RST_STREAM of stream %d (%v), want only stream %d (stream %d of the connection) refused with REFUSED_STREAM",
+					l.name, rst.StreamID, rst.ErrCode, last, l.want+1)
+			}
+			break
+		}
 	}
 }

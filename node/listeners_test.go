@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +13,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/node"
@@ -83,9 +88,23 @@ func TestClientPortServesOnlyTheClientAPI(t *testing.T) {
 	if !slices.Contains(names, kvnodepb.KVNode_ServiceDesc.ServiceName) {
 		t.Errorf("the client port lists %v, want it to list %s", names, kvnodepb.KVNode_ServiceDesc.ServiceName)
 	}
-	for _, internal := range []string{replicapb.Replica_ServiceDesc.ServiceName, replicapb.SchemaPaxos_ServiceDesc.ServiceName} {
-		if slices.Contains(names, internal) {
-			t.Errorf("the client port lists the internode service %s: %v", internal, names)
+	internal := internodeServices(t)
+	for _, svc := range internal {
+		if slices.Contains(names, string(svc.FullName())) {
+			t.Errorf("the client port lists the internode service %s: %v", svc.FullName(), names)
+		}
+	}
+	// Every method of every internode service (the replica's, schema consensus, streaming,
+	// anti-entropy repair, and any added later) is unknown on the client port. The requests
+	// are empty: an unknown service is refused before its request is decoded.
+	for _, svc := range internal {
+		methods := svc.Methods()
+		for i := range methods.Len() {
+			m := methods.Get(i)
+			method := fmt.Sprintf("/%s/%s", svc.FullName(), m.Name())
+			if err := callEmpty(ctx, clientConn, method, m.IsStreamingServer() || m.IsStreamingClient()); status.Code(err) != codes.Unimplemented {
+				t.Errorf("%s on the client port = %v, want Unimplemented", method, err)
+			}
 		}
 	}
 
@@ -110,6 +129,14 @@ func TestClientPortServesOnlyTheClientAPI(t *testing.T) {
 		t.Errorf("Replica/TopPartitions on the internode port: %v", err)
 	} else if resp == nil {
 		t.Error("Replica/TopPartitions on the internode port returned nothing")
+	}
+	for _, method := range []string{
+		"/" + replicapb.Stream_ServiceDesc.ServiceName + "/View",
+		"/" + replicapb.AntiEntropy_ServiceDesc.ServiceName + "/RangeHashes",
+	} {
+		if err := callEmpty(ctx, internodeConn, method, false); status.Code(err) == codes.Unimplemented {
+			t.Errorf("%s on the internode port = %v, want it served", method, err)
+		}
 	}
 	if names, err := listServices(ctx, internodeConn); status.Code(err) != codes.Unimplemented {
 		t.Errorf("reflection on the internode port = %v, %v; want Unimplemented", names, err)
@@ -139,4 +166,43 @@ func TestPeersDialTheInternodeAddress(t *testing.T) {
 	if len(got.Rows) != 1 {
 		t.Fatalf("a write through node 0 read through node 1 at ALL = %d rows, want 1", len(got.Rows))
 	}
+}
+
+// internodeServices returns the services of the internode protocol (the proto package
+// kvnode.replica.v1): every one registerInternal serves, and any added to the package later.
+func internodeServices(t *testing.T) []protoreflect.ServiceDescriptor {
+	t.Helper()
+	var out []protoreflect.ServiceDescriptor
+	protoregistry.GlobalFiles.RangeFilesByPackage("kvnode.replica.v1", func(f protoreflect.FileDescriptor) bool {
+		for i := range f.Services().Len() {
+			out = append(out, f.Services().Get(i))
+		}
+		return true
+	})
+	for _, want := range []string{replicapb.Replica_ServiceDesc.ServiceName, replicapb.SchemaPaxos_ServiceDesc.ServiceName,
+		replicapb.Stream_ServiceDesc.ServiceName, replicapb.AntiEntropy_ServiceDesc.ServiceName} {
+		if !slices.ContainsFunc(out, func(s protoreflect.ServiceDescriptor) bool { return string(s.FullName()) == want }) {
+			t.Fatalf("the internode services %v lack %s", out, want)
+		}
+	}
+	return out
+}
+
+// callEmpty calls method on conn with an empty request and returns the call's error; a
+// streaming method is opened and its first answer awaited.
+func callEmpty(ctx context.Context, conn *grpc.ClientConn, method string, streaming bool) error {
+	if !streaming {
+		return conn.Invoke(ctx, method, &emptypb.Empty{}, &emptypb.Empty{})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
+	if err != nil {
+		return err
+	}
+	if err := s.SendMsg(&emptypb.Empty{}); err != nil && err != io.EOF {
+		return err
+	}
+	s.CloseSend()
+	return s.RecvMsg(&emptypb.Empty{})
 }
