@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
@@ -175,5 +177,31 @@ func TestGRPCConcurrentStreamsLimit(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// TestNativeConnectionLimit: the native listener takes at most max_native_connections
+// connections; one more is answered Overloaded, naming the bound, and closed.
+func TestNativeConnectionLimit(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxNativeConnections = 1
+	nd := startNode(t, cfg)
+	nativeConn(t, nd.CQLAddr()) // holds the one place
+	over, err := net.Dial("tcp", nd.CQLAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	over.SetDeadline(time.Now().Add(30 * time.Second))
+	h, body, err := cqlwire.NewFrameReader(bufio.NewReader(over), cqlwire.ReaderOptions{Responses: true}).ReadFrame()
+	if err != nil {
+		t.Fatalf("the connection over max_native_connections: %v, want an Overloaded answer", err)
+	}
+	f, err := cqlwire.DecodeFrame(h, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := f.Message.(*cqlwire.Error); !ok || e.Code != cqlwire.ErrOverloaded || !strings.Contains(e.Message, "at most 1") {
+		t.Errorf("the connection over max_native_connections = 1 was answered %#v, want Overloaded naming the bound", f.Message)
 	}
 }

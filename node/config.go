@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
@@ -78,6 +79,22 @@ type Config struct {
 	// coordinator's requests, get InternodeStreamsFactor times as many. Default
 	// DefaultMaxConcurrentStreams.
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// MaxNativeConnections bounds the open connections of the CQL native protocol listener;
+	// one over it is answered Overloaded and closed. Default native.DefaultMaxConnections.
+	MaxNativeConnections int `yaml:"max_native_connections"`
+	// MaxNativeRequestsPerConnection bounds the requests of one native protocol connection
+	// being executed or waiting for their answer to be written; at the bound the connection
+	// is not read until one is answered. 1 to native.MaxInFlightLimit (the stream ids of a
+	// connection). Default native.DefaultMaxInFlight.
+	MaxNativeRequestsPerConnection int `yaml:"max_native_requests_per_connection"`
+	// MaxNativeConnectionBytes bounds the bytes of requests being executed and answers
+	// waiting to be written that one native protocol connection holds in memory;
+	// MaxNativeBytes those of every connection together. At a bound the connection is not read
+	// and its answers wait (backpressure); a frame larger than a bound is still served, alone.
+	// Defaults native.DefaultMaxConnectionBytes (64 MiB) and native.DefaultMaxServerBytes
+	// (1 GiB).
+	MaxNativeConnectionBytes int64 `yaml:"max_native_connection_bytes"`
+	MaxNativeBytes           int64 `yaml:"max_native_bytes"`
 	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 24 bytes
 	// each. Default partitionlimit.DefaultCapacity (about 1M).
 	LimiterCapacity int `yaml:"limiter_capacity"`
@@ -316,6 +333,18 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.MaxConcurrentStreams == 0 {
 		c.MaxConcurrentStreams = DefaultMaxConcurrentStreams
 	}
+	if c.MaxNativeConnections == 0 {
+		c.MaxNativeConnections = native.DefaultMaxConnections
+	}
+	if c.MaxNativeRequestsPerConnection == 0 {
+		c.MaxNativeRequestsPerConnection = native.DefaultMaxInFlight
+	}
+	if c.MaxNativeConnectionBytes == 0 {
+		c.MaxNativeConnectionBytes = native.DefaultMaxConnectionBytes
+	}
+	if c.MaxNativeBytes == 0 {
+		c.MaxNativeBytes = native.DefaultMaxServerBytes
+	}
 	if c.MaxHintWindow == 0 {
 		c.MaxHintWindow = DefaultMaxHintWindow
 	}
@@ -434,9 +463,25 @@ func (c *Config) Validate() error {
 		{"MaxGRPCConnections", "max_grpc_connections", c.MaxGRPCConnections},
 		{"MaxConcurrentStreams", "max_concurrent_streams", c.MaxConcurrentStreams},
 		{"MaxStatementSize", "max_statement_size", c.MaxStatementSize},
+		{"MaxNativeConnections", "max_native_connections", c.MaxNativeConnections},
 	} {
 		if b.v < 1 || b.v > math.MaxInt32 {
 			return fmt.Errorf("node: Config.%s (%s) is %d, want 1 to %d", b.field, b.key, b.v, math.MaxInt32)
+		}
+	}
+	if r := c.MaxNativeRequestsPerConnection; r < 1 || r > native.MaxInFlightLimit {
+		return fmt.Errorf("node: Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is %d, want 1 to %d (the stream ids of a connection)",
+			r, native.MaxInFlightLimit)
+	}
+	for _, b := range []struct {
+		field, key string
+		v          int64
+	}{
+		{"MaxNativeConnectionBytes", "max_native_connection_bytes", c.MaxNativeConnectionBytes},
+		{"MaxNativeBytes", "max_native_bytes", c.MaxNativeBytes},
+	} {
+		if b.v < 1 {
+			return fmt.Errorf("node: Config.%s (%s) is %d, want a positive number of bytes", b.field, b.key, b.v)
 		}
 	}
 	if c.MetricsTLS && c.TLSCert == "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
@@ -49,6 +50,12 @@ func TestConfigEnsureDefaults(t *testing.T) {
 	c.DataDir = "/d"
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate of the defaults with a data directory: %v", err)
+	}
+
+	if c.MaxNativeConnections != native.DefaultMaxConnections || c.MaxNativeRequestsPerConnection != native.DefaultMaxInFlight ||
+		c.MaxNativeConnectionBytes != native.DefaultMaxConnectionBytes || c.MaxNativeBytes != native.DefaultMaxServerBytes {
+		t.Errorf("EnsureDefaults: native bounds %d connections, %d requests per connection, %d bytes per connection, %d bytes; want the native front end's defaults",
+			c.MaxNativeConnections, c.MaxNativeRequestsPerConnection, c.MaxNativeConnectionBytes, c.MaxNativeBytes)
 	}
 
 	// Set fields are kept.
@@ -96,6 +103,11 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.TLSCA = "ca.pem" }, "are set together or not at all"},
 		{func(c *node.Config) { c.MetricsTLS = true }, "Config.MetricsTLS (metrics_tls) needs tls_cert"},
 		{func(c *node.Config) { c.ReloadInterval = -time.Second }, "Config.ReloadInterval (reload_interval) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.MaxNativeConnections = -1 }, "Config.MaxNativeConnections (max_native_connections) is -1, want 1 to 2147483647"},
+		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = -1 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is -1, want 1 to 32768"},
+		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = 32769 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is 32769, want 1 to 32768"},
+		{func(c *node.Config) { c.MaxNativeConnectionBytes = -1 }, "Config.MaxNativeConnectionBytes (max_native_connection_bytes) is -1, want a positive number of bytes"},
+		{func(c *node.Config) { c.MaxNativeBytes = -1 }, "Config.MaxNativeBytes (max_native_bytes) is -1, want a positive number of bytes"},
 	} {
 		c := node.Config{DataDir: "/d"}
 		c.EnsureDefaults()
