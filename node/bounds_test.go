@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +205,109 @@ func TestNativeConnectionLimit(t *testing.T) {
 	}
 	if e, ok := f.Message.(*cqlwire.Error); !ok || e.Code != cqlwire.ErrOverloaded || !strings.Contains(e.Message, "at most 1") {
 		t.Errorf("the connection over max_native_connections = 1 was answered %#v, want Overloaded naming the bound", f.Message)
+	}
+}
+
+// TestSilentConnectionsDoNotLockClientsOut is audit 18's finding 4: a listener counts a
+// connection from accept, so connections that never handshake used to hold every place of
+// max_grpc_connections for gRPC's 120 s (renewable at will), locking clients and peers out.
+// Each gRPC listener now closes them after handshake_timeout, and a client gets in.
+func TestSilentConnectionsDoNotLockClientsOut(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxGRPCConnections = 1
+	cfg.HandshakeTimeout = 300 * time.Millisecond
+	cfg.MetricsAddr = "127.0.0.1:0"
+	nd := startNode(t, cfg)
+	for _, l := range []struct {
+		name, addr string
+		call       func() error // what a well-behaved client does
+	}{
+		{"client", nd.Addr(), func() error {
+			c, err := dialClient(nd.Addr(), insecure.NewCredentials())
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}},
+		{"internode", nd.InternodeAddr(), func() error { return callInternode(t, nd.InternodeAddr(), insecure.NewCredentials()) }},
+		{"metrics", nd.MetricsAddr(), nil},
+	} {
+		silent, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Close()
+		// Closed by the node (after the server's half of the handshake, on gRPC): reading
+		// ends long before the deadline, which only bounds a failing test.
+		silent.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if n, err := io.Copy(io.Discard, silent); errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s port: a connection that never handshakes read %d bytes and was still open after 20 s, want it closed after handshake_timeout", l.name, n)
+			continue
+		}
+		if l.call != nil {
+			poll.Must(t, 30*time.Second, l.name+" port: a well-behaved client connects once the silent one is closed", l.call)
+		}
+	}
+}
+
+// TestIdleConnectionsAreClosed: a client gRPC connection with no request in flight is closed
+// after idle_connection_timeout, so it does not keep another client out of
+// max_grpc_connections for ever; its client reconnects at its next request.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxGRPCConnections = 1
+	cfg.IdleConnectionTimeout = 300 * time.Millisecond
+	nd := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	idle, err := dialClient(nd.Addr(), insecure.NewCredentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if _, err := idle.Execute(ctx, client.One, "DESCRIBE KEYSPACES"); err != nil {
+		t.Fatal(err)
+	}
+	var other *client.Client
+	poll.Must(t, 30*time.Second, "another client gets the idle connection's place", func() error {
+		c, err := dialClient(nd.Addr(), insecure.NewCredentials())
+		if err != nil {
+			return err
+		}
+		if _, err := c.Execute(ctx, client.One, "DESCRIBE KEYSPACES"); err != nil {
+			c.Close()
+			return err
+		}
+		other = c
+		return nil
+	})
+	other.Close()
+	poll.Must(t, 30*time.Second, "the idle client reconnects at its next request", func() error {
+		_, err := idle.Execute(ctx, client.One, "DESCRIBE KEYSPACES")
+		return err
+	})
+}
+
+// TestMetricsConnectionLimit: the metrics listener takes at most node.MaxMetricsConnections
+// connections; one more is closed at once.
+func TestMetricsConnectionLimit(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MetricsAddr = "127.0.0.1:0"
+	nd := startNode(t, cfg)
+	for range node.MaxMetricsConnections {
+		c, err := net.Dial("tcp", nd.MetricsAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	over, err := net.Dial("tcp", nd.MetricsAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	over.SetReadDeadline(time.Now().Add(5 * time.Second)) // under handshake_timeout's 10 s
+	if n, err := io.Copy(io.Discard, over); err != nil {
+		t.Errorf("connection %d to the metrics port read %d bytes, %v; want it closed at once (EOF)", node.MaxMetricsConnections+1, n, err)
 	}
 }

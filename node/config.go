@@ -79,6 +79,17 @@ type Config struct {
 	// coordinator's requests, get InternodeStreamsFactor times as many. Default
 	// DefaultMaxConcurrentStreams.
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// HandshakeTimeout is how long a new connection to a client or internode listener may take
+	// to complete its handshake before it is closed: TLS and HTTP/2's preface and settings on
+	// the gRPC listeners, STARTUP (and the login) on the native protocol, TLS and the request
+	// header on /metrics. A connection that never handshakes holds a place in the listener's
+	// connection bound until then. Default DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
+	// IdleConnectionTimeout is how long a gRPC connection with no request in flight (client
+	// and internode) and an idle /metrics keep-alive connection stay open; then the node
+	// closes them (a gRPC client reconnects at its next request). Default
+	// DefaultIdleConnectionTimeout.
+	IdleConnectionTimeout time.Duration `yaml:"idle_connection_timeout"`
 	// MaxNativeConnections bounds the open connections of the CQL native protocol listener;
 	// one over it is answered Overloaded and closed. Default native.DefaultMaxConnections.
 	MaxNativeConnections int `yaml:"max_native_connections"`
@@ -234,6 +245,14 @@ const (
 	InternodeStreamsFactor = 16
 )
 
+// Defaults of the connections' timeouts. DefaultHandshakeTimeout is the native front end's:
+// ample for a TLS handshake across a continent, short enough that silent connections free
+// their places in the connection bounds quickly.
+const (
+	DefaultHandshakeTimeout      = native.DefaultHandshakeTimeout
+	DefaultIdleConnectionTimeout = 5 * time.Minute
+)
+
 // DefaultReloadInterval is Config.ReloadInterval when it is zero.
 const DefaultReloadInterval = 10 * time.Second
 
@@ -332,6 +351,12 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.MaxConcurrentStreams == 0 {
 		c.MaxConcurrentStreams = DefaultMaxConcurrentStreams
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.IdleConnectionTimeout == 0 {
+		c.IdleConnectionTimeout = DefaultIdleConnectionTimeout
 	}
 	if c.MaxNativeConnections == 0 {
 		c.MaxNativeConnections = native.DefaultMaxConnections
@@ -432,6 +457,8 @@ func (c *Config) Validate() error {
 		{"BatchlogReplayInterval", "batchlog_replay_interval", c.BatchlogReplayInterval},
 		{"ReloadInterval", "reload_interval", c.ReloadInterval},
 		{"MaxHintWindow", "max_hint_window", c.MaxHintWindow},
+		{"HandshakeTimeout", "handshake_timeout", c.HandshakeTimeout},
+		{"IdleConnectionTimeout", "idle_connection_timeout", c.IdleConnectionTimeout},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("node: Config.%s (%s) is %v, want a positive duration", d.field, d.key, d.v)

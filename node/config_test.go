@@ -58,6 +58,11 @@ func TestConfigEnsureDefaults(t *testing.T) {
 			c.MaxNativeConnections, c.MaxNativeRequestsPerConnection, c.MaxNativeConnectionBytes, c.MaxNativeBytes)
 	}
 
+	if c.HandshakeTimeout != node.DefaultHandshakeTimeout || c.IdleConnectionTimeout != node.DefaultIdleConnectionTimeout {
+		t.Errorf("EnsureDefaults: handshake timeout %v, idle connection timeout %v; want %v, %v",
+			c.HandshakeTimeout, c.IdleConnectionTimeout, node.DefaultHandshakeTimeout, node.DefaultIdleConnectionTimeout)
+	}
+
 	// Set fields are kept.
 	set := node.Config{DataDir: "/d", NumTokens: 7, WriteTimeout: time.Minute, ClusterName: "x"}
 	set.EnsureDefaults()
@@ -103,6 +108,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.TLSCA = "ca.pem" }, "are set together or not at all"},
 		{func(c *node.Config) { c.MetricsTLS = true }, "Config.MetricsTLS (metrics_tls) needs tls_cert"},
 		{func(c *node.Config) { c.ReloadInterval = -time.Second }, "Config.ReloadInterval (reload_interval) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.HandshakeTimeout = -time.Second }, "Config.HandshakeTimeout (handshake_timeout) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.IdleConnectionTimeout = -time.Second }, "Config.IdleConnectionTimeout (idle_connection_timeout) is -1s, want a positive duration"},
 		{func(c *node.Config) { c.MaxNativeConnections = -1 }, "Config.MaxNativeConnections (max_native_connections) is -1, want 1 to 2147483647"},
 		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = -1 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is -1, want 1 to 32768"},
 		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = 32769 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is 32769, want 1 to 32768"},

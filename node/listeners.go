@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvnode/kvnode/internal/tlsconfig"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -83,8 +84,12 @@ func (n *Node) listen() error {
 			return fmt.Errorf("node: listen on --metrics-addr %s: %w", cfg.MetricsAddr, err)
 		}
 	}
-	n.lis = newLimitListener(n.lis, cfg.MaxGRPCConnections, "--addr", n.log)
-	n.ilis = newLimitListener(n.ilis, cfg.MaxGRPCConnections, "--internode-addr", n.log)
+	n.lis = newLimitListener(n.lis, cfg.MaxGRPCConnections, "--addr", "max_grpc_connections", n.log)
+	n.ilis = newLimitListener(n.ilis, cfg.MaxGRPCConnections, "--internode-addr", "max_grpc_connections", n.log)
+	if n.mlis != nil {
+		// Below TLS: a connection is counted from accept, its handshake included.
+		n.mlis = newLimitListener(n.mlis, MaxMetricsConnections, "--metrics-addr", "MaxMetricsConnections", n.log)
+	}
 	if n.sec.tls != nil {
 		// The native front end serves whatever listener it is given: a TLS one handshakes
 		// each connection on its first read.
@@ -96,15 +101,41 @@ func (n *Node) listen() error {
 	return nil
 }
 
+// Keepalive of the gRPC servers: a connection quiet for keepaliveTime is pinged, and closed
+// when the ping is not answered within keepaliveTimeout (a peer that vanished without closing
+// its connection frees its place in max_grpc_connections); a client pinging more often than
+// keepaliveMinTime is told to calm down and disconnected, as gRPC's enforcement does.
+const (
+	keepaliveTime    = time.Minute
+	keepaliveTimeout = 20 * time.Second
+	keepaliveMinTime = 10 * time.Second
+)
+
+// MaxMetricsConnections bounds the open connections of the metrics listener: Prometheus
+// servers and a few people's curl, never more.
+const MaxMetricsConnections = 32
+
 // serverOptions are the options of the client gRPC server, or of the internode one: message
-// and stream limits, and TLS when it is on (mutual on the internode server).
+// and stream limits, the handshake timeout, keepalive and the idle timeout, and TLS when it is
+// on (mutual on the internode server).
 func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
 	limit := MessageLimit(n.cfg.MaxMutationSize)
 	streams := uint64(n.cfg.MaxConcurrentStreams)
 	if internode {
 		streams = min(streams*InternodeStreamsFactor, math.MaxUint32)
 	}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit), grpc.MaxConcurrentStreams(uint32(streams))}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit), grpc.MaxConcurrentStreams(uint32(streams)),
+		// A connection counts against max_grpc_connections from accept: one that does not
+		// finish its TLS and HTTP/2 handshake in time is closed (gRPC's default is 120 s).
+		grpc.ConnectionTimeout(n.cfg.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: n.cfg.IdleConnectionTimeout,
+			Time:              keepaliveTime,
+			Timeout:           keepaliveTimeout,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
+	}
 	if n.sec.tls != nil {
 		cfg := n.sec.tls.ServerConfig()
 		if internode {
@@ -221,6 +252,7 @@ type limitListener struct {
 	net.Listener
 	max    int64
 	what   string // the listener's flag, for the log
+	key    string // the bound's name, for the log
 	log    *slog.Logger
 	active atomic.Int64
 
@@ -232,8 +264,8 @@ type limitListener struct {
 // refusalLogInterval spaces the log lines of refused connections.
 const refusalLogInterval = 10 * time.Second
 
-func newLimitListener(l net.Listener, max int, what string, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: l, max: int64(max), what: what, log: log}
+func newLimitListener(l net.Listener, max int, what, key string, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: l, max: int64(max), what: what, key: key, log: log}
 }
 
 // Accept returns the next connection within the bound.
@@ -257,8 +289,8 @@ func (l *limitListener) refuse() {
 	defer l.mu.Unlock()
 	l.refused++
 	if now := time.Now(); now.Sub(l.logged) >= refusalLogInterval {
-		l.log.Warn("refusing connections: the listener has as many open connections as max_grpc_connections allows",
-			"listener", l.what, "max_grpc_connections", l.max, "refused", l.refused)
+		l.log.Warn("refusing connections: the listener has as many open connections as its bound allows",
+			"listener", l.what, l.key, l.max, "refused", l.refused)
 		l.refused, l.logged = 0, now
 	}
 }

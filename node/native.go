@@ -50,6 +50,7 @@ func (n *Node) nativeConfig() native.Config {
 		MaxInFlight:        n.cfg.MaxNativeRequestsPerConnection,
 		MaxConnectionBytes: n.cfg.MaxNativeConnectionBytes,
 		MaxServerBytes:     n.cfg.MaxNativeBytes,
+		HandshakeTimeout:   n.cfg.HandshakeTimeout,
 		Schema:             n.schema,
 		Topology:           nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
 		Logger:             n.cfg.Logger.With("component", "native"),

@@ -106,6 +106,8 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.SchemaLimits.MaxSchemaSize, "max-schema-size", c.SchemaLimits.MaxSchemaSize, "the largest schema in bytes (every keyspace and table, and dropped ones' tombstones)")
 	fs.IntVar(&c.MaxGRPCConnections, "max-grpc-connections", c.MaxGRPCConnections, "open connections each gRPC listener (--addr, --internode-addr) accepts; more are closed at once")
 	fs.IntVar(&c.MaxConcurrentStreams, "max-concurrent-streams", c.MaxConcurrentStreams, "requests in flight on one client gRPC connection (internode connections get 16 times as many)")
+	fs.DurationVar(&c.HandshakeTimeout, "handshake-timeout", c.HandshakeTimeout, "how long a new connection to any listener but gossip may take to complete its handshake (TLS, HTTP/2, the native protocol's STARTUP and login) before it is closed")
+	fs.DurationVar(&c.IdleConnectionTimeout, "idle-connection-timeout", c.IdleConnectionTimeout, "how long a gRPC connection with no request in flight, or an idle /metrics connection, stays open")
 	fs.IntVar(&c.MaxNativeConnections, "max-native-connections", c.MaxNativeConnections, "open connections the CQL native protocol listener (--cql-addr) accepts; more are answered Overloaded and closed")
 	fs.IntVar(&c.MaxNativeRequestsPerConnection, "max-native-requests-per-connection", c.MaxNativeRequestsPerConnection, "requests in flight on one native protocol connection, 1 to 32768; at the bound the connection is not read")
 	fs.Int64Var(&c.MaxNativeConnectionBytes, "max-native-connection-bytes", c.MaxNativeConnectionBytes, "bytes of requests and answers one native protocol connection holds in memory; at the bound it is not read")

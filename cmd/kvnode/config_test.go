@@ -81,7 +81,7 @@ rack: r1
 `)
 	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--rack", "r7",
 		"--tombstone-failure-threshold", "7", "--max-mutation-size", "2097152", "--read-timeout", "9s",
-		"--sync=true", "--profile", "test", "--max-native-connections", "100"}, io.Discard)
+		"--sync=true", "--profile", "test", "--max-native-connections", "100", "--idle-connection-timeout", "1m"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,9 @@ rack: r1
 			SchemaLimits:                   schema.Limits{MaxColumnsPerTable: schema.DefaultMaxColumnsPerTable, MaxTablesPerKeyspace: schema.DefaultMaxTablesPerKeyspace, MaxSchemaSize: schema.DefaultMaxSchemaSize},
 			MaxGRPCConnections:             node.DefaultMaxGRPCConnections,
 			MaxConcurrentStreams:           node.DefaultMaxConcurrentStreams,
-			MaxNativeConnections:           100, // flag
+			HandshakeTimeout:               node.DefaultHandshakeTimeout,
+			IdleConnectionTimeout:          time.Minute, // flag
+			MaxNativeConnections:           100,         // flag
 			MaxNativeRequestsPerConnection: native.DefaultMaxInFlight,
 			MaxNativeConnectionBytes:       1 << 20, // from the file
 			MaxNativeBytes:                 native.DefaultMaxServerBytes,
@@ -179,6 +181,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 			TLSCert: "/c.pem", TLSKey: "/k.pem", TLSCA: "/ca.pem", MetricsTLS: true, GossipKeyFile: "/g", ReloadInterval: time.Minute,
 			SchemaLimits:       schema.Limits{MaxColumnsPerTable: 9, MaxTablesPerKeyspace: 8, MaxSchemaSize: 7},
 			MaxGRPCConnections: 6, MaxConcurrentStreams: 5,
+			HandshakeTimeout: 43 * time.Millisecond, IdleConnectionTimeout: 47 * time.Second,
 			MaxNativeConnections: 29, MaxNativeRequestsPerConnection: 31, MaxNativeConnectionBytes: 37, MaxNativeBytes: 41,
 			StreamThroughput: 1 << 20,
 			MaxHintWindow:    time.Minute, MaxHintsSizePerHost: 17, HintsThrottle: 19,
@@ -239,6 +242,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--max-mutation-size", "536870913"}, "max_mutation_size) is 536870913, want 1 to 536870912"},
 		{[]string{"--max-native-requests-per-connection", "40000"}, "max_native_requests_per_connection) is 40000, want 1 to 32768"},
 		{[]string{"--max-native-bytes", "-1"}, "max_native_bytes) is -1, want a positive number of bytes"},
+		{[]string{"--handshake-timeout", "-1s"}, "handshake_timeout) is -1s, want a positive duration"},
 		{[]string{"--data-dir", ""}, "data_dir"},
 		{[]string{"--addr", "nohost"}, "addr) \"nohost\""},
 		{[]string{"--seeds", "a:1,b"}, "Seeds[1] (seeds) \"b\""},
