@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -205,4 +206,36 @@ func callEmpty(ctx context.Context, conn *grpc.ClientConn, method string, stream
 	}
 	s.CloseSend()
 	return s.RecvMsg(&emptypb.Empty{})
+}
+
+// TestRemoveNodeFromTheNodesHost calls RemoveNode on a node without an authenticator that
+// listens on every address, over loopback and over one of the host's other addresses: both come
+// from the node's own host, so both are served (the host id is unknown). Calls from other
+// hosts are refused (TestTopologyChangesFromOtherHostsNeedAuthentication); one host cannot
+// make a connection from another.
+func TestRemoveNodeFromTheNodesHost(t *testing.T) {
+	var ext net.IP
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+			ext = ip.IP
+			break
+		}
+	}
+	if ext == nil {
+		t.Skip("the host has no non-loopback IPv4 address")
+	}
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.Addr = "0.0.0.0:0"
+	nd := startNode(t, cfg)
+	_, port, _ := net.SplitHostPort(nd.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := &kvnodepb.RemoveNodeRequest{HostId: "no-such-node"}
+	for _, host := range []string{"127.0.0.1", ext.String()} {
+		_, err := kvnodepb.NewAdminClient(dialPlain(t, net.JoinHostPort(host, port))).RemoveNode(ctx, req)
+		if status.Code(err) != codes.NotFound {
+			t.Errorf("RemoveNode of an unknown node over %s, from the node's host = %v, want NotFound", host, err)
+		}
+	}
 }
