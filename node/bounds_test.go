@@ -311,3 +311,54 @@ func TestMetricsConnectionLimit(t *testing.T) {
 		t.Errorf("connection %d to the metrics port read %d bytes, %v; want it closed at once (EOF)", node.MaxMetricsConnections+1, n, err)
 	}
 }
+
+// TestConnectionsPerHost: no host may hold more than max_connections_per_host connections of
+// a client or internode listener, so that one host cannot take every place of the listener's
+// bound; a connection over it is closed at once, while another host still gets in. The hosts
+// are two loopback addresses.
+func TestConnectionsPerHost(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxConnectionsPerHost = 2
+	nd := startNode(t, cfg)
+	from := func(ip, addr string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 20 * time.Second}
+		return d.Dial("tcp", addr)
+	}
+	for _, l := range []struct{ name, addr string }{
+		{"client", nd.Addr()}, {"internode", nd.InternodeAddr()}, {"native", nd.CQLAddr()},
+	} {
+		for range 2 {
+			c, err := from("127.0.0.1", l.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		over, err := from("127.0.0.1", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer over.Close()
+		over.SetReadDeadline(time.Now().Add(5 * time.Second)) // under handshake_timeout's 10 s
+		if n, err := io.Copy(io.Discard, over); err != nil || n != 0 {
+			t.Errorf("%s port: connection 3 from one host read %d bytes, %v; want it closed at once (EOF)", l.name, n, err)
+		}
+		other, err := from("127.0.0.2", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if l.name == "native" {
+			other.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := other.Write(cqlwire.AppendFrame(nil, 1, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}, cqlwire.FrameOptions{})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another host is served: the node speaks first on gRPC (its settings) and answers
+		// STARTUP on the native protocol.
+		other.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if n, err := other.Read(make([]byte, 64)); err != nil || n == 0 {
+			t.Errorf("%s port: a connection from another host read %d bytes, %v; want it served", l.name, n, err)
+		}
+	}
+}

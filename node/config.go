@@ -74,6 +74,12 @@ type Config struct {
 	// and the internode one's); a connection over it is closed at once, and the refusal
 	// logged. Default DefaultMaxGRPCConnections.
 	MaxGRPCConnections int `yaml:"max_grpc_connections"`
+	// MaxConnectionsPerHost bounds the open connections of each client and internode listener
+	// (Addr, InternodeAddr, CQLAddr) from one host: an IPv4 address, or an IPv6 /64. A
+	// connection over it is closed at once, so that one host, before or without logging in,
+	// cannot take every place of MaxGRPCConnections or MaxNativeConnections. Default
+	// DefaultMaxConnectionsPerHost.
+	MaxConnectionsPerHost int `yaml:"max_connections_per_host"`
 	// MaxConcurrentStreams bounds the requests in flight on one client gRPC connection;
 	// further ones wait for a stream. Internode connections, one per peer carrying all of a
 	// coordinator's requests, get InternodeStreamsFactor times as many. Default
@@ -243,6 +249,10 @@ const (
 	DefaultMaxConcurrentStreams = 1024
 	// InternodeStreamsFactor multiplies MaxConcurrentStreams on internode connections.
 	InternodeStreamsFactor = 16
+	// DefaultMaxConnectionsPerHost is a quarter of the default connection bounds: it takes
+	// four hosts to fill a listener, and a host running many clients (an application server
+	// behind NAT) still gets plenty.
+	DefaultMaxConnectionsPerHost = DefaultMaxGRPCConnections / 4
 )
 
 // Defaults of the connections' timeouts. DefaultHandshakeTimeout is the native front end's:
@@ -348,6 +358,9 @@ func (c *Config) EnsureDefaults() *Config {
 	c.SchemaLimits.EnsureDefaults()
 	if c.MaxGRPCConnections == 0 {
 		c.MaxGRPCConnections = DefaultMaxGRPCConnections
+	}
+	if c.MaxConnectionsPerHost == 0 {
+		c.MaxConnectionsPerHost = DefaultMaxConnectionsPerHost
 	}
 	if c.MaxConcurrentStreams == 0 {
 		c.MaxConcurrentStreams = DefaultMaxConcurrentStreams
@@ -491,6 +504,7 @@ func (c *Config) Validate() error {
 		{"MaxConcurrentStreams", "max_concurrent_streams", c.MaxConcurrentStreams},
 		{"MaxStatementSize", "max_statement_size", c.MaxStatementSize},
 		{"MaxNativeConnections", "max_native_connections", c.MaxNativeConnections},
+		{"MaxConnectionsPerHost", "max_connections_per_host", c.MaxConnectionsPerHost},
 	} {
 		if b.v < 1 || b.v > math.MaxInt32 {
 			return fmt.Errorf("node: Config.%s (%s) is %d, want 1 to %d", b.field, b.key, b.v, math.MaxInt32)

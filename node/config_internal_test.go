@@ -37,3 +37,22 @@ func TestNativeConfigCarriesTheNodeBounds(t *testing.T) {
 		t.Errorf("native.Config.MaxFrameSize = %d, want MessageLimit(max_mutation_size) = %d", got.MaxFrameSize, MessageLimit(cfg.MaxMutationSize))
 	}
 }
+
+// TestHostOf: connections count against their IPv4 address, or their IPv6 address's /64.
+func TestHostOf(t *testing.T) {
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 1} }
+	for _, c := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{tcp("10.0.0.1"), "10.0.0.1/32"},
+		{tcp("::ffff:10.0.0.1"), "10.0.0.1/32"},
+		{tcp("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64"},
+		{tcp("2001:db8:1:2:ffff::1"), "2001:db8:1:2::/64"},
+		{&net.UnixAddr{Name: "s", Net: "unix"}, "invalid Prefix"},
+	} {
+		if got := hostOf(c.addr).String(); got != c.want {
+			t.Errorf("hostOf(%v) = %s, want %s", c.addr, got, c.want)
+		}
+	}
+}

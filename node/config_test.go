@@ -58,6 +58,9 @@ func TestConfigEnsureDefaults(t *testing.T) {
 			c.MaxNativeConnections, c.MaxNativeRequestsPerConnection, c.MaxNativeConnectionBytes, c.MaxNativeBytes)
 	}
 
+	if c.MaxConnectionsPerHost != node.DefaultMaxConnectionsPerHost {
+		t.Errorf("EnsureDefaults: max connections per host %d, want %d", c.MaxConnectionsPerHost, node.DefaultMaxConnectionsPerHost)
+	}
 	if c.HandshakeTimeout != node.DefaultHandshakeTimeout || c.IdleConnectionTimeout != node.DefaultIdleConnectionTimeout {
 		t.Errorf("EnsureDefaults: handshake timeout %v, idle connection timeout %v; want %v, %v",
 			c.HandshakeTimeout, c.IdleConnectionTimeout, node.DefaultHandshakeTimeout, node.DefaultIdleConnectionTimeout)
@@ -110,6 +113,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.ReloadInterval = -time.Second }, "Config.ReloadInterval (reload_interval) is -1s, want a positive duration"},
 		{func(c *node.Config) { c.HandshakeTimeout = -time.Second }, "Config.HandshakeTimeout (handshake_timeout) is -1s, want a positive duration"},
 		{func(c *node.Config) { c.IdleConnectionTimeout = -time.Second }, "Config.IdleConnectionTimeout (idle_connection_timeout) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.MaxConnectionsPerHost = -1 }, "Config.MaxConnectionsPerHost (max_connections_per_host) is -1, want 1 to 2147483647"},
 		{func(c *node.Config) { c.MaxNativeConnections = -1 }, "Config.MaxNativeConnections (max_native_connections) is -1, want 1 to 2147483647"},
 		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = -1 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is -1, want 1 to 32768"},
 		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = 32769 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is 32769, want 1 to 32768"},

@@ -105,6 +105,7 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.SchemaLimits.MaxTablesPerKeyspace, "max-tables-per-keyspace", c.SchemaLimits.MaxTablesPerKeyspace, "the most tables a keyspace may have")
 	fs.IntVar(&c.SchemaLimits.MaxSchemaSize, "max-schema-size", c.SchemaLimits.MaxSchemaSize, "the largest schema in bytes (every keyspace and table, and dropped ones' tombstones)")
 	fs.IntVar(&c.MaxGRPCConnections, "max-grpc-connections", c.MaxGRPCConnections, "open connections each gRPC listener (--addr, --internode-addr) accepts; more are closed at once")
+	fs.IntVar(&c.MaxConnectionsPerHost, "max-connections-per-host", c.MaxConnectionsPerHost, "open connections one host (an IPv4 address, an IPv6 /64) may hold on each of --addr, --internode-addr and --cql-addr; more are closed at once")
 	fs.IntVar(&c.MaxConcurrentStreams, "max-concurrent-streams", c.MaxConcurrentStreams, "requests in flight on one client gRPC connection (internode connections get 16 times as many)")
 	fs.DurationVar(&c.HandshakeTimeout, "handshake-timeout", c.HandshakeTimeout, "how long a new connection to any listener but gossip may take to complete its handshake (TLS, HTTP/2, the native protocol's STARTUP and login) before it is closed")
 	fs.DurationVar(&c.IdleConnectionTimeout, "idle-connection-timeout", c.IdleConnectionTimeout, "how long a gRPC connection with no request in flight, or an idle /metrics connection, stays open")

@@ -111,6 +111,7 @@ rack: r1
 			SchemaLimits:                   schema.Limits{MaxColumnsPerTable: schema.DefaultMaxColumnsPerTable, MaxTablesPerKeyspace: schema.DefaultMaxTablesPerKeyspace, MaxSchemaSize: schema.DefaultMaxSchemaSize},
 			MaxGRPCConnections:             node.DefaultMaxGRPCConnections,
 			MaxConcurrentStreams:           node.DefaultMaxConcurrentStreams,
+			MaxConnectionsPerHost:          node.DefaultMaxConnectionsPerHost,
 			HandshakeTimeout:               node.DefaultHandshakeTimeout,
 			IdleConnectionTimeout:          time.Minute, // flag
 			MaxNativeConnections:           100,         // flag
@@ -181,7 +182,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 			TLSCert: "/c.pem", TLSKey: "/k.pem", TLSCA: "/ca.pem", MetricsTLS: true, GossipKeyFile: "/g", ReloadInterval: time.Minute,
 			SchemaLimits:       schema.Limits{MaxColumnsPerTable: 9, MaxTablesPerKeyspace: 8, MaxSchemaSize: 7},
 			MaxGRPCConnections: 6, MaxConcurrentStreams: 5,
-			HandshakeTimeout: 43 * time.Millisecond, IdleConnectionTimeout: 47 * time.Second,
+			MaxConnectionsPerHost: 53, HandshakeTimeout: 43 * time.Millisecond, IdleConnectionTimeout: 47 * time.Second,
 			MaxNativeConnections: 29, MaxNativeRequestsPerConnection: 31, MaxNativeConnectionBytes: 37, MaxNativeBytes: 41,
 			StreamThroughput: 1 << 20,
 			MaxHintWindow:    time.Minute, MaxHintsSizePerHost: 17, HintsThrottle: 19,
