@@ -1,18 +1,26 @@
 package node_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -98,5 +106,259 @@ func TestGRPCConnectionLimit(t *testing.T) {
 			})
 		}
 		held[1].Close()
+	}
+}
+
+// TestGRPCConcurrentStreamsLimit: each gRPC listener advertises its bound on the streams of one
+// connection (max_concurrent_streams on the client port, 16 times as many on the internode
+// port) and enforces it on a client that ignores the advertisement: a stream beyond it is
+// refused (RST_STREAM REFUSED_STREAM) while the others stay open.
+func TestGRPCConcurrentStreamsLimit(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxConcurrentStreams = 2
+	nd := startNode(t, cfg)
+	for _, l := range []struct {
+		name, addr string
+		want       uint32
+		path       string // a unary method: its handler waits for the request, which never comes
+	}{
+		{"client", nd.Addr(), 2, "/kvnode.v1.KVNode/Execute"},
+		{"internode", nd.InternodeAddr(), 2 * node.InternodeStreamsFactor, "/kvnode.replica.v1.Replica/TopPartitions"},
+	} {
+		nc, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
+			t.Fatal(err)
+		}
+		fr := http2.NewFramer(nc, nc)
+		if err := fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%s port: reading the server's settings: %v", l.name, err)
+		}
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok || sf.IsAck() {
+			t.Fatalf("%s port: the server's first frame is %v, want its SETTINGS", l.name, f)
+		}
+		if got, ok := sf.Value(http2.SettingMaxConcurrentStreams); !ok || got != l.want {
+			t.Errorf("%s port advertises SETTINGS_MAX_CONCURRENT_STREAMS %d (set: %v), want %d", l.name, got, ok, l.want)
+		}
+		if err := fr.WriteSettingsAck(); err != nil {
+			t.Fatal(err)
+		}
+		var hdr bytes.Buffer
+		enc := hpack.NewEncoder(&hdr)
+		for _, h := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", l.path}, {":authority", l.addr},
+			{"content-type", "application/grpc"}, {"te", "trailers"}} {
+			enc.WriteField(hpack.HeaderField{Name: h[0], Value: h[1]})
+		}
+		last := 2*l.want + 1 // the stream id one past the bound
+		for id := uint32(1); id <= last; id += 2 {
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hdr.Bytes(), EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("%s port: waiting for stream %d to be refused: %v", l.name, last, err)
+			}
+			rst, ok := f.(*http2.RSTStreamFrame)
+			if !ok {
+				continue // settings ack, window updates, pings
+			}
+			if rst.StreamID != last || rst.ErrCode != http2.ErrCodeRefusedStream {
+				t.Fatalf("%s port: RST_STREAM of stream %d (%v), want only stream %d (stream %d of the connection) refused with REFUSED_STREAM",
+					l.name, rst.StreamID, rst.ErrCode, last, l.want+1)
+			}
+			break
+		}
+	}
+}
+
+// TestNativeConnectionLimit: the native listener takes at most max_native_connections
+// connections; one more is answered Overloaded, naming the bound, and closed.
+func TestNativeConnectionLimit(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxNativeConnections = 1
+	nd := startNode(t, cfg)
+	nativeConn(t, nd.CQLAddr()) // holds the one place
+	over, err := net.Dial("tcp", nd.CQLAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	over.SetDeadline(time.Now().Add(30 * time.Second))
+	h, body, err := cqlwire.NewFrameReader(bufio.NewReader(over), cqlwire.ReaderOptions{Responses: true}).ReadFrame()
+	if err != nil {
+		t.Fatalf("the connection over max_native_connections: %v, want an Overloaded answer", err)
+	}
+	f, err := cqlwire.DecodeFrame(h, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := f.Message.(*cqlwire.Error); !ok || e.Code != cqlwire.ErrOverloaded || !strings.Contains(e.Message, "at most 1") {
+		t.Errorf("the connection over max_native_connections = 1 was answered %#v, want Overloaded naming the bound", f.Message)
+	}
+}
+
+// TestSilentConnectionsDoNotLockClientsOut is audit 18's finding 4: a listener counts a
+// connection from accept, so connections that never handshake used to hold every place of
+// max_grpc_connections for gRPC's 120 s (renewable at will), locking clients and peers out.
+// Each gRPC listener now closes them after handshake_timeout, and a client gets in.
+func TestSilentConnectionsDoNotLockClientsOut(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxGRPCConnections = 1
+	cfg.HandshakeTimeout = 300 * time.Millisecond
+	cfg.MetricsAddr = "127.0.0.1:0"
+	nd := startNode(t, cfg)
+	for _, l := range []struct {
+		name, addr string
+		call       func() error // what a well-behaved client does
+	}{
+		{"client", nd.Addr(), func() error {
+			c, err := dialClient(nd.Addr(), insecure.NewCredentials())
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}},
+		{"internode", nd.InternodeAddr(), func() error { return callInternode(t, nd.InternodeAddr(), insecure.NewCredentials()) }},
+		{"metrics", nd.MetricsAddr(), nil},
+	} {
+		silent, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Close()
+		// Closed by the node (after the server's half of the handshake, on gRPC): reading
+		// ends long before the deadline, which only bounds a failing test.
+		silent.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if n, err := io.Copy(io.Discard, silent); errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s port: a connection that never handshakes read %d bytes and was still open after 20 s, want it closed after handshake_timeout", l.name, n)
+			continue
+		}
+		if l.call != nil {
+			poll.Must(t, 30*time.Second, l.name+" port: a well-behaved client connects once the silent one is closed", l.call)
+		}
+	}
+}
+
+// TestIdleConnectionsAreClosed: a client gRPC connection with no request in flight is closed
+// after idle_connection_timeout, so it does not keep another client out of
+// max_grpc_connections for ever; its client reconnects at its next request.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxGRPCConnections = 1
+	cfg.IdleConnectionTimeout = 300 * time.Millisecond
+	nd := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	idle, err := dialClient(nd.Addr(), insecure.NewCredentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if _, err := idle.Execute(ctx, client.One, "DESCRIBE KEYSPACES"); err != nil {
+		t.Fatal(err)
+	}
+	var other *client.Client
+	poll.Must(t, 30*time.Second, "another client gets the idle connection's place", func() error {
+		c, err := dialClient(nd.Addr(), insecure.NewCredentials())
+		if err != nil {
+			return err
+		}
+		if _, err := c.Execute(ctx, client.One, "DESCRIBE KEYSPACES"); err != nil {
+			c.Close()
+			return err
+		}
+		other = c
+		return nil
+	})
+	other.Close()
+	poll.Must(t, 30*time.Second, "the idle client reconnects at its next request", func() error {
+		_, err := idle.Execute(ctx, client.One, "DESCRIBE KEYSPACES")
+		return err
+	})
+}
+
+// TestMetricsConnectionLimit: the metrics listener takes at most node.MaxMetricsConnections
+// connections; one more is closed at once.
+func TestMetricsConnectionLimit(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MetricsAddr = "127.0.0.1:0"
+	nd := startNode(t, cfg)
+	for range node.MaxMetricsConnections {
+		c, err := net.Dial("tcp", nd.MetricsAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	over, err := net.Dial("tcp", nd.MetricsAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	over.SetReadDeadline(time.Now().Add(5 * time.Second)) // under handshake_timeout's 10 s
+	if n, err := io.Copy(io.Discard, over); err != nil {
+		t.Errorf("connection %d to the metrics port read %d bytes, %v; want it closed at once (EOF)", node.MaxMetricsConnections+1, n, err)
+	}
+}
+
+// TestConnectionsPerHost: no host may hold more than max_connections_per_host connections of
+// a client or internode listener, so that one host cannot take every place of the listener's
+// bound; a connection over it is closed at once, while another host still gets in. The hosts
+// are two loopback addresses.
+func TestConnectionsPerHost(t *testing.T) {
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.MaxConnectionsPerHost = 2
+	nd := startNode(t, cfg)
+	from := func(ip, addr string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 20 * time.Second}
+		return d.Dial("tcp", addr)
+	}
+	for _, l := range []struct{ name, addr string }{
+		{"client", nd.Addr()}, {"internode", nd.InternodeAddr()}, {"native", nd.CQLAddr()},
+	} {
+		for range 2 {
+			c, err := from("127.0.0.1", l.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		over, err := from("127.0.0.1", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer over.Close()
+		over.SetReadDeadline(time.Now().Add(5 * time.Second)) // under handshake_timeout's 10 s
+		if n, err := io.Copy(io.Discard, over); err != nil || n != 0 {
+			t.Errorf("%s port: connection 3 from one host read %d bytes, %v; want it closed at once (EOF)", l.name, n, err)
+		}
+		other, err := from("127.0.0.2", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if l.name == "native" {
+			other.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := other.Write(cqlwire.AppendFrame(nil, 1, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}, cqlwire.FrameOptions{})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another host is served: the node speaks first on gRPC (its settings) and answers
+		// STARTUP on the native protocol.
+		other.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if n, err := other.Read(make([]byte, 64)); err != nil || n == 0 {
+			t.Errorf("%s port: a connection from another host read %d bytes, %v; want it served", l.name, n, err)
+		}
 	}
 }

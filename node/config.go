@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
@@ -78,11 +79,44 @@ type Config struct {
 	// and the internode one's); a connection over it is closed at once, and the refusal
 	// logged. Default DefaultMaxGRPCConnections.
 	MaxGRPCConnections int `yaml:"max_grpc_connections"`
+	// MaxConnectionsPerHost bounds the open connections of each client and internode listener
+	// (Addr, InternodeAddr, CQLAddr) from one host: an IPv4 address, or an IPv6 /64. A
+	// connection over it is closed at once, so that one host, before or without logging in,
+	// cannot take every place of MaxGRPCConnections or MaxNativeConnections. Default
+	// DefaultMaxConnectionsPerHost.
+	MaxConnectionsPerHost int `yaml:"max_connections_per_host"`
 	// MaxConcurrentStreams bounds the requests in flight on one client gRPC connection;
 	// further ones wait for a stream. Internode connections, one per peer carrying all of a
 	// coordinator's requests, get InternodeStreamsFactor times as many. Default
 	// DefaultMaxConcurrentStreams.
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// HandshakeTimeout is how long a new connection to a client or internode listener may take
+	// to complete its handshake before it is closed: TLS and HTTP/2's preface and settings on
+	// the gRPC listeners, STARTUP (and the login) on the native protocol, TLS and the request
+	// header on /metrics. A connection that never handshakes holds a place in the listener's
+	// connection bound until then. Default DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
+	// IdleConnectionTimeout is how long a gRPC connection with no request in flight (client
+	// and internode) and an idle /metrics keep-alive connection stay open; then the node
+	// closes them (a gRPC client reconnects at its next request). Default
+	// DefaultIdleConnectionTimeout.
+	IdleConnectionTimeout time.Duration `yaml:"idle_connection_timeout"`
+	// MaxNativeConnections bounds the open connections of the CQL native protocol listener;
+	// one over it is answered Overloaded and closed. Default native.DefaultMaxConnections.
+	MaxNativeConnections int `yaml:"max_native_connections"`
+	// MaxNativeRequestsPerConnection bounds the requests of one native protocol connection
+	// being executed or waiting for their answer to be written; at the bound the connection
+	// is not read until one is answered. 1 to native.MaxInFlightLimit (the stream ids of a
+	// connection). Default native.DefaultMaxInFlight.
+	MaxNativeRequestsPerConnection int `yaml:"max_native_requests_per_connection"`
+	// MaxNativeConnectionBytes bounds the bytes of requests being executed and answers
+	// waiting to be written that one native protocol connection holds in memory;
+	// MaxNativeBytes those of every connection together. At a bound the connection is not read
+	// and its answers wait (backpressure); a frame larger than a bound is still served, alone.
+	// Defaults native.DefaultMaxConnectionBytes (64 MiB) and native.DefaultMaxServerBytes
+	// (1 GiB).
+	MaxNativeConnectionBytes int64 `yaml:"max_native_connection_bytes"`
+	MaxNativeBytes           int64 `yaml:"max_native_bytes"`
 	// LimiterCapacity is the number of partitions the rate limiter tracks per node, 24 bytes
 	// each. Default partitionlimit.DefaultCapacity (about 1M).
 	LimiterCapacity int `yaml:"limiter_capacity"`
@@ -220,6 +254,18 @@ const (
 	DefaultMaxConcurrentStreams = 1024
 	// InternodeStreamsFactor multiplies MaxConcurrentStreams on internode connections.
 	InternodeStreamsFactor = 16
+	// DefaultMaxConnectionsPerHost is a quarter of the default connection bounds: it takes
+	// four hosts to fill a listener, and a host running many clients (an application server
+	// behind NAT) still gets plenty.
+	DefaultMaxConnectionsPerHost = DefaultMaxGRPCConnections / 4
+)
+
+// Defaults of the connections' timeouts. DefaultHandshakeTimeout is the native front end's:
+// ample for a TLS handshake across a continent, short enough that silent connections free
+// their places in the connection bounds quickly.
+const (
+	DefaultHandshakeTimeout      = native.DefaultHandshakeTimeout
+	DefaultIdleConnectionTimeout = 5 * time.Minute
 )
 
 // DefaultReloadInterval is Config.ReloadInterval when it is zero.
@@ -321,8 +367,29 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.MaxGRPCConnections == 0 {
 		c.MaxGRPCConnections = DefaultMaxGRPCConnections
 	}
+	if c.MaxConnectionsPerHost == 0 {
+		c.MaxConnectionsPerHost = DefaultMaxConnectionsPerHost
+	}
 	if c.MaxConcurrentStreams == 0 {
 		c.MaxConcurrentStreams = DefaultMaxConcurrentStreams
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.IdleConnectionTimeout == 0 {
+		c.IdleConnectionTimeout = DefaultIdleConnectionTimeout
+	}
+	if c.MaxNativeConnections == 0 {
+		c.MaxNativeConnections = native.DefaultMaxConnections
+	}
+	if c.MaxNativeRequestsPerConnection == 0 {
+		c.MaxNativeRequestsPerConnection = native.DefaultMaxInFlight
+	}
+	if c.MaxNativeConnectionBytes == 0 {
+		c.MaxNativeConnectionBytes = native.DefaultMaxConnectionBytes
+	}
+	if c.MaxNativeBytes == 0 {
+		c.MaxNativeBytes = native.DefaultMaxServerBytes
 	}
 	if c.MaxHintWindow == 0 {
 		c.MaxHintWindow = DefaultMaxHintWindow
@@ -412,6 +479,8 @@ func (c *Config) Validate() error {
 		{"ReloadInterval", "reload_interval", c.ReloadInterval},
 		{"MaxHintWindow", "max_hint_window", c.MaxHintWindow},
 		{"SchemaTombstoneGrace", "schema_tombstone_grace", c.SchemaTombstoneGrace},
+		{"HandshakeTimeout", "handshake_timeout", c.HandshakeTimeout},
+		{"IdleConnectionTimeout", "idle_connection_timeout", c.IdleConnectionTimeout},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("node: Config.%s (%s) is %v, want a positive duration", d.field, d.key, d.v)
@@ -443,9 +512,26 @@ func (c *Config) Validate() error {
 		{"MaxGRPCConnections", "max_grpc_connections", c.MaxGRPCConnections},
 		{"MaxConcurrentStreams", "max_concurrent_streams", c.MaxConcurrentStreams},
 		{"MaxStatementSize", "max_statement_size", c.MaxStatementSize},
+		{"MaxNativeConnections", "max_native_connections", c.MaxNativeConnections},
+		{"MaxConnectionsPerHost", "max_connections_per_host", c.MaxConnectionsPerHost},
 	} {
 		if b.v < 1 || b.v > math.MaxInt32 {
 			return fmt.Errorf("node: Config.%s (%s) is %d, want 1 to %d", b.field, b.key, b.v, math.MaxInt32)
+		}
+	}
+	if r := c.MaxNativeRequestsPerConnection; r < 1 || r > native.MaxInFlightLimit {
+		return fmt.Errorf("node: Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is %d, want 1 to %d (the stream ids of a connection)",
+			r, native.MaxInFlightLimit)
+	}
+	for _, b := range []struct {
+		field, key string
+		v          int64
+	}{
+		{"MaxNativeConnectionBytes", "max_native_connection_bytes", c.MaxNativeConnectionBytes},
+		{"MaxNativeBytes", "max_native_bytes", c.MaxNativeBytes},
+	} {
+		if b.v < 1 {
+			return fmt.Errorf("node: Config.%s (%s) is %d, want a positive number of bytes", b.field, b.key, b.v)
 		}
 	}
 	if c.MetricsTLS && c.TLSCert == "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/replica"
@@ -49,6 +50,20 @@ func TestConfigEnsureDefaults(t *testing.T) {
 	c.DataDir = "/d"
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate of the defaults with a data directory: %v", err)
+	}
+
+	if c.MaxNativeConnections != native.DefaultMaxConnections || c.MaxNativeRequestsPerConnection != native.DefaultMaxInFlight ||
+		c.MaxNativeConnectionBytes != native.DefaultMaxConnectionBytes || c.MaxNativeBytes != native.DefaultMaxServerBytes {
+		t.Errorf("EnsureDefaults: native bounds %d connections, %d requests per connection, %d bytes per connection, %d bytes; want the native front end's defaults",
+			c.MaxNativeConnections, c.MaxNativeRequestsPerConnection, c.MaxNativeConnectionBytes, c.MaxNativeBytes)
+	}
+
+	if c.MaxConnectionsPerHost != node.DefaultMaxConnectionsPerHost {
+		t.Errorf("EnsureDefaults: max connections per host %d, want %d", c.MaxConnectionsPerHost, node.DefaultMaxConnectionsPerHost)
+	}
+	if c.HandshakeTimeout != node.DefaultHandshakeTimeout || c.IdleConnectionTimeout != node.DefaultIdleConnectionTimeout {
+		t.Errorf("EnsureDefaults: handshake timeout %v, idle connection timeout %v; want %v, %v",
+			c.HandshakeTimeout, c.IdleConnectionTimeout, node.DefaultHandshakeTimeout, node.DefaultIdleConnectionTimeout)
 	}
 
 	// Set fields are kept.
@@ -96,6 +111,14 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.TLSCA = "ca.pem" }, "are set together or not at all"},
 		{func(c *node.Config) { c.MetricsTLS = true }, "Config.MetricsTLS (metrics_tls) needs tls_cert"},
 		{func(c *node.Config) { c.ReloadInterval = -time.Second }, "Config.ReloadInterval (reload_interval) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.HandshakeTimeout = -time.Second }, "Config.HandshakeTimeout (handshake_timeout) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.IdleConnectionTimeout = -time.Second }, "Config.IdleConnectionTimeout (idle_connection_timeout) is -1s, want a positive duration"},
+		{func(c *node.Config) { c.MaxConnectionsPerHost = -1 }, "Config.MaxConnectionsPerHost (max_connections_per_host) is -1, want 1 to 2147483647"},
+		{func(c *node.Config) { c.MaxNativeConnections = -1 }, "Config.MaxNativeConnections (max_native_connections) is -1, want 1 to 2147483647"},
+		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = -1 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is -1, want 1 to 32768"},
+		{func(c *node.Config) { c.MaxNativeRequestsPerConnection = 32769 }, "Config.MaxNativeRequestsPerConnection (max_native_requests_per_connection) is 32769, want 1 to 32768"},
+		{func(c *node.Config) { c.MaxNativeConnectionBytes = -1 }, "Config.MaxNativeConnectionBytes (max_native_connection_bytes) is -1, want a positive number of bytes"},
+		{func(c *node.Config) { c.MaxNativeBytes = -1 }, "Config.MaxNativeBytes (max_native_bytes) is -1, want a positive number of bytes"},
 	} {
 		c := node.Config{DataDir: "/d"}
 		c.EnsureDefaults()

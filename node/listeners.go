@@ -24,14 +24,15 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvnode/kvnode/internal/tlsconfig"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -85,8 +86,16 @@ func (n *Node) listen() error {
 			return fmt.Errorf("node: listen on --metrics-addr %s: %w", cfg.MetricsAddr, err)
 		}
 	}
-	n.lis = newLimitListener(n.lis, cfg.MaxGRPCConnections, "--addr", n.log)
-	n.ilis = newLimitListener(n.ilis, cfg.MaxGRPCConnections, "--internode-addr", n.log)
+	perHost := cfg.MaxConnectionsPerHost
+	n.lis = newLimitListener(n.lis, cfg.MaxGRPCConnections, perHost, "--addr", "max_grpc_connections", "max_connections_per_host", n.log)
+	n.ilis = newLimitListener(n.ilis, cfg.MaxGRPCConnections, perHost, "--internode-addr", "max_grpc_connections", "max_connections_per_host", n.log)
+	// The native front end bounds its connections in all itself (answering Overloaded);
+	// below TLS, the listener bounds those of one host.
+	n.clis = newLimitListener(n.clis, 0, perHost, "--cql-addr", "max_native_connections", "max_connections_per_host", n.log)
+	if n.mlis != nil {
+		// Below TLS: a connection is counted from accept, its handshake included.
+		n.mlis = newLimitListener(n.mlis, MaxMetricsConnections, 0, "--metrics-addr", "MaxMetricsConnections", "", n.log)
+	}
 	if n.sec.tls != nil {
 		// The native front end serves whatever listener it is given: a TLS one handshakes
 		// each connection on its first read.
@@ -98,15 +107,41 @@ func (n *Node) listen() error {
 	return nil
 }
 
+// Keepalive of the gRPC servers: a connection quiet for keepaliveTime is pinged, and closed
+// when the ping is not answered within keepaliveTimeout (a peer that vanished without closing
+// its connection frees its place in max_grpc_connections); a client pinging more often than
+// keepaliveMinTime is told to calm down and disconnected, as gRPC's enforcement does.
+const (
+	keepaliveTime    = time.Minute
+	keepaliveTimeout = 20 * time.Second
+	keepaliveMinTime = 10 * time.Second
+)
+
+// MaxMetricsConnections bounds the open connections of the metrics listener: Prometheus
+// servers and a few people's curl, never more.
+const MaxMetricsConnections = 32
+
 // serverOptions are the options of the client gRPC server, or of the internode one: message
-// and stream limits, and TLS when it is on (mutual on the internode server).
+// and stream limits, the handshake timeout, keepalive and the idle timeout, and TLS when it is
+// on (mutual on the internode server).
 func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
 	limit := MessageLimit(n.cfg.MaxMutationSize)
 	streams := uint64(n.cfg.MaxConcurrentStreams)
 	if internode {
 		streams = min(streams*InternodeStreamsFactor, math.MaxUint32)
 	}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit), grpc.MaxConcurrentStreams(uint32(streams))}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit), grpc.MaxConcurrentStreams(uint32(streams)),
+		// A connection counts against max_grpc_connections from accept: one that does not
+		// finish its TLS and HTTP/2 handshake in time is closed (gRPC's default is 120 s).
+		grpc.ConnectionTimeout(n.cfg.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: n.cfg.IdleConnectionTimeout,
+			Time:              keepaliveTime,
+			Timeout:           keepaliveTimeout,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
+	}
 	if n.sec.tls != nil {
 		cfg := n.sec.tls.ServerConfig()
 		if internode {
@@ -216,64 +251,112 @@ func stopGRPC(ctx context.Context, srv *grpc.Server) error {
 	}
 }
 
-// limitListener bounds the open connections accepted through it: one over the bound is closed
-// at once (the client sees the connection end and may try another node), and the refusals are
-// logged at most every refusalLogInterval, naming the listener and the limit.
+// limitListener bounds the open connections accepted through it, in all and from one host:
+// one over a bound is closed at once (the client sees the connection end and may try another
+// node), and the refusals are logged at most every refusalLogInterval, naming the listener and
+// the bound. The per-host bound keeps one host, authenticated or not, from taking every place:
+// hosts are IP addresses, IPv6 ones by their /64 prefix (what one machine is commonly given).
 type limitListener struct {
 	net.Listener
-	max    int64
-	what   string // the listener's flag, for the log
-	log    *slog.Logger
-	active atomic.Int64
+	max, perHost int    // 0: no bound
+	what         string // the listener's flag, for the log
+	key, hostKey string // the bounds' names, for the log
+	log          *slog.Logger
 
 	mu      sync.Mutex
-	refused int       // since the last log line
-	logged  time.Time // when the last refusal was logged
+	active  int
+	hosts   map[netip.Prefix]int // open connections per host
+	refused int                  // since the last log line
+	logged  time.Time            // when the last refusal was logged
 }
 
 // refusalLogInterval spaces the log lines of refused connections.
 const refusalLogInterval = 10 * time.Second
 
-func newLimitListener(l net.Listener, max int, what string, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: l, max: int64(max), what: what, log: log}
+// newLimitListener bounds l's connections to max in all (0: no bound) and perHost from one
+// host (0: no bound); key and hostKey name the bounds in the log.
+func newLimitListener(l net.Listener, max, perHost int, what, key, hostKey string, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: l, max: max, perHost: perHost, what: what, key: key, hostKey: hostKey, log: log,
+		hosts: map[netip.Prefix]int{}}
 }
 
-// Accept returns the next connection within the bound.
+// hostOf returns the host a connection from addr counts against: its IPv4 address, or its
+// IPv6 address's /64. A non-IP address is one unnamed host.
+func hostOf(addr net.Addr) netip.Prefix {
+	a, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return netip.Prefix{}
+	}
+	ip, ok := netip.AddrFromSlice(a.IP)
+	if !ok {
+		return netip.Prefix{}
+	}
+	ip = ip.Unmap()
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, _ := ip.Prefix(bits)
+	return p
+}
+
+// Accept returns the next connection within the bounds.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		if l.active.Add(1) <= l.max {
-			return &limitConn{Conn: c, l: l}, nil
+		host := hostOf(c.RemoteAddr())
+		l.mu.Lock()
+		over := ""
+		switch {
+		case l.max > 0 && l.active >= l.max:
+			over = l.key
+		case l.perHost > 0 && l.hosts[host] >= l.perHost:
+			over = l.hostKey
 		}
-		l.active.Add(-1)
+		if over == "" {
+			l.active++
+			l.hosts[host]++
+			l.mu.Unlock()
+			return &limitConn{Conn: c, l: l, host: host}, nil
+		}
+		l.refuseLocked(over, host)
+		l.mu.Unlock()
 		c.Close()
-		l.refuse()
 	}
 }
 
-func (l *limitListener) refuse() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *limitListener) refuseLocked(bound string, host netip.Prefix) {
 	l.refused++
 	if now := time.Now(); now.Sub(l.logged) >= refusalLogInterval {
-		l.log.Warn("refusing connections: the listener has as many open connections as max_grpc_connections allows",
-			"listener", l.what, "max_grpc_connections", l.max, "refused", l.refused)
+		l.log.Warn("refusing connections: a connection bound of the listener is reached",
+			"listener", l.what, "bound", bound, l.key, l.max, l.hostKey, l.perHost, "host", host, "refused", l.refused)
 		l.refused, l.logged = 0, now
 	}
 }
 
-// limitConn frees its place in the bound when closed, once.
+// release frees a closed connection's places.
+func (l *limitListener) release(host netip.Prefix) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active--
+	if l.hosts[host]--; l.hosts[host] <= 0 {
+		delete(l.hosts, host)
+	}
+}
+
+// limitConn frees its places in the bounds when closed, once.
 type limitConn struct {
 	net.Conn
 	l    *limitListener
+	host netip.Prefix
 	once sync.Once
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.active.Add(-1) })
+	c.once.Do(func() { c.l.release(c.host) })
 	return err
 }

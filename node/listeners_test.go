@@ -2,6 +2,9 @@ package node_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +14,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/node"
@@ -83,9 +89,23 @@ func TestClientPortServesOnlyTheClientAPI(t *testing.T) {
 	if !slices.Contains(names, kvnodepb.KVNode_ServiceDesc.ServiceName) {
 		t.Errorf("the client port lists %v, want it to list %s", names, kvnodepb.KVNode_ServiceDesc.ServiceName)
 	}
-	for _, internal := range []string{replicapb.Replica_ServiceDesc.ServiceName, replicapb.SchemaPaxos_ServiceDesc.ServiceName, replicapb.Membership_ServiceDesc.ServiceName} {
-		if slices.Contains(names, internal) {
-			t.Errorf("the client port lists the internode service %s: %v", internal, names)
+	internal := internodeServices(t)
+	for _, svc := range internal {
+		if slices.Contains(names, string(svc.FullName())) {
+			t.Errorf("the client port lists the internode service %s: %v", svc.FullName(), names)
+		}
+	}
+	// Every method of every internode service (the replica's, schema consensus, streaming,
+	// anti-entropy repair, and any added later) is unknown on the client port. The requests
+	// are empty: an unknown service is refused before its request is decoded.
+	for _, svc := range internal {
+		methods := svc.Methods()
+		for i := range methods.Len() {
+			m := methods.Get(i)
+			method := fmt.Sprintf("/%s/%s", svc.FullName(), m.Name())
+			if err := callEmpty(ctx, clientConn, method, m.IsStreamingServer() || m.IsStreamingClient()); status.Code(err) != codes.Unimplemented {
+				t.Errorf("%s on the client port = %v, want Unimplemented", method, err)
+			}
 		}
 	}
 
@@ -110,6 +130,14 @@ func TestClientPortServesOnlyTheClientAPI(t *testing.T) {
 		t.Errorf("Replica/TopPartitions on the internode port: %v", err)
 	} else if resp == nil {
 		t.Error("Replica/TopPartitions on the internode port returned nothing")
+	}
+	for _, method := range []string{
+		"/" + replicapb.Stream_ServiceDesc.ServiceName + "/View",
+		"/" + replicapb.AntiEntropy_ServiceDesc.ServiceName + "/RangeHashes",
+	} {
+		if err := callEmpty(ctx, internodeConn, method, false); status.Code(err) == codes.Unimplemented {
+			t.Errorf("%s on the internode port = %v, want it served", method, err)
+		}
 	}
 	if names, err := listServices(ctx, internodeConn); status.Code(err) != codes.Unimplemented {
 		t.Errorf("reflection on the internode port = %v, %v; want Unimplemented", names, err)
@@ -138,5 +166,76 @@ func TestPeersDialTheInternodeAddress(t *testing.T) {
 	got := exec(t, tc.client(1), client.All, "SELECT v FROM ks.t WHERE k = 'a'")
 	if len(got.Rows) != 1 {
 		t.Fatalf("a write through node 0 read through node 1 at ALL = %d rows, want 1", len(got.Rows))
+	}
+}
+
+// internodeServices returns the services of the internode protocol (the proto package
+// kvnode.replica.v1): every one registerInternal serves, and any added to the package later.
+func internodeServices(t *testing.T) []protoreflect.ServiceDescriptor {
+	t.Helper()
+	var out []protoreflect.ServiceDescriptor
+	protoregistry.GlobalFiles.RangeFilesByPackage("kvnode.replica.v1", func(f protoreflect.FileDescriptor) bool {
+		for i := range f.Services().Len() {
+			out = append(out, f.Services().Get(i))
+		}
+		return true
+	})
+	for _, want := range []string{replicapb.Replica_ServiceDesc.ServiceName, replicapb.SchemaPaxos_ServiceDesc.ServiceName,
+		replicapb.Stream_ServiceDesc.ServiceName, replicapb.AntiEntropy_ServiceDesc.ServiceName} {
+		if !slices.ContainsFunc(out, func(s protoreflect.ServiceDescriptor) bool { return string(s.FullName()) == want }) {
+			t.Fatalf("the internode services %v lack %s", out, want)
+		}
+	}
+	return out
+}
+
+// callEmpty calls method on conn with an empty request and returns the call's error; a
+// streaming method is opened and its first answer awaited.
+func callEmpty(ctx context.Context, conn *grpc.ClientConn, method string, streaming bool) error {
+	if !streaming {
+		return conn.Invoke(ctx, method, &emptypb.Empty{}, &emptypb.Empty{})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
+	if err != nil {
+		return err
+	}
+	if err := s.SendMsg(&emptypb.Empty{}); err != nil && err != io.EOF {
+		return err
+	}
+	s.CloseSend()
+	return s.RecvMsg(&emptypb.Empty{})
+}
+
+// TestRemoveNodeFromTheNodesHost calls RemoveNode on a node without an authenticator that
+// listens on every address, over loopback and over one of the host's other addresses: both come
+// from the node's own host, so both are served (the host id is unknown). Calls from other
+// hosts are refused (TestTopologyChangesFromOtherHostsNeedAuthentication); one host cannot
+// make a connection from another.
+func TestRemoveNodeFromTheNodesHost(t *testing.T) {
+	var ext net.IP
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+			ext = ip.IP
+			break
+		}
+	}
+	if ext == nil {
+		t.Skip("the host has no non-loopback IPv4 address")
+	}
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.Addr = "0.0.0.0:0"
+	nd := startNode(t, cfg)
+	_, port, _ := net.SplitHostPort(nd.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := &kvnodepb.RemoveNodeRequest{HostId: "no-such-node"}
+	for _, host := range []string{"127.0.0.1", ext.String()} {
+		_, err := kvnodepb.NewAdminClient(dialPlain(t, net.JoinHostPort(host, port))).RemoveNode(ctx, req)
+		if status.Code(err) != codes.NotFound {
+			t.Errorf("RemoveNode of an unknown node over %s, from the node's host = %v, want NotFound", host, err)
+		}
 	}
 }

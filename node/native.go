@@ -24,15 +24,7 @@ func (n *Node) startNative() error {
 			return err
 		}
 	}
-	srv, err := native.New(native.Config{
-		Executor:      n.exec,
-		MaxFrameSize:  MessageLimit(n.cfg.MaxMutationSize),
-		Schema:        n.schema,
-		Topology:      nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
-		Logger:        n.cfg.Logger.With("component", "native"),
-		Authenticator: n.nativeAuthenticator(),
-		Admission:     n.admission,
-	})
+	srv, err := native.New(n.nativeConfig())
 	if err != nil {
 		return err
 	}
@@ -46,6 +38,25 @@ func (n *Node) startNative() error {
 		}
 	}()
 	return nil
+}
+
+// nativeConfig is the native front end's configuration: the node's bounds on its
+// connections, and the node's parts it serves.
+func (n *Node) nativeConfig() native.Config {
+	return native.Config{
+		Executor:           n.exec,
+		MaxFrameSize:       MessageLimit(n.cfg.MaxMutationSize),
+		MaxConnections:     n.cfg.MaxNativeConnections,
+		MaxInFlight:        n.cfg.MaxNativeRequestsPerConnection,
+		MaxConnectionBytes: n.cfg.MaxNativeConnectionBytes,
+		MaxServerBytes:     n.cfg.MaxNativeBytes,
+		HandshakeTimeout:   n.cfg.HandshakeTimeout,
+		Schema:             n.schema,
+		Topology:           nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
+		Logger:             n.cfg.Logger.With("component", "native"),
+		Authenticator:      n.nativeAuthenticator(),
+		Admission:          n.admission,
+	}
 }
 
 // CQLAddr returns the CQL native protocol address drivers connect to.

@@ -272,7 +272,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.mlis != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{Registry: n.registry}))
-		n.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		n.metrics = &http.Server{
+			Handler: mux,
+			// The TLS handshake and the request's header; a scrape's answer; keep-alive.
+			ReadHeaderTimeout: cfg.HandshakeTimeout,
+			WriteTimeout:      metricsWriteTimeout,
+			IdleTimeout:       cfg.IdleConnectionTimeout,
+			MaxHeaderBytes:    metricsMaxHeaderBytes,
+		}
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -286,6 +293,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		"data_dir", cfg.DataDir, "seeds", cfg.Seeds)
 	return n, nil
 }
+
+// Bounds of a /metrics request: its answer is written within metricsWriteTimeout (a
+// Prometheus scrape times out after 10 s by default), and its header is at most
+// metricsMaxHeaderBytes (a scrape sends a few hundred bytes).
+const (
+	metricsWriteTimeout   = time.Minute
+	metricsMaxHeaderBytes = 64 << 10
+)
 
 // loopback reports whether addr's host is a loopback address, where only this host's nodes can
 // reach it.

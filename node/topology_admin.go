@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/cluster"
@@ -84,8 +86,48 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 	return resp, nil
 }
 
+// allowTopologyChange refuses a topology change (decommission, removenode) asked over a
+// connection from another host when the node has no authenticator: the Admin service shares
+// the client port, and without logins anyone who reaches it could otherwise take the node out
+// of the cluster or remove others, as Cassandra's nodetool is local-only unless JMX
+// authentication is on. With authentication on, the gRPC interceptors already demand a
+// superuser (grpcapi.AuthInterceptors).
+func (n *Node) allowTopologyChange(ctx context.Context, what string) error {
+	if n.cfg.authEnabled() {
+		return nil
+	}
+	p, ok := peer.FromContext(ctx)
+	if ok && sameHost(p) {
+		return nil
+	}
+	from := "an unknown peer"
+	if ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	return status.Errorf(codes.PermissionDenied,
+		"%s from %s refused: with authenticator none this node takes topology changes only from its own host; run kvnode %s on the node, or turn on authentication (authenticator: password) and log in as a superuser",
+		what, from, what)
+}
+
+// sameHost reports whether p's connection comes from this host: over loopback, or from the
+// address it reached (a host dialing one of its own addresses connects from it).
+func sameHost(p *peer.Peer) bool {
+	remote, ok := p.Addr.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	if remote.IP.IsLoopback() {
+		return true
+	}
+	local, ok := p.LocalAddr.(*net.TCPAddr)
+	return ok && !remote.IP.IsUnspecified() && remote.IP.Equal(local.IP)
+}
+
 // Decommission implements kvnodepb.AdminServer.
 func (a adminServer) Decommission(ctx context.Context, _ *kvnodepb.DecommissionRequest) (*kvnodepb.DecommissionResponse, error) {
+	if err := a.n.allowTopologyChange(ctx, "decommission"); err != nil {
+		return nil, err
+	}
 	got, err := a.n.decommission(ctx)
 	if err != nil {
 		return nil, adminError(err)
@@ -95,6 +137,9 @@ func (a adminServer) Decommission(ctx context.Context, _ *kvnodepb.DecommissionR
 
 // RemoveNode implements kvnodepb.AdminServer.
 func (a adminServer) RemoveNode(ctx context.Context, req *kvnodepb.RemoveNodeRequest) (*kvnodepb.RemoveNodeResponse, error) {
+	if err := a.n.allowTopologyChange(ctx, "removenode"); err != nil {
+		return nil, err
+	}
 	id := cluster.NodeID(req.GetHostId())
 	if id == "" {
 		return nil, invalidArg("removenode: host_id is empty")

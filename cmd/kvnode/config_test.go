@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/internal/admission"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
@@ -74,52 +75,60 @@ max_timestamp_ahead: 72h
 max_mutation_size: 1048576
 max_statement_size: 65536
 shutdown_grace: 30s
+max_native_connection_bytes: 1048576
 dc: eu-west
 rack: r1
 `)
 	cfg, err := parseServeFlags([]string{"--config", path, "--addr", "127.0.0.1:1", "--seeds", "a:1, b:2,", "--rack", "r7",
 		"--tombstone-failure-threshold", "7", "--max-mutation-size", "2097152", "--read-timeout", "9s",
-		"--sync=true", "--profile", "test"}, io.Discard)
+		"--sync=true", "--profile", "test", "--max-native-connections", "100", "--idle-connection-timeout", "1m"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	adm := (&admission.Config{}).EnsureDefaults() // derived from the machine
 	want := serveConfig{
 		Config: node.Config{
-			DataDir:                "/var/lib/kvnode", // from the file
-			Addr:                   "127.0.0.1:1",     // flag wins over the file
-			CQLAddr:                "127.0.0.1:9042",
-			InternodeAddr:          "10.0.0.1:7000", // from the file
-			GossipAddr:             "10.0.0.1:7946",
-			MetricsAddr:            "",
-			Seeds:                  []string{"a:1", "b:2"}, // flag
-			NumTokens:              32,
-			ClusterName:            "prod-eu",
-			Profile:                cluster.ProfileTest, // flag
-			LimiterCapacity:        65536,
-			WriteTimeout:           3 * time.Second,
-			ReadTimeout:            9 * time.Second, // flag
-			SchemaAgreementTimeout: 20 * time.Second,
-			MaxTimestampAhead:      72 * time.Hour,
-			MaxMutationSize:        2 << 20, // flag
-			MaxStatementSize:       65536,
-			ShutdownGrace:          30 * time.Second,
-			BatchlogReplayInterval: node.DefaultBatchlogReplayInterval,
-			ReloadInterval:         node.DefaultReloadInterval,
-			SchemaLimits:           schema.Limits{MaxColumnsPerTable: schema.DefaultMaxColumnsPerTable, MaxTablesPerKeyspace: schema.DefaultMaxTablesPerKeyspace, MaxSchemaSize: schema.DefaultMaxSchemaSize},
-			SchemaTombstoneGrace:   node.DefaultSchemaTombstoneGrace,
-			MaxGRPCConnections:     node.DefaultMaxGRPCConnections,
-			MaxConcurrentStreams:   node.DefaultMaxConcurrentStreams,
-			StreamThroughput:       node.DefaultStreamThroughput,
-			MaxHintWindow:          node.DefaultMaxHintWindow,
-			MaxHintsSizePerHost:    node.DefaultMaxHintsSizePerHost,
-			HintsThrottle:          node.DefaultHintsThrottle,
-			DataCenter:             "eu-west", // from the file
-			Rack:                   "r7",      // flag
-			MaxConcurrentRequests:  adm.MaxConcurrent,
-			MaxQueuedRequests:      adm.MaxQueued,
-			RequestQueueTimeout:    adm.QueueTimeout,
-			Authenticator:          node.AuthenticatorNone,
+			DataDir:                        "/var/lib/kvnode", // from the file
+			Addr:                           "127.0.0.1:1",     // flag wins over the file
+			CQLAddr:                        "127.0.0.1:9042",
+			InternodeAddr:                  "10.0.0.1:7000", // from the file
+			GossipAddr:                     "10.0.0.1:7946",
+			MetricsAddr:                    "",
+			Seeds:                          []string{"a:1", "b:2"}, // flag
+			NumTokens:                      32,
+			ClusterName:                    "prod-eu",
+			Profile:                        cluster.ProfileTest, // flag
+			LimiterCapacity:                65536,
+			WriteTimeout:                   3 * time.Second,
+			ReadTimeout:                    9 * time.Second, // flag
+			SchemaAgreementTimeout:         20 * time.Second,
+			MaxTimestampAhead:              72 * time.Hour,
+			MaxMutationSize:                2 << 20, // flag
+			MaxStatementSize:               65536,
+			ShutdownGrace:                  30 * time.Second,
+			BatchlogReplayInterval:         node.DefaultBatchlogReplayInterval,
+			ReloadInterval:                 node.DefaultReloadInterval,
+			SchemaLimits:                   schema.Limits{MaxColumnsPerTable: schema.DefaultMaxColumnsPerTable, MaxTablesPerKeyspace: schema.DefaultMaxTablesPerKeyspace, MaxSchemaSize: schema.DefaultMaxSchemaSize},
+			SchemaTombstoneGrace:           node.DefaultSchemaTombstoneGrace,
+			MaxGRPCConnections:             node.DefaultMaxGRPCConnections,
+			MaxConcurrentStreams:           node.DefaultMaxConcurrentStreams,
+			MaxConnectionsPerHost:          node.DefaultMaxConnectionsPerHost,
+			HandshakeTimeout:               node.DefaultHandshakeTimeout,
+			IdleConnectionTimeout:          time.Minute, // flag
+			MaxNativeConnections:           100,         // flag
+			MaxNativeRequestsPerConnection: native.DefaultMaxInFlight,
+			MaxNativeConnectionBytes:       1 << 20, // from the file
+			MaxNativeBytes:                 native.DefaultMaxServerBytes,
+			StreamThroughput:               node.DefaultStreamThroughput,
+			MaxHintWindow:                  node.DefaultMaxHintWindow,
+			MaxHintsSizePerHost:            node.DefaultMaxHintsSizePerHost,
+			HintsThrottle:                  node.DefaultHintsThrottle,
+			DataCenter:                     "eu-west", // from the file
+			Rack:                           "r7",      // flag
+			MaxConcurrentRequests:          adm.MaxConcurrent,
+			MaxQueuedRequests:              adm.MaxQueued,
+			RequestQueueTimeout:            adm.QueueTimeout,
+			Authenticator:                  node.AuthenticatorNone,
 		},
 		Sync:     true, // flag
 		LogLevel: slog.LevelDebug,
@@ -175,6 +184,8 @@ func TestServeConfigRoundTrip(t *testing.T) {
 			SchemaLimits:         schema.Limits{MaxColumnsPerTable: 9, MaxTablesPerKeyspace: 8, MaxSchemaSize: 7},
 			SchemaTombstoneGrace: 29 * time.Minute,
 			MaxGRPCConnections:   6, MaxConcurrentStreams: 5,
+			MaxConnectionsPerHost: 53, HandshakeTimeout: 43 * time.Millisecond, IdleConnectionTimeout: 47 * time.Second,
+			MaxNativeConnections: 29, MaxNativeRequestsPerConnection: 31, MaxNativeConnectionBytes: 37, MaxNativeBytes: 41,
 			StreamThroughput: 1 << 20,
 			MaxHintWindow:    time.Minute, MaxHintsSizePerHost: 17, HintsThrottle: 19,
 			MaxConcurrentRequests: 17, MaxQueuedRequests: 19, RequestQueueTimeout: 23 * time.Millisecond,
@@ -232,6 +243,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--max-timestamp-ahead", "-1h"}, "max_timestamp_ahead) is -1h0m0s, want a positive duration"},
 		{[]string{"--max-timestamp-ahead", "soon"}, "soon"},
 		{[]string{"--max-mutation-size", "536870913"}, "max_mutation_size) is 536870913, want 1 to 536870912"},
+		{[]string{"--max-native-requests-per-connection", "40000"}, "max_native_requests_per_connection) is 40000, want 1 to 32768"},
+		{[]string{"--max-native-bytes", "-1"}, "max_native_bytes) is -1, want a positive number of bytes"},
+		{[]string{"--handshake-timeout", "-1s"}, "handshake_timeout) is -1s, want a positive duration"},
 		{[]string{"--data-dir", ""}, "data_dir"},
 		{[]string{"--addr", "nohost"}, "addr) \"nohost\""},
 		{[]string{"--seeds", "a:1,b"}, "Seeds[1] (seeds) \"b\""},

@@ -158,6 +158,9 @@ func (c *Config) validate() error {
 // maxStreams is the number of stream ids a v4 client may use (0 to 32767).
 const maxStreams = 1 << 15
 
+// MaxInFlightLimit is the largest Config.MaxInFlight: the stream ids a v4 client may use.
+const MaxInFlightLimit = maxStreams
+
 // Server serves the CQL native protocol on the listeners given to Serve. Close stops it.
 type Server struct {
 	cfg       Config
