@@ -168,11 +168,15 @@ func (e *Executor) role(ctx context.Context, name string) (*roleEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The permissions are read for a role that does not exist too, so that a login takes the
+	// same reads whether or not its username exists: its time does not tell.
+	perms, err := e.readPermissions(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	fresh := &roleEntry{loaded: now, exists: ok, row: row}
 	if ok {
-		if fresh.perms, err = e.readPermissions(ctx, name); err != nil {
-			return nil, err
-		}
+		fresh.perms = perms
 		if ent != nil && ent.row.hash == row.hash {
 			fresh.verified = verified // the password did not change
 		}
@@ -180,8 +184,10 @@ func (e *Executor) role(ctx context.Context, name string) (*roleEntry, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.cache) >= maxAuthCacheEntries {
+		// Full: forget expired entries, then names that are no role (a client trying made-up
+		// usernames fills the cache with them), and only then every entry.
 		for k, v := range a.cache {
-			if now.Sub(v.loaded) >= a.ttl {
+			if now.Sub(v.loaded) >= a.ttl || !v.exists {
 				delete(a.cache, k)
 			}
 		}

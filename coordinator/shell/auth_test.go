@@ -70,6 +70,29 @@ func TestAuthSetupAndLogin(t *testing.T) {
 	}
 }
 
+// TestLoginReadsTheSameForAnyUsername: a login whose role is not cached takes as many replica
+// reads when the username exists as when it does not, so its time does not tell which
+// usernames exist.
+func TestLoginReadsTheSameForAnyUsername(t *testing.T) {
+	c := newAuthCluster(t)
+	ctx := context.Background()
+	reads := func(user string) int {
+		c.transport.mu.Lock()
+		before := c.transport.reads
+		c.transport.mu.Unlock()
+		if _, err := c.executors["n2"].Authenticate(ctx, user, "wrong"); err == nil {
+			t.Fatalf("Authenticate(%s, wrong) succeeded", user)
+		}
+		c.transport.mu.Lock()
+		defer c.transport.mu.Unlock()
+		return c.transport.reads - before
+	}
+	existing, missing := reads("admin"), reads("nobody")
+	if existing == 0 || existing != missing {
+		t.Errorf("an uncached login read %d times for an existing role and %d times for a missing one, want the same (and some)", existing, missing)
+	}
+}
+
 // TestAuthorization checks the executor's permission checks for every kind of statement, for
 // an anonymous caller and for a role with some grants, and that the cache expires.
 func TestAuthorization(t *testing.T) {
