@@ -87,13 +87,18 @@ func (t *topology) stop() {
 	t.wg.Wait()
 }
 
-// AppendPending implements shell.PendingRing: the pending replicas of token at rf.
-func (r ringView) AppendPending(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID {
+// AppendWriteReplicas implements shell.PendingRing: the replicas and the pending replicas of
+// token at rf, both from the ring of this moment.
+func (r ringView) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID) {
+	ring := r.c.Ring()
 	var buf [maxRF]cluster.NodeID
-	for _, id := range r.c.Ring().AppendPending(buf[:0], token, rf) {
-		dst = append(dst, coordinator.NodeID(id))
+	for _, id := range ring.AppendReplicas(buf[:0], token, rf) {
+		replicas = append(replicas, coordinator.NodeID(id))
 	}
-	return dst
+	for _, id := range ring.AppendPending(buf[:0], token, rf) {
+		pending = append(pending, coordinator.NodeID(id))
+	}
+	return replicas, pending
 }
 
 // intervals returns the inclusive token intervals of r.
