@@ -69,6 +69,15 @@ type topology struct {
 
 	entriesSent, entriesReceived atomic.Uint64
 	bytesSent, bytesReceived     atomic.Uint64
+	cleanupRanges                atomic.Uint64
+
+	// streamMu orders streams into this node with cleanups (cleanup.go): a cleanup never
+	// deletes what a stream brings for a topology change that has not finished.
+	streamMu    sync.Mutex
+	receiving   int           // streams into this node running
+	receivedFor *cluster.Ring // the ring when the last stream into this node started
+	// cleanedFor is the ring of the last cleanup that ran to its end.
+	cleanedFor atomic.Pointer[cluster.Ring]
 }
 
 func newTopology(n *Node) *topology {
@@ -219,6 +228,15 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 	if len(ids) == 0 {
 		return 0, 0, nil
 	}
+	t.streamMu.Lock()
+	t.receiving++
+	t.receivedFor = t.n.cluster.Ring()
+	t.streamMu.Unlock()
+	defer func() {
+		t.streamMu.Lock()
+		t.receiving--
+		t.streamMu.Unlock()
+	}()
 	api, done, err := t.n.streamClient(src)
 	if err != nil {
 		return 0, 0, err
