@@ -41,6 +41,9 @@ const (
 	viewWait = time.Minute
 	// viewPoll is how often it asks them.
 	viewPoll = 50 * time.Millisecond
+	// decommissionHintTimeout bounds how long a decommission waits for the node's hints to be
+	// delivered before it gives up and the node stays normal.
+	decommissionHintTimeout = 5 * time.Minute
 	// viewTimeout bounds one View call.
 	viewTimeout = 2 * time.Second
 )
@@ -668,8 +671,22 @@ func (n *Node) decommission(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return abort(fmt.Errorf("decommission of %s: %w; it stays normal", self, err))
 	}
+	// Nobody replays this node's hints once it has left: hand them off first.
+	hctx, cancel := context.WithTimeout(ctx, decommissionHintTimeout)
+	err = n.hinter.drain(hctx)
+	cancel()
+	if err != nil {
+		return abort(refused("decommission of %s: its hints could not be delivered within %v: %v; it stays normal (bring their targets up, and run it again)", self, decommissionHintTimeout, err))
+	}
 	if err := c.SetState(cluster.StateLeft); err != nil {
 		return 0, err
+	}
+	// Writes this node coordinated meanwhile may have left hints: deliver them too.
+	hctx, cancel = context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	err = n.hinter.drain(hctx)
+	cancel()
+	if err != nil {
+		n.log.Warn("hints stored during the decommission were not all delivered; run a repair", "err", err)
 	}
 	if err := n.awaitSeen(ctx, self, "left", func(st string, listed bool) bool { return !listed || st == "left" }); err != nil {
 		n.log.Warn("not every live node sees this node left yet", "err", err)
