@@ -366,3 +366,33 @@ func (r *Ring) Ownership(rf int) map[NodeID]float64 {
 	}
 	return own
 }
+
+// Unreplicated returns the token ranges of r that node id does not replicate at replication
+// factor rf, in token order, adjacent ones merged (the range that wraps around the ring comes
+// first). It returns nil for an empty ring or rf ≤ 0, and the whole ring when id owns nothing.
+// A node deletes its data in these ranges once a topology change has finished (cleanup).
+func (r *Ring) Unreplicated(id NodeID, rf int) []TokenRange {
+	bounds := slices.Compact(slices.Clone(r.tokens))
+	if len(bounds) == 0 || rf <= 0 {
+		return nil
+	}
+	var out []TokenRange
+	var buf [8]NodeID
+	for i, b := range bounds {
+		start := bounds[(i+len(bounds)-1)%len(bounds)]
+		if slices.Contains(r.AppendReplicas(buf[:0], b, rf), id) {
+			continue
+		}
+		if len(out) > 0 && out[len(out)-1].End == start {
+			out[len(out)-1].End = b
+			continue
+		}
+		out = append(out, TokenRange{Start: start, End: b})
+	}
+	// The last range may end where the first (the wrapping one) starts.
+	if n := len(out); n > 1 && out[n-1].End == out[0].Start {
+		out[0].Start = out[n-1].Start
+		out = out[:n-1]
+	}
+	return out
+}

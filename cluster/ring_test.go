@@ -220,3 +220,48 @@ func BenchmarkAppendReplicas(b *testing.B) {
 		})
 	}
 }
+
+func TestUnreplicated(t *testing.T) {
+	r := fixedRing() // a: 0, 300; b: 100; c: 200
+	tests := []struct {
+		id   NodeID
+		rf   int
+		want []TokenRange
+	}{
+		{"a", 1, []TokenRange{{0, 200}}},   // a owns (200, 300] and (300, 0]
+		{"b", 1, []TokenRange{{100, 0}}},   // wraps: (100, 0]
+		{"b", 2, []TokenRange{{100, 200}}}, // (100, 200] goes to c and a
+		{"c", 3, nil},                      // every node replicates everything
+		{"d", 2, []TokenRange{{300, 300}}}, // a node owning nothing: the whole ring
+		{"a", 0, nil},                      //
+	}
+	for _, tt := range tests {
+		if got := r.Unreplicated(tt.id, tt.rf); !slices.Equal(got, tt.want) {
+			t.Errorf("Unreplicated(%s, rf=%d) = %v, want %v", tt.id, tt.rf, got, tt.want)
+		}
+	}
+	if got := NewRing(nil).Unreplicated("a", 1); got != nil {
+		t.Errorf("Unreplicated on an empty ring = %v, want none", got)
+	}
+
+	// Random rings: a token is in an unreplicated range exactly when id is not its replica.
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := []NodeID{"n1", "n2", "n3", "n4", "n5"}
+	var nodes []RingNode
+	for _, id := range ids {
+		nodes = append(nodes, RingNode{ID: id, Tokens: NodeTokens(id, 8)})
+	}
+	big := NewRing(nodes)
+	for _, rf := range []int{1, 2, 3} {
+		for _, id := range ids {
+			un := big.Unreplicated(id, rf)
+			for range 2000 {
+				tok := int64(rng.Uint64())
+				in := slices.ContainsFunc(un, func(tr TokenRange) bool { return tr.Contains(tok) })
+				if rep := slices.Contains(big.Replicas(tok, rf), id); in == rep {
+					t.Fatalf("token %d at rf %d: %s replicates it = %v, and it is in Unreplicated = %v", tok, rf, id, rep, in)
+				}
+			}
+		}
+	}
+}

@@ -228,6 +228,16 @@ type TestingKnobs struct {
 	// AuthHashCost is the bcrypt cost of password hashes (shell.AuthConfig.HashCost); tests
 	// lower it. Zero means bcrypt's default.
 	AuthHashCost int
+	// PauseHintReplay, if set, skips the periodic hint replay while it returns true (a
+	// decommission still hands its hints off).
+	PauseHintReplay func() bool
+}
+
+func (k *TestingKnobs) pauseHintReplay() func() bool {
+	if k == nil {
+		return nil
+	}
+	return k.PauseHintReplay
 }
 
 func (k *TestingKnobs) beforeBatchApply() func() error {

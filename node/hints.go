@@ -400,6 +400,11 @@ type hintReplayer struct {
 	isLive   func(coordinator.NodeID) bool
 	timeout  time.Duration // of one replayed write
 	throttle *rate.Limiter // bytes per second
+	// paused, if set, skips the periodic rounds while it returns true (a testing knob).
+	paused func() bool
+
+	// mu serialises replays: the periodic rounds and a decommission's hand-off.
+	mu sync.Mutex
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -429,6 +434,11 @@ func (r *hintReplayer) run(ctx context.Context, changed func() <-chan struct{}, 
 
 // round replays the hints of every live target that has some.
 func (r *hintReplayer) round(ctx context.Context) {
+	if r.paused != nil && r.paused() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, target := range r.store.pendingTargets() {
 		if ctx.Err() != nil {
 			return
@@ -446,6 +456,36 @@ func (r *hintReplayer) round(ctx context.Context) {
 			r.log.Warn("hint replay stopped; retrying later", "target", string(target), "replayed", n, "err", err)
 		case n > 0:
 			r.log.Info("hints replayed", "target", string(target), "replayed", n)
+		}
+	}
+}
+
+// drain replays every hint the store holds until none is left (a decommissioning node hands
+// its hints off so: nobody would replay them once it has left). Hints of a target that left the
+// cluster are dropped, as a round drops them. It fails when a target is down, when one fails a
+// hint, or when ctx ends first; the hints not replayed stay.
+func (r *hintReplayer) drain(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		targets := r.store.pendingTargets()
+		if len(targets) == 0 {
+			return nil
+		}
+		for _, target := range targets {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !r.isMember(target) {
+				r.discard(target, dropRemoved)
+				continue
+			}
+			if !r.isLive(target) {
+				return fmt.Errorf("node %s, which this node holds hints for, is down", target)
+			}
+			if n, err := r.replayTarget(ctx, target); err != nil {
+				return fmt.Errorf("replaying hints to %s (%d replayed): %w", target, n, err)
+			}
 		}
 	}
 }
@@ -575,6 +615,7 @@ func (n *Node) startHintReplay(now func() time.Time) {
 		isLive:   func(id coordinator.NodeID) bool { return n.cluster.IsLive(cluster.NodeID(id)) },
 		timeout:  n.cfg.WriteTimeout,
 		throttle: rate.NewLimiter(rate.Limit(n.cfg.HintsThrottle), limit),
+		paused:   n.cfg.Testing.pauseHintReplay(),
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}

@@ -263,6 +263,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.bootstrap(ctx); err != nil {
 		return nil, err
 	}
+	n.startCleanup()
 
 	if err := n.startNative(); err != nil {
 		return nil, err

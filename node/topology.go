@@ -41,6 +41,9 @@ const (
 	viewWait = time.Minute
 	// viewPoll is how often it asks them.
 	viewPoll = 50 * time.Millisecond
+	// decommissionHintTimeout bounds how long a decommission waits for the node's hints to be
+	// delivered before it gives up and the node stays normal.
+	decommissionHintTimeout = 5 * time.Minute
 	// viewTimeout bounds one View call.
 	viewTimeout = 2 * time.Second
 )
@@ -69,6 +72,15 @@ type topology struct {
 
 	entriesSent, entriesReceived atomic.Uint64
 	bytesSent, bytesReceived     atomic.Uint64
+	cleanupRanges                atomic.Uint64
+
+	// streamMu orders streams into this node with cleanups (cleanup.go): a cleanup never
+	// deletes what a stream brings for a topology change that has not finished.
+	streamMu    sync.Mutex
+	receiving   int           // streams into this node running
+	receivedFor *cluster.Ring // the ring when the last stream into this node started
+	// cleanedFor is the ring of the last cleanup that ran to its end.
+	cleanedFor atomic.Pointer[cluster.Ring]
 }
 
 func newTopology(n *Node) *topology {
@@ -87,13 +99,18 @@ func (t *topology) stop() {
 	t.wg.Wait()
 }
 
-// AppendPending implements shell.PendingRing: the pending replicas of token at rf.
-func (r ringView) AppendPending(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID {
+// AppendWriteReplicas implements shell.PendingRing: the replicas and the pending replicas of
+// token at rf, both from the ring of this moment.
+func (r ringView) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID) {
+	ring := r.c.Ring()
 	var buf [maxRF]cluster.NodeID
-	for _, id := range r.c.Ring().AppendPending(buf[:0], token, rf) {
-		dst = append(dst, coordinator.NodeID(id))
+	for _, id := range ring.AppendReplicas(buf[:0], token, rf) {
+		replicas = append(replicas, coordinator.NodeID(id))
 	}
-	return dst
+	for _, id := range ring.AppendPending(buf[:0], token, rf) {
+		pending = append(pending, coordinator.NodeID(id))
+	}
+	return replicas, pending
 }
 
 // intervals returns the inclusive token intervals of r.
@@ -214,6 +231,15 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 	if len(ids) == 0 {
 		return 0, 0, nil
 	}
+	t.streamMu.Lock()
+	t.receiving++
+	t.receivedFor = t.n.cluster.Ring()
+	t.streamMu.Unlock()
+	defer func() {
+		t.streamMu.Lock()
+		t.receiving--
+		t.streamMu.Unlock()
+	}()
 	api, done, err := t.n.streamClient(src)
 	if err != nil {
 		return 0, 0, err
@@ -645,8 +671,22 @@ func (n *Node) decommission(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return abort(fmt.Errorf("decommission of %s: %w; it stays normal", self, err))
 	}
+	// Nobody replays this node's hints once it has left: hand them off first.
+	hctx, cancel := context.WithTimeout(ctx, decommissionHintTimeout)
+	err = n.hinter.drain(hctx)
+	cancel()
+	if err != nil {
+		return abort(refused("decommission of %s: its hints could not be delivered within %v: %v; it stays normal (bring their targets up, and run it again)", self, decommissionHintTimeout, err))
+	}
 	if err := c.SetState(cluster.StateLeft); err != nil {
 		return 0, err
+	}
+	// Writes this node coordinated meanwhile may have left hints: deliver them too.
+	hctx, cancel = context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	err = n.hinter.drain(hctx)
+	cancel()
+	if err != nil {
+		n.log.Warn("hints stored during the decommission were not all delivered; run a repair", "err", err)
 	}
 	if err := n.awaitSeen(ctx, self, "left", func(st string, listed bool) bool { return !listed || st == "left" }); err != nil {
 		n.log.Warn("not every live node sees this node left yet", "err", err)

@@ -22,8 +22,8 @@ func invalidArg(format string, args ...any) error {
 	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
 }
 
-// adminServer is the Admin service (kvnode status, decommission, removenode), served next to the
-// client API.
+// adminServer is the Admin service (kvnode status, decommission, removenode, cleanup), served
+// next to the client API.
 type adminServer struct {
 	kvnodepb.UnimplementedAdminServer
 	n *Node
@@ -149,4 +149,13 @@ func (a adminServer) RemoveNode(ctx context.Context, req *kvnodepb.RemoveNodeReq
 		return nil, adminError(err)
 	}
 	return &kvnodepb.RemoveNodeResponse{EntriesStreamed: got}, nil
+}
+
+// Cleanup implements kvnodepb.AdminServer.
+func (a adminServer) Cleanup(ctx context.Context, _ *kvnodepb.CleanupRequest) (*kvnodepb.CleanupResponse, error) {
+	st, err := a.n.cleanup(ctx)
+	if err != nil {
+		return nil, adminError(err)
+	}
+	return &kvnodepb.CleanupResponse{Tables: uint32(st.Tables), RangesDeleted: uint32(st.Ranges)}, nil
 }

@@ -19,7 +19,7 @@ import (
 
 // TestTopologyChangesThatWouldLoseDataAreRefused: removenode of the serving node, of an unknown
 // node, of a live node, and of a dead node holding the only replica of rows (RF=1), and a
-// decommission while another node is down, are all refused, through the Admin service with
+// decommission and a cleanup while another node is down, are all refused, through the Admin service with
 // FAILED_PRECONDITION (NOT_FOUND for the unknown node), and change nothing.
 func TestTopologyChangesThatWouldLoseDataAreRefused(t *testing.T) {
 	tc := startCluster(t, 3)
@@ -57,6 +57,8 @@ func TestTopologyChangesThatWouldLoseDataAreRefused(t *testing.T) {
 	check("removenode of the only replica of RF=1 rows", removeNode(tc.ids[2]), codes.FailedPrecondition, "no live replica holds range")
 	_, err = admin.Decommission(ctx, &kvnodepb.DecommissionRequest{})
 	check("decommission with a node down", err, codes.FailedPrecondition, "is down")
+	_, err = admin.Cleanup(ctx, &kvnodepb.CleanupRequest{})
+	check("cleanup with a node down", err, codes.FailedPrecondition, "is down")
 	for i := range 2 {
 		if st := tc.nodes[i].Cluster().State(); st != cluster.StateNormal {
 			t.Errorf("node %d is %v after refused changes, want normal", i, st)

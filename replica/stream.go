@@ -126,3 +126,66 @@ func (s *Store) LoadBytes() int64 {
 	}
 	return int64(m.DiskSpaceUsage())
 }
+
+// DeleteTokens deletes every storage entry of table id whose partition token t has
+// from ≤ t ≤ to for one of the inclusive token intervals, durably (synced whatever
+// Options.NoSync says: a node that deleted a range it no longer replicates must not find it again
+// after a crash). An interval that holds no entry costs one seek and writes nothing; one that
+// does is deleted with one range tombstone. It returns how many intervals held entries. Table id
+// 0 (the batchlog, the repair state) is refused.
+func (s *Store) DeleteTokens(id schema.TableID, intervals [][2]int64) (int, error) {
+	if id == 0 {
+		return 0, fmt.Errorf("replica: table id 0 is the batchlog's key space, not a table")
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return 0, errStoreClosed
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	deleted := 0
+	for _, iv := range intervals {
+		from, to := iv[0], iv[1]
+		if from > to {
+			continue
+		}
+		lower := tokenKey(nil, id, from)
+		var upper []byte
+		if to == math.MaxInt64 {
+			_, upper = tableSpan(id)
+		} else {
+			upper = tokenKey(nil, id, to+1)
+		}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return 0, fmt.Errorf("replica: delete table id %d tokens [%d, %d]: %w", id, from, to, err)
+		}
+		found := it.First()
+		for ; upper == nil && it.Valid(); it.Next() { // the last table id: no key bounds it
+			if err := b.Delete(it.Key(), nil); err != nil {
+				it.Close()
+				return 0, fmt.Errorf("replica: delete table id %d tokens [%d, %d]: %w", id, from, to, err)
+			}
+		}
+		if err := it.Close(); err != nil {
+			return 0, fmt.Errorf("replica: delete table id %d tokens [%d, %d]: %w", id, from, to, err)
+		}
+		if !found {
+			continue
+		}
+		deleted++
+		if upper != nil {
+			if err := b.DeleteRange(lower, upper, nil); err != nil {
+				return 0, fmt.Errorf("replica: delete table id %d tokens [%d, %d]: %w", id, from, to, err)
+			}
+		}
+	}
+	if b.Empty() {
+		return 0, nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("replica: delete table id %d token ranges: %w", id, err)
+	}
+	return deleted, nil
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -125,4 +126,62 @@ func mustRead(t *testing.T, s *Store, tbl *schema.Table, req *replicapb.ReadRequ
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// TestDeleteTokensDeletesOnlyTheIntervals: deleting token intervals of a table (one at each end
+// of the token space, as a wrapping range splits) removes exactly the partitions in them,
+// leaves the others and table id 0 (the repair state) alone, and reports how many intervals
+// held entries.
+func TestDeleteTokensDeletesOnlyTheIntervals(t *testing.T) {
+	tbl := testTable(t)
+	s, _ := openMem(t)
+	var pks []string
+	for i := range 40 {
+		pks = append(pks, fmt.Sprintf("p%d", i))
+	}
+	for _, pk := range pks {
+		mustApply(t, s, tbl, mut(pk, row(1, "a", "v=1@10"), row(2, "b", "deleted@20")))
+	}
+	if err := s.SetRepairedAt(tbl.ID, time.Unix(100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := tokenOf(pks[0]), tokenOf(pks[1])
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	// (hi, lo] wrapping: [MinInt64, lo] and [hi+1, MaxInt64], plus an empty interval.
+	ivs := [][2]int64{{math.MinInt64, lo}, {hi + 1, math.MaxInt64}, {lo + 1, lo + 1}}
+	n, err := s.DeleteTokens(tbl.ID, ivs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, iv := range ivs[:2] {
+		for _, pk := range pks {
+			if tok := tokenOf(pk); iv[0] <= tok && tok <= iv[1] {
+				held++
+				break
+			}
+		}
+	}
+	if n != held {
+		t.Errorf("DeleteTokens = %d intervals with entries, want %d", n, held)
+	}
+	for _, pk := range pks {
+		got := format(tbl, mustRead(t, s, tbl, readReq(pk)))
+		tok := tokenOf(pk)
+		deleted := tok <= lo || tok > hi
+		if deleted && got != "" {
+			t.Errorf("partition %s (token %d, deleted range) reads %q, want nothing", pk, tok, got)
+		}
+		if !deleted && !strings.Contains(got, "v") {
+			t.Errorf("partition %s (token %d, kept range) reads %q, want its row", pk, tok, got)
+		}
+	}
+	if at, ok, err := s.RepairedAt(tbl.ID); err != nil || !ok || !at.Equal(time.Unix(100, 0)) {
+		t.Errorf("RepairedAt after DeleteTokens = %v, %v, %v; want the recorded time kept", at, ok, err)
+	}
+	if _, err := s.DeleteTokens(0, ivs); err == nil {
+		t.Errorf("DeleteTokens on table id 0 succeeded, want it refused")
+	}
 }

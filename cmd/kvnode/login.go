@@ -12,8 +12,8 @@ import (
 	"github.com/kvnode/kvnode/internal/tlsconfig"
 )
 
-// adminConn holds what the admin commands (status, decommission, removenode, repair) dial a
-// node's client gRPC address with: the superuser to log in as and the CA to trust.
+// adminConn holds what the admin commands (status, decommission, removenode, cleanup, repair)
+// dial a node's client gRPC address with: the superuser to log in as and the CA to trust.
 type adminConn struct {
 	// username and password log in as a superuser on nodes with --authenticator password (the
 	// password from --password, else KVNODE_PASSWORD); "" for no login.

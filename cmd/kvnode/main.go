@@ -47,6 +47,7 @@ Usage:
   kvnode decommission      stream a node's ranges to their next owners and leave the ring
   kvnode removenode HOST_ID
                            re-replicate a dead node's ranges and remove it from the ring
+  kvnode cleanup           delete a node's data in the ranges it no longer replicates
   kvnode repair [flags] [KEYSPACE[.TABLE]]
                            make every replica of a node's ranges hold the same data
 
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDecommission(ctx, args, stdout, stderr)
 	case "removenode":
 		return runRemoveNode(ctx, args, stdout, stderr)
+	case "cleanup":
+		return runCleanup(ctx, args, stdout, stderr)
 	case "repair":
 		return runRepair(ctx, args, stdout, stderr)
 	case "help":

@@ -174,3 +174,21 @@ func runRemoveNode(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	})
 }
+
+func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f adminFlags
+	fs := newAdminFlagSet("cleanup", "cleanup [--addr HOST:PORT]\n\nThe node at --addr deletes its data in the token ranges it no longer replicates. Nodes do so by themselves once a topology change has finished; this runs it now.", stderr, &f, time.Hour)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("cleanup takes no arguments (it cleans up the node at --addr), got %q", fs.Args())
+	}
+	return adminCall(ctx, f, func(ctx context.Context, api kvnodepb.AdminClient) error {
+		resp, err := api.Cleanup(ctx, &kvnodepb.CleanupRequest{})
+		if err == nil {
+			fmt.Fprintf(stdout, "cleaned up the node at %s: %d token ranges of %d tables deleted\n", f.addr, resp.GetRangesDeleted(), resp.GetTables())
+		}
+		return err
+	})
+}

@@ -19,8 +19,8 @@ type Admission struct {
 	p        *coordinator.Prepared
 	s        *schema.Schema // the schema the decision was made against; Execute binds against it
 	table    *schema.Table
-	rf       int
 	replicas []coordinator.Replica // the partition's replicas, for hints
+	pending  []coordinator.NodeID  // its pending replicas, from the same ring
 	token    int64
 	cl       coordinator.Consistency
 	req      *coordinator.Request
@@ -98,7 +98,8 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], key))
 	var replicaBuf [8]coordinator.Replica
-	replicas := e.replicaSet(replicaBuf[:0], token, rf)
+	var pendingBuf [8]coordinator.NodeID
+	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
 	now := e.now()
 	if !(e.local != nil && isReplica(replicas, e.localID)) && !e.learnedHotWrite(t, token, now) {
 		return nil, nil // the replicas decide: nothing to gain here
@@ -120,7 +121,7 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 		}
 		return nil, err
 	}
-	return &Admission{e: e, p: p, s: s, table: t, rf: rf, replicas: append([]coordinator.Replica(nil), replicas...), token: token, cl: cl, req: req, step: step, now: now, dl: dl, start: start}, nil
+	return &Admission{e: e, p: p, s: s, table: t, replicas: append([]coordinator.Replica(nil), replicas...), pending: append([]coordinator.NodeID(nil), pending...), token: token, cl: cl, req: req, step: step, now: now, dl: dl, start: start}, nil
 }
 
 // learnedHotWrite reports whether this node, not a replica of the partition with token of t,

@@ -15,28 +15,43 @@ import (
 // it streams the range; they never count toward the consistency level (the pending replica may
 // not own the range in the end, and it cannot serve reads yet), and a pending replica that fails
 // them fails nothing.
+//
+// A write takes its natural and its pending replicas from one ring, when it starts: were the
+// pending ones looked up later, a joining node that turned normal meanwhile (its stream already
+// past the write's key) would get the write from neither set.
 type PendingRing interface {
-	// AppendPending appends to dst the pending replicas of token at replication factor rf (the
-	// nodes that will replicate it and do not now) and returns the extended slice.
-	AppendPending(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID
+	// AppendWriteReplicas appends to replicas the rf distinct nodes replicating token, in ring
+	// order (as Ring.AppendReplicas), and to pending its pending replicas at replication factor
+	// rf (the nodes that will replicate it and do not now), both from one ring, and returns the
+	// extended slices.
+	AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID)
+}
+
+// writeReplicaSet is replicaSet for a write: it appends the replicas of token to dst (marking
+// the down ones) and the token's pending replicas to pending, both from one ring.
+func (e *Executor) writeReplicaSet(dst []coordinator.Replica, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.Replica, []coordinator.NodeID) {
+	pr, ok := e.ring.(PendingRing)
+	if !ok {
+		return e.replicaSet(dst, token, rf), pending
+	}
+	var buf [8]coordinator.NodeID
+	ids, pending := pr.AppendWriteReplicas(buf[:0], pending, token, rf)
+	for _, id := range ids {
+		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
+	}
+	return dst, pending
 }
 
 // writePending sends m, a write of the partition with the given token that the replicas did not
-// reject as rate limited, to the token's pending replicas, if the ring has any. The sends run
+// reject as rate limited, to pending, the token's pending replicas when the write started. The sends run
 // detached from the client (a write must reach every replica it can), bounded by a write timeout
 // and by Close, and are exempt from the rate limiter: the natural replicas already decided. A
 // pending replica that fails the write gets a hint for it.
-func (e *Executor) writePending(ctx context.Context, token int64, rf int, m *replicapb.Mutation, o coordinator.Outcome, deadline time.Time) {
-	pr, ok := e.ring.(PendingRing)
-	if !ok {
+func (e *Executor) writePending(ctx context.Context, token int64, pending []coordinator.NodeID, m *replicapb.Mutation, o coordinator.Outcome, deadline time.Time) {
+	if len(pending) == 0 {
 		return
 	}
 	if _, limited := o.(coordinator.RateLimited); limited {
-		return
-	}
-	var buf [8]coordinator.NodeID
-	pending := pr.AppendPending(buf[:0], token, rf)
-	if len(pending) == 0 {
 		return
 	}
 	// Deadlines come from the configured clock; contexts run on the real one. A pending replica

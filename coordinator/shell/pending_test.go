@@ -3,11 +3,13 @@ package shell_test
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 // pendingRing is the harness ring with fixed pending replicas for every token: a node joining.
@@ -16,8 +18,8 @@ type pendingRing struct {
 	pending []coordinator.NodeID
 }
 
-func (p pendingRing) AppendPending(dst []coordinator.NodeID, _ int64, _ int) []coordinator.NodeID {
-	return append(dst, p.pending...)
+func (p pendingRing) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID) {
+	return p.AppendReplicas(replicas, token, rf), append(pending, p.pending...)
 }
 
 // TestWritesGoToPendingReplicasWithoutCountingTowardTheConsistencyLevel: while n3 joins (pending
@@ -86,5 +88,78 @@ func TestWritesGoToPendingReplicasWithoutCountingTowardTheConsistencyLevel(t *te
 	e.Close() // waits for the detached sends; the hanging one ends at its deadline or here
 	if got := c.transport.totalCalls(); got != before+2 {
 		t.Errorf("a write at RF=2 with its pending replica down made %d replica calls, want 2 (none to the down pending replica)", got-before)
+	}
+}
+
+// finishingRing is the harness ring while n3 joins: n3 is pending for every token until finish
+// is called, when n3's join completes (the harness keeps n1, n2 as the natural replicas, which
+// is what a write that started before the switch uses).
+type finishingRing struct {
+	*ring
+	mu       sync.Mutex
+	finished bool
+}
+
+func (f *finishingRing) finish() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finished = true
+}
+
+func (f *finishingRing) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	replicas = f.AppendReplicas(replicas, token, rf)
+	if f.finished {
+		return replicas, pending
+	}
+	return replicas, append(pending, "n3")
+}
+
+// hookTransport calls onMutate before each Mutate it delivers.
+type hookTransport struct {
+	*transport
+	onMutate func(to coordinator.NodeID)
+}
+
+func (h hookTransport) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+	h.onMutate(to)
+	return h.transport.Mutate(ctx, to, req)
+}
+
+// TestPendingReplicasAreThoseOfTheRingTheWriteStartedWith: a write that starts while n3 joins
+// must reach n3 even when n3's join finishes while the write is in flight (n3 may have streamed
+// the range already, so nothing else brings it the write): its pending replicas come from the
+// ring its natural replicas came from, not from the ring once they have answered.
+func TestPendingReplicasAreThoseOfTheRingTheWriteStartedWith(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2"}})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+	r := &finishingRing{ring: c.ring}
+	tr := hookTransport{c.transport, func(to coordinator.NodeID) {
+		if to != "n3" {
+			r.finish() // n3 becomes normal while the natural replicas apply the write
+		}
+	}}
+	e, err := shell.NewExecutor(shell.Config{
+		LocalID: "n1", Ring: r, Transport: tr,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, WriteTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.Execute(context.Background(), coordinator.Statement{Text: "INSERT INTO ks.t (k, v) VALUES (1, 1)", Consistency: coordinator.All, Keyspace: "ks"}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitIdle()
+	tbl, _ := c.schema.Schema().Table("ks", "t")
+	n, err := c.services["n3"].Store().TableKeys(tbl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Errorf("n3, pending when the write started, did not get it because its join finished while the write was in flight")
 	}
 }

@@ -62,7 +62,7 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 			adm.abandon()
 			return w.Table, coordinator.Result{}, fmt.Errorf("coordinator: admitted write to %s bound to another partition (token %d, admitted %d)", w.Table.QualifiedName(), token, adm.token)
 		}
-		err := e.finishWrite(ctx, w.Table, rf, adm.replicas, token, pw, adm.req, adm.step, adm.dl)
+		err := e.finishWrite(ctx, w.Table, adm.replicas, adm.pending, token, pw, adm.req, adm.step, adm.dl)
 		return w.Table, res, err
 	}
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))
@@ -116,12 +116,13 @@ func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
 // consistency cl: the limiter counts it as one write of the partition.
 func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
 	var replicaBuf [8]coordinator.Replica
-	replicas := e.replicaSet(replicaBuf[:0], token, rf)
+	var pendingBuf [8]coordinator.NodeID
+	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
 	req, step, err := e.startWrite(t, replicas, token, pw.exempt, cl, now, dl)
 	if err != nil {
 		return err
 	}
-	return e.finishWrite(ctx, t, rf, replicas, token, pw, req, step, dl)
+	return e.finishWrite(ctx, t, replicas, pending, token, pw, req, step, dl)
 }
 
 // startWrite builds the core request of a write to the partition of t with the given token and
@@ -152,11 +153,11 @@ func (e *Executor) startWrite(t *schema.Table, replicas []coordinator.Replica, t
 	return req, step, nil
 }
 
-// finishWrite sends a started write's mutation to the step's replicas (and to the partition's
-// pending replicas during a topology change), waits for the outcome, stores hints for the
-// replicas (of the rf in replicas) that did not acknowledge it, and hands the replicas that did
-// not count it to propagation.
-func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, rf int, replicas []coordinator.Replica, token int64, pw partitionWrite, req *coordinator.Request, step coordinator.Step, dl time.Time) error {
+// finishWrite sends a started write's mutation to the step's replicas (and to pending, the
+// partition's pending replicas when the write started, during a topology change), waits for the
+// outcome, stores hints for the replicas that did not acknowledge it, and hands the replicas
+// that did not count it to propagation.
+func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, replicas []coordinator.Replica, pending []coordinator.NodeID, token int64, pw partitionWrite, req *coordinator.Request, step coordinator.Step, dl time.Time) error {
 	o := step.Outcome
 	if o == nil {
 		m := pw.mutation(token)
@@ -167,7 +168,7 @@ func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, rf int, rep
 		if err != nil {
 			return err
 		}
-		e.writePending(ctx, token, rf, m, o, dl)
+		e.writePending(ctx, token, pending, m, o, dl)
 	}
 	e.propagate(req, coordinator.OpWrite, partitionKey{t.ID, token})
 	if pw.warnings != nil {

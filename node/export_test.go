@@ -1,0 +1,9 @@
+package node
+
+// CleanedUp reports whether n has cleaned up for its current ring, which has no transition in
+// progress: it holds no data of ranges it does not replicate.
+func CleanedUp(n *Node) bool {
+	r := n.cluster.Ring()
+	c := n.topo.cleanedFor.Load()
+	return !r.Transitioning() && c != nil && c.Equal(r)
+}
