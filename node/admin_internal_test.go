@@ -58,4 +58,7 @@ func TestTopologyChangesFromOtherHostsNeedAuthentication(t *testing.T) {
 	if _, err := a.RemoveNode(remote, &kvnodepb.RemoveNodeRequest{HostId: "x"}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("RemoveNode from another host without an authenticator = %v, want PermissionDenied", err)
 	}
+	if _, err := a.Cleanup(remote, &kvnodepb.CleanupRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("Cleanup from another host without an authenticator = %v, want PermissionDenied", err)
+	}
 }

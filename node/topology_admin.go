@@ -153,6 +153,9 @@ func (a adminServer) RemoveNode(ctx context.Context, req *kvnodepb.RemoveNodeReq
 
 // Cleanup implements kvnodepb.AdminServer.
 func (a adminServer) Cleanup(ctx context.Context, _ *kvnodepb.CleanupRequest) (*kvnodepb.CleanupResponse, error) {
+	if err := a.n.allowTopologyChange(ctx, "cleanup"); err != nil { // it deletes data, as they do
+		return nil, err
+	}
 	st, err := a.n.cleanup(ctx)
 	if err != nil {
 		return nil, adminError(err)
