@@ -920,6 +920,12 @@ func (c *Cluster) Close() error {
 	return c.shutdown(true)
 }
 
+// Kill stops the node without telling its peers, as a crashed process would: they find it down
+// by failure detection. Tests use it to crash a node in process; Close is the way to stop one.
+func (c *Cluster) Kill() error {
+	return c.shutdown(false)
+}
+
 // shutdown stops the node; without leave it vanishes as a crashed node would.
 func (c *Cluster) shutdown(leave bool) error {
 	c.closeOnce.Do(func() {

@@ -96,7 +96,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n := &Node{cfg: cfg, log: cfg.Logger}
 	defer func() {
 		if err != nil {
-			n.shutdown(context.Background(), false)
+			n.shutdown(context.Background(), true) // its errors are err's consequences
 		}
 	}()
 
@@ -388,7 +388,24 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-// shutdown stops what Start started, draining requests until ctx ends. It returns ctx.Err() when
+// Kill stops the node as a process killed with SIGKILL looks to its peers and clients: client
+// requests are not drained but cut, and the node does not leave the cluster, so peers find it
+// down by failure detection. Storage is closed (acknowledged writes are on disk already). It is
+// for tests that crash a node in process; Shutdown and Close are the ways to stop one.
+func (n *Node) Kill() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n.closeOnce.Do(func() {
+		n.closeErr = n.shutdown(ctx, false)
+		if errors.Is(n.closeErr, context.Canceled) {
+			n.closeErr = nil // the requests it cut
+		}
+	})
+	return n.closeErr
+}
+
+// shutdown stops what Start started, draining requests until ctx ends. Without leave it leaves
+// the cluster as a crashed node would: without telling its peers. It returns ctx.Err() when
 // it had to cancel requests, joined with the errors of closing the parts.
 func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	var errs []error
@@ -441,8 +458,12 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	}
 	n.topo.stop() // a background bootstrap
 	if n.cluster != nil {
-		if err := n.cluster.Close(); err != nil && leave {
-			errs = append(errs, err)
+		if leave {
+			if err := n.cluster.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		} else {
+			n.cluster.Kill()
 		}
 	}
 	// Peers' requests are served until the node has left: their coordinators stop sending

@@ -252,6 +252,22 @@ func (c *Cluster) Stop(i int) error {
 	return nil
 }
 
+// Kill stops node i as a crash would (node.Node.Kill): its requests are cut and it does not
+// leave the cluster, so the others find it down by failure detection. Restart starts it again.
+func (c *Cluster) Kill(i int) error {
+	n := c.nodes[i]
+	if n.node == nil {
+		return nil
+	}
+	n.client.Close()
+	err := n.node.Kill()
+	n.node, n.client = nil, nil
+	if err != nil {
+		return fmt.Errorf("testcluster: kill %s: %w", n.Name, err)
+	}
+	return nil
+}
+
 // Restart starts stopped node i again on its data directory (with new ports) and waits until
 // every running node sees every running node live.
 func (c *Cluster) Restart(ctx context.Context, i int) error {

@@ -35,8 +35,9 @@ func sameRing(ctx context.Context, tc *testcluster.Cluster) error {
 }
 
 // TestModelTopology runs a seeded history against an in-process cluster whose topology changes
-// in the middle of it: a node joins (it bootstraps), a node is decommissioned, a node is stopped
-// and removed with removenode, and another node joins. Every read is checked against the same
+// in the middle of it: a node joins (it bootstraps), a node is decommissioned, a node is killed
+// (node.Node.Kill: its requests cut, no leave message, as SIGKILL does) and removed with
+// removenode, and another node joins. Every read is checked against the same
 // reference model as TestModel, and at the end every partition is read at ALL through every node
 // still running. With -model.duration it runs histories with successive seeds until that much
 // time has passed. Tables at RF=1 are left out: removing a dead node's only replica of a row loses
@@ -90,7 +91,7 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 	gone := int(seed % uint64(w.Nodes))
 	dead := (gone + 1) % w.Nodes
 	live := (gone + 2) % w.Nodes // a node that stays, to run removenode through
-	t.Logf("seed %d: %d nodes, %d workers, %d operations; a node joins, node %d is decommissioned, node %d is stopped and removed, a node joins",
+	t.Logf("seed %d: %d nodes, %d workers, %d operations; a node joins, node %d is decommissioned, node %d is killed and removed, a node joins",
 		seed, w.Nodes, *workersFlag, ops, gone+1, dead+1)
 
 	run := func(ops []*Op) error {
@@ -144,7 +145,7 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 	if err := tc.Stop(gone); err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.Stop(dead); err != nil {
+	if err := tc.Kill(dead); err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range []int{gone, dead} {
