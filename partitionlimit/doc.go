@@ -66,9 +66,15 @@
 // following seconds still admit 1.6·L, 1.2·L, 1.1·L while the counter fills. Decide bounds this
 // onset by judging a young counter on the count it would hold had the partition always been
 // offered the same rate. A slot records when its counter started from zero (born, to the
-// millisecond, in the 4 bytes that take a slot from 20 to 24: the earliest stamp counted since,
-// so replicas that see the same operations in any order agree on it). For a steady rate V since the
-// birth at second fraction φ, seen at fraction u after k second boundaries, the counter holds
+// millisecond, in the 4 bytes that take a slot from 20 to 24), on the node's own clock (the
+// local time of DecideAt and AccountNAt): an age is an interval, exact on one clock, whereas
+// the stamps of coordinators whose clocks differ by Δ would make the counter look up to Δ
+// older to the coordinator ahead, which would then extrapolate its count too little. The age
+// is read on the clock of the operation's stamp, which sets the counter's second boundaries:
+// the birth is now − age there. Replicas that receive the same operations agree on the age to
+// within the difference of the operations' network delays to each (well under a
+// millisecond). For a steady rate V since the birth at second fraction φ, seen at fraction u
+// after k second boundaries, the counter holds
 //
 //	x = V·((1+u) − (1+φ)·2^−k)        (k = 0: x = V·(u − φ) = V·age)
 //
@@ -82,8 +88,7 @@
 //     up to noise), and the rate is estimated from more than L operations.
 //   - In the first second after the birth g is doubled: the estimate alone would admit L more
 //     on top of the burst; doubled it admits at most L/2.
-//   - g is at most 64, for a counter a few milliseconds old or a stamp from a clock behind
-//     the birth's.
+//   - g is at most 64, for a counter a few milliseconds old.
 //
 // The first second then admits at most 2.5·L at any V: at most 2L under the guards (up to 2L
 // in the birth's second; if a halving comes first, the count x_b reached, plus L − x_b/2 after

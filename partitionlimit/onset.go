@@ -12,34 +12,35 @@ const (
 	onsetHorizon = 8000
 
 	// onsetMaxFactor bounds the extrapolation: a counter in its onset is judged as at most
-	// this many times its count. It matters only for a counter a few milliseconds old (or one
-	// that a stamp from a slower clock reaches before its birth), whose rate is unknowable.
+	// this many times its count. It matters only for a counter a few milliseconds old, whose
+	// rate is unknowable.
 	onsetMaxFactor = 64
 )
 
-// onsetCount returns the count Decide judges a counter in its onset on: the count stored as
-// count, born at birth stamp born (see slot), would hold at now had its partition been offered
-// the same rate forever, that is count times
+// onsetCount returns the count Decide judges a counter in its onset on: the counter holds
+// count and started from zero age milliseconds before now (unix milliseconds in the clock of
+// the operation's stamp, which sets the counter's second boundaries), and would hold count
+// times
 //
 //	g = (1+u) / ((1+u) − (1+φ)·2^−k)
 //
-// where u is now's fraction of a second, φ the birth's, and k the number of second boundaries
-// between them, doubled in the first second after the birth; g is at most onsetMaxFactor. A count at or below the guard is returned as it
-// is: 2·limit in the second the counter was born (k = 0: a burst up to 2L is admitted, as the
-// rule alone admits it), limit after. The package documentation derives it ("The onset").
-func onsetCount(count, born, limit uint32, now time.Time) uint32 {
-	nowMs := now.UnixMilli()
-	age := int64(int32(uint32(nowMs) - born))
+// had its partition been offered the same rate forever, where u is now's fraction of a
+// second, φ the birth's (now − age), and k the number of second boundaries between them,
+// doubled in the first second after the birth; g is at most onsetMaxFactor. A count at or
+// below the guard is returned as it is: 2·limit in the second the counter was born (k = 0: a
+// burst up to 2L is admitted, as the rule alone admits it), limit after. The package
+// documentation derives it ("The onset").
+func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 	if age <= 0 {
-		// A stamp from a clock behind the birth's, or the birth's own millisecond: the rate
-		// is unknowable, and the guard is the birth second's.
+		// The birth's own millisecond (or a clock stepped back behind it): the rate is
+		// unknowable, and the guard is the birth second's.
 		if uint64(count) <= 2*uint64(limit) {
 			return count
 		}
 		return saturatingMul(count, onsetMaxFactor)
 	}
-	birth := nowMs - age
-	k := floorDiv(nowMs, 1000) - floorDiv(birth, 1000)
+	birth := now - age
+	k := floorDiv(now, 1000) - floorDiv(birth, 1000)
 	guard := uint64(limit)
 	if k == 0 {
 		guard *= 2
@@ -47,7 +48,7 @@ func onsetCount(count, born, limit uint32, now time.Time) uint32 {
 	if uint64(count) <= guard {
 		return count
 	}
-	u := float64(nowMs-floorDiv(nowMs, 1000)*1000) / 1000
+	u := float64(now-floorDiv(now, 1000)*1000) / 1000
 	phi := float64(birth-floorDiv(birth, 1000)*1000) / 1000
 	g := float64(onsetMaxFactor)
 	if den := (1 + u) - (1+phi)*math.Ldexp(1, -int(k)); den > 0 {
@@ -83,10 +84,9 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// bornTime returns the time a birth stamp (see slot) stands for, seen at now: the millisecond
-// within 2^31 ms (24 days) before or after now whose low 32 bits it holds, the lowest bit (the
-// stamp's marker) cleared. Learn encodes it back to the same stamp.
-func bornTime(born uint32, now time.Time) time.Time {
-	nowMs := now.UnixMilli()
-	return time.UnixMilli(nowMs - int64(int32(uint32(nowMs)-born&^1)))
+// onsetAge returns how many milliseconds before local a counter with birth stamp born (see
+// slot) started from zero: the signed 32-bit difference of the stamps' low bits, exact within
+// 24 days, negative for a local clock stepped back behind the birth.
+func onsetAge(born uint32, local time.Time) int64 {
+	return int64(int32(uint32(local.UnixMilli()) - born&^1))
 }
