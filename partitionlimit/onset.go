@@ -15,25 +15,36 @@ const (
 	// this many times its count. It matters only for a counter a few milliseconds old, whose
 	// rate is unknowable.
 	onsetMaxFactor = 64
+
+	// onsetSlack is how many standard deviations of Poisson noise the birth second's rate test
+	// allows (see onsetCount): a partition offered at most the limit passes it with a count
+	// up to 2·limit except with a probability under 10^-3 at any moment, and the test fails as
+	// soon as the count exceeds what the limit could explain by more than that.
+	onsetSlack = 3
 )
 
 // onsetCount returns the count Decide judges a counter in its onset on: the counter holds
-// count and started from zero age milliseconds before now (unix milliseconds in the clock of
-// the operation's stamp, which sets the counter's second boundaries), and would hold count
-// times
+// count (above limit: lower counts are judged as they are) and started from zero age
+// milliseconds before now (unix milliseconds in the clock of the operation's stamp, which sets
+// the counter's second boundaries). It is count times
 //
 //	g = (1+u) / ((1+u) − (1+φ)·2^−k)
 //
-// had its partition been offered the same rate forever, where u is now's fraction of a
-// second, φ the birth's (now − age), and k the number of second boundaries between them,
-// doubled in the first second after the birth; g is at most onsetMaxFactor. A count at or
-// below the guard is returned as it is: 2·limit in the second the counter was born (k = 0: a
-// burst up to 2L is admitted, as the rule alone admits it), limit after. The package
-// documentation derives it ("The onset").
+// the count a counter that had always seen the same rate would hold over the one it holds,
+// where u is now's fraction of a second, φ the birth's (now − age), and k the number of
+// second boundaries between them; g is doubled in the first second after the birth and at
+// most onsetMaxFactor. In the birth's own second (k = 0), a count up to 2·limit that a rate of
+// at most limit explains, count − onsetSlack·√count ≤ limit·age, is judged as it is, and so is
+// one up to 2·limit in the birth's own millisecond, where no rate can be measured. The package
+// documentation derives the bound this puts on a partition's first second ("The onset").
 func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
+	if uint64(count) <= uint64(limit) {
+		return count
+	}
 	if age <= 0 {
-		// The birth's own millisecond (or a clock stepped back behind it): the rate is
-		// unknowable, and the guard is the birth second's.
+		// The birth's own millisecond (or a clock stepped back behind it): no rate can be
+		// measured, and the rule's own allowance stands, up to 2L at once; more is no rate
+		// a counter could hold.
 		if uint64(count) <= 2*uint64(limit) {
 			return count
 		}
@@ -41,11 +52,8 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 	}
 	birth := now - age
 	k := floorDiv(now, 1000) - floorDiv(birth, 1000)
-	guard := uint64(limit)
-	if k == 0 {
-		guard *= 2
-	}
-	if uint64(count) <= guard {
+	c := float64(count)
+	if k == 0 && uint64(count) <= 2*uint64(limit) && c-onsetSlack*math.Sqrt(c) <= float64(limit)*float64(age)/1000 {
 		return count
 	}
 	u := float64(now-floorDiv(now, 1000)*1000) / 1000
@@ -54,13 +62,13 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 	if den := (1 + u) - (1+phi)*math.Ldexp(1, -int(k)); den > 0 {
 		g = (1 + u) / den
 		if age < 1000 {
-			// The first second since the birth may already have admitted 2L under the
-			// guard: judge it on twice the estimate, which admits at most L/2 more.
+			// The first second since the birth may already have admitted up to 2L under
+			// the guards: judge it on twice the estimate, which admits at most L/2 more.
 			g *= 2
 		}
 		g = min(g, onsetMaxFactor)
 	}
-	x := float64(count) * g
+	x := c * g
 	if x >= math.MaxUint32 {
 		return math.MaxUint32
 	}
