@@ -185,13 +185,23 @@ func (t *Table) Account(token int64, label uint32, now time.Time) uint32 {
 // n = 0 is Peek. It serves batched account-only deltas, which carry a count for operations
 // this replica did not see. AccountN is AccountNAt with now as the node's own clock.
 func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uint32 {
-	return t.AccountNAt(token, label, n, now, now)
+	if n == 0 {
+		return t.Peek(token, label, now)
+	}
+	h := hash(token, label)
+	s := &t.shards[h>>t.shift]
+	sec, ms := second(now), t.milli(now)
+	s.mu.Lock()
+	c, _ := s.account(h, token, label, n, sec, ms)
+	s.mu.Unlock()
+	return c
 }
 
 // AccountNAt is AccountN for a node that accounts at a coordinator's stamp (now, bounded by
 // Stamp) rather than at its own clock, local: the stamp decides the counter's second
 // boundaries, so that every replica halves it alike, and local measures how long ago a young
-// counter started (see slot), which the onset bound needs on one clock.
+// counter started (see slot), which the onset bound needs on one clock. (AccountN repeats its
+// body rather than calling it, so that Account's hot path passes no more than it always did.)
 func (t *Table) AccountNAt(token int64, label uint32, n uint32, now, local time.Time) uint32 {
 	if n == 0 {
 		return t.Peek(token, label, now)
