@@ -17,9 +17,10 @@ const (
 	onsetMaxFactor = 64
 
 	// onsetSlack is how many standard deviations of Poisson noise the birth second's rate test
-	// allows (see onsetCount): a partition offered at most the limit passes it with a count
-	// up to 2·limit except with a probability under 10^-3 at any moment, and the test fails as
-	// soon as the count exceeds what the limit could explain by more than that.
+	// allows (see onsetCount): a partition offered the limit fails it at a given moment with a
+	// probability of about 10^-3, one offered 0.8·L needs 3 + √λ/4 standard deviations above
+	// its mean count λ, and a faster partition fails it as soon as its count exceeds what the
+	// limit could explain by more than that.
 	onsetSlack = 3
 )
 
