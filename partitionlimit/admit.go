@@ -70,22 +70,32 @@ type Decision struct {
 // "The onset" in the package documentation). The operation is counted whether or not it is
 // admitted: the counter measures offered load. Decision.Count is the counter itself; a
 // rejection in the onset with a counter still at or below 2·limit has the next second
-// boundary as its RetryAfter.
+// boundary as its RetryAfter. Decide is DecideAt with now as the node's own clock.
 func (t *Table) Decide(token int64, label uint32, limit uint32, draw float64, now time.Time) Decision {
+	return t.DecideAt(token, label, limit, draw, now, now)
+}
+
+// DecideAt is Decide for a node that accounts at a coordinator's stamp (now, bounded by Stamp)
+// rather than at its own clock, local: the stamp decides the counter's second boundaries and
+// the onset bound's phase, local the counter's age (see AccountNAt). Decision.Born is the
+// birth on the clock of now.
+func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, now, local time.Time) Decision {
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
-	sec, ms := second(now), t.milli(now)
+	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
 	c, born := s.account(h, token, label, 1, sec, ms)
 	s.mu.Unlock()
+	d := Decision{Count: c, Limit: limit}
 	x := c
-	if born != 0 && c > limit {
-		x = onsetCount(c, born, limit, now)
-	}
-	d := Decision{Admitted: Admit(x, limit, draw), Count: c, Limit: limit}
 	if born != 0 {
-		d.Born = bornTime(born, now)
+		nowMs, age := now.UnixMilli(), onsetAge(born, local)
+		if c > limit {
+			x = onsetCount(c, age, limit, nowMs)
+		}
+		d.Born = time.UnixMilli(nowMs - age)
 	}
+	d.Admitted = Admit(x, limit, draw)
 	if !d.Admitted {
 		d.RetryAfter = RetryAfter(max(c, 2*limit+1), limit, now)
 	}

@@ -66,31 +66,54 @@
 // following seconds still admit 1.6·L, 1.2·L, 1.1·L while the counter fills. Decide bounds this
 // onset by judging a young counter on the count it would hold had the partition always been
 // offered the same rate. A slot records when its counter started from zero (born, to the
-// millisecond, in the 4 bytes that take a slot from 20 to 24: the earliest stamp counted since,
-// so replicas that see the same operations in any order agree on it). For a steady rate V since the
-// birth at second fraction φ, seen at fraction u after k second boundaries, the counter holds
+// millisecond, in the 4 bytes that take a slot from 20 to 24), on the node's own clock (the
+// local time of DecideAt and AccountNAt): an age is an interval, exact on one clock, whereas
+// the stamps of coordinators whose clocks differ by Δ would make the counter look up to Δ
+// older to the coordinator ahead, which would then extrapolate its count too little. The age
+// is read on the clock of the operation's stamp, which sets the counter's second boundaries:
+// the birth is now − age there. For a steady rate V since the birth at second fraction φ, seen
+// at fraction u after k second boundaries, the counter holds
 //
 //	x = V·((1+u) − (1+φ)·2^−k)        (k = 0: x = V·(u − φ) = V·age)
 //
 // against V·(1+u) for a counter that has always existed, so Decide applies Admit to x·g with
 // g = (1+u) / ((1+u) − (1+φ)·2^−k): a factor of times alone, which tends to 1 as k grows.
-// Three guards keep it honest and bounded:
+// Guards keep it honest and bounded:
 //
-//   - A count at or below 2L in the second the counter was born, or at or below L after it,
-//     is judged as it is. So the rule's own promise stands (a burst of up to 2L is admitted),
-//     a partition at V ≤ 0.8·L is never rejected, onset or not (the estimate is V·(1+u) ≤ 2L
-//     up to noise), and the rate is estimated from more than L operations.
-//   - In the first second after the birth g is doubled: the estimate alone would admit L more
-//     on top of the burst; doubled it admits at most L/2.
-//   - g is at most 64, for a counter a few milliseconds old or a stamp from a clock behind
-//     the birth's.
+//   - A count at or below L is judged as it is, in any second: a partition may take its
+//     limit at once.
+//   - In the second the counter was born (k = 0), a count at or below 2L is judged as it is
+//     while a rate of at most L explains it: count − 3·√count ≤ L·age, three standard
+//     deviations of Poisson noise. A partition at V ≤ 0.8·L passes it (its count stays near
+//     0.8·L·age); after the first boundary its count stays under L until the birth is a
+//     second old ((1+φ)/2·V at most), and from then on it is judged on V·(1+u) ≤ 1.6·L: it is
+//     never rejected, onset or not. A faster partition fails the test as soon as its count
+//     shows it. In the birth's own millisecond no rate can be measured, and up to 2L is
+//     admitted as the rule alone admits it (a burst at one instant).
+//   - In the first second after the birth g is doubled: the estimate alone would admit L
+//     more on top of the guards; doubled it admits at most L/2.
+//   - g is at most 64, for a counter a few milliseconds old.
 //
-// The first second then admits at most 2.5·L at any V: at most 2L under the guards (up to 2L
-// in the birth's second; if a halving comes first, the count x_b reached, plus L − x_b/2 after
-// it), and at most L/2 judged on the doubled estimate of V·(1+u). TestOnsetBound measures at
-// most 2.6·L for V from 2·L to 1000·L and any phase, and 0.9–1.1·L per second from the second
-// second on. After onsetHorizon (8 s) the factor is within 1% of 1 and the slot forgets its
-// birth: steady state is the rule above, unchanged. Decision.Count stays the counter itself.
+// The first second then admits at most 2.5·L at any V. Under the guards: let G be what the
+// birth's second lets through (at most 2L, and at most L + 3·√(2L) unless 2L arrive in one
+// millisecond) and x_b the count at the first boundary; the birth's second admits at most
+// min(x_b, G) under the guards and the rest of the first second L − x_b/2 (the count starts
+// again from x_b/2 and the guard is L), together at most L + G/2 ≤ 2L. Beyond the guards each
+// operation is admitted with probability L/(2·V(1+u)·ln2) on the doubled estimate of V·(1+u),
+// and over one second, u running once through [0, 1), that integrates to
+// (L/(2·ln2))·∫du/(1+u) = L/2. TestOnsetBound measures at most 2.0·L for V from 2·L to
+// 1000·L and any phase, and 0.9–1.1·L per second from the second second on. After
+// onsetHorizon (8 s) the factor is within 1% of 1 and the slot forgets its birth: steady state
+// is the rule above, unchanged. Decision.Count stays the counter itself.
+//
+// Replicas that receive the same operations agree on their counts (the stamps decide the
+// halvings) and on the counter's age to within the difference of the network delays of its
+// operations to each (well under a millisecond), so their decisions differ only for the few
+// operations whose draw falls within that difference of the threshold. The bound is per
+// counter: counters that learn of each other's operations late (reads at ONE spread over the
+// replicas, counted elsewhere only by propagation, 20 ms late) each admit under their own
+// guards before the others' operations reach them, which adds the operations not yet seen,
+// about (RF−1)/RF·V·d for a delay d, up to RF times the guards.
 //
 // # Deciding on the coordinator's clock
 //

@@ -56,8 +56,15 @@ func (e *InstructionError) Error() string {
 // *InstructionError, whatever the limit, as is an unknown mode.
 //
 // label is only read when the operation is counted, so a caller whose table has no limit for
-// the op may pass 0 rather than assign the pair a label.
+// the op may pass 0 rather than assign the pair a label. Apply is ApplyAt with now as the
+// node's own clock.
 func (t *Table) Apply(mode Mode, token int64, label uint32, limit uint32, draw float64, now time.Time) (Decision, error) {
+	return t.ApplyAt(mode, token, label, limit, draw, now, now)
+}
+
+// ApplyAt is Apply for a replica that accounts at a coordinator's stamp (now, bounded by
+// Stamp) rather than at its own clock, local (see DecideAt): replica.Service's decision.
+func (t *Table) ApplyAt(mode Mode, token int64, label uint32, limit uint32, draw float64, now, local time.Time) (Decision, error) {
 	switch mode {
 	case ModeNone:
 		return Decision{Admitted: true}, nil
@@ -65,7 +72,7 @@ func (t *Table) Apply(mode Mode, token int64, label uint32, limit uint32, draw f
 		if limit == 0 {
 			return Decision{Admitted: true}, nil
 		}
-		return Decision{Admitted: true, Count: t.Account(token, label, now), Limit: limit}, nil
+		return Decision{Admitted: true, Count: t.AccountNAt(token, label, 1, now, local), Limit: limit}, nil
 	case ModeAccountAndEnforce:
 		if !(draw >= 0 && draw < 1) { // also rejects NaN
 			return Decision{}, &InstructionError{Mode: mode, Draw: draw}
@@ -73,7 +80,7 @@ func (t *Table) Apply(mode Mode, token int64, label uint32, limit uint32, draw f
 		if limit == 0 {
 			return Decision{Admitted: true}, nil
 		}
-		return t.Decide(token, label, limit, draw, now), nil
+		return t.DecideAt(token, label, limit, draw, now, local), nil
 	}
 	return Decision{}, &InstructionError{Mode: mode}
 }

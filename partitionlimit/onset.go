@@ -12,54 +12,64 @@ const (
 	onsetHorizon = 8000
 
 	// onsetMaxFactor bounds the extrapolation: a counter in its onset is judged as at most
-	// this many times its count. It matters only for a counter a few milliseconds old (or one
-	// that a stamp from a slower clock reaches before its birth), whose rate is unknowable.
+	// this many times its count. It matters only for a counter a few milliseconds old, whose
+	// rate is unknowable.
 	onsetMaxFactor = 64
+
+	// onsetSlack is how many standard deviations of Poisson noise the birth second's rate test
+	// allows (see onsetCount): a partition offered the limit fails it at a given moment with a
+	// probability of about 10^-3, one offered 0.8·L needs 3 + √λ/4 standard deviations above
+	// its mean count λ, and a faster partition fails it as soon as its count exceeds what the
+	// limit could explain by more than that.
+	onsetSlack = 3
 )
 
-// onsetCount returns the count Decide judges a counter in its onset on: the count stored as
-// count, born at birth stamp born (see slot), would hold at now had its partition been offered
-// the same rate forever, that is count times
+// onsetCount returns the count Decide judges a counter in its onset on: the counter holds
+// count (above limit: lower counts are judged as they are) and started from zero age
+// milliseconds before now (unix milliseconds in the clock of the operation's stamp, which sets
+// the counter's second boundaries). It is count times
 //
 //	g = (1+u) / ((1+u) − (1+φ)·2^−k)
 //
-// where u is now's fraction of a second, φ the birth's, and k the number of second boundaries
-// between them, doubled in the first second after the birth; g is at most onsetMaxFactor. A count at or below the guard is returned as it
-// is: 2·limit in the second the counter was born (k = 0: a burst up to 2L is admitted, as the
-// rule alone admits it), limit after. The package documentation derives it ("The onset").
-func onsetCount(count, born, limit uint32, now time.Time) uint32 {
-	nowMs := now.UnixMilli()
-	age := int64(int32(uint32(nowMs) - born))
+// the count a counter that had always seen the same rate would hold over the one it holds,
+// where u is now's fraction of a second, φ the birth's (now − age), and k the number of
+// second boundaries between them; g is doubled in the first second after the birth and at
+// most onsetMaxFactor. In the birth's own second (k = 0), a count up to 2·limit that a rate of
+// at most limit explains, count − onsetSlack·√count ≤ limit·age, is judged as it is, and so is
+// one up to 2·limit in the birth's own millisecond, where no rate can be measured. The package
+// documentation derives the bound this puts on a partition's first second ("The onset").
+func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
+	if uint64(count) <= uint64(limit) {
+		return count
+	}
 	if age <= 0 {
-		// A stamp from a clock behind the birth's, or the birth's own millisecond: the rate
-		// is unknowable, and the guard is the birth second's.
+		// The birth's own millisecond (or a clock stepped back behind it): no rate can be
+		// measured, and the rule's own allowance stands, up to 2L at once; more is no rate
+		// a counter could hold.
 		if uint64(count) <= 2*uint64(limit) {
 			return count
 		}
 		return saturatingMul(count, onsetMaxFactor)
 	}
-	birth := nowMs - age
-	k := floorDiv(nowMs, 1000) - floorDiv(birth, 1000)
-	guard := uint64(limit)
-	if k == 0 {
-		guard *= 2
-	}
-	if uint64(count) <= guard {
+	birth := now - age
+	k := floorDiv(now, 1000) - floorDiv(birth, 1000)
+	c := float64(count)
+	if k == 0 && uint64(count) <= 2*uint64(limit) && c-onsetSlack*math.Sqrt(c) <= float64(limit)*float64(age)/1000 {
 		return count
 	}
-	u := float64(nowMs-floorDiv(nowMs, 1000)*1000) / 1000
+	u := float64(now-floorDiv(now, 1000)*1000) / 1000
 	phi := float64(birth-floorDiv(birth, 1000)*1000) / 1000
 	g := float64(onsetMaxFactor)
 	if den := (1 + u) - (1+phi)*math.Ldexp(1, -int(k)); den > 0 {
 		g = (1 + u) / den
 		if age < 1000 {
-			// The first second since the birth may already have admitted 2L under the
-			// guard: judge it on twice the estimate, which admits at most L/2 more.
+			// The first second since the birth may already have admitted up to 2L under
+			// the guards: judge it on twice the estimate, which admits at most L/2 more.
 			g *= 2
 		}
 		g = min(g, onsetMaxFactor)
 	}
-	x := float64(count) * g
+	x := c * g
 	if x >= math.MaxUint32 {
 		return math.MaxUint32
 	}
@@ -83,10 +93,9 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// bornTime returns the time a birth stamp (see slot) stands for, seen at now: the millisecond
-// within 2^31 ms (24 days) before or after now whose low 32 bits it holds, the lowest bit (the
-// stamp's marker) cleared. Learn encodes it back to the same stamp.
-func bornTime(born uint32, now time.Time) time.Time {
-	nowMs := now.UnixMilli()
-	return time.UnixMilli(nowMs - int64(int32(uint32(nowMs)-born&^1)))
+// onsetAge returns how many milliseconds before local a counter with birth stamp born (see
+// slot) started from zero: the signed 32-bit difference of the stamps' low bits, exact within
+// 24 days, negative for a local clock stepped back behind the birth.
+func onsetAge(born uint32, local time.Time) int64 {
+	return int64(int32(uint32(local.UnixMilli()) - born&^1))
 }

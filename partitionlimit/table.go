@@ -101,11 +101,16 @@ func (o *Options) Validate() error {
 // at math.MaxUint32. A slot whose count, decayed to the current second, is zero is free. A slot
 // that has never been used is all zeros, which is free by the same rule.
 //
-// born is when the counter started from zero (the earliest stamp it has counted since), as the
+// born is when the counter started from zero, on the clock of the table's node (the local
+// time passed to AccountNAt and DecideAt, which is now for the methods without one), as the
 // low 32 bits of unix milliseconds with the lowest bit set, while the counter is in its onset
-// (younger than onsetHorizon); 0 once it is older, or when the table has no onset bound. A live counter is touched at least every 32
-// seconds (a count halves to zero in 32), and every touch past the horizon clears born, so the
-// 49-day wrap of the millisecond stamp is never ambiguous.
+// (younger than onsetHorizon); 0 once it is older, or when the table has no onset bound. It
+// is measured on the node's own clock rather than on the stamps because a counter's age is an
+// interval: on one clock it is exact, while stamps from coordinators whose clocks differ would
+// make a counter look up to their skew older (see "The onset" in the package documentation).
+// A live counter is touched at least every 32 seconds (a count halves to zero in 32), and
+// every touch past the horizon clears born, so the 49-day wrap of the millisecond stamp is
+// never ambiguous.
 type slot struct {
 	tokLo, tokHi uint32
 	label        uint32
@@ -178,7 +183,7 @@ func (t *Table) Account(token int64, label uint32, now time.Time) uint32 {
 // AccountN counts n operations on (token, label) at time now and returns the counter after
 // adding them, decayed to now's second. The counter saturates at math.MaxUint32. AccountN with
 // n = 0 is Peek. It serves batched account-only deltas, which carry a count for operations
-// this replica did not see.
+// this replica did not see. AccountN is AccountNAt with now as the node's own clock.
 func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uint32 {
 	if n == 0 {
 		return t.Peek(token, label, now)
@@ -192,8 +197,26 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	return c
 }
 
+// AccountNAt is AccountN for a node that accounts at a coordinator's stamp (now, bounded by
+// Stamp) rather than at its own clock, local: the stamp decides the counter's second
+// boundaries, so that every replica halves it alike, and local measures how long ago a young
+// counter started (see slot), which the onset bound needs on one clock. (AccountN repeats its
+// body rather than calling it, so that Account's hot path passes no more than it always did.)
+func (t *Table) AccountNAt(token int64, label uint32, n uint32, now, local time.Time) uint32 {
+	if n == 0 {
+		return t.Peek(token, label, now)
+	}
+	h := hash(token, label)
+	s := &t.shards[h>>t.shift]
+	sec, ms := second(now), t.milli(local)
+	s.mu.Lock()
+	c, _ := s.account(h, token, label, n, sec, ms)
+	s.mu.Unlock()
+	return c
+}
+
 // Learn raises the counter of (token, label) to at least count at now, and gives it the birth
-// born (the zero time: past its onset), without counting an operation. It is how a coordinator
+// born (the zero time: past its onset), on the clock of now, without counting an operation. It is how a coordinator
 // that is not a replica of a partition learns the partition's counter from a replica's
 // rejection (Decision.Count and Decision.Born, as of the operation's stamp now): afterwards
 // its own Decide on this table judges the partition's operations with the replica's rule on a
@@ -217,14 +240,14 @@ func (t *Table) Learn(token int64, label uint32, count uint32, born, now time.Ti
 	s.mu.Unlock()
 }
 
-// milli returns the birth stamp a counter started at now carries: the low 32 bits of unix
-// milliseconds with the lowest bit set (so it is never 0), or 0 when the table has no onset
-// bound.
-func (t *Table) milli(now time.Time) uint32 {
+// milli returns the birth stamp a counter started at local (the node's clock) carries: the
+// low 32 bits of unix milliseconds with the lowest bit set (so it is never 0), or 0 when the
+// table has no onset bound.
+func (t *Table) milli(local time.Time) uint32 {
 	if !t.onset {
 		return 0
 	}
-	return uint32(now.UnixMilli()) | 1
+	return uint32(local.UnixMilli()) | 1
 }
 
 // Peek returns the counter of (token, label) decayed to now's second without counting an
@@ -278,9 +301,10 @@ func (t *Table) Stats(now time.Time) Stats {
 	return st
 }
 
-// account implements AccountN for n > 0 with s.mu held. ms is the birth stamp a counter
-// starting now takes (0 for a table without an onset bound); account returns the counter after
-// the increment and its birth stamp, 0 for a counter past its onset.
+// account implements AccountNAt for n > 0 with s.mu held. now is the second of the stamp and
+// ms the birth stamp a counter starting at this moment of the node's clock takes (0 for a table
+// without an onset bound); account returns the counter after the increment and its birth stamp,
+// 0 for a counter past its onset.
 func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms uint32) (uint32, uint32) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
@@ -297,10 +321,8 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms u
 	case int32(ms-e.born) > onsetHorizon:
 		e.born = 0
 	case int32(ms-e.born) < 0:
-		// A stamp from before the birth (a coordinator whose clock is behind the one
-		// that stamped the first operation): the counter was born no later than it.
-		// Every replica of the partition receives the same early operations, so
-		// their births converge on the earliest stamp.
+		// The node's clock was stepped back behind the birth: the onset starts over on the
+		// new clock rather than judging every operation as the birth's millisecond.
 		e.born = ms
 	}
 	c = saturatingAdd(c, n)

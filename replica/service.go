@@ -220,9 +220,9 @@ func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaReq
 		}
 		ops[i] = op
 	}
-	now := s.at(req.GetStampUnixNanos())
+	now, local := s.at(req.GetStampUnixNanos())
 	for i, d := range req.GetDeltas() {
-		err := s.ApplyAccountDelta(schema.TableID(d.TableId), d.Token, ops[i], d.Count, now)
+		err := s.applyAccountDelta(schema.TableID(d.TableId), d.Token, ops[i], d.Count, now, local)
 		if err != nil && !errors.Is(err, ErrUnknownTable) {
 			return nil, err // unreachable: the ops were checked above
 		}
@@ -246,15 +246,21 @@ func (s *Service) Check(id schema.TableID, token int64, op schema.Op, draw float
 	if err := checkOp(op); err != nil {
 		return partitionlimit.Decision{}, err
 	}
-	return s.decide(t, token, op, partitionlimit.ModeAccountAndEnforce, draw, now, byCoordinator, nil)
+	return s.decide(t, token, op, partitionlimit.ModeAccountAndEnforce, draw, now, now, byCoordinator, nil)
 }
 
 // ApplyAccountDelta counts n operations of kind op on the partition with
 // token in table id at now, never rejecting anything: the account-only
 // propagation a coordinator sends replicas that did not see operations. A
 // table without a limit for op is not counted. The error wraps
-// ErrUnknownTable or ErrBadRequest.
+// ErrUnknownTable or ErrBadRequest. now is this node's clock.
 func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op schema.Op, n uint32, now time.Time) error {
+	return s.applyAccountDelta(id, token, op, n, now, now)
+}
+
+// applyAccountDelta is ApplyAccountDelta at now, a coordinator's stamp bounded against local,
+// this node's clock (see at).
+func (s *Service) applyAccountDelta(id schema.TableID, token int64, op schema.Op, n uint32, now, local time.Time) error {
 	t, ok := s.schema.TableByID(id)
 	if !ok {
 		return unknownTable(uint64(id))
@@ -267,7 +273,7 @@ func (s *Service) ApplyAccountDelta(id schema.TableID, token int64, op schema.Op
 		return nil
 	}
 	st := s.ops.get(t, op)
-	c := s.limits.AccountN(token, st.label, n, now)
+	c := s.limits.AccountNAt(token, st.label, n, now, local)
 	st.admitted.Add(uint64(n))
 	if isHot(c, limit) {
 		st.hot.update(token, c, noRejection, nil, now)
@@ -299,30 +305,34 @@ func (s *Service) admit(t *schema.Table, token int64, op schema.Op, lim *replica
 	if mode == partitionlimit.ModeNone {
 		return partitionlimit.Decision{Admitted: true}, nil
 	}
-	return s.decide(t, token, op, mode, lim.GetDraw(), s.at(lim.GetStampUnixNanos()), byReplica, pk)
+	now, local := s.at(lim.GetStampUnixNanos())
+	return s.decide(t, token, op, mode, lim.GetDraw(), now, local, byReplica, pk)
 }
 
 // at returns the time to account an operation or delta batch stamped stamp (nanoseconds since
 // the Unix epoch; 0 for none) at: the coordinator's stamp bounded to within maxSkew of this
 // node's clock (partitionlimit.Stamp), so that every replica of an operation accounts it at
-// the same time whatever its own clock says (DESIGN §1). Clamped stamps are counted.
-func (s *Service) at(stamp int64) time.Time {
-	local := s.now()
+// the same time whatever its own clock says (DESIGN §1), and this node's clock, local, on
+// which the limiter measures how old a young counter is (partitionlimit.Table.ApplyAt).
+// Clamped stamps are counted.
+func (s *Service) at(stamp int64) (at, local time.Time) {
+	local = s.now()
 	if stamp == 0 {
-		return local
+		return local, local
 	}
 	t, clamped := partitionlimit.Stamp(time.Unix(0, stamp), local, s.maxSkew)
 	if clamped {
 		s.metrics.clamped.Add(1)
 	}
-	return t
+	return t, local
 }
 
 // decide accounts and decides one operation in a counting mode, by partitionlimit's
-// Table.Apply (the very decision test/sim drives), and keeps the pair's statistics; by is
-// who a rejection is attributed to, pk the partition key when the caller has it (else nil).
-// Operations whose counter ends above twice the limit update the pair's hot set.
-func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode partitionlimit.Mode, draw float64, now time.Time, by rejecter, pk [][]byte) (partitionlimit.Decision, error) {
+// Table.ApplyAt (the very decision test/sim drives) at now on a node whose clock reads local,
+// and keeps the pair's statistics; by is who a rejection is attributed to, pk the partition key
+// when the caller has it (else nil). Operations whose counter ends above twice the limit
+// update the pair's hot set.
+func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode partitionlimit.Mode, draw float64, now, local time.Time, by rejecter, pk [][]byte) (partitionlimit.Decision, error) {
 	limit := t.Limit(op)
 	var st *opState
 	var label uint32
@@ -331,7 +341,7 @@ func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode partit
 		st = s.ops.get(t, op)
 		label = st.label
 	}
-	d, err := s.limits.Apply(mode, token, label, limit, draw, now)
+	d, err := s.limits.ApplyAt(mode, token, label, limit, draw, now, local)
 	if err != nil {
 		return partitionlimit.Decision{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}

@@ -76,10 +76,10 @@ func TestSkewIsHarmlessWithCoordinatorStamps(t *testing.T) {
 
 // TestOnsetFirstSecond: a partition turning hot at V ≥ 5·L admits more than 3·L in its first
 // second in the baseline (the counter starts at zero), and at most 3·L with kvnode's onset
-// bound where one counter decides or every replica counts every operation at once; from the
-// second second on kvnode holds 0.8–1.2·L (5 seconds of measurement). Reads at ONE spread
-// over the replicas count each other's reads only through propagation, 20 ms late: see
-// docs/accuracy.md for their first second.
+// bound at every V ≥ 2·L, on every path and at every skew: one counter deciding, local checks
+// spread over three replicas, outside coordinators whose replicas all enforce, and reads at
+// ONE spread over the replicas, which count each other's reads only through propagation, up
+// to 20 ms late. From the second second on kvnode holds 0.8–1.2·L (5 seconds of measurement).
 func TestOnsetFirstSecond(t *testing.T) {
 	results, err := shortMatrix()
 	if err != nil {
@@ -88,21 +88,23 @@ func TestOnsetFirstSecond(t *testing.T) {
 	checked := 0
 	for _, r := range results {
 		sc := r.Scenario
-		if !sc.Onset || sc.Offered < 5 {
+		if !sc.Onset || sc.Offered < 2 {
 			continue
 		}
 		first := r.FirstSecondOverLimit()
 		switch {
-		case sc.Configuration == Scylla && first <= 3:
+		case sc.Configuration == Scylla && sc.Offered >= 5 && first <= 3:
 			t.Errorf("%s: first second %.2f·L, want the baseline's burst above 3·L", describe(r), first)
-		case sc.Configuration == Kvnode && sc.Skew == 0 && !(sc.ReadFraction == 1 && sc.Consistency == coordinator.One) && first > 3:
+		case sc.Configuration == Kvnode && first > 3:
 			t.Errorf("%s: first second %.2f·L, want at most 3·L", describe(r), first)
 		case sc.Configuration == Kvnode && (r.AcceptedOverLimit() < 0.8 || r.AcceptedOverLimit() > 1.2):
 			t.Errorf("%s after the first second, want 0.8–1.2·L", describe(r))
 		}
-		checked++
+		if sc.Configuration == Kvnode {
+			checked++
+		}
 	}
 	if checked == 0 {
-		t.Fatal("the matrix has no onset row at V ≥ 5·L")
+		t.Fatal("the matrix has no kvnode onset row at V ≥ 2·L")
 	}
 }

@@ -12,16 +12,17 @@
 //
 //   - Step.LocalCheck: Table.Decide on the coordinator's own table at the coordinator's local time.
 //   - Each Send becomes a message that reaches its replica after a sampled network latency; the
-//     replica decides with the replica's own decision, partitionlimit's Table.Apply, on its own
-//     table at its own local time with the Send's mode and draw (account-and-enforce: Decide;
-//     account-only: Account; none: nothing), and answers with a Response after another sampled
-//     latency. A node's messages to itself take no time.
+//     replica decides with the replica's own decision, partitionlimit's Table.ApplyAt, on its own
+//     table with the Send's mode and draw (account-and-enforce: Decide; account-only: Account;
+//     none: nothing), at the Send's stamp bounded against its own clock (its own clock for an
+//     unstamped Send) and with its own clock for the age of a young counter, and answers with a
+//     Response after another sampled latency. A node's messages to itself take no time.
 //   - Tick at the request's deadline when some message was lost.
 //   - With Scenario.Propagation, the finishing Step's Unaccounted replicas are owed account-only
 //     deltas in the coordinator's own Batcher, as the shell's propagator collects them:
 //     coalesced per (partition, op) per coordinator, drained every Options.PropagationInterval
 //     (20 ms, the shell's default) to each replica the failure detector considers live, and
-//     added by the replica with Table.AccountN on its own clock.
+//     added by the replica with Table.AccountNAt at the batch's stamp, bounded as above.
 //
 // Modelled, not real: the network (latency MinLatency + Exp(MeanExtraLatency) per hop, lost
 // messages to crashed nodes), storage (a replica "performs" an operation instantly), the ring

@@ -584,14 +584,15 @@ func (s *sim) flush(e event) {
 }
 
 // applyDeltas adds a batch of account-only deltas to a replica's counters, at the batch's stamp
-// bounded against the replica's clock, as replica.Service does. A crashed replica loses the
+// bounded against the replica's clock (and with that clock for a young counter's age), as
+// replica.Service does. A crashed replica loses the
 // batch.
 func (s *sim) applyDeltas(e event) {
 	j := int(e.node)
 	if !s.nodes[j].crashed {
 		now := s.replicaTime(j, e.at, e.stamp)
 		for _, d := range s.batches[e.op] {
-			s.nodes[j].table.AccountN(d.Token, labelOf(d.Op), d.Count, now)
+			s.nodes[j].table.AccountNAt(d.Token, labelOf(d.Op), d.Count, now, s.clock(j, e.at))
 		}
 	}
 	s.freeBatches = append(s.freeBatches, e.op)
@@ -613,9 +614,10 @@ func (s *sim) deliver(e event) {
 	op := &s.ops[e.op]
 	n := int(e.node)
 	r := event{kind: evRespond, node: e.node, op: e.op, gen: e.gen, send: e.send, status: coordinator.StatusOK}
-	// The replica's admission decision, as replica.Service makes it (partitionlimit's Table.Apply
-	// at the coordinator's stamp, bounded against the replica's clock).
-	d, err := s.nodes[n].table.Apply(e.mode, op.token, op.label, s.o.Limit, op.draw, s.replicaTime(n, e.at, e.stamp))
+	// The replica's admission decision, as replica.Service makes it (partitionlimit's
+	// Table.ApplyAt at the coordinator's stamp bounded against the replica's clock, with the
+	// replica's clock for the age of a young counter).
+	d, err := s.nodes[n].table.ApplyAt(e.mode, op.token, op.label, s.o.Limit, op.draw, s.replicaTime(n, e.at, e.stamp), s.clock(n, e.at))
 	switch {
 	case err != nil:
 		s.err = fmt.Errorf("sim: %v: replica %d at %v: %w", s.sc, n, time.Duration(e.at), err)
