@@ -179,3 +179,51 @@ func TestOnsetAgeIsOnTheReplicasClock(t *testing.T) {
 		t.Fatal("200 operations per second against a limit of 10 were never rejected: the test decides nothing")
 	}
 }
+
+// TestReonsetBound checks the onset bound on a partition that turns hot again: hot at V for
+// three seconds, idle for a gap, then hot at V again from any phase of the second. After a gap
+// that holds a whole second without an operation, its first second admits at most 2.5·L, as a
+// new counter's does, whatever is left of the old count: with the old count past its onset and
+// judged by the rule alone it admitted 2L + (L/ln2)·ln(V/2L) (5.7·L at V = 20·L after 6 s, as
+// a real node showed). Seconds 2–4 of the second burst admit 0.9–1.1·L (mean over seeds).
+func TestReonsetBound(t *testing.T) {
+	const limit, seconds = 100, 4
+	seeds := 8
+	if raceEnabled {
+		seeds = 2
+	}
+	for _, v := range []float64{3, 20, 100} {
+		for _, gap := range []float64{1.3, 2, 3.5, 6, 9, 12} {
+			var later float64
+			for seed := range uint64(seeds) {
+				tb := newTable(t, Options{Capacity: 64})
+				rng := rand.New(rand.NewPCG(seed, uint64(v*1000+gap*10)))
+				const token, label = int64(777), uint32(2)
+				phase := rng.Float64()
+				resume := 3 + gap // seconds after the first burst's start
+				per := make([]int, seconds)
+				for sec := phase; ; sec += rng.ExpFloat64() / (v * limit) {
+					if sec >= 3 && sec < resume {
+						sec = resume // idle
+					}
+					if sec >= resume+seconds {
+						break
+					}
+					d := tb.Decide(token, label, limit, rng.Float64(), at(time.Second+time.Duration(sec*float64(time.Second))))
+					if sec >= resume && d.Admitted {
+						per[int(sec-resume)]++
+					}
+				}
+				if got := float64(per[0]) / limit; got > 2.5 {
+					t.Errorf("V=%gL again after %gs idle (seed %d): first second admitted %.2f·L, want at most 2.5·L", v, gap, seed, got)
+				}
+				for i := 1; i < seconds; i++ {
+					later += float64(per[i]) / limit / float64(seeds) / (seconds - 1)
+				}
+			}
+			if later < 0.9 || later > 1.1 {
+				t.Errorf("V=%gL again after %gs idle: seconds 2–%d admitted %.3f·L per second (mean of %d seeds), want 0.9–1.1·L", v, gap, seconds, later, seeds)
+			}
+		}
+	}
+}
