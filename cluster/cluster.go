@@ -109,7 +109,11 @@ type Cluster struct {
 	// confirm holds the live peers to ask for their removals (RemovalPeers.Removed): each
 	// peer once it is seen up, and the sender of a gossip hint of a removal not applied here.
 	// A peer stays until it answers (or goes down); the join loop retries.
-	confirm  map[NodeID]bool
+	confirm map[NodeID]bool
+	// removing holds the nodes being removed (removenode streaming their ranges), each with
+	// the node running the removal: while that node is live (or is this one), the removed node
+	// is leaving in the ring, so that writes also reach its ranges' new owners.
+	removing map[NodeID]NodeID
 	asking   map[NodeID]bool // Removed calls in flight
 	asked    atomic.Uint64   // Removed calls finished, answered or not (for tests)
 	ctx      context.Context // ends at shutdown: bounds the calls to RemovalPeers
@@ -160,6 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		removed:  map[NodeID]int64{},
 		deferred: map[NodeID]int64{},
 		confirm:  map[NodeID]bool{},
+		removing: map[NodeID]NodeID{},
 		asking:   map[NodeID]bool{},
 		changed:  make(chan struct{}),
 		in:       newInbox(),
@@ -401,8 +406,26 @@ func (c *Cluster) memberLocked(p *peerState) Member {
 	return Member{
 		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
 		Live: p.live, SchemaDigest: p.digest, Local: p.rec.ID == c.id,
-		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack, State: p.rec.State,
+		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack, State: c.stateLocked(p),
 	}
+}
+
+// stateLocked returns the state of peer p in the ring: the one it gossips, except that a normal
+// node being removed by a live node (or by this one) is leaving.
+func (c *Cluster) stateLocked(p *peerState) NodeState {
+	if p.rec.State != StateNormal {
+		return p.rec.State
+	}
+	by, ok := c.removing[p.rec.ID]
+	if !ok {
+		return p.rec.State
+	}
+	if by != c.id {
+		if q, ok := c.peers[by]; !ok || !q.live {
+			return p.rec.State
+		}
+	}
+	return StateLeaving
 }
 
 // Changed returns a channel that is closed at the next change of membership, liveness, the ring, or a
@@ -428,7 +451,7 @@ func (c *Cluster) kickWorker() {
 func (c *Cluster) rebuildRingLocked() {
 	nodes := make([]RingNode, 0, len(c.peers))
 	for _, p := range c.peers {
-		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens, State: p.rec.State})
+		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens, State: c.stateLocked(p)})
 	}
 	c.ring.Store(NewRing(nodes))
 }
@@ -441,6 +464,10 @@ func (c *Cluster) rebuildLiveLocked() {
 		}
 	}
 	c.live.Store(&live)
+	if len(c.removing) > 0 {
+		// A removal in progress counts only while the node running it is live.
+		c.rebuildRingLocked()
+	}
 }
 
 func (c *Cluster) buildMeta(digest string) ([]byte, error) {
@@ -570,6 +597,143 @@ func (c *Cluster) RemoveNode(id NodeID) error {
 	return nil
 }
 
+// SetRemoving starts (on) or ends (!on) the removal of the down node id by this node
+// (removenode): while it runs, id is leaving in the ring, so that its ranges' new owners are
+// pending replicas and get the writes made while the ranges stream to them. It is announced to
+// every live peer over the internode port (Config.Removals); a peer that does not get it is an
+// error when starting (the caller abandons the removal). It never removes id: RemoveNode does,
+// once the ranges have streamed; ending it returns the ring to its previous state.
+func (c *Cluster) SetRemoving(id NodeID, on bool) error {
+	if id == c.id {
+		return fmt.Errorf("cluster: cannot remove the local node %s", id)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if on {
+		p, ok := c.peers[id]
+		if !ok {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+		}
+		if p.live {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %s at %s; stop it (and wait until it is seen down) before removing it", ErrNodeLive, id, p.rec.GossipAddr)
+		}
+		c.removing[id] = c.id
+	} else if by, ok := c.removing[id]; ok && by == c.id {
+		delete(c.removing, id)
+	}
+	c.rebuildRingLocked()
+	c.notifyLocked()
+	mine := c.removingByLocked(c.id)
+	c.mu.Unlock()
+	return c.announceRemoving(mine)
+}
+
+// RemovingBy returns the node that is removing node id now (SetRemoving there), if any.
+func (c *Cluster) RemovingBy(id NodeID) (NodeID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	by, ok := c.removing[id]
+	return by, ok
+}
+
+// Removing returns the nodes this node is removing now (SetRemoving), sorted.
+func (c *Cluster) Removing() []NodeID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.removingByLocked(c.id)
+}
+
+func (c *Cluster) removingByLocked(by NodeID) []NodeID {
+	var ids []NodeID
+	for id, b := range c.removing {
+		if b == by {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// LearnRemoving records that member from is removing the nodes of removing now, the whole set
+// (what it told over the internode port: an announcement, or its answer to RemovalPeers.Removed).
+// Only such a channel may call it. It removes no node: each is leaving in the ring while from is
+// live, so that writes reach their ranges' new owners.
+func (c *Cluster) LearnRemoving(from NodeID, removing []NodeID) error {
+	if len(removing) > MaxRemovals {
+		return fmt.Errorf("cluster: %d removals in progress from %s, the limit is %d", len(removing), from, MaxRemovals)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if from == c.id {
+		return nil
+	}
+	changed := false
+	for id, by := range c.removing {
+		if by == from && !slices.Contains(removing, id) {
+			delete(c.removing, id)
+			changed = true
+		}
+	}
+	for _, id := range removing {
+		if id == c.id || validateNodeID(id) != nil {
+			continue
+		}
+		if _, gone := c.removed[id]; gone {
+			continue
+		}
+		if by, ok := c.removing[id]; !ok || by != from {
+			c.removing[id] = from
+			changed = true
+			c.log.Info("node being removed: its ranges' new owners get its writes", "removing", string(id), "by", string(from))
+		}
+	}
+	if changed {
+		c.rebuildRingLocked()
+		c.notifyLocked()
+	}
+	return nil
+}
+
+// announceRemoving tells every live peer of the nodes this node is removing now, in parallel,
+// and returns the peers' errors.
+func (c *Cluster) announceRemoving(removing []NodeID) error {
+	if c.cfg.Removals == nil {
+		return nil
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, to := range c.livePeers() {
+		m, ok := c.Member(to)
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(c.ctx, removalTimeout)
+			defer cancel()
+			if err := c.cfg.Removals.AnnounceRemoving(ctx, m, c.id, removing); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("node %s: %w", to, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // removalTimeout bounds one call to Config.Removals.
 const removalTimeout = 5 * time.Second
 
@@ -673,9 +837,12 @@ func (c *Cluster) askRemovals() {
 			defer c.wg.Done()
 			ctx, cancel := context.WithTimeout(c.ctx, removalTimeout)
 			defer cancel()
-			rs, err := c.cfg.Removals.Removed(ctx, m)
+			rs, removing, err := c.cfg.Removals.Removed(ctx, m)
 			if err == nil {
 				err = c.LearnRemovals(m.ID, rs)
+			}
+			if err == nil {
+				err = c.LearnRemoving(m.ID, removing)
 			}
 			c.mu.Lock()
 			delete(c.asking, m.ID)
@@ -707,6 +874,12 @@ func (c *Cluster) applyRemovalLocked(id NodeID, at int64) bool {
 		return false
 	}
 	delete(c.deferred, id)
+	delete(c.removing, id)
+	for r, by := range c.removing {
+		if by == id {
+			delete(c.removing, r) // its removal in progress ends with it
+		}
+	}
 	c.removed[id] = at
 	c.dirty = true
 	if id == c.id {

@@ -489,3 +489,76 @@ func TestPortZeroPublishesTheRealAddressAndSeedsSkipSelf(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovingMakesTheNodeLeavingEverywhere: SetRemoving of a down node makes it leaving in the
+// ring of every live node (told over the internode port), with its ranges' next owners pending,
+// and removes nothing; ending it returns every ring to what it was. A removal in progress counts
+// only while the node running it is up, and one whose node restarted (forgetting it) ends on the
+// other nodes when they see that node come back.
+func TestRemovingMakesTheNodeLeavingEverywhere(t *testing.T) {
+	tc := newTestCluster(t)
+	n1 := tc.start()
+	n2 := tc.start(n1.GossipAddr())
+	n3 := tc.start(n1.GossipAddr())
+	n4 := tc.start(n1.GossipAddr())
+	waitFor(t, 10*time.Second, allSeeAllLive(n1, n2, n3, n4))
+	id4 := n4.LocalID()
+	n4.Close()
+	waitFor(t, 10*time.Second, seesDown(id4, n1, n2, n3))
+	before := n2.Ring()
+
+	if err := n1.SetRemoving(n2.LocalID(), true); !errors.Is(err, ErrNodeLive) {
+		t.Errorf("SetRemoving(live node) = %v, want ErrNodeLive", err)
+	}
+	if err := n1.SetRemoving(id4, true); err != nil {
+		t.Fatalf("SetRemoving(down node): %v", err)
+	}
+	for _, n := range []*testNode{n1, n2, n3} {
+		r := n.Ring()
+		if st, ok := r.State(id4); !ok || st != StateLeaving || !r.Transitioning() || r.Future().Contains(id4) {
+			t.Errorf("node %s: the node being removed is %v (in the ring: %v, transitioning: %v), want leaving", n.LocalID(), st, ok, r.Transitioning())
+		}
+		if m, ok := n.Member(id4); !ok || m.State != StateLeaving {
+			t.Errorf("node %s lists the node being removed as %+v, want leaving", n.LocalID(), m)
+		}
+	}
+	if err := n1.SetRemoving(id4, false); err != nil {
+		t.Fatalf("SetRemoving(off): %v", err)
+	}
+	for _, n := range []*testNode{n1, n2, n3} {
+		if !n.Ring().Equal(before) || n.Ring().Transitioning() {
+			t.Errorf("node %s: the ring after an abandoned removal differs from the one before", n.LocalID())
+		}
+	}
+
+	// The node running the removal crashes: the others stop treating the node as leaving, and
+	// when it comes back (without the removal, which ended with it) they learn that it ended.
+	if err := n1.SetRemoving(id4, true); err != nil {
+		t.Fatal(err)
+	}
+	dir1, schema1 := n1.dir, n1.schema
+	n1.crash()
+	waitFor(t, 10*time.Second, seesDown(n1.LocalID(), n2, n3))
+	for _, n := range []*testNode{n2, n3} {
+		if st, _ := n.Ring().State(id4); st != StateNormal {
+			t.Errorf("node %s: the node being removed by a down node is %v, want normal", n.LocalID(), st)
+		}
+	}
+	n1 = tc.restart(dir1, schema1, n2.GossipAddr())
+	waitFor(t, 10*time.Second, func() string {
+		for _, n := range []*testNode{n2, n3} {
+			n.mu.Lock()
+			_, ok := n.removing[id4]
+			n.mu.Unlock()
+			if ok {
+				return "node " + string(n.LocalID()) + " still knows the removal that ended with its node's restart"
+			}
+		}
+		return ""
+	})
+	for _, n := range []*testNode{n1, n2, n3} {
+		if st, ok := n.Ring().State(id4); !ok || st != StateNormal {
+			t.Errorf("node %s: the dead node is %v (in the ring: %v) after the removal ended, want normal", n.LocalID(), st, ok)
+		}
+	}
+}

@@ -151,11 +151,15 @@ type SchemaStore interface {
 // RemovalPeers (or announces it, see [Cluster.LearnRemovals]). Calls are made from the cluster's
 // own goroutines, never from memberlist callbacks; they must honour ctx.
 type RemovalPeers interface {
-	// Removed asks member peer for every removal it knows ([Cluster.Removals] on that node).
-	Removed(ctx context.Context, peer Member) ([]Removal, error)
+	// Removed asks member peer for every removal it knows ([Cluster.Removals] on that node) and
+	// for the nodes it is removing now ([Cluster.Removing] on that node).
+	Removed(ctx context.Context, peer Member) ([]Removal, []NodeID, error)
 	// Announce tells member peer that node from removed the nodes of removals
 	// ([Cluster.LearnRemovals] on that node).
 	Announce(ctx context.Context, peer Member, from NodeID, removals []Removal) error
+	// AnnounceRemoving tells member peer that node from is removing the nodes of removing now,
+	// the whole set ([Cluster.LearnRemoving] on that node).
+	AnnounceRemoving(ctx context.Context, peer Member, from NodeID, removing []NodeID) error
 }
 
 // Config configures a node's cluster membership. DataDir and Schema are required; the zero value of

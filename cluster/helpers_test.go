@@ -181,12 +181,20 @@ func (f *fakeInternode) at(m Member) (*Cluster, error) {
 	return c, nil
 }
 
-func (f *fakeInternode) Removed(ctx context.Context, peer Member) ([]Removal, error) {
+func (f *fakeInternode) Removed(ctx context.Context, peer Member) ([]Removal, []NodeID, error) {
 	c, err := f.at(peer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.Removals(), nil
+	return c.Removals(), c.Removing(), nil
+}
+
+func (f *fakeInternode) AnnounceRemoving(ctx context.Context, peer Member, from NodeID, removing []NodeID) error {
+	c, err := f.at(peer)
+	if err != nil {
+		return err
+	}
+	return c.LearnRemoving(from, removing)
 }
 
 func (f *fakeInternode) Announce(ctx context.Context, peer Member, from NodeID, removals []Removal) error {

@@ -231,6 +231,15 @@ type TestingKnobs struct {
 	// PauseHintReplay, if set, skips the periodic hint replay while it returns true (a
 	// decommission still hands its hints off).
 	PauseHintReplay func() bool
+	// BeforeRemoval, if set, is called by removenode once the dead node's ranges have
+	// streamed, before the node is removed from the ring.
+	BeforeRemoval func()
+}
+
+func (k *TestingKnobs) beforeRemoval() {
+	if k != nil && k.BeforeRemoval != nil {
+		k.BeforeRemoval()
+	}
 }
 
 func (k *TestingKnobs) pauseHintReplay() func() bool {

@@ -25,6 +25,7 @@ func (m membership) Removed(context.Context, *replicapb.RemovedRequest) (*replic
 	for _, r := range m.n.cluster.Removals() {
 		resp.Removals = append(resp.Removals, &replicapb.Removal{Id: string(r.ID), At: r.At})
 	}
+	resp.Removing = removingToWire(m.n.cluster.Removing())
 	return resp, nil
 }
 
@@ -38,10 +39,34 @@ func (m membership) Announce(ctx context.Context, req *replicapb.AnnounceRequest
 	if len(req.GetRemovals()) > cluster.MaxRemovals {
 		return nil, invalidArg("membership announce: %d removals, the limit is %d", len(req.GetRemovals()), cluster.MaxRemovals)
 	}
+	if len(req.GetRemoving().GetIds()) > cluster.MaxRemovals {
+		return nil, invalidArg("membership announce: %d removals in progress, the limit is %d", len(req.GetRemoving().GetIds()), cluster.MaxRemovals)
+	}
 	if err := m.n.cluster.LearnRemovals(from, removalsFromWire(req.GetRemovals())); err != nil {
 		return nil, err
 	}
+	if req.Removing != nil {
+		if err := m.n.cluster.LearnRemoving(from, removingFromWire(req.GetRemoving())); err != nil {
+			return nil, err
+		}
+	}
 	return &replicapb.AnnounceResponse{}, nil
+}
+
+func removingToWire(ids []cluster.NodeID) *replicapb.Removing {
+	out := &replicapb.Removing{}
+	for _, id := range ids {
+		out.Ids = append(out.Ids, string(id))
+	}
+	return out
+}
+
+func removingFromWire(r *replicapb.Removing) []cluster.NodeID {
+	var out []cluster.NodeID
+	for _, id := range r.GetIds() {
+		out = append(out, cluster.NodeID(id))
+	}
+	return out
 }
 
 func removalsFromWire(rs []*replicapb.Removal) []cluster.Removal {
@@ -71,21 +96,35 @@ func (p removalPeers) dial(m cluster.Member) (replicapb.MembershipClient, func()
 	return replicapb.NewMembershipClient(conn), func() { conn.Close() }, nil
 }
 
-// Removed asks peer for its removals.
-func (p removalPeers) Removed(ctx context.Context, peer cluster.Member) ([]cluster.Removal, error) {
+// Removed asks peer for its removals and the removals it has in progress.
+func (p removalPeers) Removed(ctx context.Context, peer cluster.Member) ([]cluster.Removal, []cluster.NodeID, error) {
 	api, done, err := p.dial(peer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer done()
 	resp, err := api.Removed(ctx, &replicapb.RemovedRequest{}, grpc.WaitForReady(true))
 	if status.Code(err) == codes.Unimplemented {
-		return nil, nil // a release before the Membership service: it confirms no removal
+		return nil, nil, nil // a release before the Membership service: it confirms no removal
 	}
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", peer.ID, err)
+		return nil, nil, fmt.Errorf("node %s: %w", peer.ID, err)
 	}
-	return removalsFromWire(resp.GetRemovals()), nil
+	return removalsFromWire(resp.GetRemovals()), removingFromWire(resp.GetRemoving()), nil
+}
+
+// AnnounceRemoving tells peer of the removals this node has in progress.
+func (p removalPeers) AnnounceRemoving(ctx context.Context, peer cluster.Member, from cluster.NodeID, removing []cluster.NodeID) error {
+	api, done, err := p.dial(peer)
+	if err != nil {
+		return err
+	}
+	defer done()
+	req := &replicapb.AnnounceRequest{From: string(from), Removing: removingToWire(removing)}
+	if _, err := api.Announce(ctx, req, grpc.WaitForReady(true)); err != nil {
+		return fmt.Errorf("node %s: %w", peer.ID, err)
+	}
+	return nil
 }
 
 // Announce tells peer of removals made by this node.

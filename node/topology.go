@@ -727,22 +727,78 @@ func (n *Node) removeNode(ctx context.Context, id cluster.NodeID) (uint64, error
 			}
 		}
 	}
+	if by, ok := c.RemovingBy(id); ok {
+		return 0, refused("node %s is already being removed by %s", id, by)
+	}
+	if r := c.Ring(); r.Without(id).Transitioning() {
+		return 0, refused("another node is joining, leaving or being removed; removenode %s once that has finished", id)
+	}
 	var total uint64
 	if m.State != cluster.StateJoining && m.State != cluster.StateLeft {
-		r := c.Ring()
-		p, err := plan(r, r.Without(id), n.streamedRFs(), n.liveSources(id))
-		if err != nil {
+		var err error
+		if total, err = n.streamRemoved(ctx, id, m.State); err != nil {
 			return 0, err
 		}
-		if total, err = n.execute(ctx, p, "removenode"); err != nil {
-			return 0, fmt.Errorf("removenode %s: %w; it stays in the ring, run removenode again", id, err)
-		}
 	}
+	n.cfg.Testing.beforeRemoval()
 	if err := c.RemoveNode(id); err != nil {
+		n.endRemoving(id)
 		return total, err
 	}
 	n.log.Info("removed a dead node", "removed", string(id), "entries_streamed", total)
 	return total, nil
+}
+
+// streamRemoved re-replicates the ranges of the dead node id, in state st, from their surviving
+// replicas to their new owners. As Cassandra does, id is leaving in the ring on every node while
+// they stream (a normal one is marked as being removed), so that its ranges' new owners are
+// pending replicas and get the writes made meanwhile; the writes started before every node saw
+// that are waited out first. On failure the ring returns to its previous state.
+func (n *Node) streamRemoved(ctx context.Context, id cluster.NodeID, st cluster.NodeState) (uint64, error) {
+	c := n.cluster
+	fail := func(err error) (uint64, error) {
+		return 0, fmt.Errorf("removenode %s: %w; it stays in the ring, run removenode again", id, err)
+	}
+	if st == cluster.StateNormal {
+		if err := c.SetRemoving(id, true); err != nil {
+			n.endRemoving(id)
+			err = fmt.Errorf("telling every live node that %s is being removed: %w", id, err)
+			return fail(err)
+		}
+		// The removal, once done, drops the marker with the node (RemoveNode, on every node);
+		// an abandoned one drops it here, so that the ring is as it was.
+		fail = func(err error) (uint64, error) {
+			n.endRemoving(id)
+			return 0, fmt.Errorf("removenode %s: %w; it stays in the ring, run removenode again", id, err)
+		}
+		if err := n.awaitSeen(ctx, id, "leaving (being removed)", isState(cluster.StateLeaving)); err != nil {
+			return fail(err)
+		}
+	}
+	if err := n.awaitWritesInFlight(ctx); err != nil {
+		return fail(err)
+	}
+	r := c.Ring()
+	if m, ok := c.Member(id); !ok || m.Live {
+		return fail(refused("node %s came back up during the removal", id))
+	}
+	p, err := plan(r, r.Without(id), n.streamedRFs(), n.liveSources(id))
+	if err != nil {
+		return fail(err)
+	}
+	total, err := n.execute(ctx, p, "removenode")
+	if err != nil {
+		return fail(err)
+	}
+	return total, nil
+}
+
+// endRemoving ends the removal of id by this node that did not complete: id is normal in the
+// ring again, on every live node.
+func (n *Node) endRemoving(id cluster.NodeID) {
+	if err := n.cluster.SetRemoving(id, false); err != nil {
+		n.log.Warn("not every live node was told that the removal was abandoned; they learn it when they next ask", "removed", string(id), "err", err)
+	}
 }
 
 // Decommission streams the node's ranges to their next owners and takes it out of the ring (as

@@ -46,7 +46,7 @@ func (e *Executor) writeReplicaSet(dst []coordinator.Replica, pending []coordina
 // reject as rate limited, to pending, the token's pending replicas when the write started. The sends run
 // detached from the client (a write must reach every replica it can), bounded by a write timeout
 // and by Close, and are exempt from the rate limiter: the natural replicas already decided. A
-// pending replica that fails the write gets a hint for it.
+// pending replica that is down or fails the write gets a hint for it.
 func (e *Executor) writePending(ctx context.Context, token int64, pending []coordinator.NodeID, m *replicapb.Mutation, o coordinator.Outcome, deadline time.Time) {
 	if len(pending) == 0 {
 		return
@@ -66,7 +66,15 @@ func (e *Executor) writePending(ctx context.Context, token int64, pending []coor
 	}
 	defer e.release(f)
 	for _, to := range pending {
-		if !e.isLive(to) || !e.extend(f) {
+		if !e.isLive(to) {
+			// A pending replica that is down gets the write by hint once it is up, as a
+			// natural replica that was down does: it may have streamed this range already.
+			if e.hints != nil {
+				e.hints.StoreHint(to, m)
+			}
+			continue
+		}
+		if !e.extend(f) {
 			continue
 		}
 		go func() {

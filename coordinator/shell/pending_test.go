@@ -3,6 +3,7 @@ package shell_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +162,38 @@ func TestPendingReplicasAreThoseOfTheRingTheWriteStartedWith(t *testing.T) {
 	}
 	if n == 0 {
 		t.Errorf("n3, pending when the write started, did not get it because its join finished while the write was in flight")
+	}
+}
+
+// TestDownPendingReplicaGetsAHint: a pending replica that is down when a write starts is not
+// sent it, but gets a hint for it, as a natural replica that is down does (it may have streamed
+// the write's range already: without the hint it would never get the write).
+func TestDownPendingReplicaGetsAHint(t *testing.T) {
+	rec := &hintRecorder{}
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2"}})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+	e, err := shell.NewExecutor(shell.Config{
+		LocalID: "n1", Ring: pendingRing{c.ring, []coordinator.NodeID{"n3"}}, Transport: c.transport,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, WriteTimeout: 300 * time.Millisecond,
+		Hints: rec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	c.ring.setDown("n3")
+	if _, err := e.Execute(context.Background(), coordinator.Statement{Text: "INSERT INTO ks.t (k, v) VALUES (1, 1)", Consistency: coordinator.All, Keyspace: "ks"}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitIdle()
+	if got := rec.targets(); !slices.Equal(got, []string{"n3"}) {
+		t.Errorf("hints after a write with its pending replica n3 down: %v, want [n3]", got)
+	}
+	c.transport.mu.Lock()
+	sent := c.transport.calls["n3"]
+	c.transport.mu.Unlock()
+	if sent != 0 {
+		t.Errorf("the down pending replica n3 was sent %d writes, want 0", sent)
 	}
 }

@@ -127,8 +127,10 @@ func (x *RemovedRequest) GetRequester() string {
 }
 
 type RemovedResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Removals      []*Removal             `protobuf:"bytes,1,rep,name=removals,proto3" json:"removals,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Removals []*Removal             `protobuf:"bytes,1,rep,name=removals,proto3" json:"removals,omitempty"`
+	// The nodes the answering node is removing now (absent from a release before it: none).
+	Removing      *Removing `protobuf:"bytes,2,opt,name=removing,proto3" json:"removing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -170,11 +172,21 @@ func (x *RemovedResponse) GetRemovals() []*Removal {
 	return nil
 }
 
+func (x *RemovedResponse) GetRemoving() *Removing {
+	if x != nil {
+		return x.Removing
+	}
+	return nil
+}
+
 type AnnounceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The id of the node that ran removenode.
-	From          string     `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	Removals      []*Removal `protobuf:"bytes,2,rep,name=removals,proto3" json:"removals,omitempty"`
+	From     string     `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Removals []*Removal `protobuf:"bytes,2,rep,name=removals,proto3" json:"removals,omitempty"`
+	// When present, the nodes the sending node is removing now: it starts a removenode with them
+	// and ends it (done or abandoned) without them.
+	Removing      *Removing `protobuf:"bytes,3,opt,name=removing,proto3" json:"removing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -223,6 +235,13 @@ func (x *AnnounceRequest) GetRemovals() []*Removal {
 	return nil
 }
 
+func (x *AnnounceRequest) GetRemoving() *Removing {
+	if x != nil {
+		return x.Removing
+	}
+	return nil
+}
+
 type AnnounceResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -259,6 +278,55 @@ func (*AnnounceResponse) Descriptor() ([]byte, []int) {
 	return file_membership_proto_rawDescGZIP(), []int{4}
 }
 
+// Removing is the set of nodes one node is removing (kvnode removenode): while their ranges
+// stream from the survivors to their new owners, each is leaving in the ring, so that writes
+// also go to the new owners as pending replicas. It is the whole set: it replaces what the
+// receiver knew of the sender's removals in progress. It never removes a node; that takes a
+// Removal.
+type Removing struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Removing) Reset() {
+	*x = Removing{}
+	mi := &file_membership_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Removing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Removing) ProtoMessage() {}
+
+func (x *Removing) ProtoReflect() protoreflect.Message {
+	mi := &file_membership_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Removing.ProtoReflect.Descriptor instead.
+func (*Removing) Descriptor() ([]byte, []int) {
+	return file_membership_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Removing) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
 var File_membership_proto protoreflect.FileDescriptor
 
 const file_membership_proto_rawDesc = "" +
@@ -268,13 +336,17 @@ const file_membership_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
 	"\x02at\x18\x02 \x01(\x03R\x02at\".\n" +
 	"\x0eRemovedRequest\x12\x1c\n" +
-	"\trequester\x18\x01 \x01(\tR\trequester\"I\n" +
+	"\trequester\x18\x01 \x01(\tR\trequester\"\x82\x01\n" +
 	"\x0fRemovedResponse\x126\n" +
-	"\bremovals\x18\x01 \x03(\v2\x1a.kvnode.replica.v1.RemovalR\bremovals\"]\n" +
+	"\bremovals\x18\x01 \x03(\v2\x1a.kvnode.replica.v1.RemovalR\bremovals\x127\n" +
+	"\bremoving\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.RemovingR\bremoving\"\x96\x01\n" +
 	"\x0fAnnounceRequest\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x126\n" +
-	"\bremovals\x18\x02 \x03(\v2\x1a.kvnode.replica.v1.RemovalR\bremovals\"\x12\n" +
-	"\x10AnnounceResponse2\xb3\x01\n" +
+	"\bremovals\x18\x02 \x03(\v2\x1a.kvnode.replica.v1.RemovalR\bremovals\x127\n" +
+	"\bremoving\x18\x03 \x01(\v2\x1b.kvnode.replica.v1.RemovingR\bremoving\"\x12\n" +
+	"\x10AnnounceResponse\"\x1c\n" +
+	"\bRemoving\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids2\xb3\x01\n" +
 	"\n" +
 	"Membership\x12P\n" +
 	"\aRemoved\x12!.kvnode.replica.v1.RemovedRequest\x1a\".kvnode.replica.v1.RemovedResponse\x12S\n" +
@@ -292,26 +364,29 @@ func file_membership_proto_rawDescGZIP() []byte {
 	return file_membership_proto_rawDescData
 }
 
-var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_membership_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_membership_proto_goTypes = []any{
 	(*Removal)(nil),          // 0: kvnode.replica.v1.Removal
 	(*RemovedRequest)(nil),   // 1: kvnode.replica.v1.RemovedRequest
 	(*RemovedResponse)(nil),  // 2: kvnode.replica.v1.RemovedResponse
 	(*AnnounceRequest)(nil),  // 3: kvnode.replica.v1.AnnounceRequest
 	(*AnnounceResponse)(nil), // 4: kvnode.replica.v1.AnnounceResponse
+	(*Removing)(nil),         // 5: kvnode.replica.v1.Removing
 }
 var file_membership_proto_depIdxs = []int32{
 	0, // 0: kvnode.replica.v1.RemovedResponse.removals:type_name -> kvnode.replica.v1.Removal
-	0, // 1: kvnode.replica.v1.AnnounceRequest.removals:type_name -> kvnode.replica.v1.Removal
-	1, // 2: kvnode.replica.v1.Membership.Removed:input_type -> kvnode.replica.v1.RemovedRequest
-	3, // 3: kvnode.replica.v1.Membership.Announce:input_type -> kvnode.replica.v1.AnnounceRequest
-	2, // 4: kvnode.replica.v1.Membership.Removed:output_type -> kvnode.replica.v1.RemovedResponse
-	4, // 5: kvnode.replica.v1.Membership.Announce:output_type -> kvnode.replica.v1.AnnounceResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	5, // 1: kvnode.replica.v1.RemovedResponse.removing:type_name -> kvnode.replica.v1.Removing
+	0, // 2: kvnode.replica.v1.AnnounceRequest.removals:type_name -> kvnode.replica.v1.Removal
+	5, // 3: kvnode.replica.v1.AnnounceRequest.removing:type_name -> kvnode.replica.v1.Removing
+	1, // 4: kvnode.replica.v1.Membership.Removed:input_type -> kvnode.replica.v1.RemovedRequest
+	3, // 5: kvnode.replica.v1.Membership.Announce:input_type -> kvnode.replica.v1.AnnounceRequest
+	2, // 6: kvnode.replica.v1.Membership.Removed:output_type -> kvnode.replica.v1.RemovedResponse
+	4, // 7: kvnode.replica.v1.Membership.Announce:output_type -> kvnode.replica.v1.AnnounceResponse
+	6, // [6:8] is the sub-list for method output_type
+	4, // [4:6] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_membership_proto_init() }
@@ -325,7 +400,7 @@ func file_membership_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_membership_proto_rawDesc), len(file_membership_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,7 +38,8 @@ type MembershipClient interface {
 	// come up, and when gossip hints at a removal it has not applied.
 	Removed(ctx context.Context, in *RemovedRequest, opts ...grpc.CallOption) (*RemovedResponse, error)
 	// Announce tells the node of removals: the node that ran removenode sends it to every live
-	// member once it has applied and persisted the removal.
+	// member once it has applied and persisted the removal. It also tells of the removals the
+	// sender has in progress (Removing), when it starts and ends one.
 	Announce(ctx context.Context, in *AnnounceRequest, opts ...grpc.CallOption) (*AnnounceResponse, error)
 }
 
@@ -80,7 +81,8 @@ type MembershipServer interface {
 	// come up, and when gossip hints at a removal it has not applied.
 	Removed(context.Context, *RemovedRequest) (*RemovedResponse, error)
 	// Announce tells the node of removals: the node that ran removenode sends it to every live
-	// member once it has applied and persisted the removal.
+	// member once it has applied and persisted the removal. It also tells of the removals the
+	// sender has in progress (Removing), when it starts and ends one.
 	Announce(context.Context, *AnnounceRequest) (*AnnounceResponse, error)
 	mustEmbedUnimplementedMembershipServer()
 }
