@@ -22,14 +22,6 @@ const (
 	// its mean count λ, and a faster partition fails it as soon as its count exceeds what the
 	// limit could explain by more than that.
 	onsetSlack = 3
-
-	// reonsetIdle is how many second boundaries a counter must have gone untouched across
-	// (one whole second without an operation, at least) for its next operation to start it
-	// over as a new counter, in its onset (see shard.account). Steady traffic touches its
-	// counter every second; a partition idle for a whole second and hot again is a partition
-	// turning hot, and what is left of its old count (a quarter of it at most) would let the
-	// rule burst.
-	reonsetIdle = 2
 )
 
 // onsetCount returns the count Decide judges a counter in its onset on: the counter holds

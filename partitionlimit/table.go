@@ -317,13 +317,6 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms u
 	case c == 0:
 		s.inserts++
 		e.born = ms
-	case ms != 0 && int32(now-e.sec) >= reonsetIdle:
-		// The partition was idle for a whole second and turns hot again from what is left
-		// of an old count, which the rule alone lets burst as it would a new counter (up to
-		// 2L + (L/ln2)·ln(V/2L) in its first second). A new onset starts: the onset bound
-		// judges the count as if all of it had come since now, which the old part (a quarter
-		// of the count it had, at most, and halving) only makes higher, never lower.
-		e.born = ms
 	case e.born == 0:
 	case int32(ms-e.born) > onsetHorizon:
 		e.born = 0
