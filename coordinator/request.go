@@ -217,10 +217,12 @@ type Request struct {
 	maxRetry time.Duration // largest retry hint among rejecting replicas
 	minCount uint32        // smallest counter among rejecting replicas
 	minBorn  time.Time     // and its birth
-	// wouldReject: the local check or a replica would have rejected the operation in enforce
-	// mode (shadow mode).
-	wouldReject bool
-	firstErr    error // first failure
+	// Shadow mode: wouldReject is the local check's verdict that enforce mode would have
+	// rejected the operation; wouldRejected and wouldAdmit count the replicas' OK answers that
+	// say they would, and would not, have rejected it (see shadowRejects).
+	wouldReject               bool
+	wouldRejected, wouldAdmit int
+	firstErr                  error // first failure
 
 	outcome     Outcome
 	unaccounted []NodeID
@@ -331,6 +333,25 @@ func (r *Request) OnLocalCheck(res CheckResult) Step {
 	return r.send()
 }
 
+// shadowRejects reports whether enforce mode would have rejected an operation that shadow mode
+// admitted: the coordinator's own check said so, or the enforcing replicas' answers do. Enforce
+// mode rejects on the replicas path when the rejections alone put the consistency level out of
+// reach (Tally.Result). When every replica that answered would have rejected, the ones that
+// have not answered are taken to agree, as replicas whose counters agree do (the same count and
+// draw give the same decision); when their answers differ, the operation counts only if the
+// would-be rejections alone put the level out of reach, as they would in enforce mode.
+func (r *Request) shadowRejects() bool {
+	switch {
+	case r.wouldReject:
+		return true
+	case r.wouldRejected == 0:
+		return false
+	case r.wouldAdmit == 0:
+		return true
+	}
+	return r.tally.Contacted-r.wouldRejected < r.required
+}
+
 // OnResponse takes one replica's answer. It returns the Outcome once the answers decide the
 // request: success when the consistency level is reached; RateLimited (rejected by replicas) when
 // rejections alone make it unreachable; Failed when failures do. A response whose Seq and From
@@ -348,7 +369,13 @@ func (r *Request) OnResponse(resp Response) Step {
 	switch resp.Status {
 	case StatusOK:
 		r.tally.OK++
-		r.wouldReject = r.wouldReject || (resp.WouldReject && r.p.limited())
+		if r.p.limited() {
+			if resp.WouldReject {
+				r.wouldRejected++
+			} else {
+				r.wouldAdmit++
+			}
+		}
 		if r.p.Op == OpRead {
 			r.responses = append(r.responses, resp)
 		}
@@ -371,8 +398,8 @@ func (r *Request) OnResponse(resp Response) Step {
 	}
 	switch r.tally.Result(r.required) {
 	case QuorumReached:
-		s := Success{Op: r.p.Op, Acks: r.tally.OK, Responses: r.responses, WouldReject: r.wouldReject}
-		if r.wouldReject {
+		s := Success{Op: r.p.Op, Acks: r.tally.OK, Responses: r.responses, WouldReject: r.shadowRejects()}
+		if s.WouldReject {
 			s.Limit = r.p.Limit
 		}
 		return r.finish(s)

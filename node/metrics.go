@@ -111,7 +111,7 @@ func newCoordinatorMetrics() *coordinatorMetrics {
 		}, []string{"keyspace", "table", "op"}),
 		wouldRejectVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kvnode", Subsystem: "limiter", Name: "would_reject_total",
-			Help: "Operations this node coordinated that a per_partition_rate_limit in shadow mode ('mode': 'shadow') would have rejected in enforce mode, by table and op: they were counted and decided as in enforce mode, admitted, and the client got a warning. Each operation counts once, on its coordinator, however many replicas decided against it, so the sum over nodes is what enforce mode would reject.",
+			Help: "Operations this node coordinated that a per_partition_rate_limit in shadow mode ('mode': 'shadow') would have rejected in enforce mode, by table and op: they were counted and decided as in enforce mode, admitted, and the client got a warning. Each operation counts once, on its coordinator, when enforce mode would have rejected it: its own check said so, or the enforcing replicas' would-be rejections would have put the consistency level out of reach (replicas that disagree count as enforce mode counts them).",
 		}, []string{"keyspace", "table", "op"}),
 	}
 	for op := range numOps {
