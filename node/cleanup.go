@@ -43,8 +43,23 @@ type CleanupStats struct {
 
 // Cleanup deletes this node's data in the token ranges it does not replicate (as kvnode cleanup
 // does through the Admin service). Nodes clean up by themselves after every topology change; an
-// error wrapping a refusal means nothing was deleted.
-func (n *Node) Cleanup(ctx context.Context) (CleanupStats, error) { return n.cleanup(ctx) }
+// error wrapping a refusal means nothing was deleted. Like the cleanup after a change, it first
+// waits until every live node sees the members as this one does, then out the requests that
+// coordinators may still have sent by the previous ring (the longer of the read and write
+// timeouts), so that a read sent at ONE by the old ring does not find its rows just deleted.
+func (n *Node) Cleanup(ctx context.Context) (CleanupStats, error) {
+	r := n.cluster.Ring()
+	if err := n.agreeOnMembers(ctx); err != nil {
+		return CleanupStats{}, err
+	}
+	if !sleepCtx(ctx, max(n.cfg.ReadTimeout, n.cfg.WriteTimeout)) {
+		return CleanupStats{}, ctx.Err()
+	}
+	if !r.Equal(n.cluster.Ring()) {
+		return CleanupStats{}, refused("the ring changed while waiting for requests in flight; run cleanup again")
+	}
+	return n.cleanup(ctx)
+}
 
 // cleanup deletes the local data of every streamed table in the token ranges the local node does
 // not replicate at its keyspace's replication factor, if it may (see above).
@@ -203,16 +218,10 @@ func (n *Node) startCleanup() {
 // live node sees the members as this node does, then waits out the requests coordinators sent
 // by the ring before, then cleans up if the ring is still r.
 func (n *Node) cleanupAfterChange(ctx context.Context, r *cluster.Ring) error {
-	if err := n.agreeOnMembers(ctx); err != nil {
-		return err
-	}
-	if !sleepCtx(ctx, max(n.cfg.ReadTimeout, n.cfg.WriteTimeout)) {
-		return ctx.Err()
-	}
 	if !r.Equal(n.cluster.Ring()) {
 		return refused("the ring changed again")
 	}
-	_, err := n.cleanup(ctx)
+	_, err := n.Cleanup(ctx)
 	return err
 }
 

@@ -156,7 +156,7 @@ func (a adminServer) Cleanup(ctx context.Context, _ *kvnodepb.CleanupRequest) (*
 	if err := a.n.allowTopologyChange(ctx, "cleanup"); err != nil { // it deletes data, as they do
 		return nil, err
 	}
-	st, err := a.n.cleanup(ctx)
+	st, err := a.n.Cleanup(ctx)
 	if err != nil {
 		return nil, adminError(err)
 	}
