@@ -429,8 +429,12 @@ func allEqual(hs []string) bool {
 	return true
 }
 
-// stream writes m to replica to, exempt from the rate limiter.
+// stream writes m to replica to, exempt from the rate limiter and throttled with the node's
+// streams (topology.throttle): repair and streaming together send at most stream_throughput.
 func (r *repairService) stream(ctx context.Context, to coordinator.NodeID, m *replicapb.Mutation) error {
+	if err := r.n.topo.throttle(ctx, proto.Size(m)); err != nil {
+		return err
+	}
 	cctx, cancel := context.WithTimeout(ctx, r.n.cfg.WriteTimeout)
 	defer cancel()
 	resp, err := r.n.trans.Mutate(cctx, to, &replicapb.MutateRequest{Limiter: &replicapb.Limiter{Mode: replicapb.Limiter_NONE}, Mutation: m})

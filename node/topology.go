@@ -153,6 +153,20 @@ func rangesToWire(rs []cluster.TokenRange) []*replicapb.TokenRange {
 	return out
 }
 
+// throttle waits until n more bytes may be sent within Config.StreamThroughput, shared by every
+// stream this node sends (bootstrap, decommission and removenode streams, and repair's writes),
+// so that together they leave clients their share of the disk and network.
+func (t *topology) throttle(ctx context.Context, n int) error {
+	for n > 0 {
+		k := min(n, t.limiter.Burst())
+		if err := t.limiter.WaitN(ctx, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
 // Pull implements replicapb.StreamServer: it streams the local entries of the requested tables
 // (those the local schema knows) whose tokens are in the requested ranges, throttled.
 func (t *topology) Pull(req *replicapb.PullRequest, stream grpc.ServerStreamingServer[replicapb.PullChunk]) error {
@@ -170,7 +184,7 @@ func (t *topology) Pull(req *replicapb.PullRequest, stream grpc.ServerStreamingS
 		if len(chunk.Entries) == 0 {
 			return nil
 		}
-		if err := t.limiter.WaitN(ctx, min(size, t.limiter.Burst())); err != nil {
+		if err := t.throttle(ctx, size); err != nil {
 			return err
 		}
 		if err := stream.Send(chunk); err != nil {
