@@ -708,30 +708,9 @@ func (c *Cluster) announceRemoving(removing []NodeID) error {
 	if c.cfg.Removals == nil {
 		return nil
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for _, to := range c.livePeers() {
-		m, ok := c.Member(to)
-		if !ok {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(c.ctx, removalTimeout)
-			defer cancel()
-			if err := c.cfg.Removals.AnnounceRemoving(ctx, m, c.id, removing); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("node %s: %w", to, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(c.toLivePeers(func(ctx context.Context, m Member) error {
+		return c.cfg.Removals.AnnounceRemoving(ctx, m, c.id, removing)
+	})...)
 }
 
 // removalTimeout bounds one call to Config.Removals.
@@ -743,23 +722,38 @@ func (c *Cluster) announce(removals []Removal) {
 	if c.cfg.Removals == nil {
 		return
 	}
-	var wg sync.WaitGroup
+	for _, err := range c.toLivePeers(func(ctx context.Context, m Member) error {
+		return c.cfg.Removals.Announce(ctx, m, c.id, removals)
+	}) {
+		c.log.Warn("announcing a removal failed; the peer will learn of it when it asks", "err", err)
+	}
+}
+
+// toLivePeers calls call for every live peer at once, each bounded by removalTimeout, and
+// returns their errors, each naming its peer.
+func (c *Cluster) toLivePeers(call func(ctx context.Context, m Member) error) []error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
 	for _, to := range c.livePeers() {
 		m, ok := c.Member(to)
 		if !ok {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(c.ctx, removalTimeout)
 			defer cancel()
-			if err := c.cfg.Removals.Announce(ctx, m, c.id, removals); err != nil {
-				c.log.Warn("announcing a removal failed; the peer will learn of it when it asks", "peer", string(to), "err", err)
+			if err := call(ctx, m); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("node %s: %w", to, err))
+				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
+	return errs
 }
 
 // Removals returns every removal the node knows, sorted by id: what a peer asking over the

@@ -52,13 +52,7 @@ func (s *Store) ScanTokens(id schema.TableID, from, to int64, fn func(key, value
 	if s.closed {
 		return errStoreClosed
 	}
-	lower := tokenKey(nil, id, from)
-	var upper []byte
-	if to == math.MaxInt64 {
-		_, upper = tableSpan(id)
-	} else {
-		upper = tokenKey(nil, id, to+1)
-	}
+	lower, upper := tokenSpan(id, from, to)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("replica: scan table id %d tokens [%d, %d]: %w", id, from, to, err)
@@ -150,13 +144,7 @@ func (s *Store) DeleteTokens(id schema.TableID, intervals [][2]int64) (int, erro
 		if from > to {
 			continue
 		}
-		lower := tokenKey(nil, id, from)
-		var upper []byte
-		if to == math.MaxInt64 {
-			_, upper = tableSpan(id)
-		} else {
-			upper = tokenKey(nil, id, to+1)
-		}
+		lower, upper := tokenSpan(id, from, to)
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		if err != nil {
 			return 0, fmt.Errorf("replica: delete table id %d tokens [%d, %d]: %w", id, from, to, err)
@@ -188,4 +176,15 @@ func (s *Store) DeleteTokens(id schema.TableID, intervals [][2]int64) (int, erro
 		return 0, fmt.Errorf("replica: delete table id %d token ranges: %w", id, err)
 	}
 	return deleted, nil
+}
+
+// tokenSpan returns the key bounds [lower, upper) of table id's partitions whose tokens are in
+// [from, to].
+func tokenSpan(id schema.TableID, from, to int64) (lower, upper []byte) {
+	lower = tokenKey(nil, id, from)
+	if to == math.MaxInt64 {
+		_, upper = tableSpan(id)
+		return lower, upper
+	}
+	return lower, tokenKey(nil, id, to+1)
 }
