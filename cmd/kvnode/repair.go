@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -96,23 +95,12 @@ func runRepair(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	opts, err := c.dialOptions()
-	if err != nil {
+	var resp *kvnodepb.RepairResponse
+	if err := c.call(ctx, c.addr, c.timeout, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+		resp, err = kvnodepb.NewRepairClient(conn).Repair(ctx, &kvnodepb.RepairRequest{Keyspace: c.keyspace, Table: c.table})
+		return err
+	}); err != nil {
 		return fmt.Errorf("repair: %w", err)
-	}
-	conn, err := grpc.NewClient(c.addr, opts...)
-	if err != nil {
-		return fmt.Errorf("repair: %s: %w", c.addr, err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	resp, err := kvnodepb.NewRepairClient(conn).Repair(ctx, &kvnodepb.RepairRequest{Keyspace: c.keyspace, Table: c.table})
-	if err != nil {
-		if s, ok := status.FromError(err); ok {
-			return fmt.Errorf("repair through %s: %s", c.addr, s.Message())
-		}
-		return fmt.Errorf("repair through %s: %w", c.addr, err)
 	}
 	failed := 0
 	if c.json {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/internal/cliflags"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -49,24 +48,9 @@ func adminCall(ctx context.Context, f adminFlags, fn func(context.Context, kvnod
 	if f.timeout <= 0 {
 		return fmt.Errorf("--timeout is %v, want more than 0", f.timeout)
 	}
-	opts, err := f.dialOptions()
-	if err != nil {
-		return err
-	}
-	conn, err := grpc.NewClient(f.addr, opts...)
-	if err != nil {
-		return fmt.Errorf("--addr %s: %w", f.addr, err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	if err := fn(ctx, kvnodepb.NewAdminClient(conn)); err != nil {
-		if s, ok := status.FromError(err); ok {
-			return fmt.Errorf("node at %s: %s: %s", f.addr, s.Code(), s.Message())
-		}
-		return fmt.Errorf("node at %s: %w", f.addr, err)
-	}
-	return nil
+	return f.call(ctx, f.addr, f.timeout, func(ctx context.Context, conn *grpc.ClientConn) error {
+		return fn(ctx, kvnodepb.NewAdminClient(conn))
+	})
 }
 
 // statusJSON is kvnode status --json's output.
