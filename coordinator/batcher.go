@@ -36,15 +36,16 @@ const LearnedLead = 750 * time.Millisecond
 func LearnedTime(stamp time.Time) time.Time { return stamp.Add(LearnedLead) }
 
 // Copy returns what a coordinator's learned copy takes from l (partitionlimit.Table.Learn):
-// the count at LearnedTime(l.Stamp), which is the replicas' count as of l.Stamp halved once for
-// each second boundary between the two, since the copy runs ahead of the replicas' counter.
-func (l Learned) Copy() (count uint32, at time.Time) {
+// the count and residual at LearnedTime(l.Stamp), which are the replicas' as of l.Stamp halved
+// once for each second boundary between the two, since the copy runs ahead of the replicas'
+// counter.
+func (l Learned) Copy() (count, residual uint32, at time.Time) {
 	at = LearnedTime(l.Stamp)
 	d := at.Unix() - l.Stamp.Unix()
 	if d >= 32 {
-		return 0, at
+		return 0, 0, at
 	}
-	return l.Count >> uint(max(d, 0)), at
+	return l.Count >> uint(max(d, 0)), l.Residual >> uint(max(d, 0)), at
 }
 
 // Delta is a number of operations on one of a replica's counters that the replica did not see:

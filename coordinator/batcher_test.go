@@ -48,11 +48,11 @@ func TestLearnedCopy(t *testing.T) {
 		{-300 * time.Millisecond, 500},  // -0.3 s → 0.45 s: past the boundary at 0
 	}
 	for _, c := range cases {
-		l := Learned{Count: 1000, Stamp: base.Add(c.stamp)}
-		got, at := l.Copy()
-		if got != c.want || !at.Equal(l.Stamp.Add(LearnedLead)) {
-			t.Errorf("Learned{Count: 1000, Stamp: t0%+v}.Copy() = %d at t0%+v, want %d at t0%+v",
-				c.stamp, got, at.Sub(base), c.want, (c.stamp + LearnedLead))
+		l := Learned{Count: 1000, Residual: 100, Stamp: base.Add(c.stamp)}
+		got, resid, at := l.Copy()
+		if want := 100 * c.want / 1000; got != c.want || resid != want || !at.Equal(l.Stamp.Add(LearnedLead)) {
+			t.Errorf("Learned{Count: 1000, Residual: 100, Stamp: t0%+v}.Copy() = %d, %d at t0%+v, want %d, %d at t0%+v",
+				c.stamp, got, resid, at.Sub(base), c.want, want, (c.stamp + LearnedLead))
 		}
 	}
 }

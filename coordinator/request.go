@@ -141,10 +141,12 @@ type Response struct {
 	Status Status
 	// Count and RetryAfter come with StatusRateLimited: the replica's counter after the
 	// increment, and when it will have decayed back under twice the limit. Born is the
-	// counter's birth while it is in its onset (partitionlimit.Decision.Born), else zero.
+	// counter's birth while it is in its onset (partitionlimit.Decision.Born), else zero,
+	// and Residual the part of Count that predates the birth (Decision.Residual).
 	Count      uint32
 	RetryAfter time.Duration
 	Born       time.Time
+	Residual   uint32
 	// WouldReject may come with StatusOK: the table's limit is in shadow mode and the
 	// replica, deciding in account-and-enforce mode, would have rejected the operation.
 	WouldReject bool
@@ -217,6 +219,7 @@ type Request struct {
 	maxRetry time.Duration // largest retry hint among rejecting replicas
 	minCount uint32        // smallest counter among rejecting replicas
 	minBorn  time.Time     // and its birth
+	minResid uint32        // and its residual
 	// Shadow mode: wouldReject is the local check's verdict that enforce mode would have
 	// rejected the operation; wouldRejected and wouldAdmit count the replicas' OK answers that
 	// say they would, and would not, have rejected it (see shadowRejects).
@@ -384,7 +387,7 @@ func (r *Request) OnResponse(resp Response) Step {
 		r.maxCount = max(r.maxCount, resp.Count)
 		r.maxRetry = max(r.maxRetry, resp.RetryAfter)
 		if r.tally.Rejected == 1 || resp.Count < r.minCount {
-			r.minCount, r.minBorn = resp.Count, resp.Born
+			r.minCount, r.minBorn, r.minResid = resp.Count, resp.Born, resp.Residual
 		}
 	default:
 		r.tally.Failed++
@@ -457,14 +460,15 @@ func (r *Request) Outcome() Outcome { return r.outcome }
 func (r *Request) Unaccounted() []NodeID { return r.unaccounted }
 
 // Learned is what a coordinator that is not a replica of a partition learns when the replicas
-// reject a limited operation on it: the smallest counter among the rejecting replicas and its
-// birth (Response.Count and Born), as of the operation's Stamp. The shell keeps it in its
+// reject a limited operation on it: the smallest counter among the rejecting replicas, its
+// birth and its residual (Response.Count, Born and Residual), as of the operation's Stamp. The shell keeps it in its
 // table of hot partitions (partitionlimit.Table.Learn) and sets Params.Learned on the
 // partition's next operations while the learned counter has not decayed to zero.
 type Learned struct {
-	Count uint32
-	Born  time.Time
-	Stamp time.Time
+	Count    uint32
+	Born     time.Time
+	Residual uint32
+	Stamp    time.Time
 }
 
 // learnAfter is how old a replicas' counter must be before a coordinator outside the replica
@@ -488,7 +492,7 @@ func (r *Request) Learn() (Learned, bool) {
 	if !r.minBorn.IsZero() && r.p.Stamp.Sub(r.minBorn) < learnAfter {
 		return Learned{}, false
 	}
-	return Learned{Count: r.minCount, Born: r.minBorn, Stamp: r.p.Stamp}, true
+	return Learned{Count: r.minCount, Born: r.minBorn, Residual: r.minResid, Stamp: r.p.Stamp}, true
 }
 
 // Tally returns the answers counted so far.

@@ -52,12 +52,16 @@ type Decision struct {
 	// admitted one: how long until the counter, if nothing else arrives, is back at 2·Limit
 	// or below, where every operation is admitted.
 	RetryAfter time.Duration
-	// Born is when the counter started from zero (to the millisecond) while it is in its
-	// onset, and the zero time once it is older or when the table has no onset bound. A
-	// coordinator that is not a replica of the partition learns the counter from a replica's
-	// rejection, Count and Born together (Table.Learn), so that its own Decide applies the
+	// Born is when the counter's onset began (to the millisecond) while it is in its onset,
+	// and the zero time once it is older or when the table has no onset bound. A coordinator
+	// that is not a replica of the partition learns the counter from a replica's rejection,
+	// Count, Born and Residual together (Table.Learn), so that its own Decide applies the
 	// replica's rule, onset bound included.
 	Born time.Time
+	// Residual is the part of Count the counter held when its onset began (decayed with it):
+	// 0 for a counter that started from zero, the leftover of an earlier burst for a
+	// partition that turned hot again. The onset bound judges Count − Residual.
+	Residual uint32
 	// WouldReject is set, with Admitted, by a caller whose table runs its limit in shadow mode
 	// (schema.Shadow: replica.Service) when Decide rejected the operation: the operation was
 	// counted and decided exactly as it would be, and admitted anyway. Decide never sets it.
@@ -84,16 +88,16 @@ func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, 
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, born := s.account(h, token, label, 1, sec, ms)
+	c, born, resid := s.account(h, token, label, 1, sec, ms, t.rebirth(limit))
 	s.mu.Unlock()
 	d := Decision{Count: c, Limit: limit}
 	x := c
 	if born != 0 {
 		nowMs, age := now.UnixMilli(), onsetAge(born, local)
-		if c > limit {
-			x = onsetCount(c, age, limit, nowMs)
+		if fresh := c - resid; fresh > limit {
+			x = max(c, onsetCount(fresh, age, limit, nowMs))
 		}
-		d.Born = time.UnixMilli(nowMs - age)
+		d.Born, d.Residual = time.UnixMilli(nowMs-age), resid
 	}
 	d.Admitted = Admit(x, limit, draw)
 	if !d.Admitted {

@@ -66,7 +66,7 @@
 // following seconds still admit 1.6·L, 1.2·L, 1.1·L while the counter fills. Decide bounds this
 // onset by judging a young counter on the count it would hold had the partition always been
 // offered the same rate. A slot records when its counter started from zero (born, to the
-// millisecond, in the 4 bytes that take a slot from 20 to 24), on the node's own clock (the
+// millisecond, in 2 of the 4 bytes that take a slot from 20 to 24), on the node's own clock (the
 // local time of DecideAt and AccountNAt): an age is an interval, exact on one clock, whereas
 // the stamps of coordinators whose clocks differ by Δ would make the counter look up to Δ
 // older to the coordinator ahead, which would then extrapolate its count too little. The age
@@ -105,6 +105,42 @@
 // 1000·L and any phase, and 0.9–1.1·L per second from the second second on. After
 // onsetHorizon (8 s) the factor is within 1% of 1 and the slot forgets its birth: steady state
 // is the rule above, unchanged. Decision.Count stays the counter itself.
+//
+// # Turning hot again
+//
+// A partition that was hot a while ago keeps a decayed count until it halves to zero, up to 32
+// seconds later; past its onset that leftover would be judged by the rule alone, and a second
+// burst would admit 2L + (L/ln2)·ln(V/2L) less what the leftover takes (5.7·L was measured on a
+// real node at V = 20·L after 6 s of quiet). A counter therefore starts a new onset, with born
+// set to now, when the partition turns hot again:
+//
+//   - after a whole second of the stamps' clock without an operation (the previous one was two
+//     or more second boundaries ago), whatever the leftover; or
+//   - while its count is at most L/2 and what came since its onset began (its first second past,
+//     or no onset at all) is explained by a rate of at most L: a trickle of operations never
+//     pauses a whole second, and the last operation before it turns hot is the new onset.
+//
+// The count the counter held then is the new onset's residual (resid, in 16 bits beside a
+// 16-bit born, so the slot stays at 24 bytes), and halves with it. Decide judges the count
+// since the onset, fresh = count − residual, with the onset bound (onsetCount, the guards as
+// above), and applies the rule to the larger of that and the whole count: max(count,
+// onsetCount(fresh)). For a counter that started from zero the residual is 0 and this is the
+// onset bound unchanged. Otherwise both parts keep their meaning: the leftover is load the
+// partition was offered and the rule still counts it, so a partition coming back slowly (fresh
+// at most L) is decided exactly as the rule alone decides it; and the rejections of a new
+// burst are at least those of a counter that started from zero with the same operations, so
+// its first second is bounded as the onset above. TestTurningHotAgainIsBounded measures at
+// most 2.0·L in the burst's first second after 4 s at V, 1.2 to 6 s of quiet and V again, and
+// after 20 s of a trickle (V from 3·L to 100·L), and 0.97–1.10·L per second over the next four
+// (without the new onset: up to 9.0·L and 1.26·L).
+// A quiet partition (0.8·L or less, steady or in bursts with pauses) is never rejected.
+//
+// What is not bounded: a pause between one and two seconds that spans no whole second of the
+// stamps' clock starts no new onset. The leftover is then at least a quarter of the count at
+// the pause, V/4 or more for a partition offered V, and the rule alone admits about
+// (L/ln2)·ln 5 ≈ 2.3·L at most in the first second; in the seconds after, it over-admits as
+// it does after any pause while the counter refills (1.21 and 1.11·L on average at V = 20·L
+// after 1.2 s of quiet, where a fifth of the phases start a new onset).
 //
 // Replicas that receive the same operations agree on their counts (the stamps decide the
 // halvings) and on the counter's age to within the difference of the network delays of its

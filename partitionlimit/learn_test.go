@@ -11,19 +11,19 @@ import (
 func TestLearnRaisesNeverLowers(t *testing.T) {
 	tb := newTable(t, Options{Capacity: 64})
 	const token, label = int64(42), uint32(3)
-	tb.Learn(token, label, 1000, time.Time{}, at(100*time.Millisecond))
+	tb.Learn(token, label, 1000, time.Time{}, 0, at(100*time.Millisecond))
 	if got := tb.Peek(token, label, at(200*time.Millisecond)); got != 1000 {
 		t.Fatalf("after Learn(1000): Peek = %d, want 1000", got)
 	}
-	tb.Learn(token, label, 10, time.Time{}, at(300*time.Millisecond))
+	tb.Learn(token, label, 10, time.Time{}, 0, at(300*time.Millisecond))
 	if got := tb.Peek(token, label, at(300*time.Millisecond)); got != 1000 {
 		t.Errorf("after Learn(10) over 1000: Peek = %d, want 1000 (Learn never lowers)", got)
 	}
 	if got := tb.Peek(token, label, at(1100*time.Millisecond)); got != 500 {
 		t.Errorf("one boundary later: Peek = %d, want 500", got)
 	}
-	tb.Learn(token, label, 0, time.Time{}, at(1200*time.Millisecond))
-	tb.Learn(7, label, 0, time.Time{}, at(1200*time.Millisecond))
+	tb.Learn(token, label, 0, time.Time{}, 0, at(1200*time.Millisecond))
+	tb.Learn(7, label, 0, time.Time{}, 0, at(1200*time.Millisecond))
 	if got := tb.Peek(7, label, at(1200*time.Millisecond)); got != 0 {
 		t.Errorf("Learn(0) of an untracked key: Peek = %d, want 0", got)
 	}
@@ -32,12 +32,14 @@ func TestLearnRaisesNeverLowers(t *testing.T) {
 	}
 }
 
-// TestLearnedDecisionsAreTheReplicas: a coordinator that learns a replica's counter and birth
-// from the replica's rejections, and counts its own operations on its copy, rejects only
-// operations the replica rejects with the same draw, and rejects most of them: its copy never
-// exceeds the replica's counter, which also counts every other coordinator's operations. The
-// birth makes the copy apply the same onset bound (without it the copy would judge a young
-// partition on its raw count, more leniently than the replica).
+// TestLearnedDecisionsAreTheReplicas: a coordinator that learns a replica's counter, onset
+// and residual from the replica's rejections, and counts its own operations on its copy,
+// rejects only operations the replica rejects with the same draw, and rejects most of them:
+// its copy never exceeds the replica's counter, which also counts every other coordinator's
+// operations. The birth makes the copy apply the same onset bound (without it the copy would
+// judge a young partition on its raw count, more leniently than the replica), and the
+// residual the same bound when the partition turns hot again after a pause (without it the
+// copy would judge the leftover as part of the new burst, more harshly than the replica).
 func TestLearnedDecisionsAreTheReplicas(t *testing.T) {
 	const limit = 100
 	for _, v := range []float64{3, 10, 100} {
@@ -46,7 +48,10 @@ func TestLearnedDecisionsAreTheReplicas(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, uint64(v)))
 		const token, label = int64(99), uint32(1)
 		var mine, localRejects, wrong int
-		for sec := 0.0; sec < 6; sec += rng.ExpFloat64() / (v * limit) {
+		for sec := 0.0; sec < 10; sec += rng.ExpFloat64() / (v * limit) {
+			if sec >= 4 && sec < 6.5 {
+				continue // a pause: the partition turns hot again with a leftover count
+			}
 			now := at(time.Second + 300*time.Millisecond + time.Duration(sec*float64(time.Second)))
 			r := rng.Float64()
 			if rng.IntN(2) == 0 {
@@ -68,7 +73,7 @@ func TestLearnedDecisionsAreTheReplicas(t *testing.T) {
 			}
 			d := replica.Decide(token, label, limit, r, now)
 			if !d.Admitted {
-				coord.Learn(token, label, d.Count, d.Born, now)
+				coord.Learn(token, label, d.Count, d.Born, d.Residual, now)
 			}
 		}
 		if wrong > 0 {

@@ -72,7 +72,7 @@ func (t *Table) ApplyAt(mode Mode, token int64, label uint32, limit uint32, draw
 		if limit == 0 {
 			return Decision{Admitted: true}, nil
 		}
-		return Decision{Admitted: true, Count: t.AccountNAt(token, label, 1, now, local), Limit: limit}, nil
+		return Decision{Admitted: true, Count: t.AccountNAt(token, label, 1, limit, now, local), Limit: limit}, nil
 	case ModeAccountAndEnforce:
 		if !(draw >= 0 && draw < 1) { // also rejects NaN
 			return Decision{}, &InstructionError{Mode: mode, Draw: draw}

@@ -94,8 +94,9 @@ func floorDiv(a, b int64) int64 {
 }
 
 // onsetAge returns how many milliseconds before local a counter with birth stamp born (see
-// slot) started from zero: the signed 32-bit difference of the stamps' low bits, exact within
-// 24 days, negative for a local clock stepped back behind the birth.
-func onsetAge(born uint32, local time.Time) int64 {
-	return int64(int32(uint32(local.UnixMilli()) - born&^1))
+// slot) began its onset: the difference of the stamps' low 16 bits (the birth's lowest bit
+// cleared, so never negative within the birth's millisecond, and at most a millisecond long),
+// exact for the 40 seconds at most that a counter keeps its birth.
+func onsetAge(born uint16, local time.Time) int64 {
+	return int64(uint16(local.UnixMilli()) - born&^1)
 }

@@ -1,8 +1,10 @@
 package partitionlimit
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -177,5 +179,202 @@ func TestOnsetAgeIsOnTheReplicasClock(t *testing.T) {
 	}
 	if rejected == 0 {
 		t.Fatal("200 operations per second against a limit of 10 were never rejected: the test decides nothing")
+	}
+}
+
+// phase is one stretch of a partition's load: rate operations per second (Poisson arrivals;
+// 0 is a pause) for the given seconds.
+type phase struct {
+	rate    float64
+	seconds float64
+}
+
+// phasedOp is one operation of phasedRun: when it came, in seconds from the run's start, and
+// whether it was admitted.
+type phasedOp struct {
+	sec      float64
+	admitted bool
+}
+
+// phasedOps is a run's operations in order.
+type phasedOps []phasedOp
+
+// phasedRun offers one partition the phases in turn from the instant start after a second
+// boundary, deciding each operation with Table.Decide as a replica does, and returns its
+// operations. The arrivals and draws depend only on seed and the phases, so two tables given
+// the same seed see the same operations.
+func phasedRun(t *testing.T, opts Options, limit uint32, phases []phase, start time.Duration, seed uint64) phasedOps {
+	t.Helper()
+	tb := newTable(t, opts)
+	rng := rand.New(rand.NewPCG(seed, uint64(len(phases))))
+	const token, label = int64(4242), uint32(5)
+	var ops phasedOps
+	from := 0.0
+	for _, p := range phases {
+		if p.rate > 0 {
+			for sec := from + rng.ExpFloat64()/p.rate; sec < from+p.seconds; sec += rng.ExpFloat64() / p.rate {
+				now := at(time.Second + start + time.Duration(sec*float64(time.Second)))
+				ops = append(ops, phasedOp{sec, tb.Decide(token, label, limit, rng.Float64(), now).Admitted})
+			}
+		}
+		from += p.seconds
+	}
+	return ops
+}
+
+// admittedFrom returns the operations admitted in each of n seconds from the run's second from.
+func (ops phasedOps) admittedFrom(from float64, n int) []int {
+	per := make([]int, n)
+	for _, op := range ops {
+		if i := int(math.Floor(op.sec - from)); i >= 0 && i < n && op.admitted {
+			per[i]++
+		}
+	}
+	return per
+}
+
+// TestTurningHotAgainIsBounded: a partition hot for a while, then quiet, then hot again keeps
+// a leftover count, and judged by the rule alone its second burst would admit
+// 2L + (L/ln2)·ln(V/2L) less what the leftover takes (5.7·L measured on a real node at V = 20·L
+// after 6 s idle). The onset bound starts a new onset when it turns hot again and judges what
+// came since, so the second burst's first second admits at most 3·L too, and the seconds after
+// it 0.9–1.1·L. The same holds for a partition that goes from a trickle of operations straight
+// to V, which never pauses a whole second.
+func TestTurningHotAgainIsBounded(t *testing.T) {
+	const limit = 100
+	seeds := 12
+	if raceEnabled {
+		seeds = 3
+	}
+	type scenario struct {
+		name   string
+		before []phase // the load before the burst measured
+		v      float64 // the burst, in multiples of the limit
+	}
+	var scenarios []scenario
+	for _, v := range []float64{3, 20, 100} {
+		for _, pause := range []float64{1.2, 2, 6} {
+			scenarios = append(scenarios, scenario{fmt.Sprintf("V=%gL for 4 s, %g s quiet, V again", v, pause),
+				[]phase{{v * limit, 4}, {0, pause}}, v})
+		}
+		for _, trickle := range []float64{0.02, 0.2} {
+			scenarios = append(scenarios, scenario{fmt.Sprintf("a trickle of %gL for 20 s, then V=%gL", trickle, v),
+				[]phase{{trickle * limit, 20}}, v})
+		}
+	}
+	for _, sc := range scenarios {
+		var before float64
+		for _, p := range sc.before {
+			before += p.seconds
+		}
+		phases := append(append([]phase(nil), sc.before...), phase{sc.v * limit, 5})
+		var later, worst float64
+		for seed := range uint64(seeds) {
+			// The burst's phase against the counters' second boundaries varies with the seed.
+			start := time.Duration(seed) * 77 * time.Millisecond
+			per := phasedRun(t, Options{Capacity: 64}, limit, phases, start, seed).admittedFrom(before, 5)
+			got := float64(per[0]) / limit
+			if got > 3 {
+				t.Errorf("%s (seed %d): the burst's first second admitted %.2f·L, want at most 3·L", sc.name, seed, got)
+			}
+			worst = max(worst, got)
+			for _, n := range per[1:] {
+				later += float64(n) / limit / float64(seeds) / 4
+			}
+		}
+		if later < 0.9 || later > 1.1 {
+			t.Errorf("%s: the burst's seconds 2–5 admitted %.3f·L per second (mean of %d seeds), want 0.9–1.1·L", sc.name, later, seeds)
+		}
+		t.Logf("%s: first second at most %.2f·L, seconds 2–5 %.3f·L (%d seeds)", sc.name, worst, later, seeds)
+	}
+}
+
+// TestTurningHotAgainWithoutTheBound shows what TestTurningHotAgainIsBounded removes: judged by
+// the rule alone (Options.NoOnsetBound), a partition hot again after 6 s of quiet admits more
+// than 3·L in the second burst's first second.
+func TestTurningHotAgainWithoutTheBound(t *testing.T) {
+	const limit = 100
+	phases := []phase{{20 * limit, 4}, {0, 6}, {20 * limit, 2}}
+	per := phasedRun(t, Options{Capacity: 64, NoOnsetBound: true}, limit, phases, 0, 1).admittedFrom(10, 1)
+	if got := float64(per[0]) / limit; got <= 3 {
+		t.Errorf("without the onset bound the second burst's first second admitted %.2f·L, want more than 3·L", got)
+	}
+}
+
+// TestQuietLoadIsNeverRejected: a partition offered at most 0.8·L is never rejected, however
+// its load comes: steady for a minute (a counter whose count dips to half the limit starts a
+// new onset each second), in bursts with pauses of a second or more (each burst a new onset
+// with the last one's leftover), or slowly after a hot spell.
+func TestQuietLoadIsNeverRejected(t *testing.T) {
+	const limit = 100
+	seeds := 8
+	if raceEnabled {
+		seeds = 2
+	}
+	loads := map[string][]phase{
+		"0.3·L for 60 s":                         {{0.3 * limit, 60}},
+		"0.5·L for 60 s":                         {{0.5 * limit, 60}},
+		"0.8·L for 60 s":                         {{0.8 * limit, 60}},
+		"0.8·L for 2 s, 1.5 s quiet, 12 times":   slices.Repeat([]phase{{0.8 * limit, 2}, {0, 1.5}}, 12),
+		"0.8·L for 0.5 s, 1.1 s quiet, 30 times": slices.Repeat([]phase{{0.8 * limit, 0.5}, {0, 1.1}}, 30),
+	}
+	for name, phases := range loads {
+		for seed := range uint64(seeds) {
+			for i, op := range phasedRun(t, Options{Capacity: 64}, limit, phases, 0, seed) {
+				if !op.admitted {
+					t.Errorf("%s (seed %d): operation %d (at %.3f s) was rejected, want every one admitted", name, seed, i+1, op.sec)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestSlowReturnIsJudgedAsTheRuleJudgesIt: a partition that comes back slowly after a hot spell
+// (5·L for 3 s, 1.2 s quiet, then 0.2·L) starts a new onset with its leftover count as the
+// residual; what arrives since is far below the limit, so every operation is decided exactly
+// as the rule alone decides it on the whole count, leftover included (it is offered load, and
+// here still above 2·L, so the rule rejects some). A new onset that judged the leftover as part
+// of a new burst rejected 13 of the first 16 of such a return.
+func TestSlowReturnIsJudgedAsTheRuleJudgesIt(t *testing.T) {
+	const limit = 100
+	phases := []phase{{5 * limit, 3}, {0, 1.2}, {0.2 * limit, 6}}
+	var rejected int
+	for seed := range uint64(8) {
+		with := phasedRun(t, Options{Capacity: 64}, limit, phases, 0, seed)
+		without := phasedRun(t, Options{Capacity: 64, NoOnsetBound: true}, limit, phases, 0, seed)
+		var returned int
+		for i, op := range with {
+			if op.sec < 4.2 {
+				continue
+			}
+			returned++
+			if op.admitted != without[i].admitted {
+				t.Fatalf("seed %d: operation %d of the slow return was admitted=%v, the rule alone says %v", seed, returned, op.admitted, without[i].admitted)
+			}
+			if !op.admitted {
+				rejected++
+			}
+		}
+	}
+	if rejected == 0 {
+		t.Fatal("the rule rejected none of the slow returns' operations: the leftover count is too small for the test to compare anything but admissions")
+	}
+}
+
+// TestLearnedCopiesStartNoOnset: a table of learned copies keeps the onset Learn gave a counter
+// (here none: a replica's counter past its onset) however its own operations come, where a
+// replica's table starts a new onset after a whole second without an operation.
+func TestLearnedCopiesStartNoOnset(t *testing.T) {
+	for _, copies := range []bool{false, true} {
+		tb := newTable(t, Options{Capacity: 64, LearnedCopies: copies})
+		tb.Learn(1, 1, 1000, time.Time{}, 0, at(100*time.Millisecond))
+		d := tb.Decide(1, 1, 100, 0.5, at(2100*time.Millisecond))
+		if got := !d.Born.IsZero(); got == copies {
+			t.Errorf("LearnedCopies=%v: after a whole second without an operation, Decide's Born is %v; want a new onset %v", copies, d.Born, !copies)
+		}
+		if !copies && d.Residual != 250 {
+			t.Errorf("the new onset's residual is %d, want the count 1000 halved twice (250)", d.Residual)
+		}
 	}
 }

@@ -57,6 +57,14 @@ type Options struct {
 	// admits 2L + (L/ln2)·ln(V/2L) operations in its first second. It exists to measure the
 	// limiter as ScyllaDB designs it (test/sim's "scylla" configuration); a server never sets it.
 	NoOnsetBound bool
+
+	// LearnedCopies makes a table of copies of other tables' counters, which a coordinator
+	// that is not a replica of a partition fills with Learn from the replicas' rejections and
+	// decides on with Decide. A copy's onset (its birth and leftover count) is only ever what
+	// Learn gave it: the table's own operations, a subset of what the replicas count, never
+	// start a new one (see "Turning hot again" in the package documentation), so the copy
+	// judges an operation as the replica it learned from would.
+	LearnedCopies bool
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o. A nil o is treated as
@@ -101,22 +109,32 @@ func (o *Options) Validate() error {
 // at math.MaxUint32. A slot whose count, decayed to the current second, is zero is free. A slot
 // that has never been used is all zeros, which is free by the same rule.
 //
-// born is when the counter started from zero, on the clock of the table's node (the local
-// time passed to AccountNAt and DecideAt, which is now for the methods without one), as the
-// low 32 bits of unix milliseconds with the lowest bit set, while the counter is in its onset
-// (younger than onsetHorizon); 0 once it is older, or when the table has no onset bound. It
-// is measured on the node's own clock rather than on the stamps because a counter's age is an
-// interval: on one clock it is exact, while stamps from coordinators whose clocks differ would
-// make a counter look up to their skew older (see "The onset" in the package documentation).
-// A live counter is touched at least every 32 seconds (a count halves to zero in 32), and
-// every touch past the horizon clears born, so the 49-day wrap of the millisecond stamp is
-// never ambiguous.
+// born is when the counter's onset began, on the clock of the table's node (the local time
+// passed to AccountNAt and DecideAt, which is now for the methods without one), as the low 16
+// bits of unix milliseconds with the lowest bit set, while the counter is in its onset (younger
+// than onsetHorizon); 0 once it is older, or when the table has no onset bound. It is measured
+// on the node's own clock rather than on the stamps because a counter's age is an interval: on
+// one clock it is exact, while stamps from coordinators whose clocks differ would make a
+// counter look up to their skew older (see "The onset" in the package documentation). The
+// 16 bits wrap every 65.5 seconds, and an age is never ambiguous: a live counter is touched at
+// least every 32 seconds (a count halves to zero in 32), every touch past the horizon clears
+// born, so a counter that still has a birth is at most 8 + 32 seconds past it. A clock stepped
+// back behind the birth reads as the step's complement modulo 65.5 seconds: past the horizon,
+// which ends the onset, unless it lands within it, where the onset runs its course on an age
+// that is wrong for at most 8 seconds.
+//
+// resid is the part of count that the counter held when its onset began: zero for a counter
+// that started from zero, the leftover count of a partition that turns hot again (see
+// "Turning hot again" in the package documentation). It halves with count, at the same
+// second boundaries, in the 16-bit floating form of packResidual; it is kept only with a
+// birth.
 type slot struct {
 	tokLo, tokHi uint32
 	label        uint32
 	count        uint32
 	sec          uint32
-	born         uint32
+	born         uint16
+	resid        uint16
 }
 
 // shard is one independently locked part of a Table.
@@ -147,6 +165,7 @@ type Table struct {
 	shift     uint // shard index = hash >> shift
 	shardSize int
 	onset     bool // apply the onset bound (not Options.NoOnsetBound)
+	rebirthOn bool // start new onsets for counters that turn hot again (onset, not Options.LearnedCopies)
 }
 
 // New returns a table with the given options (zero fields take their defaults).
@@ -164,6 +183,7 @@ func New(opts Options) (*Table, error) {
 		shift:     uint(64 - bits.TrailingZeros(uint(o.Shards))),
 		shardSize: size,
 		onset:     !o.NoOnsetBound,
+		rebirthOn: !o.NoOnsetBound && !o.LearnedCopies,
 	}
 	for i := range t.shards {
 		t.shards[i].slots = all[i*size : (i+1)*size : (i+1)*size]
@@ -192,7 +212,7 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(now)
 	s.mu.Lock()
-	c, _ := s.account(h, token, label, n, sec, ms)
+	c, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(0))
 	s.mu.Unlock()
 	return c
 }
@@ -200,9 +220,13 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 // AccountNAt is AccountN for a node that accounts at a coordinator's stamp (now, bounded by
 // Stamp) rather than at its own clock, local: the stamp decides the counter's second
 // boundaries, so that every replica halves it alike, and local measures how long ago a young
-// counter started (see slot), which the onset bound needs on one clock. (AccountN repeats its
-// body rather than calling it, so that Account's hot path passes no more than it always did.)
-func (t *Table) AccountNAt(token int64, label uint32, n uint32, now, local time.Time) uint32 {
+// counter started (see slot), which the onset bound needs on one clock. limit is the
+// partition's limit (0 if unknown), which says when a quiet counter starts a new onset, as
+// Decide would with the same limit (see "Turning hot again" in the package documentation), so
+// that replicas that account an operation and replicas that decide it keep the same onset.
+// (AccountN repeats its body rather than calling it, so that Account's hot path passes no
+// more than it always did.)
+func (t *Table) AccountNAt(token int64, label uint32, n, limit uint32, now, local time.Time) uint32 {
 	if n == 0 {
 		return t.Peek(token, label, now)
 	}
@@ -210,44 +234,58 @@ func (t *Table) AccountNAt(token int64, label uint32, n uint32, now, local time.
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, _ := s.account(h, token, label, n, sec, ms)
+	c, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(limit))
 	s.mu.Unlock()
 	return c
 }
 
-// Learn raises the counter of (token, label) to at least count at now, and gives it the birth
-// born (the zero time: past its onset), on the clock of now, without counting an operation. It is how a coordinator
-// that is not a replica of a partition learns the partition's counter from a replica's
-// rejection (Decision.Count and Decision.Born, as of the operation's stamp now): afterwards
-// its own Decide on this table judges the partition's operations with the replica's rule on a
-// count that is at most the replica's (the replica also counts every operation the
-// coordinator counts here), so it rejects only operations the replica would reject too. Learn
-// never lowers a counter; a key the table does not track takes a slot as Account would, evicting
-// the smallest count of its window when the window is full.
-func (t *Table) Learn(token int64, label uint32, count uint32, born, now time.Time) {
+// Learn raises the counter of (token, label) to at least count at now, and gives it the onset
+// born (the zero time: past its onset) with the leftover count resid, on the clock of now,
+// without counting an operation. It is how a coordinator that is not a replica of a partition
+// learns the partition's counter from a replica's rejection (Decision.Count, Decision.Born and
+// Decision.Residual, as of the operation's stamp now): afterwards its own Decide on this table
+// judges the partition's operations with the replica's rule on a count that is at most the
+// replica's (the replica also counts every operation the coordinator counts here), so it
+// rejects only operations the replica would reject too. Such a table is made with
+// Options.LearnedCopies. Learn never lowers a counter; a key the table does not track takes a
+// slot as Account would, evicting the smallest count of its window when the window is full.
+func (t *Table) Learn(token int64, label uint32, count uint32, born time.Time, resid uint32, now time.Time) {
 	if count == 0 {
 		return
 	}
-	var b uint32
+	var b uint16
 	if t.onset && !born.IsZero() && now.Sub(born) < onsetHorizon*time.Millisecond {
-		b = uint32(born.UnixMilli()) | 1
+		b = uint16(born.UnixMilli()) | 1
+	} else {
+		resid = 0
 	}
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
 	sec := second(now)
 	s.mu.Lock()
-	s.learn(h, token, label, count, sec, b)
+	s.learn(h, token, label, count, sec, b, packResidual(min(resid, count)))
 	s.mu.Unlock()
 }
 
-// milli returns the birth stamp a counter started at local (the node's clock) carries: the
-// low 32 bits of unix milliseconds with the lowest bit set (so it is never 0), or 0 when the
-// table has no onset bound.
-func (t *Table) milli(local time.Time) uint32 {
+// milli returns the birth stamp an onset beginning at local (the node's clock) carries: the
+// low 16 bits of unix milliseconds with the lowest bit set (so it is never 0, which means no
+// onset, and reads back a millisecond early at most), or 0 when the table has no onset bound.
+func (t *Table) milli(local time.Time) uint16 {
 	if !t.onset {
 		return 0
 	}
-	return uint32(local.UnixMilli()) | 1
+	return uint16(local.UnixMilli()) | 1
+}
+
+// rebirth returns the limit account judges a quiet counter on, to start a new onset when the
+// partition turns hot again (see "Turning hot again" in the package documentation): limit
+// itself (0 when unknown, which leaves only the whole quiet second), or −1 for a table that
+// starts no new onsets (no onset bound, or learned copies).
+func (t *Table) rebirth(limit uint32) int64 {
+	if !t.rebirthOn {
+		return -1
+	}
+	return int64(limit)
 }
 
 // Peek returns the counter of (token, label) decayed to now's second without counting an
@@ -302,32 +340,51 @@ func (t *Table) Stats(now time.Time) Stats {
 }
 
 // account implements AccountNAt for n > 0 with s.mu held. now is the second of the stamp and
-// ms the birth stamp a counter starting at this moment of the node's clock takes (0 for a table
-// without an onset bound); account returns the counter after the increment and its birth stamp,
-// 0 for a counter past its onset.
-func (s *shard) account(h uint64, token int64, label uint32, n uint32, now, ms uint32) (uint32, uint32) {
+// ms the birth stamp an onset beginning at this moment of the node's clock takes (0 for a
+// table without an onset bound, see Table.milli); limit is the partition's limit as
+// Table.rebirth gives it, which says when a counter that is not at zero starts a new onset.
+// account returns the counter after the increment, its birth stamp (0 for a counter past its
+// onset) and the part of the count that predates the birth.
+func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, ms uint16, limit int64) (uint32, uint16, uint32) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	e, c, stamp, j := s.probe(h, lo, hi, label, now)
 	if e == nil {
 		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now, born: ms}
-		return n, ms
+		return n, ms, 0
 	}
-	switch {
-	case c == 0:
+	if c == 0 {
 		s.inserts++
-		e.born = ms
-	case e.born == 0:
-	case int32(ms-e.born) > onsetHorizon:
-		e.born = 0
-	case int32(ms-e.born) < 0:
-		// The node's clock was stepped back behind the birth: the onset starts over on the
-		// new clock rather than judging every operation as the birth's millisecond.
-		e.born = ms
+	}
+	var r uint32
+	if ms != 0 {
+		age := uint16(ms - e.born)
+		if e.born != 0 {
+			if age > onsetHorizon {
+				e.born, e.resid = 0, 0
+			} else if e.resid != 0 {
+				// A packed residual halves exactly (see packResidual).
+				r, _ = decay(unpackResidual(e.resid), e.sec, now)
+				e.resid = packResidual(r)
+			}
+		}
+		switch {
+		case c == 0:
+			e.born, e.resid, r = ms, 0, 0
+		case limit < 0:
+			// A learned copy: its onset is what Learn gave it.
+		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*1000 <= limit*int64(age)):
+			// Turning hot again: after a whole second without an operation, or while the
+			// count is at most half the limit and what came since the onset began is
+			// explained by a rate of at most the limit, a new onset starts, with the count
+			// so far as its residual.
+			e.born, e.resid = ms, packResidual(c)
+			r = unpackResidual(e.resid)
+		}
 	}
 	c = saturatingAdd(c, n)
 	e.count, e.sec = c, stamp
-	return c, e.born
+	return c, e.born, r
 }
 
 // probe looks for the key (lo, hi, label) in its window of slots at now, with s.mu held. When
@@ -367,15 +424,15 @@ func (s *shard) probe(h uint64, lo, hi, label, now uint32) (e *slot, c, stamp ui
 }
 
 // learn implements Learn with s.mu held: the key's counter becomes the larger of its decayed
-// count and count, and its birth born.
-func (s *shard) learn(h uint64, token int64, label uint32, count, now, born uint32) {
+// count and count, its birth born and its residual resid (packed).
+func (s *shard) learn(h uint64, token int64, label uint32, count, now uint32, born, resid uint16) {
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	e, c, stamp, j := s.probe(h, lo, hi, label, now)
 	if e == nil {
-		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: count, sec: now, born: born}
+		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: count, sec: now, born: born, resid: resid}
 		return
 	}
-	e.count, e.sec, e.born = max(c, count), stamp, born
+	e.count, e.sec, e.born, e.resid = max(c, count), stamp, born, resid
 }
 
 // peek implements Peek with s.mu held.
@@ -448,6 +505,21 @@ func hash(token int64, label uint32) uint64 {
 func start(h uint64, size uint32) uint32 {
 	return uint32((h & math.MaxUint32) * uint64(size) >> 32)
 }
+
+// packResidual stores a residual count in 16 bits: an 11-bit mantissa and a 5-bit shift,
+// v = m·2^e, rounded down (exact below 2048, within 1/1024 above). Halving it d times is exact
+// on the stored value: (m·2^e) >> d is m·2^(e−d) or m >> (d−e), which pack again unchanged, so
+// a residual decays with its counter as an integer would.
+func packResidual(v uint32) uint16 {
+	if v < 1<<11 {
+		return uint16(v)
+	}
+	e := bits.Len32(v) - 11
+	return uint16(e)<<11 | uint16(v>>e)
+}
+
+// unpackResidual returns the count packResidual stored.
+func unpackResidual(r uint16) uint32 { return uint32(r&(1<<11-1)) << (r >> 11) }
 
 // saturatingAdd returns a + b, or math.MaxUint32 if that overflows.
 func saturatingAdd(a, b uint32) uint32 {

@@ -273,7 +273,7 @@ func (s *Service) applyAccountDelta(id schema.TableID, token int64, op schema.Op
 		return nil
 	}
 	st := s.ops.get(t, op)
-	c := s.limits.AccountNAt(token, st.label, n, now, local)
+	c := s.limits.AccountNAt(token, st.label, n, limit, now, local)
 	st.admitted.Add(uint64(n))
 	if isHot(c, limit) {
 		st.hot.update(token, c, noRejection, nil, now)
@@ -434,7 +434,7 @@ func mutateRateLimited(d partitionlimit.Decision) *replicapb.MutateResponse {
 		rl   replicapb.RateLimited
 	})
 	r.rl.Count, r.rl.Limit, r.rl.RetryAfterMillis = d.Count, d.Limit, retryAfterMillis(d.RetryAfter)
-	r.rl.BornUnixMillis = bornMillis(d)
+	r.rl.BornUnixMillis, r.rl.OnsetResidual = bornMillis(d), d.Residual
 	r.resp.Status, r.resp.RateLimited = replicapb.Status_STATUS_RATE_LIMITED, &r.rl
 	return &r.resp
 }
@@ -446,7 +446,7 @@ func readRateLimited(d partitionlimit.Decision) *replicapb.ReadResponse {
 		rl   replicapb.RateLimited
 	})
 	r.rl.Count, r.rl.Limit, r.rl.RetryAfterMillis = d.Count, d.Limit, retryAfterMillis(d.RetryAfter)
-	r.rl.BornUnixMillis = bornMillis(d)
+	r.rl.BornUnixMillis, r.rl.OnsetResidual = bornMillis(d), d.Residual
 	r.resp.Status, r.resp.RateLimited = replicapb.Status_STATUS_RATE_LIMITED, &r.rl
 	return &r.resp
 }

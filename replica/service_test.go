@@ -71,6 +71,42 @@ func countRows(t *testing.T, svc *Service) int {
 	return len(resp.Rows)
 }
 
+// TestServiceRejectionCarriesTheResidual: a partition that turns hot again after a whole quiet
+// second starts a new onset with its leftover count as the residual, and a rejection in that
+// onset carries both the new birth and the residual, for a coordinator to learn them together.
+func TestServiceRejectionCarriesTheResidual(t *testing.T) {
+	svc, clock := testService(t, 0, 5)
+	ctx := context.Background()
+	write := func(draw float64) *replicapb.MutateResponse {
+		t.Helper()
+		resp, err := svc.Mutate(ctx, mutateReq(limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, draw), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for range 40 {
+		write(0) // a draw of 0 is always admitted; the counter reaches 40
+	}
+	clock.t = clock.t.Add(2 * time.Second) // two halvings, a whole second without a write: 10 left
+	rebirth := clock.t
+	for i := range 20 {
+		clock.t = clock.t.Add(time.Millisecond)
+		resp := write(0.99)
+		if resp.Status != replicapb.Status_STATUS_RATE_LIMITED {
+			continue
+		}
+		rl := resp.RateLimited
+		// The birth is kept to the millisecond, at most one early (partitionlimit's slot).
+		if want := rebirth.Add(time.Millisecond).UnixMilli(); rl.GetOnsetResidual() != 10 || want-rl.GetBornUnixMillis() > 1 || want < rl.GetBornUnixMillis() {
+			t.Fatalf("write %d after the pause was rejected with onset_residual=%d born_unix_millis=%d, want 10 and %d (the first write after the pause)",
+				i+1, rl.GetOnsetResidual(), rl.GetBornUnixMillis(), want)
+		}
+		return
+	}
+	t.Fatal("20 writes in 20 ms with a draw of 0.99, after the partition turned hot again, were never rejected")
+}
+
 func TestServiceEnforcesWriteLimit(t *testing.T) {
 	svc, clock := testService(t, 0, 5)
 	ctx := context.Background()

@@ -50,7 +50,7 @@ type learnedState struct {
 }
 
 func newLearner(now func() time.Time) (*learner, error) {
-	t, err := partitionlimit.New(partitionlimit.Options{Capacity: coordinator.DefaultLearnedCapacity})
+	t, err := partitionlimit.New(partitionlimit.Options{Capacity: coordinator.DefaultLearnedCapacity, LearnedCopies: true})
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +121,8 @@ func (l *learner) learn(key partitionKey, op coordinator.Op, what coordinator.Le
 	if !ok {
 		return
 	}
-	count, at := what.Copy()
-	l.table.Learn(key.token, st.label, count, what.Born, at)
+	count, resid, at := what.Copy()
+	l.table.Learn(key.token, st.label, count, what.Born, resid, at)
 }
 
 // appendShadowWarning appends to warnings the client's warning for an operation on table t

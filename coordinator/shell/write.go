@@ -292,7 +292,7 @@ func response(s coordinator.Send, st replicapb.Status, rl *replicapb.RateLimited
 		r.Count = rl.GetCount()
 		r.RetryAfter = time.Duration(rl.GetRetryAfterMillis()) * time.Millisecond
 		if ms := rl.GetBornUnixMillis(); ms != 0 {
-			r.Born = time.UnixMilli(ms)
+			r.Born, r.Residual = time.UnixMilli(ms), rl.GetOnsetResidual()
 		}
 	case replicapb.Status_STATUS_ERROR:
 		r.Status = coordinator.StatusFailed

@@ -338,8 +338,13 @@ type RateLimited struct {
 	// a replica learns count and birth from the rejection and rejects the partition's next operations itself,
 	// with the same rule, until its learned copy decays.
 	BornUnixMillis int64 `protobuf:"varint,4,opt,name=born_unix_millis,json=bornUnixMillis,proto3" json:"born_unix_millis,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The part of count the counter held when its onset began, decayed with it
+	// (partitionlimit.Decision.Residual): 0 for a counter that started from zero, the leftover of an earlier
+	// burst for a partition that turned hot again. The onset bound judges count − residual; a coordinator
+	// learns it with the birth.
+	OnsetResidual uint32 `protobuf:"varint,5,opt,name=onset_residual,json=onsetResidual,proto3" json:"onset_residual,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RateLimited) Reset() {
@@ -396,6 +401,13 @@ func (x *RateLimited) GetRetryAfterMillis() uint32 {
 func (x *RateLimited) GetBornUnixMillis() int64 {
 	if x != nil {
 		return x.BornUnixMillis
+	}
+	return 0
+}
+
+func (x *RateLimited) GetOnsetResidual() uint32 {
+	if x != nil {
+		return x.OnsetResidual
 	}
 	return 0
 }
@@ -2377,12 +2389,13 @@ const file_replica_proto_rawDesc = "" +
 	"\x04Mode\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x10\n" +
 	"\fACCOUNT_ONLY\x10\x01\x12\x17\n" +
-	"\x13ACCOUNT_AND_ENFORCE\x10\x02\"\x91\x01\n" +
+	"\x13ACCOUNT_AND_ENFORCE\x10\x02\"\xb8\x01\n" +
 	"\vRateLimited\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\x12,\n" +
 	"\x12retry_after_millis\x18\x03 \x01(\rR\x10retryAfterMillis\x12(\n" +
-	"\x10born_unix_millis\x18\x04 \x01(\x03R\x0ebornUnixMillis\"\xbd\x01\n" +
+	"\x10born_unix_millis\x18\x04 \x01(\x03R\x0ebornUnixMillis\x12%\n" +
+	"\x0eonset_residual\x18\x05 \x01(\rR\ronsetResidual\"\xbd\x01\n" +
 	"\x05Error\x121\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1d.kvnode.replica.v1.Error.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"g\n" +

@@ -38,6 +38,7 @@ type event struct {
 
 	status     coordinator.Status // evRespond
 	count      uint32             // evRespond with StatusRateLimited
+	resid      uint32             // evRespond with StatusRateLimited: the counter's residual (with born)
 	retryAfter time.Duration      // evRespond with StatusRateLimited
 	born       int64              // evRespond with StatusRateLimited: the counter's birth in unix nanoseconds, 0 for none
 }

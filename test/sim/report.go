@@ -26,6 +26,9 @@ type Row struct {
 	// Onset says whether the hot partition turned hot during the run (idle, then V from one
 	// instant after the warm-up).
 	Onset bool `json:"onset"`
+	// Again says whether, in an onset row, the partition had been hot before (the run's first
+	// two seconds) and turned hot again after a pause (Scenario.Again).
+	Again bool `json:"again"`
 	// AcceptedOverLimit is the hot partition's accepted rate over L in the measurement window
 	// (for an onset row: from the second second after the onset on).
 	AcceptedOverLimit float64 `json:"accepted_over_limit"`
@@ -78,6 +81,7 @@ func (r Result) Row() Row {
 		ReplicaDown:          sc.ReplicaDown,
 		Flood:                sc.Flood,
 		Onset:                sc.Onset,
+		Again:                sc.Again,
 		AcceptedOverLimit:    round4(r.AcceptedOverLimit()),
 		FirstSecondOverLimit: first,
 		WastedPerAccepted:    round4(r.WastedPerAccepted()),
@@ -173,13 +177,17 @@ func MarkdownRow(w Row) string {
 	if w.DisagreementMeasured {
 		dis = fmt.Sprintf("%.3f", w.Disagreement)
 	}
+	onset := yes(w.Onset)
+	if w.Again {
+		onset = "again"
+	}
 	first := ""
 	if w.FirstSecondOverLimit != nil {
 		first = fmt.Sprintf("%.3f", *w.FirstSecondOverLimit)
 	}
 	return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %g | %s | %s | %s | %.3f | %s | %.3f | %.3f | %s |\n",
 		w.Configuration, w.RF, w.Op, w.CL, w.Routing, skewLabel(w.SkewMS), w.OfferedOverLimit,
-		yes(w.ReplicaDown), yes(w.Flood), yes(w.Onset), w.AcceptedOverLimit, first, w.WastedPerAccepted,
+		yes(w.ReplicaDown), yes(w.Flood), onset, w.AcceptedOverLimit, first, w.WastedPerAccepted,
 		w.PartialWritesPerAccepted, dis)
 }
 

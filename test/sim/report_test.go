@@ -127,7 +127,7 @@ func TestJSONRowFields(t *testing.T) {
 	want := map[string]any{
 		"configuration": "scylla",
 		"rf":            3.0, "op": "read", "cl": "ONE", "routing": "random-replica", "skew_ms": 500.0,
-		"offered_over_limit": 1.44, "replica_down": false, "flood": true, "onset": false,
+		"offered_over_limit": 1.44, "replica_down": false, "flood": true, "onset": false, "again": false,
 		"accepted_over_limit": 1.3, "wasted_per_accepted": 0.01, "disagreement": 0.05,
 		"disagreement_measured": true, "cold_rejected": 0.001, "evictions_per_s": 5.0,
 		"partial_writes_per_accepted": 0.0, "learned_per_rejected": 0.0,
@@ -153,8 +153,25 @@ func TestJSONRowFields(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("line %q is not a JSON object: %v", b.String(), err)
 	}
-	if got["configuration"] != "kvnode" || got["onset"] != true || got["first_second_over_limit"] != 2.5 {
-		t.Errorf("onset row %s: want configuration kvnode, onset true and first_second_over_limit 2.5", b.String())
+	if got["configuration"] != "kvnode" || got["onset"] != true || got["again"] != false || got["first_second_over_limit"] != 2.5 {
+		t.Errorf("onset row %s: want configuration kvnode, onset true, again false and first_second_over_limit 2.5", b.String())
+	}
+
+	// A row turning hot again says so, in the JSON and in the markdown's onset column.
+	r.Scenario.Again = true
+	b.Reset()
+	if err := WriteJSON(&b, []Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("line %q is not a JSON object: %v", b.String(), err)
+	}
+	if got["onset"] != true || got["again"] != true {
+		t.Errorf("row turning hot again %s: want onset true and again true", b.String())
+	}
+	if md := MarkdownRow(r.Row()); !strings.Contains(md, "| again |") {
+		t.Errorf("markdown row of a partition turning hot again %q: want \"again\" in the onset column", md)
 	}
 }
 

@@ -124,7 +124,17 @@ type Scenario struct {
 	// measures the first second from the onset (Result.FirstSecond) apart, and accepted/L over
 	// the rest of the run.
 	Onset bool
+	// Again, with Onset, also offers the hot partition V over the run's first seconds
+	// (AgainBurst), after which it is idle until the onset: a partition that turns hot again,
+	// with the leftover count of its earlier burst. With the default 5 s of warm-up it is hot
+	// for 2 s and quiet for 3 to 4 s.
+	Again bool
 }
+
+// AgainBurst returns how long a Scenario.Again row's hot partition is offered V at the start
+// of a run with the given warm-up, before its pause and onset: 2 s, or two fifths of a
+// shorter warm-up.
+func AgainBurst(warmup time.Duration) time.Duration { return min(2*time.Second, warmup*2/5) }
 
 // Op returns the scenario's operation kind as the report names it: "write", "read" or "mix".
 func (s Scenario) Op() string {
@@ -152,6 +162,9 @@ func (s Scenario) String() string {
 	}
 	if s.Onset {
 		name += " onset=true"
+	}
+	if s.Again {
+		name += " again=true"
 	}
 	return name
 }
@@ -196,6 +209,8 @@ func (s Scenario) Validate(o Options) error {
 		return fmt.Errorf("sim: %v: invalid configuration", s)
 	case s.Onset && o.Duration-o.Warmup < 2*time.Second:
 		return fmt.Errorf("sim: %v: an onset row needs at least 2s after the warm-up", s)
+	case s.Again && !s.Onset:
+		return fmt.Errorf("sim: %v: turning hot again is an onset row", s)
 	case s.Routing < FixedFirst || s.Routing > Outside:
 		return fmt.Errorf("sim: %v: invalid routing", s)
 	case s.Routing == Outside && s.RF == o.Nodes:
@@ -359,7 +374,8 @@ func (o *Options) Validate() error {
 // {write, read} × CL ∈ {ONE, QUORUM, ALL} × the three routings × skew ∈ {0, 100 ms, 500 ms} ×
 // V ∈ {0.5, 1, 1.44, 2, 10, 100}·L, then RF=3 with one replica down, then RF=3 with a cold-key
 // flood beside the hot key; then the onset rows of both configurations (a partition turning
-// hot at V ∈ {0.5, 2, 5, 10, 100}·L, RF=1 and RF=3 layouts, skew 0 and 500 ms).
+// hot at V ∈ {0.5, 2, 5, 10, 100}·L, RF=1 and RF=3 layouts, skew 0 and 500 ms); then the same
+// layouts turning hot again (Scenario.Again) at V ∈ {2, 10, 100}·L.
 func Matrix() []Scenario {
 	offered := []float64{0.5, 1, 1.44, 2, 10, 100}
 	reads := []float64{0, 1}
@@ -416,6 +432,17 @@ func Matrix() []Scenario {
 				for _, v := range []float64{0.5, 2, 5, 10, 100} {
 					sc := l
 					sc.Skew, sc.Offered, sc.Configuration, sc.Onset = sk, v, cf, true
+					m = append(m, sc)
+				}
+			}
+		}
+	}
+	for _, cf := range []Configuration{Scylla, Kvnode} {
+		for _, l := range layouts {
+			for _, sk := range []time.Duration{0, 500 * time.Millisecond} {
+				for _, v := range []float64{2, 10, 100} {
+					sc := l
+					sc.Skew, sc.Offered, sc.Configuration, sc.Onset, sc.Again = sk, v, cf, true, true
 					m = append(m, sc)
 				}
 			}

@@ -244,7 +244,7 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 		}
 		s.nodes[i] = node{table: t, offset: int64(skewFactor(i) * float64(sc.Skew))}
 		if sc.Configuration == Kvnode && !o.NoLearning {
-			if s.nodes[i].learned, err = partitionlimit.New(partitionlimit.Options{Capacity: coordinator.DefaultLearnedCapacity}); err != nil {
+			if s.nodes[i].learned, err = partitionlimit.New(partitionlimit.Options{Capacity: coordinator.DefaultLearnedCapacity, LearnedCopies: true}); err != nil {
 				return nil, fmt.Errorf("sim: node %d: %w", i, err)
 			}
 		}
@@ -285,7 +285,7 @@ func (s *sim) run() (Result, error) {
 		} else {
 			st.next = s.rng.ExpFloat64() * 1e9 / st.rate
 		}
-		if st.kind == evHot {
+		if st.kind == evHot && !s.sc.Again {
 			st.next += float64(s.onset) // idle until the onset (0 but in onset rows)
 		}
 		if int64(st.next) < s.end {
@@ -384,6 +384,9 @@ func (s *sim) arrival(e event) {
 	} else {
 		st.next += s.rng.ExpFloat64() * 1e9 / st.rate
 	}
+	if burst := float64(AgainBurst(s.o.Warmup)); e.kind == evHot && s.sc.Again && st.next >= burst && st.next < float64(s.onset) {
+		st.next += float64(s.onset) - burst // the pause: the rest of the stream moves to the onset
+	}
 	if at := int64(st.next); at < s.end {
 		s.q.push(event{at: max(at, e.at), kind: e.kind})
 	}
@@ -466,8 +469,8 @@ func (s *sim) start(at int64, hot, write bool, token int64) {
 	op := &s.ops[i]
 	op.hot, op.measured, op.token = hot, at >= s.warm, token
 	if s.sc.Onset && hot {
-		op.first = at < s.onset+int64(time.Second)
-		op.measured = !op.first
+		op.first = at >= s.onset && at < s.onset+int64(time.Second)
+		op.measured = at >= s.onset+int64(time.Second)
 	}
 	op.label, op.draw = labelWrite, s.rng.Float64()
 	if read {
@@ -560,8 +563,8 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 		// learns the partition's counter from the replicas' rejections.
 		s.batchers[coord].Add(st.Unaccounted, simTable, op.token, opOf(op.label))
 		if l, ok := op.req.Learn(); ok && s.nodes[coord].learned != nil {
-			c, at := l.Copy()
-			s.nodes[coord].learned.Learn(op.token, op.label, c, l.Born, at)
+			c, resid, at := l.Copy()
+			s.nodes[coord].learned.Learn(op.token, op.label, c, l.Born, resid, at)
 		}
 	}
 }
@@ -592,7 +595,7 @@ func (s *sim) applyDeltas(e event) {
 	if !s.nodes[j].crashed {
 		now := s.replicaTime(j, e.at, e.stamp)
 		for _, d := range s.batches[e.op] {
-			s.nodes[j].table.AccountNAt(d.Token, labelOf(d.Op), d.Count, now, s.clock(j, e.at))
+			s.nodes[j].table.AccountNAt(d.Token, labelOf(d.Op), d.Count, s.o.Limit, now, s.clock(j, e.at))
 		}
 	}
 	s.freeBatches = append(s.freeBatches, e.op)
@@ -626,7 +629,7 @@ func (s *sim) deliver(e event) {
 		op.rejects++
 		r.status, r.count, r.retryAfter = coordinator.StatusRateLimited, d.Count, d.RetryAfter
 		if !d.Born.IsZero() {
-			r.born = d.Born.UnixNano()
+			r.born, r.resid = d.Born.UnixNano(), d.Residual
 		}
 	default:
 		if e.mode == coordinator.ModeAccountAndEnforce {
@@ -686,7 +689,7 @@ func (s *sim) respond(e event) {
 		Seq: int(e.send), From: s.ids[e.node], Status: e.status, Count: e.count, RetryAfter: e.retryAfter,
 	}
 	if e.born != 0 {
-		resp.Born = time.Unix(0, e.born)
+		resp.Born, resp.Residual = time.Unix(0, e.born), e.resid
 	}
 	st := op.req.OnResponse(resp)
 	s.handle(e.op, st, e.at)
