@@ -4,8 +4,8 @@
 //
 //	go run ./test/sim/cmd/simreport [--json] [--seed N] [--seconds S] [--warmup W] [--arrival poisson|smooth] [--workers K] [--onset]
 //
-// --onset runs only the onset rows (a partition turning hot). Each row is seeded on its own, so
-// they print the same numbers as in the full matrix.
+// --onset runs only the onset rows (a partition turning hot, from idle or again after a pause).
+// Each row is seeded on its own, so they print the same numbers as in the full matrix.
 // The same flags always print the same bytes. docs/accuracy.md records the table for the default
 // seed and length.
 //

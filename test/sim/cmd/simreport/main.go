@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "rows simulated at once (each row is single-threaded; the output does not depend on it)")
 	arrival := fs.String("arrival", "poisson", "arrival process of every stream: poisson or smooth")
 	quiet := fs.Bool("q", false, "do not print the run time to stderr")
-	onsetOnly := fs.Bool("onset", false, "run only the onset rows (a partition turning hot), both configurations")
+	onsetOnly := fs.Bool("onset", false, "run only the onset rows (a partition turning hot, from idle or again after a pause), both configurations")
 	noLearning := fs.Bool("no-learning", false, "kvnode's coordinators outside a partition's replicas forward every operation instead of rejecting learned hot partitions themselves (kvnode before issue 16)")
 	if err := fs.Parse(args); err != nil {
 		return err
