@@ -49,3 +49,28 @@ func TestAdmissionShedsStatements(t *testing.T) {
 	}
 	poll.Must(t, timeout, "the slot to be free", poll.Bool(func() bool { return ctl.InFlight() == 0 && ctl.Queued() == 0 }))
 }
+
+// TestOverloadedAnswerAllocatesNothing: the answer to a statement the admission controller
+// refuses is made once and shared, so that shedding a flood allocates nothing per request.
+func TestOverloadedAnswerAllocatesNothing(t *testing.T) {
+	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Acquire(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, refused := ctl.Try("a")
+	if refused == nil {
+		t.Fatal("Try with the one slot taken and no queue admitted the request, want it refused")
+	}
+	s := &Server{}
+	var m *cqlwire.Error
+	allocs := testing.AllocsPerRun(100, func() { m = s.errorMessage(nil, refused, request{}) })
+	if allocs != 0 {
+		t.Errorf("answering a refused statement allocates %v times, want 0", allocs)
+	}
+	if m.Code != cqlwire.ErrOverloaded || m.Message != refused.Error() {
+		t.Errorf("the answer to a refused statement is %#v, want Overloaded with the refusal's message %q", m, refused.Error())
+	}
+}

@@ -94,9 +94,21 @@ type OverloadedError struct {
 	// ClientShare is set when the request's client held its share of the queue (or more), which
 	// is divided between the clients queuing: the queue as a whole may have room for others.
 	ClientShare bool
+
+	// msg is Error's message, made once for the refusals a Controller shares, so that refusing
+	// a request formats and allocates nothing.
+	msg string
 }
 
 func (e *OverloadedError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.message()
+}
+
+// message formats Error's message from the fields.
+func (e *OverloadedError) message() string {
 	why := fmt.Sprintf("%d requests are executing and %d waiting, the most it takes", e.MaxConcurrent, max(e.MaxQueued, 0))
 	switch {
 	case e.Reason == ReasonQueueTimeout:
@@ -143,7 +155,7 @@ type Controller struct {
 	limits                        *prometheus.GaugeVec
 	shed                          *prometheus.CounterVec
 	shedFull, shedTimeout         prometheus.Counter
-	fullErr, shareErr, timeoutErr *OverloadedError // shared read-only: refusing allocates nothing
+	fullErr, shareErr, timeoutErr *OverloadedError // shared read-only, messages made: refusing allocates nothing
 }
 
 // client is the queue of one client's waiting requests, oldest first, and its place in the
@@ -192,6 +204,9 @@ func New(cfg Config) (*Controller, error) {
 	c.fullErr = &OverloadedError{Reason: ReasonQueueFull, MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, RetryAfter: retry}
 	c.shareErr = &OverloadedError{Reason: ReasonQueueFull, MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, RetryAfter: retry, ClientShare: true}
 	c.timeoutErr = &OverloadedError{Reason: ReasonQueueTimeout, MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, RetryAfter: cfg.QueueTimeout}
+	for _, e := range []*OverloadedError{c.fullErr, c.shareErr, c.timeoutErr} {
+		e.msg = e.message()
+	}
 	return c, nil
 }
 

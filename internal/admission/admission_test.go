@@ -342,3 +342,26 @@ func TestConcurrentClientsKeepTheBounds(t *testing.T) {
 		t.Errorf("after every request %d in flight, %d queued, %d clients recorded; want none", c.InFlight(), c.Queued(), len(c.clients))
 	}
 }
+
+// TestRefusalAllocatesNothing: under a flood most requests are refused, so refusing one, and
+// reading why (the front ends answer with the message), allocates nothing.
+func TestRefusalAllocatesNothing(t *testing.T) {
+	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 1, QueueTimeout: time.Hour})
+	if w, err := c.Try("a"); w != nil || err != nil {
+		t.Fatalf("Try with a free slot = %v, %v; want the slot", w, err)
+	}
+	if w, err := c.Try("a"); w == nil || err != nil {
+		t.Fatalf("Try with the slot taken = %v, %v; want a place in the queue", w, err)
+	}
+	var msg string
+	allocs := testing.AllocsPerRun(100, func() {
+		_, err := c.Try("a")
+		msg = err.Error()
+	})
+	if allocs != 0 {
+		t.Errorf("refusing a request and reading its message allocates %v times, want 0", allocs)
+	}
+	if !strings.Contains(msg, "retry after") {
+		t.Errorf("the refusal says %q; want a retry hint", msg)
+	}
+}
