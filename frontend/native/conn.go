@@ -18,9 +18,10 @@ import (
 
 // conn is one client connection. Its reader goroutine (serve) reads and decodes frames, answers
 // the handshake messages itself, answers a prepared write its executor rejects from the
-// partition key alone (admitExecute) and starts a goroutine per other statement; its writer goroutine
-// encodes the answers queued on out and writes them, batching whatever is queued into one
-// write. A token of sem is held from the moment a request is read until its answer is written:
+// partition key alone (admitExecute) and starts a goroutine per other statement, or, when the
+// node's execution slots are taken, leaves it in the admission queue, to run on the goroutine
+// of the statement whose slot it takes (conn.statement); its writer goroutine encodes the
+// answers queued on out and writes them, batching whatever is queued into one write. A token of sem is held from the moment a request is read until its answer is written:
 // at MaxInFlight tokens the reader stops reading.
 type conn struct {
 	srv *Server
@@ -115,6 +116,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 		done:   make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	if s.cfg.Admission != nil {
+		context.AfterFunc(c.ctx, c.cancelQueued)
+	}
 	empty := ""
 	c.keyspace.Store(&empty)
 	return c
@@ -269,29 +273,56 @@ func (c *conn) read() {
 			return
 		default:
 			reqs.Add(1)
-			go func() {
+			stream := h.Stream
+			tk.start(s.cfg.Admission, func(err error) bool {
 				defer reqs.Done()
-				var (
-					msg      cqlwire.Message
-					warnings []string
-				)
-				if err := tk.wait(c.ctx); err != nil {
-					adm.Abandon()
-					msg = s.errorMessage(c, err, request{})
-				} else {
-					msg, warnings = c.srv.execute(c, f, adm)
-					tk.drop(s.cfg.Admission)
-				}
-				releaseBoth(c.bytes, s.bytes, n)
-				size := answerSize(msg)
-				if !acquireBoth(c.bytes, s.bytes, size, c.done) {
-					c.finish(h.Stream) // the connection is closing: nobody will read it
-					return
-				}
-				c.answerSized(h.Stream, msg, warnings, size)
-			}()
+				return c.statement(stream, f, adm, n, err)
+			})
+			if c.ctx.Err() != nil {
+				// Closing: refuse what is queued now (cancelQueued may have run before).
+				s.cfg.Admission.Cancel(c, context.Canceled)
+			}
 		}
 	}
+}
+
+// statement runs the statement f (its body's n bytes taken from the byte budgets) and queues
+// its answer, or answers err, the admission controller's refusal. It is an admission.Job:
+// with err nil it holds an execution slot, and reports whether it still does, for the caller
+// to give on to the next statement in turn (admission.Controller.Run) on this goroutine.
+func (c *conn) statement(stream int16, f cqlwire.Frame, adm *shell.Admission, n int64, err error) (holdsSlot bool) {
+	s := c.srv
+	var (
+		msg      cqlwire.Message
+		warnings []string
+	)
+	if err != nil {
+		adm.Abandon()
+		msg = s.errorMessage(c, err, request{})
+	} else {
+		msg, warnings = s.execute(c, f, adm)
+		holdsSlot = s.cfg.Admission != nil
+	}
+	releaseBoth(c.bytes, s.bytes, n)
+	size := answerSize(msg)
+	if !tryAcquireBoth(c.bytes, s.bytes, size) {
+		if holdsSlot {
+			s.cfg.Admission.Release() // do not hold the slot while the answer waits for room
+			holdsSlot = false
+		}
+		if !acquireBoth(c.bytes, s.bytes, size, c.done) {
+			c.finish(stream) // the connection is closing: nobody will read it
+			return false
+		}
+	}
+	c.answerSized(stream, msg, warnings, size)
+	return holdsSlot
+}
+
+// cancelQueued refuses the connection's statements waiting in the admission queue, once the
+// connection's context ends: nobody will read their answers.
+func (c *conn) cancelQueued() {
+	c.srv.cfg.Admission.Cancel(c, context.Canceled)
 }
 
 // handshake handles a frame before STARTUP: OPTIONS and STARTUP are answered, anything else
