@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator/shell"
@@ -55,6 +56,24 @@ type conn struct {
 	held []outFrame
 
 	login loginState // SASL PLAIN between STARTUP and AUTH_SUCCESS (auth.go)
+
+	// The writing side, guarded by wmu: the writer goroutine holds it while it encodes and
+	// writes a batch, and a statement's goroutine takes it to write its own answer (writeNow).
+	// raw is the socket's descriptor for writeNow's non-blocking writes (nil without one, as
+	// under TLS); comp compresses the frames after the answer to STARTUP; pending holds the
+	// bytes of an answer writeNow could only partly write, which the writer writes before
+	// anything else (kick wakes it), and pendingBytes that answer's size in the byte budgets;
+	// wclosed is set once the writer stops.
+	wmu          sync.Mutex
+	raw          syscall.RawConn
+	comp         cqlwire.Compression
+	scratch      []byte
+	nowBuf       []byte
+	pending      []byte
+	pendingBytes int64
+	hasPending   bool
+	wclosed      bool
+	kick         chan struct{}
 }
 
 // maxHeld bounds the answers the reader holds before queuing them.
@@ -114,6 +133,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		out:    make(chan outFrame, s.cfg.MaxInFlight+1),
 		events: make(chan outFrame, s.cfg.EventQueue),
 		done:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
+		raw:    rawConn(nc),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if s.cfg.Admission != nil {
@@ -404,7 +425,63 @@ func (c *conn) answerSized(stream int16, msg cqlwire.Message, warnings []string,
 	if e, ok := msg.(*cqlwire.Error); ok {
 		c.srv.metrics.errorCount(e.Code).Inc()
 	}
-	c.send(outFrame{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size})
+	f := outFrame{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size}
+	if !c.writeNow(f) {
+		c.send(f)
+	}
+}
+
+// writeNow writes the answer f on the caller's goroutine when it is the connection's only
+// request in flight and the writer has nothing queued: such an answer has nothing to be
+// batched with, and handing it to the writer goroutine only made it wait for that goroutine to
+// be scheduled (on a busy node, a client with one request at a time spent more time there than
+// anywhere else in the node). The write does not block: what the socket does not take at once
+// is left to the writer, which writes it before anything else. It reports whether it took f.
+func (c *conn) writeNow(f outFrame) bool {
+	if c.raw == nil || !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if c.wclosed || c.hasPending || len(c.out) > 0 || len(c.events) > 0 {
+		return false
+	}
+	c.mu.Lock()
+	alone := c.nstreams == 1
+	if alone {
+		c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
+	}
+	c.mu.Unlock()
+	if !alone {
+		return false
+	}
+	opts := cqlwire.FrameOptions{Warnings: f.warnings}
+	if c.comp != nil {
+		opts.Compression, opts.Scratch = c.comp, &c.scratch
+	}
+	c.nowBuf = cqlwire.AppendFrame(c.nowBuf[:0], f.stream, f.msg, opts)
+	n, err := writeSome(c.raw, c.nowBuf)
+	if err == nil && n < len(c.nowBuf) {
+		c.pending = append(c.pending[:0], c.nowBuf[n:]...)
+		c.pendingBytes, c.hasPending = f.bytes, true
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	} else {
+		c.release()
+		releaseBoth(c.bytes, c.srv.bytes, f.bytes)
+	}
+	if cap(c.nowBuf) > 4*flushAt {
+		c.nowBuf = nil // do not pin a large result's buffer for the connection's life
+	}
+	if err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			c.srv.log.Debug("native: connection write failed", "remote", c.nc.RemoteAddr(), "err", err)
+		}
+		c.wclosed = true
+		c.close()
+	}
+	return true
 }
 
 // send queues f for the writer. out has room for every request in flight and the one protocol
@@ -471,20 +548,30 @@ func (c *conn) release() {
 	}
 }
 
+// flushAt is the size at which the writer writes what it has encoded without draining more.
+const flushAt = 64 << 10
+
 // write is the writer loop: it encodes every queued frame into one buffer and writes it when
 // the queue is empty (or the buffer is large), then frees the streams it answered.
 func (c *conn) write() {
 	var (
 		buf         []byte
-		scratch     []byte
-		comp        cqlwire.Compression
 		answered    []int16
 		heldBytes   int64 // the queued answers' sizes, given back once written
 		closing     bool
 		protocolErr bool
 	)
-	const flushAt = 64 << 10
-	add := func(f outFrame) {
+	defer func() {
+		c.wmu.Lock()
+		c.wclosed = true
+		if c.hasPending { // never written: give back what it holds
+			c.hasPending = false
+			c.release()
+			releaseBoth(c.bytes, c.srv.bytes, c.pendingBytes)
+		}
+		c.wmu.Unlock()
+	}()
+	add := func(f outFrame) { // c.wmu is held
 		if f.last {
 			closing = true
 			return
@@ -493,13 +580,13 @@ func (c *conn) write() {
 			buf = append(buf, raw...)
 		} else {
 			opts := cqlwire.FrameOptions{Warnings: f.warnings}
-			if comp != nil {
-				opts.Compression, opts.Scratch = comp, &scratch
+			if c.comp != nil {
+				opts.Compression, opts.Scratch = c.comp, &c.scratch
 			}
 			buf = cqlwire.AppendFrame(buf, f.stream, f.msg, opts)
 		}
 		if f.compress != nil {
-			comp = f.compress
+			c.comp = f.compress
 		}
 		if f.request || f.closeErr {
 			answered = append(answered, f.stream)
@@ -509,13 +596,27 @@ func (c *conn) write() {
 		protocolErr = protocolErr || f.closeErr
 	}
 	for {
+		var (
+			f     outFrame
+			woken bool // by kick, for pending: no frame
+		)
 		select {
-		case f := <-c.out:
-			add(f)
-		case f := <-c.events:
-			add(f)
+		case f = <-c.out:
+		case f = <-c.events:
+		case <-c.kick:
+			woken = true
 		case <-c.done:
 			return
+		}
+		c.wmu.Lock()
+		if c.hasPending { // the rest of an answer writeNow began: on the wire first
+			buf = append(buf, c.pending...)
+			answered = append(answered, -1) // its stream is free already; its token is not
+			heldBytes += c.pendingBytes
+			c.pending, c.hasPending = c.pending[:0], false
+		}
+		if !woken {
+			add(f)
 		}
 	drain:
 		for len(buf) < flushAt && !closing {
@@ -548,6 +649,11 @@ func (c *conn) write() {
 		} else {
 			buf = buf[:0]
 		}
+		if cap(c.pending) > 4*flushAt {
+			c.pending = nil
+		}
+		c.wclosed = err != nil || closing
+		c.wmu.Unlock()
 		if err != nil || closing {
 			if err != nil && !errors.Is(err, net.ErrClosed) {
 				c.srv.log.Debug("native: connection write failed", "remote", c.nc.RemoteAddr(), "err", err)
