@@ -2,6 +2,7 @@ package native
 
 import (
 	"bytes"
+	"crypto/tls"
 	"net"
 	"testing"
 	"time"
@@ -105,5 +106,16 @@ func TestAnswerWithOthersInFlightGoesToTheWriter(t *testing.T) {
 	c.answerSized(1, cqlwire.VoidResult{}, nil, 0)
 	if len(c.out) != 1 {
 		t.Errorf("with another request in flight the answer was not queued for the writer (%d queued)", len(c.out))
+	}
+}
+
+// TestNoRawWritesUnderTLS: a TLS connection's answers always go through the writer (its bytes
+// on the wire are not the frames').
+func TestNoRawWritesUnderTLS(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if rc := rawConn(tls.Server(a, &tls.Config{})); rc != nil {
+		t.Errorf("rawConn of a TLS connection = %v, want nil", rc)
 	}
 }
