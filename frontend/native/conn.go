@@ -42,6 +42,10 @@ type conn struct {
 	mu       sync.Mutex
 	streams  [maxStreams / 64]uint64
 	nstreams int // the streams marked
+	// writing counts the writes of answers under way: their streams are freed just before
+	// (once the client reads an answer it may reuse its stream), so this is what tells a
+	// graceful shutdown that the connection still has answers to deliver.
+	writing atomic.Int32
 
 	// Set by the reader during the handshake, read by request goroutines after it.
 	started   atomic.Bool
@@ -161,6 +165,11 @@ func (c *conn) inFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nstreams
+}
+
+// busy reports whether the connection has requests in flight or answers being written.
+func (c *conn) busy() bool {
+	return c.inFlight() > 0 || c.writing.Load() > 0
 }
 
 // serve runs the connection until it is closed, by either side or after a protocol error.
@@ -447,9 +456,6 @@ func (c *conn) writeNow(f outFrame) bool {
 	}
 	c.mu.Lock()
 	alone := c.nstreams == 1
-	if alone {
-		c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
-	}
 	c.mu.Unlock()
 	if !alone {
 		return false
@@ -459,8 +465,13 @@ func (c *conn) writeNow(f outFrame) bool {
 		opts.Compression, opts.Scratch = c.comp, &c.scratch
 	}
 	c.nowBuf = cqlwire.AppendFrame(c.nowBuf[:0], f.stream, f.msg, opts)
+	c.writing.Add(1)
+	c.mu.Lock()
+	c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
+	c.mu.Unlock()
 	n, err := writeSome(c.raw, c.nowBuf)
 	if err == nil && n < len(c.nowBuf) {
+		// Still being written (writing stays counted), by the writer.
 		c.pending = append(c.pending[:0], c.nowBuf[n:]...)
 		c.pendingBytes, c.hasPending = f.bytes, true
 		select {
@@ -468,6 +479,7 @@ func (c *conn) writeNow(f outFrame) bool {
 		default:
 		}
 	} else {
+		c.writing.Add(-1)
 		c.release()
 		releaseBoth(c.bytes, c.srv.bytes, f.bytes)
 	}
@@ -566,6 +578,7 @@ func (c *conn) write() {
 		c.wclosed = true
 		if c.hasPending { // never written: give back what it holds
 			c.hasPending = false
+			c.writing.Add(-1)
 			c.release()
 			releaseBoth(c.bytes, c.srv.bytes, c.pendingBytes)
 		}
@@ -597,8 +610,9 @@ func (c *conn) write() {
 	}
 	for {
 		var (
-			f     outFrame
-			woken bool // by kick, for pending: no frame
+			f       outFrame
+			woken   bool // by kick, for pending: no frame
+			pending bool // this batch writes the rest of writeNow's answer
 		)
 		select {
 		case f = <-c.out:
@@ -610,6 +624,7 @@ func (c *conn) write() {
 		}
 		c.wmu.Lock()
 		if c.hasPending { // the rest of an answer writeNow began: on the wire first
+			pending = true
 			buf = append(buf, c.pending...)
 			answered = append(answered, -1) // its stream is free already; its token is not
 			heldBytes += c.pendingBytes
@@ -632,12 +647,20 @@ func (c *conn) write() {
 		// Free the streams before the write: once the client reads an answer it may reuse
 		// the stream. The in-flight tokens are freed after it, so a client that does not
 		// read its answers stops being read itself.
+		c.writing.Add(1)
 		c.mu.Lock()
 		for _, st := range answered {
 			c.unmarkLocked(st)
 		}
 		c.mu.Unlock()
-		_, err := c.nc.Write(buf)
+		var err error
+		if len(buf) > 0 { // empty after a kick whose pending bytes an earlier batch wrote
+			_, err = c.nc.Write(buf)
+		}
+		c.writing.Add(-1)
+		if pending {
+			c.writing.Add(-1) // writeNow's count, kept until its rest was written
+		}
 		for range answered {
 			c.release()
 		}

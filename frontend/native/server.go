@@ -350,7 +350,7 @@ func (s *Server) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.inFlight() > 0 {
+		if c.busy() {
 			return false
 		}
 	}
