@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -353,6 +354,17 @@ type limitConn struct {
 	l    *limitListener
 	host netip.Prefix
 	once sync.Once
+}
+
+// SyscallConn returns the underlying connection's socket, so that the native front end can
+// write small answers with a non-blocking write of its own (frontend/native, writeNow); an
+// error when it has none.
+func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 func (c *limitConn) Close() error {

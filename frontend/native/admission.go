@@ -1,8 +1,6 @@
 package native
 
 import (
-	"context"
-
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/admission"
 )
@@ -38,19 +36,19 @@ func (t *ticket) take(a *admission.Controller, client admission.Key) error {
 	return err
 }
 
-// wait turns a place in the queue into a slot, or returns why it could not (the wait timed
-// out, the connection closed).
-func (t *ticket) wait(ctx context.Context) error {
-	w := t.queued
-	if w == nil {
-		return nil
+// start runs job: on a new goroutine at once when t holds a slot, or without a controller;
+// left in the queue when t holds a place there, to run on the goroutine of the statement
+// whose slot passes to it (admission.Waiter.Go). t is spent.
+func (t *ticket) start(a *admission.Controller, job admission.Job) {
+	switch {
+	case t.queued != nil:
+		t.queued.Go(job)
+	case t.slot:
+		go a.Run(job)
+	default:
+		go job(nil)
 	}
-	t.queued = nil
-	if err := w.Wait(ctx); err != nil {
-		return err
-	}
-	t.slot = true
-	return nil
+	*t = ticket{}
 }
 
 // drop gives back what t holds.

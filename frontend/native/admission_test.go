@@ -1,6 +1,7 @@
 package native
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -48,4 +49,98 @@ func TestAdmissionShedsStatements(t *testing.T) {
 		t.Errorf("after the release the held statements were answered %v, want RESULTs on streams 1 and 2", got)
 	}
 	poll.Must(t, timeout, "the slot to be free", poll.Bool(func() bool { return ctl.InFlight() == 0 && ctl.Queued() == 0 }))
+}
+
+// TestOverloadedAnswerAllocatesNothing: the answer to a statement the admission controller
+// refuses is made once and shared, so that shedding a flood allocates nothing per request.
+func TestOverloadedAnswerAllocatesNothing(t *testing.T) {
+	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Acquire(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, refused := ctl.Try("a")
+	if refused == nil {
+		t.Fatal("Try with the one slot taken and no queue admitted the request, want it refused")
+	}
+	s := &Server{}
+	var m *cqlwire.Error
+	allocs := testing.AllocsPerRun(100, func() { m = s.errorMessage(nil, refused, request{}) })
+	if allocs != 0 {
+		t.Errorf("answering a refused statement allocates %v times, want 0", allocs)
+	}
+	if m.Code != cqlwire.ErrOverloaded || m.Message != refused.Error() {
+		t.Errorf("the answer to a refused statement is %#v, want Overloaded with the refusal's message %q", m, refused.Error())
+	}
+}
+
+// TestQueuedStatementsHoldNoGoroutine: statements waiting for an execution slot wait as work
+// in the admission queue, not as goroutines blocked there, and each runs once the statement
+// before it frees its slot (on that statement's goroutine).
+func TestQueuedStatementsHoldNoGoroutine(t *testing.T) {
+	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: 64, QueueTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate()
+	_, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}, Admission: ctl})
+	c := dial(t, addr)
+	c.startup(nil)
+	q := &cqlwire.Query{Query: "SELECT * FROM ks.t", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}
+	c.send(1, q)
+	<-g.arrived // holds the slot
+	before := runtime.NumGoroutine()
+	const queued = 40
+	for i := range queued {
+		c.send(int16(2+i), q)
+	}
+	poll.Must(t, timeout, "the statements to queue", poll.Bool(func() bool { return ctl.Queued() == queued }))
+	if grown := runtime.NumGoroutine() - before; grown >= queued/4 {
+		t.Errorf("%d statements waiting in the queue added %d goroutines, want next to none", queued, grown)
+	}
+	close(g.release)
+	answered := map[int16]bool{}
+	for range queued + 1 {
+		f := c.recv()
+		if f.Header.Opcode != cqlwire.OpResult {
+			t.Errorf("stream %d answered %v, want RESULT", f.Header.Stream, f.Header.Opcode)
+		}
+		answered[f.Header.Stream] = true
+	}
+	if len(answered) != queued+1 {
+		t.Errorf("%d distinct streams answered, want %d", len(answered), queued+1)
+	}
+	poll.Must(t, timeout, "the slot to be free", poll.Bool(func() bool { return ctl.InFlight() == 0 && ctl.Queued() == 0 }))
+}
+
+// TestDisconnectRefusesQueuedStatements: a client that goes away while its statements wait
+// for a slot has them taken out of the queue at once (not at the queue timeout, an hour here),
+// and its connection is dropped.
+func TestDisconnectRefusesQueuedStatements(t *testing.T) {
+	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: 8, QueueTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate()
+	s, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}, Admission: ctl})
+	q := &cqlwire.Query{Query: "SELECT * FROM ks.t", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}
+	holder := dial(t, addr)
+	holder.startup(nil)
+	holder.send(1, q)
+	<-g.arrived // holds the slot
+	c := dial(t, addr)
+	c.startup(nil)
+	c.send(1, q)
+	c.send(2, q)
+	poll.Must(t, timeout, "the statements to queue", poll.Bool(func() bool { return ctl.Queued() == 2 }))
+	c.nc.Close()
+	poll.Must(t, timeout, "the closed connection's statements to leave the queue and the connection to be dropped",
+		poll.Bool(func() bool { return ctl.Queued() == 0 && connCount(s) == 1 }))
+	close(g.release)
+	if f := holder.recv(); f.Header.Opcode != cqlwire.OpResult {
+		t.Errorf("the statement holding the slot answered %v, want RESULT", f.Header.Opcode)
+	}
+	poll.Must(t, timeout, "the slot to be free", poll.Bool(func() bool { return ctl.InFlight() == 0 }))
 }

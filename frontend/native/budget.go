@@ -91,6 +91,34 @@ func acquireBoth(conn, srv *budget, n int64, done <-chan struct{}) bool {
 	return true
 }
 
+// tryAcquire takes n bytes if they fit now (as acquire would take them without waiting), and
+// reports whether it did.
+func (b *budget) tryAcquire(n int64) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used > 0 && b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// tryAcquireBoth is acquireBoth without waiting: it takes n bytes from both budgets if they fit
+// now, or neither.
+func tryAcquireBoth(conn, srv *budget, n int64) bool {
+	if !conn.tryAcquire(n) {
+		return false
+	}
+	if !srv.tryAcquire(n) {
+		conn.release(n)
+		return false
+	}
+	return true
+}
+
 // releaseBoth gives n bytes back to both budgets.
 func releaseBoth(conn, srv *budget, n int64) {
 	conn.release(n)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator/shell"
@@ -18,9 +19,10 @@ import (
 
 // conn is one client connection. Its reader goroutine (serve) reads and decodes frames, answers
 // the handshake messages itself, answers a prepared write its executor rejects from the
-// partition key alone (admitExecute) and starts a goroutine per other statement; its writer goroutine
-// encodes the answers queued on out and writes them, batching whatever is queued into one
-// write. A token of sem is held from the moment a request is read until its answer is written:
+// partition key alone (admitExecute) and starts a goroutine per other statement, or, when the
+// node's execution slots are taken, leaves it in the admission queue, to run on the goroutine
+// of the statement whose slot it takes (conn.statement); its writer goroutine encodes the
+// answers queued on out and writes them, batching whatever is queued into one write. A token of sem is held from the moment a request is read until its answer is written:
 // at MaxInFlight tokens the reader stops reading.
 type conn struct {
 	srv *Server
@@ -40,6 +42,10 @@ type conn struct {
 	mu       sync.Mutex
 	streams  [maxStreams / 64]uint64
 	nstreams int // the streams marked
+	// writing counts the writes of answers under way: their streams are freed just before
+	// (once the client reads an answer it may reuse its stream), so this is what tells a
+	// graceful shutdown that the connection still has answers to deliver.
+	writing atomic.Int32
 
 	// Set by the reader during the handshake, read by request goroutines after it.
 	started   atomic.Bool
@@ -54,6 +60,24 @@ type conn struct {
 	held []outFrame
 
 	login loginState // SASL PLAIN between STARTUP and AUTH_SUCCESS (auth.go)
+
+	// The writing side, guarded by wmu: the writer goroutine holds it while it encodes and
+	// writes a batch, and a statement's goroutine takes it to write its own answer (writeNow).
+	// raw is the socket's descriptor for writeNow's non-blocking writes (nil without one, as
+	// under TLS); comp compresses the frames after the answer to STARTUP; pending holds the
+	// bytes of an answer writeNow could only partly write, which the writer writes before
+	// anything else (kick wakes it), and pendingBytes that answer's size in the byte budgets;
+	// wclosed is set once the writer stops.
+	wmu          sync.Mutex
+	raw          syscall.RawConn
+	comp         cqlwire.Compression
+	scratch      []byte
+	nowBuf       []byte
+	pending      []byte
+	pendingBytes int64
+	hasPending   bool
+	wclosed      bool
+	kick         chan struct{}
 }
 
 // maxHeld bounds the answers the reader holds before queuing them.
@@ -113,8 +137,13 @@ func newConn(s *Server, nc net.Conn) *conn {
 		out:    make(chan outFrame, s.cfg.MaxInFlight+1),
 		events: make(chan outFrame, s.cfg.EventQueue),
 		done:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
+		raw:    rawConn(nc),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	if s.cfg.Admission != nil {
+		context.AfterFunc(c.ctx, c.cancelQueued)
+	}
 	empty := ""
 	c.keyspace.Store(&empty)
 	return c
@@ -136,6 +165,11 @@ func (c *conn) inFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nstreams
+}
+
+// busy reports whether the connection has requests in flight or answers being written.
+func (c *conn) busy() bool {
+	return c.inFlight() > 0 || c.writing.Load() > 0
 }
 
 // serve runs the connection until it is closed, by either side or after a protocol error.
@@ -269,29 +303,56 @@ func (c *conn) read() {
 			return
 		default:
 			reqs.Add(1)
-			go func() {
+			stream := h.Stream
+			tk.start(s.cfg.Admission, func(err error) bool {
 				defer reqs.Done()
-				var (
-					msg      cqlwire.Message
-					warnings []string
-				)
-				if err := tk.wait(c.ctx); err != nil {
-					adm.Abandon()
-					msg = s.errorMessage(c, err, request{})
-				} else {
-					msg, warnings = c.srv.execute(c, f, adm)
-					tk.drop(s.cfg.Admission)
-				}
-				releaseBoth(c.bytes, s.bytes, n)
-				size := answerSize(msg)
-				if !acquireBoth(c.bytes, s.bytes, size, c.done) {
-					c.finish(h.Stream) // the connection is closing: nobody will read it
-					return
-				}
-				c.answerSized(h.Stream, msg, warnings, size)
-			}()
+				return c.statement(stream, f, adm, n, err)
+			})
+			if c.ctx.Err() != nil {
+				// Closing: refuse what is queued now (cancelQueued may have run before).
+				s.cfg.Admission.Cancel(c, context.Canceled)
+			}
 		}
 	}
+}
+
+// statement runs the statement f (its body's n bytes taken from the byte budgets) and queues
+// its answer, or answers err, the admission controller's refusal. It is an admission.Job:
+// with err nil it holds an execution slot, and reports whether it still does, for the caller
+// to give on to the next statement in turn (admission.Controller.Run) on this goroutine.
+func (c *conn) statement(stream int16, f cqlwire.Frame, adm *shell.Admission, n int64, err error) (holdsSlot bool) {
+	s := c.srv
+	var (
+		msg      cqlwire.Message
+		warnings []string
+	)
+	if err != nil {
+		adm.Abandon()
+		msg = s.errorMessage(c, err, request{})
+	} else {
+		msg, warnings = s.execute(c, f, adm)
+		holdsSlot = s.cfg.Admission != nil
+	}
+	releaseBoth(c.bytes, s.bytes, n)
+	size := answerSize(msg)
+	if !tryAcquireBoth(c.bytes, s.bytes, size) {
+		if holdsSlot {
+			s.cfg.Admission.Release() // do not hold the slot while the answer waits for room
+			holdsSlot = false
+		}
+		if !acquireBoth(c.bytes, s.bytes, size, c.done) {
+			c.finish(stream) // the connection is closing: nobody will read it
+			return false
+		}
+	}
+	c.answerSized(stream, msg, warnings, size)
+	return holdsSlot
+}
+
+// cancelQueued refuses the connection's statements waiting in the admission queue, once the
+// connection's context ends: nobody will read their answers.
+func (c *conn) cancelQueued() {
+	c.srv.cfg.Admission.Cancel(c, context.Canceled)
 }
 
 // handshake handles a frame before STARTUP: OPTIONS and STARTUP are answered, anything else
@@ -373,7 +434,66 @@ func (c *conn) answerSized(stream int16, msg cqlwire.Message, warnings []string,
 	if e, ok := msg.(*cqlwire.Error); ok {
 		c.srv.metrics.errorCount(e.Code).Inc()
 	}
-	c.send(outFrame{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size})
+	f := outFrame{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size}
+	if !c.writeNow(f) {
+		c.send(f)
+	}
+}
+
+// writeNow writes the answer f on the caller's goroutine when it is the connection's only
+// request in flight and the writer has nothing queued: such an answer has nothing to be
+// batched with, and handing it to the writer goroutine only made it wait for that goroutine to
+// be scheduled (on a busy node, a client with one request at a time spent more time there than
+// anywhere else in the node). The write does not block: what the socket does not take at once
+// is left to the writer, which writes it before anything else. It reports whether it took f.
+func (c *conn) writeNow(f outFrame) bool {
+	if c.raw == nil || !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if c.wclosed || c.hasPending || len(c.out) > 0 || len(c.events) > 0 {
+		return false
+	}
+	c.mu.Lock()
+	alone := c.nstreams == 1
+	c.mu.Unlock()
+	if !alone {
+		return false
+	}
+	opts := cqlwire.FrameOptions{Warnings: f.warnings}
+	if c.comp != nil {
+		opts.Compression, opts.Scratch = c.comp, &c.scratch
+	}
+	c.nowBuf = cqlwire.AppendFrame(c.nowBuf[:0], f.stream, f.msg, opts)
+	c.writing.Add(1)
+	c.mu.Lock()
+	c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
+	c.mu.Unlock()
+	n, err := writeSome(c.raw, c.nowBuf)
+	if err == nil && n < len(c.nowBuf) {
+		// Still being written (writing stays counted), by the writer.
+		c.pending = append(c.pending[:0], c.nowBuf[n:]...)
+		c.pendingBytes, c.hasPending = f.bytes, true
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	} else {
+		c.writing.Add(-1)
+		c.release()
+		releaseBoth(c.bytes, c.srv.bytes, f.bytes)
+	}
+	if cap(c.nowBuf) > 4*flushAt {
+		c.nowBuf = nil // do not pin a large result's buffer for the connection's life
+	}
+	if err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			c.srv.log.Debug("native: connection write failed", "remote", c.nc.RemoteAddr(), "err", err)
+		}
+		c.wclosed = true
+		c.close()
+	}
+	return true
 }
 
 // send queues f for the writer. out has room for every request in flight and the one protocol
@@ -440,20 +560,31 @@ func (c *conn) release() {
 	}
 }
 
+// flushAt is the size at which the writer writes what it has encoded without draining more.
+const flushAt = 64 << 10
+
 // write is the writer loop: it encodes every queued frame into one buffer and writes it when
 // the queue is empty (or the buffer is large), then frees the streams it answered.
 func (c *conn) write() {
 	var (
 		buf         []byte
-		scratch     []byte
-		comp        cqlwire.Compression
 		answered    []int16
 		heldBytes   int64 // the queued answers' sizes, given back once written
 		closing     bool
 		protocolErr bool
 	)
-	const flushAt = 64 << 10
-	add := func(f outFrame) {
+	defer func() {
+		c.wmu.Lock()
+		c.wclosed = true
+		if c.hasPending { // never written: give back what it holds
+			c.hasPending = false
+			c.writing.Add(-1)
+			c.release()
+			releaseBoth(c.bytes, c.srv.bytes, c.pendingBytes)
+		}
+		c.wmu.Unlock()
+	}()
+	add := func(f outFrame) { // c.wmu is held
 		if f.last {
 			closing = true
 			return
@@ -462,13 +593,13 @@ func (c *conn) write() {
 			buf = append(buf, raw...)
 		} else {
 			opts := cqlwire.FrameOptions{Warnings: f.warnings}
-			if comp != nil {
-				opts.Compression, opts.Scratch = comp, &scratch
+			if c.comp != nil {
+				opts.Compression, opts.Scratch = c.comp, &c.scratch
 			}
 			buf = cqlwire.AppendFrame(buf, f.stream, f.msg, opts)
 		}
 		if f.compress != nil {
-			comp = f.compress
+			c.comp = f.compress
 		}
 		if f.request || f.closeErr {
 			answered = append(answered, f.stream)
@@ -478,13 +609,29 @@ func (c *conn) write() {
 		protocolErr = protocolErr || f.closeErr
 	}
 	for {
+		var (
+			f       outFrame
+			woken   bool // by kick, for pending: no frame
+			pending bool // this batch writes the rest of writeNow's answer
+		)
 		select {
-		case f := <-c.out:
-			add(f)
-		case f := <-c.events:
-			add(f)
+		case f = <-c.out:
+		case f = <-c.events:
+		case <-c.kick:
+			woken = true
 		case <-c.done:
 			return
+		}
+		c.wmu.Lock()
+		if c.hasPending { // the rest of an answer writeNow began: on the wire first
+			pending = true
+			buf = append(buf, c.pending...)
+			answered = append(answered, -1) // its stream is free already; its token is not
+			heldBytes += c.pendingBytes
+			c.pending, c.hasPending = c.pending[:0], false
+		}
+		if !woken {
+			add(f)
 		}
 	drain:
 		for len(buf) < flushAt && !closing {
@@ -500,12 +647,20 @@ func (c *conn) write() {
 		// Free the streams before the write: once the client reads an answer it may reuse
 		// the stream. The in-flight tokens are freed after it, so a client that does not
 		// read its answers stops being read itself.
+		c.writing.Add(1)
 		c.mu.Lock()
 		for _, st := range answered {
 			c.unmarkLocked(st)
 		}
 		c.mu.Unlock()
-		_, err := c.nc.Write(buf)
+		var err error
+		if len(buf) > 0 { // empty after a kick whose pending bytes an earlier batch wrote
+			_, err = c.nc.Write(buf)
+		}
+		c.writing.Add(-1)
+		if pending {
+			c.writing.Add(-1) // writeNow's count, kept until its rest was written
+		}
 		for range answered {
 			c.release()
 		}
@@ -517,6 +672,11 @@ func (c *conn) write() {
 		} else {
 			buf = buf[:0]
 		}
+		if cap(c.pending) > 4*flushAt {
+			c.pending = nil
+		}
+		c.wclosed = err != nil || closing
+		c.wmu.Unlock()
 		if err != nil || closing {
 			if err != nil && !errors.Is(err, net.ErrClosed) {
 				c.srv.log.Debug("native: connection write failed", "remote", c.nc.RemoteAddr(), "err", err)

@@ -34,6 +34,15 @@ import (
 //     (context.Canceled): Overloaded, which drivers retry on another node;
 //   - anything else: Server_error with the error's message.
 func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
+	if oe, ok := err.(*admission.OverloadedError); ok {
+		return s.overloaded(oe) // the flood's common case: no reflection, no allocation
+	}
+	return s.errorAnswer(c, err, req)
+}
+
+// errorAnswer is errorMessage for the other errors (its targets of errors.As escape: it
+// allocates them on every call).
+func (s *Server) errorAnswer(c *conn, err error, req request) *cqlwire.Error {
 	var (
 		rl  *coordinator.RateLimitError
 		un  *coordinator.UnavailableError
@@ -51,7 +60,7 @@ func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
 	var oe *admission.OverloadedError
 	switch {
 	case errors.As(err, &oe):
-		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: oe.Error()}
+		return s.overloaded(oe)
 	case rl != nil || errors.As(err, &rl):
 		m := &cqlwire.Error{Code: cqlwire.ErrConfig, Message: rl.Error()}
 		if c.rateLimit.Load() {
@@ -105,6 +114,26 @@ func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
 	}
 	return s.serverError(err)
 }
+
+// overloaded returns the Overloaded ERROR answering oe. The admission controller refuses with a
+// few *OverloadedErrors it shares, so their answers are made once and shared too (answers are
+// read-only once made): under a flood most requests are refused, and each refusal then costs
+// no formatting and no allocation.
+func (s *Server) overloaded(oe *admission.OverloadedError) *cqlwire.Error {
+	if m, ok := s.overloadedAnswers.Load(oe); ok {
+		return m.(*cqlwire.Error)
+	}
+	m := &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: oe.Error()}
+	if s.overloadedCount.Add(1) > maxOverloadedAnswers {
+		return m // not one of the controller's shared refusals: do not keep it
+	}
+	m2, _ := s.overloadedAnswers.LoadOrStore(oe, m)
+	return m2.(*cqlwire.Error)
+}
+
+// maxOverloadedAnswers bounds the Overloaded answers overloaded keeps: the controller shares
+// three refusals; more means the errors are made per request, and keeping them would leak.
+const maxOverloadedAnswers = 16
 
 // serverError answers an unexpected failure: its message only, and the details in the log.
 func (s *Server) serverError(err error) *cqlwire.Error {

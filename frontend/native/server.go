@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
@@ -171,6 +172,11 @@ type Server struct {
 	metrics   *metrics
 	bytes     *budget  // request and answer bytes held by every connection
 	admit     admitter // the executor's early limiter decision; nil when it has none
+
+	// overloadedAnswers maps the admission controller's shared *OverloadedErrors to their
+	// answers, made once (overloaded); overloadedCount counts the answers made.
+	overloadedAnswers sync.Map
+	overloadedCount   atomic.Int64
 
 	ctx    context.Context // canceled by Close: the requests' parent
 	cancel context.CancelFunc
@@ -344,7 +350,7 @@ func (s *Server) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.inFlight() > 0 {
+		if c.busy() {
 			return false
 		}
 	}

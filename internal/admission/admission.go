@@ -94,9 +94,21 @@ type OverloadedError struct {
 	// ClientShare is set when the request's client held its share of the queue (or more), which
 	// is divided between the clients queuing: the queue as a whole may have room for others.
 	ClientShare bool
+
+	// msg is Error's message, made once for the refusals a Controller shares, so that refusing
+	// a request formats and allocates nothing.
+	msg string
 }
 
 func (e *OverloadedError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.message()
+}
+
+// message formats Error's message from the fields.
+func (e *OverloadedError) message() string {
 	why := fmt.Sprintf("%d requests are executing and %d waiting, the most it takes", e.MaxConcurrent, max(e.MaxQueued, 0))
 	switch {
 	case e.Reason == ReasonQueueTimeout:
@@ -143,7 +155,7 @@ type Controller struct {
 	limits                        *prometheus.GaugeVec
 	shed                          *prometheus.CounterVec
 	shedFull, shedTimeout         prometheus.Counter
-	fullErr, shareErr, timeoutErr *OverloadedError // shared read-only: refusing allocates nothing
+	fullErr, shareErr, timeoutErr *OverloadedError // shared read-only, messages made: refusing allocates nothing
 }
 
 // client is the queue of one client's waiting requests, oldest first, and its place in the
@@ -156,17 +168,28 @@ type client struct {
 }
 
 // Waiter is a request's place in its client's queue, which Try reserved: the request calls
-// Wait to wait there for a slot, or Leave when it will not wait after all.
+// Wait to wait there for a slot, Go to leave its work there instead, or Leave when it will not
+// wait after all.
 type Waiter struct {
 	c          *Controller
 	cl         *client
 	prev, next *Waiter
 	// done receives the outcome once: nil when a slot was handed over, the refusal when the
-	// place was taken by a client under its share.
+	// place was taken by a client under its share. Not used once job is set.
 	done chan error
 	// queued is true while the waiter is in its client's queue (guarded by c.mu).
 	queued bool
+	// job, set by Go while the waiter is queued (guarded by c.mu), is the request's work: the
+	// outcome is then given to it instead of done. timer refuses it at the queue timeout.
+	job   Job
+	timer *time.Timer
 }
+
+// Job is a queued request's work (Waiter.Go). It is called once: with nil when the request
+// holds an execution slot, and then reports whether it still holds it (the caller gives it on
+// to the next request in turn) or gave it back itself (Release); or with the error refusing the
+// request (an *OverloadedError, or the error of Cancel), when its return value is ignored.
+type Job func(err error) (holdsSlot bool)
 
 // New returns a controller for cfg (its zero fields taking their defaults).
 func New(cfg Config) (*Controller, error) {
@@ -192,6 +215,9 @@ func New(cfg Config) (*Controller, error) {
 	c.fullErr = &OverloadedError{Reason: ReasonQueueFull, MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, RetryAfter: retry}
 	c.shareErr = &OverloadedError{Reason: ReasonQueueFull, MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, RetryAfter: retry, ClientShare: true}
 	c.timeoutErr = &OverloadedError{Reason: ReasonQueueTimeout, MaxConcurrent: cfg.MaxConcurrent, MaxQueued: cfg.MaxQueued, RetryAfter: cfg.QueueTimeout}
+	for _, e := range []*OverloadedError{c.fullErr, c.shareErr, c.timeoutErr} {
+		e.msg = e.message()
+	}
 	return c, nil
 }
 
@@ -250,7 +276,13 @@ func (c *Controller) enqueue(key Key) (*Waiter, *OverloadedError) {
 		}
 		v := victim.tail
 		c.unlink(v)
-		v.done <- c.shareErr
+		if v.job != nil {
+			v.timer.Stop()
+			go v.job(c.shareErr) // not on this request's goroutine: answering may wait
+			v.job = nil
+		} else {
+			v.done <- c.shareErr
+		}
 		c.shedFull.Inc()
 	}
 	if cl == nil {
@@ -377,6 +409,73 @@ func (w *Waiter) Leave() {
 	}
 }
 
+// Go leaves the request's work in the place Try reserved, instead of waiting there: job runs
+// when a slot passes to it, on the goroutine of the request that gave the slot (Handoff,
+// Run), or on a goroutine of its own (Release); it is refused after the queue timeout (counted
+// as shed), when its place goes to a client under its share, or by Cancel. A queued request
+// thus holds no goroutine. If the outcome came before Go, job gets it on a new goroutine. w is
+// not to be used again.
+func (w *Waiter) Go(job Job) {
+	c := w.c
+	c.mu.Lock()
+	if w.queued {
+		w.job = job
+		w.timer = time.AfterFunc(c.cfg.QueueTimeout, func() { c.expire(w) })
+		c.mu.Unlock()
+		return // w stays with the timer: it is never recycled
+	}
+	c.mu.Unlock()
+	outcome := <-w.done // sent under c.mu as queued was cleared
+	c.recycle(w)
+	if outcome == nil {
+		go c.Run(job)
+	} else {
+		go job(outcome)
+	}
+}
+
+// expire refuses w's work when it is still queued at the queue timeout.
+func (c *Controller) expire(w *Waiter) {
+	c.mu.Lock()
+	job := w.job
+	if !w.queued || job == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.unlink(w)
+	w.job = nil
+	c.mu.Unlock()
+	c.shedTimeout.Inc()
+	job(c.timeoutErr)
+}
+
+// Cancel refuses, with err, the queued requests of client that left their work in the queue
+// (Go); for example when its connection closes, so that they are answered at once rather than
+// at the queue timeout. Those that wait in Wait, or have not called Go yet, are left alone.
+func (c *Controller) Cancel(client Key, err error) {
+	if c == nil {
+		return
+	}
+	var jobs []Job
+	c.mu.Lock()
+	if cl := c.clients[client]; cl != nil {
+		for w := cl.head; w != nil; {
+			next := w.next
+			if w.job != nil {
+				w.timer.Stop()
+				jobs = append(jobs, w.job)
+				w.job = nil
+				c.unlink(w) // cl may be recycled once empty; next was read first
+			}
+			w = next
+		}
+	}
+	c.mu.Unlock()
+	for _, job := range jobs {
+		job(err)
+	}
+}
+
 // leave takes w out of its queue (false), or returns the outcome it was given meanwhile (true,
 // and nil for a slot handed to it). w is recycled either way.
 func (w *Waiter) leave() (decided bool, outcome error) {
@@ -414,19 +513,48 @@ func (c *Controller) Acquire(ctx context.Context, client Key) error {
 // Release gives back the execution slot of a request that Try or Wait admitted: to the oldest
 // request of the next client in turn, if any waits.
 func (c *Controller) Release() {
+	if job := c.Handoff(); job != nil {
+		go c.Run(job)
+	}
+}
+
+// Handoff is Release for the goroutine of a request that has finished and can run the next
+// one: when the slot goes to a request whose work waits in the queue (Waiter.Go), Handoff
+// returns that work, which now holds the slot, for the caller to run (Run's loop does); the
+// request starts at once, on a goroutine already running, instead of waiting for its own to
+// be woken and scheduled. Otherwise it returns nil, the slot handed to a request blocked in
+// Wait, or freed.
+func (c *Controller) Handoff() Job {
 	if c == nil {
-		return
+		return nil
 	}
 	c.mu.Lock()
-	if cl := c.next; cl != nil {
-		w := cl.head
-		c.next = cl.ringNext // the next client's turn, even if cl stays
-		c.unlink(w)
-		w.done <- nil
-	} else {
+	defer c.mu.Unlock()
+	cl := c.next
+	if cl == nil {
 		c.inFlight--
+		return nil
 	}
-	c.mu.Unlock()
+	w := cl.head
+	c.next = cl.ringNext // the next client's turn, even if cl stays
+	c.unlink(w)
+	if w.job == nil {
+		w.done <- nil
+		return nil
+	}
+	w.timer.Stop() // if it fires anyway, expire finds w out of the queue
+	job := w.job
+	w.job = nil
+	return job
+}
+
+// Run runs job, which holds an execution slot, then every queued request's work the slot
+// passes to (Handoff), until one gives the slot back or nobody waits for it. A request that
+// took a slot at Try runs its work with go c.Run(job).
+func (c *Controller) Run(job Job) {
+	for job != nil && job(nil) {
+		job = c.Handoff()
+	}
 }
 
 // InFlight returns the requests holding an execution slot.

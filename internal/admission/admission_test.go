@@ -342,3 +342,128 @@ func TestConcurrentClientsKeepTheBounds(t *testing.T) {
 		t.Errorf("after every request %d in flight, %d queued, %d clients recorded; want none", c.InFlight(), c.Queued(), len(c.clients))
 	}
 }
+
+// TestRefusalAllocatesNothing: under a flood most requests are refused, so refusing one, and
+// reading why (the front ends answer with the message), allocates nothing.
+func TestRefusalAllocatesNothing(t *testing.T) {
+	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 1, QueueTimeout: time.Hour})
+	if w, err := c.Try("a"); w != nil || err != nil {
+		t.Fatalf("Try with a free slot = %v, %v; want the slot", w, err)
+	}
+	if w, err := c.Try("a"); w == nil || err != nil {
+		t.Fatalf("Try with the slot taken = %v, %v; want a place in the queue", w, err)
+	}
+	var msg string
+	allocs := testing.AllocsPerRun(100, func() {
+		_, err := c.Try("a")
+		msg = err.Error()
+	})
+	if allocs != 0 {
+		t.Errorf("refusing a request and reading its message allocates %v times, want 0", allocs)
+	}
+	if !strings.Contains(msg, "retry after") {
+		t.Errorf("the refusal says %q; want a retry hint", msg)
+	}
+}
+
+// TestHandoffRunsQueuedWorkOnTheFinishingGoroutine: work left in the queue (Go) runs on the
+// goroutine of the request whose slot passes to it, as soon as that request finishes, in the
+// clients' turn; once nobody waits the slot is freed.
+func TestHandoffRunsQueuedWorkOnTheFinishingGoroutine(t *testing.T) {
+	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
+	if w, err := c.Try("a"); w != nil || err != nil {
+		t.Fatalf("Try with a free slot = %v, %v; want the slot", w, err)
+	}
+	var order []string
+	job := func(name string) Job {
+		return func(err error) bool {
+			if err != nil {
+				t.Errorf("%s's work was refused: %v", name, err)
+				return false
+			}
+			order = append(order, name) // no lock: every job runs on the test's goroutine
+			return true
+		}
+	}
+	for _, name := range []string{"a2", "a3"} {
+		w, err := c.Try("a")
+		if w == nil || err != nil {
+			t.Fatalf("Try with the slot taken = %v, %v; want a place in the queue", w, err)
+		}
+		w.Go(job(name))
+	}
+	w, err := c.Try("b")
+	if w == nil || err != nil {
+		t.Fatalf("Try with the slot taken = %v, %v; want a place in the queue", w, err)
+	}
+	w.Go(job("b"))
+	c.Run(job("a1")) // the request holding the slot, and then each it passes the slot to
+	if got := strings.Join(order, " "); got != "a1 a2 b a3" {
+		t.Errorf("Run ran %q, want \"a1 a2 b a3\": the queued work, in the clients' turn, before Run returns", got)
+	}
+	if c.InFlight() != 0 || c.Queued() != 0 {
+		t.Errorf("after the queue emptied %d in flight and %d queued, want 0 and 0", c.InFlight(), c.Queued())
+	}
+}
+
+// TestQueuedWorkIsRefused: work left in the queue is refused at the queue timeout (counted as
+// shed), when a client under its share takes its place, and by Cancel; work handed the slot
+// that gives it back itself (returns false) ends Run's loop.
+func TestQueuedWorkIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 2, QueueTimeout: 300 * time.Millisecond})
+		if w, err := c.Try("a"); w != nil || err != nil {
+			t.Fatalf("Try with a free slot = %v, %v; want the slot", w, err)
+		}
+		// record is every queued request's work: it records its outcome, and with a slot it
+		// gives the slot back itself (as a request whose answer waits for room does).
+		outcomes := make(chan error, 4)
+		record := func(err error) bool {
+			outcomes <- err
+			if err == nil {
+				c.Release()
+			}
+			return false
+		}
+		w, _ := c.Try("a")
+		w.Go(record)
+		time.Sleep(300 * time.Millisecond) // fake time: the queue timeout passes
+		synctest.Wait()
+		var oe *OverloadedError
+		if err := <-outcomes; !errors.As(err, &oe) || oe.Reason != ReasonQueueTimeout {
+			t.Errorf("work queued past the queue timeout got %v, want queue_timeout", err)
+		}
+		if got := testutil.ToFloat64(c.shed.WithLabelValues(ReasonQueueTimeout)); got != 1 {
+			t.Errorf("kvnode_admission_shed_total{reason=queue_timeout} = %v, want 1", got)
+		}
+
+		for range 2 {
+			w, _ := c.Try("a")
+			w.Go(record)
+		}
+		wb, err := c.Try("b") // the queue is full; b is under its share and takes a's newest place
+		if wb == nil || err != nil {
+			t.Fatalf("Try of a client under its share with the queue full = %v, %v; want a place", wb, err)
+		}
+		synctest.Wait()
+		if err := <-outcomes; !errors.As(err, &oe) || oe.Reason != ReasonQueueFull {
+			t.Errorf("work whose place a client under its share took got %v, want queue_full", err)
+		}
+		wb.Go(record)
+		canceled := errors.New("connection closed")
+		c.Cancel("b", canceled)
+		if err := <-outcomes; err != canceled {
+			t.Errorf("Cancel(b) refused b's work with %v, want %v", err, canceled)
+		}
+		if c.Queued() != 1 {
+			t.Errorf("Queued() = %d, want 1 (a's older place)", c.Queued())
+		}
+		c.Run(func(error) bool { return true }) // the slot's holder finishes; a's work runs next
+		if err := <-outcomes; err != nil {
+			t.Errorf("a's queued work, handed the slot, got %v, want nil", err)
+		}
+		if c.InFlight() != 0 || c.Queued() != 0 {
+			t.Errorf("after the queue emptied %d in flight and %d queued, want 0 and 0", c.InFlight(), c.Queued())
+		}
+	})
+}

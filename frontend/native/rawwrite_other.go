@@ -1,0 +1,14 @@
+//go:build !unix
+
+package native
+
+import (
+	"errors"
+	"net"
+	"syscall"
+)
+
+// rawConn returns nil: writeNow's non-blocking writes are for unix sockets.
+func rawConn(net.Conn) syscall.RawConn { return nil }
+
+func writeSome(syscall.RawConn, []byte) (int, error) { return 0, errors.ErrUnsupported }

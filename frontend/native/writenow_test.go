@@ -1,0 +1,124 @@
+package native
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/poll"
+)
+
+// connPair returns a server connection (no reader or writer goroutine running) over loopback
+// TCP, and the client's side of it.
+func connPair(t *testing.T) (*conn, *testClient) {
+	t.Helper()
+	s, err := New(Config{Executor: &fakeExecutor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	cl := dial(t, lis.Addr().String())
+	nc, err := lis.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConn(s, nc)
+	t.Cleanup(c.close)
+	return c, cl
+}
+
+// takeForTest makes stream a request in flight on c, as the reader does when it reads one.
+func (c *conn) takeForTest(t *testing.T, stream int16) {
+	t.Helper()
+	c.sem <- struct{}{}
+	if !c.claim(stream) {
+		t.Fatalf("stream %d is in flight already", stream)
+	}
+}
+
+// TestAloneAnswerIsWrittenAtOnce: the answer to a connection's only request in flight is
+// written by the goroutine that made it, without waiting for the writer goroutine (none runs
+// here), and the stream and its in-flight token are free once it is.
+func TestAloneAnswerIsWrittenAtOnce(t *testing.T) {
+	c, cl := connPair(t)
+	c.takeForTest(t, 5)
+	c.answerSized(5, cqlwire.VoidResult{}, nil, 0)
+	cl.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	h, _, err := cl.fr.ReadFrame()
+	if err != nil {
+		t.Fatalf("the answer to the only request in flight was not written without the writer goroutine: %v", err)
+	}
+	if h.Stream != 5 || h.Opcode != cqlwire.OpResult {
+		t.Errorf("the answer came on stream %d as %v, want stream 5, RESULT", h.Stream, h.Opcode)
+	}
+	if c.inFlight() != 0 || len(c.sem) != 0 {
+		t.Errorf("after the answer %d streams and %d tokens in flight, want 0 and 0", c.inFlight(), len(c.sem))
+	}
+}
+
+// TestAloneAnswerLeavesTheRestToTheWriter: an answer larger than the socket takes at once is
+// written partly without blocking (the client reads nothing yet), and the writer goroutine
+// writes the rest first; the client reads it whole, then the next answer.
+func TestAloneAnswerLeavesTheRestToTheWriter(t *testing.T) {
+	c, cl := connPair(t)
+	body := make([]byte, 8<<20) // more than loopback's socket buffers hold
+	for i := range body {
+		body[i] = byte(i % 251)
+	}
+	c.takeForTest(t, 7)
+	c.answerSized(7, &encoded{op: cqlwire.OpResult, body: body}, nil, 0) // returns: it does not block
+	c.wmu.Lock()
+	partial := c.hasPending
+	c.wmu.Unlock()
+	if !partial {
+		t.Fatal("an 8 MiB answer the client does not read was written whole, want the rest left to the writer")
+	}
+	if c.inFlight() != 0 || !c.busy() {
+		t.Errorf("with the rest of an answer unwritten: %d streams in flight, busy %v; want 0 (the client may reuse it once read) and busy (a graceful shutdown waits)", c.inFlight(), c.busy())
+	}
+	go c.write()
+	c.takeForTest(t, 8)
+	c.answer(8, cqlwire.VoidResult{}, nil) // queued behind the rest
+	h, got, err := cl.fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Stream != 7 || !bytes.Equal(got, body) {
+		t.Fatalf("the first answer came on stream %d with %d bytes, want stream 7 with the 8 MiB body intact", h.Stream, len(got))
+	}
+	if f := cl.recv(); f.Header.Stream != 8 {
+		t.Errorf("the second answer came on stream %d, want 8", f.Header.Stream)
+	}
+	poll.Must(t, timeout, "the streams and tokens to be free", poll.Bool(func() bool { return !c.busy() && len(c.sem) == 0 }))
+}
+
+// TestAnswerWithOthersInFlightGoesToTheWriter: with other requests of the connection in
+// flight, an answer is left to the writer, which batches it with theirs.
+func TestAnswerWithOthersInFlightGoesToTheWriter(t *testing.T) {
+	c, _ := connPair(t)
+	c.takeForTest(t, 1)
+	c.takeForTest(t, 2)
+	c.answerSized(1, cqlwire.VoidResult{}, nil, 0)
+	if len(c.out) != 1 {
+		t.Errorf("with another request in flight the answer was not queued for the writer (%d queued)", len(c.out))
+	}
+}
+
+// TestNoRawWritesUnderTLS: a TLS connection's answers always go through the writer (its bytes
+// on the wire are not the frames').
+func TestNoRawWritesUnderTLS(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if rc := rawConn(tls.Server(a, &tls.Config{})); rc != nil {
+		t.Errorf("rawConn of a TLS connection = %v, want nil", rc)
+	}
+}
