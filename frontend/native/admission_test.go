@@ -15,17 +15,7 @@ import (
 // answered Overloaded at once, OPTIONS still answers, and the two held statements complete once
 // the executor is released.
 func TestAdmissionShedsStatements(t *testing.T) {
-	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: 1, QueueTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate()
-	_, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}, Admission: ctl})
-	c := dial(t, addr)
-	c.startup(nil)
-	q := &cqlwire.Query{Query: "SELECT * FROM ks.t", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}
-	c.send(1, q)
-	<-g.arrived // holds the slot
+	ctl, g, c, q := slotHeld(t, 1)
 	c.send(2, q)
 	poll.Must(t, timeout, "the second statement to queue", poll.Bool(func() bool { return ctl.Queued() == 1 }))
 
@@ -80,17 +70,7 @@ func TestOverloadedAnswerAllocatesNothing(t *testing.T) {
 // in the admission queue, not as goroutines blocked there, and each runs once the statement
 // before it frees its slot (on that statement's goroutine).
 func TestQueuedStatementsHoldNoGoroutine(t *testing.T) {
-	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: 64, QueueTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate()
-	_, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}, Admission: ctl})
-	c := dial(t, addr)
-	c.startup(nil)
-	q := &cqlwire.Query{Query: "SELECT * FROM ks.t", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}
-	c.send(1, q)
-	<-g.arrived // holds the slot
+	ctl, g, c, q := slotHeld(t, 64)
 	before := runtime.NumGoroutine()
 	const queued = 40
 	for i := range queued {
@@ -143,4 +123,23 @@ func TestDisconnectRefusesQueuedStatements(t *testing.T) {
 		t.Errorf("the statement holding the slot answered %v, want RESULT", f.Header.Opcode)
 	}
 	poll.Must(t, timeout, "the slot to be free", poll.Bool(func() bool { return ctl.InFlight() == 0 }))
+}
+
+// slotHeld starts a server with one execution slot and maxQueued places in its queue, whose
+// executor holds every statement at a gate, and sends a query on stream 1 of a started
+// connection: it returns once that statement holds the slot.
+func slotHeld(t *testing.T, maxQueued int) (*admission.Controller, *gate, *testClient, *cqlwire.Query) {
+	t.Helper()
+	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: maxQueued, QueueTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate()
+	_, addr := startServer(t, Config{Executor: &fakeExecutor{execute: g.execute}, Admission: ctl})
+	c := dial(t, addr)
+	c.startup(nil)
+	q := &cqlwire.Query{Query: "SELECT * FROM ks.t", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}
+	c.send(1, q)
+	<-g.arrived // holds the slot
+	return ctl, g, c, q
 }

@@ -145,30 +145,14 @@ func TestJSONRowFields(t *testing.T) {
 
 	// An onset row of kvnode carries first_second_over_limit.
 	r.Scenario.Configuration, r.Scenario.Onset, r.FirstSecond = Kvnode, true, 250
-	b.Reset()
-	if err := WriteJSON(&b, []Result{r}); err != nil {
-		t.Fatal(err)
-	}
-	got = nil
-	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
-		t.Fatalf("line %q is not a JSON object: %v", b.String(), err)
-	}
-	if got["configuration"] != "kvnode" || got["onset"] != true || got["again"] != false || got["first_second_over_limit"] != 2.5 {
-		t.Errorf("onset row %s: want configuration kvnode, onset true, again false and first_second_over_limit 2.5", b.String())
+	if got, line := jsonRow(t, r); got["configuration"] != "kvnode" || got["onset"] != true || got["again"] != false || got["first_second_over_limit"] != 2.5 {
+		t.Errorf("onset row %s: want configuration kvnode, onset true, again false and first_second_over_limit 2.5", line)
 	}
 
 	// A row turning hot again says so, in the JSON and in the markdown's onset column.
 	r.Scenario.Again = true
-	b.Reset()
-	if err := WriteJSON(&b, []Result{r}); err != nil {
-		t.Fatal(err)
-	}
-	got = nil
-	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
-		t.Fatalf("line %q is not a JSON object: %v", b.String(), err)
-	}
-	if got["onset"] != true || got["again"] != true {
-		t.Errorf("row turning hot again %s: want onset true and again true", b.String())
+	if got, line := jsonRow(t, r); got["onset"] != true || got["again"] != true {
+		t.Errorf("row turning hot again %s: want onset true and again true", line)
 	}
 	if md := MarkdownRow(r.Row()); !strings.Contains(md, "| again |") {
 		t.Errorf("markdown row of a partition turning hot again %q: want \"again\" in the onset column", md)
@@ -246,4 +230,18 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 			}
 		}
 	}
+}
+
+// jsonRow returns the object WriteJSON prints for r, and the line itself.
+func jsonRow(t *testing.T, r Result) (map[string]any, string) {
+	t.Helper()
+	var b strings.Builder
+	if err := WriteJSON(&b, []Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatalf("line %q is not a JSON object: %v", b.String(), err)
+	}
+	return got, b.String()
 }
