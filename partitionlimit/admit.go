@@ -94,7 +94,9 @@ func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, 
 	x := c
 	if born != 0 {
 		nowMs, age := now.UnixMilli(), onsetAge(born, local)
-		if fresh := c - resid; fresh > limit {
+		// The residual never exceeds the count (both halve alike); min keeps a broken
+		// invariant from wrapping fresh around to a count of billions.
+		if fresh := c - min(resid, c); fresh > limit {
 			x = max(c, onsetCount(fresh, age, limit, nowMs))
 		}
 		d.Born, d.Residual = time.UnixMilli(nowMs-age), resid
