@@ -229,7 +229,17 @@ type Request struct {
 
 	outcome     Outcome
 	unaccounted []NodeID
+
+	// Room for the replicas, sends and answers of a request to up to inlineReplicas replicas,
+	// inside the request: one allocation per request instead of one per slice.
+	replicaBuf  [inlineReplicas]Replica
+	sentBuf     [inlineReplicas]Send
+	answeredBuf [inlineReplicas]bool
 }
+
+// inlineReplicas is how many replicas a Request has room for without allocating: RF=3 and the
+// replacement a failed replica's place may go to.
+const inlineReplicas = 4
 
 // Params returns the parameters the request was made with. The driver must not modify them
 // (Replicas is shared with the request).
@@ -247,7 +257,7 @@ func NewRequest(p Params) (*Request, error) {
 		return nil, errors.New("coordinator: invalid request: no replicas")
 	}
 	r := &Request{p: p}
-	r.p.Replicas = slices.Clone(p.Replicas)
+	r.p.Replicas = append(r.replicaBuf[:0:len(r.replicaBuf)], p.Replicas...)
 	r.p.ReadOrder = slices.Clone(p.ReadOrder)
 	for i, rep := range r.p.Replicas {
 		if rep.ID == "" {
@@ -512,11 +522,12 @@ func (r *Request) timeout() Timeout {
 
 // send sends the operation to its targets with the limiter mode of the request's path.
 func (r *Request) send() Step {
-	targets := r.targets()
-	r.sent = make([]Send, len(targets))
-	r.answered = make([]bool, len(targets))
+	var buf [inlineReplicas]NodeID
+	targets := r.targets(buf[:0])
+	r.sent, r.answered = r.sentBuf[:0:len(r.sentBuf)], r.answeredBuf[:0:len(r.answeredBuf)]
 	for i, id := range targets {
-		r.sent[i] = r.sendTo(i+1, id)
+		r.sent = append(r.sent, r.sendTo(i+1, id))
+		r.answered = append(r.answered, false)
 	}
 	r.tally.Contacted = len(targets)
 	r.phase = phaseWaiting
@@ -579,9 +590,8 @@ func (r *Request) replacement() (Send, bool) {
 // targets returns the replicas to contact. Writes and reads at ALL go to every live replica in
 // ring order. Reads at ONE and QUORUM go to the first required live replicas in the preference
 // order: ReadOrder, then Self if it is a replica, then ring order. Start has checked that enough
-// replicas are live.
-func (r *Request) targets() []NodeID {
-	ids := make([]NodeID, 0, len(r.p.Replicas))
+// replicas are live. The targets are appended to ids, which is returned.
+func (r *Request) targets(ids []NodeID) []NodeID {
 	if r.p.Op == OpWrite || r.p.Consistency == All {
 		for _, rep := range r.p.Replicas {
 			if !rep.Down {
