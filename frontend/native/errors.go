@@ -34,10 +34,28 @@ import (
 //     (context.Canceled): Overloaded, which drivers retry on another node;
 //   - anything else: Server_error with the error's message.
 func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
-	if oe, ok := err.(*admission.OverloadedError); ok {
-		return s.overloaded(oe) // the flood's common case: no reflection, no allocation
+	switch e := err.(type) {
+	case *admission.OverloadedError:
+		return s.overloaded(e) // the flood's common case: no reflection, no allocation
+	case *coordinator.RateLimitError:
+		return rateLimitAnswer(c, e) // a hot partition's: no reflection, no errors.As targets
 	}
 	return s.errorAnswer(c, err, req)
+}
+
+// rateLimitAnswer returns the ERROR answering rl: ScyllaDB's rate-limit error to a client that
+// opted in to it, Config_error to one that did not.
+func rateLimitAnswer(c *conn, rl *coordinator.RateLimitError) *cqlwire.Error {
+	m := &cqlwire.Error{Code: cqlwire.ErrConfig, Message: rl.Error()}
+	if c.rateLimit.Load() {
+		m.Code = cqlwire.ErrRateLimit
+		m.RateLimitOp = cqlwire.RateLimitRead
+		if rl.Op == schema.OpWrite {
+			m.RateLimitOp = cqlwire.RateLimitWrite
+		}
+		m.RejectedByCoordinator = rl.RejectedBy == coordinator.RejectedByCoordinator
+	}
+	return m
 }
 
 // errorAnswer is errorMessage for the other errors (its targets of errors.As escape: it
@@ -54,24 +72,12 @@ func (s *Server) errorAnswer(c *conn, err error, req request) *cqlwire.Error {
 		ua  *auth.UnauthorizedError
 	)
 	cl := func(c coordinator.Consistency) cqlwire.Consistency { return wireConsistency(c, req.consistency) }
-	if e, ok := err.(*coordinator.RateLimitError); ok {
-		rl = e // the common case, found without errors.As's reflection
-	}
 	var oe *admission.OverloadedError
 	switch {
 	case errors.As(err, &oe):
 		return s.overloaded(oe)
-	case rl != nil || errors.As(err, &rl):
-		m := &cqlwire.Error{Code: cqlwire.ErrConfig, Message: rl.Error()}
-		if c.rateLimit.Load() {
-			m.Code = cqlwire.ErrRateLimit
-			m.RateLimitOp = cqlwire.RateLimitRead
-			if rl.Op == schema.OpWrite {
-				m.RateLimitOp = cqlwire.RateLimitWrite
-			}
-			m.RejectedByCoordinator = rl.RejectedBy == coordinator.RejectedByCoordinator
-		}
-		return m
+	case errors.As(err, &rl):
+		return rateLimitAnswer(c, rl)
 	case errors.As(err, &un):
 		return &cqlwire.Error{Code: cqlwire.ErrUnavailable, Message: un.Error(),
 			Consistency: cl(un.Consistency), BlockFor: count(un.Required), Received: count(un.Live)}
