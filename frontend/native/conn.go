@@ -22,8 +22,10 @@ import (
 // partition key alone (admitExecute) and starts a goroutine per other statement, or, when the
 // node's execution slots are taken, leaves it in the admission queue, to run on the goroutine
 // of the statement whose slot it takes (conn.statement); its writer goroutine encodes the
-// answers queued on out and writes them, batching whatever is queued into one write. A token of sem is held from the moment a request is read until its answer is written:
-// at MaxInFlight tokens the reader stops reading.
+// answers queued on out and writes them, batching whatever is queued into one write. While the
+// writer is idle, the reader writes its own answers and a statement's goroutine the answer to
+// the only request in flight, themselves (writeDirect). A token of sem is held from the moment
+// a request is read until its answer is written: at MaxInFlight tokens the reader stops reading.
 type conn struct {
 	srv *Server
 	nc  net.Conn
@@ -55,29 +57,35 @@ type conn struct {
 	// fastKey holds the partition key values admitExecute reads; the reader's own.
 	fastKey [maxFastKey][]byte
 	// held are the answers the reader made itself (OPTIONS, REGISTER, early rejections), kept
-	// until no whole frame is left to read at once, then queued together: the writer wakes
-	// once for them and writes them in one go. The reader's own.
+	// until no whole frame is left to read at once, then written together, by the reader
+	// itself when the writer is idle (writeDirect), else queued for the writer. The reader's own.
 	held []outFrame
+	// queued counts the frames given to the writer (send) and not yet written: writeDirect
+	// writes only when none is, so that an answer never overtakes one queued before it (READY,
+	// with the compression the frames after it use).
+	queued atomic.Int32
 
 	login loginState // SASL PLAIN between STARTUP and AUTH_SUCCESS (auth.go)
 
 	// The writing side, guarded by wmu: the writer goroutine holds it while it encodes and
-	// writes a batch, and a statement's goroutine takes it to write its own answer (writeNow).
-	// raw is the socket's descriptor for writeNow's non-blocking writes (nil without one, as
-	// under TLS); comp compresses the frames after the answer to STARTUP; pending holds the
-	// bytes of an answer writeNow could only partly write, which the writer writes before
-	// anything else (kick wakes it), and pendingBytes that answer's size in the byte budgets;
-	// wclosed is set once the writer stops.
-	wmu          sync.Mutex
-	raw          syscall.RawConn
-	comp         cqlwire.Compression
-	scratch      []byte
-	nowBuf       []byte
-	pending      []byte
-	pendingBytes int64
-	hasPending   bool
-	wclosed      bool
-	kick         chan struct{}
+	// writes a batch, and a statement's goroutine (answerSized) or the reader (flushHeld) takes it
+	// to write answers itself (writeDirect). raw is the socket's descriptor for those
+	// non-blocking writes (nil without one, as under TLS); comp compresses the frames after
+	// the answer to STARTUP; pending holds the bytes of answers writeDirect could only partly
+	// write, which the writer writes before anything else (kick wakes it), pendingBytes their
+	// size in the byte budgets and pendingTokens the in-flight tokens they hold; wclosed is set
+	// once the writer stops.
+	wmu           sync.Mutex
+	raw           syscall.RawConn
+	comp          cqlwire.Compression
+	scratch       []byte
+	nowBuf        []byte
+	pending       []byte
+	pendingBytes  int64
+	pendingTokens int
+	hasPending    bool
+	wclosed       bool
+	kick          chan struct{}
 }
 
 // maxHeld bounds the answers the reader holds before queuing them.
@@ -94,12 +102,20 @@ func (c *conn) hold(stream int16, msg cqlwire.Message) {
 	}
 }
 
-// flushHeld queues the held answers for the writer.
+// flushHeld answers the held answers: the reader writes them itself when the writer is idle,
+// which spares waking the writer goroutine for them (for a client with one request at a time
+// to a hot partition, that wake-up was as costly as the rejection); else the writer gets them
+// to write with what it has queued.
 func (c *conn) flushHeld() {
-	for i, f := range c.held {
-		c.send(f)
-		c.held[i] = outFrame{}
+	if len(c.held) == 0 {
+		return
 	}
+	if !c.writeDirect(c.held, false) {
+		for _, f := range c.held {
+			c.send(f)
+		}
+	}
+	clear(c.held)
 	c.held = c.held[:0]
 }
 
@@ -434,54 +450,67 @@ func (c *conn) answerSized(stream int16, msg cqlwire.Message, warnings []string,
 	if e, ok := msg.(*cqlwire.Error); ok {
 		c.srv.metrics.errorCount(e.Code).Inc()
 	}
-	f := outFrame{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size}
-	if !c.writeNow(f) {
-		c.send(f)
+	f := [1]outFrame{{stream: stream, msg: msg, warnings: warnings, request: true, bytes: size}}
+	// The answer to the connection's only request in flight has nothing to be batched with,
+	// and handing it to the writer goroutine only made it wait for that goroutine to be
+	// scheduled (on a busy node, a client with one request at a time spent more time there
+	// than anywhere else in the node).
+	if !c.writeDirect(f[:], true) {
+		c.send(f[0])
 	}
 }
 
-// writeNow writes the answer f on the caller's goroutine when it is the connection's only
-// request in flight and the writer has nothing queued: such an answer has nothing to be
-// batched with, and handing it to the writer goroutine only made it wait for that goroutine to
-// be scheduled (on a busy node, a client with one request at a time spent more time there than
-// anywhere else in the node). The write does not block: what the socket does not take at once
-// is left to the writer, which writes it before anything else. It reports whether it took f.
-func (c *conn) writeNow(f outFrame) bool {
+// writeDirect writes the answers fs on the caller's goroutine when the writer has nothing
+// queued and nothing left to write (and, if alone, when fs is the connection's only request in
+// flight). The write does not block: what the socket does not take at once is left to the
+// writer, which writes it before anything else. It reports whether it took fs.
+func (c *conn) writeDirect(fs []outFrame, alone bool) bool {
 	if c.raw == nil || !c.wmu.TryLock() {
 		return false
 	}
 	defer c.wmu.Unlock()
-	if c.wclosed || c.hasPending || len(c.out) > 0 || len(c.events) > 0 {
+	if c.wclosed || c.hasPending || c.queued.Load() > 0 || len(c.events) > 0 {
 		return false
 	}
-	c.mu.Lock()
-	alone := c.nstreams == 1
-	c.mu.Unlock()
-	if !alone {
-		return false
+	if alone {
+		c.mu.Lock()
+		n := c.nstreams
+		c.mu.Unlock()
+		if n != len(fs) {
+			return false
+		}
 	}
-	opts := cqlwire.FrameOptions{Warnings: f.warnings}
-	if c.comp != nil {
-		opts.Compression, opts.Scratch = c.comp, &c.scratch
+	var size int64
+	c.nowBuf = c.nowBuf[:0]
+	for _, f := range fs {
+		opts := cqlwire.FrameOptions{Warnings: f.warnings}
+		if c.comp != nil {
+			opts.Compression, opts.Scratch = c.comp, &c.scratch
+		}
+		c.nowBuf = cqlwire.AppendFrame(c.nowBuf, f.stream, f.msg, opts)
+		size += f.bytes
 	}
-	c.nowBuf = cqlwire.AppendFrame(c.nowBuf[:0], f.stream, f.msg, opts)
 	c.writing.Add(1)
 	c.mu.Lock()
-	c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
+	for _, f := range fs {
+		c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
+	}
 	c.mu.Unlock()
 	n, err := writeSome(c.raw, c.nowBuf)
 	if err == nil && n < len(c.nowBuf) {
-		// Still being written (writing stays counted), by the writer.
+		// Still being written (writing stays counted, the tokens held), by the writer.
 		c.pending = append(c.pending[:0], c.nowBuf[n:]...)
-		c.pendingBytes, c.hasPending = f.bytes, true
+		c.pendingBytes, c.pendingTokens, c.hasPending = size, len(fs), true
 		select {
 		case c.kick <- struct{}{}:
 		default:
 		}
 	} else {
 		c.writing.Add(-1)
-		c.release()
-		releaseBoth(c.bytes, c.srv.bytes, f.bytes)
+		for range fs {
+			c.release()
+		}
+		releaseBoth(c.bytes, c.srv.bytes, size)
 	}
 	if cap(c.nowBuf) > 4*flushAt {
 		c.nowBuf = nil // do not pin a large result's buffer for the connection's life
@@ -499,9 +528,11 @@ func (c *conn) writeNow(f outFrame) bool {
 // send queues f for the writer. out has room for every request in flight and the one protocol
 // error that ends the connection, so this never blocks for long.
 func (c *conn) send(f outFrame) {
+	c.queued.Add(1)
 	select {
 	case c.out <- f:
 	case <-c.done:
+		c.queued.Add(-1)
 		releaseBoth(c.bytes, c.srv.bytes, f.bytes)
 		if f.request {
 			c.finish(f.stream)
@@ -570,6 +601,7 @@ func (c *conn) write() {
 		buf         []byte
 		answered    []int16
 		heldBytes   int64 // the queued answers' sizes, given back once written
+		taken       int32 // the frames taken from out, for queued once written
 		closing     bool
 		protocolErr bool
 	)
@@ -579,12 +611,15 @@ func (c *conn) write() {
 		if c.hasPending { // never written: give back what it holds
 			c.hasPending = false
 			c.writing.Add(-1)
-			c.release()
+			for range c.pendingTokens {
+				c.release()
+			}
 			releaseBoth(c.bytes, c.srv.bytes, c.pendingBytes)
 		}
 		c.wmu.Unlock()
 	}()
 	add := func(f outFrame) { // c.wmu is held
+		taken++
 		if f.last {
 			closing = true
 			return
@@ -612,21 +647,24 @@ func (c *conn) write() {
 		var (
 			f       outFrame
 			woken   bool // by kick, for pending: no frame
-			pending bool // this batch writes the rest of writeNow's answer
+			pending bool // this batch writes the rest of writeDirect's answers
 		)
 		select {
 		case f = <-c.out:
 		case f = <-c.events:
+			taken-- // not from out: add counts it
 		case <-c.kick:
 			woken = true
 		case <-c.done:
 			return
 		}
 		c.wmu.Lock()
-		if c.hasPending { // the rest of an answer writeNow began: on the wire first
+		if c.hasPending { // the rest of answers writeDirect began: on the wire first
 			pending = true
 			buf = append(buf, c.pending...)
-			answered = append(answered, -1) // its stream is free already; its token is not
+			for range c.pendingTokens {
+				answered = append(answered, -1) // their streams are free already; their tokens are not
+			}
 			heldBytes += c.pendingBytes
 			c.pending, c.hasPending = c.pending[:0], false
 		}
@@ -639,6 +677,7 @@ func (c *conn) write() {
 			case f := <-c.out:
 				add(f)
 			case f := <-c.events:
+				taken--
 				add(f)
 			default:
 				break drain
@@ -659,7 +698,7 @@ func (c *conn) write() {
 		}
 		c.writing.Add(-1)
 		if pending {
-			c.writing.Add(-1) // writeNow's count, kept until its rest was written
+			c.writing.Add(-1) // writeDirect's count, kept until its rest was written
 		}
 		for range answered {
 			c.release()
@@ -667,6 +706,8 @@ func (c *conn) write() {
 		answered = answered[:0]
 		releaseBoth(c.bytes, c.srv.bytes, heldBytes)
 		heldBytes = 0
+		c.queued.Add(-taken) // written: writeDirect may write again
+		taken = 0
 		if cap(buf) > 4*flushAt {
 			buf = nil // do not pin a large result's buffer for the connection's life
 		} else {

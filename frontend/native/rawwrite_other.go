@@ -8,7 +8,7 @@ import (
 	"syscall"
 )
 
-// rawConn returns nil: writeNow's non-blocking writes are for unix sockets.
+// rawConn returns nil: writeDirect's non-blocking writes are for unix sockets.
 func rawConn(net.Conn) syscall.RawConn { return nil }
 
 func writeSome(syscall.RawConn, []byte) (int, error) { return 0, errors.ErrUnsupported }

@@ -122,3 +122,62 @@ func TestNoRawWritesUnderTLS(t *testing.T) {
 		t.Errorf("rawConn of a TLS connection = %v, want nil", rc)
 	}
 }
+
+// TestHeldAnswersAreWrittenByTheReader: the answers the reader made itself (early rejections,
+// OPTIONS) are written by the reader when the writer is idle, in one write and in the order
+// held, with other requests in flight; their streams and tokens are free once written.
+func TestHeldAnswersAreWrittenByTheReader(t *testing.T) {
+	c, cl := connPair(t)
+	c.takeForTest(t, 9) // another request in flight does not keep the reader from writing
+	for _, st := range []int16{3, 4} {
+		c.takeForTest(t, st)
+		c.hold(st, c.srv.supported)
+	}
+	c.flushHeld() // no writer goroutine runs: the reader's own write or nothing
+	cl.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	for _, want := range []int16{3, 4} {
+		h, _, err := cl.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("the held answer on stream %d was not written without the writer goroutine: %v", want, err)
+		}
+		if h.Stream != want || h.Opcode != cqlwire.OpSupported {
+			t.Errorf("an answer came on stream %d as %v, want stream %d, SUPPORTED", h.Stream, h.Opcode, want)
+		}
+	}
+	if c.inFlight() != 1 || len(c.sem) != 1 || len(c.held) != 0 {
+		t.Errorf("after the held answers: %d streams, %d tokens in flight and %d held; want 1, 1 and 0", c.inFlight(), len(c.sem), len(c.held))
+	}
+}
+
+// TestHeldAnswersDoNotOvertakeTheWriter: while a frame given to the writer is not yet written
+// (READY, say, which the frames after it follow in their compression), the reader's answers
+// are queued behind it rather than written first.
+func TestHeldAnswersDoNotOvertakeTheWriter(t *testing.T) {
+	c, cl := connPair(t)
+	c.takeForTest(t, 1)
+	c.answer(1, cqlwire.Ready{}, nil) // queued: no writer goroutine runs yet
+	c.takeForTest(t, 2)
+	c.hold(2, c.srv.supported)
+	c.flushHeld()
+	if len(c.out) != 2 {
+		t.Fatalf("with READY queued the reader's answer was not queued behind it (%d queued, want 2)", len(c.out))
+	}
+	go c.write()
+	for _, want := range []int16{1, 2} {
+		if f := cl.recv(); f.Header.Stream != want {
+			t.Fatalf("an answer came on stream %d, want %d (READY first)", f.Header.Stream, want)
+		}
+	}
+	poll.Must(t, timeout, "the streams, tokens and queue to be free", poll.Bool(func() bool {
+		return !c.busy() && len(c.sem) == 0 && c.queued.Load() == 0
+	}))
+	c.takeForTest(t, 3)
+	c.hold(3, c.srv.supported)
+	c.flushHeld()
+	if len(c.out) != 0 {
+		t.Errorf("with the writer idle again the reader's answer was queued (%d), want it written by the reader", len(c.out))
+	}
+	if f := cl.recv(); f.Header.Stream != 3 {
+		t.Errorf("the answer came on stream %d, want 3", f.Header.Stream)
+	}
+}
