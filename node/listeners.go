@@ -357,7 +357,7 @@ type limitConn struct {
 }
 
 // SyscallConn returns the underlying connection's socket, so that the native front end can
-// write small answers with a non-blocking write of its own (frontend/native, writeNow); an
+// write small answers with a non-blocking write of its own (frontend/native, writeDirect); an
 // error when it has none.
 func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
 	sc, ok := c.Conn.(syscall.Conn)

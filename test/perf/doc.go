@@ -32,9 +32,10 @@
 //     and rejects locally; gocql token-aware, gRPC coordinators in turn) and the replicas path
 //     (RF=1, every write sent through a node that does not own the partition, found by
 //     rebuilding the ring from the node ids). A fixed number of writes to one partition with the
-//     limit at 2^31-1 (all accepted), then as many with the limit at 1 on the partition already
-//     hot (almost all rejected), closed loop (--reject-rate for an open-loop rate); CPU is the
-//     servers' total from /proc, minus their idle CPU. The same for a request that does
+//     limit at 2^31-1 (all accepted), per protocol, then three rounds of as many with the limit
+//     at 1 on the partition already hot (almost all rejected), one per protocol in each round in
+//     alternating order, the median round taken; closed loop (--reject-rate for an open-loop
+//     rate); CPU is the servers' total from /proc, minus their idle CPU. The same for a request that does
 //     nothing, the floor under any request: the native protocol's OPTIONS and a gRPC health
 //     check. On a cluster with --sync=false and on one with the default --sync=true; the fields
 //     native_reject_cpu_us, grpc_reject_cpu_us, native_noop_cpu_us and grpc_noop_cpu_us come

@@ -23,6 +23,20 @@ type opCounts struct {
 	FirstError    string  `json:"first_error,omitempty"`
 }
 
+// add returns the counts of o and p together (the first error of o, else of p).
+func (o opCounts) add(p opCounts) opCounts {
+	o.Ops += p.Ops
+	o.Accepted += p.Accepted
+	o.ByCoordinator += p.ByCoordinator
+	o.ByReplicas += p.ByReplicas
+	o.Errors += p.Errors
+	o.ElapsedS += p.ElapsedS
+	if o.FirstError == "" {
+		o.FirstError = p.FirstError
+	}
+	return o
+}
+
 // rejected returns the rate-limited operations.
 func (o opCounts) rejected() int64 { return o.ByCoordinator + o.ByReplicas }
 

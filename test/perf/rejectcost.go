@@ -32,14 +32,16 @@ type rejectCost struct {
 	Protocol string `json:"protocol"` // "cql" (gocql, prepared statements) or "grpc"
 	Sync     bool   `json:"sync"`
 	// Setup says how the path was obtained (replication factor, coordinators).
-	Setup        string   `json:"setup"`
-	AcceptPhase  opCounts `json:"accept_phase"`
-	RejectPhase  opCounts `json:"reject_phase"`
-	IdleCPUPerS  float64  `json:"idle_cpu_us_per_s"`   // the servers' CPU when idle, subtracted
-	CPUAcceptNS  float64  `json:"cpu_ns_per_accepted"` // server CPU per accepted write
-	CPURejectNS  float64  `json:"cpu_ns_per_rejected"` // server CPU per rejected write
-	Ratio        float64  `json:"ratio"`               // CPURejectNS / CPUAcceptNS
-	RatioByTicks float64  `json:"ratio_by_stat_ticks"` // the same from /proc/<pid>/stat utime+stime
+	Setup       string   `json:"setup"`
+	AcceptPhase opCounts `json:"accept_phase"`
+	RejectPhase opCounts `json:"reject_phase"` // the rounds' phases summed
+	// RejectReps are the rounds of rejected writes; CPURejectNS is their median.
+	RejectReps   []rejectRep `json:"reject_reps"`
+	IdleCPUPerS  float64     `json:"idle_cpu_us_per_s"`   // the servers' CPU when idle, subtracted
+	CPUAcceptNS  float64     `json:"cpu_ns_per_accepted"` // server CPU per accepted write
+	CPURejectNS  float64     `json:"cpu_ns_per_rejected"` // server CPU per rejected write
+	Ratio        float64     `json:"ratio"`               // CPURejectNS / CPUAcceptNS
+	RatioByTicks float64     `json:"ratio_by_stat_ticks"` // the same from /proc/<pid>/stat utime+stime
 }
 
 // idleWindows is how many windows idleCPU measures; it keeps the quietest.
@@ -175,64 +177,115 @@ func measureCPU(ctx context.Context, s settings, c *testCluster, idle cpuSample,
 	return oc, used, nil
 }
 
-// measureRejectCost measures one limiter path: a fixed number of writes to one partition of
-// table with the write limit at maxLimit (all accepted), then as many with the limit at 1 on
-// the partition already hot (almost all rejected). Each measured phase follows an unmeasured
-// one of the same load that warms the connections and, under limit 1, the partition's
-// counters. co chooses the coordinators; want says who must reject. The servers' CPU is read
-// before and after each measured phase; idle is their CPU per second at rest, subtracted over
-// the phase's wall time.
+// rejectRep is one measured phase of rejected writes.
+type rejectRep struct {
+	Phase       opCounts `json:"phase"`
+	CPURejectNS float64  `json:"cpu_ns_per_rejected"`
+	// CPURejectTicksNS is the same from /proc/<pid>/stat utime+stime.
+	CPURejectTicksNS float64 `json:"cpu_ns_per_rejected_by_stat_ticks"`
+}
+
+// rejectWriter is one protocol's way of writing on a limiter path.
+type rejectWriter struct {
+	protocol, setup string
+	write           writer
+}
+
+// measureRejectPath measures one limiter path over each protocol of ws: a fixed number of
+// writes to one partition of table with the write limit at maxLimit (all accepted), per
+// protocol, then, with the limit at 1 on the partition already hot (almost all rejected),
+// s.RejectReps rounds of as many writes per protocol, the protocols' order alternating from
+// round to round, so that a disturbance of the machine falls on the protocols alike rather
+// than on one protocol's single phase. A protocol's cost per rejected write is the median over
+// its rounds. Each measured phase follows an unmeasured one of the same load that warms the
+// connections and, under limit 1, the partition's counters; want says who must reject. The
+// servers' CPU is read before and after each measured phase; idle is their CPU per second at
+// rest, subtracted over the phase's wall time.
 //
 // By default the writes run closed loop, as fast as s.RejectConcurrency workers get answers:
 // the servers stay busy, the regime of an overload. At a moderate open-loop rate (--reject-rate)
 // a server's CPU per request is dominated instead by what every request pays to be received and
 // answered one at a time (system calls, thread wake-ups), accepted or not; noopCost measures
 // that floor.
-func measureRejectCost(ctx context.Context, s settings, c *testCluster, table, protocol string, write writer,
-	want client.RejectedBy, synced bool, idle cpuSample, log io.Writer) (rejectCost, error) {
-	rc := rejectCost{Path: string(want), Protocol: protocol, Sync: synced, IdleCPUPerS: float64(idle.Run) / 1e3}
-	phase := func(limit int) (opCounts, cpuSample, error) {
-		if err := c.exec(ctx, log, alterLimit(table, 0, limit)); err != nil {
-			return opCounts{}, cpuSample{}, err
+func measureRejectPath(ctx context.Context, s settings, c *testCluster, table string, ws []rejectWriter,
+	want client.RejectedBy, synced bool, idle cpuSample, log io.Writer) ([]rejectCost, error) {
+	rcs := make([]rejectCost, len(ws))
+	accTicks := make([]float64, len(ws))
+	if err := c.exec(ctx, log, alterLimit(table, 0, maxLimit)); err != nil {
+		return nil, err
+	}
+	for i, w := range ws {
+		rc := &rcs[i]
+		*rc = rejectCost{Path: string(want), Protocol: w.protocol, Sync: synced, Setup: w.setup, IdleCPUPerS: float64(idle.Run) / 1e3}
+		oc, cpu, err := measureCPU(ctx, s, c, idle, w.protocol+" writes to "+table, w.write)
+		if err != nil {
+			return nil, err
 		}
-		return measureCPU(ctx, s, c, idle, "writes to "+table, write)
+		if oc.Accepted == 0 {
+			return nil, fmt.Errorf("no %s write to %s was accepted under limit %d", w.protocol, table, maxLimit)
+		}
+		rc.AcceptPhase = oc
+		rc.CPUAcceptNS = float64(cpu.Run) / float64(oc.Accepted)
+		accTicks[i] = float64(cpu.Ticks) / float64(oc.Accepted)
 	}
-	var accCPU, rejCPU cpuSample
-	var err error
-	if rc.AcceptPhase, accCPU, err = phase(maxLimit); err != nil {
-		return rc, err
+	if err := c.exec(ctx, log, alterLimit(table, 0, 1)); err != nil {
+		return nil, err
 	}
-	if rc.AcceptPhase.Accepted == 0 {
-		return rc, fmt.Errorf("no write to %s was accepted under limit %d", table, maxLimit)
+	for round := range max(s.RejectReps, 1) {
+		for k := range ws {
+			i := k
+			if round%2 == 1 {
+				i = len(ws) - 1 - k
+			}
+			rc := &rcs[i]
+			oc, cpu, err := measureCPU(ctx, s, c, idle, ws[i].protocol+" writes to "+table, ws[i].write)
+			if err != nil {
+				return nil, err
+			}
+			rejected := oc.rejected()
+			// On the coordinator path every rejection is the coordinator's. On the replicas
+			// path the replicas reject first; a coordinator that has learned the partition is
+			// hot from them then rejects it itself (the learned copy), so both appear there.
+			wrongPath := oc.ByReplicas
+			if want == client.RejectedByReplicas {
+				wrongPath = 0
+			}
+			if rejected == 0 || wrongPath > 0 {
+				return nil, fmt.Errorf("%s writes to %s under limit 1: %d rejected by coordinator, %d by replicas; want rejections, on the coordinator path all by the coordinator (path %s)",
+					ws[i].protocol, table, oc.ByCoordinator, oc.ByReplicas, want)
+			}
+			// The few writes admitted under limit 1 are charged at the accepted cost.
+			perOp := func(used, accepted float64) float64 {
+				return (used - accepted*float64(oc.Accepted)) / float64(rejected)
+			}
+			rc.RejectReps = append(rc.RejectReps, rejectRep{Phase: oc,
+				CPURejectNS:      perOp(float64(cpu.Run), rc.CPUAcceptNS),
+				CPURejectTicksNS: perOp(float64(cpu.Ticks), accTicks[i])})
+			rc.RejectPhase = rc.RejectPhase.add(oc)
+		}
 	}
-	if rc.RejectPhase, rejCPU, err = phase(1); err != nil {
-		return rc, err
+	for i := range rcs {
+		rc := &rcs[i]
+		var run, ticks []float64
+		for _, r := range rc.RejectReps {
+			run, ticks = append(run, r.CPURejectNS), append(ticks, r.CPURejectTicksNS)
+		}
+		rc.CPURejectNS = median(run)
+		rc.Ratio = ratio(rc.CPURejectNS, rc.CPUAcceptNS)
+		rc.RatioByTicks = ratio(median(ticks), accTicks[i])
+		fmt.Fprintf(log, "perf: rejection cost (%s, %s, sync=%v): %.1f µs CPU per accepted write, %.1f µs per rejected (median of %s), ratio %.3f (stat ticks: %.3f)\n",
+			rc.Protocol, want, rc.Sync, rc.CPUAcceptNS/1e3, rc.CPURejectNS/1e3, repsUS(run), rc.Ratio, rc.RatioByTicks)
 	}
-	rejected := rc.RejectPhase.rejected()
-	// On the coordinator path every rejection is the coordinator's. On the replicas path the
-	// replicas reject first; a coordinator that has learned the partition is hot from them then
-	// rejects it itself (the learned copy), so both appear there.
-	wrongPath := rc.RejectPhase.ByReplicas
-	if want == client.RejectedByReplicas {
-		wrongPath = 0
+	return rcs, nil
+}
+
+// repsUS formats per-round costs in ns as µs: "20.1, 24.3, 22.0".
+func repsUS(ns []float64) string {
+	parts := make([]string, len(ns))
+	for i, v := range ns {
+		parts[i] = fmt.Sprintf("%.1f", v/1e3)
 	}
-	if rejected == 0 || wrongPath > 0 {
-		return rc, fmt.Errorf("writes to %s under limit 1: %d rejected by coordinator, %d by replicas; want rejections, on the coordinator path all by the coordinator (path %s)",
-			table, rc.RejectPhase.ByCoordinator, rc.RejectPhase.ByReplicas, want)
-	}
-	perOp := func(acc, rej time.Duration) (float64, float64) {
-		a := float64(acc) / float64(rc.AcceptPhase.Accepted)
-		// The few writes admitted under limit 1 are charged at the accepted cost.
-		r := (float64(rej) - a*float64(rc.RejectPhase.Accepted)) / float64(rejected)
-		return a, r
-	}
-	rc.CPUAcceptNS, rc.CPURejectNS = perOp(accCPU.Run, rejCPU.Run)
-	rc.Ratio = ratio(rc.CPURejectNS, rc.CPUAcceptNS)
-	ta, tr := perOp(accCPU.Ticks, rejCPU.Ticks)
-	rc.RatioByTicks = ratio(tr, ta)
-	fmt.Fprintf(log, "perf: rejection cost (%s, %s, sync=%v): %.1f µs CPU per accepted write, %.1f µs per rejected, ratio %.3f (stat ticks: %.3f)\n",
-		protocol, want, rc.Sync, rc.CPUAcceptNS/1e3, rc.CPURejectNS/1e3, rc.Ratio, rc.RatioByTicks)
-	return rc, nil
+	return strings.Join(parts, ", ")
 }
 
 // rejectCosts measures both limiter paths on cluster c, whose servers run with --sync=synced,
@@ -265,23 +318,24 @@ func rejectCosts(ctx context.Context, s settings, c *testCluster, synced bool, l
 
 	var costs []rejectCost
 	for _, p := range []struct {
-		protocol, table, setup string
-		write                  writer
-		want                   client.RejectedBy
+		table string
+		ws    []rejectWriter
+		want  client.RejectedBy
 	}{
-		{"grpc", tableRF3, "RF=3 on 3 nodes, QUORUM writes, gRPC coordinators in turn (every node is a replica)",
-			grpcWriter(c.clients, tableRF3), client.RejectedByCoordinator},
-		{"cql", tableRF3, "RF=3 on 3 nodes, QUORUM writes, gocql token-aware (every node is a replica)",
-			cqlWriter(tokenAware, tableRF3), client.RejectedByCoordinator},
-		{"grpc", tableRF1, replSetup, grpcWriter(c.clients[other:other+1], tableRF1), client.RejectedByReplicas},
-		{"cql", tableRF1, replSetup + ", gocql to that node alone", cqlWriter(nonOwner, tableRF1), client.RejectedByReplicas},
+		{tableRF3, []rejectWriter{
+			{"grpc", "RF=3 on 3 nodes, QUORUM writes, gRPC coordinators in turn (every node is a replica)", grpcWriter(c.clients, tableRF3)},
+			{"cql", "RF=3 on 3 nodes, QUORUM writes, gocql token-aware (every node is a replica)", cqlWriter(tokenAware, tableRF3)},
+		}, client.RejectedByCoordinator},
+		{tableRF1, []rejectWriter{
+			{"grpc", replSetup, grpcWriter(c.clients[other:other+1], tableRF1)},
+			{"cql", replSetup + ", gocql to that node alone", cqlWriter(nonOwner, tableRF1)},
+		}, client.RejectedByReplicas},
 	} {
-		rc, err := measureRejectCost(ctx, s, c, p.table, p.protocol, p.write, p.want, synced, idle, log)
+		rcs, err := measureRejectPath(ctx, s, c, p.table, p.ws, p.want, synced, idle, log)
 		if err != nil {
-			return nil, nil, fmt.Errorf("rejection cost, %s path over %s: %w", p.want, p.protocol, err)
+			return nil, nil, fmt.Errorf("rejection cost, %s path: %w", p.want, err)
 		}
-		rc.Setup = p.setup
-		costs = append(costs, rc)
+		costs = append(costs, rcs...)
 	}
 	var noops []noopCost
 	for _, m := range []func(context.Context, settings, *testCluster, bool, cpuSample, io.Writer) (noopCost, error){measureNoop, measureNativeNoop} {
