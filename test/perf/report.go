@@ -480,11 +480,11 @@ func (r *Result) writeText(w io.Writer) error {
 			"the limited phase is measured after %v with the limit set, reported as the first second.\n\n",
 			s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase, s.LimitWarm)
 		if len(r.RateSearch) > 0 {
-			fmt.Fprintf(&b, "Search for R over gRPC (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; stop at a median pair loss ≥ %.0f%%, a margin over 1/3):\n\n",
+			fmt.Fprintf(&b, "Search for R over gRPC (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; a step whose median pair loss reaches %.0f%%, a margin over 1/3, is measured again over as many pairs and R is taken when the median over all its pairs still does):\n\n",
 				s.SearchPairs, s.Search, s.Search, 100*searchLoss)
-			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | loss (median pair) | hot accepted/s |\n|---:|---:|---:|---:|---:|\n")
+			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | pairs | loss (median pair) | hot accepted/s |\n|---:|---:|---:|---:|---:|---:|\n")
 			for _, st := range r.RateSearch {
-				fmt.Fprintf(&b, "| %.0f | %.0f | %.0f | %.1f%% | %.0f |\n", st.HotRate, st.Baseline, st.BGThroughput, 100*st.Loss, st.HotThroughput)
+				fmt.Fprintf(&b, "| %.0f | %.0f | %.0f | %d | %.1f%% | %.0f |\n", st.HotRate, st.Baseline, st.BGThroughput, st.Pairs, 100*st.Loss, st.HotThroughput)
 			}
 			if !r.SearchReachedTarget {
 				fmt.Fprintf(&b, "\nThe search did not reach a loss of %.0f%%; R is its last step.\n", 100*searchLoss)
