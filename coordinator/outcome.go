@@ -182,29 +182,51 @@ type RateLimitError struct {
 // Error reads like "rate limit exceeded for writes on ks.tbl (limit 50/s), rejected by
 // coordinator; retry after 1.2s".
 func (e *RateLimitError) Error() string {
-	// Appends rather than fmt: a hot partition's rejections are the most frequent errors a
-	// node answers, and fmt's reflection was most of their formatting cost.
-	b := make([]byte, 0, 128)
-	b = append(b, "rate limit exceeded for "...)
-	b = append(b, e.Op.String()...)
-	b = append(b, "s on "...)
+	// A hot partition's rejections are the most frequent errors a node answers: the message is
+	// built in one allocation, without fmt's reflection.
+	var b strings.Builder
+	b.Grow(128)
+	var num [24]byte
+	b.WriteString("rate limit exceeded for ")
+	b.WriteString(e.Op.String())
+	b.WriteString("s on ")
 	if e.Keyspace != "" {
-		b = append(b, e.Keyspace...)
-		b = append(b, '.')
+		b.WriteString(e.Keyspace)
+		b.WriteByte('.')
 	}
-	b = append(b, e.Table...)
-	b = append(b, " (limit "...)
-	b = strconv.AppendUint(b, uint64(e.Limit), 10)
-	b = append(b, "/s), rejected by "...)
-	b = append(b, e.RejectedBy.String()...)
+	b.WriteString(e.Table)
+	b.WriteString(" (limit ")
+	b.Write(strconv.AppendUint(num[:0], uint64(e.Limit), 10))
+	b.WriteString("/s), rejected by ")
+	b.WriteString(e.RejectedBy.String())
 	if e.RetryAfter > 0 {
-		b = append(b, "; retry after "...)
-		b = append(b, e.RetryAfter.Round(time.Millisecond).String()...)
+		b.WriteString("; retry after ")
+		b.Write(appendDuration(num[:0], e.RetryAfter.Round(time.Millisecond)))
 	}
 	if e.MayBeApplied {
-		b = append(b, "; replicas that admitted the write may have applied it"...)
+		b.WriteString("; replicas that admitted the write may have applied it")
 	}
-	return string(b)
+	return b.String()
+}
+
+// appendDuration appends d, a whole number of milliseconds, as time.Duration's String writes it
+// ("750ms", "1.2s"), without allocating below a minute.
+func appendDuration(dst []byte, d time.Duration) []byte {
+	switch {
+	case d < time.Second:
+		return append(strconv.AppendInt(dst, d.Milliseconds(), 10), "ms"...)
+	case d >= time.Minute:
+		return append(dst, d.String()...)
+	}
+	dst = strconv.AppendInt(dst, int64(d/time.Second), 10)
+	if ms := int64(d%time.Second) / 1e6; ms > 0 {
+		dst = append(dst, '.')
+		for div := int64(100); ms > 0; div /= 10 {
+			dst = append(dst, byte('0'+ms/div))
+			ms %= div
+		}
+	}
+	return append(dst, 's')
 }
 
 func qualified(keyspace, table string) string {

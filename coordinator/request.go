@@ -229,6 +229,7 @@ type Request struct {
 
 	outcome     Outcome
 	unaccounted []NodeID
+	gapBuf      [inlineReplicas]NodeID // unaccounted's storage for up to inlineReplicas
 
 	// Room for the replicas, sends and answers of a request to up to inlineReplicas replicas,
 	// inside the request: one allocation per request instead of one per slice.
@@ -247,24 +248,36 @@ func (r *Request) Params() Params { return r.p }
 
 // NewRequest validates p and returns a request ready to Start.
 func NewRequest(p Params) (*Request, error) {
+	r := new(Request)
+	if err := r.Reset(p); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reset validates p and makes r a request ready to Start, as NewRequest does, in r's memory: a
+// driver that pools requests resets one it is done with instead of allocating a new one. Nothing
+// of r's previous request may be in use any more (its Step's slices included). After an error r
+// is not ready to Start.
+func (r *Request) Reset(p Params) error {
 	if !p.Op.Valid() {
-		return nil, fmt.Errorf("coordinator: invalid request: invalid op %v", p.Op)
+		return fmt.Errorf("coordinator: invalid request: invalid op %v", p.Op)
 	}
 	if !p.Consistency.Valid() {
-		return nil, fmt.Errorf("coordinator: invalid request: invalid consistency level %v", p.Consistency)
+		return fmt.Errorf("coordinator: invalid request: invalid consistency level %v", p.Consistency)
 	}
 	if len(p.Replicas) == 0 {
-		return nil, errors.New("coordinator: invalid request: no replicas")
+		return errors.New("coordinator: invalid request: no replicas")
 	}
-	r := &Request{p: p}
+	*r = Request{p: p}
 	r.p.Replicas = append(r.replicaBuf[:0:len(r.replicaBuf)], p.Replicas...)
 	r.p.ReadOrder = slices.Clone(p.ReadOrder)
 	for i, rep := range r.p.Replicas {
 		if rep.ID == "" {
-			return nil, fmt.Errorf("coordinator: invalid request: replica %d has an empty id", i)
+			return fmt.Errorf("coordinator: invalid request: replica %d has an empty id", i)
 		}
 		if r.replicaIndex(rep.ID) != i {
-			return nil, fmt.Errorf("coordinator: invalid request: replica %s is listed twice", rep.ID)
+			return fmt.Errorf("coordinator: invalid request: replica %s is listed twice", rep.ID)
 		}
 		if rep.ID == p.Self {
 			r.selfIsReplica = true
@@ -273,17 +286,17 @@ func NewRequest(p Params) (*Request, error) {
 	}
 	for i, id := range r.p.ReadOrder {
 		if r.replicaIndex(id) < 0 {
-			return nil, fmt.Errorf("coordinator: invalid request: read order names %s, which is not a replica", id)
+			return fmt.Errorf("coordinator: invalid request: read order names %s, which is not a replica", id)
 		}
 		if slices.Index(r.p.ReadOrder, id) != i {
-			return nil, fmt.Errorf("coordinator: invalid request: read order names %s twice", id)
+			return fmt.Errorf("coordinator: invalid request: read order names %s twice", id)
 		}
 	}
 	if p.limited() && !(p.Draw >= 0 && p.Draw < 1) {
-		return nil, fmt.Errorf("coordinator: invalid request: draw %v is outside [0, 1)", p.Draw)
+		return fmt.Errorf("coordinator: invalid request: draw %v is outside [0, 1)", p.Draw)
 	}
 	r.required = BlockFor(p.Consistency, len(p.Replicas))
-	return r, nil
+	return nil
 }
 
 func (r *Request) replicaIndex(id NodeID) int {
@@ -631,7 +644,7 @@ func (r *Request) accountGaps() []NodeID {
 	if !r.p.limited() || (!r.checked && !r.learnedCheck && len(r.sent) == 0) {
 		return nil
 	}
-	var ids []NodeID
+	ids := r.gapBuf[:0:len(r.gapBuf)]
 	for _, rep := range r.p.Replicas {
 		if r.checked && rep.ID == r.p.Self {
 			continue
@@ -641,5 +654,8 @@ func (r *Request) accountGaps() []NodeID {
 		}
 		ids = append(ids, rep.ID)
 	}
-	return ids
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids[:len(ids):len(ids)] // an append by the caller does not write into gapBuf
 }

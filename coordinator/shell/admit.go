@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
@@ -97,9 +98,9 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 	}
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], key))
-	var replicaBuf [8]coordinator.Replica
-	var pendingBuf [8]coordinator.NodeID
-	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
+	sc := admitScratchPool.Get().(*admitScratch)
+	defer admitScratchPool.Put(sc) // the request and the admission copy what they keep
+	replicas, pending := e.writeReplicaSetWith(sc.replicas[:0], sc.pending[:0], sc.ids[:0], token, rf)
 	now := e.now()
 	if !(e.local != nil && isReplica(replicas, e.localID)) && !e.learnedHotWrite(t, token, now) {
 		return nil, nil // the replicas decide: nothing to gain here
@@ -119,10 +120,25 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 		if e.observer != nil {
 			e.observer.OnRequest(t.Keyspace, t.Name, kindWrite.String(), cl.String(), resultOf(err), time.Since(start))
 		}
+		// Finished here, by the local check: nothing else saw req, and propagate and
+		// outcomeErr copied what they keep (step's slices point into req).
+		requestPool.Put(req)
 		return nil, err
 	}
 	return &Admission{e: e, p: p, s: s, table: t, replicas: append([]coordinator.Replica(nil), replicas...), pending: append([]coordinator.NodeID(nil), pending...), token: token, cl: cl, req: req, step: step, now: now, dl: dl, start: start}, nil
 }
+
+// admitScratch is AdmitPrepared's space for the partition's replica set: its buffers would
+// escape to the heap on every call if they were its own (they pass through the ring's
+// interface and the request's parameters), and a hot partition's rejections are the calls
+// that must cost least.
+type admitScratch struct {
+	replicas [8]coordinator.Replica
+	pending  [8]coordinator.NodeID
+	ids      [8]coordinator.NodeID
+}
+
+var admitScratchPool = sync.Pool{New: func() any { return new(admitScratch) }}
 
 // learnedHotWrite reports whether this node, not a replica of the partition with token of t,
 // has learned from the replicas that the partition is hot for writes (see learnedHot, which

@@ -1,6 +1,7 @@
 package shell_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +92,48 @@ func TestAdmitPreparedRejectsBeforeBinding(t *testing.T) {
 	}
 	if last := requests[len(requests)-1]; last != "write QUORUM rate_limited" {
 		t.Errorf("Observer's last request %q, want the rejected write", last)
+	}
+}
+
+// TestAdmitPreparedRejectionAllocatesOnlyItsError: a hot partition's early rejection allocates
+// the outcome and the error it returns, nothing more (no request, replica set or account list
+// of its own: they are reused), and the request it leaves for reuse serves the next write whole.
+func TestAdmitPreparedRejectionAllocatesOnlyItsError(t *testing.T) {
+	c, p, _ := admitSetup(t, options{draw: 0.99, noObserver: true})
+	e := c.executors["n1"]
+	ctx := context.Background()
+	key := [][]byte{[]byte("hot")}
+	for i := range 10 { // 2L admitted; the clock stands still, so the counter never decays
+		adm, err := e.AdmitPrepared(ctx, p, coordinator.Quorum, key)
+		if err != nil || adm == nil {
+			t.Fatalf("AdmitPrepared of write %d of 10 at limit 5 = %v, %v; want an admission", i+1, adm, err)
+		}
+		if _, err := adm.Execute(ctx, coordinator.Statement{Prepared: p, Consistency: coordinator.Quorum, Values: hotValues(i, int32Bytes(1))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.settle()
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := e.AdmitPrepared(ctx, p, coordinator.Quorum, key); err == nil {
+			t.Fatal("a write past 2L was admitted")
+		}
+	})
+	if allocs > 2 && !raceEnabled {
+		t.Errorf("an early rejection allocates %.1f objects, want at most 2 (its outcome and its error)", allocs)
+	}
+	// The next write, to a cold partition, gets a reused request: it is admitted and stored.
+	cold := [][]byte{[]byte("cold")}
+	adm, err := e.AdmitPrepared(ctx, p, coordinator.Quorum, cold)
+	if err != nil || adm == nil {
+		t.Fatalf("AdmitPrepared of a cold partition after the rejections = %v, %v; want an admission", adm, err)
+	}
+	values := []coordinator.Value{{Bytes: []byte("cold")}, {Bytes: int32Bytes(1)}, {Bytes: int32Bytes(7)}}
+	if _, err := adm.Execute(ctx, coordinator.Statement{Prepared: p, Consistency: coordinator.Quorum, Values: values}); err != nil {
+		t.Fatalf("the cold write after the rejections: %v", err)
+	}
+	res, err := e.Execute(ctx, coordinator.Statement{Text: "SELECT v FROM t WHERE k = 'cold'", Keyspace: "ks", Consistency: coordinator.All})
+	if err != nil || res.Rows == nil || len(res.Rows.Values) != 1 || !bytes.Equal(res.Rows.Values[0][0], int32Bytes(7)) {
+		t.Fatalf("reading the cold write back at ALL = %+v, %v; want its row, v = 7", res.Rows, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,13 @@ type partitionKey struct {
 // order, marking those the failure detector considers down. It appends to dst.
 func (e *Executor) replicaSet(dst []coordinator.Replica, token int64, rf int) []coordinator.Replica {
 	var buf [8]coordinator.NodeID
-	ids := e.ring.AppendReplicas(buf[:0], token, rf)
+	return e.replicaSetWith(dst, buf[:0], token, rf)
+}
+
+// replicaSetWith is replicaSet with ids as the scratch space for the ring's answer (the ring is
+// an interface, so a buffer of the caller's own escapes to the heap).
+func (e *Executor) replicaSetWith(dst []coordinator.Replica, ids []coordinator.NodeID, token int64, rf int) []coordinator.Replica {
+	ids = e.ring.AppendReplicas(ids[:0], token, rf)
 	for _, id := range ids {
 		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
 	}
@@ -46,6 +53,12 @@ func (e *Executor) self() coordinator.NodeID {
 	}
 	return e.localID
 }
+
+// requestPool holds core requests to reuse. Only a request that finished on the spot and was
+// never seen by a goroutine, a flight or a hint goes back to it (a hot partition's local
+// rejection in AdmitPrepared: the path that must cost least); every other request is left to the
+// garbage collector, so that nothing can still hold one that is reused.
+var requestPool = sync.Pool{New: func() any { return new(coordinator.Request) }}
 
 // newRequest builds a core request. Replica sets can be empty when the ring has no members; the
 // request is then unavailable.
@@ -67,8 +80,8 @@ func (e *Executor) newRequest(p coordinator.Params) (*coordinator.Request, error
 		// (DESIGN §1: decide on the coordinator's clock).
 		p.Stamp = e.now()
 	}
-	req, err := coordinator.NewRequest(p)
-	if err != nil {
+	req := requestPool.Get().(*coordinator.Request)
+	if err := req.Reset(p); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	return req, nil

@@ -255,6 +255,14 @@ func overTheWire[M proto.Message](m M) M {
 	return out
 }
 
+// observerFor returns the executors' Observer: the cluster's recorder, or none.
+func (c *cluster) observerFor(o options) shell.Observer {
+	if o.noObserver {
+		return nil
+	}
+	return c.observer
+}
+
 // recorder is an Observer that remembers what it was told.
 type recorder struct {
 	mu            sync.Mutex
@@ -342,6 +350,8 @@ type options struct {
 	propagate bool
 	// auth is the executors' Auth; nil: authentication off.
 	auth *shell.AuthConfig
+	// noObserver leaves the executors without an Observer (the recorder allocates).
+	noObserver bool
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -400,7 +410,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			ReadTimeout:            o.readTimeout,
 			MaxTimestampAhead:      o.maxAhead,
 			Draw:                   func() float64 { return draw },
-			Observer:               c.observer,
+			Observer:               c.observerFor(o),
 			ReadPageBytes:          o.pageBytes,
 			TombstoneWarnThreshold: o.tombstoneWarn,
 			Batchlog:               batchlog{c.transport, c.ring},

@@ -30,12 +30,17 @@ type PendingRing interface {
 // writeReplicaSet is replicaSet for a write: it appends the replicas of token to dst (marking
 // the down ones) and the token's pending replicas to pending, both from one ring.
 func (e *Executor) writeReplicaSet(dst []coordinator.Replica, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.Replica, []coordinator.NodeID) {
+	var buf [8]coordinator.NodeID
+	return e.writeReplicaSetWith(dst, pending, buf[:0], token, rf)
+}
+
+// writeReplicaSetWith is writeReplicaSet with ids as the scratch space for the ring's answer.
+func (e *Executor) writeReplicaSetWith(dst []coordinator.Replica, pending, ids []coordinator.NodeID, token int64, rf int) ([]coordinator.Replica, []coordinator.NodeID) {
 	pr, ok := e.ring.(PendingRing)
 	if !ok {
-		return e.replicaSet(dst, token, rf), pending
+		return e.replicaSetWith(dst, ids, token, rf), pending
 	}
-	var buf [8]coordinator.NodeID
-	ids, pending := pr.AppendWriteReplicas(buf[:0], pending, token, rf)
+	ids, pending = pr.AppendWriteReplicas(ids[:0], pending, token, rf)
 	for _, id := range ids {
 		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
 	}
