@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"sync"
@@ -18,8 +17,6 @@ import (
 	"github.com/kvnode/kvnode/internal/testproc"
 	"github.com/kvnode/kvnode/partitioner"
 )
-
-var longSkew = flag.Bool("e2e.long", false, "measure TestClockSkewHoldsTheLimit over 30 seconds instead of 10")
 
 // skewLimit is the hot table's per-partition limit for reads and for writes, and skewWorkers the
 // closed-loop clients per op: enough to offer well over 2·skewLimit per second even on a busy
@@ -62,14 +59,16 @@ func (s *skewTally) add(sec int, err error) {
 // so that every replica enforces. Before coordinator-clock stamps the replicas' counters halved
 // at three different moments and writes at ALL admitted 0.71–0.80·L (docs/accuracy.md); now
 // they account on the coordinator's clock and must admit 0.9–1.15·L of each op. The window is
-// measured with the test's own clock (the coordinator's, offset 0); -e2e.long measures longer.
+// measured with the test's own clock (the coordinator's, offset 0).
+//
+// The window is 30 s because one second's admissions have a standard deviation of 10–15% of L
+// on the loaded 2-core machine: over 10 s the mean's was 3–5%, and reads at QUORUM, whose mean
+// sits near 0.96·L, fell to 0.896·L in a CI run with other packages' tests on the cores. Over
+// 30 s it is about 2–2.7%, which puts 0.9·L between 2.5 and 3 of them under the usual mean.
 func TestClockSkewHoldsTheLimit(t *testing.T) {
 	skipShort(t)
 	offsets := []time.Duration{-500 * time.Millisecond, 0, 250 * time.Millisecond, 0}
-	warmup, window := 3*time.Second, 10*time.Second
-	if *longSkew {
-		window = 30 * time.Second
-	}
+	warmup, window := 3*time.Second, 30*time.Second
 
 	tc := &testCluster{t: t, pc: &testproc.Cluster{}}
 	root := t.TempDir()
