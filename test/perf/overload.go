@@ -137,7 +137,10 @@ func overloadPart(ctx context.Context, s settings, bin, root string, res *Result
 }
 
 func runOverload(ctx context.Context, o overloadSettings, bin string, c *testCluster, r *overloadResult, log io.Writer) error {
-	if err := loadRows(ctx, c, tableOverload, o.Partitions, 16); err != nil {
+	// The loader stays within the node's execution slots: more workers than slots would queue,
+	// and a write shed as Overloaded while the table loads fails the run (it did, once in CI, in
+	// --quick mode with 4 slots and 16 workers).
+	if err := loadRows(ctx, c, tableOverload, o.Partitions, min(16, o.MaxConcurrent)); err != nil {
 		return err
 	}
 	base := bench.Config{
