@@ -170,8 +170,10 @@ func TestShadowModeAcrossTheCluster(t *testing.T) {
 		}
 		ops++
 	}
+	// A young counter may admit up to 3·L in its first second (docs/accuracy.md, the onset), so
+	// at most about 4·L of the two seconds' writes go unwarned: at 6·L offered that is a third.
 	offered := float64(ops) / time.Since(start).Seconds()
-	if offered > 4*limit && float64(warned) < 0.5*float64(ops) {
+	if offered > 6*limit && float64(warned) < 0.5*float64(ops) {
 		t.Errorf("%d of %d writes at %.0f/s (limit %d/s) were warned as would-be rejections, want most of them", warned, ops, offered, limit)
 	}
 	var counted float64

@@ -360,7 +360,7 @@ func TestReadRepairAtAllAndNotAtOne(t *testing.T) {
 // TestReadRepairTimeout: a read whose repair is not acknowledged in time fails, so that a
 // QUORUM read never returns data that a later QUORUM read could miss.
 func TestReadRepairTimeout(t *testing.T) {
-	c := newCluster(t, options{readTimeout: 50 * time.Millisecond})
+	c := newCluster(t, options{readTimeout: 500 * time.Millisecond})
 	c.must(schemaRF3...)
 	c.transport.setFault(failWrites, "n2", "n3")
 	if _, err := c.exec("n1", one, "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')"); err != nil {
@@ -591,7 +591,7 @@ func TestTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCluster(t, options{writeTimeout: 50 * time.Millisecond, readTimeout: 50 * time.Millisecond})
+			c := newCluster(t, options{writeTimeout: 500 * time.Millisecond, readTimeout: 500 * time.Millisecond})
 			c.must(schemaRF3...)
 			c.transport.setFault(hang, tt.hang...)
 			_, err := c.exec("n1", tt.cl, tt.stmt)
@@ -610,13 +610,13 @@ func TestClientDeadline(t *testing.T) {
 	c := newCluster(t, options{})
 	c.must(schemaRF3...)
 	c.transport.setFault(hang, "n2", "n3")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := c.executors["n1"].Execute(ctx, coordinator.Statement{Text: "INSERT INTO ks.t (k, c) VALUES ('a', 1)", Consistency: quorum})
 	var te *coordinator.TimeoutError
 	want := coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: coordinator.Quorum, Received: 1, Required: 2}
 	if !errors.As(err, &te) || *te != want {
-		t.Errorf("a QUORUM write with a 30ms client deadline and two hanging replicas: %v, want %v", err, &want)
+		t.Errorf("a QUORUM write with a 300ms client deadline and two hanging replicas: %v, want %v", err, &want)
 	}
 }
 

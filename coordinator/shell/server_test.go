@@ -80,7 +80,7 @@ func TestServerResults(t *testing.T) {
 }
 
 func TestServerErrorStatuses(t *testing.T) {
-	c := newCluster(t, options{writeTimeout: 50 * time.Millisecond})
+	c := newCluster(t, options{writeTimeout: 500 * time.Millisecond})
 	c.must(
 		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
 		"CREATE TABLE ks.t (k text, c int, v text, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 50}",
