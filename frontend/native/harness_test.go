@@ -46,6 +46,12 @@ func (f *fakeExecutor) ExecuteBatch(ctx context.Context, b coordinator.BatchStat
 // startServer serves cfg (with exec when cfg.Executor is nil) on a loopback port.
 func startServer(t testing.TB, cfg Config) (*Server, string) {
 	t.Helper()
+	return startServerOn(t, cfg, nil)
+}
+
+// startServerOn is startServer on the loopback listener as wrap returns it (nil: as it is).
+func startServerOn(t testing.TB, cfg Config, wrap func(net.Listener) net.Listener) (*Server, string) {
+	t.Helper()
 	if cfg.Executor == nil {
 		cfg.Executor = &fakeExecutor{}
 	}
@@ -60,6 +66,10 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := lis.Addr().String()
+	if wrap != nil {
+		lis = wrap(lis)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -69,7 +79,7 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 		s.Close()
 		<-done
 	})
-	return s, lis.Addr().String()
+	return s, addr
 }
 
 // testClient speaks the protocol from the client's side, one frame at a time.

@@ -3,15 +3,19 @@ package native
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/internal/tlsconfig/tlstest"
 )
 
 // TestInFlightLimitStopsReading checks backpressure: a connection with MaxInFlight requests
@@ -235,4 +239,47 @@ func TestServeReturnsErrServerClosedAfterShutdown(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
+}
+
+// TestConnectionLimitOverTLS: on a TLS listener, a connection over MaxConnections whose client
+// never starts its handshake does not hold up the server's accept loop: a later connection over
+// the limit is still answered Overloaded (over TLS), and one under it is served.
+func TestConnectionLimitOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, dir, "native")
+	files := ca.Issue(t, dir, "node")
+	cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	pem, err := os.ReadFile(ca.CertFile)
+	if err != nil || !roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("read the CA certificate: %v", err)
+	}
+	s, addr := startServerOn(t, Config{MaxConnections: 1}, func(l net.Listener) net.Listener {
+		return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}})
+	})
+	dialTLS := func() *testClient {
+		t.Helper()
+		nc, err := tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", addr, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		return newTestClient(t, nc)
+	}
+	c1 := dialTLS()
+	c1.startup(nil)
+	dial(t, addr) // over the limit, and silent: no ClientHello
+	c2 := dialTLS()
+	f := c2.recv()
+	if e, ok := f.Message.(*cqlwire.Error); !ok || e.Code != cqlwire.ErrOverloaded || !contains(e.Message, "at most 1") {
+		t.Fatalf("a connection over the limit, behind a silent one, got %#v, want Overloaded naming the limit", f.Message)
+	}
+	c2.expectClosed()
+	c1.nc.Close()
+	waitFor(t, func() bool { return connCount(s) == 0 })
+	c3 := dialTLS()
+	c3.startup(nil)
 }

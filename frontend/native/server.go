@@ -181,13 +181,23 @@ type Server struct {
 	ctx    context.Context // canceled by Close: the requests' parent
 	cancel context.CancelFunc
 
+	// refusing holds a token for each connection being answered Overloaded (refuse).
+	refusing chan struct{}
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	closed    bool
 	stopping  bool           // Shutdown closed the listeners
-	wg        sync.WaitGroup // Serve loops, connections, the event watcher
+	wg        sync.WaitGroup // Serve loops, connections, refusals, the event watcher
 }
+
+// Refusals of connections over the limit: at most maxRefusing are answered at once (more are
+// closed unanswered), each within refuseTimeout.
+const (
+	maxRefusing   = 64
+	refuseTimeout = 2 * time.Second
+)
 
 // New returns a server for cfg and starts watching cfg's schema and topology sources.
 func New(cfg Config) (*Server, error) {
@@ -207,6 +217,7 @@ func New(cfg Config) (*Server, error) {
 		cancel:    cancel,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
+		refusing:  make(chan struct{}, maxRefusing),
 	}
 	s.admit, _ = cfg.Executor.(admitter)
 	s.events = newHub(s.log)
@@ -273,13 +284,9 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	if len(s.conns) >= s.cfg.MaxConnections {
-		s.mu.Unlock()
 		s.metrics.refused.Inc()
-		// The answer fits any socket buffer; the deadline only guards against the impossible.
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		nc.Write(cqlwire.AppendFrame(nil, 0, &cqlwire.Error{Code: cqlwire.ErrOverloaded,
-			Message: fmt.Sprintf("too many connections: this node serves at most %d", s.cfg.MaxConnections)}, cqlwire.FrameOptions{}))
-		nc.Close()
+		s.refuseLocked(nc, fmt.Sprintf("too many connections: this node serves at most %d", s.cfg.MaxConnections))
+		s.mu.Unlock()
 		return
 	}
 	c := newConn(s, nc)
@@ -296,6 +303,29 @@ func (s *Server) accept(nc net.Conn) {
 		s.mu.Unlock()
 		s.events.unsubscribe(c)
 		s.metrics.connections.Dec()
+	}()
+}
+
+// refuseLocked answers nc Overloaded with msg and closes it, on a goroutine of its own and
+// within refuseTimeout: on a TLS listener the answer waits for the client's handshake, which a
+// client may never send, and the accept loop must not wait with it. Beyond maxRefusing
+// refusals at once, nc is closed unanswered. s.mu is held.
+func (s *Server) refuseLocked(nc net.Conn, msg string) {
+	select {
+	case s.refusing <- struct{}{}:
+	default:
+		nc.Close()
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.refusing }()
+		stop := context.AfterFunc(s.ctx, func() { nc.Close() }) // Close does not wait for it
+		defer stop()
+		nc.SetDeadline(time.Now().Add(refuseTimeout))
+		nc.Write(cqlwire.AppendFrame(nil, 0, &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: msg}, cqlwire.FrameOptions{}))
+		nc.Close()
 	}()
 }
 
