@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ import (
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/internal/tlsconfig"
+	"github.com/kvnode/kvnode/internal/tlsconfig/tlstest"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -314,8 +317,8 @@ func TestMetricsConnectionLimit(t *testing.T) {
 
 // TestConnectionsPerHost: no host may hold more than max_connections_per_host connections of
 // a client or internode listener, so that one host cannot take every place of the listener's
-// bound; a connection over it is closed at once, while another host still gets in. The hosts
-// are two loopback addresses.
+// bound; a connection over it is closed at once (on the native port after an Overloaded answer
+// naming the bound), while another host still gets in. The hosts are two loopback addresses.
 func TestConnectionsPerHost(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
 	cfg.MaxConnectionsPerHost = 2
@@ -340,7 +343,22 @@ func TestConnectionsPerHost(t *testing.T) {
 		}
 		defer over.Close()
 		over.SetReadDeadline(time.Now().Add(5 * time.Second)) // under handshake_timeout's 10 s
-		if n, err := io.Copy(io.Discard, over); err != nil || n != 0 {
+		if l.name == "native" {
+			// The native port says why, as it does over max_native_connections, then closes.
+			fr := cqlwire.NewFrameReader(bufio.NewReader(over), cqlwire.ReaderOptions{Responses: true})
+			h, body, err := fr.ReadFrame()
+			var f cqlwire.Frame
+			if err == nil {
+				f, err = cqlwire.DecodeFrame(h, body)
+			}
+			e, ok := f.Message.(*cqlwire.Error)
+			if err != nil || !ok || e.Code != cqlwire.ErrOverloaded || !strings.Contains(e.Message, "at most 2 per host (max_connections_per_host)") {
+				t.Errorf("native port: connection 3 from one host read %#v, %v; want Overloaded naming max_connections_per_host", f.Message, err)
+			}
+			if _, _, err := fr.ReadFrame(); !errors.Is(err, io.EOF) {
+				t.Errorf("native port: after the answer, connection 3 read %v, want its end (EOF)", err)
+			}
+		} else if n, err := io.Copy(io.Discard, over); err != nil || n != 0 {
 			t.Errorf("%s port: connection 3 from one host read %d bytes, %v; want it closed at once (EOF)", l.name, n, err)
 		}
 		other, err := from("127.0.0.2", l.addr)
@@ -360,5 +378,41 @@ func TestConnectionsPerHost(t *testing.T) {
 		if n, err := other.Read(make([]byte, 64)); err != nil || n == 0 {
 			t.Errorf("%s port: a connection from another host read %d bytes, %v; want it served", l.name, n, err)
 		}
+	}
+}
+
+// TestConnectionsPerHostOverTLS: on a TLS native port the answer to a connection over
+// max_connections_per_host comes over TLS, after the client's handshake.
+func TestConnectionsPerHostOverTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir(), "cluster")
+	f := ca.Issue(t, t.TempDir(), "n1")
+	cfg := nodeConfig(t.TempDir(), nil)
+	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = f.Cert, f.Key, f.CA
+	cfg.MaxConnectionsPerHost = 1
+	nd := startNode(t, cfg)
+	clientCfg, err := tlsconfig.ClientConfig(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func() *tls.Conn {
+		t.Helper()
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 20 * time.Second}, "tcp", nd.CQLAddr(), clientCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dial()
+	over := dial()
+	over.SetReadDeadline(time.Now().Add(20 * time.Second))
+	fr := cqlwire.NewFrameReader(bufio.NewReader(over), cqlwire.ReaderOptions{Responses: true})
+	h, body, err := fr.ReadFrame()
+	var fm cqlwire.Frame
+	if err == nil {
+		fm, err = cqlwire.DecodeFrame(h, body)
+	}
+	if e, ok := fm.Message.(*cqlwire.Error); err != nil || !ok || e.Code != cqlwire.ErrOverloaded || !strings.Contains(e.Message, "at most 1 per host") {
+		t.Errorf("a second TLS connection from one host read %#v, %v; want Overloaded naming max_connections_per_host", fm.Message, err)
 	}
 }

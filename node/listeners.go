@@ -91,8 +91,16 @@ func (n *Node) listen() error {
 	n.lis = newLimitListener(n.lis, cfg.MaxGRPCConnections, perHost, "--addr", "max_grpc_connections", "max_connections_per_host", n.log)
 	n.ilis = newLimitListener(n.ilis, cfg.MaxGRPCConnections, perHost, "--internode-addr", "max_grpc_connections", "max_connections_per_host", n.log)
 	// The native front end bounds its connections in all itself (answering Overloaded);
-	// below TLS, the listener bounds those of one host.
-	n.clis = newLimitListener(n.clis, 0, perHost, "--cql-addr", "max_native_connections", "max_connections_per_host", n.log)
+	// below TLS, the listener bounds those of one host, and the front end answers the
+	// connections it refuses Overloaded too (over TLS when the port has it).
+	cl := newLimitListener(n.clis, 0, perHost, "--cql-addr", "max_native_connections", "max_connections_per_host", n.log)
+	cl.refuse = func(nc net.Conn, msg string) {
+		if n.sec.tls != nil {
+			nc = tls.Server(nc, n.sec.tls.ServerConfig())
+		}
+		n.native.Refuse(nc, msg) // the listener accepts only once the front end serves it
+	}
+	n.clis = cl
 	if n.mlis != nil {
 		// Below TLS: a connection is counted from accept, its handshake included.
 		n.mlis = newLimitListener(n.mlis, MaxMetricsConnections, 0, "--metrics-addr", "MaxMetricsConnections", "", n.log)
@@ -254,7 +262,7 @@ func stopGRPC(ctx context.Context, srv *grpc.Server) error {
 
 // limitListener bounds the open connections accepted through it, in all and from one host:
 // one over a bound is closed at once (the client sees the connection end and may try another
-// node), and the refusals are logged at most every refusalLogInterval, naming the listener and
+// node), or handed to refuse to be answered and closed, and the refusals are logged at most every refusalLogInterval, naming the listener and
 // the bound. The per-host bound keeps one host, authenticated or not, from taking every place:
 // hosts are IP addresses, IPv6 ones by their /64 prefix (what one machine is commonly given).
 type limitListener struct {
@@ -263,6 +271,9 @@ type limitListener struct {
 	what         string // the listener's flag, for the log
 	key, hostKey string // the bounds' names, for the log
 	log          *slog.Logger
+	// refuse, when set, answers a refused connection why (msg names the bound) and closes it,
+	// without blocking the accept loop.
+	refuse func(nc net.Conn, msg string)
 
 	mu      sync.Mutex
 	active  int
@@ -325,7 +336,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.refuseLocked(over, host)
 		l.mu.Unlock()
-		c.Close()
+		switch {
+		case l.refuse == nil:
+			c.Close()
+		case over == l.hostKey:
+			l.refuse(c, fmt.Sprintf("too many connections from %s: this node serves at most %d per host (%s)", host.Addr(), l.perHost, l.hostKey))
+		default:
+			l.refuse(c, fmt.Sprintf("too many connections: this node serves at most %d (%s)", l.max, l.key))
+		}
 	}
 }
 

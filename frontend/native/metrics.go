@@ -26,7 +26,7 @@ func newMetrics() *metrics {
 		connections: prometheus.NewGauge(prometheus.GaugeOpts(opts("connections", "Open native protocol client connections."))),
 		accepted:    prometheus.NewCounter(prometheus.CounterOpts(opts("connections_accepted_total", "Native protocol connections accepted."))),
 		refused: prometheus.NewCounter(prometheus.CounterOpts(opts("connections_refused_total",
-			"Native protocol connections refused because the node was at its connection limit."))),
+			"Native protocol connections refused because the node was at a connection limit (max_native_connections, max_connections_per_host)."))),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts(opts("requests_total", "Native protocol requests read, by opcode.")), []string{"opcode"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts(opts("errors_total",
 			"Native protocol ERROR answers, by error code.")), []string{"code"}),

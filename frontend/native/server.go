@@ -306,6 +306,20 @@ func (s *Server) accept(nc net.Conn) {
 	}()
 }
 
+// Refuse answers nc, a connection that the server's listener refused over a bound of its own
+// (such as the connections of one host), an Overloaded error with msg, and closes it, as the
+// server does over max_native_connections: off the caller's goroutine, within refuseTimeout.
+func (s *Server) Refuse(nc net.Conn, msg string) {
+	s.metrics.refused.Inc()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nc.Close()
+		return
+	}
+	s.refuseLocked(nc, msg)
+}
+
 // refuseLocked answers nc Overloaded with msg and closes it, on a goroutine of its own and
 // within refuseTimeout: on a TLS listener the answer waits for the client's handshake, which a
 // client may never send, and the accept loop must not wait with it. Beyond maxRefusing
