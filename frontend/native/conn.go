@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -220,6 +221,7 @@ const closeWriteTimeout = 5 * time.Second
 
 // read is the reader loop.
 func (c *conn) read() {
+	defer c.recoverReader()
 	s := c.srv
 	br := bufio.NewReaderSize(c.nc, 16<<10)
 	fr := cqlwire.NewFrameReader(br, cqlwire.ReaderOptions{MaxFrameSize: s.cfg.MaxFrameSize})
@@ -332,6 +334,18 @@ func (c *conn) read() {
 	}
 }
 
+// recoverReader ends the connection instead of the process when its reader panics, which is a
+// bug of the node's (the reader answers OPTIONS, STARTUP and early rate-limit rejections
+// itself): the panic is counted and logged with its stack, and read returns, which closes the
+// connection once its requests have been answered.
+func (c *conn) recoverReader() {
+	if r := recover(); r != nil {
+		c.srv.metrics.panics.Inc()
+		c.srv.log.Error("native: a connection's reader panicked; closing the connection", "panic", r,
+			"remote", c.nc.RemoteAddr(), "stack", string(debug.Stack()))
+	}
+}
+
 // statement runs the statement f (its body's n bytes taken from the byte budgets) and queues
 // its answer, or answers err, the admission controller's refusal. It is an admission.Job:
 // with err nil it holds an execution slot, and reports whether it still does, for the caller
@@ -346,7 +360,7 @@ func (c *conn) statement(stream int16, f cqlwire.Frame, adm *shell.Admission, n 
 		adm.Abandon()
 		msg = s.errorMessage(c, err, request{})
 	} else {
-		msg, warnings = s.execute(c, f, adm)
+		msg, warnings = s.executeRecovering(c, f, adm)
 		holdsSlot = s.cfg.Admission != nil
 	}
 	releaseBoth(c.bytes, s.bytes, n)

@@ -3,6 +3,7 @@ package native
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/kvnode/kvnode/coordinator"
@@ -157,6 +158,23 @@ func (s *Server) execute(c *conn, f cqlwire.Frame, adm *shell.Admission) (cqlwir
 		err = fmt.Errorf("%v is not a statement", f.Header.Opcode)
 	}
 	return s.errorMessage(c, err, req), nil
+}
+
+// executeRecovering is execute, except that a panic in it, which is a bug of the node's, is
+// answered SERVER_ERROR and logged with its stack instead of ending the process and every
+// other client's requests with it. The connection goes on; the deferred calls on the way up
+// (execute's among them) have released what the statement held.
+func (s *Server) executeRecovering(c *conn, f cqlwire.Frame, adm *shell.Admission) (msg cqlwire.Message, warnings []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.metrics.panics.Inc()
+			s.log.Error("native: a statement panicked; answered SERVER_ERROR", "panic", r,
+				"opcode", f.Header.Opcode, "remote", c.nc.RemoteAddr(), "stack", string(debug.Stack()))
+			msg, warnings = &cqlwire.Error{Code: cqlwire.ErrServer,
+				Message: "internal error: the statement hit a bug in this node, which logged it"}, nil
+		}
+	}()
+	return s.execute(c, f, adm)
 }
 
 // statement translates QUERY's and EXECUTE's parameters.

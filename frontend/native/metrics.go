@@ -12,6 +12,7 @@ type metrics struct {
 	connections prometheus.Gauge
 	accepted    prometheus.Counter
 	refused     prometheus.Counter
+	panics      prometheus.Counter
 	requests    *prometheus.CounterVec
 	byOpcode    [256]prometheus.Counter // requests' children, resolved once
 	errors      *prometheus.CounterVec
@@ -27,6 +28,8 @@ func newMetrics() *metrics {
 		accepted:    prometheus.NewCounter(prometheus.CounterOpts(opts("connections_accepted_total", "Native protocol connections accepted."))),
 		refused: prometheus.NewCounter(prometheus.CounterOpts(opts("connections_refused_total",
 			"Native protocol connections refused because the node was at a connection limit (max_native_connections, max_connections_per_host)."))),
+		panics: prometheus.NewCounter(prometheus.CounterOpts(opts("panics_total",
+			"Panics (bugs in the node) recovered on native protocol connections instead of ending the process: a statement's is answered SERVER_ERROR, a reader's closes its connection. Each is logged with its stack."))),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts(opts("requests_total", "Native protocol requests read, by opcode.")), []string{"opcode"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts(opts("errors_total",
 			"Native protocol ERROR answers, by error code.")), []string{"code"}),
@@ -65,6 +68,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.connections.Describe(ch)
 	m.accepted.Describe(ch)
 	m.refused.Describe(ch)
+	m.panics.Describe(ch)
 	m.requests.Describe(ch)
 	m.errors.Describe(ch)
 }
@@ -73,6 +77,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.connections.Collect(ch)
 	m.accepted.Collect(ch)
 	m.refused.Collect(ch)
+	m.panics.Collect(ch)
 	m.requests.Collect(ch)
 	m.errors.Collect(ch)
 }

@@ -5,10 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
@@ -646,5 +651,85 @@ func TestOversizedFrameErrorReachesClientStillSending(t *testing.T) {
 		frame := append(cqlwire.AppendHeader(nil, cqlwire.Header{Stream: 3, Opcode: cqlwire.OpQuery, Length: 256 << 10}), make([]byte, 256<<10)...)
 		go c.nc.Write(frame) // may fail once the server closes; the error must be readable anyway
 		c.expectProtocolError(3, "exceeds the limit of 65536")
+	}
+}
+
+// TestStatementPanicIsAnsweredServerError: a statement that panics (a bug) is answered
+// SERVER_ERROR on its stream, counted and logged with its stack, and the node and the
+// connection go on serving.
+func TestStatementPanicIsAnsweredServerError(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	exec := &fakeExecutor{execute: func(ctx context.Context, st coordinator.Statement) (coordinator.Result, error) {
+		if st.Text == "boom" {
+			var m map[string]int
+			m["x"] = 1 // a nil map write: a runtime panic, as a real bug would be
+		}
+		return coordinator.Result{}, nil
+	}}
+	s, addr := startServer(t, Config{Executor: exec, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))})
+	c := dial(t, addr)
+	c.startup(nil)
+	m := c.roundTrip(&cqlwire.Query{Query: "boom", Params: cqlwire.QueryParams{Consistency: cqlwire.One}})
+	if e, ok := m.(*cqlwire.Error); !ok || e.Code != cqlwire.ErrServer || !strings.Contains(e.Message, "bug") {
+		t.Fatalf("a statement that panics was answered %#v, want SERVER_ERROR", m)
+	}
+	if m := c.roundTrip(&cqlwire.Query{Query: "fine", Params: cqlwire.QueryParams{Consistency: cqlwire.One}}); m.Opcode() != cqlwire.OpResult {
+		t.Errorf("the next statement on the connection was answered %#v, want its RESULT", m)
+	}
+	if got := testutil.ToFloat64(s.metrics.panics); got != 1 {
+		t.Errorf("kvnode_native_panics_total = %v, want 1", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if log := logged.String(); !strings.Contains(log, "assignment to entry in nil map") || !strings.Contains(log, "goroutine") {
+		t.Errorf("the log does not hold the panic and its stack:\n%s", log)
+	}
+}
+
+// lockedWriter serializes writes to w, which the server's goroutines share.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestReaderPanicClosesOnlyItsConnection: a panic in a connection's reader (here in the early
+// rate-limit decision it makes) closes that connection, counted and logged, and the node goes
+// on serving the others.
+func TestReaderPanicClosesOnlyItsConnection(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	exec := &admittingExecutor{admit: func(p *coordinator.Prepared) error { panic("a bug in the early decision") }}
+	exec.prepare = func(_ context.Context, text, keyspace string) (*coordinator.Prepared, error) {
+		return &coordinator.Prepared{ID: [16]byte{9}, Text: text, Keyspace: keyspace, PKIndexes: []int{0},
+			Variables: []coordinator.Variable{{Name: "k", Type: schema.TypeText}}}, nil
+	}
+	s, addr := startServer(t, Config{Executor: exec, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))})
+	other := dial(t, addr)
+	other.startup(nil)
+	c := dial(t, addr)
+	c.startup(map[string]string{rateLimitOption: ""})
+	p, ok := c.roundTrip(&cqlwire.Prepare{Query: "INSERT INTO ks.t (k) VALUES (?)"}).(*cqlwire.PreparedResult)
+	if !ok {
+		t.Fatal("PREPARE did not answer a prepared result")
+	}
+	c.send(1, &cqlwire.Execute{ID: p.ID, Params: cqlwire.QueryParams{Consistency: cqlwire.One, Values: []cqlwire.Value{{Bytes: []byte("k")}}}})
+	c.expectClosed()
+	if m := other.roundTrip(cqlwire.Options{}); m.Opcode() != cqlwire.OpSupported {
+		t.Errorf("another connection, after a reader panicked, answered %#v, want SUPPORTED", m)
+	}
+	if got := testutil.ToFloat64(s.metrics.panics); got != 1 {
+		t.Errorf("kvnode_native_panics_total = %v, want 1", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if log := logged.String(); !strings.Contains(log, "a bug in the early decision") || !strings.Contains(log, "goroutine") {
+		t.Errorf("the log does not hold the panic and its stack:\n%s", log)
 	}
 }
