@@ -131,8 +131,8 @@ const (
 const MaxMetricsConnections = 32
 
 // serverOptions are the options of the client gRPC server, or of the internode one: message
-// and stream limits, the handshake timeout, keepalive and the idle timeout, and TLS when it is
-// on (mutual on the internode server).
+// and stream limits, the handshake timeout, keepalive and the idle timeout, TLS when it is on
+// (mutual on the internode server), and the recovery of a call's panic.
 func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
 	limit := MessageLimit(n.cfg.MaxMutationSize)
 	streams := uint64(n.cfg.MaxConcurrentStreams)
@@ -158,7 +158,11 @@ func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
 		}
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
 	}
-	return opts
+	server := "client"
+	if internode {
+		server = "internode"
+	}
+	return append(opts, n.recoveryOptions(server)...)
 }
 
 // internodeCredentials are what the node dials its peers' internode listeners with: its

@@ -54,16 +54,18 @@ type Node struct {
 	native   *native.Server
 	clis     net.Listener // the native protocol's
 	registry *prometheus.Registry
-	metrics  *http.Server
-	mlis     net.Listener
-	replayer *batchlogReplayer
-	sec      security // TLS and gossip keys (listeners.go)
-	topo     *topology
-	hints    *hintStore     // hinted handoff (hints.go)
-	hinter   *hintReplayer  // replays hints
-	repair   *repairService // anti-entropy repair (repair.go)
-	purger   *purger        // purges tombstones
-	schemaGC *schemaGC      // purges schema tombstones
+	// grpcPanics counts the panics the gRPC servers recovered (recoveryOptions).
+	grpcPanics *prometheus.CounterVec
+	metrics    *http.Server
+	mlis       net.Listener
+	replayer   *batchlogReplayer
+	sec        security // TLS and gossip keys (listeners.go)
+	topo       *topology
+	hints      *hintStore     // hinted handoff (hints.go)
+	hinter     *hintReplayer  // replays hints
+	repair     *repairService // anti-entropy repair (repair.go)
+	purger     *purger        // purges tombstones
+	schemaGC   *schemaGC      // purges schema tombstones
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
 	authSetup *authSetup // nil without authentication
@@ -212,7 +214,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
+	n.grpcPanics = newGRPCPanics()
 	n.registry.MustRegister(
+		n.grpcPanics,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		coordMetrics,

@@ -5,18 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/internal/lockedbuf"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -658,8 +657,7 @@ func TestOversizedFrameErrorReachesClientStillSending(t *testing.T) {
 // SERVER_ERROR on its stream, counted and logged with its stack, and the node and the
 // connection go on serving.
 func TestStatementPanicIsAnsweredServerError(t *testing.T) {
-	var logged strings.Builder
-	var mu sync.Mutex
+	var logged lockedbuf.Buffer
 	exec := &fakeExecutor{execute: func(ctx context.Context, st coordinator.Statement) (coordinator.Result, error) {
 		if st.Text == "boom" {
 			var m map[string]int
@@ -667,7 +665,7 @@ func TestStatementPanicIsAnsweredServerError(t *testing.T) {
 		}
 		return coordinator.Result{}, nil
 	}}
-	s, addr := startServer(t, Config{Executor: exec, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))})
+	s, addr := startServer(t, Config{Executor: exec, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	c := dial(t, addr)
 	c.startup(nil)
 	m := c.roundTrip(&cqlwire.Query{Query: "boom", Params: cqlwire.QueryParams{Consistency: cqlwire.One}})
@@ -680,37 +678,22 @@ func TestStatementPanicIsAnsweredServerError(t *testing.T) {
 	if got := testutil.ToFloat64(s.metrics.panics); got != 1 {
 		t.Errorf("kvnode_native_panics_total = %v, want 1", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if log := logged.String(); !strings.Contains(log, "assignment to entry in nil map") || !strings.Contains(log, "goroutine") {
 		t.Errorf("the log does not hold the panic and its stack:\n%s", log)
 	}
-}
-
-// lockedWriter serializes writes to w, which the server's goroutines share.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // TestReaderPanicClosesOnlyItsConnection: a panic in a connection's reader (here in the early
 // rate-limit decision it makes) closes that connection, counted and logged, and the node goes
 // on serving the others.
 func TestReaderPanicClosesOnlyItsConnection(t *testing.T) {
-	var logged strings.Builder
-	var mu sync.Mutex
+	var logged lockedbuf.Buffer
 	exec := &admittingExecutor{admit: func(p *coordinator.Prepared) error { panic("a bug in the early decision") }}
 	exec.prepare = func(_ context.Context, text, keyspace string) (*coordinator.Prepared, error) {
 		return &coordinator.Prepared{ID: [16]byte{9}, Text: text, Keyspace: keyspace, PKIndexes: []int{0},
 			Variables: []coordinator.Variable{{Name: "k", Type: schema.TypeText}}}, nil
 	}
-	s, addr := startServer(t, Config{Executor: exec, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))})
+	s, addr := startServer(t, Config{Executor: exec, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	other := dial(t, addr)
 	other.startup(nil)
 	c := dial(t, addr)
@@ -727,8 +710,6 @@ func TestReaderPanicClosesOnlyItsConnection(t *testing.T) {
 	if got := testutil.ToFloat64(s.metrics.panics); got != 1 {
 		t.Errorf("kvnode_native_panics_total = %v, want 1", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if log := logged.String(); !strings.Contains(log, "a bug in the early decision") || !strings.Contains(log, "goroutine") {
 		t.Errorf("the log does not hold the panic and its stack:\n%s", log)
 	}

@@ -1,0 +1,44 @@
+package node
+
+import (
+	"context"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// newGRPCPanics returns the counter of the panics the gRPC servers recovered, by server.
+func newGRPCPanics() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kvnode_grpc_panics_total",
+		Help: "Panics (bugs in the node) in gRPC calls, recovered instead of ending the process: the call fails as Internal. Each is logged with its stack. By server: client (--addr) or internode (--internode-addr).",
+	}, []string{"server"})
+}
+
+// recoveryOptions returns the interceptors that turn a panic in a call of the gRPC server
+// named server, which is a bug of the node's, into an Internal error for that call, logged
+// with its stack and counted, instead of ending the process and every other call with it.
+// They come first in the chain, so they cover the interceptors after them too.
+func (n *Node) recoveryOptions(server string) []grpc.ServerOption {
+	panics := n.grpcPanics.WithLabelValues(server)
+	recovered := func(method string, err *error) {
+		if r := recover(); r != nil {
+			panics.Inc()
+			n.log.Error("a gRPC call panicked; it fails as Internal", "server", server, "method", method,
+				"panic", r, "stack", string(debug.Stack()))
+			*err = status.Error(codes.Internal, "internal error: the call hit a bug in this node, which logged it")
+		}
+	}
+	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer recovered(info.FullMethod, &err)
+		return handler(ctx, req)
+	}
+	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer recovered(info.FullMethod, &err)
+		return handler(srv, ss)
+	}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
+}
