@@ -18,7 +18,8 @@
 //     throughput is the measure. Hot: one partition of the same table offered writes at a fixed
 //     open-loop rate R. R is searched for over gRPC with coordinators in turn (searchRate) until,
 //     with no limit, the background loses at least 40% (a margin over the third), in a
-//     step measured twice over (a median of six one-second pairs instead of three); --rate
+//     step measured twice over (a median of six pairs instead of three), each pair's halves as
+//     long as the rounds' phases (2.5 s), so that the rounds lose what the search did; --rate
 //     fixes it instead. Then rounds, each running over both protocols at that same R (their
 //     order alternating by round) three phases: background alone; with the hot partition and no
 //     limit; with the table's per_partition_rate_limit at R/20. The limited phase's first second

@@ -215,7 +215,7 @@ func searchRate(ctx context.Context, s settings, c *testCluster, tgt loadTarget,
 			return nil, 0, err
 		}
 		// A step that reaches the target is measured again before R is taken: the loss of a
-		// few one-second pairs is noisy, and an R taken on one lucky step left the rounds'
+		// few pairs is noisy, and an R taken on one lucky step left the rounds'
 		// unlimited phases losing far less than the search did (0.78 of the baseline kept).
 		if st.Loss >= searchLoss && s.SearchPairs > 1 {
 			if err := pairs(s.SearchPairs); err != nil {

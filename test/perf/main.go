@@ -105,8 +105,11 @@ func (s settings) MarshalJSON() ([]byte, error) {
 func fullSettings() settings {
 	return settings{
 		// Eight rounds: single rounds' ratios spread over 0.68–1.00 on this 2-core machine, too
-		// wide for the median of four to tell 0.90 from 0.89.
-		Warm: 2 * time.Second, Search: time.Second, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
+		// wide for the median of four to tell 0.90 from 0.89. The search's halves are as long as
+		// the rounds' phases: with one-second halves the search lost about ten points more at
+		// the same R than the rounds then measured (runs A–H of docs/performance.md), so the
+		// rounds' unlimited phases lost less than the third R is chosen for.
+		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
 		SteadyDuration: 10 * time.Second, SteadyFirst: 3,
 		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,
 		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
