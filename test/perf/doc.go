@@ -19,8 +19,10 @@
 //     open-loop rate R. R is searched for over gRPC with coordinators in turn (searchRate) until,
 //     with no limit, the background loses at least 40% (a margin over the third), in a
 //     step measured twice over (a median of six pairs instead of three), each pair's halves as
-//     long as the rounds' phases (2.5 s), so that the rounds lose what the search did; --rate
-//     fixes it instead. Then rounds, each running over both protocols at that same R (their
+//     long as the rounds' phases (2.5 s), so that the rounds lose what the search did; a step
+//     that lands more than 5 points past 40% is followed by one at the rate interpolated
+//     between it and the step before, taken when it too reaches 40%, so that R is not set far
+//     above what the loss needs; --rate fixes it instead. Then rounds, each running over both protocols at that same R (their
 //     order alternating by round) three phases: background alone; with the hot partition and no
 //     limit; with the table's per_partition_rate_limit at R/20. The limited phase's first second
 //     (counters young after the limit is set) is measured apart from the rest. Each round's

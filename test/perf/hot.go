@@ -159,82 +159,135 @@ type searchStep struct {
 // searchMaxGrowth bounds how much R grows from one search step to the next.
 const searchMaxGrowth = 1.6
 
+// searchOvershoot is how far past searchLoss a step's loss may go before the search tries a
+// rate between it and the step before: a step that lands well past the target would set R,
+// and with it the limited phase's rejections, higher than the target needs.
+const searchOvershoot = 0.05
+
 // searchRate finds R, the hot partition's offered rate at which the background (no limit set)
 // loses at least searchLoss of its throughput; base is the background's throughput alone. Each
 // step runs s.SearchPairs pairs of s.Search with the background alone and with the hot
 // partition at R, in alternating order, and takes the median pair's loss: a burst of other work
 // on the machine moves one pair, not the median. A step that reaches the target runs as many
-// pairs again, and its loss is the median over all of them. The first R is s.SearchStart × base; after a
-// step that lost less than the target, the next R is the linear estimate of the rate that would
-// lose it (the loss grows in proportion to R while the cluster is saturated), at least
-// s.SearchFactor and at most searchMaxGrowth times the last. It returns the steps and the chosen
-// R: the first that reached the target, else the last tried.
+// pairs again, and its loss is the median over all of them. The first R is s.SearchStart × base;
+// after a step that lost less than the target, the next R is the linear estimate of the rate
+// that would lose it (the loss grows in proportion to R while the cluster is saturated), at
+// least s.SearchFactor and at most searchMaxGrowth times the last. A step that reaches the
+// target with more than searchOvershoot to spare is followed by one at the rate the line
+// between it and the step before puts at the target, which is taken instead when it reaches
+// the target too. It returns the steps and the chosen R: the lowest that reached the target,
+// else the last tried.
 func searchRate(ctx context.Context, s settings, c *testCluster, tgt loadTarget, table string, base float64, log io.Writer) ([]searchStep, float64, error) {
 	var steps []searchStep
-	rate := roundRate(s.SearchStart * base)
-	for i := range s.SearchSteps {
-		st := searchStep{HotRate: rate}
-		var alone, with, hot int64
-		var aloneS, withS float64
-		var pairLoss []float64
-		// pairs runs n more pairs of the step and takes the median loss over all of them.
-		pairs := func(n int) error {
-			for range n {
-				p := len(pairLoss)
-				// Odd pairs run the hot partition first, so drift within a step cancels.
-				seed := uint64(1000 + 10*i + 2*p)
-				first, second := 0.0, rate
-				if p%2 == 1 {
-					first, second = rate, 0
-				}
-				r1, err := runLoad(ctx, s, c, tgt, table, first, s.Search, seed)
-				if err != nil {
-					return err
-				}
-				r2, err := runLoad(ctx, s, c, tgt, table, second, s.Search, seed+1)
-				if err != nil {
-					return err
-				}
-				a, h := r1, r2
-				if p%2 == 1 {
-					a, h = r2, r1
-				}
-				alone += a.BG.Accepted
-				aloneS += a.BG.DurationS
-				with += h.BG.Accepted
-				withS += h.BG.DurationS
-				hot += h.Hot.Accepted
-				pairLoss = append(pairLoss, 1-ratio(h.bgThroughput(), a.bgThroughput()))
-			}
-			st.Baseline, st.BGThroughput = perSecond(alone, aloneS), perSecond(with, withS)
-			st.HotThroughput = perSecond(hot, withS)
-			st.Loss, st.Pairs = median(pairLoss), len(pairLoss)
-			return nil
-		}
-		if err := pairs(s.SearchPairs); err != nil {
-			return nil, 0, err
-		}
-		// A step that reaches the target is measured again before R is taken: the loss of a
-		// few pairs is noisy, and an R taken on one lucky step left the rounds'
-		// unlimited phases losing far less than the search did (0.78 of the baseline kept).
-		if st.Loss >= searchLoss && s.SearchPairs > 1 {
-			if err := pairs(s.SearchPairs); err != nil {
-				return nil, 0, err
-			}
+	step := func(rate float64) error {
+		st, err := searchStepAt(ctx, s, c, tgt, table, rate, len(steps))
+		if err != nil {
+			return err
 		}
 		steps = append(steps, st)
 		fmt.Fprintf(log, "perf: search R=%.0f: background %.0f ops/s alone, %.0f with hot (median loss of %d pairs %.0f%%), hot accepted %.0f/s\n",
 			rate, st.Baseline, st.BGThroughput, st.Pairs, 100*st.Loss, st.HotThroughput)
-		if st.Loss >= searchLoss {
+		return nil
+	}
+	rate := roundRate(s.SearchStart * base)
+	for range s.SearchSteps {
+		if err := step(rate); err != nil {
+			return nil, 0, err
+		}
+		last := steps[len(steps)-1]
+		if last.Loss >= searchLoss {
 			break
 		}
 		next := rate * searchMaxGrowth
-		if st.Loss > 0 {
-			next = math.Min(next, rate*searchLoss/st.Loss)
+		if last.Loss > 0 {
+			next = math.Min(next, rate*searchLoss/last.Loss)
 		}
 		rate = roundRate(math.Max(next, rate*s.SearchFactor))
 	}
-	return steps, steps[len(steps)-1].HotRate, nil
+	n := len(steps)
+	last := steps[n-1]
+	if n < 2 {
+		return steps, last.HotRate, nil
+	}
+	mid, ok := refineRate(steps[n-2], last)
+	if !ok {
+		return steps, last.HotRate, nil
+	}
+	if err := step(mid); err != nil {
+		return nil, 0, err
+	}
+	if steps[n].Loss >= searchLoss {
+		return steps, mid, nil
+	}
+	return steps, last.HotRate, nil
+}
+
+// refineRate returns the rate that the line through the steps prev and last puts at
+// searchLoss, rounded up to a multiple of 100 ops/s, when last reached the target with more
+// than searchOvershoot to spare after prev fell short of it, and that rate lies strictly
+// between theirs.
+func refineRate(prev, last searchStep) (float64, bool) {
+	if prev.Loss >= searchLoss || last.Loss < searchLoss+searchOvershoot || last.HotRate <= prev.HotRate {
+		return 0, false
+	}
+	at := prev.HotRate + (last.HotRate-prev.HotRate)*(searchLoss-prev.Loss)/(last.Loss-prev.Loss)
+	mid := math.Ceil(at/100) * 100
+	return mid, mid > prev.HotRate && mid < last.HotRate
+}
+
+// searchStepAt measures one step of the search at rate: s.SearchPairs pairs, and as many again
+// when their median loss reaches searchLoss. i numbers the step, for the seeds.
+func searchStepAt(ctx context.Context, s settings, c *testCluster, tgt loadTarget, table string, rate float64, i int) (searchStep, error) {
+	st := searchStep{HotRate: rate}
+	var alone, with, hot int64
+	var aloneS, withS float64
+	var pairLoss []float64
+	// pairs runs n more pairs of the step and takes the median loss over all of them.
+	pairs := func(n int) error {
+		for range n {
+			p := len(pairLoss)
+			// Odd pairs run the hot partition first, so drift within a step cancels.
+			seed := uint64(1000 + 10*i + 2*p)
+			first, second := 0.0, rate
+			if p%2 == 1 {
+				first, second = rate, 0
+			}
+			r1, err := runLoad(ctx, s, c, tgt, table, first, s.Search, seed)
+			if err != nil {
+				return err
+			}
+			r2, err := runLoad(ctx, s, c, tgt, table, second, s.Search, seed+1)
+			if err != nil {
+				return err
+			}
+			a, h := r1, r2
+			if p%2 == 1 {
+				a, h = r2, r1
+			}
+			alone += a.BG.Accepted
+			aloneS += a.BG.DurationS
+			with += h.BG.Accepted
+			withS += h.BG.DurationS
+			hot += h.Hot.Accepted
+			pairLoss = append(pairLoss, 1-ratio(h.bgThroughput(), a.bgThroughput()))
+		}
+		st.Baseline, st.BGThroughput = perSecond(alone, aloneS), perSecond(with, withS)
+		st.HotThroughput = perSecond(hot, withS)
+		st.Loss, st.Pairs = median(pairLoss), len(pairLoss)
+		return nil
+	}
+	if err := pairs(s.SearchPairs); err != nil {
+		return st, err
+	}
+	// A step that reaches the target is measured again before R is taken: the loss of a few
+	// pairs is noisy, and an R taken on one lucky step left the rounds' unlimited phases losing
+	// far less than the search did (0.78 of the baseline kept).
+	if st.Loss >= searchLoss && s.SearchPairs > 1 {
+		if err := pairs(s.SearchPairs); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
 // roundRate rounds a rate to a multiple of 100 ops/s (at least 100), so that the limit

@@ -380,7 +380,9 @@ func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log i
 			return err
 		}
 		res.RateSearch, rate = steps, r
-		res.SearchReachedTarget = steps[len(steps)-1].Loss >= searchLoss
+		for _, st := range steps {
+			res.SearchReachedTarget = res.SearchReachedTarget || st.HotRate == r && st.Loss >= searchLoss
+		}
 	}
 	res.HotRate, res.HotLimit = rate, int(rate)/limitDivisor
 	phases, err := hotPhases(ctx, s, c, []loadTarget{grpcTgt, cqlTgt}, tableRF3, rate, log)

@@ -110,6 +110,30 @@ func TestRoundRateKeepsTheLimitWhole(t *testing.T) {
 	}
 }
 
+// TestRefineRate: a step that overshoots the search's loss by more than searchOvershoot is
+// followed by the rate the line through it and the step before puts at the target, rounded up
+// to a multiple of 100; a step near the target, or a line that leaves no rate between the two,
+// is not.
+func TestRefineRate(t *testing.T) {
+	for _, tc := range []struct {
+		prev, last searchStep
+		want       float64
+		ok         bool
+	}{
+		{searchStep{HotRate: 2400, Loss: 0.39}, searchStep{HotRate: 2800, Loss: 0.48}, 2500, true}, // 2444, rounded up
+		{searchStep{HotRate: 2000, Loss: 0.30}, searchStep{HotRate: 2800, Loss: 0.50}, 2400, true},
+		{searchStep{HotRate: 2700, Loss: 0.39}, searchStep{HotRate: 2800, Loss: 0.48}, 0, false}, // nothing between
+		{searchStep{HotRate: 2000, Loss: 0.30}, searchStep{HotRate: 2800, Loss: 0.44}, 0, false}, // within the overshoot
+		{searchStep{HotRate: 2000, Loss: 0.41}, searchStep{HotRate: 2800, Loss: 0.50}, 0, false}, // prev reached it already
+		{searchStep{HotRate: 1000, Loss: 0.10}, searchStep{HotRate: 1600, Loss: 0.70}, 1300, true},
+	} {
+		got, ok := refineRate(tc.prev, tc.last)
+		if ok != tc.ok || ok && got != tc.want {
+			t.Errorf("refineRate(%+v, %+v) = %v, %v; want %v, %v", tc.prev, tc.last, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
 func TestMedian(t *testing.T) {
 	tests := []struct {
 		in   []float64

@@ -72,8 +72,8 @@ type Result struct {
 	// HotLimit is the limit of the limited phase, R/20.
 	HotRate  float64 `json:"hot_rate"`
 	HotLimit int     `json:"hot_limit"`
-	// RateSearch lists the search steps; SearchReachedTarget says whether the last reached the
-	// search's loss (searchLoss).
+	// RateSearch lists the search steps; SearchReachedTarget says whether the step of the R
+	// taken reached the search's loss (searchLoss).
 	RateSearch          []searchStep `json:"rate_search"`
 	SearchReachedTarget bool         `json:"rate_search_reached_target"`
 
@@ -480,14 +480,16 @@ func (r *Result) writeText(w io.Writer) error {
 			"the limited phase is measured after %v with the limit set, reported as the first second.\n\n",
 			s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase, s.LimitWarm)
 		if len(r.RateSearch) > 0 {
-			fmt.Fprintf(&b, "Search for R over gRPC (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; a step whose median pair loss reaches %.0f%%, a margin over 1/3, is measured again over as many pairs and R is taken when the median over all its pairs still does):\n\n",
-				s.SearchPairs, s.Search, s.Search, 100*searchLoss)
+			fmt.Fprintf(&b, "Search for R over gRPC (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; a step whose median pair loss reaches %.0f%%, a margin over 1/3, is measured again over as many pairs and R is taken when the median over all its pairs still does; a step past the target by more than %.0f points is followed by one at the rate interpolated between it and the step before, taken when it reaches the target too):\n\n",
+				s.SearchPairs, s.Search, s.Search, 100*searchLoss, 100*searchOvershoot)
 			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | pairs | loss (median pair) | hot accepted/s |\n|---:|---:|---:|---:|---:|---:|\n")
 			for _, st := range r.RateSearch {
 				fmt.Fprintf(&b, "| %.0f | %.0f | %.0f | %d | %.1f%% | %.0f |\n", st.HotRate, st.Baseline, st.BGThroughput, st.Pairs, 100*st.Loss, st.HotThroughput)
 			}
 			if !r.SearchReachedTarget {
 				fmt.Fprintf(&b, "\nThe search did not reach a loss of %.0f%%; R is its last step.\n", 100*searchLoss)
+			} else {
+				fmt.Fprintf(&b, "\nR = %.0f ops/s.\n", r.HotRate)
 			}
 			b.WriteString("\n")
 		}
