@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/lockedbuf"
 	"github.com/kvnode/kvnode/internal/poll"
 )
 
@@ -82,26 +82,14 @@ func (s *fakeSchema) has(item string) bool {
 	return s.items[item]
 }
 
-// testLog collects a test's logs and prints them only when the test fails (memberlist logs a lot,
-// and may still log from its own goroutines after the test ends, when t.Log would panic).
-type testLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
+// newTestLogger returns a logger that collects a test's logs and prints them only when the test
+// fails (memberlist logs a lot, and may still log from its own goroutines after the test ends,
+// when t.Log would panic).
 func newTestLogger(t *testing.T) *slog.Logger {
-	l := &testLog{}
+	l := &lockedbuf.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			l.mu.Lock()
-			t.Logf("logs:\n%s", l.buf.String())
-			l.mu.Unlock()
+			t.Logf("logs:\n%s", l.String())
 		}
 	})
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
