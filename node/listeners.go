@@ -266,9 +266,10 @@ func stopGRPC(ctx context.Context, srv *grpc.Server) error {
 
 // limitListener bounds the open connections accepted through it, in all and from one host:
 // one over a bound is closed at once (the client sees the connection end and may try another
-// node), or handed to refuse to be answered and closed, and the refusals are logged at most every refusalLogInterval, naming the listener and
-// the bound. The per-host bound keeps one host, authenticated or not, from taking every place:
-// hosts are IP addresses, IPv6 ones by their /64 prefix (what one machine is commonly given).
+// node), or handed to refuse to be answered and closed, and the refusals are logged at most
+// every refusalLogInterval, naming the listener and the bound. The per-host bound keeps one
+// host, authenticated or not, from taking every place: hosts are IP addresses, IPv6 ones by
+// their /64 prefix (what one machine is commonly given).
 type limitListener struct {
 	net.Listener
 	max, perHost int    // 0: no bound
