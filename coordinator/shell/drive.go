@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -188,7 +189,7 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 		}
 		go func() {
 			defer e.wg.Done()
-			r := x.call(rpcCtx, s)
+			r := e.callRecovering(rpcCtx, x, s)
 			// Judge before the flight can end: the last call to return cancels rpcCtx.
 			answers <- answer{r, r.Status == coordinator.StatusFailed && rpcCtx.Err() != nil}
 			e.release(f)
@@ -236,6 +237,21 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 			}
 		}
 	}
+}
+
+// callRecovering is x.call, except that a panic in it, which is a bug of the node's, is logged
+// with its stack and answered as that replica's failure, as a failed call is: the request goes
+// on with the other replicas, and the process with every other request.
+func (e *Executor) callRecovering(ctx context.Context, x exchange, s coordinator.Send) (r coordinator.Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.logger.Error("a replica call panicked; it counts as the replica's failure", "replica", s.To,
+				"panic", p, "stack", string(debug.Stack()))
+			r = coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed,
+				Err: fmt.Errorf("internal error: the call to %s hit a bug in this node, which logged it", s.To)}
+		}
+	}()
+	return x.call(ctx, s)
 }
 
 // register records a flight; it reports false once the executor is closed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/internal/lockedbuf"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -602,6 +604,25 @@ func TestTimeout(t *testing.T) {
 			// Close cancels the calls still hanging and waits for their goroutines.
 			c.executors["n1"].Close()
 		})
+	}
+}
+
+// TestReplicaCallPanicCountsAsItsFailure: a replica call that panics (a bug) is logged with its
+// stack and counts as that replica's failure: a QUORUM write still succeeds on the other two,
+// a write at ALL fails as the replica's failure would make it, and the process goes on.
+func TestReplicaCallPanicCountsAsItsFailure(t *testing.T) {
+	var logged lockedbuf.Buffer
+	c := newCluster(t, options{logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	c.must(schemaRF3...)
+	c.transport.setFault(panics, "n3")
+	if _, err := c.exec("n1", quorum, "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')"); err != nil {
+		t.Fatalf("a QUORUM write whose call to n3 panics: %v, want success on n1 and n2", err)
+	}
+	if _, err := c.exec("n1", all, "INSERT INTO t (k, c, v) VALUES ('a', 2, 'y')"); err == nil {
+		t.Error("a write at ALL whose call to n3 panics succeeded, want it to fail")
+	}
+	if log := logged.String(); !strings.Contains(log, "a bug in the call to n3") || !strings.Contains(log, "goroutine") {
+		t.Errorf("the log does not hold the panic and its stack:\n%s", log)
 	}
 }
 

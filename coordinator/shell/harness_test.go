@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -120,6 +121,7 @@ const (
 	failAll          // Mutate and Read return an error
 	hang             // Mutate and Read block until their context ends
 	hangWrites       // Mutate blocks until its context ends
+	panics           // Mutate and Read panic, as a bug would
 )
 
 // transport calls the replica services in process, counting calls and injecting faults.
@@ -176,6 +178,8 @@ func (t *transport) begin(ctx context.Context, to coordinator.NodeID, write bool
 		return nil, ctx.Err()
 	case f == failAll, f == failWrites && write:
 		return nil, errors.New("connection refused")
+	case f == panics:
+		panic(fmt.Sprintf("a bug in the call to %s", to))
 	}
 	return svc, nil
 }
@@ -334,6 +338,7 @@ type options struct {
 	draw          float64       // the fixed draw; 0 means 0.99, which rejects above 2L
 	writeTimeout  time.Duration // 0: the default
 	readTimeout   time.Duration
+	logger        *slog.Logger         // the executors'; nil discards
 	order         []coordinator.NodeID // ring order; nil means n1, n2, n3
 	maxAhead      time.Duration        // Config.MaxTimestampAhead; 0: the default
 	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
@@ -422,6 +427,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			Learning:               o.propagate,
 			PropagationInterval:    time.Millisecond,
 			Auth:                   o.auth,
+			Logger:                 o.logger,
 		})
 		if err != nil {
 			t.Fatal(err)
