@@ -25,6 +25,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -35,6 +36,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/kvnode/kvnode/internal/gopool"
 	"github.com/kvnode/kvnode/internal/tlsconfig"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
@@ -126,6 +128,11 @@ const (
 	keepaliveMinTime = 10 * time.Second
 )
 
+// streamWorkersPerCPU sets each gRPC server's stream workers (grpc.NumStreamWorkers): so many
+// per CPU the process may use. A replica's handler holds its worker only while it reads or
+// writes pebble; a busier moment starts goroutines of its own.
+const streamWorkersPerCPU = 4
+
 // MaxMetricsConnections bounds the open connections of the metrics listener: Prometheus
 // servers and a few people's curl, never more.
 const MaxMetricsConnections = 32
@@ -150,6 +157,11 @@ func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
 			Timeout:           keepaliveTimeout,
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
+	}
+	if gopool.Reusing() {
+		// Streams run on reused goroutines, whose stacks stay grown from one request to the
+		// next (internal/gopool says why); beyond these, a stream gets a goroutine of its own.
+		opts = append(opts, grpc.NumStreamWorkers(uint32(streamWorkersPerCPU*runtime.GOMAXPROCS(0))))
 	}
 	if n.sec.tls != nil {
 		cfg := n.sec.tls.ServerConfig()

@@ -187,13 +187,13 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 		if !e.extend(f) {
 			return false
 		}
-		go func() {
+		e.calls.Go(func() {
 			defer e.wg.Done()
 			r := e.callRecovering(rpcCtx, x, s)
 			// Judge before the flight can end: the last call to return cancels rpcCtx.
 			answers <- answer{r, r.Status == coordinator.StatusFailed && rpcCtx.Err() != nil}
 			e.release(f)
-		}()
+		})
 		return true
 	}
 	for _, s := range sends {

@@ -14,6 +14,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/gopool"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -183,6 +184,9 @@ type Executor struct {
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
 
+	// calls runs the replica calls on reused goroutines (internal/gopool).
+	calls *gopool.Pool
+
 	// inflight tracks the replica requests still running, so that Close can stop them.
 	mu       sync.Mutex
 	closed   bool
@@ -215,6 +219,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
 	}
 	e := &Executor{
+		calls:         gopool.New(gopool.IdleTimeout),
 		localID:       cfg.LocalID,
 		ring:          cfg.Ring,
 		transport:     cfg.Transport,
@@ -297,6 +302,7 @@ func (e *Executor) Close() error {
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
+	e.calls.Close()
 	if e.prop != nil {
 		e.prop.close()
 	}

@@ -3,6 +3,7 @@ package native
 import (
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/internal/gopool"
 )
 
 // isStatement reports whether op is a request that executes a statement, which the node's
@@ -36,17 +37,17 @@ func (t *ticket) take(a *admission.Controller, client admission.Key) error {
 	return err
 }
 
-// start runs job: on a new goroutine at once when t holds a slot, or without a controller;
-// left in the queue when t holds a place there, to run on the goroutine of the statement
-// whose slot passes to it (admission.Waiter.Go). t is spent.
-func (t *ticket) start(a *admission.Controller, job admission.Job) {
+// start runs job: at once, on a goroutine of pool (the server's, internal/gopool), when t
+// holds a slot or there is no controller; left in the queue when t holds a place there, to run
+// on the goroutine of the statement whose slot passes to it (admission.Waiter.Go). t is spent.
+func (t *ticket) start(a *admission.Controller, pool *gopool.Pool, job admission.Job) {
 	switch {
 	case t.queued != nil:
 		t.queued.Go(job)
 	case t.slot:
-		go a.Run(job)
+		pool.Go(func() { a.Run(job) })
 	default:
-		go job(nil)
+		pool.Go(func() { job(nil) })
 	}
 	*t = ticket{}
 }

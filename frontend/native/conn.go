@@ -322,7 +322,7 @@ func (c *conn) read() {
 		default:
 			reqs.Add(1)
 			stream := h.Stream
-			tk.start(s.cfg.Admission, func(err error) bool {
+			tk.start(s.cfg.Admission, s.statements, func(err error) bool {
 				defer reqs.Done()
 				return c.statement(stream, f, adm, n, err)
 			})

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/internal/gopool"
 )
 
 // Executor is the domain API the front end adapts: the coordinator shell's *shell.Executor
@@ -172,6 +173,9 @@ type Server struct {
 	metrics   *metrics
 	bytes     *budget  // request and answer bytes held by every connection
 	admit     admitter // the executor's early limiter decision; nil when it has none
+	// statements runs statements on reused goroutines (internal/gopool), closed by Close once
+	// every connection has ended.
+	statements *gopool.Pool
 
 	// overloadedAnswers maps the admission controller's shared *OverloadedErrors to their
 	// answers, made once (overloaded); overloadedCount counts the answers made.
@@ -207,17 +211,18 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		bytes:     newBudget(cfg.MaxServerBytes),
-		cfg:       cfg,
-		log:       cfg.Logger,
-		prepared:  newPreparedCache(cfg.PreparedCacheSize, cfg.PreparedCacheBytes),
-		supported: newSupported(),
-		metrics:   newMetrics(),
-		ctx:       ctx,
-		cancel:    cancel,
-		listeners: map[net.Listener]struct{}{},
-		conns:     map[*conn]struct{}{},
-		refusing:  make(chan struct{}, maxRefusing),
+		statements: gopool.New(gopool.IdleTimeout),
+		bytes:      newBudget(cfg.MaxServerBytes),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		prepared:   newPreparedCache(cfg.PreparedCacheSize, cfg.PreparedCacheBytes),
+		supported:  newSupported(),
+		metrics:    newMetrics(),
+		ctx:        ctx,
+		cancel:     cancel,
+		listeners:  map[net.Listener]struct{}{},
+		conns:      map[*conn]struct{}{},
+		refusing:   make(chan struct{}, maxRefusing),
 	}
 	s.admit, _ = cfg.Executor.(admitter)
 	s.events = newHub(s.log)
@@ -362,6 +367,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.statements.Close()
 	return nil
 }
 
