@@ -104,13 +104,19 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		// Eight rounds: single rounds' ratios spread over 0.68–1.00 on this 2-core machine, too
-		// wide for the median of four to tell 0.90 from 0.89. The search's halves are as long as
-		// the rounds' phases: with one-second halves the search lost about ten points more at
-		// the same R than the rounds then measured (runs A–H of docs/performance.md), so the
-		// rounds' unlimited phases lost less than the third R is chosen for.
-		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 8,
-		SteadyDuration: 10 * time.Second, SteadyFirst: 3,
+		// Sixteen rounds: on this 2-core machine the background alone, measured in 240
+		// half-second phases back to back, changed from one 2.5-s phase to the next with a
+		// standard deviation of 11% (10% between 5-s and between 10-s phases, while the servers'
+		// CPU varied by 2–3%), so a round's ratio spreads by about ±12% whatever its phases'
+		// length, and the median of eight rounds by about ±5%: more rounds narrow it, longer
+		// phases do not (docs/performance.md, "How noisy a phase is"). The search's halves are as long
+		// as the rounds' phases: with one-second halves the search lost about ten points more
+		// at the same R than the rounds then measured (runs A–H), so the rounds' unlimited
+		// phases lost less than the third R is chosen for. The long limited phase lasts 20 s, so
+		// that the mean over its last 17 seconds spreads by about ±3% (one second's count spreads
+		// by 10–15% of the limit).
+		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 16,
+		SteadyDuration: 20 * time.Second, SteadyFirst: 3,
 		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,
 		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
 		// Three rounds of rejected writes, the protocols alternating: one phase of each moved
