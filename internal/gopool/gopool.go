@@ -43,7 +43,7 @@ func New(idle time.Duration) *Pool {
 // Go runs f on a waiting worker, or on a new goroutine that becomes one when f returns (that
 // returns at once once the pool is closed).
 func (p *Pool) Go(f func()) {
-	if !reuse.Load() {
+	if spawn.Load() {
 		go f()
 		return
 	}
@@ -84,15 +84,13 @@ func (p *Pool) worker(f func()) {
 	}
 }
 
-// reuse is whether pools reuse goroutines (SetReuse).
-var reuse atomic.Bool
-
-func init() { reuse.Store(true) }
+// spawn is set while pools start a goroutine per function (SetReuse(false)).
+var spawn atomic.Bool
 
 // SetReuse sets whether every pool reuses goroutines (the default) or starts one per function,
 // and Reusing reports it: benchmarks compare the two in one run. Servers built while it is off
 // start a goroutine per request of their own as well (node's gRPC servers read it when built).
-func SetReuse(on bool) { reuse.Store(on) }
+func SetReuse(on bool) { spawn.Store(!on) }
 
 // Reusing reports whether pools reuse goroutines.
-func Reusing() bool { return reuse.Load() }
+func Reusing() bool { return !spawn.Load() }
