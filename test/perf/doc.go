@@ -47,7 +47,7 @@
 //  3. overhead: the limiter's overhead on one node (--sync=false), over the native protocol:
 //     closed-loop read and then write throughput on a table whose limits (2^31-1) never reject
 //     against a table with none, in pairs of alternating order; overhead = 1 - limited/unlimited,
-//     the median pair, with its resolution (twice the standard error of the pairs' mean).
+//     the median pair, with its resolution (twice the median's standard error).
 //  4. overload: one node (--sync=false) with admission control (--max-concurrent-requests C
 //     --max-queued-requests Q --request-queue-timeout T, when the binary has them) offered 10 × C
 //     closed-loop workers over the native protocol: goodput, p99 of admitted requests, the rate

@@ -168,7 +168,28 @@ func TestSummarizeOverhead(t *testing.T) {
 	check("the smallest pair overhead", r.Min, -0.1)
 	check("the largest pair overhead", r.Max, 0.1)
 	check("the median CPU overhead of +10%, 0% and +2%", r.CPUOverhead, 0.02)
-	check("the resolution of pairs at 10%, 0% and -10% (2 × 0.1/√3)", r.Resolution, 2*0.1/math.Sqrt(3))
+	check("the resolution of pairs at 10%, 0% and -10% (2 × the median's factor × 0.1/√3)", r.Resolution, 2*medianSEFactor(3)*0.1/math.Sqrt(3))
+}
+
+// TestMedianSEFactor: the simulated factor matches the median's known efficiency against the
+// mean for normal values (exact small-count values computed apart, 200,000 draws each).
+func TestMedianSEFactor(t *testing.T) {
+	for _, c := range []struct {
+		n      int
+		lo, hi float64
+	}{
+		{3, 1.13, 1.19},
+		{8, 1.13, 1.19},
+		{16, 1.17, 1.23},
+		{101, 1.22, 1.28}, // near √(π/2) = 1.2533
+	} {
+		if got := medianSEFactor(c.n); got < c.lo || got > c.hi {
+			t.Errorf("medianSEFactor(%d) = %.3f, want within %.2f–%.2f", c.n, got, c.lo, c.hi)
+		}
+	}
+	if medianSEFactor(8) != medianSEFactor(8) {
+		t.Error("medianSEFactor(8) differs between calls; the resolution of a run must not depend on chance")
+	}
 }
 
 // phase builds a loadResult over the native protocol for the headline tests.

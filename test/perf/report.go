@@ -586,7 +586,7 @@ func (r *Result) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "\n## Limiter overhead (one node, --sync=false, native protocol)\n\n")
 		fmt.Fprintf(&b, "Closed loop, %d workers, %d partitions, QUORUM (RF=1); limits 2^31-1 vs none; %d pairs of %v, order alternating.\n\n",
 			s.OverheadConcurrency, s.OverheadPartitions, s.OverheadReps, s.OverheadPhase)
-		fmt.Fprintf(&b, "| op | unlimited ops/s (per pair) | limited ops/s (per pair) | overhead = 1 − limited/unlimited (median pair) | resolution (2 × s.e. of the pairs' mean) | per-pair range | pooled | server CPU/op, limited vs unlimited (median pair) |\n|---|---|---|---:|---:|---|---:|---:|\n")
+		fmt.Fprintf(&b, "| op | unlimited ops/s (per pair) | limited ops/s (per pair) | overhead = 1 − limited/unlimited (median pair) | resolution (2 × s.e. of the median pair) | per-pair range | pooled | server CPU/op, limited vs unlimited (median pair) |\n|---|---|---|---:|---:|---|---:|---:|\n")
 		for _, o := range r.Overhead {
 			var un, li []string
 			for _, p := range o.Pairs {
