@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internal/lockedbuf"
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/schema"
@@ -168,6 +171,37 @@ func TestAdmittedWriteRefusedByValidationIsCountedOnce(t *testing.T) {
 	if c.transport.totalCalls() != 0 {
 		t.Errorf("the refused write made %d replica calls, want 0", c.transport.totalCalls())
 	}
+}
+
+// TestPropagationPanicIsRecovered: a propagated account whose delivery panics (a bug of the
+// node's) is logged with its stack and lost, as an undelivered one is; the other replica still
+// gets its own, and the process goes on.
+func TestPropagationPanicIsRecovered(t *testing.T) {
+	var logged lockedbuf.Buffer
+	c, p, id := admitSetup(t, options{draw: 0.99, propagate: true, logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	c.transport.setFault(panics, "n3")
+	ctx := context.Background()
+	adm, err := c.executors["n1"].AdmitPrepared(ctx, p, coordinator.All, [][]byte{[]byte("hot")})
+	if err != nil || adm == nil {
+		t.Fatalf("AdmitPrepared = %v, %v; want an admission", adm, err)
+	}
+	// Refused by validation after n1 counted it: n2 and n3 get the count by propagation.
+	if _, err = adm.Execute(ctx, coordinator.Statement{Prepared: p, Consistency: coordinator.All, Values: hotValues(1, []byte("bad"))}); err == nil {
+		t.Fatal("an admitted write with a 3-byte int succeeded, want an *InvalidError")
+	}
+	token := partitioner.Token([]byte("hot"))
+	poll.Must(t, 30*time.Second, "n2 to count the write by propagation", func() error {
+		if got := c.services["n2"].Count(id, token, schema.OpWrite, c.clock.Now()); got != 1 {
+			return fmt.Errorf("n2 counts %d", got)
+		}
+		return nil
+	})
+	poll.Must(t, 30*time.Second, "the panic of n3's delivery in the log, with its stack", func() error {
+		if log := logged.String(); !strings.Contains(log, "a bug in the account delta to n3") || !strings.Contains(log, "goroutine") {
+			return fmt.Errorf("the log holds:\n%s", log)
+		}
+		return nil
+	})
 }
 
 // TestAdmitPreparedLeavesOtherWritesToExecute: every case the early decision does not apply to

@@ -90,18 +90,7 @@ func (e *Executor) storeBatchlog(ctx context.Context, entry *replicapb.BatchlogE
 	req := &replicapb.StoreBatchRequest{Entry: entry}
 	errs := make(chan error, len(eps))
 	for _, to := range eps {
-		go func() {
-			resp, err := e.batchlog.StoreBatch(ctx, to, req)
-			switch {
-			case err != nil:
-				errs <- transportError(to, err)
-			case resp.GetStatus() != replicapb.Status_STATUS_OK:
-				errs <- &coordinator.ReplicaError{Replica: to, Code: replicaErrorCode(resp.GetError().GetCode()),
-					Message: "batchlog: " + resp.GetError().GetMessage()}
-			default:
-				errs <- nil
-			}
-		}()
+		go func() { errs <- e.storeBatch(ctx, to, req) }()
 	}
 	acks, failures := 0, 0
 	var first error
@@ -132,6 +121,20 @@ func (e *Executor) storeBatchlog(ctx context.Context, entry *replicapb.BatchlogE
 		Err: fmt.Errorf("storing the batch in the batchlog: %w", first), BatchLog: true}
 }
 
+// storeBatch stores req's entry in the batchlog of to; a panic in the call counts as its failure.
+func (e *Executor) storeBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.StoreBatchRequest) (err error) {
+	defer recovered(e.logger, "a batchlog store", to, &err)
+	resp, err := e.batchlog.StoreBatch(ctx, to, req)
+	switch {
+	case err != nil:
+		return transportError(to, err)
+	case resp.GetStatus() != replicapb.Status_STATUS_OK:
+		return &coordinator.ReplicaError{Replica: to, Code: replicaErrorCode(resp.GetError().GetCode()),
+			Message: "batchlog: " + resp.GetError().GetMessage()}
+	}
+	return nil
+}
+
 // removeBatchlog removes the entry id from the batchlogs of eps once its batch was applied, in
 // the background and best effort: an entry left behind is replayed later, which writes nothing
 // new. Close cancels the removals still running.
@@ -139,15 +142,22 @@ func (e *Executor) removeBatchlog(eps []coordinator.NodeID, id []byte) {
 	e.background(e.writeTimeout, func(ctx context.Context) {
 		req := &replicapb.RemoveBatchRequest{Id: id}
 		for _, to := range eps {
-			resp, err := e.batchlog.RemoveBatch(ctx, to, req)
-			if err == nil && resp.GetStatus() != replicapb.Status_STATUS_OK {
-				err = errors.New(resp.GetError().GetMessage())
-			}
-			if err != nil {
+			if err := e.removeBatch(ctx, to, req); err != nil {
 				e.logger.Debug("batchlog removal failed; the entry will be replayed", "node", to, "id", fmt.Sprintf("%x", id), "err", err)
 			}
 		}
 	})
+}
+
+// removeBatch removes req's entry from the batchlog of to; a panic in the call counts as its
+// failure, and the removals from the other nodes go on.
+func (e *Executor) removeBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.RemoveBatchRequest) (err error) {
+	defer recovered(e.logger, "a batchlog removal", to, &err)
+	resp, err := e.batchlog.RemoveBatch(ctx, to, req)
+	if err == nil && resp.GetStatus() != replicapb.Status_STATUS_OK {
+		err = errors.New(resp.GetError().GetMessage())
+	}
+	return err
 }
 
 // background runs fn on a goroutine the executor owns, with a context that ends after timeout or

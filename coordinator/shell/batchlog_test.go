@@ -128,6 +128,12 @@ func TestBatchlogWriteFailsTheBatchBeforeAnyPartitionIsWritten(t *testing.T) {
 				return errors.As(err, &f) && f.BatchLog && f.Received == 1 && f.Required == 2 && strings.Contains(err.Error(), "batchlog")
 			},
 			"a *FailureError, 1 of 2 acks, naming the batchlog"},
+		{"a batchlog node's call panicking (a bug)", func(c *cluster) { c.transport.setFault(panics, "n3") },
+			func(err error) bool {
+				var f *coordinator.FailureError
+				return errors.As(err, &f) && f.BatchLog && f.Received == 1 && f.Required == 2 && strings.Contains(err.Error(), "hit a bug")
+			},
+			"a *FailureError, 1 of 2 acks, naming the bug"},
 		{"a batchlog node hanging", func(c *cluster) { c.transport.setFault(hangWrites, "n2") },
 			func(err error) bool {
 				var to *coordinator.TimeoutError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -252,6 +253,22 @@ func (e *Executor) callRecovering(ctx context.Context, x exchange, s coordinator
 		}
 	}()
 	return x.call(ctx, s)
+}
+
+// recovered is deferred by the goroutines that call other nodes for a request after or beside
+// its replica calls (writes to pending replicas, batchlog stores, propagated accounts): a panic
+// in one, which is a bug of the node's, is logged with its stack and, when err is not nil, made
+// *err, so that the call counts as failed (as callRecovering makes a replica call's) and the
+// process goes on with every other request.
+func recovered(logger *slog.Logger, what string, to coordinator.NodeID, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	logger.Error(what+" panicked; it counts as failed", "node", to, "panic", p, "stack", string(debug.Stack()))
+	if err != nil {
+		*err = fmt.Errorf("internal error: %s to %s hit a bug in this node, which logged it", what, to)
+	}
 }
 
 // register records a flight; it reports false once the executor is closed.

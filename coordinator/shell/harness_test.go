@@ -446,13 +446,17 @@ func (c *cluster) deltas(on bool) shell.DeltaSender {
 	return c.transport
 }
 
-// AccountDelta delivers a batch of propagated deltas to a replica service.
+// AccountDelta delivers a batch of propagated deltas to a replica service; of the faults, it
+// heeds panics alone (and counts no call).
 func (t *transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
 	t.mu.Lock()
-	svc := t.services[to]
+	svc, f := t.services[to], t.faults[to]
 	t.mu.Unlock()
 	if svc == nil {
 		return nil, fmt.Errorf("no node %s", to)
+	}
+	if f == panics {
+		panic(fmt.Sprintf("a bug in the account delta to %s", to))
 	}
 	return svc.AccountDelta(ctx, overTheWire(req))
 }

@@ -85,11 +85,7 @@ func (e *Executor) writePending(ctx context.Context, token int64, pending []coor
 		go func() {
 			defer e.wg.Done()
 			defer e.release(f)
-			resp, err := e.transport.Mutate(rpcCtx, to, &replicapb.MutateRequest{Mutation: m})
-			if err == nil && resp.GetStatus() != replicapb.Status_STATUS_OK {
-				err = fmt.Errorf("status %v: %s", resp.GetStatus(), resp.GetError().GetMessage())
-			}
-			if err != nil {
+			if err := e.mutatePending(rpcCtx, to, m); err != nil {
 				e.logger.Debug("write to a pending replica failed; hinted", "replica", string(to), "token", token, "err", err)
 				// The pending replica may have read this range's stream already: a hint
 				// replays the write to it, as to a natural replica that missed it.
@@ -99,4 +95,14 @@ func (e *Executor) writePending(ctx context.Context, token int64, pending []coor
 			}
 		}()
 	}
+}
+
+// mutatePending writes m to the pending replica to; a panic in the call counts as its failure.
+func (e *Executor) mutatePending(ctx context.Context, to coordinator.NodeID, m *replicapb.Mutation) (err error) {
+	defer recovered(e.logger, "a write to a pending replica", to, &err)
+	resp, err := e.transport.Mutate(ctx, to, &replicapb.MutateRequest{Mutation: m})
+	if err == nil && resp.GetStatus() != replicapb.Status_STATUS_OK {
+		err = fmt.Errorf("status %v: %s", resp.GetStatus(), resp.GetError().GetMessage())
+	}
+	return err
 }

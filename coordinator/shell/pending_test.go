@@ -4,12 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/internal/lockedbuf"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
@@ -195,5 +197,36 @@ func TestDownPendingReplicaGetsAHint(t *testing.T) {
 	c.transport.mu.Unlock()
 	if sent != 0 {
 		t.Errorf("the down pending replica n3 was sent %d writes, want 0", sent)
+	}
+}
+
+// TestPendingReplicaPanicCountsAsItsFailure: a write to a pending replica whose call panics (a
+// bug of the node's) is logged with its stack and hinted, as a failed write to it is; the write
+// succeeds on its natural replicas and the process goes on.
+func TestPendingReplicaPanicCountsAsItsFailure(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2"}})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+	var logged lockedbuf.Buffer
+	hints := &hintRecorder{}
+	e, err := shell.NewExecutor(shell.Config{
+		LocalID: "n1", Ring: pendingRing{c.ring, []coordinator.NodeID{"n3"}}, Transport: c.transport,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, WriteTimeout: 300 * time.Millisecond,
+		Hints: hints, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	c.transport.setFault(panics, "n3")
+	if _, err := e.Execute(context.Background(), coordinator.Statement{Text: "INSERT INTO ks.t (k, v) VALUES (1, 1)", Consistency: coordinator.All, Keyspace: "ks"}); err != nil {
+		t.Fatalf("a write at ALL whose pending replica's call panics: %v, want success on n1 and n2", err)
+	}
+	e.WaitIdle()
+	if got := hints.targets(); !slices.Equal(got, []string{"n3"}) {
+		t.Errorf("hints after the pending replica's call panicked: %q, want one for n3", got)
+	}
+	if log := logged.String(); !strings.Contains(log, "a bug in the call to n3") || !strings.Contains(log, "goroutine") {
+		t.Errorf("the log does not hold the panic and its stack:\n%s", log)
 	}
 }

@@ -92,6 +92,7 @@ func (p *propagator) flush() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer recovered(p.logger, "an account delta", b.To, nil) // its deltas are lost, as when undelivered
 			ctx, cancel := context.WithTimeout(context.Background(), propagationTimeout)
 			defer cancel()
 			resp, err := p.send.AccountDelta(ctx, b.To, req)
