@@ -244,22 +244,21 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 // with its stack and answered as that replica's failure, as a failed call is: the request goes
 // on with the other replicas, and the process with every other request.
 func (e *Executor) callRecovering(ctx context.Context, x exchange, s coordinator.Send) (r coordinator.Response) {
+	var err error
 	defer func() {
-		if p := recover(); p != nil {
-			e.logger.Error("a replica call panicked; it counts as the replica's failure", "replica", s.To,
-				"panic", p, "stack", string(debug.Stack()))
-			r = coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed,
-				Err: fmt.Errorf("internal error: the call to %s hit a bug in this node, which logged it", s.To)}
+		if err != nil {
+			r = coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: err}
 		}
 	}()
+	defer recovered(e.logger, "a replica call", s.To, &err)
 	return x.call(ctx, s)
 }
 
-// recovered is deferred by the goroutines that call other nodes for a request after or beside
-// its replica calls (writes to pending replicas, batchlog stores, propagated accounts): a panic
-// in one, which is a bug of the node's, is logged with its stack and, when err is not nil, made
-// *err, so that the call counts as failed (as callRecovering makes a replica call's) and the
-// process goes on with every other request.
+// recovered is deferred by the calls a coordinator makes to other nodes (replica calls, writes
+// to pending replicas, batchlog stores and removals, propagated accounts): a panic in one, which
+// is a bug of the node's, is logged with its stack and, when err is not nil, made *err, so that
+// the call counts as failed, as it would with an error, and the process goes on with every other
+// request.
 func recovered(logger *slog.Logger, what string, to coordinator.NodeID, err *error) {
 	p := recover()
 	if p == nil {
