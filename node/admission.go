@@ -3,7 +3,7 @@ package node
 import (
 	"fmt"
 
-	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/frontend/admission"
 )
 
 // admissionConfig is the node's admission control configuration.

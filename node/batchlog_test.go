@@ -12,8 +12,8 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/localcluster"
 	"github.com/kvnode/kvnode/partitioner"
 )
 
@@ -30,7 +30,7 @@ func batchOver(v string) coordinator.BatchStatement {
 	return b
 }
 
-func sumMetric(t *testing.T, c *testcluster.Cluster, name string) float64 {
+func sumMetric(t *testing.T, c *localcluster.Cluster, name string) float64 {
 	t.Helper()
 	sum := 0.0
 	for _, n := range c.Running() {
@@ -39,9 +39,9 @@ func sumMetric(t *testing.T, c *testcluster.Cluster, name string) float64 {
 	return sum
 }
 
-func startBatchlogCluster(t *testing.T, adjust func(i int, cfg *node.Config)) *testcluster.Cluster {
+func startBatchlogCluster(t *testing.T, adjust func(i int, cfg *node.Config)) *localcluster.Cluster {
 	t.Helper()
-	c, err := testcluster.Start(context.Background(), testcluster.Options{Dir: t.TempDir(), Nodes: 3, Adjust: func(i int, cfg *node.Config) {
+	c, err := localcluster.Start(context.Background(), localcluster.Options{Dir: t.TempDir(), Nodes: 3, Adjust: func(i int, cfg *node.Config) {
 		cfg.SchemaAgreementTimeout = schemaAgreementTimeout
 		adjust(i, cfg)
 	}})

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/localcluster"
 )
 
 // BenchmarkCreateTable measures CREATE TABLE through one node of a three-node cluster on
@@ -15,7 +15,7 @@ import (
 // the wait until every live node gossips the new schema digest.
 func BenchmarkCreateTable(b *testing.B) {
 	ctx := context.Background()
-	tc, err := testcluster.Start(ctx, testcluster.Options{
+	tc, err := localcluster.Start(ctx, localcluster.Options{
 		Dir:    b.TempDir(),
 		Nodes:  3,
 		Adjust: func(_ int, cfg *node.Config) { cfg.SchemaAgreementTimeout = schemaAgreementTimeout },

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/localcluster"
 )
 
 // TestDecommissionHandsOffItsHints: a node that coordinated writes at ONE while another was down
@@ -19,7 +19,7 @@ func TestDecommissionHandsOffItsHints(t *testing.T) {
 	const leaving, target = 3, 2
 	var paused atomic.Bool
 	paused.Store(true)
-	c, err := testcluster.Start(context.Background(), testcluster.Options{
+	c, err := localcluster.Start(context.Background(), localcluster.Options{
 		Dir:   t.TempDir(),
 		Nodes: 4,
 		Adjust: func(i int, cfg *node.Config) {

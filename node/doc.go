@@ -21,6 +21,6 @@
 //
 // It may import every package below it (frontend/*, coordinator, coordinator/shell, replica,
 // cluster, partitionlimit, schema, cql, partitioner, cell, proto/replicapb, internal/atomicfile)
-// and is imported only by cmd/kvnode and by test and tool support (internal/testcluster,
-// internal/demo, benchmarks). It knows no client wire format itself: the front ends do.
+// and is imported only by cmd/kvnode and by test and tool support (node/localcluster,
+// tool/demo, benchmarks). It knows no client wire format itself: the front ends do.
 package node

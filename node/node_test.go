@@ -15,17 +15,17 @@ import (
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/localcluster"
 	"github.com/kvnode/kvnode/replica"
 )
 
 // testCluster is a set of in-process nodes on loopback with random ports and the fast gossip
-// profile, run by internal/testcluster. Nodes are addressed by index; a closed node's data
+// profile, run by node/localcluster. Nodes are addressed by index; a closed node's data
 // directory stays for a restart.
 type testCluster struct {
 	t     *testing.T
-	c     *testcluster.Cluster
+	c     *localcluster.Cluster
 	dirs  []string
 	nodes []*node.Node // node i, nil while it is stopped
 	ids   []string     // node ids, kept while a node is closed
@@ -67,7 +67,7 @@ func startCluster(t *testing.T, n int) *testCluster {
 // start and at every restart.
 func startClusterWith(t *testing.T, n int, adjust func(*node.Config)) *testCluster {
 	t.Helper()
-	c, err := testcluster.Start(context.Background(), testcluster.Options{
+	c, err := localcluster.Start(context.Background(), localcluster.Options{
 		Dir:   t.TempDir(),
 		Nodes: n,
 		Adjust: func(_ int, cfg *node.Config) {

@@ -12,8 +12,8 @@ import (
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testcluster"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/localcluster"
 )
 
 // TestWritesDuringRemoveNodeReachTheNewOwners: at RF=2 on 3 nodes, with one node killed, writes
@@ -28,9 +28,9 @@ func TestWritesDuringRemoveNodeReachTheNewOwners(t *testing.T) {
 		streamed  = make(chan struct{})
 		seenState [2]cluster.NodeState
 		refusals  [2]error
-		tc        *testcluster.Cluster
+		tc        *localcluster.Cluster
 	)
-	tc, err := testcluster.Start(context.Background(), testcluster.Options{
+	tc, err := localcluster.Start(context.Background(), localcluster.Options{
 		Dir:   t.TempDir(),
 		Nodes: 3,
 		Adjust: func(i int, cfg *node.Config) {

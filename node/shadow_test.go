@@ -15,8 +15,8 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/testcluster"
-	"github.com/kvnode/kvnode/internal/toppartitions"
+	"github.com/kvnode/kvnode/node/localcluster"
+	"github.com/kvnode/kvnode/tool/toppartitions"
 )
 
 // TestShadowModeWarnsGocql: gocql clients (ScyllaDB's fork, as applications use) writing a hot
@@ -29,7 +29,7 @@ import (
 func TestShadowModeWarnsGocql(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 3})
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: 3})
 	if err != nil {
 		t.Fatalf("start the nodes: %v", err)
 	}
@@ -122,7 +122,7 @@ func splitHostPort(t *testing.T, addr string) (string, int) {
 func TestShadowModeAcrossTheCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	c, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 3})
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: 3})
 	if err != nil {
 		t.Fatalf("start the nodes: %v", err)
 	}

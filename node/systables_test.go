@@ -129,7 +129,7 @@ func TestSystemLocalAndPeersDescribeTheCluster(t *testing.T) {
 		want := map[string][]byte{
 			"key":                     []byte("local"),
 			"bootstrapped":            []byte("COMPLETED"),
-			"cluster_name":            []byte("kvnode-testcluster"),
+			"cluster_name":            []byte("kvnode-localcluster"),
 			"data_center":             []byte("dc-east"),
 			"rack":                    []byte(racks[nd.ID()]),
 			"host_id":                 uuidBytes(systables.HostID(nd.ID())),

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/toppartitions"
+	"github.com/kvnode/kvnode/tool/toppartitions"
 )
 
 // TestTopPartitionsTableMatchesTheRPC makes partitions hot on both limiter paths (frozen clock:

@@ -14,8 +14,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/frontend/native"
-	"github.com/kvnode/kvnode/internal/admission"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
 )

@@ -8,6 +8,6 @@
 //
 // Run `kvnode <command> -h` for a command's flags.
 //
-// It may import node and the tools under internal/ (bench, cqlsh, demo, serveline, toppartitions);
+// It may import node and the tools under tool/ (bench, cqlsh, demo, toppartitions) and internal/serveline;
 // it is imported by nothing.
 package main

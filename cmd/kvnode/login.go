@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/cliflags"
 	"github.com/kvnode/kvnode/internal/tlsconfig"
+	"github.com/kvnode/kvnode/tool/cliflags"
 )
 
 // adminConn holds what the admin commands (status, decommission, removenode, cleanup, repair)

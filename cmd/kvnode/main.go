@@ -11,10 +11,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kvnode/kvnode/internal/bench"
-	"github.com/kvnode/kvnode/internal/cqlsh"
-	"github.com/kvnode/kvnode/internal/demo"
-	"github.com/kvnode/kvnode/internal/toppartitions"
+	"github.com/kvnode/kvnode/tool/bench"
+	"github.com/kvnode/kvnode/tool/cqlsh"
+	"github.com/kvnode/kvnode/tool/demo"
+	"github.com/kvnode/kvnode/tool/toppartitions"
 )
 
 func main() {

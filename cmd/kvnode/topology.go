@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/kvnode/kvnode/internal/cliflags"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/tool/cliflags"
 )
 
 // The nodetool-like topology commands: status, decommission and removenode. They call the Admin

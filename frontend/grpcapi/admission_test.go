@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
-	"github.com/kvnode/kvnode/internal/admission"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 

@@ -2,7 +2,7 @@ package native
 
 import (
 	"github.com/kvnode/kvnode/cqlwire"
-	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/internal/gopool"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cqlwire"
-	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/internal/poll"
 )
 

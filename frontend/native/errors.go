@@ -10,7 +10,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/cqlwire"
-	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/schema"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
-	"github.com/kvnode/kvnode/internal/admission"
+	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/internal/gopool"
 )
 

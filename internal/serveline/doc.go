@@ -4,5 +4,5 @@
 // the two can never drift apart.
 //
 // It imports nothing of kvnode: both the server (cmd/kvnode) and the launchers that read its output
-// (internal/testproc) use it.
+// (test/proc) use it.
 package serveline

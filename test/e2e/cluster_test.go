@@ -10,24 +10,24 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/testproc"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // Timeouts of the tests. They are generous because the machine running the tests may be busy;
-// none of them is ever waited out on success. The process plumbing's own are testproc's.
+// none of them is ever waited out on success. The process plumbing's own are proc's.
 const (
-	killTimeout = testproc.KillTimeout
+	killTimeout = proc.KillTimeout
 	rpcTimeout  = 10 * time.Second // one client statement
 	joinTimeout = 30 * time.Second // every node seeing every other one UP
 )
 
-// node is one kvnode node run as processes (see testproc.Node).
-type node = testproc.Node
+// node is one kvnode node run as processes (see proc.Node).
+type node = proc.Node
 
 // testCluster is a set of kvnode processes on loopback; the first node is every other's seed.
 type testCluster struct {
 	t     *testing.T
-	pc    *testproc.Cluster
+	pc    *proc.Cluster
 	nodes []*node
 }
 
@@ -37,12 +37,12 @@ type testCluster struct {
 // every node's stderr is logged.
 func startCluster(t *testing.T, n int, sync bool) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, pc: &testproc.Cluster{}}
+	tc := &testCluster{t: t, pc: &proc.Cluster{}}
 	// The directory is made before stopAll is registered, so that it is removed only after every
 	// process has stopped (cleanups run last-registered first).
 	root := t.TempDir()
 	t.Cleanup(tc.stopAll)
-	pc, err := testproc.Start(testproc.Options{Binary: kvnodeBinary, Dir: root, Nodes: n, Sync: sync})
+	pc, err := proc.Start(proc.Options{Binary: kvnodeBinary, Dir: root, Nodes: n, Sync: sync})
 	if pc != nil {
 		tc.pc, tc.nodes = pc, pc.Nodes
 	}
@@ -62,7 +62,7 @@ func (tc *testCluster) stopAll() {
 	if t.Failed() {
 		for _, n := range tc.nodes {
 			for _, path := range n.Stderrs() {
-				t.Logf("%s stderr (%s) ends:\n%s", n.Name, filepath.Base(path), testproc.Tail(path, 40))
+				t.Logf("%s stderr (%s) ends:\n%s", n.Name, filepath.Base(path), proc.Tail(path, 40))
 			}
 		}
 	}

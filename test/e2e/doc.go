@@ -2,7 +2,7 @@
 // clusters of `kvnode serve` processes on loopback (random ports, one data directory each, real
 // pebble on disk, real memberlist gossip and gRPC), driven through the real shell
 // (`kvnode cql`), the real load generator (`kvnode bench`) and the Go client. The processes are
-// run by internal/testproc. TestModelAcrossSIGKILL runs the model-checked workload of test/model
+// run by test/proc. TestModelAcrossSIGKILL runs the model-checked workload of test/model
 // against them, SIGKILLing and restarting nodes between phases (-model.seed replays a history,
 // -model.ops sets the length of each phase).
 //

@@ -3,7 +3,7 @@ package e2e
 import (
 	"testing"
 
-	"github.com/kvnode/kvnode/internal/testproc"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // kvnodeBinary is the path of the kvnode binary TestMain built; it is set once, before any test
@@ -12,7 +12,7 @@ var kvnodeBinary string
 
 // TestMain builds the kvnode binary once for every test in the package. A build failure fails
 // the whole package loudly: without the binary nothing here can run.
-func TestMain(m *testing.M) { testproc.Main(m, "e2e", &kvnodeBinary) }
+func TestMain(m *testing.M) { proc.Main(m, "e2e", &kvnodeBinary) }
 
 // skipShort skips an end-to-end test under go test -short.
 func skipShort(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/testproc"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // repairResult is `kvnode repair --json`'s output.
@@ -110,11 +110,11 @@ func TestRepairConvergesADivergentReplica(t *testing.T) {
 // (--max-hint-window 1ms), so that a node that was down misses the writes it was down for.
 func startNoHintCluster(t *testing.T) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, pc: &testproc.Cluster{}}
+	tc := &testCluster{t: t, pc: &proc.Cluster{}}
 	root := t.TempDir()
 	t.Cleanup(tc.stopAll)
 	noHints := []string{"--max-hint-window", "1ms"}
-	pc, err := testproc.Start(testproc.Options{Binary: kvnodeBinary, Dir: root, Nodes: 3, ExtraArgs: [][]string{noHints, noHints, noHints}})
+	pc, err := proc.Start(proc.Options{Binary: kvnodeBinary, Dir: root, Nodes: 3, ExtraArgs: [][]string{noHints, noHints, noHints}})
 	if pc != nil {
 		tc.pc, tc.nodes = pc, pc.Nodes
 	}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testproc"
 	"github.com/kvnode/kvnode/internal/tlsconfig"
 	"github.com/kvnode/kvnode/internal/tlsconfig/tlstest"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // TestSecureCluster runs `kvnode serve` processes with the flags of docs/operations.md's
@@ -46,10 +46,10 @@ func TestSecureCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := &testCluster{t: t, pc: &testproc.Cluster{}}
+	tc := &testCluster{t: t, pc: &proc.Cluster{}}
 	root := t.TempDir()
 	t.Cleanup(tc.stopAll)
-	pc, err := testproc.Start(testproc.Options{Binary: kvnodeBinary, Dir: root, Nodes: 2, ExtraArgs: args, ClientTLS: clientTLS})
+	pc, err := proc.Start(proc.Options{Binary: kvnodeBinary, Dir: root, Nodes: 2, ExtraArgs: args, ClientTLS: clientTLS})
 	if pc != nil {
 		tc.pc, tc.nodes = pc, pc.Nodes
 	}

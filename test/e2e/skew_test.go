@@ -14,8 +14,8 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/internal/testproc"
 	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // skewLimit is the hot table's per-partition limit for reads and for writes, and skewWorkers the
@@ -70,14 +70,14 @@ func TestClockSkewHoldsTheLimit(t *testing.T) {
 	offsets := []time.Duration{-500 * time.Millisecond, 0, 250 * time.Millisecond, 0}
 	warmup, window := 3*time.Second, 30*time.Second
 
-	tc := &testCluster{t: t, pc: &testproc.Cluster{}}
+	tc := &testCluster{t: t, pc: &proc.Cluster{}}
 	root := t.TempDir()
 	t.Cleanup(tc.stopAll)
 	args := make([][]string, len(offsets))
 	for i, off := range offsets {
 		args[i] = []string{"--testing-clock-offset", off.String()}
 	}
-	pc, err := testproc.Start(testproc.Options{Binary: kvnodeBinary, Dir: root, Nodes: len(offsets), ExtraArgs: args})
+	pc, err := proc.Start(proc.Options{Binary: kvnodeBinary, Dir: root, Nodes: len(offsets), ExtraArgs: args})
 	if pc != nil {
 		tc.pc, tc.nodes = pc, pc.Nodes
 	}
@@ -168,7 +168,7 @@ func TestClockSkewHoldsTheLimit(t *testing.T) {
 
 // scrapeCounter reads one unlabelled counter from n's metrics.
 func scrapeCounter(n *node, name string) (float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), testproc.ScrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), proc.ScrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.MetricsAddr+"/metrics", nil)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testproc"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // startCQLCluster starts n nodes on 127.0.0.1, 127.0.0.2, ..., every one serving the native
@@ -19,10 +19,10 @@ import (
 // every node sees all of them UP. Cleanup as startCluster's.
 func startCQLCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, pc: &testproc.Cluster{}}
+	tc := &testCluster{t: t, pc: &proc.Cluster{}}
 	root := t.TempDir()
 	t.Cleanup(tc.stopAll)
-	pc, err := testproc.Start(testproc.Options{Binary: kvnodeBinary, Dir: root, Hosts: testproc.LoopbackHosts(n), CQL: true})
+	pc, err := proc.Start(proc.Options{Binary: kvnodeBinary, Dir: root, Hosts: proc.LoopbackHosts(n), CQL: true})
 	if pc != nil {
 		tc.pc, tc.nodes = pc, pc.Nodes
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testproc"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 const (
@@ -144,7 +144,7 @@ func TestTopologyChangesLoseNoRow(t *testing.T) {
 	w := startTopoWriter(n2.Client())
 	t.Cleanup(func() { w.stop() })
 	poll.Must(t, rpcTimeout, "the writer has 20 acknowledged writes", func() error { return w.atLeast(20) })
-	n4 := &testproc.Node{Name: "n4", DataDir: filepath.Join(filepath.Dir(n1.DataDir), "n4"), LogDir: filepath.Dir(n1.Stderrs()[0]),
+	n4 := &proc.Node{Name: "n4", DataDir: filepath.Join(filepath.Dir(n1.DataDir), "n4"), LogDir: filepath.Dir(n1.Stderrs()[0]),
 		Binary: kvnodeBinary, Seeds: []string{n1.GossipAddr}}
 	tc.nodes = append(tc.nodes, n4)
 	tc.pc.Nodes = tc.nodes
@@ -173,7 +173,7 @@ func TestTopologyChangesLoseNoRow(t *testing.T) {
 	}
 	t.Logf("decommission: %s", strings.TrimSpace(out))
 	n1.CloseClient()
-	if err := n1.Proc().Terminate(); err != nil || !n1.Proc().WaitExit(testproc.StopGrace) {
+	if err := n1.Proc().Terminate(); err != nil || !n1.Proc().WaitExit(proc.StopGrace) {
 		t.Fatalf("the decommissioned node did not stop on SIGTERM: %v", err)
 	}
 	rest := []*node{n2, n3, n4}

@@ -14,7 +14,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testproc"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // The role the auth tests create: granted SELECT and MODIFY on authKeyspace only.
@@ -29,7 +29,7 @@ const (
 // waits until the superuser admin can log in through gocql. It then creates authKeyspace with
 // the table t (k text PRIMARY KEY, v int) and the role authRole, granted SELECT and MODIFY on
 // the keyspace.
-func startAuthCluster(t *testing.T) *testproc.Cluster {
+func startAuthCluster(t *testing.T) *proc.Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("interop: skipped under -short (it builds kvnode and runs a 3-node cluster)")
@@ -43,8 +43,8 @@ func startAuthCluster(t *testing.T) *testproc.Cluster {
 	for i := range extra {
 		extra[i] = []string{"--authenticator", "password", "--superuser-password-file", pwFile}
 	}
-	c, err := testproc.Start(testproc.Options{
-		Binary: kvnodeBinary, Dir: root, Hosts: testproc.LoopbackHosts(3), CQL: true, NumTokens: numTokens, ExtraArgs: extra,
+	c, err := proc.Start(proc.Options{
+		Binary: kvnodeBinary, Dir: root, Hosts: proc.LoopbackHosts(3), CQL: true, NumTokens: numTokens, ExtraArgs: extra,
 	})
 	if c != nil {
 		t.Cleanup(func() {
@@ -54,7 +54,7 @@ func startAuthCluster(t *testing.T) *testproc.Cluster {
 			if t.Failed() {
 				for _, n := range c.Nodes {
 					for _, path := range n.Stderrs() {
-						t.Logf("%s stderr (%s) ends:\n%s", n.Name, filepath.Base(path), testproc.Tail(path, 40))
+						t.Logf("%s stderr (%s) ends:\n%s", n.Name, filepath.Base(path), proc.Tail(path, 40))
 					}
 				}
 			}

@@ -4,5 +4,5 @@
 // python/ and node/, which the Go runner starts against the same kind of cluster.
 //
 // Every test runs three real `kvnode serve` processes on 127.0.0.1, 127.0.0.2 and 127.0.0.3 with
-// the same ports on each address, as drivers expect of a cluster (internal/testproc.StartHosts).
+// the same ports on each address, as drivers expect of a cluster (test/proc.StartHosts).
 package interop

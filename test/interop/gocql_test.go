@@ -18,7 +18,7 @@ import (
 	"gopkg.in/inf.v0"
 
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testproc"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // TestGocqlIsScyllaDBsFork checks that go.mod's replace directive took effect: ScyllaDB's fork
@@ -157,7 +157,7 @@ func TestGocql(t *testing.T) {
 
 // testGocqlDiscovery checks that the session knows all three nodes, up, with the identity, data
 // center, rack and tokens kvnode gave them.
-func testGocqlDiscovery(t *testing.T, c *testproc.Cluster, session *gocql.Session) {
+func testGocqlDiscovery(t *testing.T, c *proc.Cluster, session *gocql.Session) {
 	want := map[string]string{} // IP → host id
 	for _, n := range c.Nodes {
 		want[n.Host()] = n.ID
@@ -655,7 +655,7 @@ func testGocqlRouting(t *testing.T, session *gocql.Session, rec *recorder, place
 // error gocql returns: *gocql.RequestErrRateLimitReached with the op type and who rejected,
 // first through a replica (token-aware: the coordinator decides alone), then through the node
 // that is not a replica of the partition (its replicas decide).
-func testGocqlRateLimit(t *testing.T, c *testproc.Cluster, place placement) {
+func testGocqlRateLimit(t *testing.T, c *proc.Cluster, place placement) {
 	rec := &recorder{}
 	newSession := func(t *testing.T, hosts []string) *gocql.Session {
 		cluster := newGocqlCluster(hosts, c.CQLPort)

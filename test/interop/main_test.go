@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/internal/testproc"
 	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // kvnodeBinary is the path of the kvnode binary TestMain built; it is set once, before any test
@@ -30,22 +30,22 @@ const numTokens = 16
 
 // TestMain builds the kvnode binary once for every test in the package. A build failure fails
 // the whole package loudly: without the binary nothing here can run.
-func TestMain(m *testing.M) { testproc.Main(m, "interop", &kvnodeBinary) }
+func TestMain(m *testing.M) { proc.Main(m, "interop", &kvnodeBinary) }
 
 // startCluster starts three nodes on 127.0.0.1, 127.0.0.2 and 127.0.0.3, every one serving the
 // native protocol on the same port (Cluster.CQLPort), and waits until each sees all three UP.
 // Its cleanup stops every process (SIGTERM, then SIGKILL after a grace period; a node that does
 // not exit cleanly fails the test) and, when the test failed, logs the end of each node's stderr.
-func startCluster(t *testing.T) *testproc.Cluster {
+func startCluster(t *testing.T) *proc.Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("interop: skipped under -short (it builds kvnode and runs a 3-node cluster)")
 	}
 	root := t.TempDir() // made before the cleanup is registered, so removed after the processes stop
-	c, err := testproc.Start(testproc.Options{
+	c, err := proc.Start(proc.Options{
 		Binary:    kvnodeBinary,
 		Dir:       root,
-		Hosts:     testproc.LoopbackHosts(3),
+		Hosts:     proc.LoopbackHosts(3),
 		CQL:       true,
 		NumTokens: numTokens,
 	})
@@ -57,7 +57,7 @@ func startCluster(t *testing.T) *testproc.Cluster {
 			if t.Failed() {
 				for _, n := range c.Nodes {
 					for _, path := range n.Stderrs() {
-						t.Logf("%s stderr (%s) ends:\n%s", n.Name, filepath.Base(path), testproc.Tail(path, 40))
+						t.Logf("%s stderr (%s) ends:\n%s", n.Name, filepath.Base(path), proc.Tail(path, 40))
 					}
 				}
 			}
@@ -84,7 +84,7 @@ type placement struct {
 	idOf   map[string]cluster.NodeID // IP address → node id
 }
 
-func newPlacement(c *testproc.Cluster) placement {
+func newPlacement(c *proc.Cluster) placement {
 	p := placement{hostOf: map[cluster.NodeID]string{}, idOf: map[string]cluster.NodeID{}}
 	var nodes []cluster.RingNode
 	for _, n := range c.Nodes {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator/shell"
-	"github.com/kvnode/kvnode/internal/testcluster"
+	"github.com/kvnode/kvnode/node/localcluster"
 )
 
 var (
@@ -27,7 +27,7 @@ func logFeatures(t *testing.T, f Features) {
 }
 
 // inProcess is a Target over an in-process cluster.
-type inProcess struct{ tc *testcluster.Cluster }
+type inProcess struct{ tc *localcluster.Cluster }
 
 func (p inProcess) Client(i int) *client.Client { return p.tc.Node(i).Client() }
 
@@ -79,7 +79,7 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) 
 	p := NewPool(w, *workersFlag)
 	defer func() { total.Add(p.Stats()) }() // also when the history fails
 	p.SetReplay(fmt.Sprintf("go test ./test/model/ -run 'TestModel$' -v -model.histories 1 -model.ops %d -model.workers %d -model.seed %d", ops, *workersFlag, seed))
-	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
+	tc, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/testcluster"
+	"github.com/kvnode/kvnode/node/localcluster"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -20,7 +20,7 @@ import (
 // must be read back through every node.
 func TestEveryRowReadableThroughEveryNodeRF1(t *testing.T) {
 	ctx := context.Background()
-	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 3})
+	tc, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func mustExec(t *testing.T, c *client.Client, cl client.Consistency, stmt string
 // replica that was down for the delete and the insert (and has not had their hints yet) holds.
 func TestLimitedReadPastAStaleReplicasLastRow(t *testing.T) {
 	ctx := context.Background()
-	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: 3})
+	tc, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

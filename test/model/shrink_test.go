@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/testcluster"
+	"github.com/kvnode/kvnode/node/localcluster"
 )
 
 var shrinkFlag = flag.Duration("model.shrink", 90*time.Second, "how long to spend shrinking a failing history by replay (0: do not shrink)")
@@ -25,7 +25,7 @@ func shrink(t *testing.T, v *Violation, nodes int) string {
 	}
 	deadline := time.Now().Add(*shrinkFlag)
 	ctx := context.Background()
-	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: nodes})
+	tc, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: nodes})
 	if err != nil {
 		return fmt.Sprintf("cannot shrink: %v", err)
 	}

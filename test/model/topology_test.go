@@ -12,7 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/poll"
-	"github.com/kvnode/kvnode/internal/testcluster"
+	"github.com/kvnode/kvnode/node/localcluster"
 )
 
 // concurrentFlag makes TestModelTopology run operations while the topology changes. Reads at ONE
@@ -21,7 +21,7 @@ import (
 var concurrentFlag = flag.Bool("model.topology.concurrent", false, "run TestModelTopology's operations while the topology changes, not between the changes")
 
 // sameRing waits until every running node of tc has the same ring.
-func sameRing(ctx context.Context, tc *testcluster.Cluster) error {
+func sameRing(ctx context.Context, tc *localcluster.Cluster) error {
 	return poll.Until(ctx, time.Minute, "every running node has the same ring", func() error {
 		running := tc.Running()
 		first := running[0].Node().Cluster().Ring()
@@ -78,7 +78,7 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 	p := NewPool(w, *workersFlag)
 	defer func() { total.Add(p.Stats()) }()
 	p.SetReplay(fmt.Sprintf("go test ./test/model/ -run 'TestModelTopology$' -v -model.ops %d -model.workers %d -model.seed %d", ops, *workersFlag, seed))
-	tc, err := testcluster.Start(ctx, testcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
+	tc, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: w.Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,29 +11,29 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/internal/testproc"
 	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/test/proc"
 )
 
 // numTokens is the vnode count every server is started with; findOwner needs it to rebuild the
 // ring.
 const numTokens = 16
 
-// Bounds on waiting for servers (starting and stopping one are testproc's).
+// Bounds on waiting for servers (starting and stopping one are proc's).
 const (
 	joinTimeout = 60 * time.Second // every server seeing every other as UP
 	ddlTimeout  = 30 * time.Second // one DDL statement
 )
 
 // buildKVNode builds cmd/kvnode into dir and returns the binary's path.
-func buildKVNode(dir string) (string, error) { return testproc.Build(dir) }
+func buildKVNode(dir string) (string, error) { return proc.Build(dir) }
 
-// testCluster is a set of kvnode serve processes on loopback (internal/testproc) that form one
+// testCluster is a set of kvnode serve processes on loopback (test/proc) that form one
 // cluster, node i on 127.0.0.(i+1) with every listener on a port shared by all nodes (as CQL
 // drivers expect), and a gRPC client connected to each.
 type testCluster struct {
-	pc      *testproc.Cluster
-	servers []*testproc.Node
+	pc      *proc.Cluster
+	servers []*proc.Node
 	clients []*client.Client
 }
 
@@ -43,15 +43,15 @@ type testCluster struct {
 // native protocol on one shared port, the first as seed of the others, and returns once every
 // server sees all n UP.
 func startCluster(ctx context.Context, bin, root, name string, n int, sync bool, extra ...string) (c *testCluster, err error) {
-	opts := testproc.Options{
-		Binary: bin, Dir: filepath.Join(root, name), Hosts: testproc.LoopbackHosts(n), CQL: true, Sync: sync,
+	opts := proc.Options{
+		Binary: bin, Dir: filepath.Join(root, name), Hosts: proc.LoopbackHosts(n), CQL: true, Sync: sync,
 		NumTokens: numTokens, LogLevel: "warn",
 	}
 	extra = append([]string{"--coordinator-learning"}, extra...)
 	for range n {
 		opts.ExtraArgs = append(opts.ExtraArgs, extra)
 	}
-	pc, err := testproc.Start(opts)
+	pc, err := proc.Start(opts)
 	c = &testCluster{pc: pc}
 	if pc != nil {
 		c.servers = pc.Nodes

@@ -57,7 +57,7 @@
 //
 // Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
 //
-// The load generator is internal/bench (and gocql directly where a path needs a fixed
+// The load generator is tool/bench (and gocql directly where a path needs a fixed
 // coordinator), run in this process: it shares the machine's CPUs with the servers, and the
 // report shows how much of them it used in each phase. Server CPU is read from
 // /proc/<pid>/task/<tid>/schedstat (nanoseconds) and cross-checked with utime+stime from

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/bench"
+	"github.com/kvnode/kvnode/tool/bench"
 )
 
 // targetLoss is the share of background throughput the hot partition must take away with no

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kvnode/kvnode/internal/bench"
+	"github.com/kvnode/kvnode/tool/bench"
 )
 
 // The tables the program creates. Every table has the same columns.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/bench"
+	"github.com/kvnode/kvnode/tool/bench"
 )
 
 // The single-node tables of the overhead comparison: the same columns, one with limits that

@@ -22,7 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kvnode/kvnode/client"
-	"github.com/kvnode/kvnode/internal/bench"
+	"github.com/kvnode/kvnode/tool/bench"
 )
 
 // tableOverload is the overload part's table, on a one-node cluster of its own.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvnode/kvnode/internal/bench"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/tool/bench"
 )
 
 func TestParseStatCPU(t *testing.T) {

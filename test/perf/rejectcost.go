@@ -17,7 +17,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cqlwire"
-	"github.com/kvnode/kvnode/internal/bench"
+	"github.com/kvnode/kvnode/tool/bench"
 )
 
 // maxLimit is the largest per_partition_rate_limit value (2^31-1): a limit that never rejects.

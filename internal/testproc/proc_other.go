@@ -1,9 +1,0 @@
-//go:build !linux
-
-package testproc
-
-import "os/exec"
-
-// setDeathSignal does nothing here: only Linux has a parent-death signal, so elsewhere a
-// launcher that dies without stopping its nodes leaves them running.
-func setDeathSignal(*exec.Cmd) {}

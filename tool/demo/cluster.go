@@ -1,0 +1,133 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/localcluster"
+	"github.com/kvnode/kvnode/replica"
+)
+
+// numNodes is the size of the demo cluster, and the keyspace's replication factor.
+const numNodes = 3
+
+// clusterName keeps the demo's nodes apart from any real kvnode cluster on the same host.
+const clusterName = "kvnode-demo"
+
+// How long startup may take before the demo gives up.
+const (
+	liveTimeout   = 30 * time.Second
+	schemaTimeout = 15 * time.Second
+)
+
+// startNodes starts numNodes nodes (node/localcluster) in subdirectories of dir on free
+// loopback ports, each joining through the first, and waits until every node sees every node
+// live. With sharedNative, node i listens on 127.0.0.(i+1) with one native port shared by all,
+// as CQL drivers expect of a cluster. On error it closes the nodes it started; the caller
+// closes the cluster otherwise.
+func startNodes(ctx context.Context, dir string, log *slog.Logger, sharedNative bool) (*localcluster.Cluster, error) {
+	var hosts []string
+	var port int
+	if sharedNative {
+		hosts = loopbackHosts(numNodes)
+		var err error
+		if port, err = sharedPort(hosts); err != nil {
+			return nil, fmt.Errorf("demo: %w (--protocol grpc needs only 127.0.0.1)", err)
+		}
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Dir:         dir,
+		Nodes:       numNodes,
+		ClusterName: clusterName,
+		// The data is thrown away at the end; syncing every write would only make the demo
+		// measure the disk.
+		Sync:         false,
+		Profile:      cluster.ProfileLocal,
+		Logger:       log,
+		LogKey:       "demo_node",
+		StartTimeout: liveTimeout,
+		Adjust: func(i int, cfg *node.Config) {
+			if hosts != nil {
+				cfg.Addr = net.JoinHostPort(hosts[i], "0")
+				cfg.GossipAddr = net.JoinHostPort(hosts[i], "0")
+				cfg.CQLAddr = net.JoinHostPort(hosts[i], strconv.Itoa(port))
+			}
+			// Three nodes share one process: keep their pebble caches small, but not as small as
+			// a test's.
+			cfg.Storage = replica.Options{CacheSize: 16 << 20, MemTableSize: 4 << 20}
+			// The node's default, not the test cluster's short one.
+			cfg.SchemaAgreementTimeout = 0
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	return c, nil
+}
+
+// waitSchemaAgreed waits until every node holds the same schema.
+func waitSchemaAgreed(ctx context.Context, c *localcluster.Cluster) error {
+	err := poll.Until(ctx, schemaTimeout, "every node holds the demo table", func() error {
+		nodes := c.Nodes()
+		for _, n := range nodes[1:] {
+			if got, want := n.Node().SchemaDigest(), nodes[0].Node().SchemaDigest(); got != want {
+				return fmt.Errorf("%s has schema %s, %s has %s", n.Name, got, nodes[0].Name, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
+}
+
+// loopbackHosts returns 127.0.0.1 to 127.0.0.n: Linux routes all of 127.0.0.0/8 to the loopback
+// interface, so nodes on them need no setup to share a port.
+func loopbackHosts(n int) []string {
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = "127.0.0." + strconv.Itoa(i+1)
+	}
+	return hosts
+}
+
+// sharedPortAttempts is how many ports sharedPort tries.
+const sharedPortAttempts = 20
+
+// sharedPort returns a TCP port that is free on every one of hosts, checked by binding it on
+// each. The port is released on return; a node started right after binds it again.
+func sharedPort(hosts []string) (int, error) {
+	var last error
+	for range sharedPortAttempts {
+		first, err := net.Listen("tcp", net.JoinHostPort(hosts[0], "0"))
+		if err != nil {
+			return 0, fmt.Errorf("listen on %s: %w", hosts[0], err)
+		}
+		port := first.Addr().(*net.TCPAddr).Port
+		held := []net.Listener{first}
+		ok := true
+		for _, h := range hosts[1:] {
+			l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+			if err != nil {
+				last, ok = fmt.Errorf("no port free on every one of %v: %s: %w", hosts, h, err), false
+				break
+			}
+			held = append(held, l)
+		}
+		for _, l := range held {
+			l.Close()
+		}
+		if ok {
+			return port, nil
+		}
+	}
+	return 0, last
+}
