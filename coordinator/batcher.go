@@ -49,7 +49,7 @@ func (l Learned) Copy() (count, residual uint32, at time.Time) {
 }
 
 // Delta is a number of operations on one of a replica's counters that the replica did not see:
-// account propagation sends it to the replica as account-only (DESIGN §1).
+// account propagation sends it to the replica as account-only (docs/architecture.md, the limiter).
 type Delta struct {
 	Table schema.TableID
 	Token int64

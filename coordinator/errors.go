@@ -119,7 +119,7 @@ func (e *FailureError) Reason() FailureReason {
 }
 
 // SchemaUnavailableError reports a schema change that could not be agreed: fewer than a majority
-// of the cluster's members answered (DDL needs a majority, DESIGN §2). Message says which members
+// of the cluster's members answered (DDL needs a majority, docs/architecture.md). Message says which members
 // were down and, when a majority failed between the two phases, that the change may still take
 // effect. Retrying may succeed once enough members are up.
 type SchemaUnavailableError struct {

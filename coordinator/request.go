@@ -72,7 +72,7 @@ type Params struct {
 	// Stamp is the coordinator's clock reading for the operation, which the shell (or the
 	// simulator) takes once: every replica that counts the operation accounts it at this time
 	// (bounded against its own clock), so the counters that decide it halve at the
-	// coordinator's second boundaries, not at each replica's (DESIGN §1). The zero time sends
+	// coordinator's second boundaries, not at each replica's (docs/architecture.md, the limiter). The zero time sends
 	// no stamp: replicas account on their own clocks. Ignored when the operation is not
 	// limited.
 	Stamp time.Time

@@ -14,11 +14,11 @@ import (
 	"time"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the testdata transcripts with the actual output")
+var update = flag.Bool("update", false, "rewrite the testdata transcripts with the actual output")
 
 // TestTranscripts replays the request transcripts in testdata/*.txt. Each block is one command,
 // a "----" line, and the expected output up to a blank line; lines starting with # are comments.
-// Run `go test ./coordinator -run TestTranscripts -rewrite` to regenerate the expected output,
+// Run `go test ./coordinator -run TestTranscripts -update` to regenerate the expected output,
 // then read the diff.
 //
 // Commands (times are offsets from the request's start):
@@ -86,7 +86,7 @@ func runTranscript(t *testing.T, file string) {
 	var out strings.Builder
 	for _, b := range blocks {
 		got := d.run(b.cmd)
-		if *rewrite {
+		if *update {
 			for _, l := range b.pre {
 				out.WriteString(l + "\n")
 			}
@@ -100,7 +100,7 @@ func runTranscript(t *testing.T, file string) {
 			t.Errorf("%s:%d: %s\noutput:\n%s\nwant:\n%s", file, b.line, b.cmd, g, w)
 		}
 	}
-	if *rewrite {
+	if *update {
 		for _, l := range tail {
 			out.WriteString(l + "\n")
 		}

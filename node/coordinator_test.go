@@ -182,7 +182,7 @@ func TestRateLimitRejectedByReplicas(t *testing.T) {
 // TestRejectionsReachTheOtherReplicas checks account propagation between real nodes: when the
 // coordinator rejects an operation locally, the other replicas never see it, so the coordinator
 // sends them account-only deltas. Without them each replica counts only part of a partition's
-// load and coordinators spread over the replicas admit up to RF × limit (DESIGN §1). The clock
+// load and coordinators spread over the replicas admit up to RF × limit (docs/architecture.md, the limiter). The clock
 // is frozen so that counters do not decay and every count is exact.
 func TestRejectionsReachTheOtherReplicas(t *testing.T) {
 	const writes = 300

@@ -312,7 +312,7 @@ func (s *Service) admit(t *schema.Table, token int64, op schema.Op, lim *replica
 // at returns the time to account an operation or delta batch stamped stamp (nanoseconds since
 // the Unix epoch; 0 for none) at: the coordinator's stamp bounded to within maxSkew of this
 // node's clock (partitionlimit.Stamp), so that every replica of an operation accounts it at
-// the same time whatever its own clock says (DESIGN §1), and this node's clock, local, on
+// the same time whatever its own clock says (docs/architecture.md, the limiter), and this node's clock, local, on
 // which the limiter measures how old a young counter is (partitionlimit.Table.ApplyAt).
 // Clamped stamps are counted.
 func (s *Service) at(stamp int64) (at, local time.Time) {

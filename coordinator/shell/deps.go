@@ -31,7 +31,7 @@ type Transport interface {
 }
 
 // LocalLimiter accounts and decides on the local node's counters without touching storage: the
-// first step when the coordinator is itself a replica of the token (DESIGN §1). A table without a
+// first step when the coordinator is itself a replica of the token (docs/architecture.md, the limiter). A table without a
 // limit for op is admitted without being counted.
 type LocalLimiter interface {
 	Check(id schema.TableID, token int64, op coordinator.Op, draw float64, now time.Time) (partitionlimit.Decision, error)

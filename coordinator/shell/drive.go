@@ -79,7 +79,7 @@ func (e *Executor) newRequest(p coordinator.Params) (*coordinator.Request, error
 	}
 	if p.Limit > 0 && !p.Exempt && p.Stamp.IsZero() {
 		// Every replica that counts the operation accounts it at this coordinator's time
-		// (DESIGN §1: decide on the coordinator's clock).
+		// (docs/architecture.md, the limiter: decide on the coordinator's clock).
 		p.Stamp = e.now()
 	}
 	req := requestPool.Get().(*coordinator.Request)

@@ -37,7 +37,7 @@ type Config struct {
 	// Transport sends replica requests, serving those addressed to LocalID in process.
 	Transport Transport
 	// Local is this node's limiter, consulted before anything is sent when the node is a replica
-	// of a limited operation's partition (DESIGN §1). Nil lets the replicas enforce even then.
+	// of a limited operation's partition (docs/architecture.md, the limiter). Nil lets the replicas enforce even then.
 	Local LocalLimiter
 	// Schema owns the schema and applies schema statements.
 	Schema SchemaManager
@@ -61,7 +61,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer is told about every request, for metrics. Nil means none.
 	Observer Observer
-	// Deltas carries account propagation (DESIGN §1): the replicas that did not see a limited
+	// Deltas carries account propagation (docs/architecture.md, the limiter): the replicas that did not see a limited
 	// operation (this coordinator rejected it locally, or a read contacted fewer than all
 	// replicas) are sent batched, coalesced account-only deltas so that every replica's counter
 	// measures the partition's whole load. Nil disables propagation; with coordinators spread

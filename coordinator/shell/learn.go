@@ -13,7 +13,7 @@ import (
 )
 
 // learner keeps the partitions this coordinator learned are hot from the rejections of their
-// replicas, when it is not one of them (DESIGN §1, issue 16): a small partitionlimit.Table of
+// replicas, when it is not one of them (docs/architecture.md, the limiter, issue 16): a small partitionlimit.Table of
 // learned copies of the replicas' counters, which the core's Request.Learn fills and
 // Params.Learned consults. While a partition's copy has not decayed to zero, its limited
 // operations are checked here first with the replicas' own rule and draw; a rejection there

@@ -22,7 +22,7 @@ type DeltaSender interface {
 // replica that does not take them in time loses them, which only makes its counter a little low.
 const propagationTimeout = 500 * time.Millisecond
 
-// propagator drives account propagation's Batcher for the executor (DESIGN §1): requests add
+// propagator drives account propagation's Batcher for the executor (docs/architecture.md, the limiter): requests add
 // to it under a mutex, and every interval its own goroutine drains it and sends each live
 // replica its batch as one AccountDelta RPC. The RPCs never run on a request's goroutine.
 type propagator struct {

@@ -1,5 +1,5 @@
 // Package admission bounds the client requests one node executes at once and the ones waiting
-// for their turn (DESIGN: a node that sheds load instead of falling over). Both client front
+// for their turn (a node sheds load instead of falling over). Both client front
 // ends (the CQL native protocol and the gRPC API) share one Controller per node; internal
 // traffic (replica requests, schema, hints, streaming, repair) never passes through it.
 //

@@ -110,7 +110,7 @@ func testBench(t *testing.T, tc *testCluster) {
 		partitions = 200       // cold partitions sharing the other 200 ops/s: 1/s each
 		seconds    = 10
 		// The first seconds are left out of the hot partition's accepted rate: its counters start
-		// at zero, and every write is admitted until they pass twice the limit (DESIGN.md §1), so
+		// at zero, and every write is admitted until they pass twice the limit (docs/architecture.md, the limiter), so
 		// the first second admits several times the limit by design.
 		warmupSeconds = 2
 	)

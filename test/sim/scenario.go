@@ -66,7 +66,7 @@ type Configuration uint8
 
 // The configurations. The zero value is the baseline.
 const (
-	// Scylla is the per-partition limiter as ScyllaDB designs it (and DESIGN §1 first
+	// Scylla is the per-partition limiter as ScyllaDB designs it (and docs/architecture.md, the limiter first
 	// describes it): no account propagation, replicas decide on their own clocks, and a new
 	// counter starts at zero with no onset bound.
 	Scylla Configuration = iota

@@ -225,7 +225,7 @@ func TestNothingRejectedAtHalfTheLimit(t *testing.T) {
 	}
 }
 
-// TestKnownInaccuraciesAreReproduced: the simulator must show the inaccuracies DESIGN §1 lists,
+// TestKnownInaccuraciesAreReproduced: the simulator must show the inaccuracies docs/architecture.md, the limiter lists,
 // not hide them: reads at ONE spread over the replicas, and writes through random replica
 // coordinators that reject without telling the others, approach RF·L as overload grows, while
 // the same load through one fixed coordinator stays at L. Skew makes replicas disagree.
@@ -393,7 +393,7 @@ func TestReplicaStateAndPartialWrites(t *testing.T) {
 }
 
 // TestSmoothTrafficAtTheLimitIsNeverRejected: a partition offered exactly L per second, evenly
-// spaced, keeps its counter between L and 2L, which the rule always admits (DESIGN §1: steady
+// spaced, keeps its counter between L and 2L, which the rule always admits (docs/architecture.md, the limiter: steady
 // traffic at or under the limit is never rejected). The coordinator is the replica, so the
 // operations reach the counter exactly evenly spaced.
 func TestSmoothTrafficAtTheLimitIsNeverRejected(t *testing.T) {
