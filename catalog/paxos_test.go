@@ -344,3 +344,71 @@ func TestConcurrentProposalsOnOneKeyspaceAreLinearised(t *testing.T) {
 		t.Errorf("the keyspace holds %d tables after the race, want %d", got, want)
 	}
 }
+
+// TestBallotOrder: ballots order by counter, then node id; the zero ballot is below all.
+func TestBallotOrder(t *testing.T) {
+	ascending := []ballot{{}, {1, "a"}, {1, "b"}, {2, "a"}, {maxBallotCounter - 1, "a"}}
+	for i, a := range ascending {
+		for j, b := range ascending {
+			want := 0
+			switch {
+			case i < j:
+				want = -1
+			case i > j:
+				want = 1
+			}
+			if got := a.compare(b); got != want {
+				t.Errorf("%v.compare(%v) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
+// TestNextBallotRisesAboveClockAndObserved: a proposer's ballots follow its clock, never repeat
+// when the clock stands still or goes back, and jump above every ballot it has seen.
+func TestNextBallotRisesAboveClockAndObserved(t *testing.T) {
+	clock := int64(100)
+	p := &proposer{self: "n1", now: func() time.Time { return time.UnixMicro(clock) }}
+	steps := []struct {
+		clock, observe int64
+		want           int64
+	}{
+		{clock: 100, want: 100},
+		{clock: 100, want: 101},               // the clock stood still
+		{clock: 100, observe: 500, want: 501}, // a higher ballot seen
+		{clock: 1000, want: 1000},             // the clock overtook
+		{clock: 10, want: 1001},               // the clock went back
+	}
+	for _, s := range steps {
+		clock = s.clock
+		if s.observe != 0 {
+			p.observe(ballot{counter: s.observe, node: "n2"})
+		}
+		if b := p.nextBallot(); b != (ballot{counter: s.want, node: "n1"}) {
+			t.Fatalf("nextBallot at clock %d after observing %d = %v, want %d@n1", s.clock, s.observe, b, s.want)
+		}
+	}
+}
+
+// TestProposerWithALaggingClockCatchesUp: a proposer whose clock is far behind another's is
+// refused at first, learns the higher ballot from the refusals and gets its change through.
+func TestProposerWithALaggingClockCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	peers := newFakePeers(t, "n1", "n2", "n3")
+	var clock int64
+	ahead := &proposer{self: "n1", local: peers.accs["n1"], peers: peers, now: func() time.Time { return time.UnixMicro(1 << 50) }}
+	behind := &proposer{self: "n2", local: peers.accs["n2"], peers: peers, now: func() time.Time { return time.UnixMicro(1) }}
+	if _, _, err := ahead.propose(ctx, ddlProposal(t, ksRF1, &clock, "n1")); err != nil {
+		t.Fatal(err)
+	}
+	chosen, changed, err := behind.propose(ctx, ddlProposal(t, "CREATE TABLE ks.t (k text PRIMARY KEY)", &clock, "n2"))
+	if err != nil || !changed {
+		t.Fatalf("a proposer with a lagging clock: changed %v, err %v; want its change through", changed, err)
+	}
+	if _, ok := chosen.Keyspace("ks"); !ok {
+		t.Errorf("the lagging proposer's chosen state lost keyspace ks: %v", chosen)
+	}
+	if behind.highest <= 1<<50 {
+		t.Errorf("the lagging proposer's highest ballot is %d, want above the other's %d", behind.highest, int64(1<<50))
+	}
+}
