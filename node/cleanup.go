@@ -95,7 +95,7 @@ func (n *Node) cleanup(ctx context.Context) (CleanupStats, error) {
 	for _, tb := range n.streamedTables() {
 		ks, ok := s.Keyspace(tb.Keyspace)
 		if !ok {
-			if ks, ok = n.schema.system.Keyspace(tb.Keyspace); !ok {
+			if ks, ok = n.schema.System().Keyspace(tb.Keyspace); !ok {
 				continue
 			}
 		}

@@ -12,15 +12,16 @@
 //   - The internode transport (transport.go): gRPC connections to peers at the addresses gossip
 //     publishes, with the message limits derived from Config.MaxMutationSize, and the local
 //     replica served in process.
-//   - The schema holder (schema.go) and schema consensus (paxos.go, ddl.go): DDL is agreed per
-//     keyspace by CASPaxos among the cluster's members before any node's schema holds it, then
-//     pushed and pulled by the cluster package; DROP deletes the table's data on every node.
+//   - The adapter of the catalog (catalog.go): the agreed schema and its consensus live in
+//     package catalog; the node opens it, gives it the cluster (the voters of schema consensus
+//     and the internode clients to reach them, the schema's gossip), the drop hooks that delete
+//     a dropped table's data and state on every node, and runs its tombstone collection loop.
 //   - The coordinator and cluster metrics (metrics.go) on the node's own registry, and the
 //     cluster-wide TopPartitions gathering (top.go) that the gRPC front end serves.
 //   - The data directory lock (lock.go): one node process per directory.
 //
-// It may import every package below it (frontend/*, coordinator, coordinator/shell, replica,
-// cluster, partitionlimit, schema, cql, partitioner, cell, proto/replicapb, internal/atomicfile)
-// and is imported only by cmd/kvnode and by test and tool support (node/localcluster,
+// It may import every package below it (frontend/*, coordinator, coordinator/shell, catalog,
+// replica, cluster, partitionlimit, schema, cql, partitioner, cell, proto/replicapb,
+// internal/*) and is imported only by cmd/kvnode and by test and tool support (node/localcluster,
 // tool/demo, benchmarks). It knows no client wire format itself: the front ends do.
 package node

@@ -53,7 +53,7 @@ type security struct {
 // never registered on the client server.
 func (n *Node) registerInternal(srv *grpc.Server) {
 	replicapb.RegisterReplicaServer(srv, n.replica)
-	replicapb.RegisterSchemaPaxosServer(srv, n.schema.acceptor)
+	replicapb.RegisterSchemaPaxosServer(srv, n.schema.Acceptor())
 	replicapb.RegisterStreamServer(srv, n.topo)
 	replicapb.RegisterAntiEntropyServer(srv, n.replica.AntiEntropy())
 	replicapb.RegisterMembershipServer(srv, membership{n: n})

@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/kvnode/kvnode/catalog"
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
@@ -28,6 +29,7 @@ import (
 	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/frontend/native"
+	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/replica"
@@ -40,7 +42,7 @@ type Node struct {
 	cfg      Config
 	log      *slog.Logger
 	lock     *dirLock
-	schema   *schemaHolder
+	schema   *catalog.Holder // the agreed schema (node/catalog.go)
 	store    *replica.Store
 	replica  *replica.Service
 	cluster  *cluster.Cluster
@@ -65,7 +67,7 @@ type Node struct {
 	hinter     *hintReplayer  // replays hints
 	repair     *repairService // anti-entropy repair (repair.go)
 	purger     *purger        // purges tombstones
-	schemaGC   *schemaGC      // purges schema tombstones
+	schemaGC   *loop.Loop     // collects schema tombstones (node/catalog.go)
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
 	authSetup *authSetup // nil without authentication
@@ -114,12 +116,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
-	// The node id is created by cluster.Start; the schema holder needs it only to stamp versions,
-	// so it is set once membership is up and before any DDL can arrive over the API.
-	if n.schema, err = openSchema(cfg.DataDir, "", time.Now); err != nil {
+	// The node id is created by cluster.Start; the catalog needs it only to stamp versions and
+	// ballots, so it is given with the cluster (startDDL), before any DDL can arrive over the API.
+	if err := n.openCatalog(); err != nil {
 		return nil, err
 	}
-	n.schema.limits = cfg.SchemaLimits
 	storeOpts := cfg.Storage
 	storeOpts.NoSync = cfg.NoSync
 	if storeOpts.Logger == nil {
@@ -164,8 +165,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.topo = newTopology(n)
-	n.schema.nodeID = string(n.cluster.LocalID())
-	n.schema.announce = n.announceSchema
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
 
 	self := coordinator.NodeID(n.cluster.LocalID())
@@ -318,20 +317,6 @@ func loopback(addr string) bool {
 	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
-// announceSchema pushes a local schema change to live peers and waits for agreement, returning
-// the nodes that had not agreed when the bounded wait ended.
-func (n *Node) announceSchema(ctx context.Context) ([]string, error) {
-	if err := n.cluster.NotifySchemaChanged(); err != nil {
-		return nil, err
-	}
-	ids, err := n.cluster.AwaitSchemaAgreement(ctx, 0)
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = string(id)
-	}
-	return out, err
-}
-
 // ID returns the node's id.
 func (n *Node) ID() string { return string(n.cluster.LocalID()) }
 
@@ -447,7 +432,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	n.replayer.stop() // before the executor it replays through closes
 	n.hinter.stop()
 	n.purger.stop()
-	n.schemaGC.stop()
+	n.schemaGC.Stop()
 	n.authSetup.stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)

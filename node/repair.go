@@ -168,7 +168,7 @@ func (r *repairService) Repair(ctx context.Context, req *kvnodepb.RepairRequest)
 	)
 	// With authentication on, system_auth's roles and grants are repaired as well: with every
 	// table, or when named.
-	sys := r.n.schema.system
+	sys := r.n.schema.System()
 	if _, named := sys.Keyspace(req.GetKeyspace()); named && r.n.cfg.authEnabled() {
 		s = sys
 		tables, err = repairTables(sys, req)

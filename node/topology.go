@@ -408,7 +408,7 @@ func isState(s cluster.NodeState) func(string, bool) bool {
 func (n *Node) streamedTables() []*schema.Table {
 	tables := n.schema.Schema().Tables("")
 	if n.cfg.authEnabled() {
-		tables = append(slices.Clip(tables), n.schema.system.Tables("")...)
+		tables = append(slices.Clip(tables), n.schema.System().Tables("")...)
 	}
 	return tables
 }
@@ -417,7 +417,7 @@ func (n *Node) streamedTables() []*schema.Table {
 func (n *Node) streamedRFs() []int {
 	rfs := replicationFactors(n.schema.Schema())
 	if n.cfg.authEnabled() {
-		for _, rf := range replicationFactors(n.schema.system) {
+		for _, rf := range replicationFactors(n.schema.System()) {
 			if !slices.Contains(rfs, rf) {
 				rfs = append(rfs, rf)
 			}

@@ -1,10 +1,11 @@
-package node
+package catalog
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/internal/atomicfile"
 	"github.com/kvnode/kvnode/schema"
@@ -22,7 +22,26 @@ import (
 // schemaFile is the node's persisted schema, in schema.Encode's format.
 const schemaFile = "schema.bin"
 
-// schemaHolder owns the node's schema. Readers (the replica hot path, the coordinator) load an
+// Options configures Open.
+type Options struct {
+	// Dir is the directory holding the schema (schema.bin) and the acceptor state of schema
+	// consensus (schema-paxos.bin). Required; it must exist.
+	Dir string
+	// System is the code-defined replicated system keyspace (system_auth): its tables resolve
+	// by id beside the cluster's schema (TableByID), so replicas store and serve them. Nil
+	// means none.
+	System *schema.Schema
+	// Limits bounds what DDL may grow.
+	Limits schema.Limits
+	// Now is the clock that stamps the versions of this node's changes and its ballots. Nil
+	// means time.Now.
+	Now func() time.Time
+	// TombstoneGrace is the least time a dropped keyspace's or table's tombstone stays in the
+	// schema (CollectTombstones). Zero means DefaultTombstoneGrace.
+	TombstoneGrace time.Duration
+}
+
+// Holder owns the node's schema. Readers (the replica hot path, the coordinator) load an
 // immutable *schema.Schema through an atomic pointer, without locks; writers (local DDL and merges
 // from peers) are serialised by mu and persist before publishing, so a schema a peer or client has
 // seen survives a crash.
@@ -31,12 +50,13 @@ const schemaFile = "schema.bin"
 // majority of the cluster's members before any node's schema holds it; the holder then merges
 // the agreed state of the keyspace, like any state a peer pushes.
 //
-// It is the one object behind three interfaces: cluster.SchemaStore (Digest, Snapshot, Merge),
-// shell.SchemaManager (Schema, ApplyDDL) and replica.SchemaSource (TableByID).
-type schemaHolder struct {
-	path   string
-	nodeID string
-	now    func() time.Time
+// It is the one object behind the node's views of its schema: the cluster's schema store
+// (Digest, Snapshot, Merge), the coordinator's schema manager (Schema, ApplyDDL), the replica's
+// schema source (TableByID) and the native front end's (Schema, SchemaChanged).
+type Holder struct {
+	path  string
+	now   func() time.Time
+	grace time.Duration
 
 	mu       sync.Mutex // serialises writers
 	cur      atomic.Pointer[schema.Schema]
@@ -44,50 +64,78 @@ type schemaHolder struct {
 	changed  atomic.Pointer[chan struct{}] // closed at the next publish (SchemaChanged)
 	lastTS   int64                         // the last version timestamp this node gave a change; guarded by mu
 	onDrop   dropHooks
-	acceptor *schemaAcceptor
-	proposer *schemaProposer
-	limits   schema.Limits // what DDL may grow (Config.SchemaLimits)
-	// system is the code-defined replicated system keyspace (system_auth): its tables resolve
-	// by id beside the cluster's schema, so replicas store and serve them.
-	system *schema.Schema
+	acceptor *Acceptor
+	limits   schema.Limits
+	system   *schema.Schema
 
-	// announce is called after a local DDL is published: it pushes the change to peers and waits
-	// for agreement, returning the nodes that had not agreed when the wait ended.
-	announce func(ctx context.Context) ([]string, error)
-	// notify publishes a local change of the schema to peers without waiting.
-	notify func() error
+	// Set by Start, guarded by mu: nil before.
+	nodeID   string
+	proposer *proposer
+	gossip   Gossip
+	log      *slog.Logger
 }
 
-// dropHooks free what the node keeps for a table that a schema change drops. Both run under the
-// holder's lock, for every table live before the change and not after it, whichever way the
-// node learns of the drop (its own DDL, a peer's push, a pull after a restart).
+// dropHooks are what OnDrop installed.
 type dropHooks struct {
-	// data deletes the table's data. It runs before the schema that drops the table is
-	// persisted, so a persisted drop never leaves data behind, and again after the new schema is
-	// published, for writes that resolved the table before. An error keeps the old schema.
-	data func(schema.TableID) error
-	// forget frees per-table state (metric series, limiter labels) once the table is gone.
+	data   func(schema.TableID) error
 	forget []func(*schema.Table)
 }
 
-// openSchema loads the persisted schema from dir, or starts empty when there is none.
-func openSchema(dir, nodeID string, now func() time.Time) (*schemaHolder, error) {
-	h := &schemaHolder{path: filepath.Join(dir, schemaFile), nodeID: nodeID, now: now, system: shell.AuthSchema()}
+// Open loads the schema and the acceptor state persisted in opts.Dir, or starts empty when
+// there are none. The holder serves reads and merges at once; it changes the schema by
+// consensus and collects tombstones once Start gave it the cluster.
+func Open(opts Options) (*Holder, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("catalog: Options.Dir is empty")
+	}
+	h := &Holder{
+		path: filepath.Join(opts.Dir, schemaFile), now: opts.Now, grace: opts.TombstoneGrace,
+		limits: opts.Limits, system: opts.System,
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.grace <= 0 {
+		h.grace = DefaultTombstoneGrace
+	}
+	if h.system == nil {
+		h.system = schema.New()
+	}
 	s := schema.New()
 	data, err := os.ReadFile(h.path)
 	switch {
 	case err == nil:
 		if s, err = schema.Decode(data); err != nil {
-			return nil, fmt.Errorf("node: schema file %s: %w", h.path, err)
+			return nil, fmt.Errorf("catalog: schema file %s: %w", h.path, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("node: %w", err)
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	h.publish(s)
+	if h.acceptor, err = openAcceptor(opts.Dir, func(ks string) *schema.Schema { return h.Schema().Restrict(ks) }); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
-func (h *schemaHolder) publish(s *schema.Schema) {
+// Start lets the holder propose schema changes (ApplyDDL) and collect tombstones
+// (CollectTombstones), once the node is a member of its cluster. Until then ApplyDDL fails
+// saying the node is starting.
+func (h *Holder) Start(c Cluster) {
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodeID, h.gossip, h.log = c.Self, c.Gossip, log
+	h.proposer = &proposer{self: c.Self, local: h.acceptor, peers: c.Peers, now: h.now}
+}
+
+// Acceptor returns the node's acceptor of schema consensus, which the node serves to its peers.
+func (h *Holder) Acceptor() *Acceptor { return h.acceptor }
+
+func (h *Holder) publish(s *schema.Schema) {
 	d := s.Digest().String()
 	h.cur.Store(s)
 	h.digest.Store(&d)
@@ -99,37 +147,40 @@ func (h *schemaHolder) publish(s *schema.Schema) {
 
 // SchemaChanged returns a channel closed when the next schema is published, whichever way it
 // arrived (local DDL, a peer's push, a pull); Schema then returns it or a later one.
-func (h *schemaHolder) SchemaChanged() <-chan struct{} { return *h.changed.Load() }
+func (h *Holder) SchemaChanged() <-chan struct{} { return *h.changed.Load() }
 
 // Schema returns the current schema.
-func (h *schemaHolder) Schema() *schema.Schema { return h.cur.Load() }
+func (h *Holder) Schema() *schema.Schema { return h.cur.Load() }
 
-// TableByID resolves a table id against the current schema (replica.SchemaSource).
-func (h *schemaHolder) TableByID(id schema.TableID) (*schema.Table, bool) {
+// System returns the code-defined system keyspace's schema (Options.System).
+func (h *Holder) System() *schema.Schema { return h.system }
+
+// TableByID resolves a table id against the current schema, then the system keyspace.
+func (h *Holder) TableByID(id schema.TableID) (*schema.Table, bool) {
 	if t, ok := h.cur.Load().TableByID(id); ok {
 		return t, true
 	}
 	return h.system.TableByID(id)
 }
 
-// Digest returns the current schema's digest (cluster.SchemaStore).
-func (h *schemaHolder) Digest() string { return *h.digest.Load() }
+// Digest returns the current schema's digest.
+func (h *Holder) Digest() string { return *h.digest.Load() }
 
-// Snapshot returns the current schema's encoding (cluster.SchemaStore).
-func (h *schemaHolder) Snapshot() []byte { return h.cur.Load().Encode() }
+// Snapshot returns the current schema's encoding.
+func (h *Holder) Snapshot() []byte { return h.cur.Load().Encode() }
 
 // Merge merges a peer's schema by last-writer-wins per object and persists the result when it
-// changed (cluster.SchemaStore).
-func (h *schemaHolder) Merge(snapshot []byte) (bool, error) {
+// changed.
+func (h *Holder) Merge(snapshot []byte) (bool, error) {
 	other, err := schema.Decode(snapshot)
 	if err != nil {
-		return false, fmt.Errorf("node: schema from peer: %w", err)
+		return false, fmt.Errorf("catalog: schema from peer: %w", err)
 	}
 	return h.merge(other)
 }
 
 // merge merges other into the current schema, installing the result when it differs.
-func (h *schemaHolder) merge(other *schema.Schema) (bool, error) {
+func (h *Holder) merge(other *schema.Schema) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cur := h.cur.Load()
@@ -145,12 +196,12 @@ func (h *schemaHolder) merge(other *schema.Schema) (bool, error) {
 
 // installLocked makes next the node's schema: it deletes the data of the tables next drops,
 // persists next, publishes it, then frees the dropped tables' state. h.mu must be held.
-func (h *schemaHolder) installLocked(next *schema.Schema) error {
+func (h *Holder) installLocked(next *schema.Schema) error {
 	dropped := droppedTables(h.cur.Load(), next)
 	if h.onDrop.data != nil {
 		for _, t := range dropped {
 			if err := h.onDrop.data(t.ID); err != nil {
-				return fmt.Errorf("node: drop the data of table %s: %w", t.QualifiedName(), err)
+				return fmt.Errorf("catalog: drop the data of table %s: %w", t.QualifiedName(), err)
 			}
 		}
 	}
@@ -182,8 +233,14 @@ func droppedTables(cur, next *schema.Schema) []*schema.Table {
 	return gone
 }
 
-// addDropHooks installs what runs when a table is dropped (see dropHooks).
-func (h *schemaHolder) addDropHooks(data func(schema.TableID) error, forget ...func(*schema.Table)) {
+// OnDrop installs what runs when a schema change drops a table, whichever way the node learns
+// of it (its own DDL, a peer's push, a pull after a restart); both run under the holder's lock.
+// data deletes the table's data: it runs before the schema that drops the table is persisted,
+// so a persisted drop never leaves data behind (an error keeps the old schema), and again after
+// the new schema is published, for writes that resolved the table before. forget frees
+// per-table state (metric series, limiter labels) once the table is gone. A nil data keeps the
+// one installed before; forget functions add to those installed before.
+func (h *Holder) OnDrop(data func(schema.TableID) error, forget ...func(*schema.Table)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if data != nil {
@@ -192,12 +249,28 @@ func (h *schemaHolder) addDropHooks(data func(schema.TableID) error, forget ...f
 	h.onDrop.forget = append(h.onDrop.forget, forget...)
 }
 
+// Dropped returns the ids among stored that name no table of the schema nor of the system
+// keyspace: data that writes landing after their table's drop left behind. It returns none
+// when the schema has never held a keyspace: a node that lost its schema file must not lose
+// its data too.
+func (h *Holder) Dropped(stored []schema.TableID) []schema.TableID {
+	if h.Schema().Empty() {
+		return nil
+	}
+	var gone []schema.TableID
+	for _, id := range stored {
+		if _, ok := h.TableByID(id); !ok {
+			gone = append(gone, id)
+		}
+	}
+	return gone
+}
+
 // ApplyDDL agrees on a schema statement with a majority of the cluster's members, merges the
-// agreed state into the local schema, announces it and waits for agreement
-// (shell.SchemaManager). A statement that does not fit the agreed schema fails with a
-// *coordinator.InvalidError; one that a majority did not answer with an error wrapping
-// ErrSchemaUnavailable.
-func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace string) (bool, []string, error) {
+// agreed state into the local schema, announces it and waits for agreement. A statement that
+// does not fit the agreed schema fails with a *coordinator.InvalidError; one that a majority did
+// not answer with an error wrapping ErrUnavailable.
+func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace string) (bool, []string, error) {
 	ks, table, err := schema.StatementTarget(stmt, keyspace)
 	if err != nil {
 		return false, nil, &coordinator.InvalidError{Err: err}
@@ -211,17 +284,17 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 		return false, nil, &coordinator.InvalidError{Err: err}
 	}
 	h.mu.Lock()
-	proposer, notify := h.proposer, h.notify
+	proposer, gossip := h.proposer, h.gossip
 	h.mu.Unlock()
 	if proposer == nil {
-		return false, nil, errors.New("node: schema changes are not available yet: the node is starting")
+		return false, nil, errors.New("catalog: schema changes are not available yet: the node is starting")
 	}
 	var mine []schema.Version // versions this proposal gave the object in earlier rounds
 	chosen, changed, err := proposer.propose(ctx, proposal{
 		keyspace: ks,
 		apply: func(base *schema.Schema) (*schema.Schema, error) {
 			// The agreed state of the keyspace may still hold tombstones the schema has purged
-			// (schemagc.go): leave them out of the next state, or it would carry them forever.
+			// (gc.go): leave them out of the next state, or it would carry them forever.
 			purged := base.WithoutTombstonesBefore(h.Schema().GCHorizon())
 			next, err := purged.Apply(stmt, keyspace, schema.Change{Version: h.nextVersion()})
 			if err != nil {
@@ -250,10 +323,10 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 		if merr != nil {
 			return false, nil, merr
 		}
-		if merged && (err != nil || !changed) && notify != nil {
+		if merged && (err != nil || !changed) && gossip != nil {
 			// No announcement follows a failed or no-op statement: publish the new digest now,
 			// or the peers would count this node as disagreeing until its next change.
-			if nerr := notify(); nerr != nil {
+			if nerr := gossip.Publish(); nerr != nil {
 				return false, nil, nerr
 			}
 		}
@@ -267,10 +340,10 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 	if !changed {
 		return false, nil, nil
 	}
-	if h.announce == nil {
+	if gossip == nil {
 		return true, nil, nil
 	}
-	disagreeing, err := h.announce(ctx)
+	disagreeing, err := h.announce(ctx, gossip)
 	if err != nil {
 		return true, nil, fmt.Errorf("schema change agreed on by a majority, but announcing it failed: %w", err)
 	}
@@ -280,10 +353,19 @@ func (h *schemaHolder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspac
 	return true, nil, nil
 }
 
+// announce pushes a local schema change to live peers and waits for agreement, returning the
+// nodes that had not agreed when the bounded wait ended.
+func (h *Holder) announce(ctx context.Context, g Gossip) ([]string, error) {
+	if err := g.Publish(); err != nil {
+		return nil, err
+	}
+	return g.AwaitAgreement(ctx)
+}
+
 // nextVersion returns the version of a change this node makes: its clock in microseconds and
 // its id, the timestamp raised above the last one it used so that its changes never tie. The
 // one place DDL reads a clock (schema.Apply derives table ids from the version).
-func (h *schemaHolder) nextVersion() schema.Version {
+func (h *Holder) nextVersion() schema.Version {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	// Above the GC horizon too: an entry older than it would not survive merging into a schema
@@ -294,9 +376,9 @@ func (h *schemaHolder) nextVersion() schema.Version {
 
 // persist writes s to the schema file atomically: a temporary file, fsync, rename, fsync of the
 // directory.
-func (h *schemaHolder) persist(s *schema.Schema) error {
+func (h *Holder) persist(s *schema.Schema) error {
 	if err := atomicfile.Write(h.path, s.Encode()); err != nil {
-		return fmt.Errorf("node: persist schema: %w", err)
+		return fmt.Errorf("catalog: persist schema: %w", err)
 	}
 	return nil
 }

@@ -1,33 +1,7 @@
-package node
+package catalog
 
-// Schema consensus: every schema change is a compare-and-set round of Paxos (CASPaxos, Rystsov
-// 2018) on a register per keyspace name, among every known member of the ring. The register
-// holds the keyspace's part of the schema (schema.Schema.Restrict). One round:
-//
-//  1. The proposer picks a ballot above every ballot it has seen and sends Prepare to the
-//     members. An acceptor promises the ballot unless it already promised or accepted a higher
-//     one, and answers with the value it last accepted (and its ballot).
-//  2. With promises from a majority, the proposer takes the value with the highest ballot
-//     among them as the keyspace's current state and applies the statement to it. A statement
-//     that does not fit (CREATE of an existing table, DROP of a missing one) leaves the state
-//     as it is, and the round writes that state back.
-//  3. It sends Accept with the new value under the same ballot. An acceptor accepts unless it
-//     promised a higher ballot meanwhile. With a majority of accepts the value is chosen; the
-//     proposer merges it into its schema, which then spreads by the schema push and pull.
-//
-// Why two concurrent CREATE TABLE ks.t cannot both succeed: each needs a majority to accept its
-// value, under ballots b1 < b2 say. Any two majorities share a member m. If m accepted b1's
-// value before promising b2, its promise to b2 carries that value (or a later one, which was
-// built on it), and the highest accepted ballot among b2's promises is at least b1's: the b2
-// proposer applies its CREATE to a state holding the b1 table and fails with "already
-// exists". If m promised b2 first, it refuses b1's Accept, and b1's proposer retries with a
-// higher ballot, from a state holding the b2 table. Either way one of them sees the other's
-// table. The same holds for every pair of changes to one keyspace: they are linearised.
-//
-// Liveness needs a majority of the known members to answer: with fewer, DDL fails with an
-// error naming the members that did not. Members on the minority side of a partition cannot
-// change the schema; the majority side can, and the minority learns the changes when the
-// partition heals.
+// Schema consensus (CASPaxos, one register per keyspace): the package documentation explains
+// the rounds and why they linearise the changes to a keyspace.
 
 import (
 	"cmp"
@@ -135,9 +109,9 @@ type register struct {
 	value              []byte // accepted's value
 }
 
-// schemaAcceptor is a node's acceptor for schema consensus (replicapb.SchemaPaxosServer). It
+// Acceptor is a node's acceptor for schema consensus (replicapb.SchemaPaxosServer). It
 // persists every promise and accept before answering, so a restarted node keeps its word.
-type schemaAcceptor struct {
+type Acceptor struct {
 	replicapb.UnimplementedSchemaPaxosServer
 
 	path string
@@ -150,28 +124,28 @@ type schemaAcceptor struct {
 }
 
 // openAcceptor loads the acceptor state persisted in dir, or starts empty.
-func openAcceptor(dir string, local func(string) *schema.Schema) (*schemaAcceptor, error) {
-	a := &schemaAcceptor{path: filepath.Join(dir, paxosFile), local: local, regs: map[string]*register{}}
+func openAcceptor(dir string, local func(string) *schema.Schema) (*Acceptor, error) {
+	a := &Acceptor{path: filepath.Join(dir, paxosFile), local: local, regs: map[string]*register{}}
 	data, err := os.ReadFile(a.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return a, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("node: schema consensus state: %w", err)
+		return nil, fmt.Errorf("catalog: schema consensus state: %w", err)
 	}
 	var st replicapb.SchemaAcceptorState
 	if err := proto.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("node: schema consensus state %s is corrupt: %w", a.path, err)
+		return nil, fmt.Errorf("catalog: schema consensus state %s is corrupt: %w", a.path, err)
 	}
 	for _, r := range st.Registers {
 		ks := r.GetKeyspace()
 		if err := checkKeyspaceName(ks); err != nil {
-			return nil, fmt.Errorf("node: schema consensus state %s is corrupt: %w", a.path, err)
+			return nil, fmt.Errorf("catalog: schema consensus state %s is corrupt: %w", a.path, err)
 		}
 		reg := &register{promised: ballotOf(r.Promised), accepted: ballotOf(r.Accepted), value: r.Value}
 		if !reg.accepted.isZero() {
 			if _, err := decodeKeyspaceValue(ks, reg.value); err != nil {
-				return nil, fmt.Errorf("node: schema consensus state %s is corrupt: %w", a.path, err)
+				return nil, fmt.Errorf("catalog: schema consensus state %s is corrupt: %w", a.path, err)
 			}
 		}
 		a.regs[ks] = reg
@@ -180,7 +154,7 @@ func openAcceptor(dir string, local func(string) *schema.Schema) (*schemaAccepto
 }
 
 // persistLocked writes the acceptor state atomically. a.mu must be held.
-func (a *schemaAcceptor) persistLocked() error {
+func (a *Acceptor) persistLocked() error {
 	names := make([]string, 0, len(a.regs))
 	for ks := range a.regs {
 		names = append(names, ks)
@@ -195,10 +169,10 @@ func (a *schemaAcceptor) persistLocked() error {
 	}
 	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(st)
 	if err != nil {
-		return fmt.Errorf("node: encode schema consensus state: %w", err)
+		return fmt.Errorf("catalog: encode schema consensus state: %w", err)
 	}
 	if err := atomicfile.Write(a.path, data); err != nil {
-		return fmt.Errorf("node: persist schema consensus state: %w", err)
+		return fmt.Errorf("catalog: persist schema consensus state: %w", err)
 	}
 	return nil
 }
@@ -211,7 +185,7 @@ func (r *register) highest() ballot {
 }
 
 // Prepare implements replicapb.SchemaPaxosServer.
-func (a *schemaAcceptor) Prepare(_ context.Context, req *replicapb.SchemaPrepareRequest) (*replicapb.SchemaPrepareResponse, error) {
+func (a *Acceptor) Prepare(_ context.Context, req *replicapb.SchemaPrepareRequest) (*replicapb.SchemaPrepareResponse, error) {
 	ks, b := req.GetKeyspace(), ballotOf(req.GetBallot())
 	if err := checkKeyspaceName(ks); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "schema prepare: "+err.Error())
@@ -243,7 +217,7 @@ func (a *schemaAcceptor) Prepare(_ context.Context, req *replicapb.SchemaPrepare
 }
 
 // Accept implements replicapb.SchemaPaxosServer.
-func (a *schemaAcceptor) Accept(_ context.Context, req *replicapb.SchemaAcceptRequest) (*replicapb.SchemaAcceptResponse, error) {
+func (a *Acceptor) Accept(_ context.Context, req *replicapb.SchemaAcceptRequest) (*replicapb.SchemaAcceptResponse, error) {
 	ks, b := req.GetKeyspace(), ballotOf(req.GetBallot())
 	if err := checkKeyspaceName(ks); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "schema accept: "+err.Error())
@@ -273,22 +247,26 @@ func (a *schemaAcceptor) Accept(_ context.Context, req *replicapb.SchemaAcceptRe
 	return &replicapb.SchemaAcceptResponse{Accepted: true}, nil
 }
 
-// voter is a member taking part in schema consensus, as the proposer sees it.
-type voter struct {
-	id   string
-	live bool
+// Voter is a member taking part in schema consensus, as the proposer sees it.
+type Voter struct {
+	ID   string
+	Live bool // the member is up: the proposer sends to it; it counts in the majority either way
 }
 
-// schemaPaxosPeers is what the proposer needs from the cluster.
-type schemaPaxosPeers interface {
-	// voters returns every known member of the ring, this node included, or an error when
+// Peers is the cluster as schema consensus sees it: who votes, and how to reach each of them.
+// The node implements it over its membership and internode transport; the proposer calls it
+// from several goroutines at once.
+type Peers interface {
+	// Voters returns every known member of the ring, this node included, or an error when
 	// the node cannot tell who its cluster is (it has not joined yet).
-	voters() ([]voter, error)
-	// client returns the consensus client of member id.
-	client(id string) (replicapb.SchemaPaxosClient, error)
+	Voters() ([]Voter, error)
+	// Prepare sends phase 1 of a round to member id and returns its answer.
+	Prepare(ctx context.Context, id string, req *replicapb.SchemaPrepareRequest) (*replicapb.SchemaPrepareResponse, error)
+	// Accept sends phase 2 of a round to member id and returns its answer.
+	Accept(ctx context.Context, id string, req *replicapb.SchemaAcceptRequest) (*replicapb.SchemaAcceptResponse, error)
 }
 
-// Bounds of a proposal: the time a phase may take (schemaProposer.phaseTimeout overrides it),
+// Bounds of a proposal: the time a phase may take (proposer.phaseTimeout overrides it),
 // the rounds it may lose to concurrent proposals, and the backoff between those.
 const (
 	defaultPhaseTimeout = 5 * time.Second
@@ -297,11 +275,11 @@ const (
 	backoffMax          = 250 * time.Millisecond
 )
 
-// schemaProposer runs consensus rounds for the local node's DDL.
-type schemaProposer struct {
+// proposer runs consensus rounds for the local node's DDL.
+type proposer struct {
 	self         string
-	local        *schemaAcceptor
-	peers        schemaPaxosPeers
+	local        *Acceptor
+	peers        Peers
 	now          func() time.Time
 	phaseTimeout time.Duration
 
@@ -309,25 +287,25 @@ type schemaProposer struct {
 	highest int64 // the highest ballot counter seen
 }
 
-// ErrSchemaUnavailable is wrapped by the errors of schema changes that could not reach a
+// ErrUnavailable is wrapped by the errors of schema changes that could not reach a
 // majority of the cluster's members.
-var ErrSchemaUnavailable = errors.New("schema change unavailable")
+var ErrUnavailable = errors.New("schema change unavailable")
 
-// schemaUnavailableError is a schema change that a majority did not answer: the coordinator's
-// domain error (front ends answer it as unavailable), which also matches ErrSchemaUnavailable.
-type schemaUnavailableError struct {
+// unavailableError is a schema change that a majority did not answer: the coordinator's
+// domain error (front ends answer it as unavailable), which also matches ErrUnavailable.
+type unavailableError struct {
 	coordinator.SchemaUnavailableError
 }
 
-func newSchemaUnavailable(msg string) *schemaUnavailableError {
-	return &schemaUnavailableError{coordinator.SchemaUnavailableError{Message: msg}}
+func newUnavailable(msg string) *unavailableError {
+	return &unavailableError{coordinator.SchemaUnavailableError{Message: msg}}
 }
 
-func (e *schemaUnavailableError) Unwrap() []error {
-	return []error{&e.SchemaUnavailableError, ErrSchemaUnavailable}
+func (e *unavailableError) Unwrap() []error {
+	return []error{&e.SchemaUnavailableError, ErrUnavailable}
 }
 
-func (p *schemaProposer) nextBallot() ballot {
+func (p *proposer) nextBallot() ballot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := max(p.now().UnixMicro(), p.highest+1)
@@ -335,7 +313,7 @@ func (p *schemaProposer) nextBallot() ballot {
 	return ballot{counter: c, node: p.self}
 }
 
-func (p *schemaProposer) observe(b ballot) {
+func (p *proposer) observe(b ballot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.highest = max(p.highest, b.counter)
@@ -357,10 +335,10 @@ type proposal struct {
 // propose runs rounds until the proposal's change, or its failure, is chosen: it returns the
 // chosen state of the keyspace, whether the change changed it, and the change's error. The
 // chosen state is non-nil whenever the round completed, even with the change's error.
-func (p *schemaProposer) propose(ctx context.Context, pr proposal) (*schema.Schema, bool, error) {
+func (p *proposer) propose(ctx context.Context, pr proposal) (*schema.Schema, bool, error) {
 	for round := 0; ; round++ {
 		if round == maxRounds {
-			return nil, false, newSchemaUnavailable(fmt.Sprintf(
+			return nil, false, newUnavailable(fmt.Sprintf(
 				"schema change on keyspace %s lost to concurrent changes %d times in a row; retry it", pr.keyspace, maxRounds))
 		}
 		if round > 0 {
@@ -391,22 +369,22 @@ type phaseResult struct {
 }
 
 // round runs one prepare and accept. retry is true when a higher ballot got in the way.
-func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema.Schema, changed bool, outcome error, retry bool) {
-	voters, err := p.peers.voters()
+func (p *proposer) round(ctx context.Context, pr proposal) (chosen *schema.Schema, changed bool, outcome error, retry bool) {
+	voters, err := p.peers.Voters()
 	if err != nil {
-		return nil, false, newSchemaUnavailable(err.Error()), false
+		return nil, false, newUnavailable(err.Error()), false
 	}
 	need := len(voters)/2 + 1
 	var live, down []string
 	for _, v := range voters {
-		if v.live || v.id == p.self {
-			live = append(live, v.id)
+		if v.Live || v.ID == p.self {
+			live = append(live, v.ID)
 		} else {
-			down = append(down, v.id)
+			down = append(down, v.ID)
 		}
 	}
 	if len(live) < need {
-		return nil, false, newSchemaUnavailable(fmt.Sprintf(
+		return nil, false, newUnavailable(fmt.Sprintf(
 			"a schema change needs %d of the cluster's %d nodes to agree, and only %d %s up (down: %s); start the down nodes, or remove the dead ones with kvnode removenode",
 			need, len(voters), len(live), plural(len(live), "is", "are"), strings.Join(down, ", "))), false
 	}
@@ -420,10 +398,7 @@ func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema
 		if id == p.self {
 			resp, err = p.local.Prepare(ctx, req)
 		} else {
-			var c replicapb.SchemaPaxosClient
-			if c, err = p.peers.client(id); err == nil {
-				resp, err = c.Prepare(ctx, req)
-			}
+			resp, err = p.peers.Prepare(ctx, id, req)
 		}
 		if err != nil {
 			return phaseResult{id: id, err: err}
@@ -442,7 +417,7 @@ func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema
 	for _, r := range promises {
 		v, err := decodeKeyspaceValue(pr.keyspace, r.value)
 		if err != nil {
-			return nil, false, fmt.Errorf("node: schema consensus: node %s answered a corrupt %w", r.id, err), false
+			return nil, false, fmt.Errorf("catalog: schema consensus: node %s answered a corrupt %w", r.id, err), false
 		}
 		switch {
 		case r.accepted.isZero() && top.isZero():
@@ -478,10 +453,7 @@ func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema
 		if id == p.self {
 			resp, err = p.local.Accept(ctx, req)
 		} else {
-			var c replicapb.SchemaPaxosClient
-			if c, err = p.peers.client(id); err == nil {
-				resp, err = c.Accept(ctx, req)
-			}
+			resp, err = p.peers.Accept(ctx, id, req)
 		}
 		if err != nil {
 			return phaseResult{id: id, err: err}
@@ -494,7 +466,7 @@ func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema
 		}
 		err := p.shortfall("accept", pr.keyspace, need, len(voters), accepts, others, down)
 		if changed {
-			err = newSchemaUnavailable(err.Error() + "; the change may still take effect: check with DESCRIBE before retrying")
+			err = newUnavailable(err.Error() + "; the change may still take effect: check with DESCRIBE before retrying")
 		}
 		return nil, false, err, false
 	}
@@ -503,7 +475,7 @@ func (p *schemaProposer) round(ctx context.Context, pr proposal) (chosen *schema
 
 // outvoted reports whether a member refused because it had seen a higher ballot (and records
 // that ballot): the round must be retried above it.
-func (p *schemaProposer) outvoted(others []phaseResult) bool {
+func (p *proposer) outvoted(others []phaseResult) bool {
 	out := false
 	for _, r := range others {
 		if r.err == nil && !r.ok {
@@ -515,7 +487,7 @@ func (p *schemaProposer) outvoted(others []phaseResult) bool {
 }
 
 // shortfall describes a phase that a majority did not answer.
-func (p *schemaProposer) shortfall(phase, ks string, need, total int, oks, others []phaseResult, down []string) error {
+func (p *proposer) shortfall(phase, ks string, need, total int, oks, others []phaseResult, down []string) error {
 	var why []string
 	for _, r := range others {
 		if r.err != nil {
@@ -527,7 +499,7 @@ func (p *schemaProposer) shortfall(phase, ks string, need, total int, oks, other
 	for _, id := range down {
 		why = append(why, id+": down")
 	}
-	return newSchemaUnavailable(fmt.Sprintf(
+	return newUnavailable(fmt.Sprintf(
 		"schema change on keyspace %s needs %d of the cluster's %d nodes to agree, and only %d did in the %s phase (%s)",
 		ks, need, total, len(oks), phase, strings.Join(why, "; ")))
 }
@@ -535,7 +507,7 @@ func (p *schemaProposer) shortfall(phase, ks string, need, total int, oks, other
 // phase calls send for every member in ids at once and returns the positive answers and the
 // others. It returns as soon as need members said yes or too many failed for that to happen,
 // cancelling the calls still running (and waiting for them).
-func (p *schemaProposer) phase(ctx context.Context, ids []string, need int, send func(context.Context, string) phaseResult) (oks, others []phaseResult) {
+func (p *proposer) phase(ctx context.Context, ids []string, need int, send func(context.Context, string) phaseResult) (oks, others []phaseResult) {
 	timeout := p.phaseTimeout
 	if timeout <= 0 {
 		timeout = defaultPhaseTimeout

@@ -1,4 +1,4 @@
-package node
+package catalog
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -137,12 +136,12 @@ func TestAcceptorRefusesACorruptStateFile(t *testing.T) {
 type fakePeers struct {
 	mu      sync.Mutex
 	ids     []string
-	accs    map[string]*schemaAcceptor
+	accs    map[string]*Acceptor
 	failing map[string]func(method string) bool // fails the calls it returns true for
 }
 
 func newFakePeers(t *testing.T, ids ...string) *fakePeers {
-	p := &fakePeers{ids: ids, accs: map[string]*schemaAcceptor{}, failing: map[string]func(string) bool{}}
+	p := &fakePeers{ids: ids, accs: map[string]*Acceptor{}, failing: map[string]func(string) bool{}}
 	for _, id := range ids {
 		a, err := openAcceptor(t.TempDir(), emptyLocal)
 		if err != nil {
@@ -153,10 +152,10 @@ func newFakePeers(t *testing.T, ids ...string) *fakePeers {
 	return p
 }
 
-func (p *fakePeers) voters() ([]voter, error) {
-	vs := make([]voter, len(p.ids))
+func (p *fakePeers) Voters() ([]Voter, error) {
+	vs := make([]Voter, len(p.ids))
 	for i, id := range p.ids {
-		vs[i] = voter{id: id, live: true}
+		vs[i] = Voter{ID: id, Live: true}
 	}
 	return vs, nil
 }
@@ -167,37 +166,28 @@ func (p *fakePeers) fail(id string, f func(method string) bool) {
 	p.failing[id] = f
 }
 
-func (p *fakePeers) client(id string) (replicapb.SchemaPaxosClient, error) {
-	return fakeClient{p, id}, nil
-}
-
-type fakeClient struct {
-	p  *fakePeers
-	id string
-}
-
-func (c fakeClient) failed(method string) error {
-	c.p.mu.Lock()
-	f := c.p.failing[c.id]
-	c.p.mu.Unlock()
+func (p *fakePeers) failed(id, method string) error {
+	p.mu.Lock()
+	f := p.failing[id]
+	p.mu.Unlock()
 	if f != nil && f(method) {
 		return status.Error(codes.Unavailable, "injected failure")
 	}
 	return nil
 }
 
-func (c fakeClient) Prepare(ctx context.Context, req *replicapb.SchemaPrepareRequest, _ ...grpc.CallOption) (*replicapb.SchemaPrepareResponse, error) {
-	if err := c.failed("prepare"); err != nil {
+func (p *fakePeers) Prepare(ctx context.Context, id string, req *replicapb.SchemaPrepareRequest) (*replicapb.SchemaPrepareResponse, error) {
+	if err := p.failed(id, "prepare"); err != nil {
 		return nil, err
 	}
-	return c.p.accs[c.id].Prepare(ctx, req)
+	return p.accs[id].Prepare(ctx, req)
 }
 
-func (c fakeClient) Accept(ctx context.Context, req *replicapb.SchemaAcceptRequest, _ ...grpc.CallOption) (*replicapb.SchemaAcceptResponse, error) {
-	if err := c.failed("accept"); err != nil {
+func (p *fakePeers) Accept(ctx context.Context, id string, req *replicapb.SchemaAcceptRequest) (*replicapb.SchemaAcceptResponse, error) {
+	if err := p.failed(id, "accept"); err != nil {
 		return nil, err
 	}
-	return c.p.accs[c.id].Accept(ctx, req)
+	return p.accs[id].Accept(ctx, req)
 }
 
 // ddlProposal is the proposal ApplyDDL makes for one statement, on a version clock of its own.
@@ -247,8 +237,8 @@ func TestProposalCompletedByAnotherIsReportedOnce(t *testing.T) {
 	peers := newFakePeers(t, "n1", "n2", "n3")
 	var clock int64
 	now := func() time.Time { return time.UnixMicro(1000) }
-	p1 := &schemaProposer{self: "n1", local: peers.accs["n1"], peers: peers, now: now}
-	p2 := &schemaProposer{self: "n2", local: peers.accs["n2"], peers: peers, now: now}
+	p1 := &proposer{self: "n1", local: peers.accs["n1"], peers: peers, now: now}
+	p2 := &proposer{self: "n2", local: peers.accs["n2"], peers: peers, now: now}
 
 	if _, _, err := p2.propose(ctx, ddlProposal(t, ksRF1, &clock, "n2")); err != nil {
 		t.Fatal(err)
@@ -258,8 +248,8 @@ func TestProposalCompletedByAnotherIsReportedOnce(t *testing.T) {
 	peers.fail("n3", func(string) bool { return true })
 	create := ddlProposal(t, "CREATE TABLE ks.t (k text PRIMARY KEY, v int)", &clock, "n1")
 	_, _, err := p1.propose(ctx, create)
-	if !errors.Is(err, ErrSchemaUnavailable) || !strings.Contains(err.Error(), "may still take effect") {
-		t.Fatalf("CREATE TABLE accepted by 1 of 3: %v, want ErrSchemaUnavailable saying it may still take effect", err)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "may still take effect") {
+		t.Fatalf("CREATE TABLE accepted by 1 of 3: %v, want ErrUnavailable saying it may still take effect", err)
 	}
 	peers.fail("n2", nil)
 
@@ -297,9 +287,9 @@ func TestConcurrentProposalsOnOneKeyspaceAreLinearised(t *testing.T) {
 	peers := newFakePeers(t, ids...)
 	var clockMu sync.Mutex
 	var clock int64
-	proposers := map[string]*schemaProposer{}
+	proposers := map[string]*proposer{}
 	for _, id := range ids {
-		proposers[id] = &schemaProposer{self: id, local: peers.accs[id], peers: peers, now: time.Now}
+		proposers[id] = &proposer{self: id, local: peers.accs[id], peers: peers, now: time.Now}
 	}
 	if _, _, err := proposers["n1"].propose(ctx, ddlProposal(t, ksRF1, &clock, "n1")); err != nil {
 		t.Fatal(err)
@@ -352,5 +342,73 @@ func TestConcurrentProposalsOnOneKeyspaceAreLinearised(t *testing.T) {
 	}
 	if got, want := len(final.Tables("ks")), len(ids)*each+each; got != want {
 		t.Errorf("the keyspace holds %d tables after the race, want %d", got, want)
+	}
+}
+
+// TestBallotOrder: ballots order by counter, then node id; the zero ballot is below all.
+func TestBallotOrder(t *testing.T) {
+	ascending := []ballot{{}, {1, "a"}, {1, "b"}, {2, "a"}, {maxBallotCounter - 1, "a"}}
+	for i, a := range ascending {
+		for j, b := range ascending {
+			want := 0
+			switch {
+			case i < j:
+				want = -1
+			case i > j:
+				want = 1
+			}
+			if got := a.compare(b); got != want {
+				t.Errorf("%v.compare(%v) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
+// TestNextBallotRisesAboveClockAndObserved: a proposer's ballots follow its clock, never repeat
+// when the clock stands still or goes back, and jump above every ballot it has seen.
+func TestNextBallotRisesAboveClockAndObserved(t *testing.T) {
+	clock := int64(100)
+	p := &proposer{self: "n1", now: func() time.Time { return time.UnixMicro(clock) }}
+	steps := []struct {
+		clock, observe int64
+		want           int64
+	}{
+		{clock: 100, want: 100},
+		{clock: 100, want: 101},               // the clock stood still
+		{clock: 100, observe: 500, want: 501}, // a higher ballot seen
+		{clock: 1000, want: 1000},             // the clock overtook
+		{clock: 10, want: 1001},               // the clock went back
+	}
+	for _, s := range steps {
+		clock = s.clock
+		if s.observe != 0 {
+			p.observe(ballot{counter: s.observe, node: "n2"})
+		}
+		if b := p.nextBallot(); b != (ballot{counter: s.want, node: "n1"}) {
+			t.Fatalf("nextBallot at clock %d after observing %d = %v, want %d@n1", s.clock, s.observe, b, s.want)
+		}
+	}
+}
+
+// TestProposerWithALaggingClockCatchesUp: a proposer whose clock is far behind another's is
+// refused at first, learns the higher ballot from the refusals and gets its change through.
+func TestProposerWithALaggingClockCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	peers := newFakePeers(t, "n1", "n2", "n3")
+	var clock int64
+	ahead := &proposer{self: "n1", local: peers.accs["n1"], peers: peers, now: func() time.Time { return time.UnixMicro(1 << 50) }}
+	behind := &proposer{self: "n2", local: peers.accs["n2"], peers: peers, now: func() time.Time { return time.UnixMicro(1) }}
+	if _, _, err := ahead.propose(ctx, ddlProposal(t, ksRF1, &clock, "n1")); err != nil {
+		t.Fatal(err)
+	}
+	chosen, changed, err := behind.propose(ctx, ddlProposal(t, "CREATE TABLE ks.t (k text PRIMARY KEY)", &clock, "n2"))
+	if err != nil || !changed {
+		t.Fatalf("a proposer with a lagging clock: changed %v, err %v; want its change through", changed, err)
+	}
+	if _, ok := chosen.Keyspace("ks"); !ok {
+		t.Errorf("the lagging proposer's chosen state lost keyspace ks: %v", chosen)
+	}
+	if behind.highest <= 1<<50 {
+		t.Errorf("the lagging proposer's highest ballot is %d, want above the other's %d", behind.highest, int64(1<<50))
 	}
 }
