@@ -59,16 +59,8 @@ func (n *Node) startDDL(m *coordinatorMetrics) {
 // startSchemaGC starts the loop that collects the schema's tombstones: at every membership or
 // digest change, and when the oldest tombstone passes the grace period.
 func (n *Node) startSchemaGC() {
-	// The channels are taken before the round reads the state, so that a change while it
-	// reads wakes the next round.
-	var changed, local <-chan struct{}
-	n.schemaGC = loop.Start(loop.Options{Wake: []func() <-chan struct{}{
-		func() <-chan struct{} { return changed },
-		func() <-chan struct{} { return local },
-	}}, func(context.Context) time.Duration {
-		changed, local = n.cluster.Changed(), n.schema.SchemaChanged()
-		return n.schema.CollectTombstones(time.Now())
-	})
+	n.schemaGC = loop.Start(loop.Options{Wake: []func() <-chan struct{}{n.cluster.Changed, n.schema.SchemaChanged}},
+		func(context.Context) time.Duration { return n.schema.CollectTombstones(time.Now()) })
 }
 
 // sweepDroppedTables deletes the data of table ids the store holds and the schema does not:

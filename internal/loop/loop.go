@@ -27,8 +27,9 @@ type Options struct {
 	// at once.
 	Delay bool
 	// Wake returns channels that start the next round early when they fire or are closed. Each
-	// function is called again before every wait, so it may return the channel of the next event
-	// (as cluster.Cluster.Changed does). At most MaxWake.
+	// function is called again just before every round, so it may return the channel of the
+	// next event (as cluster.Cluster.Changed does): an event during the round then wakes the
+	// next one. At most MaxWake.
 	Wake []func() <-chan struct{}
 }
 
@@ -63,6 +64,13 @@ func Start(opts Options, round Round) *Loop {
 
 func (l *Loop) run(ctx context.Context, opts Options, round Round) {
 	defer close(l.done)
+	var wake [MaxWake]<-chan struct{}
+	arm := func() {
+		for i, f := range opts.Wake {
+			wake[i] = f()
+		}
+	}
+	arm()
 	next := time.Duration(0)
 	if !opts.Delay {
 		if next = round(ctx); next == Done {
@@ -70,10 +78,6 @@ func (l *Loop) run(ctx context.Context, opts Options, round Round) {
 		}
 	}
 	for ctx.Err() == nil {
-		var wake [MaxWake]<-chan struct{}
-		for i, f := range opts.Wake {
-			wake[i] = f()
-		}
 		wait := opts.Every
 		if next > 0 && (wait == 0 || next < wait) {
 			wait = next
@@ -97,6 +101,7 @@ func (l *Loop) run(ctx context.Context, opts Options, round Round) {
 		if ctx.Err() != nil {
 			return
 		}
+		arm()
 		if next = round(ctx); next == Done {
 			return
 		}

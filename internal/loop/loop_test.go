@@ -127,3 +127,25 @@ func TestStopOnNilDoesNothing(t *testing.T) {
 	var l *loop.Loop
 	l.Stop()
 }
+
+func TestAWakeDuringARoundRunsTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wake := make(chan struct{})
+		var rounds atomic.Int32
+		current := func() <-chan struct{} { return wake }
+		l := loop.Start(loop.Options{Wake: []func() <-chan struct{}{current}}, func(context.Context) time.Duration {
+			if rounds.Add(1) == 1 {
+				// The event the round does not see: it closes the channel taken before the
+				// round, and a fresh one stands for the next event.
+				close(wake)
+				wake = make(chan struct{})
+			}
+			return 0
+		})
+		synctest.Wait()
+		if n := rounds.Load(); n != 2 {
+			t.Fatalf("%d rounds after an event during the first, want 2", n)
+		}
+		l.Stop()
+	})
+}
