@@ -16,7 +16,8 @@
 //     keyspace by CASPaxos among the cluster's members before any node's schema holds it, then
 //     pushed and pulled by the cluster package; DROP deletes the table's data on every node.
 //   - The coordinator and cluster metrics (metrics.go) on the node's own registry, and the
-//     cluster-wide TopPartitions gathering (top.go) that the gRPC front end serves.
+//     cluster-wide gathering of hot partitions (top.go) that the gRPC TopPartitions and
+//     system.top_partitions serve, merged by coordinator.MergeTopPartitions.
 //   - The data directory lock (lock.go): one node process per directory.
 //
 // It may import every package below it (frontend/*, coordinator, coordinator/shell, replica,
