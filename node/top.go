@@ -7,6 +7,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -84,7 +85,7 @@ func (n *Node) gatherTopPartitions(ctx context.Context, req *replicapb.TopPartit
 func hotPartitions(ps []*replicapb.HotPartition) []coordinator.HotPartition {
 	out := make([]coordinator.HotPartition, 0, len(ps))
 	for _, p := range ps {
-		op, ok := p.GetOp().Domain()
+		op, ok := internode.DomainOp(p.GetOp())
 		if !ok {
 			continue
 		}
