@@ -6,14 +6,15 @@
 //
 // The package owns one Request state machine per client operation (request.go), quorum
 // arithmetic (quorum.go: BlockFor, Tally), outcomes and the domain errors a client sees
-// (outcome.go, errors.go), the domain API's statement and result types (result.go), account
+// (outcome.go, errors.go) with the one classification of them that every front end maps to its
+// wire form (code.go: Code), the domain API's statement and result types (result.go), account
 // propagation as a value (batcher.go: Batcher.Add, Batcher.Drain), and the reconciliation of a
 // read's answers (reconcile.go: Merger over domain Pages, its live rows and each stale replica's
 // RepairSet). It has no clock, no goroutines, no I/O and no RPC clients or wire types (no gRPC,
 // no protobuf): TestPackageIsPure guards that. Time enters only as the now argument of Start and
 // Tick; the random draw r enters as Params.Draw; messages leave as data (Step). It may import
 // only the standard library's pure packages and the domain packages (schema, cql,
-// partitionlimit, cell).
+// partitionlimit, cell, and auth for its two errors).
 //
 // The shell, package coordinator/shell, drives the core over the network: the Executor (the
 // domain API front ends adapt), schema resolution, the token, the ring, the draw, write

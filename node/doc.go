@@ -17,7 +17,8 @@
 //     and the internode clients to reach them, the schema's gossip), the drop hooks that delete
 //     a dropped table's data and state on every node, and runs its tombstone collection loop.
 //   - The coordinator and cluster metrics (metrics.go) on the node's own registry, and the
-//     cluster-wide TopPartitions gathering (top.go) that the gRPC front end serves.
+//     cluster-wide gathering of hot partitions (top.go) that the gRPC TopPartitions and
+//     system.top_partitions serve, merged by coordinator.MergeTopPartitions.
 //   - The data directory lock (lock.go): one node process per directory.
 //
 // It may import every package below it (frontend/*, coordinator, coordinator/shell, catalog,

@@ -1,18 +1,33 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/netip"
 	"strconv"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/native"
 )
 
-// The executor is the native front end's domain API.
-var _ native.Executor = (*shell.Executor)(nil)
+// The executor is the native front end's domain API, with its early limiter decision.
+var _ native.Admitter = nativeExecutor{}
+
+// nativeExecutor is the executor as the native front end takes it: its AdmitPrepared answers
+// with the front end's AdmittedWrite, and with a nil one (not a nil *shell.Admission in an
+// interface) when no early decision applies.
+type nativeExecutor struct{ *shell.Executor }
+
+func (e nativeExecutor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, cl coordinator.Consistency, key [][]byte) (native.AdmittedWrite, error) {
+	a, err := e.Executor.AdmitPrepared(ctx, p, cl, key)
+	if a == nil {
+		return nil, err
+	}
+	return a, err
+}
 
 // startNative starts the CQL native protocol server on n.clis.
 func (n *Node) startNative() error {
@@ -44,7 +59,7 @@ func (n *Node) startNative() error {
 // connections, and the node's parts it serves.
 func (n *Node) nativeConfig() native.Config {
 	return native.Config{
-		Executor:           n.exec,
+		Executor:           nativeExecutor{n.exec},
 		MaxFrameSize:       MessageLimit(n.cfg.MaxMutationSize),
 		MaxConnections:     n.cfg.MaxNativeConnections,
 		MaxInFlight:        n.cfg.MaxNativeRequestsPerConnection,

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -394,7 +395,7 @@ func checkOp(op schema.Op) error {
 // opFromWire converts the internode protocol's op to the domain's, at the edge: the service
 // speaks schema.Op inside.
 func opFromWire(op replicapb.Op) (schema.Op, error) {
-	if o, ok := op.Domain(); ok {
+	if o, ok := internode.DomainOp(op); ok {
 		return o, nil
 	}
 	return 0, fmt.Errorf("%w: op %v is neither read nor write", ErrBadRequest, op)

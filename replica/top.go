@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -51,7 +52,7 @@ func (s *Service) TopPartitions(_ context.Context, req *replicapb.TopPartitionsR
 			count := s.limits.Peek(h.token, st.label, now)
 			p := &replicapb.HotPartition{
 				TableId:                         uint64(k.table),
-				Op:                              replicapb.OpOf(k.op),
+				Op:                              internode.WireOp(k.op),
 				Token:                           h.token,
 				Count:                           count,
 				Limit:                           t.Limit(k.op),

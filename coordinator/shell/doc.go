@@ -110,7 +110,7 @@
 // Execute returns the core's errors: *InvalidError (syntax, with the parser's line:col; validation, naming what
 // and where, with the position of an unknown keyspace or table name), *RateLimitError,
 // *UnavailableError, *TimeoutError, *FailureError (wrapping a *ReplicaError or a transport
-// error; FailureError.Reason classifies it), the context's error, or this package's ErrClosed. Each error carries
+// error; FailureError.Reason classifies it), the context's error, or coordinator.ErrClosed. Each error carries
 // every field a client needs and builds its own message, once: front ends send the message as it
 // is with the fields as details (grpcapi.ErrorStatus).
 //

@@ -180,7 +180,7 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 	f.pending.Store(1)
 	if !e.register(f) {
 		cancel()
-		return nil, ErrClosed
+		return nil, coordinator.ErrClosed
 	}
 	defer e.release(f)
 	answers := make(chan answer, max(len(sends), len(req.Params().Replicas)))
@@ -199,7 +199,7 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 	}
 	for _, s := range sends {
 		if !launch(s) {
-			return nil, ErrClosed
+			return nil, coordinator.ErrClosed
 		}
 	}
 	if !detach {
@@ -217,7 +217,7 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 				// context, or Close): not the replica's fault. The timer or ctx decides the
 				// outcome, unless the executor is closing.
 				if e.isClosed() {
-					return nil, ErrClosed
+					return nil, coordinator.ErrClosed
 				}
 				continue
 			}
@@ -234,7 +234,7 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 		}
 		for _, s := range step.Sends {
 			if !launch(s) {
-				return nil, ErrClosed
+				return nil, coordinator.ErrClosed
 			}
 		}
 	}

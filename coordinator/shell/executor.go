@@ -24,9 +24,6 @@ const (
 	DefaultReadTimeout  = 5 * time.Second
 )
 
-// ErrClosed is returned by Execute after Close.
-var ErrClosed = errors.New("coordinator: executor closed")
-
 // Config configures an Executor. LocalID, Ring, Transport and Schema are required; the zero value
 // of every other field means its default.
 type Config struct {
@@ -293,7 +290,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 // Close stops the executor. Writes keep going to the replicas that have not acknowledged them
 // after the client has its answer (until they do, or the write times out); Close cancels those
 // and every other replica request still in flight, and waits for their goroutines. Execute
-// returns ErrClosed afterwards. Close is idempotent.
+// returns coordinator.ErrClosed afterwards. Close is idempotent.
 func (e *Executor) Close() error {
 	e.mu.Lock()
 	e.closed = true
@@ -316,7 +313,7 @@ func (e *Executor) Close() error {
 // SELECT with req.PageSize returns at most that many rows and a PagingState for the rest; a
 // write without USING TIMESTAMP takes req.Timestamp when req.HasTimestamp. Errors are typed:
 // *InvalidError (syntax or validation, an unknown consistency level), *RateLimitError,
-// *UnavailableError, *TimeoutError, *FailureError, the context's error, ErrClosed, or an
+// *UnavailableError, *TimeoutError, *FailureError, the context's error, coordinator.ErrClosed, or an
 // internal error; each carries every field a client needs and builds its own message.
 func (e *Executor) Execute(ctx context.Context, req coordinator.Statement) (coordinator.Result, error) {
 	var start time.Time

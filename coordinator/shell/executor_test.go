@@ -842,7 +842,7 @@ func TestExecuteAfterClose(t *testing.T) {
 	c.must(schemaRF3...)
 	e := c.executors["n1"]
 	e.Close()
-	if _, err := c.exec("n1", one, "INSERT INTO t (k, c) VALUES ('a', 1)"); !errors.Is(err, shell.ErrClosed) {
+	if _, err := c.exec("n1", one, "INSERT INTO t (k, c) VALUES ('a', 1)"); !errors.Is(err, coordinator.ErrClosed) {
 		t.Errorf("a write after Close: %v, want ErrClosed", err)
 	}
 	if err := e.Close(); err != nil {
@@ -865,7 +865,7 @@ func TestCloseStopsRunningRequests(t *testing.T) {
 	<-c.transport.hanging
 	<-c.transport.hanging
 	c.executors["n1"].Close()
-	if err := <-errc; !errors.Is(err, shell.ErrClosed) {
+	if err := <-errc; !errors.Is(err, coordinator.ErrClosed) {
 		t.Errorf("a write waiting for hanging replicas when the executor closes: %v, want ErrClosed", err)
 	}
 }

@@ -35,7 +35,7 @@ func (e *Executor) Prepare(ctx context.Context, text, keyspace string) (*coordin
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, coordinator.ErrClosed
 	}
 	if err := checkStatementSize(text, "this statement", e.maxStatement); err != nil {
 		return nil, err

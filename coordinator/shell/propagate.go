@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -87,7 +88,7 @@ func (p *propagator) flush() {
 	for _, b := range batches {
 		req := &replicapb.AccountDeltaRequest{Deltas: make([]*replicapb.AccountDelta, len(b.Deltas)), StampUnixNanos: stamp}
 		for i, d := range b.Deltas {
-			req.Deltas[i] = &replicapb.AccountDelta{TableId: uint64(d.Table), Token: d.Token, Op: replicapb.OpOf(d.Op), Count: d.Count}
+			req.Deltas[i] = &replicapb.AccountDelta{TableId: uint64(d.Table), Token: d.Token, Op: internode.WireOp(d.Op), Count: d.Count}
 		}
 		wg.Add(1)
 		go func() {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
@@ -191,7 +190,7 @@ func TestErrorStatus(t *testing.T) {
 		{&coordinator.FailureError{Err: &coordinator.ReplicaError{Replica: "n2", Code: 1, Message: "bad mutation"}}, codes.Internal},
 		{context.Canceled, codes.Canceled},
 		{context.DeadlineExceeded, codes.DeadlineExceeded},
-		{shell.ErrClosed, codes.Unavailable},
+		{coordinator.ErrClosed, codes.Unavailable},
 		{errors.New("boom"), codes.Internal},
 	}
 	for _, tt := range tests {

@@ -14,7 +14,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 )
 
-// Authenticator checks a login: the coordinator shell's *shell.Executor implements it.
+// Authenticator checks a login: package node gives it the coordinator's executor.
 type Authenticator interface {
 	Authenticate(ctx context.Context, username, password string) (auth.Login, error)
 }

@@ -7,8 +7,9 @@
 //   - the mapping of the coordinator's typed errors to gRPC statuses with details
 //     (kvnodepb.RateLimitDetail with google.rpc.RetryInfo, UnavailableDetail, TimeoutDetail,
 //     FailureDetail), each carrying every field of its error (ErrorStatus);
-//   - the TopPartitions RPC: validating the request and merging the nodes' hot partitions, which
-//     the node gathers behind the small TopSource interface;
+//   - the TopPartitions RPC: validating the request and converting the cluster's hot partitions
+//     (gathered by the node behind the small TopSource interface, merged by
+//     coordinator.MergeTopPartitions) to kvnodepb;
 //   - the check that a result fits the node's message limit.
 //
 // It may import coordinator, schema, the generated kvnodepb and gRPC. Nothing below the front

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
@@ -139,7 +138,7 @@ func TestErrorStatusOfOtherErrors(t *testing.T) {
 	}{
 		{context.Canceled, codes.Canceled},
 		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
-		{shell.ErrClosed, codes.Unavailable},
+		{coordinator.ErrClosed, codes.Unavailable},
 		{fmt.Errorf("ddl: %w", &coordinator.SchemaUnavailableError{Message: "a schema change needs 2 of the cluster's 3 nodes to agree"}), codes.Unavailable},
 		{status.Error(codes.Aborted, "own status"), codes.Aborted},
 		{errors.New("disk on fire"), codes.Internal},

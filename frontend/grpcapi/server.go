@@ -13,8 +13,8 @@ import (
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
-// Executor is the domain API the front end adapts: the coordinator shell's *shell.Executor
-// (package coordinator/shell) implements it.
+// Executor is the domain API the front end adapts: package node gives it the coordinator's
+// executor.
 type Executor interface {
 	Execute(ctx context.Context, st coordinator.Statement) (coordinator.Result, error)
 }

@@ -12,13 +12,12 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
-// ErrorStatus returns the gRPC status for an error of shell.Executor.Execute, as the client
-// API documents it. The message is the error's own (each error builds it once); the details carry
-// every field of the error:
+// ErrorStatus returns the gRPC status for an error of the domain API (Executor.Execute), as the
+// client API documents it. The message is the error's own (each error builds it once); the
+// details carry every field of the error. The domain's errors, by their coordinator.Code:
 //
 //   - *coordinator.RateLimitError: RESOURCE_EXHAUSTED with kvnodepb.RateLimitDetail and, when the
 //     retry hint is known, google.rpc.RetryInfo;
@@ -30,57 +29,67 @@ import (
 //   - *coordinator.InvalidError: INVALID_ARGUMENT;
 //   - *auth.UnauthorizedError (the role lacks a permission): PERMISSION_DENIED;
 //     *auth.AuthenticationError (a failed login): UNAUTHENTICATED;
-//   - *coordinator.SchemaUnavailableError (a schema change without a majority): UNAVAILABLE;
-//   - CANCELED and DEADLINE_EXCEEDED for the context's errors, UNAVAILABLE after Close, an error's
-//     own status if it has one (GRPCStatus), INTERNAL for everything else.
+//   - *coordinator.SchemaUnavailableError (a schema change without a majority): UNAVAILABLE.
+//
+// Any other error answers with its own status if it has one (GRPCStatus), CANCELED and
+// DEADLINE_EXCEEDED for the context's errors, UNAVAILABLE after the executor closed
+// (coordinator.ErrClosed), INTERNAL for everything else.
 //
 // It returns nil for nil.
 func ErrorStatus(err error) *status.Status {
-	var (
-		rl  *coordinator.RateLimitError
-		un  *coordinator.UnavailableError
-		to  *coordinator.TimeoutError
-		fe  *coordinator.FailureError
-		inv *coordinator.InvalidError
-		su  *coordinator.SchemaUnavailableError
-		gs  interface{ GRPCStatus() *status.Status }
-		ua  *auth.UnauthorizedError
-		ae  *auth.AuthenticationError
-	)
-	switch {
-	case err == nil:
+	code := coordinator.Code(err)
+	switch code {
+	case coordinator.CodeOK:
 		return nil
-	case errors.As(err, &rl):
+	case coordinator.CodeRateLimited:
+		rl, _ := errors.AsType[*coordinator.RateLimitError](err)
 		return rateLimitStatus(rl)
-	case errors.As(err, &un):
+	case coordinator.CodeUnavailable:
+		un, _ := errors.AsType[*coordinator.UnavailableError](err)
 		return withDetails(codes.Unavailable, un.Error(), &kvnodepb.UnavailableDetail{
 			Consistency: consistencyToProto(un.Consistency), Live: count(un.Live), Required: count(un.Required),
 		})
-	case errors.As(err, &to):
+	case coordinator.CodeReadTimeout, coordinator.CodeWriteTimeout:
+		to, _ := errors.AsType[*coordinator.TimeoutError](err)
 		return withDetails(codes.DeadlineExceeded, to.Error(), &kvnodepb.TimeoutDetail{
 			Op: opToProto(to.Op), Consistency: consistencyToProto(to.Consistency),
 			Received: count(to.Received), Required: count(to.Required),
 		})
-	case errors.As(err, &fe):
+	case coordinator.CodeReadFailure, coordinator.CodeWriteFailure:
+		fe, _ := errors.AsType[*coordinator.FailureError](err)
 		return failureStatus(fe)
-	case errors.As(err, &inv):
+	case coordinator.CodeSyntax, coordinator.CodeAlreadyExists, coordinator.CodeInvalid:
+		inv, _ := errors.AsType[*coordinator.InvalidError](err)
 		return status.New(codes.InvalidArgument, inv.Error())
-	case errors.As(err, &ua):
+	case coordinator.CodeUnauthorized:
+		ua, _ := errors.AsType[*auth.UnauthorizedError](err)
 		return status.New(codes.PermissionDenied, ua.Error())
-	case errors.As(err, &ae):
+	case coordinator.CodeBadCredentials:
+		ae, _ := errors.AsType[*auth.AuthenticationError](err)
 		return status.New(codes.Unauthenticated, ae.Error())
-	case errors.As(err, &su):
+	case coordinator.CodeSchemaUnavailable:
 		return status.New(codes.Unavailable, err.Error())
-	case errors.As(err, &gs):
+	}
+	// Not one of the domain's errors (or the executor closed, which an error's own status
+	// and the context's end take precedence over).
+	if gs, ok := errors.AsType[grpcStatusError](err); ok {
 		return gs.GRPCStatus()
+	}
+	switch {
 	case errors.Is(err, context.Canceled):
 		return status.New(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, shell.ErrClosed):
+	case code == coordinator.CodeClosed:
 		return status.New(codes.Unavailable, err.Error())
 	}
 	return status.New(codes.Internal, err.Error())
+}
+
+// grpcStatusError is an error that carries its own gRPC status (as status.FromError finds it).
+type grpcStatusError interface {
+	error
+	GRPCStatus() *status.Status
 }
 
 func rateLimitStatus(e *coordinator.RateLimitError) *status.Status {

@@ -1,13 +1,12 @@
 package grpcapi
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -16,39 +15,23 @@ import (
 // does not say.
 const DefaultTopPartitions = 10
 
-// TopSource is what TopPartitions needs of the node: its schema, and every live node's list of
-// the partitions its limiter saw above twice their limit in the last seconds.
+// TopSource is what TopPartitions needs of the node: its schema, and every node's answer when
+// asked for the partitions its limiter saw above twice their limit in the last seconds.
 type TopSource interface {
 	// Schema returns the node's current schema.
 	Schema() *schema.Schema
 	// HotPartitions asks every live node for its hot partitions of table (0: every table) and
-	// returns one list per node that answered, and the ids of the nodes that are down or did not
+	// returns one answer per node of the cluster: its list, or that it is down or did not
 	// answer in time.
-	HotPartitions(ctx context.Context, table schema.TableID) (lists [][]HotPartition, unreachable []string)
-}
-
-// HotPartition is one node's view of a hot partition.
-type HotPartition struct {
-	Table schema.TableID
-	Op    schema.Op
-	Token int64
-	// Key is the partition key's components, when the node knows them (else nil).
-	Key [][]byte
-	// OpsPerSecond is the node's estimate of the partition's rate; the rejection rates are its
-	// coordinator-local and replica rejections.
-	OpsPerSecond, CoordinatorRejectionsPerSecond, ReplicaRejectionsPerSecond float64
-	// The would-reject rates are the same for a table whose limit is in shadow mode: what the
-	// node would have rejected, had the limit been enforced.
-	CoordinatorWouldRejectPerSecond, ReplicaWouldRejectPerSecond float64
+	HotPartitions(ctx context.Context, table schema.TableID) []coordinator.NodeHotPartitions
 }
 
 // TopPartitions lists, per table, the partitions the cluster's limiters see as hottest now,
-// merged by (table, op, token) over the nodes' lists. A partition's estimated rate is the largest
-// among the nodes (each replica's counter measures the partition's whole load); rejections add
-// up the nodes' coordinator-local rejections, plus the largest rate among enforcing replicas
-// (the enforcing replicas of one operation reject it together). Each table lists at most
-// req.Limit partitions (DefaultTopPartitions when 0), hottest first. Nodes that are down or do
-// not answer are named in the response.
+// merged over the nodes' lists by coordinator.MergeTopPartitions (a partition's estimated rate is
+// the largest among the nodes; rejections add up the nodes' coordinator-local rejections, plus
+// the largest rate among enforcing replicas). Each table lists at most req.Limit partitions
+// (DefaultTopPartitions when 0), hottest first. Nodes that are down or do not answer are named
+// in the response.
 //
 // Errors are gRPC statuses: INVALID_ARGUMENT for a table without its keyspace or a keyspace or
 // table the schema does not hold.
@@ -76,111 +59,41 @@ func (s *Server) TopPartitions(ctx context.Context, req *kvnodepb.TopPartitionsR
 	if limit == 0 {
 		limit = DefaultTopPartitions
 	}
-	lists, unreachable := s.cfg.Top.HotPartitions(ctx, only)
+	answers := s.cfg.Top.HotPartitions(ctx, only)
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	return &kvnodepb.TopPartitionsResponse{
-		Tables:           mergeTopPartitions(sch, lists, req.GetKeyspace(), limit),
-		UnreachableNodes: unreachable,
-	}, nil
+	return topPartitionsResponse(coordinator.MergeTopPartitions(sch, answers, req.GetKeyspace(), limit)), nil
 }
 
-// hotKey identifies a partition of a table for one op.
-type hotKey struct {
-	table schema.TableID
-	op    schema.Op
-	token int64
-}
-
-// hotMerge is one partition merged over the nodes that listed it.
-type hotMerge struct {
-	key              [][]byte
-	ops              float64
-	coordRej, repRej float64
-	coordWould       float64 // shadow mode's would-be rejections, merged alike
-	repWould         float64
-	nodes            int
-}
-
-// mergeTopPartitions merges the nodes' lists into the client API's answer: per table of s (in
-// keyspace only, when set) that has hot partitions, at most limit of them, hottest first.
-// Tables ordered by keyspace and name.
-func mergeTopPartitions(s *schema.Schema, lists [][]HotPartition, keyspace string, limit int) []*kvnodepb.TableTopPartitions {
-	merged := map[hotKey]*hotMerge{}
-	for _, list := range lists {
-		for _, p := range list {
-			k := hotKey{p.Table, p.Op, p.Token}
-			m := merged[k]
-			if m == nil {
-				m = &hotMerge{}
-				merged[k] = m
-			}
-			m.ops = max(m.ops, p.OpsPerSecond)
-			m.coordRej += p.CoordinatorRejectionsPerSecond
-			m.repRej = max(m.repRej, p.ReplicaRejectionsPerSecond)
-			m.coordWould += p.CoordinatorWouldRejectPerSecond
-			m.repWould = max(m.repWould, p.ReplicaWouldRejectPerSecond)
-			if m.key == nil && len(p.Key) > 0 {
-				m.key = p.Key
-			}
-			m.nodes++
-		}
-	}
-	byTable := map[schema.TableID][]*kvnodepb.TopPartition{}
-	keys := make([]hotKey, 0, len(merged))
-	for k := range merged {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b hotKey) int { return cmp.Compare(a.token, b.token) })
-	for _, k := range keys {
-		t, ok := s.TableByID(k.table)
-		if !ok {
-			continue
-		}
-		if cur, ok := s.Table(t.Keyspace, t.Name); !ok || cur.ID != t.ID || (keyspace != "" && t.Keyspace != keyspace) {
-			continue // dropped, or not asked for
-		}
-		m := merged[k]
-		rejected := m.coordRej + m.repRej
-		share := 0.0
-		switch {
-		case m.ops > 0:
-			share = min(1, rejected/m.ops)
-		case rejected > 0:
-			share = 1
-		}
-		byTable[t.ID] = append(byTable[t.ID], &kvnodepb.TopPartition{
-			Op:                    opToProto(k.op),
-			PartitionKey:          keyValues(t, m.key),
-			Token:                 k.token,
-			EstimatedOpsPerSecond: m.ops,
-			Limit:                 t.Limit(k.op),
-			RejectedPerSecond:     rejected,
-			RejectedShare:         share,
-			Nodes:                 uint32(m.nodes),
-			WouldRejectPerSecond:  m.coordWould + m.repWould,
-		})
-	}
-	var out []*kvnodepb.TableTopPartitions
-	for _, t := range s.Tables(keyspace) {
-		parts := byTable[t.ID]
-		if len(parts) == 0 {
-			continue
-		}
-		slices.SortStableFunc(parts, func(a, b *kvnodepb.TopPartition) int {
-			return cmp.Compare(b.EstimatedOpsPerSecond, a.EstimatedOpsPerSecond)
-		})
-		if len(parts) > limit {
-			parts = parts[:limit]
-		}
-		tp := &kvnodepb.TableTopPartitions{Keyspace: t.Keyspace, Table: t.Name, Partitions: parts}
+// topPartitionsResponse is the client API's form of the cluster's hot partitions.
+func topPartitionsResponse(top coordinator.TopPartitions) *kvnodepb.TopPartitionsResponse {
+	resp := &kvnodepb.TopPartitionsResponse{}
+	for _, tt := range top.Tables {
+		t := tt.Table
+		tp := &kvnodepb.TableTopPartitions{Keyspace: t.Keyspace, Table: t.Name}
 		for _, c := range t.PartitionKey {
 			tp.PartitionKeyColumns = append(tp.PartitionKeyColumns, &kvnodepb.Column{Name: c.Name, Type: ColumnType(c.Type)})
 		}
-		out = append(out, tp)
+		for _, p := range tt.Partitions {
+			tp.Partitions = append(tp.Partitions, &kvnodepb.TopPartition{
+				Op:                    opToProto(p.Op),
+				PartitionKey:          keyValues(t, p.Key),
+				Token:                 p.Token,
+				EstimatedOpsPerSecond: p.EstimatedOpsPerSecond,
+				Limit:                 p.Limit,
+				RejectedPerSecond:     p.RejectedPerSecond,
+				RejectedShare:         p.RejectedShare,
+				Nodes:                 uint32(p.Nodes),
+				WouldRejectPerSecond:  p.WouldRejectPerSecond,
+			})
+		}
+		resp.Tables = append(resp.Tables, tp)
 	}
-	return out
+	for _, id := range top.Unreachable {
+		resp.UnreachableNodes = append(resp.UnreachableNodes, string(id))
+	}
+	return resp
 }
 
 // keyValues decodes a partition key's components by the table's partition key types; nil when

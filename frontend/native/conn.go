@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cqlwire"
 )
 
@@ -262,7 +261,7 @@ func (c *conn) read() {
 		}
 		// A prepared write to a partition this node rejects is answered here, from the
 		// frame reader's buffer: no copy, no decoding beyond the partition key, no goroutine.
-		var adm *shell.Admission
+		var adm AdmittedWrite
 		if h.Opcode == cqlwire.OpExecute && c.started.Load() {
 			var answered bool
 			if answered, adm = c.admitExecute(h, body); answered {
@@ -274,7 +273,7 @@ func (c *conn) read() {
 		var tk ticket
 		if c.started.Load() && isStatement(h.Opcode) {
 			if err := tk.take(s.cfg.Admission, c); err != nil {
-				adm.Abandon()
+				abandon(adm)
 				c.hold(h.Stream, s.errorMessage(c, err, request{}))
 				continue
 			}
@@ -284,13 +283,13 @@ func (c *conn) read() {
 		// have room for it (else the connection is not read until they do).
 		n := int64(len(body))
 		if !acquireBoth(c.bytes, s.bytes, n, c.done) {
-			adm.Abandon()
+			abandon(adm)
 			tk.drop(s.cfg.Admission)
 			return
 		}
 		f, err := cqlwire.DecodeFrame(h, append([]byte(nil), body...))
 		if err != nil {
-			adm.Abandon()
+			abandon(adm)
 			tk.drop(s.cfg.Admission)
 			releaseBoth(c.bytes, s.bytes, n)
 			c.protocolError(h.Stream, err.Error())
@@ -350,14 +349,14 @@ func (c *conn) recoverReader() {
 // its answer, or answers err, the admission controller's refusal. It is an admission.Job:
 // with err nil it holds an execution slot, and reports whether it still does, for the caller
 // to give on to the next statement in turn (admission.Controller.Run) on this goroutine.
-func (c *conn) statement(stream int16, f cqlwire.Frame, adm *shell.Admission, n int64, err error) (holdsSlot bool) {
+func (c *conn) statement(stream int16, f cqlwire.Frame, adm AdmittedWrite, n int64, err error) (holdsSlot bool) {
 	s := c.srv
 	var (
 		msg      cqlwire.Message
 		warnings []string
 	)
 	if err != nil {
-		adm.Abandon()
+		abandon(adm)
 		msg = s.errorMessage(c, err, request{})
 	} else {
 		msg, warnings = s.executeRecovering(c, f, adm)

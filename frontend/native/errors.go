@@ -7,8 +7,6 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell"
-	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/schema"
@@ -30,7 +28,7 @@ import (
 //   - *admission.OverloadedError (the node's admission control has no room): Overloaded, with
 //     the bounds reached and a retry hint;
 //   - *auth.UnauthorizedError (the role lacks a permission): Unauthorized (0x2100);
-//   - *coordinator.SchemaUnavailableError, shell.ErrClosed and the connection's end
+//   - *coordinator.SchemaUnavailableError, coordinator.ErrClosed and the connection's end
 //     (context.Canceled): Overloaded, which drivers retry on another node;
 //   - anything else: Server_error with the error's message.
 func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
@@ -58,64 +56,67 @@ func rateLimitAnswer(c *conn, rl *coordinator.RateLimitError) *cqlwire.Error {
 	return m
 }
 
-// errorAnswer is errorMessage for the other errors (its targets of errors.As escape: it
-// allocates them on every call).
+// errorAnswer is errorMessage for the other errors: the node's admission control's refusal,
+// which the domain does not know, then the domain's errors by their coordinator.Code, each
+// answered with the fields of the error itself; the connection's end, which the core does not
+// know either; anything else is a server error.
 func (s *Server) errorAnswer(c *conn, err error, req request) *cqlwire.Error {
-	var (
-		rl  *coordinator.RateLimitError
-		un  *coordinator.UnavailableError
-		to  *coordinator.TimeoutError
-		fe  *coordinator.FailureError
-		inv *coordinator.InvalidError
-		su  *coordinator.SchemaUnavailableError
-		ex  *schema.ExistsError
-		ua  *auth.UnauthorizedError
-	)
-	cl := func(c coordinator.Consistency) cqlwire.Consistency { return wireConsistency(c, req.consistency) }
-	var oe *admission.OverloadedError
-	switch {
-	case errors.As(err, &oe):
+	if oe, ok := errors.AsType[*admission.OverloadedError](err); ok {
 		return s.overloaded(oe)
-	case errors.As(err, &rl):
+	}
+	cl := func(c coordinator.Consistency) cqlwire.Consistency { return wireConsistency(c, req.consistency) }
+	switch code := coordinator.Code(err); code {
+	case coordinator.CodeRateLimited:
+		rl, _ := errors.AsType[*coordinator.RateLimitError](err)
 		return rateLimitAnswer(c, rl)
-	case errors.As(err, &un):
+	case coordinator.CodeUnavailable:
+		un, _ := errors.AsType[*coordinator.UnavailableError](err)
 		return &cqlwire.Error{Code: cqlwire.ErrUnavailable, Message: un.Error(),
 			Consistency: cl(un.Consistency), BlockFor: count(un.Required), Received: count(un.Live)}
-	case errors.As(err, &to):
+	case coordinator.CodeReadTimeout, coordinator.CodeWriteTimeout:
+		to, _ := errors.AsType[*coordinator.TimeoutError](err)
 		m := &cqlwire.Error{Code: cqlwire.ErrReadTimeout, Message: to.Error(),
 			Consistency: cl(to.Consistency), Received: count(to.Received), BlockFor: count(to.Required)}
-		if to.Op == schema.OpWrite {
+		if code == coordinator.CodeWriteTimeout {
 			m.Code, m.WriteType = cqlwire.ErrWriteTimeout, writeType(req, to.BatchLog)
 		} else {
 			m.DataPresent = to.Received > 0
 		}
 		return m
-	case errors.As(err, &fe):
+	case coordinator.CodeReadFailure, coordinator.CodeWriteFailure:
+		fe, _ := errors.AsType[*coordinator.FailureError](err)
 		m := &cqlwire.Error{Code: cqlwire.ErrReadFailure, Message: fe.Error(),
 			Consistency: cl(fe.Consistency), Received: count(fe.Received), BlockFor: count(fe.Required),
 			NumFailures: count(fe.Failures + fe.Rejected)}
-		if fe.Op == schema.OpWrite {
+		if code == coordinator.CodeWriteFailure {
 			m.Code, m.WriteType = cqlwire.ErrWriteFailure, writeType(req, fe.BatchLog)
 		} else {
 			m.DataPresent = fe.Received > 0
 		}
 		return m
-	case errors.As(err, &ua):
+	case coordinator.CodeUnauthorized:
+		ua, _ := errors.AsType[*auth.UnauthorizedError](err)
 		return &cqlwire.Error{Code: cqlwire.ErrUnauthorized, Message: ua.Error()}
-	case errors.As(err, &inv):
-		var syntax cql.ErrorList
-		switch {
-		case errors.As(err, &syntax):
-			return &cqlwire.Error{Code: cqlwire.ErrSyntax, Message: inv.Error()}
-		case errors.As(err, &ex):
-			return &cqlwire.Error{Code: cqlwire.ErrAlreadyExists, Message: inv.Error(), Keyspace: ex.Keyspace, Table: ex.Table}
-		}
+	case coordinator.CodeSyntax:
+		inv, _ := errors.AsType[*coordinator.InvalidError](err)
+		return &cqlwire.Error{Code: cqlwire.ErrSyntax, Message: inv.Error()}
+	case coordinator.CodeAlreadyExists:
+		inv, _ := errors.AsType[*coordinator.InvalidError](err)
+		ex, _ := errors.AsType[*schema.ExistsError](err)
+		return &cqlwire.Error{Code: cqlwire.ErrAlreadyExists, Message: inv.Error(), Keyspace: ex.Keyspace, Table: ex.Table}
+	case coordinator.CodeInvalid:
+		inv, _ := errors.AsType[*coordinator.InvalidError](err)
 		return &cqlwire.Error{Code: cqlwire.ErrInvalid, Message: inv.Error()}
-	case errors.As(err, &su):
+	case coordinator.CodeSchemaUnavailable:
+		su, _ := errors.AsType[*coordinator.SchemaUnavailableError](err)
 		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: su.Error()}
-	case errors.Is(err, shell.ErrClosed):
+	case coordinator.CodeClosed:
 		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: "this node is shutting down; try another node"}
-	case errors.Is(err, context.Canceled):
+	case coordinator.CodeBadCredentials:
+		// A failed login is answered by the login (auth.go), never by a statement: should a
+		// statement return one, it is a bug, answered as a server error below.
+	}
+	if errors.Is(err, context.Canceled) {
 		return &cqlwire.Error{Code: cqlwire.ErrOverloaded, Message: "the request was canceled: the node or the connection is closing"}
 	}
 	return s.serverError(err)

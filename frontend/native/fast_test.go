@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/schema"
 )
 
-// admittingExecutor is a fakeExecutor with the shell's early limiter decision.
+// admittingExecutor is a fakeExecutor with an early limiter decision (an Admitter).
 type admittingExecutor struct {
 	fakeExecutor
 	mu    sync.Mutex
@@ -24,7 +23,7 @@ type admittingExecutor struct {
 	admit func(p *coordinator.Prepared) error
 }
 
-func (a *admittingExecutor) AdmitPrepared(_ context.Context, p *coordinator.Prepared, cl coordinator.Consistency, key [][]byte) (*shell.Admission, error) {
+func (a *admittingExecutor) AdmitPrepared(_ context.Context, p *coordinator.Prepared, cl coordinator.Consistency, key [][]byte) (AdmittedWrite, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := make([][]byte, len(key))

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/cqlwire"
 )
 
@@ -93,8 +92,8 @@ type request struct {
 
 // execute runs a QUERY, PREPARE, EXECUTE or BATCH and returns the answer and its warnings. adm,
 // when not nil, is the EXECUTE's admission by the limiter (admitExecute): it runs the statement.
-func (s *Server) execute(c *conn, f cqlwire.Frame, adm *shell.Admission) (cqlwire.Message, []string) {
-	defer adm.Abandon() // an admission not executed below
+func (s *Server) execute(c *conn, f cqlwire.Frame, adm AdmittedWrite) (cqlwire.Message, []string) {
+	defer abandon(adm) // an admitted write not executed below
 	var (
 		res coordinator.Result
 		err error
@@ -164,7 +163,7 @@ func (s *Server) execute(c *conn, f cqlwire.Frame, adm *shell.Admission) (cqlwir
 // answered SERVER_ERROR and logged with its stack instead of ending the process and every
 // other client's requests with it. The connection goes on; the deferred calls on the way up
 // (execute's among them) have released what the statement held.
-func (s *Server) executeRecovering(c *conn, f cqlwire.Frame, adm *shell.Admission) (msg cqlwire.Message, warnings []string) {
+func (s *Server) executeRecovering(c *conn, f cqlwire.Frame, adm AdmittedWrite) (msg cqlwire.Message, warnings []string) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.metrics.panics.Inc()

@@ -16,8 +16,8 @@ import (
 	"github.com/kvnode/kvnode/internal/gopool"
 )
 
-// Executor is the domain API the front end adapts: the coordinator shell's *shell.Executor
-// (package coordinator/shell) implements it.
+// Executor is the domain API the front end adapts: package node gives it the coordinator's
+// executor. An Executor may also be an Admitter.
 type Executor interface {
 	// Execute runs one statement.
 	Execute(ctx context.Context, st coordinator.Statement) (coordinator.Result, error)
@@ -172,7 +172,7 @@ type Server struct {
 	events    *hub
 	metrics   *metrics
 	bytes     *budget  // request and answer bytes held by every connection
-	admit     admitter // the executor's early limiter decision; nil when it has none
+	admit     Admitter // the executor's early limiter decision; nil when it has none
 	// statements runs statements on reused goroutines (internal/gopool), closed by Close once
 	// every connection has ended.
 	statements *gopool.Pool
@@ -224,7 +224,7 @@ func New(cfg Config) (*Server, error) {
 		conns:      map[*conn]struct{}{},
 		refusing:   make(chan struct{}, maxRefusing),
 	}
-	s.admit, _ = cfg.Executor.(admitter)
+	s.admit, _ = cfg.Executor.(Admitter)
 	s.events = newHub(s.log)
 	from := startWatch(cfg.Schema, cfg.Topology)
 	s.wg.Add(1)

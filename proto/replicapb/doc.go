@@ -2,9 +2,9 @@
 // instructions between a coordinator and a partition's replicas), generated from replica.proto.
 //
 // Regenerate with `go generate ./proto/replicapb/` (needs protoc from Debian's protobuf-compiler
-// and
-// libprotobuf-dev; the Go plugins are pinned as tools in go.mod).
+// and libprotobuf-dev; the Go plugins are pinned as tools in go.mod).
 //
-// Generated code plus op.go, which converts schema.Op to the wire enum; it imports only schema.
-// Only the internode edges (coordinator/shell, replica, node) may import it.
+// Generated code; it imports nothing of kvnode. The conversions between its types and the
+// domain's that both ends of the protocol share live in package internode. Only the internode
+// edges (internode, coordinator/shell, replica, node) may import it.
 package replicapb

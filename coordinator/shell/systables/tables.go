@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -253,7 +254,7 @@ type view struct {
 	// every row it gets.
 	restrict map[string][]byte
 	// top is system.top_partitions' data, read only for it (readTop).
-	top []TopPartition
+	top []coordinator.TableTopPartitions
 	// warnings go to the client with the rows.
 	warnings []string
 }

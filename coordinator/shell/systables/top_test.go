@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -15,13 +16,13 @@ import (
 // topSource is fakeSource with a fixed answer for system.top_partitions.
 type topSource struct {
 	fakeSource
-	top      TopPartitions
+	top      coordinator.TopPartitions
 	err      error
 	keyspace string // the last request's
 	limit    int
 }
 
-func (s *topSource) TopPartitions(ctx context.Context, keyspace string, limit int) (TopPartitions, error) {
+func (s *topSource) TopPartitions(ctx context.Context, keyspace string, limit int) (coordinator.TopPartitions, error) {
 	s.keyspace, s.limit = keyspace, limit
 	return s.top, s.err
 }
@@ -35,15 +36,19 @@ func newTopTables(t *testing.T) (*Tables, *topSource) {
 	)
 	a, _ := sch.Table("ks", "a")
 	b, _ := sch.Table("ks", "b")
-	src := &topSource{fakeSource: fakeSource{sch: sch}, top: TopPartitions{
-		Partitions: []TopPartition{
-			{Table: a, Op: schema.OpWrite, Key: [][]byte{[]byte("hot")}, Token: -5, EstimatedOpsPerSecond: 1000, Limit: 100,
-				RejectedPerSecond: 900, RejectedShare: 0.9, Nodes: 3},
-			{Table: a, Op: schema.OpRead, Token: 7, EstimatedOpsPerSecond: 300, Nodes: 1}, // key unknown, limit removed
-			{Table: b, Op: schema.OpWrite, Key: [][]byte{[]byte("x"), {0, 0, 0, 2}}, Token: 1, EstimatedOpsPerSecond: 50, Limit: 10,
-				RejectedPerSecond: 40, RejectedShare: 0.8, Nodes: 2},
+	src := &topSource{fakeSource: fakeSource{sch: sch}, top: coordinator.TopPartitions{
+		Tables: []coordinator.TableTopPartitions{
+			{Table: a, Partitions: []coordinator.TopPartition{
+				{Op: schema.OpWrite, Key: [][]byte{[]byte("hot")}, Token: -5, EstimatedOpsPerSecond: 1000, Limit: 100,
+					RejectedPerSecond: 900, RejectedShare: 0.9, Nodes: 3},
+				{Op: schema.OpRead, Token: 7, EstimatedOpsPerSecond: 300, Nodes: 1}, // key unknown, limit removed
+			}},
+			{Table: b, Partitions: []coordinator.TopPartition{
+				{Op: schema.OpWrite, Key: [][]byte{[]byte("x"), {0, 0, 0, 2}}, Token: 1, EstimatedOpsPerSecond: 50, Limit: 10,
+					RejectedPerSecond: 40, RejectedShare: 0.8, Nodes: 2},
+			}},
 		},
-		Unreachable: []string{"n4", "n5"},
+		Unreachable: []coordinator.NodeID{"n4", "n5"},
 	}}
 	tb, err := New(src)
 	if err != nil {
