@@ -28,6 +28,7 @@ import (
 	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/frontend/native"
+	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/replica"
@@ -61,11 +62,11 @@ type Node struct {
 	replayer   *batchlogReplayer
 	sec        security // TLS and gossip keys (listeners.go)
 	topo       *topology
-	hints      *hintStore     // hinted handoff (hints.go)
-	hinter     *hintReplayer  // replays hints
-	repair     *repairService // anti-entropy repair (repair.go)
-	purger     *purger        // purges tombstones
-	schemaGC   *schemaGC      // purges schema tombstones
+	hints      *hints.Store    // hinted handoff (hints.go)
+	hinter     *hints.Replayer // replays hints
+	repair     *repairService  // anti-entropy repair (repair.go)
+	purger     *purger         // purges tombstones
+	schemaGC   *schemaGC       // purges schema tombstones
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
 	authSetup *authSetup // nil without authentication
@@ -206,7 +207,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.startDDL(coordMetrics)
 	n.startBatchlogReplay(now)
-	n.startHintReplay(now)
+	if err := n.startHintReplay(now); err != nil {
+		return nil, err
+	}
 	// Repairs and purges run on the clock that stamps tombstones' local deletion time.
 	n.repair = newRepairService(n, time.Now)
 	n.startPurge()
@@ -445,7 +448,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	}
 	n.stopReloader()
 	n.replayer.stop() // before the executor it replays through closes
-	n.hinter.stop()
+	n.hinter.Stop()
 	n.purger.stop()
 	n.schemaGC.stop()
 	n.authSetup.stop()
@@ -453,7 +456,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)
 	}
 	if n.hints != nil { // after the executor, whose last replica calls store hints
-		if err := n.hints.close(); err != nil {
+		if err := n.hints.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
