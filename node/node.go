@@ -31,6 +31,7 @@ import (
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -64,8 +65,7 @@ type Node struct {
 	topo       *topology
 	hints      *hints.Store    // hinted handoff (hints.go)
 	hinter     *hints.Replayer // replays hints
-	repair     *repairService  // anti-entropy repair (repair.go)
-	purger     *purger         // purges tombstones
+	repair     *repair.Service // anti-entropy repair and the tombstone purge (repair.go)
 	schemaGC   *schemaGC       // purges schema tombstones
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
@@ -210,9 +210,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.startHintReplay(now); err != nil {
 		return nil, err
 	}
-	// Repairs and purges run on the clock that stamps tombstones' local deletion time.
-	n.repair = newRepairService(n, time.Now)
-	n.startPurge()
+	if err := n.startRepair(); err != nil {
+		return nil, err
+	}
 	n.startSchemaGC()
 
 	// The node's own registry (never the global one): several nodes share a test process.
@@ -252,7 +252,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	kvnodepb.RegisterKVNodeServer(n.grpc, api)
 	kvnodepb.RegisterAdminServer(n.grpc, adminServer{n: n})
-	kvnodepb.RegisterRepairServer(n.grpc, n.repair)
+	kvnodepb.RegisterRepairServer(n.grpc, repairServer{n: n})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)
@@ -449,7 +449,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	n.stopReloader()
 	n.replayer.stop() // before the executor it replays through closes
 	n.hinter.Stop()
-	n.purger.stop()
+	n.repair.Stop()
 	n.schemaGC.stop()
 	n.authSetup.stop()
 	if n.exec != nil {
