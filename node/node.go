@@ -29,6 +29,7 @@ import (
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/hints"
+	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/repair"
@@ -60,8 +61,8 @@ type Node struct {
 	grpcPanics *prometheus.CounterVec
 	metrics    *http.Server
 	mlis       net.Listener
-	replayer   *batchlogReplayer
-	sec        security // TLS and gossip keys (listeners.go)
+	replayer   *loop.Loop // replays the batchlog (batchlog.go)
+	sec        security   // TLS and gossip keys (listeners.go)
 	topo       *topology
 	hints      *hints.Store    // hinted handoff (hints.go)
 	hinter     *hints.Replayer // replays hints
@@ -69,7 +70,7 @@ type Node struct {
 	schemaGC   *schemaGC       // purges schema tombstones
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
-	authSetup *authSetup // nil without authentication
+	authSetup *loop.Loop // creates the superuser role (auth.go); nil without authentication
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -447,11 +448,11 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		n.mlis.Close()
 	}
 	n.stopReloader()
-	n.replayer.stop() // before the executor it replays through closes
+	n.replayer.Stop() // before the executor it replays through closes
 	n.hinter.Stop()
 	n.repair.Stop()
 	n.schemaGC.stop()
-	n.authSetup.stop()
+	n.authSetup.Stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)
 	}
