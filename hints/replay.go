@@ -93,8 +93,8 @@ func NewReplayer(store *Store, opts ReplayOptions) (*Replayer, error) {
 	return &Replayer{store: store, opts: opts, log: opts.Logger}, nil
 }
 
-// Start starts the periodic replay: a round at once, then one every ReplayInterval and at
-// every membership change. Each round first notes which members are down (for the store's
+// Start starts the periodic replay, once: a round at once, then one every ReplayInterval and
+// at every membership change. Each round first notes which members are down (for the store's
 // max hint window).
 func (r *Replayer) Start() {
 	// The channel of the next change is taken before the round, so that a change during the
@@ -131,12 +131,11 @@ func (r *Replayer) round(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		member, live := r.opts.Members.Status(target)
-		if !member {
+		if !r.opts.Members.IsMember(target) {
 			r.discard(target, dropRemoved)
 			continue
 		}
-		if !live {
+		if !r.opts.Members.IsLive(target) {
 			continue
 		}
 		n, err := r.replayTarget(ctx, target)
@@ -165,12 +164,11 @@ func (r *Replayer) Drain(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			member, live := r.opts.Members.Status(target)
-			if !member {
+			if !r.opts.Members.IsMember(target) {
 				r.discard(target, dropRemoved)
 				continue
 			}
-			if !live {
+			if !r.opts.Members.IsLive(target) {
 				return fmt.Errorf("node %s, which this node holds hints for, is down", target)
 			}
 			if n, err := r.replayTarget(ctx, target); err != nil {

@@ -56,9 +56,10 @@ func dropReasons() [8]string {
 // Membership is the cluster as hints see it. The node implements it over its membership; its
 // methods must not block for long.
 type Membership interface {
-	// Status reports whether node id is a member of the cluster (down members included), and
-	// whether it is up.
-	Status(id coordinator.NodeID) (member, live bool)
+	// IsLive reports whether node id is up. It is called as hints are stored: it must be cheap.
+	IsLive(id coordinator.NodeID) bool
+	// IsMember reports whether node id is a member of the cluster, up or down.
+	IsMember(id coordinator.NodeID) bool
 	// Members returns every member of the cluster and whether it is up.
 	Members() map[coordinator.NodeID]bool
 	// Changed returns a channel closed at the next membership change.
@@ -263,7 +264,7 @@ func (h *Store) StoreHint(target coordinator.NodeID, m *replicapb.Mutation) {
 	if h.closed {
 		return
 	}
-	if _, live := h.members.Status(target); !live {
+	if !h.members.IsLive(target) {
 		since, ok := h.downSince[target]
 		if !ok {
 			since = now

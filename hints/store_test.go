@@ -33,11 +33,17 @@ func newFakeMembers(ids ...coordinator.NodeID) *fakeMembers {
 	return f
 }
 
-func (f *fakeMembers) Status(id coordinator.NodeID) (member, live bool) {
+func (f *fakeMembers) IsLive(id coordinator.NodeID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	live, member = f.live[id]
-	return member, live
+	return f.live[id]
+}
+
+func (f *fakeMembers) IsMember(id coordinator.NodeID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.live[id]
+	return ok
 }
 
 func (f *fakeMembers) Members() map[coordinator.NodeID]bool {

@@ -29,9 +29,11 @@ const (
 // hintMembers adapts the cluster to hints.Membership.
 type hintMembers struct{ c *cluster.Cluster }
 
-func (m hintMembers) Status(id coordinator.NodeID) (member, live bool) {
-	_, member = m.c.Member(cluster.NodeID(id))
-	return member, m.c.IsLive(cluster.NodeID(id))
+func (m hintMembers) IsLive(id coordinator.NodeID) bool { return m.c.IsLive(cluster.NodeID(id)) }
+
+func (m hintMembers) IsMember(id coordinator.NodeID) bool {
+	_, ok := m.c.Member(cluster.NodeID(id))
+	return ok
 }
 
 func (m hintMembers) Members() map[coordinator.NodeID]bool {
