@@ -29,10 +29,10 @@ const (
 	DefaultThrottle = 1 << 20
 )
 
-// FormatMajorVersion is the pebble on-disk format of the hint store, pinned as the replica's
+// formatMajorVersion is the pebble on-disk format of the hint store, pinned as the replica's
 // store pins its own (replica.FormatMajorVersion), so that a pebble upgrade never changes it
 // silently.
-const FormatMajorVersion = pebble.FormatValueSeparation
+const formatMajorVersion = pebble.FormatValueSeparation
 
 // Reasons a hint is dropped (the reason label of kvnode_hints_dropped_total).
 const (
@@ -142,7 +142,7 @@ func Open(opts Options) (*Store, error) {
 	db, err := pebble.Open(opts.Dir, &pebble.Options{
 		CacheSize:          8 << 20,
 		MemTableSize:       4 << 20,
-		FormatMajorVersion: FormatMajorVersion,
+		FormatMajorVersion: formatMajorVersion,
 		Logger:             pebbleLogger{opts.Logger},
 	})
 	if err != nil {
