@@ -12,6 +12,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/frontend/native"
+	"github.com/kvnode/kvnode/internal/loop"
 )
 
 // The values of Config.Authenticator.
@@ -98,12 +99,6 @@ func (n *Node) authServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
 }
 
-// authSetup is the goroutine that creates the superuser role once system_auth can be written.
-type authSetup struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
 // authSetupRetry is how long the setup waits between attempts.
 const authSetupRetry = time.Second
 
@@ -114,40 +109,19 @@ func (n *Node) startAuthSetup(password string) {
 	if !n.cfg.authEnabled() {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &authSetup{cancel: cancel, done: make(chan struct{})}
-	n.authSetup = s
-	go func() {
-		defer close(s.done)
-		for attempt := 1; ; attempt++ {
-			created, err := n.exec.SetupAuth(ctx, password)
-			switch {
-			case err == nil && created:
-				n.log.Info("created the superuser role: log in as it and create the roles clients use", "role", shell.SuperuserRole)
-				return
-			case err == nil:
-				return
-			case ctx.Err() != nil:
-				return
-			case attempt%10 == 1:
-				n.log.Warn("cannot set up authentication yet; retrying", "err", err)
-			}
-			t := time.NewTimer(authSetupRetry)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
+	attempt := 0
+	n.authSetup = loop.Start(loop.Options{Every: authSetupRetry}, func(ctx context.Context) time.Duration {
+		attempt++
+		created, err := n.exec.SetupAuth(ctx, password)
+		switch {
+		case err == nil && created:
+			n.log.Info("created the superuser role: log in as it and create the roles clients use", "role", shell.SuperuserRole)
+			return loop.Done
+		case err == nil, ctx.Err() != nil:
+			return loop.Done
+		case attempt%10 == 1:
+			n.log.Warn("cannot set up authentication yet; retrying", "err", err)
 		}
-	}()
-}
-
-// stop ends the setup and waits for it; a nil s does nothing.
-func (s *authSetup) stop() {
-	if s == nil {
-		return
-	}
-	s.cancel()
-	<-s.done
+		return 0
+	})
 }

@@ -5,58 +5,33 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 // DefaultBatchlogReplayInterval is Config.BatchlogReplayInterval when it is zero: Cassandra's.
 const DefaultBatchlogReplayInterval = 10 * time.Second
 
-// batchlogReplayer is the goroutine that replays this node's batchlog: every interval, the
-// entries older than age (their coordinator should long have removed them) are re-applied to
-// every replica of their partitions and removed; an entry whose replay fails stays for the next
-// round. The node owns it; stop ends it and waits.
-type batchlogReplayer struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startBatchlogReplay starts the node's batchlog replayer.
+// startBatchlogReplay starts the loop that replays this node's batchlog: every interval (the
+// first one interval after the start), the entries older than age (their coordinator should
+// long have removed them) are re-applied to every replica of their partitions and removed; an
+// entry whose replay fails stays for the next round. The node stops it (a replay in progress is
+// canceled; its entry stays).
 func (n *Node) startBatchlogReplay(now func() time.Time) {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &batchlogReplayer{cancel: cancel, done: make(chan struct{})}
-	n.replayer = r
 	interval, age := n.cfg.BatchlogReplayInterval, n.cfg.BatchlogReplayAge
 	if age == 0 {
 		age = 2 * n.cfg.WriteTimeout
 	}
-	go func() {
-		defer close(r.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			res, err := n.replica.ReplayBatchlog(ctx, now().Add(-age), n.exec.ReplayBatch)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				n.log.Error("batchlog replay round failed", "err", err)
-			case res.Replayed > 0 || res.Failed > 0:
-				n.log.Info("batchlog replayed", "replayed", res.Replayed, "failed", res.Failed, "pending", res.Pending)
-			}
+	n.replayer = loop.Start(loop.Options{Every: interval, Delay: true}, func(ctx context.Context) time.Duration {
+		res, err := n.replica.ReplayBatchlog(ctx, now().Add(-age), n.exec.ReplayBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			n.log.Error("batchlog replay round failed", "err", err)
+		case res.Replayed > 0 || res.Failed > 0:
+			n.log.Info("batchlog replayed", "replayed", res.Replayed, "failed", res.Failed, "pending", res.Pending)
 		}
-	}()
-}
-
-// stop ends the replayer (a replay in progress is canceled; its entry stays) and waits for it.
-func (r *batchlogReplayer) stop() {
-	if r == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
+		return 0
+	})
 }
 
 // AppendNodes appends every member of the cluster, live or not (shell.Batchlog).

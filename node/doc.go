@@ -20,9 +20,15 @@
 //     cluster-wide gathering of hot partitions (top.go) that the gRPC TopPartitions and
 //     system.top_partitions serve, merged by coordinator.MergeTopPartitions.
 //   - The data directory lock (lock.go): one node process per directory.
+//   - The wiring of hinted handoff and repair: the hint store (package hints) in hints/ of the
+//     data directory as the shell's HintSink, its replayer over the transport (hints.go); the
+//     node as repair.Host, and the Repair admin service over package repair (repair.go).
+//
+// Its background loops (batchlog and hint replay, tombstone purge, reloads, the authentication
+// setup) run on internal/loop.
 //
 // It may import every package below it (frontend/*, coordinator, coordinator/shell, catalog,
-// replica, cluster, partitionlimit, schema, cql, partitioner, cell, proto/replicapb,
-// internal/*) and is imported only by cmd/kvnode and by test and tool support (node/localcluster,
-// tool/demo, benchmarks). It knows no client wire format itself: the front ends do.
+// hints, repair, replica, cluster, partitionlimit, schema, cql, partitioner, cell,
+// proto/replicapb, internal/*) and is imported only by cmd/kvnode and by test and tool support
+// (node/localcluster, tool/demo, benchmarks). It knows no client wire format itself: the front ends do.
 package node

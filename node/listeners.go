@@ -37,6 +37,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/kvnode/kvnode/internal/gopool"
+	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/internal/tlsconfig"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
@@ -45,7 +46,7 @@ import (
 type security struct {
 	tls        *tlsconfig.Reloader // nil without TLS
 	gossipKeys *memberlist.Keyring // nil without a gossip key file
-	stop       chan struct{}       // closed by shutdown; nil when no reload loop runs
+	reloader   *loop.Loop          // nil when no reload loop runs
 }
 
 // registerInternal registers every internode service on srv, the internode listener's server:
@@ -218,32 +219,17 @@ func (n *Node) startReloader() {
 	if n.sec.tls == nil && n.sec.gossipKeys == nil {
 		return
 	}
-	stop := make(chan struct{})
-	n.sec.stop = stop
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		t := time.NewTicker(n.cfg.ReloadInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if err := n.Reload(); err != nil {
-					n.log.Error("reload failed; keeping the TLS material and gossip keys in use", "err", err)
-				}
-			}
+	n.sec.reloader = loop.Start(loop.Options{Every: n.cfg.ReloadInterval, Delay: true}, func(context.Context) time.Duration {
+		if err := n.Reload(); err != nil {
+			n.log.Error("reload failed; keeping the TLS material and gossip keys in use", "err", err)
 		}
-	}()
+		return 0
+	})
 }
 
-// stopReloader stops startReloader's loop.
+// stopReloader stops startReloader's loop and waits for it.
 func (n *Node) stopReloader() {
-	if n.sec.stop != nil {
-		close(n.sec.stop)
-		n.sec.stop = nil
-	}
+	n.sec.reloader.Stop()
 }
 
 // startInternode starts the internode gRPC server on n.ilis.

@@ -29,9 +29,11 @@ import (
 	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/frontend/native"
+	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -60,17 +62,16 @@ type Node struct {
 	grpcPanics *prometheus.CounterVec
 	metrics    *http.Server
 	mlis       net.Listener
-	replayer   *batchlogReplayer
-	sec        security // TLS and gossip keys (listeners.go)
+	replayer   *loop.Loop // replays the batchlog (batchlog.go)
+	sec        security   // TLS and gossip keys (listeners.go)
 	topo       *topology
-	hints      *hintStore     // hinted handoff (hints.go)
-	hinter     *hintReplayer  // replays hints
-	repair     *repairService // anti-entropy repair (repair.go)
-	purger     *purger        // purges tombstones
-	schemaGC   *loop.Loop     // collects schema tombstones (node/catalog.go)
+	hints      *hints.Store    // hinted handoff (hints.go)
+	hinter     *hints.Replayer // replays hints
+	repair     *repair.Service // anti-entropy repair and the tombstone purge (repair.go)
+	schemaGC   *loop.Loop      // collects schema tombstones (catalog.go)
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
-	authSetup *authSetup // nil without authentication
+	authSetup *loop.Loop // creates the superuser role (auth.go); nil without authentication
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -205,10 +206,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.startDDL(coordMetrics)
 	n.startBatchlogReplay(now)
-	n.startHintReplay(now)
-	// Repairs and purges run on the clock that stamps tombstones' local deletion time.
-	n.repair = newRepairService(n, time.Now)
-	n.startPurge()
+	if err := n.startHintReplay(now); err != nil {
+		return nil, err
+	}
+	if err := n.startRepair(); err != nil {
+		return nil, err
+	}
 	n.startSchemaGC()
 
 	// The node's own registry (never the global one): several nodes share a test process.
@@ -248,7 +251,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	kvnodepb.RegisterKVNodeServer(n.grpc, api)
 	kvnodepb.RegisterAdminServer(n.grpc, adminServer{n: n})
-	kvnodepb.RegisterRepairServer(n.grpc, n.repair)
+	kvnodepb.RegisterRepairServer(n.grpc, repairServer{n: n})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)
@@ -429,16 +432,16 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		n.mlis.Close()
 	}
 	n.stopReloader()
-	n.replayer.stop() // before the executor it replays through closes
-	n.hinter.stop()
-	n.purger.stop()
+	n.replayer.Stop() // before the executor it replays through closes
+	n.hinter.Stop()
+	n.repair.Stop()
 	n.schemaGC.Stop()
-	n.authSetup.stop()
+	n.authSetup.Stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)
 	}
 	if n.hints != nil { // after the executor, whose last replica calls store hints
-		if err := n.hints.close(); err != nil {
+		if err := n.hints.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

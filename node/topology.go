@@ -687,7 +687,7 @@ func (n *Node) decommission(ctx context.Context) (uint64, error) {
 	}
 	// Nobody replays this node's hints once it has left: hand them off first.
 	hctx, cancel := context.WithTimeout(ctx, decommissionHintTimeout)
-	err = n.hinter.drain(hctx)
+	err = n.hinter.Drain(hctx)
 	cancel()
 	if err != nil {
 		return abort(refused("decommission of %s: its hints could not be delivered within %v: %v; it stays normal (bring their targets up, and run it again)", self, decommissionHintTimeout, err))
@@ -697,7 +697,7 @@ func (n *Node) decommission(ctx context.Context) (uint64, error) {
 	}
 	// Writes this node coordinated meanwhile may have left hints: deliver them too.
 	hctx, cancel = context.WithTimeout(ctx, n.cfg.WriteTimeout)
-	err = n.hinter.drain(hctx)
+	err = n.hinter.Drain(hctx)
 	cancel()
 	if err != nil {
 		n.log.Warn("hints stored during the decommission were not all delivered; run a repair", "err", err)

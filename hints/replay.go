@@ -1,0 +1,264 @@
+package hints
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internal/loop"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// ReplayInterval is how often a Replayer looks for live replicas with hints, besides every
+// membership change.
+const ReplayInterval = 2 * time.Second
+
+// batch is how many hints replay reads at a time.
+const batch = 64
+
+// Sender sends a mutation to a node: the node's internode transport.
+type Sender interface {
+	Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error)
+}
+
+// Tables resolves a hint's table: the node's current schema.
+type Tables interface {
+	TableByID(id schema.TableID) (*schema.Table, bool)
+}
+
+// ReplayOptions configures NewReplayer.
+type ReplayOptions struct {
+	// Sender sends the replayed writes. Required.
+	Sender Sender
+	// Tables resolves each hint's table (its gc_grace_seconds). Required.
+	Tables Tables
+	// Members says which targets are members, and up. Required.
+	Members Membership
+	// Logger receives the replay's log. Nil discards it.
+	Logger *slog.Logger
+	// Now is the clock hints expire on (against their tables' gc_grace_seconds). Nil means
+	// time.Now.
+	Now func() time.Time
+	// Timeout bounds one replayed write. Required.
+	Timeout time.Duration
+	// Throttle bounds the bytes per second replayed; a hint larger than its burst takes the
+	// whole burst. Nil means no bound.
+	Throttle *rate.Limiter
+	// Paused, if set, skips the periodic rounds while it returns true (a testing knob; Drain
+	// still replays).
+	Paused func() bool
+}
+
+// Replayer replays a Store's hints to their replicas once they are up: every ReplayInterval
+// and at every membership change once started, and all of them at once on Drain. Its owner
+// starts it with Start and stops it with Stop.
+type Replayer struct {
+	store *Store
+	opts  ReplayOptions
+	log   *slog.Logger
+
+	// mu serialises replays: the periodic rounds and a decommission's hand-off.
+	mu   sync.Mutex
+	loop *loop.Loop
+}
+
+// NewReplayer returns a replayer of store's hints, not yet started.
+func NewReplayer(store *Store, opts ReplayOptions) (*Replayer, error) {
+	switch {
+	case store == nil:
+		return nil, errors.New("hints: NewReplayer: store is nil")
+	case opts.Sender == nil:
+		return nil, errors.New("hints: ReplayOptions.Sender is nil")
+	case opts.Tables == nil:
+		return nil, errors.New("hints: ReplayOptions.Tables is nil")
+	case opts.Members == nil:
+		return nil, errors.New("hints: ReplayOptions.Members is nil")
+	case opts.Timeout <= 0:
+		return nil, fmt.Errorf("hints: ReplayOptions.Timeout is %v, want a positive duration", opts.Timeout)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Replayer{store: store, opts: opts, log: opts.Logger}, nil
+}
+
+// Start starts the periodic replay, once: a round at once, then one every ReplayInterval and
+// at every membership change. Each round first notes which members are down (for the store's
+// max hint window).
+func (r *Replayer) Start() {
+	// The channel of the next change is taken before the round, so that a change during the
+	// round starts another.
+	var changed <-chan struct{}
+	r.loop = loop.Start(loop.Options{
+		Every: ReplayInterval,
+		Wake:  []func() <-chan struct{}{func() <-chan struct{} { return changed }},
+	}, func(ctx context.Context) time.Duration {
+		changed = r.opts.Members.Changed()
+		r.store.observe(r.opts.Members.Members())
+		r.round(ctx)
+		return 0
+	})
+}
+
+// Stop ends the periodic replay (a replay in progress is canceled; its hint stays) and waits
+// for it. It may be called on a nil or unstarted Replayer.
+func (r *Replayer) Stop() {
+	if r == nil {
+		return
+	}
+	r.loop.Stop()
+}
+
+// round replays the hints of every live target that has some.
+func (r *Replayer) round(ctx context.Context) {
+	if r.opts.Paused != nil && r.opts.Paused() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, target := range r.store.pendingTargets() {
+		if ctx.Err() != nil {
+			return
+		}
+		if !r.opts.Members.IsMember(target) {
+			r.discard(target, dropRemoved)
+			continue
+		}
+		if !r.opts.Members.IsLive(target) {
+			continue
+		}
+		n, err := r.replayTarget(ctx, target)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.log.Warn("hint replay stopped; retrying later", "target", string(target), "replayed", n, "err", err)
+		case n > 0:
+			r.log.Info("hints replayed", "target", string(target), "replayed", n)
+		}
+	}
+}
+
+// Drain replays every hint the store holds until none is left (a decommissioning node hands
+// its hints off so: nobody would replay them once it has left). Hints of a target that left the
+// cluster are dropped, as a round drops them. It fails when a target is down, when one fails a
+// hint, or when ctx ends first; the hints not replayed stay.
+func (r *Replayer) Drain(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		targets := r.store.pendingTargets()
+		if len(targets) == 0 {
+			return nil
+		}
+		for _, target := range targets {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !r.opts.Members.IsMember(target) {
+				r.discard(target, dropRemoved)
+				continue
+			}
+			if !r.opts.Members.IsLive(target) {
+				return fmt.Errorf("node %s, which this node holds hints for, is down", target)
+			}
+			if n, err := r.replayTarget(ctx, target); err != nil {
+				return fmt.Errorf("replaying hints to %s (%d replayed): %w", target, n, err)
+			}
+		}
+	}
+}
+
+// discard drops every hint of target.
+func (r *Replayer) discard(target coordinator.NodeID, reason string) {
+	for {
+		hs, err := r.store.next(target, nil, batch)
+		if err != nil || len(hs) == 0 {
+			return
+		}
+		for _, hn := range hs {
+			if r.store.remove(target, hn) == nil {
+				r.store.drop(reason, 1)
+			}
+		}
+	}
+}
+
+// replayTarget sends target its hints in the order they were stored, deleting each once
+// acknowledged, and stops at the first that fails (to retry later). It returns how many it
+// replayed.
+func (r *Replayer) replayTarget(ctx context.Context, target coordinator.NodeID) (int, error) {
+	replayed := 0
+	var after []byte
+	for {
+		hs, err := r.store.next(target, after, batch)
+		if err != nil || len(hs) == 0 {
+			return replayed, err
+		}
+		for _, hn := range hs {
+			after = hn.key
+			ok, err := r.replayOne(ctx, target, hn)
+			if err != nil {
+				return replayed, err
+			}
+			if ok {
+				replayed++
+			}
+		}
+	}
+}
+
+// replayOne replays one hint: it reports whether the replica applied it, and fails when the
+// hint must be kept for later (the replica failed or did not answer).
+func (r *Replayer) replayOne(ctx context.Context, target coordinator.NodeID, hn hint) (bool, error) {
+	var m replicapb.Mutation
+	if err := proto.Unmarshal(hn.val, &m); err != nil {
+		return false, r.removeDropped(target, hn, dropCorrupt)
+	}
+	t, ok := r.opts.Tables.TableByID(schema.TableID(m.TableId))
+	if !ok {
+		return false, r.removeDropped(target, hn, dropTable)
+	}
+	if r.opts.Now().Sub(hn.storedAt) > time.Duration(t.GCGraceSeconds())*time.Second {
+		return false, r.removeDropped(target, hn, dropExpired)
+	}
+	if th := r.opts.Throttle; th != nil {
+		n := min(len(hn.val), th.Burst())
+		if err := th.WaitN(ctx, n); err != nil {
+			return false, err
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	// Hint replay is internal traffic: never counted by the limiter, never rejected.
+	resp, err := r.opts.Sender.Mutate(cctx, target, &replicapb.MutateRequest{Limiter: &replicapb.Limiter{Mode: replicapb.Limiter_NONE}, Mutation: &m})
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case resp.GetStatus() == replicapb.Status_STATUS_OK:
+		r.store.replayed.Add(1)
+		return true, r.store.remove(target, hn)
+	case resp.GetError().GetCode() == replicapb.Error_BAD_REQUEST:
+		r.log.Warn("replica refused a hint; dropped", "target", string(target), "err", resp.GetError().GetMessage())
+		return false, r.removeDropped(target, hn, dropRefused)
+	}
+	return false, fmt.Errorf("replica %s: %v: %s", target, resp.GetStatus(), resp.GetError().GetMessage())
+}
+
+func (r *Replayer) removeDropped(target coordinator.NodeID, hn hint, reason string) error {
+	if err := r.store.remove(target, hn); err != nil {
+		return err
+	}
+	r.store.drop(reason, 1)
+	return nil
+}
