@@ -1,9 +1,10 @@
 // Command perf is kvnode's end-to-end performance evidence for the per-partition rate limiter:
 //
-//	go run ./test/perf                 # Markdown tables on stdout, progress on stderr
-//	go run ./test/perf --json          # one JSON object (Result) instead
-//	go run ./test/perf --quick         # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject  # only some parts: hot, reject, overhead, overload
+//	go run ./test/perf                   # Markdown tables on stdout, progress on stderr
+//	go run ./test/perf --json            # one JSON object (Result) instead
+//	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
+//	go run ./test/perf --quick           # a smoke run of a few seconds per part
+//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
@@ -63,5 +64,6 @@
 // /proc/<pid>/task/<tid>/schedstat (nanoseconds) and cross-checked with utime+stime from
 // /proc/<pid>/stat, so this program runs on Linux only.
 //
-// docs/performance.md records a run with the machine it ran on.
+// docs/performance.md states the current figures, what they mean and how noisy they are; a
+// run's JSON (--save) records the machine, date and load it ran with.
 package main

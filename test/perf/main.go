@@ -109,12 +109,12 @@ func fullSettings() settings {
 		// standard deviation of 11% (10% between 5-s and between 10-s phases, while the servers'
 		// CPU varied by 2–3%), so a round's ratio spreads by about ±12% whatever its phases'
 		// length, and the median of eight rounds by about ±5%: more rounds narrow it, longer
-		// phases do not (docs/performance.md, "How noisy a phase is"). The search's halves are as long
-		// as the rounds' phases: with one-second halves the search lost about ten points more
-		// at the same R than the rounds then measured (runs A–H), so the rounds' unlimited
-		// phases lost less than the third R is chosen for. The long limited phase lasts 20 s, so
-		// that the mean over its last 17 seconds spreads by about ±3% (one second's count spreads
-		// by 10–15% of the limit).
+		// phases do not (docs/performance.md, "How noisy a phase is"). The search's halves are
+		// as long as the rounds' phases: with one-second halves the search lost about ten
+		// points more at the same R than the rounds then measured (every run before 5d9e124),
+		// so the rounds' unlimited phases lost less than the third R is chosen for. The long
+		// limited phase lasts 20 s, so that the mean over its last 17 seconds spreads by about
+		// ±3% (one second's count spreads by 10–15% of the limit).
 		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 16,
 		SteadyDuration: 20 * time.Second, SteadyFirst: 3,
 		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,

@@ -105,8 +105,8 @@ func summarizeOverhead(r *overheadResult) {
 
 // resolution returns twice the standard error of the median of vs, 0 for fewer than two values:
 // the standard error of their mean (the sample standard deviation over the square root of the
-// count) times medianSEFactor. Until run O of docs/performance.md it was the mean's alone, which
-// understated the median's by a sixth for 8 pairs.
+// count) times medianSEFactor. Before 4459d97 it was the mean's alone, which understated the
+// median's by a sixth for 8 pairs.
 func resolution(vs []float64) float64 {
 	n := float64(len(vs))
 	if n < 2 {

@@ -462,8 +462,8 @@ func (r *Result) headline() {
 	r.Targets = r.targets()
 }
 
-// writeText prints r as Markdown tables, which read well on a terminal and paste into
-// docs/performance.md as they are.
+// writeText prints r as Markdown tables, which read well on a terminal and as a file; --save
+// keeps the same run as JSON.
 func (r *Result) writeText(w io.Writer) error {
 	var b strings.Builder
 	m := r.Machine

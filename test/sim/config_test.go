@@ -14,7 +14,8 @@ import (
 // 0.9–1.1·L, widened by three binomial standard deviations of sampling noise, and at most
 // 0.01 partial writes per accepted write; and the "scylla" baseline shows the inaccuracies
 // kvnode removes (some row outside 0.8–1.2·L, some with more than 0.1 partial writes per
-// accepted write). docs/accuracy.md holds the 20-second figures.
+// accepted write). results/accuracy.md holds the full-length figures (docs/accuracy.md reads
+// them).
 func TestKvnodeHoldsTheLimitWhereScyllaDoesNot(t *testing.T) {
 	results, err := shortMatrix()
 	if err != nil {

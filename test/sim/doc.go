@@ -1,7 +1,8 @@
 // Package sim is a deterministic discrete-event simulator of a kvnode cluster, built to measure
 // how closely the per-partition rate limiter holds a hot partition to its limit L across
 // replication factors, consistency levels, driver routings, clock skew and failures. Its report
-// (cmd/simreport) is recorded in docs/accuracy.md.
+// (cmd/simreport) for the default flags is committed as results/accuracy.md, which
+// docs/accuracy.md reads; TestReport keeps both true (-update regenerates them).
 //
 // # What is real and what is modelled
 //

@@ -148,9 +148,38 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return nil
 }
 
+// ReportArgs returns the simreport flags that reproduce a report made with o (zero fields
+// meaning their defaults): the seed and the lengths always, the arrival process and
+// --no-learning where they differ from the defaults.
+func ReportArgs(o Options) string {
+	o.EnsureDefaults()
+	args := fmt.Sprintf("--seed %d --seconds %g --warmup %g", o.Seed, o.Duration.Seconds(), o.Warmup.Seconds())
+	if o.Arrival == Smooth {
+		args += " --arrival smooth"
+	}
+	if o.NoLearning {
+		args += " --no-learning"
+	}
+	return args
+}
+
+// WriteMarkdown writes the report as a markdown document: a heading that names the simreport
+// flags it was made with (args, as ReportArgs returns them), a sentence on what it is, and the
+// table of results.
+func WriteMarkdown(w io.Writer, args string, results []Result) error {
+	_, err := io.WriteString(w, "# simreport "+args+"\n\n"+markdownAbout+MarkdownTable(results))
+	return err
+}
+
+// markdownAbout follows the heading of a markdown report.
+const markdownAbout = `The rate-limiter accuracy matrix of the deterministic cluster simulator (package test/sim), one
+row per scenario and configuration. docs/accuracy.md explains the columns and reads them.
+
+`
+
 // markdownHeader is the header of the markdown table.
-const markdownHeader = `| configuration | RF | op | CL | routing | skew | V/L | replica down | flood | onset | accepted/L | first second/L | wasted/accepted | partial writes/accepted | disagreement |
-|---|---:|---|---|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|
+const markdownHeader = `| configuration | RF | op | CL | routing | skew | V/L | replica down | flood | onset | accepted/L | first second/L | wasted/accepted | partial writes/accepted | disagreement | learned/rejected | cold rejected |
+|---|---:|---|---|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|
 `
 
 // MarkdownTable returns the results as a markdown table, one row per result. A disagreement of
@@ -165,7 +194,8 @@ func MarkdownTable(results []Result) string {
 	return b.String()
 }
 
-// MarkdownRow returns one line of the markdown table, newline included.
+// MarkdownRow returns one line of the markdown table, newline included. The disagreement is a
+// percentage with two decimals, which is every digit Row keeps.
 func MarkdownRow(w Row) string {
 	yes := func(v bool) string {
 		if v {
@@ -175,7 +205,7 @@ func MarkdownRow(w Row) string {
 	}
 	dis := "–"
 	if w.DisagreementMeasured {
-		dis = fmt.Sprintf("%.3f", w.Disagreement)
+		dis = fmt.Sprintf("%.2f%%", 100*w.Disagreement)
 	}
 	onset := yes(w.Onset)
 	if w.Again {
@@ -185,10 +215,10 @@ func MarkdownRow(w Row) string {
 	if w.FirstSecondOverLimit != nil {
 		first = fmt.Sprintf("%.3f", *w.FirstSecondOverLimit)
 	}
-	return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %g | %s | %s | %s | %.3f | %s | %.3f | %.3f | %s |\n",
+	return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %g | %s | %s | %s | %.3f | %s | %.3f | %.3f | %s | %.3f | %.3f |\n",
 		w.Configuration, w.RF, w.Op, w.CL, w.Routing, skewLabel(w.SkewMS), w.OfferedOverLimit,
 		yes(w.ReplicaDown), yes(w.Flood), onset, w.AcceptedOverLimit, first, w.WastedPerAccepted,
-		w.PartialWritesPerAccepted, dis)
+		w.PartialWritesPerAccepted, dis, w.LearnedPerRejected, w.ColdRejected)
 }
 
 func skewLabel(ms int64) string {

@@ -66,9 +66,9 @@ type Configuration uint8
 
 // The configurations. The zero value is the baseline.
 const (
-	// Scylla is the per-partition limiter as ScyllaDB designs it (and docs/architecture.md, the limiter first
-	// describes it): no account propagation, replicas decide on their own clocks, and a new
-	// counter starts at zero with no onset bound.
+	// Scylla is the per-partition limiter as ScyllaDB designs it, the design kvnode starts from
+	// (docs/architecture.md, "The limiter in one paragraph"): no account propagation, replicas
+	// decide on their own clocks, and a new counter starts at zero with no onset bound.
 	Scylla Configuration = iota
 	// Kvnode is kvnode's shipping behaviour: account propagation (the core's Batcher, every
 	// Options.PropagationInterval), every limited operation and delta batch stamped with its

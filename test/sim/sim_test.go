@@ -225,8 +225,9 @@ func TestNothingRejectedAtHalfTheLimit(t *testing.T) {
 	}
 }
 
-// TestKnownInaccuraciesAreReproduced: the simulator must show the inaccuracies docs/architecture.md, the limiter lists,
-// not hide them: reads at ONE spread over the replicas, and writes through random replica
+// TestKnownInaccuraciesAreReproduced: the simulator must show the inaccuracies of ScyllaDB's
+// design that kvnode removes (docs/architecture.md, "The limiter in one paragraph"), not hide
+// them: reads at ONE spread over the replicas, and writes through random replica
 // coordinators that reject without telling the others, approach RF·L as overload grows, while
 // the same load through one fixed coordinator stays at L. Skew makes replicas disagree.
 func TestKnownInaccuraciesAreReproduced(t *testing.T) {
@@ -393,9 +394,9 @@ func TestReplicaStateAndPartialWrites(t *testing.T) {
 }
 
 // TestSmoothTrafficAtTheLimitIsNeverRejected: a partition offered exactly L per second, evenly
-// spaced, keeps its counter between L and 2L, which the rule always admits (docs/architecture.md, the limiter: steady
-// traffic at or under the limit is never rejected). The coordinator is the replica, so the
-// operations reach the counter exactly evenly spaced.
+// spaced, keeps its counter between L and 2L, which the rule always admits (package
+// partitionlimit: steady traffic at or under the limit is never rejected). The coordinator is
+// the replica, so the operations reach the counter exactly evenly spaced.
 func TestSmoothTrafficAtTheLimitIsNeverRejected(t *testing.T) {
 	for _, reads := range []float64{0, 1} {
 		sc := Scenario{RF: 1, ReadFraction: reads, Consistency: coordinator.One, Routing: FixedFirst, Offered: 1}

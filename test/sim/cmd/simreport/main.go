@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -8,8 +9,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kvnode/kvnode/test/sim"
@@ -43,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("q", false, "do not print the run time to stderr")
 	onsetOnly := fs.Bool("onset", false, "run only the onset rows (a partition turning hot, from idle or again after a pause), both configurations")
 	noLearning := fs.Bool("no-learning", false, "kvnode's coordinators outside a partition's replicas forward every operation instead of rejecting learned hot partitions themselves (kvnode before issue 16)")
+	match := fs.String("match", "", "run only the rows whose scenario has every space-separated `terms` (e.g. \"configuration=kvnode rf=3 op=read cl=ALL routing=outside skew=500ms V=100L down=false\")")
+	out := fs.String("out", "", "write the report to `file` instead of stdout (test/sim/results/accuracy.md is the committed one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,6 +60,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if !(*seconds > 0) || !(*warmup > 0) || *warmup >= *seconds {
 		return fmt.Errorf("--warmup %g must be positive and shorter than --seconds %g", *warmup, *seconds)
+	}
+	if *out != "" {
+		// Refuse a file that cannot be written before simulating for minutes.
+		if fi, err := os.Stat(filepath.Dir(*out)); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--out %q: its directory does not exist", *out)
+		}
 	}
 	opts := sim.Options{
 		Seed:     *seed,
@@ -80,17 +92,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		scenarios = onset
 	}
+	if *match != "" {
+		var picked []sim.Scenario
+		for _, sc := range scenarios {
+			if matches(sc, strings.Fields(*match)) {
+				picked = append(picked, sc)
+			}
+		}
+		if len(picked) == 0 {
+			return fmt.Errorf("--match %q: no scenario has all of these terms (a scenario reads %q)", *match, terms(scenarios[0]))
+		}
+		scenarios = picked
+	}
 	start := time.Now()
 	results, err := sim.RunAll(ctx, scenarios, opts, *workers)
 	if err != nil {
 		return err
 	}
+	var b bytes.Buffer
 	if *asJSON {
-		err = sim.WriteJSON(stdout, results)
+		err = sim.WriteJSON(&b, results)
 	} else {
-		_, err = io.WriteString(stdout, sim.MarkdownTable(results))
+		args := sim.ReportArgs(opts)
+		if *onsetOnly {
+			args += " --onset"
+		}
+		if *match != "" {
+			args += fmt.Sprintf(" --match %q", *match)
+		}
+		err = sim.WriteMarkdown(&b, args, results)
 	}
 	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	} else if _, err := stdout.Write(b.Bytes()); err != nil {
 		return err
 	}
 	if !*quiet {
@@ -98,4 +137,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			len(results), *seed, *seconds, *warmup, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// terms returns the terms --match compares: the scenario's name, and the fields it leaves out
+// when they are unset (the baseline's configuration=scylla, onset=false, again=false).
+func terms(sc sim.Scenario) string {
+	name := sc.String()
+	if sc.Configuration == sim.Scylla {
+		name += " configuration=scylla"
+	}
+	if !sc.Onset {
+		name += " onset=false"
+	}
+	if !sc.Again {
+		name += " again=false"
+	}
+	return name
+}
+
+// matches says whether every one of want is a term of sc.
+func matches(sc sim.Scenario, want []string) bool {
+	have := strings.Fields(terms(sc))
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,6 +58,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--seed", "0"}, "--seed"},
 		{[]string{"--arrival", "bursty"}, "--arrival"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--out", "/nonexistent-dir/accuracy.md"}, "--out"},
+		{[]string{"--match", "V=3L"}, "--match"},
 	}
 	for _, c := range cases {
 		var out, errs bytes.Buffer
@@ -65,6 +69,69 @@ func TestBadFlags(t *testing.T) {
 		}
 		if out.Len() != 0 {
 			t.Errorf("run(%q) printed %q to stdout, want nothing", c.args, out.String())
+		}
+	}
+}
+
+// TestOutWritesTheMarkdownReport: --out writes the markdown report to the file, heading with
+// the flags that reproduce it, and nothing to stdout.
+func TestOutWritesTheMarkdownReport(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "accuracy.md")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"--onset", "--seconds", "2.5", "--warmup", "0.5", "--seed", "3", "-q", "--out", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run failed: %v (stderr %q)", err, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("--out still printed %d bytes to stdout", stdout.Len())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	if want := "# simreport --seed 3 --seconds 2.5 --warmup 0.5 --onset"; lines[0] != want {
+		t.Errorf("the report's heading is %q, want %q", lines[0], want)
+	}
+	onset := 0
+	for _, sc := range sim.Matrix() {
+		if sc.Onset {
+			onset++
+		}
+	}
+	rows := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "| kvnode |") || strings.HasPrefix(l, "| scylla |") {
+			rows++
+		}
+	}
+	if rows != onset {
+		t.Errorf("the report has %d rows, want one per onset scenario (%d)", rows, onset)
+	}
+}
+
+// TestMatchPicksRows: --match runs exactly the rows whose scenario has every term, whole terms
+// only (V=1L is not V=10L), and names the baseline configuration=scylla and unset onset
+// and again =false.
+func TestMatchPicksRows(t *testing.T) {
+	cases := []struct {
+		match string
+		want  int
+	}{
+		{"configuration=kvnode rf=3 op=read cl=ALL routing=outside skew=500ms V=100L down=false flood=false", 1},
+		{"configuration=scylla rf=1 op=write cl=ONE routing=fixed-first skew=0s V=1L", 1},
+		{"rf=1 op=write cl=ONE routing=fixed-first skew=0s V=1L", 2},
+		{"configuration=kvnode rf=1 op=write cl=ONE routing=fixed-first skew=0s V=2L", 3}, // steady, onset, again
+		{"configuration=kvnode rf=1 op=write cl=ONE routing=fixed-first skew=0s V=2L onset=false", 1},
+	}
+	for _, c := range cases {
+		var out, errs bytes.Buffer
+		err := run(context.Background(), []string{"--json", "-q", "--seconds", "2.5", "--warmup", "0.5", "--match", c.match}, &out, &errs)
+		if err != nil {
+			t.Fatalf("--match %q: %v (stderr %q)", c.match, err, errs.String())
+		}
+		if got := strings.Count(out.String(), "\n"); got != c.want {
+			t.Errorf("--match %q printed %d rows, want %d:\n%s", c.match, got, c.want, out.String())
 		}
 	}
 }
