@@ -97,14 +97,12 @@ func NewReplayer(store *Store, opts ReplayOptions) (*Replayer, error) {
 // at every membership change. Each round first notes which members are down (for the store's
 // max hint window).
 func (r *Replayer) Start() {
-	// The channel of the next change is taken before the round, so that a change during the
-	// round starts another.
-	var changed <-chan struct{}
+	// The loop takes the channel of the next change before each round, so that a change during
+	// the round starts another.
 	r.loop = loop.Start(loop.Options{
 		Every: ReplayInterval,
-		Wake:  []func() <-chan struct{}{func() <-chan struct{} { return changed }},
+		Wake:  []func() <-chan struct{}{r.opts.Members.Changed},
 	}, func(ctx context.Context) time.Duration {
-		changed = r.opts.Members.Changed()
 		r.store.observe(r.opts.Members.Members())
 		r.round(ctx)
 		return 0
