@@ -174,6 +174,22 @@ func TestForbiddenImports(t *testing.T) {
 	}
 }
 
+// TestClientAPIStaysAtTheFrontEnds fails when a package below the front ends imports the client
+// API's generated package: below them, code speaks domain types (schema.Op, coordinator.Statement,
+// coordinator.Result, typed errors), and each front end owns its wire form.
+func TestClientAPIStaysAtTheFrontEnds(t *testing.T) {
+	const kvnodepb = "proto/kvnodepb"
+	frontEnds := floor("frontend/grpcapi")
+	for _, p := range packages(t) {
+		if f := floor(p.ImportPath); f <= frontEnds || matches("proto/...", p.ImportPath) {
+			continue
+		}
+		if slices.Contains(p.Imports, kvnodepb) {
+			t.Errorf("%s (%s) imports %s: only the front ends and above speak the client API's wire form", p.ImportPath, floors[floor(p.ImportPath)].name, kvnodepb)
+		}
+	}
+}
+
 // TestSelfContained fails when internal/ imports outside internal/, or generated protobuf
 // outside proto/: both are leaves every floor may use, so they can depend on nothing of kvnode.
 func TestSelfContained(t *testing.T) {
