@@ -17,7 +17,7 @@ import (
 var _ native.Admitter = nativeExecutor{}
 
 // nativeExecutor is the executor as the native front end takes it: its AdmitPrepared answers
-// with the front end's AdmittedWrite, and with a nil one (not a nil *shell.Admission in an
+// with the front end's AdmittedWrite, and with a nil one (not a nil *shell.AdmittedWrite in an
 // interface) when no early decision applies.
 type nativeExecutor struct{ *shell.Executor }
 

@@ -12,10 +12,10 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// Admission is a prepared write that this node's limiter admitted before the write's other
+// AdmittedWrite is a prepared write that this node's limiter admitted before the write's other
 // values were even looked at (see AdmitPrepared). It holds the limiter's decision, the draw and
 // the core request that carries them, so that Execute writes it without counting it again.
-type Admission struct {
+type AdmittedWrite struct {
 	e        *Executor
 	p        *coordinator.Prepared
 	s        *schema.Schema // the schema the decision was made against; Execute binds against it
@@ -54,7 +54,7 @@ type Admission struct {
 // Validation errors of the other values come after the limiter's decision on this path: a
 // rejected write that also had a bad value is answered with the rate-limit error, and an admitted
 // write refused by validation has been counted (and propagated) as offered load.
-func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, cl coordinator.Consistency, key [][]byte) (*Admission, error) {
+func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, cl coordinator.Consistency, key [][]byte) (*AdmittedWrite, error) {
 	if (e.local == nil && e.learn == nil) || p == nil || p.Statement == nil || len(p.PKIndexes) == 0 || len(key) != len(p.PKIndexes) {
 		return nil, nil
 	}
@@ -125,7 +125,7 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 		requestPool.Put(req)
 		return nil, err
 	}
-	return &Admission{e: e, p: p, s: s, table: t, replicas: append([]coordinator.Replica(nil), replicas...), pending: append([]coordinator.NodeID(nil), pending...), token: token, cl: cl, req: req, step: step, now: now, dl: dl, start: start}, nil
+	return &AdmittedWrite{e: e, p: p, s: s, table: t, replicas: append([]coordinator.Replica(nil), replicas...), pending: append([]coordinator.NodeID(nil), pending...), token: token, cl: cl, req: req, step: step, now: now, dl: dl, start: start}, nil
 }
 
 // admitScratch is AdmitPrepared's space for the partition's replica set: its buffers would
@@ -182,15 +182,15 @@ func isReplica(replicas []coordinator.Replica, id coordinator.NodeID) bool {
 }
 
 // Prepared returns the prepared statement admitted.
-func (a *Admission) Prepared() *coordinator.Prepared { return a.p }
+func (a *AdmittedWrite) Prepared() *coordinator.Prepared { return a.p }
 
-// errAdmissionReused is returned by an Admission executed twice.
+// errAdmissionReused is returned by an AdmittedWrite executed twice.
 var errAdmissionReused = errors.New("coordinator: an admitted write was executed twice")
 
 // Execute runs the admitted write with st's values (st.Prepared must be the statement admitted,
 // st.Consistency its level): the domain API's Execute for it, the limiter's decision taken
 // from the admission. It tells the Observer as Execute does.
-func (a *Admission) Execute(ctx context.Context, st coordinator.Statement) (coordinator.Result, error) {
+func (a *AdmittedWrite) Execute(ctx context.Context, st coordinator.Statement) (coordinator.Result, error) {
 	if a.executed {
 		return coordinator.Result{}, errAdmissionReused
 	}
@@ -218,7 +218,7 @@ func (a *Admission) Execute(ctx context.Context, st coordinator.Statement) (coor
 // Abandon ends an admission that will not be executed (the client went away, its frame was
 // malformed): the replicas that were to count the write get it through propagation, so that it
 // is still counted once everywhere. It does nothing on a nil or executed admission.
-func (a *Admission) Abandon() {
+func (a *AdmittedWrite) Abandon() {
 	if a == nil || a.executed {
 		return
 	}
@@ -227,7 +227,7 @@ func (a *Admission) Abandon() {
 }
 
 // abandonIfAny abandons a, when there is an admission.
-func (a *Admission) abandonIfAny() {
+func (a *AdmittedWrite) abandonIfAny() {
 	if a != nil {
 		a.abandon()
 	}
@@ -235,7 +235,7 @@ func (a *Admission) abandonIfAny() {
 
 // abandon ends an admitted write that will not be sent: the replicas that were to count it
 // (account-only) get it through propagation, so that every counter still counts it once.
-func (a *Admission) abandon() {
+func (a *AdmittedWrite) abandon() {
 	if a.e.prop == nil {
 		return
 	}

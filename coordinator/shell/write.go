@@ -19,7 +19,7 @@ import (
 // timestamp. It returns the table once the statement resolved it, for the Observer. adm, when
 // not nil, is the statement's admission by AdmitPrepared: the write is bound against the schema
 // it was admitted with and sent with the admitted request, never counted again.
-func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement, adm *Admission) (*schema.Table, coordinator.Result, error) {
+func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement, adm *AdmittedWrite) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
 	if adm != nil {
 		s = adm.s
