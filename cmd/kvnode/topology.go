@@ -250,7 +250,7 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, stdout io.Writer) e
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(stdout, "Owns (effective): the share of the ring each node holds a replica of, at the largest replication factor; RF 3 on 3 nodes is 100% each.")
+	_, err := fmt.Fprintln(stdout, "Owns (effective): the share of the ring each node replicates, at the largest replication factor (RF 3 on 3 nodes: 100% each)")
 	return err
 }
 

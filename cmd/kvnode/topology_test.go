@@ -123,7 +123,7 @@ func TestStatusLabelsEffectiveOwnership(t *testing.T) {
 	}
 	out := stdout.String()
 	if !strings.Contains(out, "Owns (effective)  Host ID\n") || strings.Count(out, "100.0%") != 3 ||
-		!strings.Contains(out, "RF 3 on 3 nodes is 100% each") {
+		!strings.Contains(out, "(RF 3 on 3 nodes: 100% each)") {
 		t.Errorf("status printed\n%s\nwant the column Owns (effective) and a note on what it counts", out)
 	}
 }
