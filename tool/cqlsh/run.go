@@ -264,7 +264,8 @@ const (
 // connect dials the node, logging in when d.username is set. While the node is starting (its
 // port refuses connections, or accepts them but the node does not answer yet), it tries
 // again until d.wait has passed, telling stderr once "waiting for ADDR …". It fails with an
-// error that names the address and says what happened.
+// error that names the address and says what happened. An attempt that fails in any other way
+// ends it at once.
 func (d dialer) connect(ctx context.Context, stderr io.Writer) (conn, error) {
 	start := time.Now()
 	deadline := start.Add(d.wait) // no attempt starts after it
@@ -303,7 +304,7 @@ func (d dialer) connect(ctx context.Context, stderr io.Writer) (conn, error) {
 			}
 			return nil, fmt.Errorf("cql: cannot connect to kvnode at %s: %s", d.addr, cause)
 		}
-		if !told {
+		if !told && !portOpen {
 			fmt.Fprintf(stderr, "waiting for %s …\n", d.addr)
 			told = true
 		}
@@ -342,7 +343,7 @@ func noAnswer(err error) bool {
 // explain says why an attempt to connect failed with err, which took at most attempt, and
 // whether the node may be starting: its port refuses connections (nothing listens yet), or
 // accepts them but does not answer (a node listens on its port before it serves it, while
-// it joins the ring), or closed the connection at once. portOpen is set instead when a gRPC
+// it joins the ring). portOpen is set instead when a gRPC
 // connection failed although a TCP connection to the port now succeeds.
 func (d dialer) explain(ctx context.Context, err error, attempt time.Duration) (cause string, starting, portOpen bool) {
 	var op *net.OpError
@@ -355,7 +356,9 @@ func (d dialer) explain(ctx context.Context, err error, attempt time.Duration) (
 		return fmt.Sprintf("no answer within %s (the port accepts connections, but the node has not answered: it may still be starting)", attempt), true, false
 	case errors.As(err, &hs):
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-			return fmt.Sprintf("the connection was closed during the handshake: %v", hs.err), true, false
+			// Not a node that is starting (it holds connections until it serves them): one
+			// that is stopping, or a port that wants TLS or another protocol.
+			return fmt.Sprintf("%v: the connection was closed during the handshake (for a node with TLS add --tls-ca; for the gRPC port add --protocol grpc)", hs.err), false, false
 		}
 		if hs.answered {
 			return hs.err.Error(), false, false // a node that answered STARTUP with an error

@@ -165,14 +165,11 @@ func TestWaitsForANodeThatIsStarting(t *testing.T) {
 	}
 }
 
-// TestConnectFailuresSayWhatHappened checks the error for each way a node may not answer, with
-// and without waiting: it names what happened, never "does not answer the CQL native protocol"
-// for a port that is merely not open or not served yet.
-func TestConnectFailuresSayWhatHappened(t *testing.T) {
-	refused := freeAddr(t)
-	silent := startGate(t, "127.0.0.1:0", "").lis.Addr().String() // accepts, never answers
-	// A port that answers in another protocol (an HTTP server).
-	other, err := net.Listen("tcp", "127.0.0.1:0")
+// serveEach listens on a loopback port, calls handle with each connection and closes it; it
+// returns the address. Cleanup closes the listener and waits for its goroutine.
+func serveEach(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,15 +178,30 @@ func TestConnectFailuresSayWhatHappened(t *testing.T) {
 	go func() { // owned by the test: ends when the cleanup closes the listener
 		defer wg.Done()
 		for {
-			c, err := other.Accept()
+			c, err := lis.Accept()
 			if err != nil {
 				return
 			}
-			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+			handle(c)
 			c.Close()
 		}
 	}()
-	t.Cleanup(func() { other.Close(); wg.Wait() })
+	t.Cleanup(func() { lis.Close(); wg.Wait() })
+	return lis.Addr().String()
+}
+
+// TestConnectFailuresSayWhatHappened checks the error for each way a node may not answer, with
+// and without waiting: it names what happened, never "does not answer the CQL native protocol"
+// for a port that is merely not open or not served yet.
+func TestConnectFailuresSayWhatHappened(t *testing.T) {
+	refused := freeAddr(t)
+	silent := startGate(t, "127.0.0.1:0", "").lis.Addr().String() // accepts, never answers
+	// A port that answers in another protocol (an HTTP server), and one that closes every
+	// connection at once (a node stopping, a port that wants TLS).
+	other := serveEach(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n") })
+	closer := serveEach(t, func(c net.Conn) {
+		c.Read(make([]byte, 4096)) // the STARTUP frame: closed unread, it would be a reset
+	})
 
 	for _, tc := range []struct {
 		name       string
@@ -203,7 +215,8 @@ func TestConnectFailuresSayWhatHappened(t *testing.T) {
 		{"refused over gRPC, waited", []string{"--protocol", "grpc", "--addr", refused, "--wait", "300ms"}, "connect: connection refused (still, after waiting ", true, true},
 		{"not served, no wait", []string{"--addr", silent, "--wait", "0", "--timeout", "300ms"}, "no answer within 300ms (the port accepts connections, but the node has not answered: it may still be starting)", false, false},
 		{"not served, waited", []string{"--addr", silent, "--wait", "500ms", "--timeout", "200ms"}, "timed out after ", true, true},
-		{"another protocol", []string{"--addr", other.Addr().String()}, "", true, false},
+		{"another protocol", []string{"--addr", other}, "", true, false},
+		{"closed at once", []string{"--addr", closer}, "unexpected EOF: the connection was closed during the handshake (for a node with TLS add --tls-ca; for the gRPC port add --protocol grpc)", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := tc.args[slices.Index(tc.args, "--addr")+1]
