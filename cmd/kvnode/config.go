@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/tool/cliflags"
 )
 
 // serveConfig is what `kvnode serve` runs with: the defaults, then the YAML file named by
@@ -120,38 +121,47 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.TestingClockOffset, "testing-clock-offset", c.TestingClockOffset, "for tests: shift this node's clock by this much (e.g. -500ms)")
 }
 
-// serveUsage prints serve's flags except the hidden ones.
-func serveUsage(fs *flag.FlagSet, stderr io.Writer) func() {
-	return func() {
-		fmt.Fprintln(stderr, "Usage of kvnode serve:")
-		visible := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
-		visible.SetOutput(stderr)
-		fs.VisitAll(func(f *flag.Flag) {
-			if !hiddenServeFlags[f.Name] {
-				visible.Var(f.Value, f.Name, f.Usage)
-				visible.Lookup(f.Name).DefValue = f.DefValue
-			}
-		})
-		visible.PrintDefaults()
-	}
+// serveUsageText heads serve's usage, before its flags.
+const serveUsageText = `Usage: kvnode serve [flags]
+       kvnode [flags]
+
+Runs one node until SIGINT or SIGTERM, then shuts it down cleanly. The defaults are those of the
+first node on this machine: data in ./kvnode-data, every listener on 127.0.0.1. A node joins the
+nodes named by --seeds. The file of --config holds the same settings (docs/operations.md).
+
+Flags:
+`
+
+// serveUsage prints serve's usage and its flags except the hidden ones to w.
+func serveUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprint(w, serveUsageText)
+	visible := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	visible.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !hiddenServeFlags[f.Name] {
+			visible.Var(f.Value, f.Name, f.Usage)
+			visible.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	visible.PrintDefaults()
 }
 
-// parseServeFlags builds the serve configuration from args (the arguments after "serve").
-func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
+// parseServeFlags builds the serve configuration from args (the arguments after "serve"). With
+// -h it prints the usage to help and returns flag.ErrHelp; a mistake in args is a
+// *cliflags.UsageError.
+func parseServeFlags(args []string, help io.Writer) (serveConfig, error) {
 	// The flags are parsed twice: first to learn --config (and to report usage errors, showing
 	// the defaults), then over the file's values so that only the flags given override it.
 	cfg := defaultServeConfig()
 	first := cfg
 	fs := flag.NewFlagSet("kvnode serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file with the keys of docs/operations.md (data_dir, addr, ...); flags override it")
 	registerServeFlags(fs, &first)
-	fs.Usage = serveUsage(fs, stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, "serve", help, func(w io.Writer) { serveUsage(fs, w) }); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+		return cfg, cliflags.Usagef("serve: unexpected argument %q: every setting is a flag (kvnode serve --help lists them)", fs.Arg(0))
 	}
 	if *configPath != "" {
 		if err := loadConfigFile(*configPath, &cfg); err != nil {
@@ -258,4 +268,22 @@ func (u *uint32Flag) Set(s string) error {
 	}
 	*u = uint32Flag(v)
 	return nil
+}
+
+// parseFlags parses args with fs for `kvnode cmd`. With -h or --help it prints the command's
+// usage (printUsage) to help and returns flag.ErrHelp. A mistake (an unknown flag, a bad value)
+// is a *cliflags.UsageError naming cmd; nothing is printed for it, the caller reports it.
+func parseFlags(fs *flag.FlagSet, args []string, cmd string, help io.Writer, printUsage func(io.Writer)) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(help)
+		return flag.ErrHelp
+	default:
+		return cliflags.Usagef("%s: %w (kvnode %s --help lists the flags)", cmd, err, cmd)
+	}
 }

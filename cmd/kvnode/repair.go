@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/tool/cliflags"
 )
 
 const repairUsage = `Usage: kvnode repair [flags] [KEYSPACE[.TABLE]]
@@ -36,10 +36,11 @@ type repairConfig struct {
 	adminConn
 }
 
-func parseRepairFlags(args []string, stderr io.Writer) (repairConfig, error) {
+// parseRepairFlags parses repair's flags and target. With -h it prints the usage to help and
+// returns flag.ErrHelp; a mistake in args is a *cliflags.UsageError.
+func parseRepairFlags(args []string, help io.Writer) (repairConfig, error) {
 	var c repairConfig
 	fs := flag.NewFlagSet("kvnode repair", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:9043", "client gRPC `address` of the node to repair (host:port)")
 	fs.DurationVar(&c.timeout, "timeout", 24*time.Hour, "how long to wait for the repair to finish")
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
@@ -48,34 +49,32 @@ func parseRepairFlags(args []string, stderr io.Writer) (repairConfig, error) {
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "connect over TLS, trusting the CA certificates in this PEM `file` (nodes started with --tls-cert)")
 	var target string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stderr, repairUsage)
-				fs.SetOutput(stderr)
-				fs.PrintDefaults()
-				return c, flag.ErrHelp
-			}
-			return c, fmt.Errorf("repair: %w (kvnode repair -h lists the flags)", err)
+		if err := parseFlags(fs, args, "repair", help, func(w io.Writer) {
+			fmt.Fprint(w, repairUsage)
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+		}); err != nil {
+			return c, err
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		if target != "" {
-			return c, fmt.Errorf("repair: unexpected argument %q: give at most one KEYSPACE or KEYSPACE.TABLE", fs.Arg(0))
+			return c, cliflags.Usagef("repair: unexpected argument %q: give at most one KEYSPACE or KEYSPACE.TABLE", fs.Arg(0))
 		}
 		target, args = fs.Arg(0), fs.Args()[1:]
 	}
 	if c.addr == "" {
-		return c, errors.New("repair: --addr is empty: want host:port")
+		return c, cliflags.Usagef("repair: --addr is empty: want host:port")
 	}
 	if c.timeout <= 0 {
-		return c, fmt.Errorf("repair: --timeout %v is not positive", c.timeout)
+		return c, cliflags.Usagef("repair: --timeout %v is not positive", c.timeout)
 	}
 	if target != "" {
 		st, err := cql.ParseStatement("DESCRIBE TABLE " + target)
 		d, ok := st.(*cql.DescribeStmt)
 		if err != nil || !ok || d.Kind != cql.DescribeTable {
-			return c, fmt.Errorf("repair: %q is not a keyspace or keyspace.table", target)
+			return c, cliflags.Usagef("repair: %q is not a keyspace or keyspace.table", target)
 		}
 		if d.Table.Keyspace.Name == "" {
 			c.keyspace = d.Table.Name.Name
@@ -88,10 +87,7 @@ func parseRepairFlags(args []string, stderr io.Writer) (repairConfig, error) {
 
 // runRepair is `kvnode repair`.
 func runRepair(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseRepairFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	c, err := parseRepairFlags(args, stdout)
 	if err != nil {
 		return err
 	}

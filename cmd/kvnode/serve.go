@@ -16,7 +16,7 @@ import (
 // runServe runs one node until ctx is canceled (SIGINT or SIGTERM), then shuts it down, letting
 // in-flight requests finish for up to the configured shutdown grace.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseServeFlags(args, stderr)
+	cfg, err := parseServeFlags(args, stdout)
 	if err != nil {
 		return err
 	}

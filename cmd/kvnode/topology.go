@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/tool/cliflags"
@@ -28,19 +31,26 @@ type adminFlags struct {
 	adminConn
 }
 
-func newAdminFlagSet(name, usage string, stderr io.Writer, f *adminFlags, timeout time.Duration) *flag.FlagSet {
+// newAdminFlagSet returns the flag set of the topology command name with the flags every one
+// has, bound to f; timeout is --timeout's default.
+func newAdminFlagSet(name string, f *adminFlags, timeout time.Duration) *flag.FlagSet {
 	fs := flag.NewFlagSet("kvnode "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&f.addr, "addr", defaultAdminAddr, "the node's client gRPC address (host:port)")
 	fs.DurationVar(&f.timeout, "timeout", timeout, "how long to wait for the node's answer")
 	fs.StringVar(&f.username, "username", "", "log in as this superuser role (nodes started with --authenticator password); the password from "+cliflags.PasswordEnv)
 	fs.StringVar(&f.password, "password", "", "the password of --username; better set "+cliflags.PasswordEnv+", which is not in the process list")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "connect over TLS, trusting the CA certificates in this PEM file (nodes started with --tls-cert)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kvnode %s\n\n", usage)
-		fs.PrintDefaults()
-	}
 	return fs
+}
+
+// parseAdminFlags parses the flags of the topology command name: -h prints "Usage: kvnode "
+// usage and the flags to stdout and returns flag.ErrHelp.
+func parseAdminFlags(fs *flag.FlagSet, args []string, name, usage string, stdout io.Writer) error {
+	return parseFlags(fs, args, name, stdout, func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: kvnode %s\n\nFlags:\n", usage)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	})
 }
 
 // adminCall dials f.addr and calls fn with an Admin client bounded by f.timeout.
@@ -67,25 +77,157 @@ type statusNodeJSON struct {
 	Owns      float64 `json:"owns"`
 }
 
+const statusUsage = `status [flags]
+
+Lists every node of the ring as the node at --addr sees it: Up or Down, Normal, Joining or
+Leaving, its load (bytes on disk), its tokens and its effective ownership: the share of the
+token ring it holds a replica of, at the largest replication factor of any keyspace, so three
+nodes with a keyspace at replication factor 3 own 100% each.
+
+With --wait-nodes N it first waits, for at most --wait, until N nodes are up and normal (the
+node at --addr may still be starting), as a script does before it uses a new cluster.`
+
+// statusPollInterval is how often status --wait-nodes asks again.
+const statusPollInterval = 200 * time.Millisecond
+
+// statusConfig is one run of kvnode status.
+type statusConfig struct {
+	adminFlags
+	json      bool
+	waitNodes int
+	wait      time.Duration
+}
+
+func parseStatusFlags(args []string, stdout io.Writer) (statusConfig, error) {
+	var c statusConfig
+	fs := newAdminFlagSet("status", &c.adminFlags, 10*time.Second)
+	fs.BoolVar(&c.json, "json", false, `print {"nodes": [{"host_id", "address", "state", "tokens", "load_bytes", "owns"}]}; owns is the effective ownership, 0 to 1`)
+	fs.IntVar(&c.waitNodes, "wait-nodes", 0, "wait until this many nodes are up and normal before printing the status (0: do not wait)")
+	fs.DurationVar(&c.wait, "wait", time.Minute, "how long --wait-nodes waits, such as 30s")
+	if err := parseAdminFlags(fs, args, "status", statusUsage, stdout); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, cliflags.Usagef("status takes no arguments, got %q (kvnode status --help lists the flags)", fs.Args())
+	case c.waitNodes < 0:
+		return c, cliflags.Usagef("status: --wait-nodes %d is negative: want the number of nodes to wait for", c.waitNodes)
+	case c.waitNodes > 0 && c.wait <= 0:
+		return c, cliflags.Usagef("status: --wait %v with --wait-nodes: want a positive duration", c.wait)
+	}
+	return c, nil
+}
+
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var f adminFlags
-	fs := newAdminFlagSet("status", "status [--addr HOST:PORT] [--json]", stderr, &f, 10*time.Second)
-	asJSON := fs.Bool("json", false, `print {"nodes": [{"host_id", "address", "state", "tokens", "load_bytes", "owns"}]}`)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("status takes no arguments, got %q", fs.Args())
-	}
-	var resp *kvnodepb.StatusResponse
-	err := adminCall(ctx, f, func(ctx context.Context, api kvnodepb.AdminClient) (err error) {
-		resp, err = api.Status(ctx, &kvnodepb.StatusRequest{})
-		return err
-	})
+	c, err := parseStatusFlags(args, stdout)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	var resp *kvnodepb.StatusResponse
+	if c.waitNodes > 0 {
+		resp, err = waitNodes(ctx, c, stderr)
+	} else {
+		resp, _, err = fetchStatus(ctx, c.adminFlags)
+	}
+	if resp != nil {
+		if perr := printStatus(resp, c.json, stdout); err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// fetchStatus asks the node at f.addr for the ring's status. rpcErr is the call's own error,
+// before adminCall adds the address to it.
+func fetchStatus(ctx context.Context, f adminFlags) (resp *kvnodepb.StatusResponse, rpcErr, err error) {
+	err = adminCall(ctx, f, func(ctx context.Context, api kvnodepb.AdminClient) error {
+		resp, rpcErr = api.Status(ctx, &kvnodepb.StatusRequest{})
+		return rpcErr
+	})
+	return resp, rpcErr, err
+}
+
+// waitNodes asks the node at c.addr for the status every statusPollInterval until c.waitNodes nodes are up
+// and normal, for at most c.wait. A node that refuses connections or does not answer yet is
+// asked again; any other error ends the wait. It tells stderr what it waits for, and again
+// each time the count changes. On timeout it returns the last status it got, if any, with an
+// error saying how many nodes were up and normal.
+func waitNodes(ctx context.Context, c statusConfig, stderr io.Writer) (*kvnodepb.StatusResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
+	tick := time.NewTicker(statusPollInterval)
+	defer tick.Stop()
+	var (
+		last    *kvnodepb.StatusResponse
+		lastErr error
+		told    = -2 // the count last told to stderr; -1 is "no answer"
+	)
+	for {
+		f := c.adminFlags
+		if dl, ok := ctx.Deadline(); ok {
+			f.timeout = max(min(f.timeout, time.Until(dl)), time.Millisecond)
+		}
+		resp, rpcErr, err := fetchStatus(ctx, f)
+		up := -1
+		switch {
+		case err == nil:
+			last, up = resp, upNormal(resp)
+			if up >= c.waitNodes {
+				return resp, nil
+			}
+		case ctx.Err() != nil: // the wait ended during the call; reported below
+			lastErr = cmp.Or(lastErr, err)
+		case notUpYet(rpcErr):
+			lastErr = err
+		default:
+			return nil, err
+		}
+		if up != told && ctx.Err() == nil {
+			if up < 0 {
+				fmt.Fprintf(stderr, "waiting for %d nodes up and normal: the node at %s does not answer yet …\n", c.waitNodes, c.addr)
+			} else {
+				fmt.Fprintf(stderr, "waiting for %d nodes up and normal: %d so far …\n", c.waitNodes, up)
+			}
+			told = up
+		}
+		select {
+		case <-ctx.Done():
+			if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+				return last, ctx.Err()
+			}
+			if last == nil {
+				return nil, fmt.Errorf("status: no answer within --wait %v: %w", c.wait, lastErr)
+			}
+			return last, fmt.Errorf("status: %d of the %d nodes --wait-nodes asks for are up and normal after --wait %v", upNormal(last), c.waitNodes, c.wait)
+		case <-tick.C:
+		}
+	}
+}
+
+// upNormal counts the nodes of resp that are up and normal (UN).
+func upNormal(resp *kvnodepb.StatusResponse) int {
+	n := 0
+	for _, node := range resp.GetNodes() {
+		if node.GetState() == "UN" {
+			n++
+		}
+	}
+	return n
+}
+
+// notUpYet reports whether err, from a call to a node's Admin service, means the node is not
+// serving yet (the port refuses connections, or the call timed out) rather than a refusal.
+func notUpYet(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	s, ok := status.FromError(err)
+	return ok && (s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded)
+}
+
+// printStatus prints resp as a table, or as JSON.
+func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, stdout io.Writer) error {
+	if asJSON {
 		out := statusJSON{Nodes: []statusNodeJSON{}}
 		for _, n := range resp.GetNodes() {
 			out.Nodes = append(out.Nodes, statusNodeJSON{HostID: n.GetHostId(), Address: n.GetAddress(), State: n.GetState(),
@@ -97,7 +239,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintln(stdout, "Status=Up/Down  State=Normal/Joining/Leaving")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "--\tAddress\tLoad\tTokens\tOwns\tHost ID")
+	fmt.Fprintln(tw, "--\tAddress\tLoad\tTokens\tOwns (effective)\tHost ID")
 	for _, n := range resp.GetNodes() {
 		load := "?"
 		if n.GetLoadBytes() >= 0 {
@@ -105,7 +247,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f%%\t%s\n", n.GetState(), n.GetAddress(), load, n.GetTokens(), 100*n.GetOwns(), n.GetHostId())
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(stdout, "Owns (effective): the share of the ring each node replicates, at the largest replication factor (RF 3 on 3 nodes: 100% each)")
+	return err
 }
 
 func humanBytes(b int64) string {
@@ -123,12 +269,12 @@ func humanBytes(b int64) string {
 
 func runDecommission(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f adminFlags
-	fs := newAdminFlagSet("decommission", "decommission [--addr HOST:PORT]\n\nThe node at --addr streams its ranges to their next owners, then leaves the ring; stop it afterwards.", stderr, &f, 24*time.Hour)
-	if err := fs.Parse(args); err != nil {
+	fs := newAdminFlagSet("decommission", &f, 24*time.Hour)
+	if err := parseAdminFlags(fs, args, "decommission", "decommission [flags]\n\nThe node at --addr streams its ranges to their next owners, then leaves the ring; stop it afterwards.", stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("decommission takes no arguments (it decommissions the node at --addr), got %q", fs.Args())
+		return cliflags.Usagef("decommission takes no arguments (it decommissions the node at --addr), got %q", fs.Args())
 	}
 	return adminCall(ctx, f, func(ctx context.Context, api kvnodepb.AdminClient) error {
 		resp, err := api.Decommission(ctx, &kvnodepb.DecommissionRequest{})
@@ -141,13 +287,12 @@ func runDecommission(ctx context.Context, args []string, stdout, stderr io.Write
 
 func runRemoveNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f adminFlags
-	fs := newAdminFlagSet("removenode", "removenode [--addr HOST:PORT] HOST_ID\n\nThe node at --addr re-replicates the dead node HOST_ID's ranges from their surviving replicas, then removes it from the ring everywhere.", stderr, &f, 24*time.Hour)
-	if err := fs.Parse(args); err != nil {
+	fs := newAdminFlagSet("removenode", &f, 24*time.Hour)
+	if err := parseAdminFlags(fs, args, "removenode", "removenode [flags] HOST_ID\n\nThe node at --addr re-replicates the dead node HOST_ID's ranges from their surviving replicas, then removes it from the ring everywhere.", stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errors.New("removenode takes one argument, the host id of the dead node (see kvnode status)")
+		return cliflags.Usagef("removenode takes one argument, the host id of the dead node (see kvnode status), got %q", fs.Args())
 	}
 	id := fs.Arg(0)
 	return adminCall(ctx, f, func(ctx context.Context, api kvnodepb.AdminClient) error {
@@ -161,12 +306,12 @@ func runRemoveNode(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f adminFlags
-	fs := newAdminFlagSet("cleanup", "cleanup [--addr HOST:PORT]\n\nThe node at --addr deletes its data in the token ranges it no longer replicates. Nodes do so by themselves once a topology change has finished; this runs it now.", stderr, &f, time.Hour)
-	if err := fs.Parse(args); err != nil {
+	fs := newAdminFlagSet("cleanup", &f, time.Hour)
+	if err := parseAdminFlags(fs, args, "cleanup", "cleanup [flags]\n\nThe node at --addr deletes its data in the token ranges it no longer replicates. Nodes do so by themselves once a topology change has finished; this runs it now.", stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("cleanup takes no arguments (it cleans up the node at --addr), got %q", fs.Args())
+		return cliflags.Usagef("cleanup takes no arguments (it cleans up the node at --addr), got %q", fs.Args())
 	}
 	return adminCall(ctx, f, func(ctx context.Context, api kvnodepb.AdminClient) error {
 		resp, err := api.Cleanup(ctx, &kvnodepb.CleanupRequest{})

@@ -4,7 +4,9 @@
 // (`kvnode cql`), the real load generator (`kvnode bench`) and the Go client. The processes are
 // run by test/proc. TestModelAcrossSIGKILL runs the model-checked workload of test/model
 // against them, SIGKILLing and restarting nodes between phases (-model.seed replays a history,
-// -model.ops sets the length of each phase).
+// -model.ops sets the length of each phase). TestREADMETour runs the README's tour verbatim, from
+// a copy of the working tree, in network, PID and mount namespaces of its own (it needs root, and
+// skips without), and TestREADMEGoSnippetCompiles compiles the README's Go code.
 //
 // The tests are part of `go test ./...`. `go test -short` skips them, for quick local loops.
 //

@@ -34,8 +34,9 @@ func TestParse(t *testing.T) {
 				t.Errorf("Parse(%q) = %v, stderr %q; want success and no output", tc.args, err, stderr.String())
 			}
 		default:
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || stderr.Len() > 0 {
-				t.Errorf("Parse(%q) = %v, stderr %q; want an error containing %q and no output", tc.args, err, stderr.String(), tc.wantErr)
+			var ue *UsageError
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &ue) || stderr.Len() > 0 {
+				t.Errorf("Parse(%q) = %v (%T), stderr %q; want a *UsageError containing %q and no output", tc.args, err, err, stderr.String(), tc.wantErr)
 			}
 		}
 	}

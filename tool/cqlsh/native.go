@@ -71,6 +71,7 @@ func dialNative(ctx context.Context, addr string, tlsCfg *tls.Config, username, 
 		"SCYLLA_RATE_LIMIT_ERROR": fmt.Sprintf("ERROR_CODE=%d", cqlwire.ErrRateLimit),
 	}}
 	m, _, err := c.roundTrip(ctx, startup)
+	answered := err == nil
 	if err == nil {
 		switch m := m.(type) {
 		case cqlwire.Ready, *cqlwire.Ready:
@@ -84,10 +85,22 @@ func dialNative(ctx context.Context, addr string, tlsCfg *tls.Config, username, 
 	}
 	if err != nil {
 		nc.Close()
-		return nil, err
+		return nil, &handshakeError{err: err, answered: answered}
 	}
 	return c, nil
 }
+
+// handshakeError is a failure of dialNative after the TCP connection was made: STARTUP (and
+// the login) went wrong. answered is whether the node answered STARTUP in the native
+// protocol.
+type handshakeError struct {
+	err      error
+	answered bool
+}
+
+func (e *handshakeError) Error() string { return e.err.Error() }
+
+func (e *handshakeError) Unwrap() error { return e.err }
 
 func (c *nativeConn) Addr() string { return c.addr }
 

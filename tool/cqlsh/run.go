@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -30,6 +31,9 @@ const (
 	DefaultGRPCAddr = "127.0.0.1:9043"
 )
 
+// DefaultWait is how long the shell waits without --wait for a node that is starting.
+const DefaultWait = 30 * time.Second
+
 // The protocols of --protocol.
 const (
 	protocolCQL  = "cql"
@@ -45,7 +49,8 @@ type options struct {
 	execute     string
 	file        string
 	timeout     time.Duration
-	tlsCA       string // --tls-ca: connect over TLS, trusting this CA file
+	wait        time.Duration // --wait: how long to wait for a node that is starting
+	tlsCA       string        // --tls-ca: connect over TLS, trusting this CA file
 	// username and password log in to a node with --authenticator password; the password
 	// comes from --password or, better (it is then not in the process list), from
 	// PasswordEnv.
@@ -68,7 +73,9 @@ Flags:
   -k, --keyspace ks        keyspace to USE first
   -e, --execute 'STMT; ..' run the statements and exit
   -f, --file file.cql      run the statements in the file and exit
-  --timeout duration       limit for connecting and for each statement (default 10s)
+  --timeout duration       limit for each attempt to connect and for each statement (default 10s)
+  --wait duration          how long to wait for a node that is starting: one whose port refuses
+                           connections or that has not answered yet (default 30s; 0: do not wait)
   --tls-ca file.pem        connect over TLS, trusting the CA certificates in the file
   -u, --username role      log in as this role (nodes started with --authenticator password)
   -p, --password pw        its password; better, set ` + PasswordEnv + ` (not in the process list)
@@ -92,6 +99,7 @@ func parseArgs(args []string, stdout io.Writer) (o options, help bool, err error
 	fs.StringVar(&o.file, "file", "", "")
 	fs.StringVar(&o.file, "f", "", "")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "")
+	fs.DurationVar(&o.wait, "wait", DefaultWait, "")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "")
 	fs.StringVar(&o.username, "username", "", "")
 	fs.StringVar(&o.username, "u", "", "")
@@ -102,36 +110,39 @@ func parseArgs(args []string, stdout io.Writer) (o options, help bool, err error
 			io.WriteString(stdout, usageText)
 			return o, true, nil
 		}
-		return o, false, fmt.Errorf("cql: %v (see kvnode cql -h)", err)
+		return o, false, cliflags.Usagef("cql: %v (kvnode cql --help lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
-		return o, false, fmt.Errorf("cql: unexpected argument %q (see kvnode cql -h)", fs.Arg(0))
+		return o, false, cliflags.Usagef("cql: unexpected argument %q: quote the statements of -e (kvnode cql --help lists the flags)", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if (set["e"] || set["execute"]) && (set["f"] || set["file"]) {
-		return o, false, errors.New("cql: -e and -f cannot be used together")
+		return o, false, cliflags.Usagef("cql: -e and -f cannot be used together")
 	}
 	if (set["e"] || set["execute"]) && strings.TrimSpace(o.execute) == "" {
-		return o, false, errors.New("cql: -e needs a statement")
+		return o, false, cliflags.Usagef("cql: -e needs a statement")
 	}
 	if o.protocol != protocolCQL && o.protocol != protocolGRPC {
-		return o, false, fmt.Errorf("cql: --protocol %q: want cql or grpc", o.protocol)
+		return o, false, cliflags.Usagef("cql: --protocol %q: want cql or grpc", o.protocol)
 	}
 	if o.protocol == protocolGRPC && !set["addr"] {
 		o.addr = DefaultGRPCAddr
 	}
 	if o.addr == "" {
-		return o, false, errors.New("cql: --addr is empty")
+		return o, false, cliflags.Usagef("cql: --addr is empty")
 	}
 	if o.consistency, err = client.ParseConsistency(consistency); err != nil {
-		return o, false, fmt.Errorf("cql: --consistency: %v", err)
+		return o, false, cliflags.Usagef("cql: --consistency: %v", err)
 	}
 	if o.timeout <= 0 {
-		return o, false, fmt.Errorf("cql: --timeout must be positive, got %s", o.timeout)
+		return o, false, cliflags.Usagef("cql: --timeout must be positive, got %s", o.timeout)
+	}
+	if o.wait < 0 {
+		return o, false, cliflags.Usagef("cql: --wait must not be negative, got %s", o.wait)
 	}
 	if o.username, o.password, err = cliflags.Credentials(o.username, o.password, set["password"] || set["p"], os.Getenv(PasswordEnv)); err != nil {
-		return o, false, fmt.Errorf("cql: %v", err)
+		return o, false, cliflags.Usagef("cql: %v", err)
 	}
 	return o, false, nil
 }
@@ -174,7 +185,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fmt.Errorf("cql: %w", err)
 		}
 	}
-	c, err := connect(ctx, o.protocol, o.addr, o.timeout, tlsCfg, o.username, o.password)
+	d := dialer{protocol: o.protocol, addr: o.addr, tlsCfg: tlsCfg, username: o.username, password: o.password,
+		timeout: o.timeout, wait: o.wait, firstAttempt: firstAttempt, firstBackoff: firstBackoff, maxBackoff: maxBackoff}
+	c, err := d.connect(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -227,66 +240,151 @@ func fileFd(f *os.File) int {
 	return fd
 }
 
-// connect dials the node over protocol, over TLS when tlsCfg is set, logging in as username when
-// it is set, failing with an error that names the address.
-func connect(ctx context.Context, protocol, addr string, timeout time.Duration, tlsCfg *tls.Config, username, password string) (conn, error) {
-	dialCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var (
-		c   conn
-		err error
-	)
-	if protocol == protocolGRPC {
-		var opts []client.Option
-		if tlsCfg != nil {
-			opts = append(opts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg))))
-		}
-		if username != "" {
-			opts = append(opts, client.WithCredentials(username, password))
-		}
-		c, err = client.Dial(dialCtx, addr, opts...)
-	} else {
-		c, err = dialNative(dialCtx, addr, tlsCfg, username, password)
-	}
-	if err == nil {
-		return c, nil
-	}
-	var ae *client.AuthenticationError
-	switch {
-	case errors.As(err, &ae):
-		return nil, fmt.Errorf("cql: cannot log in to kvnode at %s: %s", addr, ae.Message)
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("cql: connecting to %s: %w", addr, ctx.Err())
-	case errors.Is(err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("cql: cannot connect to kvnode at %s: no answer within %s", addr, timeout)
-	}
-	return nil, fmt.Errorf("cql: cannot connect to kvnode at %s: %v", addr, dialCause(ctx, protocol, addr, timeout, err))
+// dialer is how the shell reaches a node: the protocol, the address and the login.
+type dialer struct {
+	protocol, addr     string
+	tlsCfg             *tls.Config
+	username, password string
+	// timeout bounds one attempt to connect; wait is how long to keep trying while the node is
+	// starting (0: one attempt).
+	timeout, wait time.Duration
+	// firstAttempt is the time the first attempt may take when waiting; each later attempt may
+	// take twice as long as the one before, up to timeout. firstBackoff is the pause after the
+	// first failure, doubling up to maxBackoff. Tests set them shorter.
+	firstAttempt, firstBackoff, maxBackoff time.Duration
 }
 
-// dialCause explains a failed client.Dial. gRPC reports only that the connection failed, so a
-// plain TCP dial finds the reason ("connection refused", "no such host"); when TCP connects,
-// something that is not a kvnode node may be listening there.
-func dialCause(ctx context.Context, protocol, addr string, timeout time.Duration, dialErr error) string {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Err != nil {
-			return op.Err.Error() // the OpError's own text repeats the address
+// The pace of dialer's attempts while a node is starting.
+const (
+	firstAttempt = time.Second
+	firstBackoff = 100 * time.Millisecond
+	maxBackoff   = time.Second
+)
+
+// connect dials the node, logging in when d.username is set. While the node is starting (its
+// port refuses connections, or accepts them but the node does not answer yet), it tries
+// again until d.wait has passed, telling stderr once "waiting for ADDR …". It fails with an
+// error that names the address and says what happened. An attempt that fails in any other way
+// ends it at once.
+func (d dialer) connect(ctx context.Context, stderr io.Writer) (conn, error) {
+	start := time.Now()
+	deadline := start.Add(d.wait) // no attempt starts after it
+	attempt, backoff, told, openFailures := min(d.firstAttempt, d.timeout), d.firstBackoff, false, 0
+	if d.wait <= 0 {
+		attempt = d.timeout
+	}
+	for {
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		c, err := d.dial(actx)
+		cancel()
+		if err == nil {
+			return c, nil
 		}
-		return err.Error()
+		var ae *client.AuthenticationError
+		switch {
+		case errors.As(err, &ae):
+			return nil, fmt.Errorf("cql: cannot log in to kvnode at %s: %s", d.addr, ae.Message)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("cql: connecting to %s: %w", d.addr, ctx.Err())
+		}
+		cause, starting, portOpen := d.explain(ctx, err, attempt)
+		if portOpen {
+			// The gRPC connection failed but the port is open now: it may just have opened, so
+			// try once more before taking it for a port that is not kvnode's.
+			starting, openFailures = openFailures == 0, openFailures+1
+		}
+		if d.wait <= 0 || !starting || time.Until(deadline) <= 0 {
+			if d.wait > 0 && starting {
+				waited := time.Since(start).Round(100 * time.Millisecond)
+				if noAnswer(err) {
+					cause = fmt.Sprintf("timed out after %s: the port accepts connections, but the node has not answered (it may still be starting)", waited)
+				} else {
+					cause += fmt.Sprintf(" (still, after waiting %s for the node to start)", waited)
+				}
+			}
+			return nil, fmt.Errorf("cql: cannot connect to kvnode at %s: %s", d.addr, cause)
+		}
+		if !told && !portOpen {
+			fmt.Fprintf(stderr, "waiting for %s …\n", d.addr)
+			told = true
+		}
+		pause := time.NewTimer(min(backoff, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return nil, fmt.Errorf("cql: connecting to %s: %w", d.addr, ctx.Err())
+		case <-pause.C:
+		}
+		attempt, backoff = min(2*attempt, d.timeout), min(2*backoff, d.maxBackoff)
 	}
-	conn.Close()
-	cause := dialErr
-	if u := errors.Unwrap(dialErr); u != nil {
-		cause = u // the client's own text repeats the address
+}
+
+// dial makes one attempt to connect within ctx.
+func (d dialer) dial(ctx context.Context) (conn, error) {
+	if d.protocol == protocolGRPC {
+		var opts []client.Option
+		if d.tlsCfg != nil {
+			opts = append(opts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(d.tlsCfg))))
+		}
+		if d.username != "" {
+			opts = append(opts, client.WithCredentials(d.username, d.password))
+		}
+		return client.Dial(ctx, d.addr, opts...)
 	}
-	if protocol == protocolCQL {
-		return fmt.Sprintf("%v (the port accepts TCP connections but does not answer the CQL native protocol; for the gRPC port add --protocol grpc)", cause)
+	return dialNative(ctx, d.addr, d.tlsCfg, d.username, d.password)
+}
+
+// noAnswer reports whether err is the end of an attempt to connect that waited for an answer
+// until its deadline.
+func noAnswer(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// explain says why an attempt to connect failed with err, which took at most attempt, and
+// whether the node may be starting: its port refuses connections (nothing listens yet), or
+// accepts them but does not answer (a node listens on its port before it serves it, while
+// it joins the ring). portOpen is set instead when a gRPC
+// connection failed although a TCP connection to the port now succeeds.
+func (d dialer) explain(ctx context.Context, err error, attempt time.Duration) (cause string, starting, portOpen bool) {
+	var op *net.OpError
+	var hs *handshakeError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		// The TCP connection failed: op.Err says why; op's own text repeats the address.
+		return op.Err.Error(), errors.Is(err, syscall.ECONNREFUSED), false
+	case noAnswer(err):
+		return fmt.Sprintf("no answer within %s (the port accepts connections, but the node has not answered: it may still be starting)", attempt), true, false
+	case errors.As(err, &hs):
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			// Not a node that is starting (it holds connections until it serves them): one
+			// that is stopping, or a port that wants TLS or another protocol.
+			return fmt.Sprintf("%v: the connection was closed during the handshake (for a node with TLS add --tls-ca; for the gRPC port add --protocol grpc)", hs.err), false, false
+		}
+		if hs.answered {
+			return hs.err.Error(), false, false // a node that answered STARTUP with an error
+		}
+		return fmt.Sprintf("%v (the port accepts TCP connections but does not answer the CQL native protocol; for the gRPC port add --protocol grpc)", hs.err), false, false
+	case d.protocol != protocolGRPC:
+		return err.Error(), false, false
 	}
-	return fmt.Sprintf("%v (the port accepts TCP connections; is it a kvnode client port?)", cause)
+	// gRPC reports only that the connection failed, so a plain TCP dial finds the reason
+	// ("connection refused", "no such host").
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	var nd net.Dialer
+	c, terr := nd.DialContext(ctx, "tcp", d.addr)
+	if terr != nil {
+		if errors.As(terr, &op) && op.Err != nil {
+			return op.Err.Error(), errors.Is(terr, syscall.ECONNREFUSED), false
+		}
+		return terr.Error(), false, false
+	}
+	c.Close()
+	why := err
+	if u := errors.Unwrap(err); u != nil {
+		why = u // the client's own text repeats the address
+	}
+	return fmt.Sprintf("%v (the port accepts TCP connections; is it a kvnode client port?)", why), false, true
 }
 
 // runText runs a whole script (-e or -f).

@@ -15,6 +15,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
+	"github.com/kvnode/kvnode/tool/cliflags"
 )
 
 const selectKV = "SELECT k, v FROM ks.t WHERE k = 'a'"
@@ -293,7 +294,7 @@ func TestConnectionFailureNamesTheAddress(t *testing.T) {
 	addr := lis.Addr().String()
 	lis.Close() // nothing listens there now
 	f := &fakeNode{addr: addr}
-	stdout, stderr, err := f.run(t, "", "-e", "SELECT 1")
+	stdout, stderr, err := f.run(t, "", "--wait", "0", "-e", "SELECT 1")
 	if want := "cql: cannot connect to kvnode at " + addr + ": connect: connection refused"; err == nil || err.Error() != want {
 		t.Errorf("Run against a closed port returned %v, want %q", err, want)
 	}
@@ -308,13 +309,14 @@ func TestFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--bogus"}, "cql: flag provided but not defined: -bogus (see kvnode cql -h)"},
+		{[]string{"--bogus"}, "cql: flag provided but not defined: -bogus (kvnode cql --help lists the flags)"},
 		{[]string{"-e", "SELECT 1", "-f", file}, "cql: -e and -f cannot be used together"},
 		{[]string{"-e", "  "}, "cql: -e needs a statement"},
 		{[]string{"--consistency", "TWO"}, `cql: --consistency: unknown consistency level "TWO" (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)`},
 		{[]string{"--timeout", "0s"}, "cql: --timeout must be positive, got 0s"},
-		{[]string{"--timeout", "soon"}, `cql: invalid value "soon" for flag -timeout: parse error (see kvnode cql -h)`},
-		{[]string{"localhost"}, `cql: unexpected argument "localhost" (see kvnode cql -h)`},
+		{[]string{"--timeout", "soon"}, `cql: invalid value "soon" for flag -timeout: parse error (kvnode cql --help lists the flags)`},
+		{[]string{"--wait", "-1s"}, "cql: --wait must not be negative, got -1s"},
+		{[]string{"localhost"}, `cql: unexpected argument "localhost": quote the statements of -e (kvnode cql --help lists the flags)`},
 		{[]string{"-f", filepath.Join(t.TempDir(), "missing.cql")}, "cql: open "},
 	} {
 		// The address is never dialled: every case fails before connecting.
@@ -322,6 +324,10 @@ func TestFlagErrors(t *testing.T) {
 		stdout, stderr, err := f.run(t, "", tc.args...)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("Run(%q) returned %v, want an error starting %q", tc.args, err, tc.want)
+		}
+		var usage *cliflags.UsageError
+		if isUsage := errors.As(err, &usage); isUsage != (tc.args[0] != "-f") {
+			t.Errorf("Run(%q) returned %T, a usage error: %v; want one for every mistake on the command line (exit status 2), and for nothing else", tc.args, err, isUsage)
 		}
 		if stdout != "" || stderr != "" {
 			t.Errorf("Run(%q) printed stdout %q stderr %q; flag errors are returned, not printed", tc.args, stdout, stderr)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvnode/kvnode/proto/kvnodepb"
+)
+
+// fakeAdmin is an Admin service that answers Status with its script, one entry per call, the
+// last one again once the script is used up. An entry is a list of node states ("UN", "UJ",
+// ...) or an error.
+type fakeAdmin struct {
+	kvnodepb.UnimplementedAdminServer
+
+	mu     sync.Mutex
+	script []any // []string or error
+	calls  int
+}
+
+func (f *fakeAdmin) Status(context.Context, *kvnodepb.StatusRequest) (*kvnodepb.StatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	step := f.script[min(f.calls, len(f.script)-1)]
+	f.calls++
+	if err, ok := step.(error); ok {
+		return nil, err
+	}
+	resp := &kvnodepb.StatusResponse{}
+	for i, state := range step.([]string) {
+		resp.Nodes = append(resp.Nodes, &kvnodepb.NodeStatus{
+			HostId: "host-" + string(rune('a'+i)), Address: "127.0.0." + string(rune('1'+i)) + ":9043",
+			State: state, Tokens: 16, LoadBytes: 2048, Owns: 1,
+		})
+	}
+	return resp, nil
+}
+
+func (f *fakeAdmin) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// startAdmin serves f on a loopback port and returns its address.
+func startAdmin(t *testing.T, f *fakeAdmin) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	kvnodepb.RegisterAdminServer(srv, f)
+	go srv.Serve(lis) // owned by the test: ends at cleanup's Stop
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+// TestStatusWaitsForNodes runs kvnode status --wait-nodes 3 against a node that is not serving
+// yet, then sees one node, then three of which one is joining, then three up and normal: it
+// waits through all of it, tells stderr what it waits for, and prints the table once.
+func TestStatusWaitsForNodes(t *testing.T) {
+	f := &fakeAdmin{script: []any{
+		status.Error(codes.Unavailable, "connection refused"),
+		[]string{"UN"},
+		[]string{"UN", "UN", "UJ"},
+		[]string{"UN", "UN", "UN"},
+	}}
+	addr := startAdmin(t, f)
+	var stdout, stderr bytes.Buffer
+	if err := runStatus(context.Background(), []string{"--addr", addr, "--wait-nodes", "3", "--wait", "1m"}, &stdout, &stderr); err != nil {
+		t.Fatalf("status --wait-nodes 3: %v; stderr:\n%s", err, stderr.String())
+	}
+	wantErr := "waiting for 3 nodes up and normal: the node at " + addr + " does not answer yet …\n" +
+		"waiting for 3 nodes up and normal: 1 so far …\n" +
+		"waiting for 3 nodes up and normal: 2 so far …\n"
+	if stderr.String() != wantErr {
+		t.Errorf("stderr is\n%s\nwant\n%s", stderr.String(), wantErr)
+	}
+	if n := strings.Count(stdout.String(), "UN  "); n != 3 || strings.Count(stdout.String(), "Address") != 1 {
+		t.Errorf("status printed, with %d nodes UN:\n%s\nwant one table of the three nodes up and normal", n, stdout.String())
+	}
+}
+
+// TestStatusWaitEnds checks how status --wait-nodes ends without enough nodes: on timeout with
+// the last table and an error that counts them, at once on an error that is not the node's
+// starting up.
+func TestStatusWaitEnds(t *testing.T) {
+	addr := startAdmin(t, &fakeAdmin{script: []any{[]string{"UN", "DN"}}})
+	var stdout, stderr bytes.Buffer
+	err := runStatus(context.Background(), []string{"--addr", addr, "--wait-nodes", "2", "--wait", "500ms"}, &stdout, &stderr)
+	if want := "status: 1 of the 2 nodes --wait-nodes asks for are up and normal after --wait 500ms"; err == nil || err.Error() != want {
+		t.Errorf("status --wait-nodes 2 with one node down = %v, want %q", err, want)
+	}
+	if !strings.Contains(stdout.String(), "DN  ") {
+		t.Errorf("on timeout status printed\n%s\nwant the last table it got", stdout.String())
+	}
+
+	f := &fakeAdmin{script: []any{status.Error(codes.PermissionDenied, "log in as a superuser")}}
+	addr = startAdmin(t, f)
+	stdout.Reset()
+	err = runStatus(context.Background(), []string{"--addr", addr, "--wait-nodes", "2", "--wait", "1m"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "PermissionDenied: log in as a superuser") || f.callCount() != 1 {
+		t.Errorf("status --wait-nodes against a node that refuses the call = %v after %d calls, want the refusal at once", err, f.callCount())
+	}
+}
+
+// TestStatusLabelsEffectiveOwnership checks that the table says its ownership is effective
+// ownership, and what that counts.
+func TestStatusLabelsEffectiveOwnership(t *testing.T) {
+	addr := startAdmin(t, &fakeAdmin{script: []any{[]string{"UN", "UN", "UN"}}})
+	var stdout, stderr bytes.Buffer
+	if err := runStatus(context.Background(), []string{"--addr", addr}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "Owns (effective)  Host ID\n") || strings.Count(out, "100.0%") != 3 ||
+		!strings.Contains(out, "(RF 3 on 3 nodes: 100% each)") {
+		t.Errorf("status printed\n%s\nwant the column Owns (effective) and a note on what it counts", out)
+	}
+}
