@@ -827,6 +827,9 @@ func TestOptions(t *testing.T) {
 	if _, err := NewSender(Options{Addresses: &addrBook{}, MaxMessageBytes: -1}); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Errorf("NewSender with a negative limit: %v", err)
 	}
+	if _, err := NewSender(Options{Addresses: &addrBook{}, Local: NewMux()}); err == nil || !strings.Contains(err.Error(), "needs Options.Self") {
+		t.Errorf("NewSender with Local and no Self: %v", err)
+	}
 	o := (*Options)(nil).EnsureDefaults()
 	if o.MaxMessageBytes != DefaultMaxMessageBytes || o.Credentials == nil {
 		t.Errorf("EnsureDefaults = %+v", o)

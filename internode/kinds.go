@@ -14,7 +14,8 @@ import (
 )
 
 // kinds maps message types to the fields of the Request and Response oneofs. It is read from
-// the generated descriptors when a Mux or Sender is made, and never changes after.
+// the generated descriptors when a Mux or Sender is made, and never changes after; the
+// per-call wrapping is wire.go's.
 type kinds struct {
 	reqOneof, respOneof protoreflect.OneofDescriptor
 	// req holds the Request's fields by index (protoreflect.FieldDescriptor.Index): a kind's
@@ -99,6 +100,9 @@ func (k *kinds) wrap(i int, req proto.Message) (*replicapb.Request, error) {
 // unwrap returns the kind and the message r carries: an InvalidArgument error when it carries
 // none, Unimplemented when it carries one in a field this release does not know.
 func (k *kinds) unwrap(r *replicapb.Request) (int, proto.Message, error) {
+	if r == nil {
+		return 0, nil, status.Error(codes.InvalidArgument, "internode: no request")
+	}
 	msg := requestMsg(r)
 	if msg == nil {
 		if r.GetMsg() != nil {

@@ -72,6 +72,8 @@ func (o *Options) Validate() error {
 	switch {
 	case o.Addresses == nil:
 		return errors.New("internode: Options.Addresses is required")
+	case o.Local != nil && o.Self == "":
+		return errors.New("internode: Options.Local needs Options.Self, the node it serves")
 	case o.MaxMessageBytes < 0:
 		return fmt.Errorf("internode: Options.MaxMessageBytes %d is negative", o.MaxMessageBytes)
 	}
@@ -298,8 +300,11 @@ func Stream[Resp proto.Message](ctx context.Context, s *Sender, to NodeID, req p
 	return err
 }
 
-// wrap names the kind and the node in err.
+// wrap names the kind and the node in err (not in ErrClosed: the Sender is closed for all).
 func (s *Sender) wrap(i int, to NodeID, err error) error {
+	if err == ErrClosed {
+		return err
+	}
 	return fmt.Errorf("internode: %s to node %s: %w", s.kinds.name(i), to, err)
 }
 
