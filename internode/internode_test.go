@@ -478,7 +478,8 @@ func TestAddressChangeRedials(t *testing.T) {
 	mA, _ := newTestMux("A")
 	mB, _ := newTestMux("B")
 	book := &addrBook{}
-	book.set("n2", serve(t, mA))
+	addrA := serve(t, mA)
+	book.set("n2", addrA)
 	s := newSender(t, Options{Self: "n1", Addresses: book})
 	ctx := ctxT(t)
 	view := func() string {
@@ -497,9 +498,19 @@ func TestAddressChangeRedials(t *testing.T) {
 		t.Errorf("after n2 moved, it answered as %s, want B", got)
 	}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if len(s.conns) != 1 || s.conns["n2"].addr != addrB {
 		t.Errorf("the sender holds %d connections, want one, to n2's new address", len(s.conns))
+	}
+	s.mu.RUnlock()
+
+	// At overrides the address book, for a node it does not know yet, and for one it does.
+	v, err := Call[*replicapb.ViewResponse](ctx, s, "n5", &replicapb.ViewRequest{}, At(addrB))
+	if err != nil || v.GetId() != "B" {
+		t.Errorf("a call At n5's address: %v, %v; want B's answer", v, err)
+	}
+	v, err = Call[*replicapb.ViewResponse](ctx, s, "n2", &replicapb.ViewRequest{}, WaitForReady(), At(addrA))
+	if err != nil || v.GetId() != "A" {
+		t.Errorf("a call At n2's old address: %v, %v; want A's answer", v, err)
 	}
 }
 

@@ -134,20 +134,32 @@ func NewSender(o Options) (*Sender, error) {
 }
 
 // CallOption changes how one call is made.
-type CallOption struct{ waitForReady bool }
+type CallOption struct {
+	waitForReady bool
+	addr         string
+}
 
 // WaitForReady makes a call to a peer that is not connected wait, until its context ends, for
 // the connection to come up instead of failing at once (Unavailable). It has no effect on a call
 // to the node itself.
 func WaitForReady() CallOption { return CallOption{waitForReady: true} }
 
-func (s *Sender) callOptions(opts []CallOption) []grpc.CallOption {
+// At sends the call to addr instead of the address Addresses gives: for the calls a node makes
+// to a peer its membership has told it of but cannot look up yet (while it joins). The peer's
+// connection is redialled at addr when it was elsewhere, as for a move.
+func At(addr string) CallOption { return CallOption{addr: addr} }
+
+// options returns the gRPC options and the address opts ask for.
+func (s *Sender) options(opts []CallOption) (grpcOpts []grpc.CallOption, addr string) {
 	for _, o := range opts {
 		if o.waitForReady {
-			return s.waitReady
+			grpcOpts = s.waitReady
+		}
+		if o.addr != "" {
+			addr = o.addr
 		}
 	}
-	return nil
+	return grpcOpts, addr
 }
 
 // Call sends request req to node to and returns its answer. req must be a message of
@@ -172,7 +184,8 @@ func (s *Sender) call(ctx context.Context, i int, to NodeID, req proto.Message, 
 	if to == s.self && s.local != nil {
 		return s.local.call(ctx, i, req)
 	}
-	pc, err := s.peer(to)
+	grpcOpts, addr := s.options(opts)
+	pc, err := s.peer(to, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +193,7 @@ func (s *Sender) call(ctx context.Context, i int, to NodeID, req proto.Message, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := pc.api.Call(ctx, r, s.callOptions(opts)...)
+	resp, err := pc.api.Call(ctx, r, grpcOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +257,8 @@ func (s *Sender) streamTo(ctx context.Context, i int, to NodeID, req proto.Messa
 	if to == s.self && s.local != nil {
 		return s.local.stream(ctx, i, req, recv)
 	}
-	pc, err := s.peer(to)
+	grpcOpts, addr := s.options(opts)
+	pc, err := s.peer(to, addr)
 	if err != nil {
 		return err
 	}
@@ -254,7 +268,7 @@ func (s *Sender) streamTo(ctx context.Context, i int, to NodeID, req proto.Messa
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream when recv fails
-	st, err := pc.api.Stream(ctx, r, s.callOptions(opts)...)
+	st, err := pc.api.Stream(ctx, r, grpcOpts...)
 	if err != nil {
 		return err
 	}
@@ -308,12 +322,15 @@ func (s *Sender) wrap(i int, to NodeID, err error) error {
 	return fmt.Errorf("internode: %s to node %s: %w", s.kinds.name(i), to, err)
 }
 
-// peer returns the connection to node to, dialling (lazily, without blocking) on first use and
-// again when the node's address changed.
-func (s *Sender) peer(to NodeID) (*peerConn, error) {
-	addr, ok := s.addrs.InternodeAddr(to)
-	if !ok || addr == "" {
-		return nil, status.Error(codes.Unavailable, "no internode address known")
+// peer returns the connection to node to at addr, or at the address Addresses gives when addr
+// is empty, dialling (lazily, without blocking) on first use and again when the node's address
+// changed.
+func (s *Sender) peer(to NodeID, addr string) (*peerConn, error) {
+	if addr == "" {
+		var ok bool
+		if addr, ok = s.addrs.InternodeAddr(to); !ok || addr == "" {
+			return nil, status.Error(codes.Unavailable, "no internode address known")
+		}
 	}
 	s.mu.RLock()
 	pc := s.conns[to]
