@@ -1,11 +1,8 @@
-// Package internode converts between the domain's types and those generated for the internode
-// protocol (proto/replicapb), once for both of the protocol's ends: the coordinator's shell,
-// which sends replica requests, and the replica, which answers them (and node, which gathers
-// the replicas' hot partitions).
-//
-// The generated package imports nothing of the project, and the two ends may not import each
-// other, so the conversions they share live here. It imports only proto/replicapb and the
-// domain's leaf packages.
+// The conversions between the domain's types and those generated for the internode protocol,
+// once for both of the protocol's ends (the coordinator's shell, which sends replica requests,
+// and the replica, which answers them): the generated package imports nothing of the project,
+// and the two ends may not import each other.
+
 package internode
 
 import (

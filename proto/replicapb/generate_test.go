@@ -14,4 +14,5 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	protocheck.Current(t, ".", nil, "membership.proto")
 	// repair.proto is compiled from proto/ as replicapb/repair.proto (see gen_repair.go).
 	protocheck.Current(t, "..", []string{".", "replicapb"}, "replicapb/repair.proto")
+	protocheck.Current(t, "..", []string{".", "replicapb"}, "replicapb/internode.proto")
 }

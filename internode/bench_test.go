@@ -1,0 +1,169 @@
+package internode
+
+import (
+	"context"
+	"net"
+	"reflect"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+// benchMutate is a small write: one row of two cells, as most writes are.
+func benchMutate() *replicapb.MutateRequest {
+	return &replicapb.MutateRequest{
+		Limiter: &replicapb.Limiter{Mode: replicapb.Limiter_ACCOUNT_AND_ENFORCE, Draw: 0.42, StampUnixNanos: 1_700_000_000_000_000_000},
+		Mutation: &replicapb.Mutation{TableId: 7, PartitionKey: [][]byte{[]byte("user-12345")}, Token: -4_000_000_000,
+			Rows: []*replicapb.Row{{Clustering: [][]byte{[]byte("2024-01-01")}, Cells: []*replicapb.Cell{
+				{Column: "name", Value: []byte("Ada Lovelace"), Timestamp: 1_700_000_000_000_000},
+				{Column: "score", Value: []byte{0, 0, 0, 42}, Timestamp: 1_700_000_000_000_000},
+			}}}},
+	}
+}
+
+// mutateOKResponse is the handler of every variant; not inlined, so that calling it directly
+// costs what calling a replica's handler does.
+//
+//go:noinline
+func mutateOKResponse(context.Context, *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}, nil
+}
+
+// BenchmarkWrap measures what the seam adds to one remote call in CPU: finding the request's
+// kind and wrapping it (caller), unwrapping it and finding its kind (server), wrapping the answer
+// (server) and unwrapping it (caller). "switch" is what the package does (wire.go);
+// "protoreflect" does the same through protoreflect's oneof accessors, which the package
+// avoids for their cost.
+func BenchmarkWrap(b *testing.B) {
+	req := benchMutate()
+	resp := &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}
+	k := newKinds()
+	b.Run("switch", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			i, err := k.kindOf(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := k.wrap(i, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			j, _, err := k.unwrap(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, err := k.respond(j, resp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := k.unwrapResponse(w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok := m.(*replicapb.MutateResponse); !ok {
+				b.Fatal("wrong answer")
+			}
+		}
+	})
+	b.Run("protoreflect", func(b *testing.B) {
+		respField := k.byResp[reflect.TypeFor[*replicapb.MutateResponse]()]
+		b.ReportAllocs()
+		for b.Loop() {
+			i, err := k.kindOf(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := &replicapb.Request{}
+			r.ProtoReflect().Set(k.req[i], protoreflect.ValueOfMessage(req.ProtoReflect()))
+			rm := r.ProtoReflect()
+			fd := rm.WhichOneof(k.reqOneof)
+			if _, err := k.kindOf(rm.Get(fd).Message().Interface()); err != nil {
+				b.Fatal(err)
+			}
+			w := &replicapb.Response{}
+			w.ProtoReflect().Set(respField, protoreflect.ValueOfMessage(resp.ProtoReflect()))
+			wm := w.ProtoReflect()
+			m := wm.Get(wm.WhichOneof(k.respOneof)).Message().Interface()
+			if _, ok := m.(*replicapb.MutateResponse); !ok {
+				b.Fatal("wrong answer")
+			}
+		}
+	})
+}
+
+// plainReplica serves Mutate as the Replica service does today.
+type plainReplica struct {
+	replicapb.UnimplementedReplicaServer
+}
+
+func (plainReplica) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+	return mutateOKResponse(ctx, req)
+}
+
+// BenchmarkCall compares a Mutate over the seam with the per-service gRPC method it replaces,
+// over loopback TCP and in process.
+func BenchmarkCall(b *testing.B) {
+	req := benchMutate()
+	ctx := b.Context()
+	b.Run("grpc-Replica.Mutate", func(b *testing.B) {
+		lis := listen(b)
+		srv := grpc.NewServer()
+		replicapb.RegisterReplicaServer(srv, plainReplica{})
+		done := make(chan struct{})
+		go func() { defer close(done); srv.Serve(lis) }()
+		b.Cleanup(func() { srv.Stop(); <-done })
+		api := replicapb.NewReplicaClient(dial(b, lis.Addr().String()))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := api.Mutate(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("internode-Call", func(b *testing.B) {
+		m := NewMux()
+		Handle(m, mutateOKResponse)
+		book := &addrBook{}
+		book.set("n2", serve(b, m))
+		s := newSender(b, Options{Self: "n1", Addresses: book})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Call[*replicapb.MutateResponse](ctx, s, "n2", req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("local-direct", func(b *testing.B) {
+		f := mutateOKResponse
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := f(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("local-Call", func(b *testing.B) {
+		m := NewMux()
+		Handle(m, mutateOKResponse)
+		s := newSender(b, Options{Self: "n1", Local: m, Addresses: &addrBook{}})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Call[*replicapb.MutateResponse](ctx, s, "n1", req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lis
+}

@@ -1,0 +1,39 @@
+// Package internode carries every exchange between nodes: typed messages (those of
+// proto/replicapb's Request and Response) over one sender per node, with one connection per peer,
+// and one Mux of handlers serving them, so that the transport under all of them can be changed in
+// one place.
+//
+// A node makes one Mux, registers a handler per request kind it serves (Handle, HandleStream) and
+// serves the Mux on its internode listener (Mux.Register); it makes one Sender, which sends each
+// request to the node it names (Call, Stream): over gRPC to a peer, at the address the node's
+// Addresses give, and in process, through the same Mux, to itself. A subsystem adds an exchange by
+// adding its messages to internode.proto and registering its handler; it never dials a peer
+// itself.
+//
+// # Kinds
+//
+// A request's kind is its message type: each type appears at most once in the Request oneof, and
+// each answer type at most once in the Response oneof. The map between the types and the oneof
+// fields is read once from the generated descriptors (NewMux, NewSender).
+//
+// # Errors
+//
+// A failed exchange returns a gRPC status error (status.Code works on it), wrapped once with the
+// kind and the node: "internode: mutate to node n2: rpc error: code = Unavailable desc = ...".
+// A node answers a kind it has no handler for, or a field number it does not know, Unimplemented,
+// and a Request without a message InvalidArgument. A call to the node itself fails as a call
+// over the network would: with the handler's status, or a status made from its plain error
+// (Unknown, or Canceled and DeadlineExceeded for the context's errors), or the caller's
+// context's status once that context has ended.
+//
+// # Calls to the node itself
+//
+// A call to the Sender's own node runs the handler on the caller's goroutine with the caller's
+// context: no bytes move, so neither message is copied (neither side may modify a message once
+// handed over) and the message size limit is not applied. Handlers see the caller's deadline and
+// cancellation either way; they must not depend on the context's values, which do not cross the
+// network.
+//
+// It also holds the conversions between domain types and the wire enums that both ends share
+// (op.go). It imports only proto/replicapb, schema, internal packages, gRPC and protobuf.
+package internode
