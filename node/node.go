@@ -145,23 +145,18 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	if n.cluster, err = cluster.Start(ctx, cluster.Config{
-		DataDir:                cfg.DataDir,
-		ClusterName:            cfg.ClusterName,
-		BindAddr:               cfg.GossipAddr,
-		RPCAddr:                n.ilis.Addr().String(), // peers dial the internode listener
-		NativeAddr:             n.clis.Addr().String(), // drivers read it from system.peers
-		Seeds:                  cfg.Seeds,
-		NumTokens:              cfg.NumTokens,
-		DataCenter:             cfg.DataCenter,
-		Rack:                   cfg.Rack,
-		Profile:                cfg.Profile,
-		Logger:                 cfg.Logger, // cluster labels its own records
-		Schema:                 n.schema,
-		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
-		Now:                    now,
-		Keyring:                n.sec.gossipKeys,
-		Removals:               removalPeers{n},    // removals travel over the internode port only
-		Joining:                len(cfg.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
+		Options: cluster.Options{ClusterName: cfg.ClusterName, Seeds: cfg.Seeds, NumTokens: cfg.NumTokens, Profile: cfg.Profile,
+			DataCenter: cfg.DataCenter, Rack: cfg.Rack, SchemaAgreementTimeout: cfg.SchemaAgreementTimeout},
+		DataDir:    cfg.DataDir,
+		BindAddr:   cfg.GossipAddr,
+		RPCAddr:    n.ilis.Addr().String(), // peers dial the internode listener
+		NativeAddr: n.clis.Addr().String(), // drivers read it from system.peers
+		Logger:     cfg.Logger,             // cluster labels its own records
+		Schema:     n.schema,
+		Now:        now,
+		Keyring:    n.sec.gossipKeys,
+		Removals:   removalPeers{n},    // removals travel over the internode port only
+		Joining:    len(cfg.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
 	}); err != nil {
 		return nil, err
 	}
