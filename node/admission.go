@@ -7,8 +7,8 @@ import (
 )
 
 // admissionConfig is the node's admission control configuration.
-func (c *Config) admissionConfig() admission.Config {
-	return admission.Config{MaxConcurrent: c.MaxConcurrentRequests, MaxQueued: c.MaxQueuedRequests, QueueTimeout: c.RequestQueueTimeout}
+func (c *Config) admissionConfig() admission.Options {
+	return admission.Options{MaxConcurrent: c.MaxConcurrentRequests, MaxQueued: c.MaxQueuedRequests, QueueTimeout: c.RequestQueueTimeout}
 }
 
 // ensureAdmissionDefaults fills in the admission bounds derived from the machine.

@@ -85,7 +85,7 @@ rack: r1
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := (&admission.Config{}).EnsureDefaults() // derived from the machine
+	adm := (&admission.Options{}).EnsureDefaults() // derived from the machine
 	want := serveConfig{
 		Config: node.Config{
 			DataDir:                        "/var/lib/kvnode", // from the file
