@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/hints"
@@ -48,13 +46,12 @@ func (m hintMembers) Changed() <-chan struct{} { return m.c.Changed() }
 
 // openHints opens the node's hint store (hints/ in the data directory).
 func (n *Node) openHints(now func() time.Time) error {
-	h, err := hints.Open(hints.Options{
-		Dir:      filepath.Join(n.cfg.DataDir, "hints"),
-		Members:  hintMembers{n.cluster},
-		Logger:   n.cfg.Logger.With("component", "hints"),
-		Now:      now,
-		Window:   n.cfg.MaxHintWindow,
-		MaxBytes: n.cfg.MaxHintsSizePerHost,
+	h, err := hints.Open(hints.Config{
+		Options: hints.Options{Window: n.cfg.MaxHintWindow, MaxBytes: n.cfg.MaxHintsSizePerHost, Throttle: n.cfg.HintsThrottle},
+		Dir:     filepath.Join(n.cfg.DataDir, "hints"),
+		Members: hintMembers{n.cluster},
+		Logger:  n.cfg.Logger.With("component", "hints"),
+		Now:     now,
 	})
 	if err != nil {
 		return err
@@ -65,15 +62,14 @@ func (n *Node) openHints(now func() time.Time) error {
 
 // startHintReplay starts replaying hints to replicas that are up.
 func (n *Node) startHintReplay(now func() time.Time) error {
-	burst := int(min(n.cfg.HintsThrottle, int64(MessageLimit(n.cfg.MaxMutationSize))))
-	r, err := hints.NewReplayer(n.hints, hints.ReplayOptions{
+	r, err := hints.NewReplayer(n.hints, hints.ReplayConfig{
 		Sender:   n.trans,
 		Tables:   n.schema,
 		Members:  hintMembers{n.cluster},
 		Logger:   n.log.With("component", "hints"),
 		Now:      now,
 		Timeout:  n.cfg.WriteTimeout,
-		Throttle: rate.NewLimiter(rate.Limit(n.cfg.HintsThrottle), burst),
+		MaxBurst: MessageLimit(n.cfg.MaxMutationSize),
 		Paused:   n.cfg.Testing.pauseHintReplay(),
 	})
 	if err != nil {
