@@ -24,12 +24,11 @@ const DefaultSchemaTombstoneGrace = catalog.DefaultTombstoneGrace
 // openCatalog opens the node's schema and the acceptor state of schema consensus from the
 // data directory.
 func (n *Node) openCatalog() (err error) {
-	n.schema, err = catalog.Open(catalog.Options{
-		Dir:            n.cfg.DataDir,
-		System:         shell.AuthSchema(),
-		Limits:         n.cfg.SchemaLimits,
-		Now:            time.Now,
-		TombstoneGrace: n.cfg.SchemaTombstoneGrace,
+	n.schema, err = catalog.Open(catalog.Config{
+		Options: catalog.Options{Limits: n.cfg.SchemaLimits, TombstoneGrace: n.cfg.SchemaTombstoneGrace},
+		Dir:     n.cfg.DataDir,
+		System:  shell.AuthSchema(),
+		Now:     time.Now,
 	})
 	return err
 }
