@@ -15,9 +15,9 @@ import (
 )
 
 const (
-	// DefaultNumTokens is the number of vnode tokens per node when Config.NumTokens is zero.
+	// DefaultNumTokens is the number of vnode tokens per node when Options.NumTokens is zero.
 	DefaultNumTokens = 16
-	// DefaultDataCenter and DefaultRack place a node when Config.DataCenter and Config.Rack are
+	// DefaultDataCenter and DefaultRack place a node when Options.DataCenter and Options.Rack are
 	// empty: Cassandra's defaults, which drivers' default load balancing expects.
 	DefaultDataCenter = "datacenter1"
 	DefaultRack       = "rack1"
@@ -25,13 +25,13 @@ const (
 	MaxPlacementNameLen = 64
 	// DefaultBindAddr is the gossip address when Config.BindAddr is empty.
 	DefaultBindAddr = "0.0.0.0:7946"
-	// DefaultClusterName is the cluster name when Config.ClusterName is empty.
+	// DefaultClusterName is the cluster name when Options.ClusterName is empty.
 	DefaultClusterName = "kvnode"
 	// DefaultSchemaAgreementTimeout bounds AwaitSchemaAgreement when it is given no timeout.
 	DefaultSchemaAgreementTimeout = 10 * time.Second
-	// MaxNumTokens is the largest Config.NumTokens accepted.
+	// MaxNumTokens is the largest Options.NumTokens accepted.
 	MaxNumTokens = 4096
-	// MaxClusterNameSize is the longest Config.ClusterName accepted, in bytes: memberlist's
+	// MaxClusterNameSize is the longest Options.ClusterName accepted, in bytes: memberlist's
 	// label limit.
 	MaxClusterNameSize = memberlist.LabelMaxSize
 )

@@ -18,14 +18,11 @@ import (
 // The node's adapter of the catalog (the agreed schema): it opens the holder, gives it the
 // cluster (catalogCluster) and the node's drop hooks, and runs its tombstone collection.
 
-// DefaultSchemaTombstoneGrace is Config.SchemaTombstoneGrace when it is zero.
-const DefaultSchemaTombstoneGrace = catalog.DefaultTombstoneGrace
-
 // openCatalog opens the node's schema and the acceptor state of schema consensus from the
 // data directory.
 func (n *Node) openCatalog() (err error) {
 	n.schema, err = catalog.Open(catalog.Config{
-		Options: catalog.Options{Limits: n.cfg.SchemaLimits, TombstoneGrace: n.cfg.SchemaTombstoneGrace},
+		Options: n.cfg.Catalog,
 		Dir:     n.cfg.DataDir,
 		System:  shell.AuthSchema(),
 		Now:     time.Now,

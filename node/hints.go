@@ -13,17 +13,6 @@ import (
 // directory, hands it to the coordinator's shell as its HintSink, and runs its replayer over the
 // internode transport, the schema and the membership.
 
-// Defaults of the hint settings.
-const (
-	// DefaultMaxHintWindow is Config.MaxHintWindow when it is zero: Cassandra's 3 hours.
-	DefaultMaxHintWindow = hints.DefaultWindow
-	// DefaultMaxHintsSizePerHost is Config.MaxHintsSizePerHost when it is zero.
-	DefaultMaxHintsSizePerHost = hints.DefaultMaxBytes
-	// DefaultHintsThrottle is Config.HintsThrottle when it is zero: Cassandra's
-	// hinted_handoff_throttle, 1024 KiB per second.
-	DefaultHintsThrottle = hints.DefaultThrottle
-)
-
 // hintMembers adapts the cluster to hints.Membership.
 type hintMembers struct{ c *cluster.Cluster }
 
@@ -47,7 +36,7 @@ func (m hintMembers) Changed() <-chan struct{} { return m.c.Changed() }
 // openHints opens the node's hint store (hints/ in the data directory).
 func (n *Node) openHints(now func() time.Time) error {
 	h, err := hints.Open(hints.Config{
-		Options: hints.Options{Window: n.cfg.MaxHintWindow, MaxBytes: n.cfg.MaxHintsSizePerHost, Throttle: n.cfg.HintsThrottle},
+		Options: n.cfg.Hints,
 		Dir:     filepath.Join(n.cfg.DataDir, "hints"),
 		Members: hintMembers{n.cluster},
 		Logger:  n.cfg.Logger.With("component", "hints"),
@@ -68,8 +57,8 @@ func (n *Node) startHintReplay(now func() time.Time) error {
 		Members:  hintMembers{n.cluster},
 		Logger:   n.log.With("component", "hints"),
 		Now:      now,
-		Timeout:  n.cfg.WriteTimeout,
-		MaxBurst: MessageLimit(n.cfg.MaxMutationSize),
+		Timeout:  n.cfg.Coordinator.WriteTimeout,
+		MaxBurst: MessageLimit(n.cfg.Coordinator.MaxMutationSize),
 		Paused:   n.cfg.Testing.pauseHintReplay(),
 	})
 	if err != nil {

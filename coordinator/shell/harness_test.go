@@ -340,7 +340,7 @@ type options struct {
 	readTimeout   time.Duration
 	logger        *slog.Logger         // the executors'; nil discards
 	order         []coordinator.NodeID // ring order; nil means n1, n2, n3
-	maxAhead      time.Duration        // Config.MaxTimestampAhead; 0: the default
+	maxAhead      time.Duration        // Options.MaxTimestampAhead; 0: the default
 	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
 	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
 	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
