@@ -457,3 +457,17 @@ func TestNewReplayerRejectsBadConfig(t *testing.T) {
 	r2, _ := NewReplayer(f.store, ok)
 	r2.Stop() // so does an unstarted one
 }
+
+func TestReplayConfigEnsureDefaults(t *testing.T) {
+	var c ReplayConfig
+	c.EnsureDefaults()
+	if c.Logger == nil || c.Now == nil {
+		t.Errorf("EnsureDefaults on zero ReplayConfig: logger %v, clock set %v; want both set", c.Logger, c.Now != nil)
+	}
+	logger, at := c.Logger, time.Unix(7, 0)
+	set := ReplayConfig{Logger: logger, Now: func() time.Time { return at }, Timeout: time.Second, MaxBurst: 5}
+	set.EnsureDefaults().EnsureDefaults()
+	if set.Logger != logger || !set.Now().Equal(at) || set.Timeout != time.Second || set.MaxBurst != 5 {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+}
