@@ -102,6 +102,31 @@ func TestConfigEnsureDefaultsDelegates(t *testing.T) {
 	}
 }
 
+// options is a group of node.Config that node itself owns.
+type options[T any] interface {
+	*T
+	EnsureDefaults() *T
+	Validate() error
+}
+
+// checkEnsureDefaults checks that EnsureDefaults turns in into want, that a second call
+// changes nothing, and that the result is valid.
+func checkEnsureDefaults[T any, P options[T]](t *testing.T, name string, in, want T) {
+	t.Helper()
+	got := in
+	P(&got).EnsureDefaults()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: EnsureDefaults() = %+v, want %+v", name, got, want)
+	}
+	twice := got
+	if P(&twice).EnsureDefaults(); !reflect.DeepEqual(twice, got) {
+		t.Errorf("%s: EnsureDefaults twice = %+v, want once = %+v", name, twice, got)
+	}
+	if err := P(&got).Validate(); err != nil {
+		t.Errorf("%s: Validate() = %v, want nil", name, err)
+	}
+}
+
 func TestNodeOptionsEnsureDefaults(t *testing.T) {
 	listen := node.ListenOptions{Addr: node.DefaultAddr, CQLAddr: node.DefaultCQLAddr, InternodeAddr: node.DefaultInternodeAddr,
 		GossipAddr: node.DefaultGossipAddr, MaxGRPCConnections: node.DefaultMaxGRPCConnections,
@@ -109,37 +134,19 @@ func TestNodeOptionsEnsureDefaults(t *testing.T) {
 		HandshakeTimeout: native.DefaultHandshakeTimeout, IdleConnectionTimeout: node.DefaultIdleConnectionTimeout}
 	listenSet := node.ListenOptions{Addr: "a:1", CQLAddr: "c:2", InternodeAddr: "i:3", GossipAddr: "g:4", MetricsAddr: "m:5",
 		MaxGRPCConnections: 1, MaxConnectionsPerHost: 2, MaxConcurrentStreams: 3, HandshakeTimeout: time.Second, IdleConnectionTimeout: time.Minute}
-	security := node.SecurityOptions{ReloadInterval: node.DefaultReloadInterval}
+	checkEnsureDefaults(t, "ListenOptions zero", node.ListenOptions{}, listen)
+	checkEnsureDefaults(t, "ListenOptions set", listenSet, listenSet)
+	oneSet := listen
+	oneSet.CQLAddr = "c:9"
+	checkEnsureDefaults(t, "ListenOptions one set", node.ListenOptions{CQLAddr: "c:9"}, oneSet)
+
 	securitySet := node.SecurityOptions{TLSCert: "c", TLSKey: "k", TLSCA: "ca", MetricsTLS: true, GossipKeyFile: "g", ReloadInterval: time.Hour}
-	batchlog := node.BatchlogOptions{ReplayInterval: node.DefaultBatchlogReplayInterval}
+	checkEnsureDefaults(t, "SecurityOptions zero", node.SecurityOptions{}, node.SecurityOptions{ReloadInterval: node.DefaultReloadInterval})
+	checkEnsureDefaults(t, "SecurityOptions set", securitySet, securitySet)
+
 	batchlogSet := node.BatchlogOptions{ReplayInterval: time.Second, ReplayAge: time.Minute}
-	type options interface {
-		Validate() error
-	}
-	for _, tc := range []struct {
-		name   string
-		ensure func() options // EnsureDefaults on a copy of the input
-		want   options
-	}{
-		{"ListenOptions zero", func() options { o := node.ListenOptions{}; return o.EnsureDefaults() }, &listen},
-		{"ListenOptions set", func() options { o := listenSet; return o.EnsureDefaults() }, &listenSet},
-		{"SecurityOptions zero", func() options { o := node.SecurityOptions{}; return o.EnsureDefaults() }, &security},
-		{"SecurityOptions set", func() options { o := securitySet; return o.EnsureDefaults() }, &securitySet},
-		{"BatchlogOptions zero", func() options { o := node.BatchlogOptions{}; return o.EnsureDefaults() }, &batchlog},
-		{"BatchlogOptions set", func() options { o := batchlogSet; return o.EnsureDefaults() }, &batchlogSet},
-	} {
-		got := tc.ensure()
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: EnsureDefaults() = %+v, want %+v", tc.name, got, tc.want)
-		}
-		again := reflect.ValueOf(got).MethodByName("EnsureDefaults").Call(nil)[0].Interface()
-		if !reflect.DeepEqual(again, tc.want) {
-			t.Errorf("%s: EnsureDefaults twice = %+v, want once = %+v", tc.name, again, tc.want)
-		}
-		if err := got.Validate(); err != nil {
-			t.Errorf("%s: Validate() = %v, want nil", tc.name, err)
-		}
-	}
+	checkEnsureDefaults(t, "BatchlogOptions zero", node.BatchlogOptions{}, node.BatchlogOptions{ReplayInterval: node.DefaultBatchlogReplayInterval})
+	checkEnsureDefaults(t, "BatchlogOptions set", batchlogSet, batchlogSet)
 }
 
 // TestConfigValidate: each bad value fails Validate with an error naming the field and its
