@@ -131,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	limits, err := partitionlimit.New(cfg.Limiter)
 	if err != nil {
-		return nil, fmt.Errorf("node: limiter_capacity: %w", err)
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	if n.replica, err = replica.NewService(replica.Config{
 		Store: n.store, Schema: n.schema, Limits: limits, Now: now, Logger: cfg.Logger.With("component", "replica"),
