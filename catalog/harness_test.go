@@ -88,7 +88,7 @@ func (h *harness) advance(d time.Duration) { h.clock.Add(d.Microseconds()) }
 // open opens (or reopens, as a restart does) node id's holder from its directory and starts it.
 func (h *harness) open(id string) *Holder {
 	h.t.Helper()
-	hd, err := Open(Options{Dir: h.dirs[id], Now: h.now, TombstoneGrace: time.Minute})
+	hd, err := Open(Config{Dir: h.dirs[id], Now: h.now, Options: Options{TombstoneGrace: time.Minute}})
 	if err != nil {
 		h.t.Fatalf("open node %s: %v", id, err)
 	}

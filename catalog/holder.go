@@ -22,23 +22,76 @@ import (
 // schemaFile is the node's persisted schema, in schema.Encode's format.
 const schemaFile = "schema.bin"
 
-// Options configures Open.
+// Options are the schema's settings an operator chooses: the limits on what DDL may grow, and
+// how long dropped objects' tombstones stay. The zero value of each field means its default
+// (EnsureDefaults). The YAML tags are the keys of kvnode's configuration file (node.Config nests
+// Options; the Limits' keys sit beside TombstoneGrace's).
 type Options struct {
+	// Limits bounds what DDL may grow. Defaults schema.DefaultMaxColumnsPerTable,
+	// schema.DefaultMaxTablesPerKeyspace and schema.DefaultMaxSchemaSize.
+	Limits schema.Limits `yaml:",inline"`
+	// TombstoneGrace is the least time a dropped keyspace's or table's tombstone stays in the
+	// schema (CollectTombstones): it goes once it is that old and every member of the ring has
+	// the drop. Keep it well above the nodes' clock skew. Default DefaultTombstoneGrace.
+	TombstoneGrace time.Duration `yaml:"schema_tombstone_grace"`
+}
+
+// EnsureDefaults replaces zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	o.Limits.EnsureDefaults()
+	if o.TombstoneGrace == 0 {
+		o.TombstoneGrace = DefaultTombstoneGrace
+	}
+	return o
+}
+
+// Validate reports whether o, after EnsureDefaults, holds usable settings. Each error names the
+// field, its configuration key and the values allowed.
+func (o *Options) Validate() error {
+	if err := o.Limits.Validate(); err != nil {
+		return err
+	}
+	if o.TombstoneGrace <= 0 {
+		return fmt.Errorf("catalog: Options.TombstoneGrace (schema_tombstone_grace) is %v, want a positive duration", o.TombstoneGrace)
+	}
+	return nil
+}
+
+// Config configures Open: the schema's Options and what the node wires in. Dir is required; the
+// zero value of every other field means its default.
+type Config struct {
+	Options
 	// Dir is the directory holding the schema (schema.bin) and the acceptor state of schema
-	// consensus (schema-paxos.bin). Required; it must exist.
+	// consensus (schema-paxos.bin). It must exist.
 	Dir string
 	// System is the code-defined replicated system keyspace (system_auth): its tables resolve
 	// by id beside the cluster's schema (TableByID), so replicas store and serve them. Nil
 	// means none.
 	System *schema.Schema
-	// Limits bounds what DDL may grow.
-	Limits schema.Limits
-	// Now is the clock that stamps the versions of this node's changes and its ballots. Nil
-	// means time.Now.
+	// Now is the clock that stamps the versions of this node's changes and its ballots.
+	// Default time.Now.
 	Now func() time.Time
-	// TombstoneGrace is the least time a dropped keyspace's or table's tombstone stays in the
-	// schema (CollectTombstones). Zero means DefaultTombstoneGrace.
-	TombstoneGrace time.Duration
+}
+
+// EnsureDefaults replaces zero fields with their defaults, the Options' among them, and returns
+// c.
+func (c *Config) EnsureDefaults() *Config {
+	c.Options.EnsureDefaults()
+	if c.System == nil {
+		c.System = schema.New()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports whether c, after EnsureDefaults, describes a holder Open can open.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		return errors.New("catalog: Config.Dir is empty")
+	}
+	return c.Options.Validate()
 }
 
 // Holder owns the node's schema. Readers (the replica hot path, the coordinator) load an
@@ -81,25 +134,16 @@ type dropHooks struct {
 	forget []func(*schema.Table)
 }
 
-// Open loads the schema and the acceptor state persisted in opts.Dir, or starts empty when
+// Open loads the schema and the acceptor state persisted in cfg.Dir, or starts empty when
 // there are none. The holder serves reads and merges at once; it changes the schema by
 // consensus and collects tombstones once Start gave it the cluster.
-func Open(opts Options) (*Holder, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("catalog: Options.Dir is empty")
+func Open(cfg Config) (*Holder, error) {
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	h := &Holder{
-		path: filepath.Join(opts.Dir, schemaFile), now: opts.Now, grace: opts.TombstoneGrace,
-		limits: opts.Limits, system: opts.System,
-	}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	if h.grace <= 0 {
-		h.grace = DefaultTombstoneGrace
-	}
-	if h.system == nil {
-		h.system = schema.New()
+		path: filepath.Join(cfg.Dir, schemaFile), now: cfg.Now, grace: cfg.TombstoneGrace,
+		limits: cfg.Limits, system: cfg.System,
 	}
 	s := schema.New()
 	data, err := os.ReadFile(h.path)
@@ -112,7 +156,7 @@ func Open(opts Options) (*Holder, error) {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	h.publish(s)
-	if h.acceptor, err = openAcceptor(opts.Dir, func(ks string) *schema.Schema { return h.Schema().Restrict(ks) }); err != nil {
+	if h.acceptor, err = openAcceptor(cfg.Dir, func(ks string) *schema.Schema { return h.Schema().Restrict(ks) }); err != nil {
 		return nil, err
 	}
 	return h, nil

@@ -25,9 +25,9 @@ func mustParse(t *testing.T, src string) cql.Statement {
 	return st
 }
 
-func mustOpen(t *testing.T, opts Options) *Holder {
+func mustOpen(t *testing.T, cfg Config) *Holder {
 	t.Helper()
-	h, err := Open(opts)
+	h, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func dropped(t *testing.T, s *schema.Schema, table string, ts int64) *schema.Sch
 // nothing; a corrupt snapshot is refused naming its origin and leaves the schema as it was.
 func TestMergePublishesAndPersists(t *testing.T) {
 	dir := t.TempDir()
-	h := mustOpen(t, Options{Dir: dir})
+	h := mustOpen(t, Config{Dir: dir})
 	if !h.Schema().Empty() || h.Digest() != schema.New().Digest().String() {
 		t.Fatalf("a new holder holds %v (digest %s), want the empty schema", h.Schema(), h.Digest())
 	}
@@ -86,7 +86,7 @@ func TestMergePublishesAndPersists(t *testing.T) {
 		t.Errorf("merges that changed nothing published a schema (digest %s)", h.Digest())
 	}
 
-	if got := mustOpen(t, Options{Dir: dir}).Digest(); got != peer.Digest().String() {
+	if got := mustOpen(t, Config{Dir: dir}).Digest(); got != peer.Digest().String() {
 		t.Errorf("reopened, the holder's digest is %s, want the merged %s", got, peer.Digest())
 	}
 }
@@ -97,11 +97,11 @@ func TestOpenRefusesACorruptSchemaFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, schemaFile), []byte("\xff\x00garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, schemaFile)) {
+	if _, err := Open(Config{Dir: dir}); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, schemaFile)) {
 		t.Fatalf("Open on a corrupt schema file: %v, want an error naming the file", err)
 	}
-	if _, err := Open(Options{}); err == nil || !strings.Contains(err.Error(), "Dir") {
-		t.Fatalf("Open without a directory: %v, want an error naming Options.Dir", err)
+	if _, err := Open(Config{}); err == nil || !strings.Contains(err.Error(), "Dir") {
+		t.Fatalf("Open without a directory: %v, want an error naming Config.Dir", err)
 	}
 }
 
@@ -110,7 +110,7 @@ func TestOpenRefusesACorruptSchemaFile(t *testing.T) {
 // tables that stay are left alone.
 func TestDropHooksRunAroundTheDrop(t *testing.T) {
 	dir := t.TempDir()
-	h := mustOpen(t, Options{Dir: dir})
+	h := mustOpen(t, Config{Dir: dir})
 	s := mustBuild(t, ksRF1+"CREATE TABLE ks.t (k int PRIMARY KEY); CREATE TABLE ks.keep (k int PRIMARY KEY);")
 	if _, err := h.Merge(s.Encode()); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestDropHooksRunAroundTheDrop(t *testing.T) {
 // installed: Merge fails naming the table, and the schema, its file and its digest stay.
 func TestFailingDataHookKeepsTheSchema(t *testing.T) {
 	dir := t.TempDir()
-	h := mustOpen(t, Options{Dir: dir})
+	h := mustOpen(t, Config{Dir: dir})
 	s := mustBuild(t, ksRF1+"CREATE TABLE ks.t (k int PRIMARY KEY);")
 	if _, err := h.Merge(s.Encode()); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestFailingDataHookKeepsTheSchema(t *testing.T) {
 	if _, ok := h.Schema().Table("ks", "t"); !ok || closed(ch) {
 		t.Errorf("a drop whose data could not be deleted was installed")
 	}
-	if got := mustOpen(t, Options{Dir: dir}).Digest(); got != s.Digest().String() {
+	if got := mustOpen(t, Config{Dir: dir}).Digest(); got != s.Digest().String() {
 		t.Errorf("a drop whose data could not be deleted was persisted")
 	}
 }
@@ -181,7 +181,7 @@ func TestSystemTablesAndDroppedIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := mustOpen(t, Options{Dir: t.TempDir(), System: sys})
+	h := mustOpen(t, Config{Dir: t.TempDir(), System: sys})
 	if got := h.Dropped([]schema.TableID{7, 99}); got != nil {
 		t.Errorf("Dropped on a schema that never held a keyspace = %v, want none", got)
 	}
@@ -202,7 +202,7 @@ func TestSystemTablesAndDroppedIDs(t *testing.T) {
 
 // TestApplyDDLBeforeStart fails saying the node is starting, and sends nothing.
 func TestApplyDDLBeforeStart(t *testing.T) {
-	h := mustOpen(t, Options{Dir: t.TempDir()})
+	h := mustOpen(t, Config{Dir: t.TempDir()})
 	_, _, err := h.ApplyDDL(context.Background(), mustParse(t, ksRF1), "")
 	if err == nil || !strings.Contains(err.Error(), "the node is starting") {
 		t.Fatalf("ApplyDDL before Start: %v, want an error saying the node is starting", err)
@@ -272,7 +272,7 @@ func TestApplyDDLOutcomes(t *testing.T) {
 // stands still or goes back, and stay above the GC horizon.
 func TestVersionsNeverRepeat(t *testing.T) {
 	clock := int64(1000)
-	h := mustOpen(t, Options{Dir: t.TempDir(), Now: func() time.Time { return time.UnixMicro(clock) }})
+	h := mustOpen(t, Config{Dir: t.TempDir(), Now: func() time.Time { return time.UnixMicro(clock) }})
 	h.Start(Cluster{Self: "n1"})
 	for _, s := range []struct{ clock, want int64 }{{1000, 1000}, {1000, 1001}, {5, 1002}, {2000, 2000}} {
 		clock = s.clock

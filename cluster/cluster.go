@@ -139,8 +139,8 @@ type Cluster struct {
 // the gossip address, joins the seeds and the peers known from earlier runs, and returns. When no seed
 // can be reached, joining continues in the background with backoff until one can.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
-	cfg.ensureDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {

@@ -400,13 +400,13 @@ func TestConfigValidation(t *testing.T) {
 		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir"},
 		{"no schema", func(c *Config) { c.Schema = nil }, "Schema"},
 		{"negative num_tokens", func(c *Config) { c.NumTokens = -1 }, "num_tokens"},
-		{"too many num_tokens", func(c *Config) { c.NumTokens = maxNumTokens + 1 }, "num_tokens"},
-		{"bind address without port", func(c *Config) { c.BindAddr = "127.0.0.1" }, "bind address"},
-		{"bad advertise address", func(c *Config) { c.AdvertiseAddr = "x:y" }, "advertise address"},
+		{"too many num_tokens", func(c *Config) { c.NumTokens = MaxNumTokens + 1 }, "num_tokens"},
+		{"bind address without port", func(c *Config) { c.BindAddr = "127.0.0.1" }, "BindAddr"},
+		{"bad advertise address", func(c *Config) { c.AdvertiseAddr = "x:y" }, "AdvertiseAddr"},
 		{"unknown profile", func(c *Config) { c.Profile = 9 }, "profile"},
 	}
 	for _, tt := range tests {
-		cfg := Config{DataDir: t.TempDir(), Schema: newFakeSchema(), BindAddr: "127.0.0.1:0", Profile: ProfileTest}
+		cfg := Config{DataDir: t.TempDir(), Schema: newFakeSchema(), BindAddr: "127.0.0.1:0", Options: Options{Profile: ProfileTest}}
 		tt.modify(&cfg)
 		c, err := Start(context.Background(), cfg)
 		if err == nil {

@@ -15,9 +15,9 @@ import (
 )
 
 const (
-	// DefaultNumTokens is the number of vnode tokens per node when Config.NumTokens is zero.
+	// DefaultNumTokens is the number of vnode tokens per node when Options.NumTokens is zero.
 	DefaultNumTokens = 16
-	// DefaultDataCenter and DefaultRack place a node when Config.DataCenter and Config.Rack are
+	// DefaultDataCenter and DefaultRack place a node when Options.DataCenter and Options.Rack are
 	// empty: Cassandra's defaults, which drivers' default load balancing expects.
 	DefaultDataCenter = "datacenter1"
 	DefaultRack       = "rack1"
@@ -25,17 +25,15 @@ const (
 	MaxPlacementNameLen = 64
 	// DefaultBindAddr is the gossip address when Config.BindAddr is empty.
 	DefaultBindAddr = "0.0.0.0:7946"
-	// DefaultClusterName is the cluster name when Config.ClusterName is empty.
+	// DefaultClusterName is the cluster name when Options.ClusterName is empty.
 	DefaultClusterName = "kvnode"
 	// DefaultSchemaAgreementTimeout bounds AwaitSchemaAgreement when it is given no timeout.
 	DefaultSchemaAgreementTimeout = 10 * time.Second
-	// MaxNumTokens is the largest Config.NumTokens accepted.
+	// MaxNumTokens is the largest Options.NumTokens accepted.
 	MaxNumTokens = 4096
-	// MaxClusterNameSize is the longest Config.ClusterName accepted, in bytes: memberlist's
+	// MaxClusterNameSize is the longest Options.ClusterName accepted, in bytes: memberlist's
 	// label limit.
 	MaxClusterNameSize = memberlist.LabelMaxSize
-
-	maxNumTokens = MaxNumTokens
 )
 
 // Profile selects failure-detection and gossip timings.
@@ -162,17 +160,89 @@ type RemovalPeers interface {
 	AnnounceRemoving(ctx context.Context, peer Member, from NodeID, removing []NodeID) error
 }
 
-// Config configures a node's cluster membership. DataDir and Schema are required; the zero value of
-// every other field means its default.
+// Options are the settings of a node's membership that its operator chooses. The zero value of
+// each field means its default (EnsureDefaults). The YAML tags are the keys of kvnode's
+// configuration file (node.Config nests Options).
+type Options struct {
+	// ClusterName keeps clusters apart: nodes only talk to nodes with the same name (memberlist
+	// label), at most MaxClusterNameSize bytes. Default DefaultClusterName.
+	ClusterName string `yaml:"cluster_name"`
+	// Seeds are gossip host:port addresses of nodes to join. The node's own address is ignored,
+	// and the addresses of peers known from earlier runs are tried as well.
+	Seeds []string `yaml:"seeds"`
+	// NumTokens is the number of vnode tokens, 1 to MaxNumTokens, fixed for the node's life.
+	// Default DefaultNumTokens.
+	NumTokens int `yaml:"num_tokens"`
+	// Profile selects gossip and failure-detection timings. Default ProfileLAN.
+	Profile Profile `yaml:"profile"`
+	// DataCenter and Rack place the node, published to peers (drivers read them from
+	// system.local and system.peers; see ValidatePlacementName). Default DefaultDataCenter and
+	// DefaultRack.
+	DataCenter string `yaml:"dc"`
+	Rack       string `yaml:"rack"`
+	// SchemaAgreementTimeout bounds AwaitSchemaAgreement when called without a timeout.
+	// Default DefaultSchemaAgreementTimeout.
+	SchemaAgreementTimeout time.Duration `yaml:"schema_agreement_timeout"`
+}
+
+// EnsureDefaults replaces zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.ClusterName == "" {
+		o.ClusterName = DefaultClusterName
+	}
+	if o.NumTokens == 0 {
+		o.NumTokens = DefaultNumTokens
+	}
+	if o.DataCenter == "" {
+		o.DataCenter = DefaultDataCenter
+	}
+	if o.Rack == "" {
+		o.Rack = DefaultRack
+	}
+	if o.SchemaAgreementTimeout == 0 {
+		o.SchemaAgreementTimeout = DefaultSchemaAgreementTimeout
+	}
+	return o
+}
+
+// Validate reports whether o, after EnsureDefaults, holds usable settings. Each error names the
+// field, its configuration key and the values allowed.
+func (o *Options) Validate() error {
+	if len(o.ClusterName) > MaxClusterNameSize {
+		return fmt.Errorf("cluster: Options.ClusterName (cluster_name) is %d bytes, want at most %d", len(o.ClusterName), MaxClusterNameSize)
+	}
+	for i, s := range o.Seeds {
+		if _, _, err := splitHostPort(s); err != nil {
+			return fmt.Errorf("cluster: Options.Seeds[%d] (seeds) %q is not host:port with a port 0 to 65535: %v", i, s, err)
+		}
+	}
+	if o.NumTokens < 1 || o.NumTokens > MaxNumTokens {
+		return fmt.Errorf("cluster: Options.NumTokens (num_tokens) is %d, want 1 to %d", o.NumTokens, MaxNumTokens)
+	}
+	if _, err := o.Profile.MarshalText(); err != nil {
+		return fmt.Errorf("cluster: Options.Profile (profile) is %d, want lan, local or test", int(o.Profile))
+	}
+	if err := ValidatePlacementName(o.DataCenter); err != nil {
+		return fmt.Errorf("cluster: Options.DataCenter (dc): %v", err)
+	}
+	if err := ValidatePlacementName(o.Rack); err != nil {
+		return fmt.Errorf("cluster: Options.Rack (rack): %v", err)
+	}
+	if o.SchemaAgreementTimeout <= 0 {
+		return fmt.Errorf("cluster: Options.SchemaAgreementTimeout (schema_agreement_timeout) is %v, want a positive duration", o.SchemaAgreementTimeout)
+	}
+	return nil
+}
+
+// Config configures Start: a node's Options and what the program running the node wires in.
+// DataDir and Schema are required; the zero value of every other field means its default.
 type Config struct {
+	Options
 	// DataDir is the directory holding the node id and the known peers (created if missing).
 	DataDir string
 	// NodeID, when set, is the id to use on first start; afterwards it must equal the persisted id.
 	// Empty means generate one on first start.
 	NodeID NodeID
-	// ClusterName keeps clusters apart: nodes only talk to nodes with the same name (memberlist label).
-	// Default DefaultClusterName.
-	ClusterName string
 	// BindAddr is the gossip host:port to listen on (TCP and UDP). Port 0 picks a free port, and a
 	// restarted node first tries the port it had before. Default DefaultBindAddr.
 	BindAddr string
@@ -185,16 +255,6 @@ type Config struct {
 	// in the node metadata (drivers read it from system.peers); SetNativeAddr sets it later. Empty
 	// means none yet.
 	NativeAddr string
-	// DataCenter and Rack place the node, published to peers. Default DefaultDataCenter and
-	// DefaultRack.
-	DataCenter, Rack string
-	// Seeds are gossip host:port addresses of nodes to join. The node's own address is ignored, and the
-	// addresses of peers known from earlier runs are tried as well.
-	Seeds []string
-	// NumTokens is the number of vnode tokens, fixed for the node's life. Default DefaultNumTokens.
-	NumTokens int
-	// Profile selects gossip and failure-detection timings. Default ProfileLAN.
-	Profile Profile
 	// Keyring, when set, encrypts and authenticates all gossip (memberlist's AES-GCM keyring):
 	// a node without one of its keys can neither join nor inject state, and plaintext gossip is
 	// refused. The keyring may change while the node runs (AddKey, UseKey, RemoveKey), which is
@@ -208,9 +268,6 @@ type Config struct {
 	Logger *slog.Logger
 	// Schema is the node's schema store.
 	Schema SchemaStore
-	// SchemaAgreementTimeout bounds AwaitSchemaAgreement when called without a timeout. Default
-	// DefaultSchemaAgreementTimeout.
-	SchemaAgreementTimeout time.Duration
 	// Joining makes a new node (one with no state persisted in DataDir) start in StateJoining: it
 	// owns nothing until it calls SetState(StateNormal) once it has streamed its ranges. A node that
 	// has run before starts in the state it persisted (a leaving one as normal: its decommission did
@@ -236,63 +293,40 @@ func (c *Config) secureGossip(mc *memberlist.Config) {
 	mc.GossipVerifyOutgoing = true
 }
 
-func (c *Config) ensureDefaults() {
-	if c.ClusterName == "" {
-		c.ClusterName = DefaultClusterName
-	}
+// EnsureDefaults replaces zero fields with their defaults, the Options' among them, and
+// returns c.
+func (c *Config) EnsureDefaults() *Config {
+	c.Options.EnsureDefaults()
 	if c.BindAddr == "" {
 		c.BindAddr = DefaultBindAddr
-	}
-	if c.NumTokens == 0 {
-		c.NumTokens = DefaultNumTokens
-	}
-	if c.DataCenter == "" {
-		c.DataCenter = DefaultDataCenter
-	}
-	if c.Rack == "" {
-		c.Rack = DefaultRack
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.SchemaAgreementTimeout <= 0 {
-		c.SchemaAgreementTimeout = DefaultSchemaAgreementTimeout
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	return c
 }
 
-func (c *Config) validate() error {
+// Validate reports whether c, after EnsureDefaults, describes a node Start can run.
+func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("cluster: Config.DataDir is required")
 	}
 	if c.Schema == nil {
 		return errors.New("cluster: Config.Schema is required")
 	}
-	if c.NumTokens < 1 || c.NumTokens > maxNumTokens {
-		return fmt.Errorf("cluster: num_tokens %d out of range 1..%d", c.NumTokens, maxNumTokens)
-	}
-	if len(c.ClusterName) > memberlist.LabelMaxSize {
-		return fmt.Errorf("cluster: cluster name is %d bytes, the limit is %d", len(c.ClusterName), memberlist.LabelMaxSize)
+	if err := c.Options.Validate(); err != nil {
+		return err
 	}
 	if _, _, err := splitHostPort(c.BindAddr); err != nil {
-		return fmt.Errorf("cluster: bind address %q: %v", c.BindAddr, err)
-	}
-	for _, f := range []struct{ what, v string }{{"data center", c.DataCenter}, {"rack", c.Rack}} {
-		if err := ValidatePlacementName(f.v); err != nil {
-			return fmt.Errorf("cluster: %s: %v", f.what, err)
-		}
+		return fmt.Errorf("cluster: Config.BindAddr %q is not host:port with a port 0 to 65535: %v", c.BindAddr, err)
 	}
 	if c.AdvertiseAddr != "" {
 		if _, _, err := splitHostPort(c.AdvertiseAddr); err != nil {
-			return fmt.Errorf("cluster: advertise address %q: %v", c.AdvertiseAddr, err)
+			return fmt.Errorf("cluster: Config.AdvertiseAddr %q is not host:port with a port 0 to 65535: %v", c.AdvertiseAddr, err)
 		}
-	}
-	switch c.Profile {
-	case ProfileLAN, ProfileLocal, ProfileTest:
-	default:
-		return fmt.Errorf("cluster: unknown profile %d", c.Profile)
 	}
 	return nil
 }

@@ -149,7 +149,7 @@ func (d delegate) MergeRemoteState(buf []byte, join bool) {
 	}
 	ringChanged := false
 	for _, r := range st.Peers {
-		if validateNodeID(r.ID) != nil || r.NumTokens < 1 || r.NumTokens > maxNumTokens || r.ID == c.id {
+		if validateNodeID(r.ID) != nil || r.NumTokens < 1 || r.NumTokens > MaxNumTokens || r.ID == c.id {
 			continue
 		}
 		if _, gone := c.removed[r.ID]; gone {

@@ -120,15 +120,13 @@ func newTestCluster(t *testing.T) *testCluster {
 // fake internode port of tc.peers answers for it once the node is started).
 func (tc *testCluster) config(dir string, schema *fakeSchema, seeds ...string) Config {
 	return Config{
-		DataDir:     dir,
-		ClusterName: tc.name,
-		BindAddr:    "127.0.0.1:0",
-		RPCAddr:     tc.peers.newAddr(),
-		Seeds:       seeds,
-		Profile:     ProfileTest,
-		Logger:      tc.logger,
-		Schema:      schema,
-		Removals:    tc.peers,
+		Options:  Options{ClusterName: tc.name, Seeds: seeds, Profile: ProfileTest},
+		DataDir:  dir,
+		BindAddr: "127.0.0.1:0",
+		RPCAddr:  tc.peers.newAddr(),
+		Logger:   tc.logger,
+		Schema:   schema,
+		Removals: tc.peers,
 	}
 }
 

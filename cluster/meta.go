@@ -86,7 +86,7 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 	version := b[0]
 	b = b[1:]
 	nt, n := binary.Uvarint(b)
-	if n <= 0 || nt > maxNumTokens {
+	if n <= 0 || nt > MaxNumTokens {
 		return m, errors.New("bad num_tokens in metadata")
 	}
 	m.NumTokens = int(nt)

@@ -75,7 +75,7 @@ func loadPeers(dir string) (peerFileV1, error) {
 		if err := validateNodeID(p.ID); err != nil {
 			return peerFileV1{}, fmt.Errorf("cluster: known peers file %s is corrupt: %v", path, err)
 		}
-		if p.NumTokens < 1 || p.NumTokens > maxNumTokens {
+		if p.NumTokens < 1 || p.NumTokens > MaxNumTokens {
 			return peerFileV1{}, fmt.Errorf("cluster: known peers file %s is corrupt: node %s has num_tokens %d", path, p.ID, p.NumTokens)
 		}
 	}

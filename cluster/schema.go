@@ -29,7 +29,7 @@ func (c *Cluster) NotifySchemaChanged() error {
 }
 
 // AwaitSchemaAgreement waits until every live node gossips the same schema digest as the local schema,
-// or timeout passes (DefaultSchemaAgreementTimeout, or Config.SchemaAgreementTimeout, when timeout ≤ 0).
+// or timeout passes (DefaultSchemaAgreementTimeout, or Options.SchemaAgreementTimeout, when timeout ≤ 0).
 // It returns nil, nil on agreement. On timeout it logs a warning and returns the ids of the live nodes
 // that have not agreed, with a nil error: a DDL still succeeds, with that warning. It returns
 // ctx.Err() or ErrClosed (with the nodes not yet agreeing) when ctx ends or the cluster closes first.

@@ -86,7 +86,7 @@
 // locally, the replicas a read at ONE or QUORUM skips, and down replicas. The step that ends a
 // limited request lists them in Step.Unaccounted (and Request.Unaccounted). The shell adds them
 // to a Batcher (batcher.go), and its ticker (coordinator/shell, propagate.go) drains it every
-// Config.PropagationInterval (20 ms) and sends each live replica one AccountDelta batch of
+// shell.Options.PropagationInterval (20 ms) and sends each live replica one AccountDelta batch of
 // coalesced (table, token, op, count) deltas, which the replica counts and never rejects. Every counter then measures the partition's whole load, so coordinators
 // spread over the replicas hold it near its limit instead of up to RF × limit. Deltas are best
 // effort: a lost batch only leaves a counter a little low.

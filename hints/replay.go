@@ -34,8 +34,10 @@ type Tables interface {
 	TableByID(id schema.TableID) (*schema.Table, bool)
 }
 
-// ReplayOptions configures NewReplayer.
-type ReplayOptions struct {
+// ReplayConfig configures NewReplayer: what the node wires in (the replay's rate is the store's
+// Options.Throttle). Sender, Tables, Members and Timeout are required; the zero value of every
+// other field means its default.
+type ReplayConfig struct {
 	// Sender sends the replayed writes. Required.
 	Sender Sender
 	// Tables resolves each hint's table (its gc_grace_seconds). Required.
@@ -49,9 +51,10 @@ type ReplayOptions struct {
 	Now func() time.Time
 	// Timeout bounds one replayed write. Required.
 	Timeout time.Duration
-	// Throttle bounds the bytes per second replayed; a hint larger than its burst takes the
-	// whole burst. Nil means no bound.
-	Throttle *rate.Limiter
+	// MaxBurst caps the bytes replayed at once before the store's Options.Throttle applies; a
+	// hint larger than the burst takes the whole burst. Zero means the throttle's bytes per
+	// second.
+	MaxBurst int
 	// Paused, if set, skips the periodic rounds while it returns true (a testing knob; Drain
 	// still replays).
 	Paused func() bool
@@ -61,9 +64,10 @@ type ReplayOptions struct {
 // and at every membership change once started, and all of them at once on Drain. Its owner
 // starts it with Start and stops it with Stop.
 type Replayer struct {
-	store *Store
-	opts  ReplayOptions
-	log   *slog.Logger
+	store    *Store
+	opts     ReplayConfig
+	log      *slog.Logger
+	throttle *rate.Limiter // the store's Options.Throttle
 
 	// mu serialises replays: the periodic rounds and a decommission's hand-off.
 	mu   sync.Mutex
@@ -71,26 +75,46 @@ type Replayer struct {
 }
 
 // NewReplayer returns a replayer of store's hints, not yet started.
-func NewReplayer(store *Store, opts ReplayOptions) (*Replayer, error) {
-	switch {
-	case store == nil:
+func NewReplayer(store *Store, cfg ReplayConfig) (*Replayer, error) {
+	if store == nil {
 		return nil, errors.New("hints: NewReplayer: store is nil")
-	case opts.Sender == nil:
-		return nil, errors.New("hints: ReplayOptions.Sender is nil")
-	case opts.Tables == nil:
-		return nil, errors.New("hints: ReplayOptions.Tables is nil")
-	case opts.Members == nil:
-		return nil, errors.New("hints: ReplayOptions.Members is nil")
-	case opts.Timeout <= 0:
-		return nil, fmt.Errorf("hints: ReplayOptions.Timeout is %v, want a positive duration", opts.Timeout)
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	burst := store.throttle
+	if cfg.MaxBurst > 0 {
+		burst = min(burst, int64(cfg.MaxBurst))
 	}
-	return &Replayer{store: store, opts: opts, log: opts.Logger}, nil
+	return &Replayer{store: store, opts: cfg, log: cfg.Logger, throttle: rate.NewLimiter(rate.Limit(store.throttle), int(burst))}, nil
+}
+
+// EnsureDefaults replaces zero fields with their defaults and returns c.
+func (c *ReplayConfig) EnsureDefaults() *ReplayConfig {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports whether c, after EnsureDefaults, describes a replayer NewReplayer can build.
+func (c *ReplayConfig) Validate() error {
+	switch {
+	case c.Sender == nil:
+		return errors.New("hints: ReplayConfig.Sender is nil")
+	case c.Tables == nil:
+		return errors.New("hints: ReplayConfig.Tables is nil")
+	case c.Members == nil:
+		return errors.New("hints: ReplayConfig.Members is nil")
+	case c.Timeout <= 0:
+		return fmt.Errorf("hints: ReplayConfig.Timeout is %v, want a positive duration", c.Timeout)
+	case c.MaxBurst < 0:
+		return fmt.Errorf("hints: ReplayConfig.MaxBurst is %d, want ≥ 0 bytes", c.MaxBurst)
+	}
+	return nil
 }
 
 // Start starts the periodic replay, once: a round at once, then one every ReplayInterval and
@@ -229,11 +253,8 @@ func (r *Replayer) replayOne(ctx context.Context, target coordinator.NodeID, hn 
 	if r.opts.Now().Sub(hn.storedAt) > time.Duration(t.GCGraceSeconds())*time.Second {
 		return false, r.removeDropped(target, hn, dropExpired)
 	}
-	if th := r.opts.Throttle; th != nil {
-		n := min(len(hn.val), th.Burst())
-		if err := th.WaitN(ctx, n); err != nil {
-			return false, err
-		}
+	if err := r.throttle.WaitN(ctx, min(len(hn.val), r.throttle.Burst())); err != nil {
+		return false, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()

@@ -11,8 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -75,8 +73,7 @@ func (r *fakeSender) sentTo(target coordinator.NodeID) string {
 
 func newTestReplayer(t *testing.T, f *fixture, s *schema.Schema, rep *fakeSender) *Replayer {
 	t.Helper()
-	r, err := NewReplayer(f.store, ReplayOptions{Sender: rep, Tables: s, Members: f.members, Now: f.now,
-		Timeout: time.Second, Throttle: rate.NewLimiter(rate.Inf, 1)})
+	r, err := NewReplayer(f.store, ReplayConfig{Sender: rep, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +179,7 @@ func TestReplayStopsAtTheFirstFailure(t *testing.T) {
 	// A replica answering an error other than BAD_REQUEST keeps the hint.
 	f.store.StoreHint("b", mutation(t, s, "t", 5))
 	failing := &errorSender{}
-	r2, err := NewReplayer(f.store, ReplayOptions{Sender: failing, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second})
+	r2, err := NewReplayer(f.store, ReplayConfig{Sender: failing, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +248,7 @@ func TestDrain(t *testing.T) {
 	f := newFixture(t, 1<<20)
 	rep := newFakeSender()
 	paused := true
-	r, err := NewReplayer(f.store, ReplayOptions{Sender: rep, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second,
+	r, err := NewReplayer(f.store, ReplayConfig{Sender: rep, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second,
 		Paused: func() bool { return paused }})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +306,7 @@ func TestReplayerLoop(t *testing.T) {
 		f := newFixture(t, 1<<20)
 		rep := newFakeSender()
 		var paused atomic.Bool
-		r, err := NewReplayer(f.store, ReplayOptions{Sender: rep, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second,
+		r, err := NewReplayer(f.store, ReplayConfig{Sender: rep, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second,
 			Paused: paused.Load})
 		if err != nil {
 			t.Fatal(err)
@@ -389,16 +386,19 @@ func TestReplayerLoop(t *testing.T) {
 	})
 }
 
-// TestReplayThrottle: replay sends at most the throttle's bytes per second; a hint larger than
-// the burst takes the whole burst.
+// TestReplayThrottle: replay sends at most the store's Options.Throttle bytes per second, in
+// bursts of at most ReplayConfig.MaxBurst; a hint larger than the burst takes the whole burst.
 func TestReplayThrottle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := testSchema(t)
 		f := newFixture(t, 1<<20)
 		rep := newFakeSender()
-		const perSecond, burst = 1000, 1000
-		r, err := NewReplayer(f.store, ReplayOptions{Sender: rep, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second,
-			Throttle: rate.NewLimiter(perSecond, burst)})
+		const perSecond, burst = 1000, 500
+		f.store.Close()
+		f.throttle = perSecond
+		f.open(1 << 20)
+		r, err := NewReplayer(f.store, ReplayConfig{Sender: rep, Tables: s, Members: f.members, Now: f.now, Timeout: time.Second,
+			MaxBurst: burst})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,18 +429,19 @@ func TestReplayThrottle(t *testing.T) {
 	})
 }
 
-func TestNewReplayerRejectsBadOptions(t *testing.T) {
+func TestNewReplayerRejectsBadConfig(t *testing.T) {
 	s := testSchema(t)
 	f := newFixture(t, 1<<20)
-	ok := ReplayOptions{Sender: newFakeSender(), Tables: s, Members: f.members, Timeout: time.Second}
+	ok := ReplayConfig{Sender: newFakeSender(), Tables: s, Members: f.members, Timeout: time.Second}
 	for _, tc := range []struct {
-		edit func(*ReplayOptions)
+		edit func(*ReplayConfig)
 		want string
 	}{
-		{func(o *ReplayOptions) { o.Sender = nil }, "Sender is nil"},
-		{func(o *ReplayOptions) { o.Tables = nil }, "Tables is nil"},
-		{func(o *ReplayOptions) { o.Members = nil }, "Members is nil"},
-		{func(o *ReplayOptions) { o.Timeout = 0 }, "Timeout is 0s"},
+		{func(o *ReplayConfig) { o.Sender = nil }, "Sender is nil"},
+		{func(o *ReplayConfig) { o.Tables = nil }, "Tables is nil"},
+		{func(o *ReplayConfig) { o.Members = nil }, "Members is nil"},
+		{func(o *ReplayConfig) { o.Timeout = 0 }, "Timeout is 0s"},
+		{func(o *ReplayConfig) { o.MaxBurst = -1 }, "ReplayConfig.MaxBurst is -1, want ≥ 0 bytes"},
 	} {
 		o := ok
 		tc.edit(&o)
@@ -455,4 +456,18 @@ func TestNewReplayerRejectsBadOptions(t *testing.T) {
 	r.Stop() // a nil replayer stops
 	r2, _ := NewReplayer(f.store, ok)
 	r2.Stop() // so does an unstarted one
+}
+
+func TestReplayConfigEnsureDefaults(t *testing.T) {
+	var c ReplayConfig
+	c.EnsureDefaults()
+	if c.Logger == nil || c.Now == nil {
+		t.Errorf("EnsureDefaults on zero ReplayConfig: logger %v, clock set %v; want both set", c.Logger, c.Now != nil)
+	}
+	logger, at := c.Logger, time.Unix(7, 0)
+	set := ReplayConfig{Logger: logger, Now: func() time.Time { return at }, Timeout: time.Second, MaxBurst: 5}
+	set.EnsureDefaults().EnsureDefaults()
+	if set.Logger != logger || !set.Now().Equal(at) || set.Timeout != time.Second || set.MaxBurst != 5 {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
 }

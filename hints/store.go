@@ -80,6 +80,7 @@ type Store struct {
 	now      func() time.Time
 	window   time.Duration
 	maxBytes int64
+	throttle int64 // bytes per second, for the Replayer
 	members  Membership
 	seq      atomic.Uint64
 
@@ -97,59 +98,104 @@ type Store struct {
 	pendingBytesDesc *prometheus.Desc
 }
 
-// Options configures Open.
+// Options are the hint settings an operator chooses: how long and how much a node keeps hints
+// for a replica, and how fast it replays them. The zero value of each field means its default
+// (EnsureDefaults). The YAML tags are the keys of kvnode's configuration file (node.Config nests
+// Options).
 type Options struct {
-	// Dir is the store's directory, created when missing. Required.
+	// Window is the max hint window: how long a replica may be down and still get hints.
+	// Default DefaultWindow.
+	Window time.Duration `yaml:"max_hint_window"`
+	// MaxBytes bounds the hints kept for one replica, in bytes; hints beyond it are dropped.
+	// Default DefaultMaxBytes.
+	MaxBytes int64 `yaml:"max_hints_size_per_host"`
+	// Throttle is how many bytes of hints per second a Replayer of the store sends, so that
+	// replay after an outage does not starve client traffic. Default DefaultThrottle.
+	Throttle int64 `yaml:"hinted_handoff_throttle"`
+}
+
+// EnsureDefaults replaces zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Throttle == 0 {
+		o.Throttle = DefaultThrottle
+	}
+	return o
+}
+
+// Validate reports whether o, after EnsureDefaults, holds usable settings. Each error names the
+// field, its configuration key and the values allowed.
+func (o *Options) Validate() error {
+	switch {
+	case o.Window <= 0:
+		return fmt.Errorf("hints: Options.Window (max_hint_window) is %v, want a positive duration", o.Window)
+	case o.MaxBytes < 1:
+		return fmt.Errorf("hints: Options.MaxBytes (max_hints_size_per_host) is %d, want a positive number of bytes", o.MaxBytes)
+	case o.Throttle < 1:
+		return fmt.Errorf("hints: Options.Throttle (hinted_handoff_throttle) is %d, want a positive number of bytes per second", o.Throttle)
+	}
+	return nil
+}
+
+// Config configures Open: the store's Options and what the node wires in. Dir and Members are
+// required; the zero value of every other field means its default.
+type Config struct {
+	Options
+	// Dir is the store's directory, created when missing.
 	Dir string
 	// Members says which replicas are up: a replica down longer than Window gets no hints.
-	// Required.
 	Members Membership
 	// Logger receives the store's errors. Nil discards them.
 	Logger *slog.Logger
-	// Now is the clock of the hints' stored-at times. Nil means time.Now.
+	// Now is the clock of the hints' stored-at times. Default time.Now.
 	Now func() time.Time
-	// Window is the max hint window: how long a replica may be down and still get hints. Zero
-	// means DefaultWindow.
-	Window time.Duration
-	// MaxBytes bounds the hints kept for one replica, in bytes. Zero means DefaultMaxBytes.
-	MaxBytes int64
 }
 
-// Open opens (creating it if needed) the hint store in opts.Dir and counts the hints it holds.
-func Open(opts Options) (*Store, error) {
+// EnsureDefaults replaces zero fields with their defaults, the Options' among them, and returns
+// c.
+func (c *Config) EnsureDefaults() *Config {
+	c.Options.EnsureDefaults()
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports whether c, after EnsureDefaults, describes a store Open can open.
+func (c *Config) Validate() error {
 	switch {
-	case opts.Dir == "":
-		return nil, errors.New("hints: Options.Dir is empty")
-	case opts.Members == nil:
-		return nil, errors.New("hints: Options.Members is nil")
-	case opts.Window < 0:
-		return nil, fmt.Errorf("hints: Options.Window is %v, want a positive duration (0 for the default)", opts.Window)
-	case opts.MaxBytes < 0:
-		return nil, fmt.Errorf("hints: Options.MaxBytes is %d, want a positive number of bytes (0 for the default)", opts.MaxBytes)
+	case c.Dir == "":
+		return errors.New("hints: Config.Dir is empty")
+	case c.Members == nil:
+		return errors.New("hints: Config.Members is nil")
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	return c.Options.Validate()
+}
+
+// Open opens (creating it if needed) the hint store in cfg.Dir and counts the hints it holds.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Window == 0 {
-		opts.Window = DefaultWindow
-	}
-	if opts.MaxBytes == 0 {
-		opts.MaxBytes = DefaultMaxBytes
-	}
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
+	db, err := pebble.Open(cfg.Dir, &pebble.Options{
 		CacheSize:          8 << 20,
 		MemTableSize:       4 << 20,
 		FormatMajorVersion: formatMajorVersion,
-		Logger:             pebbleLogger{opts.Logger},
+		Logger:             pebbleLogger{cfg.Logger},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hints: open store in %s: %w", opts.Dir, err)
+		return nil, fmt.Errorf("hints: open store in %s: %w", cfg.Dir, err)
 	}
 	h := &Store{
-		db: db, log: opts.Logger, now: opts.Now, window: opts.Window, maxBytes: opts.MaxBytes, members: opts.Members,
+		db: db, log: cfg.Logger, now: cfg.Now, window: cfg.Window, maxBytes: cfg.MaxBytes, throttle: cfg.Throttle, members: cfg.Members,
 		targets:   map[coordinator.NodeID]*target{},
 		downSince: map[coordinator.NodeID]time.Time{},
 		dropped:   map[string]*atomic.Uint64{},

@@ -83,10 +83,12 @@ type fixture struct {
 	ns      atomic.Int64
 	members *fakeMembers
 	store   *Store
+	// throttle is the store's Options.Throttle: by default more than any test replays.
+	throttle int64
 }
 
 func newFixture(t *testing.T, maxBytes int64) *fixture {
-	f := &fixture{t: t, dir: t.TempDir(), members: newFakeMembers("b", "c", "d")}
+	f := &fixture{t: t, dir: t.TempDir(), members: newFakeMembers("b", "c", "d"), throttle: 1 << 40}
 	f.ns.Store(time.Unix(1_700_000_000, 0).UnixNano())
 	f.open(maxBytes)
 	return f
@@ -94,7 +96,8 @@ func newFixture(t *testing.T, maxBytes int64) *fixture {
 
 func (f *fixture) open(maxBytes int64) {
 	f.t.Helper()
-	s, err := Open(Options{Dir: f.dir, Members: f.members, Now: f.now, Window: time.Hour, MaxBytes: maxBytes})
+	s, err := Open(Config{Dir: f.dir, Members: f.members, Now: f.now,
+		Options: Options{Window: time.Hour, MaxBytes: maxBytes, Throttle: f.throttle}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -236,23 +239,46 @@ func TestStorePersistsAcrossReopen(t *testing.T) {
 	}
 }
 
-func TestOpenRejectsBadOptions(t *testing.T) {
+func TestOpenRejectsBadConfig(t *testing.T) {
 	m := newFakeMembers()
 	for _, tc := range []struct {
-		opts Options
+		cfg  Config
 		want string
 	}{
-		{Options{Members: m}, "Options.Dir is empty"},
-		{Options{Dir: t.TempDir()}, "Options.Members is nil"},
-		{Options{Dir: t.TempDir(), Members: m, Window: -time.Second}, "Options.Window is -1s"},
-		{Options{Dir: t.TempDir(), Members: m, MaxBytes: -1}, "Options.MaxBytes is -1"},
+		{Config{Members: m}, "hints: Config.Dir is empty"},
+		{Config{Dir: t.TempDir()}, "hints: Config.Members is nil"},
+		{Config{Dir: t.TempDir(), Members: m, Options: Options{Window: -time.Second}}, "hints: Options.Window (max_hint_window) is -1s, want a positive duration"},
+		{Config{Dir: t.TempDir(), Members: m, Options: Options{MaxBytes: -1}}, "hints: Options.MaxBytes (max_hints_size_per_host) is -1, want a positive number of bytes"},
+		{Config{Dir: t.TempDir(), Members: m, Options: Options{Throttle: -1}}, "hints: Options.Throttle (hinted_handoff_throttle) is -1, want a positive number of bytes per second"},
 	} {
-		s, err := Open(tc.opts)
+		s, err := Open(tc.cfg)
 		if err == nil {
 			s.Close()
-			t.Errorf("Open(%+v) succeeded, want an error with %q", tc.opts, tc.want)
-		} else if !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Open(%+v) = %v, want an error with %q", tc.opts, err, tc.want)
+			t.Errorf("Open(%+v) succeeded, want an error with %q", tc.cfg, tc.want)
+		} else if err.Error() != tc.want {
+			t.Errorf("Open(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestOptionsEnsureDefaults(t *testing.T) {
+	defaults := Options{Window: DefaultWindow, MaxBytes: DefaultMaxBytes, Throttle: DefaultThrottle}
+	for _, tc := range []struct {
+		in, out Options
+	}{
+		{Options{}, defaults},
+		{Options{Window: time.Minute, MaxBytes: 1, Throttle: 2}, Options{Window: time.Minute, MaxBytes: 1, Throttle: 2}},
+		{Options{MaxBytes: 5}, Options{Window: DefaultWindow, MaxBytes: 5, Throttle: DefaultThrottle}},
+	} {
+		got := tc.in
+		if got.EnsureDefaults(); got != tc.out {
+			t.Errorf("Options%+v.EnsureDefaults() = %+v, want %+v", tc.in, got, tc.out)
+		}
+		if twice := got; *twice.EnsureDefaults() != got {
+			t.Errorf("EnsureDefaults twice = %+v, want once = %+v", twice, got)
+		}
+		if err := got.Validate(); err != nil {
+			t.Errorf("Options%+v.Validate() = %v, want nil", got, err)
 		}
 	}
 }

@@ -29,9 +29,9 @@ import (
 // refused when its wait times out.
 func TestAdmissionShedsClientRequestsNotInternalOnes(t *testing.T) {
 	tc := startClusterWith(t, 2, func(c *node.Config) {
-		c.MaxConcurrentRequests = 2
-		c.MaxQueuedRequests = 1
-		c.RequestQueueTimeout = 100 * time.Millisecond
+		c.Admission.MaxConcurrent = 2
+		c.Admission.MaxQueued = 1
+		c.Admission.QueueTimeout = 100 * time.Millisecond
 	})
 	tc.waitLive(30*time.Second, 2)
 	c0, c1 := tc.client(0), tc.client(1)

@@ -9,7 +9,7 @@ import (
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
-// DefaultBatchlogReplayInterval is Config.BatchlogReplayInterval when it is zero: Cassandra's.
+// DefaultBatchlogReplayInterval is BatchlogOptions.ReplayInterval when it is zero: Cassandra's.
 const DefaultBatchlogReplayInterval = 10 * time.Second
 
 // startBatchlogReplay starts the loop that replays this node's batchlog: every interval (the
@@ -18,9 +18,9 @@ const DefaultBatchlogReplayInterval = 10 * time.Second
 // entry whose replay fails stays for the next round. The node stops it (a replay in progress is
 // canceled; its entry stays).
 func (n *Node) startBatchlogReplay(now func() time.Time) {
-	interval, age := n.cfg.BatchlogReplayInterval, n.cfg.BatchlogReplayAge
+	interval, age := n.cfg.Batchlog.ReplayInterval, n.cfg.Batchlog.ReplayAge
 	if age == 0 {
-		age = 2 * n.cfg.WriteTimeout
+		age = 2 * n.cfg.Coordinator.WriteTimeout
 	}
 	n.replayer = loop.Start(loop.Options{Every: interval, Delay: true}, func(ctx context.Context) time.Duration {
 		res, err := n.replica.ReplayBatchlog(ctx, now().Add(-age), n.exec.ReplayBatch)

@@ -42,7 +42,7 @@ func sumMetric(t *testing.T, c *localcluster.Cluster, name string) float64 {
 func startBatchlogCluster(t *testing.T, adjust func(i int, cfg *node.Config)) *localcluster.Cluster {
 	t.Helper()
 	c, err := localcluster.Start(context.Background(), localcluster.Options{Dir: t.TempDir(), Nodes: 3, Adjust: func(i int, cfg *node.Config) {
-		cfg.SchemaAgreementTimeout = schemaAgreementTimeout
+		cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout
 		adjust(i, cfg)
 	}})
 	if err != nil {
@@ -67,8 +67,8 @@ func startBatchlogCluster(t *testing.T, adjust func(i int, cfg *node.Config)) *l
 func TestLoggedBatchSurvivesItsCoordinator(t *testing.T) {
 	died := errors.New("the coordinator died before applying the batch")
 	c := startBatchlogCluster(t, func(i int, cfg *node.Config) {
-		cfg.BatchlogReplayInterval = 20 * time.Millisecond
-		cfg.BatchlogReplayAge = time.Millisecond
+		cfg.Batchlog.ReplayInterval = 20 * time.Millisecond
+		cfg.Batchlog.ReplayAge = time.Millisecond
 		if i == 0 {
 			cfg.Testing = &node.TestingKnobs{BeforeBatchApply: func() error { return died }}
 		}
@@ -118,7 +118,7 @@ func TestLoggedBatchSurvivesItsCoordinator(t *testing.T) {
 func TestLoggedBatchBatchlogRemovedAndUnavailable(t *testing.T) {
 	var applies atomic.Int32
 	c := startBatchlogCluster(t, func(i int, cfg *node.Config) {
-		cfg.BatchlogReplayInterval = time.Hour // replay must not be what removes the entries
+		cfg.Batchlog.ReplayInterval = time.Hour // replay must not be what removes the entries
 		if i == 0 {
 			cfg.Testing = &node.TestingKnobs{BeforeBatchApply: func() error { applies.Add(1); return nil }}
 		}
@@ -182,9 +182,9 @@ func TestLoggedBatchBatchlogRemovedAndUnavailable(t *testing.T) {
 func TestBatchlogSurvivesRestart(t *testing.T) {
 	var replayNow atomic.Bool
 	c := startBatchlogCluster(t, func(i int, cfg *node.Config) {
-		cfg.BatchlogReplayInterval = time.Hour
+		cfg.Batchlog.ReplayInterval = time.Hour
 		if replayNow.Load() {
-			cfg.BatchlogReplayInterval, cfg.BatchlogReplayAge = 20*time.Millisecond, time.Millisecond
+			cfg.Batchlog.ReplayInterval, cfg.Batchlog.ReplayAge = 20*time.Millisecond, time.Millisecond
 		}
 		if i == 0 {
 			cfg.Testing = &node.TestingKnobs{BeforeBatchApply: func() error { return errors.New("died") }}

@@ -31,7 +31,7 @@ import (
 // it, and the schema does not change.
 func TestSchemaLimits(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.SchemaLimits = schema.Limits{MaxColumnsPerTable: 20, MaxTablesPerKeyspace: 2, MaxSchemaSize: 64 << 10}
+	cfg.Catalog.Limits = schema.Limits{MaxColumnsPerTable: 20, MaxTablesPerKeyspace: 2, MaxSchemaSize: 64 << 10}
 	nd := startNode(t, cfg)
 	c, err := dialClient(nd.Addr(), insecure.NewCredentials())
 	if err != nil {
@@ -78,7 +78,7 @@ func TestSchemaLimits(t *testing.T) {
 // one more is closed at once, and a place frees when a connection closes.
 func TestGRPCConnectionLimit(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.MaxGRPCConnections = 2
+	cfg.Listen.MaxGRPCConnections = 2
 	nd := startNode(t, cfg)
 	for _, addr := range []string{nd.Addr(), nd.InternodeAddr()} {
 		var held []net.Conn
@@ -118,7 +118,7 @@ func TestGRPCConnectionLimit(t *testing.T) {
 // refused (RST_STREAM REFUSED_STREAM) while the others stay open.
 func TestGRPCConcurrentStreamsLimit(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.MaxConcurrentStreams = 2
+	cfg.Listen.MaxConcurrentStreams = 2
 	nd := startNode(t, cfg)
 	for _, l := range []struct {
 		name, addr string
@@ -189,7 +189,7 @@ func TestGRPCConcurrentStreamsLimit(t *testing.T) {
 // connections; one more is answered Overloaded, naming the bound, and closed.
 func TestNativeConnectionLimit(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.MaxNativeConnections = 1
+	cfg.Native.MaxConnections = 1
 	nd := startNode(t, cfg)
 	nativeConn(t, nd.CQLAddr()) // holds the one place
 	over, err := net.Dial("tcp", nd.CQLAddr())
@@ -217,9 +217,9 @@ func TestNativeConnectionLimit(t *testing.T) {
 // Each gRPC listener now closes them after handshake_timeout, and a client gets in.
 func TestSilentConnectionsDoNotLockClientsOut(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.MaxGRPCConnections = 1
-	cfg.HandshakeTimeout = 300 * time.Millisecond
-	cfg.MetricsAddr = "127.0.0.1:0"
+	cfg.Listen.MaxGRPCConnections = 1
+	cfg.Listen.HandshakeTimeout = 300 * time.Millisecond
+	cfg.Listen.MetricsAddr = "127.0.0.1:0"
 	nd := startNode(t, cfg)
 	for _, l := range []struct {
 		name, addr string
@@ -258,8 +258,8 @@ func TestSilentConnectionsDoNotLockClientsOut(t *testing.T) {
 // max_grpc_connections for ever; its client reconnects at its next request.
 func TestIdleConnectionsAreClosed(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.MaxGRPCConnections = 1
-	cfg.IdleConnectionTimeout = 300 * time.Millisecond
+	cfg.Listen.MaxGRPCConnections = 1
+	cfg.Listen.IdleConnectionTimeout = 300 * time.Millisecond
 	nd := startNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -295,7 +295,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 // connections; one more is closed at once.
 func TestMetricsConnectionLimit(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.MetricsAddr = "127.0.0.1:0"
+	cfg.Listen.MetricsAddr = "127.0.0.1:0"
 	nd := startNode(t, cfg)
 	for range node.MaxMetricsConnections {
 		c, err := net.Dial("tcp", nd.MetricsAddr())
@@ -321,7 +321,7 @@ func TestMetricsConnectionLimit(t *testing.T) {
 // naming the bound), while another host still gets in. The hosts are two loopback addresses.
 func TestConnectionsPerHost(t *testing.T) {
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.MaxConnectionsPerHost = 2
+	cfg.Listen.MaxConnectionsPerHost = 2
 	nd := startNode(t, cfg)
 	from := func(ip, addr string) (net.Conn, error) {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 20 * time.Second}
@@ -387,8 +387,8 @@ func TestConnectionsPerHostOverTLS(t *testing.T) {
 	ca := tlstest.NewCA(t, t.TempDir(), "cluster")
 	f := ca.Issue(t, t.TempDir(), "n1")
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = f.Cert, f.Key, f.CA
-	cfg.MaxConnectionsPerHost = 1
+	cfg.Security.TLSCert, cfg.Security.TLSKey, cfg.Security.TLSCA = f.Cert, f.Key, f.CA
+	cfg.Listen.MaxConnectionsPerHost = 1
 	nd := startNode(t, cfg)
 	clientCfg, err := tlsconfig.ClientConfig(ca.CertFile)
 	if err != nil {

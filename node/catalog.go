@@ -18,18 +18,14 @@ import (
 // The node's adapter of the catalog (the agreed schema): it opens the holder, gives it the
 // cluster (catalogCluster) and the node's drop hooks, and runs its tombstone collection.
 
-// DefaultSchemaTombstoneGrace is Config.SchemaTombstoneGrace when it is zero.
-const DefaultSchemaTombstoneGrace = catalog.DefaultTombstoneGrace
-
 // openCatalog opens the node's schema and the acceptor state of schema consensus from the
 // data directory.
 func (n *Node) openCatalog() (err error) {
-	n.schema, err = catalog.Open(catalog.Options{
-		Dir:            n.cfg.DataDir,
-		System:         shell.AuthSchema(),
-		Limits:         n.cfg.SchemaLimits,
-		Now:            time.Now,
-		TombstoneGrace: n.cfg.SchemaTombstoneGrace,
+	n.schema, err = catalog.Open(catalog.Config{
+		Options: n.cfg.Catalog,
+		Dir:     n.cfg.DataDir,
+		System:  shell.AuthSchema(),
+		Now:     time.Now,
 	})
 	return err
 }

@@ -52,7 +52,7 @@ func (n *Node) Cleanup(ctx context.Context) (CleanupStats, error) {
 	if err := n.agreeOnMembers(ctx); err != nil {
 		return CleanupStats{}, err
 	}
-	if !sleepCtx(ctx, max(n.cfg.ReadTimeout, n.cfg.WriteTimeout)) {
+	if !sleepCtx(ctx, max(n.cfg.Coordinator.ReadTimeout, n.cfg.Coordinator.WriteTimeout)) {
 		return CleanupStats{}, ctx.Err()
 	}
 	if !r.Equal(n.cluster.Ring()) {

@@ -3,6 +3,8 @@ package node
 import (
 	"net"
 	"testing"
+
+	"github.com/kvnode/kvnode/frontend/native"
 )
 
 func TestLoopback(t *testing.T) {
@@ -25,16 +27,16 @@ func TestNativeConfigCarriesTheNodeBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lis.Close()
-	cfg := Config{DataDir: "/d", MaxNativeConnections: 3, MaxNativeRequestsPerConnection: 5,
-		MaxNativeConnectionBytes: 7 << 10, MaxNativeBytes: 11 << 20}
+	cfg := Config{DataDir: "/d", Native: native.Options{MaxConnections: 3, MaxInFlight: 5,
+		MaxConnectionBytes: 7 << 10, MaxServerBytes: 11 << 20}}
 	cfg.EnsureDefaults()
 	got := (&Node{cfg: cfg, clis: lis}).nativeConfig()
 	if got.MaxConnections != 3 || got.MaxInFlight != 5 || got.MaxConnectionBytes != 7<<10 || got.MaxServerBytes != 11<<20 {
 		t.Errorf("native.Config bounds = connections %d, in flight %d, connection bytes %d, server bytes %d; want 3, 5, %d, %d",
 			got.MaxConnections, got.MaxInFlight, got.MaxConnectionBytes, got.MaxServerBytes, 7<<10, 11<<20)
 	}
-	if got.MaxFrameSize != MessageLimit(cfg.MaxMutationSize) {
-		t.Errorf("native.Config.MaxFrameSize = %d, want MessageLimit(max_mutation_size) = %d", got.MaxFrameSize, MessageLimit(cfg.MaxMutationSize))
+	if got.MaxFrameSize != MessageLimit(cfg.Coordinator.MaxMutationSize) {
+		t.Errorf("native.Config.MaxFrameSize = %d, want MessageLimit(max_mutation_size) = %d", got.MaxFrameSize, MessageLimit(cfg.Coordinator.MaxMutationSize))
 	}
 }
 

@@ -139,7 +139,7 @@ func TestRateLimitRejectedByCoordinatorThenLifted(t *testing.T) {
 func TestRateLimitRejectedByReplicas(t *testing.T) {
 	tc := startClusterWith(t, 3, func(c *node.Config) {
 		frozenClock(c)
-		c.CoordinatorLearning = true
+		c.Coordinator.Learning = true
 	})
 	c0 := tc.client(0)
 	exec(t, c0, client.One, "CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")

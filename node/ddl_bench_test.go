@@ -18,7 +18,7 @@ func BenchmarkCreateTable(b *testing.B) {
 	tc, err := localcluster.Start(ctx, localcluster.Options{
 		Dir:    b.TempDir(),
 		Nodes:  3,
-		Adjust: func(_ int, cfg *node.Config) { cfg.SchemaAgreementTimeout = schemaAgreementTimeout },
+		Adjust: func(_ int, cfg *node.Config) { cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout },
 	})
 	if err != nil {
 		b.Fatal(err)

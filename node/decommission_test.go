@@ -23,7 +23,7 @@ func TestDecommissionHandsOffItsHints(t *testing.T) {
 		Dir:   t.TempDir(),
 		Nodes: 4,
 		Adjust: func(i int, cfg *node.Config) {
-			cfg.SchemaAgreementTimeout = schemaAgreementTimeout
+			cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout
 			if i == leaving {
 				cfg.Testing = &node.TestingKnobs{PauseHintReplay: paused.Load}
 			}

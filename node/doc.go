@@ -7,11 +7,13 @@
 //
 // It owns:
 //
-//   - Config (config.go): every knob of a node, with YAML tags, EnsureDefaults and Validate; the
-//     knobs that only tests may turn live apart in Config.Testing.
+//   - Config (config.go): every knob of a node, grouped by the package that owns it (cluster,
+//     replica, coordinator/shell, frontend/native, ...: each group is that package's Options,
+//     with its defaults and checks), with YAML tags, EnsureDefaults and Validate that delegate to
+//     the groups; the knobs that only tests may turn live apart in Config.Testing.
 //   - The internode transport (transport.go): gRPC connections to peers at the addresses gossip
-//     publishes, with the message limits derived from Config.MaxMutationSize, and the local
-//     replica served in process.
+//     publishes, with the message limits derived from Config.Coordinator.MaxMutationSize, and the
+//     local replica served in process.
 //   - The adapter of the catalog (catalog.go): the agreed schema and its consensus live in
 //     package catalog; the node opens it, gives it the cluster (the voters of schema consensus
 //     and the internode clients to reach them, the schema's gossip), the drop hooks that delete

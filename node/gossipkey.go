@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// loadGossipKeys reads a gossip key file (Config.GossipKeyFile): one base64 key per line, of
+// loadGossipKeys reads a gossip key file (SecurityOptions.GossipKeyFile): one base64 key per line, of
 // 16, 24 or 32 bytes (AES-128, -192 or -256), the first the primary key that encrypts and the
 // others accepted for decryption. Blank lines and lines starting with # are skipped. Every
 // error names the file and the line.

@@ -64,7 +64,7 @@ func TestGossipKeyFile(t *testing.T) {
 	var refused atomic.Int64
 	start := func(keyFile string, log *slog.Logger, seeds ...string) *node.Node {
 		cfg := nodeConfig(t.TempDir(), seeds)
-		cfg.GossipKeyFile, cfg.Logger = keyFile, log
+		cfg.Security.GossipKeyFile, cfg.Logger = keyFile, log
 		return startNode(t, cfg)
 	}
 	counting := slog.New(countRefusals{slog.DiscardHandler, &refused})

@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/hints"
@@ -14,17 +12,6 @@ import (
 // Hinted handoff (package hints): the node opens the hint store in hints/ of its data
 // directory, hands it to the coordinator's shell as its HintSink, and runs its replayer over the
 // internode transport, the schema and the membership.
-
-// Defaults of the hint settings.
-const (
-	// DefaultMaxHintWindow is Config.MaxHintWindow when it is zero: Cassandra's 3 hours.
-	DefaultMaxHintWindow = hints.DefaultWindow
-	// DefaultMaxHintsSizePerHost is Config.MaxHintsSizePerHost when it is zero.
-	DefaultMaxHintsSizePerHost = hints.DefaultMaxBytes
-	// DefaultHintsThrottle is Config.HintsThrottle when it is zero: Cassandra's
-	// hinted_handoff_throttle, 1024 KiB per second.
-	DefaultHintsThrottle = hints.DefaultThrottle
-)
 
 // hintMembers adapts the cluster to hints.Membership.
 type hintMembers struct{ c *cluster.Cluster }
@@ -48,13 +35,12 @@ func (m hintMembers) Changed() <-chan struct{} { return m.c.Changed() }
 
 // openHints opens the node's hint store (hints/ in the data directory).
 func (n *Node) openHints(now func() time.Time) error {
-	h, err := hints.Open(hints.Options{
-		Dir:      filepath.Join(n.cfg.DataDir, "hints"),
-		Members:  hintMembers{n.cluster},
-		Logger:   n.cfg.Logger.With("component", "hints"),
-		Now:      now,
-		Window:   n.cfg.MaxHintWindow,
-		MaxBytes: n.cfg.MaxHintsSizePerHost,
+	h, err := hints.Open(hints.Config{
+		Options: n.cfg.Hints,
+		Dir:     filepath.Join(n.cfg.DataDir, "hints"),
+		Members: hintMembers{n.cluster},
+		Logger:  n.cfg.Logger.With("component", "hints"),
+		Now:     now,
 	})
 	if err != nil {
 		return err
@@ -65,15 +51,14 @@ func (n *Node) openHints(now func() time.Time) error {
 
 // startHintReplay starts replaying hints to replicas that are up.
 func (n *Node) startHintReplay(now func() time.Time) error {
-	burst := int(min(n.cfg.HintsThrottle, int64(MessageLimit(n.cfg.MaxMutationSize))))
-	r, err := hints.NewReplayer(n.hints, hints.ReplayOptions{
+	r, err := hints.NewReplayer(n.hints, hints.ReplayConfig{
 		Sender:   n.trans,
 		Tables:   n.schema,
 		Members:  hintMembers{n.cluster},
 		Logger:   n.log.With("component", "hints"),
 		Now:      now,
-		Timeout:  n.cfg.WriteTimeout,
-		Throttle: rate.NewLimiter(rate.Limit(n.cfg.HintsThrottle), burst),
+		Timeout:  n.cfg.Coordinator.WriteTimeout,
+		MaxBurst: MessageLimit(n.cfg.Coordinator.MaxMutationSize),
 		Paused:   n.cfg.Testing.pauseHintReplay(),
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // that each fit but together do not are refused too.
 func TestWriteSizeLimits(t *testing.T) {
 	// The values are written as literals: let the statements' text be larger than the writes.
-	tc := startClusterWith(t, 2, func(c *node.Config) { c.MaxStatementSize = 64 << 20 })
+	tc := startClusterWith(t, 2, func(c *node.Config) { c.Coordinator.MaxStatementSize = 64 << 20 })
 	c0, c1 := tc.client(0), tc.client(1)
 	exec(t, c0, client.All, "CREATE KEYSPACE big WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
 	exec(t, c0, client.All, "CREATE TABLE big.t (k text PRIMARY KEY, v text)")

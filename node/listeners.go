@@ -66,33 +66,33 @@ func (n *Node) registerInternal(srv *grpc.Server) {
 func (n *Node) listen() error {
 	cfg := n.cfg
 	var err error
-	if cfg.TLSCert != "" {
-		if n.sec.tls, err = tlsconfig.New(tlsconfig.Files{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.TLSCA}); err != nil {
+	if cfg.Security.TLSCert != "" {
+		if n.sec.tls, err = tlsconfig.New(tlsconfig.Files{Cert: cfg.Security.TLSCert, Key: cfg.Security.TLSKey, CA: cfg.Security.TLSCA}); err != nil {
 			return fmt.Errorf("node: TLS (tls_cert, tls_key, tls_ca): %w", err)
 		}
 	}
-	if cfg.GossipKeyFile != "" {
-		if n.sec.gossipKeys, err = newGossipKeyring(cfg.GossipKeyFile); err != nil {
+	if cfg.Security.GossipKeyFile != "" {
+		if n.sec.gossipKeys, err = newGossipKeyring(cfg.Security.GossipKeyFile); err != nil {
 			return err
 		}
 	}
-	if n.lis, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return fmt.Errorf("node: listen on --addr %s: %w", cfg.Addr, err)
+	if n.lis, err = net.Listen("tcp", cfg.Listen.Addr); err != nil {
+		return fmt.Errorf("node: listen on --addr %s: %w", cfg.Listen.Addr, err)
 	}
-	if n.ilis, err = net.Listen("tcp", cfg.InternodeAddr); err != nil {
-		return fmt.Errorf("node: listen on --internode-addr %s: %w", cfg.InternodeAddr, err)
+	if n.ilis, err = net.Listen("tcp", cfg.Listen.InternodeAddr); err != nil {
+		return fmt.Errorf("node: listen on --internode-addr %s: %w", cfg.Listen.InternodeAddr, err)
 	}
-	if n.clis, err = net.Listen("tcp", cfg.CQLAddr); err != nil {
-		return fmt.Errorf("node: listen on --cql-addr %s: %w", cfg.CQLAddr, err)
+	if n.clis, err = net.Listen("tcp", cfg.Listen.CQLAddr); err != nil {
+		return fmt.Errorf("node: listen on --cql-addr %s: %w", cfg.Listen.CQLAddr, err)
 	}
-	if cfg.MetricsAddr != "" {
-		if n.mlis, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
-			return fmt.Errorf("node: listen on --metrics-addr %s: %w", cfg.MetricsAddr, err)
+	if cfg.Listen.MetricsAddr != "" {
+		if n.mlis, err = net.Listen("tcp", cfg.Listen.MetricsAddr); err != nil {
+			return fmt.Errorf("node: listen on --metrics-addr %s: %w", cfg.Listen.MetricsAddr, err)
 		}
 	}
-	perHost := cfg.MaxConnectionsPerHost
-	n.lis = newLimitListener(n.lis, cfg.MaxGRPCConnections, perHost, "--addr", "max_grpc_connections", "max_connections_per_host", n.log)
-	n.ilis = newLimitListener(n.ilis, cfg.MaxGRPCConnections, perHost, "--internode-addr", "max_grpc_connections", "max_connections_per_host", n.log)
+	perHost := cfg.Listen.MaxConnectionsPerHost
+	n.lis = newLimitListener(n.lis, cfg.Listen.MaxGRPCConnections, perHost, "--addr", "max_grpc_connections", "max_connections_per_host", n.log)
+	n.ilis = newLimitListener(n.ilis, cfg.Listen.MaxGRPCConnections, perHost, "--internode-addr", "max_grpc_connections", "max_connections_per_host", n.log)
 	// The native front end bounds its connections in all itself (answering Overloaded);
 	// below TLS, the listener bounds those of one host, and the front end answers the
 	// connections it refuses Overloaded too (over TLS when the port has it).
@@ -112,7 +112,7 @@ func (n *Node) listen() error {
 		// The native front end serves whatever listener it is given: a TLS one handshakes
 		// each connection on its first read.
 		n.clis = tls.NewListener(n.clis, n.sec.tls.ServerConfig())
-		if cfg.MetricsTLS && n.mlis != nil {
+		if cfg.Security.MetricsTLS && n.mlis != nil {
 			n.mlis = tls.NewListener(n.mlis, n.sec.tls.ServerConfig())
 		}
 	}
@@ -142,8 +142,8 @@ const MaxMetricsConnections = 32
 // and stream limits, the handshake timeout, keepalive and the idle timeout, TLS when it is on
 // (mutual on the internode server), and the recovery of a call's panic.
 func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
-	limit := MessageLimit(n.cfg.MaxMutationSize)
-	streams := uint64(n.cfg.MaxConcurrentStreams)
+	limit := MessageLimit(n.cfg.Coordinator.MaxMutationSize)
+	streams := uint64(n.cfg.Listen.MaxConcurrentStreams)
 	if internode {
 		streams = min(streams*InternodeStreamsFactor, math.MaxUint32)
 	}
@@ -151,9 +151,9 @@ func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(limit), grpc.MaxSendMsgSize(limit), grpc.MaxConcurrentStreams(uint32(streams)),
 		// A connection counts against max_grpc_connections from accept: one that does not
 		// finish its TLS and HTTP/2 handshake in time is closed (gRPC's default is 120 s).
-		grpc.ConnectionTimeout(n.cfg.HandshakeTimeout),
+		grpc.ConnectionTimeout(n.cfg.Listen.HandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
-			MaxConnectionIdle: n.cfg.IdleConnectionTimeout,
+			MaxConnectionIdle: n.cfg.Listen.IdleConnectionTimeout,
 			Time:              keepaliveTime,
 			Timeout:           keepaliveTimeout,
 		}),
@@ -191,7 +191,7 @@ func (n *Node) internodeCredentials() credentials.TransportCredentials {
 // what changed: later handshakes use the new certificate and CA, and gossip the new keys. On
 // an error (a file missing, half-written, or a key that does not match its certificate) the
 // node keeps what it had and Reload returns the error. kvnode serve calls it on SIGHUP; the
-// node also does every Config.ReloadInterval.
+// node also does every SecurityOptions.ReloadInterval.
 func (n *Node) Reload() error {
 	var errs []error
 	if n.sec.tls != nil {
@@ -204,7 +204,7 @@ func (n *Node) Reload() error {
 		}
 	}
 	if n.sec.gossipKeys != nil {
-		changed, err := reloadGossipKeys(n.sec.gossipKeys, n.cfg.GossipKeyFile)
+		changed, err := reloadGossipKeys(n.sec.gossipKeys, n.cfg.Security.GossipKeyFile)
 		if err != nil {
 			errs = append(errs, err)
 		} else if changed {
@@ -219,7 +219,7 @@ func (n *Node) startReloader() {
 	if n.sec.tls == nil && n.sec.gossipKeys == nil {
 		return
 	}
-	n.sec.reloader = loop.Start(loop.Options{Every: n.cfg.ReloadInterval, Delay: true}, func(context.Context) time.Duration {
+	n.sec.reloader = loop.Start(loop.Options{Every: n.cfg.Security.ReloadInterval, Delay: true}, func(context.Context) time.Duration {
 		if err := n.Reload(); err != nil {
 			n.log.Error("reload failed; keeping the TLS material and gossip keys in use", "err", err)
 		}

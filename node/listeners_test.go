@@ -226,7 +226,7 @@ func TestRemoveNodeFromTheNodesHost(t *testing.T) {
 		t.Skip("the host has no non-loopback IPv4 address")
 	}
 	cfg := nodeConfig(t.TempDir(), nil)
-	cfg.Addr = "0.0.0.0:0"
+	cfg.Listen.Addr = "0.0.0.0:0"
 	nd := startNode(t, cfg)
 	_, port, _ := net.SplitHostPort(nd.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

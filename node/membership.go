@@ -87,7 +87,7 @@ func (p removalPeers) dial(m cluster.Member) (replicapb.MembershipClient, func()
 	if m.RPCAddr == "" {
 		return nil, nil, fmt.Errorf("node %s: no internode address known", m.ID)
 	}
-	limit := MessageLimit(p.n.cfg.MaxMutationSize)
+	limit := MessageLimit(p.n.cfg.Coordinator.MaxMutationSize)
 	conn, err := grpc.NewClient(dialAddr(m), grpc.WithTransportCredentials(p.n.internodeCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(limit), grpc.MaxCallSendMsgSize(limit)))
 	if err != nil {

@@ -65,8 +65,8 @@ func limitedCluster(t *testing.T) (*testCluster, time.Time) {
 	frozen := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	tc := startClusterWith(t, 3, func(c *node.Config) {
 		c.Testing = &node.TestingKnobs{Now: func() time.Time { return frozen }}
-		c.MetricsAddr = "127.0.0.1:0"
-		c.CoordinatorLearning = true
+		c.Listen.MetricsAddr = "127.0.0.1:0"
+		c.Coordinator.Learning = true
 	})
 	c := tc.client(0)
 	for _, stmt := range []string{

@@ -59,18 +59,15 @@ func (n *Node) startNative() error {
 // connections, and the node's parts it serves.
 func (n *Node) nativeConfig() native.Config {
 	return native.Config{
-		Executor:           nativeExecutor{n.exec},
-		MaxFrameSize:       MessageLimit(n.cfg.MaxMutationSize),
-		MaxConnections:     n.cfg.MaxNativeConnections,
-		MaxInFlight:        n.cfg.MaxNativeRequestsPerConnection,
-		MaxConnectionBytes: n.cfg.MaxNativeConnectionBytes,
-		MaxServerBytes:     n.cfg.MaxNativeBytes,
-		HandshakeTimeout:   n.cfg.HandshakeTimeout,
-		Schema:             n.schema,
-		Topology:           nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
-		Logger:             n.cfg.Logger.With("component", "native"),
-		Authenticator:      n.nativeAuthenticator(),
-		Admission:          n.admission,
+		Options:          n.cfg.Native,
+		Executor:         nativeExecutor{n.exec},
+		MaxFrameSize:     MessageLimit(n.cfg.Coordinator.MaxMutationSize),
+		HandshakeTimeout: n.cfg.Listen.HandshakeTimeout,
+		Schema:           n.schema,
+		Topology:         nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
+		Logger:           n.cfg.Logger.With("component", "native"),
+		Authenticator:    n.nativeAuthenticator(),
+		Admission:        n.admission,
 	}
 }
 

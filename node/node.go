@@ -81,7 +81,7 @@ type Node struct {
 // Start starts a node: it locks the data directory, opens storage, binds its listeners (a port in
 // use is an error naming the address), joins the cluster and starts serving. Close stops it.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
-	defaultName := cfg.ClusterName == ""
+	defaultName := cfg.Cluster.ClusterName == ""
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -90,9 +90,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if defaultName && !loopback(cfg.GossipAddr) {
+	if defaultName && !loopback(cfg.Listen.GossipAddr) {
 		cfg.Logger.Warn("cluster_name is the default; give each cluster its own so that unrelated clusters reaching each other's addresses cannot merge",
-			"cluster_name", cfg.ClusterName, "gossip_addr", cfg.GossipAddr)
+			"cluster_name", cfg.Cluster.ClusterName, "gossip_addr", cfg.Listen.GossipAddr)
 	}
 	now := time.Now
 	if cfg.Testing != nil && cfg.Testing.Now != nil {
@@ -123,20 +123,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	storeOpts := cfg.Storage
-	storeOpts.NoSync = cfg.NoSync
 	if storeOpts.Logger == nil {
 		storeOpts.Logger = cfg.Logger.With("component", "pebble")
 	}
 	if n.store, err = replica.Open(filepath.Join(cfg.DataDir, "data"), storeOpts); err != nil {
 		return nil, err
 	}
-	limits, err := partitionlimit.New(partitionlimit.Options{Capacity: cfg.LimiterCapacity})
+	limits, err := partitionlimit.New(cfg.Limiter)
 	if err != nil {
-		return nil, fmt.Errorf("node: limiter_capacity: %w", err)
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	if n.replica, err = replica.NewService(replica.Config{
 		Store: n.store, Schema: n.schema, Limits: limits, Now: now, Logger: cfg.Logger.With("component", "replica"),
-		MaxBatchlogEntry: cfg.MaxMutationSize,
+		MaxBatchlogEntry: cfg.Coordinator.MaxMutationSize,
 	}); err != nil {
 		return nil, err
 	}
@@ -145,23 +144,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	if n.cluster, err = cluster.Start(ctx, cluster.Config{
-		DataDir:                cfg.DataDir,
-		ClusterName:            cfg.ClusterName,
-		BindAddr:               cfg.GossipAddr,
-		RPCAddr:                n.ilis.Addr().String(), // peers dial the internode listener
-		NativeAddr:             n.clis.Addr().String(), // drivers read it from system.peers
-		Seeds:                  cfg.Seeds,
-		NumTokens:              cfg.NumTokens,
-		DataCenter:             cfg.DataCenter,
-		Rack:                   cfg.Rack,
-		Profile:                cfg.Profile,
-		Logger:                 cfg.Logger, // cluster labels its own records
-		Schema:                 n.schema,
-		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
-		Now:                    now,
-		Keyring:                n.sec.gossipKeys,
-		Removals:               removalPeers{n},    // removals travel over the internode port only
-		Joining:                len(cfg.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
+		Options:    cfg.Cluster,
+		DataDir:    cfg.DataDir,
+		BindAddr:   cfg.Listen.GossipAddr,
+		RPCAddr:    n.ilis.Addr().String(), // peers dial the internode listener
+		NativeAddr: n.clis.Addr().String(), // drivers read it from system.peers
+		Logger:     cfg.Logger,             // cluster labels its own records
+		Schema:     n.schema,
+		Now:        now,
+		Keyring:    n.sec.gossipKeys,
+		Removals:   removalPeers{n},            // removals travel over the internode port only
+		Joining:    len(cfg.Cluster.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
 	}); err != nil {
 		return nil, err
 	}
@@ -169,38 +162,33 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
 
 	self := coordinator.NodeID(n.cluster.LocalID())
-	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize), n.internodeCredentials())
+	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.Coordinator.MaxMutationSize), n.internodeCredentials())
 	if err := n.openHints(now); err != nil {
 		return nil, err
 	}
-	ring := ringView{c: n.cluster, name: cfg.ClusterName}
+	ring := ringView{c: n.cluster, name: cfg.Cluster.ClusterName}
 	coordMetrics := newCoordinatorMetrics()
-	sysTables, err := systables.New(systemSource{n: n, clusterName: cfg.ClusterName})
+	sysTables, err := systables.New(systemSource{n: n, clusterName: cfg.Cluster.ClusterName})
 	if err != nil {
 		return nil, err
 	}
 	if n.exec, err = shell.NewExecutor(shell.Config{
-		LocalID:           self,
-		Ring:              ring,
-		Transport:         n.trans,
-		Deltas:            n.trans,
-		Learning:          cfg.CoordinatorLearning,
-		Local:             n.replica,
-		Schema:            n.schema,
-		Cluster:           ring,
-		System:            sysTables,
-		Now:               now,
-		WriteTimeout:      cfg.WriteTimeout,
-		ReadTimeout:       cfg.ReadTimeout,
-		MaxMutationSize:   cfg.MaxMutationSize,
-		MaxStatementSize:  cfg.MaxStatementSize,
-		Logger:            cfg.Logger.With("component", "coordinator"),
-		Observer:          coordMetrics,
-		MaxTimestampAhead: cfg.MaxTimestampAhead,
-		Batchlog:          n.trans,
-		Hints:             n.hints,
-		BeforeBatchApply:  cfg.Testing.beforeBatchApply(),
-		Auth:              cfg.authConfig(),
+		Options:          cfg.Coordinator,
+		LocalID:          self,
+		Ring:             ring,
+		Transport:        n.trans,
+		Deltas:           n.trans,
+		Local:            n.replica,
+		Schema:           n.schema,
+		Cluster:          ring,
+		System:           sysTables,
+		Now:              now,
+		Logger:           cfg.Logger.With("component", "coordinator"),
+		Observer:         coordMetrics,
+		Batchlog:         n.trans,
+		Hints:            n.hints,
+		BeforeBatchApply: cfg.Testing.beforeBatchApply(),
+		Auth:             cfg.authConfig(),
 	}); err != nil {
 		return nil, err
 	}
@@ -239,7 +227,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.admission, err = n.newAdmission(); err != nil {
 		return nil, err
 	}
-	limit := MessageLimit(cfg.MaxMutationSize)
+	limit := MessageLimit(cfg.Coordinator.MaxMutationSize)
 	// The client API only: internode services are registerInternal's.
 	n.grpc = grpc.NewServer(append(n.serverOptions(false), n.authServerOptions()...)...)
 	api, err := grpcapi.New(grpcapi.Config{
@@ -282,9 +270,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.metrics = &http.Server{
 			Handler: mux,
 			// The TLS handshake and the request's header; a scrape's answer; keep-alive.
-			ReadHeaderTimeout: cfg.HandshakeTimeout,
+			ReadHeaderTimeout: cfg.Listen.HandshakeTimeout,
 			WriteTimeout:      metricsWriteTimeout,
-			IdleTimeout:       cfg.IdleConnectionTimeout,
+			IdleTimeout:       cfg.Listen.IdleConnectionTimeout,
 			MaxHeaderBytes:    metricsMaxHeaderBytes,
 		}
 		n.wg.Add(1)
@@ -297,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	n.log.Info("kvnode started", "addr", n.Addr(), "cql", n.CQLAddr(), "internode", n.InternodeAddr(), "gossip", n.GossipAddr(), "metrics", n.MetricsAddr(),
-		"data_dir", cfg.DataDir, "seeds", cfg.Seeds)
+		"data_dir", cfg.DataDir, "seeds", cfg.Cluster.Seeds)
 	return n, nil
 }
 

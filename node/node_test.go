@@ -41,18 +41,14 @@ const schemaAgreementTimeout = 2 * time.Second
 
 // nodeConfig is the configuration of a node started outside a testCluster.
 func nodeConfig(dir string, seeds []string) node.Config {
+	storage := smallStorage
+	storage.NoSync = true // durability is the crash test's subject, not these tests'
 	return node.Config{
-		DataDir:                dir,
-		Addr:                   "127.0.0.1:0",
-		CQLAddr:                "127.0.0.1:0",
-		InternodeAddr:          "127.0.0.1:0",
-		GossipAddr:             "127.0.0.1:0",
-		Seeds:                  seeds,
-		NoSync:                 true, // durability is the crash test's subject, not these tests'
-		Profile:                cluster.ProfileTest,
-		Storage:                smallStorage,
-		SchemaAgreementTimeout: schemaAgreementTimeout,
-		Logger:                 quietLogger(),
+		DataDir: dir,
+		Listen:  node.ListenOptions{Addr: "127.0.0.1:0", CQLAddr: "127.0.0.1:0", InternodeAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0"},
+		Cluster: cluster.Options{Seeds: seeds, Profile: cluster.ProfileTest, SchemaAgreementTimeout: schemaAgreementTimeout},
+		Storage: storage,
+		Logger:  quietLogger(),
 	}
 }
 
@@ -71,7 +67,7 @@ func startClusterWith(t *testing.T, n int, adjust func(*node.Config)) *testClust
 		Dir:   t.TempDir(),
 		Nodes: n,
 		Adjust: func(_ int, cfg *node.Config) {
-			cfg.SchemaAgreementTimeout = schemaAgreementTimeout
+			cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout
 			if adjust != nil {
 				adjust(cfg)
 			}
@@ -186,10 +182,10 @@ func TestSecondNodeOnSameDataDirRefused(t *testing.T) {
 func TestPortInUseNamesAddress(t *testing.T) {
 	tc := startCluster(t, 1)
 	cfg := nodeConfig(filepath.Join(t.TempDir(), "other"), nil)
-	cfg.Addr = tc.nodes[0].Addr()
+	cfg.Listen.Addr = tc.nodes[0].Addr()
 	_, err := node.Start(context.Background(), cfg)
-	if err == nil || !strings.Contains(err.Error(), cfg.Addr) {
-		t.Fatalf("node on a taken --addr %s: err = %v, want an error naming the address", cfg.Addr, err)
+	if err == nil || !strings.Contains(err.Error(), cfg.Listen.Addr) {
+		t.Fatalf("node on a taken --addr %s: err = %v, want an error naming the address", cfg.Listen.Addr, err)
 	}
 }
 

@@ -34,8 +34,8 @@ func TestWritesDuringRemoveNodeReachTheNewOwners(t *testing.T) {
 		Dir:   t.TempDir(),
 		Nodes: 3,
 		Adjust: func(i int, cfg *node.Config) {
-			cfg.SchemaAgreementTimeout = schemaAgreementTimeout
-			cfg.WriteTimeout = time.Second
+			cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout
+			cfg.Coordinator.WriteTimeout = time.Second
 			if i == 0 {
 				cfg.Testing = &node.TestingKnobs{BeforeRemoval: func() {
 					for j := range 2 {

@@ -108,7 +108,7 @@ func (t *transport) antiEntropy(id coordinator.NodeID) (repair.AntiEntropy, erro
 // startRepair creates the node's repair service and starts its periodic purge. Repairs and
 // purges run on the clock that stamps tombstones' local deletion time.
 func (n *Node) startRepair() error {
-	r, err := repair.New(repair.Config{Host: repairHost{n}, Logger: n.log, Now: time.Now, WriteTimeout: n.cfg.WriteTimeout})
+	r, err := repair.New(repair.Config{Host: repairHost{n}, Logger: n.log, Now: time.Now, WriteTimeout: n.cfg.Coordinator.WriteTimeout})
 	if err != nil {
 		return err
 	}

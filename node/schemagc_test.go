@@ -16,7 +16,7 @@ import (
 // member keeps it until it is back and has it too.
 func TestSchemaTombstonesAreCollected(t *testing.T) {
 	tc := startClusterWith(t, 3, func(cfg *node.Config) {
-		cfg.SchemaTombstoneGrace = time.Millisecond
+		cfg.Catalog.TombstoneGrace = time.Millisecond
 	})
 	c := tc.client(0)
 	exec(t, c, client.Quorum, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")

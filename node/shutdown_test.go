@@ -55,7 +55,7 @@ func startOne(t *testing.T, adjust func(*node.Config)) *node.Node {
 // node stops accepting connections, waits for the scrape, which completes, and Shutdown returns
 // nil once it has.
 func TestShutdownDrainsInFlightRequest(t *testing.T) {
-	nd := startOne(t, func(c *node.Config) { c.MetricsAddr = "127.0.0.1:0" })
+	nd := startOne(t, func(c *node.Config) { c.Listen.MetricsAddr = "127.0.0.1:0" })
 	b := &blockingCollector{entered: make(chan struct{}), release: make(chan struct{}),
 		desc: prometheus.NewDesc("shutdown_test_blocked", "held until released", nil, nil)}
 	nd.Registry().MustRegister(b)
@@ -173,7 +173,7 @@ func TestShutdownReturnsCtxErrWhenGraceEnds(t *testing.T) {
 // key, before anything is opened.
 func TestStartRefusesInvalidConfig(t *testing.T) {
 	cfg := nodeConfig(filepath.Join(t.TempDir(), "n"), nil)
-	cfg.NumTokens = 5000
+	cfg.Cluster.NumTokens = 5000
 	nd, err := node.Start(context.Background(), cfg)
 	if err == nil {
 		nd.Close()

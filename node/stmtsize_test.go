@@ -17,7 +17,7 @@ import (
 // PREPARE) with an error naming the limit, and nothing is written; one at the limit runs.
 func TestMaxStatementSize(t *testing.T) {
 	const limit = 4096
-	tc := startClusterWith(t, 1, func(c *node.Config) { c.MaxStatementSize = limit })
+	tc := startClusterWith(t, 1, func(c *node.Config) { c.Coordinator.MaxStatementSize = limit })
 	c0 := tc.client(0)
 	exec(t, c0, client.All, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
 	exec(t, c0, client.All, "CREATE TABLE ks.t (k text PRIMARY KEY, v text)")

@@ -113,8 +113,8 @@ func uuidBytes(u systables.UUID) []byte { return u[:] }
 func TestSystemLocalAndPeersDescribeTheCluster(t *testing.T) {
 	racks := map[string]string{} // node id → rack, filled as the nodes start
 	tc := startClusterWith(t, 3, func(cfg *node.Config) {
-		cfg.DataCenter = "dc-east"
-		cfg.Rack = "r-" + strings.TrimPrefix(cfg.DataDir[strings.LastIndex(cfg.DataDir, "/")+1:], "n")
+		cfg.Cluster.DataCenter = "dc-east"
+		cfg.Cluster.Rack = "r-" + strings.TrimPrefix(cfg.DataDir[strings.LastIndex(cfg.DataDir, "/")+1:], "n")
 	})
 	for i, nd := range tc.nodes {
 		racks[nd.ID()] = "r-" + strconv.Itoa(i+1)

@@ -44,7 +44,7 @@ func TestFarFutureTimestampRefused(t *testing.T) {
 	i := 0
 	tc := startClusterWith(t, 2, func(cfg *node.Config) {
 		if i == 1 {
-			cfg.MaxTimestampAhead = time.Minute
+			cfg.Coordinator.MaxTimestampAhead = time.Minute
 		}
 		i++
 	})

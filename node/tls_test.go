@@ -32,7 +32,7 @@ func tlsNodeConfig(t *testing.T, ca *tlstest.CA, name string, seeds []string) no
 	t.Helper()
 	f := ca.Issue(t, t.TempDir(), name)
 	cfg := nodeConfig(t.TempDir(), seeds)
-	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = f.Cert, f.Key, f.CA
+	cfg.Security.TLSCert, cfg.Security.TLSKey, cfg.Security.TLSCA = f.Cert, f.Key, f.CA
 	return cfg
 }
 
@@ -87,7 +87,7 @@ func cqlSession(addr string, cfg *tls.Config) (*gocql.Session, error) {
 func TestTLSOnEveryListener(t *testing.T) {
 	ca := tlstest.NewCA(t, t.TempDir(), "cluster")
 	cfg := tlsNodeConfig(t, ca, "n1", nil)
-	cfg.MetricsAddr, cfg.MetricsTLS = "127.0.0.1:0", true
+	cfg.Listen.MetricsAddr, cfg.Security.MetricsTLS = "127.0.0.1:0", true
 	nd := startNode(t, cfg)
 
 	t.Run("gRPC client API", func(t *testing.T) {
@@ -233,13 +233,13 @@ func presented(addr string, cfg *tls.Config) (string, error) {
 func TestTLSReload(t *testing.T) {
 	ca := tlstest.NewCA(t, t.TempDir(), "cluster")
 	cfg := tlsNodeConfig(t, ca, "n1", nil)
-	cfg.ReloadInterval = time.Hour // Reload only, first
+	cfg.Security.ReloadInterval = time.Hour // Reload only, first
 	nd := startNode(t, cfg)
 	client := trusting(t, ca)
 	renew := func(name string) {
 		t.Helper()
 		f := ca.Issue(t, t.TempDir(), name)
-		for from, to := range map[string]string{f.Cert: cfg.TLSCert, f.Key: cfg.TLSKey} {
+		for from, to := range map[string]string{f.Cert: cfg.Security.TLSCert, f.Key: cfg.Security.TLSKey} {
 			data, err := os.ReadFile(from)
 			if err != nil {
 				t.Fatal(err)
@@ -271,11 +271,11 @@ func TestTLSReload(t *testing.T) {
 			t.Errorf("after Reload %s presents %q, %v; want n1-renewed", addr, cn, err)
 		}
 	}
-	if err := os.WriteFile(cfg.TLSKey, []byte("garbage"), 0o600); err != nil {
+	if err := os.WriteFile(cfg.Security.TLSKey, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := nd.Reload(); err == nil || !strings.Contains(err.Error(), cfg.TLSKey) {
-		t.Errorf("Reload with a garbage key = %v, want an error naming %s", err, cfg.TLSKey)
+	if err := nd.Reload(); err == nil || !strings.Contains(err.Error(), cfg.Security.TLSKey) {
+		t.Errorf("Reload with a garbage key = %v, want an error naming %s", err, cfg.Security.TLSKey)
 	}
 	if cn, err := presented(nd.CQLAddr(), client); cn != "n1-renewed" {
 		t.Errorf("after a failed Reload the native port presents %q, %v; want n1-renewed still", cn, err)
@@ -283,7 +283,7 @@ func TestTLSReload(t *testing.T) {
 
 	// On file change, without Reload.
 	cfg2 := tlsNodeConfig(t, ca, "n2", nil)
-	cfg2.ReloadInterval = 20 * time.Millisecond
+	cfg2.Security.ReloadInterval = 20 * time.Millisecond
 	nd2 := startNode(t, cfg2)
 	cfg = cfg2
 	renew("n2-renewed")

@@ -315,7 +315,7 @@ func (n *Node) streamClient(id cluster.NodeID) (replicapb.StreamClient, func(), 
 	if !ok || m.RPCAddr == "" {
 		return nil, nil, fmt.Errorf("node %s: no RPC address known", id)
 	}
-	limit := MessageLimit(n.cfg.MaxMutationSize)
+	limit := MessageLimit(n.cfg.Coordinator.MaxMutationSize)
 	conn, err := grpc.NewClient(dialAddr(m), grpc.WithTransportCredentials(n.internodeCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(limit), grpc.MaxCallSendMsgSize(limit)))
 	if err != nil {
@@ -347,7 +347,7 @@ func (n *Node) view(ctx context.Context, id cluster.NodeID) (*replicapb.ViewResp
 // covers those), so waiting that long before streaming makes the stream include them, as
 // Cassandra's bootstrap waits out its ring delay.
 func (n *Node) awaitWritesInFlight(ctx context.Context) error {
-	t := time.NewTimer(n.cfg.WriteTimeout)
+	t := time.NewTimer(n.cfg.Coordinator.WriteTimeout)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -548,7 +548,7 @@ func (n *Node) bootstrap(ctx context.Context) error {
 	if c.HasJoinTargets() && !joined() {
 		// No seed reachable yet: the node starts as joining (it owns nothing, so it cannot
 		// serve stale reads) and bootstraps in the background once it reaches the cluster.
-		n.log.Warn("no seed or known peer reachable; the node stays joining and bootstraps once it reaches the cluster", "seeds", n.cfg.Seeds)
+		n.log.Warn("no seed or known peer reachable; the node stays joining and bootstraps once it reaches the cluster", "seeds", n.cfg.Cluster.Seeds)
 		n.topo.wg.Add(1)
 		go func() {
 			defer n.topo.wg.Done()
@@ -696,7 +696,7 @@ func (n *Node) decommission(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	// Writes this node coordinated meanwhile may have left hints: deliver them too.
-	hctx, cancel = context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	hctx, cancel = context.WithTimeout(ctx, n.cfg.Coordinator.WriteTimeout)
 	err = n.hinter.Drain(hctx)
 	cancel()
 	if err != nil {

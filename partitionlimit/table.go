@@ -40,23 +40,25 @@ const (
 	backStepTolerance = 10
 )
 
-// Options configures a Table. The zero value selects the defaults.
+// Options configures a Table. The zero value of each field means its default (EnsureDefaults).
+// The YAML tag names Capacity's key in kvnode's configuration file (node.Config nests Options);
+// the fields tagged "-" are set in code.
 type Options struct {
 	// Capacity is the number of counter slots, that is the most partitions tracked at once.
 	// Zero means DefaultCapacity. It is rounded up to a multiple of Shards; Table.Capacity
 	// reports the result. Each slot takes 24 bytes, allocated once by New.
-	Capacity int
+	Capacity int `yaml:"limiter_capacity"`
 
 	// Shards is the number of independently locked parts of the table; it must be a power of
 	// two. Zero means DefaultShards, reduced for small capacities so that each shard has at
 	// least 64 slots. More shards mean less lock contention between cores.
-	Shards int
+	Shards int `yaml:"-"`
 
 	// NoOnsetBound turns off the onset bound (see the package documentation, "The onset"):
 	// Decide then applies Admit to the counter as it stands, and a partition that turns hot
 	// admits 2L + (L/ln2)·ln(V/2L) operations in its first second. It exists to measure the
 	// limiter as ScyllaDB designs it (test/sim's "scylla" configuration); a server never sets it.
-	NoOnsetBound bool
+	NoOnsetBound bool `yaml:"-"`
 
 	// LearnedCopies makes a table of copies of other tables' counters, which a coordinator
 	// that is not a replica of a partition fills with Learn from the replicas' rejections and
@@ -64,7 +66,7 @@ type Options struct {
 	// Learn gave it: the table's own operations, a subset of what the replicas count, never
 	// start a new one (see "Turning hot again" in the package documentation), so the copy
 	// judges an operation as the replica it learned from would.
-	LearnedCopies bool
+	LearnedCopies bool `yaml:"-"`
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o. A nil o is treated as
@@ -86,17 +88,18 @@ func (o *Options) EnsureDefaults() *Options {
 	return o
 }
 
-// Validate reports whether o, after EnsureDefaults, describes a table New can build.
+// Validate reports whether o, after EnsureDefaults, describes a table New can build. Each error
+// names the field (and Capacity's configuration key) and the values allowed.
 func (o *Options) Validate() error {
 	switch {
 	case o.Capacity < Window || o.Capacity > MaxCapacity:
-		return fmt.Errorf("partitionlimit: capacity %d is outside [%d, %d]", o.Capacity, Window, MaxCapacity)
+		return fmt.Errorf("partitionlimit: Options.Capacity (limiter_capacity) is %d, want %d to %d", o.Capacity, Window, MaxCapacity)
 	case o.Shards < 1 || o.Shards > MaxShards:
-		return fmt.Errorf("partitionlimit: shards %d is outside [1, %d]", o.Shards, MaxShards)
+		return fmt.Errorf("partitionlimit: Options.Shards is %d, want 1 to %d", o.Shards, MaxShards)
 	case o.Shards&(o.Shards-1) != 0:
-		return fmt.Errorf("partitionlimit: shards %d is not a power of two", o.Shards)
+		return fmt.Errorf("partitionlimit: Options.Shards is %d, want a power of two", o.Shards)
 	case o.Capacity/o.Shards < Window:
-		return fmt.Errorf("partitionlimit: capacity %d over %d shards leaves fewer than %d slots per shard",
+		return fmt.Errorf("partitionlimit: Options.Capacity (limiter_capacity) %d over Options.Shards %d leaves fewer than %d slots per shard",
 			o.Capacity, o.Shards, Window)
 	}
 	return nil

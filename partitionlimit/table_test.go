@@ -344,13 +344,13 @@ func TestOptions(t *testing.T) {
 		{opts: Options{Capacity: Window}, wantCapacity: Window, wantShards: 1},
 		{opts: Options{Capacity: 100, Shards: 4}, wantCapacity: 100, wantShards: 4},
 		{opts: Options{Capacity: 101, Shards: 4}, wantCapacity: 104, wantShards: 4},
-		{opts: Options{Capacity: -1}, wantErr: "capacity -1 is outside"},
-		{opts: Options{Capacity: Window - 1}, wantErr: "capacity 7 is outside"},
-		{opts: Options{Capacity: MaxCapacity + 1}, wantErr: "is outside"},
-		{opts: Options{Shards: -2}, wantErr: "shards -2 is outside"},
-		{opts: Options{Shards: 2 * MaxShards}, wantErr: "is outside"},
-		{opts: Options{Shards: 3}, wantErr: "shards 3 is not a power of two"},
-		{opts: Options{Capacity: 64, Shards: 16}, wantErr: "capacity 64 over 16 shards leaves fewer than 8 slots per shard"},
+		{opts: Options{Capacity: -1}, wantErr: "Options.Capacity (limiter_capacity) is -1, want 8 to 1073741824"},
+		{opts: Options{Capacity: Window - 1}, wantErr: "Options.Capacity (limiter_capacity) is 7"},
+		{opts: Options{Capacity: MaxCapacity + 1}, wantErr: "is 1073741825, want 8 to"},
+		{opts: Options{Shards: -2}, wantErr: "Options.Shards is -2, want 1 to"},
+		{opts: Options{Shards: 2 * MaxShards}, wantErr: "Options.Shards is"},
+		{opts: Options{Shards: 3}, wantErr: "Options.Shards is 3, want a power of two"},
+		{opts: Options{Capacity: 64, Shards: 16}, wantErr: "Options.Capacity (limiter_capacity) 64 over Options.Shards 16 leaves fewer than 8 slots per shard"},
 	}
 	for _, tt := range tests {
 		tb, err := New(tt.opts)
@@ -368,6 +368,12 @@ func TestOptions(t *testing.T) {
 	}
 	if got := (*Options)(nil).EnsureDefaults(); got.Capacity != DefaultCapacity || got.Shards != DefaultShards {
 		t.Errorf("(*Options)(nil).EnsureDefaults() = %+v, want the defaults", got)
+	}
+	for _, o := range []Options{{}, {Capacity: 1000}, {Capacity: 100, Shards: 4, NoOnsetBound: true}} {
+		once := *o.EnsureDefaults()
+		if twice := *o.EnsureDefaults(); twice != once {
+			t.Errorf("EnsureDefaults twice = %+v, want once = %+v", twice, once)
+		}
 	}
 }
 

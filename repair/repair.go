@@ -116,7 +116,9 @@ type TableResult struct {
 	Errors []error
 }
 
-// Config configures New.
+// Config configures New: what the node wires in (repair has no operator settings of its own;
+// its writes share the node's stream_throughput through Host.Throttle). Host and WriteTimeout
+// are required; the zero value of every other field means its default.
 type Config struct {
 	// Host is the node. Required.
 	Host Host
@@ -148,19 +150,32 @@ type Service struct {
 	rangesDesc, leavesDesc, streamedDesc, bytesDesc, pendingDesc, activeDesc *prometheus.Desc
 }
 
+// EnsureDefaults replaces zero fields with their defaults and returns c.
+func (c *Config) EnsureDefaults() *Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports whether c, after EnsureDefaults, describes a service New can build.
+func (c *Config) Validate() error {
+	switch {
+	case c.Host == nil:
+		return errors.New("repair: Config.Host is nil")
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("repair: Config.WriteTimeout is %v, want a positive duration", c.WriteTimeout)
+	}
+	return nil
+}
+
 // New returns a repair service over cfg.Host, its periodic purge not yet started.
 func New(cfg Config) (*Service, error) {
-	switch {
-	case cfg.Host == nil:
-		return nil, errors.New("repair: Config.Host is nil")
-	case cfg.WriteTimeout <= 0:
-		return nil, fmt.Errorf("repair: Config.WriteTimeout is %v, want a positive duration", cfg.WriteTimeout)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	return &Service{
 		host: cfg.Host, log: cfg.Logger.With("component", "repair"), purgeLog: cfg.Logger, now: cfg.Now, timeout: cfg.WriteTimeout,

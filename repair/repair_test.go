@@ -584,3 +584,17 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	var s *repair.Service
 	s.Stop() // a nil service stops
 }
+
+func TestConfigEnsureDefaults(t *testing.T) {
+	var c repair.Config
+	c.EnsureDefaults()
+	if c.Logger == nil || c.Now == nil {
+		t.Errorf("EnsureDefaults on zero Config: logger %v, clock set %v; want both set", c.Logger, c.Now != nil)
+	}
+	logger, now := c.Logger, time.Unix(7, 0)
+	set := repair.Config{Logger: logger, Now: func() time.Time { return now }, WriteTimeout: time.Second}
+	set.EnsureDefaults().EnsureDefaults()
+	if set.Logger != logger || !set.Now().Equal(now) || set.WriteTimeout != time.Second {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+}

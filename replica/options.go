@@ -28,8 +28,9 @@ const (
 	DefaultTombstoneFailureThreshold = 100_000
 )
 
-// Options configures a Store. The zero value means the defaults. The YAML tags name the keys of
-// kvnode's configuration file (see node.Config); the fields without one are set in code.
+// Options configures a Store. The zero value of each field means its default (EnsureDefaults).
+// The YAML tags name the keys of kvnode's configuration file (node.Config nests Options); the
+// fields tagged "-" are set in code.
 type Options struct {
 	// CacheSize is the block cache size in bytes. Zero means
 	// DefaultCacheSize.
@@ -55,7 +56,7 @@ type Options struct {
 	TombstoneFailureThreshold uint32 `yaml:"tombstone_failure_threshold"`
 }
 
-// EnsureDefaults fills in the defaults for zero fields and returns o.
+// EnsureDefaults replaces zero fields with their defaults and returns o.
 func (o *Options) EnsureDefaults() *Options {
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
@@ -72,14 +73,18 @@ func (o *Options) EnsureDefaults() *Options {
 	return o
 }
 
-// Validate reports whether o is usable, naming the first bad field.
+// Validate reports whether o, after EnsureDefaults, describes a store Open can open. Each error
+// names the field, its configuration key and the values allowed.
 func (o *Options) Validate() error {
 	if o.CacheSize < 0 {
-		return fmt.Errorf("replica: Options.CacheSize is %d, want ≥ 0", o.CacheSize)
+		return fmt.Errorf("replica: Options.CacheSize (cache_size) is %d, want ≥ 0 bytes", o.CacheSize)
 	}
 	// pebble requires a memtable of at least 1 KiB and below 4 GiB.
-	if o.MemTableSize != 0 && (o.MemTableSize < 1<<10 || o.MemTableSize >= 4<<30) {
-		return fmt.Errorf("replica: Options.MemTableSize is %d, want between 1 KiB and 4 GiB", o.MemTableSize)
+	if m := o.MemTableSize; m < 1<<10 || m >= 4<<30 {
+		return fmt.Errorf("replica: Options.MemTableSize (memtable_size) is %d, want 1024 to %d bytes", m, uint64(4<<30-1))
+	}
+	if o.TombstoneFailureThreshold < 1 {
+		return fmt.Errorf("replica: Options.TombstoneFailureThreshold (tombstone_failure_threshold) is %d, want ≥ 1", o.TombstoneFailureThreshold)
 	}
 	return nil
 }

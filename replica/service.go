@@ -24,7 +24,8 @@ type SchemaSource interface {
 	TableByID(id schema.TableID) (*schema.Table, bool)
 }
 
-// Config configures a Service.
+// Config configures a Service: its dependencies and bounds, which the node derives from its own
+// settings. Store and Schema are required; the zero value of every other field means its default.
 type Config struct {
 	// Store holds the data. Required.
 	Store *Store
@@ -87,38 +88,50 @@ type Service struct {
 
 // NewService returns a service for cfg.
 func NewService(cfg Config) (*Service, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("replica: Config.Store is nil")
-	}
-	if cfg.Schema == nil {
-		return nil, errors.New("replica: Config.Schema is nil")
-	}
-	if cfg.MaxStampSkew < 0 {
-		return nil, fmt.Errorf("replica: Config.MaxStampSkew %v is negative", cfg.MaxStampSkew)
-	}
-	if cfg.MaxBatchlogEntry < 0 {
-		return nil, fmt.Errorf("replica: Config.MaxBatchlogEntry %d is negative", cfg.MaxBatchlogEntry)
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	s := &Service{store: cfg.Store, schema: cfg.Schema, limits: cfg.Limits, now: cfg.Now, maxSkew: cfg.MaxStampSkew, logger: cfg.Logger}
-	if s.maxSkew == 0 {
-		s.maxSkew = partitionlimit.DefaultMaxStampSkew
-	}
 	if s.limits == nil {
 		var err error
 		if s.limits, err = partitionlimit.New(partitionlimit.Options{}); err != nil {
 			return nil, fmt.Errorf("replica: %w", err)
 		}
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
 	s.metrics = newServiceMetrics(s)
 	s.maxBatchlog = cfg.MaxBatchlogEntry
-	if s.maxBatchlog == 0 {
-		s.maxBatchlog = DefaultMaxBatchlogEntry
-	}
 	s.batchlog = newBatchlogMetrics(s.store)
 	return s, nil
+}
+
+// EnsureDefaults replaces zero fields with their defaults (but for Limits, which NewService
+// makes when nil) and returns c.
+func (c *Config) EnsureDefaults() *Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxStampSkew == 0 {
+		c.MaxStampSkew = partitionlimit.DefaultMaxStampSkew
+	}
+	if c.MaxBatchlogEntry == 0 {
+		c.MaxBatchlogEntry = DefaultMaxBatchlogEntry
+	}
+	return c
+}
+
+// Validate reports whether c, after EnsureDefaults, describes a service NewService can build.
+func (c *Config) Validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("replica: Config.Store is nil")
+	case c.Schema == nil:
+		return errors.New("replica: Config.Schema is nil")
+	case c.MaxStampSkew <= 0:
+		return fmt.Errorf("replica: Config.MaxStampSkew is %v, want a positive duration", c.MaxStampSkew)
+	case c.MaxBatchlogEntry < 1:
+		return fmt.Errorf("replica: Config.MaxBatchlogEntry is %d, want a positive number of bytes", c.MaxBatchlogEntry)
+	}
+	return nil
 }
 
 // Limits returns the service's counter table (for stats and metrics).

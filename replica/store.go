@@ -38,10 +38,9 @@ type Store struct {
 
 // Open opens (creating it if needed) the store in directory dir.
 func Open(dir string, opts Options) (*Store, error) {
-	if err := opts.Validate(); err != nil {
+	if err := opts.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
-	opts.EnsureDefaults()
 	s := &Store{writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold, now: time.Now}
 	po := opts.pebbleOptions()
 	po.EventListener = s.eventListener(pebbleLogger{opts.Logger})

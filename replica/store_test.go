@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -455,15 +457,65 @@ func TestStoreMergesAcrossFlushes(t *testing.T) {
 func TestOptions(t *testing.T) {
 	var o Options
 	o.EnsureDefaults()
-	if o.CacheSize != DefaultCacheSize || o.MemTableSize != DefaultMemTableSize || o.FS == nil {
+	if o.CacheSize != DefaultCacheSize || o.MemTableSize != DefaultMemTableSize || o.FS == nil ||
+		o.TombstoneFailureThreshold != DefaultTombstoneFailureThreshold {
 		t.Errorf("EnsureDefaults on zero Options = %+v, want the default sizes and a filesystem", o)
 	}
-	for _, bad := range []Options{{CacheSize: -1}, {MemTableSize: 10}, {MemTableSize: 5 << 30}} {
-		if err := bad.Validate(); err == nil {
-			t.Errorf("Options%+v.Validate() = nil, want an error", bad)
+	if twice := o; *twice.EnsureDefaults() != o {
+		t.Errorf("EnsureDefaults twice = %+v, want once = %+v", twice, o)
+	}
+	if set := (Options{CacheSize: 1, MemTableSize: 2048, TombstoneFailureThreshold: 3}); set.EnsureDefaults().CacheSize != 1 ||
+		set.MemTableSize != 2048 || set.TombstoneFailureThreshold != 3 {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate of the defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		bad  Options
+		want string
+	}{
+		{Options{CacheSize: -1}, "Options.CacheSize (cache_size) is -1, want ≥ 0 bytes"},
+		{Options{MemTableSize: 10}, "Options.MemTableSize (memtable_size) is 10, want 1024 to 4294967295 bytes"},
+		{Options{MemTableSize: 4 << 30}, "Options.MemTableSize (memtable_size) is 4294967296"},
+	} {
+		if err := tc.bad.EnsureDefaults().Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Options%+v.Validate() = %v, want an error containing %q", tc.bad, err, tc.want)
 		}
 	}
-	if _, err := Open("db", Options{FS: vfs.NewMem(), MemTableSize: 10}); err == nil {
-		t.Errorf("Open with a 10-byte memtable succeeded, want an error")
+	if _, err := Open("db", Options{FS: vfs.NewMem(), MemTableSize: 10}); err == nil || !strings.Contains(err.Error(), "memtable_size") {
+		t.Errorf("Open with a 10-byte memtable: %v, want an error naming memtable_size", err)
+	}
+}
+
+func TestServiceConfig(t *testing.T) {
+	var c Config
+	c.EnsureDefaults()
+	if c.Now == nil || c.MaxStampSkew != partitionlimit.DefaultMaxStampSkew || c.MaxBatchlogEntry != DefaultMaxBatchlogEntry {
+		t.Errorf("EnsureDefaults on zero Config: clock set %v, max stamp skew %v, max batchlog entry %d; want set, %v, %d",
+			c.Now != nil, c.MaxStampSkew, c.MaxBatchlogEntry, partitionlimit.DefaultMaxStampSkew, DefaultMaxBatchlogEntry)
+	}
+	if set := (Config{MaxStampSkew: time.Second, MaxBatchlogEntry: 5}); set.EnsureDefaults().MaxStampSkew != time.Second || set.MaxBatchlogEntry != 5 {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+	store, err := Open("db", Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, tc := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Store = nil }, "Config.Store is nil"},
+		{func(c *Config) { c.Schema = nil }, "Config.Schema is nil"},
+		{func(c *Config) { c.MaxStampSkew = -time.Second }, "Config.MaxStampSkew is -1s, want a positive duration"},
+		{func(c *Config) { c.MaxBatchlogEntry = -1 }, "Config.MaxBatchlogEntry is -1, want a positive number of bytes"},
+	} {
+		c := Config{Store: store, Schema: tables{}}
+		tc.set(&c)
+		if _, err := NewService(c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewService() = %v, want an error containing %q", err, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kvnode/kvnode/cql"
 )
@@ -30,8 +31,8 @@ type Limits struct {
 	MaxSchemaSize int `yaml:"max_schema_size"`
 }
 
-// EnsureDefaults replaces zero fields with their defaults.
-func (l *Limits) EnsureDefaults() {
+// EnsureDefaults replaces zero fields with their defaults and returns l.
+func (l *Limits) EnsureDefaults() *Limits {
 	if l.MaxColumnsPerTable == 0 {
 		l.MaxColumnsPerTable = DefaultMaxColumnsPerTable
 	}
@@ -41,6 +42,25 @@ func (l *Limits) EnsureDefaults() {
 	if l.MaxSchemaSize == 0 {
 		l.MaxSchemaSize = DefaultMaxSchemaSize
 	}
+	return l
+}
+
+// Validate reports whether l, after EnsureDefaults, holds usable limits: each 1 to
+// math.MaxInt32. The error names the field and its configuration key.
+func (l *Limits) Validate() error {
+	for _, f := range []struct {
+		field, key string
+		v          int
+	}{
+		{"MaxColumnsPerTable", "max_columns_per_table", l.MaxColumnsPerTable},
+		{"MaxTablesPerKeyspace", "max_tables_per_keyspace", l.MaxTablesPerKeyspace},
+		{"MaxSchemaSize", "max_schema_size", l.MaxSchemaSize},
+	} {
+		if f.v < 1 || f.v > math.MaxInt32 {
+			return fmt.Errorf("schema: Limits.%s (%s) is %d, want 1 to %d", f.field, f.key, f.v, math.MaxInt32)
+		}
+	}
+	return nil
 }
 
 // Check reports whether the change from base to next, two states of keyspace ks (see

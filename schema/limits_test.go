@@ -101,4 +101,29 @@ func TestLimitsDefaults(t *testing.T) {
 	if l != (schema.Limits{MaxColumnsPerTable: schema.DefaultMaxColumnsPerTable, MaxTablesPerKeyspace: schema.DefaultMaxTablesPerKeyspace, MaxSchemaSize: schema.DefaultMaxSchemaSize}) {
 		t.Errorf("EnsureDefaults on zero Limits = %+v", l)
 	}
+	if again := l; *again.EnsureDefaults() != l {
+		t.Errorf("EnsureDefaults twice = %+v, want once = %+v", again, l)
+	}
+	set := schema.Limits{MaxColumnsPerTable: 3}
+	if set.EnsureDefaults().MaxColumnsPerTable != 3 {
+		t.Errorf("EnsureDefaults changed a set field: %+v", set)
+	}
+	if err := l.Validate(); err != nil {
+		t.Errorf("Validate of the defaults: %v", err)
+	}
+}
+
+func TestLimitsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		l    schema.Limits
+		want string
+	}{
+		{schema.Limits{MaxColumnsPerTable: -1}, "Limits.MaxColumnsPerTable (max_columns_per_table) is -1, want 1 to 2147483647"},
+		{schema.Limits{MaxTablesPerKeyspace: -2}, "Limits.MaxTablesPerKeyspace (max_tables_per_keyspace) is -2"},
+		{schema.Limits{MaxSchemaSize: 1 << 31}, "Limits.MaxSchemaSize (max_schema_size) is 2147483648"},
+	} {
+		if err := tc.l.EnsureDefaults().Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v, want an error containing %q", tc.l, err, tc.want)
+		}
+	}
 }

@@ -23,7 +23,7 @@ import (
 // node.Config; the two keys that are not node settings sit beside it.
 type serveConfig struct {
 	node.Config `yaml:",inline"`
-	// Sync syncs every write to disk before acknowledging it: the inverse of node.Config.NoSync,
+	// Sync syncs every write to disk before acknowledging it: the inverse of node.Config.Storage.NoSync,
 	// kept as the file's and the flag's spelling.
 	Sync bool `yaml:"sync"`
 	// LogLevel is the level of the process's text log on stderr.
@@ -43,7 +43,7 @@ var hiddenServeFlags = map[string]bool{"testing-clock-offset": true}
 // defaultServeConfig returns the binary's defaults: node.Config's, with a data directory and the
 // metrics endpoint on.
 func defaultServeConfig() serveConfig {
-	c := node.Config{DataDir: "./kvnode-data", MetricsAddr: node.DefaultMetricsAddr}
+	c := node.Config{DataDir: "./kvnode-data", Listen: node.ListenOptions{MetricsAddr: node.DefaultMetricsAddr}}
 	c.EnsureDefaults()
 	c.Logger = nil // made by runServe at LogLevel
 	return serveConfig{Config: c, Sync: true, LogLevel: slog.LevelInfo}
@@ -52,7 +52,7 @@ func defaultServeConfig() serveConfig {
 // nodeConfig returns the node configuration c describes.
 func (c serveConfig) nodeConfig() node.Config {
 	cfg := c.Config
-	cfg.NoSync = !c.Sync
+	cfg.Storage.NoSync = !c.Sync
 	if off := c.TestingClockOffset; off != 0 {
 		cfg.Testing = &node.TestingKnobs{Now: func() time.Time { return time.Now().Add(off) }}
 	}
@@ -63,58 +63,58 @@ func (c serveConfig) nodeConfig() node.Config {
 // field's current value as its default. A knob is one line here, one field in node.Config.
 func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for this node's data; one node per directory")
-	fs.StringVar(&c.Addr, "addr", c.Addr, "gRPC address for clients (host:port)")
-	fs.StringVar(&c.InternodeAddr, "internode-addr", c.InternodeAddr, "address of the internode services peers call (host:port)")
-	fs.StringVar(&c.CQLAddr, "cql-addr", c.CQLAddr, "CQL native protocol address for drivers (host:port)")
-	fs.StringVar(&c.GossipAddr, "gossip-addr", c.GossipAddr, "gossip (memberlist) address (host:port)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "Prometheus /metrics address (host:port); empty disables")
-	fs.Var((*listFlag)(&c.Seeds), "seeds", "comma-separated gossip addresses of nodes to join")
-	fs.IntVar(&c.NumTokens, "num-tokens", c.NumTokens, "virtual nodes (tokens) this node owns on the ring")
-	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "cluster name; nodes gossip only with nodes of the same name")
-	fs.TextVar(&c.Profile, "profile", c.Profile, "gossip and failure-detection timings: lan, local or test")
-	fs.StringVar(&c.DataCenter, "dc", c.DataCenter, "data center of this node, as drivers see it in system.local and system.peers")
-	fs.StringVar(&c.Rack, "rack", c.Rack, "rack of this node, as drivers see it in system.local and system.peers")
-	fs.IntVar(&c.LimiterCapacity, "limiter-capacity", c.LimiterCapacity, "partitions the rate limiter tracks per node, 24 bytes each")
-	fs.BoolVar(&c.CoordinatorLearning, "coordinator-learning", c.CoordinatorLearning, "as a coordinator outside a hot partition's replicas, learn from their rejections and reject locally")
+	fs.StringVar(&c.Listen.Addr, "addr", c.Listen.Addr, "gRPC address for clients (host:port)")
+	fs.StringVar(&c.Listen.InternodeAddr, "internode-addr", c.Listen.InternodeAddr, "address of the internode services peers call (host:port)")
+	fs.StringVar(&c.Listen.CQLAddr, "cql-addr", c.Listen.CQLAddr, "CQL native protocol address for drivers (host:port)")
+	fs.StringVar(&c.Listen.GossipAddr, "gossip-addr", c.Listen.GossipAddr, "gossip (memberlist) address (host:port)")
+	fs.StringVar(&c.Listen.MetricsAddr, "metrics-addr", c.Listen.MetricsAddr, "Prometheus /metrics address (host:port); empty disables")
+	fs.Var((*listFlag)(&c.Cluster.Seeds), "seeds", "comma-separated gossip addresses of nodes to join")
+	fs.IntVar(&c.Cluster.NumTokens, "num-tokens", c.Cluster.NumTokens, "virtual nodes (tokens) this node owns on the ring")
+	fs.StringVar(&c.Cluster.ClusterName, "cluster-name", c.Cluster.ClusterName, "cluster name; nodes gossip only with nodes of the same name")
+	fs.TextVar(&c.Cluster.Profile, "profile", c.Cluster.Profile, "gossip and failure-detection timings: lan, local or test")
+	fs.StringVar(&c.Cluster.DataCenter, "dc", c.Cluster.DataCenter, "data center of this node, as drivers see it in system.local and system.peers")
+	fs.StringVar(&c.Cluster.Rack, "rack", c.Cluster.Rack, "rack of this node, as drivers see it in system.local and system.peers")
+	fs.IntVar(&c.Limiter.Capacity, "limiter-capacity", c.Limiter.Capacity, "partitions the rate limiter tracks per node, 24 bytes each")
+	fs.BoolVar(&c.Coordinator.Learning, "coordinator-learning", c.Coordinator.Learning, "as a coordinator outside a hot partition's replicas, learn from their rejections and reject locally")
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "sync every write to disk before acknowledging it")
 	fs.Int64Var(&c.Storage.CacheSize, "cache-size", c.Storage.CacheSize, "storage block cache size in bytes")
 	fs.Uint64Var(&c.Storage.MemTableSize, "memtable-size", c.Storage.MemTableSize, "storage memtable size in bytes")
 	fs.Var((*uint32Flag)(&c.Storage.TombstoneFailureThreshold), "tombstone-failure-threshold", "tombstones one read of a partition may scan before it fails (cell, row, range and partition tombstones)")
-	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "how long a coordinated write waits for its replicas")
-	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "how long a coordinated read waits for its replicas")
-	fs.DurationVar(&c.SchemaAgreementTimeout, "schema-agreement-timeout", c.SchemaAgreementTimeout, "how long DDL waits for every live node to agree on the schema")
-	fs.DurationVar(&c.MaxTimestampAhead, "max-timestamp-ahead", c.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
-	fs.IntVar(&c.MaxMutationSize, "max-mutation-size", c.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
-	fs.IntVar(&c.MaxStatementSize, "max-statement-size", c.MaxStatementSize, "the longest CQL text of one statement in bytes (a query, a statement to prepare, each statement of a batch)")
-	fs.DurationVar(&c.BatchlogReplayInterval, "batchlog-replay-interval", c.BatchlogReplayInterval, "how often this node replays the LOGGED batches stored on it that their coordinator did not remove")
-	fs.DurationVar(&c.BatchlogReplayAge, "batchlog-replay-age", c.BatchlogReplayAge, "how old a batchlog entry must be before it is replayed; 0 means twice --write-timeout")
+	fs.DurationVar(&c.Coordinator.WriteTimeout, "write-timeout", c.Coordinator.WriteTimeout, "how long a coordinated write waits for its replicas")
+	fs.DurationVar(&c.Coordinator.ReadTimeout, "read-timeout", c.Coordinator.ReadTimeout, "how long a coordinated read waits for its replicas")
+	fs.DurationVar(&c.Cluster.SchemaAgreementTimeout, "schema-agreement-timeout", c.Cluster.SchemaAgreementTimeout, "how long DDL waits for every live node to agree on the schema")
+	fs.DurationVar(&c.Coordinator.MaxTimestampAhead, "max-timestamp-ahead", c.Coordinator.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
+	fs.IntVar(&c.Coordinator.MaxMutationSize, "max-mutation-size", c.Coordinator.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
+	fs.IntVar(&c.Coordinator.MaxStatementSize, "max-statement-size", c.Coordinator.MaxStatementSize, "the longest CQL text of one statement in bytes (a query, a statement to prepare, each statement of a batch)")
+	fs.DurationVar(&c.Batchlog.ReplayInterval, "batchlog-replay-interval", c.Batchlog.ReplayInterval, "how often this node replays the LOGGED batches stored on it that their coordinator did not remove")
+	fs.DurationVar(&c.Batchlog.ReplayAge, "batchlog-replay-age", c.Batchlog.ReplayAge, "how old a batchlog entry must be before it is replayed; 0 means twice --write-timeout")
 	fs.IntVar(&c.StreamThroughput, "stream-throughput", c.StreamThroughput, "bytes per second this node sends when it streams ranges to another (bootstrap, decommission, removenode)")
-	fs.DurationVar(&c.MaxHintWindow, "max-hint-window", c.MaxHintWindow, "how long a replica may be down and still get hints for the writes it misses; after that it needs a repair")
-	fs.Int64Var(&c.MaxHintsSizePerHost, "max-hints-size-per-host", c.MaxHintsSizePerHost, "the most bytes of hints this node keeps for one replica")
-	fs.Int64Var(&c.HintsThrottle, "hinted-handoff-throttle", c.HintsThrottle, "bytes of hints per second this node replays to a replica that is up again")
-	fs.IntVar(&c.MaxConcurrentRequests, "max-concurrent-requests", c.MaxConcurrentRequests, "client requests this node executes at once (both protocols); beyond it they queue")
-	fs.IntVar(&c.MaxQueuedRequests, "max-queued-requests", c.MaxQueuedRequests, "client requests waiting for a turn; beyond it they are refused as Overloaded (negative: no queue)")
-	fs.DurationVar(&c.RequestQueueTimeout, "request-queue-timeout", c.RequestQueueTimeout, "how long a client request may wait for a turn before it is refused as Overloaded")
+	fs.DurationVar(&c.Hints.Window, "max-hint-window", c.Hints.Window, "how long a replica may be down and still get hints for the writes it misses; after that it needs a repair")
+	fs.Int64Var(&c.Hints.MaxBytes, "max-hints-size-per-host", c.Hints.MaxBytes, "the most bytes of hints this node keeps for one replica")
+	fs.Int64Var(&c.Hints.Throttle, "hinted-handoff-throttle", c.Hints.Throttle, "bytes of hints per second this node replays to a replica that is up again")
+	fs.IntVar(&c.Admission.MaxConcurrent, "max-concurrent-requests", c.Admission.MaxConcurrent, "client requests this node executes at once (both protocols); beyond it they queue")
+	fs.IntVar(&c.Admission.MaxQueued, "max-queued-requests", c.Admission.MaxQueued, "client requests waiting for a turn; beyond it they are refused as Overloaded (negative: no queue)")
+	fs.DurationVar(&c.Admission.QueueTimeout, "request-queue-timeout", c.Admission.QueueTimeout, "how long a client request may wait for a turn before it is refused as Overloaded")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "on SIGINT or SIGTERM, how long in-flight requests may finish before they are canceled")
-	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "PEM certificate chain of this node: with --tls-key and --tls-ca, TLS on every listener (mutual on --internode-addr)")
-	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM private key of --tls-cert")
-	fs.StringVar(&c.TLSCA, "tls-ca", c.TLSCA, "PEM certificates of the CA that signs the cluster's certificates")
-	fs.BoolVar(&c.MetricsTLS, "metrics-tls", c.MetricsTLS, "serve /metrics over HTTPS with --tls-cert")
-	fs.StringVar(&c.GossipKeyFile, "gossip-key-file", c.GossipKeyFile, "file of base64 gossip encryption keys, one per line, the first primary (docs/operations.md)")
-	fs.DurationVar(&c.ReloadInterval, "reload-interval", c.ReloadInterval, "how often to reread the TLS files and the gossip key file (SIGHUP rereads them at once)")
-	fs.IntVar(&c.SchemaLimits.MaxColumnsPerTable, "max-columns-per-table", c.SchemaLimits.MaxColumnsPerTable, "the most columns a table may have")
-	fs.IntVar(&c.SchemaLimits.MaxTablesPerKeyspace, "max-tables-per-keyspace", c.SchemaLimits.MaxTablesPerKeyspace, "the most tables a keyspace may have")
-	fs.IntVar(&c.SchemaLimits.MaxSchemaSize, "max-schema-size", c.SchemaLimits.MaxSchemaSize, "the largest schema in bytes (every keyspace and table, and dropped ones' tombstones until they are collected)")
-	fs.DurationVar(&c.SchemaTombstoneGrace, "schema-tombstone-grace", c.SchemaTombstoneGrace, "the least time a dropped keyspace's or table's tombstone stays in the schema; it goes once every member has the drop")
-	fs.IntVar(&c.MaxGRPCConnections, "max-grpc-connections", c.MaxGRPCConnections, "open connections each gRPC listener (--addr, --internode-addr) accepts; more are closed at once")
-	fs.IntVar(&c.MaxConnectionsPerHost, "max-connections-per-host", c.MaxConnectionsPerHost, "open connections one host (an IPv4 address, an IPv6 /64) may hold on each of --addr, --internode-addr and --cql-addr; more are closed at once")
-	fs.IntVar(&c.MaxConcurrentStreams, "max-concurrent-streams", c.MaxConcurrentStreams, "requests in flight on one client gRPC connection (internode connections get 16 times as many)")
-	fs.DurationVar(&c.HandshakeTimeout, "handshake-timeout", c.HandshakeTimeout, "how long a new connection to any listener but gossip may take to complete its handshake (TLS, HTTP/2, the native protocol's STARTUP and login) before it is closed")
-	fs.DurationVar(&c.IdleConnectionTimeout, "idle-connection-timeout", c.IdleConnectionTimeout, "how long a gRPC connection with no request in flight, or an idle /metrics connection, stays open")
-	fs.IntVar(&c.MaxNativeConnections, "max-native-connections", c.MaxNativeConnections, "open connections the CQL native protocol listener (--cql-addr) accepts; more are answered Overloaded and closed")
-	fs.IntVar(&c.MaxNativeRequestsPerConnection, "max-native-requests-per-connection", c.MaxNativeRequestsPerConnection, "requests in flight on one native protocol connection, 1 to 32768; at the bound the connection is not read")
-	fs.Int64Var(&c.MaxNativeConnectionBytes, "max-native-connection-bytes", c.MaxNativeConnectionBytes, "bytes of requests and answers one native protocol connection holds in memory; at the bound it is not read")
-	fs.Int64Var(&c.MaxNativeBytes, "max-native-bytes", c.MaxNativeBytes, "bytes of requests and answers every native protocol connection together holds in memory")
+	fs.StringVar(&c.Security.TLSCert, "tls-cert", c.Security.TLSCert, "PEM certificate chain of this node: with --tls-key and --tls-ca, TLS on every listener (mutual on --internode-addr)")
+	fs.StringVar(&c.Security.TLSKey, "tls-key", c.Security.TLSKey, "PEM private key of --tls-cert")
+	fs.StringVar(&c.Security.TLSCA, "tls-ca", c.Security.TLSCA, "PEM certificates of the CA that signs the cluster's certificates")
+	fs.BoolVar(&c.Security.MetricsTLS, "metrics-tls", c.Security.MetricsTLS, "serve /metrics over HTTPS with --tls-cert")
+	fs.StringVar(&c.Security.GossipKeyFile, "gossip-key-file", c.Security.GossipKeyFile, "file of base64 gossip encryption keys, one per line, the first primary (docs/operations.md)")
+	fs.DurationVar(&c.Security.ReloadInterval, "reload-interval", c.Security.ReloadInterval, "how often to reread the TLS files and the gossip key file (SIGHUP rereads them at once)")
+	fs.IntVar(&c.Catalog.Limits.MaxColumnsPerTable, "max-columns-per-table", c.Catalog.Limits.MaxColumnsPerTable, "the most columns a table may have")
+	fs.IntVar(&c.Catalog.Limits.MaxTablesPerKeyspace, "max-tables-per-keyspace", c.Catalog.Limits.MaxTablesPerKeyspace, "the most tables a keyspace may have")
+	fs.IntVar(&c.Catalog.Limits.MaxSchemaSize, "max-schema-size", c.Catalog.Limits.MaxSchemaSize, "the largest schema in bytes (every keyspace and table, and dropped ones' tombstones until they are collected)")
+	fs.DurationVar(&c.Catalog.TombstoneGrace, "schema-tombstone-grace", c.Catalog.TombstoneGrace, "the least time a dropped keyspace's or table's tombstone stays in the schema; it goes once every member has the drop")
+	fs.IntVar(&c.Listen.MaxGRPCConnections, "max-grpc-connections", c.Listen.MaxGRPCConnections, "open connections each gRPC listener (--addr, --internode-addr) accepts; more are closed at once")
+	fs.IntVar(&c.Listen.MaxConnectionsPerHost, "max-connections-per-host", c.Listen.MaxConnectionsPerHost, "open connections one host (an IPv4 address, an IPv6 /64) may hold on each of --addr, --internode-addr and --cql-addr; more are closed at once")
+	fs.IntVar(&c.Listen.MaxConcurrentStreams, "max-concurrent-streams", c.Listen.MaxConcurrentStreams, "requests in flight on one client gRPC connection (internode connections get 16 times as many)")
+	fs.DurationVar(&c.Listen.HandshakeTimeout, "handshake-timeout", c.Listen.HandshakeTimeout, "how long a new connection to any listener but gossip may take to complete its handshake (TLS, HTTP/2, the native protocol's STARTUP and login) before it is closed")
+	fs.DurationVar(&c.Listen.IdleConnectionTimeout, "idle-connection-timeout", c.Listen.IdleConnectionTimeout, "how long a gRPC connection with no request in flight, or an idle /metrics connection, stays open")
+	fs.IntVar(&c.Native.MaxConnections, "max-native-connections", c.Native.MaxConnections, "open connections the CQL native protocol listener (--cql-addr) accepts; more are answered Overloaded and closed")
+	fs.IntVar(&c.Native.MaxInFlight, "max-native-requests-per-connection", c.Native.MaxInFlight, "requests in flight on one native protocol connection, 1 to 32768; at the bound the connection is not read")
+	fs.Int64Var(&c.Native.MaxConnectionBytes, "max-native-connection-bytes", c.Native.MaxConnectionBytes, "bytes of requests and answers one native protocol connection holds in memory; at the bound it is not read")
+	fs.Int64Var(&c.Native.MaxServerBytes, "max-native-bytes", c.Native.MaxServerBytes, "bytes of requests and answers every native protocol connection together holds in memory")
 	fs.StringVar(&c.Authenticator, "authenticator", c.Authenticator, "how clients log in: none (anonymous, every statement allowed) or password (roles and grants in system_auth)")
 	fs.StringVar(&c.SuperuserPasswordFile, "superuser-password-file", c.SuperuserPasswordFile, "with --authenticator password: file holding the initial password of the superuser role admin")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/frontend/admission"
-	"github.com/kvnode/kvnode/frontend/native"
+	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -40,12 +40,12 @@ func TestServeConfigDefaults(t *testing.T) {
 	if cfg.Storage.TombstoneFailureThreshold != 100_000 {
 		t.Errorf("the default tombstone failure threshold is %d, want Cassandra's 100,000", cfg.Storage.TombstoneFailureThreshold)
 	}
-	if cfg.Addr != "127.0.0.1:9043" || cfg.GossipAddr != "127.0.0.1:7946" || cfg.MetricsAddr != "127.0.0.1:9180" || cfg.DataDir != "./kvnode-data" {
+	if cfg.Listen.Addr != "127.0.0.1:9043" || cfg.Listen.GossipAddr != "127.0.0.1:7946" || cfg.Listen.MetricsAddr != "127.0.0.1:9180" || cfg.DataDir != "./kvnode-data" {
 		t.Errorf("defaults drifted from the documented ones: %+v", cfg)
 	}
-	if nc := cfg.nodeConfig(); nc.NoSync || cfg.LogLevel != slog.LevelInfo || nc.NumTokens != 16 || nc.ClusterName != "kvnode" {
+	if nc := cfg.nodeConfig(); nc.Storage.NoSync || cfg.LogLevel != slog.LevelInfo || nc.Cluster.NumTokens != 16 || nc.Cluster.ClusterName != "kvnode" {
 		t.Errorf("defaults: NoSync %v, log level %v, num tokens %d, cluster name %q; want false, INFO, 16, kvnode",
-			nc.NoSync, cfg.LogLevel, nc.NumTokens, nc.ClusterName)
+			nc.Storage.NoSync, cfg.LogLevel, nc.Cluster.NumTokens, nc.Cluster.ClusterName)
 	}
 }
 
@@ -85,57 +85,34 @@ rack: r1
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := (&admission.Config{}).EnsureDefaults() // derived from the machine
-	want := serveConfig{
-		Config: node.Config{
-			DataDir:                        "/var/lib/kvnode", // from the file
-			Addr:                           "127.0.0.1:1",     // flag wins over the file
-			CQLAddr:                        "127.0.0.1:9042",
-			InternodeAddr:                  "10.0.0.1:7000", // from the file
-			GossipAddr:                     "10.0.0.1:7946",
-			MetricsAddr:                    "",
-			Seeds:                          []string{"a:1", "b:2"}, // flag
-			NumTokens:                      32,
-			ClusterName:                    "prod-eu",
-			Profile:                        cluster.ProfileTest, // flag
-			LimiterCapacity:                65536,
-			WriteTimeout:                   3 * time.Second,
-			ReadTimeout:                    9 * time.Second, // flag
-			SchemaAgreementTimeout:         20 * time.Second,
-			MaxTimestampAhead:              72 * time.Hour,
-			MaxMutationSize:                2 << 20, // flag
-			MaxStatementSize:               65536,
-			ShutdownGrace:                  30 * time.Second,
-			BatchlogReplayInterval:         node.DefaultBatchlogReplayInterval,
-			ReloadInterval:                 node.DefaultReloadInterval,
-			SchemaLimits:                   schema.Limits{MaxColumnsPerTable: schema.DefaultMaxColumnsPerTable, MaxTablesPerKeyspace: schema.DefaultMaxTablesPerKeyspace, MaxSchemaSize: schema.DefaultMaxSchemaSize},
-			SchemaTombstoneGrace:           node.DefaultSchemaTombstoneGrace,
-			MaxGRPCConnections:             node.DefaultMaxGRPCConnections,
-			MaxConcurrentStreams:           node.DefaultMaxConcurrentStreams,
-			MaxConnectionsPerHost:          node.DefaultMaxConnectionsPerHost,
-			HandshakeTimeout:               node.DefaultHandshakeTimeout,
-			IdleConnectionTimeout:          time.Minute, // flag
-			MaxNativeConnections:           100,         // flag
-			MaxNativeRequestsPerConnection: native.DefaultMaxInFlight,
-			MaxNativeConnectionBytes:       1 << 20, // from the file
-			MaxNativeBytes:                 native.DefaultMaxServerBytes,
-			StreamThroughput:               node.DefaultStreamThroughput,
-			MaxHintWindow:                  node.DefaultMaxHintWindow,
-			MaxHintsSizePerHost:            node.DefaultMaxHintsSizePerHost,
-			HintsThrottle:                  node.DefaultHintsThrottle,
-			DataCenter:                     "eu-west", // from the file
-			Rack:                           "r7",      // flag
-			MaxConcurrentRequests:          adm.MaxConcurrent,
-			MaxQueuedRequests:              adm.MaxQueued,
-			RequestQueueTimeout:            adm.QueueTimeout,
-			Authenticator:                  node.AuthenticatorNone,
-		},
-		Sync:     true, // flag
-		LogLevel: slog.LevelDebug,
-	}
+	want := defaultServeConfig()
+	want.DataDir = "/var/lib/kvnode"            // from the file
+	want.Listen.Addr = "127.0.0.1:1"            // flag wins over the file
+	want.Listen.InternodeAddr = "10.0.0.1:7000" // from the file
+	want.Listen.GossipAddr = "10.0.0.1:7946"
+	want.Listen.MetricsAddr = ""
+	want.Listen.IdleConnectionTimeout = time.Minute // flag
+	want.Cluster.Seeds = []string{"a:1", "b:2"}     // flag
+	want.Cluster.NumTokens = 32
+	want.Cluster.ClusterName = "prod-eu"
+	want.Cluster.Profile = cluster.ProfileTest // flag
+	want.Cluster.SchemaAgreementTimeout = 20 * time.Second
+	want.Cluster.DataCenter = "eu-west" // from the file
+	want.Cluster.Rack = "r7"            // flag
+	want.Limiter.Capacity = 65536
+	want.Coordinator.WriteTimeout = 3 * time.Second
+	want.Coordinator.ReadTimeout = 9 * time.Second // flag
+	want.Coordinator.MaxTimestampAhead = 72 * time.Hour
+	want.Coordinator.MaxMutationSize = 2 << 20 // flag
+	want.Coordinator.MaxStatementSize = 65536
+	want.ShutdownGrace = 30 * time.Second
+	want.Native.MaxConnections = 100         // flag
+	want.Native.MaxConnectionBytes = 1 << 20 // from the file
 	want.Storage.CacheSize = 1 << 20
 	want.Storage.MemTableSize = 2 << 20
 	want.Storage.TombstoneFailureThreshold = 7 // flag
+	want.Sync = true                           // flag
+	want.LogLevel = slog.LevelDebug
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config = %+v\nwant     %+v", cfg, want)
 	}
@@ -173,27 +150,28 @@ func TestServeConfigEveryFieldHasAFlag(t *testing.T) {
 // TestServeConfigRoundTrip writes a configuration with every key set to a value other than its
 // default, reads it back, and gets the same configuration.
 func TestServeConfigRoundTrip(t *testing.T) {
-	in := serveConfig{
-		Config: node.Config{
-			DataDir: "/d", Addr: "h:1", CQLAddr: "h:4", InternodeAddr: "h:5", GossipAddr: "h:2", MetricsAddr: "h:3", Seeds: []string{"s:1", "s:2"},
-			NumTokens: 4096, ClusterName: "c", Profile: cluster.ProfileLocal, LimiterCapacity: 1 << 20, CoordinatorLearning: true,
-			WriteTimeout: time.Millisecond, ReadTimeout: time.Minute, SchemaAgreementTimeout: time.Hour,
-			MaxMutationSize: 5, MaxStatementSize: 11, MaxTimestampAhead: 90 * time.Minute, ShutdownGrace: 2 * time.Second,
-			DataCenter: "dc2", Rack: "r9", BatchlogReplayInterval: 3 * time.Second, BatchlogReplayAge: 7 * time.Second,
-			TLSCert: "/c.pem", TLSKey: "/k.pem", TLSCA: "/ca.pem", MetricsTLS: true, GossipKeyFile: "/g", ReloadInterval: time.Minute,
-			SchemaLimits:         schema.Limits{MaxColumnsPerTable: 9, MaxTablesPerKeyspace: 8, MaxSchemaSize: 7},
-			SchemaTombstoneGrace: 29 * time.Minute,
-			MaxGRPCConnections:   6, MaxConcurrentStreams: 5,
-			MaxConnectionsPerHost: 53, HandshakeTimeout: 43 * time.Millisecond, IdleConnectionTimeout: 47 * time.Second,
-			MaxNativeConnections: 29, MaxNativeRequestsPerConnection: 31, MaxNativeConnectionBytes: 37, MaxNativeBytes: 41,
-			StreamThroughput: 1 << 20,
-			MaxHintWindow:    time.Minute, MaxHintsSizePerHost: 17, HintsThrottle: 19,
-			MaxConcurrentRequests: 17, MaxQueuedRequests: 19, RequestQueueTimeout: 23 * time.Millisecond,
-			Authenticator: node.AuthenticatorPassword, SuperuserPasswordFile: "/etc/kvnode/superuser-password",
-		},
-		Sync: false, LogLevel: slog.LevelWarn,
-	}
+	in := defaultServeConfig()
+	in.DataDir = "/d"
+	in.Listen = node.ListenOptions{Addr: "h:1", CQLAddr: "h:4", InternodeAddr: "h:5", GossipAddr: "h:2", MetricsAddr: "h:3",
+		MaxGRPCConnections: 6, MaxConcurrentStreams: 5, MaxConnectionsPerHost: 53, HandshakeTimeout: 43 * time.Millisecond,
+		IdleConnectionTimeout: 47 * time.Second}
+	in.Security = node.SecurityOptions{TLSCert: "/c.pem", TLSKey: "/k.pem", TLSCA: "/ca.pem", MetricsTLS: true, GossipKeyFile: "/g",
+		ReloadInterval: time.Minute}
+	in.Cluster = cluster.Options{ClusterName: "c", Seeds: []string{"s:1", "s:2"}, NumTokens: 4096, Profile: cluster.ProfileLocal,
+		DataCenter: "dc2", Rack: "r9", SchemaAgreementTimeout: time.Hour}
 	in.Storage.CacheSize, in.Storage.MemTableSize, in.Storage.TombstoneFailureThreshold = 11, 1<<12, 13
+	in.Limiter.Capacity = 1 << 16
+	in.Catalog.Limits = schema.Limits{MaxColumnsPerTable: 9, MaxTablesPerKeyspace: 8, MaxSchemaSize: 7}
+	in.Catalog.TombstoneGrace = 29 * time.Minute
+	in.Coordinator.WriteTimeout, in.Coordinator.ReadTimeout, in.Coordinator.Learning = time.Millisecond, time.Minute, true
+	in.Coordinator.MaxMutationSize, in.Coordinator.MaxStatementSize, in.Coordinator.MaxTimestampAhead = 5, 11, 90*time.Minute
+	in.Native.MaxConnections, in.Native.MaxInFlight, in.Native.MaxConnectionBytes, in.Native.MaxServerBytes = 29, 31, 37, 41
+	in.Admission = admission.Options{MaxConcurrent: 17, MaxQueued: 19, QueueTimeout: 23 * time.Millisecond}
+	in.Hints = hints.Options{Window: time.Minute, MaxBytes: 17, Throttle: 19}
+	in.Batchlog = node.BatchlogOptions{ReplayInterval: 3 * time.Second, ReplayAge: 7 * time.Second}
+	in.StreamThroughput, in.ShutdownGrace = 1<<20, 2*time.Second
+	in.Authenticator, in.SuperuserPasswordFile = node.AuthenticatorPassword, "/etc/kvnode/superuser-password"
+	in.Sync, in.LogLevel = false, slog.LevelWarn
 	data, err := yaml.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -210,13 +188,23 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(out, in) {
 		t.Errorf("round trip gave %+v\nwant           %+v\nfrom:\n%s", out, in, data)
 	}
-	v := reflect.ValueOf(in.Config)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if f.Tag.Get("yaml") != "-" && v.Field(i).IsZero() && f.Name != "Storage" {
-			t.Errorf("the round trip leaves node.Config.%s at its zero value: set it", f.Name)
+	// Every key of the file, in every group, is set to other than its default above.
+	def := defaultServeConfig()
+	var check func(path string, v, d reflect.Value)
+	check = func(path string, v, d reflect.Value) {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			tag := f.Tag.Get("yaml")
+			switch {
+			case tag == "-" || !f.IsExported():
+			case tag == ",inline":
+				check(path+f.Name+".", v.Field(i), d.Field(i))
+			case reflect.DeepEqual(v.Field(i).Interface(), d.Field(i).Interface()):
+				t.Errorf("the round trip leaves %s%s (%s) at its default: set it", path, f.Name, tag)
+			}
 		}
 	}
+	check("", reflect.ValueOf(in), reflect.ValueOf(def))
 }
 
 func TestServeConfigErrors(t *testing.T) {

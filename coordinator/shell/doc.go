@@ -55,7 +55,7 @@
 //
 // Write timestamps are assigned by the coordinator in microseconds: max(now, last+1), so they
 // strictly increase per coordinator even when the clock stands still or steps back. USING
-// TIMESTAMP overrides them, up to Config.MaxTimestampAhead (default 1 h) ahead of the clock:
+// TIMESTAMP overrides them, up to Options.MaxTimestampAhead (default 1 h) ahead of the clock:
 // a cell written further ahead would shadow every later write and DELETE of it, so such a
 // write is an *InvalidError before any replica is contacted. Timeouts default to 2 s for writes
 // and 5 s for reads; a client deadline that ends sooner wins, and a deadline reached without the
@@ -93,7 +93,7 @@
 // replicas known to hold the result. Reads at ONE compare nothing and repair nothing. Only the
 // replicas that answered are repaired; the others converge through later reads.
 //
-// Replicas answer in pages of at most Config.ReadPageBytes (1 MiB; a page holds at least one
+// Replicas answer in pages of at most Options.ReadPageBytes (1 MiB; a page holds at least one
 // row) and at most the LIMIT's live rows by their own view, and say where they stopped. The
 // merge never passes the point where a replica stopped (the replica may hold newer tombstones
 // for what follows): when it gets there and still needs rows, it asks that replica for the
@@ -102,7 +102,7 @@
 // reads at every consistency level, and replicas that disagree about deletions (a short read)
 // are asked for more. Each replica fails a read that scans more tombstones than its threshold
 // (replica.Options.TombstoneFailureThreshold, over all the read's pages) with
-// TOO_MANY_TOMBSTONES; a read whose replicas scanned more than Config.TombstoneWarnThreshold
+// TOO_MANY_TOMBSTONES; a read whose replicas scanned more than Options.TombstoneWarnThreshold
 // answers with a warning.
 //
 // # Errors

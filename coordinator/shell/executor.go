@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,9 +22,10 @@ const (
 	DefaultReadTimeout  = 5 * time.Second
 )
 
-// Config configures an Executor. LocalID, Ring, Transport and Schema are required; the zero value
-// of every other field means its default.
+// Config configures an Executor: its Options and what the node wires in. LocalID, Ring, Transport
+// and Schema are required; the zero value of every other field means its default.
 type Config struct {
+	Options
 	// LocalID is this node's id as the Ring names it.
 	LocalID coordinator.NodeID
 	// Ring places tokens on replicas and says who is live.
@@ -47,10 +46,6 @@ type Config struct {
 	// Deadlines are waited for with timers, so a fake clock that stands still does not stop
 	// requests from timing out.
 	Now func() time.Time
-	// WriteTimeout and ReadTimeout bound how long a write or a read waits for its replicas,
-	// including read repair. Zero means DefaultWriteTimeout and DefaultReadTimeout. A client
-	// deadline that ends sooner wins.
-	WriteTimeout, ReadTimeout time.Duration
 	// Draw returns the limiter's random draw r in [0, 1) for one operation. Nil means
 	// rand.Float64 (math/rand/v2: randomly seeded, safe for concurrent use). Tests fix it.
 	Draw func() float64
@@ -64,35 +59,6 @@ type Config struct {
 	// measures the partition's whole load. Nil disables propagation; with coordinators spread
 	// over the replicas the admitted rate then climbs toward RF × limit.
 	Deltas DeltaSender
-	// Learning lets a coordinator that is not a replica of a partition learn from its replicas'
-	// rejections that the partition is hot and reject further operations on it itself (see
-	// learner); it needs Deltas. Off by default: on real processes with skewed replica clocks
-	// it admitted 0.85–0.90 × the limit through a non-replica coordinator
-	// (test/e2e TestClockSkewHoldsTheLimit), below the 0.9 the simulator promised.
-	Learning bool
-	// PropagationInterval is how often deltas are flushed. Zero means
-	// DefaultPropagationInterval.
-	PropagationInterval time.Duration
-	// ReadPageBytes bounds the size of one replica's answer to a read: a replica stops after
-	// the row that takes its answer past it, and the coordinator asks for the next page. Zero
-	// means DefaultReadPageBytes.
-	ReadPageBytes int
-	// TombstoneWarnThreshold is how many tombstones one replica may scan for a read before the
-	// read's answer carries a warning (Cassandra's tombstone_warn_threshold; the replicas fail
-	// the read at their own, higher, failure threshold). Zero means
-	// DefaultTombstoneWarnThreshold; negative disables the warning.
-	TombstoneWarnThreshold int
-	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
-	// is refused before any replica sees it. Zero means DefaultMaxMutationSize.
-	MaxMutationSize int
-	// MaxStatementSize bounds the text of one statement, in bytes (Execute's, Prepare's and
-	// each of a batch's unprepared children); a longer one is refused with an *InvalidError
-	// before it is parsed. Zero means DefaultMaxStatementSize.
-	MaxStatementSize int
-	// MaxTimestampAhead is how far ahead of Now a client's USING TIMESTAMP may be; a write
-	// beyond it is refused with an *InvalidError naming the bound. Zero means
-	// DefaultMaxTimestampAhead.
-	MaxTimestampAhead time.Duration
 	// Batchlog stores LOGGED batches that span partitions on other nodes before they are
 	// applied, so that they are applied whole even if this coordinator fails part way. Nil
 	// means none: such batches are then refused, never run with a weaker guarantee.
@@ -109,10 +75,10 @@ type Config struct {
 	Auth *AuthConfig
 }
 
-// DefaultTombstoneWarnThreshold is the default Config.TombstoneWarnThreshold: Cassandra's.
+// DefaultTombstoneWarnThreshold is the default Options.TombstoneWarnThreshold: Cassandra's.
 const DefaultTombstoneWarnThreshold = 1000
 
-// DefaultReadPageBytes is the default Config.ReadPageBytes: well below any sane gRPC message
+// DefaultReadPageBytes is the default Options.ReadPageBytes: well below any sane gRPC message
 // size limit (4 MiB by default).
 const DefaultReadPageBytes = 1 << 20
 
@@ -174,8 +140,8 @@ type Executor struct {
 	writeTimeout, readTimeout time.Duration
 	pageBytes                 int           // ReadPageBytes
 	tombstoneWarn             int           // TombstoneWarnThreshold; negative: off
-	maxMutation               int           // bytes; see Config.MaxMutationSize
-	maxStatement              int           // bytes; see Config.MaxStatementSize
+	maxMutation               int           // bytes; see Options.MaxMutationSize
+	maxStatement              int           // bytes; see Options.MaxStatementSize
 	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
@@ -193,27 +159,8 @@ type Executor struct {
 
 // NewExecutor returns an executor for cfg.
 func NewExecutor(cfg Config) (*Executor, error) {
-	switch {
-	case cfg.LocalID == "":
-		return nil, errors.New("coordinator: Config.LocalID is empty")
-	case cfg.Ring == nil:
-		return nil, errors.New("coordinator: Config.Ring is nil")
-	case cfg.Transport == nil:
-		return nil, errors.New("coordinator: Config.Transport is nil")
-	case cfg.Schema == nil:
-		return nil, errors.New("coordinator: Config.Schema is nil")
-	case cfg.WriteTimeout < 0:
-		return nil, fmt.Errorf("coordinator: Config.WriteTimeout is %v, want ≥ 0", cfg.WriteTimeout)
-	case cfg.ReadTimeout < 0:
-		return nil, fmt.Errorf("coordinator: Config.ReadTimeout is %v, want ≥ 0", cfg.ReadTimeout)
-	case cfg.ReadPageBytes < 0 || cfg.ReadPageBytes > math.MaxUint32:
-		return nil, fmt.Errorf("coordinator: Config.ReadPageBytes is %d, want between 0 and %d", cfg.ReadPageBytes, uint32(math.MaxUint32))
-	case cfg.MaxMutationSize < 0:
-		return nil, fmt.Errorf("coordinator: Config.MaxMutationSize is %d, want ≥ 0", cfg.MaxMutationSize)
-	case cfg.MaxStatementSize < 0:
-		return nil, fmt.Errorf("coordinator: Config.MaxStatementSize is %d, want ≥ 0", cfg.MaxStatementSize)
-	case cfg.MaxTimestampAhead < 0:
-		return nil, fmt.Errorf("coordinator: Config.MaxTimestampAhead is %v, want ≥ 0", cfg.MaxTimestampAhead)
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	e := &Executor{
 		calls:         gopool.New(gopool.IdleTimeout),
@@ -239,36 +186,6 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	e.batchlog, e.beforeBatchApply = cfg.Batchlog, cfg.BeforeBatchApply
 	e.hints = cfg.Hints
-	if e.maxMutation == 0 {
-		e.maxMutation = DefaultMaxMutationSize
-	}
-	if e.maxStatement == 0 {
-		e.maxStatement = DefaultMaxStatementSize
-	}
-	if e.now == nil {
-		e.now = time.Now
-	}
-	if e.draw == nil {
-		e.draw = rand.Float64
-	}
-	if e.logger == nil {
-		e.logger = slog.New(slog.DiscardHandler)
-	}
-	if e.writeTimeout == 0 {
-		e.writeTimeout = DefaultWriteTimeout
-	}
-	if e.readTimeout == 0 {
-		e.readTimeout = DefaultReadTimeout
-	}
-	if e.pageBytes == 0 {
-		e.pageBytes = DefaultReadPageBytes
-	}
-	if e.tombstoneWarn == 0 {
-		e.tombstoneWarn = DefaultTombstoneWarnThreshold
-	}
-	if e.maxAhead == 0 {
-		e.maxAhead = DefaultMaxTimestampAhead
-	}
 	if cfg.Auth != nil {
 		var err error
 		if e.auth, err = newAuthorizer(cfg.Auth); err != nil {

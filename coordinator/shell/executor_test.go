@@ -881,8 +881,13 @@ func TestNewExecutorValidates(t *testing.T) {
 		{"no ring", func(c *shell.Config) { c.Ring = nil }, "coordinator: Config.Ring is nil"},
 		{"no transport", func(c *shell.Config) { c.Transport = nil }, "coordinator: Config.Transport is nil"},
 		{"no schema", func(c *shell.Config) { c.Schema = nil }, "coordinator: Config.Schema is nil"},
-		{"negative timeout", func(c *shell.Config) { c.ReadTimeout = -time.Second }, "coordinator: Config.ReadTimeout is -1s, want ≥ 0"},
-		{"negative timestamp bound", func(c *shell.Config) { c.MaxTimestampAhead = -time.Hour }, "coordinator: Config.MaxTimestampAhead is -1h0m0s, want ≥ 0"},
+		{"negative write timeout", func(c *shell.Config) { c.WriteTimeout = -time.Second }, "coordinator: Options.WriteTimeout (write_timeout) is -1s, want a positive duration"},
+		{"negative read timeout", func(c *shell.Config) { c.ReadTimeout = -time.Second }, "coordinator: Options.ReadTimeout (read_timeout) is -1s, want a positive duration"},
+		{"negative timestamp bound", func(c *shell.Config) { c.MaxTimestampAhead = -time.Hour }, "coordinator: Options.MaxTimestampAhead (max_timestamp_ahead) is -1h0m0s, want a positive duration"},
+		{"negative propagation interval", func(c *shell.Config) { c.PropagationInterval = -1 }, "coordinator: Options.PropagationInterval is -1ns, want a positive duration"},
+		{"negative mutation size", func(c *shell.Config) { c.MaxMutationSize = -1 }, "coordinator: Options.MaxMutationSize (max_mutation_size) is -1, want a positive number of bytes"},
+		{"statement size over int32", func(c *shell.Config) { c.MaxStatementSize = 1 << 31 }, "coordinator: Options.MaxStatementSize (max_statement_size) is 2147483648, want 1 to 2147483647 bytes"},
+		{"page over uint32", func(c *shell.Config) { c.ReadPageBytes = 1 << 32 }, "coordinator: Options.ReadPageBytes is 4294967296, want 1 to 4294967295 bytes"},
 	}
 	for _, tt := range tests {
 		cfg := ok

@@ -340,7 +340,7 @@ type options struct {
 	readTimeout   time.Duration
 	logger        *slog.Logger         // the executors'; nil discards
 	order         []coordinator.NodeID // ring order; nil means n1, n2, n3
-	maxAhead      time.Duration        // Config.MaxTimestampAhead; 0: the default
+	maxAhead      time.Duration        // Options.MaxTimestampAhead; 0: the default
 	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
 	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
 	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
@@ -404,30 +404,32 @@ func newCluster(t testing.TB, o options) *cluster {
 	}
 	for _, id := range nodes {
 		e, err := shell.NewExecutor(shell.Config{
-			LocalID:                id,
-			Ring:                   c.ring,
-			Transport:              c.transport,
-			Local:                  c.services[id],
-			Schema:                 c.schema,
-			Cluster:                describer("cluster test: 3 nodes"),
-			Now:                    c.clock.Now,
-			WriteTimeout:           o.writeTimeout,
-			ReadTimeout:            o.readTimeout,
-			MaxTimestampAhead:      o.maxAhead,
-			Draw:                   func() float64 { return draw },
-			Observer:               c.observerFor(o),
-			ReadPageBytes:          o.pageBytes,
-			TombstoneWarnThreshold: o.tombstoneWarn,
-			Batchlog:               batchlog{c.transport, c.ring},
-			BeforeBatchApply:       o.beforeBatchApply,
-			MaxMutationSize:        o.maxMutation,
-			MaxStatementSize:       o.maxStatement,
-			Hints:                  o.hints,
-			Deltas:                 c.deltas(o.propagate),
-			Learning:               o.propagate,
-			PropagationInterval:    time.Millisecond,
-			Auth:                   o.auth,
-			Logger:                 o.logger,
+			Options: shell.Options{
+				WriteTimeout:           o.writeTimeout,
+				ReadTimeout:            o.readTimeout,
+				MaxTimestampAhead:      o.maxAhead,
+				ReadPageBytes:          o.pageBytes,
+				TombstoneWarnThreshold: o.tombstoneWarn,
+				MaxMutationSize:        o.maxMutation,
+				MaxStatementSize:       o.maxStatement,
+				Learning:               o.propagate,
+				PropagationInterval:    time.Millisecond,
+			},
+			LocalID:          id,
+			Ring:             c.ring,
+			Transport:        c.transport,
+			Local:            c.services[id],
+			Schema:           c.schema,
+			Cluster:          describer("cluster test: 3 nodes"),
+			Now:              c.clock.Now,
+			Draw:             func() float64 { return draw },
+			Observer:         c.observerFor(o),
+			Batchlog:         batchlog{c.transport, c.ring},
+			BeforeBatchApply: o.beforeBatchApply,
+			Hints:            o.hints,
+			Deltas:           c.deltas(o.propagate),
+			Auth:             o.auth,
+			Logger:           o.logger,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -95,16 +95,15 @@ func grpcCluster(t *testing.T, clk *clock, localID coordinator.NodeID, draw func
 		g.mutates[id] = &atomic.Int64{}
 	}
 	e, err := shell.NewExecutor(shell.Config{
-		LocalID:             localID,
-		Ring:                &ring{order: nodes},
-		Transport:           g,
-		Schema:              sm,
-		Now:                 clk.Now,
-		Draw:                draw,
-		Deltas:              g,
-		Learning:            true,
-		PropagationInterval: time.Millisecond,
-		Observer:            g.observed,
+		LocalID:   localID,
+		Ring:      &ring{order: nodes},
+		Transport: g,
+		Schema:    sm,
+		Now:       clk.Now,
+		Draw:      draw,
+		Deltas:    g,
+		Options:   shell.Options{Learning: true, PropagationInterval: time.Millisecond},
+		Observer:  g.observed,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// DefaultMaxMutationSize is the default Config.MaxMutationSize: 16 MiB, Cassandra's
+// DefaultMaxMutationSize is the default Options.MaxMutationSize: 16 MiB, Cassandra's
 // max_mutation_size (half its default commit log segment). Key components are bounded by the
 // schema package (64 KiB, as in Cassandra).
 const DefaultMaxMutationSize = 16 << 20

@@ -35,7 +35,7 @@ func TestWritesGoToPendingReplicasWithoutCountingTowardTheConsistencyLevel(t *te
 		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
 	e, err := shell.NewExecutor(shell.Config{
 		LocalID: "n1", Ring: pendingRing{c.ring, []coordinator.NodeID{"n3"}}, Transport: c.transport,
-		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, WriteTimeout: 300 * time.Millisecond,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, Options: shell.Options{WriteTimeout: 300 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -146,7 +146,7 @@ func TestPendingReplicasAreThoseOfTheRingTheWriteStartedWith(t *testing.T) {
 	}}
 	e, err := shell.NewExecutor(shell.Config{
 		LocalID: "n1", Ring: r, Transport: tr,
-		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, WriteTimeout: time.Second,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, Options: shell.Options{WriteTimeout: time.Second},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -177,7 +177,7 @@ func TestDownPendingReplicaGetsAHint(t *testing.T) {
 		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
 	e, err := shell.NewExecutor(shell.Config{
 		LocalID: "n1", Ring: pendingRing{c.ring, []coordinator.NodeID{"n3"}}, Transport: c.transport,
-		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, WriteTimeout: 300 * time.Millisecond,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, Options: shell.Options{WriteTimeout: 300 * time.Millisecond},
 		Hints: rec,
 	})
 	if err != nil {
@@ -211,7 +211,7 @@ func TestPendingReplicaPanicCountsAsItsFailure(t *testing.T) {
 	hints := &hintRecorder{}
 	e, err := shell.NewExecutor(shell.Config{
 		LocalID: "n1", Ring: pendingRing{c.ring, []coordinator.NodeID{"n3"}}, Transport: c.transport,
-		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, WriteTimeout: 300 * time.Millisecond,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 }, Options: shell.Options{WriteTimeout: 300 * time.Millisecond},
 		Hints: hints, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
 	})
 	if err != nil {

@@ -41,9 +41,6 @@ type propagator struct {
 }
 
 func newPropagator(send DeltaSender, live func(coordinator.NodeID) bool, interval time.Duration, now func() time.Time, logger *slog.Logger) *propagator {
-	if interval <= 0 {
-		interval = coordinator.DefaultPropagationInterval
-	}
 	p := &propagator{
 		send: send, live: live, interval: interval, now: now, logger: logger,
 		stop: make(chan struct{}), done: make(chan struct{}),

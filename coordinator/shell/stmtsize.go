@@ -6,7 +6,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 )
 
-// DefaultMaxStatementSize is the default Config.MaxStatementSize: 1 MiB of CQL text, far above
+// DefaultMaxStatementSize is the default Options.MaxStatementSize: 1 MiB of CQL text, far above
 // any statement a schema's limits let through (a CREATE TABLE at max_columns_per_table is well
 // under it) and small enough that parsing one cannot hold a node's memory.
 const DefaultMaxStatementSize = 1 << 20

@@ -87,7 +87,7 @@ func TestDefaultMaxStatementSize(t *testing.T) {
 	_, err := c.exec("n1", quorum, stmt)
 	wantTooLong(t, "Execute", err, len(stmt), shell.DefaultMaxStatementSize)
 
-	if _, err := shell.NewExecutor(shell.Config{LocalID: "n1", Ring: c.ring, Transport: c.transport, Schema: c.schema, MaxStatementSize: -1}); err == nil || !strings.Contains(err.Error(), "MaxStatementSize") {
+	if _, err := shell.NewExecutor(shell.Config{LocalID: "n1", Ring: c.ring, Transport: c.transport, Schema: c.schema, Options: shell.Options{MaxStatementSize: -1}}); err == nil || !strings.Contains(err.Error(), "MaxStatementSize") {
 		t.Errorf("NewExecutor with MaxStatementSize -1: %v, want an error naming it", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultMaxTimestampAhead is how far ahead of the coordinator's clock a client's USING
-// TIMESTAMP may be when Config.MaxTimestampAhead is zero. A cell written d ahead of the clock
+// TIMESTAMP may be when Options.MaxTimestampAhead is zero. A cell written d ahead of the clock
 // shadows every later write and deletion that takes the clock's timestamp for d, so the bound
 // is the longest a single bad timestamp can make a row immune to DELETE. An hour is far above
 // the error of any client clock that is synchronised at all (NTP: milliseconds; an unsynchronised

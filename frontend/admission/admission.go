@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Defaults of the zero Config fields, derived from the machine. Client requests mostly wait
+// Defaults of the zero Options fields, derived from the machine. Client requests mostly wait
 // (for replicas, for the disk), so many more run at once than there are cores; the bound is
 // there to stop a flood, not to keep the cores busy.
 const (
@@ -38,40 +38,43 @@ const (
 	DefaultQueueTimeout = 500 * time.Millisecond
 )
 
-// Config configures a Controller. The zero value of each field means its default.
-type Config struct {
+// Options configures a Controller. The zero value of each field means its default
+// (EnsureDefaults). The YAML tags are the keys of kvnode's configuration file (node.Config
+// nests Options).
+type Options struct {
 	// MaxConcurrent bounds the client requests executing at once. Default
 	// DefaultConcurrentPerCPU × GOMAXPROCS.
-	MaxConcurrent int
+	MaxConcurrent int `yaml:"max_concurrent_requests"`
 	// MaxQueued bounds the client requests waiting for an execution slot. Default
 	// DefaultQueuedPerConcurrent × MaxConcurrent. Negative means no queue: a request that
 	// finds every slot taken is refused at once.
-	MaxQueued int
+	MaxQueued int `yaml:"max_queued_requests"`
 	// QueueTimeout bounds a request's wait in the queue. Default DefaultQueueTimeout.
-	QueueTimeout time.Duration
+	QueueTimeout time.Duration `yaml:"request_queue_timeout"`
 }
 
-// EnsureDefaults fills in the zero fields and returns c.
-func (c *Config) EnsureDefaults() *Config {
-	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = DefaultConcurrentPerCPU * runtime.GOMAXPROCS(0)
+// EnsureDefaults replaces zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = DefaultConcurrentPerCPU * runtime.GOMAXPROCS(0)
 	}
-	if c.MaxQueued == 0 {
-		c.MaxQueued = DefaultQueuedPerConcurrent * c.MaxConcurrent
+	if o.MaxQueued == 0 {
+		o.MaxQueued = DefaultQueuedPerConcurrent * o.MaxConcurrent
 	}
-	if c.QueueTimeout == 0 {
-		c.QueueTimeout = DefaultQueueTimeout
+	if o.QueueTimeout == 0 {
+		o.QueueTimeout = DefaultQueueTimeout
 	}
-	return c
+	return o
 }
 
-// Validate checks c after EnsureDefaults.
-func (c *Config) Validate() error {
+// Validate reports whether o, after EnsureDefaults, describes a controller New can build. Each
+// error names the field, its configuration key and the values allowed.
+func (o *Options) Validate() error {
 	switch {
-	case c.MaxConcurrent < 0:
-		return fmt.Errorf("admission: MaxConcurrent is %d, want ≥ 1 (0 for the default)", c.MaxConcurrent)
-	case c.QueueTimeout < 0:
-		return fmt.Errorf("admission: QueueTimeout is %v, want ≥ 0 (0 for the default)", c.QueueTimeout)
+	case o.MaxConcurrent < 1:
+		return fmt.Errorf("admission: Options.MaxConcurrent (max_concurrent_requests) is %d, want ≥ 1", o.MaxConcurrent)
+	case o.QueueTimeout <= 0:
+		return fmt.Errorf("admission: Options.QueueTimeout (request_queue_timeout) is %v, want a positive duration", o.QueueTimeout)
 	}
 	return nil
 }
@@ -141,7 +144,7 @@ type Key any
 // takes the newest place of the client holding the most, which is refused instead. A flood is
 // thus shed first, and another client still queues.
 type Controller struct {
-	cfg Config
+	cfg Options
 
 	mu       sync.Mutex
 	inFlight int             // slots taken, including those handed to a waiter not yet awake
@@ -192,9 +195,8 @@ type Waiter struct {
 type Job func(err error) (holdsSlot bool)
 
 // New returns a controller for cfg (its zero fields taking their defaults).
-func New(cfg Config) (*Controller, error) {
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
+func New(cfg Options) (*Controller, error) {
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, clients: make(map[Key]*client)}
@@ -221,8 +223,8 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Config returns the controller's configuration, defaults filled in.
-func (c *Controller) Config() Config { return c.cfg }
+// Options returns the controller's options, defaults filled in.
+func (c *Controller) Options() Options { return c.cfg }
 
 // Try takes an execution slot at once if one is free and nobody waits for one (nil, nil).
 // Otherwise it reserves a place in client's queue (w, nil), and the caller must call w.Wait or

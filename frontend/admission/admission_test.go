@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func newController(t *testing.T, cfg Config) *Controller {
+func newController(t *testing.T, cfg Options) *Controller {
 	t.Helper()
 	c, err := New(cfg)
 	if err != nil {
@@ -27,7 +27,7 @@ func newController(t *testing.T, cfg Config) *Controller {
 // checks that the next request is refused at once, that the queued one runs when a slot frees,
 // and what the metrics say.
 func TestShedsOnceSlotsAndQueueAreFull(t *testing.T) {
-	c := newController(t, Config{MaxConcurrent: 2, MaxQueued: 1, QueueTimeout: time.Hour})
+	c := newController(t, Options{MaxConcurrent: 2, MaxQueued: 1, QueueTimeout: time.Hour})
 	ctx := context.Background()
 	for i := range 2 {
 		if w, err := c.Try("a"); w != nil || err != nil {
@@ -76,7 +76,7 @@ func TestShedsOnceSlotsAndQueueAreFull(t *testing.T) {
 // shed for that reason; one whose context ends first is not counted as shed.
 func TestQueueTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 10, QueueTimeout: 300 * time.Millisecond})
+		c := newController(t, Options{MaxConcurrent: 1, MaxQueued: 10, QueueTimeout: 300 * time.Millisecond})
 		if err := c.Acquire(context.Background(), "a"); err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestQueueTimeout(t *testing.T) {
 
 // TestNoQueue: with MaxQueued negative a request that finds every slot taken is refused at once.
 func TestNoQueue(t *testing.T) {
-	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: -1})
+	c := newController(t, Options{MaxConcurrent: 1, MaxQueued: -1})
 	if w, err := c.Try("a"); w != nil || err != nil {
 		t.Fatalf("Try = %v, %v; want a slot", w, err)
 	}
@@ -120,14 +120,26 @@ func TestNoQueue(t *testing.T) {
 	}
 }
 
-func TestConfigDefaultsAndValidation(t *testing.T) {
-	c := (&Config{}).EnsureDefaults()
+func TestOptionsDefaultsAndValidation(t *testing.T) {
+	c := (&Options{}).EnsureDefaults()
 	if c.MaxConcurrent < DefaultConcurrentPerCPU || c.MaxQueued != DefaultQueuedPerConcurrent*c.MaxConcurrent || c.QueueTimeout != DefaultQueueTimeout {
 		t.Errorf("defaults %+v, want %d per CPU, %d queued per slot, %v", *c, DefaultConcurrentPerCPU, DefaultQueuedPerConcurrent, DefaultQueueTimeout)
 	}
-	for _, bad := range []Config{{MaxConcurrent: -1}, {QueueTimeout: -time.Second}} {
-		if _, err := New(bad); err == nil {
-			t.Errorf("New(%+v) = nil error, want one naming the field", bad)
+	if twice := *c; *twice.EnsureDefaults() != *c {
+		t.Errorf("EnsureDefaults twice = %+v, want once = %+v", twice, *c)
+	}
+	if set := (Options{MaxConcurrent: 3, MaxQueued: -1, QueueTimeout: time.Second}); *set.EnsureDefaults() != (Options{MaxConcurrent: 3, MaxQueued: -1, QueueTimeout: time.Second}) {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+	for _, tc := range []struct {
+		bad  Options
+		want string
+	}{
+		{Options{MaxConcurrent: -1}, "admission: Options.MaxConcurrent (max_concurrent_requests) is -1, want ≥ 1"},
+		{Options{QueueTimeout: -time.Second}, "admission: Options.QueueTimeout (request_queue_timeout) is -1s, want a positive duration"},
+	} {
+		if _, err := New(tc.bad); err == nil || err.Error() != tc.want {
+			t.Errorf("New(%+v) = %v, want %q", tc.bad, err, tc.want)
 		}
 	}
 	var nilc *Controller
@@ -142,7 +154,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 // release (its turn comes right after the flooder's), not behind the flooder's nine.
 func TestFloodDoesNotDelayAnotherClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 10, QueueTimeout: time.Hour})
+		c := newController(t, Options{MaxConcurrent: 1, MaxQueued: 10, QueueTimeout: time.Hour})
 		ctx := context.Background()
 		if err := c.Acquire(ctx, "flood"); err != nil {
 			t.Fatal(err)
@@ -187,7 +199,7 @@ func TestFloodDoesNotDelayAnotherClient(t *testing.T) {
 // until the two hold equal shares; beyond its share the second client is refused too.
 func TestFloodIsShedFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
+		c := newController(t, Options{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
 		ctx := context.Background()
 		if err := c.Acquire(ctx, "flood"); err != nil {
 			t.Fatal(err)
@@ -250,7 +262,7 @@ func TestFloodIsShedFirst(t *testing.T) {
 // TestLeaveGivesBackAHandedSlot: a request that leaves its place after a slot was handed to it
 // (its connection closed before it waited) gives the slot back, to the next in turn.
 func TestLeaveGivesBackAHandedSlot(t *testing.T) {
-	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
+	c := newController(t, Options{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
 	if err := c.Acquire(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +282,7 @@ func TestLeaveGivesBackAHandedSlot(t *testing.T) {
 // BenchmarkAcquireReleaseFreeSlot is the cost admission control adds to a request on a node
 // with a free slot.
 func BenchmarkAcquireReleaseFreeSlot(b *testing.B) {
-	c, _ := New(Config{MaxConcurrent: 1 << 20})
+	c, _ := New(Options{MaxConcurrent: 1 << 20})
 	ctx := context.Background()
 	var client Key = &struct{ int }{}
 	b.ReportAllocs()
@@ -284,7 +296,7 @@ func BenchmarkAcquireReleaseFreeSlot(b *testing.B) {
 
 // BenchmarkAcquireReleaseFreeSlotParallel is the same from every core at once.
 func BenchmarkAcquireReleaseFreeSlotParallel(b *testing.B) {
-	c, _ := New(Config{MaxConcurrent: 1 << 20})
+	c, _ := New(Options{MaxConcurrent: 1 << 20})
 	ctx := context.Background()
 	var client Key = &struct{ int }{}
 	b.ReportAllocs()
@@ -302,7 +314,7 @@ func BenchmarkAcquireReleaseFreeSlotParallel(b *testing.B) {
 // cancelled, some leaving their place: no more than MaxConcurrent ever run at once, and once
 // all are done nothing is left in flight or queued.
 func TestConcurrentClientsKeepTheBounds(t *testing.T) {
-	c := newController(t, Config{MaxConcurrent: 3, MaxQueued: 5, QueueTimeout: time.Millisecond})
+	c := newController(t, Options{MaxConcurrent: 3, MaxQueued: 5, QueueTimeout: time.Millisecond})
 	var running, peak atomic.Int64
 	var wg sync.WaitGroup
 	for client := range 8 {
@@ -346,7 +358,7 @@ func TestConcurrentClientsKeepTheBounds(t *testing.T) {
 // TestRefusalAllocatesNothing: under a flood most requests are refused, so refusing one, and
 // reading why (the front ends answer with the message), allocates nothing.
 func TestRefusalAllocatesNothing(t *testing.T) {
-	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 1, QueueTimeout: time.Hour})
+	c := newController(t, Options{MaxConcurrent: 1, MaxQueued: 1, QueueTimeout: time.Hour})
 	if w, err := c.Try("a"); w != nil || err != nil {
 		t.Fatalf("Try with a free slot = %v, %v; want the slot", w, err)
 	}
@@ -370,7 +382,7 @@ func TestRefusalAllocatesNothing(t *testing.T) {
 // goroutine of the request whose slot passes to it, as soon as that request finishes, in the
 // clients' turn; once nobody waits the slot is freed.
 func TestHandoffRunsQueuedWorkOnTheFinishingGoroutine(t *testing.T) {
-	c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
+	c := newController(t, Options{MaxConcurrent: 1, MaxQueued: 4, QueueTimeout: time.Hour})
 	if w, err := c.Try("a"); w != nil || err != nil {
 		t.Fatalf("Try with a free slot = %v, %v; want the slot", w, err)
 	}
@@ -411,7 +423,7 @@ func TestHandoffRunsQueuedWorkOnTheFinishingGoroutine(t *testing.T) {
 // that gives it back itself (returns false) ends Run's loop.
 func TestQueuedWorkIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newController(t, Config{MaxConcurrent: 1, MaxQueued: 2, QueueTimeout: 300 * time.Millisecond})
+		c := newController(t, Options{MaxConcurrent: 1, MaxQueued: 2, QueueTimeout: 300 * time.Millisecond})
 		if w, err := c.Try("a"); w != nil || err != nil {
 			t.Fatalf("Try with a free slot = %v, %v; want the slot", w, err)
 		}

@@ -31,7 +31,7 @@ func (b *blocking) Execute(ctx context.Context, _ coordinator.Statement) (coordi
 // queue, the next Execute is refused at once with RESOURCE_EXHAUSTED, RetryInfo and ErrorInfo
 // OVERLOADED; the blocked call completes once released.
 func TestExecuteShedWhenTheNodeIsFull(t *testing.T) {
-	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: -1, QueueTimeout: time.Second})
+	ctl, err := admission.New(admission.Options{MaxConcurrent: 1, MaxQueued: -1, QueueTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

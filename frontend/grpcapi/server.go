@@ -3,6 +3,7 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,7 +20,8 @@ type Executor interface {
 	Execute(ctx context.Context, st coordinator.Statement) (coordinator.Result, error)
 }
 
-// Config configures a Server. Executor is required.
+// Config configures a Server: what the node wires in. Executor is required; the zero value of
+// every other field means its default.
 type Config struct {
 	// Executor executes statements.
 	Executor Executor
@@ -47,13 +49,25 @@ type Server struct {
 
 // New returns the gRPC service for cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.Executor == nil {
-		return nil, errors.New("grpcapi: Config.Executor is nil")
-	}
-	if cfg.MessageLimit < 0 {
-		return nil, errors.New("grpcapi: Config.MessageLimit is negative")
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	return &Server{cfg: cfg}, nil
+}
+
+// EnsureDefaults returns c: every zero field of Config already means what it should (no
+// admission bound, no message limit check, no top partitions).
+func (c *Config) EnsureDefaults() *Config { return c }
+
+// Validate reports whether c, after EnsureDefaults, describes a service New can build.
+func (c *Config) Validate() error {
+	switch {
+	case c.Executor == nil:
+		return errors.New("grpcapi: Config.Executor is nil")
+	case c.MessageLimit < 0:
+		return fmt.Errorf("grpcapi: Config.MessageLimit is %d, want ≥ 0 bytes (0: no check)", c.MessageLimit)
+	}
+	return nil
 }
 
 // Execute runs one statement: it translates the request into a coordinator.Statement, executes

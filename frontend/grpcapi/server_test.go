@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -32,5 +33,22 @@ func TestResultOverTheMessageLimitIsRefused(t *testing.T) {
 	_, _, err = cl.Query(context.Background(), client.One, "SELECT * FROM t")
 	if err == nil || !strings.Contains(err.Error(), "more than this node's message limit of 4096 bytes") || !strings.Contains(err.Error(), "LIMIT") {
 		t.Errorf("a 5000-byte result under a 4096-byte limit: %v, want an error naming the limit and LIMIT", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  grpcapi.Config
+		want string
+	}{
+		{grpcapi.Config{}, "grpcapi: Config.Executor is nil"},
+		{grpcapi.Config{Executor: &fixed{}, MessageLimit: -1}, "grpcapi: Config.MessageLimit is -1, want ≥ 0 bytes (0: no check)"},
+	} {
+		if _, err := grpcapi.New(tc.cfg); err == nil || err.Error() != tc.want {
+			t.Errorf("New(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+	if cfg := (grpcapi.Config{Executor: &fixed{}, MessageLimit: 5}); *cfg.EnsureDefaults() != cfg {
+		t.Errorf("EnsureDefaults changed set fields: %+v", cfg)
 	}
 }

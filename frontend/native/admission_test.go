@@ -44,7 +44,7 @@ func TestAdmissionShedsStatements(t *testing.T) {
 // TestOverloadedAnswerAllocatesNothing: the answer to a statement the admission controller
 // refuses is made once and shared, so that shedding a flood allocates nothing per request.
 func TestOverloadedAnswerAllocatesNothing(t *testing.T) {
-	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: -1})
+	ctl, err := admission.New(admission.Options{MaxConcurrent: 1, MaxQueued: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestQueuedStatementsHoldNoGoroutine(t *testing.T) {
 // for a slot has them taken out of the queue at once (not at the queue timeout, an hour here),
 // and its connection is dropped.
 func TestDisconnectRefusesQueuedStatements(t *testing.T) {
-	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: 8, QueueTimeout: time.Hour})
+	ctl, err := admission.New(admission.Options{MaxConcurrent: 1, MaxQueued: 8, QueueTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestDisconnectRefusesQueuedStatements(t *testing.T) {
 // connection: it returns once that statement holds the slot.
 func slotHeld(t *testing.T, maxQueued int) (*admission.Controller, *gate, *testClient, *cqlwire.Query) {
 	t.Helper()
-	ctl, err := admission.New(admission.Config{MaxConcurrent: 1, MaxQueued: maxQueued, QueueTimeout: time.Hour})
+	ctl, err := admission.New(admission.Options{MaxConcurrent: 1, MaxQueued: maxQueued, QueueTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestUnreadAnswersAreBoundedInBytes(t *testing.T) {
 				Values:  [][][]byte{{big}},
 			}}, nil
 		}}
-		s, err := New(Config{Executor: exec, MaxConnectionBytes: limit, Logger: slog.New(slog.DiscardHandler)})
+		s, err := New(Config{Executor: exec, Options: Options{MaxConnectionBytes: limit}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

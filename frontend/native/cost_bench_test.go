@@ -185,15 +185,11 @@ func processCPU(tb testing.TB) time.Duration {
 func startCostNode(tb testing.TB) *node.Node {
 	tb.Helper()
 	nd, err := node.Start(context.Background(), node.Config{
-		DataDir:                filepath.Join(tb.TempDir(), "n"),
-		Addr:                   "127.0.0.1:0",
-		CQLAddr:                "127.0.0.1:0",
-		GossipAddr:             "127.0.0.1:0",
-		NoSync:                 true,
-		Profile:                cluster.ProfileTest,
-		Storage:                replica.Options{CacheSize: 32 << 20, MemTableSize: 16 << 20},
-		SchemaAgreementTimeout: 5 * time.Second,
-		Logger:                 slog.New(slog.DiscardHandler),
+		DataDir: filepath.Join(tb.TempDir(), "n"),
+		Listen:  node.ListenOptions{Addr: "127.0.0.1:0", CQLAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0"},
+		Cluster: cluster.Options{Profile: cluster.ProfileTest, SchemaAgreementTimeout: 5 * time.Second},
+		Storage: replica.Options{CacheSize: 32 << 20, MemTableSize: 16 << 20, NoSync: true},
+		Logger:  slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		tb.Fatal(err)

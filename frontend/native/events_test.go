@@ -187,7 +187,7 @@ func TestRegisterUnknownEvent(t *testing.T) {
 // event queue is full is closed.
 func TestSlowEventReaderIsClosed(t *testing.T) {
 	ft := &fakeTopology{changed: make(chan struct{})}
-	s, addr := startServer(t, Config{Topology: ft, EventQueue: 1})
+	s, addr := startServer(t, Config{Topology: ft, Options: Options{EventQueue: 1}})
 	c := dial(t, addr)
 	c.startup(nil)
 	c.roundTrip(&cqlwire.Register{Events: []string{"TOPOLOGY_CHANGE"}})

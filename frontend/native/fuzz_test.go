@@ -82,7 +82,7 @@ func FuzzConn(f *testing.F) {
 				Variables: []coordinator.Variable{{Keyspace: "ks", Table: "t", Name: "k", Type: schema.TypeText}}}, nil
 		},
 	}
-	s, err := New(Config{Executor: exec, MaxFrameSize: 64 << 10, MaxInFlight: 8, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Config{Executor: exec, MaxFrameSize: 64 << 10, Options: Options{MaxInFlight: 8}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}

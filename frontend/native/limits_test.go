@@ -23,7 +23,7 @@ import (
 func TestInFlightLimitStopsReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate()
-		s, err := New(Config{Executor: &fakeExecutor{execute: g.execute}, MaxInFlight: 2, Logger: slog.New(slog.DiscardHandler)})
+		s, err := New(Config{Executor: &fakeExecutor{execute: g.execute}, Options: Options{MaxInFlight: 2}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func connCount(s *Server) int {
 // TestConnectionLimit checks that a connection over MaxConnections is answered Overloaded and
 // closed, and that a slot freed is usable again.
 func TestConnectionLimit(t *testing.T) {
-	s, addr := startServer(t, Config{MaxConnections: 2})
+	s, addr := startServer(t, Config{Options: Options{MaxConnections: 2}})
 	c1, c2 := dial(t, addr), dial(t, addr)
 	c1.startup(nil)
 	c2.startup(nil)
@@ -257,7 +257,7 @@ func TestConnectionLimitOverTLS(t *testing.T) {
 	if err != nil || !roots.AppendCertsFromPEM(pem) {
 		t.Fatalf("read the CA certificate: %v", err)
 	}
-	s, addr := startServerOn(t, Config{MaxConnections: 1}, func(l net.Listener) net.Listener {
+	s, addr := startServerOn(t, Config{Options: Options{MaxConnections: 1}}, func(l net.Listener) net.Listener {
 		return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}})
 	})
 	dialTLS := func() *testClient {

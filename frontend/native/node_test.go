@@ -26,17 +26,11 @@ const waitLimit = 30 * time.Second
 func startNode(t *testing.T, seeds ...string) *node.Node {
 	t.Helper()
 	nd, err := node.Start(context.Background(), node.Config{
-		DataDir:                filepath.Join(t.TempDir(), "n"),
-		Addr:                   "127.0.0.1:0",
-		CQLAddr:                "127.0.0.1:0",
-		InternodeAddr:          "127.0.0.1:0",
-		GossipAddr:             "127.0.0.1:0",
-		Seeds:                  seeds,
-		NoSync:                 true,
-		Profile:                cluster.ProfileTest,
-		Storage:                replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
-		SchemaAgreementTimeout: 5 * time.Second,
-		Logger:                 slog.New(slog.DiscardHandler),
+		DataDir: filepath.Join(t.TempDir(), "n"),
+		Listen:  node.ListenOptions{Addr: "127.0.0.1:0", CQLAddr: "127.0.0.1:0", InternodeAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0"},
+		Cluster: cluster.Options{Seeds: seeds, Profile: cluster.ProfileTest, SchemaAgreementTimeout: 5 * time.Second},
+		Storage: replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20, NoSync: true},
+		Logger:  slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,7 @@ type Executor interface {
 	ExecuteBatch(ctx context.Context, b coordinator.BatchStatement) (coordinator.Result, error)
 }
 
-// Defaults of the zero Config fields.
+// Defaults of the zero Options and Config fields.
 const (
 	// DefaultMaxConnections bounds the client connections of one node.
 	DefaultMaxConnections = 1024
@@ -51,37 +52,108 @@ const (
 	DefaultEventQueue = 256
 )
 
-// Config configures a Server. Executor is required; the zero value of every other field means
-// its default.
-type Config struct {
-	Executor Executor
-	// MaxFrameSize bounds a request frame's body, compressed and decompressed. Default
-	// cqlwire.DefaultMaxFrameSize; node derives it from max_mutation_size.
-	MaxFrameSize int
-	// MaxConnections bounds open client connections; a connection over it is answered
-	// Overloaded and closed. Default DefaultMaxConnections.
-	MaxConnections int
-	// MaxInFlight bounds a connection's requests in flight. Default DefaultMaxInFlight.
-	MaxInFlight int
+// Options are the server's bounds on connections, requests and memory. The zero value of each
+// field means its default (EnsureDefaults). The YAML tags are the keys of kvnode's
+// configuration file (node.Config nests Options); the fields tagged "-" are set in code.
+type Options struct {
+	// MaxConnections bounds open client connections, 1 to math.MaxInt32; a connection over it
+	// is answered Overloaded and closed. Default DefaultMaxConnections.
+	MaxConnections int `yaml:"max_native_connections"`
+	// MaxInFlight bounds a connection's requests being executed or waiting for their answer
+	// to be written, 1 to MaxInFlightLimit (the stream ids of a connection); at the bound the
+	// connection is not read until one is answered. Default DefaultMaxInFlight.
+	MaxInFlight int `yaml:"max_native_requests_per_connection"`
 	// MaxConnectionBytes bounds the bytes of requests being executed and answers waiting to be
 	// written that one connection holds; MaxServerBytes those of all connections. At the bound
-	// a connection is not read and its answers wait (backpressure). Defaults
-	// DefaultMaxConnectionBytes and DefaultMaxServerBytes.
-	MaxConnectionBytes, MaxServerBytes int64
-	// HandshakeTimeout is how long a connection may take from accept to STARTUP. Default
-	// DefaultHandshakeTimeout.
-	HandshakeTimeout time.Duration
+	// a connection is not read and its answers wait (backpressure); a frame larger than a bound
+	// is still served, alone. Defaults DefaultMaxConnectionBytes and DefaultMaxServerBytes.
+	MaxConnectionBytes int64 `yaml:"max_native_connection_bytes"`
+	MaxServerBytes     int64 `yaml:"max_native_bytes"`
 	// PreparedCacheSize bounds the node's prepared statements (least recently used are
 	// dropped; a driver executing a dropped one is answered Unprepared and re-prepares).
 	// Default DefaultPreparedCacheSize.
-	PreparedCacheSize int
+	PreparedCacheSize int `yaml:"-"`
 	// PreparedCacheBytes bounds the memory of the node's prepared statements (estimated from
 	// their text), as Cassandra's prepared_statements_cache_size does: without it, PREPAREs of
 	// large statements could pin PreparedCacheSize × the frame limit. Default
 	// DefaultPreparedCacheBytes.
-	PreparedCacheBytes int64
+	PreparedCacheBytes int64 `yaml:"-"`
 	// EventQueue bounds a connection's pending events. Default DefaultEventQueue.
-	EventQueue int
+	EventQueue int `yaml:"-"`
+}
+
+// EnsureDefaults replaces zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.MaxConnectionBytes == 0 {
+		o.MaxConnectionBytes = DefaultMaxConnectionBytes
+	}
+	if o.MaxServerBytes == 0 {
+		o.MaxServerBytes = DefaultMaxServerBytes
+	}
+	if o.PreparedCacheSize == 0 {
+		o.PreparedCacheSize = DefaultPreparedCacheSize
+	}
+	if o.PreparedCacheBytes == 0 {
+		o.PreparedCacheBytes = DefaultPreparedCacheBytes
+	}
+	if o.EventQueue == 0 {
+		o.EventQueue = DefaultEventQueue
+	}
+	return o
+}
+
+// Validate reports whether o, after EnsureDefaults, holds usable bounds. Each error names the
+// field, its configuration key and the values allowed.
+func (o *Options) Validate() error {
+	for _, b := range []struct {
+		field, key string
+		v, max     int64
+	}{
+		{"MaxConnections", " (max_native_connections)", int64(o.MaxConnections), math.MaxInt32},
+		{"MaxInFlight", " (max_native_requests_per_connection)", int64(o.MaxInFlight), MaxInFlightLimit},
+		{"PreparedCacheSize", "", int64(o.PreparedCacheSize), math.MaxInt32},
+		{"EventQueue", "", int64(o.EventQueue), math.MaxInt32},
+	} {
+		if b.v < 1 || b.v > b.max {
+			why := ""
+			if b.max == MaxInFlightLimit {
+				why = " (the stream ids of a connection)"
+			}
+			return fmt.Errorf("native: Options.%s%s is %d, want 1 to %d%s", b.field, b.key, b.v, b.max, why)
+		}
+	}
+	for _, b := range []struct {
+		field, key string
+		v          int64
+	}{
+		{"MaxConnectionBytes", " (max_native_connection_bytes)", o.MaxConnectionBytes},
+		{"MaxServerBytes", " (max_native_bytes)", o.MaxServerBytes},
+		{"PreparedCacheBytes", "", o.PreparedCacheBytes},
+	} {
+		if b.v < 1 {
+			return fmt.Errorf("native: Options.%s%s is %d, want a positive number of bytes", b.field, b.key, b.v)
+		}
+	}
+	return nil
+}
+
+// Config configures a Server: its Options and what the program running it wires in. Executor
+// is required; the zero value of every other field means its default.
+type Config struct {
+	Options
+	Executor Executor
+	// MaxFrameSize bounds a request frame's body, compressed and decompressed. Default
+	// cqlwire.DefaultMaxFrameSize; node derives it from max_mutation_size.
+	MaxFrameSize int
+	// HandshakeTimeout is how long a connection may take from accept to STARTUP (and the
+	// login). Default DefaultHandshakeTimeout; node gives every listener its handshake_timeout.
+	HandshakeTimeout time.Duration
 	// Schema, when set, is watched for schema changes to push as SCHEMA_CHANGE events.
 	Schema SchemaSource
 	// Topology, when set, is watched for nodes joining, leaving, going up and down, pushed as
@@ -98,63 +170,33 @@ type Config struct {
 	Authenticator Authenticator
 }
 
-func (c *Config) ensureDefaults() {
+// EnsureDefaults replaces zero fields with their defaults, the Options' among them, and returns
+// c.
+func (c *Config) EnsureDefaults() *Config {
+	c.Options.EnsureDefaults()
 	if c.MaxFrameSize == 0 {
 		c.MaxFrameSize = cqlwire.DefaultMaxFrameSize
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultMaxConnections
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
-	if c.MaxConnectionBytes == 0 {
-		c.MaxConnectionBytes = DefaultMaxConnectionBytes
-	}
-	if c.MaxServerBytes == 0 {
-		c.MaxServerBytes = DefaultMaxServerBytes
-	}
-	if c.PreparedCacheSize == 0 {
-		c.PreparedCacheSize = DefaultPreparedCacheSize
-	}
-	if c.PreparedCacheBytes == 0 {
-		c.PreparedCacheBytes = DefaultPreparedCacheBytes
-	}
-	if c.EventQueue == 0 {
-		c.EventQueue = DefaultEventQueue
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	return c
 }
 
-func (c *Config) validate() error {
+// Validate reports whether c, after EnsureDefaults, describes a server New can start.
+func (c *Config) Validate() error {
 	switch {
 	case c.Executor == nil:
 		return errors.New("native: Config.Executor is nil")
-	case c.MaxFrameSize < 0:
-		return fmt.Errorf("native: Config.MaxFrameSize is %d, want ≥ 0 bytes", c.MaxFrameSize)
-	case c.MaxConnections < 0:
-		return fmt.Errorf("native: Config.MaxConnections is %d, want ≥ 0", c.MaxConnections)
-	case c.MaxInFlight < 0 || c.MaxInFlight > maxStreams:
-		return fmt.Errorf("native: Config.MaxInFlight is %d, want 0 to %d (the stream ids of a connection)", c.MaxInFlight, maxStreams)
-	case c.MaxConnectionBytes < 0:
-		return fmt.Errorf("native: Config.MaxConnectionBytes is %d, want ≥ 0", c.MaxConnectionBytes)
-	case c.MaxServerBytes < 0:
-		return fmt.Errorf("native: Config.MaxServerBytes is %d, want ≥ 0", c.MaxServerBytes)
-	case c.HandshakeTimeout < 0:
-		return fmt.Errorf("native: Config.HandshakeTimeout is %v, want ≥ 0", c.HandshakeTimeout)
-	case c.PreparedCacheBytes < 0:
-		return fmt.Errorf("native: Config.PreparedCacheBytes is %d, want ≥ 0", c.PreparedCacheBytes)
-	case c.PreparedCacheSize < 0:
-		return fmt.Errorf("native: Config.PreparedCacheSize is %d, want ≥ 0", c.PreparedCacheSize)
-	case c.EventQueue < 0:
-		return fmt.Errorf("native: Config.EventQueue is %d, want ≥ 0", c.EventQueue)
+	case c.MaxFrameSize < 1:
+		return fmt.Errorf("native: Config.MaxFrameSize is %d, want a positive number of bytes", c.MaxFrameSize)
+	case c.HandshakeTimeout <= 0:
+		return fmt.Errorf("native: Config.HandshakeTimeout is %v, want a positive duration", c.HandshakeTimeout)
 	}
-	return nil
+	return c.Options.Validate()
 }
 
 // maxStreams is the number of stream ids a v4 client may use (0 to 32767).
@@ -205,8 +247,7 @@ const (
 
 // New returns a server for cfg and starts watching cfg's schema and topology sources.
 func New(cfg Config) (*Server, error) {
-	cfg.ensureDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,7 +20,8 @@ import (
 	"github.com/kvnode/kvnode/replica"
 )
 
-// Options configures a cluster. The zero value of every field but Dir means its default.
+// Options configures a cluster. The zero value of every field but Dir means its default
+// (EnsureDefaults).
 type Options struct {
 	// Dir holds one data directory per node (n1, n2, ...). Required.
 	Dir string
@@ -95,32 +96,47 @@ type Member struct {
 	SchemaDigest string
 }
 
+// EnsureDefaults replaces zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Profile == 0 {
+		o.Profile = cluster.ProfileTest
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = "kvnode-localcluster"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LogKey == "" {
+		o.LogKey = "testnode"
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	return o
+}
+
+// Validate reports whether o, after EnsureDefaults, describes a cluster Start can start.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return errors.New("localcluster: Options.Dir is required")
+	case o.Nodes < 0:
+		return fmt.Errorf("localcluster: Options.Nodes is %d, want at least 1", o.Nodes)
+	case o.StartTimeout < 0:
+		return fmt.Errorf("localcluster: Options.StartTimeout is %v, want a positive duration", o.StartTimeout)
+	}
+	return nil
+}
+
 // Start starts opts.Nodes nodes and waits until every node sees all of them live. On error it
 // stops the nodes it started.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	if opts.Dir == "" {
-		return nil, errors.New("localcluster: Options.Dir is required")
-	}
-	if opts.Nodes == 0 {
-		opts.Nodes = 3
-	}
-	if opts.Nodes < 0 {
-		return nil, fmt.Errorf("localcluster: Options.Nodes is %d, want at least 1", opts.Nodes)
-	}
-	if opts.Profile == 0 {
-		opts.Profile = cluster.ProfileTest
-	}
-	if opts.ClusterName == "" {
-		opts.ClusterName = "kvnode-localcluster"
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.LogKey == "" {
-		opts.LogKey = "testnode"
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 30 * time.Second
+	if err := opts.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	c := &Cluster{opts: opts}
 	defer func() {
@@ -151,20 +167,14 @@ func (c *Cluster) start(ctx context.Context, i int) error {
 		}
 	}
 	cfg := node.Config{
-		DataDir:       n.DataDir,
-		Addr:          "127.0.0.1:0",
-		CQLAddr:       "127.0.0.1:0",
-		InternodeAddr: "127.0.0.1:0",
-		GossipAddr:    "127.0.0.1:0",
-		Seeds:         seeds,
-		NoSync:        !c.opts.Sync,
-		ClusterName:   c.opts.ClusterName,
-		Profile:       c.opts.Profile,
+		DataDir: n.DataDir,
+		Listen:  node.ListenOptions{Addr: "127.0.0.1:0", CQLAddr: "127.0.0.1:0", InternodeAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0"},
+		Cluster: cluster.Options{Seeds: seeds, ClusterName: c.opts.ClusterName, Profile: c.opts.Profile,
+			// DDL with a node down on purpose should not wait long for its agreement.
+			SchemaAgreementTimeout: 5 * time.Second},
 		// Several nodes share one process: keep their pebble caches small.
-		Storage: replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
-		// DDL with a node down on purpose should not wait long for its agreement.
-		SchemaAgreementTimeout: 5 * time.Second,
-		Logger:                 c.opts.Logger.With(c.opts.LogKey, n.Name),
+		Storage: replica.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20, NoSync: !c.opts.Sync},
+		Logger:  c.opts.Logger.With(c.opts.LogKey, n.Name),
 	}
 	if c.opts.Adjust != nil {
 		c.opts.Adjust(i, &cfg)

@@ -2,9 +2,12 @@ package localcluster_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/node/localcluster"
 )
 
@@ -68,5 +71,33 @@ func TestStopRestartKeepsIdentityAndMembership(t *testing.T) {
 	}
 	if err := tc.Restart(ctx, 1); err == nil {
 		t.Errorf("Restart of a running node succeeded, want an error")
+	}
+}
+
+func TestOptions(t *testing.T) {
+	var o localcluster.Options
+	o.EnsureDefaults()
+	if o.Nodes != 3 || o.Profile != cluster.ProfileTest || o.ClusterName == "" || o.Logger == nil || o.LogKey == "" || o.StartTimeout <= 0 {
+		t.Errorf("EnsureDefaults on zero Options = %+v, want every default", o)
+	}
+	once := o
+	if o.EnsureDefaults(); !reflect.DeepEqual(o, once) {
+		t.Errorf("EnsureDefaults twice = %+v, want once = %+v", o, once)
+	}
+	set := localcluster.Options{Dir: "d", Nodes: 1, Profile: cluster.ProfileLocal, ClusterName: "c", LogKey: "k", StartTimeout: time.Second}
+	if set.EnsureDefaults(); set.Nodes != 1 || set.Profile != cluster.ProfileLocal || set.ClusterName != "c" || set.LogKey != "k" || set.StartTimeout != time.Second {
+		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+	for _, tc := range []struct {
+		o    localcluster.Options
+		want string
+	}{
+		{localcluster.Options{}, "localcluster: Options.Dir is required"},
+		{localcluster.Options{Dir: "d", Nodes: -1}, "localcluster: Options.Nodes is -1, want at least 1"},
+		{localcluster.Options{Dir: "d", StartTimeout: -time.Second}, "localcluster: Options.StartTimeout is -1s, want a positive duration"},
+	} {
+		if _, err := localcluster.Start(t.Context(), tc.o); err == nil || err.Error() != tc.want {
+			t.Errorf("Start(%+v) = %v, want %q", tc.o, err, tc.want)
+		}
 	}
 }

@@ -187,7 +187,9 @@ func TestTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: 1, ClientTLS: clientTLS,
-		Adjust: func(_ int, cfg *node.Config) { cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = f.Cert, f.Key, f.CA }})
+		Adjust: func(_ int, cfg *node.Config) {
+			cfg.Security.TLSCert, cfg.Security.TLSKey, cfg.Security.TLSCA = f.Cert, f.Key, f.CA
+		}})
 	if err != nil {
 		t.Fatalf("start a node: %v", err)
 	}

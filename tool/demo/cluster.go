@@ -12,7 +12,6 @@ import (
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/localcluster"
-	"github.com/kvnode/kvnode/replica"
 )
 
 // numNodes is the size of the demo cluster, and the keyspace's replication factor.
@@ -55,15 +54,15 @@ func startNodes(ctx context.Context, dir string, log *slog.Logger, sharedNative 
 		StartTimeout: liveTimeout,
 		Adjust: func(i int, cfg *node.Config) {
 			if hosts != nil {
-				cfg.Addr = net.JoinHostPort(hosts[i], "0")
-				cfg.GossipAddr = net.JoinHostPort(hosts[i], "0")
-				cfg.CQLAddr = net.JoinHostPort(hosts[i], strconv.Itoa(port))
+				cfg.Listen.Addr = net.JoinHostPort(hosts[i], "0")
+				cfg.Listen.GossipAddr = net.JoinHostPort(hosts[i], "0")
+				cfg.Listen.CQLAddr = net.JoinHostPort(hosts[i], strconv.Itoa(port))
 			}
 			// Three nodes share one process: keep their pebble caches small, but not as small as
 			// a test's.
-			cfg.Storage = replica.Options{CacheSize: 16 << 20, MemTableSize: 4 << 20}
+			cfg.Storage.CacheSize, cfg.Storage.MemTableSize = 16<<20, 4<<20
 			// The node's default, not the test cluster's short one.
-			cfg.SchemaAgreementTimeout = 0
+			cfg.Cluster.SchemaAgreementTimeout = 0
 		},
 	})
 	if err != nil {
