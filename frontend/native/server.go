@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/frontend/admission"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 	"github.com/kvnode/kvnode/internal/gopool"
 )
 
@@ -49,6 +51,12 @@ const (
 	// connection that falls further behind is closed (its driver reconnects and re-reads
 	// the metadata it would have learnt from the lost events).
 	DefaultEventQueue = 256
+	// DefaultMaxPreLoginFrameSize bounds a frame before the connection is started (READY or
+	// AUTH_SUCCESS): OPTIONS, STARTUP and AUTH_RESPONSE take a few hundred bytes.
+	DefaultMaxPreLoginFrameSize = 64 << 10
+	// DefaultMaxPreLoginConnectionsPerHost bounds the connections of one host that are not
+	// started yet: a driver opens a few at a time.
+	DefaultMaxPreLoginConnectionsPerHost = 16
 )
 
 // Config configures a Server. Executor is required; the zero value of every other field means
@@ -96,6 +104,19 @@ type Config struct {
 	// Authenticator, when set, makes clients log in (auth.go): STARTUP is answered
 	// AUTHENTICATE and statements run as the role that logged in. Nil: no login.
 	Authenticator Authenticator
+	// Logins counts, logs and slows down failed logins (frontend/loginguard); the node shares
+	// it with its other client front end. Nil: a guard of the server's own, with the default
+	// policy, whose metrics the server does not export.
+	Logins *loginguard.Guard
+	// MaxPreLoginFrameSize bounds a frame before the connection is started (READY, or
+	// AUTH_SUCCESS with an Authenticator): a larger one is refused from its header, before its
+	// body is read, with a protocol error that closes the connection. Default
+	// DefaultMaxPreLoginFrameSize (at most MaxFrameSize).
+	MaxPreLoginFrameSize int
+	// MaxPreLoginConnectionsPerHost bounds the connections of one host (an IPv4 address, an
+	// IPv6 /64) not started yet; one over it is answered Overloaded and closed. Default
+	// DefaultMaxPreLoginConnectionsPerHost.
+	MaxPreLoginConnectionsPerHost int
 }
 
 func (c *Config) ensureDefaults() {
@@ -129,6 +150,13 @@ func (c *Config) ensureDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.MaxPreLoginFrameSize == 0 {
+		c.MaxPreLoginFrameSize = DefaultMaxPreLoginFrameSize
+	}
+	c.MaxPreLoginFrameSize = min(c.MaxPreLoginFrameSize, c.MaxFrameSize)
+	if c.MaxPreLoginConnectionsPerHost == 0 {
+		c.MaxPreLoginConnectionsPerHost = DefaultMaxPreLoginConnectionsPerHost
+	}
 }
 
 func (c *Config) validate() error {
@@ -153,6 +181,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("native: Config.PreparedCacheSize is %d, want ≥ 0", c.PreparedCacheSize)
 	case c.EventQueue < 0:
 		return fmt.Errorf("native: Config.EventQueue is %d, want ≥ 0", c.EventQueue)
+	case c.MaxPreLoginFrameSize < 0:
+		return fmt.Errorf("native: Config.MaxPreLoginFrameSize is %d, want ≥ 0", c.MaxPreLoginFrameSize)
+	case c.MaxPreLoginConnectionsPerHost < 0:
+		return fmt.Errorf("native: Config.MaxPreLoginConnectionsPerHost is %d, want ≥ 0", c.MaxPreLoginConnectionsPerHost)
 	}
 	return nil
 }
@@ -173,6 +205,7 @@ type Server struct {
 	metrics   *metrics
 	bytes     *budget  // request and answer bytes held by every connection
 	admit     Admitter // the executor's early limiter decision; nil when it has none
+	logins    *loginguard.Guard
 	// statements runs statements on reused goroutines (internal/gopool), closed by Close once
 	// every connection has ended.
 	statements *gopool.Pool
@@ -191,6 +224,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	preLogin  map[netip.Prefix]int // connections not started, per host
 	closed    bool
 	stopping  bool           // Shutdown closed the listeners
 	wg        sync.WaitGroup // Serve loops, connections, refusals, the event watcher
@@ -222,9 +256,18 @@ func New(cfg Config) (*Server, error) {
 		cancel:     cancel,
 		listeners:  map[net.Listener]struct{}{},
 		conns:      map[*conn]struct{}{},
+		preLogin:   map[netip.Prefix]int{},
+		logins:     cfg.Logins,
 		refusing:   make(chan struct{}, maxRefusing),
 	}
 	s.admit, _ = cfg.Executor.(Admitter)
+	if s.logins == nil {
+		var err error
+		if s.logins, err = loginguard.New(loginguard.Config{Logger: cfg.Logger}); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	s.events = newHub(s.log)
 	from := startWatch(cfg.Schema, cfg.Topology)
 	s.wg.Add(1)
@@ -294,7 +337,16 @@ func (s *Server) accept(nc net.Conn) {
 		s.mu.Unlock()
 		return
 	}
+	host := loginguard.Host(nc.RemoteAddr())
+	if s.preLogin[host] >= s.cfg.MaxPreLoginConnectionsPerHost {
+		s.metrics.refused.Inc()
+		s.refuseLocked(nc, fmt.Sprintf("too many connections from %s that have not logged in: this node accepts at most %d per host before their STARTUP (and login) completes", host.Addr(), s.cfg.MaxPreLoginConnectionsPerHost))
+		s.mu.Unlock()
+		return
+	}
 	c := newConn(s, nc)
+	c.host, c.preLogin = host, true
+	s.preLogin[host]++
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -305,10 +357,29 @@ func (s *Server) accept(nc net.Conn) {
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.leavePreLoginLocked(c)
 		s.mu.Unlock()
 		s.events.unsubscribe(c)
 		s.metrics.connections.Dec()
 	}()
+}
+
+// leavePreLogin frees c's place among its host's connections not started: it has started.
+func (s *Server) leavePreLogin(c *conn) {
+	s.mu.Lock()
+	s.leavePreLoginLocked(c)
+	s.mu.Unlock()
+}
+
+// leavePreLoginLocked is leavePreLogin with s.mu held; once per connection.
+func (s *Server) leavePreLoginLocked(c *conn) {
+	if !c.preLogin {
+		return
+	}
+	c.preLogin = false
+	if s.preLogin[c.host]--; s.preLogin[c.host] <= 0 {
+		delete(s.preLogin, c.host)
+	}
 }
 
 // Refuse answers nc, a connection that the server's listener refused over a bound of its own
