@@ -105,8 +105,7 @@ type Config struct {
 	// AUTHENTICATE and statements run as the role that logged in. Nil: no login.
 	Authenticator Authenticator
 	// Logins counts, logs and slows down failed logins (frontend/loginguard); the node shares
-	// it with its other client front end. Nil: a guard of the server's own, with the default
-	// policy, whose metrics the server does not export.
+	// it with its other client front end. Nil: logins are checked without it.
 	Logins *loginguard.Guard
 	// MaxPreLoginFrameSize bounds a frame before the connection is started (READY, or
 	// AUTH_SUCCESS with an Authenticator): a larger one is refused from its header, before its
@@ -261,13 +260,6 @@ func New(cfg Config) (*Server, error) {
 		refusing:   make(chan struct{}, maxRefusing),
 	}
 	s.admit, _ = cfg.Executor.(Admitter)
-	if s.logins == nil {
-		var err error
-		if s.logins, err = loginguard.New(loginguard.Config{Logger: cfg.Logger}); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
 	s.events = newHub(s.log)
 	from := startWatch(cfg.Schema, cfg.Topology)
 	s.wg.Add(1)
