@@ -244,3 +244,36 @@ func failures(t *testing.T, g *loginguard.Guard, protocol, reason string) float6
 	t.Fatalf("no kvnode_auth_failures_total{protocol=%q,reason=%q}", protocol, reason)
 	return 0
 }
+
+// TestNilGuard: a nil guard checks logins without counting, logging or delaying them.
+func TestNilGuard(t *testing.T) {
+	var g *loginguard.Guard
+	a := &authenticator{}
+	for range 20 {
+		g.Malformed(loginguard.Native, addr("10.0.0.1"), "junk")
+		g.Authenticate(context.Background(), a, loginguard.Native, addr("10.0.0.1"), "alice", "guess")
+	}
+	if login, err := g.Authenticate(context.Background(), a, loginguard.Native, addr("10.0.0.1"), "alice", "pw"); err != nil || login.Role != "alice" || a.count() != 21 {
+		t.Errorf("nil guard: %v, %v after %d checks; want alice logged in and every attempt checked", login, err, a.count())
+	}
+}
+
+// TestConfigValidate: a field out of range is refused, naming it.
+func TestConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  loginguard.Config
+		want string
+	}{
+		{loginguard.Config{Threshold: -1}, "Config.Threshold is -1"},
+		{loginguard.Config{Delay: 2 * time.Second, MaxDelay: time.Second}, "Config.MaxDelay is 1s"},
+		{loginguard.Config{MaxEntries: 3}, "Config.MaxEntries is 3"},
+		{loginguard.Config{MaxWaitingPerHost: -2}, "MaxWaitingPerHost"},
+	} {
+		if _, err := loginguard.New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%+v): %v, want an error saying %q", tt.cfg, err, tt.want)
+		}
+	}
+	if _, err := loginguard.New(loginguard.Config{Delay: 30 * time.Second}); err != nil {
+		t.Errorf("New with Delay 30s (MaxDelay defaulting to it): %v", err)
+	}
+}
