@@ -195,11 +195,55 @@ type Login struct {
 }
 
 // AuthenticationError is a failed login: unknown role, wrong password, or a role that may not
-// log in. It never says which, so that it does not tell an attacker which roles exist.
+// log in. Its message never says which, so that it does not tell an attacker which roles exist;
+// Cause does, for the node's own logs and metrics.
 type AuthenticationError struct {
 	Username string
 	// Reason, when set, replaces the default message (a missing username, a malformed token).
 	Reason string
+	// Cause says why the login failed; never part of the message.
+	Cause LoginFailure
+}
+
+// LoginFailure is why a login failed, as the node counts and logs it (never as a client sees
+// it).
+type LoginFailure uint8
+
+// The causes of a failed login.
+const (
+	// FailureUnspecified is a failure whose authenticator did not say why.
+	FailureUnspecified LoginFailure = iota
+	// FailureBadPassword is a role that exists but whose password did not match (or that has
+	// none).
+	FailureBadPassword
+	// FailureUnknownRole is a username that names no role.
+	FailureUnknownRole
+	// FailureNotPermitted is a role that may not log in (LOGIN = false).
+	FailureNotPermitted
+	// FailureMalformed is credentials missing or that do not parse (no username, a name or
+	// password longer than can be stored, a token that is not SASL PLAIN).
+	FailureMalformed
+	// FailureThrottled is a login refused before its check, because too many failed from its
+	// address.
+	FailureThrottled
+)
+
+// String returns the cause's name in metrics and logs: "unspecified", "bad_password",
+// "unknown_role", "not_permitted", "malformed" or "throttled".
+func (f LoginFailure) String() string {
+	switch f {
+	case FailureBadPassword:
+		return "bad_password"
+	case FailureUnknownRole:
+		return "unknown_role"
+	case FailureNotPermitted:
+		return "not_permitted"
+	case FailureMalformed:
+		return "malformed"
+	case FailureThrottled:
+		return "throttled"
+	}
+	return "unspecified"
 }
 
 // Error reads as Cassandra's: "Provided username alice and/or password are incorrect".

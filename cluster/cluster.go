@@ -86,6 +86,7 @@ type Cluster struct {
 	cfg      Config
 	tim      timings
 	log      *slog.Logger
+	mlog     *memberlistLog // memberlist's logs, and its count of junk on the gossip port
 	id       NodeID
 	ml       *memberlist.Memberlist
 	gossip   string // actual gossip host:port (advertised)
@@ -159,6 +160,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		cfg:      cfg,
 		tim:      tim,
 		log:      cfg.Logger.With("component", "cluster", "node", string(id)),
+		mlog:     newMemberlistLog(cfg.Logger),
 		id:       id,
 		peers:    map[NodeID]*peerState{},
 		removed:  map[NodeID]int64{},
@@ -299,7 +301,7 @@ func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error
 		mc.Events = events{c}
 		mc.Alive = aliveFilter{c}
 		mc.Ping = pingDelegate{c}
-		mc.Logger = newMemberlistLogger(c.cfg.Logger)
+		mc.Logger = c.mlog.logger()
 		c.cfg.secureGossip(mc)
 		if c.cfg.Tune != nil {
 			c.cfg.Tune(mc)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"reflect"
@@ -447,5 +448,44 @@ func TestEveryTruncationFails(t *testing.T) {
 				t.Errorf("%v body cut to %d of %d bytes decoded without error", m.Opcode(), n, len(body))
 			}
 		}
+	}
+}
+
+// TestStartupOptionsBounded checks that a STARTUP with more than MaxStartupOptions options is
+// refused naming the bound, and that one with MaxStartupOptions decodes.
+func TestStartupOptionsBounded(t *testing.T) {
+	opts := func(n int) map[string]string {
+		m := make(map[string]string, n)
+		for i := range n {
+			m[fmt.Sprintf("OPTION_%d", i)] = "x"
+		}
+		return m
+	}
+	body := (&Startup{Options: opts(MaxStartupOptions)}).AppendBody(nil)
+	m, err := DecodeRequest(OpStartup, body)
+	if err != nil || len(m.(*Startup).Options) != MaxStartupOptions {
+		t.Fatalf("STARTUP with %d options: %v, %v; want it decoded", MaxStartupOptions, m, err)
+	}
+	body = (&Startup{Options: opts(MaxStartupOptions + 1)}).AppendBody(nil)
+	want := fmt.Sprintf("STARTUP options: %d entries, at most %d are accepted", MaxStartupOptions+1, MaxStartupOptions)
+	if _, err := DecodeRequest(OpStartup, body); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("STARTUP with %d options: error %v, want one saying %q", MaxStartupOptions+1, err, want)
+	}
+}
+
+// TestSetMaxFrameSize checks that a reader's bound changes from the next frame on: a frame
+// over the lowered bound is refused from its header alone, before its body is read.
+func TestSetMaxFrameSize(t *testing.T) {
+	var in bytes.Buffer
+	in.Write(AppendFrame(nil, 1, &Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}, FrameOptions{}))
+	in.Write(AppendHeader(nil, Header{Stream: 2, Opcode: OpQuery, Length: 1 << 20})) // no body follows
+	fr := NewFrameReader(&in, ReaderOptions{})
+	fr.SetMaxFrameSize(64 << 10)
+	if _, _, err := fr.ReadFrame(); err != nil {
+		t.Fatalf("a small frame under a 64 KiB bound: %v", err)
+	}
+	_, _, err := fr.ReadFrame()
+	if !errors.Is(err, ErrFrameTooLarge) || !strings.Contains(err.Error(), "limit of 65536") {
+		t.Fatalf("a 1 MiB frame under a 64 KiB bound: error %v, want ErrFrameTooLarge naming the limit", err)
 	}
 }

@@ -32,7 +32,8 @@
 // against the maximum (and against what its compressed size can expand to)
 // before the output is allocated; counts of values, rows, columns and map
 // entries are checked against the bytes left before anything is allocated
-// for them; types nest at most 32 deep. Decoding consumes a body exactly:
+// for them; a STARTUP carries at most MaxStartupOptions options; types nest
+// at most 32 deep. Decoding consumes a body exactly:
 // trailing bytes are an error.
 //
 // # Maximum frame size

@@ -217,6 +217,16 @@ func NewFrameReader(r io.Reader, opts ReaderOptions) *FrameReader {
 	return &FrameReader{r: r, max: max, responses: opts.Responses}
 }
 
+// SetMaxFrameSize changes the bound on the next frames' bodies (zero means
+// DefaultMaxFrameSize): a server keeps it small until the client has logged
+// in, then raises it.
+func (fr *FrameReader) SetMaxFrameSize(n int) {
+	if n <= 0 {
+		n = DefaultMaxFrameSize
+	}
+	fr.max = n
+}
+
 // SetCompression sets the algorithm of compressed frames from now on (the
 // one the client chose in STARTUP). Frames flagged compressed before it is
 // set are a protocol error.

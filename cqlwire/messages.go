@@ -42,6 +42,11 @@ type Value struct {
 // Options is the OPTIONS request.
 type Options struct{}
 
+// MaxStartupOptions bounds the options of a STARTUP request a server decodes: drivers send a
+// handful (CQL_VERSION, COMPRESSION, DRIVER_NAME, DRIVER_VERSION and a few of their own), and a
+// STARTUP arrives before any login, so its size is an unauthenticated client's to choose.
+const MaxStartupOptions = 64
+
 // Startup is the STARTUP request: CQL_VERSION, COMPRESSION, DRIVER_NAME, and
 // protocol extensions such as SCYLLA_RATE_LIMIT_ERROR.
 type Startup struct{ Options map[string]string }
@@ -321,7 +326,7 @@ func DecodeRequest(op Opcode, body []byte) (Message, error) {
 	case OpOptions:
 		m = Options{}
 	case OpStartup:
-		m = &Startup{Options: r.stringMap("STARTUP options")}
+		m = &Startup{Options: r.stringMapMax("STARTUP options", MaxStartupOptions)}
 	case OpAuthResponse:
 		m = &AuthResponse{Token: r.bytes("token")}
 	case OpRegister:

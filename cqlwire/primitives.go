@@ -219,7 +219,17 @@ func (r *reader) stringList(what string) []string {
 }
 
 func (r *reader) stringMap(what string) map[string]string {
+	return r.stringMapMax(what, math.MaxUint16)
+}
+
+// stringMapMax reads a [string map] of at most max entries; more is an error naming the bound,
+// found before anything is allocated for them.
+func (r *reader) stringMapMax(what string, max int) map[string]string {
 	n := r.count(int(r.short(what)), 4, what)
+	if n > max {
+		r.failf("%s: %d entries, at most %d are accepted", what, n, max)
+		return nil
+	}
 	if n == 0 {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/internal/loop"
 )
@@ -95,8 +96,21 @@ func (n *Node) authServerOptions() []grpc.ServerOption {
 	if !n.cfg.authEnabled() {
 		return nil
 	}
-	unary, stream := grpcapi.AuthInterceptors(n.exec)
+	unary, stream := grpcapi.AuthInterceptors(n.exec, n.logins)
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
+}
+
+// newLoginGuard returns the guard of both front ends' logins (frontend/loginguard: failures
+// counted by reason, logged at WARN at most once a minute per address, and attempts from an
+// address that failed 10 times recently delayed 1 s before their check), and registers its
+// metrics, which exist (at zero) when authentication is off too.
+func (n *Node) newLoginGuard() (*loginguard.Guard, error) {
+	g, err := loginguard.New(loginguard.Config{Logger: n.cfg.Logger.With("component", "auth")})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.registry.MustRegister(g.Collector())
+	return g, nil
 }
 
 // authSetupRetry is how long the setup waits between attempts.

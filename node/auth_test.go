@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +14,10 @@ import (
 	"github.com/gocql/gocql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/frontend/grpcapi"
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
@@ -384,5 +387,86 @@ func TestAuthSurvivesTopologyChanges(t *testing.T) {
 		if !slices.Contains(repaired, "system_auth.roles") || !slices.Contains(repaired, "system_auth.role_permissions") {
 			t.Errorf("repair of keyspace %q repaired %v, want system_auth's tables among them", ks, repaired)
 		}
+	}
+}
+
+// TestAuthBruteForceSlowed: failed logins over both protocols show in
+// kvnode_auth_failures_total; once an address has failed 10 times, its next attempt waits
+// before its password is checked (kvnode_auth_waiting_logins), while a client on another
+// address is served at once. (frontend/loginguard's and the front ends' tests check the 1 s on
+// a manual clock; this one only watches the wait begin, and cancels it.)
+func TestAuthBruteForceSlowed(t *testing.T) {
+	tc := startClusterWith(t, 1, withAuth(t))
+	tc.waitAdmin(0)
+	reg := tc.nodes[0].Registry()
+	failures := func(protocol string) float64 {
+		return metricValue(t, reg, "kvnode_auth_failures_total", "protocol", protocol, "reason", "bad_password")
+	}
+
+	// Native protocol: gocql's login fails on its control connection.
+	nc := gocql.NewCluster(tc.nodes[0].CQLAddr())
+	nc.ProtoVersion, nc.ConnectTimeout, nc.DisableInitialHostLookup = 4, 10*time.Second, true
+	nc.Authenticator = gocql.PasswordAuthenticator{Username: "admin", Password: "guess"}
+	if s, err := nc.CreateSession(); err == nil {
+		s.Close()
+		t.Fatal("gocql with a wrong password connected")
+	}
+	if got := failures("native"); got < 1 {
+		t.Fatalf("kvnode_auth_failures_total{protocol=native,reason=bad_password} = %v after a failed gocql login, want ≥ 1", got)
+	}
+	native := failures("native")
+
+	// gRPC: 10 failures in all from 127.0.0.1, without waiting.
+	wrong := tc.authClient(0, "admin", "guess")
+	var ae *client.AuthenticationError
+	for i := int(native); i < 10; i++ {
+		if err := execErr(wrong, "DESCRIBE KEYSPACES"); !errors.As(err, &ae) {
+			t.Fatalf("guess %d: %v, want a failed login", i+1, err)
+		}
+	}
+	if got := failures("grpc") + failures("native"); got != 10 {
+		t.Fatalf("kvnode_auth_failures_total{reason=bad_password} = %v over both protocols, want 10", got)
+	}
+	if got := metricValue(t, reg, "kvnode_auth_delayed_logins_total", "protocol", "grpc"); got != 0 {
+		t.Fatalf("kvnode_auth_delayed_logins_total = %v after 10 failures, want 0", got)
+	}
+
+	// The 11th waits before its check.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := wrong.Execute(ctx, client.One, "DESCRIBE KEYSPACES")
+		done <- err
+	}()
+	poll.Must(t, 20*time.Second, "the 11th guess waits", poll.Bool(func() bool {
+		return metricValue(t, reg, "kvnode_auth_waiting_logins") == 1
+	}))
+	if got := failures("grpc") + failures("native"); got != 10 {
+		t.Errorf("kvnode_auth_failures_total = %v while the 11th guess waits, want 10: its password is checked after the wait", got)
+	}
+
+	// Meanwhile, admin from another address is served at once.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	conn, err := grpc.NewClient(tc.nodes[0].Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	octx, ocancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer ocancel()
+	octx = metadata.AppendToOutgoingContext(octx, grpcapi.AuthMetadataKey, grpcapi.BasicCredentials("admin", testSuperuserPassword))
+	if _, err := kvnodepb.NewKVNodeClient(conn).Execute(octx, &kvnodepb.ExecuteRequest{Statement: "DESCRIBE KEYSPACES"}); err != nil {
+		t.Errorf("admin from 127.0.0.2 while 127.0.0.1's guess waits: %v, want served", err)
+	}
+	if got := metricValue(t, reg, "kvnode_auth_waiting_logins"); got != 1 {
+		t.Errorf("kvnode_auth_waiting_logins = %v after the other address's login, want 1 (it did not wait)", got)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Errorf("the canceled guess succeeded")
+	}
+	if got := metricValue(t, reg, "kvnode_auth_delayed_logins_total", "protocol", "grpc"); got != 1 {
+		t.Errorf("kvnode_auth_delayed_logins_total{protocol=grpc} = %v, want 1", got)
 	}
 }

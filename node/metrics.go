@@ -316,6 +316,7 @@ type clusterCollector struct {
 	live, down, agreement, disagreeing *prometheus.Desc
 	memberUp                           *prometheus.Desc
 	clockOffset, clockSkew             *prometheus.Desc
+	gossipJunk                         *prometheus.Desc
 }
 
 func newClusterCollector(c *cluster.Cluster) *clusterCollector {
@@ -338,6 +339,9 @@ func newClusterCollector(c *cluster.Cluster) *clusterCollector {
 		clockSkew: prometheus.NewDesc("kvnode_cluster_clock_skew_seconds",
 			"The spread of the live nodes' clocks as this node measures them: the largest kvnode_cluster_clock_offset_seconds minus the smallest, this node counting as 0. Last-write-wins drops writes coordinated by a node behind by up to this much.",
 			nil, nil),
+		gossipJunk: prometheus.NewDesc("kvnode_gossip_junk_messages_total",
+			"Inbound UDP packets and TCP streams on the gossip port that were not this cluster's gossip and were dropped: undecodable, another cluster's name, unencrypted or under a key this node does not hold, a bad checksum. Logged at WARN at most once a minute.",
+			nil, nil),
 	}
 }
 
@@ -350,6 +354,7 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.memberUp
 	ch <- c.clockOffset
 	ch <- c.clockSkew
+	ch <- c.gossipJunk
 }
 
 // Collect implements prometheus.Collector.
@@ -380,4 +385,5 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.clockOffset, prometheus.GaugeValue, o.Offset.Seconds(), string(o.ID))
 	}
 	ch <- prometheus.MustNewConstMetric(c.clockSkew, prometheus.GaugeValue, (hi - lo).Seconds())
+	ch <- prometheus.MustNewConstMetric(c.gossipJunk, prometheus.CounterValue, float64(c.c.JunkMessages()))
 }

@@ -3,6 +3,7 @@ package node_test
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -279,4 +280,25 @@ func TestClusterMetricsSeeADownNode(t *testing.T) {
 			t.Errorf("node 0 reports kvnode_cluster_member_up{member=node %d} = %v (present %v), want %v", i, up, ok, want)
 		}
 	}
+}
+
+// TestGossipJunkMetric: junk sent to a node's gossip port shows in
+// kvnode_gossip_junk_messages_total.
+func TestGossipJunkMetric(t *testing.T) {
+	tc := startCluster(t, 1)
+	reg := tc.nodes[0].Registry()
+	if got := metricValue(t, reg, "kvnode_gossip_junk_messages_total"); got != 0 {
+		t.Fatalf("kvnode_gossip_junk_messages_total = %v before any junk, want 0", got)
+	}
+	c, err := net.Dial("udp", tc.nodes[0].GossipAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 5 {
+		fmt.Fprintf(c, "junk %d", i)
+	}
+	poll.Must(t, 10*time.Second, "5 junk packets counted", poll.Bool(func() bool {
+		return metricValue(t, reg, "kvnode_gossip_junk_messages_total") == 5
+	}))
 }

@@ -67,6 +67,7 @@ func (n *Node) nativeConfig() native.Config {
 		Topology:         nativeTopology{c: n.cluster, port: n.clis.Addr().(*net.TCPAddr).Port},
 		Logger:           n.cfg.Logger.With("component", "native"),
 		Authenticator:    n.nativeAuthenticator(),
+		Logins:           n.logins,
 		Admission:        n.admission,
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/frontend/admission"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/internal/loop"
@@ -71,6 +72,8 @@ type Node struct {
 	schemaGC   *loop.Loop      // collects schema tombstones (catalog.go)
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
+	// logins counts, logs and slows down the failed logins of both front ends (auth.go).
+	logins    *loginguard.Guard
 	authSetup *loop.Loop // creates the superuser role (auth.go); nil without authentication
 
 	wg        sync.WaitGroup
@@ -225,6 +228,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.startInternode()
 	n.startReloader()
 	if n.admission, err = n.newAdmission(); err != nil {
+		return nil, err
+	}
+	if n.logins, err = n.newLoginGuard(); err != nil {
 		return nil, err
 	}
 	limit := MessageLimit(cfg.Coordinator.MaxMutationSize)

@@ -209,16 +209,19 @@ func (e *Executor) Authenticate(ctx context.Context, username, password string) 
 		return auth.Login{}, &auth.AuthenticationError{Username: username, Reason: "authentication is not enabled on this node"}
 	}
 	if username == "" {
-		return auth.Login{}, &auth.AuthenticationError{Reason: "no username given: log in with a username and password"}
+		return auth.Login{}, &auth.AuthenticationError{Reason: "no username given: log in with a username and password", Cause: auth.FailureMalformed}
 	}
 	if len(username) > maxRoleNameBytes || len(password) > maxPasswordBytes {
-		return auth.Login{}, &auth.AuthenticationError{Username: "(too long)"}
+		return auth.Login{}, &auth.AuthenticationError{Username: "(too long)", Cause: auth.FailureMalformed}
 	}
 	ent, err := e.role(ctx, username)
 	if err != nil {
 		return auth.Login{}, fmt.Errorf("authenticating %s: %w", username, err)
 	}
-	bad := &auth.AuthenticationError{Username: username}
+	bad := &auth.AuthenticationError{Username: username, Cause: auth.FailureBadPassword}
+	if !ent.exists {
+		bad.Cause = auth.FailureUnknownRole
+	}
 	hash := []byte(ent.row.hash)
 	if !ent.exists || ent.row.hash == "" {
 		hash = e.auth.dummy // fail as slowly as a wrong password
@@ -241,7 +244,7 @@ func (e *Executor) Authenticate(ctx context.Context, username, password string) 
 		e.auth.mu.Unlock()
 	}
 	if !ent.row.login {
-		return auth.Login{}, &auth.AuthenticationError{Username: username, Reason: username + " is not permitted to log in"}
+		return auth.Login{}, &auth.AuthenticationError{Username: username, Reason: username + " is not permitted to log in", Cause: auth.FailureNotPermitted}
 	}
 	return auth.Login{Role: username, Superuser: ent.row.superuser}, nil
 }

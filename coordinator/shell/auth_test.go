@@ -47,9 +47,20 @@ func TestAuthSetupAndLogin(t *testing.T) {
 		}
 	}
 	var ae *auth.AuthenticationError
-	for _, tt := range []struct{ user, pass string }{{"admin", "another pw"}, {"admin", ""}, {"nobody", "admin pw"}, {"", "x"}} {
-		if _, err := c.executors["n3"].Authenticate(ctx, tt.user, tt.pass); !errors.As(err, &ae) {
-			t.Errorf("Authenticate(%q, %q): %v, want an *auth.AuthenticationError", tt.user, tt.pass, err)
+	// The message never tells which failed; the cause, for the node's logs and metrics, does.
+	for _, tt := range []struct {
+		user, pass string
+		cause      auth.LoginFailure
+	}{
+		{"admin", "another pw", auth.FailureBadPassword},
+		{"admin", "", auth.FailureBadPassword},
+		{"nobody", "admin pw", auth.FailureUnknownRole},
+		{"", "x", auth.FailureMalformed},
+		{strings.Repeat("x", 1000), "x", auth.FailureMalformed},
+	} {
+		_, err := c.executors["n3"].Authenticate(ctx, tt.user, tt.pass)
+		if !errors.As(err, &ae) || ae.Cause != tt.cause {
+			t.Errorf("Authenticate(%.10q, %q): %v, want an *auth.AuthenticationError caused by %v", tt.user, tt.pass, err, tt.cause)
 		}
 	}
 	// A role without LOGIN, and one without a password, cannot log in.
@@ -62,10 +73,10 @@ func TestAuthSetupAndLogin(t *testing.T) {
 		}
 	}
 	c.settle()
-	if _, err := c.executors["n2"].Authenticate(ctx, "nologin", "pw"); !errors.As(err, &ae) || !strings.Contains(err.Error(), "nologin is not permitted to log in") {
+	if _, err := c.executors["n2"].Authenticate(ctx, "nologin", "pw"); !errors.As(err, &ae) || !strings.Contains(err.Error(), "nologin is not permitted to log in") || ae.Cause != auth.FailureNotPermitted {
 		t.Errorf("Authenticate(nologin): %v, want not permitted to log in", err)
 	}
-	if _, err := c.executors["n2"].Authenticate(ctx, "nopass", ""); !errors.As(err, &ae) {
+	if _, err := c.executors["n2"].Authenticate(ctx, "nopass", ""); !errors.As(err, &ae) || ae.Cause != auth.FailureBadPassword {
 		t.Errorf("Authenticate(nopass): %v, want refused", err)
 	}
 }

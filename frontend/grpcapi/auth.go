@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"net"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/auth"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 )
 
 // Authenticator checks a login: package node gives it the coordinator's executor.
@@ -74,17 +77,20 @@ func methodAccess(method string) access {
 // superuser (PERMISSION_DENIED otherwise), and the call then runs as that role
 // (auth.WithRole), whose grants the coordinator checks statement by statement. Credentials are
 // checked on every call; the coordinator remembers a verified password for a short while, so
-// that a call does not pay for bcrypt each time.
-func AuthInterceptors(a Authenticator) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+// that a call does not pay for bcrypt each time. Every check goes through the login guard g
+// (shared with the native front end), which counts and logs failures, and makes a call from an
+// address that failed too often wait before its check, or refuses it as throttled; with g nil,
+// calls are checked without it.
+func AuthInterceptors(a Authenticator, g *loginguard.Guard) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx, err := authenticate(ctx, a, info.FullMethod)
+		ctx, err := authenticate(ctx, a, g, info.FullMethod)
 		if err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx, err := authenticate(ss.Context(), a, info.FullMethod)
+		ctx, err := authenticate(ss.Context(), a, g, info.FullMethod)
 		if err != nil {
 			return err
 		}
@@ -101,26 +107,33 @@ type roleStream struct {
 
 func (s *roleStream) Context() context.Context { return s.ctx }
 
-// authenticate checks the credentials of a call of method and returns its context with the
-// caller's role.
-func authenticate(ctx context.Context, a Authenticator, method string) (context.Context, error) {
+// authenticate checks the credentials of a call of method through g and returns its context
+// with the caller's role.
+func authenticate(ctx context.Context, a Authenticator, g *loginguard.Guard, method string) (context.Context, error) {
 	need := methodAccess(method)
 	if need == accessNone {
 		return ctx, nil
 	}
+	var remote net.Addr
+	if p, ok := peer.FromContext(ctx); ok {
+		remote = p.Addr
+	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get(AuthMetadataKey)
 	if len(vals) == 0 {
+		g.Malformed(loginguard.GRPC, remote, "no credentials")
 		return nil, status.Errorf(codes.Unauthenticated, "%s: this node requires authentication: send the metadata %q: \"Basic \" + base64(username:password) (the Go client's WithCredentials; kvnode cql --username)", method, AuthMetadataKey)
 	}
 	if len(vals) > 1 {
+		g.Malformed(loginguard.GRPC, remote, "credentials given more than once")
 		return nil, status.Errorf(codes.Unauthenticated, "%s: the metadata %q is given %d times, want once", method, AuthMetadataKey, len(vals))
 	}
 	user, pass, err := parseBasic(vals[0])
 	if err != nil {
+		g.Malformed(loginguard.GRPC, remote, err.Error())
 		return nil, status.Errorf(codes.Unauthenticated, "%s: %v", method, err)
 	}
-	login, err := a.Authenticate(ctx, user, pass)
+	login, err := g.Authenticate(ctx, a, loginguard.GRPC, remote, user, pass)
 	if err != nil {
 		var ae *auth.AuthenticationError
 		if errors.As(err, &ae) {

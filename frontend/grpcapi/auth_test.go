@@ -2,10 +2,15 @@ package grpcapi
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -17,6 +22,9 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/frontend/loginguard"
+	"github.com/kvnode/kvnode/frontend/loginguard/loginguardtest"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
@@ -48,7 +56,7 @@ func (roleExecutor) Execute(ctx context.Context, _ coordinator.Statement) (coord
 // and runs as their role, that health checks need none, that the admin services need a
 // superuser, and that malformed credentials are refused.
 func TestAuthInterceptors(t *testing.T) {
-	unary, stream := AuthInterceptors(testAuthenticator{})
+	unary, stream := AuthInterceptors(testAuthenticator{}, nil)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
 		// Stands in for the Admin and Repair services: answers any unknown method after the
 		// interceptors let it through.
@@ -137,6 +145,110 @@ func TestMethodAccess(t *testing.T) {
 	} {
 		if got := methodAccess(tt.method); got != tt.want {
 			t.Errorf("methodAccess(%q) = %d, want %d", tt.method, got, tt.want)
+		}
+	}
+}
+
+// countingAuthenticator is testAuthenticator counting its calls.
+type countingAuthenticator struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingAuthenticator) Authenticate(ctx context.Context, user, pass string) (auth.Login, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return testAuthenticator{}.Authenticate(ctx, user, pass)
+}
+
+func (c *countingAuthenticator) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// TestAuthBruteForceSlowed checks, on a real gRPC server, that calls with wrong passwords from
+// one host are counted, that the 11th to the 15th each wait 1 s of the guard's clock before the
+// password is checked, and that a client on another host is served at once meanwhile.
+func TestAuthBruteForceSlowed(t *testing.T) {
+	clock := loginguardtest.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	guard, err := loginguard.New(loginguard.Config{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &countingAuthenticator{}
+	unary, stream := AuthInterceptors(a, guard)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream))
+	api, err := New(Config{Executor: roleExecutor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvnodepb.RegisterKVNodeServer(srv, api)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	client := func(local string) kvnodepb.KVNodeClient {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return kvnodepb.NewKVNodeClient(conn)
+	}
+	attacker, other := client("127.0.0.1"), client("127.0.0.2")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	as := func(cred string) context.Context { return metadata.AppendToOutgoingContext(ctx, AuthMetadataKey, cred) }
+	others := 0
+	for i := range 15 {
+		done := make(chan error, 1)
+		go func() {
+			_, err := attacker.Execute(as(BasicCredentials("app", "guess")), &kvnodepb.ExecuteRequest{Statement: "USE x"})
+			done <- err
+		}()
+		if i >= 10 {
+			poll.Must(t, 20*time.Second, "the guess waits", poll.Bool(func() bool { return clock.Sleepers() == 1 }))
+			if n := a.count() - others; n != i {
+				t.Fatalf("guess %d: the password was checked %d times for the attacker while it waited, want %d", i+1, n, i)
+			}
+			if i == 10 {
+				if resp, err := other.Execute(as(BasicCredentials("app", "pw")), &kvnodepb.ExecuteRequest{Statement: "USE x"}); err != nil || resp.GetSetKeyspace() != "app" {
+					t.Fatalf("app from another host while the attacker waits: %v, %v; want served at once", resp, err)
+				}
+				others++
+			}
+			clock.Advance(time.Second)
+		}
+		if s := status.Convert(<-done); s.Code() != codes.Unauthenticated {
+			t.Fatalf("guess %d: %v, want UNAUTHENTICATED", i+1, s.Err())
+		}
+	}
+	if n := len(clock.Slept()); n != 5 {
+		t.Errorf("%d guesses waited, want 5", n)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(guard.Collector())
+	want := `
+# HELP kvnode_auth_delayed_logins_total Logins made to wait before their check because their address (or their role from that address) failed too often recently, by protocol.
+# TYPE kvnode_auth_delayed_logins_total counter
+kvnode_auth_delayed_logins_total{protocol="grpc"} 5
+kvnode_auth_delayed_logins_total{protocol="native"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kvnode_auth_delayed_logins_total"); err != nil {
+		t.Error(err)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() == "kvnode_auth_failures_total" && m.GetLabel()[0].GetValue() == "grpc" && m.GetLabel()[1].GetValue() == "bad_password" && m.GetCounter().GetValue() != 15 {
+				t.Errorf("kvnode_auth_failures_total{protocol=grpc,reason=bad_password} = %v, want 15", m.GetCounter().GetValue())
+			}
 		}
 	}
 }

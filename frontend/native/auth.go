@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 )
 
 // Authenticator checks a login: package node gives it the coordinator's executor.
@@ -38,10 +38,12 @@ func (c *conn) startAuth(fr *cqlwire.FrameReader, stream int16, comp cqlwire.Com
 }
 
 // authResponse handles AUTH_RESPONSE before the connection started: the SASL PLAIN token is
-// checked by the Authenticator; success answers AUTH_SUCCESS and the connection's statements
-// then run as the role (auth.WithRole); failure answers Bad_credentials (0x0100) and closes the
-// connection, so that each guess costs a new connection. It reports whether to go on reading.
-func (c *conn) authResponse(stream int16, m *cqlwire.AuthResponse) bool {
+// checked by the Authenticator, through the server's login guard (which counts and logs
+// failures, and delays or refuses attempts from an address that failed too often); success
+// answers AUTH_SUCCESS and the connection's statements then run as the role (auth.WithRole);
+// failure answers Bad_credentials (0x0100) and closes the connection, so that each guess costs
+// a new connection. It reports whether to go on reading.
+func (c *conn) authResponse(fr *cqlwire.FrameReader, stream int16, m *cqlwire.AuthResponse) bool {
 	if !c.login.pending {
 		switch {
 		case c.started.Load() && c.srv.cfg.Authenticator != nil:
@@ -55,10 +57,13 @@ func (c *conn) authResponse(stream int16, m *cqlwire.AuthResponse) bool {
 	}
 	user, pass, err := parsePlain(m.Token)
 	if err != nil {
+		c.srv.logins.Malformed(loginguard.Native, c.nc.RemoteAddr(), err.Error())
 		c.badCredentials(stream, err.Error())
 		return false
 	}
-	login, err := c.srv.cfg.Authenticator.Authenticate(c.ctx, user, pass)
+	// The guard may make the attempt wait before its check (its address failed too often):
+	// on this connection's reader, which has nothing else to read before the login.
+	login, err := c.srv.logins.Authenticate(c.ctx, c.srv.cfg.Authenticator, loginguard.Native, c.nc.RemoteAddr(), user, pass)
 	if err != nil {
 		var ae *auth.AuthenticationError
 		msg := err.Error()
@@ -71,8 +76,7 @@ func (c *conn) authResponse(stream int16, m *cqlwire.AuthResponse) bool {
 	c.login.pending = false
 	// Request goroutines start only after this, on this reader's goroutine: they see the role.
 	c.ctx = auth.WithRole(c.ctx, login.Role)
-	c.started.Store(true)
-	c.nc.SetReadDeadline(time.Time{})
+	c.start(fr)
 	c.send(outFrame{stream: stream, msg: &cqlwire.AuthSuccess{}, request: true})
 	return true
 }

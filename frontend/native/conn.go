@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,10 @@ type conn struct {
 	queued atomic.Int32
 
 	login loginState // SASL PLAIN between STARTUP and AUTH_SUCCESS (auth.go)
+	// host is the client's host; preLogin is set while the connection counts among the host's
+	// connections not started (Server.preLogin), guarded by srv.mu.
+	host     netip.Prefix
+	preLogin bool
 
 	// The writing side, guarded by wmu: the writer goroutine holds it while it encodes and
 	// writes a batch, and a statement's goroutine (answerSized) or the reader (flushHeld) takes it
@@ -223,7 +228,9 @@ func (c *conn) read() {
 	defer c.recoverReader()
 	s := c.srv
 	br := bufio.NewReaderSize(c.nc, 16<<10)
-	fr := cqlwire.NewFrameReader(br, cqlwire.ReaderOptions{MaxFrameSize: s.cfg.MaxFrameSize})
+	// Until the connection is started, a frame's size is an unauthenticated client's choice:
+	// bounded tighter, and refused from its header.
+	fr := cqlwire.NewFrameReader(br, cqlwire.ReaderOptions{MaxFrameSize: s.cfg.MaxPreLoginFrameSize})
 	if s.cfg.HandshakeTimeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	}
@@ -316,7 +323,7 @@ func (c *conn) read() {
 		case *cqlwire.Register:
 			c.hold(h.Stream, c.register(m))
 		case *cqlwire.AuthResponse:
-			c.authResponse(h.Stream, m) // a protocol error once started
+			c.authResponse(fr, h.Stream, m) // a protocol error once started
 			return
 		default:
 			reqs.Add(1)
@@ -402,16 +409,25 @@ func (c *conn) handshake(fr *cqlwire.FrameReader, f cqlwire.Frame) bool {
 		if c.srv.cfg.Authenticator != nil {
 			return c.startAuth(fr, stream, comp)
 		}
-		c.started.Store(true)
-		c.nc.SetReadDeadline(time.Time{})
+		c.start(fr)
 		fr.SetCompression(comp)
 		c.send(outFrame{stream: stream, msg: cqlwire.Ready{}, request: true, compress: comp})
 		return true
 	case *cqlwire.AuthResponse:
-		return c.authResponse(stream, m)
+		return c.authResponse(fr, stream, m)
 	}
 	c.protocolError(stream, fmt.Sprintf("stream %d, %v: the connection is not started: send STARTUP first (OPTIONS is allowed before it)", stream, f.Header.Opcode))
 	return false
+}
+
+// start marks the connection started (READY, or AUTH_SUCCESS after a login), before its
+// answer is sent: the handshake timeout no longer applies, frames may be as large as
+// MaxFrameSize, and the connection leaves its host's connections not started.
+func (c *conn) start(fr *cqlwire.FrameReader) {
+	c.started.Store(true)
+	c.nc.SetReadDeadline(time.Time{})
+	fr.SetMaxFrameSize(c.srv.cfg.MaxFrameSize)
+	c.srv.leavePreLogin(c)
 }
 
 // readFailed answers what made ReadFrame fail, when there is someone to answer.
@@ -426,6 +442,8 @@ func (c *conn) readFailed(err error) {
 		// The answer is in the client's header layout: write it directly, past the writer.
 		c.srv.metrics.errors.WithLabelValues(errorCodeName(cqlwire.ErrProtocol)).Inc()
 		c.send(outFrame{stream: ve.Stream, msg: rawFrame(ve.AppendFrame(nil)), closeErr: true})
+	case errors.As(err, &pe) && errors.Is(err, cqlwire.ErrFrameTooLarge) && !c.started.Load():
+		c.protocolError(pe.Stream, fmt.Sprintf("%v: before the connection is started (READY or AUTH_SUCCESS), frames are at most %d bytes", pe, c.srv.cfg.MaxPreLoginFrameSize))
 	case errors.As(err, &pe):
 		c.protocolError(pe.Stream, pe.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrUnexpectedEOF):

@@ -10,7 +10,11 @@
 //     and answered out of order, the writer batching queued frames into one write; limits on
 //     connections per node, requests in flight per connection (a connection at its limit is
 //     not read: backpressure), frame size, and the time a new connection may take to send
-//     STARTUP; lz4 and snappy compression as negotiated in STARTUP;
+//     STARTUP; before a connection is started (READY or AUTH_SUCCESS), tighter bounds on its
+//     frames (64 KiB) and on the connections of one host (16); lz4 and snappy compression as
+//     negotiated in STARTUP;
+//   - the login (SASL PLAIN), through the node's login guard (frontend/loginguard), which
+//     counts, logs and slows down failed logins;
 //   - the messages drivers use: OPTIONS, STARTUP, REGISTER, QUERY, PREPARE, EXECUTE, BATCH,
 //     with paging, USE (a per-connection keyspace), response warnings, and the node-wide cache
 //     of prepared statements that EXECUTE looks ids up in;

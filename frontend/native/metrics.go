@@ -27,7 +27,7 @@ func newMetrics() *metrics {
 		connections: prometheus.NewGauge(prometheus.GaugeOpts(opts("connections", "Open native protocol client connections."))),
 		accepted:    prometheus.NewCounter(prometheus.CounterOpts(opts("connections_accepted_total", "Native protocol connections accepted."))),
 		refused: prometheus.NewCounter(prometheus.CounterOpts(opts("connections_refused_total",
-			"Native protocol connections refused because the node was at a connection limit (max_native_connections, max_connections_per_host)."))),
+			"Native protocol connections refused because the node was at a connection limit (max_native_connections, max_connections_per_host, or 16 connections of one host not yet started or logged in)."))),
 		panics: prometheus.NewCounter(prometheus.CounterOpts(opts("panics_total",
 			"Panics (bugs in the node) recovered on native protocol connections instead of ending the process: a statement's is answered SERVER_ERROR, a reader's closes its connection. Each is logged with its stack."))),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts(opts("requests_total", "Native protocol requests read, by opcode.")), []string{"opcode"}),

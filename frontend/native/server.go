@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/frontend/admission"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 	"github.com/kvnode/kvnode/internal/gopool"
 )
 
@@ -50,6 +52,12 @@ const (
 	// connection that falls further behind is closed (its driver reconnects and re-reads
 	// the metadata it would have learnt from the lost events).
 	DefaultEventQueue = 256
+	// DefaultMaxPreLoginFrameSize bounds a frame before the connection is started (READY or
+	// AUTH_SUCCESS): OPTIONS, STARTUP and AUTH_RESPONSE take a few hundred bytes.
+	DefaultMaxPreLoginFrameSize = 64 << 10
+	// DefaultMaxPreLoginConnectionsPerHost bounds the connections of one host that are not
+	// started yet: a driver opens a few at a time.
+	DefaultMaxPreLoginConnectionsPerHost = 16
 )
 
 // Options are the server's bounds on connections, requests and memory. The zero value of each
@@ -168,6 +176,18 @@ type Config struct {
 	// Authenticator, when set, makes clients log in (auth.go): STARTUP is answered
 	// AUTHENTICATE and statements run as the role that logged in. Nil: no login.
 	Authenticator Authenticator
+	// Logins counts, logs and slows down failed logins (frontend/loginguard); the node shares
+	// it with its other client front end. Nil: logins are checked without it.
+	Logins *loginguard.Guard
+	// MaxPreLoginFrameSize bounds a frame before the connection is started (READY, or
+	// AUTH_SUCCESS with an Authenticator): a larger one is refused from its header, before its
+	// body is read, with a protocol error that closes the connection. Default
+	// DefaultMaxPreLoginFrameSize (at most MaxFrameSize).
+	MaxPreLoginFrameSize int
+	// MaxPreLoginConnectionsPerHost bounds the connections of one host (an IPv4 address, an
+	// IPv6 /64) not started yet; one over it is answered Overloaded and closed. Default
+	// DefaultMaxPreLoginConnectionsPerHost.
+	MaxPreLoginConnectionsPerHost int
 }
 
 // EnsureDefaults replaces zero fields with their defaults, the Options' among them, and returns
@@ -183,6 +203,13 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.MaxPreLoginFrameSize == 0 {
+		c.MaxPreLoginFrameSize = DefaultMaxPreLoginFrameSize
+	}
+	c.MaxPreLoginFrameSize = min(c.MaxPreLoginFrameSize, c.MaxFrameSize)
+	if c.MaxPreLoginConnectionsPerHost == 0 {
+		c.MaxPreLoginConnectionsPerHost = DefaultMaxPreLoginConnectionsPerHost
+	}
 	return c
 }
 
@@ -195,6 +222,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("native: Config.MaxFrameSize is %d, want a positive number of bytes", c.MaxFrameSize)
 	case c.HandshakeTimeout <= 0:
 		return fmt.Errorf("native: Config.HandshakeTimeout is %v, want a positive duration", c.HandshakeTimeout)
+	case c.MaxPreLoginFrameSize < 1:
+		return fmt.Errorf("native: Config.MaxPreLoginFrameSize is %d, want a positive number of bytes", c.MaxPreLoginFrameSize)
+	case c.MaxPreLoginConnectionsPerHost < 1:
+		return fmt.Errorf("native: Config.MaxPreLoginConnectionsPerHost is %d, want at least 1", c.MaxPreLoginConnectionsPerHost)
 	}
 	return c.Options.Validate()
 }
@@ -215,6 +246,7 @@ type Server struct {
 	metrics   *metrics
 	bytes     *budget  // request and answer bytes held by every connection
 	admit     Admitter // the executor's early limiter decision; nil when it has none
+	logins    *loginguard.Guard
 	// statements runs statements on reused goroutines (internal/gopool), closed by Close once
 	// every connection has ended.
 	statements *gopool.Pool
@@ -233,6 +265,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	preLogin  map[netip.Prefix]int // connections not started, per host
 	closed    bool
 	stopping  bool           // Shutdown closed the listeners
 	wg        sync.WaitGroup // Serve loops, connections, refusals, the event watcher
@@ -263,6 +296,8 @@ func New(cfg Config) (*Server, error) {
 		cancel:     cancel,
 		listeners:  map[net.Listener]struct{}{},
 		conns:      map[*conn]struct{}{},
+		preLogin:   map[netip.Prefix]int{},
+		logins:     cfg.Logins,
 		refusing:   make(chan struct{}, maxRefusing),
 	}
 	s.admit, _ = cfg.Executor.(Admitter)
@@ -335,7 +370,16 @@ func (s *Server) accept(nc net.Conn) {
 		s.mu.Unlock()
 		return
 	}
+	host := loginguard.Host(nc.RemoteAddr())
+	if s.preLogin[host] >= s.cfg.MaxPreLoginConnectionsPerHost {
+		s.metrics.refused.Inc()
+		s.refuseLocked(nc, fmt.Sprintf("too many connections from %s that have not logged in: this node accepts at most %d per host before their STARTUP (and login) completes", host.Addr(), s.cfg.MaxPreLoginConnectionsPerHost))
+		s.mu.Unlock()
+		return
+	}
 	c := newConn(s, nc)
+	c.host, c.preLogin = host, true
+	s.preLogin[host]++
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -346,10 +390,29 @@ func (s *Server) accept(nc net.Conn) {
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.leavePreLoginLocked(c)
 		s.mu.Unlock()
 		s.events.unsubscribe(c)
 		s.metrics.connections.Dec()
 	}()
+}
+
+// leavePreLogin frees c's place among its host's connections not started: it has started.
+func (s *Server) leavePreLogin(c *conn) {
+	s.mu.Lock()
+	s.leavePreLoginLocked(c)
+	s.mu.Unlock()
+}
+
+// leavePreLoginLocked is leavePreLogin with s.mu held; once per connection.
+func (s *Server) leavePreLoginLocked(c *conn) {
+	if !c.preLogin {
+		return
+	}
+	c.preLogin = false
+	if s.preLogin[c.host]--; s.preLogin[c.host] <= 0 {
+		delete(s.preLogin, c.host)
+	}
 }
 
 // Refuse answers nc, a connection that the server's listener refused over a bound of its own
