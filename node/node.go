@@ -31,6 +31,7 @@ import (
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/internal/loop"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/repair"
@@ -49,11 +50,13 @@ type Node struct {
 	replica  *replica.Service
 	cluster  *cluster.Cluster
 	exec     *shell.Executor
-	trans    *transport
-	grpc     *grpc.Server // the client API's
+	mux      *internode.Mux    // serves the internode requests (handleInternode)
+	sender   *internode.Sender // sends every internode request, to peers and in process
+	trans    transport         // the shell's and hints' replica calls over sender
+	grpc     *grpc.Server      // the client API's
 	health   *health.Server
 	lis      net.Listener
-	igrpc    *grpc.Server // the internode services' (registerInternal)
+	igrpc    *grpc.Server // serves mux (startInternode)
 	ilis     net.Listener
 	native   *native.Server
 	clis     net.Listener // the native protocol's
@@ -144,8 +147,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
+	// The node's id addresses the calls to itself, which its Sender makes in process; membership
+	// uses the Sender (removals) while it starts.
+	id, err := cluster.LoadOrCreateNodeID(cfg.DataDir, "")
+	if err != nil {
+		return nil, err
+	}
+	n.mux = internode.NewMux()
+	if n.sender, err = n.newSender(id); err != nil {
+		return nil, err
+	}
 	if n.cluster, err = cluster.Start(ctx, cluster.Config{
 		DataDir:                cfg.DataDir,
+		NodeID:                 id,
 		ClusterName:            cfg.ClusterName,
 		BindAddr:               cfg.GossipAddr,
 		RPCAddr:                n.ilis.Addr().String(), // peers dial the internode listener
@@ -160,16 +174,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SchemaAgreementTimeout: cfg.SchemaAgreementTimeout,
 		Now:                    now,
 		Keyring:                n.sec.gossipKeys,
-		Removals:               removalPeers{n},    // removals travel over the internode port only
-		Joining:                len(cfg.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
+		Removals:               removalPeers{n.sender}, // removals travel over the internode port only
+		Joining:                len(cfg.Seeds) > 0,     // a new node with seeds bootstraps (node/topology.go)
 	}); err != nil {
 		return nil, err
 	}
 	n.topo = newTopology(n)
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
+	n.handleInternode()
 
 	self := coordinator.NodeID(n.cluster.LocalID())
-	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.MaxMutationSize), n.internodeCredentials())
+	n.trans = transport{s: n.sender, c: n.cluster}
 	if err := n.openHints(now); err != nil {
 		return nil, err
 	}
@@ -445,9 +460,6 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if n.trans != nil {
-		n.trans.close()
-	}
 	n.topo.stop() // a background bootstrap
 	if n.cluster != nil {
 		if leave {
@@ -466,6 +478,11 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		}
 	} else if n.ilis != nil {
 		n.ilis.Close()
+	}
+	if n.sender != nil { // once nothing of the node calls a peer, the internode handlers included
+		if err := n.sender.Close(); err != nil {
+			n.log.Debug("closing the internode connections", "err", err)
+		}
 	}
 	n.wg.Wait()
 	if n.store != nil {
