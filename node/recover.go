@@ -8,37 +8,66 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kvnode/kvnode/internode"
+	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
-// newGRPCPanics returns the counter of the panics the gRPC servers recovered, by server.
+// newGRPCPanics returns the counter of the panics the gRPC servers recovered, by server and
+// method.
 func newGRPCPanics() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kvnode_grpc_panics_total",
-		Help: "Panics (bugs in the node) in gRPC calls, recovered instead of ending the process: the call fails as Internal. Each is logged with its stack. By server: client (--addr) or internode (--internode-addr).",
-	}, []string{"server"})
+		Help: "Panics (bugs in the node) in gRPC calls, recovered instead of ending the process: the call fails as Internal. Each is logged with its stack. By server: client (--addr) or internode (--internode-addr); and method: the gRPC method on the client server, the request kind (mutate, pull, ...) on the internode one.",
+	}, []string{"server", "method"})
 }
 
 // recoveryOptions returns the interceptors that turn a panic in a call of the gRPC server
 // named server, which is a bug of the node's, into an Internal error for that call, logged
 // with its stack and counted, instead of ending the process and every other call with it.
-// They come first in the chain, so they cover the interceptors after them too.
+// They come first in the chain, so they cover the interceptors after them too. On the
+// internode server, where every request is an Internode Call or Stream, the log and the count
+// name the request's kind instead of the method.
 func (n *Node) recoveryOptions(server string) []grpc.ServerOption {
-	panics := n.grpcPanics.WithLabelValues(server)
-	recovered := func(method string, err *error) {
-		if r := recover(); r != nil {
-			panics.Inc()
-			n.log.Error("a gRPC call panicked; it fails as Internal", "server", server, "method", method,
-				"panic", r, "stack", string(debug.Stack()))
-			*err = status.Error(codes.Internal, "internal error: the call hit a bug in this node, which logged it")
+	recovered := func(r any, method string, req any, err *error) {
+		if r == nil {
+			return
 		}
+		if ir, ok := req.(*replicapb.Request); ok && internode.Kind(ir) != "" {
+			method = internode.Kind(ir)
+		}
+		n.grpcPanics.WithLabelValues(server, method).Inc()
+		n.log.Error("a gRPC call panicked; it fails as Internal", "server", server, "method", method,
+			"panic", r, "stack", string(debug.Stack()))
+		*err = status.Error(codes.Internal, "internal error: the call hit a bug in this node, which logged it")
 	}
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-		defer recovered(info.FullMethod, &err)
+		defer func() { recovered(recover(), info.FullMethod, req, &err) }()
 		return handler(ctx, req)
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-		defer recovered(info.FullMethod, &err)
-		return handler(srv, ss)
+		if server != "internode" {
+			defer func() { recovered(recover(), info.FullMethod, nil, &err) }()
+			return handler(srv, ss)
+		}
+		rs := &requestStream{ServerStream: ss}
+		defer func() { recovered(recover(), info.FullMethod, rs.req, &err) }()
+		return handler(srv, rs)
 	}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
+}
+
+// requestStream is a server stream that keeps the first message it received: an internode
+// Stream's request, for the recovery's log.
+type requestStream struct {
+	grpc.ServerStream
+	req any
+}
+
+func (s *requestStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err == nil && s.req == nil {
+		s.req = m
+	}
+	return err
 }
