@@ -255,7 +255,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	limit := MessageLimit(cfg.MaxMutationSize)
-	// The client API only: internode services are registerInternal's.
+	// The client API only: the internode service is startInternode's.
 	n.grpc = grpc.NewServer(append(n.serverOptions(false), n.authServerOptions()...)...)
 	api, err := grpcapi.New(grpcapi.Config{
 		Executor: n.exec, Top: topSource{n}, MessageLimit: limit, LimitHint: "2 × max_mutation_size + 4 MiB",

@@ -322,7 +322,7 @@ func (n *Node) awaitWritesInFlight(ctx context.Context) error {
 }
 
 // awaitSeen waits until every live node other than this one sees node id in a state ok accepts
-// (and a node it does not list at all when gone is true), asking them over the Stream service.
+// (and a node it does not list at all when gone is true), asking them with view requests.
 func (n *Node) awaitSeen(ctx context.Context, id cluster.NodeID, what string, ok func(st string, listed bool) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, viewWait)
 	defer cancel()
