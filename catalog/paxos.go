@@ -109,11 +109,10 @@ type register struct {
 	value              []byte // accepted's value
 }
 
-// Acceptor is a node's acceptor for schema consensus (replicapb.SchemaPaxosServer). It
-// persists every promise and accept before answering, so a restarted node keeps its word.
+// Acceptor is a node's acceptor for schema consensus: it answers the schema_prepare and
+// schema_accept requests (package internode serves them). It persists every promise and accept
+// before answering, so a restarted node keeps its word.
 type Acceptor struct {
-	replicapb.UnimplementedSchemaPaxosServer
-
 	path string
 	// local returns the keyspace's part of the node's schema: what the acceptor answers for a
 	// keyspace it never accepted a value of (a schema from before consensus, or none).
@@ -184,7 +183,7 @@ func (r *register) highest() ballot {
 	return r.promised
 }
 
-// Prepare implements replicapb.SchemaPaxosServer.
+// Prepare answers a schema_prepare request.
 func (a *Acceptor) Prepare(_ context.Context, req *replicapb.SchemaPrepareRequest) (*replicapb.SchemaPrepareResponse, error) {
 	ks, b := req.GetKeyspace(), ballotOf(req.GetBallot())
 	if err := checkKeyspaceName(ks); err != nil {
@@ -216,7 +215,7 @@ func (a *Acceptor) Prepare(_ context.Context, req *replicapb.SchemaPrepareReques
 	return resp, nil
 }
 
-// Accept implements replicapb.SchemaPaxosServer.
+// Accept answers a schema_accept request.
 func (a *Acceptor) Accept(_ context.Context, req *replicapb.SchemaAcceptRequest) (*replicapb.SchemaAcceptResponse, error) {
 	ks, b := req.GetKeyspace(), ballotOf(req.GetBallot())
 	if err := checkKeyspaceName(ks); err != nil {

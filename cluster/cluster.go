@@ -147,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: create data directory: %w", err)
 	}
-	id, err := loadOrCreateNodeID(cfg.DataDir, cfg.NodeID)
+	id, err := LoadOrCreateNodeID(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return nil, err
 	}

@@ -342,16 +342,16 @@ func (h *hugeDigestSchema) Digest() string {
 
 func TestNodeIDIsPersistedAndACorruptFileIsAnError(t *testing.T) {
 	dir := t.TempDir()
-	id, err := loadOrCreateNodeID(dir, "")
+	id, err := LoadOrCreateNodeID(dir, "")
 	if err != nil {
-		t.Fatalf("loadOrCreateNodeID on an empty dir: %v", err)
+		t.Fatalf("LoadOrCreateNodeID on an empty dir: %v", err)
 	}
-	again, err := loadOrCreateNodeID(dir, "")
+	again, err := LoadOrCreateNodeID(dir, "")
 	if err != nil || again != id {
-		t.Fatalf("loadOrCreateNodeID again = %q, %v; want the persisted %q", again, err, id)
+		t.Fatalf("LoadOrCreateNodeID again = %q, %v; want the persisted %q", again, err, id)
 	}
-	if _, err := loadOrCreateNodeID(dir, "other-id"); err == nil {
-		t.Errorf("loadOrCreateNodeID with a configured id different from the persisted one succeeded")
+	if _, err := LoadOrCreateNodeID(dir, "other-id"); err == nil {
+		t.Errorf("LoadOrCreateNodeID with a configured id different from the persisted one succeeded")
 	}
 
 	path := filepath.Join(dir, nodeIDFile)
@@ -359,7 +359,7 @@ func TestNodeIDIsPersistedAndACorruptFileIsAnError(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := loadOrCreateNodeID(dir, "")
+		_, err := LoadOrCreateNodeID(dir, "")
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "corrupt") {
 			t.Errorf("node id file containing %q: error %v, want one naming %s as corrupt", content, err, path)
 		}

@@ -48,10 +48,11 @@ func validateNodeID(id NodeID) error {
 	return nil
 }
 
-// loadOrCreateNodeID returns the node id persisted in dir, creating and persisting one when there is
+// LoadOrCreateNodeID returns the node id persisted in dir, creating and persisting one when there is
 // none. want, when not empty, is the id the operator configured: it is persisted on first start and
-// must match the persisted id afterwards.
-func loadOrCreateNodeID(dir string, want NodeID) (NodeID, error) {
+// must match the persisted id afterwards. Start takes the id so; a node that needs its id before its
+// membership starts (to address calls to itself) calls it with Config.DataDir.
+func LoadOrCreateNodeID(dir string, want NodeID) (NodeID, error) {
 	path := filepath.Join(dir, nodeIDFile)
 	data, err := os.ReadFile(path)
 	switch {

@@ -7,8 +7,8 @@ import (
 )
 
 // newAdmission returns the node's admission controller, shared by both client front ends, and
-// registers its metrics. Internal services (Replica, SchemaPaxos and the others registered
-// beside them) never pass through it.
+// registers its metrics. Internode requests (package internode, on the internode listener)
+// never pass through it.
 func (n *Node) newAdmission() (*admission.Controller, error) {
 	a, err := admission.New(n.cfg.Admission)
 	if err != nil {

@@ -90,8 +90,8 @@ func (n *Node) nativeAuthenticator() native.Authenticator {
 }
 
 // authServerOptions returns the gRPC server's interceptors that check every call's credentials
-// when authentication is on. The internode services (Replica, SchemaPaxos) are exempt: the
-// internode listener and its mutual TLS protect them (docs/operations.md).
+// when authentication is on. The internode service (Internode, on its own listener) is exempt:
+// the internode listener and its mutual TLS protect it (docs/operations.md).
 func (n *Node) authServerOptions() []grpc.ServerOption {
 	if !n.cfg.authEnabled() {
 		return nil

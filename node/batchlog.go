@@ -4,9 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/internal/loop"
-	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 // DefaultBatchlogReplayInterval is BatchlogOptions.ReplayInterval when it is zero: Cassandra's.
@@ -32,36 +30,4 @@ func (n *Node) startBatchlogReplay(now func() time.Time) {
 		}
 		return 0
 	})
-}
-
-// AppendNodes appends every member of the cluster, live or not (shell.Batchlog).
-func (t *transport) AppendNodes(dst []coordinator.NodeID) []coordinator.NodeID {
-	for _, m := range t.cluster.Members() {
-		dst = append(dst, coordinator.NodeID(m.ID))
-	}
-	return dst
-}
-
-// StoreBatch stores a logged batch in node to's batchlog (shell.Batchlog).
-func (t *transport) StoreBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.StoreBatchRequest) (*replicapb.BatchlogResponse, error) {
-	if to == t.self {
-		return t.local.StoreBatch(ctx, req)
-	}
-	api, err := t.peer(to)
-	if err != nil {
-		return nil, err
-	}
-	return api.StoreBatch(ctx, req)
-}
-
-// RemoveBatch removes a batch from node to's batchlog (shell.Batchlog).
-func (t *transport) RemoveBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.RemoveBatchRequest) (*replicapb.BatchlogResponse, error) {
-	if to == t.self {
-		return t.local.RemoveBatch(ctx, req)
-	}
-	api, err := t.peer(to)
-	if err != nil {
-		return nil, err
-	}
-	return api.RemoveBatch(ctx, req)
 }

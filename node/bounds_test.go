@@ -126,7 +126,7 @@ func TestGRPCConcurrentStreamsLimit(t *testing.T) {
 		path       string // a unary method: its handler waits for the request, which never comes
 	}{
 		{"client", nd.Addr(), 2, "/kvnode.v1.KVNode/Execute"},
-		{"internode", nd.InternodeAddr(), 2 * node.InternodeStreamsFactor, "/kvnode.replica.v1.Replica/TopPartitions"},
+		{"internode", nd.InternodeAddr(), 2 * node.InternodeStreamsFactor, "/kvnode.replica.v1.Internode/Call"},
 	} {
 		nc, err := net.Dial("tcp", l.addr)
 		if err != nil {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/kvnode/kvnode/catalog"
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/internal/loop"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
@@ -48,7 +48,7 @@ func (n *Node) startDDL(m *coordinatorMetrics) {
 	}
 	m.tablesMu.Unlock()
 	n.schema.OnDrop(nil, func(t *schema.Table) { m.forgetTable(t.Keyspace, t.Name) })
-	c := catalogCluster{c: n.cluster, t: n.trans}
+	c := catalogCluster{c: n.cluster, s: n.sender}
 	n.schema.Start(catalog.Cluster{Self: string(n.cluster.LocalID()), Peers: c, Gossip: c, Logger: n.log})
 }
 
@@ -82,11 +82,11 @@ func (n *Node) sweepDroppedTables() error {
 // Store returns the node's storage.
 func (n *Node) Store() *replica.Store { return n.store }
 
-// catalogCluster gives the catalog the cluster's members, the internode clients to reach
-// them (catalog.Peers), and the schema's gossip (catalog.Gossip).
+// catalogCluster gives the catalog the cluster's members, the node's Sender to reach them
+// (catalog.Peers), and the schema's gossip (catalog.Gossip).
 type catalogCluster struct {
 	c *cluster.Cluster
-	t *transport
+	s *internode.Sender
 }
 
 func (p catalogCluster) Voters() ([]catalog.Voter, error) {
@@ -102,32 +102,11 @@ func (p catalogCluster) Voters() ([]catalog.Voter, error) {
 }
 
 func (p catalogCluster) Prepare(ctx context.Context, id string, req *replicapb.SchemaPrepareRequest) (*replicapb.SchemaPrepareResponse, error) {
-	c, err := p.client(id)
-	if err != nil {
-		return nil, err
-	}
-	return c.Prepare(ctx, req)
+	return internode.Call[*replicapb.SchemaPrepareResponse](ctx, p.s, internode.NodeID(id), req)
 }
 
 func (p catalogCluster) Accept(ctx context.Context, id string, req *replicapb.SchemaAcceptRequest) (*replicapb.SchemaAcceptResponse, error) {
-	c, err := p.client(id)
-	if err != nil {
-		return nil, err
-	}
-	return c.Accept(ctx, req)
-}
-
-func (p catalogCluster) client(id string) (replicapb.SchemaPaxosClient, error) {
-	if _, err := p.t.peer(coordinator.NodeID(id)); err != nil { // dials, or redials after a move
-		return nil, err
-	}
-	p.t.mu.Lock()
-	defer p.t.mu.Unlock()
-	pc, ok := p.t.conns[coordinator.NodeID(id)]
-	if !ok {
-		return nil, fmt.Errorf("node %s: no connection", id)
-	}
-	return replicapb.NewSchemaPaxosClient(pc.conn), nil
+	return internode.Call[*replicapb.SchemaAcceptResponse](ctx, p.s, internode.NodeID(id), req)
 }
 
 func (p catalogCluster) Publish() error { return p.c.NotifySchemaChanged() }

@@ -5,9 +5,9 @@ package node
 //	Addr (client gRPC)   the client API (kvnodepb.KVNode), health, reflection, and the admin
 //	                     services operators' tools call. Never an internode service.
 //	CQLAddr              the CQL native protocol.
-//	InternodeAddr        the internode gRPC services (registerInternal): replica requests,
-//	                     schema consensus, removals (Membership), and every other service only
-//	                     cluster members call.
+//	InternodeAddr        the internode service (package internode; handleInternode): replica
+//	                     requests, schema consensus, streaming, repair, removals, and every
+//	                     other exchange only cluster members make.
 //	                     Peers dial it at the address this node gossips (cluster.Member.RPCAddr).
 //	GossipAddr           memberlist (cluster package).
 //	MetricsAddr          Prometheus /metrics.
@@ -39,7 +39,7 @@ import (
 	"github.com/kvnode/kvnode/internal/gopool"
 	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/internal/tlsconfig"
-	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/internode"
 )
 
 // security is the node's TLS material and gossip keyring, and the loop that reloads them.
@@ -49,15 +49,35 @@ type security struct {
 	reloader   *loop.Loop          // nil when no reload loop runs
 }
 
-// registerInternal registers every internode service on srv, the internode listener's server:
-// the services only cluster members call. A new internal service is one line here, and is
-// never registered on the client server.
-func (n *Node) registerInternal(srv *grpc.Server) {
-	replicapb.RegisterReplicaServer(srv, n.replica)
-	replicapb.RegisterSchemaPaxosServer(srv, n.schema.Acceptor())
-	replicapb.RegisterStreamServer(srv, n.topo)
-	replicapb.RegisterAntiEntropyServer(srv, n.replica.AntiEntropy())
-	replicapb.RegisterMembershipServer(srv, membership{n: n})
+// handleInternode registers on the node's Mux the handler of every internode request it
+// answers: the exchanges only cluster members make, served on the internode listener alone
+// (startInternode) and to the node itself in process. A new exchange is one line here.
+func (n *Node) handleInternode() {
+	m := n.mux
+	// The replica's data path, the limiter's exchanges and the batchlog.
+	internode.Handle(m, n.replica.Mutate)
+	internode.Handle(m, n.replica.Read)
+	internode.Handle(m, n.replica.AccountDelta)
+	internode.Handle(m, n.replica.TopPartitions)
+	internode.Handle(m, n.replica.StoreBatch)
+	internode.Handle(m, n.replica.RemoveBatch)
+	// Schema consensus.
+	acceptor := n.schema.Acceptor()
+	internode.Handle(m, acceptor.Prepare)
+	internode.Handle(m, acceptor.Accept)
+	// Streaming and topology changes.
+	internode.HandleStream(m, n.topo.Pull)
+	internode.Handle(m, n.topo.Fetch)
+	internode.Handle(m, n.topo.View)
+	// Anti-entropy repair.
+	ae := n.replica.AntiEntropy()
+	internode.Handle(m, ae.RangeHashes)
+	internode.Handle(m, ae.PartitionHashes)
+	internode.Handle(m, ae.FetchPartitions)
+	// Removals.
+	ms := membership{n: n}
+	internode.Handle(m, ms.Removed)
+	internode.Handle(m, ms.Announce)
 }
 
 // listen binds the node's listeners (a port in use is an error naming the flag and the
@@ -235,7 +255,7 @@ func (n *Node) stopReloader() {
 // startInternode starts the internode gRPC server on n.ilis.
 func (n *Node) startInternode() {
 	n.igrpc = grpc.NewServer(n.serverOptions(true)...)
-	n.registerInternal(n.igrpc)
+	n.mux.Register(n.igrpc) // the internode service only, never on the client server
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

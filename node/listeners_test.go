@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -95,9 +96,9 @@ func TestClientPortServesOnlyTheClientAPI(t *testing.T) {
 			t.Errorf("the client port lists the internode service %s: %v", svc.FullName(), names)
 		}
 	}
-	// Every method of every internode service (the replica's, schema consensus, streaming,
-	// anti-entropy repair, and any added later) is unknown on the client port. The requests
-	// are empty: an unknown service is refused before its request is decoded.
+	// Every method of every internode service (Internode's Call and Stream, which carry every
+	// internode request, and any service added later) is unknown on the client port. The
+	// requests are empty: an unknown service is refused before its request is decoded.
 	for _, svc := range internal {
 		methods := svc.Methods()
 		for i := range methods.Len() {
@@ -110,33 +111,32 @@ func TestClientPortServesOnlyTheClientAPI(t *testing.T) {
 	}
 
 	flood := &replicapb.AccountDeltaRequest{Deltas: []*replicapb.AccountDelta{{TableId: 1, Token: 42, Op: replicapb.Op_OP_WRITE, Count: 1<<32 - 1}}}
-	_, err = replicapb.NewReplicaClient(clientConn).AccountDelta(ctx, flood)
-	if status.Code(err) != codes.Unimplemented {
-		t.Errorf("Replica/AccountDelta on the client port = %v, want Unimplemented", err)
-	}
-	_, err = replicapb.NewReplicaClient(clientConn).Mutate(ctx, &replicapb.MutateRequest{})
-	if status.Code(err) != codes.Unimplemented {
-		t.Errorf("Replica/Mutate on the client port = %v, want Unimplemented", err)
-	}
-	_, err = replicapb.NewSchemaPaxosClient(clientConn).Prepare(ctx, &replicapb.SchemaPrepareRequest{})
-	if status.Code(err) != codes.Unimplemented {
-		t.Errorf("SchemaPaxos/Prepare on the client port = %v, want Unimplemented", err)
+	for _, req := range []*replicapb.Request{
+		{Msg: &replicapb.Request_AccountDelta{AccountDelta: flood}},
+		{Msg: &replicapb.Request_Mutate{Mutate: &replicapb.MutateRequest{}}},
+		{Msg: &replicapb.Request_SchemaPrepare{SchemaPrepare: &replicapb.SchemaPrepareRequest{}}},
+	} {
+		_, err = replicapb.NewInternodeClient(clientConn).Call(ctx, req)
+		if status.Code(err) != codes.Unimplemented {
+			t.Errorf("Internode/Call %s on the client port = %v, want Unimplemented", internode.Kind(req), err)
+		}
 	}
 
 	// The internode port serves the replica and lists nothing: it has no reflection.
 	internodeConn := dialPlain(t, nd.InternodeAddr())
-	resp, err := replicapb.NewReplicaClient(internodeConn).TopPartitions(ctx, &replicapb.TopPartitionsRequest{})
+	api := replicapb.NewInternodeClient(internodeConn)
+	resp, err := api.Call(ctx, &replicapb.Request{Msg: &replicapb.Request_TopPartitions{TopPartitions: &replicapb.TopPartitionsRequest{}}})
 	if err != nil {
-		t.Errorf("Replica/TopPartitions on the internode port: %v", err)
-	} else if resp == nil {
-		t.Error("Replica/TopPartitions on the internode port returned nothing")
+		t.Errorf("Internode/Call top_partitions on the internode port: %v", err)
+	} else if resp.GetTopPartitions() == nil {
+		t.Errorf("Internode/Call top_partitions on the internode port answered %v, want its partitions", resp)
 	}
-	for _, method := range []string{
-		"/" + replicapb.Stream_ServiceDesc.ServiceName + "/View",
-		"/" + replicapb.AntiEntropy_ServiceDesc.ServiceName + "/RangeHashes",
+	for _, req := range []*replicapb.Request{
+		{Msg: &replicapb.Request_View{View: &replicapb.ViewRequest{}}},
+		{Msg: &replicapb.Request_RangeHashes{RangeHashes: &replicapb.RangeHashesRequest{}}},
 	} {
-		if err := callEmpty(ctx, internodeConn, method, false); status.Code(err) == codes.Unimplemented {
-			t.Errorf("%s on the internode port = %v, want it served", method, err)
+		if _, err := api.Call(ctx, req); status.Code(err) == codes.Unimplemented {
+			t.Errorf("Internode/Call %s on the internode port = %v, want it served", internode.Kind(req), err)
 		}
 	}
 	if names, err := listServices(ctx, internodeConn); status.Code(err) != codes.Unimplemented {
@@ -170,7 +170,8 @@ func TestPeersDialTheInternodeAddress(t *testing.T) {
 }
 
 // internodeServices returns the services of the internode protocol (the proto package
-// kvnode.replica.v1): every one registerInternal serves, and any added to the package later.
+// kvnode.replica.v1): Internode, which the node's internode listener serves, and any added to
+// the package later.
 func internodeServices(t *testing.T) []protoreflect.ServiceDescriptor {
 	t.Helper()
 	var out []protoreflect.ServiceDescriptor
@@ -180,8 +181,7 @@ func internodeServices(t *testing.T) []protoreflect.ServiceDescriptor {
 		}
 		return true
 	})
-	for _, want := range []string{replicapb.Replica_ServiceDesc.ServiceName, replicapb.SchemaPaxos_ServiceDesc.ServiceName,
-		replicapb.Stream_ServiceDesc.ServiceName, replicapb.AntiEntropy_ServiceDesc.ServiceName} {
+	for _, want := range []string{replicapb.Internode_ServiceDesc.ServiceName} {
 		if !slices.ContainsFunc(out, func(s protoreflect.ServiceDescriptor) bool { return string(s.FullName()) == want }) {
 			t.Fatalf("the internode services %v lack %s", out, want)
 		}

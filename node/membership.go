@@ -4,22 +4,22 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
-// membership serves the Membership service on the internode listener: how removals (kvnode
-// removenode) travel between nodes, never by gossip alone (cluster.RemovalPeers).
+// membership answers the removed and announce requests on the internode listener: how removals
+// (kvnode removenode) travel between nodes, never by gossip alone (cluster.RemovalPeers).
 type membership struct {
-	replicapb.UnimplementedMembershipServer
 	n *Node
 }
 
-// Removed implements replicapb.MembershipServer: every removal this node knows.
+// Removed answers a removed request: every removal this node knows.
 func (m membership) Removed(context.Context, *replicapb.RemovedRequest) (*replicapb.RemovedResponse, error) {
 	resp := &replicapb.RemovedResponse{}
 	for _, r := range m.n.cluster.Removals() {
@@ -29,8 +29,8 @@ func (m membership) Removed(context.Context, *replicapb.RemovedRequest) (*replic
 	return resp, nil
 }
 
-// Announce implements replicapb.MembershipServer: it applies and persists removals made by a
-// member of the cluster.
+// Announce answers an announce request: it applies and persists removals made by a member of
+// the cluster.
 func (m membership) Announce(ctx context.Context, req *replicapb.AnnounceRequest) (*replicapb.AnnounceResponse, error) {
 	from := cluster.NodeID(req.GetFrom())
 	if _, ok := m.n.cluster.Member(from); !ok || from == m.n.cluster.LocalID() {
@@ -77,69 +77,44 @@ func removalsFromWire(rs []*replicapb.Removal) []cluster.Removal {
 	return out
 }
 
-// removalPeers implements cluster.RemovalPeers over the peers' internode listeners, with the
-// node's internode credentials (mutual TLS when TLS is on). Removals are rare: each call dials
-// its own connection. It needs only the node's security material, so membership can use it
-// while it starts.
-type removalPeers struct{ n *Node }
+// removalPeers implements cluster.RemovalPeers over the node's Sender, at the peers' gossiped
+// internode addresses (membership may not list them yet while it starts).
+type removalPeers struct{ s *internode.Sender }
 
-func (p removalPeers) dial(m cluster.Member) (replicapb.MembershipClient, func(), error) {
-	if m.RPCAddr == "" {
-		return nil, nil, fmt.Errorf("node %s: no internode address known", m.ID)
+// removalCall sends req to peer, waiting for its connection to come up.
+func removalCall[Resp proto.Message](ctx context.Context, s *internode.Sender, peer cluster.Member, req proto.Message) (Resp, error) {
+	if peer.RPCAddr == "" {
+		var zero Resp
+		return zero, fmt.Errorf("node %s: no internode address known", peer.ID)
 	}
-	limit := MessageLimit(p.n.cfg.Coordinator.MaxMutationSize)
-	conn, err := grpc.NewClient(dialAddr(m), grpc.WithTransportCredentials(p.n.internodeCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(limit), grpc.MaxCallSendMsgSize(limit)))
-	if err != nil {
-		return nil, nil, fmt.Errorf("node %s at %s: %w", m.ID, m.RPCAddr, err)
-	}
-	return replicapb.NewMembershipClient(conn), func() { conn.Close() }, nil
+	return internode.Call[Resp](ctx, s, internode.NodeID(peer.ID), req, internode.WaitForReady(), internode.At(dialAddr(peer)))
 }
 
 // Removed asks peer for its removals and the removals it has in progress.
 func (p removalPeers) Removed(ctx context.Context, peer cluster.Member) ([]cluster.Removal, []cluster.NodeID, error) {
-	api, done, err := p.dial(peer)
+	resp, err := removalCall[*replicapb.RemovedResponse](ctx, p.s, peer, &replicapb.RemovedRequest{})
+	if status.Code(err) == codes.Unimplemented {
+		return nil, nil, nil // a release that serves no removed requests: it confirms no removal
+	}
 	if err != nil {
 		return nil, nil, err
-	}
-	defer done()
-	resp, err := api.Removed(ctx, &replicapb.RemovedRequest{}, grpc.WaitForReady(true))
-	if status.Code(err) == codes.Unimplemented {
-		return nil, nil, nil // a release before the Membership service: it confirms no removal
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("node %s: %w", peer.ID, err)
 	}
 	return removalsFromWire(resp.GetRemovals()), removingFromWire(resp.GetRemoving()), nil
 }
 
 // AnnounceRemoving tells peer of the removals this node has in progress.
 func (p removalPeers) AnnounceRemoving(ctx context.Context, peer cluster.Member, from cluster.NodeID, removing []cluster.NodeID) error {
-	api, done, err := p.dial(peer)
-	if err != nil {
-		return err
-	}
-	defer done()
 	req := &replicapb.AnnounceRequest{From: string(from), Removing: removingToWire(removing)}
-	if _, err := api.Announce(ctx, req, grpc.WaitForReady(true)); err != nil {
-		return fmt.Errorf("node %s: %w", peer.ID, err)
-	}
-	return nil
+	_, err := removalCall[*replicapb.AnnounceResponse](ctx, p.s, peer, req)
+	return err
 }
 
 // Announce tells peer of removals made by this node.
 func (p removalPeers) Announce(ctx context.Context, peer cluster.Member, from cluster.NodeID, removals []cluster.Removal) error {
-	api, done, err := p.dial(peer)
-	if err != nil {
-		return err
-	}
-	defer done()
 	req := &replicapb.AnnounceRequest{From: string(from)}
 	for _, r := range removals {
 		req.Removals = append(req.Removals, &replicapb.Removal{Id: string(r.ID), At: r.At})
 	}
-	if _, err := api.Announce(ctx, req, grpc.WaitForReady(true)); err != nil {
-		return fmt.Errorf("node %s: %w", peer.ID, err)
-	}
-	return nil
+	_, err := removalCall[*replicapb.AnnounceResponse](ctx, p.s, peer, req)
+	return err
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/internal/loop"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/repair"
@@ -50,11 +51,13 @@ type Node struct {
 	replica  *replica.Service
 	cluster  *cluster.Cluster
 	exec     *shell.Executor
-	trans    *transport
-	grpc     *grpc.Server // the client API's
+	mux      *internode.Mux    // serves the internode requests (handleInternode)
+	sender   *internode.Sender // sends every internode request, to peers and in process
+	trans    transport         // the shell's and hints' replica calls over sender
+	grpc     *grpc.Server      // the client API's
 	health   *health.Server
 	lis      net.Listener
-	igrpc    *grpc.Server // the internode services' (registerInternal)
+	igrpc    *grpc.Server // serves mux (startInternode)
 	ilis     net.Listener
 	native   *native.Server
 	clis     net.Listener // the native protocol's
@@ -146,9 +149,20 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
+	// The node's id addresses the calls to itself, which its Sender makes in process; membership
+	// uses the Sender (removals) while it starts.
+	id, err := cluster.LoadOrCreateNodeID(cfg.DataDir, "")
+	if err != nil {
+		return nil, err
+	}
+	n.mux = internode.NewMux()
+	if n.sender, err = n.newSender(id); err != nil {
+		return nil, err
+	}
 	if n.cluster, err = cluster.Start(ctx, cluster.Config{
 		Options:    cfg.Cluster,
 		DataDir:    cfg.DataDir,
+		NodeID:     id,
 		BindAddr:   cfg.Listen.GossipAddr,
 		RPCAddr:    n.ilis.Addr().String(), // peers dial the internode listener
 		NativeAddr: n.clis.Addr().String(), // drivers read it from system.peers
@@ -156,16 +170,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Schema:     n.schema,
 		Now:        now,
 		Keyring:    n.sec.gossipKeys,
-		Removals:   removalPeers{n},            // removals travel over the internode port only
+		Removals:   removalPeers{n.sender},     // removals travel over the internode port only
 		Joining:    len(cfg.Cluster.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
 	}); err != nil {
 		return nil, err
 	}
 	n.topo = newTopology(n)
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
+	n.handleInternode()
 
 	self := coordinator.NodeID(n.cluster.LocalID())
-	n.trans = newTransport(self, n.replica, n.cluster, MessageLimit(cfg.Coordinator.MaxMutationSize), n.internodeCredentials())
+	n.trans = transport{s: n.sender, c: n.cluster}
 	if err := n.openHints(now); err != nil {
 		return nil, err
 	}
@@ -230,11 +245,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.admission, err = n.newAdmission(); err != nil {
 		return nil, err
 	}
-	if n.logins, err = n.newLoginGuard(); err != nil {
-		return nil, err
-	}
 	limit := MessageLimit(cfg.Coordinator.MaxMutationSize)
-	// The client API only: internode services are registerInternal's.
+	// The client API only: the internode service is startInternode's.
 	n.grpc = grpc.NewServer(append(n.serverOptions(false), n.authServerOptions()...)...)
 	api, err := grpcapi.New(grpcapi.Config{
 		Executor: n.exec, Top: topSource{n}, MessageLimit: limit, LimitHint: "2 × max_mutation_size + 4 MiB",
@@ -439,9 +451,6 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if n.trans != nil {
-		n.trans.close()
-	}
 	n.topo.stop() // a background bootstrap
 	if n.cluster != nil {
 		if leave {
@@ -460,6 +469,11 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		}
 	} else if n.ilis != nil {
 		n.ilis.Close()
+	}
+	if n.sender != nil { // once nothing of the node calls a peer, the internode handlers included
+		if err := n.sender.Close(); err != nil {
+			n.log.Debug("closing the internode connections", "err", err)
+		}
 	}
 	n.wg.Wait()
 	if n.store != nil {

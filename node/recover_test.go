@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvnode/kvnode/internal/lockedbuf"
+	"github.com/kvnode/kvnode/internode"
+	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 // panickyHealth is a health service whose check of the service "boom" panics, as a bug would.
@@ -63,5 +65,70 @@ func TestGRPCPanicFailsOnlyItsCall(t *testing.T) {
 	}
 	if log := logged.String(); !strings.Contains(log, "assignment to entry in nil map") || !strings.Contains(log, "grpc.health.v1.Health/Check") || !strings.Contains(log, "goroutine") {
 		t.Errorf("the log does not hold the panic, its method and its stack:\n%s", log)
+	}
+}
+
+// staticAddrs resolves nodes' internode addresses from a map (internode.Addresses).
+type staticAddrs map[internode.NodeID]string
+
+func (a staticAddrs) InternodeAddr(id internode.NodeID) (string, bool) {
+	addr, ok := a[id]
+	return addr, ok
+}
+
+// TestInternodePanicNamesItsKind: on the internode server every request is an Internode Call or
+// Stream, so a panic is logged with the request's kind, for calls and streams alike, and counted;
+// the call fails as Internal and the server goes on answering.
+func TestInternodePanicNamesItsKind(t *testing.T) {
+	var logged lockedbuf.Buffer
+	n := &Node{log: slog.New(slog.NewTextHandler(&logged, nil)), grpcPanics: newGRPCPanics()}
+	mux := internode.NewMux()
+	internode.Handle(mux, func(_ context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+		if req.GetMutation().GetTableId() == 13 {
+			var m map[string]int
+			m["x"] = 1
+		}
+		return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}, nil
+	})
+	internode.HandleStream(mux, func(context.Context, *replicapb.PullRequest, func(*replicapb.PullChunk) error) error {
+		var s []int
+		_ = s[3]
+		return nil
+	})
+	srv := grpc.NewServer(n.recoveryOptions("internode")...)
+	mux.Register(srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Stop()
+	s, err := internode.NewSender(internode.Options{Addresses: staticAddrs{"n2": lis.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	bad := &replicapb.MutateRequest{Mutation: &replicapb.Mutation{TableId: 13}}
+	if _, err := internode.Call[*replicapb.MutateResponse](ctx, s, "n2", bad); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "bug") {
+		t.Fatalf("a mutate whose handler panics: %v, want Internal", err)
+	}
+	if _, err := internode.Call[*replicapb.MutateResponse](ctx, s, "n2", &replicapb.MutateRequest{}); err != nil {
+		t.Errorf("the next mutate: %v", err)
+	}
+	err = internode.Stream(ctx, s, "n2", &replicapb.PullRequest{}, func(*replicapb.PullChunk) error { return nil })
+	if status.Code(err) != codes.Internal {
+		t.Errorf("a pull whose handler panics: %v, want Internal", err)
+	}
+	if got := testutil.ToFloat64(n.grpcPanics.WithLabelValues("internode")); got != 2 {
+		t.Errorf("kvnode_grpc_panics_total{server=\"internode\"} = %v, want 2", got)
+	}
+	log := logged.String()
+	for _, want := range []string{"method=mutate", "method=pull", "assignment to entry in nil map", "index out of range", "goroutine"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
 	}
 }

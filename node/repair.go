@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/repair"
@@ -31,13 +31,10 @@ func (h repairHost) Ring() repair.Ring { return repairRing{h.n.cluster.Ring()} }
 func (h repairHost) Schema() *schema.Schema { return h.n.schema.Schema() }
 
 func (h repairHost) AntiEntropy(id coordinator.NodeID) (repair.AntiEntropy, error) {
-	if id == h.Self() {
-		return h.n.replica.AntiEntropy(), nil
-	}
-	if !h.n.cluster.IsLive(cluster.NodeID(id)) {
+	if id != h.Self() && !h.n.cluster.IsLive(cluster.NodeID(id)) {
 		return nil, repair.ErrDown
 	}
-	return h.n.trans.antiEntropy(id)
+	return antiEntropyPeer{h.n.sender, internode.NodeID(id)}, nil
 }
 
 func (h repairHost) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
@@ -76,33 +73,22 @@ func (r repairRing) Replicas(token int64, rf int) []coordinator.NodeID {
 	return out
 }
 
-// remoteAntiEntropy adapts a gRPC client to repair.AntiEntropy.
-type remoteAntiEntropy struct{ c replicapb.AntiEntropyClient }
-
-func (r remoteAntiEntropy) RangeHashes(ctx context.Context, req *replicapb.RangeHashesRequest) (*replicapb.RangeHashesResponse, error) {
-	return r.c.RangeHashes(ctx, req)
+// antiEntropyPeer is repair.AntiEntropy of node to over the node's Sender.
+type antiEntropyPeer struct {
+	s  *internode.Sender
+	to internode.NodeID
 }
 
-func (r remoteAntiEntropy) PartitionHashes(ctx context.Context, req *replicapb.PartitionHashesRequest) (*replicapb.PartitionHashesResponse, error) {
-	return r.c.PartitionHashes(ctx, req)
+func (p antiEntropyPeer) RangeHashes(ctx context.Context, req *replicapb.RangeHashesRequest) (*replicapb.RangeHashesResponse, error) {
+	return internode.Call[*replicapb.RangeHashesResponse](ctx, p.s, p.to, req)
 }
 
-func (r remoteAntiEntropy) FetchPartitions(ctx context.Context, req *replicapb.FetchPartitionsRequest) (*replicapb.FetchPartitionsResponse, error) {
-	return r.c.FetchPartitions(ctx, req)
+func (p antiEntropyPeer) PartitionHashes(ctx context.Context, req *replicapb.PartitionHashesRequest) (*replicapb.PartitionHashesResponse, error) {
+	return internode.Call[*replicapb.PartitionHashesResponse](ctx, p.s, p.to, req)
 }
 
-// antiEntropy returns the anti-entropy API of node id over the transport's connection to it.
-func (t *transport) antiEntropy(id coordinator.NodeID) (repair.AntiEntropy, error) {
-	if _, err := t.peer(id); err != nil { // dials when needed
-		return nil, err
-	}
-	t.mu.Lock()
-	pc := t.conns[id]
-	t.mu.Unlock()
-	if pc == nil {
-		return nil, fmt.Errorf("node %s: no connection", id)
-	}
-	return remoteAntiEntropy{replicapb.NewAntiEntropyClient(pc.conn)}, nil
+func (p antiEntropyPeer) FetchPartitions(ctx context.Context, req *replicapb.FetchPartitionsRequest) (*replicapb.FetchPartitionsResponse, error) {
+	return internode.Call[*replicapb.FetchPartitionsResponse](ctx, p.s, p.to, req)
 }
 
 // startRepair creates the node's repair service and starts its periodic purge. Repairs and

@@ -53,7 +53,8 @@ func dialClient(addr string, creds credentials.TransportCredentials) (*client.Cl
 	return client.Dial(ctx, addr, client.WithDialOptions(grpc.WithTransportCredentials(creds)))
 }
 
-// callInternode calls Replica/TopPartitions on addr with creds, failing fast.
+// callInternode sends a top_partitions request (Internode/Call) to addr with creds, failing
+// fast.
 func callInternode(t *testing.T, addr string, creds credentials.TransportCredentials) error {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
@@ -63,7 +64,8 @@ func callInternode(t *testing.T, addr string, creds credentials.TransportCredent
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = replicapb.NewReplicaClient(conn).TopPartitions(ctx, &replicapb.TopPartitionsRequest{})
+	req := &replicapb.Request{Msg: &replicapb.Request_TopPartitions{TopPartitions: &replicapb.TopPartitionsRequest{}}}
+	_, err = replicapb.NewInternodeClient(conn).Call(ctx, req)
 	return err
 }
 

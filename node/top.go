@@ -64,7 +64,7 @@ func (n *Node) gatherTopPartitions(ctx context.Context, req *replicapb.TopPartit
 		}
 		asked++
 		go func() { // ends when the call returns, at the latest at ctx's deadline
-			resp, err := n.trans.TopPartitions(ctx, id, req)
+			resp, err := internode.Call[*replicapb.TopPartitionsResponse](ctx, n.sender, internode.NodeID(id), req)
 			answers <- answer{id, resp.GetPartitions(), err}
 		}()
 	}

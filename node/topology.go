@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	"google.golang.org/grpc"
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
@@ -56,9 +56,9 @@ func refused(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errRefused, fmt.Sprintf(format, args...))
 }
 
-// topology carries out a node's topology changes and serves the Stream service.
+// topology carries out a node's topology changes and answers the pull, fetch and view requests
+// of the peers' topology changes.
 type topology struct {
-	replicapb.UnimplementedStreamServer
 	n       *Node
 	limiter *rate.Limiter // bytes per second sent by Pull, across every stream
 
@@ -167,9 +167,9 @@ func (t *topology) throttle(ctx context.Context, n int) error {
 	return nil
 }
 
-// Pull implements replicapb.StreamServer: it streams the local entries of the requested tables
-// (those the local schema knows) whose tokens are in the requested ranges, throttled.
-func (t *topology) Pull(req *replicapb.PullRequest, stream grpc.ServerStreamingServer[replicapb.PullChunk]) error {
+// Pull answers a pull request: it sends the local entries of the requested tables (those the
+// local schema knows) whose tokens are in the requested ranges, throttled.
+func (t *topology) Pull(ctx context.Context, req *replicapb.PullRequest, send func(*replicapb.PullChunk) error) error {
 	ranges, err := rangesFromWire(req.GetRanges())
 	if err != nil {
 		return invalidArg("stream pull: %v", err)
@@ -177,7 +177,6 @@ func (t *topology) Pull(req *replicapb.PullRequest, stream grpc.ServerStreamingS
 	if len(req.GetTableIds()) > maxStreamTables {
 		return invalidArg("stream pull: %d tables, the limit is %d", len(req.GetTableIds()), maxStreamTables)
 	}
-	ctx := stream.Context()
 	chunk := &replicapb.PullChunk{}
 	size := 0
 	flush := func() error {
@@ -187,7 +186,7 @@ func (t *topology) Pull(req *replicapb.PullRequest, stream grpc.ServerStreamingS
 		if err := t.throttle(ctx, size); err != nil {
 			return err
 		}
-		if err := stream.Send(chunk); err != nil {
+		if err := send(chunk); err != nil {
 			return err
 		}
 		t.entriesSent.Add(uint64(len(chunk.Entries)))
@@ -218,7 +217,7 @@ func (t *topology) Pull(req *replicapb.PullRequest, stream grpc.ServerStreamingS
 	return flush()
 }
 
-// Fetch implements replicapb.StreamServer: it pulls the ranges from the source and applies them.
+// Fetch answers a fetch request: it pulls the ranges from the source and applies them.
 func (t *topology) Fetch(ctx context.Context, req *replicapb.FetchRequest) (*replicapb.FetchResponse, error) {
 	ranges, err := rangesFromWire(req.GetRanges())
 	if err != nil {
@@ -254,15 +253,6 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 		t.receiving--
 		t.streamMu.Unlock()
 	}()
-	api, done, err := t.n.streamClient(src)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer done()
-	stream, err := api.Pull(ctx, &replicapb.PullRequest{Ranges: rangesToWire(ranges), TableIds: ids, Requester: string(t.n.cluster.LocalID())})
-	if err != nil {
-		return 0, 0, fmt.Errorf("stream from %s: %w", src, err)
-	}
 	accept := func(id schema.TableID, tok int64) error {
 		if !slices.Contains(ids, uint64(id)) {
 			return fmt.Errorf("table id %d was not asked for", id)
@@ -275,23 +265,21 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 		return fmt.Errorf("token %d is in none of the ranges asked for", tok)
 	}
 	var batch []replica.StreamEntry
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, errEOF) {
-			break
-		}
-		if err != nil {
-			return entries, bytes, fmt.Errorf("stream from %s: %w", src, err)
-		}
+	req := &replicapb.PullRequest{Ranges: rangesToWire(ranges), TableIds: ids, Requester: string(t.n.cluster.LocalID())}
+	err = internode.Stream(ctx, t.n.sender, internode.NodeID(src), req, func(chunk *replicapb.PullChunk) error {
 		batch = batch[:0]
 		for _, e := range chunk.GetEntries() {
 			batch = append(batch, replica.StreamEntry{Key: e.GetKey(), Value: e.GetValue()})
 			bytes += uint64(len(e.GetKey()) + len(e.GetValue()))
 		}
 		if err := t.n.store.ApplyStreamed(batch, accept); err != nil {
-			return entries, bytes, fmt.Errorf("stream from %s: %w", src, err)
+			return fmt.Errorf("stream from %s: %w", src, err)
 		}
 		entries += uint64(len(batch))
+		return nil
+	})
+	if err != nil {
+		return entries, bytes, err
 	}
 	t.entriesReceived.Add(entries)
 	t.bytesReceived.Add(bytes)
@@ -299,7 +287,7 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 	return entries, bytes, nil
 }
 
-// View implements replicapb.StreamServer.
+// View answers a view request: how this node sees the cluster.
 func (t *topology) View(context.Context, *replicapb.ViewRequest) (*replicapb.ViewResponse, error) {
 	resp := &replicapb.ViewResponse{Id: string(t.n.cluster.LocalID()), LoadBytes: t.n.store.LoadBytes()}
 	for _, m := range t.n.cluster.Members() {
@@ -308,35 +296,11 @@ func (t *topology) View(context.Context, *replicapb.ViewRequest) (*replicapb.Vie
 	return resp, nil
 }
 
-// streamClient dials node id's internode address for the Stream service; done closes the
-// connection. Topology changes are rare, so each dials its own.
-func (n *Node) streamClient(id cluster.NodeID) (replicapb.StreamClient, func(), error) {
-	m, ok := n.cluster.Member(id)
-	if !ok || m.RPCAddr == "" {
-		return nil, nil, fmt.Errorf("node %s: no RPC address known", id)
-	}
-	limit := MessageLimit(n.cfg.Coordinator.MaxMutationSize)
-	conn, err := grpc.NewClient(dialAddr(m), grpc.WithTransportCredentials(n.internodeCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(limit), grpc.MaxCallSendMsgSize(limit)))
-	if err != nil {
-		return nil, nil, fmt.Errorf("node %s at %s: %w", id, m.RPCAddr, err)
-	}
-	return replicapb.NewStreamClient(conn), func() { conn.Close() }, nil
-}
-
 // view asks node id how it sees the cluster.
 func (n *Node) view(ctx context.Context, id cluster.NodeID) (*replicapb.ViewResponse, error) {
-	if id == n.cluster.LocalID() {
-		return n.topo.View(ctx, nil)
-	}
-	api, done, err := n.streamClient(id)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
 	defer cancel()
-	return api.View(ctx, &replicapb.ViewRequest{})
+	return internode.Call[*replicapb.ViewResponse](ctx, n.sender, internode.NodeID(id), &replicapb.ViewRequest{})
 }
 
 // awaitWritesInFlight waits out the writes coordinated before every node saw a new state, once
@@ -358,7 +322,7 @@ func (n *Node) awaitWritesInFlight(ctx context.Context) error {
 }
 
 // awaitSeen waits until every live node other than this one sees node id in a state ok accepts
-// (and a node it does not list at all when gone is true), asking them over the Stream service.
+// (and a node it does not list at all when gone is true), asking them with view requests.
 func (n *Node) awaitSeen(ctx context.Context, id cluster.NodeID, what string, ok func(st string, listed bool) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, viewWait)
 	defer cancel()
@@ -373,7 +337,7 @@ func (n *Node) awaitSeen(ctx context.Context, id cluster.NodeID, what string, ok
 			}
 			v, err := n.view(ctx, m.ID)
 			if err != nil {
-				last = fmt.Errorf("node %s: %w", m.ID, err)
+				last = err
 				break
 			}
 			st, listed := "", false
@@ -481,7 +445,7 @@ func (n *Node) liveSources(skip cluster.NodeID) func(cluster.Transfer) []cluster
 }
 
 // execute carries out a plan: every receiver fetches its ranges from every one of its sources,
-// receivers in parallel. The local node fetches in process; others are asked over Fetch.
+// receivers in parallel, each asked with a fetch request (the local node in process).
 func (n *Node) execute(ctx context.Context, p map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange, reason string) (uint64, error) {
 	var (
 		wg    sync.WaitGroup
@@ -499,23 +463,11 @@ func (n *Node) execute(ctx context.Context, p map[cluster.NodeID]map[cluster.Nod
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var got uint64
-				var err error
-				if to == n.cluster.LocalID() {
-					got, _, err = n.topo.fetch(ctx, src, ranges, reason)
-				} else {
-					var api replicapb.StreamClient
-					var done func()
-					if api, done, err = n.streamClient(to); err == nil {
-						var resp *replicapb.FetchResponse
-						resp, err = api.Fetch(ctx, &replicapb.FetchRequest{Source: string(src), Ranges: rangesToWire(ranges), Reason: reason})
-						done()
-						got = resp.GetEntries()
-					}
-				}
+				req := &replicapb.FetchRequest{Source: string(src), Ranges: rangesToWire(ranges), Reason: reason}
+				resp, err := internode.Call[*replicapb.FetchResponse](ctx, n.sender, internode.NodeID(to), req)
 				mu.Lock()
 				defer mu.Unlock()
-				total += got
+				total += resp.GetEntries()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s streaming %d ranges from %s: %w", to, len(ranges), src, err))
 				}

@@ -5,134 +5,83 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
-	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
-	"github.com/kvnode/kvnode/replica"
 )
 
-// transport sends replica requests: to the local replica service in process, to peers over gRPC
-// on the internode address they publish in gossip (cluster.Member.RPCAddr; shell.Transport).
-// Every internode client of the node (replica requests, account deltas, the batchlog, schema
-// consensus) shares its connections.
+// The node's internode transport is package internode: one Mux serving every exchange the node
+// answers (handleInternode), and one Sender through which every part of the node reaches its
+// peers, at the addresses they gossip, and itself, in process through the Mux.
+
+// newSender returns the node's Sender, calling itself (self) through n.mux. It needs only the
+// node's security material, so membership can use it while it starts (removalPeers).
+func (n *Node) newSender(self cluster.NodeID) (*internode.Sender, error) {
+	return internode.NewSender(internode.Options{
+		Self:            internode.NodeID(self),
+		Local:           n.mux,
+		Addresses:       memberAddrs{n},
+		Credentials:     n.internodeCredentials(), // mutual TLS when the node has a certificate
+		MaxMessageBytes: MessageLimit(n.cfg.Coordinator.MaxMutationSize),
+	})
+}
+
+// memberAddrs resolves peers' internode addresses from membership (internode.Addresses): the
+// address each gossips (dialAddr). The Sender asks it only for calls without internode.At,
+// which are made once membership has started.
+type memberAddrs struct{ n *Node }
+
+func (a memberAddrs) InternodeAddr(id internode.NodeID) (string, bool) {
+	m, ok := a.n.cluster.Member(cluster.NodeID(id))
+	if !ok || m.RPCAddr == "" {
+		return "", false
+	}
+	return dialAddr(m), true
+}
+
+// transport is the shell's Transport, DeltaSender and Batchlog, hints' Sender and the replica
+// calls of repair over the node's Sender.
 type transport struct {
-	self    coordinator.NodeID
-	local   *replica.Service
-	cluster *cluster.Cluster
-	limit   int // the largest message sent or received, in bytes (MessageLimit)
-	creds   credentials.TransportCredentials
-
-	mu    sync.Mutex
-	conns map[coordinator.NodeID]*peerConn
-}
-
-type peerConn struct {
-	addr string
-	conn *grpc.ClientConn
-	api  replicapb.ReplicaClient
-}
-
-func newTransport(self coordinator.NodeID, local *replica.Service, c *cluster.Cluster, limit int, creds credentials.TransportCredentials) *transport {
-	return &transport{self: self, local: local, cluster: c, limit: limit, creds: creds, conns: map[coordinator.NodeID]*peerConn{}}
+	s *internode.Sender
+	c *cluster.Cluster
 }
 
 // Mutate sends a mutation to replica to.
-func (t *transport) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
-	if to == t.self {
-		return t.local.Mutate(ctx, req)
-	}
-	api, err := t.peer(to)
-	if err != nil {
-		return nil, err
-	}
-	return api.Mutate(ctx, req)
+func (t transport) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+	return internode.Call[*replicapb.MutateResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
 // Read sends a read to replica to.
-func (t *transport) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
-	if to == t.self {
-		return t.local.Read(ctx, req)
-	}
-	api, err := t.peer(to)
-	if err != nil {
-		return nil, err
-	}
-	return api.Read(ctx, req)
+func (t transport) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
+	return internode.Call[*replicapb.ReadResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
 // AccountDelta sends account-only deltas to replica to (shell.DeltaSender).
-func (t *transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
-	if to == t.self {
-		return t.local.AccountDelta(ctx, req)
-	}
-	api, err := t.peer(to)
-	if err != nil {
-		return nil, err
-	}
-	return api.AccountDelta(ctx, req)
+func (t transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
+	return internode.Call[*replicapb.AccountDeltaResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
-// TopPartitions asks node to for its hot partitions.
-func (t *transport) TopPartitions(ctx context.Context, to coordinator.NodeID, req *replicapb.TopPartitionsRequest) (*replicapb.TopPartitionsResponse, error) {
-	if to == t.self {
-		return t.local.TopPartitions(ctx, req)
+// AppendNodes appends every member of the cluster, live or not (shell.Batchlog).
+func (t transport) AppendNodes(dst []coordinator.NodeID) []coordinator.NodeID {
+	for _, m := range t.c.Members() {
+		dst = append(dst, coordinator.NodeID(m.ID))
 	}
-	api, err := t.peer(to)
-	if err != nil {
-		return nil, err
-	}
-	return api.TopPartitions(ctx, req)
+	return dst
 }
 
-// peer returns a client for node id, dialling (lazily, without blocking) on first use and again
-// when the node's published RPC address changed (a restart on another port).
-func (t *transport) peer(id coordinator.NodeID) (replicapb.ReplicaClient, error) {
-	m, ok := t.cluster.Member(cluster.NodeID(id))
-	if !ok || m.RPCAddr == "" {
-		return nil, fmt.Errorf("node %s: no internode address known", id)
-	}
-	addr := dialAddr(m)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if pc, ok := t.conns[id]; ok {
-		if pc.addr == addr {
-			// Gossip says the peer is reachable at this address; a connection still backing off
-			// from an earlier outage would fail fast until its backoff ran out.
-			if pc.conn.GetState() == connectivity.TransientFailure {
-				pc.conn.ResetConnectBackoff()
-			}
-			return pc.api, nil
-		}
-		pc.conn.Close()
-		delete(t.conns, id)
-	}
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(t.creds), // mutual TLS when the node has a certificate
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.limit), grpc.MaxCallSendMsgSize(t.limit)),
-		// gRPC's default reconnect backoff grows to 2 minutes; a peer that restarts must be
-		// reachable again as soon as gossip sees it, so keep retries close together.
-		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: 5 * time.Second,
-		}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("node %s at %s: %w", id, addr, err)
-	}
-	pc := &peerConn{addr: addr, conn: conn, api: replicapb.NewReplicaClient(conn)}
-	t.conns[id] = pc
-	return pc.api, nil
+// StoreBatch stores a logged batch in node to's batchlog (shell.Batchlog).
+func (t transport) StoreBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.StoreBatchRequest) (*replicapb.BatchlogResponse, error) {
+	return internode.Call[*replicapb.BatchlogResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
-// dialAddr is where to reach member m's internode services: the address it gossips, or, when
+// RemoveBatch removes a batch from node to's batchlog (shell.Batchlog).
+func (t transport) RemoveBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.RemoveBatchRequest) (*replicapb.BatchlogResponse, error) {
+	return internode.Call[*replicapb.BatchlogResponse](ctx, t.s, internode.NodeID(to), req)
+}
+
+// dialAddr is where to reach member m's internode listener: the address it gossips, or, when
 // it listens on a wildcard address (0.0.0.0:7000), its gossip host with that port.
 func dialAddr(m cluster.Member) string {
 	host, port, err := net.SplitHostPort(m.RPCAddr)
@@ -145,15 +94,6 @@ func dialAddr(m cluster.Member) string {
 		}
 	}
 	return m.RPCAddr
-}
-
-func (t *transport) close() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for id, pc := range t.conns {
-		pc.conn.Close()
-		delete(t.conns, id)
-	}
 }
 
 // ringView adapts the cluster's ring and failure detector to shell.Ring.

@@ -199,7 +199,7 @@ func (m *batchlogMetrics) Collect(ch chan<- prometheus.Metric) {
 func (s *Service) BatchlogCollector() prometheus.Collector { return s.batchlog }
 
 // StoreBatch stores a logged batch in this node's batchlog, synced, stamped with this node's
-// clock. It implements replicapb.ReplicaServer. The entry must carry a 16-byte id and at least
+// clock. The entry must carry a 16-byte id and at least
 // one mutation, each naming a table and writing something (with a partition key and token
 // that match, when this node knows the table), and be at most
 // Config.MaxBatchlogEntry bytes; a table dropped before replay is skipped then. Outcomes are in the response's status; the error is non-nil only when ctx
@@ -261,7 +261,7 @@ func (s *Service) checkBatchlogEntry(e *replicapb.BatchlogEntry) error {
 }
 
 // RemoveBatch removes a batch from this node's batchlog; removing one it does not hold is not
-// an error. It implements replicapb.ReplicaServer.
+// an error.
 func (s *Service) RemoveBatch(_ context.Context, req *replicapb.RemoveBatchRequest) (*replicapb.BatchlogResponse, error) {
 	held, err := s.store.RemoveBatch(req.GetId())
 	if err != nil {

@@ -38,8 +38,9 @@
 //
 // # The handler
 //
-// Service implements replicapb.ReplicaServer and is also called in process
-// by a coordinator that is itself a replica. Each request carries a limiter
+// Service's methods are the node's internode handlers of the replica's
+// requests, called in process too (through the same internode.Mux) by a
+// coordinator that is itself a replica. Each request carries a limiter
 // mode: NONE (exempt), ACCOUNT_ONLY, or ACCOUNT_AND_ENFORCE with the
 // coordinator's draw. The service counts the operation in a
 // partitionlimit.Table keyed by (token, label), where a label interns (table

@@ -202,11 +202,11 @@ func (s *Store) RangeHashes(ctx context.Context, t *schema.Table, r TokenRange, 
 	return out, n, nil
 }
 
-// AntiEntropy serves replicapb.AntiEntropyServer over a replica's store: the hashes and the
-// partitions a repair compares and streams. Its requests are internal traffic: the rate limiter
+// AntiEntropy answers the anti-entropy requests (range_hashes, partition_hashes,
+// fetch_partitions) over a replica's store: the hashes and the partitions a repair compares and
+// streams. Its requests are internal traffic: the rate limiter
 // never sees them.
 type AntiEntropy struct {
-	replicapb.UnimplementedAntiEntropyServer
 	store  *Store
 	schema SchemaSource
 }
@@ -238,7 +238,7 @@ func tokenRange(r *replicapb.RepairRange) (TokenRange, error) {
 	return tr, tr.Check()
 }
 
-// RangeHashes implements replicapb.AntiEntropyServer.
+// RangeHashes answers a range_hashes request.
 func (a *AntiEntropy) RangeHashes(ctx context.Context, req *replicapb.RangeHashesRequest) (*replicapb.RangeHashesResponse, error) {
 	t, perr := a.table(req.GetTableId())
 	if perr != nil {
@@ -262,7 +262,7 @@ func (a *AntiEntropy) RangeHashes(ctx context.Context, req *replicapb.RangeHashe
 	return resp, nil
 }
 
-// PartitionHashes implements replicapb.AntiEntropyServer.
+// PartitionHashes answers a partition_hashes request.
 func (a *AntiEntropy) PartitionHashes(ctx context.Context, req *replicapb.PartitionHashesRequest) (*replicapb.PartitionHashesResponse, error) {
 	t, perr := a.table(req.GetTableId())
 	if perr != nil {
@@ -290,7 +290,7 @@ func (a *AntiEntropy) PartitionHashes(ctx context.Context, req *replicapb.Partit
 	return resp, nil
 }
 
-// FetchPartitions implements replicapb.AntiEntropyServer.
+// FetchPartitions answers a fetch_partitions request.
 func (a *AntiEntropy) FetchPartitions(ctx context.Context, req *replicapb.FetchPartitionsRequest) (*replicapb.FetchPartitionsResponse, error) {
 	t, perr := a.table(req.GetTableId())
 	if perr != nil {

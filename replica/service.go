@@ -52,9 +52,9 @@ type Config struct {
 
 // Service is the replica side of kvnode: it applies mutations and serves
 // reads of the partitions this node replicates, after consulting the
-// per-partition rate limiter as each request's Limiter says. It implements
-// replicapb.ReplicaServer, and a coordinator running on the same node calls
-// its methods in process.
+// per-partition rate limiter as each request's Limiter says. Its methods are
+// the node's internode handlers of those requests (package internode), which
+// serves them to peers and, in process, to the node's own coordinator.
 //
 // Limiter modes, per request:
 //
@@ -71,8 +71,6 @@ type Config struct {
 // locally, then applies its own copy with Mutate or Read in mode NONE, so the
 // operation is counted once.
 type Service struct {
-	replicapb.UnimplementedReplicaServer
-
 	store   *Store
 	schema  SchemaSource
 	limits  *partitionlimit.Table
@@ -143,8 +141,8 @@ func (s *Service) Limits() *partitionlimit.Table { return s.limits }
 // each metric.
 func (s *Service) Collector() prometheus.Collector { return s.metrics }
 
-// Mutate applies req's mutation, durably, unless the limiter rejects it. It
-// implements replicapb.ReplicaServer. Outcomes are in the response's status;
+// Mutate applies req's mutation, durably, unless the limiter rejects it.
+// Outcomes are in the response's status;
 // the error is non-nil only when ctx ended before the mutation was applied.
 func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
 	m := req.GetMutation()
@@ -182,8 +180,7 @@ func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*re
 }
 
 // Read serves req, a read of one partition, unless the limiter rejects it.
-// It implements replicapb.ReplicaServer. Outcomes are in the response's
-// status; the error is non-nil only when ctx ended before the read.
+// Outcomes are in the response's status; the error is non-nil only when ctx ended before the read.
 func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 	t, ok := s.schema.TableByID(schema.TableID(req.GetTableId()))
 	if !ok {
@@ -215,7 +212,7 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 }
 
 // AccountDelta counts operations this replica did not see, as a coordinator
-// reports them. It implements replicapb.ReplicaServer. Deltas for tables
+// reports them. Deltas for tables
 // this node does not know (its schema lags) or without a limit for the op
 // are skipped; a malformed delta fails the whole batch and counts nothing.
 func (s *Service) AccountDelta(_ context.Context, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -452,34 +452,46 @@ func TestServiceCanceledContext(t *testing.T) {
 	}
 }
 
+// staticAddrs resolves nodes' internode addresses from a map (internode.Addresses).
+type staticAddrs map[internode.NodeID]string
+
+func (a staticAddrs) InternodeAddr(id internode.NodeID) (string, bool) {
+	addr, ok := a[id]
+	return addr, ok
+}
+
+// TestServiceOverGRPC serves the service's handlers through an internode.Mux on a real loopback
+// listener, as a node does, and calls them with an internode.Sender.
 func TestServiceOverGRPC(t *testing.T) {
 	svc, _ := testService(t, 0, 1)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	mux := internode.NewMux()
+	internode.Handle(mux, svc.Mutate)
+	internode.Handle(mux, svc.Read)
 	srv := grpc.NewServer()
-	replicapb.RegisterReplicaServer(srv, svc)
+	mux.Register(srv)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	sender, err := internode.NewSender(internode.Options{Addresses: staticAddrs{"r": lis.Addr().String()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	client := replicapb.NewReplicaClient(conn)
+	t.Cleanup(func() { sender.Close() })
 	ctx := t.Context()
 
 	var last *replicapb.MutateResponse
 	for i := range 3 {
-		if last, err = client.Mutate(ctx, mutateReq(limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.99), int32(i))); err != nil {
+		if last, err = internode.Call[*replicapb.MutateResponse](ctx, sender, "r", mutateReq(limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.99), int32(i))); err != nil {
 			t.Fatalf("Mutate over gRPC: %v", err)
 		}
 	}
 	if last.Status != replicapb.Status_STATUS_RATE_LIMITED || last.RateLimited.GetCount() != 3 {
 		t.Errorf("the third write at limit 1 over gRPC returned %v, want STATUS_RATE_LIMITED with count 3", last)
 	}
-	resp, err := client.Read(ctx, readReq("p"))
+	resp, err := internode.Call[*replicapb.ReadResponse](ctx, sender, "r", readReq("p"))
 	if err != nil {
 		t.Fatalf("Read over gRPC: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 
 // TopPartitions lists the partitions this node's limiter saw above twice their limit in the last
 // seconds, per (table, op), hottest first (by estimated rate, then token), at most req.Limit per
-// pair (0: all it tracks). It implements replicapb.ReplicaServer.
+// pair (0: all it tracks).
 //
 // Counters are read (never incremented) at the service's clock; rates use EstimateRate. A
 // partition whose key no operation carried (it was only checked by a coordinator, or counted by

@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -26,25 +26,35 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// grpcReplicas is a Transport and DeltaSender over real gRPC connections to replica services
-// listening on loopback, counting the Mutate requests each replica is sent.
+// grpcReplicas is a Transport and DeltaSender over an internode.Sender, reaching replica
+// services served by internode.Muxes on loopback listeners, counting the Mutate requests each
+// replica is sent.
 type grpcReplicas struct {
-	clients  map[coordinator.NodeID]replicapb.ReplicaClient
+	sender   *internode.Sender
+	addrs    staticAddrs
 	mutates  map[coordinator.NodeID]*atomic.Int64
 	observed *recorder // what the coordinator told its Observer
 }
 
+// staticAddrs resolves nodes' internode addresses from a map (internode.Addresses).
+type staticAddrs map[internode.NodeID]string
+
+func (a staticAddrs) InternodeAddr(id internode.NodeID) (string, bool) {
+	addr, ok := a[id]
+	return addr, ok
+}
+
 func (g *grpcReplicas) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
 	g.mutates[to].Add(1)
-	return g.clients[to].Mutate(ctx, req)
+	return internode.Call[*replicapb.MutateResponse](ctx, g.sender, internode.NodeID(to), req)
 }
 
 func (g *grpcReplicas) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
-	return g.clients[to].Read(ctx, req)
+	return internode.Call[*replicapb.ReadResponse](ctx, g.sender, internode.NodeID(to), req)
 }
 
 func (g *grpcReplicas) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
-	return g.clients[to].AccountDelta(ctx, req)
+	return internode.Call[*replicapb.AccountDeltaResponse](ctx, g.sender, internode.NodeID(to), req)
 }
 
 func (g *grpcReplicas) sent() int64 {
@@ -56,12 +66,13 @@ func (g *grpcReplicas) sent() int64 {
 }
 
 // grpcCluster starts three replica services (n1, n2, n3, over in-memory pebble, on the clock
-// clk) behind real gRPC servers on loopback, and a coordinator localID whose transport and
-// account propagation reach them over gRPC, drawing with draw.
+// clk) served by internode.Muxes behind real gRPC servers on loopback, and a coordinator localID
+// whose transport and account propagation reach them over an internode.Sender, drawing with
+// draw.
 func grpcCluster(t *testing.T, clk *clock, localID coordinator.NodeID, draw func() float64) (*shell.Executor, map[coordinator.NodeID]*replica.Service, *grpcReplicas, *schemaManager) {
 	t.Helper()
 	sm := newSchemaManager("n1", clk)
-	g := &grpcReplicas{clients: map[coordinator.NodeID]replicapb.ReplicaClient{}, mutates: map[coordinator.NodeID]*atomic.Int64{}, observed: &recorder{}}
+	g := &grpcReplicas{addrs: staticAddrs{}, mutates: map[coordinator.NodeID]*atomic.Int64{}, observed: &recorder{}}
 	services := map[coordinator.NodeID]*replica.Service{}
 	for _, id := range nodes {
 		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true})
@@ -82,18 +93,22 @@ func grpcCluster(t *testing.T, clk *clock, localID coordinator.NodeID, draw func
 		if err != nil {
 			t.Fatal(err)
 		}
+		mux := internode.NewMux()
+		internode.Handle(mux, svc.Mutate)
+		internode.Handle(mux, svc.Read)
+		internode.Handle(mux, svc.AccountDelta)
 		srv := grpc.NewServer()
-		replicapb.RegisterReplicaServer(srv, svc)
+		mux.Register(srv)
 		go srv.Serve(lis)
 		t.Cleanup(srv.Stop)
-		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		g.clients[id] = replicapb.NewReplicaClient(conn)
+		g.addrs[internode.NodeID(id)] = lis.Addr().String()
 		g.mutates[id] = &atomic.Int64{}
 	}
+	var err error
+	if g.sender, err = internode.NewSender(internode.Options{Self: internode.NodeID(localID), Addresses: g.addrs}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.sender.Close() })
 	e, err := shell.NewExecutor(shell.Config{
 		LocalID:   localID,
 		Ring:      &ring{order: nodes},
@@ -223,6 +238,7 @@ kvnode_coordinator_learned_rejections_total{keyspace="ks",op="write",table="t"} 
 	if err := insert(); err != nil {
 		t.Fatalf("a write after the partition cooled down: %v", err)
 	}
+	e.WaitIdle() // the third replica's write may still be on its way once QUORUM answered
 	if got := g.sent(); got != sent+3 {
 		t.Errorf("after the partition cooled down the replicas were sent %d writes, want %d: the write was not forwarded", got, sent+3)
 	}

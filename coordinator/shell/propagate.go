@@ -13,8 +13,8 @@ import (
 )
 
 // DeltaSender sends account-only deltas to a replica: the replica counts them in its limiter and
-// never rejects anything (replicapb.Replica/AccountDelta). The node's transport implements it,
-// serving the local node in process.
+// never rejects anything (an internode account_delta request). The node's transport implements
+// it, serving the local node in process.
 type DeltaSender interface {
 	AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error)
 }

@@ -137,7 +137,7 @@ func TestMethodAccess(t *testing.T) {
 		{"/kvnode.v1.Admin/Decommission", accessSuperuser},
 		{"/kvnode.Admin/Status", accessSuperuser},
 		{"/kvnode.v1.Repair/Repair", accessSuperuser},
-		{"/kvnode.replica.v1.Replica/Mutate", accessNone},
+		{"/kvnode.replica.v1.Internode/Call", accessNone},
 		{"/grpc.health.v1.Health/Check", accessNone},
 		{"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", accessLogin},
 		{"/other.Service/Method", accessLogin},

@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,6 +275,69 @@ func countLines(path string) (int, error) {
 		return 0, fmt.Errorf("count lines of %s: %w", path, err)
 	}
 	return n, nil
+}
+
+// diallers are the packages that may open gRPC client connections: internode, through which a
+// node reaches its peers, and the clients of a node's client port (the Go client, the binary's
+// admin commands, the tools and test harnesses).
+var diallers = []string{"internode", "client", "cmd/...", "tool/...", "test/..."}
+
+// TestOnlyInternodeDialsPeers fails when a package other than diallers opens a gRPC connection
+// (grpc.NewClient, grpc.Dial, grpc.DialContext) in a non-test file: every internode exchange
+// goes through internode's Sender, so that the transport under all of them stays in one place.
+func TestOnlyInternodeDialsPeers(t *testing.T) {
+	fset := token.NewFileSet()
+	found := map[string]int{} // calls per package
+	for _, p := range packages(t) {
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pos := range grpcDials(f) {
+				found[p.ImportPath]++
+				if !matchesAny(diallers, p.ImportPath) {
+					t.Errorf("%s: %s opens a gRPC connection; a node reaches its peers only through internode's Sender (add the exchange to internode.proto)", fset.Position(pos), p.ImportPath)
+				}
+			}
+		}
+	}
+	if found["internode"] == 0 {
+		t.Error("found no gRPC dial in internode, which dials every peer: the check no longer sees dials")
+	}
+}
+
+// grpcDials returns where file f calls grpc.NewClient, grpc.Dial or grpc.DialContext, under
+// whatever name f imports google.golang.org/grpc.
+func grpcDials(f *ast.File) []token.Pos {
+	local := ""
+	for _, imp := range f.Imports {
+		if imp.Path.Value == `"google.golang.org/grpc"` {
+			local = "grpc"
+			if imp.Name != nil {
+				local = imp.Name.Name
+			}
+		}
+	}
+	if local == "" || local == "_" {
+		return nil
+	}
+	var out []token.Pos
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && id.Name == local && slices.Contains([]string{"NewClient", "Dial", "DialContext"}, sel.Sel.Name) {
+			out = append(out, call.Pos())
+		}
+		return true
+	})
+	return out
 }
 
 // TestMatches pins the pattern rule the table relies on.

@@ -5,6 +5,8 @@ package protocheck
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +18,8 @@ import (
 // paths includes on the .proto file proto (relative to dir), as the package's go:generate line
 // does, with the pinned plugins of go.mod's tool lines, into a temporary directory, and fails t
 // for each generated file (NAME.pb.go, NAME_grpc.pb.go) that differs from the committed one in
-// the package directory. It skips when protoc is missing or in -short mode (building the
+// the package directory, or is committed when protoc generates none (NAME_grpc.pb.go of a .proto
+// without services). It skips when protoc is missing or in -short mode (building the
 // plugins takes a while).
 func Current(t *testing.T, dir string, includes []string, proto string) {
 	t.Helper()
@@ -52,14 +55,18 @@ func Current(t *testing.T, dir string, includes []string, proto string) {
 	name := strings.TrimSuffix(filepath.Base(proto), ".proto")
 	for _, f := range []string{name + ".pb.go", name + "_grpc.pb.go"} {
 		want, err := os.ReadFile(filepath.Join(out, filepath.Dir(proto), f))
-		if err != nil {
+		wantNone := errors.Is(err, fs.ErrNotExist) && f != name+".pb.go" // a .proto without services
+		if err != nil && !wantNone {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(f)
-		if err != nil {
+		switch {
+		case wantNone && err == nil:
+			t.Errorf("%s is committed, but %s generates none (it has no services); delete it", f, proto)
+		case wantNone && errors.Is(err, fs.ErrNotExist):
+		case err != nil:
 			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
+		case !bytes.Equal(got, want):
 			t.Errorf("%s differs from what %s generates; run go generate in its package", f, proto)
 		}
 	}

@@ -81,6 +81,8 @@ func (x *Removal) GetAt() int64 {
 	return 0
 }
 
+// RemovedRequest (kind removed) asks for every removal the node knows: a node asks a peer on
+// joining, on seeing a peer come up, and when gossip hints at a removal it has not applied.
 type RemovedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The requesting node's id, for the answering node's logs.
@@ -179,6 +181,9 @@ func (x *RemovedResponse) GetRemoving() *Removing {
 	return nil
 }
 
+// AnnounceRequest (kind announce) tells the node of removals: the node that ran removenode sends it
+// to every live member once it has applied and persisted the removal. It also tells of the removals
+// the sender has in progress (Removing), when it starts and ends one.
 type AnnounceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The id of the node that ran removenode.
@@ -346,11 +351,7 @@ const file_membership_proto_rawDesc = "" +
 	"\bremoving\x18\x03 \x01(\v2\x1b.kvnode.replica.v1.RemovingR\bremoving\"\x12\n" +
 	"\x10AnnounceResponse\"\x1c\n" +
 	"\bRemoving\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\tR\x03ids2\xb3\x01\n" +
-	"\n" +
-	"Membership\x12P\n" +
-	"\aRemoved\x12!.kvnode.replica.v1.RemovedRequest\x1a\".kvnode.replica.v1.RemovedResponse\x12S\n" +
-	"\bAnnounce\x12\".kvnode.replica.v1.AnnounceRequest\x1a#.kvnode.replica.v1.AnnounceResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
+	"\x03ids\x18\x01 \x03(\tR\x03idsB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
 
 var (
 	file_membership_proto_rawDescOnce sync.Once
@@ -378,12 +379,8 @@ var file_membership_proto_depIdxs = []int32{
 	5, // 1: kvnode.replica.v1.RemovedResponse.removing:type_name -> kvnode.replica.v1.Removing
 	0, // 2: kvnode.replica.v1.AnnounceRequest.removals:type_name -> kvnode.replica.v1.Removal
 	5, // 3: kvnode.replica.v1.AnnounceRequest.removing:type_name -> kvnode.replica.v1.Removing
-	1, // 4: kvnode.replica.v1.Membership.Removed:input_type -> kvnode.replica.v1.RemovedRequest
-	3, // 5: kvnode.replica.v1.Membership.Announce:input_type -> kvnode.replica.v1.AnnounceRequest
-	2, // 6: kvnode.replica.v1.Membership.Removed:output_type -> kvnode.replica.v1.RemovedResponse
-	4, // 7: kvnode.replica.v1.Membership.Announce:output_type -> kvnode.replica.v1.AnnounceResponse
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
 	4, // [4:4] is the sub-list for extension type_name
 	4, // [4:4] is the sub-list for extension extendee
 	0, // [0:4] is the sub-list for field type_name
@@ -402,7 +399,7 @@ func file_membership_proto_init() {
 			NumEnums:      0,
 			NumMessages:   6,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_membership_proto_goTypes,
 		DependencyIndexes: file_membership_proto_depIdxs,

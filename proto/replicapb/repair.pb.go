@@ -1,7 +1,7 @@
 // Anti-entropy repair between replicas (kvnode repair). The node running a repair asks every replica of a
 // token range for hashes of a table's data in that range, split into leaves (equal token sub-ranges), and
 // where the leaves differ for the hashes of each partition, then fetches the partitions whose hashes
-// differ from the replicas holding them and writes each version to the replicas that lack it (Replica.Mutate,
+// differ from the replicas holding them and writes each version to the replicas that lack it (a mutate request,
 // limiter NONE), where last-write-wins merges it. Hashes cover what a read would return (live cells, cell
 // tombstones, markers, row, range and partition tombstones, with their timestamps), not data a tombstone
 // shadows, so replicas that hold the same answers hash alike whatever their storage holds.
@@ -82,6 +82,8 @@ func (x *RepairRange) GetEnd() int64 {
 	return 0
 }
 
+// RangeHashesRequest (kind range_hashes) asks for the leaf hashes of a table's partitions in a
+// token range.
 type RangeHashesRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -214,6 +216,8 @@ func (x *RangeHashesResponse) GetPartitions() uint64 {
 	return 0
 }
 
+// PartitionHashesRequest (kind partition_hashes) asks for the hash of each of a table's partitions
+// in a token range, in token order.
 type PartitionHashesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -441,6 +445,8 @@ func (x *PartitionRef) GetPartitionKey() [][]byte {
 	return nil
 }
 
+// FetchPartitionsRequest (kind fetch_partitions) asks for partitions of a table as mutations that
+// recreate what a read of each returns.
 type FetchPartitionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TableId       uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
@@ -597,11 +603,7 @@ const file_replicapb_repair_proto_rawDesc = "" +
 	"\x17FetchPartitionsResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
 	"\x05error\x18\x02 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x129\n" +
-	"\tmutations\x18\x03 \x03(\v2\x1b.kvnode.replica.v1.MutationR\tmutations2\xbf\x02\n" +
-	"\vAntiEntropy\x12\\\n" +
-	"\vRangeHashes\x12%.kvnode.replica.v1.RangeHashesRequest\x1a&.kvnode.replica.v1.RangeHashesResponse\x12h\n" +
-	"\x0fPartitionHashes\x12).kvnode.replica.v1.PartitionHashesRequest\x1a*.kvnode.replica.v1.PartitionHashesResponse\x12h\n" +
-	"\x0fFetchPartitions\x12).kvnode.replica.v1.FetchPartitionsRequest\x1a*.kvnode.replica.v1.FetchPartitionsResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
+	"\tmutations\x18\x03 \x03(\v2\x1b.kvnode.replica.v1.MutationR\tmutationsB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
 
 var (
 	file_replicapb_repair_proto_rawDescOnce sync.Once
@@ -642,14 +644,8 @@ var file_replicapb_repair_proto_depIdxs = []int32{
 	9,  // 8: kvnode.replica.v1.FetchPartitionsResponse.status:type_name -> kvnode.replica.v1.Status
 	10, // 9: kvnode.replica.v1.FetchPartitionsResponse.error:type_name -> kvnode.replica.v1.Error
 	11, // 10: kvnode.replica.v1.FetchPartitionsResponse.mutations:type_name -> kvnode.replica.v1.Mutation
-	1,  // 11: kvnode.replica.v1.AntiEntropy.RangeHashes:input_type -> kvnode.replica.v1.RangeHashesRequest
-	3,  // 12: kvnode.replica.v1.AntiEntropy.PartitionHashes:input_type -> kvnode.replica.v1.PartitionHashesRequest
-	7,  // 13: kvnode.replica.v1.AntiEntropy.FetchPartitions:input_type -> kvnode.replica.v1.FetchPartitionsRequest
-	2,  // 14: kvnode.replica.v1.AntiEntropy.RangeHashes:output_type -> kvnode.replica.v1.RangeHashesResponse
-	5,  // 15: kvnode.replica.v1.AntiEntropy.PartitionHashes:output_type -> kvnode.replica.v1.PartitionHashesResponse
-	8,  // 16: kvnode.replica.v1.AntiEntropy.FetchPartitions:output_type -> kvnode.replica.v1.FetchPartitionsResponse
-	14, // [14:17] is the sub-list for method output_type
-	11, // [11:14] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
 	11, // [11:11] is the sub-list for extension extendee
 	0,  // [0:11] is the sub-list for field type_name
@@ -669,7 +665,7 @@ func file_replicapb_repair_proto_init() {
 			NumEnums:      0,
 			NumMessages:   9,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_replicapb_repair_proto_goTypes,
 		DependencyIndexes: file_replicapb_repair_proto_depIdxs,

@@ -84,6 +84,8 @@ func (x *TokenRange) GetEnd() int64 {
 	return 0
 }
 
+// PullRequest (kind pull, answered by a stream of PullChunk) streams the source's storage entries
+// whose tokens fall in the requested ranges, for the requested tables, in key order, in chunks.
 type PullRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Ranges []*TokenRange          `protobuf:"bytes,1,rep,name=ranges,proto3" json:"ranges,omitempty"`
@@ -242,6 +244,8 @@ func (x *PullChunk) GetEntries() []*Entry {
 	return nil
 }
 
+// FetchRequest (kind fetch) asks the receiving node to pull ranges from source and apply them; it
+// answers once every entry is durably applied.
 type FetchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The node to pull from, by id.
@@ -356,6 +360,9 @@ func (x *FetchResponse) GetBytes() uint64 {
 	return 0
 }
 
+// ViewRequest (kind view) asks how the node sees the cluster (every member's state and liveness)
+// and its own load: bootstrap, decommission and removenode check that the other nodes agree before
+// they change ownership, and status reports each node's load.
 type ViewRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -549,11 +556,7 @@ const file_stream_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"load_bytes\x18\x02 \x01(\x03R\tloadBytes\x127\n" +
-	"\amembers\x18\x03 \x03(\v2\x1d.kvnode.replica.v1.MemberViewR\amembers2\xe5\x01\n" +
-	"\x06Stream\x12F\n" +
-	"\x04Pull\x12\x1e.kvnode.replica.v1.PullRequest\x1a\x1c.kvnode.replica.v1.PullChunk0\x01\x12J\n" +
-	"\x05Fetch\x12\x1f.kvnode.replica.v1.FetchRequest\x1a .kvnode.replica.v1.FetchResponse\x12G\n" +
-	"\x04View\x12\x1e.kvnode.replica.v1.ViewRequest\x1a\x1f.kvnode.replica.v1.ViewResponseB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
+	"\amembers\x18\x03 \x03(\v2\x1d.kvnode.replica.v1.MemberViewR\amembersB*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
 
 var (
 	file_stream_proto_rawDescOnce sync.Once
@@ -584,14 +587,8 @@ var file_stream_proto_depIdxs = []int32{
 	2, // 1: kvnode.replica.v1.PullChunk.entries:type_name -> kvnode.replica.v1.Entry
 	0, // 2: kvnode.replica.v1.FetchRequest.ranges:type_name -> kvnode.replica.v1.TokenRange
 	7, // 3: kvnode.replica.v1.ViewResponse.members:type_name -> kvnode.replica.v1.MemberView
-	1, // 4: kvnode.replica.v1.Stream.Pull:input_type -> kvnode.replica.v1.PullRequest
-	4, // 5: kvnode.replica.v1.Stream.Fetch:input_type -> kvnode.replica.v1.FetchRequest
-	6, // 6: kvnode.replica.v1.Stream.View:input_type -> kvnode.replica.v1.ViewRequest
-	3, // 7: kvnode.replica.v1.Stream.Pull:output_type -> kvnode.replica.v1.PullChunk
-	5, // 8: kvnode.replica.v1.Stream.Fetch:output_type -> kvnode.replica.v1.FetchResponse
-	8, // 9: kvnode.replica.v1.Stream.View:output_type -> kvnode.replica.v1.ViewResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
 	4, // [4:4] is the sub-list for extension type_name
 	4, // [4:4] is the sub-list for extension extendee
 	0, // [0:4] is the sub-list for field type_name
@@ -610,7 +607,7 @@ func file_stream_proto_init() {
 			NumEnums:      0,
 			NumMessages:   9,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_stream_proto_goTypes,
 		DependencyIndexes: file_stream_proto_depIdxs,
