@@ -245,6 +245,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.admission, err = n.newAdmission(); err != nil {
 		return nil, err
 	}
+	if n.logins, err = n.newLoginGuard(); err != nil {
+		return nil, err
+	}
 	limit := MessageLimit(cfg.Coordinator.MaxMutationSize)
 	// The client API only: the internode service is startInternode's.
 	n.grpc = grpc.NewServer(append(n.serverOptions(false), n.authServerOptions()...)...)
