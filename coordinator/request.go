@@ -251,7 +251,7 @@ type Request struct {
 	phase         phase
 	checked       bool // the coordinator's own counter counted the operation
 	learnedCheck  bool // the coordinator checked on its learned copy (Params.Learned)
-	speculated    bool // Speculate was called, or SpeculateAlways sent at the start
+	speculated    bool // Speculate sent what it could
 	speculative   int  // how many Sends were speculative
 
 	sent      []Send
@@ -618,6 +618,9 @@ func (r *Request) send() Step {
 		r.answered = append(r.answered, false)
 	}
 	r.tally.Contacted = len(targets)
+	if r.mayReplace() {
+		r.speculative = len(targets) - r.required // SpeculateAlways's spare, if there was one
+	}
 	r.phase = phaseWaiting
 	return Step{Sends: slices.Clone(r.sent)}
 }
@@ -710,10 +713,6 @@ func (r *Request) targets(ids []NodeID) []NodeID {
 	}
 	for _, rep := range r.p.Replicas {
 		pick(rep.ID)
-	}
-	if r.p.Speculation == SpeculateAlways {
-		r.speculated = true
-		r.speculative = max(len(ids)-r.required, 0)
 	}
 	return ids
 }

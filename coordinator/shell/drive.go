@@ -252,8 +252,9 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 			specC = nil
 			step = req.Speculate()
 		case <-ctx.Done():
-			if spec != nil {
-				e.noteMisses(req, launched, answered, len(sends), nil)
+			if spec != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// The client's deadline passed first: as the read's own timeout.
+				e.noteMisses(req, launched, answered, len(sends), coordinator.Timeout{})
 			}
 			return nil, contextError(ctx, req)
 		}
@@ -281,10 +282,10 @@ type speculation struct {
 }
 
 // noteMisses penalizes the scores of the replicas a read sent to that had not answered when it
-// ended with outcome o (nil: the client's context ended): on success, those among the first
-// sends (initial of launched), which were slower than the speculative delay and a spare's
-// answer, unless the read asked one more than it needed from the start (ALWAYS: one of them is
-// expected to be late); on a timeout, every one.
+// ended with outcome o: on success, those among the first sends (initial of launched), which
+// were slower than the speculative delay and a spare's answer, unless the read asked one more
+// than it needed from the start (ALWAYS: one of them is expected to be late); on a timeout,
+// every one.
 func (e *Executor) noteMisses(req *coordinator.Request, launched []coordinator.Send, answered []bool, initial int, o coordinator.Outcome) {
 	var all bool
 	switch o.(type) {
@@ -292,7 +293,7 @@ func (e *Executor) noteMisses(req *coordinator.Request, launched []coordinator.S
 		if req.Params().Speculation == coordinator.SpeculateAlways {
 			return
 		}
-	case coordinator.Timeout, nil:
+	case coordinator.Timeout:
 		all = true
 	default:
 		return // rejected or failed: the answers decided early, the others owe nothing
