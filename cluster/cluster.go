@@ -128,6 +128,11 @@ type Cluster struct {
 	clockMu sync.Mutex               // guards clocks; never held while taking mu
 	clocks  map[NodeID]*offsetWindow // clock samples of peers, dropped when they go down
 
+	// rejoinMu guards rejoins: the joins of each down peer's gossip address in flight (see
+	// rejoin).
+	rejoinMu sync.Mutex
+	rejoins  map[string]int
+
 	kick      chan struct{}
 	stop      chan struct{}
 	persistMu sync.Mutex
@@ -172,6 +177,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		in:       newInbox(),
 		inflight: map[NodeID]bool{},
 		clocks:   map[NodeID]*offsetWindow{},
+		rejoins:  map[string]int{},
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -1040,9 +1046,50 @@ func (c *Cluster) join(targets []string) int {
 	return int(reached.Load())
 }
 
+// maxRejoins bounds the joins of one down peer in flight (see rejoin): a join into a partition
+// waits up to memberlist's TCPTimeout (10 s on a LAN) for its connection, whose SYN the kernel
+// retries after 1, 2 and 4 s; with four joins started a second apart, some SYN leaves every
+// second, so a healed link is found within about a second.
+const maxRejoins = 4
+
+// rejoin starts a join of each target (the gossip addresses of known peers that are down, and
+// the seeds when the node is alone) that has fewer than maxRejoins joins in flight, without
+// waiting for them: one that hangs on a peer still cut off (or paused) delays neither the
+// others nor the next round. Once a join reaches a peer, memberlist's push/pull merges the two
+// views: each side learns the other is alive (after refuting the death the other had
+// declared), and gossip carries that to the rest. It removes nothing. The joins are the
+// cluster's goroutines (c.wg); each ends within memberlist's TCPTimeout.
+func (c *Cluster) rejoin(targets []string) {
+	c.rejoinMu.Lock()
+	defer c.rejoinMu.Unlock()
+	for _, t := range targets {
+		if c.rejoins[t] >= maxRejoins {
+			continue
+		}
+		c.rejoins[t]++
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			n, err := c.ml.Join([]string{t})
+			c.rejoinMu.Lock()
+			if c.rejoins[t]--; c.rejoins[t] == 0 {
+				delete(c.rejoins, t)
+			}
+			c.rejoinMu.Unlock()
+			if err != nil {
+				c.log.Debug("rejoin attempt failed", "target", t, "err", err)
+				return
+			}
+			c.log.Info("reached a peer that was down", "target", t, "reached", n)
+		}()
+	}
+}
+
 // joinLoop keeps the node connected: until the first successful join it retries the seeds and known
-// peers with exponential backoff; afterwards it periodically contacts known peers that are down (to heal
-// partitions, which memberlist does not do by itself), and the seeds again if the node finds itself alone.
+// peers with exponential backoff; afterwards it contacts the known peers that are down every
+// reconnect interval (a second; to heal partitions, which memberlist does not do by itself: it
+// stops gossiping to a dead node after GossipToTheDeadTime), and the seeds again if the node
+// finds itself alone (see rejoin).
 func (c *Cluster) joinLoop(joined bool) {
 	defer c.wg.Done()
 	delay := c.tim.joinRetryMin
@@ -1070,6 +1117,10 @@ func (c *Cluster) joinLoop(joined bool) {
 		}
 		targets := c.joinTargets(alone)
 		if len(targets) == 0 {
+			continue
+		}
+		if joined {
+			c.rejoin(targets)
 			continue
 		}
 		n := c.join(targets)

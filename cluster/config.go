@@ -96,7 +96,7 @@ func (p *Profile) UnmarshalText(text []byte) error {
 type timings struct {
 	joinRetryMin   time.Duration // first retry delay while no seed could be reached
 	joinRetryMax   time.Duration // backoff cap
-	reconnect      time.Duration // how often to try down peers again once joined
+	reconnect      time.Duration // how often to try down peers again once joined (see Cluster.rejoin)
 	leaveTimeout   time.Duration // how long Close waits for the leave broadcast
 	updateTimeout  time.Duration // how long a metadata update waits for its broadcast
 	reclaimDeadAge time.Duration // memberlist DeadNodeReclaimTime: a dead node's name may take a new address after this
@@ -106,7 +106,7 @@ func (p Profile) settings() (*memberlist.Config, timings) {
 	switch p {
 	case ProfileLocal:
 		return memberlist.DefaultLocalConfig(), timings{
-			joinRetryMin: 200 * time.Millisecond, joinRetryMax: 5 * time.Second, reconnect: 5 * time.Second,
+			joinRetryMin: 200 * time.Millisecond, joinRetryMax: 5 * time.Second, reconnect: time.Second,
 			leaveTimeout: time.Second, updateTimeout: time.Second, reclaimDeadAge: 5 * time.Second,
 		}
 	case ProfileTest:
@@ -124,7 +124,7 @@ func (p Profile) settings() (*memberlist.Config, timings) {
 		}
 	default:
 		return memberlist.DefaultLANConfig(), timings{
-			joinRetryMin: time.Second, joinRetryMax: 30 * time.Second, reconnect: 30 * time.Second,
+			joinRetryMin: time.Second, joinRetryMax: 30 * time.Second, reconnect: time.Second,
 			leaveTimeout: 3 * time.Second, updateTimeout: 2 * time.Second, reclaimDeadAge: 10 * time.Second,
 		}
 	}

@@ -77,8 +77,15 @@
 // coordinator itself, then ring order. A contacted replica that fails (a read at ONE or QUORUM)
 // is replaced by the next live replica not yet asked, in the same order, so a read stays available
 // when a replica dies before the failure detector notices (failure-driven retry). Speculative
-// retry (asking another replica when one is merely slow) is not implemented: a slow replica makes
-// the read wait, up to its timeout. Digest reads are not implemented either: every contacted replica returns data.
+// retry (Params.Speculation) asks a spare replica when one is merely slow or silent (paused, cut
+// off) while still called live: with SpeculateDelayed the driver calls Request.Speculate once
+// the table's delay has passed, and the read goes to the next live replica not yet asked, in
+// the same order, once per answer still missing; SpeculateAlways asks one more replica than the
+// level needs from the start. The first answers that reach the level win. A speculative read is
+// sent in the limiter mode of the request's path, like the other replicas' (account-only on the
+// coordinator-local path, account-and-enforce with the same draw on the replicas path), and the
+// replica it goes to is no longer Unaccounted: the limiter counts the read once per replica,
+// never twice. Digest reads are not implemented: every contacted replica returns data.
 //
 // # Account propagation
 //

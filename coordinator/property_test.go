@@ -50,7 +50,10 @@ func (s *script) next() byte {
 
 // checkRequest drives one request with choices taken from data, keeping its own model of the
 // answers, and checks after every input that the request agrees with the model:
-//   - sends go to distinct live replicas, as many as the op and level need, with the path's modes;
+//   - sends go to distinct live replicas, as many as the op and level need (one more for a read
+//     with SpeculateAlways), with the path's modes;
+//   - Speculate sends once, for a read with SpeculateDelayed, one read per missing answer to
+//     live replicas not yet asked, as far as there are any, with the path's modes;
 //   - the request finishes exactly when the model's tally is decided, never succeeding with fewer
 //     than BlockFor distinct OKs, and blaming rate limiting only when rejections alone decide;
 //   - it terminates once every contacted replica answered, or at the deadline;
@@ -88,6 +91,7 @@ func checkRequest(t *testing.T, data []byte) {
 		p.ReadOrder = slices.Clone(names)
 		slices.Reverse(p.ReadOrder)
 	}
+	p.Speculation = Speculation(s.next() % 3)
 	desc := fmt.Sprintf("%+v", p)
 
 	req, err := NewRequest(p)
@@ -110,13 +114,33 @@ func checkRequest(t *testing.T, data []byte) {
 	var (
 		sent []Send
 		// replaceable says the input being applied is a first failure answer of a read at ONE
-		// or QUORUM, the one case where the core may send again.
+		// or QUORUM, the one case where the core may send again besides speculating.
 		replaceable bool
+		// speculating says the input being applied is Speculate, which may send wantSpec.
+		speculating bool
+		wantSpec    int
+		speculated  bool
 		answered    = map[int]Status{}
 		checked     bool
 		outcome     Outcome
 		now         = t0
 	)
+	// checkMode checks that m is sent in the limiter mode of the request's path.
+	checkMode := func(input string, m Send) {
+		t.Helper()
+		wantMode, wantDraw := ModeNone, 0.0
+		switch {
+		case !limited:
+		case checked && m.To != p.Self:
+			wantMode = ModeAccountOnly
+		case !checked:
+			wantMode, wantDraw = ModeAccountAndEnforce, p.Draw
+		}
+		if m.Mode != wantMode || m.Draw != wantDraw {
+			t.Fatalf("%s: %s: send %+v, want mode %v with draw %v", desc, input, m, wantMode, wantDraw)
+		}
+	}
+	asked := func(id NodeID) bool { return slices.ContainsFunc(sent, func(x Send) bool { return x.To == id }) }
 	// apply checks one step against the model and records its sends and outcome.
 	apply := func(input string, st Step) {
 		t.Helper()
@@ -132,7 +156,18 @@ func checkRequest(t *testing.T, data []byte) {
 		if st.LocalCheck && !(limited && selfIsReplica) {
 			t.Fatalf("%s: %s asked for a local check on the account-and-enforce path", desc, input)
 		}
-		if len(st.Sends) > 0 && sent != nil {
+		if speculating {
+			if len(st.Sends) != wantSpec {
+				t.Fatalf("%s: %s sent %+v, want %d speculative reads", desc, input, st.Sends, wantSpec)
+			}
+			for _, m := range st.Sends {
+				if m.Seq != len(sent)+1 || !live(m.To) || asked(m.To) {
+					t.Fatalf("%s: %s: speculative read %+v has a wrong Seq, a down target or one already asked (%+v)", desc, input, m, sent)
+				}
+				checkMode(input, m)
+				sent = append(sent, m)
+			}
+		} else if len(st.Sends) > 0 && sent != nil {
 			// Only a read at ONE or QUORUM sends again: one replacement for a failed replica, to
 			// a live replica not asked yet.
 			if !replaceable || len(st.Sends) != 1 {
@@ -142,6 +177,7 @@ func checkRequest(t *testing.T, data []byte) {
 			if m.Seq != len(sent)+1 || !live(m.To) || slices.ContainsFunc(sent, func(x Send) bool { return x.To == m.To }) {
 				t.Fatalf("%s: %s: replacement %+v has a wrong Seq, a down target or one already asked (%+v)", desc, input, m, sent)
 			}
+			checkMode(input, m)
 			sent = append(sent, m)
 		} else if replaceable && outcome == nil && st.Outcome == nil {
 			for _, id := range names {
@@ -156,6 +192,8 @@ func checkRequest(t *testing.T, data []byte) {
 			want := required
 			if p.Op == OpWrite || p.Consistency == All {
 				want = nLive
+			} else if p.Speculation == SpeculateAlways {
+				want = min(required+1, nLive)
 			}
 			if len(st.Sends) != want {
 				t.Fatalf("%s: %s sent to %d replicas, want %d", desc, input, len(st.Sends), want)
@@ -166,17 +204,7 @@ func checkRequest(t *testing.T, data []byte) {
 					t.Fatalf("%s: %s: send %+v has a wrong Seq, a repeated, unknown or down target", desc, input, m)
 				}
 				seen[m.To] = true
-				wantMode, wantDraw := ModeNone, 0.0
-				switch {
-				case !limited:
-				case checked && m.To != p.Self:
-					wantMode = ModeAccountOnly
-				case !checked:
-					wantMode, wantDraw = ModeAccountAndEnforce, p.Draw
-				}
-				if m.Mode != wantMode || m.Draw != wantDraw {
-					t.Fatalf("%s: %s: send %+v, want mode %v with draw %v", desc, input, m, wantMode, wantDraw)
-				}
+				checkMode(input, m)
 			}
 			sent = st.Sends
 		}
@@ -277,7 +305,7 @@ func checkRequest(t *testing.T, data []byte) {
 		apply("OnLocalCheck", req.OnLocalCheck(CheckResult{Admitted: s.next()%3 != 0, Count: 200, RetryAfter: time.Second}))
 	}
 	for len(s) > 0 {
-		switch s.next() % 5 {
+		switch s.next() % 6 {
 		case 0, 1: // a contacted replica answers, possibly again
 			if len(sent) == 0 {
 				continue
@@ -306,6 +334,22 @@ func checkRequest(t *testing.T, data []byte) {
 			}
 		case 4: // a stray local check answer
 			apply("OnLocalCheck", req.OnLocalCheck(CheckResult{Admitted: s.next()%2 == 0}))
+		case 5: // the speculative delay passes
+			wantSpec = 0
+			if outcome == nil && sent != nil && !speculated && p.Speculation == SpeculateDelayed && p.Op == OpRead && p.Consistency != All {
+				speculated = true
+				tl := req.Tally()
+				spares := 0
+				for _, id := range names {
+					if live(id) && !asked(id) {
+						spares++
+					}
+				}
+				wantSpec = min(required-tl.OK, tl.Outstanding(), spares)
+			}
+			speculating = true
+			apply("Speculate", req.Speculate())
+			speculating = false
 		}
 	}
 	// Every contacted replica answers, replacements included: the request must finish.

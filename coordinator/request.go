@@ -59,6 +59,11 @@ type Params struct {
 	// replica, then ring order). Every entry must be a replica, at most once. Writes and reads at
 	// ALL contact every live replica and ignore it.
 	ReadOrder []NodeID
+	// Speculation says whether a read at ONE or QUORUM may ask more replicas than the
+	// consistency level needs before any of them failed (speculative retry; the table's
+	// speculative_retry option): never (the zero value), once the driver calls Speculate, or
+	// from the start. Writes and reads at ALL ignore it.
+	Speculation Speculation
 	// Limit is the table's per-partition limit for Op in operations per second; 0 means the table
 	// has no limit for Op.
 	Limit uint32
@@ -88,6 +93,43 @@ type Params struct {
 	// operation to the replicas with account-and-enforce as if there had been no check. It is
 	// ignored when Self is a replica.
 	Learned bool
+}
+
+// Speculation is when a read at ONE or QUORUM asks a replica beyond the ones its consistency
+// level needs while those have not failed: speculative retry, which keeps a read from waiting
+// out a replica that is slow or silent (paused, cut off) while the failure detector still
+// calls it live. A speculative read goes to the next live replica not yet asked, in the order
+// failure-driven retry uses (Params.ReadOrder, then Self, then ring order), and is sent in the
+// limiter mode of the request's path, so the replica that gets it counts the operation once,
+// as the others do, and is not Unaccounted (propagation does not count it for that replica
+// again). The first answers that reach the level decide the request; later ones are ignored.
+type Speculation uint8
+
+// The speculations.
+const (
+	// SpeculateNever: only a failure sends the read to another replica (the table's
+	// speculative_retry = 'NONE'). Speculate is a no-op.
+	SpeculateNever Speculation = iota
+	// SpeculateDelayed: the driver calls Speculate once the table's speculative delay (a
+	// percentile of its replicas' read latency, or a fixed time) has passed without the
+	// answers the level needs.
+	SpeculateDelayed
+	// SpeculateAlways: the read goes to one more live replica than the level needs from the
+	// start (speculative_retry = 'ALWAYS'). Speculate is a no-op.
+	SpeculateAlways
+)
+
+// String returns "never", "delayed" or "always".
+func (s Speculation) String() string {
+	switch s {
+	case SpeculateNever:
+		return "never"
+	case SpeculateDelayed:
+		return "delayed"
+	case SpeculateAlways:
+		return "always"
+	}
+	return fmt.Sprintf("Speculation(%d)", uint8(s))
 }
 
 // limited reports whether the operation is subject to the limiter at all.
@@ -209,6 +251,8 @@ type Request struct {
 	phase         phase
 	checked       bool // the coordinator's own counter counted the operation
 	learnedCheck  bool // the coordinator checked on its learned copy (Params.Learned)
+	speculated    bool // Speculate sent what it could
+	speculative   int  // how many Sends were speculative
 
 	sent      []Send
 	answered  []bool
@@ -291,6 +335,9 @@ func (r *Request) Reset(p Params) error {
 		if slices.Index(r.p.ReadOrder, id) != i {
 			return fmt.Errorf("coordinator: invalid request: read order names %s twice", id)
 		}
+	}
+	if p.Speculation > SpeculateAlways {
+		return fmt.Errorf("coordinator: invalid request: invalid speculation %v", p.Speculation)
 	}
 	if p.limited() && !(p.Draw >= 0 && p.Draw < 1) {
 		return fmt.Errorf("coordinator: invalid request: draw %v is outside [0, 1)", p.Draw)
@@ -472,6 +519,34 @@ func (r *Request) Tick(now time.Time) Step {
 	return Step{}
 }
 
+// Speculate tells a read at ONE or QUORUM with SpeculateDelayed that its speculative delay has
+// passed. For each answer the consistency level still misses from a replica that has not
+// answered, it sends the read to the next live replica not yet asked (see Speculation), as far
+// as there are such replicas; nothing when there are none. Only the first call does anything:
+// each missing answer is covered at most once. Writes, reads at ALL, other speculations, and a
+// request that is not waiting for answers (before its Sends, or Done) ignore it.
+func (r *Request) Speculate() Step {
+	if r.phase != phaseWaiting || r.p.Speculation != SpeculateDelayed || r.speculated || !r.mayReplace() {
+		return Step{}
+	}
+	r.speculated = true
+	missing := min(r.required-r.tally.OK, r.tally.Outstanding())
+	var sends []Send
+	for range missing {
+		s, ok := r.replacement()
+		if !ok {
+			break
+		}
+		sends = append(sends, s)
+		r.speculative++
+	}
+	return Step{Sends: sends}
+}
+
+// Speculative returns how many of the request's Sends were speculative reads: those Speculate
+// returned, or the extra one SpeculateAlways sent at the start.
+func (r *Request) Speculative() int { return r.speculative }
+
 // Done reports whether the request has its Outcome.
 func (r *Request) Done() bool { return r.phase == phaseDone }
 
@@ -543,6 +618,9 @@ func (r *Request) send() Step {
 		r.answered = append(r.answered, false)
 	}
 	r.tally.Contacted = len(targets)
+	if r.mayReplace() {
+		r.speculative = len(targets) - r.required // SpeculateAlways's spare, if there was one
+	}
 	r.phase = phaseWaiting
 	return Step{Sends: slices.Clone(r.sent)}
 }
@@ -569,7 +647,7 @@ func (r *Request) sendTo(seq int, id NodeID) Send {
 // keeps a read available when a replica dies before the failure detector notices; reads at ALL
 // and writes (which already go to every live replica) have no one to ask instead.
 func (r *Request) replacement() (Send, bool) {
-	if r.p.Op != OpRead || r.p.Consistency == All {
+	if !r.mayReplace() {
 		return Send{}, false
 	}
 	asked := func(id NodeID) bool {
@@ -600,10 +678,15 @@ func (r *Request) replacement() (Send, bool) {
 	return s, true
 }
 
+// mayReplace reports whether the request is a read at ONE or QUORUM: the only requests that
+// ask replicas beyond their first targets (failure-driven retry and speculation).
+func (r *Request) mayReplace() bool { return r.p.Op == OpRead && r.p.Consistency != All }
+
 // targets returns the replicas to contact. Writes and reads at ALL go to every live replica in
 // ring order. Reads at ONE and QUORUM go to the first required live replicas in the preference
-// order: ReadOrder, then Self if it is a replica, then ring order. Start has checked that enough
-// replicas are live. The targets are appended to ids, which is returned.
+// order: ReadOrder, then Self if it is a replica, then ring order; with SpeculateAlways to one
+// more, when there is one. Start has checked that enough replicas are live. The targets are
+// appended to ids, which is returned.
 func (r *Request) targets(ids []NodeID) []NodeID {
 	if r.p.Op == OpWrite || r.p.Consistency == All {
 		for _, rep := range r.p.Replicas {
@@ -613,8 +696,12 @@ func (r *Request) targets(ids []NodeID) []NodeID {
 		}
 		return ids
 	}
+	want := r.required
+	if r.p.Speculation == SpeculateAlways {
+		want++
+	}
 	pick := func(id NodeID) {
-		if len(ids) < r.required && !r.p.Replicas[r.replicaIndex(id)].Down && !slices.Contains(ids, id) {
+		if len(ids) < want && !r.p.Replicas[r.replicaIndex(id)].Down && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}

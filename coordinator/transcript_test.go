@@ -25,7 +25,9 @@ var update = flag.Bool("update", false, "rewrite the testdata transcripts with t
 //
 //	start op=read|write cl=one|quorum|all replicas=n1,n2,n3 [self=n1] [down=n3] [limit=50]
 //	      [r=0.4] [exempt] [deadline=100ms] [now=0s] [read-order=n2,n1] [learned]
+//	      [spec=never|delayed|always]
 //	local-check admit|reject [count=N] [retry=D] [would-reject]
+//	speculate
 //	respond NODE ok|rejected|failed|invalid [seq=N] [payload=P] [count=N] [retry=D] [born=D] [would-reject] [err=MSG]
 //	tick D
 //
@@ -154,9 +156,22 @@ func (d *driver) exec(cmd string) []string {
 		if err := args.err(); err != nil {
 			return []string{"bad command: " + err.Error()}
 		}
-		return d.print(d.req.OnLocalCheck(res))
+		out := d.print(d.req.OnLocalCheck(res))
+		if n := d.req.Speculative(); n > 0 && !d.req.Done() {
+			out = append(out, fmt.Sprintf("speculative: %d", n))
+		}
+		return out
 	case "respond":
 		return d.respond(args)
+	case "speculate":
+		if err := args.err(); err != nil {
+			return []string{"bad command: " + err.Error()}
+		}
+		out := d.print(d.req.Speculate())
+		if n := d.req.Speculative(); n > 0 {
+			out = append(out, fmt.Sprintf("speculative: %d", n))
+		}
+		return out
 	case "tick":
 		if len(args.pos) != 1 {
 			return []string{"bad command: tick needs one duration"}
@@ -205,6 +220,17 @@ func (d *driver) start(args *cmdArgs) []string {
 	p.Draw = args.float("r", 0)
 	p.Exempt = args.flag("exempt")
 	p.Learned = args.flag("learned")
+	switch spec := args.str("spec", "never"); spec {
+	case "never":
+	case "delayed":
+		p.Speculation = SpeculateDelayed
+	case "always":
+		p.Speculation = SpeculateAlways
+	case "invalid":
+		p.Speculation = SpeculateAlways + 1
+	default:
+		return []string{"bad command: spec=" + spec}
+	}
 	p.Stamp = d.t0
 	if dl := args.duration("deadline", 0); dl != 0 {
 		p.Deadline = d.t0.Add(dl)
@@ -218,7 +244,11 @@ func (d *driver) start(args *cmdArgs) []string {
 		return []string{"error: " + err.Error()}
 	}
 	d.req = req
-	return d.print(req.Start(now))
+	out := d.print(req.Start(now))
+	if n := req.Speculative(); n > 0 {
+		out = append(out, fmt.Sprintf("speculative: %d", n))
+	}
+	return out
 }
 
 func (d *driver) respond(args *cmdArgs) []string {

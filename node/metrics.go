@@ -44,7 +44,7 @@ type coordinatorMetrics struct {
 	latencyVec                               *prometheus.HistogramVec
 	tableRequestsVec, rateLimitedVec         *prometheus.CounterVec
 	repairsVec, repairedVec, disagreeVec     *prometheus.CounterVec
-	wouldRejectVec                           *prometheus.CounterVec
+	wouldRejectVec, speculativeVec           *prometheus.CounterVec
 
 	requests    [numOps][numConsistencies][numResults]prometheus.Counter
 	unavailable [numOps][numConsistencies]prometheus.Counter
@@ -72,6 +72,7 @@ type tableMetrics struct {
 	repaired    prometheus.Counter
 	disagree    [2]prometheus.Counter // by limited op
 	wouldReject [2]prometheus.Counter // by limited op
+	speculative prometheus.Counter
 }
 
 func newCoordinatorMetrics() *coordinatorMetrics {
@@ -104,6 +105,9 @@ func newCoordinatorMetrics() *coordinatorMetrics {
 			"keyspace", "table", "result"),
 		repairedVec: counter("read_repaired_replicas_total",
 			"Replicas written to by read repairs, by table.",
+			"keyspace", "table"),
+		speculativeVec: counter("speculative_reads_total",
+			"Speculative reads: replicas a read at ONE or QUORUM asked beyond the ones its level needs because the table's speculative_retry delay passed without their answers (or it is 'ALWAYS'), by table.",
 			"keyspace", "table"),
 		disagreeVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kvnode", Subsystem: "limiter", Name: "replica_disagreements_total",
@@ -188,6 +192,11 @@ func (m *coordinatorMetrics) OnWouldReject(keyspace, table, op string) {
 	m.table(keyspace, table).wouldReject[index(limitedOpNames, op)].Inc()
 }
 
+// OnSpeculativeReads implements shell.Observer.
+func (m *coordinatorMetrics) OnSpeculativeReads(keyspace, table string, reads int) {
+	m.table(keyspace, table).speculative.Add(float64(reads))
+}
+
 // OnReplicasDisagree implements shell.Observer.
 func (m *coordinatorMetrics) OnReplicasDisagree(keyspace, table, op string) {
 	m.table(keyspace, table).disagree[index(limitedOpNames, op)].Inc()
@@ -228,6 +237,7 @@ func (m *coordinatorMetrics) table(keyspace, table string) *tableMetrics {
 		t.repairs[r] = m.repairsVec.WithLabelValues(keyspace, table, res)
 	}
 	t.repaired = m.repairedVec.WithLabelValues(keyspace, table)
+	t.speculative = m.speculativeVec.WithLabelValues(keyspace, table)
 	var next map[tableName]*tableMetrics
 	if cur == nil {
 		next = make(map[tableName]*tableMetrics, 1)
@@ -246,7 +256,7 @@ func (m *coordinatorMetrics) table(keyspace, table string) *tableMetrics {
 // reports on a table dropped since it began.
 func detachedTableMetrics() *tableMetrics {
 	c := func() prometheus.Counter { return prometheus.NewCounter(prometheus.CounterOpts{Name: "detached"}) }
-	t := &tableMetrics{repaired: c()}
+	t := &tableMetrics{repaired: c(), speculative: c()}
 	for o := range t.requests {
 		for r := range t.requests[o] {
 			t.requests[o][r] = c()
@@ -269,7 +279,7 @@ func (m *coordinatorMetrics) forgetTable(keyspace, table string) {
 	m.tablesMu.Lock()
 	defer m.tablesMu.Unlock()
 	labels := prometheus.Labels{"keyspace": keyspace, "table": table}
-	for _, v := range []*prometheus.CounterVec{m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec, m.wouldRejectVec} {
+	for _, v := range []*prometheus.CounterVec{m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec, m.wouldRejectVec, m.speculativeVec} {
 		v.DeletePartialMatch(labels)
 	}
 	cur := m.tables.Load()
@@ -305,7 +315,7 @@ func (m *coordinatorMetrics) Collect(ch chan<- prometheus.Metric) {
 
 func (m *coordinatorMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requestsVec, m.unavailableVec, m.timeoutsVec, m.latencyVec,
-		m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec, m.wouldRejectVec}
+		m.tableRequestsVec, m.rateLimitedVec, m.repairsVec, m.repairedVec, m.disagreeVec, m.wouldRejectVec, m.speculativeVec}
 }
 
 var _ shell.Observer = (*coordinatorMetrics)(nil)

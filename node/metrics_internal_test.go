@@ -69,6 +69,10 @@ func TestCoordinatorMetricsLabels(t *testing.T) {
 	if got := testutil.ToFloat64(m.repairedVec.WithLabelValues("ks", "t")); got != 2 {
 		t.Errorf("read_repaired_replicas_total = %v after a repair of 2 replicas, want 2", got)
 	}
+	m.OnSpeculativeReads("ks", "t", 2)
+	if got := testutil.ToFloat64(m.speculativeVec.WithLabelValues("ks", "t")); got != 2 {
+		t.Errorf("speculative_reads_total = %v after a read that asked 2 spares, want 2", got)
+	}
 }
 
 func BenchmarkCoordinatorMetrics(b *testing.B) {

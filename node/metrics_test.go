@@ -222,6 +222,7 @@ func TestMetricsEndpointServesValidExposition(t *testing.T) {
 		"kvnode_coordinator_unavailable_total", "kvnode_coordinator_timeouts_total",
 		"kvnode_coordinator_table_requests_total", "kvnode_coordinator_rate_limited_total",
 		"kvnode_coordinator_read_repairs_total", "kvnode_coordinator_read_repaired_replicas_total",
+		"kvnode_coordinator_speculative_reads_total",
 		"kvnode_limiter_operations_total", "kvnode_limiter_rejections_total",
 		"kvnode_limiter_tracked_partitions", "kvnode_limiter_capacity_partitions",
 		"kvnode_limiter_inserts_total", "kvnode_limiter_evictions_total",

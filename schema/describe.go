@@ -18,7 +18,7 @@ func (k *Keyspace) CreateStatement() string {
 
 // CreateStatement returns the CREATE TABLE statement that recreates t
 // (columns, primary key, the clustering order when a column is DESC and the
-// per_partition_rate_limit and gc_grace_seconds options; not its id or version), over several
+// per_partition_rate_limit, gc_grace_seconds and speculative_retry options; not its id or version), over several
 // lines and ending in a semicolon.
 func (t *Table) CreateStatement() string {
 	var b strings.Builder
@@ -48,6 +48,7 @@ func (t *Table) CreateStatement() string {
 		with = "\n    AND "
 	}
 	b.WriteString(with + OptionGCGrace + " = " + strconv.FormatUint(uint64(t.GCGraceSeconds()), 10))
+	b.WriteString("\n    AND " + OptionSpeculativeRetry + " = " + cql.QuoteString(t.SpeculativeRetry().String()))
 	b.WriteString(";")
 	return b.String()
 }

@@ -29,7 +29,8 @@ func TestDescribe(t *testing.T) {
     v blob,
     PRIMARY KEY (k)
 ) WITH per_partition_rate_limit = {'max_writes_per_second': 7}
-    AND gc_grace_seconds = 864000;
+    AND gc_grace_seconds = 864000
+    AND speculative_retry = '99p';
 `},
 		{"DESCRIBE TABLE all_types", "ks", `CREATE TABLE ks.all_types (
     a text,
@@ -42,7 +43,8 @@ func TestDescribe(t *testing.T) {
     g timestamp,
     PRIMARY KEY ((a, b), c, d)
 ) WITH per_partition_rate_limit = {'max_reads_per_second': 100, 'max_writes_per_second': 50}
-    AND gc_grace_seconds = 864000;
+    AND gc_grace_seconds = 864000
+    AND speculative_retry = '99p';
 `},
 		{"DESCRIBE KEYSPACE", "Other", `CREATE KEYSPACE "Other" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};
 
@@ -51,7 +53,8 @@ CREATE TABLE "Other".kv (
     v blob,
     PRIMARY KEY (k)
 ) WITH per_partition_rate_limit = {'max_writes_per_second': 7}
-    AND gc_grace_seconds = 864000;
+    AND gc_grace_seconds = 864000
+    AND speculative_retry = '99p';
 `},
 	}
 	for _, tt := range tests {

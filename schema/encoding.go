@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // formatVersion is the first byte of an encoded schema.
@@ -58,7 +59,11 @@ func (s *Schema) Digest() Digest {
 //	    per column (canonical order): name, type byte (with the bit
 //	    descendingBit set for a DESC clustering column);
 //	    max reads per second, max writes per second;
-//	    gc_grace_seconds when the flags have gcGraceBit (0x80)
+//	    gc_grace_seconds when the flags have gcGraceBit (0x80);
+//	    speculative_retry when the flags have specRetryBit (0x40): its kind
+//	    (a byte: 1 percentile, 2 fixed, 3 always, 4 none), then the
+//	    percentile's float64 bits (8 bytes big-endian) or the fixed delay in
+//	    milliseconds
 //	the GC horizon (a version timestamp), only when not zero
 //
 // The clustering order was added to version 1 without a version bump: a
@@ -68,6 +73,9 @@ func (s *Schema) Digest() Digest {
 // its rows in the wrong order. gc_grace_seconds was added the same way: a
 // table at the default encodes as before, and an older node refuses the
 // flag rather than ignore the option.
+//
+// speculative_retry was added the same way: a table at the default ('99p')
+// encodes as before, and an older node refuses the flag.
 //
 // The GC horizon was added the same way: a schema that never purged a
 // tombstone encodes as before, and an older node refuses the trailing bytes
@@ -139,6 +147,9 @@ func appendTable(b []byte, t *Table) []byte {
 	if t.gcGraceSet {
 		f |= gcGraceBit
 	}
+	if t.specRetrySet {
+		f |= specRetryBit
+	}
 	if !t.dropped && t.RateLimit.Mode == Shadow {
 		f |= flagShadow
 	}
@@ -162,12 +173,25 @@ func appendTable(b []byte, t *Table) []byte {
 	if t.gcGraceSet {
 		b = binary.AppendUvarint(b, uint64(t.gcGrace))
 	}
+	if t.specRetrySet {
+		b = append(b, byte(t.specRetry.Kind))
+		switch t.specRetry.Kind {
+		case SpeculatePercentile:
+			b = binary.BigEndian.AppendUint64(b, math.Float64bits(t.specRetry.Percentile))
+		case SpeculateFixed:
+			b = binary.AppendUvarint(b, uint64(t.specRetry.Delay/time.Millisecond))
+		}
+	}
 	return b
 }
 
 // gcGraceBit, in a table's flags byte, says that the table's gc_grace_seconds is not the default
 // and follows its rate limit (see Encode).
 const gcGraceBit = 0x80
+
+// specRetryBit, in a table's flags byte, says that the table's speculative_retry is not the
+// default and follows its gc_grace_seconds, if any (see Encode).
+const specRetryBit = 0x40
 
 // errTruncated is the error for input that ends too early.
 var errTruncated = errors.New("truncated")
@@ -361,10 +385,10 @@ func decodeTable(d *decoder) (*Table, error) {
 	t.Version = d.version()
 	f := d.byte()
 	// A dropped table carries no other flag.
-	if d.err == nil && (f&^(1|gcGraceBit|flagShadow) != 0 || (f&1 != 0 && f != 1)) {
+	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit) != 0 || (f&1 != 0 && f != 1)) {
 		d.fail("unknown table flags %#x", f)
 	}
-	t.dropped, t.gcGraceSet = f&1 != 0, f&gcGraceBit != 0
+	t.dropped, t.gcGraceSet, t.specRetrySet = f&1 != 0, f&gcGraceBit != 0, f&specRetryBit != 0
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -431,6 +455,26 @@ func decodeTable(d *decoder) (*Table, error) {
 			return nil, fmt.Errorf("table %q.%q: gc_grace_seconds %d is out of range or the default", t.Keyspace, t.Name, g)
 		}
 		t.gcGrace = uint32(g)
+	}
+	if t.specRetrySet {
+		r := SpeculativeRetry{Kind: SpeculativeKind(d.byte())}
+		switch r.Kind {
+		case SpeculatePercentile:
+			r.Percentile = math.Float64frombits(d.uint64())
+		case SpeculateFixed:
+			if ms := d.uvarint(); ms <= uint64(MaxSpeculativeDelay/time.Millisecond) {
+				r.Delay = time.Duration(ms) * time.Millisecond
+			} else {
+				r.Delay = -1 // out of range: invalid below
+			}
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		if !r.valid() || r == DefaultSpeculativeRetry() {
+			return nil, fmt.Errorf("table %q.%q: speculative_retry %v is invalid or the default", t.Keyspace, t.Name, r)
+		}
+		t.specRetry = r
 	}
 	t.setColumns(cols, int(npk), int(nck))
 	return t, nil

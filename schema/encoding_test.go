@@ -165,7 +165,8 @@ func TestShadowModeRoundTrips(t *testing.T) {
     k int,
     PRIMARY KEY (k)
 ) WITH per_partition_rate_limit = {'max_writes_per_second': 50, 'mode': 'shadow'}
-    AND gc_grace_seconds = 864000;`
+    AND gc_grace_seconds = 864000
+    AND speculative_retry = '99p';`
 	if got.CreateStatement() != stmt {
 		t.Errorf("DESCRIBE prints\n%s\nwant\n%s", got.CreateStatement(), stmt)
 	}

@@ -46,7 +46,7 @@ func TestGCGraceSeconds(t *testing.T) {
 	}
 	// DESCRIBE prints it, and what it prints recreates it.
 	out, err := describe(t, s3, "DESCRIBE TABLE ks.z", "")
-	if err != nil || !strings.Contains(out, "WITH gc_grace_seconds = 7;") {
+	if err != nil || !strings.Contains(out, "WITH gc_grace_seconds = 7\n") {
 		t.Fatalf("DESCRIBE TABLE ks.z = %v\n%s\nwant WITH gc_grace_seconds = 7", err, out)
 	}
 	again := mustBuild(t, ksDDL+out)
@@ -90,7 +90,7 @@ func TestGCGraceDecodeRefusesNonCanonical(t *testing.T) {
 	noFlag := append([]byte{}, b...)
 	for j := range noFlag {
 		if noFlag[j] == gcGraceBit {
-			noFlag[j] = 0x40 // an unknown flag
+			noFlag[j] = 0x20 // an unknown flag
 			break
 		}
 	}

@@ -128,7 +128,8 @@ func TestDescribeClusteringOrder(t *testing.T) {
     v text,
     PRIMARY KEY (k, c)
 ) WITH CLUSTERING ORDER BY (c DESC)
-    AND gc_grace_seconds = 864000;
+    AND gc_grace_seconds = 864000
+    AND speculative_retry = '99p';
 `},
 		{"mixed", `CREATE TABLE ks.mixed (
     k int,
@@ -138,7 +139,8 @@ func TestDescribeClusteringOrder(t *testing.T) {
     PRIMARY KEY (k, c1, c2)
 ) WITH CLUSTERING ORDER BY (c1 ASC, c2 DESC)
     AND per_partition_rate_limit = {'max_reads_per_second': 5}
-    AND gc_grace_seconds = 864000;
+    AND gc_grace_seconds = 864000
+    AND speculative_retry = '99p';
 `},
 		// All ASC is the default, which DESCRIBE leaves out, as Cassandra's does.
 		{"up", `CREATE TABLE ks.up (
@@ -147,7 +149,8 @@ func TestDescribeClusteringOrder(t *testing.T) {
     c2 text,
     v text,
     PRIMARY KEY (k, c1, c2)
-) WITH gc_grace_seconds = 864000;
+) WITH gc_grace_seconds = 864000
+    AND speculative_retry = '99p';
 `},
 	}
 	for _, tt := range tests {

@@ -199,6 +199,9 @@ type Table struct {
 	// gcGrace is the gc_grace_seconds option when gcGraceSet (see GCGraceSeconds).
 	gcGrace    uint32
 	gcGraceSet bool
+	// specRetry is the speculative_retry option when specRetrySet (see SpeculativeRetry).
+	specRetry    SpeculativeRetry
+	specRetrySet bool
 
 	Version Version // of the last CREATE, ALTER or DROP of the table
 	// KeyspaceVersion is the Version of the keyspace the table was created

@@ -133,6 +133,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 	if err := t.gcGraceOption(st.Options); err != nil {
 		return nil, err
 	}
+	if err := t.speculativeRetryOption(st.Options); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -233,6 +236,9 @@ func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
 	if err := nt.gcGraceOption(st.Options); err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
 	}
+	if err := nt.speculativeRetryOption(st.Options); err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
+	}
 	nt.Version = v
 	return &nt, nil
 }
@@ -253,8 +259,9 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 				return rl, err
 			}
 		case OptionGCGrace: // see gcGraceOption
+		case OptionSpeculativeRetry: // see speculativeRetryOption
 		default:
-			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace)
+			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s, %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace, OptionSpeculativeRetry)
 		}
 	}
 	return rl, nil

@@ -105,6 +105,25 @@
 // TOO_MANY_TOMBSTONES; a read whose replicas scanned more than Options.TombstoneWarnThreshold
 // answers with a warning.
 //
+// # Slow and silent replicas
+//
+// A replica the failure detector calls live may still not answer: a paused process, one behind
+// a partition only some nodes see. Reads at ONE and QUORUM route around it in two ways. The
+// table's speculative_retry (schema.SpeculativeRetry) sets the read's Params.Speculation: with
+// a percentile ('99p', the default) or a fixed delay ('50ms') a timer calls Request.Speculate
+// once the read has waited that long, and the core asks a spare replica; 'ALWAYS' asks one more
+// replica from the start; 'NONE' never speculates. A percentile's delay comes from a histogram
+// of the table's replica read latencies over the last 30 to 60 s (latency.go; every table's
+// while the table has too few samples, 50 ms while the node has too few), at least 1 ms and
+// at most half the read's time left. And each coordinator keeps a score per replica (score.go,
+// like Cassandra's dynamic snitch): the moving average of its answers' latencies, weighed by
+// its calls in flight, plus a penalty for each failure and each read that ended without its
+// answer, halving every second. Reads prefer the replicas whose score is not far worse than the
+// best one's, in the default order (itself first, then ring order), so a silent replica is no
+// longer asked first after its first miss, and is asked again once its penalty has decayed.
+// Speculative reads are counted by the limiter once per replica, like any other
+// (coordinator.Speculation), and reported to the Observer.
+//
 // # Errors
 //
 // Execute returns the core's errors: *InvalidError (syntax, with the parser's line:col; validation, naming what
@@ -115,5 +134,6 @@
 // is with the fields as details (grpcapi.ErrorStatus).
 //
 // Config.Observer, when set, is told about every request (with its table), rate-limit
-// rejection, read repair, and operation whose enforcing replicas disagreed, for metrics.
+// rejection, read repair, speculative read, and operation whose enforcing replicas disagreed,
+// for metrics.
 package shell

@@ -154,7 +154,12 @@ type flight struct {
 // calls continue after await returns, until the replica answers or deadline passes: a write at ONE
 // must still reach every live replica, and canceling it would leave the others without the data.
 // A detached call is bounded by deadline and by Close, never by the client's context.
-func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []coordinator.Send, x exchange, deadline time.Time, detach bool) (coordinator.Outcome, error) {
+//
+// A read passes its speculation (writes and repairs nil): when its Params ask for
+// SpeculateDelayed, a timer calls req.Speculate after the delay and the speculative reads are
+// launched the same way; and the replicas that did not answer before the read ended are
+// penalized in their scores (see noteMisses).
+func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []coordinator.Send, x exchange, deadline time.Time, detach bool, spec *speculation) (coordinator.Outcome, error) {
 	// Deadlines come from the configured clock; timers and contexts run on the real one.
 	remaining := deadline.Sub(e.now())
 	if p := req.Params(); !detach && p.Limit > 0 && !p.Exempt {
@@ -208,10 +213,27 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 
 	timer := time.NewTimer(remaining)
 	defer timer.Stop()
+	var (
+		specC    <-chan time.Time
+		launched []coordinator.Send // a read's sends, to tell which did not answer
+		answered []bool             // by Seq-1
+	)
+	if spec != nil {
+		n := len(req.Params().Replicas)
+		launched, answered = append(make([]coordinator.Send, 0, n), sends...), make([]bool, n)
+		if req.Params().Speculation == coordinator.SpeculateDelayed {
+			st := time.NewTimer(spec.delay)
+			defer st.Stop()
+			specC = st.C
+		}
+	}
 	for {
 		var step coordinator.Step
 		select {
 		case a := <-answers:
+			if spec != nil && !a.abandoned && a.Seq >= 1 && a.Seq <= len(answered) {
+				answered[a.Seq-1] = true
+			}
 			if a.abandoned {
 				// The call failed because its context ended (the deadline, the client's
 				// context, or Close): not the replica's fault. The timer or ctx decides the
@@ -226,16 +248,60 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 			// The timer measured the remaining time; tick at the deadline itself so that a
 			// clock that stands still (tests) cannot keep the request alive.
 			step = req.Tick(deadline)
+		case <-specC:
+			specC = nil
+			step = req.Speculate()
 		case <-ctx.Done():
+			if spec != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// The client's deadline passed first: as the read's own timeout.
+				e.noteMisses(req, launched, answered, len(sends), coordinator.Timeout{})
+			}
 			return nil, contextError(ctx, req)
 		}
 		if step.Outcome != nil {
+			if spec != nil {
+				e.noteMisses(req, launched, answered, len(sends), step.Outcome)
+			}
 			return step.Outcome, nil
 		}
 		for _, s := range step.Sends {
 			if !launch(s) {
 				return nil, coordinator.ErrClosed
 			}
+			if spec != nil {
+				launched = append(launched, s)
+			}
+		}
+	}
+}
+
+// speculation is how one read speculates (see Executor.speculation): after delay, when its
+// Params.Speculation is SpeculateDelayed.
+type speculation struct {
+	delay time.Duration
+}
+
+// noteMisses penalizes the scores of the replicas a read sent to that had not answered when it
+// ended with outcome o: on success, those among the first sends (initial of launched), which
+// were slower than the speculative delay and a spare's answer, unless the read asked one more
+// than it needed from the start (ALWAYS: one of them is expected to be late); on a timeout,
+// every one.
+func (e *Executor) noteMisses(req *coordinator.Request, launched []coordinator.Send, answered []bool, initial int, o coordinator.Outcome) {
+	var all bool
+	switch o.(type) {
+	case coordinator.Success:
+		if req.Params().Speculation == coordinator.SpeculateAlways {
+			return
+		}
+	case coordinator.Timeout:
+		all = true
+	default:
+		return // rejected or failed: the answers decided early, the others owe nothing
+	}
+	now := e.mono()
+	for i, s := range launched {
+		if !answered[s.Seq-1] && (all || i < initial) {
+			e.scores.of(s.To).penalize(now)
 		}
 	}
 }

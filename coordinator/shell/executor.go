@@ -106,6 +106,10 @@ type Observer interface {
 	// a replica that missed operations or restarted). op is "read" or "write". It may be
 	// called after Execute returned, when a write's last replicas answer late.
 	OnReplicasDisagree(keyspace, table, op string)
+	// OnSpeculativeReads is called once per read that asked replicas speculatively (the
+	// table's speculative_retry: the read waited longer than its delay, or 'ALWAYS'), with
+	// how many it asked.
+	OnSpeculativeReads(keyspace, table string, reads int)
 	// OnWouldReject is called once per operation on a table whose limit is in shadow mode that
 	// enforce mode would have rejected: this coordinator's local check or one of the enforcing
 	// replicas decided against it, and it was admitted with a warning instead. op is "read" or
@@ -143,6 +147,13 @@ type Executor struct {
 	maxMutation               int           // bytes; see Options.MaxMutationSize
 	maxStatement              int           // bytes; see Options.MaxStatementSize
 	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
+
+	// scores rank the replicas reads prefer (score.go); latency holds the replicas' read
+	// latencies per table, for speculative_retry's percentiles (latency.go); mono is the
+	// monotonic clock both run on.
+	scores  replicaScores
+	latency tableLatencies
+	mono    func() time.Duration
 
 	// lastTimestamp is the last write timestamp this coordinator assigned, in µs.
 	lastTimestamp atomic.Int64
@@ -184,6 +195,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		maxStatement:  cfg.MaxStatementSize,
 		inflight:      make(map[*flight]struct{}),
 	}
+	start := time.Now()
+	e.mono = func() time.Duration { return time.Since(start) }
 	e.batchlog, e.beforeBatchApply = cfg.Batchlog, cfg.BeforeBatchApply
 	e.hints = cfg.Hints
 	if cfg.Auth != nil {

@@ -276,6 +276,7 @@ type recorder struct {
 	repairs       []string // "ks.t n result"
 	disagreements []string // "ks.t op"
 	wouldReject   []string // "ks.t op"
+	speculative   []string // "ks.t n"
 }
 
 func (r *recorder) OnRequest(ks, table, op, cl, result string, _ time.Duration) {
@@ -293,6 +294,12 @@ func (r *recorder) OnReplicasDisagree(ks, table, op string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.disagreements = append(r.disagreements, fmt.Sprintf("%s.%s %s", ks, table, op))
+}
+
+func (r *recorder) OnSpeculativeReads(ks, table string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.speculative = append(r.speculative, fmt.Sprintf("%s.%s %d", ks, table, n))
 }
 
 func (r *recorder) OnWouldReject(ks, table, op string) {

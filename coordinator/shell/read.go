@@ -225,8 +225,16 @@ func (x pageExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 
 // readOnce sends one read to the replicas the consistency level needs and returns their
 // answers (each with a *replicapb.ReadResponse payload) once enough arrived.
+//
+// It prefers the replicas that answer (score.go), and asks a spare replica once the read has
+// waited longer than its table's speculative_retry says (see speculation).
 func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Time) ([]coordinator.Response, error) {
-	var replicaBuf [8]coordinator.Replica
+	var (
+		replicaBuf [8]coordinator.Replica
+		orderBuf   [8]coordinator.NodeID
+	)
+	mono := e.mono()
+	lat := e.latency.of(spec.table.ID)
 	p := coordinator.Params{
 		Op:          coordinator.OpRead,
 		Consistency: spec.cl,
@@ -235,6 +243,9 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Limit:       spec.table.Limit(coordinator.OpRead),
 		Deadline:    dl,
 	}
+	p.ReadOrder = e.scores.order(orderBuf[:0], p.Replicas, e.localID, mono)
+	var sp speculation
+	p.Speculation, sp.delay = e.speculation(spec.table, lat, mono, dl.Sub(now))
 	if p.Limit > 0 {
 		p.Draw = e.draw()
 	}
@@ -250,8 +261,12 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 	o := step.Outcome
 	if o == nil {
 		base := readRequest(spec, e.pageBytes)
-		x := watch(e, readExchange{e.transport, base}, step.Sends, spec.table, coordinator.OpRead)
-		if o, err = e.await(ctx, req, step.Sends, x, dl, false); err != nil {
+		x := watch(e, readExchange{t: e.transport, base: base, e: e, lat: lat}, step.Sends, spec.table, coordinator.OpRead)
+		o, err = e.await(ctx, req, step.Sends, x, dl, false, &sp)
+		if n := req.Speculative(); n > 0 && e.observer != nil {
+			e.observer.OnSpeculativeReads(spec.table.Keyspace, spec.table.Name, n)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -293,10 +308,30 @@ func readRequest(spec readSpec, pageBytes int) *replicapb.ReadRequest {
 	return r
 }
 
-// readExchange sends one read to each replica.
+// speculation returns how a read of table t speculates, from the table's speculative_retry,
+// and for SpeculateDelayed after how long: a fixed delay as it is, a percentile of the
+// replicas' recent read latencies of t (l) bounded to [minSpeculativeDelay, half the read's
+// time left]. now is the monotonic clock, remaining the read's time left.
+func (e *Executor) speculation(t *schema.Table, l *latencies, now, remaining time.Duration) (coordinator.Speculation, time.Duration) {
+	r := t.SpeculativeRetry()
+	switch r.Kind {
+	case schema.SpeculateNone:
+		return coordinator.SpeculateNever, 0
+	case schema.SpeculateAlways:
+		return coordinator.SpeculateAlways, 0
+	case schema.SpeculateFixed:
+		return coordinator.SpeculateDelayed, r.Delay
+	}
+	return coordinator.SpeculateDelayed, e.latency.delay(l, now, r.Percentile, remaining/2)
+}
+
+// readExchange sends one read to each replica. With e set, it keeps the replicas' scores and
+// the table's read latencies l (score.go, latency.go).
 type readExchange struct {
 	t    Transport
 	base *replicapb.ReadRequest
+	e    *Executor
+	lat  *latencies
 }
 
 func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.Response {
@@ -310,12 +345,37 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 	req.req.TableId, req.req.PartitionKey, req.req.Token = x.base.TableId, x.base.PartitionKey, x.base.Token
 	req.req.Filter, req.req.Limit, req.req.Columns = x.base.Filter, x.base.Limit, x.base.Columns
 	req.req.PageBytes, req.req.Reversed, req.req.After = x.base.PageBytes, x.base.Reversed, x.base.After
+	var (
+		sc    *replicaScore
+		start time.Duration
+	)
+	if x.e != nil {
+		sc = x.e.scores.of(s.To)
+		sc.outstanding.Add(1)
+		defer sc.outstanding.Add(-1)
+		start = x.e.mono()
+	}
 	resp, err := x.t.Read(ctx, s.To, &req.req)
 	if err != nil {
+		if sc != nil && ctx.Err() == nil {
+			sc.penalize(x.e.mono()) // a failure the replica's (or the network's), not the read's end
+		}
 		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
 	}
 	r := response(s, resp.GetStatus(), resp.GetRateLimited(), resp.GetError(), resp)
 	r.WouldReject = resp.GetWouldReject()
+	if sc != nil {
+		now := x.e.mono()
+		switch r.Status {
+		case coordinator.StatusOK:
+			sc.answered(now - start)
+			x.e.latency.record(x.lat, now, now-start)
+		case coordinator.StatusRateLimited:
+			sc.answered(now - start)
+		default:
+			sc.penalize(now)
+		}
+	}
 	return r
 }
 

@@ -64,7 +64,7 @@ func (e *Executor) exemptAtAll(ctx context.Context, spec readSpec, op coordinato
 	o := step.Outcome
 	if o == nil {
 		var te *coordinator.TimeoutError
-		o, err = e.await(ctx, req, step.Sends, x, dl, false)
+		o, err = e.await(ctx, req, step.Sends, x, dl, false, nil)
 		switch {
 		case errors.As(err, &te): // the client's deadline passed
 			o = coordinator.Timeout{}

@@ -163,7 +163,7 @@ func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, replicas []
 		m := pw.mutation(token)
 		x, hw := e.hinted(watch(e, mutateExchange{e.transport, m}, step.Sends, t, coordinator.OpWrite), m, replicas, step.Sends)
 		var err error
-		o, err = e.await(ctx, req, step.Sends, x, dl, true)
+		o, err = e.await(ctx, req, step.Sends, x, dl, true, nil)
 		hw.settle(o) // hints for the replicas that do not acknowledge it, once all have answered
 		if err != nil {
 			return err

@@ -416,7 +416,7 @@ func tableOptions(ks, name string, id uint64, rl schema.RateLimit) map[string][]
 		"memtable_flush_period_in_ms": encInt(0),
 		"min_index_interval":          encInt(128),
 		"read_repair_chance":          encDouble(0),
-		"speculative_retry":           encText("99PERCENTILE"),
+		"speculative_retry":           encText(schema.DefaultSpeculativeRetry().String()),
 	}
 }
 
@@ -438,6 +438,7 @@ func tableRows(v *view) []map[string][]byte {
 			}
 			row := tableOptions(t.Keyspace, t.Name, uint64(t.ID), t.RateLimit)
 			row["gc_grace_seconds"] = encInt(int32(t.GCGraceSeconds())) // at most 2^31-1
+			row["speculative_retry"] = encText(t.SpeculativeRetry().String())
 			rows = append(rows, row)
 		}
 	}
