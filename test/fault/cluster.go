@@ -68,6 +68,7 @@ type Cluster struct {
 	NS     []Netns // node i's namespace
 	Proc   *proc.Cluster
 	Proxy  *DelayProxy // nil without Options.InternodeProxy
+	prefix string      // of every name the cluster makes: kvfault-PID-TAG-
 	mounts []string    // tmpfs mount points, unmounted by Close
 	names  []string    // namespaces, deleted by Close
 }
@@ -76,7 +77,7 @@ type Cluster struct {
 func (c *Cluster) Node(i int) *proc.Node { return c.Proc.Nodes[i] }
 
 // Size is the number of nodes.
-func (c *Cluster) Size() int { return len(c.Proc.Nodes) }
+func (c *Cluster) Size() int { return len(c.NS) }
 
 // Start creates the network, starts the nodes one after another and waits until every node
 // sees every other up. On error it has already undone what it made.
@@ -93,18 +94,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Profile == "" {
 		opts.Profile = "lan"
 	}
-	c = &Cluster{Proc: &proc.Cluster{}}
+	c, err = newNetwork(ctx, opts.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
 			c = nil
 		}
 	}()
-	// A random tag tells the clusters of one test process apart.
-	prefix := runPrefix() + strconv.FormatUint(rand.Uint64()%(1<<24), 36) + "-"
-	if err := c.buildNetwork(ctx, prefix, opts.Nodes); err != nil {
-		return c, err
-	}
+	prefix := c.prefix
 	logDir := filepath.Join(opts.Dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return c, err
@@ -122,7 +122,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	if opts.InternodeProxy {
-		if err := c.startProxy(ctx, prefix); err != nil {
+		if err := c.startProxy(ctx); err != nil {
 			return c, err
 		}
 	}
@@ -158,9 +158,20 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-// buildNetwork makes the switch namespace with its bridge and one namespace per node, wired to
-// the bridge by a veth pair.
-func (c *Cluster) buildNetwork(ctx context.Context, prefix string, nodes int) error {
+// newNetwork returns a cluster without nodes: the switch namespace with its bridge and one
+// namespace per node, wired to the bridge by a veth pair. On error it has already undone what
+// it made.
+func newNetwork(ctx context.Context, nodes int) (*Cluster, error) {
+	// A random tag tells the clusters of one test process apart.
+	c := &Cluster{Proc: &proc.Cluster{}, prefix: runPrefix() + strconv.FormatUint(rand.Uint64()%(1<<24), 36) + "-"}
+	if err := c.buildNetwork(ctx, nodes); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+func (c *Cluster) buildNetwork(ctx context.Context, nodes int) error {
+	prefix := c.prefix
 	sw, err := addNetns(ctx, prefix+"sw")
 	c.names = append(c.names, sw.Name)
 	if err != nil {
@@ -200,7 +211,7 @@ func (c *Cluster) buildNetwork(ctx context.Context, prefix string, nodes int) er
 
 // startProxy starts the internode delay proxy in the switch namespace and sends every node's
 // new connections to another node's internode port through it.
-func (c *Cluster) startProxy(ctx context.Context, prefix string) error {
+func (c *Cluster) startProxy(ctx context.Context) error {
 	var targets []ProxyTarget
 	for i := range c.NS {
 		targets = append(targets, ProxyTarget{
@@ -228,16 +239,21 @@ func (c *Cluster) startProxy(ctx context.Context, prefix string) error {
 	return nil
 }
 
-// Close stops every node still running (SIGTERM, then SIGKILL), stops the proxy, unmounts the
-// tmpfs data directories and deletes the namespaces. It is safe to call more than once.
-func (c *Cluster) Close() error {
-	var errs []error
+// Stop stops every node still running: SIGTERM, then SIGKILL after proc.StopGrace. It returns
+// what did not stop cleanly.
+func (c *Cluster) Stop() []error {
 	for _, n := range c.Proc.Nodes {
 		if p := n.Proc(); p != nil && !p.Exited() {
 			syscall.Kill(p.Pid(), syscall.SIGCONT) // a paused node cannot stop
 		}
 	}
-	errs = append(errs, c.Proc.StopAll()...)
+	return c.Proc.StopAll()
+}
+
+// Close stops every node still running (Stop), stops the proxy, unmounts the tmpfs data
+// directories and deletes the namespaces. It is safe to call more than once.
+func (c *Cluster) Close() error {
+	errs := c.Stop()
 	if c.Proxy != nil {
 		c.Proxy.Close()
 	}

@@ -218,7 +218,7 @@ func (k *Inserts) Check(events []Event, finals []Final) Verdict {
 	for _, fin := range finals {
 		rows := fin.Rows.(map[int64]int64)
 		for key, at := range acked {
-			if _, ok := rows[key]; !ok {
+			if _, ok := rows[key]; !ok && at < fin.At {
 				f.add(f.lost, k.t.row(key), "missing from the read-back at %v through n%d; its insert was acknowledged at %v", fin.CL, fin.Node+1, at)
 			}
 		}
@@ -316,7 +316,7 @@ func (k *Registers) Check(events []Event, finals []Final) Verdict {
 		rows := fin.Rows.(map[int64]int64)
 		for key := range acked {
 			want, at := latest(key, fin.At)
-			if v, ok := rows[key]; !ok || v < want {
+			if v, ok := rows[key]; want != 0 && (!ok || v < want) {
 				f.add(f.lost, k.t.row(key), "the read-back at %v through n%d returned %d (present %v), older than ts=%d acknowledged at %v", fin.CL, fin.Node+1, v, ok, want, at)
 			}
 		}
@@ -437,9 +437,9 @@ func (k *Deletes) Check(events []Event, finals []Final) Verdict {
 			del, deleteTried := deletes[key]
 			_, present := rows[key]
 			switch {
-			case present && deleteTried && del.ok:
+			case present && deleteTried && del.ok && del.end < fin.At:
 				f.add(f.resurrected, k.t.row(key), "in the read-back at %v through n%d; its delete was acknowledged at %v", fin.CL, fin.Node+1, del.end)
-			case !present && ins.ok && !deleteTried:
+			case !present && ins.ok && ins.end < fin.At && (!deleteTried || del.start > fin.End):
 				f.add(f.lost, k.t.row(key), "missing from the read-back at %v through n%d; its insert was acknowledged at %v", fin.CL, fin.Node+1, ins.end)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/test/proc"
 )
 
@@ -103,17 +104,21 @@ func (l Loss) Start(ctx context.Context, c *Cluster) error {
 	if l.Percent < 1 || l.Percent > 100 {
 		return fmt.Errorf("fault: Loss.Percent is %d, want 1 to 100", l.Percent)
 	}
+	sample := fmt.Sprintf("numgen random mod 100 lt %d ", l.Percent) // numgen's range is 0-99
+	if l.Percent == 100 {
+		sample = ""
+	}
 	rules := fmt.Sprintf(`table inet %[1]s {
 	chain input {
 		type filter hook input priority 0; policy accept;
-		iifname "eth0" numgen random mod 100 lt %[2]d drop
+		iifname "eth0" %[2]sdrop
 	}
 	chain output {
 		type filter hook output priority 0; policy accept;
-		oifname "eth0" numgen random mod 100 lt %[2]d drop
+		oifname "eth0" %[2]sdrop
 	}
 }
-`, lossTable, l.Percent)
+`, lossTable, sample)
 	_, err := c.NS[l.Node].Exec(ctx, rules, "nft", "-f", "-")
 	return err
 }
@@ -314,8 +319,9 @@ func (d DiskFull) Heal(_ context.Context, c *Cluster) error {
 }
 
 // Corrupt SIGKILLs a node, writes 64 random bytes into the middle of its newest storage file of
-// one type (File: "wal", the newest *.log, or "sst", the newest *.sst) and restarts it; the end
-// of the file is left intact. Heal only makes sure the node runs.
+// one type (File: "wal", the newest *.log, or "sst", the newest *.sst, waiting for one to be
+// written first) and restarts it; the end of the file is left intact. Heal only makes sure the
+// node runs.
 type Corrupt struct {
 	Node int
 	File string
@@ -325,33 +331,45 @@ type Corrupt struct {
 
 func (k *Corrupt) Name() string { return fmt.Sprintf("corrupt %s n%d", k.File, k.Node+1) }
 
-func (k *Corrupt) Start(_ context.Context, c *Cluster) error {
+func (k *Corrupt) Start(ctx context.Context, c *Cluster) error {
 	n := c.Node(k.Node)
-	if err := n.Kill(); err != nil {
-		return err
-	}
 	ext := map[string]string{"wal": ".log", "sst": ".sst"}[k.File]
 	if ext == "" {
 		return fmt.Errorf("fault: Corrupt.File is %q, want wal or sst", k.File)
 	}
-	// The node's own store is data/; hints and the batchlog have stores of their own.
-	files, err := filepath.Glob(filepath.Join(n.DataDir, "data", "*"+ext))
-	if err != nil {
-		return err
-	}
+	// The node's own store is data/; hints and the batchlog have stores of their own. An
+	// sstable appears once a memtable is flushed: the scenario gives the node a small one.
+	dir := filepath.Join(n.DataDir, "data")
 	var newest string
 	var size int64
-	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil || st.Size() < 256 {
-			continue
+	find := func() error {
+		files, err := filepath.Glob(filepath.Join(dir, "*"+ext))
+		if err != nil {
+			return err
 		}
-		if newest == "" || filepath.Base(f) > filepath.Base(newest) {
-			newest, size = f, st.Size()
+		for _, f := range files {
+			st, err := os.Stat(f)
+			if err != nil || st.Size() < 256 {
+				continue
+			}
+			if newest == "" || filepath.Base(f) > filepath.Base(newest) {
+				newest, size = f, st.Size()
+			}
 		}
+		if newest == "" {
+			return fmt.Errorf("no %s file of 256 bytes or more (%v)", ext, files)
+		}
+		return nil
 	}
-	if newest == "" {
-		return fmt.Errorf("n%d has no %s file of 256 bytes or more in %s: %v", k.Node+1, ext, filepath.Join(n.DataDir, "data"), files)
+	if err := poll.Until(ctx, 60*time.Second, fmt.Sprintf("n%d has a %s file in %s", k.Node+1, ext, dir), find); err != nil {
+		return err
+	}
+	if err := n.Kill(); err != nil {
+		return err
+	}
+	newest = ""
+	if err := find(); err != nil { // the newest once the node is gone
+		return err
 	}
 	junk := make([]byte, 64)
 	if _, err := io.ReadFull(rand.Reader, junk); err != nil {

@@ -23,10 +23,18 @@ type DelayProxy struct {
 	listeners []net.Listener
 	wg        sync.WaitGroup // the accept loops and every connection's pumps
 
-	mu     sync.Mutex
-	delays map[link]time.Duration
-	conns  map[net.Conn]bool
-	closed bool
+	mu       sync.Mutex
+	delays   map[link]time.Duration
+	conns    map[net.Conn]bool
+	accepted int
+	closed   bool
+}
+
+// Accepted is how many connections the proxy has forwarded.
+func (p *DelayProxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 type link struct{ from, to string } // client IP, target host
@@ -119,6 +127,9 @@ func (p *DelayProxy) accept(l net.Listener, to string) {
 			out.Close()
 			return
 		}
+		p.mu.Lock()
+		p.accepted++
+		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pump(in, out, link{fromHost, toHost}) // owned by p: ends when either side closes
 		go p.pump(out, in, link{toHost, fromHost})

@@ -55,12 +55,15 @@ type Event struct {
 	Err        error
 }
 
-// Final is one read-back of a kind's rows after the faults healed.
+// Final is one read-back of a kind's rows after a fault healed; the workload may still be
+// running, so a check holds it only to the writes acknowledged before At, and lets the
+// operations that overlap it go either way.
 type Final struct {
 	Node int
 	CL   gocql.Consistency
-	At   time.Duration // when the read-back started, on the events' clock
-	Rows any           // ReadBack's result
+	// At and End are when the read-back started and ended, on the events' clock.
+	At, End time.Duration
+	Rows    any // ReadBack's result
 }
 
 // Verdict is what a kind's Check found. Counts are of rows (distinct keys), each counted once
