@@ -331,7 +331,10 @@ func Available(ctx context.Context) string {
 	return ""
 }
 
-// ensureNft installs Debian's nftables package when nft is missing, within a bounded time.
+// nftInstallTimeout bounds the installation of nftables, apt-get update included.
+const nftInstallTimeout = 3 * time.Minute
+
+// ensureNft installs Debian's nftables package when nft is missing, within nftInstallTimeout.
 func ensureNft(ctx context.Context) error {
 	if _, err := exec.LookPath("nft"); err == nil {
 		return nil
@@ -339,9 +342,9 @@ func ensureNft(ctx context.Context) error {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return errors.New("no nft and no apt-get to install it with")
 	}
+	ctx, cancel := context.WithTimeout(ctx, nftInstallTimeout)
+	defer cancel()
 	install := func() error {
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
 		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "--no-install-recommends", "nftables")
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -350,9 +353,8 @@ func ensureNft(ctx context.Context) error {
 		return nil
 	}
 	if err := install(); err != nil {
-		uctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
-		if out, uerr := exec.CommandContext(uctx, "apt-get", "update").CombinedOutput(); uerr != nil {
+		// The package lists may be missing or old: update them once and try again.
+		if out, uerr := exec.CommandContext(ctx, "apt-get", "update").CombinedOutput(); uerr != nil {
 			return fmt.Errorf("%w; apt-get update: %v: %s", err, uerr, lastLines(out, 5))
 		}
 		if err := install(); err != nil {

@@ -33,8 +33,9 @@
 // The workload runs Kinds of operations from several workers, each operation through a random
 // coordinator (one gocql session per node, each with that node as its only host): unique
 // inserts, last-write-wins registers (UPDATE ... USING TIMESTAMP, with timestamps that grow in
-// the order the workload makes them) and deletes, all at QUORUM. After the faults heal, every
-// kind's rows are read back at ALL and at QUORUM through every node. Each kind's Check counts
+// the order the workload makes them) and deletes, all at QUORUM. After each fault heals (the
+// workload still running) and once more at the end, every kind's rows are read back at ALL and
+// at QUORUM through every node. Each kind's Check counts
 // rows lost (an acknowledged write missing after the heal), resurrected (a row read after its
 // delete was acknowledged) and stale (a read older than a write acknowledged before it began),
 // and the report gives each coordinator's share of failed operations during each fault. A new
@@ -48,7 +49,10 @@
 //
 // `go test ./test/fault` runs the short form (a partition and a kill -9 on one cluster, about
 // 30 s). `go test ./test/fault -run TestFaults -fault.long -v -timeout 30m` runs every nemesis
-// on a cluster of its own for longer (docs/operations.md, "Fault tests"). The tests need root
+// on a cluster of its own for longer (docs/operations.md, "Fault tests"); the faults kvnode does
+// not survive yet (issue 29: full disk, damaged log or sstable) run, log what happened and skip
+// with the reason. TestNetworkNemeses and TestDelayProxy check the network nemeses on the
+// namespaces alone, with echo servers in place of kvnode. The tests need root
 // (namespaces, nft, tc, mounts) and install Debian's nftables when nft is missing; they skip
 // with the reason where they cannot. Everything is named with the prefix kvfault-PID-: a run
 // removes the namespaces and tmpfs mounts that a crashed earlier run left behind.
