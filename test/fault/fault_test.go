@@ -191,8 +191,8 @@ func TestFaults(t *testing.T) {
 		ks, weights := kinds()
 		rep := RunScenario(ctx, t, c, Scenario{
 			Kinds: ks, Weights: weights, Seed: 1,
-			Settle: 2 * time.Second,
-			Steps:  []Step{{Partition{Node: 2}, 7 * time.Second}, {Kill{Node: 1}, 3 * time.Second}},
+			Settle: 1500 * time.Millisecond,
+			Steps:  []Step{{Partition{Node: 2}, 6 * time.Second}, {Kill{Node: 1}, 3 * time.Second}},
 		})
 		rep.Log(t)
 		judge(t, rep, fault{catches: true})
