@@ -180,7 +180,13 @@ func (n *Node) waitCQL(ctx context.Context) error {
 		if n.proc.Exited() {
 			return fmt.Errorf("%s exited (%v)", n.Name, n.proc.err)
 		}
-		conn, err := net.DialTimeout("tcp", n.CQLAddr, time.Second)
+		dial := n.Dial
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		conn, err := dial(dctx, "tcp", n.CQLAddr)
 		if err != nil {
 			return err
 		}

@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -162,6 +164,15 @@ type Node struct {
 	// ClientTLS, when set, is the TLS configuration of the node's client (for a node given
 	// --tls-cert, --tls-key and --tls-ca in ExtraArgs). Nil means plaintext.
 	ClientTLS *tls.Config
+	// Wrapper, when set, is a command line the serve process runs under: the process started
+	// is Wrapper[0] with the rest of Wrapper, then the binary and serve's arguments. With
+	// `ip netns exec NAME` the node runs in the network namespace NAME (ip execs the binary,
+	// so the process keeps its pid and signals reach kvnode itself).
+	Wrapper []string
+	// Dial, when set, is how the launcher reaches the node's addresses (its gRPC client, the
+	// wait for the CQL port, the metrics): for a node in a network namespace the test
+	// process is not in. Nil dials from the test process's own namespace.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Learned from the first serving line and kept across restarts.
 	ID, Addr, GossipAddr, InternodeAddr string
@@ -242,7 +253,11 @@ func (n *Node) startOnce() error {
 	n.stderrs = append(n.stderrs, stderrPath)
 
 	watcher := serveline.NewWatcher()
-	cmd := exec.Command(n.Binary, args...)
+	name, argv := n.Binary, args
+	if len(n.Wrapper) > 0 {
+		name, argv = n.Wrapper[0], slices.Concat(n.Wrapper[1:], []string{n.Binary}, args)
+	}
+	cmd := exec.Command(name, argv...)
 	cmd.Stdout = io.MultiWriter(stdout, watcher)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = KillTimeout
@@ -282,6 +297,11 @@ func (n *Node) startOnce() error {
 	var copts []client.Option
 	if n.ClientTLS != nil {
 		copts = append(copts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(n.ClientTLS))))
+	}
+	if n.Dial != nil {
+		copts = append(copts, client.WithDialOptions(grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return n.Dial(ctx, "tcp", addr)
+		})))
 	}
 	if n.client, err = client.Dial(ctx, n.Addr, copts...); err != nil {
 		p.Kill()
@@ -487,7 +507,13 @@ func (n *Node) MemberStates(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("%s: %w", n.Name, err)
 	}
 	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := http.DefaultClient.Do(req)
+	httpClient := http.DefaultClient
+	if n.Dial != nil {
+		tr := &http.Transport{DialContext: n.Dial, DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		httpClient = &http.Client{Transport: tr}
+	}
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n.Name, err)
 	}

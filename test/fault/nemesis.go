@@ -1,0 +1,390 @@
+//go:build linux
+
+package fault
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/test/proc"
+)
+
+// Nemesis is one kind of fault. Start injects it into a running cluster; Heal undoes it and is
+// idempotent: it may be called without Start, or twice (tests call it again from t.Cleanup, so
+// no fault outlives its test).
+type Nemesis interface {
+	Name() string
+	Start(ctx context.Context, c *Cluster) error
+	Heal(ctx context.Context, c *Cluster) error
+}
+
+// nft tables the nemeses make inside a node's namespace.
+const (
+	cutTable  = "kvfault_cut"
+	lossTable = "kvfault_loss"
+)
+
+// nftDrop installs table in ns: packets to or from ips are dropped in both directions.
+func nftDrop(ctx context.Context, ns Netns, table string, ips []string) error {
+	set := "{ " + strings.Join(ips, ", ") + " }"
+	rules := fmt.Sprintf(`table inet %[1]s {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		ip saddr %[2]s drop
+	}
+	chain output {
+		type filter hook output priority 0; policy accept;
+		ip daddr %[2]s drop
+	}
+}
+`, table, set)
+	_, err := ns.Exec(ctx, rules, "nft", "-f", "-")
+	return err
+}
+
+// nftDelete removes table from ns; a table that is not there is not an error (declaring it
+// first makes the delete always find it).
+func nftDelete(ctx context.Context, ns Netns, table string) error {
+	_, err := ns.Exec(ctx, fmt.Sprintf("table inet %[1]s {}\ndelete table inet %[1]s\n", table), "nft", "-f", "-")
+	return err
+}
+
+// Partition cuts one node off from every other node: nft rules in its namespace drop what it
+// sends to and receives from their addresses. Clients still reach it, so it keeps coordinating
+// (and failing) requests, as an isolated node does for clients on its side.
+type Partition struct{ Node int }
+
+func (p Partition) Name() string { return fmt.Sprintf("partition n%d", p.Node+1) }
+
+func (p Partition) Start(ctx context.Context, c *Cluster) error {
+	var others []string
+	for i := range c.Size() {
+		if i != p.Node {
+			others = append(others, NodeIP(i))
+		}
+	}
+	return nftDrop(ctx, c.NS[p.Node], cutTable, others)
+}
+
+func (p Partition) Heal(ctx context.Context, c *Cluster) error {
+	return nftDelete(ctx, c.NS[p.Node], cutTable)
+}
+
+// Bridge cuts nodes A and B from each other while both still reach every other node (Jepsen's
+// bridge: the third node is the only link between the two halves).
+type Bridge struct{ A, B int }
+
+func (b Bridge) Name() string { return fmt.Sprintf("bridge n%d-/-n%d", b.A+1, b.B+1) }
+
+func (b Bridge) Start(ctx context.Context, c *Cluster) error {
+	return errors.Join(nftDrop(ctx, c.NS[b.A], cutTable, []string{NodeIP(b.B)}), nftDrop(ctx, c.NS[b.B], cutTable, []string{NodeIP(b.A)}))
+}
+
+func (b Bridge) Heal(ctx context.Context, c *Cluster) error {
+	return errors.Join(nftDelete(ctx, c.NS[b.A], cutTable), nftDelete(ctx, c.NS[b.B], cutTable))
+}
+
+// Loss drops Percent of the packets a node sends and receives on its link (nft's numgen: the
+// kernel here has no netem).
+type Loss struct{ Node, Percent int }
+
+func (l Loss) Name() string { return fmt.Sprintf("loss %d%% n%d", l.Percent, l.Node+1) }
+
+func (l Loss) Start(ctx context.Context, c *Cluster) error {
+	if l.Percent < 1 || l.Percent > 100 {
+		return fmt.Errorf("fault: Loss.Percent is %d, want 1 to 100", l.Percent)
+	}
+	sample := fmt.Sprintf("numgen random mod 100 lt %d ", l.Percent) // numgen's range is 0-99
+	if l.Percent == 100 {
+		sample = ""
+	}
+	rules := fmt.Sprintf(`table inet %[1]s {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		iifname "eth0" %[2]sdrop
+	}
+	chain output {
+		type filter hook output priority 0; policy accept;
+		oifname "eth0" %[2]sdrop
+	}
+}
+`, lossTable, sample)
+	_, err := c.NS[l.Node].Exec(ctx, rules, "nft", "-f", "-")
+	return err
+}
+
+func (l Loss) Heal(ctx context.Context, c *Cluster) error {
+	return nftDelete(ctx, c.NS[l.Node], lossTable)
+}
+
+// Bandwidth limits a node's link to Rate (tc's notation, e.g. "256kbit") in both directions: a
+// token bucket (tbf) on the node's end of the veth pair and on the switch's end.
+type Bandwidth struct {
+	Node int
+	Rate string
+}
+
+func (b Bandwidth) Name() string { return fmt.Sprintf("bandwidth %s n%d", b.Rate, b.Node+1) }
+
+// links are the two ends of the node's veth pair: (namespace, device).
+func (b Bandwidth) links(c *Cluster) [][2]string {
+	return [][2]string{{c.NS[b.Node].Name, "eth0"}, {c.Switch.Name, fmt.Sprintf("v%d", b.Node+1)}}
+}
+
+func (b Bandwidth) Start(ctx context.Context, c *Cluster) error {
+	for _, l := range b.links(c) {
+		if _, err := run(ctx, "", "ip", "netns", "exec", l[0], "tc", "qdisc", "replace", "dev", l[1], "root",
+			"tbf", "rate", b.Rate, "burst", "32kbit", "latency", "400ms"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b Bandwidth) Heal(ctx context.Context, c *Cluster) error {
+	var errs []error
+	for _, l := range b.links(c) {
+		out, err := run(ctx, "", "ip", "netns", "exec", l[0], "tc", "qdisc", "show", "dev", l[1], "root")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !strings.Contains(string(out), "tbf") {
+			continue
+		}
+		if _, err := run(ctx, "", "ip", "netns", "exec", l[0], "tc", "qdisc", "del", "dev", l[1], "root"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Delay holds back every internode byte sent to or from a node by D, in the internode proxy
+// (the cluster needs Options.InternodeProxy): a slow replica and a slow coordinator.
+type Delay struct {
+	Node int
+	D    time.Duration
+}
+
+func (d Delay) Name() string { return fmt.Sprintf("delay %v n%d", d.D, d.Node+1) }
+
+func (d Delay) set(c *Cluster, by time.Duration) error {
+	if c.Proxy == nil {
+		return errors.New("fault: the delay nemesis needs a cluster started with Options.InternodeProxy")
+	}
+	for i := range c.Size() {
+		if i != d.Node {
+			c.Proxy.SetDelay(NodeIP(d.Node), NodeIP(i), by)
+		}
+	}
+	return nil
+}
+
+func (d Delay) Start(_ context.Context, c *Cluster) error { return d.set(c, d.D) }
+func (d Delay) Heal(_ context.Context, c *Cluster) error  { return d.set(c, 0) }
+
+// Pause stops a node's process with SIGSTOP; Heal continues it.
+type Pause struct{ Node int }
+
+func (p Pause) Name() string { return fmt.Sprintf("pause n%d", p.Node+1) }
+
+func (p Pause) Start(_ context.Context, c *Cluster) error {
+	return signal(c.Node(p.Node), syscall.SIGSTOP)
+}
+
+func (p Pause) Heal(_ context.Context, c *Cluster) error {
+	return signal(c.Node(p.Node), syscall.SIGCONT)
+}
+
+func signal(n *proc.Node, sig syscall.Signal) error {
+	if !n.Running() {
+		return nil
+	}
+	if err := syscall.Kill(n.Proc().Pid(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s: %v: %w", n.Name, sig, err)
+	}
+	return nil
+}
+
+// Kill SIGKILLs a node; Heal restarts it on the same data directory and addresses.
+type Kill struct{ Node int }
+
+func (k Kill) Name() string { return fmt.Sprintf("kill -9 n%d", k.Node+1) }
+
+func (k Kill) Start(_ context.Context, c *Cluster) error { return c.Node(k.Node).Kill() }
+
+func (k Kill) Heal(_ context.Context, c *Cluster) error { return ensureRunning(c.Node(k.Node)) }
+
+// ensureRunning starts the node if its process is not running.
+func ensureRunning(n *proc.Node) error {
+	if n.Running() {
+		return nil
+	}
+	return n.Start()
+}
+
+// stopNode stops a node with SIGTERM (SIGKILL after proc.StopGrace).
+func stopNode(n *proc.Node) error {
+	n.CloseClient()
+	if !n.Running() {
+		return nil
+	}
+	if err := n.Proc().Terminate(); err != nil {
+		return fmt.Errorf("%s: SIGTERM: %w", n.Name, err)
+	}
+	if !n.Proc().WaitExit(proc.StopGrace) {
+		return errors.Join(fmt.Errorf("%s was still running %v after SIGTERM", n.Name, proc.StopGrace), n.Kill())
+	}
+	return nil
+}
+
+// ClockOffset restarts a node (SIGTERM, then the same data directory) with its clock shifted
+// by Offset (serve's hidden --testing-clock-offset: the limiter, write timestamps, deadlines and
+// the clock gossip reports); Heal restarts it with the true clock.
+type ClockOffset struct {
+	Node   int
+	Offset time.Duration
+}
+
+const clockFlag = "--testing-clock-offset="
+
+func (o ClockOffset) Name() string { return fmt.Sprintf("clock %+v n%d", o.Offset, o.Node+1) }
+
+func (o ClockOffset) Start(_ context.Context, c *Cluster) error {
+	n := c.Node(o.Node)
+	if err := stopNode(n); err != nil {
+		return err
+	}
+	n.ExtraArgs = append(withoutClock(n.ExtraArgs), clockFlag+o.Offset.String())
+	return n.Start()
+}
+
+func (o ClockOffset) Heal(_ context.Context, c *Cluster) error {
+	n := c.Node(o.Node)
+	if !slices.ContainsFunc(n.ExtraArgs, func(a string) bool { return strings.HasPrefix(a, clockFlag) }) {
+		return ensureRunning(n)
+	}
+	if err := stopNode(n); err != nil {
+		return err
+	}
+	n.ExtraArgs = withoutClock(n.ExtraArgs)
+	return n.Start()
+}
+
+func withoutClock(args []string) []string {
+	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, clockFlag) })
+}
+
+// DiskFull fills the filesystem of a node's data directory (a tmpfs: Options.TmpfsMiB) with a
+// file; Heal removes it.
+type DiskFull struct{ Node int }
+
+const fillerName = "kvfault-filler"
+
+func (d DiskFull) Name() string { return fmt.Sprintf("disk full n%d", d.Node+1) }
+
+func (d DiskFull) Start(_ context.Context, c *Cluster) error {
+	f, err := os.OpenFile(filepath.Join(c.Node(d.Node).DataDir, fillerName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return nil
+			}
+			return fmt.Errorf("fill the disk of n%d: %w", d.Node+1, err)
+		}
+	}
+}
+
+func (d DiskFull) Heal(_ context.Context, c *Cluster) error {
+	err := os.Remove(filepath.Join(c.Node(d.Node).DataDir, fillerName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Corrupt SIGKILLs a node, writes 64 random bytes into the middle of its newest storage file of
+// one type (File: "wal", the newest *.log, or "sst", the newest *.sst, waiting for one to be
+// written first) and restarts it; the end of the file is left intact. Heal only makes sure the
+// node runs.
+type Corrupt struct {
+	Node int
+	File string
+	// Damaged is the file Start damaged, and at which offset (for the log).
+	Damaged string
+}
+
+func (k *Corrupt) Name() string { return fmt.Sprintf("corrupt %s n%d", k.File, k.Node+1) }
+
+func (k *Corrupt) Start(ctx context.Context, c *Cluster) error {
+	n := c.Node(k.Node)
+	ext := map[string]string{"wal": ".log", "sst": ".sst"}[k.File]
+	if ext == "" {
+		return fmt.Errorf("fault: Corrupt.File is %q, want wal or sst", k.File)
+	}
+	// The node's own store is data/; hints and the batchlog have stores of their own. An
+	// sstable appears once a memtable is flushed: the scenario gives the node a small one.
+	dir := filepath.Join(n.DataDir, "data")
+	var newest string
+	var size int64
+	find := func() error {
+		files, err := filepath.Glob(filepath.Join(dir, "*"+ext))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			st, err := os.Stat(f)
+			if err != nil || st.Size() < 256 {
+				continue
+			}
+			if newest == "" || filepath.Base(f) > filepath.Base(newest) {
+				newest, size = f, st.Size()
+			}
+		}
+		if newest == "" {
+			return fmt.Errorf("no %s file of 256 bytes or more (%v)", ext, files)
+		}
+		return nil
+	}
+	if err := poll.Until(ctx, 60*time.Second, fmt.Sprintf("n%d has a %s file in %s", k.Node+1, ext, dir), find); err != nil {
+		return err
+	}
+	if err := n.Kill(); err != nil {
+		return err
+	}
+	newest = ""
+	if err := find(); err != nil { // the newest once the node is gone
+		return err
+	}
+	junk := make([]byte, 64)
+	if _, err := io.ReadFull(rand.Reader, junk); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(newest, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteAt(junk, size/2)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return err
+	}
+	k.Damaged = fmt.Sprintf("%s (%d bytes) at offset %d", filepath.Base(newest), size, size/2)
+	return n.Start()
+}
+
+func (k *Corrupt) Heal(_ context.Context, c *Cluster) error { return ensureRunning(c.Node(k.Node)) }

@@ -1,0 +1,243 @@
+//go:build linux
+
+package fault
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// echoServers listens on every node's internode address of c (no kvnode runs) and answers
+// each byte with the same byte; they stop at the test's end.
+func echoServers(t *testing.T, c *Cluster) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	var ls []net.Listener
+	for i, ns := range c.NS {
+		l, err := ns.Listen("tcp", net.JoinHostPort(NodeIP(i), strconv.Itoa(InternodePort)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		wg.Add(1)
+		go func() { // owned by the test: ends when the cleanup closes l
+			defer wg.Done()
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				conns = append(conns, conn)
+				mu.Unlock()
+				wg.Add(1)
+				go func() { // ends when the peer or the cleanup closes conn
+					defer wg.Done()
+					io.Copy(conn, conn)
+					conn.Close()
+				}()
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, l := range ls {
+			l.Close()
+		}
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+}
+
+// roundTrip connects from ns to node to's echo server, sends a byte and waits for it, within
+// timeout; it returns how long the exchange took.
+func roundTrip(ctx context.Context, ns Netns, to int, timeout time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := ns.DialContext(ctx, "tcp", net.JoinHostPort(NodeIP(to), strconv.Itoa(InternodePort)))
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	start := time.Now()
+	if _, err := conn.Write([]byte{42}); err != nil {
+		return 0, err
+	}
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(conn, b); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// reachability maps "from->to" to whether a connection and an echo got through: from every node
+// (n1..) and from the switch ("sw") to every node.
+func reachability(ctx context.Context, c *Cluster) map[string]bool {
+	got := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	from := append([]Netns{c.Switch}, c.NS...)
+	for f, ns := range from {
+		name := "sw"
+		if f > 0 {
+			name = fmt.Sprintf("n%d", f)
+		}
+		for to := range c.NS {
+			if f-1 == to {
+				continue
+			}
+			wg.Add(1)
+			go func() { // waited for below
+				defer wg.Done()
+				_, err := roundTrip(ctx, ns, to, 700*time.Millisecond)
+				mu.Lock()
+				got[fmt.Sprintf("%s->n%d", name, to+1)] = err == nil
+				mu.Unlock()
+			}()
+		}
+	}
+	wg.Wait()
+	return got
+}
+
+// TestNetworkNemeses runs the network nemeses on the namespaces alone, with echo servers in
+// place of kvnode: each cuts exactly the links it names, its heal is idempotent (before a start,
+// and twice), and after the heal every link works again.
+func TestNetworkNemeses(t *testing.T) {
+	ctx := prepare(t)
+	c, err := newNetwork(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	echoServers(t, c)
+	all := reachability(ctx, c)
+	for link, ok := range all {
+		if !ok {
+			t.Fatalf("before any fault, %s does not get through: %v", link, all)
+		}
+	}
+	for _, tc := range []struct {
+		nem Nemesis
+		cut []string // the links that must fail while the fault is on
+	}{
+		{Partition{Node: 2}, []string{"n1->n3", "n2->n3", "n3->n1", "n3->n2"}},
+		{Bridge{A: 0, B: 1}, []string{"n1->n2", "n2->n1"}},
+		{Loss{Node: 1, Percent: 100}, []string{"sw->n2", "n1->n2", "n3->n2", "n2->n1", "n2->n3"}},
+		{Bandwidth{Node: 0, Rate: "256kbit"}, nil},
+	} {
+		name := tc.nem.Name()
+		if err := tc.nem.Heal(ctx, c); err != nil {
+			t.Errorf("%s: Heal before Start: %v", name, err)
+		}
+		if err := tc.nem.Start(ctx, c); err != nil {
+			t.Fatalf("%s: Start: %v", name, err)
+		}
+		during := reachability(ctx, c)
+		for link, ok := range during {
+			if want := !contains(tc.cut, link); ok != want {
+				t.Errorf("%s: %s gets through = %v, want %v", name, link, ok, want)
+			}
+		}
+		if b, ok := tc.nem.(Bandwidth); ok {
+			for _, l := range b.links(c) {
+				out, err := run(ctx, "", "ip", "netns", "exec", l[0], "tc", "qdisc", "show", "dev", l[1], "root")
+				if err != nil || !strings.Contains(string(out), "tbf") || !strings.Contains(string(out), "256Kbit") {
+					t.Errorf("%s: the qdisc of %s in %s is %q (%v), want a tbf at 256Kbit", name, l[1], l[0], out, err)
+				}
+			}
+		}
+		for range 2 {
+			if err := tc.nem.Heal(ctx, c); err != nil {
+				t.Errorf("%s: Heal: %v", name, err)
+			}
+		}
+		after := reachability(ctx, c)
+		for link, ok := range after {
+			if !ok {
+				t.Errorf("%s: after the heal, %s does not get through", name, link)
+			}
+		}
+		for _, ns := range c.NS {
+			out, err := ns.Exec(ctx, "", "nft", "list", "tables")
+			if err != nil || strings.Contains(string(out), "kvfault") {
+				t.Errorf("%s: after the heal, %s has nft tables %q (%v), want none of the harness's", name, ns.Name, out, err)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDelayProxy routes the nodes' internode connections through the delay proxy (as
+// Options.InternodeProxy does) and checks that they get there through it, and that a delay on
+// one link holds back both directions of that link alone.
+func TestDelayProxy(t *testing.T) {
+	ctx := prepare(t)
+	c, err := newNetwork(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	echoServers(t, c)
+	if err := c.startProxy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roundTrip(ctx, c.NS[0], 1, 5*time.Second); err != nil {
+		t.Fatalf("n1 -> n2 through the proxy: %v", err)
+	}
+	if got := c.Proxy.Accepted(); got != 1 {
+		t.Fatalf("the proxy forwarded %d connections after n1 connected to n2's internode port, want 1 (the DNAT rule did not apply)", got)
+	}
+	const d = 400 * time.Millisecond
+	nem := Delay{Node: 1, D: d}
+	if err := nem.Start(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	rtt, err := roundTrip(ctx, c.NS[0], 1, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rtt < 2*d {
+		t.Errorf("n1 -> n2 round trip with %v on the link each way took %v, want at least %v", d, rtt, 2*d)
+	}
+	if rtt, err := roundTrip(ctx, c.NS[0], 2, 5*time.Second); err != nil || rtt >= d {
+		t.Errorf("n1 -> n3, a link without delay: round trip %v (%v), want under %v", rtt, err, d)
+	}
+	for range 2 {
+		if err := nem.Heal(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rtt, err := roundTrip(ctx, c.NS[0], 1, 5*time.Second); err != nil || rtt >= d {
+		t.Errorf("n1 -> n2 after the heal: round trip %v (%v), want under %v", rtt, err, d)
+	}
+}
