@@ -52,6 +52,9 @@ type Window struct {
 	Err error
 }
 
+// wholeRun names the Availability window of the whole scenario, beside one per fault.
+const wholeRun = "whole run"
+
 // Availability is the share of failed operations per coordinator node in a window.
 type Availability struct {
 	Window string
@@ -325,5 +328,5 @@ func availability(w *Workload, kinds []Kind, windows []Window, nodes int) []Avai
 	for _, win := range windows {
 		out = append(out, count(win.Name, win.Start, win.End))
 	}
-	return append(out, count("whole run", 0, time.Duration(1<<62)))
+	return append(out, count(wholeRun, 0, time.Duration(1<<62)))
 }
