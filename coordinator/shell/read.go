@@ -235,6 +235,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Limit:       spec.table.Limit(coordinator.OpRead),
 		Deadline:    dl,
 	}
+	e.skipUnrepaired(&p)
 	if p.Limit > 0 {
 		p.Draw = e.draw()
 	}
