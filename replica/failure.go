@@ -66,8 +66,9 @@ func (f *Failure) Error() string { return fmt.Sprintf("%v (%s): %v", ErrStorageF
 // Unwrap returns ErrStorageFailed and the error pebble reported.
 func (f *Failure) Unwrap() []error { return []error{ErrStorageFailed, f.Err} }
 
-// newFailure classifies err.
-func newFailure(err error) *Failure {
+// NewFailure classifies err as a storage failure (a *Failure among its wrapped errors is returned
+// as it is).
+func NewFailure(err error) *Failure {
 	var f *Failure
 	if errors.As(err, &f) {
 		return f
@@ -101,7 +102,7 @@ func StorageFailure(v any) (*Failure, bool) {
 		return nil, false
 	}
 	if errors.Is(err, ErrStorageFailed) || brokenStorage(err) || errors.Is(err, syscall.ENOSPC) {
-		return newFailure(err), true
+		return NewFailure(err), true
 	}
 	return nil, false
 }
@@ -177,7 +178,7 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 		}
 	}
 	if p.fail != nil {
-		p.fail(newFailure(e))
+		p.fail(NewFailure(e))
 	} else if p.l != nil {
 		p.l.Error(e.msg, "component", "pebble", "fatal", true)
 	}

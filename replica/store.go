@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,17 @@ func Open(dir string, opts Options) (*Store, error) {
 	// A write that meets a full disk raises the low-disk level at once, before the next check.
 	po := opts.pebbleOptions(vfs.OnDiskFull(opts.FS, s.space.full), log)
 	po.EventListener = s.eventListener(log)
+	if fresh(opts.FS, dir) {
+		// A new database's first log predates its format's sync offsets, without which damage
+		// in a log cannot be told from a torn tail (corruptlog.go): create it, then reopen.
+		db, err := s.openDB(dir, po)
+		if err != nil {
+			return nil, fmt.Errorf("replica: create store in %s: %w", dir, err)
+		}
+		if err := db.Close(); err != nil {
+			return nil, fmt.Errorf("replica: create store in %s: %w", dir, err)
+		}
+	}
 	for moved := 0; ; moved++ {
 		db, err := s.openDB(dir, po)
 		if err == nil {
@@ -111,6 +123,20 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.space.check()
 	s.space.start(opts.DiskCheckInterval)
 	return s, nil
+}
+
+// fresh reports whether dir holds no pebble database yet.
+func fresh(fs vfs.FS, dir string) bool {
+	names, err := fs.List(dir)
+	if err != nil {
+		return true // missing: pebble creates it
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, "MANIFEST-") {
+			return false
+		}
+	}
+	return true
 }
 
 // openDB opens pebble's database. A storage failure during the open (pebble's Fatalf blocks the

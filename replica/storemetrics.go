@@ -58,7 +58,7 @@ func (s *Store) eventListener(log pebbleLogger) *pebble.EventListener {
 		BackgroundError: func(err error) {
 			switch {
 			case brokenStorage(err):
-				s.Fail(newFailure(err))
+				s.Fail(NewFailure(err))
 			case errors.Is(err, syscall.ENOSPC):
 				s.space.full() // pebble retries the job; writes stop until space is freed
 			default:
