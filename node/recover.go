@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kvnode/kvnode/replica"
 )
 
 // newGRPCPanics returns the counter of the panics the gRPC servers recovered, by server.
@@ -21,11 +23,19 @@ func newGRPCPanics() *prometheus.CounterVec {
 // recoveryOptions returns the interceptors that turn a panic in a call of the gRPC server
 // named server, which is a bug of the node's, into an Internal error for that call, logged
 // with its stack and counted, instead of ending the process and every other call with it.
-// They come first in the chain, so they cover the interceptors after them too.
+// They come first in the chain, so they cover the interceptors after them too. A panic that
+// carries a storage failure (replica.StorageFailure) is no bug: it goes to the store's failure,
+// the disk failure policy, and the call fails as Unavailable.
 func (n *Node) recoveryOptions(server string) []grpc.ServerOption {
 	panics := n.grpcPanics.WithLabelValues(server)
 	recovered := func(method string, err *error) {
 		if r := recover(); r != nil {
+			if f, ok := replica.StorageFailure(r); ok && n.store != nil {
+				// Not a bug, and not one call's failure: the node must stop serving.
+				n.store.Fail(f)
+				*err = status.Error(codes.Unavailable, "this node's storage failed and it stops serving (disk_failure_policy): "+f.Error())
+				return
+			}
 			panics.Inc()
 			n.log.Error("a gRPC call panicked; it fails as Internal", "server", server, "method", method,
 				"panic", r, "stack", string(debug.Stack()))
