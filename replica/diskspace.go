@@ -36,6 +36,7 @@ type diskSpace struct {
 	dir        string
 	minFree    int64
 	minPercent float64
+	memtable   uint64 // Options.MemTableSize: what a flush writes
 	log        *slog.Logger
 
 	level   atomic.Int32  // a spaceLevel
@@ -43,7 +44,13 @@ type diskSpace struct {
 	total   atomic.Uint64
 	reserve atomic.Uint64
 	refused atomic.Uint64 // writes refused for lack of space
-	kick    chan struct{}
+	// metFull is set when a write met ENOSPC: writes then stay refused until free space also
+	// covers what the job that failed needs (see check).
+	metFull atomic.Bool
+	// warned is set once a refusal was logged, until writes are accepted again: a disk that
+	// hovers between the two refusal levels, or meets ENOSPC again and again, logs once.
+	warned atomic.Bool
+	kick   chan struct{}
 	loop    *loop.Loop
 
 	mu      sync.Mutex // serialises checks, and guards lastErr
@@ -51,7 +58,7 @@ type diskSpace struct {
 }
 
 func newDiskSpace(fs vfs.FS, dir string, o *Options) *diskSpace {
-	return &diskSpace{fs: fs, dir: dir, minFree: o.MinFreeSpace, minPercent: o.MinFreeSpacePercent, log: o.Logger,
+	return &diskSpace{fs: fs, dir: dir, minFree: o.MinFreeSpace, minPercent: o.MinFreeSpacePercent, memtable: o.MemTableSize, log: o.Logger,
 		kick: make(chan struct{}, 1)}
 }
 
@@ -77,15 +84,20 @@ func (d *diskSpace) wake() {
 // full is vfs.OnDiskFull's callback: a write met ENOSPC. Every write of the store waits while it
 // runs, so it only raises the level and asks for a check.
 func (d *diskSpace) full() {
-	if spaceLevel(d.level.Swap(int32(spaceCritical))) != spaceCritical && d.log != nil {
-		d.log.Warn("storage: a write found the disk full; writes are refused until space is freed", "component", "pebble", "dir", d.dir)
+	d.metFull.Store(true)
+	d.level.Store(int32(spaceCritical))
+	if !d.warned.Swap(true) && d.log != nil {
+		d.log.Warn("storage: a write found the disk full; writes are refused until space is freed", "dir", d.dir)
 	}
 	d.wake()
 }
 
 // check reads the free space and sets the level: critical under half the reserve, low under the
 // reserve, and back to ok only above the reserve and a tenth, so that a disk hovering at the
-// reserve does not flip writes on and off at each check.
+// reserve does not flip writes on and off at each check. After a write met a full disk, back to
+// ok takes twice the reserve and a memtable more: pebble deletes the output of the flush or
+// compaction that failed, and letting writes in on that space alone would fill the disk again
+// (a 64 MiB filesystem flipped every half second without it).
 func (d *diskSpace) check() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -95,7 +107,7 @@ func (d *diskSpace) check() {
 			return // an in-memory filesystem (vfs.NewMem): never low
 		}
 		if msg := err.Error(); msg != d.lastErr && d.log != nil {
-			d.log.Warn("storage: cannot read the disk's free space; the low-disk check keeps its last reading", "component", "pebble", "dir", d.dir, "err", err)
+			d.log.Warn("storage: cannot read the disk's free space; the low-disk check keeps its last reading", "dir", d.dir, "err", err)
 			d.lastErr = msg
 		}
 		return
@@ -106,28 +118,38 @@ func (d *diskSpace) check() {
 	d.total.Store(u.TotalBytes)
 	d.reserve.Store(reserve)
 	prev := spaceLevel(d.level.Load())
+	clear := reserve + reserve/10
+	if d.metFull.Load() {
+		clear = 2*reserve + d.memtable
+	}
 	next := spaceOK
 	switch {
 	case u.AvailBytes < reserve/2:
 		next = spaceCritical
 	case u.AvailBytes < reserve:
 		next = spaceLow
-	case prev != spaceOK && u.AvailBytes < reserve+reserve/10:
+	case prev != spaceOK && u.AvailBytes < clear:
 		next = spaceLow // not yet clear of the reserve
+	}
+	if next == spaceOK {
+		d.metFull.Store(false)
 	}
 	if next == prev {
 		return
 	}
 	d.level.Store(int32(next))
-	if d.log == nil {
-		return
+	if d.log == nil || (next != spaceOK && d.warned.Swap(true)) {
+		return // a refusal was logged already; the metric follows its level
 	}
-	attrs := []any{"component", "pebble", "dir", d.dir, "free_bytes", u.AvailBytes, "total_bytes", u.TotalBytes, "reserve_bytes", reserve}
+	if next == spaceOK {
+		d.warned.Store(false)
+	}
+	attrs := []any{"dir", d.dir, "free_bytes", u.AvailBytes, "total_bytes", u.TotalBytes, "reserve_bytes", reserve, "clear_bytes", clear}
 	switch next {
 	case spaceOK:
 		d.log.Info("storage: free space is back above the reserve; writes are accepted again", attrs...)
 	case spaceLow:
-		d.log.Warn("storage: free space is under the reserve (min_free_space, min_free_space_percent); data writes are refused until space is freed (DROP TABLE, deleting other files)", attrs...)
+		d.log.Warn("storage: free space is under the reserve (min_free_space, min_free_space_percent), or not yet clear of it; data writes are refused until space is freed (DROP TABLE, deleting other files)", attrs...)
 	case spaceCritical:
 		d.log.Error("storage: free space is under half the reserve; data writes, batchlog entries and hints are refused until space is freed", attrs...)
 	}

@@ -281,12 +281,41 @@ func TestLowDiskSpace(t *testing.T) {
 }
 
 // TestDiskFullRaisesTheLowDiskLevel: a write that meets ENOSPC (vfs.OnDiskFull) refuses data
-// writes and batchlog entries at once, before the next check.
+// writes and batchlog entries at once, before the next check; and writes stay refused until free
+// space covers twice the reserve and a memtable, not just the space pebble freed by deleting the
+// failed job's output.
 func TestDiskFullRaisesTheLowDiskLevel(t *testing.T) {
-	s, _ := openFaulty(t, nil)
+	const total, reserve, memtable = 1 << 30, 100 << 20, 1 << 20
+	fs := faultfs.New(vfs.NewMem())
+	usage := func(free uint64) {
+		fs.SetDiskUsage(&vfs.DiskUsage{AvailBytes: free, TotalBytes: total, UsedBytes: total - free})
+	}
+	usage(total / 2)
+	s, err := Open("db", Options{FS: fs, CacheSize: 1 << 20, MemTableSize: memtable, MinFreeSpace: reserve, MinFreeSpacePercent: 100,
+		DiskCheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	s.space.full()
 	if err := s.ReserveError(); !errors.Is(err, ErrLowDiskSpace) {
 		t.Errorf("after ENOSPC, ReserveError() = %v, want ErrLowDiskSpace", err)
+	}
+	usage(reserve * 3 / 2) // what deleting a failed flush's output gives back
+	s.space.check()
+	if s.SpaceError() == nil || s.ReserveError() != nil {
+		t.Errorf("after ENOSPC, at 1.5 × the reserve free: data writes refused %v, batchlog refused %v; want refused, accepted",
+			s.SpaceError() != nil, s.ReserveError() != nil)
+	}
+	usage(2*reserve + memtable)
+	s.space.check()
+	if err := s.SpaceError(); err != nil {
+		t.Errorf("at twice the reserve and a memtable free: %v, want writes accepted", err)
+	}
+	usage(reserve * 3 / 2) // without a full disk since, above the reserve is enough
+	s.space.check()
+	if err := s.SpaceError(); err != nil {
+		t.Errorf("at 1.5 × the reserve free, no full disk since: %v, want writes accepted", err)
 	}
 }
 
