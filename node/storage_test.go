@@ -185,7 +185,9 @@ func TestStorageFailureDiePolicy(t *testing.T) {
 func TestLowDiskRefusesWritesUntilSpaceReturns(t *testing.T) {
 	const total = 10 << 30
 	disk := faultfs.New(vfs.Default)
-	free := func(n uint64) { disk.SetDiskUsage(&vfs.DiskUsage{AvailBytes: n, TotalBytes: total, UsedBytes: total - n}) }
+	free := func(n uint64) {
+		disk.SetDiskUsage(&vfs.DiskUsage{AvailBytes: n, TotalBytes: total, UsedBytes: total - n})
+	}
 	free(5 << 30)
 	var dir string
 	nd := startOne(t, func(cfg *node.Config) {

@@ -51,7 +51,7 @@ type diskSpace struct {
 	// hovers between the two refusal levels, or meets ENOSPC again and again, logs once.
 	warned atomic.Bool
 	kick   chan struct{}
-	loop    *loop.Loop
+	loop   *loop.Loop
 
 	mu      sync.Mutex // serialises checks, and guards lastErr
 	lastErr string     // the last error reading the free space, logged once
