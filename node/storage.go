@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
@@ -64,11 +65,17 @@ func (n *Node) stopServing() {
 	}
 	start := time.Now()
 	n.health.Shutdown()
-	// No leave: peers find the node down by failure detection and keep its ranges.
-	n.cluster.Kill()
-	n.grpc.Stop()
-	n.igrpc.Stop()
-	n.native.Close()
+	var wg sync.WaitGroup
+	// No leave: peers find the node down by failure detection and keep its ranges. Gossip stops
+	// at once; Kill then persists the peers, which a hung disk may hold: the listeners do not
+	// wait for it.
+	wg.Go(func() { n.cluster.Kill() })
+	wg.Go(func() {
+		n.grpc.Stop()
+		n.igrpc.Stop()
+		n.native.Close()
+	})
+	wg.Wait()
 	n.cfg.Logger.Warn("disk_failure_policy stop: this node stopped serving clients and peers, which see it down; its metrics stay up. Stop it (SIGTERM) and restart it once the disk is fixed",
 		"node", n.ID(), "took", time.Since(start).Round(time.Millisecond))
 }
