@@ -53,14 +53,19 @@ type Member struct {
 	DataCenter, Rack string
 	// State is the member's state in the ring.
 	State NodeState
+	// Unrepaired reports whether the member, started despite a corrupt write-ahead log,
+	// counts toward no read consistency level until a repair run on it completes (as it last
+	// gossiped; unrepaired.go).
+	Unrepaired bool
 }
 
 // peerState is the local view of one ring member.
 type peerState struct {
-	rec    peerRecord
-	tokens []int64
-	live   bool
-	digest string
+	rec        peerRecord
+	tokens     []int64
+	live       bool
+	digest     string
+	unrepaired bool // from its metadata (unrepaired.go)
 }
 
 // inbox collects work for the worker goroutine. Memberlist callbacks fill it and must never block.
@@ -99,7 +104,12 @@ type Cluster struct {
 	metaMu sync.Mutex             // serialises rebuilding meta (schema digest, native address)
 	native atomic.Pointer[string] // the native protocol address published in our metadata
 	state  atomic.Uint32          // the local NodeState published in our metadata
-	digest atomic.Pointer[string] // local schema digest as published in our metadata
+	// unrepaired holds the members that gossip metaUnrepaired, the local node's flag among
+	// them (unrepaired.go); read without locks by every read a coordinator plans.
+	unrepaired atomic.Pointer[map[NodeID]bool]
+	digest     atomic.Pointer[string] // local schema digest as published in our metadata
+	// localUnrepaired is the local node's flag as published in our metadata.
+	localUnrepaired atomic.Bool
 
 	mu      sync.Mutex
 	peers   map[NodeID]*peerState
@@ -215,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.state.Store(uint32(state))
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 
+	c.localUnrepaired.Store(cfg.Unrepaired)
 	digest := cfg.Schema.Digest()
 	native := cfg.NativeAddr
 	c.native.Store(&native)
@@ -227,12 +238,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.peers[id] = &peerState{
 		rec: peerRecord{ID: id, RPCAddr: cfg.RPCAddr, NumTokens: cfg.NumTokens, GossipAddr: prevGossip,
 			NativeAddr: cfg.NativeAddr, DataCenter: cfg.DataCenter, Rack: cfg.Rack, State: state},
-		tokens: NodeTokens(id, cfg.NumTokens),
-		live:   true,
-		digest: digest,
+		tokens:     NodeTokens(id, cfg.NumTokens),
+		live:       true,
+		digest:     digest,
+		unrepaired: cfg.Unrepaired,
 	}
 	c.rebuildRingLocked()
 	c.rebuildLiveLocked()
+	c.rebuildUnrepairedLocked()
 
 	if err := c.createMemberlist(ctx, prevGossip); err != nil {
 		c.cancel()
@@ -415,6 +428,7 @@ func (c *Cluster) memberLocked(p *peerState) Member {
 		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
 		Live: p.live, SchemaDigest: p.digest, Local: p.rec.ID == c.id,
 		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack, State: c.stateLocked(p),
+		Unrepaired: p.unrepaired,
 	}
 }
 
@@ -482,7 +496,7 @@ func (c *Cluster) buildMeta(digest string) ([]byte, error) {
 	return nodeMeta{
 		ID: c.id, RPCAddr: c.cfg.RPCAddr, SchemaDigest: digest, NumTokens: c.cfg.NumTokens,
 		NativeAddr: *c.native.Load(), DataCenter: c.cfg.DataCenter, Rack: c.cfg.Rack,
-		State: NodeState(c.state.Load()),
+		State: NodeState(c.state.Load()), Unrepaired: c.localUnrepaired.Load(),
 	}.encode()
 }
 

@@ -273,6 +273,9 @@ type Config struct {
 	// has run before starts in the state it persisted (a leaving one as normal: its decommission did
 	// not finish, so it still owns its ranges).
 	Joining bool
+	// Unrepaired starts the node unrepaired (SetUnrepaired): its first metadata already says it
+	// serves no reads.
+	Unrepaired bool
 	// Removals is how the node confirms removals with its peers and announces its own
 	// (RemoveNode). Nil means removals never travel between nodes: each node learns of one only
 	// through LearnRemovals.

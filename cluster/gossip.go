@@ -266,8 +266,9 @@ func (c *Cluster) observe(n *memberlist.Node) {
 		}
 	}
 	if id == c.id {
-		return // our own liveness and digest are kept by Start and the worker
+		return // our own liveness, digest and flags are kept by Start, the worker and SetUnrepaired
 	}
+	c.observeUnrepairedLocked(p, meta.Unrepaired)
 	wasLive := p.live
 	p.live = true
 	p.digest = meta.SchemaDigest

@@ -200,13 +200,19 @@ func (tc *testCluster) start(seeds ...string) *testNode {
 // restart starts a node on an existing data directory and schema store.
 func (tc *testCluster) restart(dir string, schema *fakeSchema, seeds ...string) *testNode {
 	tc.t.Helper()
-	c, err := Start(context.Background(), tc.config(dir, schema, seeds...))
+	return tc.startWith(tc.config(dir, schema, seeds...))
+}
+
+// startWith starts a node with cfg, one of tc.config's.
+func (tc *testCluster) startWith(cfg Config) *testNode {
+	tc.t.Helper()
+	c, err := Start(context.Background(), cfg)
 	if err != nil {
-		tc.t.Fatalf("Start(dir=%s, seeds=%v) failed: %v", dir, seeds, err)
+		tc.t.Fatalf("Start(dir=%s, seeds=%v) failed: %v", cfg.DataDir, cfg.Seeds, err)
 	}
 	tc.peers.register(c)
 	tc.t.Cleanup(func() { c.Close() })
-	return &testNode{Cluster: c, dir: dir, schema: schema}
+	return &testNode{Cluster: c, dir: cfg.DataDir, schema: cfg.Schema.(*fakeSchema)}
 }
 
 // crash stops n as a crashed process would: no leave message, peers must detect it.

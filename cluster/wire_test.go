@@ -66,8 +66,8 @@ func TestMetaReadsVersion1(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("decodeMeta(version 1 metadata) = %+v, %v; want %+v", got, err, want)
 	}
-	if _, err := decodeMeta(append([]byte{4}, v1[1:]...)); err == nil || !strings.Contains(err.Error(), "version 4") {
-		t.Errorf("decodeMeta(version 4 metadata) error = %v, want one naming version 4", err)
+	if _, err := decodeMeta(append([]byte{5}, v1[1:]...)); err == nil || !strings.Contains(err.Error(), "version 5") {
+		t.Errorf("decodeMeta(version 5 metadata) error = %v, want one naming version 5", err)
 	}
 }
 
@@ -99,6 +99,34 @@ func TestMetaVersions(t *testing.T) {
 	}
 	if _, err := (nodeMeta{ID: "n", State: 9}).encode(); err == nil {
 		t.Errorf("encode with state 9 succeeded, want an error")
+	}
+}
+
+// TestMetaUnrepairedFlag checks that a node without flags still writes version 3 (which older
+// releases read), that an unrepaired one writes version 4 with the flag, and that unknown flags
+// and a missing flags byte are refused.
+func TestMetaUnrepairedFlag(t *testing.T) {
+	m := nodeMeta{ID: "node-a", RPCAddr: "10.0.0.7:7000", NumTokens: 16, State: StateNormal}
+	b, err := m.encode()
+	if err != nil || b[0] != metaVersion3 {
+		t.Fatalf("encode without flags = version %d, %v; want version 3", b[0], err)
+	}
+	m.Unrepaired = true
+	if b, err = m.encode(); err != nil || b[0] != metaVersion || b[len(b)-1] != metaUnrepaired {
+		t.Fatalf("encode unrepaired = % x, %v; want version 4 ending in the flag", b, err)
+	}
+	if got, err := decodeMeta(b); err != nil || got != m {
+		t.Errorf("decodeMeta(encode(unrepaired)) = %+v, %v; want %+v", got, err, m)
+	}
+	for i := range b {
+		if _, err := decodeMeta(b[:i]); err == nil {
+			t.Errorf("decodeMeta of the first %d of %d bytes succeeded, want an error", i, len(b))
+		}
+	}
+	bad := slices.Clone(b)
+	bad[len(bad)-1] |= 0x80
+	if _, err := decodeMeta(bad); err == nil || !strings.Contains(err.Error(), "flags 0x80") {
+		t.Errorf("decodeMeta with flag 0x80 = %v, want an error naming it", err)
 	}
 }
 

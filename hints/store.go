@@ -44,13 +44,14 @@ const (
 	dropRemoved  = "removed"       // the replica left the cluster
 	dropError    = "error"         // the store failed to write it
 	dropCorrupt  = "corrupt"       // it does not decode
+	dropDisk     = "disk"          // the disk is too full to take it (Config.Space)
 	hintKeyByte  = 'h'
 	hintIDSuffix = 16 // stored-at nanos and a sequence number, after the target id
 )
 
 // dropReasons lists the reasons in the order the metrics report them.
-func dropReasons() [8]string {
-	return [...]string{dropWindow, dropFull, dropExpired, dropTable, dropRefused, dropRemoved, dropError, dropCorrupt}
+func dropReasons() [9]string {
+	return [...]string{dropWindow, dropFull, dropExpired, dropTable, dropRefused, dropRemoved, dropError, dropCorrupt, dropDisk}
 }
 
 // Membership is the cluster as hints see it. The node implements it over its membership; its
@@ -82,6 +83,7 @@ type Store struct {
 	maxBytes int64
 	throttle int64 // bytes per second, for the Replayer
 	members  Membership
+	space    func() error
 	seq      atomic.Uint64
 
 	mu        sync.Mutex
@@ -154,6 +156,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of the hints' stored-at times. Default time.Now.
 	Now func() time.Time
+	// Space, if set, says why the disk cannot take hints now (the node's free space under half
+	// its reserve); a hint is dropped then, counted with reason disk. Nil takes every hint.
+	Space func() error
+	// OnFatal, if set, is called when the store's pebble meets an error it cannot recover from
+	// (its Logger's Fatalf: a failed write or sync, a corruption), after it is logged: the node's
+	// disk failure policy. It must not block; it may end the process. Either way the goroutine
+	// that met the error then blocks for good, as pebble requires.
+	OnFatal func(error)
 }
 
 // EnsureDefaults replaces zero fields with their defaults, the Options' among them, and returns
@@ -189,13 +199,13 @@ func Open(cfg Config) (*Store, error) {
 		CacheSize:          8 << 20,
 		MemTableSize:       4 << 20,
 		FormatMajorVersion: formatMajorVersion,
-		Logger:             pebbleLogger{cfg.Logger},
+		Logger:             pebbleLogger{l: cfg.Logger, fatal: cfg.OnFatal},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hints: open store in %s: %w", cfg.Dir, err)
 	}
 	h := &Store{
-		db: db, log: cfg.Logger, now: cfg.Now, window: cfg.Window, maxBytes: cfg.MaxBytes, throttle: cfg.Throttle, members: cfg.Members,
+		db: db, log: cfg.Logger, now: cfg.Now, window: cfg.Window, maxBytes: cfg.MaxBytes, throttle: cfg.Throttle, members: cfg.Members, space: cfg.Space,
 		targets:   map[coordinator.NodeID]*target{},
 		downSince: map[coordinator.NodeID]time.Time{},
 		dropped:   map[string]*atomic.Uint64{},
@@ -204,7 +214,7 @@ func Open(cfg Config) (*Store, error) {
 		replayedDesc: prometheus.NewDesc("kvnode_hints_replayed_total",
 			"Hints this node replayed to their replica once it was up again, and deleted.", nil, nil),
 		droppedDesc: prometheus.NewDesc("kvnode_hints_dropped_total",
-			"Hints this node did not store or did not replay, by reason: window (the replica was down longer than max_hint_window), full (max_hints_size_per_host), expired (older than the table's gc_grace_seconds), unknown_table, refused, removed, error, corrupt. Their replicas need a repair.", []string{"reason"}, nil),
+			"Hints this node did not store or did not replay, by reason: window (the replica was down longer than max_hint_window), full (max_hints_size_per_host), expired (older than the table's gc_grace_seconds), unknown_table, refused, removed, error, corrupt, disk (free space under half the reserve). Their replicas need a repair.", []string{"reason"}, nil),
 		pendingDesc: prometheus.NewDesc("kvnode_hints_pending",
 			"Hints this node holds, waiting for their replica.", nil, nil),
 		pendingBytesDesc: prometheus.NewDesc("kvnode_hints_pending_bytes",
@@ -222,7 +232,10 @@ func Open(cfg Config) (*Store, error) {
 
 // pebbleLogger sends the hint store's pebble errors to the node's log and drops its
 // informational chatter.
-type pebbleLogger struct{ l *slog.Logger }
+type pebbleLogger struct {
+	l     *slog.Logger
+	fatal func(error) // Config.OnFatal
+}
 
 func (p pebbleLogger) Infof(string, ...any) {}
 
@@ -230,12 +243,34 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble-hints")
 }
 
-// Fatalf is called by pebble on unrecoverable corruption and must not return.
+// Fatalf is called by pebble on an error it cannot recover from and must not return: pebble's
+// state is undefined past it, and the calling goroutine may hold its locks. It logs, tells
+// Config.OnFatal, and blocks its goroutine for good. It never panics: a coordinator storing a hint
+// would recover the panic as one write's failure, and the node would serve on.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "component", "pebble-hints", "fatal", true)
-	panic("hints: pebble: " + msg)
+	if p.fatal != nil {
+		err := &fatalError{msg: "hint store: pebble: " + msg}
+		for _, a := range args {
+			if cause, ok := a.(error); ok {
+				err.causes = append(err.causes, cause) // the failure is classified by them
+			}
+		}
+		p.fatal(err)
+	}
+	select {}
 }
+
+// fatalError is what pebble's Fatalf reported: its message, wrapping the errors among its
+// arguments.
+type fatalError struct {
+	msg    string
+	causes []error
+}
+
+func (e *fatalError) Error() string   { return e.msg }
+func (e *fatalError) Unwrap() []error { return e.causes }
 
 // hintPrefix returns the key prefix of target's hints: 'h', the id's length, the id.
 func hintPrefix(target coordinator.NodeID) []byte {
@@ -324,6 +359,10 @@ func (h *Store) StoreHint(target coordinator.NodeID, m *replicapb.Mutation) {
 	t := h.target(target)
 	if t.bytes+size > h.maxBytes {
 		h.drop(dropFull, 1)
+		return
+	}
+	if h.space != nil && h.space() != nil {
+		h.drop(dropDisk, 1)
 		return
 	}
 	// Under mu, so that the counts match the disk; NoSync writes only reach the memtable.

@@ -37,8 +37,10 @@ type Config struct {
 	// Cluster holds the membership settings: cluster name, seeds, tokens, profile, placement
 	// and the schema agreement timeout.
 	Cluster cluster.Options `yaml:",inline"`
-	// Storage holds the store's sizes and tombstone threshold. Its NoSync is the inverse of
-	// the file's `sync` key (cmd/kvnode); its Logger defaults to the node's.
+	// Storage holds the store's sizes, tombstone threshold, disk failure policy, free-space
+	// reserve and start_despite_corrupt_log. Its NoSync is the inverse of the file's `sync` key
+	// (cmd/kvnode); its Logger defaults to the node's; its OnFailure is the node's own (the
+	// policy).
 	Storage replica.Options `yaml:",inline"`
 	// Limiter sizes the node's rate limiter table (limiter_capacity). LearnedCopies is for a
 	// coordinator's learned table and must stay false here.
@@ -185,6 +187,9 @@ type TestingKnobs struct {
 	// BeforeRemoval, if set, is called by removenode once the dead node's ranges have
 	// streamed, before the node is removed from the ring.
 	BeforeRemoval func()
+	// Exit, if set, replaces os.Exit where the node ends the process (disk_failure_policy
+	// die); the node goes on when it returns.
+	Exit func(code int)
 }
 
 func (k *TestingKnobs) beforeRemoval() {

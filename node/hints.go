@@ -7,6 +7,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/hints"
+	"github.com/kvnode/kvnode/replica"
 )
 
 // Hinted handoff (package hints): the node opens the hint store in hints/ of its data
@@ -41,6 +42,10 @@ func (n *Node) openHints(now func() time.Time) error {
 		Members: hintMembers{n.cluster},
 		Logger:  n.cfg.Logger.With("component", "hints"),
 		Now:     now,
+		// The hint store shares the data directory's disk: it keeps out of the reserve, and its
+		// failure is the node's storage failure.
+		Space:   n.store.ReserveError,
+		OnFatal: func(err error) { n.store.Fail(replica.NewFailure(err)) },
 	})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +80,13 @@ type Node struct {
 	logins    *loginguard.Guard
 	authSetup *loop.Loop // creates the superuser role (auth.go); nil without authentication
 
+	// The disk failure policy (storage.go): stopOnce starts the stop, which closes stopped;
+	// started is closed when Start returns, serving set if it succeeded.
+	stopOnce sync.Once
+	stopped  chan struct{}
+	started  chan struct{}
+	serving  atomic.Bool
+
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -104,8 +112,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Testing != nil && cfg.Testing.Now != nil {
 		now = cfg.Testing.Now
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger}
+	n := &Node{cfg: cfg, log: cfg.Logger, stopped: make(chan struct{}), started: make(chan struct{})}
 	defer func() {
+		n.serving.Store(err == nil)
+		close(n.started)
 		if err != nil {
 			n.shutdown(context.Background(), true) // its errors are err's consequences
 		}
@@ -132,6 +142,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if storeOpts.Logger == nil {
 		storeOpts.Logger = cfg.Logger.With("component", "pebble")
 	}
+	storeOpts.OnFailure = storagePolicy{n} // the disk failure policy (storage.go)
 	if n.store, err = replica.Open(filepath.Join(cfg.DataDir, "data"), storeOpts); err != nil {
 		return nil, err
 	}
@@ -172,6 +183,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Keyring:    n.sec.gossipKeys,
 		Removals:   removalPeers{n.sender},     // removals travel over the internode port only
 		Joining:    len(cfg.Cluster.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
+		Unrepaired: n.store.Unrepaired(),       // started despite a corrupt log: no reads until repaired
 	}); err != nil {
 		return nil, err
 	}
@@ -369,7 +381,10 @@ func (n *Node) SchemaDigest() string { return n.schema.Digest() }
 // calls and streams, metrics scrapes) to finish. If ctx ends first it cancels those still running
 // and Shutdown returns ctx.Err() once the node is down. Either way it then leaves the cluster,
 // closes storage, stops every goroutine the node started and releases the data directory.
-// Shutdown and Close stop the node once; later calls return the first call's result.
+// Shutdown and Close stop the node once; later calls return the first call's result. After a
+// storage failure (StorageFailed) it does not leave the cluster, leaves pebble as it is, waits
+// at most about a second on what the broken storage may hold, and returns an error wrapping
+// replica.ErrStorageFailed.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.closeOnce.Do(func() { n.closeErr = n.shutdown(ctx, true) })
 	return n.closeErr
@@ -409,6 +424,9 @@ func (n *Node) Kill() error {
 // the cluster as a crashed node would: without telling its peers. It returns ctx.Err() when
 // it had to cancel requests, joined with the errors of closing the parts.
 func (n *Node) shutdown(ctx context.Context, leave bool) error {
+	if f := n.StorageFailed(); f != nil {
+		return n.shutdownFailed(ctx, f) // storage.go: no leave, no wait on the broken storage
+	}
 	var errs []error
 	if n.health != nil {
 		n.health.Shutdown()

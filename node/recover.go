@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/replica"
 )
 
 // newGRPCPanics returns the counter of the panics the gRPC servers recovered, by server.
@@ -28,11 +29,19 @@ func newGRPCPanics() *prometheus.CounterVec {
 // internode server, where every request is an Internode Call or Stream, the log names the
 // request's kind instead of the method. (The count stays by server: a series per kind or
 // method would be absent until its first panic, and the alert that sums the count with the
-// native front end's would then see nothing.)
+// native front end's would then see nothing.) A panic that carries a storage failure
+// (replica.StorageFailure) is no bug: it goes to the store's failure, the disk failure policy,
+// and the call fails as Unavailable.
 func (n *Node) recoveryOptions(server string) []grpc.ServerOption {
 	panics := n.grpcPanics.WithLabelValues(server) // exported at 0 from the start
 	recovered := func(r any, method string, req any, err *error) {
 		if r == nil {
+			return
+		}
+		if f, ok := replica.StorageFailure(r); ok && n.store != nil {
+			// Not a bug, and not one call's failure: the node must stop serving.
+			n.store.Fail(f)
+			*err = status.Error(codes.Unavailable, "this node's storage failed and it stops serving (disk_failure_policy): "+f.Error())
 			return
 		}
 		if ir, ok := req.(*replicapb.Request); ok && internode.Kind(ir) != "" {

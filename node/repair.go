@@ -146,7 +146,9 @@ func (r repairServer) Repair(ctx context.Context, req *kvnodepb.RepairRequest) (
 		return nil, status.FromContextError(err).Err()
 	}
 	resp := &kvnodepb.RepairResponse{}
+	complete := req.GetKeyspace() == "" && req.GetTable() == ""
 	for _, tr := range results {
+		complete = complete && tr.RangesFailed == 0
 		pb := &kvnodepb.TableRepair{Keyspace: tr.Keyspace, Table: tr.Table, StartedUnixNanos: tr.Started.UnixNano(),
 			Ranges: uint32(tr.Ranges), RangesFailed: uint32(tr.RangesFailed), LeavesMismatched: tr.LeavesMismatched,
 			PartitionsStreamed: tr.PartitionsStreamed, BytesStreamed: tr.BytesStreamed}
@@ -154,6 +156,13 @@ func (r repairServer) Repair(ctx context.Context, req *kvnodepb.RepairRequest) (
 			pb.Errors = append(pb.Errors, e.Error())
 		}
 		resp.Tables = append(resp.Tables, pb)
+	}
+	if complete {
+		// Every range of every table this node replicates now matches its other replicas: a
+		// node started despite a corrupt log serves reads again (storage.go).
+		if err := r.n.repaired(); err != nil {
+			return nil, status.Errorf(codes.Internal, "repair completed, but clearing the node's unrepaired mark failed: %v", err)
+		}
 	}
 	return resp, nil
 }

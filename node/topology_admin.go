@@ -71,12 +71,15 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 		if m.State == cluster.StateLeft {
 			continue
 		}
-		up := "D"
+		up, state := "D", m.State.Letter()
 		if m.Live {
 			up = "U"
 		}
+		if m.Unrepaired && m.State == cluster.StateNormal {
+			state = "R" // unrepaired: serves no reads until a repair run on it completes
+		}
 		resp.Nodes = append(resp.Nodes, &kvnodepb.NodeStatus{
-			HostId: string(m.ID), Address: m.RPCAddr, State: up + m.State.Letter(),
+			HostId: string(m.ID), Address: m.RPCAddr, State: up + state,
 			Tokens: uint32(m.NumTokens), LoadBytes: loads[i], Owns: own[m.ID],
 		})
 	}

@@ -62,6 +62,12 @@ func (s *Store) StoreBatch(id []byte, storedAt time.Time, entry []byte) error {
 	if len(id) != BatchIDSize {
 		return fmt.Errorf("%w: batchlog id is %d bytes, want %d", ErrBadRequest, len(id), BatchIDSize)
 	}
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.ReserveError(); err != nil {
+		return err // the batch's coordinator stores it on another node
+	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -81,6 +87,9 @@ func (s *Store) StoreBatch(id []byte, storedAt time.Time, entry []byte) error {
 func (s *Store) RemoveBatch(id []byte) (bool, error) {
 	if len(id) != BatchIDSize {
 		return false, fmt.Errorf("%w: batchlog id is %d bytes, want %d", ErrBadRequest, len(id), BatchIDSize)
+	}
+	if err := s.usable(); err != nil {
+		return false, err
 	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
@@ -216,8 +225,8 @@ func (s *Service) StoreBatch(ctx context.Context, req *replicapb.StoreBatchReque
 	if err != nil {
 		return batchlogError(replicapb.Error_BAD_REQUEST, fmt.Sprintf("replica: bad request: batchlog entry %x: %v", e.Id, err)), nil
 	}
-	if err := s.store.StoreBatch(e.Id, s.now(), b); err != nil {
-		if s.logger != nil {
+	if err := s.store.guarded(func() error { return s.store.StoreBatch(e.Id, s.now(), b) }); err != nil {
+		if s.logger != nil && !errors.Is(err, ErrLowDiskSpace) && !errors.Is(err, ErrStorageFailed) {
 			s.logger.Error("batchlog store failed", "id", fmt.Sprintf("%x", e.Id), "err", err)
 		}
 		return batchlogError(replicapb.Error_INTERNAL, err.Error()), nil

@@ -123,7 +123,7 @@ func benchPebbleWrite(b *testing.B, opts Options) {
 	if opts.NoSync {
 		sync = pebble.NoSync
 	}
-	db, err := pebble.Open(b.TempDir(), opts.pebbleOptions())
+	db, err := pebble.Open(b.TempDir(), opts.pebbleOptions(opts.FS, pebbleLogger{}))
 	if err != nil {
 		b.Fatal(err)
 	}

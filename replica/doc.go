@@ -36,6 +36,31 @@
 // the data they shadow; data shadowed by tombstones still kept is dropped
 // by the same pass.
 //
+// # Storage failures and free space
+//
+// The store never serves with broken storage (failure.go). A write or sync the disk refuses
+// (EIO, ENOSPC on the log), a corrupt file found by a read or a compaction (pebble's
+// DataCorruption event), a flush or compaction that meets EIO or corruption, and pebble's own
+// fatal errors (its Logger's Fatalf, which must not return) fail the store: it records the first
+// failure and logs it once at ERROR, answers every later call with it (ErrStorageFailed), tells
+// Options.OnFailure (the node's disk failure policy, Options.DiskFailurePolicy: stop or die),
+// and never closes pebble afterwards. Fatalf blocks its goroutine for good; it never panics, and
+// a panic that carries a storage failure in a replica call is handed to the policy too, so no
+// recovery above takes it for one request's failure.
+//
+// Before a disk fills, the store watches its free space (diskspace.go): every
+// Options.DiskCheckInterval, when pebble reports low space, and at once when a write meets
+// ENOSPC (vfs.OnDiskFull). Under the reserve (the smaller of Options.MinFreeSpace and
+// MinFreeSpacePercent of the filesystem) it refuses data writes (ErrLowDiskSpace, naming the
+// directory and the free space) but still drops tables, deletes, purges and compacts; under half
+// of it the batchlog refuses entries too (and the node its hints: ReserveError). It lets writes
+// in again by itself once free space is back above the reserve and a tenth.
+//
+// A write-ahead log pebble finds corrupt at Open (corruptlog.go: damage followed by data synced
+// after it) makes Open fail with a *CorruptLogError naming the log and the offset, unless
+// Options.StartDespiteCorruptLog: the log is then moved into the quarantine directory and the
+// store is marked unrepaired (Unrepaired, persisted) until SetRepaired.
+//
 // # The handler
 //
 // Service's methods are the node's internode handlers of the replica's

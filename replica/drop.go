@@ -28,8 +28,12 @@ func tableSpan(id schema.TableID) (start, end []byte) {
 // Options.NoSync says, so a schema persisted after it never names a dropped table whose data
 // survived a crash). It writes one range tombstone; pebble reclaims the space in the
 // background, preferring compactions that only delete (its range deletion hints). Dropping a
-// table with no data, or twice, is harmless.
+// table with no data, or twice, is harmless. A drop is accepted while free space is under the
+// reserve (Options.MinFreeSpace), which refuses other writes: it is how space is freed.
 func (s *Store) DropTable(id schema.TableID) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {

@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -26,6 +27,12 @@ const (
 	// Options.TombstoneFailureThreshold: Cassandra's
 	// tombstone_failure_threshold.
 	DefaultTombstoneFailureThreshold = 100_000
+	// DefaultMinFreeSpace is the default Options.MinFreeSpace.
+	DefaultMinFreeSpace = 256 << 20
+	// DefaultMinFreeSpacePercent is the default Options.MinFreeSpacePercent.
+	DefaultMinFreeSpacePercent = 5
+	// DefaultDiskCheckInterval is the default Options.DiskCheckInterval.
+	DefaultDiskCheckInterval = time.Second
 )
 
 // Options configures a Store. The zero value of each field means its default (EnsureDefaults).
@@ -54,6 +61,31 @@ type Options struct {
 	// row tombstones of rows without cell tombstones, range tombstones and
 	// the partition tombstone. Zero means DefaultTombstoneFailureThreshold.
 	TombstoneFailureThreshold uint32 `yaml:"tombstone_failure_threshold"`
+	// DiskFailurePolicy is what the node does when its storage fails (a write or sync the disk
+	// refused, a corrupt file, pebble's fatal errors): PolicyStop ("stop": stop serving clients
+	// and peers, keep metrics and logs up until stopped) or PolicyDie ("die": end the process at
+	// once). Empty means PolicyStop. The node runs it (OnFailure); the store only stops serving.
+	DiskFailurePolicy string `yaml:"disk_failure_policy"`
+	// MinFreeSpace and MinFreeSpacePercent set the reserve of free space on the store's
+	// filesystem: the smaller of MinFreeSpace bytes and MinFreeSpacePercent of the filesystem's
+	// size. Below it the store refuses data writes (ErrLowDiskSpace) while it still deletes, drops
+	// tables and compacts; below half of it, the batchlog refuses entries and the node its hints
+	// (ReserveError) too. Writes resume once free space is back above the reserve and a tenth.
+	// Zero means DefaultMinFreeSpace and DefaultMinFreeSpacePercent; MinFreeSpacePercent 100
+	// leaves MinFreeSpace alone to decide.
+	MinFreeSpace        int64   `yaml:"min_free_space"`
+	MinFreeSpacePercent float64 `yaml:"min_free_space_percent"`
+	// DiskCheckInterval is how often the store reads its filesystem's free space. Zero means
+	// DefaultDiskCheckInterval.
+	DiskCheckInterval time.Duration `yaml:"-"`
+	// StartDespiteCorruptLog opens a store whose write-ahead log pebble finds corrupt (damage
+	// followed by data that was synced after it) anyway: the damaged log is moved into the
+	// quarantine directory beside the store (QuarantineDir) and the store is marked unrepaired
+	// (Unrepaired) until SetRepaired. Without it Open refuses with a *CorruptLogError.
+	StartDespiteCorruptLog bool `yaml:"start_despite_corrupt_log"`
+	// OnFailure, if set, is told once, when the store's storage fails, of the failure (after it
+	// is logged): the node's disk failure policy.
+	OnFailure FailureHandler `yaml:"-"`
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o.
@@ -69,6 +101,18 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.TombstoneFailureThreshold == 0 {
 		o.TombstoneFailureThreshold = DefaultTombstoneFailureThreshold
+	}
+	if o.DiskFailurePolicy == "" {
+		o.DiskFailurePolicy = PolicyStop
+	}
+	if o.MinFreeSpace == 0 {
+		o.MinFreeSpace = DefaultMinFreeSpace
+	}
+	if o.MinFreeSpacePercent == 0 {
+		o.MinFreeSpacePercent = DefaultMinFreeSpacePercent
+	}
+	if o.DiskCheckInterval == 0 {
+		o.DiskCheckInterval = DefaultDiskCheckInterval
 	}
 	return o
 }
@@ -86,42 +130,29 @@ func (o *Options) Validate() error {
 	if o.TombstoneFailureThreshold < 1 {
 		return fmt.Errorf("replica: Options.TombstoneFailureThreshold (tombstone_failure_threshold) is %d, want ≥ 1", o.TombstoneFailureThreshold)
 	}
+	if p := o.DiskFailurePolicy; p != PolicyStop && p != PolicyDie {
+		return fmt.Errorf("replica: Options.DiskFailurePolicy (disk_failure_policy) is %q, want %q or %q", p, PolicyStop, PolicyDie)
+	}
+	if o.MinFreeSpace < 0 {
+		return fmt.Errorf("replica: Options.MinFreeSpace (min_free_space) is %d, want a positive number of bytes", o.MinFreeSpace)
+	}
+	if p := o.MinFreeSpacePercent; !(p > 0 && p <= 100) {
+		return fmt.Errorf("replica: Options.MinFreeSpacePercent (min_free_space_percent) is %v, want more than 0 and at most 100", p)
+	}
+	if o.DiskCheckInterval < 0 {
+		return fmt.Errorf("replica: Options.DiskCheckInterval is %v, want a positive duration", o.DiskCheckInterval)
+	}
 	return nil
 }
 
-// pebbleOptions translates o (with defaults filled in) into pebble's options.
-func (o *Options) pebbleOptions() *pebble.Options {
+// pebbleOptions translates o (with defaults filled in) into pebble's options, on fs.
+func (o *Options) pebbleOptions(fs vfs.FS, log pebbleLogger) *pebble.Options {
 	return &pebble.Options{
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
 		FormatMajorVersion: FormatMajorVersion,
 		Merger:             newLWWMerger(),
-		FS:                 o.FS,
-		Logger:             pebbleLogger{o.Logger},
+		FS:                 fs,
+		Logger:             log,
 	}
-}
-
-// pebbleLogger adapts a *slog.Logger (nil: discard) to pebble's Logger.
-type pebbleLogger struct{ l *slog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...any) {
-	if p.l != nil {
-		p.l.Info(fmt.Sprintf(format, args...), "component", "pebble")
-	}
-}
-
-func (p pebbleLogger) Errorf(format string, args ...any) {
-	if p.l != nil {
-		p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	}
-}
-
-// Fatalf is called by pebble on unrecoverable corruption and must not
-// return.
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if p.l != nil {
-		p.l.Error(msg, "component", "pebble", "fatal", true)
-	}
-	panic("replica: pebble: " + msg)
 }

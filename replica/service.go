@@ -168,7 +168,7 @@ func (s *Service) Mutate(ctx context.Context, req *replicapb.MutateRequest) (*re
 		return nil, status.FromContextError(err).Err()
 	}
 	start := time.Now()
-	err = s.store.Apply(t, m)
+	err = s.store.guarded(func() error { return s.store.Apply(t, m) })
 	s.metrics.latency[reqWrite].Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.requests[reqWrite][statusError].Add(1)
@@ -200,7 +200,11 @@ func (s *Service) Read(ctx context.Context, req *replicapb.ReadRequest) (*replic
 		return nil, status.FromContextError(err).Err()
 	}
 	start := time.Now()
-	resp, err := s.store.ReadPartition(t, req)
+	var resp *replicapb.ReadResponse
+	err = s.store.guarded(func() (err error) {
+		resp, err = s.store.ReadPartition(t, req)
+		return err
+	})
 	s.metrics.latency[reqRead].Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.requests[reqRead][statusError].Add(1)
@@ -419,6 +423,10 @@ func unknownTable(id uint64) error {
 func (s *Service) classify(err error, what string, t *schema.Table) replicapb.Error_Code {
 	if errors.Is(err, ErrBadRequest) {
 		return replicapb.Error_BAD_REQUEST
+	}
+	if errors.Is(err, ErrLowDiskSpace) || errors.Is(err, ErrStorageFailed) {
+		// Logged once, when the disk filled or the storage failed; the message names it.
+		return replicapb.Error_INTERNAL
 	}
 	if errors.Is(err, ErrTooManyTombstones) {
 		if s.logger != nil {

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -21,6 +25,9 @@ import (
 // for concurrent use.
 type Store struct {
 	db        *pebble.DB
+	fs        vfs.FS // the filesystem the store lives on (Options.FS)
+	dir       string
+	log       *slog.Logger
 	writeOpts *pebble.WriteOptions
 	stalls    stalls
 	// tombstoneFailure is Options.TombstoneFailureThreshold.
@@ -31,33 +38,136 @@ type Store struct {
 	// stripes serialise a partition's tombstone purge with writes to it (purge.go).
 	stripes purgeStripes
 
+	// failure is the store's storage failure (failure.go), set once; failed is closed then.
+	failure     atomic.Pointer[Failure]
+	failed      chan struct{}
+	onFailure   FailureHandler
+	policy      string
+	corruptions atomic.Uint64 // corrupt files pebble reported (DataCorruption)
+	// space watches the filesystem's free space (diskspace.go).
+	space *diskSpace
+	// unrepaired is set while the store, opened despite a corrupt log, awaits a repair
+	// (corruptlog.go).
+	unrepaired atomic.Bool
+
 	// closeMu keeps Close from closing the database under a metrics scrape.
 	closeMu sync.RWMutex
 	closed  bool
 }
 
-// Open opens (creating it if needed) the store in directory dir.
+// Open opens (creating it if needed) the store in directory dir. A write-ahead log pebble finds
+// corrupt makes it fail with a *CorruptLogError, unless Options.StartDespiteCorruptLog.
 func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold, now: time.Now}
-	po := opts.pebbleOptions()
-	po.EventListener = s.eventListener(pebbleLogger{opts.Logger})
-	db, err := pebble.Open(dir, po)
+	s := &Store{
+		fs: opts.FS, dir: dir, log: opts.Logger, writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold, now: time.Now,
+		failed: make(chan struct{}), onFailure: opts.OnFailure, policy: opts.DiskFailurePolicy,
+	}
+	s.space = newDiskSpace(opts.FS, dir, &opts)
+	log := pebbleLogger{l: opts.Logger, fail: s.Fail}
+	// A write that meets a full disk raises the low-disk level at once, before the next check.
+	po := opts.pebbleOptions(vfs.OnDiskFull(opts.FS, s.space.full), log)
+	po.EventListener = s.eventListener(log)
+	if fresh(opts.FS, dir) {
+		// A new database's first log predates its format's sync offsets, without which damage
+		// in a log cannot be told from a torn tail (corruptlog.go): create it, then reopen.
+		db, err := s.openDB(dir, po)
+		if err != nil {
+			return nil, fmt.Errorf("replica: create store in %s: %w", dir, err)
+		}
+		if err := db.Close(); err != nil {
+			return nil, fmt.Errorf("replica: create store in %s: %w", dir, err)
+		}
+	}
+	for moved := 0; ; moved++ {
+		db, err := s.openDB(dir, po)
+		if err == nil {
+			s.db = db
+			break
+		}
+		path, off, ok := corruptLog(err)
+		if !ok {
+			return nil, fmt.Errorf("replica: open store in %s: %w", dir, err)
+		}
+		cerr := &CorruptLogError{Log: path, Offset: off, Quarantine: QuarantineDir(opts.FS, dir), Err: err}
+		if !opts.StartDespiteCorruptLog || moved == maxQuarantined {
+			return nil, cerr
+		}
+		// The mark first: a crash between the two must not leave a store that lost the log's
+		// writes and counts toward reads.
+		why := fmt.Sprintf("opened at %s despite the corrupt write-ahead log %s (offset %d); cleared by a completed `kvnode repair`",
+			time.Now().UTC().Format(time.RFC3339), path, off)
+		if err := markUnrepaired(opts.FS, dir, why); err != nil {
+			return nil, fmt.Errorf("replica: mark the store in %s unrepaired: %w (%v)", dir, err, cerr)
+		}
+		to, err := quarantine(opts.FS, path, cerr.Quarantine)
+		if err != nil {
+			return nil, fmt.Errorf("replica: move the corrupt write-ahead log %s aside: %w (%v)", path, err, cerr)
+		}
+		if opts.Logger != nil {
+			opts.Logger.Error("storage: moved a corrupt write-ahead log aside (start_despite_corrupt_log): the writes it held are lost on this node, which counts toward no read consistency level until `kvnode repair` run on it completes",
+				"component", "pebble", "log", path, "offset", off, "moved_to", to, "err", err)
+		}
+	}
+	marked, err := hasUnrepairedMark(opts.FS, dir)
 	if err != nil {
+		s.db.Close()
 		return nil, fmt.Errorf("replica: open store in %s: %w", dir, err)
 	}
-	s.db = db
+	s.unrepaired.Store(marked)
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
 	}
+	s.space.check()
+	s.space.start(opts.DiskCheckInterval)
 	return s, nil
 }
 
+// fresh reports whether dir holds no pebble database yet.
+func fresh(fs vfs.FS, dir string) bool {
+	names, err := fs.List(dir)
+	if err != nil {
+		return true // missing: pebble creates it
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, "MANIFEST-") {
+			return false
+		}
+	}
+	return true
+}
+
+// openDB opens pebble's database. A storage failure during the open (pebble's Fatalf blocks the
+// goroutine that meets it) fails it instead of hanging it.
+func (s *Store) openDB(dir string, po *pebble.Options) (*pebble.DB, error) {
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		db, err := pebble.Open(dir, po)
+		done <- result{db, err}
+	}()
+	select {
+	case r := <-done:
+		return r.db, r.err
+	case <-s.failed:
+		return nil, s.failure.Load()
+	}
+}
+
 // Close closes the database and releases its block cache. Every
-// acknowledged write is already in the write-ahead log.
+// acknowledged write is already in the write-ahead log. After a storage
+// failure it leaves the database as it is (pebble may hold its locks in the
+// goroutine that failed, and its state is undefined): the process is to exit.
 func (s *Store) Close() error {
+	s.space.stop()
+	if s.failure.Load() != nil {
+		return nil
+	}
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {
@@ -70,8 +180,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// metrics returns pebble's metrics, or false once the store is closed.
+// metrics returns pebble's metrics, or false once the store is closed or failed.
 func (s *Store) metrics() (*pebble.Metrics, bool) {
+	if s.failure.Load() != nil {
+		return nil, false
+	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -93,6 +206,12 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 	}
 	if len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0 {
 		return badRequest(t, "mutation writes nothing: no rows, range tombstones or partition deletion")
+	}
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.SpaceError(); err != nil {
+		return err
 	}
 	var pkBuf, keyBuf, valBuf [128]byte
 	var local int64 // the local deletion time of the mutation's tombstones, read once
@@ -238,6 +357,9 @@ func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*rep
 
 // readPartition is ReadPartition failing past threshold tombstones (0: no limit).
 func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, threshold uint32) (*replicapb.ReadResponse, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
 	if req.GetTableId() != uint64(t.ID) {
 		return nil, badRequest(t, "read is for table id %d", req.GetTableId())
 	}

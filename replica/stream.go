@@ -94,6 +94,12 @@ func (s *Store) ApplyStreamed(entries []StreamEntry, accept func(id schema.Table
 			return fmt.Errorf("replica: streamed entry %d (key %x): %w", i, e.Key[:min(len(e.Key), 24)], err)
 		}
 	}
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.SpaceError(); err != nil {
+		return err
+	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {

@@ -160,6 +160,8 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in.Cluster = cluster.Options{ClusterName: "c", Seeds: []string{"s:1", "s:2"}, NumTokens: 4096, Profile: cluster.ProfileLocal,
 		DataCenter: "dc2", Rack: "r9", SchemaAgreementTimeout: time.Hour}
 	in.Storage.CacheSize, in.Storage.MemTableSize, in.Storage.TombstoneFailureThreshold = 11, 1<<12, 13
+	in.Storage.DiskFailurePolicy, in.Storage.MinFreeSpace, in.Storage.MinFreeSpacePercent = "die", 1<<30, 2.5
+	in.Storage.StartDespiteCorruptLog = true
 	in.Limiter.Capacity = 1 << 16
 	in.Catalog.Limits = schema.Limits{MaxColumnsPerTable: 9, MaxTablesPerKeyspace: 8, MaxSchemaSize: 7}
 	in.Catalog.TombstoneGrace = 29 * time.Minute

@@ -237,7 +237,7 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, stdout io.Writer) e
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	fmt.Fprintln(stdout, "Status=Up/Down  State=Normal/Joining/Leaving")
+	fmt.Fprintln(stdout, "Status=Up/Down  State=Normal/Joining/Leaving/unRepaired (R: serves no reads until `kvnode repair` on it completes)")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "--\tAddress\tLoad\tTokens\tOwns (effective)\tHost ID")
 	for _, n := range resp.GetNodes() {

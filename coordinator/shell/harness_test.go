@@ -85,12 +85,13 @@ func (m *schemaManager) ApplyDDL(_ context.Context, stmt cql.Statement, keyspace
 	return ns != s, nil, nil
 }
 
-// ring places every token on the nodes of order, in that order, and reports liveness from a
-// settable set.
+// ring places every token on the nodes of order, in that order, and reports liveness (and
+// which nodes are unrepaired) from settable sets.
 type ring struct {
-	order []coordinator.NodeID
-	mu    sync.Mutex
-	down  map[coordinator.NodeID]bool
+	order      []coordinator.NodeID
+	mu         sync.Mutex
+	down       map[coordinator.NodeID]bool
+	unrepaired map[coordinator.NodeID]bool
 }
 
 func (r *ring) AppendReplicas(dst []coordinator.NodeID, _ int64, rf int) []coordinator.NodeID {
@@ -101,6 +102,21 @@ func (r *ring) IsLive(id coordinator.NodeID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return !r.down[id]
+}
+
+func (r *ring) IsUnrepaired(id coordinator.NodeID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unrepaired[id]
+}
+
+func (r *ring) setUnrepaired(ids ...coordinator.NodeID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unrepaired = make(map[coordinator.NodeID]bool)
+	for _, id := range ids {
+		r.unrepaired[id] = true
+	}
 }
 
 func (r *ring) setDown(ids ...coordinator.NodeID) {

@@ -243,6 +243,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Limit:       spec.table.Limit(coordinator.OpRead),
 		Deadline:    dl,
 	}
+	e.skipUnrepaired(&p)
 	p.ReadOrder = e.scores.order(orderBuf[:0], p.Replicas, e.localID, mono)
 	var sp speculation
 	p.Speculation, sp.delay = e.speculation(spec.table, lat, mono, dl.Sub(now))
