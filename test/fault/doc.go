@@ -49,9 +49,9 @@
 //
 // `go test ./test/fault` runs the short form (a partition and a kill -9 on one cluster, about
 // 30 s). `go test ./test/fault -run TestFaults -fault.long -v -timeout 30m` runs every nemesis
-// on a cluster of its own for longer (docs/operations.md, "Fault tests"); the faults kvnode does
-// not survive yet (issue 29: full disk, damaged log or sstable) run, log what happened and skip
-// with the reason. TestNetworkNemeses and TestDelayProxy check the network nemeses on the
+// on a cluster of its own for longer (docs/operations.md, "Fault tests"); a damaged log or
+// sstable makes the node refuse to start, and since the scenario cannot bring it back yet, those
+// two log what happened and skip with the reason. TestNetworkNemeses and TestDelayProxy check the network nemeses on the
 // namespaces alone, with echo servers in place of kvnode. The tests need root
 // (namespaces, nft, tc, mounts) and install Debian's nftables when nft is missing; they skip
 // with the reason where they cannot. Everything is named with the prefix kvfault-PID-: a run

@@ -173,14 +173,13 @@ func longFaults() []fault {
 			opts: Options{InternodeProxy: true}},
 		{name: "gossip-delay", skip: "gossip delay needs a memberlist Transport wrapper inside the server, and kvnode serve has no hook for one (a testing knob or a build-tagged file in cluster/ would add it)"},
 		{name: "disk-full", steps: func() []Step { return []Step{{DiskFull{Node: 2}, d}} },
-			opts:  Options{TmpfsMiB: map[int]int{2: 64}},
-			known: "issue 29, finding 1: a full disk makes pebble's Fatalf panic, the panic is recovered and the node runs on with broken storage (no storage failure policy yet)"},
+			opts: Options{TmpfsMiB: map[int]int{2: 64}}},
 		{name: "corrupt-wal", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "wal"}, 5 * time.Second}} },
 			after: damagedWALAccepted,
-			known: "issue 29, finding 2: a node whose write-ahead log is damaged in the middle restarts normally and drops the writes after the damage in silence (RF 3 hides the loss from the checker)"},
+			known: "the node refuses to start on a log damaged in the middle, naming the log and the offset (issue 29, Deliver 2); the scenario does not yet restart it with --start-despite-corrupt-log and repair it, so the read-backs at ALL cannot reach it"},
 		{name: "corrupt-sst", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "sst"}, 5 * time.Second}} },
 			opts:  Options{ExtraArgs: map[int][]string{1: {"--memtable-size", "16384"}}},
-			known: "issue 29, Deliver 2: a corrupt sstable has no policy yet; today the node panics in a compaction and exits (status 2) at every restart"},
+			known: "the node refuses to start on a corrupt sstable, naming it (the disk failure policy); the scenario has no way yet to bring the node back (a replace or a rebuild from its replicas), so the read-backs at ALL cannot reach it"},
 	}
 }
 
