@@ -26,7 +26,7 @@ type table struct {
 }
 
 func (t table) schema() string {
-	return fmt.Sprintf("CREATE TABLE %s.%s (p int, k bigint, v bigint, PRIMARY KEY (p, k))", t.ks, t.name)
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s (p int, k bigint, v bigint, PRIMARY KEY (p, k))", t.ks, t.name)
 }
 
 func (t table) row(k int64) string { return fmt.Sprintf("%s[%d]", t.name, k) }

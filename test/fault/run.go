@@ -146,17 +146,25 @@ func CreateSchema(c *Cluster, kinds []Kind) error {
 		return err
 	}
 	defer s.Close()
-	stmts := []string{fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", Keyspace, c.Size())}
+	stmts := []string{fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", Keyspace, c.Size())}
 	for _, k := range kinds {
 		stmts = append(stmts, k.Schema()...)
 	}
 	for _, st := range stmts {
-		if err := s.Query(st).Consistency(gocql.All).Exec(); err != nil {
-			return fmt.Errorf("%s: %w", st, err)
+		// A schema change waits for the members to agree, which on a loaded machine can take
+		// longer than the driver's request timeout: the statements are idempotent (IF NOT
+		// EXISTS), so a timed-out one is sent again until schemaTimeout.
+		if err := poll.Until(context.Background(), schemaTimeout, st, func() error {
+			return s.Query(st).Consistency(gocql.All).Exec()
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+// schemaTimeout bounds the creation of each of the workload's keyspace and tables.
+const schemaTimeout = time.Minute
 
 // RunScenario runs the workload on c through every fault of sc, healing each (and registering
 // every heal with t.Cleanup, so a failing test leaves no fault behind), then reads every kind's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -50,7 +51,8 @@ func checkLoopbackHosts(hosts []string) error {
 }
 
 // FreePorts returns n distinct ports each of which is free for both TCP and UDP on every one of
-// hosts (loopback IP addresses), checked by binding them. The ports are released when it returns,
+// hosts (loopback IP addresses), checked by binding them, drawn below the kernel's ephemeral
+// range when it leaves room (lowestPort). The ports are released when it returns,
 // so another process may take one before the caller binds it: callers retry on "address already
 // in use" (StartHosts does).
 func FreePorts(hosts []string, n int) ([]int, error) {
@@ -60,8 +62,9 @@ func FreePorts(hosts []string, n int) ([]int, error) {
 	if err := checkLoopbackHosts(hosts); err != nil {
 		return nil, err
 	}
-	// Every socket bound here stays open until the end, so that the kernel hands out a new port
-	// for each candidate, and a port that failed on some host is not offered again.
+	// Every socket bound here stays open until the end, so that a port that failed on some host
+	// is not offered again.
+	below := ephemeralLow()
 	var held []io.Closer
 	defer func() {
 		for _, c := range held {
@@ -73,9 +76,9 @@ func FreePorts(hosts []string, n int) ([]int, error) {
 		if tries == 50*n {
 			return nil, fmt.Errorf("proc: found %d of %d ports free on all of %v in %d tries", len(ports), n, hosts, tries)
 		}
-		first, err := net.Listen("tcp", net.JoinHostPort(hosts[0], "0"))
+		first, err := net.Listen("tcp", net.JoinHostPort(hosts[0], strconv.Itoa(candidate(below))))
 		if err != nil {
-			return nil, fmt.Errorf("proc: listen on %s: %w", hosts[0], err)
+			continue // taken: the next try draws another
 		}
 		held = append(held, first)
 		port := first.Addr().(*net.TCPAddr).Port
@@ -102,6 +105,38 @@ func FreePorts(hosts []string, n int) ([]int, error) {
 		}
 	}
 	return ports, nil
+}
+
+// The ports FreePorts offers lie below the kernel's ephemeral range, from which port 0 binds and
+// outgoing connections take theirs: a node restarted on its ports (after a kill -9) then finds
+// them free however many sockets other tests opened while it was down.
+const lowestPort = 10000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), or 0 when it cannot be read or leaves too little room below
+// it, and candidate then falls back to port 0.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low < lowestPort+1000 {
+		return 0
+	}
+	return low
+}
+
+// candidate draws a port in [lowestPort, below), or returns 0 (any port) when below is 0.
+func candidate(below int) int {
+	if below == 0 {
+		return 0
+	}
+	return lowestPort + rand.IntN(below-lowestPort)
 }
 
 // hostPorts are the shared ports of a cluster started with Options.Hosts.

@@ -200,8 +200,9 @@ func (n *Node) Stderrs() []string { return n.stderrs }
 func (n *Node) Running() bool { return n.proc != nil && !n.proc.Exited() }
 
 // Start runs a new serve process for the node and waits until it serves clients and the client
-// is connected. The first start binds port 0 for every address; later starts reuse the
-// addresses the first one got, so clients and peers find the node where it was.
+// is connected. The first start picks free ports below the kernel's ephemeral range for the
+// client, gossip and internode addresses (FreePorts); later starts reuse them, so clients and
+// peers find the node where it was.
 func (n *Node) Start() error {
 	err := n.startOnce()
 	if err != nil && strings.Contains(err.Error(), "address already in use") {
@@ -213,9 +214,15 @@ func (n *Node) Start() error {
 }
 
 func (n *Node) startOnce() error {
-	addr, gossipAddr, internodeAddr := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	if n.Addr != "" {
-		addr, gossipAddr, internodeAddr = n.Addr, n.GossipAddr, n.InternodeAddr
+	addr, gossipAddr, internodeAddr := n.Addr, n.GossipAddr, n.InternodeAddr
+	if n.Addr == "" {
+		// The ports the node keeps across restarts come from below the ephemeral range
+		// (FreePorts), where no port-0 bind or outgoing connection takes them while it is down.
+		ports, err := FreePorts([]string{"127.0.0.1"}, 3)
+		if err != nil {
+			return err
+		}
+		addr, gossipAddr, internodeAddr = "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1]), "127.0.0.1:"+strconv.Itoa(ports[2])
 	}
 	logLevel := n.LogLevel
 	if logLevel == "" {
