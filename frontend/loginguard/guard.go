@@ -88,8 +88,8 @@ type Config struct {
 	Clock Clock
 }
 
-// EnsureDefaults sets the zero fields to their defaults.
-func (c *Config) EnsureDefaults() {
+// EnsureDefaults sets the zero fields to their defaults and returns c.
+func (c *Config) EnsureDefaults() *Config {
 	setDefault(&c.Threshold, DefaultThreshold)
 	setDefault(&c.Delay, DefaultDelay)
 	setDefault(&c.MaxDelay, max(DefaultMaxDelay, c.Delay))
@@ -105,6 +105,7 @@ func (c *Config) EnsureDefaults() {
 	if c.Clock == nil {
 		c.Clock = systemClock{}
 	}
+	return c
 }
 
 func setDefault[T int | time.Duration](v *T, d T) {
@@ -180,8 +181,7 @@ type Guard struct {
 
 // New returns a guard for cfg.
 func New(cfg Config) (*Guard, error) {
-	cfg.EnsureDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
 	g := &Guard{
