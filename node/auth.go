@@ -101,11 +101,12 @@ func (n *Node) authServerOptions() []grpc.ServerOption {
 }
 
 // newLoginGuard returns the guard of both front ends' logins (frontend/loginguard: failures
-// counted by reason, logged at WARN at most once a minute per address, and attempts from an
-// address that failed 10 times recently delayed 1 s before their check), and registers its
-// metrics, which exist (at zero) when authentication is off too.
+// counted by reason, logged at WARN at most once per login_log_interval per address, and
+// attempts from an address that failed login_failure_threshold times recently delayed before
+// their check), and registers its metrics, which exist (at zero) when authentication is off
+// too.
 func (n *Node) newLoginGuard() (*loginguard.Guard, error) {
-	g, err := loginguard.New(loginguard.Config{Logger: n.cfg.Logger.With("component", "auth")})
+	g, err := loginguard.New(loginguard.Config{Options: n.cfg.Logins, Logger: n.cfg.Logger.With("component", "auth")})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

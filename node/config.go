@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/frontend/admission"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/partitionlimit"
@@ -53,6 +54,9 @@ type Config struct {
 	Coordinator shell.Options `yaml:",inline"`
 	// Native holds the CQL native protocol's bounds on connections, requests and memory.
 	Native native.Options `yaml:",inline"`
+	// Logins holds how failed logins on both client front ends are counted, slowed down and
+	// logged (frontend/loginguard).
+	Logins loginguard.Options `yaml:",inline"`
 	// Admission bounds the client requests (native statements, gRPC Execute calls) executed
 	// at once and queued (docs/operations.md, "Admission control"); internal traffic is never
 	// bounded by it.
@@ -270,6 +274,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Coordinator.EnsureDefaults()
 	c.Native.EnsureDefaults()
 	c.Admission.EnsureDefaults()
+	c.Logins.EnsureDefaults()
 	c.Hints.EnsureDefaults()
 	c.Batchlog.EnsureDefaults()
 	if c.StreamThroughput == 0 {
@@ -295,7 +300,7 @@ func (c *Config) Validate() error {
 		return errors.New("node: Config.DataDir (data_dir) is required")
 	}
 	for _, g := range []interface{ Validate() error }{&c.Listen, &c.Security, &c.Cluster, &c.Storage, &c.Limiter,
-		&c.Catalog, &c.Coordinator, &c.Native, &c.Admission, &c.Hints, &c.Batchlog} {
+		&c.Catalog, &c.Coordinator, &c.Native, &c.Admission, &c.Logins, &c.Hints, &c.Batchlog} {
 		if err := g.Validate(); err != nil {
 			return err
 		}

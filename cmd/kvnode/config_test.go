@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/frontend/admission"
+	"github.com/kvnode/kvnode/frontend/loginguard"
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/schema"
@@ -168,7 +169,10 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in.Coordinator.WriteTimeout, in.Coordinator.ReadTimeout, in.Coordinator.Learning = time.Millisecond, time.Minute, true
 	in.Coordinator.MaxMutationSize, in.Coordinator.MaxStatementSize, in.Coordinator.MaxTimestampAhead = 5, 11, 90*time.Minute
 	in.Native.MaxConnections, in.Native.MaxInFlight, in.Native.MaxConnectionBytes, in.Native.MaxServerBytes = 29, 31, 37, 41
+	in.Native.MaxPreLoginFrameSize, in.Native.MaxPreLoginConnectionsPerHost = 4096, 3
 	in.Admission = admission.Options{MaxConcurrent: 17, MaxQueued: 19, QueueTimeout: 23 * time.Millisecond}
+	in.Logins = loginguard.Options{Threshold: 3, Delay: 2 * time.Second, MaxDelay: time.Minute, HalfLife: time.Hour,
+		MaxWaitingPerHost: 2, MaxWaiting: 7, MaxEntries: 4096, LogInterval: 5 * time.Second, LogLinesPerSecond: 3}
 	in.Hints = hints.Options{Window: time.Minute, MaxBytes: 17, Throttle: 19}
 	in.Batchlog = node.BatchlogOptions{ReplayInterval: 3 * time.Second, ReplayAge: 7 * time.Second}
 	in.StreamThroughput, in.ShutdownGrace = 1<<20, 2*time.Second

@@ -57,31 +57,41 @@ const (
 	DefaultLogLinesPerSecond = 10
 )
 
-// Config configures a Guard; the zero value of every field means its default.
-type Config struct {
+// Options are the guard's knobs that an operator sets (node inlines them into kvnode's
+// configuration file; the YAML tags are its keys). The zero value of every field means its
+// default.
+type Options struct {
 	// Threshold is how many recent failed logins from one address, or of one role from one
 	// address, make each further attempt wait before its check. Default DefaultThreshold: the
 	// 11th attempt in quick succession waits.
-	Threshold int
+	Threshold int `yaml:"login_failure_threshold"`
 	// Delay is how long such an attempt waits; it doubles with every further Threshold recent
 	// failures, up to MaxDelay. Defaults DefaultDelay and DefaultMaxDelay.
-	Delay, MaxDelay time.Duration
+	Delay    time.Duration `yaml:"login_failure_delay"`
+	MaxDelay time.Duration `yaml:"login_failure_max_delay"`
 	// HalfLife is how fast failures are forgotten: an address's count halves every HalfLife.
 	// Default DefaultHalfLife.
-	HalfLife time.Duration
+	HalfLife time.Duration `yaml:"login_failure_half_life"`
 	// MaxWaitingPerHost bounds the attempts from one address waiting at once, MaxWaiting those
 	// of every address together; an attempt beyond either is refused at once as throttled.
 	// Defaults DefaultMaxWaitingPerHost and DefaultMaxWaiting.
-	MaxWaitingPerHost, MaxWaiting int
+	MaxWaitingPerHost int `yaml:"login_max_waiting_per_host"`
+	MaxWaiting        int `yaml:"login_max_waiting"`
 	// MaxEntries bounds the addresses, and apart from them the (address, role) pairs, the
 	// guard remembers (about 100 bytes each). Default DefaultMaxEntries.
-	MaxEntries int
+	MaxEntries int `yaml:"login_guard_max_entries"`
 	// LogInterval spaces the WARN lines about one address's failed logins: its next line says
 	// how many were not logged. Default DefaultLogInterval.
-	LogInterval time.Duration
+	LogInterval time.Duration `yaml:"login_log_interval"`
 	// LogLinesPerSecond bounds the lines over every address together (an attacker cycling
 	// addresses). Default DefaultLogLinesPerSecond.
-	LogLinesPerSecond int
+	LogLinesPerSecond int `yaml:"login_log_lines_per_second"`
+}
+
+// Config configures a Guard: its Options and what is wired in code. The zero value of every
+// field means its default.
+type Config struct {
+	Options
 	// Logger receives the lines. Default slog.Default().
 	Logger *slog.Logger
 	// Clock is the guard's time. Default the system clock.
@@ -90,15 +100,7 @@ type Config struct {
 
 // EnsureDefaults sets the zero fields to their defaults and returns c.
 func (c *Config) EnsureDefaults() *Config {
-	setDefault(&c.Threshold, DefaultThreshold)
-	setDefault(&c.Delay, DefaultDelay)
-	setDefault(&c.MaxDelay, max(DefaultMaxDelay, c.Delay))
-	setDefault(&c.HalfLife, DefaultHalfLife)
-	setDefault(&c.MaxWaitingPerHost, DefaultMaxWaitingPerHost)
-	setDefault(&c.MaxWaiting, DefaultMaxWaiting)
-	setDefault(&c.MaxEntries, DefaultMaxEntries)
-	setDefault(&c.LogInterval, DefaultLogInterval)
-	setDefault(&c.LogLinesPerSecond, DefaultLogLinesPerSecond)
+	c.Options.EnsureDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -108,29 +110,50 @@ func (c *Config) EnsureDefaults() *Config {
 	return c
 }
 
+// EnsureDefaults sets the zero fields to their defaults and returns c.
+func (c *Options) EnsureDefaults() *Options {
+	setDefault(&c.Threshold, DefaultThreshold)
+	setDefault(&c.Delay, DefaultDelay)
+	setDefault(&c.MaxDelay, max(DefaultMaxDelay, c.Delay))
+	setDefault(&c.HalfLife, DefaultHalfLife)
+	setDefault(&c.MaxWaitingPerHost, DefaultMaxWaitingPerHost)
+	setDefault(&c.MaxWaiting, DefaultMaxWaiting)
+	setDefault(&c.MaxEntries, DefaultMaxEntries)
+	setDefault(&c.LogInterval, DefaultLogInterval)
+	setDefault(&c.LogLinesPerSecond, DefaultLogLinesPerSecond)
+	return c
+}
+
 func setDefault[T int | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}
 }
 
-// Validate reports the first field out of range, naming it.
-func (c *Config) Validate() error {
+// Validate reports the first field out of range, naming it and its configuration key.
+func (c *Config) Validate() error { return c.Options.Validate() }
+
+// Validate reports the first field out of range, naming it and its configuration key.
+func (c *Options) Validate() error {
 	switch {
 	case c.Threshold < 1:
-		return fmt.Errorf("loginguard: Config.Threshold is %d, want ≥ 1", c.Threshold)
+		return fmt.Errorf("loginguard: Threshold (login_failure_threshold) is %d, want ≥ 1", c.Threshold)
 	case c.Delay < 0:
-		return fmt.Errorf("loginguard: Config.Delay is %v, want > 0", c.Delay)
+		return fmt.Errorf("loginguard: Delay (login_failure_delay) is %v, want > 0", c.Delay)
 	case c.MaxDelay < c.Delay:
-		return fmt.Errorf("loginguard: Config.MaxDelay is %v, want ≥ Config.Delay (%v)", c.MaxDelay, c.Delay)
+		return fmt.Errorf("loginguard: MaxDelay (login_failure_max_delay) is %v, want ≥ Delay (%v)", c.MaxDelay, c.Delay)
 	case c.HalfLife < 0:
-		return fmt.Errorf("loginguard: Config.HalfLife is %v, want > 0", c.HalfLife)
-	case c.MaxWaitingPerHost < 0 || c.MaxWaiting < 0:
-		return fmt.Errorf("loginguard: Config.MaxWaitingPerHost and MaxWaiting are %d and %d, want > 0", c.MaxWaitingPerHost, c.MaxWaiting)
+		return fmt.Errorf("loginguard: HalfLife (login_failure_half_life) is %v, want > 0", c.HalfLife)
+	case c.MaxWaitingPerHost < 0:
+		return fmt.Errorf("loginguard: MaxWaitingPerHost (login_max_waiting_per_host) is %d, want > 0", c.MaxWaitingPerHost)
+	case c.MaxWaiting < 0:
+		return fmt.Errorf("loginguard: MaxWaiting (login_max_waiting) is %d, want > 0", c.MaxWaiting)
 	case c.MaxEntries < shardCount:
-		return fmt.Errorf("loginguard: Config.MaxEntries is %d, want ≥ %d", c.MaxEntries, shardCount)
-	case c.LogInterval < 0 || c.LogLinesPerSecond < 0:
-		return fmt.Errorf("loginguard: Config.LogInterval and LogLinesPerSecond are %v and %d, want > 0", c.LogInterval, c.LogLinesPerSecond)
+		return fmt.Errorf("loginguard: MaxEntries (login_guard_max_entries) is %d, want ≥ %d", c.MaxEntries, shardCount)
+	case c.LogInterval < 0:
+		return fmt.Errorf("loginguard: LogInterval (login_log_interval) is %v, want > 0", c.LogInterval)
+	case c.LogLinesPerSecond < 0:
+		return fmt.Errorf("loginguard: LogLinesPerSecond (login_log_lines_per_second) is %d, want > 0", c.LogLinesPerSecond)
 	}
 	return nil
 }

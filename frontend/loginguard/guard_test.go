@@ -150,7 +150,7 @@ func TestGuardBruteForce(t *testing.T) {
 // at once as throttled, without a check, and counted; a canceled wait returns its context's
 // error without a check.
 func TestGuardThrottledRefusals(t *testing.T) {
-	g, clock, _ := newGuard(t, loginguard.Config{MaxWaitingPerHost: 2})
+	g, clock, _ := newGuard(t, loginguard.Config{Options: loginguard.Options{MaxWaitingPerHost: 2}})
 	a := &authenticator{}
 	attacker := addr("10.0.0.1")
 	for range 10 {
@@ -208,7 +208,7 @@ func TestGuardMalformed(t *testing.T) {
 // TestGuardLogBoundAcrossAddresses: an attacker cycling addresses gets at most
 // LogLinesPerSecond lines a second.
 func TestGuardLogBoundAcrossAddresses(t *testing.T) {
-	g, _, logs := newGuard(t, loginguard.Config{LogLinesPerSecond: 5})
+	g, _, logs := newGuard(t, loginguard.Config{Options: loginguard.Options{LogLinesPerSecond: 5}})
 	a := &authenticator{}
 	for i := range 1000 {
 		g.Authenticate(context.Background(), a, loginguard.Native, addr("10.1."+strconv.Itoa(i/256)+"."+strconv.Itoa(i%256)), "x", "y")
@@ -264,16 +264,16 @@ func TestConfigValidate(t *testing.T) {
 		cfg  loginguard.Config
 		want string
 	}{
-		{loginguard.Config{Threshold: -1}, "Config.Threshold is -1"},
-		{loginguard.Config{Delay: 2 * time.Second, MaxDelay: time.Second}, "Config.MaxDelay is 1s"},
-		{loginguard.Config{MaxEntries: 3}, "Config.MaxEntries is 3"},
-		{loginguard.Config{MaxWaitingPerHost: -2}, "MaxWaitingPerHost"},
+		{loginguard.Config{Options: loginguard.Options{Threshold: -1}}, "Threshold (login_failure_threshold) is -1"},
+		{loginguard.Config{Options: loginguard.Options{Delay: 2 * time.Second, MaxDelay: time.Second}}, "MaxDelay (login_failure_max_delay) is 1s"},
+		{loginguard.Config{Options: loginguard.Options{MaxEntries: 3}}, "MaxEntries (login_guard_max_entries) is 3"},
+		{loginguard.Config{Options: loginguard.Options{MaxWaitingPerHost: -2}}, "MaxWaitingPerHost"},
 	} {
 		if _, err := loginguard.New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%+v): %v, want an error saying %q", tt.cfg, err, tt.want)
 		}
 	}
-	if _, err := loginguard.New(loginguard.Config{Delay: 30 * time.Second}); err != nil {
+	if _, err := loginguard.New(loginguard.Config{Options: loginguard.Options{Delay: 30 * time.Second}}); err != nil {
 		t.Errorf("New with Delay 30s (MaxDelay defaulting to it): %v", err)
 	}
 }

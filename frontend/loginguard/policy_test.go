@@ -70,7 +70,7 @@ func TestPolicyThreshold(t *testing.T) {
 // TestPolicyDecay: failures halve every HalfLife, so an address that stops failing is soon
 // not delayed any more.
 func TestPolicyDecay(t *testing.T) {
-	p := testPolicy(t, Config{HalfLife: 5 * time.Minute})
+	p := testPolicy(t, Config{Options: Options{HalfLife: 5 * time.Minute}})
 	a := host("10.0.0.1")
 	now := fail(p, t0, a, "alice", 10)
 	if d := p.begin(now.Add(10*time.Second), a, p.roleKey("alice")); d.delay == 0 {
@@ -112,7 +112,7 @@ func TestPolicySuccessResets(t *testing.T) {
 // TestPolicyWaitingBounded: at most MaxWaitingPerHost attempts of an address wait, and
 // MaxWaiting in all; the rest are refused at once, and done frees a place.
 func TestPolicyWaitingBounded(t *testing.T) {
-	p := testPolicy(t, Config{MaxWaitingPerHost: 2, MaxWaiting: 3})
+	p := testPolicy(t, Config{Options: Options{MaxWaitingPerHost: 2, MaxWaiting: 3}})
 	a, b := host("10.0.0.1"), host("10.0.0.2")
 	now := fail(p, t0, a, "x", 10)
 	now = fail(p, now, b, "x", 10)
@@ -141,7 +141,7 @@ func TestPolicyWaitingBounded(t *testing.T) {
 // tables no further than MaxEntries, and an address that keeps failing keeps its count.
 func TestPolicyTablesBounded(t *testing.T) {
 	const maxEntries = 1024
-	p := testPolicy(t, Config{MaxEntries: maxEntries})
+	p := testPolicy(t, Config{Options: Options{MaxEntries: maxEntries}})
 	hot := host("192.168.0.1")
 	now := fail(p, t0, hot, "admin", 30)
 	for i := range 20_000 {
@@ -163,7 +163,7 @@ func TestPolicyTablesBounded(t *testing.T) {
 // TestPolicyLogSpacing: one line per address per LogInterval; the next says how many were not
 // logged. Another address has lines of its own.
 func TestPolicyLogSpacing(t *testing.T) {
-	p := testPolicy(t, Config{LogInterval: time.Minute})
+	p := testPolicy(t, Config{Options: Options{LogInterval: time.Minute}})
 	a, b := host("10.0.0.1"), host("2001:db8::1")
 	var lines int
 	now := t0

@@ -9,9 +9,10 @@ import (
 func TestOptionsEnsureDefaults(t *testing.T) {
 	defaults := Options{MaxConnections: DefaultMaxConnections, MaxInFlight: DefaultMaxInFlight,
 		MaxConnectionBytes: DefaultMaxConnectionBytes, MaxServerBytes: DefaultMaxServerBytes,
-		PreparedCacheSize: DefaultPreparedCacheSize, PreparedCacheBytes: DefaultPreparedCacheBytes, EventQueue: DefaultEventQueue}
+		PreparedCacheSize: DefaultPreparedCacheSize, PreparedCacheBytes: DefaultPreparedCacheBytes, EventQueue: DefaultEventQueue,
+		MaxPreLoginFrameSize: DefaultMaxPreLoginFrameSize, MaxPreLoginConnectionsPerHost: DefaultMaxPreLoginConnectionsPerHost}
 	set := Options{MaxConnections: 1, MaxInFlight: 2, MaxConnectionBytes: 3, MaxServerBytes: 4, PreparedCacheSize: 5,
-		PreparedCacheBytes: 6, EventQueue: 7}
+		PreparedCacheBytes: 6, EventQueue: 7, MaxPreLoginFrameSize: 8, MaxPreLoginConnectionsPerHost: 9}
 	for _, tc := range []struct {
 		name    string
 		in, out Options
@@ -48,6 +49,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.PreparedCacheSize = -1 }, "native: Options.PreparedCacheSize is -1, want 1 to 2147483647"},
 		{func(c *Config) { c.PreparedCacheBytes = -1 }, "native: Options.PreparedCacheBytes is -1, want a positive number of bytes"},
 		{func(c *Config) { c.EventQueue = -1 }, "native: Options.EventQueue is -1, want 1 to 2147483647"},
+		{func(c *Config) { c.MaxPreLoginFrameSize = -1 }, "native: Options.MaxPreLoginFrameSize (max_native_prelogin_frame_size) is -1, want a positive number of bytes"},
+		{func(c *Config) { c.MaxPreLoginConnectionsPerHost = -1 }, "native: Options.MaxPreLoginConnectionsPerHost (max_native_prelogin_connections_per_host) is -1, want 1 to 2147483647"},
 	} {
 		c := Config{Executor: &fakeExecutor{}}
 		c.EnsureDefaults()

@@ -88,6 +88,15 @@ type Options struct {
 	PreparedCacheBytes int64 `yaml:"-"`
 	// EventQueue bounds a connection's pending events. Default DefaultEventQueue.
 	EventQueue int `yaml:"-"`
+	// MaxPreLoginFrameSize bounds a frame before the connection is started (READY, or
+	// AUTH_SUCCESS with an Authenticator): a larger one is refused from its header, before its
+	// body is read, with a protocol error that closes the connection. Default
+	// DefaultMaxPreLoginFrameSize; the server lowers it to its MaxFrameSize.
+	MaxPreLoginFrameSize int `yaml:"max_native_prelogin_frame_size"`
+	// MaxPreLoginConnectionsPerHost bounds the connections of one host (an IPv4 address, an
+	// IPv6 /64) not started yet; one over it is answered Overloaded and closed. Default
+	// DefaultMaxPreLoginConnectionsPerHost.
+	MaxPreLoginConnectionsPerHost int `yaml:"max_native_prelogin_connections_per_host"`
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o.
@@ -113,6 +122,12 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.EventQueue == 0 {
 		o.EventQueue = DefaultEventQueue
 	}
+	if o.MaxPreLoginFrameSize == 0 {
+		o.MaxPreLoginFrameSize = DefaultMaxPreLoginFrameSize
+	}
+	if o.MaxPreLoginConnectionsPerHost == 0 {
+		o.MaxPreLoginConnectionsPerHost = DefaultMaxPreLoginConnectionsPerHost
+	}
 	return o
 }
 
@@ -127,6 +142,7 @@ func (o *Options) Validate() error {
 		{"MaxInFlight", " (max_native_requests_per_connection)", int64(o.MaxInFlight), MaxInFlightLimit},
 		{"PreparedCacheSize", "", int64(o.PreparedCacheSize), math.MaxInt32},
 		{"EventQueue", "", int64(o.EventQueue), math.MaxInt32},
+		{"MaxPreLoginConnectionsPerHost", " (max_native_prelogin_connections_per_host)", int64(o.MaxPreLoginConnectionsPerHost), math.MaxInt32},
 	} {
 		if b.v < 1 || b.v > b.max {
 			why := ""
@@ -143,6 +159,7 @@ func (o *Options) Validate() error {
 		{"MaxConnectionBytes", " (max_native_connection_bytes)", o.MaxConnectionBytes},
 		{"MaxServerBytes", " (max_native_bytes)", o.MaxServerBytes},
 		{"PreparedCacheBytes", "", o.PreparedCacheBytes},
+		{"MaxPreLoginFrameSize", " (max_native_prelogin_frame_size)", int64(o.MaxPreLoginFrameSize)},
 	} {
 		if b.v < 1 {
 			return fmt.Errorf("native: Options.%s%s is %d, want a positive number of bytes", b.field, b.key, b.v)
@@ -179,15 +196,6 @@ type Config struct {
 	// Logins counts, logs and slows down failed logins (frontend/loginguard); the node shares
 	// it with its other client front end. Nil: logins are checked without it.
 	Logins *loginguard.Guard
-	// MaxPreLoginFrameSize bounds a frame before the connection is started (READY, or
-	// AUTH_SUCCESS with an Authenticator): a larger one is refused from its header, before its
-	// body is read, with a protocol error that closes the connection. Default
-	// DefaultMaxPreLoginFrameSize (at most MaxFrameSize).
-	MaxPreLoginFrameSize int
-	// MaxPreLoginConnectionsPerHost bounds the connections of one host (an IPv4 address, an
-	// IPv6 /64) not started yet; one over it is answered Overloaded and closed. Default
-	// DefaultMaxPreLoginConnectionsPerHost.
-	MaxPreLoginConnectionsPerHost int
 }
 
 // EnsureDefaults replaces zero fields with their defaults, the Options' among them, and returns
@@ -203,13 +211,7 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.MaxPreLoginFrameSize == 0 {
-		c.MaxPreLoginFrameSize = DefaultMaxPreLoginFrameSize
-	}
 	c.MaxPreLoginFrameSize = min(c.MaxPreLoginFrameSize, c.MaxFrameSize)
-	if c.MaxPreLoginConnectionsPerHost == 0 {
-		c.MaxPreLoginConnectionsPerHost = DefaultMaxPreLoginConnectionsPerHost
-	}
 	return c
 }
 
@@ -222,10 +224,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("native: Config.MaxFrameSize is %d, want a positive number of bytes", c.MaxFrameSize)
 	case c.HandshakeTimeout <= 0:
 		return fmt.Errorf("native: Config.HandshakeTimeout is %v, want a positive duration", c.HandshakeTimeout)
-	case c.MaxPreLoginFrameSize < 1:
-		return fmt.Errorf("native: Config.MaxPreLoginFrameSize is %d, want a positive number of bytes", c.MaxPreLoginFrameSize)
-	case c.MaxPreLoginConnectionsPerHost < 1:
-		return fmt.Errorf("native: Config.MaxPreLoginConnectionsPerHost is %d, want at least 1", c.MaxPreLoginConnectionsPerHost)
 	}
 	return c.Options.Validate()
 }
