@@ -77,6 +77,9 @@ type Reconciled struct {
 	Repairs map[NodeID]*RepairSet
 	// Tombstones is the most tombstones one replica scanned for the read.
 	Tombstones uint32
+	// Full, with Merger.KeepFull, holds everything the merge reconciled, live or not: what a
+	// replica that did not answer needs to hold the result, as a repair. Nil without KeepFull.
+	Full *RepairSet
 }
 
 // rangeTomb is a range tombstone a replica returned, checked.
@@ -126,6 +129,7 @@ type Merger struct {
 	active  []int
 	rows    []ClusteredRow
 	repairs map[NodeID]*RepairSet
+	full    *RepairSet // set by KeepFull: every merged row, live or not
 
 	versions []cell.Row // of the current key, one per replica (EmptyRow if absent)
 }
@@ -134,6 +138,16 @@ type Merger struct {
 // of them), in the reverse of the clustering order if reversed.
 func NewMerger(t *schema.Table, limit int, reversed bool) *Merger {
 	return &Merger{t: t, order: readOrder{t, reversed}, limit: limit, partDel: cell.NoTimestamp}
+}
+
+// KeepFull makes the merger keep every row it merges, live or not, for Reconciled.Full: a
+// repair of the whole result for a replica that did not answer (the coordinator's fallback when
+// a stale replica refuses its repair). Call it before the first Merge. It costs a slice of the
+// merged rows, which share their cells with the result.
+func (m *Merger) KeepFull() {
+	if m.full == nil {
+		m.full = &RepairSet{}
+	}
 }
 
 // remaining is how many more live rows the read needs, 0 for all of them.
@@ -270,6 +284,9 @@ func (m *Merger) Merge() []NextPage {
 				rs.Rows = append(rs.Rows, ClusteredRow{Clustering: key, Row: miss})
 			}
 		}
+		if m.full != nil && !merged.IsEmpty() {
+			m.full.Rows = append(m.full.Rows, ClusteredRow{Clustering: key, Row: merged})
+		}
 		if merged.Live(del) {
 			m.rows = append(m.rows, ClusteredRow{Clustering: key, Row: merged})
 		}
@@ -322,7 +339,16 @@ func (m *Merger) Result() Reconciled {
 			rs.RangeTombstones = append(rs.RangeTombstones, rt.orig)
 		}
 	}
-	return Reconciled{Rows: m.rows, PartitionDeletion: m.partDel, Repairs: m.repairs, Tombstones: tombstones}
+	if m.full != nil {
+		m.full.PartitionDeletion = m.partDel != cell.NoTimestamp
+		m.full.RangeTombstones = m.full.RangeTombstones[:0]
+		for j := range m.rts {
+			if rt := &m.rts[j]; rt.Timestamp > m.partDel {
+				m.full.RangeTombstones = append(m.full.RangeTombstones, rt.orig)
+			}
+		}
+	}
+	return Reconciled{Rows: m.rows, PartitionDeletion: m.partDel, Repairs: m.repairs, Tombstones: tombstones, Full: m.full}
 }
 
 func (m *Merger) repairSet(id NodeID) *RepairSet {

@@ -21,7 +21,7 @@ var (
 	// rejecterNames are the rejected_by label values, the same as the limiter's: the Observer's
 	// "replicas" is counted as "replica".
 	rejecterNames = []string{"coordinator", "replica"}
-	repairResults = []string{"ok", "timeout", "failed"}
+	repairResults = []string{"ok", "timeout", "failed", "additional"}
 )
 
 const (
@@ -68,7 +68,7 @@ type tableName struct{ keyspace, table string }
 type tableMetrics struct {
 	requests    [2][numResults]prometheus.Counter // by limited op (read, write) and result
 	rateLimited [2][2]prometheus.Counter          // by limited op and rejecter
-	repairs     [3]prometheus.Counter             // by repair result
+	repairs     [4]prometheus.Counter             // by repair result
 	repaired    prometheus.Counter
 	disagree    [2]prometheus.Counter // by limited op
 	wouldReject [2]prometheus.Counter // by limited op
@@ -101,7 +101,7 @@ func newCoordinatorMetrics() *coordinatorMetrics {
 			"Reads and writes rejected by a per-partition rate limit, by table, op and who rejected: coordinator (this node, a replica of the partition, decided alone) or replica (the enforcing replicas' rejections made the consistency level unreachable).",
 			"keyspace", "table", "op", "rejected_by"),
 		repairsVec: counter("read_repairs_total",
-			"Read repairs: reads at QUORUM or ALL that found stale replicas and wrote the newest data back to them, by table and result (ok, timeout, failed).",
+			"Read repairs: reads at QUORUM or ALL that found stale replicas and wrote the newest data back to them, by table and result (ok; additional: a stale replica refused and the result went to replicas the read had not asked instead; timeout; failed).",
 			"keyspace", "table", "result"),
 		repairedVec: counter("read_repaired_replicas_total",
 			"Replicas written to by read repairs, by table.",

@@ -232,15 +232,20 @@ func TestAllTypesRoundTrip(t *testing.T) {
 // TestReadRepair writes to n1 alone, then reads at QUORUM through n1 (which reads n1 and n2):
 // the read returns the data and repairs n2 before answering, so a later QUORUM read through n2,
 // with n1 down, still sees it.
-func TestReadRepair(t *testing.T) {
-	tests := []struct {
-		name     string
-		before   []string // written everywhere
-		partial  []string // written to n1 only
-		query    string
-		want     []string
-		repaired []string // what n2 holds afterwards
-	}{
+// readRepairCase is a partition whose replicas disagree: n1 holds what partial wrote, n2 and
+// n3 do not.
+type readRepairCase struct {
+	name     string
+	before   []string // written everywhere
+	partial  []string // written to n1 only
+	query    string
+	want     []string
+	repaired []string // what a repaired replica holds afterwards
+}
+
+// readRepairCases has a case for each thing a stale replica can lack.
+func readRepairCases() []readRepairCase {
+	return []readRepairCase{
 		{
 			name:     "a missing row",
 			partial:  []string{"INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')"},
@@ -281,24 +286,34 @@ func TestReadRepair(t *testing.T) {
 			repaired: []string{"'a' 1 null 2"},
 		},
 	}
-	for _, tt := range tests {
+}
+
+// setUp makes a cluster holding tt's partition: before everywhere, partial on n1 only. It
+// returns the cluster and what n2 and n3 hold.
+func (tt readRepairCase) setUp(t *testing.T) (*cluster, []string) {
+	t.Helper()
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	for _, s := range tt.before {
+		c.clock.Advance(time.Millisecond)
+		c.must(s)
+	}
+	c.transport.setFault(failWrites, "n2", "n3")
+	for _, s := range tt.partial {
+		c.clock.Advance(time.Millisecond)
+		if _, err := c.exec("n1", one, s); err != nil {
+			t.Fatalf("%s at ONE with n2 and n3 failing: %v", s, err)
+		}
+	}
+	c.settle()
+	c.transport.clearFaults()
+	return c, c.localRows("n2", "SELECT * FROM t WHERE k = 'a'")
+}
+
+func TestReadRepair(t *testing.T) {
+	for _, tt := range readRepairCases() {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCluster(t, options{})
-			c.must(schemaRF3...)
-			for _, s := range tt.before {
-				c.clock.Advance(time.Millisecond)
-				c.must(s)
-			}
-			c.transport.setFault(failWrites, "n2", "n3")
-			for _, s := range tt.partial {
-				c.clock.Advance(time.Millisecond)
-				if _, err := c.exec("n1", one, s); err != nil {
-					t.Fatalf("%s at ONE with n2 and n3 failing: %v", s, err)
-				}
-			}
-			c.settle()
-			c.transport.clearFaults()
-			stale := c.localRows("n2", "SELECT * FROM t WHERE k = 'a'")
+			c, stale := tt.setUp(t)
 			if slices.Equal(stale, tt.repaired) {
 				t.Fatalf("n2 holds %q before the read, want it stale", stale)
 			}
@@ -326,6 +341,50 @@ func TestReadRepair(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadRepairRefusedGoesElsewhere: when the stale replica a QUORUM read contacted refuses
+// its repair (a full disk), the read's whole result goes to the replica it did not ask, and the
+// read succeeds: the result is on a quorum, so a later QUORUM read without the first replica
+// sees it too.
+func TestReadRepairRefusedGoesElsewhere(t *testing.T) {
+	for _, tt := range readRepairCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			c, stale := tt.setUp(t)
+			c.transport.setFault(failWrites, "n2")
+			got, err := c.query("n1", quorum, tt.query)
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Fatalf("%s at QUORUM through n1, n2 refusing writes = %q, %v; want %q", tt.query, got, err, tt.want)
+			}
+			if got := c.localRows("n2", "SELECT * FROM t WHERE k = 'a'"); !slices.Equal(got, stale) {
+				t.Errorf("n2, which refused its repair, holds %q, want %q (stale)", got, stale)
+			}
+			if got := c.localRows("n3", "SELECT * FROM t WHERE k = 'a'"); !slices.Equal(got, tt.repaired) {
+				t.Errorf("n3, not asked by the read, holds %q, want %q (the result written to it)", got, tt.repaired)
+			}
+			if _, _, repairs := c.observer.snapshot(); !slices.Equal(repairs, []string{"ks.t 1 additional"}) {
+				t.Errorf("Observer saw read repairs %q, want one that went elsewhere", repairs)
+			}
+			c.transport.clearFaults()
+			c.ring.setDown("n1")
+			c.transport.setFault(failAll, "n1")
+			if got, err := c.query("n2", quorum, tt.query); err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("%s at QUORUM through n2 with n1 down = %q, %v; want %q (monotonic)", tt.query, got, err, tt.want)
+			}
+		})
+	}
+	t.Run("no replica left", func(t *testing.T) {
+		c, _ := readRepairCases()[0].setUp(t)
+		c.transport.setFault(failWrites, "n2", "n3")
+		_, err := c.exec("n1", quorum, "SELECT * FROM t WHERE k = 'a'")
+		var fe *coordinator.FailureError
+		if !errors.As(err, &fe) || fe.Received != 1 || fe.Required != 2 {
+			t.Errorf("a QUORUM read whose repairs n2 and n3 both refuse: %v, want a failure with 1 of 2 replicas", err)
+		}
+		if _, _, repairs := c.observer.snapshot(); !slices.Equal(repairs, []string{"ks.t 1 failed"}) {
+			t.Errorf("Observer saw read repairs %q, want one failed", repairs)
+		}
+	})
 }
 
 func TestReadRepairAtAllAndNotAtOne(t *testing.T) {

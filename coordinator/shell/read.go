@@ -143,6 +143,9 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		return nil, 0, err
 	}
 	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed)
+	if spec.cl != coordinator.One && len(resps) < spec.rf {
+		m.KeepFull() // for repair's fallback to the replicas that were not asked
+	}
 	for _, r := range resps {
 		if err := addAnswer(m, r, spec.limit); err != nil {
 			return nil, 0, err
@@ -159,7 +162,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 	}
 	rec := m.Result()
 	if len(rec.Repairs) > 0 && spec.cl != coordinator.One {
-		if err := e.repair(ctx, spec, rec, len(resps), dl); err != nil {
+		if err := e.repair(ctx, spec, rec, resps, dl); err != nil {
 			return nil, 0, err
 		}
 	}
