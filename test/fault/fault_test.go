@@ -151,7 +151,7 @@ func storageLines(c *Cluster, node, max int) []string {
 // normally on a log damaged in the middle (issue 29, Deliver 2).
 func damagedWALAccepted(c *Cluster, steps []Step) []string {
 	k := steps[0].Nemesis.(*Corrupt)
-	if k.Damaged == "" || !c.Node(k.Node).Running() {
+	if k.Damaged == "" || k.Refused != nil {
 		return nil
 	}
 	return []string{fmt.Sprintf("n%d started normally after 64 bytes in the middle of its write-ahead log %s were overwritten; its log says: %q",
@@ -175,8 +175,7 @@ func longFaults() []fault {
 		{name: "disk-full", steps: func() []Step { return []Step{{DiskFull{Node: 2}, d}} },
 			opts: Options{TmpfsMiB: map[int]int{2: 64}}},
 		{name: "corrupt-wal", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "wal"}, 5 * time.Second}} },
-			after: damagedWALAccepted,
-			known: "the node refuses to start on a log damaged in the middle, naming the log and the offset (issue 29, Deliver 2); the scenario does not yet restart it with --start-despite-corrupt-log and repair it, so the read-backs at ALL cannot reach it"},
+			after: damagedWALAccepted},
 		{name: "corrupt-sst", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "sst"}, 5 * time.Second}} },
 			opts:  Options{ExtraArgs: map[int][]string{1: {"--memtable-size", "16384"}}},
 			known: "the node refuses to start on a corrupt sstable, naming it (the disk failure policy); the scenario has no way yet to bring the node back (a replace or a rebuild from its replicas), so the read-backs at ALL cannot reach it"},
@@ -217,7 +216,7 @@ func TestFaults(t *testing.T) {
 			rep.Log(t)
 			for _, st := range steps {
 				if k, ok := st.Nemesis.(*Corrupt); ok {
-					t.Logf("%s damaged %s; the node runs: %v; its storage log lines: %q", k.Name(), k.Damaged, c.Node(k.Node).Running(), storageLines(c, k.Node, 5))
+					t.Logf("%s damaged %s; the node refused to start: %v; runs now: %v; its storage log lines: %q", k.Name(), k.Damaged, k.Refused, c.Node(k.Node).Running(), storageLines(c, k.Node, 5))
 				}
 			}
 			problems := problems(rep, f)
