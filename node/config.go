@@ -17,6 +17,7 @@ import (
 	"github.com/kvnode/kvnode/frontend/native"
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/partitionlimit"
+	"github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/replica"
 )
 
@@ -63,6 +64,8 @@ type Config struct {
 	Admission admission.Options `yaml:",inline"`
 	// Hints holds the max hint window, the hints kept per replica and the replay's throttle.
 	Hints hints.Options `yaml:",inline"`
+	// Repair holds the automatic repair's settings: on or off, how often, its pace.
+	Repair repair.Options `yaml:",inline"`
 	// Batchlog holds how often and after how long the node replays its batchlog.
 	Batchlog BatchlogOptions `yaml:",inline"`
 	// StreamThroughput bounds the bytes per second a node sends when it streams ranges to
@@ -276,6 +279,7 @@ func (c *Config) EnsureDefaults() *Config {
 	c.Admission.EnsureDefaults()
 	c.Logins.EnsureDefaults()
 	c.Hints.EnsureDefaults()
+	c.Repair.EnsureDefaults()
 	c.Batchlog.EnsureDefaults()
 	if c.StreamThroughput == 0 {
 		c.StreamThroughput = DefaultStreamThroughput
@@ -300,7 +304,7 @@ func (c *Config) Validate() error {
 		return errors.New("node: Config.DataDir (data_dir) is required")
 	}
 	for _, g := range []interface{ Validate() error }{&c.Listen, &c.Security, &c.Cluster, &c.Storage, &c.Limiter,
-		&c.Catalog, &c.Coordinator, &c.Native, &c.Admission, &c.Logins, &c.Hints, &c.Batchlog} {
+		&c.Catalog, &c.Coordinator, &c.Native, &c.Admission, &c.Logins, &c.Hints, &c.Repair, &c.Batchlog} {
 		if err := g.Validate(); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -49,6 +50,10 @@ func (h repairHost) SetRepairedAt(id schema.TableID, at time.Time) error {
 	return h.n.store.SetRepairedAt(id, at)
 }
 
+func (h repairHost) RepairedAt(id schema.TableID) (time.Time, bool, error) {
+	return h.n.store.RepairedAt(id)
+}
+
 func (h repairHost) Purge(ctx context.Context, t *schema.Table, now time.Time) (replica.PurgeStats, error) {
 	return h.n.store.Purge(ctx, t, now)
 }
@@ -91,15 +96,20 @@ func (p antiEntropyPeer) FetchPartitions(ctx context.Context, req *replicapb.Fet
 	return internode.Call[*replicapb.FetchPartitionsResponse](ctx, p.s, p.to, req)
 }
 
-// startRepair creates the node's repair service and starts its periodic purge. Repairs and
-// purges run on the clock that stamps tombstones' local deletion time.
+// autoRepairStateFile, in the data directory, holds the automatic repair's round in progress.
+const autoRepairStateFile = "auto_repair.json"
+
+// startRepair creates the node's repair service and starts its periodic purge and its automatic
+// repair. Repairs and purges run on the clock that stamps tombstones' local deletion time.
 func (n *Node) startRepair() error {
-	r, err := repair.New(repair.Config{Host: repairHost{n}, Logger: n.log, Now: time.Now, WriteTimeout: n.cfg.Coordinator.WriteTimeout})
+	r, err := repair.New(repair.Config{Options: n.cfg.Repair, StateFile: filepath.Join(n.cfg.DataDir, autoRepairStateFile),
+		Host: repairHost{n}, Logger: n.log, Now: time.Now, WriteTimeout: n.cfg.Coordinator.WriteTimeout})
 	if err != nil {
 		return err
 	}
 	n.repair = r
 	r.Start()
+	r.StartAuto()
 	return nil
 }
 

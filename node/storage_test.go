@@ -318,6 +318,15 @@ func TestCorruptLogRefusesToStartThenServesNoReadsUntilRepaired(t *testing.T) {
 	if got := nodeStatus(ctx, t, c.Node(0).Addr())[n3.ID()]; got != "UN" {
 		t.Errorf("kvnode status shows the repaired node as %q, want UN", got)
 	}
+	// kvnode status on it shows when ks.t was last repaired.
+	st, err := kvnodepb.NewAdminClient(dialPlain(t, n3.Addr())).Status(ctx, &kvnodepb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.GetRepairs(); st.GetAutoRepair() != "on" || len(r) != 1 || r[0].GetTable() != "t" || r[0].GetLastRepairedUnixNanos() == 0 ||
+		r[0].GetDueUnixNanos() <= r[0].GetLastRepairedUnixNanos() {
+		t.Errorf("kvnode status's repairs on the repaired node: auto_repair %q, %v; want ks.t repaired, due later", st.GetAutoRepair(), r)
+	}
 	// Its own copy has the writes again: a read at ONE through it now reads it first.
 	for k := range partitions {
 		if res := exec(t, n3c, client.One, fmt.Sprintf("SELECT c FROM ks.t WHERE k = %d", k)); len(res.Rows) != rows {

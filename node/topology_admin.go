@@ -83,6 +83,19 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 			Tokens: uint32(m.NumTokens), LoadBytes: loads[i], Owns: own[m.ID],
 		})
 	}
+	repairs, err := n.repair.AutoStatus()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "reading the repair times: %v", err)
+	}
+	resp.AutoRepair = n.cfg.Repair.AutoRepair
+	for _, r := range repairs {
+		tr := &kvnodepb.TableRepairStatus{Keyspace: r.Keyspace, Table: r.Table, DueUnixNanos: r.Due.UnixNano(),
+			RangesDone: uint32(r.Done), RangesTotal: uint32(r.Total)}
+		if !r.LastRepaired.IsZero() {
+			tr.LastRepairedUnixNanos = r.LastRepaired.UnixNano()
+		}
+		resp.Repairs = append(resp.Repairs, tr)
+	}
 	return resp, nil
 }
 

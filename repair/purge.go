@@ -54,11 +54,13 @@ func (s *Service) Start() {
 	s.purger = loop.Start(loop.Options{Every: PurgeInterval, Delay: true}, s.purgeAll)
 }
 
-// Stop ends the periodic purge (a pass in progress stops at its next partition) and waits for
-// it. It may be called on a nil or unstarted Service.
+// Stop ends the periodic purge (a pass in progress stops at its next partition) and the
+// automatic repair (at its range in progress, which a restart does again), and waits for them.
+// It may be called on a nil or unstarted Service.
 func (s *Service) Stop() {
 	if s == nil {
 		return
 	}
+	s.auto.Stop()
 	s.purger.Stop()
 }

@@ -53,6 +53,8 @@ type Host interface {
 	// SetRepairedAt records in the local store that every range of table id was repaired by a
 	// repair that started at at.
 	SetRepairedAt(id schema.TableID, at time.Time) error
+	// RepairedAt returns what SetRepairedAt recorded last for table id; false when nothing.
+	RepairedAt(id schema.TableID) (time.Time, bool, error)
 	// Purge runs one purge pass over the local store's table t at now.
 	Purge(ctx context.Context, t *schema.Table, now time.Time) (replica.PurgeStats, error)
 }
@@ -116,10 +118,14 @@ type TableResult struct {
 	Errors []error
 }
 
-// Config configures New: what the node wires in (repair has no operator settings of its own;
-// its writes share the node's stream_throughput through Host.Throttle). Host and WriteTimeout
-// are required; the zero value of every other field means its default.
+// Config configures New: the operator's Options and what the node wires in (repair's writes
+// share the node's stream_throughput through Host.Throttle). Host and WriteTimeout are
+// required; the zero value of every other field means its default.
 type Config struct {
+	Options
+	// StateFile holds the automatic repair's round in progress, so that a restarted node
+	// resumes it (auto.go). Empty keeps it in memory.
+	StateFile string
 	// Host is the node. Required.
 	Host Host
 	// Logger receives the purge's log, and the repair's with component=repair. Nil discards
@@ -140,18 +146,34 @@ type Service struct {
 	purgeLog *slog.Logger
 	now      func() time.Time
 	timeout  time.Duration
-	// running is held for the whole of a repair: one at a time per node.
-	running sync.Mutex
-	purger  *loop.Loop
+	// running is held for the whole of a manual repair, and for each range of the automatic
+	// one (autoHolding then): one at a time per node.
+	running     sync.Mutex
+	autoHolding atomic.Bool
+	purger      *loop.Loop
+
+	// The automatic repair (auto.go). retryAt is its round's own.
+	opts       Options
+	stateFile  string
+	auto       *loop.Loop
+	retryAt    map[schema.TableID]time.Time
+	autoMem    *autoState // the saved round without a StateFile
+	autoMu     sync.Mutex // guards autoCur and autoTotal
+	autoCur    *autoState
+	autoTotal  int
+	autoOK     atomic.Uint64
+	autoFailed atomic.Uint64
 
 	rangesOK, rangesFailed, leavesMismatched, streamed, streamedBytes atomic.Uint64
 	pending, active                                                   atomic.Int64
 
 	rangesDesc, leavesDesc, streamedDesc, bytesDesc, pendingDesc, activeDesc *prometheus.Desc
+	autoRangesDesc, autoPendingDesc, lastRepairedDesc                        *prometheus.Desc
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns c.
 func (c *Config) EnsureDefaults() *Config {
+	c.Options.EnsureDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,7 +191,7 @@ func (c *Config) Validate() error {
 	case c.WriteTimeout <= 0:
 		return fmt.Errorf("repair: Config.WriteTimeout is %v, want a positive duration", c.WriteTimeout)
 	}
-	return nil
+	return c.Options.Validate()
 }
 
 // New returns a repair service over cfg.Host, its periodic purge not yet started.
@@ -179,6 +201,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{
 		host: cfg.Host, log: cfg.Logger.With("component", "repair"), purgeLog: cfg.Logger, now: cfg.Now, timeout: cfg.WriteTimeout,
+		opts: cfg.Options, stateFile: cfg.StateFile, retryAt: map[schema.TableID]time.Time{},
 		rangesDesc: prometheus.NewDesc("kvnode_repair_ranges_total",
 			"Token ranges of tables this node repaired (kvnode repair), by result: ok, or failed (a replica down or failing).", []string{"result"}, nil),
 		leavesDesc: prometheus.NewDesc("kvnode_repair_leaves_mismatched_total",
@@ -191,12 +214,20 @@ func New(cfg Config) (*Service, error) {
 			"Token ranges the repair running on this node has still to compare (0 when none runs).", nil, nil),
 		activeDesc: prometheus.NewDesc("kvnode_repair_running",
 			"1 while a repair runs on this node.", nil, nil),
+		autoRangesDesc: prometheus.NewDesc("kvnode_auto_repair_ranges_total",
+			"Token ranges of tables this node's automatic repair repaired, by result: ok, or failed (a replica down or failing).", []string{"result"}, nil),
+		autoPendingDesc: prometheus.NewDesc("kvnode_auto_repair_ranges_pending",
+			"Token ranges the automatic repair's round in progress has still to repair (0 between rounds).", nil, nil),
+		lastRepairedDesc: prometheus.NewDesc("kvnode_repair_last_completed_timestamp_seconds",
+			"When the last complete repair of a table on this node started (by kvnode repair or the automatic repair), in seconds since the Unix epoch; its tombstones and expired data older than that and than gc_grace_seconds may be purged. Absent for a table never repaired.",
+			[]string{"keyspace", "table"}, nil),
 	}, nil
 }
 
 // Describe implements prometheus.Collector.
 func (s *Service) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.rangesDesc, s.leavesDesc, s.streamedDesc, s.bytesDesc, s.pendingDesc, s.activeDesc} {
+	for _, d := range []*prometheus.Desc{s.rangesDesc, s.leavesDesc, s.streamedDesc, s.bytesDesc, s.pendingDesc, s.activeDesc,
+		s.autoRangesDesc, s.autoPendingDesc, s.lastRepairedDesc} {
 		ch <- d
 	}
 }
@@ -210,14 +241,32 @@ func (s *Service) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(s.bytesDesc, prometheus.CounterValue, float64(s.streamedBytes.Load()))
 	ch <- prometheus.MustNewConstMetric(s.pendingDesc, prometheus.GaugeValue, float64(s.pending.Load()))
 	ch <- prometheus.MustNewConstMetric(s.activeDesc, prometheus.GaugeValue, float64(s.active.Load()))
+	ch <- prometheus.MustNewConstMetric(s.autoRangesDesc, prometheus.CounterValue, float64(s.autoOK.Load()), "ok")
+	ch <- prometheus.MustNewConstMetric(s.autoRangesDesc, prometheus.CounterValue, float64(s.autoFailed.Load()), "failed")
+	s.autoMu.Lock()
+	pending := 0
+	if s.autoCur != nil {
+		pending = s.autoTotal - s.autoCur.Done
+	}
+	s.autoMu.Unlock()
+	ch <- prometheus.MustNewConstMetric(s.autoPendingDesc, prometheus.GaugeValue, float64(pending))
+	sc := s.host.Schema()
+	for _, k := range sc.Keyspaces() {
+		for _, t := range sc.Tables(k.Name) {
+			if at, ok, err := s.host.RepairedAt(t.ID); err == nil && ok {
+				ch <- prometheus.MustNewConstMetric(s.lastRepairedDesc, prometheus.GaugeValue, float64(at.UnixNano())/1e9, t.Keyspace, t.Name)
+			}
+		}
+	}
 }
 
 // Repair repairs every range this node replicates of each target, one table after another,
 // and returns what it did per table. A failed range fails neither the table nor the repair: it
-// is in its table's result. Repair fails with ErrRunning when another repair runs, and with
-// ctx's error, after the tables done so far, when ctx ends.
+// is in its table's result. Repair fails with ErrRunning when another repair asked for runs
+// (the automatic repair instead waits for it, after its range in progress), and with ctx's
+// error, after the tables done so far, when ctx ends.
 func (s *Service) Repair(ctx context.Context, targets []Target) ([]TableResult, error) {
-	if !s.running.TryLock() {
+	if !s.lockManual() {
 		return nil, ErrRunning
 	}
 	defer s.running.Unlock()

@@ -290,6 +290,10 @@ func (h testHost) SetRepairedAt(id schema.TableID, at time.Time) error {
 	return h.c.stores[h.self].SetRepairedAt(id, at)
 }
 
+func (h testHost) RepairedAt(id schema.TableID) (time.Time, bool, error) {
+	return h.c.stores[h.self].RepairedAt(id)
+}
+
 func (h testHost) Purge(ctx context.Context, t *schema.Table, now time.Time) (replica.PurgeStats, error) {
 	h.c.mu.Lock()
 	h.c.purged = append(h.c.purged, string(h.self)+":"+t.QualifiedName())

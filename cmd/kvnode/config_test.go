@@ -18,6 +18,7 @@ import (
 	"github.com/kvnode/kvnode/frontend/loginguard"
 	"github.com/kvnode/kvnode/hints"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -174,6 +175,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in.Logins = loginguard.Options{Threshold: 3, Delay: 2 * time.Second, MaxDelay: time.Minute, HalfLife: time.Hour,
 		MaxWaitingPerHost: 2, MaxWaiting: 7, MaxEntries: 4096, LogInterval: 5 * time.Second, LogLinesPerSecond: 3}
 	in.Hints = hints.Options{Window: time.Minute, MaxBytes: 17, Throttle: 19}
+	in.Repair = repair.Options{AutoRepair: repair.AutoRepairOff, AutoRepairInterval: 3 * time.Hour, AutoRepairPause: 5 * time.Second, AutoRepairRetry: 7 * time.Minute}
 	in.Batchlog = node.BatchlogOptions{ReplayInterval: 3 * time.Second, ReplayAge: 7 * time.Second}
 	in.StreamThroughput, in.ShutdownGrace = 1<<20, 2*time.Second
 	in.Authenticator, in.SuperuserPasswordFile = node.AuthenticatorPassword, "/etc/kvnode/superuser-password"

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/proto/kvnodepb"
 	"github.com/kvnode/kvnode/tool/cliflags"
 )
@@ -65,7 +66,20 @@ func adminCall(ctx context.Context, f adminFlags, fn func(context.Context, kvnod
 
 // statusJSON is kvnode status --json's output.
 type statusJSON struct {
-	Nodes []statusNodeJSON `json:"nodes"`
+	Nodes      []statusNodeJSON   `json:"nodes"`
+	AutoRepair string             `json:"auto_repair"`
+	Repairs    []statusRepairJSON `json:"repairs"`
+}
+
+// statusRepairJSON is the serving node's repair state of one table; times are RFC 3339, and
+// last_repaired is empty when no repair completed.
+type statusRepairJSON struct {
+	Keyspace     string `json:"keyspace"`
+	Table        string `json:"table"`
+	LastRepaired string `json:"last_repaired"`
+	Due          string `json:"due"`
+	RangesDone   uint32 `json:"ranges_done"`
+	RangesTotal  uint32 `json:"ranges_total"`
 }
 
 type statusNodeJSON struct {
@@ -130,7 +144,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		resp, _, err = fetchStatus(ctx, c.adminFlags)
 	}
 	if resp != nil {
-		if perr := printStatus(resp, c.json, stdout); err == nil {
+		if perr := printStatus(resp, c.json, time.Now(), stdout); err == nil {
 			err = perr
 		}
 	}
@@ -225,13 +239,21 @@ func notUpYet(err error) bool {
 	return ok && (s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded)
 }
 
-// printStatus prints resp as a table, or as JSON.
-func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, stdout io.Writer) error {
+// printStatus prints resp as a table, or as JSON; now tells which tables are due for repair.
+func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, now time.Time, stdout io.Writer) error {
 	if asJSON {
-		out := statusJSON{Nodes: []statusNodeJSON{}}
+		out := statusJSON{Nodes: []statusNodeJSON{}, AutoRepair: resp.GetAutoRepair(), Repairs: []statusRepairJSON{}}
 		for _, n := range resp.GetNodes() {
 			out.Nodes = append(out.Nodes, statusNodeJSON{HostID: n.GetHostId(), Address: n.GetAddress(), State: n.GetState(),
 				Tokens: n.GetTokens(), LoadBytes: n.GetLoadBytes(), Owns: n.GetOwns()})
+		}
+		for _, r := range resp.GetRepairs() {
+			rj := statusRepairJSON{Keyspace: r.GetKeyspace(), Table: r.GetTable(), RangesDone: r.GetRangesDone(), RangesTotal: r.GetRangesTotal(),
+				Due: time.Unix(0, r.GetDueUnixNanos()).UTC().Format(time.RFC3339)}
+			if at := r.GetLastRepairedUnixNanos(); at != 0 {
+				rj.LastRepaired = time.Unix(0, at).UTC().Format(time.RFC3339)
+			}
+			out.Repairs = append(out.Repairs, rj)
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -250,8 +272,34 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, stdout io.Writer) e
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(stdout, "Owns (effective): the share of the ring each node replicates, at the largest replication factor (RF 3 on 3 nodes: 100% each)")
-	return err
+	if _, err := fmt.Fprintln(stdout, "Owns (effective): the share of the ring each node replicates, at the largest replication factor (RF 3 on 3 nodes: 100% each)"); err != nil {
+		return err
+	}
+	if len(resp.GetRepairs()) == 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "\nRepairs of this node (auto_repair: %s)\n", resp.GetAutoRepair())
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Table\tLast complete repair\tNext automatic repair\tIn progress")
+	for _, r := range resp.GetRepairs() {
+		last := "never"
+		if at := r.GetLastRepairedUnixNanos(); at != 0 {
+			last = time.Unix(0, at).UTC().Format("2006-01-02 15:04:05 UTC")
+		}
+		next := "due"
+		switch due := time.Unix(0, r.GetDueUnixNanos()); {
+		case resp.GetAutoRepair() == "off":
+			next = "-"
+		case due.After(now):
+			next = due.UTC().Format("2006-01-02 15:04:05 UTC")
+		}
+		progress := "-"
+		if r.GetRangesTotal() > 0 {
+			progress = fmt.Sprintf("%d/%d ranges", r.GetRangesDone(), r.GetRangesTotal())
+		}
+		fmt.Fprintf(tw, "%s.%s\t%s\t%s\t%s\n", cql.QuoteIdent(r.GetKeyspace()), cql.QuoteIdent(r.GetTable()), last, next, progress)
+	}
+	return tw.Flush()
 }
 
 func humanBytes(b int64) string {

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -125,5 +128,44 @@ func TestStatusLabelsEffectiveOwnership(t *testing.T) {
 	if !strings.Contains(out, "Owns (effective)  Host ID\n") || strings.Count(out, "100.0%") != 3 ||
 		!strings.Contains(out, "(RF 3 on 3 nodes: 100% each)") {
 		t.Errorf("status printed\n%s\nwant the column Owns (effective) and a note on what it counts", out)
+	}
+}
+
+// TestStatusPrintsRepairs: the table of the node's repairs says when each table was last
+// repaired, whether it is due, and the automatic repair's progress; --json carries the same.
+func TestStatusPrintsRepairs(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	resp := &kvnodepb.StatusResponse{AutoRepair: "on", Repairs: []*kvnodepb.TableRepairStatus{
+		{Keyspace: "ks", Table: "a", DueUnixNanos: now.Add(-time.Hour).UnixNano()},
+		{Keyspace: "ks", Table: "b", LastRepairedUnixNanos: now.Add(-time.Hour).UnixNano(), DueUnixNanos: now.Add(23 * time.Hour).UnixNano(),
+			RangesDone: 12, RangesTotal: 256},
+	}}
+	var out bytes.Buffer
+	if err := printStatus(resp, false, now, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Repairs of this node (auto_repair: on)\n",
+		"ks.a   never                    due                      -\n",
+		"ks.b   2026-11-29 11:00:00 UTC  2026-11-30 11:00:00 UTC  12/256 ranges\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status printed\n%s\nwant a line %q", out.String(), want)
+		}
+	}
+	out.Reset()
+	if err := printStatus(resp, true, now, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got statusJSON
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []statusRepairJSON{
+		{Keyspace: "ks", Table: "a", Due: "2026-11-29T11:00:00Z"},
+		{Keyspace: "ks", Table: "b", LastRepaired: "2026-11-29T11:00:00Z", Due: "2026-11-30T11:00:00Z", RangesDone: 12, RangesTotal: 256},
+	}
+	if got.AutoRepair != "on" || !slices.Equal(got.Repairs, want) {
+		t.Errorf("status --json: auto_repair %q, repairs %+v; want on, %+v", got.AutoRepair, got.Repairs, want)
 	}
 }

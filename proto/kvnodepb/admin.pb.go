@@ -150,16 +150,110 @@ func (x *NodeStatus) GetOwns() float64 {
 	return 0
 }
 
+// TableRepairStatus is the serving node's repair state of one table.
+type TableRepairStatus struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// When the last complete repair of the table on the serving node started (kvnode repair or the
+	// automatic repair); 0 when none completed.
+	LastRepairedUnixNanos int64 `protobuf:"varint,3,opt,name=last_repaired_unix_nanos,json=lastRepairedUnixNanos,proto3" json:"last_repaired_unix_nanos,omitempty"`
+	// When the automatic repair is to repair the table next.
+	DueUnixNanos int64 `protobuf:"varint,4,opt,name=due_unix_nanos,json=dueUnixNanos,proto3" json:"due_unix_nanos,omitempty"`
+	// The automatic repair's round in progress for the table: ranges done of ranges_total; both 0
+	// when none runs.
+	RangesDone    uint32 `protobuf:"varint,5,opt,name=ranges_done,json=rangesDone,proto3" json:"ranges_done,omitempty"`
+	RangesTotal   uint32 `protobuf:"varint,6,opt,name=ranges_total,json=rangesTotal,proto3" json:"ranges_total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableRepairStatus) Reset() {
+	*x = TableRepairStatus{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableRepairStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableRepairStatus) ProtoMessage() {}
+
+func (x *TableRepairStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableRepairStatus.ProtoReflect.Descriptor instead.
+func (*TableRepairStatus) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TableRepairStatus) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *TableRepairStatus) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *TableRepairStatus) GetLastRepairedUnixNanos() int64 {
+	if x != nil {
+		return x.LastRepairedUnixNanos
+	}
+	return 0
+}
+
+func (x *TableRepairStatus) GetDueUnixNanos() int64 {
+	if x != nil {
+		return x.DueUnixNanos
+	}
+	return 0
+}
+
+func (x *TableRepairStatus) GetRangesDone() uint32 {
+	if x != nil {
+		return x.RangesDone
+	}
+	return 0
+}
+
+func (x *TableRepairStatus) GetRangesTotal() uint32 {
+	if x != nil {
+		return x.RangesTotal
+	}
+	return 0
+}
+
 type StatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Nodes         []*NodeStatus          `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Nodes []*NodeStatus          `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The serving node's repair state of every table of the schema.
+	Repairs []*TableRepairStatus `protobuf:"bytes,2,rep,name=repairs,proto3" json:"repairs,omitempty"`
+	// The serving node's auto_repair setting: "on" or "off".
+	AutoRepair    string `protobuf:"bytes,3,opt,name=auto_repair,json=autoRepair,proto3" json:"auto_repair,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -171,7 +265,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -184,7 +278,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StatusResponse) GetNodes() []*NodeStatus {
@@ -192,6 +286,20 @@ func (x *StatusResponse) GetNodes() []*NodeStatus {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetRepairs() []*TableRepairStatus {
+	if x != nil {
+		return x.Repairs
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetAutoRepair() string {
+	if x != nil {
+		return x.AutoRepair
+	}
+	return ""
 }
 
 type DecommissionRequest struct {
@@ -202,7 +310,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -214,7 +322,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -227,7 +335,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 type DecommissionResponse struct {
@@ -239,7 +347,7 @@ type DecommissionResponse struct {
 
 func (x *DecommissionResponse) Reset() {
 	*x = DecommissionResponse{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -251,7 +359,7 @@ func (x *DecommissionResponse) String() string {
 func (*DecommissionResponse) ProtoMessage() {}
 
 func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -264,7 +372,7 @@ func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionResponse.ProtoReflect.Descriptor instead.
 func (*DecommissionResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DecommissionResponse) GetEntriesStreamed() uint64 {
@@ -283,7 +391,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +403,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +416,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RemoveNodeRequest) GetHostId() string {
@@ -327,7 +435,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +447,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +460,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RemoveNodeResponse) GetEntriesStreamed() uint64 {
@@ -370,7 +478,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +490,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +503,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 type CleanupResponse struct {
@@ -409,7 +517,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +529,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +542,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CleanupResponse) GetTables() uint32 {
@@ -465,9 +573,20 @@ const file_admin_proto_rawDesc = "" +
 	"\x06tokens\x18\x04 \x01(\rR\x06tokens\x12\x1d\n" +
 	"\n" +
 	"load_bytes\x18\x05 \x01(\x03R\tloadBytes\x12\x12\n" +
-	"\x04owns\x18\x06 \x01(\x01R\x04owns\"=\n" +
+	"\x04owns\x18\x06 \x01(\x01R\x04owns\"\xe8\x01\n" +
+	"\x11TableRepairStatus\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x127\n" +
+	"\x18last_repaired_unix_nanos\x18\x03 \x01(\x03R\x15lastRepairedUnixNanos\x12$\n" +
+	"\x0edue_unix_nanos\x18\x04 \x01(\x03R\fdueUnixNanos\x12\x1f\n" +
+	"\vranges_done\x18\x05 \x01(\rR\n" +
+	"rangesDone\x12!\n" +
+	"\franges_total\x18\x06 \x01(\rR\vrangesTotal\"\x96\x01\n" +
 	"\x0eStatusResponse\x12+\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x15.kvnode.v1.NodeStatusR\x05nodes\"\x15\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x15.kvnode.v1.NodeStatusR\x05nodes\x126\n" +
+	"\arepairs\x18\x02 \x03(\v2\x1c.kvnode.v1.TableRepairStatusR\arepairs\x12\x1f\n" +
+	"\vauto_repair\x18\x03 \x01(\tR\n" +
+	"autoRepair\"\x15\n" +
 	"\x13DecommissionRequest\"A\n" +
 	"\x14DecommissionResponse\x12)\n" +
 	"\x10entries_streamed\x18\x01 \x01(\x04R\x0fentriesStreamed\",\n" +
@@ -498,33 +617,35 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),        // 0: kvnode.v1.StatusRequest
 	(*NodeStatus)(nil),           // 1: kvnode.v1.NodeStatus
-	(*StatusResponse)(nil),       // 2: kvnode.v1.StatusResponse
-	(*DecommissionRequest)(nil),  // 3: kvnode.v1.DecommissionRequest
-	(*DecommissionResponse)(nil), // 4: kvnode.v1.DecommissionResponse
-	(*RemoveNodeRequest)(nil),    // 5: kvnode.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),   // 6: kvnode.v1.RemoveNodeResponse
-	(*CleanupRequest)(nil),       // 7: kvnode.v1.CleanupRequest
-	(*CleanupResponse)(nil),      // 8: kvnode.v1.CleanupResponse
+	(*TableRepairStatus)(nil),    // 2: kvnode.v1.TableRepairStatus
+	(*StatusResponse)(nil),       // 3: kvnode.v1.StatusResponse
+	(*DecommissionRequest)(nil),  // 4: kvnode.v1.DecommissionRequest
+	(*DecommissionResponse)(nil), // 5: kvnode.v1.DecommissionResponse
+	(*RemoveNodeRequest)(nil),    // 6: kvnode.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),   // 7: kvnode.v1.RemoveNodeResponse
+	(*CleanupRequest)(nil),       // 8: kvnode.v1.CleanupRequest
+	(*CleanupResponse)(nil),      // 9: kvnode.v1.CleanupResponse
 }
 var file_admin_proto_depIdxs = []int32{
 	1, // 0: kvnode.v1.StatusResponse.nodes:type_name -> kvnode.v1.NodeStatus
-	0, // 1: kvnode.v1.Admin.Status:input_type -> kvnode.v1.StatusRequest
-	3, // 2: kvnode.v1.Admin.Decommission:input_type -> kvnode.v1.DecommissionRequest
-	5, // 3: kvnode.v1.Admin.RemoveNode:input_type -> kvnode.v1.RemoveNodeRequest
-	7, // 4: kvnode.v1.Admin.Cleanup:input_type -> kvnode.v1.CleanupRequest
-	2, // 5: kvnode.v1.Admin.Status:output_type -> kvnode.v1.StatusResponse
-	4, // 6: kvnode.v1.Admin.Decommission:output_type -> kvnode.v1.DecommissionResponse
-	6, // 7: kvnode.v1.Admin.RemoveNode:output_type -> kvnode.v1.RemoveNodeResponse
-	8, // 8: kvnode.v1.Admin.Cleanup:output_type -> kvnode.v1.CleanupResponse
-	5, // [5:9] is the sub-list for method output_type
-	1, // [1:5] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	2, // 1: kvnode.v1.StatusResponse.repairs:type_name -> kvnode.v1.TableRepairStatus
+	0, // 2: kvnode.v1.Admin.Status:input_type -> kvnode.v1.StatusRequest
+	4, // 3: kvnode.v1.Admin.Decommission:input_type -> kvnode.v1.DecommissionRequest
+	6, // 4: kvnode.v1.Admin.RemoveNode:input_type -> kvnode.v1.RemoveNodeRequest
+	8, // 5: kvnode.v1.Admin.Cleanup:input_type -> kvnode.v1.CleanupRequest
+	3, // 6: kvnode.v1.Admin.Status:output_type -> kvnode.v1.StatusResponse
+	5, // 7: kvnode.v1.Admin.Decommission:output_type -> kvnode.v1.DecommissionResponse
+	7, // 8: kvnode.v1.Admin.RemoveNode:output_type -> kvnode.v1.RemoveNodeResponse
+	9, // 9: kvnode.v1.Admin.Cleanup:output_type -> kvnode.v1.CleanupResponse
+	6, // [6:10] is the sub-list for method output_type
+	2, // [2:6] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -538,7 +659,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
