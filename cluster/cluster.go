@@ -325,6 +325,18 @@ func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error
 		if c.cfg.Tune != nil {
 			c.cfg.Tune(mc)
 		}
+		if c.cfg.GossipDelay > 0 {
+			t, err := newDelayTransport(mc, c.cfg.GossipDelay)
+			if err != nil {
+				return nil, err
+			}
+			mc.Transport = t
+			ml, err := memberlist.Create(mc)
+			if err != nil {
+				t.Shutdown()
+			}
+			return ml, err
+		}
 		return memberlist.Create(mc)
 	}
 

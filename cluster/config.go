@@ -264,6 +264,10 @@ type Config struct {
 	// are applied, for knobs the profiles do not cover. It must not change Name, Delegate, Events,
 	// Alive, Ping, Logger or LogOutput.
 	Tune func(*memberlist.Config)
+	// GossipDelay, when positive, delays every gossip packet this node sends and every gossip
+	// stream it opens by that much (a memberlist Transport wrapper): for fault tests of slow
+	// gossip links only.
+	GossipDelay time.Duration
 	// Logger receives the cluster's and memberlist's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Schema is the node's schema store.

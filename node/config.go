@@ -197,6 +197,16 @@ type TestingKnobs struct {
 	// Exit, if set, replaces os.Exit where the node ends the process (disk_failure_policy
 	// die); the node goes on when it returns.
 	Exit func(code int)
+	// GossipDelay, when positive, delays every gossip packet and stream the node sends
+	// (cluster.Config.GossipDelay): fault tests of slow gossip links.
+	GossipDelay time.Duration
+}
+
+func (k *TestingKnobs) gossipDelay() time.Duration {
+	if k == nil {
+		return 0
+	}
+	return k.GossipDelay
 }
 
 func (k *TestingKnobs) beforeRemoval() {

@@ -32,13 +32,19 @@ type serveConfig struct {
 	// timestamps and deadlines) by a fixed amount: --testing-clock-offset, hidden from the
 	// usual help, for tests and demonstrations of clock skew. Never in the file.
 	TestingClockOffset time.Duration `yaml:"-"`
+	// TestingGossipDelay delays every gossip packet and stream this node sends
+	// (--testing-gossip-delay, hidden): for fault tests of slow gossip links. Never in the file.
+	TestingGossipDelay time.Duration `yaml:"-"`
 }
+
+// maxTestingGossipDelay bounds --testing-gossip-delay.
+const maxTestingGossipDelay = 10 * time.Second
 
 // maxTestingClockOffset bounds --testing-clock-offset.
 const maxTestingClockOffset = time.Hour
 
 // hiddenServeFlags are serve's flags left out of its usage text.
-var hiddenServeFlags = map[string]bool{"testing-clock-offset": true}
+var hiddenServeFlags = map[string]bool{"testing-clock-offset": true, "testing-gossip-delay": true}
 
 // defaultServeConfig returns the binary's defaults: node.Config's, with a data directory and the
 // metrics endpoint on.
@@ -55,6 +61,12 @@ func (c serveConfig) nodeConfig() node.Config {
 	cfg.Storage.NoSync = !c.Sync
 	if off := c.TestingClockOffset; off != 0 {
 		cfg.Testing = &node.TestingKnobs{Now: func() time.Time { return time.Now().Add(off) }}
+	}
+	if d := c.TestingGossipDelay; d > 0 {
+		if cfg.Testing == nil {
+			cfg.Testing = &node.TestingKnobs{}
+		}
+		cfg.Testing.GossipDelay = d
 	}
 	return cfg
 }
@@ -138,6 +150,7 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.SuperuserPasswordFile, "superuser-password-file", c.SuperuserPasswordFile, "with --authenticator password: file holding the initial password of the superuser role admin")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.TestingClockOffset, "testing-clock-offset", c.TestingClockOffset, "for tests: shift this node's clock by this much (e.g. -500ms)")
+	fs.DurationVar(&c.TestingGossipDelay, "testing-gossip-delay", c.TestingGossipDelay, "for tests: delay every gossip packet and stream this node sends by this much (e.g. 200ms)")
 }
 
 // serveUsageText heads serve's usage, before its flags.
@@ -196,6 +209,9 @@ func parseServeFlags(args []string, help io.Writer) (serveConfig, error) {
 	}
 	if off := cfg.TestingClockOffset; off > maxTestingClockOffset || off < -maxTestingClockOffset {
 		return cfg, fmt.Errorf("serve: --testing-clock-offset %v is outside ±%v", off, maxTestingClockOffset)
+	}
+	if d := cfg.TestingGossipDelay; d < 0 || d > maxTestingGossipDelay {
+		return cfg, fmt.Errorf("serve: --testing-gossip-delay %v is outside 0 to %v", d, maxTestingGossipDelay)
 	}
 	// Zero means the default, as in node.Config.
 	cfg.Config.EnsureDefaults()

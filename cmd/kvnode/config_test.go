@@ -248,6 +248,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"extra"}, `"extra"`},
 		{[]string{"--testing-clock-offset", "2h"}, "--testing-clock-offset 2h0m0s is outside ±1h0m0s"},
 		{[]string{"--testing-clock-offset", "later"}, "later"},
+		{[]string{"--testing-gossip-delay", "1m"}, "--testing-gossip-delay 1m0s is outside 0 to 10s"},
 	} {
 		_, err := parseServeFlags(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -263,8 +264,8 @@ func TestTestingClockOffset(t *testing.T) {
 	if _, err := parseServeFlags([]string{"--help"}, &usage); err == nil {
 		t.Fatal("parseServeFlags(--help) succeeded, want flag.ErrHelp")
 	}
-	if strings.Contains(usage.String(), "testing-clock-offset") || !strings.Contains(usage.String(), "-limiter-capacity") {
-		t.Errorf("serve's usage text lists --testing-clock-offset or lacks the other flags:\n%s", usage.String())
+	if strings.Contains(usage.String(), "testing-") || !strings.Contains(usage.String(), "-limiter-capacity") {
+		t.Errorf("serve's usage text lists a --testing-* flag or lacks the other flags:\n%s", usage.String())
 	}
 	cfg, err := parseServeFlags([]string{"--testing-clock-offset", "-500ms"}, io.Discard)
 	if err != nil {
@@ -279,5 +280,12 @@ func TestTestingClockOffset(t *testing.T) {
 	}
 	if cfg, _ := parseServeFlags(nil, io.Discard); cfg.nodeConfig().Testing != nil {
 		t.Error("without --testing-clock-offset the node has testing knobs, want none")
+	}
+	cfg, err = parseServeFlags([]string{"--testing-gossip-delay", "200ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc := cfg.nodeConfig(); nc.Testing == nil || nc.Testing.GossipDelay != 200*time.Millisecond || nc.Testing.Now != nil {
+		t.Errorf("--testing-gossip-delay 200ms gives the testing knobs %+v, want a gossip delay of 200ms alone", nc.Testing)
 	}
 }

@@ -258,33 +258,60 @@ type ClockOffset struct {
 	Offset time.Duration
 }
 
-const clockFlag = "--testing-clock-offset="
-
 func (o ClockOffset) Name() string { return fmt.Sprintf("clock %+v n%d", o.Offset, o.Node+1) }
 
 func (o ClockOffset) Start(_ context.Context, c *Cluster) error {
-	n := c.Node(o.Node)
-	if err := stopNode(n); err != nil {
-		return err
-	}
-	n.ExtraArgs = append(withoutClock(n.ExtraArgs), clockFlag+o.Offset.String())
-	return n.Start()
+	return restartWith(c.Node(o.Node), "--testing-clock-offset=", o.Offset.String())
 }
 
 func (o ClockOffset) Heal(_ context.Context, c *Cluster) error {
-	n := c.Node(o.Node)
-	if !slices.ContainsFunc(n.ExtraArgs, func(a string) bool { return strings.HasPrefix(a, clockFlag) }) {
+	return restartWithout(c.Node(o.Node), "--testing-clock-offset=")
+}
+
+// GossipDelay restarts a node with every gossip packet and stream it sends delayed by D (serve's
+// hidden --testing-gossip-delay, a memberlist Transport wrapper: cluster/gossipdelay.go); Heal
+// restarts it without. Gossip is UDP and TCP on its own port, so the internode delay proxy does
+// not reach it.
+type GossipDelay struct {
+	Node int
+	D    time.Duration
+}
+
+func (g GossipDelay) Name() string { return fmt.Sprintf("gossip delay %v n%d", g.D, g.Node+1) }
+
+func (g GossipDelay) Start(_ context.Context, c *Cluster) error {
+	return restartWith(c.Node(g.Node), "--testing-gossip-delay=", g.D.String())
+}
+
+func (g GossipDelay) Heal(_ context.Context, c *Cluster) error {
+	return restartWithout(c.Node(g.Node), "--testing-gossip-delay=")
+}
+
+// restartWith restarts n (SIGTERM, then the same data directory) with the serve flag flag (a
+// "--name=" prefix) set to value.
+func restartWith(n *proc.Node, flag, value string) error {
+	if err := stopNode(n); err != nil {
+		return err
+	}
+	n.ExtraArgs = append(without(n.ExtraArgs, flag), flag+value)
+	return n.Start()
+}
+
+// restartWithout restarts n without the serve flag flag, if it has it; it makes sure n runs.
+func restartWithout(n *proc.Node, flag string) error {
+	if !slices.ContainsFunc(n.ExtraArgs, func(a string) bool { return strings.HasPrefix(a, flag) }) {
 		return ensureRunning(n)
 	}
 	if err := stopNode(n); err != nil {
 		return err
 	}
-	n.ExtraArgs = withoutClock(n.ExtraArgs)
+	n.ExtraArgs = without(n.ExtraArgs, flag)
 	return n.Start()
 }
 
-func withoutClock(args []string) []string {
-	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, clockFlag) })
+// without returns args less those that start with flag.
+func without(args []string, flag string) []string {
+	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, flag) })
 }
 
 // DiskFull fills the filesystem of a node's data directory (a tmpfs: Options.TmpfsMiB) with a
