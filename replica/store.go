@@ -652,7 +652,7 @@ type rowReader struct {
 	partDel   int64
 	cover     []coverFragment // the range tombstones over the read
 	resp      *replicapb.ReadResponse
-	rowsStart int // offset of the clustering key in a row's keys
+	rowsStart int  // offset of the clustering key in a row's keys
 	shadows   bool // t.HasShadows()
 	tc        tombstoneCount
 
