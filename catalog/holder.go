@@ -112,17 +112,18 @@ type Holder struct {
 	now   func() time.Time
 	grace time.Duration
 
-	mu      sync.Mutex // serialises writers
-	cur     atomic.Pointer[schema.Schema]
-	digest  atomic.Pointer[string]
-	changed atomic.Pointer[chan struct{}] // closed at the next publish (SchemaChanged)
-	lastTS  int64                         // the last version timestamp this node gave a change; guarded by mu
-	onDrop  dropHooks
+	mu       sync.Mutex // serialises writers
+	cur      atomic.Pointer[schema.Schema]
+	digest   atomic.Pointer[string]
+	changed  atomic.Pointer[chan struct{}] // closed at the next publish (SchemaChanged)
+	lastTS   int64                         // the last version timestamp this node gave a change; guarded by mu
+	onDrop   dropHooks
+	acceptor *Acceptor
+	limits   schema.Limits
+	system   *schema.Schema
+
 	// onTruncate deletes a truncated table's data (OnTruncate); guarded by mu.
 	onTruncate func(*schema.Table) error
-	acceptor   *Acceptor
-	limits     schema.Limits
-	system     *schema.Schema
 
 	// Set by Start, guarded by mu: nil before.
 	nodeID   string
