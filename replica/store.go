@@ -312,6 +312,11 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			}
 			typ, err := regularType(t, c.Column)
 			if err != nil {
+				if _, dropped := t.DroppedColumn(c.Column); dropped && shadows {
+					// A late write (a hint, a batchlog replay, a coordinator behind on the
+					// schema) of a column dropped since: its cells are gone, the rest stays.
+					continue
+				}
 				return err
 			}
 			if err := checkTimestamp(c.Timestamp); err != nil {

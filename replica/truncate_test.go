@@ -119,3 +119,19 @@ func TestTruncateHidesDeletesAndDiscards(t *testing.T) {
 }
 
 func tsPtr(v int64) *int64 { return &v }
+
+// TestLateWriteOfDroppedColumn: a mutation carrying a column dropped since (a hint written
+// before the drop, say) is applied without that column rather than refused.
+func TestLateWriteOfDroppedColumn(t *testing.T) {
+	s, _ := openMem(t)
+	ts := evolve(t, map[int64]string{100: "ALTER TABLE t DROP w"}, 100)
+	applyTo(t, s, ts[1], mut("a", row(1, "x", "v=1@50", "w=gone@50")))
+	if got, want := readAs(t, s, ts[1], "a"), "(1,x) [v=1@50]"; got != want {
+		t.Errorf("after a late write with the dropped column: %s, want %s", got, want)
+	}
+	m := mut("a", row(1, "x", "nope=1@50"))
+	m.TableId = uint64(ts[1].ID)
+	if err := s.Apply(ts[1], m); err == nil {
+		t.Errorf("a write of a column that never existed was accepted")
+	}
+}

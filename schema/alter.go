@@ -72,6 +72,9 @@ func (t *Table) Shadowed(column string, ts int64) bool {
 // HasShadows reports whether Shadowed can return true for any write.
 func (t *Table) HasShadows() bool { return t.truncatedSet || len(t.droppedCols) > 0 }
 
+// DroppedColumn returns the record of the dropped column name, if it was ever dropped.
+func (t *Table) DroppedColumn(name string) (DroppedColumn, bool) { return t.droppedColumn(name) }
+
 func (t *Table) droppedColumn(name string) (DroppedColumn, bool) {
 	i, ok := slices.BinarySearchFunc(t.droppedCols, name, func(d DroppedColumn, n string) int {
 		switch {
