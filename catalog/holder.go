@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +121,9 @@ type Holder struct {
 	acceptor *Acceptor
 	limits   schema.Limits
 	system   *schema.Schema
+
+	// onTruncate deletes a truncated table's data (OnTruncate); guarded by mu.
+	onTruncate func(*schema.Table) error
 
 	// Set by Start, guarded by mu: nil before.
 	nodeID   string
@@ -241,7 +245,8 @@ func (h *Holder) merge(other *schema.Schema) (bool, error) {
 // installLocked makes next the node's schema: it deletes the data of the tables next drops,
 // persists next, publishes it, then frees the dropped tables' state. h.mu must be held.
 func (h *Holder) installLocked(next *schema.Schema) error {
-	dropped := droppedTables(h.cur.Load(), next)
+	prev := h.cur.Load()
+	dropped := droppedTables(prev, next)
 	if h.onDrop.data != nil {
 		for _, t := range dropped {
 			if err := h.onDrop.data(t.ID); err != nil {
@@ -253,6 +258,16 @@ func (h *Holder) installLocked(next *schema.Schema) error {
 		return err
 	}
 	h.publish(next)
+	// The new schema hides the truncated data from readers already (schema.Table.Shadowed);
+	// deleting it now frees its space.
+	var truncErr error
+	if h.onTruncate != nil {
+		for _, t := range truncatedTables(prev, next) {
+			if err := h.onTruncate(t); err != nil && truncErr == nil {
+				truncErr = fmt.Errorf("catalog: delete the data of truncated table %s: %w", t.QualifiedName(), err)
+			}
+		}
+	}
 	for _, t := range dropped {
 		for _, f := range h.onDrop.forget {
 			f(t)
@@ -262,7 +277,39 @@ func (h *Holder) installLocked(next *schema.Schema) error {
 			_ = h.onDrop.data(t.ID)
 		}
 	}
-	return nil
+	return truncErr
+}
+
+// truncatedTables returns the tables of next truncated since cur: the same table (by id)
+// with a later truncation.
+func truncatedTables(cur, next *schema.Schema) []*schema.Table {
+	var out []*schema.Table
+	for _, t := range next.Tables("") {
+		at, ok := t.TruncatedAt()
+		if !ok {
+			continue
+		}
+		old, had := cur.TableByID(t.ID)
+		if !had {
+			// A table this node learns of already truncated: its data, if any, is hidden; a
+			// purge reclaims it.
+			continue
+		}
+		if oldAt, was := old.TruncatedAt(); !was || oldAt < at {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// OnTruncate installs what deletes a truncated table's data, whichever way the node learns of
+// the TRUNCATE; it runs under the holder's lock once the schema that records the truncation is
+// published (so readers already ignore that data), with the truncated table. An error is
+// reported to whoever installed the schema; the data stays hidden.
+func (h *Holder) OnTruncate(f func(*schema.Table) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onTruncate = f
 }
 
 // droppedTables returns the tables live in cur and not in next (by id: a table dropped and
@@ -332,6 +379,11 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 	h.mu.Unlock()
 	if proposer == nil {
 		return false, nil, errors.New("catalog: schema changes are not available yet: the node is starting")
+	}
+	if _, ok := stmt.(*cql.TruncateStmt); ok && gossip != nil {
+		if err := everyMemberLive(gossip.Members()); err != nil {
+			return false, nil, err
+		}
 	}
 	var mine []schema.Version // versions this proposal gave the object in earlier rounds
 	chosen, changed, err := proposer.propose(ctx, proposal{
@@ -426,3 +478,34 @@ func (h *Holder) persist(s *schema.Schema) error {
 	}
 	return nil
 }
+
+// everyMemberLive is TRUNCATE's precondition, as in Cassandra: every member must be up to
+// delete the table's data, or a down one would keep it. Its error is the coordinator's
+// unavailable error at consistency level ALL, naming the members down.
+func everyMemberLive(ms []Member) error {
+	var down []string
+	for _, m := range ms {
+		if !m.Live {
+			down = append(down, m.ID)
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	return &truncateUnavailable{
+		UnavailableError: coordinator.UnavailableError{Consistency: coordinator.All, Live: len(ms) - len(down), Required: len(ms)},
+		down:             down,
+	}
+}
+
+// truncateUnavailable is a TRUNCATE refused because members are down.
+type truncateUnavailable struct {
+	coordinator.UnavailableError
+	down []string
+}
+
+func (e *truncateUnavailable) Error() string {
+	return fmt.Sprintf("TRUNCATE needs every node up: %v (down: %s)", &e.UnavailableError, strings.Join(e.down, ", "))
+}
+
+func (e *truncateUnavailable) Unwrap() error { return &e.UnavailableError }

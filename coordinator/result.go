@@ -66,6 +66,28 @@ type Prepared struct {
 	RowsKeyspace, RowsTable string
 	// Statement is the parsed statement; only the coordinator shell reads it.
 	Statement cql.Statement
+	// Tables are the tables the statement names and the version each had when it was
+	// prepared: a front end that finds one altered, dropped or truncated since drops the
+	// statement and answers Unprepared, so that the driver prepares it again against the
+	// current schema (protocol v4 has no result metadata id to tell it otherwise).
+	Tables []PreparedTable
+}
+
+// PreparedTable is a table a prepared statement names, at the version it was prepared against.
+type PreparedTable struct {
+	Keyspace, Table string
+	Version         schema.Version
+}
+
+// Current reports whether every table of p still has the version p was prepared against.
+func (p *Prepared) Current(s *schema.Schema) bool {
+	for _, pt := range p.Tables {
+		t, ok := s.Table(pt.Keyspace, pt.Table)
+		if !ok || t.Version != pt.Version {
+			return false
+		}
+	}
+	return true
 }
 
 // Variable describes one bind marker: the column (or the role: "[limit]", "[timestamp]") it

@@ -203,11 +203,46 @@ type CreateTableStmt struct {
 	Options         []Option // the name = value options
 }
 
-// AlterTableStmt is ALTER TABLE name WITH options.
+// AlterAction says what an ALTER TABLE statement changes.
+type AlterAction uint8
+
+// The ALTER TABLE actions.
+const (
+	AlterOptions AlterAction = iota // WITH options
+	AlterAdd                        // ADD column type | ADD (column type, ...)
+	AlterDrop                       // DROP column | DROP (column, ...) [USING TIMESTAMP n]
+	AlterRename                     // RENAME column TO name [AND column TO name ...]
+)
+
+// Rename is one column TO name of ALTER TABLE ... RENAME.
+type Rename struct {
+	From, To Ident
+}
+
+// AlterTableStmt is ALTER TABLE [IF EXISTS] name followed by one action:
+// WITH options, ADD [IF NOT EXISTS] columns, DROP [IF EXISTS] columns
+// [USING TIMESTAMP n] or RENAME [IF EXISTS] column TO name [AND ...].
 type AlterTableStmt struct {
-	Start   Pos
-	Table   TableName
-	Options []Option // at least one
+	Start    Pos
+	IfExists bool // ALTER TABLE IF EXISTS
+	Table    TableName
+	Action   AlterAction
+	// IfColumn is ADD IF NOT EXISTS, DROP IF EXISTS or RENAME IF EXISTS:
+	// columns that exist (ADD) or not (DROP, RENAME) are skipped.
+	IfColumn bool
+	Options  []Option    // AlterOptions: at least one
+	Add      []ColumnDef // AlterAdd: at least one
+	// Parens says the ADD or DROP list was written in parentheses.
+	Parens    bool
+	Drop      []Ident  // AlterDrop: at least one
+	Timestamp *Literal // AlterDrop: USING TIMESTAMP n (an integer), or nil
+	Rename    []Rename // AlterRename: at least one
+}
+
+// TruncateStmt is TRUNCATE [TABLE] name.
+type TruncateStmt struct {
+	Start Pos
+	Table TableName
 }
 
 // DropTableStmt is DROP TABLE [IF EXISTS] name.
@@ -348,6 +383,9 @@ func (s *AlterTableStmt) Pos() Pos { return s.Start }
 func (s *DropTableStmt) Pos() Pos { return s.Start }
 
 // Pos returns the position of the statement's first keyword.
+func (s *TruncateStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
 func (s *InsertStmt) Pos() Pos { return s.Start }
 
 // Pos returns the position of the statement's first keyword.
@@ -371,6 +409,7 @@ func (*UseStmt) statementNode()            {}
 func (*CreateTableStmt) statementNode()    {}
 func (*AlterTableStmt) statementNode()     {}
 func (*DropTableStmt) statementNode()      {}
+func (*TruncateStmt) statementNode()       {}
 func (*InsertStmt) statementNode()         {}
 func (*UpdateStmt) statementNode()         {}
 func (*DeleteStmt) statementNode()         {}

@@ -120,9 +120,10 @@ func (p *printer) node(n Node) {
 			p.options(n.Options)
 		}
 	case *AlterTableStmt:
-		p.WriteString("ALTER TABLE ")
+		p.alterTable(n)
+	case *TruncateStmt:
+		p.WriteString("TRUNCATE TABLE ")
 		p.table(n.Table)
-		p.options(n.Options)
 	case *DropTableStmt:
 		p.WriteString("DROP TABLE ")
 		if n.IfExists {

@@ -14,6 +14,7 @@ func FuzzParse(f *testing.F) {
 	for _, tt := range validStatements {
 		f.Add(tt.src)
 	}
+	f.Add("ALTER TABLE IF EXISTS ks.t ADD IF NOT EXISTS (a int, b map<text, int>); ALTER TABLE t DROP (a, b) USING TIMESTAMP -5; ALTER TABLE t RENAME k TO x AND c TO y; TRUNCATE TABLE t")
 	f.Fuzz(func(t *testing.T, src string) {
 		stmts, err := Parse(src)
 		if err != nil {

@@ -248,12 +248,7 @@ func (p *parser) parseStatement() Statement {
 			p.errorExpected("'TABLE' or 'ROLE'")
 		}
 		p.next()
-		s := &AlterTableStmt{Start: start, Table: p.parseTableName()}
-		if p.tok != WITH {
-			p.errorExpected("'WITH'")
-		}
-		s.Options = p.parseOptions()
-		return s
+		return p.parseAlterTable(start)
 	case USE:
 		p.next()
 		return &UseStmt{Start: start, Keyspace: p.parseIdent("keyspace name")}
@@ -276,6 +271,10 @@ func (p *parser) parseStatement() Statement {
 		p.next()
 		return p.parseBatch(start)
 	case IDENT:
+		if p.isWord("truncate") {
+			p.next()
+			return p.parseTruncate(start)
+		}
 		if s := p.parseAuthStatement(start); s != nil {
 			return s
 		}

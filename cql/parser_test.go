@@ -196,7 +196,7 @@ func TestParseInvalid(t *testing.T) {
 		{"CREATE TABLE t (a map<int, text)", "1:32: expected ',' or '>', found ')'"},
 		{"CREATE TABLE t (a list<list<list<list<list<list<list<list<list<int>>>>>>>>>)", "1:63: type parameters are nested too deeply"},
 		{"CREATE INDEX ON t (v)", "1:8: expected 'KEYSPACE', 'TABLE' or 'ROLE', found identifier INDEX"},
-		{"ALTER TABLE t ADD v int", "1:15: expected 'WITH', found identifier ADD"},
+		{"ALTER TABLE t MODIFY v int", "1:15: expected 'WITH', 'ADD', 'DROP' or 'RENAME', found identifier MODIFY"},
 		{"ALTER KEYSPACE ks WITH x = 1", "1:7: expected 'TABLE' or 'ROLE', found 'KEYSPACE'"},
 		{"DROP t", "1:6: expected 'KEYSPACE', 'TABLE' or 'ROLE', found identifier t"},
 		{"DROP TABLE IF t", "1:15: expected 'EXISTS', found identifier t"},

@@ -36,7 +36,23 @@ func (n *Node) openCatalog() (err error) {
 // the schema is deleted.
 func (n *Node) initDDL() error {
 	n.schema.OnDrop(n.replica.DropTable)
+	n.schema.OnTruncate(n.truncateTable)
 	return n.sweepDroppedTables()
+}
+
+// truncateTable frees the data a TRUNCATE removed from this node (readers already ignore it).
+//
+// SEAM (auto_snapshot, issue 30 item 4): Cassandra snapshots a table before TRUNCATE deletes
+// its data. When the snapshot support lands, call its table snapshot here, before
+// TruncateTable, and fail (keeping the data, still hidden) if it fails.
+func (n *Node) truncateTable(t *schema.Table) error {
+	deleted, err := n.store.TruncateTable(t)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	at, _ := t.TruncatedAt()
+	n.log.Info("truncated table", "table", t.QualifiedName(), "truncated_at", at, "entries_deleted", deleted)
+	return nil
 }
 
 // startDDL lets the node propose schema changes once membership and the coordinator are up.

@@ -189,6 +189,7 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 		return b.Delete(k, nil)
 	}
 	rows := append(bytes.Clone(prefix), kindRow)
+	shadows := t.HasShadows()
 	partDel := cell.NoTimestamp
 	var spans []rtSpan
 	var cover []coverFragment // of spans, once the rows begin (range tombstones sort before them)
@@ -203,8 +204,16 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 			return corrupt(t, k, err)
 		}
 		old := c.Tombstone && rule.purgeable(it.Value(), c.Timestamp)
+		// Data at or before the table's TRUNCATE is gone whatever it is (schema.Table.Shadowed).
+		gone := shadows && t.Shadowed("", c.Timestamp)
 		switch kind := k[len(prefix)]; {
 		case kind == kindPartitionDeletion:
+			if gone {
+				if err := del(k, false); err != nil {
+					return err
+				}
+				continue
+			}
 			partDel = c.Timestamp
 			if old {
 				if err := del(k, true); err != nil {
@@ -213,6 +222,12 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 			}
 			continue
 		case kind == kindRangeTombstone:
+			if gone {
+				if err := del(k, false); err != nil {
+					return err
+				}
+				continue
+			}
 			rt, err := decodeRangeTombstone(t, k[len(prefix)+1:], c.Timestamp)
 			if err != nil {
 				return corrupt(t, k, err)
@@ -248,6 +263,13 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 				cover, coverDone = coverOf(spans), true
 			}
 			base = max(partDel, coverAt(cover, rowKey))
+		}
+		if gone || (shadows && k[len(rowKey)] == rowCell && t.Shadowed(string(k[len(rowKey)+1:]), c.Timestamp)) {
+			// Truncated, or a cell of a column dropped after it was written.
+			if err := del(k, false); err != nil {
+				return err
+			}
+			continue
 		}
 		switch entry := k[len(rowKey)]; entry {
 		case rowDeletion:

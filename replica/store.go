@@ -231,10 +231,15 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 
 	b := s.db.NewBatch()
 	defer b.Close()
+	// Writes at or before the table's TRUNCATE, or of a column at or before its drop, arrive
+	// late (in-flight writes, hints, batchlog replays, repair): they are gone, and not stored.
+	shadows := t.HasShadows()
 	if m.PartitionDeletion != nil {
 		if err := checkTimestamp(*m.PartitionDeletion); err != nil {
 			return badRequest(t, "partition deletion: %v", err)
 		}
+	}
+	if m.PartitionDeletion != nil && !(shadows && t.Shadowed("", *m.PartitionDeletion)) {
 		key = append(key[:prefixLen], kindPartitionDeletion)
 		val = appendTombstone(val[:0], *m.PartitionDeletion, deletedAt())
 		if err := b.Merge(key, val, nil); err != nil {
@@ -253,9 +258,10 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 		if err != nil {
 			return badRequest(t, "range tombstone %d: %v", i, err)
 		}
-		if bytes.Compare(lo, hi) >= 0 {
+		if bytes.Compare(lo, hi) >= 0 || (shadows && t.Shadowed("", rt.Timestamp)) {
 			// Its start bound is after its end bound (c > 3 AND c < 4 on an
 			// int, say): it deletes nothing, like the DELETE that wrote it.
+			// Or it is older than the table's truncation.
 			continue
 		}
 		key = appendRangeTombstoneKey(t, key[:prefixLen], hi[prefixLen:], rt)
@@ -280,6 +286,8 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if err := checkTimestamp(*row.Deletion); err != nil {
 				return badRequest(t, "row %d deletion: %v", i, err)
 			}
+		}
+		if row.Deletion != nil && !(shadows && t.Shadowed("", *row.Deletion)) {
 			key = append(key[:rowLen], rowDeletion)
 			val = appendTombstone(val[:0], *row.Deletion, deletedAt())
 			if err := b.Merge(key, val, nil); err != nil {
@@ -290,6 +298,8 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if err := checkTimestamp(*row.Marker); err != nil {
 				return badRequest(t, "row %d marker: %v", i, err)
 			}
+		}
+		if row.Marker != nil && !(shadows && t.Shadowed("", *row.Marker)) {
 			key = append(key[:rowLen], rowMarker)
 			val = appendValue(val[:0], cell.Cell{Timestamp: *row.Marker})
 			if err := b.Merge(key, val, nil); err != nil {
@@ -302,6 +312,11 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			}
 			typ, err := regularType(t, c.Column)
 			if err != nil {
+				if _, dropped := t.DroppedColumn(c.Column); dropped && shadows {
+					// A late write (a hint, a batchlog replay, a coordinator behind on the
+					// schema) of a column dropped since: its cells are gone, the rest stays.
+					continue
+				}
 				return err
 			}
 			if err := checkTimestamp(c.Timestamp); err != nil {
@@ -311,6 +326,9 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 				if err := typ.Check(nonNil(c.Value)); err != nil {
 					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
 				}
+			}
+			if shadows && t.Shadowed(c.Column, c.Timestamp) {
+				continue
 			}
 			key = append(key[:rowLen], rowCell)
 			key = append(key, c.Column...)
@@ -417,7 +435,7 @@ func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, thres
 	defer it.Close()
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
-	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows),
+	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows), shadows: t.HasShadows(),
 		tc: tombstoneCount{t: t, req: req, threshold: threshold, n: uint64(req.TombstonesScanned)}}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
@@ -425,7 +443,13 @@ func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, thres
 		if err != nil {
 			return nil, corrupt(t, it.Key(), err)
 		}
+		if r.shadows && t.Shadowed("", c.Timestamp) {
+			// Truncated: what it deleted is gone as well, so it is not there either.
+			c.Timestamp = cell.NoTimestamp
+		}
 		partDel = c.Timestamp
+	}
+	if partDel != cell.NoTimestamp {
 		resp.PartitionDeletion = &partDel
 		if !resuming {
 			if err := r.tc.add(1); err != nil {
@@ -506,7 +530,7 @@ func (s *Store) rangeTombstones(it *pebble.Iterator, t *schema.Table, start, row
 		if err != nil {
 			return nil, corrupt(t, it.Key(), err)
 		}
-		if c.Timestamp <= partDel {
+		if c.Timestamp <= partDel || (t.HasShadows() && t.Shadowed("", c.Timestamp)) {
 			continue
 		}
 		rt, err := decodeRangeTombstone(t, it.Key()[len(start):], c.Timestamp)
@@ -633,7 +657,8 @@ type rowReader struct {
 	partDel   int64
 	cover     []coverFragment // the range tombstones over the read
 	resp      *replicapb.ReadResponse
-	rowsStart int // offset of the clustering key in a row's keys
+	rowsStart int  // offset of the clustering key in a row's keys
+	shadows   bool // t.HasShadows()
 	tc        tombstoneCount
 
 	rowKey     []byte // the current row's key up to its clustering key; empty between rows
@@ -672,7 +697,18 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 	if err != nil {
 		return false, corrupt(r.t, k, err)
 	}
-	switch entry := k[len(r.rowKey):]; entry[0] {
+	entry := k[len(r.rowKey):]
+	if r.shadows {
+		// Truncated data, and the cells of a dropped column, as if they were not there.
+		col := ""
+		if entry[0] == rowCell {
+			col = string(entry[1:])
+		}
+		if r.t.Shadowed(col, c.Timestamp) {
+			return false, nil
+		}
+	}
+	switch entry[0] {
 	case rowDeletion:
 		r.row.Deletion = c.Timestamp
 	case rowMarker:

@@ -81,6 +81,9 @@ func (s *Schema) Digest() Digest {
 // tombstone encodes as before, and an older node refuses the trailing bytes
 // rather than bring purged tombstones back.
 //
+// The records of dropped columns and of the last TRUNCATE (flag evolutionBit, 0x10) were
+// added the same way: see appendEvolution.
+//
 // The shadow mode flag was added the same way: a table in the default
 // (enforce) mode encodes as before, and a node that predates it rejects the
 // flag rather than enforce a limit meant to be tried.
@@ -153,6 +156,9 @@ func appendTable(b []byte, t *Table) []byte {
 	if !t.dropped && t.RateLimit.Mode == Shadow {
 		f |= flagShadow
 	}
+	if !t.dropped && t.hasEvolution() {
+		f |= evolutionBit
+	}
 	b = append(b, f)
 	if t.dropped {
 		return b
@@ -181,6 +187,9 @@ func appendTable(b []byte, t *Table) []byte {
 		case SpeculateFixed:
 			b = binary.AppendUvarint(b, uint64(t.specRetry.Delay/time.Millisecond))
 		}
+	}
+	if t.hasEvolution() {
+		b = appendEvolution(b, t)
 	}
 	return b
 }
@@ -385,7 +394,7 @@ func decodeTable(d *decoder) (*Table, error) {
 	t.Version = d.version()
 	f := d.byte()
 	// A dropped table carries no other flag.
-	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit) != 0 || (f&1 != 0 && f != 1)) {
+	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit|evolutionBit) != 0 || (f&1 != 0 && f != 1)) {
 		d.fail("unknown table flags %#x", f)
 	}
 	t.dropped, t.gcGraceSet, t.specRetrySet = f&1 != 0, f&gcGraceBit != 0, f&specRetryBit != 0
@@ -475,6 +484,11 @@ func decodeTable(d *decoder) (*Table, error) {
 			return nil, fmt.Errorf("table %q.%q: speculative_retry %v is invalid or the default", t.Keyspace, t.Name, r)
 		}
 		t.specRetry = r
+	}
+	if f&evolutionBit != 0 {
+		if err := decodeEvolution(d, t); err != nil {
+			return nil, err
+		}
 	}
 	t.setColumns(cols, int(npk), int(nck))
 	return t, nil

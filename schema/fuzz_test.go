@@ -27,6 +27,8 @@ func FuzzStatement(f *testing.F) {
 		"INSERT INTO kv (k, v) VALUES ('2024-01-01 10:00:00+01:00', -9223372036854775808)",
 		"CREATE TABLE o (a int, b text, c int, PRIMARY KEY (a, b, c)) WITH CLUSTERING ORDER BY (b DESC, c ASC); DESCRIBE TABLE o",
 		"SELECT * FROM t WHERE a = 1 AND b = 'x' AND c1 = 2 ORDER BY c2 DESC LIMIT 3",
+		"ALTER TABLE t ADD (x int, y text); ALTER TABLE t DROP v; ALTER TABLE t ADD v text; TRUNCATE t",
+		"ALTER TABLE t RENAME a TO z AND c1 TO w; ALTER TABLE t DROP IF EXISTS (q, w) USING TIMESTAMP 5",
 	} {
 		f.Add(src)
 	}

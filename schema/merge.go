@@ -259,6 +259,8 @@ func StatementTarget(stmt cql.Statement, current string) (keyspace, table string
 		tn = st.Table
 	case *cql.AlterTableStmt:
 		tn = st.Table
+	case *cql.TruncateStmt:
+		tn = st.Table
 	case *cql.DropTableStmt:
 		tn = st.Table
 	default:

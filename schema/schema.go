@@ -202,6 +202,11 @@ type Table struct {
 	// specRetry is the speculative_retry option when specRetrySet (see SpeculativeRetry).
 	specRetry    SpeculativeRetry
 	specRetrySet bool
+	// droppedCols are the records of dropped columns, sorted by name (see alter.go).
+	droppedCols []DroppedColumn
+	// truncatedAt is the timestamp of the last TRUNCATE when truncatedSet.
+	truncatedAt  int64
+	truncatedSet bool
 
 	Version Version // of the last CREATE, ALTER or DROP of the table
 	// KeyspaceVersion is the Version of the keyspace the table was created
@@ -352,7 +357,7 @@ func (s *Schema) clone() (map[string]*Keyspace, map[tableKey]*Table) {
 }
 
 // Apply returns the schema after the schema statement stmt: CREATE or DROP
-// KEYSPACE, CREATE, ALTER or DROP TABLE. keyspace is the session's current
+// KEYSPACE, CREATE, ALTER or DROP TABLE, TRUNCATE. keyspace is the session's current
 // keyspace, used for unqualified table names ("" if none). When the
 // statement changes nothing (IF NOT EXISTS on an existing object, IF EXISTS
 // on a missing one) Apply returns s itself.
@@ -367,14 +372,29 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 	case *cql.AlterTableStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
+			if ks, _ := resolveKeyspace(st.Table, keyspace); st.IfExists && !isSystemName(ks) &&
+				(errors.Is(err, ErrUnknownTable) || errors.Is(err, ErrUnknownKeyspace)) {
+				return s, nil
+			}
 			return nil, err
 		}
 		nt, err := t.Alter(st, after(c.Version, t.Version))
 		if err != nil {
 			return nil, err
 		}
+		if nt == t {
+			return s, nil
+		}
 		ks, ts := s.clone()
 		ts[tableKey{t.Keyspace, t.Name}] = nt
+		return finish(ks, ts, s.gcBefore), nil
+	case *cql.TruncateStmt:
+		t, err := s.lookupTable(st.Table, keyspace)
+		if err != nil {
+			return nil, err
+		}
+		ks, ts := s.clone()
+		ts[tableKey{t.Keyspace, t.Name}] = t.truncate(after(c.Version, t.Version))
 		return finish(ks, ts, s.gcBefore), nil
 	case *cql.DropTableStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
@@ -576,6 +596,8 @@ func StatementName(stmt cql.Statement) string {
 		return "ALTER TABLE"
 	case *cql.DropTableStmt:
 		return "DROP TABLE"
+	case *cql.TruncateStmt:
+		return "TRUNCATE"
 	case *cql.InsertStmt:
 		return "INSERT"
 	case *cql.UpdateStmt:

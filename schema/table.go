@@ -226,7 +226,21 @@ func (t *Table) setColumns(cols []Column, npk, nck int) {
 // Alter returns the table after an ALTER TABLE statement, at version v. The
 // per_partition_rate_limit option replaces the whole limit: keys it does not
 // name have no limit afterwards, and {} removes both limits.
+//
+// ADD, DROP and RENAME change the columns (see alter.go); their errors read as
+// Cassandra's and carry the position of the column they are about.
 func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
+	if st.Action != cql.AlterOptions {
+		nt := *t
+		if err := nt.alterColumns(st, v); err != nil {
+			return nil, err
+		}
+		if slices.Equal(nt.Columns, t.Columns) && slices.Equal(nt.droppedCols, t.droppedCols) {
+			return t, nil // IF [NOT] EXISTS skipped every column: a no-op
+		}
+		nt.Version = v
+		return &nt, nil
+	}
 	rl, err := tableOptions(st.Options, t.RateLimit)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)

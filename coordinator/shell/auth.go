@@ -402,6 +402,9 @@ func (e *Executor) authorize(ctx context.Context, stmt cql.Statement, keyspace s
 	case *cql.DropTableStmt:
 		perm = auth.Drop
 		r, ok = tableResource(st.Table, keyspace)
+	case *cql.TruncateStmt:
+		perm = auth.Modify // as Cassandra: TRUNCATE needs MODIFY on the table
+		r, ok = tableResource(st.Table, keyspace)
 	default: // USE, DESCRIBE, BATCH (runBatch), the role statements (executeAuth)
 		return nil
 	}

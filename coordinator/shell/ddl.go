@@ -30,8 +30,9 @@ func (e *Executor) executeDDL(ctx context.Context, stmt cql.Statement, keyspace 
 	default:
 		return coordinator.Result{}, fmt.Errorf("coordinator: %s: %w", schema.StatementName(stmt), err)
 	}
-	if !changed {
-		// IF [NOT] EXISTS made the statement a no-op: nothing changed, as in Cassandra.
+	if _, truncate := stmt.(*cql.TruncateStmt); !changed || truncate {
+		// IF [NOT] EXISTS made the statement a no-op: nothing changed, as in Cassandra. A
+		// TRUNCATE answers Void too, as in Cassandra: the schema's record of it is internal.
 		return coordinator.Result{Kind: coordinator.ResultVoid, Warnings: warnings}, nil
 	}
 	return coordinator.Result{Kind: coordinator.ResultSchemaChange, SchemaChange: schemaChange(stmt, keyspace), Warnings: warnings}, nil

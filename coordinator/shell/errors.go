@@ -34,6 +34,8 @@ func namePos(stmt cql.Statement) cql.Pos {
 		return st.Table.Pos()
 	case *cql.DropTableStmt:
 		return st.Table.Pos()
+	case *cql.TruncateStmt:
+		return st.Table.Pos()
 	case *cql.InsertStmt:
 		return st.Table.Pos()
 	case *cql.UpdateStmt:

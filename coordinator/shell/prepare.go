@@ -63,6 +63,7 @@ func (e *Executor) Prepare(ctx context.Context, text, keyspace string) (*coordin
 	if p.Variables, p.PKIndexes, err = s.Variables(stmt, keyspace); err != nil {
 		return nil, invalid(stmt, err)
 	}
+	p.Tables = preparedTables(s, stmt, keyspace)
 	if st, ok := stmt.(*cql.SelectStmt); ok {
 		t, cols, err := s.SelectColumns(st, keyspace)
 		if err != nil {
@@ -111,4 +112,41 @@ func bindCheck(stmt cql.Statement, values []coordinator.Value) error {
 		return nil
 	}
 	return &coordinator.InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("%s has no bind markers but %d values were given", schema.StatementName(stmt), len(values))}
+}
+
+// preparedTables returns the tables of the schema that stmt reads or writes, with their
+// versions (coordinator.Prepared.Tables), each once.
+func preparedTables(s *schema.Schema, stmt cql.Statement, keyspace string) []coordinator.PreparedTable {
+	var out []coordinator.PreparedTable
+	add := func(tn cql.TableName) {
+		t, err := s.TableFor(tn, keyspace)
+		if err != nil {
+			return
+		}
+		for _, o := range out {
+			if o.Keyspace == t.Keyspace && o.Table == t.Name {
+				return
+			}
+		}
+		out = append(out, coordinator.PreparedTable{Keyspace: t.Keyspace, Table: t.Name, Version: t.Version})
+	}
+	var walk func(cql.Statement)
+	walk = func(stmt cql.Statement) {
+		switch st := stmt.(type) {
+		case *cql.SelectStmt:
+			add(st.Table)
+		case *cql.InsertStmt:
+			add(st.Table)
+		case *cql.UpdateStmt:
+			add(st.Table)
+		case *cql.DeleteStmt:
+			add(st.Table)
+		case *cql.BatchStmt:
+			for _, c := range st.Statements {
+				walk(c)
+			}
+		}
+	}
+	walk(stmt)
+	return out
 }

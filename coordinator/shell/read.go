@@ -147,7 +147,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		m.KeepFull() // for repair's fallback to the replicas that were not asked
 	}
 	for _, r := range resps {
-		if err := addAnswer(m, r, spec.limit); err != nil {
+		if err := addAnswer(m, spec.table, r, spec.limit); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -169,14 +169,16 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 	return rec.Rows, rec.Tombstones, nil
 }
 
-// addAnswer adds a replica's answer (a *replicapb.ReadResponse payload) to the merge; limit is
-// the limit the request for it carried.
-func addAnswer(m *coordinator.Merger, r coordinator.Response, limit int) error {
+// addAnswer adds a replica's answer (a *replicapb.ReadResponse payload) to the merge of a read
+// of table t; limit is the limit the request for it carried.
+func addAnswer(m *coordinator.Merger, t *schema.Table, r coordinator.Response, limit int) error {
 	resp, ok := r.Payload.(*replicapb.ReadResponse)
 	if !ok {
 		return fmt.Errorf("coordinator: read from replica %s returned no data", r.From)
 	}
-	return m.Add(r.From, pageOf(resp), limit)
+	p := pageOf(resp)
+	hideShadowed(t, &p)
+	return m.Add(r.From, p, limit)
 }
 
 // readPages asks each replica of need for the page that follows its last one, exempt from the limiter, and adds the answers to m. Every one of them must
@@ -205,7 +207,7 @@ func (e *Executor) readPages(ctx context.Context, spec readSpec, m *coordinator.
 		return err
 	}
 	for _, r := range o.(coordinator.Success).Responses {
-		if err := addAnswer(m, r, limits[r.From]); err != nil {
+		if err := addAnswer(m, spec.table, r, limits[r.From]); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // preparedCache is the node's prepared statements by id, at most max of them: the least
@@ -16,13 +17,23 @@ type preparedCache struct {
 	maxBytes int64
 	bytes    int64 // the entries' entrySize, summed
 
+	// schema, when set, returns the current schema: get drops a statement prepared against
+	// tables altered since, at once, not only when schemaChanged hears of the change.
+	schema func() *schema.Schema
+
 	mu    sync.Mutex
-	byID  map[[16]byte]*list.Element // of *coordinator.Prepared
+	byID  map[[16]byte]*list.Element // of *cachedPrepared
 	order list.List                  // most recently used first
 }
 
-func newPreparedCache(max int, maxBytes int64) *preparedCache {
-	return &preparedCache{max: max, maxBytes: maxBytes, byID: map[[16]byte]*list.Element{}}
+// cachedPrepared is a statement of the cache and the last schema it was found current in.
+type cachedPrepared struct {
+	p    *coordinator.Prepared
+	seen *schema.Schema
+}
+
+func newPreparedCache(max int, maxBytes int64, current func() *schema.Schema) *preparedCache {
+	return &preparedCache{max: max, maxBytes: maxBytes, byID: map[[16]byte]*list.Element{}, schema: current}
 }
 
 // entrySize estimates the memory a prepared statement holds: its text, and its parsed tree,
@@ -36,11 +47,11 @@ func (c *preparedCache) put(p *coordinator.Prepared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byID[p.ID]; ok {
-		c.bytes += entrySize(p) - entrySize(e.Value.(*coordinator.Prepared))
-		e.Value = p
+		c.bytes += entrySize(p) - entrySize(e.Value.(*cachedPrepared).p)
+		e.Value = &cachedPrepared{p: p}
 		c.order.MoveToFront(e)
 	} else {
-		c.byID[p.ID] = c.order.PushFront(p)
+		c.byID[p.ID] = c.order.PushFront(&cachedPrepared{p: p})
 		c.bytes += entrySize(p)
 	}
 	for c.order.Len() > c.max || (c.bytes > c.maxBytes && c.order.Len() > 1) {
@@ -49,7 +60,7 @@ func (c *preparedCache) put(p *coordinator.Prepared) {
 }
 
 func (c *preparedCache) removeLocked(e *list.Element) {
-	p := e.Value.(*coordinator.Prepared)
+	p := e.Value.(*cachedPrepared).p
 	c.order.Remove(e)
 	delete(c.byID, p.ID)
 	c.bytes -= entrySize(p)
@@ -71,7 +82,7 @@ func (c *preparedCache) schemaChanged(sc cqlwire.SchemaChange) {
 	defer c.mu.Unlock()
 	for e := c.order.Front(); e != nil; {
 		next := e.Next()
-		p := e.Value.(*coordinator.Prepared)
+		p := e.Value.(*cachedPrepared).p
 		hit := touches(p.RowsKeyspace, p.RowsTable)
 		for _, v := range p.Variables {
 			hit = hit || touches(v.Keyspace, v.Table)
@@ -83,10 +94,16 @@ func (c *preparedCache) schemaChanged(sc cqlwire.SchemaChange) {
 	}
 }
 
-// get returns the statement with id; false for an unknown id or one not 16 bytes long.
+// get returns the statement with id; false for an unknown id or one not 16 bytes long, and
+// for a statement prepared against a table altered, truncated or dropped since (which it
+// drops: the driver prepares it again).
 func (c *preparedCache) get(id []byte) (*coordinator.Prepared, bool) {
 	if len(id) != 16 {
 		return nil, false
+	}
+	var cur *schema.Schema
+	if c.schema != nil {
+		cur = c.schema()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -94,8 +111,16 @@ func (c *preparedCache) get(id []byte) (*coordinator.Prepared, bool) {
 	if !ok {
 		return nil, false
 	}
+	cp := e.Value.(*cachedPrepared)
+	if cur != nil && cp.seen != cur {
+		if !cp.p.Current(cur) {
+			c.removeLocked(e)
+			return nil, false
+		}
+		cp.seen = cur
+	}
 	c.order.MoveToFront(e)
-	return e.Value.(*coordinator.Prepared), true
+	return cp.p, true
 }
 
 // len returns the number of statements held.
@@ -103,4 +128,12 @@ func (c *preparedCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.order.Len()
+}
+
+// currentSchema returns the function that reads ss's current schema, or nil without one.
+func currentSchema(ss SchemaSource) func() *schema.Schema {
+	if ss == nil {
+		return nil
+	}
+	return ss.Schema
 }

@@ -287,7 +287,7 @@ func New(cfg Config) (*Server, error) {
 		bytes:      newBudget(cfg.MaxServerBytes),
 		cfg:        cfg,
 		log:        cfg.Logger,
-		prepared:   newPreparedCache(cfg.PreparedCacheSize, cfg.PreparedCacheBytes),
+		prepared:   newPreparedCache(cfg.PreparedCacheSize, cfg.PreparedCacheBytes, currentSchema(cfg.Schema)),
 		supported:  newSupported(),
 		metrics:    newMetrics(),
 		ctx:        ctx,

@@ -387,7 +387,7 @@ func TestPrepareAndExecute(t *testing.T) {
 // their size, not only by count (found by review: 64 PREPAREs of 1 MiB held 129 MiB).
 func TestPreparedCacheIsBoundedInBytes(t *testing.T) {
 	const text = 1 << 20
-	c := newPreparedCache(DefaultPreparedCacheSize, 10*text)
+	c := newPreparedCache(DefaultPreparedCacheSize, 10*text, nil)
 	for i := range 64 {
 		c.put(&coordinator.Prepared{ID: [16]byte{byte(i)}, Text: strings.Repeat("x", text)})
 		if c.bytes > 10*text {
@@ -406,7 +406,7 @@ func TestPreparedCacheIsBoundedInBytes(t *testing.T) {
 // dropped, recreated or altered (their metadata may be stale; drivers re-prepare on
 // Unprepared), and the other tables' statements are kept; a dropped keyspace drops all of its.
 func TestPreparedStatementsOfAChangedTableAreDropped(t *testing.T) {
-	c := newPreparedCache(DefaultPreparedCacheSize, DefaultPreparedCacheBytes)
+	c := newPreparedCache(DefaultPreparedCacheSize, DefaultPreparedCacheBytes, nil)
 	sel := &coordinator.Prepared{ID: [16]byte{1}, RowsKeyspace: "ks", RowsTable: "t"}
 	ins := &coordinator.Prepared{ID: [16]byte{2}, Variables: []coordinator.Variable{{Keyspace: "ks", Table: "t", Name: "k"}}}
 	other := &coordinator.Prepared{ID: [16]byte{3}, RowsKeyspace: "ks", RowsTable: "u"}
@@ -436,7 +436,7 @@ func TestPreparedStatementsOfAChangedTableAreDropped(t *testing.T) {
 }
 
 func TestPreparedCacheIsBounded(t *testing.T) {
-	c := newPreparedCache(2, DefaultPreparedCacheBytes)
+	c := newPreparedCache(2, DefaultPreparedCacheBytes, nil)
 	p := func(b byte) *coordinator.Prepared { return &coordinator.Prepared{ID: [16]byte{b}} }
 	c.put(p(1))
 	c.put(p(2))

@@ -153,6 +153,7 @@ func TestGocql(t *testing.T) {
 	t.Run("logged and unlogged batches", func(t *testing.T) { testGocqlBatches(t, session, rec) })
 	t.Run("token-aware routing reaches a replica", func(t *testing.T) { testGocqlRouting(t, session, rec, place) })
 	t.Run("rate limit", func(t *testing.T) { testGocqlRateLimit(t, c, place) })
+	t.Run("schema evolution while writing", func(t *testing.T) { testGocqlSchemaEvolution(t, session) })
 }
 
 // testGocqlDiscovery checks that the session knows all three nodes, up, with the identity, data

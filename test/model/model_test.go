@@ -104,6 +104,7 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) 
 		t.Fatal(err)
 	}
 	run(p.Next(ops / 2))
+	evolve(t, p, tc.Node(int(seed%uint64(w.Nodes))).Client(), seed)
 	if err := tc.Stop(down); err != nil {
 		t.Fatal(err)
 	}
@@ -127,4 +128,29 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) 
 	for k, e := range s.ErrorSamples {
 		t.Logf("first %s failure: %s", k, e)
 	}
+}
+
+// evolve changes the schema at a barrier, every node up: TRUNCATE of one table, and a column
+// of another dropped and added again (see Pool.Truncate and Pool.DropAndAddColumn).
+func evolve(t *testing.T, p *Pool, c *client.Client, seed uint64) {
+	t.Helper()
+	ctx := context.Background()
+	tables := p.W.Tables
+	tr := tables[int(seed%uint64(len(tables)))]
+	if err := p.Truncate(ctx, c, tr); err != nil {
+		t.Fatal(err)
+	}
+	for i := range tables {
+		alt := tables[(int(seed)+1+i)%len(tables)]
+		if len(alt.Regular) == 0 {
+			continue
+		}
+		col := int(seed/7) % len(alt.Regular)
+		if err := p.DropAndAddColumn(ctx, c, alt, col); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: truncated %s, dropped and added %s.%s", seed, tr.QName(), alt.QName(), alt.Regular[col].Name)
+		return
+	}
+	t.Logf("seed %d: truncated %s", seed, tr.QName())
 }

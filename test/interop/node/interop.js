@@ -289,6 +289,39 @@ class Steps {
     }
     await client.execute(insert, ['cold', 1], { prepare: true }); // another partition of the table is still admitted
   }
+
+  // ALTER TABLE ADD, then the new columns through statements prepared before it (the server
+  // answers Unprepared and the driver prepares them again); DROP and ADD of a column of the same
+  // name (its old value stays gone); TRUNCATE.
+  async schema_evolution() {
+    const { client, ks } = this;
+    const opts = { prepare: true, consistency: types.consistencies.all };
+    const insert = `INSERT INTO ${ks}.evolve (k, v) VALUES (?, ?)`;
+    const select = `SELECT * FROM ${ks}.evolve WHERE k = ?`;
+    const one = async (k) => (await client.execute(select, [k], opts)).first();
+    await client.execute(`CREATE TABLE ${ks}.evolve (k text PRIMARY KEY, v int)`);
+    await client.execute(insert, ['a', 1], opts);
+    let row = await one('a');
+    check(row !== null && row.v === 1, `before ALTER, SELECT * reads ${JSON.stringify(row)}`);
+    await client.execute(`ALTER TABLE ${ks}.evolve ADD (w text, n bigint)`);
+    await client.execute(`INSERT INTO ${ks}.evolve (k, v, w, n) VALUES (?, ?, ?, ?)`, ['b', 2, 'new', types.Long.fromNumber(7)], opts);
+    await client.execute(insert, ['c', 3], opts); // prepared before the ALTER
+    row = await one('b'); // likewise: SELECT * now has the new columns
+    check(row !== null && row.v === 2 && row.w === 'new' && row.n !== undefined && row.n !== null && row.n.toNumber() === 7,
+      `after ALTER ADD, SELECT * of b reads ${row && JSON.stringify(Object.keys(row))}: ${row}`);
+    await client.execute(`ALTER TABLE ${ks}.evolve DROP w`);
+    await client.execute(`ALTER TABLE ${ks}.evolve ADD w text`);
+    row = await one('b');
+    check(row !== null && row.w === null && row.n.toNumber() === 7, `after DROP w and ADD w, b reads w = ${row && row.w}: the dropped value came back`);
+    await client.execute(`TRUNCATE ${ks}.evolve`);
+    for (const k of ['a', 'b', 'c']) {
+      row = await one(k);
+      check(row === null, `after TRUNCATE, ${k} reads ${row}`);
+    }
+    await client.execute(insert, ['d', 4], opts);
+    row = await one('d');
+    check(row !== null && row.v === 4, `a write after TRUNCATE reads ${row}`);
+  }
 }
 
 async function main() {
@@ -299,7 +332,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'every_type', 'paging', 'batches', 'token_aware_routing', 'rate_limit'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'every_type', 'paging', 'batches', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
   let passed = 0;
   let failed = 0;
   try {

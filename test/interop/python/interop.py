@@ -242,6 +242,33 @@ class Steps:
                 raise AssertionError("1000 %s of partition hot at a limit of 2 per second were all admitted" % what)
         s.execute(insert, ["cold", 1])  # another partition of the table is still admitted
 
+    def schema_evolution(self):
+        """ALTER TABLE ADD, then the new columns through statements prepared before it (the server
+        answers Unprepared and the driver prepares them again); DROP and ADD of a column of the
+        same name (its old value stays gone); TRUNCATE."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.evolve (k text PRIMARY KEY, v int)" % ks)
+        insert = s.prepare("INSERT INTO %s.evolve (k, v) VALUES (?, ?)" % ks)
+        select = s.prepare("SELECT * FROM %s.evolve WHERE k = ?" % ks)
+        s.execute(insert, ["a", 1])
+        row = s.execute(select, ["a"]).one()
+        check(row is not None and row.v == 1, "before ALTER, SELECT * reads %r" % (row,))
+        s.execute("ALTER TABLE %s.evolve ADD (w text, n bigint)" % ks)
+        s.execute(s.prepare("INSERT INTO %s.evolve (k, v, w, n) VALUES (?, ?, ?, ?)" % ks), ["b", 2, "new", 7])
+        s.execute(insert, ["c", 3])  # prepared before the ALTER
+        row = s.execute(select, ["b"]).one()  # likewise: SELECT * now has the new columns
+        check(row is not None and (row.v, row.w, row.n) == (2, "new", 7), "after ALTER ADD, SELECT * of b reads %r" % (row,))
+        s.execute("ALTER TABLE %s.evolve DROP w" % ks)
+        s.execute("ALTER TABLE %s.evolve ADD w text" % ks)
+        row = s.execute(select, ["b"]).one()
+        check(row is not None and row.w is None and row.n == 7, "after DROP w and ADD w, b reads %r: the dropped value came back" % (row,))
+        s.execute("TRUNCATE %s.evolve" % ks)
+        rows = [s.execute(select, [k]).one() for k in ["a", "b", "c"]]
+        check(rows == [None, None, None], "after TRUNCATE the rows read %r, want none" % (rows,))
+        s.execute(insert, ["d", 4])
+        row = s.execute(select, ["d"]).one()
+        check(row is not None and row.v == 4, "a write after TRUNCATE reads %r" % (row,))
+
 
 def main():
     if len(sys.argv) != 2:
@@ -252,7 +279,7 @@ def main():
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.every_type, steps.paging,
-            steps.batches, steps.token_aware_routing, steps.rate_limit]
+            steps.batches, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):

@@ -1,0 +1,107 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gocql/gocql"
+)
+
+// testGocqlSchemaEvolution migrates a table's schema with gocql while the application writes to
+// it through prepared statements: ALTER TABLE ADD, then INSERT and SELECT of the new columns
+// through a statement prepared before the ALTER (the server answers Unprepared and gocql
+// prepares it again, so SELECT * sees the new columns), DROP and ADD of a column of the same
+// name (its old values stay gone), and TRUNCATE.
+func testGocqlSchemaEvolution(t *testing.T, session *gocql.Session) {
+	exec := func(stmt string, values ...any) {
+		t.Helper()
+		if err := session.Query(stmt, values...).Exec(); err != nil {
+			t.Fatalf("gocql: %s: %v", stmt, err)
+		}
+	}
+	row := func(k string) map[string]any {
+		t.Helper()
+		m := map[string]any{}
+		if err := session.Query("SELECT * FROM "+keyspace+".evolve WHERE k = ?", k).Consistency(gocql.All).MapScan(m); err != nil {
+			if err == gocql.ErrNotFound {
+				return nil
+			}
+			t.Fatalf("gocql: SELECT * of %s: %v", k, err)
+		}
+		return m
+	}
+	exec("CREATE TABLE " + keyspace + ".evolve (k text PRIMARY KEY, v int)")
+	exec("INSERT INTO "+keyspace+".evolve (k, v) VALUES (?, ?)", "a", 1)
+	if got := row("a"); len(got) != 2 || got["v"] != 1 {
+		t.Fatalf("before ALTER, SELECT * reads %v, want k and v = 1", got)
+	}
+
+	// The application writes through a prepared INSERT during the migration.
+	var wrote atomic.Int64
+	var writeErr error
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := session.Query("INSERT INTO "+keyspace+".evolve (k, v) VALUES (?, ?)", fmt.Sprintf("app%d", i), i).Exec(); err != nil {
+				writeErr = err
+				return
+			}
+			wrote.Add(1)
+		}
+	}()
+	exec("ALTER TABLE " + keyspace + ".evolve ADD (w text, n bigint)")
+	exec("INSERT INTO "+keyspace+".evolve (k, v, w, n) VALUES (?, ?, ?, ?)", "b", 2, "new", int64(7))
+	got := row("b")
+	if got["w"] != "new" || got["n"] != int64(7) || got["v"] != 2 {
+		t.Errorf("after ALTER ADD, SELECT * (prepared before it) reads %v, want v = 2, w = new, n = 7", got)
+	}
+	if got := row("a"); len(got) != 4 || got["w"] != "" || got["v"] != 1 {
+		t.Errorf("after ALTER ADD, the old row reads %v, want k, v = 1 and empty w, n", got)
+	}
+	exec("ALTER TABLE " + keyspace + ".evolve DROP w")
+	if got := row("b"); len(got) != 3 || got["n"] != int64(7) {
+		t.Errorf("after DROP w, SELECT * reads %v, want k, v and n", got)
+	}
+	exec("ALTER TABLE " + keyspace + ".evolve ADD w text")
+	if got := row("b"); got["w"] != "" {
+		t.Errorf("after DROP w and ADD w, the dropped value came back: %v", got)
+	}
+	close(stop)
+	wg.Wait()
+	if writeErr != nil {
+		t.Fatalf("the application's prepared INSERT failed during the migration: %v", writeErr)
+	}
+	if n := wrote.Load(); n == 0 {
+		t.Errorf("the application wrote nothing during the migration")
+	}
+	if got := row("app0"); got == nil || got["v"] != 0 {
+		t.Errorf("the application's first row reads %v, want v = 0", got)
+	}
+
+	exec("TRUNCATE " + keyspace + ".evolve")
+	for _, k := range []string{"a", "b", "app0"} {
+		if got := row(k); got != nil {
+			t.Errorf("after TRUNCATE, %s reads %v, want no row", k, got)
+		}
+	}
+	exec("INSERT INTO "+keyspace+".evolve (k, v) VALUES (?, ?)", "c", 3)
+	if got := row("c"); got["v"] != 3 {
+		t.Errorf("a write after TRUNCATE reads %v, want v = 3", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	if err := session.AwaitSchemaAgreement(ctx); err != nil {
+		t.Errorf("gocql: schema agreement after the migration: %v", err)
+	}
+}
