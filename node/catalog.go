@@ -32,10 +32,10 @@ func (n *Node) openCatalog() (err error) {
 
 // initDDL prepares the node's side of schema changes once storage and the replica service are
 // open, before the node joins the cluster (so that a drop it learns of on joining finds its
-// hooks): dropped tables lose their data, and data left behind by tables that are no longer in
+// hooks): dropped tables lose their data (after a snapshot: snapshot.go), and data left behind by tables that are no longer in
 // the schema is deleted.
 func (n *Node) initDDL() error {
-	n.schema.OnDrop(n.replica.DropTable)
+	n.schema.OnDrop(n.dropTable)
 	return n.sweepDroppedTables()
 }
 
