@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -14,8 +15,10 @@ import (
 
 // Snapshots (package snapshot manages them): a snapshot of the store is a pebble checkpoint, a
 // directory that pebble can open as a database of its own, whose sstables are hard links to the
-// store's, so that taking one copies no data. The store is flushed first, so the checkpoint's
-// write-ahead log (copied, not linked) is short.
+// store's, so that taking one copies no data. The store is flushed first, so that everything
+// acknowledged before is in sstables; the checkpoint's write-ahead logs, which pebble copies
+// whole (a recycled log is as large as a memtable), then hold only writes made during the
+// checkpoint, and are left out: the checkpoint is the store as of the flush.
 
 // ErrCheckpointExists reports a checkpoint into a directory that already exists.
 var ErrCheckpointExists = errors.New("the directory already exists")
@@ -23,8 +26,7 @@ var ErrCheckpointExists = errors.New("the directory already exists")
 // Checkpoint writes a checkpoint of the store into dir, which must not exist: every table's data
 // when ids is empty, else the sstables holding keys of the tables ids (it may hold other keys
 // too: readers of the checkpoint read only the tables they were taken for). Writes acknowledged
-// before the call are in it. It flushes the memtable first, so the checkpoint's write-ahead log,
-// which pebble copies, holds only what was written during the flush.
+// before the call are in it; writes made during it may be.
 func (s *Store) Checkpoint(dir string, ids []schema.TableID) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -42,7 +44,7 @@ func (s *Store) Checkpoint(dir string, ids []schema.TableID) error {
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("replica: checkpoint into %s: flush: %w", dir, err)
 	}
-	opts := []pebble.CheckpointOption{pebble.WithFlushedWAL()}
+	var opts []pebble.CheckpointOption
 	if len(ids) > 0 {
 		spans := make([]pebble.CheckpointSpan, 0, len(ids))
 		for _, id := range ids {
@@ -55,6 +57,27 @@ func (s *Store) Checkpoint(dir string, ids []schema.TableID) error {
 		opts = append(opts, pebble.WithRestrictToSpans(spans))
 	}
 	if err := s.db.Checkpoint(dir, opts...); err != nil {
+		return fmt.Errorf("replica: checkpoint into %s: %w", dir, err)
+	}
+	// The logs hold writes newer than every sstable: without them the checkpoint is the store
+	// as of the flush, a consistent state.
+	names, err := s.fs.List(dir)
+	if err != nil {
+		return fmt.Errorf("replica: checkpoint into %s: %w", dir, err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, ".log") {
+			if err := s.fs.Remove(s.fs.PathJoin(dir, name)); err != nil {
+				return fmt.Errorf("replica: checkpoint into %s: %w", dir, err)
+			}
+		}
+	}
+	d, err := s.fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("replica: checkpoint into %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
 		return fmt.Errorf("replica: checkpoint into %s: %w", dir, err)
 	}
 	return nil
