@@ -26,7 +26,8 @@ import (
 // RF 2: write rows (one of them deleted), snapshot every node, drop the table (each node takes
 // its own auto snapshot first), recreate it from a snapshot's manifest, restore every node's
 // snapshot through its Snapshot service, and read every row back at ALL, at its original write
-// timestamp (an older write loses to it, a newer one wins), the deleted row still gone.
+// timestamp (an older write loses to it, a newer one wins), the deleted row still gone; then
+// clear snapshots, and DROP KEYSPACE snapshots its tables too.
 func TestSnapshotDropRestore(t *testing.T) {
 	c, err := localcluster.Start(context.Background(), localcluster.Options{
 		Dir: t.TempDir(),
@@ -198,5 +199,18 @@ func TestSnapshotDropRestore(t *testing.T) {
 	}
 	if resp, err := api[0].Clear(ctx, &kvnodepb.ClearSnapshotsRequest{}); err != nil || len(resp.Cleared) != 1 {
 		t.Errorf("clear all: %v, %v", resp, err)
+	}
+
+	// 7. DROP KEYSPACE snapshots each of its tables on every node too.
+	must(2, client.Quorum, "DROP KEYSPACE ks")
+	for i, want := range []int{1, 3, 3} {
+		list, err := api[i].List(ctx, &kvnodepb.ListSnapshotsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := list.Snapshots[len(list.Snapshots)-1]
+		if len(list.Snapshots) != want || last.Reason != snapshot.ReasonDropped || len(last.Tables) != 1 || last.Tables[0] != "ks.t" {
+			t.Errorf("node %d after DROP KEYSPACE: %d snapshots, the last %+v; want %d, the last of ks.t dropped", i, len(list.Snapshots), last, want)
+		}
 	}
 }

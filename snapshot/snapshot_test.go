@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -208,8 +211,7 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestClear removes one snapshot, then every one; the true size counts what the live store no
-// longer shares once its table is dropped and compacted away.
+// TestClear removes one snapshot, then every one; the metrics count them.
 func TestClear(t *testing.T) {
 	f := newFixture(t, snapshot.Options{})
 	tb := f.table(t, "ks", "u")
@@ -226,9 +228,27 @@ func TestClear(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].Tag != "a" || list[1].Tag != "c" {
 		t.Fatalf("List after clearing b: %+v, %v", list, err)
 	}
+	if n := testutil.ToFloat64(gauge(f.m, "kvnode_snapshots")); n != 2 {
+		t.Errorf("kvnode_snapshots = %v, want 2", n)
+	}
+	if n := testutil.ToFloat64(gauge(f.m, "kvnode_snapshot_bytes")); n < 200*100 {
+		t.Errorf("kvnode_snapshot_bytes = %v, want at least the data's 20 kB (200 rows of 100 bytes)", n)
+	}
+	if err := testutil.CollectAndCompare(f.m, strings.NewReader(`
+# HELP kvnode_snapshots_taken_total Snapshots this node took, by reason: manual (kvnode snapshot), dropped (before DROP TABLE or DROP KEYSPACE), truncated (before TRUNCATE).
+# TYPE kvnode_snapshots_taken_total counter
+kvnode_snapshots_taken_total{reason="dropped"} 0
+kvnode_snapshots_taken_total{reason="manual"} 3
+kvnode_snapshots_taken_total{reason="truncated"} 0
+`), "kvnode_snapshots_taken_total"); err != nil {
+		t.Error(err)
+	}
 	got, err := f.m.Clear("")
 	if err != nil || len(got) != 2 {
 		t.Fatalf("Clear(all): %v, %v", got, err)
+	}
+	if n := testutil.ToFloat64(gauge(f.m, "kvnode_snapshots")); n != 0 {
+		t.Errorf("kvnode_snapshots after clearing all = %v, want 0", n)
 	}
 	if list, err := f.m.List(); err != nil || len(list) != 0 {
 		t.Fatalf("List after clearing all: %+v, %v", list, err)
@@ -324,5 +344,30 @@ func TestRestoreIntoRecreatedTable(t *testing.T) {
 	}
 	if len(vals) != 3 || vals[2] != "newer" && vals[0] != "newer" {
 		t.Errorf("partition 0 after the restore: %v; want 3 rows, the newer write kept", vals)
+	}
+}
+
+// gauge returns the collector of m's metric name alone.
+func gauge(m *snapshot.Manager, name string) prometheus.Collector {
+	return filtered{m, name}
+}
+
+type filtered struct {
+	m    *snapshot.Manager
+	name string
+}
+
+func (f filtered) Describe(ch chan<- *prometheus.Desc) { f.m.Describe(ch) }
+
+func (f filtered) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() {
+		f.m.Collect(all)
+		close(all)
+	}()
+	for m := range all {
+		if strings.Contains(m.Desc().String(), `"`+f.name+`"`) {
+			ch <- m
+		}
 	}
 }
