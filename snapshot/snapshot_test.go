@@ -30,7 +30,7 @@ type fixture struct {
 	m     *snapshot.Manager
 }
 
-func newFixture(t *testing.T, opts snapshot.Options) *fixture {
+func newFixture(t testing.TB, opts snapshot.Options) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), s: schema.New()}
 	var err error
@@ -54,7 +54,7 @@ func newFixture(t *testing.T, opts snapshot.Options) *fixture {
 
 var version int64
 
-func (f *fixture) ddl(t *testing.T, src string) {
+func (f *fixture) ddl(t testing.TB, src string) {
 	t.Helper()
 	st, err := cql.ParseStatement(src)
 	if err != nil {
@@ -66,7 +66,7 @@ func (f *fixture) ddl(t *testing.T, src string) {
 	}
 }
 
-func (f *fixture) table(t *testing.T, ks, name string) *schema.Table {
+func (f *fixture) table(t testing.TB, ks, name string) *schema.Table {
 	t.Helper()
 	tb, ok := f.s.Table(ks, name)
 	if !ok {
