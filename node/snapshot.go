@@ -99,6 +99,8 @@ func snapshotStatus(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, snapshot.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, snapshot.ErrNoTarget):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	}
@@ -125,16 +127,11 @@ func (s snapshotServer) Take(ctx context.Context, req *kvnodepb.TakeSnapshotRequ
 	if err != nil {
 		return nil, snapshotStatus(err)
 	}
-	list, err := s.n.snapshots.List()
+	info, err := s.n.snapshots.Info(tag)
 	if err != nil {
 		return nil, snapshotStatus(err)
 	}
-	for _, i := range list {
-		if i.Tag == tag {
-			return s.snapshotInfo(i), nil
-		}
-	}
-	return nil, status.Errorf(codes.Internal, "snapshot %s was taken but is not listed", tag)
+	return s.snapshotInfo(info), nil
 }
 
 // List implements kvnodepb.SnapshotServer.
@@ -168,12 +165,6 @@ func (s snapshotServer) Restore(ctx context.Context, req *kvnodepb.RestoreSnapsh
 	resp := &kvnodepb.RestoreSnapshotResponse{}
 	for _, r := range done {
 		resp.Tables = append(resp.Tables, &kvnodepb.RestoredTable{Keyspace: r.Keyspace, Table: r.Table, Partitions: r.Partitions, Bytes: r.Bytes})
-	}
-	if errors.Is(err, snapshot.ErrNotFound) && req.GetTag() != "" {
-		if _, lerr := s.n.snapshots.Load(req.GetTag()); lerr == nil {
-			// The snapshot exists: what is missing is a table to restore into.
-			return nil, status.Error(codes.FailedPrecondition, err.Error())
-		}
 	}
 	if err != nil {
 		return nil, snapshotStatus(err)

@@ -103,6 +103,15 @@ func TestSnapshotDropRestore(t *testing.T) {
 		}
 	}
 
+	// The hook TRUNCATE calls on each replica before it deletes a table's data.
+	tag, err := c.Node(0).Node().SnapshotTable(ctx, snapshot.ReasonTruncated, "", "ks", "t")
+	if err != nil || !strings.HasPrefix(tag, "truncated-") || !strings.HasSuffix(tag, "-ks.t") {
+		t.Errorf("SnapshotTable before a truncate: %q, %v; want truncated-<ms>-ks.t", tag, err)
+	}
+	if _, err := c.Node(0).Node().Snapshots().Clear(tag); err != nil {
+		t.Fatal(err)
+	}
+
 	// 2. Lose the table: each node snapshots it before deleting its data.
 	must(1, client.Quorum, "DROP TABLE ks.t")
 	for i := range api {

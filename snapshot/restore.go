@@ -37,7 +37,7 @@ const restoreWorkers = 8
 // Restore writes the tables of snapshot tag that keyspace and table select (both empty: every
 // table it holds) into the tables of the same names in cur, through w. Each of those tables
 // must exist with the snapshot's primary key and columns (create them first from the
-// manifest's CQL); the error of a missing one gives that CQL. It stops at the first write that
+// manifest's CQL): else the error wraps ErrNoTarget, and gives that CQL for a missing one. It stops at the first write that
 // fails; running it again is harmless, as the writes merge by last-write-wins.
 func (m *Manager) Restore(ctx context.Context, cur *schema.Schema, tag, keyspace, table string, w Writer) ([]Restored, error) {
 	man, err := m.Load(tag)
@@ -71,11 +71,11 @@ func (m *Manager) Restore(ctx context.Context, cur *schema.Schema, tag, keyspace
 		}
 		t, ok := cur.Table(e.Keyspace, e.Name)
 		if !ok {
-			return nil, fmt.Errorf("restore %s: table %s does not exist: %w; create it first as the snapshot's manifest says:\n%s\n%s",
-				tag, old.QualifiedName(), ErrNotFound, man.keyspaceCQL(e.Keyspace), e.CQL)
+			return nil, fmt.Errorf("restore %s: %w: table %s does not exist; create it first as the snapshot's manifest says:\n%s\n%s",
+				tag, ErrNoTarget, old.QualifiedName(), man.keyspaceCQL(e.Keyspace), e.CQL)
 		}
 		if err := compatible(old, t); err != nil {
-			return nil, fmt.Errorf("restore %s: table %s: %w", tag, t.QualifiedName(), err)
+			return nil, fmt.Errorf("restore %s: %w: table %s: %w", tag, ErrNoTarget, t.QualifiedName(), err)
 		}
 		pairs = append(pairs, pair{old, t})
 	}

@@ -56,6 +56,9 @@ var (
 	ErrExists = errors.New("a snapshot with this tag exists already")
 	// ErrNotFound reports a tag, keyspace or table that does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrNoTarget reports a restore into a table that does not exist, or does not match the
+	// snapshot's.
+	ErrNoTarget = errors.New("no table to restore into")
 )
 
 // Options are the operator's settings of snapshots.
@@ -456,6 +459,20 @@ func (m *Manager) List() ([]Info, error) {
 	}
 	slices.SortStableFunc(out, func(a, b Info) int { return a.Created.Compare(b.Created) })
 	return out, nil
+}
+
+// Info returns the snapshot tag as List does, ErrNotFound when there is none.
+func (m *Manager) Info(tag string) (Info, error) {
+	list, err := m.List()
+	if err != nil {
+		return Info{}, err
+	}
+	for _, i := range list {
+		if i.Tag == tag {
+			return i, nil
+		}
+	}
+	return Info{}, fmt.Errorf("snapshot %s: %w", tag, ErrNotFound)
 }
 
 // tags returns the names of the complete snapshots' directories.

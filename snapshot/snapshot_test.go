@@ -299,7 +299,7 @@ func TestRestoreIntoRecreatedTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.m.Restore(ctx, f.s, "s", "ks", "t", storeWriter{f.store})
-	if !errors.Is(err, snapshot.ErrNotFound) || !strings.Contains(err.Error(), "CREATE TABLE ks.t") {
+	if !errors.Is(err, snapshot.ErrNoTarget) || !strings.Contains(err.Error(), "CREATE TABLE ks.t") {
 		t.Fatalf("Restore into a dropped table: %v; want the CQL to recreate it", err)
 	}
 	if _, err := f.m.Restore(ctx, f.s, "s", "other", "", storeWriter{f.store}); !errors.Is(err, snapshot.ErrNotFound) || !strings.Contains(err.Error(), "holds no keyspace other") {
@@ -309,7 +309,7 @@ func TestRestoreIntoRecreatedTable(t *testing.T) {
 		t.Errorf("Restore of an unknown snapshot: %v", err)
 	}
 	f.ddl(t, "CREATE TABLE ks.t (k int, c int, v int, PRIMARY KEY (k, c))")
-	if _, err := f.m.Restore(ctx, f.s, "s", "ks", "t", storeWriter{f.store}); err == nil || !strings.Contains(err.Error(), "primary key differs") {
+	if _, err := f.m.Restore(ctx, f.s, "s", "ks", "t", storeWriter{f.store}); !errors.Is(err, snapshot.ErrNoTarget) || !strings.Contains(err.Error(), "primary key differs") {
 		t.Errorf("Restore into a table of another primary key: %v", err)
 	}
 	f.ddl(t, "DROP TABLE ks.t")
