@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -116,4 +117,48 @@ func dirSize(b *testing.B, dir string) int64 {
 		b.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkRestore measures Restore of a table of -snapshot.mib MiB into its recreated table in
+// the same store (the Writer applies locally: no network, no replication), 8 partitions at once.
+//
+//	go test -run '^$' -bench BenchmarkRestore -benchtime 1x ./snapshot/ -snapshot.mib 256
+func BenchmarkRestore(b *testing.B) {
+	f := newFixture(b, snapshot.Options{})
+	tb := f.table(b, "ks", "t")
+	rng := rand.New(rand.NewPCG(1, 2))
+	value := make([]byte, 1024)
+	for k := range *benchMiB * 1024 / 16 {
+		pk := intBytes(k)
+		ts := time.Now().UnixMicro()
+		mu := &replicapb.Mutation{TableId: uint64(tb.ID), PartitionKey: [][]byte{pk}, Token: partitioner.Token(pk)}
+		for c := range 16 {
+			for i := range value {
+				value[i] = letters[rng.IntN(len(letters))]
+			}
+			mu.Rows = append(mu.Rows, &replicapb.Row{Clustering: [][]byte{intBytes(c)},
+				Cells: []*replicapb.Cell{{Column: "v", Value: append([]byte(nil), value...), Timestamp: ts}}})
+		}
+		if err := f.store.Apply(tb, mu); err != nil {
+			b.Fatal(err)
+		}
+	}
+	man, err := f.m.Take(f.s, snapshot.Request{Tag: "r", Keyspace: "ks", Table: "t"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bytes uint64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		f.ddl(b, "DROP TABLE ks.t")
+		f.ddl(b, man.Tables[0].CQL)
+		b.StartTimer()
+		got, err := f.m.Restore(context.Background(), f.s, "r", "ks", "t", storeWriter{f.store})
+		if err != nil || len(got) != 1 {
+			b.Fatal(got, err)
+		}
+		bytes += got[0].Bytes
+	}
+	b.ReportMetric(float64(bytes)/(1<<20)/b.Elapsed().Seconds(), "MiB/s")
 }
