@@ -52,15 +52,19 @@ func (n *Node) dropTable(id schema.TableID) error {
 	return n.replica.DropTable(id)
 }
 
-// SnapshotTable snapshots table keyspace.table of the node's current schema under tag (empty:
-// the time in milliseconds) and returns the tag. reason is snapshot.ReasonManual, or
-// snapshot.ReasonTruncated for the automatic snapshot before TRUNCATE: that one honours
-// auto_snapshot (returning "" when it is off) and is named truncated-<ms>-<keyspace>.<table>
-// when tag is empty. Call it on each replica before it deletes the table's data; it returns
-// once the snapshot is durable.
+// SnapshotTable snapshots table keyspace.table of the node's current schema (every table of
+// keyspace when table is empty, of the node when both are) under tag (empty: the time in
+// milliseconds) and returns the tag, once the snapshot is durable. reason is
+// snapshot.ReasonManual, or snapshot.ReasonTruncated for the automatic snapshot TRUNCATE takes
+// on each replica before it deletes the table's data: that one honours auto_snapshot
+// (returning "" when it is off) and is named truncated-<ms>-<keyspace>.<table> when tag is
+// empty.
 func (n *Node) SnapshotTable(ctx context.Context, reason, tag, keyspace, table string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
+	}
+	if reason != snapshot.ReasonManual && !n.snapshots.Enabled() {
+		return "", nil
 	}
 	s := n.schema.Schema()
 	if reason != snapshot.ReasonManual && tag == "" {

@@ -146,17 +146,6 @@ type TableEntry struct {
 	CQL      string `json:"cql"`
 }
 
-// ScopeString is how a snapshot's scope reads: "node", "keyspace ks" or "table ks.t".
-func (m *Manifest) ScopeString() string {
-	switch m.Scope {
-	case ScopeKeyspace:
-		return "keyspace " + cql.QuoteIdent(m.Keyspace)
-	case ScopeTable:
-		return "table " + cql.QuoteIdent(m.Keyspace) + "." + cql.QuoteIdent(m.Table)
-	}
-	return m.Scope
-}
-
 // Info is a listed snapshot: its manifest and the space it takes.
 type Info struct {
 	Manifest
