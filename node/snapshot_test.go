@@ -223,3 +223,80 @@ func TestSnapshotDropRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotRestoreIntoFreshCluster: a node's snapshot directory copied into a node of
+// another cluster (of another size, so other token ranges) under a tag of its own is listed at
+// once, and restores there into the schema recreated from its manifest.
+func TestSnapshotRestoreIntoFreshCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := func(nodes int) *localcluster.Cluster {
+		c, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), Nodes: nodes,
+			Adjust: func(i int, cfg *node.Config) { cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	must := func(c *localcluster.Cluster, stmt string) *client.Result {
+		t.Helper()
+		res, err := c.Node(0).Client().Execute(ctx, client.All, stmt)
+		if err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		return res
+	}
+	old := start(1)
+	must(old, "CREATE KEYSPACE app WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	must(old, "CREATE TABLE app.kv (k text PRIMARY KEY, v bigint)")
+	const rows = 50
+	for k := range rows {
+		must(old, fmt.Sprintf("INSERT INTO app.kv (k, v) VALUES ('k%d', %d)", k, k))
+	}
+	tag, err := old.Node(0).Node().SnapshotTable(ctx, snapshot.ReasonManual, "backup", "app", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(old.Node(0).DataDir, "snapshots", tag)
+
+	fresh := start(2)
+	dst := filepath.Join(fresh.Node(1).DataDir, "snapshots", "backup-old1")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dst, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man snapshot.Manifest
+	if err := json.Unmarshal(data, &man); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range man.Keyspaces {
+		must(fresh, strings.Replace(k.CQL, "'replication_factor': 1", "'replication_factor': 2", 1))
+	}
+	for _, tb := range man.Tables {
+		must(fresh, tb.CQL)
+	}
+	conn, err := grpc.NewClient(fresh.Node(1).Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	api := kvnodepb.NewSnapshotClient(conn)
+	list, err := api.List(ctx, &kvnodepb.ListSnapshotsRequest{})
+	if err != nil || len(list.Snapshots) != 1 || list.Snapshots[0].Tag != "backup-old1" {
+		t.Fatalf("the fresh node's snapshots: %v, %v; want the copied backup-old1", list, err)
+	}
+	resp, err := api.Restore(ctx, &kvnodepb.RestoreSnapshotRequest{Tag: "backup-old1"})
+	if err != nil || len(resp.Tables) != 1 || resp.Tables[0].Partitions != rows {
+		t.Fatalf("restore: %v, %v; want %d partitions of app.kv", resp, err, rows)
+	}
+	for k := range rows {
+		res := must(fresh, fmt.Sprintf("SELECT v FROM app.kv WHERE k = 'k%d'", k))
+		if len(res.Rows) != 1 || res.Rows[0][0] != int64(k) {
+			t.Errorf("k%d on the fresh cluster at ALL: %v, want %d", k, res.Rows, k)
+		}
+	}
+}

@@ -411,6 +411,9 @@ func (m *Manager) load(tag string) (*Manifest, error) {
 	if man.Format != manifestFormat {
 		return nil, fmt.Errorf("snapshot %s: manifest format %d, this kvnode reads format %d", tag, man.Format, manifestFormat)
 	}
+	// A snapshot copied in from elsewhere under another name (a restore into a new cluster) goes
+	// by its directory's name.
+	man.Tag = tag
 	return &man, nil
 }
 
