@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/schema"
+	"github.com/kvnode/kvnode/snapshot"
 )
 
 // selectOne returns the one row of stmt, read at ALL through c, or nil if it has none.
@@ -165,6 +166,14 @@ func TestTruncate(t *testing.T) {
 	for i := range tc.nodes {
 		if n := tc.tableKeys(i, id); n != 0 {
 			t.Errorf("node %d still stores %d keys of r.t after TRUNCATE", i, n)
+		}
+		// auto_snapshot: each node snapshotted the table before deleting its data.
+		infos, err := tc.nodes[i].Snapshots().List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(infos) != 1 || infos[0].Reason != snapshot.ReasonTruncated || infos[0].Keyspace != "r" || infos[0].Table != "t" {
+			t.Errorf("node %d's snapshots after TRUNCATE: %+v, want one of r.t taken because it was truncated", i, infos)
 		}
 		if n := tc.tableKeys(i, keepID); n != keep[i] {
 			t.Errorf("node %d stores %d keys of r.keep after r.t was truncated, want %d", i, n, keep[i])

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
+	"github.com/kvnode/kvnode/snapshot"
 )
 
 // The node's adapter of the catalog (the agreed schema): it opens the holder, gives it the
@@ -32,20 +33,18 @@ func (n *Node) openCatalog() (err error) {
 
 // initDDL prepares the node's side of schema changes once storage and the replica service are
 // open, before the node joins the cluster (so that a drop it learns of on joining finds its
-// hooks): dropped tables lose their data, and data left behind by tables that are no longer in
+// hooks): dropped tables lose their data (after a snapshot: snapshot.go), and data left behind by tables that are no longer in
 // the schema is deleted.
 func (n *Node) initDDL() error {
-	n.schema.OnDrop(n.replica.DropTable)
+	n.schema.OnDrop(n.dropTable)
 	n.schema.OnTruncate(n.truncateTable)
 	return n.sweepDroppedTables()
 }
 
-// truncateTable frees the data a TRUNCATE removed from this node (readers already ignore it).
-//
-// SEAM (auto_snapshot, issue 30 item 4): Cassandra snapshots a table before TRUNCATE deletes
-// its data. When the snapshot support lands, call its table snapshot here, before
-// TruncateTable, and fail (keeping the data, still hidden) if it fails.
+// truncateTable frees the data a TRUNCATE removed from this node (readers already ignore it),
+// after the automatic snapshot of the table (auto_snapshot, as Cassandra takes before TRUNCATE).
 func (n *Node) truncateTable(t *schema.Table) error {
+	n.autoSnapshot(n.schema.Schema(), t, snapshot.ReasonTruncated)
 	deleted, err := n.store.TruncateTable(t)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

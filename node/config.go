@@ -19,6 +19,7 @@ import (
 	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/replica"
+	"github.com/kvnode/kvnode/snapshot"
 )
 
 // Config configures one node. DataDir is required; the zero value of every other field means its
@@ -44,6 +45,8 @@ type Config struct {
 	// (cmd/kvnode); its Logger defaults to the node's; its OnFailure is the node's own (the
 	// policy).
 	Storage replica.Options `yaml:",inline"`
+	// Snapshot holds auto_snapshot (its inverse NoAutoSnapshot, as NoSync is sync's; cmd/kvnode).
+	Snapshot snapshot.Options `yaml:",inline"`
 	// Limiter sizes the node's rate limiter table (limiter_capacity). LearnedCopies is for a
 	// coordinator's learned table and must stay false here.
 	Limiter partitionlimit.Options `yaml:",inline"`

@@ -39,6 +39,7 @@ import (
 	"github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
+	"github.com/kvnode/kvnode/snapshot"
 )
 
 // Node is one running kvnode: storage, the replica service, membership, the coordinator, and the
@@ -79,6 +80,8 @@ type Node struct {
 	// logins counts, logs and slows down the failed logins of both front ends (auth.go).
 	logins    *loginguard.Guard
 	authSetup *loop.Loop // creates the superuser role (auth.go); nil without authentication
+	// snapshots takes, lists, clears and restores the store's snapshots (snapshot.go).
+	snapshots *snapshot.Manager
 
 	// The disk failure policy (storage.go): stopOnce starts the stop, which closes stopped;
 	// started is closed when Start returns, serving set if it succeeded.
@@ -156,14 +159,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := n.initDDL(); err != nil {
-		return nil, err
-	}
-
 	// The node's id addresses the calls to itself, which its Sender makes in process; membership
 	// uses the Sender (removals) while it starts.
 	id, err := cluster.LoadOrCreateNodeID(cfg.DataDir, "")
 	if err != nil {
+		return nil, err
+	}
+	if err := n.openSnapshots(string(id)); err != nil {
+		return nil, err
+	}
+	if err := n.initDDL(); err != nil {
 		return nil, err
 	}
 	n.mux = internode.NewMux()
@@ -245,6 +250,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.replica.BatchlogCollector(),
 		n.hints,
 		n.repair,
+		n.snapshots,
 		n.store.Collector(),
 		newClusterCollector(n.cluster),
 		newTopologyCollector(n.topo),
@@ -274,6 +280,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	kvnodepb.RegisterKVNodeServer(n.grpc, api)
 	kvnodepb.RegisterAdminServer(n.grpc, adminServer{n: n})
 	kvnodepb.RegisterRepairServer(n.grpc, repairServer{n: n})
+	kvnodepb.RegisterSnapshotServer(n.grpc, snapshotServer{n: n})
 	n.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)

@@ -164,7 +164,9 @@ func (s *Store) openDB(dir string, po *pebble.Options) (*pebble.DB, error) {
 // failure it leaves the database as it is (pebble may hold its locks in the
 // goroutine that failed, and its state is undefined): the process is to exit.
 func (s *Store) Close() error {
-	s.space.stop()
+	if s.space != nil { // nil for a checkpoint (OpenCheckpoint)
+		s.space.stop()
+	}
 	if s.failure.Load() != nil {
 		return nil
 	}

@@ -26,6 +26,9 @@ type serveConfig struct {
 	// Sync syncs every write to disk before acknowledging it: the inverse of node.Config.Storage.NoSync,
 	// kept as the file's and the flag's spelling.
 	Sync bool `yaml:"sync"`
+	// AutoSnapshot snapshots a table before DROP TABLE, DROP KEYSPACE or TRUNCATE removes its
+	// data (Cassandra's auto_snapshot): the inverse of node.Config.Snapshot.NoAutoSnapshot.
+	AutoSnapshot bool `yaml:"auto_snapshot"`
 	// LogLevel is the level of the process's text log on stderr.
 	LogLevel slog.Level `yaml:"log_level"`
 	// TestingClockOffset shifts this node's clock (the limiter's, the coordinator's stamps,
@@ -52,13 +55,14 @@ func defaultServeConfig() serveConfig {
 	c := node.Config{DataDir: "./kvnode-data", Listen: node.ListenOptions{MetricsAddr: node.DefaultMetricsAddr}}
 	c.EnsureDefaults()
 	c.Logger = nil // made by runServe at LogLevel
-	return serveConfig{Config: c, Sync: true, LogLevel: slog.LevelInfo}
+	return serveConfig{Config: c, Sync: true, AutoSnapshot: true, LogLevel: slog.LevelInfo}
 }
 
 // nodeConfig returns the node configuration c describes.
 func (c serveConfig) nodeConfig() node.Config {
 	cfg := c.Config
 	cfg.Storage.NoSync = !c.Sync
+	cfg.Snapshot.NoAutoSnapshot = !c.AutoSnapshot
 	if off := c.TestingClockOffset; off != 0 {
 		cfg.Testing = &node.TestingKnobs{Now: func() time.Time { return time.Now().Add(off) }}
 	}
@@ -89,6 +93,7 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.Limiter.Capacity, "limiter-capacity", c.Limiter.Capacity, "partitions the rate limiter tracks per node, 24 bytes each")
 	fs.BoolVar(&c.Coordinator.Learning, "coordinator-learning", c.Coordinator.Learning, "as a coordinator outside a hot partition's replicas, learn from their rejections and reject locally")
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "sync every write to disk before acknowledging it")
+	fs.BoolVar(&c.AutoSnapshot, "auto-snapshot", c.AutoSnapshot, "snapshot a table before DROP TABLE, DROP KEYSPACE or TRUNCATE removes its data (kvnode snapshot --list shows them)")
 	fs.Int64Var(&c.Storage.CacheSize, "cache-size", c.Storage.CacheSize, "storage block cache size in bytes")
 	fs.Uint64Var(&c.Storage.MemTableSize, "memtable-size", c.Storage.MemTableSize, "storage memtable size in bytes")
 	fs.Var((*uint32Flag)(&c.Storage.TombstoneFailureThreshold), "tombstone-failure-threshold", "tombstones one read of a partition may scan before it fails (cell, row, range and partition tombstones)")

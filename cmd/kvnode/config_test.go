@@ -179,7 +179,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in.Batchlog = node.BatchlogOptions{ReplayInterval: 3 * time.Second, ReplayAge: 7 * time.Second}
 	in.StreamThroughput, in.ShutdownGrace = 1<<20, 2*time.Second
 	in.Authenticator, in.SuperuserPasswordFile = node.AuthenticatorPassword, "/etc/kvnode/superuser-password"
-	in.Sync, in.LogLevel = false, slog.LevelWarn
+	in.Sync, in.AutoSnapshot, in.LogLevel = false, false, slog.LevelWarn
 	data, err := yaml.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,7 @@ Commands:
   removenode     re-replicate a dead node's ranges and remove it from the ring
   cleanup        delete a node's data in the ranges it no longer replicates
   repair         make every replica of a node's ranges hold the same data
+  snapshot       take, list, clear and restore a node's snapshots (pebble checkpoints)
   help           this text; kvnode help <command> is kvnode <command> --help
 
 Run 'kvnode <command> --help' for the command's flags.
@@ -101,6 +102,8 @@ func command(name string) (commandFunc, bool) {
 		return tool(runCleanup), true
 	case "repair":
 		return tool(runRepair), true
+	case "snapshot":
+		return tool(runSnapshot), true
 	}
 	return nil, false
 }

@@ -41,8 +41,8 @@ const (
 )
 
 // methodAccess returns what the full method name ("/package.Service/Method") needs: the admin
-// services (kvnode's Admin and Repair: status, decommission, removenode, repair) and
-// TopPartitions (which shows the hot partitions' keys of every table) a superuser; the
+// services (kvnode's Admin, Repair and Snapshot: status, decommission, removenode, repair,
+// snapshot) and TopPartitions (which shows the hot partitions' keys of every table) a superuser; the
 // client API (every other kvnode service outside kvnode.replica) and reflection (which lists the
 // services) a login; health checks and the internode services (kvnode.replica.*, which the
 // internode listener and its mutual TLS protect) nothing.
@@ -59,7 +59,7 @@ func methodAccess(method string) access {
 		return accessNone
 	case strings.HasPrefix(svc, "kvnode."):
 		switch svc[strings.LastIndexByte(svc, '.')+1:] {
-		case "Admin", "Repair":
+		case "Admin", "Repair", "Snapshot":
 			return accessSuperuser
 		case "KVNode":
 			if name == "TopPartitions" { // partition keys of every table, as nodetool's

@@ -137,6 +137,8 @@ func TestMethodAccess(t *testing.T) {
 		{"/kvnode.v1.Admin/Decommission", accessSuperuser},
 		{"/kvnode.Admin/Status", accessSuperuser},
 		{"/kvnode.v1.Repair/Repair", accessSuperuser},
+		{"/kvnode.v1.Snapshot/Restore", accessSuperuser},
+		{"/kvnode.v1.Snapshot/List", accessSuperuser},
 		{"/kvnode.replica.v1.Internode/Call", accessNone},
 		{"/grpc.health.v1.Health/Check", accessNone},
 		{"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", accessLogin},

@@ -31,7 +31,7 @@ var floors = []struct {
 	{"the node's wiring", []string{"node"}},
 	{"front ends", []string{"frontend/...", "client"}},
 	{"the coordinator's shell", []string{"coordinator/shell/..."}},
-	{"services of a node", []string{"catalog", "hints", "repair", "replica", "cluster"}},
+	{"services of a node", []string{"catalog", "hints", "repair", "snapshot", "replica", "cluster"}},
 	{"the internode seam", []string{"internode"}},
 	{"the coordinator's pure core", []string{"coordinator"}},
 	{"the domain", []string{"partitionlimit", "schema", "cql", "partitioner", "cell", "auth"}},
@@ -48,7 +48,7 @@ var forbidden = []struct {
 		"front ends use the domain API (package coordinator) and interfaces they declare, never the shell"},
 	{[]string{"coordinator/shell"}, []string{"replica", "cluster"},
 		"the shell declares the small interfaces it consumes (a ring view, a replica sender)"},
-	{[]string{"catalog", "hints", "repair"}, []string{"node/...", "coordinator/shell/..."},
+	{[]string{"catalog", "hints", "repair", "snapshot"}, []string{"node/...", "coordinator/shell/..."},
 		"a node's services are wired by node, behind interfaces they declare"},
 }
 

@@ -11,6 +11,7 @@ import (
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	protocheck.Current(t, ".", nil, "kvnode.proto")
 	protocheck.Current(t, ".", nil, "admin.proto")
+	protocheck.Current(t, ".", nil, "snapshot.proto")
 	// repair.proto is compiled from proto/ as kvnodepb/repair.proto (see gen_repair.go).
 	protocheck.Current(t, "..", []string{"."}, "kvnodepb/repair.proto")
 }
