@@ -290,8 +290,12 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if err := checkTimestamp(*row.Marker); err != nil {
 				return badRequest(t, "row %d marker: %v", i, err)
 			}
+			marker := cell.Cell{Timestamp: *row.Marker, TTL: row.MarkerTtl, Expires: row.MarkerExpires}
+			if err := cell.CheckExpiry(marker); err != nil {
+				return badRequest(t, "row %d marker: %v", i, err)
+			}
 			key = append(key[:rowLen], rowMarker)
-			val = appendValue(val[:0], cell.Cell{Timestamp: *row.Marker})
+			val = appendValue(val[:0], marker, deletedAt())
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
 			}
@@ -312,12 +316,15 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
 				}
 			}
+			if err := cell.CheckExpiry(cell.Cell{Timestamp: c.Timestamp, Tombstone: c.Tombstone, TTL: c.Ttl, Expires: c.Expires}); err != nil {
+				return badRequest(t, "row %d column %q: %v", i, c.Column, err)
+			}
 			key = append(key[:rowLen], rowCell)
 			key = append(key, c.Column...)
 			if c.Tombstone {
 				val = appendTombstone(val[:0], c.Timestamp, deletedAt())
 			} else {
-				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value})
+				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value, TTL: c.Ttl, Expires: c.Expires}, deletedAt())
 			}
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
@@ -417,7 +424,7 @@ func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, thres
 	defer it.Close()
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
-	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows),
+	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows), now: s.now().Unix(),
 		tc: tombstoneCount{t: t, req: req, threshold: threshold, n: uint64(req.TombstonesScanned)}}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
@@ -635,6 +642,7 @@ type rowReader struct {
 	resp      *replicapb.ReadResponse
 	rowsStart int // offset of the clustering key in a row's keys
 	tc        tombstoneCount
+	now       int64 // seconds since the Unix epoch: expiring cells at or before it have expired
 
 	rowKey     []byte // the current row's key up to its clustering key; empty between rows
 	clustering [][]byte
@@ -676,7 +684,7 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 	case rowDeletion:
 		r.row.Deletion = c.Timestamp
 	case rowMarker:
-		r.row.Marker = c.Timestamp
+		r.row.Marker, r.row.MarkerTTL, r.row.MarkerExpires = c.Timestamp, c.TTL, c.Expires
 	case rowCell:
 		name := entry[1:]
 		if col, ok := r.t.Column(string(name)); !ok || col.Kind != schema.RegularColumn {
@@ -705,7 +713,14 @@ func (r *rowReader) flush() (done bool, err error) {
 	}
 	del := max(r.partDel, coverAt(r.cover, r.rowKey))
 	row := r.row.Purge(del)
-	live := row.Live(del)
+	// An expired cell travels as the tombstone at its timestamp it now is:
+	// it still beats every older version elsewhere, and never shows a value.
+	for i := range row.Columns {
+		if c := &row.Columns[i]; c.Expired(r.now) {
+			c.Cell = cell.Cell{Timestamp: c.Timestamp, Tombstone: true}
+		}
+	}
+	live := row.Live(r.now, del)
 	rowKey := r.rowKey
 	r.rowKey = r.rowKey[:0]
 	// Counted as Cassandra counts: every cell tombstone, and the row
@@ -727,6 +742,7 @@ func (r *rowReader) flush() (done bool, err error) {
 	out := &replicapb.Row{Clustering: r.clustering}
 	if row.Marker != cell.NoTimestamp {
 		out.Marker = &row.Marker
+		out.MarkerTtl, out.MarkerExpires = row.MarkerTTL, row.MarkerExpires
 	}
 	if row.Deletion != cell.NoTimestamp {
 		out.Deletion = &row.Deletion
@@ -735,7 +751,7 @@ func (r *rowReader) flush() (done bool, err error) {
 		if !r.selected(c.Name) {
 			continue
 		}
-		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone})
+		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone, Ttl: c.TTL, Expires: c.Expires})
 	}
 	if !live && out.Marker == nil && out.Deletion == nil && len(out.Cells) == 0 {
 		return false, nil

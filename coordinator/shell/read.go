@@ -142,7 +142,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 	if err != nil {
 		return nil, 0, err
 	}
-	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed)
+	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed, now.Unix())
 	for _, r := range resps {
 		if err := addAnswer(m, r, spec.limit); err != nil {
 			return nil, 0, err
