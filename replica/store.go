@@ -70,7 +70,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	// A write that meets a full disk raises the low-disk level at once, before the next check.
 	po := opts.pebbleOptions(vfs.OnDiskFull(opts.FS, s.space.full), log)
 	po.EventListener = s.eventListener(log)
-	if fresh(opts.FS, dir) {
+	fresh := fresh(opts.FS, dir)
+	format := 0 // a new store: record the version
+	if !fresh {
+		v, err := checkFormatVersion(opts.FS, dir)
+		if err != nil {
+			return nil, fmt.Errorf("replica: open store in %s: %w", dir, err)
+		}
+		format = v
+	}
+	if fresh {
 		// A new database's first log predates its format's sync offsets, without which damage
 		// in a log cannot be told from a torn tail (corruptlog.go): create it, then reopen.
 		db, err := s.openDB(dir, po)
@@ -110,6 +119,13 @@ func Open(dir string, opts Options) (*Store, error) {
 			opts.Logger.Error("storage: moved a corrupt write-ahead log aside (start_despite_corrupt_log): the writes it held are lost on this node, which counts toward no read consistency level until `kvnode repair` run on it completes",
 				"component", "pebble", "log", path, "offset", off, "moved_to", to, "err", err)
 		}
+	}
+	if err := upgradeFormat(opts.FS, dir, format); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("replica: open store in %s: %w", dir, err)
+	}
+	if format != FormatVersion && !fresh && opts.Logger != nil {
+		opts.Logger.Info("storage: upgraded the data format", "component", "pebble", "dir", dir, "from", format, "to", FormatVersion)
 	}
 	marked, err := hasUnrepairedMark(opts.FS, dir)
 	if err != nil {
