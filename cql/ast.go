@@ -271,13 +271,13 @@ type DeleteStmt struct {
 // [ORDER BY column [ASC|DESC], ...] [LIMIT n] [ALLOW FILTERING]
 // [USING TIMEOUT d].
 type SelectStmt struct {
-	Start          Pos
-	Star           bool    // SELECT *
-	Columns        []Ident // when not Star
+	Start   Pos
+	Star    bool    // SELECT *
+	Columns []Ident // when not Star
 	// Funcs is nil when every item of the list is a plain column; else it
 	// has one entry per Columns entry, saying whether the item is the
 	// column, WRITETIME(column) or TTL(column).
-	Funcs []SelectFunc
+	Funcs          []SelectFunc
 	Table          TableName
 	Where          []Relation
 	OrderBy        []Ordering // nil without ORDER BY; no column appears twice
