@@ -65,6 +65,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		fs: opts.FS, dir: dir, log: opts.Logger, writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold, now: time.Now,
 		failed: make(chan struct{}), onFailure: opts.OnFailure, policy: opts.DiskFailurePolicy,
 	}
+	if opts.Clock != nil {
+		s.now = opts.Clock.Now
+	}
 	s.space = newDiskSpace(opts.FS, dir, &opts)
 	log := pebbleLogger{l: opts.Logger, fail: s.Fail}
 	// A write that meets a full disk raises the low-disk level at once, before the next check.
