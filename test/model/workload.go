@@ -253,7 +253,7 @@ type Op struct {
 	// TTL is an INSERT's or UPDATE's USING TTL in seconds, 0 for none. Only writes with a
 	// server timestamp get one, so no tie at equal timestamps involves an expiring cell (whose
 	// expiry the client knows only to within its request's time).
-	TTL int32
+	TTL   int32
 	Limit int  // SELECT ... LIMIT, 0 for none
 	Desc  bool // SELECT ... ORDER BY first clustering column DESC
 	Order bool // SELECT has an ORDER BY clause
