@@ -186,3 +186,29 @@ func TestPurgeExpired(t *testing.T) {
 		t.Errorf("after the purge, read = %s, want %s", got, want)
 	}
 }
+
+// TestRepairShipsExpiredCellsAsTombstones: what repair fetches and hashes of a partition carries
+// an expired cell as the tombstone at its timestamp, so the replica it is applied to drops an
+// older live value.
+func TestRepairShipsExpiredCellsAsTombstones(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	src, _ := openMem(t)
+	dst, _ := openMem(t)
+	src.now = func() time.Time { return clock }
+	dst.now = func() time.Time { return clock }
+	tbl := newTable(t, testTableDDL)
+	mustApply(t, src, tbl, mut("p", expiring(row(1, "a", "w=new@5"), 10, clock.Unix()+10)))
+	mustApply(t, dst, tbl, mut("p", row(1, "a", "marker@1", "w=old@4")))
+	clock = clock.Add(10 * time.Second)
+	m, err := src.FetchPartition(tbl, tokenOf("p"), [][]byte{[]byte("p")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Rows[0].Cells[0]; !c.Tombstone || c.Timestamp != 5 || c.Ttl != 0 {
+		t.Fatalf("FetchPartition after expiry = %v, want a tombstone at 5", m)
+	}
+	mustApply(t, dst, tbl, m)
+	if got, want := format(tbl, mustRead(t, dst, tbl, readReq("p"))), "(1,a) marker@1 [w=null@5]"; got != want {
+		t.Errorf("after the repair the stale replica reads %s, want %s", got, want)
+	}
+}
