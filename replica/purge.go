@@ -101,9 +101,11 @@ func (s *Store) RepairedAt(id schema.TableID) (time.Time, bool, error) {
 
 // PurgeStats is what one purge pass did.
 type PurgeStats struct {
-	// Partitions scanned; Tombstones purged; Shadowed: keys of data tombstones shadowed, deleted;
-	// Expired: expired cells and row markers purged.
-	Partitions, Tombstones, Shadowed, Expired int
+	// Partitions scanned; Keys scanned; Tombstones purged; Shadowed: keys of data tombstones
+	// shadowed, deleted; Expired: expired cells and row markers purged.
+	Partitions, Keys, Tombstones, Shadowed, Expired int
+	// Compacted reports that the pass compacted the table's keys to give the space back.
+	Compacted bool
 }
 
 // purgeRule says which of a table's tombstones may be purged: those this replica stored
@@ -183,8 +185,27 @@ func (s *Store) Purge(ctx context.Context, t *schema.Table, now time.Time) (Purg
 		st.Partitions++
 		valid = it.SeekGE(prefixEnd(prefix))
 	}
-	return st, it.Error()
+	if err := it.Error(); err != nil {
+		return st, err
+	}
+	// Pebble gives the space of deleted keys back when a compaction meets their deletes, which
+	// on a table nobody writes to may be never: after a pass that deleted a good share of the
+	// table's keys (expired data, typically), compact the table now.
+	if deleted := st.Tombstones + st.Shadowed + st.Expired; deleted > 0 && deleted*purgeCompactShare >= st.Keys {
+		// Twice: the first compaction can leave the purge's deletes one level above the data.
+		for range 2 {
+			if err := s.db.Compact(ctx, start, end, false); err != nil {
+				return st, fmt.Errorf("replica: table %s: compact after purge: %w", t.QualifiedName(), err)
+			}
+		}
+		st.Compacted = true
+	}
+	return st, nil
 }
+
+// purgeCompactShare is the inverse of the share of a table's keys a purge pass must delete for
+// it to compact the table (pebble's own tombstone-dense threshold is a tenth too).
+const purgeCompactShare = 10
 
 // purgePartition purges one partition (keys starting with prefix) under its stripe's lock.
 func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule purgeRule, st *PurgeStats) error {
@@ -215,6 +236,7 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 	rowDel := cell.NoTimestamp
 	base := cell.NoTimestamp // the newest partition or range tombstone over the current row
 	for valid := it.First(); valid; valid = it.Next() {
+		st.Keys++
 		k := it.Key()
 		c, err := iterCell(it)
 		if err != nil {
