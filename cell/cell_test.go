@@ -56,9 +56,13 @@ func TestWinsIsStrict(t *testing.T) {
 // value, and tombstones, are common.
 func smallCell(r *rand.Rand) Cell {
 	c := Cell{Timestamp: int64(r.IntN(3) - 1)}
-	switch r.IntN(5) {
+	switch r.IntN(7) {
 	case 0:
 		c.Tombstone = true
+	case 5, 6:
+		c.Value = []byte{byte('a' + r.IntN(2))}
+		c.TTL = int32(1 + r.IntN(2))
+		c.Expires = int64(100 + r.IntN(2))
 	case 1:
 		c.Value = nil
 	case 2:
@@ -112,8 +116,91 @@ func TestShadowedBy(t *testing.T) {
 		if got := tt.cell.ShadowedBy(tt.deletedAt); got != tt.shadowed {
 			t.Errorf("%v.ShadowedBy(%d) = %t, want %t", tt.cell, tt.deletedAt, got, tt.shadowed)
 		}
-		if got := tt.cell.Live(tt.deletedAt); got != tt.live {
-			t.Errorf("%v.Live(%d) = %t, want %t", tt.cell, tt.deletedAt, got, tt.live)
+		if got := tt.cell.Live(0, tt.deletedAt); got != tt.live {
+			t.Errorf("%v.Live(0, %d) = %t, want %t", tt.cell, tt.deletedAt, got, tt.live)
+		}
+	}
+}
+
+func exp(ts int64, s string, ttl int32, expires int64) Cell {
+	return Cell{Timestamp: ts, Value: []byte(s), TTL: ttl, Expires: expires}
+}
+
+// TestMergeExpiring holds Cassandra 4.1's rule for expiring cells
+// (Cells.resolveRegular): it never reads the current time.
+func TestMergeExpiring(t *testing.T) {
+	tests := []struct {
+		name   string
+		winner Cell
+		loser  Cell
+	}{
+		{"a newer live cell beats an older expiring one", Cell{Timestamp: 6, Value: []byte("a")}, exp(5, "z", 10, 100)},
+		{"a newer expiring cell beats an older live one", exp(6, "a", 10, 100), Cell{Timestamp: 5, Value: []byte("z")}},
+		{"at equal timestamps an expiring cell beats a live one with greater bytes", exp(5, "a", 10, 100), Cell{Timestamp: 5, Value: []byte("z")}},
+		{"at equal timestamps a tombstone beats an expiring cell", Cell{Timestamp: 5, Tombstone: true}, exp(5, "z", 10, 100)},
+		{"of two expiring cells the later expiry wins over greater bytes", exp(5, "a", 10, 101), exp(5, "z", 10, 100)},
+		{"of two expiring cells with one expiry the greater bytes win", exp(5, "z", 10, 100), exp(5, "a", 10, 100)},
+		{"then the longer TTL", exp(5, "a", 20, 100), exp(5, "a", 10, 100)},
+	}
+	for _, tt := range tests {
+		if Compare(tt.winner, tt.loser) != 1 || Compare(tt.loser, tt.winner) != -1 {
+			t.Errorf("%s: Compare(%v, %v) = %d, want 1", tt.name, tt.winner, tt.loser, Compare(tt.winner, tt.loser))
+		}
+	}
+}
+
+func TestExpiredAndLive(t *testing.T) {
+	c := exp(5, "v", 10, 100)
+	for _, tt := range []struct {
+		now, deletedAt int64
+		expired, live  bool
+	}{
+		{99, NoTimestamp, false, true},
+		{100, NoTimestamp, true, false},
+		{1 << 40, NoTimestamp, true, false},
+		{99, 5, false, false},
+	} {
+		if got := c.Expired(tt.now); got != tt.expired {
+			t.Errorf("%v.Expired(%d) = %t, want %t", c, tt.now, got, tt.expired)
+		}
+		if got := c.Live(tt.now, tt.deletedAt); got != tt.live {
+			t.Errorf("%v.Live(%d, %d) = %t, want %t", c, tt.now, tt.deletedAt, got, tt.live)
+		}
+	}
+	if (Cell{Timestamp: 1, Value: []byte("v")}).Expired(1 << 62) {
+		t.Errorf("a cell without TTL reports expired")
+	}
+	// Expiry past 2038 (2^31 seconds) is kept exactly.
+	far := exp(1, "v", 20*365*86400, 1<<32)
+	if far.Expired(1<<31) || !far.Expired(1<<32) {
+		t.Errorf("%v: expiry past 2038 is not honoured", far)
+	}
+	if left, ok := c.RemainingTTL(95); !ok || left != 5 {
+		t.Errorf("%v.RemainingTTL(95) = %d, %t, want 5, true", c, left, ok)
+	}
+	if _, ok := (Cell{Timestamp: 1, Value: []byte("v")}).RemainingTTL(0); ok {
+		t.Errorf("RemainingTTL of a cell without TTL reports one")
+	}
+}
+
+// TestExpiredMergesLikeTombstone checks that an expired cell, once every
+// replica's clock passed its expiry, reconciles against any other version
+// to a winner that is dead exactly when a tombstone at its timestamp would
+// give a dead winner: an older live value elsewhere never comes back.
+func TestExpiredMergesLikeTombstone(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const now = 1000
+	for range 20000 {
+		e := smallCell(r)
+		if !e.Expiring() {
+			continue
+		}
+		o := smallCell(r)
+		tomb := Cell{Timestamp: e.Timestamp, Tombstone: true}
+		gotLive := Merge(e, o).Live(now, NoTimestamp)
+		wantLive := Merge(tomb, o).Live(now, NoTimestamp)
+		if gotLive != wantLive {
+			t.Fatalf("Merge(%v, %v) live = %t at %d, but with a tombstone in its place %t", e, o, gotLive, now, wantLive)
 		}
 	}
 }

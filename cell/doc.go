@@ -10,10 +10,18 @@
 //   - On equal timestamps a tombstone wins over a value, and between two
 //     values the bytewise greater value wins, so every replica picks the same
 //     winner whatever order the versions arrive in.
+//   - Expiring cells (written with a TTL) carry their expiry, an absolute
+//     time in seconds. At equal timestamps a tombstone or an expiring cell
+//     beats a live one, a tombstone beats an expiring cell, and of two
+//     expiring cells the later expiry wins (Cassandra 4.1's
+//     Cells.reconcile). The rule does not read the current time, so every
+//     replica picks the same winner whenever it merges; only liveness
+//     (Cell.Live, Row.Live) takes now. An expired cell thus beats every
+//     older version, as a tombstone at its timestamp would.
 //   - A row or partition deletion at timestamp D shadows every cell and row
 //     marker written at a timestamp ≤ D.
-//   - A row exists while it has a live row marker (written by INSERT) or a
-//     live cell. UPDATE writes no marker, so a row created by UPDATE vanishes
+//   - A row exists while it has a live row marker (written by INSERT, with
+//     the INSERT's TTL) or a live cell. UPDATE writes no marker, so a row created by UPDATE vanishes
 //     when its last cell is deleted; a row created by INSERT does not.
 //
 // Timestamps are microseconds since the Unix epoch, assigned by the

@@ -14,6 +14,12 @@ type Row struct {
 	// Marker is the timestamp of the row marker INSERT writes, or
 	// NoTimestamp if the row has none.
 	Marker int64
+	// MarkerTTL and MarkerExpires are the marker's time to live and expiry
+	// (see Cell), written by INSERT ... USING TTL; 0 for a marker that does
+	// not expire or no marker. An expired marker still reconciles (it beats
+	// older markers) but no longer keeps the row alive.
+	MarkerTTL     int32
+	MarkerExpires int64
 	// Deletion is the timestamp of the row tombstone, or NoTimestamp.
 	Deletion int64
 	// Columns holds at most one cell per column, sorted by Name. Cell
@@ -29,12 +35,25 @@ func (r Row) IsEmpty() bool {
 	return r.Marker == NoTimestamp && r.Deletion == NoTimestamp && len(r.Columns) == 0
 }
 
+// MarkerCell returns r's marker as a value-less cell, which reconciles by
+// the cell rule: the newer marker wins, at equal timestamps an expiring one
+// beats one that does not expire and the later expiry wins (Cassandra's
+// LivenessInfo.supersedes).
+func (r Row) MarkerCell() Cell {
+	return Cell{Timestamp: r.Marker, TTL: r.MarkerTTL, Expires: r.MarkerExpires}
+}
+
+func (r *Row) setMarker(c Cell) {
+	r.Marker, r.MarkerTTL, r.MarkerExpires = c.Timestamp, c.TTL, c.Expires
+}
+
 // MergeRows reconciles two versions of the same row: the newer marker, the
 // newer deletion and, per column, the winning cell. Like Merge it is
 // commutative and associative. The result has a new Columns slice (nil if
 // both are empty); its cells share their values with the arguments.
 func MergeRows(a, b Row) Row {
-	out := Row{Marker: max(a.Marker, b.Marker), Deletion: max(a.Deletion, b.Deletion)}
+	out := Row{Deletion: max(a.Deletion, b.Deletion)}
+	out.setMarker(Merge(a.MarkerCell(), b.MarkerCell()))
 	if len(a.Columns)+len(b.Columns) == 0 {
 		return out
 	}
@@ -72,7 +91,7 @@ func (r Row) Purge(partitionDeletion int64) Row {
 	}
 	del := max(r.Deletion, partitionDeletion)
 	if r.Marker <= del {
-		r.Marker = NoTimestamp
+		r.setMarker(Cell{Timestamp: NoTimestamp})
 	}
 	for i, c := range r.Columns {
 		if !c.ShadowedBy(del) {
@@ -94,15 +113,16 @@ func (r Row) Purge(partitionDeletion int64) Row {
 	return r
 }
 
-// Live reports whether the row exists: it has a marker or a cell holding a
-// value that neither its own deletion nor partitionDeletion shadows.
-func (r Row) Live(partitionDeletion int64) bool {
+// Live reports whether the row exists at now (seconds since the Unix
+// epoch): it has an unexpired marker or a cell holding an unexpired value
+// that neither its own deletion nor partitionDeletion shadows.
+func (r Row) Live(now, partitionDeletion int64) bool {
 	del := max(r.Deletion, partitionDeletion)
-	if r.Marker > del {
+	if r.Marker > del && !r.MarkerCell().Expired(now) {
 		return true
 	}
 	for _, c := range r.Columns {
-		if c.Live(del) {
+		if c.Live(now, del) {
 			return true
 		}
 	}
@@ -116,8 +136,8 @@ func (r Row) Live(partitionDeletion int64) bool {
 // result (IsEmpty) means have is up to date.
 func Missing(want, have Row) Row {
 	out := EmptyRow()
-	if want.Marker > have.Marker {
-		out.Marker = want.Marker
+	if Wins(want.MarkerCell(), have.MarkerCell()) {
+		out.setMarker(want.MarkerCell())
 	}
 	if want.Deletion > have.Deletion {
 		out.Deletion = want.Deletion

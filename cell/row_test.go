@@ -28,6 +28,9 @@ func randomRow(r *rand.Rand) Row {
 	row := EmptyRow()
 	if r.IntN(2) == 0 {
 		row.Marker = int64(r.IntN(4))
+		if r.IntN(2) == 0 {
+			row.MarkerTTL, row.MarkerExpires = int32(1+r.IntN(2)), int64(100+r.IntN(2))
+		}
 	}
 	if r.IntN(3) == 0 {
 		row.Deletion = int64(r.IntN(4))
@@ -110,10 +113,10 @@ func TestPurgeAndLive(t *testing.T) {
 		if !reflect.DeepEqual(MergeRows(tt.row, EmptyRow()), before) {
 			t.Errorf("%s: Purge modified its receiver", tt.name)
 		}
-		if l := tt.row.Live(tt.partDel); l != tt.live {
+		if l := tt.row.Live(0, tt.partDel); l != tt.live {
 			t.Errorf("%s: Live(%d) = %t, want %t", tt.name, tt.partDel, l, tt.live)
 		}
-		if l := got.Live(tt.partDel); l != tt.live {
+		if l := got.Live(0, tt.partDel); l != tt.live {
 			t.Errorf("%s: after Purge, Live(%d) = %t, want %t", tt.name, tt.partDel, l, tt.live)
 		}
 	}
@@ -141,5 +144,32 @@ func TestMissing(t *testing.T) {
 		if got, exp := MergeRows(a, Missing(w, a)), w; !reflect.DeepEqual(got, exp) {
 			t.Fatalf("MergeRows(a, Missing(MergeRows(a, b), a)) = %+v, want %+v (a=%+v b=%+v)", got, exp, a, b)
 		}
+	}
+}
+
+func TestExpiringMarker(t *testing.T) {
+	insert := Row{Marker: 5, MarkerTTL: 10, MarkerExpires: 100, Deletion: NoTimestamp}
+	if !insert.Live(99, NoTimestamp) || insert.Live(100, NoTimestamp) {
+		t.Errorf("a row with only a marker expiring at 100 is live at 99 and not at 100: got %t, %t", insert.Live(99, NoTimestamp), insert.Live(100, NoTimestamp))
+	}
+	// An older INSERT without TTL on another replica does not outlive the
+	// newer expiring marker.
+	older := Row{Marker: 4, Deletion: NoTimestamp}
+	if m := MergeRows(insert, older); m.Live(100, NoTimestamp) {
+		t.Errorf("MergeRows(%+v, %+v) = %+v is live after the newer marker expired", insert, older, m)
+	}
+	if miss := Missing(MergeRows(insert, older), older); miss.Marker != 5 || miss.MarkerExpires != 100 {
+		t.Errorf("Missing(merged, older) = %+v, want the expiring marker", miss)
+	}
+	// At equal timestamps the expiring marker wins.
+	same := Row{Marker: 5, Deletion: NoTimestamp}
+	if m := MergeRows(same, insert); m.MarkerExpires != 100 {
+		t.Errorf("MergeRows(%+v, %+v) = %+v, want the expiring marker", same, insert, m)
+	}
+	// A cell written later without TTL keeps the row alive after the marker expired.
+	updated := insert
+	updated.Columns = []Column{{"a", v(6, "x")}}
+	if !updated.Live(200, NoTimestamp) {
+		t.Errorf("%+v is not live at 200, want live through its cell", updated)
 	}
 }

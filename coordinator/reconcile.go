@@ -120,6 +120,7 @@ type Merger struct {
 	t       *schema.Table
 	order   readOrder // the order of the answers and the merge
 	limit   int       // live rows; 0 means no limit
+	now     int64     // seconds since the Unix epoch: expiring cells at or before it are dead
 	vs      []version
 	partDel int64
 	rts     []rangeTomb // every range tombstone any replica returned
@@ -135,9 +136,11 @@ type Merger struct {
 }
 
 // NewMerger returns a merger of the answers to a read of table t for limit live rows (0 for all
-// of them), in the reverse of the clustering order if reversed.
-func NewMerger(t *schema.Table, limit int, reversed bool) *Merger {
-	return &Merger{t: t, order: readOrder{t, reversed}, limit: limit, partDel: cell.NoTimestamp}
+// of them), in the reverse of the clustering order if reversed. now (seconds since the Unix
+// epoch, the coordinator's clock) decides which expiring cells and markers are still live; the
+// merge itself (and so what each replica lacks) does not depend on it.
+func NewMerger(t *schema.Table, limit int, reversed bool, now int64) *Merger {
+	return &Merger{t: t, order: readOrder{t, reversed}, limit: limit, now: now, partDel: cell.NoTimestamp}
 }
 
 // KeepFull makes the merger keep every row it merges, live or not, for Reconciled.Full: a
@@ -192,7 +195,7 @@ func (m *Merger) Add(from NodeID, p Page, limit int) error {
 			return fmt.Errorf("coordinator: replica %s returned a page of table %s that does not start after the previous one", from, t.QualifiedName())
 		}
 		rows = append(rows, row)
-		if row.Row.Live(v.partDel) {
+		if row.Row.Live(m.now, v.partDel) {
 			live++
 		}
 	}
@@ -287,7 +290,7 @@ func (m *Merger) Merge() []NextPage {
 		if m.full != nil && !merged.IsEmpty() {
 			m.full.Rows = append(m.full.Rows, ClusteredRow{Clustering: key, Row: merged})
 		}
-		if merged.Live(del) {
+		if merged.Live(m.now, del) {
 			m.rows = append(m.rows, ClusteredRow{Clustering: key, Row: merged})
 		}
 	}
@@ -373,9 +376,20 @@ func checkRow(t *schema.Table, r ClusteredRow) (ClusteredRow, error) {
 		return ClusteredRow{}, err
 	}
 	row := r.Row
+	if row.Marker != cell.NoTimestamp {
+		if err := cell.CheckExpiry(row.MarkerCell()); err != nil {
+			return ClusteredRow{}, fmt.Errorf("row marker: %w", err)
+		}
+	} else if row.MarkerTTL != 0 || row.MarkerExpires != 0 {
+		return ClusteredRow{}, fmt.Errorf("no row marker, but a marker ttl %d, expires %d", row.MarkerTTL, row.MarkerExpires)
+	}
 	for i := range row.Columns {
-		if c := &row.Columns[i]; !c.Tombstone {
+		c := &row.Columns[i]
+		if !c.Tombstone {
 			c.Value = nonNil(c.Value)
+		}
+		if err := cell.CheckExpiry(c.Cell); err != nil {
+			return ClusteredRow{}, fmt.Errorf("column %s: %w", cql.QuoteIdent(c.Name), err)
 		}
 	}
 	cmpName := func(a, b cell.Column) int { return strings.Compare(a.Name, b.Name) }

@@ -49,7 +49,7 @@ type reconciled struct {
 // reconcile merges the replicas' answers (one page each) as far as they go, for limit live rows
 // (0 for all of them), in clustering order or its reverse.
 func reconcile(t *schema.Table, answers []answer, limit int, reversed bool) (reconciled, error) {
-	m := coordinator.NewMerger(t, limit, reversed)
+	m := coordinator.NewMerger(t, limit, reversed, 0)
 	for _, a := range answers {
 		if err := m.Add(a.from, a.page, limit); err != nil {
 			return reconciled{}, err
@@ -406,7 +406,7 @@ func TestReconcileWithoutClusteringColumns(t *testing.T) {
 // straddles a page boundary and that only one replica holds.
 func TestMergeAcrossPages(t *testing.T) {
 	tbl := reconcileTable(t)
-	m := coordinator.NewMerger(tbl, 0, false)
+	m := coordinator.NewMerger(tbl, 0, false, 0)
 	add := func(id coordinator.NodeID, s string) {
 		t.Helper()
 		if err := add1(m, replicaAnswer(id, s)); err != nil {

@@ -253,13 +253,15 @@ type DropTableStmt struct {
 }
 
 // InsertStmt is INSERT INTO name (columns) VALUES (values)
-// [USING TIMESTAMP n [AND TIMEOUT d]] (the USING items in either order).
+// [USING TIMESTAMP n [AND TTL t] [AND TIMEOUT d]] (the USING items in any
+// order).
 type InsertStmt struct {
 	Start     Pos
 	Table     TableName
 	Columns   []Ident
 	Values    []Term
 	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
+	TTL       *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
 	Timeout   *Literal // nil without USING TIMEOUT; else a duration
 }
 
@@ -277,12 +279,13 @@ type Relation struct {
 	Value  Term
 }
 
-// UpdateStmt is UPDATE name [USING TIMESTAMP n [AND TIMEOUT d]] SET
-// assignments WHERE relations.
+// UpdateStmt is UPDATE name [USING TIMESTAMP n [AND TTL t] [AND TIMEOUT
+// d]] SET assignments WHERE relations.
 type UpdateStmt struct {
 	Start     Pos
 	Table     TableName
 	Timestamp *Literal // nil without USING TIMESTAMP
+	TTL       *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
 	Timeout   *Literal // nil without USING TIMEOUT
 	Set       []Assignment
 	Where     []Relation
@@ -303,15 +306,36 @@ type DeleteStmt struct {
 // [ORDER BY column [ASC|DESC], ...] [LIMIT n] [ALLOW FILTERING]
 // [USING TIMEOUT d].
 type SelectStmt struct {
-	Start          Pos
-	Star           bool    // SELECT *
-	Columns        []Ident // when not Star
+	Start   Pos
+	Star    bool    // SELECT *
+	Columns []Ident // when not Star
+	// Funcs is nil when every item of the list is a plain column; else it
+	// has one entry per Columns entry, saying whether the item is the
+	// column, WRITETIME(column) or TTL(column).
+	Funcs          []SelectFunc
 	Table          TableName
 	Where          []Relation
 	OrderBy        []Ordering // nil without ORDER BY; no column appears twice
 	Limit          *Literal   // nil without LIMIT; else an integer or bind marker
 	AllowFiltering bool       // ALLOW FILTERING
 	Timeout        *Literal   // nil without USING TIMEOUT; else a duration
+}
+
+// SelectKind says what a SELECT list item returns of its column.
+type SelectKind uint8
+
+// The kinds of SELECT list items.
+const (
+	SelectColumn    SelectKind = iota // the column's value
+	SelectWritetime                   // WRITETIME(column): its write timestamp, a bigint
+	SelectTTL                         // TTL(column): its remaining time to live in seconds, an int
+)
+
+// SelectFunc is the function, if any, applied to one column of a SELECT
+// list: Kind SelectColumn for none; Pos is the function name's position.
+type SelectFunc struct {
+	Kind SelectKind
+	Pos  Pos
 }
 
 // BatchStmt is BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n [AND
@@ -464,8 +488,10 @@ func BindMarkers(s Statement) []*Literal {
 				term(v)
 			}
 			lit(s.Timestamp)
+			lit(s.TTL)
 		case *UpdateStmt:
 			lit(s.Timestamp)
+			lit(s.TTL)
 			for _, a := range s.Set {
 				term(a.Value)
 			}

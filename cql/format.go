@@ -1,6 +1,7 @@
 package cql
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -143,11 +144,11 @@ func (p *printer) node(n Node) {
 			p.node(v)
 		}
 		p.WriteByte(')')
-		p.using(n.Timestamp, n.Timeout)
+		p.using(n.Timestamp, n.TTL, n.Timeout)
 	case *UpdateStmt:
 		p.WriteString("UPDATE ")
 		p.table(n.Table)
-		p.using(n.Timestamp, n.Timeout)
+		p.using(n.Timestamp, n.TTL, n.Timeout)
 		p.WriteString(" SET ")
 		for i, a := range n.Set {
 			if i > 0 {
@@ -166,14 +167,31 @@ func (p *printer) node(n Node) {
 		}
 		p.WriteString("FROM ")
 		p.table(n.Table)
-		p.using(n.Timestamp, n.Timeout)
+		p.using(n.Timestamp, nil, n.Timeout)
 		p.where(n.Where)
 	case *SelectStmt:
 		p.WriteString("SELECT ")
-		if n.Star {
+		switch {
+		case n.Star:
 			p.WriteByte('*')
-		} else {
+		case n.Funcs == nil:
 			p.idents(n.Columns)
+		default:
+			for i, c := range n.Columns {
+				if i > 0 {
+					p.WriteString(", ")
+				}
+				switch n.Funcs[i].Kind {
+				case SelectWritetime:
+					p.WriteString("WRITETIME(")
+				case SelectTTL:
+					p.WriteString("TTL(")
+				}
+				p.ident(c)
+				if n.Funcs[i].Kind != SelectColumn {
+					p.WriteByte(')')
+				}
+			}
 		}
 		p.WriteString(" FROM ")
 		p.table(n.Table)
@@ -189,14 +207,14 @@ func (p *printer) node(n Node) {
 		if n.AllowFiltering {
 			p.WriteString(" ALLOW FILTERING")
 		}
-		p.using(nil, n.Timeout)
+		p.using(nil, nil, n.Timeout)
 	case *BatchStmt:
 		p.WriteString("BEGIN ")
 		if n.Unlogged {
 			p.WriteString("UNLOGGED ")
 		}
 		p.WriteString("BATCH")
-		p.using(n.Timestamp, n.Timeout)
+		p.using(n.Timestamp, nil, n.Timeout)
 		for _, c := range n.Statements {
 			p.WriteByte(' ')
 			p.node(c)
@@ -298,22 +316,31 @@ func (p *printer) orderings(os []Ordering) {
 // using prints a USING clause: TIMESTAMP, then TIMEOUT, unless the
 // timeout came first in the source (a bind marker's index follows the
 // source order, which the text must keep).
-func (p *printer) using(ts, timeout *Literal) {
-	items := [2]struct {
+func (p *printer) using(ts, ttl, timeout *Literal) {
+	type item struct {
 		kw  string
 		lit *Literal
-	}{{"TIMESTAMP ", ts}, {"TIMEOUT ", timeout}}
-	if ts != nil && timeout != nil && timeout.ValuePos.IsValid() && timeout.ValuePos.Offset < ts.ValuePos.Offset {
-		items[0], items[1] = items[1], items[0]
 	}
-	sep := " USING "
-	for _, it := range items {
+	var items []item
+	positioned := true
+	for _, it := range []item{{"TIMESTAMP ", ts}, {"TTL ", ttl}, {"TIMEOUT ", timeout}} {
 		if it.lit != nil {
-			p.WriteString(sep)
-			p.WriteString(it.kw)
-			p.node(it.lit)
-			sep = " AND "
+			items = append(items, it)
+			positioned = positioned && it.lit.ValuePos.IsValid()
 		}
+	}
+	// In source order when every item has a position, so bind markers keep their order.
+	if positioned {
+		slices.SortStableFunc(items, func(a, b item) int { return a.lit.ValuePos.Offset - b.lit.ValuePos.Offset })
+	}
+	for i, it := range items {
+		if i == 0 {
+			p.WriteString(" USING ")
+		} else {
+			p.WriteString(" AND ")
+		}
+		p.WriteString(it.kw)
+		p.node(it.lit)
 	}
 }
 

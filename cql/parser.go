@@ -2,6 +2,7 @@ package cql
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -303,7 +304,11 @@ func (p *parser) parseBatch(start Pos) Statement {
 	}
 	p.next()
 	p.inBatch = true
-	s.Timestamp, s.Timeout = p.parseUsing(true)
+	u := p.parseUsing(true)
+	s.Timestamp, s.Timeout = u.ts, u.timeout
+	if u.ttl != nil {
+		p.errorf(u.ttlPos, "a TTL for the whole BATCH is not supported: give USING TTL on each statement in it")
+	}
 	for {
 		pos := p.pos
 		switch p.tok {
@@ -645,46 +650,70 @@ func (p *parser) parseInsert(start Pos) Statement {
 		p.errorExpected("',' or ')'")
 	}
 	p.next()
-	s.Timestamp, s.Timeout = p.parseUsing(true)
+	u := p.parseUsing(true)
+	s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
 	return s
 }
 
 // parseUsing parses an optional USING clause: USING TIMESTAMP n, USING
-// TIMEOUT d, or both joined by AND in either order; with timestamp false
-// (SELECT) only USING TIMEOUT d.
-func (p *parser) parseUsing(timestamp bool) (ts, timeout *Literal) {
+// TTL n, USING TIMEOUT d, joined by AND in any order; with timestamp false
+// (SELECT) only USING TIMEOUT d. A TTL literal outside [0, MaxTTL] is an
+// error at its position; TTL is parsed where it is not allowed (DELETE,
+// BATCH) for its caller to refuse by name.
+func (p *parser) parseUsing(timestamp bool) (u using) {
 	if !p.got(USING) {
-		return nil, nil
+		return u
 	}
 	for {
 		pos := p.pos
 		switch {
 		case p.tok == TIMESTAMP && timestamp:
-			if ts != nil {
+			if u.ts != nil {
 				p.errorf(pos, "USING TIMESTAMP is given twice")
 			}
 			p.next()
-			ts = p.parseIntOrBind("integer timestamp")
+			u.ts = p.parseIntOrBind("integer timestamp")
+		case p.tok == IDENT && strings.EqualFold(p.lit, "ttl") && timestamp:
+			if u.ttl != nil {
+				p.errorf(pos, "USING TTL is given twice")
+			}
+			u.ttlPos = pos
+			p.next()
+			u.ttl = p.parseIntOrBind("integer TTL in seconds")
+			if u.ttl.Kind == LitInteger {
+				if n, err := strconv.ParseInt(u.ttl.Value, 10, 64); err != nil || n < 0 || n > MaxTTL {
+					p.errorf(u.ttl.ValuePos, "TTL %s is out of range: want 0 (none) to %d seconds (20 years)", u.ttl.Value, MaxTTL)
+				}
+			}
 		case p.tok == TIMEOUT:
-			if timeout != nil {
+			if u.timeout != nil {
 				p.errorf(pos, "USING TIMEOUT is given twice")
 			}
 			p.next()
 			if p.tok != DURATION {
 				p.errorExpected("duration (such as 500ms or 1m30s)")
 			}
-			timeout = &Literal{ValuePos: p.pos, Kind: LitDuration, Value: strings.ToLower(p.lit)}
+			u.timeout = &Literal{ValuePos: p.pos, Kind: LitDuration, Value: strings.ToLower(p.lit)}
 			p.next()
 		case timestamp:
-			p.errorExpected("'TIMESTAMP' or 'TIMEOUT'")
+			p.errorExpected("'TIMESTAMP', 'TTL' or 'TIMEOUT'")
 		default:
 			p.errorExpected("'TIMEOUT'")
 		}
 		if !p.got(AND) {
-			return ts, timeout
+			return u
 		}
 	}
 }
+
+// using is a parsed USING clause; nil for what it does not give.
+type using struct {
+	ts, ttl, timeout *Literal
+	ttlPos           Pos // of the TTL keyword
+}
+
+// MaxTTL is the largest TTL in seconds USING TTL accepts: 20 years, as in Cassandra.
+const MaxTTL = 20 * 365 * 24 * 60 * 60
 
 // bind returns a new bind marker at the current token, numbered.
 func (p *parser) bind() *Literal {
@@ -728,9 +757,10 @@ func (p *parser) parseIntOrBind(what string) *Literal {
 
 func (p *parser) parseUpdate(start Pos) Statement {
 	s := &UpdateStmt{Start: start, Table: p.parseTableName()}
-	s.Timestamp, s.Timeout = p.parseUsing(true)
+	u := p.parseUsing(true)
+	s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
 	if p.tok != SET {
-		if s.Timestamp == nil && s.Timeout == nil {
+		if s.Timestamp == nil && s.TTL == nil && s.Timeout == nil {
 			p.errorExpected("'USING' or 'SET'")
 		}
 		p.errorExpected("'SET'")
@@ -761,7 +791,11 @@ func (p *parser) parseDelete(start Pos) Statement {
 	}
 	p.next()
 	s.Table = p.parseTableName()
-	s.Timestamp, s.Timeout = p.parseUsing(true)
+	u := p.parseUsing(true)
+	s.Timestamp, s.Timeout = u.ts, u.timeout
+	if u.ttl != nil {
+		p.errorf(u.ttlPos, "USING TTL is not allowed on DELETE")
+	}
 	if p.tok != WHERE {
 		if s.Timestamp == nil && s.Timeout == nil {
 			p.errorExpected("'USING' or 'WHERE'")
@@ -777,9 +811,13 @@ func (p *parser) parseSelect(start Pos) Statement {
 	if p.got(STAR) {
 		s.Star = true
 	} else {
-		s.Columns = []Ident{p.parseIdent("'*' or column name")}
-		for p.got(COMMA) {
-			s.Columns = append(s.Columns, p.parseIdent("column name"))
+		what := "'*' or column name"
+		for {
+			p.parseSelector(s, what)
+			what = "column name"
+			if !p.got(COMMA) {
+				break
+			}
 		}
 	}
 	if p.tok != FROM {
@@ -804,8 +842,37 @@ func (p *parser) parseSelect(start Pos) Statement {
 		p.expect(FILTERING)
 		s.AllowFiltering = true
 	}
-	_, s.Timeout = p.parseUsing(false)
+	s.Timeout = p.parseUsing(false).timeout
 	return s
+}
+
+// parseSelector parses one item of a SELECT list: a column name, or
+// WRITETIME(column) or TTL(column), and appends it to s.
+func (p *parser) parseSelector(s *SelectStmt, what string) {
+	quoted := p.tok == QIDENT
+	x := p.parseIdent(what)
+	kind := SelectColumn
+	if !quoted && p.tok == LPAREN {
+		switch x.Name {
+		case "writetime":
+			kind = SelectWritetime
+		case "ttl":
+			kind = SelectTTL
+		default:
+			p.errorf(x.NamePos, "function %s is not supported in a SELECT list (supported: WRITETIME(column), TTL(column))", x.Name)
+		}
+		p.next()
+		fn := x.NamePos
+		x = p.parseIdent("column name")
+		p.expect(RPAREN)
+		if s.Funcs == nil {
+			s.Funcs = make([]SelectFunc, len(s.Columns), len(s.Columns)+1)
+		}
+		s.Funcs = append(s.Funcs, SelectFunc{Kind: kind, Pos: fn})
+	} else if s.Funcs != nil {
+		s.Funcs = append(s.Funcs, SelectFunc{})
+	}
+	s.Columns = append(s.Columns, x)
 }
 
 // parseWhere parses WHERE relation [AND relation ...].

@@ -206,7 +206,7 @@ func TestParseInvalid(t *testing.T) {
 		{"INSERT INTO t VALUES (1)", "1:15: expected '(', found 'VALUES'"},
 		{"INSERT INTO t (a) VALUE (1)", "1:19: expected 'VALUES', found identifier VALUE"},
 		{"INSERT INTO t (a) VALUES (1", "1:28: expected ',' or ')', found end of input"},
-		{"INSERT INTO t (a) VALUES (1) USING TTL 5", "1:36: expected 'TIMESTAMP' or 'TIMEOUT', found identifier TTL"},
+		{"INSERT INTO t (a) VALUES (1) USING TTL 5.5", "1:40: expected integer TTL in seconds, found float 5.5"},
 		{"INSERT INTO t (a) VALUES (1) USING TIMESTAMP 'x'", "1:46: expected integer timestamp, found string 'x'"},
 		{"UPDATE t WHERE k = 1", "1:10: expected 'USING' or 'SET', found 'WHERE'"},
 		{"UPDATE t USING TIMESTAMP 1 WHERE k = 1", "1:28: expected 'SET', found 'WHERE'"},

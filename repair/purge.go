@@ -29,8 +29,8 @@ func (s *Service) purge(ctx context.Context, t *schema.Table) error {
 	if err != nil {
 		return fmt.Errorf("purge %s: %w", t.QualifiedName(), err)
 	}
-	if st.Tombstones > 0 || st.Shadowed > 0 {
-		s.purgeLog.Info("tombstones purged", "table", t.QualifiedName(), "tombstones", st.Tombstones, "shadowed", st.Shadowed, "partitions", st.Partitions)
+	if st.Tombstones > 0 || st.Shadowed > 0 || st.Expired > 0 {
+		s.purgeLog.Info("tombstones purged", "table", t.QualifiedName(), "tombstones", st.Tombstones, "shadowed", st.Shadowed, "expired", st.Expired, "compacted", st.Compacted, "partitions", st.Partitions)
 	}
 	return nil
 }

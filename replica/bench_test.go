@@ -138,8 +138,8 @@ func benchPebbleWrite(b *testing.B, opts Options) {
 	rowKey = appendClustering(rowKey, schema.TypeText, false, m.Rows[0].Clustering[1])
 	markerKey := append(append([]byte(nil), rowKey...), rowMarker)
 	cellKey := append(append(append([]byte(nil), rowKey...), rowCell), 'v')
-	markerVal := appendValue(nil, cell.Cell{Timestamp: 1})
-	cellVal := appendValue(nil, cell.Cell{Timestamp: 1, Value: schema.EncodeInt(1)})
+	markerVal := appendValue(nil, cell.Cell{Timestamp: 1}, 0)
+	cellVal := appendValue(nil, cell.Cell{Timestamp: 1, Value: schema.EncodeInt(1)}, 0)
 	i := uint32(0)
 	for b.Loop() {
 		binary.BigEndian.PutUint32(markerKey[c1At:], i^(1<<31))

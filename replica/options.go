@@ -35,6 +35,9 @@ const (
 	DefaultDiskCheckInterval = time.Second
 )
 
+// Clock tells the time.
+type Clock interface{ Now() time.Time }
+
 // Options configures a Store. The zero value of each field means its default (EnsureDefaults).
 // The YAML tags name the keys of kvnode's configuration file (node.Config nests Options); the
 // fields tagged "-" are set in code.
@@ -50,6 +53,10 @@ type Options struct {
 	// crash) can then lose acknowledged writes. The default syncs every
 	// write batch; pebble group-commits concurrent writes into one sync.
 	NoSync bool `yaml:"-"`
+	// Clock is the store's clock: it stamps tombstones and expiring values with the time they
+	// were stored and decides which expiring cells have expired. Nil means the system clock;
+	// tests set it to share a fake clock with coordinators.
+	Clock Clock `yaml:"-"`
 	// Logger receives pebble's log lines. Nil discards them.
 	Logger *slog.Logger `yaml:"-"`
 	// FS is the filesystem the store lives on. Nil means the operating

@@ -28,6 +28,12 @@ import (
 // arrives after a repair waits for the next one whatever timestamp it carries. Data a tombstone shadows is dropped with it, and whenever a purge pass
 // meets it: a read never returns it, so dropping it changes no answer and no repair hash.
 //
+// Expired data (a cell or row marker written with a TTL) is purged by the same rule, as the
+// tombstone it turned into at its expiry: it is purgeable once both its expiry and the time
+// this replica stored it (kept with it, value.go) are before the horizon, the earlier of now −
+// gc_grace_seconds and the start of the last repair of every range of the table. Until then it
+// stays, and beats any older value another replica may still hold.
+//
 // Purge is a pass over a table's partitions (Store.Purge): pebble has no compaction filter
 // that sees across keys (a row tombstone and the cells it shadows are different keys), and a
 // pass run after each repair and periodically purges as soon as the rule allows. Each
@@ -95,8 +101,11 @@ func (s *Store) RepairedAt(id schema.TableID) (time.Time, bool, error) {
 
 // PurgeStats is what one purge pass did.
 type PurgeStats struct {
-	// Partitions scanned; Tombstones purged; Shadowed: keys of data tombstones shadowed, deleted.
-	Partitions, Tombstones, Shadowed int
+	// Partitions scanned; Keys scanned; Tombstones purged; Shadowed: keys of data tombstones
+	// shadowed, deleted; Expired: expired cells and row markers purged.
+	Partitions, Keys, Tombstones, Shadowed, Expired int
+	// Compacted reports that the pass compacted the table's keys to give the space back.
+	Compacted bool
 }
 
 // purgeRule says which of a table's tombstones may be purged: those this replica stored
@@ -119,6 +128,17 @@ func newPurgeRule(t *schema.Table, now, repairedAt time.Time, repaired bool) pur
 		horizon = repairedAt
 	}
 	return purgeRule{horizon.UnixNano(), horizon.UnixMicro()}
+}
+
+// expiredPurgeable reports whether the expiring cell c, stored as v, has expired and may be
+// purged: its expiry and the time this replica stored it are before the horizon.
+func (r purgeRule) expiredPurgeable(v []byte, c cell.Cell) bool {
+	stored, ok := storedAt(v)
+	if !ok || !c.Expiring() {
+		return false
+	}
+	// Expiry in seconds, compared in nanoseconds without overflow.
+	return stored < r.localBefore && c.Expires < r.localBefore/int64(time.Second)
 }
 
 // purgeable reports whether the tombstone stored as v, written at ts, may be purged.
@@ -165,8 +185,27 @@ func (s *Store) Purge(ctx context.Context, t *schema.Table, now time.Time) (Purg
 		st.Partitions++
 		valid = it.SeekGE(prefixEnd(prefix))
 	}
-	return st, it.Error()
+	if err := it.Error(); err != nil {
+		return st, err
+	}
+	// Pebble gives the space of deleted keys back when a compaction meets their deletes, which
+	// on a table nobody writes to may be never: after a pass that deleted a good share of the
+	// table's keys (expired data, typically), compact the table now.
+	if deleted := st.Tombstones + st.Shadowed + st.Expired; deleted > 0 && deleted*purgeCompactShare >= st.Keys {
+		// Twice: the first compaction can leave the purge's deletes one level above the data.
+		for range 2 {
+			if err := s.db.Compact(ctx, start, end, false); err != nil {
+				return st, fmt.Errorf("replica: table %s: compact after purge: %w", t.QualifiedName(), err)
+			}
+		}
+		st.Compacted = true
+	}
+	return st, nil
 }
+
+// purgeCompactShare is the inverse of the share of a table's keys a purge pass must delete for
+// it to compact the table (pebble's own tombstone-dense threshold is a tenth too).
+const purgeCompactShare = 10
 
 // purgePartition purges one partition (keys starting with prefix) under its stripe's lock.
 func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule purgeRule, st *PurgeStats) error {
@@ -198,12 +237,14 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 	rowDel := cell.NoTimestamp
 	base := cell.NoTimestamp // the newest partition or range tombstone over the current row
 	for valid := it.First(); valid; valid = it.Next() {
+		st.Keys++
 		k := it.Key()
 		c, err := iterCell(it)
 		if err != nil {
 			return corrupt(t, k, err)
 		}
 		old := c.Tombstone && rule.purgeable(it.Value(), c.Timestamp)
+		expired := !c.Tombstone && rule.expiredPurgeable(it.Value(), c)
 		// Data at or before the table's TRUNCATE is gone whatever it is (schema.Table.Shadowed).
 		gone := shadows && t.Shadowed("", c.Timestamp)
 		switch kind := k[len(prefix)]; {
@@ -281,8 +322,14 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 			}
 		case rowMarker, rowCell:
 			shadowed := c.Timestamp <= max(base, rowDel)
-			if shadowed || old {
+			switch {
+			case shadowed || old:
 				if err := del(k, !shadowed); err != nil {
+					return err
+				}
+			case expired:
+				st.Expired++
+				if err := b.Delete(k, nil); err != nil {
 					return err
 				}
 			}

@@ -121,7 +121,7 @@ func TestTombstoneLocalTime(t *testing.T) {
 	if local, ok := localTime(v); !ok || local != 7_000 {
 		t.Errorf("localTime = %d, %v; want 7000", local, ok)
 	}
-	if _, ok := localTime(appendValue(nil, cellTombstone(42))); ok {
+	if _, ok := localTime(appendValue(nil, cellTombstone(42), 0)); ok {
 		t.Error("a tombstone stored without a local time has one")
 	}
 	for _, bad := range [][]byte{

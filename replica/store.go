@@ -65,12 +65,24 @@ func Open(dir string, opts Options) (*Store, error) {
 		fs: opts.FS, dir: dir, log: opts.Logger, writeOpts: pebble.Sync, tombstoneFailure: opts.TombstoneFailureThreshold, now: time.Now,
 		failed: make(chan struct{}), onFailure: opts.OnFailure, policy: opts.DiskFailurePolicy,
 	}
+	if opts.Clock != nil {
+		s.now = opts.Clock.Now
+	}
 	s.space = newDiskSpace(opts.FS, dir, &opts)
 	log := pebbleLogger{l: opts.Logger, fail: s.Fail}
 	// A write that meets a full disk raises the low-disk level at once, before the next check.
 	po := opts.pebbleOptions(vfs.OnDiskFull(opts.FS, s.space.full), log)
 	po.EventListener = s.eventListener(log)
-	if fresh(opts.FS, dir) {
+	fresh := fresh(opts.FS, dir)
+	format := 0 // a new store: record the version
+	if !fresh {
+		v, err := checkFormatVersion(opts.FS, dir)
+		if err != nil {
+			return nil, fmt.Errorf("replica: open store in %s: %w", dir, err)
+		}
+		format = v
+	}
+	if fresh {
 		// A new database's first log predates its format's sync offsets, without which damage
 		// in a log cannot be told from a torn tail (corruptlog.go): create it, then reopen.
 		db, err := s.openDB(dir, po)
@@ -110,6 +122,13 @@ func Open(dir string, opts Options) (*Store, error) {
 			opts.Logger.Error("storage: moved a corrupt write-ahead log aside (start_despite_corrupt_log): the writes it held are lost on this node, which counts toward no read consistency level until `kvnode repair` run on it completes",
 				"component", "pebble", "log", path, "offset", off, "moved_to", to, "err", err)
 		}
+	}
+	if err := upgradeFormat(opts.FS, dir, format); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("replica: open store in %s: %w", dir, err)
+	}
+	if format != FormatVersion && !fresh && opts.Logger != nil {
+		opts.Logger.Info("storage: upgraded the data format", "component", "pebble", "dir", dir, "from", format, "to", FormatVersion)
 	}
 	marked, err := hasUnrepairedMark(opts.FS, dir)
 	if err != nil {
@@ -300,12 +319,16 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if err := checkTimestamp(*row.Marker); err != nil {
 				return badRequest(t, "row %d marker: %v", i, err)
 			}
-		}
-		if row.Marker != nil && !(shadows && t.Shadowed("", *row.Marker)) {
-			key = append(key[:rowLen], rowMarker)
-			val = appendValue(val[:0], cell.Cell{Timestamp: *row.Marker})
-			if err := b.Merge(key, val, nil); err != nil {
-				return err
+			marker := cell.Cell{Timestamp: *row.Marker, TTL: row.MarkerTtl, Expires: row.MarkerExpires}
+			if err := cell.CheckExpiry(marker); err != nil {
+				return badRequest(t, "row %d marker: %v", i, err)
+			}
+			if !(shadows && t.Shadowed("", *row.Marker)) {
+				key = append(key[:rowLen], rowMarker)
+				val = appendValue(val[:0], marker, deletedAt())
+				if err := b.Merge(key, val, nil); err != nil {
+					return err
+				}
 			}
 		}
 		for _, c := range row.Cells {
@@ -329,6 +352,9 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
 				}
 			}
+			if err := cell.CheckExpiry(cell.Cell{Timestamp: c.Timestamp, Tombstone: c.Tombstone, TTL: c.Ttl, Expires: c.Expires}); err != nil {
+				return badRequest(t, "row %d column %q: %v", i, c.Column, err)
+			}
 			if shadows && t.Shadowed(c.Column, c.Timestamp) {
 				continue
 			}
@@ -337,7 +363,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if c.Tombstone {
 				val = appendTombstone(val[:0], c.Timestamp, deletedAt())
 			} else {
-				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value})
+				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value, TTL: c.Ttl, Expires: c.Expires}, deletedAt())
 			}
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
@@ -437,7 +463,7 @@ func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, thres
 	defer it.Close()
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
-	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows), shadows: t.HasShadows(),
+	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows), shadows: t.HasShadows(), now: s.now().Unix(),
 		tc: tombstoneCount{t: t, req: req, threshold: threshold, n: uint64(req.TombstonesScanned)}}
 	partDel := cell.NoTimestamp
 	if it.First() && bytes.Equal(it.Key(), partKey) {
@@ -662,6 +688,7 @@ type rowReader struct {
 	rowsStart int  // offset of the clustering key in a row's keys
 	shadows   bool // t.HasShadows()
 	tc        tombstoneCount
+	now       int64 // seconds since the Unix epoch: expiring cells at or before it have expired
 
 	rowKey     []byte // the current row's key up to its clustering key; empty between rows
 	clustering [][]byte
@@ -714,7 +741,7 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 	case rowDeletion:
 		r.row.Deletion = c.Timestamp
 	case rowMarker:
-		r.row.Marker = c.Timestamp
+		r.row.Marker, r.row.MarkerTTL, r.row.MarkerExpires = c.Timestamp, c.TTL, c.Expires
 	case rowCell:
 		name := entry[1:]
 		if col, ok := r.t.Column(string(name)); !ok || col.Kind != schema.RegularColumn {
@@ -743,7 +770,14 @@ func (r *rowReader) flush() (done bool, err error) {
 	}
 	del := max(r.partDel, coverAt(r.cover, r.rowKey))
 	row := r.row.Purge(del)
-	live := row.Live(del)
+	// An expired cell travels as the tombstone at its timestamp it now is:
+	// it still beats every older version elsewhere, and never shows a value.
+	for i := range row.Columns {
+		if c := &row.Columns[i]; c.Expired(r.now) {
+			c.Cell = cell.Cell{Timestamp: c.Timestamp, Tombstone: true}
+		}
+	}
+	live := row.Live(r.now, del)
 	rowKey := r.rowKey
 	r.rowKey = r.rowKey[:0]
 	// Counted as Cassandra counts: every cell tombstone, and the row
@@ -765,6 +799,7 @@ func (r *rowReader) flush() (done bool, err error) {
 	out := &replicapb.Row{Clustering: r.clustering}
 	if row.Marker != cell.NoTimestamp {
 		out.Marker = &row.Marker
+		out.MarkerTtl, out.MarkerExpires = row.MarkerTTL, row.MarkerExpires
 	}
 	if row.Deletion != cell.NoTimestamp {
 		out.Deletion = &row.Deletion
@@ -773,7 +808,7 @@ func (r *rowReader) flush() (done bool, err error) {
 		if !r.selected(c.Name) {
 			continue
 		}
-		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone})
+		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone, Ttl: c.TTL, Expires: c.Expires})
 	}
 	if !live && out.Marker == nil && out.Deletion == nil && len(out.Cells) == 0 {
 		return false, nil

@@ -19,23 +19,44 @@ import (
 // followed by the time this replica stored it (its local deletion time, in
 // nanoseconds since the Unix epoch, 8 bytes big-endian), which only the
 // purge reads (purge.go); tombstones written before it have none.
+//
+// An expiring cell or row marker (written with a TTL, data format version 2,
+// see version.go) has flagExpiring, and after the timestamp its TTL in
+// seconds (4 bytes big-endian), its expiry in seconds since the Unix epoch
+// (8 bytes big-endian, signed) and the time this replica stored it (8 bytes,
+// nanoseconds, like a tombstone's local deletion time), then the value. The
+// values of format 1 are values of format 2 without the flag, so old data
+// decodes unchanged.
 const (
 	valueHeaderLen      = 9
+	expiringLen         = 4 + 8 + 8
 	flagTombstone  byte = 1 << 0
 	flagLocalTime  byte = 1 << 1
+	flagExpiring   byte = 1 << 2
 )
 
 // errBadValue reports a stored value that does not decode.
 var errBadValue = errors.New("replica: malformed stored value")
 
-// appendValue appends the stored form of c.
-func appendValue(dst []byte, c cell.Cell) []byte {
+// appendValue appends the stored form of c, a live cell or marker, stored on
+// this replica at local (nanoseconds since the Unix epoch; kept only for an
+// expiring cell).
+func appendValue(dst []byte, c cell.Cell, local int64) []byte {
 	var flags byte
 	if c.Tombstone {
 		flags |= flagTombstone
 	}
+	expiring := c.Expiring()
+	if expiring {
+		flags |= flagExpiring
+	}
 	dst = append(dst, flags)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Timestamp))
+	if expiring {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(c.TTL))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(c.Expires))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(local))
+	}
 	if !c.Tombstone {
 		dst = append(dst, c.Value...)
 	}
@@ -59,10 +80,18 @@ func localTime(v []byte) (int64, bool) {
 	return int64(binary.BigEndian.Uint64(v[valueHeaderLen:])), true
 }
 
+// storedAt returns the time an expiring value was stored on this replica.
+func storedAt(v []byte) (int64, bool) {
+	if len(v) < valueHeaderLen+expiringLen || v[0] != flagExpiring {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v[valueHeaderLen+12:])), true
+}
+
 // decodeValue decodes a stored value. The cell's Value aliases v and is
 // non-nil for a live cell.
 func decodeValue(v []byte) (cell.Cell, error) {
-	if len(v) < valueHeaderLen || v[0]&^(flagTombstone|flagLocalTime) != 0 {
+	if len(v) < valueHeaderLen || v[0]&^(flagTombstone|flagLocalTime|flagExpiring) != 0 {
 		return cell.Cell{}, errBadValue
 	}
 	if v[0]&flagLocalTime != 0 && (v[0]&flagTombstone == 0 || len(v) != valueHeaderLen+8) {
@@ -72,8 +101,20 @@ func decodeValue(v []byte) (cell.Cell, error) {
 		Timestamp: int64(binary.BigEndian.Uint64(v[1:])),
 		Tombstone: v[0]&flagTombstone != 0,
 	}
+	rest := v[valueHeaderLen:]
+	if v[0]&flagExpiring != 0 {
+		if c.Tombstone || len(rest) < expiringLen {
+			return cell.Cell{}, errBadValue
+		}
+		c.TTL = int32(binary.BigEndian.Uint32(rest))
+		c.Expires = int64(binary.BigEndian.Uint64(rest[4:]))
+		if c.TTL <= 0 || c.Expires == 0 {
+			return cell.Cell{}, errBadValue
+		}
+		rest = rest[expiringLen:]
+	}
 	if !c.Tombstone {
-		c.Value = v[valueHeaderLen:]
+		c.Value = rest
 	}
 	return c, nil
 }
@@ -111,9 +152,9 @@ func (m *lwwValueMerger) add(value []byte) error {
 	if err != nil {
 		return err
 	}
-	// Between equal cells (a tombstone stored twice, with different local
-	// deletion times), the larger stored bytes win, so the result is the
-	// same in any merge order; for tombstones that is the later local time.
+	// Between equal cells (a tombstone or an expiring cell stored twice,
+	// with different local times), the larger stored bytes win, so the
+	// result is the same in any merge order; that is the later local time.
 	if cell.Wins(c, best) || !cell.Wins(best, c) && bytes.Compare(value, m.best) > 0 {
 		m.best = append(m.best[:0], value...)
 	}

@@ -18,7 +18,7 @@ func (k *Keyspace) CreateStatement() string {
 
 // CreateStatement returns the CREATE TABLE statement that recreates t
 // (columns, primary key, the clustering order when a column is DESC and the
-// per_partition_rate_limit, gc_grace_seconds and speculative_retry options; not its id or version), over several
+// per_partition_rate_limit, default_time_to_live (when set), gc_grace_seconds and speculative_retry options; not its id or version), over several
 // lines and ending in a semicolon.
 func (t *Table) CreateStatement() string {
 	var b strings.Builder
@@ -45,6 +45,10 @@ func (t *Table) CreateStatement() string {
 	}
 	if !t.RateLimit.IsZero() {
 		b.WriteString(with + OptionRateLimit + " = " + t.RateLimit.String())
+		with = "\n    AND "
+	}
+	if t.defaultTTL != 0 {
+		b.WriteString(with + OptionDefaultTTL + " = " + strconv.FormatInt(int64(t.defaultTTL), 10))
 		with = "\n    AND "
 	}
 	b.WriteString(with + OptionGCGrace + " = " + strconv.FormatUint(uint64(t.GCGraceSeconds()), 10))

@@ -63,7 +63,9 @@ func (s *Schema) Digest() Digest {
 //	    speculative_retry when the flags have specRetryBit (0x40): its kind
 //	    (a byte: 1 percentile, 2 fixed, 3 always, 4 none), then the
 //	    percentile's float64 bits (8 bytes big-endian) or the fixed delay in
-//	    milliseconds
+//	    milliseconds;
+//	    default_time_to_live when the flags have defaultTTLBit (0x20);
+//	    dropped columns and truncated_at when the flags have evolutionBit (0x10)
 //	the GC horizon (a version timestamp), only when not zero
 //
 // The clustering order was added to version 1 without a version bump: a
@@ -153,6 +155,9 @@ func appendTable(b []byte, t *Table) []byte {
 	if t.specRetrySet {
 		f |= specRetryBit
 	}
+	if t.defaultTTL != 0 {
+		f |= defaultTTLBit
+	}
 	if !t.dropped && t.RateLimit.Mode == Shadow {
 		f |= flagShadow
 	}
@@ -188,6 +193,9 @@ func appendTable(b []byte, t *Table) []byte {
 			b = binary.AppendUvarint(b, uint64(t.specRetry.Delay/time.Millisecond))
 		}
 	}
+	if t.defaultTTL != 0 {
+		b = binary.AppendUvarint(b, uint64(t.defaultTTL))
+	}
 	if t.hasEvolution() {
 		b = appendEvolution(b, t)
 	}
@@ -201,6 +209,10 @@ const gcGraceBit = 0x80
 // specRetryBit, in a table's flags byte, says that the table's speculative_retry is not the
 // default and follows its gc_grace_seconds, if any (see Encode).
 const specRetryBit = 0x40
+
+// defaultTTLBit, in a table's flags byte, says that the table has a default_time_to_live, which
+// follows its speculative_retry, if any (see Encode). A table without one encodes as before.
+const defaultTTLBit = 0x20
 
 // errTruncated is the error for input that ends too early.
 var errTruncated = errors.New("truncated")
@@ -394,7 +406,7 @@ func decodeTable(d *decoder) (*Table, error) {
 	t.Version = d.version()
 	f := d.byte()
 	// A dropped table carries no other flag.
-	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit|evolutionBit) != 0 || (f&1 != 0 && f != 1)) {
+	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit|defaultTTLBit|evolutionBit) != 0 || (f&1 != 0 && f != 1)) {
 		d.fail("unknown table flags %#x", f)
 	}
 	t.dropped, t.gcGraceSet, t.specRetrySet = f&1 != 0, f&gcGraceBit != 0, f&specRetryBit != 0
@@ -484,6 +496,16 @@ func decodeTable(d *decoder) (*Table, error) {
 			return nil, fmt.Errorf("table %q.%q: speculative_retry %v is invalid or the default", t.Keyspace, t.Name, r)
 		}
 		t.specRetry = r
+	}
+	if f&defaultTTLBit != 0 {
+		n := d.uvarint()
+		if d.err != nil {
+			return nil, d.err
+		}
+		if n == 0 || n > MaxTTL {
+			return nil, fmt.Errorf("table %q.%q: default_time_to_live %d is out of range", t.Keyspace, t.Name, n)
+		}
+		t.defaultTTL = int32(n)
 	}
 	if f&evolutionBit != 0 {
 		if err := decodeEvolution(d, t); err != nil {

@@ -90,7 +90,7 @@ func TestGCGraceDecodeRefusesNonCanonical(t *testing.T) {
 	noFlag := append([]byte{}, b...)
 	for j := range noFlag {
 		if noFlag[j] == gcGraceBit {
-			noFlag[j] = 0x20 // an unknown flag
+			noFlag[j] = 0x10 // an unknown flag
 			break
 		}
 	}

@@ -90,6 +90,11 @@ type Write struct {
 	// the coordinator assigns the write timestamp.
 	Timestamp    int64
 	HasTimestamp bool
+	// TTL is the time to live in seconds of what an INSERT or UPDATE writes
+	// (its cells, and the row marker of an INSERT): USING TTL's value, or
+	// the table's default_time_to_live when it gives none (or binds its
+	// marker unset); 0 for none (USING TTL 0, or a null marker).
+	TTL int32
 	// Timeout is the USING TIMEOUT duration; 0 without one.
 	Timeout time.Duration
 }
@@ -103,7 +108,11 @@ type Read struct {
 	// Columns are the selected columns in SELECT order (SELECT * gives
 	// Table.Columns in order). A column may appear more than once.
 	Columns []*Column
-	Limit   int // the most rows to return; 0 means no limit
+	// Funcs is nil when every selected item is a plain column; else it has
+	// one entry per Columns entry: cql.SelectWritetime or cql.SelectTTL
+	// for WRITETIME(column) or TTL(column) (of regular columns only).
+	Funcs []cql.SelectKind
+	Limit int // the most rows to return; 0 means no limit
 	// Reversed is set when ORDER BY asks for the reverse of the table's
 	// clustering order: rows are returned, and Limit counts them, from the
 	// last row of the range backwards.
@@ -122,8 +131,8 @@ type BindValue struct {
 }
 
 // Variable describes one bind marker of a statement: the column it gives a
-// value for, or for LIMIT ? and USING TIMESTAMP ? the names "[limit]" (int)
-// and "[timestamp]" (bigint) with Keyspace and Table those of the
+// value for, or for LIMIT ?, USING TIMESTAMP ? and USING TTL ? the names
+// "[limit]" (int), "[timestamp]" (bigint) and "[ttl]" (int) with Keyspace and Table those of the
 // statement's table.
 type Variable struct {
 	Keyspace, Table, Name string
@@ -262,6 +271,9 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
 		return nil, err
 	}
+	if w.TTL, err = b.usingTTL(st.TTL, t); err != nil {
+		return nil, err
+	}
 	values := make([][]byte, len(t.Columns))
 	flags := make([]bool, 2*len(t.Columns))
 	given, set := flags[:len(t.Columns)], flags[len(t.Columns):] // set: given and not an unset marker
@@ -309,6 +321,9 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 	}
 	w := &Write{Table: t, Kind: WriteUpdate}
 	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
+		return nil, err
+	}
+	if w.TTL, err = b.usingTTL(st.TTL, t); err != nil {
 		return nil, err
 	}
 	values := make(map[int][]byte, len(st.Set))
@@ -410,12 +425,23 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 			r.Columns[i] = &t.Columns[i]
 		}
 	}
-	for _, x := range st.Columns {
+	for i, x := range st.Columns {
 		c, err := column(t, x)
 		if err != nil {
 			return nil, err
 		}
 		r.Columns = append(r.Columns, c)
+		if st.Funcs == nil {
+			continue
+		}
+		if r.Funcs == nil {
+			r.Funcs = make([]cql.SelectKind, len(st.Columns))
+		}
+		k := st.Funcs[i].Kind
+		if k != cql.SelectColumn && c.Kind != RegularColumn {
+			return nil, fmt.Errorf("cannot use %s on %s column %s: primary key columns have no write time or TTL of their own", selectFuncName(k), c.Kind, cql.QuoteIdent(c.Name))
+		}
+		r.Funcs[i] = k
 	}
 	if r.PartitionKey, r.Clustering, err = where(t, st.Where, "SELECT", false, b); err != nil {
 		return nil, err
@@ -636,6 +662,40 @@ func (b *binder) usingTimestamp(lit *cql.Literal) (int64, bool, error) {
 		return 0, false, fmt.Errorf("USING TIMESTAMP %s is not a 64-bit integer", describeValue(lit))
 	}
 	return n, true, nil
+}
+
+// usingTTL returns the TTL of a write to table t with USING TTL lit (nil
+// without one): as Cassandra 4.1's Attributes.getTimeToLive, no USING TTL or
+// an unset marker means the table's default_time_to_live, 0 and a null
+// marker mean none; a value outside [0, MaxTTL] is an error.
+func (b *binder) usingTTL(lit *cql.Literal, t *Table) (int32, error) {
+	if lit == nil {
+		return t.DefaultTTL(), nil
+	}
+	var n int64
+	if lit.Kind == cql.LitBind {
+		v, ok, err := b.value(lit, nil, "USING TTL")
+		switch {
+		case err != nil:
+			return 0, err
+		case !ok:
+			return t.DefaultTTL(), nil
+		case v == nil:
+			return 0, nil
+		case len(v) != 4:
+			return 0, fmt.Errorf("bind marker %d (USING TTL int): %w", lit.Index, TypeInt.Check(v))
+		}
+		n = int64(int32(binary.BigEndian.Uint32(v)))
+	} else {
+		var err error
+		if n, err = strconv.ParseInt(lit.Value, 10, 64); err != nil || lit.Kind != cql.LitInteger {
+			return 0, fmt.Errorf("USING TTL %s is not an integer", describeValue(lit))
+		}
+	}
+	if n < 0 || n > MaxTTL {
+		return 0, fmt.Errorf("USING TTL %d is out of range: want 0 (none) to %d seconds (20 years)", n, MaxTTL)
+	}
+	return int32(n), nil
 }
 
 func (b *binder) limit(lit *cql.Literal) (int, error) {
@@ -867,15 +927,15 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		var table cql.TableName
 		var terms []cql.Term
 		var cols []cql.Ident
-		var ts, lim *cql.Literal
+		var ts, ttl, lim *cql.Literal
 		var rels []cql.Relation
 		switch st := stmt.(type) {
 		case *cql.SelectStmt:
 			table, rels, lim = st.Table, st.Where, st.Limit
 		case *cql.InsertStmt:
-			table, cols, terms, ts = st.Table, st.Columns, st.Values, st.Timestamp
+			table, cols, terms, ts, ttl = st.Table, st.Columns, st.Values, st.Timestamp, st.TTL
 		case *cql.UpdateStmt:
-			table, rels, ts = st.Table, st.Where, st.Timestamp
+			table, rels, ts, ttl = st.Table, st.Where, st.Timestamp, st.TTL
 			for _, a := range st.Set {
 				cols, terms = append(cols, a.Column), append(terms, a.Value)
 			}
@@ -906,6 +966,9 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		if lim != nil && lim.Kind == cql.LitBind {
 			set(lim, tt, "[limit]", TypeInt)
 		}
+		if ttl != nil && ttl.Kind == cql.LitBind {
+			set(ttl, tt, "[ttl]", TypeInt)
+		}
 	}
 	if bst, ok := stmt.(*cql.BatchStmt); ok {
 		if bst.Timestamp != nil && bst.Timestamp.Kind == cql.LitBind {
@@ -932,10 +995,43 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 
 // SelectColumns validates a SELECT as Variables does and returns the table
 // it reads and the columns of its rows, in SELECT order.
-func (s *Schema) SelectColumns(st *cql.SelectStmt, keyspace string) (*Table, []*Column, error) {
+func (s *Schema) SelectColumns(st *cql.SelectStmt, keyspace string) (*Table, []ResultColumn, error) {
 	r, err := s.bindRead(st, keyspace, &binder{check: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.Table, r.Columns, nil
+	return r.Table, r.ResultColumns(), nil
+}
+
+// ResultColumn is one column of a read's rows as a client sees it.
+type ResultColumn struct {
+	Name string
+	Type Type
+}
+
+// ResultColumns returns the columns of r's rows, in SELECT order: a selected column's name
+// and type, or for WRITETIME(c) "writetime(c)" of type bigint and for TTL(c) "ttl(c)" of type
+// int, as Cassandra names them.
+func (r *Read) ResultColumns() []ResultColumn {
+	out := make([]ResultColumn, len(r.Columns))
+	for i, c := range r.Columns {
+		out[i] = ResultColumn{Name: c.Name, Type: c.Type}
+		if r.Funcs == nil {
+			continue
+		}
+		switch r.Funcs[i] {
+		case cql.SelectWritetime:
+			out[i] = ResultColumn{Name: "writetime(" + c.Name + ")", Type: TypeBigInt}
+		case cql.SelectTTL:
+			out[i] = ResultColumn{Name: "ttl(" + c.Name + ")", Type: TypeInt}
+		}
+	}
+	return out
+}
+
+func selectFuncName(k cql.SelectKind) string {
+	if k == cql.SelectTTL {
+		return "TTL()"
+	}
+	return "WRITETIME()"
 }

@@ -199,6 +199,8 @@ type Table struct {
 	// gcGrace is the gc_grace_seconds option when gcGraceSet (see GCGraceSeconds).
 	gcGrace    uint32
 	gcGraceSet bool
+	// defaultTTL is the default_time_to_live option in seconds, 0 for none (see DefaultTTL).
+	defaultTTL int32
 	// specRetry is the speculative_retry option when specRetrySet (see SpeculativeRetry).
 	specRetry    SpeculativeRetry
 	specRetrySet bool

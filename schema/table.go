@@ -136,6 +136,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 	if err := t.speculativeRetryOption(st.Options); err != nil {
 		return nil, err
 	}
+	if err := t.defaultTTLOption(st.Options); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -253,6 +256,9 @@ func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
 	if err := nt.speculativeRetryOption(st.Options); err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
 	}
+	if err := nt.defaultTTLOption(st.Options); err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
+	}
 	nt.Version = v
 	return &nt, nil
 }
@@ -274,8 +280,9 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 			}
 		case OptionGCGrace: // see gcGraceOption
 		case OptionSpeculativeRetry: // see speculativeRetryOption
+		case OptionDefaultTTL: // see defaultTTLOption
 		default:
-			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s, %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace, OptionSpeculativeRetry)
+			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s, %s, %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace, OptionSpeculativeRetry, OptionDefaultTTL)
 		}
 	}
 	return rl, nil

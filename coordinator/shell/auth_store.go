@@ -118,7 +118,7 @@ func (e *Executor) authWrite(ctx context.Context, q string, ts int64, values ...
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
 	now := e.now()
 	dl := deadline(ctx, now, e.writeTimeout)
-	return e.writePartition(ctx, w.Table, AuthReplicationFactor, token, partitionWrite{w: w, ts: ts}, coordinator.Quorum, now, dl)
+	return e.writePartition(ctx, w.Table, AuthReplicationFactor, token, partitionWrite{w: w, ts: ts, now: now.Unix()}, coordinator.Quorum, now, dl)
 }
 
 // authRead runs one of the store's reads and returns its rows: at QUORUM, or at ONE when QUORUM
@@ -149,7 +149,7 @@ func (e *Executor) authRead(ctx context.Context, q string, fallback bool, values
 	if err != nil {
 		return nil, err
 	}
-	res, err := rowsResult(r, rows)
+	res, err := rowsResult(r, rows, e.now().Unix())
 	if err != nil {
 		return nil, err
 	}

@@ -187,7 +187,7 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 			wts = ts
 		}
 		var part replicapb.Mutation
-		fillMutation(&part, w, wts)
+		fillMutation(&part, w, wts, now.Unix())
 		m := groups[g].m
 		m.Rows = append(m.Rows, part.Rows...)
 		m.RangeTombstones = append(m.RangeTombstones, part.RangeTombstones...)

@@ -406,7 +406,7 @@ func newCluster(t testing.TB, o options) *cluster {
 		calls:    make(map[coordinator.NodeID]int),
 	}
 	for _, id := range nodes {
-		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true, TombstoneFailureThreshold: o.tombstones})
+		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true, TombstoneFailureThreshold: o.tombstones, Clock: c.clock})
 		if err != nil {
 			t.Fatalf("opening the store of %s: %v", id, err)
 		}

@@ -44,7 +44,7 @@ func pageOf(resp *replicapb.ReadResponse) coordinator.Page {
 func rowOf(pr *replicapb.Row) coordinator.ClusteredRow {
 	row := cell.EmptyRow()
 	if pr.Marker != nil {
-		row.Marker = *pr.Marker
+		row.Marker, row.MarkerTTL, row.MarkerExpires = *pr.Marker, pr.GetMarkerTtl(), pr.GetMarkerExpires()
 	}
 	if pr.Deletion != nil {
 		row.Deletion = *pr.Deletion
@@ -52,7 +52,7 @@ func rowOf(pr *replicapb.Row) coordinator.ClusteredRow {
 	if len(pr.Cells) > 0 {
 		row.Columns = make([]cell.Column, len(pr.Cells))
 		for i, c := range pr.Cells {
-			col := cell.Column{Name: c.GetColumn(), Cell: cell.Cell{Timestamp: c.GetTimestamp(), Tombstone: c.GetTombstone()}}
+			col := cell.Column{Name: c.GetColumn(), Cell: cell.Cell{Timestamp: c.GetTimestamp(), Tombstone: c.GetTombstone(), TTL: c.GetTtl(), Expires: c.GetExpires()}}
 			if !col.Tombstone {
 				col.Value = c.GetValue()
 			}
@@ -68,7 +68,7 @@ func rowPB(r coordinator.ClusteredRow) *replicapb.Row {
 	pr := &replicapb.Row{Clustering: r.Clustering}
 	if miss.Marker != cell.NoTimestamp {
 		m := miss.Marker
-		pr.Marker = &m
+		pr.Marker, pr.MarkerTtl, pr.MarkerExpires = &m, miss.MarkerTTL, miss.MarkerExpires
 	}
 	if miss.Deletion != cell.NoTimestamp {
 		d := miss.Deletion
@@ -79,6 +79,7 @@ func rowPB(r coordinator.ClusteredRow) *replicapb.Row {
 		pr.Cells = make([]*replicapb.Cell, len(miss.Columns))
 		for i, c := range miss.Columns {
 			cells[i].Column, cells[i].Timestamp, cells[i].Tombstone = c.Name, c.Timestamp, c.Tombstone
+			cells[i].Ttl, cells[i].Expires = c.TTL, c.Expires
 			if !c.Tombstone {
 				cells[i].Value = c.Value
 			}

@@ -71,7 +71,7 @@ func (e *Executor) Prepare(ctx context.Context, text, keyspace string) (*coordin
 		}
 		p.Columns = make([]coordinator.RowColumn, len(cols))
 		for i, c := range cols {
-			p.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type}
+			p.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type} // with TTL()/WRITETIME() applied
 		}
 		p.RowsKeyspace, p.RowsTable = t.Keyspace, t.Name
 	}

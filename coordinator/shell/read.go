@@ -67,7 +67,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	if limit > 0 {
 		limit -= cur.returned
 		if limit <= 0 { // an earlier page returned the last row the LIMIT allows
-			res, err := rowsResult(r, nil)
+			res, err := rowsResult(r, nil, 0)
 			return r.Table, res, err
 		}
 	}
@@ -99,7 +99,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		rows = rows[:pageFull]
 		next = encodePagingState(fingerprint, cur.returned+pageFull, rows[pageFull-1].Clustering)
 	}
-	res, err := rowsResult(r, rows)
+	res, err := rowsResult(r, rows, now.Unix())
 	res.PagingState, res.Warnings = next, warnings
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
@@ -142,7 +142,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 	if err != nil {
 		return nil, 0, err
 	}
-	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed)
+	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed, now.Unix())
 	if spec.cl != coordinator.One && len(resps) < spec.rf {
 		m.KeepFull() // for repair's fallback to the replicas that were not asked
 	}
@@ -386,8 +386,10 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 }
 
 // rowsResult renders the rows of a read as the domain API's rows: the selected columns' values
-// in their canonical encoding, each checked against its column's type.
-func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow) (coordinator.Result, error) {
+// in their canonical encoding, each checked against its column's type, or for WRITETIME(c) the
+// cell's write timestamp (a bigint) and for TTL(c) the seconds it has left to live at now (an
+// int, null for a cell that does not expire). A cell expired at now is null, like a deleted one.
+func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coordinator.Result, error) {
 	t := r.Table
 	out := &coordinator.Rows{
 		Keyspace: t.Keyspace,
@@ -395,7 +397,7 @@ func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow) (coordinator.Re
 		Columns:  make([]coordinator.RowColumn, len(r.Columns)),
 		Values:   make([][][]byte, len(rows)),
 	}
-	for i, c := range r.Columns {
+	for i, c := range r.ResultColumns() {
 		out.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type}
 	}
 	npk := len(t.PartitionKey)
@@ -410,14 +412,29 @@ func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow) (coordinator.Re
 			case schema.ClusteringColumn:
 				b = row.Clustering[c.Index-npk]
 			default:
-				if k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
+				k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
 					return strings.Compare(x.Name, name)
-				}); ok && !row.Row.Columns[k].Tombstone {
-					b = row.Row.Columns[k].Value
+				})
+				if !ok {
+					break
+				}
+				cl := row.Row.Columns[k].Cell
+				if cl.Tombstone || cl.Expired(now) {
+					break
+				}
+				switch {
+				case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
+					b = cl.Value
+				case r.Funcs[j] == cql.SelectWritetime:
+					b = schema.EncodeBigInt(cl.Timestamp)
+				case r.Funcs[j] == cql.SelectTTL:
+					if left, ok := cl.RemainingTTL(now); ok {
+						b = schema.EncodeInt(left)
+					}
 				}
 			}
 			if b != nil {
-				if err := c.Type.Check(b); err != nil {
+				if err := out.Columns[j].Type.Check(b); err != nil {
 					return coordinator.Result{}, fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
 				}
 			}

@@ -56,7 +56,7 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
 	var res coordinator.Result
-	pw := partitionWrite{w: w, ts: ts, warnings: &res.Warnings}
+	pw := partitionWrite{w: w, ts: ts, now: now.Unix(), warnings: &res.Warnings}
 	if adm != nil {
 		if w.Table != adm.table || token != adm.token {
 			adm.abandon()
@@ -95,6 +95,9 @@ type partitionWrite struct {
 	m  *replicapb.Mutation
 	w  *schema.Write
 	ts int64
+	// now is the coordinator's clock (seconds since the Unix epoch) when the write started: an
+	// expiring write (w.TTL) expires at now + TTL.
+	now int64
 	// exempt keeps the write out of the rate limiter: internal traffic (batchlog replay).
 	exempt bool
 	// warnings, when set, receives the client's warning for a write its table's limit in
@@ -108,7 +111,7 @@ func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
 		return pw.m
 	}
 	m := &replicapb.Mutation{TableId: uint64(pw.w.Table.ID), PartitionKey: pw.w.PartitionKey, Token: token}
-	fillMutation(m, pw.w, pw.ts)
+	fillMutation(m, pw.w, pw.ts, pw.now)
 	return m
 }
 
@@ -186,8 +189,14 @@ func isPartition(w *schema.Write) bool {
 // timestamp ts: INSERT writes a row marker and its cells, UPDATE its cells, DELETE of columns
 // cell tombstones, DELETE of a row a row tombstone, DELETE of a range of rows (a clustering
 // prefix, or a range on the clustering column after it) a range tombstone and DELETE of a
-// partition a partition tombstone. A null value is a cell tombstone.
-func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
+// partition a partition tombstone. A null value is a cell tombstone. A write with a TTL gives
+// its marker and values the TTL and the expiry now + TTL (now in seconds since the Unix epoch);
+// a null value stays a plain tombstone, as in Cassandra.
+func fillMutation(m *replicapb.Mutation, w *schema.Write, ts, now int64) {
+	var expires int64
+	if w.TTL > 0 && w.Kind != schema.WriteDelete {
+		expires = now + int64(w.TTL)
+	}
 	if w.Kind == schema.WriteDelete && len(w.Cells) == 0 && (isPartition(w) || len(w.Table.Clustering) == 0) {
 		m.PartitionDeletion = &ts
 		return
@@ -204,6 +213,9 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
 	switch {
 	case w.Kind == schema.WriteInsert:
 		r.row.Marker = &ts
+		if expires != 0 {
+			r.row.MarkerTtl, r.row.MarkerExpires = w.TTL, expires
+		}
 	case w.Kind == schema.WriteDelete && len(w.Cells) == 0:
 		r.row.Deletion = &ts
 	}
@@ -217,6 +229,9 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts int64) {
 				cells[i].Tombstone = true
 			} else {
 				cells[i].Value = c.Value
+				if expires != 0 {
+					cells[i].Ttl, cells[i].Expires = w.TTL, expires
+				}
 			}
 			r.row.Cells[i] = &cells[i]
 		}

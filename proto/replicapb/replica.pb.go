@@ -471,9 +471,15 @@ type Cell struct {
 	Column string                 `protobuf:"bytes,1,opt,name=column,proto3" json:"column,omitempty"`
 	// The canonical encoding. Ignored for a tombstone. An empty value is the empty text or blob; null is
 	// written as a tombstone.
-	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Timestamp     int64  `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	Tombstone     bool   `protobuf:"varint,4,opt,name=tombstone,proto3" json:"tombstone,omitempty"`
+	Value     []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Timestamp int64  `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Tombstone bool   `protobuf:"varint,4,opt,name=tombstone,proto3" json:"tombstone,omitempty"`
+	// The time to live in seconds an expiring cell was written with, 0 for a cell that does not expire.
+	Ttl int32 `protobuf:"varint,5,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// When an expiring cell expires, in seconds since the Unix epoch (64-bit: past 2038 too), 0 for a cell
+	// that does not expire; set exactly when ttl is. An expired cell still travels (read repair, repair,
+	// hints): it beats older versions as a tombstone at its timestamp would, and reads never return its value.
+	Expires       int64 `protobuf:"varint,6,opt,name=expires,proto3" json:"expires,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -536,6 +542,20 @@ func (x *Cell) GetTombstone() bool {
 	return false
 }
 
+func (x *Cell) GetTtl() int32 {
+	if x != nil {
+		return x.Ttl
+	}
+	return 0
+}
+
+func (x *Cell) GetExpires() int64 {
+	if x != nil {
+		return x.Expires
+	}
+	return 0
+}
+
 // Row is one row of a partition: in a mutation what to write, in a read response what the replica holds.
 type Row struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -545,6 +565,10 @@ type Row struct {
 	// The row marker's timestamp: INSERT writes one, so the row exists even when all its regular columns
 	// are null; UPDATE does not.
 	Marker *int64 `protobuf:"varint,3,opt,name=marker,proto3,oneof" json:"marker,omitempty"`
+	// The row marker's time to live and expiry (see Cell), written by INSERT ... USING TTL; 0 for a marker
+	// that does not expire.
+	MarkerTtl     int32 `protobuf:"varint,5,opt,name=marker_ttl,json=markerTtl,proto3" json:"marker_ttl,omitempty"`
+	MarkerExpires int64 `protobuf:"varint,6,opt,name=marker_expires,json=markerExpires,proto3" json:"marker_expires,omitempty"`
 	// The row tombstone's timestamp: deletes the row's marker and cells written at or before it.
 	Deletion      *int64 `protobuf:"varint,4,opt,name=deletion,proto3,oneof" json:"deletion,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -598,6 +622,20 @@ func (x *Row) GetCells() []*Cell {
 func (x *Row) GetMarker() int64 {
 	if x != nil && x.Marker != nil {
 		return *x.Marker
+	}
+	return 0
+}
+
+func (x *Row) GetMarkerTtl() int32 {
+	if x != nil {
+		return x.MarkerTtl
+	}
+	return 0
+}
+
+func (x *Row) GetMarkerExpires() int64 {
+	if x != nil {
+		return x.MarkerExpires
 	}
 	return 0
 }
@@ -2424,18 +2462,23 @@ const file_replica_proto_rawDesc = "" +
 	"\vBAD_REQUEST\x10\x01\x12\x11\n" +
 	"\rUNKNOWN_TABLE\x10\x02\x12\f\n" +
 	"\bINTERNAL\x10\x03\x12\x17\n" +
-	"\x13TOO_MANY_TOMBSTONES\x10\x04\"p\n" +
+	"\x13TOO_MANY_TOMBSTONES\x10\x04\"\x9c\x01\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x12\x1c\n" +
-	"\ttombstone\x18\x04 \x01(\bR\ttombstone\"\xaa\x01\n" +
+	"\ttombstone\x18\x04 \x01(\bR\ttombstone\x12\x10\n" +
+	"\x03ttl\x18\x05 \x01(\x05R\x03ttl\x12\x18\n" +
+	"\aexpires\x18\x06 \x01(\x03R\aexpires\"\xf0\x01\n" +
 	"\x03Row\x12\x1e\n" +
 	"\n" +
 	"clustering\x18\x01 \x03(\fR\n" +
 	"clustering\x12-\n" +
 	"\x05cells\x18\x02 \x03(\v2\x17.kvnode.replica.v1.CellR\x05cells\x12\x1b\n" +
-	"\x06marker\x18\x03 \x01(\x03H\x00R\x06marker\x88\x01\x01\x12\x1f\n" +
+	"\x06marker\x18\x03 \x01(\x03H\x00R\x06marker\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"marker_ttl\x18\x05 \x01(\x05R\tmarkerTtl\x12%\n" +
+	"\x0emarker_expires\x18\x06 \x01(\x03R\rmarkerExpires\x12\x1f\n" +
 	"\bdeletion\x18\x04 \x01(\x03H\x01R\bdeletion\x88\x01\x01B\t\n" +
 	"\a_markerB\v\n" +
 	"\t_deletion\"\xa5\x02\n" +

@@ -33,7 +33,8 @@
 // The workload runs Kinds of operations from several workers, each operation through a random
 // coordinator (one gocql session per node, each with that node as its only host): unique
 // inserts, last-write-wins registers (UPDATE ... USING TIMESTAMP, with timestamps that grow in
-// the order the workload makes them) and deletes, all at QUORUM. After each fault heals (the
+// the order the workload makes them), deletes and expiring registers (half their writes USING
+// TTL 2: an expired value, or an older one from under it, must never be read), all at QUORUM. After each fault heals (the
 // workload still running) and once more at the end, every kind's rows are read back at ALL and
 // at QUORUM through every node. Each kind's Check counts
 // rows lost (an acknowledged write missing after the heal), resurrected (a row read after its

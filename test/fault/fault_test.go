@@ -98,8 +98,9 @@ func kinds() ([]Kind, []int) {
 			NewDeletes(Keyspace, "del", gocql.Quorum, ts),
 			NewInserts(Keyspace, "ins_one", gocql.One, ts),
 			NewRegisters(Keyspace, "reg_one", gocql.One, ts, 24),
+			NewExpiring(Keyspace, "exp", gocql.Quorum, ts, 24, 2),
 		},
-		[]int{3, 3, 3, 1, 2}
+		[]int{3, 3, 3, 1, 2, 2}
 }
 
 // buggy reports whether a kind is one of the injected bug's (its operations run at ONE).

@@ -151,6 +151,7 @@ func TestGocql(t *testing.T) {
 	t.Run("every type through prepared statements", func(t *testing.T) { testGocqlTypes(t, session) })
 	t.Run("pages through a partition", func(t *testing.T) { testGocqlPaging(t, session) })
 	t.Run("logged and unlogged batches", func(t *testing.T) { testGocqlBatches(t, session, rec) })
+	t.Run("expiring data: USING TTL, TTL(), WRITETIME()", func(t *testing.T) { testGocqlTTL(t, session) })
 	t.Run("token-aware routing reaches a replica", func(t *testing.T) { testGocqlRouting(t, session, rec, place) })
 	t.Run("rate limit", func(t *testing.T) { testGocqlRateLimit(t, c, place) })
 	t.Run("schema evolution while writing", func(t *testing.T) { testGocqlSchemaEvolution(t, session) })
@@ -729,5 +730,66 @@ func testGocqlRateLimit(t *testing.T, c *proc.Cluster, place placement) {
 		if rl.OpType != gocql.OpTypeWrite || rl.RejectedByCoordinator {
 			t.Errorf("the first write rejected through %s, not a replica of %q: %s; want OpType=Write RejectedByCoordinator=false (the replicas rejected)", other, key, rl.String())
 		}
+	})
+}
+
+// testGocqlTTL writes with USING TTL and TIMESTAMP, as literals (unprepared) and bound (prepared),
+// reads TTL(v) and WRITETIME(v) both ways, and waits for a one-second TTL to expire.
+func testGocqlTTL(t *testing.T, session *gocql.Session) {
+	ddl := fmt.Sprintf("CREATE TABLE %s.expiring (k text PRIMARY KEY, v text) WITH default_time_to_live = 500", keyspace)
+	if err := session.Query(ddl).Exec(); err != nil {
+		t.Fatalf("gocql: %s: %v", ddl, err)
+	}
+	lit := fmt.Sprintf("INSERT INTO %s.expiring (k, v) VALUES ('simple', 'x') USING TTL 1000 AND TIMESTAMP 1234", keyspace)
+	if err := session.Query(lit).Exec(); err != nil { // no values: sent unprepared
+		t.Fatalf("gocql: %s: %v", lit, err)
+	}
+	insert := fmt.Sprintf("INSERT INTO %s.expiring (k, v) VALUES (?, ?) USING TIMESTAMP ? AND TTL ?", keyspace)
+	for _, args := range [][]any{{"prepared", "y", int64(5678), 2000}, {"none", "z", int64(9), 0}} {
+		if err := session.Query(insert, args...).Exec(); err != nil {
+			t.Fatalf("gocql: %s %v: %v", insert, args, err)
+		}
+	}
+	update := fmt.Sprintf("UPDATE %s.expiring SET v = 'w' WHERE k = 'default'", keyspace)
+	if err := session.Query(update).Exec(); err != nil {
+		t.Fatalf("gocql: %s: %v", update, err)
+	}
+	sel := fmt.Sprintf("SELECT v, TTL(v), WRITETIME(v) FROM %s.expiring WHERE k = ", keyspace)
+	for _, tt := range []struct {
+		k, v    string
+		ttl, wt int64 // 0: null TTL; any write time
+	}{{"simple", "x", 1000, 1234}, {"prepared", "y", 2000, 5678}, {"none", "z", 0, 9}, {"default", "w", 500, 0}} {
+		for _, q := range []*gocql.Query{session.Query(sel+"?", tt.k), session.Query(sel + "'" + tt.k + "'")} {
+			var v string
+			var ttl *int
+			var wt int64
+			if err := q.Scan(&v, &ttl, &wt); err != nil {
+				t.Fatalf("gocql: %s (%s): %v", q.Statement(), tt.k, err)
+			}
+			switch {
+			case v != tt.v:
+				t.Errorf("%s (%s): v = %q, want %q", q.Statement(), tt.k, v, tt.v)
+			case tt.ttl == 0 && ttl != nil:
+				t.Errorf("%s (%s): TTL(v) = %d, want null", q.Statement(), tt.k, *ttl)
+			case tt.ttl != 0 && (ttl == nil || int64(*ttl) > tt.ttl || int64(*ttl) <= tt.ttl-30):
+				t.Errorf("%s (%s): TTL(v) = %v, want about %d", q.Statement(), tt.k, ttl, tt.ttl)
+			case tt.wt != 0 && wt != tt.wt:
+				t.Errorf("%s (%s): WRITETIME(v) = %d, want %d", q.Statement(), tt.k, wt, tt.wt)
+			}
+		}
+	}
+	if err := session.Query(insert, "short", "gone", int64(10), 1).Exec(); err != nil {
+		t.Fatalf("gocql: %s: %v", insert, err)
+	}
+	poll.Must(t, discoverTimeout, "the row written USING TTL 1 expires", func() error {
+		iter := session.Query(sel+"?", "short").Iter()
+		n := iter.NumRows()
+		if err := iter.Close(); err != nil {
+			return err
+		}
+		if n != 0 {
+			return fmt.Errorf("%d rows", n)
+		}
+		return nil
 	})
 }

@@ -117,7 +117,7 @@ func runBatch(ctx context.Context, e *shell.Executor, ops []*Op, logged bool) er
 	return err
 }
 
-// toMarkers replaces every literal value of st (VALUES, SET, WHERE, USING TIMESTAMP, LIMIT)
+// toMarkers replaces every literal value of st (VALUES, SET, WHERE, USING TIMESTAMP and TTL, LIMIT)
 // with a bind marker, in marker order, and returns the literals it replaced.
 func toMarkers(st cql.Statement) []*cql.Literal {
 	var lits []*cql.Literal
@@ -146,8 +146,10 @@ func toMarkers(st cql.Statement) []*cql.Literal {
 			mark(&st.Values[i])
 		}
 		markLit(&st.Timestamp)
+		markLit(&st.TTL)
 	case *cql.UpdateStmt:
 		markLit(&st.Timestamp)
+		markLit(&st.TTL)
 		for i := range st.Set {
 			mark(&st.Set[i].Value)
 		}

@@ -26,6 +26,13 @@
 // tables take USING TIMESTAMP on every write, so that last-write-wins order differs from history
 // order and ties between different values are frequent.
 //
+// Expiring data. A quarter of the INSERTs and UPDATEs with a server timestamp carry USING TTL of
+// 1 to 3 seconds, so cells and row markers expire within a history. An expired write is a
+// tombstone at its timestamp; within the clocks' skew around its expiry (ttlSkew, plus the
+// request's own interval, in which the coordinator set the expiry) it is indeterminate: a read
+// may see it or not. The final reads at ALL, after the stopped node came back with its hints,
+// check that expired data never reappears.
+//
 // A range DELETE may be a true range tombstone or row tombstones for the rows the server found;
 // the model's answer does not depend on which (see component).
 //

@@ -110,7 +110,38 @@ type entry struct {
 	tomb     bool
 	val      []byte
 	definite bool // the read must see it: acknowledged and W + R > RF
-	op       *Op
+	// maybeExpired: a value written with a TTL that the read may find expired (within the
+	// clocks' skew of its expiry): it may then be a tombstone at its timestamp.
+	maybeExpired bool
+	op           *Op
+}
+
+// ttlSkew bounds, in seconds, how far apart the clocks that decide an expiry may be (the
+// coordinator's that set it, those of the replicas and coordinator that read it) and absorbs
+// their rounding to whole seconds: a cell is indeterminate within its expiry ± ttlSkew.
+const ttlSkew = 1
+
+// expiry says whether op's TTL has run out for a read that ran within the wall-clock interval
+// [lo, hi] (microseconds): expired for certain, or maybe (within the skew of the expiry, whose
+// exact second the client does not know: the coordinator set it somewhere in op's interval, or
+// after it for a write the server may have handled late).
+func (op *Op) expiry(lo, hi int64) (expired, maybe bool) {
+	if op.TTL == 0 {
+		return false, false
+	}
+	sec := func(us int64) int64 { return us / 1e6 }
+	earliest := sec(op.Outcome.Lo) + int64(op.TTL) - ttlSkew
+	if sec(hi) < earliest {
+		return false, false
+	}
+	if op.applied() == maybeLate {
+		return false, true
+	}
+	latest := sec(op.Outcome.Hi) + int64(op.TTL) + ttlSkew
+	if sec(lo) >= latest {
+		return true, false
+	}
+	return false, true
 }
 
 // wins orders two versions as package cell does: the higher timestamp, then a tombstone over a
@@ -199,7 +230,11 @@ func (o options) String(t Type, marker bool) string {
 // at or below the delete's could land after the delete did (issued later, or failed): the
 // server may implement it as a true range tombstone or as row tombstones for the rows it found,
 // which differ exactly there.
-func component(ops []*Op, ck []Val, col int, cl client.Consistency, high int64) options {
+//
+// A write with a TTL that the read finds expired is a tombstone at its timestamp; one it may find
+// expired (see Op.expiry) may be either. read is the SELECT (its Outcome's interval).
+func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
+	cl := read.CL
 	var es []*entry
 	for _, op := range ops {
 		e := entry{ts: op.timestamp(), op: op}
@@ -244,6 +279,14 @@ func component(ops []*Op, ck []Val, col int, cl client.Consistency, high int64) 
 		default:
 			continue
 		}
+		if !e.tomb {
+			switch expired, maybe := op.expiry(read.Outcome.Lo, read.Outcome.Hi); {
+			case expired:
+				e.tomb, e.val = true, nil
+			case maybe:
+				e.maybeExpired = true
+			}
+		}
 		switch op.applied() {
 		case acked:
 			rf := op.Table.RF
@@ -271,9 +314,16 @@ func component(ops []*Op, ck []Val, col int, cl client.Consistency, high int64) 
 		}
 	}
 	opts := options{base}
+	expire := func(e *entry) {
+		if e != nil && e.maybeExpired {
+			opts = append(opts, &entry{ts: e.ts, late: e.late, tomb: true, op: e.op})
+		}
+	}
+	expire(base)
 	for _, e := range es {
 		if !e.definite && mayWin(e, base, high) {
 			opts = append(opts, e)
+			expire(e)
 		}
 	}
 	return opts
@@ -414,9 +464,9 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		if !t.inRange(rg, ck) {
 			continue
 		}
-		s := &rowState{ck: ck, marker: component(ops, ck, -1, read.CL, m.high)}
+		s := &rowState{ck: ck, marker: component(ops, ck, -1, read, m.high)}
 		for i := range t.Regular {
-			s.cols = append(s.cols, component(ops, ck, i, read.CL, m.high))
+			s.cols = append(s.cols, component(ops, ck, i, read, m.high))
 		}
 		determined = determined && s.determined()
 		states[valsKey(ck)] = s

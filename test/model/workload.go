@@ -250,6 +250,10 @@ type Op struct {
 	Cols  []int // DELETE cells: the columns; SELECT: the regular columns selected
 	TS    int64 // USING TIMESTAMP, when HasTS
 	HasTS bool
+	// TTL is an INSERT's or UPDATE's USING TTL in seconds, 0 for none. Only writes with a
+	// server timestamp get one, so no tie at equal timestamps involves an expiring cell (whose
+	// expiry the client knows only to within its request's time).
+	TTL   int32
 	Limit int  // SELECT ... LIMIT, 0 for none
 	Desc  bool // SELECT ... ORDER BY first clustering column DESC
 	Order bool // SELECT has an ORDER BY clause
@@ -350,6 +354,9 @@ func (w *Workload) Next() *Op {
 			op.TS, op.HasTS = w.High+r.Int64N(4), true
 		}
 	}
+	if (op.Kind == Insert || op.Kind == Update) && !op.HasTS && r.IntN(4) == 0 {
+		op.TTL = int32(1 + r.IntN(3))
+	}
 	op.Stmt = op.statement()
 	return op
 }
@@ -409,6 +416,13 @@ func (op *Op) statement() string {
 	using := ""
 	if op.HasTS {
 		using = fmt.Sprintf(" USING TIMESTAMP %d", op.TS)
+	}
+	if op.TTL > 0 {
+		if using == "" {
+			using = fmt.Sprintf(" USING TTL %d", op.TTL)
+		} else {
+			using += fmt.Sprintf(" AND TTL %d", op.TTL)
+		}
 	}
 	switch op.Kind {
 	case Insert:

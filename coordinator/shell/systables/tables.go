@@ -439,6 +439,7 @@ func tableRows(v *view) []map[string][]byte {
 			row := tableOptions(t.Keyspace, t.Name, uint64(t.ID), t.RateLimit)
 			row["gc_grace_seconds"] = encInt(int32(t.GCGraceSeconds())) // at most 2^31-1
 			row["speculative_retry"] = encText(t.SpeculativeRetry().String())
+			row["default_time_to_live"] = encInt(t.DefaultTTL())
 			rows = append(rows, row)
 		}
 	}

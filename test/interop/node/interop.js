@@ -249,6 +249,41 @@ class Steps {
     }
   }
 
+  async expiring_data() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.expiring (k text PRIMARY KEY, v text) WITH default_time_to_live = 500`);
+    await client.execute(`INSERT INTO ${ks}.expiring (k, v) VALUES ('simple', 'x') USING TTL 1000 AND TIMESTAMP 1234`, [], { prepare: false });
+    const insert = `INSERT INTO ${ks}.expiring (k, v) VALUES (?, ?) USING TIMESTAMP ? AND TTL ?`;
+    await client.execute(insert, ['prepared', 'y', types.Long.fromNumber(5678), 2000], { prepare: true });
+    await client.execute(insert, ['none', 'z', types.Long.fromNumber(9), 0], { prepare: true });
+    await client.execute(`UPDATE ${ks}.expiring SET v = 'w' WHERE k = 'default'`);
+    const select = `SELECT v, TTL(v), WRITETIME(v) FROM ${ks}.expiring WHERE k = ?`;
+    for (const [k, v, ttl, wt] of [['simple', 'x', 1000, 1234], ['prepared', 'y', 2000, 5678], ['none', 'z', null, 9], ['default', 'w', 500, null]]) {
+      for (const [how, rs] of [
+        ['prepared', await client.execute(select, [k], { prepare: true })],
+        ['unprepared', await client.execute(`SELECT v, TTL(v), WRITETIME(v) FROM ${ks}.expiring WHERE k = '${k}'`, [], { prepare: false })],
+      ]) {
+        const row = rs.first();
+        check(row !== null && row.v === v, `${how} SELECT of ${k} returned ${JSON.stringify(row)}, want v = ${v}`);
+        const cols = rs.columns.map((c) => c.name).join(',');
+        check(cols === 'v,ttl(v),writetime(v)', `${how} SELECT's columns are ${cols}`);
+        const gotTTL = row['ttl(v)'];
+        const gotWT = row['writetime(v)'];
+        if (ttl === null) {
+          check(gotTTL === null, `${how} TTL(v) of ${k} = ${gotTTL}, want null`);
+        } else {
+          check(typeof gotTTL === 'number' && gotTTL > ttl - 30 && gotTTL <= ttl, `${how} TTL(v) of ${k} = ${gotTTL}, want about ${ttl}`);
+        }
+        check(gotWT instanceof types.Long && (wt === null || gotWT.equals(types.Long.fromNumber(wt))), `${how} WRITETIME(v) of ${k} = ${gotWT}, want ${wt}`);
+      }
+    }
+    await client.execute(insert, ['short', 'gone', types.Long.fromNumber(10), 1], { prepare: true });
+    await waitUntil('the row written USING TTL 1 expires', async () => {
+      const rs = await client.execute(select, ['short'], { prepare: true });
+      return rs.first() === null ? null : 'still there';
+    });
+  }
+
   async token_aware_routing() {
     const { client, ks } = this;
     const port = this.cfg.port;
@@ -332,7 +367,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'every_type', 'paging', 'batches', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'every_type', 'paging', 'batches', 'expiring_data', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
   let passed = 0;
   let failed = 0;
   try {

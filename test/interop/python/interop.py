@@ -214,6 +214,30 @@ class Steps:
             got = [(r.c, r.v) for r in s.execute(select, [k])]
             check(got == want, "partition %r after the batches holds %s, want %s" % (k, got, want))
 
+    def expiring_data(self):
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.expiring (k text PRIMARY KEY, v text) WITH default_time_to_live = 500" % ks)
+        s.execute("INSERT INTO %s.expiring (k, v) VALUES ('simple', 'x') USING TTL 1000 AND TIMESTAMP 1234" % ks)
+        insert = s.prepare("INSERT INTO %s.expiring (k, v) VALUES (?, ?) USING TIMESTAMP ? AND TTL ?" % ks)
+        s.execute(insert, ["prepared", "y", 5678, 2000])
+        s.execute(insert, ["none", "z", 9, 0])
+        s.execute("UPDATE %s.expiring SET v = 'w' WHERE k = 'default'" % ks)
+        select = s.prepare("SELECT v, TTL(v), WRITETIME(v) FROM %s.expiring WHERE k = ?" % ks)
+        for k, v, ttl, wt in [("simple", "x", 1000, 1234), ("prepared", "y", 2000, 5678), ("none", "z", None, 9), ("default", "w", 500, None)]:
+            for how, rs in [("prepared", s.execute(select, [k])),
+                            ("unprepared", s.execute("SELECT v, TTL(v), WRITETIME(v) FROM %s.expiring WHERE k = '%s'" % (ks, k)))]:
+                row = rs.one()
+                check(row is not None and row[0] == v, "%s SELECT of %r returned %r, want v = %r" % (how, k, row, v))
+                check(rs.column_names == ["v", "ttl(v)", "writetime(v)"], "%s SELECT's columns are %s" % (how, rs.column_names))
+                if ttl is None:
+                    check(row[1] is None, "%s TTL(v) of %r = %r, want null" % (how, k, row[1]))
+                else:
+                    check(isinstance(row[1], int) and ttl - 30 < row[1] <= ttl, "%s TTL(v) of %r = %r, want about %d" % (how, k, row[1], ttl))
+                check(isinstance(row[2], int) and (wt is None or row[2] == wt), "%s WRITETIME(v) of %r = %r, want %s" % (how, k, row[2], wt))
+        s.execute(insert, ["short", "gone", 10, 1])
+        wait_until("the row written USING TTL 1 expires",
+                   lambda: None if s.execute(select, ["short"]).one() is None else "still there")
+
     def token_aware_routing(self):
         s, ks = self.session, self.ks
         insert = s.prepare("INSERT INTO %s.routed (k, v) VALUES (?, ?)" % ks)
@@ -279,7 +303,7 @@ def main():
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.every_type, steps.paging,
-            steps.batches, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution]
+            steps.batches, steps.expiring_data, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
