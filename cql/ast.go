@@ -321,12 +321,17 @@ func (k DescribeKind) String() string {
 }
 
 // DescribeStmt is DESCRIBE (or DESC) KEYSPACES | KEYSPACE [ks] | TABLES |
-// TABLE name | CLUSTER.
+// TABLE name | CLUSTER, optionally followed by WITH INTERNALS.
 type DescribeStmt struct {
 	Start    Pos
 	Kind     DescribeKind
 	Keyspace Ident     // DescribeKeyspace; Name "" means the current keyspace
 	Table    TableName // DescribeTable
+	// Internals is WITH INTERNALS (which gocql sends on every metadata
+	// refresh): the answer is then rows of (keyspace_name, type, name,
+	// create_statement), one per keyspace and table, as Cassandra 4's
+	// server-side DESCRIBE gives.
+	Internals bool
 }
 
 // Pos returns the position of the statement's first keyword.

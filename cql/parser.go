@@ -5,10 +5,16 @@ import (
 	"strings"
 )
 
-// Error is a syntax error at a position of the source text.
+// Error is an error at a position of the source text: a syntax error, or
+// (Unsupported) a valid CQL statement or clause that kvnode does not
+// execute.
 type Error struct {
 	Pos Pos
 	Msg string
+	// Unsupported marks the refusal of valid Cassandra CQL that kvnode does
+	// not execute; Msg names the feature ("materialized views are not
+	// supported"). Front ends answer it as Invalid, not as a syntax error.
+	Unsupported bool
 }
 
 // Error returns "line:col: msg".
@@ -37,6 +43,18 @@ func (l ErrorList) Unwrap() []error {
 		errs[i] = e
 	}
 	return errs
+}
+
+// Unsupported reports whether l holds errors and every one of them is a
+// refusal of valid CQL that kvnode does not execute (Error.Unsupported),
+// not a syntax error.
+func (l ErrorList) Unsupported() bool {
+	for _, e := range l {
+		if !e.Unsupported {
+			return false
+		}
+	}
+	return len(l) > 0
 }
 
 // MaxErrors is how many errors Parse reports before it stops.
@@ -112,6 +130,14 @@ func (p *parser) next() {
 // errorf records an error at pos and abandons the current statement.
 func (p *parser) errorf(pos Pos, format string, args ...any) {
 	p.errors = append(p.errors, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+	panic(bailout{})
+}
+
+// unsupported records the refusal of valid CQL that kvnode does not
+// execute, at pos, and abandons the current statement. The message names
+// the feature: "materialized views are not supported".
+func (p *parser) unsupported(pos Pos, format string, args ...any) {
+	p.errors = append(p.errors, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...), Unsupported: true})
 	panic(bailout{})
 }
 
@@ -215,6 +241,7 @@ func (p *parser) parseStatement() Statement {
 			p.next()
 			return p.parseCreateTable(start)
 		}
+		p.refuseCreate()
 		if s := p.parseRoleAfter(start, CREATE); s != nil {
 			return s
 		}
@@ -235,6 +262,7 @@ func (p *parser) parseStatement() Statement {
 			s.Table = p.parseTableName()
 			return s
 		}
+		p.refuseDrop()
 		if s := p.parseRoleAfter(start, DROP); s != nil {
 			return s
 		}
@@ -244,13 +272,14 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseRoleAfter(start, ALTER); s != nil {
 			return s
 		}
+		p.refuseAlter()
 		if p.tok != TABLE {
 			p.errorExpected("'TABLE' or 'ROLE'")
 		}
 		p.next()
 		s := &AlterTableStmt{Start: start, Table: p.parseTableName()}
 		if p.tok != WITH {
-			p.errorExpected("'WITH'")
+			return p.parseAlterTableChange(start, s.Table)
 		}
 		s.Options = p.parseOptions()
 		return s
@@ -276,7 +305,7 @@ func (p *parser) parseStatement() Statement {
 		p.next()
 		return p.parseBatch(start)
 	case IDENT:
-		if s := p.parseAuthStatement(start); s != nil {
+		if s := p.parseOtherStatement(start); s != nil {
 			return s
 		}
 	}
@@ -296,7 +325,8 @@ func (p *parser) parseBatch(start Pos) Statement {
 		p.next()
 	case IDENT:
 		if strings.EqualFold(p.lit, "counter") {
-			p.errorf(p.pos, "COUNTER batches are not supported: kvnode has no counter columns")
+			p.inBatch = true // skip the refused batch to its APPLY BATCH
+			p.unsupported(p.pos, "COUNTER batches are not supported: kvnode has no counter columns")
 		}
 	}
 	if p.tok != BATCH {
@@ -416,6 +446,7 @@ func (p *parser) parseWith(ct *CreateTableStmt) []Option {
 			p.checkClusteringOrder(ct, pos, p.pos)
 			p.next()
 		} else {
+			p.refuseTableOption(name)
 			p.expect(EQ)
 			opts = append(opts, Option{Name: name, Value: p.parseTerm()})
 		}
@@ -447,7 +478,7 @@ func (p *parser) parseOrderings(clause string, dirRequired bool) []Ordering {
 			if dirRequired {
 				p.errorExpected("'ASC' or 'DESC'")
 			}
-			if p.tok != COMMA && p.tok != LIMIT && p.tok != ALLOW && p.tok != USING && p.tok != SEMICOLON && p.tok != EOF {
+			if p.tok != COMMA && p.tok != LIMIT && p.tok != ALLOW && p.tok != USING && p.tok != SEMICOLON && p.tok != EOF && !p.isWord("PER") {
 				p.errorExpected("'ASC', 'DESC', ',', 'LIMIT' or end of input")
 			}
 		}
@@ -556,6 +587,7 @@ func (p *parser) parseCreateTable(start Pos) Statement {
 func (p *parser) parseColumnDef() ColumnDef {
 	c := ColumnDef{Name: p.parseIdent("column name or PRIMARY KEY")}
 	c.Type = p.parseType()
+	p.refuseColumnOption()
 	if p.got(PRIMARY) {
 		p.expect(KEY)
 		c.PrimaryKey = true
@@ -628,6 +660,7 @@ func (p *parser) parsePrimaryKey(start Pos) *PrimaryKey {
 func (p *parser) parseInsert(start Pos) Statement {
 	p.expect(INTO)
 	s := &InsertStmt{Start: start, Table: p.parseTableName()}
+	p.refuseInsertJSON()
 	p.expect(LPAREN)
 	s.Columns = p.parseIdentList("column name")
 	if p.tok != RPAREN {
@@ -646,6 +679,7 @@ func (p *parser) parseInsert(start Pos) Statement {
 		p.errorExpected("',' or ')'")
 	}
 	p.next()
+	p.refuseConditions()
 	s.Timestamp, s.Timeout = p.parseUsing(true)
 	return s
 }
@@ -739,6 +773,7 @@ func (p *parser) parseUpdate(start Pos) Statement {
 	p.next()
 	for {
 		col := p.parseIdent("column name")
+		p.refuseAssignment()
 		p.expect(EQ)
 		s.Set = append(s.Set, Assignment{Column: col, Value: p.parseTerm()})
 		if !p.got(COMMA) {
@@ -749,13 +784,20 @@ func (p *parser) parseUpdate(start Pos) Statement {
 		p.errorExpected("',' or 'WHERE'")
 	}
 	s.Where = p.parseWhere()
+	p.refuseConditions()
 	return s
 }
 
 func (p *parser) parseDelete(start Pos) Statement {
 	s := &DeleteStmt{Start: start}
 	if p.tok != FROM {
-		s.Columns = p.parseIdentList("column name or 'FROM'")
+		for {
+			s.Columns = append(s.Columns, p.parseIdent("column name or 'FROM'"))
+			p.refuseDeletion()
+			if !p.got(COMMA) {
+				break
+			}
+		}
 		if p.tok != FROM {
 			p.errorExpected("',' or 'FROM'")
 		}
@@ -770,17 +812,24 @@ func (p *parser) parseDelete(start Pos) Statement {
 		p.errorExpected("'WHERE'")
 	}
 	s.Where = p.parseWhere()
+	p.refuseConditions()
 	return s
 }
 
 func (p *parser) parseSelect(start Pos) Statement {
 	s := &SelectStmt{Start: start}
-	if p.got(STAR) {
+	col, isCol := p.parseSelectModifier()
+	switch {
+	case isCol:
+		s.Columns = []Ident{col}
+	case p.got(STAR):
 		s.Star = true
-	} else {
-		s.Columns = []Ident{p.parseIdent("'*' or column name")}
+	default:
+		s.Columns = []Ident{p.parseSelector("'*' or column name")}
+	}
+	if !s.Star {
 		for p.got(COMMA) {
-			s.Columns = append(s.Columns, p.parseIdent("column name"))
+			s.Columns = append(s.Columns, p.parseSelector("column name"))
 		}
 	}
 	if p.tok != FROM {
@@ -794,10 +843,12 @@ func (p *parser) parseSelect(start Pos) Statement {
 	if p.tok == WHERE {
 		s.Where = p.parseWhere()
 	}
+	p.refuseSelectClauses()
 	if p.got(ORDER) {
 		p.expect(BY)
 		s.OrderBy = p.parseOrderings("ORDER BY", false)
 	}
+	p.refuseSelectClauses()
 	if p.got(LIMIT) {
 		s.Limit = p.parseIntOrBind("integer limit")
 	}
@@ -814,7 +865,9 @@ func (p *parser) parseWhere() []Relation {
 	p.expect(WHERE)
 	var rs []Relation
 	for {
+		p.refuseRelationStart()
 		r := Relation{Column: p.parseIdent("column name")}
+		p.refuseOperator(r.Column)
 		r.OpPos, r.Op = p.pos, p.tok
 		switch p.tok {
 		case EQ, LT, LE, GT, GE:
@@ -853,7 +906,12 @@ func (p *parser) parseDescribe(start Pos) Statement {
 		s.Kind = DescribeCluster
 		p.next()
 	default:
+		p.refuseDescribe()
 		p.errorExpected("'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE' or 'CLUSTER'")
+	}
+	if p.got(WITH) {
+		p.expectWord("INTERNALS")
+		s.Internals = true
 	}
 	return s
 }
@@ -862,7 +920,11 @@ func (p *parser) parseDescribe(start Pos) Statement {
 // cannot exhaust the stack.
 const maxMapDepth = 8
 
-func (p *parser) parseTerm() Term { return p.term(0) }
+func (p *parser) parseTerm() Term {
+	t := p.term(0)
+	p.refuseOperation()
+	return t
+}
 
 func (p *parser) term(depth int) Term {
 	if p.tok == LBRACE {
@@ -874,8 +936,12 @@ func (p *parser) term(depth int) Term {
 		if p.got(RBRACE) {
 			return m
 		}
+		p.refuseMapKey()
 		for {
 			key := p.term(depth + 1)
+			if len(m.Entries) == 0 {
+				p.refuseSet(m.Lbrace)
+			}
 			p.expect(COLON)
 			m.Entries = append(m.Entries, MapEntry{Key: key, Value: p.term(depth + 1)})
 			if !p.got(COMMA) {
@@ -888,6 +954,7 @@ func (p *parser) term(depth int) Term {
 		p.next()
 		return m
 	}
+	p.refuseTerm()
 	return p.parseLiteral()
 }
 
