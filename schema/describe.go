@@ -136,3 +136,51 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 	}
 	return b.String(), nil
 }
+
+// Element is one row of a DESCRIBE ... WITH INTERNALS answer, as Cassandra 4's server-side
+// DESCRIBE gives it: the keyspace, the element's type ("keyspace" or "table"), its name and
+// the CREATE statement that recreates it.
+type Element struct {
+	Keyspace, Type, Name, CreateStatement string
+}
+
+// DescribeElements returns the answer to DESCRIBE ... WITH INTERNALS as Elements, with
+// keyspace as the current keyspace: DESCRIBE KEYSPACE gives the keyspace then each of its
+// tables, DESCRIBE TABLE the table, DESCRIBE KEYSPACES one element per keyspace (its
+// name as its statement) and DESCRIBE TABLES one per table. Errors are Describe's.
+func (s *Schema) DescribeElements(st *cql.DescribeStmt, keyspace string) ([]Element, error) {
+	if _, err := s.Describe(st, keyspace); err != nil {
+		return nil, err // the same checks and errors as Describe
+	}
+	var out []Element
+	table := func(t *Table) {
+		out = append(out, Element{Keyspace: t.Keyspace, Type: "table", Name: t.Name, CreateStatement: t.CreateStatement()})
+	}
+	switch st.Kind {
+	case cql.DescribeKeyspaces:
+		for _, k := range s.Keyspaces() {
+			out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name})
+		}
+	case cql.DescribeKeyspace:
+		name := st.Keyspace.Name
+		if name == "" {
+			name = keyspace
+		}
+		k, _ := s.Keyspace(name)
+		out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name, CreateStatement: k.CreateStatement()})
+		for _, t := range s.Tables(name) {
+			table(t)
+		}
+	case cql.DescribeTables:
+		for _, t := range s.Tables(keyspace) {
+			out = append(out, Element{Keyspace: t.Keyspace, Type: "table", Name: t.Name})
+		}
+	case cql.DescribeTable:
+		t, err := s.lookupTable(st.Table, keyspace)
+		if err != nil {
+			return nil, err
+		}
+		table(t)
+	}
+	return out, nil
+}
