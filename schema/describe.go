@@ -18,7 +18,8 @@ func (k *Keyspace) CreateStatement() string {
 
 // CreateStatement returns the CREATE TABLE statement that recreates t
 // (columns, primary key, the clustering order when a column is DESC and the
-// per_partition_rate_limit, gc_grace_seconds and speculative_retry options; not its id or version), over several
+// per_partition_rate_limit, gc_grace_seconds and speculative_retry options, and the
+// compatibility options set to other than their defaults; not its id or version), over several
 // lines and ending in a semicolon.
 func (t *Table) CreateStatement() string {
 	var b strings.Builder
@@ -49,6 +50,9 @@ func (t *Table) CreateStatement() string {
 	}
 	b.WriteString(with + OptionGCGrace + " = " + strconv.FormatUint(uint64(t.GCGraceSeconds()), 10))
 	b.WriteString("\n    AND " + OptionSpeculativeRetry + " = " + cql.QuoteString(t.SpeculativeRetry().String()))
+	for _, name := range t.setOptions() {
+		b.WriteString("\n    AND " + name + " = " + t.options[name].CQL())
+	}
 	b.WriteString(";")
 	return b.String()
 }

@@ -202,6 +202,9 @@ type Table struct {
 	// specRetry is the speculative_retry option when specRetrySet (see SpeculativeRetry).
 	specRetry    SpeculativeRetry
 	specRetrySet bool
+	// options holds the compatibility options set to other than their defaults (see Option);
+	// never changed once the table is built.
+	options map[string]OptionValue
 
 	Version Version // of the last CREATE, ALTER or DROP of the table
 	// KeyspaceVersion is the Version of the keyspace the table was created

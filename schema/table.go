@@ -136,6 +136,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 	if err := t.speculativeRetryOption(st.Options); err != nil {
 		return nil, err
 	}
+	if err := t.compatOptionsFrom(st.Options); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -239,6 +242,9 @@ func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
 	if err := nt.speculativeRetryOption(st.Options); err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
 	}
+	if err := nt.compatOptionsFrom(st.Options); err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
+	}
 	nt.Version = v
 	return &nt, nil
 }
@@ -260,8 +266,13 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 			}
 		case OptionGCGrace: // see gcGraceOption
 		case OptionSpeculativeRetry: // see speculativeRetryOption
+		// default_time_to_live: with the TTLs.
 		default:
-			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s, %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace, OptionSpeculativeRetry)
+			if _, ok := compatOptions[o.Name.Name]; ok || o.Name.Name == OptionExtensions {
+				continue // see compatOptionsFrom
+			}
+			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s, %s, and for compatibility, without effect: %s)",
+				cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace, OptionSpeculativeRetry, strings.Join(CompatOptionNames(), ", "))
 		}
 	}
 	return rl, nil
