@@ -136,9 +136,6 @@ var compatOptions = map[string]compatOption{
 		if err != nil {
 			return OptionValue{}, err
 		}
-		if strings.EqualFold(s, "NEVER") {
-			return OptionValue{Kind: OptionText, Text: "NEVER"}, nil
-		}
 		r, err := parseSpeculativeRetry(s)
 		if err != nil {
 			return OptionValue{}, fmt.Errorf("%s: %w", describeValue(v), err)

@@ -131,7 +131,7 @@ const speculativeForms = "want a percentile such as '99p' or '99PERCENTILE' (abo
 //   - 'Np' or 'NPERCENTILE' with 0 < N < 100, N a decimal number ('99p', '95PERCENTILE',
 //     '99.9p');
 //   - 'Nms' with N a whole number of milliseconds from 0 to 2147483647 ('50ms', '50MS');
-//   - 'ALWAYS' or 'NONE'.
+//   - 'ALWAYS', or 'NONE' (3.x's spelling; 4.x's 'NEVER' reads as NONE).
 //
 // Anything else is an error that names the option and the value: a value that is not a
 // string, an empty one, a percentile of 0, 100 or more, a fractional or too large number of
@@ -159,7 +159,7 @@ func parseSpeculativeRetry(s string) (SpeculativeRetry, error) {
 	switch {
 	case u == "ALWAYS":
 		return SpeculativeRetry{Kind: SpeculateAlways}, nil
-	case u == "NONE":
+	case u == "NONE" || u == "NEVER": // 4.x writes NEVER, 3.x NONE
 		return SpeculativeRetry{Kind: SpeculateNone}, nil
 	case strings.HasPrefix(u, "MIN(") || strings.HasPrefix(u, "MAX("):
 		return SpeculativeRetry{}, fmt.Errorf("the MIN(...) and MAX(...) combinations of Cassandra are not supported; %s", speculativeForms)

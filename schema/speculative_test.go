@@ -28,6 +28,7 @@ func TestSpeculativeRetryOption(t *testing.T) {
 		{"'ALWAYS'", SpeculativeRetry{Kind: SpeculateAlways}, "ALWAYS"},
 		{"'always'", SpeculativeRetry{Kind: SpeculateAlways}, "ALWAYS"},
 		{"'None'", SpeculativeRetry{Kind: SpeculateNone}, "NONE"},
+		{"'NEVER'", SpeculativeRetry{Kind: SpeculateNone}, "NONE"},
 	} {
 		s, err := apply(mustBuild(t, ksDDL), "CREATE TABLE ks.t (k int PRIMARY KEY) WITH speculative_retry = "+tt.value, 100)
 		if err != nil {
