@@ -258,6 +258,11 @@ func testGocqlDDL(t *testing.T, session *gocql.Session) {
 	if !strings.HasSuffix(ks.StrategyClass, "SimpleStrategy") || fmt.Sprint(ks.StrategyOptions["replication_factor"]) != fmt.Sprint(rf) {
 		t.Errorf("gocql sees keyspace %s with strategy %q options %v, want SimpleStrategy with replication_factor %d", keyspace, ks.StrategyClass, ks.StrategyOptions, rf)
 	}
+	// gocql reads the keyspace's CREATE statements from DESCRIBE KEYSPACE ... WITH INTERNALS, as
+	// Cassandra 4 answers it (a syntax error would make it rebuild them itself).
+	if !strings.HasPrefix(ks.CreateStmts, "CREATE KEYSPACE "+keyspace+" WITH replication") || !strings.Contains(ks.CreateStmts, "CREATE TABLE "+keyspace+".everytype (") {
+		t.Errorf("gocql's CREATE statements of %s (from DESCRIBE ... WITH INTERNALS) are %q, want the keyspace's and its tables'", keyspace, ks.CreateStmts)
+	}
 	// gocql caches a keyspace's tables and learns of new ones from the SCHEMA_CHANGE events the
 	// server pushes (they invalidate the cache table by table, and TableMetadata then reads the
 	// table), so a table created a moment ago may take an event's delivery to appear.
