@@ -295,7 +295,11 @@ func (p *parser) parseList(start Pos) Statement {
 			r := p.parseRoleName()
 			s.Of = &r
 		}
+		p.refuseNoRecursive()
 		return s
+	}
+	if p.isWord("USERS") {
+		p.unsupported(start, "LIST USERS is not supported: use LIST ROLES")
 	}
 	s := &ListPermissionsStmt{Start: start}
 	if p.isWord("PERMISSIONS") {
@@ -317,6 +321,7 @@ func (p *parser) parseList(start Pos) Statement {
 		r := p.parseRoleName()
 		s.Of = &r
 	}
+	p.refuseNoRecursive()
 	return s
 }
 

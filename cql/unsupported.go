@@ -165,7 +165,7 @@ func (p *parser) parseSelectModifier() (col Ident, ok bool) {
 // calls (aggregates, WRITETIME, TTL, CAST, ...), aliases (AS), collection
 // and field selections and arithmetic are refused.
 func (p *parser) parseSelector(what string) Ident {
-	if p.tok == LPAREN || p.tok.IsLiteral() && p.tok != IDENT && p.tok != QIDENT {
+	if p.tok == LPAREN || p.tok == MINUS || p.tok.IsLiteral() && p.tok != IDENT && p.tok != QIDENT {
 		p.unsupported(p.pos, "selectors other than column names are not supported")
 	}
 	col := p.parseIdent(what)
@@ -270,8 +270,13 @@ func (p *parser) refuseTerm() {
 		p.unsupported(pos, "list literals are not supported")
 	case LPAREN:
 		p.unsupported(pos, "tuple literals and type hints ((type) value) are not supported")
+	case DURATION:
+		p.unsupported(pos, "duration values are not supported")
 	case IDENT:
 		name := p.lit
+		if isISODuration(name) {
+			p.unsupported(pos, "duration values are not supported")
+		}
 		p.next()
 		switch p.tok {
 		case LPAREN:
@@ -373,5 +378,31 @@ func (p *parser) refuseDescribe() {
 		p.unsupported(pos, "materialized views are not supported")
 	case p.isIdent():
 		p.unsupported(pos, "DESCRIBE of a name without its kind is not supported: write DESCRIBE KEYSPACE %s or DESCRIBE TABLE %s", p.lit, p.lit)
+	}
+}
+
+// isISODuration reports whether an identifier is an ISO 8601 duration, which CQL reads as a
+// duration value: P, then digits and the letters of the units (P1Y2M10DT2H30M, P2W).
+func isISODuration(s string) bool {
+	if len(s) < 3 || s[0] != 'P' && s[0] != 'p' {
+		return false
+	}
+	digits := false
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			digits = true
+		case strings.IndexByte("YMWDTHSymwdths", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return digits
+}
+
+// refuseNoRecursive refuses NORECURSIVE at the end of LIST ROLES and LIST PERMISSIONS.
+func (p *parser) refuseNoRecursive() {
+	if p.isWord("NORECURSIVE") {
+		p.unsupported(p.pos, "NORECURSIVE is not supported: roles are not granted to roles")
 	}
 }
