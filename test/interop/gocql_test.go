@@ -258,6 +258,12 @@ func testGocqlDDL(t *testing.T, session *gocql.Session) {
 	if !strings.HasSuffix(ks.StrategyClass, "SimpleStrategy") || fmt.Sprint(ks.StrategyOptions["replication_factor"]) != fmt.Sprint(rf) {
 		t.Errorf("gocql sees keyspace %s with strategy %q options %v, want SimpleStrategy with replication_factor %d", keyspace, ks.StrategyClass, ks.StrategyOptions, rf)
 	}
+	// Valid CQL that kvnode does not execute is Invalid (0x2200), naming the feature: not a
+	// syntax error, which drivers and users read as a typo.
+	err = session.Query("CREATE INDEX ON " + keyspace + ".everytype (a_int)").Exec()
+	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "secondary indexes are not supported") {
+		t.Errorf("gocql: CREATE INDEX answered %v, want Invalid (0x2200) saying secondary indexes are not supported", err)
+	}
 	// gocql reads the keyspace's CREATE statements from DESCRIBE KEYSPACE ... WITH INTERNALS, as
 	// Cassandra 4 answers it (a syntax error would make it rebuild them itself).
 	if !strings.HasPrefix(ks.CreateStmts, "CREATE KEYSPACE "+keyspace+" WITH replication") || !strings.Contains(ks.CreateStmts, "CREATE TABLE "+keyspace+".everytype (") {
@@ -295,6 +301,13 @@ func testGocqlDDL(t *testing.T, session *gocql.Session) {
 	if got := columnNames(keyed.PartitionKey); !slices.Equal(got, []string{"id", "day"}) {
 		t.Errorf("gocql sees %s.keyed with partition key %v, want [id day]", keyspace, got)
 	}
+}
+
+// errorFrame is how gocql returns the error codes it has no type of its own for (Invalid,
+// Syntax, ...): its internal error frame, which has GetCode.
+type errorFrame interface {
+	error
+	GetCode() int
 }
 
 func columnNames(cols []*gocql.ColumnMetadata) []string {
