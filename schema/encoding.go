@@ -61,9 +61,9 @@ func (s *Schema) Digest() Digest {
 //	    max reads per second, max writes per second;
 //	    gc_grace_seconds when the flags have gcGraceBit (0x80);
 //	    speculative_retry when the flags have specRetryBit (0x40): its kind
-//	    (a byte: 1 percentile, 2 fixed, 3 always, 4 none), then the
-//	    percentile's float64 bits (8 bytes big-endian) or the fixed delay in
-//	    milliseconds;
+//	    (a byte: 1 percentile, 2 fixed, 3 always, 4 none, 5 min, 6 max), then
+//	    the percentile's float64 bits (8 bytes big-endian) and/or the fixed
+//	    delay in milliseconds;
 //	    the compatibility options set to other than their defaults when the
 //	    flags have optionsBit (0x20): a count, then per option in name
 //	    order its name and its value's canonical CQL text
@@ -188,6 +188,9 @@ func appendTable(b []byte, t *Table) []byte {
 		case SpeculatePercentile:
 			b = binary.BigEndian.AppendUint64(b, math.Float64bits(t.specRetry.Percentile))
 		case SpeculateFixed:
+			b = binary.AppendUvarint(b, uint64(t.specRetry.Delay/time.Millisecond))
+		case SpeculateMin, SpeculateMax:
+			b = binary.BigEndian.AppendUint64(b, math.Float64bits(t.specRetry.Percentile))
 			b = binary.AppendUvarint(b, uint64(t.specRetry.Delay/time.Millisecond))
 		}
 	}
@@ -482,7 +485,10 @@ func decodeTable(d *decoder) (*Table, error) {
 		switch r.Kind {
 		case SpeculatePercentile:
 			r.Percentile = math.Float64frombits(d.uint64())
-		case SpeculateFixed:
+		case SpeculateFixed, SpeculateMin, SpeculateMax:
+			if r.Kind != SpeculateFixed {
+				r.Percentile = math.Float64frombits(d.uint64())
+			}
 			if ms := d.uvarint(); ms <= uint64(MaxSpeculativeDelay/time.Millisecond) {
 				r.Delay = time.Duration(ms) * time.Millisecond
 			} else {

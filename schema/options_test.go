@@ -123,7 +123,7 @@ func TestCompatOptionErrors(t *testing.T) {
 		{"caching = {'rows': 'ALL'}", "caching = {'rows': 'ALL'}: unknown key 'rows' (valid: 'keys', 'rows_per_partition')"},
 		{"cdc = true", "cdc = true is not supported: kvnode has no change data capture"},
 		{"cdc = 1", "cdc = 1 is not a boolean"},
-		{"additional_write_policy = '101p'", "additional_write_policy = '101p': the percentile must be above 0 and below 100; want a percentile such as '99p' or '99PERCENTILE' (above 0, below 100), a whole number of milliseconds such as '50ms', 'ALWAYS' or 'NONE'"},
+		{"additional_write_policy = '101p'", "additional_write_policy = '101p': the percentile must be above 0 and below 100; want a percentile such as '99p' or '99PERCENTILE' (above 0, below 100), a whole number of milliseconds such as '50ms', 'ALWAYS', 'NONE', or MIN or MAX of a percentile and a delay such as 'MIN(99p,50ms)'"},
 		{"memtable = 'skiplist'", "memtable = 'skiplist' is not a memtable configuration (valid: 'default')"},
 		{"extensions = {'a': 0x00}", "extensions = {'a': 0x00}: only {} is accepted; kvnode has no table extensions"},
 		{"comment = ?", "comment = ?: bind markers cannot be used in schema statements"},
