@@ -127,6 +127,7 @@ func TestCompatOptionErrors(t *testing.T) {
 		{"memtable = 'skiplist'", "memtable = 'skiplist' is not a memtable configuration (valid: 'default')"},
 		{"extensions = {'a': 0x00}", "extensions = {'a': 0x00}: only {} is accepted; kvnode has no table extensions"},
 		{"comment = ?", "comment = ?: bind markers cannot be used in schema statements"},
+		{"id = 5a1c395e-b41f-11e5-9f22-ba0be0483c18", "table option id (which Cassandra's DESCRIBE ... WITH INTERNALS writes) is not supported: kvnode gives each table its own id"},
 	} {
 		_, err := Build(ksDDL + "CREATE TABLE ks.t (k int PRIMARY KEY) WITH " + tt.opt)
 		if want := "table ks.t: " + tt.want; err == nil || !strings.HasSuffix(err.Error(), want) {

@@ -267,6 +267,8 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 		case OptionGCGrace: // see gcGraceOption
 		case OptionSpeculativeRetry: // see speculativeRetryOption
 		// default_time_to_live: with the TTLs.
+		case "id":
+			return rl, fmt.Errorf("table option id (which Cassandra's DESCRIBE ... WITH INTERNALS writes) is not supported: kvnode gives each table its own id")
 		default:
 			if _, ok := compatOptions[o.Name.Name]; ok || o.Name.Name == OptionExtensions {
 				continue // see compatOptionsFrom
