@@ -27,6 +27,8 @@ func FuzzStatement(f *testing.F) {
 		"INSERT INTO kv (k, v) VALUES ('2024-01-01 10:00:00+01:00', -9223372036854775808)",
 		"CREATE TABLE o (a int, b text, c int, PRIMARY KEY (a, b, c)) WITH CLUSTERING ORDER BY (b DESC, c ASC); DESCRIBE TABLE o",
 		"SELECT * FROM t WHERE a = 1 AND b = 'x' AND c1 = 2 ORDER BY c2 DESC LIMIT 3",
+		"CREATE TABLE p (a int PRIMARY KEY) WITH comment = 'x' AND compaction = {'class': 'LeveledCompactionStrategy', 'n': 1.5} AND bloom_filter_fp_chance = 1e-05 AND caching = {'rows_per_partition': 7}",
+		"ALTER TABLE t WITH compression = {'enabled': false} AND speculative_retry = 'MAX(95p,7ms)' AND read_repair = 'none' AND max_index_interval = 4096",
 	} {
 		f.Add(src)
 	}
