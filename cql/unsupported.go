@@ -82,7 +82,6 @@ func (p *parser) refuseAlter() {
 // the table's name is not WITH: ADD, DROP, RENAME or ALTER of columns.
 // (Its owner, ALTER TABLE ADD/DROP/RENAME, replaces this refusal.)
 func (p *parser) parseAlterTableChange(start Pos, table TableName) Statement {
-	_, _ = start, table
 	switch {
 	case p.isWord("ADD"):
 		p.unsupported(p.pos, "ALTER TABLE ADD is not supported yet")
@@ -133,7 +132,7 @@ func (p *parser) refuseConditions() {
 	p.errorExpected("'NOT EXISTS', 'EXISTS' or a condition")
 }
 
-// refuseJSON refuses INSERT INTO t JSON '...'; the current word follows the
+// refuseInsertJSON refuses INSERT INTO t JSON '...'; the current word follows the
 // table's name.
 func (p *parser) refuseInsertJSON() {
 	if p.isWord("JSON") {
