@@ -302,6 +302,7 @@ const (
 	DescribeTables                            // DESCRIBE TABLES
 	DescribeTable                             // DESCRIBE TABLE [ks.]t
 	DescribeCluster                           // DESCRIBE CLUSTER
+	DescribeSchema                            // DESCRIBE [FULL] SCHEMA
 )
 
 var describeKinds = [...]string{
@@ -310,6 +311,7 @@ var describeKinds = [...]string{
 	DescribeTables:    "TABLES",
 	DescribeTable:     "TABLE",
 	DescribeCluster:   "CLUSTER",
+	DescribeSchema:    "SCHEMA",
 }
 
 // String returns the keyword that follows DESCRIBE for k.
@@ -321,7 +323,8 @@ func (k DescribeKind) String() string {
 }
 
 // DescribeStmt is DESCRIBE (or DESC) KEYSPACES | KEYSPACE [ks] | TABLES |
-// TABLE name | CLUSTER, optionally followed by WITH INTERNALS.
+// TABLE name | CLUSTER | [FULL] SCHEMA, optionally followed by WITH
+// INTERNALS.
 type DescribeStmt struct {
 	Start    Pos
 	Kind     DescribeKind

@@ -25,7 +25,7 @@
 //	SELECT * | a, v FROM [ks.]t [WHERE a = 1 AND b = 'x' AND c > 2 AND c <= 9] [ORDER BY c DESC] [LIMIT 10]
 //	    [ALLOW FILTERING] [USING TIMEOUT 2s]
 //	BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n] INSERT ...; UPDATE ...; DELETE ...; APPLY BATCH
-//	DESCRIBE KEYSPACES | KEYSPACE [ks] | TABLES | TABLE [ks.]t | CLUSTER [WITH INTERNALS]  (DESC is a synonym)
+//	DESCRIBE KEYSPACES | KEYSPACE [ks] | TABLES | TABLE [ks.]t | CLUSTER | [FULL] SCHEMA [WITH INTERNALS]  (DESC is a synonym)
 //
 // USING takes TIMESTAMP n and TIMEOUT d, joined by AND in either order
 // (SELECT takes only TIMEOUT: ScyllaDB's extension, which gocql appends to

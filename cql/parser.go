@@ -906,8 +906,16 @@ func (p *parser) parseDescribe(start Pos) Statement {
 		s.Kind = DescribeCluster
 		p.next()
 	default:
+		if p.isWord("FULL") || p.isWord("SCHEMA") {
+			s.Kind = DescribeSchema
+			if p.isWord("FULL") { // kvnode's schema has no system keyspaces to add
+				p.next()
+			}
+			p.expectWord("SCHEMA")
+			break
+		}
 		p.refuseDescribe()
-		p.errorExpected("'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE' or 'CLUSTER'")
+		p.errorExpected("'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE', 'CLUSTER' or 'SCHEMA'")
 	}
 	if p.got(WITH) {
 		p.expectWord("INTERNALS")

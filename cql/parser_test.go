@@ -211,7 +211,7 @@ func TestParseInvalid(t *testing.T) {
 		{"UPDATE t SET v 1 WHERE k = 1", "1:16: expected '=', found integer 1"},
 		{"DELETE FROM t", "1:14: expected 'USING' or 'WHERE', found end of input"},
 		{"DELETE v w FROM t WHERE k = 1", "1:10: expected ',' or 'FROM', found identifier w"},
-		{"DESCRIBE", "1:9: expected 'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE' or 'CLUSTER', found end of input"},
+		{"DESCRIBE", "1:9: expected 'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE', 'CLUSTER' or 'SCHEMA', found end of input"},
 		{"DESCRIBE TABLE", "1:15: expected table name, found end of input"},
 		{"DESCRIBE KEYSPACE ks extra", "1:22: expected ';' or end of input, found identifier extra"},
 		{"SELECT * FROM t WHERE k = 'abc", "1:27: string literal is not terminated"},

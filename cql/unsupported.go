@@ -361,8 +361,6 @@ func (p *parser) refuseRoleGrant() {
 func (p *parser) refuseDescribe() {
 	pos := p.pos
 	switch {
-	case p.isWord("FULL") || p.isWord("SCHEMA"):
-		p.unsupported(pos, "DESCRIBE SCHEMA is not supported: describe each keyspace (DESCRIBE KEYSPACES lists them)")
 	case p.isWord("ONLY"):
 		p.unsupported(pos, "DESCRIBE ONLY KEYSPACE is not supported: DESCRIBE KEYSPACE gives the keyspace and its tables")
 	case p.isWord("TYPE") || p.isWord("TYPES"):

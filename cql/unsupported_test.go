@@ -209,6 +209,8 @@ func TestParseDescribeWithInternals(t *testing.T) {
 		{"desc keyspace \"Ks\" with internals;", "DESCRIBE KEYSPACE \"Ks\" WITH INTERNALS"},
 		{"DESCRIBE TABLE ks.t WITH INTERNALS", ""},
 		{"DESCRIBE KEYSPACE WITH INTERNALS", ""},
+		{"DESCRIBE SCHEMA WITH INTERNALS", ""},
+		{"desc full schema with internals", "DESCRIBE SCHEMA WITH INTERNALS"},
 	} {
 		s, err := ParseStatement(tt.src)
 		if err != nil {
@@ -224,7 +226,6 @@ func TestParseDescribeWithInternals(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct{ src, want string }{
-		{"DESCRIBE FULL SCHEMA", "1:10: DESCRIBE SCHEMA is not supported: describe each keyspace (DESCRIBE KEYSPACES lists them)"},
 		{"DESCRIBE TYPES", "1:10: user-defined types are not supported"},
 		{"DESCRIBE MATERIALIZED VIEW ks.v", "1:10: materialized views are not supported"},
 		{"DESCRIBE ks", "1:10: DESCRIBE of a name without its kind is not supported: write DESCRIBE KEYSPACE ks or DESCRIBE TABLE ks"},

@@ -88,6 +88,7 @@ var ErrDescribeCluster = errors.New("DESCRIBE CLUSTER is answered by the node, n
 //	TABLES         the tables of the current keyspace, one per line; with no
 //	               current keyspace every table, as keyspace.table
 //	TABLE [ks.]t   CREATE TABLE
+//	SCHEMA         for each keyspace, as DESCRIBE KEYSPACE
 //
 // The CREATE statements, run again, recreate the objects. The output ends
 // in a newline unless it is empty. DESCRIBE CLUSTER gives ErrDescribeCluster.
@@ -113,6 +114,16 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 		b.WriteString(k.CreateStatement() + "\n")
 		for _, t := range s.Tables(name) {
 			b.WriteString("\n" + t.CreateStatement() + "\n")
+		}
+	case cql.DescribeSchema:
+		for i, k := range s.Keyspaces() {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(k.CreateStatement() + "\n")
+			for _, t := range s.Tables(k.Name) {
+				b.WriteString("\n" + t.CreateStatement() + "\n")
+			}
 		}
 	case cql.DescribeTables:
 		if keyspace != "" {
@@ -178,6 +189,13 @@ func (s *Schema) DescribeElements(st *cql.DescribeStmt, keyspace string) ([]Elem
 	case cql.DescribeTables:
 		for _, t := range s.Tables(keyspace) {
 			out = append(out, Element{Keyspace: t.Keyspace, Type: "table", Name: t.Name})
+		}
+	case cql.DescribeSchema:
+		for _, k := range s.Keyspaces() {
+			out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name, CreateStatement: k.CreateStatement()})
+			for _, t := range s.Tables(k.Name) {
+				table(t)
+			}
 		}
 	case cql.DescribeTable:
 		t, err := s.lookupTable(st.Table, keyspace)
