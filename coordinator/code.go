@@ -49,7 +49,7 @@ const (
 	// CodeUnauthorized: an *auth.UnauthorizedError, the role may not run the statement.
 	CodeUnauthorized
 	// CodeSyntax: an *InvalidError of a statement that does not parse (its chain holds a
-	// cql.ErrorList).
+	// cql.ErrorList that is not only refusals of unsupported CQL: cql.ErrorList.Unsupported).
 	CodeSyntax
 	// CodeAlreadyExists: an *InvalidError creating a keyspace or table that exists (its chain
 	// holds a *schema.ExistsError, which names it).
@@ -144,7 +144,8 @@ func (f *found) walk(err error) {
 		case *InvalidError:
 			f.invalid = true
 		case cql.ErrorList:
-			f.syntax = true
+			// Valid CQL that kvnode does not execute is Invalid, not a syntax error.
+			f.syntax = f.syntax || !e.Unsupported()
 		case *schema.ExistsError:
 			f.exists = true
 		case *auth.AuthenticationError:

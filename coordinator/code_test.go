@@ -60,6 +60,8 @@ func TestCode(t *testing.T) {
 		{"a wrapped rate-limit error", fmt.Errorf("execute: %w", rl), CodeRateLimited},
 		{"a twice wrapped write timeout", fmt.Errorf("a: %w", fmt.Errorf("b: %w", writeTimeout)), CodeWriteTimeout},
 		{"a wrapped syntax error", fmt.Errorf("prepare: %w", syntax), CodeSyntax},
+		{"valid CQL refused as not supported", &InvalidError{Err: cql.ErrorList{{Msg: "materialized views are not supported", Unsupported: true}}}, CodeInvalid},
+		{"a refusal and a syntax error", &InvalidError{Err: cql.ErrorList{{Msg: "x", Unsupported: true}, {Msg: "expected FROM"}}}, CodeSyntax},
 		{"a wrapped ErrClosed", fmt.Errorf("execute: %w", ErrClosed), CodeClosed},
 		{"an error joined with ErrClosed", errors.Join(errors.New("x"), ErrClosed), CodeClosed},
 		{"an InvalidError wrapping an existing table", fmt.Errorf("batch: %w", exists), CodeAlreadyExists},
@@ -119,7 +121,7 @@ func ladder(err error) ErrorCode {
 		return CodeUnauthorized
 	case errors.As(err, &in):
 		switch {
-		case errors.As(err, &sx):
+		case errors.As(err, &sx) && !sx.Unsupported():
 			return CodeSyntax
 		case errors.As(err, &ex):
 			return CodeAlreadyExists

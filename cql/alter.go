@@ -52,7 +52,7 @@ func (p *parser) parseAlterTable(start Pos) Statement {
 		p.next()
 		s.Action = AlterDrop
 		if p.isWord("compact") {
-			p.errorf(p.pos, "DROP COMPACT STORAGE is not supported: kvnode has no COMPACT STORAGE tables")
+			p.unsupported(p.pos, "DROP COMPACT STORAGE is not supported: kvnode has no COMPACT STORAGE tables")
 		}
 		s.IfColumn = p.parseIfExists()
 		if p.got(LPAREN) {
@@ -90,7 +90,7 @@ func (p *parser) parseAlterTable(start Pos) Statement {
 			}
 		}
 	case p.tok == ALTER:
-		p.errorf(p.pos, "ALTER TABLE ... ALTER column TYPE is not supported: column types cannot be changed (as in Cassandra 4.1)")
+		p.unsupported(p.pos, "ALTER TABLE ... ALTER column TYPE is not supported: column types cannot be changed (as in Cassandra 4.1)")
 	default:
 		p.errorExpected("'WITH', 'ADD', 'DROP' or 'RENAME'")
 	}
@@ -103,7 +103,7 @@ func (p *parser) parseAddColumn() ColumnDef {
 	c := ColumnDef{Name: p.parseIdent("column name")}
 	c.Type = p.parseType()
 	if p.isWord("static") {
-		p.errorf(p.pos, "static columns are not supported")
+		p.unsupported(p.pos, "static columns are not supported")
 	}
 	if p.tok == PRIMARY {
 		p.errorf(p.pos, "ALTER TABLE ADD cannot add a PRIMARY KEY column: the primary key of a table cannot be changed")

@@ -361,6 +361,7 @@ const (
 	DescribeTables                            // DESCRIBE TABLES
 	DescribeTable                             // DESCRIBE TABLE [ks.]t
 	DescribeCluster                           // DESCRIBE CLUSTER
+	DescribeSchema                            // DESCRIBE [FULL] SCHEMA
 )
 
 var describeKinds = [...]string{
@@ -369,6 +370,7 @@ var describeKinds = [...]string{
 	DescribeTables:    "TABLES",
 	DescribeTable:     "TABLE",
 	DescribeCluster:   "CLUSTER",
+	DescribeSchema:    "SCHEMA",
 }
 
 // String returns the keyword that follows DESCRIBE for k.
@@ -380,12 +382,18 @@ func (k DescribeKind) String() string {
 }
 
 // DescribeStmt is DESCRIBE (or DESC) KEYSPACES | KEYSPACE [ks] | TABLES |
-// TABLE name | CLUSTER.
+// TABLE name | CLUSTER | [FULL] SCHEMA, optionally followed by WITH
+// INTERNALS.
 type DescribeStmt struct {
 	Start    Pos
 	Kind     DescribeKind
 	Keyspace Ident     // DescribeKeyspace; Name "" means the current keyspace
 	Table    TableName // DescribeTable
+	// Internals is WITH INTERNALS (which gocql sends on every metadata
+	// refresh): the answer is then rows of (keyspace_name, type, name,
+	// create_statement), one per keyspace and table, as Cassandra 4's
+	// server-side DESCRIBE gives.
+	Internals bool
 }
 
 // Pos returns the position of the statement's first keyword.

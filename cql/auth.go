@@ -168,7 +168,7 @@ func (p *parser) parseAuthStatement(start Pos) Statement {
 // or DROP) when the current word is ROLE (or USER, which is refused); nil otherwise.
 func (p *parser) parseRoleAfter(start Pos, verb Token) Statement {
 	if p.isWord("USER") {
-		p.errorf(p.pos, "%s USER is not supported: use %s ROLE", verb, verb)
+		p.unsupported(p.pos, "%s USER is not supported: use %s ROLE", verb, verb)
 	}
 	if !p.isWord("ROLE") {
 		return nil
@@ -232,8 +232,9 @@ func (p *parser) parsePermission() string {
 		}
 	}
 	if p.isWord("DESCRIBE") || p.tok == DESCRIBE || p.isWord("EXECUTE") || p.isWord("UNMASK") || p.isWord("SELECT_MASKED") {
-		p.errorf(p.pos, "permission %s is not supported (valid: SELECT, MODIFY, ALTER, CREATE, DROP, AUTHORIZE, ALL PERMISSIONS)", strings.ToUpper(p.lit))
+		p.unsupported(p.pos, "permission %s is not supported (valid: SELECT, MODIFY, ALTER, CREATE, DROP, AUTHORIZE, ALL PERMISSIONS)", strings.ToUpper(p.lit))
 	}
+	p.refuseRoleGrant()
 	p.errorExpected("permission (SELECT, MODIFY, ALTER, CREATE, DROP, AUTHORIZE or ALL PERMISSIONS)")
 	return ""
 }
@@ -246,7 +247,7 @@ func (p *parser) parseResource() ResourceName {
 		p.next()
 		if p.tok != KEYSPACES {
 			if p.isWord("ROLES") || p.isWord("FUNCTIONS") || p.isWord("MBEANS") {
-				p.errorf(p.pos, "resource ALL %s is not supported: permissions are granted on ALL KEYSPACES, KEYSPACE ks or TABLE ks.t", strings.ToUpper(p.lit))
+				p.unsupported(p.pos, "resource ALL %s is not supported: permissions are granted on ALL KEYSPACES, KEYSPACE ks or TABLE ks.t", strings.ToUpper(p.lit))
 			}
 			p.errorExpected("'KEYSPACES'")
 		}
@@ -259,7 +260,7 @@ func (p *parser) parseResource() ResourceName {
 		p.next()
 		r.Kind, r.Table = ResourceTable, p.parseTableName()
 	case p.isWord("ROLE") || p.isWord("FUNCTION") || p.isWord("MBEAN"):
-		p.errorf(p.pos, "resource %s is not supported: permissions are granted on ALL KEYSPACES, KEYSPACE ks or TABLE ks.t", strings.ToUpper(p.lit))
+		p.unsupported(p.pos, "resource %s is not supported: permissions are granted on ALL KEYSPACES, KEYSPACE ks or TABLE ks.t", strings.ToUpper(p.lit))
 	default:
 		if !p.isIdent() {
 			p.errorExpected("resource (ALL KEYSPACES, KEYSPACE ks or TABLE ks.t)")
@@ -294,7 +295,11 @@ func (p *parser) parseList(start Pos) Statement {
 			r := p.parseRoleName()
 			s.Of = &r
 		}
+		p.refuseNoRecursive()
 		return s
+	}
+	if p.isWord("USERS") {
+		p.unsupported(start, "LIST USERS is not supported: use LIST ROLES")
 	}
 	s := &ListPermissionsStmt{Start: start}
 	if p.isWord("PERMISSIONS") {
@@ -316,6 +321,7 @@ func (p *parser) parseList(start Pos) Statement {
 		r := p.parseRoleName()
 		s.Of = &r
 	}
+	p.refuseNoRecursive()
 	return s
 }
 

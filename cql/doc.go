@@ -25,7 +25,7 @@
 //	SELECT * | a, v FROM [ks.]t [WHERE a = 1 AND b = 'x' AND c > 2 AND c <= 9] [ORDER BY c DESC] [LIMIT 10]
 //	    [ALLOW FILTERING] [USING TIMEOUT 2s]
 //	BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n] INSERT ...; UPDATE ...; DELETE ...; APPLY BATCH
-//	DESCRIBE KEYSPACES | KEYSPACE [ks] | TABLES | TABLE [ks.]t | CLUSTER     (DESC is a synonym)
+//	DESCRIBE KEYSPACES | KEYSPACE [ks] | TABLES | TABLE [ks.]t | CLUSTER | [FULL] SCHEMA [WITH INTERNALS]  (DESC is a synonym)
 //
 // USING takes TIMESTAMP n and TIMEOUT d, joined by AND in either order
 // (SELECT takes only TIMEOUT: ScyllaDB's extension, which gocql appends to
@@ -36,6 +36,7 @@
 // keywords. Literals, comments and statement separators:
 //
 //	'text', 'it''s'              strings (a quote inside is written twice)
+//	$$text$$                     strings taken as written (function bodies)
 //	42, -7                       integers
 //	1.5, 2e10, NaN, -Infinity    floats
 //	true, false                  booleans
@@ -44,6 +45,11 @@
 //	500ms, 1h30m                 durations (units y, mo, w, d, h, m, s, ms, us, ns)
 //	-- to end of line, /* ... */ comments (// works like --)
 //	;                            ends a statement (optional at the end)
+//
+// The rest of Cassandra 4.1's CQL is recognised by its leading words and
+// refused with an error naming the feature ("materialized views are not
+// supported"; Error.Unsupported, ErrorList.Unsupported), which front ends
+// answer as Invalid rather than as a syntax error (unsupported.go).
 //
 // The parser checks syntax only; package schema checks a statement against
 // the keyspaces and tables that exist. Errors read "line:col: expected X,

@@ -234,6 +234,9 @@ func (p *printer) node(n Node) {
 			p.WriteByte(' ')
 			p.table(n.Table)
 		}
+		if n.Internals {
+			p.WriteString(" WITH INTERNALS")
+		}
 	case *Literal:
 		switch n.Kind {
 		case LitString:

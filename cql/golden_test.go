@@ -87,7 +87,11 @@ func TestGoldenParse(t *testing.T) {
 				if err != nil {
 					var b strings.Builder
 					for _, e := range err.(ErrorList) {
-						fmt.Fprintf(&b, "error %s\n", e)
+						kind := "error"
+						if e.Unsupported {
+							kind = "unsupported"
+						}
+						fmt.Fprintf(&b, "%s %s\n", kind, e)
 					}
 					return b.String()
 				}

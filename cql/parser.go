@@ -6,10 +6,16 @@ import (
 	"strings"
 )
 
-// Error is a syntax error at a position of the source text.
+// Error is an error at a position of the source text: a syntax error, or
+// (Unsupported) a valid CQL statement or clause that kvnode does not
+// execute.
 type Error struct {
 	Pos Pos
 	Msg string
+	// Unsupported marks the refusal of valid Cassandra CQL that kvnode does
+	// not execute; Msg names the feature ("materialized views are not
+	// supported"). Front ends answer it as Invalid, not as a syntax error.
+	Unsupported bool
 }
 
 // Error returns "line:col: msg".
@@ -38,6 +44,18 @@ func (l ErrorList) Unwrap() []error {
 		errs[i] = e
 	}
 	return errs
+}
+
+// Unsupported reports whether l holds errors and every one of them is a
+// refusal of valid CQL that kvnode does not execute (Error.Unsupported),
+// not a syntax error.
+func (l ErrorList) Unsupported() bool {
+	for _, e := range l {
+		if !e.Unsupported {
+			return false
+		}
+	}
+	return len(l) > 0
 }
 
 // MaxErrors is how many errors Parse reports before it stops.
@@ -113,6 +131,14 @@ func (p *parser) next() {
 // errorf records an error at pos and abandons the current statement.
 func (p *parser) errorf(pos Pos, format string, args ...any) {
 	p.errors = append(p.errors, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+	panic(bailout{})
+}
+
+// unsupported records the refusal of valid CQL that kvnode does not
+// execute, at pos, and abandons the current statement. The message names
+// the feature: "materialized views are not supported".
+func (p *parser) unsupported(pos Pos, format string, args ...any) {
+	p.errors = append(p.errors, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...), Unsupported: true})
 	panic(bailout{})
 }
 
@@ -216,6 +242,7 @@ func (p *parser) parseStatement() Statement {
 			p.next()
 			return p.parseCreateTable(start)
 		}
+		p.refuseCreate()
 		if s := p.parseRoleAfter(start, CREATE); s != nil {
 			return s
 		}
@@ -236,6 +263,7 @@ func (p *parser) parseStatement() Statement {
 			s.Table = p.parseTableName()
 			return s
 		}
+		p.refuseDrop()
 		if s := p.parseRoleAfter(start, DROP); s != nil {
 			return s
 		}
@@ -245,6 +273,7 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseRoleAfter(start, ALTER); s != nil {
 			return s
 		}
+		p.refuseAlter()
 		if p.tok != TABLE {
 			p.errorExpected("'TABLE' or 'ROLE'")
 		}
@@ -272,11 +301,7 @@ func (p *parser) parseStatement() Statement {
 		p.next()
 		return p.parseBatch(start)
 	case IDENT:
-		if p.isWord("truncate") {
-			p.next()
-			return p.parseTruncate(start)
-		}
-		if s := p.parseAuthStatement(start); s != nil {
+		if s := p.parseOtherStatement(start); s != nil {
 			return s
 		}
 	}
@@ -296,7 +321,8 @@ func (p *parser) parseBatch(start Pos) Statement {
 		p.next()
 	case IDENT:
 		if strings.EqualFold(p.lit, "counter") {
-			p.errorf(p.pos, "COUNTER batches are not supported: kvnode has no counter columns")
+			p.inBatch = true // skip the refused batch to its APPLY BATCH
+			p.unsupported(p.pos, "COUNTER batches are not supported: kvnode has no counter columns")
 		}
 	}
 	if p.tok != BATCH {
@@ -420,6 +446,7 @@ func (p *parser) parseWith(ct *CreateTableStmt) []Option {
 			p.checkClusteringOrder(ct, pos, p.pos)
 			p.next()
 		} else {
+			p.refuseTableOption(name)
 			p.expect(EQ)
 			opts = append(opts, Option{Name: name, Value: p.parseTerm()})
 		}
@@ -451,7 +478,7 @@ func (p *parser) parseOrderings(clause string, dirRequired bool) []Ordering {
 			if dirRequired {
 				p.errorExpected("'ASC' or 'DESC'")
 			}
-			if p.tok != COMMA && p.tok != LIMIT && p.tok != ALLOW && p.tok != USING && p.tok != SEMICOLON && p.tok != EOF {
+			if p.tok != COMMA && p.tok != LIMIT && p.tok != ALLOW && p.tok != USING && p.tok != SEMICOLON && p.tok != EOF && !p.isWord("PER") {
 				p.errorExpected("'ASC', 'DESC', ',', 'LIMIT' or end of input")
 			}
 		}
@@ -560,6 +587,7 @@ func (p *parser) parseCreateTable(start Pos) Statement {
 func (p *parser) parseColumnDef() ColumnDef {
 	c := ColumnDef{Name: p.parseIdent("column name or PRIMARY KEY")}
 	c.Type = p.parseType()
+	p.refuseColumnOption()
 	if p.got(PRIMARY) {
 		p.expect(KEY)
 		c.PrimaryKey = true
@@ -632,6 +660,7 @@ func (p *parser) parsePrimaryKey(start Pos) *PrimaryKey {
 func (p *parser) parseInsert(start Pos) Statement {
 	p.expect(INTO)
 	s := &InsertStmt{Start: start, Table: p.parseTableName()}
+	p.refuseInsertJSON()
 	p.expect(LPAREN)
 	s.Columns = p.parseIdentList("column name")
 	if p.tok != RPAREN {
@@ -650,6 +679,7 @@ func (p *parser) parseInsert(start Pos) Statement {
 		p.errorExpected("',' or ')'")
 	}
 	p.next()
+	p.refuseConditions()
 	u := p.parseUsing(true)
 	s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
 	return s
@@ -768,6 +798,7 @@ func (p *parser) parseUpdate(start Pos) Statement {
 	p.next()
 	for {
 		col := p.parseIdent("column name")
+		p.refuseAssignment()
 		p.expect(EQ)
 		s.Set = append(s.Set, Assignment{Column: col, Value: p.parseTerm()})
 		if !p.got(COMMA) {
@@ -778,13 +809,20 @@ func (p *parser) parseUpdate(start Pos) Statement {
 		p.errorExpected("',' or 'WHERE'")
 	}
 	s.Where = p.parseWhere()
+	p.refuseConditions()
 	return s
 }
 
 func (p *parser) parseDelete(start Pos) Statement {
 	s := &DeleteStmt{Start: start}
 	if p.tok != FROM {
-		s.Columns = p.parseIdentList("column name or 'FROM'")
+		for {
+			s.Columns = append(s.Columns, p.parseIdent("column name or 'FROM'"))
+			p.refuseDeletion()
+			if !p.got(COMMA) {
+				break
+			}
+		}
 		if p.tok != FROM {
 			p.errorExpected("',' or 'FROM'")
 		}
@@ -803,21 +841,24 @@ func (p *parser) parseDelete(start Pos) Statement {
 		p.errorExpected("'WHERE'")
 	}
 	s.Where = p.parseWhere()
+	p.refuseConditions()
 	return s
 }
 
 func (p *parser) parseSelect(start Pos) Statement {
 	s := &SelectStmt{Start: start}
-	if p.got(STAR) {
+	col, isCol := p.parseSelectModifier()
+	switch {
+	case isCol:
+		s.Columns = []Ident{col}
+	case p.got(STAR):
 		s.Star = true
-	} else {
-		what := "'*' or column name"
-		for {
-			p.parseSelector(s, what)
-			what = "column name"
-			if !p.got(COMMA) {
-				break
-			}
+	default:
+		p.parseSelector(s, "'*' or column name")
+	}
+	if !s.Star {
+		for p.got(COMMA) {
+			p.parseSelector(s, "column name")
 		}
 	}
 	if p.tok != FROM {
@@ -831,10 +872,12 @@ func (p *parser) parseSelect(start Pos) Statement {
 	if p.tok == WHERE {
 		s.Where = p.parseWhere()
 	}
+	p.refuseSelectClauses()
 	if p.got(ORDER) {
 		p.expect(BY)
 		s.OrderBy = p.parseOrderings("ORDER BY", false)
 	}
+	p.refuseSelectClauses()
 	if p.got(LIMIT) {
 		s.Limit = p.parseIntOrBind("integer limit")
 	}
@@ -847,8 +890,13 @@ func (p *parser) parseSelect(start Pos) Statement {
 }
 
 // parseSelector parses one item of a SELECT list: a column name, or
-// WRITETIME(column) or TTL(column), and appends it to s.
+// WRITETIME(column) or TTL(column), and appends it to s. Other function calls
+// (aggregates, CAST, ...), aliases (AS), collection and field selections and
+// arithmetic are refused as not supported (parseSelectorCall, refuseSelectorTail).
 func (p *parser) parseSelector(s *SelectStmt, what string) {
+	if p.tok == LPAREN || p.tok == MINUS || p.tok.IsLiteral() && p.tok != IDENT && p.tok != QIDENT {
+		p.unsupported(p.pos, "selectors other than column names are not supported")
+	}
 	quoted := p.tok == QIDENT
 	x := p.parseIdent(what)
 	kind := SelectColumn
@@ -859,7 +907,7 @@ func (p *parser) parseSelector(s *SelectStmt, what string) {
 		case "ttl":
 			kind = SelectTTL
 		default:
-			p.errorf(x.NamePos, "function %s is not supported in a SELECT list (supported: WRITETIME(column), TTL(column))", x.Name)
+			p.parseSelectorCall(x)
 		}
 		p.next()
 		fn := x.NamePos
@@ -872,6 +920,7 @@ func (p *parser) parseSelector(s *SelectStmt, what string) {
 	} else if s.Funcs != nil {
 		s.Funcs = append(s.Funcs, SelectFunc{})
 	}
+	p.refuseSelectorTail()
 	s.Columns = append(s.Columns, x)
 }
 
@@ -880,7 +929,9 @@ func (p *parser) parseWhere() []Relation {
 	p.expect(WHERE)
 	var rs []Relation
 	for {
+		p.refuseRelationStart()
 		r := Relation{Column: p.parseIdent("column name")}
+		p.refuseOperator(r.Column)
 		r.OpPos, r.Op = p.pos, p.tok
 		switch p.tok {
 		case EQ, LT, LE, GT, GE:
@@ -919,7 +970,20 @@ func (p *parser) parseDescribe(start Pos) Statement {
 		s.Kind = DescribeCluster
 		p.next()
 	default:
-		p.errorExpected("'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE' or 'CLUSTER'")
+		if p.isWord("FULL") || p.isWord("SCHEMA") {
+			s.Kind = DescribeSchema
+			if p.isWord("FULL") { // kvnode's schema has no system keyspaces to add
+				p.next()
+			}
+			p.expectWord("SCHEMA")
+			break
+		}
+		p.refuseDescribe()
+		p.errorExpected("'KEYSPACES', 'KEYSPACE', 'TABLES', 'TABLE', 'CLUSTER' or 'SCHEMA'")
+	}
+	if p.got(WITH) {
+		p.expectWord("INTERNALS")
+		s.Internals = true
 	}
 	return s
 }
@@ -928,7 +992,11 @@ func (p *parser) parseDescribe(start Pos) Statement {
 // cannot exhaust the stack.
 const maxMapDepth = 8
 
-func (p *parser) parseTerm() Term { return p.term(0) }
+func (p *parser) parseTerm() Term {
+	t := p.term(0)
+	p.refuseOperation()
+	return t
+}
 
 func (p *parser) term(depth int) Term {
 	if p.tok == LBRACE {
@@ -940,8 +1008,12 @@ func (p *parser) term(depth int) Term {
 		if p.got(RBRACE) {
 			return m
 		}
+		p.refuseMapKey()
 		for {
 			key := p.term(depth + 1)
+			if len(m.Entries) == 0 {
+				p.refuseSet(m.Lbrace)
+			}
 			p.expect(COLON)
 			m.Entries = append(m.Entries, MapEntry{Key: key, Value: p.term(depth + 1)})
 			if !p.got(COMMA) {
@@ -954,6 +1026,7 @@ func (p *parser) term(depth int) Term {
 		p.next()
 		return m
 	}
+	p.refuseTerm()
 	return p.parseLiteral()
 }
 

@@ -74,6 +74,8 @@ func (s *Scanner) Scan() (pos Pos, tok Token, lit string) {
 		return s.number(pos)
 	case c == '\'':
 		return s.quoted(pos, '\'', STRING, "string literal")
+	case c == '$' && s.off+1 < len(s.src) && s.src[s.off+1] == '$':
+		return s.dollarQuoted(pos)
 	case c == '"':
 		pos, tok, lit = s.quoted(pos, '"', QIDENT, "quoted identifier")
 		if tok == QIDENT && lit == "" {
@@ -115,6 +117,22 @@ func (s *Scanner) Scan() (pos Pos, tok Token, lit string) {
 		tok = EQ
 	case '-':
 		tok = MINUS
+	case '[':
+		tok = LBRACKET
+	case ']':
+		tok = RBRACKET
+	case '+':
+		tok = PLUS
+	case '/':
+		tok = SLASH
+	case '%':
+		tok = PERCENT
+	case '!':
+		if s.peek() != '=' {
+			return pos, ILLEGAL, "unexpected character '!' (the operator is !=)"
+		}
+		s.advance()
+		tok = NEQ
 	case '<':
 		tok = LT
 		if s.peek() == '=' {
@@ -360,4 +378,24 @@ func isDigit(c byte) bool     { return '0' <= c && c <= '9' }
 func isIdentChar(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' }
 func isHex(c byte) bool {
 	return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// dollarQuoted scans a $$-quoted string, $$any text$$ (CQL's form for
+// function bodies): a STRING whose value is the text between the $$ pairs,
+// taken as it is.
+func (s *Scanner) dollarQuoted(pos Pos) (Pos, Token, string) {
+	s.advance()
+	s.advance()
+	start := s.off
+	end := strings.Index(s.src[start:], "$$")
+	if end < 0 {
+		for s.off < len(s.src) {
+			s.advance()
+		}
+		return pos, ILLEGAL, "unterminated $$ string"
+	}
+	for s.off < start+end+2 {
+		s.advance()
+	}
+	return pos, STRING, s.src[start : start+end]
 }

@@ -45,6 +45,12 @@ const (
 	GT        // >
 	GE        // >=
 	MINUS     // -
+	LBRACKET  // [
+	RBRACKET  // ]
+	PLUS      // +
+	SLASH     // /
+	PERCENT   // %
+	NEQ       // !=
 	operatorEnd
 
 	keywordBeg
@@ -128,6 +134,12 @@ var tokens = [...]string{
 	GT:        ">",
 	GE:        ">=",
 	MINUS:     "-",
+	LBRACKET:  "[",
+	RBRACKET:  "]",
+	PLUS:      "+",
+	SLASH:     "/",
+	PERCENT:   "%",
+	NEQ:       "!=",
 
 	ALLOW:      "ALLOW",
 	ALTER:      "ALTER",

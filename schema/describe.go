@@ -18,7 +18,9 @@ func (k *Keyspace) CreateStatement() string {
 
 // CreateStatement returns the CREATE TABLE statement that recreates t
 // (columns, primary key, the clustering order when a column is DESC and the
-// per_partition_rate_limit, default_time_to_live (when set), gc_grace_seconds and speculative_retry options; not its id or version), over several
+// per_partition_rate_limit, default_time_to_live (when set), gc_grace_seconds and
+// speculative_retry options, and the compatibility options set to other than their defaults;
+// not its id or version), over several
 // lines and ending in a semicolon.
 func (t *Table) CreateStatement() string {
 	var b strings.Builder
@@ -53,6 +55,9 @@ func (t *Table) CreateStatement() string {
 	}
 	b.WriteString(with + OptionGCGrace + " = " + strconv.FormatUint(uint64(t.GCGraceSeconds()), 10))
 	b.WriteString("\n    AND " + OptionSpeculativeRetry + " = " + cql.QuoteString(t.SpeculativeRetry().String()))
+	for _, name := range t.setOptions() {
+		b.WriteString("\n    AND " + name + " = " + t.options[name].CQL())
+	}
 	b.WriteString(";")
 	return b.String()
 }
@@ -88,6 +93,7 @@ var ErrDescribeCluster = errors.New("DESCRIBE CLUSTER is answered by the node, n
 //	TABLES         the tables of the current keyspace, one per line; with no
 //	               current keyspace every table, as keyspace.table
 //	TABLE [ks.]t   CREATE TABLE
+//	SCHEMA         for each keyspace, as DESCRIBE KEYSPACE
 //
 // The CREATE statements, run again, recreate the objects. The output ends
 // in a newline unless it is empty. DESCRIBE CLUSTER gives ErrDescribeCluster.
@@ -114,6 +120,16 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 		for _, t := range s.Tables(name) {
 			b.WriteString("\n" + t.CreateStatement() + "\n")
 		}
+	case cql.DescribeSchema:
+		for i, k := range s.Keyspaces() {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(k.CreateStatement() + "\n")
+			for _, t := range s.Tables(k.Name) {
+				b.WriteString("\n" + t.CreateStatement() + "\n")
+			}
+		}
 	case cql.DescribeTables:
 		if keyspace != "" {
 			if _, ok := s.Keyspace(keyspace); !ok {
@@ -139,4 +155,59 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 		return "", fmt.Errorf("unknown DESCRIBE kind %d", st.Kind)
 	}
 	return b.String(), nil
+}
+
+// Element is one row of a DESCRIBE ... WITH INTERNALS answer, as Cassandra 4's server-side
+// DESCRIBE gives it: the keyspace, the element's type ("keyspace" or "table"), its name and
+// the CREATE statement that recreates it.
+type Element struct {
+	Keyspace, Type, Name, CreateStatement string
+}
+
+// DescribeElements returns the answer to DESCRIBE ... WITH INTERNALS as Elements, with
+// keyspace as the current keyspace: DESCRIBE KEYSPACE gives the keyspace then each of its
+// tables, DESCRIBE TABLE the table, DESCRIBE KEYSPACES one element per keyspace (its
+// name as its statement) and DESCRIBE TABLES one per table. Errors are Describe's.
+func (s *Schema) DescribeElements(st *cql.DescribeStmt, keyspace string) ([]Element, error) {
+	if _, err := s.Describe(st, keyspace); err != nil {
+		return nil, err // the same checks and errors as Describe
+	}
+	var out []Element
+	table := func(t *Table) {
+		out = append(out, Element{Keyspace: t.Keyspace, Type: "table", Name: t.Name, CreateStatement: t.CreateStatement()})
+	}
+	switch st.Kind {
+	case cql.DescribeKeyspaces:
+		for _, k := range s.Keyspaces() {
+			out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name})
+		}
+	case cql.DescribeKeyspace:
+		name := st.Keyspace.Name
+		if name == "" {
+			name = keyspace
+		}
+		k, _ := s.Keyspace(name)
+		out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name, CreateStatement: k.CreateStatement()})
+		for _, t := range s.Tables(name) {
+			table(t)
+		}
+	case cql.DescribeTables:
+		for _, t := range s.Tables(keyspace) {
+			out = append(out, Element{Keyspace: t.Keyspace, Type: "table", Name: t.Name})
+		}
+	case cql.DescribeSchema:
+		for _, k := range s.Keyspaces() {
+			out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name, CreateStatement: k.CreateStatement()})
+			for _, t := range s.Tables(k.Name) {
+				table(t)
+			}
+		}
+	case cql.DescribeTable:
+		t, err := s.lookupTable(st.Table, keyspace)
+		if err != nil {
+			return nil, err
+		}
+		table(t)
+	}
+	return out, nil
 }

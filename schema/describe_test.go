@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kvnode/kvnode/cql"
@@ -114,5 +115,46 @@ func TestDescribeRecreates(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDescribeSchemaRecreates checks that DESCRIBE SCHEMA, run again, recreates every keyspace
+// and table as they were, and that its elements (WITH INTERNALS) are the same statements.
+func TestDescribeSchemaRecreates(t *testing.T) {
+	s := richSchema(t)
+	out, err := describe(t, s, "DESCRIBE SCHEMA", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Build(out)
+	if err != nil {
+		t.Fatalf("the output of DESCRIBE SCHEMA does not run: %v\n%s", err, out)
+	}
+	if len(again.Keyspaces()) != len(s.Keyspaces()) || len(s.Keyspaces()) < 2 {
+		t.Fatalf("DESCRIBE SCHEMA recreated %d keyspaces, want %d (at least 2)", len(again.Keyspaces()), len(s.Keyspaces()))
+	}
+	var joined []string
+	for _, k := range s.Keyspaces() {
+		want, _ := describe(t, s, "DESCRIBE KEYSPACE "+cql.QuoteIdent(k.Name), "")
+		got, _ := describe(t, again, "DESCRIBE KEYSPACE "+cql.QuoteIdent(k.Name), "")
+		if got != want {
+			t.Errorf("DESCRIBE SCHEMA recreated keyspace %s as\n%s\nwant\n%s", k.Name, got, want)
+		}
+		joined = append(joined, want)
+	}
+	if out != strings.Join(joined, "\n") {
+		t.Errorf("DESCRIBE SCHEMA is not each keyspace's DESCRIBE KEYSPACE in turn:\n%s", out)
+	}
+	st, _ := cql.ParseStatement("DESCRIBE SCHEMA WITH INTERNALS")
+	els, err := s.DescribeElements(st.(*cql.DescribeStmt), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, el := range els {
+		stmts = append(stmts, el.CreateStatement)
+	}
+	if got := strings.Join(stmts, "\n"); strings.ReplaceAll(out, "\n\n", "\n") != got+"\n" {
+		t.Errorf("DESCRIBE SCHEMA WITH INTERNALS gives the statements\n%s\nwant those of DESCRIBE SCHEMA\n%s", got, out)
 	}
 }

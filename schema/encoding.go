@@ -61,9 +61,12 @@ func (s *Schema) Digest() Digest {
 //	    max reads per second, max writes per second;
 //	    gc_grace_seconds when the flags have gcGraceBit (0x80);
 //	    speculative_retry when the flags have specRetryBit (0x40): its kind
-//	    (a byte: 1 percentile, 2 fixed, 3 always, 4 none), then the
-//	    percentile's float64 bits (8 bytes big-endian) or the fixed delay in
-//	    milliseconds;
+//	    (a byte: 1 percentile, 2 fixed, 3 always, 4 none, 5 min, 6 max), then
+//	    the percentile's float64 bits (8 bytes big-endian) and/or the fixed
+//	    delay in milliseconds;
+//	    the compatibility options set to other than their defaults when the
+//	    flags have optionsBit (0x08): a count, then per option in name
+//	    order its name and its value's canonical CQL text;
 //	    default_time_to_live when the flags have defaultTTLBit (0x20);
 //	    dropped columns and truncated_at when the flags have evolutionBit (0x10)
 //	the GC horizon (a version timestamp), only when not zero
@@ -78,6 +81,9 @@ func (s *Schema) Digest() Digest {
 //
 // speculative_retry was added the same way: a table at the default ('99p')
 // encodes as before, and an older node refuses the flag.
+//
+// The compatibility options were added the same way: a table with none set encodes as
+// before, and an older node refuses the flag.
 //
 // The GC horizon was added the same way: a schema that never purged a
 // tombstone encodes as before, and an older node refuses the trailing bytes
@@ -155,6 +161,9 @@ func appendTable(b []byte, t *Table) []byte {
 	if t.specRetrySet {
 		f |= specRetryBit
 	}
+	if len(t.options) > 0 && !t.dropped {
+		f |= optionsBit
+	}
 	if t.defaultTTL != 0 {
 		f |= defaultTTLBit
 	}
@@ -191,6 +200,17 @@ func appendTable(b []byte, t *Table) []byte {
 			b = binary.BigEndian.AppendUint64(b, math.Float64bits(t.specRetry.Percentile))
 		case SpeculateFixed:
 			b = binary.AppendUvarint(b, uint64(t.specRetry.Delay/time.Millisecond))
+		case SpeculateMin, SpeculateMax:
+			b = binary.BigEndian.AppendUint64(b, math.Float64bits(t.specRetry.Percentile))
+			b = binary.AppendUvarint(b, uint64(t.specRetry.Delay/time.Millisecond))
+		}
+	}
+	if len(t.options) > 0 {
+		names := t.setOptions()
+		b = binary.AppendUvarint(b, uint64(len(names)))
+		for _, n := range names {
+			b = appendString(b, n)
+			b = appendString(b, t.options[n].CQL())
 		}
 	}
 	if t.defaultTTL != 0 {
@@ -210,8 +230,12 @@ const gcGraceBit = 0x80
 // default and follows its gc_grace_seconds, if any (see Encode).
 const specRetryBit = 0x40
 
+// optionsBit, in a table's flags byte, says that compatibility options other than their
+// defaults follow its speculative_retry, if any (see Encode).
+const optionsBit = 0x08
+
 // defaultTTLBit, in a table's flags byte, says that the table has a default_time_to_live, which
-// follows its speculative_retry, if any (see Encode). A table without one encodes as before.
+// follows its compatibility options, if any (see Encode). A table without one encodes as before.
 const defaultTTLBit = 0x20
 
 // errTruncated is the error for input that ends too early.
@@ -406,7 +430,7 @@ func decodeTable(d *decoder) (*Table, error) {
 	t.Version = d.version()
 	f := d.byte()
 	// A dropped table carries no other flag.
-	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit|defaultTTLBit|evolutionBit) != 0 || (f&1 != 0 && f != 1)) {
+	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit|optionsBit|defaultTTLBit|evolutionBit) != 0 || (f&1 != 0 && f != 1)) {
 		d.fail("unknown table flags %#x", f)
 	}
 	t.dropped, t.gcGraceSet, t.specRetrySet = f&1 != 0, f&gcGraceBit != 0, f&specRetryBit != 0
@@ -482,7 +506,10 @@ func decodeTable(d *decoder) (*Table, error) {
 		switch r.Kind {
 		case SpeculatePercentile:
 			r.Percentile = math.Float64frombits(d.uint64())
-		case SpeculateFixed:
+		case SpeculateFixed, SpeculateMin, SpeculateMax:
+			if r.Kind != SpeculateFixed {
+				r.Percentile = math.Float64frombits(d.uint64())
+			}
 			if ms := d.uvarint(); ms <= uint64(MaxSpeculativeDelay/time.Millisecond) {
 				r.Delay = time.Duration(ms) * time.Millisecond
 			} else {
@@ -496,6 +523,11 @@ func decodeTable(d *decoder) (*Table, error) {
 			return nil, fmt.Errorf("table %q.%q: speculative_retry %v is invalid or the default", t.Keyspace, t.Name, r)
 		}
 		t.specRetry = r
+	}
+	if f&optionsBit != 0 {
+		if err := decodeOptions(d, t); err != nil {
+			return nil, err
+		}
 	}
 	if f&defaultTTLBit != 0 {
 		n := d.uvarint()
@@ -514,4 +546,37 @@ func decodeTable(d *decoder) (*Table, error) {
 	}
 	t.setColumns(cols, int(npk), int(nck))
 	return t, nil
+}
+
+// decodeOptions reads the compatibility options of t (see Encode): each known, once, in name
+// order, not its default, and its value canonical and valid.
+func decodeOptions(d *decoder, t *Table) error {
+	n := d.count()
+	if d.err != nil {
+		return d.err
+	}
+	if n == 0 {
+		return fmt.Errorf("table %q.%q: an empty list of options", t.Keyspace, t.Name)
+	}
+	t.options = make(map[string]OptionValue, n)
+	prev := ""
+	for range n {
+		name, text := d.string(), d.string()
+		if d.err != nil {
+			return d.err
+		}
+		if name <= prev {
+			return fmt.Errorf("table %q.%q: option %q is out of order", t.Keyspace, t.Name, name)
+		}
+		prev = name
+		v, err := parseOptionText(name, text)
+		if err != nil {
+			return fmt.Errorf("table %q.%q: %w", t.Keyspace, t.Name, err)
+		}
+		if v.equal(compatOptions[name].def) {
+			return fmt.Errorf("table %q.%q: option %s is its default", t.Keyspace, t.Name, name)
+		}
+		t.options[name] = v
+	}
+	return nil
 }

@@ -29,6 +29,8 @@ func FuzzStatement(f *testing.F) {
 		"SELECT * FROM t WHERE a = 1 AND b = 'x' AND c1 = 2 ORDER BY c2 DESC LIMIT 3",
 		"ALTER TABLE t ADD (x int, y text); ALTER TABLE t DROP v; ALTER TABLE t ADD v text; TRUNCATE t",
 		"ALTER TABLE t RENAME a TO z AND c1 TO w; ALTER TABLE t DROP IF EXISTS (q, w) USING TIMESTAMP 5",
+		"CREATE TABLE p (a int PRIMARY KEY) WITH comment = 'x' AND compaction = {'class': 'LeveledCompactionStrategy', 'n': 1.5} AND bloom_filter_fp_chance = 1e-05 AND caching = {'rows_per_partition': 7}",
+		"ALTER TABLE t WITH compression = {'enabled': false} AND speculative_retry = 'MAX(95p,7ms)' AND read_repair = 'none' AND max_index_interval = 4096",
 	} {
 		f.Add(src)
 	}

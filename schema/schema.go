@@ -209,6 +209,9 @@ type Table struct {
 	// truncatedAt is the timestamp of the last TRUNCATE when truncatedSet.
 	truncatedAt  int64
 	truncatedSet bool
+	// options holds the compatibility options set to other than their defaults (see Option);
+	// never changed once the table is built.
+	options map[string]OptionValue
 
 	Version Version // of the last CREATE, ALTER or DROP of the table
 	// KeyspaceVersion is the Version of the keyspace the table was created

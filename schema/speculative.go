@@ -30,6 +30,10 @@ const (
 	// SpeculateNone: never speculate; only a replica's failure sends the read elsewhere
 	// ('NONE').
 	SpeculateNone
+	// SpeculateMin and SpeculateMax: speculate after the shorter (MIN) or the longer (MAX) of
+	// a percentile's delay and a fixed delay ('MIN(99p,50ms)', Cassandra 4's hybrids).
+	SpeculateMin
+	SpeculateMax
 )
 
 // SpeculativeRetry is a table's speculative_retry option: when a read at ONE or QUORUM (and
@@ -38,9 +42,11 @@ const (
 // without the option has DefaultSpeculativeRetry().
 type SpeculativeRetry struct {
 	Kind SpeculativeKind
-	// Percentile is the percentile of SpeculatePercentile, above 0 and below 100.
+	// Percentile is the percentile of SpeculatePercentile, SpeculateMin and SpeculateMax,
+	// above 0 and below 100.
 	Percentile float64
-	// Delay is the wait of SpeculateFixed: whole milliseconds, 0 to MaxSpeculativeDelay.
+	// Delay is the wait of SpeculateFixed, SpeculateMin and SpeculateMax: whole milliseconds,
+	// 0 to MaxSpeculativeDelay.
 	Delay time.Duration
 }
 
@@ -70,6 +76,12 @@ func (r SpeculativeRetry) String() string {
 		return "ALWAYS"
 	case SpeculateNone:
 		return "NONE"
+	case SpeculateMin, SpeculateMax:
+		fn := "MIN"
+		if r.Kind == SpeculateMax {
+			fn = "MAX"
+		}
+		return fn + "(" + strconv.FormatFloat(r.Percentile, 'f', -1, 64) + "p," + strconv.FormatInt(r.Delay.Milliseconds(), 10) + "ms)"
 	}
 	return fmt.Sprintf("SpeculativeRetry(%d)", uint8(r.Kind))
 }
@@ -83,6 +95,8 @@ func (r SpeculativeRetry) valid() bool {
 		return r.Percentile == 0 && r.Delay >= 0 && r.Delay <= MaxSpeculativeDelay && r.Delay%time.Millisecond == 0
 	case SpeculateAlways, SpeculateNone:
 		return r == SpeculativeRetry{Kind: r.Kind}
+	case SpeculateMin, SpeculateMax:
+		return r.Percentile > 0 && r.Percentile < 100 && r.Delay >= 0 && r.Delay <= MaxSpeculativeDelay && r.Delay%time.Millisecond == 0
 	}
 	return false
 }
@@ -123,7 +137,7 @@ func (t *Table) speculativeRetryOption(opts []cql.Option) error {
 
 // speculativeForms lists the values speculative_retry accepts, for error messages.
 const speculativeForms = "want a percentile such as '99p' or '99PERCENTILE' (above 0, below 100), " +
-	"a whole number of milliseconds such as '50ms', 'ALWAYS' or 'NONE'"
+	"a whole number of milliseconds such as '50ms', 'ALWAYS', 'NONE', or MIN or MAX of a percentile and a delay such as 'MIN(99p,50ms)'"
 
 // ParseSpeculativeRetry interprets the value of the speculative_retry option: a string, read
 // case-insensitively as Cassandra 4.1 reads it,
@@ -131,7 +145,7 @@ const speculativeForms = "want a percentile such as '99p' or '99PERCENTILE' (abo
 //   - 'Np' or 'NPERCENTILE' with 0 < N < 100, N a decimal number ('99p', '95PERCENTILE',
 //     '99.9p');
 //   - 'Nms' with N a whole number of milliseconds from 0 to 2147483647 ('50ms', '50MS');
-//   - 'ALWAYS' or 'NONE'.
+//   - 'ALWAYS', or 'NONE' (3.x's spelling; 4.x's 'NEVER' reads as NONE).
 //
 // Anything else is an error that names the option and the value: a value that is not a
 // string, an empty one, a percentile of 0, 100 or more, a fractional or too large number of
@@ -159,10 +173,10 @@ func parseSpeculativeRetry(s string) (SpeculativeRetry, error) {
 	switch {
 	case u == "ALWAYS":
 		return SpeculativeRetry{Kind: SpeculateAlways}, nil
-	case u == "NONE":
+	case u == "NONE" || u == "NEVER": // 4.x writes NEVER, 3.x NONE
 		return SpeculativeRetry{Kind: SpeculateNone}, nil
 	case strings.HasPrefix(u, "MIN(") || strings.HasPrefix(u, "MAX("):
-		return SpeculativeRetry{}, fmt.Errorf("the MIN(...) and MAX(...) combinations of Cassandra are not supported; %s", speculativeForms)
+		return parseHybrid(u)
 	}
 	num, unit := u, ""
 	if i := strings.IndexFunc(u, func(c rune) bool { return c != '.' && (c < '0' || c > '9') }); i >= 0 {
@@ -192,4 +206,34 @@ func parseSpeculativeRetry(s string) (SpeculativeRetry, error) {
 		return SpeculativeRetry{Kind: SpeculateFixed, Delay: time.Duration(ms) * time.Millisecond}, nil
 	}
 	return SpeculativeRetry{}, fmt.Errorf("unknown unit %q; %s", strings.ToLower(unit), speculativeForms)
+}
+
+// parseHybrid reads Cassandra 4's MIN(a,b) and MAX(a,b) (upper case, u): a percentile and a
+// fixed delay, in either order.
+func parseHybrid(u string) (SpeculativeRetry, error) {
+	const form = "MIN(...) and MAX(...) combine a percentile and a fixed delay, such as 'MIN(99p,50ms)'"
+	inner, ok := strings.CutSuffix(u[4:], ")")
+	a, b, two := strings.Cut(inner, ",")
+	if !ok || !two {
+		return SpeculativeRetry{}, fmt.Errorf("%s", form)
+	}
+	ra, err := parseSpeculativeRetry(strings.TrimSpace(a))
+	if err != nil {
+		return SpeculativeRetry{}, fmt.Errorf("%s: %w", form, err)
+	}
+	rb, err := parseSpeculativeRetry(strings.TrimSpace(b))
+	if err != nil {
+		return SpeculativeRetry{}, fmt.Errorf("%s: %w", form, err)
+	}
+	if ra.Kind == SpeculateFixed && rb.Kind == SpeculatePercentile {
+		ra, rb = rb, ra
+	}
+	if ra.Kind != SpeculatePercentile || rb.Kind != SpeculateFixed {
+		return SpeculativeRetry{}, fmt.Errorf("%s", form)
+	}
+	r := SpeculativeRetry{Kind: SpeculateMin, Percentile: ra.Percentile, Delay: rb.Delay}
+	if strings.HasPrefix(u, "MAX(") {
+		r.Kind = SpeculateMax
+	}
+	return r, nil
 }

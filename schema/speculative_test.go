@@ -28,6 +28,9 @@ func TestSpeculativeRetryOption(t *testing.T) {
 		{"'ALWAYS'", SpeculativeRetry{Kind: SpeculateAlways}, "ALWAYS"},
 		{"'always'", SpeculativeRetry{Kind: SpeculateAlways}, "ALWAYS"},
 		{"'None'", SpeculativeRetry{Kind: SpeculateNone}, "NONE"},
+		{"'NEVER'", SpeculativeRetry{Kind: SpeculateNone}, "NONE"},
+		{"'MIN(99p,50ms)'", SpeculativeRetry{Kind: SpeculateMin, Percentile: 99, Delay: 50 * time.Millisecond}, "MIN(99p,50ms)"},
+		{"'max(20MS, 95.5PERCENTILE)'", SpeculativeRetry{Kind: SpeculateMax, Percentile: 95.5, Delay: 20 * time.Millisecond}, "MAX(95.5p,20ms)"},
 	} {
 		s, err := apply(mustBuild(t, ksDDL), "CREATE TABLE ks.t (k int PRIMARY KEY) WITH speculative_retry = "+tt.value, 100)
 		if err != nil {
@@ -127,8 +130,11 @@ func TestSpeculativeRetryErrors(t *testing.T) {
 		{"'99pp'", "unknown unit \"pp\""},
 		{"' 99p'", "not a number followed by P, PERCENTILE or MS"},
 		{"'99p '", "unknown unit \"p \""},
-		{"'MIN(99p,50ms)'", "the MIN(...) and MAX(...) combinations of Cassandra are not supported"},
-		{"'max(99p, 50ms)'", "the MIN(...) and MAX(...) combinations of Cassandra are not supported"},
+		{"'MIN(99p,95p)'", "speculative_retry = 'MIN(99p,95p)': MIN(...) and MAX(...) combine a percentile and a fixed delay, such as 'MIN(99p,50ms)'"},
+		{"'MAX(99p)'", "MIN(...) and MAX(...) combine a percentile and a fixed delay"},
+		{"'MIN(ALWAYS,50ms)'", "MIN(...) and MAX(...) combine a percentile and a fixed delay"},
+		{"'MIN(99p,5s)'", "MIN(...) and MAX(...) combine a percentile and a fixed delay, such as 'MIN(99p,50ms)': unknown unit \"s\""},
+		{"'MIN(99p,50ms'", "MIN(...) and MAX(...) combine a percentile and a fixed delay"},
 		{"'sometimes'", "not a number followed by P, PERCENTILE or MS"},
 	} {
 		_, err := apply(s, "ALTER TABLE ks.t WITH speculative_retry = "+tt.value, 100)

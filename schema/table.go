@@ -139,6 +139,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 	if err := t.defaultTTLOption(st.Options); err != nil {
 		return nil, err
 	}
+	if err := t.compatOptionsFrom(st.Options); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -259,6 +262,9 @@ func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
 	if err := nt.defaultTTLOption(st.Options); err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
 	}
+	if err := nt.compatOptionsFrom(st.Options); err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
+	}
 	nt.Version = v
 	return &nt, nil
 }
@@ -281,8 +287,14 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 		case OptionGCGrace: // see gcGraceOption
 		case OptionSpeculativeRetry: // see speculativeRetryOption
 		case OptionDefaultTTL: // see defaultTTLOption
+		case "id":
+			return rl, fmt.Errorf("table option id (which Cassandra's DESCRIBE ... WITH INTERNALS writes) is not supported: kvnode gives each table its own id")
 		default:
-			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s, %s, %s)", cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace, OptionSpeculativeRetry, OptionDefaultTTL)
+			if _, ok := compatOptions[o.Name.Name]; ok || o.Name.Name == OptionExtensions {
+				continue // see compatOptionsFrom
+			}
+			return rl, fmt.Errorf("unknown table option %s (supported: %s, %s, %s, %s, and for compatibility, without effect: %s)",
+				cql.QuoteIdent(o.Name.Name), OptionRateLimit, OptionGCGrace, OptionSpeculativeRetry, OptionDefaultTTL, strings.Join(CompatOptionNames(), ", "))
 		}
 	}
 	return rl, nil

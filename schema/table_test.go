@@ -88,7 +88,7 @@ func TestNewTableErrors(t *testing.T) {
 		{"CREATE TABLE t (a int, b int, PRIMARY KEY ((a, b), y))", "table ks.t: PRIMARY KEY names column y, which is not defined"},
 		{"CREATE TABLE t (a int, b int, PRIMARY KEY (a, a))", "table ks.t: column a appears twice in the PRIMARY KEY"},
 		{"CREATE TABLE t (PRIMARY KEY (a))", "table ks.t: no columns are defined"},
-		{"CREATE TABLE t (a int PRIMARY KEY) WITH comment = 'x'", "table ks.t: unknown table option comment (supported: per_partition_rate_limit, gc_grace_seconds, speculative_retry, default_time_to_live)"},
+		{"CREATE TABLE t (a int PRIMARY KEY) WITH frobnicate = 'x'", "table ks.t: unknown table option frobnicate (supported: per_partition_rate_limit, gc_grace_seconds, speculative_retry, default_time_to_live, and for compatibility, without effect: additional_write_policy, bloom_filter_fp_chance, caching, cdc, comment, compaction, compression, crc_check_chance, dclocal_read_repair_chance, max_index_interval, memtable, memtable_flush_period_in_ms, min_index_interval, read_repair, read_repair_chance)"},
 		{"CREATE TABLE t (a int PRIMARY KEY) WITH per_partition_rate_limit = {} AND per_partition_rate_limit = {}", "table ks.t: option per_partition_rate_limit is given twice"},
 		{"CREATE TABLE \"t-1\" (a int PRIMARY KEY)", `table name "t-1" may contain only letters, digits and underscores`},
 		{"CREATE TABLE " + strings.Repeat("x", 49) + " (a int PRIMARY KEY)", "table name " + strings.Repeat("x", 49) + " is 49 characters long; the maximum is 48"},
@@ -246,7 +246,7 @@ func TestRateLimitOnCreateAndAlter(t *testing.T) {
 			t.Errorf("ALTER TABLE t WITH per_partition_rate_limit = %s\n  error %v\n  want %q", tt.value, err, want)
 		}
 	}
-	if _, err := apply(s, "ALTER TABLE t WITH comment = 'x'", 100); err == nil || err.Error() != "table ks.t: unknown table option comment (supported: per_partition_rate_limit, gc_grace_seconds, speculative_retry, default_time_to_live)" {
+	if _, err := apply(s, "ALTER TABLE t WITH frobnicate = 'x'", 100); err == nil || err.Error() != "table ks.t: unknown table option frobnicate (supported: per_partition_rate_limit, gc_grace_seconds, speculative_retry, default_time_to_live, and for compatibility, without effect: additional_write_policy, bloom_filter_fp_chance, caching, cdc, comment, compaction, compression, crc_check_chance, dclocal_read_repair_chance, max_index_interval, memtable, memtable_flush_period_in_ms, min_index_interval, read_repair, read_repair_chance)" {
 		t.Errorf("ALTER with an unknown option: error %v", err)
 	}
 	if _, err := apply(s, "ALTER TABLE nope WITH per_partition_rate_limit = {}", 100); !errors.Is(err, ErrUnknownTable) || err.Error() != "unknown table ks.nope" {

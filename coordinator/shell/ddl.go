@@ -77,6 +77,9 @@ func (e *Executor) executeUse(st *cql.UseStmt) (coordinator.Result, error) {
 // executeDescribe renders a DESCRIBE from the schema, or from the ClusterDescriber for
 // DESCRIBE CLUSTER.
 func (e *Executor) executeDescribe(st *cql.DescribeStmt, keyspace string) (coordinator.Result, error) {
+	if st.Internals && st.Kind != cql.DescribeCluster {
+		return e.describeElements(st, keyspace)
+	}
 	text, err := e.schema.Schema().Describe(st, keyspace)
 	if errors.Is(err, schema.ErrDescribeCluster) {
 		if e.cluster == nil {
@@ -88,4 +91,27 @@ func (e *Executor) executeDescribe(st *cql.DescribeStmt, keyspace string) (coord
 		return coordinator.Result{}, invalid(st, err)
 	}
 	return coordinator.Result{Kind: coordinator.ResultDescription, Description: text}, nil
+}
+
+// describeColumns are the columns of a DESCRIBE ... WITH INTERNALS answer, Cassandra 4's.
+var describeColumns = []coordinator.RowColumn{
+	{Name: "keyspace_name", Type: schema.TypeText},
+	{Name: "type", Type: schema.TypeText},
+	{Name: "name", Type: schema.TypeText},
+	{Name: "create_statement", Type: schema.TypeText},
+}
+
+// describeElements answers DESCRIBE ... WITH INTERNALS as Cassandra 4 does: one row per
+// element, (keyspace_name, type, name, create_statement). gocql sends it on every metadata
+// refresh and reads the fourth column; a one-column answer would fail its refresh.
+func (e *Executor) describeElements(st *cql.DescribeStmt, keyspace string) (coordinator.Result, error) {
+	els, err := e.schema.Schema().DescribeElements(st, keyspace)
+	if err != nil {
+		return coordinator.Result{}, invalid(st, err)
+	}
+	rows := &coordinator.Rows{Columns: describeColumns, Values: make([][][]byte, 0, len(els))}
+	for _, el := range els {
+		rows.Values = append(rows.Values, [][]byte{[]byte(el.Keyspace), []byte(el.Type), []byte(el.Name), []byte(el.CreateStatement)})
+	}
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: rows}, nil
 }

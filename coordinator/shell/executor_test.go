@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -809,6 +810,8 @@ func TestInvalidStatements(t *testing.T) {
 		{"CREATE TABLE t (k text PRIMARY KEY)", one, "1:14: table ks.t already exists"},
 		{"USE nowhere", one, "1:5: unknown keyspace nowhere"},
 		{"DESCRIBE TABLE nope", one, "1:16: unknown table ks.nope"},
+		{"DESCRIBE TABLE nope WITH INTERNALS", one, "1:16: unknown table ks.nope"},
+		{"CREATE MATERIALIZED VIEW v AS SELECT * FROM t PRIMARY KEY (k)", one, "1:8: materialized views are not supported"},
 	}
 	for _, tt := range tests {
 		_, err := c.exec("n1", tt.cl, tt.stmt)
@@ -847,6 +850,29 @@ func TestSchemaStatements(t *testing.T) {
 		if got := describeResult(resp); got != tt.want {
 			t.Errorf("%s returned %q, want %q", tt.stmt, got, tt.want)
 		}
+	}
+}
+
+// TestDescribeWithInternals checks DESCRIBE ... WITH INTERNALS, which gocql sends on every
+// metadata refresh and reads as Cassandra 4's rows: (keyspace_name, type, name,
+// create_statement).
+func TestDescribeWithInternals(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	resp, err := c.exec("n1", one, "DESCRIBE KEYSPACE ks WITH INTERNALS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Kind != coordinator.ResultRows || len(resp.Rows.Columns) != 4 || resp.Rows.Columns[3].Name != "create_statement" {
+		t.Fatalf("DESCRIBE KEYSPACE ks WITH INTERNALS = %v, want rows of 4 columns ending in create_statement", resp)
+	}
+	var got []string
+	for _, row := range resp.Rows.Values {
+		got = append(got, string(row[0])+" "+string(row[1])+" "+string(row[2])+": "+strings.SplitN(string(row[3]), " (", 2)[0])
+	}
+	want := []string{"ks keyspace ks: CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3};", "ks table t: CREATE TABLE ks.t"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DESCRIBE KEYSPACE ks WITH INTERNALS rows = %q, want %q", got, want)
 	}
 }
 

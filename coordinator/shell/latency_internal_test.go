@@ -3,6 +3,9 @@ package shell
 import (
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/schema"
 )
 
 func TestLatencyBuckets(t *testing.T) {
@@ -86,5 +89,35 @@ func TestSpeculativeDelay(t *testing.T) {
 	}
 	if d := tl.delay(b, 0, 99, 5*time.Millisecond); d != 5*time.Millisecond {
 		t.Errorf("with 5ms to go the delay is %v, want 5ms", d)
+	}
+}
+
+// TestSpeculationHybrids checks Cassandra 4's MIN(Np,Mms) and MAX(Np,Mms): the shorter or the
+// longer of the percentile's delay and the fixed one.
+func TestSpeculationHybrids(t *testing.T) {
+	s, err := schema.Build("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3};" +
+		"CREATE TABLE ks.lo (k int PRIMARY KEY) WITH speculative_retry = 'MIN(99p,5ms)';" +
+		"CREATE TABLE ks.hi (k int PRIMARY KEY) WITH speculative_retry = 'MAX(99p,5ms)';")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Executor
+	l := e.latency.of(1)
+	for range 50 {
+		e.latency.record(l, 0, 20*time.Millisecond)
+	}
+	pct := e.latency.delay(l, 0, 99, time.Second)
+	if pct < 20*time.Millisecond {
+		t.Fatalf("the 99th percentile delay is %v, want at least 20ms", pct)
+	}
+	for _, tt := range []struct {
+		table string
+		want  time.Duration
+	}{{"lo", 5 * time.Millisecond}, {"hi", pct}} {
+		tb, _ := s.Table("ks", tt.table)
+		kind, d := e.speculation(tb, l, 0, time.Second)
+		if kind != coordinator.SpeculateDelayed || d != tt.want {
+			t.Errorf("%s (%s) speculates %v after %v, want delayed after %v", tt.table, tb.SpeculativeRetry(), kind, d, tt.want)
+		}
 	}
 }

@@ -328,7 +328,14 @@ func (e *Executor) speculation(t *schema.Table, l *latencies, now, remaining tim
 	case schema.SpeculateFixed:
 		return coordinator.SpeculateDelayed, r.Delay
 	}
-	return coordinator.SpeculateDelayed, e.latency.delay(l, now, r.Percentile, remaining/2)
+	d := e.latency.delay(l, now, r.Percentile, remaining/2)
+	switch r.Kind {
+	case schema.SpeculateMin: // Cassandra 4's MIN(Np,Mms)
+		d = min(d, r.Delay)
+	case schema.SpeculateMax:
+		d = max(d, r.Delay)
+	}
+	return coordinator.SpeculateDelayed, d
 }
 
 // readExchange sends one read to each replica. With e set, it keeps the replicas' scores and

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"runtime/debug"
@@ -105,7 +106,10 @@ func (s *Server) execute(c *conn, f cqlwire.Frame, adm AdmittedWrite) (cqlwire.M
 	case *cqlwire.Query:
 		req.consistency = m.Params.Consistency
 		var st coordinator.Statement
-		if st, err = s.statement(c, &m.Params); err == nil {
+		if st, err = s.statement(c, &m.Params); err == nil && m.Params.Names != nil {
+			st.Values, err = s.queryValuesByName(ctx, c, m.Query, &m.Params)
+		}
+		if err == nil {
 			st.Text = m.Query
 			res, err = s.cfg.Executor.Execute(ctx, st)
 		}
@@ -131,7 +135,10 @@ func (s *Server) execute(c *conn, f cqlwire.Frame, adm AdmittedWrite) (cqlwire.M
 			return unprepared(m.ID), nil
 		}
 		var st coordinator.Statement
-		if st, err = s.statement(c, &m.Params); err == nil {
+		if st, err = s.statement(c, &m.Params); err == nil && m.Params.Names != nil {
+			st.Values, err = valuesByName(p.Variables, &m.Params)
+		}
+		if err == nil {
 			st.Prepared = p
 			if adm != nil {
 				res, err = adm.Execute(ctx, st)
@@ -189,11 +196,72 @@ func (s *Server) statement(c *conn, p *cqlwire.QueryParams) (coordinator.Stateme
 	if st.Consistency, err = consistency(p.Consistency); err != nil {
 		return st, err
 	}
-	if p.Names != nil {
-		return st, &coordinator.InvalidError{Err: fmt.Errorf("values bound by name are not supported; bind them by position")}
+	if p.Names == nil { // values bound by name are ordered by the caller (valuesByName)
+		st.Values = values(p.Values)
 	}
-	st.Values = values(p.Values)
 	return st, nil
+}
+
+// queryValuesByName orders the values of a QUERY bound by name (the "names for values"
+// flag): it prepares the statement for its variables' names, then binds as valuesByName.
+func (s *Server) queryValuesByName(ctx context.Context, c *conn, text string, p *cqlwire.QueryParams) ([]coordinator.Value, error) {
+	prep, err := s.cfg.Executor.Prepare(ctx, text, *c.keyspace.Load())
+	if err != nil {
+		return nil, err
+	}
+	return valuesByName(prep.Variables, p)
+}
+
+// valuesByName orders values bound by name as the statement's variables, as Cassandra does:
+// each variable takes the value bound to its name (a named marker's :name, or for ? the
+// column it binds), so that a name used by several markers binds them all. A name matches
+// exactly or, failing that, case-insensitively. A variable without a value, or a value whose
+// name no variable has, is an error naming it.
+func valuesByName(vars []coordinator.Variable, p *cqlwire.QueryParams) ([]coordinator.Value, error) {
+	if len(p.Names) != len(p.Values) {
+		return nil, &coordinator.InvalidError{Err: fmt.Errorf("%d value names for %d values", len(p.Names), len(p.Values))}
+	}
+	find := func(name string) int {
+		for i, n := range p.Names {
+			if n == name {
+				return i
+			}
+		}
+		for i, n := range p.Names {
+			if strings.EqualFold(n, name) {
+				return i
+			}
+		}
+		return -1
+	}
+	used := make([]bool, len(p.Names))
+	out := make([]coordinator.Value, len(vars))
+	for i, v := range vars {
+		j := find(v.Name)
+		if j < 0 {
+			return nil, &coordinator.InvalidError{Err: fmt.Errorf("no value is bound to the name %s (bind marker %d); the statement's markers are %s", v.Name, i, variableNames(vars))}
+		}
+		used[j] = true
+		out[i] = coordinator.Value{Bytes: p.Values[j].Bytes, Unset: p.Values[j].Unset}
+	}
+	for j, u := range used {
+		if !u {
+			return nil, &coordinator.InvalidError{Err: fmt.Errorf("a value is bound to the name %s, which no bind marker has; the statement's markers are %s", p.Names[j], variableNames(vars))}
+		}
+	}
+	return out, nil
+}
+
+// variableNames lists the variables' names for error messages: "k, c, [limit]", or "none".
+func variableNames(vars []coordinator.Variable) string {
+	if len(vars) == 0 {
+		return "none"
+	}
+	names := make([]string, len(vars))
+	for i, v := range vars {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // unpreparedError is an EXECUTE or BATCH naming a prepared id the node does not know.

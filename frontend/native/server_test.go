@@ -288,8 +288,56 @@ func TestQueryTranslatesParameters(t *testing.T) {
 	}
 	e, ok := c.roundTrip(&cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cqlwire.One,
 		Values: []cqlwire.Value{{Bytes: []byte{1}}}, Names: []string{"a"}}}).(*cqlwire.Error)
-	if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "bound by name") {
-		t.Errorf("named values answered %#v, want Invalid", e)
+	if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "a value is bound to the name a, which no bind marker has; the statement's markers are none") {
+		t.Errorf("a value bound to a name the statement lacks answered %#v, want Invalid naming it", e)
+	}
+}
+
+// TestValuesBoundByName checks QUERY's and EXECUTE's values bound by name (the flag 0x40):
+// each of the statement's variables takes the value of its name, whatever the order the
+// client sent them in; a missing name is Invalid, naming it.
+func TestValuesBoundByName(t *testing.T) {
+	vars := []coordinator.Variable{{Name: "k", Type: schema.TypeInt}, {Name: "v", Type: schema.TypeText}, {Name: "k", Type: schema.TypeInt}, {Name: "[limit]", Type: schema.TypeInt}}
+	var got coordinator.Statement
+	exec := &fakeExecutor{
+		execute: func(ctx context.Context, st coordinator.Statement) (coordinator.Result, error) {
+			got = st
+			return coordinator.Result{}, nil
+		},
+		prepare: func(ctx context.Context, text, keyspace string) (*coordinator.Prepared, error) {
+			return &coordinator.Prepared{ID: [16]byte{9}, Text: text, Keyspace: keyspace, Variables: vars}, nil
+		},
+	}
+	_, addr := startServer(t, Config{Executor: exec})
+	c := dial(t, addr)
+	c.startup(nil)
+	named := cqlwire.QueryParams{Consistency: cqlwire.One,
+		Names:  []string{"V", "[limit]", "k"},
+		Values: []cqlwire.Value{{Bytes: []byte("x")}, {Unset: true}, {Bytes: []byte{7}}}}
+	check := func(what string) {
+		t.Helper()
+		if len(got.Values) != 4 || string(got.Values[0].Bytes) != "\x07" || string(got.Values[1].Bytes) != "x" ||
+			string(got.Values[2].Bytes) != "\x07" || !got.Values[3].Unset {
+			t.Errorf("%s bound by name ran with values %+v, want [07] 'x' [07] unset", what, got.Values)
+		}
+	}
+	if m, ok := c.roundTrip(&cqlwire.Query{Query: "SELECT", Params: named}).(*cqlwire.Error); ok {
+		t.Fatalf("QUERY bound by name answered %#v", m)
+	}
+	check("QUERY")
+	got = coordinator.Statement{}
+	prep, ok := c.roundTrip(&cqlwire.Prepare{Query: "SELECT"}).(*cqlwire.PreparedResult)
+	if !ok {
+		t.Fatal("PREPARE failed")
+	}
+	if m, ok := c.roundTrip(&cqlwire.Execute{ID: prep.ID, Params: named}).(*cqlwire.Error); ok {
+		t.Fatalf("EXECUTE bound by name answered %#v", m)
+	}
+	check("EXECUTE")
+	missing := cqlwire.QueryParams{Consistency: cqlwire.One, Names: []string{"k"}, Values: []cqlwire.Value{{Bytes: []byte{7}}}}
+	e, ok := c.roundTrip(&cqlwire.Execute{ID: prep.ID, Params: missing}).(*cqlwire.Error)
+	if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "no value is bound to the name v (bind marker 1); the statement's markers are k, v, k, [limit]") {
+		t.Errorf("EXECUTE missing a name answered %#v, want Invalid naming v", e)
 	}
 }
 

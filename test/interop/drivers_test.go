@@ -38,7 +38,9 @@ type driverConfig struct {
 // (npm's cassandra-driver, pinned in node/package.json) against three kvnode processes: each
 // script connects, discovers the nodes, checks the schema metadata, writes and reads every type
 // through prepared statements, pages, batches, checks its replica placement and routing against
-// kvnode's, and meets the rate limiter (a ConfigurationException in Python, a ResponseError with
+// kvnode's, replays (Python) its own schema export and kvnode's DESCRIBE of a table with
+// Cassandra 3.x and 4.x options on a fresh keyspace, binds values by name (Node.js, which sends
+// them with their names unprepared), and meets the rate limiter (a ConfigurationException in Python, a ResponseError with
 // code 0x2300 in Node.js: neither driver opts in to ScyllaDB's rate-limit error).
 //
 // It skips unless DriversEnv is set; once set, a missing driver fails it.

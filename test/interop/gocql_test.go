@@ -148,6 +148,7 @@ func TestGocql(t *testing.T) {
 	if !t.Run("DDL and schema metadata", func(t *testing.T) { testGocqlDDL(t, session) }) {
 		return
 	}
+	t.Run("schema export replays", func(t *testing.T) { testGocqlExportReplays(t, c, session) })
 	t.Run("every type through prepared statements", func(t *testing.T) { testGocqlTypes(t, session) })
 	t.Run("pages through a partition", func(t *testing.T) { testGocqlPaging(t, session) })
 	t.Run("logged and unlogged batches", func(t *testing.T) { testGocqlBatches(t, session, rec) })
@@ -260,6 +261,18 @@ func testGocqlDDL(t *testing.T, session *gocql.Session) {
 	if !strings.HasSuffix(ks.StrategyClass, "SimpleStrategy") || fmt.Sprint(ks.StrategyOptions["replication_factor"]) != fmt.Sprint(rf) {
 		t.Errorf("gocql sees keyspace %s with strategy %q options %v, want SimpleStrategy with replication_factor %d", keyspace, ks.StrategyClass, ks.StrategyOptions, rf)
 	}
+	// Valid CQL that kvnode does not execute is Invalid (0x2200), naming the feature: not a
+	// syntax error, which drivers and users read as a typo.
+	err = session.Query("CREATE INDEX ON " + keyspace + ".everytype (a_int)").Exec()
+	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "secondary indexes are not supported") {
+		t.Errorf("gocql: CREATE INDEX answered %v, want Invalid (0x2200) saying secondary indexes are not supported", err)
+	}
+	// gocql reads the keyspace's CREATE statements from DESCRIBE KEYSPACE ... WITH INTERNALS, as
+	// Cassandra 4 answers it (a syntax error would make it rebuild them itself). It keeps them
+	// while tables come and go, so they may predate this test's tables.
+	if !strings.HasPrefix(ks.CreateStmts, "CREATE KEYSPACE "+keyspace+" WITH replication") {
+		t.Errorf("gocql's CREATE statements of %s (from DESCRIBE ... WITH INTERNALS) are %q, want the keyspace's first", keyspace, ks.CreateStmts)
+	}
 	// gocql caches a keyspace's tables and learns of new ones from the SCHEMA_CHANGE events the
 	// server pushes (they invalidate the cache table by table, and TableMetadata then reads the
 	// table), so a table created a moment ago may take an event's delivery to appear.
@@ -292,6 +305,92 @@ func testGocqlDDL(t *testing.T, session *gocql.Session) {
 	if got := columnNames(keyed.PartitionKey); !slices.Equal(got, []string{"id", "day"}) {
 		t.Errorf("gocql sees %s.keyed with partition key %v, want [id day]", keyspace, got)
 	}
+}
+
+// testGocqlExportReplays checks that gocql's export of a keyspace (KeyspaceMetadata.ToCQL, which
+// is kvnode's DESCRIBE ... WITH INTERNALS) recreates it on a fresh keyspace: Cassandra's table
+// options as gocql reads them, and kvnode's rate limit.
+func testGocqlExportReplays(t *testing.T, c *proc.Cluster, session *gocql.Session) {
+	ks := keyspace + "_export"
+	exec := func(stmt string) {
+		t.Helper()
+		if err := session.Query(stmt).Exec(); err != nil {
+			t.Fatalf("gocql: %s: %v", stmt, err)
+		}
+	}
+	exec("DROP KEYSPACE IF EXISTS " + ks)
+	exec(fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", ks, rf))
+	exec("CREATE TABLE " + ks + ".opts (k text, c int, v text, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)" +
+		" AND comment = 'exported' AND compaction = {'class': 'LeveledCompactionStrategy', 'sstable_size_in_mb': 160}" +
+		" AND bloom_filter_fp_chance = 0.1 AND min_index_interval = 64 AND speculative_retry = 'MIN(99p,50ms)'" +
+		" AND per_partition_rate_limit = {'max_reads_per_second': 500}")
+	// options reads the table's options as gocql sees them, once the table exists.
+	options := func() gocql.TableMetadataOptions {
+		t.Helper()
+		var opts gocql.TableMetadataOptions
+		poll.Must(t, discoverTimeout, "gocql knows table "+ks+".opts", func() error {
+			tm, err := session.TableMetadata(ks, "opts")
+			if err != nil {
+				return err
+			}
+			opts = tm.Options
+			return nil
+		})
+		return opts
+	}
+	before := options()
+	if before.Comment != "exported" || before.BloomFilterFpChance != 0.1 || before.MinIndexInterval != 64 ||
+		before.SpeculativeRetry != "MIN(99p,50ms)" || before.Compaction["class"] != "org.apache.cassandra.db.compaction.LeveledCompactionStrategy" {
+		t.Errorf("gocql reads the options of %s.opts as %+v", ks, before)
+	}
+	// row reads the options from system_schema.tables, where gocql reads them, without gocql's
+	// metadata cache (which may hold the table's earlier incarnation for a moment).
+	row := func() map[string]any {
+		t.Helper()
+		m := map[string]any{}
+		q := "SELECT comment, compaction, compression, caching, bloom_filter_fp_chance, min_index_interval, speculative_retry, gc_grace_seconds, extensions" +
+			" FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'opts'"
+		if err := session.Query(q, ks).MapScan(m); err != nil {
+			t.Fatalf("gocql: reading the options of %s.opts: %v", ks, err)
+		}
+		return m
+	}
+	want := fmt.Sprint(row())
+	// A new session reads the keyspace's metadata afresh: gocql keeps a keyspace's CREATE
+	// statements while its tables change, so the first session's may predate the table.
+	fresh, err := newGocqlCluster(c.Hosts(), c.CQLPort).CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	km, err := fresh.KeyspaceMetadata(ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := km.ToCQL()
+	if err != nil {
+		t.Fatalf("gocql: exporting %s: %v", ks, err)
+	}
+	exec("DROP KEYSPACE " + ks)
+	for _, stmt := range strings.Split(text, ";\n") {
+		if stmt = strings.TrimSpace(stmt); stmt != "" {
+			exec(stmt)
+		}
+	}
+	if got := fmt.Sprint(row()); got != want {
+		t.Errorf("gocql's export of %s recreated options\n%s\nwant\n%s\nthe export:\n%s", ks, got, want, text)
+	}
+	if !strings.Contains(want, "per_partition_rate_limit:[123 39 109 97 120 95 114 101 97 100 115") { // {'max_reads...
+		t.Errorf("the options of %s.opts lack the rate limit: %s", ks, want)
+	}
+	exec("DROP KEYSPACE " + ks)
+}
+
+// errorFrame is how gocql returns the error codes it has no type of its own for (Invalid,
+// Syntax, ...): its internal error frame, which has GetCode.
+type errorFrame interface {
+	error
+	GetCode() int
 }
 
 func columnNames(cols []*gocql.ColumnMetadata) []string {

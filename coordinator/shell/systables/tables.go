@@ -120,8 +120,10 @@ func define(ks, name string, pk, ck, regular []string, build func(v *view) []map
 
 func tableOptionColumns() []string {
 	return []string{
+		"additional_write_policy", "text",
 		"bloom_filter_fp_chance", "double",
 		"caching", "map<text, text>",
+		"cdc", "boolean",
 		"comment", "text",
 		"compaction", "map<text, text>",
 		"compression", "map<text, text>",
@@ -132,8 +134,10 @@ func tableOptionColumns() []string {
 		"gc_grace_seconds", "int",
 		"id", "uuid",
 		"max_index_interval", "int",
+		"memtable", "text",
 		"memtable_flush_period_in_ms", "int",
 		"min_index_interval", "int",
+		"read_repair", "text",
 		"read_repair_chance", "double",
 		"speculative_retry", "text",
 	}
@@ -390,34 +394,27 @@ func keyspaceRows(v *view) []map[string][]byte {
 }
 
 // tableOptions are the nominal table options every table reports (Cassandra 3.0's defaults, which
-// drivers expect; kvnode's storage is pebble, which takes none of them), plus the per-table ones.
+// drivers expect, and the compatibility options' defaults), plus the per-table ones.
 func tableOptions(ks, name string, id uint64, rl schema.RateLimit) map[string][]byte {
 	ext := []kv{}
 	if !rl.IsZero() {
 		ext = append(ext, kv{schema.OptionRateLimit, rl.String()})
 	}
-	return map[string][]byte{
-		"keyspace_name":          encText(ks),
-		"table_name":             encText(name),
-		"bloom_filter_fp_chance": encDouble(0.01),
-		"caching":                encMap(kv{"keys", "ALL"}, kv{"rows_per_partition", "NONE"}),
-		"comment":                encText(""),
-		"compaction": encMap(kv{"class", "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy"},
-			kv{"max_threshold", "32"}, kv{"min_threshold", "4"}),
-		"compression":                 encMap(kv{"chunk_length_in_kb", "64"}, kv{"class", "org.apache.cassandra.io.compress.LZ4Compressor"}),
-		"crc_check_chance":            encDouble(1),
-		"dclocal_read_repair_chance":  encDouble(0),
-		"default_time_to_live":        encInt(0),
-		"extensions":                  encMap(ext...),
-		"flags":                       encTextSet([]string{"compound"}),
-		"gc_grace_seconds":            encInt(864000),
-		"id":                          encUUID(tableUUID(ks, name, id)),
-		"max_index_interval":          encInt(2048),
-		"memtable_flush_period_in_ms": encInt(0),
-		"min_index_interval":          encInt(128),
-		"read_repair_chance":          encDouble(0),
-		"speculative_retry":           encText(schema.DefaultSpeculativeRetry().String()),
+	row := map[string][]byte{
+		"keyspace_name":        encText(ks),
+		"table_name":           encText(name),
+		"default_time_to_live": encInt(0),
+		"extensions":           encMap(ext...),
+		"flags":                encTextSet([]string{"compound"}),
+		"gc_grace_seconds":     encInt(864000),
+		"id":                   encUUID(tableUUID(ks, name, id)),
+		"speculative_retry":    encText(schema.DefaultSpeculativeRetry().String()),
 	}
+	for _, n := range schema.CompatOptionNames() {
+		v, _ := schema.DefaultOption(n)
+		row[n] = encOption(v)
+	}
+	return row
 }
 
 func tableRows(v *view) []map[string][]byte {
@@ -440,6 +437,10 @@ func tableRows(v *view) []map[string][]byte {
 			row["gc_grace_seconds"] = encInt(int32(t.GCGraceSeconds())) // at most 2^31-1
 			row["speculative_retry"] = encText(t.SpeculativeRetry().String())
 			row["default_time_to_live"] = encInt(t.DefaultTTL())
+			for _, name := range schema.CompatOptionNames() {
+				v, _ := t.Option(name)
+				row[name] = encOption(v)
+			}
 			rows = append(rows, row)
 		}
 	}
@@ -529,4 +530,26 @@ func scyllaTableRows(v *view) []map[string][]byte {
 		}
 	}
 	return rows
+}
+
+// encOption encodes a table's compatibility option as system_schema.tables' column of its
+// kind (text, double, int, boolean or map<text, text>) holds it.
+func encOption(v schema.OptionValue) []byte {
+	switch v.Kind {
+	case schema.OptionText:
+		return encText(v.Text)
+	case schema.OptionDouble:
+		return encDouble(v.Num)
+	case schema.OptionInt:
+		return encInt(int32(v.Num)) // at most 2^31-1
+	case schema.OptionBool:
+		return encBool(v.Bool)
+	case schema.OptionMap:
+		es := make([]kv, len(v.Map))
+		for i, e := range v.Map {
+			es[i] = kv{e[0], e[1]}
+		}
+		return encMap(es...)
+	}
+	return nil
 }

@@ -155,6 +155,25 @@ class Steps {
     }
   }
 
+  async named_values() {
+    const { client, ks } = this;
+    // Unprepared with an object, the driver sends the values with their names (flag 0x40);
+    // prepared, it orders them by the markers' names itself.
+    await client.execute(`INSERT INTO ${ks}.routed (k) VALUES (:k)`, { k: 'named' }, { prepare: false });
+    await client.execute(`UPDATE ${ks}.routed SET v = :v WHERE k = :k`, { v: 42, k: 'named' }, { prepare: true });
+    const rs = await client.execute(`SELECT k, v FROM ${ks}.routed WHERE k = :key`, { key: 'named' }, { prepare: false });
+    check(rs.rows.length === 1 && rs.rows[0].k === 'named' && rs.rows[0].v === 42,
+      `the row written and read with values bound by name is ${JSON.stringify(rs.rows)}, want k named, v 42`);
+    let err = null;
+    try {
+      await client.execute(`SELECT k FROM ${ks}.routed WHERE k = :key`, { nope: 'named' }, { prepare: false });
+    } catch (e) {
+      err = e;
+    }
+    check(err !== null && err.code === 0x2200 && /no value is bound to the name key/.test(err.message),
+      `a value bound to a name the statement lacks answered ${err}, want Invalid naming the marker key`);
+  }
+
   async every_type() {
     const { client, ks } = this;
     const ts = new Date(Date.UTC(2026, 10, 24, 5, 30, 1, 123)); // timestamps keep milliseconds
@@ -367,7 +386,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'every_type', 'paging', 'batches', 'expiring_data', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
   let passed = 0;
   let failed = 0;
   try {

@@ -135,6 +135,44 @@ class Steps:
             check(col.cql_type == typ, "everytype.%s has type %r in the metadata, want %r" % (name, col.cql_type, typ))
         check("CREATE TABLE %s.everytype" % ks in table.export_as_string(), "the table's CQL export is %r" % table.export_as_string())
 
+    def schema_export_replays(self):
+        """The driver's export of a keyspace, and kvnode's own DESCRIBE of it, recreate it on a
+        fresh keyspace: table options of Cassandra 3.x and 4.x, limits included in kvnode's."""
+        s, ks = self.session, self.ks + "_export"
+        s.execute("DROP KEYSPACE IF EXISTS %s" % ks)
+        s.execute("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}" % (ks, self.cfg["rf"]))
+        s.execute("CREATE TABLE %s.opts (k text, c int, v text, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC) "
+                  "AND comment = 'exported' AND compaction = {'class': 'LeveledCompactionStrategy'} "
+                  "AND caching = {'keys': 'NONE'} AND bloom_filter_fp_chance = 0.1 AND gc_grace_seconds = 3600 "
+                  "AND read_repair = 'NONE' AND additional_write_policy = '50ms' AND speculative_retry = 'NEVER' "
+                  "AND per_partition_rate_limit = {'max_writes_per_second': 1000}" % ks)
+        self.cluster.refresh_schema_metadata(max_schema_agreement_wait=TIMEOUT)
+        table = self.cluster.metadata.keyspaces[ks].tables["opts"]
+        opts = table.options
+        check(opts.get("comment") == "exported" and opts.get("bloom_filter_fp_chance") == 0.1
+              and opts.get("gc_grace_seconds") == 3600 and opts.get("speculative_retry") == "NONE"
+              and opts.get("compaction", {}).get("class") == "org.apache.cassandra.db.compaction.LeveledCompactionStrategy"
+              and opts.get("caching") == {"keys": "NONE", "rows_per_partition": "NONE"},
+              "the driver reads the table's options as %r" % opts)
+        exported = self.cluster.metadata.keyspaces[ks].export_as_string()
+        described = "\n".join(r.create_statement for r in s.execute("DESCRIBE KEYSPACE %s WITH INTERNALS" % ks))
+        for source, text in [("the driver's export", exported), ("kvnode's DESCRIBE", described)]:
+            s.execute("DROP KEYSPACE %s" % ks)
+            for stmt in [x.strip() for x in text.split(";\n") if x.strip()]:
+                try:
+                    s.execute(stmt)
+                except Exception as e:
+                    raise AssertionError("%s does not replay: %s\nfailed on:\n%s" % (source, e, stmt))
+            self.cluster.refresh_schema_metadata(max_schema_agreement_wait=TIMEOUT)
+            again = self.cluster.metadata.keyspaces[ks].tables["opts"]
+            check(again.options == opts and [c.name for c in again.clustering_key] == ["c"],
+                  "%s recreated options %r, want %r" % (source, again.options, opts))
+            limit = s.execute("SELECT extensions FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'opts'", [ks]).one()
+            want_limit = source == "kvnode's DESCRIBE"  # the driver's export knows only Cassandra's options
+            check(("per_partition_rate_limit" in (limit.extensions or {})) == want_limit,
+                  "after replaying %s the table's extensions are %r" % (source, limit.extensions))
+        s.execute("DROP KEYSPACE %s" % ks)
+
     def every_type(self):
         s, ks = self.session, self.ks
         ts = datetime.datetime(2026, 11, 24, 5, 30, 1, 123000)  # naive datetimes are UTC; timestamps keep milliseconds
@@ -302,7 +340,7 @@ def main():
     import cassandra
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
-    plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.every_type, steps.paging,
+    plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.schema_export_replays, steps.every_type, steps.paging,
             steps.batches, steps.expiring_data, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution]
     passed = failed = 0
     try:

@@ -1,0 +1,366 @@
+package cql
+
+import "strings"
+
+// The refusals of valid Cassandra 4.1 CQL that kvnode does not execute.
+//
+// Every statement and clause of Cassandra's CQL is recognised by its leading
+// words, so that a valid statement kvnode does not run is refused with an
+// error naming the feature ("materialized views are not supported",
+// Error.Unsupported), which front ends answer as Invalid, never as a syntax
+// error: a user can tell a missing feature from a typo. The words are
+// recognised where the grammar expects them and are not keywords, so that
+// columns named index, type or json keep working.
+
+// refuseCreate refuses CREATE of an object kvnode does not have; the current
+// word follows CREATE. It returns when the word is none of them.
+func (p *parser) refuseCreate() {
+	pos := p.pos
+	switch {
+	case p.isWord("MATERIALIZED"):
+		p.unsupported(pos, "materialized views are not supported")
+	case p.isWord("INDEX"):
+		p.unsupported(pos, "secondary indexes are not supported")
+	case p.isWord("CUSTOM"):
+		p.unsupported(pos, "custom (SASI and storage-attached) indexes are not supported")
+	case p.isWord("TYPE"):
+		p.unsupported(pos, "user-defined types are not supported")
+	case p.isWord("FUNCTION"):
+		p.unsupported(pos, "user-defined functions are not supported")
+	case p.isWord("AGGREGATE"):
+		p.unsupported(pos, "user-defined aggregates are not supported")
+	case p.isWord("OR"):
+		p.next()
+		if p.isWord("REPLACE") {
+			p.next()
+			if p.isWord("AGGREGATE") {
+				p.unsupported(pos, "user-defined aggregates are not supported")
+			}
+			p.unsupported(pos, "user-defined functions are not supported")
+		}
+		p.errorExpected("'REPLACE'")
+	case p.isWord("TRIGGER"):
+		p.unsupported(pos, "triggers are not supported")
+	}
+}
+
+// refuseDrop refuses DROP of an object kvnode does not have; the current
+// word follows DROP.
+func (p *parser) refuseDrop() {
+	pos := p.pos
+	switch {
+	case p.isWord("MATERIALIZED"):
+		p.unsupported(pos, "materialized views are not supported")
+	case p.isWord("INDEX"):
+		p.unsupported(pos, "secondary indexes are not supported")
+	case p.isWord("TYPE"):
+		p.unsupported(pos, "user-defined types are not supported")
+	case p.isWord("FUNCTION"):
+		p.unsupported(pos, "user-defined functions are not supported")
+	case p.isWord("AGGREGATE"):
+		p.unsupported(pos, "user-defined aggregates are not supported")
+	case p.isWord("TRIGGER"):
+		p.unsupported(pos, "triggers are not supported")
+	}
+}
+
+// refuseAlter refuses ALTER of what kvnode cannot alter; the current token
+// follows ALTER.
+func (p *parser) refuseAlter() {
+	pos := p.pos
+	switch {
+	case p.tok == KEYSPACE:
+		p.unsupported(pos, "ALTER KEYSPACE is not supported: a keyspace's replication and durable_writes are fixed when it is created")
+	case p.isWord("MATERIALIZED"):
+		p.unsupported(pos, "materialized views are not supported")
+	case p.isWord("TYPE"):
+		p.unsupported(pos, "user-defined types are not supported")
+	}
+}
+
+// parseOtherStatement parses a statement that starts with a word that is not
+// a keyword (TRUNCATE, GRANT, REVOKE, LIST); nil when the word starts none.
+func (p *parser) parseOtherStatement(start Pos) Statement {
+	if p.isWord("TRUNCATE") {
+		p.next()
+		return p.parseTruncate(start)
+	}
+	return p.parseAuthStatement(start)
+}
+
+// refuseConditions refuses the IF clause of lightweight transactions:
+// INSERT ... IF NOT EXISTS, UPDATE and DELETE ... IF EXISTS or IF conditions.
+func (p *parser) refuseConditions() {
+	if p.tok != IF {
+		return
+	}
+	pos := p.pos
+	p.next()
+	if p.tok == NOT || p.tok == EXISTS || p.isIdent() {
+		p.unsupported(pos, "lightweight transactions (IF conditions) are not supported")
+	}
+	p.errorExpected("'NOT EXISTS', 'EXISTS' or a condition")
+}
+
+// refuseInsertJSON refuses INSERT INTO t JSON '...'; the current word follows the
+// table's name.
+func (p *parser) refuseInsertJSON() {
+	if p.isWord("JSON") {
+		p.unsupported(p.pos, "INSERT JSON is not supported")
+	}
+}
+
+// parseSelectModifier reads the word after SELECT when it is JSON or
+// DISTINCT, which kvnode refuses. Such a word may also be a column's name
+// (SELECT json FROM t, SELECT distinct, v FROM t): then it returns that
+// column, with ok set.
+func (p *parser) parseSelectModifier() (col Ident, ok bool) {
+	if !p.isWord("JSON") && !p.isWord("DISTINCT") {
+		return Ident{}, false
+	}
+	pos, word := p.pos, p.lit
+	p.next()
+	if p.tok == FROM || p.tok == COMMA {
+		return Ident{NamePos: pos, Name: strings.ToLower(word)}, true
+	}
+	if strings.EqualFold(word, "JSON") {
+		p.unsupported(pos, "SELECT JSON is not supported")
+	}
+	p.unsupported(pos, "SELECT DISTINCT is not supported")
+	return Ident{}, false
+}
+
+// refuseSelectorTail refuses what may follow a selector besides ',' and FROM:
+// a collection element or field selection, arithmetic, an alias (AS).
+func (p *parser) refuseSelectorTail() {
+	switch p.tok {
+	case LBRACKET, DOT:
+		p.unsupported(p.pos, "selecting collection elements or fields is not supported")
+	case PLUS, MINUS, STAR, SLASH, PERCENT:
+		p.unsupported(p.pos, "arithmetic operators are not supported")
+	}
+	if p.isWord("AS") {
+		p.unsupported(p.pos, "selector aliases (AS) are not supported")
+	}
+}
+
+// parseSelectorCall refuses a function call in a SELECT clause, name(...),
+// other than WRITETIME and TTL (parseSelector); the current token is the '('.
+func (p *parser) parseSelectorCall(name Ident) {
+	switch strings.ToLower(name.Name) {
+	case "count", "min", "max", "sum", "avg":
+		p.unsupported(name.NamePos, "aggregate functions (%s) are not supported", strings.ToUpper(name.Name))
+	case "cast":
+		p.unsupported(name.NamePos, "CAST is not supported")
+	case "maxwritetime":
+		p.unsupported(name.NamePos, "%s is not supported", strings.ToUpper(name.Name))
+	}
+	p.unsupported(name.NamePos, "function calls (%s) are not supported", name.Name)
+}
+
+// refuseSelectClauses refuses GROUP BY and PER PARTITION LIMIT, which come
+// after WHERE in a SELECT.
+func (p *parser) refuseSelectClauses() {
+	switch {
+	case p.isWord("GROUP"):
+		p.unsupported(p.pos, "GROUP BY is not supported")
+	case p.isWord("PER"):
+		p.unsupported(p.pos, "PER PARTITION LIMIT is not supported")
+	}
+}
+
+// refuseRelationStart refuses a WHERE relation on a tuple of columns ((a, b)
+// > (1, 2)), at its start.
+func (p *parser) refuseRelationStart() {
+	if p.tok == LPAREN {
+		p.unsupported(p.pos, "multi-column restrictions ((a, b) > (...)) are not supported")
+	}
+}
+
+// refuseOperator refuses a WHERE relation's operator kvnode does not
+// execute, or what is on its left besides a column: a function call
+// (token(k) > 0), a collection's element or a field; the current token
+// follows col, the relation's first name.
+func (p *parser) refuseOperator(col Ident) {
+	pos := p.pos
+	switch {
+	case p.tok == LPAREN && col.Name == "token":
+		p.unsupported(col.NamePos, "token() restrictions are not supported")
+	case p.tok == LPAREN:
+		p.unsupported(col.NamePos, "function calls in restrictions are not supported")
+	case p.tok == LBRACKET || p.tok == DOT:
+		p.unsupported(pos, "restrictions on collection elements or fields are not supported")
+	case p.isWord("IN"):
+		p.unsupported(pos, "IN restrictions are not supported")
+	case p.isWord("CONTAINS"):
+		p.unsupported(pos, "CONTAINS restrictions are not supported")
+	case p.isWord("LIKE"):
+		p.unsupported(pos, "LIKE restrictions are not supported")
+	case p.tok == NEQ:
+		p.unsupported(pos, "!= restrictions are not supported")
+	case p.isWord("IS"):
+		p.unsupported(pos, "IS NOT NULL restrictions are only for materialized views, which are not supported")
+	}
+}
+
+// refuseAssignment refuses the left side of an UPDATE assignment that is
+// not a plain column: an element of a collection (c[k] = v) or a field of a
+// user-defined type (c.f = v); the current token follows the column's name.
+func (p *parser) refuseAssignment() {
+	if p.tok == LBRACKET || p.tok == DOT {
+		p.unsupported(p.pos, "setting collection elements or fields is not supported")
+	}
+}
+
+// refuseDeletion refuses deleting a collection element or a field
+// (DELETE c[k] FROM ...); the current token follows the column's name.
+func (p *parser) refuseDeletion() {
+	if p.tok == LBRACKET || p.tok == DOT {
+		p.unsupported(p.pos, "deleting collection elements or fields is not supported")
+	}
+}
+
+// refuseTerm refuses a value kvnode does not read, at the start of a term:
+// list, tuple and user-defined type literals, type hints and function calls.
+// It returns when the term may be one kvnode reads.
+func (p *parser) refuseTerm() {
+	pos := p.pos
+	switch p.tok {
+	case LBRACKET:
+		p.unsupported(pos, "list literals are not supported")
+	case LPAREN:
+		p.unsupported(pos, "tuple literals and type hints ((type) value) are not supported")
+	case DURATION:
+		p.unsupported(pos, "duration values are not supported")
+	case IDENT:
+		name := p.lit
+		if isISODuration(name) {
+			p.unsupported(pos, "duration values are not supported")
+		}
+		p.next()
+		switch p.tok {
+		case LPAREN:
+			p.unsupported(pos, "function calls (%s) are not supported", name)
+		case PLUS, MINUS:
+			p.unsupported(pos, "counter and collection updates (c = c + ...) are not supported")
+		}
+		p.errorf(pos, "expected value, found %s", describe(IDENT, name))
+	}
+}
+
+// refuseOperation refuses arithmetic after a term (c = 1 + c, x - 2d).
+func (p *parser) refuseOperation() {
+	switch p.tok {
+	case PLUS, MINUS, STAR, SLASH, PERCENT:
+		p.unsupported(p.pos, "arithmetic operators and counter or collection updates are not supported")
+	}
+}
+
+// refuseMapKey refuses the literals that share their braces with maps: a
+// user-defined type's ({name: 'x'}), the current token being the first key.
+func (p *parser) refuseMapKey() {
+	if p.tok == IDENT || p.tok == QIDENT {
+		p.unsupported(p.pos, "user-defined type literals are not supported")
+	}
+}
+
+// refuseSet refuses a set literal ({1, 2}): the current token follows the
+// first element.
+func (p *parser) refuseSet(lbrace Pos) {
+	if p.tok == COMMA || p.tok == RBRACE {
+		p.unsupported(lbrace, "set literals are not supported")
+	}
+}
+
+// refuseColumnOption refuses what may follow a column's type in CREATE TABLE
+// besides PRIMARY KEY: STATIC, and 5.0's MASKED WITH.
+func (p *parser) refuseColumnOption() {
+	switch {
+	case p.isWord("STATIC"):
+		p.unsupported(p.pos, "static columns are not supported")
+	case p.isWord("MASKED"):
+		p.unsupported(p.pos, "column masks are not supported")
+	}
+}
+
+// refuseTableOption refuses the items of a WITH clause that are not name =
+// value: CREATE TABLE's COMPACT STORAGE, CREATE ROLE's HASHED PASSWORD and
+// ACCESS TO DATACENTERS. name is the item's first word, already read.
+func (p *parser) refuseTableOption(name Ident) {
+	if name.Name == "compact" && p.isWord("STORAGE") {
+		p.unsupported(name.NamePos, "COMPACT STORAGE is not supported")
+	}
+	if name.Name == "hashed" && p.isWord("PASSWORD") {
+		p.unsupported(name.NamePos, "HASHED PASSWORD is not supported: set the password itself")
+	}
+	if name.Name == "access" && p.isWord("TO") {
+		p.unsupported(name.NamePos, "ACCESS TO DATACENTERS is not supported")
+	}
+}
+
+// refuseRoleGrant refuses GRANT role TO role and REVOKE role FROM role: the
+// current token, where a permission was expected, is a role's name. It
+// returns, without consuming anything, when the token is not a name followed
+// by TO or FROM.
+func (p *parser) refuseRoleGrant() {
+	if p.tok != IDENT && p.tok != QIDENT && p.tok != STRING {
+		return
+	}
+	pos, tok, lit := p.pos, p.tok, p.lit
+	p.next()
+	if p.isWord("TO") || p.tok == FROM {
+		p.unsupported(pos, "granting roles to roles is not supported")
+	}
+	if tok == IDENT {
+		p.errorf(pos, "expected permission (SELECT, MODIFY, ALTER, CREATE, DROP, AUTHORIZE or ALL PERMISSIONS), found %s", describe(tok, lit))
+	}
+	p.errorf(pos, "expected permission, found %s", describe(tok, lit))
+}
+
+// refuseDescribe refuses the DESCRIBE forms kvnode does not answer; the
+// current token follows DESCRIBE and is none of the kinds it answers.
+func (p *parser) refuseDescribe() {
+	pos := p.pos
+	switch {
+	case p.isWord("ONLY"):
+		p.unsupported(pos, "DESCRIBE ONLY KEYSPACE is not supported: DESCRIBE KEYSPACE gives the keyspace and its tables")
+	case p.isWord("TYPE") || p.isWord("TYPES"):
+		p.unsupported(pos, "user-defined types are not supported")
+	case p.isWord("FUNCTION") || p.isWord("FUNCTIONS"):
+		p.unsupported(pos, "user-defined functions are not supported")
+	case p.isWord("AGGREGATE") || p.isWord("AGGREGATES"):
+		p.unsupported(pos, "user-defined aggregates are not supported")
+	case p.isWord("INDEX"):
+		p.unsupported(pos, "secondary indexes are not supported")
+	case p.isWord("MATERIALIZED"):
+		p.unsupported(pos, "materialized views are not supported")
+	case p.isIdent():
+		p.unsupported(pos, "DESCRIBE of a name without its kind is not supported: write DESCRIBE KEYSPACE %s or DESCRIBE TABLE %s", p.lit, p.lit)
+	}
+}
+
+// isISODuration reports whether an identifier is an ISO 8601 duration, which CQL reads as a
+// duration value: P, then digits and the letters of the units (P1Y2M10DT2H30M, P2W).
+func isISODuration(s string) bool {
+	if len(s) < 3 || s[0] != 'P' && s[0] != 'p' {
+		return false
+	}
+	digits := false
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			digits = true
+		case strings.IndexByte("YMWDTHSymwdths", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return digits
+}
+
+// refuseNoRecursive refuses NORECURSIVE at the end of LIST ROLES and LIST PERMISSIONS.
+func (p *parser) refuseNoRecursive() {
+	if p.isWord("NORECURSIVE") {
+		p.unsupported(p.pos, "NORECURSIVE is not supported: roles are not granted to roles")
+	}
+}
