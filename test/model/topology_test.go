@@ -35,7 +35,8 @@ func sameRing(ctx context.Context, tc *localcluster.Cluster) error {
 }
 
 // TestModelTopology runs a seeded history against an in-process cluster whose topology changes
-// in the middle of it: a node joins (it bootstraps), a node is decommissioned, a node is killed
+// in the middle of it: a node joins (it bootstraps), a table is truncated and a column of
+// another dropped and added again (evolve), a node is decommissioned, a node is killed
 // (node.Node.Kill: its requests cut, no leave message, as SIGKILL does) and removed with
 // removenode, and another node joins. Every read is checked against the same
 // reference model as TestModel, and at the end every partition is read at ALL through every node
@@ -138,6 +139,9 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 
 	run(p.Next(ops / 6))
 	during("a node joined", func() error { _, err := tc.Add(ctx); return err })
+	// Truncated and dropped data must stay gone through the decommission, removenode and
+	// bootstrap that follow, which stream every range.
+	evolve(t, p, tc.Node(live).Client(), seed)
 	during(fmt.Sprintf("node %d decommissioned", gone+1), func() error {
 		_, err := tc.Node(gone).Node().Decommission(ctx)
 		return err
