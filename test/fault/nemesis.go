@@ -416,13 +416,13 @@ func (k *Corrupt) Start(ctx context.Context, c *Cluster) error {
 	}
 	k.Damaged = fmt.Sprintf("%s (%d bytes) at offset %d", filepath.Base(newest), size, size/2)
 	err = n.Start()
-	if err != nil && k.File == "wal" {
-		// Expected: a node refuses to start on a log damaged in the middle. Heal brings it back
-		// the way docs/operations.md says.
+	if err != nil {
+		// Expected: a node refuses to start on a log damaged in the middle, or on a corrupt
+		// sstable. Heal brings it back the way docs/operations.md says.
 		k.Refused = err
 		return nil
 	}
-	return err
+	return nil
 }
 
 // Heal makes sure the node runs. A node that refused to start on its damaged log is brought
@@ -433,6 +433,9 @@ func (k *Corrupt) Heal(ctx context.Context, c *Cluster) error {
 	n := c.Node(k.Node)
 	if k.Refused == nil || n.Running() {
 		return ensureRunning(n)
+	}
+	if k.File == "sst" {
+		return k.replace(ctx, c)
 	}
 	n.ExtraArgs = append(n.ExtraArgs, startDespiteCorruptLog)
 	defer func() {
@@ -450,6 +453,49 @@ func (k *Corrupt) Heal(ctx context.Context, c *Cluster) error {
 		return nil
 	})
 	return err
+}
+
+// replace brings back a node that refused to start on a corrupt sstable as docs/operations.md
+// says ("Replacing a node"): kvnode removenode of its old identity, run on another node (from
+// that node's namespace: without logins, topology changes are taken only from the node's own
+// host), then a new node with an empty data directory at the same address, which bootstraps
+// its ranges from the others.
+func (k *Corrupt) replace(ctx context.Context, c *Cluster) error {
+	n := c.Node(k.Node)
+	if len(n.Seeds) == 0 {
+		return fmt.Errorf("n%d is the seed node: a replacement would start a cluster of its own", k.Node+1)
+	}
+	via := (k.Node + 1) % c.Size()
+	addr := net.JoinHostPort(NodeIP(via), strconv.Itoa(GRPCPort))
+	err := poll.Until(ctx, 2*time.Minute, fmt.Sprintf("n%d removed", k.Node+1), func() error {
+		out, err := c.NS[via].Exec(ctx, "", n.Binary, "removenode", "--addr", addr, n.ID)
+		if err != nil {
+			return fmt.Errorf("kvnode removenode %s through n%d: %w: %s", n.ID, via+1, err, lastLines(out, 5))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(n.DataDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(n.DataDir, e.Name())); err != nil {
+			return err
+		}
+	}
+	n.ID = "" // a new identity
+	if err := n.Start(); err != nil {
+		return fmt.Errorf("start the replacement of n%d: %w", k.Node+1, err)
+	}
+	// The read-backs at ALL need it to have bootstrapped: every node up and normal.
+	out, err := c.Switch.Exec(ctx, "", n.Binary, "status", "--addr", addr, "--wait-nodes", strconv.Itoa(c.Size()), "--wait", "3m")
+	if err != nil {
+		return fmt.Errorf("the replacement of n%d did not join: %w: %s", k.Node+1, err, lastLines(out, 8))
+	}
+	return nil
 }
 
 // startDespiteCorruptLog is the serve flag that starts a node on a damaged log.
