@@ -71,18 +71,26 @@ func parseRepairFlags(args []string, help io.Writer) (repairConfig, error) {
 		return c, cliflags.Usagef("repair: --timeout %v is not positive", c.timeout)
 	}
 	if target != "" {
-		st, err := cql.ParseStatement("DESCRIBE TABLE " + target)
-		d, ok := st.(*cql.DescribeStmt)
-		if err != nil || !ok || d.Kind != cql.DescribeTable {
-			return c, cliflags.Usagef("repair: %q is not a keyspace or keyspace.table", target)
-		}
-		if d.Table.Keyspace.Name == "" {
-			c.keyspace = d.Table.Name.Name
-		} else {
-			c.keyspace, c.table = d.Table.Keyspace.Name, d.Table.Name.Name
+		var err error
+		if c.keyspace, c.table, err = parseTarget("repair", target); err != nil {
+			return c, err
 		}
 	}
 	return c, nil
+}
+
+// parseTarget reads the KEYSPACE or KEYSPACE.TABLE argument of command cmd (repair,
+// snapshot), with CQL's quoting and case rules; table is empty for a keyspace.
+func parseTarget(cmd, target string) (keyspace, table string, err error) {
+	st, err := cql.ParseStatement("DESCRIBE TABLE " + target)
+	d, ok := st.(*cql.DescribeStmt)
+	if err != nil || !ok || d.Kind != cql.DescribeTable {
+		return "", "", cliflags.Usagef("%s: %q is not a keyspace or keyspace.table", cmd, target)
+	}
+	if d.Table.Keyspace.Name == "" {
+		return d.Table.Name.Name, "", nil
+	}
+	return d.Table.Keyspace.Name, d.Table.Name.Name, nil
 }
 
 // runRepair is `kvnode repair`.

@@ -137,15 +137,9 @@ func parseSnapshotFlags(args []string, help io.Writer) (snapshotConfig, error) {
 		return c, cliflags.Usagef("snapshot: unexpected argument %q: give at most one KEYSPACE or KEYSPACE.TABLE", rest[1])
 	}
 	if len(rest) == 1 {
-		st, err := cql.ParseStatement("DESCRIBE TABLE " + rest[0])
-		d, ok := st.(*cql.DescribeStmt)
-		if err != nil || !ok || d.Kind != cql.DescribeTable {
-			return c, cliflags.Usagef("snapshot: %q is not a keyspace or keyspace.table", rest[0])
-		}
-		if d.Table.Keyspace.Name == "" {
-			c.keyspace = d.Table.Name.Name
-		} else {
-			c.keyspace, c.table = d.Table.Keyspace.Name, d.Table.Name.Name
+		var err error
+		if c.keyspace, c.table, err = parseTarget("snapshot", rest[0]); err != nil {
+			return c, err
 		}
 	}
 	return c, nil
