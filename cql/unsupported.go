@@ -144,20 +144,6 @@ func (p *parser) refuseSelectorTail() {
 	}
 }
 
-// parseSelectorCall refuses a function call in a SELECT clause, name(...),
-// other than WRITETIME and TTL (parseSelector); the current token is the '('.
-func (p *parser) parseSelectorCall(name Ident) {
-	switch strings.ToLower(name.Name) {
-	case "count", "min", "max", "sum", "avg":
-		p.unsupported(name.NamePos, "aggregate functions (%s) are not supported", strings.ToUpper(name.Name))
-	case "cast":
-		p.unsupported(name.NamePos, "CAST is not supported")
-	case "maxwritetime":
-		p.unsupported(name.NamePos, "%s is not supported", strings.ToUpper(name.Name))
-	}
-	p.unsupported(name.NamePos, "function calls (%s) are not supported", name.Name)
-}
-
 // refuseSelectClauses refuses GROUP BY and PER PARTITION LIMIT, which come
 // after WHERE in a SELECT.
 func (p *parser) refuseSelectClauses() {
@@ -221,7 +207,8 @@ func (p *parser) refuseDeletion() {
 }
 
 // refuseTerm refuses a value kvnode does not read, at the start of a term:
-// list, tuple and user-defined type literals, type hints and function calls.
+// list, tuple and user-defined type literals, type hints and durations
+// (parseCallTerm refuses what starts with an identifier).
 // It returns when the term may be one kvnode reads.
 func (p *parser) refuseTerm() {
 	pos := p.pos
@@ -232,19 +219,6 @@ func (p *parser) refuseTerm() {
 		p.unsupported(pos, "tuple literals and type hints ((type) value) are not supported")
 	case DURATION:
 		p.unsupported(pos, "duration values are not supported")
-	case IDENT:
-		name := p.lit
-		if isISODuration(name) {
-			p.unsupported(pos, "duration values are not supported")
-		}
-		p.next()
-		switch p.tok {
-		case LPAREN:
-			p.unsupported(pos, "function calls (%s) are not supported", name)
-		case PLUS, MINUS:
-			p.unsupported(pos, "counter and collection updates (c = c + ...) are not supported")
-		}
-		p.errorf(pos, "expected value, found %s", describe(IDENT, name))
 	}
 }
 
