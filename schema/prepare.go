@@ -118,7 +118,7 @@ type Read struct {
 	// exprs has, for a cql.SelectExpr item, its compiled selector.
 	exprs  []*expr
 	binder *binder
-	Limit int // the most rows to return; 0 means no limit
+	Limit  int // the most rows to return; 0 means no limit
 	// Reversed is set when ORDER BY asks for the reverse of the table's
 	// clustering order: rows are returned, and Limit counts them, from the
 	// last row of the range backwards.
