@@ -284,23 +284,30 @@ func (c *compiler) call(x *cql.FuncCall, want Type) (*expr, error) {
 		}
 		args[i] = e
 	}
+	// The overloads the arguments fit exactly, else those whose argument types take the
+	// arguments' values (Cassandra's WEAKLY_ASSIGNABLE: a timestamp for a bigint).
 	var fits []*function
-	for i := range fs {
-		f := &fs[i]
-		if len(f.args) != len(x.Args) {
-			continue
-		}
-		ok := true
-		for j, a := range x.Args {
-			if args[j] != nil {
-				ok = ok && args[j].typ == f.args[j]
-			} else if lit := a.(*cql.Literal); lit.Kind != cql.LitBind {
-				_, mismatch, err := literalValue(f.args[j], lit)
-				ok = ok && !mismatch && err == nil
+	for _, exact := range []bool{true, false} {
+		for i := range fs {
+			f := &fs[i]
+			if len(f.args) != len(x.Args) {
+				continue
+			}
+			ok := true
+			for j, a := range x.Args {
+				if args[j] != nil {
+					ok = ok && (args[j].typ == f.args[j] || !exact && assignable(f.args[j], args[j].typ))
+				} else if lit := a.(*cql.Literal); lit.Kind != cql.LitBind {
+					_, mismatch, err := literalValue(f.args[j], lit)
+					ok = ok && !mismatch && err == nil
+				}
+			}
+			if ok {
+				fits = append(fits, f)
 			}
 		}
-		if ok {
-			fits = append(fits, f)
+		if len(fits) > 0 {
+			break
 		}
 	}
 	if len(fits) != 1 {

@@ -1,6 +1,7 @@
 package shell_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,6 +75,12 @@ func TestFunctionSelectorsResultMetadata(t *testing.T) {
 	want := fmt.Sprintf("%d 2021-11-07 '42' 42 1636200000250 2021-11-06T00:00:00Z 1636200000250000 '42.0' 2021-11-07T06:02:58.311Z 1636264978311", token)
 	if got := formatRows(res.Rows); len(got) != 1 || got[0] != want {
 		t.Errorf("row = %q\nwant %q", got, want)
+	}
+	// A value a function refuses in a row is the statement's error (Invalid), as in Cassandra.
+	_, err = c.exec("n1", quorum, "SELECT blobAsBigint(intAsBlob(v)) FROM ev WHERE k = 'a'")
+	var inv *coordinator.InvalidError
+	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "is not a valid binary representation for type bigint") {
+		t.Errorf("blobAsBigint of 4 bytes: %v, want an InvalidError", err)
 	}
 }
 

@@ -447,8 +447,8 @@ func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coo
 				b, err := r.Eval(j, func(c *schema.Column, kind cql.SelectKind) []byte {
 					return cellValue(r, row, c, kind, now)
 				})
-				if err != nil {
-					return coordinator.Result{}, err
+				if err != nil { // a value a function refuses: the statement's fault, as in Cassandra
+					return coordinator.Result{}, &coordinator.InvalidError{Err: err}
 				}
 				rv[j] = b
 				continue
