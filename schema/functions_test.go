@@ -293,3 +293,22 @@ func TestJavaDouble(t *testing.T) {
 		}
 	}
 }
+
+func TestFunctionsInBatch(t *testing.T) {
+	s := mustBuild(t, funcDDL)
+	st, err := cql.ParseStatement("BEGIN BATCH INSERT INTO f (k, c) VALUES (1, now()); UPDATE f SET ts = currentTimestamp() WHERE k = 1 AND c = now() APPLY BATCH")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.BindBatchAt(st.(*cql.BatchStmt), "ks", nil, funcNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, c := UUID(b.Writes[0].Clustering.Prefix[0]), UUID(b.Writes[1].Clustering.Prefix[0])
+	if a == c || !a.Time().Equal(funcNow.Truncate(100)) || !c.Time().Equal(funcNow.Truncate(100)) {
+		t.Errorf("now() in a BATCH gave %v and %v: want distinct timeuuids of the batch's time %v", a, c, funcNow)
+	}
+	if got := cellOf(b.Writes[1], "ts"); !bytes.Equal(got, EncodeTimestamp(funcNow)) {
+		t.Errorf("currentTimestamp() in a BATCH = %x", got)
+	}
+}
