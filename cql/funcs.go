@@ -50,24 +50,13 @@ func (p *parser) parseCallTerm(depth int) Term {
 }
 
 // callName returns the call of the function named lit at pos (its '('
-// current), refusing aggregates, which kvnode does not run.
+// current), refusing those kvnode does not run (refuseCall).
 func (p *parser) callName(pos Pos, tok Token, lit string, system bool) *FuncCall {
 	name := lit
 	if tok != QIDENT {
 		name = strings.ToLower(lit)
 	}
-	switch name {
-	case "count", "min", "max", "sum", "avg":
-		p.unsupported(pos, "aggregate functions (%s) are not supported", strings.ToUpper(name))
-	case "maxwritetime":
-		p.unsupported(pos, "MAXWRITETIME is not supported")
-	}
-	if !nativeFunction(name) {
-		if tok != QIDENT && (name == "tojson" || name == "fromjson" || name == "floor") {
-			p.unsupported(pos, "function %s is not supported", lit)
-		}
-		p.unsupported(pos, "unknown function %s: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported", lit)
-	}
+	p.refuseCall(pos, tok == QIDENT, lit, name)
 	return &FuncCall{NamePos: pos, System: system, Name: name}
 }
 

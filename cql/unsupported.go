@@ -144,6 +144,25 @@ func (p *parser) refuseSelectorTail() {
 	}
 }
 
+// refuseCall refuses a call of a function kvnode does not run: aggregates,
+// MAXWRITETIME, the native functions it lacks (toJson, fromJson, floor),
+// user-defined and unknown functions. name is lit lower-cased unless quoted.
+func (p *parser) refuseCall(pos Pos, quoted bool, lit, name string) {
+	switch name {
+	case "count", "min", "max", "sum", "avg":
+		p.unsupported(pos, "aggregate functions (%s) are not supported", strings.ToUpper(name))
+	case "maxwritetime":
+		p.unsupported(pos, "MAXWRITETIME is not supported")
+	}
+	if nativeFunction(name) {
+		return
+	}
+	if !quoted && (name == "tojson" || name == "fromjson" || name == "floor") {
+		p.unsupported(pos, "function %s is not supported", lit)
+	}
+	p.unsupported(pos, "unknown function %s: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported", lit)
+}
+
 // refuseSelectClauses refuses GROUP BY and PER PARTITION LIMIT, which come
 // after WHERE in a SELECT.
 func (p *parser) refuseSelectClauses() {
