@@ -17,7 +17,8 @@ type Statement interface {
 	statementNode()
 }
 
-// Term is a value in a statement: a *Literal or a *MapLiteral.
+// Term is a value in a statement: a *Literal, a *MapLiteral or a *FuncCall;
+// in a SELECT list's function calls also a *ColumnRef or a *Cast.
 type Term interface {
 	Node
 	termNode()
@@ -131,8 +132,47 @@ type MapEntry struct {
 	Value Term
 }
 
+// FuncCall is a call of one of Cassandra's native functions: name(args),
+// or system.name(args). As a value (of INSERT, UPDATE, DELETE or a WHERE
+// relation) its arguments are terms; as a selector they may also be
+// columns (*ColumnRef), WRITETIME or TTL calls (a FuncCall named writetime
+// or ttl of one column) and casts.
+type FuncCall struct {
+	NamePos Pos
+	// System is set when the name was written system.name.
+	System bool
+	// Name is the function's name: lower-cased unless quoted.
+	Name   string
+	Args   []Term
+	Rparen Pos
+}
+
+// Pos returns the position of the function's name.
+func (x *FuncCall) Pos() Pos { return x.NamePos }
+
+// ColumnRef is a column named in a selector's function call: blobAsInt(v).
+type ColumnRef struct {
+	Column Ident
+}
+
+// Pos returns the position of the column's name.
+func (x *ColumnRef) Pos() Pos { return x.Column.NamePos }
+
+// Cast is CAST(selector AS type), a selector.
+type Cast struct {
+	CastPos Pos
+	Arg     Term
+	Type    Ident // lower-cased, as ColumnDef.Type
+}
+
+// Pos returns the position of CAST.
+func (x *Cast) Pos() Pos { return x.CastPos }
+
 func (*Literal) termNode()    {}
 func (*MapLiteral) termNode() {}
+func (*FuncCall) termNode()   {}
+func (*ColumnRef) termNode()  {}
+func (*Cast) termNode()       {}
 
 // Option is one name = value pair of a WITH clause.
 type Option struct {
@@ -329,13 +369,17 @@ const (
 	SelectColumn    SelectKind = iota // the column's value
 	SelectWritetime                   // WRITETIME(column): its write timestamp, a bigint
 	SelectTTL                         // TTL(column): its remaining time to live in seconds, an int
+	SelectExpr                        // a function call or CAST: SelectFunc.Expr
 )
 
 // SelectFunc is the function, if any, applied to one column of a SELECT
 // list: Kind SelectColumn for none; Pos is the function name's position.
+// For Kind SelectExpr, Expr is the selector (a *FuncCall or *Cast) and the
+// item's SelectStmt.Columns entry is an Ident with an empty Name at Pos.
 type SelectFunc struct {
 	Kind SelectKind
 	Pos  Pos
+	Expr Term
 }
 
 // BatchStmt is BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n [AND
@@ -465,6 +509,12 @@ func BindMarkers(s Statement) []*Literal {
 				term(e.Key)
 				term(e.Value)
 			}
+		case *FuncCall:
+			for _, a := range t.Args {
+				term(a)
+			}
+		case *Cast:
+			term(t.Arg)
 		}
 	}
 	options := func(opts []Option) {
@@ -508,6 +558,11 @@ func BindMarkers(s Statement) []*Literal {
 			lit(s.Timestamp)
 			where(s.Where)
 		case *SelectStmt:
+			for _, f := range s.Funcs {
+				if f.Expr != nil {
+					term(f.Expr)
+				}
+			}
 			where(s.Where)
 			lit(s.Limit)
 		case *BatchStmt:

@@ -9,6 +9,7 @@
 //	parser.go   Parse and ParseStatement: recursive descent, one token of
 //	            lookahead; Error and ErrorList
 //	format.go   Format: any statement back to canonical text
+//	funcs.go    function calls (values and selectors) and CAST
 //
 // The language is the subset of CQL that kvnode executes:
 //
@@ -26,6 +27,11 @@
 //	    [ALLOW FILTERING] [USING TIMEOUT 2s]
 //	BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n] INSERT ...; UPDATE ...; DELETE ...; APPLY BATCH
 //	DESCRIBE KEYSPACES | KEYSPACE [ks] | TABLES | TABLE [ks.]t | CLUSTER | [FULL] SCHEMA [WITH INTERNALS]  (DESC is a synonym)
+//
+// Values and SELECT list items may call Cassandra's native functions:
+// now(), toDate(c), minTimeuuid(?), blobAsInt(0x01), token(k) and
+// CAST(v AS text) as selectors; which exist and what they take is the
+// schema's to check.
 //
 // USING takes TIMESTAMP n and TIMEOUT d, joined by AND in either order
 // (SELECT takes only TIMEOUT: ScyllaDB's extension, which gocql appends to

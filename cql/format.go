@@ -182,6 +182,9 @@ func (p *printer) node(n Node) {
 					p.WriteString(", ")
 				}
 				switch n.Funcs[i].Kind {
+				case SelectExpr:
+					p.node(n.Funcs[i].Expr)
+					continue
 				case SelectWritetime:
 					p.WriteString("WRITETIME(")
 				case SelectTTL:
@@ -257,6 +260,27 @@ func (p *printer) node(n Node) {
 			p.node(e.Value)
 		}
 		p.WriteByte('}')
+	case *FuncCall:
+		if n.System {
+			p.WriteString("system.")
+		}
+		p.WriteString(QuoteIdent(n.Name))
+		p.WriteByte('(')
+		for i, a := range n.Args {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.node(a)
+		}
+		p.WriteByte(')')
+	case *ColumnRef:
+		p.ident(n.Column)
+	case *Cast:
+		p.WriteString("CAST(")
+		p.node(n.Arg)
+		p.WriteString(" AS ")
+		p.WriteString(n.Type.Name)
+		p.WriteByte(')')
 	case Ident:
 		p.ident(n)
 	case TableName:

@@ -889,35 +889,52 @@ func (p *parser) parseSelect(start Pos) Statement {
 	return s
 }
 
-// parseSelector parses one item of a SELECT list: a column name, or
-// WRITETIME(column) or TTL(column), and appends it to s. Other function calls
-// (aggregates, CAST, ...), aliases (AS), collection and field selections and
-// arithmetic are refused as not supported (parseSelectorCall, refuseSelectorTail).
+// parseSelector parses one item of a SELECT list: a column name,
+// WRITETIME(column) or TTL(column), or a function call or CAST (kind
+// SelectExpr), and appends it to s. Aggregates, aliases (AS), collection and
+// field selections and arithmetic are refused as not supported
+// (callName, refuseSelectorTail).
 func (p *parser) parseSelector(s *SelectStmt, what string) {
 	if p.tok == LPAREN || p.tok == MINUS || p.tok.IsLiteral() && p.tok != IDENT && p.tok != QIDENT {
-		p.unsupported(p.pos, "selectors other than column names are not supported")
+		p.unsupported(p.pos, "selectors other than column names and function calls are not supported")
 	}
-	quoted := p.tok == QIDENT
-	x := p.parseIdent(what)
-	kind := SelectColumn
-	if !quoted && p.tok == LPAREN {
-		switch x.Name {
-		case "writetime":
-			kind = SelectWritetime
-		case "ttl":
-			kind = SelectTTL
-		default:
-			p.parseSelectorCall(x)
-		}
+	if p.isIdent() {
+		save := *p
 		p.next()
-		fn := x.NamePos
-		x = p.parseIdent("column name")
-		p.expect(RPAREN)
-		if s.Funcs == nil {
-			s.Funcs = make([]SelectFunc, len(s.Columns), len(s.Columns)+1)
+		call := p.tok == LPAREN
+		if p.tok == DOT { // ks.f(...), else a field selection, refused below
+			p.next()
+			if p.isIdent() {
+				p.next()
+				call = p.tok == LPAREN
+			}
 		}
-		s.Funcs = append(s.Funcs, SelectFunc{Kind: kind, Pos: fn})
-	} else if s.Funcs != nil {
+		*p = save
+		if call {
+			pos := p.pos
+			e := p.parseSelectorExpr(0)
+			p.refuseSelectorTail()
+			if s.Funcs == nil {
+				s.Funcs = make([]SelectFunc, len(s.Columns), len(s.Columns)+1)
+			}
+			f, ok := e.(*FuncCall)
+			switch {
+			case ok && !f.System && (f.Name == "writetime" || f.Name == "ttl"):
+				kind := SelectWritetime
+				if f.Name == "ttl" {
+					kind = SelectTTL
+				}
+				s.Funcs = append(s.Funcs, SelectFunc{Kind: kind, Pos: pos})
+				s.Columns = append(s.Columns, f.Args[0].(*ColumnRef).Column)
+			default:
+				s.Funcs = append(s.Funcs, SelectFunc{Kind: SelectExpr, Pos: pos, Expr: e})
+				s.Columns = append(s.Columns, Ident{NamePos: pos})
+			}
+			return
+		}
+	}
+	x := p.parseIdent(what)
+	if s.Funcs != nil {
 		s.Funcs = append(s.Funcs, SelectFunc{})
 	}
 	p.refuseSelectorTail()
@@ -1025,6 +1042,9 @@ func (p *parser) term(depth int) Term {
 		}
 		p.next()
 		return m
+	}
+	if p.tok == IDENT || p.tok == QIDENT {
+		return p.parseCallTerm(depth)
 	}
 	p.refuseTerm()
 	return p.parseLiteral()

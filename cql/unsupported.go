@@ -144,18 +144,23 @@ func (p *parser) refuseSelectorTail() {
 	}
 }
 
-// parseSelectorCall refuses a function call in a SELECT clause, name(...),
-// other than WRITETIME and TTL (parseSelector); the current token is the '('.
-func (p *parser) parseSelectorCall(name Ident) {
-	switch strings.ToLower(name.Name) {
+// refuseCall refuses a call of a function kvnode does not run: aggregates,
+// MAXWRITETIME, the native functions it lacks (toJson, fromJson, floor),
+// user-defined and unknown functions. name is lit lower-cased unless quoted.
+func (p *parser) refuseCall(pos Pos, quoted bool, lit, name string) {
+	switch name {
 	case "count", "min", "max", "sum", "avg":
-		p.unsupported(name.NamePos, "aggregate functions (%s) are not supported", strings.ToUpper(name.Name))
-	case "cast":
-		p.unsupported(name.NamePos, "CAST is not supported")
+		p.unsupported(pos, "aggregate functions (%s) are not supported", strings.ToUpper(name))
 	case "maxwritetime":
-		p.unsupported(name.NamePos, "%s is not supported", strings.ToUpper(name.Name))
+		p.unsupported(pos, "MAXWRITETIME is not supported")
 	}
-	p.unsupported(name.NamePos, "function calls (%s) are not supported", name.Name)
+	if nativeFunction(name) {
+		return
+	}
+	if !quoted && (name == "tojson" || name == "fromjson" || name == "floor") {
+		p.unsupported(pos, "function %s is not supported", lit)
+	}
+	p.unsupported(pos, "unknown function %s: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported", lit)
 }
 
 // refuseSelectClauses refuses GROUP BY and PER PARTITION LIMIT, which come
@@ -221,7 +226,8 @@ func (p *parser) refuseDeletion() {
 }
 
 // refuseTerm refuses a value kvnode does not read, at the start of a term:
-// list, tuple and user-defined type literals, type hints and function calls.
+// list, tuple and user-defined type literals, type hints and durations
+// (parseCallTerm refuses what starts with an identifier).
 // It returns when the term may be one kvnode reads.
 func (p *parser) refuseTerm() {
 	pos := p.pos
@@ -232,19 +238,6 @@ func (p *parser) refuseTerm() {
 		p.unsupported(pos, "tuple literals and type hints ((type) value) are not supported")
 	case DURATION:
 		p.unsupported(pos, "duration values are not supported")
-	case IDENT:
-		name := p.lit
-		if isISODuration(name) {
-			p.unsupported(pos, "duration values are not supported")
-		}
-		p.next()
-		switch p.tok {
-		case LPAREN:
-			p.unsupported(pos, "function calls (%s) are not supported", name)
-		case PLUS, MINUS:
-			p.unsupported(pos, "counter and collection updates (c = c + ...) are not supported")
-		}
-		p.errorf(pos, "expected value, found %s", describe(IDENT, name))
 	}
 }
 

@@ -207,6 +207,7 @@ func FuzzBind(f *testing.F) {
 	f.Add("INSERT INTO t (a, b, c1, c2, v) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?", []byte("\x00\x00\x00\x01\xffx\xff\x00\x00\x00\x02\xffy\xff\xfe\xff\x00\x00\x00\x00\x00\x00\x00\x05"))
 	f.Add("SELECT * FROM t WHERE a = ? AND b = ? AND c1 > ? LIMIT ?", []byte("\x00\x00\x00\x01\xffx\xff\x01\xff\x00\x00\x00\x03"))
 	f.Add("BEGIN BATCH USING TIMESTAMP ? UPDATE kv SET v = ? WHERE k = ?; DELETE FROM kv WHERE k = ? APPLY BATCH", []byte("\xfe\xff\x00\x00\x00\x00\x00\x00\x00\x07\xffk\xff"))
+	f.Add("SELECT blobAsInt(?), v FROM t WHERE a = blobAsInt(?) AND b = ? AND c1 > blobAsInt(?)", []byte("\x00\x00\x00\x01\xff\x00\x00\x00\x01\xffx\xff\x03"))
 	s, err := Build(dataDDL)
 	if err != nil {
 		f.Fatal(err)

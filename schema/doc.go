@@ -22,7 +22,7 @@
 // associative and idempotent; Digest summarises a schema so two nodes can
 // tell whether they agree. Schemas are pure values: Apply takes the
 // version and, for CREATE TABLE, the new TableID from the caller; nothing
-// here reads a clock or draws random numbers.
+// there reads a clock or draws random numbers.
 //
 // # Statements
 //
@@ -34,8 +34,19 @@
 // Variables validates a statement without values and describes its markers
 // (what a PREPARE answers).
 //
+// # Functions
+//
+// Cassandra's native scalar functions (functions.go) are compiled against
+// the statement's table when it is bound: values of INSERT, UPDATE, DELETE
+// and WHERE are computed then, selectors per row (Read.Eval). The
+// current-time functions read the time the caller gives (BindWriteAt,
+// BindReadAt, BindBatchAt: the coordinator's clock; time.Now for the
+// variants without it), and now() and uuid() draw their random bits from
+// crypto/rand; token() uses package partitioner.
+//
 // # Imports
 //
-// schema imports only package cql (it builds tables from, and validates,
-// syntax trees) — the one edge between the leaf packages.
+// schema imports package cql (it builds tables from, and validates,
+// syntax trees) and, of the domain's other leaves, cell and partitioner
+// (token()).
 package schema

@@ -28,6 +28,8 @@ func FuzzStatement(f *testing.F) {
 		"CREATE TABLE o (a int, b text, c int, PRIMARY KEY (a, b, c)) WITH CLUSTERING ORDER BY (b DESC, c ASC); DESCRIBE TABLE o",
 		"SELECT * FROM t WHERE a = 1 AND b = 'x' AND c1 = 2 ORDER BY c2 DESC LIMIT 3",
 		"ALTER TABLE t ADD (x int, y text); ALTER TABLE t DROP v; ALTER TABLE t ADD v text; TRUNCATE t",
+		"SELECT token(a, b), toUnixTimestamp(writetime(v)), CAST(c1 AS text), blobAsText(w) FROM t WHERE a = blobAsInt(intAsBlob(1)) AND b = 'x'",
+		"INSERT INTO kv (k, v) VALUES (blobAsText(0x61), toUnixTimestamp(maxTimeuuid('2024-01-01')))",
 		"ALTER TABLE t RENAME a TO z AND c1 TO w; ALTER TABLE t DROP IF EXISTS (q, w) USING TIMESTAMP 5",
 		"CREATE TABLE p (a int PRIMARY KEY) WITH comment = 'x' AND compaction = {'class': 'LeveledCompactionStrategy', 'n': 1.5} AND bloom_filter_fp_chance = 1e-05 AND caching = {'rows_per_partition': 7}",
 		"ALTER TABLE t WITH compression = {'enabled': false} AND speculative_retry = 'MAX(95p,7ms)' AND read_repair = 'none' AND max_index_interval = 4096",
@@ -50,6 +52,19 @@ func FuzzStatement(f *testing.F) {
 				r, err := s.PrepareRead(st, "ks")
 				if err == nil && len(r.PartitionKey) != len(r.Table.PartitionKey) {
 					t.Fatalf("%s: PrepareRead gave %d partition key values for %d columns", cql.Format(st), len(r.PartitionKey), len(r.Table.PartitionKey))
+				}
+				if err == nil { // selectors evaluate, on a row of nulls, to values of their type or an error
+					for j, c := range r.Columns {
+						if c != nil {
+							continue
+						}
+						v, err := r.Eval(j, func(*Column, cql.SelectKind) []byte { return nil })
+						if err == nil && v != nil {
+							if err := r.ResultColumns()[j].Type.Check(v); err != nil {
+								t.Fatalf("%s: selector %d = %x: %v", cql.Format(st), j, v, err)
+							}
+						}
+					}
 				}
 			case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
 				w, err := s.PrepareWrite(st, "ks")

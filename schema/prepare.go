@@ -106,13 +106,19 @@ type Read struct {
 	PartitionKey [][]byte // in key order, as for Write
 	Clustering   ClusteringRange
 	// Columns are the selected columns in SELECT order (SELECT * gives
-	// Table.Columns in order). A column may appear more than once.
+	// Table.Columns in order). A column may appear more than once. A
+	// function call or CAST (Funcs cql.SelectExpr) has a nil entry: Eval
+	// computes its value.
 	Columns []*Column
 	// Funcs is nil when every selected item is a plain column; else it has
 	// one entry per Columns entry: cql.SelectWritetime or cql.SelectTTL
-	// for WRITETIME(column) or TTL(column) (of regular columns only).
+	// for WRITETIME(column) or TTL(column) (of regular columns only),
+	// cql.SelectExpr for a function call or CAST.
 	Funcs []cql.SelectKind
-	Limit int // the most rows to return; 0 means no limit
+	// exprs has, for a cql.SelectExpr item, its compiled selector.
+	exprs  []*expr
+	binder *binder
+	Limit  int // the most rows to return; 0 means no limit
 	// Reversed is set when ORDER BY asks for the reverse of the table's
 	// clustering order: rows are returned, and Limit counts them, from the
 	// last row of the range backwards.
@@ -145,6 +151,15 @@ type binder struct {
 	// check is set when the statement is only validated (Variables): markers
 	// have no values yet and the checks of their values are skipped.
 	check bool
+	// now is the time of the statement's execution, which now() and the
+	// other current-time functions give; zero means time.Now when first
+	// asked.
+	now time.Time
+	// table is the statement's table, once looked up.
+	table *Table
+	// args holds, when the binder checks, the variables of the markers that
+	// are functions' arguments, by marker index.
+	args map[int]Variable
 }
 
 // newBinder returns the binder of stmt's markers: values must hold exactly
@@ -185,6 +200,13 @@ func (b *binder) value(lit *cql.Literal, c *Column, what string) (v []byte, ok b
 // any marker when the binder only checks); an unset primary key column is
 // an error.
 func (b *binder) term(c *Column, t cql.Term) (v []byte, ok bool, err error) {
+	if _, isCall := t.(*cql.FuncCall); isCall {
+		v, ok, err = b.funcTerm(b.table, c, t)
+		if err == nil && !ok && !b.check && c.Kind != RegularColumn {
+			return nil, false, fmt.Errorf("%s column %s needs a value: its function's argument is unset", c.Kind, cql.QuoteIdent(c.Name))
+		}
+		return v, ok, err
+	}
 	lit, isLit := t.(*cql.Literal)
 	if !isLit || lit.Kind != cql.LitBind {
 		v, err := c.Value(t)
@@ -226,10 +248,17 @@ func (s *Schema) PrepareWrite(stmt cql.Statement, keyspace string) (*Write, erro
 // column); an unset value leaves its cell unwritten, and is an error for a
 // primary key column.
 func (s *Schema) BindWrite(stmt cql.Statement, keyspace string, values []BindValue) (*Write, error) {
+	return s.BindWriteAt(stmt, keyspace, values, time.Time{})
+}
+
+// BindWriteAt is BindWrite for a statement executed at now, the time its
+// functions (now(), currentTimestamp(), ...) give; zero means time.Now.
+func (s *Schema) BindWriteAt(stmt cql.Statement, keyspace string, values []BindValue, now time.Time) (*Write, error) {
 	b, err := newBinder(stmt, values)
 	if err != nil {
 		return nil, err
 	}
+	b.now = now
 	return s.bindWrite(stmt, keyspace, &b)
 }
 
@@ -267,6 +296,7 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 	if len(st.Columns) != len(st.Values) {
 		return nil, fmt.Errorf("INSERT names %d columns but gives %d values", len(st.Columns), len(st.Values))
 	}
+	b.table = t
 	w := &Write{Table: t, Kind: WriteInsert}
 	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
 		return nil, err
@@ -319,6 +349,7 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 	if err != nil {
 		return nil, err
 	}
+	b.table = t
 	w := &Write{Table: t, Kind: WriteUpdate}
 	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
 		return nil, err
@@ -364,6 +395,7 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string, b *binder) (
 	if err != nil {
 		return nil, err
 	}
+	b.table = t
 	w := &Write{Table: t, Kind: WriteDelete}
 	if w.Timestamp, w.HasTimestamp, err = b.usingTimestamp(st.Timestamp); err != nil {
 		return nil, err
@@ -406,10 +438,17 @@ func (s *Schema) PrepareRead(st *cql.SelectStmt, keyspace string) (*Read, error)
 // value per marker, in marker order, each checked against its column's
 // type; an unset LIMIT ? means no limit.
 func (s *Schema) BindRead(st *cql.SelectStmt, keyspace string, values []BindValue) (*Read, error) {
+	return s.BindReadAt(st, keyspace, values, time.Time{})
+}
+
+// BindReadAt is BindRead for a SELECT executed at now, the time its
+// functions give; zero means time.Now.
+func (s *Schema) BindReadAt(st *cql.SelectStmt, keyspace string, values []BindValue, now time.Time) (*Read, error) {
 	b, err := newBinder(st, values)
 	if err != nil {
 		return nil, err
 	}
+	b.now = now
 	return s.bindRead(st, keyspace, &b)
 }
 
@@ -418,7 +457,8 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 	if err != nil {
 		return nil, err
 	}
-	r := &Read{Table: t}
+	b.table = t
+	r := &Read{Table: t, binder: b}
 	if st.Star {
 		r.Columns = make([]*Column, len(t.Columns))
 		for i := range t.Columns {
@@ -426,6 +466,22 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		}
 	}
 	for i, x := range st.Columns {
+		if st.Funcs != nil && st.Funcs[i].Kind == cql.SelectExpr {
+			c := &compiler{t: t, b: b, selector: true}
+			e, err := c.compile(st.Funcs[i].Expr, TypeInvalid)
+			if err != nil {
+				return nil, err
+			}
+			if r.Funcs == nil {
+				r.Funcs = make([]cql.SelectKind, len(st.Columns))
+			}
+			if r.exprs == nil {
+				r.exprs = make([]*expr, len(st.Columns))
+			}
+			r.Columns = append(r.Columns, nil)
+			r.Funcs[i], r.exprs[i] = cql.SelectExpr, e
+			continue
+		}
 		c, err := column(t, x)
 		if err != nil {
 			return nil, err
@@ -819,10 +875,17 @@ type Batch struct {
 // it. A statement of a batch cannot have its own USING TIMEOUT (the batch
 // is one request), nor its own USING TIMESTAMP when the batch has one.
 func (s *Schema) BindBatch(st *cql.BatchStmt, keyspace string, values []BindValue) (*Batch, error) {
+	return s.BindBatchAt(st, keyspace, values, time.Time{})
+}
+
+// BindBatchAt is BindBatch for a BATCH executed at now, the time its
+// functions give; zero means time.Now.
+func (s *Schema) BindBatchAt(st *cql.BatchStmt, keyspace string, values []BindValue, now time.Time) (*Batch, error) {
 	b, err := newBinder(st, values)
 	if err != nil {
 		return nil, err
 	}
+	b.now = now
 	return s.bindBatch(st, keyspace, &b)
 }
 
@@ -909,6 +972,16 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 	if len(markers) == 0 {
 		return nil, nil, nil
 	}
+	defer func() { // the markers that are functions' arguments
+		for i, v := range b.args {
+			if err == nil && i < len(vars) {
+				vars[i] = v
+				if n := markers[i].BindName(); n != "" {
+					vars[i].Name = n
+				}
+			}
+		}
+	}()
 	vars = make([]Variable, len(markers))
 	for i, m := range markers {
 		if m.Index != i {
@@ -1015,6 +1088,10 @@ type ResultColumn struct {
 func (r *Read) ResultColumns() []ResultColumn {
 	out := make([]ResultColumn, len(r.Columns))
 	for i, c := range r.Columns {
+		if c == nil {
+			out[i] = ResultColumn{Name: r.exprs[i].name, Type: r.exprs[i].typ}
+			continue
+		}
 		out[i] = ResultColumn{Name: c.Name, Type: c.Type}
 		if r.Funcs == nil {
 			continue

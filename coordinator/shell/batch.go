@@ -101,7 +101,7 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 			return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Pos: stmt.Pos(),
 				Err: fmt.Errorf("statement %d of the BATCH is a %s; a BATCH holds only INSERT, UPDATE and DELETE", i+1, schema.StatementName(stmt))}
 		}
-		w, err := s.BindWrite(stmt, keyspace, c.Values)
+		w, err := s.BindWriteAt(stmt, keyspace, c.Values, e.now())
 		if err != nil {
 			return cl, nil, coordinator.Result{}, invalid(stmt, fmt.Errorf("statement %d of the BATCH (%s): %w", i+1, schema.StatementName(stmt), err))
 		}
@@ -118,7 +118,7 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 // default timestamp, as ExecuteBatch runs the protocol's BATCH.
 func (e *Executor) executeBatchStmt(ctx context.Context, st *cql.BatchStmt, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
-	b, err := s.BindBatch(st, keyspace, req.Values)
+	b, err := s.BindBatchAt(st, keyspace, req.Values, e.now())
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
 	}

@@ -45,7 +45,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		}
 	}
 	s := e.schema.Schema()
-	r, err := s.BindRead(st, keyspace, req.Values)
+	r, err := s.BindReadAt(st, keyspace, req.Values, e.now())
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
@@ -392,6 +392,37 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 	return r
 }
 
+// cellValue returns column c of row for a function's argument: its value, or with kind
+// cql.SelectWritetime or cql.SelectTTL its write timestamp or remaining TTL; nil for null.
+func cellValue(r *schema.Read, row coordinator.ClusteredRow, c *schema.Column, kind cql.SelectKind, now int64) []byte {
+	switch c.Kind {
+	case schema.PartitionKeyColumn:
+		return r.PartitionKey[c.Index]
+	case schema.ClusteringColumn:
+		return row.Clustering[c.Index-len(r.Table.PartitionKey)]
+	}
+	k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
+		return strings.Compare(x.Name, name)
+	})
+	if !ok {
+		return nil
+	}
+	cl := row.Row.Columns[k].Cell
+	if cl.Tombstone || cl.Expired(now) {
+		return nil
+	}
+	switch kind {
+	case cql.SelectWritetime:
+		return schema.EncodeBigInt(cl.Timestamp)
+	case cql.SelectTTL:
+		if left, ok := cl.RemainingTTL(now); ok {
+			return schema.EncodeInt(left)
+		}
+		return nil
+	}
+	return cl.Value
+}
+
 // rowsResult renders the rows of a read as the domain API's rows: the selected columns' values
 // in their canonical encoding, each checked against its column's type, or for WRITETIME(c) the
 // cell's write timestamp (a bigint) and for TTL(c) the seconds it has left to live at now (an
@@ -412,6 +443,16 @@ func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coo
 	for i, row := range rows {
 		rv := vals[i*len(r.Columns) : (i+1)*len(r.Columns) : (i+1)*len(r.Columns)]
 		for j, c := range r.Columns {
+			if c == nil { // a function call or CAST
+				b, err := r.Eval(j, func(c *schema.Column, kind cql.SelectKind) []byte {
+					return cellValue(r, row, c, kind, now)
+				})
+				if err != nil { // a value a function refuses: the statement's fault, as in Cassandra
+					return coordinator.Result{}, &coordinator.InvalidError{Err: err}
+				}
+				rv[j] = b
+				continue
+			}
 			var b []byte
 			switch c.Kind {
 			case schema.PartitionKeyColumn:

@@ -24,7 +24,7 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	if adm != nil {
 		s = adm.s
 	}
-	w, err := s.BindWrite(stmt, keyspace, req.Values)
+	w, err := s.BindWriteAt(stmt, keyspace, req.Values, e.now())
 	if err != nil {
 		adm.abandonIfAny()
 		return nil, coordinator.Result{}, invalid(stmt, err)

@@ -162,6 +162,12 @@ func (t *Tables) resolve(st *cql.SelectStmt, ks string) (*query, error) {
 			q.proj[i] = i
 		}
 	} else {
+		for _, f := range st.Funcs {
+			if f.Kind == cql.SelectExpr {
+				return nil, &coordinator.InvalidError{Pos: f.Pos,
+					Err: fmt.Errorf("function calls and CAST are not supported on system table %s.%s", ks, tbl.name)}
+			}
+		}
 		for _, id := range st.Columns {
 			i, ok := tbl.column(id.Name)
 			if !ok {

@@ -287,6 +287,7 @@ func TestBadQueriesAreInvalidRequests(t *testing.T) {
 	}{
 		{"SELECT * FROM system.nope", nil, "unknown table system.nope (the system keyspace has local, peers, peers_v2, top_partitions)"},
 		{"SELECT nope FROM system.local", nil, "undefined column name nope in system table system.local"},
+		{"SELECT now() FROM system.local", nil, "function calls and CAST are not supported on system table system.local"},
 		{"SELECT * FROM system.local WHERE nope = 'x'", nil, "undefined column name nope"},
 		{"SELECT * FROM system_schema.columns WHERE position > 1", nil, "supports only '=' restrictions, found '>' on position"},
 		{"SELECT * FROM system_schema.tables WHERE keyspace_name = ?", nil, "1 bind markers but 0 values"},

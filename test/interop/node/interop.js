@@ -303,6 +303,45 @@ class Steps {
     });
   }
 
+  // Cassandra's native functions as values (now(), currentTimestamp(), maxTimeuuid(?),
+  // blobAsBigint(?)) and as selectors (token, toDate, CAST, ...), prepared and unprepared, with the
+  // result metadata the driver decodes.
+  async functions() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.fns (k text, id timeuuid, at timestamp, n bigint, PRIMARY KEY (k, id))`);
+    const before = Date.now() - 1000;
+    await client.execute(`INSERT INTO ${ks}.fns (k, id, at, n) VALUES ('f', now(), currentTimestamp(), blobAsBigint(bigintAsBlob(7)))`, [], { prepare: false });
+    const at = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 6));
+    const insert = `INSERT INTO ${ks}.fns (k, id, at, n) VALUES (?, maxTimeuuid(?), ?, blobAsBigint(?))`;
+    await client.execute(insert, ['f', at, at, Buffer.from([0, 0, 0, 0, 0, 0, 0, 9])], { prepare: true });
+    const cols = 'system.token(k),system.todate(id),system.totimestamp(id),cast(n as text),system.tounixtimestamp(at)';
+    const sel = `SELECT token(k), toDate(id), toTimestamp(id), CAST(n AS text), toUnixTimestamp(at) FROM ${ks}.fns WHERE k = `;
+    for (const [how, rs] of [
+      ['prepared', await client.execute(sel + '?', ['f'], { prepare: true })],
+      ['unprepared', await client.execute(sel + "'f'", [], { prepare: false })],
+    ]) {
+      const got = rs.columns.map((c) => c.name).join(',');
+      check(got === cols, `${how} SELECT's columns are ${got}, want ${cols}`);
+      check(rs.rows.length === 2, `${how} SELECT read ${rs.rows.length} rows, want 2`);
+      const [first, second] = rs.rows.map((r) => rs.columns.map((c) => r[c.name]));
+      check(first[0] instanceof types.Long && first[0].equals(second[0]), `${how} token(k) = ${first[0]}, ${second[0]}`);
+      check(first[1] instanceof types.LocalDate && first[1].toString() === '2024-01-02' && first[2].getTime() === at.getTime() &&
+        first[3] === '9' && first[4].equals(types.Long.fromNumber(at.getTime())), `${how} row of maxTimeuuid(at) reads ${first}`);
+      check(second[2].getTime() >= before && second[3] === '7' && second[4].equals(types.Long.fromNumber(second[2].getTime())),
+        `${how} row of now() reads ${second}`);
+    }
+    const rng = `SELECT n FROM ${ks}.fns WHERE k = ? AND id >= minTimeuuid(?) AND id <= maxTimeuuid(?)`;
+    const rs = await client.execute(rng, ['f', at, at], { prepare: true });
+    check(rs.rows.length === 1 && rs.rows[0].n.equals(types.Long.fromNumber(9)), `id between minTimeuuid and maxTimeuuid of ${at.toISOString()} reads ${JSON.stringify(rs.rows)}`);
+    let err = null;
+    try {
+      await client.execute(`SELECT nosuch(n) FROM ${ks}.fns WHERE k = 'f'`, [], { prepare: false });
+    } catch (e) {
+      err = e;
+    }
+    check(err !== null && err.message.includes('unknown function nosuch'), `SELECT nosuch(n): ${err}`);
+  }
+
   async token_aware_routing() {
     const { client, ks } = this;
     const port = this.cfg.port;
@@ -386,7 +425,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
   let passed = 0;
   let failed = 0;
   try {

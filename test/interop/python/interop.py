@@ -276,6 +276,43 @@ class Steps:
         wait_until("the row written USING TTL 1 expires",
                    lambda: None if s.execute(select, ["short"]).one() is None else "still there")
 
+    def functions(self):
+        """Cassandra's native functions as values (now(), currentTimestamp(), maxTimeuuid(?),
+        blobAsBigint(?)) and as selectors (token, toDate, CAST, ...), prepared and unprepared, with
+        the result metadata the driver decodes."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.fns (k text, id timeuuid, at timestamp, n bigint, PRIMARY KEY (k, id))" % ks)
+        before = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
+        s.execute("INSERT INTO %s.fns (k, id, at, n) VALUES ('f', now(), currentTimestamp(), blobAsBigint(bigintAsBlob(7)))" % ks)
+        at = datetime.datetime(2024, 1, 2, 3, 4, 5, 6000)
+        insert = s.prepare("INSERT INTO %s.fns (k, id, at, n) VALUES (?, maxTimeuuid(?), ?, blobAsBigint(?))" % ks)
+        names = [c.name for c in insert.column_metadata]
+        types = [c.type.typename for c in insert.column_metadata]
+        check(names == ["k", "arg0(system.maxtimeuuid)", "at", "arg0(system.blobasbigint)"] and types == ["varchar", "timestamp", "timestamp", "blob"],
+              "PREPARED variables %s %s" % (names, types))
+        s.execute(insert, ["f", at, at, b"\x00" * 7 + b"\x09"])
+        cols = ["system.token(k)", "system.todate(id)", "system.totimestamp(id)", "cast(n as text)", "system.tounixtimestamp(at)"]
+        sel = "SELECT token(k), toDate(id), toTimestamp(id), CAST(n AS text), toUnixTimestamp(at) FROM %s.fns WHERE k = " % ks
+        for how, rs in [("prepared", s.execute(s.prepare(sel + "?"), ["f"])), ("unprepared", s.execute(sel + "'f'"))]:
+            check(rs.column_names == cols, "%s SELECT's columns are %s, want %s" % (how, rs.column_names, cols))
+            rows = list(rs)
+            check(len(rows) == 2, "%s SELECT read %d rows, want 2" % (how, len(rows)))
+            first, second = rows
+            check(isinstance(first[0], int) and first[0] == second[0], "%s token(k) = %r, %r" % (how, first[0], second[0]))
+            check(first[1] == Date(datetime.date(2024, 1, 2)) and first[2] == at and first[3] == "9" and first[4] == 1704164645006,
+                  "%s row of maxTimeuuid(at) reads %r" % (how, first))
+            check(second[2] >= before and second[3] == "7" and second[4] == int((second[2] - datetime.datetime(1970, 1, 1)).total_seconds() * 1000 + 0.5),
+                  "%s row of now() reads %r" % (how, second))
+        rng = s.prepare("SELECT n FROM %s.fns WHERE k = ? AND id >= minTimeuuid(?) AND id <= maxTimeuuid(?)" % ks)
+        rows = list(s.execute(rng, ["f", at, at]))
+        check([r.n for r in rows] == [9], "id between minTimeuuid and maxTimeuuid of %s reads %r" % (at, rows))
+        try:
+            s.execute("SELECT nosuch(n) FROM %s.fns WHERE k = 'f'" % ks)
+        except Exception as e:
+            check("unknown function nosuch" in str(e), "an unknown function's error is %r" % str(e))
+        else:
+            raise AssertionError("SELECT nosuch(n) succeeded")
+
     def token_aware_routing(self):
         s, ks = self.session, self.ks
         insert = s.prepare("INSERT INTO %s.routed (k, v) VALUES (?, ?)" % ks)
@@ -341,7 +378,7 @@ def main():
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.schema_export_replays, steps.every_type, steps.paging,
-            steps.batches, steps.expiring_data, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution]
+            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
