@@ -108,6 +108,7 @@ func (d delegate) LocalState(join bool) []byte {
 	for _, p := range c.peers {
 		st.Peers = append(st.Peers, p.rec)
 	}
+	st.Formats = c.formatsLocked()
 	for id, at := range c.removed { // hints: a receiver confirms them with us over the internode port
 		st.Removed = append(st.Removed, Removal{ID: id, At: at})
 	}
@@ -174,6 +175,9 @@ func (d delegate) MergeRemoteState(buf []byte, join bool) {
 			continue
 		}
 		changed = true
+	}
+	if c.learnFormatsLocked(st.From, st.Formats) {
+		ringChanged = true // rebuilds the formats too
 	}
 	if ringChanged {
 		c.rebuildRingLocked()
