@@ -79,14 +79,15 @@ type inbox struct {
 	replyTo      map[NodeID]bool   // senders of a sync request, owed our snapshot
 	pulls        map[NodeID]bool   // live peers whose gossiped digest differed from ours
 	localChanged bool              // a local DDL happened: publish and push
+	formatPulls  map[NodeID]bool   // peers come up with a data format below ours (dataformat.go)
 }
 
 func newInbox() inbox {
-	return inbox{snapshots: map[NodeID][]byte{}, replyTo: map[NodeID]bool{}, pulls: map[NodeID]bool{}}
+	return inbox{snapshots: map[NodeID][]byte{}, replyTo: map[NodeID]bool{}, pulls: map[NodeID]bool{}, formatPulls: map[NodeID]bool{}}
 }
 
 func (ib *inbox) empty() bool {
-	return len(ib.snapshots) == 0 && len(ib.replyTo) == 0 && len(ib.pulls) == 0 && !ib.localChanged
+	return len(ib.snapshots) == 0 && len(ib.replyTo) == 0 && len(ib.pulls) == 0 && len(ib.formatPulls) == 0 && !ib.localChanged
 }
 
 // Cluster is one node's membership in a kvnode cluster: gossip and failure detection over memberlist,

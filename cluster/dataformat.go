@@ -19,6 +19,32 @@ import (
 // what it says of others only raises the version known (a node's data never goes back to an
 // older format). A member whose version is unknown counts as format 1.
 
+// A node learns a version at the latest at the next push/pull (30 s with ProfileLAN), but sooner
+// matters in a rolling upgrade: when a peer whose version it knows to be below its own comes up
+// (perhaps restarted on a newer release), it exchanges push/pull state with that peer at once
+// (pullFormats), and both learn each other's.
+
+// pullFormats exchanges push/pull state with each live peer in ids, each on its own goroutine
+// (the cluster's: c.wg), without waiting.
+func (c *Cluster) pullFormats(ids map[NodeID]bool) {
+	if c.ml == nil {
+		return
+	}
+	for id := range ids {
+		m, ok := c.Member(id)
+		if !ok || !m.Live || m.GossipAddr == "" {
+			continue
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			if _, err := c.ml.Join([]string{m.GossipAddr}); err != nil {
+				c.log.Debug("exchanging gossip state with a peer for its data format version failed; the next push/pull will", "peer", string(id), "err", err)
+			}
+		}()
+	}
+}
+
 // formatsLocked returns the data format versions known, the local node's among them. c.mu is
 // held.
 func (c *Cluster) formatsLocked() map[NodeID]int {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // seesBelowFormat returns "" when every observer's BelowFormat(v) is want.
@@ -24,16 +26,16 @@ func seesBelowFormat(v int, want []NodeID, observers ...*testNode) func() string
 // format versions (it reports none), a and c on format 2: everyone counts b as below format 2,
 // and c, which joined through a alone, knows a's version at once. Once b restarts on format 2,
 // every node sees the whole ring at format 2.
+// Periodic push/pull is off (an hour) in these tests: a node learns versions from the push/pull
+// of joins, and from the exchange it starts when it sees a peer come up with a version below its
+// own.
 func TestDataFormatTravels(t *testing.T) {
 	tc := newTestCluster(t)
-	cfg := tc.config(t.TempDir(), newFakeSchema())
-	cfg.DataFormat = 2
-	a := tc.startWith(cfg)
+	config := formatConfig(tc)
+	a := tc.startWith(config(t.TempDir(), newFakeSchema(), 2))
 	bDir, bSchema := t.TempDir(), newFakeSchema()
-	b := tc.restart(bDir, bSchema, a.GossipAddr()) // DataFormat 0: an older release
-	cfg = tc.config(t.TempDir(), newFakeSchema(), a.GossipAddr())
-	cfg.DataFormat = 2
-	c := tc.startWith(cfg)
+	b := tc.startWith(config(bDir, bSchema, 0, a.GossipAddr())) // an older release: it reports none
+	c := tc.startWith(config(t.TempDir(), newFakeSchema(), 2, a.GossipAddr()))
 	waitFor(t, 30*time.Second, allSeeAllLive(a, b, c))
 	waitFor(t, 30*time.Second, seesBelowFormat(2, []NodeID{b.LocalID()}, a, c))
 	if got := a.BelowFormat(1); len(got) != 0 {
@@ -47,9 +49,33 @@ func TestDataFormatTravels(t *testing.T) {
 	}
 
 	b.shutdown(true)
-	cfg = tc.config(bDir, bSchema, a.GossipAddr())
-	cfg.DataFormat = 2
-	b = tc.startWith(cfg)
+	waitFor(t, 30*time.Second, seesDown(b.LocalID(), a, c))
+	b = tc.startWith(config(bDir, bSchema, 2, a.GossipAddr()))
+	waitFor(t, 30*time.Second, allSeeAllLive(a, b, c))
+	waitFor(t, 30*time.Second, seesBelowFormat(2, nil, a, b, c))
+}
+
+// formatConfig returns a function that makes a node's configuration with the given data format
+// version and periodic push/pull off.
+func formatConfig(tc *testCluster) func(dir string, schema *fakeSchema, format int, seeds ...string) Config {
+	return func(dir string, schema *fakeSchema, format int, seeds ...string) Config {
+		cfg := tc.config(dir, schema, seeds...)
+		cfg.DataFormat = format
+		cfg.Tune = func(mc *memberlist.Config) { mc.PushPullInterval = time.Hour }
+		return cfg
+	}
+}
+
+// TestDataFormatLearnedAtStart: three fresh nodes of format 2, b and c joining through a. b's join
+// happened before c existed, and no periodic push/pull runs: b learns c's version because it
+// saw c come up with none known and exchanged state with it.
+func TestDataFormatLearnedAtStart(t *testing.T) {
+	tc := newTestCluster(t)
+	config := formatConfig(tc)
+	a := tc.startWith(config(t.TempDir(), newFakeSchema(), 2))
+	b := tc.startWith(config(t.TempDir(), newFakeSchema(), 2, a.GossipAddr()))
+	waitFor(t, 30*time.Second, allSeeAllLive(a, b))
+	c := tc.startWith(config(t.TempDir(), newFakeSchema(), 2, a.GossipAddr()))
 	waitFor(t, 30*time.Second, allSeeAllLive(a, b, c))
 	waitFor(t, 30*time.Second, seesBelowFormat(2, nil, a, b, c))
 }
