@@ -534,8 +534,8 @@ func checkFormats(next *schema.Schema, ks, table string, older []string) error {
 	if len(fs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s of table %s.%s need every node on data format %d or later, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
-		strings.Join(fs, ", "), ks, table, schema.FormatExpiring, strings.Join(older, ", "))
+	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+		ks, table, strings.Join(fs, ", "), schema.FormatExpiring, strings.Join(older, ", "))
 }
 
 // truncateUnavailable is a TRUNCATE refused because members are down.

@@ -27,10 +27,10 @@ func (t *Table) FormatFeatures() []string {
 		fs = append(fs, "speculative_retry MIN or MAX")
 	}
 	if len(t.droppedCols) > 0 {
-		fs = append(fs, "dropped columns (ALTER TABLE DROP)")
+		fs = append(fs, "records of dropped columns (ALTER TABLE DROP)")
 	}
 	if t.truncatedSet {
-		fs = append(fs, "TRUNCATE")
+		fs = append(fs, "a record of TRUNCATE")
 	}
 	return fs
 }

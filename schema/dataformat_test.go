@@ -23,9 +23,9 @@ func TestFormatFeatures(t *testing.T) {
 		{[]string{"ALTER TABLE ks.t WITH default_time_to_live = 60", "ALTER TABLE ks.t WITH default_time_to_live = 0"}, nil},
 		{[]string{"ALTER TABLE ks.t WITH comment = 'x' AND bloom_filter_fp_chance = 0.1"}, []string{"table options bloom_filter_fp_chance, comment"}},
 		{[]string{"ALTER TABLE ks.t WITH speculative_retry = 'MAX(99p,50ms)'"}, []string{"speculative_retry MIN or MAX"}},
-		{[]string{"ALTER TABLE ks.t DROP w"}, []string{"dropped columns (ALTER TABLE DROP)"}},
-		{[]string{"TRUNCATE ks.t"}, []string{"TRUNCATE"}},
-		{[]string{"ALTER TABLE ks.t WITH default_time_to_live = 60", "TRUNCATE ks.t"}, []string{"default_time_to_live", "TRUNCATE"}},
+		{[]string{"ALTER TABLE ks.t DROP w"}, []string{"records of dropped columns (ALTER TABLE DROP)"}},
+		{[]string{"TRUNCATE ks.t"}, []string{"a record of TRUNCATE"}},
+		{[]string{"ALTER TABLE ks.t WITH default_time_to_live = 60", "TRUNCATE ks.t"}, []string{"default_time_to_live", "a record of TRUNCATE"}},
 	}
 	for _, tc := range cases {
 		s := mustBuild(t, base)
