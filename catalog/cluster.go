@@ -40,4 +40,7 @@ type Member struct {
 	Local        bool   // this node
 	Live         bool   // up, as failure detection sees it
 	SchemaDigest string // the digest it gossips
+	// DataFormat is the data format version it gossips; 0 when it reports none (a release
+	// before data format versions, which is format 1).
+	DataFormat int
 }

@@ -39,6 +39,7 @@ type harness struct {
 	noPush    bool                // Publish updates the node's gossiped digest but pushes nothing
 	publishes map[string]int      // Publish calls per node
 	dropped   map[string][]string // per node, the tables its drop hooks forgot
+	formats   map[string]int      // the data format version each node gossips; none when absent
 }
 
 // message is one consensus message from a proposer to an acceptor.
@@ -337,7 +338,7 @@ func (l link) Members() []Member {
 	defer h.mu.Unlock()
 	ms := make([]Member, len(h.ids))
 	for i, id := range h.ids {
-		ms[i] = Member{ID: id, Local: id == l.self, Live: !h.down[id], SchemaDigest: h.published[id]}
+		ms[i] = Member{ID: id, Local: id == l.self, Live: !h.down[id], SchemaDigest: h.published[id], DataFormat: h.formats[id]}
 	}
 	return ms
 }

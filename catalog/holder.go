@@ -385,6 +385,10 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 			return false, nil, err
 		}
 	}
+	var older []string // members of a format before schema.FormatExpiring
+	if gossip != nil {
+		older = belowFormat(gossip.Members(), schema.FormatExpiring)
+	}
 	var mine []schema.Version // versions this proposal gave the object in earlier rounds
 	chosen, changed, err := proposer.propose(ctx, proposal{
 		keyspace: ks,
@@ -400,6 +404,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 				next = base // a no-op changes nothing
 			}
 			if err := h.limits.Check(ks, base, next, h.Schema()); err != nil {
+				return nil, err
+			}
+			if err := checkFormats(next, ks, table, older); err != nil {
 				return nil, err
 			}
 			if v, ok := next.EntryVersion(ks, table); ok && next != base {
@@ -496,6 +503,39 @@ func everyMemberLive(ms []Member) error {
 		UnavailableError: coordinator.UnavailableError{Consistency: coordinator.All, Live: len(ms) - len(down), Required: len(ms)},
 		down:             down,
 	}
+}
+
+// belowFormat returns the ids of the members in ms whose data format version is below v (a
+// member reporting none is format 1).
+func belowFormat(ms []Member, v int) []string {
+	var ids []string
+	for _, m := range ms {
+		if max(m.DataFormat, 1) < v {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// checkFormats refuses a change that leaves table ks.table with features that nodes of a data
+// format before schema.FormatExpiring cannot decode while older, the ids of such members, is not
+// empty: they would refuse the whole schema (its flags are unknown to them) and fall out of
+// schema agreement, and would store writes with the table's default_time_to_live as never
+// expiring.
+func checkFormats(next *schema.Schema, ks, table string, older []string) error {
+	if len(older) == 0 || table == "" {
+		return nil
+	}
+	t, ok := next.Table(ks, table)
+	if !ok {
+		return nil
+	}
+	fs := t.FormatFeatures()
+	if len(fs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+		ks, table, strings.Join(fs, ", "), schema.FormatExpiring, strings.Join(older, ", "))
 }
 
 // truncateUnavailable is a TRUNCATE refused because members are down.

@@ -57,6 +57,10 @@ type Member struct {
 	// counts toward no read consistency level until a repair run on it completes (as it last
 	// gossiped; unrepaired.go).
 	Unrepaired bool
+	// DataFormat is the member's data format version as gossiped (dataformat.go); 0 when it has
+	// reported none (a release before data format versions, which is format 1, or a member
+	// not heard from since this node started).
+	DataFormat int
 }
 
 // peerState is the local view of one ring member.
@@ -66,6 +70,7 @@ type peerState struct {
 	live       bool
 	digest     string
 	unrepaired bool // from its metadata (unrepaired.go)
+	format     int  // its data format version, 0 while unknown (dataformat.go)
 }
 
 // inbox collects work for the worker goroutine. Memberlist callbacks fill it and must never block.
@@ -74,14 +79,15 @@ type inbox struct {
 	replyTo      map[NodeID]bool   // senders of a sync request, owed our snapshot
 	pulls        map[NodeID]bool   // live peers whose gossiped digest differed from ours
 	localChanged bool              // a local DDL happened: publish and push
+	formatPulls  map[NodeID]bool   // peers come up with a data format below ours (dataformat.go)
 }
 
 func newInbox() inbox {
-	return inbox{snapshots: map[NodeID][]byte{}, replyTo: map[NodeID]bool{}, pulls: map[NodeID]bool{}}
+	return inbox{snapshots: map[NodeID][]byte{}, replyTo: map[NodeID]bool{}, pulls: map[NodeID]bool{}, formatPulls: map[NodeID]bool{}}
 }
 
 func (ib *inbox) empty() bool {
-	return len(ib.snapshots) == 0 && len(ib.replyTo) == 0 && len(ib.pulls) == 0 && !ib.localChanged
+	return len(ib.snapshots) == 0 && len(ib.replyTo) == 0 && len(ib.pulls) == 0 && len(ib.formatPulls) == 0 && !ib.localChanged
 }
 
 // Cluster is one node's membership in a kvnode cluster: gossip and failure detection over memberlist,
@@ -110,6 +116,9 @@ type Cluster struct {
 	digest     atomic.Pointer[string] // local schema digest as published in our metadata
 	// localUnrepaired is the local node's flag as published in our metadata.
 	localUnrepaired atomic.Bool
+	// formats holds every member's data format version, 0 while unknown (dataformat.go); read
+	// without locks by every write a coordinator plans with a TTL.
+	formats atomic.Pointer[map[NodeID]int]
 
 	mu      sync.Mutex
 	peers   map[NodeID]*peerState
@@ -242,6 +251,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		live:       true,
 		digest:     digest,
 		unrepaired: cfg.Unrepaired,
+		format:     cfg.DataFormat,
 	}
 	c.rebuildRingLocked()
 	c.rebuildLiveLocked()
@@ -440,7 +450,7 @@ func (c *Cluster) memberLocked(p *peerState) Member {
 		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
 		Live: p.live, SchemaDigest: p.digest, Local: p.rec.ID == c.id,
 		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack, State: c.stateLocked(p),
-		Unrepaired: p.unrepaired,
+		Unrepaired: p.unrepaired, DataFormat: p.format,
 	}
 }
 
@@ -488,6 +498,7 @@ func (c *Cluster) rebuildRingLocked() {
 		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens, State: c.stateLocked(p)})
 	}
 	c.ring.Store(NewRing(nodes))
+	c.rebuildFormatsLocked()
 }
 
 func (c *Cluster) rebuildLiveLocked() {

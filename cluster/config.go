@@ -280,6 +280,10 @@ type Config struct {
 	// Unrepaired starts the node unrepaired (SetUnrepaired): its first metadata already says it
 	// serves no reads.
 	Unrepaired bool
+	// DataFormat is the data format version of the node's storage (replica.FormatVersion), which
+	// the node gossips (dataformat.go) so that coordinators refuse what members of an older format
+	// cannot store. 0 gossips none, as a release before data format versions did.
+	DataFormat int
 	// Removals is how the node confirms removals with its peers and announces its own
 	// (RemoveNode). Nil means removals never travel between nodes: each node learns of one only
 	// through LearnRemovals.

@@ -108,6 +108,7 @@ func (d delegate) LocalState(join bool) []byte {
 	for _, p := range c.peers {
 		st.Peers = append(st.Peers, p.rec)
 	}
+	st.Formats = c.formatsLocked()
 	for id, at := range c.removed { // hints: a receiver confirms them with us over the internode port
 		st.Removed = append(st.Removed, Removal{ID: id, At: at})
 	}
@@ -174,6 +175,9 @@ func (d delegate) MergeRemoteState(buf []byte, join bool) {
 			continue
 		}
 		changed = true
+	}
+	if c.learnFormatsLocked(st.From, st.Formats) {
+		ringChanged = true // rebuilds the formats too
 	}
 	if ringChanged {
 		c.rebuildRingLocked()
@@ -277,6 +281,11 @@ func (c *Cluster) observe(n *memberlist.Node) {
 		c.log.Info("node up", "peer", string(id), "gossip_addr", rec.GossipAddr, "rpc_addr", rec.RPCAddr)
 		// Learn the removals made while we did not see it (or were down ourselves).
 		c.confirmLocked(id)
+		if p.format < c.cfg.DataFormat {
+			// It may have come back on a newer release: ask now rather than at the next push/pull.
+			c.in.formatPulls[id] = true
+			c.kickWorker()
+		}
 	}
 	if meta.SchemaDigest != *c.digest.Load() {
 		c.in.pulls[id] = true
@@ -362,6 +371,7 @@ func (c *Cluster) process(in inbox) {
 			c.send(to, msg(kindSchemaPush), false)
 		}
 	}
+	c.pullFormats(in.formatPulls)
 	local := *c.digest.Load()
 	for to := range in.pulls {
 		m, ok := c.Member(to)

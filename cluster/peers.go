@@ -53,6 +53,9 @@ type gossipState struct {
 	Peers   []peerRecord `json:"peers"`
 	Removed []Removal    `json:"removed,omitempty"`
 	Schema  []byte       `json:"schema,omitempty"`
+	// Formats holds the data format version of the sender and of each member whose version it
+	// knows (dataformat.go). Releases before data format versions send none and ignore it.
+	Formats map[NodeID]int `json:"formats,omitempty"`
 }
 
 func loadPeers(dir string) (peerFileV1, error) {

@@ -141,7 +141,7 @@ func (p catalogCluster) Members() []catalog.Member {
 	ms := p.c.Members()
 	out := make([]catalog.Member, len(ms))
 	for i, m := range ms {
-		out[i] = catalog.Member{ID: string(m.ID), Local: m.Local, Live: m.Live, SchemaDigest: m.SchemaDigest}
+		out[i] = catalog.Member{ID: string(m.ID), Local: m.Local, Live: m.Live, SchemaDigest: m.SchemaDigest, DataFormat: m.DataFormat}
 	}
 	return out
 }

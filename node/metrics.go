@@ -324,7 +324,7 @@ var _ shell.Observer = (*coordinatorMetrics)(nil)
 type clusterCollector struct {
 	c                                  *cluster.Cluster
 	live, down, agreement, disagreeing *prometheus.Desc
-	memberUp                           *prometheus.Desc
+	memberUp, memberFormat             *prometheus.Desc
 	clockOffset, clockSkew             *prometheus.Desc
 	gossipJunk                         *prometheus.Desc
 }
@@ -342,6 +342,9 @@ func newClusterCollector(c *cluster.Cluster) *clusterCollector {
 			"Live members whose schema digest differs from this node's.", nil, nil),
 		memberUp: prometheus.NewDesc("kvnode_cluster_member_up",
 			"One series per ring member, labelled with its node id: 1 while this node's failure detector considers it up (this node included), 0 while down. Tools and tests read membership from it.",
+			[]string{"member"}, nil),
+		memberFormat: prometheus.NewDesc("kvnode_cluster_member_data_format",
+			"One series per ring member, labelled with its node id: the data format version it gossips (this node's included), 0 while it reports none (a release before data format versions, which is format 1, or a member not heard from since this node started). Writes with a TTL are refused while any member is below 2.",
 			[]string{"member"}, nil),
 		clockOffset: prometheus.NewDesc("kvnode_cluster_clock_offset_seconds",
 			"How far a live peer's clock is ahead of this node's (negative: behind), measured through gossip probes: the median of the last 8 samples, each within about half a probe round trip. Peers that are down or have left have no series.",
@@ -362,6 +365,7 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.agreement
 	ch <- c.disagreeing
 	ch <- c.memberUp
+	ch <- c.memberFormat
 	ch <- c.clockOffset
 	ch <- c.clockSkew
 	ch <- c.gossipJunk
@@ -379,6 +383,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			down++
 		}
 		ch <- prometheus.MustNewConstMetric(c.memberUp, prometheus.GaugeValue, up, string(m.ID))
+		ch <- prometheus.MustNewConstMetric(c.memberFormat, prometheus.GaugeValue, float64(m.DataFormat), string(m.ID))
 	}
 	disagreeing := len(c.c.SchemaDisagreement())
 	agreement := 0.0

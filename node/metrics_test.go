@@ -233,7 +233,7 @@ func TestMetricsEndpointServesValidExposition(t *testing.T) {
 		"kvnode_storage_disk_usage_bytes",
 		"kvnode_cluster_live_members", "kvnode_cluster_down_members",
 		"kvnode_cluster_schema_agreement", "kvnode_cluster_schema_disagreeing_members",
-		"kvnode_cluster_member_up",
+		"kvnode_cluster_member_up", "kvnode_cluster_member_data_format",
 	} {
 		if _, ok := families[name]; !ok {
 			t.Errorf("/metrics has no %s", name)
@@ -272,6 +272,14 @@ func TestClusterMetricsSeeADownNode(t *testing.T) {
 			t.Fatalf("with every node up: kvnode_cluster_member_up{member=node %d} = %v (present %v), want 1", i, up, ok)
 		}
 	}
+	poll.Must(t, 10*time.Second, "node 0 sees every member at data format 2 in kvnode_cluster_member_data_format", func() error {
+		for i := range 3 {
+			if v, ok := gaugeOf(t, reg, "kvnode_cluster_member_data_format", "member", tc.nodeID(i)); !ok || v != 2 {
+				return fmt.Errorf("kvnode_cluster_member_data_format{member=node %d} = %v (present %v), want 2", i, v, ok)
+			}
+		}
+		return nil
+	})
 	tc.stop(2)
 	poll.Must(t, 10*time.Second, "node 0 counts node 2 down in kvnode_cluster_down_members", poll.Bool(func() bool {
 		return metricValue(t, reg, "kvnode_cluster_down_members") == 1 && metricValue(t, reg, "kvnode_cluster_live_members") == 2

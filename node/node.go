@@ -189,6 +189,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Removals:    removalPeers{n.sender},     // removals travel over the internode port only
 		Joining:     len(cfg.Cluster.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
 		Unrepaired:  n.store.Unrepaired(),       // started despite a corrupt log: no reads until repaired
+		DataFormat:  replica.FormatVersion,      // Open upgraded the storage to it
 		GossipDelay: cfg.Testing.gossipDelay(),
 	}); err != nil {
 		return nil, err

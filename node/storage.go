@@ -147,6 +147,20 @@ func (r ringView) IsUnrepaired(id coordinator.NodeID) bool {
 	return r.c.IsUnrepaired(cluster.NodeID(id))
 }
 
+// BelowFormat implements shell.FormatRing: writes with a TTL are refused while a member of an
+// older data format remains.
+func (r ringView) BelowFormat(v int) []coordinator.NodeID {
+	ids := r.c.BelowFormat(v)
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]coordinator.NodeID, len(ids))
+	for i, id := range ids {
+		out[i] = coordinator.NodeID(id)
+	}
+	return out
+}
+
 // repaired clears the node's unrepaired mark once a repair run on it, of every table, completed
 // every range: the node serves reads again.
 func (n *Node) repaired() error {

@@ -155,6 +155,9 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		if err := e.checkTimestamp(stmts[i], w, now); err != nil {
 			return first, coordinator.Result{}, err
 		}
+		if err := e.checkFormat(stmts[i], w); err != nil {
+			return first, coordinator.Result{}, err
+		}
 		if err := checkWriteSize(w, stmts[i].Pos(), e.maxMutation); err != nil {
 			return first, coordinator.Result{}, err
 		}

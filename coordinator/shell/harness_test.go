@@ -92,6 +92,7 @@ type ring struct {
 	mu         sync.Mutex
 	down       map[coordinator.NodeID]bool
 	unrepaired map[coordinator.NodeID]bool
+	formats    map[coordinator.NodeID]int // data format versions; nil: every node on the newest
 }
 
 func (r *ring) AppendReplicas(dst []coordinator.NodeID, _ int64, rf int) []coordinator.NodeID {
@@ -108,6 +109,27 @@ func (r *ring) IsUnrepaired(id coordinator.NodeID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.unrepaired[id]
+}
+
+func (r *ring) BelowFormat(v int) []coordinator.NodeID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.formats == nil {
+		return nil
+	}
+	var below []coordinator.NodeID
+	for _, id := range r.order {
+		if max(r.formats[id], 1) < v {
+			below = append(below, id)
+		}
+	}
+	return below
+}
+
+func (r *ring) setFormats(fs map[coordinator.NodeID]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.formats = fs
 }
 
 func (r *ring) setUnrepaired(ids ...coordinator.NodeID) {

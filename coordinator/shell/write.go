@@ -40,6 +40,10 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err
 	}
+	if err := e.checkFormat(stmt, w); err != nil {
+		adm.abandonIfAny()
+		return w.Table, coordinator.Result{}, err
+	}
 	if err := checkWriteSize(w, stmt.Pos(), e.maxMutation); err != nil {
 		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err

@@ -1,0 +1,36 @@
+package schema
+
+import "strings"
+
+// FormatExpiring is the data format version (the replica's FormatVersion) from which a release
+// of kvnode stores expiring cells, and decodes the table features FormatFeatures names. A node
+// of an older format stores an expiring cell as one that never expires, and refuses a schema
+// with those features (it does not know their flags), so none may reach it: coordinators refuse
+// them while a member of an older format remains.
+const FormatExpiring = 2
+
+// FormatFeatures returns the names of t's features that a release of a data format before
+// FormatExpiring cannot decode, in a fixed order; none for a table that encodes as such a release
+// reads it (see Encode).
+func (t *Table) FormatFeatures() []string {
+	if t.dropped {
+		return nil
+	}
+	var fs []string
+	if t.defaultTTL != 0 {
+		fs = append(fs, OptionDefaultTTL)
+	}
+	if len(t.options) > 0 {
+		fs = append(fs, "table options "+strings.Join(t.setOptions(), ", "))
+	}
+	if t.specRetrySet && (t.specRetry.Kind == SpeculateMin || t.specRetry.Kind == SpeculateMax) {
+		fs = append(fs, "speculative_retry MIN or MAX")
+	}
+	if len(t.droppedCols) > 0 {
+		fs = append(fs, "records of dropped columns (ALTER TABLE DROP)")
+	}
+	if t.truncatedSet {
+		fs = append(fs, "a record of TRUNCATE")
+	}
+	return fs
+}
