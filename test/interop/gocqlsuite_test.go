@@ -195,6 +195,7 @@ var errorLine = regexp.MustCompile(`^\s+[\w.]+\.go:\d+: (.*)$`)
 func parseGoTestJSON(r io.Reader) (*suiteRun, error) {
 	run := &suiteRun{}
 	byName := map[string]*suiteResult{}
+	firstOf := map[string]string{} // (sub)test → its first error line
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -226,20 +227,35 @@ func parseGoTestJSON(r io.Reader) (*suiteRun, error) {
 		}
 		switch ev.Action {
 		case "output":
-			if res.First != "" {
+			if firstOf[ev.Test] != "" {
 				break
 			}
 			if m := errorLine.FindStringSubmatch(out); m != nil {
-				res.First = strings.TrimSpace(m[1])
+				firstOf[ev.Test] = strings.TrimSpace(m[1])
 			} else if strings.HasPrefix(out, "panic: ") {
-				res.First = out
+				firstOf[ev.Test] = out
 			} else if strings.HasPrefix(top, "Example") && strings.HasPrefix(out, "got:") {
-				res.First = "output differs"
+				firstOf[ev.Test] = "output differs"
 			}
-		case "pass", "fail", "skip":
+		case "fail":
+			// The first (sub)test to fail with a line of its own names the cause: subtests end
+			// before their parent, and a passing subtest's t.Log lines are not the failure's.
+			if res.First == "" {
+				res.First = firstOf[ev.Test]
+			}
 			if ev.Test == top {
 				res.Action = ev.Action
 			}
+		case "pass", "skip":
+			if ev.Test == top {
+				res.Action = ev.Action
+				res.First = firstOf[top]
+			}
+		}
+	}
+	for _, res := range slices.Concat(run.Tests, run.Examples) {
+		if res.Action == "" && res.First == "" {
+			res.First = firstOf[res.Name]
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -277,6 +293,9 @@ var causes = []cause{
 	{"CQL functions (now(), ...)", "30, branch funcs", regexp.MustCompile(`function calls`)},
 	{"DESCRIBE KEYSPACE of a system keyspace", "30", regexp.MustCompile(`unknown keyspace system\b`)},
 	{"query tracing", "none yet", regexp.MustCompile(`tracing`)},
+	// Nanosecond client timeouts racing the server's answer: it fails now and then against
+	// any server, and passes alone.
+	{"flaky: nanosecond driver timeouts that race the answer", "none", regexp.MustCompile(`^TestNewConnectWithLowTimeout:`)},
 }
 
 func classify(name, first string) cause {
@@ -390,6 +409,9 @@ func TestGocqlSuiteReport(t *testing.T) {
 {"Action":"pass","Test":"TestA"}
 {"Action":"run","Test":"TestCAS"}
 {"Action":"output","Test":"TestCAS","Output":"2026/11/29 03:00:00 common_test.go:227: error creating table\n"}
+{"Action":"run","Test":"TestCAS/logs"}
+{"Action":"output","Test":"TestCAS/logs","Output":"    cassandra_test.go:550: passed due to a high timeout\n"}
+{"Action":"pass","Test":"TestCAS/logs"}
 {"Action":"run","Test":"TestCAS/sub"}
 {"Action":"output","Test":"TestCAS/sub","Output":"    cassandra_test.go:560: insert: 2:20: lightweight transactions (IF conditions) are not supported\n"}
 {"Action":"output","Test":"TestCAS","Output":"    cassandra_test.go:570: later line\n"}
