@@ -33,6 +33,7 @@ var (
 	gocqlSuite    = flag.Bool("gocqlsuite", false, "run gocql v1.19.0's integration suite against three kvnode nodes and write "+gocqlSuiteResults)
 	gocqlSuiteRun = flag.String("gocqlsuite.run", "", "a -run pattern for the gocql suite's tests (the results file is then not written)")
 	gocqlSuiteOut = flag.String("gocqlsuite.out", gocqlSuiteResults, "where the gocql suite's summary goes")
+	gocqlSuiteRaw = flag.String("gocqlsuite.raw", "", "a file for go test's whole -json output of the gocql suite (its logs included)")
 )
 
 const (
@@ -94,6 +95,11 @@ func TestGocqlSuite(t *testing.T) {
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("gocql suite: go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if *gocqlSuiteRaw != "" {
+		if err := os.WriteFile(*gocqlSuiteRaw, out, 0o644); err != nil {
+			t.Errorf("gocql suite: %v", err)
+		}
 	}
 	s, err := parseGoTestJSON(bytes.NewReader(out))
 	if err != nil {
