@@ -609,11 +609,17 @@ func (p *parser) parseType() Ident {
 }
 
 func (p *parser) typeText(b *strings.Builder, depth int) {
-	if p.tok != IDENT && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
+	// SET is reserved (UPDATE ... SET) but names the set<T> collection type, as in Cassandra's
+	// grammar; anywhere else it is no type.
+	set := p.tok == SET
+	if p.tok != IDENT && !set && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
 		p.errorExpected("type name")
 	}
 	b.WriteString(strings.ToLower(p.lit))
 	p.next()
+	if set && p.tok != LT {
+		p.errorExpected("'<' after set")
+	}
 	if p.tok != LT {
 		return
 	}

@@ -194,6 +194,8 @@ func TestParseInvalid(t *testing.T) {
 		{"CREATE TABLE t (a int, PRIMARY KEY (a)) WITH", "1:45: expected option name, found end of input"},
 		{"CREATE TABLE t (a \"int\")", `1:19: expected type name, found identifier "int"`},
 		{"CREATE TABLE t (a map<int, text)", "1:32: expected ',' or '>', found ')'"},
+		{"CREATE TABLE t (a set)", "1:22: expected '<' after set, found ')'"},
+		{"CREATE TABLE t (a set<int)", "1:26: expected ',' or '>', found ')'"},
 		{"CREATE TABLE t (a list<list<list<list<list<list<list<list<list<int>>>>>>>>>)", "1:63: type parameters are nested too deeply"},
 		{"ALTER TABLE t MODIFY v int", "1:15: expected 'WITH', 'ADD', 'DROP' or 'RENAME', found identifier MODIFY"},
 		{"DROP t", "1:6: expected 'KEYSPACE', 'TABLE' or 'ROLE', found identifier t"},

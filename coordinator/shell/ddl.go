@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
@@ -77,6 +78,19 @@ func (e *Executor) executeUse(st *cql.UseStmt) (coordinator.Result, error) {
 // executeDescribe renders a DESCRIBE from the schema, or from the ClusterDescriber for
 // DESCRIBE CLUSTER.
 func (e *Executor) executeDescribe(st *cql.DescribeStmt, keyspace string) (coordinator.Result, error) {
+	if els, ok := e.describeSystem(st, keyspace); ok {
+		if st.Internals {
+			return describeRows(els), nil
+		}
+		var b strings.Builder
+		for i, el := range els {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(el.CreateStatement + "\n")
+		}
+		return coordinator.Result{Kind: coordinator.ResultDescription, Description: b.String()}, nil
+	}
 	if st.Internals && st.Kind != cql.DescribeCluster {
 		return e.describeElements(st, keyspace)
 	}
@@ -109,9 +123,36 @@ func (e *Executor) describeElements(st *cql.DescribeStmt, keyspace string) (coor
 	if err != nil {
 		return coordinator.Result{}, invalid(st, err)
 	}
+	return describeRows(els), nil
+}
+
+func describeRows(els []schema.Element) coordinator.Result {
 	rows := &coordinator.Rows{Columns: describeColumns, Values: make([][][]byte, 0, len(els))}
 	for _, el := range els {
 		rows.Values = append(rows.Values, [][]byte{[]byte(el.Keyspace), []byte(el.Type), []byte(el.Name), []byte(el.CreateStatement)})
 	}
-	return coordinator.Result{Kind: coordinator.ResultRows, Rows: rows}, nil
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: rows}
+}
+
+// describeSystem answers DESCRIBE KEYSPACE and DESCRIBE TABLE of a keyspace of system tables
+// (ok true), which the schema does not hold: gocql's tests and cqlsh describe system.
+func (e *Executor) describeSystem(st *cql.DescribeStmt, keyspace string) ([]schema.Element, bool) {
+	if e.system == nil {
+		return nil, false
+	}
+	switch st.Kind {
+	case cql.DescribeKeyspace:
+		ks := st.Keyspace.Name
+		if ks == "" {
+			ks = keyspace
+		}
+		return e.system.Describe(ks, "")
+	case cql.DescribeTable:
+		ks := st.Table.Keyspace.Name
+		if ks == "" {
+			ks = keyspace
+		}
+		return e.system.Describe(ks, st.Table.Name.Name)
+	}
+	return nil, false
 }

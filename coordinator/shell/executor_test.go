@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/internal/lockedbuf"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -873,6 +874,69 @@ func TestDescribeWithInternals(t *testing.T) {
 	want := []string{"ks keyspace ks: CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3};", "ks table t: CREATE TABLE ks.t"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DESCRIBE KEYSPACE ks WITH INTERNALS rows = %q, want %q", got, want)
+	}
+}
+
+// systemTables is a SystemTables that only describes: keyspace system with one table.
+type systemTables struct{}
+
+func (systemTables) Select(context.Context, *cql.SelectStmt, string, []coordinator.Value) (coordinator.Result, bool, error) {
+	return coordinator.Result{}, false, nil
+}
+
+func (systemTables) Prepare(*cql.SelectStmt, string) ([]coordinator.Variable, []coordinator.RowColumn, bool, error) {
+	return nil, nil, false, nil
+}
+
+func (systemTables) HasKeyspace(name string) bool { return name == "system" }
+
+func (systemTables) Describe(ks, table string) ([]schema.Element, bool) {
+	if ks != "system" || (table != "" && table != "local") {
+		return nil, false
+	}
+	var els []schema.Element
+	if table == "" {
+		els = append(els, schema.Element{Keyspace: "system", Type: "keyspace", Name: "system", CreateStatement: "CREATE KEYSPACE system"})
+	}
+	return append(els, schema.Element{Keyspace: "system", Type: "table", Name: "local", CreateStatement: "CREATE TABLE system.local"}), true
+}
+
+// TestDescribeSystemKeyspace checks that DESCRIBE of a system keyspace or table, which the schema
+// does not hold, is answered by the system tables, as rows WITH INTERNALS (gocql's tests send
+// DESCRIBE KEYSPACE system WITH INTERNALS) and as text without; what they do not know stays an
+// unknown keyspace or table.
+func TestDescribeSystemKeyspace(t *testing.T) {
+	c := newCluster(t, options{system: systemTables{}})
+	tests := []struct{ stmt, want string }{
+		{"DESCRIBE KEYSPACE system WITH INTERNALS", "system keyspace system: CREATE KEYSPACE system|system table local: CREATE TABLE system.local"},
+		{"DESCRIBE TABLE system.local WITH INTERNALS", "system table local: CREATE TABLE system.local"},
+		{"DESCRIBE KEYSPACE system", "description CREATE KEYSPACE system\n\nCREATE TABLE system.local\n"},
+		{"DESCRIBE TABLE system.local", "description CREATE TABLE system.local\n"},
+	}
+	for _, tt := range tests {
+		resp, err := c.exec("n1", one, tt.stmt)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.stmt, err)
+		}
+		var got string
+		if resp.Kind == coordinator.ResultRows {
+			var rows []string
+			for _, row := range resp.Rows.Values {
+				rows = append(rows, string(row[0])+" "+string(row[1])+" "+string(row[2])+": "+string(row[3]))
+			}
+			got = strings.Join(rows, "|")
+		} else {
+			got = describeResult(resp)
+		}
+		if got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.stmt, got, tt.want)
+		}
+	}
+	for _, stmt := range []string{"DESCRIBE TABLE system.nope WITH INTERNALS", "DESCRIBE KEYSPACE nope WITH INTERNALS"} {
+		var ie *coordinator.InvalidError
+		if _, err := c.exec("n1", one, stmt); !errors.As(err, &ie) {
+			t.Errorf("%s: %v, want an InvalidError", stmt, err)
+		}
 	}
 }
 

@@ -402,6 +402,8 @@ type options struct {
 	auth *shell.AuthConfig
 	// noObserver leaves the executors without an Observer (the recorder allocates).
 	noObserver bool
+	// system is the executors' System; nil: none.
+	system shell.SystemTables
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -475,6 +477,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			Deltas:           c.deltas(o.propagate),
 			Auth:             o.auth,
 			Logger:           o.logger,
+			System:           o.system,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,9 @@ type SystemTables interface {
 	Prepare(st *cql.SelectStmt, keyspace string) (vars []coordinator.Variable, cols []coordinator.RowColumn, ok bool, err error)
 	// HasKeyspace reports whether name is a keyspace of system tables, which USE accepts.
 	HasKeyspace(name string) bool
+	// Describe answers DESCRIBE KEYSPACE ks (table "") or DESCRIBE TABLE ks.table for a keyspace
+	// of system tables; ok is false when there is no such keyspace or table.
+	Describe(ks, table string) (els []schema.Element, ok bool)
 }
 
 // Prepare parses and validates text, one statement, against the current schema with keyspace

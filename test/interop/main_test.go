@@ -38,6 +38,13 @@ func TestMain(m *testing.M) { proc.Main(m, "interop", &kvnodeBinary) }
 // not exit cleanly fails the test) and, when the test failed, logs the end of each node's stderr.
 func startCluster(t *testing.T) *proc.Cluster {
 	t.Helper()
+	return startClusterOnPort(t, 0)
+}
+
+// startClusterOnPort is startCluster with the native protocol on cqlPort on every node (0: a
+// free port picked at start).
+func startClusterOnPort(t *testing.T, cqlPort int) *proc.Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("interop: skipped under -short (it builds kvnode and runs a 3-node cluster)")
 	}
@@ -47,6 +54,7 @@ func startCluster(t *testing.T) *proc.Cluster {
 		Dir:       root,
 		Hosts:     proc.LoopbackHosts(3),
 		CQL:       true,
+		CQLPort:   cqlPort,
 		NumTokens: numTokens,
 	})
 	if c != nil {

@@ -144,18 +144,23 @@ type hostPorts struct {
 	addr, gossip, metrics, internode, cql int
 }
 
-func pickHostPorts(hosts []string, cql bool) (hostPorts, error) {
+func pickHostPorts(hosts []string, cql bool, cqlPort int) (hostPorts, error) {
 	n := 4
-	if cql {
+	if cql && cqlPort == 0 {
 		n = 5
 	}
 	ports, err := FreePorts(hosts, n)
 	if err != nil {
 		return hostPorts{}, err
 	}
-	hp := hostPorts{addr: ports[0], gossip: ports[1], metrics: ports[2], internode: ports[3]}
-	if cql {
+	hp := hostPorts{addr: ports[0], gossip: ports[1], metrics: ports[2], internode: ports[3], cql: cqlPort}
+	if cql && cqlPort == 0 {
 		hp.cql = ports[4]
+	}
+	for _, p := range ports[:4] {
+		if cql && p == hp.cql {
+			return hostPorts{}, fmt.Errorf("proc: picked port %d, the fixed CQL port, for another listener", p)
+		}
 	}
 	return hp, nil
 }
@@ -177,7 +182,7 @@ func startHosts(opts Options, logDir string) (*Cluster, error) {
 	var err error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
 		var hp hostPorts
-		if hp, err = pickHostPorts(opts.Hosts, opts.CQL); err != nil {
+		if hp, err = pickHostPorts(opts.Hosts, opts.CQL, opts.CQLPort); err != nil {
 			return nil, err
 		}
 		c = &Cluster{}

@@ -17,6 +17,26 @@ func TestLoopbackHosts(t *testing.T) {
 	}
 }
 
+// TestPickHostPortsKeepsAFixedCQLPort holds Options.CQLPort: the native port is the one asked
+// for, and no other listener draws it.
+func TestPickHostPortsKeepsAFixedCQLPort(t *testing.T) {
+	hp, err := pickHostPorts(LoopbackHosts(2), true, 9042)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hp.cql != 9042 {
+		t.Errorf("pickHostPorts(cqlPort=9042) picked CQL port %d, want 9042", hp.cql)
+	}
+	for _, p := range []int{hp.addr, hp.gossip, hp.metrics, hp.internode} {
+		if p == 9042 || p == 0 {
+			t.Errorf("pickHostPorts(cqlPort=9042) gave another listener port %d (all: %+v)", p, hp)
+		}
+	}
+	if _, err := Start(Options{Binary: "kvnode", Dir: t.TempDir(), Hosts: LoopbackHosts(1), CQLPort: 9042}); err == nil {
+		t.Error("Start with CQLPort but without CQL succeeded, want an error")
+	}
+}
+
 // TestFreePortsAreFreeOnEveryHost binds each returned port, TCP and UDP, on every host: what a
 // node of a shared-port cluster does with it.
 func TestFreePortsAreFreeOnEveryHost(t *testing.T) {

@@ -375,6 +375,9 @@ type Options struct {
 	// CQL makes every node serve the CQL native protocol (--cql-addr) on the shared port
 	// Cluster.CQLPort. It needs Hosts.
 	CQL bool
+	// CQLPort, with CQL, fixes that shared port instead of picking a free one: 9042 for suites
+	// written for Cassandra's default port (gocql's integration tests). 0 picks one.
+	CQLPort int
 	// ExtraArgs, when set, has one entry per node: extra serve arguments for node i+1.
 	ExtraArgs [][]string
 	// ClientTLS is every node's Node.ClientTLS.
@@ -396,6 +399,9 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	if opts.CQL && len(opts.Hosts) == 0 {
 		return nil, errors.New("proc: Options.CQL needs Options.Hosts (drivers expect the native port to be the same on every node)")
+	}
+	if opts.CQLPort != 0 && !opts.CQL {
+		return nil, errors.New("proc: Options.CQLPort needs Options.CQL")
 	}
 	logDir := filepath.Join(opts.Dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {

@@ -333,3 +333,24 @@ func (t *Tables) tableNames(ks string) []string {
 	}
 	return names
 }
+
+// Describe answers DESCRIBE KEYSPACE ks, or DESCRIBE TABLE ks.table when table is not "", for a
+// system keyspace, as Cassandra does for its local keyspaces: the keyspace's CREATE statement
+// (LocalStrategy) then each table's, for reference (running them is refused: system keyspaces
+// are reserved). ok is false when ks is not a system keyspace or it has no such table.
+func (t *Tables) Describe(ks, table string) (els []schema.Element, ok bool) {
+	if !IsSystemKeyspace(ks) {
+		return nil, false
+	}
+	if table == "" {
+		els = append(els, schema.Element{Keyspace: ks, Type: "keyspace", Name: ks,
+			CreateStatement: "CREATE KEYSPACE " + cql.QuoteIdent(ks) + " WITH replication = {'class': '" + localStrategy + "'} AND durable_writes = true;"})
+	}
+	for _, d := range t.defs {
+		if d.keyspace != ks || (table != "" && d.name != table) {
+			continue
+		}
+		els = append(els, schema.Element{Keyspace: ks, Type: "table", Name: d.name, CreateStatement: d.createStatement()})
+	}
+	return els, len(els) > 0
+}

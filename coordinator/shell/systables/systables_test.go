@@ -355,3 +355,46 @@ func TestEveryTableAnswersSelectStar(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeSystemKeyspaces holds Describe to Cassandra's answer for its local keyspaces: the
+// keyspace (LocalStrategy), then every table as a CREATE TABLE that parses and names the
+// table's columns and key; user keyspaces and unknown tables are not its to answer.
+func TestDescribeSystemKeyspaces(t *testing.T) {
+	tb := newTestTables(t)
+	els, ok := tb.Describe("system", "")
+	if !ok || len(els) < 3 {
+		t.Fatalf("Describe(system) = %d elements, %v; want the keyspace and its tables", len(els), ok)
+	}
+	if els[0].Type != "keyspace" || els[0].CreateStatement != "CREATE KEYSPACE system WITH replication = {'class': 'org.apache.cassandra.locator.LocalStrategy'} AND durable_writes = true;" {
+		t.Errorf("Describe(system) starts with %+v, want the keyspace with LocalStrategy", els[0])
+	}
+	var names []string
+	for _, el := range els[1:] {
+		names = append(names, el.Name)
+		st, err := cql.ParseStatement(el.CreateStatement)
+		if err != nil {
+			t.Errorf("Describe(system) %s: %v\n%s", el.Name, err, el.CreateStatement)
+			continue
+		}
+		ct, ok := st.(*cql.CreateTableStmt)
+		if !ok || ct.Table.Keyspace.Name != "system" || ct.Table.Name.Name != el.Name {
+			t.Errorf("Describe(system) %s: %T %+v, want CREATE TABLE system.%s", el.Name, st, st, el.Name)
+		}
+	}
+	if !slices.Contains(names, "local") || !slices.Contains(names, "peers") {
+		t.Errorf("Describe(system) tables %v, want local and peers among them", names)
+	}
+	peers, ok := tb.Describe("system", "peers_v2")
+	if !ok || len(peers) != 1 || !strings.Contains(peers[0].CreateStatement, "    tokens set<text>,\n    PRIMARY KEY (peer, peer_port)\n);") {
+		t.Errorf("Describe(system, peers_v2) = %+v, %v; want its CREATE TABLE keyed (peer, peer_port)", peers, ok)
+	}
+	cols, ok := tb.Describe("system_schema", "columns")
+	if !ok || !strings.Contains(cols[0].CreateStatement, "PRIMARY KEY (keyspace_name, table_name, column_name)") {
+		t.Errorf("Describe(system_schema, columns) = %+v, %v; want keyed (keyspace_name, table_name, column_name)", cols, ok)
+	}
+	for _, c := range [][2]string{{"ks", ""}, {"system", "nope"}} {
+		if els, ok := tb.Describe(c[0], c[1]); ok {
+			t.Errorf("Describe(%q, %q) = %+v, true; want false", c[0], c[1], els)
+		}
+	}
+}

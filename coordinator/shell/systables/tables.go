@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -552,4 +553,27 @@ func encOption(v schema.OptionValue) []byte {
 		return encMap(es...)
 	}
 	return nil
+}
+
+// createStatement is the CREATE TABLE statement of t's columns and primary key, as DESCRIBE
+// shows it.
+func (t *table) createStatement() string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE " + cql.QuoteIdent(t.keyspace) + "." + cql.QuoteIdent(t.name) + " (\n")
+	var pk, ck []string
+	for _, c := range t.columns {
+		b.WriteString("    " + cql.QuoteIdent(c.name) + " " + c.cqlType + ",\n")
+		switch c.kind {
+		case "partition_key":
+			pk = append(pk, cql.QuoteIdent(c.name))
+		case "clustering":
+			ck = append(ck, cql.QuoteIdent(c.name))
+		}
+	}
+	key := strings.Join(pk, ", ")
+	if len(pk) > 1 {
+		key = "(" + key + ")"
+	}
+	b.WriteString("    PRIMARY KEY (" + strings.Join(append([]string{key}, ck...), ", ") + ")\n);")
+	return b.String()
 }
