@@ -673,3 +673,26 @@ func (r *Read) Eval(i int, cell func(c *Column, kind cql.SelectKind) []byte) ([]
 	}
 	return v, nil
 }
+
+// SystemSelector compiles and evaluates, at now, a function call or CAST of a SELECT list over
+// system table keyspace.table, whose rows schema does not hold: one whose arguments are literals
+// and other such calls, no column and no bind marker, as in `SELECT now() FROM system.local`,
+// the query drivers and tools send to check a connection. It returns the result column, named
+// as Cassandra names it, and the value, the same in every row.
+func SystemSelector(keyspace, table string, x cql.Term, now time.Time) (ResultColumn, []byte, error) {
+	t := &Table{Keyspace: keyspace, Name: table}
+	b := &binder{now: now, table: t}
+	c := &compiler{t: t, b: b, selector: true}
+	e, err := c.compile(x, TypeInvalid)
+	if err != nil {
+		return ResultColumn{}, nil, err
+	}
+	v, err := e.eval(b, func(*Column, cql.SelectKind) []byte { return nil }, func() int64 { return 0 })
+	if err == nil && v != nil {
+		err = e.typ.Check(v)
+	}
+	if err != nil {
+		return ResultColumn{}, nil, fmt.Errorf("selector %s: %w", e.name, err)
+	}
+	return ResultColumn{Name: e.name, Type: e.typ}, v, nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 	"net/netip"
 	"strings"
 
@@ -127,10 +128,20 @@ func qualify(tn cql.TableName, keyspace string) string {
 type query struct {
 	ks      string
 	tbl     *table
-	proj    []int // column indexes, in the order selected
+	proj    []int // column indexes, in the order selected; -1-k for the selector consts[k]
+	// consts are the selected function calls (SELECT now() FROM system.local): their columns
+	// and values, the same in every row.
+	consts []constSelector
 	where   []restriction
 	limit   *cql.Literal // nil without LIMIT
 	markers []coordinator.Variable
+}
+
+// constSelector is a function call of a SELECT list over a system table: no column is its
+// argument, so its value is the same in every row.
+type constSelector struct {
+	col   coordinator.RowColumn
+	value []byte
 }
 
 // restriction is col = value, the value a literal's encoding or (bind ≥ 0) the bind-th marker's.
@@ -162,13 +173,22 @@ func (t *Tables) resolve(st *cql.SelectStmt, ks string) (*query, error) {
 			q.proj[i] = i
 		}
 	} else {
-		for _, f := range st.Funcs {
-			if f.Kind == cql.SelectExpr {
-				return nil, &coordinator.InvalidError{Pos: f.Pos,
-					Err: fmt.Errorf("function calls and CAST are not supported on system table %s.%s", ks, tbl.name)}
+		now := time.Now()
+		for i, id := range st.Columns {
+			if st.Funcs != nil && st.Funcs[i].Kind == cql.SelectExpr {
+				if len(cql.BindMarkers(st)) > 0 {
+					return nil, &coordinator.InvalidError{Pos: st.Funcs[i].Pos,
+						Err: fmt.Errorf("bind markers in the selectors of system table %s.%s are not supported", ks, tbl.name)}
+				}
+				rc, v, err := schema.SystemSelector(ks, tbl.name, st.Funcs[i].Expr, now)
+				if err != nil {
+					return nil, &coordinator.InvalidError{Pos: st.Funcs[i].Pos,
+						Err: fmt.Errorf("system table %s.%s: %w (its selectors may be functions of no column, as now())", ks, tbl.name, err)}
+				}
+				q.proj = append(q.proj, -1-len(q.consts))
+				q.consts = append(q.consts, constSelector{col: coordinator.RowColumn{Name: rc.Name, Type: rc.Type}, value: v})
+				continue
 			}
-		}
-		for _, id := range st.Columns {
 			i, ok := tbl.column(id.Name)
 			if !ok {
 				return nil, &coordinator.InvalidError{Pos: id.NamePos,
@@ -217,6 +237,10 @@ func (t *Tables) resolve(st *cql.SelectStmt, ks string) (*query, error) {
 func (q *query) columns() []coordinator.RowColumn {
 	cols := make([]coordinator.RowColumn, len(q.proj))
 	for i, c := range q.proj {
+		if c < 0 {
+			cols[i] = q.consts[-1-c].col
+			continue
+		}
 		cols[i] = coordinator.RowColumn{Name: q.tbl.columns[c].name, Type: q.tbl.columns[c].typ}
 	}
 	return cols
@@ -284,6 +308,10 @@ rowLoop:
 		}
 		vals := make([][]byte, len(q.proj))
 		for i, c := range q.proj {
+			if c < 0 {
+				vals[i] = q.consts[-1-c].value
+				continue
+			}
 			vals[i] = row[c]
 		}
 		out.Values = append(out.Values, vals)

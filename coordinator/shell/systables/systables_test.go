@@ -278,6 +278,29 @@ func TestOtherKeyspacesAreNotHandled(t *testing.T) {
 	}
 }
 
+// TestFunctionsOfNoColumn: SELECT now() FROM system.local, the query drivers and tools send to
+// check a connection, answers one row with a timeuuid named as Cassandra names it; functions
+// of no column go beside the table's columns.
+func TestFunctionsOfNoColumn(t *testing.T) {
+	tb := newTestTables(t)
+	res, handled, err := run(t, tb, "SELECT now(), cluster_name, intAsBlob(7) FROM system.local")
+	if !handled || err != nil {
+		t.Fatalf("handled %v, error %v", handled, err)
+	}
+	cols := res.Rows.Columns
+	if len(cols) != 3 || cols[0].Name != "system.now()" || cols[0].Type != schema.TypeTimeUUID || cols[1].Name != "cluster_name" ||
+		cols[2].Name != "system.intasblob(7)" || cols[2].Type != schema.TypeBlob {
+		t.Fatalf("columns %+v, want system.now() (timeuuid), cluster_name, system.intasblob(7) (blob)", cols)
+	}
+	if len(res.Rows.Values) != 1 {
+		t.Fatalf("%d rows, want 1", len(res.Rows.Values))
+	}
+	row := res.Rows.Values[0]
+	if len(row[0]) != 16 || row[0][6]>>4 != 1 || string(row[1]) != "test-cluster" || string(row[2]) != "\x00\x00\x00\x07" {
+		t.Errorf("row %x, want a version-1 uuid, the cluster name and 00000007", row)
+	}
+}
+
 func TestBadQueriesAreInvalidRequests(t *testing.T) {
 	tb := newTestTables(t)
 	for _, tt := range []struct {
@@ -287,7 +310,8 @@ func TestBadQueriesAreInvalidRequests(t *testing.T) {
 	}{
 		{"SELECT * FROM system.nope", nil, "unknown table system.nope (the system keyspace has local, peers, peers_v2, top_partitions)"},
 		{"SELECT nope FROM system.local", nil, "undefined column name nope in system table system.local"},
-		{"SELECT now() FROM system.local", nil, "function calls and CAST are not supported on system table system.local"},
+		{"SELECT toDate(cluster_name) FROM system.local", nil, "system table system.local: "},
+		{"SELECT blobAsInt(?) FROM system.local", [][]byte{{0, 0, 0, 1}}, "bind markers in the selectors of system table system.local are not supported"},
 		{"SELECT * FROM system.local WHERE nope = 'x'", nil, "undefined column name nope"},
 		{"SELECT * FROM system_schema.columns WHERE position > 1", nil, "supports only '=' restrictions, found '>' on position"},
 		{"SELECT * FROM system_schema.tables WHERE keyspace_name = ?", nil, "1 bind markers but 0 values"},
