@@ -199,3 +199,56 @@ func TestDecideDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Decide allocates %v per call", a)
 	}
 }
+
+// TestJoiningCoordinatorSyncsFirst: a coordinator that joins a scope at 5·L and takes 90 % of
+// its load at once admits about L in its first second when it first learns the count from a
+// peer (Sync of Peek); judged on an empty counter (under the onset bound, and learning its
+// peer's deltas from its first 20 ms) it admits more.
+func TestJoiningCoordinatorSyncsFirst(t *testing.T) {
+	const lim, v = 100, 500
+	sc := []Scope{{ID: 9, Label: 1, Limit: lim}}
+	var withSync int
+	for _, sync := range []bool{true, false} {
+		old, joined := newLimiter(t), newLimiter(t)
+		rng := rand.New(rand.NewPCG(7, 8))
+		step := time.Second / v
+		joinAt := 10 * time.Second
+		admitted := 0
+		var buf []Delta
+		for now := time.Duration(0); now < joinAt+time.Second; now += step {
+			at := epoch.Add(now)
+			if now == joinAt && sync {
+				joined.Sync(9, 1, old.Peek(9, 1, at), at)
+			}
+			if now%(20*time.Millisecond) == 0 {
+				// Before the join, the old coordinator's deltas go to peers not modelled here.
+				buf = old.Drain(buf[:0])
+				if now >= joinAt {
+					for _, d := range buf {
+						joined.Learn(d, lim, at)
+					}
+					buf = joined.Drain(buf[:0])
+					for _, d := range buf {
+						old.Learn(d, lim, at)
+					}
+				}
+			}
+			l := old
+			if now >= joinAt && rng.Float64() < 0.9 {
+				l = joined
+			}
+			if l.Decide(sc, rng.Uint64(), at).Admitted && now >= joinAt {
+				admitted++
+			}
+		}
+		t.Logf("sync %v: %d admitted in the second after the join", sync, admitted)
+		if sync {
+			withSync = admitted
+			if admitted < 85 || admitted > 115 {
+				t.Errorf("with Sync the second after the join admitted %d, want about L = %d", admitted, lim)
+			}
+		} else if admitted <= withSync || admitted > 2*lim {
+			t.Errorf("without Sync the second after the join admitted %d (with it %d), want more, and at most 2·L", admitted, withSync)
+		}
+	}
+}
