@@ -252,3 +252,47 @@ func TestJoiningCoordinatorSyncsFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainHandsOutEveryCountOnce: under concurrent Decide and Drain, the deltas drained add up
+// to exactly the countings Decide made (each scope up to the one that rejected), none lost or
+// sent twice.
+func TestDrainHandsOutEveryCountOnce(t *testing.T) {
+	l := newLimiter(t)
+	chain := []Scope{{ID: 1, Label: 1, Limit: 50}, {ID: 2, Label: 1, Limit: 1 << 20}}
+	const workers, per = 4, 5000
+	counted := make(chan int, workers)
+	for w := range workers {
+		go func() {
+			n := 0
+			for i := range per {
+				v := l.Decide(chain, uint64(w*per+i), epoch.Add(time.Duration(i)*time.Millisecond))
+				if v.Admitted {
+					n += 2
+				} else {
+					n++
+				}
+			}
+			counted <- n
+		}()
+	}
+	drained, want, done := 0, 0, 0
+	var buf []Delta
+	for done < workers {
+		select {
+		case n := <-counted:
+			want += n
+			done++
+		default:
+		}
+		buf = l.Drain(buf[:0])
+		for _, d := range buf {
+			drained += int(d.N)
+		}
+	}
+	for _, d := range l.Drain(nil) {
+		drained += int(d.N)
+	}
+	if drained != want {
+		t.Fatalf("drained %d countings, Decide made %d", drained, want)
+	}
+}
