@@ -34,7 +34,7 @@ var floors = []struct {
 	{"services of a node", []string{"catalog", "hints", "repair", "snapshot", "replica", "cluster"}},
 	{"the internode seam", []string{"internode"}},
 	{"the coordinator's pure core", []string{"coordinator"}},
-	{"the domain", []string{"partitionlimit", "schema", "cql", "partitioner", "cell", "auth"}},
+	{"the domain", []string{"partitionlimit", "scopelimit", "schema", "cql", "partitioner", "cell", "auth"}},
 	{"leaves", []string{"internal/...", "proto/...", "cqlwire"}},
 }
 

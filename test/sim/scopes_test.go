@@ -1,0 +1,78 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+var updateScopes = flag.Bool("update-scopes", false, "rewrite results/scopes.md from the simulator (every scope row)")
+
+const scopesFile = "results/scopes.md"
+
+// TestScopeReport keeps results/scopes.md true: with -update-scopes it simulates every row and
+// rewrites the file; otherwise it simulates a sample of rows (every 13th, 13 being prime to the
+// 6 offered rates) and checks that the file has the same lines.
+func TestScopeReport(t *testing.T) {
+	rows := ScopeMatrix()
+	if *updateScopes {
+		results, err := RunScopes(context.Background(), rows, DefaultSeed, runtime.GOMAXPROCS(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := WriteScopeMarkdown(&b, DefaultSeed, results); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(scopesFile, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	data, err := os.ReadFile(scopesFile)
+	if err != nil {
+		t.Fatalf("%v (go test ./test/sim -run TestScopeReport -update-scopes writes it)", err)
+	}
+	var sample []ScopeScenario
+	for i := 0; i < len(rows); i += 13 {
+		sample = append(sample, rows[i])
+	}
+	results, err := RunScopes(context.Background(), sample, DefaultSeed, runtime.GOMAXPROCS(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteScopeMarkdown(&b, DefaultSeed, results); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| scope ") && !strings.Contains(string(data), l+"\n") {
+			t.Errorf("the simulator prints a row %s has not:\n%s", scopesFile, l)
+		}
+	}
+}
+
+// TestScopeBudgetHeldAcrossCoordinators: with 90 % of the load on one of three coordinators,
+// moved to another at 60 s, scopelimit holds a keyspace and an organization's level to
+// 0.95–1.05·L from the second second and to at most 2·L in the first, where a coordinator
+// limiting to L/3 on its own admits barely more than a third of L.
+func TestScopeBudgetHeldAcrossCoordinators(t *testing.T) {
+	for _, k := range []ScopeKind{KeyspaceScope, LevelScope} {
+		s := ScopeScenario{Kind: k, Coordinators: 3, Case: Moved, Offered: 2, Limit: ScopeLimit}
+		r, err := RunScope(s, DefaultSeed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := r.Kvnode; m.Steady < 0.95 || m.Steady > 1.05 || m.First > 2 {
+			t.Errorf("%v: kvnode steady %.3f·L, first second %.2f·L; want 0.95–1.05 and ≤ 2", s, m.Steady, m.First)
+		}
+		if m := r.PerNode; m.Steady > 0.6 {
+			t.Errorf("%v: L/N per coordinator admits %.3f·L; the 90/10 split should starve it", s, m.Steady)
+		}
+	}
+}
