@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
@@ -126,12 +126,12 @@ func qualify(tn cql.TableName, keyspace string) string {
 
 // query is a SELECT on a system table, resolved: the table, the projection and the restrictions.
 type query struct {
-	ks      string
-	tbl     *table
-	proj    []int // column indexes, in the order selected; -1-k for the selector consts[k]
+	ks   string
+	tbl  *table
+	proj []int // column indexes, in the order selected; -1-k for the selector consts[k]
 	// consts are the selected function calls (SELECT now() FROM system.local): their columns
 	// and values, the same in every row.
-	consts []constSelector
+	consts  []constSelector
 	where   []restriction
 	limit   *cql.Literal // nil without LIMIT
 	markers []coordinator.Variable
