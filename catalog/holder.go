@@ -517,13 +517,24 @@ func belowFormat(ms []Member, v int) []string {
 	return ids
 }
 
-// checkFormats refuses a change that leaves table ks.table with features that nodes of a data
+// checkFormats refuses a change that leaves keyspace ks (table "") or table ks.table with features that nodes of a data
 // format before schema.FormatExpiring cannot decode while older, the ids of such members, is not
 // empty: they would refuse the whole schema (its flags are unknown to them) and fall out of
 // schema agreement, and would store writes with the table's default_time_to_live as never
 // expiring.
 func checkFormats(next *schema.Schema, ks, table string, older []string) error {
-	if len(older) == 0 || table == "" {
+	if len(older) == 0 {
+		return nil
+	}
+	if table == "" {
+		k, ok := next.Keyspace(ks)
+		if !ok {
+			return nil
+		}
+		if fs := k.FormatFeatures(); len(fs) > 0 {
+			return fmt.Errorf("keyspace %s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+				ks, strings.Join(fs, ", "), schema.FormatExpiring, strings.Join(older, ", "))
+		}
 		return nil
 	}
 	t, ok := next.Table(ks, table)

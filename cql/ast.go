@@ -188,6 +188,14 @@ type CreateKeyspaceStmt struct {
 	Options     []Option // at least one
 }
 
+// AlterKeyspaceStmt is ALTER KEYSPACE [IF EXISTS] name WITH options.
+type AlterKeyspaceStmt struct {
+	Start    Pos
+	IfExists bool
+	Name     Ident
+	Options  []Option // at least one
+}
+
 // DropKeyspaceStmt is DROP KEYSPACE [IF EXISTS] name.
 type DropKeyspaceStmt struct {
 	Start    Pos
@@ -444,6 +452,9 @@ type DescribeStmt struct {
 func (s *CreateKeyspaceStmt) Pos() Pos { return s.Start }
 
 // Pos returns the position of the statement's first keyword.
+func (s *AlterKeyspaceStmt) Pos() Pos { return s.Start }
+
+// Pos returns the position of the statement's first keyword.
 func (s *DropKeyspaceStmt) Pos() Pos { return s.Start }
 
 // Pos returns the position of the statement's first keyword.
@@ -480,6 +491,7 @@ func (s *DescribeStmt) Pos() Pos { return s.Start }
 func (s *BatchStmt) Pos() Pos { return s.Start }
 
 func (*CreateKeyspaceStmt) statementNode() {}
+func (*AlterKeyspaceStmt) statementNode()  {}
 func (*DropKeyspaceStmt) statementNode()   {}
 func (*UseStmt) statementNode()            {}
 func (*CreateTableStmt) statementNode()    {}
@@ -536,6 +548,8 @@ func BindMarkers(s Statement) []*Literal {
 	walk = func(s Statement) {
 		switch s := s.(type) {
 		case *CreateKeyspaceStmt:
+			options(s.Options)
+		case *AlterKeyspaceStmt:
 			options(s.Options)
 		case *CreateTableStmt:
 			options(s.Options)

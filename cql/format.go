@@ -63,6 +63,13 @@ func (p *printer) node(n Node) {
 		}
 		p.ident(n.Name)
 		p.options(n.Options)
+	case *AlterKeyspaceStmt:
+		p.WriteString("ALTER KEYSPACE ")
+		if n.IfExists {
+			p.WriteString("IF EXISTS ")
+		}
+		p.ident(n.Name)
+		p.options(n.Options)
 	case *DropKeyspaceStmt:
 		p.WriteString("DROP KEYSPACE ")
 		if n.IfExists {

@@ -270,12 +270,16 @@ func (p *parser) parseStatement() Statement {
 		p.errorExpected("'KEYSPACE', 'TABLE' or 'ROLE'")
 	case ALTER:
 		p.next()
+		if p.tok == KEYSPACE {
+			p.next()
+			return p.parseAlterKeyspace(start)
+		}
 		if s := p.parseRoleAfter(start, ALTER); s != nil {
 			return s
 		}
 		p.refuseAlter()
 		if p.tok != TABLE {
-			p.errorExpected("'TABLE' or 'ROLE'")
+			p.errorExpected("'KEYSPACE', 'TABLE' or 'ROLE'")
 		}
 		p.next()
 		return p.parseAlterTable(start)
@@ -542,6 +546,19 @@ func identNames(xs []Ident) string {
 func (p *parser) parseCreateKeyspace(start Pos) Statement {
 	s := &CreateKeyspaceStmt{Start: start}
 	s.IfNotExists = p.parseIfNotExists()
+	s.Name = p.parseIdent("keyspace name")
+	if p.tok != WITH {
+		p.errorExpected("'WITH'")
+	}
+	s.Options = p.parseOptions()
+	return s
+}
+
+// parseAlterKeyspace parses the rest of ALTER KEYSPACE [IF EXISTS] name WITH
+// options, as Cassandra 4.1's alterKeyspaceStatement.
+func (p *parser) parseAlterKeyspace(start Pos) Statement {
+	s := &AlterKeyspaceStmt{Start: start}
+	s.IfExists = p.parseIfExists()
 	s.Name = p.parseIdent("keyspace name")
 	if p.tok != WITH {
 		p.errorExpected("'WITH'")

@@ -69,8 +69,6 @@ func (p *parser) refuseDrop() {
 func (p *parser) refuseAlter() {
 	pos := p.pos
 	switch {
-	case p.tok == KEYSPACE:
-		p.unsupported(pos, "ALTER KEYSPACE is not supported: a keyspace's replication and durable_writes are fixed when it is created")
 	case p.isWord("MATERIALIZED"):
 		p.unsupported(pos, "materialized views are not supported")
 	case p.isWord("TYPE"):

@@ -82,7 +82,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"REVOKE r1 FROM r2", "1:8: granting roles to roles is not supported"},
 	{"GRANT EXECUTE ON ALL FUNCTIONS TO r", "1:7: permission EXECUTE is not supported (valid: SELECT, MODIFY, ALTER, CREATE, DROP, AUTHORIZE, ALL PERMISSIONS)"},
 	{"CREATE ROLE r WITH HASHED PASSWORD = 'x'", "1:20: HASHED PASSWORD is not supported: set the password itself"},
-	{"ALTER KEYSPACE ks WITH durable_writes = false", "1:7: ALTER KEYSPACE is not supported: a keyspace's replication and durable_writes are fixed when it is created"},
 	{"CREATE TABLE t (k int, c int, s int STATIC, PRIMARY KEY (k, c))", "1:37: static columns are not supported"},
 	{"CREATE TABLE t (k int PRIMARY KEY, v int) WITH COMPACT STORAGE", "1:48: COMPACT STORAGE is not supported"},
 	{"ALTER TABLE t DROP COMPACT STORAGE", "1:20: DROP COMPACT STORAGE is not supported: kvnode has no COMPACT STORAGE tables"},

@@ -34,3 +34,12 @@ func (t *Table) FormatFeatures() []string {
 	}
 	return fs
 }
+
+// FormatFeatures returns the names of k's features that a release of a data format before
+// FormatExpiring cannot decode: an ALTER KEYSPACE, whose version such a release does not read.
+func (k *Keyspace) FormatFeatures() []string {
+	if k.dropped || k.Altered == (Version{}) {
+		return nil
+	}
+	return []string{"a record of ALTER KEYSPACE"}
+}

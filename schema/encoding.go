@@ -51,7 +51,8 @@ func (s *Schema) Digest() Digest {
 //
 //	byte 1
 //	count, then per keyspace in name order:
-//	    name, version, flags (1 = dropped), replication factor
+//	    name, version, flags (1 = dropped, 2 = altered), replication factor,
+//	    the version of the last ALTER KEYSPACE when the flags have 2
 //	count, then per table in (keyspace, name) order:
 //	    keyspace, name, id (8 bytes big-endian), keyspace version, version,
 //	    flags (1 = dropped, 2 = rate limit in shadow mode); unless dropped:
@@ -91,6 +92,10 @@ func (s *Schema) Digest() Digest {
 //
 // The records of dropped columns and of the last TRUNCATE (flag evolutionBit, 0x10) were
 // added the same way: see appendEvolution.
+//
+// ALTER KEYSPACE's version (keyspace flag 2) was added the same way: a keyspace never altered
+// encodes as before, and a node that predates it refuses the flag (coordinators refuse ALTER
+// KEYSPACE while such a node remains: Keyspace.FormatFeatures).
 //
 // The shadow mode flag was added the same way: a table in the default
 // (enforce) mode encodes as before, and a node that predates it rejects the
@@ -141,11 +146,24 @@ func flags(dropped bool) byte {
 	return 0
 }
 
+// keyspaceAlteredBit marks, in a keyspace's flags, a keyspace altered by ALTER KEYSPACE: its
+// Altered version follows the replication factor.
+const keyspaceAlteredBit = 2
+
 func appendKeyspace(b []byte, k *Keyspace) []byte {
 	b = appendString(b, k.Name)
 	b = appendVersion(b, k.Version)
-	b = append(b, flags(k.dropped))
-	return binary.AppendUvarint(b, uint64(k.ReplicationFactor))
+	f := flags(k.dropped)
+	altered := !k.dropped && k.Altered != (Version{})
+	if altered {
+		f |= keyspaceAlteredBit
+	}
+	b = append(b, f)
+	b = binary.AppendUvarint(b, uint64(k.ReplicationFactor))
+	if altered {
+		b = appendVersion(b, k.Altered)
+	}
+	return b
 }
 
 func appendTable(b []byte, t *Table) []byte {
@@ -334,12 +352,13 @@ func (d *decoder) count() int {
 	return int(n)
 }
 
-func (d *decoder) flags() bool {
+// keyspaceFlags reads a keyspace's flags: dropped, or altered (keyspaceAlteredBit).
+func (d *decoder) keyspaceFlags() (dropped, altered bool) {
 	f := d.byte()
-	if f > 1 {
+	if f > 1|keyspaceAlteredBit || f == 1|keyspaceAlteredBit {
 		d.fail("unknown flags %#x", f)
 	}
-	return f == 1
+	return f&1 != 0, f&keyspaceAlteredBit != 0
 }
 
 // Decode reads a schema that Encode produced. Malformed input is an error,
@@ -361,8 +380,15 @@ func decode(b []byte) (*Schema, error) {
 	keyspaces := make(map[string]*Keyspace)
 	prevName := ""
 	for i, n := 0, d.count(); i < n && d.err == nil; i++ {
-		k := &Keyspace{Name: d.string(), Version: d.version(), dropped: d.flags()}
+		k := &Keyspace{Name: d.string(), Version: d.version()}
+		dropped, altered := d.keyspaceFlags()
+		k.dropped = dropped
 		rf := d.uvarint()
+		if altered {
+			if k.Altered = d.version(); d.err == nil && k.Altered.Compare(k.Version) <= 0 {
+				return nil, fmt.Errorf("keyspace %q was altered at %v, not after its creation at %v", k.Name, k.Altered, k.Version)
+			}
+		}
 		if d.err != nil {
 			break
 		}

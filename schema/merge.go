@@ -163,11 +163,15 @@ func (s *Schema) WithoutTombstonesBefore(before int64) *Schema {
 	return finish(ks, ts, s.gcBefore)
 }
 
-// compareKeyspaces orders two entries for one keyspace name: by Version,
-// then (only if two nodes made different changes with the same version)
-// by encoding, so that every node picks the same winner.
+// compareKeyspaces orders two entries for one keyspace name: by Version
+// (the incarnation, or a drop), then by Altered (the last ALTER of one
+// incarnation), then (only if two nodes made different changes with the
+// same versions) by encoding, so that every node picks the same winner.
 func compareKeyspaces(a, b *Keyspace) int {
 	if c := a.Version.Compare(b.Version); c != 0 {
+		return c
+	}
+	if c := a.Altered.Compare(b.Altered); c != 0 {
 		return c
 	}
 	return bytes.Compare(appendKeyspace(nil, a), appendKeyspace(nil, b))
@@ -234,7 +238,7 @@ func (s *Schema) EntryVersion(keyspace, table string) (Version, bool) {
 		if !ok {
 			return Version{}, false
 		}
-		return k.Version, true
+		return k.LastChange(), true
 	}
 	t, ok := s.tables[tableKey{keyspace, table}]
 	if !ok {
@@ -244,7 +248,7 @@ func (s *Schema) EntryVersion(keyspace, table string) (Version, bool) {
 }
 
 // StatementTarget returns the keyspace a schema statement changes and the
-// table in it ("" for CREATE and DROP KEYSPACE), resolving an unqualified
+// table in it ("" for CREATE, ALTER and DROP KEYSPACE), resolving an unqualified
 // table name against the current keyspace. It fails for a table name
 // without a keyspace when there is no current one, and for statements that
 // are not schema changes.
@@ -252,6 +256,8 @@ func StatementTarget(stmt cql.Statement, current string) (keyspace, table string
 	var tn cql.TableName
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt:
+		return st.Name.Name, "", nil
+	case *cql.AlterKeyspaceStmt:
 		return st.Name.Name, "", nil
 	case *cql.DropKeyspaceStmt:
 		return st.Name.Name, "", nil

@@ -140,7 +140,7 @@ func randomSchemas(t *testing.T, seed uint64) []*Schema {
 		n.clock += int64(rng.IntN(3)) // clocks advance unevenly and may stand still
 		ks, tb := keyspaces[rng.IntN(len(keyspaces))], tables[rng.IntN(len(tables))]
 		var src string
-		switch rng.IntN(7) {
+		switch rng.IntN(8) {
 		case 0:
 			src = fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", ks, 1+rng.IntN(3))
 		case 1:
@@ -154,6 +154,8 @@ func randomSchemas(t *testing.T, seed uint64) []*Schema {
 		case 6:
 			o := nodes[rng.IntN(len(nodes))]
 			n.s = n.s.Merge(o.s)
+		case 7:
+			src = fmt.Sprintf("ALTER KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", ks, 1+rng.IntN(3))
 		}
 		if src != "" {
 			_ = n.try(src) // a change that does not apply (missing keyspace) is skipped

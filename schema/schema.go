@@ -93,11 +93,26 @@ type Change struct {
 type Keyspace struct {
 	Name              string
 	ReplicationFactor int
-	// Version is the version of the keyspace's creation (keyspaces have no
-	// ALTER); tables record it to tell incarnations of a name apart.
+	// Version is the version of the keyspace's creation (or, for a
+	// tombstone, of its drop); tables record it to tell incarnations of a
+	// name apart. ALTER KEYSPACE leaves it: an altered keyspace is the same
+	// incarnation, with the same tables.
 	Version Version
+	// Altered is the version of the last ALTER KEYSPACE of this
+	// incarnation, the zero Version when it was never altered. Between two
+	// entries of one incarnation the later Altered wins (see Merge).
+	Altered Version
 
 	dropped bool // a tombstone: the keyspace was dropped at Version
+}
+
+// LastChange returns the version of the last change to k: its ALTER, else its creation (or
+// drop).
+func (k *Keyspace) LastChange() Version {
+	if k.Altered.Compare(k.Version) > 0 {
+		return k.Altered
+	}
+	return k.Version
 }
 
 // ColumnKind says what part of the primary key a column is.
@@ -361,7 +376,7 @@ func (s *Schema) clone() (map[string]*Keyspace, map[tableKey]*Table) {
 	return ks, ts
 }
 
-// Apply returns the schema after the schema statement stmt: CREATE or DROP
+// Apply returns the schema after the schema statement stmt: CREATE, ALTER or DROP
 // KEYSPACE, CREATE, ALTER or DROP TABLE, TRUNCATE. keyspace is the session's current
 // keyspace, used for unqualified table names ("" if none). When the
 // statement changes nothing (IF NOT EXISTS on an existing object, IF EXISTS
@@ -370,6 +385,8 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt:
 		return s.createKeyspace(st, c)
+	case *cql.AlterKeyspaceStmt:
+		return s.alterKeyspace(st, c)
 	case *cql.DropKeyspaceStmt:
 		return s.dropKeyspace(st, c)
 	case *cql.CreateTableStmt:
@@ -429,10 +446,14 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 	if isSystemName(name) {
 		return nil, fmt.Errorf("keyspace name %s is reserved for the system", cql.QuoteIdent(name))
 	}
-	rf, err := replicationOptions(st.Options)
+	o, err := keyspaceOptions(st.Options)
 	if err != nil {
 		return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
 	}
+	if o.rf == 0 {
+		return nil, fmt.Errorf("keyspace %s: the replication option is missing; write WITH replication = {'class': 'SimpleStrategy', 'replication_factor': N}", cql.QuoteIdent(name))
+	}
+	rf := o.rf
 	prev, ok := s.keyspaces[name]
 	if ok && !prev.dropped {
 		if st.IfNotExists {
@@ -449,6 +470,39 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 	return finish(ks, ts, s.gcBefore), nil
 }
 
+// alterKeyspace applies ALTER KEYSPACE as Cassandra 4.1 does: the options given replace the
+// keyspace's, those left out keep their values, and the keyspace stays the same incarnation
+// (its Version and its tables are kept; Altered records the change). The data already written
+// stays where it is: replicas a raised replication factor adds get it from repair, and those a
+// lowered one removes keep it until cleanup (docs/operations.md, Changing replication).
+func (s *Schema) alterKeyspace(st *cql.AlterKeyspaceStmt, c Change) (*Schema, error) {
+	name := st.Name.Name
+	if isSystemName(name) {
+		return nil, fmt.Errorf("system keyspace %s is not user-modifiable: kvnode computes the system keyspaces on each node", cql.QuoteIdent(name))
+	}
+	o, err := keyspaceOptions(st.Options)
+	if err != nil {
+		return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
+	}
+	prev, ok := s.Keyspace(name)
+	if !ok {
+		if st.IfExists {
+			return s, nil
+		}
+		return nil, unknownKeyspace(name)
+	}
+	k := *prev
+	if o.rf != 0 {
+		k.ReplicationFactor = o.rf
+	}
+	// As in Cassandra, an ALTER that changes nothing is still a schema change (an event, a new
+	// schema version): it records its version.
+	k.Altered = after(c.Version, prev.LastChange())
+	ks, ts := s.clone()
+	ks[name] = &k
+	return finish(ks, ts, s.gcBefore), nil
+}
+
 func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, error) {
 	name := st.Name.Name
 	prev, ok := s.Keyspace(name)
@@ -459,7 +513,7 @@ func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, erro
 		return nil, unknownKeyspace(name)
 	}
 	ks, ts := s.clone()
-	ks[name] = &Keyspace{Name: name, Version: after(c.Version, prev.Version), dropped: true}
+	ks[name] = &Keyspace{Name: name, Version: after(c.Version, prev.LastChange()), dropped: true}
 	// The keyspace tombstone covers its tables: they belong to the dropped
 	// incarnation and are forgotten.
 	for k := range ts {
@@ -591,6 +645,8 @@ func StatementName(stmt cql.Statement) string {
 	switch stmt.(type) {
 	case *cql.CreateKeyspaceStmt:
 		return "CREATE KEYSPACE"
+	case *cql.AlterKeyspaceStmt:
+		return "ALTER KEYSPACE"
 	case *cql.DropKeyspaceStmt:
 		return "DROP KEYSPACE"
 	case *cql.UseStmt:

@@ -389,6 +389,8 @@ func (e *Executor) authorize(ctx context.Context, stmt cql.Statement, keyspace s
 		r, ok = tableResource(st.Table, keyspace)
 	case *cql.CreateKeyspaceStmt:
 		perm, r = auth.Create, auth.AllKeyspaces
+	case *cql.AlterKeyspaceStmt:
+		perm, r = auth.Alter, auth.KeyspaceResource(st.Name.Name) // as Cassandra: ALTER on the keyspace
 	case *cql.DropKeyspaceStmt:
 		perm, r = auth.Drop, auth.KeyspaceResource(st.Name.Name)
 	case *cql.CreateTableStmt:

@@ -158,6 +158,7 @@ func TestAuthorization(t *testing.T) {
 		{"ALTER TABLE t WITH per_partition_rate_limit = {'max_reads_per_second': 1}", "User app has no ALTER permission on <table ks.t> or any of its parents"},
 		{"DROP TABLE t", "User app has no DROP permission on <table ks.t>"},
 		{"DROP KEYSPACE ks", "User app has no DROP permission on <keyspace ks>"},
+		{"ALTER KEYSPACE ks WITH durable_writes = true", "User app has no ALTER permission on <keyspace ks>"},
 		{"CREATE TABLE u (k text PRIMARY KEY)", "User app has no CREATE permission on <keyspace ks>"},
 		{"CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", "User app has no CREATE permission on <all keyspaces>"},
 		{"CREATE ROLE x", "User app is not a superuser"},

@@ -18,6 +18,12 @@ import (
 // schema package's sentinel errors); any other error of it is internal, or one the front ends
 // know how to render (a majority of the cluster unreachable).
 func (e *Executor) executeDDL(ctx context.Context, stmt cql.Statement, keyspace string) (coordinator.Result, error) {
+	rfBefore := 0
+	if st, ok := stmt.(*cql.AlterKeyspaceStmt); ok {
+		if k, ok := e.schema.Schema().Keyspace(st.Name.Name); ok {
+			rfBefore = k.ReplicationFactor
+		}
+	}
 	changed, warnings, err := e.schema.ApplyDDL(ctx, stmt, keyspace)
 	var ie *coordinator.InvalidError
 	switch {
@@ -36,6 +42,13 @@ func (e *Executor) executeDDL(ctx context.Context, stmt cql.Statement, keyspace 
 		// TRUNCATE answers Void too, as in Cassandra: the schema's record of it is internal.
 		return coordinator.Result{Kind: coordinator.ResultVoid, Warnings: warnings}, nil
 	}
+	if st, ok := stmt.(*cql.AlterKeyspaceStmt); ok {
+		if k, ok := e.schema.Schema().Keyspace(st.Name.Name); ok && rfBefore > 0 && k.ReplicationFactor > rfBefore {
+			// Cassandra 4.1's warning, with kvnode's repair: the new replicas have none of the
+			// data written before.
+			warnings = append(warnings, fmt.Sprintf("When increasing replication factor you need to run a repair (kvnode repair on every node, or wait for the automatic repair) to distribute the data: until then the new replicas of keyspace %s lack the rows written before, and reads at ONE or QUORUM may miss them (docs/operations.md, Changing replication)", cql.QuoteIdent(st.Name.Name)))
+		}
+	}
 	return coordinator.Result{Kind: coordinator.ResultSchemaChange, SchemaChange: schemaChange(stmt, keyspace), Warnings: warnings}, nil
 }
 
@@ -51,6 +64,8 @@ func schemaChange(stmt cql.Statement, keyspace string) coordinator.SchemaChange 
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt:
 		return coordinator.SchemaChange{Change: coordinator.Created, Target: coordinator.TargetKeyspace, Keyspace: st.Name.Name}
+	case *cql.AlterKeyspaceStmt:
+		return coordinator.SchemaChange{Change: coordinator.Updated, Target: coordinator.TargetKeyspace, Keyspace: st.Name.Name}
 	case *cql.DropKeyspaceStmt:
 		return coordinator.SchemaChange{Change: coordinator.Dropped, Target: coordinator.TargetKeyspace, Keyspace: st.Name.Name}
 	case *cql.CreateTableStmt:

@@ -24,6 +24,8 @@ func namePos(stmt cql.Statement) cql.Pos {
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt:
 		return st.Name.Pos()
+	case *cql.AlterKeyspaceStmt:
+		return st.Name.Pos()
 	case *cql.DropKeyspaceStmt:
 		return st.Name.Pos()
 	case *cql.UseStmt:

@@ -810,6 +810,9 @@ func TestInvalidStatements(t *testing.T) {
 		{"INSERT INTO t (k, c) VALUES ('a', 1)", coordinator.Consistency(42), "unknown consistency level 42 (valid: ONE, QUORUM, ALL)"},
 		{"CREATE TABLE t (k text PRIMARY KEY)", one, "1:14: table ks.t already exists"},
 		{"USE nowhere", one, "1:5: unknown keyspace nowhere"},
+		{"ALTER KEYSPACE nowhere WITH durable_writes = true", one, "1:16: unknown keyspace nowhere"},
+		{"ALTER KEYSPACE system_schema WITH durable_writes = true", one, "system keyspace system_schema is not user-modifiable: kvnode computes the system keyspaces on each node"},
+		{"ALTER KEYSPACE ks WITH rate_limit = {'max_reads_per_second': 10}", one, "keyspace ks: option rate_limit is not supported yet: kvnode limits rates per partition (the table option per_partition_rate_limit), not per keyspace"},
 		{"DESCRIBE TABLE nope", one, "1:16: unknown table ks.nope"},
 		{"DESCRIBE TABLE nope WITH INTERNALS", one, "1:16: unknown table ks.nope"},
 		{"CREATE MATERIALIZED VIEW v AS SELECT * FROM t PRIMARY KEY (k)", one, "1:8: materialized views are not supported"},
@@ -833,7 +836,10 @@ func TestSchemaStatements(t *testing.T) {
 		{"CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}", "void"},
 		{"CREATE TABLE t (k text PRIMARY KEY, v int)", "CREATED ks.t"},
 		{"ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_reads_per_second': 10}", "UPDATED ks.t"},
+		{"ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", "UPDATED ks"},
+		{"ALTER KEYSPACE IF EXISTS nope WITH durable_writes = true", "void"},
 		{"USE ks", "keyspace ks"},
+		{"DESCRIBE KEYSPACES", "description ks\n"},
 		{"DESCRIBE TABLES", "description t\n"},
 		{"DESCRIBE CLUSTER", "description cluster test: 3 nodes"},
 		{"DROP TABLE t", "DROPPED ks.t"},
@@ -1055,3 +1061,23 @@ func TestNewExecutorValidates(t *testing.T) {
 }
 
 var _ shell.SchemaManager = (*schemaManager)(nil)
+
+// TestAlterKeyspaceWarnsToRepair: raising a keyspace's replication factor warns, as Cassandra
+// 4.1 does, that the new replicas need a repair; lowering it does not.
+func TestAlterKeyspaceWarnsToRepair(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	for _, tt := range []struct {
+		rf   int
+		warn bool
+	}{{3, true}, {2, false}, {2, false}} {
+		resp, err := c.exec("n1", one, fmt.Sprintf("ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", tt.rf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(resp.Warnings, "\n"), "When increasing replication factor you need to run a repair")
+		if got != tt.warn || describeResult(resp) != "UPDATED ks" {
+			t.Errorf("ALTER KEYSPACE to RF %d: %s, warnings %q; want UPDATED ks and a repair warning %v", tt.rf, describeResult(resp), resp.Warnings, tt.warn)
+		}
+	}
+}

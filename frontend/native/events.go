@@ -143,7 +143,8 @@ func startWatch(ss SchemaSource, ts TopologySource) watchFrom {
 // schemaEvents returns the changes from old to next as the protocol describes them, keyspaces
 // then tables, each in name order: a keyspace or table that is new (or dropped and created
 // again) is CREATED, one that is gone DROPPED (a dropped keyspace's tables go with it, without
-// events of their own), a table whose version changed UPDATED.
+// events of their own), a keyspace altered (ALTER KEYSPACE) or a table whose version changed
+// UPDATED.
 func schemaEvents(old, next *schema.Schema) []cqlwire.SchemaChange {
 	var out []cqlwire.SchemaChange
 	if old == nil || next == nil {
@@ -152,6 +153,11 @@ func schemaEvents(old, next *schema.Schema) []cqlwire.SchemaChange {
 	for _, k := range next.Keyspaces() {
 		if ok, found := old.Keyspace(k.Name); !found || ok.Version != k.Version {
 			out = append(out, cqlwire.SchemaChange{Change: "CREATED", Target: "KEYSPACE", Keyspace: k.Name})
+		}
+	}
+	for _, k := range next.Keyspaces() {
+		if ok, found := old.Keyspace(k.Name); found && ok.Version == k.Version && ok.Altered != k.Altered {
+			out = append(out, cqlwire.SchemaChange{Change: "UPDATED", Target: "KEYSPACE", Keyspace: k.Name})
 		}
 	}
 	for _, k := range old.Keyspaces() {

@@ -113,6 +113,8 @@ func TestSchemaEvents(t *testing.T) {
 	expect("CREATED TABLE ks t", "CREATED TABLE ks u")
 	fs.apply(t, "ALTER TABLE ks.t WITH per_partition_rate_limit = {'max_writes_per_second': 5}")
 	expect("UPDATED TABLE ks t")
+	fs.apply(t, "ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	expect("UPDATED KEYSPACE ks ")
 	fs.apply(t, "DROP TABLE ks.u")
 	expect("DROPPED TABLE ks u")
 	fs.apply(t, "DROP KEYSPACE ks")

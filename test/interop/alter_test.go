@@ -2,12 +2,16 @@ package interop
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/gocql/gocql"
+
+	"github.com/kvnode/kvnode/internal/poll"
 )
 
 // testGocqlSchemaEvolution migrates a table's schema with gocql while the application writes to
@@ -104,4 +108,57 @@ func testGocqlSchemaEvolution(t *testing.T, session *gocql.Session) {
 	if err := session.AwaitSchemaAgreement(ctx); err != nil {
 		t.Errorf("gocql: schema agreement after the migration: %v", err)
 	}
+}
+
+// testGocqlAlterKeyspace raises a keyspace's replication factor with gocql: the driver gets a
+// schema change (its Exec succeeds after agreement) and the SCHEMA_CHANGE UPDATED KEYSPACE event,
+// which makes it read the keyspace's metadata again and see the new factor; an ALTER of a
+// keyspace that does not exist is Invalid (0x2200), and one WITH IF EXISTS does nothing.
+func testGocqlAlterKeyspace(t *testing.T, session *gocql.Session) {
+	const ks = "interop_altered"
+	exec := func(stmt string) {
+		t.Helper()
+		if err := session.Query(stmt).Exec(); err != nil {
+			t.Fatalf("gocql: %s: %v", stmt, err)
+		}
+	}
+	factor := func() string {
+		m, err := session.KeyspaceMetadata(ks)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprint(m.StrategyOptions["replication_factor"])
+	}
+	exec("DROP KEYSPACE IF EXISTS " + ks)
+	exec("CREATE KEYSPACE " + ks + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	exec("CREATE TABLE " + ks + ".t (k text PRIMARY KEY, v int)")
+	poll.Must(t, discoverTimeout, "gocql sees "+ks+" at replication factor 1", func() error {
+		if got := factor(); got != "1" {
+			return fmt.Errorf("replication_factor %s", got)
+		}
+		return nil
+	})
+	exec("INSERT INTO " + ks + ".t (k, v) VALUES ('a', 1)")
+	exec("ALTER KEYSPACE " + ks + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2} AND durable_writes = true")
+	poll.Must(t, discoverTimeout, "gocql sees "+ks+" at replication factor 2 after ALTER KEYSPACE", func() error {
+		if got := factor(); got != "2" {
+			return fmt.Errorf("replication_factor %s", got)
+		}
+		return nil
+	})
+	if _, err := session.TableMetadata(ks, "t"); err != nil {
+		t.Errorf("gocql: table %s.t after ALTER KEYSPACE: %v", ks, err)
+	}
+	var v int
+	// At ALL, both replicas answer and the old one has the row; ONE could ask the new replica,
+	// which lacks it until a repair (docs/operations.md, Changing replication).
+	if err := session.Query("SELECT v FROM " + ks + ".t WHERE k = 'a'").Consistency(gocql.All).Scan(&v); err != nil || v != 1 {
+		t.Errorf("gocql: the row written before ALTER KEYSPACE reads %d, %v; want 1", v, err)
+	}
+	err := session.Query("ALTER KEYSPACE " + ks + "_nope WITH durable_writes = true").Exec()
+	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "unknown keyspace") {
+		t.Errorf("gocql: ALTER KEYSPACE of a missing keyspace answered %v, want Invalid (0x2200) naming the unknown keyspace", err)
+	}
+	exec("ALTER KEYSPACE IF EXISTS " + ks + "_nope WITH durable_writes = true")
+	exec("DROP KEYSPACE " + ks)
 }

@@ -148,6 +148,7 @@ func TestGocql(t *testing.T) {
 	if !t.Run("DDL and schema metadata", func(t *testing.T) { testGocqlDDL(t, session) }) {
 		return
 	}
+	t.Run("ALTER KEYSPACE changes the keyspace metadata", func(t *testing.T) { testGocqlAlterKeyspace(t, session) })
 	t.Run("schema export replays", func(t *testing.T) { testGocqlExportReplays(t, c, session) })
 	t.Run("every type through prepared statements", func(t *testing.T) { testGocqlTypes(t, session) })
 	t.Run("pages through a partition", func(t *testing.T) { testGocqlPaging(t, session) })

@@ -155,6 +155,40 @@ class Steps {
     }
   }
 
+  // ALTER KEYSPACE raises the replication factor: the driver learns it from the SCHEMA_CHANGE
+  // UPDATED KEYSPACE event (no explicit refresh), and the table and its row stay.
+  async alter_keyspace() {
+    const { client } = this;
+    const ks = `${this.ks}_altered`;
+    const run = (q) => client.execute(q, [], { prepare: false });
+    await run(`DROP KEYSPACE IF EXISTS ${ks}`);
+    await run(`CREATE KEYSPACE ${ks} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`);
+    await run(`CREATE TABLE ${ks}.t (k text PRIMARY KEY, v int)`);
+    await run(`INSERT INTO ${ks}.t (k, v) VALUES ('a', 1)`);
+    const factor = (want) => () => {
+      const meta = client.metadata.keyspaces[ks];
+      if (meta === undefined) {
+        return `no keyspace ${ks} in the metadata`;
+      }
+      return String(meta.strategyOptions.replication_factor) === String(want) ? null : `strategy options ${JSON.stringify(meta.strategyOptions)}`;
+    };
+    await waitUntil(`the driver sees ${ks} at replication factor 1`, factor(1));
+    await run(`ALTER KEYSPACE ${ks} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2} AND durable_writes = true`);
+    await waitUntil(`the driver sees ${ks} at replication factor 2 after ALTER KEYSPACE`, factor(2));
+    const rs = await run(`SELECT v FROM ${ks}.t WHERE k = 'a'`);
+    check(rs.rows.length === 1 && rs.rows[0].v === 1, `the row written before ALTER KEYSPACE reads ${JSON.stringify(rs.rows)}`);
+    let refused = null;
+    try {
+      await run(`ALTER KEYSPACE ${ks}_nope WITH durable_writes = true`);
+    } catch (e) {
+      refused = e;
+    }
+    check(refused instanceof cassandra.errors.ResponseError && refused.code === types.responseErrorCodes.invalid
+      && refused.message.includes('unknown keyspace'),
+    `ALTER KEYSPACE of a missing keyspace answered ${refused}, want a ResponseError with code 0x2200 naming the unknown keyspace`);
+    await run(`DROP KEYSPACE ${ks}`);
+  }
+
   async named_values() {
     const { client, ks } = this;
     // Unprepared with an object, the driver sends the values with their names (flag 0x40);
@@ -425,7 +459,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
   let passed = 0;
   let failed = 0;
   try {
