@@ -96,7 +96,10 @@
 // shell.Options.PropagationInterval (20 ms) and sends each live replica one AccountDelta batch of
 // coalesced (table, token, op, count) deltas, which the replica counts and never rejects. Every counter then measures the partition's whole load, so coordinators
 // spread over the replicas hold it near its limit instead of up to RF × limit. Deltas are best
-// effort: a lost batch only leaves a counter a little low.
+// effort: a lost batch only leaves a counter a little low. While the coordinator's own counter
+// is in its onset's first second and counts faster than the limit, the step also carries
+// Step.Urgent and the shell drains at once: until the deltas arrive each replica would judge the
+// young partition on its own share of the operations (docs/accuracy.md, the onset).
 //
 // # Read repair
 //

@@ -209,6 +209,9 @@ type CheckResult struct {
 	// WouldReject comes with Admitted when the table's limit is in shadow mode and the check
 	// would have rejected the operation in enforce mode.
 	WouldReject bool
+	// Born is the counter's birth while it is in its onset (partitionlimit.Decision.Born),
+	// else zero: with Count it tells whether the operation's deltas are urgent (Step.Urgent).
+	Born time.Time
 }
 
 // Step is what one input to a Request asks the driver to do.
@@ -228,7 +231,18 @@ type Step struct {
 	// It is nil for unlimited and exempt operations and for requests that reached no counter at
 	// all (unavailable, or past the deadline at Start).
 	Unaccounted []NodeID
+	// Urgent comes with a non-empty Unaccounted when the coordinator's own counter is in its
+	// onset's first second, at most twice the limit (where the onset's guards may judge a
+	// count as it is), and counts faster than the limit (partitionlimit.Outpaces): the
+	// driver sends the deltas within UrgentPropagationDelay instead of at its next tick, since
+	// until they arrive each replica judges the young partition on its own share of the
+	// operations and admits all of it while that share is at most the limit.
+	Urgent bool
 }
+
+// UrgentPropagationDelay is the longest a driver holds deltas a Step marked Urgent before
+// draining its Batcher; the shell drains at once, the simulator after this delay.
+const UrgentPropagationDelay = time.Millisecond
 
 type phase uint8
 
@@ -273,6 +287,9 @@ type Request struct {
 
 	outcome     Outcome
 	unaccounted []NodeID
+	urgent      bool
+	localCount  uint32                 // the local check's counter (OnLocalCheck)
+	localBorn   time.Time              // and its birth in its onset
 	gapBuf      [inlineReplicas]NodeID // unaccounted's storage for up to inlineReplicas
 
 	// Room for the replicas, sends and answers of a request to up to inlineReplicas replicas,
@@ -394,6 +411,7 @@ func (r *Request) OnLocalCheck(res CheckResult) Step {
 		r.learnedCheck = true
 	}
 	r.wouldReject = res.Admitted && res.WouldReject
+	r.localCount, r.localBorn = res.Count, res.Born
 	if !res.Admitted {
 		return r.finish(RateLimited{
 			Op:         r.p.Op,
@@ -556,6 +574,10 @@ func (r *Request) Outcome() Outcome { return r.outcome }
 // Unaccounted returns, once the request is Done, the replicas whose counter did not count the
 // operation: the same list as the finishing Step's Unaccounted.
 func (r *Request) Unaccounted() []NodeID { return r.unaccounted }
+
+// Urgent returns, once the request is Done, whether its Unaccounted deltas are urgent: the same
+// as the finishing Step's Urgent.
+func (r *Request) Urgent() bool { return r.urgent }
 
 // Learned is what a coordinator that is not a replica of a partition learns when the replicas
 // reject a limited operation on it: the smallest counter among the rejecting replicas, its
@@ -722,7 +744,10 @@ func (r *Request) finish(o Outcome) Step {
 	r.phase = phaseDone
 	r.outcome = o
 	r.unaccounted = r.accountGaps()
-	return Step{Outcome: o, Unaccounted: r.unaccounted}
+	r.urgent = len(r.unaccounted) > 0 && r.checked && !r.localBorn.IsZero() &&
+		uint64(r.localCount) <= 2*uint64(r.p.Limit) &&
+		partitionlimit.Outpaces(r.localCount, r.p.Limit, r.p.Stamp.Sub(r.localBorn))
+	return Step{Outcome: o, Unaccounted: r.unaccounted, Urgent: r.urgent}
 }
 
 // accountGaps returns the replicas whose counter did not count a limited operation that reached

@@ -54,7 +54,7 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 	birth := now - age
 	k := floorDiv(now, 1000) - floorDiv(birth, 1000)
 	c := float64(count)
-	if k == 0 && uint64(count) <= 2*uint64(limit) && c-onsetSlack*math.Sqrt(c) <= float64(limit)*float64(age)/1000 {
+	if k == 0 && uint64(count) <= 2*uint64(limit) && explained(c, limit, float64(age)/1000) {
 		return count
 	}
 	u := float64(now-floorDiv(now, 1000)*1000) / 1000
@@ -74,6 +74,27 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 		return math.MaxUint32
 	}
 	return uint32(x)
+}
+
+// explained reports whether a count c accumulated over seconds since a counter's birth is
+// explained by a rate of at most limit: c − onsetSlack·√c ≤ limit·seconds.
+func explained(c float64, limit uint32, seconds float64) bool {
+	return c-onsetSlack*math.Sqrt(c) <= float64(limit)*seconds
+}
+
+// Outpaces reports whether a counter in its onset's first second, born age ago and now at count,
+// has counted faster than limit per second by more than Poisson noise (the rate test of
+// onsetCount, failed): from then on the onset bound no longer judges it on its count as it is,
+// and a coordinator sends the young partition's account-only deltas at once
+// (coordinator.Step.Urgent), since until they arrive each replica judges the partition on its
+// own share of the operations. It is false for a counter past its first second or not in an
+// onset (age ≥ 1 s or age < 0), and for a count of 9 or less, which Poisson noise explains at
+// any rate.
+func Outpaces(count, limit uint32, age time.Duration) bool {
+	if age < 0 || age >= time.Second {
+		return false
+	}
+	return !explained(float64(count), limit, age.Seconds())
 }
 
 // saturatingMul returns a·b, or math.MaxUint32 if that overflows.

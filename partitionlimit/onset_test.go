@@ -378,3 +378,26 @@ func TestLearnedCopiesStartNoOnset(t *testing.T) {
 		}
 	}
 }
+
+// TestOutpaces: the rate test a coordinator uses to send a young partition's deltas at once is
+// the onset bound's own (count − 3·√count > limit·age), only in the onset's first second.
+func TestOutpaces(t *testing.T) {
+	for _, tc := range []struct {
+		count uint32
+		age   time.Duration
+		want  bool
+	}{
+		{60, 10 * time.Millisecond, true},    // 60 − 23 > 1
+		{60, 500 * time.Millisecond, false},  // 37 ≤ 50
+		{9, 0, false},                        // 9 − 9 ≤ 0: noise
+		{10, 0, true},                        // 0.5 > 0
+		{120, 900 * time.Millisecond, false}, // 87 ≤ 90
+		{200, 999 * time.Millisecond, true},  // 158 > 99.9
+		{5000, time.Second, false},           // past the first second
+		{5000, -time.Millisecond, false},     // a clock stepped back
+	} {
+		if got := Outpaces(tc.count, 100, tc.age); got != tc.want {
+			t.Errorf("Outpaces(%d, 100, %v) = %v, want %v", tc.count, tc.age, got, tc.want)
+		}
+	}
+}

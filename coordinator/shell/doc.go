@@ -8,7 +8,7 @@
 // core's Merger and its RepairSets to mutations); fetching a read's pages and read repair
 // (read.go, repair.go); DDL hand-off (ddl.go); write timestamps (timestamp.go); and the
 // propagation ticker (propagate.go), which drains a coordinator.Batcher every
-// coordinator.DefaultPropagationInterval. It may import the core, the domain packages (schema,
+// coordinator.DefaultPropagationInterval, and at once for deltas a step marks Urgent. It may import the core, the domain packages (schema,
 // cql, cell, partitioner, partitionlimit) and proto/replicapb; it must not import the client
 // API's wire form (kvnodepb) or any front end: it speaks domain types (coordinator.Statement,
 // coordinator.Result, the core's errors) upwards.

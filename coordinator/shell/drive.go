@@ -111,7 +111,7 @@ func (e *Executor) begin(req *coordinator.Request, now time.Time, op coordinator
 	if err != nil {
 		return coordinator.Step{}, fmt.Errorf("coordinator: local limiter check: %w", err)
 	}
-	return req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter, WouldReject: d.WouldReject}), nil
+	return req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter, WouldReject: d.WouldReject, Born: d.Born}), nil
 }
 
 // propagate hands the replicas that did not count a finished, limited operation to the
@@ -121,6 +121,9 @@ func (e *Executor) begin(req *coordinator.Request, now time.Time, op coordinator
 func (e *Executor) propagate(req *coordinator.Request, op coordinator.Op, key partitionKey) {
 	if e.prop != nil && req.Done() {
 		e.prop.add(req.Unaccounted(), key.table, key.token, op)
+		if req.Urgent() {
+			e.prop.urge()
+		}
 		if l, ok := req.Learn(); ok && e.learn != nil {
 			e.learn.learn(key, op, l)
 		}

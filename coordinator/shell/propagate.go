@@ -36,14 +36,17 @@ type propagator struct {
 	mu      sync.Mutex
 	batcher coordinator.Batcher
 
-	stop chan struct{}
-	done chan struct{}
+	// hurry asks run for a flush before the next tick (coordinator.Step.Urgent); it holds at
+	// most one request, so urgent operations arriving during a flush cause one more.
+	hurry chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 func newPropagator(send DeltaSender, live func(coordinator.NodeID) bool, interval time.Duration, now func() time.Time, logger *slog.Logger) *propagator {
 	p := &propagator{
 		send: send, live: live, interval: interval, now: now, logger: logger,
-		stop: make(chan struct{}), done: make(chan struct{}),
+		hurry: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go p.run()
 	return p
@@ -59,6 +62,16 @@ func (p *propagator) add(to []coordinator.NodeID, table schema.TableID, token in
 	p.mu.Unlock()
 }
 
+// urge asks for the pending deltas to be flushed now rather than at the next tick: a young
+// partition's replicas each judge it on their own share of its operations until they arrive
+// (coordinator.Step.Urgent). It never blocks.
+func (p *propagator) urge() {
+	select {
+	case p.hurry <- struct{}{}:
+	default:
+	}
+}
+
 func (p *propagator) run() {
 	defer close(p.done)
 	t := time.NewTicker(p.interval)
@@ -68,6 +81,8 @@ func (p *propagator) run() {
 		case <-p.stop:
 			return
 		case <-t.C:
+			p.flush()
+		case <-p.hurry:
 			p.flush()
 		}
 	}

@@ -112,3 +112,18 @@ func TestOnsetFirstSecond(t *testing.T) {
 		t.Fatal("the matrix has no kvnode onset row at V ≥ 2·L")
 	}
 }
+
+// TestSpreadReadsOnsetUnderTwiceTheLimit: reads at ONE spread over three replicas (random-replica
+// coordinators) at V = 100·L, where each replica counts the others' reads only through
+// propagation. With deltas sent every 20 ms, each replica admitted its own third until its count
+// reached L, and the first second reached 2.2–2.7·L; with a young partition's deltas urgent
+// (coordinator.Step.Urgent) every seed stays at or under 2·L.
+func TestSpreadReadsOnsetUnderTwiceTheLimit(t *testing.T) {
+	sc := Scenario{RF: 3, ReadFraction: 1, Consistency: coordinator.One, Routing: RandomReplica, Offered: 100, Onset: true, Configuration: Kvnode}
+	for seed := uint64(1); seed <= 10; seed++ {
+		r := run(t, sc, Options{Seed: seed, Duration: 8 * time.Second, Warmup: 5 * time.Second})
+		if first := r.FirstSecondOverLimit(); first > 2 {
+			t.Errorf("seed %d: %s: first second %.2f·L, want at most 2·L", seed, describe(r), first)
+		}
+	}
+}

@@ -19,6 +19,7 @@ const (
 	evFlush                        // a coordinator's account-propagation timer fires
 	evDeltas                       // a batch of account-only deltas reaches its replica
 	evWarm                         // the warm-up ends: the measurement window starts
+	evUrgent                       // a coordinator drains its batcher for deltas a Step marked Urgent
 )
 
 // event is one entry of the simulator's queue. Events are ordered by (at, seq): seq is the order
@@ -28,7 +29,7 @@ type event struct {
 	at   int64 // simulated nanoseconds since the start of the run
 	seq  uint64
 	kind eventKind
-	node int32  // evDeliver, evDeltas: the replica; evRespond: the replica that answers; evFlush: the coordinator
+	node int32  // evDeliver, evDeltas: the replica; evRespond: the replica that answers; evFlush, evUrgent: the coordinator
 	op   int32  // index into sim.ops; evDeltas: index into sim.batches
 	gen  uint32 // generation of the op slot, so events of a recycled slot are ignored
 	send int32  // evDeliver, evRespond: the Send's Seq

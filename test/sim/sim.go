@@ -207,6 +207,8 @@ type sim struct {
 	batchers    []coordinator.Batcher
 	batches     [][]coordinator.Delta
 	freeBatches []int32
+	// urgent[i] is set while coordinator i has an evUrgent drain scheduled.
+	urgent []bool
 }
 
 // Run simulates scenario sc with options o (zero fields take their defaults) and returns what it
@@ -265,6 +267,7 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 	}
 	if sc.Configuration == Kvnode {
 		s.batchers = make([]coordinator.Batcher, o.Nodes)
+		s.urgent = make([]bool, o.Nodes)
 	}
 	s.res = Result{Scenario: sc, Limit: o.Limit, Window: o.Duration - o.Warmup}
 	if sc.Onset {
@@ -313,6 +316,9 @@ func (s *sim) run() (Result, error) {
 			s.tick(e)
 		case evFlush:
 			s.flush(e)
+		case evUrgent:
+			s.urgent[e.node] = false
+			s.drain(e)
 		case evDeltas:
 			s.applyDeltas(e)
 		case evWarm:
@@ -540,7 +546,7 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 			t, now = s.nodes[coord].learned, coordinator.LearnedTime(now)
 		}
 		d := t.Decide(op.token, op.label, s.o.Limit, op.draw, now)
-		st = op.req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter})
+		st = op.req.OnLocalCheck(coordinator.CheckResult{Admitted: d.Admitted, Count: d.Count, RetryAfter: d.RetryAfter, Born: d.Born})
 	}
 	for _, snd := range st.Sends {
 		to := s.nodeIndex(snd.To)
@@ -562,6 +568,12 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 		// The shell hands the finished request's uncounted replicas to its propagator, and
 		// learns the partition's counter from the replicas' rejections.
 		s.batchers[coord].Add(st.Unaccounted, simTable, op.token, opOf(op.label))
+		if st.Urgent && !s.urgent[coord] {
+			// A young partition counting faster than the limit: its deltas go within
+			// coordinator.UrgentPropagationDelay rather than at the next tick.
+			s.urgent[coord] = true
+			s.q.push(event{at: at + int64(coordinator.UrgentPropagationDelay), kind: evUrgent, node: int32(coord)})
+		}
 		if l, ok := op.req.Learn(); ok && s.nodes[coord].learned != nil {
 			c, resid, at := l.Copy()
 			s.nodes[coord].learned.Learn(op.token, op.label, c, l.Born, resid, at)
@@ -573,6 +585,14 @@ func (s *sim) handle(i int32, st coordinator.Step, at int64) {
 // shell's propagator does on every tick; deltas owed to a replica the failure detector considers
 // down are dropped. The ticker keeps running until the end of the arrivals.
 func (s *sim) flush(e event) {
+	s.drain(e)
+	if next := e.at + int64(s.o.PropagationInterval); next < s.end {
+		s.q.push(event{at: next, kind: evFlush, node: e.node})
+	}
+}
+
+// drain drains coordinator e.node's batcher and sends each live replica its batch.
+func (s *sim) drain(e event) {
 	i := int(e.node)
 	stamp := s.clock(i, e.at).UnixNano() // the shell stamps each batch with its clock at the drain
 	for _, batch := range s.batchers[i].Drain(func(id coordinator.NodeID) bool { return !s.detectedDown(s.nodeIndex(id), e.at) }) {
@@ -580,9 +600,6 @@ func (s *sim) flush(e event) {
 		s.batches[b] = append(s.batches[b][:0], batch.Deltas...)
 		j := s.nodeIndex(batch.To)
 		s.q.push(event{at: e.at + s.latency(i, j), kind: evDeltas, node: int32(j), op: b, stamp: stamp})
-	}
-	if next := e.at + int64(s.o.PropagationInterval); next < s.end {
-		s.q.push(event{at: next, kind: evFlush, node: e.node})
 	}
 }
 
