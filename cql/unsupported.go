@@ -12,69 +12,62 @@ import "strings"
 // recognised where the grammar expects them and are not keywords, so that
 // columns named index, type or json keep working.
 
-// refuseCreate refuses CREATE of an object kvnode does not have; the current
-// word follows CREATE. It returns when the word is none of them.
+// missingObjects are the kinds of schema object kvnode does not have, by the
+// word that names them after CREATE, DROP or ALTER, and the refusal's text.
+var missingObjects = []struct{ word, msg string }{
+	{"MATERIALIZED", "materialized views are not supported"},
+	{"INDEX", "secondary indexes are not supported"},
+	{"CUSTOM", "custom (SASI and storage-attached) indexes are not supported"},
+	{"TYPE", "user-defined types are not supported"},
+	{"FUNCTION", "user-defined functions are not supported"},
+	{"AGGREGATE", "user-defined aggregates are not supported"},
+	{"TRIGGER", "triggers are not supported"},
+}
+
+// refuseObject refuses the statement when the current word, which follows
+// verb, names one of missingObjects that verb applies to (CREATE: every one;
+// DROP: not CUSTOM; ALTER: materialized views and types). It returns when the
+// word is none of them.
+func (p *parser) refuseObject(verb string) {
+	for _, o := range missingObjects {
+		switch {
+		case !p.isWord(o.word):
+			continue
+		case verb == "DROP" && o.word == "CUSTOM",
+			verb == "ALTER" && o.word != "MATERIALIZED" && o.word != "TYPE":
+			return
+		}
+		p.unsupported(p.pos, "%s", o.msg)
+	}
+}
+
+// refuseCreate refuses CREATE of an object kvnode does not have, and CREATE
+// OR REPLACE of a function or aggregate; the current word follows CREATE. It
+// returns when the word is none of them.
 func (p *parser) refuseCreate() {
 	pos := p.pos
-	switch {
-	case p.isWord("MATERIALIZED"):
-		p.unsupported(pos, "materialized views are not supported")
-	case p.isWord("INDEX"):
-		p.unsupported(pos, "secondary indexes are not supported")
-	case p.isWord("CUSTOM"):
-		p.unsupported(pos, "custom (SASI and storage-attached) indexes are not supported")
-	case p.isWord("TYPE"):
-		p.unsupported(pos, "user-defined types are not supported")
-	case p.isWord("FUNCTION"):
-		p.unsupported(pos, "user-defined functions are not supported")
-	case p.isWord("AGGREGATE"):
-		p.unsupported(pos, "user-defined aggregates are not supported")
-	case p.isWord("OR"):
-		p.next()
-		if p.isWord("REPLACE") {
-			p.next()
-			if p.isWord("AGGREGATE") {
-				p.unsupported(pos, "user-defined aggregates are not supported")
-			}
-			p.unsupported(pos, "user-defined functions are not supported")
-		}
-		p.errorExpected("'REPLACE'")
-	case p.isWord("TRIGGER"):
-		p.unsupported(pos, "triggers are not supported")
+	p.refuseObject("CREATE")
+	if !p.isWord("OR") {
+		return
 	}
+	p.next()
+	if !p.isWord("REPLACE") {
+		p.errorExpected("'REPLACE'")
+	}
+	p.next()
+	if p.isWord("AGGREGATE") {
+		p.unsupported(pos, "user-defined aggregates are not supported")
+	}
+	p.unsupported(pos, "user-defined functions are not supported")
 }
 
 // refuseDrop refuses DROP of an object kvnode does not have; the current
 // word follows DROP.
-func (p *parser) refuseDrop() {
-	pos := p.pos
-	switch {
-	case p.isWord("MATERIALIZED"):
-		p.unsupported(pos, "materialized views are not supported")
-	case p.isWord("INDEX"):
-		p.unsupported(pos, "secondary indexes are not supported")
-	case p.isWord("TYPE"):
-		p.unsupported(pos, "user-defined types are not supported")
-	case p.isWord("FUNCTION"):
-		p.unsupported(pos, "user-defined functions are not supported")
-	case p.isWord("AGGREGATE"):
-		p.unsupported(pos, "user-defined aggregates are not supported")
-	case p.isWord("TRIGGER"):
-		p.unsupported(pos, "triggers are not supported")
-	}
-}
+func (p *parser) refuseDrop() { p.refuseObject("DROP") }
 
 // refuseAlter refuses ALTER of what kvnode cannot alter; the current token
 // follows ALTER.
-func (p *parser) refuseAlter() {
-	pos := p.pos
-	switch {
-	case p.isWord("MATERIALIZED"):
-		p.unsupported(pos, "materialized views are not supported")
-	case p.isWord("TYPE"):
-		p.unsupported(pos, "user-defined types are not supported")
-	}
-}
+func (p *parser) refuseAlter() { p.refuseObject("ALTER") }
 
 // parseOtherStatement parses a statement that starts with a word that is not
 // a keyword (TRUNCATE, GRANT, REVOKE, LIST); nil when the word starts none.
