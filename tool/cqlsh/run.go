@@ -73,7 +73,8 @@ Flags:
   -k, --keyspace ks        keyspace to USE first
   -e, --execute 'STMT; ..' run the statements and exit
   -f, --file file.cql      run the statements in the file and exit
-  --timeout duration       limit for each attempt to connect and for each statement (default 10s)
+  --timeout duration       limit for each attempt to connect and for each statement (default 10s;
+                           a schema change gets 10s more, for the nodes to agree on it)
   --wait duration          how long to wait for a node that is starting: one whose port refuses
                            connections or that has not answered yet (default 30s; 0: do not wait)
   --tls-ca file.pem        connect over TLS, trusting the CA certificates in the file

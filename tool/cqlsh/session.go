@@ -91,9 +91,27 @@ func (s *session) drain(ctx context.Context, atEOF bool) (bool, error) {
 	}
 }
 
+// SchemaAgreementWait is what a schema change (CREATE, ALTER, DROP, TRUNCATE) adds to
+// --timeout: a node answers one only once the live nodes agree on the new schema, or once its
+// schema_agreement_timeout (10 s by default) passed, with a warning. Without it the shell could
+// give up on a change the node was about to confirm.
+const SchemaAgreementWait = 10 * time.Second
+
+// statementTimeout is how long the shell waits for st's answer: --timeout, plus
+// SchemaAgreementWait for a schema change.
+func (s *session) statementTimeout(st statement) time.Duration {
+	if f := strings.Fields(st.Text); len(f) > 0 {
+		switch strings.ToUpper(f[0]) {
+		case "CREATE", "ALTER", "DROP", "TRUNCATE":
+			return s.timeout + SchemaAgreementWait
+		}
+	}
+	return s.timeout
+}
+
 // report prints a failed statement's error with its kind, and in files with its line.
 func (s *session) report(st statement, err error) {
-	msg := describeError(err, s.client.Addr(), s.timeout)
+	msg := describeError(err, s.client.Addr(), s.statementTimeout(st))
 	if s.source != "" {
 		fmt.Fprintf(s.errOut, "%s:%d: %s\n", s.source, st.Line, msg)
 		return
@@ -106,7 +124,7 @@ func (s *session) execute(ctx context.Context, st statement) (done bool, err err
 	if st.Shell {
 		return s.shellCommand(st.Text)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.statementTimeout(st))
 	defer cancel()
 	res, err := s.client.Execute(ctx, s.cl, st.Text)
 	if err != nil {
