@@ -61,4 +61,16 @@ func TestTopologyChangesFromOtherHostsNeedAuthentication(t *testing.T) {
 	if _, err := a.Cleanup(remote, &kvnodepb.CleanupRequest{}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("Cleanup from another host without an authenticator = %v, want PermissionDenied", err)
 	}
+	// Snapshots too: taking them can fill the disk, clearing them deletes backups, restoring
+	// writes data. Listing them changes nothing.
+	sn := snapshotServer{n: a.n}
+	if _, err := sn.Take(remote, &kvnodepb.TakeSnapshotRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("snapshot Take from another host without an authenticator = %v, want PermissionDenied", err)
+	}
+	if _, err := sn.Clear(remote, &kvnodepb.ClearSnapshotsRequest{Tag: "x"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("snapshot Clear from another host without an authenticator = %v, want PermissionDenied", err)
+	}
+	if _, err := sn.Restore(remote, &kvnodepb.RestoreSnapshotRequest{Tag: "x"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("snapshot Restore from another host without an authenticator = %v, want PermissionDenied", err)
+	}
 }

@@ -134,6 +134,9 @@ func (s snapshotServer) snapshotInfo(i snapshot.Info) *kvnodepb.SnapshotInfo {
 
 // Take implements kvnodepb.SnapshotServer.
 func (s snapshotServer) Take(ctx context.Context, req *kvnodepb.TakeSnapshotRequest) (*kvnodepb.SnapshotInfo, error) {
+	if err := s.n.allowTopologyChange(ctx, "snapshot"); err != nil {
+		return nil, err
+	}
 	if req.GetTable() != "" && req.GetKeyspace() == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "table %q needs its keyspace", req.GetTable())
 	}
@@ -162,7 +165,10 @@ func (s snapshotServer) List(context.Context, *kvnodepb.ListSnapshotsRequest) (*
 }
 
 // Clear implements kvnodepb.SnapshotServer.
-func (s snapshotServer) Clear(_ context.Context, req *kvnodepb.ClearSnapshotsRequest) (*kvnodepb.ClearSnapshotsResponse, error) {
+func (s snapshotServer) Clear(ctx context.Context, req *kvnodepb.ClearSnapshotsRequest) (*kvnodepb.ClearSnapshotsResponse, error) {
+	if err := s.n.allowTopologyChange(ctx, "snapshot"); err != nil {
+		return nil, err
+	}
 	done, err := s.n.snapshots.Clear(req.GetTag())
 	if err != nil {
 		return nil, snapshotStatus(err)
@@ -172,6 +178,9 @@ func (s snapshotServer) Clear(_ context.Context, req *kvnodepb.ClearSnapshotsReq
 
 // Restore implements kvnodepb.SnapshotServer.
 func (s snapshotServer) Restore(ctx context.Context, req *kvnodepb.RestoreSnapshotRequest) (*kvnodepb.RestoreSnapshotResponse, error) {
+	if err := s.n.allowTopologyChange(ctx, "snapshot"); err != nil {
+		return nil, err
+	}
 	if req.GetTable() != "" && req.GetKeyspace() == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "table %q needs its keyspace", req.GetTable())
 	}

@@ -99,11 +99,12 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 	return resp, nil
 }
 
-// allowTopologyChange refuses a topology change (decommission, removenode) asked over a
-// connection from another host when the node has no authenticator: the Admin service shares
-// the client port, and without logins anyone who reaches it could otherwise take the node out
-// of the cluster or remove others, as Cassandra's nodetool is local-only unless JMX
-// authentication is on. With authentication on, the gRPC interceptors already demand a
+// allowTopologyChange refuses a topology change (decommission, removenode, cleanup) or a change
+// of the node's snapshots (take, clear, restore) asked over a connection from another host when
+// the node has no authenticator: the Admin and Snapshot services share the client port, and
+// without logins anyone who reaches it could otherwise take the node out of the cluster, remove
+// others, fill its disk with snapshots or delete its backups, as Cassandra's nodetool is
+// local-only unless JMX authentication is on. With authentication on, the gRPC interceptors already demand a
 // superuser (grpcapi.AuthInterceptors).
 func (n *Node) allowTopologyChange(ctx context.Context, what string) error {
 	if n.cfg.authEnabled() {
@@ -118,7 +119,7 @@ func (n *Node) allowTopologyChange(ctx context.Context, what string) error {
 		from = p.Addr.String()
 	}
 	return status.Errorf(codes.PermissionDenied,
-		"%s from %s refused: with authenticator none this node takes topology changes only from its own host; run kvnode %s on the node, or turn on authentication (authenticator: password) and log in as a superuser",
+		"%s from %s refused: with authenticator none this node takes topology and snapshot changes only from its own host; run kvnode %s on the node, or turn on authentication (authenticator: password) and log in as a superuser",
 		what, from, what)
 }
 
