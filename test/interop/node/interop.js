@@ -419,7 +419,7 @@ class Steps {
 
   // ALTER TABLE ADD, then the new columns through statements prepared before it (the server
   // answers Unprepared and the driver prepares them again); DROP and ADD of a column of the same
-  // name (its old value stays gone); TRUNCATE.
+  // name (its old value stays gone); TRUNCATE; RENAME of the key column.
   async schema_evolution() {
     const { client, ks } = this;
     const opts = { prepare: true, consistency: types.consistencies.all };
@@ -448,6 +448,9 @@ class Steps {
     await client.execute(insert, ['d', 4], opts);
     row = await one('d');
     check(row !== null && row.v === 4, `a write after TRUNCATE reads ${row}`);
+    await client.execute(`ALTER TABLE ${ks}.evolve RENAME k TO id`);
+    row = (await client.execute(`SELECT id, v FROM ${ks}.evolve WHERE id = ?`, ['d'], opts)).first();
+    check(row !== null && row.id === 'd' && row.v === 4, `after RENAME k TO id, d reads ${JSON.stringify(row)}`);
   }
 }
 

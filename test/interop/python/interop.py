@@ -379,7 +379,7 @@ class Steps:
     def schema_evolution(self):
         """ALTER TABLE ADD, then the new columns through statements prepared before it (the server
         answers Unprepared and the driver prepares them again); DROP and ADD of a column of the
-        same name (its old value stays gone); TRUNCATE."""
+        same name (its old value stays gone); TRUNCATE; RENAME of the key column."""
         s, ks = self.session, self.ks
         s.execute("CREATE TABLE %s.evolve (k text PRIMARY KEY, v int)" % ks)
         insert = s.prepare("INSERT INTO %s.evolve (k, v) VALUES (?, ?)" % ks)
@@ -402,6 +402,9 @@ class Steps:
         s.execute(insert, ["d", 4])
         row = s.execute(select, ["d"]).one()
         check(row is not None and row.v == 4, "a write after TRUNCATE reads %r" % (row,))
+        s.execute("ALTER TABLE %s.evolve RENAME k TO id" % ks)
+        row = s.execute(s.prepare("SELECT id, v FROM %s.evolve WHERE id = ?" % ks), ["d"]).one()
+        check(row is not None and (row.id, row.v) == ("d", 4), "after RENAME k TO id, d reads %r" % (row,))
 
 
 def main():
