@@ -12,6 +12,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -186,6 +187,23 @@ func WithRole(ctx context.Context, role string) context.Context {
 func RoleFrom(ctx context.Context) (string, bool) {
 	role, ok := ctx.Value(ctxKey{}).(string)
 	return role, ok
+}
+
+// clientKey is the context key of the client's address.
+type clientKey struct{}
+
+// WithClient returns ctx carrying addr, the address the request's client connected from. Front
+// ends set it on every connection; the coordinator shell holds a request by the service levels
+// attached to its address (with or without authentication).
+func WithClient(ctx context.Context, addr netip.Addr) context.Context {
+	return context.WithValue(ctx, clientKey{}, addr.Unmap())
+}
+
+// ClientFrom returns the client address ctx carries; false when it carries none (a request the
+// node makes itself, or a test).
+func ClientFrom(ctx context.Context) (netip.Addr, bool) {
+	addr, ok := ctx.Value(clientKey{}).(netip.Addr)
+	return addr, ok && addr.IsValid()
 }
 
 // Login is who a successful authentication logged in.
