@@ -31,4 +31,6 @@ func (e *Executor) PeekScope(k scopelimit.Kind, name string, op coordinator.Op) 
 func ScopeLabel(k scopelimit.Kind, op coordinator.Op) uint32 { return scopeLabel(k, op) }
 
 // PeekScopeID returns the executor's counter of a budget id and label, at its clock.
-func (e *Executor) PeekScopeID(id int64, label uint32) uint32 { return e.scopes.lim.Peek(id, label, e.now()) }
+func (e *Executor) PeekScopeID(id int64, label uint32) uint32 {
+	return e.scopes.lim.Peek(id, label, e.now())
+}
