@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
@@ -32,3 +33,6 @@ func (n *Node) startScopes(ctx context.Context) {
 		n.log.Debug("budgets' counters synced", "from", from)
 	}
 }
+
+// TopClients lists who spends the budgets through this node (system.top_clients).
+func (s systemSource) TopClients(k int) []systables.TopClient { return s.n.exec.TopClients(k) }

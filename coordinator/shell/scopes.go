@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/scopelimit"
 )
 
@@ -306,26 +307,9 @@ func (sp *spender) decay(sec int64) {
 	sp.sec = max(sp.sec, sec)
 }
 
-// TopClient is one spender of a budget, as system.top_clients lists it.
-type TopClient struct {
-	// Kind is "service_level" or "keyspace"; Budget the level's or keyspace's name.
-	Kind, Budget string
-	// Op is "read" or "write".
-	Op string
-	// Client is the role, "client <address>" (authentication off), or "anonymous".
-	Client string
-	// Rate is the client's recent operations per second on the budget through this
-	// coordinator, Share its part of the budget's offered rate through it, and Limit the
-	// budget's limit across the cluster.
-	Rate, Share float64
-	Limit       uint32
-	// Rank is 1 for the budget's heaviest spender.
-	Rank int
-}
-
 // TopClients lists who spends each budget through this coordinator: per budget and op, its
 // spenders with their recent rates, heaviest first, at most k each (0: all kept, at most 16).
-func (e *Executor) TopClients(k int) []TopClient {
+func (e *Executor) TopClients(k int) []systables.TopClient {
 	s := e.scopes
 	now := s.now()
 	sec := now.Unix()
@@ -336,11 +320,11 @@ func (e *Executor) TopClients(k int) []TopClient {
 		all = append(all, st)
 	}
 	s.mu.RUnlock()
-	var out []TopClient
+	var out []systables.TopClient
 	for _, st := range all {
 		for oi, op := range []coordinator.Op{coordinator.OpRead, coordinator.OpWrite} {
 			st.mu.Lock()
-			var list []TopClient
+			var list []systables.TopClient
 			total := 0.0
 			for j := range st.spenders[oi] {
 				sp := &st.spenders[oi][j]
@@ -349,7 +333,7 @@ func (e *Executor) TopClients(k int) []TopClient {
 					continue
 				}
 				total += sp.count
-				list = append(list, TopClient{Kind: scopeOf(st.kind).String(), Budget: st.name, Op: op.String(), Client: sp.who.String(), Rate: sp.count / f, Share: sp.count, Limit: st.limit[oi].Load()})
+				list = append(list, systables.TopClient{Kind: scopeOf(st.kind).String(), Budget: st.name, Op: op.String(), Client: sp.who.String(), Rate: sp.count / f, Share: sp.count, Limit: st.limit[oi].Load()})
 			}
 			st.mu.Unlock()
 			sortTopClients(list)
@@ -366,7 +350,7 @@ func (e *Executor) TopClients(k int) []TopClient {
 }
 
 // sortTopClients sorts one budget's spenders, heaviest first, then by name.
-func sortTopClients(l []TopClient) {
+func sortTopClients(l []systables.TopClient) {
 	for i := 1; i < len(l); i++ { // at most 16: insertion sort
 		for j := i; j > 0 && (l[j].Rate > l[j-1].Rate || l[j].Rate == l[j-1].Rate && l[j].Client < l[j-1].Client); j-- {
 			l[j], l[j-1] = l[j-1], l[j]

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -333,5 +336,38 @@ func TestScopeCountsRefusesBadInput(t *testing.T) {
 	// A sync answers the budgets this coordinator judged itself; it judged none.
 	if len(resp.GetCounts()) != 0 {
 		t.Errorf("sync answered %v", resp.GetCounts())
+	}
+}
+
+func TestTopClientsRanksWhoSpendsEachBudget(t *testing.T) {
+	c := newCluster(t, options{budgets: fixedBudgets(level("org", 0, 1000), keyspaceBudget("ks", 1000, 0))})
+	c.must(schemaRF3...)
+	e := c.executors["n1"]
+	for i, who := range []string{"alice", "alice", "alice", "bob"} {
+		ctx := auth.WithRole(context.Background(), who)
+		for j := range 10 {
+			if _, err := e.Execute(ctx, coordinator.Statement{Text: fmt.Sprintf("INSERT INTO t (k, c, v) VALUES ('p%d', %d, 'x')", i, j), Keyspace: "ks"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	anon := auth.WithClient(context.Background(), netip.MustParseAddr("10.0.0.7"))
+	if _, err := e.Execute(anon, coordinator.Statement{Text: "SELECT * FROM t WHERE k = 'p1'", Keyspace: "ks"}); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	var got []string
+	for _, tc := range e.TopClients(0) {
+		got = append(got, fmt.Sprintf("%s %s %s #%d %s %.0f/s %.2f", tc.Kind, tc.Budget, tc.Op, tc.Rank, tc.Client, tc.Rate, tc.Share))
+	}
+	slices.Sort(got)
+	// The clock stands at .25 s past a second: a count of 30 reads 24/s.
+	want := []string{
+		"keyspace ks read #1 client 10.0.0.7 1/s 1.00",
+		"service_level org write #1 alice 24/s 0.75",
+		"service_level org write #2 bob 8/s 0.25",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("TopClients:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
