@@ -229,7 +229,7 @@ type scopeCollector struct {
 // register: per budget (kind, name, op) the operations accepted, rejected and that shadow mode
 // let through, and the budget's estimated rate across the cluster from this coordinator's
 // counter. At most MaxNamedBudgets budgets of each kind are named; the rest are summed under
-// name="other" (without a rate).
+// name="other", which is always exported (zero without budgets).
 func (e *Executor) ScopeCollector() prometheus.Collector {
 	labels := []string{"kind", "name", "op"}
 	return &scopeCollector{
@@ -251,7 +251,11 @@ func (c *scopeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *scopeCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	now := s.now()
-	type sum struct{ acc, rej, would [2]uint64 }
+	type sum struct {
+		acc, rej, would [2]uint64
+		rate            [2]float64
+	}
+	f := 1 + float64(now.Nanosecond())/1e9
 	var others [3]sum
 	s.mu.RLock()
 	all := make([]*budgetStats, 0, len(s.stats))
@@ -263,10 +267,13 @@ func (c *scopeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range all {
 		if !st.named {
 			o := &others[st.kind]
-			for oi := range ops {
+			for oi, op := range ops {
 				o.acc[oi] += st.accepted[oi].Load()
 				o.rej[oi] += st.rejected[oi].Load()
 				o.would[oi] += st.wouldRjct[oi].Load()
+				if st.limit[oi].Load() > 0 {
+					o.rate[oi] += float64(s.lim.Peek(st.id, scopeLabel(st.kind, op), now)) / f
+				}
 			}
 			continue
 		}
@@ -277,16 +284,17 @@ func (c *scopeCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			c.emit(ch, kind, st.name, op.String(), st.accepted[oi].Load(), st.rejected[oi].Load(), st.wouldRjct[oi].Load())
 			count := s.lim.Peek(st.id, scopeLabel(st.kind, op), now)
-			ch <- prometheus.MustNewConstMetric(c.rateDsc, prometheus.GaugeValue, float64(count)/(1+float64(now.Nanosecond())/1e9), kind, st.name, op.String())
+			ch <- prometheus.MustNewConstMetric(c.rateDsc, prometheus.GaugeValue, float64(count)/f, kind, st.name, op.String())
 		}
 	}
 	for k := scopelimit.KindLevel; k <= scopelimit.KindKeyspace; k++ {
 		o, st := &others[k], s.others[k]
 		for oi, op := range ops {
+			// Always exported (zero without budgets), so that dashboards and alerts find the
+			// series: 2 kinds × 2 ops.
 			acc, rej, would := o.acc[oi]+st.accepted[oi].Load(), o.rej[oi]+st.rejected[oi].Load(), o.would[oi]+st.wouldRjct[oi].Load()
-			if acc+rej+would > 0 {
-				c.emit(ch, scopeOf(k).String(), "other", op.String(), acc, rej, would)
-			}
+			c.emit(ch, scopeOf(k).String(), "other", op.String(), acc, rej, would)
+			ch <- prometheus.MustNewConstMetric(c.rateDsc, prometheus.GaugeValue, o.rate[oi], scopeOf(k).String(), "other", op.String())
 		}
 	}
 }
