@@ -121,13 +121,11 @@ func (p *scopeProp) flush(ctx context.Context) {
 // 0 when it keeps no statistics of it.
 func (s *scopes) limitOf(id int64, label uint32) uint32 {
 	_, op, _ := labelParts(label)
-	s.mu.RLock()
-	st := s.stats[id]
-	s.mu.RUnlock()
-	if st == nil {
+	st, ok := s.byID.Load(id)
+	if !ok {
 		return 0
 	}
-	return st.limit[opIndex(op)].Load()
+	return st.(*budgetStats).limit[opIndex(op)].Load()
 }
 
 // ScopeCounts serves an internode scope_counts request: it adds a peer's counts to this

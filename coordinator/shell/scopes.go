@@ -53,6 +53,8 @@ type scopes struct {
 	now  func() time.Time
 	seed func() uint64
 
+	// byID holds stats' entries for the requests' lookups, which take no lock.
+	byID   sync.Map // Budget.ID → *budgetStats
 	mu     sync.RWMutex
 	stats  map[int64]*budgetStats // by Budget.ID; at most maxTrackedBudgets
 	named  [3]int                 // named budgets per kind
@@ -146,15 +148,13 @@ func labelParts(label uint32) (scopelimit.Kind, coordinator.Op, bool) {
 // statsOf returns b's statistics, making them the first time b is met (or the sum of its
 // kind's "other" budgets once maxTrackedBudgets are kept).
 func (s *scopes) statsOf(b *scopelimit.Budget) *budgetStats {
-	s.mu.RLock()
-	st := s.stats[b.ID]
-	s.mu.RUnlock()
-	if st != nil {
-		return st
+	if st, ok := s.byID.Load(b.ID); ok {
+		return st.(*budgetStats)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st = s.stats[b.ID]; st != nil {
+	st := s.stats[b.ID]
+	if st != nil {
 		return st
 	}
 	if len(s.stats) >= maxTrackedBudgets {
@@ -165,6 +165,7 @@ func (s *scopes) statsOf(b *scopelimit.Budget) *budgetStats {
 		s.named[b.Kind]++
 	}
 	s.stats[b.ID] = st
+	s.byID.Store(b.ID, st)
 	return st
 }
 
