@@ -59,22 +59,31 @@ type RateLimitError struct {
 	// MayBeApplied says a write rejected by replicas may still have been stored by replicas that
 	// admitted it (their counters disagree, e.g. under clock skew), as after a write timeout.
 	MayBeApplied bool
-	// Scope is the limit that rejected the operation: ScopePartition (the table's
-	// per_partition_rate_limit; Limit is per partition), ScopeServiceLevel or ScopeKeyspace (a
+	// Scope is the limit that rejected the operation: ScopePartition, the zero value (the
+	// table's per_partition_rate_limit; Limit is per partition), ScopeServiceLevel or ScopeKeyspace (a
 	// budget held across the cluster, named by ScopeName; Limit is the budget's).
 	Scope     Scope
 	ScopeName string
 }
 
-// Scope names the limit that rejected a rate-limited operation.
+// Scope names the limit that rejected a rate-limited operation. The zero value is the
+// partition's.
 type Scope string
 
 // The scopes.
 const (
-	ScopePartition    Scope = "partition"
+	ScopePartition    Scope = ""
 	ScopeServiceLevel Scope = "service_level"
 	ScopeKeyspace     Scope = "keyspace"
 )
+
+// String returns "partition", "service_level" or "keyspace".
+func (s Scope) String() string {
+	if s == ScopePartition {
+		return "partition"
+	}
+	return string(s)
+}
 
 func (e *RateLimitError) Error() string { return "kvnode: " + e.Message }
 
