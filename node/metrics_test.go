@@ -20,8 +20,8 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
-	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/replica"
 )
 
 // metricValue returns the value of the counter or gauge name in g whose labels include the
