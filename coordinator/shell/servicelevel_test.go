@@ -288,3 +288,40 @@ func BenchmarkBudgets(b *testing.B) {
 		}
 	})
 }
+
+// TestRolesInheritPermissions: a role granted another holds its permissions, from the moment
+// the GRANT returns until the REVOKE returns, on every node.
+func TestRolesInheritPermissions(t *testing.T) {
+	c := newAuthCluster(t)
+	for _, stmt := range []string{
+		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
+		"CREATE ROLE app WITH PASSWORD = 'pw' AND LOGIN = true",
+		"CREATE ROLE reader",
+		"GRANT SELECT ON KEYSPACE ks TO reader",
+	} {
+		if _, err := c.as("admin", "n1", stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	c.settle()
+	var ue *auth.UnauthorizedError
+	if _, err := c.as("app", "n2", "SELECT * FROM ks.t WHERE k = 1"); !errors.As(err, &ue) {
+		t.Fatalf("SELECT as app before GRANT reader: %v, want unauthorized", err)
+	}
+	if _, err := c.as("admin", "n1", "GRANT reader TO app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.as("app", "n2", "SELECT * FROM ks.t WHERE k = 1"); err != nil {
+		t.Errorf("SELECT as app right after GRANT reader TO app: %v, want allowed", err)
+	}
+	if _, err := c.as("app", "n2", "INSERT INTO ks.t (k, v) VALUES (1, 1)"); !errors.As(err, &ue) {
+		t.Errorf("INSERT as app holding only reader: %v, want unauthorized", err)
+	}
+	if _, err := c.as("admin", "n1", "REVOKE reader FROM app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.as("app", "n2", "SELECT * FROM ks.t WHERE k = 1"); !errors.As(err, &ue) {
+		t.Errorf("SELECT as app right after REVOKE: %v, want unauthorized", err)
+	}
+}
