@@ -221,6 +221,11 @@ func (e *Executor) dropRole(ctx context.Context, st *cql.DropRoleStmt, name stri
 	if _, exists, err := e.readRole(ctx, st.Role.Name); err != nil {
 		return coordinator.Result{}, err
 	} else if !exists {
+		// A DROP whose clean-up of the role's level and grants failed is finished by running it
+		// again: the role is gone, what named it goes now.
+		if changed, warnings, err := e.applyLevels(ctx, st); err != nil || changed {
+			return coordinator.Result{Warnings: warnings}, err
+		}
 		if st.IfExists {
 			return coordinator.Result{}, nil
 		}

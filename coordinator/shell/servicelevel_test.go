@@ -325,3 +325,33 @@ func TestRolesInheritPermissions(t *testing.T) {
 		t.Errorf("SELECT as app right after REVOKE: %v, want unauthorized", err)
 	}
 }
+
+// TestDropRoleFinishesItsCleanUp: a DROP ROLE whose agreement on forgetting the role's level
+// failed says so, and running it again finishes it.
+func TestDropRoleFinishesItsCleanUp(t *testing.T) {
+	c := newAuthCluster(t)
+	for _, stmt := range []string{"CREATE ROLE app", "CREATE SERVICE LEVEL sl", "ATTACH SERVICE LEVEL sl TO app"} {
+		if _, err := c.as("admin", "n1", stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	c.schema.mu.Lock()
+	c.schema.fail = errors.New("no majority")
+	c.schema.mu.Unlock()
+	if _, err := c.as("admin", "n1", "DROP ROLE app"); err == nil || !strings.Contains(err.Error(), "run DROP ROLE again") {
+		t.Fatalf("DROP ROLE with agreement failing: %v, want an error asking to run it again", err)
+	}
+	c.schema.mu.Lock()
+	c.schema.fail = nil
+	c.schema.mu.Unlock()
+	if _, err := c.as("admin", "n1", "DROP ROLE app"); err != nil {
+		t.Fatalf("DROP ROLE again: %v", err)
+	}
+	if _, ok := c.schema.Schema().RoleAttachment("app"); ok {
+		t.Errorf("the dropped role's level is still attached")
+	}
+	var ie *coordinator.InvalidError
+	if _, err := c.as("admin", "n1", "DROP ROLE app"); !errors.As(err, &ie) || !strings.Contains(err.Error(), "role app doesn't exist") {
+		t.Errorf("a third DROP ROLE: %v, want role app doesn't exist", err)
+	}
+}
