@@ -55,7 +55,7 @@ func TestDDLNeedsFormat(t *testing.T) {
 
 // TestLevelsNeedFormat: while a member gossips a data format before schema.FormatLevels, service
 // levels, role grants and keyspace rate limits are refused naming the member; once every member
-// reports it, they are agreed and every node's schema holds them.
+// reports it, they are agreed, and every node's schema holds them when the statement returns.
 func TestLevelsNeedFormat(t *testing.T) {
 	h := newHarness(t, "n1", "n2", "n3")
 	h.mu.Lock()
@@ -79,7 +79,6 @@ func TestLevelsNeedFormat(t *testing.T) {
 	h.mustDDL("n1", "CREATE SERVICE LEVEL gold WITH max_reads_per_second = 10")
 	h.mustDDL("n2", "ATTACH SERVICE LEVEL gold TO alice")
 	h.mustDDL("n3", "ALTER KEYSPACE ks WITH rate_limit = {'max_writes_per_second': 5}")
-	h.sync()
 	for _, id := range []string{"n1", "n2", "n3"} {
 		s := h.node(id).Schema()
 		l, ok := s.RoleAttachment("alice")
@@ -88,10 +87,10 @@ func TestLevelsNeedFormat(t *testing.T) {
 			t.Errorf("%s: alice's level %v %v, keyspace limit %+v; want gold at 10 reads/s and 5 writes/s", id, l, ok, k.RateLimit)
 		}
 	}
-	// A concurrent change through another node is serialised by the one register: both land.
+	// Every node holds each change once its statement returned (announced and agreed); a change
+	// through another node is serialised by the one register: both land.
 	h.mustDDL("n3", "GRANT org TO alice")
 	h.mustDDL("n1", "ALTER SERVICE LEVEL gold WITH mode = 'shadow'")
-	h.sync()
 	for _, id := range []string{"n1", "n2", "n3"} {
 		s := h.node(id).Schema()
 		if g := s.GrantedRoles("alice"); len(g) != 1 || g[0] != "org" {
