@@ -133,9 +133,10 @@ type Executor struct {
 	draw      func() float64
 	logger    *slog.Logger
 	observer  Observer
-	prop      *propagator // nil when propagation is off
-	learn     *learner    // nil when propagation is off
-	auth      *authorizer // nil when authentication is off
+	prop      *propagator                 // nil when propagation is off
+	learn     *learner                    // nil when propagation is off
+	auth      *authorizer                 // nil when authentication is off
+	budgets   atomic.Pointer[budgetCache] // Budgets' answers for the current schema (servicelevel_budgets.go)
 
 	hints            HintSink // nil: no hinted handoff
 	batchlog         Batchlog // nil: no batchlog
@@ -360,8 +361,12 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 			resp.Warnings = append(resp.Warnings, e.afterDDL(ctx, st, keyspace, resp)...)
 		}
 		return kindSchema, cl, nil, resp, err
-	case *cql.CreateRoleStmt, *cql.AlterRoleStmt, *cql.DropRoleStmt, *cql.GrantStmt, *cql.ListRolesStmt, *cql.ListPermissionsStmt:
+	case *cql.CreateRoleStmt, *cql.AlterRoleStmt, *cql.DropRoleStmt, *cql.GrantStmt, *cql.GrantRoleStmt, *cql.ListRolesStmt, *cql.ListPermissionsStmt:
 		resp, err := e.executeAuth(ctx, st, keyspace)
+		return kindOther, cl, nil, resp, err
+	case *cql.CreateServiceLevelStmt, *cql.AlterServiceLevelStmt, *cql.DropServiceLevelStmt,
+		*cql.AttachServiceLevelStmt, *cql.DetachServiceLevelStmt, *cql.ListServiceLevelsStmt:
+		resp, err := e.executeLevels(ctx, st)
 		return kindOther, cl, nil, resp, err
 	case *cql.UseStmt:
 		resp, err := e.executeUse(st)
