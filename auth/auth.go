@@ -80,13 +80,21 @@ func (p Permission) String() string {
 }
 
 // Resource is what a permission is granted on: every keyspace (the zero Resource), a keyspace
-// (Table ""), or a table.
+// (Table ""), a table, or (Levels) every service level.
 type Resource struct {
 	Keyspace, Table string
+	// Levels marks ALL SERVICE LEVELS, ScyllaDB's resource of the service-level statements; its
+	// Keyspace and Table are "".
+	Levels bool
 }
 
-// AllKeyspaces is the root resource.
+// AllKeyspaces is the root resource of the data.
 var AllKeyspaces = Resource{}
+
+// AllServiceLevels is the resource of the service levels: CREATE, ALTER and DROP on it allow
+// CREATE, ALTER (and ATTACH, DETACH) and DROP SERVICE LEVEL; any permission on it allows
+// listing them.
+var AllServiceLevels = Resource{Levels: true}
 
 // KeyspaceResource returns the resource of keyspace ks.
 func KeyspaceResource(ks string) Resource { return Resource{Keyspace: ks} }
@@ -98,6 +106,8 @@ func TableResource(ks, t string) Resource { return Resource{Keyspace: ks, Table:
 // "<keyspace ks>" or "<table ks.t>".
 func (r Resource) String() string {
 	switch {
+	case r.Levels:
+		return "<all service levels>"
 	case r.Keyspace == "":
 		return "<all keyspaces>"
 	case r.Table == "":
@@ -109,6 +119,8 @@ func (r Resource) String() string {
 // Key returns the resource's stored name, Cassandra's: "data", "data/ks" or "data/ks/t".
 func (r Resource) Key() string {
 	switch {
+	case r.Levels:
+		return levelsKey
 	case r.Keyspace == "":
 		return "data"
 	case r.Table == "":
@@ -117,8 +129,14 @@ func (r Resource) Key() string {
 	return "data/" + r.Keyspace + "/" + r.Table
 }
 
+// levelsKey is the stored name of AllServiceLevels, ScyllaDB's.
+const levelsKey = "service_levels"
+
 // ParseResourceKey parses a name Key returned.
 func ParseResourceKey(key string) (Resource, error) {
+	if key == levelsKey {
+		return AllServiceLevels, nil
+	}
 	parts := strings.Split(key, "/")
 	if parts[0] != "data" || len(parts) > 3 {
 		return Resource{}, fmt.Errorf("auth: malformed resource name %q", key)
@@ -142,7 +160,7 @@ func ParseResourceKey(key string) (Resource, error) {
 // false for ALL KEYSPACES.
 func (r Resource) Parent() (Resource, bool) {
 	switch {
-	case r.Keyspace == "":
+	case r.Keyspace == "": // ALL KEYSPACES, ALL SERVICE LEVELS
 		return Resource{}, false
 	case r.Table == "":
 		return AllKeyspaces, true
@@ -151,8 +169,11 @@ func (r Resource) Parent() (Resource, bool) {
 }
 
 // Applicable returns the permissions that can be granted on r: all of them, except CREATE on a
-// table (tables hold nothing to create).
+// table (tables hold nothing to create) and MODIFY on the service levels.
 func (r Resource) Applicable() Permission {
+	if r.Levels {
+		return Create | Alter | Drop | Select | Authorize
+	}
 	if r.Table != "" {
 		return All &^ Create
 	}

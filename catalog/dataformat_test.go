@@ -52,3 +52,52 @@ func TestDDLNeedsFormat(t *testing.T) {
 		h.mustDDL("n1", r.stmt)
 	}
 }
+
+// TestLevelsNeedFormat: while a member gossips a data format before schema.FormatLevels, service
+// levels, role grants and keyspace rate limits are refused naming the member; once every member
+// reports it, they are agreed, and every node's schema holds them when the statement returns.
+func TestLevelsNeedFormat(t *testing.T) {
+	h := newHarness(t, "n1", "n2", "n3")
+	h.mu.Lock()
+	h.formats = map[string]int{"n1": 3, "n2": 3, "n3": 2}
+	h.mu.Unlock()
+	h.mustDDL("n1", ksRF3)
+	for _, stmt := range []string{
+		"CREATE SERVICE LEVEL gold WITH max_reads_per_second = 10",
+		"GRANT a TO b",
+		"ALTER KEYSPACE ks WITH rate_limit = {'max_writes_per_second': 5}",
+	} {
+		_, _, err := h.ddl("n1", stmt)
+		var ie *coordinator.InvalidError
+		if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), "nodes n3 still run") || !strings.Contains(err.Error(), "data format 3") {
+			t.Errorf("%s with n3 on format 2: %v, want an invalid-statement error naming n3 and data format 3", stmt, err)
+		}
+	}
+	h.mu.Lock()
+	h.formats = map[string]int{"n1": 3, "n2": 3, "n3": 3}
+	h.mu.Unlock()
+	h.mustDDL("n1", "CREATE SERVICE LEVEL gold WITH max_reads_per_second = 10")
+	h.mustDDL("n2", "ATTACH SERVICE LEVEL gold TO alice")
+	h.mustDDL("n3", "ALTER KEYSPACE ks WITH rate_limit = {'max_writes_per_second': 5}")
+	for _, id := range []string{"n1", "n2", "n3"} {
+		s := h.node(id).Schema()
+		l, ok := s.RoleAttachment("alice")
+		k, _ := s.Keyspace("ks")
+		if !ok || l.Name != "gold" || l.Limit.MaxReadsPerSecond != 10 || k.RateLimit.MaxWritesPerSecond != 5 {
+			t.Errorf("%s: alice's level %v %v, keyspace limit %+v; want gold at 10 reads/s and 5 writes/s", id, l, ok, k.RateLimit)
+		}
+	}
+	// Every node holds each change once its statement returned (announced and agreed); a change
+	// through another node is serialised by the one register: both land.
+	h.mustDDL("n3", "GRANT org TO alice")
+	h.mustDDL("n1", "ALTER SERVICE LEVEL gold WITH mode = 'shadow'")
+	for _, id := range []string{"n1", "n2", "n3"} {
+		s := h.node(id).Schema()
+		if g := s.GrantedRoles("alice"); len(g) != 1 || g[0] != "org" {
+			t.Errorf("%s: roles granted to alice %v, want [org]", id, g)
+		}
+		if l, _ := s.Level("gold"); l.Limit.Mode.String() != "shadow" {
+			t.Errorf("%s: gold's mode %v, want shadow", id, l.Limit.Mode)
+		}
+	}
+}

@@ -385,9 +385,10 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 			return false, nil, err
 		}
 	}
-	var older []string // members of a format before schema.FormatExpiring
+	var older, olderLevels []string // members of a format before schema.FormatExpiring, schema.FormatLevels
 	if gossip != nil {
 		older = belowFormat(gossip.Members(), schema.FormatExpiring)
+		olderLevels = belowFormat(gossip.Members(), schema.FormatLevels)
 	}
 	var mine []schema.Version // versions this proposal gave the object in earlier rounds
 	chosen, changed, err := proposer.propose(ctx, proposal{
@@ -407,6 +408,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 				return nil, err
 			}
 			if err := checkFormats(next, ks, table, older); err != nil {
+				return nil, err
+			}
+			if err := checkLevelFormats(next, ks, table, olderLevels); err != nil {
 				return nil, err
 			}
 			if v, ok := next.EntryVersion(ks, table); ok && next != base {
@@ -547,6 +551,28 @@ func checkFormats(next *schema.Schema, ks, table string, older []string) error {
 	}
 	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
 		ks, table, strings.Join(fs, ", "), schema.FormatExpiring, strings.Join(older, ", "))
+}
+
+// checkLevelFormats refuses a change that leaves the service levels (ks schema.LevelsKey) or
+// keyspace ks (table "") with what nodes of a data format before schema.FormatLevels cannot
+// decode while older, the ids of such members, is not empty: they would refuse the whole schema
+// and fall out of schema agreement.
+func checkLevelFormats(next *schema.Schema, ks, table string, older []string) error {
+	if len(older) == 0 || table != "" {
+		return nil
+	}
+	var fs []string
+	what := "the schema"
+	if ks == schema.LevelsKey {
+		fs = next.LevelFormatFeatures()
+	} else if k, ok := next.Keyspace(ks); ok {
+		fs, what = k.LevelsFormatFeatures(), "keyspace "+ks
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+		what, strings.Join(fs, ", "), schema.FormatLevels, strings.Join(older, ", "))
 }
 
 // truncateUnavailable is a TRUNCATE refused because members are down.

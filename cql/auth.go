@@ -15,7 +15,7 @@ import (
 //	LIST (ALL [PERMISSIONS] | permission [PERMISSION] | PERMISSIONS) [ON resource] [OF role]
 //
 // permission is SELECT, MODIFY, ALTER, CREATE, DROP, AUTHORIZE or ALL [PERMISSIONS]; resource is
-// ALL KEYSPACES, KEYSPACE ks or [TABLE] ks.t. A role is an identifier or a string literal ('Bob'
+// ALL KEYSPACES, KEYSPACE ks, [TABLE] ks.t or ALL SERVICE LEVELS (servicelevel.go). A role is an identifier or a string literal ('Bob'
 // keeps its case). The words ROLE, GRANT, LIST, PERMISSIONS and the like are not keywords: they
 // are recognised where the grammar expects them, so that columns named role or password keep
 // working.
@@ -54,9 +54,12 @@ const (
 	ResourceAllKeyspaces ResourceKind = iota + 1
 	ResourceKeyspace
 	ResourceTable
+	// ResourceAllServiceLevels is ALL SERVICE LEVELS (or ALL SERVICE_LEVELS), as ScyllaDB names
+	// the resource of its service-level permissions.
+	ResourceAllServiceLevels
 )
 
-// ResourceName is ALL KEYSPACES, KEYSPACE ks or TABLE ks.t (Table's keyspace may be left out:
+// ResourceName is ALL KEYSPACES, KEYSPACE ks, TABLE ks.t or ALL SERVICE LEVELS (Table's keyspace may be left out:
 // the current keyspace).
 type ResourceName struct {
 	Start    Pos
@@ -245,6 +248,10 @@ func (p *parser) parseResource() ResourceName {
 	switch {
 	case p.isWord("ALL"):
 		p.next()
+		if p.gotServiceLevel(true) {
+			r.Kind = ResourceAllServiceLevels
+			return r
+		}
 		if p.tok != KEYSPACES {
 			if p.isWord("ROLES") || p.isWord("FUNCTIONS") || p.isWord("MBEANS") {
 				p.unsupported(p.pos, "resource ALL %s is not supported: permissions are granted on ALL KEYSPACES, KEYSPACE ks or TABLE ks.t", strings.ToUpper(p.lit))
@@ -272,6 +279,9 @@ func (p *parser) parseResource() ResourceName {
 
 // parseGrant parses the rest of GRANT (revoke false) or REVOKE (revoke true).
 func (p *parser) parseGrant(start Pos, revoke bool) Statement {
+	if p.tok == STRING || p.tok == QIDENT || (p.tok == IDENT && !isPermissionWord(p.lit)) {
+		return p.parseGrantRole(start, revoke)
+	}
 	s := &GrantStmt{Start: start, Revoke: revoke}
 	s.Permission = p.parsePermission()
 	p.expectWord("ON")
@@ -285,9 +295,36 @@ func (p *parser) parseGrant(start Pos, revoke bool) Statement {
 	return s
 }
 
-// parseList parses the rest of LIST ROLES or LIST ... PERMISSIONS.
+// isPermissionWord reports whether w names a permission, supported or not, or is ALL: GRANT w
+// is then a grant of permissions, not of a role.
+func isPermissionWord(w string) bool {
+	for _, pw := range permissionWords {
+		if strings.EqualFold(w, pw) {
+			return true
+		}
+	}
+	for _, pw := range [...]string{"ALL", "DESCRIBE", "EXECUTE", "UNMASK", "SELECT_MASKED"} {
+		if strings.EqualFold(w, pw) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseList parses the rest of LIST ROLES, LIST ... PERMISSIONS or a LIST of service levels.
 func (p *parser) parseList(start Pos) Statement {
-	if p.isWord("ROLES") {
+	if s := p.parseListLevels(start); s != nil {
+		return s
+	}
+	all := false
+	if p.isWord("ALL") {
+		p.next()
+		if s := p.parseListAllLevels(start); s != nil {
+			return s
+		}
+		all = true
+	}
+	if !all && p.isWord("ROLES") {
 		p.next()
 		s := &ListRolesStmt{Start: start}
 		if p.isWord("OF") {
@@ -302,7 +339,12 @@ func (p *parser) parseList(start Pos) Statement {
 		p.unsupported(start, "LIST USERS is not supported: use LIST ROLES")
 	}
 	s := &ListPermissionsStmt{Start: start}
-	if p.isWord("PERMISSIONS") {
+	if all {
+		s.Permission = "ALL"
+		if p.isWord("PERMISSIONS") {
+			p.next()
+		}
+	} else if p.isWord("PERMISSIONS") {
 		p.next()
 		s.Permission = "ALL"
 	} else {
@@ -404,5 +446,7 @@ func (p *printer) resource(r ResourceName) {
 	case ResourceTable:
 		p.WriteString("TABLE ")
 		p.table(r.Table)
+	case ResourceAllServiceLevels:
+		p.WriteString("ALL SERVICE LEVELS")
 	}
 }

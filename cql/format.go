@@ -52,7 +52,7 @@ type printer struct {
 }
 
 func (p *printer) node(n Node) {
-	if p.authStatement(n) {
+	if p.authStatement(n) || p.levelStatement(n) {
 		return
 	}
 	switch n := n.(type) {

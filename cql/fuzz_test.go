@@ -16,6 +16,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("ALTER TABLE IF EXISTS ks.t ADD IF NOT EXISTS (a int, b map<text, int>); ALTER TABLE t DROP (a, b) USING TIMESTAMP -5; ALTER TABLE t RENAME k TO x AND c TO y; TRUNCATE TABLE t")
 	f.Add("SELECT token(k), system.toDate(c), CAST(CAST(v AS int) AS text), blobAsInt(?), ttl(v) FROM t WHERE k = now() AND c > minTimeuuid(:x)")
+	f.Add("CREATE SERVICE LEVEL IF NOT EXISTS sl WITH max_reads_per_second = 1 AND timeout = 5s; ATTACH SERVICE LEVEL sl TO ADDRESS '::1'; GRANT a TO b; LIST ALL ATTACHED SERVICE LEVELS; LIST EFFECTIVE SERVICE LEVEL OF 'A'")
 	f.Fuzz(func(t *testing.T, src string) {
 		stmts, err := Parse(src)
 		if err != nil {

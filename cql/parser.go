@@ -242,6 +242,9 @@ func (p *parser) parseStatement() Statement {
 			p.next()
 			return p.parseCreateTable(start)
 		}
+		if s := p.parseServiceLevelAfter(start, CREATE); s != nil {
+			return s
+		}
 		p.refuseCreate()
 		if s := p.parseRoleAfter(start, CREATE); s != nil {
 			return s
@@ -263,6 +266,9 @@ func (p *parser) parseStatement() Statement {
 			s.Table = p.parseTableName()
 			return s
 		}
+		if s := p.parseServiceLevelAfter(start, DROP); s != nil {
+			return s
+		}
 		p.refuseDrop()
 		if s := p.parseRoleAfter(start, DROP); s != nil {
 			return s
@@ -273,6 +279,9 @@ func (p *parser) parseStatement() Statement {
 		if p.tok == KEYSPACE {
 			p.next()
 			return p.parseAlterKeyspace(start)
+		}
+		if s := p.parseServiceLevelAfter(start, ALTER); s != nil {
+			return s
 		}
 		if s := p.parseRoleAfter(start, ALTER); s != nil {
 			return s

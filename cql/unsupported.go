@@ -76,6 +76,9 @@ func (p *parser) parseOtherStatement(start Pos) Statement {
 		p.next()
 		return p.parseTruncate(start)
 	}
+	if s := p.parseLevelStatement(start); s != nil {
+		return s
+	}
 	return p.parseAuthStatement(start)
 }
 
@@ -345,6 +348,6 @@ func isISODuration(s string) bool {
 // refuseNoRecursive refuses NORECURSIVE at the end of LIST ROLES and LIST PERMISSIONS.
 func (p *parser) refuseNoRecursive() {
 	if p.isWord("NORECURSIVE") {
-		p.unsupported(p.pos, "NORECURSIVE is not supported: roles are not granted to roles")
+		p.unsupported(p.pos, "NORECURSIVE is not supported")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/replica"
 )
 
 // metricValue returns the value of the counter or gauge name in g whose labels include the
@@ -272,10 +273,10 @@ func TestClusterMetricsSeeADownNode(t *testing.T) {
 			t.Fatalf("with every node up: kvnode_cluster_member_up{member=node %d} = %v (present %v), want 1", i, up, ok)
 		}
 	}
-	poll.Must(t, 10*time.Second, "node 0 sees every member at data format 2 in kvnode_cluster_member_data_format", func() error {
+	poll.Must(t, 10*time.Second, "node 0 sees every member at the release's data format in kvnode_cluster_member_data_format", func() error {
 		for i := range 3 {
-			if v, ok := gaugeOf(t, reg, "kvnode_cluster_member_data_format", "member", tc.nodeID(i)); !ok || v != 2 {
-				return fmt.Errorf("kvnode_cluster_member_data_format{member=node %d} = %v (present %v), want 2", i, v, ok)
+			if v, ok := gaugeOf(t, reg, "kvnode_cluster_member_data_format", "member", tc.nodeID(i)); !ok || v != replica.FormatVersion {
+				return fmt.Errorf("kvnode_cluster_member_data_format{member=node %d} = %v (present %v), want %d", i, v, ok, replica.FormatVersion)
 			}
 		}
 		return nil

@@ -20,9 +20,12 @@ import (
 //	   local deletion time (value.go).
 //	2  adds expiring cells and row markers (flagExpiring: TTL, expiry, local store time). Every
 //	   value of format 1 is a value of format 2, so the upgrade only records the new version.
+//	3  changes no stored value: it says the node decodes the schema's service levels, role
+//	   grants and keyspace rate limits (schema.FormatLevels), which coordinators refuse while a
+//	   member of an older format remains. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 2
+	FormatVersion = 3
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.
@@ -71,8 +74,8 @@ func upgradeFormat(fs vfs.FS, dir string, from int) error {
 	if from == FormatVersion {
 		return nil
 	}
-	// From 1 to 2: format 2 only adds a flag that format 1 never sets, so there is nothing to
-	// rewrite; recording the version is the upgrade.
+	// From 1 to 2: format 2 only adds a flag that format 1 never sets, and 3 changes no stored
+	// value, so there is nothing to rewrite; recording the version is the upgrade.
 	return writeFormatVersion(fs, dir, FormatVersion)
 }
 

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,8 +92,8 @@ func TestFormatTooNew(t *testing.T) {
 		s.Close()
 		t.Fatal("Open of data in a newer format succeeded, want an error")
 	}
-	if !errors.Is(err, ErrFormatTooNew) || !strings.Contains(err.Error(), "format version 3") || !strings.Contains(err.Error(), "up to 2") {
-		t.Errorf("Open of format-3 data = %v, want ErrFormatTooNew naming versions 3 and 2", err)
+	if !errors.Is(err, ErrFormatTooNew) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", FormatVersion+1)) || !strings.Contains(err.Error(), fmt.Sprintf("up to %d", FormatVersion)) {
+		t.Errorf("Open of format-%d data = %v, want ErrFormatTooNew naming versions %d and %d", FormatVersion+1, err, FormatVersion+1, FormatVersion)
 	}
 }
 

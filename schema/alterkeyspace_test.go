@@ -80,9 +80,12 @@ func TestAlterKeyspaceErrors(t *testing.T) {
 		{"ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 0}", "keyspace ks: replication: 'replication_factor' = 0 is zero; the replication factor is a positive integer", nil},
 		{"ALTER KEYSPACE ks WITH replication = 3", "keyspace ks: replication = 3 is not a map; write replication = {'class': 'SimpleStrategy', 'replication_factor': N}", nil},
 		{"ALTER KEYSPACE ks WITH durable_writes = false", "keyspace ks: durable_writes = false is not supported: writes are always durable", nil},
-		{"ALTER KEYSPACE ks WITH foo = 1", "keyspace ks: unknown keyspace option foo (supported: replication, durable_writes)", nil},
+		{"ALTER KEYSPACE ks WITH foo = 1", "keyspace ks: unknown keyspace option foo (supported: replication, durable_writes, rate_limit)", nil},
 		{"ALTER KEYSPACE ks WITH durable_writes = true AND durable_writes = true", `keyspace ks: option durable_writes is given twice`, nil},
-		{"ALTER KEYSPACE ks WITH rate_limit = {'max_reads_per_second': 10}", "keyspace ks: option rate_limit is not supported yet: kvnode limits rates per partition (the table option per_partition_rate_limit), not per keyspace", nil},
+		{"ALTER KEYSPACE ks WITH rate_limit = {'max_reads_per_second': 0}", "keyspace ks: rate_limit: 'max_reads_per_second' = 0 is zero; a limit is a positive integer (leave the key out for no limit)", nil},
+		{"ALTER KEYSPACE ks WITH rate_limit = {'max_writes': 10}", "keyspace ks: rate_limit: unknown key 'max_writes' (with value 10); valid keys are 'max_reads_per_second', 'max_writes_per_second' and 'mode'", nil},
+		{"ALTER KEYSPACE ks WITH rate_limit = 10", "keyspace ks: rate_limit = 10 is not a map; write rate_limit = {'max_reads_per_second': N, 'max_writes_per_second': M}, leaving out a key for no limit", nil},
+		{"ALTER KEYSPACE ks WITH rate_limit = {'mode': 'soft'}", "keyspace ks: rate_limit: 'mode' = 'soft' is not a mode; write 'enforce' (reject over the limit, the default) or 'shadow' (count and report, never reject)", nil},
 	}
 	for _, tt := range tests {
 		_, err := apply(s, tt.src, 10)
@@ -93,8 +96,45 @@ func TestAlterKeyspaceErrors(t *testing.T) {
 			t.Errorf("%s: error %v is not %v", tt.src, err, tt.is)
 		}
 	}
-	if _, err := apply(s, "CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1} AND rate_limit = {'max_reads_per_second': 10}", 10); err == nil || !strings.Contains(err.Error(), "rate_limit is not supported yet") {
-		t.Errorf("CREATE KEYSPACE WITH rate_limit: error %v, want rate_limit refused", err)
+}
+
+// TestKeyspaceRateLimit checks that rate_limit is set by CREATE and ALTER KEYSPACE, kept across
+// ALTERs of other options, cleared by {}, shown by DESCRIBE, and survives encoding.
+func TestKeyspaceRateLimit(t *testing.T) {
+	s := mustBuild(t, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1} AND rate_limit = {'max_reads_per_second': 100, 'max_writes_per_second': '50'}")
+	want := RateLimit{MaxReadsPerSecond: 100, MaxWritesPerSecond: 50}
+	if k, _ := s.Keyspace("ks"); k.RateLimit != want {
+		t.Fatalf("after CREATE the rate limit is %+v, want %+v", k.RateLimit, want)
+	}
+	if !s.HasBudgets() {
+		t.Errorf("HasBudgets() = false with a keyspace rate limit")
+	}
+	s = mustApply(t, s, "ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}", 20)
+	if k, _ := s.Keyspace("ks"); k.RateLimit != want || k.ReplicationFactor != 3 {
+		t.Fatalf("after an ALTER of replication the keyspace is rf %d, limit %+v, want rf 3, limit %+v", k.ReplicationFactor, k.RateLimit, want)
+	}
+	s = mustApply(t, s, "ALTER KEYSPACE ks WITH rate_limit = {'max_writes_per_second': 7, 'mode': 'shadow'}", 30)
+	want = RateLimit{MaxWritesPerSecond: 7, Mode: Shadow}
+	k, _ := s.Keyspace("ks")
+	if k.RateLimit != want {
+		t.Fatalf("after ALTER rate_limit the limit is %+v, want %+v", k.RateLimit, want)
+	}
+	if got, wantText := k.CreateStatement(), "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3} AND rate_limit = {'max_writes_per_second': 7, 'mode': 'shadow'};"; got != wantText {
+		t.Errorf("CreateStatement() = %q, want %q", got, wantText)
+	}
+	if fs := k.LevelsFormatFeatures(); len(fs) != 1 {
+		t.Errorf("LevelsFormatFeatures() = %v, want rate_limit", fs)
+	}
+	d, err := Decode(s.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dk, _ := d.Keyspace("ks"); dk.RateLimit != want || d.Digest() != s.Digest() {
+		t.Errorf("decoded limit %+v (digest %v), want %+v (digest %v)", dk.RateLimit, d.Digest(), want, s.Digest())
+	}
+	s = mustApply(t, s, "ALTER KEYSPACE ks WITH rate_limit = {}", 40)
+	if k, _ := s.Keyspace("ks"); !k.RateLimit.IsZero() || s.HasBudgets() {
+		t.Errorf("after rate_limit = {} the limit is %+v, HasBudgets %v; want none", k.RateLimit, s.HasBudgets())
 	}
 }
 

@@ -43,3 +43,18 @@ func (k *Keyspace) FormatFeatures() []string {
 	}
 	return []string{"a record of ALTER KEYSPACE"}
 }
+
+// FormatLevels is the data format version from which a release of kvnode decodes the service
+// levels, their attachments, the roles granted to roles and keyspaces' rate_limit. A node of an
+// older format refuses a schema that has any of them, so coordinators refuse them while such a
+// member remains.
+const FormatLevels = 3
+
+// LevelsFormatFeatures returns the names of k's features that a release of a data format before
+// FormatLevels cannot decode: a rate_limit.
+func (k *Keyspace) LevelsFormatFeatures() []string {
+	if k.dropped || k.RateLimit.IsZero() {
+		return nil
+	}
+	return []string{OptionKeyspaceRateLimit}
+}

@@ -12,8 +12,12 @@ import (
 // CreateStatement returns the CREATE KEYSPACE statement that recreates k,
 // ending in a semicolon.
 func (k *Keyspace) CreateStatement() string {
-	return fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d};",
-		cql.QuoteIdent(k.Name), k.ReplicationFactor)
+	rl := ""
+	if !k.RateLimit.IsZero() {
+		rl = " AND " + OptionKeyspaceRateLimit + " = " + k.RateLimit.String()
+	}
+	return fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}%s;",
+		cql.QuoteIdent(k.Name), k.ReplicationFactor, rl)
 }
 
 // CreateStatement returns the CREATE TABLE statement that recreates t

@@ -97,6 +97,13 @@ func (s *Schema) Digest() Digest {
 // encodes as before, and a node that predates it refuses the flag (coordinators refuse ALTER
 // KEYSPACE while such a node remains: Keyspace.FormatFeatures).
 //
+// The service levels, their attachments and the roles granted to roles (levelencoding.go) were
+// added the same way: a schema without them encodes as before, and a node that predates them
+// refuses the section (catalog refuses them while such a node remains: LevelFormatFeatures).
+//
+// A keyspace's rate_limit (keyspace flag 4, and 8 for shadow mode) was added the same way: its
+// maximum reads and writes per second follow the keyspace's other fields.
+//
 // The shadow mode flag was added the same way: a table in the default
 // (enforce) mode encodes as before, and a node that predates it rejects the
 // flag rather than enforce a limit meant to be tried.
@@ -123,7 +130,11 @@ func (s *Schema) encode() []byte {
 	for _, t := range ts {
 		b = appendTable(b, t)
 	}
-	if s.gcBefore > 0 {
+	switch {
+	case !s.sl.empty():
+		b = binary.AppendUvarint(b, uint64(s.gcBefore))
+		b = s.sl.encode(b)
+	case s.gcBefore > 0:
 		b = binary.AppendUvarint(b, uint64(s.gcBefore))
 	}
 	return b
@@ -158,13 +169,31 @@ func appendKeyspace(b []byte, k *Keyspace) []byte {
 	if altered {
 		f |= keyspaceAlteredBit
 	}
+	limited := !k.dropped && !k.RateLimit.IsZero()
+	if limited {
+		f |= keyspaceRateLimitBit
+		if k.RateLimit.Mode == Shadow {
+			f |= keyspaceShadowBit
+		}
+	}
 	b = append(b, f)
 	b = binary.AppendUvarint(b, uint64(k.ReplicationFactor))
 	if altered {
 		b = appendVersion(b, k.Altered)
 	}
+	if limited {
+		b = binary.AppendUvarint(b, uint64(k.RateLimit.MaxReadsPerSecond))
+		b = binary.AppendUvarint(b, uint64(k.RateLimit.MaxWritesPerSecond))
+	}
 	return b
 }
+
+// keyspaceRateLimitBit marks, in a keyspace's flags, a keyspace with a rate_limit: its reads and
+// writes per second follow; keyspaceShadowBit marks the limit in shadow mode.
+const (
+	keyspaceRateLimitBit = 4
+	keyspaceShadowBit    = 8
+)
 
 func appendTable(b []byte, t *Table) []byte {
 	b = appendString(b, t.Keyspace)
@@ -352,13 +381,15 @@ func (d *decoder) count() int {
 	return int(n)
 }
 
-// keyspaceFlags reads a keyspace's flags: dropped, or altered (keyspaceAlteredBit).
-func (d *decoder) keyspaceFlags() (dropped, altered bool) {
+// keyspaceFlags reads a keyspace's flags: dropped (and nothing else), altered
+// (keyspaceAlteredBit), rate-limited (keyspaceRateLimitBit, with keyspaceShadowBit).
+func (d *decoder) keyspaceFlags() byte {
 	f := d.byte()
-	if f > 1|keyspaceAlteredBit || f == 1|keyspaceAlteredBit {
+	all := byte(1 | keyspaceAlteredBit | keyspaceRateLimitBit | keyspaceShadowBit)
+	if f&^all != 0 || (f&1 != 0 && f != 1) || (f&keyspaceShadowBit != 0 && f&keyspaceRateLimitBit == 0) {
 		d.fail("unknown flags %#x", f)
 	}
-	return f&1 != 0, f&keyspaceAlteredBit != 0
+	return f
 }
 
 // Decode reads a schema that Encode produced. Malformed input is an error,
@@ -381,12 +412,22 @@ func decode(b []byte) (*Schema, error) {
 	prevName := ""
 	for i, n := 0, d.count(); i < n && d.err == nil; i++ {
 		k := &Keyspace{Name: d.string(), Version: d.version()}
-		dropped, altered := d.keyspaceFlags()
-		k.dropped = dropped
+		f := d.keyspaceFlags()
+		k.dropped = f&1 != 0
 		rf := d.uvarint()
-		if altered {
+		if f&keyspaceAlteredBit != 0 {
 			if k.Altered = d.version(); d.err == nil && k.Altered.Compare(k.Version) <= 0 {
 				return nil, fmt.Errorf("keyspace %q was altered at %v, not after its creation at %v", k.Name, k.Altered, k.Version)
+			}
+		}
+		if f&keyspaceRateLimitBit != 0 {
+			r, w := d.uvarint(), d.uvarint()
+			if d.err == nil && (r > MaxLimit || w > MaxLimit || r == 0 && w == 0) {
+				return nil, fmt.Errorf("keyspace %q: rate limit %d/%d is out of range", k.Name, r, w)
+			}
+			k.RateLimit = RateLimit{MaxReadsPerSecond: uint32(r), MaxWritesPerSecond: uint32(w)}
+			if f&keyspaceShadowBit != 0 {
+				k.RateLimit.Mode = Shadow
 			}
 		}
 		if d.err != nil {
@@ -433,8 +474,15 @@ func decode(b []byte) (*Schema, error) {
 	}
 	var gcBefore uint64
 	if len(d.b) > 0 {
-		if gcBefore = d.uvarint(); d.err == nil && (gcBefore == 0 || gcBefore > math.MaxInt64) {
+		if gcBefore = d.uvarint(); d.err == nil && gcBefore > math.MaxInt64 {
 			return nil, fmt.Errorf("GC horizon %d out of range", gcBefore)
+		}
+	}
+	var levels levelState
+	if len(d.b) > 0 && d.err == nil {
+		var err error
+		if levels, err = decodeLevels(d); err != nil {
+			return nil, err
 		}
 	}
 	if d.err != nil {
@@ -443,7 +491,7 @@ func decode(b []byte) (*Schema, error) {
 	if len(d.b) > 0 {
 		return nil, fmt.Errorf("%d bytes after the end", len(d.b))
 	}
-	s := finish(keyspaces, tables, int64(gcBefore))
+	s := finishLevels(keyspaces, tables, levels, int64(gcBefore))
 	if !bytes.Equal(s.encoded, b) {
 		return nil, errors.New("not in canonical form")
 	}

@@ -92,8 +92,8 @@ func TestDecodeRejects(t *testing.T) {
 	}{
 		{"empty", nil, "schema: decode: truncated"},
 		{"future format", []byte{2, 0, 0}, "schema: decode: unknown format version 2 (this node reads 1)"},
-		{"zero GC horizon", append(bytes.Clone(New().Encode()), 0), "schema: decode: GC horizon 0 out of range"},
-		{"trailing byte", append(bytes.Clone(New().Encode()), 5, 0), "schema: decode: 1 bytes after the end"},
+		{"zero GC horizon", append(bytes.Clone(New().Encode()), 0), "schema: decode: not in canonical form"},
+		{"trailing byte", append(bytes.Clone(New().Encode()), 5, 0), "schema: decode: bad or truncated varint"},
 		{"huge count", []byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f}, "schema: decode: count 4294967295 exceeds the 0 bytes left"},
 		{"non-minimal varint", []byte{1, 0x80, 0x00, 0}, "schema: decode: not in canonical form"},
 		{"table without keyspace", hexBytes(t, "0100"+"01"+"026b73"+"0174"+"0000000000000002"+"0200"+"0400"+"01"), `schema: decode: table "ks"."t" does not belong to a live keyspace`},
@@ -127,6 +127,13 @@ func FuzzDecodeSchema(f *testing.F) {
 	f.Add(richSchema(f).Encode())
 	if s, err := Build(orderDDL); err == nil {
 		f.Add(s.Encode()) // DESC clustering columns
+	}
+	if s, err := Build(ksDDL + "ALTER KEYSPACE ks WITH rate_limit = {'max_reads_per_second': 5, 'mode': 'shadow'};" +
+		"CREATE SERVICE LEVEL a WITH max_writes_per_second = 9 AND mode = 'shadow'; CREATE SERVICE LEVEL b;" +
+		"ATTACH SERVICE LEVEL a TO r; ATTACH SERVICE LEVEL b TO ADDRESS 'fe80::/10'; GRANT r TO s; DROP SERVICE LEVEL b"); err == nil {
+		f.Add(s.Encode()) // levels, attachments, grants, tombstones, a keyspace rate_limit
+	} else {
+		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Decode(b)

@@ -62,7 +62,10 @@ func (s *Schema) Merge(o *Schema) *Schema {
 		}
 	}
 	dropTombstones(ks, ts, h)
-	return finish(ks, ts, h)
+	sides := [2]*Schema{s, o}
+	sl := mergeLevels(&s.sl, &o.sl, func(i int, v Version, in bool) bool { return stale(sides[i], v, in) })
+	sl.dropTombstones(h)
+	return finishLevels(ks, ts, sl, h)
 }
 
 // dropTombstones deletes the tombstones older than before (a Version
@@ -93,7 +96,7 @@ func (s *Schema) Tombstones() int {
 			n++
 		}
 	}
-	return n
+	return n + len(s.sl.tombstoneVersions())
 }
 
 // OldestTombstone returns the Version timestamp of s's oldest tombstone, and
@@ -121,7 +124,7 @@ func (s *Schema) tombstoneVersions() []Version {
 			vs = append(vs, t.Version)
 		}
 	}
-	return vs
+	return append(vs, s.sl.tombstoneVersions()...)
 }
 
 // GCHorizon returns s's GC horizon: a Version timestamp below which s holds
@@ -142,7 +145,9 @@ func (s *Schema) Purge(before int64) *Schema {
 	}
 	ks, ts := s.clone()
 	dropTombstones(ks, ts, before)
-	return finish(ks, ts, before)
+	sl := s.sl.clone()
+	sl.dropTombstones(before)
+	return finishLevels(ks, ts, sl, before)
 }
 
 // WithoutTombstonesBefore returns s without the tombstones older than
@@ -160,7 +165,9 @@ func (s *Schema) WithoutTombstonesBefore(before int64) *Schema {
 	}
 	ks, ts := s.clone()
 	dropTombstones(ks, ts, before)
-	return finish(ks, ts, s.gcBefore)
+	sl := s.sl.clone()
+	sl.dropTombstones(before)
+	return finishLevels(ks, ts, sl, s.gcBefore)
 }
 
 // compareKeyspaces orders two entries for one keyspace name: by Version
@@ -202,6 +209,9 @@ func sortKeyspaces(ks []*Keyspace) {
 func (s *Schema) Restrict(name string) *Schema {
 	ks := map[string]*Keyspace{}
 	ts := map[tableKey]*Table{}
+	if name == LevelsKey {
+		return finishLevels(ks, ts, s.sl, 0)
+	}
 	if k, ok := s.keyspaces[name]; ok {
 		ks[name] = k
 		for key, t := range s.tables {
@@ -216,6 +226,9 @@ func (s *Schema) Restrict(name string) *Schema {
 // HoldsOnly reports whether every entry of s belongs to keyspace name: a
 // check on a Restrict value received from another node.
 func (s *Schema) HoldsOnly(name string) bool {
+	if name != LevelsKey && !s.sl.empty() {
+		return false
+	}
 	for k := range s.keyspaces {
 		if k != name {
 			return false
@@ -233,6 +246,9 @@ func (s *Schema) HoldsOnly(name string) bool {
 // or for table keyspace.table, live or a tombstone: the version of the
 // last change to that name. It reports false when s has no entry for it.
 func (s *Schema) EntryVersion(keyspace, table string) (Version, bool) {
+	if keyspace == LevelsKey && table == "" {
+		return s.sl.changed, !s.sl.empty()
+	}
 	if table == "" {
 		k, ok := s.keyspaces[keyspace]
 		if !ok {
@@ -253,6 +269,9 @@ func (s *Schema) EntryVersion(keyspace, table string) (Version, bool) {
 // without a keyspace when there is no current one, and for statements that
 // are not schema changes.
 func StatementTarget(stmt cql.Statement, current string) (keyspace, table string, err error) {
+	if isLevelStatement(stmt) {
+		return LevelsKey, "", nil
+	}
 	var tn cql.TableName
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt:

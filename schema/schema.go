@@ -102,6 +102,9 @@ type Keyspace struct {
 	// incarnation, the zero Version when it was never altered. Between two
 	// entries of one incarnation the later Altered wins (see Merge).
 	Altered Version
+	// RateLimit is the keyspace's rate_limit option: the rates every request on its tables
+	// shares, cluster-wide; zero for none.
+	RateLimit RateLimit
 
 	dropped bool // a tombstone: the keyspace was dropped at Version
 }
@@ -269,8 +272,12 @@ type Schema struct {
 	// gcBefore is the GC horizon (a Version timestamp; 0 for none): the schema holds no
 	// tombstone older, and every node had every entry older when it was set (see Purge).
 	gcBefore int64
-	encoded  []byte
-	digest   Digest
+	// sl holds the service levels, their attachments and the roles granted to roles (the state
+	// agreed under LevelsKey); lix is derived from it.
+	sl      levelState
+	lix     levelIndex
+	encoded []byte
+	digest  Digest
 }
 
 // New returns the empty schema.
@@ -281,7 +288,12 @@ func New() *Schema {
 // finish builds the derived indexes, encoding and digest of a schema made
 // of these entries, which it takes ownership of, with GC horizon gcBefore.
 func finish(keyspaces map[string]*Keyspace, tables map[tableKey]*Table, gcBefore int64) *Schema {
-	s := &Schema{keyspaces: keyspaces, tables: tables, byID: make(map[TableID]*Table, len(tables)), gcBefore: gcBefore}
+	return finishLevels(keyspaces, tables, levelState{}, gcBefore)
+}
+
+// finishLevels is finish with level state l.
+func finishLevels(keyspaces map[string]*Keyspace, tables map[tableKey]*Table, l levelState, gcBefore int64) *Schema {
+	s := &Schema{keyspaces: keyspaces, tables: tables, byID: make(map[TableID]*Table, len(tables)), gcBefore: gcBefore, sl: l}
 	for _, t := range s.sortedTables() {
 		if t.dropped {
 			continue
@@ -292,6 +304,7 @@ func finish(keyspaces map[string]*Keyspace, tables map[tableKey]*Table, gcBefore
 			s.byID[t.ID] = t
 		}
 	}
+	s.indexLevels()
 	s.encoded = s.encode()
 	s.digest = digestOf(s.encoded)
 	return s
@@ -382,6 +395,9 @@ func (s *Schema) clone() (map[string]*Keyspace, map[tableKey]*Table) {
 // statement changes nothing (IF NOT EXISTS on an existing object, IF EXISTS
 // on a missing one) Apply returns s itself.
 func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, error) {
+	if isLevelStatement(stmt) {
+		return s.applyLevels(stmt, c)
+	}
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt:
 		return s.createKeyspace(st, c)
@@ -409,7 +425,7 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 		}
 		ks, ts := s.clone()
 		ts[tableKey{t.Keyspace, t.Name}] = nt
-		return finish(ks, ts, s.gcBefore), nil
+		return finishLevels(ks, ts, s.sl, s.gcBefore), nil
 	case *cql.TruncateStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
@@ -417,7 +433,7 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 		}
 		ks, ts := s.clone()
 		ts[tableKey{t.Keyspace, t.Name}] = t.truncate(after(c.Version, t.Version))
-		return finish(ks, ts, s.gcBefore), nil
+		return finishLevels(ks, ts, s.sl, s.gcBefore), nil
 	case *cql.DropTableStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
@@ -433,7 +449,7 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 			Version: after(c.Version, t.Version), KeyspaceVersion: t.KeyspaceVersion,
 			dropped: true,
 		}
-		return finish(ks, ts, s.gcBefore), nil
+		return finishLevels(ks, ts, s.sl, s.gcBefore), nil
 	}
 	return nil, fmt.Errorf("%s is not a schema statement", StatementName(stmt))
 }
@@ -467,7 +483,10 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 	}
 	ks, ts := s.clone()
 	ks[name] = &Keyspace{Name: name, ReplicationFactor: rf, Version: v}
-	return finish(ks, ts, s.gcBefore), nil
+	if o.rateLimit != nil {
+		ks[name].RateLimit = *o.rateLimit
+	}
+	return finishLevels(ks, ts, s.sl, s.gcBefore), nil
 }
 
 // alterKeyspace applies ALTER KEYSPACE as Cassandra 4.1 does: the options given replace the
@@ -495,12 +514,15 @@ func (s *Schema) alterKeyspace(st *cql.AlterKeyspaceStmt, c Change) (*Schema, er
 	if o.rf != 0 {
 		k.ReplicationFactor = o.rf
 	}
+	if o.rateLimit != nil {
+		k.RateLimit = *o.rateLimit
+	}
 	// As in Cassandra, an ALTER that changes nothing is still a schema change (an event, a new
 	// schema version): it records its version.
 	k.Altered = after(c.Version, prev.LastChange())
 	ks, ts := s.clone()
 	ks[name] = &k
-	return finish(ks, ts, s.gcBefore), nil
+	return finishLevels(ks, ts, s.sl, s.gcBefore), nil
 }
 
 func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, error) {
@@ -521,7 +543,7 @@ func (s *Schema) dropKeyspace(st *cql.DropKeyspaceStmt, c Change) (*Schema, erro
 			delete(ts, k)
 		}
 	}
-	return finish(ks, ts, s.gcBefore), nil
+	return finishLevels(ks, ts, s.sl, s.gcBefore), nil
 }
 
 func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change) (*Schema, error) {
@@ -561,7 +583,7 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 	t.KeyspaceVersion = k.Version
 	ks, ts := s.clone()
 	ts[key] = t
-	return finish(ks, ts, s.gcBefore), nil
+	return finishLevels(ks, ts, s.sl, s.gcBefore), nil
 }
 
 // resolveKeyspace returns the keyspace of a table name: its qualifier, or
@@ -686,6 +708,23 @@ func StatementName(stmt cql.Statement) string {
 		return "LIST ROLES"
 	case *cql.ListPermissionsStmt:
 		return "LIST PERMISSIONS"
+	case *cql.CreateServiceLevelStmt:
+		return "CREATE SERVICE LEVEL"
+	case *cql.AlterServiceLevelStmt:
+		return "ALTER SERVICE LEVEL"
+	case *cql.DropServiceLevelStmt:
+		return "DROP SERVICE LEVEL"
+	case *cql.AttachServiceLevelStmt:
+		return "ATTACH SERVICE LEVEL"
+	case *cql.DetachServiceLevelStmt:
+		return "DETACH SERVICE LEVEL"
+	case *cql.ListServiceLevelsStmt:
+		return "LIST SERVICE LEVELS"
+	case *cql.GrantRoleStmt:
+		if st, _ := stmt.(*cql.GrantRoleStmt); st.Revoke {
+			return "REVOKE ROLE"
+		}
+		return "GRANT ROLE"
 	}
 	return fmt.Sprintf("%T", stmt)
 }

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -312,7 +311,11 @@ func tableOptions(opts []cql.Option, rl RateLimit) (RateLimit, error) {
 // is not a map, an unknown or repeated key, a limit that is negative,
 // zero, a float, not a number, a number followed by other characters
 // ('10abc') or too large, and a mode other than those two strings.
-func ParseRateLimit(v cql.Term) (RateLimit, error) {
+func ParseRateLimit(v cql.Term) (RateLimit, error) { return parseRateLimit(OptionRateLimit, v) }
+
+// parseRateLimit is ParseRateLimit for the option named OptionRateLimit: per_partition_rate_limit
+// of a table, or rate_limit of a keyspace.
+func parseRateLimit(OptionRateLimit string, v cql.Term) (RateLimit, error) {
 	m, ok := v.(*cql.MapLiteral)
 	if !ok {
 		return RateLimit{}, fmt.Errorf("%s = %s is not a map; write %s = {'%s': N, '%s': M}, leaving out a key for no limit",
@@ -457,8 +460,13 @@ func truncate(s string, max int) string {
 // keyspaceOpts are the WITH options of CREATE or ALTER KEYSPACE: rf is 0 when the
 // replication option is not given.
 type keyspaceOpts struct {
-	rf int
+	rf        int
+	rateLimit *RateLimit // nil when rate_limit is not given
 }
+
+// OptionKeyspaceRateLimit is the keyspace option that caps the rates of every request on the
+// keyspace's tables, cluster-wide.
+const OptionKeyspaceRateLimit = "rate_limit"
 
 // keyspaceOptions interprets the WITH options of CREATE and ALTER KEYSPACE.
 func keyspaceOptions(opts []cql.Option) (keyspaceOpts, error) {
@@ -480,11 +488,17 @@ func keyspaceOptions(opts []cql.Option) (keyspaceOpts, error) {
 			if lit, ok := opt.Value.(*cql.Literal); !ok || lit.Kind != cql.LitBoolean || lit.Value != "true" {
 				return o, fmt.Errorf("durable_writes = %s is not supported: writes are always durable", describeValue(opt.Value))
 			}
-		case "rate_limit":
-			// The keyspace rate limit (issue 31) goes here, with its enforcement.
-			return o, errors.New("option rate_limit is not supported yet: kvnode limits rates per partition (the table option per_partition_rate_limit), not per keyspace")
+		case OptionKeyspaceRateLimit:
+			rl, err := parseRateLimit(OptionKeyspaceRateLimit, opt.Value)
+			if err != nil {
+				return o, err
+			}
+			if rl.MaxReadsPerSecond == 0 && rl.MaxWritesPerSecond == 0 {
+				rl = RateLimit{} // no limit, in whichever mode
+			}
+			o.rateLimit = &rl
 		default:
-			return o, fmt.Errorf("unknown keyspace option %s (supported: replication, durable_writes)", cql.QuoteIdent(opt.Name.Name))
+			return o, fmt.Errorf("unknown keyspace option %s (supported: replication, durable_writes, rate_limit)", cql.QuoteIdent(opt.Name.Name))
 		}
 	}
 	return o, nil

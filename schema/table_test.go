@@ -282,7 +282,7 @@ func TestKeyspaceOptions(t *testing.T) {
 		{"CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'class': 'SimpleStrategy'}", "keyspace k2: replication: key 'class' is given twice"},
 		{"CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3} AND durable_writes = false", "keyspace k2: durable_writes = false is not supported: writes are always durable"},
 		{"CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3} AND replication = {}", "keyspace k2: option replication is given twice"},
-		{"CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3} AND x = 1", "keyspace k2: unknown keyspace option x (supported: replication, durable_writes)"},
+		{"CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3} AND x = 1", "keyspace k2: unknown keyspace option x (supported: replication, durable_writes, rate_limit)"},
 		{"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}", "keyspace ks already exists"},
 		{"CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 5}", ""},
 		{"CREATE KEYSPACE system WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}", "keyspace name system is reserved for the system"},

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"strings"
 	"sync"
@@ -69,9 +70,14 @@ type authorizer struct {
 
 // roleEntry is what the cache knows of a role.
 type roleEntry struct {
-	loaded   time.Time
-	exists   bool
-	row      roleRow
+	loaded time.Time
+	// graph is the version of the role graph (schema.LevelsKey's entry) the entry was loaded
+	// under: a GRANT or REVOKE of roles, agreed cluster-wide, outdates it at once.
+	graph  schema.Version
+	exists bool
+	row    roleRow
+	// perms are the role's permissions and those of every role granted to it (as Cassandra's
+	// roles inherit them; not superuser status).
 	perms    map[auth.Resource]auth.Permission
 	verified []byte // HMAC of the password last verified against row.hash; nil for none
 }
@@ -161,7 +167,8 @@ func (e *Executor) role(ctx context.Context, name string) (*roleEntry, error) {
 		verified = ent.verified
 	}
 	a.mu.Unlock()
-	if ent != nil && now.Sub(ent.loaded) < a.ttl && !now.Before(ent.loaded) {
+	graph := e.roleGraph()
+	if ent != nil && now.Sub(ent.loaded) < a.ttl && !now.Before(ent.loaded) && ent.graph == graph {
 		return ent, nil
 	}
 	row, ok, err := e.readRole(ctx, name)
@@ -174,8 +181,23 @@ func (e *Executor) role(ctx context.Context, name string) (*roleEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	fresh := &roleEntry{loaded: now, exists: ok, row: row}
+	fresh := &roleEntry{loaded: now, graph: graph, exists: ok, row: row}
 	if ok {
+		if granted := e.schema.Schema().AllGrantedRoles(name); len(granted) > 0 {
+			perms = maps.Clone(perms)
+			if perms == nil {
+				perms = make(map[auth.Resource]auth.Permission)
+			}
+			for _, g := range granted {
+				gp, err := e.readPermissions(ctx, g)
+				if err != nil {
+					return nil, err
+				}
+				for r, p := range gp {
+					perms[r] |= p
+				}
+			}
+		}
 		fresh.perms = perms
 		if ent != nil && ent.row.hash == row.hash {
 			fresh.verified = verified // the password did not change
@@ -197,6 +219,13 @@ func (e *Executor) role(ctx context.Context, name string) (*roleEntry, error) {
 	}
 	a.cache[name] = fresh
 	return fresh, nil
+}
+
+// roleGraph returns the version of the role graph: the last change agreed under
+// schema.LevelsKey.
+func (e *Executor) roleGraph() schema.Version {
+	v, _ := e.schema.Schema().EntryVersion(schema.LevelsKey, "")
+	return v
 }
 
 // Authenticate checks a login: the role must exist, have a password that matches, and be
@@ -429,7 +458,7 @@ func (e *Executor) mayWriteCached(ctx context.Context, t *schema.Table) bool {
 	e.auth.mu.Lock()
 	ent := e.auth.cache[name]
 	e.auth.mu.Unlock()
-	if ent == nil || !ent.exists || now.Sub(ent.loaded) >= e.auth.ttl || now.Before(ent.loaded) {
+	if ent == nil || !ent.exists || now.Sub(ent.loaded) >= e.auth.ttl || now.Before(ent.loaded) || ent.graph != e.roleGraph() {
 		return false
 	}
 	return ent.holds(auth.Modify, auth.TableResource(t.Keyspace, t.Name))

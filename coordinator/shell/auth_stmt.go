@@ -39,6 +39,8 @@ func (e *Executor) executeAuth(ctx context.Context, stmt cql.Statement, keyspace
 		return e.listRoles(ctx, st, name, me)
 	case *cql.ListPermissionsStmt:
 		return e.listPermissions(ctx, st, keyspace, name, me)
+	case *cql.GrantRoleStmt:
+		return e.grantRole(ctx, st, name, me)
 	}
 	return coordinator.Result{}, &coordinator.InvalidError{Pos: stmt.Pos(), Err: fmt.Errorf("%s is not a role statement", schema.StatementName(stmt))}
 }
@@ -219,6 +221,11 @@ func (e *Executor) dropRole(ctx context.Context, st *cql.DropRoleStmt, name stri
 	if _, exists, err := e.readRole(ctx, st.Role.Name); err != nil {
 		return coordinator.Result{}, err
 	} else if !exists {
+		// A DROP whose clean-up of the role's level and grants failed is finished by running it
+		// again: the role is gone, what named it goes now.
+		if changed, warnings, err := e.applyLevels(ctx, st); err != nil || changed {
+			return coordinator.Result{Warnings: warnings}, err
+		}
 		if st.IfExists {
 			return coordinator.Result{}, nil
 		}
@@ -232,6 +239,12 @@ func (e *Executor) dropRole(ctx context.Context, st *cql.DropRoleStmt, name stri
 		return coordinator.Result{}, err
 	}
 	e.auth.invalidate(st.Role.Name)
+	// The role's service level and its grants of roles go with it, agreed like DDL.
+	if _, warnings, err := e.applyLevels(ctx, st); err != nil {
+		return coordinator.Result{}, fmt.Errorf("coordinator: role %s was dropped, but forgetting its service level and role grants failed (run DROP ROLE again): %w", st.Role.Name, err)
+	} else if len(warnings) > 0 {
+		return coordinator.Result{Warnings: warnings}, nil
+	}
 	return coordinator.Result{}, nil
 }
 
@@ -242,6 +255,8 @@ func (e *Executor) resource(rn cql.ResourceName, keyspace string, mustExist bool
 	switch rn.Kind {
 	case cql.ResourceAllKeyspaces:
 		return auth.AllKeyspaces, nil
+	case cql.ResourceAllServiceLevels:
+		return auth.AllServiceLevels, nil
 	case cql.ResourceKeyspace:
 		r := auth.KeyspaceResource(rn.Keyspace.Name)
 		if _, ok := s.Keyspace(r.Keyspace); mustExist && !ok {
@@ -353,6 +368,18 @@ func (e *Executor) listRoles(ctx context.Context, st *cql.ListRolesStmt, name st
 	roles, err := e.listedRoles(ctx, st.Of, name, me, "role")
 	if err != nil {
 		return coordinator.Result{}, err
+	}
+	if st.Of != nil && len(roles) == 1 {
+		// As Cassandra: LIST ROLES OF r lists r and every role granted to it, directly or not.
+		for _, g := range e.schema.Schema().AllGrantedRoles(roles[0].name) {
+			row, ok, err := e.readRole(ctx, g)
+			if err != nil {
+				return coordinator.Result{}, err
+			}
+			if ok {
+				roles = append(roles, row)
+			}
+		}
 	}
 	rows := &coordinator.Rows{Keyspace: AuthKeyspace, Table: "roles", Columns: []coordinator.RowColumn{
 		{Name: "role", Type: schema.TypeText}, {Name: "super", Type: schema.TypeBoolean}, {Name: "login", Type: schema.TypeBoolean},

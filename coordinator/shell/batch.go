@@ -257,7 +257,7 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 // judgeBatchScopes judges a batch by its budgets: one write per partition it writes, judged
 // keyspace by keyspace (in the order the batch first names them) with each keyspace's budgets.
 func (e *Executor) judgeBatchScopes(ctx context.Context, groups []*partitionWrites, warnings *[]string) error {
-	if e.budgets == nil {
+	if e.budgetsOf == nil {
 		return nil
 	}
 	done := make(map[string]bool, 1)

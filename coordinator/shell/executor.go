@@ -74,8 +74,9 @@ type Config struct {
 	// the role their context carries (auth.WithRole) and only with its grants. Nil: off.
 	Auth *AuthConfig
 	// Budgets lists the service levels' and keyspace's budgets each request is held by
-	// (scopes.go), judged after node admission and before any partition's limit. Nil means
-	// none: no request is judged by a budget.
+	// (scopes.go), judged after node admission and before any partition's limit. Nil means the
+	// executor's own Executor.Budgets, from the schema's service levels, their attachments and
+	// the keyspaces' rate_limit; tests set fixed ones.
 	Budgets BudgetsFunc
 	// Scopes carries the budgets' counts to the peer coordinators every ScopeInterval, so that
 	// each budget is held across the cluster (scopeprop.go). Nil: each coordinator counts only
@@ -147,10 +148,11 @@ type Executor struct {
 	draw      func() float64
 	logger    *slog.Logger
 	observer  Observer
-	prop      *propagator // nil when propagation is off
-	learn     *learner    // nil when propagation is off
-	auth      *authorizer // nil when authentication is off
-	budgets   BudgetsFunc // nil: no budgets
+	prop      *propagator                 // nil when propagation is off
+	learn     *learner                    // nil when propagation is off
+	auth      *authorizer                 // nil when authentication is off
+	budgets   atomic.Pointer[budgetCache] // Budgets' answers for the current schema (servicelevel_budgets.go)
+	budgetsOf BudgetsFunc                 // the budgets a request is judged by (scopes.go): Budgets, or Config.Budgets
 	scopes    *scopes
 
 	hints            HintSink // nil: no hinted handoff
@@ -219,7 +221,10 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	if e.scopes, err = newScopes(e.now, cfg.ScopeSeed); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	e.budgets = cfg.Budgets
+	e.budgetsOf = cfg.Budgets
+	if e.budgetsOf == nil {
+		e.budgetsOf = e.Budgets
+	}
 	if cfg.Scopes != nil {
 		interval := cfg.ScopeInterval
 		if interval == 0 {
@@ -390,8 +395,12 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 			resp.Warnings = append(resp.Warnings, e.afterDDL(ctx, st, keyspace, resp)...)
 		}
 		return kindSchema, cl, nil, resp, err
-	case *cql.CreateRoleStmt, *cql.AlterRoleStmt, *cql.DropRoleStmt, *cql.GrantStmt, *cql.ListRolesStmt, *cql.ListPermissionsStmt:
+	case *cql.CreateRoleStmt, *cql.AlterRoleStmt, *cql.DropRoleStmt, *cql.GrantStmt, *cql.GrantRoleStmt, *cql.ListRolesStmt, *cql.ListPermissionsStmt:
 		resp, err := e.executeAuth(ctx, st, keyspace)
+		return kindOther, cl, nil, resp, err
+	case *cql.CreateServiceLevelStmt, *cql.AlterServiceLevelStmt, *cql.DropServiceLevelStmt,
+		*cql.AttachServiceLevelStmt, *cql.DetachServiceLevelStmt, *cql.ListServiceLevelsStmt:
+		resp, err := e.executeLevels(ctx, st)
 		return kindOther, cl, nil, resp, err
 	case *cql.UseStmt:
 		resp, err := e.executeUse(st)

@@ -812,7 +812,7 @@ func TestInvalidStatements(t *testing.T) {
 		{"USE nowhere", one, "1:5: unknown keyspace nowhere"},
 		{"ALTER KEYSPACE nowhere WITH durable_writes = true", one, "1:16: unknown keyspace nowhere"},
 		{"ALTER KEYSPACE system_schema WITH durable_writes = true", one, "system keyspace system_schema is not user-modifiable: kvnode computes the system keyspaces on each node"},
-		{"ALTER KEYSPACE ks WITH rate_limit = {'max_reads_per_second': 10}", one, "keyspace ks: option rate_limit is not supported yet: kvnode limits rates per partition (the table option per_partition_rate_limit), not per keyspace"},
+		{"ALTER KEYSPACE ks WITH rate_limit = {'max_reads_per_second': 0}", one, "keyspace ks: rate_limit: 'max_reads_per_second' = 0 is zero; a limit is a positive integer (leave the key out for no limit)"},
 		{"DESCRIBE TABLE nope", one, "1:16: unknown table ks.nope"},
 		{"DESCRIBE TABLE nope WITH INTERNALS", one, "1:16: unknown table ks.nope"},
 		{"CREATE MATERIALIZED VIEW v AS SELECT * FROM t PRIMARY KEY (k)", one, "1:8: materialized views are not supported"},

@@ -183,10 +183,10 @@ func scopeOf(k scopelimit.Kind) coordinator.Scope {
 // that refused. warnings receives a warning per budget in shadow mode that would have refused.
 // It does nothing without a BudgetsFunc or when the request has no budgets.
 func (e *Executor) judgeScopes(ctx context.Context, keyspace, table string, op coordinator.Op, units int, warnings *[]string) error {
-	if e.budgets == nil || units <= 0 {
+	if e.budgetsOf == nil || units <= 0 {
 		return nil
 	}
-	budgets, err := e.budgets(ctx, keyspace)
+	budgets, err := e.budgetsOf(ctx, keyspace)
 	if err != nil {
 		return fmt.Errorf("coordinator: the budgets of a request on keyspace %s: %w", keyspace, err)
 	}
