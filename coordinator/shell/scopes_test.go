@@ -371,3 +371,52 @@ func TestTopClientsRanksWhoSpendsEachBudget(t *testing.T) {
 		t.Errorf("TopClients:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestStatementsJudgedByTheLevelsTheyCreate runs the whole path with the executors' own
+// resolver: a level attached to a client's address and a keyspace's rate_limit, created by
+// statements, hold that client's writes across three coordinators; an ALTER is judged by at
+// once; a client outside the block is held by the keyspace alone.
+func TestStatementsJudgedByTheLevelsTheyCreate(t *testing.T) {
+	c := newCluster(t, options{scopes: true})
+	c.must(schemaRF3...)
+	c.must(
+		"CREATE SERVICE LEVEL web WITH max_writes_per_second = 10",
+		"ATTACH SERVICE LEVEL web TO ADDRESS '10.0.0.7'",
+		"ALTER KEYSPACE ks WITH rate_limit = {'max_writes_per_second': 100000}",
+	)
+	web := fromClient("10.0.0.7")
+	admitted := 0
+	var last *coordinator.RateLimitError
+	for i := range 60 {
+		n := nodes[i%3]
+		_, err := c.executors[n].Execute(web, coordinator.Statement{Text: fmt.Sprintf("INSERT INTO t (k, c, v) VALUES ('w%d', 1, 'x')", i), Keyspace: "ks"})
+		var rl *coordinator.RateLimitError
+		switch {
+		case err == nil:
+			admitted++
+		case errors.As(err, &rl):
+			last = rl
+		default:
+			t.Fatal(err)
+		}
+		c.executors[n].FlushScopes()
+	}
+	c.settle()
+	if admitted > 25 || last == nil || last.Scope != coordinator.ScopeServiceLevel || last.ScopeName != "web" {
+		t.Fatalf("admitted %d of 60 writes of level web (10/s) over 3 coordinators, last rejection %+v; want about 2L = 20, refused by web", admitted, last)
+	}
+	// Another client is held by the keyspace alone, which counted only what web admitted.
+	if _, err := c.executors["n2"].Execute(fromClient("10.0.0.8"), coordinator.Statement{Text: "INSERT INTO t (k, c, v) VALUES ('o', 1, 'x')", Keyspace: "ks"}); err != nil {
+		t.Fatalf("a client without a level: %v", err)
+	}
+	c.settle()
+	if got := c.executors["n2"].PeekScope(scopelimit.KindKeyspace, "ks", coordinator.OpWrite); got != uint32(admitted)+1 {
+		t.Errorf("the keyspace counted %d writes, want web's %d admitted and the other client's", got, admitted)
+	}
+	// Raised far above the count, the level admits the next write on any node at once.
+	c.must("ALTER SERVICE LEVEL web WITH max_writes_per_second = 100000")
+	if _, err := c.executors["n3"].Execute(web, coordinator.Statement{Text: "INSERT INTO t (k, c, v) VALUES ('after', 1, 'x')", Keyspace: "ks"}); err != nil {
+		t.Errorf("a write right after ALTER raised the level: %v", err)
+	}
+	c.settle()
+}
