@@ -173,7 +173,7 @@ func TestRateLimitErrorIsTypedAndNeverRetried(t *testing.T) {
 			t.Fatalf("Execute error %v (%T) is not a *RateLimitError", err, err)
 		}
 		want := RateLimitError{Keyspace: "ks", Table: "t", Op: OpWrite, RejectedBy: tc.want, Limit: 50,
-			RetryAfter: 1500 * time.Millisecond, Message: "rate limit exceeded for writes on ks.t"}
+			RetryAfter: 1500 * time.Millisecond, Message: "rate limit exceeded for writes on ks.t", Scope: ScopePartition}
 		if *rl != want {
 			t.Errorf("rate-limit error = %+v, want %+v", *rl, want)
 		}

@@ -59,6 +59,30 @@ type RateLimitError struct {
 	// MayBeApplied says a write rejected by replicas may still have been stored by replicas that
 	// admitted it (their counters disagree, e.g. under clock skew), as after a write timeout.
 	MayBeApplied bool
+	// Scope is the limit that rejected the operation: ScopePartition, the zero value (the
+	// table's per_partition_rate_limit; Limit is per partition), ScopeServiceLevel or ScopeKeyspace (a
+	// budget held across the cluster, named by ScopeName; Limit is the budget's).
+	Scope     Scope
+	ScopeName string
+}
+
+// Scope names the limit that rejected a rate-limited operation. The zero value is the
+// partition's.
+type Scope string
+
+// The scopes.
+const (
+	ScopePartition    Scope = ""
+	ScopeServiceLevel Scope = "service_level"
+	ScopeKeyspace     Scope = "keyspace"
+)
+
+// String returns "partition", "service_level" or "keyspace".
+func (s Scope) String() string {
+	if s == ScopePartition {
+		return "partition"
+	}
+	return string(s)
 }
 
 func (e *RateLimitError) Error() string { return "kvnode: " + e.Message }
@@ -179,6 +203,7 @@ func fromStatus(err error) error {
 				Keyspace: rl.GetKeyspace(), Table: rl.GetTable(), Op: opFromProto(rl.GetOp()),
 				RejectedBy: by, Limit: rl.GetLimit(), RetryAfter: retry, Message: msg,
 				Count: rl.GetCount(), MayBeApplied: rl.GetMayBeApplied(),
+				Scope: scopeFromProto(rl.GetScope()), ScopeName: rl.GetScopeName(),
 			}
 		}
 		for _, d := range st.Details() {
@@ -224,4 +249,18 @@ func failureReasonFromProto(r kvnodepb.FailureDetail_Reason) FailureReason {
 		return FailureTooManyTombstones
 	}
 	return FailureReplicas
+}
+
+// scopeFromProto returns the client's name of a rejecting scope (an unknown one, from a newer
+// server, as its enum name).
+func scopeFromProto(s kvnodepb.RateLimitDetail_Scope) Scope {
+	switch s {
+	case kvnodepb.RateLimitDetail_SCOPE_PARTITION:
+		return ScopePartition
+	case kvnodepb.RateLimitDetail_SCOPE_SERVICE_LEVEL:
+		return ScopeServiceLevel
+	case kvnodepb.RateLimitDetail_SCOPE_KEYSPACE:
+		return ScopeKeyspace
+	}
+	return Scope(s.String())
 }

@@ -160,13 +160,48 @@ func (r Rejecter) String() string {
 	return fmt.Sprintf("Rejecter(%d)", uint8(r))
 }
 
-// RateLimitError reports that a partition is over its table's per-partition rate limit. Clients
-// must not retry it automatically.
+// Scope says which limit rejected a rate-limited operation: the partition's (the table's
+// per_partition_rate_limit, the zero value), or a budget held cluster-wide, a service level's
+// or a keyspace's rate_limit.
+type Scope uint8
+
+// The scopes.
+const (
+	// ScopePartition: the table's per-partition rate limit.
+	ScopePartition Scope = iota
+	// ScopeServiceLevel: a service level's rate, shared by every role (or client address)
+	// attached to it across the cluster.
+	ScopeServiceLevel
+	// ScopeKeyspace: the keyspace's rate_limit, across the cluster.
+	ScopeKeyspace
+)
+
+// String returns "partition", "service_level" or "keyspace".
+func (s Scope) String() string {
+	switch s {
+	case ScopePartition:
+		return "partition"
+	case ScopeServiceLevel:
+		return "service_level"
+	case ScopeKeyspace:
+		return "keyspace"
+	}
+	return fmt.Sprintf("Scope(%d)", uint8(s))
+}
+
+// RateLimitError reports that a partition is over its table's per-partition rate limit, or a
+// request over a service level's or a keyspace's rate (Scope). Clients must not retry it
+// automatically.
 type RateLimitError struct {
 	Keyspace, Table string
 	Op              Op
 	RejectedBy      Rejecter
-	// Limit is the table's limit for Op, in operations per second per partition.
+	// Scope is the limit that rejected the operation; ScopeName names the service level or
+	// the keyspace when it is not ScopePartition.
+	Scope     Scope
+	ScopeName string
+	// Limit is the rejecting limit for Op, in operations per second: per partition for
+	// ScopePartition, cluster-wide for a service level or a keyspace.
 	Limit uint32
 	// Count is the rejecting counter after the increment: the coordinator's, or the largest
 	// among the rejecting replicas (RateLimited.Count); zero if unknown.
@@ -180,7 +215,9 @@ type RateLimitError struct {
 }
 
 // Error reads like "rate limit exceeded for writes on ks.tbl (limit 50/s), rejected by
-// coordinator; retry after 1.2s".
+// coordinator; retry after 1.2s" for a partition, "rate limit exceeded for writes of service
+// level gold (limit 100/s across the cluster), rejected by coordinator; retry after 1.2s" for a
+// service level, and "... for writes of keyspace ks (limit ...)" for a keyspace.
 func (e *RateLimitError) Error() string {
 	// A hot partition's rejections are the most frequent errors a node answers: the message is
 	// built in one allocation, without fmt's reflection.
@@ -189,15 +226,28 @@ func (e *RateLimitError) Error() string {
 	var num [24]byte
 	b.WriteString("rate limit exceeded for ")
 	b.WriteString(e.Op.String())
-	b.WriteString("s on ")
-	if e.Keyspace != "" {
-		b.WriteString(e.Keyspace)
-		b.WriteByte('.')
+	switch e.Scope {
+	case ScopeServiceLevel, ScopeKeyspace:
+		if e.Scope == ScopeServiceLevel {
+			b.WriteString("s of service level ")
+		} else {
+			b.WriteString("s of keyspace ")
+		}
+		b.WriteString(e.ScopeName)
+		b.WriteString(" (limit ")
+		b.Write(strconv.AppendUint(num[:0], uint64(e.Limit), 10))
+		b.WriteString("/s across the cluster), rejected by ")
+	default:
+		b.WriteString("s on ")
+		if e.Keyspace != "" {
+			b.WriteString(e.Keyspace)
+			b.WriteByte('.')
+		}
+		b.WriteString(e.Table)
+		b.WriteString(" (limit ")
+		b.Write(strconv.AppendUint(num[:0], uint64(e.Limit), 10))
+		b.WriteString("/s), rejected by ")
 	}
-	b.WriteString(e.Table)
-	b.WriteString(" (limit ")
-	b.Write(strconv.AppendUint(num[:0], uint64(e.Limit), 10))
-	b.WriteString("/s), rejected by ")
 	b.WriteString(e.RejectedBy.String())
 	if e.RetryAfter > 0 {
 		b.WriteString("; retry after ")

@@ -85,6 +85,27 @@ func TestRateLimitErrorFields(t *testing.T) {
 	}
 }
 
+func TestRateLimitErrorNamesItsScope(t *testing.T) {
+	for _, tt := range []struct {
+		err  *RateLimitError
+		want string
+	}{
+		{&RateLimitError{Keyspace: "ks", Table: "t", Op: OpWrite, RejectedBy: RejectedByCoordinator, Scope: ScopeServiceLevel, ScopeName: "gold", Limit: 100, RetryAfter: 1200 * time.Millisecond},
+			"rate limit exceeded for writes of service level gold (limit 100/s across the cluster), rejected by coordinator; retry after 1.2s"},
+		{&RateLimitError{Keyspace: "ks", Table: "t", Op: OpRead, RejectedBy: RejectedByCoordinator, Scope: ScopeKeyspace, ScopeName: "ks", Limit: 7, RetryAfter: 40 * time.Millisecond},
+			"rate limit exceeded for reads of keyspace ks (limit 7/s across the cluster), rejected by coordinator; retry after 40ms"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+	for s, want := range map[Scope]string{ScopePartition: "partition", ScopeServiceLevel: "service_level", ScopeKeyspace: "keyspace", 9: "Scope(9)"} {
+		if s.String() != want {
+			t.Errorf("Scope(%d).String() = %q, want %q", uint8(s), s.String(), want)
+		}
+	}
+}
+
 func TestFailureErrorUnwraps(t *testing.T) {
 	err := Failed{Op: OpRead, Consistency: One, Required: 1, Failures: 1, Cause: io.ErrUnexpectedEOF}.Err("ks", "tbl")
 	if !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -45,6 +45,8 @@ func wrapRequest(req proto.Message) (*replicapb.Request, bool) {
 		return &replicapb.Request{Msg: &replicapb.Request_RemoveBatch{RemoveBatch: m}}, true
 	case *replicapb.TopPartitionsRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_TopPartitions{TopPartitions: m}}, true
+	case *replicapb.ScopeCountsRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_ScopeCounts{ScopeCounts: m}}, true
 	case *replicapb.SchemaPrepareRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_SchemaPrepare{SchemaPrepare: m}}, true
 	case *replicapb.SchemaAcceptRequest:
@@ -84,6 +86,8 @@ func requestMsg(r *replicapb.Request) proto.Message {
 		return m.RemoveBatch
 	case *replicapb.Request_TopPartitions:
 		return m.TopPartitions
+	case *replicapb.Request_ScopeCounts:
+		return m.ScopeCounts
 	case *replicapb.Request_SchemaPrepare:
 		return m.SchemaPrepare
 	case *replicapb.Request_SchemaAccept:
@@ -136,6 +140,8 @@ func wrapResponse(resp proto.Message) (*replicapb.Response, bool) {
 		return &replicapb.Response{Msg: &replicapb.Response_Batchlog{Batchlog: m}}, true
 	case *replicapb.TopPartitionsResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_TopPartitions{TopPartitions: m}}, true
+	case *replicapb.ScopeCountsResponse:
+		return &replicapb.Response{Msg: &replicapb.Response_ScopeCounts{ScopeCounts: m}}, true
 	case *replicapb.SchemaPrepareResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_SchemaPrepare{SchemaPrepare: m}}, true
 	case *replicapb.SchemaAcceptResponse:
@@ -173,6 +179,8 @@ func responseMsg(r *replicapb.Response) proto.Message {
 		return m.Batchlog
 	case *replicapb.Response_TopPartitions:
 		return m.TopPartitions
+	case *replicapb.Response_ScopeCounts:
+		return m.ScopeCounts
 	case *replicapb.Response_SchemaPrepare:
 		return m.SchemaPrepare
 	case *replicapb.Response_SchemaAccept:

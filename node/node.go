@@ -215,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Ring:             ring,
 		Transport:        n.trans,
 		Deltas:           n.trans,
+		Scopes:           n.trans,
 		Local:            n.replica,
 		Schema:           n.schema,
 		Cluster:          ring,
@@ -300,6 +301,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startCleanup()
+	n.startScopes(ctx)
 
 	if err := n.startNative(); err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ type AdmittedWrite struct {
 	step     coordinator.Step // the Sends of the admitted request
 	now, dl  time.Time
 	start    time.Time // for the Observer's duration
+	warnings []string  // of the budgets in shadow mode that would have rejected it
 	executed bool
 }
 
@@ -44,7 +45,8 @@ type AdmittedWrite struct {
 //     statement the role may not run, an unknown consistency level): run the statement with
 //     Execute as usual;
 //   - nil, err: the write is finished, err being what Execute would have returned (a
-//     *RateLimitError rejected by the coordinator, or an *UnavailableError); the Observer has
+//     *RateLimitError rejected by the coordinator, by the partition's limit or by one of the
+//     request's budgets, which are judged first; or an *UnavailableError); the Observer has
 //     been told, as Execute tells it;
 //   - a, nil: the limiter admitted the write and counted it; a.Execute runs it and must be
 //     called exactly once.
@@ -109,6 +111,13 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 	if e.observer != nil {
 		start = time.Now()
 	}
+	var warnings []string
+	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpWrite, 1, &warnings); err != nil {
+		if e.observer != nil {
+			e.observer.OnRequest(t.Keyspace, t.Name, kindWrite.String(), cl.String(), resultOf(err), time.Since(start))
+		}
+		return nil, err
+	}
 	dl := deadline(ctx, now, e.writeTimeout)
 	req, step, err := e.startWrite(t, replicas, token, false, cl, now, dl)
 	if err != nil {
@@ -125,7 +134,7 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 		requestPool.Put(req)
 		return nil, err
 	}
-	return &AdmittedWrite{e: e, p: p, s: s, table: t, replicas: append([]coordinator.Replica(nil), replicas...), pending: append([]coordinator.NodeID(nil), pending...), token: token, cl: cl, req: req, step: step, now: now, dl: dl, start: start}, nil
+	return &AdmittedWrite{e: e, p: p, s: s, table: t, replicas: append([]coordinator.Replica(nil), replicas...), pending: append([]coordinator.NodeID(nil), pending...), token: token, cl: cl, req: req, step: step, now: now, dl: dl, start: start, warnings: warnings}, nil
 }
 
 // admitScratch is AdmitPrepared's space for the partition's replica set: its buffers would

@@ -211,6 +211,9 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 	if total > batchSizeWarn {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("this BATCH is %d bytes, more than %d (Cassandra's batch_size_warn_threshold): a batch is not a way to load data faster; it makes one coordinator and one set of replicas do all the work", total, batchSizeWarn))
 	}
+	if err := e.judgeBatchScopes(ctx, groups, &res.Warnings); err != nil {
+		return first, coordinator.Result{}, err
+	}
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, timeout))
 	var (
 		logEndpoints []coordinator.NodeID
@@ -249,4 +252,30 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		e.removeBatchlog(logEndpoints, logID)
 	}
 	return first, res, nil
+}
+
+// judgeBatchScopes judges a batch by its budgets: one write per partition it writes, judged
+// keyspace by keyspace (in the order the batch first names them) with each keyspace's budgets.
+func (e *Executor) judgeBatchScopes(ctx context.Context, groups []*partitionWrites, warnings *[]string) error {
+	if e.budgetsOf == nil {
+		return nil
+	}
+	done := make(map[string]bool, 1)
+	for i, g := range groups {
+		ks := g.table.Keyspace
+		if done[ks] {
+			continue
+		}
+		done[ks] = true
+		n := 0
+		for _, h := range groups[i:] {
+			if h.table.Keyspace == ks {
+				n++
+			}
+		}
+		if err := e.judgeScopes(ctx, ks, g.table.Name, coordinator.OpWrite, n, warnings); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -124,6 +124,22 @@
 // Speculative reads are counted by the limiter once per replica, like any other
 // (coordinator.Speculation), and reported to the Observer.
 //
+// # Service levels' and keyspaces' budgets
+//
+// Config.Budgets, when set, lists the budgets each statement is held by (scopelimit.Budget: its
+// client's service level, the shared levels up its role graph, its keyspace's rate_limit, most
+// specific first). After node admission (the front ends') and before any partition's limit, the
+// statement is judged on the executor's scopelimit.Limiter, one unit per partition it touches
+// (each partition of a BATCH, one per read page): each unit goes down the chain, each budget
+// counting it and deciding with its own draw from the request's one seed, until a budget refuses;
+// the first refusal rejects the statement with a *RateLimitError naming the scope (the units
+// before it stay counted, the refused one by the budgets up to the refuser). A budget in shadow
+// mode counts a would-reject and warns instead. Every DefaultScopeInterval the executor sends its
+// own counts to every live peer (ScopeSender, an internode scope_counts request), which adds them
+// on its own clock (ScopeCounts), so that every coordinator's counter holds the cluster's load;
+// a starting node fills its counters from a peer (SyncScopes). ScopeCollector exports the
+// budgets' metrics and TopClients who spends them (system.top_clients).
+//
 // # Errors
 //
 // Execute returns the core's errors: *InvalidError (syntax, with the parser's line:col; validation, naming what

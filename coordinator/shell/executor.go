@@ -73,6 +73,21 @@ type Config struct {
 	// Auth, when set, turns authentication and authorization on (auth.go): statements run as
 	// the role their context carries (auth.WithRole) and only with its grants. Nil: off.
 	Auth *AuthConfig
+	// Budgets lists the service levels' and keyspace's budgets each request is held by
+	// (scopes.go), judged after node admission and before any partition's limit. Nil means the
+	// executor's own Executor.Budgets, from the schema's service levels, their attachments and
+	// the keyspaces' rate_limit; tests set fixed ones.
+	Budgets BudgetsFunc
+	// Scopes carries the budgets' counts to the peer coordinators every ScopeInterval, so that
+	// each budget is held across the cluster (scopeprop.go). Nil: each coordinator counts only
+	// its own requests, and the cluster admits up to N times a budget's limit.
+	Scopes ScopeSender
+	// ScopeInterval is how often the counts go to the peers; zero means DefaultScopeInterval.
+	// Negative sends none but those a test flushes.
+	ScopeInterval time.Duration
+	// ScopeSeed returns a request's random seed for its budgets' draws. Nil means rand.Uint64
+	// (math/rand/v2). Tests fix it.
+	ScopeSeed func() uint64
 }
 
 // DefaultTombstoneWarnThreshold is the default Options.TombstoneWarnThreshold: Cassandra's.
@@ -137,6 +152,8 @@ type Executor struct {
 	learn     *learner                    // nil when propagation is off
 	auth      *authorizer                 // nil when authentication is off
 	budgets   atomic.Pointer[budgetCache] // Budgets' answers for the current schema (servicelevel_budgets.go)
+	budgetsOf BudgetsFunc                 // the budgets a request is judged by (scopes.go): Budgets, or Config.Budgets
+	scopes    *scopes
 
 	hints            HintSink // nil: no hinted handoff
 	batchlog         Batchlog // nil: no batchlog
@@ -200,8 +217,22 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	e.mono = func() time.Duration { return time.Since(start) }
 	e.batchlog, e.beforeBatchApply = cfg.Batchlog, cfg.BeforeBatchApply
 	e.hints = cfg.Hints
+	var err error
+	if e.scopes, err = newScopes(e.now, cfg.ScopeSeed); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	e.budgetsOf = cfg.Budgets
+	if e.budgetsOf == nil {
+		e.budgetsOf = e.Budgets
+	}
+	if cfg.Scopes != nil {
+		interval := cfg.ScopeInterval
+		if interval == 0 {
+			interval = DefaultScopeInterval
+		}
+		e.scopes.prop = newScopeProp(e.scopes, cfg.Scopes, cfg.LocalID, e.isLive, interval, e.logger)
+	}
 	if cfg.Auth != nil {
-		var err error
 		if e.auth, err = newAuthorizer(cfg.Auth); err != nil {
 			return nil, err
 		}
@@ -233,6 +264,9 @@ func (e *Executor) Close() error {
 	e.calls.Close()
 	if e.prop != nil {
 		e.prop.close()
+	}
+	if e.scopes.prop != nil {
+		e.scopes.prop.close()
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/scopelimit"
 )
 
 // BenchmarkExecute measures whole statements through an Executor over three in-process
@@ -104,6 +105,57 @@ func BenchmarkAdmitPreparedRejected(b *testing.B) {
 					b.Fatalf("%v, want a rejection", err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkBudgetRejected measures a write rejected by a service level's or a keyspace's
+// budget beside today's coordinator rejection of a hot partition and an accepted write, in the
+// same run: issue 31 wants a budget's rejection to cost no more than the partition's (at most
+// 0.10 of an accepted write). "write/budgets" is an accepted write judged by a level and a
+// keyspace, for the judging's cost on the admitted path.
+func BenchmarkBudgetRejected(b *testing.B) {
+	for _, bm := range []struct {
+		name     string
+		stmt     string
+		budgets  []scopelimit.Budget
+		rejected bool
+	}{
+		{"write", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", nil, false},
+		{"write/budgets", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", []scopelimit.Budget{level("client", 0, 1e9), keyspaceBudget("ks", 0, 1e9)}, false},
+		{"rejected/partition", "INSERT INTO hot (k, c, v) VALUES ('a', 1, 'x')", nil, true},
+		{"rejected/level", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", []scopelimit.Budget{level("client", 0, 1), keyspaceBudget("ks", 0, 1e9)}, true},
+		{"rejected/keyspace", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x')", []scopelimit.Budget{level("client", 0, 1e9), keyspaceBudget("ks", 0, 1)}, true},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			c := newCluster(b, options{draw: 0.99, noObserver: true, budgets: fixedBudgets(bm.budgets...)})
+			c.must(schemaRF3...)
+			c.must("CREATE TABLE ks.hot (k text, c int, v text, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 1}")
+			e := c.executors["n1"]
+			req := coordinator.Statement{Text: bm.stmt, Consistency: quorum, Keyspace: "ks"}
+			ctx := context.Background()
+			if bm.rejected { // exhaust 2L; the clock stands still, so the counters never decay
+				for range 3 {
+					e.Execute(ctx, req)
+				}
+			}
+			c.settle()
+			rejected, n := 0, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := e.Execute(ctx, req)
+				n++
+				if _, ok := err.(*coordinator.RateLimitError); ok {
+					rejected++
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+			// Above 2L a budget admits with probability about 1/(64·count·ln2): nearly never.
+			if bm.rejected && rejected < n*99/100 || !bm.rejected && rejected > 0 {
+				b.Fatalf("%d of %d rejected", rejected, n)
+			}
+			c.settle()
 		})
 	}
 }

@@ -404,6 +404,11 @@ type options struct {
 	noObserver bool
 	// system is the executors' System; nil: none.
 	system shell.SystemTables
+	// budgets is the executors' BudgetsFunc; nil: none.
+	budgets shell.BudgetsFunc
+	// scopes delivers the budgets' counts between the executors, when a test flushes them
+	// (FlushScopes); the executors send none on their own.
+	scopes bool
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -478,6 +483,9 @@ func newCluster(t testing.TB, o options) *cluster {
 			Auth:             o.auth,
 			Logger:           o.logger,
 			System:           o.system,
+			Budgets:          o.budgets,
+			Scopes:           c.scopeSender(o.scopes),
+			ScopeInterval:    -1,
 		})
 		if err != nil {
 			t.Fatal(err)

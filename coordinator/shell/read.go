@@ -89,6 +89,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	}
 	var warnings []string
 	spec.warnings = &warnings
+	if err := e.judgeScopes(ctx, r.Table.Keyspace, r.Table.Name, coordinator.OpRead, 1, &warnings); err != nil {
+		return r.Table, coordinator.Result{}, err // a page is one read of its budgets
+	}
 	now := e.now()
 	rows, tombstones, err := e.read(ctx, spec, now, deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout)))
 	if err != nil {

@@ -62,12 +62,16 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	var res coordinator.Result
 	pw := partitionWrite{w: w, ts: ts, now: now.Unix(), warnings: &res.Warnings}
 	if adm != nil {
+		res.Warnings = append(res.Warnings, adm.warnings...) // its budgets judged it (AdmitPrepared)
 		if w.Table != adm.table || token != adm.token {
 			adm.abandon()
 			return w.Table, coordinator.Result{}, fmt.Errorf("coordinator: admitted write to %s bound to another partition (token %d, admitted %d)", w.Table.QualifiedName(), token, adm.token)
 		}
 		err := e.finishWrite(ctx, w.Table, adm.replicas, adm.pending, token, pw, adm.req, adm.step, adm.dl)
 		return w.Table, res, err
+	}
+	if err := e.judgeScopes(ctx, w.Table.Keyspace, w.Table.Name, coordinator.OpWrite, 1, &res.Warnings); err != nil {
+		return w.Table, coordinator.Result{}, err
 	}
 	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))
 	err = e.writePartition(ctx, w.Table, rf, token, pw, cl, now, dl)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/frontend/admission"
 )
 
@@ -57,4 +58,16 @@ func client(ctx context.Context) admission.Key {
 	default:
 		return a.Network() + "://" + a.String()
 	}
+}
+
+// withClientAddr returns ctx carrying the request's client address (auth.WithClient), which
+// service levels attached to client addresses are looked up by: its peer's IP address, when it
+// came over TCP.
+func withClientAddr(ctx context.Context) context.Context {
+	if p, ok := peer.FromContext(ctx); ok {
+		if a, ok := p.Addr.(*net.TCPAddr); ok {
+			return auth.WithClient(ctx, a.AddrPort().Addr().Unmap())
+		}
+	}
+	return ctx
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/frontend/grpcapi"
@@ -72,10 +73,20 @@ func TestErrorsReachTheClientWhole(t *testing.T) {
 			Limit: 50, Count: 173, RetryAfter: 1250 * time.Millisecond, MayBeApplied: true},
 			codes.ResourceExhausted,
 			&client.RateLimitError{Keyspace: "ks", Table: "t", Op: client.OpWrite, RejectedBy: client.RejectedByReplicas,
-				Limit: 50, Count: 173, RetryAfter: 1250 * time.Millisecond, MayBeApplied: true}},
+				Limit: 50, Count: 173, RetryAfter: 1250 * time.Millisecond, MayBeApplied: true, Scope: client.ScopePartition}},
+		{&coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpWrite, RejectedBy: coordinator.RejectedByCoordinator,
+			Scope: coordinator.ScopeServiceLevel, ScopeName: "gold", Limit: 100, Count: 290, RetryAfter: 400 * time.Millisecond},
+			codes.ResourceExhausted,
+			&client.RateLimitError{Keyspace: "ks", Table: "t", Op: client.OpWrite, RejectedBy: client.RejectedByCoordinator,
+				Scope: client.ScopeServiceLevel, ScopeName: "gold", Limit: 100, Count: 290, RetryAfter: 400 * time.Millisecond}},
+		{&coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpRead, RejectedBy: coordinator.RejectedByCoordinator,
+			Scope: coordinator.ScopeKeyspace, ScopeName: "ks", Limit: 7},
+			codes.ResourceExhausted,
+			&client.RateLimitError{Keyspace: "ks", Table: "t", Op: client.OpRead, RejectedBy: client.RejectedByCoordinator,
+				Scope: client.ScopeKeyspace, ScopeName: "ks", Limit: 7}},
 		{&coordinator.RateLimitError{Keyspace: "ks", Table: "t", Op: coordinator.OpRead, RejectedBy: coordinator.RejectedByCoordinator, Limit: 3, Count: 9},
 			codes.ResourceExhausted,
-			&client.RateLimitError{Keyspace: "ks", Table: "t", Op: client.OpRead, RejectedBy: client.RejectedByCoordinator, Limit: 3, Count: 9}},
+			&client.RateLimitError{Keyspace: "ks", Table: "t", Op: client.OpRead, RejectedBy: client.RejectedByCoordinator, Limit: 3, Count: 9, Scope: client.ScopePartition}},
 		{&coordinator.UnavailableError{Consistency: coordinator.All, Live: 2, Required: 3},
 			codes.Unavailable,
 			&client.UnavailableError{Consistency: client.All, Live: 2, Required: 3}},
@@ -168,5 +179,28 @@ func TestUnknownConsistencyIsInvalid(t *testing.T) {
 	want := "unknown consistency level 42 (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)"
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != want {
 		t.Errorf("consistency 42: %v, want INVALID_ARGUMENT %q", err, want)
+	}
+}
+
+// clientEcho answers every statement with an invalid-request error naming the client address
+// its context carries.
+type clientEcho struct{}
+
+func (clientEcho) Execute(ctx context.Context, _ coordinator.Statement) (coordinator.Result, error) {
+	a, ok := auth.ClientFrom(ctx)
+	if !ok {
+		return coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("no client address")}
+	}
+	return coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("client " + a.String())}
+}
+
+// TestExecuteCarriesTheClientAddress checks that the executor finds the caller's address in the
+// context (auth.ClientFrom), for service levels attached to addresses.
+func TestExecuteCarriesTheClientAddress(t *testing.T) {
+	cl := serve(t, clientEcho{}, 0)
+	_, err := cl.Execute(context.Background(), client.One, "SELECT 1")
+	var inv *client.InvalidError
+	if !errors.As(err, &inv) || inv.Message != "client 127.0.0.1" {
+		t.Errorf("Execute: %v, want the executor to see client 127.0.0.1", err)
 	}
 }

@@ -80,7 +80,7 @@ func (s *Server) Execute(ctx context.Context, req *kvnodepb.ExecuteRequest) (*kv
 	if err := s.cfg.Admission.Acquire(ctx, client(ctx)); err != nil {
 		return nil, s.admit(err)
 	}
-	res, err := s.cfg.Executor.Execute(ctx, st)
+	res, err := s.cfg.Executor.Execute(withClientAddr(ctx), st)
 	s.cfg.Admission.Release()
 	if err != nil {
 		return nil, ErrorStatus(err).Err()

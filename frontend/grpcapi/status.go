@@ -19,8 +19,9 @@ import (
 // client API documents it. The message is the error's own (each error builds it once); the
 // details carry every field of the error. The domain's errors, by their coordinator.Code:
 //
-//   - *coordinator.RateLimitError: RESOURCE_EXHAUSTED with kvnodepb.RateLimitDetail and, when the
-//     retry hint is known, google.rpc.RetryInfo;
+//   - *coordinator.RateLimitError: RESOURCE_EXHAUSTED with kvnodepb.RateLimitDetail (its scope:
+//     the partition, a service level or a keyspace, and the level's or keyspace's name) and, when
+//     the retry hint is known, google.rpc.RetryInfo;
 //   - *coordinator.UnavailableError: UNAVAILABLE with kvnodepb.UnavailableDetail;
 //   - *coordinator.TimeoutError: DEADLINE_EXCEEDED with kvnodepb.TimeoutDetail;
 //   - *coordinator.FailureError: with kvnodepb.FailureDetail, UNAVAILABLE (replicas failed or
@@ -99,7 +100,13 @@ func rateLimitStatus(e *coordinator.RateLimitError) *status.Status {
 	}
 	d := &kvnodepb.RateLimitDetail{
 		Keyspace: e.Keyspace, Table: e.Table, Op: opToProto(e.Op), RejectedBy: by,
-		Limit: e.Limit, Count: e.Count, MayBeApplied: e.MayBeApplied,
+		Limit: e.Limit, Count: e.Count, MayBeApplied: e.MayBeApplied, ScopeName: e.ScopeName,
+	}
+	switch e.Scope {
+	case coordinator.ScopeServiceLevel:
+		d.Scope = kvnodepb.RateLimitDetail_SCOPE_SERVICE_LEVEL
+	case coordinator.ScopeKeyspace:
+		d.Scope = kvnodepb.RateLimitDetail_SCOPE_KEYSPACE
 	}
 	if e.RetryAfter > 0 {
 		return withDetails(codes.ResourceExhausted, e.Error(), d, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cqlwire"
 )
 
@@ -162,6 +163,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 		raw:    rawConn(nc),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		// Service levels attach to client addresses too (anonymous clients): the requests'
+		// context carries the connection's.
+		c.ctx = auth.WithClient(c.ctx, a.AddrPort().Addr().Unmap())
+	}
 	if s.cfg.Admission != nil {
 		context.AfterFunc(c.ctx, c.cancelQueued)
 	}

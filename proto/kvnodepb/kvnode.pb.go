@@ -354,6 +354,58 @@ func (RateLimitDetail_RejectedBy) EnumDescriptor() ([]byte, []int) {
 	return file_kvnode_proto_rawDescGZIP(), []int{11, 0}
 }
 
+// The limit that rejected the operation: the partition's (the table's per_partition_rate_limit,
+// the default), or a budget held across the cluster, a service level's or a keyspace's
+// rate_limit, which scope_name names. limit is then that budget's, cluster-wide.
+type RateLimitDetail_Scope int32
+
+const (
+	RateLimitDetail_SCOPE_PARTITION     RateLimitDetail_Scope = 0
+	RateLimitDetail_SCOPE_SERVICE_LEVEL RateLimitDetail_Scope = 1
+	RateLimitDetail_SCOPE_KEYSPACE      RateLimitDetail_Scope = 2
+)
+
+// Enum value maps for RateLimitDetail_Scope.
+var (
+	RateLimitDetail_Scope_name = map[int32]string{
+		0: "SCOPE_PARTITION",
+		1: "SCOPE_SERVICE_LEVEL",
+		2: "SCOPE_KEYSPACE",
+	}
+	RateLimitDetail_Scope_value = map[string]int32{
+		"SCOPE_PARTITION":     0,
+		"SCOPE_SERVICE_LEVEL": 1,
+		"SCOPE_KEYSPACE":      2,
+	}
+)
+
+func (x RateLimitDetail_Scope) Enum() *RateLimitDetail_Scope {
+	p := new(RateLimitDetail_Scope)
+	*p = x
+	return p
+}
+
+func (x RateLimitDetail_Scope) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RateLimitDetail_Scope) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvnode_proto_enumTypes[5].Descriptor()
+}
+
+func (RateLimitDetail_Scope) Type() protoreflect.EnumType {
+	return &file_kvnode_proto_enumTypes[5]
+}
+
+func (x RateLimitDetail_Scope) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RateLimitDetail_Scope.Descriptor instead.
+func (RateLimitDetail_Scope) EnumDescriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{11, 1}
+}
+
 type FailureDetail_Reason int32
 
 const (
@@ -390,11 +442,11 @@ func (x FailureDetail_Reason) String() string {
 }
 
 func (FailureDetail_Reason) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvnode_proto_enumTypes[5].Descriptor()
+	return file_kvnode_proto_enumTypes[6].Descriptor()
 }
 
 func (FailureDetail_Reason) Type() protoreflect.EnumType {
-	return &file_kvnode_proto_enumTypes[5]
+	return &file_kvnode_proto_enumTypes[6]
 }
 
 func (x FailureDetail_Reason) Number() protoreflect.EnumNumber {
@@ -1403,8 +1455,8 @@ func (x *SchemaChange) GetTable() string {
 	return ""
 }
 
-// RateLimitDetail travels with RESOURCE_EXHAUSTED when a per-partition rate limit rejected the
-// operation. Clients must not retry it automatically; google.rpc.RetryInfo says when the partition's
+// RateLimitDetail travels with RESOURCE_EXHAUSTED when a per-partition rate limit, a service level's
+// or a keyspace's rate rejected the operation. Clients must not retry it automatically; google.rpc.RetryInfo says when the partition's
 // counter will have decayed back under the admission threshold.
 type RateLimitDetail struct {
 	state      protoimpl.MessageState     `protogen:"open.v1"`
@@ -1419,7 +1471,9 @@ type RateLimitDetail struct {
 	Count uint32 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
 	// A write rejected by replicas may still have been stored by replicas that admitted it (their
 	// counters disagree, e.g. under clock skew), as after a write timeout.
-	MayBeApplied  bool `protobuf:"varint,7,opt,name=may_be_applied,json=mayBeApplied,proto3" json:"may_be_applied,omitempty"`
+	MayBeApplied  bool                  `protobuf:"varint,7,opt,name=may_be_applied,json=mayBeApplied,proto3" json:"may_be_applied,omitempty"`
+	Scope         RateLimitDetail_Scope `protobuf:"varint,8,opt,name=scope,proto3,enum=kvnode.v1.RateLimitDetail_Scope" json:"scope,omitempty"`
+	ScopeName     string                `protobuf:"bytes,9,opt,name=scope_name,json=scopeName,proto3" json:"scope_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1501,6 +1555,20 @@ func (x *RateLimitDetail) GetMayBeApplied() bool {
 		return x.MayBeApplied
 	}
 	return false
+}
+
+func (x *RateLimitDetail) GetScope() RateLimitDetail_Scope {
+	if x != nil {
+		return x.Scope
+	}
+	return RateLimitDetail_SCOPE_PARTITION
+}
+
+func (x *RateLimitDetail) GetScopeName() string {
+	if x != nil {
+		return x.ScopeName
+	}
+	return ""
 }
 
 // UnavailableDetail travels with UNAVAILABLE: too few live replicas for the consistency level.
@@ -2108,7 +2176,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x12CHANGE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCREATED\x10\x01\x12\v\n" +
 	"\aUPDATED\x10\x02\x12\v\n" +
-	"\aDROPPED\x10\x03\"\xc6\x02\n" +
+	"\aDROPPED\x10\x03\"\xe8\x03\n" +
 	"\x0fRateLimitDetail\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1d\n" +
@@ -2117,12 +2185,19 @@ const file_kvnode_proto_rawDesc = "" +
 	"rejectedBy\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\rR\x05limit\x12\x14\n" +
 	"\x05count\x18\x06 \x01(\rR\x05count\x12$\n" +
-	"\x0emay_be_applied\x18\a \x01(\bR\fmayBeApplied\"H\n" +
+	"\x0emay_be_applied\x18\a \x01(\bR\fmayBeApplied\x126\n" +
+	"\x05scope\x18\b \x01(\x0e2 .kvnode.v1.RateLimitDetail.ScopeR\x05scope\x12\x1d\n" +
+	"\n" +
+	"scope_name\x18\t \x01(\tR\tscopeName\"H\n" +
 	"\n" +
 	"RejectedBy\x12\x1b\n" +
 	"\x17REJECTED_BY_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCOORDINATOR\x10\x01\x12\f\n" +
-	"\bREPLICAS\x10\x02\"}\n" +
+	"\bREPLICAS\x10\x02\"I\n" +
+	"\x05Scope\x12\x13\n" +
+	"\x0fSCOPE_PARTITION\x10\x00\x12\x17\n" +
+	"\x13SCOPE_SERVICE_LEVEL\x10\x01\x12\x12\n" +
+	"\x0eSCOPE_KEYSPACE\x10\x02\"}\n" +
 	"\x11UnavailableDetail\x128\n" +
 	"\vconsistency\x18\x01 \x01(\x0e2\x16.kvnode.v1.ConsistencyR\vconsistency\x12\x12\n" +
 	"\x04live\x18\x02 \x01(\rR\x04live\x12\x1a\n" +
@@ -2222,7 +2297,7 @@ func file_kvnode_proto_rawDescGZIP() []byte {
 	return file_kvnode_proto_rawDescData
 }
 
-var file_kvnode_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_kvnode_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_kvnode_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kvnode.v1.Consistency
@@ -2230,67 +2305,69 @@ var file_kvnode_proto_goTypes = []any{
 	(Op)(0),                         // 2: kvnode.v1.Op
 	(SchemaChange_Change)(0),        // 3: kvnode.v1.SchemaChange.Change
 	(RateLimitDetail_RejectedBy)(0), // 4: kvnode.v1.RateLimitDetail.RejectedBy
-	(FailureDetail_Reason)(0),       // 5: kvnode.v1.FailureDetail.Reason
-	(*ExecuteRequest)(nil),          // 6: kvnode.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),         // 7: kvnode.v1.ExecuteResponse
-	(*Void)(nil),                    // 8: kvnode.v1.Void
-	(*Column)(nil),                  // 9: kvnode.v1.Column
-	(*Value)(nil),                   // 10: kvnode.v1.Value
-	(*TextList)(nil),                // 11: kvnode.v1.TextList
-	(*TextMap)(nil),                 // 12: kvnode.v1.TextMap
-	(*BlobMap)(nil),                 // 13: kvnode.v1.BlobMap
-	(*Row)(nil),                     // 14: kvnode.v1.Row
-	(*Rows)(nil),                    // 15: kvnode.v1.Rows
-	(*SchemaChange)(nil),            // 16: kvnode.v1.SchemaChange
-	(*RateLimitDetail)(nil),         // 17: kvnode.v1.RateLimitDetail
-	(*UnavailableDetail)(nil),       // 18: kvnode.v1.UnavailableDetail
-	(*FailureDetail)(nil),           // 19: kvnode.v1.FailureDetail
-	(*TimeoutDetail)(nil),           // 20: kvnode.v1.TimeoutDetail
-	(*TopPartitionsRequest)(nil),    // 21: kvnode.v1.TopPartitionsRequest
-	(*TopPartition)(nil),            // 22: kvnode.v1.TopPartition
-	(*TableTopPartitions)(nil),      // 23: kvnode.v1.TableTopPartitions
-	(*TopPartitionsResponse)(nil),   // 24: kvnode.v1.TopPartitionsResponse
-	nil,                             // 25: kvnode.v1.TextMap.EntriesEntry
-	nil,                             // 26: kvnode.v1.BlobMap.EntriesEntry
+	(RateLimitDetail_Scope)(0),      // 5: kvnode.v1.RateLimitDetail.Scope
+	(FailureDetail_Reason)(0),       // 6: kvnode.v1.FailureDetail.Reason
+	(*ExecuteRequest)(nil),          // 7: kvnode.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),         // 8: kvnode.v1.ExecuteResponse
+	(*Void)(nil),                    // 9: kvnode.v1.Void
+	(*Column)(nil),                  // 10: kvnode.v1.Column
+	(*Value)(nil),                   // 11: kvnode.v1.Value
+	(*TextList)(nil),                // 12: kvnode.v1.TextList
+	(*TextMap)(nil),                 // 13: kvnode.v1.TextMap
+	(*BlobMap)(nil),                 // 14: kvnode.v1.BlobMap
+	(*Row)(nil),                     // 15: kvnode.v1.Row
+	(*Rows)(nil),                    // 16: kvnode.v1.Rows
+	(*SchemaChange)(nil),            // 17: kvnode.v1.SchemaChange
+	(*RateLimitDetail)(nil),         // 18: kvnode.v1.RateLimitDetail
+	(*UnavailableDetail)(nil),       // 19: kvnode.v1.UnavailableDetail
+	(*FailureDetail)(nil),           // 20: kvnode.v1.FailureDetail
+	(*TimeoutDetail)(nil),           // 21: kvnode.v1.TimeoutDetail
+	(*TopPartitionsRequest)(nil),    // 22: kvnode.v1.TopPartitionsRequest
+	(*TopPartition)(nil),            // 23: kvnode.v1.TopPartition
+	(*TableTopPartitions)(nil),      // 24: kvnode.v1.TableTopPartitions
+	(*TopPartitionsResponse)(nil),   // 25: kvnode.v1.TopPartitionsResponse
+	nil,                             // 26: kvnode.v1.TextMap.EntriesEntry
+	nil,                             // 27: kvnode.v1.BlobMap.EntriesEntry
 }
 var file_kvnode_proto_depIdxs = []int32{
 	0,  // 0: kvnode.v1.ExecuteRequest.consistency:type_name -> kvnode.v1.Consistency
-	15, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
-	16, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
-	8,  // 3: kvnode.v1.ExecuteResponse.void:type_name -> kvnode.v1.Void
+	16, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
+	17, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
+	9,  // 3: kvnode.v1.ExecuteResponse.void:type_name -> kvnode.v1.Void
 	1,  // 4: kvnode.v1.Column.type:type_name -> kvnode.v1.ColumnType
-	11, // 5: kvnode.v1.Value.set_text:type_name -> kvnode.v1.TextList
-	11, // 6: kvnode.v1.Value.list_text:type_name -> kvnode.v1.TextList
-	12, // 7: kvnode.v1.Value.map_text_text:type_name -> kvnode.v1.TextMap
-	13, // 8: kvnode.v1.Value.map_text_blob:type_name -> kvnode.v1.BlobMap
-	25, // 9: kvnode.v1.TextMap.entries:type_name -> kvnode.v1.TextMap.EntriesEntry
-	26, // 10: kvnode.v1.BlobMap.entries:type_name -> kvnode.v1.BlobMap.EntriesEntry
-	10, // 11: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
-	9,  // 12: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
-	14, // 13: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
+	12, // 5: kvnode.v1.Value.set_text:type_name -> kvnode.v1.TextList
+	12, // 6: kvnode.v1.Value.list_text:type_name -> kvnode.v1.TextList
+	13, // 7: kvnode.v1.Value.map_text_text:type_name -> kvnode.v1.TextMap
+	14, // 8: kvnode.v1.Value.map_text_blob:type_name -> kvnode.v1.BlobMap
+	26, // 9: kvnode.v1.TextMap.entries:type_name -> kvnode.v1.TextMap.EntriesEntry
+	27, // 10: kvnode.v1.BlobMap.entries:type_name -> kvnode.v1.BlobMap.EntriesEntry
+	11, // 11: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
+	10, // 12: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
+	15, // 13: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
 	3,  // 14: kvnode.v1.SchemaChange.change:type_name -> kvnode.v1.SchemaChange.Change
 	2,  // 15: kvnode.v1.RateLimitDetail.op:type_name -> kvnode.v1.Op
 	4,  // 16: kvnode.v1.RateLimitDetail.rejected_by:type_name -> kvnode.v1.RateLimitDetail.RejectedBy
-	0,  // 17: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 18: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
-	0,  // 19: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
-	5,  // 20: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
-	2,  // 21: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
-	0,  // 22: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 23: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
-	10, // 24: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
-	9,  // 25: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
-	22, // 26: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
-	23, // 27: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
-	6,  // 28: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
-	21, // 29: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
-	7,  // 30: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
-	24, // 31: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
-	30, // [30:32] is the sub-list for method output_type
-	28, // [28:30] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	5,  // 17: kvnode.v1.RateLimitDetail.scope:type_name -> kvnode.v1.RateLimitDetail.Scope
+	0,  // 18: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 19: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
+	0,  // 20: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
+	6,  // 21: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
+	2,  // 22: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
+	0,  // 23: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 24: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
+	11, // 25: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
+	10, // 26: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
+	23, // 27: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
+	24, // 28: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
+	7,  // 29: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
+	22, // 30: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
+	8,  // 31: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
+	25, // 32: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
+	31, // [31:33] is the sub-list for method output_type
+	29, // [29:31] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_kvnode_proto_init() }
@@ -2334,7 +2411,7 @@ func file_kvnode_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvnode_proto_rawDesc), len(file_kvnode_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -1581,6 +1581,182 @@ func (x *AccountDeltaResponse) GetError() *Error {
 	return nil
 }
 
+// ScopeCount is one budget's count (a service level's or a keyspace's, for reads or writes) as
+// package scopelimit keeps it: id is the budget's counter id (scopelimit.BudgetID), label its
+// (kind, op) pair (kind << 8 | op: kind 1 a service level, 2 a keyspace; op 1 read, 2 write).
+type ScopeCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Label uint32                 `protobuf:"varint,2,opt,name=label,proto3" json:"label,omitempty"`
+	// The operations (a delta) or the counter (a sync's answer); never 0 in a delta.
+	Count uint32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	// The budget's limit for the op, in operations per second cluster-wide: the receiver needs it
+	// to start a quiet counter's onset as its own requests would.
+	Limit         uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScopeCount) Reset() {
+	*x = ScopeCount{}
+	mi := &file_replica_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopeCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopeCount) ProtoMessage() {}
+
+func (x *ScopeCount) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopeCount.ProtoReflect.Descriptor instead.
+func (*ScopeCount) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ScopeCount) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ScopeCount) GetLabel() uint32 {
+	if x != nil {
+		return x.Label
+	}
+	return 0
+}
+
+func (x *ScopeCount) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ScopeCount) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ScopeCountsRequest (kind scope_counts) carries a coordinator's own operations on every budget it
+// judged since its last send (coalesced, one ScopeCount per budget and op, at most 4096), sent every
+// 20 ms to every live peer, which adds them to its counters on its own clock. With sync set and no
+// deltas, it asks the peer for its counters of every budget it knows instead: a coordinator that
+// starts fills its counters from a live peer's before it judges requests.
+type ScopeCountsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deltas        []*ScopeCount          `protobuf:"bytes,1,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	Sync          bool                   `protobuf:"varint,2,opt,name=sync,proto3" json:"sync,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScopeCountsRequest) Reset() {
+	*x = ScopeCountsRequest{}
+	mi := &file_replica_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopeCountsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopeCountsRequest) ProtoMessage() {}
+
+func (x *ScopeCountsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopeCountsRequest.ProtoReflect.Descriptor instead.
+func (*ScopeCountsRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ScopeCountsRequest) GetDeltas() []*ScopeCount {
+	if x != nil {
+		return x.Deltas
+	}
+	return nil
+}
+
+func (x *ScopeCountsRequest) GetSync() bool {
+	if x != nil {
+		return x.Sync
+	}
+	return false
+}
+
+type ScopeCountsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// For sync: the peer's counters (Peek) of the budgets it knows, at most 4096.
+	Counts        []*ScopeCount `protobuf:"bytes,1,rep,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScopeCountsResponse) Reset() {
+	*x = ScopeCountsResponse{}
+	mi := &file_replica_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopeCountsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopeCountsResponse) ProtoMessage() {}
+
+func (x *ScopeCountsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopeCountsResponse.ProtoReflect.Descriptor instead.
+func (*ScopeCountsResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ScopeCountsResponse) GetCounts() []*ScopeCount {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
 // TopPartitionsRequest (kind top_partitions) lists the partitions this node's limiter saw recently
 // above twice their limit (the only ones it can reject), with their keys, counters, estimated rates and
 // rejections. The node a client asks for the cluster-wide view sends it to every live node and merges
@@ -1597,7 +1773,7 @@ type TopPartitionsRequest struct {
 
 func (x *TopPartitionsRequest) Reset() {
 	*x = TopPartitionsRequest{}
-	mi := &file_replica_proto_msgTypes[18]
+	mi := &file_replica_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1785,7 @@ func (x *TopPartitionsRequest) String() string {
 func (*TopPartitionsRequest) ProtoMessage() {}
 
 func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[18]
+	mi := &file_replica_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1798,7 @@ func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{18}
+	return file_replica_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TopPartitionsRequest) GetTableId() uint64 {
@@ -1671,7 +1847,7 @@ type HotPartition struct {
 
 func (x *HotPartition) Reset() {
 	*x = HotPartition{}
-	mi := &file_replica_proto_msgTypes[19]
+	mi := &file_replica_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1859,7 @@ func (x *HotPartition) String() string {
 func (*HotPartition) ProtoMessage() {}
 
 func (x *HotPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[19]
+	mi := &file_replica_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1872,7 @@ func (x *HotPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HotPartition.ProtoReflect.Descriptor instead.
 func (*HotPartition) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{19}
+	return file_replica_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HotPartition) GetTableId() uint64 {
@@ -1786,7 +1962,7 @@ type TopPartitionsResponse struct {
 
 func (x *TopPartitionsResponse) Reset() {
 	*x = TopPartitionsResponse{}
-	mi := &file_replica_proto_msgTypes[20]
+	mi := &file_replica_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1974,7 @@ func (x *TopPartitionsResponse) String() string {
 func (*TopPartitionsResponse) ProtoMessage() {}
 
 func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[20]
+	mi := &file_replica_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1987,7 @@ func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{20}
+	return file_replica_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TopPartitionsResponse) GetPartitions() []*HotPartition {
@@ -1836,7 +2012,7 @@ type BatchlogEntry struct {
 
 func (x *BatchlogEntry) Reset() {
 	*x = BatchlogEntry{}
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +2024,7 @@ func (x *BatchlogEntry) String() string {
 func (*BatchlogEntry) ProtoMessage() {}
 
 func (x *BatchlogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +2037,7 @@ func (x *BatchlogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchlogEntry.ProtoReflect.Descriptor instead.
 func (*BatchlogEntry) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{21}
+	return file_replica_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BatchlogEntry) GetId() []byte {
@@ -1890,7 +2066,7 @@ type StoreBatchRequest struct {
 
 func (x *StoreBatchRequest) Reset() {
 	*x = StoreBatchRequest{}
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +2078,7 @@ func (x *StoreBatchRequest) String() string {
 func (*StoreBatchRequest) ProtoMessage() {}
 
 func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1915,7 +2091,7 @@ func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchRequest.ProtoReflect.Descriptor instead.
 func (*StoreBatchRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{22}
+	return file_replica_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StoreBatchRequest) GetEntry() *BatchlogEntry {
@@ -1937,7 +2113,7 @@ type RemoveBatchRequest struct {
 
 func (x *RemoveBatchRequest) Reset() {
 	*x = RemoveBatchRequest{}
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2125,7 @@ func (x *RemoveBatchRequest) String() string {
 func (*RemoveBatchRequest) ProtoMessage() {}
 
 func (x *RemoveBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2138,7 @@ func (x *RemoveBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBatchRequest.ProtoReflect.Descriptor instead.
 func (*RemoveBatchRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{23}
+	return file_replica_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RemoveBatchRequest) GetId() []byte {
@@ -1984,7 +2160,7 @@ type BatchlogResponse struct {
 
 func (x *BatchlogResponse) Reset() {
 	*x = BatchlogResponse{}
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2172,7 @@ func (x *BatchlogResponse) String() string {
 func (*BatchlogResponse) ProtoMessage() {}
 
 func (x *BatchlogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2185,7 @@ func (x *BatchlogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchlogResponse.ProtoReflect.Descriptor instead.
 func (*BatchlogResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{24}
+	return file_replica_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BatchlogResponse) GetStatus() Status {
@@ -2037,7 +2213,7 @@ type SchemaBallot struct {
 
 func (x *SchemaBallot) Reset() {
 	*x = SchemaBallot{}
-	mi := &file_replica_proto_msgTypes[25]
+	mi := &file_replica_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2225,7 @@ func (x *SchemaBallot) String() string {
 func (*SchemaBallot) ProtoMessage() {}
 
 func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[25]
+	mi := &file_replica_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2238,7 @@ func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaBallot.ProtoReflect.Descriptor instead.
 func (*SchemaBallot) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{25}
+	return file_replica_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SchemaBallot) GetCounter() int64 {
@@ -2091,7 +2267,7 @@ type SchemaPrepareRequest struct {
 
 func (x *SchemaPrepareRequest) Reset() {
 	*x = SchemaPrepareRequest{}
-	mi := &file_replica_proto_msgTypes[26]
+	mi := &file_replica_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2103,7 +2279,7 @@ func (x *SchemaPrepareRequest) String() string {
 func (*SchemaPrepareRequest) ProtoMessage() {}
 
 func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[26]
+	mi := &file_replica_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2292,7 @@ func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareRequest.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{26}
+	return file_replica_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SchemaPrepareRequest) GetKeyspace() string {
@@ -2149,7 +2325,7 @@ type SchemaPrepareResponse struct {
 
 func (x *SchemaPrepareResponse) Reset() {
 	*x = SchemaPrepareResponse{}
-	mi := &file_replica_proto_msgTypes[27]
+	mi := &file_replica_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2337,7 @@ func (x *SchemaPrepareResponse) String() string {
 func (*SchemaPrepareResponse) ProtoMessage() {}
 
 func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[27]
+	mi := &file_replica_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2350,7 @@ func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{27}
+	return file_replica_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SchemaPrepareResponse) GetPromised() bool {
@@ -2219,7 +2395,7 @@ type SchemaAcceptRequest struct {
 
 func (x *SchemaAcceptRequest) Reset() {
 	*x = SchemaAcceptRequest{}
-	mi := &file_replica_proto_msgTypes[28]
+	mi := &file_replica_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2407,7 @@ func (x *SchemaAcceptRequest) String() string {
 func (*SchemaAcceptRequest) ProtoMessage() {}
 
 func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[28]
+	mi := &file_replica_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2420,7 @@ func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptRequest.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{28}
+	return file_replica_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SchemaAcceptRequest) GetKeyspace() string {
@@ -2279,7 +2455,7 @@ type SchemaAcceptResponse struct {
 
 func (x *SchemaAcceptResponse) Reset() {
 	*x = SchemaAcceptResponse{}
-	mi := &file_replica_proto_msgTypes[29]
+	mi := &file_replica_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2467,7 @@ func (x *SchemaAcceptResponse) String() string {
 func (*SchemaAcceptResponse) ProtoMessage() {}
 
 func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[29]
+	mi := &file_replica_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2480,7 @@ func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptResponse.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{29}
+	return file_replica_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SchemaAcceptResponse) GetAccepted() bool {
@@ -2332,7 +2508,7 @@ type SchemaAcceptorState struct {
 
 func (x *SchemaAcceptorState) Reset() {
 	*x = SchemaAcceptorState{}
-	mi := &file_replica_proto_msgTypes[30]
+	mi := &file_replica_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2520,7 @@ func (x *SchemaAcceptorState) String() string {
 func (*SchemaAcceptorState) ProtoMessage() {}
 
 func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[30]
+	mi := &file_replica_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2533,7 @@ func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptorState.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptorState) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{30}
+	return file_replica_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SchemaAcceptorState) GetRegisters() []*SchemaRegister {
@@ -2379,7 +2555,7 @@ type SchemaRegister struct {
 
 func (x *SchemaRegister) Reset() {
 	*x = SchemaRegister{}
-	mi := &file_replica_proto_msgTypes[31]
+	mi := &file_replica_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +2567,7 @@ func (x *SchemaRegister) String() string {
 func (*SchemaRegister) ProtoMessage() {}
 
 func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[31]
+	mi := &file_replica_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +2580,7 @@ func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRegister.ProtoReflect.Descriptor instead.
 func (*SchemaRegister) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{31}
+	return file_replica_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SchemaRegister) GetKeyspace() string {
@@ -2557,7 +2733,18 @@ const file_replica_proto_rawDesc = "" +
 	"\"\x7f\n" +
 	"\x14AccountDeltaResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
-	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05errorJ\x04\b\x02\x10\x03\"G\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05errorJ\x04\b\x02\x10\x03\"^\n" +
+	"\n" +
+	"ScopeCount\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
+	"\x05label\x18\x02 \x01(\rR\x05label\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\rR\x05count\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\"_\n" +
+	"\x12ScopeCountsRequest\x125\n" +
+	"\x06deltas\x18\x01 \x03(\v2\x1d.kvnode.replica.v1.ScopeCountR\x06deltas\x12\x12\n" +
+	"\x04sync\x18\x02 \x01(\bR\x04sync\"L\n" +
+	"\x13ScopeCountsResponse\x125\n" +
+	"\x06counts\x18\x01 \x03(\v2\x1d.kvnode.replica.v1.ScopeCountR\x06counts\"G\n" +
 	"\x14TopPartitionsRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xff\x03\n" +
@@ -2636,7 +2823,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -2660,20 +2847,23 @@ var file_replica_proto_goTypes = []any{
 	(*AccountDelta)(nil),          // 19: kvnode.replica.v1.AccountDelta
 	(*AccountDeltaRequest)(nil),   // 20: kvnode.replica.v1.AccountDeltaRequest
 	(*AccountDeltaResponse)(nil),  // 21: kvnode.replica.v1.AccountDeltaResponse
-	(*TopPartitionsRequest)(nil),  // 22: kvnode.replica.v1.TopPartitionsRequest
-	(*HotPartition)(nil),          // 23: kvnode.replica.v1.HotPartition
-	(*TopPartitionsResponse)(nil), // 24: kvnode.replica.v1.TopPartitionsResponse
-	(*BatchlogEntry)(nil),         // 25: kvnode.replica.v1.BatchlogEntry
-	(*StoreBatchRequest)(nil),     // 26: kvnode.replica.v1.StoreBatchRequest
-	(*RemoveBatchRequest)(nil),    // 27: kvnode.replica.v1.RemoveBatchRequest
-	(*BatchlogResponse)(nil),      // 28: kvnode.replica.v1.BatchlogResponse
-	(*SchemaBallot)(nil),          // 29: kvnode.replica.v1.SchemaBallot
-	(*SchemaPrepareRequest)(nil),  // 30: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaPrepareResponse)(nil), // 31: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptRequest)(nil),   // 32: kvnode.replica.v1.SchemaAcceptRequest
-	(*SchemaAcceptResponse)(nil),  // 33: kvnode.replica.v1.SchemaAcceptResponse
-	(*SchemaAcceptorState)(nil),   // 34: kvnode.replica.v1.SchemaAcceptorState
-	(*SchemaRegister)(nil),        // 35: kvnode.replica.v1.SchemaRegister
+	(*ScopeCount)(nil),            // 22: kvnode.replica.v1.ScopeCount
+	(*ScopeCountsRequest)(nil),    // 23: kvnode.replica.v1.ScopeCountsRequest
+	(*ScopeCountsResponse)(nil),   // 24: kvnode.replica.v1.ScopeCountsResponse
+	(*TopPartitionsRequest)(nil),  // 25: kvnode.replica.v1.TopPartitionsRequest
+	(*HotPartition)(nil),          // 26: kvnode.replica.v1.HotPartition
+	(*TopPartitionsResponse)(nil), // 27: kvnode.replica.v1.TopPartitionsResponse
+	(*BatchlogEntry)(nil),         // 28: kvnode.replica.v1.BatchlogEntry
+	(*StoreBatchRequest)(nil),     // 29: kvnode.replica.v1.StoreBatchRequest
+	(*RemoveBatchRequest)(nil),    // 30: kvnode.replica.v1.RemoveBatchRequest
+	(*BatchlogResponse)(nil),      // 31: kvnode.replica.v1.BatchlogResponse
+	(*SchemaBallot)(nil),          // 32: kvnode.replica.v1.SchemaBallot
+	(*SchemaPrepareRequest)(nil),  // 33: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaPrepareResponse)(nil), // 34: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptRequest)(nil),   // 35: kvnode.replica.v1.SchemaAcceptRequest
+	(*SchemaAcceptResponse)(nil),  // 36: kvnode.replica.v1.SchemaAcceptResponse
+	(*SchemaAcceptorState)(nil),   // 37: kvnode.replica.v1.SchemaAcceptorState
+	(*SchemaRegister)(nil),        // 38: kvnode.replica.v1.SchemaRegister
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -2703,25 +2893,27 @@ var file_replica_proto_depIdxs = []int32{
 	19, // 24: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
 	1,  // 25: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
 	6,  // 26: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
-	0,  // 27: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
-	23, // 28: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	9,  // 29: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
-	25, // 30: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
-	1,  // 31: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 32: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
-	29, // 33: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	29, // 34: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	29, // 35: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	29, // 36: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	29, // 37: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	35, // 38: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
-	29, // 39: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	29, // 40: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	22, // 27: kvnode.replica.v1.ScopeCountsRequest.deltas:type_name -> kvnode.replica.v1.ScopeCount
+	22, // 28: kvnode.replica.v1.ScopeCountsResponse.counts:type_name -> kvnode.replica.v1.ScopeCount
+	0,  // 29: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
+	26, // 30: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
+	9,  // 31: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
+	28, // 32: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
+	1,  // 33: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 34: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
+	32, // 35: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	32, // 36: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	32, // 37: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	32, // 38: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	32, // 39: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	38, // 40: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
+	32, // 41: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	32, // 42: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -2738,7 +2930,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   32,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

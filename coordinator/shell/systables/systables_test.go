@@ -308,7 +308,7 @@ func TestBadQueriesAreInvalidRequests(t *testing.T) {
 		values [][]byte
 		want   string
 	}{
-		{"SELECT * FROM system.nope", nil, "unknown table system.nope (the system keyspace has local, peers, peers_v2, top_partitions)"},
+		{"SELECT * FROM system.nope", nil, "unknown table system.nope (the system keyspace has local, peers, peers_v2, top_partitions, top_clients)"},
 		{"SELECT nope FROM system.local", nil, "undefined column name nope in system table system.local"},
 		{"SELECT toDate(cluster_name) FROM system.local", nil, "system table system.local: "},
 		{"SELECT blobAsInt(?) FROM system.local", [][]byte{{0, 0, 0, 1}}, "bind markers in the selectors of system table system.local are not supported"},

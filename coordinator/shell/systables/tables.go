@@ -189,6 +189,7 @@ func definitions() []*table {
 			"tokens", "set<text>",
 		}, peerRows),
 		topPartitionsTable(),
+		topClientsTable(),
 		define(KeyspaceSystemSchema, "keyspaces", ksName, nil, []string{
 			"durable_writes", "boolean",
 			"replication", "map<text, text>",
@@ -260,6 +261,8 @@ type view struct {
 	restrict map[string][]byte
 	// top is system.top_partitions' data, read only for it (readTop).
 	top []coordinator.TableTopPartitions
+	// clients is system.top_clients' data, read only for it.
+	clients []TopClient
 	// warnings go to the client with the rows.
 	warnings []string
 }
@@ -283,6 +286,10 @@ func (t *Tables) view(ctx context.Context, tbl *table, restrict map[string][]byt
 		case TableTopPartitions:
 			if err := t.readTop(ctx, v); err != nil {
 				return nil, err
+			}
+		case TableTopClients:
+			if src, ok := t.src.(TopClientsSource); ok {
+				v.clients = src.TopClients(topClientsPerBudget)
 			}
 		default:
 			v.peers = t.src.Peers()

@@ -1,0 +1,38 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell/systables"
+	"github.com/kvnode/kvnode/internode"
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+// scopeSyncTimeout bounds the sync of the budgets' counters from a peer when the node starts.
+const scopeSyncTimeout = 2 * time.Second
+
+// ScopeCounts sends budget counts to peer to (shell.ScopeSender).
+func (t transport) ScopeCounts(ctx context.Context, to coordinator.NodeID, req *replicapb.ScopeCountsRequest) (*replicapb.ScopeCountsResponse, error) {
+	return internode.Call[*replicapb.ScopeCountsResponse](ctx, t.s, internode.NodeID(to), req)
+}
+
+// startScopes serves the peers' budget counts, exports the budgets' metrics, and fills the
+// coordinator's counters from a live peer's before the node serves CQL clients, so that a
+// node that starts or restarts judges its first limited requests on the cluster's load. A
+// node without live peers (the first) starts empty, under the onset bound.
+func (n *Node) startScopes(ctx context.Context) {
+	internode.Handle(n.mux, n.exec.ScopeCounts)
+	n.registry.MustRegister(n.exec.ScopeCollector())
+	ctx, cancel := context.WithTimeout(ctx, scopeSyncTimeout)
+	defer cancel()
+	if from, err := n.exec.SyncScopes(ctx); err != nil {
+		n.log.Warn("budgets' counters start empty", "err", err)
+	} else if from != "" {
+		n.log.Debug("budgets' counters synced", "from", from)
+	}
+}
+
+// TopClients lists who spends the budgets through this node (system.top_clients).
+func (s systemSource) TopClients(k int) []systables.TopClient { return s.n.exec.TopClients(k) }
