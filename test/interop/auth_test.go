@@ -94,7 +94,8 @@ func startAuthCluster(t *testing.T) *proc.Cluster {
 
 // TestAuthGocql checks password authentication with gocql against three kvnode processes: an
 // anonymous client is refused, a role granted SELECT and MODIFY on a keyspace reads and writes
-// it through every node and is Unauthorized (0x2100) for ALTER of the rate limit and for DROP.
+// it through every node and is Unauthorized (0x2100) for ALTER of the rate limit and for DROP;
+// then a service level's ALTER reaches open sessions on every node at once.
 func TestAuthGocql(t *testing.T) {
 	c := startAuthCluster(t)
 	anon := newGocqlCluster(c.Hosts(), c.CQLPort)
@@ -136,6 +137,7 @@ func TestAuthGocql(t *testing.T) {
 			t.Errorf("%s as %s: %v, want Unauthorized (0x2100) saying %q", tt.stmt, authRole, err, want)
 		}
 	}
+	t.Run("ServiceLevelAlterAtOnce", func(t *testing.T) { testLevelAlterAtOnce(t, c) })
 }
 
 // authDriverConfig is what the auth scripts read.

@@ -69,6 +69,9 @@ type settings struct {
 
 	// Node overload.
 	Overload overloadSettings `json:"overload"`
+
+	// Service levels.
+	Levels levelsSettings `json:"levels"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -130,6 +133,9 @@ func fullSettings() settings {
 			// the 150 of 3 s at 50/s it was the second-slowest sample, and it swung 4–26 ms
 			// between runs on the same idle node.
 			Partitions: 200, Duration: 10 * time.Second, ProbeRate: 100, ProbeDuration: 10 * time.Second, Poll: 250 * time.Millisecond},
+		// 32 s limited: its first second left out, 30 s measured, the last (cut short) left out.
+		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 32 * time.Second, First: 1, Baseline: 10 * time.Second, Workers: 16,
+			ClientLimit: 100, OrgLimit: 150, OrgDuration: 32 * time.Second, JoinAfter: 16 * time.Second, Partitions: 1000},
 	}
 }
 
@@ -146,6 +152,8 @@ func quickSettings() settings {
 		OverheadWarm: 200 * time.Millisecond, OverheadPhase: 500 * time.Millisecond,
 		Overload: overloadSettings{MaxConcurrent: 4, MaxQueued: 4, QueueTimeout: 100 * time.Millisecond, Factor: 10,
 			Partitions: 20, Duration: time.Second, ProbeRate: 20, ProbeDuration: 500 * time.Millisecond, Poll: 200 * time.Millisecond},
+		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 4 * time.Second, First: 1, Baseline: time.Second, Workers: 8,
+			ClientLimit: 100, OrgLimit: 150, OrgDuration: 4 * time.Second, JoinAfter: 2 * time.Second, Partitions: 100},
 	}
 }
 
@@ -187,7 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 0, "`rounds` of the hot part's baseline, unlimited and limited phases (0: 8, or 1 with --quick)")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
-	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves); the numbers of a part not run are 0")
+	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -246,7 +254,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // The parts of a run, in the order they run.
-var allParts = []string{"hot", "reject", "overhead", "overload"}
+var allParts = []string{"hot", "reject", "overhead", "overload", "levels"}
 
 // parseParts reads the --parts list into allParts order, refusing unknown and empty lists.
 func parseParts(list string) ([]string, error) {
@@ -342,6 +350,11 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 	}
 	if s.has("overload") {
 		if err := overloadPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("levels") {
+		if err := levelsPart(ctx, s, bin, root, res, log); err != nil {
 			return nil, err
 		}
 	}

@@ -65,6 +65,8 @@ type Result struct {
 	Accounting []cpuAccount `json:"cpu_accounting,omitempty"`
 	// Overload is the node admission control run (part overload).
 	Overload *overloadResult `json:"overload,omitempty"`
+	// Levels is the service levels run (part levels).
+	Levels *levelsResult `json:"levels,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -601,6 +603,9 @@ func (r *Result) writeText(w io.Writer) error {
 	if s.has("overload") && r.Overload != nil {
 		r.Overload.writeText(&b)
 	}
+	if s.has("levels") && r.Levels != nil {
+		r.Levels.writeText(&b)
+	}
 
 	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -680,6 +685,9 @@ func (r *Result) targets() []target {
 	}
 	if r.Settings.has("overload") && r.Overload != nil {
 		ts = append(ts, r.Overload.targets()...)
+	}
+	if r.Settings.has("levels") && r.Levels != nil {
+		ts = append(ts, r.Levels.targets()...)
 	}
 	return ts
 }
