@@ -55,7 +55,6 @@
 //     of requests shed as Overloaded, the p99 of a low-rate open-loop client against its p99 on
 //     the idle node, the node's resident memory before and at its peak (VmHWM), and whether
 //     health checks and /metrics scrapes kept answering.
-//
 //  5. levels: service levels held across coordinators, on 3 nodes (--sync=false) with password
 //     authentication, every session gocql round-robin over the three nodes: a tenant's level of
 //     100 writes/s offered 1,000/s for 32 s beside another role's closed loop (that role alone

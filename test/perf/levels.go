@@ -144,7 +144,9 @@ func runLevels(ctx context.Context, ls levelsSettings, c *testCluster, r *levels
 	fmt.Fprintf(log, "perf: levels: the tenant offered %.0f writes/s at a level of %d for %v, beside the other role\n", ls.Offered, ls.Limit, ls.Duration)
 	var wg sync.WaitGroup
 	var tenant openLoopCounts
-	wg.Go(func() { tenant = openLoop(ctx, sessions["tenant"], "tenant", ls.Offered, 0, ls.Duration, ls.Partitions) })
+	wg.Go(func() {
+		tenant = openLoop(ctx, sessions["tenant"], "tenant", ls.Offered, 0, ls.Duration, ls.Partitions)
+	})
 	beside := closedLoop(ctx, sessions["other"], "other", ls.Workers, ls.Duration, ls.Partitions)
 	wg.Wait()
 	fmt.Fprintf(log, "perf: levels: the other role alone for %v\n", ls.Baseline)
