@@ -7,3 +7,9 @@ func CleanedUp(n *Node) bool {
 	c := n.topo.cleanedFor.Load()
 	return !r.Transitioning() && c != nil && c.Equal(r)
 }
+
+// PendingHints returns the hints n holds for other nodes, not yet replayed.
+func PendingHints(n *Node) int {
+	hints, _ := n.hints.Pending()
+	return hints
+}
