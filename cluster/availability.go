@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Unavailable nodes. A node whose store cannot take writes (its disk is under its free-space
 // reserve, or its storage failed under disk_failure_policy stop) still answers gossip probes, so
@@ -45,13 +48,14 @@ const maxReasonLen = 64
 
 // SetUnavailable publishes whether the local node can take writes: reason is why it cannot
 // (ReasonDiskFull, ReasonStorageFailed), "" when it can again. Its peers treat it as down while
-// it is set. It returns at once; the exchanges with the peers run on the cluster's goroutines.
-func (c *Cluster) SetUnavailable(reason string) {
+// it is set. It returns at once, with a channel closed once every peer memberlist sees alive was
+// told (or could not be); the exchanges run on the cluster's goroutines.
+func (c *Cluster) SetUnavailable(reason string) <-chan struct{} {
 	c.mu.Lock()
 	p := c.peers[c.id]
 	if p == nil || p.unavail == reason || c.closed {
 		c.mu.Unlock()
-		return
+		return closedChan()
 	}
 	p.unavail = reason
 	p.unavailAt = max(time.Now().UnixNano(), p.unavailAt+1)
@@ -64,7 +68,14 @@ func (c *Cluster) SetUnavailable(reason string) {
 	} else {
 		c.log.Info("this node is available again: its peers see it up")
 	}
-	c.exchangeState(ids, "its availability")
+	return c.exchangeState(ids, "its availability")
+}
+
+// closedChan returns a closed channel: what is awaited is done.
+func closedChan() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
 }
 
 // Unavailable returns why member id, as it last reported, cannot take writes; "" when it can
@@ -132,11 +143,22 @@ func (c *Cluster) gossipLivePeersLocked() map[NodeID]bool {
 
 // exchangeState exchanges push/pull state with each peer in ids that memberlist sees alive,
 // each on its own goroutine (the cluster's: c.wg), without waiting; what names the reason in the
-// log.
-func (c *Cluster) exchangeState(ids map[NodeID]bool, what string) {
+// log. The channel it returns is closed once every exchange has ended.
+func (c *Cluster) exchangeState(ids map[NodeID]bool, what string) <-chan struct{} {
 	if c.ml == nil {
-		return
+		return closedChan()
 	}
+	// left counts the exchanges started and not ended, plus one while they are being started:
+	// whoever brings it to zero closes done.
+	done := make(chan struct{})
+	var left atomic.Int64
+	left.Store(1)
+	end := func() {
+		if left.Add(-1) == 0 {
+			close(done)
+		}
+	}
+	defer end()
 	for id := range ids {
 		c.mu.Lock()
 		p, ok := c.peers[id]
@@ -149,12 +171,15 @@ func (c *Cluster) exchangeState(ids map[NodeID]bool, what string) {
 			continue
 		}
 		c.wg.Add(1) // under c.mu, not closed: shutdown's Wait has not begun
+		left.Add(1)
 		c.mu.Unlock()
 		go func() {
 			defer c.wg.Done()
+			defer end()
 			if _, err := c.ml.Join([]string{addr}); err != nil {
 				c.log.Debug("exchanging gossip state with a peer failed; the next push/pull will", "peer", string(id), "for", what, "err", err)
 			}
 		}()
 	}
+	return done
 }
