@@ -315,14 +315,90 @@ func without(args []string, flag string) []string {
 }
 
 // DiskFull fills the filesystem of a node's data directory (a tmpfs: Options.TmpfsMiB) with a
-// file; Heal removes it.
-type DiskFull struct{ Node int }
+// file, then waits (up to SeenDownWait) until every other node sees it down: under its free-space
+// reserve, it tells its peers it cannot take writes, and they treat it as down (issue 29). Heal
+// removes the file.
+type DiskFull struct {
+	Node int
+	// SeenDown is how long after the disk was full (the filler met ENOSPC) every other node saw
+	// the node down; Filling is how long filling took. SeenErr is why they did not, if they
+	// did not within SeenDownWait.
+	SeenDown, Filling time.Duration
+	SeenErr           error
+	// Terminated is how long the node took to exit on SIGTERM with its disk full again
+	// (terminateFull).
+	Terminated time.Duration
+}
 
 const fillerName = "kvfault-filler"
 
-func (d DiskFull) Name() string { return fmt.Sprintf("disk full n%d", d.Node+1) }
+// SeenDownWait bounds DiskFull's wait for the peers to see the full node down.
+const SeenDownWait = 60 * time.Second
 
-func (d DiskFull) Start(_ context.Context, c *Cluster) error {
+func (d *DiskFull) Name() string { return fmt.Sprintf("disk full n%d", d.Node+1) }
+
+func (d *DiskFull) Start(ctx context.Context, c *Cluster) error {
+	began := time.Now()
+	if err := d.fill(c); err != nil {
+		return err
+	}
+	full := time.Now()
+	d.Filling = full.Sub(began)
+	d.SeenErr = c.Proc.WaitStates(ctx, SeenDownWait, d.others(c), d.down(c))
+	d.SeenDown = time.Since(full)
+	return nil
+}
+
+// terminateFull fills the node's disk again, once the scenario is over, waits until the others
+// see it down, stops it with SIGTERM (which a full disk must not hold up: issue 29), frees the
+// disk and starts it again, and waits until every node sees every other up.
+func (d *DiskFull) terminateFull(ctx context.Context, c *Cluster) error {
+	n := c.Node(d.Node)
+	if err := d.fill(c); err != nil {
+		return err
+	}
+	defer d.Heal(ctx, c)
+	if err := c.Proc.WaitStates(ctx, SeenDownWait, d.others(c), d.down(c)); err != nil {
+		return fmt.Errorf("filled again, n%d: %w", d.Node+1, err)
+	}
+	n.CloseClient()
+	start := time.Now()
+	if err := n.Proc().Terminate(); err != nil {
+		return fmt.Errorf("n%d: SIGTERM: %w", d.Node+1, err)
+	}
+	if !n.Proc().WaitExit(proc.StopGrace) {
+		return errors.Join(fmt.Errorf("n%d, its disk full, was still running %v after SIGTERM", d.Node+1, proc.StopGrace), n.Kill())
+	}
+	d.Terminated = time.Since(start)
+	if err := d.Heal(ctx, c); err != nil {
+		return err
+	}
+	if err := n.Start(); err != nil {
+		return fmt.Errorf("restart n%d after its disk was freed: %w", d.Node+1, err)
+	}
+	return c.Proc.WaitStates(ctx, SeenDownWait, c.Proc.Nodes, c.Proc.AllUp())
+}
+
+// others returns the nodes other than the full one.
+func (d *DiskFull) others(c *Cluster) []*proc.Node {
+	var out []*proc.Node
+	for i, n := range c.Proc.Nodes {
+		if i != d.Node {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// down is the member states of a cluster whose full node is down.
+func (d *DiskFull) down(c *Cluster) map[string]string {
+	want := c.Proc.AllUp()
+	want[c.Node(d.Node).ID] = "DOWN"
+	return want
+}
+
+// fill writes the filler until the disk is full.
+func (d *DiskFull) fill(c *Cluster) error {
 	f, err := os.OpenFile(filepath.Join(c.Node(d.Node).DataDir, fillerName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -339,7 +415,7 @@ func (d DiskFull) Start(_ context.Context, c *Cluster) error {
 	}
 }
 
-func (d DiskFull) Heal(_ context.Context, c *Cluster) error {
+func (d *DiskFull) Heal(_ context.Context, c *Cluster) error {
 	err := os.Remove(filepath.Join(c.Node(d.Node).DataDir, fillerName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
