@@ -16,6 +16,7 @@ import (
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/localcluster"
+	"github.com/kvnode/kvnode/proto/kvnodepb"
 )
 
 // TestFullDiskNodeIsDownForItsPeers fills one node's disk of three (as its reported free space,
@@ -72,8 +73,14 @@ func TestFullDiskNodeIsDownForItsPeers(t *testing.T) {
 	if took > 3600*time.Millisecond {
 		t.Errorf("peers saw the full node down after %v, over the suspicion time", took)
 	}
-	if st := nodeStatus(ctx, t, n1.Addr()); st[string(id)] != "DN" {
-		t.Errorf("kvnode status through %s shows the full node %q, want DN", n1.Name, st[string(id)])
+	status, err := kvnodepb.NewAdminClient(dialPlain(t, n1.Addr())).Status(ctx, &kvnodepb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range status.GetNodes() {
+		if ns.GetHostId() == string(id) && (ns.GetState() != "DN" || ns.GetDownReason() != cluster.ReasonDiskFull) {
+			t.Errorf("kvnode status through %s shows the full node %q, down for %q; want DN, %q", n1.Name, ns.GetState(), ns.GetDownReason(), cluster.ReasonDiskFull)
+		}
 	}
 	if m, _ := full.Cluster().Member(id); !m.Live || !full.Cluster().IsLive(id) {
 		t.Error("the full node sees itself down; the local node is always live")
