@@ -65,6 +65,9 @@ type Member struct {
 	// Unavailable is why the member says it cannot take writes ("disk full", "storage failed";
 	// availability.go), "" when it can: its peers treat it as down.
 	Unavailable string
+	// Alive reports whether failure detection considers the member up, whatever it says of its
+	// availability: it answers for the schema and for TRUNCATE and DROP, which free its space.
+	Alive bool
 }
 
 // peerState is the local view of one ring member.
@@ -460,7 +463,7 @@ func (c *Cluster) memberLocked(p *peerState) Member {
 		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
 		Live: p.live && (p.unavail == "" || p.rec.ID == c.id), SchemaDigest: p.digest, Local: p.rec.ID == c.id,
 		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack, State: c.stateLocked(p),
-		Unrepaired: p.unrepaired, DataFormat: p.format, Unavailable: p.unavail,
+		Unrepaired: p.unrepaired, DataFormat: p.format, Unavailable: p.unavail, Alive: p.live,
 	}
 }
 

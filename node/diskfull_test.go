@@ -24,6 +24,7 @@ import (
 // suspicion time though it still answers gossip; QUORUM writes and reads through the others
 // succeed and the writes are hinted for it. Once space is freed it says so by itself, its peers
 // see it up, the hints replay, and every read at ALL and a repair through each node succeed.
+// TRUNCATE through a peer, which needs every member up, still reaches the full node.
 // Filled again (writes now meeting ENOSPC), it stops on Shutdown (SIGTERM) promptly.
 func TestFullDiskNodeIsDownForItsPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -51,6 +52,8 @@ func TestFullDiskNodeIsDownForItsPeers(t *testing.T) {
 	exec(t, n1.Client(), client.All, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
 	exec(t, n1.Client(), client.All, "CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
 	exec(t, n1.Client(), client.All, "INSERT INTO ks.t (k, v) VALUES (0, 0)")
+	exec(t, n1.Client(), client.All, "CREATE TABLE ks.junk (k int PRIMARY KEY, v int)")
+	exec(t, n1.Client(), client.All, "INSERT INTO ks.junk (k, v) VALUES (0, 0)")
 
 	seen := func(live bool, reason string) func() error {
 		return func() error {
@@ -100,6 +103,8 @@ func TestFullDiskNodeIsDownForItsPeers(t *testing.T) {
 	if stored < 20 {
 		t.Errorf("%v hints stored for the full node by its peers, want one for each of the 20 writes", stored)
 	}
+	// TRUNCATE needs every member, and frees the full node's space: it still reaches it.
+	exec(t, n2.Client(), client.All, "TRUNCATE ks.junk")
 
 	freed := time.Now()
 	free(5 << 30)
