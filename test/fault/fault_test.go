@@ -262,8 +262,8 @@ func TestFaults(t *testing.T) {
 			}
 			for _, st := range steps {
 				if d, ok := st.Nemesis.(*DiskFull); ok {
-					t.Logf("%s: filling took %v; the other nodes saw it down %v after the disk was full (%v); filled again, it exited %v after SIGTERM",
-						d.Name(), d.Filling.Round(time.Millisecond), d.SeenDown.Round(time.Millisecond), d.SeenErr, d.Terminated.Round(time.Millisecond))
+					t.Logf("%s: filling took %v; the other nodes saw it down %v after the disk was full (%v); its storage failed on the full disk, so the heal restarted it: %v; filled again, it exited %v after SIGTERM",
+						d.Name(), d.Filling.Round(time.Millisecond), d.SeenDown.Round(time.Millisecond), d.SeenErr, d.StorageFailed, d.Terminated.Round(time.Millisecond))
 				}
 			}
 			if f.known != "" {

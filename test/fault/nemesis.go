@@ -317,7 +317,10 @@ func without(args []string, flag string) []string {
 // DiskFull fills the filesystem of a node's data directory (a tmpfs: Options.TmpfsMiB) with a
 // file, then waits (up to SeenDownWait) until every other node sees it down: under its free-space
 // reserve, it tells its peers it cannot take writes, and they treat it as down (issue 29). Heal
-// removes the file.
+// removes the file. When a write of the node met the full disk before its reserve check could
+// refuse it (the filler takes the last bytes at once, and a write-ahead log that meets ENOSPC
+// is fatal to pebble), its storage failed and disk_failure_policy stop stopped it serving; Heal
+// then does what docs/operations.md says, SIGTERM and a restart, and says so (StorageFailed).
 type DiskFull struct {
 	Node int
 	// SeenDown is how long after the disk was full (the filler met ENOSPC) every other node saw
@@ -328,6 +331,9 @@ type DiskFull struct {
 	// Terminated is how long the node took to exit on SIGTERM with its disk full again
 	// (terminateFull).
 	Terminated time.Duration
+	// StorageFailed is set when the node's storage failed on the full disk, and Heal restarted
+	// it.
+	StorageFailed bool
 }
 
 const fillerName = "kvfault-filler"
@@ -416,11 +422,25 @@ func (d *DiskFull) fill(c *Cluster) error {
 }
 
 func (d *DiskFull) Heal(_ context.Context, c *Cluster) error {
-	err := os.Remove(filepath.Join(c.Node(d.Node).DataDir, fillerName))
+	n := c.Node(d.Node)
+	err := os.Remove(filepath.Join(n.DataDir, fillerName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return err
+	if err != nil || !n.Running() || !storageFailed(n) {
+		return err
+	}
+	d.StorageFailed = true
+	if err := stopNode(n); err != nil {
+		return err
+	}
+	return n.Start()
+}
+
+// storageFailed reports whether the node's current process logged that its storage failed.
+func storageFailed(n *proc.Node) bool {
+	data, err := os.ReadFile(n.Proc().StderrPath())
+	return err == nil && strings.Contains(string(data), `msg="storage failed:`)
 }
 
 // Corrupt SIGKILLs a node, writes 64 random bytes into the middle of its newest storage file of
