@@ -172,13 +172,19 @@ const suspicionLAN = 4 * time.Second
 // every node); after space was freed a repair through every node succeeds; and filled again,
 // the node stops on SIGTERM.
 func diskFullChecks(c *Cluster, steps []Step) []string {
-	d := steps[0].Nemesis.(*DiskFull)
 	var out []string
-	switch {
-	case d.SeenErr != nil:
-		out = append(out, fmt.Sprintf("the other nodes did not see n%d down with its disk full: %v", d.Node+1, d.SeenErr))
-	case d.SeenDown > suspicionLAN:
-		out = append(out, fmt.Sprintf("the other nodes saw n%d down %v after its disk was full, over the %v suspicion time", d.Node+1, d.SeenDown, suspicionLAN))
+	var d *DiskFull
+	for _, st := range steps {
+		d = st.Nemesis.(*DiskFull)
+		switch {
+		case d.SeenErr != nil:
+			out = append(out, fmt.Sprintf("%s: the other nodes did not see n%d down: %v", d.Name(), d.Node+1, d.SeenErr))
+		case d.SeenDown > suspicionLAN:
+			out = append(out, fmt.Sprintf("%s: the other nodes saw n%d down %v after its disk was full, over the %v suspicion time", d.Name(), d.Node+1, d.SeenDown, suspicionLAN))
+		}
+		if d.Leave > 0 && d.StorageFailed {
+			out = append(out, fmt.Sprintf("%s: the node's storage failed though the disk kept %d KiB free, under its reserve: the reserve should have refused writes first", d.Name(), d.Leave>>10))
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -210,7 +216,9 @@ func longFaults() []fault {
 			opts: Options{InternodeProxy: true}},
 		{name: "gossip-delay", steps: func() []Step { return []Step{{GossipDelay{Node: 2, D: 300 * time.Millisecond}, d}} },
 			available: []int{0, 1}},
-		{name: "disk-full", steps: func() []Step { return []Step{{&DiskFull{Node: 2}, d}} },
+		{name: "disk-full", steps: func() []Step {
+			return []Step{{&DiskFull{Node: 2, Leave: 1 << 20}, d}, {&DiskFull{Node: 2}, 10 * time.Second}}
+		},
 			opts: Options{TmpfsMiB: map[int]int{2: 64}}, available: []int{0, 1}, after: diskFullChecks},
 		{name: "corrupt-wal", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "wal"}, 5 * time.Second}} },
 			after: damagedWALAccepted},
@@ -262,8 +270,11 @@ func TestFaults(t *testing.T) {
 			}
 			for _, st := range steps {
 				if d, ok := st.Nemesis.(*DiskFull); ok {
-					t.Logf("%s: filling took %v; the other nodes saw it down %v after the disk was full (%v); its storage failed on the full disk, so the heal restarted it: %v; filled again, it exited %v after SIGTERM",
-						d.Name(), d.Filling.Round(time.Millisecond), d.SeenDown.Round(time.Millisecond), d.SeenErr, d.StorageFailed, d.Terminated.Round(time.Millisecond))
+					t.Logf("%s: filling took %v; the other nodes saw it down %v after the disk was full (%v); its storage failed on the full disk, so the heal restarted it: %v",
+						d.Name(), d.Filling.Round(time.Millisecond), d.SeenDown.Round(time.Millisecond), d.SeenErr, d.StorageFailed)
+					if d.Terminated > 0 {
+						t.Logf("%s: filled again after the run, it exited %v after SIGTERM", d.Name(), d.Terminated.Round(time.Millisecond))
+					}
 				}
 			}
 			if f.known != "" {

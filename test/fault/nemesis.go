@@ -323,6 +323,10 @@ func without(args []string, flag string) []string {
 // then does what docs/operations.md says, SIGTERM and a restart, and says so (StorageFailed).
 type DiskFull struct {
 	Node int
+	// Leave is how many bytes the filler leaves free: 0 fills the disk to the last byte; a
+	// little under the node's reserve (3.2 MiB of a 64 MiB tmpfs) lets its reserve check refuse
+	// writes before a write meets ENOSPC.
+	Leave uint64
 	// SeenDown is how long after the disk was full (the filler met ENOSPC) every other node saw
 	// the node down; Filling is how long filling took. SeenErr is why they did not, if they
 	// did not within SeenDownWait.
@@ -341,7 +345,12 @@ const fillerName = "kvfault-filler"
 // SeenDownWait bounds DiskFull's wait for the peers to see the full node down.
 const SeenDownWait = 60 * time.Second
 
-func (d *DiskFull) Name() string { return fmt.Sprintf("disk full n%d", d.Node+1) }
+func (d *DiskFull) Name() string {
+	if d.Leave > 0 {
+		return fmt.Sprintf("disk full n%d (%d KiB left)", d.Node+1, d.Leave>>10)
+	}
+	return fmt.Sprintf("disk full n%d", d.Node+1)
+}
 
 func (d *DiskFull) Start(ctx context.Context, c *Cluster) error {
 	began := time.Now()
@@ -412,7 +421,19 @@ func (d *DiskFull) fill(c *Cluster) error {
 	defer f.Close()
 	buf := make([]byte, 1<<20)
 	for {
-		if _, err := f.Write(buf); err != nil {
+		chunk := buf
+		if d.Leave > 0 {
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(c.Node(d.Node).DataDir, &st); err != nil {
+				return fmt.Errorf("fill the disk of n%d: %w", d.Node+1, err)
+			}
+			free := st.Bavail * uint64(st.Bsize)
+			if free <= d.Leave {
+				return nil
+			}
+			chunk = buf[:min(uint64(len(buf)), free-d.Leave)]
+		}
+		if _, err := f.Write(chunk); err != nil {
 			if errors.Is(err, syscall.ENOSPC) {
 				return nil
 			}
