@@ -37,8 +37,9 @@ type Member struct {
 	GossipAddr string
 	// NumTokens is the member's number of vnode tokens.
 	NumTokens int
-	// Live reports whether failure detection currently considers the member up. A down member still
-	// owns its ranges.
+	// Live reports whether failure detection currently considers the member up, and the member
+	// does not say it is unavailable (Unavailable; the local node is live whatever it says). A
+	// down member still owns its ranges.
 	Live bool
 	// SchemaDigest is the member's schema digest as last gossiped; empty when the member has not been
 	// seen live since this node started.
@@ -61,6 +62,12 @@ type Member struct {
 	// reported none (a release before data format versions, which is format 1, or a member
 	// not heard from since this node started).
 	DataFormat int
+	// Unavailable is why the member says it cannot take writes ("disk full", "storage failed";
+	// availability.go), "" when it can: its peers treat it as down.
+	Unavailable string
+	// Alive reports whether failure detection considers the member up, whatever it says of its
+	// availability: it answers for the schema and for TRUNCATE and DROP, which free its space.
+	Alive bool
 }
 
 // peerState is the local view of one ring member.
@@ -71,6 +78,10 @@ type peerState struct {
 	digest     string
 	unrepaired bool // from its metadata (unrepaired.go)
 	format     int  // its data format version, 0 while unknown (dataformat.go)
+	// unavail is why it says it cannot take writes, "" when it can, as of unavailAt (its
+	// clock; availability.go). Peers flagged so are down for the data path.
+	unavail   string
+	unavailAt int64
 }
 
 // inbox collects work for the worker goroutine. Memberlist callbacks fill it and must never block.
@@ -249,6 +260,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			NativeAddr: cfg.NativeAddr, DataCenter: cfg.DataCenter, Rack: cfg.Rack, State: state},
 		tokens:     NodeTokens(id, cfg.NumTokens),
 		live:       true,
+		unavailAt:  time.Now().UnixNano(), // a report of this run wins over one of an earlier run
 		digest:     digest,
 		unrepaired: cfg.Unrepaired,
 		format:     cfg.DataFormat,
@@ -419,7 +431,8 @@ func (c *Cluster) GossipAddr() string { return c.gossip }
 // Ring returns the current token ring. It is immutable; a membership change swaps in a new one.
 func (c *Cluster) Ring() *Ring { return c.ring.Load() }
 
-// IsLive reports whether node id is currently considered up. The local node is always live.
+// IsLive reports whether node id is currently considered up: failure detection sees it alive and
+// it does not say it is unavailable (availability.go). The local node is always live.
 func (c *Cluster) IsLive(id NodeID) bool { return (*c.live.Load())[id] }
 
 // Members returns every ring member, the local node and down members included, sorted by id.
@@ -448,9 +461,9 @@ func (c *Cluster) Member(id NodeID) (Member, bool) {
 func (c *Cluster) memberLocked(p *peerState) Member {
 	return Member{
 		ID: p.rec.ID, RPCAddr: p.rec.RPCAddr, GossipAddr: p.rec.GossipAddr, NumTokens: p.rec.NumTokens,
-		Live: p.live, SchemaDigest: p.digest, Local: p.rec.ID == c.id,
+		Live: p.live && (p.unavail == "" || p.rec.ID == c.id), SchemaDigest: p.digest, Local: p.rec.ID == c.id,
 		NativeAddr: p.rec.NativeAddr, DataCenter: p.rec.DataCenter, Rack: p.rec.Rack, State: c.stateLocked(p),
-		Unrepaired: p.unrepaired, DataFormat: p.format,
+		Unrepaired: p.unrepaired, DataFormat: p.format, Unavailable: p.unavail, Alive: p.live,
 	}
 }
 
@@ -504,7 +517,7 @@ func (c *Cluster) rebuildRingLocked() {
 func (c *Cluster) rebuildLiveLocked() {
 	live := make(map[NodeID]bool, len(c.peers))
 	for id, p := range c.peers {
-		if p.live {
+		if p.live && (p.unavail == "" || id == c.id) { // an unavailable peer is down (availability.go)
 			live[id] = true
 		}
 	}

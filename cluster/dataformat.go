@@ -24,25 +24,10 @@ import (
 // (perhaps restarted on a newer release), it exchanges push/pull state with that peer at once
 // (pullFormats), and both learn each other's.
 
-// pullFormats exchanges push/pull state with each live peer in ids, each on its own goroutine
-// (the cluster's: c.wg), without waiting.
+// pullFormats exchanges push/pull state with each peer in ids that memberlist sees alive (an
+// unavailable one too), each on its own goroutine (the cluster's: c.wg), without waiting.
 func (c *Cluster) pullFormats(ids map[NodeID]bool) {
-	if c.ml == nil {
-		return
-	}
-	for id := range ids {
-		m, ok := c.Member(id)
-		if !ok || !m.Live || m.GossipAddr == "" {
-			continue
-		}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			if _, err := c.ml.Join([]string{m.GossipAddr}); err != nil {
-				c.log.Debug("exchanging gossip state with a peer for its data format version failed; the next push/pull will", "peer", string(id), "err", err)
-			}
-		}()
-	}
+	c.exchangeState(ids, "its data format version or availability")
 }
 
 // formatsLocked returns the data format versions known, the local node's among them. c.mu is

@@ -19,6 +19,10 @@
 // over the internode port and applies only what that peer confirms. A confirmed removal of a node
 // still seen live here applies once it is seen down.
 //
+// A member that answers gossip but cannot take writes (a full disk, failed storage) says so in
+// its push/pull state ([Cluster.SetUnavailable], pushed to every peer at once): its peers count
+// it down ([Cluster.IsLive], [Member].Live) while memberlist keeps it alive and in the ring.
+//
 // Schema agreement: the cluster does not know the schema's structure; it consumes a [SchemaStore]
 // (digest, snapshot, commutative merge). A local DDL is announced with [Cluster.NotifySchemaChanged],
 // which pushes the full snapshot to every live node over memberlist's reliable (TCP) messages. A node

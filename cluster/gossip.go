@@ -109,6 +109,7 @@ func (d delegate) LocalState(join bool) []byte {
 		st.Peers = append(st.Peers, p.rec)
 	}
 	st.Formats = c.formatsLocked()
+	st.Availability = c.localAvailabilityLocked()
 	for id, at := range c.removed { // hints: a receiver confirms them with us over the internode port
 		st.Removed = append(st.Removed, Removal{ID: id, At: at})
 	}
@@ -178,6 +179,10 @@ func (d delegate) MergeRemoteState(buf []byte, join bool) {
 	}
 	if c.learnFormatsLocked(st.From, st.Formats) {
 		ringChanged = true // rebuilds the formats too
+	}
+	if c.learnAvailabilityLocked(st.From, st.Availability) {
+		c.rebuildLiveLocked()
+		changed = true
 	}
 	if ringChanged {
 		c.rebuildRingLocked()
@@ -281,8 +286,9 @@ func (c *Cluster) observe(n *memberlist.Node) {
 		c.log.Info("node up", "peer", string(id), "gossip_addr", rec.GossipAddr, "rpc_addr", rec.RPCAddr)
 		// Learn the removals made while we did not see it (or were down ourselves).
 		c.confirmLocked(id)
-		if p.format < c.cfg.DataFormat {
-			// It may have come back on a newer release: ask now rather than at the next push/pull.
+		if p.format < c.cfg.DataFormat || p.unavail != "" {
+			// It may have come back on a newer release, or with its disk freed: ask now rather
+			// than at the next push/pull.
 			c.in.formatPulls[id] = true
 			c.kickWorker()
 		}

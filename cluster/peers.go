@@ -56,6 +56,9 @@ type gossipState struct {
 	// Formats holds the data format version of the sender and of each member whose version it
 	// knows (dataformat.go). Releases before data format versions send none and ignore it.
 	Formats map[NodeID]int `json:"formats,omitempty"`
+	// Availability is whether the sender can take writes (availability.go). Releases before it
+	// send none and ignore it.
+	Availability *Availability `json:"availability,omitempty"`
 }
 
 func loadPeers(dir string) (peerFileV1, error) {

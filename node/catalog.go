@@ -111,7 +111,8 @@ func (p catalogCluster) Voters() ([]catalog.Voter, error) {
 	}
 	vs := make([]catalog.Voter, len(ms))
 	for i, m := range ms {
-		vs[i] = catalog.Voter{ID: string(m.ID), Live: m.Live}
+		// A member down only for a full disk still votes: DROP and TRUNCATE free its space.
+		vs[i] = catalog.Voter{ID: string(m.ID), Live: m.Alive}
 	}
 	return vs, nil
 }
@@ -141,7 +142,9 @@ func (p catalogCluster) Members() []catalog.Member {
 	ms := p.c.Members()
 	out := make([]catalog.Member, len(ms))
 	for i, m := range ms {
-		out[i] = catalog.Member{ID: string(m.ID), Local: m.Local, Live: m.Live, SchemaDigest: m.SchemaDigest, DataFormat: m.DataFormat}
+		// Alive, not Live: TRUNCATE, which needs every member, must reach a node down only for
+		// a full disk, whose space it frees (diskfull.go).
+		out[i] = catalog.Member{ID: string(m.ID), Local: m.Local, Live: m.Alive, SchemaDigest: m.SchemaDigest, DataFormat: m.DataFormat}
 	}
 	return out
 }

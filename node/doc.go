@@ -29,7 +29,8 @@
 //     node as repair.Host, and the Repair admin service over package repair (repair.go).
 //
 // Its background loops (batchlog and hint replay, tombstone purge, reloads, the authentication
-// setup) run on internal/loop.
+// setup, and the availability loop that tells peers when the store refuses writes for a full
+// disk: diskfull.go) run on internal/loop.
 //
 // It may import every package below it (frontend/*, coordinator, coordinator/shell, catalog,
 // hints, repair, replica, cluster, internode, partitionlimit, schema, cql, partitioner, cell,

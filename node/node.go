@@ -75,6 +75,9 @@ type Node struct {
 	hinter     *hints.Replayer // replays hints
 	repair     *repair.Service // anti-entropy repair and the tombstone purge (repair.go)
 	schemaGC   *loop.Loop      // collects schema tombstones (catalog.go)
+	// availability tells peers when the node cannot take writes, woken by spaceKick (diskfull.go).
+	availability *loop.Loop
+	spaceKick    spaceKick
 	// admission bounds the client requests of both front ends (node/admission.go).
 	admission *admission.Controller
 	// logins counts, logs and slows down the failed logins of both front ends (auth.go).
@@ -115,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Testing != nil && cfg.Testing.Now != nil {
 		now = cfg.Testing.Now
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, stopped: make(chan struct{}), started: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, stopped: make(chan struct{}), started: make(chan struct{}), spaceKick: make(spaceKick, 1)}
 	defer func() {
 		n.serving.Store(err == nil)
 		close(n.started)
@@ -146,6 +149,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		storeOpts.Logger = cfg.Logger.With("component", "pebble")
 	}
 	storeOpts.OnFailure = storagePolicy{n} // the disk failure policy (storage.go)
+	storeOpts.OnSpaceChange = n.spaceKick  // peers see a full disk (diskfull.go)
 	if n.store, err = replica.Open(filepath.Join(cfg.DataDir, "data"), storeOpts); err != nil {
 		return nil, err
 	}
@@ -196,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.topo = newTopology(n)
 	n.log = cfg.Logger.With("node", string(n.cluster.LocalID()))
+	n.startAvailability()
 	n.handleInternode()
 
 	self := coordinator.NodeID(n.cluster.LocalID())
@@ -470,6 +475,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 		n.mlis.Close()
 	}
 	n.stopReloader()
+	n.availability.Stop()
 	n.replayer.Stop() // before the executor it replays through closes
 	n.hinter.Stop()
 	n.repair.Stop()

@@ -65,6 +65,14 @@ func (n *Node) stopServing() {
 	}
 	start := time.Now()
 	n.health.Shutdown()
+	// Tell the peers first, so that they see it down at once rather than after failure
+	// detection, and why (diskfull.go).
+	told := time.NewTimer(failedStopWait)
+	select {
+	case <-n.cluster.SetUnavailable(cluster.ReasonStorageFailed):
+	case <-told.C:
+	}
+	told.Stop()
 	var wg sync.WaitGroup
 	// No leave: peers find the node down by failure detection and keep its ranges. Gossip stops
 	// at once; Kill then persists the peers, which a hung disk may hold: the listeners do not
@@ -115,6 +123,7 @@ func (n *Node) shutdownFailed(ctx context.Context, f *replica.Failure) error {
 	rest := make(chan struct{})
 	go func() {
 		defer close(rest)
+		n.availability.Stop()
 		n.replayer.Stop()
 		n.hinter.Stop()
 		n.repair.Stop()

@@ -72,7 +72,7 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 			continue
 		}
 		up, state := "D", m.State.Letter()
-		if m.Live {
+		if m.Live && m.Unavailable == "" { // the local node is live whatever it says (diskfull.go)
 			up = "U"
 		}
 		if m.Unrepaired && m.State == cluster.StateNormal {
@@ -80,7 +80,7 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 		}
 		resp.Nodes = append(resp.Nodes, &kvnodepb.NodeStatus{
 			HostId: string(m.ID), Address: m.RPCAddr, State: up + state,
-			Tokens: uint32(m.NumTokens), LoadBytes: loads[i], Owns: own[m.ID],
+			Tokens: uint32(m.NumTokens), LoadBytes: loads[i], Owns: own[m.ID], DownReason: m.Unavailable,
 		})
 	}
 	repairs, err := n.repair.AutoStatus()

@@ -19,6 +19,15 @@ import (
 // the directory, the free space and the reserve.
 var ErrLowDiskSpace = errors.New("replica: low disk space")
 
+// SpaceWatcher is told when a store starts or stops refusing data writes for lack of space
+// (Options.OnSpaceChange).
+type SpaceWatcher interface {
+	// SpaceChanged is called on each change, which SpaceError then reflects. It may run on one
+	// of pebble's goroutines holding its locks (a write that met a full disk), so it must not
+	// call the store and must not block.
+	SpaceChanged()
+}
+
 // spaceLevel is how full the store's filesystem is.
 type spaceLevel int32
 
@@ -38,6 +47,7 @@ type diskSpace struct {
 	minPercent float64
 	memtable   uint64 // Options.MemTableSize: what a flush writes
 	log        *slog.Logger
+	onChange   SpaceWatcher // Options.OnSpaceChange: writes start or stop being refused
 
 	level   atomic.Int32  // a spaceLevel
 	avail   atomic.Uint64 // at the last check
@@ -59,7 +69,7 @@ type diskSpace struct {
 
 func newDiskSpace(fs vfs.FS, dir string, o *Options) *diskSpace {
 	return &diskSpace{fs: fs, dir: dir, minFree: o.MinFreeSpace, minPercent: o.MinFreeSpacePercent, memtable: o.MemTableSize, log: o.Logger,
-		kick: make(chan struct{}, 1)}
+		onChange: o.OnSpaceChange, kick: make(chan struct{}, 1)}
 }
 
 // start runs the periodic check until stop.
@@ -85,7 +95,9 @@ func (d *diskSpace) wake() {
 // runs, so it only raises the level and asks for a check.
 func (d *diskSpace) full() {
 	d.metFull.Store(true)
-	d.level.Store(int32(spaceCritical))
+	if spaceLevel(d.level.Swap(int32(spaceCritical))) == spaceOK {
+		d.changed()
+	}
 	if !d.warned.Swap(true) && d.log != nil {
 		d.log.Warn("storage: a write found the disk full; writes are refused until space is freed", "dir", d.dir)
 	}
@@ -138,6 +150,9 @@ func (d *diskSpace) check() {
 		return
 	}
 	d.level.Store(int32(next))
+	if (next == spaceOK) != (prev == spaceOK) {
+		d.changed()
+	}
 	if d.log == nil || (next != spaceOK && d.warned.Swap(true)) {
 		return // a refusal was logged already; the metric follows its level
 	}
@@ -152,6 +167,13 @@ func (d *diskSpace) check() {
 		d.log.Warn("storage: free space is under the reserve (min_free_space, min_free_space_percent), or not yet clear of it; data writes are refused until space is freed (DROP TABLE, deleting other files)", attrs...)
 	case spaceCritical:
 		d.log.Error("storage: free space is under half the reserve; data writes, batchlog entries and hints are refused until space is freed", attrs...)
+	}
+}
+
+// changed calls Options.OnSpaceChange: data writes start or stop being refused.
+func (d *diskSpace) changed() {
+	if d.onChange != nil {
+		d.onChange.SpaceChanged()
 	}
 }
 

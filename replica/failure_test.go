@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -283,7 +284,8 @@ func TestLowDiskSpace(t *testing.T) {
 // TestDiskFullRaisesTheLowDiskLevel: a write that meets ENOSPC (vfs.OnDiskFull) refuses data
 // writes and batchlog entries at once, before the next check; and writes stay refused until free
 // space covers twice the reserve and a memtable, not just the space pebble freed by deleting the
-// failed job's output.
+// failed job's output. OnSpaceChange is told when writes start and stop being refused, and only
+// then.
 func TestDiskFullRaisesTheLowDiskLevel(t *testing.T) {
 	const total, reserve, memtable = 1 << 30, 100 << 20, 1 << 20
 	fs := faultfs.New(vfs.NewMem())
@@ -291,13 +293,22 @@ func TestDiskFullRaisesTheLowDiskLevel(t *testing.T) {
 		fs.SetDiskUsage(&vfs.DiskUsage{AvailBytes: free, TotalBytes: total, UsedBytes: total - free})
 	}
 	usage(total / 2)
+	var changes spaceChanges
 	s, err := Open("db", Options{FS: fs, CacheSize: 1 << 20, MemTableSize: memtable, MinFreeSpace: reserve, MinFreeSpacePercent: 100,
-		DiskCheckInterval: time.Hour})
+		DiskCheckInterval: time.Hour, OnSpaceChange: &changes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	tell := func(step string, want int32) {
+		t.Helper()
+		if got := changes.Load(); got != want {
+			t.Errorf("%s: OnSpaceChange called %d times in all, want %d", step, got, want)
+		}
+	}
+	tell("opened with space", 0)
 	s.space.full()
+	tell("a write met ENOSPC", 1)
 	if err := s.ReserveError(); !errors.Is(err, ErrLowDiskSpace) {
 		t.Errorf("after ENOSPC, ReserveError() = %v, want ErrLowDiskSpace", err)
 	}
@@ -307,11 +318,13 @@ func TestDiskFullRaisesTheLowDiskLevel(t *testing.T) {
 		t.Errorf("after ENOSPC, at 1.5 × the reserve free: data writes refused %v, batchlog refused %v; want refused, accepted",
 			s.SpaceError() != nil, s.ReserveError() != nil)
 	}
+	tell("still refused, at a lower level", 1)
 	usage(2*reserve + memtable)
 	s.space.check()
 	if err := s.SpaceError(); err != nil {
 		t.Errorf("at twice the reserve and a memtable free: %v, want writes accepted", err)
 	}
+	tell("writes accepted again", 2)
 	usage(reserve * 3 / 2) // without a full disk since, above the reserve is enough
 	s.space.check()
 	if err := s.SpaceError(); err != nil {
@@ -559,3 +572,8 @@ func storeMetric(t *testing.T, s *Store, name string, labels ...string) float64 
 	reg.MustRegister(s.Collector())
 	return gatheredValue(t, reg, name, labels...)
 }
+
+// spaceChanges counts the calls of a SpaceWatcher.
+type spaceChanges struct{ atomic.Int32 }
+
+func (c *spaceChanges) SpaceChanged() { c.Add(1) }

@@ -93,6 +93,9 @@ type Options struct {
 	// OnFailure, if set, is told once, when the store's storage fails, of the failure (after it
 	// is logged): the node's disk failure policy.
 	OnFailure FailureHandler `yaml:"-"`
+	// OnSpaceChange, if set, is told each time the store starts or stops refusing data writes
+	// for lack of space (SpaceError): the node tells its peers.
+	OnSpaceChange SpaceWatcher `yaml:"-"`
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o.

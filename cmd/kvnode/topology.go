@@ -89,6 +89,8 @@ type statusNodeJSON struct {
 	Tokens    uint32  `json:"tokens"`
 	LoadBytes int64   `json:"load_bytes"`
 	Owns      float64 `json:"owns"`
+	// DownReason is why a node that answers gossip is down: "disk full", "storage failed".
+	DownReason string `json:"down_reason,omitempty"`
 }
 
 const statusUsage = `status [flags]
@@ -245,7 +247,7 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, now time.Time, stdo
 		out := statusJSON{Nodes: []statusNodeJSON{}, AutoRepair: resp.GetAutoRepair(), Repairs: []statusRepairJSON{}}
 		for _, n := range resp.GetNodes() {
 			out.Nodes = append(out.Nodes, statusNodeJSON{HostID: n.GetHostId(), Address: n.GetAddress(), State: n.GetState(),
-				Tokens: n.GetTokens(), LoadBytes: n.GetLoadBytes(), Owns: n.GetOwns()})
+				Tokens: n.GetTokens(), LoadBytes: n.GetLoadBytes(), Owns: n.GetOwns(), DownReason: n.GetDownReason()})
 		}
 		for _, r := range resp.GetRepairs() {
 			rj := statusRepairJSON{Keyspace: r.GetKeyspace(), Table: r.GetTable(), RangesDone: r.GetRangesDone(), RangesTotal: r.GetRangesTotal(),
@@ -271,6 +273,11 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, now time.Time, stdo
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, n := range resp.GetNodes() {
+		if r := n.GetDownReason(); r != "" {
+			fmt.Fprintf(stdout, "%s is down: %s (it refuses writes; its peers hint them until it says it takes them again)\n", n.GetHostId(), r)
+		}
 	}
 	if _, err := fmt.Fprintln(stdout, "Owns (effective): the share of the ring each node replicates, at the largest replication factor (RF 3 on 3 nodes: 100% each)"); err != nil {
 		return err

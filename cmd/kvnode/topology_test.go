@@ -169,3 +169,30 @@ func TestStatusPrintsRepairs(t *testing.T) {
 		t.Errorf("status --json: auto_repair %q, repairs %+v; want on, %+v", got.AutoRepair, got.Repairs, want)
 	}
 }
+
+// TestStatusPrintsDownReason: a node down for a reason of its own (a full disk) has it printed
+// under the table, and in --json; the others have none.
+func TestStatusPrintsDownReason(t *testing.T) {
+	resp := &kvnodepb.StatusResponse{Nodes: []*kvnodepb.NodeStatus{
+		{HostId: "n1", State: "UN", Address: "10.0.0.1:9043"},
+		{HostId: "n3", State: "DN", Address: "10.0.0.3:9043", LoadBytes: -1, DownReason: "disk full"},
+	}}
+	var out bytes.Buffer
+	if err := printStatus(resp, false, time.Now(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "\nn3 is down: disk full (") || strings.Contains(out.String(), "n1 is down") {
+		t.Errorf("status printed\n%s\nwant n3 down for a full disk, and nothing of n1", out.String())
+	}
+	out.Reset()
+	if err := printStatus(resp, true, time.Now(), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got statusJSON
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Nodes) != 2 || got.Nodes[0].DownReason != "" || got.Nodes[1].DownReason != "disk full" {
+		t.Errorf("status --json: nodes %+v, want n3's down_reason \"disk full\" and none for n1", got.Nodes)
+	}
+}

@@ -73,7 +73,11 @@ type NodeStatus struct {
 	LoadBytes int64 `protobuf:"varint,5,opt,name=load_bytes,json=loadBytes,proto3" json:"load_bytes,omitempty"`
 	// The fraction of the ring's tokens the node replicates at the largest replication factor of
 	// the schema (1 when there is no keyspace).
-	Owns          float64 `protobuf:"fixed64,6,opt,name=owns,proto3" json:"owns,omitempty"`
+	Owns float64 `protobuf:"fixed64,6,opt,name=owns,proto3" json:"owns,omitempty"`
+	// Why the node says it cannot take writes, for which its peers treat it as down though it
+	// answers gossip: "disk full" (under its free-space reserve) or "storage failed"; empty
+	// otherwise.
+	DownReason    string `protobuf:"bytes,7,opt,name=down_reason,json=downReason,proto3" json:"down_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,6 +152,13 @@ func (x *NodeStatus) GetOwns() float64 {
 		return x.Owns
 	}
 	return 0
+}
+
+func (x *NodeStatus) GetDownReason() string {
+	if x != nil {
+		return x.DownReason
+	}
+	return ""
 }
 
 // TableRepairStatus is the serving node's repair state of one table.
@@ -564,7 +575,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\tkvnode.v1\"\x0f\n" +
-	"\rStatusRequest\"\xa0\x01\n" +
+	"\rStatusRequest\"\xc1\x01\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\ahost_id\x18\x01 \x01(\tR\x06hostId\x12\x18\n" +
@@ -573,7 +584,9 @@ const file_admin_proto_rawDesc = "" +
 	"\x06tokens\x18\x04 \x01(\rR\x06tokens\x12\x1d\n" +
 	"\n" +
 	"load_bytes\x18\x05 \x01(\x03R\tloadBytes\x12\x12\n" +
-	"\x04owns\x18\x06 \x01(\x01R\x04owns\"\xe8\x01\n" +
+	"\x04owns\x18\x06 \x01(\x01R\x04owns\x12\x1f\n" +
+	"\vdown_reason\x18\a \x01(\tR\n" +
+	"downReason\"\xe8\x01\n" +
 	"\x11TableRepairStatus\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x127\n" +

@@ -6,8 +6,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +161,46 @@ func damagedWALAccepted(c *Cluster, steps []Step) []string {
 		k.Node+1, k.Damaged, storageLines(c, k.Node, 3))}
 }
 
+// suspicionLAN is the least suspicion time of memberlist's LAN profile, the harness's default
+// (SuspicionMult 4 × the 1 s probe interval, for a cluster under 10 nodes; without
+// confirmations from other nodes lifeguard stretches it up to 6 times that).
+const suspicionLAN = 4 * time.Second
+
+// diskFullChecks is the after check of the full disk (issue 29, Done when): the other nodes saw
+// the full node down within the failure detector's suspicion time (the scenario itself checked
+// that they saw it up again after the heal, and read everything back at ALL and QUORUM through
+// every node); after space was freed a repair through every node succeeds; and filled again,
+// the node stops on SIGTERM.
+func diskFullChecks(c *Cluster, steps []Step) []string {
+	var out []string
+	var d *DiskFull
+	for _, st := range steps {
+		d = st.Nemesis.(*DiskFull)
+		switch {
+		case d.SeenErr != nil:
+			out = append(out, fmt.Sprintf("%s: the other nodes did not see n%d down: %v", d.Name(), d.Node+1, d.SeenErr))
+		case d.SeenDown > suspicionLAN:
+			out = append(out, fmt.Sprintf("%s: the other nodes saw n%d down %v after its disk was full, over the %v suspicion time", d.Name(), d.Node+1, d.SeenDown, suspicionLAN))
+		}
+		if d.Leave > 0 && d.StorageFailed {
+			out = append(out, fmt.Sprintf("%s: the node's storage failed though the disk kept %d KiB free, under its reserve: the reserve should have refused writes first", d.Name(), d.Leave>>10))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i := range c.Size() {
+		n := c.Node(i)
+		res, err := c.Switch.Exec(ctx, "", n.Binary, "repair", "--addr", net.JoinHostPort(NodeIP(i), strconv.Itoa(GRPCPort)))
+		if err != nil {
+			out = append(out, fmt.Sprintf("kvnode repair through n%d after the disk was freed: %v: %s", i+1, err, lastLines(res, 5)))
+		}
+	}
+	if err := d.terminateFull(ctx, c); err != nil {
+		out = append(out, err.Error())
+	}
+	return out
+}
+
 // longFaults is the long form: every nemesis, each on a fresh cluster.
 func longFaults() []fault {
 	const d = 20 * time.Second
@@ -174,8 +216,10 @@ func longFaults() []fault {
 			opts: Options{InternodeProxy: true}},
 		{name: "gossip-delay", steps: func() []Step { return []Step{{GossipDelay{Node: 2, D: 300 * time.Millisecond}, d}} },
 			available: []int{0, 1}},
-		{name: "disk-full", steps: func() []Step { return []Step{{DiskFull{Node: 2}, d}} },
-			opts: Options{TmpfsMiB: map[int]int{2: 64}}, available: []int{0, 1}},
+		{name: "disk-full", steps: func() []Step {
+			return []Step{{&DiskFull{Node: 2, Leave: 1 << 20}, d}, {&DiskFull{Node: 2}, 10 * time.Second}}
+		},
+			opts: Options{TmpfsMiB: map[int]int{2: 64}}, available: []int{0, 1}, after: diskFullChecks},
 		{name: "corrupt-wal", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "wal"}, 5 * time.Second}} },
 			after: damagedWALAccepted},
 		{name: "corrupt-sst", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "sst"}, 5 * time.Second}} },
@@ -223,6 +267,15 @@ func TestFaults(t *testing.T) {
 			problems := problems(rep, f)
 			if f.after != nil {
 				problems = append(problems, f.after(c, steps)...)
+			}
+			for _, st := range steps {
+				if d, ok := st.Nemesis.(*DiskFull); ok {
+					t.Logf("%s: filling took %v; the other nodes saw it down %v after the disk was full (%v); its storage failed on the full disk, so the heal restarted it: %v",
+						d.Name(), d.Filling.Round(time.Millisecond), d.SeenDown.Round(time.Millisecond), d.SeenErr, d.StorageFailed)
+					if d.Terminated > 0 {
+						t.Logf("%s: filled again after the run, it exited %v after SIGTERM", d.Name(), d.Terminated.Round(time.Millisecond))
+					}
+				}
 			}
 			if f.known != "" {
 				if len(problems) > 0 {

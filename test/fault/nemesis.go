@@ -315,14 +315,105 @@ func without(args []string, flag string) []string {
 }
 
 // DiskFull fills the filesystem of a node's data directory (a tmpfs: Options.TmpfsMiB) with a
-// file; Heal removes it.
-type DiskFull struct{ Node int }
+// file, then waits (up to SeenDownWait) until every other node sees it down: under its free-space
+// reserve, it tells its peers it cannot take writes, and they treat it as down (issue 29). Heal
+// removes the file. When a write of the node met the full disk before its reserve check could
+// refuse it (the filler takes the last bytes at once, and a write-ahead log that meets ENOSPC
+// is fatal to pebble), its storage failed and disk_failure_policy stop stopped it serving; Heal
+// then does what docs/operations.md says, SIGTERM and a restart, and says so (StorageFailed).
+type DiskFull struct {
+	Node int
+	// Leave is how many bytes the filler leaves free: 0 fills the disk to the last byte; a
+	// little under the node's reserve (3.2 MiB of a 64 MiB tmpfs) lets its reserve check refuse
+	// writes before a write meets ENOSPC.
+	Leave uint64
+	// SeenDown is how long after the disk was full (the filler met ENOSPC) every other node saw
+	// the node down; Filling is how long filling took. SeenErr is why they did not, if they
+	// did not within SeenDownWait.
+	SeenDown, Filling time.Duration
+	SeenErr           error
+	// Terminated is how long the node took to exit on SIGTERM with its disk full again
+	// (terminateFull).
+	Terminated time.Duration
+	// StorageFailed is set when the node's storage failed on the full disk, and Heal restarted
+	// it.
+	StorageFailed bool
+}
 
 const fillerName = "kvfault-filler"
 
-func (d DiskFull) Name() string { return fmt.Sprintf("disk full n%d", d.Node+1) }
+// SeenDownWait bounds DiskFull's wait for the peers to see the full node down.
+const SeenDownWait = 60 * time.Second
 
-func (d DiskFull) Start(_ context.Context, c *Cluster) error {
+func (d *DiskFull) Name() string {
+	if d.Leave > 0 {
+		return fmt.Sprintf("disk full n%d (%d KiB left)", d.Node+1, d.Leave>>10)
+	}
+	return fmt.Sprintf("disk full n%d", d.Node+1)
+}
+
+func (d *DiskFull) Start(ctx context.Context, c *Cluster) error {
+	began := time.Now()
+	if err := d.fill(c); err != nil {
+		return err
+	}
+	full := time.Now()
+	d.Filling = full.Sub(began)
+	d.SeenErr = c.Proc.WaitStates(ctx, SeenDownWait, d.others(c), d.down(c))
+	d.SeenDown = time.Since(full)
+	return nil
+}
+
+// terminateFull fills the node's disk again, once the scenario is over, waits until the others
+// see it down, stops it with SIGTERM (which a full disk must not hold up: issue 29), frees the
+// disk and starts it again, and waits until every node sees every other up.
+func (d *DiskFull) terminateFull(ctx context.Context, c *Cluster) error {
+	n := c.Node(d.Node)
+	if err := d.fill(c); err != nil {
+		return err
+	}
+	defer d.Heal(ctx, c)
+	if err := c.Proc.WaitStates(ctx, SeenDownWait, d.others(c), d.down(c)); err != nil {
+		return fmt.Errorf("filled again, n%d: %w", d.Node+1, err)
+	}
+	n.CloseClient()
+	start := time.Now()
+	if err := n.Proc().Terminate(); err != nil {
+		return fmt.Errorf("n%d: SIGTERM: %w", d.Node+1, err)
+	}
+	if !n.Proc().WaitExit(proc.StopGrace) {
+		return errors.Join(fmt.Errorf("n%d, its disk full, was still running %v after SIGTERM", d.Node+1, proc.StopGrace), n.Kill())
+	}
+	d.Terminated = time.Since(start)
+	if err := d.Heal(ctx, c); err != nil {
+		return err
+	}
+	if err := n.Start(); err != nil {
+		return fmt.Errorf("restart n%d after its disk was freed: %w", d.Node+1, err)
+	}
+	return c.Proc.WaitStates(ctx, SeenDownWait, c.Proc.Nodes, c.Proc.AllUp())
+}
+
+// others returns the nodes other than the full one.
+func (d *DiskFull) others(c *Cluster) []*proc.Node {
+	var out []*proc.Node
+	for i, n := range c.Proc.Nodes {
+		if i != d.Node {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// down is the member states of a cluster whose full node is down.
+func (d *DiskFull) down(c *Cluster) map[string]string {
+	want := c.Proc.AllUp()
+	want[c.Node(d.Node).ID] = "DOWN"
+	return want
+}
+
+// fill writes the filler until the disk is full.
+func (d *DiskFull) fill(c *Cluster) error {
 	f, err := os.OpenFile(filepath.Join(c.Node(d.Node).DataDir, fillerName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -330,7 +421,19 @@ func (d DiskFull) Start(_ context.Context, c *Cluster) error {
 	defer f.Close()
 	buf := make([]byte, 1<<20)
 	for {
-		if _, err := f.Write(buf); err != nil {
+		chunk := buf
+		if d.Leave > 0 {
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(c.Node(d.Node).DataDir, &st); err != nil {
+				return fmt.Errorf("fill the disk of n%d: %w", d.Node+1, err)
+			}
+			free := st.Bavail * uint64(st.Bsize)
+			if free <= d.Leave {
+				return nil
+			}
+			chunk = buf[:min(uint64(len(buf)), free-d.Leave)]
+		}
+		if _, err := f.Write(chunk); err != nil {
 			if errors.Is(err, syscall.ENOSPC) {
 				return nil
 			}
@@ -339,12 +442,26 @@ func (d DiskFull) Start(_ context.Context, c *Cluster) error {
 	}
 }
 
-func (d DiskFull) Heal(_ context.Context, c *Cluster) error {
-	err := os.Remove(filepath.Join(c.Node(d.Node).DataDir, fillerName))
+func (d *DiskFull) Heal(_ context.Context, c *Cluster) error {
+	n := c.Node(d.Node)
+	err := os.Remove(filepath.Join(n.DataDir, fillerName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return err
+	if err != nil || !n.Running() || !storageFailed(n) {
+		return err
+	}
+	d.StorageFailed = true
+	if err := stopNode(n); err != nil {
+		return err
+	}
+	return n.Start()
+}
+
+// storageFailed reports whether the node's current process logged that its storage failed.
+func storageFailed(n *proc.Node) bool {
+	data, err := os.ReadFile(n.Proc().StderrPath())
+	return err == nil && strings.Contains(string(data), `msg="storage failed:`)
 }
 
 // Corrupt SIGKILLs a node, writes 64 random bytes into the middle of its newest storage file of
