@@ -259,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.repair,
 		n.snapshots,
 		n.store.Collector(),
-		newClusterCollector(n.cluster),
+		n.cluster.Collector(),
 		newTopologyCollector(n.topo),
 	)
 	if c := n.exec.Collector(); c != nil {
