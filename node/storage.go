@@ -83,6 +83,9 @@ func (n *Node) stopServing() {
 		n.igrpc.Stop()
 		n.native.Close()
 	})
+	// The automatic repair and the purge would only fail range after range against the failed
+	// store; they stop at their partition in progress.
+	wg.Go(n.repair.Stop)
 	wg.Wait()
 	n.cfg.Logger.Warn("disk_failure_policy stop: this node stopped serving clients and peers, which see it down; its metrics stay up. Stop it (SIGTERM) and restart it once the disk is fixed",
 		"node", n.ID(), "took", time.Since(start).Round(time.Millisecond))
