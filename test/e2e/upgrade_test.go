@@ -13,12 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/test/proc"
 )
 
@@ -36,9 +38,9 @@ const upgradeTimeout = 3 * time.Minute
 // tables (deletes, clustering rows, a cell set to null), then restarts the nodes one at a time on
 // this release with the same data directories. After each restart everything reads back at
 // QUORUM and at ONE through every node, old and new; the mixed cluster takes writes, and refuses
-// with a clear error what nodes of format 1 cannot store (USING TTL, default_time_to_live). Once
-// every node runs this release, FORMAT_VERSION says 2 everywhere, and TTL writes and ALTER
-// TABLE ADD work.
+// with a clear error what nodes of format 1 cannot store (USING TTL, default_time_to_live,
+// service levels, a keyspace's rate_limit). Once every node runs this release, FORMAT_VERSION
+// says replica.FormatVersion everywhere, and TTL writes and ALTER TABLE ADD work.
 //
 // Run it with: go test ./test/e2e -run TestRollingUpgrade -upgrade
 func TestRollingUpgrade(t *testing.T) {
@@ -76,8 +78,8 @@ func TestRollingUpgrade(t *testing.T) {
 	for i, n := range tc.nodes {
 		stage := fmt.Sprintf("after upgrading %d of %d nodes", i+1, len(tc.nodes))
 		restartOn(t, tc, n, kvnodeBinary)
-		if got := formatVersion(t, n); got != "2" {
-			t.Errorf("%s: %s's FORMAT_VERSION is %q, want 2", stage, n.Name, got)
+		if got, want := formatVersion(t, n), strconv.Itoa(replica.FormatVersion); got != want {
+			t.Errorf("%s: %s's FORMAT_VERSION is %q, want %s", stage, n.Name, got, want)
 		}
 		// The mixed cluster takes writes through every node, old and new.
 		for _, m := range tc.nodes {
@@ -118,8 +120,8 @@ func TestRollingUpgrade(t *testing.T) {
 		})
 	}
 	for _, n := range tc.nodes {
-		if got := formatVersion(t, n); got != "2" {
-			t.Errorf("after the upgrade: %s's FORMAT_VERSION is %q, want 2", n.Name, got)
+		if got, want := formatVersion(t, n), strconv.Itoa(replica.FormatVersion); got != want {
+			t.Errorf("after the upgrade: %s's FORMAT_VERSION is %q, want %s", n.Name, got, want)
 		}
 	}
 	checkUpgradeData(t, "after the upgrade", tc.nodes, want)
@@ -301,6 +303,8 @@ func checkMixedRefusals(t *testing.T, stage string, upgraded *node, old []*node)
 		"UPDATE up.ck USING TTL 60 SET v = 'x' WHERE k = 'p0' AND c = 0",
 		"ALTER TABLE up.kv WITH default_time_to_live = 60",
 		"CREATE TABLE up.refused (k int PRIMARY KEY) WITH default_time_to_live = 60",
+		"CREATE SERVICE LEVEL refused WITH max_writes_per_second = 10",
+		"ALTER KEYSPACE up WITH rate_limit = {'max_writes_per_second': 10}",
 	}
 	for _, stmt := range refusals {
 		ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
