@@ -221,9 +221,17 @@ func (s *Schema) GrantedRoles(role string) []string { return s.lix.granted[role]
 // breadth-first (ties by name), role itself excluded.
 func (s *Schema) AllGrantedRoles(role string) []string {
 	var out []string
+	s.walkGranted(role, func(r string, _ int) { out = append(out, r) })
+	return out
+}
+
+// walkGranted calls visit with every role granted to role, directly or through other roles,
+// and its distance (1: granted to role itself), breadth-first, each distance's roles by name;
+// role itself is not visited.
+func (s *Schema) walkGranted(role string, visit func(r string, distance int)) {
 	seen := map[string]bool{role: true}
 	frontier := []string{role}
-	for len(frontier) > 0 {
+	for d := 1; len(frontier) > 0; d++ {
 		var next []string
 		for _, r := range frontier {
 			for _, g := range s.lix.granted[r] {
@@ -234,10 +242,11 @@ func (s *Schema) AllGrantedRoles(role string) []string {
 			}
 		}
 		slices.Sort(next)
-		out = append(out, next...)
+		for _, r := range next {
+			visit(r, d)
+		}
 		frontier = next
 	}
-	return out
 }
 
 // EffectiveLevel is one level of a role's chain: the level, the role it is attached to, and how
@@ -261,24 +270,7 @@ func (s *Schema) EffectiveLevels(role string) []EffectiveLevel {
 		}
 	}
 	add(role, 0)
-	seen := map[string]bool{role: true}
-	frontier := []string{role}
-	for d := 1; len(frontier) > 0; d++ {
-		var next []string
-		for _, r := range frontier {
-			for _, g := range s.lix.granted[r] {
-				if !seen[g] {
-					seen[g] = true
-					next = append(next, g)
-				}
-			}
-		}
-		slices.Sort(next)
-		for _, r := range next {
-			add(r, d)
-		}
-		frontier = next
-	}
+	s.walkGranted(role, add)
 	return out
 }
 
