@@ -197,12 +197,7 @@ func runLevels(ctx context.Context, ls levelsSettings, c *testCluster, r *levels
 // It waits for the login to work: right after the cluster starts, system_auth may not answer
 // yet.
 func levelsSession(ctx context.Context, addrs []string, role, password string) (*gocql.Session, error) {
-	cluster := gocql.NewCluster(addrs...)
-	cluster.ProtoVersion = 4
-	cluster.Timeout = 10 * time.Second
-	cluster.ConnectTimeout = 10 * time.Second
-	cluster.Consistency = gocql.Quorum
-	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
+	cluster := gocqlCluster(addrs)
 	cluster.PoolConfig.HostSelectionPolicy = gocql.RoundRobinHostPolicy()
 	cluster.Authenticator = gocql.PasswordAuthenticator{Username: role, Password: password}
 	deadline := time.Now().Add(joinTimeout)

@@ -107,12 +107,7 @@ func cqlWriter(sess *gocql.Session, table string) writer {
 // gocqlSession opens a gocql session at QUORUM that never retries: token-aware over the nodes it
 // discovers from hosts, or (tokenAware false) to hosts[0] alone, with discovery off.
 func gocqlSession(hosts []string, tokenAware bool) (*gocql.Session, error) {
-	cluster := gocql.NewCluster(hosts...)
-	cluster.ProtoVersion = 4
-	cluster.Timeout = 10 * time.Second
-	cluster.ConnectTimeout = 10 * time.Second
-	cluster.Consistency = gocql.Quorum
-	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
+	cluster := gocqlCluster(hosts)
 	if tokenAware {
 		cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	} else {
@@ -125,6 +120,18 @@ func gocqlSession(hosts []string, tokenAware bool) (*gocql.Session, error) {
 		return nil, fmt.Errorf("gocql session on %s: %w", strings.Join(cluster.Hosts, ","), err)
 	}
 	return sess, nil
+}
+
+// gocqlCluster is the configuration of every gocql session of the program: protocol v4,
+// QUORUM, 10 s timeouts, no retries.
+func gocqlCluster(hosts []string) *gocql.ClusterConfig {
+	cluster := gocql.NewCluster(hosts...)
+	cluster.ProtoVersion = 4
+	cluster.Timeout = 10 * time.Second
+	cluster.ConnectTimeout = 10 * time.Second
+	cluster.Consistency = gocql.Quorum
+	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
+	return cluster
 }
 
 // hotInsert returns the statement of write i to table's partition rejectKey: one of 1024 rows.
