@@ -147,12 +147,17 @@ type authDriverConfig struct {
 	Keyspace string   `json:"keyspace"`
 	Username string   `json:"username"`
 	Password string   `json:"password"`
+	// The superuser, for the service-level and keyspace-limit DDL the scripts run.
+	AdminUsername string `json:"admin_username"`
+	AdminPassword string `json:"admin_password"`
 }
 
 // TestAuthDrivers runs the Python and Node.js drivers' plain-text authentication against three
 // kvnode processes with --authenticator password: anonymous and wrong-password connections are
 // refused, a role granted SELECT and MODIFY reads and writes and is Unauthorized for ALTER and
-// DROP (python/auth.py, node/auth.js). It skips unless DriversEnv is set, as TestDrivers.
+// DROP; then, as admin, the service-level statements and a keyspace's rate_limit, and a role's
+// writes rejected by its level (python/auth.py, node/auth.js). It skips unless DriversEnv is
+// set, as TestDrivers.
 func TestAuthDrivers(t *testing.T) {
 	if os.Getenv(DriversEnv) == "" {
 		t.Skipf("%s is not set: .ci/run sets it after installing the Python and Node.js drivers", DriversEnv)
@@ -162,7 +167,9 @@ func TestAuthDrivers(t *testing.T) {
 		t.Fatalf("no node on PATH: %v", err)
 	}
 	c := startAuthCluster(t)
-	cfg, err := json.Marshal(authDriverConfig{Hosts: c.Hosts(), Port: c.CQLPort, Keyspace: authKeyspace, Username: authRole, Password: authPassword})
+	cfg, err := json.Marshal(authDriverConfig{Hosts: c.Hosts(), Port: c.CQLPort, Keyspace: authKeyspace, Username: authRole, Password: authPassword,
+		AdminUsername: "admin", AdminPassword: adminPass,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
