@@ -59,7 +59,7 @@
 //     authentication, every session gocql round-robin over the three nodes: a tenant's level of
 //     100 writes/s offered 1,000/s for 32 s beside another role's closed loop (that role alone
 //     for 10 s before and after, the same run's baseline); then two clients, each with a level
-//     of 100 writes/s and both granted a role whose level is 150, the first offered 1,000/s
+//     of 100 writes/s and both granted a role whose level is 100 too, the first offered 1,000/s
 //     alone, the second joining half way at the same rate. Accepted writes are counted per
 //     second; the means leave out each phase's first second and the last, cut-short one.
 //
