@@ -55,6 +55,33 @@
 // under 5% (TestAccuracy measures it; the measured curve and the command that prints it are in
 // docs/performance.md).
 //
+// # Noise under the limit
+//
+// Poisson arrivals make a partition under its limit cross 2L now and then: offered V, its
+// counter holds V·(1+u) on average at a fraction u of a second (it starts each second at V
+// and gains V over it), with a variance of V·(1/3+u) (V·u from this second's arrivals, and a
+// quarter of the 4V/3 it carried over the last boundary). At V = 0.9·L and L = 100 the count
+// ends a second above 2L about once in thirty seconds, and the rule alone rejects about
+// 0.05 % of the operations (more where several replicas each may reject). Decide therefore
+// also admits a count above 2L that a steady rate of at most L explains at the operation's
+// phase of the second, with three standard deviations of slack:
+//
+//	x ≤ L·(1+u) + 3·√(L·(1/3+u))
+//
+// A partition offered the limit exceeds that with a probability of about 10⁻³ at a given
+// moment, and one offered 0.9·L by more than five of its own standard deviations. Only
+// counts near the end of a second pass it above 2L (u > 1 − 3·√(4L/3)/L, the last 35% of a
+// second at L = 100), so what it admits beyond the rule is bounded by the slack at u = 1,
+// 3·√(4L/3) (35 operations at L = 100), once for a partition that turns hot. At V ≥ 2L the
+// counter holds V·(1+u) ≥ L·(1+u) more than the bound's centre, over five standard deviations
+// at L = 100 (at L ≥ 10 at least three), so the steady rate stays L. Between L and about
+// 1.3·L it admits a little more than the rule (up to V where the rule's excess above L is
+// within the noise). The phase is the stamp's: replicas given the same stamp decide alike.
+// Through coordinators whose clocks differ, a counter halves at the boundary of the one
+// ahead: a stamp from the one behind in the same second reads an earlier phase than the
+// counter's, which makes the bound stricter; one still in the previous second has no phase of
+// the counter's second, and the rule alone decides it.
+//
 // After a rejection, RetryAfter says when the counter will have decayed to 2L or below if the
 // partition went quiet: about log2(x/2L) seconds, rounded up to a second boundary.
 //

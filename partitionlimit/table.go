@@ -215,7 +215,7 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(now)
 	s.mu.Lock()
-	c, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(0))
+	c, _, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(0))
 	s.mu.Unlock()
 	return c
 }
@@ -237,7 +237,7 @@ func (t *Table) AccountNAt(token int64, label uint32, n, limit uint32, now, loca
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(limit))
+	c, _, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(limit))
 	s.mu.Unlock()
 	return c
 }
@@ -347,14 +347,15 @@ func (t *Table) Stats(now time.Time) Stats {
 // table without an onset bound, see Table.milli); limit is the partition's limit as
 // Table.rebirth gives it, which says when a counter that is not at zero starts a new onset.
 // account returns the counter after the increment, its birth stamp (0 for a counter past its
-// onset) and the part of the count that predates the birth.
-func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, ms uint16, limit int64) (uint32, uint16, uint32) {
+// onset), the part of the count that predates the birth, and whether the counter's second is
+// ahead of now (an operation stamped by a clock behind the one that last halved it).
+func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, ms uint16, limit int64) (uint32, uint16, uint32, bool) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	e, c, stamp, j := s.probe(h, lo, hi, label, now)
 	if e == nil {
 		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now, born: ms}
-		return n, ms, 0
+		return n, ms, 0, false
 	}
 	if c == 0 {
 		s.inserts++
@@ -387,7 +388,7 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 	}
 	c = saturatingAdd(c, n)
 	e.count, e.sec = c, stamp
-	return c, e.born, r
+	return c, e.born, r, stamp != now
 }
 
 // probe looks for the key (lo, hi, label) in its window of slots at now, with s.mu held. When
