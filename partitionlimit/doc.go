@@ -143,9 +143,14 @@
 //
 //   - after a whole second of the stamps' clock without an operation (the previous one was two
 //     or more second boundaries ago), whatever the leftover; or
-//   - while its count is at most L/2 and what came since its onset began (its first second past,
-//     or no onset at all) is explained by a rate of at most L: a trickle of operations never
-//     pauses a whole second, and the last operation before it turns hot is the new onset.
+//   - while its count is at most L/2 and what came since its onset began (or no onset at all)
+//     is explained by a rate of at most L: a trickle of operations never pauses a whole
+//     second, and the last operation before it turns hot is the new onset. Within its onset's
+//     first second the count since the birth is taken twice: the one boundary there may have
+//     halved it, and a partition born half a second before a boundary at 2L holds L/2 just
+//     after it, which a rate of L would explain over that half second although L came. A new
+//     onset there let the guards admit a second L in the same first second (up to 1.98·L at
+//     V = 2·L; TestNoNewOnsetInTheFirstSecond: at most 1.8·L with the birth kept).
 //
 // The count the counter held then is the new onset's residual (resid, in 16 bits beside a
 // 16-bit born, so the slot stays at 24 bytes), and halves with it. Decide judges the count

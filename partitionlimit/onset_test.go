@@ -440,3 +440,19 @@ func TestNoiseUnderTheLimitIsAdmitted(t *testing.T) {
 		t.Error("no count at 0.9·L went above 2·L: the test exercises nothing but the rule's own allowance")
 	}
 }
+
+// TestNoNewOnsetInTheFirstSecond: a partition born half a second before a boundary at 2·L has
+// counted L when the boundary halves it to L/2, which a rate of the limit explains over the
+// half second since the birth. Without counting the halving (sinceBirth), that started a new
+// onset there, whose guards let the first second take its limit a second time: 1.98·L at
+// V = 2·L from phase 0.5 over 16 seeds, against at most 1.68·L with the birth kept.
+func TestNoNewOnsetInTheFirstSecond(t *testing.T) {
+	const limit = 100
+	var most float64
+	for seed := range uint64(16) {
+		most = max(most, float64(onsetRun(t, Options{Capacity: 64}, limit, 2*limit, 0.5, seed, 2)[0])/limit)
+	}
+	if most > 1.8 {
+		t.Errorf("V=2L from phase 0.5: the first second admitted up to %.2f·L over 16 seeds, want at most 1.8·L", most)
+	}
+}

@@ -377,7 +377,7 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 			e.born, e.resid, r = ms, 0, 0
 		case limit < 0:
 			// A learned copy: its onset is what Learn gave it.
-		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*1000 <= limit*int64(age)):
+		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*1000*sinceBirth(age) <= limit*int64(age)):
 			// Turning hot again: after a whole second without an operation, or while the
 			// count is at most half the limit and what came since the onset began is
 			// explained by a rate of at most the limit, a new onset starts, with the count
@@ -389,6 +389,18 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 	c = saturatingAdd(c, n)
 	e.count, e.sec = c, stamp
 	return c, e.born, r, stamp != now
+}
+
+// sinceBirth returns how many times its count since the birth (count − residual) a counter
+// born age milliseconds ago may have counted since: up to twice within the first second,
+// whose one boundary may have halved what came before it (a count of L/2 just after it may
+// stand for L since the birth, and a new onset there would let the first second take its
+// limit twice), once after it, as the test always was.
+func sinceBirth(age uint16) int64 {
+	if age < 1000 {
+		return 2
+	}
+	return 1
 }
 
 // probe looks for the key (lo, hi, label) in its window of slots at now, with s.mu held. When
