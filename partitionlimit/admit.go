@@ -137,7 +137,7 @@ func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, 
 	}
 	// A stamp behind the counter's second (from a clock behind the one that halved it) has no
 	// phase of the counter's second: the rule alone decides.
-	d.Admitted = Admit(x, limit, draw) || !behind && steadyExplained(x, limit, now)
+	d.Admitted = Admit(x, limit, draw) || t.noise && !behind && steadyExplained(x, limit, now)
 	if !d.Admitted {
 		d.RetryAfter = RetryAfter(max(c, 2*limit+1), limit, now)
 	}

@@ -62,7 +62,7 @@
 // and gains V over it), with a variance of V·(1/3+u) (V·u from this second's arrivals, and a
 // quarter of the 4V/3 it carried over the last boundary). At V = 0.9·L and L = 100 the count
 // ends a second above 2L about once in thirty seconds, and the rule alone rejects about
-// 0.05 % of the operations (more where several replicas each may reject). Decide therefore
+// 0.04 % of the operations (more where several replicas each may reject). Decide therefore
 // also admits a count above 2L that a steady rate of at most L explains at the operation's
 // phase of the second, with three standard deviations of slack:
 //

@@ -60,6 +60,13 @@ type Options struct {
 	// limiter as ScyllaDB designs it (test/sim's "scylla" configuration); a server never sets it.
 	NoOnsetBound bool `yaml:"-"`
 
+	// NoNoiseBound turns off the noise bound (see the package documentation, "Noise under the
+	// limit"): Decide then judges a count above 2L by the rule alone at any phase of the
+	// second, and a partition offered a little under its limit has a few operations rejected
+	// when Poisson noise carries its count past 2L. Like NoOnsetBound it exists for test/sim's
+	// "scylla" configuration; a server never sets it.
+	NoNoiseBound bool `yaml:"-"`
+
 	// LearnedCopies makes a table of copies of other tables' counters, which a coordinator
 	// that is not a replica of a partition fills with Learn from the replicas' rejections and
 	// decides on with Decide. A copy's onset (its birth and leftover count) is only ever what
@@ -168,6 +175,7 @@ type Table struct {
 	shift     uint // shard index = hash >> shift
 	shardSize int
 	onset     bool // apply the onset bound (not Options.NoOnsetBound)
+	noise     bool // apply the noise bound (not Options.NoNoiseBound)
 	rebirthOn bool // start new onsets for counters that turn hot again (onset, not Options.LearnedCopies)
 }
 
@@ -186,6 +194,7 @@ func New(opts Options) (*Table, error) {
 		shift:     uint(64 - bits.TrailingZeros(uint(o.Shards))),
 		shardSize: size,
 		onset:     !o.NoOnsetBound,
+		noise:     !o.NoNoiseBound,
 		rebirthOn: !o.NoOnsetBound && !o.LearnedCopies,
 	}
 	for i := range t.shards {
