@@ -49,7 +49,9 @@ func steadyExplained(x, limit uint32, now time.Time) bool {
 	if uint64(x) <= 2*uint64(limit) {
 		return true
 	}
-	if limit < noiseMinLimit {
+	if limit < noiseMinLimit || uint64(x) > 4*uint64(limit) {
+		// (The bound is at most 2L + 3·√(4L/3) < 4L: a hot partition's count, far above it,
+		// is told apart with one comparison.)
 		return false
 	}
 	l := float64(limit)
