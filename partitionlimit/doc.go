@@ -144,8 +144,12 @@
 //   - after a whole second of the stamps' clock without an operation (the previous one was two
 //     or more second boundaries ago), whatever the leftover; or
 //   - while its count is at most L/2 and what came since its onset began (or no onset at all)
-//     is explained by a rate of at most L: a trickle of operations never pauses a whole
-//     second, and the last operation before it turns hot is the new onset. Within its onset's
+//     is explained by a rate of at most L/2: a trickle of operations never pauses a whole
+//     second, and the last operation before it turns hot is the new onset. (A count at most
+//     L/2 just after a boundary is a rate of at most L/2 in steady state; a partition at up to
+//     0.8·L gets there only by noise, and a new onset there, judged on stamps from clocks
+//     behind the one that halved it, which count one halving too many since the birth, was
+//     what rejected some of its operations at ±500 ms.) Within its onset's
 //     first second the count since the birth is taken twice: the one boundary there may have
 //     halved it, and a partition born half a second before a boundary at 2L holds L/2 just
 //     after it, which a rate of L would explain over that half second although L came. A new

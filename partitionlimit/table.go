@@ -386,11 +386,11 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 			e.born, e.resid, r = ms, 0, 0
 		case limit < 0:
 			// A learned copy: its onset is what Learn gave it.
-		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*1000*sinceBirth(age) <= limit*int64(age)):
+		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*2000*sinceBirth(age) <= limit*int64(age)):
 			// Turning hot again: after a whole second without an operation, or while the
 			// count is at most half the limit and what came since the onset began is
-			// explained by a rate of at most the limit, a new onset starts, with the count
-			// so far as its residual.
+			// explained by a rate of at most half the limit (a trickle), a new onset starts,
+			// with the count so far as its residual.
 			e.born, e.resid = ms, packResidual(c)
 			r = unpackResidual(e.resid)
 		}
