@@ -23,6 +23,42 @@ func Admit(count, limit uint32, draw float64) bool {
 	return draw*float64(count)*math.Ln2 < float64(limit)
 }
 
+// noiseSlack is how many standard deviations of Poisson noise steadyExplained allows a count
+// above what a steady rate of the limit leaves at a phase of the second: a partition offered
+// the limit exceeds it with a probability of about 10^-3 at a given moment, one offered 0.9·L
+// needs more than 5 standard deviations of its own count.
+const noiseSlack = 3
+
+// noiseMinLimit is the smallest limit steadyExplained applies to. Its bound must stay clear of
+// a partition offered 2·limit: at a phase u that one holds 2L·(1+u) with a standard deviation
+// of √(2L·(1/3+u)), L·(1+u) − 3·√(L·(1/3+u)) above the bound, which is three of those standard
+// deviations at u = 0 from L ≈ 18 on. Under it the noise of a count is too large against the
+// limit to tell a partition under it from one at twice it, and the rule alone decides.
+const noiseMinLimit = 20
+
+// steadyExplained reports whether a count x above 2·limit, judged at now, is explained by a
+// steady rate of at most limit plus Poisson noise: x ≤ L·(1+u) + noiseSlack·√(L·(1/3+u)), u
+// now's fraction of a second. A counter offered a steady rate V holds V·(1+u) on average at
+// phase u (it starts each second at V and gains V over it), with a variance of V·(1/3+u)
+// (V·u from this second's arrivals, V/3 from a quarter of the stationary variance 4V/3 it
+// carried over). Above 2L the rule rejects some operations; a count there that a rate of at
+// most L explains is the noise of a partition under its limit, near the end of a second, and
+// is admitted as the rule admits a count at or below 2L. At V ≥ 2·limit the count is V·(1+u),
+// (V−L)·(1+u) ≥ L above the bound's centre, and the bound admits nothing the rule would not.
+func steadyExplained(x, limit uint32, now time.Time) bool {
+	if uint64(x) <= 2*uint64(limit) {
+		return true
+	}
+	if limit < noiseMinLimit || uint64(x) > 4*uint64(limit) {
+		// (The bound is at most 2L + 3·√(4L/3) < 4L: a hot partition's count, far above it,
+		// is told apart with one comparison.)
+		return false
+	}
+	l := float64(limit)
+	u := float64(now.Nanosecond()) / 1e9
+	return float64(x) <= l*(1+u)+noiseSlack*math.Sqrt(l*(1.0/3+u))
+}
+
 // RetryAfter returns how long after now a counter at count (at now) takes to decay back to
 // 2·limit or below if no further operation arrives: zero when count ≤ 2·limit already, else
 // the time to the k-th next second boundary, where k is the smallest number of halvings with
@@ -88,7 +124,7 @@ func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, 
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, born, resid := s.account(h, token, label, 1, sec, ms, t.rebirth(limit))
+	c, born, resid, behind := s.account(h, token, label, 1, sec, ms, t.rebirth(limit))
 	s.mu.Unlock()
 	d := Decision{Count: c, Limit: limit}
 	x := c
@@ -101,7 +137,9 @@ func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, 
 		}
 		d.Born, d.Residual = time.UnixMilli(nowMs-age), resid
 	}
-	d.Admitted = Admit(x, limit, draw)
+	// A stamp behind the counter's second (from a clock behind the one that halved it) has no
+	// phase of the counter's second: the rule alone decides.
+	d.Admitted = Admit(x, limit, draw) || t.noise && !behind && steadyExplained(x, limit, now)
 	if !d.Admitted {
 		d.RetryAfter = RetryAfter(max(c, 2*limit+1), limit, now)
 	}

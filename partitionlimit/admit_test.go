@@ -126,10 +126,12 @@ func TestRetryAfterAgreesWithTable(t *testing.T) {
 }
 
 // TestDecide checks Decide on a counter past its onset (the rule as the package documentation
-// states it); TestOnsetBound covers a counter's first seconds.
+// states it, early in a second, where no count above 2L is explained by a rate of L);
+// TestOnsetBound covers a counter's first seconds, TestNoiseUnderTheLimitIsAdmitted the end of
+// a second.
 func TestDecide(t *testing.T) {
 	tb := newTable(t, Options{Capacity: 1024, NoOnsetBound: true})
-	now := at(400 * time.Millisecond)
+	now := at(100 * time.Millisecond)
 	const limit = 10
 	for i := 1; i <= 2*limit; i++ {
 		d := tb.Decide(1, 1, limit, 0.999, now)
@@ -138,7 +140,7 @@ func TestDecide(t *testing.T) {
 		}
 	}
 	d := tb.Decide(1, 1, limit, 0.999, now)
-	if want := (Decision{Admitted: false, Count: 2*limit + 1, Limit: limit, RetryAfter: 600 * time.Millisecond}); d != want {
+	if want := (Decision{Admitted: false, Count: 2*limit + 1, Limit: limit, RetryAfter: 900 * time.Millisecond}); d != want {
 		t.Fatalf("Decide with count 2L+1 and draw 0.999 = %+v, want %+v", d, want)
 	}
 	d = tb.Decide(1, 1, limit, 0, now)

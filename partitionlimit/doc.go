@@ -55,6 +55,33 @@
 // under 5% (TestAccuracy measures it; the measured curve and the command that prints it are in
 // docs/performance.md).
 //
+// # Noise under the limit
+//
+// Poisson arrivals make a partition under its limit cross 2L now and then: offered V, its
+// counter holds V·(1+u) on average at a fraction u of a second (it starts each second at V
+// and gains V over it), with a variance of V·(1/3+u) (V·u from this second's arrivals, and a
+// quarter of the 4V/3 it carried over the last boundary). At V = 0.9·L and L = 100 the count
+// ends a second above 2L about once in thirty seconds, and the rule alone rejects about
+// 0.04 % of the operations (more where several replicas each may reject). Decide therefore
+// also admits a count above 2L that a steady rate of at most L explains at the operation's
+// phase of the second, with three standard deviations of slack:
+//
+//	x ≤ L·(1+u) + 3·√(L·(1/3+u))
+//
+// A partition offered the limit exceeds that with a probability of about 10⁻³ at a given
+// moment, and one offered 0.9·L by more than five of its own standard deviations. Only
+// counts near the end of a second pass it above 2L (u > 1 − 3·√(4L/3)/L, the last 35% of a
+// second at L = 100), so what it admits beyond the rule is bounded by the slack at u = 1,
+// 3·√(4L/3) (35 operations at L = 100), once for a partition that turns hot. At V ≥ 2L the
+// counter holds V·(1+u) ≥ L·(1+u) more than the bound's centre, over five standard deviations
+// at L = 100 (at L ≥ 10 at least three), so the steady rate stays L. Between L and about
+// 1.3·L it admits a little more than the rule (up to V where the rule's excess above L is
+// within the noise). The phase is the stamp's: replicas given the same stamp decide alike.
+// Through coordinators whose clocks differ, a counter halves at the boundary of the one
+// ahead: a stamp from the one behind in the same second reads an earlier phase than the
+// counter's, which makes the bound stricter; one still in the previous second has no phase of
+// the counter's second, and the rule alone decides it.
+//
 // After a rejection, RetryAfter says when the counter will have decayed to 2L or below if the
 // partition went quiet: about log2(x/2L) seconds, rounded up to a second boundary.
 //
@@ -116,9 +143,18 @@
 //
 //   - after a whole second of the stamps' clock without an operation (the previous one was two
 //     or more second boundaries ago), whatever the leftover; or
-//   - while its count is at most L/2 and what came since its onset began (its first second past,
-//     or no onset at all) is explained by a rate of at most L: a trickle of operations never
-//     pauses a whole second, and the last operation before it turns hot is the new onset.
+//   - while its count is at most L/2 and what came since its onset began (or no onset at all)
+//     is explained by a rate of at most L/2: a trickle of operations never pauses a whole
+//     second, and the last operation before it turns hot is the new onset. (A count at most
+//     L/2 just after a boundary is a rate of at most L/2 in steady state; a partition at up to
+//     0.8·L gets there only by noise, and a new onset there, judged on stamps from clocks
+//     behind the one that halved it, which count one halving too many since the birth, was
+//     what rejected some of its operations at ±500 ms.) Within its onset's
+//     first second the count since the birth is taken twice: the one boundary there may have
+//     halved it, and a partition born half a second before a boundary at 2L holds L/2 just
+//     after it, which a rate of L would explain over that half second although L came. A new
+//     onset there let the guards admit a second L in the same first second (up to 1.98·L at
+//     V = 2·L; TestNoNewOnsetInTheFirstSecond: at most 1.8·L with the birth kept).
 //
 // The count the counter held then is the new onset's residual (resid, in 16 bits beside a
 // 16-bit born, so the slot stays at 24 bytes), and halves with it. Decide judges the count

@@ -60,6 +60,13 @@ type Options struct {
 	// limiter as ScyllaDB designs it (test/sim's "scylla" configuration); a server never sets it.
 	NoOnsetBound bool `yaml:"-"`
 
+	// NoNoiseBound turns off the noise bound (see the package documentation, "Noise under the
+	// limit"): Decide then judges a count above 2L by the rule alone at any phase of the
+	// second, and a partition offered a little under its limit has a few operations rejected
+	// when Poisson noise carries its count past 2L. Like NoOnsetBound it exists for test/sim's
+	// "scylla" configuration; a server never sets it.
+	NoNoiseBound bool `yaml:"-"`
+
 	// LearnedCopies makes a table of copies of other tables' counters, which a coordinator
 	// that is not a replica of a partition fills with Learn from the replicas' rejections and
 	// decides on with Decide. A copy's onset (its birth and leftover count) is only ever what
@@ -168,6 +175,7 @@ type Table struct {
 	shift     uint // shard index = hash >> shift
 	shardSize int
 	onset     bool // apply the onset bound (not Options.NoOnsetBound)
+	noise     bool // apply the noise bound (not Options.NoNoiseBound)
 	rebirthOn bool // start new onsets for counters that turn hot again (onset, not Options.LearnedCopies)
 }
 
@@ -186,6 +194,7 @@ func New(opts Options) (*Table, error) {
 		shift:     uint(64 - bits.TrailingZeros(uint(o.Shards))),
 		shardSize: size,
 		onset:     !o.NoOnsetBound,
+		noise:     !o.NoNoiseBound,
 		rebirthOn: !o.NoOnsetBound && !o.LearnedCopies,
 	}
 	for i := range t.shards {
@@ -215,7 +224,7 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(now)
 	s.mu.Lock()
-	c, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(0))
+	c, _, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(0))
 	s.mu.Unlock()
 	return c
 }
@@ -237,7 +246,7 @@ func (t *Table) AccountNAt(token int64, label uint32, n, limit uint32, now, loca
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(limit))
+	c, _, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(limit))
 	s.mu.Unlock()
 	return c
 }
@@ -347,14 +356,15 @@ func (t *Table) Stats(now time.Time) Stats {
 // table without an onset bound, see Table.milli); limit is the partition's limit as
 // Table.rebirth gives it, which says when a counter that is not at zero starts a new onset.
 // account returns the counter after the increment, its birth stamp (0 for a counter past its
-// onset) and the part of the count that predates the birth.
-func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, ms uint16, limit int64) (uint32, uint16, uint32) {
+// onset), the part of the count that predates the birth, and whether the counter's second is
+// ahead of now (an operation stamped by a clock behind the one that last halved it).
+func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, ms uint16, limit int64) (uint32, uint16, uint32, bool) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	e, c, stamp, j := s.probe(h, lo, hi, label, now)
 	if e == nil {
 		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now, born: ms}
-		return n, ms, 0
+		return n, ms, 0, false
 	}
 	if c == 0 {
 		s.inserts++
@@ -376,18 +386,30 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 			e.born, e.resid, r = ms, 0, 0
 		case limit < 0:
 			// A learned copy: its onset is what Learn gave it.
-		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*1000 <= limit*int64(age)):
+		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*2000*sinceBirth(age) <= limit*int64(age)):
 			// Turning hot again: after a whole second without an operation, or while the
 			// count is at most half the limit and what came since the onset began is
-			// explained by a rate of at most the limit, a new onset starts, with the count
-			// so far as its residual.
+			// explained by a rate of at most half the limit (a trickle), a new onset starts,
+			// with the count so far as its residual.
 			e.born, e.resid = ms, packResidual(c)
 			r = unpackResidual(e.resid)
 		}
 	}
 	c = saturatingAdd(c, n)
 	e.count, e.sec = c, stamp
-	return c, e.born, r
+	return c, e.born, r, stamp != now
+}
+
+// sinceBirth returns how many times its count since the birth (count − residual) a counter
+// born age milliseconds ago may have counted since: up to twice within the first second,
+// whose one boundary may have halved what came before it (a count of L/2 just after it may
+// stand for L since the birth, and a new onset there would let the first second take its
+// limit twice), once after it, as the test always was.
+func sinceBirth(age uint16) int64 {
+	if age < 1000 {
+		return 2
+	}
+	return 1
 }
 
 // probe looks for the key (lo, hi, label) in its window of slots at now, with s.mu held. When

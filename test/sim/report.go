@@ -55,6 +55,11 @@ type Row struct {
 	// outside the replica set made itself, on the counter it learned from the replicas'
 	// earlier rejections: rejections that cost no replica request (kvnode only; 0 elsewhere).
 	LearnedPerRejected float64 `json:"learned_per_rejected"`
+	// Offered and Rejected count the hot partition's operations in the measurement window
+	// and those that ended with the rate-limit error (for an onset row, from the second second
+	// after the onset on, as AcceptedOverLimit).
+	Offered  int `json:"offered"`
+	Rejected int `json:"rejected"`
 }
 
 // Row returns the report line of r. Ratios are rounded to 4 decimals, so the JSON and the
@@ -92,6 +97,8 @@ func (r Result) Row() Row {
 
 		PartialWritesPerAccepted: round4(float64(r.PartialWrites) / float64(max(r.Accepted, 1))),
 		LearnedPerRejected:       round4(float64(r.LearnedRejected) / float64(max(r.Rejected, 1))),
+		Offered:                  r.Offered,
+		Rejected:                 r.Rejected,
 	}
 }
 

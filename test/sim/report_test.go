@@ -302,6 +302,7 @@ func TestJSONRowFields(t *testing.T) {
 		"accepted_over_limit": 1.3, "wasted_per_accepted": 0.01, "disagreement": 0.05,
 		"disagreement_measured": true, "cold_rejected": 0.001, "evictions_per_s": 5.0,
 		"partial_writes_per_accepted": 0.0, "learned_per_rejected": 0.0,
+		"offered": 1440.0, "rejected": 140.0,
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -240,7 +240,7 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 	s.nodes = make([]node, o.Nodes)
 	s.ids = make([]coordinator.NodeID, o.Nodes)
 	for i := range s.nodes {
-		t, err := partitionlimit.New(partitionlimit.Options{Capacity: o.Capacity, NoOnsetBound: sc.Configuration != Kvnode})
+		t, err := partitionlimit.New(partitionlimit.Options{Capacity: o.Capacity, NoOnsetBound: sc.Configuration != Kvnode, NoNoiseBound: sc.Configuration != Kvnode})
 		if err != nil {
 			return nil, fmt.Errorf("sim: node %d: %w", i, err)
 		}

@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	onsetOnly := fs.Bool("onset", false, "run only the onset rows (a partition turning hot, from idle or again after a pause), both configurations")
 	noLearning := fs.Bool("no-learning", false, "kvnode's coordinators outside a partition's replicas forward every operation instead of rejecting learned hot partitions themselves (kvnode before issue 16)")
 	match := fs.String("match", "", "run only the rows whose scenario has every space-separated `terms` (e.g. \"configuration=kvnode rf=3 op=read cl=ALL routing=outside skew=500ms V=100L down=false\")")
+	offered := fs.Float64("offered", 0, "offer every picked row's hot partition this multiple of L instead of its own V (e.g. 0.9 with --match V=2L: the same layouts just under the limit)")
 	out := fs.String("out", "", "write the report to `file` instead of stdout (test/sim/results/accuracy.md is the committed one)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +105,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		scenarios = picked
 	}
+	if *offered != 0 {
+		if !(*offered > 0) {
+			return fmt.Errorf("--offered %g must be positive", *offered)
+		}
+		for i := range scenarios {
+			scenarios[i].Offered = *offered
+		}
+	}
 	start := time.Now()
 	results, err := sim.RunAll(ctx, scenarios, opts, *workers)
 	if err != nil {
@@ -119,6 +128,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if *match != "" {
 			args += fmt.Sprintf(" --match %q", *match)
+		}
+		if *offered != 0 {
+			args += fmt.Sprintf(" --offered %g", *offered)
 		}
 		err = sim.WriteMarkdown(&b, args, results)
 	}

@@ -60,6 +60,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--out", "/nonexistent-dir/accuracy.md"}, "--out"},
 		{[]string{"--match", "V=3L"}, "--match"},
+		{[]string{"--offered", "-1"}, "--offered"},
 	}
 	for _, c := range cases {
 		var out, errs bytes.Buffer
@@ -133,5 +134,18 @@ func TestMatchPicksRows(t *testing.T) {
 		if got := strings.Count(out.String(), "\n"); got != c.want {
 			t.Errorf("--match %q printed %d rows, want %d:\n%s", c.match, got, c.want, out.String())
 		}
+	}
+}
+
+// TestOfferedReplacesV: --offered runs the picked rows at that V instead of their own.
+func TestOfferedReplacesV(t *testing.T) {
+	var out, errs bytes.Buffer
+	err := run(context.Background(), []string{"--json", "-q", "--seconds", "2.5", "--warmup", "0.5", "--offered", "0.9",
+		"--match", "configuration=kvnode rf=1 op=write cl=ONE routing=fixed-first skew=0s V=2L onset=false"}, &out, &errs)
+	if err != nil {
+		t.Fatalf("--offered 0.9: %v (stderr %q)", err, errs.String())
+	}
+	if !strings.Contains(out.String(), `"offered_over_limit":0.9,`) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("--offered 0.9 printed %q, want the one picked row at offered_over_limit 0.9", out.String())
 	}
 }
