@@ -128,11 +128,8 @@ func TestNetworkNemeses(t *testing.T) {
 		}
 	})
 	echoServers(t, c)
-	all := reachability(ctx, c)
-	for link, ok := range all {
-		if !ok {
-			t.Fatalf("before any fault, %s does not get through: %v", link, all)
-		}
+	if all, ok := awaitReachability(ctx, c, nil); !ok {
+		t.Fatalf("before any fault, not every link gets through: %v", all)
 	}
 	for _, tc := range []struct {
 		nem Nemesis
@@ -150,7 +147,7 @@ func TestNetworkNemeses(t *testing.T) {
 		if err := tc.nem.Start(ctx, c); err != nil {
 			t.Fatalf("%s: Start: %v", name, err)
 		}
-		during := reachability(ctx, c)
+		during, _ := awaitReachability(ctx, c, tc.cut)
 		for link, ok := range during {
 			if want := !contains(tc.cut, link); ok != want {
 				t.Errorf("%s: %s gets through = %v, want %v", name, link, ok, want)
@@ -169,7 +166,7 @@ func TestNetworkNemeses(t *testing.T) {
 				t.Errorf("%s: Heal: %v", name, err)
 			}
 		}
-		after := reachability(ctx, c)
+		after, _ := awaitReachability(ctx, c, nil)
 		for link, ok := range after {
 			if !ok {
 				t.Errorf("%s: after the heal, %s does not get through", name, link)
@@ -183,6 +180,28 @@ func TestNetworkNemeses(t *testing.T) {
 		}
 	}
 }
+
+// awaitReachability measures reachability until exactly the links in cut fail, for at most
+// reachabilityWait, and returns the last measure and whether it matched: on a loaded machine a
+// round trip over a working link may miss its 700 ms once, and a new veth may take a moment.
+func awaitReachability(ctx context.Context, c *Cluster, cut []string) (map[string]bool, bool) {
+	deadline := time.Now().Add(reachabilityWait)
+	for {
+		got := reachability(ctx, c)
+		match := true
+		for link, ok := range got {
+			if ok == contains(cut, link) {
+				match = false
+			}
+		}
+		if match || time.Now().After(deadline) || ctx.Err() != nil {
+			return got, match
+		}
+	}
+}
+
+// reachabilityWait bounds awaitReachability.
+const reachabilityWait = 10 * time.Second
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
