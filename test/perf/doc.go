@@ -57,8 +57,9 @@
 //     health checks and /metrics scrapes kept answering.
 //  5. levels: service levels held across coordinators, on 3 nodes (--sync=false) with password
 //     authentication, every session gocql round-robin over the three nodes: a tenant's level of
-//     100 writes/s offered 1,000/s for 32 s beside another role's closed loop (that role alone
-//     for 10 s before and after, the same run's baseline); then two clients, each with a level
+//     100 writes/s offered 1,000/s for 32 s beside another role's closed loop; that role's
+//     throughput alone and beside the tenant in six pairs of 5-s phases, in alternating order
+//     (the median pair's ratio); then two clients, each with a level
 //     of 100 writes/s and both granted a role whose level is 100 too, the first offered 1,000/s
 //     alone, the second joining half way at the same rate. Accepted writes are counted per
 //     second; the means leave out each phase's first second and the last, cut-short one.

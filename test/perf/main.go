@@ -138,7 +138,7 @@ func fullSettings() settings {
 		// no more than the organization's limit, and is held by its own level; with the second
 		// client the organization is offered twice its limit. (Offered between L and 2L, the
 		// rule admits up to 1.09·L, at 1.44·L: docs/accuracy.md.)
-		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 32 * time.Second, First: 1, Baseline: 10 * time.Second, Workers: 16,
+		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 32 * time.Second, First: 1, Rounds: 6, Window: 5 * time.Second, Workers: 16,
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 32 * time.Second, JoinAfter: 16 * time.Second, Partitions: 1000},
 	}
 }
@@ -156,7 +156,7 @@ func quickSettings() settings {
 		OverheadWarm: 200 * time.Millisecond, OverheadPhase: 500 * time.Millisecond,
 		Overload: overloadSettings{MaxConcurrent: 4, MaxQueued: 4, QueueTimeout: 100 * time.Millisecond, Factor: 10,
 			Partitions: 20, Duration: time.Second, ProbeRate: 20, ProbeDuration: 500 * time.Millisecond, Poll: 200 * time.Millisecond},
-		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 4 * time.Second, First: 1, Baseline: time.Second, Workers: 8,
+		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 4 * time.Second, First: 1, Rounds: 1, Window: time.Second, Workers: 8,
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 4 * time.Second, JoinAfter: 2 * time.Second, Partitions: 100},
 	}
 }
