@@ -3,9 +3,11 @@ package shell
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -119,4 +121,60 @@ func TestTopClientsAnswersAreBounded(t *testing.T) {
 	if _, err := topClientsAnswer(resp); err != nil {
 		t.Errorf("a node's own answer does not pass the check: %v", err)
 	}
+}
+
+// silentPeers answers top_clients from n2 at once and never from n3 (until the call's context
+// ends); every node is live.
+type silentPeers struct{}
+
+func (silentPeers) ScopeCounts(context.Context, coordinator.NodeID, *replicapb.ScopeCountsRequest) (*replicapb.ScopeCountsResponse, error) {
+	return &replicapb.ScopeCountsResponse{}, nil
+}
+
+func (silentPeers) AppendNodes(dst []coordinator.NodeID) []coordinator.NodeID {
+	return append(dst, "n1", "n2", "n3")
+}
+
+func (silentPeers) TopClients(ctx context.Context, to coordinator.NodeID, _ *replicapb.TopClientsRequest) (*replicapb.TopClientsResponse, error) {
+	if to == "n3" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &replicapb.TopClientsResponse{Budgets: []*replicapb.TopClientsBudget{{
+		Label: scopeLabel(scopelimit.KindLevel, coordinator.OpWrite), Budget: "org",
+		Spenders: []*replicapb.TopClientSpender{{Client: "alice", OpsPerSecond: 5}},
+	}}}, nil
+}
+
+type allLive struct{}
+
+func (allLive) AppendReplicas(dst []coordinator.NodeID, _ int64, _ int) []coordinator.NodeID {
+	return dst
+}
+func (allLive) IsLive(coordinator.NodeID) bool { return true }
+
+// TestClusterTopClientsWaitsBoundedly runs on synctest's clock: a peer that never answers
+// holds the answer TopClientsTimeout, no longer, and is named unreachable; the others' spenders
+// are in it.
+func TestClusterTopClientsWaitsBoundedly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := newScopes(time.Now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logger := slog.New(slog.DiscardHandler)
+		s.prop = newScopeProp(s, silentPeers{}, "n1", func(coordinator.NodeID) bool { return true }, -1, logger)
+		e := &Executor{scopes: s, localID: "n1", ring: allLive{}, logger: logger}
+		start := time.Now()
+		top, err := e.ClusterTopClients(context.Background(), "", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != TopClientsTimeout {
+			t.Errorf("waited %v for the silent peer, want %v", waited, TopClientsTimeout)
+		}
+		if fmt.Sprint(top.Unreachable) != "[n3]" || len(top.Budgets) != 1 || top.Budgets[0].Clients[0].Client != "alice" || top.Budgets[0].Clients[0].Rate != 5 {
+			t.Errorf("answer %+v, want n2's alice at 5/s and n3 unreachable", top)
+		}
+	})
 }
