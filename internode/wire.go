@@ -47,6 +47,8 @@ func wrapRequest(req proto.Message) (*replicapb.Request, bool) {
 		return &replicapb.Request{Msg: &replicapb.Request_TopPartitions{TopPartitions: m}}, true
 	case *replicapb.ScopeCountsRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_ScopeCounts{ScopeCounts: m}}, true
+	case *replicapb.TopClientsRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_TopClients{TopClients: m}}, true
 	case *replicapb.SchemaPrepareRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_SchemaPrepare{SchemaPrepare: m}}, true
 	case *replicapb.SchemaAcceptRequest:
@@ -88,6 +90,8 @@ func requestMsg(r *replicapb.Request) proto.Message {
 		return m.TopPartitions
 	case *replicapb.Request_ScopeCounts:
 		return m.ScopeCounts
+	case *replicapb.Request_TopClients:
+		return m.TopClients
 	case *replicapb.Request_SchemaPrepare:
 		return m.SchemaPrepare
 	case *replicapb.Request_SchemaAccept:
@@ -142,6 +146,8 @@ func wrapResponse(resp proto.Message) (*replicapb.Response, bool) {
 		return &replicapb.Response{Msg: &replicapb.Response_TopPartitions{TopPartitions: m}}, true
 	case *replicapb.ScopeCountsResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_ScopeCounts{ScopeCounts: m}}, true
+	case *replicapb.TopClientsResponse:
+		return &replicapb.Response{Msg: &replicapb.Response_TopClients{TopClients: m}}, true
 	case *replicapb.SchemaPrepareResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_SchemaPrepare{SchemaPrepare: m}}, true
 	case *replicapb.SchemaAcceptResponse:
@@ -181,6 +187,8 @@ func responseMsg(r *replicapb.Response) proto.Message {
 		return m.TopPartitions
 	case *replicapb.Response_ScopeCounts:
 		return m.ScopeCounts
+	case *replicapb.Response_TopClients:
+		return m.TopClients
 	case *replicapb.Response_SchemaPrepare:
 		return m.SchemaPrepare
 	case *replicapb.Response_SchemaAccept:

@@ -22,7 +22,8 @@
 //     table's data and state on every node, and runs its tombstone collection loop.
 //   - The coordinator and cluster metrics (metrics.go) on the node's own registry, and the
 //     cluster-wide gathering of hot partitions (top.go) that the gRPC TopPartitions and
-//     system.top_partitions serve, merged by coordinator.MergeTopPartitions.
+//     system.top_partitions serve, merged by coordinator.MergeTopPartitions (the shell gathers
+//     system.top_clients itself; scopes.go serves its top_clients kind).
 //   - The data directory lock (lock.go): one node process per directory.
 //   - The wiring of hinted handoff and repair: the hint store (package hints) in hints/ of the
 //     data directory as the shell's HintSink, its replayer over the transport (hints.go); the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -18,12 +19,20 @@ func (t transport) ScopeCounts(ctx context.Context, to coordinator.NodeID, req *
 	return internode.Call[*replicapb.ScopeCountsResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
-// startScopes serves the peers' budget counts, exports the budgets' metrics, and fills the
+var _ shell.TopClientsSender = transport{}
+
+// TopClients asks peer to who spends the budgets through it (shell.TopClientsSender).
+func (t transport) TopClients(ctx context.Context, to coordinator.NodeID, req *replicapb.TopClientsRequest) (*replicapb.TopClientsResponse, error) {
+	return internode.Call[*replicapb.TopClientsResponse](ctx, t.s, internode.NodeID(to), req)
+}
+
+// startScopes serves the peers' budget counts and spenders, exports the budgets' metrics, and fills the
 // coordinator's counters from a live peer's before the node serves CQL clients, so that a
 // node that starts or restarts judges its first limited requests on the cluster's load. A
 // node without live peers (the first) starts empty, under the onset bound.
 func (n *Node) startScopes(ctx context.Context) {
 	internode.Handle(n.mux, n.exec.ScopeCounts)
+	internode.Handle(n.mux, n.exec.TopClients)
 	n.registry.MustRegister(n.exec.ScopeCollector())
 	ctx, cancel := context.WithTimeout(ctx, scopeSyncTimeout)
 	defer cancel()
@@ -34,5 +43,9 @@ func (n *Node) startScopes(ctx context.Context) {
 	}
 }
 
-// TopClients lists who spends the budgets through this node (system.top_clients).
-func (s systemSource) TopClients(k int) []systables.TopClient { return s.n.exec.TopClients(k) }
+var _ systables.TopClientsSource = systemSource{}
+
+// ClusterTopClients lists who spends the budgets across the cluster (system.top_clients).
+func (s systemSource) ClusterTopClients(ctx context.Context, kind, budget string, k int) (coordinator.TopClients, error) {
+	return s.n.exec.ClusterTopClients(ctx, kind, budget, k)
+}

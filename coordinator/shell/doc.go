@@ -138,7 +138,10 @@
 // own counts to every live peer (ScopeSender, an internode scope_counts request), which adds them
 // on its own clock (ScopeCounts), so that every coordinator's counter holds the cluster's load;
 // a starting node fills its counters from a peer (SyncScopes). ScopeCollector exports the
-// budgets' metrics and TopClients who spends them (system.top_clients).
+// budgets' metrics, and ClusterTopClients says who spends them across the cluster
+// (system.top_clients): this coordinator's tracked spenders and every live peer's, asked over
+// internode (a ScopeSender that is also a TopClientsSender; peers serve the top_clients kind
+// with TopClients), merged by coordinator.MergeTopClients.
 //
 // # Errors
 //

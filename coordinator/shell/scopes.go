@@ -11,7 +11,6 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/scopelimit"
 )
 
@@ -306,55 +305,4 @@ func (sp *spender) decay(sec int64) {
 		}
 	}
 	sp.sec = max(sp.sec, sec)
-}
-
-// TopClients lists who spends each budget through this coordinator: per budget and op, its
-// spenders with their recent rates, heaviest first, at most k each (0: all kept, at most 16).
-func (e *Executor) TopClients(k int) []systables.TopClient {
-	s := e.scopes
-	now := s.now()
-	sec := now.Unix()
-	f := 1 + float64(now.Nanosecond())/1e9
-	s.mu.RLock()
-	all := make([]*budgetStats, 0, len(s.stats))
-	for _, st := range s.stats {
-		all = append(all, st)
-	}
-	s.mu.RUnlock()
-	var out []systables.TopClient
-	for _, st := range all {
-		for oi, op := range []coordinator.Op{coordinator.OpRead, coordinator.OpWrite} {
-			st.mu.Lock()
-			var list []systables.TopClient
-			total := 0.0
-			for j := range st.spenders[oi] {
-				sp := &st.spenders[oi][j]
-				sp.decay(sec)
-				if sp.count < 0.5 {
-					continue
-				}
-				total += sp.count
-				list = append(list, systables.TopClient{Kind: scopeOf(st.kind).String(), Budget: st.name, Op: op.String(), Client: sp.who.String(), Rate: sp.count / f, Share: sp.count, Limit: st.limit[oi].Load()})
-			}
-			st.mu.Unlock()
-			sortTopClients(list)
-			if k > 0 && len(list) > k {
-				list = list[:k]
-			}
-			for j := range list {
-				list[j].Rank, list[j].Share = j+1, list[j].Share/total
-			}
-			out = append(out, list...)
-		}
-	}
-	return out
-}
-
-// sortTopClients sorts one budget's spenders, heaviest first, then by name.
-func sortTopClients(l []systables.TopClient) {
-	for i := 1; i < len(l); i++ { // at most 16: insertion sort
-		for j := i; j > 0 && (l[j].Rate > l[j-1].Rate || l[j].Rate == l[j-1].Rate && l[j].Client < l[j-1].Client); j-- {
-			l[j], l[j-1] = l[j-1], l[j]
-		}
-	}
 }

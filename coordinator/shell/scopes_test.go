@@ -357,8 +357,14 @@ func TestTopClientsRanksWhoSpendsEachBudget(t *testing.T) {
 	}
 	c.settle()
 	var got []string
-	for _, tc := range e.TopClients(0) {
-		got = append(got, fmt.Sprintf("%s %s %s #%d %s %.0f/s %.2f", tc.Kind, tc.Budget, tc.Op, tc.Rank, tc.Client, tc.Rate, tc.Share))
+	top, err := e.ClusterTopClients(context.Background(), "", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range top.Budgets {
+		for i, tc := range b.Clients {
+			got = append(got, fmt.Sprintf("%s %s %s #%d %s %.0f/s %.2f", b.Scope, b.Budget, b.Op, i+1, tc.Client, tc.Rate, tc.Share))
+		}
 	}
 	slices.Sort(got)
 	// The clock stands at .25 s past a second: a count of 30 reads 24/s.

@@ -55,6 +55,7 @@ type Request struct {
 	//	*Request_RemoveBatch
 	//	*Request_TopPartitions
 	//	*Request_ScopeCounts
+	//	*Request_TopClients
 	//	*Request_SchemaPrepare
 	//	*Request_SchemaAccept
 	//	*Request_Pull
@@ -165,6 +166,15 @@ func (x *Request) GetScopeCounts() *ScopeCountsRequest {
 	if x != nil {
 		if x, ok := x.Msg.(*Request_ScopeCounts); ok {
 			return x.ScopeCounts
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetTopClients() *TopClientsRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Request_TopClients); ok {
+			return x.TopClients
 		}
 	}
 	return nil
@@ -288,12 +298,16 @@ type Request_RemoveBatch struct {
 }
 
 type Request_TopPartitions struct {
-	// 20-29, the limiter's other exchanges. Room: level counts.
+	// 20-29, the limiter's other exchanges.
 	TopPartitions *TopPartitionsRequest `protobuf:"bytes,20,opt,name=top_partitions,json=topPartitions,proto3,oneof"`
 }
 
 type Request_ScopeCounts struct {
 	ScopeCounts *ScopeCountsRequest `protobuf:"bytes,21,opt,name=scope_counts,json=scopeCounts,proto3,oneof"`
+}
+
+type Request_TopClients struct {
+	TopClients *TopClientsRequest `protobuf:"bytes,22,opt,name=top_clients,json=topClients,proto3,oneof"`
 }
 
 type Request_SchemaPrepare struct {
@@ -354,6 +368,8 @@ func (*Request_TopPartitions) isRequest_Msg() {}
 
 func (*Request_ScopeCounts) isRequest_Msg() {}
 
+func (*Request_TopClients) isRequest_Msg() {}
+
 func (*Request_SchemaPrepare) isRequest_Msg() {}
 
 func (*Request_SchemaAccept) isRequest_Msg() {}
@@ -385,6 +401,7 @@ type Response struct {
 	//	*Response_Batchlog
 	//	*Response_TopPartitions
 	//	*Response_ScopeCounts
+	//	*Response_TopClients
 	//	*Response_SchemaPrepare
 	//	*Response_SchemaAccept
 	//	*Response_Pull
@@ -486,6 +503,15 @@ func (x *Response) GetScopeCounts() *ScopeCountsResponse {
 	if x != nil {
 		if x, ok := x.Msg.(*Response_ScopeCounts); ok {
 			return x.ScopeCounts
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetTopClients() *TopClientsResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*Response_TopClients); ok {
+			return x.TopClients
 		}
 	}
 	return nil
@@ -612,6 +638,10 @@ type Response_ScopeCounts struct {
 	ScopeCounts *ScopeCountsResponse `protobuf:"bytes,21,opt,name=scope_counts,json=scopeCounts,proto3,oneof"`
 }
 
+type Response_TopClients struct {
+	TopClients *TopClientsResponse `protobuf:"bytes,22,opt,name=top_clients,json=topClients,proto3,oneof"`
+}
+
 type Response_SchemaPrepare struct {
 	// 30-39, schema consensus.
 	SchemaPrepare *SchemaPrepareResponse `protobuf:"bytes,30,opt,name=schema_prepare,json=schemaPrepare,proto3,oneof"`
@@ -668,6 +698,8 @@ func (*Response_TopPartitions) isResponse_Msg() {}
 
 func (*Response_ScopeCounts) isResponse_Msg() {}
 
+func (*Response_TopClients) isResponse_Msg() {}
+
 func (*Response_SchemaPrepare) isResponse_Msg() {}
 
 func (*Response_SchemaAccept) isResponse_Msg() {}
@@ -692,7 +724,8 @@ var File_replicapb_internode_proto protoreflect.FileDescriptor
 
 const file_replicapb_internode_proto_rawDesc = "" +
 	"\n" +
-	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\xc7\t\n" +
+	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\x90\n" +
+	"\n" +
 	"\aRequest\x12:\n" +
 	"\x06mutate\x18\x01 \x01(\v2 .kvnode.replica.v1.MutateRequestH\x00R\x06mutate\x124\n" +
 	"\x04read\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.ReadRequestH\x00R\x04read\x12M\n" +
@@ -701,7 +734,9 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"storeBatch\x12J\n" +
 	"\fremove_batch\x18\x11 \x01(\v2%.kvnode.replica.v1.RemoveBatchRequestH\x00R\vremoveBatch\x12P\n" +
 	"\x0etop_partitions\x18\x14 \x01(\v2'.kvnode.replica.v1.TopPartitionsRequestH\x00R\rtopPartitions\x12J\n" +
-	"\fscope_counts\x18\x15 \x01(\v2%.kvnode.replica.v1.ScopeCountsRequestH\x00R\vscopeCounts\x12P\n" +
+	"\fscope_counts\x18\x15 \x01(\v2%.kvnode.replica.v1.ScopeCountsRequestH\x00R\vscopeCounts\x12G\n" +
+	"\vtop_clients\x18\x16 \x01(\v2$.kvnode.replica.v1.TopClientsRequestH\x00R\n" +
+	"topClients\x12P\n" +
 	"\x0eschema_prepare\x18\x1e \x01(\v2'.kvnode.replica.v1.SchemaPrepareRequestH\x00R\rschemaPrepare\x12M\n" +
 	"\rschema_accept\x18\x1f \x01(\v2&.kvnode.replica.v1.SchemaAcceptRequestH\x00R\fschemaAccept\x124\n" +
 	"\x04pull\x182 \x01(\v2\x1e.kvnode.replica.v1.PullRequestH\x00R\x04pull\x127\n" +
@@ -712,14 +747,16 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\x10fetch_partitions\x18> \x01(\v2).kvnode.replica.v1.FetchPartitionsRequestH\x00R\x0ffetchPartitions\x12=\n" +
 	"\aremoved\x18F \x01(\v2!.kvnode.replica.v1.RemovedRequestH\x00R\aremoved\x12@\n" +
 	"\bannounce\x18G \x01(\v2\".kvnode.replica.v1.AnnounceRequestH\x00R\bannounceB\x05\n" +
-	"\x03msg\"\x82\t\n" +
+	"\x03msg\"\xcc\t\n" +
 	"\bResponse\x12;\n" +
 	"\x06mutate\x18\x01 \x01(\v2!.kvnode.replica.v1.MutateResponseH\x00R\x06mutate\x125\n" +
 	"\x04read\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.ReadResponseH\x00R\x04read\x12N\n" +
 	"\raccount_delta\x18\x03 \x01(\v2'.kvnode.replica.v1.AccountDeltaResponseH\x00R\faccountDelta\x12A\n" +
 	"\bbatchlog\x18\x10 \x01(\v2#.kvnode.replica.v1.BatchlogResponseH\x00R\bbatchlog\x12Q\n" +
 	"\x0etop_partitions\x18\x14 \x01(\v2(.kvnode.replica.v1.TopPartitionsResponseH\x00R\rtopPartitions\x12K\n" +
-	"\fscope_counts\x18\x15 \x01(\v2&.kvnode.replica.v1.ScopeCountsResponseH\x00R\vscopeCounts\x12Q\n" +
+	"\fscope_counts\x18\x15 \x01(\v2&.kvnode.replica.v1.ScopeCountsResponseH\x00R\vscopeCounts\x12H\n" +
+	"\vtop_clients\x18\x16 \x01(\v2%.kvnode.replica.v1.TopClientsResponseH\x00R\n" +
+	"topClients\x12Q\n" +
 	"\x0eschema_prepare\x18\x1e \x01(\v2(.kvnode.replica.v1.SchemaPrepareResponseH\x00R\rschemaPrepare\x12N\n" +
 	"\rschema_accept\x18\x1f \x01(\v2'.kvnode.replica.v1.SchemaAcceptResponseH\x00R\fschemaAccept\x122\n" +
 	"\x04pull\x182 \x01(\v2\x1c.kvnode.replica.v1.PullChunkH\x00R\x04pull\x128\n" +
@@ -758,32 +795,34 @@ var file_replicapb_internode_proto_goTypes = []any{
 	(*RemoveBatchRequest)(nil),      // 6: kvnode.replica.v1.RemoveBatchRequest
 	(*TopPartitionsRequest)(nil),    // 7: kvnode.replica.v1.TopPartitionsRequest
 	(*ScopeCountsRequest)(nil),      // 8: kvnode.replica.v1.ScopeCountsRequest
-	(*SchemaPrepareRequest)(nil),    // 9: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaAcceptRequest)(nil),     // 10: kvnode.replica.v1.SchemaAcceptRequest
-	(*PullRequest)(nil),             // 11: kvnode.replica.v1.PullRequest
-	(*FetchRequest)(nil),            // 12: kvnode.replica.v1.FetchRequest
-	(*ViewRequest)(nil),             // 13: kvnode.replica.v1.ViewRequest
-	(*RangeHashesRequest)(nil),      // 14: kvnode.replica.v1.RangeHashesRequest
-	(*PartitionHashesRequest)(nil),  // 15: kvnode.replica.v1.PartitionHashesRequest
-	(*FetchPartitionsRequest)(nil),  // 16: kvnode.replica.v1.FetchPartitionsRequest
-	(*RemovedRequest)(nil),          // 17: kvnode.replica.v1.RemovedRequest
-	(*AnnounceRequest)(nil),         // 18: kvnode.replica.v1.AnnounceRequest
-	(*MutateResponse)(nil),          // 19: kvnode.replica.v1.MutateResponse
-	(*ReadResponse)(nil),            // 20: kvnode.replica.v1.ReadResponse
-	(*AccountDeltaResponse)(nil),    // 21: kvnode.replica.v1.AccountDeltaResponse
-	(*BatchlogResponse)(nil),        // 22: kvnode.replica.v1.BatchlogResponse
-	(*TopPartitionsResponse)(nil),   // 23: kvnode.replica.v1.TopPartitionsResponse
-	(*ScopeCountsResponse)(nil),     // 24: kvnode.replica.v1.ScopeCountsResponse
-	(*SchemaPrepareResponse)(nil),   // 25: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptResponse)(nil),    // 26: kvnode.replica.v1.SchemaAcceptResponse
-	(*PullChunk)(nil),               // 27: kvnode.replica.v1.PullChunk
-	(*FetchResponse)(nil),           // 28: kvnode.replica.v1.FetchResponse
-	(*ViewResponse)(nil),            // 29: kvnode.replica.v1.ViewResponse
-	(*RangeHashesResponse)(nil),     // 30: kvnode.replica.v1.RangeHashesResponse
-	(*PartitionHashesResponse)(nil), // 31: kvnode.replica.v1.PartitionHashesResponse
-	(*FetchPartitionsResponse)(nil), // 32: kvnode.replica.v1.FetchPartitionsResponse
-	(*RemovedResponse)(nil),         // 33: kvnode.replica.v1.RemovedResponse
-	(*AnnounceResponse)(nil),        // 34: kvnode.replica.v1.AnnounceResponse
+	(*TopClientsRequest)(nil),       // 9: kvnode.replica.v1.TopClientsRequest
+	(*SchemaPrepareRequest)(nil),    // 10: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaAcceptRequest)(nil),     // 11: kvnode.replica.v1.SchemaAcceptRequest
+	(*PullRequest)(nil),             // 12: kvnode.replica.v1.PullRequest
+	(*FetchRequest)(nil),            // 13: kvnode.replica.v1.FetchRequest
+	(*ViewRequest)(nil),             // 14: kvnode.replica.v1.ViewRequest
+	(*RangeHashesRequest)(nil),      // 15: kvnode.replica.v1.RangeHashesRequest
+	(*PartitionHashesRequest)(nil),  // 16: kvnode.replica.v1.PartitionHashesRequest
+	(*FetchPartitionsRequest)(nil),  // 17: kvnode.replica.v1.FetchPartitionsRequest
+	(*RemovedRequest)(nil),          // 18: kvnode.replica.v1.RemovedRequest
+	(*AnnounceRequest)(nil),         // 19: kvnode.replica.v1.AnnounceRequest
+	(*MutateResponse)(nil),          // 20: kvnode.replica.v1.MutateResponse
+	(*ReadResponse)(nil),            // 21: kvnode.replica.v1.ReadResponse
+	(*AccountDeltaResponse)(nil),    // 22: kvnode.replica.v1.AccountDeltaResponse
+	(*BatchlogResponse)(nil),        // 23: kvnode.replica.v1.BatchlogResponse
+	(*TopPartitionsResponse)(nil),   // 24: kvnode.replica.v1.TopPartitionsResponse
+	(*ScopeCountsResponse)(nil),     // 25: kvnode.replica.v1.ScopeCountsResponse
+	(*TopClientsResponse)(nil),      // 26: kvnode.replica.v1.TopClientsResponse
+	(*SchemaPrepareResponse)(nil),   // 27: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptResponse)(nil),    // 28: kvnode.replica.v1.SchemaAcceptResponse
+	(*PullChunk)(nil),               // 29: kvnode.replica.v1.PullChunk
+	(*FetchResponse)(nil),           // 30: kvnode.replica.v1.FetchResponse
+	(*ViewResponse)(nil),            // 31: kvnode.replica.v1.ViewResponse
+	(*RangeHashesResponse)(nil),     // 32: kvnode.replica.v1.RangeHashesResponse
+	(*PartitionHashesResponse)(nil), // 33: kvnode.replica.v1.PartitionHashesResponse
+	(*FetchPartitionsResponse)(nil), // 34: kvnode.replica.v1.FetchPartitionsResponse
+	(*RemovedResponse)(nil),         // 35: kvnode.replica.v1.RemovedResponse
+	(*AnnounceResponse)(nil),        // 36: kvnode.replica.v1.AnnounceResponse
 }
 var file_replicapb_internode_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Request.mutate:type_name -> kvnode.replica.v1.MutateRequest
@@ -793,41 +832,43 @@ var file_replicapb_internode_proto_depIdxs = []int32{
 	6,  // 4: kvnode.replica.v1.Request.remove_batch:type_name -> kvnode.replica.v1.RemoveBatchRequest
 	7,  // 5: kvnode.replica.v1.Request.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsRequest
 	8,  // 6: kvnode.replica.v1.Request.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsRequest
-	9,  // 7: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
-	10, // 8: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
-	11, // 9: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
-	12, // 10: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
-	13, // 11: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
-	14, // 12: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
-	15, // 13: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
-	16, // 14: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
-	17, // 15: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
-	18, // 16: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
-	19, // 17: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
-	20, // 18: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
-	21, // 19: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
-	22, // 20: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
-	23, // 21: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
-	24, // 22: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
-	25, // 23: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
-	26, // 24: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
-	27, // 25: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
-	28, // 26: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
-	29, // 27: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
-	30, // 28: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
-	31, // 29: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
-	32, // 30: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
-	33, // 31: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
-	34, // 32: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
-	0,  // 33: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
-	0,  // 34: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
-	1,  // 35: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
-	1,  // 36: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
-	35, // [35:37] is the sub-list for method output_type
-	33, // [33:35] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	9,  // 7: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
+	10, // 8: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
+	11, // 9: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
+	12, // 10: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
+	13, // 11: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
+	14, // 12: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
+	15, // 13: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
+	16, // 14: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
+	17, // 15: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
+	18, // 16: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
+	19, // 17: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
+	20, // 18: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
+	21, // 19: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
+	22, // 20: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
+	23, // 21: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
+	24, // 22: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
+	25, // 23: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
+	26, // 24: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
+	27, // 25: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
+	28, // 26: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
+	29, // 27: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
+	30, // 28: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
+	31, // 29: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
+	32, // 30: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
+	33, // 31: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
+	34, // 32: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
+	35, // 33: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
+	36, // 34: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
+	0,  // 35: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
+	0,  // 36: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
+	1,  // 37: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
+	1,  // 38: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
+	37, // [37:39] is the sub-list for method output_type
+	35, // [35:37] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_replicapb_internode_proto_init() }
@@ -847,6 +888,7 @@ func file_replicapb_internode_proto_init() {
 		(*Request_RemoveBatch)(nil),
 		(*Request_TopPartitions)(nil),
 		(*Request_ScopeCounts)(nil),
+		(*Request_TopClients)(nil),
 		(*Request_SchemaPrepare)(nil),
 		(*Request_SchemaAccept)(nil),
 		(*Request_Pull)(nil),
@@ -865,6 +907,7 @@ func file_replicapb_internode_proto_init() {
 		(*Response_Batchlog)(nil),
 		(*Response_TopPartitions)(nil),
 		(*Response_ScopeCounts)(nil),
+		(*Response_TopClients)(nil),
 		(*Response_SchemaPrepare)(nil),
 		(*Response_SchemaAccept)(nil),
 		(*Response_Pull)(nil),

@@ -1757,6 +1757,246 @@ func (x *ScopeCountsResponse) GetCounts() []*ScopeCount {
 	return nil
 }
 
+// TopClientsRequest (kind top_clients) asks a coordinator who spends each budget through it: per
+// budget and op, the spenders it tracks (at most 16, by a count halved every second) with their
+// recent rates. The node a client asks for system.top_clients sends it to every live node and merges
+// the answers (coordinator.MergeTopClients).
+type TopClientsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only budgets of this kind ("service_level" or "keyspace"); empty means both.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Only the budget of this name (at most 1024 bytes); empty means every budget.
+	Budget        string `protobuf:"bytes,2,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopClientsRequest) Reset() {
+	*x = TopClientsRequest{}
+	mi := &file_replica_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopClientsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopClientsRequest) ProtoMessage() {}
+
+func (x *TopClientsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopClientsRequest.ProtoReflect.Descriptor instead.
+func (*TopClientsRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TopClientsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TopClientsRequest) GetBudget() string {
+	if x != nil {
+		return x.Budget
+	}
+	return ""
+}
+
+// TopClientSpender is one role (or client address, or "anonymous") spending a budget.
+type TopClientSpender struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As system.top_clients' client column shows it; at most 1024 bytes.
+	Client string `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	// Recent operations per second through the answering coordinator; finite, not negative.
+	OpsPerSecond  float64 `protobuf:"fixed64,2,opt,name=ops_per_second,json=opsPerSecond,proto3" json:"ops_per_second,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopClientSpender) Reset() {
+	*x = TopClientSpender{}
+	mi := &file_replica_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopClientSpender) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopClientSpender) ProtoMessage() {}
+
+func (x *TopClientSpender) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopClientSpender.ProtoReflect.Descriptor instead.
+func (*TopClientSpender) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TopClientSpender) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *TopClientSpender) GetOpsPerSecond() float64 {
+	if x != nil {
+		return x.OpsPerSecond
+	}
+	return 0
+}
+
+// TopClientsBudget is one budget's spenders of one op on the answering coordinator.
+type TopClientsBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget's (kind, op) pair as ScopeCount's label: kind << 8 | op.
+	Label  uint32 `protobuf:"varint,1,opt,name=label,proto3" json:"label,omitempty"`
+	Budget string `protobuf:"bytes,2,opt,name=budget,proto3" json:"budget,omitempty"`
+	// The budget's limit for the op across the cluster, as the coordinator last applied it (0: unknown).
+	Limit uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Heaviest first; at most 16.
+	Spenders      []*TopClientSpender `protobuf:"bytes,4,rep,name=spenders,proto3" json:"spenders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopClientsBudget) Reset() {
+	*x = TopClientsBudget{}
+	mi := &file_replica_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopClientsBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopClientsBudget) ProtoMessage() {}
+
+func (x *TopClientsBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopClientsBudget.ProtoReflect.Descriptor instead.
+func (*TopClientsBudget) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TopClientsBudget) GetLabel() uint32 {
+	if x != nil {
+		return x.Label
+	}
+	return 0
+}
+
+func (x *TopClientsBudget) GetBudget() string {
+	if x != nil {
+		return x.Budget
+	}
+	return ""
+}
+
+func (x *TopClientsBudget) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *TopClientsBudget) GetSpenders() []*TopClientSpender {
+	if x != nil {
+		return x.Spenders
+	}
+	return nil
+}
+
+type TopClientsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In (kind, budget, op) order; at most 4096 spenders in all.
+	Budgets []*TopClientsBudget `protobuf:"bytes,1,rep,name=budgets,proto3" json:"budgets,omitempty"`
+	// Set when the coordinator had more spenders than one answer holds: the budgets after the last
+	// listed are left out (ask for one budget to get all of its spenders).
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopClientsResponse) Reset() {
+	*x = TopClientsResponse{}
+	mi := &file_replica_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopClientsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopClientsResponse) ProtoMessage() {}
+
+func (x *TopClientsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopClientsResponse.ProtoReflect.Descriptor instead.
+func (*TopClientsResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *TopClientsResponse) GetBudgets() []*TopClientsBudget {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+func (x *TopClientsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 // TopPartitionsRequest (kind top_partitions) lists the partitions this node's limiter saw recently
 // above twice their limit (the only ones it can reject), with their keys, counters, estimated rates and
 // rejections. The node a client asks for the cluster-wide view sends it to every live node and merges
@@ -1773,7 +2013,7 @@ type TopPartitionsRequest struct {
 
 func (x *TopPartitionsRequest) Reset() {
 	*x = TopPartitionsRequest{}
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +2025,7 @@ func (x *TopPartitionsRequest) String() string {
 func (*TopPartitionsRequest) ProtoMessage() {}
 
 func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[21]
+	mi := &file_replica_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +2038,7 @@ func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{21}
+	return file_replica_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TopPartitionsRequest) GetTableId() uint64 {
@@ -1847,7 +2087,7 @@ type HotPartition struct {
 
 func (x *HotPartition) Reset() {
 	*x = HotPartition{}
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +2099,7 @@ func (x *HotPartition) String() string {
 func (*HotPartition) ProtoMessage() {}
 
 func (x *HotPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[22]
+	mi := &file_replica_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +2112,7 @@ func (x *HotPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HotPartition.ProtoReflect.Descriptor instead.
 func (*HotPartition) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{22}
+	return file_replica_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HotPartition) GetTableId() uint64 {
@@ -1962,7 +2202,7 @@ type TopPartitionsResponse struct {
 
 func (x *TopPartitionsResponse) Reset() {
 	*x = TopPartitionsResponse{}
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2214,7 @@ func (x *TopPartitionsResponse) String() string {
 func (*TopPartitionsResponse) ProtoMessage() {}
 
 func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[23]
+	mi := &file_replica_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2227,7 @@ func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{23}
+	return file_replica_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TopPartitionsResponse) GetPartitions() []*HotPartition {
@@ -2012,7 +2252,7 @@ type BatchlogEntry struct {
 
 func (x *BatchlogEntry) Reset() {
 	*x = BatchlogEntry{}
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2264,7 @@ func (x *BatchlogEntry) String() string {
 func (*BatchlogEntry) ProtoMessage() {}
 
 func (x *BatchlogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[24]
+	mi := &file_replica_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2277,7 @@ func (x *BatchlogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchlogEntry.ProtoReflect.Descriptor instead.
 func (*BatchlogEntry) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{24}
+	return file_replica_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BatchlogEntry) GetId() []byte {
@@ -2066,7 +2306,7 @@ type StoreBatchRequest struct {
 
 func (x *StoreBatchRequest) Reset() {
 	*x = StoreBatchRequest{}
-	mi := &file_replica_proto_msgTypes[25]
+	mi := &file_replica_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2318,7 @@ func (x *StoreBatchRequest) String() string {
 func (*StoreBatchRequest) ProtoMessage() {}
 
 func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[25]
+	mi := &file_replica_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2331,7 @@ func (x *StoreBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreBatchRequest.ProtoReflect.Descriptor instead.
 func (*StoreBatchRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{25}
+	return file_replica_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StoreBatchRequest) GetEntry() *BatchlogEntry {
@@ -2113,7 +2353,7 @@ type RemoveBatchRequest struct {
 
 func (x *RemoveBatchRequest) Reset() {
 	*x = RemoveBatchRequest{}
-	mi := &file_replica_proto_msgTypes[26]
+	mi := &file_replica_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2365,7 @@ func (x *RemoveBatchRequest) String() string {
 func (*RemoveBatchRequest) ProtoMessage() {}
 
 func (x *RemoveBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[26]
+	mi := &file_replica_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2378,7 @@ func (x *RemoveBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBatchRequest.ProtoReflect.Descriptor instead.
 func (*RemoveBatchRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{26}
+	return file_replica_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RemoveBatchRequest) GetId() []byte {
@@ -2160,7 +2400,7 @@ type BatchlogResponse struct {
 
 func (x *BatchlogResponse) Reset() {
 	*x = BatchlogResponse{}
-	mi := &file_replica_proto_msgTypes[27]
+	mi := &file_replica_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2412,7 @@ func (x *BatchlogResponse) String() string {
 func (*BatchlogResponse) ProtoMessage() {}
 
 func (x *BatchlogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[27]
+	mi := &file_replica_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2425,7 @@ func (x *BatchlogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchlogResponse.ProtoReflect.Descriptor instead.
 func (*BatchlogResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{27}
+	return file_replica_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BatchlogResponse) GetStatus() Status {
@@ -2213,7 +2453,7 @@ type SchemaBallot struct {
 
 func (x *SchemaBallot) Reset() {
 	*x = SchemaBallot{}
-	mi := &file_replica_proto_msgTypes[28]
+	mi := &file_replica_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2465,7 @@ func (x *SchemaBallot) String() string {
 func (*SchemaBallot) ProtoMessage() {}
 
 func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[28]
+	mi := &file_replica_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2478,7 @@ func (x *SchemaBallot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaBallot.ProtoReflect.Descriptor instead.
 func (*SchemaBallot) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{28}
+	return file_replica_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SchemaBallot) GetCounter() int64 {
@@ -2267,7 +2507,7 @@ type SchemaPrepareRequest struct {
 
 func (x *SchemaPrepareRequest) Reset() {
 	*x = SchemaPrepareRequest{}
-	mi := &file_replica_proto_msgTypes[29]
+	mi := &file_replica_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2519,7 @@ func (x *SchemaPrepareRequest) String() string {
 func (*SchemaPrepareRequest) ProtoMessage() {}
 
 func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[29]
+	mi := &file_replica_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2532,7 @@ func (x *SchemaPrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareRequest.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{29}
+	return file_replica_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SchemaPrepareRequest) GetKeyspace() string {
@@ -2325,7 +2565,7 @@ type SchemaPrepareResponse struct {
 
 func (x *SchemaPrepareResponse) Reset() {
 	*x = SchemaPrepareResponse{}
-	mi := &file_replica_proto_msgTypes[30]
+	mi := &file_replica_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +2577,7 @@ func (x *SchemaPrepareResponse) String() string {
 func (*SchemaPrepareResponse) ProtoMessage() {}
 
 func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[30]
+	mi := &file_replica_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +2590,7 @@ func (x *SchemaPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPrepareResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{30}
+	return file_replica_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SchemaPrepareResponse) GetPromised() bool {
@@ -2395,7 +2635,7 @@ type SchemaAcceptRequest struct {
 
 func (x *SchemaAcceptRequest) Reset() {
 	*x = SchemaAcceptRequest{}
-	mi := &file_replica_proto_msgTypes[31]
+	mi := &file_replica_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2647,7 @@ func (x *SchemaAcceptRequest) String() string {
 func (*SchemaAcceptRequest) ProtoMessage() {}
 
 func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[31]
+	mi := &file_replica_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2660,7 @@ func (x *SchemaAcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptRequest.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptRequest) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{31}
+	return file_replica_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SchemaAcceptRequest) GetKeyspace() string {
@@ -2455,7 +2695,7 @@ type SchemaAcceptResponse struct {
 
 func (x *SchemaAcceptResponse) Reset() {
 	*x = SchemaAcceptResponse{}
-	mi := &file_replica_proto_msgTypes[32]
+	mi := &file_replica_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2707,7 @@ func (x *SchemaAcceptResponse) String() string {
 func (*SchemaAcceptResponse) ProtoMessage() {}
 
 func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[32]
+	mi := &file_replica_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2720,7 @@ func (x *SchemaAcceptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptResponse.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptResponse) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{32}
+	return file_replica_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SchemaAcceptResponse) GetAccepted() bool {
@@ -2508,7 +2748,7 @@ type SchemaAcceptorState struct {
 
 func (x *SchemaAcceptorState) Reset() {
 	*x = SchemaAcceptorState{}
-	mi := &file_replica_proto_msgTypes[33]
+	mi := &file_replica_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2760,7 @@ func (x *SchemaAcceptorState) String() string {
 func (*SchemaAcceptorState) ProtoMessage() {}
 
 func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[33]
+	mi := &file_replica_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2773,7 @@ func (x *SchemaAcceptorState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaAcceptorState.ProtoReflect.Descriptor instead.
 func (*SchemaAcceptorState) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{33}
+	return file_replica_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SchemaAcceptorState) GetRegisters() []*SchemaRegister {
@@ -2555,7 +2795,7 @@ type SchemaRegister struct {
 
 func (x *SchemaRegister) Reset() {
 	*x = SchemaRegister{}
-	mi := &file_replica_proto_msgTypes[34]
+	mi := &file_replica_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2567,7 +2807,7 @@ func (x *SchemaRegister) String() string {
 func (*SchemaRegister) ProtoMessage() {}
 
 func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[34]
+	mi := &file_replica_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2580,7 +2820,7 @@ func (x *SchemaRegister) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRegister.ProtoReflect.Descriptor instead.
 func (*SchemaRegister) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{34}
+	return file_replica_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SchemaRegister) GetKeyspace() string {
@@ -2744,7 +2984,21 @@ const file_replica_proto_rawDesc = "" +
 	"\x06deltas\x18\x01 \x03(\v2\x1d.kvnode.replica.v1.ScopeCountR\x06deltas\x12\x12\n" +
 	"\x04sync\x18\x02 \x01(\bR\x04sync\"L\n" +
 	"\x13ScopeCountsResponse\x125\n" +
-	"\x06counts\x18\x01 \x03(\v2\x1d.kvnode.replica.v1.ScopeCountR\x06counts\"G\n" +
+	"\x06counts\x18\x01 \x03(\v2\x1d.kvnode.replica.v1.ScopeCountR\x06counts\"?\n" +
+	"\x11TopClientsRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06budget\x18\x02 \x01(\tR\x06budget\"P\n" +
+	"\x10TopClientSpender\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12$\n" +
+	"\x0eops_per_second\x18\x02 \x01(\x01R\fopsPerSecond\"\x97\x01\n" +
+	"\x10TopClientsBudget\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\rR\x05label\x12\x16\n" +
+	"\x06budget\x18\x02 \x01(\tR\x06budget\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\x12?\n" +
+	"\bspenders\x18\x04 \x03(\v2#.kvnode.replica.v1.TopClientSpenderR\bspenders\"q\n" +
+	"\x12TopClientsResponse\x12=\n" +
+	"\abudgets\x18\x01 \x03(\v2#.kvnode.replica.v1.TopClientsBudgetR\abudgets\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"G\n" +
 	"\x14TopPartitionsRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xff\x03\n" +
@@ -2823,7 +3077,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -2850,20 +3104,24 @@ var file_replica_proto_goTypes = []any{
 	(*ScopeCount)(nil),            // 22: kvnode.replica.v1.ScopeCount
 	(*ScopeCountsRequest)(nil),    // 23: kvnode.replica.v1.ScopeCountsRequest
 	(*ScopeCountsResponse)(nil),   // 24: kvnode.replica.v1.ScopeCountsResponse
-	(*TopPartitionsRequest)(nil),  // 25: kvnode.replica.v1.TopPartitionsRequest
-	(*HotPartition)(nil),          // 26: kvnode.replica.v1.HotPartition
-	(*TopPartitionsResponse)(nil), // 27: kvnode.replica.v1.TopPartitionsResponse
-	(*BatchlogEntry)(nil),         // 28: kvnode.replica.v1.BatchlogEntry
-	(*StoreBatchRequest)(nil),     // 29: kvnode.replica.v1.StoreBatchRequest
-	(*RemoveBatchRequest)(nil),    // 30: kvnode.replica.v1.RemoveBatchRequest
-	(*BatchlogResponse)(nil),      // 31: kvnode.replica.v1.BatchlogResponse
-	(*SchemaBallot)(nil),          // 32: kvnode.replica.v1.SchemaBallot
-	(*SchemaPrepareRequest)(nil),  // 33: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaPrepareResponse)(nil), // 34: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptRequest)(nil),   // 35: kvnode.replica.v1.SchemaAcceptRequest
-	(*SchemaAcceptResponse)(nil),  // 36: kvnode.replica.v1.SchemaAcceptResponse
-	(*SchemaAcceptorState)(nil),   // 37: kvnode.replica.v1.SchemaAcceptorState
-	(*SchemaRegister)(nil),        // 38: kvnode.replica.v1.SchemaRegister
+	(*TopClientsRequest)(nil),     // 25: kvnode.replica.v1.TopClientsRequest
+	(*TopClientSpender)(nil),      // 26: kvnode.replica.v1.TopClientSpender
+	(*TopClientsBudget)(nil),      // 27: kvnode.replica.v1.TopClientsBudget
+	(*TopClientsResponse)(nil),    // 28: kvnode.replica.v1.TopClientsResponse
+	(*TopPartitionsRequest)(nil),  // 29: kvnode.replica.v1.TopPartitionsRequest
+	(*HotPartition)(nil),          // 30: kvnode.replica.v1.HotPartition
+	(*TopPartitionsResponse)(nil), // 31: kvnode.replica.v1.TopPartitionsResponse
+	(*BatchlogEntry)(nil),         // 32: kvnode.replica.v1.BatchlogEntry
+	(*StoreBatchRequest)(nil),     // 33: kvnode.replica.v1.StoreBatchRequest
+	(*RemoveBatchRequest)(nil),    // 34: kvnode.replica.v1.RemoveBatchRequest
+	(*BatchlogResponse)(nil),      // 35: kvnode.replica.v1.BatchlogResponse
+	(*SchemaBallot)(nil),          // 36: kvnode.replica.v1.SchemaBallot
+	(*SchemaPrepareRequest)(nil),  // 37: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaPrepareResponse)(nil), // 38: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptRequest)(nil),   // 39: kvnode.replica.v1.SchemaAcceptRequest
+	(*SchemaAcceptResponse)(nil),  // 40: kvnode.replica.v1.SchemaAcceptResponse
+	(*SchemaAcceptorState)(nil),   // 41: kvnode.replica.v1.SchemaAcceptorState
+	(*SchemaRegister)(nil),        // 42: kvnode.replica.v1.SchemaRegister
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -2895,25 +3153,27 @@ var file_replica_proto_depIdxs = []int32{
 	6,  // 26: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
 	22, // 27: kvnode.replica.v1.ScopeCountsRequest.deltas:type_name -> kvnode.replica.v1.ScopeCount
 	22, // 28: kvnode.replica.v1.ScopeCountsResponse.counts:type_name -> kvnode.replica.v1.ScopeCount
-	0,  // 29: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
-	26, // 30: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	9,  // 31: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
-	28, // 32: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
-	1,  // 33: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 34: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
-	32, // 35: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	32, // 36: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	32, // 37: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	32, // 38: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	32, // 39: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	38, // 40: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
-	32, // 41: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	32, // 42: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	26, // 29: kvnode.replica.v1.TopClientsBudget.spenders:type_name -> kvnode.replica.v1.TopClientSpender
+	27, // 30: kvnode.replica.v1.TopClientsResponse.budgets:type_name -> kvnode.replica.v1.TopClientsBudget
+	0,  // 31: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
+	30, // 32: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
+	9,  // 33: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
+	32, // 34: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
+	1,  // 35: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 36: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 37: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 38: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 39: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 40: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 41: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	42, // 42: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
+	36, // 43: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 44: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -2930,7 +3190,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   35,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

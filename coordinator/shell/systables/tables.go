@@ -261,8 +261,8 @@ type view struct {
 	restrict map[string][]byte
 	// top is system.top_partitions' data, read only for it (readTop).
 	top []coordinator.TableTopPartitions
-	// clients is system.top_clients' data, read only for it.
-	clients []TopClient
+	// clients is system.top_clients' data, read only for it (readTopClients).
+	clients []coordinator.BudgetTopClients
 	// warnings go to the client with the rows.
 	warnings []string
 }
@@ -288,8 +288,8 @@ func (t *Tables) view(ctx context.Context, tbl *table, restrict map[string][]byt
 				return nil, err
 			}
 		case TableTopClients:
-			if src, ok := t.src.(TopClientsSource); ok {
-				v.clients = src.TopClients(topClientsPerBudget)
+			if err := t.readTopClients(ctx, v); err != nil {
+				return nil, err
 			}
 		default:
 			v.peers = t.src.Peers()
