@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kvnode/kvnode/auth"
+	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -384,7 +385,8 @@ func tableResource(tn cql.TableName, keyspace string) (auth.Resource, bool) {
 // CREATE KEYSPACE needs CREATE on ALL KEYSPACES, CREATE TABLE CREATE on its keyspace, ALTER
 // TABLE (a per_partition_rate_limit among its options) ALTER on the table, DROP needs DROP on
 // what it drops; a permission on a keyspace or on ALL KEYSPACES covers what lies under it.
-// Reads of the system keyspaces (but system.top_partitions, for superusers), USE and DESCRIBE need
+// Reads of the system keyspaces (but system.top_partitions, for superusers, and system.top_clients,
+// for superusers and roles with a permission on ALL SERVICE LEVELS), USE and DESCRIBE need
 // only a login. The role statements check
 // their own rules (executeAuth).
 func (e *Executor) authorize(ctx context.Context, stmt cql.Statement, keyspace string) error {
@@ -403,6 +405,9 @@ func (e *Executor) authorize(ctx context.Context, stmt cql.Statement, keyspace s
 		if ok && isSystemKeyspace(r.Keyspace) {
 			if r.Keyspace == "system" && r.Table == topPartitionsTable && !me.row.superuser {
 				return &auth.UnauthorizedError{Role: name, Msg: fmt.Sprintf("User %s is not a superuser: only superusers read system.%s, which shows partition keys of every table", name, topPartitionsTable)}
+			}
+			if r.Keyspace == "system" && r.Table == systables.TableTopClients && !me.row.superuser && me.perms[auth.AllServiceLevels] == 0 {
+				return &auth.UnauthorizedError{Role: name, Msg: fmt.Sprintf("User %s has no permission on %s: system.%s shows every role's spending, for superusers and roles with a permission on it (SELECT, say)", name, auth.AllServiceLevels, systables.TableTopClients)}
 			}
 			return nil
 		}

@@ -154,6 +154,22 @@ func TestAuthorization(t *testing.T) {
 	if _, err := c.as("admin", "n2", "SELECT * FROM system.top_partitions"); errors.As(err, &ue) {
 		t.Errorf("SELECT * FROM system.top_partitions as admin: %v, want allowed", err)
 	}
+	// Who spends each budget: superusers, and roles with a permission on ALL SERVICE LEVELS.
+	if _, err := c.as("app", "n2", "SELECT * FROM system.top_clients"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "system.top_clients shows every role's spending") {
+		t.Errorf("SELECT * FROM system.top_clients as app: %v, want refused", err)
+	}
+	if _, err := c.as("admin", "n2", "SELECT * FROM system.top_clients"); errors.As(err, &ue) {
+		t.Errorf("SELECT * FROM system.top_clients as admin: %v, want allowed", err)
+	}
+	if _, err := c.as("admin", "n2", "GRANT SELECT ON ALL SERVICE LEVELS TO app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.as("app", "n2", "SELECT * FROM system.top_clients"); errors.As(err, &ue) {
+		t.Errorf("SELECT * FROM system.top_clients as app granted SELECT on ALL SERVICE LEVELS: %v, want allowed", err)
+	}
+	if _, err := c.as("admin", "n2", "REVOKE SELECT ON ALL SERVICE LEVELS FROM app"); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct{ stmt, want string }{
 		{"ALTER TABLE t WITH per_partition_rate_limit = {'max_reads_per_second': 1}", "User app has no ALTER permission on <table ks.t> or any of its parents"},
 		{"DROP TABLE t", "User app has no DROP permission on <table ks.t>"},
