@@ -88,7 +88,9 @@ type expWrite struct {
 
 // expiredBy reports whether w has surely expired by t (on the events' clock).
 func (w expWrite) expiredBy(t time.Duration) bool {
-	return w.ttl > 0 && t > w.end+w.ttl+expirySlack
+	// Written as a difference: a failed write's end is the largest Duration (it may land at any
+	// time), and w.end+w.ttl would wrap around to a time long past.
+	return w.ttl > 0 && t > w.end && t-w.end > w.ttl+expirySlack
 }
 
 // mayHaveExpiredBy reports whether w may have expired by t.

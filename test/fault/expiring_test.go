@@ -39,6 +39,10 @@ func TestExpiringCheck(t *testing.T) {
 			ev(put(1, 11, 1), 0, 6, 9, nil, errTimeout),
 			ev(read(1), 1, 4000, 4010, rowValue{}, nil),
 		}, []Final{final(0, 5000, map[int64]int64{})}, counts{}},
+		{"an expiring write that failed may land late and be read after its TTL from its start", []Event{
+			ev(put(1, 10, 1), 0, 0, 5, nil, errTimeout),
+			ev(read(1), 1, 4000, 4010, rowValue{true, 10}, nil),
+		}, []Final{final(0, 5000, map[int64]int64{})}, counts{}},
 		{"lost: a write without TTL is not found", []Event{
 			ev(put(1, 10, 0), 0, 0, 5, nil, nil),
 			ev(read(1), 1, 4000, 4010, rowValue{}, nil),
