@@ -20,6 +20,8 @@ type (
 	Date = schema.Date
 	// Decimal is a decimal value, exactly: Unscaled × 10^-Scale (1.50 is {150, 2}).
 	Decimal = schema.Decimal
+	// Duration is a duration value: months, days and nanoseconds, all of one sign.
+	Duration = schema.Duration
 )
 
 // ParseUUID parses the canonical 36-character form (either case).
@@ -100,6 +102,12 @@ func decodeValue(v *kvnodepb.Value) (any, error) {
 			m[key] = val
 		}
 		return m, nil
+	case *kvnodepb.Value_Duration:
+		d := Duration{Months: k.Duration.GetMonths(), Days: k.Duration.GetDays(), Nanoseconds: k.Duration.GetNanoseconds()}
+		if (d.Months < 0 || d.Days < 0 || d.Nanoseconds < 0) && (d.Months > 0 || d.Days > 0 || d.Nanoseconds > 0) {
+			return nil, fmt.Errorf("duration %+v has parts of both signs", d)
+		}
+		return d, nil
 	case nil:
 		return nil, nil
 	default:

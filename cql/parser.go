@@ -1075,6 +1075,11 @@ func (p *parser) term(depth int) Term {
 		p.next()
 		return m
 	}
+	if p.tok == IDENT && IsISODuration(p.lit) {
+		lit := &Literal{ValuePos: p.pos, Kind: LitDuration, Value: p.lit}
+		p.next()
+		return lit
+	}
 	if p.tok == IDENT || p.tok == QIDENT {
 		return p.parseCallTerm(depth)
 	}
@@ -1107,8 +1112,14 @@ func (p *parser) parseLiteral() *Literal {
 		lit.Kind, lit.Value = LitFloat, "NaN"
 	case INFINITY:
 		lit.Kind, lit.Value = LitFloat, "Infinity"
+	case DURATION:
+		lit.Kind = LitDuration
 	case MINUS:
 		p.next()
+		if p.tok == IDENT && IsISODuration(p.lit) {
+			lit.Kind, lit.Value = LitDuration, "-"+p.lit
+			break
+		}
 		if p.tok != INFINITY {
 			p.errorExpected("number or 'Infinity' after '-'")
 		}

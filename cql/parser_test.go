@@ -409,3 +409,33 @@ func TestTokenClasses(t *testing.T) {
 		t.Errorf("Token(999).String() = %q", got)
 	}
 }
+
+func TestParseDurationLiterals(t *testing.T) {
+	for src, want := range map[string]string{
+		"1h30m":   "1h30m",
+		"-2d":     "-2d",
+		"P1DT2H":  "P1DT2H",
+		"-P3W":    "-P3W",
+		"PT90M":   "PT90M",
+		"1Y2MO3W": "1Y2MO3W",
+	} {
+		st, err := ParseStatement("INSERT INTO t (k, d) VALUES (1, " + src + ")")
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		lit, ok := st.(*InsertStmt).Values[1].(*Literal)
+		if !ok || lit.Kind != LitDuration || lit.Value != want {
+			t.Errorf("%s parsed as %#v, want duration literal %q", src, st.(*InsertStmt).Values[1], want)
+		}
+	}
+	// Identifiers that only look like an ISO duration stay identifiers (column names, functions).
+	for _, word := range []string{"P", "PT", "P1", "PX1D", "P1DT", "pt1", "P1D2"} {
+		if IsISODuration(word) {
+			t.Errorf("IsISODuration(%q) = true", word)
+		}
+	}
+	if _, err := ParseStatement("INSERT INTO t (k, d) VALUES (1, 1h30x)"); err == nil || !strings.Contains(err.Error(), "malformed number 1h30x") {
+		t.Errorf("1h30x: %v, want a malformed number", err)
+	}
+}

@@ -230,8 +230,6 @@ func (p *parser) refuseTerm() {
 		p.unsupported(pos, "list literals are not supported")
 	case LPAREN:
 		p.unsupported(pos, "tuple literals and type hints ((type) value) are not supported")
-	case DURATION:
-		p.unsupported(pos, "duration values are not supported")
 	}
 }
 

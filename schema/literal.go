@@ -42,6 +42,7 @@ import (
 //	varint     an integer literal of any length
 //	decimal    an integer or float literal, kept exactly with its scale
 //	           (1.50 is 150 at scale 2)
+//	duration   an unquoted duration: 1h30m, -2d, P1DT2H, P3W (see ParseDuration)
 //
 // A literal of another kind is an error naming the literal and the type,
 // and so are a bind marker (prepared statements substitute them first) and
@@ -221,6 +222,14 @@ func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
 			}
 			b, _ := EncodeTime(d)
 			return b, false, nil
+		}
+	case TypeDuration:
+		if lit.Kind == cql.LitDuration {
+			d, err := ParseDuration(lit.Value)
+			if err != nil {
+				return nil, false, err
+			}
+			return EncodeDuration(d), false, nil
 		}
 	case TypeVarint:
 		if lit.Kind == cql.LitInteger {

@@ -49,6 +49,7 @@ const (
 	TypeListText
 	TypeMapTextText
 	TypeMapTextBlob
+	TypeDuration
 )
 
 var typeNames = [...]string{
@@ -75,11 +76,12 @@ var typeNames = [...]string{
 	TypeListText:    "list<text>",
 	TypeMapTextText: "map<text, text>",
 	TypeMapTextBlob: "map<text, blob>",
+	TypeDuration:    "duration",
 }
 
 // SupportedTypes lists the names LookupType accepts, in declaration order
 // (varchar, an alias of text, aside).
-const SupportedTypes = "text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint"
+const SupportedTypes = "text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration"
 
 // String returns the CQL name of t.
 func (t Type) String() string {
@@ -135,15 +137,17 @@ func LookupType(name string) (Type, error) {
 	if n == "varchar" {
 		return TypeText, nil
 	}
-	for t := TypeText; t < TypeSetText; t++ {
-		if typeNames[t] == n {
+	for t := TypeText; int(t) < len(typeNames); t++ {
+		if typeNames[t] == n && !t.IsCollection() {
 			return t, nil
 		}
 	}
 	if i := strings.IndexByte(n, '<'); i > 0 {
 		switch strings.TrimSpace(n[:i]) {
-		case "set", "list", "map", "frozen", "tuple":
-			return TypeInvalid, fmt.Errorf("collection types are not supported for table columns (yet): %q (supported: %s)", name, SupportedTypes)
+		case "set", "list", "map":
+			return TypeInvalid, fmt.Errorf("non-frozen collections are not supported yet: %q (supported: %s)", name, SupportedTypes)
+		case "frozen", "tuple":
+			return TypeInvalid, fmt.Errorf("frozen collections and tuples are not supported yet: %q (supported: %s)", name, SupportedTypes)
 		}
 	}
 	return TypeInvalid, fmt.Errorf("unsupported column type %q (supported: %s)", name, SupportedTypes)
@@ -176,6 +180,10 @@ func LookupType(name string) (Type, error) {
 //	           4 bytes big-endian count n ≥ 0, then n elements, each a 4-byte
 //	           big-endian length and that many UTF-8 bytes; a set's elements
 //	           are distinct and in ascending order
+//	duration   three signed vints (Cassandra's VIntCoding: zigzag, then the
+//	           first byte's leading one bits count the bytes that follow):
+//	           months, days, nanoseconds, all of one sign, each in its fewest
+//	           bytes
 //	map<text, text>, map<text, blob>
 //	           4 bytes big-endian count n ≥ 0, then n (key, value) pairs, each
 //	           a 4-byte length and the bytes; keys distinct and ascending
@@ -258,6 +266,10 @@ func (t Type) Check(v []byte) error {
 		return checkVarint(t, v[4:])
 	case TypeSetText, TypeListText, TypeMapTextText, TypeMapTextBlob:
 		return checkCollection(t, v)
+	case TypeDuration:
+		if _, err := decodeDuration(v); err != nil {
+			return fmt.Errorf("invalid %s value: %w", t, err)
+		}
 	default:
 		return fmt.Errorf("invalid column type %s", t)
 	}
@@ -367,7 +379,7 @@ func collectionElement(v []byte) (elem, rest []byte, err error) {
 //	text, ascii, blob, boolean, inet
 //	           by bytes (unsigned; an IPv4 address and an IPv6 one compare
 //	           as byte strings, as in Cassandra's InetAddressType)
-//	collections
+//	collections, duration
 //	           by bytes (they are never clustering columns)
 func (t Type) Compare(a, b []byte) int {
 	switch t {
@@ -685,6 +697,7 @@ type MapEntry[V any] struct {
 //	                   []string
 //	map<text, text>    []MapEntry[string]
 //	map<text, blob>    []MapEntry[[]byte]
+//	duration           Duration
 func (t Type) Decode(v []byte) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -724,6 +737,9 @@ func (t Type) Decode(v []byte) (any, error) {
 		return decodeVarint(v), nil
 	case TypeDecimal:
 		return DecodeDecimal(v), nil
+	case TypeDuration:
+		d, _ := decodeDuration(v)
+		return d, nil
 	case TypeSetText, TypeListText:
 		n, rest, _ := collectionCount(v)
 		out := make([]string, n)

@@ -18,7 +18,7 @@ func TestLookupType(t *testing.T) {
 		{"blob", TypeBlob}, {"Timestamp", TypeTimestamp},
 		{"ascii", TypeASCII}, {"float", TypeFloat}, {"smallint", TypeSmallInt}, {"tinyint", TypeTinyInt},
 		{"UUID", TypeUUID}, {"timeuuid", TypeTimeUUID}, {"inet", TypeInet}, {"date", TypeDate},
-		{"time", TypeTime}, {"decimal", TypeDecimal}, {"varint", TypeVarint},
+		{"time", TypeTime}, {"decimal", TypeDecimal}, {"varint", TypeVarint}, {"Duration", TypeDuration},
 	}
 	for _, tt := range tests {
 		got, err := LookupType(tt.name)
@@ -26,18 +26,25 @@ func TestLookupType(t *testing.T) {
 			t.Errorf("LookupType(%q) = %v, %v; want %v", tt.name, got, err, tt.want)
 		}
 	}
-	for _, name := range []string{"duration", "counter", "", "invalid", "set", "text<int>"} {
+	for _, name := range []string{"counter", "", "invalid", "set", "text<int>"} {
 		_, err := LookupType(name)
-		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint)`
+		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)`
 		if err == nil || err.Error() != want {
 			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
 		}
 	}
 	// The collection types exist (the system tables have them) but are
 	// refused for table columns, whatever their element types.
-	for _, name := range []string{"set<text>", "list<text>", "map<text, text>", "map<text, blob>", "MAP<int, int>", "frozen<list<int>>", "tuple<int, int>"} {
+	for _, name := range []string{"set<text>", "list<text>", "map<text, text>", "map<text, blob>", "MAP<int, int>"} {
 		_, err := LookupType(name)
-		want := `collection types are not supported for table columns (yet): "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint)`
+		want := `non-frozen collections are not supported yet: "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)`
+		if err == nil || err.Error() != want {
+			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
+		}
+	}
+	for _, name := range []string{"frozen<list<int>>", "tuple<int, int>"} {
+		_, err := LookupType(name)
+		want := `frozen collections and tuples are not supported yet: "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)`
 		if err == nil || err.Error() != want {
 			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
 		}
@@ -53,7 +60,7 @@ func TestTypeString(t *testing.T) {
 			t.Errorf("LookupType(%v.String()) = %v, %v; want the type back", typ, got, err)
 		}
 	}
-	for _, typ := range []Type{TypeInvalid, TypeMapTextBlob + 1, 255} {
+	for _, typ := range []Type{TypeInvalid, TypeDuration + 1, 255} {
 		if typ.Valid() {
 			t.Errorf("Type(%d).Valid() = true, want false", typ)
 		}

@@ -147,6 +147,7 @@ var columnTypes = [...]kvnodepb.ColumnType{
 	schema.TypeListText:    kvnodepb.ColumnType_COLUMN_TYPE_LIST_TEXT,
 	schema.TypeMapTextText: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_TEXT,
 	schema.TypeMapTextBlob: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_BLOB,
+	schema.TypeDuration:    kvnodepb.ColumnType_COLUMN_TYPE_DURATION,
 }
 
 // ColumnType returns the client API's column type of t.
@@ -236,6 +237,10 @@ func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
 			m[e.Key] = e.Value
 		}
 		v.Kind = &kvnodepb.Value_MapTextBlob{MapTextBlob: &kvnodepb.BlobMap{Entries: m}}
+	case schema.TypeDuration:
+		x, _ := t.Decode(b)
+		d := x.(schema.Duration)
+		v.Kind = &kvnodepb.Value_Duration{Duration: &kvnodepb.Duration{Months: d.Months, Days: d.Days, Nanoseconds: d.Nanoseconds}}
 	default:
 		return fmt.Errorf("unsupported column type %v", t)
 	}

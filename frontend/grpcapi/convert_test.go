@@ -55,6 +55,7 @@ func TestValueOfNewTypes(t *testing.T) {
 		{schema.TypeListText, schema.EncodeListText([]string{"b", "a"}), &kvnodepb.Value{Kind: &kvnodepb.Value_ListText{ListText: &kvnodepb.TextList{Values: []string{"b", "a"}}}}},
 		{schema.TypeMapTextText, schema.EncodeMapTextText(map[string]string{"k": "v"}), &kvnodepb.Value{Kind: &kvnodepb.Value_MapTextText{MapTextText: &kvnodepb.TextMap{Entries: map[string]string{"k": "v"}}}}},
 		{schema.TypeMapTextBlob, schema.EncodeMapTextBlob(map[string][]byte{"k": {1}}), &kvnodepb.Value{Kind: &kvnodepb.Value_MapTextBlob{MapTextBlob: &kvnodepb.BlobMap{Entries: map[string][]byte{"k": {1}}}}}},
+		{schema.TypeDuration, schema.EncodeDuration(schema.Duration{Months: -1, Days: -2, Nanoseconds: -3}), &kvnodepb.Value{Kind: &kvnodepb.Value_Duration{Duration: &kvnodepb.Duration{Months: -1, Days: -2, Nanoseconds: -3}}}},
 		{schema.TypeUUID, nil, &kvnodepb.Value{}},
 	}
 	for _, tt := range tests {
@@ -66,7 +67,7 @@ func TestValueOfNewTypes(t *testing.T) {
 	for _, bad := range []struct {
 		typ schema.Type
 		b   []byte
-	}{{schema.TypeTimeUUID, schema.EncodeUUID(u)}, {schema.TypeVarint, []byte{0, 1}}, {schema.TypeInet, []byte{1}}, {schema.TypeTime, schema.EncodeBigInt(-1)}} {
+	}{{schema.TypeTimeUUID, schema.EncodeUUID(u)}, {schema.TypeVarint, []byte{0, 1}}, {schema.TypeInet, []byte{1}}, {schema.TypeTime, schema.EncodeBigInt(-1)}, {schema.TypeDuration, []byte{2, 1, 0}}} {
 		if got, err := Value(bad.typ, bad.b); err == nil {
 			t.Errorf("Value(%v, %x) = %v, want an error", bad.typ, bad.b, got)
 		}

@@ -74,6 +74,8 @@ func scalarID(t schema.Type) (cqlwire.TypeID, bool) {
 		return cqlwire.TypeTimeUUID, true
 	case schema.TypeInet:
 		return cqlwire.TypeInet, true
+	case schema.TypeDuration:
+		return cqlwire.TypeDuration, true
 	}
 	return 0, false
 }
