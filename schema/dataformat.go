@@ -78,14 +78,20 @@ func (t *Table) TypesFormatFeatures() []string {
 	}
 	var fs []string
 	for _, c := range t.Columns {
-		if c.Type >= TypeDuration {
+		if newType(c.Type) {
 			fs = append(fs, fmt.Sprintf("column %s of type %s", cql.QuoteIdent(c.Name), c.Type))
 		}
 	}
 	for _, c := range t.droppedCols {
-		if c.Type >= TypeDuration {
+		if newType(c.Type) {
 			fs = append(fs, fmt.Sprintf("a record of dropped column %s of type %s", cql.QuoteIdent(c.Name), c.Type))
 		}
 	}
 	return fs
+}
+
+// newType reports whether t is one of the types added with FormatTypes: duration and the
+// parametric ones, whose codes a release of an older format does not know.
+func newType(t Type) bool {
+	return typeCode(t) >= typeCode(TypeDuration)
 }

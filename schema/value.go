@@ -15,68 +15,73 @@ import (
 	"unicode/utf8"
 )
 
-// Type is the type of a column.
-type Type uint8
+// Type is the type of a column: its CQL name in canonical form, lower-case, with ", " between
+// type parameters and every collection and tuple inside frozen<...> (as system_schema and
+// DESCRIBE write it): "int", "frozen<map<text, frozen<list<int>>>>", "frozen<tuple<int, text>>".
+// The zero Type is invalid. Scalar types are the constants below; parametric ones are built by
+// LookupType (see params.go).
+type Type string
 
-// The column types. The zero Type is invalid. The numbers are stored (the
-// schema's encoding, gossiped between nodes, keeps them), so new types are
-// only ever appended.
-//
-// TypeSetText, TypeListText, TypeMapTextText and TypeMapTextBlob are the
-// read-only collection types of the system tables: Valid reports them, but
-// LookupType refuses them for table columns.
+// The scalar column types, and the read-only collection types of the system tables
+// (TypeSetText, TypeListText, TypeMapTextText and TypeMapTextBlob: Valid reports them, but
+// LookupType refuses them for table columns; they are not frozen).
 const (
-	TypeInvalid Type = iota
-	TypeText
-	TypeInt
-	TypeBigInt
-	TypeDouble
-	TypeBoolean
-	TypeBlob
-	TypeTimestamp
-	TypeASCII
-	TypeFloat
-	TypeSmallInt
-	TypeTinyInt
-	TypeUUID
-	TypeTimeUUID
-	TypeInet
-	TypeDate
-	TypeTime
-	TypeDecimal
-	TypeVarint
-	TypeSetText
-	TypeListText
-	TypeMapTextText
-	TypeMapTextBlob
-	TypeDuration
+	TypeInvalid     Type = ""
+	TypeText        Type = "text"
+	TypeInt         Type = "int"
+	TypeBigInt      Type = "bigint"
+	TypeDouble      Type = "double"
+	TypeBoolean     Type = "boolean"
+	TypeBlob        Type = "blob"
+	TypeTimestamp   Type = "timestamp"
+	TypeASCII       Type = "ascii"
+	TypeFloat       Type = "float"
+	TypeSmallInt    Type = "smallint"
+	TypeTinyInt     Type = "tinyint"
+	TypeUUID        Type = "uuid"
+	TypeTimeUUID    Type = "timeuuid"
+	TypeInet        Type = "inet"
+	TypeDate        Type = "date"
+	TypeTime        Type = "time"
+	TypeDecimal     Type = "decimal"
+	TypeVarint      Type = "varint"
+	TypeSetText     Type = "set<text>"
+	TypeListText    Type = "list<text>"
+	TypeMapTextText Type = "map<text, text>"
+	TypeMapTextBlob Type = "map<text, blob>"
+	TypeDuration    Type = "duration"
 )
 
-var typeNames = [...]string{
-	TypeInvalid:     "invalid",
-	TypeText:        "text",
-	TypeInt:         "int",
-	TypeBigInt:      "bigint",
-	TypeDouble:      "double",
-	TypeBoolean:     "boolean",
-	TypeBlob:        "blob",
-	TypeTimestamp:   "timestamp",
-	TypeASCII:       "ascii",
-	TypeFloat:       "float",
-	TypeSmallInt:    "smallint",
-	TypeTinyInt:     "tinyint",
-	TypeUUID:        "uuid",
-	TypeTimeUUID:    "timeuuid",
-	TypeInet:        "inet",
-	TypeDate:        "date",
-	TypeTime:        "time",
-	TypeDecimal:     "decimal",
-	TypeVarint:      "varint",
-	TypeSetText:     "set<text>",
-	TypeListText:    "list<text>",
-	TypeMapTextText: "map<text, text>",
-	TypeMapTextBlob: "map<text, blob>",
-	TypeDuration:    "duration",
+// typeCodes are the numbers of the types in the schema's encoding (gossiped between nodes and
+// stored), by position: a type's code is its index, so new types are only ever appended. A
+// parametric type is stored as codeParametric followed by its name.
+var typeCodes = [...]Type{
+	TypeInvalid, TypeText, TypeInt, TypeBigInt, TypeDouble, TypeBoolean, TypeBlob, TypeTimestamp,
+	TypeASCII, TypeFloat, TypeSmallInt, TypeTinyInt, TypeUUID, TypeTimeUUID, TypeInet, TypeDate,
+	TypeTime, TypeDecimal, TypeVarint, TypeSetText, TypeListText, TypeMapTextText, TypeMapTextBlob,
+	TypeDuration,
+}
+
+// codeParametric is the code of a parametric type (frozen collections, tuples), whose name
+// follows the code in the schema's encoding.
+const codeParametric = 0x7F
+
+// typeCode returns t's code in the schema's encoding, codeParametric for a parametric type.
+func typeCode(t Type) byte {
+	for i, c := range typeCodes {
+		if c == t {
+			return byte(i)
+		}
+	}
+	return codeParametric
+}
+
+// typeOfCode returns the scalar type of code c (TypeInvalid for an unknown code).
+func typeOfCode(c byte) Type {
+	if int(c) < len(typeCodes) {
+		return typeCodes[c]
+	}
+	return TypeInvalid
 }
 
 // SupportedTypes lists the names LookupType accepts, in declaration order
@@ -85,14 +90,20 @@ const SupportedTypes = "text, int, bigint, double, boolean, blob, timestamp, asc
 
 // String returns the CQL name of t.
 func (t Type) String() string {
-	if int(t) < len(typeNames) {
-		return typeNames[t]
+	if t == TypeInvalid {
+		return "invalid"
 	}
-	return fmt.Sprintf("Type(%d)", uint8(t))
+	return string(t)
 }
 
 // Valid reports whether t is one of the types, the collections included.
-func (t Type) Valid() bool { return t > TypeInvalid && int(t) < len(typeNames) }
+func (t Type) Valid() bool {
+	if typeCode(t) != codeParametric {
+		return t != TypeInvalid
+	}
+	_, err := parseParametric(string(t))
+	return err == nil
+}
 
 // CollectionKind says whether a type is a collection, and which kind.
 type CollectionKind uint8
@@ -137,8 +148,8 @@ func LookupType(name string) (Type, error) {
 	if n == "varchar" {
 		return TypeText, nil
 	}
-	for t := TypeText; int(t) < len(typeNames); t++ {
-		if typeNames[t] == n && !t.IsCollection() {
+	for _, t := range typeCodes[1:] {
+		if string(t) == n && !t.IsCollection() {
 			return t, nil
 		}
 	}
@@ -773,3 +784,7 @@ func (t Type) Decode(v []byte) (any, error) {
 		return bytes.Clone(v), nil
 	}
 }
+
+// Types returns every non-parametric type, the system tables' collections included, in the
+// order of their codes.
+func Types() []Type { return slices.Clone(typeCodes[1:]) }

@@ -124,7 +124,7 @@ func rowsToProto(r *coordinator.Rows) (*kvnodepb.Rows, error) {
 }
 
 // columnTypes maps each schema type to the client API's column type.
-var columnTypes = [...]kvnodepb.ColumnType{
+var columnTypes = map[schema.Type]kvnodepb.ColumnType{
 	schema.TypeText:        kvnodepb.ColumnType_COLUMN_TYPE_TEXT,
 	schema.TypeInt:         kvnodepb.ColumnType_COLUMN_TYPE_INT,
 	schema.TypeBigInt:      kvnodepb.ColumnType_COLUMN_TYPE_BIGINT,
@@ -152,10 +152,7 @@ var columnTypes = [...]kvnodepb.ColumnType{
 
 // ColumnType returns the client API's column type of t.
 func ColumnType(t schema.Type) kvnodepb.ColumnType {
-	if int(t) < len(columnTypes) {
-		return columnTypes[t]
-	}
-	return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED
+	return columnTypes[t] // COLUMN_TYPE_UNSPECIFIED for a type the map lacks
 }
 
 // Value returns the client API's value of type t encoded in b (nil b is null). It fails when b

@@ -28,7 +28,7 @@ func TestWireTypes(t *testing.T) {
 		}
 	}
 	// Every valid type has a protocol type.
-	for st := schema.Type(1); st.Valid(); st++ {
+	for _, st := range schema.Types() {
 		if _, err := wireType(st); err != nil {
 			t.Errorf("wireType(%v): %v", st, err)
 		}

@@ -294,7 +294,7 @@ func schemaType(t cqlwire.Type) (schema.Type, error) {
 	case t.ID == cqlwire.TypeMap && len(t.Elems) == 2 && text(t.Elems[0]) && t.Elems[1].ID == cqlwire.TypeBlob:
 		return schema.TypeMapTextBlob, nil
 	}
-	return 0, fmt.Errorf("type %s is not one kvnode has", t)
+	return schema.TypeInvalid, fmt.Errorf("type %s is not one kvnode has", t)
 }
 
 // wireConsistency maps the shell's consistency level to the protocol's.
