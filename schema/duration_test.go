@@ -229,3 +229,37 @@ func TestDurationColumn(t *testing.T) {
 		t.Errorf("the decoded table's column d is %v", bt.Columns[1].Type)
 	}
 }
+
+func TestParametricColumns(t *testing.T) {
+	s := mustBuild(t, ksDDL+`CREATE TABLE ks.p (k frozen<list<int>>, c tuple<int, text>, c2 frozen<set<text>>,
+		m frozen<map<text, frozen<list<int>>>>, d frozen<list<duration>>, PRIMARY KEY (k, c, c2)) WITH CLUSTERING ORDER BY (c DESC, c2 ASC)`)
+	tab := table(t, s, "p")
+	want := map[string]Type{
+		"k": "frozen<list<int>>", "c": "frozen<tuple<int, text>>", "c2": "frozen<set<text>>",
+		"m": "frozen<map<text, frozen<list<int>>>>", "d": "frozen<list<duration>>",
+	}
+	for name, typ := range want {
+		if c, ok := tab.Column(name); !ok || c.Type != typ {
+			t.Errorf("column %s is %v, want %s", name, c.Type, typ)
+		}
+	}
+	back, err := Decode(s.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := table(t, back, "p").CreateStatement(); got != tab.CreateStatement() {
+		t.Errorf("after the schema's encoding the table is\n%s\nwant\n%s", got, tab.CreateStatement())
+	}
+	if fs := tab.TypesFormatFeatures(); len(fs) != 5 {
+		t.Errorf("TypesFormatFeatures = %q, want the five new-typed columns", fs)
+	}
+	for _, want := range []string{"k frozen<list<int>>", "c frozen<tuple<int, text>>", "m frozen<map<text, frozen<list<int>>>>", "c DESC"} {
+		if !strings.Contains(tab.CreateStatement(), want) {
+			t.Errorf("CREATE statement lacks %q:\n%s", want, tab.CreateStatement())
+		}
+	}
+	_, err = Build(ksDDL + "CREATE TABLE ks.u (k int, d frozen<map<int, duration>>, PRIMARY KEY (k, d))")
+	if err == nil || !strings.Contains(err.Error(), "duration type is not supported for PRIMARY KEY column 'd'") {
+		t.Errorf("a clustering column holding a duration: %v, want the PRIMARY KEY refusal", err)
+	}
+}

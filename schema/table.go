@@ -101,7 +101,7 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 			return nil, fmt.Errorf("column %s appears twice in the PRIMARY KEY", cql.QuoteIdent(n))
 		}
 		seen[n] = true
-		if types[n] == TypeDuration {
+		if strings.Contains(string(types[n]), string(TypeDuration)) { // duration, or a type holding one
 			return nil, fmt.Errorf("duration type is not supported for PRIMARY KEY column %s", cql.QuoteString(n))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -155,10 +156,15 @@ func LookupType(name string) (Type, error) {
 	}
 	if i := strings.IndexByte(n, '<'); i > 0 {
 		switch strings.TrimSpace(n[:i]) {
-		case "set", "list", "map":
-			return TypeInvalid, fmt.Errorf("non-frozen collections are not supported yet: %q (supported: %s)", name, SupportedTypes)
-		case "frozen", "tuple":
-			return TypeInvalid, fmt.Errorf("frozen collections and tuples are not supported yet: %q (supported: %s)", name, SupportedTypes)
+		case "set", "list", "map", "frozen", "tuple":
+			node, err := parseTypeName(name)
+			switch {
+			case errors.Is(err, errNonFrozen):
+				return TypeInvalid, fmt.Errorf("non-frozen collections are not supported yet (use frozen<...>): %q", name)
+			case err != nil:
+				return TypeInvalid, fmt.Errorf("type %q: %w", name, err)
+			}
+			return node.typ(), nil
 		}
 	}
 	return TypeInvalid, fmt.Errorf("unsupported column type %q (supported: %s)", name, SupportedTypes)
@@ -282,7 +288,13 @@ func (t Type) Check(v []byte) error {
 			return fmt.Errorf("invalid %s value: %w", t, err)
 		}
 	default:
-		return fmt.Errorf("invalid column type %s", t)
+		n := t.node()
+		if n == nil {
+			return fmt.Errorf("invalid column type %s", t)
+		}
+		if err := n.check(v); err != nil {
+			return fmt.Errorf("invalid %s value: %w", t, err)
+		}
 	}
 	return nil
 }
@@ -390,8 +402,10 @@ func collectionElement(v []byte) (elem, rest []byte, err error) {
 //	text, ascii, blob, boolean, inet
 //	           by bytes (unsigned; an IPv4 address and an IPv6 one compare
 //	           as byte strings, as in Cassandra's InetAddressType)
-//	collections, duration
+//	the system tables' collections, duration
 //	           by bytes (they are never clustering columns)
+//	frozen collections, tuples
+//	           as Cassandra: element by element, then by count (see params.go)
 func (t Type) Compare(a, b []byte) int {
 	switch t {
 	case TypeInt:
@@ -414,9 +428,13 @@ func (t Type) Compare(a, b []byte) int {
 		return compareVarint(a, b)
 	case TypeDecimal:
 		return DecodeDecimal(a).Cmp(DecodeDecimal(b))
-	default: // text, ascii (UTF-8 byte order is code point order), blob, boolean, inet, date
-		return bytes.Compare(a, b)
 	}
+	if n := t.node(); n != nil {
+		return n.compare(a, b)
+	}
+	// text, ascii (UTF-8 byte order is code point order), blob, boolean, inet, date, duration,
+	// the system tables' collections
+	return bytes.Compare(a, b)
 }
 
 // compareVarint compares two minimal two's complement integers without
@@ -709,6 +727,7 @@ type MapEntry[V any] struct {
 //	map<text, text>    []MapEntry[string]
 //	map<text, blob>    []MapEntry[[]byte]
 //	duration           Duration
+//	frozen<list<T>>    List, frozen<set<T>> Set, frozen<map<K, V>> Map, tuple Tuple
 func (t Type) Decode(v []byte) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -751,6 +770,8 @@ func (t Type) Decode(v []byte) (any, error) {
 	case TypeDuration:
 		d, _ := decodeDuration(v)
 		return d, nil
+	case TypeBlob:
+		return bytes.Clone(v), nil
 	case TypeSetText, TypeListText:
 		n, rest, _ := collectionCount(v)
 		out := make([]string, n)
@@ -780,8 +801,8 @@ func (t Type) Decode(v []byte) (any, error) {
 			out[i] = MapEntry[[]byte]{string(k), bytes.Clone(e)}
 		}
 		return out, nil
-	default: // blob
-		return bytes.Clone(v), nil
+	default: // parametric (Check accepted v, so t is one)
+		return t.node().decode(v), nil
 	}
 }
 

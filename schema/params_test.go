@@ -1,0 +1,116 @@
+package schema
+
+import (
+	"encoding/binary"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// elems encodes [int length][bytes] elements, nil as null (-1).
+func elems(es ...[]byte) []byte {
+	var b []byte
+	for _, e := range es {
+		if e == nil {
+			b = binary.BigEndian.AppendUint32(b, ^uint32(0))
+			continue
+		}
+		b = append(binary.BigEndian.AppendUint32(b, uint32(len(e))), e...)
+	}
+	return b
+}
+
+func coll(n int, es ...[]byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(n)), elems(es...)...)
+}
+
+func mustType(t *testing.T, name string) Type {
+	t.Helper()
+	typ, err := LookupType(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typ
+}
+
+func TestParametricCheckAndDecode(t *testing.T) {
+	list := mustType(t, "frozen<list<int>>")
+	set := mustType(t, "frozen<set<int>>")
+	m := mustType(t, "frozen<map<text, frozen<list<int>>>>")
+	tup := mustType(t, "tuple<int, text>")
+	one, two := EncodeInt(1), EncodeInt(-2)
+	good := []struct {
+		typ  Type
+		v    []byte
+		want any
+	}{
+		{list, coll(3, one, two, one), List{int32(1), int32(-2), int32(1)}},
+		{list, coll(0), List{}},
+		{set, coll(2, two, one), Set{int32(-2), int32(1)}},
+		{m, coll(1, []byte("a"), coll(1, one)), Map{{"a", List{int32(1)}}}},
+		{tup, elems(one, nil), Tuple{int32(1), nil}},
+		{tup, elems(nil, []byte("x")), Tuple{nil, "x"}},
+	}
+	for _, tt := range good {
+		got, err := tt.typ.Decode(tt.v)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s.Decode(% x) = %#v, %v; want %#v", tt.typ, tt.v, got, err, tt.want)
+		}
+	}
+	bad := []struct {
+		typ  Type
+		v    []byte
+		want string
+	}{
+		{list, coll(1, nil), "element 0 is null: null is not allowed inside a collection"},
+		{list, coll(1, []byte{1}), "element 0: invalid int value: 1 bytes, want 4"},
+		{list, coll(2, one), "element 1: truncated length"},
+		{list, append(coll(1, one), 0), "1 bytes after the last element"},
+		{set, coll(2, one, two), "element 1 is not above element 0 (elements must be distinct and ascending)"},
+		{set, coll(2, one, one), "element 1 is not above element 0"},
+		{m, coll(1, []byte("a"), nil), "value 0 is null"},
+		{m, coll(2, []byte("b"), coll(0), []byte("a"), coll(0)), "keys must be distinct and ascending"},
+		{tup, elems(one), "component 1: truncated length"},
+		{tup, elems(one, nil, nil), "4 bytes after the last of 2 components"},
+		{tup, elems([]byte{1}, nil), "component 0: invalid int value"},
+	}
+	for _, tt := range bad {
+		err := tt.typ.Check(tt.v)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "invalid "+string(tt.typ)+" value: ") {
+			t.Errorf("%s.Check(% x) = %v, want an error naming the type and containing %q", tt.typ, tt.v, err, tt.want)
+		}
+	}
+}
+
+// TestParametricCompare checks Compare against Cassandra's order written out by hand:
+// element-wise, then by count; a map by key, then value; a null tuple component first.
+func TestParametricCompare(t *testing.T) {
+	list := mustType(t, "frozen<list<int>>")
+	m := mustType(t, "frozen<map<int, text>>")
+	tup := mustType(t, "tuple<int, text>")
+	i := EncodeInt
+	ordered := []struct {
+		typ Type
+		vs  [][]byte // ascending
+	}{
+		{list, [][]byte{coll(0), coll(1, i(-5)), coll(2, i(-5), i(9)), coll(1, i(-1)), coll(1, i(0)), coll(2, i(0), i(-7)), coll(1, i(3))}},
+		{m, [][]byte{coll(0), coll(1, i(1), []byte("a")), coll(2, i(1), []byte("a"), i(2), []byte("")), coll(1, i(1), []byte("b")), coll(1, i(2), []byte(""))}},
+		{tup, [][]byte{elems(nil, nil), elems(nil, []byte("a")), elems(i(-1), nil), elems(i(-1), []byte("")), elems(i(-1), []byte("z")), elems(i(4), nil)}},
+	}
+	for _, tt := range ordered {
+		for a := range tt.vs {
+			for b := range tt.vs {
+				want := 0
+				switch {
+				case a < b:
+					want = -1
+				case a > b:
+					want = 1
+				}
+				if got := tt.typ.Compare(tt.vs[a], tt.vs[b]); got != want {
+					t.Errorf("%s: Compare(% x, % x) = %d, want %d", tt.typ, tt.vs[a], tt.vs[b], got, want)
+				}
+			}
+		}
+	}
+}
