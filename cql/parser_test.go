@@ -439,3 +439,51 @@ func TestParseDurationLiterals(t *testing.T) {
 		t.Errorf("1h30x: %v, want a malformed number", err)
 	}
 }
+
+func TestParseCollectionLiterals(t *testing.T) {
+	for src, want := range map[string]string{
+		"[1, 2]":               "[1, 2]",
+		"[]":                   "[]",
+		"{1, 'a'}":             "{1, 'a'}",
+		"{}":                   "{}",
+		"{'k': [1], 'j': []}":  "{'k': [1], 'j': []}",
+		"(1, 'a', NULL)":       "(1, 'a', NULL)",
+		"((1, 2), [{3}], P1D)": "((1, 2), [{3}], P1D)",
+		"[?, :x]":              "[?, :x]",
+		"(now(), {0xff: -1h})": "(now(), {0xff: -1h})",
+	} {
+		st, err := ParseStatement("INSERT INTO t (k, v) VALUES (1, " + src + ")")
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := Format(st.(*InsertStmt).Values[1]); got != want {
+			t.Errorf("%s formats as %s, want %s", src, got, want)
+		}
+	}
+	for src, want := range map[string]string{
+		"[1, 2":                   "expected ',' or ']'",
+		"(1 2)":                   "expected ',' or ')'",
+		"{1, 2: 3}":               "expected ',' or '}'",
+		"(int) 5":                 "type hints ((type) value) are not supported",
+		"(frozen<list<int>>) [1]": "type hints ((type) value) are not supported",
+		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]": "nested too deeply",
+	} {
+		_, err := ParseStatement("INSERT INTO t (k, v) VALUES (1, " + src + ")")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", src, err, want)
+		}
+	}
+	if n := len(BindMarkers(mustParseInsert(t, "INSERT INTO t (k, v) VALUES (?, [?, (?, ?)])"))); n != 4 {
+		t.Errorf("BindMarkers found %d markers in collection literals, want 4", n)
+	}
+}
+
+func mustParseInsert(t *testing.T, src string) Statement {
+	t.Helper()
+	st, err := ParseStatement(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

@@ -83,6 +83,8 @@ func describeTerm(v cql.Term) string {
 		return v.Kind.String() + " literal " + describeValue(v)
 	case *cql.MapLiteral:
 		return "map literal " + describeValue(v)
+	case *cql.CollectionLiteral:
+		return v.Kind.String() + " literal " + describeValue(v)
 	}
 	return "no value"
 }
@@ -93,6 +95,9 @@ var errBind = errors.New("bind marker ? has no value: prepared statements are no
 // wrong kind for t; err reports a literal of the right kind with a bad
 // value.
 func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
+	if n := t.node(); n != nil {
+		return n.literal(v) // params.go
+	}
 	lit, ok := v.(*cql.Literal)
 	if !ok {
 		return nil, true, nil

@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/kvnode/kvnode/cql"
 )
 
 // The parametric types: frozen collections and tuples. A frozen value is one cell holding the
@@ -437,4 +440,151 @@ func (n *typeNode) decode(v []byte) any {
 		return Set(elems)
 	}
 	return List(elems)
+}
+
+// paramLiteral converts v to a value of n, a parametric type: a list literal for a list, a set
+// literal (or {}) for a set, a map literal for a map and a tuple literal for a tuple, their
+// elements converted for the element types. Sets come out sorted and without duplicates, maps
+// sorted by key with the last of duplicate keys kept, and a tuple literal with fewer elements
+// than the type padded with nulls, as Cassandra stores them. mismatch reports a term of the
+// wrong kind.
+func (n *typeNode) literal(v cql.Term) (b []byte, mismatch bool, err error) {
+	if n.kind == NotParametric {
+		return literalValue(n.scalar, v)
+	}
+	if lit, ok := v.(*cql.Literal); ok {
+		switch lit.Kind {
+		case cql.LitNull:
+			return nil, false, nil
+		case cql.LitBind:
+			return nil, false, errBind
+		}
+		return nil, true, nil
+	}
+	elem := func(et *typeNode, x cql.Term, what string) ([]byte, error) {
+		if lit, ok := x.(*cql.Literal); ok && lit.Kind == cql.LitBind {
+			return nil, fmt.Errorf("bind markers inside %s literals are not supported: bind the whole value", what)
+		}
+		b, mismatch, err := et.literal(x)
+		switch {
+		case mismatch:
+			return nil, fmt.Errorf("cannot use %s as %s inside a %s", describeTerm(x), et.typ(), what)
+		case err != nil:
+			return nil, err
+		}
+		return b, nil
+	}
+	switch n.kind {
+	case ParamTuple:
+		c, ok := v.(*cql.CollectionLiteral)
+		if !ok || c.Kind != cql.TupleLiteral {
+			return nil, true, nil
+		}
+		if len(c.Elements) > len(n.elems) {
+			return nil, false, fmt.Errorf("invalid tuple literal: too many elements: type %s expects %d but got %d", n.typ(), len(n.elems), len(c.Elements))
+		}
+		var out []byte
+		for i, et := range n.elems {
+			var e []byte
+			if i < len(c.Elements) {
+				if e, err = elem(et, c.Elements[i], "tuple"); err != nil {
+					return nil, false, fmt.Errorf("component %d: %w", i, err)
+				}
+			}
+			out = appendParamElem(out, e)
+		}
+		return out, false, nil
+	case ParamList, ParamSet:
+		var elems []cql.Term
+		switch c := v.(type) {
+		case *cql.CollectionLiteral:
+			if c.Kind == cql.TupleLiteral || (c.Kind == cql.SetLiteral) != (n.kind == ParamSet) {
+				return nil, true, nil
+			}
+			elems = c.Elements
+		case *cql.MapLiteral:
+			if n.kind != ParamSet || len(c.Entries) > 0 {
+				return nil, true, nil
+			}
+		default:
+			return nil, true, nil
+		}
+		what := "list"
+		if n.kind == ParamSet {
+			what = "set"
+		}
+		vals := make([][]byte, 0, len(elems))
+		for i, x := range elems {
+			e, err := elem(n.elems[0], x, what)
+			if err != nil {
+				return nil, false, fmt.Errorf("element %d: %w", i, err)
+			}
+			if e == nil {
+				return nil, false, fmt.Errorf("element %d: null is not supported inside collections", i)
+			}
+			vals = append(vals, e)
+		}
+		if n.kind == ParamSet {
+			vals = sortUnique(vals, n.elems[0].compare, false)
+		}
+		out := binary.BigEndian.AppendUint32(nil, uint32(len(vals)))
+		for _, e := range vals {
+			out = appendParamElem(out, e)
+		}
+		return out, false, nil
+	case ParamMap:
+		m, ok := v.(*cql.MapLiteral)
+		if !ok {
+			return nil, true, nil
+		}
+		keys := make([][]byte, 0, len(m.Entries))
+		vals := make(map[string][]byte, len(m.Entries))
+		for i, e := range m.Entries {
+			k, err := elem(n.elems[0], e.Key, "map")
+			if err != nil {
+				return nil, false, fmt.Errorf("key %d: %w", i, err)
+			}
+			val, err := elem(n.elems[1], e.Value, "map")
+			if err != nil {
+				return nil, false, fmt.Errorf("value %d: %w", i, err)
+			}
+			if k == nil || val == nil {
+				return nil, false, fmt.Errorf("entry %d: null is not supported inside collections", i)
+			}
+			keys = append(keys, k)
+			vals[string(k)] = val // the last of equal keys wins
+		}
+		keys = sortUnique(keys, n.elems[0].compare, true)
+		out := binary.BigEndian.AppendUint32(nil, uint32(len(keys)))
+		for _, k := range keys {
+			out = appendParamElem(appendParamElem(out, k), vals[string(k)])
+		}
+		return out, false, nil
+	}
+	return nil, true, nil
+}
+
+// sortUnique sorts vs by cmp and keeps one of each run of equal values: the first, or with
+// last the last (whose bytes then key the map's value).
+func sortUnique(vs [][]byte, cmp func(a, b []byte) int, last bool) [][]byte {
+	slices.SortStableFunc(vs, cmp)
+	out := vs[:0]
+	for i, v := range vs {
+		switch {
+		case i > 0 && cmp(out[len(out)-1], v) == 0 && last:
+			out[len(out)-1] = v
+		case i > 0 && cmp(out[len(out)-1], v) == 0:
+		default:
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// appendParamElem appends e as [int length][bytes], nil as null (-1).
+func appendParamElem(b, e []byte) []byte {
+	if e == nil {
+		return binary.BigEndian.AppendUint32(b, ^uint32(0))
+	}
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(e))), e...)
 }

@@ -1,10 +1,13 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/binary"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kvnode/kvnode/cql"
 )
 
 // elems encodes [int length][bytes] elements, nil as null (-1).
@@ -111,6 +114,60 @@ func TestParametricCompare(t *testing.T) {
 					t.Errorf("%s: Compare(% x, % x) = %d, want %d", tt.typ, tt.vs[a], tt.vs[b], got, want)
 				}
 			}
+		}
+	}
+}
+
+func TestParametricLiterals(t *testing.T) {
+	s := mustBuild(t, ksDDL+`CREATE TABLE ks.p (k int PRIMARY KEY, l frozen<list<int>>, s frozen<set<text>>,
+		m frozen<map<text, frozen<list<int>>>>, t tuple<int, text, frozen<set<int>>>)`)
+	tab := table(t, s, "p")
+	value := func(col, lit string) ([]byte, error) {
+		st, err := cql.ParseStatement("INSERT INTO ks.p (k, " + col + ") VALUES (1, " + lit + ")")
+		if err != nil {
+			return nil, err
+		}
+		c, _ := tab.Column(col)
+		return c.Value(st.(*cql.InsertStmt).Values[1])
+	}
+	i, txt := EncodeInt, EncodeText
+	good := []struct {
+		col, lit string
+		want     []byte
+	}{
+		{"l", "[3, -1, 3]", coll(3, i(3), i(-1), i(3))},
+		{"l", "[]", coll(0)},
+		{"s", "{'b', 'a', 'b'}", coll(2, txt("a"), txt("b"))},
+		{"s", "{}", coll(0)},
+		{"m", "{'z': [1], 'a': [], 'z': [2]}", coll(2, txt("a"), coll(0), txt("z"), coll(1, i(2)))},
+		{"t", "(1, 'x', {2, 1})", elems(i(1), txt("x"), coll(2, i(1), i(2)))},
+		{"t", "(1, NULL)", elems(i(1), nil, nil)},
+		{"t", "NULL", nil},
+	}
+	for _, tt := range good {
+		got, err := value(tt.col, tt.lit)
+		if err != nil || !bytes.Equal(got, tt.want) {
+			t.Errorf("%s = %s: % x, %v; want % x", tt.col, tt.lit, got, err, tt.want)
+		}
+	}
+	bad := []struct{ col, lit, want string }{
+		{"l", "[1, NULL]", "column l: element 1: null is not supported inside collections"},
+		{"l", "['a']", "column l: element 0: cannot use string literal 'a' as int inside a list"},
+		{"l", "{1}", "column l is frozen<list<int>>; cannot assign set literal {1}"},
+		{"l", "(1)", "column l is frozen<list<int>>; cannot assign tuple literal (1)"},
+		{"s", "[]", "column s is frozen<set<text>>; cannot assign list literal []"},
+		{"m", "{'a': NULL}", "column m: entry 0: null is not supported inside collections"},
+		{"m", "{'a': 1}", "column m: value 0: cannot use integer literal 1 as frozen<list<int>> inside a map"},
+		{"t", "(1, 'a', {}, 4)", "column t: invalid tuple literal: too many elements: type frozen<tuple<int, text, frozen<set<int>>>> expects 3 but got 4"},
+		{"t", "('a')", "column t: component 0: cannot use string literal 'a' as int inside a tuple"},
+		{"t", "'a'", "column t is frozen<tuple<int, text, frozen<set<int>>>>; cannot assign string literal 'a'"},
+		{"t", "(?, 'a')", "column t: component 0: bind markers inside tuple literals are not supported: bind the whole value"},
+		{"l", "[2147483648]", "column l: element 0: int value 2147483648 is out of range"},
+	}
+	for _, tt := range bad {
+		_, err := value(tt.col, tt.lit)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s = %s: %v, want an error starting %q", tt.col, tt.lit, err, tt.want)
 		}
 	}
 }
