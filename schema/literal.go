@@ -96,7 +96,7 @@ var errBind = errors.New("bind marker ? has no value: prepared statements are no
 // value.
 func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
 	if n := t.node(); n != nil {
-		return n.literal(v) // params.go
+		return n.literal(v, nil) // params.go
 	}
 	lit, ok := v.(*cql.Literal)
 	if !ok {

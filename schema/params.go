@@ -448,7 +448,10 @@ func (n *typeNode) decode(v []byte) any {
 // sorted by key with the last of duplicate keys kept, and a tuple literal with fewer elements
 // than the type padded with nulls, as Cassandra stores them. mismatch reports a term of the
 // wrong kind.
-func (n *typeNode) literal(v cql.Term) (b []byte, mismatch bool, err error) {
+//
+// bind gives the values of bind markers inside the literal (nil: markers are refused); ok false
+// is an unset marker, which an element cannot be.
+func (n *typeNode) literal(v cql.Term, bind func(*cql.Literal) (v []byte, ok bool, err error)) (b []byte, mismatch bool, err error) {
 	if n.kind == NotParametric {
 		return literalValue(n.scalar, v)
 	}
@@ -463,9 +466,23 @@ func (n *typeNode) literal(v cql.Term) (b []byte, mismatch bool, err error) {
 	}
 	elem := func(et *typeNode, x cql.Term, what string) ([]byte, error) {
 		if lit, ok := x.(*cql.Literal); ok && lit.Kind == cql.LitBind {
-			return nil, fmt.Errorf("bind markers inside %s literals are not supported: bind the whole value", what)
+			if bind == nil {
+				return nil, fmt.Errorf("bind marker %s has no value", lit.Value)
+			}
+			v, ok, err := bind(lit)
+			switch {
+			case err != nil:
+				return nil, err
+			case !ok:
+				return nil, fmt.Errorf("bind marker %d inside a %s literal is unset", lit.Index, what)
+			case v != nil:
+				if v, err = et.typ().Normalize(v); err != nil {
+					return nil, fmt.Errorf("bind marker %d: %w", lit.Index, err)
+				}
+			}
+			return v, nil
 		}
-		b, mismatch, err := et.literal(x)
+		b, mismatch, err := et.literal(x, bind)
 		switch {
 		case mismatch:
 			return nil, fmt.Errorf("cannot use %s as %s inside a %s", describeTerm(x), et.typ(), what)
@@ -587,4 +604,145 @@ func appendParamElem(b, e []byte) []byte {
 		return binary.BigEndian.AppendUint32(b, ^uint32(0))
 	}
 	return append(binary.BigEndian.AppendUint32(b, uint32(len(e))), e...)
+}
+
+// boundValue converts a collection or tuple literal holding bind markers to a value of c's
+// parametric type, the markers' values given by bind.
+func (c *Column) boundValue(v cql.Term, bind func(*cql.Literal) ([]byte, bool, error)) ([]byte, error) {
+	n := c.Type.node()
+	if n == nil {
+		return c.Value(v)
+	}
+	b, mismatch, err := n.literal(v, bind)
+	switch {
+	case mismatch:
+		return nil, fmt.Errorf("column %s is %s; cannot assign %s", cql.QuoteIdent(c.Name), c.Type, describeTerm(v))
+	case err != nil:
+		return nil, fmt.Errorf("column %s: %w", cql.QuoteIdent(c.Name), err)
+	}
+	return b, nil
+}
+
+// nestedMarkers calls f for each bind marker inside v, a literal of the parametric type t, with
+// the type its value must have and its name as Cassandra names it: value(c) for a list's or
+// set's element and a map's value, key(c) for a map's key, c[i] for a tuple's component i.
+func nestedMarkers(t Type, col string, v cql.Term, f func(lit *cql.Literal, name string, typ Type)) {
+	n := t.node()
+	if n == nil {
+		return
+	}
+	visit := func(x cql.Term, et *typeNode, name string) {
+		if lit, ok := x.(*cql.Literal); ok && lit.Kind == cql.LitBind {
+			f(lit, name, et.typ())
+			return
+		}
+		nestedMarkers(et.typ(), col, x, f)
+	}
+	switch x := v.(type) {
+	case *cql.CollectionLiteral:
+		for i, e := range x.Elements {
+			switch {
+			case n.kind == ParamTuple && i < len(n.elems):
+				visit(e, n.elems[i], fmt.Sprintf("%s[%d]", col, i))
+			case n.kind == ParamList || n.kind == ParamSet:
+				visit(e, n.elems[0], "value("+col+")")
+			}
+		}
+	case *cql.MapLiteral:
+		if n.kind == ParamMap {
+			for _, e := range x.Entries {
+				visit(e.Key, n.elems[0], "key("+col+")")
+				visit(e.Value, n.elems[1], "value("+col+")")
+			}
+		}
+	}
+}
+
+// Normalize checks v as a value of t, as Check does, except that a set's elements and a map's
+// keys (nested ones included) may come in any order and repeated, as drivers send them: it
+// returns the canonical value, sorted and duplicate-free (for a map the last of equal keys
+// kept), as Cassandra stores a bound collection. For a scalar type it is Check and v.
+func (t Type) Normalize(v []byte) ([]byte, error) {
+	n := t.node()
+	if n == nil || v == nil {
+		return v, t.Check(v)
+	}
+	out, err := n.normalize(v)
+	if err != nil {
+		return nil, fmt.Errorf("invalid %s value: %w", t, err)
+	}
+	return out, nil
+}
+
+func (n *typeNode) normalize(v []byte) ([]byte, error) {
+	if n.kind == NotParametric {
+		return v, n.scalar.Check(v)
+	}
+	if n.kind == ParamTuple {
+		rest := v
+		var out []byte
+		for i, e := range n.elems {
+			c, r, err := paramElement(rest)
+			if err != nil {
+				return nil, fmt.Errorf("component %d: %w", i, err)
+			}
+			rest = r
+			if c != nil {
+				if c, err = e.normalize(c); err != nil {
+					return nil, fmt.Errorf("component %d: %w", i, err)
+				}
+			}
+			out = appendParamElem(out, c)
+		}
+		if len(rest) != 0 {
+			return nil, fmt.Errorf("%d bytes after the last of %d components", len(rest), len(n.elems))
+		}
+		return out, nil
+	}
+	count, rest, err := collectionCount(v)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([][]byte, 0, count)
+	vals := make(map[string][]byte)
+	for i := range count {
+		var e []byte
+		if e, rest, err = paramElement(rest); err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+		if e == nil {
+			return nil, fmt.Errorf("element %d is null: null is not allowed inside a collection", i)
+		}
+		if e, err = n.elems[0].normalize(e); err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+		keys = append(keys, e)
+		if n.kind == ParamMap {
+			var val []byte
+			if val, rest, err = paramElement(rest); err != nil {
+				return nil, fmt.Errorf("value %d: %w", i, err)
+			}
+			if val == nil {
+				return nil, fmt.Errorf("value %d is null: null is not allowed inside a collection", i)
+			}
+			if val, err = n.elems[1].normalize(val); err != nil {
+				return nil, fmt.Errorf("value %d: %w", i, err)
+			}
+			vals[string(e)] = val
+		}
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%d bytes after the last element", len(rest))
+	}
+	if n.kind != ParamList {
+		keys = sortUnique(keys, n.elems[0].compare, n.kind == ParamMap)
+	}
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(keys)))
+	for _, k := range keys {
+		out = appendParamElem(out, k)
+		if n.kind == ParamMap {
+			out = appendParamElem(out, vals[string(k)])
+		}
+	}
+	return out, nil
 }

@@ -161,7 +161,7 @@ func TestParametricLiterals(t *testing.T) {
 		{"t", "(1, 'a', {}, 4)", "column t: invalid tuple literal: too many elements: type frozen<tuple<int, text, frozen<set<int>>>> expects 3 but got 4"},
 		{"t", "('a')", "column t: component 0: cannot use string literal 'a' as int inside a tuple"},
 		{"t", "'a'", "column t is frozen<tuple<int, text, frozen<set<int>>>>; cannot assign string literal 'a'"},
-		{"t", "(?, 'a')", "column t: component 0: bind markers inside tuple literals are not supported: bind the whole value"},
+		{"t", "(?, 'a')", "column t: component 0: bind marker ? has no value"},
 		{"l", "[2147483648]", "column l: element 0: int value 2147483648 is out of range"},
 	}
 	for _, tt := range bad {
@@ -169,5 +169,75 @@ func TestParametricLiterals(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("%s = %s: %v, want an error starting %q", tt.col, tt.lit, err, tt.want)
 		}
+	}
+}
+
+// TestMarkersInsideLiterals: bind markers inside collection and tuple literals get their
+// element's type and Cassandra's names in the prepared metadata, and their values build the
+// value, checked, as a literal's would.
+func TestMarkersInsideLiterals(t *testing.T) {
+	s := mustBuild(t, ksDDL+`CREATE TABLE ks.p (k int, c tuple<int, text>, m frozen<map<text, int>>, l frozen<list<int>>,
+		PRIMARY KEY (k, c))`)
+	st, err := cql.ParseStatement("INSERT INTO ks.p (k, c, m, l) VALUES (?, (?, ?), {?: ?}, [1, :x])")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars, _, err := s.Variables(st, "ks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vars {
+		got = append(got, v.Name+" "+string(v.Type))
+	}
+	want := []string{"k int", "c[0] int", "c[1] text", "key(m) text", "value(m) int", "x int"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("Variables = %q, want %q", got, want)
+	}
+	vals := func(vs ...[]byte) []BindValue {
+		out := make([]BindValue, len(vs))
+		for i, v := range vs {
+			out[i] = BindValue{Bytes: v}
+		}
+		return out
+	}
+	w, err := s.BindWrite(st, "ks", vals(EncodeInt(1), EncodeInt(2), nil, EncodeText("a"), EncodeInt(3), EncodeInt(4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := w.Clustering.Prefix; len(c) != 1 || !bytes.Equal(c[0], elems(EncodeInt(2), nil)) {
+		t.Errorf("clustering = % x, want the tuple (2, null)", c)
+	}
+	for _, tt := range []struct {
+		vals []BindValue
+		want string
+	}{
+		{vals(EncodeInt(1), EncodeInt(2), nil, nil, EncodeInt(3), EncodeInt(4)), "column m: entry 0: null is not supported inside collections"},
+		{vals(EncodeInt(1), []byte{1}, nil, EncodeText("a"), EncodeInt(3), EncodeInt(4)), "column c: component 0: bind marker 1: invalid int value"},
+		{append(vals(EncodeInt(1), EncodeInt(2), nil, EncodeText("a"), EncodeInt(3)), BindValue{Unset: true}), "column l: element 1: bind marker 5 inside a list literal is unset"},
+	} {
+		if _, err := s.BindWrite(st, "ks", tt.vals); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("BindWrite: %v, want an error containing %q", err, tt.want)
+		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	m := mustType(t, "frozen<map<text, frozen<set<int>>>>")
+	i, txt := EncodeInt, EncodeText
+	in := coll(3, txt("b"), coll(2, i(2), i(1)), txt("a"), coll(0), txt("b"), coll(3, i(5), i(5), i(-1)))
+	want := coll(2, txt("a"), coll(0), txt("b"), coll(2, i(-1), i(5)))
+	got, err := m.Normalize(in)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("Normalize = % x, %v; want % x", got, err, want)
+	}
+	if err := m.Check(got); err != nil {
+		t.Errorf("the normalized value does not Check: %v", err)
+	}
+	if _, err := m.Normalize(coll(1, txt("a"), nil)); err == nil || !strings.Contains(err.Error(), "value 0 is null") {
+		t.Errorf("Normalize of a null map value: %v", err)
+	}
+	if v, err := TypeInt.Normalize(i(7)); err != nil || !bytes.Equal(v, i(7)) {
+		t.Errorf("Normalize of an int = % x, %v", v, err)
 	}
 }
