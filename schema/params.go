@@ -215,7 +215,7 @@ var errNonFrozen = errors.New("non-frozen collections are not supported yet (use
 
 // node returns t parsed; nil for a scalar type (or an invalid one).
 func (t Type) node() *typeNode {
-	if typeCode(t) != codeParametric {
+	if !strings.HasPrefix(string(t), "frozen<") { // every canonical parametric name does
 		return nil
 	}
 	n, err := parseTypeName(string(t))

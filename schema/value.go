@@ -97,13 +97,13 @@ func (t Type) String() string {
 	return string(t)
 }
 
-// Valid reports whether t is one of the types, the collections included.
+// Valid reports whether t is one of the types, the collections included, by its canonical name.
 func (t Type) Valid() bool {
 	if typeCode(t) != codeParametric {
 		return t != TypeInvalid
 	}
-	_, err := parseParametric(string(t))
-	return err == nil
+	p, err := parseParametric(string(t))
+	return err == nil && p == t // canonical names only
 }
 
 // CollectionKind says whether a type is a collection, and which kind.
@@ -428,13 +428,14 @@ func (t Type) Compare(a, b []byte) int {
 		return compareVarint(a, b)
 	case TypeDecimal:
 		return DecodeDecimal(a).Cmp(DecodeDecimal(b))
+	case TypeText, TypeASCII, TypeBlob, TypeBoolean, TypeInet, TypeDate:
+		// UTF-8 byte order is code point order
+		return bytes.Compare(a, b)
 	}
 	if n := t.node(); n != nil {
 		return n.compare(a, b)
 	}
-	// text, ascii (UTF-8 byte order is code point order), blob, boolean, inet, date, duration,
-	// the system tables' collections
-	return bytes.Compare(a, b)
+	return bytes.Compare(a, b) // duration, the system tables' collections
 }
 
 // compareVarint compares two minimal two's complement integers without

@@ -93,7 +93,7 @@ func TestTypeString(t *testing.T) {
 			t.Errorf("LookupType(%v.String()) = %v, %v; want the type back", typ, got, err)
 		}
 	}
-	for _, typ := range []Type{TypeInvalid, "counter", "frozen<list<>>", "Int"} {
+	for _, typ := range []Type{TypeInvalid, "counter", "frozen<list<>>", "Int", "tuple<int>", "frozen<list<varchar>>"} {
 		if typ.Valid() {
 			t.Errorf("Type(%q).Valid() = true, want false", string(typ))
 		}
