@@ -243,15 +243,19 @@ func (t Type) Params() (ParamKind, []Type) {
 // IsParametric reports whether t is a frozen collection or a tuple.
 func (t Type) IsParametric() bool { return t.node() != nil }
 
-// paramElement reads one [int length][bytes] element; a negative length is null (nil).
+// paramElement reads one [int length][bytes] element; length -1 is null (nil), and other
+// negative lengths, which mean null too in the protocol, are refused so that null has one
+// encoding.
 func paramElement(v []byte) (elem, rest []byte, err error) {
 	if len(v) < 4 {
 		return nil, nil, errors.New("truncated length")
 	}
 	n := int32(binary.BigEndian.Uint32(v))
 	switch {
-	case n < 0:
+	case n == -1:
 		return nil, v[4:], nil
+	case n < 0:
+		return nil, nil, fmt.Errorf("length %d (null is -1)", n)
 	case int64(n) > int64(len(v)-4):
 		return nil, nil, fmt.Errorf("length %d overruns the value (%d bytes left)", n, len(v)-4)
 	}

@@ -241,3 +241,36 @@ func TestNormalize(t *testing.T) {
 		t.Errorf("Normalize of an int = % x, %v", v, err)
 	}
 }
+
+// FuzzParametric: on any type name LookupType never panics, and on any bytes Check and Normalize
+// of a parametric type never panic; what Check accepts, Normalize leaves as it is, decodes, and
+// compares equal to itself; what Normalize returns, Check accepts.
+func FuzzParametric(f *testing.F) {
+	f.Add("frozen<map<text, frozen<list<int>>>>", coll(1, []byte("a"), coll(1, EncodeInt(1))))
+	f.Add("tuple<int, frozen<set<text>>>", elems(nil, coll(2, []byte("b"), []byte("a"))))
+	f.Add("frozen<list<frozen<tuple<bigint, blob>>>>", coll(1, elems(EncodeBigInt(1), nil)))
+	f.Add("frozen<set<frozen<set<int>>>>", coll(2, coll(0), coll(0)))
+	f.Fuzz(func(t *testing.T, name string, v []byte) {
+		typ, err := LookupType(name)
+		if err != nil || !typ.IsParametric() {
+			return
+		}
+		if n, err := typ.Normalize(v); err == nil {
+			if err := typ.Check(n); err != nil {
+				t.Fatalf("%s: Normalize(% x) = % x, which Check refuses: %v", typ, v, n, err)
+			}
+		}
+		if typ.Check(v) != nil {
+			return
+		}
+		if n, err := typ.Normalize(v); err != nil || !bytes.Equal(n, v) {
+			t.Fatalf("%s: Normalize of the canonical % x = % x, %v", typ, v, n, err)
+		}
+		if _, err := typ.Decode(v); err != nil {
+			t.Fatalf("%s: Check accepts % x, Decode refuses it: %v", typ, v, err)
+		}
+		if typ.Compare(v, v) != 0 {
+			t.Fatalf("%s: Compare(% x, itself) != 0", typ, v)
+		}
+	})
+}
