@@ -65,7 +65,8 @@ func (k *Keyspace) LevelsFormatFeatures() []string {
 }
 
 // FormatTypes is the data format version from which a release of kvnode decodes columns of the
-// duration type in a table's schema. A node of an older format refuses a schema with a column
+// duration type, frozen collections and tuples in a table's schema (a parametric type is stored
+// as its own code and name, see typeCodes). A node of an older format refuses a schema with a column
 // type it does not know, so coordinators refuse such a table while a member of an older format
 // remains.
 const FormatTypes = 4
