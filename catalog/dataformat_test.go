@@ -2,10 +2,12 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // TestDDLNeedsFormat: while a member gossips a data format before 2 (or none: a release before
@@ -99,5 +101,42 @@ func TestLevelsNeedFormat(t *testing.T) {
 		if l, _ := s.Level("gold"); l.Limit.Mode.String() != "shadow" {
 			t.Errorf("%s: gold's mode %v, want shadow", id, l.Limit.Mode)
 		}
+	}
+}
+
+// TestTypesNeedFormat: while a member gossips a data format before schema.FormatTypes, a table
+// with a column of a type added with it (CREATE TABLE or ALTER TABLE ADD) is refused naming the
+// column, the format and the member, and changes nothing; once every member reports the format,
+// the same statements pass.
+func TestTypesNeedFormat(t *testing.T) {
+	h := newHarness(t, "n1", "n2", "n3")
+	h.mu.Lock()
+	h.formats = map[string]int{"n1": schema.FormatTypes, "n2": schema.FormatTypes, "n3": schema.FormatTypes - 1}
+	h.mu.Unlock()
+	h.mustDDL("n1", ksRF3)
+	h.mustDDL("n1", "CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+	refused := []struct{ stmt, feature string }{
+		{"CREATE TABLE ks.d (k int PRIMARY KEY, d duration)", "column d of type duration"},
+		{"ALTER TABLE ks.t ADD e duration", "column e of type duration"},
+	}
+	for _, r := range refused {
+		before := h.node("n1").Digest()
+		_, _, err := h.ddl("n1", r.stmt)
+		var ie *coordinator.InvalidError
+		if err == nil || !strings.Contains(err.Error(), r.feature) || !strings.Contains(err.Error(), "nodes n3 still run") ||
+			!strings.Contains(err.Error(), fmt.Sprintf("data format %d", schema.FormatTypes)) {
+			t.Errorf("%s with n3 on an older format: %v, want an error naming %s, data format %d and n3", r.stmt, err, r.feature, schema.FormatTypes)
+		} else if !errors.As(err, &ie) {
+			t.Errorf("%s: %T %v, want a *coordinator.InvalidError", r.stmt, err, err)
+		}
+		if after := h.node("n1").Digest(); after != before {
+			t.Errorf("%s was refused but changed n1's schema", r.stmt)
+		}
+	}
+	h.mu.Lock()
+	h.formats = map[string]int{"n1": schema.FormatTypes, "n2": schema.FormatTypes, "n3": schema.FormatTypes}
+	h.mu.Unlock()
+	for _, r := range refused {
+		h.mustDDL("n1", r.stmt)
 	}
 }

@@ -385,10 +385,11 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 			return false, nil, err
 		}
 	}
-	var older, olderLevels []string // members of a format before schema.FormatExpiring, schema.FormatLevels
+	var older, olderLevels, olderTypes []string // members of a format before schema.FormatExpiring, schema.FormatLevels, schema.FormatTypes
 	if gossip != nil {
 		older = belowFormat(gossip.Members(), schema.FormatExpiring)
 		olderLevels = belowFormat(gossip.Members(), schema.FormatLevels)
+		olderTypes = belowFormat(gossip.Members(), schema.FormatTypes)
 	}
 	var mine []schema.Version // versions this proposal gave the object in earlier rounds
 	chosen, changed, err := proposer.propose(ctx, proposal{
@@ -411,6 +412,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 				return nil, err
 			}
 			if err := checkLevelFormats(next, ks, table, olderLevels); err != nil {
+				return nil, err
+			}
+			if err := checkTypeFormats(next, ks, table, olderTypes); err != nil {
 				return nil, err
 			}
 			if v, ok := next.EntryVersion(ks, table); ok && next != base {
@@ -573,6 +577,26 @@ func checkLevelFormats(next *schema.Schema, ks, table string, older []string) er
 	}
 	return fmt.Errorf("%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
 		what, strings.Join(fs, ", "), schema.FormatLevels, strings.Join(older, ", "))
+}
+
+// checkTypeFormats refuses a change that leaves table ks.table with columns of a type that nodes
+// of a data format before schema.FormatTypes cannot decode while older, the ids of such members,
+// is not empty: they would refuse the whole schema (the type's number is unknown to them) and
+// fall out of schema agreement.
+func checkTypeFormats(next *schema.Schema, ks, table string, older []string) error {
+	if len(older) == 0 || table == "" {
+		return nil
+	}
+	t, ok := next.Table(ks, table)
+	if !ok {
+		return nil
+	}
+	fs := t.TypesFormatFeatures()
+	if len(fs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+		ks, table, strings.Join(fs, ", "), schema.FormatTypes, strings.Join(older, ", "))
 }
 
 // truncateUnavailable is a TRUNCATE refused because members are down.

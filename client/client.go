@@ -267,6 +267,9 @@ func decodeResult(resp *kvnodepb.ExecuteResponse) (*Result, error) {
 		res.Columns = make([]Column, len(cols))
 		for i, col := range cols {
 			res.Columns[i] = Column{Name: col.GetName(), Type: typeName(col.GetType())}
+			if col.GetTypeName() != "" { // a server that names its types: the whole type
+				res.Columns[i].Type = col.GetTypeName()
+			}
 		}
 		res.Rows = make([][]any, 0, len(r.Rows.GetRows()))
 		for i, row := range r.Rows.GetRows() {

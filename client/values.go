@@ -20,7 +20,30 @@ type (
 	Date = schema.Date
 	// Decimal is a decimal value, exactly: Unscaled × 10^-Scale (1.50 is {150, 2}).
 	Decimal = schema.Decimal
+	// Duration is a duration value: months, days and nanoseconds, all of one sign.
+	Duration = schema.Duration
+	// List, Set, Map and Tuple are the values of frozen collections and tuples: their elements'
+	// Go values as Result.Rows gives them (nil for a null tuple component).
+	List  = schema.List
+	Set   = schema.Set
+	Map   = schema.Map
+	Tuple = schema.Tuple
+	// MapPair is one entry of a Map.
+	MapPair = schema.MapPair
 )
+
+// decodeValues decodes the elements of a collection or tuple.
+func decodeValues(vs []*kvnodepb.Value) ([]any, error) {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		x, err := decodeValue(v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}
 
 // ParseUUID parses the canonical 36-character form (either case).
 func ParseUUID(s string) (UUID, error) { return schema.ParseUUID(s) }
@@ -100,6 +123,35 @@ func decodeValue(v *kvnodepb.Value) (any, error) {
 			m[key] = val
 		}
 		return m, nil
+	case *kvnodepb.Value_List:
+		vs, err := decodeValues(k.List.GetValues())
+		return List(vs), err
+	case *kvnodepb.Value_Set:
+		vs, err := decodeValues(k.Set.GetValues())
+		return Set(vs), err
+	case *kvnodepb.Value_Tuple:
+		vs, err := decodeValues(k.Tuple.GetValues())
+		return Tuple(vs), err
+	case *kvnodepb.Value_Map:
+		m := make(Map, len(k.Map.GetEntries()))
+		for i, e := range k.Map.GetEntries() {
+			key, err := decodeValue(e.GetKey())
+			if err != nil {
+				return nil, err
+			}
+			val, err := decodeValue(e.GetValue())
+			if err != nil {
+				return nil, err
+			}
+			m[i] = MapPair{Key: key, Value: val}
+		}
+		return m, nil
+	case *kvnodepb.Value_Duration:
+		d := Duration{Months: k.Duration.GetMonths(), Days: k.Duration.GetDays(), Nanoseconds: k.Duration.GetNanoseconds()}
+		if (d.Months < 0 || d.Days < 0 || d.Nanoseconds < 0) && (d.Months > 0 || d.Days > 0 || d.Nanoseconds > 0) {
+			return nil, fmt.Errorf("duration %+v has parts of both signs", d)
+		}
+		return d, nil
 	case nil:
 		return nil, nil
 	default:

@@ -17,7 +17,7 @@ type Statement interface {
 	statementNode()
 }
 
-// Term is a value in a statement: a *Literal, a *MapLiteral or a *FuncCall;
+// Term is a value in a statement: a *Literal, a *MapLiteral, a *CollectionLiteral or a *FuncCall;
 // in a SELECT list's function calls also a *ColumnRef or a *Cast.
 type Term interface {
 	Node
@@ -125,6 +125,40 @@ type MapLiteral struct {
 // Pos returns the position of the opening brace.
 func (x *MapLiteral) Pos() Pos { return x.Lbrace }
 
+// CollectionLiteral is a list [a, b], a set {a, b} or a tuple (a, b) constant. The empty set
+// {} is an empty *MapLiteral, as in Cassandra's grammar.
+type CollectionLiteral struct {
+	Kind     CollectionLiteralKind
+	Start    Pos
+	Elements []Term
+}
+
+// Pos returns the position of the opening bracket, brace or parenthesis.
+func (x *CollectionLiteral) Pos() Pos { return x.Start }
+
+// CollectionLiteralKind says which literal a CollectionLiteral is.
+type CollectionLiteralKind uint8
+
+// The kinds of CollectionLiteral.
+const (
+	ListLiteral CollectionLiteralKind = iota + 1
+	SetLiteral
+	TupleLiteral
+)
+
+// String returns the kind's name as messages use it: "list", "set", "tuple".
+func (k CollectionLiteralKind) String() string {
+	switch k {
+	case ListLiteral:
+		return "list"
+	case SetLiteral:
+		return "set"
+	case TupleLiteral:
+		return "tuple"
+	}
+	return "collection"
+}
+
 // MapEntry is one key: value pair of a MapLiteral, in source order
 // (duplicates are kept: whoever interprets the map rejects them).
 type MapEntry struct {
@@ -168,11 +202,12 @@ type Cast struct {
 // Pos returns the position of CAST.
 func (x *Cast) Pos() Pos { return x.CastPos }
 
-func (*Literal) termNode()    {}
-func (*MapLiteral) termNode() {}
-func (*FuncCall) termNode()   {}
-func (*ColumnRef) termNode()  {}
-func (*Cast) termNode()       {}
+func (*Literal) termNode()           {}
+func (*MapLiteral) termNode()        {}
+func (*CollectionLiteral) termNode() {}
+func (*FuncCall) termNode()          {}
+func (*ColumnRef) termNode()         {}
+func (*Cast) termNode()              {}
 
 // Option is one name = value pair of a WITH clause.
 type Option struct {
@@ -520,6 +555,10 @@ func BindMarkers(s Statement) []*Literal {
 			for _, e := range t.Entries {
 				term(e.Key)
 				term(e.Value)
+			}
+		case *CollectionLiteral:
+			for _, e := range t.Elements {
+				term(e)
 			}
 		case *FuncCall:
 			for _, a := range t.Args {

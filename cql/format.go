@@ -267,6 +267,22 @@ func (p *printer) node(n Node) {
 			p.node(e.Value)
 		}
 		p.WriteByte('}')
+	case *CollectionLiteral:
+		open, end := byte('('), byte(')')
+		switch n.Kind {
+		case ListLiteral:
+			open, end = '[', ']'
+		case SetLiteral:
+			open, end = '{', '}'
+		}
+		p.WriteByte(open)
+		for i, e := range n.Elements {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.node(e)
+		}
+		p.WriteByte(end)
 	case *FuncCall:
 		if n.System {
 			p.WriteString("system.")

@@ -18,9 +18,6 @@ const maxCallDepth = 8
 // refuseTerm does. The current token is the identifier.
 func (p *parser) parseCallTerm(depth int) Term {
 	pos, tok, lit := p.pos, p.tok, p.lit
-	if tok == IDENT && isISODuration(lit) {
-		p.unsupported(pos, "duration values are not supported")
-	}
 	p.next()
 	system := false
 	if p.tok == DOT && tok != QIDENT && strings.EqualFold(lit, "system") {
@@ -157,7 +154,7 @@ func (p *parser) parseSelectorExpr(depth int) Term {
 func (p *parser) parseSelectorArg(depth int) Term {
 	switch {
 	case p.isIdent():
-		if p.tok == IDENT && isISODuration(p.lit) {
+		if p.tok == IDENT && IsISODuration(p.lit) {
 			p.unsupported(p.pos, "duration values are not supported")
 		}
 		pos, tok, lit := p.pos, p.tok, p.lit

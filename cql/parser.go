@@ -1060,8 +1060,8 @@ func (p *parser) term(depth int) Term {
 		p.refuseMapKey()
 		for {
 			key := p.term(depth + 1)
-			if len(m.Entries) == 0 {
-				p.refuseSet(m.Lbrace)
+			if len(m.Entries) == 0 && (p.tok == COMMA || p.tok == RBRACE) {
+				return p.collectionLiteral(SetLiteral, m.Lbrace, key, RBRACE, depth)
 			}
 			p.expect(COLON)
 			m.Entries = append(m.Entries, MapEntry{Key: key, Value: p.term(depth + 1)})
@@ -1075,11 +1075,49 @@ func (p *parser) term(depth int) Term {
 		p.next()
 		return m
 	}
+	if p.tok == IDENT && IsISODuration(p.lit) {
+		lit := &Literal{ValuePos: p.pos, Kind: LitDuration, Value: p.lit}
+		p.next()
+		return lit
+	}
 	if p.tok == IDENT || p.tok == QIDENT {
 		return p.parseCallTerm(depth)
 	}
-	p.refuseTerm()
+	switch p.tok {
+	case LBRACKET:
+		if depth == maxMapDepth {
+			p.errorf(p.pos, "collection literals are nested too deeply")
+		}
+		start := p.pos
+		p.next()
+		if p.got(RBRACKET) {
+			return &CollectionLiteral{Kind: ListLiteral, Start: start, Elements: []Term{}}
+		}
+		return p.collectionLiteral(ListLiteral, start, p.term(depth+1), RBRACKET, depth)
+	case LPAREN:
+		if depth == maxMapDepth {
+			p.errorf(p.pos, "tuple literals are nested too deeply")
+		}
+		p.refuseTypeHint()
+		start := p.pos
+		p.next()
+		return p.collectionLiteral(TupleLiteral, start, p.term(depth+1), RPAREN, depth)
+	}
 	return p.parseLiteral()
+}
+
+// collectionLiteral parses the rest of a list, set or tuple literal whose first element has
+// been read, up to and including its closing token.
+func (p *parser) collectionLiteral(kind CollectionLiteralKind, start Pos, first Term, closing Token, depth int) Term {
+	c := &CollectionLiteral{Kind: kind, Start: start, Elements: []Term{first}}
+	for p.got(COMMA) {
+		c.Elements = append(c.Elements, p.term(depth+1))
+	}
+	if p.tok != closing {
+		p.errorExpected("',' or '" + closing.String() + "'")
+	}
+	p.next()
+	return c
 }
 
 func (p *parser) parseLiteral() *Literal {
@@ -1107,8 +1145,14 @@ func (p *parser) parseLiteral() *Literal {
 		lit.Kind, lit.Value = LitFloat, "NaN"
 	case INFINITY:
 		lit.Kind, lit.Value = LitFloat, "Infinity"
+	case DURATION:
+		lit.Kind = LitDuration
 	case MINUS:
 		p.next()
+		if p.tok == IDENT && IsISODuration(p.lit) {
+			lit.Kind, lit.Value = LitDuration, "-"+p.lit
+			break
+		}
 		if p.tok != INFINITY {
 			p.errorExpected("number or 'Infinity' after '-'")
 		}

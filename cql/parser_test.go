@@ -409,3 +409,81 @@ func TestTokenClasses(t *testing.T) {
 		t.Errorf("Token(999).String() = %q", got)
 	}
 }
+
+func TestParseDurationLiterals(t *testing.T) {
+	for src, want := range map[string]string{
+		"1h30m":   "1h30m",
+		"-2d":     "-2d",
+		"P1DT2H":  "P1DT2H",
+		"-P3W":    "-P3W",
+		"PT90M":   "PT90M",
+		"1Y2MO3W": "1Y2MO3W",
+	} {
+		st, err := ParseStatement("INSERT INTO t (k, d) VALUES (1, " + src + ")")
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		lit, ok := st.(*InsertStmt).Values[1].(*Literal)
+		if !ok || lit.Kind != LitDuration || lit.Value != want {
+			t.Errorf("%s parsed as %#v, want duration literal %q", src, st.(*InsertStmt).Values[1], want)
+		}
+	}
+	// Identifiers that only look like an ISO duration stay identifiers (column names, functions).
+	for _, word := range []string{"P", "PT", "P1", "PX1D", "P1DT", "pt1", "P1D2"} {
+		if IsISODuration(word) {
+			t.Errorf("IsISODuration(%q) = true", word)
+		}
+	}
+	if _, err := ParseStatement("INSERT INTO t (k, d) VALUES (1, 1h30x)"); err == nil || !strings.Contains(err.Error(), "malformed number 1h30x") {
+		t.Errorf("1h30x: %v, want a malformed number", err)
+	}
+}
+
+func TestParseCollectionLiterals(t *testing.T) {
+	for src, want := range map[string]string{
+		"[1, 2]":               "[1, 2]",
+		"[]":                   "[]",
+		"{1, 'a'}":             "{1, 'a'}",
+		"{}":                   "{}",
+		"{'k': [1], 'j': []}":  "{'k': [1], 'j': []}",
+		"(1, 'a', NULL)":       "(1, 'a', NULL)",
+		"((1, 2), [{3}], P1D)": "((1, 2), [{3}], P1D)",
+		"[?, :x]":              "[?, :x]",
+		"(now(), {0xff: -1h})": "(now(), {0xff: -1h})",
+	} {
+		st, err := ParseStatement("INSERT INTO t (k, v) VALUES (1, " + src + ")")
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := Format(st.(*InsertStmt).Values[1]); got != want {
+			t.Errorf("%s formats as %s, want %s", src, got, want)
+		}
+	}
+	for src, want := range map[string]string{
+		"[1, 2":                   "expected ',' or ']'",
+		"(1 2)":                   "expected ',' or ')'",
+		"{1, 2: 3}":               "expected ',' or '}'",
+		"(int) 5":                 "type hints ((type) value) are not supported",
+		"(frozen<list<int>>) [1]": "type hints ((type) value) are not supported",
+		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]": "nested too deeply",
+	} {
+		_, err := ParseStatement("INSERT INTO t (k, v) VALUES (1, " + src + ")")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", src, err, want)
+		}
+	}
+	if n := len(BindMarkers(mustParseInsert(t, "INSERT INTO t (k, v) VALUES (?, [?, (?, ?)])"))); n != 4 {
+		t.Errorf("BindMarkers found %d markers in collection literals, want 4", n)
+	}
+}
+
+func mustParseInsert(t *testing.T, src string) Statement {
+	t.Helper()
+	st, err := ParseStatement(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

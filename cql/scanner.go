@@ -253,7 +253,7 @@ func (s *Scanner) number(pos Pos) (Pos, Token, string) {
 		s.digits()
 	}
 	if s.off < len(s.src) && isIdentChar(s.src[s.off]) {
-		if tok == INT && isDigit(s.src[start]) {
+		if tok == INT && !strings.HasPrefix(s.src[start:], "0x") && !strings.HasPrefix(s.src[start:], "0X") {
 			return s.duration(pos, start)
 		}
 		return pos, ILLEGAL, s.malformed(start, "number")
@@ -267,7 +267,7 @@ func (s *Scanner) number(pos Pos) (Pos, Token, string) {
 func (s *Scanner) duration(pos Pos, start int) (Pos, Token, string) {
 	msg := s.malformed(start, "number")
 	lit := s.src[start:s.off]
-	if !IsDuration(lit) {
+	if !IsDuration(strings.TrimPrefix(lit, "-")) {
 		return pos, ILLEGAL, msg
 	}
 	return pos, DURATION, lit
@@ -299,6 +299,33 @@ func IsDuration(lit string) bool {
 		i = k
 	}
 	return true
+}
+
+// IsISODuration reports whether word, an identifier, is an ISO 8601 duration with designators
+// as CQL writes duration constants: P, then at least one of a number and Y, M (months), D, W, or
+// a T followed by numbers with H, M (minutes) or S; P1DT2H, P3W, PT90M. The schema checks the
+// units' order when it converts the value (schema.ParseDuration).
+func IsISODuration(word string) bool {
+	if len(word) < 3 || word[0] != 'P' && word[0] != 'p' {
+		return false
+	}
+	digits := false
+	for i := 1; i < len(word); i++ {
+		c := word[i]
+		switch {
+		case isDigit(c):
+			digits = true
+		case strings.IndexByte("YMDWHSymdwhs", c) >= 0:
+			if !digits {
+				return false
+			}
+			digits = false
+		case (c == 'T' || c == 't') && !digits && i+1 < len(word):
+		default:
+			return false
+		}
+	}
+	return !digits
 }
 
 // malformed consumes the rest of a word that began as a number and returns

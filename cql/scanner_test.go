@@ -125,7 +125,7 @@ func TestScanDuration(t *testing.T) {
 		{"5parsecs", ILLEGAL, "malformed number 5parsecs"},
 		{"1h30", ILLEGAL, "malformed number 1h30"},
 		{"1.5s", ILLEGAL, "malformed number 1.5s"},
-		{"-5s", ILLEGAL, "malformed number -5s"},
+		{"-5s", DURATION, "-5s"},
 		{"10abc", ILLEGAL, "malformed number 10abc"},
 	}
 	for _, tt := range tests {

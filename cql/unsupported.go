@@ -219,20 +219,20 @@ func (p *parser) refuseDeletion() {
 	}
 }
 
-// refuseTerm refuses a value kvnode does not read, at the start of a term:
-// list, tuple and user-defined type literals, type hints and durations
-// (parseCallTerm refuses what starts with an identifier).
-// It returns when the term may be one kvnode reads.
-func (p *parser) refuseTerm() {
+// refuseTypeHint refuses a type hint, (type) value, at the '(' that starts a term: a name
+// followed by ')' or '<' (a tuple literal's first element is a value, never a bare name).
+func (p *parser) refuseTypeHint() {
 	pos := p.pos
-	switch p.tok {
-	case LBRACKET:
-		p.unsupported(pos, "list literals are not supported")
-	case LPAREN:
-		p.unsupported(pos, "tuple literals and type hints ((type) value) are not supported")
-	case DURATION:
-		p.unsupported(pos, "duration values are not supported")
+	save := *p
+	p.next()
+	if p.tok == IDENT && !IsISODuration(p.lit) || p.tok == SET || p.tok.IsKeyword() && !p.tok.IsReserved() {
+		p.next()
+		if p.tok == RPAREN || p.tok == LT {
+			*p = save
+			p.unsupported(pos, "type hints ((type) value) are not supported")
+		}
 	}
+	*p = save
 }
 
 // refuseOperation refuses arithmetic after a term (c = 1 + c, x - 2d).
@@ -248,14 +248,6 @@ func (p *parser) refuseOperation() {
 func (p *parser) refuseMapKey() {
 	if p.tok == IDENT || p.tok == QIDENT {
 		p.unsupported(p.pos, "user-defined type literals are not supported")
-	}
-}
-
-// refuseSet refuses a set literal ({1, 2}): the current token follows the
-// first element.
-func (p *parser) refuseSet(lbrace Pos) {
-	if p.tok == COMMA || p.tok == RBRACE {
-		p.unsupported(lbrace, "set literals are not supported")
 	}
 }
 
@@ -324,25 +316,6 @@ func (p *parser) refuseDescribe() {
 	case p.isIdent():
 		p.unsupported(pos, "DESCRIBE of a name without its kind is not supported: write DESCRIBE KEYSPACE %s or DESCRIBE TABLE %s", p.lit, p.lit)
 	}
-}
-
-// isISODuration reports whether an identifier is an ISO 8601 duration, which CQL reads as a
-// duration value: P, then digits and the letters of the units (P1Y2M10DT2H30M, P2W).
-func isISODuration(s string) bool {
-	if len(s) < 3 || s[0] != 'P' && s[0] != 'p' {
-		return false
-	}
-	digits := false
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case '0' <= c && c <= '9':
-			digits = true
-		case strings.IndexByte("YMWDTHSymwdths", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return digits
 }
 
 // refuseNoRecursive refuses NORECURSIVE at the end of LIST ROLES and LIST PERMISSIONS.

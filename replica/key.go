@@ -51,6 +51,8 @@ import (
 //	                  varint               see appendVarintKey
 //	                  decimal              see appendDecimalKey; equal values of
 //	                                       different scales (1.0, 1.00) are one key
+//	                  frozen collections, tuples
+//	                                       see keyparam.go
 //	                and for a DESC column (schema.Column.Descending) that
 //	                encoding with every byte complemented
 //	row entry       rowDeletion (the key ends here), rowMarker (the key ends
@@ -197,9 +199,13 @@ func appendAscending(dst []byte, t schema.Type, v []byte) []byte {
 		return appendVarintKey(dst, v)
 	case schema.TypeDecimal:
 		return appendDecimalKey(dst, v)
-	default: // text, ascii, blob, inet
+	case schema.TypeText, schema.TypeASCII, schema.TypeBlob, schema.TypeInet:
 		return appendEscaped(dst, v)
 	}
+	if kind, elems := t.Params(); kind != schema.NotParametric {
+		return appendParamKey(dst, kind, elems, v) // keyparam.go
+	}
+	return appendEscaped(dst, v) // no other type is a clustering column's (the schema refuses them)
 }
 
 // timeUUIDLowFlip flips the top bit of each of a timeuuid's last 8 bytes,
@@ -400,6 +406,9 @@ func decodeClustering(src []byte, t schema.Type, desc bool) (v, rest []byte, err
 	if !desc {
 		return decodeAscending(src, t)
 	}
+	if t.IsParametric() {
+		return decodeParamDesc(src, t)
+	}
 	n, err := componentLen(src, t)
 	if err != nil {
 		return nil, nil, err
@@ -580,9 +589,11 @@ func decodeAscending(src []byte, t schema.Type) (v, rest []byte, err error) {
 			return nil, nil, err
 		}
 		return v, src[n:], nil
-	default:
-		return nil, nil, fmt.Errorf("%w: clustering column of type %s", errBadKey, t)
 	}
+	if kind, elems := t.Params(); kind != schema.NotParametric {
+		return decodeParamKey(src, t, kind, elems) // keyparam.go
+	}
+	return nil, nil, fmt.Errorf("%w: clustering column of type %s", errBadKey, t)
 }
 
 // canonicalNaN32 is the bits of the NaN a decoded float clustering value

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/kvnode/kvnode/schema"
@@ -455,12 +456,12 @@ func TestDescendingReversesOrder(t *testing.T) {
 // value encodes back to exactly the bytes it consumed (doubles aside, whose
 // NaNs decode to one NaN).
 func FuzzDecodeClustering(f *testing.F) {
-	f.Add([]byte{0x9E, 0xFF, 0x00, 0xFF, 0xFE, 0x42}, uint8(schema.TypeText), true)
-	f.Add([]byte{0x61, 0x00, 0x01}, uint8(schema.TypeBlob), false)
-	f.Add([]byte{0x7F, 0xFF, 0xFF, 0xFE}, uint8(schema.TypeInt), true)
-	f.Add([]byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 12, 0}, uint8(schema.TypeDecimal), false)
-	f.Add([]byte{0x01, 0, 0, 0, 2, 0, 0x80}, uint8(schema.TypeVarint), false)
-	f.Add(append([]byte{1}, make([]byte, 16)...), uint8(schema.TypeUUID), false)
+	f.Add([]byte{0x9E, 0xFF, 0x00, 0xFF, 0xFE, 0x42}, uint8(slices.Index(clusteringTypes, schema.TypeText)), true)
+	f.Add([]byte{0x61, 0x00, 0x01}, uint8(slices.Index(clusteringTypes, schema.TypeBlob)), false)
+	f.Add([]byte{0x7F, 0xFF, 0xFF, 0xFE}, uint8(slices.Index(clusteringTypes, schema.TypeInt)), true)
+	f.Add([]byte{0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 12, 0}, uint8(slices.Index(clusteringTypes, schema.TypeDecimal)), false)
+	f.Add([]byte{0x01, 0, 0, 0, 2, 0, 0x80}, uint8(slices.Index(clusteringTypes, schema.TypeVarint)), false)
+	f.Add(append([]byte{1}, make([]byte, 16)...), uint8(slices.Index(clusteringTypes, schema.TypeUUID)), false)
 	f.Fuzz(func(t *testing.T, src []byte, typ uint8, desc bool) {
 		tp := clusteringTypes[int(typ)%len(clusteringTypes)]
 		v, rest, err := decodeClustering(src, tp, desc)

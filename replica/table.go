@@ -32,10 +32,10 @@ func badRequest(t *schema.Table, format string, args ...any) error {
 func regularType(t *schema.Table, name string) (schema.Type, error) {
 	c, ok := t.Column(name)
 	if !ok {
-		return 0, badRequest(t, "unknown column %q", name)
+		return schema.TypeInvalid, badRequest(t, "unknown column %q", name)
 	}
 	if c.Kind != schema.RegularColumn {
-		return 0, badRequest(t, "column %q is a %s column, not a regular column", name, c.Kind)
+		return schema.TypeInvalid, badRequest(t, "column %q is a %s column, not a regular column", name, c.Kind)
 	}
 	return c.Type, nil
 }

@@ -23,9 +23,12 @@ import (
 //	3  changes no stored value: it says the node decodes the schema's service levels, role
 //	   grants and keyspace rate limits (schema.FormatLevels), which coordinators refuse while a
 //	   member of an older format remains. The upgrade only records the new version.
+//	4  changes no stored value: it says the node decodes columns of the duration, frozen
+//	   collection and tuple types in the schema (schema.FormatTypes), which coordinators refuse
+//	   while a member of an older format remains. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 3
+	FormatVersion = 4
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

@@ -253,7 +253,7 @@ func appendEvolution(b []byte, t *Table) []byte {
 	b = binary.AppendUvarint(b, uint64(len(t.droppedCols)))
 	for _, d := range t.droppedCols {
 		b = appendString(b, d.Name)
-		b = append(b, byte(d.Type))
+		b = appendType(b, d.Type, 0)
 		b = binary.AppendVarint(b, d.At)
 	}
 	return b
@@ -269,12 +269,15 @@ func decodeEvolution(d *decoder, t *Table) error {
 	}
 	n := d.count()
 	for i := 0; i < n && d.err == nil; i++ {
-		c := DroppedColumn{Name: d.string(), Type: Type(d.byte()), At: d.varint()}
+		c := DroppedColumn{Name: d.string()}
+		code := d.byte()
+		c.Type = d.typeOf(code)
+		c.At = d.varint()
 		if d.err != nil {
 			break
 		}
 		if c.Name == "" || !c.Type.Valid() || (i > 0 && t.droppedCols[i-1].Name >= c.Name) {
-			return fmt.Errorf("table %q.%q: bad dropped column %q of type %d", t.Keyspace, t.Name, c.Name, c.Type)
+			return fmt.Errorf("table %q.%q: bad dropped column %q of type %d", t.Keyspace, t.Name, c.Name, code)
 		}
 		t.droppedCols = append(t.droppedCols, c)
 	}

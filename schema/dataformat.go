@@ -1,6 +1,11 @@
 package schema
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvnode/kvnode/cql"
+)
 
 // FormatExpiring is the data format version (the replica's FormatVersion) from which a release
 // of kvnode stores expiring cells, and decodes the table features FormatFeatures names. A node
@@ -57,4 +62,37 @@ func (k *Keyspace) LevelsFormatFeatures() []string {
 		return nil
 	}
 	return []string{OptionKeyspaceRateLimit}
+}
+
+// FormatTypes is the data format version from which a release of kvnode decodes columns of the
+// duration type, frozen collections and tuples in a table's schema (a parametric type is stored
+// as its own code and name, see typeCodes). A node of an older format refuses a schema with a column
+// type it does not know, so coordinators refuse such a table while a member of an older format
+// remains.
+const FormatTypes = 4
+
+// TypesFormatFeatures returns the names of t's features that a release of a data format before
+// FormatTypes cannot decode: its columns, dropped ones included, of the types added with it.
+func (t *Table) TypesFormatFeatures() []string {
+	if t.dropped {
+		return nil
+	}
+	var fs []string
+	for _, c := range t.Columns {
+		if newType(c.Type) {
+			fs = append(fs, fmt.Sprintf("column %s of type %s", cql.QuoteIdent(c.Name), c.Type))
+		}
+	}
+	for _, c := range t.droppedCols {
+		if newType(c.Type) {
+			fs = append(fs, fmt.Sprintf("a record of dropped column %s of type %s", cql.QuoteIdent(c.Name), c.Type))
+		}
+	}
+	return fs
+}
+
+// newType reports whether t is one of the types added with FormatTypes: duration and the
+// parametric ones, whose codes a release of an older format does not know.
+func newType(t Type) bool {
+	return typeCode(t) >= typeCode(TypeDuration)
 }

@@ -145,6 +145,34 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// appendType appends t's code (see typeCodes) with the bits of flags set, then, for a parametric
+// type, its name.
+func appendType(b []byte, t Type, flags byte) []byte {
+	code := typeCode(t)
+	b = append(b, code|flags)
+	if code == codeParametric {
+		b = appendString(b, string(t))
+	}
+	return b
+}
+
+// typeOf returns the type of code, reading a parametric type's name; TypeInvalid for an unknown
+// code or a name that is no type in canonical form (the caller refuses it).
+func (d *decoder) typeOf(code byte) Type {
+	if code != codeParametric {
+		return typeOfCode(code)
+	}
+	name := d.string()
+	if d.err != nil {
+		return TypeInvalid
+	}
+	t, err := parseParametric(name)
+	if err != nil || string(t) != name {
+		return TypeInvalid
+	}
+	return t
+}
+
 func appendVersion(b []byte, v Version) []byte {
 	b = binary.AppendVarint(b, v.Timestamp)
 	return appendString(b, v.Node)
@@ -229,11 +257,11 @@ func appendTable(b []byte, t *Table) []byte {
 	b = binary.AppendUvarint(b, uint64(len(t.Columns)))
 	for _, c := range t.Columns {
 		b = appendString(b, c.Name)
-		typ := byte(c.Type)
+		var desc byte
 		if c.Descending {
-			typ |= descendingBit
+			desc = descendingBit
 		}
-		b = append(b, typ)
+		b = appendType(b, c.Type, desc)
 	}
 	b = binary.AppendUvarint(b, uint64(t.RateLimit.MaxReadsPerSecond))
 	b = binary.AppendUvarint(b, uint64(t.RateLimit.MaxWritesPerSecond))
@@ -535,7 +563,10 @@ func decodeTable(d *decoder) (*Table, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		c.Type = Type(typ &^ descendingBit)
+		c.Type = d.typeOf(typ &^ descendingBit)
+		if d.err != nil {
+			return nil, d.err
+		}
 		switch {
 		case uint64(i) < npk:
 			c.Kind = PartitionKeyColumn

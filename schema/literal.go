@@ -42,6 +42,7 @@ import (
 //	varint     an integer literal of any length
 //	decimal    an integer or float literal, kept exactly with its scale
 //	           (1.50 is 150 at scale 2)
+//	duration   an unquoted duration: 1h30m, -2d, P1DT2H, P3W (see ParseDuration)
 //
 // A literal of another kind is an error naming the literal and the type,
 // and so are a bind marker (prepared statements substitute them first) and
@@ -82,6 +83,8 @@ func describeTerm(v cql.Term) string {
 		return v.Kind.String() + " literal " + describeValue(v)
 	case *cql.MapLiteral:
 		return "map literal " + describeValue(v)
+	case *cql.CollectionLiteral:
+		return v.Kind.String() + " literal " + describeValue(v)
 	}
 	return "no value"
 }
@@ -92,6 +95,9 @@ var errBind = errors.New("bind marker ? has no value: prepared statements are no
 // wrong kind for t; err reports a literal of the right kind with a bad
 // value.
 func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
+	if n := t.node(); n != nil {
+		return n.literal(v, nil) // params.go
+	}
 	lit, ok := v.(*cql.Literal)
 	if !ok {
 		return nil, true, nil
@@ -221,6 +227,14 @@ func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
 			}
 			b, _ := EncodeTime(d)
 			return b, false, nil
+		}
+	case TypeDuration:
+		if lit.Kind == cql.LitDuration {
+			d, err := ParseDuration(lit.Value)
+			if err != nil {
+				return nil, false, err
+			}
+			return EncodeDuration(d), false, nil
 		}
 	case TypeVarint:
 		if lit.Kind == cql.LitInteger {

@@ -208,6 +208,14 @@ func (b *binder) term(c *Column, t cql.Term) (v []byte, ok bool, err error) {
 		return v, ok, err
 	}
 	lit, isLit := t.(*cql.Literal)
+	if !isLit && c.Type.IsParametric() {
+		// A collection or tuple literal, whose elements may be bind markers.
+		if b.check {
+			return nil, false, nil
+		}
+		v, err := c.boundValue(t, func(l *cql.Literal) ([]byte, bool, error) { return b.value(l, c, "") })
+		return v, err == nil, err
+	}
 	if !isLit || lit.Kind != cql.LitBind {
 		v, err := c.Value(t)
 		return v, err == nil, err
@@ -221,7 +229,7 @@ func (b *binder) term(c *Column, t cql.Term) (v []byte, ok bool, err error) {
 	case !ok:
 		return nil, false, nil
 	}
-	if err := c.Type.Check(v); err != nil {
+	if v, err = c.Type.Normalize(v); err != nil { // sets and maps sorted, as drivers need not
 		return nil, false, fmt.Errorf("bind marker %d (column %s %s): %w", lit.Index, cql.QuoteIdent(c.Name), c.Type, err)
 	}
 	return v, true, nil
@@ -1019,6 +1027,9 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		bind := func(x cql.Ident, v cql.Term, eq bool) {
 			lit, ok := v.(*cql.Literal)
 			if !ok || lit.Kind != cql.LitBind {
+				if c, ok := tt.Column(x.Name); ok {
+					nestedMarkers(c.Type, c.Name, v, func(lit *cql.Literal, name string, typ Type) { set(lit, tt, name, typ) })
+				}
 				return
 			}
 			c, _ := tt.Column(x.Name)

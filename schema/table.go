@@ -101,6 +101,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 			return nil, fmt.Errorf("column %s appears twice in the PRIMARY KEY", cql.QuoteIdent(n))
 		}
 		seen[n] = true
+		if strings.Contains(string(types[n]), string(TypeDuration)) { // duration, or a type holding one
+			return nil, fmt.Errorf("duration type is not supported for PRIMARY KEY column %s", cql.QuoteString(n))
+		}
 	}
 	var regular []string
 	for _, c := range st.Columns {

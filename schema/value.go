@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -15,82 +16,95 @@ import (
 	"unicode/utf8"
 )
 
-// Type is the type of a column.
-type Type uint8
+// Type is the type of a column: its CQL name in canonical form, lower-case, with ", " between
+// type parameters and every collection and tuple inside frozen<...> (as system_schema and
+// DESCRIBE write it): "int", "frozen<map<text, frozen<list<int>>>>", "frozen<tuple<int, text>>".
+// The zero Type is invalid. Scalar types are the constants below; parametric ones are built by
+// LookupType (see params.go).
+type Type string
 
-// The column types. The zero Type is invalid. The numbers are stored (the
-// schema's encoding, gossiped between nodes, keeps them), so new types are
-// only ever appended.
-//
-// TypeSetText, TypeListText, TypeMapTextText and TypeMapTextBlob are the
-// read-only collection types of the system tables: Valid reports them, but
-// LookupType refuses them for table columns.
+// The scalar column types, and the read-only collection types of the system tables
+// (TypeSetText, TypeListText, TypeMapTextText and TypeMapTextBlob: Valid reports them, but
+// LookupType refuses them for table columns; they are not frozen).
 const (
-	TypeInvalid Type = iota
-	TypeText
-	TypeInt
-	TypeBigInt
-	TypeDouble
-	TypeBoolean
-	TypeBlob
-	TypeTimestamp
-	TypeASCII
-	TypeFloat
-	TypeSmallInt
-	TypeTinyInt
-	TypeUUID
-	TypeTimeUUID
-	TypeInet
-	TypeDate
-	TypeTime
-	TypeDecimal
-	TypeVarint
-	TypeSetText
-	TypeListText
-	TypeMapTextText
-	TypeMapTextBlob
+	TypeInvalid     Type = ""
+	TypeText        Type = "text"
+	TypeInt         Type = "int"
+	TypeBigInt      Type = "bigint"
+	TypeDouble      Type = "double"
+	TypeBoolean     Type = "boolean"
+	TypeBlob        Type = "blob"
+	TypeTimestamp   Type = "timestamp"
+	TypeASCII       Type = "ascii"
+	TypeFloat       Type = "float"
+	TypeSmallInt    Type = "smallint"
+	TypeTinyInt     Type = "tinyint"
+	TypeUUID        Type = "uuid"
+	TypeTimeUUID    Type = "timeuuid"
+	TypeInet        Type = "inet"
+	TypeDate        Type = "date"
+	TypeTime        Type = "time"
+	TypeDecimal     Type = "decimal"
+	TypeVarint      Type = "varint"
+	TypeSetText     Type = "set<text>"
+	TypeListText    Type = "list<text>"
+	TypeMapTextText Type = "map<text, text>"
+	TypeMapTextBlob Type = "map<text, blob>"
+	TypeDuration    Type = "duration"
 )
 
-var typeNames = [...]string{
-	TypeInvalid:     "invalid",
-	TypeText:        "text",
-	TypeInt:         "int",
-	TypeBigInt:      "bigint",
-	TypeDouble:      "double",
-	TypeBoolean:     "boolean",
-	TypeBlob:        "blob",
-	TypeTimestamp:   "timestamp",
-	TypeASCII:       "ascii",
-	TypeFloat:       "float",
-	TypeSmallInt:    "smallint",
-	TypeTinyInt:     "tinyint",
-	TypeUUID:        "uuid",
-	TypeTimeUUID:    "timeuuid",
-	TypeInet:        "inet",
-	TypeDate:        "date",
-	TypeTime:        "time",
-	TypeDecimal:     "decimal",
-	TypeVarint:      "varint",
-	TypeSetText:     "set<text>",
-	TypeListText:    "list<text>",
-	TypeMapTextText: "map<text, text>",
-	TypeMapTextBlob: "map<text, blob>",
+// typeCodes are the numbers of the types in the schema's encoding (gossiped between nodes and
+// stored), by position: a type's code is its index, so new types are only ever appended. A
+// parametric type is stored as codeParametric followed by its name.
+var typeCodes = [...]Type{
+	TypeInvalid, TypeText, TypeInt, TypeBigInt, TypeDouble, TypeBoolean, TypeBlob, TypeTimestamp,
+	TypeASCII, TypeFloat, TypeSmallInt, TypeTinyInt, TypeUUID, TypeTimeUUID, TypeInet, TypeDate,
+	TypeTime, TypeDecimal, TypeVarint, TypeSetText, TypeListText, TypeMapTextText, TypeMapTextBlob,
+	TypeDuration,
+}
+
+// codeParametric is the code of a parametric type (frozen collections, tuples), whose name
+// follows the code in the schema's encoding.
+const codeParametric = 0x7F
+
+// typeCode returns t's code in the schema's encoding, codeParametric for a parametric type.
+func typeCode(t Type) byte {
+	for i, c := range typeCodes {
+		if c == t {
+			return byte(i)
+		}
+	}
+	return codeParametric
+}
+
+// typeOfCode returns the scalar type of code c (TypeInvalid for an unknown code).
+func typeOfCode(c byte) Type {
+	if int(c) < len(typeCodes) {
+		return typeCodes[c]
+	}
+	return TypeInvalid
 }
 
 // SupportedTypes lists the names LookupType accepts, in declaration order
 // (varchar, an alias of text, aside).
-const SupportedTypes = "text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint"
+const SupportedTypes = "text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration"
 
 // String returns the CQL name of t.
 func (t Type) String() string {
-	if int(t) < len(typeNames) {
-		return typeNames[t]
+	if t == TypeInvalid {
+		return "invalid"
 	}
-	return fmt.Sprintf("Type(%d)", uint8(t))
+	return string(t)
 }
 
-// Valid reports whether t is one of the types, the collections included.
-func (t Type) Valid() bool { return t > TypeInvalid && int(t) < len(typeNames) }
+// Valid reports whether t is one of the types, the collections included, by its canonical name.
+func (t Type) Valid() bool {
+	if typeCode(t) != codeParametric {
+		return t != TypeInvalid
+	}
+	p, err := parseParametric(string(t))
+	return err == nil && p == t // canonical names only
+}
 
 // CollectionKind says whether a type is a collection, and which kind.
 type CollectionKind uint8
@@ -135,15 +149,22 @@ func LookupType(name string) (Type, error) {
 	if n == "varchar" {
 		return TypeText, nil
 	}
-	for t := TypeText; t < TypeSetText; t++ {
-		if typeNames[t] == n {
+	for _, t := range typeCodes[1:] {
+		if string(t) == n && !t.IsCollection() {
 			return t, nil
 		}
 	}
 	if i := strings.IndexByte(n, '<'); i > 0 {
 		switch strings.TrimSpace(n[:i]) {
 		case "set", "list", "map", "frozen", "tuple":
-			return TypeInvalid, fmt.Errorf("collection types are not supported for table columns (yet): %q (supported: %s)", name, SupportedTypes)
+			node, err := parseTypeName(name)
+			switch {
+			case errors.Is(err, errNonFrozen):
+				return TypeInvalid, fmt.Errorf("non-frozen collections are not supported yet (use frozen<...>): %q", name)
+			case err != nil:
+				return TypeInvalid, fmt.Errorf("type %q: %w", name, err)
+			}
+			return node.typ(), nil
 		}
 	}
 	return TypeInvalid, fmt.Errorf("unsupported column type %q (supported: %s)", name, SupportedTypes)
@@ -176,6 +197,10 @@ func LookupType(name string) (Type, error) {
 //	           4 bytes big-endian count n ≥ 0, then n elements, each a 4-byte
 //	           big-endian length and that many UTF-8 bytes; a set's elements
 //	           are distinct and in ascending order
+//	duration   three signed vints (Cassandra's VIntCoding: zigzag, then the
+//	           first byte's leading one bits count the bytes that follow):
+//	           months, days, nanoseconds, all of one sign, each in its fewest
+//	           bytes
 //	map<text, text>, map<text, blob>
 //	           4 bytes big-endian count n ≥ 0, then n (key, value) pairs, each
 //	           a 4-byte length and the bytes; keys distinct and ascending
@@ -258,8 +283,18 @@ func (t Type) Check(v []byte) error {
 		return checkVarint(t, v[4:])
 	case TypeSetText, TypeListText, TypeMapTextText, TypeMapTextBlob:
 		return checkCollection(t, v)
+	case TypeDuration:
+		if _, err := decodeDuration(v); err != nil {
+			return fmt.Errorf("invalid %s value: %w", t, err)
+		}
 	default:
-		return fmt.Errorf("invalid column type %s", t)
+		n := t.node()
+		if n == nil {
+			return fmt.Errorf("invalid column type %s", t)
+		}
+		if err := n.check(v); err != nil {
+			return fmt.Errorf("invalid %s value: %w", t, err)
+		}
 	}
 	return nil
 }
@@ -367,8 +402,10 @@ func collectionElement(v []byte) (elem, rest []byte, err error) {
 //	text, ascii, blob, boolean, inet
 //	           by bytes (unsigned; an IPv4 address and an IPv6 one compare
 //	           as byte strings, as in Cassandra's InetAddressType)
-//	collections
+//	the system tables' collections, duration
 //	           by bytes (they are never clustering columns)
+//	frozen collections, tuples
+//	           as Cassandra: element by element, then by count (see params.go)
 func (t Type) Compare(a, b []byte) int {
 	switch t {
 	case TypeInt:
@@ -391,9 +428,14 @@ func (t Type) Compare(a, b []byte) int {
 		return compareVarint(a, b)
 	case TypeDecimal:
 		return DecodeDecimal(a).Cmp(DecodeDecimal(b))
-	default: // text, ascii (UTF-8 byte order is code point order), blob, boolean, inet, date
+	case TypeText, TypeASCII, TypeBlob, TypeBoolean, TypeInet, TypeDate:
+		// UTF-8 byte order is code point order
 		return bytes.Compare(a, b)
 	}
+	if n := t.node(); n != nil {
+		return n.compare(a, b)
+	}
+	return bytes.Compare(a, b) // duration, the system tables' collections
 }
 
 // compareVarint compares two minimal two's complement integers without
@@ -685,6 +727,8 @@ type MapEntry[V any] struct {
 //	                   []string
 //	map<text, text>    []MapEntry[string]
 //	map<text, blob>    []MapEntry[[]byte]
+//	duration           Duration
+//	frozen<list<T>>    List, frozen<set<T>> Set, frozen<map<K, V>> Map, tuple Tuple
 func (t Type) Decode(v []byte) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -724,6 +768,11 @@ func (t Type) Decode(v []byte) (any, error) {
 		return decodeVarint(v), nil
 	case TypeDecimal:
 		return DecodeDecimal(v), nil
+	case TypeDuration:
+		d, _ := decodeDuration(v)
+		return d, nil
+	case TypeBlob:
+		return bytes.Clone(v), nil
 	case TypeSetText, TypeListText:
 		n, rest, _ := collectionCount(v)
 		out := make([]string, n)
@@ -753,7 +802,11 @@ func (t Type) Decode(v []byte) (any, error) {
 			out[i] = MapEntry[[]byte]{string(k), bytes.Clone(e)}
 		}
 		return out, nil
-	default: // blob
-		return bytes.Clone(v), nil
+	default: // parametric (Check accepted v, so t is one)
+		return t.node().decode(v), nil
 	}
 }
+
+// Types returns every non-parametric type, the system tables' collections included, in the
+// order of their codes.
+func Types() []Type { return slices.Clone(typeCodes[1:]) }

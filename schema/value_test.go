@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ func TestLookupType(t *testing.T) {
 		{"blob", TypeBlob}, {"Timestamp", TypeTimestamp},
 		{"ascii", TypeASCII}, {"float", TypeFloat}, {"smallint", TypeSmallInt}, {"tinyint", TypeTinyInt},
 		{"UUID", TypeUUID}, {"timeuuid", TypeTimeUUID}, {"inet", TypeInet}, {"date", TypeDate},
-		{"time", TypeTime}, {"decimal", TypeDecimal}, {"varint", TypeVarint},
+		{"time", TypeTime}, {"decimal", TypeDecimal}, {"varint", TypeVarint}, {"Duration", TypeDuration},
 	}
 	for _, tt := range tests {
 		got, err := LookupType(tt.name)
@@ -26,26 +27,65 @@ func TestLookupType(t *testing.T) {
 			t.Errorf("LookupType(%q) = %v, %v; want %v", tt.name, got, err, tt.want)
 		}
 	}
-	for _, name := range []string{"duration", "counter", "", "invalid", "set", "text<int>"} {
+	for _, name := range []string{"counter", "", "invalid", "set", "text<int>"} {
 		_, err := LookupType(name)
-		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint)`
+		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)`
 		if err == nil || err.Error() != want {
 			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
 		}
 	}
 	// The collection types exist (the system tables have them) but are
 	// refused for table columns, whatever their element types.
-	for _, name := range []string{"set<text>", "list<text>", "map<text, text>", "map<text, blob>", "MAP<int, int>", "frozen<list<int>>", "tuple<int, int>"} {
+	for _, name := range []string{"set<text>", "list<text>", "map<text, text>", "map<text, blob>", "MAP<int, int>"} {
 		_, err := LookupType(name)
-		want := `collection types are not supported for table columns (yet): "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint)`
+		want := `non-frozen collections are not supported yet (use frozen<...>): "` + name + `"`
 		if err == nil || err.Error() != want {
 			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
 		}
 	}
+	for name, want := range map[string]Type{
+		"frozen<list<int>>": "frozen<list<int>>", "tuple<int, int>": "frozen<tuple<int, int>>",
+		"FROZEN < map < text , frozen<list<varchar>> > >": "frozen<map<text, frozen<list<text>>>>",
+		"frozen<set<frozen<tuple<int, list<blob>>>>>":     "frozen<set<frozen<tuple<int, frozen<list<blob>>>>>>",
+		"frozen<tuple<int>>":                              "frozen<tuple<int>>", "frozen<map<int, duration>>": "frozen<map<int, duration>>",
+	} {
+		got, err := LookupType(name)
+		if err != nil || got != want {
+			t.Errorf("LookupType(%q) = %q, %v; want %q", name, got, err, want)
+		}
+		if !got.Valid() || got.String() != string(want) {
+			t.Errorf("%q is not Valid or prints as %q", got, got.String())
+		}
+	}
+	for name, want := range map[string]string{
+		"frozen<int>":                `type "frozen<int>": frozen<> is only allowed on collections and tuples, not on int`,
+		"frozen<list<int, int>>":     `type "frozen<list<int, int>>": list takes one type, not 2`,
+		"frozen<map<int>>":           `type "frozen<map<int>>": map takes two types, not 1`,
+		"frozen<set<duration>>":      `type "frozen<set<duration>>": durations are not allowed inside sets: frozen<set<duration>>`,
+		"frozen<map<duration, int>>": `type "frozen<map<duration, int>>": durations are not allowed as map keys: frozen<map<duration, int>>`,
+		"frozen<list<counter>>":      `type "frozen<list<counter>>": unsupported type "counter"`,
+		"tuple<int":                  `type "tuple<int": expected ',' or '>' in "tuple<int"`,
+		"frozen<list<int>> x":        `type "frozen<list<int>> x": unexpected "x" after the type in "frozen<list<int>> x"`,
+		"tuple<list<int>>":           "",
+		"list<frozen<list<int>>>":    `non-frozen collections are not supported yet (use frozen<...>): "list<frozen<list<int>>>"`,
+		"frozen<list<set<text>>>":    "",
+	} {
+		got, err := LookupType(name)
+		if want == "" {
+			if err != nil {
+				t.Errorf("LookupType(%q): %v", name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("LookupType(%q) = %q, %v; want an error starting %q", name, got, err, want)
+		}
+	}
+
 }
 
 func TestTypeString(t *testing.T) {
-	for typ := TypeText; typ <= TypeVarint; typ++ {
+	for _, typ := range typeCodes[typeCode(TypeText) : typeCode(TypeVarint)+1] {
 		if !typ.Valid() {
 			t.Errorf("%v.Valid() = false, want true", typ)
 		}
@@ -53,13 +93,13 @@ func TestTypeString(t *testing.T) {
 			t.Errorf("LookupType(%v.String()) = %v, %v; want the type back", typ, got, err)
 		}
 	}
-	for _, typ := range []Type{TypeInvalid, TypeMapTextBlob + 1, 255} {
+	for _, typ := range []Type{TypeInvalid, "counter", "frozen<list<>>", "Int", "tuple<int>", "frozen<list<varchar>>"} {
 		if typ.Valid() {
-			t.Errorf("Type(%d).Valid() = true, want false", typ)
+			t.Errorf("Type(%q).Valid() = true, want false", string(typ))
 		}
 	}
-	if got := Type(200).String(); got != "Type(200)" {
-		t.Errorf("Type(200).String() = %q, want %q", got, "Type(200)")
+	if got := TypeInvalid.String(); got != "invalid" {
+		t.Errorf("TypeInvalid.String() = %q, want %q", got, "invalid")
 	}
 }
 

@@ -101,7 +101,7 @@ func rowsToProto(r *coordinator.Rows) (*kvnodepb.Rows, error) {
 	}
 	cols := make([]kvnodepb.Column, len(r.Columns))
 	for i, c := range r.Columns {
-		cols[i].Name, cols[i].Type = c.Name, ColumnType(c.Type)
+		cols[i].Name, cols[i].Type, cols[i].TypeName = c.Name, ColumnType(c.Type), c.Type.String()
 		out.Columns[i] = &cols[i]
 	}
 	prs := make([]kvnodepb.Row, len(r.Values))
@@ -124,7 +124,7 @@ func rowsToProto(r *coordinator.Rows) (*kvnodepb.Rows, error) {
 }
 
 // columnTypes maps each schema type to the client API's column type.
-var columnTypes = [...]kvnodepb.ColumnType{
+var columnTypes = map[schema.Type]kvnodepb.ColumnType{
 	schema.TypeText:        kvnodepb.ColumnType_COLUMN_TYPE_TEXT,
 	schema.TypeInt:         kvnodepb.ColumnType_COLUMN_TYPE_INT,
 	schema.TypeBigInt:      kvnodepb.ColumnType_COLUMN_TYPE_BIGINT,
@@ -147,14 +147,21 @@ var columnTypes = [...]kvnodepb.ColumnType{
 	schema.TypeListText:    kvnodepb.ColumnType_COLUMN_TYPE_LIST_TEXT,
 	schema.TypeMapTextText: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_TEXT,
 	schema.TypeMapTextBlob: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_BLOB,
+	schema.TypeDuration:    kvnodepb.ColumnType_COLUMN_TYPE_DURATION,
+}
+
+// paramColumnTypes are the client API's column types of the parametric kinds.
+var paramColumnTypes = [...]kvnodepb.ColumnType{
+	schema.ParamList: kvnodepb.ColumnType_COLUMN_TYPE_LIST, schema.ParamSet: kvnodepb.ColumnType_COLUMN_TYPE_SET,
+	schema.ParamMap: kvnodepb.ColumnType_COLUMN_TYPE_MAP, schema.ParamTuple: kvnodepb.ColumnType_COLUMN_TYPE_TUPLE,
 }
 
 // ColumnType returns the client API's column type of t.
 func ColumnType(t schema.Type) kvnodepb.ColumnType {
-	if int(t) < len(columnTypes) {
-		return columnTypes[t]
+	if kind, _ := t.Params(); kind != schema.NotParametric {
+		return paramColumnTypes[kind]
 	}
-	return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED
+	return columnTypes[t] // COLUMN_TYPE_UNSPECIFIED for a type the map lacks
 }
 
 // Value returns the client API's value of type t encoded in b (nil b is null). It fails when b
@@ -236,8 +243,76 @@ func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
 			m[e.Key] = e.Value
 		}
 		v.Kind = &kvnodepb.Value_MapTextBlob{MapTextBlob: &kvnodepb.BlobMap{Entries: m}}
+	case schema.TypeDuration:
+		x, _ := t.Decode(b)
+		d := x.(schema.Duration)
+		v.Kind = &kvnodepb.Value_Duration{Duration: &kvnodepb.Duration{Months: d.Months, Days: d.Days, Nanoseconds: d.Nanoseconds}}
 	default:
-		return fmt.Errorf("unsupported column type %v", t)
+		kind, elems := t.Params()
+		if kind == schema.NotParametric {
+			return fmt.Errorf("unsupported column type %v", t)
+		}
+		return setParam(v, kind, elems, b)
+	}
+	return nil
+}
+
+// setParam sets v to the frozen collection or tuple b (well-formed: setValue checked it) of the
+// parametric kind with element types elems.
+func setParam(v *kvnodepb.Value, kind schema.ParamKind, elems []schema.Type, b []byte) error {
+	next := func() []byte {
+		n := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		if n < 0 {
+			return nil
+		}
+		e := b[:n]
+		b = b[n:]
+		return e
+	}
+	value := func(t schema.Type, e []byte) (*kvnodepb.Value, error) { return Value(t, e) }
+	if kind == schema.ParamTuple {
+		vs := &kvnodepb.Values{Values: make([]*kvnodepb.Value, len(elems))}
+		for i, et := range elems {
+			x, err := value(et, next())
+			if err != nil {
+				return err
+			}
+			vs.Values[i] = x
+		}
+		v.Kind = &kvnodepb.Value_Tuple{Tuple: vs}
+		return nil
+	}
+	count := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if kind == schema.ParamMap {
+		m := &kvnodepb.MapEntries{Entries: make([]*kvnodepb.MapEntry, count)}
+		for i := range count {
+			k, err := value(elems[0], next())
+			if err != nil {
+				return err
+			}
+			x, err := value(elems[1], next())
+			if err != nil {
+				return err
+			}
+			m.Entries[i] = &kvnodepb.MapEntry{Key: k, Value: x}
+		}
+		v.Kind = &kvnodepb.Value_Map{Map: m}
+		return nil
+	}
+	vs := &kvnodepb.Values{Values: make([]*kvnodepb.Value, count)}
+	for i := range count {
+		x, err := value(elems[0], next())
+		if err != nil {
+			return err
+		}
+		vs.Values[i] = x
+	}
+	if kind == schema.ParamSet {
+		v.Kind = &kvnodepb.Value_Set{Set: vs}
+	} else {
+		v.Kind = &kvnodepb.Value_List{List: vs}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package grpcapi
 
 import (
+	"encoding/binary"
 	"math/big"
 	"net/netip"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 func TestColumnTypeCoversEveryType(t *testing.T) {
-	for typ := schema.TypeText; typ.Valid(); typ++ {
+	for _, typ := range schema.Types() {
 		ct := ColumnType(typ)
 		if ct == kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED {
 			t.Errorf("ColumnType(%v) = UNSPECIFIED, want its own column type", typ)
@@ -55,6 +56,7 @@ func TestValueOfNewTypes(t *testing.T) {
 		{schema.TypeListText, schema.EncodeListText([]string{"b", "a"}), &kvnodepb.Value{Kind: &kvnodepb.Value_ListText{ListText: &kvnodepb.TextList{Values: []string{"b", "a"}}}}},
 		{schema.TypeMapTextText, schema.EncodeMapTextText(map[string]string{"k": "v"}), &kvnodepb.Value{Kind: &kvnodepb.Value_MapTextText{MapTextText: &kvnodepb.TextMap{Entries: map[string]string{"k": "v"}}}}},
 		{schema.TypeMapTextBlob, schema.EncodeMapTextBlob(map[string][]byte{"k": {1}}), &kvnodepb.Value{Kind: &kvnodepb.Value_MapTextBlob{MapTextBlob: &kvnodepb.BlobMap{Entries: map[string][]byte{"k": {1}}}}}},
+		{schema.TypeDuration, schema.EncodeDuration(schema.Duration{Months: -1, Days: -2, Nanoseconds: -3}), &kvnodepb.Value{Kind: &kvnodepb.Value_Duration{Duration: &kvnodepb.Duration{Months: -1, Days: -2, Nanoseconds: -3}}}},
 		{schema.TypeUUID, nil, &kvnodepb.Value{}},
 	}
 	for _, tt := range tests {
@@ -63,10 +65,38 @@ func TestValueOfNewTypes(t *testing.T) {
 			t.Errorf("Value(%v, %x) = %v, %v; want %v", tt.typ, tt.b, got, err, tt.want)
 		}
 	}
+	// Frozen collections and tuples nest values of their element types.
+	tup, _ := schema.LookupType("tuple<int, frozen<map<text, frozen<set<int>>>>>")
+	elem := func(b, e []byte) []byte {
+		if e == nil {
+			return binary.BigEndian.AppendUint32(b, ^uint32(0))
+		}
+		return append(binary.BigEndian.AppendUint32(b, uint32(len(e))), e...)
+	}
+	set := elem(elem(binary.BigEndian.AppendUint32(nil, 2), schema.EncodeInt(1)), schema.EncodeInt(2))
+	m := elem(elem(binary.BigEndian.AppendUint32(nil, 1), []byte("k")), set)
+	i32 := func(n int32) *kvnodepb.Value { return &kvnodepb.Value{Kind: &kvnodepb.Value_Int{Int: n}} }
+	wantSet := &kvnodepb.Value{Kind: &kvnodepb.Value_Set{Set: &kvnodepb.Values{Values: []*kvnodepb.Value{i32(1), i32(2)}}}}
+	wantMap := &kvnodepb.Value{Kind: &kvnodepb.Value_Map{Map: &kvnodepb.MapEntries{Entries: []*kvnodepb.MapEntry{{Key: &kvnodepb.Value{Kind: &kvnodepb.Value_Text{Text: "k"}}, Value: wantSet}}}}}
+	for _, tt := range []struct {
+		b    []byte
+		want *kvnodepb.Value
+	}{
+		{elem(elem(nil, nil), m), &kvnodepb.Value{Kind: &kvnodepb.Value_Tuple{Tuple: &kvnodepb.Values{Values: []*kvnodepb.Value{{}, wantMap}}}}},
+		{elem(elem(nil, schema.EncodeInt(7)), nil), &kvnodepb.Value{Kind: &kvnodepb.Value_Tuple{Tuple: &kvnodepb.Values{Values: []*kvnodepb.Value{i32(7), {}}}}}},
+	} {
+		got, err := Value(tup, tt.b)
+		if err != nil || !proto.Equal(got, tt.want) {
+			t.Errorf("Value(%v, %x) = %v, %v; want %v", tup, tt.b, got, err, tt.want)
+		}
+	}
+	if ct := ColumnType(tup); ct != kvnodepb.ColumnType_COLUMN_TYPE_TUPLE {
+		t.Errorf("ColumnType(%v) = %v", tup, ct)
+	}
 	for _, bad := range []struct {
 		typ schema.Type
 		b   []byte
-	}{{schema.TypeTimeUUID, schema.EncodeUUID(u)}, {schema.TypeVarint, []byte{0, 1}}, {schema.TypeInet, []byte{1}}, {schema.TypeTime, schema.EncodeBigInt(-1)}} {
+	}{{tup, elem(nil, nil)}, {schema.TypeTimeUUID, schema.EncodeUUID(u)}, {schema.TypeVarint, []byte{0, 1}}, {schema.TypeInet, []byte{1}}, {schema.TypeTime, schema.EncodeBigInt(-1)}, {schema.TypeDuration, []byte{2, 1, 0}}} {
 		if got, err := Value(bad.typ, bad.b); err == nil {
 			t.Errorf("Value(%v, %x) = %v, want an error", bad.typ, bad.b, got)
 		}

@@ -11,6 +11,17 @@ import (
 // conversion: the schema's canonical encodings are the protocol's (a collection's too: an
 // [int] count, then each element, key and value as [bytes]).
 func wireType(t schema.Type) (cqlwire.Type, error) {
+	if kind, elems := t.Params(); kind != schema.NotParametric {
+		wt := cqlwire.Type{ID: paramIDs[kind], Elems: make([]cqlwire.Type, len(elems))}
+		for i, e := range elems {
+			w, err := wireType(e)
+			if err != nil {
+				return cqlwire.Type{}, err
+			}
+			wt.Elems[i] = w
+		}
+		return wt, nil
+	}
 	if kind, key, value := t.Elements(); kind != schema.NotCollection {
 		k, err := wireType(key)
 		if err != nil {
@@ -33,6 +44,13 @@ func wireType(t schema.Type) (cqlwire.Type, error) {
 		return cqlwire.Type{ID: id}, nil
 	}
 	return cqlwire.Type{}, fmt.Errorf("column type %v has no native protocol type", t)
+}
+
+// paramIDs are the protocol's ids of the parametric kinds (frozen or not: the protocol does not
+// say).
+var paramIDs = [...]cqlwire.TypeID{
+	schema.ParamList: cqlwire.TypeList, schema.ParamSet: cqlwire.TypeSet, schema.ParamMap: cqlwire.TypeMap,
+	schema.ParamTuple: cqlwire.TypeTuple,
 }
 
 // scalarID returns the protocol's id of a scalar type.
@@ -74,6 +92,8 @@ func scalarID(t schema.Type) (cqlwire.TypeID, bool) {
 		return cqlwire.TypeTimeUUID, true
 	case schema.TypeInet:
 		return cqlwire.TypeInet, true
+	case schema.TypeDuration:
+		return cqlwire.TypeDuration, true
 	}
 	return 0, false
 }

@@ -17,7 +17,7 @@ func TestWireTypes(t *testing.T) {
 		schema.TypeDouble: "double", schema.TypeFloat: "float", schema.TypeDecimal: "decimal",
 		schema.TypeBoolean: "boolean", schema.TypeBlob: "blob", schema.TypeTimestamp: "timestamp",
 		schema.TypeDate: "date", schema.TypeTime: "time", schema.TypeUUID: "uuid", schema.TypeTimeUUID: "timeuuid",
-		schema.TypeInet: "inet", schema.TypeSetText: set(cqlwire.TypeVarchar),
+		schema.TypeInet: "inet", schema.TypeDuration: "duration", schema.TypeSetText: set(cqlwire.TypeVarchar),
 		schema.TypeListText:    cqlwire.Type{ID: cqlwire.TypeList, Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}}}.String(),
 		schema.TypeMapTextText: cqlwire.Type{ID: cqlwire.TypeMap, Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}, {ID: cqlwire.TypeVarchar}}}.String(),
 		schema.TypeMapTextBlob: cqlwire.Type{ID: cqlwire.TypeMap, Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}, {ID: cqlwire.TypeBlob}}}.String(),
@@ -28,7 +28,7 @@ func TestWireTypes(t *testing.T) {
 		}
 	}
 	// Every valid type has a protocol type.
-	for st := schema.Type(1); st.Valid(); st++ {
+	for _, st := range schema.Types() {
 		if _, err := wireType(st); err != nil {
 			t.Errorf("wireType(%v): %v", st, err)
 		}

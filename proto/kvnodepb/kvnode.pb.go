@@ -119,6 +119,12 @@ const (
 	ColumnType_COLUMN_TYPE_LIST_TEXT     ColumnType = 20
 	ColumnType_COLUMN_TYPE_MAP_TEXT_TEXT ColumnType = 21
 	ColumnType_COLUMN_TYPE_MAP_TEXT_BLOB ColumnType = 22
+	ColumnType_COLUMN_TYPE_DURATION      ColumnType = 23
+	// A frozen collection or a tuple: Column.type_name gives the whole type.
+	ColumnType_COLUMN_TYPE_LIST  ColumnType = 24
+	ColumnType_COLUMN_TYPE_SET   ColumnType = 25
+	ColumnType_COLUMN_TYPE_MAP   ColumnType = 26
+	ColumnType_COLUMN_TYPE_TUPLE ColumnType = 27
 )
 
 // Enum value maps for ColumnType.
@@ -147,6 +153,11 @@ var (
 		20: "COLUMN_TYPE_LIST_TEXT",
 		21: "COLUMN_TYPE_MAP_TEXT_TEXT",
 		22: "COLUMN_TYPE_MAP_TEXT_BLOB",
+		23: "COLUMN_TYPE_DURATION",
+		24: "COLUMN_TYPE_LIST",
+		25: "COLUMN_TYPE_SET",
+		26: "COLUMN_TYPE_MAP",
+		27: "COLUMN_TYPE_TUPLE",
 	}
 	ColumnType_value = map[string]int32{
 		"COLUMN_TYPE_UNSPECIFIED":   0,
@@ -172,6 +183,11 @@ var (
 		"COLUMN_TYPE_LIST_TEXT":     20,
 		"COLUMN_TYPE_MAP_TEXT_TEXT": 21,
 		"COLUMN_TYPE_MAP_TEXT_BLOB": 22,
+		"COLUMN_TYPE_DURATION":      23,
+		"COLUMN_TYPE_LIST":          24,
+		"COLUMN_TYPE_SET":           25,
+		"COLUMN_TYPE_MAP":           26,
+		"COLUMN_TYPE_TUPLE":         27,
 	}
 )
 
@@ -300,7 +316,7 @@ func (x SchemaChange_Change) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SchemaChange_Change.Descriptor instead.
 func (SchemaChange_Change) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{10, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type RateLimitDetail_RejectedBy int32
@@ -351,7 +367,7 @@ func (x RateLimitDetail_RejectedBy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RateLimitDetail_RejectedBy.Descriptor instead.
 func (RateLimitDetail_RejectedBy) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{11, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{15, 0}
 }
 
 // The limit that rejected the operation: the partition's (the table's per_partition_rate_limit,
@@ -403,7 +419,7 @@ func (x RateLimitDetail_Scope) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RateLimitDetail_Scope.Descriptor instead.
 func (RateLimitDetail_Scope) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{11, 1}
+	return file_kvnode_proto_rawDescGZIP(), []int{15, 1}
 }
 
 type FailureDetail_Reason int32
@@ -455,7 +471,7 @@ func (x FailureDetail_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailureDetail_Reason.Descriptor instead.
 func (FailureDetail_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{13, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type ExecuteRequest struct {
@@ -699,9 +715,11 @@ func (*Void) Descriptor() ([]byte, []int) {
 }
 
 type Column struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Type          ColumnType             `protobuf:"varint,2,opt,name=type,proto3,enum=kvnode.v1.ColumnType" json:"type,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type  ColumnType             `protobuf:"varint,2,opt,name=type,proto3,enum=kvnode.v1.ColumnType" json:"type,omitempty"`
+	// The CQL type, as system_schema writes it: "int", "frozen<map<text, frozen<list<int>>>>".
+	TypeName      string `protobuf:"bytes,3,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -750,6 +768,13 @@ func (x *Column) GetType() ColumnType {
 	return ColumnType_COLUMN_TYPE_UNSPECIFIED
 }
 
+func (x *Column) GetTypeName() string {
+	if x != nil {
+		return x.TypeName
+	}
+	return ""
+}
+
 // Value is one cell of a result row. An unset kind is null.
 type Value struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -777,6 +802,11 @@ type Value struct {
 	//	*Value_ListText
 	//	*Value_MapTextText
 	//	*Value_MapTextBlob
+	//	*Value_Duration
+	//	*Value_List
+	//	*Value_Set
+	//	*Value_Map
+	//	*Value_Tuple
 	Kind          isValue_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1017,6 +1047,51 @@ func (x *Value) GetMapTextBlob() *BlobMap {
 	return nil
 }
 
+func (x *Value) GetDuration() *Duration {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Duration); ok {
+			return x.Duration
+		}
+	}
+	return nil
+}
+
+func (x *Value) GetList() *Values {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_List); ok {
+			return x.List
+		}
+	}
+	return nil
+}
+
+func (x *Value) GetSet() *Values {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Set); ok {
+			return x.Set
+		}
+	}
+	return nil
+}
+
+func (x *Value) GetMap() *MapEntries {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Map); ok {
+			return x.Map
+		}
+	}
+	return nil
+}
+
+func (x *Value) GetTuple() *Values {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Tuple); ok {
+			return x.Tuple
+		}
+	}
+	return nil
+}
+
 type isValue_Kind interface {
 	isValue_Kind()
 }
@@ -1121,6 +1196,29 @@ type Value_MapTextBlob struct {
 	MapTextBlob *BlobMap `protobuf:"bytes,22,opt,name=map_text_blob,json=mapTextBlob,proto3,oneof"`
 }
 
+type Value_Duration struct {
+	Duration *Duration `protobuf:"bytes,23,opt,name=duration,proto3,oneof"`
+}
+
+type Value_List struct {
+	// A frozen list (in order) or set (ascending), its elements never null.
+	List *Values `protobuf:"bytes,24,opt,name=list,proto3,oneof"`
+}
+
+type Value_Set struct {
+	Set *Values `protobuf:"bytes,25,opt,name=set,proto3,oneof"`
+}
+
+type Value_Map struct {
+	// A frozen map's entries, by ascending key.
+	Map *MapEntries `protobuf:"bytes,26,opt,name=map,proto3,oneof"`
+}
+
+type Value_Tuple struct {
+	// A tuple's components, in order; a null component is a Value with no kind.
+	Tuple *Values `protobuf:"bytes,27,opt,name=tuple,proto3,oneof"`
+}
+
 func (*Value_Text) isValue_Kind() {}
 
 func (*Value_Int) isValue_Kind() {}
@@ -1165,6 +1263,217 @@ func (*Value_MapTextText) isValue_Kind() {}
 
 func (*Value_MapTextBlob) isValue_Kind() {}
 
+func (*Value_Duration) isValue_Kind() {}
+
+func (*Value_List) isValue_Kind() {}
+
+func (*Value_Set) isValue_Kind() {}
+
+func (*Value_Map) isValue_Kind() {}
+
+func (*Value_Tuple) isValue_Kind() {}
+
+type Values struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []*Value               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Values) Reset() {
+	*x = Values{}
+	mi := &file_kvnode_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Values) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Values) ProtoMessage() {}
+
+func (x *Values) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Values.ProtoReflect.Descriptor instead.
+func (*Values) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Values) GetValues() []*Value {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type MapEntries struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*MapEntry            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapEntries) Reset() {
+	*x = MapEntries{}
+	mi := &file_kvnode_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapEntries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapEntries) ProtoMessage() {}
+
+func (x *MapEntries) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapEntries.ProtoReflect.Descriptor instead.
+func (*MapEntries) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MapEntries) GetEntries() []*MapEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type MapEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *Value                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         *Value                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapEntry) Reset() {
+	*x = MapEntry{}
+	mi := &file_kvnode_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapEntry) ProtoMessage() {}
+
+func (x *MapEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapEntry.ProtoReflect.Descriptor instead.
+func (*MapEntry) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *MapEntry) GetKey() *Value {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MapEntry) GetValue() *Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// Duration is a value of the duration type: months, days and nanoseconds, all of one sign.
+type Duration struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Months        int32                  `protobuf:"varint,1,opt,name=months,proto3" json:"months,omitempty"`
+	Days          int32                  `protobuf:"varint,2,opt,name=days,proto3" json:"days,omitempty"`
+	Nanoseconds   int64                  `protobuf:"varint,3,opt,name=nanoseconds,proto3" json:"nanoseconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Duration) Reset() {
+	*x = Duration{}
+	mi := &file_kvnode_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Duration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Duration) ProtoMessage() {}
+
+func (x *Duration) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Duration.ProtoReflect.Descriptor instead.
+func (*Duration) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Duration) GetMonths() int32 {
+	if x != nil {
+		return x.Months
+	}
+	return 0
+}
+
+func (x *Duration) GetDays() int32 {
+	if x != nil {
+		return x.Days
+	}
+	return 0
+}
+
+func (x *Duration) GetNanoseconds() int64 {
+	if x != nil {
+		return x.Nanoseconds
+	}
+	return 0
+}
+
 type TextList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
@@ -1174,7 +1483,7 @@ type TextList struct {
 
 func (x *TextList) Reset() {
 	*x = TextList{}
-	mi := &file_kvnode_proto_msgTypes[5]
+	mi := &file_kvnode_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1495,7 @@ func (x *TextList) String() string {
 func (*TextList) ProtoMessage() {}
 
 func (x *TextList) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[5]
+	mi := &file_kvnode_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1508,7 @@ func (x *TextList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextList.ProtoReflect.Descriptor instead.
 func (*TextList) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{5}
+	return file_kvnode_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TextList) GetValues() []string {
@@ -1218,7 +1527,7 @@ type TextMap struct {
 
 func (x *TextMap) Reset() {
 	*x = TextMap{}
-	mi := &file_kvnode_proto_msgTypes[6]
+	mi := &file_kvnode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1539,7 @@ func (x *TextMap) String() string {
 func (*TextMap) ProtoMessage() {}
 
 func (x *TextMap) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[6]
+	mi := &file_kvnode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1552,7 @@ func (x *TextMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextMap.ProtoReflect.Descriptor instead.
 func (*TextMap) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{6}
+	return file_kvnode_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TextMap) GetEntries() map[string]string {
@@ -1262,7 +1571,7 @@ type BlobMap struct {
 
 func (x *BlobMap) Reset() {
 	*x = BlobMap{}
-	mi := &file_kvnode_proto_msgTypes[7]
+	mi := &file_kvnode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1583,7 @@ func (x *BlobMap) String() string {
 func (*BlobMap) ProtoMessage() {}
 
 func (x *BlobMap) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[7]
+	mi := &file_kvnode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1596,7 @@ func (x *BlobMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobMap.ProtoReflect.Descriptor instead.
 func (*BlobMap) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{7}
+	return file_kvnode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BlobMap) GetEntries() map[string][]byte {
@@ -1307,7 +1616,7 @@ type Row struct {
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_kvnode_proto_msgTypes[8]
+	mi := &file_kvnode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1628,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[8]
+	mi := &file_kvnode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1641,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{8}
+	return file_kvnode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Row) GetValues() []*Value {
@@ -1352,7 +1661,7 @@ type Rows struct {
 
 func (x *Rows) Reset() {
 	*x = Rows{}
-	mi := &file_kvnode_proto_msgTypes[9]
+	mi := &file_kvnode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1673,7 @@ func (x *Rows) String() string {
 func (*Rows) ProtoMessage() {}
 
 func (x *Rows) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[9]
+	mi := &file_kvnode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1686,7 @@ func (x *Rows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rows.ProtoReflect.Descriptor instead.
 func (*Rows) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{9}
+	return file_kvnode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Rows) GetColumns() []*Column {
@@ -1406,7 +1715,7 @@ type SchemaChange struct {
 
 func (x *SchemaChange) Reset() {
 	*x = SchemaChange{}
-	mi := &file_kvnode_proto_msgTypes[10]
+	mi := &file_kvnode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1727,7 @@ func (x *SchemaChange) String() string {
 func (*SchemaChange) ProtoMessage() {}
 
 func (x *SchemaChange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[10]
+	mi := &file_kvnode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1740,7 @@ func (x *SchemaChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaChange.ProtoReflect.Descriptor instead.
 func (*SchemaChange) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{10}
+	return file_kvnode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SchemaChange) GetChange() SchemaChange_Change {
@@ -1480,7 +1789,7 @@ type RateLimitDetail struct {
 
 func (x *RateLimitDetail) Reset() {
 	*x = RateLimitDetail{}
-	mi := &file_kvnode_proto_msgTypes[11]
+	mi := &file_kvnode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1801,7 @@ func (x *RateLimitDetail) String() string {
 func (*RateLimitDetail) ProtoMessage() {}
 
 func (x *RateLimitDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[11]
+	mi := &file_kvnode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1814,7 @@ func (x *RateLimitDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimitDetail.ProtoReflect.Descriptor instead.
 func (*RateLimitDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{11}
+	return file_kvnode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RateLimitDetail) GetKeyspace() string {
@@ -1583,7 +1892,7 @@ type UnavailableDetail struct {
 
 func (x *UnavailableDetail) Reset() {
 	*x = UnavailableDetail{}
-	mi := &file_kvnode_proto_msgTypes[12]
+	mi := &file_kvnode_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1904,7 @@ func (x *UnavailableDetail) String() string {
 func (*UnavailableDetail) ProtoMessage() {}
 
 func (x *UnavailableDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[12]
+	mi := &file_kvnode_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1917,7 @@ func (x *UnavailableDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnavailableDetail.ProtoReflect.Descriptor instead.
 func (*UnavailableDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{12}
+	return file_kvnode_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UnavailableDetail) GetConsistency() Consistency {
@@ -1652,7 +1961,7 @@ type FailureDetail struct {
 
 func (x *FailureDetail) Reset() {
 	*x = FailureDetail{}
-	mi := &file_kvnode_proto_msgTypes[13]
+	mi := &file_kvnode_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1973,7 @@ func (x *FailureDetail) String() string {
 func (*FailureDetail) ProtoMessage() {}
 
 func (x *FailureDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[13]
+	mi := &file_kvnode_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1986,7 @@ func (x *FailureDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailureDetail.ProtoReflect.Descriptor instead.
 func (*FailureDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{13}
+	return file_kvnode_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FailureDetail) GetOp() Op {
@@ -1742,7 +2051,7 @@ type TimeoutDetail struct {
 
 func (x *TimeoutDetail) Reset() {
 	*x = TimeoutDetail{}
-	mi := &file_kvnode_proto_msgTypes[14]
+	mi := &file_kvnode_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +2063,7 @@ func (x *TimeoutDetail) String() string {
 func (*TimeoutDetail) ProtoMessage() {}
 
 func (x *TimeoutDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[14]
+	mi := &file_kvnode_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +2076,7 @@ func (x *TimeoutDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutDetail.ProtoReflect.Descriptor instead.
 func (*TimeoutDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{14}
+	return file_kvnode_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TimeoutDetail) GetOp() Op {
@@ -1812,7 +2121,7 @@ type TopPartitionsRequest struct {
 
 func (x *TopPartitionsRequest) Reset() {
 	*x = TopPartitionsRequest{}
-	mi := &file_kvnode_proto_msgTypes[15]
+	mi := &file_kvnode_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +2133,7 @@ func (x *TopPartitionsRequest) String() string {
 func (*TopPartitionsRequest) ProtoMessage() {}
 
 func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[15]
+	mi := &file_kvnode_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +2146,7 @@ func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{15}
+	return file_kvnode_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TopPartitionsRequest) GetKeyspace() string {
@@ -1891,7 +2200,7 @@ type TopPartition struct {
 
 func (x *TopPartition) Reset() {
 	*x = TopPartition{}
-	mi := &file_kvnode_proto_msgTypes[16]
+	mi := &file_kvnode_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2212,7 @@ func (x *TopPartition) String() string {
 func (*TopPartition) ProtoMessage() {}
 
 func (x *TopPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[16]
+	mi := &file_kvnode_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2225,7 @@ func (x *TopPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartition.ProtoReflect.Descriptor instead.
 func (*TopPartition) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{16}
+	return file_kvnode_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TopPartition) GetOp() Op {
@@ -1995,7 +2304,7 @@ type TableTopPartitions struct {
 
 func (x *TableTopPartitions) Reset() {
 	*x = TableTopPartitions{}
-	mi := &file_kvnode_proto_msgTypes[17]
+	mi := &file_kvnode_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2316,7 @@ func (x *TableTopPartitions) String() string {
 func (*TableTopPartitions) ProtoMessage() {}
 
 func (x *TableTopPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[17]
+	mi := &file_kvnode_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2329,7 @@ func (x *TableTopPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableTopPartitions.ProtoReflect.Descriptor instead.
 func (*TableTopPartitions) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{17}
+	return file_kvnode_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TableTopPartitions) GetKeyspace() string {
@@ -2063,7 +2372,7 @@ type TopPartitionsResponse struct {
 
 func (x *TopPartitionsResponse) Reset() {
 	*x = TopPartitionsResponse{}
-	mi := &file_kvnode_proto_msgTypes[18]
+	mi := &file_kvnode_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2384,7 @@ func (x *TopPartitionsResponse) String() string {
 func (*TopPartitionsResponse) ProtoMessage() {}
 
 func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[18]
+	mi := &file_kvnode_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2397,7 @@ func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{18}
+	return file_kvnode_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TopPartitionsResponse) GetTables() []*TableTopPartitions {
@@ -2122,10 +2431,11 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x04void\x18\x05 \x01(\v2\x0f.kvnode.v1.VoidH\x00R\x04void\x12\x1a\n" +
 	"\bwarnings\x18\x06 \x03(\tR\bwarningsB\b\n" +
 	"\x06result\"\x06\n" +
-	"\x04Void\"G\n" +
+	"\x04Void\"d\n" +
 	"\x06Column\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x04type\x18\x02 \x01(\x0e2\x15.kvnode.v1.ColumnTypeR\x04type\"\xaf\x05\n" +
+	"\x04type\x18\x02 \x01(\x0e2\x15.kvnode.v1.ColumnTypeR\x04type\x12\x1b\n" +
+	"\ttype_name\x18\x03 \x01(\tR\btypeName\"\x88\a\n" +
 	"\x05Value\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x12\n" +
 	"\x03int\x18\x02 \x01(\x05H\x00R\x03int\x12\x18\n" +
@@ -2149,8 +2459,25 @@ const file_kvnode_proto_rawDesc = "" +
 	"\bset_text\x18\x13 \x01(\v2\x13.kvnode.v1.TextListH\x00R\asetText\x122\n" +
 	"\tlist_text\x18\x14 \x01(\v2\x13.kvnode.v1.TextListH\x00R\blistText\x128\n" +
 	"\rmap_text_text\x18\x15 \x01(\v2\x12.kvnode.v1.TextMapH\x00R\vmapTextText\x128\n" +
-	"\rmap_text_blob\x18\x16 \x01(\v2\x12.kvnode.v1.BlobMapH\x00R\vmapTextBlobB\x06\n" +
-	"\x04kind\"\"\n" +
+	"\rmap_text_blob\x18\x16 \x01(\v2\x12.kvnode.v1.BlobMapH\x00R\vmapTextBlob\x121\n" +
+	"\bduration\x18\x17 \x01(\v2\x13.kvnode.v1.DurationH\x00R\bduration\x12'\n" +
+	"\x04list\x18\x18 \x01(\v2\x11.kvnode.v1.ValuesH\x00R\x04list\x12%\n" +
+	"\x03set\x18\x19 \x01(\v2\x11.kvnode.v1.ValuesH\x00R\x03set\x12)\n" +
+	"\x03map\x18\x1a \x01(\v2\x15.kvnode.v1.MapEntriesH\x00R\x03map\x12)\n" +
+	"\x05tuple\x18\x1b \x01(\v2\x11.kvnode.v1.ValuesH\x00R\x05tupleB\x06\n" +
+	"\x04kind\"2\n" +
+	"\x06Values\x12(\n" +
+	"\x06values\x18\x01 \x03(\v2\x10.kvnode.v1.ValueR\x06values\";\n" +
+	"\n" +
+	"MapEntries\x12-\n" +
+	"\aentries\x18\x01 \x03(\v2\x13.kvnode.v1.MapEntryR\aentries\"V\n" +
+	"\bMapEntry\x12\"\n" +
+	"\x03key\x18\x01 \x01(\v2\x10.kvnode.v1.ValueR\x03key\x12&\n" +
+	"\x05value\x18\x02 \x01(\v2\x10.kvnode.v1.ValueR\x05value\"X\n" +
+	"\bDuration\x12\x16\n" +
+	"\x06months\x18\x01 \x01(\x05R\x06months\x12\x12\n" +
+	"\x04days\x18\x02 \x01(\x05R\x04days\x12 \n" +
+	"\vnanoseconds\x18\x03 \x01(\x03R\vnanoseconds\"\"\n" +
 	"\bTextList\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\tR\x06values\"\x80\x01\n" +
 	"\aTextMap\x129\n" +
@@ -2250,7 +2577,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x12CONSISTENCY_QUORUM\x10\x02\x12\x13\n" +
 	"\x0fCONSISTENCY_ALL\x10\x03\x12\x19\n" +
 	"\x15CONSISTENCY_LOCAL_ONE\x10\x04\x12\x1c\n" +
-	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05*\xc5\x04\n" +
+	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05*\xb6\x05\n" +
 	"\n" +
 	"ColumnType\x12\x1b\n" +
 	"\x17COLUMN_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -2276,7 +2603,12 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x14COLUMN_TYPE_SET_TEXT\x10\x13\x12\x19\n" +
 	"\x15COLUMN_TYPE_LIST_TEXT\x10\x14\x12\x1d\n" +
 	"\x19COLUMN_TYPE_MAP_TEXT_TEXT\x10\x15\x12\x1d\n" +
-	"\x19COLUMN_TYPE_MAP_TEXT_BLOB\x10\x16*3\n" +
+	"\x19COLUMN_TYPE_MAP_TEXT_BLOB\x10\x16\x12\x18\n" +
+	"\x14COLUMN_TYPE_DURATION\x10\x17\x12\x14\n" +
+	"\x10COLUMN_TYPE_LIST\x10\x18\x12\x13\n" +
+	"\x0fCOLUMN_TYPE_SET\x10\x19\x12\x13\n" +
+	"\x0fCOLUMN_TYPE_MAP\x10\x1a\x12\x15\n" +
+	"\x11COLUMN_TYPE_TUPLE\x10\x1b*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -2298,7 +2630,7 @@ func file_kvnode_proto_rawDescGZIP() []byte {
 }
 
 var file_kvnode_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_kvnode_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kvnode.v1.Consistency
 	(ColumnType)(0),                 // 1: kvnode.v1.ColumnType
@@ -2312,62 +2644,75 @@ var file_kvnode_proto_goTypes = []any{
 	(*Void)(nil),                    // 9: kvnode.v1.Void
 	(*Column)(nil),                  // 10: kvnode.v1.Column
 	(*Value)(nil),                   // 11: kvnode.v1.Value
-	(*TextList)(nil),                // 12: kvnode.v1.TextList
-	(*TextMap)(nil),                 // 13: kvnode.v1.TextMap
-	(*BlobMap)(nil),                 // 14: kvnode.v1.BlobMap
-	(*Row)(nil),                     // 15: kvnode.v1.Row
-	(*Rows)(nil),                    // 16: kvnode.v1.Rows
-	(*SchemaChange)(nil),            // 17: kvnode.v1.SchemaChange
-	(*RateLimitDetail)(nil),         // 18: kvnode.v1.RateLimitDetail
-	(*UnavailableDetail)(nil),       // 19: kvnode.v1.UnavailableDetail
-	(*FailureDetail)(nil),           // 20: kvnode.v1.FailureDetail
-	(*TimeoutDetail)(nil),           // 21: kvnode.v1.TimeoutDetail
-	(*TopPartitionsRequest)(nil),    // 22: kvnode.v1.TopPartitionsRequest
-	(*TopPartition)(nil),            // 23: kvnode.v1.TopPartition
-	(*TableTopPartitions)(nil),      // 24: kvnode.v1.TableTopPartitions
-	(*TopPartitionsResponse)(nil),   // 25: kvnode.v1.TopPartitionsResponse
-	nil,                             // 26: kvnode.v1.TextMap.EntriesEntry
-	nil,                             // 27: kvnode.v1.BlobMap.EntriesEntry
+	(*Values)(nil),                  // 12: kvnode.v1.Values
+	(*MapEntries)(nil),              // 13: kvnode.v1.MapEntries
+	(*MapEntry)(nil),                // 14: kvnode.v1.MapEntry
+	(*Duration)(nil),                // 15: kvnode.v1.Duration
+	(*TextList)(nil),                // 16: kvnode.v1.TextList
+	(*TextMap)(nil),                 // 17: kvnode.v1.TextMap
+	(*BlobMap)(nil),                 // 18: kvnode.v1.BlobMap
+	(*Row)(nil),                     // 19: kvnode.v1.Row
+	(*Rows)(nil),                    // 20: kvnode.v1.Rows
+	(*SchemaChange)(nil),            // 21: kvnode.v1.SchemaChange
+	(*RateLimitDetail)(nil),         // 22: kvnode.v1.RateLimitDetail
+	(*UnavailableDetail)(nil),       // 23: kvnode.v1.UnavailableDetail
+	(*FailureDetail)(nil),           // 24: kvnode.v1.FailureDetail
+	(*TimeoutDetail)(nil),           // 25: kvnode.v1.TimeoutDetail
+	(*TopPartitionsRequest)(nil),    // 26: kvnode.v1.TopPartitionsRequest
+	(*TopPartition)(nil),            // 27: kvnode.v1.TopPartition
+	(*TableTopPartitions)(nil),      // 28: kvnode.v1.TableTopPartitions
+	(*TopPartitionsResponse)(nil),   // 29: kvnode.v1.TopPartitionsResponse
+	nil,                             // 30: kvnode.v1.TextMap.EntriesEntry
+	nil,                             // 31: kvnode.v1.BlobMap.EntriesEntry
 }
 var file_kvnode_proto_depIdxs = []int32{
 	0,  // 0: kvnode.v1.ExecuteRequest.consistency:type_name -> kvnode.v1.Consistency
-	16, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
-	17, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
+	20, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
+	21, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
 	9,  // 3: kvnode.v1.ExecuteResponse.void:type_name -> kvnode.v1.Void
 	1,  // 4: kvnode.v1.Column.type:type_name -> kvnode.v1.ColumnType
-	12, // 5: kvnode.v1.Value.set_text:type_name -> kvnode.v1.TextList
-	12, // 6: kvnode.v1.Value.list_text:type_name -> kvnode.v1.TextList
-	13, // 7: kvnode.v1.Value.map_text_text:type_name -> kvnode.v1.TextMap
-	14, // 8: kvnode.v1.Value.map_text_blob:type_name -> kvnode.v1.BlobMap
-	26, // 9: kvnode.v1.TextMap.entries:type_name -> kvnode.v1.TextMap.EntriesEntry
-	27, // 10: kvnode.v1.BlobMap.entries:type_name -> kvnode.v1.BlobMap.EntriesEntry
-	11, // 11: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
-	10, // 12: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
-	15, // 13: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
-	3,  // 14: kvnode.v1.SchemaChange.change:type_name -> kvnode.v1.SchemaChange.Change
-	2,  // 15: kvnode.v1.RateLimitDetail.op:type_name -> kvnode.v1.Op
-	4,  // 16: kvnode.v1.RateLimitDetail.rejected_by:type_name -> kvnode.v1.RateLimitDetail.RejectedBy
-	5,  // 17: kvnode.v1.RateLimitDetail.scope:type_name -> kvnode.v1.RateLimitDetail.Scope
-	0,  // 18: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 19: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
-	0,  // 20: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
-	6,  // 21: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
-	2,  // 22: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
-	0,  // 23: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 24: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
-	11, // 25: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
-	10, // 26: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
-	23, // 27: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
-	24, // 28: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
-	7,  // 29: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
-	22, // 30: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
-	8,  // 31: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
-	25, // 32: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
-	31, // [31:33] is the sub-list for method output_type
-	29, // [29:31] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	16, // 5: kvnode.v1.Value.set_text:type_name -> kvnode.v1.TextList
+	16, // 6: kvnode.v1.Value.list_text:type_name -> kvnode.v1.TextList
+	17, // 7: kvnode.v1.Value.map_text_text:type_name -> kvnode.v1.TextMap
+	18, // 8: kvnode.v1.Value.map_text_blob:type_name -> kvnode.v1.BlobMap
+	15, // 9: kvnode.v1.Value.duration:type_name -> kvnode.v1.Duration
+	12, // 10: kvnode.v1.Value.list:type_name -> kvnode.v1.Values
+	12, // 11: kvnode.v1.Value.set:type_name -> kvnode.v1.Values
+	13, // 12: kvnode.v1.Value.map:type_name -> kvnode.v1.MapEntries
+	12, // 13: kvnode.v1.Value.tuple:type_name -> kvnode.v1.Values
+	11, // 14: kvnode.v1.Values.values:type_name -> kvnode.v1.Value
+	14, // 15: kvnode.v1.MapEntries.entries:type_name -> kvnode.v1.MapEntry
+	11, // 16: kvnode.v1.MapEntry.key:type_name -> kvnode.v1.Value
+	11, // 17: kvnode.v1.MapEntry.value:type_name -> kvnode.v1.Value
+	30, // 18: kvnode.v1.TextMap.entries:type_name -> kvnode.v1.TextMap.EntriesEntry
+	31, // 19: kvnode.v1.BlobMap.entries:type_name -> kvnode.v1.BlobMap.EntriesEntry
+	11, // 20: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
+	10, // 21: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
+	19, // 22: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
+	3,  // 23: kvnode.v1.SchemaChange.change:type_name -> kvnode.v1.SchemaChange.Change
+	2,  // 24: kvnode.v1.RateLimitDetail.op:type_name -> kvnode.v1.Op
+	4,  // 25: kvnode.v1.RateLimitDetail.rejected_by:type_name -> kvnode.v1.RateLimitDetail.RejectedBy
+	5,  // 26: kvnode.v1.RateLimitDetail.scope:type_name -> kvnode.v1.RateLimitDetail.Scope
+	0,  // 27: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 28: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
+	0,  // 29: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
+	6,  // 30: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
+	2,  // 31: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
+	0,  // 32: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 33: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
+	11, // 34: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
+	10, // 35: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
+	27, // 36: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
+	28, // 37: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
+	7,  // 38: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
+	26, // 39: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
+	8,  // 40: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
+	29, // 41: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
+	40, // [40:42] is the sub-list for method output_type
+	38, // [38:40] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_kvnode_proto_init() }
@@ -2405,6 +2750,11 @@ func file_kvnode_proto_init() {
 		(*Value_ListText)(nil),
 		(*Value_MapTextText)(nil),
 		(*Value_MapTextBlob)(nil),
+		(*Value_Duration)(nil),
+		(*Value_List)(nil),
+		(*Value_Set)(nil),
+		(*Value_Map)(nil),
+		(*Value_Tuple)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2412,7 +2762,7 @@ func file_kvnode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvnode_proto_rawDesc), len(file_kvnode_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   21,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -155,6 +155,8 @@ func TestGocql(t *testing.T) {
 	t.Run("logged and unlogged batches", func(t *testing.T) { testGocqlBatches(t, session, rec) })
 	t.Run("expiring data: USING TTL, TTL(), WRITETIME()", func(t *testing.T) { testGocqlTTL(t, session) })
 	t.Run("functions as values and selectors", func(t *testing.T) { testGocqlFunctions(t, session) })
+	t.Run("duration values", func(t *testing.T) { testGocqlDuration(t, session) })
+	t.Run("frozen collections and tuples", func(t *testing.T) { testGocqlFrozen(t, session) })
 	t.Run("token-aware routing reaches a replica", func(t *testing.T) { testGocqlRouting(t, session, rec, place) })
 	t.Run("rate limit", func(t *testing.T) { testGocqlRateLimit(t, c, place) })
 	t.Run("schema evolution while writing", func(t *testing.T) { testGocqlSchemaEvolution(t, session) })

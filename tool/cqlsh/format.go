@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // timestampLayout prints timestamps in RFC 3339, UTC, with milliseconds (kvnode's resolution).
@@ -117,6 +118,18 @@ func formatValue(v any) string {
 		return formatFloat(float64(v), 32)
 	case time.Duration: // a time of day
 		return fmt.Sprintf("%02d:%02d:%02d.%09d", v/time.Hour, v/time.Minute%60, v/time.Second%60, v%time.Second)
+	case schema.List:
+		return "[" + formatElems(v) + "]"
+	case schema.Set:
+		return "{" + formatElems(v) + "}"
+	case schema.Tuple:
+		return "(" + formatElems(v) + ")"
+	case schema.Map:
+		q := make([]string, len(v))
+		for i, e := range v {
+			q[i] = formatElem(e.Key) + ": " + formatElem(e.Value)
+		}
+		return "{" + strings.Join(q, ", ") + "}"
 	case []string: // set<text>, list<text>
 		q := make([]string, len(v))
 		for i, e := range v {
@@ -130,6 +143,24 @@ func formatValue(v any) string {
 	default: // UUID, netip.Addr, Date, Decimal and *big.Int print themselves
 		return fmt.Sprint(v)
 	}
+}
+
+// formatElems renders the elements of a frozen collection or tuple, separated by ", ".
+func formatElems(v []any) string {
+	q := make([]string, len(v))
+	for i, e := range v {
+		q[i] = formatElem(e)
+	}
+	return strings.Join(q, ", ")
+}
+
+// formatElem renders a value inside a collection or tuple as cqlsh does: text quoted, the rest
+// as formatValue renders it.
+func formatElem(v any) string {
+	if s, ok := v.(string); ok {
+		return cql.QuoteString(escapeText(s))
+	}
+	return formatValue(v)
 }
 
 // formatMap renders a map as cqlsh does, {'k': v, ...}, keys in order.

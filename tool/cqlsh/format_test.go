@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden with the actual output")
@@ -42,6 +43,11 @@ func TestFormatValue(t *testing.T) {
 		want string
 	}{
 		{nil, "null"},
+		{schema.List{int32(1), int32(-2)}, "[1, -2]"},
+		{schema.Set{"a", "it's"}, "{'a', 'it''s'}"},
+		{schema.Map{{Key: "k", Value: schema.List{}}, {Key: "l", Value: schema.Set{int32(3)}}}, "{'k': [], 'l': {3}}"},
+		{schema.Tuple{int32(1), nil, "x"}, "(1, null, 'x')"},
+		{schema.Duration{Months: 14, Days: 1, Nanoseconds: 90 * 60 * 1e9}, "1y2mo1d1h30m"},
 		{"plain text", "plain text"},
 		{"héllo wörld", "héllo wörld"},
 		{"two\nlines\tand a tab\r", `two\nlines\tand a tab\r`},

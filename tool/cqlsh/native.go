@@ -278,6 +278,7 @@ func schemaType(t cqlwire.Type) (schema.Type, error) {
 		cqlwire.TypeBlob: schema.TypeBlob, cqlwire.TypeTimestamp: schema.TypeTimestamp, cqlwire.TypeUUID: schema.TypeUUID,
 		cqlwire.TypeTimeUUID: schema.TypeTimeUUID, cqlwire.TypeInet: schema.TypeInet, cqlwire.TypeDate: schema.TypeDate,
 		cqlwire.TypeTime: schema.TypeTime, cqlwire.TypeDecimal: schema.TypeDecimal, cqlwire.TypeVarint: schema.TypeVarint,
+		cqlwire.TypeDuration: schema.TypeDuration,
 	}
 	if st, ok := scalar[t.ID]; ok {
 		return st, nil
@@ -293,7 +294,22 @@ func schemaType(t cqlwire.Type) (schema.Type, error) {
 	case t.ID == cqlwire.TypeMap && len(t.Elems) == 2 && text(t.Elems[0]) && t.Elems[1].ID == cqlwire.TypeBlob:
 		return schema.TypeMapTextBlob, nil
 	}
-	return 0, fmt.Errorf("type %s is not one kvnode has", t)
+	// Any other collection, and every tuple, is a frozen value of a table's column.
+	kind := map[cqlwire.TypeID]string{cqlwire.TypeList: "list", cqlwire.TypeSet: "set", cqlwire.TypeMap: "map", cqlwire.TypeTuple: "tuple"}[t.ID]
+	if kind != "" && len(t.Elems) > 0 {
+		elems := make([]string, len(t.Elems))
+		for i, e := range t.Elems {
+			et, err := schemaType(e)
+			if err != nil {
+				return schema.TypeInvalid, err
+			}
+			elems[i] = et.String()
+		}
+		if st, err := schema.LookupType("frozen<" + kind + "<" + strings.Join(elems, ", ") + ">>"); err == nil {
+			return st, nil
+		}
+	}
+	return schema.TypeInvalid, fmt.Errorf("type %s is not one kvnode has", t)
 }
 
 // wireConsistency maps the shell's consistency level to the protocol's.

@@ -452,6 +452,54 @@ class Steps {
     row = (await client.execute(`SELECT id, v FROM ${ks}.evolve WHERE id = ?`, ['d'], opts)).first();
     check(row !== null && row.id === 'd' && row.v === 4, `after RENAME k TO id, d reads ${JSON.stringify(row)}`);
   }
+
+  // Frozen collections, a DESC tuple clustering column and duration through prepared statements,
+  // read back in Cassandra's order, and described by client.metadata as system_schema writes them.
+  // (The driver encodes an empty array as null, and inside a map as a 0-byte value, which is no
+  // list: the values here are not empty.)
+  async frozen_types() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.frozen (k frozen<list<int>>, c tuple<int, text>, m frozen<map<text, frozen<list<int>>>>,
+      s frozen<set<text>>, d duration, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)`);
+    const opts = { prepare: true };
+    const key = [1, -2];
+    const rows = [
+      [new types.Tuple(1, 'b'), { x: [1, 2], a: [0] }, ['q', 'p'], new types.Duration(0, 1, types.Long.ZERO)],
+      [new types.Tuple(-5, 'z'), { k: [3] }, ['only'], new types.Duration(0, 0, types.Long.fromNumber(-7))],
+      [new types.Tuple(1, null), { b: [4, 4] }, ['y', 'x'], new types.Duration(14, 0, types.Long.fromString('3600000000000'))],
+    ];
+    for (const [c, m, s, d] of rows) {
+      await client.execute(`INSERT INTO ${ks}.frozen (k, c, m, s, d) VALUES (?, ?, ?, ?, ?)`, [key, c, m, s, d], opts);
+    }
+    const sortedKeys = (m) => Object.keys(m || {}).sort().map((k) => [k, m[k]]);
+    const show = (r) => JSON.stringify([r.c.values(), sortedKeys(r.m), [...(r.s || [])].sort(), r.d.toString()]);
+    const got = (await client.execute(`SELECT c, m, s, d FROM ${ks}.frozen WHERE k = ?`, [key], opts)).rows.map(show);
+    const want = [rows[0], rows[2], rows[1]].map(([c, m, s, d]) => show({ c, m, s, d })); // DESC; a null component first
+    check(JSON.stringify(got) === JSON.stringify(want), `the frozen table reads ${got}, want ${want}`);
+    const wantTypes = { k: 'frozen<list<int>>', c: 'frozen<tuple<int, text>>', m: 'frozen<map<text, frozen<list<int>>>>', s: 'frozen<set<text>>', d: 'duration' };
+    await waitUntil('client.metadata describes the frozen table', async () => {
+      const t = await client.metadata.getTable(ks, 'frozen');
+      if (!t) {
+        return 'no table frozen in the metadata yet';
+      }
+      const typeName = (ti) => {
+        const name = { 0x15: 'duration', 0x09: 'int', 0x0d: 'text', 0x0a: 'text' }[ti.code];
+        if (name) {
+          return name;
+        }
+        const inner = Array.isArray(ti.info) ? ti.info.map(typeName) : [typeName(ti.info)];
+        const kind = { 0x20: 'list', 0x21: 'map', 0x22: 'set', 0x31: 'tuple' }[ti.code];
+        return `frozen<${kind}<${inner.join(', ')}>>`;
+      };
+      const gotTypes = {};
+      for (const c of t.columns) {
+        gotTypes[c.name] = typeName(c.type);
+      }
+      const g = JSON.stringify(sortedKeys(gotTypes));
+      const w = JSON.stringify(sortedKeys(wantTypes));
+      return g === w ? null : `the metadata has types ${g}, want ${w}`;
+    });
+  }
 }
 
 async function main() {
@@ -462,7 +510,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types'];
   let passed = 0;
   let failed = 0;
   try {

@@ -406,6 +406,38 @@ class Steps:
         row = s.execute(s.prepare("SELECT id, v FROM %s.evolve WHERE id = ?" % ks), ["d"]).one()
         check(row is not None and (row.id, row.v) == ("d", 4), "after RENAME k TO id, d reads %r" % (row,))
 
+    def frozen_types(self):
+        """Frozen collections, a DESC tuple clustering column and duration, bound whole by the
+        driver (which sends sets and maps in its own order), read back in Cassandra's order, and
+        described by cluster.metadata as system_schema writes the types."""
+        from cassandra.util import Duration
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.frozen (k frozen<list<int>>, c tuple<int, text>, m frozen<map<text, frozen<list<int>>>>,"
+                  " s frozen<set<text>>, d duration, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)" % ks)
+        insert = s.prepare("INSERT INTO %s.frozen (k, c, m, s, d) VALUES (?, ?, ?, ?, ?)" % ks)
+        key = [1, -2]
+        rows = [((1, "b"), {"x": [1, 2], "a": []}, {"q", "p"}, Duration(0, 1, 0)),
+                ((-5, "z"), {"k": [3]}, {"only"}, Duration(0, 0, -7)),
+                ((1, None), {"b": [4, 4]}, {"y", "x"}, Duration(14, 0, 3600 * 10**9))]
+        for c, m, st, d in rows:
+            s.execute(insert, [key, c, m, st, d])
+        got = [(r.c, dict(r.m or {}), set(r.s or ()), r.d)
+               for r in s.execute(s.prepare("SELECT c, m, s, d FROM %s.frozen WHERE k = ?" % ks), [key])]
+        want = [(c, m, st, d) for c, m, st, d in (rows[0], rows[2], rows[1])]  # DESC; a null component sorts first
+        check(got == want, "the frozen table reads %r, want %r" % (got, want))
+        for r in s.execute(s.prepare("SELECT m FROM %s.frozen WHERE k = ?" % ks), [key]):
+            check(list(r.m.keys()) == sorted(r.m.keys()), "map keys come back as %r, want them sorted" % (list(r.m.keys()),))
+        want_types = {"k": "frozen<list<int>>", "c": "frozen<tuple<int, text>>",
+                      "m": "frozen<map<text, frozen<list<int>>>>", "s": "frozen<set<text>>", "d": "duration"}
+
+        def described():
+            t = self.cluster.metadata.keyspaces[ks].tables.get("frozen")
+            if t is None:
+                return "no table frozen in the metadata yet"
+            types = {n: c.cql_type for n, c in t.columns.items()}
+            return None if types == want_types else "the metadata has types %r, want %r" % (types, want_types)
+        wait_until("cluster.metadata describes the frozen table", described)
+
 
 def main():
     if len(sys.argv) != 2:
@@ -416,7 +448,7 @@ def main():
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.alter_keyspace, steps.schema_export_replays, steps.every_type, steps.paging,
-            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution]
+            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
