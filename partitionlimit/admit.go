@@ -124,7 +124,7 @@ func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, 
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, born, resid, behind := s.account(h, token, label, 1, sec, ms, t.rebirth(limit))
+	c, born, resid, behind := s.account(h, token, label, 1, sec, now.UnixMilli(), ms, t.rebirth(limit))
 	s.mu.Unlock()
 	d := Decision{Count: c, Limit: limit}
 	x := c
