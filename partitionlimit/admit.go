@@ -122,14 +122,14 @@ func (t *Table) Decide(token int64, label uint32, limit uint32, draw float64, no
 func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, now, local time.Time) Decision {
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
-	sec, ms := second(now), t.milli(local)
+	sec, nowMs, ms := second(now), now.UnixMilli(), t.milli(local)
 	s.mu.Lock()
-	c, born, resid, behind := s.account(h, token, label, 1, sec, ms, t.rebirth(limit))
+	c, born, resid, behind := s.account(h, token, label, 1, sec, nowMs, ms, t.rebirth(limit))
 	s.mu.Unlock()
 	d := Decision{Count: c, Limit: limit}
 	x := c
 	if born != 0 {
-		nowMs, age := now.UnixMilli(), onsetAge(born, local)
+		age := onsetAge(born, local)
 		// The residual never exceeds the count (both halve alike); min keeps a broken
 		// invariant from wrapping fresh around to a count of billions.
 		if fresh := c - min(resid, c); fresh > limit {

@@ -154,7 +154,15 @@
 //     halved it, and a partition born half a second before a boundary at 2L holds L/2 just
 //     after it, which a rate of L would explain over that half second although L came. A new
 //     onset there let the guards admit a second L in the same first second (up to 1.98·L at
-//     V = 2·L; TestNoNewOnsetInTheFirstSecond: at most 1.8·L with the birth kept).
+//     V = 2·L; TestNoNewOnsetInTheFirstSecond: at most 1.8·L with the birth kept). After the
+//     first second the count since the birth is held against what a steady rate of L/2 since
+//     the birth leaves in the counter, (L/2)·((1+u) − (1+φ)·2^−k) as in the onset's
+//     estimate, not (L/2)·age: between one and two seconds after the birth two boundaries
+//     may have halved it, and a partition at 0.8·L born at phase 0.6 holds 48 just after the
+//     second, 34 per second over the 1.4 s since its birth although 80 came. A new onset
+//     there took half its count as a residual and judged the fresh count on the onset's
+//     factor, on stamps whose boundaries (at ±500 ms) were not the counter's: 7 of the 16
+//     rejections of the simulator's worst row at 0.9·L (TestNoNewOnsetAfterTheFirstSecond).
 //
 // The count the counter held then is the new onset's residual (resid, in 16 bits beside a
 // 16-bit born, so the slot stays at 24 bytes), and halves with it. Decide judges the count

@@ -58,9 +58,8 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 		return count
 	}
 	u := float64(now-floorDiv(now, 1000)*1000) / 1000
-	phi := float64(birth-floorDiv(birth, 1000)*1000) / 1000
 	g := float64(onsetMaxFactor)
-	if den := (1 + u) - (1+phi)*math.Ldexp(1, -int(k)); den > 0 {
+	if den := steadySpan(age, now); den > 0 {
 		g = (1 + u) / den
 		if age < 1000 {
 			// The first second since the birth may already have admitted up to 2L under
@@ -74,6 +73,19 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 		return math.MaxUint32
 	}
 	return uint32(x)
+}
+
+// steadySpan returns how many operations a steady rate of one per second since a counter's
+// birth age milliseconds before now (unix milliseconds on the clock of the operation's stamp)
+// leaves in the counter at now: (1+u) − (1+φ)·2^−k, with u now's fraction of a second, φ the
+// birth's and k the second boundaries between them, which is the age itself when k = 0. A
+// counter offered V since its birth holds V·steadySpan; onsetCount's factor is (1+u) over it.
+func steadySpan(age, now int64) float64 {
+	birth := now - age
+	k := floorDiv(now, 1000) - floorDiv(birth, 1000)
+	u := float64(now-floorDiv(now, 1000)*1000) / 1000
+	phi := float64(birth-floorDiv(birth, 1000)*1000) / 1000
+	return (1 + u) - (1+phi)*math.Ldexp(1, -int(k))
 }
 
 // explained reports whether a count c accumulated over seconds since a counter's birth is

@@ -464,3 +464,33 @@ func TestNoNewOnsetInTheFirstSecond(t *testing.T) {
 		t.Errorf("V=2L from phase 0.5: the first second admitted up to %.2f·L over 16 seeds, want at most 1.8·L", most)
 	}
 }
+
+// TestNoNewOnsetAfterTheFirstSecond: a partition that turns hot from idle at 0.8·L, born at
+// phase 0.6, counts 32 by the first boundary, which halves it to 16, holds 96 at the second and
+// 48 just after it: under half the limit, and 48 over the 1.4 s since the birth looked like a
+// rate of 34/s, although two boundaries had halved what came before them. Taking the count
+// since the birth once after the first second started a new onset there (Decision.Residual 48)
+// for a partition under its limit, which at ±500 ms, where stamps and the counter disagree on
+// the boundaries, made 7 of the 16 rejections of reads at ONE at 0.9·L in the simulator (seed
+// 20240603). A steady rate V since the birth leaves V·steadySpan in the counter (two halvings
+// here: 1 − 1.6/4 = 0.6 s of it), and the test for turning hot again now holds the count to
+// that: the birth is kept all through the onset.
+func TestNoNewOnsetAfterTheFirstSecond(t *testing.T) {
+	const limit, v = 100, 0.8 * 100
+	tb := newTable(t, Options{Capacity: 64})
+	var born time.Time
+	for i := range int(8 * v) {
+		now := at(1600*time.Millisecond + time.Duration(float64(i)*float64(time.Second)/v))
+		d := tb.Decide(1, 1, limit, 0.999, now)
+		if !d.Admitted {
+			t.Fatalf("operation %d at %v: rejected (count %d), want a partition at 0.8·L admitted", i+1, now.Sub(at(0)), d.Count)
+		}
+		if i == 0 {
+			born = d.Born
+		}
+		if !d.Born.IsZero() && (!d.Born.Equal(born) || d.Residual != 0) {
+			t.Fatalf("operation %d at %v (count %d): a new onset born %v with residual %d, want the birth at %v kept",
+				i+1, now.Sub(at(0)), d.Count, d.Born.Sub(at(0)), d.Residual, born.Sub(at(0)))
+		}
+	}
+}

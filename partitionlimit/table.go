@@ -224,7 +224,7 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(now)
 	s.mu.Lock()
-	c, _, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(0))
+	c, _, _, _ := s.account(h, token, label, n, sec, now.UnixMilli(), ms, t.rebirth(0))
 	s.mu.Unlock()
 	return c
 }
@@ -246,7 +246,7 @@ func (t *Table) AccountNAt(token int64, label uint32, n, limit uint32, now, loca
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, _, _, _ := s.account(h, token, label, n, sec, ms, t.rebirth(limit))
+	c, _, _, _ := s.account(h, token, label, n, sec, now.UnixMilli(), ms, t.rebirth(limit))
 	s.mu.Unlock()
 	return c
 }
@@ -351,14 +351,15 @@ func (t *Table) Stats(now time.Time) Stats {
 	return st
 }
 
-// account implements AccountNAt for n > 0 with s.mu held. now is the second of the stamp and
-// ms the birth stamp an onset beginning at this moment of the node's clock takes (0 for a
+// account implements AccountNAt for n > 0 with s.mu held. now is the second of the stamp,
+// nowMs the stamp in unix milliseconds (the phase a counter's age is read at), and ms the
+// birth stamp an onset beginning at this moment of the node's clock takes (0 for a
 // table without an onset bound, see Table.milli); limit is the partition's limit as
 // Table.rebirth gives it, which says when a counter that is not at zero starts a new onset.
 // account returns the counter after the increment, its birth stamp (0 for a counter past its
 // onset), the part of the count that predates the birth, and whether the counter's second is
 // ahead of now (an operation stamped by a clock behind the one that last halved it).
-func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, ms uint16, limit int64) (uint32, uint16, uint32, bool) {
+func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, nowMs int64, ms uint16, limit int64) (uint32, uint16, uint32, bool) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	e, c, stamp, j := s.probe(h, lo, hi, label, now)
@@ -386,11 +387,14 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 			e.born, e.resid, r = ms, 0, 0
 		case limit < 0:
 			// A learned copy: its onset is what Learn gave it.
-		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*2000*sinceBirth(age) <= limit*int64(age)):
+		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*2000*sinceBirth(age) <= limit*int64(age) &&
+			(age < 1000 || float64(c-r)*2 <= float64(limit)*steadySpan(int64(age), nowMs))):
 			// Turning hot again: after a whole second without an operation, or while the
 			// count is at most half the limit and what came since the onset began is
 			// explained by a rate of at most half the limit (a trickle), a new onset starts,
-			// with the count so far as its residual.
+			// with the count so far as its residual. A rate of L/2 since the birth leaves
+			// (L/2)·age in the first second, of which a boundary may have halved half
+			// (sinceBirth), and (L/2)·steadySpan after it, where more boundaries have.
 			e.born, e.resid = ms, packResidual(c)
 			r = unpackResidual(e.resid)
 		}
@@ -401,10 +405,11 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 }
 
 // sinceBirth returns how many times its count since the birth (count − residual) a counter
-// born age milliseconds ago may have counted since: up to twice within the first second,
-// whose one boundary may have halved what came before it (a count of L/2 just after it may
+// born age milliseconds ago within the first second may have counted since: up to twice,
+// as its one boundary may have halved what came before it (a count of L/2 just after it may
 // stand for L since the birth, and a new onset there would let the first second take its
-// limit twice), once after it, as the test always was.
+// limit twice). After the first second account holds the count against steadySpan, which
+// counts the boundaries passed; 1 is returned there, and the age test alone is the weaker.
 func sinceBirth(age uint16) int64 {
 	if age < 1000 {
 		return 2
