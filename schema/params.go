@@ -750,3 +750,23 @@ func (n *typeNode) normalize(v []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Check is c.Type.Check(v), without parsing a parametric type again: a Column of a Table keeps
+// its type parsed (see Column), so that checking a frozen or tuple value allocates nothing.
+func (c *Column) Check(v []byte) error {
+	if c.parsed == nil || v == nil {
+		return c.Type.Check(v)
+	}
+	if err := c.parsed.check(v); err != nil {
+		return fmt.Errorf("invalid %s value: %w", c.Type, err)
+	}
+	return nil
+}
+
+// Compare is c.Type.Compare(a, b), without parsing a parametric type again (see Check).
+func (c *Column) Compare(a, b []byte) int {
+	if c.parsed == nil {
+		return c.Type.Compare(a, b)
+	}
+	return c.parsed.compare(a, b)
+}

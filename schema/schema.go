@@ -150,6 +150,11 @@ type Column struct {
 	// Descending is set on a clustering column declared DESC in CLUSTERING
 	// ORDER BY: rows sort by it in the reverse of its type's order.
 	Descending bool
+
+	// parsed is Type parsed, for a parametric type, set when the table's
+	// columns are set (setColumns) so that Check and Compare parse nothing;
+	// nil for a scalar type or a Column built by hand.
+	parsed *typeNode
 }
 
 // RateLimit is the per_partition_rate_limit option of a table: the most

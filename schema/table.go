@@ -200,7 +200,7 @@ func direction(desc bool) string {
 func (t *Table) CompareClustering(a, b [][]byte) int {
 	for i := range min(len(a), len(b), len(t.Clustering)) {
 		c := &t.Clustering[i]
-		if r := c.Type.Compare(a[i], b[i]); r != 0 {
+		if r := c.Compare(a[i], b[i]); r != 0 {
 			if c.Descending {
 				return -r
 			}
@@ -222,6 +222,9 @@ func (t *Table) HasDescending() bool {
 
 // setColumns sets Columns, its three parts and the name index.
 func (t *Table) setColumns(cols []Column, npk, nck int) {
+	for i := range cols {
+		cols[i].parsed = cols[i].Type.node()
+	}
 	t.Columns = cols
 	t.PartitionKey = cols[:npk:npk]
 	t.Clustering = cols[npk : npk+nck : npk+nck]
