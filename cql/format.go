@@ -132,6 +132,8 @@ func (p *printer) node(n Node) {
 	case *TruncateStmt:
 		p.WriteString("TRUNCATE TABLE ")
 		p.table(n.Table)
+	case *CreateTypeStmt, *AlterTypeStmt, *DropTypeStmt:
+		p.typeStatement(n)
 	case *DropTableStmt:
 		p.WriteString("DROP TABLE ")
 		if n.IfExists {
@@ -240,7 +242,7 @@ func (p *printer) node(n Node) {
 				p.WriteByte(' ')
 				p.ident(n.Keyspace)
 			}
-		case DescribeTable:
+		case DescribeTable, DescribeType:
 			p.WriteByte(' ')
 			p.table(n.Table)
 		}

@@ -245,6 +245,9 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseServiceLevelAfter(start, CREATE); s != nil {
 			return s
 		}
+		if s := p.parseTypeStatement(start, CREATE); s != nil {
+			return s
+		}
 		p.refuseCreate()
 		if s := p.parseRoleAfter(start, CREATE); s != nil {
 			return s
@@ -269,6 +272,9 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseServiceLevelAfter(start, DROP); s != nil {
 			return s
 		}
+		if s := p.parseTypeStatement(start, DROP); s != nil {
+			return s
+		}
 		p.refuseDrop()
 		if s := p.parseRoleAfter(start, DROP); s != nil {
 			return s
@@ -281,6 +287,9 @@ func (p *parser) parseStatement() Statement {
 			return p.parseAlterKeyspace(start)
 		}
 		if s := p.parseServiceLevelAfter(start, ALTER); s != nil {
+			return s
+		}
+		if s := p.parseTypeStatement(start, ALTER); s != nil {
 			return s
 		}
 		if s := p.parseRoleAfter(start, ALTER); s != nil {
@@ -641,8 +650,26 @@ func (p *parser) typeText(b *strings.Builder, depth int) {
 	if p.tok != IDENT && !set && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
 		p.errorExpected("type name")
 	}
-	b.WriteString(strings.ToLower(p.lit))
+	if p.tok == QIDENT {
+		b.WriteString(QuoteIdent(p.lit))
+	} else {
+		b.WriteString(strings.ToLower(p.lit))
+	}
 	p.next()
+	if p.tok == DOT { // a user-defined type's keyspace, then its name
+		p.next()
+		if !p.isIdent() {
+			p.errorExpected("type name")
+		}
+		b.WriteByte('.')
+		if p.tok == QIDENT {
+			b.WriteString(QuoteIdent(p.lit))
+		} else {
+			b.WriteString(strings.ToLower(p.lit))
+		}
+		p.next()
+		return
+	}
 	if set && p.tok != LT {
 		p.errorExpected("'<' after set")
 	}
@@ -1019,6 +1046,17 @@ func (p *parser) parseDescribe(start Pos) Statement {
 		s.Kind = DescribeCluster
 		p.next()
 	default:
+		if p.isWord("TYPES") {
+			s.Kind = DescribeTypes
+			p.next()
+			break
+		}
+		if p.isWord("TYPE") {
+			s.Kind = DescribeType
+			p.next()
+			s.Table = p.parseTypeName()
+			break
+		}
 		if p.isWord("FULL") || p.isWord("SCHEMA") {
 			s.Kind = DescribeSchema
 			if p.isWord("FULL") { // kvnode's schema has no system keyspaces to add
