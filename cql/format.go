@@ -269,6 +269,17 @@ func (p *printer) node(n Node) {
 			p.node(e.Value)
 		}
 		p.WriteByte('}')
+	case *UDTLiteral:
+		p.WriteByte('{')
+		for i, f := range n.Fields {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.ident(f.Name)
+			p.WriteString(": ")
+			p.node(f.Value)
+		}
+		p.WriteByte('}')
 	case *CollectionLiteral:
 		open, end := byte('('), byte(')')
 		switch n.Kind {

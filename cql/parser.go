@@ -1095,9 +1095,21 @@ func (p *parser) term(depth int) Term {
 		if p.got(RBRACE) {
 			return m
 		}
-		p.refuseMapKey()
+		var first Term
+		if (p.tok == IDENT && !IsISODuration(p.lit)) || p.tok == QIDENT {
+			pos, tok, lit := p.pos, p.tok, p.lit
+			p.next()
+			if p.tok == COLON { // {field: value, ...}, a user-defined type's literal
+				return p.udtLiteral(m.Lbrace, pos, tok, lit, depth)
+			}
+			first = p.callTermAfter(pos, tok, lit, depth+1)
+		}
 		for {
-			key := p.term(depth + 1)
+			key := first
+			if key == nil {
+				key = p.term(depth + 1)
+			}
+			first = nil
 			if len(m.Entries) == 0 && (p.tok == COMMA || p.tok == RBRACE) {
 				return p.collectionLiteral(SetLiteral, m.Lbrace, key, RBRACE, depth)
 			}

@@ -1,5 +1,7 @@
 package cql
 
+import "strings"
+
 // The user-defined type statements (Cassandra 4.1's createTypeStatement, alterTypeStatement and
 // dropTypeStatement):
 //
@@ -158,4 +160,44 @@ func (p *printer) typeStatement(n Node) {
 		}
 		p.table(n.Name)
 	}
+}
+
+// UDTLiteral is a user-defined type's literal, {field: value, ...}.
+type UDTLiteral struct {
+	Lbrace Pos
+	Fields []UDTField
+}
+
+// UDTField is one field: value of a UDTLiteral.
+type UDTField struct {
+	Name  Ident
+	Value Term
+}
+
+// Pos returns the position of the opening brace.
+func (x *UDTLiteral) Pos() Pos { return x.Lbrace }
+
+func (*UDTLiteral) termNode() {}
+
+// udtLiteral parses the rest of {field: value, ...} once the first field's name (tok, lit at
+// pos) has been read and the current token is its colon.
+func (p *parser) udtLiteral(lbrace, pos Pos, tok Token, lit string, depth int) Term {
+	u := &UDTLiteral{Lbrace: lbrace}
+	name := Ident{NamePos: pos, Name: lit}
+	if tok != QIDENT {
+		name.Name = strings.ToLower(lit)
+	}
+	for {
+		p.expect(COLON)
+		u.Fields = append(u.Fields, UDTField{Name: name, Value: p.term(depth + 1)})
+		if !p.got(COMMA) {
+			break
+		}
+		name = p.parseIdent("field name")
+	}
+	if p.tok != RBRACE {
+		p.errorExpected("',' or '}'")
+	}
+	p.next()
+	return u
 }

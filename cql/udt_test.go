@@ -47,3 +47,27 @@ func TestParseTypeStatements(t *testing.T) {
 		}
 	}
 }
+
+func TestParseUDTLiteral(t *testing.T) {
+	src := `INSERT INTO t (k, v) VALUES (1, {a: 1, "B": {c: ?}, m: {'x': 2}})`
+	st, err := ParseStatement(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok := st.(*InsertStmt).Values[1].(*UDTLiteral)
+	if !ok || len(u.Fields) != 3 || u.Fields[1].Name.Name != "B" {
+		t.Fatalf("parsed %#v, want a UDT literal with fields a, B, m", st.(*InsertStmt).Values[1])
+	}
+	if _, ok := u.Fields[2].Value.(*MapLiteral); !ok {
+		t.Errorf("field m is %#v, want a map literal", u.Fields[2].Value)
+	}
+	if got := Format(st); got != src {
+		t.Errorf("Format = %s, want %s", got, src)
+	}
+	// A map whose first key is a function call is still a map.
+	if st, err := ParseStatement(`INSERT INTO t (k, v) VALUES (1, {now(): 1})`); err != nil {
+		t.Error(err)
+	} else if _, ok := st.(*InsertStmt).Values[1].(*MapLiteral); !ok {
+		t.Errorf("{now(): 1} parsed as %#v, want a map literal", st.(*InsertStmt).Values[1])
+	}
+}

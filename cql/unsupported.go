@@ -242,14 +242,6 @@ func (p *parser) refuseOperation() {
 	}
 }
 
-// refuseMapKey refuses the literals that share their braces with maps: a
-// user-defined type's ({name: 'x'}), the current token being the first key.
-func (p *parser) refuseMapKey() {
-	if p.tok == IDENT || p.tok == QIDENT {
-		p.unsupported(p.pos, "user-defined type literals are not supported")
-	}
-}
-
 // refuseColumnOption refuses what may follow a column's type in CREATE TABLE
 // besides PRIMARY KEY: STATIC, and 5.0's MASKED WITH.
 func (p *parser) refuseColumnOption() {

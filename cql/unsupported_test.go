@@ -112,7 +112,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"SELECT * FROM t WHERE m['a'] = 1 ALLOW FILTERING", "1:24: restrictions on collection elements or fields are not supported"},
 	{"SELECT * FROM t WHERE k = fromJson('1')", "1:27: function fromJson is not supported"},
 	{"INSERT INTO t (k, v) VALUES (1, myks.f(2))", "1:33: user-defined functions are not supported"},
-	{"INSERT INTO t (k, v) VALUES (1, {a: 1})", "1:34: user-defined type literals are not supported"},
 	{"UPDATE t SET c = c + 1 WHERE k = 1", "1:18: counter and collection updates (c = c + ...) are not supported"},
 	{"UPDATE t SET l = [1] + l WHERE k = 1", "1:22: arithmetic operators and counter or collection updates are not supported"},
 	{"UPDATE t SET m = {'a': 1} + m WHERE k = 1", "1:27: arithmetic operators and counter or collection updates are not supported"},
