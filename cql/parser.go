@@ -647,7 +647,7 @@ func (p *parser) typeText(b *strings.Builder, depth int) {
 	// SET is reserved (UPDATE ... SET) but names the set<T> collection type, as in Cassandra's
 	// grammar; anywhere else it is no type.
 	set := p.tok == SET
-	if p.tok != IDENT && !set && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
+	if p.tok != IDENT && p.tok != QIDENT && !set && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
 		p.errorExpected("type name")
 	}
 	if p.tok == QIDENT {

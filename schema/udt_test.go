@@ -192,6 +192,7 @@ func TestDropAndCreateTypeRefusals(t *testing.T) {
 		`CREATE TYPE ks.t (x frozen<nope>)`:                 "unknown type ks.nope",
 		`CREATE TABLE ks.v (k int PRIMARY KEY, a address)`:  "non-frozen user-defined types are not supported yet (use frozen<address>)",
 		`CREATE TABLE ks.v (k frozen<address> PRIMARY KEY)`: "not supported yet in PRIMARY KEY",
+		`CREATE TABLE ks.v (k "int" PRIMARY KEY)`:           `unsupported column type`,
 		`CREATE TYPE nope.t (x int)`:                        "unknown keyspace",
 	} {
 		if _, err := applyUDT(t, s, src, 100); err == nil || !strings.Contains(err.Error(), msg) {
@@ -215,5 +216,19 @@ func TestDropAndCreateTypeRefusals(t *testing.T) {
 	}
 	if _, err := Decode(s.Encode()); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestQuotedUserTypeNames(t *testing.T) {
+	s := mustBuild(t, ksDDL+`CREATE TYPE ks."MyType" ("F" int);
+CREATE TABLE ks.q (k int PRIMARY KEY, a frozen<"MyType">, b frozen<ks."MyType">)`)
+	tb, _ := s.Table("ks", "q")
+	for _, c := range tb.Regular {
+		if c.Type != `frozen<udt<ks.MyType, F int>>` || c.Type.CQL() != `frozen<"MyType">` {
+			t.Errorf("column %s: type %s (%s)", c.Name, c.Type, c.Type.CQL())
+		}
+	}
+	if _, err := Build(ksDDL + `CREATE TYPE ks."MyType" (f int); CREATE TABLE ks.q (k int PRIMARY KEY, a frozen<mytype>)`); err == nil || !strings.Contains(err.Error(), "unknown type ks.mytype") {
+		t.Errorf("an unquoted name found the quoted type: %v", err)
 	}
 }
