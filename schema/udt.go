@@ -751,3 +751,18 @@ func (t *Table) UDTFormatFeatures() []string {
 	}
 	return fs
 }
+
+// UserTypeOf returns the type of the user type keyspace.name with these fields, as a client that
+// learnt it from the native protocol's UDT option knows it; an error for names or field types no
+// user type can have.
+func UserTypeOf(keyspace, name string, fields []string, types []Type) (Type, error) {
+	if len(fields) == 0 || len(fields) != len(types) {
+		return TypeInvalid, fmt.Errorf("user type %s: %d field names for %d types", qualified(keyspace, name), len(fields), len(types))
+	}
+	u := &UserType{Keyspace: keyspace, Name: name, FieldNames: fields, FieldTypes: types}
+	t, err := parseParametric(string(u.Type()))
+	if err != nil {
+		return TypeInvalid, fmt.Errorf("user type %s: %w", qualified(keyspace, name), err)
+	}
+	return t, nil
+}
