@@ -140,3 +140,44 @@ func TestTypesNeedFormat(t *testing.T) {
 		h.mustDDL("n1", r.stmt)
 	}
 }
+
+// TestUserTypesNeedFormat: while a member gossips a data format before schema.FormatUDT, CREATE
+// TYPE is refused naming the format and the member; once every member reports it, user types
+// are agreed like the other changes of a keyspace: every node has them, ALTER TYPE rewrites the
+// tables that use the type, and DROP TYPE is refused while a table uses it.
+func TestUserTypesNeedFormat(t *testing.T) {
+	h := newHarness(t, "n1", "n2", "n3")
+	h.mu.Lock()
+	h.formats = map[string]int{"n1": schema.FormatUDT, "n2": schema.FormatUDT, "n3": schema.FormatUDT - 1}
+	h.mu.Unlock()
+	h.mustDDL("n1", ksRF3)
+	const create = "CREATE TYPE ks.address (street text, zip int)"
+	before := h.node("n1").Digest()
+	_, _, err := h.ddl("n1", create)
+	var ie *coordinator.InvalidError
+	if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), "user-defined types") || !strings.Contains(err.Error(), "nodes n3 still run") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("data format %d", schema.FormatUDT)) {
+		t.Errorf("CREATE TYPE with n3 on an older format: %v, want an invalid-statement error naming data format %d and n3", err, schema.FormatUDT)
+	}
+	if after := h.node("n1").Digest(); after != before {
+		t.Error("the refused CREATE TYPE changed n1's schema")
+	}
+	h.mu.Lock()
+	h.formats = map[string]int{"n1": schema.FormatUDT, "n2": schema.FormatUDT, "n3": schema.FormatUDT}
+	h.mu.Unlock()
+	h.mustDDL("n1", create)
+	h.mustDDL("n2", "CREATE TABLE ks.u (k int PRIMARY KEY, a frozen<address>)")
+	h.mustDDL("n3", "ALTER TYPE ks.address ADD city text")
+	for _, n := range []string{"n1", "n2", "n3"} {
+		s := h.node(n).Schema()
+		k, ok := s.Keyspace("ks")
+		tb, tok := s.Table("ks", "u")
+		if !ok || !tok || len(k.UserTypes()) != 1 || len(k.UserTypes()[0].FieldNames) != 3 ||
+			tb.Columns[1].Type != "frozen<udt<ks.address, street text, zip int, city text>>" {
+			t.Errorf("%s after agreement: keyspace %v, table %v", n, ok, tok)
+		}
+	}
+	if _, _, err := h.ddl("n1", "DROP TYPE ks.address"); err == nil || !strings.Contains(err.Error(), "still used by table ks.u") {
+		t.Errorf("DROP TYPE of a type in use: %v, want a refusal naming the table", err)
+	}
+}

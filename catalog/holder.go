@@ -385,8 +385,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 			return false, nil, err
 		}
 	}
-	var older, olderLevels, olderTypes []string // members of a format before schema.FormatExpiring, schema.FormatLevels, schema.FormatTypes
+	var older, olderLevels, olderTypes, olderUDT []string // members of a format before schema.FormatExpiring, schema.FormatLevels, schema.FormatTypes, schema.FormatUDT
 	if gossip != nil {
+		olderUDT = belowFormat(gossip.Members(), schema.FormatUDT)
 		older = belowFormat(gossip.Members(), schema.FormatExpiring)
 		olderLevels = belowFormat(gossip.Members(), schema.FormatLevels)
 		olderTypes = belowFormat(gossip.Members(), schema.FormatTypes)
@@ -415,6 +416,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 				return nil, err
 			}
 			if err := checkTypeFormats(next, ks, table, olderTypes); err != nil {
+				return nil, err
+			}
+			if err := checkUDTFormats(next, ks, table, olderUDT); err != nil {
 				return nil, err
 			}
 			if v, ok := next.EntryVersion(ks, table); ok && next != base {
@@ -597,6 +601,29 @@ func checkTypeFormats(next *schema.Schema, ks, table string, older []string) err
 	}
 	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
 		ks, table, strings.Join(fs, ", "), schema.FormatTypes, strings.Join(older, ", "))
+}
+
+// checkUDTFormats refuses a change that leaves keyspace ks with user-defined types, or table
+// ks.table with columns of one, while older, the ids of members of a data format before
+// schema.FormatUDT, is not empty: they would refuse the whole schema and fall out of schema
+// agreement.
+func checkUDTFormats(next *schema.Schema, ks, table string, older []string) error {
+	if len(older) == 0 {
+		return nil
+	}
+	what, fs := "", []string(nil)
+	if table == "" {
+		if k, ok := next.Keyspace(ks); ok {
+			what, fs = "keyspace "+ks, k.UDTFormatFeatures()
+		}
+	} else if t, ok := next.Table(ks, table); ok {
+		what, fs = "table "+ks+"."+table, t.UDTFormatFeatures()
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+		what, strings.Join(fs, ", "), schema.FormatUDT, strings.Join(older, ", "))
 }
 
 // truncateUnavailable is a TRUNCATE refused because members are down.

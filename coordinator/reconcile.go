@@ -411,7 +411,7 @@ func checkKey(t *schema.Table, comps [][]byte) ([][]byte, error) {
 	}
 	key := make([][]byte, len(comps))
 	for i, c := range comps {
-		if err := t.Clustering[i].Type.Check(nonNil(c)); err != nil {
+		if err := t.Clustering[i].Check(nonNil(c)); err != nil {
 			return nil, fmt.Errorf("clustering column %s: %w", cql.QuoteIdent(t.Clustering[i].Name), err)
 		}
 		key[i] = nonNil(c)
@@ -435,7 +435,7 @@ func checkRangeTomb(t *schema.Table, in RangeTombstone) (rangeTomb, error) {
 		}
 		x.out.Prefix = make([][]byte, len(prefix))
 		for i, c := range prefix {
-			if err := t.Clustering[i].Type.Check(nonNil(c)); err != nil {
+			if err := t.Clustering[i].Check(nonNil(c)); err != nil {
 				return rangeTomb{}, fmt.Errorf("%s bound: clustering column %s: %w", x.what, cql.QuoteIdent(t.Clustering[i].Name), err)
 			}
 			x.out.Prefix[i] = nonNil(c)

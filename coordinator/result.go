@@ -245,6 +245,7 @@ type SchemaTarget uint8
 const (
 	TargetKeyspace SchemaTarget = iota + 1
 	TargetTable
+	TargetType // a user-defined type: Table holds its name
 )
 
 // String returns "KEYSPACE" or "TABLE".
@@ -254,6 +255,8 @@ func (t SchemaTarget) String() string {
 		return "KEYSPACE"
 	case TargetTable:
 		return "TABLE"
+	case TargetType:
+		return "TYPE"
 	}
 	return fmt.Sprintf("SchemaTarget(%d)", uint8(t))
 }

@@ -449,6 +449,8 @@ const (
 	DescribeTable                             // DESCRIBE TABLE [ks.]t
 	DescribeCluster                           // DESCRIBE CLUSTER
 	DescribeSchema                            // DESCRIBE [FULL] SCHEMA
+	DescribeType                              // DESCRIBE TYPE [ks.]t
+	DescribeTypes                             // DESCRIBE TYPES
 )
 
 var describeKinds = [...]string{
@@ -458,6 +460,8 @@ var describeKinds = [...]string{
 	DescribeTable:     "TABLE",
 	DescribeCluster:   "CLUSTER",
 	DescribeSchema:    "SCHEMA",
+	DescribeType:      "TYPE",
+	DescribeTypes:     "TYPES",
 }
 
 // String returns the keyword that follows DESCRIBE for k.
@@ -475,7 +479,7 @@ type DescribeStmt struct {
 	Start    Pos
 	Kind     DescribeKind
 	Keyspace Ident     // DescribeKeyspace; Name "" means the current keyspace
-	Table    TableName // DescribeTable
+	Table    TableName // DescribeTable; the type's name for DescribeType
 	// Internals is WITH INTERNALS (which gocql sends on every metadata
 	// refresh): the answer is then rows of (keyspace_name, type, name,
 	// create_statement), one per keyspace and table, as Cassandra 4's

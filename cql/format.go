@@ -132,6 +132,8 @@ func (p *printer) node(n Node) {
 	case *TruncateStmt:
 		p.WriteString("TRUNCATE TABLE ")
 		p.table(n.Table)
+	case *CreateTypeStmt, *AlterTypeStmt, *DropTypeStmt:
+		p.typeStatement(n)
 	case *DropTableStmt:
 		p.WriteString("DROP TABLE ")
 		if n.IfExists {
@@ -240,7 +242,7 @@ func (p *printer) node(n Node) {
 				p.WriteByte(' ')
 				p.ident(n.Keyspace)
 			}
-		case DescribeTable:
+		case DescribeTable, DescribeType:
 			p.WriteByte(' ')
 			p.table(n.Table)
 		}
@@ -265,6 +267,17 @@ func (p *printer) node(n Node) {
 			p.node(e.Key)
 			p.WriteString(": ")
 			p.node(e.Value)
+		}
+		p.WriteByte('}')
+	case *UDTLiteral:
+		p.WriteByte('{')
+		for i, f := range n.Fields {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.ident(f.Name)
+			p.WriteString(": ")
+			p.node(f.Value)
 		}
 		p.WriteByte('}')
 	case *CollectionLiteral:

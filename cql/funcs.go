@@ -19,6 +19,11 @@ const maxCallDepth = 8
 func (p *parser) parseCallTerm(depth int) Term {
 	pos, tok, lit := p.pos, p.tok, p.lit
 	p.next()
+	return p.callTermAfter(pos, tok, lit, depth)
+}
+
+// callTermAfter is parseCallTerm once the identifier (tok, lit at pos) has been read.
+func (p *parser) callTermAfter(pos Pos, tok Token, lit string, depth int) Term {
 	system := false
 	if p.tok == DOT && tok != QIDENT && strings.EqualFold(lit, "system") {
 		p.next()

@@ -245,6 +245,9 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseServiceLevelAfter(start, CREATE); s != nil {
 			return s
 		}
+		if s := p.parseTypeStatement(start, CREATE); s != nil {
+			return s
+		}
 		p.refuseCreate()
 		if s := p.parseRoleAfter(start, CREATE); s != nil {
 			return s
@@ -269,6 +272,9 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseServiceLevelAfter(start, DROP); s != nil {
 			return s
 		}
+		if s := p.parseTypeStatement(start, DROP); s != nil {
+			return s
+		}
 		p.refuseDrop()
 		if s := p.parseRoleAfter(start, DROP); s != nil {
 			return s
@@ -281,6 +287,9 @@ func (p *parser) parseStatement() Statement {
 			return p.parseAlterKeyspace(start)
 		}
 		if s := p.parseServiceLevelAfter(start, ALTER); s != nil {
+			return s
+		}
+		if s := p.parseTypeStatement(start, ALTER); s != nil {
 			return s
 		}
 		if s := p.parseRoleAfter(start, ALTER); s != nil {
@@ -638,11 +647,29 @@ func (p *parser) typeText(b *strings.Builder, depth int) {
 	// SET is reserved (UPDATE ... SET) but names the set<T> collection type, as in Cassandra's
 	// grammar; anywhere else it is no type.
 	set := p.tok == SET
-	if p.tok != IDENT && !set && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
+	if p.tok != IDENT && p.tok != QIDENT && !set && !(p.tok.IsKeyword() && !p.tok.IsReserved()) {
 		p.errorExpected("type name")
 	}
-	b.WriteString(strings.ToLower(p.lit))
+	if p.tok == QIDENT {
+		b.WriteString(QuoteIdent(p.lit))
+	} else {
+		b.WriteString(strings.ToLower(p.lit))
+	}
 	p.next()
+	if p.tok == DOT { // a user-defined type's keyspace, then its name
+		p.next()
+		if !p.isIdent() {
+			p.errorExpected("type name")
+		}
+		b.WriteByte('.')
+		if p.tok == QIDENT {
+			b.WriteString(QuoteIdent(p.lit))
+		} else {
+			b.WriteString(strings.ToLower(p.lit))
+		}
+		p.next()
+		return
+	}
 	if set && p.tok != LT {
 		p.errorExpected("'<' after set")
 	}
@@ -1019,6 +1046,17 @@ func (p *parser) parseDescribe(start Pos) Statement {
 		s.Kind = DescribeCluster
 		p.next()
 	default:
+		if p.isWord("TYPES") {
+			s.Kind = DescribeTypes
+			p.next()
+			break
+		}
+		if p.isWord("TYPE") {
+			s.Kind = DescribeType
+			p.next()
+			s.Table = p.parseTypeName()
+			break
+		}
 		if p.isWord("FULL") || p.isWord("SCHEMA") {
 			s.Kind = DescribeSchema
 			if p.isWord("FULL") { // kvnode's schema has no system keyspaces to add
@@ -1057,9 +1095,21 @@ func (p *parser) term(depth int) Term {
 		if p.got(RBRACE) {
 			return m
 		}
-		p.refuseMapKey()
+		var first Term
+		if (p.tok == IDENT && !IsISODuration(p.lit)) || p.tok == QIDENT {
+			pos, tok, lit := p.pos, p.tok, p.lit
+			p.next()
+			if p.tok == COLON { // {field: value, ...}, a user-defined type's literal
+				return p.udtLiteral(m.Lbrace, pos, tok, lit, depth)
+			}
+			first = p.callTermAfter(pos, tok, lit, depth+1)
+		}
 		for {
-			key := p.term(depth + 1)
+			key := first
+			if key == nil {
+				key = p.term(depth + 1)
+			}
+			first = nil
 			if len(m.Entries) == 0 && (p.tok == COMMA || p.tok == RBRACE) {
 				return p.collectionLiteral(SetLiteral, m.Lbrace, key, RBRACE, depth)
 			}

@@ -18,7 +18,6 @@ var missingObjects = []struct{ word, msg string }{
 	{"MATERIALIZED", "materialized views are not supported"},
 	{"INDEX", "secondary indexes are not supported"},
 	{"CUSTOM", "custom (SASI and storage-attached) indexes are not supported"},
-	{"TYPE", "user-defined types are not supported"},
 	{"FUNCTION", "user-defined functions are not supported"},
 	{"AGGREGATE", "user-defined aggregates are not supported"},
 	{"TRIGGER", "triggers are not supported"},
@@ -243,14 +242,6 @@ func (p *parser) refuseOperation() {
 	}
 }
 
-// refuseMapKey refuses the literals that share their braces with maps: a
-// user-defined type's ({name: 'x'}), the current token being the first key.
-func (p *parser) refuseMapKey() {
-	if p.tok == IDENT || p.tok == QIDENT {
-		p.unsupported(p.pos, "user-defined type literals are not supported")
-	}
-}
-
 // refuseColumnOption refuses what may follow a column's type in CREATE TABLE
 // besides PRIMARY KEY: STATIC, and 5.0's MASKED WITH.
 func (p *parser) refuseColumnOption() {
@@ -303,8 +294,6 @@ func (p *parser) refuseDescribe() {
 	switch {
 	case p.isWord("ONLY"):
 		p.unsupported(pos, "DESCRIBE ONLY KEYSPACE is not supported: DESCRIBE KEYSPACE gives the keyspace and its tables")
-	case p.isWord("TYPE") || p.isWord("TYPES"):
-		p.unsupported(pos, "user-defined types are not supported")
 	case p.isWord("FUNCTION") || p.isWord("FUNCTIONS"):
 		p.unsupported(pos, "user-defined functions are not supported")
 	case p.isWord("AGGREGATE") || p.isWord("AGGREGATES"):

@@ -646,7 +646,7 @@ func rowBounds(t *schema.Table, prefix []byte, f *replicapb.ClusteringFilter) (l
 	col := &t.Clustering[len(f.Equal)]
 	bound := func(b *replicapb.Bound, what string) ([]byte, error) {
 		v := nonNil(b.Value)
-		if err := col.Type.Check(v); err != nil {
+		if err := col.Check(v); err != nil {
 			return nil, badRequest(t, "filter %s bound on clustering column %q: %v", what, col.Name, err)
 		}
 		return appendClustering(rows[:len(rows):len(rows)], col.Type, col.Descending, v), nil

@@ -48,7 +48,7 @@ func serializePartitionKey(t *schema.Table, dst []byte, components [][]byte, tok
 		return nil, badRequest(t, "partition key has %d components, want %d (%s)", len(components), len(t.PartitionKey), names(t.PartitionKey))
 	}
 	for i, c := range components {
-		if err := t.PartitionKey[i].Type.Check(nonNil(c)); err != nil {
+		if err := t.PartitionKey[i].Check(nonNil(c)); err != nil {
 			return nil, badRequest(t, "partition key column %q: %v", t.PartitionKey[i].Name, err)
 		}
 	}
@@ -76,7 +76,7 @@ func appendClusteringKey(t *schema.Table, dst []byte, components [][]byte) ([]by
 	}
 	for i, c := range components {
 		c = nonNil(c)
-		if err := t.Clustering[i].Type.Check(c); err != nil {
+		if err := t.Clustering[i].Check(c); err != nil {
 			return nil, fmt.Errorf("clustering column %q: %w", t.Clustering[i].Name, err)
 		}
 		dst = appendClustering(dst, t.Clustering[i].Type, t.Clustering[i].Descending, c)

@@ -26,9 +26,12 @@ import (
 //	4  changes no stored value: it says the node decodes columns of the duration, frozen
 //	   collection and tuple types in the schema (schema.FormatTypes), which coordinators refuse
 //	   while a member of an older format remains. The upgrade only records the new version.
+//	5  changes no stored value: it says the node decodes user-defined types in the schema
+//	   (schema.FormatUDT), which coordinators refuse while a member of an older format
+//	   remains. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 4
+	FormatVersion = 5
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

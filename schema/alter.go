@@ -93,10 +93,10 @@ func (t *Table) droppedColumn(name string) (DroppedColumn, bool) {
 
 // alterColumns applies ALTER TABLE ADD, DROP or RENAME to a copy of t (nt), at version v.
 // It leaves nt as it is when IF [NOT] EXISTS skipped every column.
-func (nt *Table) alterColumns(st *cql.AlterTableStmt, v Version) error {
+func (nt *Table) alterColumns(st *cql.AlterTableStmt, v Version, udts map[string]*UserType) error {
 	switch st.Action {
 	case cql.AlterAdd:
-		return nt.addColumns(st)
+		return nt.addColumns(st, udts)
 	case cql.AlterDrop:
 		at := v.Timestamp
 		if st.Timestamp != nil {
@@ -113,7 +113,7 @@ func (nt *Table) alterColumns(st *cql.AlterTableStmt, v Version) error {
 	return fmt.Errorf("unknown ALTER TABLE action %d", st.Action)
 }
 
-func (nt *Table) addColumns(st *cql.AlterTableStmt) error {
+func (nt *Table) addColumns(st *cql.AlterTableStmt, udts map[string]*UserType) error {
 	cols := slices.Clone(nt.Columns)
 	for _, c := range st.Add {
 		name := c.Name.Name
@@ -126,7 +126,7 @@ func (nt *Table) addColumns(st *cql.AlterTableStmt) error {
 			}
 			return posErrorf(c.Name.Pos(), "Column with name %s already exists", cql.QuoteString(name))
 		}
-		typ, err := LookupType(c.Type.Name)
+		typ, err := lookupTypeIn(c.Type.Name, nt.Keyspace, udts)
 		if err != nil {
 			return &PosError{Pos: c.Type.Pos(), Err: fmt.Errorf("column %s: %w", cql.QuoteIdent(name), err)}
 		}

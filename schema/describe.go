@@ -30,7 +30,7 @@ func (t *Table) CreateStatement() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", t.QualifiedName())
 	for _, c := range t.Columns {
-		fmt.Fprintf(&b, "    %s %s,\n", cql.QuoteIdent(c.Name), c.Type)
+		fmt.Fprintf(&b, "    %s %s,\n", cql.QuoteIdent(c.Name), c.Type.CQL())
 	}
 	b.WriteString("    PRIMARY KEY (")
 	if len(t.PartitionKey) == 1 {
@@ -121,6 +121,9 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 			return "", fmt.Errorf("%w %s", ErrUnknownKeyspace, cql.QuoteIdent(name))
 		}
 		b.WriteString(k.CreateStatement() + "\n")
+		for _, u := range k.TypesInOrder() {
+			b.WriteString("\n" + u.CreateStatement() + "\n")
+		}
 		for _, t := range s.Tables(name) {
 			b.WriteString("\n" + t.CreateStatement() + "\n")
 		}
@@ -130,6 +133,9 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 				b.WriteString("\n")
 			}
 			b.WriteString(k.CreateStatement() + "\n")
+			for _, u := range k.TypesInOrder() {
+				b.WriteString("\n" + u.CreateStatement() + "\n")
+			}
 			for _, t := range s.Tables(k.Name) {
 				b.WriteString("\n" + t.CreateStatement() + "\n")
 			}
@@ -153,6 +159,25 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 			return "", err
 		}
 		b.WriteString(t.CreateStatement() + "\n")
+	case cql.DescribeType:
+		u, err := s.lookupUserType(st.Table, keyspace)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(u.CreateStatement() + "\n")
+	case cql.DescribeTypes:
+		for _, k := range s.Keyspaces() {
+			if keyspace != "" && k.Name != keyspace {
+				continue
+			}
+			for _, u := range k.UserTypes() {
+				if keyspace != "" {
+					b.WriteString(cql.QuoteIdent(u.Name) + "\n")
+				} else {
+					b.WriteString(qualified(u.Keyspace, u.Name) + "\n")
+				}
+			}
+		}
 	case cql.DescribeCluster:
 		return "", ErrDescribeCluster
 	default:
@@ -192,6 +217,9 @@ func (s *Schema) DescribeElements(st *cql.DescribeStmt, keyspace string) ([]Elem
 		}
 		k, _ := s.Keyspace(name)
 		out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name, CreateStatement: k.CreateStatement()})
+		for _, u := range k.TypesInOrder() {
+			out = append(out, typeElement(u))
+		}
 		for _, t := range s.Tables(name) {
 			table(t)
 		}
@@ -202,6 +230,9 @@ func (s *Schema) DescribeElements(st *cql.DescribeStmt, keyspace string) ([]Elem
 	case cql.DescribeSchema:
 		for _, k := range s.Keyspaces() {
 			out = append(out, Element{Keyspace: k.Name, Type: "keyspace", Name: k.Name, CreateStatement: k.CreateStatement()})
+			for _, u := range k.TypesInOrder() {
+				out = append(out, typeElement(u))
+			}
 			for _, t := range s.Tables(k.Name) {
 				table(t)
 			}
@@ -212,6 +243,20 @@ func (s *Schema) DescribeElements(st *cql.DescribeStmt, keyspace string) ([]Elem
 			return nil, err
 		}
 		table(t)
+	case cql.DescribeType:
+		u, err := s.lookupUserType(st.Table, keyspace)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, typeElement(u))
+	case cql.DescribeTypes:
+		for _, k := range s.Keyspaces() {
+			if keyspace == "" || k.Name == keyspace {
+				for _, u := range k.UserTypes() {
+					out = append(out, Element{Keyspace: u.Keyspace, Type: "type", Name: u.Name})
+				}
+			}
+		}
 	}
 	return out, nil
 }

@@ -104,6 +104,10 @@ func (s *Schema) Digest() Digest {
 // A keyspace's rate_limit (keyspace flag 4, and 8 for shadow mode) was added the same way: its
 // maximum reads and writes per second follow the keyspace's other fields.
 //
+// A keyspace's user-defined types (keyspace flag 16, data format 5) were added the same way:
+// after its other fields, a count, then per type in name order its name, a count of fields and
+// per field its name and canonical type name (see appendUserTypes).
+//
 // The shadow mode flag was added the same way: a table in the default
 // (enforce) mode encodes as before, and a node that predates it rejects the
 // flag rather than enforce a limit meant to be tried.
@@ -204,6 +208,10 @@ func appendKeyspace(b []byte, k *Keyspace) []byte {
 			f |= keyspaceShadowBit
 		}
 	}
+	typed := !k.dropped && len(k.userTypes) > 0
+	if typed {
+		f |= keyspaceTypesBit
+	}
 	b = append(b, f)
 	b = binary.AppendUvarint(b, uint64(k.ReplicationFactor))
 	if altered {
@@ -212,6 +220,9 @@ func appendKeyspace(b []byte, k *Keyspace) []byte {
 	if limited {
 		b = binary.AppendUvarint(b, uint64(k.RateLimit.MaxReadsPerSecond))
 		b = binary.AppendUvarint(b, uint64(k.RateLimit.MaxWritesPerSecond))
+	}
+	if typed {
+		b = appendUserTypes(b, k)
 	}
 	return b
 }
@@ -413,7 +424,7 @@ func (d *decoder) count() int {
 // (keyspaceAlteredBit), rate-limited (keyspaceRateLimitBit, with keyspaceShadowBit).
 func (d *decoder) keyspaceFlags() byte {
 	f := d.byte()
-	all := byte(1 | keyspaceAlteredBit | keyspaceRateLimitBit | keyspaceShadowBit)
+	all := byte(1 | keyspaceAlteredBit | keyspaceRateLimitBit | keyspaceShadowBit | keyspaceTypesBit)
 	if f&^all != 0 || (f&1 != 0 && f != 1) || (f&keyspaceShadowBit != 0 && f&keyspaceRateLimitBit == 0) {
 		d.fail("unknown flags %#x", f)
 	}
@@ -456,6 +467,11 @@ func decode(b []byte) (*Schema, error) {
 			k.RateLimit = RateLimit{MaxReadsPerSecond: uint32(r), MaxWritesPerSecond: uint32(w)}
 			if f&keyspaceShadowBit != 0 {
 				k.RateLimit.Mode = Shadow
+			}
+		}
+		if f&keyspaceTypesBit != 0 {
+			if err := d.userTypes(k); err != nil {
+				return nil, err
 			}
 		}
 		if d.err != nil {

@@ -482,7 +482,7 @@ func (b *binder) funcTerm(t *Table, col *Column, x cql.Term) ([]byte, bool, erro
 		return nil, false, &PosError{Pos: x.Pos(), Err: err}
 	}
 	if v != nil {
-		if err := col.Type.Check(v); err != nil {
+		if err := col.Check(v); err != nil {
 			return nil, false, posErrorf(x.Pos(), "column %s %s: %w", cql.QuoteIdent(col.Name), col.Type, err)
 		}
 	}

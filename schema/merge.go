@@ -280,6 +280,10 @@ func StatementTarget(stmt cql.Statement, current string) (keyspace, table string
 		return st.Name.Name, "", nil
 	case *cql.DropKeyspaceStmt:
 		return st.Name.Name, "", nil
+	case *cql.CreateTypeStmt, *cql.AlterTypeStmt, *cql.DropTypeStmt:
+		// A user type is part of its keyspace's entry.
+		ks, err := resolveKeyspace(typeStatementName(st), current)
+		return ks, "", err
 	case *cql.CreateTableStmt:
 		tn = st.Table
 	case *cql.AlterTableStmt:

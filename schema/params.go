@@ -37,6 +37,7 @@ const (
 	ParamSet
 	ParamMap
 	ParamTuple
+	ParamUDT // a frozen user-defined type (see udt.go)
 )
 
 // typeNode is a parsed type: a scalar, or a parametric kind with its element types.
@@ -44,12 +45,18 @@ type typeNode struct {
 	kind   ParamKind
 	scalar Type
 	elems  []*typeNode
+	// udt is a user-defined type's keyspace, name and field names (ParamUDT; elems are the
+	// fields' types).
+	udt *udtName
 }
 
 // canonical returns n's name in canonical form (see Type).
 func (n *typeNode) canonical() string {
 	if n.kind == NotParametric {
 		return string(n.scalar)
+	}
+	if n.kind == ParamUDT {
+		return n.udtCanonical()
 	}
 	var b strings.Builder
 	b.WriteString("frozen<")
@@ -87,7 +94,14 @@ func parseParametric(name string) (Type, error) {
 // parseTypeName parses a type name: a scalar, frozen<...>, tuple<...>, or (inside frozen)
 // list, set and map.
 func parseTypeName(name string) (*typeNode, error) {
-	p := typeParser{src: name}
+	return parseTypeWith(name, nil)
+}
+
+// parseTypeWith is parseTypeName with resolve, which gives a user-defined type by the name
+// written (nil: a canonical name, whose user-defined types are written out in full as
+// udt<ks.name, field type, ...>).
+func parseTypeWith(name string, resolve func(name string) (*typeNode, error)) (*typeNode, error) {
+	p := typeParser{src: name, resolve: resolve}
 	n, err := p.parse(0, false)
 	if err != nil {
 		return nil, err
@@ -99,8 +113,9 @@ func parseTypeName(name string) (*typeNode, error) {
 }
 
 type typeParser struct {
-	src string
-	pos int
+	src     string
+	pos     int
+	resolve func(name string) (*typeNode, error)
 }
 
 func (p *typeParser) skipSpace() {
@@ -119,7 +134,7 @@ func (p *typeParser) word() string {
 		}
 		p.pos++
 	}
-	return strings.ToLower(p.src[start:p.pos])
+	return p.src[start:p.pos]
 }
 
 func (p *typeParser) peek() byte {
@@ -136,7 +151,8 @@ func (p *typeParser) parse(depth int, frozen bool) (*typeNode, error) {
 	if depth > maxParamDepth {
 		return nil, fmt.Errorf("type %q is nested too deeply (at most %d levels)", p.src, maxParamDepth)
 	}
-	w := p.word()
+	raw := p.word()
+	w := strings.ToLower(raw)
 	if p.peek() != '<' {
 		switch w {
 		case "list", "set", "map", "tuple", "frozen":
@@ -151,7 +167,20 @@ func (p *typeParser) parse(depth int, frozen bool) (*typeNode, error) {
 				return &typeNode{scalar: t}, nil
 			}
 		}
-		return nil, fmt.Errorf("unsupported type %q", w)
+		if p.resolve == nil {
+			return nil, fmt.Errorf("unsupported type %q", w)
+		}
+		n, err := p.resolve(raw)
+		if err != nil {
+			return nil, err
+		}
+		if !frozen {
+			return nil, fmt.Errorf("non-frozen user-defined types are not supported yet (use frozen<%s>)", raw)
+		}
+		return n, nil
+	}
+	if w == "udt" && p.resolve == nil {
+		return p.parseUDT(depth)
 	}
 	p.pos++ // '<'
 	var args []*typeNode
@@ -178,7 +207,7 @@ func (p *typeParser) parse(depth int, frozen bool) (*typeNode, error) {
 			return nil, fmt.Errorf("frozen takes one type, not %d", len(args))
 		}
 		if args[0].kind == NotParametric {
-			return nil, fmt.Errorf("frozen<> is only allowed on collections and tuples, not on %s", args[0].scalar)
+			return nil, fmt.Errorf("frozen<> is only allowed on collections, tuples and user-defined types, not on %s", args[0].scalar)
 		}
 		return args[0], nil
 	case "list", "set":
@@ -270,6 +299,9 @@ func (n *typeNode) check(v []byte) error {
 		}
 		return n.scalar.Check(v)
 	}
+	if n.kind == ParamUDT {
+		return n.checkUDT(v)
+	}
 	if n.kind == ParamTuple {
 		rest := v
 		for i, e := range n.elems {
@@ -342,11 +374,15 @@ func (n *typeNode) compare(a, b []byte) int {
 	if n.kind == NotParametric {
 		return n.scalar.Compare(a, b)
 	}
-	if n.kind == ParamTuple {
+	if n.kind == ParamTuple || n.kind == ParamUDT { // a UDT's missing trailing fields are nulls
 		for _, e := range n.elems {
 			var x, y []byte
-			x, a, _ = paramElement(a)
-			y, b, _ = paramElement(b)
+			if len(a) > 0 {
+				x, a, _ = paramElement(a)
+			}
+			if len(b) > 0 {
+				y, b, _ = paramElement(b)
+			}
 			switch {
 			case x == nil && y == nil:
 				continue
@@ -411,6 +447,9 @@ func (n *typeNode) decode(v []byte) any {
 		x, _ := n.scalar.Decode(v)
 		return x
 	}
+	if n.kind == ParamUDT {
+		return n.decodeUDT(v)
+	}
 	if n.kind == ParamTuple {
 		out := make(Tuple, len(n.elems))
 		for i, e := range n.elems {
@@ -458,6 +497,12 @@ func (n *typeNode) decode(v []byte) any {
 func (n *typeNode) literal(v cql.Term, bind func(*cql.Literal) (v []byte, ok bool, err error)) (b []byte, mismatch bool, err error) {
 	if n.kind == NotParametric {
 		return literalValue(n.scalar, v)
+	}
+	if u, ok := v.(*cql.UDTLiteral); ok {
+		if n.kind != ParamUDT {
+			return nil, true, nil
+		}
+		return n.literalUDT(u, bind)
 	}
 	if lit, ok := v.(*cql.Literal); ok {
 		switch lit.Kind {
@@ -652,6 +697,14 @@ func nestedMarkers(t Type, col string, v cql.Term, f func(lit *cql.Literal, name
 				visit(e, n.elems[0], "value("+col+")")
 			}
 		}
+	case *cql.UDTLiteral:
+		if n.kind == ParamUDT {
+			for _, f := range x.Fields {
+				if i := slices.Index(n.udt.fields, f.Name.Name); i >= 0 {
+					visit(f.Value, n.elems[i], col+"."+f.Name.Name)
+				}
+			}
+		}
 	case *cql.MapLiteral:
 		if n.kind == ParamMap {
 			for _, e := range x.Entries {
@@ -681,6 +734,9 @@ func (t Type) Normalize(v []byte) ([]byte, error) {
 func (n *typeNode) normalize(v []byte) ([]byte, error) {
 	if n.kind == NotParametric {
 		return v, n.scalar.Check(v)
+	}
+	if n.kind == ParamUDT {
+		return n.normalizeUDT(v)
 	}
 	if n.kind == ParamTuple {
 		rest := v
@@ -749,4 +805,24 @@ func (n *typeNode) normalize(v []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// Check is c.Type.Check(v), without parsing a parametric type again: a Column of a Table keeps
+// its type parsed (see Column), so that checking a frozen or tuple value allocates nothing.
+func (c *Column) Check(v []byte) error {
+	if c.parsed == nil || v == nil {
+		return c.Type.Check(v)
+	}
+	if err := c.parsed.check(v); err != nil {
+		return fmt.Errorf("invalid %s value: %w", c.Type, err)
+	}
+	return nil
+}
+
+// Compare is c.Type.Compare(a, b), without parsing a parametric type again (see Check).
+func (c *Column) Compare(a, b []byte) int {
+	if c.parsed == nil {
+		return c.Type.Compare(a, b)
+	}
+	return c.parsed.compare(a, b)
 }

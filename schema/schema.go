@@ -106,6 +106,10 @@ type Keyspace struct {
 	// shares, cluster-wide; zero for none.
 	RateLimit RateLimit
 
+	// userTypes are the keyspace's user-defined types by name (see udt.go); never changed
+	// once the Keyspace is built.
+	userTypes map[string]*UserType
+
 	dropped bool // a tombstone: the keyspace was dropped at Version
 }
 
@@ -150,6 +154,11 @@ type Column struct {
 	// Descending is set on a clustering column declared DESC in CLUSTERING
 	// ORDER BY: rows sort by it in the reverse of its type's order.
 	Descending bool
+
+	// parsed is Type parsed, for a parametric type, set when the table's
+	// columns are set (setColumns) so that Check and Compare parse nothing;
+	// nil for a scalar type or a Column built by hand.
+	parsed *typeNode
 }
 
 // RateLimit is the per_partition_rate_limit option of a table: the most
@@ -407,6 +416,12 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 		return s.dropKeyspace(st, c)
 	case *cql.CreateTableStmt:
 		return s.createTable(st, keyspace, c)
+	case *cql.CreateTypeStmt:
+		return s.createType(st, keyspace, c)
+	case *cql.AlterTypeStmt:
+		return s.alterType(st, keyspace, c)
+	case *cql.DropTypeStmt:
+		return s.dropType(st, keyspace, c)
 	case *cql.AlterTableStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
@@ -416,7 +431,11 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 			}
 			return nil, err
 		}
-		nt, err := t.Alter(st, after(c.Version, t.Version))
+		var udts map[string]*UserType
+		if k, ok := s.Keyspace(t.Keyspace); ok {
+			udts = k.userTypes
+		}
+		nt, err := t.alter(st, after(c.Version, t.Version), udts)
 		if err != nil {
 			return nil, err
 		}
@@ -571,7 +590,7 @@ func (s *Schema) createTable(st *cql.CreateTableStmt, keyspace string, c Change)
 	if id == 0 {
 		id = TableIDFor(ksName, st.Table.Name.Name, v)
 	}
-	t, err := NewTable(st, ksName, id, v)
+	t, err := newTable(st, ksName, id, v, k.userTypes)
 	if err != nil {
 		return nil, err
 	}
@@ -679,6 +698,12 @@ func StatementName(stmt cql.Statement) string {
 		return "ALTER TABLE"
 	case *cql.DropTableStmt:
 		return "DROP TABLE"
+	case *cql.CreateTypeStmt:
+		return "CREATE TYPE"
+	case *cql.AlterTypeStmt:
+		return "ALTER TYPE"
+	case *cql.DropTypeStmt:
+		return "DROP TYPE"
 	case *cql.TruncateStmt:
 		return "TRUNCATE"
 	case *cql.InsertStmt:

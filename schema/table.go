@@ -35,6 +35,11 @@ const validKeys = "valid keys are '" + KeyMaxReads + "', '" + KeyMaxWrites + "' 
 // the options. The caller (Apply) checks that the keyspace exists and
 // records its version in KeyspaceVersion.
 func NewTable(st *cql.CreateTableStmt, keyspace string, id TableID, v Version) (*Table, error) {
+	return newTable(st, keyspace, id, v, nil)
+}
+
+// newTable is NewTable in a keyspace whose user types are udts.
+func newTable(st *cql.CreateTableStmt, keyspace string, id TableID, v Version, udts map[string]*UserType) (*Table, error) {
 	name := st.Table.Name.Name
 	if err := checkName("table", name); err != nil {
 		return nil, err
@@ -42,7 +47,7 @@ func NewTable(st *cql.CreateTableStmt, keyspace string, id TableID, v Version) (
 	if id == 0 {
 		return nil, fmt.Errorf("table %s: table id 0 is not valid", qualified(keyspace, name))
 	}
-	t, err := buildTable(st, keyspace, name)
+	t, err := buildTable(st, keyspace, name, udts)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", qualified(keyspace, name), err)
 	}
@@ -50,7 +55,7 @@ func NewTable(st *cql.CreateTableStmt, keyspace string, id TableID, v Version) (
 	return t, nil
 }
 
-func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) {
+func buildTable(st *cql.CreateTableStmt, keyspace, name string, udts map[string]*UserType) (*Table, error) {
 	types := make(map[string]Type, len(st.Columns))
 	var inline []string
 	for _, c := range st.Columns {
@@ -60,7 +65,7 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 		if _, dup := types[c.Name.Name]; dup {
 			return nil, fmt.Errorf("column %s is defined twice", cql.QuoteIdent(c.Name.Name))
 		}
-		typ, err := LookupType(c.Type.Name)
+		typ, err := lookupTypeIn(c.Type.Name, keyspace, udts)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", cql.QuoteIdent(c.Name.Name), err)
 		}
@@ -101,6 +106,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string) (*Table, error) 
 			return nil, fmt.Errorf("column %s appears twice in the PRIMARY KEY", cql.QuoteIdent(n))
 		}
 		seen[n] = true
+		if strings.Contains(string(types[n]), "udt<") {
+			return nil, fmt.Errorf("user-defined types are not supported yet in PRIMARY KEY column %s", cql.QuoteIdent(n))
+		}
 		if strings.Contains(string(types[n]), string(TypeDuration)) { // duration, or a type holding one
 			return nil, fmt.Errorf("duration type is not supported for PRIMARY KEY column %s", cql.QuoteString(n))
 		}
@@ -200,7 +208,7 @@ func direction(desc bool) string {
 func (t *Table) CompareClustering(a, b [][]byte) int {
 	for i := range min(len(a), len(b), len(t.Clustering)) {
 		c := &t.Clustering[i]
-		if r := c.Type.Compare(a[i], b[i]); r != 0 {
+		if r := c.Compare(a[i], b[i]); r != 0 {
 			if c.Descending {
 				return -r
 			}
@@ -222,6 +230,11 @@ func (t *Table) HasDescending() bool {
 
 // setColumns sets Columns, its three parts and the name index.
 func (t *Table) setColumns(cols []Column, npk, nck int) {
+	for i := range cols {
+		if cols[i].parsed == nil { // a copied Column keeps its parsed type
+			cols[i].parsed = cols[i].Type.node()
+		}
+	}
 	t.Columns = cols
 	t.PartitionKey = cols[:npk:npk]
 	t.Clustering = cols[npk : npk+nck : npk+nck]
@@ -239,9 +252,14 @@ func (t *Table) setColumns(cols []Column, npk, nck int) {
 // ADD, DROP and RENAME change the columns (see alter.go); their errors read as
 // Cassandra's and carry the position of the column they are about.
 func (t *Table) Alter(st *cql.AlterTableStmt, v Version) (*Table, error) {
+	return t.alter(st, v, nil)
+}
+
+// alter is Alter in a keyspace whose user types are udts.
+func (t *Table) alter(st *cql.AlterTableStmt, v Version, udts map[string]*UserType) (*Table, error) {
 	if st.Action != cql.AlterOptions {
 		nt := *t
-		if err := nt.alterColumns(st, v); err != nil {
+		if err := nt.alterColumns(st, v, udts); err != nil {
 			return nil, err
 		}
 		if slices.Equal(nt.Columns, t.Columns) && slices.Equal(nt.droppedCols, t.droppedCols) {

@@ -154,6 +154,9 @@ func LookupType(name string) (Type, error) {
 			return t, nil
 		}
 	}
+	if strings.Contains(n, "udt<") { // kvnode's canonical form of a user type, not CQL
+		return TypeInvalid, fmt.Errorf("unsupported column type %q (a user-defined type is written frozen<name>)", name)
+	}
 	if i := strings.IndexByte(n, '<'); i > 0 {
 		switch strings.TrimSpace(n[:i]) {
 		case "set", "list", "map", "frozen", "tuple":

@@ -58,7 +58,7 @@ func TestLookupType(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"frozen<int>":                `type "frozen<int>": frozen<> is only allowed on collections and tuples, not on int`,
+		"frozen<int>":                `type "frozen<int>": frozen<> is only allowed on collections, tuples and user-defined types, not on int`,
 		"frozen<list<int, int>>":     `type "frozen<list<int, int>>": list takes one type, not 2`,
 		"frozen<map<int>>":           `type "frozen<map<int>>": map takes two types, not 1`,
 		"frozen<set<duration>>":      `type "frozen<set<duration>>": durations are not allowed inside sets: frozen<set<duration>>`,

@@ -441,6 +441,12 @@ func (e *Executor) authorize(ctx context.Context, stmt cql.Statement, keyspace s
 	case *cql.TruncateStmt:
 		perm = auth.Modify // as Cassandra: TRUNCATE needs MODIFY on the table
 		r, ok = tableResource(st.Table, keyspace)
+	case *cql.CreateTypeStmt, *cql.AlterTypeStmt, *cql.DropTypeStmt:
+		// As Cassandra: CREATE, ALTER or DROP on the type's keyspace.
+		perm = map[string]auth.Permission{"CREATE TYPE": auth.Create, "ALTER TYPE": auth.Alter, "DROP TYPE": auth.Drop}[schema.StatementName(stmt)]
+		if r, ok = tableResource(typeName(stmt), keyspace); ok {
+			r.Table = ""
+		}
 	default: // USE, DESCRIBE, BATCH (runBatch), the role statements (executeAuth)
 		return nil
 	}

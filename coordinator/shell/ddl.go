@@ -61,6 +61,11 @@ func schemaChange(stmt cql.Statement, keyspace string) coordinator.SchemaChange 
 		}
 		return coordinator.SchemaChange{Change: change, Target: coordinator.TargetTable, Keyspace: ks, Table: tn.Name.Name}
 	}
+	userType := func(change coordinator.SchemaChangeKind, tn cql.TableName) coordinator.SchemaChange {
+		sc := table(change, tn)
+		sc.Target = coordinator.TargetType
+		return sc
+	}
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt:
 		return coordinator.SchemaChange{Change: coordinator.Created, Target: coordinator.TargetKeyspace, Keyspace: st.Name.Name}
@@ -74,6 +79,12 @@ func schemaChange(stmt cql.Statement, keyspace string) coordinator.SchemaChange 
 		return table(coordinator.Updated, st.Table)
 	case *cql.DropTableStmt:
 		return table(coordinator.Dropped, st.Table)
+	case *cql.CreateTypeStmt:
+		return userType(coordinator.Created, st.Name)
+	case *cql.AlterTypeStmt:
+		return userType(coordinator.Updated, st.Name)
+	case *cql.DropTypeStmt:
+		return userType(coordinator.Dropped, st.Name)
 	}
 	return coordinator.SchemaChange{}
 }
@@ -170,4 +181,17 @@ func (e *Executor) describeSystem(st *cql.DescribeStmt, keyspace string) ([]sche
 		return e.system.Describe(ks, st.Table.Name.Name)
 	}
 	return nil, false
+}
+
+// typeName returns the type a CREATE, ALTER or DROP TYPE statement names.
+func typeName(stmt cql.Statement) cql.TableName {
+	switch st := stmt.(type) {
+	case *cql.CreateTypeStmt:
+		return st.Name
+	case *cql.AlterTypeStmt:
+		return st.Name
+	case *cql.DropTypeStmt:
+		return st.Name
+	}
+	return cql.TableName{}
 }

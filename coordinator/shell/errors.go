@@ -38,6 +38,12 @@ func namePos(stmt cql.Statement) cql.Pos {
 		return st.Table.Pos()
 	case *cql.TruncateStmt:
 		return st.Table.Pos()
+	case *cql.CreateTypeStmt:
+		return st.Name.Pos()
+	case *cql.AlterTypeStmt:
+		return st.Name.Pos()
+	case *cql.DropTypeStmt:
+		return st.Name.Pos()
 	case *cql.InsertStmt:
 		return st.Table.Pos()
 	case *cql.UpdateStmt:

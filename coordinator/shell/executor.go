@@ -389,7 +389,8 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 		return kindOther, cl, nil, coordinator.Result{}, err
 	}
 	switch st := stmt.(type) {
-	case *cql.CreateKeyspaceStmt, *cql.AlterKeyspaceStmt, *cql.DropKeyspaceStmt, *cql.CreateTableStmt, *cql.AlterTableStmt, *cql.DropTableStmt, *cql.TruncateStmt:
+	case *cql.CreateKeyspaceStmt, *cql.AlterKeyspaceStmt, *cql.DropKeyspaceStmt, *cql.CreateTableStmt, *cql.AlterTableStmt, *cql.DropTableStmt, *cql.TruncateStmt,
+		*cql.CreateTypeStmt, *cql.AlterTypeStmt, *cql.DropTypeStmt:
 		resp, err := e.executeDDL(ctx, st, keyspace)
 		if err == nil {
 			resp.Warnings = append(resp.Warnings, e.afterDDL(ctx, st, keyspace, resp)...)

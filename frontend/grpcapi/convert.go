@@ -159,6 +159,9 @@ var paramColumnTypes = [...]kvnodepb.ColumnType{
 // ColumnType returns the client API's column type of t.
 func ColumnType(t schema.Type) kvnodepb.ColumnType {
 	if kind, _ := t.Params(); kind != schema.NotParametric {
+		if kind == schema.ParamUDT {
+			return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED // not in the client API yet
+		}
 		return paramColumnTypes[kind]
 	}
 	return columnTypes[t] // COLUMN_TYPE_UNSPECIFIED for a type the map lacks
@@ -251,6 +254,9 @@ func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
 		kind, elems := t.Params()
 		if kind == schema.NotParametric {
 			return fmt.Errorf("unsupported column type %v", t)
+		}
+		if kind == schema.ParamUDT {
+			return fmt.Errorf("column type %s: user-defined types are not in the gRPC API yet (use CQL)", t.CQL())
 		}
 		return setParam(v, kind, elems, b)
 	}

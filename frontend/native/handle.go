@@ -365,7 +365,7 @@ func (s *Server) result(c *conn, res coordinator.Result, skipMetadata bool) (cql
 
 func schemaChange(sc coordinator.SchemaChange) cqlwire.SchemaChange {
 	out := cqlwire.SchemaChange{Change: sc.Change.String(), Target: sc.Target.String(), Keyspace: sc.Keyspace}
-	if sc.Target == coordinator.TargetTable {
+	if sc.Target == coordinator.TargetTable || sc.Target == coordinator.TargetType {
 		out.Name = sc.Table
 	}
 	return out

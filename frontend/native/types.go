@@ -11,6 +11,17 @@ import (
 // conversion: the schema's canonical encodings are the protocol's (a collection's too: an
 // [int] count, then each element, key and value as [bytes]).
 func wireType(t schema.Type) (cqlwire.Type, error) {
+	if u, ok := t.UserType(); ok { // the protocol's UDT option: keyspace, name, fields
+		wt := cqlwire.Type{ID: cqlwire.TypeUDT, Keyspace: u.Keyspace, Name: u.Name, Fields: u.FieldNames, Elems: make([]cqlwire.Type, len(u.FieldTypes))}
+		for i, e := range u.FieldTypes {
+			w, err := wireType(e)
+			if err != nil {
+				return cqlwire.Type{}, err
+			}
+			wt.Elems[i] = w
+		}
+		return wt, nil
+	}
 	if kind, elems := t.Params(); kind != schema.NotParametric {
 		wt := cqlwire.Type{ID: paramIDs[kind], Elems: make([]cqlwire.Type, len(elems))}
 		for i, e := range elems {

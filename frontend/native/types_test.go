@@ -1,8 +1,10 @@
 package native
 
 import (
+	"reflect"
 	"testing"
 
+	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -35,5 +37,31 @@ func TestWireTypes(t *testing.T) {
 	}
 	if _, err := wireType(schema.TypeInvalid); err == nil {
 		t.Error("wireType(invalid) succeeded")
+	}
+}
+
+// TestWireTypeUDT: a user type's column is the protocol's UDT option with the type's keyspace,
+// name and fields, nested types included.
+func TestWireTypeUDT(t *testing.T) {
+	s, err := schema.Build(`CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};
+CREATE TYPE ks.address (street text, zip int);
+CREATE TYPE ks.person (name text, homes frozen<list<frozen<address>>>);
+CREATE TABLE ks.t (k int PRIMARY KEY, p frozen<person>)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := s.Table("ks", "t")
+	c, _ := tb.Column("p")
+	got, err := wireType(c.Type)
+	addr := cqlwire.Type{ID: cqlwire.TypeUDT, Keyspace: "ks", Name: "address", Fields: []string{"street", "zip"},
+		Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}, {ID: cqlwire.TypeInt}}}
+	want := cqlwire.Type{ID: cqlwire.TypeUDT, Keyspace: "ks", Name: "person", Fields: []string{"name", "homes"},
+		Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}, {ID: cqlwire.TypeList, Elems: []cqlwire.Type{addr}}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("wireType(%s) = %+v, %v; want %+v", c.Type, got, err, want)
+	}
+	sc := schemaChange(coordinator.SchemaChange{Change: coordinator.Created, Target: coordinator.TargetType, Keyspace: "ks", Table: "address"})
+	if sc.Target != "TYPE" || sc.Name != "address" || sc.Keyspace != "ks" {
+		t.Errorf("schema change of CREATE TYPE = %+v, want TYPE ks address", sc)
 	}
 }

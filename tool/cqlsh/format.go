@@ -124,6 +124,12 @@ func formatValue(v any) string {
 		return "{" + formatElems(v) + "}"
 	case schema.Tuple:
 		return "(" + formatElems(v) + ")"
+	case schema.UDT: // as cqlsh: {street: 'main', zip: 5}, null fields included
+		q := make([]string, len(v))
+		for i, f := range v {
+			q[i] = cql.QuoteIdent(f.Name) + ": " + formatElem(f.Value)
+		}
+		return "{" + strings.Join(q, ", ") + "}"
 	case schema.Map:
 		q := make([]string, len(v))
 		for i, e := range v {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kvnode/kvnode/cqlwire"
 	"time"
 
 	"github.com/kvnode/kvnode/client"
@@ -150,5 +152,30 @@ func TestWriteRowsAlignsColumns(t *testing.T) {
 		"(2 rows)\n"
 	if b.String() != want {
 		t.Errorf("two-row table printed as\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestUserTypeDisplay: a user type learnt from the native protocol's UDT option decodes its
+// values, and they show as cqlsh shows them, missing trailing fields as null.
+func TestUserTypeDisplay(t *testing.T) {
+	wt := cqlwire.Type{ID: cqlwire.TypeUDT, Keyspace: "ks", Name: "address", Fields: []string{"street", "zip", "tags"},
+		Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}, {ID: cqlwire.TypeInt}, {ID: cqlwire.TypeSet, Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}}}}}
+	st, err := schemaType(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CQL() != "frozen<address>" {
+		t.Errorf("schemaType gave %s", st)
+	}
+	v := []byte{0, 0, 0, 4, 'm', 'a', 'i', 'n', 0, 0, 0, 4, 0, 0, 0, 5} // street 'main', zip 5, no tags
+	x, err := st.Decode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := formatValue(x), "{street: 'main', zip: 5, tags: null}"; got != want {
+		t.Errorf("formatValue = %s, want %s", got, want)
+	}
+	if _, err := schemaType(cqlwire.Type{ID: cqlwire.TypeUDT, Keyspace: "ks", Name: "bad name", Fields: []string{"a"}, Elems: []cqlwire.Type{{ID: cqlwire.TypeInt}}}); err == nil {
+		t.Error("schemaType accepted a user type name no type can have")
 	}
 }

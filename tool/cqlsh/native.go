@@ -294,6 +294,17 @@ func schemaType(t cqlwire.Type) (schema.Type, error) {
 	case t.ID == cqlwire.TypeMap && len(t.Elems) == 2 && text(t.Elems[0]) && t.Elems[1].ID == cqlwire.TypeBlob:
 		return schema.TypeMapTextBlob, nil
 	}
+	if t.ID == cqlwire.TypeUDT {
+		elems := make([]schema.Type, len(t.Elems))
+		for i, e := range t.Elems {
+			et, err := schemaType(e)
+			if err != nil {
+				return schema.TypeInvalid, err
+			}
+			elems[i] = et
+		}
+		return schema.UserTypeOf(t.Keyspace, t.Name, t.Fields, elems)
+	}
 	// Any other collection, and every tuple, is a frozen value of a table's column.
 	kind := map[cqlwire.TypeID]string{cqlwire.TypeList: "list", cqlwire.TypeSet: "set", cqlwire.TypeMap: "map", cqlwire.TypeTuple: "tuple"}[t.ID]
 	if kind != "" && len(t.Elems) > 0 {

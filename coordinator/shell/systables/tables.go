@@ -220,7 +220,7 @@ func definitions() []*table {
 		define(KeyspaceSystemSchema, "types", ksName, []string{"type_name", "text"}, []string{
 			"field_names", "frozen<list<text>>",
 			"field_types", "frozen<list<text>>",
-		}, none),
+		}, typeRows),
 		define(KeyspaceSystemSchema, "functions", ksName, []string{"function_name", "text", "argument_types", "frozen<list<text>>"}, []string{
 			"argument_names", "frozen<list<text>>",
 			"body", "text",
@@ -491,18 +491,45 @@ func columnRows(v *view) []map[string][]byte {
 				continue
 			}
 			for i, c := range t.PartitionKey {
-				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.String(), "partition_key", i, "none"))
+				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.CQL(), "partition_key", i, "none"))
 			}
 			for i, c := range t.Clustering {
 				order := "asc"
 				if c.Descending {
 					order = "desc"
 				}
-				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.String(), "clustering", i, order))
+				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.CQL(), "clustering", i, order))
 			}
 			for _, c := range t.Regular {
-				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.String(), "regular", -1, "none"))
+				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.CQL(), "regular", -1, "none"))
 			}
+		}
+	}
+	return rows
+}
+
+// typeRows are the user-defined types: their fields' names and types (as Cassandra prints them,
+// a user type as frozen<name>), in order.
+func typeRows(v *view) []map[string][]byte {
+	var rows []map[string][]byte
+	for _, ks := range v.schema.Keyspaces() {
+		if !v.keep("keyspace_name", ks.Name) {
+			continue
+		}
+		for _, u := range ks.UserTypes() {
+			if !v.keep("type_name", u.Name) {
+				continue
+			}
+			types := make([]string, len(u.FieldTypes))
+			for i, t := range u.FieldTypes {
+				types[i] = t.CQL()
+			}
+			rows = append(rows, map[string][]byte{
+				"keyspace_name": encText(ks.Name),
+				"type_name":     encText(u.Name),
+				"field_names":   encTextList(u.FieldNames),
+				"field_types":   encTextList(types),
+			})
 		}
 	}
 	return rows

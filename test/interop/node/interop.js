@@ -500,6 +500,36 @@ class Steps {
       return g === w ? null : `the metadata has types ${g}, want ${w}`;
     });
   }
+
+  async user_types() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TYPE ${ks}.address (street text, zip int)`);
+    await client.execute(`CREATE TABLE ${ks}.homes (k int PRIMARY KEY, a frozen<address>)`);
+    const opts = { prepare: true };
+    await client.execute(`INSERT INTO ${ks}.homes (k, a) VALUES (?, ?)`, [1, { street: 'main', zip: 5 }], opts);
+    await client.execute(`INSERT INTO ${ks}.homes (k, a) VALUES (2, {street: 'lit', zip: 9})`);
+    for (const [k, want] of [[1, { street: 'main', zip: 5 }], [2, { street: 'lit', zip: 9 }]]) {
+      const res = await client.execute(`SELECT a FROM ${ks}.homes WHERE k = ?`, [k], opts);
+      const col = res.columns[0].type;
+      check(col.code === 0x30 && col.info.keyspace === ks && col.info.name === 'address' && col.info.fields.map((f) => f.name).join() === 'street,zip',
+        `the result metadata of a is ${JSON.stringify(col)}, want the UDT ${ks}.address (street, zip)`);
+      const a = res.rows[0].a;
+      check(a && a.street === want.street && a.zip === want.zip, `row ${k} reads ${JSON.stringify(a)}, want ${JSON.stringify(want)}`);
+    }
+    await waitUntil('client.metadata describes type address', async () => {
+      const u = await client.metadata.getUdt(ks, 'address');
+      if (!u) {
+        return 'no type address in the metadata yet';
+      }
+      const got = JSON.stringify(u.fields.map((f) => [f.name, f.type.code === 0x0a ? 0x0d : f.type.code]));
+      const want = JSON.stringify([['street', 0x0d], ['zip', 0x09]]);
+      return got === want ? null : `type address has fields ${got}, want ${want}`;
+    });
+    await client.execute(`ALTER TYPE ${ks}.address ADD city text`);
+    const a = (await client.execute(`SELECT a FROM ${ks}.homes WHERE k = ?`, [1], opts)).rows[0].a;
+    check(a.street === 'main' && a.zip === 5 && (a.city === null || a.city === undefined),
+      `after ALTER TYPE ADD row 1 reads ${JSON.stringify(a)}, want city empty`);
+  }
 }
 
 async function main() {
@@ -510,7 +540,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types'];
   let passed = 0;
   let failed = 0;
   try {

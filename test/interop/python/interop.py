@@ -439,6 +439,46 @@ class Steps:
         wait_until("cluster.metadata describes the frozen table", described)
 
 
+    def user_types(self):
+        """A frozen user-defined type: written through a prepared statement from a class the
+        driver maps (register_user_type), read back as that class, described by
+        cluster.metadata (user_types, and the column as frozen<address>); a row written before
+        ALTER TYPE ADD reads with the new field None."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TYPE %s.address (street text, zip int)" % ks)
+        s.execute("CREATE TABLE %s.homes (k int PRIMARY KEY, a frozen<address>)" % ks)
+
+        def known():
+            u = self.cluster.metadata.keyspaces[ks].user_types.get("address")
+            if u is None:
+                return "no type address in the metadata yet"
+            got = (list(u.field_names), list(u.field_types))
+            return None if got == (["street", "zip"], ["text", "int"]) else "type address is %r" % (got,)
+        wait_until("cluster.metadata describes type address", known)
+
+        class Address(object):
+            def __init__(self, street=None, zip=None, city=None):
+                self.street, self.zip, self.city = street, zip, city
+
+        self.cluster.register_user_type(ks, "address", Address)
+        s.execute(s.prepare("INSERT INTO %s.homes (k, a) VALUES (?, ?)" % ks), [1, Address("main", 5)])
+        s.execute("INSERT INTO %s.homes (k, a) VALUES (2, {street: 'lit', zip: 9})" % ks)
+        select = s.prepare("SELECT a FROM %s.homes WHERE k = ?" % ks)
+        for k, want in ((1, ("main", 5)), (2, ("lit", 9))):
+            a = s.execute(select, [k]).one().a
+            check(isinstance(a, Address) and (a.street, a.zip) == want, "row %d reads %r, want Address%r" % (k, vars(a) if a else a, want))
+
+        def column():
+            t = self.cluster.metadata.keyspaces[ks].tables.get("homes")
+            if t is None:
+                return "no table homes in the metadata yet"
+            return None if t.columns["a"].cql_type == "frozen<address>" else "column a is %r" % t.columns["a"].cql_type
+        wait_until("cluster.metadata describes column homes.a", column)
+        s.execute("ALTER TYPE %s.address ADD city text" % ks)
+        a = s.execute(s.prepare("SELECT a FROM %s.homes WHERE k = ?" % ks), [1]).one().a
+        check((a.street, a.zip, getattr(a, "city", None)) == ("main", 5, None), "after ALTER TYPE ADD row 1 reads %r" % (vars(a),))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: interop.py CONFIG.json")
@@ -448,7 +488,7 @@ def main():
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.alter_keyspace, steps.schema_export_replays, steps.every_type, steps.paging,
-            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types]
+            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):

@@ -1,0 +1,119 @@
+package interop
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gocql/gocql"
+
+	"github.com/kvnode/kvnode/internal/poll"
+)
+
+// address is the Go side of the user type ks.address, mapped by gocql through its cql tags.
+type address struct {
+	Street string `cql:"street"`
+	Zip    int    `cql:"zip"`
+	City   string `cql:"city"`
+}
+
+// testGocqlUDT creates a user type and a table with a frozen<address> column, writes it with
+// prepared statements from a struct and from a map and as a literal, reads it back into a
+// struct, checks the result metadata (the protocol's UDT option) and gocql's keyspace metadata
+// (system_schema.types), adds a field with ALTER TYPE and reads an old row with the new field
+// empty, and checks that DROP TYPE is refused while the table uses the type.
+func testGocqlUDT(t *testing.T, session *gocql.Session) {
+	for _, ddl := range []string{
+		fmt.Sprintf("CREATE TYPE %s.address (street text, zip int)", keyspace),
+		fmt.Sprintf("CREATE TABLE %s.homes (k int PRIMARY KEY, a frozen<address>, l frozen<list<frozen<address>>>)", keyspace),
+	} {
+		if err := session.Query(ddl).Exec(); err != nil {
+			t.Fatalf("gocql: %s: %v", ddl, err)
+		}
+	}
+	ins := fmt.Sprintf("INSERT INTO %s.homes (k, a) VALUES (?, ?)", keyspace)
+	if err := session.Query(ins, 1, address{Street: "main", Zip: 5}).Exec(); err != nil {
+		t.Fatalf("gocql: %s with a struct: %v", ins, err)
+	}
+	if err := session.Query(ins, 2, map[string]any{"street": "side", "zip": 7}).Exec(); err != nil {
+		t.Fatalf("gocql: %s with a map: %v", ins, err)
+	}
+	lit := fmt.Sprintf("INSERT INTO %s.homes (k, a, l) VALUES (3, {street: 'lit', zip: 9}, [{street: 'x'}])", keyspace)
+	if err := session.Query(lit).Exec(); err != nil {
+		t.Fatalf("gocql: %s: %v", lit, err)
+	}
+	read := func(k int) address {
+		t.Helper()
+		iter := session.Query(fmt.Sprintf("SELECT a FROM %s.homes WHERE k = ?", keyspace), k).Iter()
+		cols := iter.Columns()
+		if len(cols) != 1 || cols[0].TypeInfo.Type() != gocql.TypeUDT {
+			t.Errorf("gocql: result metadata %v, want a of type udt", cols)
+		} else if ut, ok := cols[0].TypeInfo.(gocql.UDTTypeInfo); !ok || ut.KeySpace != keyspace || ut.Name != "address" || len(ut.Elements) < 2 || ut.Elements[0].Name != "street" {
+			t.Errorf("gocql: UDT metadata %+v, want %s.address with fields street, zip", cols[0].TypeInfo, keyspace)
+		}
+		var a address
+		if !iter.Scan(&a) {
+			t.Errorf("gocql: no row %d", k)
+		}
+		if err := iter.Close(); err != nil {
+			t.Errorf("gocql: reading row %d: %v", k, err)
+		}
+		return a
+	}
+	for k, want := range map[int]address{1: {"main", 5, ""}, 2: {"side", 7, ""}, 3: {"lit", 9, ""}} {
+		if got := read(k); got != want {
+			t.Errorf("gocql: row %d reads %+v, want %+v", k, got, want)
+		}
+	}
+
+	poll.Must(t, discoverTimeout, "gocql knows type address", func() error {
+		km, err := session.KeyspaceMetadata(keyspace)
+		if err != nil {
+			return err
+		}
+		if _, ok := km.Types["address"]; !ok {
+			return errors.New("no type address in the keyspace metadata")
+		}
+		return nil
+	})
+	km, err := session.KeyspaceMetadata(keyspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ty := km.Types["address"]; !reflect.DeepEqual(ty.FieldNames, []string{"street", "zip"}) || !reflect.DeepEqual(ty.FieldTypes, []string{"text", "int"}) {
+		t.Errorf("gocql: type metadata %+v, want fields street text, zip int", ty)
+	}
+	tm, err := session.TableMetadata(keyspace, "homes")
+	if err != nil {
+		t.Fatalf("gocql: table metadata of homes: %v", err)
+	}
+	if col, ok := tm.Columns["a"]; !ok || col.Type != "frozen<address>" {
+		t.Errorf("gocql sees column homes.a as %+v, want frozen<address>", col)
+	}
+
+	alter := fmt.Sprintf("ALTER TYPE %s.address ADD city text", keyspace)
+	if err := session.Query(alter).Exec(); err != nil {
+		t.Fatalf("gocql: %s: %v", alter, err)
+	}
+	if err := session.Query(ins, 4, address{Street: "new", Zip: 1, City: "c"}).Exec(); err != nil {
+		t.Fatalf("gocql: %s after ALTER TYPE: %v", ins, err)
+	}
+	if got, want := read(1), (address{"main", 5, ""}); got != want {
+		t.Errorf("gocql: a row written before ALTER TYPE ADD reads %+v, want %+v", got, want)
+	}
+	if got, want := read(4), (address{"new", 1, "c"}); got != want {
+		t.Errorf("gocql: a row written after ALTER TYPE ADD reads %+v, want %+v", got, want)
+	}
+	drop := fmt.Sprintf("DROP TYPE %s.address", keyspace)
+	err = session.Query(drop).Exec()
+	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "still used by table") {
+		t.Errorf("gocql: %s answered %v, want Invalid naming the table that uses it", drop, err)
+	}
+	nonFrozen := fmt.Sprintf("CREATE TABLE %s.nf (k int PRIMARY KEY, a address)", keyspace)
+	err = session.Query(nonFrozen).Exec()
+	if err == nil || !strings.Contains(err.Error(), "non-frozen user-defined types are not supported yet (use frozen<address>)") {
+		t.Errorf("gocql: %s answered %v, want the non-frozen refusal", nonFrozen, err)
+	}
+}
