@@ -60,6 +60,12 @@ func LiteralValue(t Type, v cql.Term) ([]byte, error) {
 // string literal 'abc'".
 func (c *Column) Value(v cql.Term) ([]byte, error) {
 	b, mismatch, err := literalValue(c.Type, v)
+	return c.assigned(v, b, mismatch, err)
+}
+
+// assigned returns b, the value converted from v for c, or the conversion's error naming the
+// column: mismatch when v is no literal of c's type at all, err when it is one but invalid.
+func (c *Column) assigned(v cql.Term, b []byte, mismatch bool, err error) ([]byte, error) {
 	switch {
 	case mismatch:
 		return nil, fmt.Errorf("column %s is %s; cannot assign %s", cql.QuoteIdent(c.Name), c.Type, describeTerm(v))

@@ -663,13 +663,7 @@ func (c *Column) boundValue(v cql.Term, bind func(*cql.Literal) ([]byte, bool, e
 		return c.Value(v)
 	}
 	b, mismatch, err := n.literal(v, bind)
-	switch {
-	case mismatch:
-		return nil, fmt.Errorf("column %s is %s; cannot assign %s", cql.QuoteIdent(c.Name), c.Type, describeTerm(v))
-	case err != nil:
-		return nil, fmt.Errorf("column %s: %w", cql.QuoteIdent(c.Name), err)
-	}
-	return b, nil
+	return c.assigned(v, b, mismatch, err)
 }
 
 // nestedMarkers calls f for each bind marker inside v, a literal of the parametric type t, with
