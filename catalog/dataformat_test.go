@@ -181,3 +181,44 @@ func TestUserTypesNeedFormat(t *testing.T) {
 		t.Errorf("DROP TYPE of a type in use: %v, want a refusal naming the table", err)
 	}
 }
+
+// TestUserTypeKeysNeedFormat: while a member gossips a data format before schema.FormatUDTKeys
+// (and after schema.FormatUDT), a table with a user type in its primary key is refused naming
+// the column, data format 6 and the member, while one with a user type as a regular column
+// passes; a member below both formats is named with the newest format the table needs. Once
+// every member reports the format, the table is agreed.
+func TestUserTypeKeysNeedFormat(t *testing.T) {
+	h := newHarness(t, "n1", "n2", "n3")
+	setFormats := func(n2, n3 int) {
+		h.mu.Lock()
+		h.formats = map[string]int{"n1": schema.FormatUDTKeys, "n2": n2, "n3": n3}
+		h.mu.Unlock()
+	}
+	setFormats(schema.FormatUDTKeys, schema.FormatUDTKeys-1)
+	h.mustDDL("n1", ksRF3)
+	h.mustDDL("n1", "CREATE TYPE ks.point (x int, y int)")
+	h.mustDDL("n1", "CREATE TABLE ks.plain (k int PRIMARY KEY, p frozen<point>)")
+	const create = "CREATE TABLE ks.keyed (k int, p frozen<point>, v int, PRIMARY KEY (k, p))"
+	for _, c := range []struct {
+		n2, n3 int
+		want   string
+	}{
+		{schema.FormatUDTKeys, schema.FormatUDTKeys - 1, "nodes n3 still run"},
+		{schema.FormatUDT - 1, schema.FormatUDTKeys - 1, "nodes n2, n3 still run"},
+	} {
+		setFormats(c.n2, c.n3)
+		before := h.node("n1").Digest()
+		_, _, err := h.ddl("n1", create)
+		var ie *coordinator.InvalidError
+		if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), "primary key column p of type frozen<point>") ||
+			!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), fmt.Sprintf("data format %d", schema.FormatUDTKeys)) {
+			t.Errorf("%s with n2, n3 on formats %d, %d: %v, want an invalid-statement error naming the column, data format %d and %q",
+				create, c.n2, c.n3, err, schema.FormatUDTKeys, c.want)
+		}
+		if after := h.node("n1").Digest(); after != before {
+			t.Error("the refused CREATE TABLE changed n1's schema")
+		}
+	}
+	setFormats(schema.FormatUDTKeys, schema.FormatUDTKeys)
+	h.mustDDL("n2", create)
+}

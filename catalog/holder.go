@@ -385,12 +385,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 			return false, nil, err
 		}
 	}
-	var older, olderLevels, olderTypes, olderUDT []string // members of a format before schema.FormatExpiring, schema.FormatLevels, schema.FormatTypes, schema.FormatUDT
+	var members []Member
 	if gossip != nil {
-		olderUDT = belowFormat(gossip.Members(), schema.FormatUDT)
-		older = belowFormat(gossip.Members(), schema.FormatExpiring)
-		olderLevels = belowFormat(gossip.Members(), schema.FormatLevels)
-		olderTypes = belowFormat(gossip.Members(), schema.FormatTypes)
+		members = gossip.Members()
 	}
 	var mine []schema.Version // versions this proposal gave the object in earlier rounds
 	chosen, changed, err := proposer.propose(ctx, proposal{
@@ -409,16 +406,7 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 			if err := h.limits.Check(ks, base, next, h.Schema()); err != nil {
 				return nil, err
 			}
-			if err := checkFormats(next, ks, table, older); err != nil {
-				return nil, err
-			}
-			if err := checkLevelFormats(next, ks, table, olderLevels); err != nil {
-				return nil, err
-			}
-			if err := checkTypeFormats(next, ks, table, olderTypes); err != nil {
-				return nil, err
-			}
-			if err := checkUDTFormats(next, ks, table, olderUDT); err != nil {
+			if err := checkFormats(next, ks, table, members); err != nil {
 				return nil, err
 			}
 			if v, ok := next.EntryVersion(ks, table); ok && next != base {
@@ -529,101 +517,28 @@ func belowFormat(ms []Member, v int) []string {
 	return ids
 }
 
-// checkFormats refuses a change that leaves keyspace ks (table "") or table ks.table with features that nodes of a data
-// format before schema.FormatExpiring cannot decode while older, the ids of such members, is not
-// empty: they would refuse the whole schema (its flags are unknown to them) and fall out of
-// schema agreement, and would store writes with the table's default_time_to_live as never
-// expiring.
-func checkFormats(next *schema.Schema, ks, table string, older []string) error {
-	if len(older) == 0 {
-		return nil
-	}
-	if table == "" {
-		k, ok := next.Keyspace(ks)
-		if !ok {
-			return nil
+// checkFormats refuses a change that leaves keyspace ks (table "") or table ks.table (or the
+// service levels) with a feature that members of an older data format than the feature needs
+// cannot decode (schema.FormatNeeds), naming the features of the newest format some member
+// lacks and those members: they would refuse the whole schema and fall out of schema agreement.
+func checkFormats(next *schema.Schema, ks, table string, members []Member) error {
+	what, needs := next.FormatNeeds(ks, table)
+	var format int
+	var fs, older []string
+	for _, n := range needs {
+		switch ids := belowFormat(members, n.Format); {
+		case len(ids) == 0 || n.Format < format:
+		case n.Format > format:
+			format, fs, older = n.Format, []string{n.Feature}, ids
+		default:
+			fs = append(fs, n.Feature)
 		}
-		if fs := k.FormatFeatures(); len(fs) > 0 {
-			return fmt.Errorf("keyspace %s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
-				ks, strings.Join(fs, ", "), schema.FormatExpiring, strings.Join(older, ", "))
-		}
-		return nil
-	}
-	t, ok := next.Table(ks, table)
-	if !ok {
-		return nil
-	}
-	fs := t.FormatFeatures()
-	if len(fs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
-		ks, table, strings.Join(fs, ", "), schema.FormatExpiring, strings.Join(older, ", "))
-}
-
-// checkLevelFormats refuses a change that leaves the service levels (ks schema.LevelsKey) or
-// keyspace ks (table "") with what nodes of a data format before schema.FormatLevels cannot
-// decode while older, the ids of such members, is not empty: they would refuse the whole schema
-// and fall out of schema agreement.
-func checkLevelFormats(next *schema.Schema, ks, table string, older []string) error {
-	if len(older) == 0 || table != "" {
-		return nil
-	}
-	var fs []string
-	what := "the schema"
-	if ks == schema.LevelsKey {
-		fs = next.LevelFormatFeatures()
-	} else if k, ok := next.Keyspace(ks); ok {
-		fs, what = k.LevelsFormatFeatures(), "keyspace "+ks
 	}
 	if len(fs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
-		what, strings.Join(fs, ", "), schema.FormatLevels, strings.Join(older, ", "))
-}
-
-// checkTypeFormats refuses a change that leaves table ks.table with columns of a type that nodes
-// of a data format before schema.FormatTypes cannot decode while older, the ids of such members,
-// is not empty: they would refuse the whole schema (the type's number is unknown to them) and
-// fall out of schema agreement.
-func checkTypeFormats(next *schema.Schema, ks, table string, older []string) error {
-	if len(older) == 0 || table == "" {
-		return nil
-	}
-	t, ok := next.Table(ks, table)
-	if !ok {
-		return nil
-	}
-	fs := t.TypesFormatFeatures()
-	if len(fs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
-		ks, table, strings.Join(fs, ", "), schema.FormatTypes, strings.Join(older, ", "))
-}
-
-// checkUDTFormats refuses a change that leaves keyspace ks with user-defined types, or table
-// ks.table with columns of one, while older, the ids of members of a data format before
-// schema.FormatUDT, is not empty: they would refuse the whole schema and fall out of schema
-// agreement.
-func checkUDTFormats(next *schema.Schema, ks, table string, older []string) error {
-	if len(older) == 0 {
-		return nil
-	}
-	what, fs := "", []string(nil)
-	if table == "" {
-		if k, ok := next.Keyspace(ks); ok {
-			what, fs = "keyspace "+ks, k.UDTFormatFeatures()
-		}
-	} else if t, ok := next.Table(ks, table); ok {
-		what, fs = "table "+ks+"."+table, t.UDTFormatFeatures()
-	}
-	if len(fs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
-		what, strings.Join(fs, ", "), schema.FormatUDT, strings.Join(older, ", "))
+		what, strings.Join(fs, ", "), format, strings.Join(older, ", "))
 }
 
 // truncateUnavailable is a TRUNCATE refused because members are down.

@@ -17,6 +17,14 @@ import (
 //	                 for each entry 0x01, the key's encoding and the value's, then 0x00
 //	frozen<tuple<...>>
 //	                 for each component 0x01 if it is null, else 0x02 and its encoding
+//	frozen<udt<...>> for each field up to the last non-null one 0x01 if it is null, else 0x02
+//	                 and its encoding, then 0x00
+//
+// A user type's value leaves out its trailing null fields (schema's canonical form), and ALTER
+// TYPE ... ADD may give the type more fields than the keys written before it hold, so its
+// encoding ends with 0x00 where a tuple's fixed count needs none: the end sorts below a null
+// field's 0x01, which makes a value sort as if its missing fields were nulls, before any
+// value that continues it.
 //
 // The end 0x00 sorts below the 0x01 of a further element, so a collection sorts before its
 // extensions; each encoding is prefix-free because its parts are, so a DESC component is the
@@ -41,14 +49,20 @@ func appendParamKey(dst []byte, kind schema.ParamKind, elems []schema.Type, v []
 		v = v[n:]
 		return e
 	}
-	if kind == schema.ParamTuple {
+	if kind == schema.ParamTuple || kind == schema.ParamUDT {
 		for _, et := range elems {
+			if kind == schema.ParamUDT && len(v) == 0 {
+				break
+			}
 			c := next()
 			if c == nil {
 				dst = append(dst, paramNull)
 				continue
 			}
 			dst = appendAscending(append(dst, paramPresent), et, c)
+		}
+		if kind == schema.ParamUDT {
+			dst = append(dst, paramEnd)
 		}
 		return dst
 	}
@@ -72,24 +86,39 @@ func decodeParamKey(src []byte, t schema.Type, kind schema.ParamKind, elems []sc
 		return append(binary.BigEndian.AppendUint32(dst, uint32(len(e))), e...)
 	}
 	truncated := fmt.Errorf("%w: %s clustering component truncated", errBadKey, t)
-	if kind == schema.ParamTuple {
+	if kind == schema.ParamTuple || kind == schema.ParamUDT {
 		v = []byte{}
+		lastNull := false // canonical user type values leave out their trailing null fields
 		for _, et := range elems {
 			if len(src) == 0 {
 				return nil, nil, truncated
 			}
+			if kind == schema.ParamUDT && src[0] == paramEnd {
+				break
+			}
 			switch src[0] {
 			case paramNull:
-				v, src = appendElem(v, nil), src[1:]
+				v, src, lastNull = appendElem(v, nil), src[1:], true
 			case paramPresent:
 				var c []byte
 				if c, src, err = decodeAscending(src[1:], et); err != nil {
 					return nil, nil, err
 				}
-				v = appendElem(v, c)
+				v, lastNull = appendElem(v, c), false
 			default:
 				return nil, nil, fmt.Errorf("%w: %s clustering component has a bad component marker 0x%02x", errBadKey, t, src[0])
 			}
+		}
+		if kind == schema.ParamUDT {
+			switch {
+			case len(src) == 0:
+				return nil, nil, truncated
+			case src[0] != paramEnd:
+				return nil, nil, fmt.Errorf("%w: %s clustering component has more fields than its type", errBadKey, t)
+			case lastNull:
+				return nil, nil, fmt.Errorf("%w: %s clustering component ends with a null field", errBadKey, t)
+			}
+			src = src[1:]
 		}
 		return checked(t, v, src)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvnode/kvnode/schema"
@@ -32,14 +33,21 @@ func randomParamValue(t *testing.T, rng *rand.Rand, typ schema.Type) []byte {
 		return append(binary.BigEndian.AppendUint32(b, uint32(len(e))), e...)
 	}
 	switch kind {
-	case schema.ParamTuple:
+	case schema.ParamTuple, schema.ParamUDT:
 		var v []byte
+		end := 0 // a user type's value leaves out its trailing nulls
 		for _, et := range elems {
 			var c []byte
 			if rng.IntN(4) > 0 {
 				c = randomParamValue(t, rng, et)
 			}
 			v = elem(v, c)
+			if c != nil {
+				end = len(v)
+			}
+		}
+		if kind == schema.ParamUDT {
+			return v[:end:end]
 		}
 		return v
 	case schema.ParamList, schema.ParamSet, schema.ParamMap:
@@ -74,10 +82,15 @@ func TestParamKeyOrder(t *testing.T) {
 		"frozen<list<int>>", "frozen<set<text>>", "frozen<map<int, frozen<list<text>>>>",
 		"tuple<int, text>", "frozen<list<frozen<tuple<bigint, blob>>>>", "tuple<frozen<set<int>>, int>",
 		"frozen<map<frozen<tuple<text, int>>, blob>>",
+		"frozen<udt<ks.point, x int, label text>>", "frozen<list<frozen<udt<ks.p, a bigint, b frozen<udt<ks.q, c int>>>>>>",
+		"frozen<tuple<frozen<udt<ks.r, a int, b int>>, int>>",
 	} {
 		typ, err := schema.LookupType(name)
-		if err != nil {
-			t.Fatal(err)
+		if strings.Contains(name, "udt<") { // kvnode's canonical name of a user type, not CQL
+			typ, err = schema.Type(name), nil
+		}
+		if err != nil || !typ.IsParametric() {
+			t.Fatalf("type %s: %v", name, err)
 		}
 		for range 400 {
 			a, b := randomParamValue(t, rng, typ), randomParamValue(t, rng, typ)
@@ -138,9 +151,13 @@ func TestParamKeyMalformed(t *testing.T) {
 func FuzzDecodeParamKey(f *testing.F) {
 	f.Add([]byte{0x01, 0x02, 0x80, 0, 0, 1, 0x01, 0x00}, uint8(0), false)
 	f.Add([]byte{0x01, 0x61, 0x00, 0x01, 0x00}, uint8(1), true)
-	types := []string{"tuple<int, text>", "frozen<list<frozen<set<text>>>>", "frozen<map<int, blob>>"}
+	types := []string{"tuple<int, text>", "frozen<list<frozen<set<text>>>>", "frozen<map<int, blob>>", "frozen<udt<ks.u, a int, b text>>"}
 	f.Fuzz(func(t *testing.T, src []byte, typ uint8, desc bool) {
-		tp, err := schema.LookupType(types[int(typ)%len(types)])
+		name := types[int(typ)%len(types)]
+		tp, err := schema.LookupType(name)
+		if strings.Contains(name, "udt<") {
+			tp, err = schema.Type(name), nil
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,9 +29,13 @@ import (
 //	5  changes no stored value: it says the node decodes user-defined types in the schema
 //	   (schema.FormatUDT), which coordinators refuse while a member of an older format
 //	   remains. The upgrade only records the new version.
+//	6  changes no stored value: it says the node encodes user types in clustering keys (a user
+//	   type's key component ends with a marker, keyparam.go) and accepts them in primary keys
+//	   (schema.FormatUDTKeys), which coordinators refuse while a member of an older format
+//	   remains. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 5
+	FormatVersion = 6
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

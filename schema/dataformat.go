@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kvnode/kvnode/cql"
@@ -95,4 +96,71 @@ func (t *Table) TypesFormatFeatures() []string {
 // parametric ones, whose codes a release of an older format does not know.
 func newType(t Type) bool {
 	return typeCode(t) >= typeCode(TypeDuration)
+}
+
+// FormatUDTKeys is the data format version from which a release of kvnode encodes a user type
+// in a primary key column (replica's clustering key encoding of a user type ends with a marker
+// that one of an older format does not write); such a release also refuses the table. So
+// coordinators refuse such a table while a member of an older format remains.
+const FormatUDTKeys = 6
+
+// UDTKeysFormatFeatures returns the names of t's features that a release of a data format before
+// FormatUDTKeys cannot serve: its primary key columns of a type holding a user type.
+func (t *Table) UDTKeysFormatFeatures() []string {
+	if t.dropped {
+		return nil
+	}
+	var fs []string
+	for _, c := range slices.Concat(t.PartitionKey, t.Clustering) {
+		if strings.Contains(string(c.Type), "udt<") {
+			fs = append(fs, fmt.Sprintf("primary key column %s of type %s", cql.QuoteIdent(c.Name), c.Type.CQL()))
+		}
+	}
+	return fs
+}
+
+// FormatNeed is a feature of a schema entry that only releases of data format Format or later
+// decode.
+type FormatNeed struct {
+	Format  int
+	Feature string
+}
+
+// FormatNeeds returns what the entry of keyspace ks (table "") or of table ks.table holds that
+// releases of older data formats cannot decode, with the format each needs, and the entry's
+// name for an error; the service levels when ks is LevelsKey. A coordinator refuses a change
+// that leaves such a feature while a member of an older format remains: that member would
+// refuse the whole schema and fall out of schema agreement (and, for FormatExpiring, store
+// expiring writes as never expiring). A missing entry needs nothing.
+func (s *Schema) FormatNeeds(ks, table string) (what string, needs []FormatNeed) {
+	add := func(format int, fs []string) {
+		for _, f := range fs {
+			needs = append(needs, FormatNeed{Format: format, Feature: f})
+		}
+	}
+	switch {
+	case ks == LevelsKey:
+		what = "the schema"
+		add(FormatLevels, s.LevelFormatFeatures())
+	case table == "":
+		k, ok := s.Keyspace(ks)
+		if !ok {
+			return "", nil
+		}
+		what = "keyspace " + ks
+		add(FormatExpiring, k.FormatFeatures())
+		add(FormatLevels, k.LevelsFormatFeatures())
+		add(FormatUDT, k.UDTFormatFeatures())
+	default:
+		t, ok := s.Table(ks, table)
+		if !ok {
+			return "", nil
+		}
+		what = "table " + ks + "." + table
+		add(FormatExpiring, t.FormatFeatures())
+		add(FormatTypes, t.TypesFormatFeatures())
+		add(FormatUDT, t.UDTFormatFeatures())
+		add(FormatUDTKeys, t.UDTKeysFormatFeatures())
+	}
+	return what, needs
 }

@@ -106,9 +106,6 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string, udts map[string]
 			return nil, fmt.Errorf("column %s appears twice in the PRIMARY KEY", cql.QuoteIdent(n))
 		}
 		seen[n] = true
-		if strings.Contains(string(types[n]), "udt<") {
-			return nil, fmt.Errorf("user-defined types are not supported yet in PRIMARY KEY column %s", cql.QuoteIdent(n))
-		}
 		if strings.Contains(string(types[n]), string(TypeDuration)) { // duration, or a type holding one
 			return nil, fmt.Errorf("duration type is not supported for PRIMARY KEY column %s", cql.QuoteString(n))
 		}

@@ -539,6 +539,16 @@ func (s *Schema) alterType(st *cql.AlterTypeStmt, current string, c Change) (*Sc
 	}
 	nu := &UserType{Keyspace: u.Keyspace, Name: u.Name, FieldNames: slices.Clone(u.FieldNames), FieldTypes: slices.Clone(u.FieldTypes)}
 	if st.Add != nil {
+		// As in Cassandra: drivers serialize every field of a value, so a new field would give
+		// the values they send for an existing partition different bytes, and another token.
+		for _, t := range s.Tables(k.Name) {
+			for _, col := range t.PartitionKey {
+				if usesType(col.Type, k.Name, name) {
+					return nil, fmt.Errorf("cannot add new field to type %s because it is used in the partition key column %s of table %s",
+						qualified(k.Name, name), cql.QuoteIdent(col.Name), t.QualifiedName())
+				}
+			}
+		}
 		if err := nu.addField(*st.Add, k); err != nil {
 			return nil, err
 		}

@@ -180,19 +180,46 @@ func TestAlterType(t *testing.T) {
 	}
 }
 
+// TestUserTypeInPrimaryKey: a user type may be a partition or clustering key column, nested or
+// not; ALTER TYPE ... ADD is refused, as in Cassandra, while the type (at any depth) is in a
+// partition key, whose values would change bytes and token, and allowed in a clustering key
+// (replica's key encoding orders a value with fewer fields as if the missing ones were null).
+func TestUserTypeInPrimaryKey(t *testing.T) {
+	s := mustBuild(t, udtDDL)
+	s = mustApplyUDT(t, s, `CREATE TABLE ks.pk (k frozen<person> PRIMARY KEY, v int)`, 100)
+	s = mustApplyUDT(t, s, `CREATE TABLE ks.ck (k int, c frozen<address>, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)`, 101)
+	for _, src := range []string{`ALTER TYPE ks.address ADD country text`, `ALTER TYPE ks.person ADD age int`} {
+		_, err := applyUDT(t, s, src, 102)
+		if err == nil || !strings.Contains(err.Error(), "because it is used in the partition key column k of table ks.pk") {
+			t.Errorf("%s: %v, want the partition key refusal", src, err)
+		}
+	}
+	s = mustApplyUDT(t, s, `DROP TABLE ks.pk`, 103)
+	s = mustApplyUDT(t, s, `ALTER TYPE ks.address ADD country text`, 104)
+	tb, ok := s.Table("ks", "ck")
+	if !ok {
+		t.Fatal("no table ks.ck")
+	}
+	if got := tb.Clustering[0].Type.CQL(); got != "frozen<address>" {
+		t.Errorf("clustering column type after ADD: %s", got)
+	}
+	if kind, elems := tb.Clustering[0].Type.Params(); kind != ParamUDT || len(elems) != 3 {
+		t.Errorf("clustering column after ADD has kind %v and %d fields, want a user type of 3", kind, len(elems))
+	}
+}
+
 func TestDropAndCreateTypeRefusals(t *testing.T) {
 	s := mustBuild(t, udtDDL)
 	for src, msg := range map[string]string{
-		`DROP TYPE ks.address`:                              "still used by user type ks.person",
-		`DROP TYPE ks.person`:                               "still used by table ks.u (column p)",
-		`DROP TYPE ks.nope`:                                 "unknown type ks.nope",
-		`CREATE TYPE ks.address (x int)`:                    "already exists",
-		`CREATE TYPE ks.int (x int)`:                        "reserved type name",
-		`CREATE TYPE ks.t (x int, x text)`:                  "duplicate field name x",
-		`CREATE TYPE ks.t (x frozen<nope>)`:                 "unknown type ks.nope",
-		`CREATE TABLE ks.v (k int PRIMARY KEY, a address)`:  "non-frozen user-defined types are not supported yet (use frozen<address>)",
-		`CREATE TABLE ks.v (k frozen<address> PRIMARY KEY)`: "not supported yet in PRIMARY KEY",
-		`CREATE TYPE nope.t (x int)`:                        "unknown keyspace",
+		`DROP TYPE ks.address`:                             "still used by user type ks.person",
+		`DROP TYPE ks.person`:                              "still used by table ks.u (column p)",
+		`DROP TYPE ks.nope`:                                "unknown type ks.nope",
+		`CREATE TYPE ks.address (x int)`:                   "already exists",
+		`CREATE TYPE ks.int (x int)`:                       "reserved type name",
+		`CREATE TYPE ks.t (x int, x text)`:                 "duplicate field name x",
+		`CREATE TYPE ks.t (x frozen<nope>)`:                "unknown type ks.nope",
+		`CREATE TABLE ks.v (k int PRIMARY KEY, a address)`: "non-frozen user-defined types are not supported yet (use frozen<address>)",
+		`CREATE TYPE nope.t (x int)`:                       "unknown keyspace",
 	} {
 		if _, err := applyUDT(t, s, src, 100); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want an error containing %q", src, err, msg)

@@ -117,3 +117,94 @@ func testGocqlUDT(t *testing.T, session *gocql.Session) {
 		t.Errorf("gocql: %s answered %v, want the non-frozen refusal", nonFrozen, err)
 	}
 }
+
+// point is the Go side of the user type ks.point.
+type point struct {
+	X     int    `cql:"x"`
+	Y     int    `cql:"y"`
+	Label string `cql:"label"`
+}
+
+// testGocqlUDTKeys uses a user type as a partition key and as a DESC clustering key through
+// prepared statements: rows read back by key, in the type's order (field by field, a null or
+// missing field first). ALTER TYPE ADD is refused while a partition key uses the type, and
+// after that table is dropped, rows clustered by the old, shorter values keep their order
+// beside rows written with the new field.
+func testGocqlUDTKeys(t *testing.T, session *gocql.Session) {
+	for _, ddl := range []string{
+		fmt.Sprintf("CREATE TYPE %s.point (x int, y int)", keyspace),
+		fmt.Sprintf("CREATE TABLE %s.bypoint (p frozen<point> PRIMARY KEY, v int)", keyspace),
+		fmt.Sprintf("CREATE TABLE %s.path (k int, p frozen<point>, v int, PRIMARY KEY (k, p)) WITH CLUSTERING ORDER BY (p DESC)", keyspace),
+	} {
+		if err := session.Query(ddl).Exec(); err != nil {
+			t.Fatalf("gocql: %s: %v", ddl, err)
+		}
+	}
+	insPK := fmt.Sprintf("INSERT INTO %s.bypoint (p, v) VALUES (?, ?)", keyspace)
+	insCK := fmt.Sprintf("INSERT INTO %s.path (k, p, v) VALUES (0, ?, ?)", keyspace)
+	for i, p := range []point{{X: 1, Y: 2}, {X: 1}, {X: 0, Y: 9}} {
+		if err := session.Query(insPK, p, i).Exec(); err != nil {
+			t.Fatalf("gocql: %s: %v", insPK, err)
+		}
+		if err := session.Query(insCK, p, i).Exec(); err != nil {
+			t.Fatalf("gocql: %s: %v", insCK, err)
+		}
+	}
+	var v int
+	if err := session.Query(fmt.Sprintf("SELECT v FROM %s.bypoint WHERE p = ?", keyspace), point{X: 1, Y: 2}).Scan(&v); err != nil || v != 0 {
+		t.Errorf("gocql: row of partition {x: 1, y: 2}: v=%d, %v; want 0", v, err)
+	}
+	if err := session.Query(fmt.Sprintf("SELECT v FROM %s.bypoint WHERE p = {x: 0, y: 9}", keyspace)).Scan(&v); err != nil || v != 2 {
+		t.Errorf("gocql: row of partition {x: 0, y: 9} (literal): v=%d, %v; want 2", v, err)
+	}
+	// A bound value's null trailing field and a literal's missing one are the same partition.
+	if err := session.Query(insPK, map[string]any{"x": 7}, 7).Exec(); err != nil {
+		t.Fatalf("gocql: %s: %v", insPK, err)
+	}
+	if err := session.Query(fmt.Sprintf("SELECT v FROM %s.bypoint WHERE p = {x: 7}", keyspace)).Scan(&v); err != nil || v != 7 {
+		t.Errorf("gocql: row of partition {x: 7} written as {x: 7, y: null}: v=%d, %v; want 7", v, err)
+	}
+	order := func() []int {
+		t.Helper()
+		iter := session.Query(fmt.Sprintf("SELECT v FROM %s.path WHERE k = 0", keyspace)).Iter()
+		var got []int
+		for iter.Scan(&v) {
+			got = append(got, v)
+		}
+		if err := iter.Close(); err != nil {
+			t.Errorf("gocql: reading ks.path: %v", err)
+		}
+		return got
+	}
+	// DESC: {1, 2} > {1, null} > {0, 9}.
+	if got := order(); !reflect.DeepEqual(got, []int{0, 1, 2}) {
+		t.Errorf("gocql: clustering by frozen<point> DESC reads rows %v, want [0 1 2]", got)
+	}
+	alter := fmt.Sprintf("ALTER TYPE %s.point ADD label text", keyspace)
+	err := session.Query(alter).Exec()
+	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "used in the partition key column p of table "+keyspace+".bypoint") {
+		t.Errorf("gocql: %s answered %v, want Invalid naming the partition key", alter, err)
+	}
+	if err := session.Query(fmt.Sprintf("DROP TABLE %s.bypoint", keyspace)).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.Query(alter).Exec(); err != nil {
+		t.Fatalf("gocql: %s once no partition key uses it: %v", alter, err)
+	}
+	// gocql sends a map's missing fields as nulls: {x: 1, y: 2, label: null} is the value
+	// written before the ALTER as {x: 1, y: 2}, and a Go struct's empty Label is '', not null.
+	// DESC: {1, 2, 'a'} > {1, 2, ''} > {1, 2} = {1, 2, null} > {1, 0} > {0, 9}.
+	for v, p := range map[int]any{3: point{X: 1, Y: 2, Label: "a"}, 4: point{X: 1, Y: 2}, 5: map[string]any{"x": 1, "y": 2}} {
+		if err := session.Query(insCK, p, v).Exec(); err != nil {
+			t.Fatalf("gocql: %s after ALTER TYPE ADD: %v", insCK, err)
+		}
+	}
+	if got := order(); !reflect.DeepEqual(got, []int{3, 4, 5, 1, 2}) {
+		t.Errorf("gocql: after ALTER TYPE ADD, rows read %v, want [3 4 5 1 2] (row 0's key overwritten by 5)", got)
+	}
+	var p point
+	if err := session.Query(fmt.Sprintf("SELECT p FROM %s.path WHERE k = 0 AND p = ?", keyspace), map[string]any{"x": 1, "y": 0}).Scan(&p); err != nil || p != (point{X: 1}) {
+		t.Errorf("gocql: clustering key {x: 1, y: 0} written before ALTER reads %+v, %v", p, err)
+	}
+
+}
