@@ -530,6 +530,32 @@ class Steps {
     check(a.street === 'main' && a.zip === 5 && (a.city === null || a.city === undefined),
       `after ALTER TYPE ADD row 1 reads ${JSON.stringify(a)}, want city empty`);
   }
+
+  async user_type_keys() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TYPE ${ks}.point (x int, y int)`);
+    await client.execute(`CREATE TABLE ${ks}.bypoint (p frozen<point> PRIMARY KEY, v int)`);
+    await client.execute(`CREATE TABLE ${ks}.path (k int, p frozen<point>, v int, PRIMARY KEY (k, p)) WITH CLUSTERING ORDER BY (p DESC)`);
+    const opts = { prepare: true };
+    const points = [{ x: 1, y: 2 }, { x: 1, y: null }, { x: 0, y: 9 }];
+    for (const [v, p] of points.entries()) {
+      await client.execute(`INSERT INTO ${ks}.bypoint (p, v) VALUES (?, ?)`, [p, v], opts);
+      await client.execute(`INSERT INTO ${ks}.path (k, p, v) VALUES (0, ?, ?)`, [p, v], opts);
+    }
+    let row = (await client.execute(`SELECT v FROM ${ks}.bypoint WHERE p = ?`, [{ x: 1, y: null }], opts)).first();
+    check(row && row.v === 1, `partition {x: 1, y: null} reads ${JSON.stringify(row)}, want v=1`);
+    row = (await client.execute(`SELECT v FROM ${ks}.bypoint WHERE p = {x: 0, y: 9}`)).first();
+    check(row && row.v === 2, `partition {x: 0, y: 9} (literal) reads ${JSON.stringify(row)}, want v=2`);
+    const got = (await client.execute(`SELECT v FROM ${ks}.path WHERE k = 0`)).rows.map((r) => r.v);
+    check(JSON.stringify(got) === '[0,1,2]', `clustering by frozen<point> DESC reads ${JSON.stringify(got)}, want [0,1,2]`);
+    let err = null;
+    try {
+      await client.execute(`ALTER TYPE ${ks}.point ADD label text`);
+    } catch (e) {
+      err = e;
+    }
+    check(err && /used in the partition key column p/.test(err.message), `ALTER TYPE ADD answered ${err}, want the partition key refusal`);
+  }
 }
 
 async function main() {
@@ -540,7 +566,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys'];
   let passed = 0;
   let failed = 0;
   try {

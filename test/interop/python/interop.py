@@ -478,6 +478,37 @@ class Steps:
         a = s.execute(s.prepare("SELECT a FROM %s.homes WHERE k = ?" % ks), [1]).one().a
         check((a.street, a.zip, getattr(a, "city", None)) == ("main", 5, None), "after ALTER TYPE ADD row 1 reads %r" % (vars(a),))
 
+    def user_type_keys(self):
+        """A user type as a partition key and as a DESC clustering key: rows read back by a
+        bound key and by a literal, clustered in the type's order (field by field, a null field
+        first); ALTER TYPE ADD is refused while a partition key uses the type."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TYPE %s.point (x int, y int)" % ks)
+        s.execute("CREATE TABLE %s.bypoint (p frozen<point> PRIMARY KEY, v int)" % ks)
+        s.execute("CREATE TABLE %s.path (k int, p frozen<point>, v int, PRIMARY KEY (k, p)) WITH CLUSTERING ORDER BY (p DESC)" % ks)
+
+        class Point(object):
+            def __init__(self, x=None, y=None):
+                self.x, self.y = x, y
+
+        self.cluster.register_user_type(ks, "point", Point)
+        ins_pk = s.prepare("INSERT INTO %s.bypoint (p, v) VALUES (?, ?)" % ks)
+        ins_ck = s.prepare("INSERT INTO %s.path (k, p, v) VALUES (0, ?, ?)" % ks)
+        for v, p in enumerate([Point(1, 2), Point(1, None), Point(0, 9)]):
+            s.execute(ins_pk, [p, v])
+            s.execute(ins_ck, [p, v])
+        row = s.execute(s.prepare("SELECT v FROM %s.bypoint WHERE p = ?" % ks), [Point(1, None)]).one()
+        check(row is not None and row.v == 1, "partition {x: 1, y: null} reads %r, want v=1" % (row,))
+        row = s.execute("SELECT v FROM %s.bypoint WHERE p = {x: 0, y: 9}" % ks).one()
+        check(row is not None and row.v == 2, "partition {x: 0, y: 9} (literal) reads %r, want v=2" % (row,))
+        got = [r.v for r in s.execute("SELECT v FROM %s.path WHERE k = 0" % ks)]
+        check(got == [0, 1, 2], "clustering by frozen<point> DESC reads %r, want [0, 1, 2]" % (got,))
+        try:
+            s.execute("ALTER TYPE %s.point ADD label text" % ks)
+            check(False, "ALTER TYPE ADD succeeded while a partition key uses the type")
+        except InvalidRequest as e:
+            check("used in the partition key column p" in str(e), "ALTER TYPE ADD answered %s" % e)
+
 
 def main():
     if len(sys.argv) != 2:
@@ -488,7 +519,7 @@ def main():
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.alter_keyspace, steps.schema_export_replays, steps.every_type, steps.paging,
-            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types]
+            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types, steps.user_type_keys]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
