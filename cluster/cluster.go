@@ -508,7 +508,7 @@ func (c *Cluster) kickWorker() {
 func (c *Cluster) rebuildRingLocked() {
 	nodes := make([]RingNode, 0, len(c.peers))
 	for _, p := range c.peers {
-		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens, State: c.stateLocked(p)})
+		nodes = append(nodes, RingNode{ID: p.rec.ID, Tokens: p.tokens, State: c.stateLocked(p), DC: p.rec.DataCenter, Rack: p.rec.Rack})
 	}
 	c.ring.Store(NewRing(nodes))
 	c.rebuildFormatsLocked()

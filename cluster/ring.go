@@ -18,6 +18,9 @@ type RingNode struct {
 	// State is the node's state: a joining node owns nothing yet (its future ranges are pending),
 	// a leaving node still owns its ranges, a left node is not in the ring at all.
 	State NodeState
+	// DC and Rack place the node for NetworkTopologyStrategy (placement.go); empty reads as
+	// DefaultDataCenter and DefaultRack.
+	DC, Rack string
 }
 
 // Ring is an immutable token ring: which node owns which vnode tokens, and which ranges are pending
@@ -28,6 +31,7 @@ type Ring struct {
 	tokens  []int64    // the owning nodes' vnode tokens, sorted by (token, owner id)
 	owners  []int32    // owners[i] is the index in nodes of the owner of tokens[i]
 	nOwners int        // how many nodes own tokens
+	loc     locations  // where the owning nodes run (placement.go)
 	// future is the ring once every transition has finished (joining nodes normal, leaving nodes
 	// gone); nil when no node is joining or leaving.
 	future *Ring
@@ -72,7 +76,7 @@ func NewRing(nodes []RingNode) *Ring {
 			var next []RingNode
 			for _, n := range r.nodes {
 				if n.State.willOwn() {
-					next = append(next, RingNode{ID: n.ID, Tokens: n.Tokens}) // normal once done
+					next = append(next, RingNode{ID: n.ID, Tokens: n.Tokens, DC: n.DC, Rack: n.Rack}) // normal once done
 				}
 			}
 			r.future = newRing(next, NodeState.owns)
@@ -95,9 +99,10 @@ func newRing(nodes []RingNode, owns func(NodeState) bool) *Ring {
 		toks := slices.Clone(n.Tokens)
 		slices.Sort(toks)
 		toks = slices.Compact(toks)
-		r.nodes = append(r.nodes, RingNode{ID: n.ID, Tokens: toks, State: n.State})
+		r.nodes = append(r.nodes, RingNode{ID: n.ID, Tokens: toks, State: n.State, DC: n.DC, Rack: n.Rack})
 	}
 	slices.SortFunc(r.nodes, func(a, b RingNode) int { return cmp.Compare(a.ID, b.ID) })
+	r.loc = newLocations(r.nodes, owns)
 	for _, n := range r.nodes {
 		if owns(n.State) {
 			total += len(n.Tokens)
@@ -262,12 +267,17 @@ func (r *Ring) search(token int64) int {
 // the next owner of a leaving node's range). Writes go to them too, without counting toward the
 // consistency level. It appends nothing when no node is joining or leaving.
 func (r *Ring) AppendPending(dst []NodeID, token int64, rf int) []NodeID {
+	return r.AppendPendingFor(dst, token, Simple(rf))
+}
+
+// AppendPendingFor is [Ring.AppendPending] under placement p.
+func (r *Ring) AppendPendingFor(dst []NodeID, token int64, p Replication) []NodeID {
 	if r.future == nil {
 		return dst
 	}
 	var curBuf, futBuf [8]NodeID
-	cur := r.AppendReplicas(curBuf[:0], token, rf)
-	for _, id := range r.future.AppendReplicas(futBuf[:0], token, rf) {
+	cur := r.AppendReplicasFor(curBuf[:0], token, p)
+	for _, id := range r.future.AppendReplicasFor(futBuf[:0], token, p) {
 		if !slices.Contains(cur, id) {
 			dst = append(dst, id)
 		}
@@ -281,7 +291,7 @@ func (r *Ring) Equal(o *Ring) bool {
 		return r == o
 	}
 	return slices.EqualFunc(r.nodes, o.nodes, func(a, b RingNode) bool {
-		return a.ID == b.ID && a.State == b.State && slices.Equal(a.Tokens, b.Tokens)
+		return a.ID == b.ID && a.State == b.State && a.DC == b.DC && a.Rack == b.Rack && slices.Equal(a.Tokens, b.Tokens)
 	})
 }
 
@@ -314,11 +324,14 @@ type Transfer struct {
 // rf: for every range whose replicas in next include a node that does not replicate it in cur, that
 // node and the range's replicas in cur. Adjacent ranges with the same receiver and sources are
 // merged. The result is ordered by receiver, then by range.
-func Transfers(cur, next *Ring, rf int) []Transfer {
+func Transfers(cur, next *Ring, rf int) []Transfer { return TransfersFor(cur, next, Simple(rf)) }
+
+// TransfersFor is [Transfers] under placement p.
+func TransfersFor(cur, next *Ring, p Replication) []Transfer {
 	bounds := slices.Concat(cur.tokens, next.tokens)
 	slices.Sort(bounds)
 	bounds = slices.Compact(bounds)
-	if len(bounds) == 0 || rf <= 0 {
+	if len(bounds) == 0 || p.Total() <= 0 {
 		return nil
 	}
 	var out []Transfer
@@ -328,8 +341,8 @@ func Transfers(cur, next *Ring, rf int) []Transfer {
 		if len(bounds) == 1 {
 			start = b // one boundary: the whole ring
 		}
-		from := cur.Replicas(b, rf)
-		for _, to := range next.Replicas(b, rf) {
+		from := cur.AppendReplicasFor(nil, b, p)
+		for _, to := range next.AppendReplicasFor(nil, b, p) {
 			if slices.Contains(from, to) {
 				continue
 			}
@@ -347,12 +360,16 @@ func Transfers(cur, next *Ring, rf int) []Transfer {
 
 // Ownership returns, for each node of the ring that owns ranges, the fraction of the token space it
 // replicates at replication factor rf (summing to min(rf, owners) over the nodes).
-func (r *Ring) Ownership(rf int) map[NodeID]float64 {
+func (r *Ring) Ownership(rf int) map[NodeID]float64 { return r.OwnershipFor(Simple(rf)) }
+
+// OwnershipFor is [Ring.Ownership] under placement p.
+func (r *Ring) OwnershipFor(p Replication) map[NodeID]float64 {
 	own := map[NodeID]float64{}
 	n := len(r.tokens)
-	if n == 0 || rf <= 0 {
+	if n == 0 || p.Total() <= 0 {
 		return own
 	}
+	var buf [8]NodeID
 	const space = float64(1<<63) * 2
 	for i, t := range r.tokens {
 		prev := r.tokens[(i+n-1)%n]
@@ -360,7 +377,7 @@ func (r *Ring) Ownership(rf int) map[NodeID]float64 {
 		if n == 1 || width == 0 && prev == t {
 			width = space
 		}
-		for _, id := range r.Replicas(t, rf) {
+		for _, id := range r.AppendReplicasFor(buf[:0], t, p) {
 			own[id] += width / space
 		}
 	}
@@ -371,16 +388,19 @@ func (r *Ring) Ownership(rf int) map[NodeID]float64 {
 // factor rf, in token order, adjacent ones merged (the range that wraps around the ring comes
 // first). It returns nil for an empty ring or rf ≤ 0, and the whole ring when id owns nothing.
 // A node deletes its data in these ranges once a topology change has finished (cleanup).
-func (r *Ring) Unreplicated(id NodeID, rf int) []TokenRange {
+func (r *Ring) Unreplicated(id NodeID, rf int) []TokenRange { return r.UnreplicatedFor(id, Simple(rf)) }
+
+// UnreplicatedFor is [Ring.Unreplicated] under placement p.
+func (r *Ring) UnreplicatedFor(id NodeID, p Replication) []TokenRange {
 	bounds := slices.Compact(slices.Clone(r.tokens))
-	if len(bounds) == 0 || rf <= 0 {
+	if len(bounds) == 0 || p.Total() <= 0 {
 		return nil
 	}
 	var out []TokenRange
 	var buf [8]NodeID
 	for i, b := range bounds {
 		start := bounds[(i+len(bounds)-1)%len(bounds)]
-		if slices.Contains(r.AppendReplicas(buf[:0], b, rf), id) {
+		if slices.Contains(r.AppendReplicasFor(buf[:0], b, p), id) {
 			continue
 		}
 		if len(out) > 0 && out[len(out)-1].End == start {
