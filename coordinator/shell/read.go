@@ -49,6 +49,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
+	if len(r.PartitionKeys) > 1 || len(r.Filters) > 0 || r.Aggregated() || r.Distinct || r.PerPartitionLimit > 0 {
+		return r.Table, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("IN, filtering, aggregates, DISTINCT and PER PARTITION LIMIT are not executed yet")}
+	}
 	rf, err := replicationFactor(s, r.Table)
 	if err != nil {
 		return r.Table, coordinator.Result{}, err
