@@ -28,6 +28,9 @@ type readSpec struct {
 	after      [][]byte // set: start after this clustering key, in the read's order (a client's next page)
 	rf         int
 	cl         coordinator.Consistency
+	// exempt reads without counting or deciding for the limiter: a partition an earlier
+	// page of the same statement already counted, or the next chunk of a filtered read.
+	exempt bool
 	// warnings, when set, receives the client's warning for a read its table's limit in
 	// shadow mode would have rejected.
 	warnings *[]string
@@ -49,9 +52,6 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
-	if len(r.PartitionKeys) > 1 || len(r.Filters) > 0 || r.Aggregated() || r.Distinct || r.PerPartitionLimit > 0 {
-		return r.Table, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("IN, filtering, aggregates, DISTINCT and PER PARTITION LIMIT are not executed yet")}
-	}
 	rf, err := replicationFactor(s, r.Table)
 	if err != nil {
 		return r.Table, coordinator.Result{}, err
@@ -59,6 +59,10 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	var fingerprint uint64
 	if req.PageSize > 0 || len(req.PagingState) > 0 {
 		fingerprint = statementFingerprint(req, keyspace)
+	}
+	if !plainRead(r) {
+		res, err := e.executeShaped(ctx, r, rf, cl, req, fingerprint)
+		return r.Table, res, err
 	}
 	cur, err := decodePagingState(req.PagingState, fingerprint, r.Table)
 	if err != nil {
@@ -252,13 +256,14 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
 		Limit:       spec.table.Limit(coordinator.OpRead),
+		Exempt:      spec.exempt,
 		Deadline:    dl,
 	}
 	e.skipUnrepaired(&p)
 	p.ReadOrder = e.scores.order(orderBuf[:0], p.Replicas, e.localID, mono)
 	var sp speculation
 	p.Speculation, sp.delay = e.speculation(spec.table, lat, mono, dl.Sub(now))
-	if p.Limit > 0 {
+	if p.Limit > 0 && !p.Exempt {
 		p.Draw = e.draw()
 	}
 	e.learnedHot(&p, spec.table, spec.token)
@@ -400,10 +405,10 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 
 // cellValue returns column c of row for a function's argument: its value, or with kind
 // cql.SelectWritetime or cql.SelectTTL its write timestamp or remaining TTL; nil for null.
-func cellValue(r *schema.Read, row coordinator.ClusteredRow, c *schema.Column, kind cql.SelectKind, now int64) []byte {
+func cellValue(r *schema.Read, pk [][]byte, row coordinator.ClusteredRow, c *schema.Column, kind cql.SelectKind, now int64) []byte {
 	switch c.Kind {
 	case schema.PartitionKeyColumn:
-		return r.PartitionKey[c.Index]
+		return pk[c.Index]
 	case schema.ClusteringColumn:
 		return row.Clustering[c.Index-len(r.Table.PartitionKey)]
 	}
@@ -434,67 +439,88 @@ func cellValue(r *schema.Read, row coordinator.ClusteredRow, c *schema.Column, k
 // cell's write timestamp (a bigint) and for TTL(c) the seconds it has left to live at now (an
 // int, null for a cell that does not expire). A cell expired at now is null, like a deleted one.
 func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coordinator.Result, error) {
+	out := rowsOf(r, len(rows))
+	n := len(r.Columns)
+	vals := make([][]byte, len(rows)*n)
+	for i, row := range rows {
+		rv := vals[i*n : (i+1)*n : (i+1)*n]
+		if err := renderRow(rv, r, out.Columns, r.PartitionKey, row, now); err != nil {
+			return coordinator.Result{}, err
+		}
+		out.Values[i] = rv
+	}
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out}, nil
+}
+
+// rowsOf returns the result rows of r, with the result metadata and room for n rows.
+func rowsOf(r *schema.Read, n int) *coordinator.Rows {
 	t := r.Table
 	out := &coordinator.Rows{
 		Keyspace: t.Keyspace,
 		Table:    t.Name,
 		Columns:  make([]coordinator.RowColumn, len(r.Columns)),
-		Values:   make([][][]byte, len(rows)),
+		Values:   make([][][]byte, n),
 	}
 	for i, c := range r.ResultColumns() {
 		out.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type}
 	}
+	return out
+}
+
+// renderRow sets rv to the selected values of one row of partition pk (see rowsResult); the
+// items that are aggregates are left null (aggregator fills them). cols are the result's
+// columns.
+func renderRow(rv [][]byte, r *schema.Read, cols []coordinator.RowColumn, pk [][]byte, row coordinator.ClusteredRow, now int64) error {
+	t := r.Table
 	npk := len(t.PartitionKey)
-	vals := make([][]byte, len(rows)*len(r.Columns))
-	for i, row := range rows {
-		rv := vals[i*len(r.Columns) : (i+1)*len(r.Columns) : (i+1)*len(r.Columns)]
-		for j, c := range r.Columns {
-			if c == nil { // a function call or CAST
-				b, err := r.Eval(j, func(c *schema.Column, kind cql.SelectKind) []byte {
-					return cellValue(r, row, c, kind, now)
-				})
-				if err != nil { // a value a function refuses: the statement's fault, as in Cassandra
-					return coordinator.Result{}, &coordinator.InvalidError{Err: err}
-				}
-				rv[j] = b
-				continue
-			}
-			var b []byte
-			switch c.Kind {
-			case schema.PartitionKeyColumn:
-				b = r.PartitionKey[c.Index]
-			case schema.ClusteringColumn:
-				b = row.Clustering[c.Index-npk]
-			default:
-				k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
-					return strings.Compare(x.Name, name)
-				})
-				if !ok {
-					break
-				}
-				cl := row.Row.Columns[k].Cell
-				if cl.Tombstone || cl.Expired(now) {
-					break
-				}
-				switch {
-				case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
-					b = cl.Value
-				case r.Funcs[j] == cql.SelectWritetime:
-					b = schema.EncodeBigInt(cl.Timestamp)
-				case r.Funcs[j] == cql.SelectTTL:
-					if left, ok := cl.RemainingTTL(now); ok {
-						b = schema.EncodeInt(left)
-					}
-				}
-			}
-			if b != nil {
-				if err := out.Columns[j].Type.Check(b); err != nil {
-					return coordinator.Result{}, fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
-				}
+	for j, c := range r.Columns {
+		if r.Aggregates != nil && r.Aggregates[j] != nil {
+			continue
+		}
+		if c == nil { // a function call or CAST
+			b, err := r.EvalAt(j, pk, func(c *schema.Column, kind cql.SelectKind) []byte {
+				return cellValue(r, pk, row, c, kind, now)
+			})
+			if err != nil { // a value a function refuses: the statement's fault, as in Cassandra
+				return &coordinator.InvalidError{Err: err}
 			}
 			rv[j] = b
+			continue
 		}
-		out.Values[i] = rv
+		var b []byte
+		switch c.Kind {
+		case schema.PartitionKeyColumn:
+			b = pk[c.Index]
+		case schema.ClusteringColumn:
+			b = row.Clustering[c.Index-npk]
+		default:
+			k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
+				return strings.Compare(x.Name, name)
+			})
+			if !ok {
+				break
+			}
+			cl := row.Row.Columns[k].Cell
+			if cl.Tombstone || cl.Expired(now) {
+				break
+			}
+			switch {
+			case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
+				b = cl.Value
+			case r.Funcs[j] == cql.SelectWritetime:
+				b = schema.EncodeBigInt(cl.Timestamp)
+			case r.Funcs[j] == cql.SelectTTL:
+				if left, ok := cl.RemainingTTL(now); ok {
+					b = schema.EncodeInt(left)
+				}
+			}
+		}
+		if b != nil {
+			if err := cols[j].Type.Check(b); err != nil {
+				return fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
+			}
+		}
+		rv[j] = b
 	}
-	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out}, nil
+	return nil
 }
