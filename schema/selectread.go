@@ -150,26 +150,34 @@ func selectWhere(t *Table, st *cql.SelectStmt, b *binder) (pks [][][]byte, cr Cl
 	}
 
 	// The partition keys: the cartesian product.
-	pks = [][][]byte{nil}
+	product := 1
 	for _, c := range t.PartitionKey {
 		x := rs[c.Index]
 		if !x.isIn {
 			return nil, cr, nil, 0, fmt.Errorf("missing partition key column %s: SELECT needs = or IN on every partition key column (%s)",
 				cql.QuoteIdent(c.Name), columnList(t.PartitionKey))
 		}
-		if b.check {
-			continue
-		}
-		next := make([][][]byte, 0, len(pks)*len(x.in))
-		for _, pk := range pks {
-			for _, v := range x.in {
-				next = append(next, append(slices.Clip(pk), v))
-			}
-		}
-		pks = next
+		product *= len(x.in)
 	}
-	if b.check {
-		pks = nil
+	switch {
+	case b.check:
+	case product == 1: // the common read of one partition
+		pk := make([][]byte, len(t.PartitionKey))
+		for i, c := range t.PartitionKey {
+			pk[i] = rs[c.Index].in[0]
+		}
+		pks = [][][]byte{pk}
+	default:
+		pks = [][][]byte{nil}
+		for _, c := range t.PartitionKey {
+			next := make([][][]byte, 0, len(pks)*len(rs[c.Index].in))
+			for _, pk := range pks {
+				for _, v := range rs[c.Index].in {
+					next = append(next, append(slices.Clip(pk), v))
+				}
+			}
+			pks = next
+		}
 	}
 
 	// Clustering: = on a prefix, then at most one IN, range or tuple relation the replicas
