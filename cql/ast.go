@@ -339,13 +339,20 @@ type DropTableStmt struct {
 // [USING TIMESTAMP n [AND TTL t] [AND TIMEOUT d]] (the USING items in any
 // order).
 type InsertStmt struct {
-	Start     Pos
-	Table     TableName
-	Columns   []Ident
-	Values    []Term
-	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
-	TTL       *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
-	Timeout   *Literal // nil without USING TIMEOUT; else a duration
+	Start   Pos
+	Table   TableName
+	Columns []Ident
+	Values  []Term
+	// JSON is, for INSERT INTO t JSON value, the value: a string literal or
+	// a bind marker (Columns and Values are then empty); nil otherwise.
+	JSON Term
+	// DefaultUnset is DEFAULT UNSET after INSERT JSON: columns the JSON
+	// leaves out keep their values (DEFAULT NULL, the default, sets them
+	// null).
+	DefaultUnset bool
+	Timestamp    *Literal // nil without USING TIMESTAMP; else an integer or bind marker
+	TTL          *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
+	Timeout      *Literal // nil without USING TIMEOUT; else a duration
 }
 
 // Assignment is column = value in UPDATE ... SET.
@@ -410,6 +417,7 @@ type SelectStmt struct {
 	// with an empty Name for an item without an alias.
 	Aliases  []Ident
 	Distinct bool // SELECT DISTINCT
+	JSON     bool // SELECT JSON: each row as one JSON object
 	Table    TableName
 	Where    []Relation
 	GroupBy  []Ident    // nil without GROUP BY
@@ -628,6 +636,9 @@ func BindMarkers(s Statement) []*Literal {
 		case *AlterTableStmt:
 			options(s.Options)
 		case *InsertStmt:
+			if s.JSON != nil {
+				term(s.JSON)
+			}
 			for _, v := range s.Values {
 				term(v)
 			}

@@ -143,6 +143,15 @@ func (p *printer) node(n Node) {
 	case *InsertStmt:
 		p.WriteString("INSERT INTO ")
 		p.table(n.Table)
+		if n.JSON != nil {
+			p.WriteString(" JSON ")
+			p.node(n.JSON)
+			if n.DefaultUnset {
+				p.WriteString(" DEFAULT UNSET")
+			}
+			p.using(n.Timestamp, n.TTL, n.Timeout)
+			break
+		}
 		p.WriteString(" (")
 		p.idents(n.Columns)
 		p.WriteString(") VALUES (")
@@ -180,6 +189,9 @@ func (p *printer) node(n Node) {
 		p.where(n.Where)
 	case *SelectStmt:
 		p.WriteString("SELECT ")
+		if n.JSON {
+			p.WriteString("JSON ")
+		}
 		if n.Distinct {
 			p.WriteString("DISTINCT ")
 		}

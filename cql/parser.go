@@ -719,7 +719,33 @@ func (p *parser) parsePrimaryKey(start Pos) *PrimaryKey {
 func (p *parser) parseInsert(start Pos) Statement {
 	p.expect(INTO)
 	s := &InsertStmt{Start: start, Table: p.parseTableName()}
-	p.refuseInsertJSON()
+	if p.isWord("JSON") {
+		p.next()
+		switch p.tok {
+		case STRING:
+			s.JSON = p.parseLiteral()
+		case QUESTION, COLON:
+			s.JSON = p.parseIntOrBind("JSON string")
+		default:
+			p.errorExpected("JSON string or bind marker")
+		}
+		if p.isWord("DEFAULT") {
+			p.next()
+			switch {
+			case p.tok == NULL:
+				p.next()
+			case p.isWord("UNSET"):
+				s.DefaultUnset = true
+				p.next()
+			default:
+				p.errorExpected("'NULL' or 'UNSET'")
+			}
+		}
+		p.refuseConditions()
+		u := p.parseUsing(true)
+		s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
+		return s
+	}
 	p.expect(LPAREN)
 	s.Columns = p.parseIdentList("column name")
 	if p.tok != RPAREN {

@@ -19,6 +19,13 @@ func TestParseSelectShapes(t *testing.T) {
 		{"SELECT k, c, count(*) FROM t WHERE k = 1 GROUP BY k, c ORDER BY c DESC PER PARTITION LIMIT 2 LIMIT 10 ALLOW FILTERING",
 			"SELECT k, c, COUNT(*) FROM t WHERE k = 1 GROUP BY k, c ORDER BY c DESC PER PARTITION LIMIT 2 LIMIT 10 ALLOW FILTERING"},
 		{"SELECT * FROM t PER PARTITION LIMIT ?", "SELECT * FROM t PER PARTITION LIMIT ?"},
+		{"SELECT JSON * FROM t", "SELECT JSON * FROM t"},
+		{"SELECT JSON DISTINCT k FROM t", "SELECT JSON DISTINCT k FROM t"},
+		{"SELECT json, v FROM t", "SELECT json, v FROM t"},
+		{"SELECT toJson(v) FROM t", "SELECT tojson(v) FROM t"},
+		{`INSERT INTO t JSON '{"k": 1}'`, `INSERT INTO t JSON '{"k": 1}'`},
+		{"INSERT INTO t JSON ? DEFAULT UNSET USING TTL 5", "INSERT INTO t JSON ? DEFAULT UNSET USING TTL 5"},
+		{"INSERT INTO t JSON ? DEFAULT NULL", "INSERT INTO t JSON ?"},
 	} {
 		st, err := ParseStatement(c.in)
 		if err != nil {
@@ -34,6 +41,8 @@ func TestParseSelectShapes(t *testing.T) {
 		{"SELECT * FROM t WHERE (c, d) != (1, 2)", "1:30: != restrictions are not supported"},
 		{"SELECT count(count(v)) FROM t", "1:14: aggregate functions (COUNT) are only supported as selectors of their own, not inside other functions"},
 		{"SELECT * FROM t PER PARTITION 1", "1:31: expected 'LIMIT', found integer 1"},
+		{"INSERT INTO t JSON 1", "1:20: expected JSON string or bind marker, found integer 1"},
+		{"INSERT INTO t JSON '{}' DEFAULT 1", "1:33: expected 'NULL' or 'UNSET', found integer 1"},
 	} {
 		_, err := ParseStatement(c.in)
 		if err == nil || err.Error() != c.want {

@@ -95,31 +95,23 @@ func (p *parser) refuseConditions() {
 	p.errorExpected("'NOT EXISTS', 'EXISTS' or a condition")
 }
 
-// refuseInsertJSON refuses INSERT INTO t JSON '...'; the current word follows the
-// table's name.
-func (p *parser) refuseInsertJSON() {
-	if p.isWord("JSON") {
-		p.unsupported(p.pos, "INSERT JSON is not supported")
-	}
-}
-
-// parseSelectModifier reads the word after SELECT when it is JSON or
-// DISTINCT: DISTINCT sets s.Distinct, JSON is refused. Such a word may also
-// be a column's name (SELECT json FROM t, SELECT distinct, v FROM t): then
-// it returns that column, with ok set.
+// parseSelectModifier reads the words after SELECT when they are JSON or
+// DISTINCT (or JSON DISTINCT), setting s.JSON and s.Distinct. Such a word
+// may also be a column's name (SELECT json FROM t, SELECT distinct, v FROM
+// t): then it returns that column, with ok set.
 func (p *parser) parseSelectModifier(s *SelectStmt) (col Ident, ok bool) {
-	if !p.isWord("JSON") && !p.isWord("DISTINCT") {
-		return Ident{}, false
+	for p.isWord("JSON") && !s.JSON && !s.Distinct || p.isWord("DISTINCT") && !s.Distinct {
+		pos, word := p.pos, p.lit
+		p.next()
+		if p.tok == FROM || p.tok == COMMA || p.isWord("AS") {
+			return Ident{NamePos: pos, Name: strings.ToLower(word)}, true
+		}
+		if strings.EqualFold(word, "JSON") {
+			s.JSON = true
+		} else {
+			s.Distinct = true
+		}
 	}
-	pos, word := p.pos, p.lit
-	p.next()
-	if p.tok == FROM || p.tok == COMMA || p.isWord("AS") {
-		return Ident{NamePos: pos, Name: strings.ToLower(word)}, true
-	}
-	if strings.EqualFold(word, "JSON") {
-		p.unsupported(pos, "SELECT JSON is not supported")
-	}
-	s.Distinct = true
 	return Ident{}, false
 }
 
@@ -134,8 +126,8 @@ func (p *parser) refuseSelectorTail() {
 	}
 }
 
-// refuseCall refuses a call of a function kvnode does not run: aggregates,
-// MAXWRITETIME, the native functions it lacks (toJson, fromJson, floor),
+// refuseCall refuses a call of a function kvnode does not run: aggregates inside other calls,
+// MAXWRITETIME, the native functions it lacks (floor),
 // user-defined and unknown functions. name is lit lower-cased unless quoted.
 func (p *parser) refuseCall(pos Pos, quoted bool, lit, name string) {
 	switch name {
@@ -147,7 +139,7 @@ func (p *parser) refuseCall(pos Pos, quoted bool, lit, name string) {
 	if nativeFunction(name) {
 		return
 	}
-	if !quoted && (name == "tojson" || name == "fromjson" || name == "floor") {
+	if !quoted && name == "floor" {
 		p.unsupported(pos, "function %s is not supported", lit)
 	}
 	p.unsupported(pos, "unknown function %s: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported", lit)

@@ -317,6 +317,11 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 	values := make([][]byte, len(t.Columns))
 	flags := make([]bool, 2*len(t.Columns))
 	given, set := flags[:len(t.Columns)], flags[len(t.Columns):] // set: given and not an unset marker
+	if st.JSON != nil {
+		if err := b.insertJSON(t, st, values, given, set); err != nil {
+			return nil, err
+		}
+	}
 	for i, x := range st.Columns {
 		c, err := column(t, x)
 		if err != nil {
@@ -1038,6 +1043,10 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 			}
 		case *cql.InsertStmt:
 			table, cols, terms, ts, ttl = st.Table, st.Columns, st.Values, st.Timestamp, st.TTL
+			if l, ok := st.JSON.(*cql.Literal); ok && l.Kind == cql.LitBind {
+				tt, _ := s.lookupTable(table, keyspace)
+				set(l, tt, "[json]", TypeText)
+			}
 		case *cql.UpdateStmt:
 			table, rels, ts, ttl = st.Table, st.Where, st.Timestamp, st.TTL
 			for _, a := range st.Set {
@@ -1123,6 +1132,15 @@ type ResultColumn struct {
 // and type, or for WRITETIME(c) "writetime(c)" of type bigint and for TTL(c) "ttl(c)" of type
 // int, as Cassandra names them.
 func (r *Read) ResultColumns() []ResultColumn {
+	if r.JSON {
+		return []ResultColumn{{Name: "[json]", Type: TypeText}}
+	}
+	return r.SelectedColumns()
+}
+
+// SelectedColumns is ResultColumns without SELECT JSON: the selected items' columns, which
+// SELECT JSON renders as one object per row.
+func (r *Read) SelectedColumns() []ResultColumn {
 	out := make([]ResultColumn, len(r.Columns))
 	for i, c := range r.Columns {
 		switch {

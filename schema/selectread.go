@@ -10,6 +10,51 @@ import (
 	"github.com/kvnode/kvnode/cql"
 )
 
+// insertJSON reads the value of INSERT JSON into values, given and set (see prepareInsert):
+// columns the object leaves out are null, or with DEFAULT UNSET left as they are. While the
+// binder only checks, a marker's object is unknown: every column counts as given.
+func (b *binder) insertJSON(t *Table, st *cql.InsertStmt, values [][]byte, given, set []bool) error {
+	lit, ok := st.JSON.(*cql.Literal)
+	if !ok {
+		return fmt.Errorf("INSERT JSON needs a string or a bind marker")
+	}
+	text := lit.Value
+	switch lit.Kind {
+	case cql.LitString:
+	case cql.LitBind:
+		v, ok, err := b.value(lit, nil, "INSERT JSON")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if !b.check {
+				return fmt.Errorf("bind marker %d (INSERT JSON) is unset", lit.Index)
+			}
+			for i := range given {
+				given[i] = true
+			}
+			return nil
+		}
+		if v == nil {
+			return fmt.Errorf("got null for INSERT JSON values")
+		}
+		text = string(v)
+	default:
+		return fmt.Errorf("INSERT JSON needs a string, not %s", describeValue(lit))
+	}
+	if err := insertJSON(t, text, values, given, set); err != nil {
+		return err
+	}
+	if !st.DefaultUnset {
+		for _, c := range t.Regular {
+			if !given[c.Index] {
+				values[c.Index], given[c.Index], set[c.Index] = nil, true, true
+			}
+		}
+	}
+	return nil
+}
+
 // RowFilter is a restriction of a SELECT checked on each row by the coordinator: on a regular
 // column (ALLOW FILTERING), on clustering columns the replicas' range cannot express (IN, a
 // tuple of columns, a column after a gap or a range), one column or a tuple of them. A row
@@ -531,6 +576,9 @@ type Shape struct {
 	Distinct bool
 	// OrderBy is set when the SELECT has ORDER BY.
 	OrderBy bool
+	// JSON is SELECT JSON: each row one text column "[json]" (ResultColumns), an object of the
+	// selected columns (SelectedColumns; RowJSON).
+	JSON bool
 }
 
 // Aggregated reports whether the read's rows are folded into groups (aggregates or GROUP BY).
@@ -593,6 +641,7 @@ func (r *Read) bindShape(st *cql.SelectStmt, b *binder, eqPrefix int) error {
 			r.exprs = append(r.exprs, nil)
 		}
 	}
+	r.JSON = st.JSON
 	if st.Aliases != nil {
 		r.Aliases = make([]string, n)
 		for i, a := range st.Aliases {
@@ -695,4 +744,31 @@ func (r *Read) AggregateArg(i int, pk [][]byte, cell func(c *Column, kind cql.Se
 		return nil, fmt.Errorf("selector %s: %w", r.aggNames[i], err)
 	}
 	return v, nil
+}
+
+// RowJSON renders one row of r's selected values (in SelectedColumns order) as SELECT JSON's
+// object: each column's name (as a CQL identifier, quoted when it needs to be) and JSON value.
+func (r *Read) RowJSON(cols []ResultColumn, row [][]byte) ([]byte, error) {
+	b := []byte{'{'}
+	for i, c := range cols {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendJSONString(b, jsonKey(c.Name))
+		b = append(b, ": "...)
+		var err error
+		if b, err = appendJSON(b, c.Type, row[i]); err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// jsonKey is a result column's name as SELECT JSON keys it: a column's name quoted when CQL
+// needs it ("\"Name\""), a function's as it is.
+func jsonKey(name string) string {
+	if strings.ContainsAny(name, "()[]") {
+		return name
+	}
+	return cql.QuoteIdent(name)
 }

@@ -62,6 +62,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	}
 	if !plainRead(r) {
 		res, err := e.executeShaped(ctx, r, rf, cl, req, fingerprint)
+		if err == nil && r.JSON {
+			res.Rows, err = jsonRows(r, res.Rows)
+		}
 		return r.Table, res, err
 	}
 	cur, err := decodePagingState(req.PagingState, fingerprint, r.Table)
@@ -75,6 +78,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		limit -= cur.returned
 		if limit <= 0 { // an earlier page returned the last row the LIMIT allows
 			res, err := rowsResult(r, nil, 0)
+			if err == nil && r.JSON {
+				res.Rows, err = jsonRows(r, res.Rows)
+			}
 			return r.Table, res, err
 		}
 	}
@@ -110,6 +116,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		next = encodePagingState(fingerprint, cur.returned+pageFull, rows[pageFull-1].Clustering)
 	}
 	res, err := rowsResult(r, rows, now.Unix())
+	if err == nil && r.JSON {
+		res.Rows, err = jsonRows(r, res.Rows)
+	}
 	res.PagingState, res.Warnings = next, warnings
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
@@ -461,10 +470,28 @@ func rowsOf(r *schema.Read, n int) *coordinator.Rows {
 		Columns:  make([]coordinator.RowColumn, len(r.Columns)),
 		Values:   make([][][]byte, n),
 	}
-	for i, c := range r.ResultColumns() {
+	for i, c := range r.SelectedColumns() {
 		out.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type}
 	}
 	return out
+}
+
+// jsonRows renders the rows of a SELECT JSON: each row one text value, the JSON object of
+// its selected columns, in the column "[json]".
+func jsonRows(r *schema.Read, rows *coordinator.Rows) (*coordinator.Rows, error) {
+	cols := r.SelectedColumns()
+	out := &coordinator.Rows{Keyspace: rows.Keyspace, Table: rows.Table, Values: make([][][]byte, len(rows.Values))}
+	for _, c := range r.ResultColumns() {
+		out.Columns = append(out.Columns, coordinator.RowColumn{Name: c.Name, Type: c.Type})
+	}
+	for i, row := range rows.Values {
+		b, err := r.RowJSON(cols, row)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: table %s: %w", r.Table.QualifiedName(), err)
+		}
+		out.Values[i] = [][]byte{b}
+	}
+	return out, nil
 }
 
 // renderRow sets rv to the selected values of one row of partition pk (see rowsResult); the

@@ -289,3 +289,33 @@ func TestSelectInRateLimit(t *testing.T) {
 		t.Fatalf("third read of cold in one second was admitted: the IN did not count it")
 	}
 }
+
+func TestSelectJSON(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.must(`INSERT INTO t JSON '{"k": "a", "c": 1, "v": "x \"q\"", "w": 7}'`,
+		`INSERT INTO t JSON '{"k": "a", "c": 2, "w": 8}'`,
+		`INSERT INTO t JSON '{"k": "a", "c": 1, "w": 9}' DEFAULT UNSET`,
+		"INSERT INTO t (k, c, v) VALUES ('b', 1, fromJson('\"from\"'))")
+	got, err := c.query("n1", quorum, "SELECT JSON c, v, w AS \"W\" FROM t WHERE k = 'a'")
+	want := []string{`'{"c": 1, "v": "x \"q\"", "\"W\"": 9}'`, `'{"c": 2, "v": null, "\"W\"": 8}'`}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("SELECT JSON = %q, %v; want %q", got, err, want)
+	}
+	res, err := c.exec("n1", quorum, "SELECT JSON * FROM t WHERE k IN ('a', 'b') AND c = 1")
+	if err != nil || len(res.Rows.Values) != 2 || res.Rows.Columns[0].Name != "[json]" || len(res.Rows.Columns) != 1 {
+		t.Fatalf("SELECT JSON * over IN: %+v, %v", res.Rows, err)
+	}
+	c.must(`UPDATE t SET v = fromJson('"u"') WHERE k = 'b' AND c = 1`)
+	got, err = c.query("n1", quorum, "SELECT toJson(v), toJson(c) FROM t WHERE k = 'b'")
+	if err != nil || !slices.Equal(got, []string{`'"u"' '1'`}) {
+		t.Errorf("toJson = %q, %v", got, err)
+	}
+	got, err = c.query("n1", quorum, "SELECT JSON count(*) FROM t WHERE k = 'a'")
+	if err != nil || !slices.Equal(got, []string{`'{"count": 2}'`}) {
+		t.Errorf("SELECT JSON count(*) = %q, %v", got, err)
+	}
+	if _, err := c.exec("n1", quorum, "SELECT fromJson(v) FROM t WHERE k = 'b'"); err == nil || !strings.Contains(err.Error(), "fromJson() cannot be used in the selection clause") {
+		t.Errorf("fromJson as a selector: %v", err)
+	}
+}
