@@ -732,6 +732,9 @@ func (c *compiler) jsonCall(x *cql.FuncCall, want Type, display string) (*expr, 
 	if err != nil {
 		return nil, err
 	}
+	if lit, ok := x.Args[0].(*cql.Literal); ok && lit.Kind == cql.LitBind && c.b.check {
+		c.b.argVar(lit, c.t, "arg0(system.fromjson)", TypeText)
+	}
 	if arg.typ != TypeText && arg.typ != TypeASCII {
 		return nil, posErrorf(x.Pos(), "fromJson() takes a text argument, not %s", arg.typ)
 	}

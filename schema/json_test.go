@@ -130,4 +130,8 @@ func TestInsertJSON(t *testing.T) {
 	if err != nil || len(vars) != 1 || vars[0].Name != "[json]" || vars[0].Type != TypeText {
 		t.Errorf("INSERT JSON ? variables %+v, %v; want [json] text", vars, err)
 	}
+	vars, _, err = s.Variables(mustParse(t, "UPDATE t SET v = fromJson(?) WHERE a = 1 AND b = 'x' AND c1 = 1 AND c2 = 'y'"), "ks")
+	if err != nil || len(vars) != 1 || vars[0].Type != TypeText {
+		t.Errorf("fromJson(?) variables %+v, %v; want one text", vars, err)
+	}
 }

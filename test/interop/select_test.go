@@ -94,4 +94,21 @@ func testGocqlSelect(t *testing.T, session *gocql.Session) {
 	if err := session.Query(q).Exec(); err == nil || !strings.Contains(err.Error(), "ALLOW FILTERING") {
 		t.Errorf("gocql: %s: %v, want Cassandra's ALLOW FILTERING refusal", q, err)
 	}
+	// JSON: INSERT JSON bound to a marker, DEFAULT UNSET, SELECT JSON, toJson, fromJson.
+	if err := session.Query(fmt.Sprintf("INSERT INTO %s.sel JSON ?", keyspace), `{"k": 9, "c": 1, "v": 5}`).Exec(); err != nil {
+		t.Fatalf("gocql: INSERT JSON ?: %v", err)
+	}
+	if err := session.Query(fmt.Sprintf(`INSERT INTO %s.sel JSON '{"k": 9, "c": 1}' DEFAULT UNSET`, keyspace)).Exec(); err != nil {
+		t.Fatalf("gocql: INSERT JSON DEFAULT UNSET: %v", err)
+	}
+	var js string
+	if err := session.Query(fmt.Sprintf("SELECT JSON k, c, v FROM %s.sel WHERE k = 9", keyspace)).Scan(&js); err != nil || js != `{"k": 9, "c": 1, "v": 5}` {
+		t.Errorf("gocql: SELECT JSON = %q, %v; want {\"k\": 9, \"c\": 1, \"v\": 5}", js, err)
+	}
+	if err := session.Query(fmt.Sprintf("UPDATE %s.sel SET v = fromJson(?) WHERE k = 9 AND c = 1", keyspace), "6").Exec(); err != nil {
+		t.Fatalf("gocql: fromJson(?): %v", err)
+	}
+	if err := session.Query(fmt.Sprintf("SELECT toJson(v) FROM %s.sel WHERE k = 9", keyspace)).Scan(&js); err != nil || js != "6" {
+		t.Errorf("gocql: toJson(v) = %q, %v; want 6", js, err)
+	}
 }
