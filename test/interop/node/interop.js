@@ -574,6 +574,13 @@ class Steps {
       refused = err;
     }
     check(refused && /ALLOW FILTERING/.test(refused.message), `filtering without ALLOW FILTERING: ${refused}`);
+    await client.execute(`INSERT INTO ${ks}.sel JSON ?`, ['{"k": 9, "c": 1, "v": 5}'], opts);
+    await client.execute(`INSERT INTO ${ks}.sel JSON '{"k": 9, "c": 1}' DEFAULT UNSET`, [], { prepare: false });
+    const js = (await client.execute(`SELECT JSON k, c, v FROM ${ks}.sel WHERE k = 9`, [], { prepare: false })).rows[0]['[json]'];
+    check(JSON.stringify(JSON.parse(js)) === '{"k":9,"c":1,"v":5}', `SELECT JSON returned ${js}`);
+    await client.execute(`UPDATE ${ks}.sel SET v = fromJson(?) WHERE k = 9 AND c = 1`, ['6'], opts);
+    const tj = (await client.execute(`SELECT toJson(v) FROM ${ks}.sel WHERE k = 9`, [], { prepare: false })).rows[0]['system.tojson(v)'];
+    check(tj === '6', `toJson(v) returned ${tj}, want 6`);
   }
 }
 

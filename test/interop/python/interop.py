@@ -513,6 +513,13 @@ class Steps:
             check("ALLOW FILTERING" in str(e), "the refusal reads %s" % e)
         else:
             raise AssertionError("filtering without ALLOW FILTERING was not refused")
+        s.execute(s.prepare("INSERT INTO %s.sel JSON ?" % ks), ['{"k": 9, "c": 1, "v": 5}'])
+        s.execute("INSERT INTO %s.sel JSON '{\"k\": 9, \"c\": 1}' DEFAULT UNSET" % ks)
+        js = s.execute("SELECT JSON k, c, v FROM %s.sel WHERE k = 9" % ks).one()[0]
+        check(json.loads(js) == {"k": 9, "c": 1, "v": 5}, "SELECT JSON returned %r" % js)
+        s.execute(s.prepare("UPDATE %s.sel SET v = fromJson(?) WHERE k = 9 AND c = 1" % ks), ["6"])
+        got = s.execute("SELECT toJson(v) FROM %s.sel WHERE k = 9" % ks).one()[0]
+        check(got == "6", "toJson(v) returned %r, want '6'" % got)
 
 
 def main():
