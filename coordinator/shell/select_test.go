@@ -232,6 +232,9 @@ func TestSelectAggregates(t *testing.T) {
 	if got := formatRows(res.Rows); err != nil || !slices.Equal(got, []string{"18"}) || res.PagingState != nil {
 		t.Errorf("count(*) paged by 2 = %q, %v (paging state %x); want 18, one page", got, err, res.PagingState)
 	}
+	if !slices.Contains(res.Warnings, "Aggregation query used on multiple partition keys (IN restriction)") {
+		t.Errorf("an aggregate over IN warned %q, want Cassandra's warning", res.Warnings)
+	}
 	if cols := res.Rows.Columns; len(cols) != 1 || cols[0].Name != "count" || cols[0].Type != schema.TypeBigInt {
 		t.Errorf("count(*) metadata %+v, want count bigint", cols)
 	}

@@ -192,9 +192,10 @@ func (x *partitionReads) readPartition(ctx context.Context, i int, after [][]byt
 	}
 	if len(x.r.Filters) == 0 {
 		spec.limit = want
-		rows, _, err := x.e.read(ctx, spec, x.now, x.dl)
+		rows, tombstones, err := x.e.read(ctx, spec, x.now, x.dl)
 		res.rows, res.err = rows, err
 		res.done = want == 0 || len(rows) < want
+		x.tombstoneWarning(&res, i, len(rows), tombstones)
 		return res
 	}
 	chunk := 0
@@ -203,11 +204,12 @@ func (x *partitionReads) readPartition(ctx context.Context, i int, after [][]byt
 	}
 	for {
 		spec.limit = chunk
-		got, _, err := x.e.read(ctx, spec, x.now, x.dl)
+		got, tombstones, err := x.e.read(ctx, spec, x.now, x.dl)
 		if err != nil {
 			res.err = err
 			return res
 		}
+		x.tombstoneWarning(&res, i, len(got), tombstones)
 		for _, row := range got {
 			if rowMatches(x.r, spec.pk, row, x.now.Unix()) {
 				res.rows = append(res.rows, row)
@@ -222,6 +224,18 @@ func (x *partitionReads) readPartition(ctx context.Context, i int, after [][]byt
 		}
 		spec.after, spec.exempt = got[len(got)-1].Clustering, true
 	}
+}
+
+// tombstoneWarning adds to res the client's warning for a read of partition keys[i] that
+// scanned more tombstones than the warn threshold, as a single-partition read gives.
+func (x *partitionReads) tombstoneWarning(res *partResult, i, rows int, tombstones uint32) {
+	e, t := x.e, x.r.Table
+	if e.tombstoneWarn <= 0 || tombstones <= uint32(e.tombstoneWarn) {
+		return
+	}
+	res.warnings = append(res.warnings, fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
+		rows, tombstones, schema.FormatKey(t.PartitionKey, x.keys[i].pk), t.QualifiedName(), e.tombstoneWarn))
+	e.logger.Warn("read many tombstones", "table", t.QualifiedName(), "tombstones", tombstones, "live_rows", rows)
 }
 
 // rowMatches reports whether a row of partition pk matches every filter of r.
@@ -369,6 +383,9 @@ func (x *partitionReads) merged(ctx context.Context) (coordinator.Result, error)
 // unpaged.
 func (x *partitionReads) aggregate(ctx context.Context) (coordinator.Result, error) {
 	r := x.r
+	if len(x.keys) > 1 {
+		x.warnings = append(x.warnings, "Aggregation query used on multiple partition keys (IN restriction)")
+	}
 	a := newAggregator(r, x.now.Unix())
 	for from := 0; from < len(x.keys); from += maxParallelPartitions {
 		to := min(from+maxParallelPartitions, len(x.keys))
