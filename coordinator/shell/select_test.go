@@ -322,3 +322,58 @@ func TestSelectJSON(t *testing.T) {
 		t.Errorf("fromJson as a selector: %v", err)
 	}
 }
+
+// TestGroupByPages pages the groups of GROUP BY: every group once, in order, whatever the page
+// size, with PER PARTITION LIMIT and LIMIT counting groups across pages.
+func TestGroupByPages(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE ks.g (k int, c1 int, c2 int, v int, PRIMARY KEY (k, c1, c2))")
+	for k := range 3 {
+		for c1 := range 4 {
+			for c2 := range 3 {
+				c.must(fmt.Sprintf("INSERT INTO g (k, c1, c2, v) VALUES (%d, %d, %d, %d)", k, c1, c2, k*100+c1*10+c2))
+			}
+		}
+	}
+	for _, tt := range []struct {
+		q      string
+		groups int
+	}{
+		{"SELECT k, c1, count(*), max(v) FROM g WHERE k IN (0, 1, 2) GROUP BY k, c1", 12},
+		{"SELECT k, c1, sum(v) FROM g WHERE k IN (0, 1, 2) GROUP BY k, c1 PER PARTITION LIMIT 3", 9},
+		{"SELECT k, c1, sum(v) FROM g WHERE k IN (0, 1, 2) GROUP BY k, c1 LIMIT 7", 7},
+		{"SELECT k, count(*) FROM g WHERE k IN (0, 1, 2) GROUP BY k", 3},
+		{"SELECT k, c1, c2, v FROM g WHERE k = 1 GROUP BY k, c1, c2", 12},
+	} {
+		q := tt.q
+		want, err := c.query("n1", quorum, q)
+		if err != nil || len(want) != tt.groups {
+			t.Fatalf("%s unpaged: %d groups, %v; want %d", q, len(want), err, tt.groups)
+		}
+		for _, size := range []int{1, 2, 5} {
+			st := coordinator.Statement{Text: q, PageSize: size}
+			var got []string
+			for pages := 0; ; pages++ {
+				if pages > 100 {
+					t.Fatalf("%s by %d: paging does not end", q, size)
+				}
+				res, err := c.run("n2", st)
+				if err != nil {
+					t.Fatalf("%s by %d: %v", q, size, err)
+				}
+				if len(res.Rows.Values) > size {
+					t.Fatalf("%s by %d: a page of %d groups", q, size, len(res.Rows.Values))
+				}
+				got = append(got, formatRows(res.Rows)...)
+				if res.PagingState == nil {
+					break
+				}
+				st.PagingState = res.PagingState
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s paged by %d = %q, want %q", q, size, got, want)
+			}
+		}
+	}
+}

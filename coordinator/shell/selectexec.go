@@ -89,7 +89,8 @@ func (e *Executor) executeShaped(ctx context.Context, r *schema.Read, rf int, cl
 	}
 	switch {
 	case aggregated:
-		return x.aggregate(ctx)
+		groupPaged := r.GroupBy > 0 && req.PageSize > 0 && req.PageSize < math.MaxInt32 && (r.Limit == 0 || r.Limit > req.PageSize)
+		return x.aggregate(ctx, cur, groupPaged, req.PageSize, fingerprint)
 	case merge:
 		return x.merged(ctx)
 	}
@@ -379,24 +380,48 @@ func (x *partitionReads) merged(ctx context.Context) (coordinator.Result, error)
 }
 
 // aggregate folds every row of every partition into the statement's groups, reading each
-// partition whole (in pages between coordinator and replicas), and returns the groups
-// unpaged.
-func (x *partitionReads) aggregate(ctx context.Context) (coordinator.Result, error) {
+// partition whole (in pages between coordinator and replicas). Without GROUP BY the one group
+// comes in one page. With GROUP BY and paging, a page holds pageSize groups and ends after the
+// last row of its last group, where the next page resumes.
+func (x *partitionReads) aggregate(ctx context.Context, cur shapedCursor, paged bool, pageSize int, fingerprint uint64) (coordinator.Result, error) {
 	r := x.r
 	if len(x.keys) > 1 {
 		x.warnings = append(x.warnings, "Aggregation query used on multiple partition keys (IN restriction)")
 	}
+	need := 0 // groups this page returns at most; 0: all
+	if r.Limit > 0 {
+		if need = r.Limit - cur.returned; need <= 0 {
+			return x.groups(nil, nil)
+		}
+	}
+	if paged && (need == 0 || need > pageSize) {
+		need = pageSize
+	}
 	a := newAggregator(r, x.now.Unix())
-	for from := 0; from < len(x.keys); from += maxParallelPartitions {
+	after := cur.after
+	if after != nil { // resuming inside partition cur.part, which had cur.partReturned groups
+		a.lastPK, a.groupsInPart = x.keys[cur.part].pk, cur.partReturned
+	}
+	for from := cur.part; from < len(x.keys); from += maxParallelPartitions {
 		to := min(from+maxParallelPartitions, len(x.keys))
-		res, err := x.readRange(ctx, from, to, nil, func(int) int { return 0 })
+		res, err := x.readRange(ctx, from, to, after, func(int) int { return 0 })
 		if err != nil {
 			return coordinator.Result{}, err
 		}
+		after = nil
 		for k, p := range res {
+			a.part = from + k
 			for _, row := range p.rows {
 				if err := a.add(x.keys[from+k].pk, row); err != nil {
 					return coordinator.Result{}, err
+				}
+				if need > 0 && len(a.out) >= need {
+					var next []byte
+					if paged {
+						next = encodeShapedState(fingerprint, shapedCursor{returned: cur.returned + need, part: a.flushed.part,
+							counted: x.counted, partReturned: a.flushed.groups, after: a.flushed.clustering})
+					}
+					return x.groups(a.out[:need], next)
 				}
 			}
 		}
@@ -405,12 +430,25 @@ func (x *partitionReads) aggregate(ctx context.Context) (coordinator.Result, err
 	if err != nil {
 		return coordinator.Result{}, err
 	}
-	if r.Limit > 0 && len(rows) > r.Limit {
-		rows = rows[:r.Limit]
+	if need > 0 && len(rows) > need {
+		rows = rows[:need]
 	}
-	out := rowsOf(r, len(rows))
+	return x.groups(rows, nil)
+}
+
+// groups returns the aggregated rows as the statement's result, with paging state next.
+func (x *partitionReads) groups(rows [][][]byte, next []byte) (coordinator.Result, error) {
+	out := rowsOf(x.r, len(rows))
 	copy(out.Values, rows)
-	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out, Warnings: x.warnings}, nil
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out, PagingState: next, Warnings: x.warnings}, nil
+}
+
+// aggPosition is where a row the aggregator took stands: its partition (the caller's index),
+// its clustering key, and the groups of the partition so far (PER PARTITION LIMIT).
+type aggPosition struct {
+	part       int
+	clustering [][]byte
+	groups     int
 }
 
 // aggregator folds a stream of rows, in primary key order, into the groups of a SELECT with
@@ -430,6 +468,12 @@ type aggregator struct {
 	lastPK       [][]byte // PER PARTITION LIMIT: the partition of the last row, its groups
 	groupsInPart int
 	skipPart     bool
+
+	// part is the caller's index of the partition of the rows it adds; prev is where the
+	// last row taken stands, flushed where the last row of the last group emitted stands
+	// (where a next page resumes).
+	part          int
+	prev, flushed aggPosition
 
 	out [][][]byte
 }
@@ -465,6 +509,7 @@ func (a *aggregator) add(pk [][]byte, row coordinator.ClusteredRow) error {
 	if newGroup {
 		if a.open {
 			a.flush()
+			a.flushed = a.prev
 		}
 		a.start(key)
 		a.first = make([][]byte, len(r.Columns))
@@ -490,6 +535,7 @@ func (a *aggregator) add(pk [][]byte, row coordinator.ClusteredRow) error {
 			return &coordinator.InvalidError{Err: err}
 		}
 	}
+	a.prev = aggPosition{part: a.part, clustering: row.Clustering, groups: a.groupsInPart}
 	return nil
 }
 
