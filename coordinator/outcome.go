@@ -212,6 +212,9 @@ type RateLimitError struct {
 	// MayBeApplied says a write rejected by replicas may still have been stored by replicas that
 	// admitted it (see RateLimited.MayBeApplied), as after a write timeout.
 	MayBeApplied bool
+	// Partition names the rejected partition, as "(k) = (1)", when one statement read
+	// several (IN); empty otherwise.
+	Partition string
 }
 
 // Error reads like "rate limit exceeded for writes on ks.tbl (limit 50/s), rejected by
@@ -249,6 +252,10 @@ func (e *RateLimitError) Error() string {
 		b.WriteString("/s), rejected by ")
 	}
 	b.WriteString(e.RejectedBy.String())
+	if e.Partition != "" {
+		b.WriteString(" for partition ")
+		b.WriteString(e.Partition)
+	}
 	if e.RetryAfter > 0 {
 		b.WriteString("; retry after ")
 		b.Write(appendDuration(num[:0], e.RetryAfter.Round(time.Millisecond)))

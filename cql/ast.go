@@ -339,13 +339,20 @@ type DropTableStmt struct {
 // [USING TIMESTAMP n [AND TTL t] [AND TIMEOUT d]] (the USING items in any
 // order).
 type InsertStmt struct {
-	Start     Pos
-	Table     TableName
-	Columns   []Ident
-	Values    []Term
-	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
-	TTL       *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
-	Timeout   *Literal // nil without USING TIMEOUT; else a duration
+	Start   Pos
+	Table   TableName
+	Columns []Ident
+	Values  []Term
+	// JSON is, for INSERT INTO t JSON value, the value: a string literal or
+	// a bind marker (Columns and Values are then empty); nil otherwise.
+	JSON Term
+	// DefaultUnset is DEFAULT UNSET after INSERT JSON: columns the JSON
+	// leaves out keep their values (DEFAULT NULL, the default, sets them
+	// null).
+	DefaultUnset bool
+	Timestamp    *Literal // nil without USING TIMESTAMP; else an integer or bind marker
+	TTL          *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
+	Timeout      *Literal // nil without USING TIMEOUT; else a duration
 }
 
 // Assignment is column = value in UPDATE ... SET.
@@ -357,10 +364,20 @@ type Assignment struct {
 // Relation is one column op value restriction of a WHERE clause.
 type Relation struct {
 	Column Ident
-	OpPos  Pos
-	Op     Token // EQ, LT, LE, GT or GE
-	Value  Term
+	// Columns is set for a relation on a tuple of columns, (a, b) op value:
+	// Column is then Columns[0], and each value is a tuple.
+	Columns []Ident
+	OpPos   Pos
+	Op      Token // EQ, LT, LE, GT, GE or IN
+	// Value is the right side; for IN, nil with IN (v, ...) and the marker
+	// of the whole list with IN ?.
+	Value Term
+	// Values are the values of IN (v, ...), in source order.
+	Values []Term
 }
+
+// Multi reports whether r is on a tuple of columns.
+func (r *Relation) Multi() bool { return len(r.Columns) > 0 }
 
 // UpdateStmt is UPDATE name [USING TIMESTAMP n [AND TTL t] [AND TIMEOUT
 // d]] SET assignments WHERE relations.
@@ -395,13 +412,22 @@ type SelectStmt struct {
 	// Funcs is nil when every item of the list is a plain column; else it
 	// has one entry per Columns entry, saying whether the item is the
 	// column, WRITETIME(column) or TTL(column).
-	Funcs          []SelectFunc
-	Table          TableName
-	Where          []Relation
-	OrderBy        []Ordering // nil without ORDER BY; no column appears twice
-	Limit          *Literal   // nil without LIMIT; else an integer or bind marker
-	AllowFiltering bool       // ALLOW FILTERING
-	Timeout        *Literal   // nil without USING TIMEOUT; else a duration
+	Funcs []SelectFunc
+	// Aliases is nil without AS; else it has one entry per Columns entry,
+	// with an empty Name for an item without an alias.
+	Aliases  []Ident
+	Distinct bool // SELECT DISTINCT
+	JSON     bool // SELECT JSON: each row as one JSON object
+	Table    TableName
+	Where    []Relation
+	GroupBy  []Ident    // nil without GROUP BY
+	OrderBy  []Ordering // nil without ORDER BY; no column appears twice
+	// PerPartitionLimit is nil without PER PARTITION LIMIT; else an
+	// integer or bind marker.
+	PerPartitionLimit *Literal
+	Limit             *Literal // nil without LIMIT; else an integer or bind marker
+	AllowFiltering    bool     // ALLOW FILTERING
+	Timeout           *Literal // nil without USING TIMEOUT; else a duration
 }
 
 // SelectKind says what a SELECT list item returns of its column.
@@ -413,6 +439,9 @@ const (
 	SelectWritetime                   // WRITETIME(column): its write timestamp, a bigint
 	SelectTTL                         // TTL(column): its remaining time to live in seconds, an int
 	SelectExpr                        // a function call or CAST: SelectFunc.Expr
+	// SelectAggregate is an aggregate, SelectFunc.Aggregate of
+	// SelectFunc.Expr (nil for COUNT(*) and COUNT(1)).
+	SelectAggregate
 )
 
 // SelectFunc is the function, if any, applied to one column of a SELECT
@@ -423,6 +452,9 @@ type SelectFunc struct {
 	Kind SelectKind
 	Pos  Pos
 	Expr Term
+	// Aggregate is, for Kind SelectAggregate, the aggregate's name: count,
+	// min, max, sum or avg.
+	Aggregate string
 }
 
 // BatchStmt is BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n [AND
@@ -579,7 +611,12 @@ func BindMarkers(s Statement) []*Literal {
 	}
 	where := func(rs []Relation) {
 		for _, r := range rs {
-			term(r.Value)
+			if r.Value != nil {
+				term(r.Value)
+			}
+			for _, v := range r.Values {
+				term(v)
+			}
 		}
 	}
 	lit := func(l *Literal) {
@@ -599,6 +636,9 @@ func BindMarkers(s Statement) []*Literal {
 		case *AlterTableStmt:
 			options(s.Options)
 		case *InsertStmt:
+			if s.JSON != nil {
+				term(s.JSON)
+			}
 			for _, v := range s.Values {
 				term(v)
 			}
@@ -621,6 +661,7 @@ func BindMarkers(s Statement) []*Literal {
 				}
 			}
 			where(s.Where)
+			lit(s.PerPartitionLimit)
 			lit(s.Limit)
 		case *BatchStmt:
 			lit(s.Timestamp)

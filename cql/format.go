@@ -143,6 +143,15 @@ func (p *printer) node(n Node) {
 	case *InsertStmt:
 		p.WriteString("INSERT INTO ")
 		p.table(n.Table)
+		if n.JSON != nil {
+			p.WriteString(" JSON ")
+			p.node(n.JSON)
+			if n.DefaultUnset {
+				p.WriteString(" DEFAULT UNSET")
+			}
+			p.using(n.Timestamp, n.TTL, n.Timeout)
+			break
+		}
 		p.WriteString(" (")
 		p.idents(n.Columns)
 		p.WriteString(") VALUES (")
@@ -180,37 +189,69 @@ func (p *printer) node(n Node) {
 		p.where(n.Where)
 	case *SelectStmt:
 		p.WriteString("SELECT ")
+		if n.JSON {
+			p.WriteString("JSON ")
+		}
+		if n.Distinct {
+			p.WriteString("DISTINCT ")
+		}
 		switch {
 		case n.Star:
 			p.WriteByte('*')
-		case n.Funcs == nil:
+		case n.Funcs == nil && n.Aliases == nil:
 			p.idents(n.Columns)
 		default:
 			for i, c := range n.Columns {
 				if i > 0 {
 					p.WriteString(", ")
 				}
-				switch n.Funcs[i].Kind {
+				kind := SelectColumn
+				if n.Funcs != nil {
+					kind = n.Funcs[i].Kind
+				}
+				switch kind {
 				case SelectExpr:
 					p.node(n.Funcs[i].Expr)
-					continue
-				case SelectWritetime:
-					p.WriteString("WRITETIME(")
-				case SelectTTL:
-					p.WriteString("TTL(")
-				}
-				p.ident(c)
-				if n.Funcs[i].Kind != SelectColumn {
+				case SelectAggregate:
+					p.WriteString(strings.ToUpper(n.Funcs[i].Aggregate))
+					p.WriteByte('(')
+					if n.Funcs[i].Expr == nil {
+						p.WriteByte('*')
+					} else {
+						p.node(n.Funcs[i].Expr)
+					}
 					p.WriteByte(')')
+				case SelectWritetime, SelectTTL:
+					if kind == SelectWritetime {
+						p.WriteString("WRITETIME(")
+					} else {
+						p.WriteString("TTL(")
+					}
+					p.ident(c)
+					p.WriteByte(')')
+				default:
+					p.ident(c)
+				}
+				if n.Aliases != nil && n.Aliases[i].Name != "" {
+					p.WriteString(" AS ")
+					p.ident(n.Aliases[i])
 				}
 			}
 		}
 		p.WriteString(" FROM ")
 		p.table(n.Table)
 		p.where(n.Where)
+		if len(n.GroupBy) > 0 {
+			p.WriteString(" GROUP BY ")
+			p.idents(n.GroupBy)
+		}
 		if len(n.OrderBy) > 0 {
 			p.WriteString(" ORDER BY ")
 			p.orderings(n.OrderBy)
+		}
+		if n.PerPartitionLimit != nil {
+			p.WriteString(" PER PARTITION LIMIT ")
+			p.node(n.PerPartitionLimit)
 		}
 		if n.Limit != nil {
 			p.WriteString(" LIMIT ")
@@ -414,10 +455,27 @@ func (p *printer) where(rs []Relation) {
 		} else {
 			p.WriteString(" AND ")
 		}
-		p.ident(r.Column)
+		if r.Multi() {
+			p.WriteByte('(')
+			p.idents(r.Columns)
+			p.WriteByte(')')
+		} else {
+			p.ident(r.Column)
+		}
 		p.WriteByte(' ')
 		p.WriteString(r.Op.String())
 		p.WriteByte(' ')
+		if r.Op == IN && r.Value == nil {
+			p.WriteByte('(')
+			for j, v := range r.Values {
+				if j > 0 {
+					p.WriteString(", ")
+				}
+				p.node(v)
+			}
+			p.WriteByte(')')
+			continue
+		}
 		p.node(r.Value)
 	}
 }

@@ -69,7 +69,7 @@ func nativeFunction(name string) bool {
 	switch name {
 	case "now", "currenttimeuuid", "uuid", "currenttimestamp", "currentdate", "currenttime",
 		"totimestamp", "todate", "tounixtimestamp", "mintimeuuid", "maxtimeuuid", "dateof", "unixtimestampof",
-		"token", "writetime", "ttl":
+		"token", "writetime", "ttl", "tojson", "fromjson":
 		return true
 	}
 	return strings.HasPrefix(name, "blobas") && len(name) > len("blobas") ||

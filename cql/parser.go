@@ -719,7 +719,33 @@ func (p *parser) parsePrimaryKey(start Pos) *PrimaryKey {
 func (p *parser) parseInsert(start Pos) Statement {
 	p.expect(INTO)
 	s := &InsertStmt{Start: start, Table: p.parseTableName()}
-	p.refuseInsertJSON()
+	if p.isWord("JSON") {
+		p.next()
+		switch p.tok {
+		case STRING:
+			s.JSON = p.parseLiteral()
+		case QUESTION, COLON:
+			s.JSON = p.parseIntOrBind("JSON string")
+		default:
+			p.errorExpected("JSON string or bind marker")
+		}
+		if p.isWord("DEFAULT") {
+			p.next()
+			switch {
+			case p.tok == NULL:
+				p.next()
+			case p.isWord("UNSET"):
+				s.DefaultUnset = true
+				p.next()
+			default:
+				p.errorExpected("'NULL' or 'UNSET'")
+			}
+		}
+		p.refuseConditions()
+		u := p.parseUsing(true)
+		s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
+		return s
+	}
 	p.expect(LPAREN)
 	s.Columns = p.parseIdentList("column name")
 	if p.tok != RPAREN {
@@ -906,10 +932,11 @@ func (p *parser) parseDelete(start Pos) Statement {
 
 func (p *parser) parseSelect(start Pos) Statement {
 	s := &SelectStmt{Start: start}
-	col, isCol := p.parseSelectModifier()
+	col, isCol := p.parseSelectModifier(s)
 	switch {
 	case isCol:
 		s.Columns = []Ident{col}
+		p.parseAlias(s)
 	case p.got(STAR):
 		s.Star = true
 	default:
@@ -931,12 +958,24 @@ func (p *parser) parseSelect(start Pos) Statement {
 	if p.tok == WHERE {
 		s.Where = p.parseWhere()
 	}
-	p.refuseSelectClauses()
+	if p.isWord("GROUP") {
+		p.next()
+		p.expect(BY)
+		s.GroupBy = append(s.GroupBy, p.parseIdent("column name"))
+		for p.got(COMMA) {
+			s.GroupBy = append(s.GroupBy, p.parseIdent("column name"))
+		}
+	}
 	if p.got(ORDER) {
 		p.expect(BY)
 		s.OrderBy = p.parseOrderings("ORDER BY", false)
 	}
-	p.refuseSelectClauses()
+	if p.isWord("PER") {
+		p.next()
+		p.expectWord("PARTITION")
+		p.expect(LIMIT)
+		s.PerPartitionLimit = p.parseIntOrBind("integer limit")
+	}
 	if p.got(LIMIT) {
 		s.Limit = p.parseIntOrBind("integer limit")
 	}
@@ -948,11 +987,65 @@ func (p *parser) parseSelect(start Pos) Statement {
 	return s
 }
 
+// parseAlias parses the AS alias that may follow the last item of s's SELECT list.
+func (p *parser) parseAlias(s *SelectStmt) {
+	if !p.isWord("AS") {
+		if s.Aliases != nil {
+			s.Aliases = append(s.Aliases, Ident{})
+		}
+		return
+	}
+	p.next()
+	a := p.parseIdent("alias")
+	if s.Aliases == nil {
+		s.Aliases = make([]Ident, len(s.Columns)-1, len(s.Columns))
+	}
+	s.Aliases = append(s.Aliases, a)
+}
+
+// aggregateName returns the aggregate a selector's call names (count, min,
+// max, sum or avg), or "" for another function.
+func aggregateName(tok Token, lit string) string {
+	if tok != IDENT {
+		return ""
+	}
+	switch name := strings.ToLower(lit); name {
+	case "count", "min", "max", "sum", "avg":
+		return name
+	}
+	return ""
+}
+
+// parseAggregate parses an aggregate call, name(arg) or COUNT(*), the
+// current token being its name, and appends it to s.
+func (p *parser) parseAggregate(s *SelectStmt, name string) {
+	pos := p.pos
+	p.next()
+	p.expect(LPAREN)
+	f := SelectFunc{Kind: SelectAggregate, Pos: pos, Aggregate: name}
+	switch {
+	case name == "count" && p.tok == STAR:
+		p.next()
+	case name == "count" && p.tok == INT && p.lit == "1":
+		p.next()
+	default:
+		f.Expr = p.parseSelectorArg(1)
+	}
+	p.expect(RPAREN)
+	p.refuseSelectorTail()
+	if s.Funcs == nil {
+		s.Funcs = make([]SelectFunc, len(s.Columns), len(s.Columns)+1)
+	}
+	s.Funcs = append(s.Funcs, f)
+	s.Columns = append(s.Columns, Ident{NamePos: pos})
+	p.parseAlias(s)
+}
+
 // parseSelector parses one item of a SELECT list: a column name,
-// WRITETIME(column) or TTL(column), or a function call or CAST (kind
-// SelectExpr), and appends it to s. Aggregates, aliases (AS), collection and
-// field selections and arithmetic are refused as not supported
-// (callName, refuseSelectorTail).
+// WRITETIME(column) or TTL(column), a function call or CAST (kind
+// SelectExpr), or an aggregate (kind SelectAggregate), with its alias, and
+// appends it to s. Collection and field selections and arithmetic are
+// refused as not supported (callName, refuseSelectorTail).
 func (p *parser) parseSelector(s *SelectStmt, what string) {
 	if p.tok == LPAREN || p.tok == MINUS || p.tok.IsLiteral() && p.tok != IDENT && p.tok != QIDENT {
 		p.unsupported(p.pos, "selectors other than column names and function calls are not supported")
@@ -961,6 +1054,13 @@ func (p *parser) parseSelector(s *SelectStmt, what string) {
 		save := *p
 		p.next()
 		call := p.tok == LPAREN
+		if call {
+			if name := aggregateName(save.tok, save.lit); name != "" {
+				*p = save
+				p.parseAggregate(s, name)
+				return
+			}
+		}
 		if p.tok == DOT { // ks.f(...), else a field selection, refused below
 			p.next()
 			if p.isIdent() {
@@ -989,6 +1089,7 @@ func (p *parser) parseSelector(s *SelectStmt, what string) {
 				s.Funcs = append(s.Funcs, SelectFunc{Kind: SelectExpr, Pos: pos, Expr: e})
 				s.Columns = append(s.Columns, Ident{NamePos: pos})
 			}
+			p.parseAlias(s)
 			return
 		}
 	}
@@ -998,29 +1099,70 @@ func (p *parser) parseSelector(s *SelectStmt, what string) {
 	}
 	p.refuseSelectorTail()
 	s.Columns = append(s.Columns, x)
+	p.parseAlias(s)
 }
 
-// parseWhere parses WHERE relation [AND relation ...].
+// parseWhere parses WHERE relation [AND relation ...]: column op term,
+// column IN (term, ...) or IN ?, and the same on a tuple of columns,
+// (a, b) op tuple, (a, b) IN (tuple, ...) or IN ?.
 func (p *parser) parseWhere() []Relation {
 	p.expect(WHERE)
 	var rs []Relation
 	for {
-		p.refuseRelationStart()
-		r := Relation{Column: p.parseIdent("column name")}
-		p.refuseOperator(r.Column)
-		r.OpPos, r.Op = p.pos, p.tok
-		switch p.tok {
-		case EQ, LT, LE, GT, GE:
+		var r Relation
+		if p.tok == LPAREN {
 			p.next()
-		default:
-			p.errorExpected("'=', '<', '<=', '>' or '>='")
+			r.Columns = append(r.Columns, p.parseIdent("column name"))
+			for p.got(COMMA) {
+				r.Columns = append(r.Columns, p.parseIdent("column name"))
+			}
+			p.expect(RPAREN)
+			r.Column = r.Columns[0]
+		} else {
+			r.Column = p.parseIdent("column name")
+			p.refuseOperator(r.Column)
 		}
-		r.Value = p.parseTerm()
+		r.OpPos, r.Op = p.pos, p.tok
+		switch {
+		case p.tok == EQ || p.tok == LT || p.tok == LE || p.tok == GT || p.tok == GE:
+			p.next()
+			r.Value = p.parseTerm()
+		case p.isWord("IN"):
+			r.Op = IN
+			p.next()
+			p.parseInValues(&r)
+		default:
+			if r.Multi() {
+				p.refuseOperator(r.Column)
+			}
+			p.errorExpected("'=', '<', '<=', '>', '>=' or 'IN'")
+		}
 		rs = append(rs, r)
 		if !p.got(AND) {
 			return rs
 		}
 	}
+}
+
+// parseInValues parses what follows IN: (term, ...) or a bind marker.
+func (p *parser) parseInValues(r *Relation) {
+	if p.tok == QUESTION || p.tok == COLON {
+		r.Value = p.parseIntOrBind("bind marker")
+		return
+	}
+	if p.tok != LPAREN {
+		p.errorExpected("'(' or a bind marker")
+	}
+	p.next()
+	r.Values = []Term{}
+	if p.got(RPAREN) {
+		return
+	}
+	r.Values = append(r.Values, p.parseTerm())
+	for p.got(COMMA) {
+		r.Values = append(r.Values, p.parseTerm())
+	}
+	p.expect(RPAREN)
 }
 
 func (p *parser) parseDescribe(start Pos) Statement {

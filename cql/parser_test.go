@@ -173,7 +173,7 @@ func TestParseInvalid(t *testing.T) {
 		{"SELEC * FROM t", "1:1: expected statement, found identifier SELEC"},
 		{"SELECT * FROM", "1:14: expected table name, found end of input"},
 		{"SELECT * FROM t WHERE", "1:22: expected column name, found end of input"},
-		{"SELECT * FROM t WHERE k", "1:24: expected '=', '<', '<=', '>' or '>=', found end of input"},
+		{"SELECT * FROM t WHERE k", "1:24: expected '=', '<', '<=', '>', '>=' or 'IN', found end of input"},
 		{"SELECT * FROM t WHERE k =", "1:26: expected value, found end of input"},
 		{"SELECT * FROM t WHERE k = 1 OR k = 2", "1:29: expected ';' or end of input, found identifier OR"},
 		{"SELECT * FROM t LIMIT -", "1:23: expected integer limit, found '-'"},

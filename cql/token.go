@@ -51,6 +51,8 @@ const (
 	SLASH     // /
 	PERCENT   // %
 	NEQ       // !=
+	// IN is a relation's operator IN (v, ...): a word, never produced by the scanner.
+	IN
 	operatorEnd
 
 	keywordBeg
@@ -140,6 +142,7 @@ var tokens = [...]string{
 	SLASH:     "/",
 	PERCENT:   "%",
 	NEQ:       "!=",
+	IN:        "IN",
 
 	ALLOW:      "ALLOW",
 	ALTER:      "ALTER",

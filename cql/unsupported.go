@@ -95,31 +95,23 @@ func (p *parser) refuseConditions() {
 	p.errorExpected("'NOT EXISTS', 'EXISTS' or a condition")
 }
 
-// refuseInsertJSON refuses INSERT INTO t JSON '...'; the current word follows the
-// table's name.
-func (p *parser) refuseInsertJSON() {
-	if p.isWord("JSON") {
-		p.unsupported(p.pos, "INSERT JSON is not supported")
+// parseSelectModifier reads the words after SELECT when they are JSON or
+// DISTINCT (or JSON DISTINCT), setting s.JSON and s.Distinct. Such a word
+// may also be a column's name (SELECT json FROM t, SELECT distinct, v FROM
+// t): then it returns that column, with ok set.
+func (p *parser) parseSelectModifier(s *SelectStmt) (col Ident, ok bool) {
+	for p.isWord("JSON") && !s.JSON && !s.Distinct || p.isWord("DISTINCT") && !s.Distinct {
+		pos, word := p.pos, p.lit
+		p.next()
+		if p.tok == FROM || p.tok == COMMA || p.isWord("AS") {
+			return Ident{NamePos: pos, Name: strings.ToLower(word)}, true
+		}
+		if strings.EqualFold(word, "JSON") {
+			s.JSON = true
+		} else {
+			s.Distinct = true
+		}
 	}
-}
-
-// parseSelectModifier reads the word after SELECT when it is JSON or
-// DISTINCT, which kvnode refuses. Such a word may also be a column's name
-// (SELECT json FROM t, SELECT distinct, v FROM t): then it returns that
-// column, with ok set.
-func (p *parser) parseSelectModifier() (col Ident, ok bool) {
-	if !p.isWord("JSON") && !p.isWord("DISTINCT") {
-		return Ident{}, false
-	}
-	pos, word := p.pos, p.lit
-	p.next()
-	if p.tok == FROM || p.tok == COMMA {
-		return Ident{NamePos: pos, Name: strings.ToLower(word)}, true
-	}
-	if strings.EqualFold(word, "JSON") {
-		p.unsupported(pos, "SELECT JSON is not supported")
-	}
-	p.unsupported(pos, "SELECT DISTINCT is not supported")
 	return Ident{}, false
 }
 
@@ -132,47 +124,25 @@ func (p *parser) refuseSelectorTail() {
 	case PLUS, MINUS, STAR, SLASH, PERCENT:
 		p.unsupported(p.pos, "arithmetic operators are not supported")
 	}
-	if p.isWord("AS") {
-		p.unsupported(p.pos, "selector aliases (AS) are not supported")
-	}
 }
 
-// refuseCall refuses a call of a function kvnode does not run: aggregates,
-// MAXWRITETIME, the native functions it lacks (toJson, fromJson, floor),
+// refuseCall refuses a call of a function kvnode does not run: aggregates inside other calls,
+// MAXWRITETIME, the native functions it lacks (floor),
 // user-defined and unknown functions. name is lit lower-cased unless quoted.
 func (p *parser) refuseCall(pos Pos, quoted bool, lit, name string) {
 	switch name {
 	case "count", "min", "max", "sum", "avg":
-		p.unsupported(pos, "aggregate functions (%s) are not supported", strings.ToUpper(name))
+		p.unsupported(pos, "aggregate functions (%s) are only supported as selectors of their own, not inside other functions", strings.ToUpper(name))
 	case "maxwritetime":
 		p.unsupported(pos, "MAXWRITETIME is not supported")
 	}
 	if nativeFunction(name) {
 		return
 	}
-	if !quoted && (name == "tojson" || name == "fromjson" || name == "floor") {
+	if !quoted && name == "floor" {
 		p.unsupported(pos, "function %s is not supported", lit)
 	}
 	p.unsupported(pos, "unknown function %s: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported", lit)
-}
-
-// refuseSelectClauses refuses GROUP BY and PER PARTITION LIMIT, which come
-// after WHERE in a SELECT.
-func (p *parser) refuseSelectClauses() {
-	switch {
-	case p.isWord("GROUP"):
-		p.unsupported(p.pos, "GROUP BY is not supported")
-	case p.isWord("PER"):
-		p.unsupported(p.pos, "PER PARTITION LIMIT is not supported")
-	}
-}
-
-// refuseRelationStart refuses a WHERE relation on a tuple of columns ((a, b)
-// > (1, 2)), at its start.
-func (p *parser) refuseRelationStart() {
-	if p.tok == LPAREN {
-		p.unsupported(p.pos, "multi-column restrictions ((a, b) > (...)) are not supported")
-	}
 }
 
 // refuseOperator refuses a WHERE relation's operator kvnode does not
@@ -188,8 +158,6 @@ func (p *parser) refuseOperator(col Ident) {
 		p.unsupported(col.NamePos, "function calls in restrictions are not supported")
 	case p.tok == LBRACKET || p.tok == DOT:
 		p.unsupported(pos, "restrictions on collection elements or fields are not supported")
-	case p.isWord("IN"):
-		p.unsupported(pos, "IN restrictions are not supported")
 	case p.isWord("CONTAINS"):
 		p.unsupported(pos, "CONTAINS restrictions are not supported")
 	case p.isWord("LIKE"):

@@ -52,8 +52,8 @@ func TestCassandraExamples(t *testing.T) {
 		parsed += len(stmts)
 	}
 	t.Logf("%d example groups: %d statements parsed, %d refused as not supported", len(idx), parsed, refused)
-	if parsed < 15 || refused < 40 {
-		t.Errorf("parsed %d and refused %d examples, want at least 15 and 40: the test no longer reads the file as meant", parsed, refused)
+	if parsed < 15 || refused < 25 {
+		t.Errorf("parsed %d and refused %d examples, want at least 15 and 25: the test no longer reads the file as meant", parsed, refused)
 	}
 }
 
@@ -88,29 +88,15 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"DELETE FROM t WHERE k = 1 IF EXISTS", "1:27: lightweight transactions (IF conditions) are not supported"},
 	{"BEGIN BATCH INSERT INTO t (k) VALUES (1) IF NOT EXISTS; APPLY BATCH", "1:42: lightweight transactions (IF conditions) are not supported"},
 	{"BEGIN COUNTER BATCH UPDATE t SET c = c + 1 WHERE k = 1; APPLY BATCH", "1:7: COUNTER batches are not supported: kvnode has no counter columns"},
-	{"INSERT INTO t JSON '{\"k\": 1}'", "1:15: INSERT JSON is not supported"},
-	{"SELECT JSON * FROM t", "1:8: SELECT JSON is not supported"},
-	{"SELECT DISTINCT k FROM t", "1:8: SELECT DISTINCT is not supported"},
-	{"SELECT count(*) FROM t", "1:8: aggregate functions (COUNT) are not supported"},
-	{"SELECT k, max(v) FROM t", "1:11: aggregate functions (MAX) are not supported"},
-	{"SELECT CAST(v AS text) AS w FROM t", "1:24: selector aliases (AS) are not supported"},
-	{"SELECT toJson(v) FROM t", "1:8: function toJson is not supported"},
 	{"SELECT myks.f(v) FROM t", "1:8: user-defined functions are not supported"},
 	{"SELECT f(v) FROM t", "1:8: unknown function f: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported"},
-	{"SELECT toDate(sum(v)) FROM t", "1:15: aggregate functions (SUM) are not supported"},
-	{"SELECT v AS w FROM t", "1:10: selector aliases (AS) are not supported"},
+	{"SELECT toDate(sum(v)) FROM t", "1:15: aggregate functions (SUM) are only supported as selectors of their own, not inside other functions"},
 	{"SELECT m['a'] FROM t", "1:9: selecting collection elements or fields is not supported"},
-	{"SELECT * FROM t WHERE k = 1 GROUP BY k", "1:29: GROUP BY is not supported"},
-	{"SELECT * FROM t PER PARTITION LIMIT 1", "1:17: PER PARTITION LIMIT is not supported"},
-	{"SELECT * FROM t WHERE k = 1 ORDER BY c PER PARTITION LIMIT 1", "1:40: PER PARTITION LIMIT is not supported"},
-	{"SELECT * FROM t WHERE k IN (1, 2)", "1:25: IN restrictions are not supported"},
 	{"SELECT * FROM t WHERE s CONTAINS 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
 	{"SELECT * FROM t WHERE m CONTAINS KEY 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
 	{"SELECT * FROM t WHERE v LIKE 'a%'", "1:25: LIKE restrictions are not supported"},
 	{"SELECT * FROM t WHERE token(k) > 0", "1:23: token() restrictions are not supported"},
-	{"SELECT * FROM t WHERE k = 1 AND (c, d) > (1, 2)", "1:33: multi-column restrictions ((a, b) > (...)) are not supported"},
 	{"SELECT * FROM t WHERE m['a'] = 1 ALLOW FILTERING", "1:24: restrictions on collection elements or fields are not supported"},
-	{"SELECT * FROM t WHERE k = fromJson('1')", "1:27: function fromJson is not supported"},
 	{"INSERT INTO t (k, v) VALUES (1, myks.f(2))", "1:33: user-defined functions are not supported"},
 	{"UPDATE t SET c = c + 1 WHERE k = 1", "1:18: counter and collection updates (c = c + ...) are not supported"},
 	{"UPDATE t SET l = [1] + l WHERE k = 1", "1:22: arithmetic operators and counter or collection updates are not supported"},
@@ -121,7 +107,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"SELECT -v FROM t", "1:8: selectors other than column names and function calls are not supported"},
 	{"SELECT 1 FROM t", "1:8: selectors other than column names and function calls are not supported"},
 	{"SELECT maxwritetime(v) FROM t", "1:8: MAXWRITETIME is not supported"},
-	{"SELECT WRITETIME(v) AS w FROM t", "1:21: selector aliases (AS) are not supported"},
 	{"SELECT token(k) + 1 FROM t", "1:17: arithmetic operators are not supported"},
 	{"SELECT a.b FROM t", "1:9: selecting collection elements or fields is not supported"},
 	{"SELECT * FROM t WHERE k = 1 AND ts > floor(ts, 1h)", "1:38: function floor is not supported"},

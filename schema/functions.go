@@ -267,6 +267,8 @@ func (c *compiler) call(x *cql.FuncCall, want Type) (*expr, error) {
 			}
 		}
 		return nil, posErrorf(x.Pos(), "%s(column) is only a selector", strings.ToUpper(x.Name))
+	case "tojson", "fromjson":
+		return c.jsonCall(x, want, display)
 	}
 	fs := functions(x.Name)
 	if len(fs) == 0 {
@@ -695,4 +697,52 @@ func SystemSelector(keyspace, table string, x cql.Term, now time.Time) (ResultCo
 		return ResultColumn{}, nil, fmt.Errorf("selector %s: %w", e.name, err)
 	}
 	return ResultColumn{Name: e.name, Type: e.typ}, v, nil
+}
+
+// jsonCall compiles toJson(x), a selector whose value is x's JSON (Type.JSON), and
+// fromJson(s), a value whose type is the one wanted where it stands (FromJSON).
+func (c *compiler) jsonCall(x *cql.FuncCall, want Type, display string) (*expr, error) {
+	if len(x.Args) != 1 {
+		return nil, posErrorf(x.Pos(), "function %s takes 1 argument, not %d", display, len(x.Args))
+	}
+	if x.Name == "tojson" {
+		if !c.selector {
+			return nil, posErrorf(x.Pos(), "toJson() may only be used within the selection clause of SELECT statements")
+		}
+		arg, err := c.compile(x.Args[0], TypeInvalid)
+		if err != nil {
+			return nil, err
+		}
+		if arg.typ == TypeInvalid {
+			return nil, posErrorf(x.Pos(), "toJson(%s): the type of its argument is unknown; give a column, a function's value or a CAST", cql.Format(x.Args[0]))
+		}
+		typ := arg.typ
+		f := &function{name: "tojson", args: []Type{typ}, ret: TypeText, call: func(_ *binder, args [][]byte) ([]byte, error) {
+			return typ.JSON(args[0])
+		}}
+		return &expr{typ: TypeText, name: "system.tojson(" + arg.name + ")", f: f, args: []*expr{arg}}, nil
+	}
+	if c.selector {
+		return nil, posErrorf(x.Pos(), "fromJson() cannot be used in the selection clause of a SELECT statement")
+	}
+	if want == TypeInvalid {
+		return nil, posErrorf(x.Pos(), "fromJson() needs the type of the column it gives a value for")
+	}
+	arg, err := c.compile(x.Args[0], TypeText)
+	if err != nil {
+		return nil, err
+	}
+	if lit, ok := x.Args[0].(*cql.Literal); ok && lit.Kind == cql.LitBind && c.b.check {
+		c.b.argVar(lit, c.t, "arg0(system.fromjson)", TypeText)
+	}
+	if arg.typ != TypeText && arg.typ != TypeASCII {
+		return nil, posErrorf(x.Pos(), "fromJson() takes a text argument, not %s", arg.typ)
+	}
+	f := &function{name: "fromjson", args: []Type{TypeText}, ret: want, call: func(_ *binder, args [][]byte) ([]byte, error) {
+		if args[0] == nil {
+			return nil, nil
+		}
+		return FromJSON(want, string(args[0]))
+	}}
+	return &expr{typ: want, name: "system.fromjson(" + arg.name + ")", f: f, args: []*expr{arg}}, nil
 }

@@ -125,6 +125,8 @@ type Read struct {
 	Reversed bool
 	// Timeout is the USING TIMEOUT duration; 0 without one.
 	Timeout time.Duration
+	// Shape is what the SELECT asks beyond one partition's rows (selectread.go).
+	Shape
 }
 
 // BindValue is the value of one bind marker: its canonical encoding (nil
@@ -315,6 +317,11 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 	values := make([][]byte, len(t.Columns))
 	flags := make([]bool, 2*len(t.Columns))
 	given, set := flags[:len(t.Columns)], flags[len(t.Columns):] // set: given and not an unset marker
+	if st.JSON != nil {
+		if err := b.insertJSON(t, st, values, given, set); err != nil {
+			return nil, err
+		}
+	}
 	for i, x := range st.Columns {
 		c, err := column(t, x)
 		if err != nil {
@@ -474,6 +481,12 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		}
 	}
 	for i, x := range st.Columns {
+		if st.Funcs != nil && st.Funcs[i].Kind == cql.SelectAggregate {
+			if err := r.bindAggregate(i, st.Funcs[i], b); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if st.Funcs != nil && st.Funcs[i].Kind == cql.SelectExpr {
 			c := &compiler{t: t, b: b, selector: true}
 			e, err := c.compile(st.Funcs[i].Expr, TypeInvalid)
@@ -507,10 +520,18 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		}
 		r.Funcs[i] = k
 	}
-	if r.PartitionKey, r.Clustering, err = where(t, st.Where, "SELECT", false, b); err != nil {
+	var eqPrefix int
+	if r.PartitionKeys, r.Clustering, r.Filters, eqPrefix, err = selectWhere(t, st, b); err != nil {
 		return nil, err
 	}
-	if r.Reversed, err = orderBy(t, st.OrderBy, len(r.Clustering.Prefix)); err != nil {
+	if len(r.PartitionKeys) > 0 {
+		r.PartitionKey = r.PartitionKeys[0]
+	}
+	if r.Reversed, err = orderBy(t, st.OrderBy, eqPrefix); err != nil {
+		return nil, err
+	}
+	r.OrderBy = len(st.OrderBy) > 0
+	if err := r.bindShape(st, b, eqPrefix); err != nil {
 		return nil, err
 	}
 	if st.Limit != nil {
@@ -564,6 +585,9 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool, b *binder) 
 	lower := make(map[int]*Bound)
 	upper := make(map[int]*Bound)
 	for _, r := range rels {
+		if r.Op == cql.IN || r.Multi() {
+			return nil, cr, fmt.Errorf("%s with IN or a multi-column relation is not supported: write each row's key with =", stmt)
+		}
 		c, err := column(t, r.Column)
 		if err != nil {
 			return nil, cr, err
@@ -1013,8 +1037,16 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		switch st := stmt.(type) {
 		case *cql.SelectStmt:
 			table, rels, lim = st.Table, st.Where, st.Limit
+			if l := st.PerPartitionLimit; l != nil && l.Kind == cql.LitBind {
+				tt, _ := s.lookupTable(table, keyspace)
+				set(l, tt, "[per_partition_limit]", TypeInt)
+			}
 		case *cql.InsertStmt:
 			table, cols, terms, ts, ttl = st.Table, st.Columns, st.Values, st.Timestamp, st.TTL
+			if l, ok := st.JSON.(*cql.Literal); ok && l.Kind == cql.LitBind {
+				tt, _ := s.lookupTable(table, keyspace)
+				set(l, tt, "[json]", TypeText)
+			}
 		case *cql.UpdateStmt:
 			table, rels, ts, ttl = st.Table, st.Where, st.Timestamp, st.TTL
 			for _, a := range st.Set {
@@ -1042,6 +1074,9 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 			bind(cols[i], x, true)
 		}
 		for _, r := range rels {
+			if relationVariables(tt, r, func(lit *cql.Literal, name string, typ Type) { set(lit, tt, name, typ) }) {
+				continue
+			}
 			bind(r.Column, r.Value, r.Op == cql.EQ)
 		}
 		if ts != nil && ts.Kind == cql.LitBind {
@@ -1097,21 +1132,36 @@ type ResultColumn struct {
 // and type, or for WRITETIME(c) "writetime(c)" of type bigint and for TTL(c) "ttl(c)" of type
 // int, as Cassandra names them.
 func (r *Read) ResultColumns() []ResultColumn {
+	if r.JSON {
+		return []ResultColumn{{Name: "[json]", Type: TypeText}}
+	}
+	return r.SelectedColumns()
+}
+
+// SelectedColumns is ResultColumns without SELECT JSON: the selected items' columns, which
+// SELECT JSON renders as one object per row.
+func (r *Read) SelectedColumns() []ResultColumn {
 	out := make([]ResultColumn, len(r.Columns))
 	for i, c := range r.Columns {
-		if c == nil {
+		switch {
+		case r.Aggregates != nil && r.Aggregates[i] != nil:
+			out[i] = ResultColumn{Name: r.aggNames[i], Type: r.Aggregates[i].Type}
+		case c == nil:
 			out[i] = ResultColumn{Name: r.exprs[i].name, Type: r.exprs[i].typ}
-			continue
+		default:
+			out[i] = ResultColumn{Name: c.Name, Type: c.Type}
+			if r.Funcs == nil {
+				break
+			}
+			switch r.Funcs[i] {
+			case cql.SelectWritetime:
+				out[i] = ResultColumn{Name: "writetime(" + c.Name + ")", Type: TypeBigInt}
+			case cql.SelectTTL:
+				out[i] = ResultColumn{Name: "ttl(" + c.Name + ")", Type: TypeInt}
+			}
 		}
-		out[i] = ResultColumn{Name: c.Name, Type: c.Type}
-		if r.Funcs == nil {
-			continue
-		}
-		switch r.Funcs[i] {
-		case cql.SelectWritetime:
-			out[i] = ResultColumn{Name: "writetime(" + c.Name + ")", Type: TypeBigInt}
-		case cql.SelectTTL:
-			out[i] = ResultColumn{Name: "ttl(" + c.Name + ")", Type: TypeInt}
+		if r.Aliases != nil && r.Aliases[i] != "" {
+			out[i].Name = r.Aliases[i]
 		}
 	}
 	return out

@@ -151,12 +151,12 @@ func TestPrepareErrors(t *testing.T) {
 		{"UPDATE kv SET v = {'a': 1} WHERE k = 'a'", "column v is bigint; cannot assign map literal {'a': 1}"},
 		{"SELECT * FROM kv WHERE k = ?", "bind marker 0 (column k) has no value: the statement has bind markers but no values were given"},
 		// missing partition key equality
-		{"SELECT * FROM t", "missing partition key column a: SELECT needs = on every partition key column (a, b)"},
-		{"SELECT * FROM t WHERE a = 1", "missing partition key column b: SELECT needs = on every partition key column (a, b)"},
-		{"SELECT * FROM t WHERE b = 'x' AND c1 = 1", "missing partition key column a: SELECT needs = on every partition key column (a, b)"},
+		{"SELECT * FROM t", "missing partition key column a: SELECT needs = or IN on every partition key column (a, b)"},
+		{"SELECT * FROM t WHERE a = 1", "missing partition key column b: SELECT needs = or IN on every partition key column (a, b)"},
+		{"SELECT * FROM t WHERE b = 'x' AND c1 = 1", "missing partition key column a: SELECT needs = or IN on every partition key column (a, b)"},
 		{"UPDATE t SET v = 'q' WHERE a = 1 AND c1 = 2 AND c2 = 'y'", "missing partition key column b: UPDATE needs = on every partition key column (a, b)"},
 		{"DELETE FROM t WHERE b = 'x'", "missing partition key column a: DELETE needs = on every partition key column (a, b)"},
-		{"SELECT * FROM t WHERE a > 1 AND b = 'x'", "partition key column a can only be restricted with =, not >"},
+		{"SELECT * FROM t WHERE a > 1 AND b = 'x'", "partition key column a can only be restricted with = or IN, not >"},
 		// full primary key for UPDATE and DELETE of cells
 		{"UPDATE t SET v = 'q' WHERE " + pk + " AND c1 = 2", "missing clustering column c2: UPDATE needs = on every primary key column (a, b, c1, c2)"},
 		{"UPDATE t SET v = 'q' WHERE " + pk + " AND c1 = 2 AND c2 > 'a'", "missing clustering column c2: UPDATE needs = on every primary key column (a, b, c1, c2)"},
@@ -175,7 +175,7 @@ func TestPrepareErrors(t *testing.T) {
 		{"SELECT * FROM t WHERE " + pk + " AND c1 > 2 AND c1 >= 3", "column c1 is restricted more than once (a lower bound is already given)"},
 		{"SELECT * FROM t WHERE " + pk + " AND c1 < 2 AND c1 < 3", "column c1 is restricted more than once (an upper bound is already given)"},
 		{"SELECT * FROM t WHERE " + pk + " AND a = 1", "column a is restricted more than once"},
-		{"SELECT * FROM t WHERE " + pk + " AND v = 'z'", "cannot restrict regular column v in WHERE: only primary key columns can be restricted"},
+		{"SELECT * FROM t WHERE " + pk + " AND v = 'z'", "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"},
 		// key values
 		{"SELECT * FROM t WHERE a = NULL AND b = 'x'", "partition key column a cannot be NULL"},
 		{"SELECT * FROM t WHERE " + pk + " AND c1 > NULL", "clustering column c1 cannot be NULL"},

@@ -107,6 +107,8 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Coordinator.MaxTimestampAhead, "max-timestamp-ahead", c.Coordinator.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
 	fs.IntVar(&c.Coordinator.MaxMutationSize, "max-mutation-size", c.Coordinator.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
 	fs.IntVar(&c.Coordinator.MaxStatementSize, "max-statement-size", c.Coordinator.MaxStatementSize, "the longest CQL text of one statement in bytes (a query, a statement to prepare, each statement of a batch)")
+	fs.IntVar(&c.Coordinator.PartitionKeysInSelect, "partition-keys-in-select", c.Coordinator.PartitionKeysInSelect, "the most partition keys one SELECT's IN may name (-1: no bound)")
+	fs.IntVar(&c.Coordinator.InSelectCartesianProduct, "in-select-cartesian-product", c.Coordinator.InSelectCartesianProduct, "the most key combinations the IN restrictions of one SELECT may produce (-1: no bound)")
 	fs.DurationVar(&c.Batchlog.ReplayInterval, "batchlog-replay-interval", c.Batchlog.ReplayInterval, "how often this node replays the LOGGED batches stored on it that their coordinator did not remove")
 	fs.DurationVar(&c.Batchlog.ReplayAge, "batchlog-replay-age", c.Batchlog.ReplayAge, "how old a batchlog entry must be before it is replayed; 0 means twice --write-timeout")
 	fs.IntVar(&c.StreamThroughput, "stream-throughput", c.StreamThroughput, "bytes per second this node sends when it streams ranges to another (bootstrap, decommission, removenode)")

@@ -162,6 +162,7 @@ type Executor struct {
 	writeTimeout, readTimeout time.Duration
 	pageBytes                 int           // ReadPageBytes
 	tombstoneWarn             int           // TombstoneWarnThreshold; negative: off
+	keysInSelect, inProduct   int           // PartitionKeysInSelect, InSelectCartesianProduct; -1: off
 	maxMutation               int           // bytes; see Options.MaxMutationSize
 	maxStatement              int           // bytes; see Options.MaxStatementSize
 	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
@@ -208,6 +209,8 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		readTimeout:   cfg.ReadTimeout,
 		pageBytes:     cfg.ReadPageBytes,
 		tombstoneWarn: cfg.TombstoneWarnThreshold,
+		keysInSelect:  cfg.PartitionKeysInSelect,
+		inProduct:     cfg.InSelectCartesianProduct,
 		maxMutation:   cfg.MaxMutationSize,
 		maxAhead:      cfg.MaxTimestampAhead,
 		maxStatement:  cfg.MaxStatementSize,

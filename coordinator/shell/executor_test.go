@@ -805,7 +805,7 @@ func TestInvalidStatements(t *testing.T) {
 		{"", one, "no statement: the request is empty"},
 		{"SELECT * FROM nope WHERE k = 'a'", one, "1:15: unknown table ks.nope"},
 		{"SELECT * FROM other.t WHERE k = 'a'", one, "1:15: unknown keyspace other"},
-		{"SELECT * FROM t WHERE k = 'a' AND v = 'x'", one, "cannot restrict regular column v in WHERE: only primary key columns can be restricted"},
+		{"SELECT * FROM t WHERE k = 'a' AND v = 'x'", one, "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"},
 		{"INSERT INTO t (k, c, zz) VALUES ('a', 1, 2)", one, "unknown column zz in table ks.t"},
 		{"INSERT INTO t (k, c) VALUES ('a', 1)", coordinator.Consistency(42), "unknown consistency level 42 (valid: ONE, QUORUM, ALL)"},
 		{"CREATE TABLE t (k text PRIMARY KEY)", one, "1:14: table ks.t already exists"},

@@ -50,7 +50,24 @@ type Options struct {
 	// the read at their own, higher, failure threshold); negative disables the warning. Default
 	// DefaultTombstoneWarnThreshold.
 	TombstoneWarnThreshold int `yaml:"-"`
+	// PartitionKeysInSelect is the most partition keys one SELECT's IN may name (Cassandra
+	// 4.1's guardrail partition_keys_in_select, fail threshold); -1 means no bound. Default
+	// DefaultPartitionKeysInSelect.
+	PartitionKeysInSelect int `yaml:"partition_keys_in_select"`
+	// InSelectCartesianProduct is the most combinations the IN restrictions of one SELECT
+	// may produce, partition and clustering keys together (4.1's guardrail
+	// in_select_cartesian_product, fail threshold); -1 means no bound. Default
+	// DefaultInSelectCartesianProduct.
+	InSelectCartesianProduct int `yaml:"in_select_cartesian_product"`
 }
+
+// DefaultPartitionKeysInSelect and DefaultInSelectCartesianProduct are the defaults of the IN
+// guardrails. Cassandra leaves both off; kvnode bounds them, as an IN reads its partitions in
+// parallel.
+const (
+	DefaultPartitionKeysInSelect    = 100
+	DefaultInSelectCartesianProduct = 1000
+)
 
 // EnsureDefaults replaces zero fields with their defaults and returns o.
 func (o *Options) EnsureDefaults() *Options {
@@ -77,6 +94,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.TombstoneWarnThreshold == 0 {
 		o.TombstoneWarnThreshold = DefaultTombstoneWarnThreshold
+	}
+	if o.PartitionKeysInSelect == 0 {
+		o.PartitionKeysInSelect = DefaultPartitionKeysInSelect
+	}
+	if o.InSelectCartesianProduct == 0 {
+		o.InSelectCartesianProduct = DefaultInSelectCartesianProduct
 	}
 	return o
 }
@@ -109,6 +132,17 @@ func (o *Options) Validate() error {
 	} {
 		if n.v < 1 || n.v > n.max {
 			return fmt.Errorf("coordinator: Options.%s%s is %d, want 1 to %d bytes", n.field, key(n.key), n.v, n.max)
+		}
+	}
+	for _, g := range []struct {
+		field, key string
+		v          int
+	}{
+		{"PartitionKeysInSelect", "partition_keys_in_select", o.PartitionKeysInSelect},
+		{"InSelectCartesianProduct", "in_select_cartesian_product", o.InSelectCartesianProduct},
+	} {
+		if g.v < -1 {
+			return fmt.Errorf("coordinator: Options.%s%s is %d, want a positive number, or -1 for no bound", g.field, key(g.key), g.v)
 		}
 	}
 	return nil

@@ -14,9 +14,11 @@ func TestOptionsEnsureDefaults(t *testing.T) {
 		MaxMutationSize: shell.DefaultMaxMutationSize, MaxStatementSize: shell.DefaultMaxStatementSize,
 		MaxTimestampAhead: shell.DefaultMaxTimestampAhead, PropagationInterval: coordinator.DefaultPropagationInterval,
 		ReadPageBytes: shell.DefaultReadPageBytes, TombstoneWarnThreshold: shell.DefaultTombstoneWarnThreshold,
+		PartitionKeysInSelect: shell.DefaultPartitionKeysInSelect, InSelectCartesianProduct: shell.DefaultInSelectCartesianProduct,
 	}
 	set := shell.Options{WriteTimeout: time.Second, ReadTimeout: time.Minute, MaxMutationSize: 3, MaxStatementSize: 4,
-		MaxTimestampAhead: time.Hour, Learning: true, PropagationInterval: time.Millisecond, ReadPageBytes: 5, TombstoneWarnThreshold: -1}
+		MaxTimestampAhead: time.Hour, Learning: true, PropagationInterval: time.Millisecond, ReadPageBytes: 5, TombstoneWarnThreshold: -1,
+		PartitionKeysInSelect: 7, InSelectCartesianProduct: -1}
 	for _, tc := range []struct {
 		name    string
 		in, out shell.Options

@@ -234,6 +234,9 @@ func TestTombstoneThreshold(t *testing.T) {
 	if !slices.Equal(resp.Warnings, []string{want}) {
 		t.Errorf("reading 50 row tombstones warned %q, want %q", resp.Warnings, want)
 	}
+	if resp, err = c.exec("n1", quorum, "SELECT c FROM t WHERE k IN ('a', 'b')"); err != nil || !slices.Equal(resp.Warnings, []string{want}) {
+		t.Errorf("an IN reading them: %v, warned %q; want %q", err, resp.Warnings, want)
+	}
 	for i := 51; i <= 120; i++ {
 		c.must(fmt.Sprintf("DELETE FROM t WHERE k = 'a' AND c = %d", i))
 	}

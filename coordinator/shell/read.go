@@ -28,6 +28,9 @@ type readSpec struct {
 	after      [][]byte // set: start after this clustering key, in the read's order (a client's next page)
 	rf         int
 	cl         coordinator.Consistency
+	// exempt reads without counting or deciding for the limiter: a partition an earlier
+	// page of the same statement already counted, or the next chunk of a filtered read.
+	exempt bool
 	// warnings, when set, receives the client's warning for a read its table's limit in
 	// shadow mode would have rejected.
 	warnings *[]string
@@ -57,6 +60,13 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	if req.PageSize > 0 || len(req.PagingState) > 0 {
 		fingerprint = statementFingerprint(req, keyspace)
 	}
+	if !plainRead(r) {
+		res, err := e.executeShaped(ctx, r, rf, cl, req, fingerprint)
+		if err == nil && r.JSON {
+			res.Rows, err = jsonRows(r, res.Rows)
+		}
+		return r.Table, res, err
+	}
 	cur, err := decodePagingState(req.PagingState, fingerprint, r.Table)
 	if err != nil {
 		return r.Table, coordinator.Result{}, &coordinator.InvalidError{Err: err}
@@ -68,6 +78,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		limit -= cur.returned
 		if limit <= 0 { // an earlier page returned the last row the LIMIT allows
 			res, err := rowsResult(r, nil, 0)
+			if err == nil && r.JSON {
+				res.Rows, err = jsonRows(r, res.Rows)
+			}
 			return r.Table, res, err
 		}
 	}
@@ -103,6 +116,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		next = encodePagingState(fingerprint, cur.returned+pageFull, rows[pageFull-1].Clustering)
 	}
 	res, err := rowsResult(r, rows, now.Unix())
+	if err == nil && r.JSON {
+		res.Rows, err = jsonRows(r, res.Rows)
+	}
 	res.PagingState, res.Warnings = next, warnings
 	if err == nil && e.tombstoneWarn > 0 && tombstones > uint32(e.tombstoneWarn) {
 		w := fmt.Sprintf("read %d live rows and %d tombstones of partition %s of table %s (more than the tombstone warn threshold, %d)",
@@ -249,13 +265,14 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
 		Limit:       spec.table.Limit(coordinator.OpRead),
+		Exempt:      spec.exempt,
 		Deadline:    dl,
 	}
 	e.skipUnrepaired(&p)
 	p.ReadOrder = e.scores.order(orderBuf[:0], p.Replicas, e.localID, mono)
 	var sp speculation
 	p.Speculation, sp.delay = e.speculation(spec.table, lat, mono, dl.Sub(now))
-	if p.Limit > 0 {
+	if p.Limit > 0 && !p.Exempt {
 		p.Draw = e.draw()
 	}
 	e.learnedHot(&p, spec.table, spec.token)
@@ -397,10 +414,10 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 
 // cellValue returns column c of row for a function's argument: its value, or with kind
 // cql.SelectWritetime or cql.SelectTTL its write timestamp or remaining TTL; nil for null.
-func cellValue(r *schema.Read, row coordinator.ClusteredRow, c *schema.Column, kind cql.SelectKind, now int64) []byte {
+func cellValue(r *schema.Read, pk [][]byte, row coordinator.ClusteredRow, c *schema.Column, kind cql.SelectKind, now int64) []byte {
 	switch c.Kind {
 	case schema.PartitionKeyColumn:
-		return r.PartitionKey[c.Index]
+		return pk[c.Index]
 	case schema.ClusteringColumn:
 		return row.Clustering[c.Index-len(r.Table.PartitionKey)]
 	}
@@ -431,67 +448,106 @@ func cellValue(r *schema.Read, row coordinator.ClusteredRow, c *schema.Column, k
 // cell's write timestamp (a bigint) and for TTL(c) the seconds it has left to live at now (an
 // int, null for a cell that does not expire). A cell expired at now is null, like a deleted one.
 func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coordinator.Result, error) {
+	out := rowsOf(r, len(rows))
+	n := len(r.Columns)
+	vals := make([][]byte, len(rows)*n)
+	for i, row := range rows {
+		rv := vals[i*n : (i+1)*n : (i+1)*n]
+		if err := renderRow(rv, r, out.Columns, r.PartitionKey, row, now); err != nil {
+			return coordinator.Result{}, err
+		}
+		out.Values[i] = rv
+	}
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out}, nil
+}
+
+// rowsOf returns the result rows of r, with the result metadata and room for n rows.
+func rowsOf(r *schema.Read, n int) *coordinator.Rows {
 	t := r.Table
 	out := &coordinator.Rows{
 		Keyspace: t.Keyspace,
 		Table:    t.Name,
 		Columns:  make([]coordinator.RowColumn, len(r.Columns)),
-		Values:   make([][][]byte, len(rows)),
+		Values:   make([][][]byte, n),
 	}
-	for i, c := range r.ResultColumns() {
+	for i, c := range r.SelectedColumns() {
 		out.Columns[i] = coordinator.RowColumn{Name: c.Name, Type: c.Type}
 	}
+	return out
+}
+
+// jsonRows renders the rows of a SELECT JSON: each row one text value, the JSON object of
+// its selected columns, in the column "[json]".
+func jsonRows(r *schema.Read, rows *coordinator.Rows) (*coordinator.Rows, error) {
+	cols := r.SelectedColumns()
+	out := &coordinator.Rows{Keyspace: rows.Keyspace, Table: rows.Table, Values: make([][][]byte, len(rows.Values))}
+	for _, c := range r.ResultColumns() {
+		out.Columns = append(out.Columns, coordinator.RowColumn{Name: c.Name, Type: c.Type})
+	}
+	for i, row := range rows.Values {
+		b, err := r.RowJSON(cols, row)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: table %s: %w", r.Table.QualifiedName(), err)
+		}
+		out.Values[i] = [][]byte{b}
+	}
+	return out, nil
+}
+
+// renderRow sets rv to the selected values of one row of partition pk (see rowsResult); the
+// items that are aggregates are left null (aggregator fills them). cols are the result's
+// columns.
+func renderRow(rv [][]byte, r *schema.Read, cols []coordinator.RowColumn, pk [][]byte, row coordinator.ClusteredRow, now int64) error {
+	t := r.Table
 	npk := len(t.PartitionKey)
-	vals := make([][]byte, len(rows)*len(r.Columns))
-	for i, row := range rows {
-		rv := vals[i*len(r.Columns) : (i+1)*len(r.Columns) : (i+1)*len(r.Columns)]
-		for j, c := range r.Columns {
-			if c == nil { // a function call or CAST
-				b, err := r.Eval(j, func(c *schema.Column, kind cql.SelectKind) []byte {
-					return cellValue(r, row, c, kind, now)
-				})
-				if err != nil { // a value a function refuses: the statement's fault, as in Cassandra
-					return coordinator.Result{}, &coordinator.InvalidError{Err: err}
-				}
-				rv[j] = b
-				continue
-			}
-			var b []byte
-			switch c.Kind {
-			case schema.PartitionKeyColumn:
-				b = r.PartitionKey[c.Index]
-			case schema.ClusteringColumn:
-				b = row.Clustering[c.Index-npk]
-			default:
-				k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
-					return strings.Compare(x.Name, name)
-				})
-				if !ok {
-					break
-				}
-				cl := row.Row.Columns[k].Cell
-				if cl.Tombstone || cl.Expired(now) {
-					break
-				}
-				switch {
-				case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
-					b = cl.Value
-				case r.Funcs[j] == cql.SelectWritetime:
-					b = schema.EncodeBigInt(cl.Timestamp)
-				case r.Funcs[j] == cql.SelectTTL:
-					if left, ok := cl.RemainingTTL(now); ok {
-						b = schema.EncodeInt(left)
-					}
-				}
-			}
-			if b != nil {
-				if err := out.Columns[j].Type.Check(b); err != nil {
-					return coordinator.Result{}, fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
-				}
+	for j, c := range r.Columns {
+		if r.Aggregates != nil && r.Aggregates[j] != nil {
+			continue
+		}
+		if c == nil { // a function call or CAST
+			b, err := r.EvalAt(j, pk, func(c *schema.Column, kind cql.SelectKind) []byte {
+				return cellValue(r, pk, row, c, kind, now)
+			})
+			if err != nil { // a value a function refuses: the statement's fault, as in Cassandra
+				return &coordinator.InvalidError{Err: err}
 			}
 			rv[j] = b
+			continue
 		}
-		out.Values[i] = rv
+		var b []byte
+		switch c.Kind {
+		case schema.PartitionKeyColumn:
+			b = pk[c.Index]
+		case schema.ClusteringColumn:
+			b = row.Clustering[c.Index-npk]
+		default:
+			k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
+				return strings.Compare(x.Name, name)
+			})
+			if !ok {
+				break
+			}
+			cl := row.Row.Columns[k].Cell
+			if cl.Tombstone || cl.Expired(now) {
+				break
+			}
+			switch {
+			case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
+				b = cl.Value
+			case r.Funcs[j] == cql.SelectWritetime:
+				b = schema.EncodeBigInt(cl.Timestamp)
+			case r.Funcs[j] == cql.SelectTTL:
+				if left, ok := cl.RemainingTTL(now); ok {
+					b = schema.EncodeInt(left)
+				}
+			}
+		}
+		if b != nil {
+			if err := cols[j].Type.Check(b); err != nil {
+				return fmt.Errorf("coordinator: table %s column %s: %w", t.QualifiedName(), cql.QuoteIdent(c.Name), err)
+			}
+		}
+		rv[j] = b
 	}
-	return coordinator.Result{Kind: coordinator.ResultRows, Rows: out}, nil
+	return nil
 }

@@ -214,6 +214,24 @@ func TestBudgetsCountOneUnitPerPartition(t *testing.T) {
 	if got := e.PeekScope(scopelimit.KindKeyspace, "ks", coordinator.OpRead); got != 2 {
 		t.Errorf("2 SELECTs counted %d reads, want 2", got)
 	}
+	// An IN counts one read per partition, each once however many pages read it.
+	st := coordinator.Statement{Text: "SELECT * FROM t WHERE k IN ('p1', 'p2', 'p3')", PageSize: 1}
+	for pages := 0; ; pages++ {
+		res, err := c.run("n1", st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.PagingState == nil {
+			if pages < 3 {
+				t.Fatalf("the IN took %d pages, want 4 (p1 has 2 rows)", pages+1)
+			}
+			break
+		}
+		st.PagingState = res.PagingState
+	}
+	if got := e.PeekScope(scopelimit.KindKeyspace, "ks", coordinator.OpRead); got != 5 {
+		t.Errorf("after an IN of 3 partitions paged by 1 row, %d reads counted, want 2 + 3", got)
+	}
 }
 
 func TestBudgetRejectsABatchAtTheUnitItRefuses(t *testing.T) {

@@ -291,7 +291,7 @@ var causes = []cause{
 	{"duration type", "32", regexp.MustCompile(`column type "duration"`)},
 	{"counters", "32", regexp.MustCompile(`column type "counter"`)},
 	{"scans and filtering (SELECT without the partition key, ALLOW FILTERING)", "33",
-		regexp.MustCompile(`SELECT needs = on every partition key column|cannot restrict regular column`)},
+		regexp.MustCompile(`SELECT needs = or IN on every partition key column|cannot restrict regular column`)},
 	{"IN restrictions", "33", regexp.MustCompile(`IN restrictions|^TestWhereIn: Was expecting id and cluster`)},
 	{"aggregates (COUNT)", "33", regexp.MustCompile(`aggregate functions`)},
 	{"secondary indexes", "33", regexp.MustCompile(`secondary indexes`)},

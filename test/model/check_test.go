@@ -213,3 +213,40 @@ func TestModelOrderAndLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestModelChecksInReads checks the model of a SELECT with IN: the rows of each partition
+// together, partitions in token order, none missing, none from elsewhere.
+func TestModelChecksInReads(t *testing.T) {
+	tbl := checkTable(3, false)
+	tbl.Partitions = [][]Val{{intVal(0)}, {intVal(1)}}
+	h := newHistory(tbl)
+	h.write(ins(0, 50), client.All, 0, nil)
+	w := ins(3, 60)
+	w.Seq, w.Table, w.PK, w.CL = h.seq, tbl, tbl.Partitions[1], client.All
+	w.Outcome = Outcome{Sent: true, Lo: h.now + 1000, Hi: h.now + 1500}
+	w.Stmt = w.statement()
+	h.m.Record(w)
+	h.now += 2000
+	k0 := []any{int32(0), int32(0), int32(50), nil}
+	k1 := []any{int32(1), int32(3), int32(60), nil}
+	read := func(rows ...[]any) []string {
+		op := &Op{Seq: h.seq, Kind: Select, Table: tbl, PK: tbl.Partitions[0], INKeys: tbl.Partitions, CL: client.All, Cols: []int{0, 1}}
+		h.seq++
+		op.Outcome = Outcome{Sent: true, Lo: h.now, Hi: h.now + 10, Rows: rows}
+		p, _ := h.m.Check(op)
+		return p
+	}
+	// Murmur3: token(int 1) < token(int 0).
+	if p := read(k1, k0); len(p) != 0 {
+		t.Errorf("rows in token order: %q", p)
+	}
+	if p := read(k0, k1); len(p) == 0 || !strings.Contains(strings.Join(p, "; "), "out of token order") {
+		t.Errorf("rows out of token order: %q, want a problem", p)
+	}
+	if p := read(k1); len(p) == 0 || !strings.Contains(strings.Join(p, "; "), "missing") {
+		t.Errorf("a partition missing: %q, want a problem", p)
+	}
+	if p := read(k1, k0, []any{int32(2), int32(0), int32(1), nil}); len(p) == 0 || !strings.Contains(strings.Join(p, "; "), "does not name") {
+		t.Errorf("a row of another partition: %q, want a problem", p)
+	}
+}

@@ -138,6 +138,9 @@ func toMarkers(st cql.Statement) []*cql.Literal {
 	where := func(rs []cql.Relation) {
 		for i := range rs {
 			mark(&rs[i].Value)
+			for j := range rs[i].Values { // IN (...)
+				mark(&rs[i].Values[j])
+			}
 		}
 	}
 	switch st := st.(type) {

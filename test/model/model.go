@@ -2,12 +2,14 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/partitioner"
 )
 
 // Outcome is how an operation turned out.
@@ -446,6 +448,9 @@ func (s *rowState) describe(t *Table) string {
 // description of every discrepancy (nil if none), and whether the model determined the result
 // exactly (a single possible answer for every row the read covers).
 func (m *Model) Check(read *Op) (problems []string, determined bool) {
+	if read.INKeys != nil {
+		return m.checkIn(read)
+	}
 	t := read.Table
 	ops := m.History(t, read.PK)
 	rg := read.Range
@@ -566,4 +571,66 @@ func formatRow(t *Table, ck []Val) string {
 		s = append(s, t.CK[i].Name+" = "+v.Lit)
 	}
 	return strings.Join(s, ", ")
+}
+
+// checkIn checks a SELECT with IN on the partition key: its rows come partition by partition,
+// in token order, each partition's rows once and as a read of that partition alone may return
+// them.
+func (m *Model) checkIn(read *Op) (problems []string, determined bool) {
+	t := read.Table
+	npk := len(t.PK)
+	keys := slices.Clone(read.INKeys)
+	token := func(pk []Val) int64 {
+		enc := make([][]byte, len(pk))
+		for i, v := range pk {
+			enc[i] = v.Enc
+		}
+		return partitioner.Token(partitioner.AppendKey(nil, enc))
+	}
+	slices.SortStableFunc(keys, func(a, b []Val) int { return cmp.Compare(token(a), token(b)) })
+	index := map[string]int{}
+	for i, pk := range keys {
+		index[valsKey(pk)] = i
+	}
+	rows := make([][][]any, len(keys))
+	last := -1
+	for ri, row := range read.Outcome.Rows {
+		if len(row) < npk {
+			problems = append(problems, fmt.Sprintf("row %d has %d values", ri, len(row)))
+			continue
+		}
+		pk := make([]Val, npk)
+		for i := range npk {
+			enc, err := encodeResult(t.PK[i].Type, row[i])
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("row %d column %s: %v", ri, t.PK[i].Name, err))
+				continue
+			}
+			pk[i] = Val{Lit: formatEnc(t.PK[i].Type, enc), Enc: enc}
+		}
+		k, ok := index[valsKey(pk)]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("row %d is of partition %s, which the IN does not name", ri, valsKey(pk)))
+			continue
+		case k < last:
+			problems = append(problems, fmt.Sprintf("row %d is of partition %d in token order, after partition %d: out of token order", ri, k, last))
+		case k > last && len(rows[k]) > 0:
+			problems = append(problems, fmt.Sprintf("row %d: the rows of partition %d are not together", ri, k))
+		}
+		last = max(last, k)
+		rows[k] = append(rows[k], row)
+	}
+	determined = true
+	for i, pk := range keys {
+		one := *read
+		one.INKeys, one.PK = nil, pk
+		one.Outcome.Rows = rows[i]
+		p, d := m.Check(&one)
+		for _, x := range p {
+			problems = append(problems, fmt.Sprintf("partition %d in token order: %s", i, x))
+		}
+		determined = determined && d
+	}
+	return problems, determined
 }

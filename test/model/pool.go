@@ -25,6 +25,7 @@ func NewPool(w *Workload, workers int) *Pool {
 	for range max(workers, 1) {
 		p.runners = append(p.runners, NewRunner(w))
 	}
+	w.Together = func(t *Table, a, b []Val) bool { return p.workerOf(t, a) == p.workerOf(t, b) }
 	return p
 }
 
@@ -47,9 +48,12 @@ func (p *Pool) Next(n int) []*Op {
 	return ops
 }
 
-func (p *Pool) worker(op *Op) *Runner {
+func (p *Pool) worker(op *Op) *Runner { return p.workerOf(op.Table, op.PK) }
+
+// workerOf returns the worker of partition pk of t: the one whose model checks it.
+func (p *Pool) workerOf(t *Table, pk []Val) *Runner {
 	h := fnv.New32a()
-	h.Write([]byte(partKey(op.Table, op.PK)))
+	h.Write([]byte(partKey(t, pk)))
 	return p.runners[int(h.Sum32()%uint32(len(p.runners)))]
 }
 

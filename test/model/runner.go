@@ -27,6 +27,8 @@ type Stats struct {
 	// ReadsChecked counts successful reads compared with the model; ReadsDetermined those for
 	// which the model allowed exactly one answer (every row and cell certain).
 	ReadsChecked, ReadsDetermined int
+	// INChecked counts the reads checked clean that read several partitions with IN.
+	INChecked int
 	// Prepared counts operations sent through an ExecutorTarget's Executor, prepared with bound
 	// values (reads paged).
 	Prepared int
@@ -49,6 +51,7 @@ func (s *Stats) Add(o Stats) {
 	s.Reads += o.Reads
 	s.ReadsFailed += o.ReadsFailed
 	s.ReadsChecked += o.ReadsChecked
+	s.INChecked += o.INChecked
 	s.ReadsDetermined += o.ReadsDetermined
 	s.Prepared += o.Prepared
 	s.Batches += o.Batches
@@ -95,8 +98,8 @@ func (s Stats) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
 		errs = append(errs, fmt.Sprintf("%s %d", k, s.Errors[k]))
 	}
-	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s)",
-		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.ReadsFailed, s.NotSent, s.Prepared, s.Batches, strings.Join(errs, ", "))
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d of several partitions (IN), %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s)",
+		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.INChecked, s.ReadsFailed, s.NotSent, s.Prepared, s.Batches, strings.Join(errs, ", "))
 }
 
 // Runner runs a workload's operations one at a time, records writes in the model and checks
@@ -271,6 +274,9 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 		return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: r.M.History(op.Table, op.PK), Replay: replay}
 	}
 	r.Stats.ReadsChecked++
+	if op.INKeys != nil {
+		r.Stats.INChecked++
+	}
 	if determined {
 		r.Stats.ReadsDetermined++
 	}

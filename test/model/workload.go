@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,6 +111,10 @@ type Workload struct {
 	// High is the base of the high explicit timestamps, in microseconds since the Unix epoch:
 	// highAhead past the time NewWorkload ran. Every operation must end before it.
 	High int64
+	// Together, when set, says whether two partitions of a table are checked by the same
+	// model (Pool's workers each keep their own): an IN reads only partitions checked
+	// together. Nil: all are.
+	Together func(t *Table, a, b []Val) bool
 
 	rng  *rand.Rand
 	seq  int
@@ -253,10 +258,13 @@ type Op struct {
 	// TTL is an INSERT's or UPDATE's USING TTL in seconds, 0 for none. Only writes with a
 	// server timestamp get one, so no tie at equal timestamps involves an expiring cell (whose
 	// expiry the client knows only to within its request's time).
-	TTL   int32
-	Limit int  // SELECT ... LIMIT, 0 for none
-	Desc  bool // SELECT ... ORDER BY first clustering column DESC
-	Order bool // SELECT has an ORDER BY clause
+	TTL int32
+	// INKeys are the partitions of a SELECT with IN on the partition key (PK is the first of
+	// them): the cartesian product of each partition key column's IN values; nil otherwise.
+	INKeys [][]Val
+	Limit  int  // SELECT ... LIMIT, 0 for none
+	Desc   bool // SELECT ... ORDER BY first clustering column DESC
+	Order  bool // SELECT has an ORDER BY clause
 	// OrderAll: the ORDER BY names every clustering column (each in the direction Desc implies
 	// for it), not only the first.
 	OrderAll bool
@@ -337,6 +345,9 @@ func (w *Workload) Next() *Op {
 		if op.Row == nil && len(t.CK) > 0 && w.Features.OrderBy && r.IntN(3) == 0 {
 			op.Order, op.Desc, op.OrderAll = true, r.IntN(2) == 0, r.IntN(2) == 0
 		}
+		if !op.Order && op.Limit == 0 && len(t.Partitions) > 1 && r.IntN(4) == 0 {
+			w.inKeys(op)
+		}
 		for i := range t.Regular {
 			if r.IntN(4) != 0 {
 				op.Cols = append(op.Cols, i)
@@ -359,6 +370,49 @@ func (w *Workload) Next() *Op {
 	}
 	op.Stmt = op.statement()
 	return op
+}
+
+// inKeys makes op a SELECT of 2 or 3 of its table's partitions with IN: each partition key
+// column takes the values of the chosen partitions, and the read covers their product.
+func (w *Workload) inKeys(op *Op) {
+	t := op.Table
+	n := 2 + w.rng.IntN(2)
+	chosen := []([]Val){op.PK}
+	together := func(pk []Val) bool { return w.Together == nil || w.Together(t, op.PK, pk) }
+	for _, i := range w.rng.Perm(len(t.Partitions)) {
+		if len(chosen) == n {
+			break
+		}
+		if pk := t.Partitions[i]; valsKey(pk) != valsKey(op.PK) && together(pk) {
+			chosen = append(chosen, pk)
+		}
+	}
+	cols := make([][]Val, len(t.PK))
+	for i := range t.PK {
+		seen := map[string]bool{}
+		for _, pk := range chosen {
+			if k := valsKey(pk[i : i+1]); !seen[k] {
+				seen[k] = true
+				cols[i] = append(cols[i], pk[i])
+			}
+		}
+	}
+	keys := [][]Val{nil}
+	for _, vs := range cols {
+		var next [][]Val
+		for _, k := range keys {
+			for _, v := range vs {
+				next = append(next, append(slices.Clip(k), v))
+			}
+		}
+		keys = next
+	}
+	for _, k := range keys { // the product of a composite key may name other partitions
+		if slices.ContainsFunc(t.Partitions, func(pk []Val) bool { return valsKey(pk) == valsKey(k) }) && !together(k) {
+			return
+		}
+	}
+	op.INKeys, op.PK = keys, keys[0]
 }
 
 // clusteringRange returns a random range of t's clustering keys: a prefix (for DELETE, never a
@@ -393,7 +447,19 @@ func (op *Op) statement() string {
 	t := op.Table
 	var where []string
 	for i, c := range t.PK {
-		where = append(where, c.Name+" = "+op.PK[i].Lit)
+		if op.INKeys == nil {
+			where = append(where, c.Name+" = "+op.PK[i].Lit)
+			continue
+		}
+		var vs []string
+		seen := map[string]bool{}
+		for _, pk := range op.INKeys {
+			if !seen[pk[i].Lit] {
+				seen[pk[i].Lit] = true
+				vs = append(vs, pk[i].Lit)
+			}
+		}
+		where = append(where, c.Name+" IN ("+strings.Join(vs, ", ")+")")
 	}
 	if op.Row != nil {
 		for i, c := range t.CK {

@@ -166,6 +166,9 @@ func (t *Tables) resolve(st *cql.SelectStmt, ks string) (*query, error) {
 		return nil, &coordinator.InvalidError{Pos: st.OrderBy[0].Column.NamePos,
 			Err: fmt.Errorf("ORDER BY is not supported on system table %s.%s", ks, tbl.name)}
 	}
+	if what := unsupportedShape(st); what != "" {
+		return nil, &coordinator.InvalidError{Pos: st.Start, Err: fmt.Errorf("%s is not supported on system table %s.%s", what, ks, tbl.name)}
+	}
 	q := &query{ks: ks, tbl: tbl, limit: st.Limit}
 	if st.Star {
 		q.proj = make([]int, len(tbl.columns))
@@ -381,4 +384,32 @@ func (t *Tables) Describe(ks, table string) (els []schema.Element, ok bool) {
 		els = append(els, schema.Element{Keyspace: ks, Type: "table", Name: d.name, CreateStatement: d.createStatement()})
 	}
 	return els, len(els) > 0
+}
+
+// unsupportedShape names what of st a system table does not answer (aggregates, DISTINCT,
+// GROUP BY, PER PARTITION LIMIT, SELECT JSON, aliases, tuple relations), or "".
+func unsupportedShape(st *cql.SelectStmt) string {
+	for _, f := range st.Funcs {
+		if f.Kind == cql.SelectAggregate {
+			return "an aggregate"
+		}
+	}
+	for _, r := range st.Where {
+		if r.Multi() {
+			return "a multi-column relation"
+		}
+	}
+	switch {
+	case st.Distinct:
+		return "SELECT DISTINCT"
+	case st.JSON:
+		return "SELECT JSON"
+	case len(st.GroupBy) > 0:
+		return "GROUP BY"
+	case st.PerPartitionLimit != nil:
+		return "PER PARTITION LIMIT"
+	case st.Aliases != nil:
+		return "a selector alias (AS)"
+	}
+	return ""
 }

@@ -422,3 +422,19 @@ func TestDescribeSystemKeyspaces(t *testing.T) {
 		}
 	}
 }
+
+func TestSystemTablesRefuseSelectShapes(t *testing.T) {
+	tb := newTestTables(t)
+	for _, src := range []string{
+		"SELECT count(*) FROM system.local",
+		"SELECT DISTINCT key FROM system.local",
+		"SELECT JSON * FROM system.local",
+		"SELECT key AS k FROM system.local",
+		"SELECT * FROM system.local PER PARTITION LIMIT 1",
+	} {
+		_, ok, err := run(t, tb, src)
+		if !ok || err == nil || !strings.Contains(err.Error(), "is not supported on system table system.local") {
+			t.Errorf("%s: ok %v, %v; want a refusal", src, ok, err)
+		}
+	}
+}

@@ -556,6 +556,58 @@ class Steps {
     }
     check(err && /used in the partition key column p/.test(err.message), `ALTER TYPE ADD answered ${err}, want the partition key refusal`);
   }
+
+  // select_shapes: IN over partitions bound to an array and paged by the driver (eachRow with
+  // autoPage), a clustering tuple IN, aggregates with aliases (the result's column names),
+  // GROUP BY, DISTINCT, PER PARTITION LIMIT, and ALLOW FILTERING refused without the words.
+  async select_shapes() {
+    const { client, ks } = this;
+    const opts = { prepare: true };
+    await client.execute(`CREATE TABLE ${ks}.sel (k int, c int, v int, PRIMARY KEY (k, c))`);
+    for (let k = 0; k < 5; k++) {
+      for (let c = 0; c < 6; c++) {
+        await client.execute(`INSERT INTO ${ks}.sel (k, c, v) VALUES (?, ?, ?)`, [k, c, k * 100 + c], opts);
+      }
+    }
+    const rows = [];
+    await new Promise((resolve, reject) => {
+      client.eachRow(`SELECT k, c FROM ${ks}.sel WHERE k IN ?`, [[4, 0, 2]], { prepare: true, fetchSize: 4, autoPage: true },
+        (n, row) => rows.push([row.k, row.c]), (err) => (err ? reject(err) : resolve()));
+    });
+    const got = rows.map((r) => r.join(':')).sort().join(' ');
+    const want = [0, 2, 4].flatMap((k) => [0, 1, 2, 3, 4, 5].map((c) => `${k}:${c}`)).sort().join(' ');
+    check(got === want, `IN ? paged by 4 returned ${got}, want ${want}`);
+    const runs = rows.filter((r, i) => i === 0 || rows[i - 1][0] !== r[0]).length;
+    check(runs === 3, `IN: the partitions' rows are not together: ${JSON.stringify(rows)}`);
+    const cs = (await client.execute(`SELECT c FROM ${ks}.sel WHERE k = 1 AND (c) IN ((5), (1))`, [], { prepare: false })).rows.map((r) => r.c);
+    check(cs.join() === '1,5', `(c) IN ((5), (1)) returned ${cs}, want 1,5`);
+    const agg = await client.execute(`SELECT count(*) AS n, max(v) AS top, avg(v) FROM ${ks}.sel WHERE k IN (1, 2)`, [], { prepare: false });
+    const names = agg.columns.map((c) => c.name).join();
+    check(names === 'n,top,system.avg(v)', `aggregate column names ${names}`);
+    const r = agg.rows[0];
+    check(r.n.toString() === '12' && r.top === 205 && r['system.avg(v)'] === 152, `count, max, avg over IN (1, 2) = ${r.n}, ${r.top}, ${r['system.avg(v)']}`);
+    for (const [q, n] of [[`SELECT k, count(*) FROM ${ks}.sel WHERE k IN (0, 1, 2) GROUP BY k`, 3],
+      [`SELECT DISTINCT k FROM ${ks}.sel WHERE k IN (0, 1, 9)`, 2],
+      [`SELECT k, c FROM ${ks}.sel WHERE k IN (0, 1) PER PARTITION LIMIT 2`, 4],
+      [`SELECT c FROM ${ks}.sel WHERE k = 3 AND v > 302 ALLOW FILTERING`, 3]]) {
+      const got = (await client.execute(q, [], { prepare: false })).rows.length;
+      check(got === n, `${q} returned ${got} rows, want ${n}`);
+    }
+    let refused = null;
+    try {
+      await client.execute(`SELECT c FROM ${ks}.sel WHERE k = 3 AND v > 302`, [], { prepare: false });
+    } catch (err) {
+      refused = err;
+    }
+    check(refused && /ALLOW FILTERING/.test(refused.message), `filtering without ALLOW FILTERING: ${refused}`);
+    await client.execute(`INSERT INTO ${ks}.sel JSON ?`, ['{"k": 9, "c": 1, "v": 5}'], opts);
+    await client.execute(`INSERT INTO ${ks}.sel JSON '{"k": 9, "c": 1}' DEFAULT UNSET`, [], { prepare: false });
+    const js = (await client.execute(`SELECT JSON k, c, v FROM ${ks}.sel WHERE k = 9`, [], { prepare: false })).rows[0]['[json]'];
+    check(JSON.stringify(JSON.parse(js)) === '{"k":9,"c":1,"v":5}', `SELECT JSON returned ${js}`);
+    await client.execute(`UPDATE ${ks}.sel SET v = fromJson(?) WHERE k = 9 AND c = 1`, ['6'], opts);
+    const tj = (await client.execute(`SELECT toJson(v) FROM ${ks}.sel WHERE k = 9`, [], { prepare: false })).rows[0]['system.tojson(v)'];
+    check(tj === '6', `toJson(v) returned ${tj}, want 6`);
+  }
 }
 
 async function main() {
@@ -566,7 +618,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes'];
   let passed = 0;
   let failed = 0;
   try {

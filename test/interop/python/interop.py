@@ -509,6 +509,49 @@ class Steps:
         except InvalidRequest as e:
             check("used in the partition key column p" in str(e), "ALTER TYPE ADD answered %s" % e)
 
+    def select_shapes(self):
+        """IN over partitions bound to a list and paged by the driver, a clustering tuple IN,
+        aggregates with aliases (the result's column names), GROUP BY, DISTINCT, PER PARTITION
+        LIMIT, and ALLOW FILTERING refused without the words (InvalidRequest)."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.sel (k int, c int, v int, PRIMARY KEY (k, c))" % ks)
+        ins = s.prepare("INSERT INTO %s.sel (k, c, v) VALUES (?, ?, ?)" % ks)
+        for k in range(5):
+            for c in range(6):
+                s.execute(ins, [k, c, k * 100 + c])
+        stmt = s.prepare("SELECT k, c FROM %s.sel WHERE k IN ?" % ks)
+        stmt.fetch_size = 4
+        rows = [(r.k, r.c) for r in s.execute(stmt, [[4, 0, 2]])]
+        check(sorted(rows) == [(k, c) for k in (0, 2, 4) for c in range(6)], "IN ? paged by 4 returned %r" % rows)
+        runs = [k for i, (k, _) in enumerate(rows) if i == 0 or rows[i - 1][0] != k]
+        check(len(runs) == 3, "IN: the partitions' rows are not together: %r" % runs)
+        rows = [r.c for r in s.execute("SELECT c FROM %s.sel WHERE k = 1 AND (c) IN ((5), (1))" % ks)]
+        check(rows == [1, 5], "(c) IN ((5), (1)) returned %r, want [1, 5]" % rows)
+        rs = s.execute("SELECT count(*) AS n, max(v) AS top, avg(v) FROM %s.sel WHERE k IN (1, 2)" % ks)
+        check(list(rs.column_names) == ["n", "top", "system_avg_v"] or list(rs.column_names) == ["n", "top", "system.avg(v)"],
+              "aggregate column names %r" % (rs.column_names,))
+        row = rs.one()
+        check(tuple(row) == (12, 205, 152), "count, max, avg over IN (1, 2) = %r, want (12, 205, 152)" % (tuple(row),))
+        for q, want in [("SELECT k, count(*) FROM %s.sel WHERE k IN (0, 1, 2) GROUP BY k", 3),
+                        ("SELECT DISTINCT k FROM %s.sel WHERE k IN (0, 1, 9)", 2),
+                        ("SELECT k, c FROM %s.sel WHERE k IN (0, 1) PER PARTITION LIMIT 2", 4),
+                        ("SELECT c FROM %s.sel WHERE k = 3 AND v > 302 ALLOW FILTERING", 3)]:
+            n = len(list(s.execute(q % ks)))
+            check(n == want, "%s returned %d rows, want %d" % (q % ks, n, want))
+        try:
+            s.execute("SELECT c FROM %s.sel WHERE k = 3 AND v > 302" % ks)
+        except InvalidRequest as e:
+            check("ALLOW FILTERING" in str(e), "the refusal reads %s" % e)
+        else:
+            raise AssertionError("filtering without ALLOW FILTERING was not refused")
+        s.execute(s.prepare("INSERT INTO %s.sel JSON ?" % ks), ['{"k": 9, "c": 1, "v": 5}'])
+        s.execute("INSERT INTO %s.sel JSON '{\"k\": 9, \"c\": 1}' DEFAULT UNSET" % ks)
+        js = s.execute("SELECT JSON k, c, v FROM %s.sel WHERE k = 9" % ks).one()[0]
+        check(json.loads(js) == {"k": 9, "c": 1, "v": 5}, "SELECT JSON returned %r" % js)
+        s.execute(s.prepare("UPDATE %s.sel SET v = fromJson(?) WHERE k = 9 AND c = 1" % ks), ["6"])
+        got = s.execute("SELECT toJson(v) FROM %s.sel WHERE k = 9" % ks).one()[0]
+        check(got == "6", "toJson(v) returned %r, want '6'" % got)
+
 
 def main():
     if len(sys.argv) != 2:
@@ -519,7 +562,8 @@ def main():
     print("python %s, cassandra-driver %s" % (sys.version.split()[0], cassandra.__version__))
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.alter_keyspace, steps.schema_export_replays, steps.every_type, steps.paging,
-            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types, steps.user_type_keys]
+            steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types, steps.user_type_keys,
+            steps.select_shapes]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
