@@ -49,7 +49,7 @@ func adminError(err error) error {
 func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kvnodepb.StatusResponse, error) {
 	n := a.n
 	members := n.cluster.Members()
-	own := n.cluster.Ring().Ownership(maxReplicationFactor(n.schema.Schema()))
+	own := n.cluster.Ring().Ownership(widestPlacement(n.schema.Schema()))
 	loads := make([]int64, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {

@@ -30,16 +30,16 @@ type partitionKey struct {
 	token int64
 }
 
-// replicaSet looks up the replicas of token for a keyspace with replication factor rf, in ring
+// replicaSet looks up the replicas of token for a keyspace placed by rf, in ring
 // order, marking those the failure detector considers down. It appends to dst.
-func (e *Executor) replicaSet(dst []coordinator.Replica, token int64, rf int) []coordinator.Replica {
+func (e *Executor) replicaSet(dst []coordinator.Replica, token int64, rf schema.Replication) []coordinator.Replica {
 	var buf [8]coordinator.NodeID
 	return e.replicaSetWith(dst, buf[:0], token, rf)
 }
 
 // replicaSetWith is replicaSet with ids as the scratch space for the ring's answer (the ring is
 // an interface, so a buffer of the caller's own escapes to the heap).
-func (e *Executor) replicaSetWith(dst []coordinator.Replica, ids []coordinator.NodeID, token int64, rf int) []coordinator.Replica {
+func (e *Executor) replicaSetWith(dst []coordinator.Replica, ids []coordinator.NodeID, token int64, rf schema.Replication) []coordinator.Replica {
 	ids = e.ring.AppendReplicas(ids[:0], token, rf)
 	for _, id := range ids {
 		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})

@@ -95,8 +95,8 @@ type ring struct {
 	formats    map[coordinator.NodeID]int // data format versions; nil: every node on the newest
 }
 
-func (r *ring) AppendReplicas(dst []coordinator.NodeID, _ int64, rf int) []coordinator.NodeID {
-	return append(dst, r.order[:min(rf, len(r.order))]...)
+func (r *ring) AppendReplicas(dst []coordinator.NodeID, _ int64, rf schema.Replication) []coordinator.NodeID {
+	return append(dst, r.order[:min(rf.Total(), len(r.order))]...)
 }
 
 func (r *ring) IsLive(id coordinator.NodeID) bool {

@@ -26,7 +26,7 @@ type readSpec struct {
 	limit      int      // live rows; 0 means no limit
 	reversed   bool     // in the reverse of the clustering order (ORDER BY)
 	after      [][]byte // set: start after this clustering key, in the read's order (a client's next page)
-	rf         int
+	rf         schema.Replication
 	cl         coordinator.Consistency
 	// warnings, when set, receives the client's warning for a read its table's limit in
 	// shadow mode would have rejected.
@@ -146,7 +146,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		return nil, 0, err
 	}
 	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed, now.Unix())
-	if spec.cl != coordinator.One && len(resps) < spec.rf {
+	if spec.cl != coordinator.One && len(resps) < spec.rf.Total() {
 		m.KeepFull() // for repair's fallback to the replicas that were not asked
 	}
 	for _, r := range resps {

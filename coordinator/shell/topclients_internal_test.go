@@ -14,6 +14,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/scopelimit"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // TestTopClientsAnswerRefusesBadAnswers checks a peer's top_clients answer before it is merged:
@@ -148,7 +149,7 @@ func (silentPeers) TopClients(ctx context.Context, to coordinator.NodeID, _ *rep
 
 type allLive struct{}
 
-func (allLive) AppendReplicas(dst []coordinator.NodeID, _ int64, _ int) []coordinator.NodeID {
+func (allLive) AppendReplicas(dst []coordinator.NodeID, _ int64, _ schema.Replication) []coordinator.NodeID {
 	return dst
 }
 func (allLive) IsLive(coordinator.NodeID) bool { return true }

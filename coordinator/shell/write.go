@@ -79,12 +79,12 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 }
 
 // replicationFactor returns the replication factor of t's keyspace in s.
-func replicationFactor(s *schema.Schema, t *schema.Table) (int, error) {
+func replicationFactor(s *schema.Schema, t *schema.Table) (schema.Replication, error) {
 	ks, ok := s.Keyspace(t.Keyspace)
 	if !ok { // the schema is immutable and it holds the table
-		return 0, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", t.QualifiedName())
+		return schema.Replication{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", t.QualifiedName())
 	}
-	return ks.ReplicationFactor, nil
+	return ks.Replication(), nil
 }
 
 // timeoutOr returns the statement's USING TIMEOUT when it has one (it replaces the configured
@@ -125,7 +125,7 @@ func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
 
 // writePartition coordinates pw, a write to the partition of table t with the given token, at
 // consistency cl: the limiter counts it as one write of the partition.
-func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
+func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf schema.Replication, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
 	var replicaBuf [8]coordinator.Replica
 	var pendingBuf [8]coordinator.NodeID
 	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
