@@ -13,8 +13,8 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
-	"github.com/kvnode/kvnode/scopelimit"
 	"github.com/kvnode/kvnode/schema"
+	"github.com/kvnode/kvnode/scopelimit"
 )
 
 // TestTopClientsAnswerRefusesBadAnswers checks a peer's top_clients answer before it is merged:
