@@ -47,14 +47,23 @@ func TestNetworkTopologyKeyspace(t *testing.T) {
 		t.Errorf("FormatNeeds = %v, want NetworkTopologyStrategy at format %d", needs, FormatNTS)
 	}
 
+	// The shortcut keeps dc1's 3 (a data center the keyspace had), gives dc3 (which it had not) 1.
 	s, err = applyIn(s, `ALTER KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1, 'dc2': 4}`, 11, dcs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k, _ = s.Keyspace("ks"); !reflect.DeepEqual(k.DataCenters, []DCFactor{{"dc1", 1}, {"dc2", 4}, {"dc3", 1}}) || k.ReplicationFactor != 6 {
+	if k, _ = s.Keyspace("ks"); !reflect.DeepEqual(k.DataCenters, []DCFactor{{"dc1", 3}, {"dc2", 4}, {"dc3", 1}}) || k.ReplicationFactor != 8 {
 		t.Errorf("after ALTER with the shortcut the keyspace places %v, total %d", k.DataCenters, k.ReplicationFactor)
 	}
-	s, err = applyIn(s, `ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}`, 12, dcs...)
+	// An explicit map replaces the keyspace's: dc3, left out, places nothing.
+	s, err = applyIn(s, `ALTER KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}`, 12, dcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ = s.Keyspace("ks"); !reflect.DeepEqual(k.DataCenters, []DCFactor{{"dc1", 2}, {"dc2", 2}}) {
+		t.Errorf("after ALTER with an explicit map the keyspace places %v", k.DataCenters)
+	}
+	s, err = applyIn(s, `ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}`, 13, dcs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +74,16 @@ func TestNetworkTopologyKeyspace(t *testing.T) {
 		t.Errorf("FormatNeeds of a SimpleStrategy keyspace altered = %v, want only ALTER KEYSPACE's format", needs)
 	}
 
-	_, err = applyIn(New(), `CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc9': 3}`, 13, dcs...)
+	// SimpleStrategy's factor becomes every data center's when the map names none.
+	s, err = applyIn(s, `ALTER KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy'}`, 14, dcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ = s.Keyspace("ks"); !reflect.DeepEqual(k.DataCenters, []DCFactor{{"dc1", 2}, {"dc2", 2}, {"dc3", 2}}) {
+		t.Errorf("after ALTER from SimpleStrategy 2 to a bare NetworkTopologyStrategy the keyspace places %v", k.DataCenters)
+	}
+
+	_, err = applyIn(New(), `CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc9': 3}`, 15, dcs...)
 	if err == nil || !strings.Contains(err.Error(), "unrecognized strategy option {dc9} passed to NetworkTopologyStrategy") {
 		t.Errorf("a data center the cluster does not have: %v", err)
 	}

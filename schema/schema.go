@@ -504,7 +504,7 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 	if o.replication == nil {
 		return nil, fmt.Errorf("keyspace %s: the replication option is missing; write WITH replication = {'class': 'SimpleStrategy', 'replication_factor': N}", cql.QuoteIdent(name))
 	}
-	rf, perDC, err := o.replication.placement(c.DataCenters)
+	rf, perDC, err := o.replication.placement(c.DataCenters, nil)
 	if err != nil {
 		return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
 	}
@@ -550,7 +550,7 @@ func (s *Schema) alterKeyspace(st *cql.AlterKeyspaceStmt, c Change) (*Schema, er
 	}
 	k := *prev
 	if o.replication != nil {
-		if k.ReplicationFactor, k.DataCenters, err = o.replication.placement(c.DataCenters); err != nil {
+		if k.ReplicationFactor, k.DataCenters, err = o.replication.placement(c.DataCenters, prev); err != nil {
 			return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
 		}
 	}

@@ -637,17 +637,30 @@ func checkDataCenterName(dc string) error {
 }
 
 // placement resolves o against the cluster's data centers (dcs; nil when the caller does not
-// know them): SimpleStrategy's factor, or NetworkTopologyStrategy's factors, the shortcut
-// 'replication_factor' given to every data center of dcs not named, and data centers dcs does
-// not have refused as Cassandra 4.1 refuses them. It returns the total replication factor and
-// the per-DC factors (nil for SimpleStrategy), sorted, without the zeros.
-func (o replicationOpts) placement(dcs []string) (int, []DCFactor, error) {
+// know them) and, for ALTER KEYSPACE, the keyspace's placement before (prev; nil for CREATE), as
+// Cassandra 4.1's NetworkTopologyStrategy.prepareOptions does: SimpleStrategy's factor, or
+// NetworkTopologyStrategy's factors, where the shortcut 'replication_factor' keeps the factors
+// prev gave data centers not named and gives its own to every other data center of dcs, and a
+// map with nothing but the class takes prev's SimpleStrategy factor as that shortcut; data
+// centers dcs does not have are refused. It returns the total replication factor and the per-DC
+// factors (nil for SimpleStrategy), sorted, without the zeros.
+func (o replicationOpts) placement(dcs []string, prev *Keyspace) (int, []DCFactor, error) {
 	if !o.nts {
 		return o.rf, nil, nil
 	}
 	rfs := maps.Clone(o.perDC)
 	if rfs == nil {
 		rfs = make(map[string]int)
+	}
+	if o.auto == 0 && len(rfs) == 0 && prev != nil && len(prev.DataCenters) == 0 {
+		o.auto = prev.ReplicationFactor // SimpleStrategy to NetworkTopologyStrategy
+	}
+	if o.auto > 0 && prev != nil {
+		for _, f := range prev.DataCenters {
+			if _, named := rfs[f.DC]; !named {
+				rfs[f.DC] = f.RF
+			}
+		}
 	}
 	if o.auto > 0 {
 		if len(dcs) == 0 {
