@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,6 +82,7 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 		resp.Nodes = append(resp.Nodes, &kvnodepb.NodeStatus{
 			HostId: string(m.ID), Address: m.RPCAddr, State: up + state,
 			Tokens: uint32(m.NumTokens), LoadBytes: loads[i], Owns: own[m.ID], DownReason: m.Unavailable,
+			DataCenter: cmp.Or(m.DataCenter, cluster.DefaultDataCenter), Rack: cmp.Or(m.Rack, cluster.DefaultRack),
 		})
 	}
 	repairs, err := n.repair.AutoStatus()
