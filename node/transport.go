@@ -118,6 +118,12 @@ func (r ringView) AppendReplicas(dst []coordinator.NodeID, token int64, rf schem
 // IsLive reports whether the failure detector considers id up.
 func (r ringView) IsLive(id coordinator.NodeID) bool { return r.c.IsLive(cluster.NodeID(id)) }
 
+// DataCenter returns the data center of node id, as the ring places it.
+func (r ringView) DataCenter(id coordinator.NodeID) string {
+	dc, _, _ := r.c.Ring().Location(cluster.NodeID(id))
+	return dc
+}
+
 // DescribeCluster renders the membership for DESCRIBE CLUSTER.
 func (r ringView) DescribeCluster() string {
 	var b strings.Builder

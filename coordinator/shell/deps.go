@@ -21,6 +21,8 @@ type Ring interface {
 	AppendReplicas(dst []coordinator.NodeID, token int64, rf schema.Replication) []coordinator.NodeID
 	// IsLive reports whether the failure detector currently considers id up.
 	IsLive(id coordinator.NodeID) bool
+	// DataCenter returns the data center of node id ("" when the ring does not know it).
+	DataCenter(id coordinator.NodeID) string
 }
 
 // Transport sends replica requests. A request addressed to the local node must be served in

@@ -42,10 +42,7 @@ func (e *Executor) writeReplicaSetWith(dst []coordinator.Replica, pending, ids [
 		return e.replicaSetWith(dst, ids, token, rf), pending
 	}
 	ids, pending = pr.AppendWriteReplicas(ids[:0], pending, token, rf)
-	for _, id := range ids {
-		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
-	}
-	return dst, pending
+	return e.appendReplicas(dst, ids), pending
 }
 
 // writePending sends m, a write of the partition with the given token that the replicas did not

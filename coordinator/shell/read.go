@@ -248,6 +248,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Consistency: spec.cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
+		PerDC:       len(spec.rf.DataCenters) > 0,
 		Limit:       spec.table.Limit(coordinator.OpRead),
 		Deadline:    dl,
 	}

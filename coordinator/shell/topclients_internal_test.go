@@ -153,6 +153,7 @@ func (allLive) AppendReplicas(dst []coordinator.NodeID, _ int64, _ schema.Replic
 	return dst
 }
 func (allLive) IsLive(coordinator.NodeID) bool { return true }
+func (allLive) DataCenter(coordinator.NodeID) string { return "" }
 
 // TestClusterTopClientsWaitsBoundedly runs on synctest's clock: a peer that never answers
 // holds the answer TopClientsTimeout, no longer, and is named unreachable; the others' spenders

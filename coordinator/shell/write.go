@@ -129,7 +129,7 @@ func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf schem
 	var replicaBuf [8]coordinator.Replica
 	var pendingBuf [8]coordinator.NodeID
 	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
-	req, step, err := e.startWrite(t, replicas, token, pw.exempt, cl, now, dl)
+	req, step, err := e.startWrite(t, rf, replicas, token, pw.exempt, cl, now, dl)
 	if err != nil {
 		return err
 	}
@@ -139,12 +139,13 @@ func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf schem
 // startWrite builds the core request of a write to the partition of t with the given token and
 // starts it: the draw, and the local limiter's decision when this node is a replica. The step
 // carries the Outcome when the request ended there (rejected by the coordinator, unavailable).
-func (e *Executor) startWrite(t *schema.Table, replicas []coordinator.Replica, token int64, exempt bool, cl coordinator.Consistency, now, dl time.Time) (*coordinator.Request, coordinator.Step, error) {
+func (e *Executor) startWrite(t *schema.Table, rf schema.Replication, replicas []coordinator.Replica, token int64, exempt bool, cl coordinator.Consistency, now, dl time.Time) (*coordinator.Request, coordinator.Step, error) {
 	p := coordinator.Params{
 		Op:          coordinator.OpWrite,
 		Consistency: cl,
 		Self:        e.self(),
 		Replicas:    replicas,
+		PerDC:       len(rf.DataCenters) > 0,
 		Limit:       t.Limit(coordinator.OpWrite),
 		Deadline:    dl,
 		Exempt:      exempt,
