@@ -43,4 +43,6 @@ type Member struct {
 	// DataFormat is the data format version it gossips; 0 when it reports none (a release
 	// before data format versions, which is format 1).
 	DataFormat int
+	// DataCenter is the data center it runs in.
+	DataCenter string
 }

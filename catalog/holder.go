@@ -396,7 +396,7 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 			// The agreed state of the keyspace may still hold tombstones the schema has purged
 			// (gc.go): leave them out of the next state, or it would carry them forever.
 			purged := base.WithoutTombstonesBefore(h.Schema().GCHorizon())
-			next, err := purged.Apply(stmt, keyspace, schema.Change{Version: h.nextVersion()})
+			next, err := purged.Apply(stmt, keyspace, schema.Change{Version: h.nextVersion(), DataCenters: dataCenters(members)})
 			if err != nil {
 				return nil, err
 			}
@@ -503,6 +503,18 @@ func everyMemberLive(ms []Member) error {
 		UnavailableError: coordinator.UnavailableError{Consistency: coordinator.All, Live: len(ms) - len(down), Required: len(ms)},
 		down:             down,
 	}
+}
+
+// dataCenters returns the distinct data centers of ms, sorted; nil when none says.
+func dataCenters(ms []Member) []string {
+	var dcs []string
+	for _, m := range ms {
+		if m.DataCenter != "" && !slices.Contains(dcs, m.DataCenter) {
+			dcs = append(dcs, m.DataCenter)
+		}
+	}
+	slices.Sort(dcs)
+	return dcs
 }
 
 // belowFormat returns the ids of the members in ms whose data format version is below v (a

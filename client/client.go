@@ -17,8 +17,8 @@ import (
 // Consistency is how many replicas must answer before an operation succeeds.
 type Consistency int
 
-// The consistency levels. LocalOne and LocalQuorum are aliases of One and Quorum (kvnode has a
-// single datacenter); they exist so that code written for Cassandra keeps working.
+// The consistency levels, with Cassandra's meanings: the LOCAL ones count the coordinator's
+// data center alone, EACH_QUORUM a quorum in each.
 const (
 	// Default lets the server choose (ONE, as in Cassandra).
 	Default Consistency = iota
@@ -27,9 +27,12 @@ const (
 	All
 	LocalOne
 	LocalQuorum
+	Two
+	Three
+	EachQuorum
 )
 
-var consistencyNames = [...]string{"DEFAULT", "ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"}
+var consistencyNames = [...]string{"DEFAULT", "ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM", "TWO", "THREE", "EACH_QUORUM"}
 
 // String returns the CQL name of the level.
 func (c Consistency) String() string {
@@ -47,7 +50,7 @@ func ParseConsistency(s string) (Consistency, error) {
 			return i, nil
 		}
 	}
-	return Default, fmt.Errorf("unknown consistency level %q (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", s)
+	return Default, fmt.Errorf("unknown consistency level %q (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)", s)
 }
 
 func (c Consistency) proto() kvnodepb.Consistency {
@@ -62,6 +65,12 @@ func (c Consistency) proto() kvnodepb.Consistency {
 		return kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE
 	case LocalQuorum:
 		return kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM
+	case Two:
+		return kvnodepb.Consistency_CONSISTENCY_TWO
+	case Three:
+		return kvnodepb.Consistency_CONSISTENCY_THREE
+	case EachQuorum:
+		return kvnodepb.Consistency_CONSISTENCY_EACH_QUORUM
 	default:
 		return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 	}
@@ -79,6 +88,12 @@ func consistencyFromProto(c kvnodepb.Consistency) Consistency {
 		return LocalOne
 	case kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM:
 		return LocalQuorum
+	case kvnodepb.Consistency_CONSISTENCY_TWO:
+		return Two
+	case kvnodepb.Consistency_CONSISTENCY_THREE:
+		return Three
+	case kvnodepb.Consistency_CONSISTENCY_EACH_QUORUM:
+		return EachQuorum
 	default:
 		return Default
 	}

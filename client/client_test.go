@@ -245,7 +245,7 @@ func TestParseConsistency(t *testing.T) {
 			t.Errorf("ParseConsistency(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	if _, err := ParseConsistency("TWO"); err == nil || !strings.Contains(err.Error(), `"TWO"`) {
-		t.Errorf("ParseConsistency(TWO) error = %v, want one naming the input", err)
+	if _, err := ParseConsistency("ANY"); err == nil || !strings.Contains(err.Error(), `"ANY"`) {
+		t.Errorf("ParseConsistency(ANY) error = %v, want one naming the input", err)
 	}
 }

@@ -1,87 +1,17 @@
 package cluster
 
 import (
-	"cmp"
-	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/kvnode/kvnode/schema"
 )
 
-// Replication is a keyspace's replica placement: SimpleStrategy's Factor replicas in ring order
-// when PerDC is empty, else NetworkTopologyStrategy's replication factor per data center (Factor
-// is then unused).
-type Replication struct {
-	Factor int
-	PerDC  []DCFactor // sorted by DC, each DC once, each RF ≥ 1
-}
-
-// DCFactor is a data center's replication factor under NetworkTopologyStrategy.
-type DCFactor struct {
-	DC string
-	RF int
-}
+// Replication is a keyspace's replica placement (schema's: SimpleStrategy's factor or
+// NetworkTopologyStrategy's per data center).
+type Replication = schema.Replication
 
 // Simple returns SimpleStrategy's placement at replication factor rf.
-func Simple(rf int) Replication { return Replication{Factor: rf} }
-
-// NetworkTopology returns NetworkTopologyStrategy's placement with the replication factor of each
-// data center in rfs; data centers with a factor of 0 place nothing and are left out. It refuses
-// a negative factor or a name that is no data center's (ValidatePlacementName).
-func NetworkTopology(rfs map[string]int) (Replication, error) {
-	var p Replication
-	for dc, rf := range rfs {
-		if err := ValidatePlacementName(dc); err != nil {
-			return Replication{}, fmt.Errorf("data center %q: %v", dc, err)
-		}
-		if rf < 0 {
-			return Replication{}, fmt.Errorf("data center %q: replication factor %d is negative", dc, rf)
-		}
-		if rf > 0 {
-			p.PerDC = append(p.PerDC, DCFactor{DC: dc, RF: rf})
-		}
-	}
-	slices.SortFunc(p.PerDC, func(a, b DCFactor) int { return cmp.Compare(a.DC, b.DC) })
-	return p, nil
-}
-
-// Total returns the number of replicas the placement asks for: Factor, or the sum of the data
-// centers' factors (Cassandra's QUORUM counts over it).
-func (p Replication) Total() int {
-	if len(p.PerDC) == 0 {
-		return p.Factor
-	}
-	n := 0
-	for _, f := range p.PerDC {
-		n += f.RF
-	}
-	return n
-}
-
-// InDC returns the replication factor of data center dc: Factor under SimpleStrategy, which
-// does not place by data center, else the data center's factor (0 when it has none).
-func (p Replication) InDC(dc string) int {
-	if len(p.PerDC) == 0 {
-		return p.Factor
-	}
-	if i, ok := slices.BinarySearchFunc(p.PerDC, dc, func(f DCFactor, dc string) int { return cmp.Compare(f.DC, dc) }); ok {
-		return p.PerDC[i].RF
-	}
-	return 0
-}
-
-// String returns the placement as CQL's replication map writes it.
-func (p Replication) String() string {
-	if len(p.PerDC) == 0 {
-		return fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", p.Factor)
-	}
-	var b strings.Builder
-	b.WriteString("{'class': 'NetworkTopologyStrategy'")
-	for _, f := range p.PerDC {
-		fmt.Fprintf(&b, ", '%s': %d", f.DC, f.RF)
-	}
-	b.WriteString("}")
-	return b.String()
-}
+func Simple(rf int) Replication { return schema.Simple(rf) }
 
 // locations indexes where the ring's owning nodes run, for NetworkTopologyStrategy's walk: each
 // node's data center and (data center, rack) pair as small integers, and per data center how
@@ -154,7 +84,7 @@ type dcWalk struct {
 // meets in racks it already has; replicas come in walk order. It does not allocate when dst has
 // room for them, p has at most 8 data centers and the walk meets at most 16 racks.
 func (r *Ring) AppendReplicasFor(dst []NodeID, token int64, p Replication) []NodeID {
-	if len(p.PerDC) == 0 {
+	if len(p.DataCenters) == 0 {
 		return r.AppendReplicas(dst, token, p.Factor)
 	}
 	n := len(r.tokens)
@@ -163,7 +93,7 @@ func (r *Ring) AppendReplicasFor(dst []NodeID, token int64, p Replication) []Nod
 	}
 	var walkBuf [8]dcWalk
 	walk := walkBuf[:0]
-	for _, f := range p.PerDC {
+	for _, f := range p.DataCenters {
 		d := slices.IndexFunc(r.loc.dcs, func(x dcInfo) bool { return x.name == f.DC })
 		if d < 0 || f.RF <= 0 {
 			continue
@@ -199,6 +129,21 @@ func (r *Ring) AppendReplicasFor(dst []NodeID, token int64, p Replication) []Nod
 		}
 	}
 	return dst
+}
+
+// ShortWithout reports what the ring would lack for placement p without node id: where (the
+// ring, or id's data center under NetworkTopologyStrategy) would be left with left owning nodes
+// while p places rf replicas there; left < rf when removing id leaves fewer nodes than p asks for.
+func (r *Ring) ShortWithout(id NodeID, p Replication) (where string, left, rf int) {
+	if len(p.DataCenters) == 0 {
+		return "the ring", r.nOwners - 1, p.Factor
+	}
+	i, ok := r.find(id)
+	if !ok || r.loc.nodeDC[i] < 0 {
+		return "the ring", r.nOwners, 0 // id owns nothing: removing it leaves every count as it is
+	}
+	d := r.loc.dcs[r.loc.nodeDC[i]]
+	return "data center " + d.name, d.owners - 1, p.InDC(d.name)
 }
 
 // DataCenters returns the data centers of the ring's owning nodes with how many each has, in

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/kvnode/kvnode/schema"
 )
 
 // ntsReference is NetworkTopologyStrategy.calculateNaturalReplicas of Cassandra 4.1, written as
@@ -25,7 +27,7 @@ func ntsReference(r *Ring, token int64, p Replication) []NodeID {
 		racks[dc][rack] = true
 	}
 	dcs := map[string]*dcState{}
-	for _, f := range p.PerDC {
+	for _, f := range p.DataCenters {
 		if f.RF > 0 && owners[f.DC] > 0 {
 			dcs[f.DC] = &dcState{left: min(f.RF, owners[f.DC]), repeats: f.RF - len(racks[f.DC])}
 		}
@@ -92,7 +94,7 @@ func TestNetworkTopologyPlacement(t *testing.T) {
 		for d := 1; d <= 3; d++ {
 			rfs[fmt.Sprintf("dc%d", d)] = rng.IntN(5)
 		}
-		p, err := NetworkTopology(rfs)
+		p, err := schema.NetworkTopology(rfs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +120,7 @@ func TestNetworkTopologyPlacement(t *testing.T) {
 				t.Fatalf("replicas %v repeat a node", got)
 			}
 			owners := r.DataCenters()
-			for _, f := range p.PerDC {
+			for _, f := range p.DataCenters {
 				if perDC[f.DC] != min(f.RF, owners[f.DC]) {
 					t.Fatalf("%v, token %d: %d replicas in %s, want min(%d, %d nodes)", p, token, perDC[f.DC], f.DC, f.RF, owners[f.DC])
 				}
@@ -162,7 +164,7 @@ func TestNetworkTopologyRacks(t *testing.T) {
 		// A data center the ring does not have places nothing.
 		{5, map[string]int{"dc9": 3}, nil},
 	} {
-		p, err := NetworkTopology(c.rfs)
+		p, err := schema.NetworkTopology(c.rfs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,10 +172,10 @@ func TestNetworkTopologyRacks(t *testing.T) {
 			t.Errorf("%v from token %d: %v, want %v", p, c.token, got, c.want)
 		}
 	}
-	if _, err := NetworkTopology(map[string]int{"dc1": -1}); err == nil {
+	if _, err := schema.NetworkTopology(map[string]int{"dc1": -1}); err == nil {
 		t.Error("a negative replication factor was accepted")
 	}
-	if _, err := NetworkTopology(map[string]int{"dc 1": 1}); err == nil {
+	if _, err := schema.NetworkTopology(map[string]int{"dc 1": 1}); err == nil {
 		t.Error("a data center name with a space was accepted")
 	}
 }
@@ -198,9 +200,9 @@ func TestNetworkTopologyTransfers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 13))
 	for range 40 {
 		r := randomPlacedRing(rng, 2+rng.IntN(8), 2, 3, 4)
-		p, _ := NetworkTopology(map[string]int{"dc1": 1 + rng.IntN(3), "dc2": 1 + rng.IntN(3)})
+		p, _ := schema.NetworkTopology(map[string]int{"dc1": 1 + rng.IntN(3), "dc2": 1 + rng.IntN(3)})
 		next := r.Future()
-		ts := TransfersFor(r, next, p)
+		ts := Transfers(r, next, p)
 		for range 50 {
 			token := int64(rng.Uint64())
 			cur, fut := r.AppendReplicasFor(nil, token, p), next.AppendReplicasFor(nil, token, p)
@@ -218,7 +220,7 @@ func TestNetworkTopologyTransfers(t *testing.T) {
 					t.Fatalf("%v: no transfer of token %d to %s from %v in %v", p, token, to, cur, ts)
 				}
 			}
-			pending := r.AppendPendingFor(nil, token, p)
+			pending := r.AppendPending(nil, token, p)
 			for _, id := range pending {
 				if slices.Contains(cur, id) || !slices.Contains(fut, id) {
 					t.Fatalf("pending replica %s of token %d: current %v, future %v", id, token, cur, fut)
@@ -240,7 +242,7 @@ func BenchmarkReplicasFor(b *testing.B) {
 			nodes[i] = RingNode{ID: id, Tokens: NodeTokens(id, 16), DC: fmt.Sprintf("dc%d", i%2+1), Rack: fmt.Sprintf("r%d", i%3+1)}
 		}
 		r := NewRing(nodes)
-		nts, _ := NetworkTopology(map[string]int{"dc1": 3, "dc2": 3})
+		nts, _ := schema.NetworkTopology(map[string]int{"dc1": 3, "dc2": 3})
 		for _, c := range []struct {
 			name string
 			p    Replication

@@ -262,16 +262,11 @@ func (r *Ring) search(token int64) int {
 	return lo
 }
 
-// AppendPending appends to dst the pending replicas of token at replication factor rf: the nodes
+// AppendPending appends to dst the pending replicas of token under placement p: the nodes
 // that will replicate it once the transitions in progress finish and do not now (a joining node, or
 // the next owner of a leaving node's range). Writes go to them too, without counting toward the
 // consistency level. It appends nothing when no node is joining or leaving.
-func (r *Ring) AppendPending(dst []NodeID, token int64, rf int) []NodeID {
-	return r.AppendPendingFor(dst, token, Simple(rf))
-}
-
-// AppendPendingFor is [Ring.AppendPending] under placement p.
-func (r *Ring) AppendPendingFor(dst []NodeID, token int64, p Replication) []NodeID {
+func (r *Ring) AppendPending(dst []NodeID, token int64, p Replication) []NodeID {
 	if r.future == nil {
 		return dst
 	}
@@ -320,14 +315,11 @@ type Transfer struct {
 	From  []NodeID
 }
 
-// Transfers returns what must stream for the ring to change from cur to next at replication factor
-// rf: for every range whose replicas in next include a node that does not replicate it in cur, that
+// Transfers returns what must stream for the ring to change from cur to next under placement p:
+// for every range whose replicas in next include a node that does not replicate it in cur, that
 // node and the range's replicas in cur. Adjacent ranges with the same receiver and sources are
 // merged. The result is ordered by receiver, then by range.
-func Transfers(cur, next *Ring, rf int) []Transfer { return TransfersFor(cur, next, Simple(rf)) }
-
-// TransfersFor is [Transfers] under placement p.
-func TransfersFor(cur, next *Ring, p Replication) []Transfer {
+func Transfers(cur, next *Ring, p Replication) []Transfer {
 	bounds := slices.Concat(cur.tokens, next.tokens)
 	slices.Sort(bounds)
 	bounds = slices.Compact(bounds)
@@ -359,11 +351,8 @@ func TransfersFor(cur, next *Ring, p Replication) []Transfer {
 }
 
 // Ownership returns, for each node of the ring that owns ranges, the fraction of the token space it
-// replicates at replication factor rf (summing to min(rf, owners) over the nodes).
-func (r *Ring) Ownership(rf int) map[NodeID]float64 { return r.OwnershipFor(Simple(rf)) }
-
-// OwnershipFor is [Ring.Ownership] under placement p.
-func (r *Ring) OwnershipFor(p Replication) map[NodeID]float64 {
+// replicates under placement p (summing, under SimpleStrategy, to min(rf, owners) over the nodes).
+func (r *Ring) Ownership(p Replication) map[NodeID]float64 {
 	own := map[NodeID]float64{}
 	n := len(r.tokens)
 	if n == 0 || p.Total() <= 0 {
@@ -384,14 +373,12 @@ func (r *Ring) OwnershipFor(p Replication) map[NodeID]float64 {
 	return own
 }
 
-// Unreplicated returns the token ranges of r that node id does not replicate at replication
-// factor rf, in token order, adjacent ones merged (the range that wraps around the ring comes
-// first). It returns nil for an empty ring or rf ≤ 0, and the whole ring when id owns nothing.
+// Unreplicated returns the token ranges of r that node id does not replicate under placement p,
+// in token order, adjacent ones merged (the range that wraps around the ring comes first). It
+// returns nil for an empty ring or a placement of no replica, and the whole ring when id owns
+// nothing.
 // A node deletes its data in these ranges once a topology change has finished (cleanup).
-func (r *Ring) Unreplicated(id NodeID, rf int) []TokenRange { return r.UnreplicatedFor(id, Simple(rf)) }
-
-// UnreplicatedFor is [Ring.Unreplicated] under placement p.
-func (r *Ring) UnreplicatedFor(id NodeID, p Replication) []TokenRange {
+func (r *Ring) Unreplicated(id NodeID, p Replication) []TokenRange {
 	bounds := slices.Compact(slices.Clone(r.tokens))
 	if len(bounds) == 0 || p.Total() <= 0 {
 		return nil

@@ -236,11 +236,11 @@ func TestUnreplicated(t *testing.T) {
 		{"a", 0, nil},                      //
 	}
 	for _, tt := range tests {
-		if got := r.Unreplicated(tt.id, tt.rf); !slices.Equal(got, tt.want) {
+		if got := r.Unreplicated(tt.id, Simple(tt.rf)); !slices.Equal(got, tt.want) {
 			t.Errorf("Unreplicated(%s, rf=%d) = %v, want %v", tt.id, tt.rf, got, tt.want)
 		}
 	}
-	if got := NewRing(nil).Unreplicated("a", 1); got != nil {
+	if got := NewRing(nil).Unreplicated("a", Simple(1)); got != nil {
 		t.Errorf("Unreplicated on an empty ring = %v, want none", got)
 	}
 
@@ -254,7 +254,7 @@ func TestUnreplicated(t *testing.T) {
 	big := NewRing(nodes)
 	for _, rf := range []int{1, 2, 3} {
 		for _, id := range ids {
-			un := big.Unreplicated(id, rf)
+			un := big.Unreplicated(id, Simple(rf))
 			for range 2000 {
 				tok := int64(rng.Uint64())
 				in := slices.ContainsFunc(un, func(tr TokenRange) bool { return tr.Contains(tok) })

@@ -50,7 +50,7 @@ func TestRingPendingRanges(t *testing.T) {
 						want = append(want, id)
 					}
 				}
-				pending := tt.ring.AppendPending(nil, tok, rf)
+				pending := tt.ring.AppendPending(nil, tok, Simple(rf))
 				if !slices.Equal(pending, want) {
 					t.Fatalf("%s rf=%d token %d: pending %v, want %v", tt.name, rf, tok, pending, want)
 				}
@@ -89,7 +89,7 @@ func TestTransfersCoverEveryMovedToken(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, tt := range cases {
 		for _, rf := range []int{1, 2, 3} {
-			plan := Transfers(tt.cur, tt.next, rf)
+			plan := Transfers(tt.cur, tt.next, Simple(rf))
 			toks := []int64{}
 			for range 3000 {
 				toks = append(toks, int64(rng.Uint64()))
@@ -119,7 +119,7 @@ func TestTransfersCoverEveryMovedToken(t *testing.T) {
 			}
 		}
 	}
-	if got := Transfers(three, three, 2); len(got) != 0 {
+	if got := Transfers(three, three, Simple(2)); len(got) != 0 {
 		t.Errorf("Transfers of an unchanged ring = %v, want none", got)
 	}
 }
@@ -128,7 +128,7 @@ func TestOwnershipSumsToTheReplicationFactor(t *testing.T) {
 	r := NewRing([]RingNode{ringNode("a", StateNormal), ringNode("b", StateNormal), ringNode("c", StateNormal), ringNode("d", StateJoining)})
 	for _, rf := range []int{1, 2, 3, 5} {
 		sum := 0.0
-		own := r.Ownership(rf)
+		own := r.Ownership(Simple(rf))
 		for _, f := range own {
 			sum += f
 		}

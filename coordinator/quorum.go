@@ -10,15 +10,20 @@ import (
 // NewRequest instead of silently meaning ONE.
 type Consistency uint8
 
-// The consistency levels. kvnode has one datacenter, so LOCAL_ONE and LOCAL_QUORUM are parsed as
-// aliases of ONE and QUORUM and have no constants of their own.
+// The consistency levels, Cassandra's meanings. The LOCAL ones count only the replicas in the
+// coordinator's data center (Replica.DC 0); EACH_QUORUM a quorum in every data center.
 const (
 	One Consistency = iota + 1
 	Quorum
 	All
+	Two
+	Three
+	LocalOne
+	LocalQuorum
+	EachQuorum
 )
 
-// String returns the CQL name of c: ONE, QUORUM or ALL.
+// String returns the CQL name of c, such as ONE or LOCAL_QUORUM.
 func (c Consistency) String() string {
 	switch c {
 	case One:
@@ -27,37 +32,51 @@ func (c Consistency) String() string {
 		return "QUORUM"
 	case All:
 		return "ALL"
+	case Two:
+		return "TWO"
+	case Three:
+		return "THREE"
+	case LocalOne:
+		return "LOCAL_ONE"
+	case LocalQuorum:
+		return "LOCAL_QUORUM"
+	case EachQuorum:
+		return "EACH_QUORUM"
 	}
 	return fmt.Sprintf("Consistency(%d)", uint8(c))
 }
 
-// Valid reports whether c is ONE, QUORUM or ALL.
-func (c Consistency) Valid() bool { return c >= One && c <= All }
+// Valid reports whether c is one of the levels.
+func (c Consistency) Valid() bool { return c >= One && c <= EachQuorum }
 
-// ParseConsistency returns the level named s, case-insensitively: ONE, QUORUM, ALL, or the
-// aliases LOCAL_ONE (ONE) and LOCAL_QUORUM (QUORUM).
+// Local reports whether c counts only the coordinator's data center: LOCAL_ONE, LOCAL_QUORUM.
+func (c Consistency) Local() bool { return c == LocalOne || c == LocalQuorum }
+
+// ParseConsistency returns the level named s, case-insensitively.
 func ParseConsistency(s string) (Consistency, error) {
-	switch strings.ToUpper(s) {
-	case "ONE", "LOCAL_ONE":
-		return One, nil
-	case "QUORUM", "LOCAL_QUORUM":
-		return Quorum, nil
-	case "ALL":
-		return All, nil
+	for c := One; c.Valid(); c++ {
+		if strings.EqualFold(s, c.String()) {
+			return c, nil
+		}
 	}
-	return 0, fmt.Errorf("coordinator: unknown consistency level %q (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", s)
+	return 0, fmt.Errorf("coordinator: unknown consistency level %q (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)", s)
 }
 
-// BlockFor returns how many replicas must succeed for level cl with replication factor rf:
-// 1 for ONE, rf/2+1 for QUORUM, rf for ALL. It is never less than 1, so a request always needs
-// at least one replica, and never more than rf unless rf < 1. An invalid cl (which NewRequest
-// rejects) is treated as ALL, the strictest level.
+// BlockFor returns how many of rf replicas must succeed for level cl: 1 for ONE and LOCAL_ONE, 2
+// for TWO, 3 for THREE, rf/2+1 for QUORUM, LOCAL_QUORUM and EACH_QUORUM (rf being the replicas
+// the level counts: the local data center's for LOCAL_QUORUM, each data center's for
+// EACH_QUORUM), rf for ALL. It is never less than 1, so a request always needs at least one
+// replica. An invalid cl (which NewRequest rejects) is treated as ALL, the strictest level.
 func BlockFor(cl Consistency, rf int) int {
 	var n int
 	switch cl {
-	case One:
+	case One, LocalOne:
 		n = 1
-	case Quorum:
+	case Two:
+		n = 2
+	case Three:
+		n = 3
+	case Quorum, LocalQuorum, EachQuorum:
 		n = rf/2 + 1
 	default:
 		n = rf

@@ -12,13 +12,16 @@ func TestParseConsistency(t *testing.T) {
 	}{
 		{"ONE", One},
 		{"one", One},
-		{"LOCAL_ONE", One},
-		{"local_one", One},
+		{"LOCAL_ONE", LocalOne},
+		{"local_one", LocalOne},
 		{"QUORUM", Quorum},
 		{"Quorum", Quorum},
-		{"LOCAL_QUORUM", Quorum},
+		{"LOCAL_QUORUM", LocalQuorum},
 		{"ALL", All},
 		{"all", All},
+		{"TWO", Two},
+		{"three", Three},
+		{"EACH_QUORUM", EachQuorum},
 	}
 	for _, tt := range tests {
 		got, err := ParseConsistency(tt.in)
@@ -26,7 +29,7 @@ func TestParseConsistency(t *testing.T) {
 			t.Errorf("ParseConsistency(%q) = %v, %v; want %v, nil", tt.in, got, err, tt.want)
 		}
 	}
-	for _, in := range []string{"", "TWO", "EACH_QUORUM", " one", "local-one", "ANY"} {
+	for _, in := range []string{"", " one", "local-one", "ANY", "SERIAL"} {
 		got, err := ParseConsistency(in)
 		if err == nil {
 			t.Errorf("ParseConsistency(%q) = %v, nil; want an error", in, got)
@@ -39,7 +42,7 @@ func TestParseConsistency(t *testing.T) {
 }
 
 func TestConsistencyString(t *testing.T) {
-	for _, c := range []Consistency{One, Quorum, All} {
+	for _, c := range []Consistency{One, Quorum, All, Two, Three, LocalOne, LocalQuorum, EachQuorum} {
 		back, err := ParseConsistency(c.String())
 		if err != nil || back != c {
 			t.Errorf("ParseConsistency(%v.String()) = %v, %v; want %v", c, back, err, c)
@@ -48,8 +51,8 @@ func TestConsistencyString(t *testing.T) {
 	if s := Consistency(0).String(); s != "Consistency(0)" {
 		t.Errorf("Consistency(0).String() = %q, want Consistency(0)", s)
 	}
-	if Consistency(0).Valid() || Consistency(4).Valid() {
-		t.Errorf("Consistency(0) and Consistency(4) are valid, want invalid")
+	if Consistency(0).Valid() || (EachQuorum + 1).Valid() {
+		t.Errorf("Consistency(0) and Consistency(%d) are valid, want invalid", EachQuorum+1)
 	}
 }
 

@@ -40,7 +40,16 @@ type Replica struct {
 	// Down is true when the failure detector considers the node down. Down replicas are never
 	// contacted. The coordinator itself (Params.Self) is always considered live.
 	Down bool
+	// DC is the replica's data center as the request numbers them: 0 for the coordinator's, and
+	// 1 to MaxDataCenters-1 for the others, one number each. The LOCAL levels count the
+	// replicas of DC 0 alone, EACH_QUORUM every data center's; and when DC 0 has replicas, the
+	// others only account a limited operation and never reject it (they are not its decision
+	// point).
+	DC uint8
 }
+
+// MaxDataCenters bounds the data centers of one request's replicas.
+const MaxDataCenters = 8
 
 // Params describes one request. NewRequest copies what it keeps, so the caller may reuse the
 // slices afterwards.
@@ -54,6 +63,11 @@ type Params struct {
 	// Replicas is the replica set of the token in ring order; its length is the replication
 	// factor. Ids must be non-empty and distinct.
 	Replicas []Replica
+	// PerDC says the keyspace places its replicas per data center (NetworkTopologyStrategy):
+	// LOCAL_QUORUM is then a quorum of the local data center's replicas, and EACH_QUORUM is
+	// allowed. Otherwise LOCAL_QUORUM needs a quorum of all the replicas, from the local data
+	// center, as in Cassandra.
+	PerDC bool
 	// ReadOrder optionally overrides which replicas a read at ONE or QUORUM prefers: listed
 	// replicas first, in this order, then the rest in the default order (Self first if it is a
 	// replica, then ring order). Every entry must be a replica, at most once. Writes and reads at
@@ -260,7 +274,10 @@ const (
 // concurrent use; the driver serialises the inputs of one request.
 type Request struct {
 	p             Params
-	required      int
+	required      int // the sum of the groups'
+	groups        [MaxDataCenters]group
+	ngroups       int
+	hasLocal      bool // a replica is in the coordinator's data center (Replica.DC 0)
 	selfIsReplica bool
 	phase         phase
 	checked       bool // the coordinator's own counter counted the operation
@@ -270,7 +287,7 @@ type Request struct {
 
 	sent      []Send
 	answered  []bool
-	tally     Tally
+	tally     Tally      // the counted replicas' answers: the groups' tallies added up
 	responses []Response // OK responses of a read, in arrival order
 
 	maxCount uint32        // largest counter among rejecting replicas
@@ -359,8 +376,76 @@ func (r *Request) Reset(p Params) error {
 	if p.limited() && !(p.Draw >= 0 && p.Draw < 1) {
 		return fmt.Errorf("coordinator: invalid request: draw %v is outside [0, 1)", p.Draw)
 	}
-	r.required = BlockFor(p.Consistency, len(p.Replicas))
+	if p.Consistency == EachQuorum && !p.PerDC {
+		return errors.New("coordinator: invalid request: EACH_QUORUM needs a keyspace placed per data center (NetworkTopologyStrategy)")
+	}
+	var size [MaxDataCenters]int
+	for _, rep := range r.p.Replicas {
+		if rep.DC >= MaxDataCenters {
+			return fmt.Errorf("coordinator: invalid request: replica %s is in data center %d, the limit is %d", rep.ID, rep.DC, MaxDataCenters)
+		}
+		r.hasLocal = r.hasLocal || rep.DC == 0
+		if g := r.groupOf(rep); g >= 0 {
+			size[g]++
+			r.ngroups = max(r.ngroups, g+1)
+		}
+	}
+	switch cl := p.Consistency; {
+	case cl == EachQuorum:
+		for g := range r.ngroups {
+			if size[g] > 0 {
+				r.groups[g].required = BlockFor(cl, size[g])
+			}
+		}
+	case cl == LocalQuorum && !p.PerDC:
+		r.groups[0].required = BlockFor(cl, len(p.Replicas))
+	default:
+		r.groups[0].required = BlockFor(cl, size[0])
+	}
+	r.ngroups = max(r.ngroups, 1) // LOCAL levels with no local replica: group 0 needs one
+	for g := range r.ngroups {
+		r.required += r.groups[g].required
+	}
 	return nil
+}
+
+// group is the answers one data center owes a request (all the counted replicas', but for
+// EACH_QUORUM).
+type group struct {
+	required int
+	tally    Tally
+}
+
+// groupOf returns the group rep counts in for the request's consistency level: its data center
+// for EACH_QUORUM, 0 for every other level but for a replica outside the coordinator's data
+// center at a LOCAL level, which is not counted (-1).
+func (r *Request) groupOf(rep Replica) int {
+	switch {
+	case r.p.Consistency == EachQuorum:
+		return int(rep.DC)
+	case r.p.Consistency.Local() && rep.DC != 0:
+		return -1
+	}
+	return 0
+}
+
+// result combines the groups' tallies: reached when every group is; lost when one is; rejected
+// when none is lost and rate-limit rejections alone put one out of reach.
+func (r *Request) result() QuorumResult {
+	res := QuorumReached
+	for g := range r.ngroups {
+		switch gr := &r.groups[g]; gr.tally.Result(gr.required) {
+		case QuorumLost:
+			return QuorumLost
+		case QuorumRejected:
+			res = QuorumRejected
+		case QuorumPending:
+			if res == QuorumReached {
+				res = QuorumPending
+			}
+		}
+	}
+	return res
 }
 
 func (r *Request) replicaIndex(id NodeID) int {
@@ -375,14 +460,18 @@ func (r *Request) Start(now time.Time) Step {
 	if r.phase != phaseNew {
 		return Step{}
 	}
-	live := 0
+	var live [MaxDataCenters]int
+	total := 0
 	for _, rep := range r.p.Replicas {
-		if !rep.Down {
-			live++
+		if g := r.groupOf(rep); g >= 0 && !rep.Down {
+			live[g]++
+			total++
 		}
 	}
-	if live < r.required {
-		return r.finish(Unavailable{Consistency: r.p.Consistency, Live: live, Required: r.required})
+	for g := range r.ngroups {
+		if live[g] < r.groups[g].required {
+			return r.finish(Unavailable{Consistency: r.p.Consistency, Live: total, Required: r.required})
+		}
 	}
 	if r.expired(now) {
 		return r.finish(r.timeout())
@@ -457,9 +546,17 @@ func (r *Request) OnResponse(resp Response) Step {
 		return Step{}
 	}
 	r.answered[i] = true
+	g := r.groupOf(r.p.Replicas[r.replicaIndex(resp.From)])
+	if g < 0 {
+		// A replica the level does not count (another data center's, at a LOCAL level): its
+		// write stands, and it accounts a limited operation without deciding it.
+		return Step{}
+	}
+	gt := &r.groups[g].tally
 	switch resp.Status {
 	case StatusOK:
 		r.tally.OK++
+		gt.OK++
 		if r.p.limited() {
 			if resp.WouldReject {
 				r.wouldRejected++
@@ -472,6 +569,7 @@ func (r *Request) OnResponse(resp Response) Step {
 		}
 	case StatusRateLimited:
 		r.tally.Rejected++
+		gt.Rejected++
 		r.maxCount = max(r.maxCount, resp.Count)
 		r.maxRetry = max(r.maxRetry, resp.RetryAfter)
 		if r.tally.Rejected == 1 || resp.Count < r.minCount {
@@ -479,6 +577,7 @@ func (r *Request) OnResponse(resp Response) Step {
 		}
 	default:
 		r.tally.Failed++
+		gt.Failed++
 		if r.firstErr == nil {
 			r.firstErr = failure(resp)
 		}
@@ -487,7 +586,7 @@ func (r *Request) OnResponse(resp Response) Step {
 			return Step{Sends: []Send{s}}
 		}
 	}
-	switch r.tally.Result(r.required) {
+	switch r.result() {
 	case QuorumReached:
 		s := Success{Op: r.p.Op, Acks: r.tally.OK, Responses: r.responses, WouldReject: r.shadowRejects()}
 		if s.WouldReject {
@@ -501,7 +600,7 @@ func (r *Request) OnResponse(resp Response) Step {
 			Limit:        r.p.Limit,
 			Count:        r.maxCount,
 			RetryAfter:   r.maxRetry,
-			MayBeApplied: r.p.Op == OpWrite && r.tally.Contacted > r.tally.Rejected,
+			MayBeApplied: r.p.Op == OpWrite && len(r.sent) > r.tally.Rejected,
 		})
 	case QuorumLost:
 		return r.finish(Failed{
@@ -639,7 +738,9 @@ func (r *Request) send() Step {
 		r.sent = append(r.sent, r.sendTo(i+1, id))
 		r.answered = append(r.answered, false)
 	}
-	r.tally.Contacted = len(targets)
+	for _, id := range targets {
+		r.contact(id)
+	}
 	if r.mayReplace() {
 		r.speculative = len(targets) - r.required // SpeculateAlways's spare, if there was one
 	}
@@ -647,14 +748,23 @@ func (r *Request) send() Step {
 	return Step{Sends: slices.Clone(r.sent)}
 }
 
+// contact counts replica id as contacted, in its group's tally when the level counts it.
+func (r *Request) contact(id NodeID) {
+	if g := r.groupOf(r.p.Replicas[r.replicaIndex(id)]); g >= 0 {
+		r.groups[g].tally.Contacted++
+		r.tally.Contacted++
+	}
+}
+
 // sendTo builds the Send with sequence number seq to replica id, in the limiter mode of the
-// request's path.
+// request's path: a replica outside the coordinator's data center only accounts the operation
+// when the data center has replicas, which decide it (or the coordinator does).
 func (r *Request) sendTo(seq int, id NodeID) Send {
 	s := Send{Seq: seq, To: id}
 	switch {
 	case !r.p.limited(), r.checked && id == r.p.Self:
 		s.Mode = ModeNone
-	case r.checked:
+	case r.checked, r.hasLocal && r.p.Replicas[r.replicaIndex(id)].DC != 0:
 		s.Mode = ModeAccountOnly
 		s.Stamp = r.p.Stamp
 	default:
@@ -675,7 +785,10 @@ func (r *Request) replacement() (Send, bool) {
 	asked := func(id NodeID) bool {
 		return slices.ContainsFunc(r.sent, func(s Send) bool { return s.To == id })
 	}
-	try := func(id NodeID) bool { return !r.p.Replicas[r.replicaIndex(id)].Down && !asked(id) }
+	try := func(id NodeID) bool {
+		rep := r.p.Replicas[r.replicaIndex(id)]
+		return !rep.Down && r.groupOf(rep) >= 0 && !asked(id)
+	}
 	var next NodeID
 	for _, id := range r.p.ReadOrder {
 		if next == "" && try(id) {
@@ -696,21 +809,25 @@ func (r *Request) replacement() (Send, bool) {
 	s := r.sendTo(len(r.sent)+1, next)
 	r.sent = append(r.sent, s)
 	r.answered = append(r.answered, false)
-	r.tally.Contacted++
+	r.contact(next)
 	return s, true
 }
 
-// mayReplace reports whether the request is a read at ONE or QUORUM: the only requests that
-// ask replicas beyond their first targets (failure-driven retry and speculation).
-func (r *Request) mayReplace() bool { return r.p.Op == OpRead && r.p.Consistency != All }
+// mayReplace reports whether the request is a read at a level other than ALL and EACH_QUORUM:
+// the only requests that ask replicas beyond their first targets (failure-driven retry and
+// speculation).
+func (r *Request) mayReplace() bool {
+	return r.p.Op == OpRead && r.p.Consistency != All && r.p.Consistency != EachQuorum
+}
 
-// targets returns the replicas to contact. Writes and reads at ALL go to every live replica in
-// ring order. Reads at ONE and QUORUM go to the first required live replicas in the preference
-// order: ReadOrder, then Self if it is a replica, then ring order; with SpeculateAlways to one
-// more, when there is one. Start has checked that enough replicas are live. The targets are
-// appended to ids, which is returned.
+// targets returns the replicas to contact. Writes, and reads at ALL and EACH_QUORUM, go to
+// every live replica in ring order (a LOCAL level's write too: the other data centers' replicas
+// get it without being waited for). Other reads go to the first required live replicas the
+// level counts, in the preference order: ReadOrder, then Self if it is a replica, then ring
+// order; with SpeculateAlways to one more, when there is one. Start has checked that enough
+// replicas are live. The targets are appended to ids, which is returned.
 func (r *Request) targets(ids []NodeID) []NodeID {
-	if r.p.Op == OpWrite || r.p.Consistency == All {
+	if r.p.Op == OpWrite || r.p.Consistency == All || r.p.Consistency == EachQuorum {
 		for _, rep := range r.p.Replicas {
 			if !rep.Down {
 				ids = append(ids, rep.ID)
@@ -723,7 +840,8 @@ func (r *Request) targets(ids []NodeID) []NodeID {
 		want++
 	}
 	pick := func(id NodeID) {
-		if len(ids) < want && !r.p.Replicas[r.replicaIndex(id)].Down && !slices.Contains(ids, id) {
+		rep := r.p.Replicas[r.replicaIndex(id)]
+		if len(ids) < want && !rep.Down && r.groupOf(rep) >= 0 && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}

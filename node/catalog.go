@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -144,7 +145,8 @@ func (p catalogCluster) Members() []catalog.Member {
 	for i, m := range ms {
 		// Alive, not Live: TRUNCATE, which needs every member, must reach a node down only for
 		// a full disk, whose space it frees (diskfull.go).
-		out[i] = catalog.Member{ID: string(m.ID), Local: m.Local, Live: m.Alive, SchemaDigest: m.SchemaDigest, DataFormat: m.DataFormat}
+		dc := cmp.Or(m.DataCenter, cluster.DefaultDataCenter) // a release that did not say
+		out[i] = catalog.Member{ID: string(m.ID), Local: m.Local, Live: m.Alive, SchemaDigest: m.SchemaDigest, DataFormat: m.DataFormat, DataCenter: dc}
 	}
 	return out
 }

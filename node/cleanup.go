@@ -100,7 +100,7 @@ func (n *Node) cleanup(ctx context.Context) (CleanupStats, error) {
 			}
 		}
 		var ivs [][2]int64
-		for _, tr := range r.Unreplicated(self, ks.ReplicationFactor) {
+		for _, tr := range r.Unreplicated(self, ks.Replication()) {
 			ivs = append(ivs, intervals(tr)...)
 		}
 		if len(ivs) == 0 {

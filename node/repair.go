@@ -69,8 +69,8 @@ func (r repairRing) Tokens() []int64 {
 	return out
 }
 
-func (r repairRing) Replicas(token int64, rf int) []coordinator.NodeID {
-	ids := r.r.Replicas(token, rf)
+func (r repairRing) Replicas(token int64, rf schema.Replication) []coordinator.NodeID {
+	ids := r.r.AppendReplicasFor(nil, token, rf)
 	out := make([]coordinator.NodeID, len(ids))
 	for i, id := range ids {
 		out[i] = coordinator.NodeID(id)
@@ -146,7 +146,7 @@ func (r repairServer) Repair(ctx context.Context, req *kvnodepb.RepairRequest) (
 				continue
 			}
 		}
-		targets = append(targets, repair.Target{Table: t, RF: ks.ReplicationFactor})
+		targets = append(targets, repair.Target{Table: t, RF: ks.Replication()})
 	}
 	results, err := r.n.repair.Repair(ctx, targets)
 	switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/replica"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // TestRepairRing: the node's ring adapter gives repair the cluster ring's tokens and replicas,
@@ -28,7 +29,7 @@ func TestRepairRing(t *testing.T) {
 		{Range: replica.TokenRange{Start: 50, End: 100}, Replicas: []coordinator.NodeID{"a", "b"}},
 		{Range: replica.TokenRange{Start: 100, End: math.MaxInt64}, Replicas: []coordinator.NodeID{"a", "b"}},
 	}
-	got := repair.LocalRanges(repairRing{ring}, "b", 2)
+	got := repair.LocalRanges(repairRing{ring}, "b", schema.Simple(2))
 	if !slices.EqualFunc(got, want, func(x, y repair.Range) bool { return x.Range == y.Range && slices.Equal(x.Replicas, y.Replicas) }) {
 		t.Errorf("b's ranges at RF 2 over the cluster ring: %v, want %v", got, want)
 	}

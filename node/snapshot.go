@@ -205,7 +205,7 @@ func (w restoreWriter) WritePartition(ctx context.Context, t *schema.Table, m *r
 		return fmt.Errorf("keyspace %s was dropped during the restore", t.Keyspace)
 	}
 	ring := w.n.cluster.Ring()
-	ids := ring.AppendPending(ring.Replicas(m.Token, ks.ReplicationFactor), m.Token, ks.ReplicationFactor)
+	ids := ring.AppendPending(ring.AppendReplicasFor(nil, m.Token, ks.Replication()), m.Token, ks.Replication())
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {

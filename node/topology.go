@@ -100,11 +100,11 @@ func (t *topology) stop() {
 }
 
 // AppendWriteReplicas implements shell.PendingRing: the replicas and the pending replicas of
-// token at rf, both from the ring of this moment.
-func (r ringView) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID) {
+// token under placement rf, both from the ring of this moment.
+func (r ringView) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf schema.Replication) ([]coordinator.NodeID, []coordinator.NodeID) {
 	ring := r.c.Ring()
 	var buf [maxRF]cluster.NodeID
-	for _, id := range ring.AppendReplicas(buf[:0], token, rf) {
+	for _, id := range ring.AppendReplicasFor(buf[:0], token, rf) {
 		replicas = append(replicas, coordinator.NodeID(id))
 	}
 	for _, id := range ring.AppendPending(buf[:0], token, rf) {
@@ -377,46 +377,37 @@ func (n *Node) streamedTables() []*schema.Table {
 	return tables
 }
 
-// streamedRFs returns the replication factors of the keyspaces of streamedTables, sorted.
-func (n *Node) streamedRFs() []int {
-	rfs := replicationFactors(n.schema.Schema())
+// streamedRFs returns the distinct placements of the keyspaces of streamedTables.
+func (n *Node) streamedRFs() []schema.Replication {
+	rfs := placements(n.schema.Schema(), nil)
 	if n.cfg.authEnabled() {
-		for _, rf := range replicationFactors(n.schema.System()) {
-			if !slices.Contains(rfs, rf) {
-				rfs = append(rfs, rf)
-			}
-		}
-		slices.Sort(rfs)
+		rfs = placements(n.schema.System(), rfs)
 	}
 	return rfs
 }
 
-// replicationFactors returns the distinct replication factors of the schema's keyspaces that
-// hold tables (a keyspace without tables has no rows to stream), sorted.
-func replicationFactors(s *schema.Schema) []int {
-	var rfs []int
+// placements appends to rfs the distinct placements of the schema's keyspaces that hold tables
+// (a keyspace without tables has no rows to stream) that rfs does not have yet.
+func placements(s *schema.Schema, rfs []schema.Replication) []schema.Replication {
 	for _, k := range s.Keyspaces() {
-		if len(s.Tables(k.Name)) == 0 {
-			continue
-		}
-		if !slices.Contains(rfs, k.ReplicationFactor) {
-			rfs = append(rfs, k.ReplicationFactor)
+		p := k.Replication()
+		if len(s.Tables(k.Name)) > 0 && !slices.ContainsFunc(rfs, p.Equal) {
+			rfs = append(rfs, p)
 		}
 	}
-	slices.Sort(rfs)
 	return rfs
 }
 
 // plan returns, per receiver and then per source, the ranges that must stream for the ring to
-// change from cur to next at every replication factor of the schema. pick chooses the sources of a
+// change from cur to next under every placement of the schema. pick chooses the sources of a
 // transfer among its old replicas; a transfer left with none is an error naming its range.
-func plan(cur, next *cluster.Ring, rfs []int, pick func(cluster.Transfer) []cluster.NodeID) (map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange, error) {
+func plan(cur, next *cluster.Ring, rfs []schema.Replication, pick func(cluster.Transfer) []cluster.NodeID) (map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange, error) {
 	out := map[cluster.NodeID]map[cluster.NodeID][]cluster.TokenRange{}
 	for _, rf := range rfs {
 		for _, tr := range cluster.Transfers(cur, next, rf) {
 			srcs := pick(tr)
 			if len(srcs) == 0 {
-				return nil, refused("no live replica holds range (%d, %d] (replicas %v at replication factor %d): streaming it would lose data", tr.Range.Start, tr.Range.End, tr.From, rf)
+				return nil, refused("no live replica holds range (%d, %d] (replicas %v under replication %v): streaming it would lose data", tr.Range.Start, tr.Range.End, tr.From, rf)
 			}
 			if out[tr.To] == nil {
 				out[tr.To] = map[cluster.NodeID][]cluster.TokenRange{}
@@ -576,11 +567,14 @@ func (n *Node) awaitCluster(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// maxReplicationFactor returns the largest replication factor of the schema (1 with none).
-func maxReplicationFactor(s *schema.Schema) int {
-	rf := 1
+// widestPlacement returns the placement of the schema's keyspaces with the most replicas
+// (SimpleStrategy's factor 1 with none).
+func widestPlacement(s *schema.Schema) schema.Replication {
+	rf := schema.Simple(1)
 	for _, k := range s.Keyspaces() {
-		rf = max(rf, k.ReplicationFactor)
+		if k.ReplicationFactor > rf.Total() {
+			rf = k.Replication()
+		}
 	}
 	return rf
 }
@@ -601,8 +595,10 @@ func (n *Node) decommission(ctx context.Context) (uint64, error) {
 		return 0, refused("another node is joining or leaving; decommission once it has finished")
 	}
 	s := n.schema.Schema()
-	if rf := maxReplicationFactor(s); r.NumOwners()-1 < rf {
-		return 0, refused("decommissioning %s would leave %d nodes, fewer than the largest replication factor %d: some rows would have fewer replicas than the keyspace asks for", self, r.NumOwners()-1, rf)
+	for _, k := range s.Keyspaces() {
+		if where, left, rf := r.ShortWithout(self, k.Replication()); left < rf {
+			return 0, refused("decommissioning %s would leave %d nodes in %s, fewer than keyspace %s's replication factor %d there: some rows would have fewer replicas than the keyspace asks for", self, left, where, k.Name, rf)
+		}
 	}
 	for _, m := range c.Members() {
 		if !m.Live && m.State != cluster.StateLeft {

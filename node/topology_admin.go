@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func adminError(err error) error {
 func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kvnodepb.StatusResponse, error) {
 	n := a.n
 	members := n.cluster.Members()
-	own := n.cluster.Ring().Ownership(maxReplicationFactor(n.schema.Schema()))
+	own := n.cluster.Ring().Ownership(widestPlacement(n.schema.Schema()))
 	loads := make([]int64, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
@@ -81,6 +82,7 @@ func (a adminServer) Status(ctx context.Context, _ *kvnodepb.StatusRequest) (*kv
 		resp.Nodes = append(resp.Nodes, &kvnodepb.NodeStatus{
 			HostId: string(m.ID), Address: m.RPCAddr, State: up + state,
 			Tokens: uint32(m.NumTokens), LoadBytes: loads[i], Owns: own[m.ID], DownReason: m.Unavailable,
+			DataCenter: cmp.Or(m.DataCenter, cluster.DefaultDataCenter), Rack: cmp.Or(m.Rack, cluster.DefaultRack),
 		})
 	}
 	repairs, err := n.repair.AutoStatus()

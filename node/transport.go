@@ -10,6 +10,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // The node's internode transport is package internode: one Mux serving every exchange the node
@@ -105,10 +106,10 @@ type ringView struct {
 // maxRF bounds the replication factor the stack buffer in AppendReplicas covers without allocating.
 const maxRF = 8
 
-// AppendReplicas appends the replicas of token in ring order.
-func (r ringView) AppendReplicas(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID {
+// AppendReplicas appends the replicas of token under placement rf in ring order.
+func (r ringView) AppendReplicas(dst []coordinator.NodeID, token int64, rf schema.Replication) []coordinator.NodeID {
 	var buf [maxRF]cluster.NodeID
-	for _, id := range r.c.Ring().AppendReplicas(buf[:0], token, rf) {
+	for _, id := range r.c.Ring().AppendReplicasFor(buf[:0], token, rf) {
 		dst = append(dst, coordinator.NodeID(id))
 	}
 	return dst
@@ -116,6 +117,12 @@ func (r ringView) AppendReplicas(dst []coordinator.NodeID, token int64, rf int) 
 
 // IsLive reports whether the failure detector considers id up.
 func (r ringView) IsLive(id coordinator.NodeID) bool { return r.c.IsLive(cluster.NodeID(id)) }
+
+// DataCenter returns the data center of node id, as the ring places it.
+func (r ringView) DataCenter(id coordinator.NodeID) string {
+	dc, _, _ := r.c.Ring().Location(cluster.NodeID(id))
+	return dc
+}
 
 // DescribeCluster renders the membership for DESCRIBE CLUSTER.
 func (r ringView) DescribeCluster() string {

@@ -194,11 +194,11 @@ func (s *Service) autoRound(ctx context.Context) time.Duration {
 	return s.opts.AutoRepairPause // the next due table, soon
 }
 
-// nextAutoTable returns the table to repair now, with its keyspace's replication factor, and
+// nextAutoTable returns the table to repair now, with its keyspace's placement, and
 // the saved round when it is that table's: the saved round's table while it exists and was not
 // repaired since the round started, else the due table repaired longest ago. Nil when none is
 // due.
-func (s *Service) nextAutoTable() (*autoState, *schema.Table, int) {
+func (s *Service) nextAutoTable() (*autoState, *schema.Table, schema.Replication) {
 	saved, err := s.loadAuto()
 	if err != nil {
 		s.log.Error("automatic repair: its saved progress is unreadable; starting afresh", "err", err)
@@ -207,7 +207,7 @@ func (s *Service) nextAutoTable() (*autoState, *schema.Table, int) {
 	now := s.now()
 	var (
 		best    *schema.Table
-		bestRF  int
+		bestRF  schema.Replication
 		bestDue time.Time
 	)
 	for _, k := range sc.Keyspaces() {
@@ -218,7 +218,7 @@ func (s *Service) nextAutoTable() (*autoState, *schema.Table, int) {
 				continue
 			}
 			if saved != nil && saved.Table == t.ID && last.Before(saved.Started) {
-				return saved, t, k.ReplicationFactor
+				return saved, t, k.Replication()
 			}
 			due := last.Add(s.opts.Period(t))
 			if r, ok := s.retryAt[t.ID]; ok && r.After(due) {
@@ -228,7 +228,7 @@ func (s *Service) nextAutoTable() (*autoState, *schema.Table, int) {
 				continue
 			}
 			if best == nil || due.Before(bestDue) {
-				best, bestRF, bestDue = t, k.ReplicationFactor, due
+				best, bestRF, bestDue = t, k.Replication(), due
 			}
 		}
 	}

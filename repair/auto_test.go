@@ -189,7 +189,7 @@ func TestAutoRepairYieldsToAManualRepair(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: 3}})
+		_, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(3)}})
 		done <- err
 	}()
 	<-entered

@@ -16,8 +16,8 @@ import (
 type Ring interface {
 	// Tokens returns every token of the ring's members, in any order.
 	Tokens() []int64
-	// Replicas returns the rf replicas of token, its owner first.
-	Replicas(token int64, rf int) []coordinator.NodeID
+	// Replicas returns the replicas of token under placement rf, in ring order.
+	Replicas(token int64, rf schema.Replication) []coordinator.NodeID
 }
 
 // Range is one token range to repair and its replicas.
@@ -26,10 +26,10 @@ type Range struct {
 	Replicas []coordinator.NodeID
 }
 
-// LocalRanges returns the token ranges of ring that self replicates at replication factor rf,
+// LocalRanges returns the token ranges of ring that self replicates under placement rf,
 // each with its replicas, in token order. The range that wraps around the ring is split in two,
 // (last token, MaxInt64] and (MinInt64, first token].
-func LocalRanges(ring Ring, self coordinator.NodeID, rf int) []Range {
+func LocalRanges(ring Ring, self coordinator.NodeID, rf schema.Replication) []Range {
 	tokens := slices.Clone(ring.Tokens())
 	slices.Sort(tokens)
 	tokens = slices.Compact(tokens)

@@ -94,10 +94,10 @@ func (e *RangeError) Error() string {
 
 func (e *RangeError) Unwrap() error { return e.Err }
 
-// Target is a table to repair, with its keyspace's replication factor.
+// Target is a table to repair, with its keyspace's placement.
 type Target struct {
 	Table *schema.Table
-	RF    int
+	RF    schema.Replication
 }
 
 // TableResult is what the repair of one table did.
@@ -286,7 +286,7 @@ func (s *Service) Repair(ctx context.Context, targets []Target) ([]TableResult, 
 
 // repairTable repairs every range of t this node replicates and, when all succeeded, records
 // the repair for t and purges what it lets go.
-func (s *Service) repairTable(ctx context.Context, t *schema.Table, rf int) TableResult {
+func (s *Service) repairTable(ctx context.Context, t *schema.Table, rf schema.Replication) TableResult {
 	start := s.now()
 	tr := TableResult{Keyspace: t.Keyspace, Table: t.Name, Started: start}
 	ranges := LocalRanges(s.host.Ring(), s.host.Self(), rf)

@@ -44,7 +44,7 @@ func newFakeRing(owners map[coordinator.NodeID][]int64) fakeRing {
 
 func (r fakeRing) Tokens() []int64 { return slices.Clone(r.tokens) }
 
-func (r fakeRing) Replicas(token int64, rf int) []coordinator.NodeID {
+func (r fakeRing) Replicas(token int64, rf schema.Replication) []coordinator.NodeID {
 	i, _ := slices.BinarySearch(r.tokens, token)
 	var out []coordinator.NodeID
 	for k := range r.tokens {
@@ -52,7 +52,7 @@ func (r fakeRing) Replicas(token int64, rf int) []coordinator.NodeID {
 		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
-		if len(out) == rf {
+		if len(out) == rf.Total() {
 			break
 		}
 	}
@@ -69,7 +69,7 @@ func TestLocalRanges(t *testing.T) {
 		{replica.TokenRange{Start: 50, End: 100}, []coordinator.NodeID{"a"}},
 		{replica.TokenRange{Start: 100, End: mx}, []coordinator.NodeID{"a"}},
 	}
-	if g := repair.LocalRanges(ring, "a", 1); !slices.EqualFunc(g, wantA, same) {
+	if g := repair.LocalRanges(ring, "a", schema.Simple(1)); !slices.EqualFunc(g, wantA, same) {
 		t.Errorf("a's ranges at RF 1: %v, want %v", g, wantA)
 	}
 	// At RF 2, b also replicates a's ranges followed (after a's own tokens) by b's token 0:
@@ -80,11 +80,11 @@ func TestLocalRanges(t *testing.T) {
 		{replica.TokenRange{Start: 50, End: 100}, []coordinator.NodeID{"a", "b"}},
 		{replica.TokenRange{Start: 100, End: mx}, []coordinator.NodeID{"a", "b"}},
 	}
-	if g := repair.LocalRanges(ring, "b", 2); !slices.EqualFunc(g, wantB, same) {
+	if g := repair.LocalRanges(ring, "b", schema.Simple(2)); !slices.EqualFunc(g, wantB, same) {
 		t.Errorf("b's ranges at RF 2: %v, want %v", g, wantB)
 	}
 	// Every token lies in exactly one range of the ring when RF covers every node.
-	all := repair.LocalRanges(ring, "a", 3)
+	all := repair.LocalRanges(ring, "a", schema.Simple(3))
 	if len(all) != 5 {
 		t.Errorf("at RF 3 a replicates %d ranges, want all 5", len(all))
 	}
@@ -99,7 +99,7 @@ func TestLocalRanges(t *testing.T) {
 			t.Errorf("token %d lies in %d ranges, want 1", tok, n)
 		}
 	}
-	if g := repair.LocalRanges(newFakeRing(nil), "a", 3); g != nil {
+	if g := repair.LocalRanges(newFakeRing(nil), "a", schema.Simple(3)); g != nil {
 		t.Errorf("an empty ring's ranges: %v, want none", g)
 	}
 }
@@ -347,7 +347,7 @@ func TestRepairConverges(t *testing.T) {
 		t.Fatal("the replicas agree before the repair")
 	}
 	s := c.service("a")
-	res, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: 3}})
+	res, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(3)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestRepairConverges(t *testing.T) {
 	}
 
 	// Replicas that agree: nothing differs, nothing travels.
-	res, err = c.service("b").Repair(context.Background(), []repair.Target{{Table: c.table, RF: 3}})
+	res, err = c.service("b").Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(3)}})
 	if err != nil || res[0].RangesFailed != 0 || res[0].LeavesMismatched != 0 || res[0].PartitionsStreamed != 0 {
 		t.Errorf("a repair of replicas that agree: %+v, %v; want nothing mismatched or streamed", res, err)
 	}
@@ -405,7 +405,7 @@ func TestRepairConverges(t *testing.T) {
 func TestRepairPurges(t *testing.T) {
 	c := newTestCluster(t, 0)
 	c.diverge()
-	res, err := c.service("a").Repair(context.Background(), []repair.Target{{Table: c.table, RF: 3}})
+	res, err := c.service("a").Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(3)}})
 	if err != nil || res[0].RangesFailed != 0 {
 		t.Fatalf("repair: %+v, %v", res, err)
 	}
@@ -478,7 +478,7 @@ func TestRepairFailsTheRangesOfAFailingReplica(t *testing.T) {
 			tc.set(c)
 			s := c.service("a")
 			// At RF 2, a replicates (-inf, a] and (c, +inf] with b, and (b, c] with c.
-			res, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: 2}})
+			res, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(2)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -534,11 +534,11 @@ func TestRepairOneAtATime(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: 3}})
+		_, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(3)}})
 		done <- err
 	}()
 	<-entered
-	if _, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: 3}}); !errors.Is(err, repair.ErrRunning) {
+	if _, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(3)}}); !errors.Is(err, repair.ErrRunning) {
 		t.Errorf("a repair during another: %v, want ErrRunning", err)
 	}
 	if err := testutil.CollectAndCompare(s, strings.NewReader(running(1)), "kvnode_repair_running"); err != nil {
@@ -557,7 +557,7 @@ func TestRepairOneAtATime(t *testing.T) {
 	c.write("p5", 5, 40, "b")
 	ctx, cancel := context.WithCancel(context.Background())
 	c.throttle = func(ctx context.Context) error { cancel(); return ctx.Err() }
-	res, err := s.Repair(ctx, []repair.Target{{Table: c.table, RF: 3}, {Table: c.table, RF: 3}})
+	res, err := s.Repair(ctx, []repair.Target{{Table: c.table, RF: schema.Simple(3)}, {Table: c.table, RF: schema.Simple(3)}})
 	if !errors.Is(err, context.Canceled) || len(res) != 1 || res[0].RangesFailed != 1 {
 		t.Errorf("a canceled repair: %+v, %v; want the first table with its range failed, and context.Canceled", res, err)
 	}

@@ -33,9 +33,13 @@ import (
 //	   type's key component ends with a marker, keyparam.go) and accepts them in primary keys
 //	   (schema.FormatUDTKeys), which coordinators refuse while a member of an older format
 //	   remains. The upgrade only records the new version.
+//	8  changes no stored value: it says the node decodes keyspaces under
+//	   NetworkTopologyStrategy and places their replicas per data center (schema.FormatNTS),
+//	   which coordinators refuse while a member of an older format remains. The upgrade only
+//	   records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 6
+	FormatVersion = 8
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

@@ -119,6 +119,21 @@ func (t *Table) UDTKeysFormatFeatures() []string {
 	return fs
 }
 
+// FormatNTS is the data format version from which a release of kvnode decodes a keyspace under
+// NetworkTopologyStrategy (keyspace flag 32) and places its replicas per data center. A node of
+// an older format refuses a schema with one, so coordinators refuse it while such a member
+// remains.
+const FormatNTS = 8
+
+// NTSFormatFeatures returns the names of k's features that a release of a data format before
+// FormatNTS cannot decode: NetworkTopologyStrategy.
+func (k *Keyspace) NTSFormatFeatures() []string {
+	if k.dropped || len(k.DataCenters) == 0 {
+		return nil
+	}
+	return []string{"replication class NetworkTopologyStrategy"}
+}
+
 // FormatNeed is a feature of a schema entry that only releases of data format Format or later
 // decode.
 type FormatNeed struct {
@@ -151,6 +166,7 @@ func (s *Schema) FormatNeeds(ks, table string) (what string, needs []FormatNeed)
 		add(FormatExpiring, k.FormatFeatures())
 		add(FormatLevels, k.LevelsFormatFeatures())
 		add(FormatUDT, k.UDTFormatFeatures())
+		add(FormatNTS, k.NTSFormatFeatures())
 	default:
 		t, ok := s.Table(ks, table)
 		if !ok {

@@ -16,8 +16,21 @@ func (k *Keyspace) CreateStatement() string {
 	if !k.RateLimit.IsZero() {
 		rl = " AND " + OptionKeyspaceRateLimit + " = " + k.RateLimit.String()
 	}
-	return fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}%s;",
-		cql.QuoteIdent(k.Name), k.ReplicationFactor, rl)
+	return fmt.Sprintf("CREATE KEYSPACE %s WITH replication = %s%s;", cql.QuoteIdent(k.Name), k.ReplicationCQL(), rl)
+}
+
+// ReplicationCQL returns k's replication option as CQL writes it.
+func (k *Keyspace) ReplicationCQL() string {
+	if len(k.DataCenters) == 0 {
+		return fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", k.ReplicationFactor)
+	}
+	var b strings.Builder
+	b.WriteString("{'class': 'NetworkTopologyStrategy'")
+	for _, f := range k.DataCenters {
+		fmt.Fprintf(&b, ", %s: %d", cql.QuoteString(f.DC), f.RF)
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 // CreateStatement returns the CREATE TABLE statement that recreates t

@@ -212,6 +212,10 @@ func appendKeyspace(b []byte, k *Keyspace) []byte {
 	if typed {
 		f |= keyspaceTypesBit
 	}
+	perDC := !k.dropped && len(k.DataCenters) > 0
+	if perDC {
+		f |= keyspaceDataCentersBit
+	}
 	b = append(b, f)
 	b = binary.AppendUvarint(b, uint64(k.ReplicationFactor))
 	if altered {
@@ -224,8 +228,20 @@ func appendKeyspace(b []byte, k *Keyspace) []byte {
 	if typed {
 		b = appendUserTypes(b, k)
 	}
+	if perDC {
+		b = binary.AppendUvarint(b, uint64(len(k.DataCenters)))
+		for _, f := range k.DataCenters {
+			b = appendString(b, f.DC)
+			b = binary.AppendUvarint(b, uint64(f.RF))
+		}
+	}
 	return b
 }
+
+// keyspaceDataCentersBit marks, in a keyspace's flags, a keyspace under NetworkTopologyStrategy:
+// after its other fields, a count, then per data center in name order its name and replication
+// factor, which add up to the keyspace's replication factor (data format FormatNTS).
+const keyspaceDataCentersBit = 32
 
 // keyspaceRateLimitBit marks, in a keyspace's flags, a keyspace with a rate_limit: its reads and
 // writes per second follow; keyspaceShadowBit marks the limit in shadow mode.
@@ -420,11 +436,40 @@ func (d *decoder) count() int {
 	return int(n)
 }
 
+// dataCenters reads the replication factors per data center of keyspace k, whose replication
+// factor is rf (keyspaceDataCentersBit).
+func (d *decoder) dataCenters(k *Keyspace, rf uint64) error {
+	n := d.count()
+	sum := uint64(0)
+	for i := 0; i < n && d.err == nil; i++ {
+		f := DCFactor{DC: d.string()}
+		r := d.uvarint()
+		if d.err != nil {
+			break
+		}
+		if err := checkDataCenterName(f.DC); err != nil {
+			return fmt.Errorf("keyspace %q: %w", k.Name, err)
+		}
+		if r == 0 || r > 1<<31-1 {
+			return fmt.Errorf("keyspace %q: data center %q has replication factor %d", k.Name, f.DC, r)
+		}
+		if i > 0 && f.DC <= k.DataCenters[i-1].DC {
+			return fmt.Errorf("keyspace %q: data center %q is out of order", k.Name, f.DC)
+		}
+		f.RF, sum = int(r), sum+r
+		k.DataCenters = append(k.DataCenters, f)
+	}
+	if d.err == nil && (n == 0 || sum != rf) {
+		return fmt.Errorf("keyspace %q: its data centers' replication factors add up to %d, not its %d", k.Name, sum, rf)
+	}
+	return nil
+}
+
 // keyspaceFlags reads a keyspace's flags: dropped (and nothing else), altered
 // (keyspaceAlteredBit), rate-limited (keyspaceRateLimitBit, with keyspaceShadowBit).
 func (d *decoder) keyspaceFlags() byte {
 	f := d.byte()
-	all := byte(1 | keyspaceAlteredBit | keyspaceRateLimitBit | keyspaceShadowBit | keyspaceTypesBit)
+	all := byte(1 | keyspaceAlteredBit | keyspaceRateLimitBit | keyspaceShadowBit | keyspaceTypesBit | keyspaceDataCentersBit)
 	if f&^all != 0 || (f&1 != 0 && f != 1) || (f&keyspaceShadowBit != 0 && f&keyspaceRateLimitBit == 0) {
 		d.fail("unknown flags %#x", f)
 	}
@@ -471,6 +516,11 @@ func decode(b []byte) (*Schema, error) {
 		}
 		if f&keyspaceTypesBit != 0 {
 			if err := d.userTypes(k); err != nil {
+				return nil, err
+			}
+		}
+		if f&keyspaceDataCentersBit != 0 {
+			if err := d.dataCenters(k, rf); err != nil {
 				return nil, err
 			}
 		}

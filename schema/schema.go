@@ -86,13 +86,29 @@ type Change struct {
 	// from the table's name and the version of its creation, the one place
 	// table ids come from; a non-zero id must be unused.
 	TableID TableID
+	// DataCenters are the cluster's data centers, as the node applying a CREATE or ALTER
+	// KEYSPACE knows them: NetworkTopologyStrategy's 'replication_factor' shortcut gives each
+	// the factor, and a data center not among them is refused (Cassandra 4.1). Nil skips both
+	// (the shortcut is then refused): a node merging agreed schema never needs them.
+	DataCenters []string
+}
+
+// DCFactor is a data center's replication factor under NetworkTopologyStrategy.
+type DCFactor struct {
+	DC string
+	RF int
 }
 
 // Keyspace is a keyspace. Values reachable from a *Schema are shared and
 // must not be modified.
 type Keyspace struct {
-	Name              string
+	Name string
+	// ReplicationFactor is SimpleStrategy's replication factor, or under
+	// NetworkTopologyStrategy the sum of the data centers' (what QUORUM counts over).
 	ReplicationFactor int
+	// DataCenters are NetworkTopologyStrategy's replication factors, sorted by data center,
+	// none zero; nil under SimpleStrategy.
+	DataCenters []DCFactor
 	// Version is the version of the keyspace's creation (or, for a
 	// tombstone, of its drop); tables record it to tell incarnations of a
 	// name apart. ALTER KEYSPACE leaves it: an altered keyspace is the same
@@ -485,10 +501,13 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 	if err != nil {
 		return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
 	}
-	if o.rf == 0 {
+	if o.replication == nil {
 		return nil, fmt.Errorf("keyspace %s: the replication option is missing; write WITH replication = {'class': 'SimpleStrategy', 'replication_factor': N}", cql.QuoteIdent(name))
 	}
-	rf := o.rf
+	rf, perDC, err := o.replication.placement(c.DataCenters, nil)
+	if err != nil {
+		return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
+	}
 	prev, ok := s.keyspaces[name]
 	if ok && !prev.dropped {
 		if st.IfNotExists {
@@ -501,7 +520,7 @@ func (s *Schema) createKeyspace(st *cql.CreateKeyspaceStmt, c Change) (*Schema, 
 		v = after(v, prev.Version)
 	}
 	ks, ts := s.clone()
-	ks[name] = &Keyspace{Name: name, ReplicationFactor: rf, Version: v}
+	ks[name] = &Keyspace{Name: name, ReplicationFactor: rf, DataCenters: perDC, Version: v}
 	if o.rateLimit != nil {
 		ks[name].RateLimit = *o.rateLimit
 	}
@@ -530,8 +549,10 @@ func (s *Schema) alterKeyspace(st *cql.AlterKeyspaceStmt, c Change) (*Schema, er
 		return nil, unknownKeyspace(name)
 	}
 	k := *prev
-	if o.rf != 0 {
-		k.ReplicationFactor = o.rf
+	if o.replication != nil {
+		if k.ReplicationFactor, k.DataCenters, err = o.replication.placement(c.DataCenters, prev); err != nil {
+			return nil, fmt.Errorf("keyspace %s: %w", cql.QuoteIdent(name), err)
+		}
 	}
 	if o.rateLimit != nil {
 		k.RateLimit = *o.rateLimit

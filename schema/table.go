@@ -2,7 +2,9 @@ package schema
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -478,8 +480,8 @@ func truncate(s string, max int) string {
 // keyspaceOpts are the WITH options of CREATE or ALTER KEYSPACE: rf is 0 when the
 // replication option is not given.
 type keyspaceOpts struct {
-	rf        int
-	rateLimit *RateLimit // nil when rate_limit is not given
+	replication *replicationOpts // nil when replication is not given
+	rateLimit   *RateLimit       // nil when rate_limit is not given
 }
 
 // OptionKeyspaceRateLimit is the keyspace option that caps the rates of every request on the
@@ -497,10 +499,11 @@ func keyspaceOptions(opts []cql.Option) (keyspaceOpts, error) {
 		seen[opt.Name.Name] = true
 		switch opt.Name.Name {
 		case "replication":
-			var err error
-			if o.rf, err = replication(opt.Value); err != nil {
+			r, err := replication(opt.Value)
+			if err != nil {
 				return o, err
 			}
+			o.replication = &r
 		case "durable_writes":
 			// Writes are always durable; accept the Cassandra default.
 			if lit, ok := opt.Value.(*cql.Literal); !ok || lit.Kind != cql.LitBoolean || lit.Value != "true" {
@@ -522,49 +525,171 @@ func keyspaceOptions(opts []cql.Option) (keyspaceOpts, error) {
 	return o, nil
 }
 
-func replication(v cql.Term) (int, error) {
+// replicationOpts is a replication option as written: SimpleStrategy's factor (rf), or
+// NetworkTopologyStrategy's factors per data center (nts set; perDC as given, 0s included) with
+// its 'replication_factor' shortcut (auto, 0 when not given) for the data centers not named.
+type replicationOpts struct {
+	rf    int
+	nts   bool
+	perDC map[string]int
+	auto  int
+}
+
+// The replication classes, as CQL names them and as Cassandra's full class names.
+const (
+	simpleStrategy          = "SimpleStrategy"
+	networkTopologyStrategy = "NetworkTopologyStrategy"
+	locatorPackage          = "org.apache.cassandra.locator."
+)
+
+func replication(v cql.Term) (replicationOpts, error) {
+	var o replicationOpts
 	m, ok := v.(*cql.MapLiteral)
 	if !ok {
-		return 0, fmt.Errorf("replication = %s is not a map; write replication = {'class': 'SimpleStrategy', 'replication_factor': N}", describeValue(v))
+		return o, fmt.Errorf("replication = %s is not a map; write replication = {'class': 'SimpleStrategy', 'replication_factor': N}", describeValue(v))
 	}
-	var rf int64
 	var class string
 	seen := make(map[string]bool)
+	factors := make(map[string]cql.Term)
 	for _, e := range m.Entries {
 		key, ok := e.Key.(*cql.Literal)
 		if !ok || key.Kind != cql.LitString {
-			return 0, fmt.Errorf("replication: key %s is not a string; valid keys are 'class' and 'replication_factor'", describeValue(e.Key))
+			return o, fmt.Errorf("replication: key %s is not a string; valid keys are 'class', 'replication_factor' and, for NetworkTopologyStrategy, data center names", describeValue(e.Key))
 		}
 		if seen[key.Value] {
-			return 0, fmt.Errorf("replication: key %s is given twice", cql.QuoteString(key.Value))
+			return o, fmt.Errorf("replication: key %s is given twice", cql.QuoteString(key.Value))
 		}
 		seen[key.Value] = true
-		switch key.Value {
-		case "class":
-			lit, ok := e.Value.(*cql.Literal)
-			if !ok || lit.Kind != cql.LitString {
-				return 0, fmt.Errorf("replication: 'class' = %s is not a string", describeValue(e.Value))
-			}
-			class = lit.Value
-			if class != "SimpleStrategy" && class != "org.apache.cassandra.locator.SimpleStrategy" {
-				return 0, fmt.Errorf("replication: class %s is not supported (supported: 'SimpleStrategy')", cql.QuoteString(class))
-			}
-		case "replication_factor":
-			var err error
-			if rf, err = positiveInt(e.Value, 1<<31-1, "the replication factor is a positive integer"); err != nil {
-				return 0, fmt.Errorf("replication: 'replication_factor' = %w", err)
-			}
-		default:
-			return 0, fmt.Errorf("replication: unknown key %s; valid keys are 'class' and 'replication_factor'", cql.QuoteString(key.Value))
+		if key.Value != "class" {
+			factors[key.Value] = e.Value
+			continue
+		}
+		lit, ok := e.Value.(*cql.Literal)
+		if !ok || lit.Kind != cql.LitString {
+			return o, fmt.Errorf("replication: 'class' = %s is not a string", describeValue(e.Value))
+		}
+		class = strings.TrimPrefix(lit.Value, locatorPackage)
+		if class != simpleStrategy && class != networkTopologyStrategy {
+			return o, fmt.Errorf("replication: class %s is not supported (supported: 'SimpleStrategy', 'NetworkTopologyStrategy')", cql.QuoteString(lit.Value))
 		}
 	}
 	if class == "" {
-		return 0, fmt.Errorf("replication: 'class' is missing; write 'class': 'SimpleStrategy'")
+		return o, fmt.Errorf("replication: 'class' is missing; write 'class': 'SimpleStrategy' or 'NetworkTopologyStrategy'")
 	}
-	if rf == 0 {
-		return 0, fmt.Errorf("replication: 'replication_factor' is missing")
+	o.nts = class == networkTopologyStrategy
+	for _, key := range slices.Sorted(maps.Keys(factors)) {
+		val := factors[key]
+		if !o.nts {
+			if key != "replication_factor" {
+				return o, fmt.Errorf("replication: unknown key %s for SimpleStrategy; valid keys are 'class' and 'replication_factor'", cql.QuoteString(key))
+			}
+			rf, err := positiveInt(val, 1<<31-1, "the replication factor is a positive integer")
+			if err != nil {
+				return o, fmt.Errorf("replication: 'replication_factor' = %w", err)
+			}
+			o.rf = int(rf)
+			continue
+		}
+		rf, err := replicaCount(val)
+		if err != nil {
+			return o, fmt.Errorf("replication: %s = %w", cql.QuoteString(key), err)
+		}
+		if key == "replication_factor" {
+			o.auto = rf
+			continue
+		}
+		if err := checkDataCenterName(key); err != nil {
+			return o, fmt.Errorf("replication: %w", err)
+		}
+		if o.perDC == nil {
+			o.perDC = make(map[string]int)
+		}
+		o.perDC[key] = rf
 	}
-	return int(rf), nil
+	if !o.nts && o.rf == 0 {
+		return o, fmt.Errorf("replication: 'replication_factor' is missing")
+	}
+	return o, nil
+}
+
+// replicaCount reads a data center's replication factor: a non-negative integer (0 places no
+// replica there), as a number or a string as Cassandra's options are.
+func replicaCount(v cql.Term) (int, error) {
+	if lit, ok := v.(*cql.Literal); ok && (lit.Kind == cql.LitInteger || lit.Kind == cql.LitString) && strings.Trim(lit.Value, "0") == "" && lit.Value != "" {
+		return 0, nil
+	}
+	rf, err := positiveInt(v, 1<<31-1, "a replication factor is a non-negative integer")
+	return int(rf), err
+}
+
+// checkDataCenterName refuses what cannot be a data center's name (the rule of the nodes'
+// --dc option: printable ASCII but for space, quotes and backslash, at most 64 bytes).
+func checkDataCenterName(dc string) error {
+	if dc == "" || len(dc) > 64 {
+		return fmt.Errorf("data center name %s must be 1 to 64 bytes", cql.QuoteString(dc))
+	}
+	for i := 0; i < len(dc); i++ {
+		if c := dc[i]; c <= ' ' || c > '~' || c == '\'' || c == '"' || c == '\\' {
+			return fmt.Errorf("data center name %s has byte %#x at offset %d; allowed are printable ASCII characters other than space, quotes and backslash", cql.QuoteString(dc), c, i)
+		}
+	}
+	return nil
+}
+
+// placement resolves o against the cluster's data centers (dcs; nil when the caller does not
+// know them) and, for ALTER KEYSPACE, the keyspace's placement before (prev; nil for CREATE), as
+// Cassandra 4.1's NetworkTopologyStrategy.prepareOptions does: SimpleStrategy's factor, or
+// NetworkTopologyStrategy's factors, where the shortcut 'replication_factor' keeps the factors
+// prev gave data centers not named and gives its own to every other data center of dcs, and a
+// map with nothing but the class takes prev's SimpleStrategy factor as that shortcut; data
+// centers dcs does not have are refused. It returns the total replication factor and the per-DC
+// factors (nil for SimpleStrategy), sorted, without the zeros.
+func (o replicationOpts) placement(dcs []string, prev *Keyspace) (int, []DCFactor, error) {
+	if !o.nts {
+		return o.rf, nil, nil
+	}
+	rfs := maps.Clone(o.perDC)
+	if rfs == nil {
+		rfs = make(map[string]int)
+	}
+	if o.auto == 0 && len(rfs) == 0 && prev != nil && len(prev.DataCenters) == 0 {
+		o.auto = prev.ReplicationFactor // SimpleStrategy to NetworkTopologyStrategy
+	}
+	if o.auto > 0 && prev != nil {
+		for _, f := range prev.DataCenters {
+			if _, named := rfs[f.DC]; !named {
+				rfs[f.DC] = f.RF
+			}
+		}
+	}
+	if o.auto > 0 {
+		if len(dcs) == 0 {
+			return 0, nil, errors.New("replication: 'replication_factor' for NetworkTopologyStrategy gives every data center of the cluster that factor, and this node does not know them yet; name the data centers")
+		}
+		for _, dc := range dcs {
+			if _, named := rfs[dc]; !named {
+				rfs[dc] = o.auto
+			}
+		}
+	}
+	var out []DCFactor
+	total := 0
+	for _, dc := range slices.Sorted(maps.Keys(rfs)) {
+		if len(dcs) > 0 && !slices.Contains(dcs, dc) && rfs[dc] > 0 {
+			return 0, nil, fmt.Errorf("replication: unrecognized strategy option {%s} passed to NetworkTopologyStrategy: the cluster has no data center %s (it has %s)", dc, cql.QuoteString(dc), strings.Join(dcs, ", "))
+		}
+		if rfs[dc] > 0 {
+			out = append(out, DCFactor{DC: dc, RF: rfs[dc]})
+			total += rfs[dc]
+		}
+	}
+	if total == 0 {
+		return 0, nil, errors.New("replication: NetworkTopologyStrategy places no replica; give at least one data center a replication factor")
+	}
+	if total > 1<<31-1 {
+		return 0, nil, fmt.Errorf("replication: the replication factors add up to %d, the maximum is %d", total, 1<<31-1)
+	}
+	return total, out, nil
 }
 
 // TableIDFor derives a table id from the table's name and the version of

@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -91,6 +93,8 @@ type statusNodeJSON struct {
 	Owns      float64 `json:"owns"`
 	// DownReason is why a node that answers gossip is down: "disk full", "storage failed".
 	DownReason string `json:"down_reason,omitempty"`
+	DataCenter string `json:"data_center"`
+	Rack       string `json:"rack"`
 }
 
 const statusUsage = `status [flags]
@@ -117,7 +121,7 @@ type statusConfig struct {
 func parseStatusFlags(args []string, stdout io.Writer) (statusConfig, error) {
 	var c statusConfig
 	fs := newAdminFlagSet("status", &c.adminFlags, 10*time.Second)
-	fs.BoolVar(&c.json, "json", false, `print {"nodes": [{"host_id", "address", "state", "tokens", "load_bytes", "owns"}]}; owns is the effective ownership, 0 to 1`)
+	fs.BoolVar(&c.json, "json", false, `print {"nodes": [{"host_id", "address", "state", "tokens", "load_bytes", "owns", "data_center", "rack"}]}; owns is the effective ownership, 0 to 1`)
 	fs.IntVar(&c.waitNodes, "wait-nodes", 0, "wait until this many nodes are up and normal before printing the status (0: do not wait)")
 	fs.DurationVar(&c.wait, "wait", time.Minute, "how long --wait-nodes waits, such as 30s")
 	if err := parseAdminFlags(fs, args, "status", statusUsage, stdout); err != nil {
@@ -247,7 +251,8 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, now time.Time, stdo
 		out := statusJSON{Nodes: []statusNodeJSON{}, AutoRepair: resp.GetAutoRepair(), Repairs: []statusRepairJSON{}}
 		for _, n := range resp.GetNodes() {
 			out.Nodes = append(out.Nodes, statusNodeJSON{HostID: n.GetHostId(), Address: n.GetAddress(), State: n.GetState(),
-				Tokens: n.GetTokens(), LoadBytes: n.GetLoadBytes(), Owns: n.GetOwns(), DownReason: n.GetDownReason()})
+				Tokens: n.GetTokens(), LoadBytes: n.GetLoadBytes(), Owns: n.GetOwns(), DownReason: n.GetDownReason(),
+				DataCenter: n.GetDataCenter(), Rack: n.GetRack()})
 		}
 		for _, r := range resp.GetRepairs() {
 			rj := statusRepairJSON{Keyspace: r.GetKeyspace(), Table: r.GetTable(), RangesDone: r.GetRangesDone(), RangesTotal: r.GetRangesTotal(),
@@ -261,18 +266,34 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, now time.Time, stdo
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	fmt.Fprintln(stdout, "Status=Up/Down  State=Normal/Joining/Leaving/unRepaired (R: serves no reads until `kvnode repair` on it completes)")
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "--\tAddress\tLoad\tTokens\tOwns (effective)\tHost ID")
-	for _, n := range resp.GetNodes() {
-		load := "?"
-		if n.GetLoadBytes() >= 0 {
-			load = humanBytes(n.GetLoadBytes())
+	// As nodetool status: a table per data center, in name order, with each node's rack.
+	nodes := slices.Clone(resp.GetNodes())
+	slices.SortStableFunc(nodes, func(a, b *kvnodepb.NodeStatus) int { return cmp.Compare(a.GetDataCenter(), b.GetDataCenter()) })
+	for i, n := range nodes {
+		if i > 0 && n.GetDataCenter() == nodes[i-1].GetDataCenter() {
+			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f%%\t%s\n", n.GetState(), n.GetAddress(), load, n.GetTokens(), 100*n.GetOwns(), n.GetHostId())
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		dc := cmp.Or(n.GetDataCenter(), "(a node of a release that does not say)")
+		fmt.Fprintf(stdout, "Datacenter: %s\n%s\n", dc, strings.Repeat("=", len("Datacenter: ")+len(dc)))
+		fmt.Fprintln(stdout, "Status=Up/Down  State=Normal/Joining/Leaving/unRepaired (R: serves no reads until `kvnode repair` on it completes)")
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "--\tAddress\tLoad\tTokens\tOwns (effective)\tHost ID\tRack")
+		for _, n := range nodes[i:] {
+			if n.GetDataCenter() != nodes[i].GetDataCenter() {
+				break
+			}
+			load := "?"
+			if n.GetLoadBytes() >= 0 {
+				load = humanBytes(n.GetLoadBytes())
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f%%\t%s\t%s\n", n.GetState(), n.GetAddress(), load, n.GetTokens(), 100*n.GetOwns(), n.GetHostId(), n.GetRack())
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	for _, n := range resp.GetNodes() {
 		if r := n.GetDownReason(); r != "" {
@@ -286,7 +307,7 @@ func printStatus(resp *kvnodepb.StatusResponse, asJSON bool, now time.Time, stdo
 		return nil
 	}
 	fmt.Fprintf(stdout, "\nRepairs of this node (auto_repair: %s)\n", resp.GetAutoRepair())
-	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Table\tLast complete repair\tNext automatic repair\tIn progress")
 	for _, r := range resp.GetRepairs() {
 		last := "never"

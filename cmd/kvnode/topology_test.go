@@ -42,6 +42,7 @@ func (f *fakeAdmin) Status(context.Context, *kvnodepb.StatusRequest) (*kvnodepb.
 		resp.Nodes = append(resp.Nodes, &kvnodepb.NodeStatus{
 			HostId: "host-" + string(rune('a'+i)), Address: "127.0.0." + string(rune('1'+i)) + ":9043",
 			State: state, Tokens: 16, LoadBytes: 2048, Owns: 1,
+			DataCenter: []string{"dc2", "dc1"}[i%2], Rack: "r" + string(rune('1'+i)),
 		})
 	}
 	return resp, nil
@@ -88,8 +89,8 @@ func TestStatusWaitsForNodes(t *testing.T) {
 	if stderr.String() != wantErr {
 		t.Errorf("stderr is\n%s\nwant\n%s", stderr.String(), wantErr)
 	}
-	if n := strings.Count(stdout.String(), "UN  "); n != 3 || strings.Count(stdout.String(), "Address") != 1 {
-		t.Errorf("status printed, with %d nodes UN:\n%s\nwant one table of the three nodes up and normal", n, stdout.String())
+	if n := strings.Count(stdout.String(), "UN  "); n != 3 || strings.Count(stdout.String(), "Address") != 2 {
+		t.Errorf("status printed, with %d nodes UN:\n%s\nwant the three nodes up and normal, in a table per data center", n, stdout.String())
 	}
 }
 
@@ -117,7 +118,8 @@ func TestStatusWaitEnds(t *testing.T) {
 }
 
 // TestStatusLabelsEffectiveOwnership checks that the table says its ownership is effective
-// ownership, and what that counts.
+// ownership, and what that counts, and that it groups the nodes by data center, in name order,
+// with each node's rack, as nodetool status does.
 func TestStatusLabelsEffectiveOwnership(t *testing.T) {
 	addr := startAdmin(t, &fakeAdmin{script: []any{[]string{"UN", "UN", "UN"}}})
 	var stdout, stderr bytes.Buffer
@@ -125,9 +127,14 @@ func TestStatusLabelsEffectiveOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := stdout.String()
-	if !strings.Contains(out, "Owns (effective)  Host ID\n") || strings.Count(out, "100.0%") != 3 ||
+	if !strings.Contains(out, "Owns (effective)  Host ID  Rack\n") || strings.Count(out, "100.0%") != 3 ||
 		!strings.Contains(out, "(RF 3 on 3 nodes: 100% each)") {
 		t.Errorf("status printed\n%s\nwant the column Owns (effective) and a note on what it counts", out)
+	}
+	dc1, dc2 := strings.Index(out, "Datacenter: dc1\n=="), strings.Index(out, "Datacenter: dc2\n==")
+	b, a, c := strings.Index(out, "host-b   r2"), strings.Index(out, "host-a   r1"), strings.Index(out, "host-c   r3")
+	if dc1 < 0 || dc2 < dc1 || !(dc1 < b && b < dc2 && dc2 < a && a < c) {
+		t.Errorf("status printed\n%s\nwant dc1 (host-b, rack r2), then dc2 (host-a, r1; host-c, r3)", out)
 	}
 }
 

@@ -119,7 +119,7 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 		return nil, err
 	}
 	dl := deadline(ctx, now, e.writeTimeout)
-	req, step, err := e.startWrite(t, replicas, token, false, cl, now, dl)
+	req, step, err := e.startWrite(t, rf, replicas, token, false, cl, now, dl)
 	if err != nil {
 		return nil, nil // the full path meets the same error and reports it
 	}

@@ -118,7 +118,7 @@ func (e *Executor) authWrite(ctx context.Context, q string, ts int64, values ...
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
 	now := e.now()
 	dl := deadline(ctx, now, e.writeTimeout)
-	return e.writePartition(ctx, w.Table, AuthReplicationFactor, token, partitionWrite{w: w, ts: ts, now: now.Unix()}, coordinator.Quorum, now, dl)
+	return e.writePartition(ctx, w.Table, schema.Simple(AuthReplicationFactor), token, partitionWrite{w: w, ts: ts, now: now.Unix()}, coordinator.Quorum, now, dl)
 }
 
 // authRead runs one of the store's reads and returns its rows: at QUORUM, or at ONE when QUORUM
@@ -135,7 +135,7 @@ func (e *Executor) authRead(ctx context.Context, q string, fallback bool, values
 		pk:         r.PartitionKey,
 		token:      partitioner.Token(partitioner.AppendKey(keyBuf[:0], r.PartitionKey)),
 		clustering: r.Clustering,
-		rf:         AuthReplicationFactor,
+		rf:         schema.Simple(AuthReplicationFactor),
 		cl:         coordinator.Quorum,
 	}
 	now := e.now()

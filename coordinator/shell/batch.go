@@ -132,7 +132,7 @@ const batchSizeWarn = 5 << 10
 // partitionWrites is what a batch writes to one partition of one table.
 type partitionWrites struct {
 	table *schema.Table
-	rf    int
+	rf    schema.Replication
 	m     *replicapb.Mutation
 	pos   cql.Pos // of the first statement writing it, for errors
 }

@@ -16,11 +16,13 @@ import (
 
 // Ring tells the shell who replicates a token and who is live.
 type Ring interface {
-	// AppendReplicas appends to dst the rf distinct nodes replicating token, in ring order
-	// (fewer if the ring has fewer nodes), and returns the extended slice.
-	AppendReplicas(dst []coordinator.NodeID, token int64, rf int) []coordinator.NodeID
+	// AppendReplicas appends to dst the distinct nodes replicating token under placement rf,
+	// in ring order (fewer if the ring has fewer nodes), and returns the extended slice.
+	AppendReplicas(dst []coordinator.NodeID, token int64, rf schema.Replication) []coordinator.NodeID
 	// IsLive reports whether the failure detector currently considers id up.
 	IsLive(id coordinator.NodeID) bool
+	// DataCenter returns the data center of node id ("" when the ring does not know it).
+	DataCenter(id coordinator.NodeID) string
 }
 
 // Transport sends replica requests. A request addressed to the local node must be served in

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,19 +31,38 @@ type partitionKey struct {
 	token int64
 }
 
-// replicaSet looks up the replicas of token for a keyspace with replication factor rf, in ring
+// replicaSet looks up the replicas of token for a keyspace placed by rf, in ring
 // order, marking those the failure detector considers down. It appends to dst.
-func (e *Executor) replicaSet(dst []coordinator.Replica, token int64, rf int) []coordinator.Replica {
+func (e *Executor) replicaSet(dst []coordinator.Replica, token int64, rf schema.Replication) []coordinator.Replica {
 	var buf [8]coordinator.NodeID
 	return e.replicaSetWith(dst, buf[:0], token, rf)
 }
 
 // replicaSetWith is replicaSet with ids as the scratch space for the ring's answer (the ring is
 // an interface, so a buffer of the caller's own escapes to the heap).
-func (e *Executor) replicaSetWith(dst []coordinator.Replica, ids []coordinator.NodeID, token int64, rf int) []coordinator.Replica {
+func (e *Executor) replicaSetWith(dst []coordinator.Replica, ids []coordinator.NodeID, token int64, rf schema.Replication) []coordinator.Replica {
 	ids = e.ring.AppendReplicas(ids[:0], token, rf)
+	return e.appendReplicas(dst, ids)
+}
+
+// appendReplicas appends the replicas ids to dst, marking the down ones and numbering their
+// data centers as the core wants them (Replica.DC): 0 for this node's, 1, 2, … for the others in
+// the order the ids first meet them.
+func (e *Executor) appendReplicas(dst []coordinator.Replica, ids []coordinator.NodeID) []coordinator.Replica {
+	local := e.ring.DataCenter(e.localID)
+	var dcBuf [coordinator.MaxDataCenters]string
+	dcs := append(dcBuf[:0], local)
 	for _, id := range ids {
-		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
+		r := coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)}
+		if dc := e.ring.DataCenter(id); dc != local {
+			i := slices.Index(dcs, dc)
+			if i < 0 {
+				i = len(dcs)
+				dcs = append(dcs, dc)
+			}
+			r.DC = uint8(min(i, coordinator.MaxDataCenters-1))
+		}
+		dst = append(dst, r)
 	}
 	return dst
 }
@@ -67,6 +87,9 @@ var requestPool = sync.Pool{New: func() any { return new(coordinator.Request) }}
 func (e *Executor) newRequest(p coordinator.Params) (*coordinator.Request, error) {
 	if len(p.Replicas) == 0 {
 		return nil, &coordinator.UnavailableError{Consistency: p.Consistency, Live: 0, Required: coordinator.BlockFor(p.Consistency, 1)}
+	}
+	if p.Consistency == coordinator.EachQuorum && !p.PerDC { // Cassandra's words
+		return nil, &coordinator.InvalidError{Err: errors.New("consistency level EACH_QUORUM not compatible with replication strategy (org.apache.cassandra.locator.SimpleStrategy)")}
 	}
 	if e.local == nil && p.Op == coordinator.OpRead && len(p.ReadOrder) == 0 {
 		// Without a local limiter Self is empty; still prefer reading locally.

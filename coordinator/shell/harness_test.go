@@ -92,12 +92,15 @@ type ring struct {
 	mu         sync.Mutex
 	down       map[coordinator.NodeID]bool
 	unrepaired map[coordinator.NodeID]bool
-	formats    map[coordinator.NodeID]int // data format versions; nil: every node on the newest
+	formats    map[coordinator.NodeID]int    // data format versions; nil: every node on the newest
+	dcs        map[coordinator.NodeID]string // data centers; nil: every node in ""
 }
 
-func (r *ring) AppendReplicas(dst []coordinator.NodeID, _ int64, rf int) []coordinator.NodeID {
-	return append(dst, r.order[:min(rf, len(r.order))]...)
+func (r *ring) AppendReplicas(dst []coordinator.NodeID, _ int64, rf schema.Replication) []coordinator.NodeID {
+	return append(dst, r.order[:min(rf.Total(), len(r.order))]...)
 }
+
+func (r *ring) DataCenter(id coordinator.NodeID) string { return r.dcs[id] }
 
 func (r *ring) IsLive(id coordinator.NodeID) bool {
 	r.mu.Lock()
@@ -383,14 +386,15 @@ type options struct {
 	draw          float64       // the fixed draw; 0 means 0.99, which rejects above 2L
 	writeTimeout  time.Duration // 0: the default
 	readTimeout   time.Duration
-	logger        *slog.Logger         // the executors'; nil discards
-	order         []coordinator.NodeID // ring order; nil means n1, n2, n3
-	maxAhead      time.Duration        // Options.MaxTimestampAhead; 0: the default
-	pageBytes     int                  // the executors' ReadPageBytes; 0: the default
-	tombstones    uint32               // the replicas' tombstone failure threshold; 0: the default
-	tombstoneWarn int                  // the executors' TombstoneWarnThreshold; 0: the default
-	maxMutation   int                  // the executors' MaxMutationSize; 0: the default
-	maxStatement  int                  // the executors' MaxStatementSize; 0: the default
+	logger        *slog.Logger                  // the executors'; nil discards
+	order         []coordinator.NodeID          // ring order; nil means n1, n2, n3
+	dcs           map[coordinator.NodeID]string // the nodes' data centers; nil: all in one
+	maxAhead      time.Duration                 // Options.MaxTimestampAhead; 0: the default
+	pageBytes     int                           // the executors' ReadPageBytes; 0: the default
+	tombstones    uint32                        // the replicas' tombstone failure threshold; 0: the default
+	tombstoneWarn int                           // the executors' TombstoneWarnThreshold; 0: the default
+	maxMutation   int                           // the executors' MaxMutationSize; 0: the default
+	maxStatement  int                           // the executors' MaxStatementSize; 0: the default
 	// beforeBatchApply is the executors' BeforeBatchApply hook; nil: none.
 	beforeBatchApply func() error
 	// hints is the executors' HintSink; nil: none.
@@ -420,7 +424,7 @@ func newCluster(t testing.TB, o options) *cluster {
 	c := &cluster{
 		t:         t,
 		clock:     newClock(),
-		ring:      &ring{order: o.order},
+		ring:      &ring{order: o.order, dcs: o.dcs},
 		services:  make(map[coordinator.NodeID]*replica.Service),
 		executors: make(map[coordinator.NodeID]*shell.Executor),
 		observer:  &recorder{},
@@ -428,13 +432,19 @@ func newCluster(t testing.TB, o options) *cluster {
 	if c.ring.order == nil {
 		c.ring.order = nodes
 	}
+	members := slices.Clone(nodes) // n1, n2, n3, and the other nodes of the ring's order
+	for _, id := range c.ring.order {
+		if !slices.Contains(members, id) {
+			members = append(members, id)
+		}
+	}
 	c.schema = newSchemaManager("n1", c.clock)
 	c.transport = &transport{
 		services: c.services,
 		faults:   make(map[coordinator.NodeID]fault),
 		calls:    make(map[coordinator.NodeID]int),
 	}
-	for _, id := range nodes {
+	for _, id := range members {
 		store, err := replica.Open("db", replica.Options{FS: vfs.NewMem(), CacheSize: 1 << 20, MemTableSize: 1 << 20, NoSync: true, TombstoneFailureThreshold: o.tombstones, Clock: c.clock})
 		if err != nil {
 			t.Fatalf("opening the store of %s: %v", id, err)
@@ -454,7 +464,7 @@ func newCluster(t testing.TB, o options) *cluster {
 	if draw == 0 {
 		draw = 0.99
 	}
-	for _, id := range nodes {
+	for _, id := range members {
 		e, err := shell.NewExecutor(shell.Config{
 			Options: shell.Options{
 				WriteTimeout:           o.writeTimeout,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // PendingRing is implemented by a Ring that knows the ring's transitions: while a node joins (or
@@ -20,31 +21,28 @@ import (
 // pending ones looked up later, a joining node that turned normal meanwhile (its stream already
 // past the write's key) would get the write from neither set.
 type PendingRing interface {
-	// AppendWriteReplicas appends to replicas the rf distinct nodes replicating token, in ring
-	// order (as Ring.AppendReplicas), and to pending its pending replicas at replication factor
-	// rf (the nodes that will replicate it and do not now), both from one ring, and returns the
-	// extended slices.
-	AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID)
+	// AppendWriteReplicas appends to replicas the distinct nodes replicating token under
+	// placement rf, in ring order (as Ring.AppendReplicas), and to pending its pending replicas
+	// under rf (the nodes that will replicate it and do not now), both from one ring, and
+	// returns the extended slices.
+	AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf schema.Replication) ([]coordinator.NodeID, []coordinator.NodeID)
 }
 
 // writeReplicaSet is replicaSet for a write: it appends the replicas of token to dst (marking
 // the down ones) and the token's pending replicas to pending, both from one ring.
-func (e *Executor) writeReplicaSet(dst []coordinator.Replica, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.Replica, []coordinator.NodeID) {
+func (e *Executor) writeReplicaSet(dst []coordinator.Replica, pending []coordinator.NodeID, token int64, rf schema.Replication) ([]coordinator.Replica, []coordinator.NodeID) {
 	var buf [8]coordinator.NodeID
 	return e.writeReplicaSetWith(dst, pending, buf[:0], token, rf)
 }
 
 // writeReplicaSetWith is writeReplicaSet with ids as the scratch space for the ring's answer.
-func (e *Executor) writeReplicaSetWith(dst []coordinator.Replica, pending, ids []coordinator.NodeID, token int64, rf int) ([]coordinator.Replica, []coordinator.NodeID) {
+func (e *Executor) writeReplicaSetWith(dst []coordinator.Replica, pending, ids []coordinator.NodeID, token int64, rf schema.Replication) ([]coordinator.Replica, []coordinator.NodeID) {
 	pr, ok := e.ring.(PendingRing)
 	if !ok {
 		return e.replicaSetWith(dst, ids, token, rf), pending
 	}
 	ids, pending = pr.AppendWriteReplicas(ids[:0], pending, token, rf)
-	for _, id := range ids {
-		dst = append(dst, coordinator.Replica{ID: id, Down: id != e.localID && !e.ring.IsLive(id)})
-	}
-	return dst, pending
+	return e.appendReplicas(dst, ids), pending
 }
 
 // writePending sends m, a write of the partition with the given token that the replicas did not

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/internal/lockedbuf"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // pendingRing is the harness ring with fixed pending replicas for every token: a node joining.
@@ -21,7 +22,7 @@ type pendingRing struct {
 	pending []coordinator.NodeID
 }
 
-func (p pendingRing) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID) {
+func (p pendingRing) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf schema.Replication) ([]coordinator.NodeID, []coordinator.NodeID) {
 	return p.AppendReplicas(replicas, token, rf), append(pending, p.pending...)
 }
 
@@ -109,7 +110,7 @@ func (f *finishingRing) finish() {
 	f.finished = true
 }
 
-func (f *finishingRing) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf int) ([]coordinator.NodeID, []coordinator.NodeID) {
+func (f *finishingRing) AppendWriteReplicas(replicas, pending []coordinator.NodeID, token int64, rf schema.Replication) ([]coordinator.NodeID, []coordinator.NodeID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	replicas = f.AppendReplicas(replicas, token, rf)

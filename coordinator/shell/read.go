@@ -26,7 +26,7 @@ type readSpec struct {
 	limit      int      // live rows; 0 means no limit
 	reversed   bool     // in the reverse of the clustering order (ORDER BY)
 	after      [][]byte // set: start after this clustering key, in the read's order (a client's next page)
-	rf         int
+	rf         schema.Replication
 	cl         coordinator.Consistency
 	// exempt reads without counting or deciding for the limiter: a partition an earlier
 	// page of the same statement already counted, or the next chunk of a filtered read.
@@ -162,7 +162,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		return nil, 0, err
 	}
 	m := coordinator.NewMerger(spec.table, spec.limit, spec.reversed, now.Unix())
-	if spec.cl != coordinator.One && len(resps) < spec.rf {
+	if spec.cl != coordinator.One && len(resps) < spec.rf.Total() {
 		m.KeepFull() // for repair's fallback to the replicas that were not asked
 	}
 	for _, r := range resps {
@@ -264,6 +264,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Consistency: spec.cl,
 		Self:        e.self(),
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
+		PerDC:       len(spec.rf.DataCenters) > 0,
 		Limit:       spec.table.Limit(coordinator.OpRead),
 		Exempt:      spec.exempt,
 		Deadline:    dl,

@@ -64,7 +64,7 @@ func (e *Executor) repair(ctx context.Context, spec readSpec, rec coordinator.Re
 // level, given that holding of them do, and waits for each to acknowledge. It returns nil once
 // enough do, else the read's error.
 func (e *Executor) repairElsewhere(ctx context.Context, spec readSpec, rec coordinator.Reconciled, answered []coordinator.Response, holding int, dl time.Time) error {
-	need := coordinator.BlockFor(spec.cl, spec.rf) - holding
+	need := coordinator.BlockFor(spec.cl, spec.rf.Total()) - holding
 	if need <= 0 {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (e *Executor) exemptAtAll(ctx context.Context, spec readSpec, op coordinato
 		}
 	}
 	received := contacted - len(replicas) + req.Tally().OK
-	required := coordinator.BlockFor(spec.cl, spec.rf)
+	required := coordinator.BlockFor(spec.cl, spec.rf.Total())
 	switch o := o.(type) {
 	case coordinator.Success:
 		return o, nil

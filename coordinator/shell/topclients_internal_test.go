@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 	"github.com/kvnode/kvnode/scopelimit"
 )
 
@@ -148,10 +149,11 @@ func (silentPeers) TopClients(ctx context.Context, to coordinator.NodeID, _ *rep
 
 type allLive struct{}
 
-func (allLive) AppendReplicas(dst []coordinator.NodeID, _ int64, _ int) []coordinator.NodeID {
+func (allLive) AppendReplicas(dst []coordinator.NodeID, _ int64, _ schema.Replication) []coordinator.NodeID {
 	return dst
 }
 func (allLive) IsLive(coordinator.NodeID) bool { return true }
+func (allLive) DataCenter(coordinator.NodeID) string { return "" }
 
 // TestClusterTopClientsWaitsBoundedly runs on synctest's clock: a peer that never answers
 // holds the answer TopClientsTimeout, no longer, and is named unreachable; the others' spenders

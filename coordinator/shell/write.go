@@ -79,12 +79,12 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 }
 
 // replicationFactor returns the replication factor of t's keyspace in s.
-func replicationFactor(s *schema.Schema, t *schema.Table) (int, error) {
+func replicationFactor(s *schema.Schema, t *schema.Table) (schema.Replication, error) {
 	ks, ok := s.Keyspace(t.Keyspace)
 	if !ok { // the schema is immutable and it holds the table
-		return 0, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", t.QualifiedName())
+		return schema.Replication{}, fmt.Errorf("coordinator: keyspace of table %s missing from the schema", t.QualifiedName())
 	}
-	return ks.ReplicationFactor, nil
+	return ks.Replication(), nil
 }
 
 // timeoutOr returns the statement's USING TIMEOUT when it has one (it replaces the configured
@@ -125,11 +125,11 @@ func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
 
 // writePartition coordinates pw, a write to the partition of table t with the given token, at
 // consistency cl: the limiter counts it as one write of the partition.
-func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
+func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf schema.Replication, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
 	var replicaBuf [8]coordinator.Replica
 	var pendingBuf [8]coordinator.NodeID
 	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
-	req, step, err := e.startWrite(t, replicas, token, pw.exempt, cl, now, dl)
+	req, step, err := e.startWrite(t, rf, replicas, token, pw.exempt, cl, now, dl)
 	if err != nil {
 		return err
 	}
@@ -139,12 +139,13 @@ func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf int, 
 // startWrite builds the core request of a write to the partition of t with the given token and
 // starts it: the draw, and the local limiter's decision when this node is a replica. The step
 // carries the Outcome when the request ended there (rejected by the coordinator, unavailable).
-func (e *Executor) startWrite(t *schema.Table, replicas []coordinator.Replica, token int64, exempt bool, cl coordinator.Consistency, now, dl time.Time) (*coordinator.Request, coordinator.Step, error) {
+func (e *Executor) startWrite(t *schema.Table, rf schema.Replication, replicas []coordinator.Replica, token int64, exempt bool, cl coordinator.Consistency, now, dl time.Time) (*coordinator.Request, coordinator.Step, error) {
 	p := coordinator.Params{
 		Op:          coordinator.OpWrite,
 		Consistency: cl,
 		Self:        e.self(),
 		Replicas:    replicas,
+		PerDC:       len(rf.DataCenters) > 0,
 		Limit:       t.Limit(coordinator.OpWrite),
 		Deadline:    dl,
 		Exempt:      exempt,

@@ -12,21 +12,21 @@ import (
 	"github.com/kvnode/kvnode/schema"
 )
 
-// statement translates a client request into the domain API's statement. LOCAL_ONE and
-// LOCAL_QUORUM are aliases (one datacenter), and UNSPECIFIED is ONE, as in Cassandra.
+// statement translates a client request into the domain API's statement; UNSPECIFIED is ONE,
+// as in Cassandra.
 func statement(req *kvnodepb.ExecuteRequest) (coordinator.Statement, error) {
 	st := coordinator.Statement{Text: req.GetStatement(), Keyspace: req.GetKeyspace()}
-	switch c := req.GetConsistency(); c {
-	case kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED, kvnodepb.Consistency_CONSISTENCY_ONE, kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE:
-		st.Consistency = coordinator.One
-	case kvnodepb.Consistency_CONSISTENCY_QUORUM, kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM:
-		st.Consistency = coordinator.Quorum
-	case kvnodepb.Consistency_CONSISTENCY_ALL:
-		st.Consistency = coordinator.All
-	default:
-		return st, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", int32(c))}
+	c := req.GetConsistency()
+	if c == kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED {
+		c = kvnodepb.Consistency_CONSISTENCY_ONE
 	}
-	return st, nil
+	for d := coordinator.One; d.Valid(); d++ {
+		if consistencyToProto(d) == c {
+			st.Consistency = d
+			return st, nil
+		}
+	}
+	return st, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)", int32(c))}
 }
 
 // consistencyToProto returns the client API's name of a level.
@@ -38,6 +38,16 @@ func consistencyToProto(c coordinator.Consistency) kvnodepb.Consistency {
 		return kvnodepb.Consistency_CONSISTENCY_QUORUM
 	case coordinator.All:
 		return kvnodepb.Consistency_CONSISTENCY_ALL
+	case coordinator.Two:
+		return kvnodepb.Consistency_CONSISTENCY_TWO
+	case coordinator.Three:
+		return kvnodepb.Consistency_CONSISTENCY_THREE
+	case coordinator.LocalOne:
+		return kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE
+	case coordinator.LocalQuorum:
+		return kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM
+	case coordinator.EachQuorum:
+		return kvnodepb.Consistency_CONSISTENCY_EACH_QUORUM
 	}
 	return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 }

@@ -163,16 +163,15 @@ func writeType(req request, batchLog bool) string {
 }
 
 // wireConsistency returns the protocol level of a domain level: the one the client asked for
-// when it maps to c (so LOCAL_QUORUM is answered as LOCAL_QUORUM).
+// when it maps to c.
 func wireConsistency(c coordinator.Consistency, asked cqlwire.Consistency) cqlwire.Consistency {
 	if d, err := consistency(asked); err == nil && d == c {
 		return asked
 	}
-	switch c {
-	case coordinator.Quorum:
-		return cqlwire.Quorum
-	case coordinator.All:
-		return cqlwire.All
+	for _, w := range []cqlwire.Consistency{cqlwire.One, cqlwire.Two, cqlwire.Three, cqlwire.Quorum, cqlwire.All, cqlwire.LocalOne, cqlwire.LocalQuorum, cqlwire.EachQuorum} {
+		if d, _ := consistency(w); d == c {
+			return w
+		}
 	}
 	return cqlwire.One
 }

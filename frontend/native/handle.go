@@ -302,18 +302,28 @@ func (s *Server) batch(c *conn, m *cqlwire.Batch) (coordinator.BatchStatement, e
 	return b, nil
 }
 
-// consistency returns the domain level of a protocol level: LOCAL_ONE and LOCAL_QUORUM are
-// aliases (one datacenter); any other level is refused.
+// consistency returns the domain level of a protocol level; ANY and the serial levels are
+// refused.
 func consistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
 	switch c {
-	case cqlwire.One, cqlwire.LocalOne:
+	case cqlwire.One:
 		return coordinator.One, nil
-	case cqlwire.Quorum, cqlwire.LocalQuorum:
+	case cqlwire.Two:
+		return coordinator.Two, nil
+	case cqlwire.Three:
+		return coordinator.Three, nil
+	case cqlwire.Quorum:
 		return coordinator.Quorum, nil
 	case cqlwire.All:
 		return coordinator.All, nil
+	case cqlwire.LocalOne:
+		return coordinator.LocalOne, nil
+	case cqlwire.LocalQuorum:
+		return coordinator.LocalQuorum, nil
+	case cqlwire.EachQuorum:
+		return coordinator.EachQuorum, nil
 	}
-	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", consistencyName(c))}
+	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)", consistencyName(c))}
 }
 
 // consistencyName returns the protocol's name of c.

@@ -262,9 +262,10 @@ func TestQueryTranslatesParameters(t *testing.T) {
 		cl   cqlwire.Consistency
 		want coordinator.Consistency
 	}{
-		{cqlwire.One, coordinator.One}, {cqlwire.LocalOne, coordinator.One},
-		{cqlwire.Quorum, coordinator.Quorum}, {cqlwire.LocalQuorum, coordinator.Quorum},
-		{cqlwire.All, coordinator.All},
+		{cqlwire.One, coordinator.One}, {cqlwire.LocalOne, coordinator.LocalOne},
+		{cqlwire.Quorum, coordinator.Quorum}, {cqlwire.LocalQuorum, coordinator.LocalQuorum},
+		{cqlwire.All, coordinator.All}, {cqlwire.Two, coordinator.Two}, {cqlwire.Three, coordinator.Three},
+		{cqlwire.EachQuorum, coordinator.EachQuorum},
 	} {
 		c.roundTrip(&cqlwire.Query{Query: "INSERT ?", Params: cqlwire.QueryParams{
 			Consistency: tc.cl, Values: []cqlwire.Value{{Bytes: []byte{1}}, {}, {Unset: true}},
@@ -280,9 +281,9 @@ func TestQueryTranslatesParameters(t *testing.T) {
 	if len(got.Values) != 3 || !bytes.Equal(got.Values[0].Bytes, []byte{1}) || got.Values[1].Bytes != nil || got.Values[1].Unset || !got.Values[2].Unset {
 		t.Errorf("values = %+v, want [01], null, unset", got.Values)
 	}
-	for _, cl := range []cqlwire.Consistency{cqlwire.Any, cqlwire.Two, cqlwire.Three, cqlwire.EachQuorum, cqlwire.Serial, cqlwire.LocalSerial, 0x99} {
+	for _, cl := range []cqlwire.Consistency{cqlwire.Any, cqlwire.Serial, cqlwire.LocalSerial, 0x99} {
 		e, ok := c.roundTrip(&cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cl}}).(*cqlwire.Error)
-		if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "is not supported (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)") {
+		if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "is not supported (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)") {
 			t.Errorf("consistency %s answered %#v, want Invalid", consistencyName(cl), e)
 		}
 	}
@@ -526,7 +527,7 @@ func TestBatch(t *testing.T) {
 	if _, ok := m.(cqlwire.VoidResult); !ok {
 		t.Fatalf("BATCH answered %#v", m)
 	}
-	if got.Type != coordinator.BatchUnlogged || got.Consistency != coordinator.Quorum || got.Timestamp != 99 || !got.HasTimestamp ||
+	if got.Type != coordinator.BatchUnlogged || got.Consistency != coordinator.LocalQuorum || got.Timestamp != 99 || !got.HasTimestamp ||
 		len(got.Children) != 2 || got.Children[0].Text != "INSERT INTO t (k) VALUES ('a')" || got.Children[1].Prepared != prep ||
 		string(got.Children[1].Values[0].Bytes) != "b" {
 		t.Errorf("BATCH ran %+v", got)
@@ -610,7 +611,7 @@ func TestErrorMapping(t *testing.T) {
 			want:      cqlwire.Error{Code: cqlwire.ErrConfig},
 			inMessage: "rate limit exceeded for writes on ks.t (limit 10/s), rejected by coordinator"},
 		{name: "unavailable", cl: cqlwire.LocalQuorum,
-			err:  &coordinator.UnavailableError{Consistency: coordinator.Quorum, Live: 1, Required: 2},
+			err:  &coordinator.UnavailableError{Consistency: coordinator.LocalQuorum, Live: 1, Required: 2},
 			want: cqlwire.Error{Code: cqlwire.ErrUnavailable, Consistency: cqlwire.LocalQuorum, BlockFor: 2, Received: 1}},
 		{name: "write timeout", cl: cqlwire.All,
 			err:  &coordinator.TimeoutError{Op: schema.OpWrite, Consistency: coordinator.All, Received: 2, Required: 3},

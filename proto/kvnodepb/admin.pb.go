@@ -77,7 +77,11 @@ type NodeStatus struct {
 	// Why the node says it cannot take writes, for which its peers treat it as down though it
 	// answers gossip: "disk full" (under its free-space reserve) or "storage failed"; empty
 	// otherwise.
-	DownReason    string `protobuf:"bytes,7,opt,name=down_reason,json=downReason,proto3" json:"down_reason,omitempty"`
+	DownReason string `protobuf:"bytes,7,opt,name=down_reason,json=downReason,proto3" json:"down_reason,omitempty"`
+	// The node's data center and rack (--dc, --rack; Cassandra's defaults for a node that does
+	// not say).
+	DataCenter    string `protobuf:"bytes,8,opt,name=data_center,json=dataCenter,proto3" json:"data_center,omitempty"`
+	Rack          string `protobuf:"bytes,9,opt,name=rack,proto3" json:"rack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +161,20 @@ func (x *NodeStatus) GetOwns() float64 {
 func (x *NodeStatus) GetDownReason() string {
 	if x != nil {
 		return x.DownReason
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetDataCenter() string {
+	if x != nil {
+		return x.DataCenter
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetRack() string {
+	if x != nil {
+		return x.Rack
 	}
 	return ""
 }
@@ -575,7 +593,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\tkvnode.v1\"\x0f\n" +
-	"\rStatusRequest\"\xc1\x01\n" +
+	"\rStatusRequest\"\xf6\x01\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\ahost_id\x18\x01 \x01(\tR\x06hostId\x12\x18\n" +
@@ -586,7 +604,10 @@ const file_admin_proto_rawDesc = "" +
 	"load_bytes\x18\x05 \x01(\x03R\tloadBytes\x12\x12\n" +
 	"\x04owns\x18\x06 \x01(\x01R\x04owns\x12\x1f\n" +
 	"\vdown_reason\x18\a \x01(\tR\n" +
-	"downReason\"\xe8\x01\n" +
+	"downReason\x12\x1f\n" +
+	"\vdata_center\x18\b \x01(\tR\n" +
+	"dataCenter\x12\x12\n" +
+	"\x04rack\x18\t \x01(\tR\x04rack\"\xe8\x01\n" +
 	"\x11TableRepairStatus\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x127\n" +

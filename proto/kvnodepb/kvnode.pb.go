@@ -39,10 +39,13 @@ const (
 	Consistency_CONSISTENCY_ONE         Consistency = 1
 	Consistency_CONSISTENCY_QUORUM      Consistency = 2
 	Consistency_CONSISTENCY_ALL         Consistency = 3
-	// Aliases kept for drivers and scripts written for multi-datacenter clusters; kvnode has one
-	// datacenter, so LOCAL_ONE behaves as ONE and LOCAL_QUORUM as QUORUM.
+	// The coordinator's data center alone (Cassandra's meanings).
 	Consistency_CONSISTENCY_LOCAL_ONE    Consistency = 4
 	Consistency_CONSISTENCY_LOCAL_QUORUM Consistency = 5
+	Consistency_CONSISTENCY_TWO          Consistency = 6
+	Consistency_CONSISTENCY_THREE        Consistency = 7
+	// A quorum in every data center (keyspaces of NetworkTopologyStrategy).
+	Consistency_CONSISTENCY_EACH_QUORUM Consistency = 8
 )
 
 // Enum value maps for Consistency.
@@ -54,6 +57,9 @@ var (
 		3: "CONSISTENCY_ALL",
 		4: "CONSISTENCY_LOCAL_ONE",
 		5: "CONSISTENCY_LOCAL_QUORUM",
+		6: "CONSISTENCY_TWO",
+		7: "CONSISTENCY_THREE",
+		8: "CONSISTENCY_EACH_QUORUM",
 	}
 	Consistency_value = map[string]int32{
 		"CONSISTENCY_UNSPECIFIED":  0,
@@ -62,6 +68,9 @@ var (
 		"CONSISTENCY_ALL":          3,
 		"CONSISTENCY_LOCAL_ONE":    4,
 		"CONSISTENCY_LOCAL_QUORUM": 5,
+		"CONSISTENCY_TWO":          6,
+		"CONSISTENCY_THREE":        7,
+		"CONSISTENCY_EACH_QUORUM":  8,
 	}
 )
 
@@ -2570,14 +2579,17 @@ const file_kvnode_proto_rawDesc = "" +
 	"partitions\"{\n" +
 	"\x15TopPartitionsResponse\x125\n" +
 	"\x06tables\x18\x01 \x03(\v2\x1d.kvnode.v1.TableTopPartitionsR\x06tables\x12+\n" +
-	"\x11unreachable_nodes\x18\x02 \x03(\tR\x10unreachableNodes*\xa5\x01\n" +
+	"\x11unreachable_nodes\x18\x02 \x03(\tR\x10unreachableNodes*\xee\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCONSISTENCY_ONE\x10\x01\x12\x16\n" +
 	"\x12CONSISTENCY_QUORUM\x10\x02\x12\x13\n" +
 	"\x0fCONSISTENCY_ALL\x10\x03\x12\x19\n" +
 	"\x15CONSISTENCY_LOCAL_ONE\x10\x04\x12\x1c\n" +
-	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05*\xb6\x05\n" +
+	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05\x12\x13\n" +
+	"\x0fCONSISTENCY_TWO\x10\x06\x12\x15\n" +
+	"\x11CONSISTENCY_THREE\x10\a\x12\x1b\n" +
+	"\x17CONSISTENCY_EACH_QUORUM\x10\b*\xb6\x05\n" +
 	"\n" +
 	"ColumnType\x12\x1b\n" +
 	"\x17COLUMN_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +

@@ -86,12 +86,13 @@ func prepareOp(ctx context.Context, e *shell.Executor, op *Op) (cql.Statement, *
 	return st, p, values, nil
 }
 
-// domainCL is cl as the domain API spells it (LOCAL_ONE and LOCAL_QUORUM are aliases).
+// domainCL is cl as the domain API spells it.
 func domainCL(cl client.Consistency) coordinator.Consistency {
-	if cl == client.LocalOne || cl == client.LocalQuorum {
-		return coordinator.Consistency(cl - client.LocalOne + client.One)
+	c, err := coordinator.ParseConsistency(cl.String())
+	if err != nil {
+		return coordinator.One // client.Default: the server's default
 	}
-	return coordinator.Consistency(cl)
+	return c
 }
 
 // batched reports whether a write op goes out as the first statement of a BATCH with another

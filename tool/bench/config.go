@@ -150,7 +150,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	coord := fs.String("coordinator", "", "coordinator choice per operation: tokenaware (a replica of the partition; cql only), roundrobin or fixed (always the first address) (default tokenaware for cql, roundrobin for grpc)")
 	table := fs.String("table", "", "target `keyspace.table`; its partition key must be one text or bigint column (required)")
 	writes := fs.Float64("writes", def.Writes, "`fraction` of operations that are writes, 0..1")
-	cl := fs.String("cl", def.Consistency.String(), "consistency `level`: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM")
+	cl := fs.String("cl", def.Consistency.String(), "consistency `level`: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM")
 	partitions := fs.Int("partitions", def.Partitions, "`number` of cold partitions")
 	hot := fs.Float64("hot", def.Hot, "`share` of operations sent to the single hot partition, 0..1")
 	rate := fs.Float64("rate", def.Rate, "offered load in `ops/s` (open loop); 0 means closed loop")
@@ -261,8 +261,8 @@ func (c Config) Validate() error {
 	if err := checkFraction("--writes", c.Writes); err != nil {
 		return err
 	}
-	if c.Consistency < client.One || c.Consistency > client.LocalQuorum {
-		return fmt.Errorf("bench: --cl %v: want ONE, QUORUM, ALL, LOCAL_ONE or LOCAL_QUORUM", c.Consistency)
+	if c.Consistency < client.One || c.Consistency > client.EachQuorum {
+		return fmt.Errorf("bench: --cl %v: want ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM or EACH_QUORUM", c.Consistency)
 	}
 	if err := checkFraction("--hot", c.Hot); err != nil {
 		return err

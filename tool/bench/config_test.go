@@ -59,7 +59,7 @@ func TestParseFlagsRejectsOutOfRange(t *testing.T) {
 		{[]string{"--coordinator", "foo"}, []string{"--coordinator", "foo"}},
 		{[]string{"--protocol", "http"}, []string{"--protocol", "http"}},
 		{[]string{"--protocol", "grpc", "--coordinator", "tokenaware"}, []string{"--coordinator tokenaware", "--protocol cql"}},
-		{[]string{"--cl", "TWO"}, []string{"--cl", "TWO"}},
+		{[]string{"--cl", "SERIAL"}, []string{"--cl", "SERIAL"}},
 		{[]string{"--partitions", "0"}, []string{"--partitions", "0"}},
 		{[]string{"--partitions", "-3"}, []string{"--partitions", "-3"}},
 		{[]string{"--rate", "-5"}, []string{"--rate", "-5"}},

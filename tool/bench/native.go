@@ -79,8 +79,14 @@ func gocqlConsistency(c client.Consistency) (gocql.Consistency, error) {
 		return gocql.LocalOne, nil
 	case client.LocalQuorum:
 		return gocql.LocalQuorum, nil
+	case client.Two:
+		return gocql.Two, nil
+	case client.Three:
+		return gocql.Three, nil
+	case client.EachQuorum:
+		return gocql.EachQuorum, nil
 	}
-	return 0, fmt.Errorf("bench: --cl %v: want ONE, QUORUM, ALL, LOCAL_ONE or LOCAL_QUORUM", c)
+	return 0, fmt.Errorf("bench: --cl %v: want ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM or EACH_QUORUM", c)
 }
 
 // nativeSender runs operations over one gocql session; gocql prepares each of the two

@@ -336,6 +336,12 @@ func wireConsistency(cl client.Consistency) (cqlwire.Consistency, error) {
 		return cqlwire.LocalOne, nil
 	case client.LocalQuorum:
 		return cqlwire.LocalQuorum, nil
+	case client.Two:
+		return cqlwire.Two, nil
+	case client.Three:
+		return cqlwire.Three, nil
+	case client.EachQuorum:
+		return cqlwire.EachQuorum, nil
 	}
 	return 0, fmt.Errorf("cql: consistency %v has no native protocol level", cl)
 }

@@ -69,7 +69,7 @@ it runs the statements in order and stops with exit status 1 at the first one th
 Flags:
   --addr host:port         node to connect to (default ` + DefaultAddr + `, or ` + DefaultGRPCAddr + ` with --protocol grpc)
   --protocol cql|grpc      the CQL native protocol (default) or kvnode's gRPC API
-  --consistency level      ONE, QUORUM, ALL, LOCAL_ONE or LOCAL_QUORUM (default ONE)
+  --consistency level      ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM or EACH_QUORUM (default ONE)
   -k, --keyspace ks        keyspace to USE first
   -e, --execute 'STMT; ..' run the statements and exit
   -f, --file file.cql      run the statements in the file and exit

@@ -220,7 +220,7 @@ func (w *stickyWriter) Write(p []byte) (int, error) {
 
 const helpText = `Shell commands (case-insensitive; ';' optional; each ends at the end of its line):
   CONSISTENCY            show the consistency level used for statements
-  CONSISTENCY <level>    set it: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM
+  CONSISTENCY <level>    set it: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM
   HELP                   this text
   EXIT, QUIT             leave the shell (Ctrl-D works too)
 

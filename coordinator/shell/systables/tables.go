@@ -373,6 +373,7 @@ func peerRows(v *view) []map[string][]byte {
 
 const (
 	simpleStrategy = "org.apache.cassandra.locator.SimpleStrategy"
+	ntsStrategy    = "org.apache.cassandra.locator.NetworkTopologyStrategy"
 	localStrategy  = "org.apache.cassandra.locator.LocalStrategy"
 )
 
@@ -395,7 +396,7 @@ func keyspaceRows(v *view) []map[string][]byte {
 		rows = append(rows, map[string][]byte{
 			"keyspace_name":  encText(ks.Name),
 			"durable_writes": encBool(true),
-			"replication":    encMap(kv{"class", simpleStrategy}, kv{"replication_factor", strconv.Itoa(ks.ReplicationFactor)}),
+			"replication":    encMap(replicationMap(ks)...),
 		})
 	}
 	return rows
@@ -610,4 +611,17 @@ func (t *table) createStatement() string {
 	}
 	b.WriteString("    PRIMARY KEY (" + strings.Join(append([]string{key}, ck...), ", ") + ")\n);")
 	return b.String()
+}
+
+// replicationMap is a keyspace's replication in system_schema.keyspaces, as Cassandra gives it:
+// the class's full name, and the replication factor, or each data center's, as strings.
+func replicationMap(ks *schema.Keyspace) []kv {
+	if len(ks.DataCenters) == 0 {
+		return []kv{{"class", simpleStrategy}, {"replication_factor", strconv.Itoa(ks.ReplicationFactor)}}
+	}
+	m := []kv{{"class", ntsStrategy}}
+	for _, f := range ks.DataCenters {
+		m = append(m, kv{f.DC, strconv.Itoa(f.RF)})
+	}
+	return m
 }
