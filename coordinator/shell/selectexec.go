@@ -48,7 +48,7 @@ type keyRow struct {
 const maxParallelPartitions = 16
 
 // executeShaped runs a SELECT that plainRead refuses. See the file's comment.
-func (e *Executor) executeShaped(ctx context.Context, r *schema.Read, rf int, cl coordinator.Consistency, req *coordinator.Statement, fingerprint uint64) (coordinator.Result, error) {
+func (e *Executor) executeShaped(ctx context.Context, r *schema.Read, rf schema.Replication, cl coordinator.Consistency, req *coordinator.Statement, fingerprint uint64) (coordinator.Result, error) {
 	t := r.Table
 	keys := make([]inKey, len(r.PartitionKeys))
 	for i, pk := range r.PartitionKeys {
