@@ -47,6 +47,25 @@ const (
 	// ProfileTest is for in-process tests on loopback: fast probes, gossip and push/pull so that joins,
 	// failures and schema changes are seen within about a second. Too aggressive for real networks.
 	ProfileTest
+	// ProfileWAN suits a cluster spread over data centers: memberlist's DefaultWANConfig (5 s
+	// probes with 3 s timeouts, 60 s push/pull) with a fixed suspicion time of 30 s
+	// (wanSuspicion, for up to 9 nodes: memberlist scales it with log10 of the members). A peer
+	// is marked down only once suspected for that long, so a silence shorter than 30 s (a WAN
+	// blip) never marks it down, and a longer one does, a probe or two (5 to 10 s) after the
+	// suspicion time. A node that dies is found as slowly.
+	ProfileWAN
+)
+
+// wanSuspicion is how long a peer stays suspected under ProfileWAN before it is declared dead:
+// SuspicionMult × ProbeInterval (memberlist's minimum suspicion time for up to 9 nodes), with
+// no longer maximum, so confirmations from other members cannot make it vary.
+const (
+	wanProbeInterval  = 5 * time.Second
+	wanSuspicionMult  = 6
+	wanSuspicion      = wanSuspicionMult * wanProbeInterval
+	wanProbeTimeout   = 3 * time.Second
+	wanPushPull       = 60 * time.Second
+	wanGossipInterval = 500 * time.Millisecond
 )
 
 // String returns the profile's name.
@@ -58,25 +77,27 @@ func (p Profile) String() string {
 		return "local"
 	case ProfileTest:
 		return "test"
+	case ProfileWAN:
+		return "wan"
 	}
 	return "Profile(" + strconv.Itoa(int(p)) + ")"
 }
 
-// ParseProfile returns the profile named s ("lan", "local" or "test").
+// ParseProfile returns the profile named s ("lan", "wan", "local" or "test").
 func ParseProfile(s string) (Profile, error) {
-	for _, p := range []Profile{ProfileLAN, ProfileLocal, ProfileTest} {
+	for _, p := range []Profile{ProfileLAN, ProfileWAN, ProfileLocal, ProfileTest} {
 		if p.String() == s {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("cluster: unknown profile %q (want lan, local or test)", s)
+	return 0, fmt.Errorf("cluster: unknown profile %q (want lan, wan, local or test)", s)
 }
 
-// MarshalText returns the profile's name, so a Profile reads and writes as "lan", "local" or
-// "test" in configuration files and flags.
+// MarshalText returns the profile's name, so a Profile reads and writes as "lan", "wan",
+// "local" or "test" in configuration files and flags.
 func (p Profile) MarshalText() ([]byte, error) {
 	switch p {
-	case ProfileLAN, ProfileLocal, ProfileTest:
+	case ProfileLAN, ProfileWAN, ProfileLocal, ProfileTest:
 		return []byte(p.String()), nil
 	}
 	return nil, fmt.Errorf("cluster: unknown profile %d", int(p))
@@ -121,6 +142,15 @@ func (p Profile) settings() (*memberlist.Config, timings) {
 		return c, timings{
 			joinRetryMin: 50 * time.Millisecond, joinRetryMax: 500 * time.Millisecond, reconnect: 500 * time.Millisecond,
 			leaveTimeout: 500 * time.Millisecond, updateTimeout: 500 * time.Millisecond, reclaimDeadAge: time.Second,
+		}
+	case ProfileWAN:
+		c := memberlist.DefaultWANConfig()
+		c.ProbeInterval, c.ProbeTimeout = wanProbeInterval, wanProbeTimeout
+		c.SuspicionMult, c.SuspicionMaxTimeoutMult = wanSuspicionMult, 1
+		c.PushPullInterval, c.GossipInterval = wanPushPull, wanGossipInterval
+		return c, timings{
+			joinRetryMin: time.Second, joinRetryMax: 30 * time.Second, reconnect: 5 * time.Second,
+			leaveTimeout: 5 * time.Second, updateTimeout: 5 * time.Second, reclaimDeadAge: 60 * time.Second,
 		}
 	default:
 		return memberlist.DefaultLANConfig(), timings{
@@ -220,7 +250,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("cluster: Options.NumTokens (num_tokens) is %d, want 1 to %d", o.NumTokens, MaxNumTokens)
 	}
 	if _, err := o.Profile.MarshalText(); err != nil {
-		return fmt.Errorf("cluster: Options.Profile (profile) is %d, want lan, local or test", int(o.Profile))
+		return fmt.Errorf("cluster: Options.Profile (profile) is %d, want lan, wan, local or test", int(o.Profile))
 	}
 	if err := ValidatePlacementName(o.DataCenter); err != nil {
 		return fmt.Errorf("cluster: Options.DataCenter (dc): %v", err)

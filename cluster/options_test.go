@@ -43,7 +43,7 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.Seeds = []string{"a:1", "b:-1"} }, `Options.Seeds[1] (seeds) "b:-1" is not host:port`},
 		{func(o *Options) { o.NumTokens = -1 }, "Options.NumTokens (num_tokens) is -1, want 1 to 4096"},
 		{func(o *Options) { o.NumTokens = MaxNumTokens + 1 }, "Options.NumTokens (num_tokens) is 4097, want 1 to 4096"},
-		{func(o *Options) { o.Profile = 9 }, "Options.Profile (profile) is 9, want lan, local or test"},
+		{func(o *Options) { o.Profile = 9 }, "Options.Profile (profile) is 9, want lan, wan, local or test"},
 		{func(o *Options) { o.DataCenter = "east 1" }, `Options.DataCenter (dc): name "east 1" has byte 0x20 at offset 4`},
 		{func(o *Options) { o.Rack = strings.Repeat("r", 65) }, "Options.Rack (rack): name is 65 bytes, the limit is 64"},
 		{func(o *Options) { o.SchemaAgreementTimeout = -1 }, "Options.SchemaAgreementTimeout (schema_agreement_timeout) is -1ns, want a positive duration"},

@@ -168,13 +168,13 @@ func TestMemberlistLogLevelsMapToSlog(t *testing.T) {
 }
 
 func TestParseProfile(t *testing.T) {
-	for _, p := range []Profile{ProfileLAN, ProfileLocal, ProfileTest} {
+	for _, p := range []Profile{ProfileLAN, ProfileWAN, ProfileLocal, ProfileTest} {
 		got, err := ParseProfile(p.String())
 		if err != nil || got != p {
 			t.Errorf("ParseProfile(%q) = %v, %v; want %v", p.String(), got, err, p)
 		}
 	}
-	if _, err := ParseProfile("wan"); err == nil {
-		t.Errorf("ParseProfile(wan) succeeded, want an error")
+	if _, err := ParseProfile("metro"); err == nil {
+		t.Errorf("ParseProfile(metro) succeeded, want an error")
 	}
 }

@@ -177,7 +177,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *node.Config) { c.Cluster.ClusterName = strings.Repeat("x", 256) }, "Options.ClusterName (cluster_name) is 256 bytes, want at most 255"},
 		{func(c *node.Config) { c.Cluster.DataCenter = "east 1" }, "Options.DataCenter (dc): name \"east 1\" has byte 0x20 at offset 4"},
 		{func(c *node.Config) { c.Cluster.Rack = strings.Repeat("r", 65) }, "Options.Rack (rack): name is 65 bytes, the limit is 64"},
-		{func(c *node.Config) { c.Cluster.Profile = 9 }, "Options.Profile (profile) is 9, want lan, local or test"},
+		{func(c *node.Config) { c.Cluster.Profile = 9 }, "Options.Profile (profile) is 9, want lan, wan, local or test"},
 		{func(c *node.Config) { c.Cluster.SchemaAgreementTimeout = -1 }, "Options.SchemaAgreementTimeout (schema_agreement_timeout) is -1ns"},
 		{func(c *node.Config) { c.Storage.CacheSize = -1 }, "replica: Options.CacheSize (cache_size) is -1, want ≥ 0"},
 		{func(c *node.Config) { c.Storage.MemTableSize = 1023 }, "Options.MemTableSize (memtable_size) is 1023, want 1024 to 4294967295"},

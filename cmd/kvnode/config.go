@@ -87,7 +87,7 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.Var((*listFlag)(&c.Cluster.Seeds), "seeds", "comma-separated gossip addresses of nodes to join")
 	fs.IntVar(&c.Cluster.NumTokens, "num-tokens", c.Cluster.NumTokens, "virtual nodes (tokens) this node owns on the ring")
 	fs.StringVar(&c.Cluster.ClusterName, "cluster-name", c.Cluster.ClusterName, "cluster name; nodes gossip only with nodes of the same name")
-	fs.TextVar(&c.Cluster.Profile, "profile", c.Cluster.Profile, "gossip and failure-detection timings: lan, local or test")
+	fs.TextVar(&c.Cluster.Profile, "profile", c.Cluster.Profile, "gossip and failure-detection timings: lan, wan, local or test")
 	fs.StringVar(&c.Cluster.DataCenter, "dc", c.Cluster.DataCenter, "data center of this node, as drivers see it in system.local and system.peers")
 	fs.StringVar(&c.Cluster.Rack, "rack", c.Cluster.Rack, "rack of this node, as drivers see it in system.local and system.peers")
 	fs.IntVar(&c.Limiter.Capacity, "limiter-capacity", c.Limiter.Capacity, "partitions the rate limiter tracks per node, 24 bytes each")
