@@ -45,18 +45,20 @@ func startCluster(t *testing.T) *proc.Cluster {
 // free port picked at start).
 func startClusterOnPort(t *testing.T, cqlPort int) *proc.Cluster {
 	t.Helper()
+	return startClusterWith(t, proc.Options{Hosts: proc.LoopbackHosts(3), CQLPort: cqlPort})
+}
+
+// startClusterWith starts the nodes opts describes (its Hosts, CQLPort and ExtraArgs; the rest
+// is the suite's) with the native protocol on, and waits until every node sees every other up.
+// Its cleanup stops them, logging their stderr when the test failed.
+func startClusterWith(t *testing.T, opts proc.Options) *proc.Cluster {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("interop: skipped under -short (it builds kvnode and runs a 3-node cluster)")
+		t.Skip("interop: skipped under -short (it builds kvnode and runs a cluster)")
 	}
-	root := t.TempDir() // made before the cleanup is registered, so removed after the processes stop
-	c, err := proc.Start(proc.Options{
-		Binary:    kvnodeBinary,
-		Dir:       root,
-		Hosts:     proc.LoopbackHosts(3),
-		CQL:       true,
-		CQLPort:   cqlPort,
-		NumTokens: numTokens,
-	})
+	opts.Binary, opts.Dir = kvnodeBinary, t.TempDir() // the directory is removed after the processes stop
+	opts.CQL, opts.NumTokens = true, numTokens
+	c, err := proc.Start(opts)
 	if c != nil {
 		t.Cleanup(func() {
 			for _, err := range c.StopAll() {
