@@ -386,7 +386,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 		}
 	}
 	var older, olderLevels, olderTypes, olderUDT []string // members of a format before schema.FormatExpiring, schema.FormatLevels, schema.FormatTypes, schema.FormatUDT
+	var olderCollections []string                         // members of a format before schema.FormatCollections
 	if gossip != nil {
+		olderCollections = belowFormat(gossip.Members(), schema.FormatCollections)
 		olderUDT = belowFormat(gossip.Members(), schema.FormatUDT)
 		older = belowFormat(gossip.Members(), schema.FormatExpiring)
 		olderLevels = belowFormat(gossip.Members(), schema.FormatLevels)
@@ -416,6 +418,9 @@ func (h *Holder) ApplyDDL(ctx context.Context, stmt cql.Statement, keyspace stri
 				return nil, err
 			}
 			if err := checkTypeFormats(next, ks, table, olderTypes); err != nil {
+				return nil, err
+			}
+			if err := checkCollectionFormats(next, ks, table, olderCollections); err != nil {
 				return nil, err
 			}
 			if err := checkUDTFormats(next, ks, table, olderUDT); err != nil {
@@ -601,6 +606,25 @@ func checkTypeFormats(next *schema.Schema, ks, table string, older []string) err
 	}
 	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
 		ks, table, strings.Join(fs, ", "), schema.FormatTypes, strings.Join(older, ", "))
+}
+
+// checkCollectionFormats refuses a change that leaves table ks.table with non-frozen collection
+// columns while older, the ids of members of a data format before schema.FormatCollections, is
+// not empty: they would refuse the whole schema and fall out of schema agreement.
+func checkCollectionFormats(next *schema.Schema, ks, table string, older []string) error {
+	if len(older) == 0 || table == "" {
+		return nil
+	}
+	t, ok := next.Table(ks, table)
+	if !ok {
+		return nil
+	}
+	fs := t.CollectionsFormatFeatures()
+	if len(fs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("table %s.%s would have %s, which only nodes of data format %d or later read, and nodes %s still run a release of an older format; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+		ks, table, strings.Join(fs, ", "), schema.FormatCollections, strings.Join(older, ", "))
 }
 
 // checkUDTFormats refuses a change that leaves keyspace ks with user-defined types, or table

@@ -29,9 +29,13 @@ import (
 //	5  changes no stored value: it says the node decodes user-defined types in the schema
 //	   (schema.FormatUDT), which coordinators refuse while a member of an older format
 //	   remains. The upgrade only records the new version.
+//	6  adds the elements and collection tombstones of non-frozen collections (key.go:
+//	   rowCollectionDeletion, rowElement), which a release of an older format would take for
+//	   malformed keys; schema.FormatCollections keeps such tables away from older members. Every
+//	   key of format 5 is a key of format 6, so the upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 5
+	FormatVersion = 6
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

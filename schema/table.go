@@ -106,6 +106,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string, udts map[string]
 			return nil, fmt.Errorf("column %s appears twice in the PRIMARY KEY", cql.QuoteIdent(n))
 		}
 		seen[n] = true
+		if types[n].MultiCell() { // Cassandra's words
+			return nil, fmt.Errorf("invalid non-frozen collection type %s for PRIMARY KEY component %s", types[n].CQL(), cql.QuoteIdent(n))
+		}
 		if strings.Contains(string(types[n]), "udt<") {
 			return nil, fmt.Errorf("user-defined types are not supported yet in PRIMARY KEY column %s", cql.QuoteIdent(n))
 		}

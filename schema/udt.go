@@ -114,6 +114,9 @@ func (t Type) CQL() string {
 		return string(t)
 	}
 	if n := t.node(); n != nil {
+		if t.MultiCell() {
+			return strings.TrimSuffix(strings.TrimPrefix(n.cqlName(), "frozen<"), ">")
+		}
 		return n.cqlName()
 	}
 	return string(t)
@@ -323,10 +326,7 @@ func lookupTypeIn(name, ks string, udts map[string]*UserType) (Type, error) {
 		return t, nil
 	}
 	n, err := parseTypeWith(name, userTypeResolver(ks, udts))
-	switch {
-	case errors.Is(err, errNonFrozen):
-		return TypeInvalid, fmt.Errorf("non-frozen collections are not supported yet (use frozen<...>): %q", name)
-	case err != nil:
+	if err != nil {
 		return TypeInvalid, fmt.Errorf("type %q: %w", name, err)
 	}
 	if n.kind == NotParametric {
