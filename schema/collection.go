@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/kvnode/kvnode/cql"
@@ -53,4 +54,64 @@ func (t *Table) CollectionsFormatFeatures() []string {
 		}
 	}
 	return fs
+}
+
+// MaxElementKey is the largest set element or map key of a non-frozen collection, in bytes:
+// Cassandra keeps them in cell paths with a 2-byte length.
+const MaxElementKey = 1<<16 - 1
+
+// ListPathLen is the length of a list element's path: the ordering key the coordinator gives
+// each element it appends or prepends (see ListPath).
+const ListPathLen = 16
+
+// CheckElement checks one element cell of non-frozen collection type t: its path (a set's
+// element, a map's key, a list's ordering key) and, unless it is a tombstone, its value (empty
+// for a set, the value for a map or list).
+func (t Type) CheckElement(path, value []byte, tombstone bool) error {
+	kind, elems := t.Params()
+	if !t.MultiCell() {
+		return fmt.Errorf("an element of a column of type %s, which is no non-frozen collection", t.CQL())
+	}
+	switch kind {
+	case ParamList:
+		if len(path) != ListPathLen {
+			return fmt.Errorf("list element path of %d bytes, want %d", len(path), ListPathLen)
+		}
+	case ParamSet, ParamMap:
+		if len(path) > MaxElementKey {
+			return fmt.Errorf("%s of %d bytes: at most %d bytes", elementKeyName(kind), len(path), MaxElementKey)
+		}
+		if err := elems[0].Check(path); err != nil {
+			return fmt.Errorf("%s: %w", elementKeyName(kind), err)
+		}
+	}
+	if tombstone {
+		return nil
+	}
+	switch kind {
+	case ParamSet:
+		if len(value) != 0 {
+			return fmt.Errorf("set element with a value of %d bytes, want none", len(value))
+		}
+		return nil
+	case ParamList:
+		return elems[0].Check(nonNilBytes(value))
+	default:
+		return elems[1].Check(nonNilBytes(value))
+	}
+}
+
+// elementKeyName names what a set's or map's element path is.
+func elementKeyName(kind ParamKind) string {
+	if kind == ParamMap {
+		return "map key"
+	}
+	return "set element"
+}
+
+func nonNilBytes(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }
