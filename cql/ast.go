@@ -348,10 +348,21 @@ type InsertStmt struct {
 	Timeout   *Literal // nil without USING TIMEOUT; else a duration
 }
 
-// Assignment is column = value in UPDATE ... SET.
+// Assignment is one item of UPDATE ... SET: column = value, column[element] = value
+// (Element set), or an operation on the column's current value (Op set): column = column + value,
+// column = column - value, or with Prepend column = value + column. Counters and non-frozen
+// collections both take operations; the schema decides what each means for a column.
 type Assignment struct {
 	Column Ident
-	Value  Term
+	// Element is the map key or list index of column[element] = value; nil otherwise.
+	Element Term
+	// Op is PLUS or MINUS for an operation, ILLEGAL (the zero Token) for an assignment.
+	Op Token
+	// OpPos is the position of the operator.
+	OpPos Pos
+	// Prepend says the value comes first: column = value + column (Op is PLUS).
+	Prepend bool
+	Value   Term
 }
 
 // Relation is one column op value restriction of a WHERE clause.
@@ -377,8 +388,11 @@ type UpdateStmt struct {
 // DeleteStmt is DELETE [columns] FROM name [USING TIMESTAMP n [AND
 // TIMEOUT d]] WHERE relations.
 type DeleteStmt struct {
-	Start     Pos
-	Columns   []Ident // empty: delete rows
+	Start   Pos
+	Columns []Ident // empty: delete rows
+	// Elements is nil when every deleted column is whole; else it has one entry per Columns
+	// entry: the map key or list index of DELETE column[element], or nil for a whole column.
+	Elements  []Term
 	Table     TableName
 	Timestamp *Literal // nil without USING TIMESTAMP
 	Timeout   *Literal // nil without USING TIMEOUT
@@ -608,10 +622,18 @@ func BindMarkers(s Statement) []*Literal {
 			lit(s.Timestamp)
 			lit(s.TTL)
 			for _, a := range s.Set {
+				if a.Element != nil {
+					term(a.Element)
+				}
 				term(a.Value)
 			}
 			where(s.Where)
 		case *DeleteStmt:
+			for _, e := range s.Elements {
+				if e != nil {
+					term(e)
+				}
+			}
 			lit(s.Timestamp)
 			where(s.Where)
 		case *SelectStmt:

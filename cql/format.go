@@ -163,15 +163,23 @@ func (p *printer) node(n Node) {
 			if i > 0 {
 				p.WriteString(", ")
 			}
-			p.ident(a.Column)
-			p.WriteString(" = ")
-			p.node(a.Value)
+			p.assignment(a)
 		}
 		p.where(n.Where)
 	case *DeleteStmt:
 		p.WriteString("DELETE ")
+		for i, c := range n.Columns {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.ident(c)
+			if n.Elements != nil && n.Elements[i] != nil {
+				p.WriteByte('[')
+				p.node(n.Elements[i])
+				p.WriteByte(']')
+			}
+		}
 		if len(n.Columns) > 0 {
-			p.idents(n.Columns)
 			p.WriteByte(' ')
 		}
 		p.WriteString("FROM ")
@@ -419,5 +427,28 @@ func (p *printer) where(rs []Relation) {
 		p.WriteString(r.Op.String())
 		p.WriteByte(' ')
 		p.node(r.Value)
+	}
+}
+
+// assignment prints one item of UPDATE ... SET.
+func (p *printer) assignment(a Assignment) {
+	p.ident(a.Column)
+	if a.Element != nil {
+		p.WriteByte('[')
+		p.node(a.Element)
+		p.WriteByte(']')
+	}
+	p.WriteString(" = ")
+	switch {
+	case a.Op == ILLEGAL:
+		p.node(a.Value)
+	case a.Prepend:
+		p.node(a.Value)
+		p.WriteString(" + ")
+		p.ident(a.Column)
+	default:
+		p.ident(a.Column)
+		p.WriteString(" " + a.Op.String() + " ")
+		p.node(a.Value)
 	}
 }

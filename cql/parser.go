@@ -856,10 +856,7 @@ func (p *parser) parseUpdate(start Pos) Statement {
 	}
 	p.next()
 	for {
-		col := p.parseIdent("column name")
-		p.refuseAssignment()
-		p.expect(EQ)
-		s.Set = append(s.Set, Assignment{Column: col, Value: p.parseTerm()})
+		s.Set = append(s.Set, p.parseAssignment())
 		if !p.got(COMMA) {
 			break
 		}
@@ -877,6 +874,16 @@ func (p *parser) parseDelete(start Pos) Statement {
 	if p.tok != FROM {
 		for {
 			s.Columns = append(s.Columns, p.parseIdent("column name or 'FROM'"))
+			if p.tok == LBRACKET {
+				if s.Elements == nil {
+					s.Elements = make([]Term, len(s.Columns)-1, len(s.Columns))
+				}
+				p.next()
+				s.Elements = append(s.Elements, p.term(0))
+				p.expect(RBRACKET)
+			} else if s.Elements != nil {
+				s.Elements = append(s.Elements, nil)
+			}
 			p.refuseDeletion()
 			if !p.got(COMMA) {
 				break
@@ -1212,4 +1219,53 @@ func (p *parser) parseLiteral() *Literal {
 	}
 	p.next()
 	return lit
+}
+
+// parseAssignment parses one item of UPDATE ... SET: column = term, column[term] = term,
+// column = column + term, column = column - term or column = term + column.
+func (p *parser) parseAssignment() Assignment {
+	a := Assignment{Column: p.parseIdent("column name")}
+	if p.got(LBRACKET) {
+		a.Element = p.term(0)
+		p.expect(RBRACKET)
+	}
+	p.refuseAssignment()
+	p.expect(EQ)
+	if a.Element == nil && p.isColumn(a.Column) {
+		save := *p
+		p.next()
+		if p.tok == PLUS || p.tok == MINUS {
+			a.Op, a.OpPos = p.tok, p.pos
+			p.next()
+			a.Value = p.parseTerm()
+			return a
+		}
+		*p = save
+	}
+	a.Value = p.term(0)
+	if a.Element == nil && p.tok == PLUS {
+		opPos := p.pos
+		save := *p
+		p.next()
+		if p.isColumn(a.Column) {
+			p.next()
+			a.Op, a.OpPos, a.Prepend = PLUS, opPos, true
+			p.refuseOperation()
+			return a
+		}
+		*p = save
+	}
+	p.refuseOperation()
+	return a
+}
+
+// isColumn reports whether the current token names column c.
+func (p *parser) isColumn(c Ident) bool {
+	switch {
+	case p.tok == QIDENT:
+		return p.lit == c.Name
+	case p.isIdent():
+		return strings.ToLower(p.lit) == c.Name
+	}
+	return false
 }

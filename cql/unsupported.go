@@ -202,19 +202,19 @@ func (p *parser) refuseOperator(col Ident) {
 }
 
 // refuseAssignment refuses the left side of an UPDATE assignment that is
-// not a plain column: an element of a collection (c[k] = v) or a field of a
-// user-defined type (c.f = v); the current token follows the column's name.
+// a field of a user-defined type (c.f = v); the current token follows the
+// column's name.
 func (p *parser) refuseAssignment() {
-	if p.tok == LBRACKET || p.tok == DOT {
-		p.unsupported(p.pos, "setting collection elements or fields is not supported")
+	if p.tok == DOT {
+		p.unsupported(p.pos, "setting fields of user-defined types is not supported")
 	}
 }
 
-// refuseDeletion refuses deleting a collection element or a field
-// (DELETE c[k] FROM ...); the current token follows the column's name.
+// refuseDeletion refuses deleting a field (DELETE c.f FROM ...); the
+// current token follows the column's name (or element).
 func (p *parser) refuseDeletion() {
-	if p.tok == LBRACKET || p.tok == DOT {
-		p.unsupported(p.pos, "deleting collection elements or fields is not supported")
+	if p.tok == DOT {
+		p.unsupported(p.pos, "deleting fields of user-defined types is not supported")
 	}
 }
 
