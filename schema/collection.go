@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -114,4 +115,243 @@ func nonNilBytes(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// CollectionOp says what a write does to a non-frozen collection column (Cell.Op).
+type CollectionOp uint8
+
+// The collection operations. CollectionRemove on a list and CollectionPut on a list read the
+// list before writing (as in Cassandra); none of the others reads.
+const (
+	// CollectionAssign replaces the whole value: a collection tombstone at the write's
+	// timestamp − 1, then the elements (Cell.Value, a value of the column's type). A null
+	// Value (DELETE c, c = null) is a collection tombstone at the write's timestamp.
+	CollectionAssign CollectionOp = iota
+	// CollectionAppend adds Value's elements: s = s + {..}, m = m + {..}, l = l + [..].
+	CollectionAppend
+	// CollectionPrepend adds Value's elements before the list's: l = [..] + l.
+	CollectionPrepend
+	// CollectionRemove deletes elements: s = s - {..} and l = l - [..] by value (Value is of
+	// the column's type), m = m - {..} by key (Value is a set of the key type).
+	CollectionRemove
+	// CollectionPut sets element Element (a map key, or a list index as an int) to Value, or
+	// deletes it when Value is nil: m[k] = v, l[i] = v, DELETE m[k], DELETE l[i].
+	CollectionPut
+)
+
+// Reads reports whether c needs the list's current value: an operation on a list by index or
+// by value.
+func (c Cell) Reads() bool {
+	if !c.Column.Type.MultiCell() || (c.Op != CollectionPut && c.Op != CollectionRemove) {
+		return false
+	}
+	kind, _ := c.Column.Type.Params()
+	return kind == ParamList
+}
+
+// elementColumn is a stand-in column for a bind marker or literal that gives part of column c:
+// named as Cassandra names the marker (key(m), value(m), idx(l)), of type typ.
+func elementColumn(c *Column, name string, typ Type) *Column {
+	return &Column{Name: name, Type: typ, Kind: RegularColumn, Index: c.Index, parsed: typ.node()}
+}
+
+// opName writes an assignment as Cassandra's messages quote it.
+func opName(a cql.Assignment) string {
+	switch {
+	case a.Element != nil:
+		return cql.QuoteIdent(a.Column.Name) + "[" + cql.Format(a.Element) + "] = " + cql.Format(a.Value)
+	case a.Prepend:
+		return cql.QuoteIdent(a.Column.Name) + " = " + cql.Format(a.Value) + " + " + cql.QuoteIdent(a.Column.Name)
+	}
+	return cql.QuoteIdent(a.Column.Name) + " = " + cql.QuoteIdent(a.Column.Name) + " " + a.Op.String() + " " + cql.Format(a.Value)
+}
+
+// collectionOp validates a (an element assignment or an operation, c[e] = v or c = c ± v) on
+// column c and returns the cell it writes; ok is false when an unset marker leaves it out.
+func (b *binder) collectionOp(c *Column, a cql.Assignment) (cl Cell, ok bool, err error) {
+	kind, elems := c.Type.Params()
+	if !c.Type.MultiCell() {
+		what := "non counter column"
+		if kind == ParamList || kind == ParamSet || kind == ParamMap {
+			what = "frozen collection column"
+		} else if a.Element != nil {
+			what = "non collection column"
+		}
+		return Cell{}, false, fmt.Errorf("invalid operation (%s) for %s %s", opName(a), what, cql.QuoteIdent(c.Name))
+	}
+	cl = Cell{Column: c}
+	if a.Element != nil {
+		var key, value *Column
+		switch kind {
+		case ParamMap:
+			key, value = elementColumn(c, "key("+c.Name+")", elems[0]), elementColumn(c, "value("+c.Name+")", elems[1])
+		case ParamList:
+			key, value = elementColumn(c, "idx("+c.Name+")", TypeInt), elementColumn(c, "value("+c.Name+")", elems[0])
+		default:
+			return Cell{}, false, fmt.Errorf("invalid operation (%s) for set column %s: sets have no elements to assign; add or remove them (s = s + {...})", opName(a), cql.QuoteIdent(c.Name))
+		}
+		k, ok, err := b.term(key, a.Element)
+		switch {
+		case err != nil:
+			return Cell{}, false, err
+		case !ok && !b.check:
+			return Cell{}, false, fmt.Errorf("invalid unset %s for column %s", key.Name, cql.QuoteIdent(c.Name))
+		case ok && k == nil:
+			return Cell{}, false, fmt.Errorf("invalid null %s for column %s", key.Name, cql.QuoteIdent(c.Name))
+		case kind == ParamMap && len(k) > MaxElementKey:
+			return Cell{}, false, fmt.Errorf("map key of column %s is %d bytes; at most %d bytes", cql.QuoteIdent(c.Name), len(k), MaxElementKey)
+		}
+		v, vok, err := b.term(value, a.Value)
+		if err != nil {
+			return Cell{}, false, err
+		}
+		cl.Op, cl.Element, cl.Value = CollectionPut, k, v
+		return cl, ok && vok, nil
+	}
+	switch {
+	case a.Op == cql.PLUS && a.Prepend:
+		if kind != ParamList {
+			return Cell{}, false, fmt.Errorf("invalid operation (%s) for non list column %s", opName(a), cql.QuoteIdent(c.Name))
+		}
+		cl.Op = CollectionPrepend
+	case a.Op == cql.PLUS:
+		cl.Op = CollectionAppend
+	default:
+		cl.Op = CollectionRemove
+	}
+	vc := c
+	if cl.Op == CollectionRemove && kind == ParamMap { // m = m - {keys}: a set of the key type
+		vc = elementColumn(c, c.Name, Type("frozen<set<"+string(elems[0])+">>"))
+	}
+	v, ok, err := b.term(vc, a.Value)
+	switch {
+	case err != nil:
+		return Cell{}, false, err
+	case ok && v == nil:
+		return Cell{}, false, fmt.Errorf("invalid null value for the operation (%s) on column %s", opName(a), cql.QuoteIdent(c.Name))
+	}
+	cl.Value = v
+	if err := checkElementKeys(c, kind, cl); ok && err != nil {
+		return Cell{}, false, err
+	}
+	return cl, ok, nil
+}
+
+// checkElementKeys refuses a set element or map key over MaxElementKey bytes in what cl writes.
+func checkElementKeys(c *Column, kind ParamKind, cl Cell) error {
+	if cl.Value == nil || cl.Op == CollectionRemove || (kind != ParamSet && kind != ParamMap) {
+		return nil
+	}
+	keys, _, err := SplitCollection(cl.Value, kind == ParamMap)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if len(k) > MaxElementKey {
+			return fmt.Errorf("%s of column %s is %d bytes; at most %d bytes", elementKeyName(kind), cql.QuoteIdent(c.Name), len(k), MaxElementKey)
+		}
+	}
+	return nil
+}
+
+// SplitCollection splits v, the value of a list, set or map (isMap), into its elements: a list's
+// or set's elements in keys (values nil), a map's keys and values.
+func SplitCollection(v []byte, isMap bool) (keys, values [][]byte, err error) {
+	n, rest, err := collectionCount(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys = make([][]byte, n)
+	if isMap {
+		values = make([][]byte, n)
+	}
+	for i := range n {
+		if keys[i], rest, err = collectionElement(rest); err != nil {
+			return nil, nil, err
+		}
+		if isMap {
+			if values[i], rest, err = collectionElement(rest); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if len(rest) != 0 {
+		return nil, nil, fmt.Errorf("%d bytes after the last of %d elements", len(rest), n)
+	}
+	return keys, values, nil
+}
+
+// JoinCollection is the inverse of SplitCollection: the value of the collection of these
+// elements (values nil for a list or set), in the order given.
+func JoinCollection(keys, values [][]byte) []byte {
+	size := 4
+	for i, k := range keys {
+		size += 4 + len(k)
+		if values != nil {
+			size += 4 + len(values[i])
+		}
+	}
+	out := make([]byte, 0, size)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(keys)))
+	for i, k := range keys {
+		out = appendElement(out, k)
+		if values != nil {
+			out = appendElement(out, values[i])
+		}
+	}
+	return out
+}
+
+// checkCollectionCells refuses set elements and map keys over MaxElementKey bytes in the whole
+// values w assigns to non-frozen collections (the operations were checked as they were bound).
+func checkCollectionCells(w *Write) error {
+	for _, c := range w.Cells {
+		if c.Op != CollectionAssign || !c.Column.Type.MultiCell() {
+			continue
+		}
+		kind, _ := c.Column.Type.Params()
+		if err := checkElementKeys(c.Column, kind, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// elementMarker is a term of a collection operation, with the name and type its bind marker
+// has.
+type elementMarker struct {
+	term      cql.Term
+	col, name string
+	typ       Type
+}
+
+// elementMarkers returns the terms of a collection operation a (an element assignment or
+// deletion, or c = c ± v) on a column of t, named as Cassandra names their markers.
+func elementMarkers(t *Table, a cql.Assignment) []elementMarker {
+	c, ok := t.Column(a.Column.Name)
+	if !ok {
+		return nil
+	}
+	kind, elems := c.Type.Params()
+	var out []elementMarker
+	if a.Element != nil {
+		switch kind {
+		case ParamMap:
+			out = append(out, elementMarker{a.Element, c.Name, "key(" + c.Name + ")", elems[0]})
+			if a.Value != nil {
+				out = append(out, elementMarker{a.Value, c.Name, "value(" + c.Name + ")", elems[1]})
+			}
+		case ParamList:
+			out = append(out, elementMarker{a.Element, c.Name, "idx(" + c.Name + ")", TypeInt})
+			if a.Value != nil {
+				out = append(out, elementMarker{a.Value, c.Name, "value(" + c.Name + ")", elems[0]})
+			}
+		}
+		return out
+	}
+	typ := c.Type
+	if kind == ParamMap && a.Op == cql.MINUS {
+		typ = Type("frozen<set<" + string(elems[0]) + ">>")
+	}
+	return append(out, elementMarker{a.Value, c.Name, c.Name, typ})
 }
