@@ -355,3 +355,26 @@ func elementMarkers(t *Table, a cql.Assignment) []elementMarker {
 	}
 	return append(out, elementMarker{a.Value, c.Name, c.Name, typ})
 }
+
+// CollectionKind returns the kind of c's collection type (ParamList, ParamSet or ParamMap;
+// NotParametric for any other type), without parsing the type again (see Column.Check).
+func (c *Column) CollectionKind() ParamKind {
+	n := c.parsed
+	if n == nil {
+		n = c.Type.node()
+	}
+	if n == nil || (n.kind != ParamList && n.kind != ParamSet && n.kind != ParamMap) {
+		return NotParametric
+	}
+	return n.kind
+}
+
+// CompareKeys orders two set elements or two map keys of c, a set or map column, by the
+// element or key type's order (Type.Compare), without parsing the type again.
+func (c *Column) CompareKeys(a, b []byte) int {
+	n := c.parsed
+	if n == nil {
+		n = c.Type.node()
+	}
+	return n.elems[0].compare(a, b)
+}

@@ -404,6 +404,9 @@ func cellValue(r *schema.Read, row coordinator.ClusteredRow, c *schema.Column, k
 	case schema.ClusteringColumn:
 		return row.Clustering[c.Index-len(r.Table.PartitionKey)]
 	}
+	if c.Type.MultiCell() { // no WRITETIME or TTL (the schema refuses them)
+		return collectionValue(c, row.Row, now)
+	}
 	k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
 		return strings.Compare(x.Name, name)
 	})
@@ -462,6 +465,12 @@ func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coo
 				b = r.PartitionKey[c.Index]
 			case schema.ClusteringColumn:
 				b = row.Clustering[c.Index-npk]
+			case schema.RegularColumn:
+				if c.Type.MultiCell() {
+					b = collectionValue(c, row.Row, now)
+					break
+				}
+				fallthrough
 			default:
 				k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
 					return strings.Compare(x.Name, name)
