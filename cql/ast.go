@@ -427,6 +427,7 @@ const (
 	SelectWritetime                   // WRITETIME(column): its write timestamp, a bigint
 	SelectTTL                         // TTL(column): its remaining time to live in seconds, an int
 	SelectExpr                        // a function call or CAST: SelectFunc.Expr
+	SelectElement                     // column[key] or column[from..to]: SelectFunc.Element
 )
 
 // SelectFunc is the function, if any, applied to one column of a SELECT
@@ -437,6 +438,16 @@ type SelectFunc struct {
 	Kind SelectKind
 	Pos  Pos
 	Expr Term
+	// Element is the selection of Kind SelectElement.
+	Element *ElementSelection
+}
+
+// ElementSelection is column[Key] (an element of a map or set) or, with Slice,
+// column[From..To] (a slice of one; From or To nil for an open end).
+type ElementSelection struct {
+	Key      Term
+	Slice    bool
+	From, To Term
 }
 
 // BatchStmt is BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n [AND
@@ -640,6 +651,13 @@ func BindMarkers(s Statement) []*Literal {
 			for _, f := range s.Funcs {
 				if f.Expr != nil {
 					term(f.Expr)
+				}
+				if e := f.Element; e != nil {
+					for _, x := range []Term{e.Key, e.From, e.To} {
+						if x != nil {
+							term(x)
+						}
+					}
 				}
 			}
 			where(s.Where)

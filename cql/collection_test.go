@@ -55,3 +55,24 @@ func TestParseCollectionUpdates(t *testing.T) {
 		t.Errorf("Format = %q", f)
 	}
 }
+
+func TestParseElementSelection(t *testing.T) {
+	for _, src := range []string{
+		"SELECT m['k'], s[1..3], s[..?], m[?..], v FROM t WHERE k = 1",
+		"SELECT s[1.5..2.5] FROM t WHERE k = 1",
+	} {
+		st, err := ParseStatement(src)
+		if err != nil {
+			t.Errorf("ParseStatement(%q): %v", src, err)
+			continue
+		}
+		if f := Format(st); f != src {
+			t.Errorf("Format(ParseStatement(%q)) = %q", src, f)
+		}
+	}
+	st, _ := ParseStatement("SELECT m['k'], s[1..3], s[..?] FROM t WHERE k = 1")
+	fs := st.(*SelectStmt).Funcs
+	if len(fs) != 3 || fs[0].Kind != SelectElement || fs[0].Element.Slice || !fs[1].Element.Slice || fs[2].Element.From != nil || fs[2].Element.To == nil {
+		t.Errorf("element selections parsed as %+v", fs)
+	}
+}

@@ -202,6 +202,10 @@ func (p *printer) node(n Node) {
 				case SelectExpr:
 					p.node(n.Funcs[i].Expr)
 					continue
+				case SelectElement:
+					p.ident(c)
+					p.elementSelection(n.Funcs[i].Element)
+					continue
 				case SelectWritetime:
 					p.WriteString("WRITETIME(")
 				case SelectTTL:
@@ -451,4 +455,28 @@ func (p *printer) assignment(a Assignment) {
 		p.WriteString(" " + a.Op.String() + " ")
 		p.node(a.Value)
 	}
+}
+
+// elementSelection prints [key] or [from..to].
+func (p *printer) elementSelection(e *ElementSelection) {
+	p.WriteByte('[')
+	if !e.Slice {
+		p.node(e.Key)
+	} else {
+		if e.From != nil {
+			p.node(e.From)
+		}
+		p.WriteString("..")
+		if e.To != nil {
+			p.node(e.To)
+		}
+	}
+	p.WriteByte(']')
+}
+
+// ElementSelectionString returns e as written after its column: "['k']", "[1..3]".
+func ElementSelectionString(e *ElementSelection) string {
+	var p printer
+	p.elementSelection(e)
+	return p.String()
 }

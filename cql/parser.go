@@ -1000,10 +1000,38 @@ func (p *parser) parseSelector(s *SelectStmt, what string) {
 		}
 	}
 	x := p.parseIdent(what)
+	if p.tok == LBRACKET {
+		p.parseElementSelection(s, x)
+		return
+	}
 	if s.Funcs != nil {
 		s.Funcs = append(s.Funcs, SelectFunc{})
 	}
 	p.refuseSelectorTail()
+	s.Columns = append(s.Columns, x)
+}
+
+// parseElementSelection parses the rest of column[key] or column[from..to] (either end may be
+// left out) in a SELECT list, at the '[', and appends it to s.
+func (p *parser) parseElementSelection(s *SelectStmt, x Ident) {
+	pos := p.pos
+	p.next()
+	e := &ElementSelection{}
+	if p.tok != RANGE {
+		e.Key = p.term(0)
+	}
+	if p.got(RANGE) {
+		e.Slice, e.From, e.Key = true, e.Key, nil
+		if p.tok != RBRACKET {
+			e.To = p.term(0)
+		}
+	}
+	p.expect(RBRACKET)
+	p.refuseSelectorTail()
+	if s.Funcs == nil {
+		s.Funcs = make([]SelectFunc, len(s.Columns), len(s.Columns)+1)
+	}
+	s.Funcs = append(s.Funcs, SelectFunc{Kind: SelectElement, Pos: pos, Element: e})
 	s.Columns = append(s.Columns, x)
 }
 

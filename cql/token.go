@@ -51,6 +51,7 @@ const (
 	SLASH     // /
 	PERCENT   // %
 	NEQ       // !=
+	RANGE     // .. (a slice of a collection in a SELECT list)
 	operatorEnd
 
 	keywordBeg
@@ -139,6 +140,7 @@ var tokens = [...]string{
 	PLUS:      "+",
 	SLASH:     "/",
 	PERCENT:   "%",
+	RANGE:     "..",
 	NEQ:       "!=",
 
 	ALLOW:      "ALLOW",

@@ -99,7 +99,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"SELECT f(v) FROM t", "1:8: unknown function f: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported"},
 	{"SELECT toDate(sum(v)) FROM t", "1:15: aggregate functions (SUM) are not supported"},
 	{"SELECT v AS w FROM t", "1:10: selector aliases (AS) are not supported"},
-	{"SELECT m['a'] FROM t", "1:9: selecting collection elements or fields is not supported"},
 	{"SELECT * FROM t WHERE k = 1 GROUP BY k", "1:29: GROUP BY is not supported"},
 	{"SELECT * FROM t PER PARTITION LIMIT 1", "1:17: PER PARTITION LIMIT is not supported"},
 	{"SELECT * FROM t WHERE k = 1 ORDER BY c PER PARTITION LIMIT 1", "1:40: PER PARTITION LIMIT is not supported"},

@@ -378,3 +378,150 @@ func (c *Column) CompareKeys(a, b []byte) int {
 	}
 	return n.elems[0].compare(a, b)
 }
+
+// elementSel is a bound element or slice selection of a SELECT item (cql.SelectElement).
+type elementSel struct {
+	col      *Column
+	name     string // the result column's name: m['k'], s[1..3]
+	typ      Type   // the result's type
+	slice    bool
+	key      []byte // an element's key
+	from, to []byte // a slice's bounds; nil for an open end
+}
+
+// bindElement binds item i of r, an element or slice selection e of column c.
+func (r *Read) bindElement(i int, c *Column, e *cql.ElementSelection, b *binder) error {
+	if r.Funcs == nil {
+		r.Funcs = make([]cql.SelectKind, len(r.Columns))
+	}
+	for len(r.Funcs) < len(r.Columns) {
+		r.Funcs = append(r.Funcs, cql.SelectColumn)
+	}
+	if r.elements == nil {
+		r.elements = make([]*elementSel, len(r.Funcs))
+	}
+	for len(r.elements) < len(r.Funcs) {
+		r.elements = append(r.elements, nil)
+	}
+	kind, elems := c.Type.Params()
+	switch kind {
+	case ParamMap, ParamSet:
+	case ParamList:
+		return fmt.Errorf("element selection is only allowed on sets and maps, but %s is a list", cql.QuoteIdent(c.Name))
+	default:
+		return fmt.Errorf("element selection is only allowed on sets and maps, but %s is %s", cql.QuoteIdent(c.Name), c.Type.CQL())
+	}
+	sel := &elementSel{col: c, name: c.Name + cql.ElementSelectionString(e), slice: e.Slice, typ: c.Type}
+	if !e.Slice {
+		sel.typ = elems[0]
+		if kind == ParamMap {
+			sel.typ = elems[1]
+		}
+	}
+	name := selectionMarkerName(c, kind)
+	bind := func(t cql.Term) ([]byte, error) {
+		if t == nil {
+			return nil, nil
+		}
+		v, ok, err := b.term(elementColumn(c, name, elems[0]), t)
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok && !b.check:
+			return nil, fmt.Errorf("invalid unset %s in the selection of %s", name, cql.QuoteIdent(c.Name))
+		case ok && v == nil:
+			return nil, fmt.Errorf("invalid null %s in the selection of %s", name, cql.QuoteIdent(c.Name))
+		}
+		return v, nil
+	}
+	var err error
+	if sel.key, err = bind(e.Key); err != nil {
+		return err
+	}
+	if sel.from, err = bind(e.From); err != nil {
+		return err
+	}
+	if sel.to, err = bind(e.To); err != nil {
+		return err
+	}
+	r.elements[i], r.Funcs[i] = sel, cql.SelectElement
+	return nil
+}
+
+// selectionMarkerName names the bind marker of an element selection's key or bound.
+func selectionMarkerName(c *Column, kind ParamKind) string {
+	if kind == ParamMap {
+		return "key(" + c.Name + ")"
+	}
+	return "value(" + c.Name + ")"
+}
+
+// selectionMarkers returns the terms of st's element selections with their markers' names and
+// types.
+func selectionMarkers(t *Table, st *cql.SelectStmt) []elementMarker {
+	var out []elementMarker
+	for i, f := range st.Funcs {
+		if f.Element == nil || i >= len(st.Columns) {
+			continue
+		}
+		c, ok := t.Column(st.Columns[i].Name)
+		if !ok {
+			continue
+		}
+		kind, elems := c.Type.Params()
+		if kind != ParamMap && kind != ParamSet {
+			continue
+		}
+		for _, x := range []cql.Term{f.Element.Key, f.Element.From, f.Element.To} {
+			if x != nil {
+				out = append(out, elementMarker{x, c.Name, selectionMarkerName(c, kind), elems[0]})
+			}
+		}
+	}
+	return out
+}
+
+// SelectElement returns what item i of r, an element or slice selection, selects of v, the
+// whole value of its map or set: the map's value or the set's element at the key (nil when
+// absent), or the elements between the bounds, both included (nil when none is).
+func (r *Read) SelectElement(i int, v []byte) []byte {
+	sel := r.elements[i]
+	if v == nil || sel == nil {
+		return nil
+	}
+	isMap := sel.col.CollectionKind() == ParamMap
+	if sel.col.CollectionKind() == NotParametric { // a frozen collection
+		kind, _ := sel.col.Type.Params()
+		isMap = kind == ParamMap
+	}
+	keys, values, err := SplitCollection(v, isMap)
+	if err != nil {
+		return nil
+	}
+	cmp := sel.col.CompareKeys
+	if !sel.slice {
+		for j, k := range keys {
+			if cmp(k, sel.key) == 0 {
+				if isMap {
+					return values[j]
+				}
+				return k
+			}
+		}
+		return nil
+	}
+	var ks, vs [][]byte
+	for j, k := range keys {
+		if (sel.from != nil && cmp(k, sel.from) < 0) || (sel.to != nil && cmp(k, sel.to) > 0) {
+			continue
+		}
+		ks = append(ks, k)
+		if isMap {
+			vs = append(vs, values[j])
+		}
+	}
+	if len(ks) == 0 {
+		return nil
+	}
+	return JoinCollection(ks, vs)
+}

@@ -122,7 +122,9 @@ type Read struct {
 	// cql.SelectExpr for a function call or CAST.
 	Funcs []cql.SelectKind
 	// exprs has, for a cql.SelectExpr item, its compiled selector.
-	exprs  []*expr
+	exprs []*expr
+	// elements has, for a cql.SelectElement item, its bound selection.
+	elements []*elementSel
 	binder *binder
 	Limit  int // the most rows to return; 0 means no limit
 	// Reversed is set when ORDER BY asks for the reverse of the table's
@@ -536,6 +538,12 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		}
 		if r.Funcs == nil {
 			r.Funcs = make([]cql.SelectKind, len(st.Columns))
+		}
+		if st.Funcs[i].Kind == cql.SelectElement {
+			if err := r.bindElement(i, c, st.Funcs[i].Element, b); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		k := st.Funcs[i].Kind
 		if k != cql.SelectColumn && c.Kind != RegularColumn {
@@ -1044,6 +1052,7 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 	}
 	var visit func(stmt cql.Statement)
 	visit = func(stmt cql.Statement) {
+		var selectElements *cql.SelectStmt
 		var table cql.TableName
 		var terms []cql.Term
 		var cols []cql.Ident
@@ -1052,6 +1061,7 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		switch st := stmt.(type) {
 		case *cql.SelectStmt:
 			table, rels, lim = st.Table, st.Where, st.Limit
+			selectElements = st
 		case *cql.InsertStmt:
 			table, cols, terms, ts, ttl = st.Table, st.Columns, st.Values, st.Timestamp, st.TTL
 		case *cql.UpdateStmt:
@@ -1061,6 +1071,9 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		}
 		tt, _ := s.lookupTable(table, keyspace) // the binder found it
 		var elems []elementMarker
+		if selectElements != nil {
+			elems = selectionMarkers(tt, selectElements)
+		}
 		switch st := stmt.(type) {
 		case *cql.UpdateStmt:
 			for _, a := range st.Set {
@@ -1168,6 +1181,8 @@ func (r *Read) ResultColumns() []ResultColumn {
 			continue
 		}
 		switch r.Funcs[i] {
+		case cql.SelectElement:
+			out[i] = ResultColumn{Name: r.elements[i].name, Type: r.elements[i].typ}
 		case cql.SelectWritetime:
 			out[i] = ResultColumn{Name: "writetime(" + c.Name + ")", Type: TypeBigInt}
 		case cql.SelectTTL:

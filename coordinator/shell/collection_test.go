@@ -90,3 +90,34 @@ func TestCollectionElementsReconcile(t *testing.T) {
 		}
 	}
 }
+
+func TestCollectionElementSelection(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(append(schemaCollections, "CREATE TABLE ks.f (k int PRIMARY KEY, fs frozen<set<int>>)")...)
+	c.must("INSERT INTO c (k, s, m, l) VALUES (1, {-5, 1, 2, 3, 10}, {'a': 1, 'b': 2, 'c': 3}, ['x'])",
+		"INSERT INTO f (k, fs) VALUES (1, {1, 2, 3})")
+	for stmt, want := range map[string]string{
+		"SELECT m['b'], m['z'], s[2], s[4] FROM c WHERE k = 1":        "2 null 2 null",
+		"SELECT s[1..3], s[..1], s[3..], m['b'..] FROM c WHERE k = 1": "[1 2 3] [-5 1] [3 10] [{b 2} {c 3}]",
+		"SELECT fs[2..], fs[3] FROM f WHERE k = 1":                    "[2 3] 3",
+	} {
+		if got := c.rowsAt(quorum, stmt); !slices.Equal(got, []string{want}) {
+			t.Errorf("%s = %v, want [%s]", stmt, got, want)
+		}
+	}
+	res, err := c.exec("n1", quorum, "SELECT s[20..30], m['a'] FROM c WHERE k = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols := res.Rows.Columns; cols[0].Name != "s[20..30]" || cols[0].Type != "set<int>" || cols[1].Name != "m['a']" || cols[1].Type != "int" || res.Rows.Values[0][0] != nil {
+		t.Errorf("SELECT s[20..30], m['a'] columns %v, values %x; want s[20..30] set<int> (null), m['a'] int", cols, res.Rows.Values)
+	}
+	p := c.prepare("n1", "SELECT m[?], s[?..?] FROM c WHERE k = ?")
+	if len(p.Variables) != 4 || p.Variables[0].Name != "key(m)" || p.Variables[0].Type != "text" || p.Variables[2].Type != "int" {
+		t.Errorf("prepared element selection variables = %v", p.Variables)
+	}
+	_, err = c.exec("n1", quorum, "SELECT l[0] FROM c WHERE k = 1")
+	if err == nil || !strings.Contains(err.Error(), "element selection is only allowed on sets and maps, but l is a list") {
+		t.Errorf("SELECT l[0]: error %v, want the refusal of lists", err)
+	}
+}

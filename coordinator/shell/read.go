@@ -468,6 +468,9 @@ func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coo
 			case schema.RegularColumn:
 				if c.Type.MultiCell() {
 					b = collectionValue(c, row.Row, now)
+					if r.Funcs != nil && r.Funcs[j] == cql.SelectElement {
+						b = r.SelectElement(j, b)
+					}
 					break
 				}
 				fallthrough
@@ -485,6 +488,8 @@ func rowsResult(r *schema.Read, rows []coordinator.ClusteredRow, now int64) (coo
 				switch {
 				case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
 					b = cl.Value
+				case r.Funcs[j] == cql.SelectElement:
+					b = r.SelectElement(j, cl.Value)
 				case r.Funcs[j] == cql.SelectWritetime:
 					b = schema.EncodeBigInt(cl.Timestamp)
 				case r.Funcs[j] == cql.SelectTTL:
