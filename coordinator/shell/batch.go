@@ -161,6 +161,9 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		if err := checkWriteSize(w, stmts[i].Pos(), e.maxMutation); err != nil {
 			return first, coordinator.Result{}, err
 		}
+		if err := checkCollections(w, stmts[i].Pos(), e.maxCollection); err != nil {
+			return first, coordinator.Result{}, err
+		}
 		if err := refuseListReads(w, stmts[i].Pos()); err != nil {
 			return first, coordinator.Result{}, err
 		}

@@ -207,3 +207,29 @@ func collectionValue(c *schema.Column, row cell.Row, now int64) []byte {
 	}
 	return schema.JoinCollection(keys, vals)
 }
+
+// checkCollections applies the collection guardrails, limits = {bytes, items} (0: no limit;
+// Options.MaxCollectionSize and MaxCollectionItems), to the collections w writes: the whole value
+// of a frozen collection, the elements a write of a non-frozen one adds or sets.
+func checkCollections(w *schema.Write, pos cql.Pos, limits [2]int) error {
+	if limits == [2]int{} {
+		return nil
+	}
+	for _, c := range w.Cells {
+		kind, _ := c.Column.Type.Params()
+		if c.Value == nil || (kind != schema.ParamList && kind != schema.ParamSet && kind != schema.ParamMap) || c.Op == schema.CollectionRemove {
+			continue
+		}
+		size, items := len(c.Element)+len(c.Value), 1
+		if c.Op != schema.CollectionPut {
+			items = int(binary.BigEndian.Uint32(c.Value))
+		}
+		if limits[0] > 0 && size > limits[0] {
+			return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("column %s: this write's collection is %d bytes; the guardrail allows %d bytes (max_collection_size)", cql.QuoteIdent(c.Column.Name), size, limits[0])}
+		}
+		if limits[1] > 0 && items > limits[1] {
+			return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("column %s: this write's collection has %d elements; the guardrail allows %d (max_collection_items)", cql.QuoteIdent(c.Column.Name), items, limits[1])}
+		}
+	}
+	return nil
+}

@@ -121,3 +121,19 @@ func TestCollectionElementSelection(t *testing.T) {
 		t.Errorf("SELECT l[0]: error %v, want the refusal of lists", err)
 	}
 }
+
+func TestCollectionGuardrails(t *testing.T) {
+	c := newCluster(t, options{collections: [2]int{40, 3}})
+	c.must(schemaCollections...)
+	for stmt, want := range map[string]string{
+		"UPDATE c SET s = s + {1, 2, 3, 4} WHERE k = 1":                               "column s: this write's collection has 4 elements; the guardrail allows 3 (max_collection_items)",
+		"INSERT INTO c (k, l) VALUES (1, ['0123456789', '0123456789', '0123456789'])": "column l: this write's collection is 46 bytes; the guardrail allows 40 bytes (max_collection_size)",
+		"UPDATE c SET m['" + strings.Repeat("x", 41) + "'] = 1 WHERE k = 1":           "max_collection_size",
+		"UPDATE c SET s = s + {1, 2, 3}, l = l - ['a', 'b', 'c', 'd'] WHERE k = 1":    "",
+	} {
+		_, err := c.exec("n1", quorum, stmt)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%.60s: error %v, want %q", stmt, err, want)
+		}
+	}
+}

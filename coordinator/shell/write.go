@@ -48,6 +48,10 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err
 	}
+	if err := checkCollections(w, stmt.Pos(), e.maxCollection); err != nil {
+		adm.abandonIfAny()
+		return w.Table, coordinator.Result{}, err
+	}
 	rf, err := replicationFactor(s, w.Table)
 	if err != nil {
 		adm.abandonIfAny()
