@@ -169,7 +169,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in.Catalog.TombstoneGrace = 29 * time.Minute
 	in.Coordinator.WriteTimeout, in.Coordinator.ReadTimeout, in.Coordinator.Learning = time.Millisecond, time.Minute, true
 	in.Coordinator.MaxMutationSize, in.Coordinator.MaxStatementSize, in.Coordinator.MaxTimestampAhead = 5, 11, 90*time.Minute
-	in.Coordinator.MaxCollectionSize, in.Coordinator.MaxCollectionItems = 1 << 20, 1000
+	in.Coordinator.MaxCollectionSize, in.Coordinator.MaxCollectionItems = 1<<20, 1000
 	in.Native.MaxConnections, in.Native.MaxInFlight, in.Native.MaxConnectionBytes, in.Native.MaxServerBytes = 29, 31, 37, 41
 	in.Native.MaxPreLoginFrameSize, in.Native.MaxPreLoginConnectionsPerHost = 4096, 3
 	in.Admission = admission.Options{MaxConcurrent: 17, MaxQueued: 19, QueueTimeout: 23 * time.Millisecond}
