@@ -259,8 +259,8 @@ type Op struct {
 	// cells; nil for none. SelColl: a SELECT selects the collection column (last).
 	Coll    *CollOp
 	SelColl bool
-	TS    int64 // USING TIMESTAMP, when HasTS
-	HasTS bool
+	TS      int64 // USING TIMESTAMP, when HasTS
+	HasTS   bool
 	// TTL is an INSERT's or UPDATE's USING TTL in seconds, 0 for none. Only writes with a
 	// server timestamp get one, so no tie at equal timestamps involves an expiring cell (whose
 	// expiry the client knows only to within its request's time).
