@@ -137,3 +137,25 @@ func TestCollectionGuardrails(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectionUpdatesDoNotRead checks that set and map updates write without reading, and
+// that the list operations by index or value read the row once.
+func TestCollectionUpdatesDoNotRead(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaCollections...)
+	for stmt, want := range map[string]int{
+		"UPDATE c SET s = s + {1}, m['a'] = 1, m = m + {'b': 2}, l = l + ['x'] WHERE k = 1": 0,
+		"UPDATE c SET s = s - {1}, m = m - {'a'}, l = ['y'] + l, n = 1 WHERE k = 1":         0,
+		"DELETE m['b'], s FROM c WHERE k = 1":                                               0,
+		"UPDATE c SET l[0] = 'z' WHERE k = 1":                                               2, // QUORUM of 3
+	} {
+		before := c.transport.readCount()
+		if _, err := c.exec("n1", quorum, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		c.settle()
+		if got := c.transport.readCount() - before; got != want {
+			t.Errorf("%s made %d replica reads, want %d", stmt, got, want)
+		}
+	}
+}
