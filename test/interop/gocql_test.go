@@ -157,6 +157,7 @@ func TestGocql(t *testing.T) {
 	t.Run("functions as values and selectors", func(t *testing.T) { testGocqlFunctions(t, session) })
 	t.Run("duration values", func(t *testing.T) { testGocqlDuration(t, session) })
 	t.Run("frozen collections and tuples", func(t *testing.T) { testGocqlFrozen(t, session) })
+	t.Run("non-frozen collections", func(t *testing.T) { testGocqlCollections(t, session) })
 	t.Run("user-defined types", func(t *testing.T) { testGocqlUDT(t, session) })
 	t.Run("token-aware routing reaches a replica", func(t *testing.T) { testGocqlRouting(t, session, rec, place) })
 	t.Run("rate limit", func(t *testing.T) { testGocqlRateLimit(t, c, place) })
