@@ -227,8 +227,8 @@ func (b *binder) collectionOp(c *Column, a cql.Assignment) (cl Cell, ok bool, er
 	switch {
 	case err != nil:
 		return Cell{}, false, err
-	case ok && v == nil:
-		return Cell{}, false, fmt.Errorf("invalid null value for the operation (%s) on column %s", opName(a), cql.QuoteIdent(c.Name))
+	case ok && v == nil: // adding or removing null does nothing, as in Cassandra
+		return Cell{}, false, nil
 	}
 	cl.Value = v
 	if err := checkElementKeys(c, kind, cl); ok && err != nil {

@@ -63,7 +63,6 @@ func TestCollectionOperations(t *testing.T) {
 		"UPDATE c SET s['a'] = 1 WHERE k = 1":               "invalid operation (s['a'] = 1) for set column s",
 		"UPDATE c SET s = {'a'} + s WHERE k = 1":            "invalid operation (s = {'a'} + s) for non list column s",
 		"UPDATE c SET m[null] = 1 WHERE k = 1":              "invalid null key(m) for column m",
-		"UPDATE c SET s = s + null WHERE k = 1":             "invalid null value for the operation (s = s + NULL) on column s",
 		"UPDATE c SET s = s + {" + big + "} WHERE k = 1":    "set element of column s is 65536 bytes; at most 65535 bytes",
 		"INSERT INTO c (k, m) VALUES (1, {" + big + ": 1})": "map key of column m is 65536 bytes; at most 65535 bytes",
 		"UPDATE c SET s = {'a'}, s = s + {'b'} WHERE k = 1": "column s is assigned twice",
@@ -111,5 +110,14 @@ func TestCollectionVariables(t *testing.T) {
 	}
 	if w, err := s.BindWrite(st, "ks", []BindValue{v([]byte("a")), unset}); err != nil || len(w.Cells) != 0 {
 		t.Errorf("BindWrite(m['a'] = unset) = %v, %v; want no cells", w, err)
+	}
+}
+
+func TestCollectionNullOperandIsNoOp(t *testing.T) {
+	s := mustBuild(t, collectionDDL)
+	st, _ := cql.ParseStatement("UPDATE c SET s = s + null, n = 1 WHERE k = 1")
+	w, err := s.PrepareWrite(st, "ks")
+	if err != nil || describeOps(w) != "n:0=00000001" {
+		t.Errorf("s = s + null, n = 1: %v, %v; want only n written", w, err)
 	}
 }
