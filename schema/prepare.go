@@ -125,8 +125,8 @@ type Read struct {
 	exprs []*expr
 	// elements has, for a cql.SelectElement item, its bound selection.
 	elements []*elementSel
-	binder *binder
-	Limit  int // the most rows to return; 0 means no limit
+	binder   *binder
+	Limit    int // the most rows to return; 0 means no limit
 	// Reversed is set when ORDER BY asks for the reverse of the table's
 	// clustering order: rows are returned, and Limit counts them, from the
 	// last row of the range backwards.
