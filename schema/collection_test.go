@@ -121,3 +121,20 @@ func TestCollectionNullOperandIsNoOp(t *testing.T) {
 		t.Errorf("s = s + null, n = 1: %v, %v; want only n written", w, err)
 	}
 }
+
+// TestAlterTypeKeepsCollectionsNonFrozen: ALTER TYPE rewrites the type of a non-frozen
+// collection of the user type, and the column stays non-frozen.
+func TestAlterTypeKeepsCollectionsNonFrozen(t *testing.T) {
+	s := mustBuild(t, udtDDL+"CREATE TABLE ks.nf (k int PRIMARY KEY, l list<frozen<address>>, m map<int, frozen<address>>);\n")
+	s2 := mustApplyUDT(t, s, `ALTER TYPE ks.address ADD city text`, 100)
+	tb, _ := s2.Table("ks", "nf")
+	for name, want := range map[string]Type{
+		"l": "list<frozen<udt<ks.address, street text, zip int, city text>>>",
+		"m": "map<int, frozen<udt<ks.address, street text, zip int, city text>>>",
+	} {
+		c, _ := tb.Column(name)
+		if c.Type != want || !c.Type.MultiCell() || c.Type.CQL() != strings.Replace(string(want), "frozen<udt<ks.address, street text, zip int, city text>>", "frozen<address>", 1) {
+			t.Errorf("after ALTER TYPE ADD column %s is %s (CQL %s), want %s", name, c.Type, c.Type.CQL(), want)
+		}
+	}
+}

@@ -463,6 +463,7 @@ func rewriteType(t Type, udts map[string]*UserType) (Type, error) {
 	if err != nil {
 		return TypeInvalid, err
 	}
+	nn.multiCell = t.MultiCell() // node gave a non-frozen collection's value type
 	return nn.typ(), nil
 }
 
