@@ -138,3 +138,13 @@ func TestAlterTypeKeepsCollectionsNonFrozen(t *testing.T) {
 		}
 	}
 }
+
+// TestUserTypeFieldCollectionIsFrozen: a user type's field written list<int> is a frozen list,
+// as the field of a frozen value is.
+func TestUserTypeFieldCollectionIsFrozen(t *testing.T) {
+	s := mustBuild(t, ksDDL+"CREATE TYPE ks.x (f list<int>);\n")
+	k, _ := s.Keyspace("ks")
+	if u := k.UserTypes()[0]; len(u.FieldTypes) != 1 || u.FieldTypes[0] != "frozen<list<int>>" {
+		t.Errorf("field f of type x is %v, want frozen<list<int>>", u.FieldTypes)
+	}
+}

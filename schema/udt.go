@@ -510,6 +510,7 @@ func (u *UserType) addField(f cql.ColumnDef, k *Keyspace) error {
 	}
 	typ := n.scalar
 	if n.kind != NotParametric {
+		n.multiCell = false // a field's collection is frozen: a field is no column of its own
 		typ = n.typ()
 	}
 	if usesType(typ, u.Keyspace, u.Name) {
