@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/schema"
 )
 
 var schemaCollections = []string{
@@ -143,19 +144,61 @@ func TestCollectionGuardrails(t *testing.T) {
 func TestCollectionUpdatesDoNotRead(t *testing.T) {
 	c := newCluster(t, options{})
 	c.must(schemaCollections...)
-	for stmt, want := range map[string]int{
-		"UPDATE c SET s = s + {1}, m['a'] = 1, m = m + {'b': 2}, l = l + ['x'] WHERE k = 1": 0,
-		"UPDATE c SET s = s - {1}, m = m - {'a'}, l = ['y'] + l, n = 1 WHERE k = 1":         0,
-		"DELETE m['b'], s FROM c WHERE k = 1":                                               0,
-		"UPDATE c SET l[0] = 'z' WHERE k = 1":                                               2, // QUORUM of 3
+	for _, tt := range []struct {
+		stmt string
+		want int
+	}{
+		{"UPDATE c SET s = s + {1}, m['a'] = 1, m = m + {'b': 2}, l = l + ['x'] WHERE k = 1", 0},
+		{"UPDATE c SET s = s - {1}, m = m - {'a'}, l = ['y'] + l, n = 1 WHERE k = 1", 0},
+		{"DELETE m['b'], s FROM c WHERE k = 1", 0},
+		{"UPDATE c SET l[0] = 'z' WHERE k = 1", -1}, // a read at QUORUM (speculation may add one)
 	} {
+		stmt, want := tt.stmt, tt.want
 		before := c.transport.readCount()
 		if _, err := c.exec("n1", quorum, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 		c.settle()
-		if got := c.transport.readCount() - before; got != want {
-			t.Errorf("%s made %d replica reads, want %d", stmt, got, want)
+		if got := c.transport.readCount() - before; got != want && (want >= 0 || got < 2) {
+			t.Errorf("%s made %d replica reads, want %d (-1: at least a quorum, 2)", stmt, got, want)
+		}
+	}
+}
+
+// TestNonFrozenUserType writes a non-frozen user type whole and field by field.
+func TestNonFrozenUserType(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaCollections[0], "CREATE TYPE ks.address (street text, zip int, city text)",
+		"CREATE TABLE ks.h (k int PRIMARY KEY, a address, f frozen<address>)")
+	steps := []struct{ stmt, want string }{
+		{"INSERT INTO h (k, a) VALUES (1, {street: 'main', zip: 5})", "[{street main} {zip 5} {city <nil>}]"},
+		{"UPDATE h SET a.city = 'x', a.zip = null WHERE k = 1", "[{street main} {zip <nil>} {city x}]"},
+		{"DELETE a.street FROM h WHERE k = 1", "[{street <nil>} {zip <nil>} {city x}]"},
+		{"UPDATE h SET a = {zip: 7} WHERE k = 1", "[{street <nil>} {zip 7} {city <nil>}]"},
+		{"DELETE a.zip FROM h WHERE k = 1", "null"},
+	}
+	for _, s := range steps {
+		if _, err := c.exec("n1", quorum, s.stmt); err != nil {
+			t.Fatalf("%s: %v", s.stmt, err)
+		}
+		c.settle()
+		if got := c.rowsAt(quorum, "SELECT a FROM h WHERE k = 1"); len(got) != 1 || got[0] != s.want {
+			t.Fatalf("after %s: a = %v, want [%s]", s.stmt, got, s.want)
+		}
+	}
+	p := c.prepare("n1", "UPDATE h SET a.zip = ? WHERE k = ?")
+	if p.Variables[0].Name != "a.zip" || p.Variables[0].Type != schema.TypeInt {
+		t.Errorf("the marker of a.zip = ? is %v, want a.zip int", p.Variables[0])
+	}
+	for stmt, want := range map[string]string{
+		"UPDATE h SET f.zip = 1 WHERE k = 1":                        "for frozen user-defined type column f",
+		"UPDATE h SET a.nope = 1 WHERE k = 1":                       "user type ks.address has no field nope",
+		"CREATE TABLE ks.bad (a address PRIMARY KEY)":               "invalid non-frozen user-defined type address for PRIMARY KEY component a",
+		"CREATE TABLE ks.bad2 (k int PRIMARY KEY, l list<address>)": "non-frozen user-defined types are not allowed inside collections",
+	} {
+		_, err := c.exec("n1", quorum, stmt)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", stmt, err, want)
 		}
 	}
 }
