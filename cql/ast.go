@@ -356,6 +356,8 @@ type Assignment struct {
 	Column Ident
 	// Element is the map key or list index of column[element] = value; nil otherwise.
 	Element Term
+	// Field is the field of column.field = value (a non-frozen user type's); nil otherwise.
+	Field *Ident
 	// Op is PLUS or MINUS for an operation, ILLEGAL (the zero Token) for an assignment.
 	Op Token
 	// OpPos is the position of the operator.
@@ -392,7 +394,10 @@ type DeleteStmt struct {
 	Columns []Ident // empty: delete rows
 	// Elements is nil when every deleted column is whole; else it has one entry per Columns
 	// entry: the map key or list index of DELETE column[element], or nil for a whole column.
-	Elements  []Term
+	Elements []Term
+	// Fields is nil when no item is column.field; else it has one entry per Columns entry: the
+	// field of DELETE column.field, or an Ident with an empty Name.
+	Fields    []Ident
 	Table     TableName
 	Timestamp *Literal // nil without USING TIMESTAMP
 	Timeout   *Literal // nil without USING TIMEOUT

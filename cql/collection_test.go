@@ -76,3 +76,20 @@ func TestParseElementSelection(t *testing.T) {
 		t.Errorf("element selections parsed as %+v", fs)
 	}
 }
+
+func TestParseFieldUpdates(t *testing.T) {
+	for _, src := range []string{"UPDATE t SET a.street = 'x', a.zip = ? WHERE k = 1", "DELETE b, a.zip FROM t WHERE k = 1"} {
+		st, err := ParseStatement(src)
+		if err != nil {
+			t.Errorf("ParseStatement(%q): %v", src, err)
+			continue
+		}
+		if f := Format(st); f != src {
+			t.Errorf("Format(ParseStatement(%q)) = %q", src, f)
+		}
+	}
+	st, _ := ParseStatement("DELETE b, a.zip FROM t WHERE k = 1")
+	if d := st.(*DeleteStmt); len(d.Fields) != 2 || d.Fields[0].Name != "" || d.Fields[1].Name != "zip" {
+		t.Errorf("DELETE b, a.zip fields = %v", d.Fields)
+	}
+}

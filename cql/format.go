@@ -178,6 +178,10 @@ func (p *printer) node(n Node) {
 				p.node(n.Elements[i])
 				p.WriteByte(']')
 			}
+			if n.Fields != nil && n.Fields[i].Name != "" {
+				p.WriteByte('.')
+				p.ident(n.Fields[i])
+			}
 		}
 		if len(n.Columns) > 0 {
 			p.WriteByte(' ')
@@ -441,6 +445,10 @@ func (p *printer) assignment(a Assignment) {
 		p.WriteByte('[')
 		p.node(a.Element)
 		p.WriteByte(']')
+	}
+	if a.Field != nil {
+		p.WriteByte('.')
+		p.ident(*a.Field)
 	}
 	p.WriteString(" = ")
 	switch {

@@ -884,7 +884,15 @@ func (p *parser) parseDelete(start Pos) Statement {
 			} else if s.Elements != nil {
 				s.Elements = append(s.Elements, nil)
 			}
-			p.refuseDeletion()
+			if p.tok == DOT {
+				if s.Fields == nil {
+					s.Fields = make([]Ident, len(s.Columns)-1, len(s.Columns))
+				}
+				p.next()
+				s.Fields = append(s.Fields, p.parseIdent("field name"))
+			} else if s.Fields != nil {
+				s.Fields = append(s.Fields, Ident{})
+			}
 			if !p.got(COMMA) {
 				break
 			}
@@ -1256,10 +1264,12 @@ func (p *parser) parseAssignment() Assignment {
 	if p.got(LBRACKET) {
 		a.Element = p.term(0)
 		p.expect(RBRACKET)
+	} else if p.got(DOT) {
+		f := p.parseIdent("field name")
+		a.Field = &f
 	}
-	p.refuseAssignment()
 	p.expect(EQ)
-	if a.Element == nil && p.isColumn(a.Column) {
+	if a.Element == nil && a.Field == nil && p.isColumn(a.Column) {
 		save := *p
 		p.next()
 		if p.tok == PLUS || p.tok == MINUS {
@@ -1271,7 +1281,7 @@ func (p *parser) parseAssignment() Assignment {
 		*p = save
 	}
 	a.Value = p.term(0)
-	if a.Element == nil && p.tok == PLUS {
+	if a.Element == nil && a.Field == nil && p.tok == PLUS {
 		opPos := p.pos
 		save := *p
 		p.next()

@@ -201,23 +201,6 @@ func (p *parser) refuseOperator(col Ident) {
 	}
 }
 
-// refuseAssignment refuses the left side of an UPDATE assignment that is
-// a field of a user-defined type (c.f = v); the current token follows the
-// column's name.
-func (p *parser) refuseAssignment() {
-	if p.tok == DOT {
-		p.unsupported(p.pos, "setting fields of user-defined types is not supported")
-	}
-}
-
-// refuseDeletion refuses deleting a field (DELETE c.f FROM ...); the
-// current token follows the column's name (or element).
-func (p *parser) refuseDeletion() {
-	if p.tok == DOT {
-		p.unsupported(p.pos, "deleting fields of user-defined types is not supported")
-	}
-}
-
 // refuseTypeHint refuses a type hint, (type) value, at the '(' that starts a term: a name
 // followed by ')' or '<' (a tuple literal's first element is a value, never a bare name).
 func (p *parser) refuseTypeHint() {

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kvnode/kvnode/cql"
@@ -18,7 +19,24 @@ import (
 // MultiCell reports whether t is a non-frozen collection, stored a cell per element.
 func (t Type) MultiCell() bool {
 	s := string(t)
-	return strings.HasPrefix(s, "list<") || strings.HasPrefix(s, "set<") || strings.HasPrefix(s, "map<")
+	return strings.HasPrefix(s, "list<") || strings.HasPrefix(s, "set<") || strings.HasPrefix(s, "map<") || strings.HasPrefix(s, "udt<")
+}
+
+// FieldPath returns the element path of field i of a non-frozen user type: its position, 2 bytes
+// big-endian (Cassandra's cell path of a field).
+func FieldPath(i int) []byte { return binary.BigEndian.AppendUint16(nil, uint16(i)) }
+
+// ParamKind returns the parametric kind of c's type (a non-frozen collection's or user type's
+// too; NotParametric for a scalar), without parsing the type again.
+func (c *Column) ParamKind() ParamKind {
+	n := c.parsed
+	if n == nil {
+		n = c.Type.node()
+	}
+	if n == nil {
+		return NotParametric
+	}
+	return n.kind
 }
 
 // Frozen returns the type of t's values: for a non-frozen collection the frozen collection of
@@ -74,6 +92,14 @@ func (t Type) CheckElement(path, value []byte, tombstone bool) error {
 		return fmt.Errorf("an element of a column of type %s, which is no non-frozen collection", t.CQL())
 	}
 	switch kind {
+	case ParamUDT:
+		if len(path) != 2 || int(binary.BigEndian.Uint16(path)) >= len(elems) {
+			return fmt.Errorf("field path %x of a user type of %d fields", path, len(elems))
+		}
+		if tombstone {
+			return nil
+		}
+		return elems[binary.BigEndian.Uint16(path)].Check(nonNilBytes(value))
 	case ParamList:
 		if len(path) != ListPathLen {
 			return fmt.Errorf("list element path of %d bytes, want %d", len(path), ListPathLen)
@@ -160,6 +186,8 @@ func opName(a cql.Assignment) string {
 	switch {
 	case a.Element != nil:
 		return cql.QuoteIdent(a.Column.Name) + "[" + cql.Format(a.Element) + "] = " + cql.Format(a.Value)
+	case a.Field != nil:
+		return cql.QuoteIdent(a.Column.Name) + "." + cql.QuoteIdent(a.Field.Name) + " = " + cql.Format(a.Value)
 	case a.Prepend:
 		return cql.QuoteIdent(a.Column.Name) + " = " + cql.Format(a.Value) + " + " + cql.QuoteIdent(a.Column.Name)
 	}
@@ -170,6 +198,9 @@ func opName(a cql.Assignment) string {
 // column c and returns the cell it writes; ok is false when an unset marker leaves it out.
 func (b *binder) collectionOp(c *Column, a cql.Assignment) (cl Cell, ok bool, err error) {
 	kind, elems := c.Type.Params()
+	if a.Field != nil || kind == ParamUDT {
+		return b.fieldOp(c, a)
+	}
 	if !c.Type.MultiCell() {
 		what := "non counter column"
 		if kind == ParamList || kind == ParamSet || kind == ParamMap {
@@ -334,6 +365,14 @@ func elementMarkers(t *Table, a cql.Assignment) []elementMarker {
 	}
 	kind, elems := c.Type.Params()
 	var out []elementMarker
+	if a.Field != nil {
+		if u, ok := c.Type.UserType(); ok {
+			if i := slices.Index(u.FieldNames, a.Field.Name); i >= 0 && a.Value != nil {
+				out = append(out, elementMarker{a.Value, c.Name, c.Name + "." + a.Field.Name, u.FieldTypes[i]})
+			}
+		}
+		return out
+	}
 	if a.Element != nil {
 		switch kind {
 		case ParamMap:
@@ -524,4 +563,56 @@ func (r *Read) SelectElement(i int, v []byte) []byte {
 		return nil
 	}
 	return JoinCollection(ks, vs)
+}
+
+// fieldOp validates a, an assignment to a field of column c (c.f = v; v null for DELETE c.f),
+// and returns the cell it writes: the field's element of a non-frozen user type.
+func (b *binder) fieldOp(c *Column, a cql.Assignment) (cl Cell, ok bool, err error) {
+	u, isUDT := c.Type.UserType()
+	switch {
+	case !isUDT || a.Field == nil:
+		return Cell{}, false, fmt.Errorf("invalid operation (%s) for column %s of type %s", opName(a), cql.QuoteIdent(c.Name), c.Type.CQL())
+	case !c.Type.MultiCell():
+		return Cell{}, false, fmt.Errorf("invalid operation (%s) for frozen user-defined type column %s: a frozen value is written whole", opName(a), cql.QuoteIdent(c.Name))
+	}
+	i := slices.Index(u.FieldNames, a.Field.Name)
+	if i < 0 {
+		return Cell{}, false, fmt.Errorf("user type %s has no field %s", qualified(u.Keyspace, u.Name), cql.QuoteIdent(a.Field.Name))
+	}
+	v, ok, err := b.term(elementColumn(c, c.Name+"."+a.Field.Name, u.FieldTypes[i]), a.Value)
+	if err != nil {
+		return Cell{}, false, err
+	}
+	return Cell{Column: c, Op: CollectionPut, Element: FieldPath(i), Value: v}, ok, nil
+}
+
+// SplitFields splits v, a well-formed value of a user type, into its fields (nil for null; the
+// fields missing at the end are left out).
+func SplitFields(v []byte) [][]byte {
+	var out [][]byte
+	for len(v) > 0 {
+		f, rest, err := paramElement(v)
+		if err != nil {
+			return out
+		}
+		out, v = append(out, f), rest
+	}
+	return out
+}
+
+// JoinFields is the inverse of SplitFields: the canonical value of a user type with these fields
+// (nil for null), trailing null fields left out.
+func JoinFields(fields [][]byte) []byte {
+	for len(fields) > 0 && fields[len(fields)-1] == nil {
+		fields = fields[:len(fields)-1]
+	}
+	out := []byte{}
+	for _, f := range fields {
+		if f == nil {
+			out = binary.BigEndian.AppendUint32(out, ^uint32(0))
+			continue
+		}
+		out = appendElement(out, f)
+	}
+	return out
 }

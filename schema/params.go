@@ -182,12 +182,21 @@ func (p *typeParser) parse(depth int, frozen bool) (*typeNode, error) {
 			return nil, err
 		}
 		if !frozen {
-			return nil, fmt.Errorf("non-frozen user-defined types are not supported yet (use frozen<%s>)", raw)
+			if depth > 0 { // Cassandra's refusal
+				return nil, fmt.Errorf("non-frozen user-defined types are not allowed inside collections (use frozen<%s>)", raw)
+			}
+			nf := *n
+			nf.multiCell = true // a non-frozen user type column: a cell per field
+			return &nf, nil
 		}
 		return n, nil
 	}
 	if w == "udt" && p.resolve == nil {
-		return p.parseUDT(depth)
+		n, err := p.parseUDT(depth)
+		if err == nil && !frozen && depth == 0 {
+			n.multiCell = true
+		}
+		return n, err
 	}
 	p.pos++ // '<'
 	var args []*typeNode

@@ -386,7 +386,7 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 		if c.Kind != RegularColumn {
 			return nil, fmt.Errorf("cannot SET %s column %s: primary key columns identify the row; write the new row with INSERT", c.Kind, cql.QuoteIdent(c.Name))
 		}
-		if a.Element != nil || a.Op != cql.ILLEGAL {
+		if a.Element != nil || a.Field != nil || a.Op != cql.ILLEGAL {
 			// Operations on a collection's elements: several on one column may be combined
 			// (m['a'] = 1, m['b'] = 2), as in Cassandra.
 			if assigned[c.Index] && (len(values[c.Index]) == 0 || values[c.Index][0].Op == CollectionAssign) {
@@ -442,6 +442,15 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string, b *binder) (
 		}
 		if c.Kind != RegularColumn {
 			return nil, fmt.Errorf("cannot DELETE %s column %s: delete the row instead (DELETE FROM ... WHERE ...)", c.Kind, cql.QuoteIdent(c.Name))
+		}
+		if st.Fields != nil && st.Fields[i].Name != "" {
+			f := st.Fields[i]
+			cl, _, err := b.collectionOp(c, cql.Assignment{Column: x, Field: &f, Value: &cql.Literal{Kind: cql.LitNull}})
+			if err != nil {
+				return nil, err
+			}
+			elements[c.Index] = append(elements[c.Index], cl)
+			continue
 		}
 		if st.Elements != nil && st.Elements[i] != nil {
 			cl, ok, err := b.collectionOp(c, cql.Assignment{Column: x, Element: st.Elements[i], Value: &cql.Literal{Kind: cql.LitNull}})
@@ -1077,7 +1086,7 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		switch st := stmt.(type) {
 		case *cql.UpdateStmt:
 			for _, a := range st.Set {
-				if a.Element == nil && a.Op == cql.ILLEGAL {
+				if a.Element == nil && a.Field == nil && a.Op == cql.ILLEGAL {
 					cols, terms = append(cols, a.Column), append(terms, a.Value)
 					continue
 				}

@@ -107,7 +107,11 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string, udts map[string]
 		}
 		seen[n] = true
 		if types[n].MultiCell() { // Cassandra's words
-			return nil, fmt.Errorf("invalid non-frozen collection type %s for PRIMARY KEY component %s", types[n].CQL(), cql.QuoteIdent(n))
+			what := "collection type"
+			if strings.HasPrefix(string(types[n]), "udt<") {
+				what = "user-defined type"
+			}
+			return nil, fmt.Errorf("invalid non-frozen %s %s for PRIMARY KEY component %s", what, types[n].CQL(), cql.QuoteIdent(n))
 		}
 		if strings.Contains(string(types[n]), "udt<") {
 			return nil, fmt.Errorf("user-defined types are not supported yet in PRIMARY KEY column %s", cql.QuoteIdent(n))

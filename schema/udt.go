@@ -77,11 +77,17 @@ func (u *UserType) CreateStatement() string {
 
 func (n *typeNode) udtCanonical() string {
 	var b strings.Builder
-	b.WriteString("frozen<udt<" + n.udt.keyspace + "." + n.udt.name)
+	if !n.multiCell {
+		b.WriteString("frozen<")
+	}
+	b.WriteString("udt<" + n.udt.keyspace + "." + n.udt.name)
 	for i, f := range n.udt.fields {
 		b.WriteString(", " + f + " " + n.elems[i].canonical())
 	}
-	b.WriteString(">>")
+	b.WriteByte('>')
+	if !n.multiCell {
+		b.WriteByte('>')
+	}
 	return b.String()
 }
 

@@ -45,7 +45,7 @@ func listPath(at int64, salt uint32, i int) []byte {
 // or value resolved to.
 func appendCollection(row *replicapb.Row, c schema.Cell, lists []listElement, ts int64, ttl int32, expires int64) {
 	name := c.Column.Name
-	kind := c.Column.CollectionKind()
+	kind := c.Column.ParamKind()
 	elem := func(path, value []byte) {
 		pc := &replicapb.Cell{Column: name, Path: path, Timestamp: ts}
 		if value == nil {
@@ -71,8 +71,16 @@ func appendCollection(row *replicapb.Row, c schema.Cell, lists []listElement, ts
 			return
 		}
 		row.Collections = append(row.Collections, &replicapb.CollectionDeletion{Column: name, Timestamp: ts - 1})
-	case schema.CollectionPut: // a map's key
+	case schema.CollectionPut: // a map's key, a user type's field
 		elem(c.Element, c.Value)
+		return
+	}
+	if kind == schema.ParamUDT { // a whole value: its non-null fields
+		for i, f := range schema.SplitFields(c.Value) {
+			if f != nil {
+				elem(schema.FieldPath(i), f)
+			}
+		}
 		return
 	}
 	keys, values, err := schema.SplitCollection(c.Value, kind == schema.ParamMap && c.Op != schema.CollectionRemove)
@@ -189,7 +197,13 @@ func collectionValue(c *schema.Column, row cell.Row, now int64) []byte {
 	if len(paths) == 0 {
 		return nil
 	}
-	switch c.CollectionKind() {
+	switch c.ParamKind() {
+	case schema.ParamUDT: // fields by position (paths are 2 bytes big-endian, in order)
+		fields := make([][]byte, int(binary.BigEndian.Uint16(paths[len(paths)-1]))+1)
+		for i, p := range paths {
+			fields[binary.BigEndian.Uint16(p)] = values[i]
+		}
+		return schema.JoinFields(fields)
 	case schema.ParamList:
 		return schema.JoinCollection(values, nil)
 	case schema.ParamSet:
