@@ -148,3 +148,17 @@ func TestUserTypeFieldCollectionIsFrozen(t *testing.T) {
 		t.Errorf("field f of type x is %v, want frozen<list<int>>", u.FieldTypes)
 	}
 }
+
+// TestCollectionOperationsPrepared: several element operations on one column prepare (their
+// markers have no values yet) and bind.
+func TestCollectionOperationsPrepared(t *testing.T) {
+	s := mustBuild(t, collectionDDL)
+	st, _ := cql.ParseStatement("UPDATE c SET m[?] = ?, m[?] = ? WHERE k = 1")
+	if _, _, err := s.Variables(st, "ks"); err != nil {
+		t.Fatalf("preparing two element assignments of m: %v", err)
+	}
+	w, err := s.BindWrite(st, "ks", []BindValue{v([]byte("a")), v(EncodeInt(1)), v([]byte("b")), unset})
+	if err != nil || describeOps(w) != "m:4[61]=00000001" {
+		t.Errorf("binding them = %v, %v; want m['a'] = 1 only", w, err)
+	}
+}

@@ -378,6 +378,7 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 	}
 	values := make(map[int][]Cell, len(st.Set))
 	assigned := make(map[int]bool, len(st.Set))
+	byOps := make(map[int]bool) // assigned by element operations only, which may be several
 	for _, a := range st.Set {
 		c, err := column(t, a.Column)
 		if err != nil {
@@ -389,14 +390,14 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 		if a.Element != nil || a.Field != nil || a.Op != cql.ILLEGAL {
 			// Operations on a collection's elements: several on one column may be combined
 			// (m['a'] = 1, m['b'] = 2), as in Cassandra.
-			if assigned[c.Index] && (len(values[c.Index]) == 0 || values[c.Index][0].Op == CollectionAssign) {
+			if assigned[c.Index] && !byOps[c.Index] {
 				return nil, fmt.Errorf("column %s is assigned twice", cql.QuoteIdent(c.Name))
 			}
 			cl, ok, err := b.collectionOp(c, a)
 			if err != nil {
 				return nil, err
 			}
-			assigned[c.Index] = true
+			assigned[c.Index], byOps[c.Index] = true, true
 			if ok {
 				values[c.Index] = append(values[c.Index], cl)
 			}

@@ -71,6 +71,19 @@ func testGocqlCollections(t *testing.T, session *gocql.Session) {
 		t.Errorf("gocql: emptied m, s read as %v, %v; want null (nil)", m, s)
 	}
 
+	// A non-frozen user type, written field by field.
+	exec("CREATE TYPE %s.point (x int, y int, label text)")
+	exec("CREATE TABLE %s.points (k int PRIMARY KEY, p point)")
+	exec("INSERT INTO %s.points (k, p) VALUES (?, ?)", 1, map[string]any{"x": 1, "y": 2})
+	exec("UPDATE %s.points SET p.label = ?, p.x = ? WHERE k = ?", "a", 5, 1)
+	exec("DELETE p.y FROM %s.points WHERE k = ?", 1)
+	var pt map[string]any
+	if err := session.Query(fmt.Sprintf("SELECT p FROM %s.points WHERE k = ?", keyspace), 1).Scan(&pt); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pt) != "map[label:a x:5 y:<nil>]" && fmt.Sprint(pt) != "map[label:a x:5 y:0]" {
+		t.Errorf("gocql read p = %v, want label a, x 5, y null", pt)
+	}
 	poll.Must(t, discoverTimeout, "gocql knows table colls", func() error {
 		_, err := session.TableMetadata(keyspace, "colls")
 		return err
