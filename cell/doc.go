@@ -23,6 +23,10 @@
 //   - A row exists while it has a live row marker (written by INSERT, with
 //     the INSERT's TTL) or a live cell. UPDATE writes no marker, so a row created by UPDATE vanishes
 //     when its last cell is deleted; a row created by INSERT does not.
+//   - A non-frozen collection column is a cell per element (Column.Path),
+//     each reconciled by itself, and a collection tombstone
+//     (ColumnDeletion) that shadows the column's elements written at or
+//     before it, as Cassandra's complex column data.
 //
 // Timestamps are microseconds since the Unix epoch, assigned by the
 // coordinator. [NoTimestamp] marks an absent marker or deletion.

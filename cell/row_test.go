@@ -10,9 +10,9 @@ func v(ts int64, s string) Cell { return Cell{Timestamp: ts, Value: []byte(s)} }
 func tomb(ts int64) Cell        { return Cell{Timestamp: ts, Tombstone: true} }
 
 func TestMergeRows(t *testing.T) {
-	a := Row{Marker: 5, Deletion: NoTimestamp, Columns: []Column{{"a", v(5, "a1")}, {"c", v(7, "c1")}}}
-	b := Row{Marker: 3, Deletion: 4, Columns: []Column{{"b", v(6, "b2")}, {"c", tomb(7)}}}
-	want := Row{Marker: 5, Deletion: 4, Columns: []Column{{"a", v(5, "a1")}, {"b", v(6, "b2")}, {"c", tomb(7)}}}
+	a := Row{Marker: 5, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: v(5, "a1")}, {Name: "c", Cell: v(7, "c1")}}}
+	b := Row{Marker: 3, Deletion: 4, Columns: []Column{{Name: "b", Cell: v(6, "b2")}, {Name: "c", Cell: tomb(7)}}}
+	want := Row{Marker: 5, Deletion: 4, Columns: []Column{{Name: "a", Cell: v(5, "a1")}, {Name: "b", Cell: v(6, "b2")}, {Name: "c", Cell: tomb(7)}}}
 	if got := MergeRows(a, b); !reflect.DeepEqual(got, want) {
 		t.Errorf("MergeRows(a, b) = %+v, want %+v", got, want)
 	}
@@ -37,10 +37,53 @@ func randomRow(r *rand.Rand) Row {
 	}
 	for _, name := range []string{"a", "b", "c"} {
 		if r.IntN(2) == 0 {
-			row.Columns = append(row.Columns, Column{name, smallCell(r)})
+			row.Columns = append(row.Columns, Column{Name: name, Cell: smallCell(r)})
+		}
+	}
+	// Column "s" is a non-frozen collection: elements and a collection
+	// tombstone, which shadows elements but not simple cells.
+	if r.IntN(3) == 0 {
+		row.Collections = []ColumnDeletion{{Name: "s", Timestamp: int64(r.IntN(4) - 1)}}
+	}
+	for _, path := range [][]byte{{}, {1}, {2}} {
+		if r.IntN(2) == 0 {
+			row.Columns = append(row.Columns, Column{Name: "s", Path: path, Cell: smallCell(r)})
 		}
 	}
 	return row
+}
+
+func TestCollectionElements(t *testing.T) {
+	el := func(path string, c Cell) Column { return Column{Name: "s", Path: []byte(path), Cell: c} }
+	a := Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{el("x", v(5, "")), el("y", v(5, "1"))}}
+	// A whole-value assignment at 10: collection tombstone at 9, then its elements.
+	b := Row{Marker: NoTimestamp, Deletion: NoTimestamp, Collections: []ColumnDeletion{{Name: "s", Timestamp: 9}},
+		Columns: []Column{el("y", v(10, "2")), el("z", v(10, ""))}}
+	// An element update at 7, older than the assignment: shadowed.
+	c := Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{el("w", v(7, ""))}}
+	got := MergeRows(MergeRows(a, b), c).Purge(NoTimestamp)
+	want := Row{Marker: NoTimestamp, Deletion: NoTimestamp, Collections: []ColumnDeletion{{Name: "s", Timestamp: 9}},
+		Columns: []Column{el("y", v(10, "2")), el("z", v(10, ""))}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("merged and purged = %+v, want %+v", got, want)
+	}
+	if !got.Live(0, NoTimestamp) {
+		t.Errorf("%+v.Live = false, want true (it has live elements)", got)
+	}
+	// A DELETE of the column at 11 leaves nothing live.
+	d := Row{Marker: NoTimestamp, Deletion: NoTimestamp, Collections: []ColumnDeletion{{Name: "s", Timestamp: 11}}}
+	if m := MergeRows(got, d); m.Live(0, NoTimestamp) {
+		t.Errorf("%+v.Live = true after a collection tombstone over every element, want false", m)
+	}
+	// A replica that has only a's elements lacks the tombstone and b's elements.
+	miss := Missing(want, a)
+	if miss.CollectionDeletion("s") != 9 || len(miss.Columns) != 2 {
+		t.Errorf("Missing(want, a) = %+v, want the tombstone at 9 and two elements", miss)
+	}
+	// A simple cell and an empty-path element are different cells.
+	if CompareColumns(Column{Name: "s"}, el("", Cell{})) >= 0 {
+		t.Errorf("CompareColumns(simple, empty path) >= 0, want the simple cell first")
+	}
 }
 
 func TestMergeRowsIsCommutativeAndAssociative(t *testing.T) {
@@ -75,32 +118,32 @@ func TestPurgeAndLive(t *testing.T) {
 	}{
 		{
 			name: "a row tombstone shadows older and equal cells and the marker",
-			row:  Row{Marker: 3, Deletion: 5, Columns: []Column{{"a", v(5, "x")}, {"b", v(6, "y")}, {"c", v(2, "z")}}},
-			want: Row{Marker: NoTimestamp, Deletion: 5, Columns: []Column{{"b", v(6, "y")}}},
+			row:  Row{Marker: 3, Deletion: 5, Columns: []Column{{Name: "a", Cell: v(5, "x")}, {Name: "b", Cell: v(6, "y")}, {Name: "c", Cell: v(2, "z")}}},
+			want: Row{Marker: NoTimestamp, Deletion: 5, Columns: []Column{{Name: "b", Cell: v(6, "y")}}},
 			live: true, partDel: NoTimestamp,
 		},
 		{
 			name: "a partition tombstone shadows the row tombstone it covers",
-			row:  Row{Marker: 3, Deletion: 5, Columns: []Column{{"a", v(5, "x")}}},
+			row:  Row{Marker: 3, Deletion: 5, Columns: []Column{{Name: "a", Cell: v(5, "x")}}},
 			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp},
 			live: false, partDel: 8,
 		},
 		{
 			name: "an INSERTed row with only deleted cells still exists through its marker",
-			row:  Row{Marker: 3, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
-			want: Row{Marker: 3, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
+			row:  Row{Marker: 3, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: tomb(4)}}},
+			want: Row{Marker: 3, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: tomb(4)}}},
 			live: true, partDel: NoTimestamp,
 		},
 		{
 			name: "an UPDATEd row whose cells are all deleted does not exist",
-			row:  Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
-			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{"a", tomb(4)}}},
+			row:  Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: tomb(4)}}},
+			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: tomb(4)}}},
 			live: false, partDel: NoTimestamp,
 		},
 		{
 			name: "a cell newer than the partition tombstone keeps the row alive",
-			row:  Row{Marker: 1, Deletion: NoTimestamp, Columns: []Column{{"a", v(9, "x")}}},
-			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{"a", v(9, "x")}}},
+			row:  Row{Marker: 1, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: v(9, "x")}}},
+			want: Row{Marker: NoTimestamp, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: v(9, "x")}}},
 			live: true, partDel: 8,
 		},
 	}
@@ -123,9 +166,9 @@ func TestPurgeAndLive(t *testing.T) {
 }
 
 func TestMissing(t *testing.T) {
-	want := Row{Marker: 5, Deletion: 2, Columns: []Column{{"a", v(5, "a")}, {"b", tomb(6)}, {"c", v(3, "c")}}}
-	have := Row{Marker: 5, Deletion: NoTimestamp, Columns: []Column{{"a", v(4, "old")}, {"c", v(3, "c")}}}
-	exp := Row{Marker: NoTimestamp, Deletion: 2, Columns: []Column{{"a", v(5, "a")}, {"b", tomb(6)}}}
+	want := Row{Marker: 5, Deletion: 2, Columns: []Column{{Name: "a", Cell: v(5, "a")}, {Name: "b", Cell: tomb(6)}, {Name: "c", Cell: v(3, "c")}}}
+	have := Row{Marker: 5, Deletion: NoTimestamp, Columns: []Column{{Name: "a", Cell: v(4, "old")}, {Name: "c", Cell: v(3, "c")}}}
+	exp := Row{Marker: NoTimestamp, Deletion: 2, Columns: []Column{{Name: "a", Cell: v(5, "a")}, {Name: "b", Cell: tomb(6)}}}
 	got := Missing(want, have)
 	if !reflect.DeepEqual(got, exp) {
 		t.Errorf("Missing(want, have) = %+v, want %+v", got, exp)
@@ -168,7 +211,7 @@ func TestExpiringMarker(t *testing.T) {
 	}
 	// A cell written later without TTL keeps the row alive after the marker expired.
 	updated := insert
-	updated.Columns = []Column{{"a", v(6, "x")}}
+	updated.Columns = []Column{{Name: "a", Cell: v(6, "x")}}
 	if !updated.Live(200, NoTimestamp) {
 		t.Errorf("%+v is not live at 200, want live through its cell", updated)
 	}

@@ -392,14 +392,16 @@ func checkRow(t *schema.Table, r ClusteredRow) (ClusteredRow, error) {
 			return ClusteredRow{}, fmt.Errorf("column %s: %w", cql.QuoteIdent(c.Name), err)
 		}
 	}
-	cmpName := func(a, b cell.Column) int { return strings.Compare(a.Name, b.Name) }
-	if !slices.IsSortedFunc(row.Columns, cmpName) {
-		slices.SortFunc(row.Columns, cmpName)
+	if !slices.IsSortedFunc(row.Columns, cell.CompareColumns) {
+		slices.SortFunc(row.Columns, cell.CompareColumns)
 	}
 	for i := 1; i < len(row.Columns); i++ {
-		if row.Columns[i].Name == row.Columns[i-1].Name {
+		if cell.CompareColumns(row.Columns[i], row.Columns[i-1]) == 0 {
 			return ClusteredRow{}, fmt.Errorf("column %s appears twice", cql.QuoteIdent(row.Columns[i].Name))
 		}
+	}
+	if err := checkCollections(&row); err != nil {
+		return ClusteredRow{}, err
 	}
 	return ClusteredRow{Clustering: key, Row: row}, nil
 }
@@ -495,4 +497,18 @@ func beforeEnd(t *schema.Table, b Bound, key [][]byte) bool {
 	}
 	c := t.CompareClustering(key[:len(b.Prefix)], b.Prefix)
 	return c < 0 || (c == 0 && b.Inclusive)
+}
+
+// checkCollections sorts row's collection tombstones by column and refuses a column with two.
+func checkCollections(row *cell.Row) error {
+	cmp := func(a, b cell.ColumnDeletion) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(row.Collections, cmp) {
+		slices.SortFunc(row.Collections, cmp)
+	}
+	for i := 1; i < len(row.Collections); i++ {
+		if row.Collections[i].Name == row.Collections[i-1].Name {
+			return fmt.Errorf("column %s has two collection tombstones", cql.QuoteIdent(row.Collections[i].Name))
+		}
+	}
+	return nil
 }

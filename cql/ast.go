@@ -355,10 +355,23 @@ type InsertStmt struct {
 	Timeout      *Literal // nil without USING TIMEOUT; else a duration
 }
 
-// Assignment is column = value in UPDATE ... SET.
+// Assignment is one item of UPDATE ... SET: column = value, column[element] = value
+// (Element set), or an operation on the column's current value (Op set): column = column + value,
+// column = column - value, or with Prepend column = value + column. Counters and non-frozen
+// collections both take operations; the schema decides what each means for a column.
 type Assignment struct {
 	Column Ident
-	Value  Term
+	// Element is the map key or list index of column[element] = value; nil otherwise.
+	Element Term
+	// Field is the field of column.field = value (a non-frozen user type's); nil otherwise.
+	Field *Ident
+	// Op is PLUS or MINUS for an operation, ILLEGAL (the zero Token) for an assignment.
+	Op Token
+	// OpPos is the position of the operator.
+	OpPos Pos
+	// Prepend says the value comes first: column = value + column (Op is PLUS).
+	Prepend bool
+	Value   Term
 }
 
 // Relation is one column op value restriction of a WHERE clause.
@@ -394,8 +407,14 @@ type UpdateStmt struct {
 // DeleteStmt is DELETE [columns] FROM name [USING TIMESTAMP n [AND
 // TIMEOUT d]] WHERE relations.
 type DeleteStmt struct {
-	Start     Pos
-	Columns   []Ident // empty: delete rows
+	Start   Pos
+	Columns []Ident // empty: delete rows
+	// Elements is nil when every deleted column is whole; else it has one entry per Columns
+	// entry: the map key or list index of DELETE column[element], or nil for a whole column.
+	Elements []Term
+	// Fields is nil when no item is column.field; else it has one entry per Columns entry: the
+	// field of DELETE column.field, or an Ident with an empty Name.
+	Fields    []Ident
 	Table     TableName
 	Timestamp *Literal // nil without USING TIMESTAMP
 	Timeout   *Literal // nil without USING TIMEOUT
@@ -442,6 +461,7 @@ const (
 	// SelectAggregate is an aggregate, SelectFunc.Aggregate of
 	// SelectFunc.Expr (nil for COUNT(*) and COUNT(1)).
 	SelectAggregate
+	SelectElement                     // column[key] or column[from..to]: SelectFunc.Element
 )
 
 // SelectFunc is the function, if any, applied to one column of a SELECT
@@ -455,6 +475,16 @@ type SelectFunc struct {
 	// Aggregate is, for Kind SelectAggregate, the aggregate's name: count,
 	// min, max, sum or avg.
 	Aggregate string
+	// Element is the selection of Kind SelectElement.
+	Element *ElementSelection
+}
+
+// ElementSelection is column[Key] (an element of a map or set) or, with Slice,
+// column[From..To] (a slice of one; From or To nil for an open end).
+type ElementSelection struct {
+	Key      Term
+	Slice    bool
+	From, To Term
 }
 
 // BatchStmt is BEGIN [UNLOGGED | LOGGED] BATCH [USING TIMESTAMP n [AND
@@ -648,16 +678,31 @@ func BindMarkers(s Statement) []*Literal {
 			lit(s.Timestamp)
 			lit(s.TTL)
 			for _, a := range s.Set {
+				if a.Element != nil {
+					term(a.Element)
+				}
 				term(a.Value)
 			}
 			where(s.Where)
 		case *DeleteStmt:
+			for _, e := range s.Elements {
+				if e != nil {
+					term(e)
+				}
+			}
 			lit(s.Timestamp)
 			where(s.Where)
 		case *SelectStmt:
 			for _, f := range s.Funcs {
 				if f.Expr != nil {
 					term(f.Expr)
+				}
+				if e := f.Element; e != nil {
+					for _, x := range []Term{e.Key, e.From, e.To} {
+						if x != nil {
+							term(x)
+						}
+					}
 				}
 			}
 			where(s.Where)

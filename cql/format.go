@@ -172,15 +172,27 @@ func (p *printer) node(n Node) {
 			if i > 0 {
 				p.WriteString(", ")
 			}
-			p.ident(a.Column)
-			p.WriteString(" = ")
-			p.node(a.Value)
+			p.assignment(a)
 		}
 		p.where(n.Where)
 	case *DeleteStmt:
 		p.WriteString("DELETE ")
+		for i, c := range n.Columns {
+			if i > 0 {
+				p.WriteString(", ")
+			}
+			p.ident(c)
+			if n.Elements != nil && n.Elements[i] != nil {
+				p.WriteByte('[')
+				p.node(n.Elements[i])
+				p.WriteByte(']')
+			}
+			if n.Fields != nil && n.Fields[i].Name != "" {
+				p.WriteByte('.')
+				p.ident(n.Fields[i])
+			}
+		}
 		if len(n.Columns) > 0 {
-			p.idents(n.Columns)
 			p.WriteByte(' ')
 		}
 		p.WriteString("FROM ")
@@ -212,6 +224,9 @@ func (p *printer) node(n Node) {
 				switch kind {
 				case SelectExpr:
 					p.node(n.Funcs[i].Expr)
+				case SelectElement:
+					p.ident(c)
+					p.elementSelection(n.Funcs[i].Element)
 				case SelectAggregate:
 					p.WriteString(strings.ToUpper(n.Funcs[i].Aggregate))
 					p.WriteByte('(')
@@ -478,4 +493,55 @@ func (p *printer) where(rs []Relation) {
 		}
 		p.node(r.Value)
 	}
+}
+
+// assignment prints one item of UPDATE ... SET.
+func (p *printer) assignment(a Assignment) {
+	p.ident(a.Column)
+	if a.Element != nil {
+		p.WriteByte('[')
+		p.node(a.Element)
+		p.WriteByte(']')
+	}
+	if a.Field != nil {
+		p.WriteByte('.')
+		p.ident(*a.Field)
+	}
+	p.WriteString(" = ")
+	switch {
+	case a.Op == ILLEGAL:
+		p.node(a.Value)
+	case a.Prepend:
+		p.node(a.Value)
+		p.WriteString(" + ")
+		p.ident(a.Column)
+	default:
+		p.ident(a.Column)
+		p.WriteString(" " + a.Op.String() + " ")
+		p.node(a.Value)
+	}
+}
+
+// elementSelection prints [key] or [from..to].
+func (p *printer) elementSelection(e *ElementSelection) {
+	p.WriteByte('[')
+	if !e.Slice {
+		p.node(e.Key)
+	} else {
+		if e.From != nil {
+			p.node(e.From)
+		}
+		p.WriteString("..")
+		if e.To != nil {
+			p.node(e.To)
+		}
+	}
+	p.WriteByte(']')
+}
+
+// ElementSelectionString returns e as written after its column: "['k']", "[1..3]".
+func ElementSelectionString(e *ElementSelection) string {
+	var p printer
+	p.elementSelection(e)
+	return p.String()
 }

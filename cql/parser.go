@@ -882,10 +882,7 @@ func (p *parser) parseUpdate(start Pos) Statement {
 	}
 	p.next()
 	for {
-		col := p.parseIdent("column name")
-		p.refuseAssignment()
-		p.expect(EQ)
-		s.Set = append(s.Set, Assignment{Column: col, Value: p.parseTerm()})
+		s.Set = append(s.Set, p.parseAssignment())
 		if !p.got(COMMA) {
 			break
 		}
@@ -903,7 +900,25 @@ func (p *parser) parseDelete(start Pos) Statement {
 	if p.tok != FROM {
 		for {
 			s.Columns = append(s.Columns, p.parseIdent("column name or 'FROM'"))
-			p.refuseDeletion()
+			if p.tok == LBRACKET {
+				if s.Elements == nil {
+					s.Elements = make([]Term, len(s.Columns)-1, len(s.Columns))
+				}
+				p.next()
+				s.Elements = append(s.Elements, p.term(0))
+				p.expect(RBRACKET)
+			} else if s.Elements != nil {
+				s.Elements = append(s.Elements, nil)
+			}
+			if p.tok == DOT {
+				if s.Fields == nil {
+					s.Fields = make([]Ident, len(s.Columns)-1, len(s.Columns))
+				}
+				p.next()
+				s.Fields = append(s.Fields, p.parseIdent("field name"))
+			} else if s.Fields != nil {
+				s.Fields = append(s.Fields, Ident{})
+			}
 			if !p.got(COMMA) {
 				break
 			}
@@ -1094,12 +1109,41 @@ func (p *parser) parseSelector(s *SelectStmt, what string) {
 		}
 	}
 	x := p.parseIdent(what)
+	if p.tok == LBRACKET {
+		p.parseElementSelection(s, x)
+		p.parseAlias(s)
+		return
+	}
 	if s.Funcs != nil {
 		s.Funcs = append(s.Funcs, SelectFunc{})
 	}
 	p.refuseSelectorTail()
 	s.Columns = append(s.Columns, x)
 	p.parseAlias(s)
+}
+
+// parseElementSelection parses the rest of column[key] or column[from..to] (either end may be
+// left out) in a SELECT list, at the '[', and appends it to s.
+func (p *parser) parseElementSelection(s *SelectStmt, x Ident) {
+	pos := p.pos
+	p.next()
+	e := &ElementSelection{}
+	if p.tok != RANGE {
+		e.Key = p.term(0)
+	}
+	if p.got(RANGE) {
+		e.Slice, e.From, e.Key = true, e.Key, nil
+		if p.tok != RBRACKET {
+			e.To = p.term(0)
+		}
+	}
+	p.expect(RBRACKET)
+	p.refuseSelectorTail()
+	if s.Funcs == nil {
+		s.Funcs = make([]SelectFunc, len(s.Columns), len(s.Columns)+1)
+	}
+	s.Funcs = append(s.Funcs, SelectFunc{Kind: SelectElement, Pos: pos, Element: e})
+	s.Columns = append(s.Columns, x)
 }
 
 // parseWhere parses WHERE relation [AND relation ...]: column op term,
@@ -1354,4 +1398,55 @@ func (p *parser) parseLiteral() *Literal {
 	}
 	p.next()
 	return lit
+}
+
+// parseAssignment parses one item of UPDATE ... SET: column = term, column[term] = term,
+// column = column + term, column = column - term or column = term + column.
+func (p *parser) parseAssignment() Assignment {
+	a := Assignment{Column: p.parseIdent("column name")}
+	if p.got(LBRACKET) {
+		a.Element = p.term(0)
+		p.expect(RBRACKET)
+	} else if p.got(DOT) {
+		f := p.parseIdent("field name")
+		a.Field = &f
+	}
+	p.expect(EQ)
+	if a.Element == nil && a.Field == nil && p.isColumn(a.Column) {
+		save := *p
+		p.next()
+		if p.tok == PLUS || p.tok == MINUS {
+			a.Op, a.OpPos = p.tok, p.pos
+			p.next()
+			a.Value = p.parseTerm()
+			return a
+		}
+		*p = save
+	}
+	a.Value = p.term(0)
+	if a.Element == nil && a.Field == nil && p.tok == PLUS {
+		opPos := p.pos
+		save := *p
+		p.next()
+		if p.isColumn(a.Column) {
+			p.next()
+			a.Op, a.OpPos, a.Prepend = PLUS, opPos, true
+			p.refuseOperation()
+			return a
+		}
+		*p = save
+	}
+	p.refuseOperation()
+	return a
+}
+
+// isColumn reports whether the current token names column c.
+func (p *parser) isColumn(c Ident) bool {
+	switch {
+	case p.tok == QIDENT:
+		return p.lit == c.Name
+	case p.isIdent():
+		return strings.ToLower(p.lit) == c.Name
+	}
+	return false
 }

@@ -105,6 +105,10 @@ func (s *Scanner) Scan() (pos Pos, tok Token, lit string) {
 		tok = COMMA
 	case '.':
 		tok = DOT
+		if s.peek() == '.' {
+			s.advance()
+			tok = RANGE
+		}
 	case ';':
 		tok = SEMICOLON
 	case ':':
@@ -233,7 +237,7 @@ func (s *Scanner) number(pos Pos) (Pos, Token, string) {
 	}
 	tok := INT
 	s.digits()
-	if s.peek() == '.' {
+	if s.peek() == '.' && !(s.off+1 < len(s.src) && s.src[s.off+1] == '.') { // 1..3 is a range
 		tok = FLOAT
 		s.advance()
 		s.digits()

@@ -53,6 +53,7 @@ const (
 	NEQ       // !=
 	// IN is a relation's operator IN (v, ...): a word, never produced by the scanner.
 	IN
+	RANGE     // .. (a slice of a collection in a SELECT list)
 	operatorEnd
 
 	keywordBeg
@@ -141,6 +142,7 @@ var tokens = [...]string{
 	PLUS:      "+",
 	SLASH:     "/",
 	PERCENT:   "%",
+	RANGE:     "..",
 	NEQ:       "!=",
 	IN:        "IN",
 

@@ -169,23 +169,6 @@ func (p *parser) refuseOperator(col Ident) {
 	}
 }
 
-// refuseAssignment refuses the left side of an UPDATE assignment that is
-// not a plain column: an element of a collection (c[k] = v) or a field of a
-// user-defined type (c.f = v); the current token follows the column's name.
-func (p *parser) refuseAssignment() {
-	if p.tok == LBRACKET || p.tok == DOT {
-		p.unsupported(p.pos, "setting collection elements or fields is not supported")
-	}
-}
-
-// refuseDeletion refuses deleting a collection element or a field
-// (DELETE c[k] FROM ...); the current token follows the column's name.
-func (p *parser) refuseDeletion() {
-	if p.tok == LBRACKET || p.tok == DOT {
-		p.unsupported(p.pos, "deleting collection elements or fields is not supported")
-	}
-}
-
 // refuseTypeHint refuses a type hint, (type) value, at the '(' that starts a term: a name
 // followed by ')' or '<' (a tuple literal's first element is a value, never a bare name).
 func (p *parser) refuseTypeHint() {

@@ -56,7 +56,12 @@ import (
 //	                and for a DESC column (schema.Column.Descending) that
 //	                encoding with every byte complemented
 //	row entry       rowDeletion (the key ends here), rowMarker (the key ends
-//	                here) or rowCell followed by the column name's bytes
+//	                here), rowCell followed by the column name's bytes,
+//	                rowCollectionDeletion followed by the column name's bytes
+//	                (a non-frozen collection's tombstone, format 6) or
+//	                rowElement followed by the column name, escaped and
+//	                terminated as above, and the element's path bytes (an
+//	                element of a non-frozen collection, format 6)
 //
 // The terminator 0x00 0x01 sorts below an escaped 0x00 (0x00 0xFF) and below
 // every other byte, so a string sorts before its extensions, as it should.
@@ -82,6 +87,10 @@ const (
 	rowDeletion byte = 0x01
 	rowMarker   byte = 0x02
 	rowCell     byte = 0x03
+	// rowCollectionDeletion and rowElement sort after every simple cell of a row: a reader
+	// sorts a row's cells (cell.CompareColumns) when a row has elements.
+	rowCollectionDeletion byte = 0x04
+	rowElement            byte = 0x05
 
 	escape     byte = 0x00
 	escaped00  byte = 0xFF
@@ -620,4 +629,40 @@ func prefixEnd(prefix []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// appendElementKey appends the row entry of element path of non-frozen collection column name.
+func appendElementKey(dst []byte, name string, path []byte) []byte {
+	dst = append(dst, rowElement)
+	dst = appendEscaped(dst, []byte(name))
+	return append(dst, path...)
+}
+
+// decodeElementEntry is the inverse of appendElementKey on a row entry: the column name and the
+// element's path (a copy, never nil).
+func decodeElementEntry(entry []byte) (name string, path []byte, err error) {
+	if len(entry) == 0 || entry[0] != rowElement {
+		return "", nil, errBadKey
+	}
+	n, rest, err := decodeEscaped(entry[1:])
+	if err != nil {
+		return "", nil, err
+	}
+	return string(n), append([]byte{}, rest...), nil
+}
+
+// entryColumn returns the column a row entry belongs to: false for a row tombstone or marker
+// (and a malformed entry).
+func entryColumn(entry []byte) (string, bool) {
+	if len(entry) == 0 {
+		return "", false
+	}
+	switch entry[0] {
+	case rowCell, rowCollectionDeletion:
+		return string(entry[1:]), true
+	case rowElement:
+		name, _, err := decodeElementEntry(entry)
+		return name, err == nil
+	}
+	return "", false
 }

@@ -305,7 +305,7 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 			}
 			base = max(partDel, coverAt(cover, rowKey))
 		}
-		if gone || (shadows && k[len(rowKey)] == rowCell && t.Shadowed(string(k[len(rowKey)+1:]), c.Timestamp)) {
+		if gone || (shadows && droppedCell(t, k[len(rowKey):], c.Timestamp)) {
 			// Truncated, or a cell of a column dropped after it was written.
 			if err := del(k, false); err != nil {
 				return err
@@ -320,7 +320,7 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 					return err
 				}
 			}
-		case rowMarker, rowCell:
+		case rowMarker, rowCell, rowCollectionDeletion, rowElement:
 			shadowed := c.Timestamp <= max(base, rowDel)
 			switch {
 			case shadowed || old:
@@ -348,4 +348,11 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 		return fmt.Errorf("replica: table %s: purge: %w", t.QualifiedName(), err)
 	}
 	return nil
+}
+
+// droppedCell reports whether row entry, written at ts, is a cell (or element, or collection
+// tombstone) of a column dropped after ts.
+func droppedCell(t *schema.Table, entry []byte, ts int64) bool {
+	name, ok := entryColumn(entry)
+	return ok && t.Shadowed(name, ts)
 }

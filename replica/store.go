@@ -292,7 +292,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 		}
 	}
 	for i, row := range m.Rows {
-		if row == nil || (len(row.Cells) == 0 && row.Marker == nil && row.Deletion == nil) {
+		if row == nil || (len(row.Cells) == 0 && row.Marker == nil && row.Deletion == nil && len(row.Collections) == 0) {
 			return badRequest(t, "row %d writes nothing: no cells, marker or deletion", i)
 		}
 		if len(row.Clustering) != len(t.Clustering) {
@@ -331,6 +331,30 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 				}
 			}
 		}
+		for _, d := range row.Collections {
+			typ, err := regularType(t, d.GetColumn())
+			if err != nil {
+				if _, dropped := t.DroppedColumn(d.GetColumn()); dropped && shadows {
+					continue
+				}
+				return err
+			}
+			if !typ.MultiCell() {
+				return badRequest(t, "row %d: a collection tombstone for column %q, which is no non-frozen collection", i, d.GetColumn())
+			}
+			if err := checkTimestamp(d.GetTimestamp()); err != nil {
+				return badRequest(t, "row %d column %q collection tombstone: %v", i, d.GetColumn(), err)
+			}
+			if shadows && t.Shadowed(d.GetColumn(), d.GetTimestamp()) {
+				continue
+			}
+			key = append(key[:rowLen], rowCollectionDeletion)
+			key = append(key, d.GetColumn()...)
+			val = appendTombstone(val[:0], d.GetTimestamp(), deletedAt())
+			if err := b.Merge(key, val, nil); err != nil {
+				return err
+			}
+		}
 		for _, c := range row.Cells {
 			if c == nil {
 				return badRequest(t, "row %d has a nil cell", i)
@@ -347,7 +371,15 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if err := checkTimestamp(c.Timestamp); err != nil {
 				return badRequest(t, "row %d column %q: %v", i, c.Column, err)
 			}
-			if !c.Tombstone {
+			switch {
+			case c.Path != nil || typ.MultiCell():
+				if c.Path == nil {
+					return badRequest(t, "row %d column %q: a cell without an element path for a non-frozen collection", i, c.Column)
+				}
+				if err := typ.CheckElement(c.Path, c.Value, c.Tombstone); err != nil {
+					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
+				}
+			case !c.Tombstone:
 				if err := typ.Check(nonNil(c.Value)); err != nil {
 					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
 				}
@@ -358,8 +390,12 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if shadows && t.Shadowed(c.Column, c.Timestamp) {
 				continue
 			}
-			key = append(key[:rowLen], rowCell)
-			key = append(key, c.Column...)
+			if c.Path != nil {
+				key = appendElementKey(key[:rowLen], c.Column, c.Path)
+			} else {
+				key = append(key[:rowLen], rowCell)
+				key = append(key, c.Column...)
+			}
 			if c.Tombstone {
 				val = appendTombstone(val[:0], c.Timestamp, deletedAt())
 			} else {
@@ -729,10 +765,7 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 	entry := k[len(r.rowKey):]
 	if r.shadows {
 		// Truncated data, and the cells of a dropped column, as if they were not there.
-		col := ""
-		if entry[0] == rowCell {
-			col = string(entry[1:])
-		}
+		col, _ := entryColumn(entry)
 		if r.t.Shadowed(col, c.Timestamp) {
 			return false, nil
 		}
@@ -751,6 +784,24 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 			c.Value = bytes.Clone(c.Value)
 		}
 		r.row.Columns = append(r.row.Columns, cell.Column{Name: string(name), Cell: c})
+	case rowCollectionDeletion:
+		name := string(entry[1:])
+		if col, ok := r.t.Column(name); !ok || col.Kind != schema.RegularColumn {
+			return false, nil
+		}
+		r.row.Collections = append(r.row.Collections, cell.ColumnDeletion{Name: name, Timestamp: c.Timestamp})
+	case rowElement:
+		name, path, err := decodeElementEntry(entry)
+		if err != nil {
+			return false, corrupt(r.t, k, err)
+		}
+		if col, ok := r.t.Column(name); !ok || col.Kind != schema.RegularColumn {
+			return false, nil
+		}
+		if !c.Tombstone {
+			c.Value = bytes.Clone(c.Value)
+		}
+		r.row.Columns = append(r.row.Columns, cell.Column{Name: name, Path: path, Cell: c})
 	default:
 		return false, corrupt(r.t, k, errBadKey)
 	}
@@ -767,6 +818,11 @@ func (r *rowReader) flush() (done bool, err error) {
 	if r.req.Reversed {
 		// A backward scan meets a row's cells last column first.
 		slices.Reverse(r.row.Columns)
+		slices.Reverse(r.row.Collections)
+	}
+	// Elements are stored after every simple cell of the row (key.go).
+	if !slices.IsSortedFunc(r.row.Columns, cell.CompareColumns) {
+		slices.SortFunc(r.row.Columns, cell.CompareColumns)
 	}
 	del := max(r.partDel, coverAt(r.cover, r.rowKey))
 	row := r.row.Purge(del)
@@ -808,9 +864,14 @@ func (r *rowReader) flush() (done bool, err error) {
 		if !r.selected(c.Name) {
 			continue
 		}
-		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone, Ttl: c.TTL, Expires: c.Expires})
+		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone, Ttl: c.TTL, Expires: c.Expires, Path: c.Path})
 	}
-	if !live && out.Marker == nil && out.Deletion == nil && len(out.Cells) == 0 {
+	for _, d := range row.Collections {
+		if r.selected(d.Name) {
+			out.Collections = append(out.Collections, &replicapb.CollectionDeletion{Column: d.Name, Timestamp: d.Timestamp})
+		}
+	}
+	if !live && out.Marker == nil && out.Deletion == nil && len(out.Cells) == 0 && len(out.Collections) == 0 {
 		return false, nil
 	}
 	r.resp.Rows = append(r.resp.Rows, out)
@@ -833,7 +894,10 @@ func rowSize(row *replicapb.Row) int {
 		n += len(c) + 2
 	}
 	for _, c := range row.Cells {
-		n += len(c.Column) + len(c.Value) + 16
+		n += len(c.Column) + len(c.Value) + len(c.Path) + 16
+	}
+	for _, d := range row.Collections {
+		n += len(d.Column) + 12
 	}
 	return n
 }

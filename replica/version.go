@@ -33,6 +33,10 @@ import (
 //	   type's key component ends with a marker, keyparam.go) and accepts them in primary keys
 //	   (schema.FormatUDTKeys), which coordinators refuse while a member of an older format
 //	   remains. The upgrade only records the new version.
+//	7  adds the elements and collection tombstones of non-frozen collections (key.go:
+//	   rowCollectionDeletion, rowElement), which a release of an older format would take for
+//	   malformed keys; schema.FormatCollections keeps such tables away from older members. Every
+//	   key of format 6 is a key of format 7, so the upgrade only records the new version.
 //	8  changes no stored value: it says the node decodes keyspaces under
 //	   NetworkTopologyStrategy and places their replicas per data center (schema.FormatNTS),
 //	   which coordinators refuse while a member of an older format remains. The upgrade only

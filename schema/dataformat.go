@@ -177,6 +177,7 @@ func (s *Schema) FormatNeeds(ks, table string) (what string, needs []FormatNeed)
 		add(FormatTypes, t.TypesFormatFeatures())
 		add(FormatUDT, t.UDTFormatFeatures())
 		add(FormatUDTKeys, t.UDTKeysFormatFeatures())
+		add(FormatCollections, t.CollectionsFormatFeatures())
 	}
 	return what, needs
 }

@@ -48,6 +48,8 @@ type typeNode struct {
 	// udt is a user-defined type's keyspace, name and field names (ParamUDT; elems are the
 	// fields' types).
 	udt *udtName
+	// multiCell is set on a non-frozen collection (a column's top-level type only).
+	multiCell bool
 }
 
 // canonical returns n's name in canonical form (see Type).
@@ -59,7 +61,9 @@ func (n *typeNode) canonical() string {
 		return n.udtCanonical()
 	}
 	var b strings.Builder
-	b.WriteString("frozen<")
+	if !n.multiCell {
+		b.WriteString("frozen<")
+	}
 	b.WriteString([...]string{ParamList: "list", ParamSet: "set", ParamMap: "map", ParamTuple: "tuple"}[n.kind])
 	b.WriteByte('<')
 	for i, e := range n.elems {
@@ -68,7 +72,10 @@ func (n *typeNode) canonical() string {
 		}
 		b.WriteString(e.canonical())
 	}
-	b.WriteString(">>")
+	b.WriteByte('>')
+	if !n.multiCell {
+		b.WriteByte('>')
+	}
 	return b.String()
 }
 
@@ -175,12 +182,21 @@ func (p *typeParser) parse(depth int, frozen bool) (*typeNode, error) {
 			return nil, err
 		}
 		if !frozen {
-			return nil, fmt.Errorf("non-frozen user-defined types are not supported yet (use frozen<%s>)", raw)
+			if depth > 0 { // Cassandra's refusal
+				return nil, fmt.Errorf("non-frozen user-defined types are not allowed inside collections (use frozen<%s>)", raw)
+			}
+			nf := *n
+			nf.multiCell = true // a non-frozen user type column: a cell per field
+			return &nf, nil
 		}
 		return n, nil
 	}
 	if w == "udt" && p.resolve == nil {
-		return p.parseUDT(depth)
+		n, err := p.parseUDT(depth)
+		if err == nil && !frozen && depth == 0 {
+			n.multiCell = true
+		}
+		return n, err
 	}
 	p.pos++ // '<'
 	var args []*typeNode
@@ -235,15 +251,23 @@ func (p *typeParser) parse(depth int, frozen bool) (*typeNode, error) {
 		return nil, fmt.Errorf("type %q takes no parameters", w)
 	}
 	if !frozen {
-		return nil, errNonFrozen
+		if depth > 0 {
+			return nil, fmt.Errorf("%w: %q", errNestedNonFrozen, p.src)
+		}
+		n.multiCell = true // a non-frozen collection column (see collection.go)
 	}
 	return n, nil
 }
 
-var errNonFrozen = errors.New("non-frozen collections are not supported yet (use frozen<...>)")
+// errNestedNonFrozen is Cassandra's refusal of a non-frozen collection inside another.
+var errNestedNonFrozen = errors.New("non-frozen collections are not allowed inside collections (use frozen<...>)")
 
-// node returns t parsed; nil for a scalar type (or an invalid one).
+// node returns t parsed; nil for a scalar type (or an invalid one). A non-frozen collection's
+// node is its value's, the frozen collection of the same elements.
 func (t Type) node() *typeNode {
+	if t.MultiCell() {
+		t = "frozen<" + t + ">"
+	}
 	if !strings.HasPrefix(string(t), "frozen<") { // every canonical parametric name does
 		return nil
 	}

@@ -39,10 +39,16 @@ func (k WriteKind) String() string {
 	return "WriteKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Cell is one cell a write sets or deletes.
+// Cell is one cell a write sets or deletes, or for a non-frozen collection column one
+// operation on its elements (see CollectionOp).
 type Cell struct {
 	Column *Column
 	Value  []byte // canonical encoding; nil deletes the cell
+	// Op is what the write does to a non-frozen collection column; CollectionAssign, the zero
+	// value, for every other column.
+	Op CollectionOp
+	// Element is the map key or list index (an int) of CollectionPut.
+	Element []byte
 }
 
 // Bound is one end of a range of clustering values.
@@ -116,9 +122,11 @@ type Read struct {
 	// cql.SelectExpr for a function call or CAST.
 	Funcs []cql.SelectKind
 	// exprs has, for a cql.SelectExpr item, its compiled selector.
-	exprs  []*expr
-	binder *binder
-	Limit  int // the most rows to return; 0 means no limit
+	exprs []*expr
+	// elements has, for a cql.SelectElement item, its bound selection.
+	elements []*elementSel
+	binder   *binder
+	Limit    int // the most rows to return; 0 means no limit
 	// Reversed is set when ORDER BY asks for the reverse of the table's
 	// clustering order: rows are returned, and Limit counts them, from the
 	// last row of the range backwards.
@@ -292,6 +300,9 @@ func (s *Schema) bindWrite(stmt cql.Statement, keyspace string, b *binder) (*Wri
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCollectionCells(w); err != nil {
+		return nil, err
+	}
 	if w.Timeout, err = usingTimeout(timeout); err != nil {
 		return nil, err
 	}
@@ -372,8 +383,9 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 	if w.TTL, err = b.usingTTL(st.TTL, t); err != nil {
 		return nil, err
 	}
-	values := make(map[int][]byte, len(st.Set))
+	values := make(map[int][]Cell, len(st.Set))
 	assigned := make(map[int]bool, len(st.Set))
+	byOps := make(map[int]bool) // assigned by element operations only, which may be several
 	for _, a := range st.Set {
 		c, err := column(t, a.Column)
 		if err != nil {
@@ -381,6 +393,22 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 		}
 		if c.Kind != RegularColumn {
 			return nil, fmt.Errorf("cannot SET %s column %s: primary key columns identify the row; write the new row with INSERT", c.Kind, cql.QuoteIdent(c.Name))
+		}
+		if a.Element != nil || a.Field != nil || a.Op != cql.ILLEGAL {
+			// Operations on a collection's elements: several on one column may be combined
+			// (m['a'] = 1, m['b'] = 2), as in Cassandra.
+			if assigned[c.Index] && !byOps[c.Index] {
+				return nil, fmt.Errorf("column %s is assigned twice", cql.QuoteIdent(c.Name))
+			}
+			cl, ok, err := b.collectionOp(c, a)
+			if err != nil {
+				return nil, err
+			}
+			assigned[c.Index], byOps[c.Index] = true, true
+			if ok {
+				values[c.Index] = append(values[c.Index], cl)
+			}
+			continue
 		}
 		if assigned[c.Index] {
 			return nil, fmt.Errorf("column %s is assigned twice", cql.QuoteIdent(c.Name))
@@ -391,16 +419,14 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 			return nil, err
 		}
 		if ok {
-			values[c.Index] = v
+			values[c.Index] = []Cell{{Column: c, Value: v}}
 		}
 	}
 	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "UPDATE", true, b); err != nil {
 		return nil, err
 	}
 	for _, c := range t.Regular {
-		if v, ok := values[c.Index]; ok {
-			w.Cells = append(w.Cells, Cell{Column: &t.Columns[c.Index], Value: v})
-		}
+		w.Cells = append(w.Cells, values[c.Index]...)
 	}
 	return w, nil
 }
@@ -416,13 +442,33 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string, b *binder) (
 		return nil, err
 	}
 	named := make(map[int]bool, len(st.Columns))
-	for _, x := range st.Columns {
+	elements := make(map[int][]Cell)
+	for i, x := range st.Columns {
 		c, err := column(t, x)
 		if err != nil {
 			return nil, err
 		}
 		if c.Kind != RegularColumn {
 			return nil, fmt.Errorf("cannot DELETE %s column %s: delete the row instead (DELETE FROM ... WHERE ...)", c.Kind, cql.QuoteIdent(c.Name))
+		}
+		if st.Fields != nil && st.Fields[i].Name != "" {
+			f := st.Fields[i]
+			cl, _, err := b.collectionOp(c, cql.Assignment{Column: x, Field: &f, Value: &cql.Literal{Kind: cql.LitNull}})
+			if err != nil {
+				return nil, err
+			}
+			elements[c.Index] = append(elements[c.Index], cl)
+			continue
+		}
+		if st.Elements != nil && st.Elements[i] != nil {
+			cl, ok, err := b.collectionOp(c, cql.Assignment{Column: x, Element: st.Elements[i], Value: &cql.Literal{Kind: cql.LitNull}})
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				elements[c.Index] = append(elements[c.Index], cl)
+			}
+			continue
 		}
 		if named[c.Index] {
 			return nil, fmt.Errorf("column %s is named twice", cql.QuoteIdent(c.Name))
@@ -435,6 +481,8 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string, b *binder) (
 	for _, c := range t.Regular {
 		if named[c.Index] {
 			w.Cells = append(w.Cells, Cell{Column: &t.Columns[c.Index]})
+		} else {
+			w.Cells = append(w.Cells, elements[c.Index]...)
 		}
 	}
 	return w, nil
@@ -514,9 +562,18 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		if r.Funcs == nil {
 			r.Funcs = make([]cql.SelectKind, len(st.Columns))
 		}
+		if st.Funcs[i].Kind == cql.SelectElement {
+			if err := r.bindElement(i, c, st.Funcs[i].Element, b); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		k := st.Funcs[i].Kind
 		if k != cql.SelectColumn && c.Kind != RegularColumn {
 			return nil, fmt.Errorf("cannot use %s on %s column %s: primary key columns have no write time or TTL of their own", selectFuncName(k), c.Kind, cql.QuoteIdent(c.Name))
+		}
+		if k != cql.SelectColumn && c.Type.MultiCell() { // Cassandra's refusal
+			return nil, fmt.Errorf("cannot use selection function %s on non-frozen collection %s", selectFuncName(k), cql.QuoteIdent(c.Name))
 		}
 		r.Funcs[i] = k
 	}
@@ -1029,6 +1086,7 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 	}
 	var visit func(stmt cql.Statement)
 	visit = func(stmt cql.Statement) {
+		var selectElements *cql.SelectStmt
 		var table cql.TableName
 		var terms []cql.Term
 		var cols []cql.Ident
@@ -1041,6 +1099,7 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 				tt, _ := s.lookupTable(table, keyspace)
 				set(l, tt, "[per_partition_limit]", TypeInt)
 			}
+			selectElements = st
 		case *cql.InsertStmt:
 			table, cols, terms, ts, ttl = st.Table, st.Columns, st.Values, st.Timestamp, st.TTL
 			if l, ok := st.JSON.(*cql.Literal); ok && l.Kind == cql.LitBind {
@@ -1049,13 +1108,37 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 			}
 		case *cql.UpdateStmt:
 			table, rels, ts, ttl = st.Table, st.Where, st.Timestamp, st.TTL
-			for _, a := range st.Set {
-				cols, terms = append(cols, a.Column), append(terms, a.Value)
-			}
 		case *cql.DeleteStmt:
 			table, rels, ts = st.Table, st.Where, st.Timestamp
 		}
 		tt, _ := s.lookupTable(table, keyspace) // the binder found it
+		var elems []elementMarker
+		if selectElements != nil {
+			elems = selectionMarkers(tt, selectElements)
+		}
+		switch st := stmt.(type) {
+		case *cql.UpdateStmt:
+			for _, a := range st.Set {
+				if a.Element == nil && a.Field == nil && a.Op == cql.ILLEGAL {
+					cols, terms = append(cols, a.Column), append(terms, a.Value)
+					continue
+				}
+				elems = append(elems, elementMarkers(tt, a)...)
+			}
+		case *cql.DeleteStmt:
+			for i, e := range st.Elements {
+				if e != nil {
+					elems = append(elems, elementMarkers(tt, cql.Assignment{Column: st.Columns[i], Element: e})...)
+				}
+			}
+		}
+		for _, m := range elems {
+			if lit, ok := m.term.(*cql.Literal); ok && lit.Kind == cql.LitBind {
+				set(lit, tt, m.name, m.typ)
+			} else {
+				nestedMarkers(m.typ, m.col, m.term, func(lit *cql.Literal, name string, typ Type) { set(lit, tt, name, typ) })
+			}
+		}
 		bind := func(x cql.Ident, v cql.Term, eq bool) {
 			lit, ok := v.(*cql.Literal)
 			if !ok || lit.Kind != cql.LitBind {
@@ -1154,6 +1237,8 @@ func (r *Read) SelectedColumns() []ResultColumn {
 				break
 			}
 			switch r.Funcs[i] {
+			case cql.SelectElement:
+				out[i] = ResultColumn{Name: r.elements[i].name, Type: r.elements[i].typ}
 			case cql.SelectWritetime:
 				out[i] = ResultColumn{Name: "writetime(" + c.Name + ")", Type: TypeBigInt}
 			case cql.SelectTTL:

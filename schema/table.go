@@ -108,6 +108,13 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string, udts map[string]
 			return nil, fmt.Errorf("column %s appears twice in the PRIMARY KEY", cql.QuoteIdent(n))
 		}
 		seen[n] = true
+		if types[n].MultiCell() { // Cassandra's words
+			what := "collection type"
+			if strings.HasPrefix(string(types[n]), "udt<") {
+				what = "user-defined type"
+			}
+			return nil, fmt.Errorf("invalid non-frozen %s %s for PRIMARY KEY component %s", what, types[n].CQL(), cql.QuoteIdent(n))
+		}
 		if strings.Contains(string(types[n]), string(TypeDuration)) { // duration, or a type holding one
 			return nil, fmt.Errorf("duration type is not supported for PRIMARY KEY column %s", cql.QuoteString(n))
 		}

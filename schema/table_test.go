@@ -78,12 +78,10 @@ func TestNewTableColumns(t *testing.T) {
 func TestNewTableErrors(t *testing.T) {
 	tests := []struct{ ddl, want string }{
 		{"CREATE TABLE t (a int PRIMARY KEY, a text)", "table ks.t: column a is defined twice"},
-		{"CREATE TABLE t (a int PRIMARY KEY, m map<text, int>)", `table ks.t: column m: non-frozen collections are not supported yet (use frozen<...>): "map<text, int>"`},
+		{"CREATE TABLE t (m map<text, int> PRIMARY KEY)", `table ks.t: invalid non-frozen collection type map<text, int> for PRIMARY KEY component m`},
 		{"CREATE TABLE t (a int PRIMARY KEY, f counter)", `table ks.t: column f: unsupported column type "counter" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)`},
-		{"CREATE TABLE t (a int PRIMARY KEY, s list<text>)", `table ks.t: column s: non-frozen collections are not supported yet (use frozen<...>): "list<text>"`},
-		// set is a reserved word that names a type only before '<': refused as the feature, not as syntax.
-		{"CREATE TABLE t (a int PRIMARY KEY, s SET<text>)", `table ks.t: column s: non-frozen collections are not supported yet (use frozen<...>): "set<text>"`},
-		{"CREATE TABLE t (a int PRIMARY KEY, s map<text, frozen<set<int>>>)", `table ks.t: column s: non-frozen collections are not supported yet (use frozen<...>): "map<text, frozen<set<int>>>"`},
+		{"CREATE TABLE t (a int, s list<text>, PRIMARY KEY (a, s))", `table ks.t: invalid non-frozen collection type list<text> for PRIMARY KEY component s`},
+		{"CREATE TABLE t (a int PRIMARY KEY, s map<text, set<int>>)", `table ks.t: column s: type "map<text, set<int>>": non-frozen collections are not allowed inside collections (use frozen<...>): "map<text, set<int>>"`},
 		{"CREATE TABLE t (a int, b int)", "table ks.t: no PRIMARY KEY is declared"},
 		{"CREATE TABLE t (a int PRIMARY KEY, b int PRIMARY KEY)", "table ks.t: columns a and b are both declared PRIMARY KEY; declare a composite key as PRIMARY KEY ((a, b))"},
 		{"CREATE TABLE t (a int PRIMARY KEY, b int, PRIMARY KEY (b))", "table ks.t: the primary key is declared twice: inline on column a and in a PRIMARY KEY clause"},

@@ -77,11 +77,17 @@ func (u *UserType) CreateStatement() string {
 
 func (n *typeNode) udtCanonical() string {
 	var b strings.Builder
-	b.WriteString("frozen<udt<" + n.udt.keyspace + "." + n.udt.name)
+	if !n.multiCell {
+		b.WriteString("frozen<")
+	}
+	b.WriteString("udt<" + n.udt.keyspace + "." + n.udt.name)
 	for i, f := range n.udt.fields {
 		b.WriteString(", " + f + " " + n.elems[i].canonical())
 	}
-	b.WriteString(">>")
+	b.WriteByte('>')
+	if !n.multiCell {
+		b.WriteByte('>')
+	}
 	return b.String()
 }
 
@@ -114,6 +120,9 @@ func (t Type) CQL() string {
 		return string(t)
 	}
 	if n := t.node(); n != nil {
+		if t.MultiCell() {
+			return strings.TrimSuffix(strings.TrimPrefix(n.cqlName(), "frozen<"), ">")
+		}
 		return n.cqlName()
 	}
 	return string(t)
@@ -323,10 +332,7 @@ func lookupTypeIn(name, ks string, udts map[string]*UserType) (Type, error) {
 		return t, nil
 	}
 	n, err := parseTypeWith(name, userTypeResolver(ks, udts))
-	switch {
-	case errors.Is(err, errNonFrozen):
-		return TypeInvalid, fmt.Errorf("non-frozen collections are not supported yet (use frozen<...>): %q", name)
-	case err != nil:
+	if err != nil {
 		return TypeInvalid, fmt.Errorf("type %q: %w", name, err)
 	}
 	if n.kind == NotParametric {
@@ -463,6 +469,7 @@ func rewriteType(t Type, udts map[string]*UserType) (Type, error) {
 	if err != nil {
 		return TypeInvalid, err
 	}
+	nn.multiCell = t.MultiCell() // node gave a non-frozen collection's value type
 	return nn.typ(), nil
 }
 
@@ -509,6 +516,7 @@ func (u *UserType) addField(f cql.ColumnDef, k *Keyspace) error {
 	}
 	typ := n.scalar
 	if n.kind != NotParametric {
+		n.multiCell = false // a field's collection is frozen: a field is no column of its own
 		typ = n.typ()
 	}
 	if usesType(typ, u.Keyspace, u.Name) {

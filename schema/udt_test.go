@@ -211,15 +211,15 @@ func TestUserTypeInPrimaryKey(t *testing.T) {
 func TestDropAndCreateTypeRefusals(t *testing.T) {
 	s := mustBuild(t, udtDDL)
 	for src, msg := range map[string]string{
-		`DROP TYPE ks.address`:                             "still used by user type ks.person",
-		`DROP TYPE ks.person`:                              "still used by table ks.u (column p)",
-		`DROP TYPE ks.nope`:                                "unknown type ks.nope",
-		`CREATE TYPE ks.address (x int)`:                   "already exists",
-		`CREATE TYPE ks.int (x int)`:                       "reserved type name",
-		`CREATE TYPE ks.t (x int, x text)`:                 "duplicate field name x",
-		`CREATE TYPE ks.t (x frozen<nope>)`:                "unknown type ks.nope",
-		`CREATE TABLE ks.v (k int PRIMARY KEY, a address)`: "non-frozen user-defined types are not supported yet (use frozen<address>)",
-		`CREATE TYPE nope.t (x int)`:                       "unknown keyspace",
+		`DROP TYPE ks.address`:                                   "still used by user type ks.person",
+		`DROP TYPE ks.person`:                                    "still used by table ks.u (column p)",
+		`DROP TYPE ks.nope`:                                      "unknown type ks.nope",
+		`CREATE TYPE ks.address (x int)`:                         "already exists",
+		`CREATE TYPE ks.int (x int)`:                             "reserved type name",
+		`CREATE TYPE ks.t (x int, x text)`:                       "duplicate field name x",
+		`CREATE TYPE ks.t (x frozen<nope>)`:                      "unknown type ks.nope",
+		`CREATE TABLE ks.v (k int PRIMARY KEY, a list<address>)`: "non-frozen user-defined types are not allowed inside collections (use frozen<address>)",
+		`CREATE TYPE nope.t (x int)`:                             "unknown keyspace",
 	} {
 		if _, err := applyUDT(t, s, src, 100); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want an error containing %q", src, err, msg)

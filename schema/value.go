@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -161,10 +160,7 @@ func LookupType(name string) (Type, error) {
 		switch strings.TrimSpace(n[:i]) {
 		case "set", "list", "map", "frozen", "tuple":
 			node, err := parseTypeName(name)
-			switch {
-			case errors.Is(err, errNonFrozen):
-				return TypeInvalid, fmt.Errorf("non-frozen collections are not supported yet (use frozen<...>): %q", name)
-			case err != nil:
+			if err != nil {
 				return TypeInvalid, fmt.Errorf("type %q: %w", name, err)
 			}
 			return node.typ(), nil

@@ -34,13 +34,15 @@ func TestLookupType(t *testing.T) {
 			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
 		}
 	}
-	// The collection types exist (the system tables have them) but are
-	// refused for table columns, whatever their element types.
-	for _, name := range []string{"set<text>", "list<text>", "map<text, text>", "map<text, blob>", "MAP<int, int>"} {
-		_, err := LookupType(name)
-		want := `non-frozen collections are not supported yet (use frozen<...>): "` + name + `"`
-		if err == nil || err.Error() != want {
-			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
+	// Non-frozen collections are multi-cell columns, named without frozen at the top.
+	for name, want := range map[string]Type{"set<text>": TypeSetText, "list<text>": TypeListText, "map<text, text>": TypeMapTextText,
+		"MAP<int, int>": "map<int, int>", "list<frozen<list<int>>>": "list<frozen<list<int>>>", "map<text, frozen<set<int>>>": "map<text, frozen<set<int>>>"} {
+		got, err := LookupType(name)
+		if err != nil || got != want || !got.MultiCell() || !got.Valid() {
+			t.Errorf("LookupType(%q) = %q, %v; want %q, a valid multi-cell type", name, got, err, want)
+		}
+		if f := got.Frozen(); f != "frozen<"+want+">" || f.MultiCell() {
+			t.Errorf("%q.Frozen() = %q, want frozen<%s>", got, f, want)
 		}
 	}
 	for name, want := range map[string]Type{
@@ -67,7 +69,7 @@ func TestLookupType(t *testing.T) {
 		"tuple<int":                  `type "tuple<int": expected ',' or '>' in "tuple<int"`,
 		"frozen<list<int>> x":        `type "frozen<list<int>> x": unexpected "x" after the type in "frozen<list<int>> x"`,
 		"tuple<list<int>>":           "",
-		"list<frozen<list<int>>>":    `non-frozen collections are not supported yet (use frozen<...>): "list<frozen<list<int>>>"`,
+		"list<list<int>>":            `type "list<list<int>>": non-frozen collections are not allowed inside collections (use frozen<...>): "list<list<int>>"`,
 		"frozen<list<set<text>>>":    "",
 	} {
 		got, err := LookupType(name)

@@ -106,6 +106,8 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Cluster.SchemaAgreementTimeout, "schema-agreement-timeout", c.Cluster.SchemaAgreementTimeout, "how long DDL waits for every live node to agree on the schema")
 	fs.DurationVar(&c.Coordinator.MaxTimestampAhead, "max-timestamp-ahead", c.Coordinator.MaxTimestampAhead, "refuse writes whose USING TIMESTAMP is further ahead of the coordinator's clock than this")
 	fs.IntVar(&c.Coordinator.MaxMutationSize, "max-mutation-size", c.Coordinator.MaxMutationSize, "the largest write in bytes (keys, column names and values); the gRPC message limit is twice this plus 4 MiB")
+	fs.IntVar(&c.Coordinator.MaxCollectionSize, "max-collection-size", c.Coordinator.MaxCollectionSize, "the largest collection value, or elements of a non-frozen collection, one write may write, in bytes (0: no limit)")
+	fs.IntVar(&c.Coordinator.MaxCollectionItems, "max-collection-items", c.Coordinator.MaxCollectionItems, "the most elements of a collection one write may write (0: no limit)")
 	fs.IntVar(&c.Coordinator.MaxStatementSize, "max-statement-size", c.Coordinator.MaxStatementSize, "the longest CQL text of one statement in bytes (a query, a statement to prepare, each statement of a batch)")
 	fs.IntVar(&c.Coordinator.PartitionKeysInSelect, "partition-keys-in-select", c.Coordinator.PartitionKeysInSelect, "the most partition keys one SELECT's IN may name (-1: no bound)")
 	fs.IntVar(&c.Coordinator.InSelectCartesianProduct, "in-select-cartesian-product", c.Coordinator.InSelectCartesianProduct, "the most key combinations the IN restrictions of one SELECT may produce (-1: no bound)")

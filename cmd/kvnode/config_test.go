@@ -170,6 +170,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in.Coordinator.WriteTimeout, in.Coordinator.ReadTimeout, in.Coordinator.Learning = time.Millisecond, time.Minute, true
 	in.Coordinator.MaxMutationSize, in.Coordinator.MaxStatementSize, in.Coordinator.MaxTimestampAhead = 5, 11, 90*time.Minute
 	in.Coordinator.PartitionKeysInSelect, in.Coordinator.InSelectCartesianProduct = 13, -1
+	in.Coordinator.MaxCollectionSize, in.Coordinator.MaxCollectionItems = 1<<20, 1000
 	in.Native.MaxConnections, in.Native.MaxInFlight, in.Native.MaxConnectionBytes, in.Native.MaxServerBytes = 29, 31, 37, 41
 	in.Native.MaxPreLoginFrameSize, in.Native.MaxPreLoginConnectionsPerHost = 4096, 3
 	in.Admission = admission.Options{MaxConcurrent: 17, MaxQueued: 19, QueueTimeout: 23 * time.Millisecond}
@@ -221,7 +222,7 @@ func TestServeConfigErrors(t *testing.T) {
 	intDuration := writeFile(t, "int.yaml", "addr: h:1\nwrite_timeout: 5\n")
 	badSeed := writeFile(t, "seed.yaml", "seeds:\n  - a:1\n  - [b]\n")
 	bigTombstones := writeFile(t, "tomb.yaml", "tombstone_failure_threshold: 4294967296\n")
-	badProfile := writeFile(t, "profile.yaml", "profile: wan\n")
+	badProfile := writeFile(t, "profile.yaml", "profile: metro\n")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -230,7 +231,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--config", intDuration}, "line 2: write_timeout: cannot unmarshal !!int `5` into time.Duration (want a duration such as 500ms, 2s or 72h)"},
 		{[]string{"--config", badSeed}, "line 3: seeds[1]: cannot unmarshal !!seq into string"},
 		{[]string{"--config", bigTombstones}, "line 1: tombstone_failure_threshold: cannot unmarshal !!int `4294967296` into uint32"},
-		{[]string{"--config", badProfile}, `unknown profile "wan"`},
+		{[]string{"--config", badProfile}, `unknown profile "metro"`},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml"},
 		{[]string{"--num-tokens", "-1"}, "num_tokens) is -1, want 1 to 4096"},
 		{[]string{"--num-tokens", "4097"}, "num_tokens) is 4097, want 1 to 4096"},

@@ -161,6 +161,12 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		if err := checkWriteSize(w, stmts[i].Pos(), e.maxMutation); err != nil {
 			return first, coordinator.Result{}, err
 		}
+		if err := checkCollections(w, stmts[i].Pos(), e.maxCollection); err != nil {
+			return first, coordinator.Result{}, err
+		}
+		if err := refuseListReads(w, stmts[i].Pos()); err != nil {
+			return first, coordinator.Result{}, err
+		}
 		needTS = needTS || !w.HasTimestamp
 	}
 	if needTS {
@@ -190,7 +196,7 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 			wts = ts
 		}
 		var part replicapb.Mutation
-		fillMutation(&part, w, wts, now.Unix())
+		fillMutation(&part, w, wts, now.Unix(), nil)
 		m := groups[g].m
 		m.Rows = append(m.Rows, part.Rows...)
 		m.RangeTombstones = append(m.RangeTombstones, part.RangeTombstones...)

@@ -165,6 +165,7 @@ type Executor struct {
 	keysInSelect, inProduct   int           // PartitionKeysInSelect, InSelectCartesianProduct; -1: off
 	maxMutation               int           // bytes; see Options.MaxMutationSize
 	maxStatement              int           // bytes; see Options.MaxStatementSize
+	maxCollection             [2]int        // bytes and items; see Options.MaxCollectionSize
 	maxAhead                  time.Duration // bound on USING TIMESTAMP ahead of now
 
 	// scores rank the replicas reads prefer (score.go); latency holds the replicas' read
@@ -214,6 +215,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		maxMutation:   cfg.MaxMutationSize,
 		maxAhead:      cfg.MaxTimestampAhead,
 		maxStatement:  cfg.MaxStatementSize,
+		maxCollection: [2]int{cfg.MaxCollectionSize, cfg.MaxCollectionItems},
 		inflight:      make(map[*flight]struct{}),
 	}
 	start := time.Now()

@@ -394,6 +394,7 @@ type options struct {
 	tombstones    uint32                        // the replicas' tombstone failure threshold; 0: the default
 	tombstoneWarn int                           // the executors' TombstoneWarnThreshold; 0: the default
 	maxMutation   int                           // the executors' MaxMutationSize; 0: the default
+	collections   [2]int                        // the executors' MaxCollectionSize and MaxCollectionItems
 	maxStatement  int                           // the executors' MaxStatementSize; 0: the default
 	// beforeBatchApply is the executors' BeforeBatchApply hook; nil: none.
 	beforeBatchApply func() error
@@ -474,6 +475,8 @@ func newCluster(t testing.TB, o options) *cluster {
 				TombstoneWarnThreshold: o.tombstoneWarn,
 				MaxMutationSize:        o.maxMutation,
 				MaxStatementSize:       o.maxStatement,
+				MaxCollectionSize:      o.collections[0],
+				MaxCollectionItems:     o.collections[1],
 				Learning:               o.propagate,
 				PropagationInterval:    time.Millisecond,
 			},

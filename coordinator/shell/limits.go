@@ -39,7 +39,7 @@ func checkWriteSize(w *schema.Write, pos cql.Pos, maxMutation int) error {
 			return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("the value of column %s is %d bytes; the largest write is %d bytes (max_mutation_size)",
 				cql.QuoteIdent(c.Column.Name), len(c.Value), maxMutation)}
 		}
-		size += len(c.Column.Name) + len(c.Value) + cellOverhead
+		size += len(c.Column.Name) + len(c.Element) + len(c.Value) + cellOverhead
 	}
 	if size > maxMutation {
 		return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("this write to %s is %d bytes; the largest write is %d bytes (max_mutation_size)",

@@ -59,6 +59,14 @@ type Options struct {
 	// in_select_cartesian_product, fail threshold); -1 means no bound. Default
 	// DefaultInSelectCartesianProduct.
 	InSelectCartesianProduct int `yaml:"in_select_cartesian_product"`
+	// MaxCollectionSize and MaxCollectionItems are the collection guardrails (Cassandra 4.1's
+	// collection_size and items_per_collection fail thresholds): a write of a collection value,
+	// or of elements of a non-frozen collection, larger than MaxCollectionSize bytes or with more
+	// than MaxCollectionItems elements is refused before any replica sees it. For a non-frozen
+	// collection they bound what one write adds, not the stored collection (which a write does
+	// not read), as in Cassandra. 0, the default, is no limit.
+	MaxCollectionSize  int `yaml:"max_collection_size"`
+	MaxCollectionItems int `yaml:"max_collection_items"`
 }
 
 // DefaultPartitionKeysInSelect and DefaultInSelectCartesianProduct are the defaults of the IN
@@ -119,6 +127,9 @@ func (o *Options) Validate() error {
 		if d.v <= 0 {
 			return fmt.Errorf("coordinator: Options.%s%s is %v, want a positive duration", d.field, key(d.key), d.v)
 		}
+	}
+	if o.MaxCollectionSize < 0 || o.MaxCollectionItems < 0 {
+		return fmt.Errorf("coordinator: Options.MaxCollectionSize (max_collection_size) and MaxCollectionItems (max_collection_items) are %d and %d, want 0 (no limit) or a positive number", o.MaxCollectionSize, o.MaxCollectionItems)
 	}
 	if o.MaxMutationSize < 1 {
 		return fmt.Errorf("coordinator: Options.MaxMutationSize (max_mutation_size) is %d, want a positive number of bytes", o.MaxMutationSize)

@@ -52,12 +52,15 @@ func rowOf(pr *replicapb.Row) coordinator.ClusteredRow {
 	if len(pr.Cells) > 0 {
 		row.Columns = make([]cell.Column, len(pr.Cells))
 		for i, c := range pr.Cells {
-			col := cell.Column{Name: c.GetColumn(), Cell: cell.Cell{Timestamp: c.GetTimestamp(), Tombstone: c.GetTombstone(), TTL: c.GetTtl(), Expires: c.GetExpires()}}
+			col := cell.Column{Name: c.GetColumn(), Path: c.Path, Cell: cell.Cell{Timestamp: c.GetTimestamp(), Tombstone: c.GetTombstone(), TTL: c.GetTtl(), Expires: c.GetExpires()}}
 			if !col.Tombstone {
 				col.Value = c.GetValue()
 			}
 			row.Columns[i] = col
 		}
+	}
+	for _, d := range pr.Collections {
+		row.Collections = append(row.Collections, cell.ColumnDeletion{Name: d.GetColumn(), Timestamp: d.GetTimestamp()})
 	}
 	return coordinator.ClusteredRow{Clustering: pr.Clustering, Row: row}
 }
@@ -79,12 +82,15 @@ func rowPB(r coordinator.ClusteredRow) *replicapb.Row {
 		pr.Cells = make([]*replicapb.Cell, len(miss.Columns))
 		for i, c := range miss.Columns {
 			cells[i].Column, cells[i].Timestamp, cells[i].Tombstone = c.Name, c.Timestamp, c.Tombstone
-			cells[i].Ttl, cells[i].Expires = c.TTL, c.Expires
+			cells[i].Ttl, cells[i].Expires, cells[i].Path = c.TTL, c.Expires, c.Path
 			if !c.Tombstone {
 				cells[i].Value = c.Value
 			}
 			pr.Cells[i] = &cells[i]
 		}
+	}
+	for _, d := range miss.Collections {
+		pr.Collections = append(pr.Collections, &replicapb.CollectionDeletion{Column: d.Name, Timestamp: d.Timestamp})
 	}
 	return pr
 }

@@ -422,6 +422,9 @@ func cellValue(r *schema.Read, pk [][]byte, row coordinator.ClusteredRow, c *sch
 	case schema.ClusteringColumn:
 		return row.Clustering[c.Index-len(r.Table.PartitionKey)]
 	}
+	if c.Type.MultiCell() { // no WRITETIME or TTL (the schema refuses them)
+		return collectionValue(c, row.Row, now)
+	}
 	k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
 		return strings.Compare(x.Name, name)
 	})
@@ -521,6 +524,15 @@ func renderRow(rv [][]byte, r *schema.Read, cols []coordinator.RowColumn, pk [][
 			b = pk[c.Index]
 		case schema.ClusteringColumn:
 			b = row.Clustering[c.Index-npk]
+		case schema.RegularColumn:
+			if c.Type.MultiCell() {
+				b = collectionValue(c, row.Row, now)
+				if r.Funcs != nil && r.Funcs[j] == cql.SelectElement {
+					b = r.SelectElement(j, b)
+				}
+				break
+			}
+			fallthrough
 		default:
 			k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
 				return strings.Compare(x.Name, name)
@@ -535,6 +547,8 @@ func renderRow(rv [][]byte, r *schema.Read, cols []coordinator.RowColumn, pk [][
 			switch {
 			case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
 				b = cl.Value
+			case r.Funcs[j] == cql.SelectElement:
+				b = r.SelectElement(j, cl.Value)
 			case r.Funcs[j] == cql.SelectWritetime:
 				b = schema.EncodeBigInt(cl.Timestamp)
 			case r.Funcs[j] == cql.SelectTTL:

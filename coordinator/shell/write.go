@@ -48,6 +48,10 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err
 	}
+	if err := checkCollections(w, stmt.Pos(), e.maxCollection); err != nil {
+		adm.abandonIfAny()
+		return w.Table, coordinator.Result{}, err
+	}
 	rf, err := replicationFactor(s, w.Table)
 	if err != nil {
 		adm.abandonIfAny()
@@ -61,6 +65,10 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
 	var res coordinator.Result
 	pw := partitionWrite{w: w, ts: ts, now: now.Unix(), warnings: &res.Warnings}
+	if pw.lists, err = e.resolveLists(ctx, w, rf, token, cl, now, deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))); err != nil {
+		adm.abandonIfAny()
+		return w.Table, coordinator.Result{}, err
+	}
 	if adm != nil {
 		res.Warnings = append(res.Warnings, adm.warnings...) // its budgets judged it (AdmitPrepared)
 		if w.Table != adm.table || token != adm.token {
@@ -106,6 +114,8 @@ type partitionWrite struct {
 	// now is the coordinator's clock (seconds since the Unix epoch) when the write started: an
 	// expiring write (w.TTL) expires at now + TTL.
 	now int64
+	// lists holds what w's operations on lists by index or value resolved to (resolveLists).
+	lists map[int][]listElement
 	// exempt keeps the write out of the rate limiter: internal traffic (batchlog replay).
 	exempt bool
 	// warnings, when set, receives the client's warning for a write its table's limit in
@@ -119,7 +129,7 @@ func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
 		return pw.m
 	}
 	m := &replicapb.Mutation{TableId: uint64(pw.w.Table.ID), PartitionKey: pw.w.PartitionKey, Token: token}
-	fillMutation(m, pw.w, pw.ts, pw.now)
+	fillMutation(m, pw.w, pw.ts, pw.now, pw.lists)
 	return m
 }
 
@@ -201,7 +211,11 @@ func isPartition(w *schema.Write) bool {
 // partition a partition tombstone. A null value is a cell tombstone. A write with a TTL gives
 // its marker and values the TTL and the expiry now + TTL (now in seconds since the Unix epoch);
 // a null value stays a plain tombstone, as in Cassandra.
-func fillMutation(m *replicapb.Mutation, w *schema.Write, ts, now int64) {
+//
+// A non-frozen collection's cell becomes element cells and collection tombstones
+// (appendCollection); lists holds, by cell index, the elements the operations on lists by index
+// or value resolved to (resolveLists).
+func fillMutation(m *replicapb.Mutation, w *schema.Write, ts, now int64, lists map[int][]listElement) {
 	var expires int64
 	if w.TTL > 0 && w.Kind != schema.WriteDelete {
 		expires = now + int64(w.TTL)
@@ -230,8 +244,12 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts, now int64) {
 	}
 	if len(w.Cells) > 0 {
 		cells := make([]replicapb.Cell, len(w.Cells))
-		r.row.Cells = make([]*replicapb.Cell, len(w.Cells))
+		r.row.Cells = make([]*replicapb.Cell, 0, len(w.Cells))
 		for i, c := range w.Cells {
+			if c.Column.Type.MultiCell() {
+				appendCollection(&r.row, c, lists[i], ts, w.TTL, expires)
+				continue
+			}
 			cells[i].Column = c.Column.Name
 			cells[i].Timestamp = ts
 			if c.Value == nil {
@@ -242,7 +260,7 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts, now int64) {
 					cells[i].Ttl, cells[i].Expires = w.TTL, expires
 				}
 			}
-			r.row.Cells[i] = &cells[i]
+			r.row.Cells = append(r.row.Cells, &cells[i])
 		}
 	}
 	r.ptr[0] = &r.row

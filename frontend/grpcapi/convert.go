@@ -168,6 +168,9 @@ var paramColumnTypes = [...]kvnodepb.ColumnType{
 
 // ColumnType returns the client API's column type of t.
 func ColumnType(t schema.Type) kvnodepb.ColumnType {
+	if ct, ok := columnTypes[t]; ok { // set<text> and the like: a non-frozen column of them too
+		return ct
+	}
 	if kind, _ := t.Params(); kind != schema.NotParametric {
 		if kind == schema.ParamUDT {
 			return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED // not in the client API yet

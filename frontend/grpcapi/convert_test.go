@@ -93,6 +93,11 @@ func TestValueOfNewTypes(t *testing.T) {
 	if ct := ColumnType(tup); ct != kvnodepb.ColumnType_COLUMN_TYPE_TUPLE {
 		t.Errorf("ColumnType(%v) = %v", tup, ct)
 	}
+	// A non-frozen collection's values are its frozen collection's.
+	nonFrozen, _ := schema.LookupType("set<int>")
+	if got, err := Value(nonFrozen, set); err != nil || !proto.Equal(got, wantSet) || ColumnType(nonFrozen) != kvnodepb.ColumnType_COLUMN_TYPE_SET {
+		t.Errorf("Value(%v, %x) = %v, %v (column type %v); want %v, SET", nonFrozen, set, got, err, ColumnType(nonFrozen), wantSet)
+	}
 	for _, bad := range []struct {
 		typ schema.Type
 		b   []byte

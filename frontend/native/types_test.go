@@ -23,6 +23,9 @@ func TestWireTypes(t *testing.T) {
 		schema.TypeListText:    cqlwire.Type{ID: cqlwire.TypeList, Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}}}.String(),
 		schema.TypeMapTextText: cqlwire.Type{ID: cqlwire.TypeMap, Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}, {ID: cqlwire.TypeVarchar}}}.String(),
 		schema.TypeMapTextBlob: cqlwire.Type{ID: cqlwire.TypeMap, Elems: []cqlwire.Type{{ID: cqlwire.TypeVarchar}, {ID: cqlwire.TypeBlob}}}.String(),
+		// Non-frozen collections have their frozen collection's option, as in Cassandra.
+		"map<int, frozen<list<int>>>": cqlwire.Type{ID: cqlwire.TypeMap, Elems: []cqlwire.Type{{ID: cqlwire.TypeInt}, {ID: cqlwire.TypeList, Elems: []cqlwire.Type{{ID: cqlwire.TypeInt}}}}}.String(),
+		"set<int>":                    set(cqlwire.TypeInt),
 	} {
 		got, err := wireType(st)
 		if err != nil || got.String() != want {

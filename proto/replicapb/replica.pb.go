@@ -479,7 +479,10 @@ type Cell struct {
 	// When an expiring cell expires, in seconds since the Unix epoch (64-bit: past 2038 too), 0 for a cell
 	// that does not expire; set exactly when ttl is. An expired cell still travels (read repair, repair,
 	// hints): it beats older versions as a tombstone at its timestamp would, and reads never return its value.
-	Expires       int64 `protobuf:"varint,6,opt,name=expires,proto3" json:"expires,omitempty"`
+	Expires int64 `protobuf:"varint,6,opt,name=expires,proto3" json:"expires,omitempty"`
+	// The element's path for an element of a non-frozen collection column (a set's element, a map's key, a
+	// list's ordering key); absent for the one cell of a simple column. Present and empty is a path too.
+	Path          []byte `protobuf:"bytes,7,opt,name=path,proto3,oneof" json:"path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -556,6 +559,13 @@ func (x *Cell) GetExpires() int64 {
 	return 0
 }
 
+func (x *Cell) GetPath() []byte {
+	if x != nil {
+		return x.Path
+	}
+	return nil
+}
+
 // Row is one row of a partition: in a mutation what to write, in a read response what the replica holds.
 type Row struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -570,7 +580,10 @@ type Row struct {
 	MarkerTtl     int32 `protobuf:"varint,5,opt,name=marker_ttl,json=markerTtl,proto3" json:"marker_ttl,omitempty"`
 	MarkerExpires int64 `protobuf:"varint,6,opt,name=marker_expires,json=markerExpires,proto3" json:"marker_expires,omitempty"`
 	// The row tombstone's timestamp: deletes the row's marker and cells written at or before it.
-	Deletion      *int64 `protobuf:"varint,4,opt,name=deletion,proto3,oneof" json:"deletion,omitempty"`
+	Deletion *int64 `protobuf:"varint,4,opt,name=deletion,proto3,oneof" json:"deletion,omitempty"`
+	// The collection tombstones of the row's non-frozen collection columns: each deletes its column's
+	// elements written at or before its timestamp.
+	Collections   []*CollectionDeletion `protobuf:"bytes,7,rep,name=collections,proto3" json:"collections,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -645,6 +658,13 @@ func (x *Row) GetDeletion() int64 {
 		return *x.Deletion
 	}
 	return 0
+}
+
+func (x *Row) GetCollections() []*CollectionDeletion {
+	if x != nil {
+		return x.Collections
+	}
+	return nil
 }
 
 // Mutation is a write to one partition of one table, applied atomically.
@@ -2851,6 +2871,60 @@ func (x *SchemaRegister) GetValue() []byte {
 	return nil
 }
 
+// CollectionDeletion is a collection tombstone: it deletes the elements of non-frozen collection column
+// column written at or before timestamp.
+type CollectionDeletion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Column        string                 `protobuf:"bytes,1,opt,name=column,proto3" json:"column,omitempty"`
+	Timestamp     int64                  `protobuf:"varint,2,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectionDeletion) Reset() {
+	*x = CollectionDeletion{}
+	mi := &file_replica_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectionDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectionDeletion) ProtoMessage() {}
+
+func (x *CollectionDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectionDeletion.ProtoReflect.Descriptor instead.
+func (*CollectionDeletion) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CollectionDeletion) GetColumn() string {
+	if x != nil {
+		return x.Column
+	}
+	return ""
+}
+
+func (x *CollectionDeletion) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -2878,14 +2952,16 @@ const file_replica_proto_rawDesc = "" +
 	"\vBAD_REQUEST\x10\x01\x12\x11\n" +
 	"\rUNKNOWN_TABLE\x10\x02\x12\f\n" +
 	"\bINTERNAL\x10\x03\x12\x17\n" +
-	"\x13TOO_MANY_TOMBSTONES\x10\x04\"\x9c\x01\n" +
+	"\x13TOO_MANY_TOMBSTONES\x10\x04\"\xbe\x01\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x03R\ttimestamp\x12\x1c\n" +
 	"\ttombstone\x18\x04 \x01(\bR\ttombstone\x12\x10\n" +
 	"\x03ttl\x18\x05 \x01(\x05R\x03ttl\x12\x18\n" +
-	"\aexpires\x18\x06 \x01(\x03R\aexpires\"\xf0\x01\n" +
+	"\aexpires\x18\x06 \x01(\x03R\aexpires\x12\x17\n" +
+	"\x04path\x18\a \x01(\fH\x00R\x04path\x88\x01\x01B\a\n" +
+	"\x05_path\"\xb9\x02\n" +
 	"\x03Row\x12\x1e\n" +
 	"\n" +
 	"clustering\x18\x01 \x03(\fR\n" +
@@ -2895,7 +2971,8 @@ const file_replica_proto_rawDesc = "" +
 	"\n" +
 	"marker_ttl\x18\x05 \x01(\x05R\tmarkerTtl\x12%\n" +
 	"\x0emarker_expires\x18\x06 \x01(\x03R\rmarkerExpires\x12\x1f\n" +
-	"\bdeletion\x18\x04 \x01(\x03H\x01R\bdeletion\x88\x01\x01B\t\n" +
+	"\bdeletion\x18\x04 \x01(\x03H\x01R\bdeletion\x88\x01\x01\x12G\n" +
+	"\vcollections\x18\a \x03(\v2%.kvnode.replica.v1.CollectionDeletionR\vcollectionsB\t\n" +
 	"\a_markerB\v\n" +
 	"\t_deletion\"\xa5\x02\n" +
 	"\bMutation\x12\x19\n" +
@@ -3053,7 +3130,10 @@ const file_replica_proto_rawDesc = "" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12;\n" +
 	"\bpromised\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\bpromised\x12;\n" +
 	"\baccepted\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\baccepted\x12\x14\n" +
-	"\x05value\x18\x04 \x01(\fR\x05value*3\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\"J\n" +
+	"\x12CollectionDeletion\x12\x16\n" +
+	"\x06column\x18\x01 \x01(\tR\x06column\x12\x1c\n" +
+	"\ttimestamp\x18\x02 \x01(\x03R\ttimestamp*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -3077,7 +3157,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -3122,58 +3202,60 @@ var file_replica_proto_goTypes = []any{
 	(*SchemaAcceptResponse)(nil),  // 40: kvnode.replica.v1.SchemaAcceptResponse
 	(*SchemaAcceptorState)(nil),   // 41: kvnode.replica.v1.SchemaAcceptorState
 	(*SchemaRegister)(nil),        // 42: kvnode.replica.v1.SchemaRegister
+	(*CollectionDeletion)(nil),    // 43: kvnode.replica.v1.CollectionDeletion
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
 	3,  // 1: kvnode.replica.v1.Error.code:type_name -> kvnode.replica.v1.Error.Code
 	7,  // 2: kvnode.replica.v1.Row.cells:type_name -> kvnode.replica.v1.Cell
-	8,  // 3: kvnode.replica.v1.Mutation.rows:type_name -> kvnode.replica.v1.Row
-	11, // 4: kvnode.replica.v1.Mutation.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
-	10, // 5: kvnode.replica.v1.RangeTombstone.start:type_name -> kvnode.replica.v1.ClusteringBound
-	10, // 6: kvnode.replica.v1.RangeTombstone.end:type_name -> kvnode.replica.v1.ClusteringBound
-	4,  // 7: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	9,  // 8: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
-	1,  // 9: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 10: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 11: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
-	15, // 12: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
-	15, // 13: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
-	4,  // 14: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	16, // 15: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
-	12, // 16: kvnode.replica.v1.ReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
-	1,  // 17: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 18: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 19: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
-	8,  // 20: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
-	11, // 21: kvnode.replica.v1.ReadResponse.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
-	12, // 22: kvnode.replica.v1.ReadResponse.stopped_after:type_name -> kvnode.replica.v1.ClusteringKey
-	0,  // 23: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
-	19, // 24: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
-	1,  // 25: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 26: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
-	22, // 27: kvnode.replica.v1.ScopeCountsRequest.deltas:type_name -> kvnode.replica.v1.ScopeCount
-	22, // 28: kvnode.replica.v1.ScopeCountsResponse.counts:type_name -> kvnode.replica.v1.ScopeCount
-	26, // 29: kvnode.replica.v1.TopClientsBudget.spenders:type_name -> kvnode.replica.v1.TopClientSpender
-	27, // 30: kvnode.replica.v1.TopClientsResponse.budgets:type_name -> kvnode.replica.v1.TopClientsBudget
-	0,  // 31: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
-	30, // 32: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	9,  // 33: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
-	32, // 34: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
-	1,  // 35: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 36: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 37: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 38: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 39: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 40: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 41: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	42, // 42: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
-	36, // 43: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 44: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	43, // 3: kvnode.replica.v1.Row.collections:type_name -> kvnode.replica.v1.CollectionDeletion
+	8,  // 4: kvnode.replica.v1.Mutation.rows:type_name -> kvnode.replica.v1.Row
+	11, // 5: kvnode.replica.v1.Mutation.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
+	10, // 6: kvnode.replica.v1.RangeTombstone.start:type_name -> kvnode.replica.v1.ClusteringBound
+	10, // 7: kvnode.replica.v1.RangeTombstone.end:type_name -> kvnode.replica.v1.ClusteringBound
+	4,  // 8: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	9,  // 9: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	1,  // 10: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 11: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 12: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
+	15, // 13: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
+	15, // 14: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
+	4,  // 15: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	16, // 16: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
+	12, // 17: kvnode.replica.v1.ReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
+	1,  // 18: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 19: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 20: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
+	8,  // 21: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
+	11, // 22: kvnode.replica.v1.ReadResponse.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
+	12, // 23: kvnode.replica.v1.ReadResponse.stopped_after:type_name -> kvnode.replica.v1.ClusteringKey
+	0,  // 24: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
+	19, // 25: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
+	1,  // 26: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 27: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
+	22, // 28: kvnode.replica.v1.ScopeCountsRequest.deltas:type_name -> kvnode.replica.v1.ScopeCount
+	22, // 29: kvnode.replica.v1.ScopeCountsResponse.counts:type_name -> kvnode.replica.v1.ScopeCount
+	26, // 30: kvnode.replica.v1.TopClientsBudget.spenders:type_name -> kvnode.replica.v1.TopClientSpender
+	27, // 31: kvnode.replica.v1.TopClientsResponse.budgets:type_name -> kvnode.replica.v1.TopClientsBudget
+	0,  // 32: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
+	30, // 33: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
+	9,  // 34: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
+	32, // 35: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
+	1,  // 36: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 37: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 38: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 39: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 40: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 41: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 42: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	42, // 43: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
+	36, // 44: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 45: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -3181,6 +3263,7 @@ func file_replica_proto_init() {
 	if File_replica_proto != nil {
 		return
 	}
+	file_replica_proto_msgTypes[3].OneofWrappers = []any{}
 	file_replica_proto_msgTypes[4].OneofWrappers = []any{}
 	file_replica_proto_msgTypes[5].OneofWrappers = []any{}
 	file_replica_proto_msgTypes[14].OneofWrappers = []any{}
@@ -3190,7 +3273,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -157,6 +157,7 @@ func TestGocql(t *testing.T) {
 	t.Run("functions as values and selectors", func(t *testing.T) { testGocqlFunctions(t, session) })
 	t.Run("duration values", func(t *testing.T) { testGocqlDuration(t, session) })
 	t.Run("frozen collections and tuples", func(t *testing.T) { testGocqlFrozen(t, session) })
+	t.Run("non-frozen collections", func(t *testing.T) { testGocqlCollections(t, session) })
 	t.Run("user-defined types", func(t *testing.T) { testGocqlUDT(t, session) })
 	t.Run("user-defined types in keys", func(t *testing.T) { testGocqlUDTKeys(t, session) })
 	t.Run("IN, aggregates, DISTINCT and filtering", func(t *testing.T) { testGocqlSelect(t, session) })

@@ -175,10 +175,10 @@ func testGocqlFrozen(t *testing.T, session *gocql.Session) {
 			t.Errorf("gocql sees column frozen.%s as %+v, want type %s", col, cm, typ)
 		}
 	}
-	bad := fmt.Sprintf("CREATE TABLE %s.nonfrozen (k int PRIMARY KEY, l list<int>)", keyspace)
+	bad := fmt.Sprintf("CREATE TABLE %s.nonfrozen (k int PRIMARY KEY, l list<list<int>>)", keyspace)
 	err = session.Query(bad).Exec()
-	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "non-frozen collections are not supported yet (use frozen<...>)") {
-		t.Errorf("gocql: %s answered %v, want Invalid saying non-frozen collections are not supported yet", bad, err)
+	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "non-frozen collections are not allowed inside collections") {
+		t.Errorf("gocql: %s answered %v, want Invalid saying non-frozen collections are not allowed inside collections", bad, err)
 	}
 }
 

@@ -34,6 +34,12 @@
 // may see it or not. The final reads at ALL, after the stopped node came back with its hints,
 // check that expired data never reappears.
 //
+// Non-frozen collections. Two tables in three have a set<int> or map<int, int> column, which
+// INSERTs assign, UPDATEs assign, add to, remove from and set elements of (m[k] = v), DELETEs
+// delete whole or by element, and SELECTs read; the model takes each element as a component of
+// its own, last-write-wins element by element, an assignment being a collection tombstone at
+// its timestamp − 1 then its elements (see collection.go).
+//
 // A range DELETE may be a true range tombstone or row tombstones for the rows the server found;
 // the model's answer does not depend on which (see component).
 //

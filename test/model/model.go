@@ -245,7 +245,11 @@ func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
 			if !rowEqual(op.Row, ck) {
 				continue
 			}
-			if col < 0 {
+			if col < -1 {
+				if !elementEntry(op, -2-col, &e) {
+					continue
+				}
+			} else if col < 0 {
 				if op.Kind != Insert {
 					continue
 				}
@@ -262,6 +266,9 @@ func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
 				}
 			}
 		case DeleteCells:
+			if col < -1 && rowEqual(op.Row, ck) && elementEntry(op, -2-col, &e) {
+				break
+			}
 			if col < 0 || !rowEqual(op.Row, ck) || !slices.Contains(op.Cols, col) {
 				continue
 			}
@@ -397,13 +404,14 @@ type rowState struct {
 	ck     []Val
 	marker options
 	cols   []options // per regular column
+	elems  []options // per element of the collection column (collKeys), if the table has one
 }
 
 func (s *rowState) mayExist() bool {
 	if s.marker.mayBeLive() {
 		return true
 	}
-	for _, c := range s.cols {
+	for _, c := range slices.Concat(s.cols, s.elems) {
 		if c.mayBeLive() {
 			return true
 		}
@@ -415,7 +423,7 @@ func (s *rowState) mayBeAbsent() bool {
 	if !s.marker.mayBeDead() {
 		return false
 	}
-	for _, c := range s.cols {
+	for _, c := range slices.Concat(s.cols, s.elems) {
 		if !c.mayBeDead() {
 			return false
 		}
@@ -427,7 +435,7 @@ func (s *rowState) determined() bool {
 	if len(s.marker) != 1 {
 		return false
 	}
-	for _, c := range s.cols {
+	for _, c := range slices.Concat(s.cols, s.elems) {
 		if len(c) != 1 {
 			return false
 		}
@@ -440,6 +448,9 @@ func (s *rowState) describe(t *Table) string {
 	fmt.Fprintf(&b, "row marker: %s", s.marker.String(0, true))
 	for i, c := range s.cols {
 		fmt.Fprintf(&b, "; %s: %s", t.Regular[i].Name, c.String(t.Regular[i].Type, false))
+	}
+	for i, c := range s.elems {
+		fmt.Fprintf(&b, "; %s element %d: %s", collName, collKeys[i], c.String(Int, t.Coll == CollSet))
 	}
 	return b.String()
 }
@@ -473,6 +484,11 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		for i := range t.Regular {
 			s.cols = append(s.cols, component(ops, ck, i, read, m.high))
 		}
+		if t.Coll != NoColl {
+			for i := range collKeys {
+				s.elems = append(s.elems, component(ops, ck, elementCol(i), read, m.high))
+			}
+		}
 		determined = determined && s.determined()
 		states[valsKey(ck)] = s
 		candidates = append(candidates, s)
@@ -481,6 +497,9 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 
 	npk, nck := len(t.PK), len(t.CK)
 	want := npk + nck + len(read.Cols)
+	if read.SelColl {
+		want++
+	}
 	if read.Limit > 0 && len(read.Outcome.Rows) > read.Limit {
 		problems = append(problems, fmt.Sprintf("%d rows returned, more than LIMIT %d", len(read.Outcome.Rows), read.Limit))
 	}
@@ -494,7 +513,7 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		enc := make([][]byte, len(row))
 		bad := false
 		cols := append(append(append([]Column{}, t.PK...), t.CK...), pick(t.Regular, read.Cols)...)
-		for i, v := range row {
+		for i, v := range row[:len(cols)] {
 			var err error
 			if enc[i], err = encodeResult(cols[i].Type, v); err != nil {
 				problems = append(problems, fmt.Sprintf("row %d column %s: %v", ri, cols[i].Name, err))
@@ -533,6 +552,9 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		prev = ck
 		if !s.mayExist() {
 			problems = append(problems, fmt.Sprintf("%s is returned but cannot exist: %s", rowName, s.describe(t)))
+		}
+		if read.SelColl {
+			problems = append(problems, checkCollection(t, s, row[len(row)-1], rowName)...)
 		}
 		for j, ci := range read.Cols {
 			v := enc[npk+nck+j]

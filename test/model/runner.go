@@ -295,6 +295,7 @@ func (w *Workload) FinalReads(cl client.Consistency) []*Op {
 				for i := range t.Regular {
 					op.Cols = append(op.Cols, i)
 				}
+				op.SelColl = t.Coll != NoColl
 				op.Stmt = op.statement()
 				out = append(out, op)
 			}

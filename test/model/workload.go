@@ -49,6 +49,9 @@ type Table struct {
 	Regular  []Column
 	// Partitions are the partition keys the workload uses, few so that histories revisit them.
 	Partitions [][]Val
+	// Coll is the kind of the table's non-frozen collection column (collection.go), NoColl for
+	// none.
+	Coll CollKind
 	// ClientTimestamps: every write to the table carries USING TIMESTAMP, drawn from a few
 	// low values, so the order of last-write-wins differs from the order of the history and
 	// ties between different values are common.
@@ -63,6 +66,9 @@ func (t *Table) CreateStatement() string {
 	var cols []string
 	for _, c := range t.allColumns() {
 		cols = append(cols, c.Name+" "+c.Type.String())
+	}
+	if t.Coll != NoColl {
+		cols = append(cols, collName+" "+collType(t.Coll))
 	}
 	pk := names(t.PK)
 	if len(t.PK) > 1 {
@@ -164,6 +170,7 @@ func NewWorkload(seed uint64, f Features) *Workload {
 				t.Regular = append(t.Regular, Column{Name: fmt.Sprintf("r%d", j), Type: Type(w.tick % int(numTypes))})
 				w.tick++
 			}
+			t.Coll = CollKind(w.rng.IntN(3))
 			// A handful of distinct partition keys.
 			seen := map[string]bool{}
 			for range 6 {
@@ -253,8 +260,12 @@ type Op struct {
 	Range Range // DELETE range and SELECT (Row set: a one-row SELECT)
 	Cells []CellWrite
 	Cols  []int // DELETE cells: the columns; SELECT: the regular columns selected
-	TS    int64 // USING TIMESTAMP, when HasTS
-	HasTS bool
+	// Coll is the operation on the table's collection column of an INSERT, UPDATE or DELETE
+	// cells; nil for none. SelColl: a SELECT selects the collection column (last).
+	Coll    *CollOp
+	SelColl bool
+	TS      int64 // USING TIMESTAMP, when HasTS
+	HasTS   bool
 	// TTL is an INSERT's or UPDATE's USING TTL in seconds, 0 for none. Only writes with a
 	// server timestamp get one, so no tie at equal timestamps involves an expiring cell (whose
 	// expiry the client knows only to within its request's time).
@@ -311,9 +322,11 @@ func (w *Workload) Next() *Op {
 	case p < 28:
 		op.Kind, op.Row = Insert, row()
 		cells(0)
+		op.Coll = w.collOp(t, Insert)
 	case p < 45:
 		op.Kind, op.Row = Update, row()
 		cells(1)
+		op.Coll = w.collOp(t, Update)
 	case p < 51:
 		op.Kind, op.Row = DeleteCells, row()
 		for i := range t.Regular {
@@ -321,7 +334,8 @@ func (w *Workload) Next() *Op {
 				op.Cols = append(op.Cols, i)
 			}
 		}
-		if len(op.Cols) == 0 {
+		op.Coll = w.collOp(t, DeleteCells)
+		if len(op.Cols) == 0 && op.Coll == nil {
 			op.Cols = []int{r.IntN(len(t.Regular))}
 		}
 	case p < 56:
@@ -353,6 +367,7 @@ func (w *Workload) Next() *Op {
 				op.Cols = append(op.Cols, i)
 			}
 		}
+		op.SelColl = t.Coll != NoColl && r.IntN(4) != 0
 	}
 	switch {
 	case op.Kind.IsWrite() && t.ClientTimestamps:
@@ -505,17 +520,27 @@ func (op *Op) statement() string {
 			cs = append(cs, t.Regular[cw.Col].Name)
 			vs = append(vs, litOrNull(cw.Val))
 		}
+		if c := op.Coll; c != nil {
+			cs = append(cs, collName)
+			vs = append(vs, strings.TrimPrefix(c.setClause(t.Coll), collName+" = "))
+		}
 		return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)%s", t.QName(), strings.Join(cs, ", "), strings.Join(vs, ", "), using)
 	case Update:
 		var set []string
 		for _, cw := range op.Cells {
 			set = append(set, t.Regular[cw.Col].Name+" = "+litOrNull(cw.Val))
 		}
+		if op.Coll != nil {
+			set = append(set, op.Coll.setClause(t.Coll))
+		}
 		return fmt.Sprintf("UPDATE %s%s SET %s WHERE %s", t.QName(), using, strings.Join(set, ", "), w)
 	case DeleteCells:
 		var cs []string
 		for _, i := range op.Cols {
 			cs = append(cs, t.Regular[i].Name)
+		}
+		if op.Coll != nil {
+			cs = append(cs, op.Coll.deleteItem())
 		}
 		return fmt.Sprintf("DELETE %s FROM %s%s WHERE %s", strings.Join(cs, ", "), t.QName(), using, w)
 	case DeleteRow, DeleteRange, DeletePartition:
@@ -525,7 +550,11 @@ func (op *Op) statement() string {
 	for _, i := range op.Cols {
 		cols = append(cols, t.Regular[i])
 	}
-	s := fmt.Sprintf("SELECT %s FROM %s WHERE %s", names(cols), t.QName(), w)
+	sel := names(cols)
+	if op.SelColl {
+		sel += ", " + collName
+	}
+	s := fmt.Sprintf("SELECT %s FROM %s WHERE %s", sel, t.QName(), w)
 	if op.Order {
 		// Desc is the first column's direction; the others follow it, reversed from their
 		// declared order exactly when the first is.

@@ -94,6 +94,10 @@ type Config struct {
 	// JSON asks Run for the JSON summary on stdout (progress then goes to stderr); --json.
 	// Execute ignores it.
 	JSON bool
+	// Collection, when set, names a non-frozen collection column of Table (a set, list or map of
+	// text, int or bigint): writes are then updates of one element of it in one row of the
+	// partition (s = s + {e}, l = l + [e], m[k] = v), which write without reading; --collection.
+	Collection string
 	// TLSCA, when set, connects over TLS, trusting the CA certificates in this PEM file;
 	// --tls-ca.
 	TLSCA string
@@ -126,8 +130,9 @@ A load generator over the CQL native protocol (through gocql, with prepared
 statements and no driver retries), or with --protocol grpc over the gRPC
 client API. Each operation goes to the single hot
 partition with probability --hot, else to one of --partitions cold partitions
-chosen uniformly; it is a write (INSERT of every column) with probability
---writes, else a read of the whole partition (SELECT *). Partition keys: the
+chosen uniformly; it is a write (INSERT of every column, or with
+--collection an update of one element of that non-frozen collection column)
+with probability --writes, else a read of the whole partition (SELECT *). Partition keys: the
 hot partition is 'hot' (text key) or 0 (bigint key); cold partition i is
 'cold-<i>' or i+1.
 
@@ -166,6 +171,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	})
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	jsonOut := fs.Bool("json", false, "print one JSON summary object on stdout; progress goes to stderr")
+	collection := fs.String("collection", "", "write element updates of this non-frozen collection `column` (s = s + {e}, l = l + [e], m[k] = v) instead of INSERTs of every column")
 	tlsCA := fs.String("tls-ca", "", "connect over TLS, trusting the CA certificates in this PEM `file`")
 	username := fs.String("username", "", "log in as this `role` (nodes started with --authenticator password); the password from "+cliflags.PasswordEnv)
 	password := fs.String("password", "", "the `password` of --username; better set "+cliflags.PasswordEnv+", which is not in the process list")
@@ -187,6 +193,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		Seed:        *seed,
 		JSON:        *jsonOut,
 		TLSCA:       *tlsCA,
+		Collection:  *collection,
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -98,7 +98,7 @@ type nativeSender struct {
 
 func (n *nativeSender) send(ctx context.Context, o *op) error {
 	if o.write {
-		q := n.session.Query(n.wl.insertBound, o.args...).WithContext(ctx)
+		q := n.session.Query(n.wl.writeStatement(), o.args...).WithContext(ctx)
 		err := q.Exec()
 		q.Release()
 		return err

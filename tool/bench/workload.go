@@ -45,6 +45,10 @@ type workload struct {
 	selectPrefix string // SELECT * FROM ks.t WHERE pk =
 	insertBound  string // INSERT INTO ks.t (a, b, c) VALUES (?, ?, ?)
 	selectBound  string // SELECT * FROM ks.t WHERE pk = ?
+
+	// coll is Config.Collection's column, nil without one; writes then update one of its
+	// elements (see collectionWrite), with the statement writeBound.
+	coll *schema.Column
 }
 
 // op is one generated operation.
@@ -79,7 +83,7 @@ func newWorkload(t *schema.Table, cfg Config) (*workload, error) {
 		names[i] = cql.QuoteIdent(c.Name)
 		marks[i] = "?"
 	}
-	return &workload{
+	wl := &workload{
 		table:        t,
 		partitions:   cfg.Partitions,
 		hot:          cfg.Hot,
@@ -89,7 +93,13 @@ func newWorkload(t *schema.Table, cfg Config) (*workload, error) {
 		selectPrefix: "SELECT * FROM " + t.QualifiedName() + " WHERE " + names[0] + " = ",
 		insertBound:  "INSERT INTO " + t.QualifiedName() + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")",
 		selectBound:  "SELECT * FROM " + t.QualifiedName() + " WHERE " + names[0] + " = ?",
-	}, nil
+	}
+	if cfg.Collection != "" {
+		if err := wl.setCollection(cfg.Collection); err != nil {
+			return nil, err
+		}
+	}
+	return wl, nil
 }
 
 // next draws one operation from r: the hot partition with probability w.hot, else a uniformly
@@ -100,6 +110,9 @@ func (w *workload) next(r *rand.Rand) op {
 	cold := 0
 	if !o.hot {
 		cold = r.IntN(w.partitions)
+	}
+	if o.write && w.coll != nil {
+		return w.collectionWrite(o, r, cold)
 	}
 	if o.write {
 		o.args = make([]any, len(w.table.Columns))

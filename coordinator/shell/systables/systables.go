@@ -178,6 +178,10 @@ func (t *Tables) resolve(st *cql.SelectStmt, ks string) (*query, error) {
 	} else {
 		now := time.Now()
 		for i, id := range st.Columns {
+			if st.Funcs != nil && st.Funcs[i].Kind == cql.SelectElement {
+				return nil, &coordinator.InvalidError{Pos: st.Funcs[i].Pos,
+					Err: fmt.Errorf("element selection is not supported on system table %s.%s", ks, tbl.name)}
+			}
 			if st.Funcs != nil && st.Funcs[i].Kind == cql.SelectExpr {
 				if len(cql.BindMarkers(st)) > 0 {
 					return nil, &coordinator.InvalidError{Pos: st.Funcs[i].Pos,

@@ -608,6 +608,40 @@ class Steps {
     const tj = (await client.execute(`SELECT toJson(v) FROM ${ks}.sel WHERE k = 9`, [], { prepare: false })).rows[0]['system.tojson(v)'];
     check(tj === '6', `toJson(v) returned ${tj}, want 6`);
   }
+
+  // Non-frozen sets, lists and maps: whole values and element updates through prepared
+  // statements, read back (by element and slice too, an emptied map as null), and described by
+  // client.metadata as not frozen.
+  async collections() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.colls (k int PRIMARY KEY, s set<text>, l list<int>, m map<text, int>)`);
+    const opts = { prepare: true };
+    const run = (q, params) => client.execute(q.replace('%s', ks), params, opts);
+    await run('INSERT INTO %s.colls (k, s, l, m) VALUES (?, ?, ?, ?)', [1, ['b', 'a'], [1, 2], { x: 1 }]);
+    await run('UPDATE %s.colls SET s = s + ?, l = l + ?, m[?] = ? WHERE k = ?', [['c'], [3], 'y', 2, 1]);
+    await run('UPDATE %s.colls SET s = s - ?, l = ? + l, m = m - ? WHERE k = ?', [['a'], [0], ['x'], 1]);
+    await run('UPDATE %s.colls SET l[?] = ? WHERE k = ?', [1, 10, 1]);
+    await run('DELETE m[?] FROM %s.colls WHERE k = ?', ['y', 1]);
+    const r = (await run('SELECT s, l, m FROM %s.colls WHERE k = ?', [1])).rows[0];
+    const got = JSON.stringify([[...(r.s || [])].sort(), r.l, r.m]);
+    check(got === JSON.stringify([['b', 'c'], [0, 10, 2, 3], null]), `colls reads ${got}, want [["b","c"],[0,10,2,3],null]`);
+    const e = (await run("SELECT s['b'], s['c'..] FROM %s.colls WHERE k = ?", [1])).rows[0];
+    const sel = JSON.stringify([e[0] === undefined ? e["s['b']"] : e[0], e["s['c'..]"]]);
+    check(sel === JSON.stringify(['b', ['c']]), `s['b'], s['c'..] read ${sel}`);
+    await waitUntil('client.metadata describes the colls table', async () => {
+      const t = await client.metadata.getTable(ks, 'colls');
+      if (!t) {
+        return 'no table colls in the metadata yet';
+      }
+      const got = {};
+      for (const c of t.columns) {
+        got[c.name] = `${c.type.code}${c.type.options && c.type.options.frozen ? ' frozen' : ''}`;
+      }
+      const g = JSON.stringify(Object.keys(got).sort().map((k) => [k, got[k]]));
+      const w = JSON.stringify([['k', '9'], ['l', '32'], ['m', '33'], ['s', '34']]);
+      return g === w ? null : `the metadata has types ${g}, want ${w}`;
+    });
+  }
 }
 
 async function main() {
@@ -618,7 +652,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections'];
   let passed = 0;
   let failed = 0;
   try {

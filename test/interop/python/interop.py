@@ -552,6 +552,33 @@ class Steps:
         got = s.execute("SELECT toJson(v) FROM %s.sel WHERE k = 9" % ks).one()[0]
         check(got == "6", "toJson(v) returned %r, want '6'" % got)
 
+    def collections(self):
+        """Non-frozen sets, lists and maps: whole values and element updates bound by the driver
+        (s = s + ?, m[?] = ?, l = ? + l, l[?] = ?, DELETE m[?]), read back, by element and slice
+        too, an emptied collection as None, and described by cluster.metadata without frozen."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.colls (k int PRIMARY KEY, s set<text>, l list<int>, m map<text, int>)" % ks)
+        s.execute(s.prepare("INSERT INTO %s.colls (k, s, l, m) VALUES (?, ?, ?, ?)" % ks), [1, {"b", "a"}, [1, 2], {"x": 1}])
+        s.execute(s.prepare("UPDATE %s.colls SET s = s + ?, l = l + ?, m[?] = ? WHERE k = ?" % ks), [{"c"}, [3], "y", 2, 1])
+        s.execute(s.prepare("UPDATE %s.colls SET s = s - ?, l = ? + l, m = m - ? WHERE k = ?" % ks), [{"a"}, [0], {"x"}, 1])
+        s.execute(s.prepare("UPDATE %s.colls SET l[?] = ? WHERE k = ?" % ks), [1, 10, 1])
+        s.execute(s.prepare("DELETE m[?] FROM %s.colls WHERE k = ?" % ks), ["y", 1])
+        r = s.execute(s.prepare("SELECT s, l, m FROM %s.colls WHERE k = ?" % ks), [1]).one()
+        got = (set(r.s or ()), list(r.l or ()), dict(r.m or {}))
+        check(got == ({"b", "c"}, [0, 10, 2, 3], {}), "colls reads %r" % (got,))
+        check(r.m is None, "an emptied map reads %r, want None" % (r.m,))
+        r = s.execute(s.prepare("SELECT s['b'], s['c'..] FROM %s.colls WHERE k = ?" % ks), [1]).one()
+        check((r[0], set(r[1] or ())) == ("b", {"c"}), "s['b'], s['c'..] read %r" % (tuple(r),))
+        want_types = {"k": "int", "s": "set<text>", "l": "list<int>", "m": "map<text, int>"}
+
+        def described():
+            t = self.cluster.metadata.keyspaces[ks].tables.get("colls")
+            if t is None:
+                return "no table colls in the metadata yet"
+            types = {n: c.cql_type for n, c in t.columns.items()}
+            return None if types == want_types else "the metadata has types %r, want %r" % (types, want_types)
+        wait_until("cluster.metadata describes the colls table", described)
+
 
 def main():
     if len(sys.argv) != 2:
@@ -563,7 +590,7 @@ def main():
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.alter_keyspace, steps.schema_export_replays, steps.every_type, steps.paging,
             steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types, steps.user_type_keys,
-            steps.select_shapes]
+            steps.select_shapes, steps.collections]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
