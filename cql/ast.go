@@ -354,9 +354,12 @@ type Assignment struct {
 	Value  Term
 }
 
-// Relation is one column op value restriction of a WHERE clause.
+// Relation is one column op value restriction of a WHERE clause, or with
+// Token set a restriction of the partition key's token: token(Token...) op
+// value, Column then being the word token.
 type Relation struct {
 	Column Ident
+	Token  []Ident // token(k1, k2) > value: the columns in the call
 	OpPos  Pos
 	Op     Token // EQ, LT, LE, GT or GE
 	Value  Term

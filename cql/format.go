@@ -415,6 +415,16 @@ func (p *printer) where(rs []Relation) {
 			p.WriteString(" AND ")
 		}
 		p.ident(r.Column)
+		if r.Token != nil {
+			p.WriteByte('(')
+			for j, x := range r.Token {
+				if j > 0 {
+					p.WriteString(", ")
+				}
+				p.ident(x)
+			}
+			p.WriteByte(')')
+		}
 		p.WriteByte(' ')
 		p.WriteString(r.Op.String())
 		p.WriteByte(' ')

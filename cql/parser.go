@@ -1006,7 +1006,13 @@ func (p *parser) parseWhere() []Relation {
 	var rs []Relation
 	for {
 		p.refuseRelationStart()
+		quoted := p.tok == QIDENT
 		r := Relation{Column: p.parseIdent("column name")}
+		if !quoted && r.Column.Name == "token" && p.tok == LPAREN { // token(k) > ?
+			p.next()
+			r.Token = p.parseIdentList("partition key column name")
+			p.expect(RPAREN)
+		}
 		p.refuseOperator(r.Column)
 		r.OpPos, r.Op = p.pos, p.tok
 		switch p.tok {

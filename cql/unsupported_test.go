@@ -107,7 +107,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"SELECT * FROM t WHERE s CONTAINS 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
 	{"SELECT * FROM t WHERE m CONTAINS KEY 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
 	{"SELECT * FROM t WHERE v LIKE 'a%'", "1:25: LIKE restrictions are not supported"},
-	{"SELECT * FROM t WHERE token(k) > 0", "1:23: token() restrictions are not supported"},
 	{"SELECT * FROM t WHERE k = 1 AND (c, d) > (1, 2)", "1:33: multi-column restrictions ((a, b) > (...)) are not supported"},
 	{"SELECT * FROM t WHERE m['a'] = 1 ALLOW FILTERING", "1:24: restrictions on collection elements or fields are not supported"},
 	{"SELECT * FROM t WHERE k = fromJson('1')", "1:27: function fromJson is not supported"},
