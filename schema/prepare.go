@@ -97,6 +97,10 @@ type Write struct {
 	TTL int32
 	// Timeout is the USING TIMEOUT duration; 0 without one.
 	Timeout time.Duration
+	// Scan is set for a SELECT without a partition key restriction (IsScan): it reads the
+	// partitions whose tokens lie in Tokens, in token order, and PartitionKey is nil.
+	Scan   bool
+	Tokens TokenRange
 }
 
 // Read is a validated SELECT, as plain data: one partition, a clustering
@@ -125,6 +129,10 @@ type Read struct {
 	Reversed bool
 	// Timeout is the USING TIMEOUT duration; 0 without one.
 	Timeout time.Duration
+	// Scan is set for a SELECT without a partition key restriction (IsScan): it reads the
+	// partitions whose tokens lie in Tokens, in token order, and PartitionKey is nil.
+	Scan   bool
+	Tokens TokenRange
 }
 
 // BindValue is the value of one bind marker: its canonical encoding (nil
@@ -507,11 +515,18 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		}
 		r.Funcs[i] = k
 	}
-	if r.PartitionKey, r.Clustering, err = where(t, st.Where, "SELECT", false, b); err != nil {
-		return nil, err
-	}
-	if r.Reversed, err = orderBy(t, st.OrderBy, len(r.Clustering.Prefix)); err != nil {
-		return nil, err
+	if IsScan(t, st.Where) {
+		r.Scan = true
+		if r.Tokens, err = scanWhere(t, st, b); err != nil {
+			return nil, err
+		}
+	} else {
+		if r.PartitionKey, r.Clustering, err = where(t, st.Where, "SELECT", false, b); err != nil {
+			return nil, err
+		}
+		if r.Reversed, err = orderBy(t, st.OrderBy, len(r.Clustering.Prefix)); err != nil {
+			return nil, err
+		}
 	}
 	if st.Limit != nil {
 		if r.Limit, err = b.limit(st.Limit); err != nil {
@@ -564,6 +579,9 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool, b *binder) 
 	lower := make(map[int]*Bound)
 	upper := make(map[int]*Bound)
 	for _, r := range rels {
+		if r.Token != nil {
+			return nil, cr, fmt.Errorf("token() restrictions are only supported in SELECT, not in %s", stmt)
+		}
 		c, err := column(t, r.Column)
 		if err != nil {
 			return nil, cr, err
@@ -1042,6 +1060,12 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 			bind(cols[i], x, true)
 		}
 		for _, r := range rels {
+			if r.Token != nil { // token(k) > ?: the scan's bounds
+				if lit, ok := r.Value.(*cql.Literal); ok && lit.Kind == cql.LitBind {
+					set(lit, tt, tokenVariable, TypeBigInt)
+				}
+				continue
+			}
 			bind(r.Column, r.Value, r.Op == cql.EQ)
 		}
 		if ts != nil && ts.Kind == cql.LitBind {
