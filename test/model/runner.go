@@ -11,8 +11,8 @@ import (
 
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
-	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/partitioner"
 )
 
 // Target is the cluster a Runner sends operations to.
