@@ -7,8 +7,10 @@ import (
 	"io"
 	"log"
 	"math"
+	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,9 +25,16 @@ var exportRows = flag.Int("scan.export.rows", 2000, "rows the export tests write
 
 // gocqlTo opens a gocql session to the native address addr at QUORUM, held to that node unless
 // discover is set.
-func gocqlTo(t *testing.T, addr string, discover bool) *gocql.Session {
+func gocqlTo(t testing.TB, addr string, discover bool) *gocql.Session {
 	t.Helper()
-	host, port := splitHostPort(t, addr)
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cluster := gocql.NewCluster(host)
 	cluster.Port = port
 	cluster.ProtoVersion = 4
@@ -106,9 +115,12 @@ func checkExport(t *testing.T, what string, seen map[[2]int32]int, acked map[[2]
 	}
 }
 
+// padding makes each row's value about 100 bytes.
+var padding = strings.Repeat(".", 80)
+
 // writeRows inserts rows k/c for k in [from, to), c in {0, 1}, at QUORUM through s, from a few
 // goroutines, and records the acknowledged ones.
-func writeRows(t *testing.T, s *gocql.Session, from, to int32, acked map[[2]int32]bool) {
+func writeRows(t testing.TB, s *gocql.Session, from, to int32, acked map[[2]int32]bool) {
 	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -118,7 +130,7 @@ func writeRows(t *testing.T, s *gocql.Session, from, to int32, acked map[[2]int3
 		wg.Go(func() {
 			for k := from + w; k < to; k += workers {
 				for c := range int32(2) {
-					err := s.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", k, c, fmt.Sprintf("value %d/%d", k, c)).Exec()
+					err := s.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", k, c, fmt.Sprintf("value %d/%d%s", k, c, padding)).Exec()
 					mu.Lock()
 					if err == nil {
 						acked[[2]int32{k, c}] = true
