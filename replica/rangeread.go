@@ -73,6 +73,12 @@ func (s *Store) ReadRange(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 		return nil, fmt.Errorf("replica: table %s: range read: %w", t.QualifiedName(), err)
 	}
 	defer it.Close()
+	// The partitions are read through a second iterator, reused (its bounds set per partition).
+	pit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("replica: table %s: range read: %w", t.QualifiedName(), err)
+	}
+	defer pit.Close()
 
 	resp := &replicapb.RangeReadResponse{Status: replicapb.Status_STATUS_OK}
 	now := s.now().Unix()
@@ -99,7 +105,7 @@ func (s *Store) ReadRange(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 		if req.PageBytes > 0 {
 			preq.PageBytes = uint32(uint64(req.PageBytes) - size)
 		}
-		page, err := s.readPartition(t, preq, s.tombstoneFailure)
+		page, err := s.readPartition(t, preq, s.tombstoneFailure, pit)
 		if err != nil {
 			return nil, err
 		}
