@@ -21,6 +21,8 @@ var (
 	benchScanRows   = flag.Int("scan.bench.rows", 100000, "rows of the scan benchmarks' table (about 100 bytes of value each)")
 	benchPointRate  = flag.Int("scan.bench.rate", 300, "point reads per second of BenchmarkScanPointReadP99's fixed-rate load")
 	benchPhase      = flag.Duration("scan.bench.phase", 3*time.Second, "length of one phase (with or without the scan) of BenchmarkScanPointReadP99")
+	benchScanPage   = flag.Int("scan.bench.page", 5000, "page size of BenchmarkScanPointReadP99's scan")
+	benchScanRate   = flag.Int("scan.bench.pace", 0, "the nodes' scan_rows_per_second (0: the default; negative: no pacing)")
 	benchScanRounds = flag.Int("scan.bench.rounds", 3, "rounds of BenchmarkScanPointReadP99 (each a phase without and one with the scan, order alternated)")
 )
 
@@ -30,6 +32,7 @@ func scanBenchCluster(b *testing.B) (*localcluster.Cluster, []*gocql.Session, in
 	ctx := context.Background()
 	tc, err := localcluster.Start(ctx, localcluster.Options{Dir: b.TempDir(), Nodes: 3, Adjust: func(_ int, cfg *node.Config) {
 		cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout
+		cfg.Admission.Scans.RowsPerSecond = *benchScanRate
 	}})
 	if err != nil {
 		b.Fatal(err)
@@ -94,8 +97,11 @@ func BenchmarkScanRowsPerNode(b *testing.B) {
 //
 //	go test ./node -run '^$' -bench BenchmarkScanPointReadP99 -benchtime 1x
 func BenchmarkScanPointReadP99(b *testing.B) {
-	_, sessions, rows := scanBenchCluster(b)
+	tc, sessions, rows := scanBenchCluster(b)
 	keys := int32(rows / 2)
+	// The scan is another client's: its own session, so its pages do not share the point
+	// reads' connections.
+	scanner := gocqlTo(b, tc.Node(1).Node().CQLAddr(), false)
 	phase := func(withScan bool) (p99 time.Duration, scanned int64, elapsed time.Duration) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
@@ -103,7 +109,7 @@ func BenchmarkScanPointReadP99(b *testing.B) {
 		if withScan {
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					it := sessions[1].Query("SELECT k, c, v FROM e").PageSize(5000).WithContext(ctx).Iter()
+					it := scanner.Query("SELECT k, c, v FROM e").PageSize(*benchScanPage).WithContext(ctx).Iter()
 					var k, c int32
 					var v string
 					for it.Scan(&k, &c, &v) {
@@ -148,6 +154,7 @@ func BenchmarkScanPointReadP99(b *testing.B) {
 		cancel()
 		wg.Wait()
 		slices.Sort(lat)
+		b.Logf("scan %v: p50 %v p90 %v p99 %v max %v over %v", withScan, lat[len(lat)/2], lat[len(lat)*9/10], lat[len(lat)*99/100], lat[len(lat)-1], elapsed)
 		return lat[len(lat)*99/100], scannedRows.Load(), elapsed
 	}
 	phase(false) // warm up

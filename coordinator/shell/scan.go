@@ -36,6 +36,13 @@ type RangeReader interface {
 	ReadRange(ctx context.Context, to coordinator.NodeID, req *replicapb.RangeReadRequest) (*replicapb.RangeReadResponse, error)
 }
 
+// ScanPacer weighs the work of scans (package node gives the node's admission controller): Pace
+// is called after each range read of a scan with the rows the replicas returned, and the scan
+// goes on when it returns.
+type ScanPacer interface {
+	Pace(ctx context.Context, rows int) error
+}
+
 // scanReadRows bounds the live rows one replica returns for one range read of a scan without a
 // page size or LIMIT: the coordinator reads the range in such pieces.
 const scanReadRows = 5000
@@ -233,6 +240,12 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	}
 	resps := o.(coordinator.Success).Responses
 	answers := make([]coordinator.RangeAnswer, len(resps))
+	read := 0 // rows the replicas returned: the work this read weighs
+	defer func() {
+		if e.scanPacer != nil && read > 0 {
+			e.scanPacer.Pace(ctx, read) // a canceled context ends the scan at its next step
+		}
+	}()
 	for i, r := range resps {
 		resp, ok := r.Payload.(*replicapb.RangeReadResponse)
 		if !ok {
@@ -240,6 +253,7 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 		}
 		a := coordinator.RangeAnswer{From: r.From, Stopped: resp.Stopped, Partitions: make([]coordinator.RangePartition, len(resp.Partitions))}
 		for j, rp := range resp.Partitions {
+			read += len(rp.GetPage().GetRows())
 			pg := pageOf(rp.GetPage())
 			hideShadowed(s.t, &pg)
 			a.Partitions[j] = coordinator.RangePartition{Token: rp.Token, Key: rp.PartitionKey, Page: pg}

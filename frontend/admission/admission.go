@@ -51,6 +51,8 @@ type Options struct {
 	MaxQueued int `yaml:"max_queued_requests"`
 	// QueueTimeout bounds a request's wait in the queue. Default DefaultQueueTimeout.
 	QueueTimeout time.Duration `yaml:"request_queue_timeout"`
+	// Scans paces the node's scans while other requests execute (pace.go).
+	Scans ScanPacing `yaml:",inline"`
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o.
@@ -159,6 +161,7 @@ type Controller struct {
 	shed                          *prometheus.CounterVec
 	shedFull, shedTimeout         prometheus.Counter
 	fullErr, shareErr, timeoutErr *OverloadedError // shared read-only, messages made: refusing allocates nothing
+	pace                          pacer            // scans' pacing (pace.go)
 }
 
 // client is the queue of one client's waiting requests, oldest first, and its place in the
@@ -200,6 +203,10 @@ func New(cfg Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, clients: make(map[Key]*client)}
+	var err error
+	if c.pace, err = newPacer(cfg.Scans); err != nil {
+		return nil, err
+	}
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "kvnode", Subsystem: "admission", Name: name, Help: help}
 	}
