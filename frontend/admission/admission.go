@@ -151,6 +151,7 @@ type Controller struct {
 	mu       sync.Mutex
 	inFlight int             // slots taken, including those handed to a waiter not yet awake
 	queued   int             // requests waiting in the clients' queues
+	arrivals uint64          // requests Try was called for, ever (scan pacing tells others by them)
 	clients  map[Key]*client // the clients with requests waiting
 	next     *client         // the ring of clients with requests waiting, next to be served
 	free     []*client       // client records to reuse
@@ -242,6 +243,7 @@ func (c *Controller) Try(client Key) (*Waiter, error) {
 		return nil, nil
 	}
 	c.mu.Lock()
+	c.arrivals++
 	if c.inFlight < c.cfg.MaxConcurrent && c.queued == 0 {
 		c.inFlight++
 		c.mu.Unlock()

@@ -26,6 +26,24 @@ type ScanPacing struct {
 // which a scan drains by the rows each of its reads returned.
 type pacer struct {
 	lim *rate.Limiter // nil: no pacing
+	// seen is the controller's arrivals count at the last Pace, and at the time busyUntil was set;
+	// the node counts as serving other requests until busyUntil, a second after Pace last saw
+	// more requests arrive than the scans' own (guarded by Controller.mu).
+	seen      uint64
+	busyUntil time.Time
+}
+
+// othersActive reports whether other client requests than the scans' own pages arrived at the
+// node within the last second, or execute now. It costs a scan's own page one arrival per Pace.
+func (c *Controller) othersActive(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := &c.pace
+	if c.arrivals > p.seen+1 || c.inFlight > 1 {
+		p.busyUntil = now.Add(time.Second)
+	}
+	p.seen = c.arrivals
+	return now.Before(p.busyUntil)
 }
 
 func newPacer(p ScanPacing) (pacer, error) {
@@ -44,16 +62,17 @@ func newPacer(p ScanPacing) (pacer, error) {
 }
 
 // Pace weighs work a scan did (rows, the rows its last read returned) and waits, before the scan
-// goes on, as long as the node's scan rate (ScanPacing) asks while other client requests are
-// executing; a scan that runs alone goes on at once. It returns ctx's error if ctx ends first. A
+// goes on, as long as the node's scan rate (ScanPacing) asks while the node serves other client
+// requests (any arrived within the last second besides the scan's pages, or more than one
+// executes); a scan that runs alone goes on at once. It returns ctx's error if ctx ends first. A
 // nil *Controller never waits.
 func (c *Controller) Pace(ctx context.Context, rows int) error {
 	if c == nil || c.pace.lim == nil || rows <= 0 {
 		return nil
 	}
 	now := time.Now()
-	if c.InFlight() <= 1 {
-		return nil // alone (the scan's own request): no one to make room for, and no debt
+	if !c.othersActive(now) {
+		return nil // alone: no one to make room for, and no debt
 	}
 	burst := c.pace.lim.Burst()
 	var wait time.Duration
