@@ -7,12 +7,16 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gocql/gocql"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -162,5 +166,41 @@ func TestScansReturnEveryRowOnceInTokenOrderThroughEveryNode(t *testing.T) {
 	err = sessions[1].Query("SELECT k, c FROM s WHERE c = 1 ALLOW FILTERING").Exec()
 	if err == nil || !strings.Contains(err.Error(), "ALLOW FILTERING over a scan") {
 		t.Errorf("ALLOW FILTERING over a scan: err = %v, want it refused as not supported yet", err)
+	}
+}
+
+// TestScanReadRepairsAStaleReplica: a replica that missed writes (it was down, and hints are
+// held back) is repaired by a scan at ALL, like a single-partition read: afterwards it serves
+// the rows alone.
+func TestScanReadRepairsAStaleReplica(t *testing.T) {
+	var paused atomic.Bool
+	paused.Store(true)
+	tc := startClusterWith(t, 3, func(cfg *node.Config) {
+		cfg.Testing = &node.TestingKnobs{PauseHintReplay: paused.Load}
+	})
+	c0 := tc.client(0)
+	exec(t, c0, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+	exec(t, c0, client.One, "CREATE TABLE ks.s (k int, c int, v int, PRIMARY KEY (k, c))")
+	tc.stop(2)
+	poll.Must(t, 10*time.Second, "node 1 sees node 3 down", poll.Bool(func() bool {
+		return !tc.nodes[0].Cluster().IsLive(cluster.NodeID(tc.nodeID(2)))
+	}))
+	var want []scanKey
+	for k := range int32(20) {
+		exec(t, c0, client.Quorum, fmt.Sprintf("INSERT INTO ks.s (k, c, v) VALUES (%d, 0, %d)", k, k))
+		want = append(want, scanKey{k: k, token: intToken(k)})
+	}
+	slices.SortFunc(want, scanOrder)
+	tc.restart(2)
+	tc.waitLive(20*time.Second, 3)
+	// At ALL every replica answers, node 3 with nothing: the scan returns the rows and repairs it.
+	if got := collect(t, scanSession(t, tc, 0).Query("SELECT k, c FROM s").Consistency(gocql.All).PageSize(7)); !slices.Equal(got, want) {
+		t.Fatalf("a scan at ALL returned\n%v\nwant\n%v", got, want)
+	}
+	s2 := scanSession(t, tc, 2)
+	tc.stop(0)
+	tc.stop(1)
+	if got := collect(t, s2.Query("SELECT k, c FROM s").Consistency(gocql.One).PageSize(7)); !slices.Equal(got, want) {
+		t.Errorf("node 3 alone, after the scan's read repair, returned\n%v\nwant\n%v", got, want)
 	}
 }
