@@ -50,7 +50,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
 	if r.Scan {
-		return e.executeScan(ctx, st, r, keyspace, cl, req) // scan.go
+		return e.executeScan(ctx, r, keyspace, cl, req) // scan.go
 	}
 	rf, err := replicationFactor(s, r.Table)
 	if err != nil {

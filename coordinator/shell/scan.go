@@ -65,15 +65,8 @@ type scanRow struct {
 }
 
 // executeScan runs a SELECT that scans (r.Scan) at consistency cl.
-func (e *Executor) executeScan(ctx context.Context, st *cql.SelectStmt, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
-	t := r.Table
-	if st.AllowFiltering && len(st.Where) > 0 {
-		for _, rel := range st.Where {
-			if rel.Token == nil {
-				return t, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("ALLOW FILTERING over a scan is not supported yet")}
-			}
-		}
-	}
+func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+	t := r.Table // schema.Read refused what a scan does not run yet (filtering, ORDER BY)
 	ring, ok1 := e.ring.(RangeRing)
 	reader, ok2 := e.transport.(RangeReader)
 	if !ok1 || !ok2 {
