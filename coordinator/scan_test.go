@@ -84,3 +84,18 @@ func TestGroupRangeStopsAtTheEarliestStop(t *testing.T) {
 		}
 	}
 }
+
+func TestComparePartitionsOrdersAsCassandra(t *testing.T) {
+	// Equal tokens order by the serialized key: for a composite key, component lengths first.
+	a := [][]byte{[]byte("b"), []byte("x")}
+	b := [][]byte{[]byte("ab"), []byte("x")}
+	if c := coordinator.ComparePartitions(5, a, 5, b); c >= 0 {
+		t.Errorf("ComparePartitions(5 (b, x), 5 (ab, x)) = %d, want < 0: the shorter first component serializes first", c)
+	}
+	if c := coordinator.ComparePartitions(4, b, 5, a); c >= 0 {
+		t.Errorf("a lower token = %d, want < 0", c)
+	}
+	if c := coordinator.ComparePartitions(5, [][]byte{[]byte("k")}, 5, [][]byte{[]byte("k")}); c != 0 {
+		t.Errorf("the same partition compares %d, want 0", c)
+	}
+}
