@@ -105,7 +105,9 @@ func (s *Store) ReadRange(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 		if req.PageBytes > 0 {
 			preq.PageBytes = uint32(uint64(req.PageBytes) - size)
 		}
-		page, err := s.readPartition(t, preq, s.tombstoneFailure, pit)
+		// Tombstone keys sort before rows': a partition whose first key is a row's has none.
+		rowsOnly := len(rest) > 0 && rest[0] == kindRow
+		page, err := s.readPartition(t, preq, s.tombstoneFailure, pit, rowsOnly)
 		if err != nil {
 			return nil, err
 		}

@@ -134,3 +134,34 @@ func cmpInt(a, b int64) int {
 	}
 	return 0
 }
+
+// TestReadRangeCarriesTombstones: a range read returns each partition as ReadPartition does,
+// with its partition tombstone and range tombstones, whether or not the partition starts with
+// a row.
+func TestReadRangeCarriesTombstones(t *testing.T) {
+	s, _ := openMem(t)
+	l := testTable(t)
+	deleted := mut("a", row(1, "x", "marker@5", "v=1@5"), row(2, "x", "marker@5"))
+	deleted.PartitionDeletion = ts(3) // older than its rows
+	ranged := rangeDel("[2 .. 3]", 9)
+	ranged.PartitionKey, ranged.Token = [][]byte{[]byte("b")}, tokenOf("b")
+	mustApply(t, s, l, deleted, mut("b", row(1, "x", "marker@5"), row(2, "y", "marker@5")), ranged, mut("c", row(1, "x", "marker@5")))
+	resp, err := s.ReadRange(l, &replicapb.RangeReadRequest{TableId: testTableID, StartToken: math.MinInt64, EndToken: math.MaxInt64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range resp.Partitions {
+		got[string(p.PartitionKey[0])] = format(l, p.Page) + " | " + formatRTs(l, p.Page)
+		want, err := s.ReadPartition(l, readReq(string(p.PartitionKey[0])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := format(l, want) + " | " + formatRTs(l, want); got[string(p.PartitionKey[0])] != w {
+			t.Errorf("partition %s: the range read has %q, ReadPartition %q", p.PartitionKey[0], got[string(p.PartitionKey[0])], w)
+		}
+	}
+	if len(got) != 3 || !strings.Contains(got["a"], "partition deleted@3") || !strings.Contains(got["b"], "[2..3]@9") {
+		t.Errorf("the range read returned %v, want partitions a (deleted@3), b (a range tombstone) and c", got)
+	}
+}
