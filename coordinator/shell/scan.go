@@ -45,7 +45,7 @@ type ScanPacer interface {
 
 // scanReadRows bounds the live rows one replica returns for one range read of a scan without a
 // page size or LIMIT: the coordinator reads the range in such pieces.
-const scanReadRows = 5000
+const scanReadRows = 1000
 
 // ErrScanUnsupported is returned for a scan when the node's ring or transport cannot serve one.
 var ErrScanUnsupported = errors.New("coordinator: this node's ring or transport does not serve scans")

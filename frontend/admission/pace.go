@@ -10,7 +10,7 @@ import (
 
 // DefaultScanRowsPerSecond is ScanPacing's default: the rows per second the node's scans read,
 // together, while other client requests are executing.
-const DefaultScanRowsPerSecond = 10000
+const DefaultScanRowsPerSecond = 5000
 
 // ScanPacing configures how the node weighs scans (Controller.Pace). The zero value means the
 // defaults.
