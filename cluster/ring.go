@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"slices"
 )
 
@@ -243,6 +244,19 @@ func (r *Ring) AppendReplicas(dst []NodeID, token int64, rf int) []NodeID {
 		}
 	}
 	return dst
+}
+
+// RangeEnd returns the last token of the ring's token range that holds token: the first vnode
+// token ≥ token, or math.MaxInt64 past the last vnode token (the range that wraps around, whose
+// replicas are those of the first vnode token). ok is false for an empty ring.
+func (r *Ring) RangeEnd(token int64) (end int64, ok bool) {
+	if len(r.tokens) == 0 {
+		return 0, false
+	}
+	if token > r.tokens[len(r.tokens)-1] {
+		return math.MaxInt64, true
+	}
+	return r.tokens[r.search(token)], true
 }
 
 // search returns the index of the first vnode token ≥ token, wrapping to 0 past the last.

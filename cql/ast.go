@@ -374,12 +374,17 @@ type Assignment struct {
 	Value   Term
 }
 
-// Relation is one column op value restriction of a WHERE clause.
+// Relation is one column op value restriction of a WHERE clause, or with
+// Token set a restriction of the partition key's token: token(Token...) op
+// value, Column then being the word token.
 type Relation struct {
 	Column Ident
 	// Columns is set for a relation on a tuple of columns, (a, b) op value:
 	// Column is then Columns[0], and each value is a tuple.
 	Columns []Ident
+	// Token is set for token(k1, k2) op value: the columns in the call
+	// (Column is then the word token).
+	Token []Ident
 	OpPos   Pos
 	Op      Token // EQ, LT, LE, GT, GE or IN
 	// Value is the right side; for IN, nil with IN (v, ...) and the marker

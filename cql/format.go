@@ -470,11 +470,17 @@ func (p *printer) where(rs []Relation) {
 		} else {
 			p.WriteString(" AND ")
 		}
-		if r.Multi() {
+		switch {
+		case r.Multi():
 			p.WriteByte('(')
 			p.idents(r.Columns)
 			p.WriteByte(')')
-		} else {
+		case r.Token != nil:
+			p.ident(r.Column)
+			p.WriteByte('(')
+			p.idents(r.Token)
+			p.WriteByte(')')
+		default:
 			p.ident(r.Column)
 		}
 		p.WriteByte(' ')

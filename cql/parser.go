@@ -1163,7 +1163,13 @@ func (p *parser) parseWhere() []Relation {
 			p.expect(RPAREN)
 			r.Column = r.Columns[0]
 		} else {
+			quoted := p.tok == QIDENT
 			r.Column = p.parseIdent("column name")
+			if !quoted && r.Column.Name == "token" && p.tok == LPAREN { // token(k) > ?
+				p.next()
+				r.Token = p.parseIdentList("partition key column name")
+				p.expect(RPAREN)
+			}
 			p.refuseOperator(r.Column)
 		}
 		r.OpPos, r.Op = p.pos, p.tok
@@ -1171,7 +1177,7 @@ func (p *parser) parseWhere() []Relation {
 		case p.tok == EQ || p.tok == LT || p.tok == LE || p.tok == GT || p.tok == GE:
 			p.next()
 			r.Value = p.parseTerm()
-		case p.isWord("IN"):
+		case p.isWord("IN") && r.Token == nil:
 			r.Op = IN
 			p.next()
 			p.parseInValues(&r)

@@ -147,13 +147,11 @@ func (p *parser) refuseCall(pos Pos, quoted bool, lit, name string) {
 
 // refuseOperator refuses a WHERE relation's operator kvnode does not
 // execute, or what is on its left besides a column: a function call
-// (token(k) > 0), a collection's element or a field; the current token
+// other than token(k), a collection's element or a field; the current token
 // follows col, the relation's first name.
 func (p *parser) refuseOperator(col Ident) {
 	pos := p.pos
 	switch {
-	case p.tok == LPAREN && col.Name == "token":
-		p.unsupported(col.NamePos, "token() restrictions are not supported")
 	case p.tok == LPAREN:
 		p.unsupported(col.NamePos, "function calls in restrictions are not supported")
 	case p.tok == LBRACKET || p.tok == DOT:

@@ -94,7 +94,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"SELECT * FROM t WHERE s CONTAINS 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
 	{"SELECT * FROM t WHERE m CONTAINS KEY 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
 	{"SELECT * FROM t WHERE v LIKE 'a%'", "1:25: LIKE restrictions are not supported"},
-	{"SELECT * FROM t WHERE token(k) > 0", "1:23: token() restrictions are not supported"},
 	{"SELECT * FROM t WHERE m['a'] = 1 ALLOW FILTERING", "1:24: restrictions on collection elements or fields are not supported"},
 	{"INSERT INTO t (k, v) VALUES (1, myks.f(2))", "1:33: user-defined functions are not supported"},
 	{"UPDATE t SET c = d + 1 WHERE k = 1", "1:18: counter and collection updates (c = c + ...) are not supported"},

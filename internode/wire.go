@@ -39,6 +39,8 @@ func wrapRequest(req proto.Message) (*replicapb.Request, bool) {
 		}{w: replicapb.Request_AccountDelta{AccountDelta: m}}
 		e.r.Msg = &e.w
 		return &e.r, true
+	case *replicapb.RangeReadRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_RangeRead{RangeRead: m}}, true
 	case *replicapb.StoreBatchRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_StoreBatch{StoreBatch: m}}, true
 	case *replicapb.RemoveBatchRequest:
@@ -82,6 +84,8 @@ func requestMsg(r *replicapb.Request) proto.Message {
 		return m.Read
 	case *replicapb.Request_AccountDelta:
 		return m.AccountDelta
+	case *replicapb.Request_RangeRead:
+		return m.RangeRead
 	case *replicapb.Request_StoreBatch:
 		return m.StoreBatch
 	case *replicapb.Request_RemoveBatch:
@@ -140,6 +144,8 @@ func wrapResponse(resp proto.Message) (*replicapb.Response, bool) {
 		}{w: replicapb.Response_AccountDelta{AccountDelta: m}}
 		e.r.Msg = &e.w
 		return &e.r, true
+	case *replicapb.RangeReadResponse:
+		return &replicapb.Response{Msg: &replicapb.Response_RangeRead{RangeRead: m}}, true
 	case *replicapb.BatchlogResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_Batchlog{Batchlog: m}}, true
 	case *replicapb.TopPartitionsResponse:
@@ -181,6 +187,8 @@ func responseMsg(r *replicapb.Response) proto.Message {
 		return m.Read
 	case *replicapb.Response_AccountDelta:
 		return m.AccountDelta
+	case *replicapb.Response_RangeRead:
+		return m.RangeRead
 	case *replicapb.Response_Batchlog:
 		return m.Batchlog
 	case *replicapb.Response_TopPartitions:

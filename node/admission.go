@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/kvnode/kvnode/frontend/admission"
@@ -21,3 +22,9 @@ func (n *Node) newAdmission() (*admission.Controller, error) {
 // Admission returns the node's admission controller (tests fill its slots to see the node
 // shed).
 func (n *Node) Admission() *admission.Controller { return n.admission }
+
+// scanPacer gives the coordinator's scans the node's admission controller (shell.ScanPacer),
+// which is made after the executor: it is read when a scan runs, once the node serves.
+type scanPacer struct{ n *Node }
+
+func (p scanPacer) Pace(ctx context.Context, rows int) error { return p.n.admission.Pace(ctx, rows) }

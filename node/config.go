@@ -203,6 +203,16 @@ type TestingKnobs struct {
 	// GossipDelay, when positive, delays every gossip packet and stream the node sends
 	// (cluster.Config.GossipDelay): fault tests of slow gossip links.
 	GossipDelay time.Duration
+	// AfterStreamChunk, if set, is called on the receiving node after each chunk of a stream
+	// (bootstrap, decommission, removenode) is applied, with the stream's reason; the stream
+	// goes on when it returns, so a test holds a topology change mid-stream by blocking in it.
+	AfterStreamChunk func(reason string)
+}
+
+func (k *TestingKnobs) afterStreamChunk(reason string) {
+	if k != nil && k.AfterStreamChunk != nil {
+		k.AfterStreamChunk(reason)
+	}
 }
 
 func (k *TestingKnobs) gossipDelay() time.Duration {

@@ -57,6 +57,7 @@ func (n *Node) handleInternode() {
 	// The replica's data path, the limiter's exchanges and the batchlog.
 	internode.Handle(m, n.replica.Mutate)
 	internode.Handle(m, n.replica.Read)
+	internode.Handle(m, n.replica.ReadRange)
 	internode.Handle(m, n.replica.AccountDelta)
 	internode.Handle(m, n.replica.TopPartitions)
 	internode.Handle(m, n.replica.StoreBatch)

@@ -219,6 +219,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		LocalID:          self,
 		Ring:             ring,
 		Transport:        n.trans,
+		ScanPacer:        scanPacer{n},
 		Deltas:           n.trans,
 		Scopes:           n.trans,
 		Local:            n.replica,

@@ -276,6 +276,7 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 			return fmt.Errorf("stream from %s: %w", src, err)
 		}
 		entries += uint64(len(batch))
+		t.n.cfg.Testing.afterStreamChunk(reason)
 		return nil
 	})
 	if err != nil {

@@ -59,6 +59,11 @@ func (t transport) Read(ctx context.Context, to coordinator.NodeID, req *replica
 	return internode.Call[*replicapb.ReadResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
+// ReadRange sends a page of a token-range scan to replica to (shell.RangeReader).
+func (t transport) ReadRange(ctx context.Context, to coordinator.NodeID, req *replicapb.RangeReadRequest) (*replicapb.RangeReadResponse, error) {
+	return internode.Call[*replicapb.RangeReadResponse](ctx, t.s, internode.NodeID(to), req)
+}
+
 // AccountDelta sends account-only deltas to replica to (shell.DeltaSender).
 func (t transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
 	return internode.Call[*replicapb.AccountDeltaResponse](ctx, t.s, internode.NodeID(to), req)
@@ -114,6 +119,9 @@ func (r ringView) AppendReplicas(dst []coordinator.NodeID, token int64, rf schem
 	}
 	return dst
 }
+
+// RangeEnd returns the end of the ring's token range that holds token (shell.RangeRing).
+func (r ringView) RangeEnd(token int64) (int64, bool) { return r.c.Ring().RangeEnd(token) }
 
 // IsLive reports whether the failure detector considers id up.
 func (r ringView) IsLive(id coordinator.NodeID) bool { return r.c.IsLive(cluster.NodeID(id)) }

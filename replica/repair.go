@@ -137,7 +137,7 @@ func (s *Store) FetchPartition(t *schema.Table, token int64, pk [][]byte) (*repl
 }
 
 func (s *Store) fetch(t *schema.Table, token int64, pk [][]byte) (*replicapb.Mutation, error) {
-	resp, err := s.readPartition(t, &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: pk, Token: token}, 0)
+	resp, err := s.readPartition(t, &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: pk, Token: token}, 0, nil, false)
 	if err != nil {
 		return nil, err
 	}

@@ -434,11 +434,15 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 // error wrapping ErrTooManyTombstones. An invalid request returns an error
 // wrapping ErrBadRequest.
 func (s *Store) ReadPartition(t *schema.Table, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
-	return s.readPartition(t, req, s.tombstoneFailure)
+	return s.readPartition(t, req, s.tombstoneFailure, nil, false)
 }
 
-// readPartition is ReadPartition failing past threshold tombstones (0: no limit).
-func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, threshold uint32) (*replicapb.ReadResponse, error) {
+// readPartition is ReadPartition failing past threshold tombstones (0: no limit). With reuse
+// set it reads through that iterator, setting its bounds (a range read's partitions, one after
+// the other: a new iterator per partition costs more than the read of a small one), else
+// through a new one. rowsOnly says the caller knows the partition has neither a partition
+// tombstone nor range tombstones (its first key is a row's): their lookups are skipped.
+func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, threshold uint32, reuse *pebble.Iterator, rowsOnly bool) (*replicapb.ReadResponse, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
@@ -492,17 +496,22 @@ func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, thres
 		}
 	}
 
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: partKey, UpperBound: upper})
-	if err != nil {
-		return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
+	it := reuse
+	if it != nil {
+		it.SetBounds(partKey, upper)
+	} else {
+		var err error
+		if it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: partKey, UpperBound: upper}); err != nil {
+			return nil, fmt.Errorf("replica: table %s: read: %w", t.QualifiedName(), err)
+		}
+		defer it.Close()
 	}
-	defer it.Close()
 
 	resp := &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK}
 	r := rowReader{t: t, req: req, resp: resp, rowsStart: len(rows), shadows: t.HasShadows(), now: s.now().Unix(),
 		tc: tombstoneCount{t: t, req: req, threshold: threshold, n: uint64(req.TombstonesScanned)}}
 	partDel := cell.NoTimestamp
-	if it.First() && bytes.Equal(it.Key(), partKey) {
+	if !rowsOnly && it.First() && bytes.Equal(it.Key(), partKey) {
 		c, err := iterCell(it)
 		if err != nil {
 			return nil, corrupt(t, it.Key(), err)
@@ -524,9 +533,11 @@ func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, thres
 	if bytes.Compare(lower, upper) >= 0 {
 		return resp, nil
 	}
-	spans, err := s.rangeTombstones(it, t, rtStart, rows, partDel, lower, upper)
-	if err != nil {
-		return nil, err
+	var spans []rtSpan
+	if !rowsOnly {
+		if spans, err = s.rangeTombstones(it, t, rtStart, rows, partDel, lower, upper); err != nil {
+			return nil, err
+		}
 	}
 
 	r.partDel, r.cover = partDel, coverOf(spans)

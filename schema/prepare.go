@@ -103,6 +103,10 @@ type Write struct {
 	TTL int32
 	// Timeout is the USING TIMEOUT duration; 0 without one.
 	Timeout time.Duration
+	// Scan is set for a SELECT without a partition key restriction (IsScan): it reads the
+	// partitions whose tokens lie in Tokens, in token order, and PartitionKey is nil.
+	Scan   bool
+	Tokens TokenRange
 }
 
 // Read is a validated SELECT, as plain data: one partition, a clustering
@@ -135,6 +139,10 @@ type Read struct {
 	Timeout time.Duration
 	// Shape is what the SELECT asks beyond one partition's rows (selectread.go).
 	Shape
+	// Scan is set for a SELECT without a partition key restriction (IsScan): it reads the
+	// partitions whose tokens lie in Tokens, in token order, and PartitionKey is nil.
+	Scan   bool
+	Tokens TokenRange
 }
 
 // BindValue is the value of one bind marker: its canonical encoding (nil
@@ -578,16 +586,23 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		r.Funcs[i] = k
 	}
 	var eqPrefix int
-	if r.PartitionKeys, r.Clustering, r.Filters, eqPrefix, err = selectWhere(t, st, b); err != nil {
-		return nil, err
+	if IsScan(t, st.Where) {
+		r.Scan = true
+		if r.Tokens, err = scanWhere(t, st, b); err != nil {
+			return nil, err
+		}
+	} else {
+		if r.PartitionKeys, r.Clustering, r.Filters, eqPrefix, err = selectWhere(t, st, b); err != nil {
+			return nil, err
+		}
+		if len(r.PartitionKeys) > 0 {
+			r.PartitionKey = r.PartitionKeys[0]
+		}
+		if r.Reversed, err = orderBy(t, st.OrderBy, eqPrefix); err != nil {
+			return nil, err
+		}
+		r.OrderBy = len(st.OrderBy) > 0
 	}
-	if len(r.PartitionKeys) > 0 {
-		r.PartitionKey = r.PartitionKeys[0]
-	}
-	if r.Reversed, err = orderBy(t, st.OrderBy, eqPrefix); err != nil {
-		return nil, err
-	}
-	r.OrderBy = len(st.OrderBy) > 0
 	if err := r.bindShape(st, b, eqPrefix); err != nil {
 		return nil, err
 	}
@@ -642,6 +657,9 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool, b *binder) 
 	lower := make(map[int]*Bound)
 	upper := make(map[int]*Bound)
 	for _, r := range rels {
+		if r.Token != nil {
+			return nil, cr, fmt.Errorf("token() restrictions are only supported in SELECT, not in %s", stmt)
+		}
 		if r.Op == cql.IN || r.Multi() {
 			return nil, cr, fmt.Errorf("%s with IN or a multi-column relation is not supported: write each row's key with =", stmt)
 		}
@@ -1157,6 +1175,12 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 			bind(cols[i], x, true)
 		}
 		for _, r := range rels {
+			if r.Token != nil { // token(k) > ?: the scan's bounds
+				if lit, ok := r.Value.(*cql.Literal); ok && lit.Kind == cql.LitBind {
+					set(lit, tt, tokenVariable, TypeBigInt)
+				}
+				continue
+			}
 			if relationVariables(tt, r, func(lit *cql.Literal, name string, typ Type) { set(lit, tt, name, typ) }) {
 				continue
 			}

@@ -151,7 +151,7 @@ func TestPrepareErrors(t *testing.T) {
 		{"UPDATE kv SET v = {'a': 1} WHERE k = 'a'", "column v is bigint; cannot assign map literal {'a': 1}"},
 		{"SELECT * FROM kv WHERE k = ?", "bind marker 0 (column k) has no value: the statement has bind markers but no values were given"},
 		// missing partition key equality
-		{"SELECT * FROM t", "missing partition key column a: SELECT needs = or IN on every partition key column (a, b)"},
+		{"SELECT * FROM t WHERE c1 = 1", "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"},
 		{"SELECT * FROM t WHERE a = 1", "missing partition key column b: SELECT needs = or IN on every partition key column (a, b)"},
 		{"SELECT * FROM t WHERE b = 'x' AND c1 = 1", "missing partition key column a: SELECT needs = or IN on every partition key column (a, b)"},
 		{"UPDATE t SET v = 'q' WHERE a = 1 AND c1 = 2 AND c2 = 'y'", "missing partition key column b: UPDATE needs = on every partition key column (a, b)"},

@@ -173,7 +173,7 @@ func TestServeConfigRoundTrip(t *testing.T) {
 	in.Coordinator.MaxCollectionSize, in.Coordinator.MaxCollectionItems = 1<<20, 1000
 	in.Native.MaxConnections, in.Native.MaxInFlight, in.Native.MaxConnectionBytes, in.Native.MaxServerBytes = 29, 31, 37, 41
 	in.Native.MaxPreLoginFrameSize, in.Native.MaxPreLoginConnectionsPerHost = 4096, 3
-	in.Admission = admission.Options{MaxConcurrent: 17, MaxQueued: 19, QueueTimeout: 23 * time.Millisecond}
+	in.Admission = admission.Options{MaxConcurrent: 17, MaxQueued: 19, QueueTimeout: 23 * time.Millisecond, Scans: admission.ScanPacing{RowsPerSecond: 29}}
 	in.Logins = loginguard.Options{Threshold: 3, Delay: 2 * time.Second, MaxDelay: time.Minute, HalfLife: time.Hour,
 		MaxWaitingPerHost: 2, MaxWaiting: 7, MaxEntries: 4096, LogInterval: 5 * time.Second, LogLinesPerSecond: 3}
 	in.Hints = hints.Options{Window: time.Minute, MaxBytes: 17, Throttle: 19}

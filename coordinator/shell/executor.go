@@ -30,6 +30,8 @@ type Config struct {
 	LocalID coordinator.NodeID
 	// Ring places tokens on replicas and says who is live.
 	Ring Ring
+	// ScanPacer, if set, weighs each read of a scan by the rows it returned (scan.go).
+	ScanPacer ScanPacer
 	// Transport sends replica requests, serving those addressed to LocalID in process.
 	Transport Transport
 	// Local is this node's limiter, consulted before anything is sent when the node is a replica
@@ -155,8 +157,9 @@ type Executor struct {
 	budgetsOf BudgetsFunc                 // the budgets a request is judged by (scopes.go): Budgets, or Config.Budgets
 	scopes    *scopes
 
-	hints            HintSink // nil: no hinted handoff
-	batchlog         Batchlog // nil: no batchlog
+	scanPacer        ScanPacer // nil: scans are not paced
+	hints            HintSink  // nil: no hinted handoff
+	batchlog         Batchlog  // nil: no batchlog
 	beforeBatchApply func() error
 
 	writeTimeout, readTimeout time.Duration
@@ -222,6 +225,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	e.mono = func() time.Duration { return time.Since(start) }
 	e.batchlog, e.beforeBatchApply = cfg.Batchlog, cfg.BeforeBatchApply
 	e.hints = cfg.Hints
+	e.scanPacer = cfg.ScanPacer
 	var err error
 	if e.scopes, err = newScopes(e.now, cfg.ScopeSeed); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)

@@ -138,7 +138,6 @@ func TestFunctionErrorsNameTheFunction(t *testing.T) {
 		{"SELECT nosuch(v) FROM ev WHERE k = 'a'", "unknown function nosuch"},
 		{"SELECT toDate(count(*)) FROM ev WHERE k = 'a'", "aggregate functions (COUNT) are only supported as selectors of their own"},
 		{"INSERT INTO ev (k, id, v) VALUES ('a', now(), toDate(now()))", "1:47: column v: function todate returns date, which cannot be assigned to int"},
-		{"SELECT * FROM ev WHERE token(k) > 0", "token() restrictions are not supported"},
 	} {
 		_, err := c.exec("n1", quorum, tt.stmt)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -52,6 +52,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
+	if r.Scan {
+		return e.executeScan(ctx, r, keyspace, cl, req) // scan.go
+	}
 	rf, err := replicationFactor(s, r.Table)
 	if err != nil {
 		return r.Table, coordinator.Result{}, err

@@ -51,6 +51,8 @@ type Options struct {
 	MaxQueued int `yaml:"max_queued_requests"`
 	// QueueTimeout bounds a request's wait in the queue. Default DefaultQueueTimeout.
 	QueueTimeout time.Duration `yaml:"request_queue_timeout"`
+	// Scans paces the node's scans while other requests execute (pace.go).
+	Scans ScanPacing `yaml:",inline"`
 }
 
 // EnsureDefaults replaces zero fields with their defaults and returns o.
@@ -149,6 +151,7 @@ type Controller struct {
 	mu       sync.Mutex
 	inFlight int             // slots taken, including those handed to a waiter not yet awake
 	queued   int             // requests waiting in the clients' queues
+	arrivals uint64          // requests Try was called for, ever (scan pacing tells others by them)
 	clients  map[Key]*client // the clients with requests waiting
 	next     *client         // the ring of clients with requests waiting, next to be served
 	free     []*client       // client records to reuse
@@ -159,6 +162,7 @@ type Controller struct {
 	shed                          *prometheus.CounterVec
 	shedFull, shedTimeout         prometheus.Counter
 	fullErr, shareErr, timeoutErr *OverloadedError // shared read-only, messages made: refusing allocates nothing
+	pace                          pacer            // scans' pacing (pace.go)
 }
 
 // client is the queue of one client's waiting requests, oldest first, and its place in the
@@ -200,6 +204,10 @@ func New(cfg Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, clients: make(map[Key]*client)}
+	var err error
+	if c.pace, err = newPacer(cfg.Scans); err != nil {
+		return nil, err
+	}
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "kvnode", Subsystem: "admission", Name: name, Help: help}
 	}
@@ -235,6 +243,7 @@ func (c *Controller) Try(client Key) (*Waiter, error) {
 		return nil, nil
 	}
 	c.mu.Lock()
+	c.arrivals++
 	if c.inFlight < c.cfg.MaxConcurrent && c.queued == 0 {
 		c.inFlight++
 		c.mu.Unlock()

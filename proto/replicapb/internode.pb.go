@@ -51,6 +51,7 @@ type Request struct {
 	//	*Request_Mutate
 	//	*Request_Read
 	//	*Request_AccountDelta
+	//	*Request_RangeRead
 	//	*Request_StoreBatch
 	//	*Request_RemoveBatch
 	//	*Request_TopPartitions
@@ -130,6 +131,15 @@ func (x *Request) GetAccountDelta() *AccountDeltaRequest {
 	if x != nil {
 		if x, ok := x.Msg.(*Request_AccountDelta); ok {
 			return x.AccountDelta
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetRangeRead() *RangeReadRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Request_RangeRead); ok {
+			return x.RangeRead
 		}
 	}
 	return nil
@@ -288,6 +298,11 @@ type Request_AccountDelta struct {
 	AccountDelta *AccountDeltaRequest `protobuf:"bytes,3,opt,name=account_delta,json=accountDelta,proto3,oneof"`
 }
 
+type Request_RangeRead struct {
+	// A page of a scan of a token range (replica.proto).
+	RangeRead *RangeReadRequest `protobuf:"bytes,4,opt,name=range_read,json=rangeRead,proto3,oneof"`
+}
+
 type Request_StoreBatch struct {
 	// 16-19, the batchlog.
 	StoreBatch *StoreBatchRequest `protobuf:"bytes,16,opt,name=store_batch,json=storeBatch,proto3,oneof"`
@@ -360,6 +375,8 @@ func (*Request_Read) isRequest_Msg() {}
 
 func (*Request_AccountDelta) isRequest_Msg() {}
 
+func (*Request_RangeRead) isRequest_Msg() {}
+
 func (*Request_StoreBatch) isRequest_Msg() {}
 
 func (*Request_RemoveBatch) isRequest_Msg() {}
@@ -398,6 +415,7 @@ type Response struct {
 	//	*Response_Mutate
 	//	*Response_Read
 	//	*Response_AccountDelta
+	//	*Response_RangeRead
 	//	*Response_Batchlog
 	//	*Response_TopPartitions
 	//	*Response_ScopeCounts
@@ -476,6 +494,15 @@ func (x *Response) GetAccountDelta() *AccountDeltaResponse {
 	if x != nil {
 		if x, ok := x.Msg.(*Response_AccountDelta); ok {
 			return x.AccountDelta
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetRangeRead() *RangeReadResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*Response_RangeRead); ok {
+			return x.RangeRead
 		}
 	}
 	return nil
@@ -624,6 +651,10 @@ type Response_AccountDelta struct {
 	AccountDelta *AccountDeltaResponse `protobuf:"bytes,3,opt,name=account_delta,json=accountDelta,proto3,oneof"`
 }
 
+type Response_RangeRead struct {
+	RangeRead *RangeReadResponse `protobuf:"bytes,4,opt,name=range_read,json=rangeRead,proto3,oneof"`
+}
+
 type Response_Batchlog struct {
 	// 16-19, the batchlog: store_batch and remove_batch are both answered by batchlog.
 	Batchlog *BatchlogResponse `protobuf:"bytes,16,opt,name=batchlog,proto3,oneof"`
@@ -692,6 +723,8 @@ func (*Response_Read) isResponse_Msg() {}
 
 func (*Response_AccountDelta) isResponse_Msg() {}
 
+func (*Response_RangeRead) isResponse_Msg() {}
+
 func (*Response_Batchlog) isResponse_Msg() {}
 
 func (*Response_TopPartitions) isResponse_Msg() {}
@@ -724,12 +757,14 @@ var File_replicapb_internode_proto protoreflect.FileDescriptor
 
 const file_replicapb_internode_proto_rawDesc = "" +
 	"\n" +
-	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\x90\n" +
+	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\xd6\n" +
 	"\n" +
 	"\aRequest\x12:\n" +
 	"\x06mutate\x18\x01 \x01(\v2 .kvnode.replica.v1.MutateRequestH\x00R\x06mutate\x124\n" +
 	"\x04read\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.ReadRequestH\x00R\x04read\x12M\n" +
-	"\raccount_delta\x18\x03 \x01(\v2&.kvnode.replica.v1.AccountDeltaRequestH\x00R\faccountDelta\x12G\n" +
+	"\raccount_delta\x18\x03 \x01(\v2&.kvnode.replica.v1.AccountDeltaRequestH\x00R\faccountDelta\x12D\n" +
+	"\n" +
+	"range_read\x18\x04 \x01(\v2#.kvnode.replica.v1.RangeReadRequestH\x00R\trangeRead\x12G\n" +
 	"\vstore_batch\x18\x10 \x01(\v2$.kvnode.replica.v1.StoreBatchRequestH\x00R\n" +
 	"storeBatch\x12J\n" +
 	"\fremove_batch\x18\x11 \x01(\v2%.kvnode.replica.v1.RemoveBatchRequestH\x00R\vremoveBatch\x12P\n" +
@@ -747,11 +782,14 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\x10fetch_partitions\x18> \x01(\v2).kvnode.replica.v1.FetchPartitionsRequestH\x00R\x0ffetchPartitions\x12=\n" +
 	"\aremoved\x18F \x01(\v2!.kvnode.replica.v1.RemovedRequestH\x00R\aremoved\x12@\n" +
 	"\bannounce\x18G \x01(\v2\".kvnode.replica.v1.AnnounceRequestH\x00R\bannounceB\x05\n" +
-	"\x03msg\"\xcc\t\n" +
+	"\x03msg\"\x93\n" +
+	"\n" +
 	"\bResponse\x12;\n" +
 	"\x06mutate\x18\x01 \x01(\v2!.kvnode.replica.v1.MutateResponseH\x00R\x06mutate\x125\n" +
 	"\x04read\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.ReadResponseH\x00R\x04read\x12N\n" +
-	"\raccount_delta\x18\x03 \x01(\v2'.kvnode.replica.v1.AccountDeltaResponseH\x00R\faccountDelta\x12A\n" +
+	"\raccount_delta\x18\x03 \x01(\v2'.kvnode.replica.v1.AccountDeltaResponseH\x00R\faccountDelta\x12E\n" +
+	"\n" +
+	"range_read\x18\x04 \x01(\v2$.kvnode.replica.v1.RangeReadResponseH\x00R\trangeRead\x12A\n" +
 	"\bbatchlog\x18\x10 \x01(\v2#.kvnode.replica.v1.BatchlogResponseH\x00R\bbatchlog\x12Q\n" +
 	"\x0etop_partitions\x18\x14 \x01(\v2(.kvnode.replica.v1.TopPartitionsResponseH\x00R\rtopPartitions\x12K\n" +
 	"\fscope_counts\x18\x15 \x01(\v2&.kvnode.replica.v1.ScopeCountsResponseH\x00R\vscopeCounts\x12H\n" +
@@ -791,84 +829,88 @@ var file_replicapb_internode_proto_goTypes = []any{
 	(*MutateRequest)(nil),           // 2: kvnode.replica.v1.MutateRequest
 	(*ReadRequest)(nil),             // 3: kvnode.replica.v1.ReadRequest
 	(*AccountDeltaRequest)(nil),     // 4: kvnode.replica.v1.AccountDeltaRequest
-	(*StoreBatchRequest)(nil),       // 5: kvnode.replica.v1.StoreBatchRequest
-	(*RemoveBatchRequest)(nil),      // 6: kvnode.replica.v1.RemoveBatchRequest
-	(*TopPartitionsRequest)(nil),    // 7: kvnode.replica.v1.TopPartitionsRequest
-	(*ScopeCountsRequest)(nil),      // 8: kvnode.replica.v1.ScopeCountsRequest
-	(*TopClientsRequest)(nil),       // 9: kvnode.replica.v1.TopClientsRequest
-	(*SchemaPrepareRequest)(nil),    // 10: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaAcceptRequest)(nil),     // 11: kvnode.replica.v1.SchemaAcceptRequest
-	(*PullRequest)(nil),             // 12: kvnode.replica.v1.PullRequest
-	(*FetchRequest)(nil),            // 13: kvnode.replica.v1.FetchRequest
-	(*ViewRequest)(nil),             // 14: kvnode.replica.v1.ViewRequest
-	(*RangeHashesRequest)(nil),      // 15: kvnode.replica.v1.RangeHashesRequest
-	(*PartitionHashesRequest)(nil),  // 16: kvnode.replica.v1.PartitionHashesRequest
-	(*FetchPartitionsRequest)(nil),  // 17: kvnode.replica.v1.FetchPartitionsRequest
-	(*RemovedRequest)(nil),          // 18: kvnode.replica.v1.RemovedRequest
-	(*AnnounceRequest)(nil),         // 19: kvnode.replica.v1.AnnounceRequest
-	(*MutateResponse)(nil),          // 20: kvnode.replica.v1.MutateResponse
-	(*ReadResponse)(nil),            // 21: kvnode.replica.v1.ReadResponse
-	(*AccountDeltaResponse)(nil),    // 22: kvnode.replica.v1.AccountDeltaResponse
-	(*BatchlogResponse)(nil),        // 23: kvnode.replica.v1.BatchlogResponse
-	(*TopPartitionsResponse)(nil),   // 24: kvnode.replica.v1.TopPartitionsResponse
-	(*ScopeCountsResponse)(nil),     // 25: kvnode.replica.v1.ScopeCountsResponse
-	(*TopClientsResponse)(nil),      // 26: kvnode.replica.v1.TopClientsResponse
-	(*SchemaPrepareResponse)(nil),   // 27: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptResponse)(nil),    // 28: kvnode.replica.v1.SchemaAcceptResponse
-	(*PullChunk)(nil),               // 29: kvnode.replica.v1.PullChunk
-	(*FetchResponse)(nil),           // 30: kvnode.replica.v1.FetchResponse
-	(*ViewResponse)(nil),            // 31: kvnode.replica.v1.ViewResponse
-	(*RangeHashesResponse)(nil),     // 32: kvnode.replica.v1.RangeHashesResponse
-	(*PartitionHashesResponse)(nil), // 33: kvnode.replica.v1.PartitionHashesResponse
-	(*FetchPartitionsResponse)(nil), // 34: kvnode.replica.v1.FetchPartitionsResponse
-	(*RemovedResponse)(nil),         // 35: kvnode.replica.v1.RemovedResponse
-	(*AnnounceResponse)(nil),        // 36: kvnode.replica.v1.AnnounceResponse
+	(*RangeReadRequest)(nil),        // 5: kvnode.replica.v1.RangeReadRequest
+	(*StoreBatchRequest)(nil),       // 6: kvnode.replica.v1.StoreBatchRequest
+	(*RemoveBatchRequest)(nil),      // 7: kvnode.replica.v1.RemoveBatchRequest
+	(*TopPartitionsRequest)(nil),    // 8: kvnode.replica.v1.TopPartitionsRequest
+	(*ScopeCountsRequest)(nil),      // 9: kvnode.replica.v1.ScopeCountsRequest
+	(*TopClientsRequest)(nil),       // 10: kvnode.replica.v1.TopClientsRequest
+	(*SchemaPrepareRequest)(nil),    // 11: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaAcceptRequest)(nil),     // 12: kvnode.replica.v1.SchemaAcceptRequest
+	(*PullRequest)(nil),             // 13: kvnode.replica.v1.PullRequest
+	(*FetchRequest)(nil),            // 14: kvnode.replica.v1.FetchRequest
+	(*ViewRequest)(nil),             // 15: kvnode.replica.v1.ViewRequest
+	(*RangeHashesRequest)(nil),      // 16: kvnode.replica.v1.RangeHashesRequest
+	(*PartitionHashesRequest)(nil),  // 17: kvnode.replica.v1.PartitionHashesRequest
+	(*FetchPartitionsRequest)(nil),  // 18: kvnode.replica.v1.FetchPartitionsRequest
+	(*RemovedRequest)(nil),          // 19: kvnode.replica.v1.RemovedRequest
+	(*AnnounceRequest)(nil),         // 20: kvnode.replica.v1.AnnounceRequest
+	(*MutateResponse)(nil),          // 21: kvnode.replica.v1.MutateResponse
+	(*ReadResponse)(nil),            // 22: kvnode.replica.v1.ReadResponse
+	(*AccountDeltaResponse)(nil),    // 23: kvnode.replica.v1.AccountDeltaResponse
+	(*RangeReadResponse)(nil),       // 24: kvnode.replica.v1.RangeReadResponse
+	(*BatchlogResponse)(nil),        // 25: kvnode.replica.v1.BatchlogResponse
+	(*TopPartitionsResponse)(nil),   // 26: kvnode.replica.v1.TopPartitionsResponse
+	(*ScopeCountsResponse)(nil),     // 27: kvnode.replica.v1.ScopeCountsResponse
+	(*TopClientsResponse)(nil),      // 28: kvnode.replica.v1.TopClientsResponse
+	(*SchemaPrepareResponse)(nil),   // 29: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptResponse)(nil),    // 30: kvnode.replica.v1.SchemaAcceptResponse
+	(*PullChunk)(nil),               // 31: kvnode.replica.v1.PullChunk
+	(*FetchResponse)(nil),           // 32: kvnode.replica.v1.FetchResponse
+	(*ViewResponse)(nil),            // 33: kvnode.replica.v1.ViewResponse
+	(*RangeHashesResponse)(nil),     // 34: kvnode.replica.v1.RangeHashesResponse
+	(*PartitionHashesResponse)(nil), // 35: kvnode.replica.v1.PartitionHashesResponse
+	(*FetchPartitionsResponse)(nil), // 36: kvnode.replica.v1.FetchPartitionsResponse
+	(*RemovedResponse)(nil),         // 37: kvnode.replica.v1.RemovedResponse
+	(*AnnounceResponse)(nil),        // 38: kvnode.replica.v1.AnnounceResponse
 }
 var file_replicapb_internode_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Request.mutate:type_name -> kvnode.replica.v1.MutateRequest
 	3,  // 1: kvnode.replica.v1.Request.read:type_name -> kvnode.replica.v1.ReadRequest
 	4,  // 2: kvnode.replica.v1.Request.account_delta:type_name -> kvnode.replica.v1.AccountDeltaRequest
-	5,  // 3: kvnode.replica.v1.Request.store_batch:type_name -> kvnode.replica.v1.StoreBatchRequest
-	6,  // 4: kvnode.replica.v1.Request.remove_batch:type_name -> kvnode.replica.v1.RemoveBatchRequest
-	7,  // 5: kvnode.replica.v1.Request.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsRequest
-	8,  // 6: kvnode.replica.v1.Request.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsRequest
-	9,  // 7: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
-	10, // 8: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
-	11, // 9: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
-	12, // 10: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
-	13, // 11: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
-	14, // 12: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
-	15, // 13: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
-	16, // 14: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
-	17, // 15: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
-	18, // 16: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
-	19, // 17: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
-	20, // 18: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
-	21, // 19: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
-	22, // 20: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
-	23, // 21: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
-	24, // 22: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
-	25, // 23: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
-	26, // 24: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
-	27, // 25: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
-	28, // 26: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
-	29, // 27: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
-	30, // 28: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
-	31, // 29: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
-	32, // 30: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
-	33, // 31: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
-	34, // 32: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
-	35, // 33: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
-	36, // 34: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
-	0,  // 35: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
-	0,  // 36: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
-	1,  // 37: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
-	1,  // 38: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
-	37, // [37:39] is the sub-list for method output_type
-	35, // [35:37] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	5,  // 3: kvnode.replica.v1.Request.range_read:type_name -> kvnode.replica.v1.RangeReadRequest
+	6,  // 4: kvnode.replica.v1.Request.store_batch:type_name -> kvnode.replica.v1.StoreBatchRequest
+	7,  // 5: kvnode.replica.v1.Request.remove_batch:type_name -> kvnode.replica.v1.RemoveBatchRequest
+	8,  // 6: kvnode.replica.v1.Request.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsRequest
+	9,  // 7: kvnode.replica.v1.Request.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsRequest
+	10, // 8: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
+	11, // 9: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
+	12, // 10: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
+	13, // 11: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
+	14, // 12: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
+	15, // 13: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
+	16, // 14: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
+	17, // 15: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
+	18, // 16: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
+	19, // 17: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
+	20, // 18: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
+	21, // 19: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
+	22, // 20: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
+	23, // 21: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
+	24, // 22: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
+	25, // 23: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
+	26, // 24: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
+	27, // 25: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
+	28, // 26: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
+	29, // 27: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
+	30, // 28: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
+	31, // 29: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
+	32, // 30: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
+	33, // 31: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
+	34, // 32: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
+	35, // 33: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
+	36, // 34: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
+	37, // 35: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
+	38, // 36: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
+	0,  // 37: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
+	0,  // 38: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
+	1,  // 39: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
+	1,  // 40: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
+	39, // [39:41] is the sub-list for method output_type
+	37, // [37:39] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_replicapb_internode_proto_init() }
@@ -884,6 +926,7 @@ func file_replicapb_internode_proto_init() {
 		(*Request_Mutate)(nil),
 		(*Request_Read)(nil),
 		(*Request_AccountDelta)(nil),
+		(*Request_RangeRead)(nil),
 		(*Request_StoreBatch)(nil),
 		(*Request_RemoveBatch)(nil),
 		(*Request_TopPartitions)(nil),
@@ -904,6 +947,7 @@ func file_replicapb_internode_proto_init() {
 		(*Response_Mutate)(nil),
 		(*Response_Read)(nil),
 		(*Response_AccountDelta)(nil),
+		(*Response_RangeRead)(nil),
 		(*Response_Batchlog)(nil),
 		(*Response_TopPartitions)(nil),
 		(*Response_ScopeCounts)(nil),

@@ -2925,6 +2925,242 @@ func (x *CollectionDeletion) GetTimestamp() int64 {
 	return 0
 }
 
+// RangeReadRequest (kind range_read) serves one page of a scan of a token range of a table: the
+// partitions whose tokens lie in the range, in token order (then by serialized partition key, the
+// storage order), each with its rows in clustering order, from a start position up to end_token.
+// It is exempt from the per-partition limiter (scans are, as in ScyllaDB): it carries no Limiter.
+type RangeReadRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// Where the page starts. Without start_partition_key: the first partition whose token is greater
+	// than start_token. With it (start_token is then its token): after that partition, or, with after
+	// set, after that row of it and then the partitions that follow.
+	StartToken        int64          `protobuf:"varint,2,opt,name=start_token,json=startToken,proto3" json:"start_token,omitempty"`
+	StartPartitionKey [][]byte       `protobuf:"bytes,3,rep,name=start_partition_key,json=startPartitionKey,proto3" json:"start_partition_key,omitempty"`
+	After             *ClusteringKey `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
+	// The last token of the range (inclusive).
+	EndToken int64 `protobuf:"varint,5,opt,name=end_token,json=endToken,proto3" json:"end_token,omitempty"`
+	// The most live rows to return; 0 means no limit.
+	Limit uint32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	// As ReadRequest.page_bytes, over the whole page.
+	PageBytes     uint32 `protobuf:"varint,7,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeReadRequest) Reset() {
+	*x = RangeReadRequest{}
+	mi := &file_replica_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeReadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeReadRequest) ProtoMessage() {}
+
+func (x *RangeReadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeReadRequest.ProtoReflect.Descriptor instead.
+func (*RangeReadRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RangeReadRequest) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *RangeReadRequest) GetStartToken() int64 {
+	if x != nil {
+		return x.StartToken
+	}
+	return 0
+}
+
+func (x *RangeReadRequest) GetStartPartitionKey() [][]byte {
+	if x != nil {
+		return x.StartPartitionKey
+	}
+	return nil
+}
+
+func (x *RangeReadRequest) GetAfter() *ClusteringKey {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *RangeReadRequest) GetEndToken() int64 {
+	if x != nil {
+		return x.EndToken
+	}
+	return 0
+}
+
+func (x *RangeReadRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *RangeReadRequest) GetPageBytes() uint32 {
+	if x != nil {
+		return x.PageBytes
+	}
+	return 0
+}
+
+// RangePartition is one partition of a range read's answer: its key, its token and what the replica
+// holds of it, as a ReadResponse of that partition would (rows, tombstones, stopped_after).
+type RangePartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PartitionKey  [][]byte               `protobuf:"bytes,1,rep,name=partition_key,json=partitionKey,proto3" json:"partition_key,omitempty"`
+	Token         int64                  `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Page          *ReadResponse          `protobuf:"bytes,3,opt,name=page,proto3" json:"page,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangePartition) Reset() {
+	*x = RangePartition{}
+	mi := &file_replica_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangePartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangePartition) ProtoMessage() {}
+
+func (x *RangePartition) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangePartition.ProtoReflect.Descriptor instead.
+func (*RangePartition) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *RangePartition) GetPartitionKey() [][]byte {
+	if x != nil {
+		return x.PartitionKey
+	}
+	return nil
+}
+
+func (x *RangePartition) GetToken() int64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *RangePartition) GetPage() *ReadResponse {
+	if x != nil {
+		return x.Page
+	}
+	return nil
+}
+
+// RangeReadResponse answers a RangeReadRequest: the partitions holding anything (live rows or
+// tombstones) in token order. With stopped set the replica stopped before end_token, after the last
+// partition (inside it when its page has stopped_after, else after all of it); without it, it
+// scanned the whole range.
+type RangeReadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Partitions    []*RangePartition      `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	Stopped       bool                   `protobuf:"varint,4,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeReadResponse) Reset() {
+	*x = RangeReadResponse{}
+	mi := &file_replica_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeReadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeReadResponse) ProtoMessage() {}
+
+func (x *RangeReadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeReadResponse.ProtoReflect.Descriptor instead.
+func (*RangeReadResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *RangeReadResponse) GetStatus() Status {
+	if x != nil {
+		return x.Status
+	}
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *RangeReadResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *RangeReadResponse) GetPartitions() []*RangePartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *RangeReadResponse) GetStopped() bool {
+	if x != nil {
+		return x.Stopped
+	}
+	return false
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -3133,7 +3369,28 @@ const file_replica_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\fR\x05value\"J\n" +
 	"\x12CollectionDeletion\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x1c\n" +
-	"\ttimestamp\x18\x02 \x01(\x03R\ttimestamp*3\n" +
+	"\ttimestamp\x18\x02 \x01(\x03R\ttimestamp\"\x88\x02\n" +
+	"\x10RangeReadRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x1f\n" +
+	"\vstart_token\x18\x02 \x01(\x03R\n" +
+	"startToken\x12.\n" +
+	"\x13start_partition_key\x18\x03 \x03(\fR\x11startPartitionKey\x126\n" +
+	"\x05after\x18\x04 \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\x05after\x12\x1b\n" +
+	"\tend_token\x18\x05 \x01(\x03R\bendToken\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1d\n" +
+	"\n" +
+	"page_bytes\x18\a \x01(\rR\tpageBytes\"\x80\x01\n" +
+	"\x0eRangePartition\x12#\n" +
+	"\rpartition_key\x18\x01 \x03(\fR\fpartitionKey\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x03R\x05token\x123\n" +
+	"\x04page\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.ReadResponseR\x04page\"\xd3\x01\n" +
+	"\x11RangeReadResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
+	"\x05error\x18\x02 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12A\n" +
+	"\n" +
+	"partitions\x18\x03 \x03(\v2!.kvnode.replica.v1.RangePartitionR\n" +
+	"partitions\x12\x18\n" +
+	"\astopped\x18\x04 \x01(\bR\astopped*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -3157,7 +3414,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -3203,6 +3460,9 @@ var file_replica_proto_goTypes = []any{
 	(*SchemaAcceptorState)(nil),   // 41: kvnode.replica.v1.SchemaAcceptorState
 	(*SchemaRegister)(nil),        // 42: kvnode.replica.v1.SchemaRegister
 	(*CollectionDeletion)(nil),    // 43: kvnode.replica.v1.CollectionDeletion
+	(*RangeReadRequest)(nil),      // 44: kvnode.replica.v1.RangeReadRequest
+	(*RangePartition)(nil),        // 45: kvnode.replica.v1.RangePartition
+	(*RangeReadResponse)(nil),     // 46: kvnode.replica.v1.RangeReadResponse
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -3251,11 +3511,16 @@ var file_replica_proto_depIdxs = []int32{
 	42, // 43: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
 	36, // 44: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
 	36, // 45: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	12, // 46: kvnode.replica.v1.RangeReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
+	18, // 47: kvnode.replica.v1.RangePartition.page:type_name -> kvnode.replica.v1.ReadResponse
+	1,  // 48: kvnode.replica.v1.RangeReadResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 49: kvnode.replica.v1.RangeReadResponse.error:type_name -> kvnode.replica.v1.Error
+	45, // 50: kvnode.replica.v1.RangeReadResponse.partitions:type_name -> kvnode.replica.v1.RangePartition
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -3273,7 +3538,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   40,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -123,6 +123,13 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) 
 			t.Errorf("final read at ALL with every node up failed: %s", op.Describe())
 		}
 	}
+	scans := w.FinalScans(client.Quorum)
+	run(scans)
+	for _, op := range scans {
+		if op.Outcome.Err != nil {
+			t.Errorf("final scan at QUORUM with every node up failed: %s", op.Describe())
+		}
+	}
 	s := p.Stats()
 	t.Logf("seed %d: %s", seed, s)
 	for k, e := range s.ErrorSamples {

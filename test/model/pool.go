@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"sync"
 
 	"github.com/kvnode/kvnode/client"
@@ -23,7 +24,9 @@ type Pool struct {
 func NewPool(w *Workload, workers int) *Pool {
 	p := &Pool{W: w}
 	for range max(workers, 1) {
-		p.runners = append(p.runners, NewRunner(w))
+		r := NewRunner(w)
+		r.ModelOf = func(t *Table, pk []Val) *Model { return p.worker(&Op{Table: t, PK: pk}).M }
+		p.runners = append(p.runners, r)
 	}
 	w.Together = func(t *Table, a, b []Val) bool { return p.workerOf(t, a) == p.workerOf(t, b) }
 	return p
@@ -58,8 +61,28 @@ func (p *Pool) workerOf(t *Table, pk []Val) *Runner {
 }
 
 // Run runs ops, each partition's in order on its worker, and returns when all have run or
-// the first error (a *Violation, or why the run cannot go on) stopped them.
+// the first error (a *Violation, or why the run cannot go on) stopped them. A scan runs alone:
+// the operations before it have all ended when it starts, and those after it start once it
+// has ended, so that every partition's history is still sequential.
 func (p *Pool) Run(parent context.Context, ops []*Op, target Target) error {
+	for len(ops) > 0 {
+		i := slices.IndexFunc(ops, func(op *Op) bool { return op.Kind == Scan })
+		if i < 0 {
+			return p.runConcurrently(parent, ops, target)
+		}
+		if err := p.runConcurrently(parent, ops[:i], target); err != nil {
+			return err
+		}
+		if err := p.runners[0].Run(parent, ops[i], target); err != nil {
+			return err
+		}
+		ops = ops[i+1:]
+	}
+	return parent.Err()
+}
+
+// runConcurrently runs ops, none a scan, each partition's in order on its worker.
+func (p *Pool) runConcurrently(parent context.Context, ops []*Op, target Target) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	queues := map[*Runner][]*Op{}

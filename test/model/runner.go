@@ -12,6 +12,7 @@ import (
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/partitioner"
 )
 
 // Target is the cluster a Runner sends operations to.
@@ -114,6 +115,9 @@ type Runner struct {
 	// Replay is the command that replays the history, for failure messages. Default: the seed
 	// flag alone.
 	Replay string
+	// ModelOf returns the model that holds the history of partition pk of t, for a scan, which
+	// reads every partition; nil means M (Pool sets it to the partition's worker's model).
+	ModelOf func(t *Table, pk []Val) *Model
 
 	lastHi int64
 }
@@ -265,13 +269,21 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 		return nil
 	}
 	op.Outcome.Rows = rows
-	problems, determined := r.M.Check(op)
+	var problems []string
+	var determined bool
+	var history []*Op
+	if op.Kind == Scan {
+		problems, determined, history = r.checkScan(op)
+	} else {
+		problems, determined = r.M.Check(op)
+		history = r.M.History(op.Table, op.PK)
+	}
 	if len(problems) > 0 {
 		replay := r.Replay
 		if replay == "" {
 			replay = fmt.Sprintf("-model.seed %d", r.W.Seed)
 		}
-		return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: r.M.History(op.Table, op.PK), Replay: replay}
+		return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: history, Replay: replay}
 	}
 	r.Stats.ReadsChecked++
 	if op.INKeys != nil {
@@ -302,6 +314,91 @@ func (w *Workload) FinalReads(cl client.Consistency) []*Op {
 		}
 	}
 	return out
+}
+
+// FinalScans returns a scan of every column of every table through every node at cl.
+func (w *Workload) FinalScans(cl client.Consistency) []*Op {
+	var out []*Op
+	for _, t := range w.Tables {
+		for n := range w.Nodes {
+			op := &Op{Seq: w.seq, Kind: Scan, Table: t, Node: n, CL: cl}
+			w.seq++
+			for i := range t.Regular {
+				op.Cols = append(op.Cols, i)
+			}
+			op.Stmt = op.statement()
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// checkScan checks a scan's rows: partitions in token order, each partition's rows together,
+// and each partition's rows as the model allows a SELECT of the whole partition at the scan's
+// time and consistency level (a partition the scan does not return must be allowed to be
+// empty). It returns the problems, whether every partition's result was determined, and the
+// history of the first partition with a problem.
+func (r *Runner) checkScan(op *Op) (problems []string, determined bool, history []*Op) {
+	t := op.Table
+	npk := len(t.PK)
+	byKey := map[string][][]any{}
+	var order []string
+	var prevToken int64
+	for ri, row := range op.Outcome.Rows {
+		if len(row) < npk {
+			return []string{fmt.Sprintf("row %d has %d values, want at least %d", ri, len(row), npk)}, false, nil
+		}
+		enc := make([][]byte, npk)
+		for i := range npk {
+			var err error
+			if enc[i], err = encodeResult(t.PK[i].Type, row[i]); err != nil {
+				return []string{fmt.Sprintf("row %d partition key column %s: %v", ri, t.PK[i].Name, err)}, false, nil
+			}
+		}
+		key := fmt.Sprintf("%x", enc)
+		if _, seen := byKey[key]; !seen {
+			token := partitioner.Token(partitioner.AppendKey(nil, enc))
+			if len(order) > 0 && token < prevToken {
+				problems = append(problems, fmt.Sprintf("row %d: partition %v (token %d) comes after token %d: out of token order", ri, row[:npk], token, prevToken))
+			}
+			prevToken = token
+			order = append(order, key)
+		} else if order[len(order)-1] != key {
+			problems = append(problems, fmt.Sprintf("row %d: partition %v returned in two runs", ri, row[:npk]))
+		}
+		byKey[key] = append(byKey[key], row)
+	}
+	known := map[string]bool{}
+	determined = true
+	for _, pk := range t.Partitions {
+		enc := make([][]byte, len(pk))
+		for i, v := range pk {
+			enc[i] = v.Enc
+		}
+		key := fmt.Sprintf("%x", enc)
+		known[key] = true
+		m := r.M
+		if r.ModelOf != nil {
+			m = r.ModelOf(t, pk)
+		}
+		sub := *op
+		sub.Kind, sub.PK = Select, pk
+		sub.Outcome.Rows = byKey[key]
+		ps, det := m.Check(&sub)
+		determined = determined && det
+		for _, p := range ps {
+			problems = append(problems, fmt.Sprintf("partition %s: %s", valsKey(pk), p))
+		}
+		if len(ps) > 0 && history == nil {
+			history = m.History(t, pk)
+		}
+	}
+	for _, key := range order {
+		if !known[key] {
+			problems = append(problems, fmt.Sprintf("partition %v: a partition nobody wrote", byKey[key][0][:npk]))
+		}
+	}
+	return problems, determined, history
 }
 
 // Violation is a read whose answer the model does not allow.
@@ -340,7 +437,7 @@ func (op *Op) Describe() string {
 		out = "not sent (coordinator down)"
 	case o.Err != nil:
 		out = "FAILED: " + o.Err.Error()
-	case op.Kind == Select:
+	case op.Kind == Select || op.Kind == Scan:
 		out = fmt.Sprintf("%d rows %v", len(o.Rows), o.Rows)
 	default:
 		out = "ok"

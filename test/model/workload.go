@@ -212,14 +212,18 @@ const (
 	DeleteRange
 	DeletePartition
 	Select
+	// Scan is a SELECT of every row of the table (no WHERE), checked partition by partition
+	// against the model, and for token order; it runs alone, between the other operations
+	// (Pool.Run), since it reads every worker's partitions.
+	Scan
 )
 
-var opKindNames = [...]string{"INSERT", "UPDATE", "DELETE cells", "DELETE row", "DELETE range", "DELETE partition", "SELECT"}
+var opKindNames = [...]string{"INSERT", "UPDATE", "DELETE cells", "DELETE row", "DELETE range", "DELETE partition", "SELECT", "SELECT scan"}
 
 func (k OpKind) String() string { return opKindNames[k] }
 
 // IsWrite reports whether k changes data.
-func (k OpKind) IsWrite() bool { return k != Select }
+func (k OpKind) IsWrite() bool { return k != Select && k != Scan }
 
 // Bound is one end of a clustering range.
 type Bound struct {
@@ -344,6 +348,13 @@ func (w *Workload) Next() *Op {
 		op.Kind, op.Range = DeleteRange, w.clusteringRange(t, true)
 	case p < 62:
 		op.Kind = DeletePartition
+	case p < 63:
+		op.Kind, op.PK = Scan, nil
+		for i := range t.Regular {
+			if r.IntN(4) != 0 {
+				op.Cols = append(op.Cols, i)
+			}
+		}
 	default:
 		op.Kind = Select
 		switch q := r.IntN(10); {
@@ -460,6 +471,13 @@ func (w *Workload) clusteringRange(t *Table, forDelete bool) Range {
 // statement renders op as CQL.
 func (op *Op) statement() string {
 	t := op.Table
+	if op.Kind == Scan {
+		cols := append(append([]Column{}, t.PK...), t.CK...)
+		for _, i := range op.Cols {
+			cols = append(cols, t.Regular[i])
+		}
+		return fmt.Sprintf("SELECT %s FROM %s", names(cols), t.QName())
+	}
 	var where []string
 	for i, c := range t.PK {
 		if op.INKeys == nil {

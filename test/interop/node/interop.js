@@ -247,6 +247,39 @@ class Steps {
       `after SET a_int = 7, a_text = <unset>: ${JSON.stringify(upd)}, want a_int 7 and the text kept`);
   }
 
+  // An export as Spark's does it: the ring split by the driver's token ranges
+  // (client.metadata.getTokenRanges()), each read at QUORUM, paged; every row comes back once.
+  async export_by_token_ranges() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE IF NOT EXISTS ${ks}.export_node (k int, c int, PRIMARY KEY (k, c))`);
+    const want = new Set();
+    for (let k = 0; k < 300; k++) {
+      for (let c = 0; c < 2; c++) {
+        await client.execute(`INSERT INTO ${ks}.export_node (k, c) VALUES (?, ?)`, [k, c], { prepare: true });
+        want.add(`${k}/${c}`);
+      }
+    }
+    const ends = [...client.metadata.getTokenRanges()].map((r) => BigInt(r.end.getValue().toString()));
+    const ring = [...new Set(ends)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    check(ring.length >= 3, `the driver's token ranges have ${ring.length} distinct ends`);
+    const bounds = [[-(2n ** 63n), ring[0]]];
+    for (let i = 1; i < ring.length; i++) {
+      bounds.push([ring[i - 1], ring[i]]);
+    }
+    bounds.push([ring[ring.length - 1], 2n ** 63n - 1n]);
+    const seen = [];
+    for (const [lo, hi] of bounds) {
+      await new Promise((resolve, reject) => {
+        client.eachRow(`SELECT k, c FROM ${ks}.export_node WHERE token(k) > ? AND token(k) <= ?`,
+          [types.Long.fromString(lo.toString()), types.Long.fromString(hi.toString())],
+          { prepare: true, fetchSize: 50, autoPage: true, consistency: types.consistencies.quorum },
+          (n, row) => seen.push(`${row.k}/${row.c}`), (err) => (err ? reject(err) : resolve()));
+      });
+    }
+    check(seen.length === new Set(seen).size, `the export returned ${seen.length} rows, ${new Set(seen).size} of them distinct`);
+    check(seen.length === want.size && seen.every((r) => want.has(r)), `the export returned ${seen.length} rows, want the ${want.size} written`);
+  }
+
   async paging() {
     const { client, ks } = this;
     for (let c = 0; c < 250; c++) {
@@ -652,7 +685,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'export_by_token_ranges', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections'];
   let passed = 0;
   let failed = 0;
   try {

@@ -1,0 +1,466 @@
+package shell
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Scans: a SELECT without a partition key restriction, or with token(k) bounds (schema.Read.Scan).
+// The coordinator walks the ring's token ranges in token order from the scan's position, reads
+// each range from as many of its replicas as the consistency level needs (internode kind
+// range_read, a page bounded by rows and bytes), merges their answers partition by partition with
+// the single-partition reads' Merger, completes a partition a replica stopped inside with
+// single-partition pages, and read-repairs what a replica lacks as single-partition reads do.
+// Rows come in token order, then clustering order. Scans are exempt from the per-partition
+// limiter (as in ScyllaDB); a page counts one read of the service level's and keyspace's budgets.
+
+// RangeRing is what a scan needs of the ring besides Ring (package node's ring view implements it).
+type RangeRing interface {
+	// RangeEnd returns the last token (inclusive) of the ring's token range that holds token: the
+	// first vnode token ≥ token, or math.MaxInt64 past the last vnode token (the range that wraps
+	// around, whose replicas are those of the first vnode token). ok is false for an empty ring.
+	RangeEnd(token int64) (end int64, ok bool)
+}
+
+// RangeReader sends range reads (package node's transport implements it).
+type RangeReader interface {
+	ReadRange(ctx context.Context, to coordinator.NodeID, req *replicapb.RangeReadRequest) (*replicapb.RangeReadResponse, error)
+}
+
+// ScanPacer weighs the work of scans (package node gives the node's admission controller): Pace
+// is called after each range read of a scan with the rows the replicas returned, and the scan
+// goes on when it returns.
+type ScanPacer interface {
+	Pace(ctx context.Context, rows int) error
+}
+
+// scanReadRows bounds the live rows one replica returns for one range read of a scan without a
+// page size or LIMIT: the coordinator reads the range in such pieces.
+const scanReadRows = 1000
+
+// ErrScanUnsupported is returned for a scan when the node's ring or transport cannot serve one.
+var ErrScanUnsupported = errors.New("coordinator: this node's ring or transport does not serve scans")
+
+// scanPos is where a scan goes on: after the token Token when Key is nil; else after the
+// partition (Token, Key), or with After set after that row of it.
+type scanPos struct {
+	Token int64
+	Key   [][]byte
+	After [][]byte
+}
+
+// scanRow is one row of a scan's result with its partition key.
+type scanRow struct {
+	key [][]byte
+	row coordinator.ClusteredRow
+}
+
+// scanShapeSupported refuses, clearly, the shapes of a SELECT (selectexec.go) that a scan does
+// not run yet, rather than answer them as plain rows.
+func scanShapeSupported(r *schema.Read) error {
+	var what string
+	switch {
+	case r.Aggregated():
+		what = "aggregates and GROUP BY"
+	case r.Distinct:
+		what = "SELECT DISTINCT"
+	case r.PerPartitionLimit > 0:
+		what = "PER PARTITION LIMIT"
+	case r.JSON:
+		what = "SELECT JSON"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s over a scan (a SELECT without a restriction on the whole partition key) are not supported yet; restrict the partition key with = or IN", what)
+}
+
+// executeScan runs a SELECT that scans (r.Scan) at consistency cl.
+func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+	t := r.Table // schema.Read refused what a scan does not run yet (filtering, ORDER BY)
+	if err := scanShapeSupported(r); err != nil {
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
+	}
+	ring, ok1 := e.ring.(RangeRing)
+	reader, ok2 := e.transport.(RangeReader)
+	if !ok1 || !ok2 {
+		return t, coordinator.Result{}, ErrScanUnsupported
+	}
+	rf, err := replicationFactor(e.schema.Schema(), t)
+	if err != nil {
+		return t, coordinator.Result{}, err
+	}
+	var fingerprint uint64
+	if req.PageSize > 0 || len(req.PagingState) > 0 {
+		fingerprint = statementFingerprint(req, keyspace)
+	}
+	pos, returned, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
+	if err != nil {
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
+	}
+	want := math.MaxInt
+	if r.Limit > 0 {
+		want = r.Limit - returned
+	}
+	paged := req.PageSize > 0 && req.PageSize < math.MaxInt32
+	if paged {
+		want = min(want, req.PageSize)
+	}
+	if r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End {
+		res, err := rowsResult(r, nil, 0)
+		return t, res, err
+	}
+	var warnings []string
+	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, 1, &warnings); err != nil {
+		return t, coordinator.Result{}, err // a page is one read of its budgets
+	}
+	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout)}
+	rows, pos, done, err := sc.page(ctx, pos, want)
+	if err != nil {
+		return t, coordinator.Result{}, err
+	}
+	now := e.now().Unix()
+	res, err := scanResult(r, rows, now)
+	if err != nil {
+		return t, res, err
+	}
+	if paged && !done && len(rows) == want && (r.Limit == 0 || returned+len(rows) < r.Limit) {
+		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), pos)
+	}
+	res.Warnings = warnings
+	return t, res, nil
+}
+
+// scanResult renders a scan's rows, each with its own partition key, as rowsResult does.
+func scanResult(r *schema.Read, rows []scanRow, now int64) (coordinator.Result, error) {
+	res, err := rowsResult(r, nil, now)
+	if err != nil || len(rows) == 0 {
+		return res, err
+	}
+	pr := *r
+	for i := 0; i < len(rows); {
+		j := i + 1
+		for j < len(rows) && sameKey(rows[j].key, rows[i].key) {
+			j++
+		}
+		part := make([]coordinator.ClusteredRow, j-i)
+		for k := range part {
+			part[k] = rows[i+k].row
+		}
+		pr.PartitionKey = rows[i].key
+		one, err := rowsResult(&pr, part, now)
+		if err != nil {
+			return one, err
+		}
+		res.Rows.Values = append(res.Rows.Values, one.Rows.Values...)
+		i = j
+	}
+	return res, nil
+}
+
+func sameKey(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if string(a[i]) != string(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanner reads one page of a scan of table t up to token end.
+type scanner struct {
+	e       *Executor
+	ring    RangeRing
+	reader  RangeReader
+	t       *schema.Table
+	rf      schema.Replication
+	cl      coordinator.Consistency
+	end     int64
+	timeout time.Duration
+}
+
+// page reads up to want live rows from pos on and returns them with the position after the last
+// (or after everything read when fewer came), and whether the scan reached its end token.
+func (s *scanner) page(ctx context.Context, pos scanPos, want int) ([]scanRow, scanPos, bool, error) {
+	var rows []scanRow
+	for len(rows) < want {
+		if pos.Key == nil && pos.Token >= s.end {
+			return rows, pos, true, nil
+		}
+		// The range that holds the next token: pos.Token itself when resuming in a partition.
+		next := pos.Token
+		if pos.Key == nil {
+			next++
+		}
+		rangeEnd, ok := s.ring.RangeEnd(next)
+		if !ok {
+			return nil, pos, false, &coordinator.UnavailableError{Consistency: s.cl, Live: 0, Required: coordinator.BlockFor(s.cl, s.rf.Total())}
+		}
+		end := min(rangeEnd, s.end)
+		got, nextPos, err := s.readRange(ctx, pos, end, want-len(rows))
+		if err != nil {
+			return nil, pos, false, err
+		}
+		rows, pos = append(rows, got...), nextPos
+	}
+	return rows, pos, pos.Key == nil && pos.Token >= s.end, nil
+}
+
+// readRange reads the token range from pos to end (inclusive) from the replicas of end, merges
+// what they hold up to where every answer is known, and returns at most want live rows and the
+// position after them.
+func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want int) ([]scanRow, scanPos, error) {
+	e := s.e
+	now := e.now()
+	dl := deadline(ctx, now, s.timeout)
+	rreq := &replicapb.RangeReadRequest{
+		TableId: uint64(s.t.ID), StartToken: pos.Token, StartPartitionKey: pos.Key, EndToken: end,
+		Limit: uint32(min(want, scanReadRows)), PageBytes: uint32(min(e.pageBytes, math.MaxUint32)),
+	}
+	if pos.After != nil {
+		rreq.After = &replicapb.ClusteringKey{Components: pos.After}
+	}
+	var replicaBuf [8]coordinator.Replica
+	var orderBuf [8]coordinator.NodeID
+	p := coordinator.Params{
+		Op: coordinator.OpRead, Consistency: s.cl, Self: e.localID, PerDC: len(s.rf.DataCenters) > 0,
+		Replicas: e.replicaSet(replicaBuf[:0], end, s.rf), Exempt: true, Deadline: dl,
+	}
+	e.skipUnrepaired(&p)
+	p.ReadOrder = e.scores.order(orderBuf[:0], p.Replicas, e.localID, e.mono())
+	req, err := e.newRequest(p)
+	if err != nil {
+		return nil, pos, err
+	}
+	step := req.Start(now)
+	o := step.Outcome
+	if o == nil {
+		if o, err = e.await(ctx, req, step.Sends, rangeExchange{t: s.reader, req: rreq}, dl, false, nil); err != nil {
+			return nil, pos, err
+		}
+	}
+	if err := e.outcomeErr(o, s.t); err != nil {
+		return nil, pos, err
+	}
+	resps := o.(coordinator.Success).Responses
+	answers := make([]coordinator.RangeAnswer, len(resps))
+	read := 0 // rows the replicas returned: the work this read weighs
+	defer func() {
+		if e.scanPacer != nil && read > 0 {
+			e.scanPacer.Pace(ctx, read) // a canceled context ends the scan at its next step
+		}
+	}()
+	for i, r := range resps {
+		resp, ok := r.Payload.(*replicapb.RangeReadResponse)
+		if !ok {
+			return nil, pos, fmt.Errorf("coordinator: range read from replica %s returned no data", r.From)
+		}
+		a := coordinator.RangeAnswer{From: r.From, Stopped: resp.Stopped, Partitions: make([]coordinator.RangePartition, len(resp.Partitions))}
+		for j, rp := range resp.Partitions {
+			read += len(rp.GetPage().GetRows())
+			pg := pageOf(rp.GetPage())
+			hideShadowed(s.t, &pg)
+			a.Partitions[j] = coordinator.RangePartition{Token: rp.Token, Key: rp.PartitionKey, Page: pg}
+		}
+		answers[i] = a
+	}
+	parts, complete, err := coordinator.GroupRange(s.t, answers)
+	if err != nil {
+		return nil, pos, err
+	}
+	var rows []scanRow
+	for _, part := range parts {
+		got, err := s.mergePartition(ctx, part, want-len(rows), len(resps), now, dl)
+		if err != nil {
+			return nil, pos, err
+		}
+		for _, row := range got {
+			rows = append(rows, scanRow{key: part.Key, row: row})
+		}
+		if len(rows) >= want {
+			return rows, scanPos{Token: part.Token, Key: part.Key, After: rows[len(rows)-1].row.Clustering}, nil
+		}
+		pos = scanPos{Token: part.Token, Key: part.Key}
+	}
+	if complete {
+		pos = scanPos{Token: end}
+	}
+	return rows, pos, nil
+}
+
+// mergePartition reconciles the replicas' pages of one partition of a scan, fetching the pages
+// that follow where a replica stopped, for at most want live rows, and read-repairs the replicas
+// that lack something of them as a single-partition read does.
+func (s *scanner) mergePartition(ctx context.Context, part coordinator.PartitionPages, want, answered int, now, dl time.Time) ([]coordinator.ClusteredRow, error) {
+	e := s.e
+	spec := readSpec{table: s.t, pk: part.Key, token: part.Token, limit: want, rf: s.rf, cl: s.cl}
+	m := coordinator.NewMerger(s.t, want, false, now.Unix())
+	if s.cl != coordinator.One && answered < s.rf.Total() {
+		m.KeepFull()
+	}
+	resps := make([]coordinator.Response, len(part.Pages))
+	for i, rp := range part.Pages {
+		if err := m.Add(rp.From, rp.Page, 0); err != nil {
+			return nil, err
+		}
+		resps[i] = coordinator.Response{From: rp.From, Status: coordinator.StatusOK}
+	}
+	for {
+		need := m.Merge()
+		if len(need) == 0 {
+			break
+		}
+		if err := e.readPages(ctx, spec, m, need, len(resps), dl); err != nil {
+			return nil, err
+		}
+	}
+	rec := m.Result()
+	if len(rec.Repairs) > 0 && s.cl != coordinator.One {
+		if err := e.repair(ctx, spec, rec, resps, dl); err != nil {
+			return nil, err
+		}
+	}
+	return rec.Rows, nil
+}
+
+// rangeExchange sends one range read to each replica, exempt from the limiter.
+type rangeExchange struct {
+	t   RangeReader
+	req *replicapb.RangeReadRequest
+}
+
+func (x rangeExchange) call(ctx context.Context, s coordinator.Send) coordinator.Response {
+	resp, err := x.t.ReadRange(ctx, s.To, x.req)
+	if err != nil {
+		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
+	}
+	return response(s, resp.GetStatus(), nil, resp.GetError(), resp)
+}
+
+// A scan's paging state has the form of a single-partition read's (paging.go) with its own
+// version, scanPagingVersion, and where the scan goes on instead of a clustering key:
+//
+//	byte      scanPagingVersion
+//	8 bytes   the statement's fingerprint
+//	uvarint   rows returned by the earlier pages
+//	8 bytes   token, big-endian
+//	byte      0: after the token; 1: after the partition; 2: after a row of it
+//	with 1 or 2: uvarint n, then n times uvarint length and a partition key component
+//	with 2: uvarint m, then m times uvarint length and a clustering component
+//
+// It names a token and keys, never a range of the ring or a node, so that any coordinator can
+// continue it, and ranges that moved since (a node joined or left) are found again by token.
+const scanPagingVersion = 2
+
+func encodeScanPagingState(fingerprint uint64, returned int, pos scanPos) []byte {
+	b := []byte{scanPagingVersion}
+	b = binary.BigEndian.AppendUint64(b, fingerprint)
+	b = binary.AppendUvarint(b, uint64(returned))
+	b = binary.BigEndian.AppendUint64(b, uint64(pos.Token))
+	comps := func(cs [][]byte) {
+		b = binary.AppendUvarint(b, uint64(len(cs)))
+		for _, c := range cs {
+			b = binary.AppendUvarint(b, uint64(len(c)))
+			b = append(b, c...)
+		}
+	}
+	switch {
+	case pos.Key == nil:
+		b = append(b, 0)
+	case pos.After == nil:
+		b = append(b, 1)
+		comps(pos.Key)
+	default:
+		b = append(b, 2)
+		comps(pos.Key)
+		comps(pos.After)
+	}
+	return b
+}
+
+// decodeScanPagingState decodes a scan's paging state for table t by the statement with the
+// given fingerprint, scanning tokens; an empty state is the first page, at the start of tokens.
+func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, tokens schema.TokenRange) (scanPos, int, error) {
+	pos := scanPos{Token: tokens.Start}
+	if len(state) == 0 {
+		return pos, 0, nil
+	}
+	bad := func(what string) (scanPos, int, error) {
+		return scanPos{}, 0, fmt.Errorf("invalid paging state: %s", what)
+	}
+	if len(state) > maxPagingState {
+		return bad(fmt.Sprintf("%d bytes, the most is %d", len(state), maxPagingState))
+	}
+	if len(state) < 9 || state[0] != scanPagingVersion {
+		return bad("not a paging state of a scan of this database")
+	}
+	if binary.BigEndian.Uint64(state[1:9]) != fingerprint {
+		return scanPos{}, 0, errPagingForeign
+	}
+	b := state[9:]
+	returned, n := uvarint(b)
+	if n <= 0 || returned > 1<<31 {
+		return bad("malformed row count")
+	}
+	b = b[n:]
+	if len(b) < 9 {
+		return bad("truncated position")
+	}
+	pos.Token = int64(binary.BigEndian.Uint64(b))
+	kind := b[8]
+	b = b[9:]
+	comps := func(cols []schema.Column, what string) ([][]byte, error) {
+		count, n := uvarint(b)
+		if n <= 0 || count != uint64(len(cols)) {
+			return nil, fmt.Errorf("invalid paging state: its %s has the wrong number of components for table %s (was the table dropped and created again?)", what, t.QualifiedName())
+		}
+		b = b[n:]
+		out := make([][]byte, count)
+		for i := range out {
+			l, n := uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) {
+				return nil, fmt.Errorf("invalid paging state: truncated %s", what)
+			}
+			v := b[n : n+int(l) : n+int(l)]
+			if err := cols[i].Type.Check(v); err != nil {
+				return nil, fmt.Errorf("invalid paging state: %s column %s: %v", what, cql.QuoteIdent(cols[i].Name), err)
+			}
+			out[i] = v
+			b = b[n+int(l):]
+		}
+		return out, nil
+	}
+	var err error
+	switch kind {
+	case 0:
+	case 1, 2:
+		if pos.Key, err = comps(t.PartitionKey, "partition key"); err != nil {
+			return scanPos{}, 0, err
+		}
+		if kind == 2 {
+			if pos.After, err = comps(t.Clustering, "clustering key"); err != nil {
+				return scanPos{}, 0, err
+			}
+		}
+	default:
+		return bad("unknown position kind")
+	}
+	if len(b) != 0 {
+		return bad(fmt.Sprintf("%d bytes of trailing garbage", len(b)))
+	}
+	if pos.Token < tokens.Start || pos.Token > tokens.End {
+		return bad("its position is outside the statement's token range")
+	}
+	return pos, int(returned), nil
+}
