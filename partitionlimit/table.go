@@ -146,7 +146,7 @@ func (o *Options) Validate() error {
 // that is wrong for at most 8 seconds.
 //
 // label holds the key's label in its low labelBits bits (MaxLabel) and, while the counter has a
-// birth, the second of the counter's at its birth (sec then) modulo 4 in the two bits above: with
+// birth, the counter's second at its birth (its sec then) modulo 4 in the two bits above: with
 // it the onset bound counts the second boundaries the counter really passed since its birth,
 // sec − that second, rather than those the clock of an operation's stamp passed in the same
 // time (the birth read as now − age on that clock), which differ when the stamp that started
@@ -295,12 +295,13 @@ func (t *Table) Learn(token int64, label uint32, count uint32, born time.Time, r
 	} else {
 		resid = 0
 	}
-	// The counter's second at the birth, on now's clock: a copy's own seconds are its stamps'.
 	label &= MaxLabel
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
 	sec := second(now)
 	s.mu.Lock()
+	// The copy's birth second is born's, on the clock of the stamps it is learned and
+	// decided at: a copy counts the boundaries its own stamps put since the birth.
 	s.learn(h, token, label, count, sec, b, second(born), packResidual(min(resid, count)))
 	s.mu.Unlock()
 }
