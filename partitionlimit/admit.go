@@ -120,11 +120,12 @@ func (t *Table) Decide(token int64, label uint32, limit uint32, draw float64, no
 // the onset bound's phase, local the counter's age (see AccountNAt). Decision.Born is the
 // birth on the clock of now.
 func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, now, local time.Time) Decision {
+	label &= MaxLabel
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
 	sec, nowMs, ms := second(now), now.UnixMilli(), t.milli(local)
 	s.mu.Lock()
-	c, born, resid, behind := s.account(h, token, label, 1, sec, nowMs, ms, t.rebirth(limit))
+	c, born, resid, passed, behind := s.account(h, token, label, 1, sec, nowMs, ms, t.rebirth(limit))
 	s.mu.Unlock()
 	d := Decision{Count: c, Limit: limit}
 	x := c
@@ -133,7 +134,7 @@ func (t *Table) DecideAt(token int64, label uint32, limit uint32, draw float64, 
 		// The residual never exceeds the count (both halve alike); min keeps a broken
 		// invariant from wrapping fresh around to a count of billions.
 		if fresh := c - min(resid, c); fresh > limit {
-			x = max(c, onsetCount(fresh, age, limit, nowMs))
+			x = max(c, onsetCount(fresh, age, limit, nowMs, boundaries(passed, age)))
 		}
 		d.Born, d.Residual = time.UnixMilli(nowMs-age), resid
 	}

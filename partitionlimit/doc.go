@@ -2,7 +2,7 @@
 // probabilistically and with a few bytes of state per partition.
 //
 // A replica keeps a Table of counters keyed by (token, label): the partition's 64-bit token and a
-// label the caller assigns to a (table, op) pair. Every operation is counted first (Table.Account),
+// label up to MaxLabel (2^30 − 1) the caller assigns to a (table, op) pair. Every operation is counted first (Table.Account),
 // so a counter measures offered load whether or not operations are admitted, and the count after
 // the increment goes to Admit together with the limit and a random draw r in [0, 1) chosen by the
 // coordinator. Because Admit is a pure function of (count, limit, r) and the coordinator sends the
@@ -96,15 +96,26 @@
 // millisecond, in 2 of the 4 bytes that take a slot from 20 to 24), on the node's own clock (the
 // local time of DecideAt and AccountNAt): an age is an interval, exact on one clock, whereas
 // the stamps of coordinators whose clocks differ by Δ would make the counter look up to Δ
-// older to the coordinator ahead, which would then extrapolate its count too little. The age
-// is read on the clock of the operation's stamp, which sets the counter's second boundaries:
-// the birth is now − age there. For a steady rate V since the birth at second fraction φ, seen
-// at fraction u after k second boundaries, the counter holds
+// older to the coordinator ahead, which would then extrapolate its count too little. For a
+// steady rate V since the birth at second fraction φ, seen at fraction u after k second
+// boundaries, the counter holds
 //
 //	x = V·((1+u) − (1+φ)·2^−k)        (k = 0: x = V·(u − φ) = V·age)
 //
 // against V·(1+u) for a counter that has always existed, so Decide applies Admit to x·g with
 // g = (1+u) / ((1+u) − (1+φ)·2^−k): a factor of times alone, which tends to 1 as k grows.
+// k is the number of times the counter halved since its birth: the stamps set its second
+// boundaries, and a slot keeps the second it was born in, modulo 4, in the two bits of its
+// label word above MaxLabel, so k is its second now less that one (the one of the four values
+// within two seconds of the age). The phases are the stamp's, now's fraction u and the
+// birth's, now − age, on its clock, as long as that clock also puts k boundaries in the age.
+// Where it does not, the birth came on a stamp from a clock ahead or behind the operation's,
+// and u moves the least that puts k boundaries in the age (u − φ = age − k seconds). Counting
+// boundaries on the operation's clock instead was wrong by one for a counter born on a stamp
+// from a clock 500 ms ahead of it: in that clock's first half second after its boundary, the
+// counter, already in its next second at the birth, had halved no time since, and a count
+// since the birth a little above L, which the guard of the birth's second below admits, was
+// judged on the first second's doubled factor instead, as 4.3·L.
 // Guards keep it honest and bounded:
 //
 //   - A count at or below L is judged as it is, in any second: a partition may take its
@@ -147,9 +158,8 @@
 //     is explained by a rate of at most L/2: a trickle of operations never pauses a whole
 //     second, and the last operation before it turns hot is the new onset. (A count at most
 //     L/2 just after a boundary is a rate of at most L/2 in steady state; a partition at up to
-//     0.8·L gets there only by noise, and a new onset there, judged on stamps from clocks
-//     behind the one that halved it, which count one halving too many since the birth, was
-//     what rejected some of its operations at ±500 ms.) Within its onset's
+//     0.8·L gets there only by noise, and a new onset there, judged on the first second's
+//     doubled factor, rejected some of its operations at ±500 ms.) Within its onset's
 //     first second the count since the birth is taken twice: the one boundary there may have
 //     halved it, and a partition born half a second before a boundary at 2L holds L/2 just
 //     after it, which a rate of L would explain over that half second although L came. A new
@@ -157,11 +167,11 @@
 //     V = 2·L; TestNoNewOnsetInTheFirstSecond: at most 1.8·L with the birth kept). After the
 //     first second the count since the birth is held against what a steady rate of L/2 since
 //     the birth leaves in the counter, (L/2)·((1+u) − (1+φ)·2^−k) as in the onset's
-//     estimate, not (L/2)·age: between one and two seconds after the birth two boundaries
-//     may have halved it, and a partition at 0.8·L born at phase 0.6 holds 48 just after the
+//     estimate with the counter's k, not (L/2)·age: between one and two seconds after the birth
+//     two boundaries may have halved it, and a partition at 0.8·L born at phase 0.6 holds 48 just after the
 //     second, 34 per second over the 1.4 s since its birth although 80 came. A new onset
 //     there took half its count as a residual and judged the fresh count on the onset's
-//     factor, on stamps whose boundaries (at ±500 ms) were not the counter's: 7 of the 16
+//     factor: 7 of the 16
 //     rejections of the simulator's worst row at 0.9·L (TestNoNewOnsetAfterTheFirstSecond).
 //
 // The count the counter held then is the new onset's residual (resid, in 16 bits beside a

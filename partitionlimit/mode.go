@@ -56,7 +56,8 @@ func (e *InstructionError) Error() string {
 // *InstructionError, whatever the limit, as is an unknown mode.
 //
 // label is only read when the operation is counted, so a caller whose table has no limit for
-// the op may pass 0 rather than assign the pair a label. Apply is ApplyAt with now as the
+// the op may pass 0 rather than assign the pair a label; a counted operation's label above
+// MaxLabel is an error. Apply is ApplyAt with now as the
 // node's own clock.
 func (t *Table) Apply(mode Mode, token int64, label uint32, limit uint32, draw float64, now time.Time) (Decision, error) {
 	return t.ApplyAt(mode, token, label, limit, draw, now, now)
@@ -72,6 +73,9 @@ func (t *Table) ApplyAt(mode Mode, token int64, label uint32, limit uint32, draw
 		if limit == 0 {
 			return Decision{Admitted: true}, nil
 		}
+		if label > MaxLabel {
+			return Decision{}, labelError(label)
+		}
 		return Decision{Admitted: true, Count: t.AccountNAt(token, label, 1, limit, now, local), Limit: limit}, nil
 	case ModeAccountAndEnforce:
 		if !(draw >= 0 && draw < 1) { // also rejects NaN
@@ -80,7 +84,15 @@ func (t *Table) ApplyAt(mode Mode, token int64, label uint32, limit uint32, draw
 		if limit == 0 {
 			return Decision{Admitted: true}, nil
 		}
+		if label > MaxLabel {
+			return Decision{}, labelError(label)
+		}
 		return t.DecideAt(token, label, limit, draw, now, local), nil
 	}
 	return Decision{}, &InstructionError{Mode: mode}
+}
+
+// labelError is Apply's error for a label above MaxLabel.
+func labelError(label uint32) error {
+	return fmt.Errorf("partitionlimit: label %d is above MaxLabel (%d)", label, MaxLabel)
 }

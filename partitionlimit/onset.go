@@ -25,20 +25,20 @@ const (
 )
 
 // onsetCount returns the count Decide judges a counter in its onset on: the counter holds
-// count (above limit: lower counts are judged as they are) and started from zero age
-// milliseconds before now (unix milliseconds in the clock of the operation's stamp, which sets
-// the counter's second boundaries). It is count times
+// count (above limit: lower counts are judged as they are), started from zero age
+// milliseconds before now (unix milliseconds in the clock of the operation's stamp) and has
+// passed k second boundaries since (halved k times). It is count times
 //
 //	g = (1+u) / ((1+u) − (1+φ)·2^−k)
 //
 // the count a counter that had always seen the same rate would hold over the one it holds,
-// where u is now's fraction of a second, φ the birth's (now − age), and k the number of
-// second boundaries between them; g is doubled in the first second after the birth and at
-// most onsetMaxFactor. In the birth's own second (k = 0), a count up to 2·limit that a rate of
-// at most limit explains, count − onsetSlack·√count ≤ limit·age, is judged as it is, and so is
-// one up to 2·limit in the birth's own millisecond, where no rate can be measured. The package
-// documentation derives the bound this puts on a partition's first second ("The onset").
-func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
+// where u is now's fraction of the counter's second and φ the birth's (see phases); g is
+// doubled in the first second after the birth and at most onsetMaxFactor. In the birth's own
+// second (k = 0), a count up to 2·limit that a rate of at most limit explains, count −
+// onsetSlack·√count ≤ limit·age, is judged as it is, and so is one up to 2·limit in the
+// birth's own millisecond, where no rate can be measured. The package documentation derives
+// the bound this puts on a partition's first second ("The onset").
+func onsetCount(count uint32, age int64, limit uint32, now, k int64) uint32 {
 	if uint64(count) <= uint64(limit) {
 		return count
 	}
@@ -51,15 +51,13 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 		}
 		return saturatingMul(count, onsetMaxFactor)
 	}
-	birth := now - age
-	k := floorDiv(now, 1000) - floorDiv(birth, 1000)
 	c := float64(count)
 	if k == 0 && uint64(count) <= 2*uint64(limit) && explained(c, limit, float64(age)/1000) {
 		return count
 	}
-	u := float64(now-floorDiv(now, 1000)*1000) / 1000
+	u, _ := phases(age, now, k)
 	g := float64(onsetMaxFactor)
-	if den := steadySpan(age, now); den > 0 {
+	if den := steadySpan(age, now, k); den > 0 {
 		g = (1 + u) / den
 		if age < 1000 {
 			// The first second since the birth may already have admitted up to 2L under
@@ -77,15 +75,49 @@ func onsetCount(count uint32, age int64, limit uint32, now int64) uint32 {
 
 // steadySpan returns how many operations a steady rate of one per second since a counter's
 // birth age milliseconds before now (unix milliseconds on the clock of the operation's stamp)
-// leaves in the counter at now: (1+u) − (1+φ)·2^−k, with u now's fraction of a second, φ the
-// birth's and k the second boundaries between them, which is the age itself when k = 0. A
-// counter offered V since its birth holds V·steadySpan; onsetCount's factor is (1+u) over it.
-func steadySpan(age, now int64) float64 {
-	birth := now - age
-	k := floorDiv(now, 1000) - floorDiv(birth, 1000)
-	u := float64(now-floorDiv(now, 1000)*1000) / 1000
-	phi := float64(birth-floorDiv(birth, 1000)*1000) / 1000
+// leaves in the counter at now, when the counter has passed k second boundaries since:
+// (1+u) − (1+φ)·2^−k, with u now's fraction of the counter's second and φ the birth's (see
+// phases), which is the age itself when k = 0. A counter offered V since its birth holds
+// V·steadySpan; onsetCount's factor is (1+u) over it.
+func steadySpan(age, now, k int64) float64 {
+	if k == 0 {
+		return float64(age) / 1000
+	}
+	u, phi := phases(age, now, k)
 	return (1 + u) - (1+phi)*math.Ldexp(1, -int(k))
+}
+
+// phases returns the fractions of a second, u of now and φ of the birth age milliseconds
+// before it, on the seconds of a counter that passed k boundaries in between. They are the
+// stamp's own (now's on its clock, and now − age's) when that clock also puts k boundaries
+// between the two, as it does whenever the stamps that halved the counter came from clocks
+// that agree with it. A counter born on a stamp from a clock ahead (or behind) passes its
+// boundaries earlier (or later) than the stamp's clock: then u is moved the least that puts
+// k boundaries in the age, u − φ = age − k seconds with both in [0, 1), so that the counter's
+// own boundaries, not the stamp clock's, decide how much of its count a steady rate left.
+// (An age more than a second off k, from clocks over a second apart, takes the nearest end.)
+func phases(age, now, k int64) (u, phi float64) {
+	um := now - floorDiv(now, 1000)*1000
+	d := age - 1000*k // u − φ in milliseconds
+	switch {
+	case d >= 1000:
+		um, d = 999, 999
+	case d <= -1000:
+		um, d = 0, -999
+	default:
+		um = min(max(um, d, 0), 999+min(d, 0))
+	}
+	return float64(um) / 1000, float64(um-d) / 1000
+}
+
+// boundaries returns how many second boundaries a counter passed in the age milliseconds
+// since its birth, given that number modulo 4 (passed, from the slot's birth second): the one
+// of the four values from ⌊age/1000⌋ − 1 to ⌊age/1000⌋ + 2 that has that remainder. On one
+// clock the count is ⌊age/1000⌋ or one more; stamps from clocks less than a second apart move
+// it by at most one more either way.
+func boundaries(passed uint32, age int64) int64 {
+	base := floorDiv(age, 1000) - 1
+	return base + int64((passed-uint32(base))&3)
 }
 
 // explained reports whether a count c accumulated over seconds since a counter's birth is

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -97,6 +98,7 @@ func TestOnsetCount(t *testing.T) {
 		count uint32
 		born  time.Duration // after base
 		now   time.Duration
+		k     int64 // boundaries the counter passed since the birth; 0 for the stamp clock's, −1 for none
 		want  uint32
 	}{
 		// Born at a boundary, half a second old: steady would hold 1.5V, it holds 0.5V; and
@@ -126,12 +128,35 @@ func TestOnsetCount(t *testing.T) {
 		{count: 150, born: 0, now: time.Millisecond, want: onsetMaxFactor * 150},
 		// Saturation.
 		{count: math.MaxUint32 / 2, born: 0, now: 10 * time.Millisecond, want: math.MaxUint32},
+		// Born 800 ms ago at phase 0.7 of the stamp's clock: on that clock one boundary has
+		// passed, and 101 would be judged on 2·1.5/(1.5 − 1.7/2) = 4.6 times itself. A counter
+		// born on a stamp from a clock 500 ms ahead has passed none (k = 0, the birth's own
+		// second): a rate of L explains 101 in 0.8 s (101 − 3·√101 = 71 ≤ 80), as it is.
+		{count: 101, born: 700 * time.Millisecond, now: 1500 * time.Millisecond, want: 466},
+		{count: 101, born: 700 * time.Millisecond, now: 1500 * time.Millisecond, k: -1, want: 101},
+		// Unexplained there, the factor is the counter's: k = 0 holds V·age (0.8), against
+		// 1 + u with u moved to 0.8 at least (φ ≥ 0): 150·2·1.8/0.8.
+		{count: 150, born: 700 * time.Millisecond, now: 1500 * time.Millisecond, k: -1, want: 675},
+		// A counter born 500 ms ago that passed a boundary the stamp's clock has not (its
+		// birth stamped late in a second by a clock ahead): u moves the least that puts a
+		// boundary in the age, from 0.6 to 0.499 (φ = 0.999), for a steady span of
+		// 1.499 − 1.999/2 = 0.4995 (k = 0 would read 0.5 and pass the birth second's test):
+		// 101·2·1.499/0.4995.
+		{count: 101, born: 100 * time.Millisecond, now: 600 * time.Millisecond, k: 1, want: 606},
 	}
 	for _, tt := range tests {
 		now := base + ms(tt.now)
-		got := onsetCount(tt.count, ms(tt.now)-ms(tt.born), limit, now)
+		age := ms(tt.now) - ms(tt.born)
+		k := floorDiv(now, 1000) - floorDiv(now-age, 1000)
+		switch {
+		case tt.k < 0:
+			k = 0
+		case tt.k > 0:
+			k = tt.k
+		}
+		got := onsetCount(tt.count, age, limit, now, k)
 		if d := float64(got)/float64(tt.want) - 1; d < -0.01 || d > 0.01 {
-			t.Errorf("onsetCount(%d, born %v, now %v) = %d, want %d", tt.count, tt.born, tt.now, got, tt.want)
+			t.Errorf("onsetCount(%d, born %v, now %v, k %d) = %d, want %d", tt.count, tt.born, tt.now, k, got, tt.want)
 		}
 	}
 }
@@ -492,5 +517,70 @@ func TestNoNewOnsetAfterTheFirstSecond(t *testing.T) {
 			t.Fatalf("operation %d at %v (count %d): a new onset born %v with residual %d, want the birth at %v kept",
 				i+1, now.Sub(at(0)), d.Count, d.Born.Sub(at(0)), d.Residual, born.Sub(at(0)))
 		}
+	}
+}
+
+// TestOnsetCountsTheCountersBoundaries: a counter born on a stamp from a coordinator whose clock
+// is 500 ms ahead of the replica's (at 0.7 s on the replica, 1.2 s on the stamp) is in its
+// second 1 from its birth, and stamps from a coordinator on the replica's clock between 1.0 and
+// 1.5 s pass no boundary of it. The birth, read on their clock as now − age (0.7 s), lies in the
+// second before theirs: counting that boundary judged the counter's 101 operations since its
+// birth (a rate of L explains them over 0.8 s with three standard deviations) on the first
+// second's doubled factor, as 466, and rejected them. The counter's second at its birth, kept
+// in the slot, says no boundary has passed: they are judged as they are, as on one clock.
+func TestOnsetCountsTheCountersBoundaries(t *testing.T) {
+	const token, label, limit = int64(9), uint32(MaxLabel), 100
+	tb := newTable(t, Options{Capacity: 64})
+	ahead := 500 * time.Millisecond
+	birth := 700 * time.Millisecond
+	if d := tb.DecideAt(token, label, limit, 0.999, at(birth+ahead), at(birth)); !d.Admitted || !d.Born.Equal(at(birth+ahead)) {
+		t.Fatalf("first operation: %+v, want admitted and born at %v", d, at(birth+ahead))
+	}
+	const n = 100
+	for i := range n {
+		local := birth + time.Millisecond + time.Duration(i)*790*time.Millisecond/n
+		d := tb.DecideAt(token, label, limit, 0.999, at(local), at(local))
+		if !d.Admitted {
+			t.Fatalf("operation %d at %v (stamp on the replica's clock): rejected with count %d, want a count since the birth that a rate of L explains admitted",
+				i+2, local, d.Count)
+		}
+		if i == n-1 && d.Count <= limit {
+			t.Fatalf("the last operation's count is %d, want above L (the test judges nothing)", d.Count)
+		}
+	}
+	// A count the limit does not explain is still judged on the onset's factor: 120 more in
+	// the next 100 ms, stamped on the replica's clock, reach 221 in 0.9 s of the counter's
+	// second 1 (221 − 3·√221 > 90): judged on 2·1.9/0.9 times, their rejections are the
+	// first second's as on one clock.
+	var rejected int
+	for i := range 120 {
+		local := 1490*time.Millisecond + time.Duration(i)*100*time.Millisecond/120
+		if d := tb.DecideAt(token, label, limit, 0.999, at(local), at(local)); !d.Admitted {
+			rejected++
+		}
+	}
+	if rejected == 0 {
+		t.Error("a burst of 1,200/s in the onset's first second was never rejected, want the onset bound to reject it")
+	}
+}
+
+// TestLabelsAboveMaxLabelShareCounters: a label is kept in the slot's low 30 bits, beside the
+// birth's second, and every method takes it modulo 2^30; Apply refuses one above MaxLabel.
+func TestLabelsAboveMaxLabelShareCounters(t *testing.T) {
+	tb := newTable(t, Options{Capacity: 64})
+	now := at(300 * time.Millisecond)
+	tb.Account(1, MaxLabel, now)
+	if c := tb.Account(1, MaxLabel+1+MaxLabel, now); c != 2 {
+		t.Errorf("label MaxLabel + 2^30 counted %d, want 2 (the counter of MaxLabel)", c)
+	}
+	if c := tb.Peek(1, 0, now); c != 0 {
+		t.Errorf("label 0 holds %d, want 0 (MaxLabel's birth second is not part of its label)", c)
+	}
+	_, err := tb.Apply(ModeAccountAndEnforce, 1, MaxLabel+1, 10, 0.5, now)
+	if err == nil || !strings.Contains(err.Error(), "label") {
+		t.Errorf("Apply with label MaxLabel+1: error %v, want one naming the label", err)
+	}
+	if _, err := tb.Apply(ModeAccountOnly, 1, MaxLabel, 10, 0.5, now); err != nil {
+		t.Errorf("Apply with label MaxLabel: %v, want no error", err)
 	}
 }

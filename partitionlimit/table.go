@@ -34,11 +34,23 @@ const (
 	// minDefaultShardSlots is the smallest shard the default shard count will create.
 	minDefaultShardSlots = 64
 
+	// labelBits is how many bits of a slot's label word hold the label; the two above them hold
+	// the second of the counter's birth modulo 4 (see slot).
+	labelBits = 30
+
 	// backStepTolerance is how many seconds `now` may lag behind an entry's stamp and still be
 	// treated as an out-of-order caller (keep the stamp, do not decay) rather than a clock that
 	// was stepped back (adopt the new clock's second as the stamp). See decay.
 	backStepTolerance = 10
 )
+
+// MaxLabel is the largest label a Table keeps apart from the others: a slot's 32-bit label word
+// holds the label in its low 30 bits and, in the two above, the second its counter's onset began
+// in (see slot). Every method takes a label modulo 2^30 (label & MaxLabel), so labels above it
+// share counters with lower ones; Apply and ApplyAt refuse them with an error. Callers hand
+// labels out from 0 up (replica.Service one per (table, op) pair, the coordinator's budgets
+// kind<<8 | op) and stop before MaxLabel.
+const MaxLabel = 1<<labelBits - 1
 
 // Options configures a Table. The zero value of each field means its default (EnsureDefaults).
 // The YAML tag names Capacity's key in kvnode's configuration file (node.Config nests Options);
@@ -133,6 +145,15 @@ func (o *Options) Validate() error {
 // which ends the onset, unless it lands within it, where the onset runs its course on an age
 // that is wrong for at most 8 seconds.
 //
+// label holds the key's label in its low labelBits bits (MaxLabel) and, while the counter has a
+// birth, the counter's second at its birth (its sec then) modulo 4 in the two bits above: with
+// it the onset bound counts the second boundaries the counter really passed since its birth,
+// sec − that second, rather than those the clock of an operation's stamp passed in the same
+// time (the birth read as now − age on that clock), which differ when the stamp that started
+// the onset came from a clock ahead or behind (see "The onset" in the package documentation).
+// Four values tell them apart: the boundaries passed in an age a are within one second of a
+// on one clock, and within two of it between clocks less than a second apart.
+//
 // resid is the part of count that the counter held when its onset began: zero for a counter
 // that started from zero, the leftover count of a partition that turns hot again (see
 // "Turning hot again" in the package documentation). It halves with count, at the same
@@ -140,7 +161,7 @@ func (o *Options) Validate() error {
 // birth.
 type slot struct {
 	tokLo, tokHi uint32
-	label        uint32
+	label        uint32 // the label, and the birth's second modulo 4 above MaxLabel
 	count        uint32
 	sec          uint32
 	born         uint16
@@ -162,7 +183,8 @@ type shard struct {
 }
 
 // Table counts operations per (token, label) with counters that halve at every wall-clock
-// second boundary. A label is an opaque uint32 the caller assigns to a (table, op) pair.
+// second boundary. A label is an opaque uint32 up to MaxLabel the caller assigns to a (table,
+// op) pair.
 //
 // The table has a fixed number of slots set by New and never allocates afterwards. A key lives
 // in one of Window consecutive slots chosen by a hash of (token, label). When all of them hold
@@ -220,11 +242,12 @@ func (t *Table) AccountN(token int64, label uint32, n uint32, now time.Time) uin
 	if n == 0 {
 		return t.Peek(token, label, now)
 	}
+	label &= MaxLabel
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(now)
 	s.mu.Lock()
-	c, _, _, _ := s.account(h, token, label, n, sec, now.UnixMilli(), ms, t.rebirth(0))
+	c, _, _, _, _ := s.account(h, token, label, n, sec, now.UnixMilli(), ms, t.rebirth(0))
 	s.mu.Unlock()
 	return c
 }
@@ -242,11 +265,12 @@ func (t *Table) AccountNAt(token int64, label uint32, n, limit uint32, now, loca
 	if n == 0 {
 		return t.Peek(token, label, now)
 	}
+	label &= MaxLabel
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
 	sec, ms := second(now), t.milli(local)
 	s.mu.Lock()
-	c, _, _, _ := s.account(h, token, label, n, sec, now.UnixMilli(), ms, t.rebirth(limit))
+	c, _, _, _, _ := s.account(h, token, label, n, sec, now.UnixMilli(), ms, t.rebirth(limit))
 	s.mu.Unlock()
 	return c
 }
@@ -271,11 +295,14 @@ func (t *Table) Learn(token int64, label uint32, count uint32, born time.Time, r
 	} else {
 		resid = 0
 	}
+	label &= MaxLabel
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
 	sec := second(now)
 	s.mu.Lock()
-	s.learn(h, token, label, count, sec, b, packResidual(min(resid, count)))
+	// The copy's birth second is born's, on the clock of the stamps it is learned and
+	// decided at: a copy counts the boundaries its own stamps put since the birth.
+	s.learn(h, token, label, count, sec, b, second(born), packResidual(min(resid, count)))
 	s.mu.Unlock()
 }
 
@@ -303,6 +330,7 @@ func (t *Table) rebirth(limit uint32) int64 {
 // Peek returns the counter of (token, label) decayed to now's second without counting an
 // operation. It returns 0 for a key the table does not track, and never changes the table.
 func (t *Table) Peek(token int64, label uint32, now time.Time) uint32 {
+	label &= MaxLabel
 	h := hash(token, label)
 	s := &t.shards[h>>t.shift]
 	sec := second(now)
@@ -357,15 +385,16 @@ func (t *Table) Stats(now time.Time) Stats {
 // table without an onset bound, see Table.milli); limit is the partition's limit as
 // Table.rebirth gives it, which says when a counter that is not at zero starts a new onset.
 // account returns the counter after the increment, its birth stamp (0 for a counter past its
-// onset), the part of the count that predates the birth, and whether the counter's second is
-// ahead of now (an operation stamped by a clock behind the one that last halved it).
-func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, nowMs int64, ms uint16, limit int64) (uint32, uint16, uint32, bool) {
+// onset), the part of the count that predates the birth, the second boundaries the counter
+// passed since its birth modulo 4, and whether the counter's second is ahead of now (an
+// operation stamped by a clock behind the one that last halved it).
+func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint32, nowMs int64, ms uint16, limit int64) (uint32, uint16, uint32, uint32, bool) {
 	s.lookups++
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	e, c, stamp, j := s.probe(h, lo, hi, label, now)
 	if e == nil {
-		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: n, sec: now, born: ms}
-		return n, ms, 0, false
+		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label | now<<labelBits, count: n, sec: now, born: ms}
+		return n, ms, 0, 0, false
 	}
 	if c == 0 {
 		s.inserts++
@@ -385,10 +414,11 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 		switch {
 		case c == 0:
 			e.born, e.resid, r = ms, 0, 0
+			e.label = label | stamp<<labelBits
 		case limit < 0:
 			// A learned copy: its onset is what Learn gave it.
 		case int32(now-e.sec) >= 2, int64(c) <= limit/2 && (e.born == 0 || int64(c-r)*2000*sinceBirth(age) <= limit*int64(age) &&
-			(age < 1000 || float64(c-r)*2 <= float64(limit)*steadySpan(int64(age), nowMs))):
+			(age < 1000 || float64(c-r)*2 <= float64(limit)*steadySpan(int64(age), nowMs, boundaries(stamp-e.label>>labelBits, int64(age))))):
 			// Turning hot again: after a whole second without an operation, or while the
 			// count is at most half the limit and what came since the onset began is
 			// explained by a rate of at most half the limit (a trickle), a new onset starts,
@@ -396,12 +426,13 @@ func (s *shard) account(h uint64, token int64, label uint32, n uint32, now uint3
 			// (L/2)·age in the first second, of which a boundary may have halved half
 			// (sinceBirth), and (L/2)·steadySpan after it, where more boundaries have.
 			e.born, e.resid = ms, packResidual(c)
+			e.label = label | stamp<<labelBits
 			r = unpackResidual(e.resid)
 		}
 	}
 	c = saturatingAdd(c, n)
 	e.count, e.sec = c, stamp
-	return c, e.born, r, stamp != now
+	return c, e.born, r, (stamp - e.label>>labelBits) & 3, stamp != now
 }
 
 // sinceBirth returns how many times its count since the birth (count − residual) a counter
@@ -429,7 +460,7 @@ func (s *shard) probe(h uint64, lo, hi, label, now uint32) (e *slot, c, stamp ui
 	for range Window {
 		sl := &s.slots[i]
 		c, stamp := decay(sl.count, sl.sec, now)
-		if sl.count != 0 && sl.tokLo == lo && sl.tokHi == hi && sl.label == label {
+		if sl.count != 0 && sl.tokLo == lo && sl.tokHi == hi && sl.label&MaxLabel == label {
 			return sl, c, stamp, int(i)
 		}
 		switch {
@@ -454,15 +485,16 @@ func (s *shard) probe(h uint64, lo, hi, label, now uint32) (e *slot, c, stamp ui
 }
 
 // learn implements Learn with s.mu held: the key's counter becomes the larger of its decayed
-// count and count, its birth born and its residual resid (packed).
-func (s *shard) learn(h uint64, token int64, label uint32, count, now uint32, born, resid uint16) {
+// count and count, its birth born in second bornSec and its residual resid (packed).
+func (s *shard) learn(h uint64, token int64, label uint32, count, now uint32, born uint16, bornSec uint32, resid uint16) {
 	lo, hi := uint32(token), uint32(uint64(token)>>32)
 	e, c, stamp, j := s.probe(h, lo, hi, label, now)
 	if e == nil {
-		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label, count: count, sec: now, born: born, resid: resid}
+		s.slots[j] = slot{tokLo: lo, tokHi: hi, label: label | bornSec<<labelBits, count: count, sec: now, born: born, resid: resid}
 		return
 	}
 	e.count, e.sec, e.born, e.resid = max(c, count), stamp, born, resid
+	e.label = label | bornSec<<labelBits
 }
 
 // peek implements Peek with s.mu held.
@@ -473,7 +505,7 @@ func (s *shard) peek(h uint64, token int64, label uint32, now uint32) uint32 {
 	i := start(h, size)
 	for range Window {
 		e := &s.slots[i]
-		if e.count != 0 && e.tokLo == lo && e.tokHi == hi && e.label == label {
+		if e.count != 0 && e.tokLo == lo && e.tokHi == hi && e.label&MaxLabel == label {
 			c, _ := decay(e.count, e.sec, now)
 			return c
 		}

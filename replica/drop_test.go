@@ -4,11 +4,13 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -159,7 +161,30 @@ func TestServiceDropTableForgetsItsState(t *testing.T) {
 	// A new table never gets the dropped table's labels.
 	other := tableWithID(t, testTableID+1)
 	other.RateLimit = schema.RateLimit{MaxWritesPerSecond: 100}
-	if got := svc.ops.get(other, schema.OpWrite).label; slices.Contains(dropped, got) {
+	st, err := svc.ops.get(other, schema.OpWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.label; slices.Contains(dropped, got) {
 		t.Errorf("a new table got label %d, one of the dropped table's %v", got, dropped)
+	}
+}
+
+// TestLabelsStopAtMaxLabel: the limiter keeps labels up to partitionlimit.MaxLabel apart, so
+// the last pair gets MaxLabel and the next is refused with an error naming the table, while
+// pairs that have a label keep it.
+func TestLabelsStopAtMaxLabel(t *testing.T) {
+	var ops opStates
+	ops.next = partitionlimit.MaxLabel
+	a, b := tableWithID(t, testTableID), tableWithID(t, testTableID+1)
+	st, err := ops.get(a, schema.OpWrite)
+	if err != nil || st.label != partitionlimit.MaxLabel {
+		t.Fatalf("the last label: %+v, %v, want label %d", st, err, partitionlimit.MaxLabel)
+	}
+	if st, err := ops.get(b, schema.OpWrite); err == nil || !strings.Contains(err.Error(), "no limiter label left") || !strings.Contains(err.Error(), b.Name) {
+		t.Errorf("a pair past MaxLabel: %+v, error %v, want an error saying no label is left for the table", st, err)
+	}
+	if again, err := ops.get(a, schema.OpWrite); err != nil || again != st {
+		t.Errorf("the pair with the last label, asked again: %+v, %v, want its state", again, err)
 	}
 }

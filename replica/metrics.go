@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvnode/kvnode/partitionlimit"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -186,12 +188,14 @@ type labelKey struct {
 	op    schema.Op
 }
 
-// get returns the state of (t, op), creating it on first use.
-func (l *opStates) get(t *schema.Table, op schema.Op) *opState {
+// get returns the state of (t, op), creating it on first use. It fails once the labels up to
+// partitionlimit.MaxLabel are all handed out (2^30 pairs since the node started; labels are
+// never reused), rather than give two pairs one counter.
+func (l *opStates) get(t *schema.Table, op schema.Op) (*opState, error) {
 	k := labelKey{t.ID, op}
 	if m := l.m.Load(); m != nil {
 		if v, ok := (*m)[k]; ok {
-			return v
+			return v, nil
 		}
 	}
 	l.mu.Lock()
@@ -200,16 +204,20 @@ func (l *opStates) get(t *schema.Table, op schema.Op) *opState {
 	var n int
 	if old != nil {
 		if v, ok := (*old)[k]; ok {
-			return v
+			return v, nil
 		}
 		n = len(*old)
+	}
+	if l.next > partitionlimit.MaxLabel {
+		return nil, fmt.Errorf("replica: no limiter label left for %s of table %s.%s: this node has counted %d (table, op) pairs since it started, the most the limiter tells apart; restart the node",
+			op, t.Keyspace, t.Name, uint64(partitionlimit.MaxLabel)+1)
 	}
 	st := &opState{label: l.next, keyspace: t.Keyspace, table: t.Name, op: op}
 	l.next++
 	if l.dropped[t.ID] {
 		// A request that resolved the table before its drop: count it into a state nobody
 		// exports, rather than bring the dropped table's series back.
-		return st
+		return st, nil
 	}
 	next := make(map[labelKey]*opState, n+1)
 	if old != nil {
@@ -219,7 +227,7 @@ func (l *opStates) get(t *schema.Table, op schema.Op) *opState {
 	}
 	next[k] = st
 	l.m.Store(&next)
-	return st
+	return st, nil
 }
 
 // forget removes the states of table id and keeps it from getting new ones.

@@ -287,7 +287,10 @@ func (s *Service) applyAccountDelta(id schema.TableID, token int64, op schema.Op
 	if limit == 0 || n == 0 {
 		return nil
 	}
-	st := s.ops.get(t, op)
+	st, err := s.ops.get(t, op)
+	if err != nil {
+		return err
+	}
 	c := s.limits.AccountNAt(token, st.label, n, limit, now, local)
 	st.admitted.Add(uint64(n))
 	if isHot(c, limit) {
@@ -353,7 +356,10 @@ func (s *Service) decide(t *schema.Table, token int64, op schema.Op, mode partit
 	var label uint32
 	if limit != 0 {
 		// A pair without a limit is never counted: it gets no label and no statistics.
-		st = s.ops.get(t, op)
+		var err error
+		if st, err = s.ops.get(t, op); err != nil {
+			return partitionlimit.Decision{}, err
+		}
 		label = st.label
 	}
 	d, err := s.limits.ApplyAt(mode, token, label, limit, draw, now, local)

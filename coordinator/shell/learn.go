@@ -67,24 +67,30 @@ func newLearner(now func() time.Time) (*learner, error) {
 	}, nil
 }
 
-// state returns the state of (t, op), creating it on first use.
-func (l *learner) state(t *schema.Table, op coordinator.Op) *learnedState {
+// state returns the state of (t, op), creating it on first use, and false once the labels up
+// to partitionlimit.MaxLabel are all handed out (2^30 pairs since the node started): the
+// learner then learns nothing of the pair, whose operations go to the replicas, rather than
+// give two pairs one counter.
+func (l *learner) state(t *schema.Table, op coordinator.Op) (*learnedState, bool) {
 	k := labelKey{t.ID, op}
 	l.mu.RLock()
 	st, ok := l.states[k]
 	l.mu.RUnlock()
 	if ok {
-		return st
+		return st, true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st, ok := l.states[k]; ok {
-		return st
+		return st, true
+	}
+	if l.next >= partitionlimit.MaxLabel {
+		return nil, false
 	}
 	l.next++
 	st = &learnedState{label: l.next, keyspace: t.Keyspace, table: t.Name, op: op}
 	l.states[k] = st
-	return st
+	return st, true
 }
 
 // lookup returns the state of (table, op) if the learner has one.
@@ -98,7 +104,8 @@ func (l *learner) lookup(table schema.TableID, op coordinator.Op) (*learnedState
 // hot reports whether the partition with token of table t holds a learned copy for op at the
 // operation's stamp.
 func (l *learner) hot(t *schema.Table, op coordinator.Op, token int64, stamp time.Time) bool {
-	return l.table.Peek(token, l.state(t, op).label, coordinator.LearnedTime(stamp)) > 0
+	st, ok := l.state(t, op)
+	return ok && l.table.Peek(token, st.label, coordinator.LearnedTime(stamp)) > 0
 }
 
 // decide accounts an operation stamped stamp on the partition's learned copy and decides it
