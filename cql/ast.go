@@ -346,6 +346,8 @@ type InsertStmt struct {
 	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
 	TTL       *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
 	Timeout   *Literal // nil without USING TIMEOUT; else a duration
+
+	If *Conditions // the IF clause; nil without one
 }
 
 // Assignment is column = value in UPDATE ... SET.
@@ -372,6 +374,8 @@ type UpdateStmt struct {
 	Timeout   *Literal // nil without USING TIMEOUT
 	Set       []Assignment
 	Where     []Relation
+
+	If *Conditions // the IF clause; nil without one
 }
 
 // DeleteStmt is DELETE [columns] FROM name [USING TIMESTAMP n [AND
@@ -383,6 +387,8 @@ type DeleteStmt struct {
 	Timestamp *Literal // nil without USING TIMESTAMP
 	Timeout   *Literal // nil without USING TIMEOUT
 	Where     []Relation
+
+	If *Conditions // the IF clause; nil without one
 }
 
 // SelectStmt is SELECT * | columns FROM name [WHERE relations]

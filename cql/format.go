@@ -153,6 +153,7 @@ func (p *printer) node(n Node) {
 			p.node(v)
 		}
 		p.WriteByte(')')
+		p.conditions(n.If)
 		p.using(n.Timestamp, n.TTL, n.Timeout)
 	case *UpdateStmt:
 		p.WriteString("UPDATE ")
@@ -168,6 +169,7 @@ func (p *printer) node(n Node) {
 			p.node(a.Value)
 		}
 		p.where(n.Where)
+		p.conditions(n.If)
 	case *DeleteStmt:
 		p.WriteString("DELETE ")
 		if len(n.Columns) > 0 {
@@ -178,6 +180,7 @@ func (p *printer) node(n Node) {
 		p.table(n.Table)
 		p.using(n.Timestamp, nil, n.Timeout)
 		p.where(n.Where)
+		p.conditions(n.If)
 	case *SelectStmt:
 		p.WriteString("SELECT ")
 		switch {

@@ -738,9 +738,10 @@ func (p *parser) parseInsert(start Pos) Statement {
 		p.errorExpected("',' or ')'")
 	}
 	p.next()
-	p.refuseConditions()
+	s.If = p.parseConditions(true)
 	u := p.parseUsing(true)
 	s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
+	p.refuseConditionalTimestamp(s.If, s.Timestamp)
 	return s
 }
 
@@ -868,7 +869,8 @@ func (p *parser) parseUpdate(start Pos) Statement {
 		p.errorExpected("',' or 'WHERE'")
 	}
 	s.Where = p.parseWhere()
-	p.refuseConditions()
+	s.If = p.parseConditions(false)
+	p.refuseConditionalTimestamp(s.If, s.Timestamp)
 	return s
 }
 
@@ -900,7 +902,8 @@ func (p *parser) parseDelete(start Pos) Statement {
 		p.errorExpected("'WHERE'")
 	}
 	s.Where = p.parseWhere()
-	p.refuseConditions()
+	s.If = p.parseConditions(false)
+	p.refuseConditionalTimestamp(s.If, s.Timestamp)
 	return s
 }
 

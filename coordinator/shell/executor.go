@@ -379,6 +379,10 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 		t, resp, err := e.executeSelect(ctx, st, keyspace, cl, &req)
 		return kindRead, cl, t, resp, err
 	case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
+		if cql.ConditionsOf(st) != nil {
+			t, resp, err := e.executeConditional(ctx, st, keyspace, cl, &req)
+			return kindWrite, cl, t, resp, err
+		}
 		t, resp, err := e.executeWrite(ctx, st, keyspace, cl, &req, nil)
 		return kindWrite, cl, t, resp, err
 	case *cql.BatchStmt:
