@@ -16,6 +16,10 @@ const (
 	One Consistency = iota + 1
 	Quorum
 	All
+	// Serial is SERIAL (and LOCAL_SERIAL, one datacenter): a read that runs a Paxos prepare on
+	// its partition, completing any lightweight transaction in progress, before it answers. It
+	// is not Valid as a plain read or write level.
+	Serial
 )
 
 // String returns the CQL name of c: ONE, QUORUM or ALL.
@@ -27,6 +31,8 @@ func (c Consistency) String() string {
 		return "QUORUM"
 	case All:
 		return "ALL"
+	case Serial:
+		return "SERIAL"
 	}
 	return fmt.Sprintf("Consistency(%d)", uint8(c))
 }

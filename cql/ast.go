@@ -617,9 +617,11 @@ func BindMarkers(s Statement) []*Literal {
 				term(a.Value)
 			}
 			where(s.Where)
+			conditionMarkers(s.If, term)
 		case *DeleteStmt:
 			lit(s.Timestamp)
 			where(s.Where)
+			conditionMarkers(s.If, term)
 		case *SelectStmt:
 			for _, f := range s.Funcs {
 				if f.Expr != nil {

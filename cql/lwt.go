@@ -154,3 +154,18 @@ func (p *printer) conditions(c *Conditions) {
 		}
 	}
 }
+
+// conditionMarkers calls term with each value of an IF clause's conditions, in source order.
+func conditionMarkers(c *Conditions, term func(Term)) {
+	if c == nil {
+		return
+	}
+	for _, x := range c.Cols {
+		if x.Value != nil {
+			term(x.Value)
+		}
+		for _, v := range x.In {
+			term(v)
+		}
+	}
+}

@@ -228,7 +228,7 @@ func (s *Service) PaxosPrepare(ctx context.Context, req *replicapb.PaxosPrepareR
 		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos prepare", t), Message: err.Error()}}, nil
 	}
 	rows.Status = replicapb.Status_STATUS_OK
-	return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_OK, Promised: true, Accepted: st.Accepted, Committed: st.Committed, Read: rows}, nil
+	return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_OK, Promised: true, Accepted: st.Accepted, Committed: st.Committed, CommittedOrigin: st.CommittedOrigin, Read: rows}, nil
 }
 
 // PaxosPropose accepts req's proposal unless the replica promised a higher ballot.
@@ -287,7 +287,10 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 		return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
 	}
 	if ballotCmp(p.Ballot, st.Committed) > 0 {
-		st.Committed = p.Ballot
+		st.Committed, st.CommittedOrigin = p.Ballot, p.Origin
+		if st.CommittedOrigin == nil {
+			st.CommittedOrigin = p.Ballot
+		}
 		if ballotCmp(st.Accepted.GetBallot(), p.Ballot) <= 0 {
 			st.Accepted = nil // completed: no later proposer needs it
 		}

@@ -312,8 +312,10 @@ func consistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
 		return coordinator.Quorum, nil
 	case cqlwire.All:
 		return coordinator.All, nil
+	case cqlwire.Serial, cqlwire.LocalSerial: // one datacenter: LOCAL_SERIAL is SERIAL
+		return coordinator.Serial, nil
 	}
-	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", consistencyName(c))}
+	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, SERIAL, LOCAL_SERIAL)", consistencyName(c))}
 }
 
 // consistencyName returns the protocol's name of c.

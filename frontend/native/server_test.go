@@ -265,6 +265,7 @@ func TestQueryTranslatesParameters(t *testing.T) {
 		{cqlwire.One, coordinator.One}, {cqlwire.LocalOne, coordinator.One},
 		{cqlwire.Quorum, coordinator.Quorum}, {cqlwire.LocalQuorum, coordinator.Quorum},
 		{cqlwire.All, coordinator.All},
+		{cqlwire.Serial, coordinator.Serial}, {cqlwire.LocalSerial, coordinator.Serial},
 	} {
 		c.roundTrip(&cqlwire.Query{Query: "INSERT ?", Params: cqlwire.QueryParams{
 			Consistency: tc.cl, Values: []cqlwire.Value{{Bytes: []byte{1}}, {}, {Unset: true}},
@@ -280,9 +281,9 @@ func TestQueryTranslatesParameters(t *testing.T) {
 	if len(got.Values) != 3 || !bytes.Equal(got.Values[0].Bytes, []byte{1}) || got.Values[1].Bytes != nil || got.Values[1].Unset || !got.Values[2].Unset {
 		t.Errorf("values = %+v, want [01], null, unset", got.Values)
 	}
-	for _, cl := range []cqlwire.Consistency{cqlwire.Any, cqlwire.Two, cqlwire.Three, cqlwire.EachQuorum, cqlwire.Serial, cqlwire.LocalSerial, 0x99} {
+	for _, cl := range []cqlwire.Consistency{cqlwire.Any, cqlwire.Two, cqlwire.Three, cqlwire.EachQuorum, 0x99} {
 		e, ok := c.roundTrip(&cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cl}}).(*cqlwire.Error)
-		if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "is not supported (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)") {
+		if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "is not supported (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, SERIAL, LOCAL_SERIAL)") {
 			t.Errorf("consistency %s answered %#v, want Invalid", consistencyName(cl), e)
 		}
 	}

@@ -2853,9 +2853,12 @@ func (x *SchemaRegister) GetValue() []byte {
 
 // PaxosProposal is a value proposed for a partition: the ballot it was proposed at and the mutation.
 type PaxosProposal struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ballot        *SchemaBallot          `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
-	Mutation      *Mutation              `protobuf:"bytes,2,opt,name=mutation,proto3" json:"mutation,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Ballot   *SchemaBallot          `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Mutation *Mutation              `protobuf:"bytes,2,opt,name=mutation,proto3" json:"mutation,omitempty"`
+	// The ballot the mutation was first proposed at, kept when a later proposer completes it at its own
+	// ballot, so that the first proposer can tell its mutation was chosen. Unset: ballot.
+	Origin        *SchemaBallot `protobuf:"bytes,3,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2900,6 +2903,13 @@ func (x *PaxosProposal) GetBallot() *SchemaBallot {
 func (x *PaxosProposal) GetMutation() *Mutation {
 	if x != nil {
 		return x.Mutation
+	}
+	return nil
+}
+
+func (x *PaxosProposal) GetOrigin() *SchemaBallot {
+	if x != nil {
+		return x.Origin
 	}
 	return nil
 }
@@ -2982,9 +2992,11 @@ type PaxosPrepareResponse struct {
 	Accepted  *PaxosProposal `protobuf:"bytes,6,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	Committed *SchemaBallot  `protobuf:"bytes,7,opt,name=committed,proto3" json:"committed,omitempty"`
 	// When promised: the partition's rows, as a read returns them.
-	Read          *ReadResponse `protobuf:"bytes,8,opt,name=read,proto3" json:"read,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Read *ReadResponse `protobuf:"bytes,8,opt,name=read,proto3" json:"read,omitempty"`
+	// When promised: the origin of the proposal committed last (see PaxosProposal.origin).
+	CommittedOrigin *SchemaBallot `protobuf:"bytes,9,opt,name=committed_origin,json=committedOrigin,proto3" json:"committed_origin,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PaxosPrepareResponse) Reset() {
@@ -3069,6 +3081,13 @@ func (x *PaxosPrepareResponse) GetCommitted() *SchemaBallot {
 func (x *PaxosPrepareResponse) GetRead() *ReadResponse {
 	if x != nil {
 		return x.Read
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetCommittedOrigin() *SchemaBallot {
+	if x != nil {
+		return x.CommittedOrigin
 	}
 	return nil
 }
@@ -3290,7 +3309,8 @@ type PaxosState struct {
 	Accepted  *PaxosProposal         `protobuf:"bytes,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	Committed *SchemaBallot          `protobuf:"bytes,3,opt,name=committed,proto3" json:"committed,omitempty"`
 	// When the state last changed, on the replica's clock: gc removes state untouched for the grace period.
-	UpdatedUnixNanos int64 `protobuf:"varint,4,opt,name=updated_unix_nanos,json=updatedUnixNanos,proto3" json:"updated_unix_nanos,omitempty"`
+	UpdatedUnixNanos int64         `protobuf:"varint,4,opt,name=updated_unix_nanos,json=updatedUnixNanos,proto3" json:"updated_unix_nanos,omitempty"`
+	CommittedOrigin  *SchemaBallot `protobuf:"bytes,5,opt,name=committed_origin,json=committedOrigin,proto3" json:"committed_origin,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -3351,6 +3371,13 @@ func (x *PaxosState) GetUpdatedUnixNanos() int64 {
 		return x.UpdatedUnixNanos
 	}
 	return 0
+}
+
+func (x *PaxosState) GetCommittedOrigin() *SchemaBallot {
+	if x != nil {
+		return x.CommittedOrigin
+	}
+	return nil
 }
 
 var File_replica_proto protoreflect.FileDescriptor
@@ -3555,15 +3582,16 @@ const file_replica_proto_rawDesc = "" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12;\n" +
 	"\bpromised\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\bpromised\x12;\n" +
 	"\baccepted\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\baccepted\x12\x14\n" +
-	"\x05value\x18\x04 \x01(\fR\x05value\"\x81\x01\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\"\xba\x01\n" +
 	"\rPaxosProposal\x127\n" +
 	"\x06ballot\x18\x01 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06ballot\x127\n" +
-	"\bmutation\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutation\"\xa3\x01\n" +
+	"\bmutation\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutation\x127\n" +
+	"\x06origin\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06origin\"\xa3\x01\n" +
 	"\x13PaxosPrepareRequest\x127\n" +
 	"\x06ballot\x18\x01 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06ballot\x122\n" +
 	"\x04read\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.ReadRequestR\x04read\x12\x1f\n" +
 	"\vserial_read\x18\x03 \x01(\bR\n" +
-	"serialRead\"\xc5\x03\n" +
+	"serialRead\"\x91\x04\n" +
 	"\x14PaxosPrepareResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
 	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
@@ -3572,7 +3600,8 @@ const file_replica_proto_rawDesc = "" +
 	"\ahighest\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\ahighest\x12<\n" +
 	"\baccepted\x18\x06 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\baccepted\x12=\n" +
 	"\tcommitted\x18\a \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\tcommitted\x123\n" +
-	"\x04read\x18\b \x01(\v2\x1f.kvnode.replica.v1.ReadResponseR\x04read\"S\n" +
+	"\x04read\x18\b \x01(\v2\x1f.kvnode.replica.v1.ReadResponseR\x04read\x12J\n" +
+	"\x10committed_origin\x18\t \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x0fcommittedOrigin\"S\n" +
 	"\x13PaxosProposeRequest\x12<\n" +
 	"\bproposal\x18\x01 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\bproposal\"\xd0\x01\n" +
 	"\x14PaxosProposeResponse\x121\n" +
@@ -3584,13 +3613,14 @@ const file_replica_proto_rawDesc = "" +
 	"\bproposal\x18\x01 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\bproposal\"x\n" +
 	"\x13PaxosCommitResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
-	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\"\xf4\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\"\xc0\x02\n" +
 	"\n" +
 	"PaxosState\x12;\n" +
 	"\bpromised\x18\x01 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\bpromised\x12<\n" +
 	"\baccepted\x18\x02 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\baccepted\x12=\n" +
 	"\tcommitted\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\tcommitted\x12,\n" +
-	"\x12updated_unix_nanos\x18\x04 \x01(\x03R\x10updatedUnixNanos*3\n" +
+	"\x12updated_unix_nanos\x18\x04 \x01(\x03R\x10updatedUnixNanos\x12J\n" +
+	"\x10committed_origin\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x0fcommittedOrigin*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -3716,30 +3746,33 @@ var file_replica_proto_depIdxs = []int32{
 	36, // 44: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
 	36, // 45: kvnode.replica.v1.PaxosProposal.ballot:type_name -> kvnode.replica.v1.SchemaBallot
 	9,  // 46: kvnode.replica.v1.PaxosProposal.mutation:type_name -> kvnode.replica.v1.Mutation
-	36, // 47: kvnode.replica.v1.PaxosPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	17, // 48: kvnode.replica.v1.PaxosPrepareRequest.read:type_name -> kvnode.replica.v1.ReadRequest
-	1,  // 49: kvnode.replica.v1.PaxosPrepareResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 50: kvnode.replica.v1.PaxosPrepareResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 51: kvnode.replica.v1.PaxosPrepareResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 52: kvnode.replica.v1.PaxosPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	43, // 53: kvnode.replica.v1.PaxosPrepareResponse.accepted:type_name -> kvnode.replica.v1.PaxosProposal
-	36, // 54: kvnode.replica.v1.PaxosPrepareResponse.committed:type_name -> kvnode.replica.v1.SchemaBallot
-	18, // 55: kvnode.replica.v1.PaxosPrepareResponse.read:type_name -> kvnode.replica.v1.ReadResponse
-	43, // 56: kvnode.replica.v1.PaxosProposeRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
-	1,  // 57: kvnode.replica.v1.PaxosProposeResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 58: kvnode.replica.v1.PaxosProposeResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 59: kvnode.replica.v1.PaxosProposeResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	43, // 60: kvnode.replica.v1.PaxosCommitRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
-	1,  // 61: kvnode.replica.v1.PaxosCommitResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 62: kvnode.replica.v1.PaxosCommitResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 63: kvnode.replica.v1.PaxosState.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	43, // 64: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
-	36, // 65: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
-	66, // [66:66] is the sub-list for method output_type
-	66, // [66:66] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	36, // 47: kvnode.replica.v1.PaxosProposal.origin:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 48: kvnode.replica.v1.PaxosPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	17, // 49: kvnode.replica.v1.PaxosPrepareRequest.read:type_name -> kvnode.replica.v1.ReadRequest
+	1,  // 50: kvnode.replica.v1.PaxosPrepareResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 51: kvnode.replica.v1.PaxosPrepareResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 52: kvnode.replica.v1.PaxosPrepareResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 53: kvnode.replica.v1.PaxosPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	43, // 54: kvnode.replica.v1.PaxosPrepareResponse.accepted:type_name -> kvnode.replica.v1.PaxosProposal
+	36, // 55: kvnode.replica.v1.PaxosPrepareResponse.committed:type_name -> kvnode.replica.v1.SchemaBallot
+	18, // 56: kvnode.replica.v1.PaxosPrepareResponse.read:type_name -> kvnode.replica.v1.ReadResponse
+	36, // 57: kvnode.replica.v1.PaxosPrepareResponse.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
+	43, // 58: kvnode.replica.v1.PaxosProposeRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
+	1,  // 59: kvnode.replica.v1.PaxosProposeResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 60: kvnode.replica.v1.PaxosProposeResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 61: kvnode.replica.v1.PaxosProposeResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	43, // 62: kvnode.replica.v1.PaxosCommitRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
+	1,  // 63: kvnode.replica.v1.PaxosCommitResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 64: kvnode.replica.v1.PaxosCommitResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 65: kvnode.replica.v1.PaxosState.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	43, // 66: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
+	36, // 67: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 68: kvnode.replica.v1.PaxosState.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
+	69, // [69:69] is the sub-list for method output_type
+	69, // [69:69] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
