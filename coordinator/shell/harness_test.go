@@ -171,6 +171,8 @@ type transport struct {
 	mutated  []*replicapb.MutateRequest // every MutateRequest delivered, in order
 	reads    int                        // ReadRequests answered
 	hanging  chan coordinator.NodeID    // if set, told about every call that starts hanging
+	// beforeCommit, if set, is called with every Paxos commit before it is delivered (lwt_test.go).
+	beforeCommit func(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest)
 }
 
 func (t *transport) setFault(f fault, ids ...coordinator.NodeID) {

@@ -43,6 +43,9 @@ type lwtState struct {
 	// rejected before any round (by this coordinator or on the prepare), contended the rounds
 	// lost to a competing ballot.
 	rounds, rejected, contended atomic.Uint64
+	// skipCompletion is a bug the tests inject (BreakLWTCompletion): proposals in progress
+	// are ignored.
+	skipCompletion bool
 }
 
 // LWTStats are a coordinator's counts of lightweight transactions.
@@ -250,10 +253,18 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf int, dl time.T
 			}
 			continue
 		}
+		if m := max(promises.maxMicros(), promises.maxWritten); m >= b.Micros && !p.serialRead {
+			// A ballot of the same microsecond from another node is below b but would write
+			// cells at the same timestamp, which last-write-wins cannot order; and what the
+			// read returned must not shadow this round's write (a plain write stamped ahead):
+			// take a ballot of a later microsecond.
+			seen = max(seen, m)
+			continue
+		}
 		if len(mine) > 0 && isMine(promises.lastCommittedOrigin()) {
 			return nil, true, nil // an earlier round's own mutation, chosen and committed
 		}
-		if i, ok := coordinator.InProgress(promises.states); ok {
+		if i, ok := coordinator.InProgress(promises.states); ok && !e.lwt.skipCompletion {
 			acc := promises.accepted[i]
 			origin := ballotOf(acc.GetOrigin())
 			if origin.IsZero() {
@@ -320,6 +331,33 @@ type promiseSet struct {
 	states   []coordinator.Promise
 	accepted []*replicapb.PaxosProposal
 	origins  []coordinator.Ballot // of each promise's last committed proposal
+	// maxWritten is the newest write timestamp in the promises' reads (cells, markers,
+	// tombstones).
+	maxWritten int64
+}
+
+// maxTimestamp returns the newest write timestamp in a read's answer.
+func maxTimestamp(r *replicapb.ReadResponse) int64 {
+	m := r.GetPartitionDeletion()
+	for _, rt := range r.GetRangeTombstones() {
+		m = max(m, rt.GetTimestamp())
+	}
+	for _, row := range r.GetRows() {
+		m = max(m, row.GetMarker(), row.GetDeletion())
+		for _, c := range row.GetCells() {
+			m = max(m, c.GetTimestamp())
+		}
+	}
+	return m
+}
+
+// maxMicros returns the highest ballot counter among the promises' accepted and committed ballots.
+func (ps *promiseSet) maxMicros() int64 {
+	var m int64
+	for _, st := range ps.states {
+		m = max(m, st.Accepted.Micros, st.Committed.Micros)
+	}
+	return m
 }
 
 // lastCommittedOrigin returns the origin of the newest committed proposal the promises report.
@@ -379,6 +417,7 @@ func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPar
 			ps.states = append(ps.states, coordinator.Promise{From: a.from, Accepted: ballotOf(a.resp.GetAccepted().GetBallot()), Committed: ballotOf(a.resp.GetCommitted())})
 			ps.accepted = append(ps.accepted, a.resp.GetAccepted())
 			ps.origins = append(ps.origins, ballotOf(a.resp.GetCommittedOrigin()))
+			ps.maxWritten = max(ps.maxWritten, maxTimestamp(a.resp.GetRead()))
 			reads = append(reads, a)
 		}
 		return len(ps.states) >= required || refused+failed+rateLimits > n-required
@@ -446,10 +485,12 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		default:
 			refused++
 		}
-		return accepted >= required || refused+failed > n-required
+		// A lost proposal waits for every answer: a replica that has not answered may have
+		// accepted it, which the proposer must know (runCAS: uncertain).
+		return accepted >= required
 	})
 	if accepted < required {
-		if refused > 0 && ctx.Err() == nil && e.now().Before(dl) {
+		if refused > 0 && failed == 0 && refused+accepted == n && ctx.Err() == nil && e.now().Before(dl) {
 			return false, accepted, nil
 		}
 		if err := ctx.Err(); err != nil {

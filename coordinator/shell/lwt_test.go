@@ -35,6 +35,9 @@ func (t *transport) PaxosPropose(ctx context.Context, to coordinator.NodeID, req
 }
 
 func (t *transport) PaxosCommit(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error) {
+	if t.beforeCommit != nil {
+		t.beforeCommit(ctx, to, req)
+	}
 	svc, err := t.begin(ctx, to, true)
 	if err != nil {
 		return nil, err
