@@ -109,14 +109,6 @@ func (p *parser) parseConditions(insert bool) *Conditions {
 	}
 }
 
-// refuseConditionalTimestamp refuses USING TIMESTAMP on a conditional
-// statement, in Cassandra's words: a Paxos round chooses the timestamp.
-func (p *parser) refuseConditionalTimestamp(c *Conditions, ts *Literal) {
-	if c != nil && ts != nil {
-		p.errorf(ts.ValuePos, "Cannot provide custom timestamp for conditional updates")
-	}
-}
-
 // conditions prints an IF clause.
 func (p *printer) conditions(c *Conditions) {
 	switch {

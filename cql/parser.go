@@ -741,7 +741,6 @@ func (p *parser) parseInsert(start Pos) Statement {
 	s.If = p.parseConditions(true)
 	u := p.parseUsing(true)
 	s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
-	p.refuseConditionalTimestamp(s.If, s.Timestamp)
 	return s
 }
 
@@ -870,7 +869,6 @@ func (p *parser) parseUpdate(start Pos) Statement {
 	}
 	s.Where = p.parseWhere()
 	s.If = p.parseConditions(false)
-	p.refuseConditionalTimestamp(s.If, s.Timestamp)
 	return s
 }
 
@@ -903,7 +901,6 @@ func (p *parser) parseDelete(start Pos) Statement {
 	}
 	s.Where = p.parseWhere()
 	s.If = p.parseConditions(false)
-	p.refuseConditionalTimestamp(s.If, s.Timestamp)
 	return s
 }
 

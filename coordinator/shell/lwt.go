@@ -537,6 +537,9 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
 	t := w.Table
+	if w.HasTimestamp { // the Paxos round picks the timestamp: its ballot's
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("Cannot provide custom timestamp for conditional updates")}
+	}
 	conds, err := s.BindConditions(st, t, req.Values)
 	if err != nil {
 		return t, coordinator.Result{}, invalid(st, err)

@@ -95,6 +95,8 @@ func TestConditionalStatements(t *testing.T) {
 		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1 IF c = 1", quorum, "clustering column c cannot have IF conditions"},
 		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1 IF w < NULL", quorum, "invalid comparison with null"},
 		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1 IF EXISTS", serial, "SERIAL is not supported as conditional update commit consistency"},
+		{"UPDATE t USING TIMESTAMP 5 SET v = 'q' WHERE k = 'a' AND c = 1 IF EXISTS", quorum, "Cannot provide custom timestamp for conditional updates"},
+		{"INSERT INTO t (k, c) VALUES ('a', 1) IF NOT EXISTS USING TIMESTAMP 5", quorum, "Cannot provide custom timestamp for conditional updates"},
 		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1", serial, "SERIAL is only for SELECT and conditional statements"},
 	} {
 		_, err := c.exec("n1", tc.cl, tc.stmt)
