@@ -75,6 +75,7 @@ type Node struct {
 	hinter     *hints.Replayer // replays hints
 	repair     *repair.Service // anti-entropy repair and the tombstone purge (repair.go)
 	schemaGC   *loop.Loop      // collects schema tombstones (catalog.go)
+	paxosGC    *loop.Loop      // purges lightweight transactions' old Paxos state (paxos.go)
 	// availability tells peers when the node cannot take writes, woken by spaceKick (diskfull.go).
 	availability *loop.Loop
 	spaceKick    spaceKick
@@ -244,6 +245,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startSchemaGC()
+	n.startPaxosGC()
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -254,6 +256,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		coordMetrics,
 		n.replica.Collector(),
+		n.replica.PaxosCollector(),
 		n.replica.BatchlogCollector(),
 		n.hints,
 		n.repair,
@@ -480,6 +483,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	n.hinter.Stop()
 	n.repair.Stop()
 	n.schemaGC.Stop()
+	n.paxosGC.Stop()
 	n.authSetup.Stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)

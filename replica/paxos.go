@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -312,4 +313,26 @@ type PaxosStats struct {
 // PaxosStats returns the replica's counts of prepares since it started.
 func (s *Service) PaxosStats() PaxosStats {
 	return PaxosStats{Promised: s.paxosPrepares.Load(), RateLimited: s.paxosRejected.Load()}
+}
+
+// PaxosCollector returns the Prometheus metric of the replica's Paxos prepares:
+// kvnode_replica_paxos_prepares_total by result, promised (a round this replica took part in)
+// or rate_limited (a prepare the limiter rejected, which promised and stored nothing).
+func (s *Service) PaxosCollector() prometheus.Collector {
+	return paxosCollector{s: s, desc: prometheus.NewDesc("kvnode_replica_paxos_prepares_total",
+		"Paxos prepares of lightweight transactions this replica answered, by result: promised, or rate_limited (rejected by the limiter before any promise).",
+		[]string{"result"}, nil)}
+}
+
+type paxosCollector struct {
+	s    *Service
+	desc *prometheus.Desc
+}
+
+func (c paxosCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c paxosCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.PaxosStats()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Promised), "promised")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.RateLimited), "rate_limited")
 }
