@@ -75,7 +75,7 @@ type Node struct {
 	hinter     *hints.Replayer // replays hints
 	repair     *repair.Service // anti-entropy repair and the tombstone purge (repair.go)
 	schemaGC   *loop.Loop      // collects schema tombstones (catalog.go)
-	paxosGC    *loop.Loop      // purges lightweight transactions' old Paxos state (paxos.go)
+	paxosGC    *loop.Loop      // purges lightweight transactions' old Paxos state (replica)
 	// availability tells peers when the node cannot take writes, woken by spaceKick (diskfull.go).
 	availability *loop.Loop
 	spaceKick    spaceKick
@@ -245,7 +245,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startSchemaGC()
-	n.startPaxosGC()
+	n.paxosGC = n.store.StartPaxosGC(n.log)
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()

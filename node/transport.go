@@ -58,17 +58,13 @@ func (t transport) Read(ctx context.Context, to coordinator.NodeID, req *replica
 	return internode.Call[*replicapb.ReadResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
-// PaxosPrepare sends a lightweight transaction's prepare to replica to (shell.PaxosTransport).
+// PaxosPrepare, PaxosPropose and PaxosCommit send a lightweight transaction's exchanges (shell.PaxosTransport).
 func (t transport) PaxosPrepare(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosPrepareRequest) (*replicapb.PaxosPrepareResponse, error) {
 	return internode.Call[*replicapb.PaxosPrepareResponse](ctx, t.s, internode.NodeID(to), req)
 }
-
-// PaxosPropose sends a lightweight transaction's proposal to replica to (shell.PaxosTransport).
 func (t transport) PaxosPropose(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosProposeRequest) (*replicapb.PaxosProposeResponse, error) {
 	return internode.Call[*replicapb.PaxosProposeResponse](ctx, t.s, internode.NodeID(to), req)
 }
-
-// PaxosCommit sends a lightweight transaction's commit to replica to (shell.PaxosTransport).
 func (t transport) PaxosCommit(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error) {
 	return internode.Call[*replicapb.PaxosCommitResponse](ctx, t.s, internode.NodeID(to), req)
 }

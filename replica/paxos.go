@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -335,4 +337,27 @@ func (c paxosCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.PaxosStats()
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Promised), "promised")
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.RateLimited), "rate_limited")
+}
+
+// PaxosGrace is how long the Paxos state of a partition is kept after it last changed, and
+// paxosGCEvery how often StartPaxosGC's loop looks. A proposal still unfinished after the grace
+// belongs to a statement whose client long had its timeout; nobody observed its value (a SERIAL
+// read or a later transaction would have completed it), so dropping it is as if it never
+// happened.
+const (
+	PaxosGrace   = time.Hour
+	paxosGCEvery = 10 * time.Minute
+)
+
+// StartPaxosGC starts the loop that purges Paxos state older than PaxosGrace (PurgePaxos) every
+// ten minutes, logging failures to log; the caller stops it.
+func (s *Store) StartPaxosGC(log *slog.Logger) *loop.Loop {
+	return loop.Start(loop.Options{Every: paxosGCEvery, Delay: true}, func(context.Context) time.Duration {
+		if removed, err := s.PurgePaxos(time.Now().Add(-PaxosGrace)); err != nil {
+			log.Warn("paxos state gc failed", "err", err)
+		} else if removed > 0 {
+			log.Debug("paxos state gc", "removed", removed)
+		}
+		return 0
+	})
 }
