@@ -697,5 +697,15 @@ func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, 
 	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, coordinator.Ballot) (*replicapb.Mutation, error) { return nil, nil }); err != nil {
 		return r.Table, coordinator.Result{}, err
 	}
-	return e.executeSelect(ctx, st, keyspace, coordinator.Quorum, req)
+	return e.executeSelect(context.WithValue(ctx, serialPreparedKey{}, true), st, keyspace, coordinator.Quorum, req)
+}
+
+// serialPreparedKey marks the context of a SERIAL read's QUORUM read, which its prepare counted.
+type serialPreparedKey struct{}
+
+// serialPrepared reports whether ctx is a SERIAL read's, whose read the limiter does not count
+// again.
+func serialPrepared(ctx context.Context) bool {
+	v, _ := ctx.Value(serialPreparedKey{}).(bool)
+	return v
 }

@@ -229,3 +229,25 @@ func TestConditionalRateLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestSerialReadCountsOneRead: a SERIAL read is one read of its partition, counted on its
+// prepare; the QUORUM read that follows is not counted again. At a limit of 5 reads/s the first
+// 2L = 10 are always admitted, and the next are rejected (the draw is 0.99).
+func TestSerialReadCountsOneRead(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE ks.t (k text, c int, v text, w int, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_reads_per_second': 5}")
+	for _, node := range []coordinator.NodeID{"n1", "n2"} { // n1 is the one replica
+		key := "s-" + string(node)
+		for i := range 10 {
+			if _, err := c.query(node, serial, "SELECT w FROM t WHERE k = '"+key+"'"); err != nil {
+				t.Fatalf("SERIAL read %d of 10 through %s at a limit of 5/s: %v", i+1, node, err)
+			}
+		}
+		_, err := c.query(node, serial, "SELECT w FROM t WHERE k = '"+key+"'")
+		var rl *coordinator.RateLimitError
+		if !errors.As(err, &rl) || rl.Op != coordinator.OpRead {
+			t.Errorf("SERIAL read 11 through %s: %v, want a read rejected by the rate limit", node, err)
+		}
+	}
+}

@@ -28,6 +28,7 @@ type readSpec struct {
 	after      [][]byte // set: start after this clustering key, in the read's order (a client's next page)
 	rf         int
 	cl         coordinator.Consistency
+	exempt     bool // the limiter does not count it: a SERIAL read's, counted on its prepare (lwt.go)
 	// warnings, when set, receives the client's warning for a read its table's limit in
 	// shadow mode would have rejected.
 	warnings *[]string
@@ -86,6 +87,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		after:      cur.after,
 		rf:         rf,
 		cl:         cl,
+		exempt:     serialPrepared(ctx),
 	}
 	var warnings []string
 	spec.warnings = &warnings
@@ -250,6 +252,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 		Replicas:    e.replicaSet(replicaBuf[:0], spec.token, spec.rf),
 		Limit:       spec.table.Limit(coordinator.OpRead),
 		Deadline:    dl,
+		Exempt:      spec.exempt,
 	}
 	e.skipUnrepaired(&p)
 	p.ReadOrder = e.scores.order(orderBuf[:0], p.Replicas, e.localID, mono)
