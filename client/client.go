@@ -27,9 +27,13 @@ const (
 	All
 	LocalOne
 	LocalQuorum
+	// Serial is for reads that must see every lightweight transaction completed before them (a
+	// SELECT runs a Paxos prepare first); LocalSerial is its alias.
+	Serial
+	LocalSerial
 )
 
-var consistencyNames = [...]string{"DEFAULT", "ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"}
+var consistencyNames = [...]string{"DEFAULT", "ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM", "SERIAL", "LOCAL_SERIAL"}
 
 // String returns the CQL name of the level.
 func (c Consistency) String() string {
@@ -47,7 +51,7 @@ func ParseConsistency(s string) (Consistency, error) {
 			return i, nil
 		}
 	}
-	return Default, fmt.Errorf("unknown consistency level %q (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", s)
+	return Default, fmt.Errorf("unknown consistency level %q (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, SERIAL, LOCAL_SERIAL)", s)
 }
 
 func (c Consistency) proto() kvnodepb.Consistency {
@@ -62,6 +66,10 @@ func (c Consistency) proto() kvnodepb.Consistency {
 		return kvnodepb.Consistency_CONSISTENCY_LOCAL_ONE
 	case LocalQuorum:
 		return kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM
+	case Serial:
+		return kvnodepb.Consistency_CONSISTENCY_SERIAL
+	case LocalSerial:
+		return kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL
 	default:
 		return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 	}
@@ -79,6 +87,10 @@ func consistencyFromProto(c kvnodepb.Consistency) Consistency {
 		return LocalOne
 	case kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM:
 		return LocalQuorum
+	case kvnodepb.Consistency_CONSISTENCY_SERIAL:
+		return Serial
+	case kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL:
+		return LocalSerial
 	default:
 		return Default
 	}

@@ -23,8 +23,10 @@ func statement(req *kvnodepb.ExecuteRequest) (coordinator.Statement, error) {
 		st.Consistency = coordinator.Quorum
 	case kvnodepb.Consistency_CONSISTENCY_ALL:
 		st.Consistency = coordinator.All
+	case kvnodepb.Consistency_CONSISTENCY_SERIAL, kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL:
+		st.Consistency = coordinator.Serial
 	default:
-		return st, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM)", int32(c))}
+		return st, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, SERIAL, LOCAL_SERIAL)", int32(c))}
 	}
 	return st, nil
 }
@@ -38,6 +40,8 @@ func consistencyToProto(c coordinator.Consistency) kvnodepb.Consistency {
 		return kvnodepb.Consistency_CONSISTENCY_QUORUM
 	case coordinator.All:
 		return kvnodepb.Consistency_CONSISTENCY_ALL
+	case coordinator.Serial:
+		return kvnodepb.Consistency_CONSISTENCY_SERIAL
 	}
 	return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 }

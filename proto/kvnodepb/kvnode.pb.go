@@ -43,6 +43,11 @@ const (
 	// datacenter, so LOCAL_ONE behaves as ONE and LOCAL_QUORUM as QUORUM.
 	Consistency_CONSISTENCY_LOCAL_ONE    Consistency = 4
 	Consistency_CONSISTENCY_LOCAL_QUORUM Consistency = 5
+	// SERIAL, for a SELECT: a Paxos prepare on its partition, completing any lightweight transaction in
+	// progress, before it reads; refused for other statements but conditional ones, whose Paxos round
+	// is always SERIAL (their consistency is the commit's). LOCAL_SERIAL is SERIAL (one datacenter).
+	Consistency_CONSISTENCY_SERIAL       Consistency = 6
+	Consistency_CONSISTENCY_LOCAL_SERIAL Consistency = 7
 )
 
 // Enum value maps for Consistency.
@@ -54,6 +59,8 @@ var (
 		3: "CONSISTENCY_ALL",
 		4: "CONSISTENCY_LOCAL_ONE",
 		5: "CONSISTENCY_LOCAL_QUORUM",
+		6: "CONSISTENCY_SERIAL",
+		7: "CONSISTENCY_LOCAL_SERIAL",
 	}
 	Consistency_value = map[string]int32{
 		"CONSISTENCY_UNSPECIFIED":  0,
@@ -62,6 +69,8 @@ var (
 		"CONSISTENCY_ALL":          3,
 		"CONSISTENCY_LOCAL_ONE":    4,
 		"CONSISTENCY_LOCAL_QUORUM": 5,
+		"CONSISTENCY_SERIAL":       6,
+		"CONSISTENCY_LOCAL_SERIAL": 7,
 	}
 )
 
@@ -2570,14 +2579,16 @@ const file_kvnode_proto_rawDesc = "" +
 	"partitions\"{\n" +
 	"\x15TopPartitionsResponse\x125\n" +
 	"\x06tables\x18\x01 \x03(\v2\x1d.kvnode.v1.TableTopPartitionsR\x06tables\x12+\n" +
-	"\x11unreachable_nodes\x18\x02 \x03(\tR\x10unreachableNodes*\xa5\x01\n" +
+	"\x11unreachable_nodes\x18\x02 \x03(\tR\x10unreachableNodes*\xdb\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCONSISTENCY_ONE\x10\x01\x12\x16\n" +
 	"\x12CONSISTENCY_QUORUM\x10\x02\x12\x13\n" +
 	"\x0fCONSISTENCY_ALL\x10\x03\x12\x19\n" +
 	"\x15CONSISTENCY_LOCAL_ONE\x10\x04\x12\x1c\n" +
-	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05*\xb6\x05\n" +
+	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05\x12\x16\n" +
+	"\x12CONSISTENCY_SERIAL\x10\x06\x12\x1c\n" +
+	"\x18CONSISTENCY_LOCAL_SERIAL\x10\a*\xb6\x05\n" +
 	"\n" +
 	"ColumnType\x12\x1b\n" +
 	"\x17COLUMN_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +

@@ -88,6 +88,9 @@ func prepareOp(ctx context.Context, e *shell.Executor, op *Op) (cql.Statement, *
 
 // domainCL is cl as the domain API spells it (LOCAL_ONE and LOCAL_QUORUM are aliases).
 func domainCL(cl client.Consistency) coordinator.Consistency {
+	if cl == client.Serial || cl == client.LocalSerial {
+		return coordinator.Serial
+	}
 	if cl == client.LocalOne || cl == client.LocalQuorum {
 		return coordinator.Consistency(cl - client.LocalOne + client.One)
 	}
