@@ -48,9 +48,6 @@ func (p *parser) parseConditions(insert bool) *Conditions {
 		return nil
 	}
 	c := &Conditions{IfPos: p.pos}
-	if p.inBatch {
-		p.unsupported(p.pos, "conditional BATCH (IF clauses in a BATCH) is not supported")
-	}
 	p.next()
 	if insert {
 		p.expect(NOT)

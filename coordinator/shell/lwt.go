@@ -440,6 +440,9 @@ func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPar
 		}
 		return nil, nil, nil, 0, casTimeout(p.serialRead, len(ps.states), required)
 	}
+	if p.serialRead {
+		return &ps, nil, nil, 0, nil // the read follows the prepare (executeSerialSelect)
+	}
 	m := coordinator.NewMerger(p.t, 0, false, e.now().Unix())
 	for _, r := range reads {
 		if err := addAnswer(m, p.t, coordinator.Response{From: r.from, Payload: r.resp.GetRead()}, 0); err != nil {

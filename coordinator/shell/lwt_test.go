@@ -251,3 +251,45 @@ func TestSerialReadCountsOneRead(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionalBatch: a BATCH with conditions on one partition applies all its statements or
+// none, in one Paxos round, and answers with the rows its conditions read when not applied.
+func TestConditionalBatch(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.must("INSERT INTO t (k, c, v, w) VALUES ('b', 1, 'x', 1)")
+	for _, tc := range []struct {
+		stmt string
+		want []string
+	}{
+		{"BEGIN BATCH UPDATE t SET w = 2 WHERE k = 'b' AND c = 1 IF w = 1; INSERT INTO t (k, c, v) VALUES ('b', 2, 'y') IF NOT EXISTS; APPLY BATCH", []string{"true"}},
+		{"BEGIN BATCH UPDATE t SET w = 3 WHERE k = 'b' AND c = 1 IF w = 1; INSERT INTO t (k, c, v) VALUES ('b', 3, 'z'); APPLY BATCH", []string{"false 'b' 1 2"}},
+		{"BEGIN BATCH INSERT INTO t (k, c, v) VALUES ('b', 2, 'q') IF NOT EXISTS; UPDATE t SET w = 9 WHERE k = 'b' AND c = 1 IF w = 2; APPLY BATCH", []string{"false 'b' 1 'x' 2", "false 'b' 2 'y' null"}},
+		{"BEGIN BATCH UPDATE t SET w = 4 WHERE k = 'b' AND c = 7 IF EXISTS; APPLY BATCH", []string{"false"}},
+	} {
+		if got := c.casQuery("n2", tc.stmt); !slices.Equal(got, tc.want) {
+			t.Errorf("%s = %q, want %q", tc.stmt, got, tc.want)
+		}
+	}
+	// The protocol's BATCH, its statements with their own values.
+	res, err := c.executors["n1"].ExecuteBatch(context.Background(), coordinator.BatchStatement{Keyspace: "ks", Consistency: quorum, Children: []coordinator.BatchChild{
+		{Text: "UPDATE t SET w = ? WHERE k = 'b' AND c = 1 IF w = ?", Values: []coordinator.Value{{Bytes: []byte{0, 0, 0, 5}}, {Bytes: []byte{0, 0, 0, 7}}}},
+	}})
+	if got := formatRows(res.Rows); err != nil || !slices.Equal(got, []string{"false 'b' 1 2"}) {
+		t.Errorf("protocol BATCH with a false condition = %q, %v; want not applied with w = 2", got, err)
+	}
+	got, err := c.query("n3", serial, "SELECT c, v, w FROM t WHERE k = 'b'")
+	if want := []string{"1 'x' 2", "2 'y' null"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("SERIAL read = %q, %v; want %q (the first batch whole, nothing of the others)", got, err, want)
+	}
+	for _, tc := range []struct{ stmt, want string }{
+		{"BEGIN BATCH UPDATE t SET w = 1 WHERE k = 'b' AND c = 1 IF w = 2; UPDATE t SET w = 1 WHERE k = 'other' AND c = 1; APPLY BATCH", "Batch with conditions cannot span multiple partitions"},
+		{"BEGIN BATCH USING TIMESTAMP 5 UPDATE t SET w = 1 WHERE k = 'b' AND c = 1 IF w = 2; APPLY BATCH", "Cannot provide custom timestamp for conditional BATCH"},
+	} {
+		_, err := c.exec("n1", quorum, tc.stmt)
+		var inv *coordinator.InvalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want Invalid naming %q", tc.stmt, err, tc.want)
+		}
+	}
+}
