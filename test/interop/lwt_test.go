@@ -52,11 +52,25 @@ func TestGocqlLWT(t *testing.T) {
 	if applied, err = session.Query(upd, 5, "a", 1).ScanCAS(); err != nil || !applied {
 		t.Fatalf("gocql: %s with a true condition: applied=%v, %v", upd, applied, err)
 	}
-	if err := session.Query("SELECT v FROM lwt.kv WHERE k = ?", "a").Consistency(gocql.Serial).Scan(&v); err != nil || v != 5 {
+	if err := session.Query("SELECT v FROM lwt.kv WHERE k = ?", "a").SerialConsistency(gocql.Serial).Consistency(gocql.Serial).Scan(&v); err != nil || v != 5 {
 		t.Fatalf("gocql: SERIAL read: v=%d, %v; want 5", v, err)
 	}
 	if err := session.Query("SELECT v FROM lwt.kv WHERE k = ?", "a").Consistency(gocql.LocalSerial).Scan(&v); err != nil || v != 5 {
 		t.Fatalf("gocql: LOCAL_SERIAL read: v=%d, %v; want 5", v, err)
+	}
+	// A conditional batch on one partition.
+	b := session.NewBatch(gocql.LoggedBatch)
+	b.Query("UPDATE lwt.kv SET v = ? WHERE k = ? IF v = ?", 6, "a", 5)
+	if applied, iter, err := session.ExecuteBatchCAS(b); err != nil || !applied {
+		t.Fatalf("gocql: conditional batch: applied=%v, %v; want applied", applied, err)
+	} else if err := iter.Close(); err != nil {
+		t.Fatalf("gocql: conditional batch: %v", err)
+	}
+	mb := map[string]any{}
+	if applied, iter, err := session.MapExecuteBatchCAS(b, mb); err != nil || applied || mb["v"] != 6 {
+		t.Fatalf("gocql: conditional batch again: applied=%v %v, %v; want not applied with v = 6", applied, mb, err)
+	} else {
+		iter.Close()
 	}
 	err = session.Query("INSERT INTO lwt.kv (k, v) VALUES ('b', 1) IF NOT EXISTS USING TIMESTAMP 5").Exec()
 	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "Cannot provide custom timestamp for conditional updates") {
