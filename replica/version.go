@@ -33,9 +33,13 @@ import (
 //	   type's key component ends with a marker, keyparam.go) and accepts them in primary keys
 //	   (schema.FormatUDTKeys), which coordinators refuse while a member of an older format
 //	   remains. The upgrade only records the new version.
+//	7  adds Paxos state of lightweight transactions, in the reserved key space of table id 0
+//	   (paxos.go); it changes no table data. It says the node serves the Paxos exchanges
+//	   (schema.FormatLWT), which coordinators refuse to start while a member of an older
+//	   format remains. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 6
+	FormatVersion = 7
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

@@ -184,6 +184,16 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf int, dl time.T
 	if !ok {
 		return nil, false, errors.New("coordinator: the transport does not carry lightweight transactions")
 	}
+	if fr, ok := e.ring.(FormatRing); ok {
+		if older := fr.BelowFormat(schema.FormatLWT); len(older) > 0 {
+			ids := make([]string, len(older))
+			for i, id := range older {
+				ids[i] = string(id)
+			}
+			return nil, false, &coordinator.InvalidError{Err: fmt.Errorf("lightweight transactions need every node on data format %d or later, and nodes %s still run a release of an older format, which does not take part in Paxos rounds; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+				schema.FormatLWT, strings.Join(ids, ", "))}
+		}
+	}
 	live, required, natural, err := e.casParticipants(p.token, rf)
 	if err != nil {
 		return nil, false, err

@@ -293,3 +293,33 @@ func TestConditionalBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestLWTRefusedDuringUpgrade: while a member runs a release of a data format before
+// schema.FormatLWT (it would not answer the Paxos exchanges), conditional statements and SERIAL
+// reads are refused, naming it; nothing is sent.
+func TestLWTRefusedDuringUpgrade(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.ring.setFormats(map[coordinator.NodeID]int{"n1": 7, "n2": 7, "n3": 6})
+	calls := c.transport.totalCalls()
+	for _, tc := range []struct {
+		stmt string
+		cl   coordinator.Consistency
+	}{
+		{"INSERT INTO t (k, c) VALUES ('u', 1) IF NOT EXISTS", quorum},
+		{"SELECT * FROM t WHERE k = 'u'", serial},
+	} {
+		_, err := c.exec("n1", tc.cl, tc.stmt)
+		var inv *coordinator.InvalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), "data format 7") || !strings.Contains(err.Error(), "n3") {
+			t.Errorf("%s during the upgrade: %v, want Invalid naming format 7 and n3", tc.stmt, err)
+		}
+	}
+	if n := c.transport.totalCalls() - calls; n != 0 {
+		t.Errorf("%d replica calls during refused statements, want none", n)
+	}
+	c.ring.setFormats(nil)
+	if got := c.casQuery("n1", "INSERT INTO t (k, c) VALUES ('u', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Errorf("after the upgrade: %q, want applied", got)
+	}
+}
