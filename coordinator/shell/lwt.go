@@ -516,16 +516,10 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 	if p.commitCL == coordinator.Quorum || p.commitCL == coordinator.Serial {
 		need = required
 	}
-	var acks int
-	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) bool {
-		resp, err := pt.PaxosCommit(ctx, id, &replicapb.PaxosCommitRequest{Proposal: prop})
-		return err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK
-	}, func(ok bool) bool {
-		if ok {
-			acks++
-		}
-		return acks >= need
-	})
+	acks, err := e.commitAll(ctx, pt, live, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
+	if err != nil {
+		return false, accepted, err
+	}
 	if acks < need {
 		if err := ctx.Err(); err != nil {
 			return false, accepted, err
@@ -533,6 +527,50 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		return false, accepted, casTimeout(p.serialRead, acks, need)
 	}
 	return true, accepted, nil
+}
+
+// commitAll sends commit to every replica of live and returns once need of them applied it, or
+// every one answered. The calls run detached from the client, as a write's do (a commit must
+// reach every replica it can), bounded by dl and by Close; the executor owns them (await's
+// flights).
+func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
+	rpcCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.Sub(e.now()))
+	f := &flight{cancel: cancel}
+	f.pending.Store(1)
+	if !e.register(f) {
+		cancel()
+		return 0, coordinator.ErrClosed
+	}
+	defer e.release(f)
+	answers := make(chan bool, len(live))
+	for _, id := range live {
+		if !e.extend(f) {
+			return 0, coordinator.ErrClosed
+		}
+		go func() {
+			defer e.wg.Done()
+			defer e.release(f)
+			resp, err := pt.PaxosCommit(rpcCtx, id, commit)
+			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK
+		}()
+	}
+	acks := 0
+	for range live {
+		select {
+		case ok := <-answers:
+			if ok {
+				acks++
+			}
+			if acks >= need {
+				return acks, nil
+			}
+		case <-ctx.Done():
+			return acks, ctx.Err()
+		case <-rpcCtx.Done():
+			return acks, nil // the deadline: the caller reports the timeout
+		}
+	}
+	return acks, nil
 }
 
 // executeConditional runs a conditional INSERT, UPDATE or DELETE (a lightweight transaction) at

@@ -86,6 +86,12 @@ func TestConditionalStatements(t *testing.T) {
 	if want := []string{"'a' 2 null 6"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("SERIAL read = %q, %v; want %q", got, err, want)
 	}
+	c.settle() // commits go on to every replica after the statement has its acks
+	for _, node := range nodes {
+		if got, want := c.localRows(node, "SELECT k, c, v, w FROM t WHERE k = 'a'"), []string{"'a' 2 null 6"}; !slices.Equal(got, want) {
+			t.Errorf("replica %s holds %q, want %q: every replica gets the commits", node, got, want)
+		}
+	}
 	for _, tc := range []struct {
 		stmt string
 		cl   coordinator.Consistency
