@@ -3,6 +3,7 @@ module github.com/kvnode/kvnode
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chzyer/readline v1.5.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/gocql/gocql v1.7.0

@@ -30,9 +30,13 @@ const (
 	Two
 	Three
 	EachQuorum
+	// Serial is for reads that must see every lightweight transaction completed before them (a
+	// SELECT runs a Paxos prepare first); LocalSerial is its alias for now.
+	Serial
+	LocalSerial
 )
 
-var consistencyNames = [...]string{"DEFAULT", "ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM", "TWO", "THREE", "EACH_QUORUM"}
+var consistencyNames = [...]string{"DEFAULT", "ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM", "TWO", "THREE", "EACH_QUORUM", "SERIAL", "LOCAL_SERIAL"}
 
 // String returns the CQL name of the level.
 func (c Consistency) String() string {
@@ -50,7 +54,7 @@ func ParseConsistency(s string) (Consistency, error) {
 			return i, nil
 		}
 	}
-	return Default, fmt.Errorf("unknown consistency level %q (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)", s)
+	return Default, fmt.Errorf("unknown consistency level %q (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", s)
 }
 
 func (c Consistency) proto() kvnodepb.Consistency {
@@ -71,6 +75,10 @@ func (c Consistency) proto() kvnodepb.Consistency {
 		return kvnodepb.Consistency_CONSISTENCY_THREE
 	case EachQuorum:
 		return kvnodepb.Consistency_CONSISTENCY_EACH_QUORUM
+	case Serial:
+		return kvnodepb.Consistency_CONSISTENCY_SERIAL
+	case LocalSerial:
+		return kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL
 	default:
 		return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 	}
@@ -94,6 +102,10 @@ func consistencyFromProto(c kvnodepb.Consistency) Consistency {
 		return Three
 	case kvnodepb.Consistency_CONSISTENCY_EACH_QUORUM:
 		return EachQuorum
+	case kvnodepb.Consistency_CONSISTENCY_SERIAL:
+		return Serial
+	case kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL:
+		return LocalSerial
 	default:
 		return Default
 	}

@@ -316,14 +316,20 @@ type TimeoutError struct {
 	// BATCH_LOG write type): Received and Required count batchlog nodes, and no partition of
 	// the batch was written.
 	BatchLog bool
+	// CAS says the write was a lightweight transaction's Paxos round (the native protocol's CAS
+	// write type): it may or may not have been applied; a SERIAL read tells.
+	CAS bool
 }
 
 // Error reads like "write timed out at QUORUM: 1 of 2 required acks received", or for a
 // batchlog write "batchlog write timed out at QUORUM: 1 of 2 required acks received".
 func (e *TimeoutError) Error() string {
 	prefix := ""
-	if e.BatchLog {
+	switch {
+	case e.BatchLog:
 		prefix = "batchlog "
+	case e.CAS:
+		prefix = "lightweight transaction "
 	}
 	return fmt.Sprintf("%s%v timed out at %v: %d of %d required %s received",
 		prefix, e.Op, e.Consistency, e.Received, e.Required, answers(e.Op))

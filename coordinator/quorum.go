@@ -21,6 +21,10 @@ const (
 	LocalOne
 	LocalQuorum
 	EachQuorum
+	// Serial is SERIAL (and LOCAL_SERIAL, which Paxos still runs over every data center's replicas): a read that runs a Paxos prepare on
+	// its partition, completing any lightweight transaction in progress, before it answers. It
+	// is not Valid as a plain read or write level.
+	Serial
 )
 
 // String returns the CQL name of c, such as ONE or LOCAL_QUORUM.
@@ -42,6 +46,8 @@ func (c Consistency) String() string {
 		return "LOCAL_QUORUM"
 	case EachQuorum:
 		return "EACH_QUORUM"
+	case Serial:
+		return "SERIAL"
 	}
 	return fmt.Sprintf("Consistency(%d)", uint8(c))
 }

@@ -353,6 +353,8 @@ type InsertStmt struct {
 	Timestamp    *Literal // nil without USING TIMESTAMP; else an integer or bind marker
 	TTL          *Literal // nil without USING TTL; else an integer in [0, MaxTTL] or bind marker
 	Timeout      *Literal // nil without USING TIMEOUT; else a duration
+
+	If *Conditions // the IF clause; nil without one
 }
 
 // Assignment is one item of UPDATE ... SET: column = value, column[element] = value
@@ -385,8 +387,8 @@ type Relation struct {
 	// Token is set for token(k1, k2) op value: the columns in the call
 	// (Column is then the word token).
 	Token []Ident
-	OpPos   Pos
-	Op      Token // EQ, LT, LE, GT, GE or IN
+	OpPos Pos
+	Op    Token // EQ, LT, LE, GT, GE or IN
 	// Value is the right side; for IN, nil with IN (v, ...) and the marker
 	// of the whole list with IN ?.
 	Value Term
@@ -407,6 +409,8 @@ type UpdateStmt struct {
 	Timeout   *Literal // nil without USING TIMEOUT
 	Set       []Assignment
 	Where     []Relation
+
+	If *Conditions // the IF clause; nil without one
 }
 
 // DeleteStmt is DELETE [columns] FROM name [USING TIMESTAMP n [AND
@@ -424,6 +428,8 @@ type DeleteStmt struct {
 	Timestamp *Literal // nil without USING TIMESTAMP
 	Timeout   *Literal // nil without USING TIMEOUT
 	Where     []Relation
+
+	If *Conditions // the IF clause; nil without one
 }
 
 // SelectStmt is SELECT * | columns FROM name [WHERE relations]
@@ -466,7 +472,7 @@ const (
 	// SelectAggregate is an aggregate, SelectFunc.Aggregate of
 	// SelectFunc.Expr (nil for COUNT(*) and COUNT(1)).
 	SelectAggregate
-	SelectElement                     // column[key] or column[from..to]: SelectFunc.Element
+	SelectElement // column[key] or column[from..to]: SelectFunc.Element
 )
 
 // SelectFunc is the function, if any, applied to one column of a SELECT
@@ -689,6 +695,7 @@ func BindMarkers(s Statement) []*Literal {
 				term(a.Value)
 			}
 			where(s.Where)
+			conditionMarkers(s.If, term)
 		case *DeleteStmt:
 			for _, e := range s.Elements {
 				if e != nil {
@@ -697,6 +704,7 @@ func BindMarkers(s Statement) []*Literal {
 			}
 			lit(s.Timestamp)
 			where(s.Where)
+			conditionMarkers(s.If, term)
 		case *SelectStmt:
 			for _, f := range s.Funcs {
 				if f.Expr != nil {

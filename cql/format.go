@@ -162,6 +162,7 @@ func (p *printer) node(n Node) {
 			p.node(v)
 		}
 		p.WriteByte(')')
+		p.conditions(n.If)
 		p.using(n.Timestamp, n.TTL, n.Timeout)
 	case *UpdateStmt:
 		p.WriteString("UPDATE ")
@@ -175,6 +176,7 @@ func (p *printer) node(n Node) {
 			p.assignment(a)
 		}
 		p.where(n.Where)
+		p.conditions(n.If)
 	case *DeleteStmt:
 		p.WriteString("DELETE ")
 		for i, c := range n.Columns {
@@ -199,6 +201,7 @@ func (p *printer) node(n Node) {
 		p.table(n.Table)
 		p.using(n.Timestamp, nil, n.Timeout)
 		p.where(n.Where)
+		p.conditions(n.If)
 	case *SelectStmt:
 		p.WriteString("SELECT ")
 		if n.JSON {

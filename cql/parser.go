@@ -741,7 +741,7 @@ func (p *parser) parseInsert(start Pos) Statement {
 				p.errorExpected("'NULL' or 'UNSET'")
 			}
 		}
-		p.refuseConditions()
+		s.If = p.parseConditions(true)
 		u := p.parseUsing(true)
 		s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
 		return s
@@ -764,7 +764,7 @@ func (p *parser) parseInsert(start Pos) Statement {
 		p.errorExpected("',' or ')'")
 	}
 	p.next()
-	p.refuseConditions()
+	s.If = p.parseConditions(true)
 	u := p.parseUsing(true)
 	s.Timestamp, s.TTL, s.Timeout = u.ts, u.ttl, u.timeout
 	return s
@@ -891,7 +891,7 @@ func (p *parser) parseUpdate(start Pos) Statement {
 		p.errorExpected("',' or 'WHERE'")
 	}
 	s.Where = p.parseWhere()
-	p.refuseConditions()
+	s.If = p.parseConditions(false)
 	return s
 }
 
@@ -941,7 +941,7 @@ func (p *parser) parseDelete(start Pos) Statement {
 		p.errorExpected("'WHERE'")
 	}
 	s.Where = p.parseWhere()
-	p.refuseConditions()
+	s.If = p.parseConditions(false)
 	return s
 }
 

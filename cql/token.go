@@ -53,7 +53,7 @@ const (
 	NEQ       // !=
 	// IN is a relation's operator IN (v, ...): a word, never produced by the scanner.
 	IN
-	RANGE     // .. (a slice of a collection in a SELECT list)
+	RANGE // .. (a slice of a collection in a SELECT list)
 	operatorEnd
 
 	keywordBeg

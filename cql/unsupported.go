@@ -81,20 +81,6 @@ func (p *parser) parseOtherStatement(start Pos) Statement {
 	return p.parseAuthStatement(start)
 }
 
-// refuseConditions refuses the IF clause of lightweight transactions:
-// INSERT ... IF NOT EXISTS, UPDATE and DELETE ... IF EXISTS or IF conditions.
-func (p *parser) refuseConditions() {
-	if p.tok != IF {
-		return
-	}
-	pos := p.pos
-	p.next()
-	if p.tok == NOT || p.tok == EXISTS || p.isIdent() {
-		p.unsupported(pos, "lightweight transactions (IF conditions) are not supported")
-	}
-	p.errorExpected("'NOT EXISTS', 'EXISTS' or a condition")
-}
-
 // parseSelectModifier reads the words after SELECT when they are JSON or
 // DISTINCT (or JSON DISTINCT), setting s.JSON and s.Distinct. Such a word
 // may also be a column's name (SELECT json FROM t, SELECT distinct, v FROM

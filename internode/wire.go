@@ -55,6 +55,12 @@ func wrapRequest(req proto.Message) (*replicapb.Request, bool) {
 		return &replicapb.Request{Msg: &replicapb.Request_SchemaPrepare{SchemaPrepare: m}}, true
 	case *replicapb.SchemaAcceptRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_SchemaAccept{SchemaAccept: m}}, true
+	case *replicapb.PaxosPrepareRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_PaxosPrepare{PaxosPrepare: m}}, true
+	case *replicapb.PaxosProposeRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_PaxosPropose{PaxosPropose: m}}, true
+	case *replicapb.PaxosCommitRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_PaxosCommit{PaxosCommit: m}}, true
 	case *replicapb.PullRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_Pull{Pull: m}}, true
 	case *replicapb.FetchRequest:
@@ -100,6 +106,12 @@ func requestMsg(r *replicapb.Request) proto.Message {
 		return m.SchemaPrepare
 	case *replicapb.Request_SchemaAccept:
 		return m.SchemaAccept
+	case *replicapb.Request_PaxosPrepare:
+		return m.PaxosPrepare
+	case *replicapb.Request_PaxosPropose:
+		return m.PaxosPropose
+	case *replicapb.Request_PaxosCommit:
+		return m.PaxosCommit
 	case *replicapb.Request_Pull:
 		return m.Pull
 	case *replicapb.Request_Fetch:
@@ -158,6 +170,12 @@ func wrapResponse(resp proto.Message) (*replicapb.Response, bool) {
 		return &replicapb.Response{Msg: &replicapb.Response_SchemaPrepare{SchemaPrepare: m}}, true
 	case *replicapb.SchemaAcceptResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_SchemaAccept{SchemaAccept: m}}, true
+	case *replicapb.PaxosPrepareResponse:
+		return &replicapb.Response{Msg: &replicapb.Response_PaxosPrepare{PaxosPrepare: m}}, true
+	case *replicapb.PaxosProposeResponse:
+		return &replicapb.Response{Msg: &replicapb.Response_PaxosPropose{PaxosPropose: m}}, true
+	case *replicapb.PaxosCommitResponse:
+		return &replicapb.Response{Msg: &replicapb.Response_PaxosCommit{PaxosCommit: m}}, true
 	case *replicapb.PullChunk:
 		return &replicapb.Response{Msg: &replicapb.Response_Pull{Pull: m}}, true
 	case *replicapb.FetchResponse:
@@ -201,6 +219,12 @@ func responseMsg(r *replicapb.Response) proto.Message {
 		return m.SchemaPrepare
 	case *replicapb.Response_SchemaAccept:
 		return m.SchemaAccept
+	case *replicapb.Response_PaxosPrepare:
+		return m.PaxosPrepare
+	case *replicapb.Response_PaxosPropose:
+		return m.PaxosPropose
+	case *replicapb.Response_PaxosCommit:
+		return m.PaxosCommit
 	case *replicapb.Response_Pull:
 		return m.Pull
 	case *replicapb.Response_Fetch:

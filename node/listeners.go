@@ -62,6 +62,9 @@ func (n *Node) handleInternode() {
 	internode.Handle(m, n.replica.TopPartitions)
 	internode.Handle(m, n.replica.StoreBatch)
 	internode.Handle(m, n.replica.RemoveBatch)
+	internode.Handle(m, n.replica.PaxosPrepare)
+	internode.Handle(m, n.replica.PaxosPropose)
+	internode.Handle(m, n.replica.PaxosCommit)
 	// Schema consensus.
 	acceptor := n.schema.Acceptor()
 	internode.Handle(m, acceptor.Prepare)

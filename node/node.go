@@ -75,6 +75,7 @@ type Node struct {
 	hinter     *hints.Replayer // replays hints
 	repair     *repair.Service // anti-entropy repair and the tombstone purge (repair.go)
 	schemaGC   *loop.Loop      // collects schema tombstones (catalog.go)
+	paxosGC    *loop.Loop      // purges lightweight transactions' old Paxos state (replica)
 	// availability tells peers when the node cannot take writes, woken by spaceKick (diskfull.go).
 	availability *loop.Loop
 	spaceKick    spaceKick
@@ -204,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.handleInternode()
 
 	self := coordinator.NodeID(n.cluster.LocalID())
-	n.trans = transport{s: n.sender, c: n.cluster}
+	n.trans = transport{Peers: internode.Peers{S: n.sender}, c: n.cluster}
 	if err := n.openHints(now); err != nil {
 		return nil, err
 	}
@@ -245,6 +246,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startSchemaGC()
+	n.paxosGC = n.store.StartPaxosGC(n.log)
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -255,6 +257,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		coordMetrics,
 		n.replica.Collector(),
+		n.replica.PaxosCollector(),
 		n.replica.BatchlogCollector(),
 		n.hints,
 		n.repair,
@@ -481,6 +484,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	n.hinter.Stop()
 	n.repair.Stop()
 	n.schemaGC.Stop()
+	n.paxosGC.Stop()
 	n.authSetup.Stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)

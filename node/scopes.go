@@ -8,23 +8,12 @@ import (
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/coordinator/shell/systables"
 	"github.com/kvnode/kvnode/internode"
-	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
 // scopeSyncTimeout bounds the sync of the budgets' counters from a peer when the node starts.
 const scopeSyncTimeout = 2 * time.Second
 
-// ScopeCounts sends budget counts to peer to (shell.ScopeSender).
-func (t transport) ScopeCounts(ctx context.Context, to coordinator.NodeID, req *replicapb.ScopeCountsRequest) (*replicapb.ScopeCountsResponse, error) {
-	return internode.Call[*replicapb.ScopeCountsResponse](ctx, t.s, internode.NodeID(to), req)
-}
-
 var _ shell.TopClientsSender = transport{}
-
-// TopClients asks peer to who spends the budgets through it (shell.TopClientsSender).
-func (t transport) TopClients(ctx context.Context, to coordinator.NodeID, req *replicapb.TopClientsRequest) (*replicapb.TopClientsResponse, error) {
-	return internode.Call[*replicapb.TopClientsResponse](ctx, t.s, internode.NodeID(to), req)
-}
 
 // startScopes serves the peers' budget counts and spenders, exports the budgets' metrics, and fills the
 // coordinator's counters from a live peer's before the node serves CQL clients, so that a

@@ -131,6 +131,7 @@ func (n *Node) shutdownFailed(ctx context.Context, f *replica.Failure) error {
 		n.hinter.Stop()
 		n.repair.Stop()
 		n.schemaGC.Stop()
+		n.paxosGC.Stop()
 		n.authSetup.Stop()
 		if n.exec != nil {
 			n.exec.Close()

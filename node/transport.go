@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/internode"
-	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -43,30 +41,10 @@ func (a memberAddrs) InternodeAddr(id internode.NodeID) (string, bool) {
 }
 
 // transport is the shell's Transport, DeltaSender and Batchlog, hints' Sender and the replica
-// calls of repair over the node's Sender.
+// calls of repair: the Peers of the node's Sender, and the members the batchlog may use.
 type transport struct {
-	s *internode.Sender
+	internode.Peers
 	c *cluster.Cluster
-}
-
-// Mutate sends a mutation to replica to.
-func (t transport) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
-	return internode.Call[*replicapb.MutateResponse](ctx, t.s, internode.NodeID(to), req)
-}
-
-// Read sends a read to replica to.
-func (t transport) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
-	return internode.Call[*replicapb.ReadResponse](ctx, t.s, internode.NodeID(to), req)
-}
-
-// ReadRange sends a page of a token-range scan to replica to (shell.RangeReader).
-func (t transport) ReadRange(ctx context.Context, to coordinator.NodeID, req *replicapb.RangeReadRequest) (*replicapb.RangeReadResponse, error) {
-	return internode.Call[*replicapb.RangeReadResponse](ctx, t.s, internode.NodeID(to), req)
-}
-
-// AccountDelta sends account-only deltas to replica to (shell.DeltaSender).
-func (t transport) AccountDelta(ctx context.Context, to coordinator.NodeID, req *replicapb.AccountDeltaRequest) (*replicapb.AccountDeltaResponse, error) {
-	return internode.Call[*replicapb.AccountDeltaResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
 // AppendNodes appends every member of the cluster, live or not (shell.Batchlog).
@@ -75,16 +53,6 @@ func (t transport) AppendNodes(dst []coordinator.NodeID) []coordinator.NodeID {
 		dst = append(dst, coordinator.NodeID(m.ID))
 	}
 	return dst
-}
-
-// StoreBatch stores a logged batch in node to's batchlog (shell.Batchlog).
-func (t transport) StoreBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.StoreBatchRequest) (*replicapb.BatchlogResponse, error) {
-	return internode.Call[*replicapb.BatchlogResponse](ctx, t.s, internode.NodeID(to), req)
-}
-
-// RemoveBatch removes a batch from node to's batchlog (shell.Batchlog).
-func (t transport) RemoveBatch(ctx context.Context, to coordinator.NodeID, req *replicapb.RemoveBatchRequest) (*replicapb.BatchlogResponse, error) {
-	return internode.Call[*replicapb.BatchlogResponse](ctx, t.s, internode.NodeID(to), req)
 }
 
 // dialAddr is where to reach member m's internode listener: the address it gossips, or, when

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +84,10 @@ type Service struct {
 
 	maxBatchlog int // Config.MaxBatchlogEntry
 	batchlog    *batchlogMetrics
+
+	// paxos serialises the Paxos acceptor's read-modify-writes per partition (paxos.go).
+	paxos                        [paxosStripes]sync.Mutex
+	paxosPrepares, paxosRejected atomic.Uint64
 }
 
 // NewService returns a service for cfg.

@@ -41,9 +41,13 @@ import (
 //	   NetworkTopologyStrategy and places their replicas per data center (schema.FormatNTS),
 //	   which coordinators refuse while a member of an older format remains. The upgrade only
 //	   records the new version.
+//	9  adds Paxos state of lightweight transactions, in the reserved key space of table id 0
+//	   (paxos.go); it changes no table data. It says the node serves the Paxos exchanges
+//	   (schema.FormatLWT), which coordinators refuse to start while a member of an older
+//	   format remains. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 8
+	FormatVersion = 9
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

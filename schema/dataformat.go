@@ -104,6 +104,12 @@ func newType(t Type) bool {
 // coordinators refuse such a table while a member of an older format remains.
 const FormatUDTKeys = 6
 
+// FormatLWT is the data format version from which a release of kvnode serves lightweight
+// transactions: it answers the Paxos exchanges and keeps Paxos state per partition (replica's
+// paxos.go). Coordinators refuse conditional statements and SERIAL reads while a member of an
+// older format remains, which would answer its part of every round UNIMPLEMENTED.
+const FormatLWT = 9
+
 // UDTKeysFormatFeatures returns the names of t's features that a release of a data format before
 // FormatUDTKeys cannot serve: its primary key columns of a type holding a user type.
 func (t *Table) UDTKeysFormatFeatures() []string {

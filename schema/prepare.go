@@ -1209,6 +1209,7 @@ func (s *Schema) Variables(stmt cql.Statement, keyspace string) (vars []Variable
 		return vars, nil, nil
 	}
 	visit(stmt)
+	conditionVariables(stmt, t, vars)
 	for _, c := range t.PartitionKey {
 		idx, ok := pkBound[c.Index]
 		if !ok {

@@ -408,6 +408,9 @@ func listElements(v []byte) ([][]byte, error) {
 		}
 		out[i], v = e, rest
 	}
+	if len(v) > 0 {
+		return nil, fmt.Errorf("%d bytes after the list's last element", len(v))
+	}
 	return out, nil
 }
 

@@ -66,6 +66,9 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 	case !cl.Valid():
 		return nil, nil
 	}
+	if cql.ConditionsOf(p.Statement) != nil {
+		return nil, nil // a lightweight transaction: its limiter decision is its Paxos round's (lwt.go)
+	}
 	var name cql.TableName
 	switch st := p.Statement.(type) {
 	case *cql.InsertStmt:

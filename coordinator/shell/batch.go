@@ -110,6 +110,10 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 		}
 		writes[i], stmts[i] = w, stmt
 	}
+	if hasConditions(stmts) { // a lightweight transaction (lwt_batch.go)
+		t, res, err := e.executeConditionalBatch(ctx, s, writes, stmts, func(i int) []coordinator.Value { return b.Children[i].Values }, cl, timeout)
+		return cl, t, res, err
+	}
 	t, res, err := e.runBatch(ctx, s, writes, stmts, logged, cl, b.Timestamp, b.HasTimestamp, timeout)
 	return cl, t, res, err
 }
@@ -121,6 +125,9 @@ func (e *Executor) executeBatchStmt(ctx context.Context, st *cql.BatchStmt, keys
 	b, err := s.BindBatchAt(st, keyspace, req.Values, e.now())
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
+	}
+	if hasConditions(st.Statements) { // a lightweight transaction (lwt_batch.go)
+		return e.executeConditionalBatch(ctx, s, b.Writes, st.Statements, func(int) []coordinator.Value { return req.Values }, cl, b.Timeout)
 	}
 	return e.runBatch(ctx, s, b.Writes, st.Statements, !b.Unlogged, cl, req.Timestamp, req.HasTimestamp, b.Timeout)
 }
@@ -164,7 +171,7 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		if err := checkCollections(w, stmts[i].Pos(), e.maxCollection); err != nil {
 			return first, coordinator.Result{}, err
 		}
-		if err := refuseListReads(w, stmts[i].Pos()); err != nil {
+		if err := refuseListReads(w, stmts[i].Pos(), "in a BATCH"); err != nil {
 			return first, coordinator.Result{}, err
 		}
 		needTS = needTS || !w.HasTimestamp

@@ -111,11 +111,12 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// refuseListReads refuses, in a BATCH, the operations on lists that read the list first.
-func refuseListReads(w *schema.Write, pos cql.Pos) error {
+// refuseListReads refuses, where they cannot read the list first (in a BATCH, in a conditional
+// statement), the operations on lists that do.
+func refuseListReads(w *schema.Write, pos cql.Pos, where string) error {
 	for _, c := range w.Cells {
 		if c.Reads() {
-			return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("list operations by index or by value (column %s) are not supported in a BATCH: they read the list first", cql.QuoteIdent(c.Column.Name))}
+			return &coordinator.InvalidError{Pos: pos, Err: fmt.Errorf("list operations by index or by value (column %s) are not supported %s: they read the list first", cql.QuoteIdent(c.Column.Name), where)}
 		}
 	}
 	return nil

@@ -151,6 +151,7 @@ type Executor struct {
 	logger    *slog.Logger
 	observer  Observer
 	prop      *propagator                 // nil when propagation is off
+	lwt       lwtState                    // lightweight transactions' ballot clock and counts (lwt.go)
 	learn     *learner                    // nil when propagation is off
 	auth      *authorizer                 // nil when authentication is off
 	budgets   atomic.Pointer[budgetCache] // Budgets' answers for the current schema (servicelevel_budgets.go)
@@ -366,8 +367,9 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	switch {
 	case cl == 0:
 		cl = coordinator.One
+	case cl == coordinator.Serial: // SERIAL reads and LWTs check their statements (lwt.go)
 	case !cl.Valid():
-		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
+		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL)", uint8(cl))}
 	}
 	if req.Prepared == nil {
 		if err := checkStatementSize(req.Text, "this statement", e.maxStatement); err != nil {
@@ -385,12 +387,26 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	}
 	switch st := stmt.(type) {
 	case *cql.SelectStmt:
+		if cl == coordinator.Serial {
+			t, resp, err := e.executeSerialSelect(ctx, st, keyspace, &req)
+			return kindRead, cl, t, resp, err
+		}
 		t, resp, err := e.executeSelect(ctx, st, keyspace, cl, &req)
 		return kindRead, cl, t, resp, err
 	case *cql.InsertStmt, *cql.UpdateStmt, *cql.DeleteStmt:
+		if cql.ConditionsOf(st) != nil {
+			t, resp, err := e.executeConditional(ctx, st, keyspace, cl, &req)
+			return kindWrite, cl, t, resp, err
+		}
+		if cl == coordinator.Serial {
+			return kindWrite, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is only for SELECT and conditional statements (IF ...)")}
+		}
 		t, resp, err := e.executeWrite(ctx, st, keyspace, cl, &req, nil)
 		return kindWrite, cl, t, resp, err
 	case *cql.BatchStmt:
+		if cl == coordinator.Serial {
+			return kindWrite, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is only for SELECT and conditional statements (IF ...)")}
+		}
 		t, resp, err := e.executeBatchStmt(ctx, st, keyspace, cl, &req)
 		return kindWrite, cl, t, resp, err
 	}

@@ -33,6 +33,15 @@ import (
 // unless a test moves it, so limiter counters do not decay in the middle of a test.
 type clock struct{ ns atomic.Int64 }
 
+// scopeSeed is the executors' ScopeSeed: a fixed sequence (splitmix64 of a counter), so that the
+// budgets' draws, and the tests that count what they admit, are the same in every run.
+func (c *cluster) scopeSeed() uint64 {
+	z := c.seeds.Add(0x9e3779b97f4a7c15)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
 func newClock() *clock {
 	c := &clock{}
 	c.ns.Store(time.Unix(1_700_000_000, 250_000_000).UnixNano())
@@ -174,6 +183,8 @@ type transport struct {
 	mutated  []*replicapb.MutateRequest // every MutateRequest delivered, in order
 	reads    int                        // ReadRequests answered
 	hanging  chan coordinator.NodeID    // if set, told about every call that starts hanging
+	// beforeCommit, if set, is called with every Paxos commit before it is delivered (lwt_test.go).
+	beforeCommit func(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest)
 }
 
 func (t *transport) setFault(f fault, ids ...coordinator.NodeID) {
@@ -371,6 +382,7 @@ func (r *recorder) snapshot() (requests, rateLimited, repairs []string) {
 type cluster struct {
 	t         testing.TB
 	clock     *clock
+	seeds     atomic.Uint64 // the budgets' draws' sequence (scopeSeed)
 	schema    *schemaManager
 	ring      *ring
 	transport *transport
@@ -488,6 +500,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			Cluster:          describer("cluster test: 3 nodes"),
 			Now:              c.clock.Now,
 			Draw:             func() float64 { return draw },
+			ScopeSeed:        c.scopeSeed,
 			Observer:         c.observerFor(o),
 			Batchlog:         batchlog{c.transport, c.ring},
 			BeforeBatchApply: o.beforeBatchApply,

@@ -29,7 +29,8 @@ type readSpec struct {
 	rf         schema.Replication
 	cl         coordinator.Consistency
 	// exempt reads without counting or deciding for the limiter: a partition an earlier
-	// page of the same statement already counted, or the next chunk of a filtered read.
+	// page of the same statement already counted, the next chunk of a filtered read, or a
+	// SERIAL read's, counted on its prepare (lwt.go).
 	exempt bool
 	// warnings, when set, receives the client's warning for a read its table's limit in
 	// shadow mode would have rejected.
@@ -102,6 +103,7 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 		after:      cur.after,
 		rf:         rf,
 		cl:         cl,
+		exempt:     serialPrepared(ctx),
 	}
 	var warnings []string
 	spec.warnings = &warnings

@@ -17,8 +17,12 @@ import (
 func statement(req *kvnodepb.ExecuteRequest) (coordinator.Statement, error) {
 	st := coordinator.Statement{Text: req.GetStatement(), Keyspace: req.GetKeyspace()}
 	c := req.GetConsistency()
-	if c == kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED {
+	switch c {
+	case kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED:
 		c = kvnodepb.Consistency_CONSISTENCY_ONE
+	case kvnodepb.Consistency_CONSISTENCY_SERIAL, kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL:
+		st.Consistency = coordinator.Serial
+		return st, nil
 	}
 	for d := coordinator.One; d.Valid(); d++ {
 		if consistencyToProto(d) == c {
@@ -26,7 +30,7 @@ func statement(req *kvnodepb.ExecuteRequest) (coordinator.Statement, error) {
 			return st, nil
 		}
 	}
-	return st, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)", int32(c))}
+	return st, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", int32(c))}
 }
 
 // consistencyToProto returns the client API's name of a level.
@@ -48,6 +52,8 @@ func consistencyToProto(c coordinator.Consistency) kvnodepb.Consistency {
 		return kvnodepb.Consistency_CONSISTENCY_LOCAL_QUORUM
 	case coordinator.EachQuorum:
 		return kvnodepb.Consistency_CONSISTENCY_EACH_QUORUM
+	case coordinator.Serial:
+		return kvnodepb.Consistency_CONSISTENCY_SERIAL
 	}
 	return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 }

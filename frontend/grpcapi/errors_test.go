@@ -176,7 +176,7 @@ func TestUnknownConsistencyIsInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = api.Execute(context.Background(), &kvnodepb.ExecuteRequest{Statement: "SELECT 1", Consistency: kvnodepb.Consistency(42)})
-	want := "unknown consistency level 42 (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)"
+	want := "unknown consistency level 42 (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)"
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != want {
 		t.Errorf("consistency 42: %v, want INVALID_ARGUMENT %q", err, want)
 	}

@@ -322,8 +322,10 @@ func consistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
 		return coordinator.LocalQuorum, nil
 	case cqlwire.EachQuorum:
 		return coordinator.EachQuorum, nil
+	case cqlwire.Serial, cqlwire.LocalSerial: // LOCAL_SERIAL is SERIAL for now
+		return coordinator.Serial, nil
 	}
-	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)", consistencyName(c))}
+	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", consistencyName(c))}
 }
 
 // consistencyName returns the protocol's name of c.

@@ -46,20 +46,28 @@ const (
 	Consistency_CONSISTENCY_THREE        Consistency = 7
 	// A quorum in every data center (keyspaces of NetworkTopologyStrategy).
 	Consistency_CONSISTENCY_EACH_QUORUM Consistency = 8
+	// SERIAL, for a SELECT: a Paxos prepare on its partition, completing any lightweight transaction in
+	// progress, before it reads; refused for other statements but conditional ones, whose Paxos round
+	// is always SERIAL (their consistency is the commit's). LOCAL_SERIAL is SERIAL for now
+	// (Paxos over every data center's replicas).
+	Consistency_CONSISTENCY_SERIAL       Consistency = 9
+	Consistency_CONSISTENCY_LOCAL_SERIAL Consistency = 10
 )
 
 // Enum value maps for Consistency.
 var (
 	Consistency_name = map[int32]string{
-		0: "CONSISTENCY_UNSPECIFIED",
-		1: "CONSISTENCY_ONE",
-		2: "CONSISTENCY_QUORUM",
-		3: "CONSISTENCY_ALL",
-		4: "CONSISTENCY_LOCAL_ONE",
-		5: "CONSISTENCY_LOCAL_QUORUM",
-		6: "CONSISTENCY_TWO",
-		7: "CONSISTENCY_THREE",
-		8: "CONSISTENCY_EACH_QUORUM",
+		0:  "CONSISTENCY_UNSPECIFIED",
+		1:  "CONSISTENCY_ONE",
+		2:  "CONSISTENCY_QUORUM",
+		3:  "CONSISTENCY_ALL",
+		4:  "CONSISTENCY_LOCAL_ONE",
+		5:  "CONSISTENCY_LOCAL_QUORUM",
+		6:  "CONSISTENCY_TWO",
+		7:  "CONSISTENCY_THREE",
+		8:  "CONSISTENCY_EACH_QUORUM",
+		9:  "CONSISTENCY_SERIAL",
+		10: "CONSISTENCY_LOCAL_SERIAL",
 	}
 	Consistency_value = map[string]int32{
 		"CONSISTENCY_UNSPECIFIED":  0,
@@ -71,6 +79,8 @@ var (
 		"CONSISTENCY_TWO":          6,
 		"CONSISTENCY_THREE":        7,
 		"CONSISTENCY_EACH_QUORUM":  8,
+		"CONSISTENCY_SERIAL":       9,
+		"CONSISTENCY_LOCAL_SERIAL": 10,
 	}
 )
 
@@ -2579,7 +2589,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"partitions\"{\n" +
 	"\x15TopPartitionsResponse\x125\n" +
 	"\x06tables\x18\x01 \x03(\v2\x1d.kvnode.v1.TableTopPartitionsR\x06tables\x12+\n" +
-	"\x11unreachable_nodes\x18\x02 \x03(\tR\x10unreachableNodes*\xee\x01\n" +
+	"\x11unreachable_nodes\x18\x02 \x03(\tR\x10unreachableNodes*\xa4\x02\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCONSISTENCY_ONE\x10\x01\x12\x16\n" +
@@ -2589,7 +2599,10 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x18CONSISTENCY_LOCAL_QUORUM\x10\x05\x12\x13\n" +
 	"\x0fCONSISTENCY_TWO\x10\x06\x12\x15\n" +
 	"\x11CONSISTENCY_THREE\x10\a\x12\x1b\n" +
-	"\x17CONSISTENCY_EACH_QUORUM\x10\b*\xb6\x05\n" +
+	"\x17CONSISTENCY_EACH_QUORUM\x10\b\x12\x16\n" +
+	"\x12CONSISTENCY_SERIAL\x10\t\x12\x1c\n" +
+	"\x18CONSISTENCY_LOCAL_SERIAL\x10\n" +
+	"*\xb6\x05\n" +
 	"\n" +
 	"ColumnType\x12\x1b\n" +
 	"\x17COLUMN_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +

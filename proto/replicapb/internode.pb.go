@@ -59,6 +59,9 @@ type Request struct {
 	//	*Request_TopClients
 	//	*Request_SchemaPrepare
 	//	*Request_SchemaAccept
+	//	*Request_PaxosPrepare
+	//	*Request_PaxosPropose
+	//	*Request_PaxosCommit
 	//	*Request_Pull
 	//	*Request_Fetch
 	//	*Request_View
@@ -208,6 +211,33 @@ func (x *Request) GetSchemaAccept() *SchemaAcceptRequest {
 	return nil
 }
 
+func (x *Request) GetPaxosPrepare() *PaxosPrepareRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Request_PaxosPrepare); ok {
+			return x.PaxosPrepare
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetPaxosPropose() *PaxosProposeRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Request_PaxosPropose); ok {
+			return x.PaxosPropose
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetPaxosCommit() *PaxosCommitRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Request_PaxosCommit); ok {
+			return x.PaxosCommit
+		}
+	}
+	return nil
+}
+
 func (x *Request) GetPull() *PullRequest {
 	if x != nil {
 		if x, ok := x.Msg.(*Request_Pull); ok {
@@ -334,6 +364,19 @@ type Request_SchemaAccept struct {
 	SchemaAccept *SchemaAcceptRequest `protobuf:"bytes,31,opt,name=schema_accept,json=schemaAccept,proto3,oneof"`
 }
 
+type Request_PaxosPrepare struct {
+	// 40-49, the Paxos rounds of lightweight transactions.
+	PaxosPrepare *PaxosPrepareRequest `protobuf:"bytes,40,opt,name=paxos_prepare,json=paxosPrepare,proto3,oneof"`
+}
+
+type Request_PaxosPropose struct {
+	PaxosPropose *PaxosProposeRequest `protobuf:"bytes,41,opt,name=paxos_propose,json=paxosPropose,proto3,oneof"`
+}
+
+type Request_PaxosCommit struct {
+	PaxosCommit *PaxosCommitRequest `protobuf:"bytes,42,opt,name=paxos_commit,json=paxosCommit,proto3,oneof"`
+}
+
 type Request_Pull struct {
 	// 50-59, streaming and topology changes. pull is a Stream kind.
 	Pull *PullRequest `protobuf:"bytes,50,opt,name=pull,proto3,oneof"`
@@ -391,6 +434,12 @@ func (*Request_SchemaPrepare) isRequest_Msg() {}
 
 func (*Request_SchemaAccept) isRequest_Msg() {}
 
+func (*Request_PaxosPrepare) isRequest_Msg() {}
+
+func (*Request_PaxosPropose) isRequest_Msg() {}
+
+func (*Request_PaxosCommit) isRequest_Msg() {}
+
 func (*Request_Pull) isRequest_Msg() {}
 
 func (*Request_Fetch) isRequest_Msg() {}
@@ -422,6 +471,9 @@ type Response struct {
 	//	*Response_TopClients
 	//	*Response_SchemaPrepare
 	//	*Response_SchemaAccept
+	//	*Response_PaxosPrepare
+	//	*Response_PaxosPropose
+	//	*Response_PaxosCommit
 	//	*Response_Pull
 	//	*Response_Fetch
 	//	*Response_View
@@ -562,6 +614,33 @@ func (x *Response) GetSchemaAccept() *SchemaAcceptResponse {
 	return nil
 }
 
+func (x *Response) GetPaxosPrepare() *PaxosPrepareResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*Response_PaxosPrepare); ok {
+			return x.PaxosPrepare
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetPaxosPropose() *PaxosProposeResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*Response_PaxosPropose); ok {
+			return x.PaxosPropose
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetPaxosCommit() *PaxosCommitResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*Response_PaxosCommit); ok {
+			return x.PaxosCommit
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetPull() *PullChunk {
 	if x != nil {
 		if x, ok := x.Msg.(*Response_Pull); ok {
@@ -682,6 +761,19 @@ type Response_SchemaAccept struct {
 	SchemaAccept *SchemaAcceptResponse `protobuf:"bytes,31,opt,name=schema_accept,json=schemaAccept,proto3,oneof"`
 }
 
+type Response_PaxosPrepare struct {
+	// 40-49, lightweight transactions.
+	PaxosPrepare *PaxosPrepareResponse `protobuf:"bytes,40,opt,name=paxos_prepare,json=paxosPrepare,proto3,oneof"`
+}
+
+type Response_PaxosPropose struct {
+	PaxosPropose *PaxosProposeResponse `protobuf:"bytes,41,opt,name=paxos_propose,json=paxosPropose,proto3,oneof"`
+}
+
+type Response_PaxosCommit struct {
+	PaxosCommit *PaxosCommitResponse `protobuf:"bytes,42,opt,name=paxos_commit,json=paxosCommit,proto3,oneof"`
+}
+
 type Response_Pull struct {
 	// 50-59, streaming and topology changes: pull answers with a stream of chunks.
 	Pull *PullChunk `protobuf:"bytes,50,opt,name=pull,proto3,oneof"`
@@ -737,6 +829,12 @@ func (*Response_SchemaPrepare) isResponse_Msg() {}
 
 func (*Response_SchemaAccept) isResponse_Msg() {}
 
+func (*Response_PaxosPrepare) isResponse_Msg() {}
+
+func (*Response_PaxosPropose) isResponse_Msg() {}
+
+func (*Response_PaxosCommit) isResponse_Msg() {}
+
 func (*Response_Pull) isResponse_Msg() {}
 
 func (*Response_Fetch) isResponse_Msg() {}
@@ -757,8 +855,7 @@ var File_replicapb_internode_proto protoreflect.FileDescriptor
 
 const file_replicapb_internode_proto_rawDesc = "" +
 	"\n" +
-	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\xd6\n" +
-	"\n" +
+	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\xc0\f\n" +
 	"\aRequest\x12:\n" +
 	"\x06mutate\x18\x01 \x01(\v2 .kvnode.replica.v1.MutateRequestH\x00R\x06mutate\x124\n" +
 	"\x04read\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.ReadRequestH\x00R\x04read\x12M\n" +
@@ -773,7 +870,10 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\vtop_clients\x18\x16 \x01(\v2$.kvnode.replica.v1.TopClientsRequestH\x00R\n" +
 	"topClients\x12P\n" +
 	"\x0eschema_prepare\x18\x1e \x01(\v2'.kvnode.replica.v1.SchemaPrepareRequestH\x00R\rschemaPrepare\x12M\n" +
-	"\rschema_accept\x18\x1f \x01(\v2&.kvnode.replica.v1.SchemaAcceptRequestH\x00R\fschemaAccept\x124\n" +
+	"\rschema_accept\x18\x1f \x01(\v2&.kvnode.replica.v1.SchemaAcceptRequestH\x00R\fschemaAccept\x12M\n" +
+	"\rpaxos_prepare\x18( \x01(\v2&.kvnode.replica.v1.PaxosPrepareRequestH\x00R\fpaxosPrepare\x12M\n" +
+	"\rpaxos_propose\x18) \x01(\v2&.kvnode.replica.v1.PaxosProposeRequestH\x00R\fpaxosPropose\x12J\n" +
+	"\fpaxos_commit\x18* \x01(\v2%.kvnode.replica.v1.PaxosCommitRequestH\x00R\vpaxosCommit\x124\n" +
 	"\x04pull\x182 \x01(\v2\x1e.kvnode.replica.v1.PullRequestH\x00R\x04pull\x127\n" +
 	"\x05fetch\x183 \x01(\v2\x1f.kvnode.replica.v1.FetchRequestH\x00R\x05fetch\x124\n" +
 	"\x04view\x184 \x01(\v2\x1e.kvnode.replica.v1.ViewRequestH\x00R\x04view\x12J\n" +
@@ -782,8 +882,7 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\x10fetch_partitions\x18> \x01(\v2).kvnode.replica.v1.FetchPartitionsRequestH\x00R\x0ffetchPartitions\x12=\n" +
 	"\aremoved\x18F \x01(\v2!.kvnode.replica.v1.RemovedRequestH\x00R\aremoved\x12@\n" +
 	"\bannounce\x18G \x01(\v2\".kvnode.replica.v1.AnnounceRequestH\x00R\bannounceB\x05\n" +
-	"\x03msg\"\x93\n" +
-	"\n" +
+	"\x03msg\"\x80\f\n" +
 	"\bResponse\x12;\n" +
 	"\x06mutate\x18\x01 \x01(\v2!.kvnode.replica.v1.MutateResponseH\x00R\x06mutate\x125\n" +
 	"\x04read\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.ReadResponseH\x00R\x04read\x12N\n" +
@@ -796,7 +895,10 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\vtop_clients\x18\x16 \x01(\v2%.kvnode.replica.v1.TopClientsResponseH\x00R\n" +
 	"topClients\x12Q\n" +
 	"\x0eschema_prepare\x18\x1e \x01(\v2(.kvnode.replica.v1.SchemaPrepareResponseH\x00R\rschemaPrepare\x12N\n" +
-	"\rschema_accept\x18\x1f \x01(\v2'.kvnode.replica.v1.SchemaAcceptResponseH\x00R\fschemaAccept\x122\n" +
+	"\rschema_accept\x18\x1f \x01(\v2'.kvnode.replica.v1.SchemaAcceptResponseH\x00R\fschemaAccept\x12N\n" +
+	"\rpaxos_prepare\x18( \x01(\v2'.kvnode.replica.v1.PaxosPrepareResponseH\x00R\fpaxosPrepare\x12N\n" +
+	"\rpaxos_propose\x18) \x01(\v2'.kvnode.replica.v1.PaxosProposeResponseH\x00R\fpaxosPropose\x12K\n" +
+	"\fpaxos_commit\x18* \x01(\v2&.kvnode.replica.v1.PaxosCommitResponseH\x00R\vpaxosCommit\x122\n" +
 	"\x04pull\x182 \x01(\v2\x1c.kvnode.replica.v1.PullChunkH\x00R\x04pull\x128\n" +
 	"\x05fetch\x183 \x01(\v2 .kvnode.replica.v1.FetchResponseH\x00R\x05fetch\x125\n" +
 	"\x04view\x184 \x01(\v2\x1f.kvnode.replica.v1.ViewResponseH\x00R\x04view\x12K\n" +
@@ -837,32 +939,38 @@ var file_replicapb_internode_proto_goTypes = []any{
 	(*TopClientsRequest)(nil),       // 10: kvnode.replica.v1.TopClientsRequest
 	(*SchemaPrepareRequest)(nil),    // 11: kvnode.replica.v1.SchemaPrepareRequest
 	(*SchemaAcceptRequest)(nil),     // 12: kvnode.replica.v1.SchemaAcceptRequest
-	(*PullRequest)(nil),             // 13: kvnode.replica.v1.PullRequest
-	(*FetchRequest)(nil),            // 14: kvnode.replica.v1.FetchRequest
-	(*ViewRequest)(nil),             // 15: kvnode.replica.v1.ViewRequest
-	(*RangeHashesRequest)(nil),      // 16: kvnode.replica.v1.RangeHashesRequest
-	(*PartitionHashesRequest)(nil),  // 17: kvnode.replica.v1.PartitionHashesRequest
-	(*FetchPartitionsRequest)(nil),  // 18: kvnode.replica.v1.FetchPartitionsRequest
-	(*RemovedRequest)(nil),          // 19: kvnode.replica.v1.RemovedRequest
-	(*AnnounceRequest)(nil),         // 20: kvnode.replica.v1.AnnounceRequest
-	(*MutateResponse)(nil),          // 21: kvnode.replica.v1.MutateResponse
-	(*ReadResponse)(nil),            // 22: kvnode.replica.v1.ReadResponse
-	(*AccountDeltaResponse)(nil),    // 23: kvnode.replica.v1.AccountDeltaResponse
-	(*RangeReadResponse)(nil),       // 24: kvnode.replica.v1.RangeReadResponse
-	(*BatchlogResponse)(nil),        // 25: kvnode.replica.v1.BatchlogResponse
-	(*TopPartitionsResponse)(nil),   // 26: kvnode.replica.v1.TopPartitionsResponse
-	(*ScopeCountsResponse)(nil),     // 27: kvnode.replica.v1.ScopeCountsResponse
-	(*TopClientsResponse)(nil),      // 28: kvnode.replica.v1.TopClientsResponse
-	(*SchemaPrepareResponse)(nil),   // 29: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptResponse)(nil),    // 30: kvnode.replica.v1.SchemaAcceptResponse
-	(*PullChunk)(nil),               // 31: kvnode.replica.v1.PullChunk
-	(*FetchResponse)(nil),           // 32: kvnode.replica.v1.FetchResponse
-	(*ViewResponse)(nil),            // 33: kvnode.replica.v1.ViewResponse
-	(*RangeHashesResponse)(nil),     // 34: kvnode.replica.v1.RangeHashesResponse
-	(*PartitionHashesResponse)(nil), // 35: kvnode.replica.v1.PartitionHashesResponse
-	(*FetchPartitionsResponse)(nil), // 36: kvnode.replica.v1.FetchPartitionsResponse
-	(*RemovedResponse)(nil),         // 37: kvnode.replica.v1.RemovedResponse
-	(*AnnounceResponse)(nil),        // 38: kvnode.replica.v1.AnnounceResponse
+	(*PaxosPrepareRequest)(nil),     // 13: kvnode.replica.v1.PaxosPrepareRequest
+	(*PaxosProposeRequest)(nil),     // 14: kvnode.replica.v1.PaxosProposeRequest
+	(*PaxosCommitRequest)(nil),      // 15: kvnode.replica.v1.PaxosCommitRequest
+	(*PullRequest)(nil),             // 16: kvnode.replica.v1.PullRequest
+	(*FetchRequest)(nil),            // 17: kvnode.replica.v1.FetchRequest
+	(*ViewRequest)(nil),             // 18: kvnode.replica.v1.ViewRequest
+	(*RangeHashesRequest)(nil),      // 19: kvnode.replica.v1.RangeHashesRequest
+	(*PartitionHashesRequest)(nil),  // 20: kvnode.replica.v1.PartitionHashesRequest
+	(*FetchPartitionsRequest)(nil),  // 21: kvnode.replica.v1.FetchPartitionsRequest
+	(*RemovedRequest)(nil),          // 22: kvnode.replica.v1.RemovedRequest
+	(*AnnounceRequest)(nil),         // 23: kvnode.replica.v1.AnnounceRequest
+	(*MutateResponse)(nil),          // 24: kvnode.replica.v1.MutateResponse
+	(*ReadResponse)(nil),            // 25: kvnode.replica.v1.ReadResponse
+	(*AccountDeltaResponse)(nil),    // 26: kvnode.replica.v1.AccountDeltaResponse
+	(*RangeReadResponse)(nil),       // 27: kvnode.replica.v1.RangeReadResponse
+	(*BatchlogResponse)(nil),        // 28: kvnode.replica.v1.BatchlogResponse
+	(*TopPartitionsResponse)(nil),   // 29: kvnode.replica.v1.TopPartitionsResponse
+	(*ScopeCountsResponse)(nil),     // 30: kvnode.replica.v1.ScopeCountsResponse
+	(*TopClientsResponse)(nil),      // 31: kvnode.replica.v1.TopClientsResponse
+	(*SchemaPrepareResponse)(nil),   // 32: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptResponse)(nil),    // 33: kvnode.replica.v1.SchemaAcceptResponse
+	(*PaxosPrepareResponse)(nil),    // 34: kvnode.replica.v1.PaxosPrepareResponse
+	(*PaxosProposeResponse)(nil),    // 35: kvnode.replica.v1.PaxosProposeResponse
+	(*PaxosCommitResponse)(nil),     // 36: kvnode.replica.v1.PaxosCommitResponse
+	(*PullChunk)(nil),               // 37: kvnode.replica.v1.PullChunk
+	(*FetchResponse)(nil),           // 38: kvnode.replica.v1.FetchResponse
+	(*ViewResponse)(nil),            // 39: kvnode.replica.v1.ViewResponse
+	(*RangeHashesResponse)(nil),     // 40: kvnode.replica.v1.RangeHashesResponse
+	(*PartitionHashesResponse)(nil), // 41: kvnode.replica.v1.PartitionHashesResponse
+	(*FetchPartitionsResponse)(nil), // 42: kvnode.replica.v1.FetchPartitionsResponse
+	(*RemovedResponse)(nil),         // 43: kvnode.replica.v1.RemovedResponse
+	(*AnnounceResponse)(nil),        // 44: kvnode.replica.v1.AnnounceResponse
 }
 var file_replicapb_internode_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Request.mutate:type_name -> kvnode.replica.v1.MutateRequest
@@ -876,41 +984,47 @@ var file_replicapb_internode_proto_depIdxs = []int32{
 	10, // 8: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
 	11, // 9: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
 	12, // 10: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
-	13, // 11: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
-	14, // 12: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
-	15, // 13: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
-	16, // 14: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
-	17, // 15: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
-	18, // 16: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
-	19, // 17: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
-	20, // 18: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
-	21, // 19: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
-	22, // 20: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
-	23, // 21: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
-	24, // 22: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
-	25, // 23: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
-	26, // 24: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
-	27, // 25: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
-	28, // 26: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
-	29, // 27: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
-	30, // 28: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
-	31, // 29: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
-	32, // 30: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
-	33, // 31: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
-	34, // 32: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
-	35, // 33: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
-	36, // 34: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
-	37, // 35: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
-	38, // 36: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
-	0,  // 37: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
-	0,  // 38: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
-	1,  // 39: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
-	1,  // 40: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
-	39, // [39:41] is the sub-list for method output_type
-	37, // [37:39] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	13, // 11: kvnode.replica.v1.Request.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareRequest
+	14, // 12: kvnode.replica.v1.Request.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeRequest
+	15, // 13: kvnode.replica.v1.Request.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitRequest
+	16, // 14: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
+	17, // 15: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
+	18, // 16: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
+	19, // 17: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
+	20, // 18: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
+	21, // 19: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
+	22, // 20: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
+	23, // 21: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
+	24, // 22: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
+	25, // 23: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
+	26, // 24: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
+	27, // 25: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
+	28, // 26: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
+	29, // 27: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
+	30, // 28: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
+	31, // 29: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
+	32, // 30: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
+	33, // 31: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
+	34, // 32: kvnode.replica.v1.Response.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareResponse
+	35, // 33: kvnode.replica.v1.Response.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeResponse
+	36, // 34: kvnode.replica.v1.Response.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitResponse
+	37, // 35: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
+	38, // 36: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
+	39, // 37: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
+	40, // 38: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
+	41, // 39: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
+	42, // 40: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
+	43, // 41: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
+	44, // 42: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
+	0,  // 43: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
+	0,  // 44: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
+	1,  // 45: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
+	1,  // 46: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
+	45, // [45:47] is the sub-list for method output_type
+	43, // [43:45] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_replicapb_internode_proto_init() }
@@ -934,6 +1048,9 @@ func file_replicapb_internode_proto_init() {
 		(*Request_TopClients)(nil),
 		(*Request_SchemaPrepare)(nil),
 		(*Request_SchemaAccept)(nil),
+		(*Request_PaxosPrepare)(nil),
+		(*Request_PaxosPropose)(nil),
+		(*Request_PaxosCommit)(nil),
 		(*Request_Pull)(nil),
 		(*Request_Fetch)(nil),
 		(*Request_View)(nil),
@@ -954,6 +1071,9 @@ func file_replicapb_internode_proto_init() {
 		(*Response_TopClients)(nil),
 		(*Response_SchemaPrepare)(nil),
 		(*Response_SchemaAccept)(nil),
+		(*Response_PaxosPrepare)(nil),
+		(*Response_PaxosPropose)(nil),
+		(*Response_PaxosCommit)(nil),
 		(*Response_Pull)(nil),
 		(*Response_Fetch)(nil),
 		(*Response_View)(nil),

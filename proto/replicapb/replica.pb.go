@@ -3161,6 +3161,535 @@ func (x *RangeReadResponse) GetStopped() bool {
 	return false
 }
 
+// PaxosProposal is a value proposed for a partition: the ballot it was proposed at and the mutation.
+type PaxosProposal struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Ballot   *SchemaBallot          `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Mutation *Mutation              `protobuf:"bytes,2,opt,name=mutation,proto3" json:"mutation,omitempty"`
+	// The ballot the mutation was first proposed at, kept when a later proposer completes it at its own
+	// ballot, so that the first proposer can tell its mutation was chosen. Unset: ballot.
+	Origin        *SchemaBallot `protobuf:"bytes,3,opt,name=origin,proto3" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosProposal) Reset() {
+	*x = PaxosProposal{}
+	mi := &file_replica_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosProposal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosProposal) ProtoMessage() {}
+
+func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosProposal.ProtoReflect.Descriptor instead.
+func (*PaxosProposal) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *PaxosProposal) GetBallot() *SchemaBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosProposal) GetMutation() *Mutation {
+	if x != nil {
+		return x.Mutation
+	}
+	return nil
+}
+
+func (x *PaxosProposal) GetOrigin() *SchemaBallot {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+// PaxosPrepareRequest (kind paxos_prepare) asks a replica to promise ballot for the partition that read
+// names, and to return the partition's current rows (read) with its Paxos state. read.limiter carries the
+// limiter's draw on a statement's first prepare: a replica that rejects promises nothing and writes nothing.
+type PaxosPrepareRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Ballot *SchemaBallot          `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Read   *ReadRequest           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	// The limiter counts the prepare as a read (a SERIAL SELECT) rather than a write (a conditional write).
+	SerialRead    bool `protobuf:"varint,3,opt,name=serial_read,json=serialRead,proto3" json:"serial_read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosPrepareRequest) Reset() {
+	*x = PaxosPrepareRequest{}
+	mi := &file_replica_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosPrepareRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosPrepareRequest) ProtoMessage() {}
+
+func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosPrepareRequest.ProtoReflect.Descriptor instead.
+func (*PaxosPrepareRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *PaxosPrepareRequest) GetBallot() *SchemaBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosPrepareRequest) GetRead() *ReadRequest {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+func (x *PaxosPrepareRequest) GetSerialRead() bool {
+	if x != nil {
+		return x.SerialRead
+	}
+	return false
+}
+
+type PaxosPrepareResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Status      Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
+	RateLimited *RateLimited           `protobuf:"bytes,2,opt,name=rate_limited,json=rateLimited,proto3" json:"rate_limited,omitempty"`
+	Error       *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// Whether the replica promised the ballot. When it did not, highest is the ballot it promised instead.
+	Promised bool          `protobuf:"varint,4,opt,name=promised,proto3" json:"promised,omitempty"`
+	Highest  *SchemaBallot `protobuf:"bytes,5,opt,name=highest,proto3" json:"highest,omitempty"`
+	// When promised: the proposal the replica accepted most recently (unset: none) and the ballot of the
+	// proposal it committed most recently (unset: none). An accepted proposal newer than every committed
+	// ballot of a quorum is in progress: the next proposer completes it.
+	Accepted  *PaxosProposal `protobuf:"bytes,6,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Committed *SchemaBallot  `protobuf:"bytes,7,opt,name=committed,proto3" json:"committed,omitempty"`
+	// When promised: the partition's rows, as a read returns them.
+	Read *ReadResponse `protobuf:"bytes,8,opt,name=read,proto3" json:"read,omitempty"`
+	// When promised: the origin of the proposal committed last (see PaxosProposal.origin).
+	CommittedOrigin *SchemaBallot `protobuf:"bytes,9,opt,name=committed_origin,json=committedOrigin,proto3" json:"committed_origin,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PaxosPrepareResponse) Reset() {
+	*x = PaxosPrepareResponse{}
+	mi := &file_replica_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosPrepareResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosPrepareResponse) ProtoMessage() {}
+
+func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosPrepareResponse.ProtoReflect.Descriptor instead.
+func (*PaxosPrepareResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *PaxosPrepareResponse) GetStatus() Status {
+	if x != nil {
+		return x.Status
+	}
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *PaxosPrepareResponse) GetRateLimited() *RateLimited {
+	if x != nil {
+		return x.RateLimited
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetPromised() bool {
+	if x != nil {
+		return x.Promised
+	}
+	return false
+}
+
+func (x *PaxosPrepareResponse) GetHighest() *SchemaBallot {
+	if x != nil {
+		return x.Highest
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetAccepted() *PaxosProposal {
+	if x != nil {
+		return x.Accepted
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetCommitted() *SchemaBallot {
+	if x != nil {
+		return x.Committed
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetRead() *ReadResponse {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetCommittedOrigin() *SchemaBallot {
+	if x != nil {
+		return x.CommittedOrigin
+	}
+	return nil
+}
+
+// PaxosProposeRequest (kind paxos_propose) asks a replica to accept proposal unless it promised a higher ballot.
+type PaxosProposeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Proposal      *PaxosProposal         `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosProposeRequest) Reset() {
+	*x = PaxosProposeRequest{}
+	mi := &file_replica_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosProposeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosProposeRequest) ProtoMessage() {}
+
+func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosProposeRequest.ProtoReflect.Descriptor instead.
+func (*PaxosProposeRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *PaxosProposeRequest) GetProposal() *PaxosProposal {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+type PaxosProposeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Accepted      bool                   `protobuf:"varint,4,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Highest       *SchemaBallot          `protobuf:"bytes,5,opt,name=highest,proto3" json:"highest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosProposeResponse) Reset() {
+	*x = PaxosProposeResponse{}
+	mi := &file_replica_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosProposeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosProposeResponse) ProtoMessage() {}
+
+func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosProposeResponse.ProtoReflect.Descriptor instead.
+func (*PaxosProposeResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *PaxosProposeResponse) GetStatus() Status {
+	if x != nil {
+		return x.Status
+	}
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *PaxosProposeResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *PaxosProposeResponse) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *PaxosProposeResponse) GetHighest() *SchemaBallot {
+	if x != nil {
+		return x.Highest
+	}
+	return nil
+}
+
+// PaxosCommitRequest (kind paxos_commit) applies a chosen proposal's mutation and records its ballot as committed.
+type PaxosCommitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Proposal      *PaxosProposal         `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosCommitRequest) Reset() {
+	*x = PaxosCommitRequest{}
+	mi := &file_replica_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosCommitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosCommitRequest) ProtoMessage() {}
+
+func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosCommitRequest.ProtoReflect.Descriptor instead.
+func (*PaxosCommitRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *PaxosCommitRequest) GetProposal() *PaxosProposal {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+type PaxosCommitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosCommitResponse) Reset() {
+	*x = PaxosCommitResponse{}
+	mi := &file_replica_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosCommitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosCommitResponse) ProtoMessage() {}
+
+func (x *PaxosCommitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosCommitResponse.ProtoReflect.Descriptor instead.
+func (*PaxosCommitResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *PaxosCommitResponse) GetStatus() Status {
+	if x != nil {
+		return x.Status
+	}
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *PaxosCommitResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// PaxosState is a replica's Paxos state of one partition, as stored.
+type PaxosState struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Promised  *SchemaBallot          `protobuf:"bytes,1,opt,name=promised,proto3" json:"promised,omitempty"`
+	Accepted  *PaxosProposal         `protobuf:"bytes,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Committed *SchemaBallot          `protobuf:"bytes,3,opt,name=committed,proto3" json:"committed,omitempty"`
+	// When the state last changed, on the replica's clock: gc removes state untouched for the grace period.
+	UpdatedUnixNanos int64         `protobuf:"varint,4,opt,name=updated_unix_nanos,json=updatedUnixNanos,proto3" json:"updated_unix_nanos,omitempty"`
+	CommittedOrigin  *SchemaBallot `protobuf:"bytes,5,opt,name=committed_origin,json=committedOrigin,proto3" json:"committed_origin,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PaxosState) Reset() {
+	*x = PaxosState{}
+	mi := &file_replica_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosState) ProtoMessage() {}
+
+func (x *PaxosState) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosState.ProtoReflect.Descriptor instead.
+func (*PaxosState) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *PaxosState) GetPromised() *SchemaBallot {
+	if x != nil {
+		return x.Promised
+	}
+	return nil
+}
+
+func (x *PaxosState) GetAccepted() *PaxosProposal {
+	if x != nil {
+		return x.Accepted
+	}
+	return nil
+}
+
+func (x *PaxosState) GetCommitted() *SchemaBallot {
+	if x != nil {
+		return x.Committed
+	}
+	return nil
+}
+
+func (x *PaxosState) GetUpdatedUnixNanos() int64 {
+	if x != nil {
+		return x.UpdatedUnixNanos
+	}
+	return 0
+}
+
+func (x *PaxosState) GetCommittedOrigin() *SchemaBallot {
+	if x != nil {
+		return x.CommittedOrigin
+	}
+	return nil
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -3390,7 +3919,45 @@ const file_replica_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\x03 \x03(\v2!.kvnode.replica.v1.RangePartitionR\n" +
 	"partitions\x12\x18\n" +
-	"\astopped\x18\x04 \x01(\bR\astopped*3\n" +
+	"\astopped\x18\x04 \x01(\bR\astopped\"\xba\x01\n" +
+	"\rPaxosProposal\x127\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06ballot\x127\n" +
+	"\bmutation\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutation\x127\n" +
+	"\x06origin\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06origin\"\xa3\x01\n" +
+	"\x13PaxosPrepareRequest\x127\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x06ballot\x122\n" +
+	"\x04read\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.ReadRequestR\x04read\x12\x1f\n" +
+	"\vserial_read\x18\x03 \x01(\bR\n" +
+	"serialRead\"\x91\x04\n" +
+	"\x14PaxosPrepareResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
+	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12\x1a\n" +
+	"\bpromised\x18\x04 \x01(\bR\bpromised\x129\n" +
+	"\ahighest\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\ahighest\x12<\n" +
+	"\baccepted\x18\x06 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\baccepted\x12=\n" +
+	"\tcommitted\x18\a \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\tcommitted\x123\n" +
+	"\x04read\x18\b \x01(\v2\x1f.kvnode.replica.v1.ReadResponseR\x04read\x12J\n" +
+	"\x10committed_origin\x18\t \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x0fcommittedOrigin\"S\n" +
+	"\x13PaxosProposeRequest\x12<\n" +
+	"\bproposal\x18\x01 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\bproposal\"\xd0\x01\n" +
+	"\x14PaxosProposeResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12\x1a\n" +
+	"\baccepted\x18\x04 \x01(\bR\baccepted\x129\n" +
+	"\ahighest\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\ahighest\"R\n" +
+	"\x12PaxosCommitRequest\x12<\n" +
+	"\bproposal\x18\x01 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\bproposal\"x\n" +
+	"\x13PaxosCommitResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\"\xc0\x02\n" +
+	"\n" +
+	"PaxosState\x12;\n" +
+	"\bpromised\x18\x01 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\bpromised\x12<\n" +
+	"\baccepted\x18\x02 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\baccepted\x12=\n" +
+	"\tcommitted\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\tcommitted\x12,\n" +
+	"\x12updated_unix_nanos\x18\x04 \x01(\x03R\x10updatedUnixNanos\x12J\n" +
+	"\x10committed_origin\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x0fcommittedOrigin*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -3414,7 +3981,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -3463,6 +4030,14 @@ var file_replica_proto_goTypes = []any{
 	(*RangeReadRequest)(nil),      // 44: kvnode.replica.v1.RangeReadRequest
 	(*RangePartition)(nil),        // 45: kvnode.replica.v1.RangePartition
 	(*RangeReadResponse)(nil),     // 46: kvnode.replica.v1.RangeReadResponse
+	(*PaxosProposal)(nil),         // 47: kvnode.replica.v1.PaxosProposal
+	(*PaxosPrepareRequest)(nil),   // 48: kvnode.replica.v1.PaxosPrepareRequest
+	(*PaxosPrepareResponse)(nil),  // 49: kvnode.replica.v1.PaxosPrepareResponse
+	(*PaxosProposeRequest)(nil),   // 50: kvnode.replica.v1.PaxosProposeRequest
+	(*PaxosProposeResponse)(nil),  // 51: kvnode.replica.v1.PaxosProposeResponse
+	(*PaxosCommitRequest)(nil),    // 52: kvnode.replica.v1.PaxosCommitRequest
+	(*PaxosCommitResponse)(nil),   // 53: kvnode.replica.v1.PaxosCommitResponse
+	(*PaxosState)(nil),            // 54: kvnode.replica.v1.PaxosState
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -3516,11 +4091,35 @@ var file_replica_proto_depIdxs = []int32{
 	1,  // 48: kvnode.replica.v1.RangeReadResponse.status:type_name -> kvnode.replica.v1.Status
 	6,  // 49: kvnode.replica.v1.RangeReadResponse.error:type_name -> kvnode.replica.v1.Error
 	45, // 50: kvnode.replica.v1.RangeReadResponse.partitions:type_name -> kvnode.replica.v1.RangePartition
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	36, // 51: kvnode.replica.v1.PaxosProposal.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	9,  // 52: kvnode.replica.v1.PaxosProposal.mutation:type_name -> kvnode.replica.v1.Mutation
+	36, // 53: kvnode.replica.v1.PaxosProposal.origin:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 54: kvnode.replica.v1.PaxosPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	17, // 55: kvnode.replica.v1.PaxosPrepareRequest.read:type_name -> kvnode.replica.v1.ReadRequest
+	1,  // 56: kvnode.replica.v1.PaxosPrepareResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 57: kvnode.replica.v1.PaxosPrepareResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 58: kvnode.replica.v1.PaxosPrepareResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 59: kvnode.replica.v1.PaxosPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 60: kvnode.replica.v1.PaxosPrepareResponse.accepted:type_name -> kvnode.replica.v1.PaxosProposal
+	36, // 61: kvnode.replica.v1.PaxosPrepareResponse.committed:type_name -> kvnode.replica.v1.SchemaBallot
+	18, // 62: kvnode.replica.v1.PaxosPrepareResponse.read:type_name -> kvnode.replica.v1.ReadResponse
+	36, // 63: kvnode.replica.v1.PaxosPrepareResponse.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 64: kvnode.replica.v1.PaxosProposeRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
+	1,  // 65: kvnode.replica.v1.PaxosProposeResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 66: kvnode.replica.v1.PaxosProposeResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 67: kvnode.replica.v1.PaxosProposeResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 68: kvnode.replica.v1.PaxosCommitRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
+	1,  // 69: kvnode.replica.v1.PaxosCommitResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 70: kvnode.replica.v1.PaxosCommitResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 71: kvnode.replica.v1.PaxosState.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 72: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
+	36, // 73: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 74: kvnode.replica.v1.PaxosState.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
+	75, // [75:75] is the sub-list for method output_type
+	75, // [75:75] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -3538,7 +4137,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   43,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -88,6 +88,9 @@ func prepareOp(ctx context.Context, e *shell.Executor, op *Op) (cql.Statement, *
 
 // domainCL is cl as the domain API spells it.
 func domainCL(cl client.Consistency) coordinator.Consistency {
+	if cl == client.Serial || cl == client.LocalSerial {
+		return coordinator.Serial
+	}
 	c, err := coordinator.ParseConsistency(cl.String())
 	if err != nil {
 		return coordinator.One // client.Default: the server's default

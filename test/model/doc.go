@@ -2,7 +2,8 @@
 // DELETE (cells, a row, a clustering range, a partition) and SELECT (a row, a partition, a
 // clustering range, LIMIT, ORDER BY, IN over 2 or 3 partitions: their rows in token order,
 // each partition's checked as a read of it alone), with and without USING TIMESTAMP, sent through random
-// coordinators at random consistency levels (ONE, QUORUM, ALL), over every table shape (no
+// coordinators at random consistency levels (ONE, QUORUM, ALL; reads also SERIAL and
+// LOCAL_SERIAL, which read at QUORUM after a Paxos prepare), over every table shape (no
 // clustering column, one or two, ascending or descending, composite partition keys) and every
 // column type, and checked against a reference model: last-write-wins over the same history,
 // with package cell's rules for ties.

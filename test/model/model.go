@@ -74,7 +74,7 @@ func blockFor(cl client.Consistency, rf int) int {
 	switch cl {
 	case client.One:
 		return 1
-	case client.Quorum:
+	case client.Quorum, client.Serial, client.LocalSerial: // a SERIAL read reads at QUORUM after its prepare
 		return rf/2 + 1
 	}
 	return rf

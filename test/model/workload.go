@@ -379,6 +379,14 @@ func (w *Workload) Next() *Op {
 			}
 		}
 		op.SelColl = t.Coll != NoColl && r.IntN(4) != 0
+		// One read in five at SERIAL or LOCAL_SERIAL (a Paxos prepare, then QUORUM), chosen
+		// from the sequence number so that the seeds' histories stay what they were.
+		switch op.Seq % 10 {
+		case 2:
+			op.CL = client.Serial
+		case 7:
+			op.CL = client.LocalSerial
+		}
 	}
 	switch {
 	case op.Kind.IsWrite() && t.ClientTimestamps:

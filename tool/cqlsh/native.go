@@ -342,6 +342,10 @@ func wireConsistency(cl client.Consistency) (cqlwire.Consistency, error) {
 		return cqlwire.Three, nil
 	case client.EachQuorum:
 		return cqlwire.EachQuorum, nil
+	case client.Serial:
+		return cqlwire.Serial, nil
+	case client.LocalSerial:
+		return cqlwire.LocalSerial, nil
 	}
 	return 0, fmt.Errorf("cql: consistency %v has no native protocol level", cl)
 }

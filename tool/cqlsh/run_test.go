@@ -171,7 +171,7 @@ func TestConsistencyCommand(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ cmd, wantErr string }{
-		{"CONSISTENCY ANY", `ShellError: CONSISTENCY: unknown consistency level "ANY" (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)`},
+		{"CONSISTENCY ANY", `ShellError: CONSISTENCY: unknown consistency level "ANY" (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)`},
 		{"CONSISTENCY ONE ALL", `ShellError: CONSISTENCY takes at most one level, got "ONE ALL"`},
 	} {
 		f := startNode(t)
@@ -312,7 +312,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--bogus"}, "cql: flag provided but not defined: -bogus (kvnode cql --help lists the flags)"},
 		{[]string{"-e", "SELECT 1", "-f", file}, "cql: -e and -f cannot be used together"},
 		{[]string{"-e", "  "}, "cql: -e needs a statement"},
-		{[]string{"--consistency", "ANY"}, `cql: --consistency: unknown consistency level "ANY" (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)`},
+		{[]string{"--consistency", "ANY"}, `cql: --consistency: unknown consistency level "ANY" (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)`},
 		{[]string{"--timeout", "0s"}, "cql: --timeout must be positive, got 0s"},
 		{[]string{"--timeout", "soon"}, `cql: invalid value "soon" for flag -timeout: parse error (kvnode cql --help lists the flags)`},
 		{[]string{"--wait", "-1s"}, "cql: --wait must not be negative, got -1s"},

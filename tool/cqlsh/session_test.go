@@ -67,7 +67,7 @@ func TestInteractiveErrorsDoNotEndTheSession(t *testing.T) {
 		t.Errorf("the node received %q, want %q", got, want)
 	}
 	wantErr := "InvalidRequest: 1:10: expected FROM, found 'FORM'\n" +
-		`ShellError: CONSISTENCY: unknown consistency level "SOME" (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM)` + "\n"
+		`ShellError: CONSISTENCY: unknown consistency level "SOME" (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)` + "\n"
 	if errOut.String() != wantErr {
 		t.Errorf("stderr = %q, want %q (no source prefix at the terminal)", errOut, wantErr)
 	}

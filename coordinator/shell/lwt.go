@@ -1,0 +1,765 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvnode/kvnode/cell"
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/partitioner"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Lightweight transactions: conditional INSERT, UPDATE and DELETE, and SERIAL reads, by Paxos
+// over the partition's replicas in the shape of Cassandra 4.1's Paxos v2 (docs/consistency.md).
+// One round is a prepare (which carries the read the condition needs and returns each
+// replica's Paxos state), a propose and a commit: two round trips before the commit, three
+// with it. A proposal a prepare finds in progress is completed (proposed again at the new
+// ballot and committed) before anything else, so a proposer never decides on a read that misses
+// a value Paxos chose.
+
+// PaxosTransport sends the Paxos exchanges of lightweight transactions. The node's Transport
+// implements it; a Transport that does not (some tests' fakes) makes conditional statements
+// and SERIAL reads fail with an internal error.
+type PaxosTransport interface {
+	PaxosPrepare(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosPrepareRequest) (*replicapb.PaxosPrepareResponse, error)
+	PaxosPropose(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosProposeRequest) (*replicapb.PaxosProposeResponse, error)
+	PaxosCommit(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error)
+}
+
+// lwtState is the executor's part of lightweight transactions: its ballot clock and counters.
+type lwtState struct {
+	mu   sync.Mutex
+	last int64 // the counter of the last ballot this coordinator made
+	// rounds counts Paxos rounds begun (prepares sent), rejected the statements a rate limit
+	// rejected before any round (by this coordinator or on the prepare), contended the rounds
+	// lost to a competing ballot.
+	rounds, rejected, contended atomic.Uint64
+	// skipCompletion is a bug the tests inject (BreakLWTCompletion): proposals in progress
+	// are ignored.
+	skipCompletion bool
+}
+
+// LWTStats are a coordinator's counts of lightweight transactions.
+type LWTStats struct {
+	// Rounds counts Paxos rounds begun: the prepares of conditional statements and SERIAL reads,
+	// retries included.
+	Rounds uint64
+	// RateLimited counts statements the rate limiter rejected before any promise.
+	RateLimited uint64
+	// Contended counts rounds lost to a competing proposer (then retried after a backoff).
+	Contended uint64
+}
+
+// LWTStats returns the executor's counts of lightweight transactions since it started.
+func (e *Executor) LWTStats() LWTStats {
+	return LWTStats{Rounds: e.lwt.rounds.Load(), RateLimited: e.lwt.rejected.Load(), Contended: e.lwt.contended.Load()}
+}
+
+// nextBallot returns a ballot above every one this coordinator made and above seen.
+func (e *Executor) nextBallot(seen int64) coordinator.Ballot {
+	e.lwt.mu.Lock()
+	defer e.lwt.mu.Unlock()
+	e.lwt.last = coordinator.NextBallotMicros(e.now().UnixMicro(), e.lwt.last, seen)
+	return coordinator.Ballot{Micros: e.lwt.last, Node: string(e.localID)}
+}
+
+func ballotProto(b coordinator.Ballot) *replicapb.SchemaBallot {
+	return &replicapb.SchemaBallot{Counter: b.Micros, Node: b.Node}
+}
+
+func ballotOf(b *replicapb.SchemaBallot) coordinator.Ballot {
+	if b == nil {
+		return coordinator.Ballot{}
+	}
+	return coordinator.Ballot{Micros: b.Counter, Node: b.Node}
+}
+
+// casPartition is the partition a lightweight transaction runs on, and how.
+type casPartition struct {
+	t     *schema.Table
+	token int64
+	pk    [][]byte
+	// read is the read folded into the prepare: the rows the condition or the SERIAL read needs.
+	read *replicapb.ReadRequest
+	// serialRead: the statement is a SERIAL read, counted as one read of the partition; else a
+	// conditional write, counted as one write.
+	serialRead bool
+	// commitCL is the level the commit waits for.
+	commitCL coordinator.Consistency
+}
+
+// casDecision is what a conditional statement makes of the partition's current rows: the
+// mutation to propose (nil: the condition does not hold, nothing is written) and the result.
+type casDecision func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error)
+
+// casParticipants returns the replicas a round of the partition talks to: the live natural
+// replicas and the pending ones, and how many promises or acceptances make a quorum: a
+// majority of the natural replicas plus every pending one (as Cassandra counts them), so that
+// quorums before and after a range moves intersect.
+func (e *Executor) casParticipants(token int64, rf schema.Replication) (live []coordinator.NodeID, required, natural int, err error) {
+	var replicaBuf [8]coordinator.Replica
+	var pendingBuf [8]coordinator.NodeID
+	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
+	if len(replicas) == 0 {
+		return nil, 0, 0, &coordinator.UnavailableError{Consistency: coordinator.Serial, Live: 0, Required: 1}
+	}
+	required = len(replicas)/2 + 1 + len(pending)
+	for _, r := range replicas {
+		if !r.Down {
+			live = append(live, r.ID)
+		}
+	}
+	natural = len(live)
+	for _, id := range pending {
+		if id == e.localID || e.ring.IsLive(id) {
+			live = append(live, id)
+		}
+	}
+	if len(live) < required {
+		return nil, 0, 0, &coordinator.UnavailableError{Consistency: coordinator.Serial, Live: len(live), Required: required}
+	}
+	return live, required, natural, nil
+}
+
+// prepared is one replica's answer to a prepare.
+type prepared struct {
+	from coordinator.NodeID
+	resp *replicapb.PaxosPrepareResponse
+	err  error
+}
+
+// fanOut calls call for each of to concurrently and hands the answers to take in arrival order
+// until take returns true, every call answered, or ctx ends. It returns once every call it
+// started has returned: the calls left running are canceled.
+func fanOut[T any](ctx context.Context, to []coordinator.NodeID, call func(ctx context.Context, id coordinator.NodeID) T, take func(T) bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	answers := make(chan T, len(to))
+	for _, id := range to {
+		wg.Go(func() { answers <- call(ctx, id) })
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for range to {
+		select {
+		case a := <-answers:
+			if take(a) {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// casTimeout is the error of a lightweight transaction that ran out of time: a write timeout
+// with the CAS write type (or a read timeout for a SERIAL read), acks the acceptances (or
+// promises) received of required.
+func casTimeout(serialRead bool, acks, required int) error {
+	if serialRead {
+		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: coordinator.Serial, Received: acks, Required: required}
+	}
+	return &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: acks, Required: required, CAS: true}
+}
+
+// runCAS runs Paxos rounds on the partition until one decides: it returns the rows the
+// decision was made on, and whether decide's mutation was chosen and committed (applied). A
+// SERIAL read passes a decide that returns nil. The rate limiter decides once, before the first
+// prepare: on this node's counter when it is a replica (the prepares then only account), else
+// on the prepare at each replica with one draw; a rejection ends the statement with the
+// rate-limit error and no round follows.
+func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replication, dl time.Time, decide casDecision) ([]coordinator.ClusteredRow, bool, error) {
+	pt, ok := e.transport.(PaxosTransport)
+	if !ok {
+		return nil, false, errors.New("coordinator: the transport does not carry lightweight transactions")
+	}
+	if fr, ok := e.ring.(FormatRing); ok {
+		if older := fr.BelowFormat(schema.FormatLWT); len(older) > 0 {
+			ids := make([]string, len(older))
+			for i, id := range older {
+				ids[i] = string(id)
+			}
+			return nil, false, &coordinator.InvalidError{Err: fmt.Errorf("lightweight transactions need every node on data format %d or later, and nodes %s still run a release of an older format, which does not take part in Paxos rounds; finish the rolling upgrade first (docs/operations.md, Upgrading)",
+				schema.FormatLWT, strings.Join(ids, ", "))}
+		}
+	}
+	live, required, natural, err := e.casParticipants(p.token, rf)
+	if err != nil {
+		return nil, false, err
+	}
+	op := coordinator.OpWrite
+	if p.serialRead {
+		op = coordinator.OpRead
+	}
+	// The limiter's one decision.
+	limit := p.t.Limit(op)
+	var lim *replicapb.Limiter // the first prepare's, for the replicas
+	if limit > 0 {
+		draw, stamp := e.draw(), e.now()
+		self := e.local != nil && slices.Contains(live[:natural], e.localID)
+		if self {
+			d, err := e.local.Check(p.t.ID, p.token, op, draw, stamp)
+			if err != nil {
+				return nil, false, fmt.Errorf("coordinator: local limiter check: %w", err)
+			}
+			if !d.Admitted {
+				e.lwt.rejected.Add(1)
+				rl := coordinator.RateLimited{Op: op, RejectedBy: coordinator.RejectedByCoordinator, Limit: limit, Count: d.Count, RetryAfter: d.RetryAfter}
+				return nil, false, e.outcomeErr(rl, p.t)
+			}
+			lim = &replicapb.Limiter{Mode: replicapb.Limiter_ACCOUNT_ONLY, StampUnixNanos: stampNanos(stamp)}
+		} else {
+			lim = &replicapb.Limiter{Mode: replicapb.Limiter_ACCOUNT_AND_ENFORCE, Draw: draw, StampUnixNanos: stampNanos(stamp)}
+		}
+	}
+	var (
+		seen    int64
+		mine    []coordinator.Ballot // the ballots this statement proposed its own mutation at
+		attempt int
+		// uncertain: one of mine was accepted by some replicas but not a quorum, so a later
+		// proposer may still choose it. From then on the statement ends applied (when it finds
+		// its mutation chosen) or timed out, never not applied: Cassandra's rule too.
+		uncertain bool
+	)
+	isMine := func(b coordinator.Ballot) bool {
+		return slices.ContainsFunc(mine, func(m coordinator.Ballot) bool { return m.Compare(b) == 0 })
+	}
+	lost := func() error {
+		attempt++
+		e.lwt.contended.Add(1)
+		return e.backoff(ctx, attempt, dl, p.serialRead, required)
+	}
+	for {
+		if !e.now().Before(dl) {
+			return nil, false, casTimeout(p.serialRead, 0, required)
+		}
+		b := e.nextBallot(seen)
+		e.lwt.rounds.Add(1)
+		first := lim
+		lim = nil // retries are not counted again
+		promises, rows, rejected, highest, perr := e.prepareRound(ctx, pt, p, live, natural, required, b, first, dl)
+		if rejected != nil {
+			e.lwt.rejected.Add(1)
+			return nil, false, e.outcomeErr(*rejected, p.t)
+		}
+		if perr != nil {
+			return nil, false, perr
+		}
+		if promises == nil { // outvoted
+			seen = max(seen, highest)
+			if err := lost(); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		if m := max(promises.maxMicros(), promises.maxWritten); m >= b.Micros && !p.serialRead {
+			// A ballot of the same microsecond from another node is below b but would write
+			// cells at the same timestamp, which last-write-wins cannot order; and what the
+			// read returned must not shadow this round's write (a plain write stamped ahead):
+			// take a ballot of a later microsecond.
+			seen = max(seen, m)
+			continue
+		}
+		if len(mine) > 0 && isMine(promises.lastCommittedOrigin()) {
+			return nil, true, nil // an earlier round's own mutation, chosen and committed
+		}
+		if i, ok := coordinator.InProgress(promises.states); ok && !e.lwt.skipCompletion {
+			acc := promises.accepted[i]
+			origin := ballotOf(acc.GetOrigin())
+			if origin.IsZero() {
+				origin = ballotOf(acc.GetBallot())
+			}
+			done, _, err := e.proposeAndCommit(ctx, pt, p, live, required, b, origin, acc.GetMutation(), dl)
+			if err != nil {
+				return nil, false, err
+			}
+			if done && isMine(origin) {
+				return nil, true, nil // an earlier round's own mutation, completed now
+			}
+			if !done {
+				if err := lost(); err != nil {
+					return nil, false, err
+				}
+			}
+			continue // prepare again at a new ballot, on the completed state
+		}
+		if uncertain {
+			return nil, false, casTimeout(p.serialRead, 0, required)
+		}
+		m, err := decide(rows, b)
+		if err != nil {
+			return nil, false, err
+		}
+		if m == nil {
+			return rows, false, nil
+		}
+		mine = append(mine, b)
+		done, accepted, err := e.proposeAndCommit(ctx, pt, p, live, required, b, b, m, dl)
+		if err != nil {
+			return nil, false, err
+		}
+		if done {
+			return rows, true, nil
+		}
+		uncertain = uncertain || accepted > 0
+		if err := lost(); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// backoff waits before the next round after attempt lost ones, or returns the timeout when the
+// deadline comes first.
+func (e *Executor) backoff(ctx context.Context, attempt int, dl time.Time, serialRead bool, required int) error {
+	d := coordinator.ContentionBackoff(attempt, e.draw())
+	if e.now().Add(d).After(dl) {
+		return casTimeout(serialRead, 0, required)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// promiseSet is a quorum's promises: each replica's Paxos state and accepted proposal.
+type promiseSet struct {
+	states   []coordinator.Promise
+	accepted []*replicapb.PaxosProposal
+	origins  []coordinator.Ballot // of each promise's last committed proposal
+	// maxWritten is the newest write timestamp in the promises' reads (cells, markers,
+	// tombstones).
+	maxWritten int64
+}
+
+// maxTimestamp returns the newest write timestamp in a read's answer.
+func maxTimestamp(r *replicapb.ReadResponse) int64 {
+	m := r.GetPartitionDeletion()
+	for _, rt := range r.GetRangeTombstones() {
+		m = max(m, rt.GetTimestamp())
+	}
+	for _, row := range r.GetRows() {
+		m = max(m, row.GetMarker(), row.GetDeletion())
+		for _, c := range row.GetCells() {
+			m = max(m, c.GetTimestamp())
+		}
+	}
+	return m
+}
+
+// maxMicros returns the highest ballot counter among the promises' accepted and committed ballots.
+func (ps *promiseSet) maxMicros() int64 {
+	var m int64
+	for _, st := range ps.states {
+		m = max(m, st.Accepted.Micros, st.Committed.Micros)
+	}
+	return m
+}
+
+// lastCommittedOrigin returns the origin of the newest committed proposal the promises report.
+func (ps *promiseSet) lastCommittedOrigin() coordinator.Ballot {
+	var last, origin coordinator.Ballot
+	for i, st := range ps.states {
+		if st.Committed.Compare(last) > 0 {
+			last, origin = st.Committed, ps.origins[i]
+		}
+	}
+	return origin
+}
+
+// prepareRound sends a prepare at ballot b to live and waits for required promises. It returns
+// the promises and the partition's rows reconciled over them; nil promises when a competing
+// ballot outvoted b (highest is the highest ballot counter seen); rejected when the limiter's
+// rejections (lim, the first round's) made the quorum unreachable.
+func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, natural, required int, b coordinator.Ballot, lim *replicapb.Limiter, dl time.Time) (*promiseSet, []coordinator.ClusteredRow, *coordinator.RateLimited, int64, error) {
+	callCtx, cancel := context.WithTimeout(ctx, dl.Sub(e.now())) // dl is on the executor's clock
+	defer cancel()
+	var (
+		ps                          promiseSet
+		reads                       []prepared
+		refused, failed, rateLimits int
+		highest                     int64
+		rl                          coordinator.RateLimited
+		firstErr                    error
+	)
+	n := len(live)
+	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) prepared {
+		base := p.read // the replicas share the read's slices, read-only
+		rd := replicapb.ReadRequest{TableId: base.TableId, PartitionKey: base.PartitionKey, Token: base.Token, Filter: base.Filter, Limit: base.Limit}
+		if lim != nil && (id != e.localID || lim.Mode != replicapb.Limiter_ACCOUNT_ONLY) && slices.Index(live, id) < natural {
+			rd.Limiter = lim
+		} else {
+			rd.Limiter = nil
+		}
+		resp, err := pt.PaxosPrepare(ctx, id, &replicapb.PaxosPrepareRequest{Ballot: ballotProto(b), Read: &rd, SerialRead: p.serialRead})
+		return prepared{from: id, resp: resp, err: err}
+	}, func(a prepared) bool {
+		switch {
+		case a.err != nil:
+			failed++
+			firstErr = cmpErr(firstErr, transportError(a.from, a.err))
+		case a.resp.GetStatus() == replicapb.Status_STATUS_RATE_LIMITED:
+			rateLimits++
+			r := a.resp.GetRateLimited()
+			rl.Count = max(rl.Count, r.GetCount())
+			rl.RetryAfter = max(rl.RetryAfter, time.Duration(r.GetRetryAfterMillis())*time.Millisecond)
+		case a.resp.GetStatus() != replicapb.Status_STATUS_OK:
+			failed++
+			firstErr = cmpErr(firstErr, &coordinator.ReplicaError{Replica: a.from, Code: replicaErrorCode(a.resp.GetError().GetCode()), Message: a.resp.GetError().GetMessage()})
+		case !a.resp.GetPromised():
+			refused++
+			highest = max(highest, a.resp.GetHighest().GetCounter())
+		default:
+			ps.states = append(ps.states, coordinator.Promise{From: a.from, Accepted: ballotOf(a.resp.GetAccepted().GetBallot()), Committed: ballotOf(a.resp.GetCommitted())})
+			ps.accepted = append(ps.accepted, a.resp.GetAccepted())
+			ps.origins = append(ps.origins, ballotOf(a.resp.GetCommittedOrigin()))
+			ps.maxWritten = max(ps.maxWritten, maxTimestamp(a.resp.GetRead()))
+			reads = append(reads, a)
+		}
+		return len(ps.states) >= required || refused+failed+rateLimits > n-required
+	})
+	switch {
+	case len(ps.states) >= required:
+	case rateLimits > 0 && rateLimits+failed > n-required:
+		rl.Op, rl.RejectedBy, rl.Limit = coordinator.OpWrite, coordinator.RejectedByReplicas, p.t.Limit(coordinator.OpWrite)
+		if p.serialRead {
+			rl.Op, rl.Limit = coordinator.OpRead, p.t.Limit(coordinator.OpRead)
+		}
+		return nil, nil, &rl, 0, nil
+	case refused > 0:
+		return nil, nil, nil, highest, nil
+	case failed > n-required:
+		return nil, nil, nil, 0, &coordinator.FailureError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: len(ps.states), Required: required, Failures: failed, Err: firstErr}
+	default:
+		if err := ctx.Err(); err != nil {
+			return nil, nil, nil, 0, err
+		}
+		return nil, nil, nil, 0, casTimeout(p.serialRead, len(ps.states), required)
+	}
+	if p.serialRead {
+		return &ps, nil, nil, 0, nil // the read follows the prepare (executeSerialSelect)
+	}
+	m := coordinator.NewMerger(p.t, 0, false, e.now().Unix())
+	for _, r := range reads {
+		if err := addAnswer(m, p.t, coordinator.Response{From: r.from, Payload: r.resp.GetRead()}, 0); err != nil {
+			return nil, nil, nil, 0, err
+		}
+	}
+	if need := m.Merge(); len(need) > 0 {
+		return nil, nil, nil, 0, fmt.Errorf("coordinator: lightweight transaction's read of %s stopped early at a replica", p.t.QualifiedName())
+	}
+	return &ps, m.Result().Rows, nil, 0, nil
+}
+
+// cmpErr keeps the first error.
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// proposeAndCommit proposes m, first proposed at origin, at ballot b and, once required
+// replicas accepted it, commits it at p.commitCL. done is false when a competing ballot kept it
+// from a quorum (the round is lost; the accepted replicas, when there are some, hold it for a
+// later proposer to complete or supersede).
+func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, required int, b, origin coordinator.Ballot, m *replicapb.Mutation, dl time.Time) (done bool, acceptedBy int, err error) {
+	callCtx, cancel := context.WithTimeout(ctx, dl.Sub(e.now())) // dl is on the executor's clock
+	defer cancel()
+	prop := &replicapb.PaxosProposal{Ballot: ballotProto(b), Mutation: m, Origin: ballotProto(origin)}
+	n := len(live)
+	var accepted, refused, failed int
+	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
+		resp, err := pt.PaxosPropose(ctx, id, &replicapb.PaxosProposeRequest{Proposal: prop})
+		if err != nil {
+			return nil
+		}
+		return resp
+	}, func(r *replicapb.PaxosProposeResponse) bool {
+		switch {
+		case r == nil || r.GetStatus() != replicapb.Status_STATUS_OK:
+			failed++
+		case r.GetAccepted():
+			accepted++
+		default:
+			refused++
+		}
+		// A lost proposal waits for every answer: a replica that has not answered may have
+		// accepted it, which the proposer must know (runCAS: uncertain).
+		return accepted >= required
+	})
+	if accepted < required {
+		if refused > 0 && failed == 0 && refused+accepted == n && ctx.Err() == nil && e.now().Before(dl) {
+			return false, accepted, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, accepted, err
+		}
+		return false, accepted, casTimeout(p.serialRead, accepted, required)
+	}
+	// Chosen. The commit applies it; the statement waits for the commit level's acks.
+	need := coordinator.BlockFor(p.commitCL, n)
+	if p.commitCL == coordinator.Quorum || p.commitCL == coordinator.Serial {
+		need = required
+	}
+	acks, err := e.commitAll(ctx, pt, live, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
+	if err != nil {
+		return false, accepted, err
+	}
+	if acks < need {
+		if err := ctx.Err(); err != nil {
+			return false, accepted, err
+		}
+		return false, accepted, casTimeout(p.serialRead, acks, need)
+	}
+	return true, accepted, nil
+}
+
+// commitAll sends commit to every replica of live and returns once need of them applied it, or
+// every one answered. The calls run detached from the client, as a write's do (a commit must
+// reach every replica it can), bounded by dl and by Close; the executor owns them (await's
+// flights).
+func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
+	rpcCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.Sub(e.now()))
+	f := &flight{cancel: cancel}
+	f.pending.Store(1)
+	if !e.register(f) {
+		cancel()
+		return 0, coordinator.ErrClosed
+	}
+	defer e.release(f)
+	answers := make(chan bool, len(live))
+	for _, id := range live {
+		if !e.extend(f) {
+			return 0, coordinator.ErrClosed
+		}
+		go func() {
+			defer e.wg.Done()
+			defer e.release(f)
+			resp, err := pt.PaxosCommit(rpcCtx, id, commit)
+			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK
+		}()
+	}
+	acks := 0
+	for range live {
+		select {
+		case ok := <-answers:
+			if ok {
+				acks++
+			}
+			if acks >= need {
+				return acks, nil
+			}
+		case <-ctx.Done():
+			return acks, ctx.Err()
+		case <-rpcCtx.Done():
+			return acks, nil // the deadline: the caller reports the timeout
+		}
+	}
+	return acks, nil
+}
+
+// executeConditional runs a conditional INSERT, UPDATE or DELETE (a lightweight transaction) at
+// commit consistency cl and answers Cassandra's result: the [applied] column, and when not
+// applied the current values (every column of the existing row for IF NOT EXISTS, the
+// condition columns for IF conditions) when the row exists.
+func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+	if cl == coordinator.Serial {
+		return nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is not supported as conditional update commit consistency; use ONE, QUORUM or ALL (the Paxos round itself always runs at SERIAL)")}
+	}
+	s := e.schema.Schema()
+	now := e.now()
+	w, err := s.BindWriteAt(st, keyspace, req.Values, now)
+	if err != nil {
+		return nil, coordinator.Result{}, invalid(st, err)
+	}
+	t := w.Table
+	if w.HasTimestamp { // the Paxos round picks the timestamp: its ballot's
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("Cannot provide custom timestamp for conditional updates")}
+	}
+	conds, err := s.BindConditions(st, t, req.Values)
+	if err != nil {
+		return t, coordinator.Result{}, invalid(st, err)
+	}
+	if !w.Clustering.IsRow(t) {
+		return t, coordinator.Result{}, &coordinator.InvalidError{Pos: cql.ConditionsOf(st).IfPos, Err: errors.New("a conditional statement must restrict every PRIMARY KEY column with = (it reads and writes one row)")}
+	}
+	if err := e.checkFormat(st, w); err != nil {
+		return t, coordinator.Result{}, err
+	}
+	if err := refuseListReads(w, st.Pos(), "in a conditional statement"); err != nil {
+		return t, coordinator.Result{}, err
+	}
+	if err := checkWriteSize(w, st.Pos(), e.maxMutation); err != nil {
+		return t, coordinator.Result{}, err
+	}
+	rf, err := replicationFactor(s, t)
+	if err != nil {
+		return t, coordinator.Result{}, err
+	}
+	var res coordinator.Result
+	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpWrite, 1, &res.Warnings); err != nil {
+		return t, coordinator.Result{}, err
+	}
+	var keyBuf [64]byte
+	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
+	p := casPartition{
+		t: t, token: token, pk: w.PartitionKey, commitCL: cl,
+		read: &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: w.PartitionKey, Token: token},
+	}
+	if len(w.Clustering.Prefix) > 0 {
+		p.read.Filter = &replicapb.ClusteringFilter{Equal: w.Clustering.Prefix}
+	}
+	c := cql.ConditionsOf(st)
+	var current *coordinator.ClusteredRow
+	decide := func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error) {
+		current = nil
+		if len(rows) > 0 {
+			current = &rows[0]
+		}
+		if !conditionsHold(c, conds, current, now.Unix()) {
+			return nil, nil
+		}
+		m := &replicapb.Mutation{TableId: uint64(t.ID), PartitionKey: w.PartitionKey, Token: token}
+		fillMutation(m, w, b.Micros, now.Unix(), nil) // no list read: refuseListReads
+		return m, nil
+	}
+	dl := deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))
+	_, applied, err := e.runCAS(ctx, p, rf, dl, decide)
+	if err != nil {
+		return t, coordinator.Result{}, err
+	}
+	out := casResult(t, w, c, conds, applied, current, e.now().Unix())
+	out.Warnings = res.Warnings
+	return t, out, nil
+}
+
+// conditionsHold evaluates an IF clause on the row's current state (nil: no live row) at now.
+func conditionsHold(c *cql.Conditions, conds []schema.Condition, row *coordinator.ClusteredRow, now int64) bool {
+	switch {
+	case c.NotExists:
+		return row == nil
+	case c.Exists:
+		return row != nil
+	}
+	for _, cond := range conds {
+		if !cond.Applies(liveValue(row, cond.Column.Name, now)) {
+			return false
+		}
+	}
+	return true
+}
+
+// liveValue returns the live value of column name in row, nil when the row or the cell does
+// not exist, is deleted or expired.
+func liveValue(row *coordinator.ClusteredRow, name string, now int64) []byte {
+	if row == nil {
+		return nil
+	}
+	k, ok := slices.BinarySearchFunc(row.Row.Columns, name, func(x cell.Column, name string) int {
+		return strings.Compare(x.Name, name)
+	})
+	if !ok {
+		return nil
+	}
+	cl := row.Row.Columns[k].Cell
+	if cl.Tombstone || cl.Expired(now) {
+		return nil
+	}
+	return cl.Value
+}
+
+// appliedColumn is the first column of every lightweight transaction's result.
+var appliedColumn = coordinator.RowColumn{Name: "[applied]", Type: schema.TypeBoolean}
+
+// casResult builds a conditional statement's result, in Cassandra's shape: one row with
+// [applied]; when not applied and the row exists, with its columns (IF NOT EXISTS: every
+// column, in the table's order; IF conditions: the primary key and the condition columns).
+func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []schema.Condition, applied bool, row *coordinator.ClusteredRow, now int64) coordinator.Result {
+	rows := &coordinator.Rows{Keyspace: t.Keyspace, Table: t.Name, Columns: []coordinator.RowColumn{appliedColumn}}
+	vals := [][]byte{schema.EncodeBoolean(applied)}
+	if !applied && row != nil {
+		var cols []*schema.Column
+		switch {
+		case c.NotExists || c.Exists:
+			for i := range t.Columns {
+				cols = append(cols, &t.Columns[i])
+			}
+		default:
+			seen := map[string]bool{}
+			for _, cond := range conds {
+				if !seen[cond.Column.Name] {
+					seen[cond.Column.Name] = true
+					cols = append(cols, cond.Column)
+				}
+			}
+			slices.SortFunc(cols, func(a, b *schema.Column) int { return a.Index - b.Index })
+		}
+		npk := len(t.PartitionKey)
+		for _, col := range cols {
+			rows.Columns = append(rows.Columns, coordinator.RowColumn{Name: col.Name, Type: col.Type})
+			switch col.Kind {
+			case schema.PartitionKeyColumn:
+				vals = append(vals, w.PartitionKey[col.Index])
+			case schema.ClusteringColumn:
+				vals = append(vals, row.Clustering[col.Index-npk])
+			default:
+				vals = append(vals, liveValue(row, col.Name, now))
+			}
+		}
+	}
+	rows.Values = [][][]byte{vals}
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: rows}
+}
+
+// executeSerialSelect runs a SELECT at SERIAL: a Paxos prepare on its partition, which
+// completes any lightweight transaction in progress there, then the read at QUORUM. The
+// limiter counts it as one read of the partition, on the prepare; the read that follows is
+// not counted again.
+func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+	s := e.schema.Schema()
+	now := e.now()
+	r, err := s.BindReadAt(st, keyspace, req.Values, now)
+	if err != nil {
+		return nil, coordinator.Result{}, invalid(st, err)
+	}
+	rf, err := replicationFactor(s, r.Table)
+	if err != nil {
+		return r.Table, coordinator.Result{}, err
+	}
+	var keyBuf [64]byte
+	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], r.PartitionKey))
+	p := casPartition{
+		t: r.Table, token: token, pk: r.PartitionKey, serialRead: true, commitCL: coordinator.Quorum,
+		read: &replicapb.ReadRequest{TableId: uint64(r.Table.ID), PartitionKey: r.PartitionKey, Token: token, Limit: 1},
+	}
+	dl := deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))
+	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, coordinator.Ballot) (*replicapb.Mutation, error) { return nil, nil }); err != nil {
+		return r.Table, coordinator.Result{}, err
+	}
+	return e.executeSelect(context.WithValue(ctx, serialPreparedKey{}, true), st, keyspace, coordinator.Quorum, req)
+}
+
+// serialPreparedKey marks the context of a SERIAL read's QUORUM read, which its prepare counted.
+type serialPreparedKey struct{}
+
+// serialPrepared reports whether ctx is a SERIAL read's, whose read the limiter does not count
+// again.
+func serialPrepared(ctx context.Context) bool {
+	v, _ := ctx.Value(serialPreparedKey{}).(bool)
+	return v
+}

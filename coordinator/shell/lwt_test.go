@@ -1,0 +1,332 @@
+package shell_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// The harness's transport carries the Paxos exchanges too (shell.PaxosTransport), with the
+// same faults as reads (prepare) and writes (propose, commit).
+
+func (t *transport) PaxosPrepare(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosPrepareRequest) (*replicapb.PaxosPrepareResponse, error) {
+	svc, err := t.begin(ctx, to, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := svc.PaxosPrepare(ctx, overTheWire(req))
+	return overTheWire(resp), err
+}
+
+func (t *transport) PaxosPropose(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosProposeRequest) (*replicapb.PaxosProposeResponse, error) {
+	svc, err := t.begin(ctx, to, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := svc.PaxosPropose(ctx, overTheWire(req))
+	return overTheWire(resp), err
+}
+
+func (t *transport) PaxosCommit(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error) {
+	if t.beforeCommit != nil {
+		t.beforeCommit(ctx, to, req)
+	}
+	svc, err := t.begin(ctx, to, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := svc.PaxosCommit(ctx, overTheWire(req))
+	return overTheWire(resp), err
+}
+
+const serial = coordinator.Serial
+
+// casQuery runs a conditional statement and returns its result rows formatted.
+func (c *cluster) casQuery(node coordinator.NodeID, stmt string) []string {
+	c.t.Helper()
+	got, err := c.query(node, quorum, stmt)
+	if err != nil {
+		c.t.Fatalf("%s through %s: %v", stmt, node, err)
+	}
+	return got
+}
+
+func TestConditionalStatements(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	for _, tc := range []struct {
+		node coordinator.NodeID
+		stmt string
+		want []string
+	}{
+		{"n1", "INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'x', 1) IF NOT EXISTS", []string{"true"}},
+		{"n2", "INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'y', 2) IF NOT EXISTS", []string{"false 'a' 1 'x' 1"}},
+		{"n3", "UPDATE t SET v = 'z' WHERE k = 'a' AND c = 1 IF w = 2", []string{"false 1"}},
+		{"n3", "UPDATE t SET v = 'z' WHERE k = 'a' AND c = 1 IF w = 1 AND v IN ('q', 'x')", []string{"true"}},
+		{"n1", "UPDATE t SET w = 5 WHERE k = 'a' AND c = 1 IF w > 1", []string{"false 1"}},
+		{"n1", "UPDATE t SET w = 5 WHERE k = 'a' AND c = 1 IF w <= 1 AND v != 'x'", []string{"true"}},
+		{"n2", "UPDATE t SET w = 6 WHERE k = 'a' AND c = 2 IF EXISTS", []string{"false"}},
+		{"n2", "UPDATE t SET w = 6 WHERE k = 'a' AND c = 2 IF w = NULL", []string{"true"}},
+		{"n2", "DELETE FROM t WHERE k = 'a' AND c = 1 IF EXISTS", []string{"true"}},
+		{"n2", "DELETE FROM t WHERE k = 'a' AND c = 1 IF EXISTS", []string{"false"}},
+		{"n3", "UPDATE t SET w = 7 WHERE k = 'a' AND c = 1 IF w = 5", []string{"false"}},
+	} {
+		if got := c.casQuery(tc.node, tc.stmt); !slices.Equal(got, tc.want) {
+			t.Errorf("%s through %s = %q, want %q", tc.stmt, tc.node, got, tc.want)
+		}
+	}
+	got, err := c.query("n3", serial, "SELECT k, c, v, w FROM t WHERE k = 'a'")
+	if want := []string{"'a' 2 null 6"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("SERIAL read = %q, %v; want %q", got, err, want)
+	}
+	c.settle() // commits go on to every replica after the statement has its acks
+	for _, node := range nodes {
+		if got, want := c.localRows(node, "SELECT k, c, v, w FROM t WHERE k = 'a'"), []string{"'a' 2 null 6"}; !slices.Equal(got, want) {
+			t.Errorf("replica %s holds %q, want %q: every replica gets the commits", node, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		stmt string
+		cl   coordinator.Consistency
+		want string
+	}{
+		{"DELETE FROM t WHERE k = 'a' IF EXISTS", quorum, "must restrict every PRIMARY KEY column"},
+		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1 IF c = 1", quorum, "clustering column c cannot have IF conditions"},
+		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1 IF w < NULL", quorum, "invalid comparison with null"},
+		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1 IF EXISTS", serial, "SERIAL is not supported as conditional update commit consistency"},
+		{"UPDATE t USING TIMESTAMP 5 SET v = 'q' WHERE k = 'a' AND c = 1 IF EXISTS", quorum, "Cannot provide custom timestamp for conditional updates"},
+		{"INSERT INTO t (k, c) VALUES ('a', 1) IF NOT EXISTS USING TIMESTAMP 5", quorum, "Cannot provide custom timestamp for conditional updates"},
+		{"UPDATE t SET v = 'q' WHERE k = 'a' AND c = 1", serial, "SERIAL is only for SELECT and conditional statements"},
+	} {
+		_, err := c.exec("n1", tc.cl, tc.stmt)
+		var inv *coordinator.InvalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s at %v: %v, want Invalid naming %q", tc.stmt, tc.cl, err, tc.want)
+		}
+	}
+}
+
+// TestConditionalPreparedMarkers: the markers of an IF clause are variables of the prepared
+// statement, typed by their columns (IN ? a list of it), and bind at execution.
+func TestConditionalPreparedMarkers(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.must("INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'x', 1)")
+	e := c.executors["n1"]
+	p, err := e.Prepare(context.Background(), "UPDATE t SET v = ? WHERE k = ? AND c = ? IF w = ? AND v IN ?", "ks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, v := range p.Variables {
+		types = append(types, v.Name+" "+string(v.Type))
+	}
+	if want := []string{"v text", "k text", "c int", "w int", "in(v) frozen<list<text>>"}; !slices.Equal(types, want) {
+		t.Fatalf("variables %q, want %q", types, want)
+	}
+	list := []byte{0, 0, 0, 2, 0, 0, 0, 1, 'q', 0, 0, 0, 1, 'x'}
+	res, err := e.Execute(context.Background(), coordinator.Statement{Prepared: p, Keyspace: "ks", Consistency: quorum, Values: []coordinator.Value{
+		{Bytes: []byte("y")}, {Bytes: []byte("a")}, {Bytes: []byte{0, 0, 0, 1}}, {Bytes: []byte{0, 0, 0, 1}}, {Bytes: list},
+	}})
+	if got := formatRows(res.Rows); err != nil || !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("prepared conditional update = %q, %v; want applied", got, err)
+	}
+}
+
+// TestInsertIfNotExistsRace: 16 clients race INSERT ... IF NOT EXISTS on one key through every
+// node; at most one is applied, the others answer not applied or time out (CAS), and a SERIAL
+// read through every node shows the applied one's row, or with none applied one that timed out.
+func TestInsertIfNotExistsRace(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	const clients = 16
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		applied  []string
+		timedOut []string
+	)
+	for i := range clients {
+		wg.Go(func() {
+			node := nodes[i%len(nodes)]
+			stmt := fmt.Sprintf("INSERT INTO t (k, c, v, w) VALUES ('race', 1, 'x', %d) IF NOT EXISTS", i)
+			res, err := c.exec(node, quorum, stmt)
+			mu.Lock()
+			defer mu.Unlock()
+			var to *coordinator.TimeoutError
+			switch {
+			case errors.As(err, &to) && to.CAS:
+				timedOut = append(timedOut, fmt.Sprint(i))
+			case err != nil:
+				t.Errorf("%s through %s: %v", stmt, node, err)
+			case slices.Equal(formatRows(res.Rows), []string{"true"}):
+				applied = append(applied, fmt.Sprint(i))
+			case len(res.Rows.Values) != 1 || len(res.Rows.Values[0]) != 5:
+				t.Errorf("%s through %s: not applied with %q, want the existing row", stmt, node, formatRows(res.Rows))
+			}
+		})
+	}
+	wg.Wait()
+	if len(applied) > 1 {
+		t.Fatalf("%d racing inserts were applied (%v), want at most 1", len(applied), applied)
+	}
+	for _, node := range nodes {
+		got, err := c.query(node, serial, "SELECT w FROM t WHERE k = 'race' AND c = 1")
+		if err != nil || len(got) != 1 {
+			t.Fatalf("SERIAL read through %s = %q, %v; want one row", node, got, err)
+		}
+		if len(applied) == 1 && got[0] != applied[0] || len(applied) == 0 && !slices.Contains(timedOut, got[0]) {
+			t.Errorf("SERIAL read through %s = %q; applied %v, timed out %v", node, got, applied, timedOut)
+		}
+	}
+}
+
+// TestConditionalRateLimited: a conditional statement is one write of its partition, decided
+// once before any promise. Through a replica the coordinator decides and rejects without a
+// message; through a non-replica the prepare carries the draw, a rejecting replica promises
+// nothing, and no round follows.
+func TestConditionalRateLimited(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE ks.t (k text, c int, v text, w int, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 2}")
+	for _, node := range []coordinator.NodeID{"n1", "n2"} { // n1 is the one replica
+		var rejected *coordinator.RateLimitError
+		before := c.services["n1"].PaxosStats()
+		for i := range 20 {
+			_, err := c.exec(node, quorum, fmt.Sprintf("UPDATE t SET w = %d WHERE k = '%s' AND c = 1 IF w = NULL", i, node))
+			if errors.As(err, &rejected) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("conditional update %d through %s: %v", i, node, err)
+			}
+		}
+		if rejected == nil {
+			t.Fatalf("20 conditional updates of one partition through %s at a limit of 2/s: none rejected", node)
+		}
+		after := c.services["n1"].PaxosStats()
+		wantBy := coordinator.RejectedByCoordinator
+		if node != "n1" {
+			wantBy = coordinator.RejectedByReplicas
+			if after.RateLimited != before.RateLimited+1 {
+				t.Errorf("through %s the replica rejected %d prepares, want 1", node, after.RateLimited-before.RateLimited)
+			}
+		} else if after.RateLimited != before.RateLimited {
+			t.Errorf("through the replica n1 the replica was asked and rejected a prepare: the coordinator decides")
+		}
+		if rejected.RejectedBy != wantBy || rejected.Op != coordinator.OpWrite || rejected.Limit != 2 {
+			t.Errorf("through %s: %+v, want a write rejected by %v at limit 2", node, rejected, wantBy)
+		}
+		// Every admitted statement took one round (no contention); the rejected one none
+		// through the replica, and its rejected prepare alone through n2.
+		rounds := after.Promised - before.Promised
+		if node != "n1" {
+			rounds++
+		}
+		if st := c.executors[node].LWTStats(); st.RateLimited != 1 || st.Rounds != rounds {
+			t.Errorf("through %s: LWTStats %+v, replica promised %d: want one rejection and one promise per round", node, st, after.Promised-before.Promised)
+		}
+	}
+}
+
+// TestSerialReadCountsOneRead: a SERIAL read is one read of its partition, counted on its
+// prepare; the QUORUM read that follows is not counted again. At a limit of 5 reads/s the first
+// 2L = 10 are always admitted, and the next are rejected (the draw is 0.99).
+func TestSerialReadCountsOneRead(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE ks.t (k text, c int, v text, w int, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_reads_per_second': 5}")
+	for _, node := range []coordinator.NodeID{"n1", "n2"} { // n1 is the one replica
+		key := "s-" + string(node)
+		for i := range 10 {
+			if _, err := c.query(node, serial, "SELECT w FROM t WHERE k = '"+key+"'"); err != nil {
+				t.Fatalf("SERIAL read %d of 10 through %s at a limit of 5/s: %v", i+1, node, err)
+			}
+		}
+		_, err := c.query(node, serial, "SELECT w FROM t WHERE k = '"+key+"'")
+		var rl *coordinator.RateLimitError
+		if !errors.As(err, &rl) || rl.Op != coordinator.OpRead {
+			t.Errorf("SERIAL read 11 through %s: %v, want a read rejected by the rate limit", node, err)
+		}
+	}
+}
+
+// TestConditionalBatch: a BATCH with conditions on one partition applies all its statements or
+// none, in one Paxos round, and answers with the rows its conditions read when not applied.
+func TestConditionalBatch(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.must("INSERT INTO t (k, c, v, w) VALUES ('b', 1, 'x', 1)")
+	for _, tc := range []struct {
+		stmt string
+		want []string
+	}{
+		{"BEGIN BATCH UPDATE t SET w = 2 WHERE k = 'b' AND c = 1 IF w = 1; INSERT INTO t (k, c, v) VALUES ('b', 2, 'y') IF NOT EXISTS; APPLY BATCH", []string{"true"}},
+		{"BEGIN BATCH UPDATE t SET w = 3 WHERE k = 'b' AND c = 1 IF w = 1; INSERT INTO t (k, c, v) VALUES ('b', 3, 'z'); APPLY BATCH", []string{"false 'b' 1 2"}},
+		{"BEGIN BATCH INSERT INTO t (k, c, v) VALUES ('b', 2, 'q') IF NOT EXISTS; UPDATE t SET w = 9 WHERE k = 'b' AND c = 1 IF w = 2; APPLY BATCH", []string{"false 'b' 1 'x' 2", "false 'b' 2 'y' null"}},
+		{"BEGIN BATCH UPDATE t SET w = 4 WHERE k = 'b' AND c = 7 IF EXISTS; APPLY BATCH", []string{"false"}},
+	} {
+		if got := c.casQuery("n2", tc.stmt); !slices.Equal(got, tc.want) {
+			t.Errorf("%s = %q, want %q", tc.stmt, got, tc.want)
+		}
+	}
+	// The protocol's BATCH, its statements with their own values.
+	res, err := c.executors["n1"].ExecuteBatch(context.Background(), coordinator.BatchStatement{Keyspace: "ks", Consistency: quorum, Children: []coordinator.BatchChild{
+		{Text: "UPDATE t SET w = ? WHERE k = 'b' AND c = 1 IF w = ?", Values: []coordinator.Value{{Bytes: []byte{0, 0, 0, 5}}, {Bytes: []byte{0, 0, 0, 7}}}},
+	}})
+	if got := formatRows(res.Rows); err != nil || !slices.Equal(got, []string{"false 'b' 1 2"}) {
+		t.Errorf("protocol BATCH with a false condition = %q, %v; want not applied with w = 2", got, err)
+	}
+	got, err := c.query("n3", serial, "SELECT c, v, w FROM t WHERE k = 'b'")
+	if want := []string{"1 'x' 2", "2 'y' null"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("SERIAL read = %q, %v; want %q (the first batch whole, nothing of the others)", got, err, want)
+	}
+	for _, tc := range []struct{ stmt, want string }{
+		{"BEGIN BATCH UPDATE t SET w = 1 WHERE k = 'b' AND c = 1 IF w = 2; UPDATE t SET w = 1 WHERE k = 'other' AND c = 1; APPLY BATCH", "Batch with conditions cannot span multiple partitions"},
+		{"BEGIN BATCH USING TIMESTAMP 5 UPDATE t SET w = 1 WHERE k = 'b' AND c = 1 IF w = 2; APPLY BATCH", "Cannot provide custom timestamp for conditional BATCH"},
+	} {
+		_, err := c.exec("n1", quorum, tc.stmt)
+		var inv *coordinator.InvalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want Invalid naming %q", tc.stmt, err, tc.want)
+		}
+	}
+}
+
+// TestLWTRefusedDuringUpgrade: while a member runs a release of a data format before
+// schema.FormatLWT (it would not answer the Paxos exchanges), conditional statements and SERIAL
+// reads are refused, naming it; nothing is sent.
+func TestLWTRefusedDuringUpgrade(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.ring.setFormats(map[coordinator.NodeID]int{"n1": schema.FormatLWT, "n2": schema.FormatLWT, "n3": schema.FormatLWT - 1})
+	calls := c.transport.totalCalls()
+	for _, tc := range []struct {
+		stmt string
+		cl   coordinator.Consistency
+	}{
+		{"INSERT INTO t (k, c) VALUES ('u', 1) IF NOT EXISTS", quorum},
+		{"SELECT * FROM t WHERE k = 'u'", serial},
+	} {
+		_, err := c.exec("n1", tc.cl, tc.stmt)
+		var inv *coordinator.InvalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), fmt.Sprintf("data format %d", schema.FormatLWT)) || !strings.Contains(err.Error(), "n3") {
+			t.Errorf("%s during the upgrade: %v, want Invalid naming format %d and n3", tc.stmt, err, schema.FormatLWT)
+		}
+	}
+	if n := c.transport.totalCalls() - calls; n != 0 {
+		t.Errorf("%d replica calls during refused statements, want none", n)
+	}
+	c.ring.setFormats(nil)
+	if got := c.casQuery("n1", "INSERT INTO t (k, c) VALUES ('u', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Errorf("after the upgrade: %q, want applied", got)
+	}
+}

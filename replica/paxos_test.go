@@ -1,0 +1,99 @@
+package replica
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+func ballot(n int64, node string) *replicapb.SchemaBallot {
+	return &replicapb.SchemaBallot{Counter: n, Node: node}
+}
+
+func prepare(t *testing.T, svc *Service, b *replicapb.SchemaBallot, lim *replicapb.Limiter) *replicapb.PaxosPrepareResponse {
+	t.Helper()
+	rd := readReq("p")
+	rd.Limiter = lim
+	resp, err := svc.PaxosPrepare(context.Background(), &replicapb.PaxosPrepareRequest{Ballot: b, Read: rd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestPaxosAcceptor: promises only rising ballots, returns the partition's rows and the proposal
+// in progress, accepts only at or above its promise, and a commit applies the mutation and ends
+// the proposal's being in progress.
+func TestPaxosAcceptor(t *testing.T) {
+	svc, clock := testService(t, 0, 0)
+	ctx := context.Background()
+	if r := prepare(t, svc, ballot(10, "a"), nil); !r.Promised || r.Accepted != nil || len(r.Read.GetRows()) != 0 {
+		t.Fatalf("first prepare: %v, want a promise with no rows and nothing accepted", r)
+	}
+	if r := prepare(t, svc, ballot(10, "a"), nil); r.Promised || ballotCmp(r.Highest, ballot(10, "a")) != 0 {
+		t.Fatalf("prepare at the promised ballot: %v, want no promise naming 10@a", r)
+	}
+	p := &replicapb.PaxosProposal{Ballot: ballot(9, "z"), Mutation: mut("p", row(1, "a", "marker@9", "v=1@9"))}
+	if r, _ := svc.PaxosPropose(ctx, &replicapb.PaxosProposeRequest{Proposal: p}); r.Accepted {
+		t.Fatalf("a proposal below the promise was accepted: %v", r)
+	}
+	p.Ballot = ballot(10, "a")
+	if r, _ := svc.PaxosPropose(ctx, &replicapb.PaxosProposeRequest{Proposal: p}); !r.Accepted {
+		t.Fatalf("a proposal at the promise was refused: %v", r)
+	}
+	r := prepare(t, svc, ballot(11, "b"), nil)
+	if !r.Promised || ballotCmp(r.Accepted.GetBallot(), ballot(10, "a")) != 0 || len(r.Read.GetRows()) != 0 {
+		t.Fatalf("prepare after an acceptance: %v, want the proposal at 10@a in progress and no rows yet", r)
+	}
+	if r, _ := svc.PaxosCommit(ctx, &replicapb.PaxosCommitRequest{Proposal: p}); r.Status != replicapb.Status_STATUS_OK {
+		t.Fatalf("commit: %v", r)
+	}
+	r = prepare(t, svc, ballot(12, "b"), nil)
+	if !r.Promised || r.Accepted != nil || ballotCmp(r.Committed, ballot(10, "a")) != 0 || len(r.Read.GetRows()) != 1 {
+		t.Fatalf("prepare after the commit: %v, want committed 10@a, nothing in progress, one row", r)
+	}
+	if st := svc.PaxosStats(); st.Promised != 3 || st.RateLimited != 0 {
+		t.Errorf("PaxosStats = %+v, want 3 promised", st)
+	}
+	// gc: state untouched since before the cutoff goes, newer state stays.
+	if n, err := svc.store.PurgePaxos(clock.t); err != nil || n != 0 {
+		t.Fatalf("PurgePaxos(now) = %d, %v; want 0 removed", n, err)
+	}
+	if n, err := svc.store.PurgePaxos(clock.t.Add(time.Second)); err != nil || n != 1 {
+		t.Fatalf("PurgePaxos(later) = %d, %v; want 1 removed", n, err)
+	}
+	if r := prepare(t, svc, ballot(1, "a"), nil); !r.Promised {
+		t.Fatalf("after gc a low ballot is not promised: %v", r)
+	}
+}
+
+// TestPaxosPrepareRejectedPromisesNothing: a prepare the limiter rejects carries the typed
+// rejection and stores no Paxos state: the next prepare at a lower ballot is still promised.
+func TestPaxosPrepareRejectedPromisesNothing(t *testing.T) {
+	svc, _ := testService(t, 0, 5)
+	enforce := limiter(replicapb.Limiter_ACCOUNT_AND_ENFORCE, 0.99)
+	var rejected *replicapb.PaxosPrepareResponse
+	at := int64(100)
+	for ; at < 120; at++ {
+		r := prepare(t, svc, ballot(at, "a"), enforce)
+		if r.Status == replicapb.Status_STATUS_RATE_LIMITED {
+			rejected = r
+			break
+		}
+	}
+	if rejected == nil || rejected.Promised || rejected.RateLimited.GetLimit() != 5 {
+		t.Fatalf("20 prepares at limit 5 with draw 0.99: last %v, want a rate-limited one naming the limit", rejected)
+	}
+	if r := prepare(t, svc, ballot(at, "a"), nil); !r.Promised {
+		t.Fatalf("the rejected prepare's ballot is not promised afterwards (%v): the rejection promised it", r)
+	}
+	if st := svc.PaxosStats(); st.RateLimited != 1 {
+		t.Errorf("PaxosStats = %+v, want 1 rate-limited", st)
+	}
+	n, err := svc.store.PurgePaxos(time.Now().Add(time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("PurgePaxos = %d, %v; want the one partition's state", n, err)
+	}
+}
