@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/kvnode/kvnode/auth"
@@ -82,7 +81,7 @@ type conn struct {
 	// size in the byte budgets and pendingTokens the in-flight tokens they hold; wclosed is set
 	// once the writer stops.
 	wmu           sync.Mutex
-	raw           syscall.RawConn
+	raw           *rawWriter
 	comp          cqlwire.Compression
 	scratch       []byte
 	nowBuf        []byte
@@ -160,7 +159,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		events: make(chan outFrame, s.cfg.EventQueue),
 		done:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
-		raw:    rawConn(nc),
+		raw:    newRawWriter(nc),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -533,7 +532,7 @@ func (c *conn) writeDirect(fs []outFrame, alone bool) bool {
 		c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
 	}
 	c.mu.Unlock()
-	n, err := writeSome(c.raw, c.nowBuf)
+	n, err := c.raw.writeSome(c.nowBuf)
 	if err == nil && n < len(c.nowBuf) {
 		// Still being written (writing stays counted, the tokens held), by the writer.
 		c.pending = append(c.pending[:0], c.nowBuf[n:]...)

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"net"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kvnode/kvnode/cqlwire"
 )
@@ -81,15 +79,6 @@ func floorServe(nc net.Conn, supported cqlwire.Message) {
 			out = out[:0]
 		}
 	}
-}
-
-// processCPU returns the CPU time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchOptions sends OPTIONS to addr after STARTUP, depth frames in one write at a time, and
