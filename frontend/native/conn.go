@@ -271,6 +271,13 @@ func (c *conn) read() {
 			c.protocolError(h.Stream, fmt.Sprintf("stream %d, %v: the stream id is already in use by a request in flight", h.Stream, h.Opcode))
 			return
 		}
+		// OPTIONS, started or not, is answered here from the SUPPORTED encoded once: nothing
+		// to copy, decode or take bytes of the budgets for (an OPTIONS with a body or with
+		// header flags a request must not use goes on to be refused as malformed).
+		if h.Opcode == cqlwire.OpOptions && len(body) == 0 && h.Flags&(cqlwire.FlagWarning|cqlwire.FlagCustomPayload) == 0 {
+			c.hold(h.Stream, s.supported)
+			continue
+		}
 		// A prepared write to a partition this node rejects is answered here, from the
 		// frame reader's buffer: no copy, no decoding beyond the partition key, no goroutine.
 		var adm AdmittedWrite
@@ -401,8 +408,8 @@ func (c *conn) cancelQueued() {
 func (c *conn) handshake(fr *cqlwire.FrameReader, f cqlwire.Frame) bool {
 	stream := f.Header.Stream
 	switch m := f.Message.(type) {
-	case cqlwire.Options:
-		c.answer(stream, c.srv.supported, nil)
+	case cqlwire.Options: // with a custom payload; read answers the others
+		c.hold(stream, c.srv.supported)
 		return true
 	case *cqlwire.Startup:
 		comp, rateLimit, err := startupOptions(m.Options)

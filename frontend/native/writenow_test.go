@@ -181,3 +181,35 @@ func TestHeldAnswersDoNotOvertakeTheWriter(t *testing.T) {
 		t.Errorf("the answer came on stream %d, want 3", f.Header.Stream)
 	}
 }
+
+// TestReaderAnswersOptionsItself: OPTIONS, before STARTUP as after, is answered by the reader
+// without the writer goroutine (none runs here), each answer on its request's stream.
+func TestReaderAnswersOptionsItself(t *testing.T) {
+	c, cl := connPair(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.read()
+	}()
+	defer func() {
+		c.close()
+		<-done
+	}()
+	cl.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b []byte
+	for _, st := range []int16{4, 9} {
+		b = cqlwire.AppendFrame(b, st, cqlwire.Options{}, cqlwire.FrameOptions{})
+	}
+	cl.write(b)
+	for _, st := range []int16{4, 9} {
+		h, _, err := cl.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("OPTIONS on stream %d was not answered without the writer goroutine: %v", st, err)
+		}
+		if h.Stream != st || h.Opcode != cqlwire.OpSupported {
+			t.Errorf("OPTIONS on stream %d answered on stream %d with %v, want SUPPORTED", st, h.Stream, h.Opcode)
+		}
+	}
+	// The reader holds one token, taken before it reads the next frame.
+	poll.Must(t, 5*time.Second, "the streams and tokens to be free", poll.Bool(func() bool { return !c.busy() && len(c.sem) == 1 }))
+}
