@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/kvnode/kvnode/auth"
@@ -26,8 +25,9 @@ import (
 // of the statement whose slot it takes (conn.statement); its writer goroutine encodes the
 // answers queued on out and writes them, batching whatever is queued into one write. While the
 // writer is idle, the reader writes its own answers and a statement's goroutine the answer to
-// the only request in flight, themselves (writeDirect). A token of sem is held from the moment
-// a request is read until its answer is written: at MaxInFlight tokens the reader stops reading.
+// the only request in flight, themselves (writeDirect). An in-flight token (tokens) is held from
+// the moment a request is read until its answer is written: at MaxInFlight tokens the reader
+// stops reading.
 type conn struct {
 	srv *Server
 	nc  net.Conn
@@ -35,12 +35,18 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	sem    chan struct{} // in-flight tokens
-	bytes  *budget       // request and answer bytes held (and srv.bytes)
-	out    chan outFrame // answers to write
-	events chan outFrame // events to write; full means the client is too slow
-	done   chan struct{} // closed by close
-	once   sync.Once
+	// tokens counts the in-flight tokens taken, at most maxTokens; room wakes the reader when
+	// it waits for one (waiting). A counter rather than a channel of tokens: two channel
+	// operations per request were a tenth of a pipelined OPTIONS' cost.
+	tokens    atomic.Int32
+	maxTokens int32
+	waiting   atomic.Bool
+	room      chan struct{}
+	bytes     *budget       // request and answer bytes held (and srv.bytes)
+	out       chan outFrame // answers to write
+	events    chan outFrame // events to write; full means the client is too slow
+	done      chan struct{} // closed by close
+	once      sync.Once
 
 	// streams marks the stream ids in flight; guarded by mu.
 	mu       sync.Mutex
@@ -82,7 +88,7 @@ type conn struct {
 	// size in the byte budgets and pendingTokens the in-flight tokens they hold; wclosed is set
 	// once the writer stops.
 	wmu           sync.Mutex
-	raw           syscall.RawConn
+	raw           *rawWriter
 	comp          cqlwire.Compression
 	scratch       []byte
 	nowBuf        []byte
@@ -152,15 +158,16 @@ type outFrame struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
-		srv:    s,
-		nc:     nc,
-		sem:    make(chan struct{}, s.cfg.MaxInFlight),
-		bytes:  newBudget(s.cfg.MaxConnectionBytes),
-		out:    make(chan outFrame, s.cfg.MaxInFlight+1),
-		events: make(chan outFrame, s.cfg.EventQueue),
-		done:   make(chan struct{}),
-		kick:   make(chan struct{}, 1),
-		raw:    rawConn(nc),
+		srv:       s,
+		nc:        nc,
+		room:      make(chan struct{}, 1),
+		maxTokens: int32(s.cfg.MaxInFlight),
+		bytes:     newBudget(s.cfg.MaxConnectionBytes),
+		out:       make(chan outFrame, s.cfg.MaxInFlight+1),
+		events:    make(chan outFrame, s.cfg.EventQueue),
+		done:      make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		raw:       newRawWriter(nc),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -245,15 +252,8 @@ func (c *conn) read() {
 	defer c.flushHeld()
 	for {
 		// Backpressure: take the token before reading, so a connection at its limit is not read.
-		select {
-		case c.sem <- struct{}{}:
-		default:
-			c.flushHeld() // the held answers hold tokens: let the writer free them
-			select {
-			case c.sem <- struct{}{}:
-			case <-c.done:
-				return
-			}
+		if !c.takeToken() {
+			return
 		}
 		if len(c.held) > 0 && !frameBuffered(br) {
 			c.flushHeld() // reading on may wait for the client: answer what is done first
@@ -271,6 +271,13 @@ func (c *conn) read() {
 		if !c.claim(h.Stream) {
 			c.protocolError(h.Stream, fmt.Sprintf("stream %d, %v: the stream id is already in use by a request in flight", h.Stream, h.Opcode))
 			return
+		}
+		// OPTIONS, started or not, is answered here from the SUPPORTED encoded once: nothing
+		// to copy, decode or take bytes of the budgets for (an OPTIONS with a body or with
+		// header flags a request must not use goes on to be refused as malformed).
+		if h.Opcode == cqlwire.OpOptions && len(body) == 0 && h.Flags&(cqlwire.FlagWarning|cqlwire.FlagCustomPayload) == 0 {
+			c.hold(h.Stream, s.supported)
+			continue
 		}
 		// A prepared write to a partition this node rejects is answered here, from the
 		// frame reader's buffer: no copy, no decoding beyond the partition key, no goroutine.
@@ -402,8 +409,8 @@ func (c *conn) cancelQueued() {
 func (c *conn) handshake(fr *cqlwire.FrameReader, f cqlwire.Frame) bool {
 	stream := f.Header.Stream
 	switch m := f.Message.(type) {
-	case cqlwire.Options:
-		c.answer(stream, c.srv.supported, nil)
+	case cqlwire.Options: // with a custom payload; read answers the others
+		c.hold(stream, c.srv.supported)
 		return true
 	case *cqlwire.Startup:
 		comp, rateLimit, err := startupOptions(m.Options)
@@ -533,7 +540,7 @@ func (c *conn) writeDirect(fs []outFrame, alone bool) bool {
 		c.unmarkLocked(f.stream) // before the write: once the client reads it, it may reuse the stream
 	}
 	c.mu.Unlock()
-	n, err := writeSome(c.raw, c.nowBuf)
+	n, err := c.raw.writeSome(c.nowBuf)
 	if err == nil && n < len(c.nowBuf) {
 		// Still being written (writing stays counted, the tokens held), by the writer.
 		c.pending = append(c.pending[:0], c.nowBuf[n:]...)
@@ -544,9 +551,7 @@ func (c *conn) writeDirect(fs []outFrame, alone bool) bool {
 		}
 	} else {
 		c.writing.Add(-1)
-		for range fs {
-			c.release()
-		}
+		c.releaseTokens(len(fs))
 		releaseBoth(c.bytes, c.srv.bytes, size)
 	}
 	if cap(c.nowBuf) > 4*flushAt {
@@ -621,10 +626,50 @@ func (c *conn) unmarkLocked(stream int16) {
 	}
 }
 
-func (c *conn) release() {
-	select {
-	case <-c.sem:
-	default:
+// takeToken takes an in-flight token for the next request, waiting while all are taken; false
+// if the connection closes meanwhile. Only the reader takes tokens.
+func (c *conn) takeToken() bool {
+	for {
+		if c.tokens.Load() < c.maxTokens {
+			c.tokens.Add(1)
+			return true
+		}
+		c.flushHeld() // the held answers hold tokens: let them be written
+		c.waiting.Store(true)
+		// Checked again after waiting is set: a release before it did not see waiting set.
+		if c.tokens.Load() < c.maxTokens {
+			c.waiting.Store(false)
+			continue
+		}
+		select {
+		case <-c.room:
+		case <-c.done:
+			c.waiting.Store(false)
+			return false
+		}
+		c.waiting.Store(false)
+	}
+}
+
+// release frees an in-flight token.
+func (c *conn) release() { c.releaseTokens(1) }
+
+// releaseTokens frees n in-flight tokens, waking the reader if it waits for one.
+func (c *conn) releaseTokens(n int) {
+	if n <= 0 {
+		return
+	}
+	for { // never below zero, should more be released than were taken
+		v := c.tokens.Load()
+		if c.tokens.CompareAndSwap(v, max(v-int32(n), 0)) {
+			break
+		}
+	}
+	if c.waiting.Load() {
+		select {
+		case c.room <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -648,9 +693,7 @@ func (c *conn) write() {
 		if c.hasPending { // never written: give back what it holds
 			c.hasPending = false
 			c.writing.Add(-1)
-			for range c.pendingTokens {
-				c.release()
-			}
+			c.releaseTokens(c.pendingTokens)
 			releaseBoth(c.bytes, c.srv.bytes, c.pendingBytes)
 		}
 		c.wmu.Unlock()
@@ -737,9 +780,7 @@ func (c *conn) write() {
 		if pending {
 			c.writing.Add(-1) // writeDirect's count, kept until its rest was written
 		}
-		for range answered {
-			c.release()
-		}
+		c.releaseTokens(len(answered))
 		answered = answered[:0]
 		releaseBoth(c.bytes, c.srv.bytes, heldBytes)
 		heldBytes = 0

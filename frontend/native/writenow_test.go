@@ -38,7 +38,7 @@ func connPair(t *testing.T) (*conn, *testClient) {
 // takeForTest makes stream a request in flight on c, as the reader does when it reads one.
 func (c *conn) takeForTest(t *testing.T, stream int16) {
 	t.Helper()
-	c.sem <- struct{}{}
+	c.tokens.Add(1)
 	if !c.claim(stream) {
 		t.Fatalf("stream %d is in flight already", stream)
 	}
@@ -59,8 +59,8 @@ func TestAloneAnswerIsWrittenAtOnce(t *testing.T) {
 	if h.Stream != 5 || h.Opcode != cqlwire.OpResult {
 		t.Errorf("the answer came on stream %d as %v, want stream 5, RESULT", h.Stream, h.Opcode)
 	}
-	if c.inFlight() != 0 || len(c.sem) != 0 {
-		t.Errorf("after the answer %d streams and %d tokens in flight, want 0 and 0", c.inFlight(), len(c.sem))
+	if c.inFlight() != 0 || int(c.tokens.Load()) != 0 {
+		t.Errorf("after the answer %d streams and %d tokens in flight, want 0 and 0", c.inFlight(), int(c.tokens.Load()))
 	}
 }
 
@@ -97,7 +97,7 @@ func TestAloneAnswerLeavesTheRestToTheWriter(t *testing.T) {
 	if f := cl.recv(); f.Header.Stream != 8 {
 		t.Errorf("the second answer came on stream %d, want 8", f.Header.Stream)
 	}
-	poll.Must(t, timeout, "the streams and tokens to be free", poll.Bool(func() bool { return !c.busy() && len(c.sem) == 0 }))
+	poll.Must(t, timeout, "the streams and tokens to be free", poll.Bool(func() bool { return !c.busy() && int(c.tokens.Load()) == 0 }))
 }
 
 // TestAnswerWithOthersInFlightGoesToTheWriter: with other requests of the connection in
@@ -144,8 +144,8 @@ func TestHeldAnswersAreWrittenByTheReader(t *testing.T) {
 			t.Errorf("an answer came on stream %d as %v, want stream %d, SUPPORTED", h.Stream, h.Opcode, want)
 		}
 	}
-	if c.inFlight() != 1 || len(c.sem) != 1 || len(c.held) != 0 {
-		t.Errorf("after the held answers: %d streams, %d tokens in flight and %d held; want 1, 1 and 0", c.inFlight(), len(c.sem), len(c.held))
+	if c.inFlight() != 1 || int(c.tokens.Load()) != 1 || len(c.held) != 0 {
+		t.Errorf("after the held answers: %d streams, %d tokens in flight and %d held; want 1, 1 and 0", c.inFlight(), int(c.tokens.Load()), len(c.held))
 	}
 }
 
@@ -169,7 +169,7 @@ func TestHeldAnswersDoNotOvertakeTheWriter(t *testing.T) {
 		}
 	}
 	poll.Must(t, timeout, "the streams, tokens and queue to be free", poll.Bool(func() bool {
-		return !c.busy() && len(c.sem) == 0 && c.queued.Load() == 0
+		return !c.busy() && int(c.tokens.Load()) == 0 && c.queued.Load() == 0
 	}))
 	c.takeForTest(t, 3)
 	c.hold(3, c.srv.supported)
@@ -179,5 +179,65 @@ func TestHeldAnswersDoNotOvertakeTheWriter(t *testing.T) {
 	}
 	if f := cl.recv(); f.Header.Stream != 3 {
 		t.Errorf("the answer came on stream %d, want 3", f.Header.Stream)
+	}
+}
+
+// TestReaderAnswersOptionsItself: OPTIONS, before STARTUP as after, is answered by the reader
+// without the writer goroutine (none runs here), each answer on its request's stream.
+func TestReaderAnswersOptionsItself(t *testing.T) {
+	c, cl := connPair(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.read()
+	}()
+	defer func() {
+		c.close()
+		<-done
+	}()
+	cl.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b []byte
+	for _, st := range []int16{4, 9} {
+		b = cqlwire.AppendFrame(b, st, cqlwire.Options{}, cqlwire.FrameOptions{})
+	}
+	cl.write(b)
+	for _, st := range []int16{4, 9} {
+		h, _, err := cl.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("OPTIONS on stream %d was not answered without the writer goroutine: %v", st, err)
+		}
+		if h.Stream != st || h.Opcode != cqlwire.OpSupported {
+			t.Errorf("OPTIONS on stream %d answered on stream %d with %v, want SUPPORTED", st, h.Stream, h.Opcode)
+		}
+	}
+	// The reader holds one token, taken before it reads the next frame.
+	poll.Must(t, 5*time.Second, "the streams and tokens to be free", poll.Bool(func() bool { return !c.busy() && int(c.tokens.Load()) == 1 }))
+}
+
+// TestPipelinedBeyondInFlightLimit: more OPTIONS pipelined than MaxInFlight are all answered,
+// in order: the reader, out of tokens, has its held answers written and waits for their
+// tokens, whether it wrote them itself or the writer did.
+func TestPipelinedBeyondInFlightLimit(t *testing.T) {
+	_, addr := startServer(t, Config{Options: Options{MaxInFlight: 2}})
+	c := dial(t, addr)
+	c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	const n = 50
+	var b []byte
+	b = cqlwire.AppendFrame(b, 0, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}, cqlwire.FrameOptions{})
+	for i := range n {
+		b = cqlwire.AppendFrame(b, int16(1+i%3), cqlwire.Options{}, cqlwire.FrameOptions{})
+	}
+	c.write(b)
+	if h, _, err := c.fr.ReadFrame(); err != nil || h.Opcode != cqlwire.OpReady {
+		t.Fatalf("STARTUP answered %v (%v), want READY", h.Opcode, err)
+	}
+	for i := range n {
+		h, _, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("OPTIONS %d of %d not answered: %v", i+1, n, err)
+		}
+		if h.Opcode != cqlwire.OpSupported || h.Stream != int16(1+i%3) {
+			t.Fatalf("OPTIONS %d answered %v on stream %d, want SUPPORTED on %d", i+1, h.Opcode, h.Stream, 1+i%3)
+		}
 	}
 }

@@ -4,7 +4,7 @@
 //	go run ./test/perf --json            # one JSON object (Result) instead
 //	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
 //	go run ./test/perf --quick           # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload
+//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
@@ -63,6 +63,14 @@
 //     of 100 writes/s and both granted a role whose level is 100 too, the first offered 1,000/s
 //     alone, the second joining half way at the same rate. Accepted writes are counted per
 //     second; the means leave out each phase's first second and the last, cut-short one.
+//  6. floor: the native front end's floor: the server CPU of an OPTIONS on a started
+//     connection to one node (--sync=false) over that of a minimal Go server answering the same
+//     frame with the same bytes (this program re-executed as "floor-server": a goroutine per
+//     connection reading frames and writing the answers to those read at once), one request in
+//     flight and 16 pipelined on one connection; rounds of phases whose order rotates, each
+//     server's idle CPU subtracted, the median of the rounds' ratios reported as
+//     native_noop_over_floor and native_noop_over_floor_pipelined. With --parent-kvnode, a node
+//     of that binary (the parent commit's) is measured in the same rounds.
 //
 // Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
 //

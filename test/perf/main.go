@@ -72,6 +72,9 @@ type settings struct {
 
 	// Service levels.
 	Levels levelsSettings `json:"levels"`
+
+	// The native front end's floor.
+	Floor floorSettings `json:"floor"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -140,6 +143,8 @@ func fullSettings() settings {
 		// rule admits up to 1.09·L, at 1.44·L: docs/accuracy.md.)
 		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 32 * time.Second, First: 1, Rounds: 6, Window: 5 * time.Second, Workers: 16,
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 32 * time.Second, JoinAfter: 16 * time.Second, Partitions: 1000},
+		// Nine rounds of 1.5-s phases per server and mode.
+		Floor: floorSettings{Rounds: 9, PhaseMS: 1500, WarmMS: 500, Depth: 16},
 	}
 }
 
@@ -158,6 +163,7 @@ func quickSettings() settings {
 			Partitions: 20, Duration: time.Second, ProbeRate: 20, ProbeDuration: 500 * time.Millisecond, Poll: 200 * time.Millisecond},
 		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 4 * time.Second, First: 1, Rounds: 1, Window: time.Second, Workers: 8,
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 4 * time.Second, JoinAfter: 2 * time.Second, Partitions: 100},
+		Floor: floorSettings{Rounds: 1, PhaseMS: 300, WarmMS: 100, Depth: 16},
 	}
 }
 
@@ -186,6 +192,9 @@ func main() {
 
 // run is the program: args are its flags; results go to stdout, progress to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == floorServerArg {
+		return serveFloor(ctx, stdout)
+	}
 	fs := flag.NewFlagSet("perf", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -199,7 +208,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 0, "`rounds` of the hot part's baseline, unlimited and limited phases (0: 8, or 1 with --quick)")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
-	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators); the numbers of a part not run are 0")
+	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor part")
+	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -235,7 +245,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s.RejectConcurrency = 64
 	}
 	s.Parts = parts
-	res, err := measure(ctx, s, *bin, stderr)
+	res, err := measure(ctx, s, *bin, *parentBin, stderr)
 	if err != nil {
 		return err
 	}
@@ -258,7 +268,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // The parts of a run, in the order they run.
-var allParts = []string{"hot", "reject", "overhead", "overload", "levels"}
+var allParts = []string{"hot", "reject", "overhead", "overload", "levels", "floor"}
 
 // parseParts reads the --parts list into allParts order, refusing unknown and empty lists.
 func parseParts(list string) ([]string, error) {
@@ -294,7 +304,7 @@ func command(args []string) string {
 }
 
 // measure runs every part and returns the result.
-func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Result, error) {
+func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writer) (*Result, error) {
 	start := time.Now()
 	res := &Result{Machine: readMachine(), Settings: s, Date: start.UTC().Format("2006-01-02 15:04 MST")}
 	root, err := os.MkdirTemp("", "kvnode-perf-")
@@ -359,6 +369,11 @@ func measure(ctx context.Context, s settings, bin string, log io.Writer) (*Resul
 	}
 	if s.has("levels") {
 		if err := levelsPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("floor") {
+		if err := floorPart(ctx, s, bin, parentBin, root, res, log); err != nil {
 			return nil, err
 		}
 	}

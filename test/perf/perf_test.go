@@ -331,6 +331,7 @@ var headlineFields = []string{
 	"native_noop_cpu_us", "grpc_noop_cpu_us", "native_reject_cpu_us", "grpc_reject_cpu_us",
 	"hot_accepted_over_limit_first_second", "limiter_overhead_write_resolution", "limiter_overhead_read_resolution",
 	"hot_accepted_over_limit_steady", "hot_accepted_over_limit_first_seconds",
+	"native_noop_over_floor", "native_noop_over_floor_pipelined",
 }
 
 func TestResultJSONHasTheHeadlineFields(t *testing.T) {

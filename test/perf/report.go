@@ -67,6 +67,12 @@ type Result struct {
 	Overload *overloadResult `json:"overload,omitempty"`
 	// Levels is the service levels run (part levels).
 	Levels *levelsResult `json:"levels,omitempty"`
+	// Server CPU of a native OPTIONS on a started connection over the same request answered
+	// by a minimal Go server (the floor), one request in flight and 16 pipelined on one
+	// connection (part floor, whose details are Floor).
+	NativeNoopOverFloor          float64      `json:"native_noop_over_floor"`
+	NativeNoopOverFloorPipelined float64      `json:"native_noop_over_floor_pipelined"`
+	Floor                        *floorResult `json:"floor,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -460,6 +466,9 @@ func (r *Result) headline() {
 			r.LimiterOverheadRead, r.LimiterOverheadReadResolution = o.Overhead, o.Resolution
 		}
 	}
+	if r.Floor != nil {
+		r.NativeNoopOverFloor, r.NativeNoopOverFloorPipelined = r.Floor.Over, r.Floor.OverPipelined
+	}
 	r.Accounting = r.accounting()
 	r.Targets = r.targets()
 }
@@ -688,6 +697,9 @@ func (r *Result) targets() []target {
 	}
 	if r.Settings.has("levels") && r.Levels != nil {
 		ts = append(ts, r.Levels.targets()...)
+	}
+	if r.Settings.has("floor") && r.Floor != nil {
+		ts = append(ts, r.Floor.targets()...)
 	}
 	return ts
 }
