@@ -167,6 +167,31 @@ func TestScansReturnEveryRowOnceInTokenOrderThroughEveryNode(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ALLOW FILTERING over a scan") {
 		t.Errorf("ALLOW FILTERING over a scan: err = %v, want it refused as not supported yet", err)
 	}
+
+	// Aggregates without GROUP BY fold the whole scan, paged internally, into one row: COUNT(*)
+	// of a table (what an operator asks first), over a token range too, and SELECT JSON.
+	var sumV, maxV int32
+	for _, r := range want {
+		sumV += r.k*10 + r.c
+		maxV = max(maxV, r.k*10+r.c)
+	}
+	var n int64
+	var m, sm int32
+	if err := sessions[2].Query("SELECT COUNT(*), max(v), sum(v) FROM s").Scan(&n, &m, &sm); err != nil || n != int64(len(want)) || m != maxV || sm != sumV {
+		t.Errorf("SELECT COUNT(*), max(v), sum(v) over a scan = %d, %d, %d (%v); want %d, %d, %d", n, m, sm, err, len(want), maxV, sumV)
+	}
+	if err := sessions[0].Query("SELECT COUNT(*) FROM s WHERE token(k) >= ? AND token(k) < ?", lo, hi).Scan(&n); err != nil || n != int64(len(inRange)) {
+		t.Errorf("COUNT(*) over token range [%d, %d) = %d (%v), want %d", lo, hi, n, err, len(inRange))
+	}
+	var js string
+	if err := sessions[1].Query("SELECT JSON k, c FROM s LIMIT 1").Scan(&js); err != nil || !strings.HasPrefix(js, `{"k": `) {
+		t.Errorf("SELECT JSON over a scan = %q (%v), want a row as a JSON object", js, err)
+	}
+	for _, q := range []string{"SELECT k, COUNT(*) FROM s GROUP BY k", "SELECT DISTINCT k FROM s", "SELECT k FROM s PER PARTITION LIMIT 1"} {
+		if err := sessions[0].Query(q).Exec(); err == nil || !strings.Contains(err.Error(), "over a scan") {
+			t.Errorf("%s: err = %v, want it refused as not supported over a scan yet", q, err)
+		}
+	}
 }
 
 // TestScanReadRepairsAStaleReplica: a replica that missed writes (it was down, and hints are

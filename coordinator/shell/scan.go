@@ -69,14 +69,12 @@ type scanRow struct {
 func scanShapeSupported(r *schema.Read) error {
 	var what string
 	switch {
-	case r.Aggregated():
-		what = "aggregates and GROUP BY"
+	case r.GroupBy > 0:
+		what = "GROUP BY"
 	case r.Distinct:
 		what = "SELECT DISTINCT"
 	case r.PerPartitionLimit > 0:
 		what = "PER PARTITION LIMIT"
-	case r.JSON:
-		what = "SELECT JSON"
 	default:
 		return nil
 	}
@@ -114,7 +112,7 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	if paged {
 		want = min(want, req.PageSize)
 	}
-	if r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End {
+	if r.Aggregates == nil && (r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End) {
 		res, err := rowsResult(r, nil, 0)
 		return t, res, err
 	}
@@ -123,6 +121,11 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 		return t, coordinator.Result{}, err // a page is one read of its budgets
 	}
 	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout)}
+	if r.Aggregates != nil {
+		res, err := e.aggregateScan(ctx, r, &sc, pos)
+		res.Warnings = warnings
+		return t, res, err
+	}
 	rows, pos, done, err := sc.page(ctx, pos, want)
 	if err != nil {
 		return t, coordinator.Result{}, err
@@ -132,11 +135,51 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	if err != nil {
 		return t, res, err
 	}
+	if r.JSON {
+		if res.Rows, err = jsonRows(r, res.Rows); err != nil {
+			return t, res, err
+		}
+	}
 	if paged && !done && len(rows) == want && (r.Limit == 0 || returned+len(rows) < r.Limit) {
 		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), pos)
 	}
 	res.Warnings = warnings
 	return t, res, nil
+}
+
+// scanAggregatePage is how many rows an aggregate over a scan reads per page of the scan.
+const scanAggregatePage = 1000
+
+// aggregateScan folds every row of the scan from pos on into the aggregates of r (without
+// GROUP BY: one group, which exists without rows), reading page after page as Cassandra's
+// coordinator pages an aggregation internally, and returns their one row. The budgets counted
+// the statement once, like the page it answers.
+func (e *Executor) aggregateScan(ctx context.Context, r *schema.Read, sc *scanner, pos scanPos) (coordinator.Result, error) {
+	agg := newAggregator(r, e.now().Unix())
+	for done := r.Tokens.Empty; !done; {
+		var rows []scanRow
+		var err error
+		if rows, pos, done, err = sc.page(ctx, pos, scanAggregatePage); err != nil {
+			return coordinator.Result{}, err
+		}
+		for _, x := range rows {
+			if err := agg.add(x.key, x.row); err != nil {
+				return coordinator.Result{}, err
+			}
+		}
+	}
+	out, err := agg.finish()
+	if err != nil {
+		return coordinator.Result{}, err
+	}
+	rows := rowsOf(r, len(out))
+	copy(rows.Values, out)
+	if r.JSON {
+		if rows, err = jsonRows(r, rows); err != nil {
+			return coordinator.Result{}, err
+		}
+	}
+	return coordinator.Result{Kind: coordinator.ResultRows, Rows: rows}, nil
 }
 
 // scanResult renders a scan's rows, each with its own partition key, as rowsResult does.
