@@ -152,7 +152,7 @@ type allLive struct{}
 func (allLive) AppendReplicas(dst []coordinator.NodeID, _ int64, _ schema.Replication) []coordinator.NodeID {
 	return dst
 }
-func (allLive) IsLive(coordinator.NodeID) bool { return true }
+func (allLive) IsLive(coordinator.NodeID) bool       { return true }
 func (allLive) DataCenter(coordinator.NodeID) string { return "" }
 
 // TestClusterTopClientsWaitsBoundedly runs on synctest's clock: a peer that never answers
