@@ -1,0 +1,229 @@
+//go:build linux
+
+package fault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/test/proc"
+)
+
+// dcPlaces are the data centers of TestDataCenterCut: n1, n2 in dc1 and n3, n4 in dc2, each on
+// a rack of its own.
+var dcPlaces = []Place{{"dc1", "r1"}, {"dc1", "r2"}, {"dc2", "r1"}, {"dc2", "r2"}}
+
+// Bounds of TestDataCenterCut.
+const (
+	wanDelay    = 25 * time.Millisecond // each way between the data centers
+	cutFor      = 12 * time.Second      // how long the data centers stay cut
+	seenDownMax = 10 * time.Second      // for each side to see the other down (profile local)
+	hintsMax    = 60 * time.Second      // for each side to hold the other's writes after the heal
+)
+
+// dcKinds returns the workload of each data center at LOCAL_QUORUM through its own nodes, on
+// tables of its own: unique inserts, registers and deletes.
+func dcKinds(c *Cluster) []Kind {
+	ts := NewTimestamps()
+	var ks []Kind
+	for _, dc := range []string{"dc1", "dc2"} {
+		nodes := c.InDC(dc)
+		ks = append(ks,
+			Local{NewInserts(Keyspace, "ins_"+dc, gocql.LocalQuorum, ts), dc, nodes},
+			Local{NewRegisters(Keyspace, "reg_"+dc, gocql.LocalQuorum, ts, 16), dc, nodes},
+			Local{NewDeletes(Keyspace, "del_"+dc, gocql.LocalQuorum, ts), dc, nodes})
+	}
+	return ks
+}
+
+// sideFailures sums an availability's failed and total operations over nodes.
+func sideFailures(a Availability, nodes []int) (failed, total int) {
+	for _, i := range nodes {
+		failed += a.Failed[i]
+		total += a.Total[i]
+	}
+	return failed, total
+}
+
+// TestDataCenterCut runs two data centers of two nodes each (NetworkTopologyStrategy
+// {'dc1': 2, 'dc2': 2}, a WAN delay between them in the internode proxy) and cuts them from each
+// other while each runs its workload at LOCAL_QUORUM through its own nodes: no LOCAL_QUORUM
+// operation fails on either side, and once each side sees the other down an EACH_QUORUM write
+// through either side is Unavailable. After the heal, each side holds the writes acknowledged on
+// the other during the cut (hints replayed: a LOCAL_QUORUM read-back through the other data
+// center), and the checker, reading every row back at ALL and QUORUM through every node, finds
+// nothing lost, resurrected or stale. It runs under -fault.long (about a minute).
+func TestDataCenterCut(t *testing.T) {
+	if !*long {
+		t.Skip("fault: the data-center cut runs under -fault.long (go test ./test/fault -run TestDataCenterCut -fault.long -v)")
+	}
+	ctx := prepare(t)
+	c := startCluster(ctx, t, Options{Nodes: len(dcPlaces), Profile: "local", Places: dcPlaces, WANDelay: wanDelay}, "")
+	dc1, dc2 := c.InDC("dc1"), c.InDC("dc2")
+	ks := dcKinds(c)
+
+	var seenDown time.Duration
+	var seenErr error
+	eachQuorum := map[string]error{} // coordinator → what an EACH_QUORUM write answered during the cut
+	during := func(ctx context.Context) {
+		cutAt := time.Now()
+		for _, side := range [][2][]int{{dc1, dc2}, {dc2, dc1}} {
+			want := map[string]string{}
+			for _, i := range side[0] {
+				want[c.Node(i).ID] = "UP"
+			}
+			for _, i := range side[1] {
+				want[c.Node(i).ID] = "DOWN"
+			}
+			var observers []*proc.Node
+			for _, i := range side[0] {
+				observers = append(observers, c.Node(i))
+			}
+			if err := c.Proc.WaitStates(ctx, seenDownMax, observers, want); err != nil {
+				seenErr = err
+				return
+			}
+		}
+		seenDown = time.Since(cutAt)
+		for _, i := range []int{dc1[0], dc2[0]} {
+			s, err := c.Session(i)
+			if err != nil {
+				eachQuorum[c.Node(i).Name] = err
+				continue
+			}
+			// A delete of a row no kind writes, at timestamp 1: whatever it leaves, no read sees.
+			eachQuorum[c.Node(i).Name] = s.Query(fmt.Sprintf("DELETE FROM %s.ins_dc1 USING TIMESTAMP 1 WHERE p = 0 AND k = -1", Keyspace)).
+				Consistency(gocql.EachQuorum).WithContext(ctx).Exec()
+			s.Close()
+		}
+	}
+
+	var converged time.Duration
+	var convergeErr error
+	healed := func(ctx context.Context) {
+		began := time.Now()
+		convergeErr = awaitCrossDC(ctx, c)
+		converged = time.Since(began)
+	}
+
+	rep := RunScenario(ctx, t, c, Scenario{
+		Kinds: ks, Seed: 7, Settle: 2 * time.Second, Rate: 120,
+		Replication: "{'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}",
+		Steps:       []Step{{Nemesis: DCLink{A: "dc1", B: "dc2", Percent: 100}, For: cutFor, During: during, Healed: healed}},
+	})
+	rep.Log(t)
+
+	for _, v := range rep.Verdicts {
+		if !v.Clean() {
+			t.Errorf("%s: %d lost, %d resurrected, %d stale, %d unexpected: %v", v.Kind, v.Lost, v.Resurrected, v.Stale, v.Unexpected, v.Examples)
+		}
+		if v.Writes == 0 || v.Reads == 0 {
+			t.Errorf("%s made %d writes and %d reads: the workload did not run", v.Kind, v.Writes, v.Reads)
+		}
+	}
+	for _, e := range rep.ReadBackErrors {
+		t.Errorf("read-back: %s", e)
+	}
+	for _, w := range rep.Windows {
+		if w.Err != nil {
+			t.Errorf("%s: %v", w.Name, w.Err)
+		}
+	}
+	cutWin := rep.Availability[0]
+	for _, side := range []struct {
+		name  string
+		nodes []int
+	}{{"dc1", dc1}, {"dc2", dc2}} {
+		failed, total := sideFailures(cutWin, side.nodes)
+		t.Logf("during the cut, %s: %d of %d LOCAL_QUORUM operations failed", side.name, failed, total)
+		if total == 0 || failed > 0 {
+			t.Errorf("during the cut, %d of %d LOCAL_QUORUM operations through %s failed, want none of some", failed, total, side.name)
+		}
+	}
+	if seenErr != nil {
+		t.Errorf("the data centers did not see each other down within %v of the cut: %v", seenDownMax, seenErr)
+	} else {
+		t.Logf("both data centers saw the other down %v after the cut", seenDown.Round(100*time.Millisecond))
+		for node, err := range eachQuorum {
+			var un *gocql.RequestErrUnavailable
+			if !errors.As(err, &un) {
+				t.Errorf("an EACH_QUORUM write through %s during the cut answered %v, want Unavailable", node, err)
+			} else {
+				t.Logf("EACH_QUORUM through %s during the cut: %v", node, err)
+			}
+		}
+	}
+	if convergeErr != nil {
+		t.Errorf("after the heal, the writes acknowledged during the cut did not reach the other data center: %v", convergeErr)
+	} else {
+		t.Logf("every side held the other's writes (LOCAL_QUORUM read-back) %v after all nodes saw each other up (%v after the heal)",
+			converged.Round(100*time.Millisecond), (rep.Windows[0].Recovered + converged).Round(100*time.Millisecond))
+	}
+}
+
+// awaitCrossDC waits, up to hintsMax, until the rows of each data center's inserts and
+// registers, as its own nodes read them at LOCAL_QUORUM now, are held by the other data center:
+// a LOCAL_QUORUM read through a node of the other data center, which asks only that data
+// center's replicas, returns every such insert, and every register at that timestamp or a later
+// one. Only hints (or a repair) bring them there: the workload reads each table through its own
+// data center alone.
+func awaitCrossDC(ctx context.Context, c *Cluster) error {
+	for _, dc := range []string{"dc1", "dc2"} {
+		own, other := c.InDC(dc)[0], -1
+		for i, p := range c.Places {
+			if p.DC != dc {
+				other = i
+				break
+			}
+		}
+		ownS, err := c.Session(own)
+		if err != nil {
+			return err
+		}
+		defer ownS.Close()
+		otherS, err := c.Session(other)
+		if err != nil {
+			return err
+		}
+		defer otherS.Close()
+		for _, name := range []string{"ins_" + dc, "reg_" + dc} {
+			tb := table{ks: Keyspace, name: name}
+			var want map[int64]int64
+			if err := poll.Until(ctx, readBackRetry, fmt.Sprintf("%s at LOCAL_QUORUM through n%d", name, own+1), func() error {
+				want, err = readBack(ctx, tb, ownS, gocql.LocalQuorum)
+				return err
+			}); err != nil {
+				return err
+			}
+			if err := poll.Until(ctx, hintsMax, fmt.Sprintf("n%d (%s) holds the %d rows of %s that n%d reads", other+1, c.Places[other].DC, len(want), name, own+1), func() error {
+				got, err := readBack(ctx, tb, otherS, gocql.LocalQuorum)
+				if err != nil {
+					return err
+				}
+				var missing []string
+				for k, v := range want {
+					if g, ok := got[k]; !ok || g < v {
+						missing = append(missing, fmt.Sprint(k))
+					}
+				}
+				if len(missing) > 0 {
+					if len(missing) > 5 {
+						missing = append(missing[:5], "...")
+					}
+					return fmt.Errorf("%d rows missing or older: %s", len(missing), strings.Join(missing, ", "))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
