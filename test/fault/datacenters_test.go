@@ -12,7 +12,9 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/test/model"
 	"github.com/kvnode/kvnode/test/proc"
 )
 
@@ -74,22 +76,8 @@ func TestDataCenterCut(t *testing.T) {
 	eachQuorum := map[string]error{} // coordinator → what an EACH_QUORUM write answered during the cut
 	during := func(ctx context.Context) {
 		cutAt := time.Now()
-		for _, side := range [][2][]int{{dc1, dc2}, {dc2, dc1}} {
-			want := map[string]string{}
-			for _, i := range side[0] {
-				want[c.Node(i).ID] = "UP"
-			}
-			for _, i := range side[1] {
-				want[c.Node(i).ID] = "DOWN"
-			}
-			var observers []*proc.Node
-			for _, i := range side[0] {
-				observers = append(observers, c.Node(i))
-			}
-			if err := c.Proc.WaitStates(ctx, seenDownMax, observers, want); err != nil {
-				seenErr = err
-				return
-			}
+		if seenErr = awaitSidesDown(ctx, c); seenErr != nil {
+			return
 		}
 		seenDown = time.Since(cutAt)
 		for _, i := range []int{dc1[0], dc2[0]} {
@@ -226,4 +214,132 @@ func awaitCrossDC(ctx context.Context, c *Cluster) error {
 		}
 	}
 	return nil
+}
+
+// awaitSidesDown waits, up to seenDownMax, until the nodes of each data center see each other
+// up and every node of the other data center down.
+func awaitSidesDown(ctx context.Context, c *Cluster) error {
+	dc1, dc2 := c.InDC("dc1"), c.InDC("dc2")
+	for _, side := range [][2][]int{{dc1, dc2}, {dc2, dc1}} {
+		want := map[string]string{}
+		for _, i := range side[0] {
+			want[c.Node(i).ID] = "UP"
+		}
+		for _, i := range side[1] {
+			want[c.Node(i).ID] = "DOWN"
+		}
+		var observers []*proc.Node
+		for _, i := range side[0] {
+			observers = append(observers, c.Node(i))
+		}
+		if err := c.Proc.WaitStates(ctx, seenDownMax, observers, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// modelTarget is a model.Target over the cluster's processes.
+type modelTarget struct{ c *Cluster }
+
+func (m modelTarget) Client(i int) *client.Client {
+	if !m.c.Node(i).Running() {
+		return nil
+	}
+	return m.c.Node(i).Client()
+}
+
+// modelOpsPerPhase is the length of each phase of TestModelAcrossDataCenterCut.
+const modelOpsPerPhase = 400
+
+// TestModelAcrossDataCenterCut runs the model-checked workload (package model, SetDataCenters:
+// every partition coordinated by the nodes of its home data center at LOCAL_ONE or
+// LOCAL_QUORUM, NetworkTopologyStrategy {'dc1': 2, 'dc2': 2}) against two data centers of two
+// processes each, in phases: all up; cut from each other (at once, then once each side sees the
+// other down); healed. Every read is checked against the model as it runs; no operation may
+// fail during the cut on either side (its home data center holds all its replicas it needs);
+// at the end every partition is read through every node at QUORUM and ALL. Under -fault.long.
+func TestModelAcrossDataCenterCut(t *testing.T) {
+	if !*long {
+		t.Skip("fault: the model across a data-center cut runs under -fault.long (go test ./test/fault -run TestModelAcrossDataCenterCut -fault.long -v)")
+	}
+	ctx := prepare(t)
+	seed := uint64(time.Now().UnixNano())
+	f := model.ProbeFeatures()
+	w := model.NewWorkload(seed, f)
+	c := startCluster(ctx, t, Options{Nodes: len(dcPlaces), Profile: "local", Places: dcPlaces, WANDelay: wanDelay}, "")
+	if err := w.SetDataCenters(model.DataCenters{Names: []string{"dc1", "dc2"}, Nodes: [][]int{c.InDC("dc1"), c.InDC("dc2")}, RF: 2}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d, %d operations per phase; features: %s", seed, modelOpsPerPhase, f)
+	p := model.NewPool(w, 4)
+	p.SetReplay(fmt.Sprintf("seed %d (the outcomes depend on the cluster: TestModelAcrossDataCenterCut)", seed))
+	if err := p.Setup(ctx, c.Node(0).Client()); err != nil {
+		t.Fatal(err)
+	}
+	target := modelTarget{c}
+	run := func(ops []*model.Op) {
+		t.Helper()
+		if err := p.Run(ctx, ops, target); err != nil {
+			var v *model.Violation
+			if errors.As(err, &v) {
+				t.Fatalf("%v", v)
+			}
+			t.Fatal(err)
+		}
+	}
+	phase := func(what string, failuresAllowed bool) {
+		t.Helper()
+		ops := p.Next(modelOpsPerPhase)
+		run(ops)
+		failed, total := map[string]int{}, map[string]int{}
+		var sample []string
+		for _, op := range ops {
+			dc := c.Places[op.Node].DC
+			total[dc]++
+			if op.Outcome.Err != nil || !op.Outcome.Sent {
+				failed[dc]++
+				if len(sample) < 3 {
+					sample = append(sample, op.Describe())
+				}
+			}
+		}
+		t.Logf("%s: dc1 %d of %d operations failed, dc2 %d of %d", what, failed["dc1"], total["dc1"], failed["dc2"], total["dc2"])
+		if !failuresAllowed && (failed["dc1"] > 0 || failed["dc2"] > 0) {
+			t.Errorf("%s: operations at LOCAL_* levels failed, want none: %s", what, strings.Join(sample, "; "))
+		}
+	}
+	phase("all up", false)
+	cut := DCLink{A: "dc1", B: "dc2", Percent: 100}
+	t.Cleanup(func() { cut.Heal(context.Background(), c) })
+	if err := cut.Start(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	phase("cut, before the sides see each other down", false)
+	if err := awaitSidesDown(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	phase("cut, each side seeing the other down", false)
+	if err := cut.Heal(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	if err := c.Proc.WaitStates(ctx, 60*time.Second, c.Proc.Nodes, c.Proc.AllUp()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("all nodes saw each other up %v after the heal", time.Since(healed).Round(100*time.Millisecond))
+	phase("healed", false)
+	for _, cl := range []client.Consistency{client.Quorum, client.All} {
+		final := w.FinalReads(cl)
+		run(final)
+		failed := 0
+		for _, op := range final {
+			if op.Outcome.Err != nil {
+				failed++
+				t.Errorf("final read with every node up failed: %s", op.Describe())
+			}
+		}
+		t.Logf("final reads at %v of every partition through every node: %d failed", cl, failed)
+	}
+	t.Logf("seed %d: %s", seed, p.Stats())
 }

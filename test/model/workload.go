@@ -206,7 +206,7 @@ type DataCenters struct {
 const dcKeyspace = "m_dc"
 
 // SetDataCenters turns w into a workload across data centers, before its first operation: every
-// table moves to one NetworkTopologyStrategy keyspace with dc.RF replicas in each data center;
+// table moves to one NetworkTopologyStrategy keyspace (m_dc) with dc.RF replicas in each data center;
 // each partition has a home data center (by its key) whose nodes alone coordinate its
 // operations, at LOCAL_ONE or LOCAL_QUORUM, so that a cut between data centers leaves each
 // partition's history whole on its side. The model judges local levels against the replicas of
@@ -224,7 +224,8 @@ func (w *Workload) SetDataCenters(dc DataCenters) error {
 	}
 	w.dc, w.Nodes = &dc, nodes
 	for _, t := range w.Tables {
-		t.Keyspace, t.RF, t.DCs = dcKeyspace, dc.RF, len(dc.Names)
+		// m_rf1.t0 becomes m_dc.m_rf1_t0: the tables of the three keyspaces share names.
+		t.Keyspace, t.Name, t.RF, t.DCs = dcKeyspace, t.Keyspace+"_"+t.Name, dc.RF, len(dc.Names)
 	}
 	return nil
 }
