@@ -203,6 +203,9 @@ type TestingKnobs struct {
 	// GossipDelay, when positive, delays every gossip packet and stream the node sends
 	// (cluster.Config.GossipDelay): fault tests of slow gossip links.
 	GossipDelay time.Duration
+	// GossipDelayTo, when set, limits GossipDelay to the gossip sent to these hosts
+	// (cluster.Config.GossipDelayTo): a slow link to a remote data center.
+	GossipDelayTo []string
 }
 
 func (k *TestingKnobs) gossipDelay() time.Duration {
@@ -210,6 +213,13 @@ func (k *TestingKnobs) gossipDelay() time.Duration {
 		return 0
 	}
 	return k.GossipDelay
+}
+
+func (k *TestingKnobs) gossipDelayTo() []string {
+	if k == nil {
+		return nil
+	}
+	return k.GossipDelayTo
 }
 
 func (k *TestingKnobs) beforeRemoval() {
