@@ -65,9 +65,13 @@ type Options struct {
 	Places []Place
 	// WANDelay, when positive, holds back every internode byte between nodes of different data
 	// centers by this much in the internode proxy (it implies InternodeProxy): the latency of a
-	// WAN link, which the DCDelay nemesis changes. Gossip is not delayed (it does not go through
-	// the proxy).
+	// WAN link, which the DCDelay nemesis changes. Gossip does not go through the proxy: see
+	// WANGossipDelay.
 	WANDelay time.Duration
+	// WANGossipDelay, when positive, delays every gossip packet and stream a node sends to a
+	// node of another data center by this much (serve's hidden --testing-gossip-delay and
+	// --testing-gossip-delay-to).
+	WANGossipDelay time.Duration
 }
 
 // Place is a node's data center and rack.
@@ -82,10 +86,11 @@ type Cluster struct {
 	// Places is node i's data center and rack (Options.Places); nil when not set.
 	Places []Place
 	// WANDelay is the delay between data centers set at the start (Options.WANDelay).
-	WANDelay time.Duration
-	prefix   string   // of every name the cluster makes: kvfault-PID-TAG-
-	mounts   []string // tmpfs mount points, unmounted by Close
-	names    []string // namespaces, deleted by Close
+	WANDelay       time.Duration
+	wanGossipDelay time.Duration // Options.WANGossipDelay
+	prefix         string        // of every name the cluster makes: kvfault-PID-TAG-
+	mounts         []string      // tmpfs mount points, unmounted by Close
+	names          []string      // namespaces, deleted by Close
 }
 
 // Node returns node i's launcher.
@@ -115,6 +120,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.WANDelay < 0 || opts.WANDelay > 0 && opts.Places == nil {
 		return nil, fmt.Errorf("fault: Options.WANDelay is %v, want 0, or a positive delay with Options.Places", opts.WANDelay)
 	}
+	if opts.WANGossipDelay < 0 || opts.WANGossipDelay > 0 && opts.Places == nil {
+		return nil, fmt.Errorf("fault: Options.WANGossipDelay is %v, want 0, or a positive delay with Options.Places", opts.WANGossipDelay)
+	}
 	if opts.WANDelay > 0 {
 		opts.InternodeProxy = true
 	}
@@ -128,7 +136,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
-	c.Places, c.WANDelay = opts.Places, opts.WANDelay
+	c.Places, c.WANDelay, c.wanGossipDelay = opts.Places, opts.WANDelay, opts.WANGossipDelay
 	prefix := c.prefix
 	logDir := filepath.Join(opts.Dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -184,11 +192,22 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-// placeArgs are node i's first serve flags: its gossip profile, and its data center and rack.
+// placeArgs are node i's first serve flags: its gossip profile, its data center and rack, and
+// the gossip delay to the other data centers.
 func (c *Cluster) placeArgs(i int, profile string) []string {
 	args := []string{"--profile", profile}
-	if c.Places != nil {
-		args = append(args, "--dc", c.Places[i].DC, "--rack", c.Places[i].Rack)
+	if c.Places == nil {
+		return args
+	}
+	args = append(args, "--dc", c.Places[i].DC, "--rack", c.Places[i].Rack)
+	if c.wanGossipDelay > 0 {
+		var remote []string
+		for j, p := range c.Places {
+			if p.DC != c.Places[i].DC {
+				remote = append(remote, NodeIP(j))
+			}
+		}
+		args = append(args, "--testing-gossip-delay="+c.wanGossipDelay.String(), "--testing-gossip-delay-to="+strings.Join(remote, ","))
 	}
 	return args
 }

@@ -55,7 +55,7 @@ func sideFailures(a Availability, nodes []int) (failed, total int) {
 }
 
 // TestDataCenterCut runs two data centers of two nodes each (NetworkTopologyStrategy
-// {'dc1': 2, 'dc2': 2}, a WAN delay between them in the internode proxy) and cuts them from each
+// {'dc1': 2, 'dc2': 2}, a WAN delay between them for internode and gossip traffic) and cuts them from each
 // other while each runs its workload at LOCAL_QUORUM through its own nodes: no LOCAL_QUORUM
 // operation fails on either side, and once each side sees the other down an EACH_QUORUM write
 // through either side is Unavailable. After the heal, each side holds the writes acknowledged on
@@ -67,7 +67,7 @@ func TestDataCenterCut(t *testing.T) {
 		t.Skip("fault: the data-center cut runs under -fault.long (go test ./test/fault -run TestDataCenterCut -fault.long -v)")
 	}
 	ctx := prepare(t)
-	c := startCluster(ctx, t, Options{Nodes: len(dcPlaces), Profile: "local", Places: dcPlaces, WANDelay: wanDelay}, "")
+	c := startCluster(ctx, t, Options{Nodes: len(dcPlaces), Profile: "local", Places: dcPlaces, WANDelay: wanDelay, WANGossipDelay: wanDelay}, "")
 	dc1, dc2 := c.InDC("dc1"), c.InDC("dc2")
 	ks := dcKinds(c)
 
@@ -267,7 +267,7 @@ func TestModelAcrossDataCenterCut(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	f := model.ProbeFeatures()
 	w := model.NewWorkload(seed, f)
-	c := startCluster(ctx, t, Options{Nodes: len(dcPlaces), Profile: "local", Places: dcPlaces, WANDelay: wanDelay}, "")
+	c := startCluster(ctx, t, Options{Nodes: len(dcPlaces), Profile: "local", Places: dcPlaces, WANDelay: wanDelay, WANGossipDelay: wanDelay}, "")
 	if err := w.SetDataCenters(model.DataCenters{Names: []string{"dc1", "dc2"}, Nodes: [][]int{c.InDC("dc1"), c.InDC("dc2")}, RF: 2}); err != nil {
 		t.Fatal(err)
 	}

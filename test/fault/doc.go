@@ -30,7 +30,9 @@
 // # Data centers
 //
 // Options.Places puts each node in a data center and rack (serve's --dc and --rack), and
-// Options.WANDelay delays the internode links between data centers in the proxy. DCLink drops a
+// Options.WANDelay delays the internode links between data centers in the proxy, and
+// Options.WANGossipDelay the gossip sent across them (serve's hidden --testing-gossip-delay-to
+// limits the gossip delay to the remote nodes' addresses). DCLink drops a
 // share of the packets between two data centers, or all (a cut): nft rules in each node's
 // namespace match the other side's addresses, and, for connections through the proxy (DNAT to
 // the switch), conntrack's original destination on the side that opened them. DCDelay changes

@@ -305,6 +305,19 @@ func TestDataCenterNemeses(t *testing.T) {
 		}
 	}
 	check("direct connections")
+	loss := DCLink{A: "dc1", B: "dc2", Percent: 30}
+	if err := loss.Start(ctx, c); err != nil {
+		t.Fatalf("%s: %v", loss.Name(), err)
+	}
+	for _, i := range []int{0, 3} {
+		out, err := c.NS[i].Exec(ctx, "", "nft", "list", "table", "inet", dcTable)
+		if err != nil || !strings.Contains(string(out), "numgen random mod 100 < 30") {
+			t.Errorf("%s: n%d's rules are %q (%v), want drops of a numgen sample under 30", loss.Name(), i+1, out, err)
+		}
+	}
+	if err := loss.Heal(ctx, c); err != nil {
+		t.Fatalf("heal %s: %v", loss.Name(), err)
+	}
 	if err := c.startProxy(ctx); err != nil {
 		t.Fatal(err)
 	}
