@@ -348,7 +348,7 @@ func (c *Cluster) createMemberlist(ctx context.Context, prevGossip string) error
 			c.cfg.Tune(mc)
 		}
 		if c.cfg.GossipDelay > 0 {
-			t, err := newDelayTransport(mc, c.cfg.GossipDelay)
+			t, err := newDelayTransport(mc, c.cfg.GossipDelay, c.cfg.GossipDelayTo)
 			if err != nil {
 				return nil, err
 			}

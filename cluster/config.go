@@ -298,6 +298,9 @@ type Config struct {
 	// stream it opens by that much (a memberlist Transport wrapper): for fault tests of slow
 	// gossip links only.
 	GossipDelay time.Duration
+	// GossipDelayTo, when set, limits GossipDelay to what is sent to these hosts (IP addresses,
+	// as the members' gossip addresses name them): a slow link to a remote data center.
+	GossipDelayTo []string
 	// Logger receives the cluster's and memberlist's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Schema is the node's schema store.

@@ -10,12 +10,13 @@ import (
 )
 
 // delayTransport is memberlist's network transport with every packet this node sends, and
-// every stream it opens, delayed by d: Config.GossipDelay, for fault tests of slow gossip
-// links. Packets keep their order; what is received is not delayed (the peer's own delay, if
+// every stream it opens, delayed by d (only those to the hosts of Config.GossipDelayTo, when
+// set): Config.GossipDelay, for fault tests of slow gossip links, across a WAN among them. Packets keep their order; what is received is not delayed (the peer's own delay, if
 // any, applies to it).
 type delayTransport struct {
 	*memberlist.NetTransport
-	d time.Duration
+	d  time.Duration
+	to map[string]bool // the hosts whose packets and streams are delayed; nil: every host
 
 	mu      sync.Mutex
 	closed  bool
@@ -25,7 +26,7 @@ type delayTransport struct {
 
 // newDelayTransport binds memberlist's network transport at mc's address and wraps it, setting
 // mc's ports when mc asks for any free one, as memberlist.Create does for its own transport.
-func newDelayTransport(mc *memberlist.Config, d time.Duration) (*delayTransport, error) {
+func newDelayTransport(mc *memberlist.Config, d time.Duration, to []string) (*delayTransport, error) {
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: gossip transport: %w", err)
@@ -36,7 +37,23 @@ func newDelayTransport(mc *memberlist.Config, d time.Duration) (*delayTransport,
 			mc.AdvertisePort = mc.BindPort
 		}
 	}
-	return &delayTransport{NetTransport: nt, d: d, pending: map[*time.Timer]struct{}{}}, nil
+	t := &delayTransport{NetTransport: nt, d: d, pending: map[*time.Timer]struct{}{}}
+	if len(to) > 0 {
+		t.to = map[string]bool{}
+		for _, h := range to {
+			t.to[h] = true
+		}
+	}
+	return t, nil
+}
+
+// delays reports whether what is sent to addr (host:port) is delayed.
+func (t *delayTransport) delays(addr string) bool {
+	if t.to == nil {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && t.to[host]
 }
 
 // later runs send after the delay, unless the transport has shut down by then.
@@ -70,6 +87,9 @@ func (t *delayTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 
 // WriteToAddress implements memberlist.NodeAwareTransport.
 func (t *delayTransport) WriteToAddress(b []byte, addr memberlist.Address) (time.Time, error) {
+	if !t.delays(addr.Addr) {
+		return t.NetTransport.WriteToAddress(b, addr)
+	}
 	b = append([]byte(nil), b...) // memberlist reuses its buffer
 	t.later(func() { _, _ = t.NetTransport.WriteToAddress(b, addr) })
 	return time.Now(), nil
@@ -82,6 +102,9 @@ func (t *delayTransport) DialTimeout(addr string, timeout time.Duration) (net.Co
 
 // DialAddressTimeout implements memberlist.NodeAwareTransport: the stream opens after the delay.
 func (t *delayTransport) DialAddressTimeout(addr memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	if !t.delays(addr.Addr) {
+		return t.NetTransport.DialAddressTimeout(addr, timeout)
+	}
 	if timeout > 0 && timeout <= t.d {
 		time.Sleep(timeout)
 		return nil, fmt.Errorf("cluster: dial %s: gossip delay %v exceeds the timeout %v", addr.Addr, t.d, timeout)

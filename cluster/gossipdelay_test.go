@@ -15,7 +15,7 @@ func TestDelayTransportDelaysPackets(t *testing.T) {
 	const d = 50 * time.Millisecond
 	mc := memberlist.DefaultLANConfig()
 	mc.BindAddr, mc.BindPort, mc.AdvertisePort = "127.0.0.1", 0, 0
-	dt, err := newDelayTransport(mc, d)
+	dt, err := newDelayTransport(mc, d, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestDelayTransportDelaysPackets(t *testing.T) {
 		t.Errorf("received %q, want %q (the buffer as it was when sent)", p.Buf, "ping")
 	}
 
-	slow, err := newDelayTransport(&memberlist.Config{BindAddr: "127.0.0.1"}, time.Hour)
+	slow, err := newDelayTransport(&memberlist.Config{BindAddr: "127.0.0.1"}, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +53,46 @@ func TestDelayTransportDelaysPackets(t *testing.T) {
 	if err := slow.Shutdown(); err != nil { // returns without waiting an hour
 		t.Fatal(err)
 	}
+	if err := dt.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDelayTransportDelaysOnlyListedHosts: with GossipDelayTo, packets and streams to other
+// hosts leave at once, while a packet to a listed host waits for the delay.
+func TestDelayTransportDelaysOnlyListedHosts(t *testing.T) {
+	rx, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{"127.0.0.1"}, BindPort: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rx.Shutdown() })
+	near := net.JoinHostPort("127.0.0.1", strconv.Itoa(rx.GetAutoBindPort()))
+	far := net.JoinHostPort("127.0.0.2", strconv.Itoa(rx.GetAutoBindPort()))
+	dt, err := newDelayTransport(&memberlist.Config{BindAddr: "127.0.0.1"}, time.Hour, []string{"127.0.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dt.WriteTo([]byte("far"), far); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dt.WriteTo([]byte("near"), near); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-rx.PacketCh(); string(p.Buf) != "near" { // not an hour later
+		t.Errorf("received %q first, want %q: the packet to an unlisted host was held back", p.Buf, "near")
+	}
+	dt.mu.Lock()
+	held := len(dt.pending)
+	dt.mu.Unlock()
+	if held != 1 {
+		t.Errorf("%d sends held back, want 1: the packet to the listed host 127.0.0.2", held)
+	}
+	conn, err := dt.DialTimeout(near, time.Second) // an hour's delay would fail it
+	if err != nil {
+		t.Fatalf("a stream to an unlisted host: %v", err)
+	}
+	conn.Close()
+	(<-rx.StreamCh()).Close() // the receiver hands each stream over before it can shut down
 	if err := dt.Shutdown(); err != nil {
 		t.Fatal(err)
 	}

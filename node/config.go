@@ -203,6 +203,10 @@ type TestingKnobs struct {
 	// GossipDelay, when positive, delays every gossip packet and stream the node sends
 	// (cluster.Config.GossipDelay): fault tests of slow gossip links.
 	GossipDelay time.Duration
+	// GossipDelayTo, when set, limits GossipDelay to the gossip sent to these hosts
+	// (cluster.Config.GossipDelayTo): a slow link to a remote data center.
+	GossipDelayTo []string
+
 	// AfterStreamChunk, if set, is called on the receiving node after each chunk of a stream
 	// (bootstrap, decommission, removenode) is applied, with the stream's reason; the stream
 	// goes on when it returns, so a test holds a topology change mid-stream by blocking in it.
@@ -220,6 +224,13 @@ func (k *TestingKnobs) gossipDelay() time.Duration {
 		return 0
 	}
 	return k.GossipDelay
+}
+
+func (k *TestingKnobs) gossipDelayTo() []string {
+	if k == nil {
+		return nil
+	}
+	return k.GossipDelayTo
 }
 
 func (k *TestingKnobs) beforeRemoval() {

@@ -181,21 +181,22 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if n.cluster, err = cluster.Start(ctx, cluster.Config{
-		Options:     cfg.Cluster,
-		DataDir:     cfg.DataDir,
-		NodeID:      id,
-		BindAddr:    cfg.Listen.GossipAddr,
-		RPCAddr:     n.ilis.Addr().String(), // peers dial the internode listener
-		NativeAddr:  n.clis.Addr().String(), // drivers read it from system.peers
-		Logger:      cfg.Logger,             // cluster labels its own records
-		Schema:      n.schema,
-		Now:         now,
-		Keyring:     n.sec.gossipKeys,
-		Removals:    removalPeers{n.sender},     // removals travel over the internode port only
-		Joining:     len(cfg.Cluster.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
-		Unrepaired:  n.store.Unrepaired(),       // started despite a corrupt log: no reads until repaired
-		DataFormat:  replica.FormatVersion,      // Open upgraded the storage to it
-		GossipDelay: cfg.Testing.gossipDelay(),
+		Options:       cfg.Cluster,
+		DataDir:       cfg.DataDir,
+		NodeID:        id,
+		BindAddr:      cfg.Listen.GossipAddr,
+		RPCAddr:       n.ilis.Addr().String(), // peers dial the internode listener
+		NativeAddr:    n.clis.Addr().String(), // drivers read it from system.peers
+		Logger:        cfg.Logger,             // cluster labels its own records
+		Schema:        n.schema,
+		Now:           now,
+		Keyring:       n.sec.gossipKeys,
+		Removals:      removalPeers{n.sender},     // removals travel over the internode port only
+		Joining:       len(cfg.Cluster.Seeds) > 0, // a new node with seeds bootstraps (node/topology.go)
+		Unrepaired:    n.store.Unrepaired(),       // started despite a corrupt log: no reads until repaired
+		DataFormat:    replica.FormatVersion,      // Open upgraded the storage to it
+		GossipDelay:   cfg.Testing.gossipDelay(),
+		GossipDelayTo: cfg.Testing.gossipDelayTo(),
 	}); err != nil {
 		return nil, err
 	}

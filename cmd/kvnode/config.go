@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ type serveConfig struct {
 	// TestingGossipDelay delays every gossip packet and stream this node sends
 	// (--testing-gossip-delay, hidden): for fault tests of slow gossip links. Never in the file.
 	TestingGossipDelay time.Duration `yaml:"-"`
+	// TestingGossipDelayTo limits TestingGossipDelay to the gossip sent to these hosts
+	// (--testing-gossip-delay-to, hidden; comma-separated IP addresses): a slow link to a
+	// remote data center in fault tests. Never in the file.
+	TestingGossipDelayTo string `yaml:"-"`
 }
 
 // maxTestingGossipDelay bounds --testing-gossip-delay.
@@ -47,7 +52,7 @@ const maxTestingGossipDelay = 10 * time.Second
 const maxTestingClockOffset = time.Hour
 
 // hiddenServeFlags are serve's flags left out of its usage text.
-var hiddenServeFlags = map[string]bool{"testing-clock-offset": true, "testing-gossip-delay": true}
+var hiddenServeFlags = map[string]bool{"testing-clock-offset": true, "testing-gossip-delay": true, "testing-gossip-delay-to": true}
 
 // defaultServeConfig returns the binary's defaults: node.Config's, with a data directory and the
 // metrics endpoint on.
@@ -71,6 +76,9 @@ func (c serveConfig) nodeConfig() node.Config {
 			cfg.Testing = &node.TestingKnobs{}
 		}
 		cfg.Testing.GossipDelay = d
+		if c.TestingGossipDelayTo != "" {
+			cfg.Testing.GossipDelayTo = strings.Split(c.TestingGossipDelayTo, ",")
+		}
 	}
 	return cfg
 }
@@ -161,6 +169,7 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.TestingClockOffset, "testing-clock-offset", c.TestingClockOffset, "for tests: shift this node's clock by this much (e.g. -500ms)")
 	fs.DurationVar(&c.TestingGossipDelay, "testing-gossip-delay", c.TestingGossipDelay, "for tests: delay every gossip packet and stream this node sends by this much (e.g. 200ms)")
+	fs.StringVar(&c.TestingGossipDelayTo, "testing-gossip-delay-to", c.TestingGossipDelayTo, "for tests: with --testing-gossip-delay, delay only the gossip sent to these hosts (comma-separated IP addresses)")
 }
 
 // serveUsageText heads serve's usage, before its flags.
@@ -222,6 +231,16 @@ func parseServeFlags(args []string, help io.Writer) (serveConfig, error) {
 	}
 	if d := cfg.TestingGossipDelay; d < 0 || d > maxTestingGossipDelay {
 		return cfg, fmt.Errorf("serve: --testing-gossip-delay %v is outside 0 to %v", d, maxTestingGossipDelay)
+	}
+	if to := cfg.TestingGossipDelayTo; to != "" {
+		if cfg.TestingGossipDelay == 0 {
+			return cfg, fmt.Errorf("serve: --testing-gossip-delay-to %q needs --testing-gossip-delay", to)
+		}
+		for _, h := range strings.Split(to, ",") {
+			if _, err := netip.ParseAddr(h); err != nil {
+				return cfg, fmt.Errorf("serve: --testing-gossip-delay-to %q: %q is not an IP address", to, h)
+			}
+		}
 	}
 	// Zero means the default, as in node.Config.
 	cfg.Config.EnsureDefaults()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +252,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{[]string{"--testing-clock-offset", "2h"}, "--testing-clock-offset 2h0m0s is outside ±1h0m0s"},
 		{[]string{"--testing-clock-offset", "later"}, "later"},
 		{[]string{"--testing-gossip-delay", "1m"}, "--testing-gossip-delay 1m0s is outside 0 to 10s"},
+		{[]string{"--testing-gossip-delay-to", "10.0.0.1"}, "--testing-gossip-delay-to \"10.0.0.1\" needs --testing-gossip-delay"},
+		{[]string{"--testing-gossip-delay", "1s", "--testing-gossip-delay-to", "10.0.0.1,dc2"}, "\"dc2\" is not an IP address"},
 	} {
 		_, err := parseServeFlags(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -289,5 +292,12 @@ func TestTestingClockOffset(t *testing.T) {
 	}
 	if nc := cfg.nodeConfig(); nc.Testing == nil || nc.Testing.GossipDelay != 200*time.Millisecond || nc.Testing.Now != nil {
 		t.Errorf("--testing-gossip-delay 200ms gives the testing knobs %+v, want a gossip delay of 200ms alone", nc.Testing)
+	}
+	cfg, err = parseServeFlags([]string{"--testing-gossip-delay", "200ms", "--testing-gossip-delay-to", "10.77.0.13,10.77.0.14"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc := cfg.nodeConfig(); nc.Testing == nil || !slices.Equal(nc.Testing.GossipDelayTo, []string{"10.77.0.13", "10.77.0.14"}) {
+		t.Errorf("--testing-gossip-delay-to 10.77.0.13,10.77.0.14 gives the testing knobs %+v, want those two hosts", nc.Testing)
 	}
 }

@@ -60,7 +60,22 @@ type Options struct {
 	// namespace (an nft DNAT rule in each node's namespace, set before the nodes start), so the
 	// delay nemesis can slow chosen links.
 	InternodeProxy bool
+	// Places, when set, puts node i in data center Places[i].DC on rack Places[i].Rack (serve's
+	// --dc and --rack); it must name every node.
+	Places []Place
+	// WANDelay, when positive, holds back every internode byte between nodes of different data
+	// centers by this much in the internode proxy (it implies InternodeProxy): the latency of a
+	// WAN link, which the DCDelay nemesis changes. Gossip does not go through the proxy: see
+	// WANGossipDelay.
+	WANDelay time.Duration
+	// WANGossipDelay, when positive, delays every gossip packet and stream a node sends to a
+	// node of another data center by this much (serve's hidden --testing-gossip-delay and
+	// --testing-gossip-delay-to).
+	WANGossipDelay time.Duration
 }
+
+// Place is a node's data center and rack.
+type Place struct{ DC, Rack string }
 
 // Cluster is a kvnode cluster whose node i runs in its own network namespace at NodeIP(i).
 type Cluster struct {
@@ -68,9 +83,14 @@ type Cluster struct {
 	NS     []Netns // node i's namespace
 	Proc   *proc.Cluster
 	Proxy  *DelayProxy // nil without Options.InternodeProxy
-	prefix string      // of every name the cluster makes: kvfault-PID-TAG-
-	mounts []string    // tmpfs mount points, unmounted by Close
-	names  []string    // namespaces, deleted by Close
+	// Places is node i's data center and rack (Options.Places); nil when not set.
+	Places []Place
+	// WANDelay is the delay between data centers set at the start (Options.WANDelay).
+	WANDelay       time.Duration
+	wanGossipDelay time.Duration // Options.WANGossipDelay
+	prefix         string        // of every name the cluster makes: kvfault-PID-TAG-
+	mounts         []string      // tmpfs mount points, unmounted by Close
+	names          []string      // namespaces, deleted by Close
 }
 
 // Node returns node i's launcher.
@@ -94,6 +114,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Profile == "" {
 		opts.Profile = "lan"
 	}
+	if opts.Places != nil && len(opts.Places) != opts.Nodes {
+		return nil, fmt.Errorf("fault: Options.Places names %d nodes, want one per node (%d)", len(opts.Places), opts.Nodes)
+	}
+	if opts.WANDelay < 0 || opts.WANDelay > 0 && opts.Places == nil {
+		return nil, fmt.Errorf("fault: Options.WANDelay is %v, want 0, or a positive delay with Options.Places", opts.WANDelay)
+	}
+	if opts.WANGossipDelay < 0 || opts.WANGossipDelay > 0 && opts.Places == nil {
+		return nil, fmt.Errorf("fault: Options.WANGossipDelay is %v, want 0, or a positive delay with Options.Places", opts.WANGossipDelay)
+	}
+	if opts.WANDelay > 0 {
+		opts.InternodeProxy = true
+	}
 	c, err = newNetwork(ctx, opts.Nodes)
 	if err != nil {
 		return nil, err
@@ -104,6 +136,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	c.Places, c.WANDelay, c.wanGossipDelay = opts.Places, opts.WANDelay, opts.WANGossipDelay
 	prefix := c.prefix
 	logDir := filepath.Join(opts.Dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -125,6 +158,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err := c.startProxy(ctx); err != nil {
 			return c, err
 		}
+		c.setWANDelay(opts.WANDelay)
 	}
 	ip0 := NodeIP(0)
 	for i := range opts.Nodes {
@@ -140,7 +174,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			InternodeAddr: net.JoinHostPort(ip, strconv.Itoa(InternodePort)),
 			CQLAddr:       net.JoinHostPort(ip, strconv.Itoa(CQLPort)),
 			MetricsBind:   net.JoinHostPort(ip, strconv.Itoa(MetricsPort)),
-			ExtraArgs:     append([]string{"--profile", opts.Profile}, opts.ExtraArgs[i]...),
+			ExtraArgs:     append(c.placeArgs(i, opts.Profile), opts.ExtraArgs[i]...),
 			Wrapper:       c.NS[i].Wrapper(),
 			Dial:          c.Switch.DialContext,
 		}
@@ -156,6 +190,49 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// placeArgs are node i's first serve flags: its gossip profile, its data center and rack, and
+// the gossip delay to the other data centers.
+func (c *Cluster) placeArgs(i int, profile string) []string {
+	args := []string{"--profile", profile}
+	if c.Places == nil {
+		return args
+	}
+	args = append(args, "--dc", c.Places[i].DC, "--rack", c.Places[i].Rack)
+	if c.wanGossipDelay > 0 {
+		var remote []string
+		for j, p := range c.Places {
+			if p.DC != c.Places[i].DC {
+				remote = append(remote, NodeIP(j))
+			}
+		}
+		args = append(args, "--testing-gossip-delay="+c.wanGossipDelay.String(), "--testing-gossip-delay-to="+strings.Join(remote, ","))
+	}
+	return args
+}
+
+// InDC returns the indexes of the nodes in data center dc, in order.
+func (c *Cluster) InDC(dc string) []int {
+	var out []int
+	for i, p := range c.Places {
+		if p.DC == dc {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// setWANDelay sets the proxy's delay of every link between nodes of different data centers to
+// d (0 removes it).
+func (c *Cluster) setWANDelay(d time.Duration) {
+	for i := range c.Places {
+		for j := i + 1; j < len(c.Places); j++ {
+			if c.Places[i].DC != c.Places[j].DC {
+				c.Proxy.SetDelay(NodeIP(i), NodeIP(j), d)
+			}
+		}
+	}
 }
 
 // newNetwork returns a cluster without nodes: the switch namespace with its bridge and one

@@ -23,10 +23,23 @@
 // (a restart with serve's hidden --testing-clock-offset), bandwidth (tc tbf on both ends of a
 // node's veth pair), packet loss (nft numgen: this kernel has no netem), TCP delay (a proxy in
 // the switch namespace that every internode connection goes through, by nft DNAT rules set
-// before the nodes start), full disk (a tmpfs data directory filled by a file) and corruption of
-// the newest write-ahead log or sstable of a killed node before its restart. Gossip delay needs
-// a memberlist Transport wrapper inside the server, which `kvnode serve` has no hook for; it is
-// listed and skipped.
+// before the nodes start), gossip delay (a restart with serve's hidden --testing-gossip-delay, a
+// memberlist Transport wrapper), full disk (a tmpfs data directory filled by a file) and
+// corruption of the newest write-ahead log or sstable of a killed node before its restart.
+//
+// # Data centers
+//
+// Options.Places puts each node in a data center and rack (serve's --dc and --rack), and
+// Options.WANDelay delays the internode links between data centers in the proxy, and
+// Options.WANGossipDelay the gossip sent across them (serve's hidden --testing-gossip-delay-to
+// limits the gossip delay to the remote nodes' addresses). DCLink drops a
+// share of the packets between two data centers, or all (a cut): nft rules in each node's
+// namespace match the other side's addresses, and, for connections through the proxy (DNAT to
+// the switch), conntrack's original destination on the side that opened them. DCDelay changes
+// the WAN delay. A Local kind runs through the coordinators of one data center on tables of its
+// own, so that its reads at LOCAL_* levels are judged against its own writes alone.
+// TestDataCenterCut and TestModelAcrossDataCenterCut (under -fault.long) cut two data centers
+// of two nodes each while both run their workload at LOCAL_* levels.
 //
 // # Workload and checker
 //

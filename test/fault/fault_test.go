@@ -205,24 +205,26 @@ func diskFullChecks(c *Cluster, steps []Step) []string {
 func longFaults() []fault {
 	const d = 20 * time.Second
 	return []fault{
-		{name: "partition", steps: func() []Step { return []Step{{Partition{Node: 2}, d}} }, catches: true},
-		{name: "bridge", steps: func() []Step { return []Step{{Bridge{A: 0, B: 1}, d}} }, catches: true, available: []int{0, 1, 2}},
-		{name: "pause", steps: func() []Step { return []Step{{Pause{Node: 1}, 15 * time.Second}} }, available: []int{0, 2}},
-		{name: "kill9", steps: func() []Step { return []Step{{Kill{Node: 0}, 8 * time.Second}, {Kill{Node: 0}, 8 * time.Second}} }},
-		{name: "clock", steps: func() []Step { return []Step{{ClockOffset{Node: 2, Offset: -time.Second}, d}} }},
-		{name: "bandwidth", steps: func() []Step { return []Step{{Bandwidth{Node: 1, Rate: "256kbit"}, d}} }},
-		{name: "loss", steps: func() []Step { return []Step{{Loss{Node: 2, Percent: 10}, d}} }},
-		{name: "delay", steps: func() []Step { return []Step{{Delay{Node: 2, D: 200 * time.Millisecond}, d}} },
+		{name: "partition", steps: func() []Step { return []Step{{Nemesis: Partition{Node: 2}, For: d}} }, catches: true},
+		{name: "bridge", steps: func() []Step { return []Step{{Nemesis: Bridge{A: 0, B: 1}, For: d}} }, catches: true, available: []int{0, 1, 2}},
+		{name: "pause", steps: func() []Step { return []Step{{Nemesis: Pause{Node: 1}, For: 15 * time.Second}} }, available: []int{0, 2}},
+		{name: "kill9", steps: func() []Step {
+			return []Step{{Nemesis: Kill{Node: 0}, For: 8 * time.Second}, {Nemesis: Kill{Node: 0}, For: 8 * time.Second}}
+		}},
+		{name: "clock", steps: func() []Step { return []Step{{Nemesis: ClockOffset{Node: 2, Offset: -time.Second}, For: d}} }},
+		{name: "bandwidth", steps: func() []Step { return []Step{{Nemesis: Bandwidth{Node: 1, Rate: "256kbit"}, For: d}} }},
+		{name: "loss", steps: func() []Step { return []Step{{Nemesis: Loss{Node: 2, Percent: 10}, For: d}} }},
+		{name: "delay", steps: func() []Step { return []Step{{Nemesis: Delay{Node: 2, D: 200 * time.Millisecond}, For: d}} },
 			opts: Options{InternodeProxy: true}},
-		{name: "gossip-delay", steps: func() []Step { return []Step{{GossipDelay{Node: 2, D: 300 * time.Millisecond}, d}} },
+		{name: "gossip-delay", steps: func() []Step { return []Step{{Nemesis: GossipDelay{Node: 2, D: 300 * time.Millisecond}, For: d}} },
 			available: []int{0, 1}},
 		{name: "disk-full", steps: func() []Step {
-			return []Step{{&DiskFull{Node: 2, Leave: 1 << 20}, d}, {&DiskFull{Node: 2}, 10 * time.Second}}
+			return []Step{{Nemesis: &DiskFull{Node: 2, Leave: 1 << 20}, For: d}, {Nemesis: &DiskFull{Node: 2}, For: 10 * time.Second}}
 		},
 			opts: Options{TmpfsMiB: map[int]int{2: 64}}, available: []int{0, 1}, after: diskFullChecks},
-		{name: "corrupt-wal", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "wal"}, 5 * time.Second}} },
+		{name: "corrupt-wal", steps: func() []Step { return []Step{{Nemesis: &Corrupt{Node: 1, File: "wal"}, For: 5 * time.Second}} },
 			after: damagedWALAccepted},
-		{name: "corrupt-sst", steps: func() []Step { return []Step{{&Corrupt{Node: 1, File: "sst"}, 5 * time.Second}} },
+		{name: "corrupt-sst", steps: func() []Step { return []Step{{Nemesis: &Corrupt{Node: 1, File: "sst"}, For: 5 * time.Second}} },
 			opts: Options{ExtraArgs: map[int][]string{1: {"--memtable-size", "16384"}}}},
 	}
 }
@@ -239,7 +241,7 @@ func TestFaults(t *testing.T) {
 		rep := RunScenario(ctx, t, c, Scenario{
 			Kinds: ks, Weights: weights, Seed: 1,
 			Settle: 1500 * time.Millisecond,
-			Steps:  []Step{{Partition{Node: 2}, 6 * time.Second}, {Kill{Node: 1}, 3 * time.Second}},
+			Steps:  []Step{{Nemesis: Partition{Node: 2}, For: 6 * time.Second}, {Nemesis: Kill{Node: 1}, For: 3 * time.Second}},
 		})
 		rep.Log(t)
 		judge(t, rep, fault{catches: true})

@@ -617,3 +617,111 @@ func (k *Corrupt) replace(ctx context.Context, c *Cluster) error {
 
 // startDespiteCorruptLog is the serve flag that starts a node on a damaged log.
 const startDespiteCorruptLog = "--start-despite-corrupt-log"
+
+// dcTable is the nft table the data-center nemeses make inside each node's namespace.
+const dcTable = "kvfault_dc"
+
+// DCLink drops Percent of the packets between the nodes of data centers A and B (100: a cut),
+// both directions, while every node still reaches the nodes of its own data center and clients
+// reach every node. Each node of A gets nft rules against B's addresses and each node of B
+// against A's: gossip and direct internode packets match on their addresses; internode
+// connections through the delay proxy (DNAT to the switch) match on conntrack's original
+// destination, on the side that opened them, which is enough to stop both directions.
+type DCLink struct {
+	A, B    string
+	Percent int
+}
+
+func (l DCLink) Name() string {
+	if l.Percent == 100 {
+		return fmt.Sprintf("cut %s-/-%s", l.A, l.B)
+	}
+	return fmt.Sprintf("loss %d%% %s-%s", l.Percent, l.A, l.B)
+}
+
+// dcSides returns the nodes of A and of B, or an error when either is empty or they are the same.
+func dcSides(c *Cluster, a, b string) ([]int, []int, error) {
+	na, nb := c.InDC(a), c.InDC(b)
+	if a == b || len(na) == 0 || len(nb) == 0 {
+		return nil, nil, fmt.Errorf("fault: data centers %q and %q: want two different data centers with nodes (Options.Places)", a, b)
+	}
+	return na, nb, nil
+}
+
+func (l DCLink) Start(ctx context.Context, c *Cluster) error {
+	if l.Percent < 1 || l.Percent > 100 {
+		return fmt.Errorf("fault: DCLink.Percent is %d, want 1 to 100", l.Percent)
+	}
+	na, nb, err := dcSides(c, l.A, l.B)
+	if err != nil {
+		return err
+	}
+	sample := fmt.Sprintf("numgen random mod 100 lt %d ", l.Percent)
+	if l.Percent == 100 {
+		sample = ""
+	}
+	ips := func(nodes []int) string {
+		var s []string
+		for _, i := range nodes {
+			s = append(s, NodeIP(i))
+		}
+		return "{ " + strings.Join(s, ", ") + " }"
+	}
+	var errs []error
+	for _, side := range [][2][]int{{na, nb}, {nb, na}} {
+		rules := fmt.Sprintf(`table inet %[1]s {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		ip saddr %[2]s %[3]sdrop
+		ct original ip daddr %[2]s %[3]sdrop
+	}
+	chain output {
+		type filter hook output priority 0; policy accept;
+		ip daddr %[2]s %[3]sdrop
+		ct original ip daddr %[2]s %[3]sdrop
+	}
+}
+`, dcTable, ips(side[1]), sample)
+		for _, i := range side[0] {
+			if _, err := c.NS[i].Exec(ctx, rules, "nft", "-f", "-"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (l DCLink) Heal(ctx context.Context, c *Cluster) error {
+	na, nb, err := dcSides(c, l.A, l.B)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, i := range append(na, nb...) {
+		errs = append(errs, nftDelete(ctx, c.NS[i], dcTable))
+	}
+	return errors.Join(errs...)
+}
+
+// DCDelay sets the internode delay between the nodes of different data centers to D in the
+// proxy (the cluster needs Options.WANDelay or InternodeProxy); Heal sets it back to the
+// cluster's WANDelay.
+type DCDelay struct{ D time.Duration }
+
+func (d DCDelay) Name() string { return fmt.Sprintf("WAN delay %v", d.D) }
+
+func (d DCDelay) Start(_ context.Context, c *Cluster) error {
+	if c.Proxy == nil || c.Places == nil {
+		return errors.New("fault: the WAN delay nemesis needs a cluster started with Options.Places and Options.WANDelay")
+	}
+	c.setWANDelay(d.D)
+	return nil
+}
+
+func (d DCDelay) Heal(_ context.Context, c *Cluster) error {
+	if c.Proxy == nil || c.Places == nil {
+		return nil
+	}
+	c.setWANDelay(c.WANDelay)
+	return nil
+}

@@ -260,3 +260,86 @@ func TestDelayProxy(t *testing.T) {
 		t.Errorf("n1 -> n2 after the heal: round trip %v (%v), want under %v", rtt, err, d)
 	}
 }
+
+// TestDataCenterNemeses places four namespaces in two data centers (n1, n2 in dc1; n3, n4 in
+// dc2) with echo servers in place of kvnode, and checks the data-center nemeses: a cut between
+// the data centers stops exactly the links between them, with direct connections and then with
+// connections through the internode proxy (DNAT), and heals; the WAN delay holds back the links
+// between the data centers and no other.
+func TestDataCenterNemeses(t *testing.T) {
+	ctx := prepare(t)
+	c, err := newNetwork(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	c.Places = []Place{{"dc1", "r1"}, {"dc1", "r2"}, {"dc2", "r1"}, {"dc2", "r2"}}
+	echoServers(t, c)
+	cross := []string{"n1->n3", "n1->n4", "n2->n3", "n2->n4", "n3->n1", "n3->n2", "n4->n1", "n4->n2"}
+	cut := DCLink{A: "dc1", B: "dc2", Percent: 100}
+	check := func(how string) {
+		t.Helper()
+		if all, ok := awaitReachability(ctx, c, nil); !ok {
+			t.Fatalf("%s, before the cut, not every link gets through: %v", how, all)
+		}
+		if err := cut.Start(ctx, c); err != nil {
+			t.Fatalf("%s: %s: %v", how, cut.Name(), err)
+		}
+		during, _ := awaitReachability(ctx, c, cross)
+		for link, ok := range during {
+			if want := !contains(cross, link); ok != want {
+				t.Errorf("%s, %s: %s gets through = %v, want %v", how, cut.Name(), link, ok, want)
+			}
+		}
+		for range 2 {
+			if err := cut.Heal(ctx, c); err != nil {
+				t.Errorf("%s: heal %s: %v", how, cut.Name(), err)
+			}
+		}
+		if after, ok := awaitReachability(ctx, c, nil); !ok {
+			t.Errorf("%s: after the heal of %s, not every link gets through: %v", how, cut.Name(), after)
+		}
+	}
+	check("direct connections")
+	loss := DCLink{A: "dc1", B: "dc2", Percent: 30}
+	if err := loss.Start(ctx, c); err != nil {
+		t.Fatalf("%s: %v", loss.Name(), err)
+	}
+	for _, i := range []int{0, 3} {
+		out, err := c.NS[i].Exec(ctx, "", "nft", "list", "table", "inet", dcTable)
+		if err != nil || !strings.Contains(string(out), "numgen random mod 100 < 30") {
+			t.Errorf("%s: n%d's rules are %q (%v), want drops of a numgen sample under 30", loss.Name(), i+1, out, err)
+		}
+	}
+	if err := loss.Heal(ctx, c); err != nil {
+		t.Fatalf("heal %s: %v", loss.Name(), err)
+	}
+	if err := c.startProxy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("connections through the proxy")
+	if c.Proxy.Accepted() == 0 {
+		t.Fatal("the proxy forwarded no connection: the DNAT rules did not apply")
+	}
+	const d = 300 * time.Millisecond
+	wan := DCDelay{D: d}
+	if err := wan.Start(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if rtt, err := roundTrip(ctx, c.NS[1], 2, 5*time.Second); err != nil || rtt < 2*d {
+		t.Errorf("n2 -> n3 across the WAN with %v each way: round trip %v (%v), want at least %v", d, rtt, err, 2*d)
+	}
+	if rtt, err := roundTrip(ctx, c.NS[2], 3, 5*time.Second); err != nil || rtt >= d {
+		t.Errorf("n3 -> n4 within dc2: round trip %v (%v), want under %v", rtt, err, d)
+	}
+	if err := wan.Heal(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if rtt, err := roundTrip(ctx, c.NS[1], 2, 5*time.Second); err != nil || rtt >= d {
+		t.Errorf("n2 -> n3 after the heal: round trip %v (%v), want under %v", rtt, err, d)
+	}
+}

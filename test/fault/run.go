@@ -24,6 +24,12 @@ const Keyspace = "kvfault"
 type Step struct {
 	Nemesis Nemesis
 	For     time.Duration
+	// During, when set, runs once the nemesis has started, the workload going on; the fault
+	// stays for For in all, or until During returns if it takes longer.
+	During func(ctx context.Context)
+	// Healed, when set, runs after the heal once every node sees every other up, before the
+	// rows are read back (at ALL, which repairs what it reads).
+	Healed func(ctx context.Context)
 }
 
 // Scenario is a run of the workload over a sequence of faults on one cluster.
@@ -40,6 +46,9 @@ type Scenario struct {
 	Seed    uint64
 	// Recover bounds the wait, after each heal, for every node to see every other up.
 	Recover time.Duration
+	// Replication is the keyspace's replication map (CQL); "" means SimpleStrategy with one
+	// replica per node.
+	Replication string
 }
 
 // Window is the span of one fault, from its start to its heal, on the events' clock.
@@ -79,7 +88,7 @@ func (a Availability) String() string {
 type Report struct {
 	Verdicts     []Verdict
 	Windows      []Window
-	Availability []Availability // per window, for the operations at QUORUM
+	Availability []Availability // per window, for the operations at QUORUM and of Local kinds
 	// ReadBackErrors are the read-backs that failed even after retries (after the heal every
 	// read at ALL and QUORUM through every node should succeed).
 	ReadBackErrors []string
@@ -107,7 +116,7 @@ func (r Report) Log(t testing.TB) {
 			fmt.Fprintf(&b, "      %s\n", e)
 		}
 	}
-	fmt.Fprintf(&b, "availability at QUORUM per coordinator:\n")
+	fmt.Fprintf(&b, "availability at QUORUM (and of the Local kinds) per coordinator:\n")
 	for _, a := range r.Availability {
 		fmt.Fprintf(&b, "  %s\n", a)
 	}
@@ -138,15 +147,18 @@ func hold(ctx context.Context, d time.Duration) {
 	}
 }
 
-// CreateSchema creates the keyspace (replication factor 3) and every kind's tables through
-// node 0.
-func CreateSchema(c *Cluster, kinds []Kind) error {
+// CreateSchema creates the keyspace with replication (a CQL map; "" means SimpleStrategy with
+// one replica per node) and every kind's tables through node 0.
+func CreateSchema(c *Cluster, replication string, kinds []Kind) error {
 	s, err := c.Session(0)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	stmts := []string{fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", Keyspace, c.Size())}
+	if replication == "" {
+		replication = fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", c.Size())
+	}
+	stmts := []string{fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", Keyspace, replication)}
 	for _, k := range kinds {
 		stmts = append(stmts, k.Schema()...)
 	}
@@ -175,7 +187,7 @@ func RunScenario(ctx context.Context, t testing.TB, c *Cluster, sc Scenario) Rep
 	if sc.Recover == 0 {
 		sc.Recover = 90 * time.Second
 	}
-	if err := CreateSchema(c, sc.Kinds); err != nil {
+	if err := CreateSchema(c, sc.Replication, sc.Kinds); err != nil {
 		t.Fatalf("create the workload's schema: %v", err)
 	}
 	sessions := make([]*gocql.Session, c.Size())
@@ -213,7 +225,11 @@ func RunScenario(ctx context.Context, t testing.TB, c *Cluster, sc Scenario) Rep
 			win.Err = fmt.Errorf("start: %w", err)
 			t.Logf("%s: %v", nem.Name(), win.Err)
 		} else {
-			hold(ctx, st.For)
+			started := time.Now()
+			if st.During != nil {
+				st.During(ctx)
+			}
+			hold(ctx, st.For-time.Since(started))
 		}
 		if err := nem.Heal(ctx, c); err != nil {
 			win.Err = errors.Join(win.Err, fmt.Errorf("heal: %w", err))
@@ -227,6 +243,9 @@ func RunScenario(ctx context.Context, t testing.TB, c *Cluster, sc Scenario) Rep
 		}
 		win.Recovered = time.Since(healed)
 		rep.Windows = append(rep.Windows, win)
+		if st.Healed != nil {
+			st.Healed(ctx)
+		}
 		readBack() // while the workload goes on
 		hold(ctx, sc.Settle)
 	}
@@ -311,12 +330,13 @@ func readBackAll(ctx context.Context, c *Cluster, w *Workload, kinds []Kind, got
 	return errs
 }
 
-// availability counts, per window and per coordinator, the operations at QUORUM that began in
+// availability counts, per window and per coordinator, the operations at QUORUM (and of the
+// Local kinds, at their LOCAL_* level) that began in
 // the window and how many of them failed; the last entry covers the whole run.
 func availability(w *Workload, kinds []Kind, windows []Window, nodes int) []Availability {
 	var evs []Event
 	for _, k := range kinds {
-		if !strings.Contains(k.Name(), "@") { // operations at QUORUM only
+		if _, local := k.(Local); local || !strings.Contains(k.Name(), "@") { // QUORUM and Local kinds
 			evs = append(evs, w.Events(k.Name())...)
 		}
 	}

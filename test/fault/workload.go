@@ -209,6 +209,9 @@ func (w *Workload) weight(k int) int {
 func (w *Workload) apply(ctx context.Context, k Kind, rng *rand.Rand) {
 	op := k.Generate(rng)
 	node := rng.IntN(len(w.Sessions))
+	if l, ok := k.(Local); ok && len(l.Nodes) > 0 {
+		node = l.Nodes[rng.IntN(len(l.Nodes))]
+	}
 	ev := Event{Op: op, Node: node, Start: w.Since()}
 	// The driver's own timeout bounds the request; the workload's end does not cut it short,
 	// so that every recorded outcome is the cluster's.
@@ -217,6 +220,26 @@ func (w *Workload) apply(ctx context.Context, k Kind, rng *rand.Rand) {
 	w.mu.Lock()
 	w.events[k.Name()] = append(w.events[k.Name()], ev)
 	w.mu.Unlock()
+}
+
+// Local is a kind whose operations go through the coordinators Nodes alone, named with Label:
+// a kind of one data center at LOCAL_* levels, whose reads need see only the writes made
+// through the same data center (its own tables: the kind of each data center has its own).
+// After the faults heal its rows are read back through every node, as every kind's are.
+type Local struct {
+	Kind
+	Label string
+	Nodes []int
+}
+
+// Name is the kind's name and the label: "inserts@LOCAL_QUORUM dc1".
+func (k Local) Name() string { return k.Kind.Name() + " " + k.Label }
+
+// Check is the kind's check, under the kind's name with the label.
+func (k Local) Check(events []Event, finals []Final) Verdict {
+	v := k.Kind.Check(events, finals)
+	v.Kind = k.Name()
+	return v
 }
 
 // Stop stops the workers and waits for the operations in flight.

@@ -250,3 +250,32 @@ func TestModelChecksInReads(t *testing.T) {
 		t.Errorf("a row of another partition: %q, want a problem", p)
 	}
 }
+
+// TestDefiniteAcrossDataCenters checks which acknowledged writes a read must see when a keyspace
+// has 2 replicas in each of 2 data centers.
+func TestDefiniteAcrossDataCenters(t *testing.T) {
+	tb := &Table{RF: 2, DCs: 2}
+	for _, tc := range []struct {
+		w, r client.Consistency
+		want bool
+	}{
+		{client.LocalQuorum, client.LocalQuorum, true},
+		{client.LocalOne, client.LocalQuorum, true},
+		{client.LocalOne, client.LocalOne, false},
+		{client.LocalQuorum, client.Quorum, true}, // 2 of 4 written, 3 of 4 read
+		{client.LocalOne, client.Quorum, false},   // 1 + 3 = 4 replicas
+		{client.LocalOne, client.All, true},
+		{client.LocalQuorum, client.One, false},
+		{client.Quorum, client.LocalQuorum, true}, // 3 of 4: at least 1 in each data center
+		{client.Quorum, client.LocalOne, false},   // 3 of 4 may leave one replica of the reader's out
+		{client.Quorum, client.Quorum, true},
+		{client.One, client.All, true},
+	} {
+		if got := definite(tb, tc.w, tc.r); got != tc.want {
+			t.Errorf("a write at %v, a read at %v: definite = %v, want %v", tc.w, tc.r, got, tc.want)
+		}
+	}
+	if !definite(&Table{RF: 3}, client.Quorum, client.Quorum) || definite(&Table{RF: 3}, client.One, client.Quorum) {
+		t.Error("SimpleStrategy RF 3: QUORUM/QUORUM must be definite and ONE/QUORUM not")
+	}
+}

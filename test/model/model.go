@@ -69,15 +69,41 @@ func (op *Op) timestamp() int64 {
 	return op.Outcome.Lo
 }
 
-// blockFor is how many replicas of rf a consistency level waits for.
+// blockFor is how many replicas of rf a consistency level waits for (rf: the replicas in the
+// coordinator's data center for a LOCAL_* level).
 func blockFor(cl client.Consistency, rf int) int {
 	switch cl {
-	case client.One:
+	case client.One, client.LocalOne:
 		return 1
-	case client.Quorum, client.Serial, client.LocalSerial: // a SERIAL read reads at QUORUM after its prepare
+	case client.Quorum, client.LocalQuorum, client.Serial, client.LocalSerial: // a SERIAL read reads at QUORUM after its prepare
 		return rf/2 + 1
 	}
 	return rf
+}
+
+// local reports whether cl counts the replicas of the coordinator's data center alone.
+func local(cl client.Consistency) bool { return cl == client.LocalOne || cl == client.LocalQuorum }
+
+// definite reports whether a read at cl must see a write acknowledged at w of table t: the
+// replicas that acknowledged the one and answered the other must overlap. Across data centers
+// (t.DCs > 1) both at local levels count the replicas of one data center (a partition's
+// operations all go through its home data center); a local write against a read of the whole
+// ring counts the write's acknowledgements among all the replicas; a write of the whole ring
+// against a local read counts only the acknowledgements that must have come from the read's
+// data center.
+func definite(t *Table, w, cl client.Consistency) bool {
+	rf := t.RF
+	if t.DCs <= 1 || local(w) == local(cl) && local(w) {
+		return blockFor(w, rf)+blockFor(cl, rf) > rf
+	}
+	all := rf * t.DCs
+	switch {
+	case local(w):
+		return blockFor(w, rf)+blockFor(cl, all) > all
+	case local(cl):
+		return blockFor(w, all)-(all-rf)+blockFor(cl, rf) > rf
+	}
+	return blockFor(w, all)+blockFor(cl, all) > all
 }
 
 // Model is the reference: the writes that may have been applied, per partition, in history
@@ -298,8 +324,7 @@ func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
 		}
 		switch op.applied() {
 		case acked:
-			rf := op.Table.RF
-			e.definite = blockFor(op.CL, rf)+blockFor(cl, rf) > rf
+			e.definite = definite(op.Table, op.CL, cl)
 		case maybeLate:
 			e.late = !op.HasTS
 		}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -43,10 +44,15 @@ type Column struct {
 type Table struct {
 	Keyspace string
 	Name     string
-	RF       int
-	PK       []Column // partition key columns
-	CK       []Column // clustering columns
-	Regular  []Column
+	// RF is the keyspace's replication factor; across data centers (Workload.SetDataCenters),
+	// the replicas in each data center.
+	RF int
+	// DCs is the number of data centers the keyspace places RF replicas in (SetDataCenters); 0
+	// for SimpleStrategy.
+	DCs     int
+	PK      []Column // partition key columns
+	CK      []Column // clustering columns
+	Regular []Column
 	// Partitions are the partition keys the workload uses, few so that histories revisit them.
 	Partitions [][]Val
 	// Coll is the kind of the table's non-frozen collection column (collection.go), NoColl for
@@ -122,6 +128,7 @@ type Workload struct {
 	// together. Nil: all are.
 	Together func(t *Table, a, b []Val) bool
 
+	dc   *DataCenters // SetDataCenters
 	rng  *rand.Rand
 	seq  int
 	tick int // rotates column types so that every type is used
@@ -189,8 +196,61 @@ func NewWorkload(seed uint64, f Features) *Workload {
 	return w
 }
 
+// Home is the index of the data center whose nodes coordinate partition pk (SetDataCenters);
+// 0 without data centers.
+func (w *Workload) Home(pk []Val) int {
+	if w.dc == nil {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(valsKey(pk)))
+	return int(h.Sum32() % uint32(len(w.dc.Names)))
+}
+
+// DataCenters is a cluster layout of several data centers for SetDataCenters.
+type DataCenters struct {
+	Names []string // the data centers, as the nodes' --dc name them
+	Nodes [][]int  // the nodes of each data center (indexes into the cluster's nodes)
+	RF    int      // replicas in each data center
+}
+
+// dcKeyspace is the keyspace of every table across data centers.
+const dcKeyspace = "m_dc"
+
+// SetDataCenters turns w into a workload across data centers, before its first operation: every
+// table moves to one NetworkTopologyStrategy keyspace (m_dc) with dc.RF replicas in each data center;
+// each partition has a home data center (by its key) whose nodes alone coordinate its
+// operations, at LOCAL_ONE or LOCAL_QUORUM, so that a cut between data centers leaves each
+// partition's history whole on its side. The model judges local levels against the replicas of
+// one data center and the final reads (ONE, QUORUM, ALL) against all of them.
+func (w *Workload) SetDataCenters(dc DataCenters) error {
+	if len(dc.Names) < 2 || len(dc.Names) != len(dc.Nodes) || dc.RF < 1 {
+		return fmt.Errorf("model: DataCenters %+v: want two or more named data centers, each with its nodes, and RF at least 1", dc)
+	}
+	nodes := 0
+	for i, ns := range dc.Nodes {
+		if len(ns) == 0 {
+			return fmt.Errorf("model: data center %s has no nodes", dc.Names[i])
+		}
+		nodes += len(ns)
+	}
+	w.dc, w.Nodes = &dc, nodes
+	for _, t := range w.Tables {
+		// m_rf1.t0 becomes m_dc.m_rf1_t0: the tables of the three keyspaces share names.
+		t.Keyspace, t.Name, t.RF, t.DCs = dcKeyspace, t.Keyspace+"_"+t.Name, dc.RF, len(dc.Names)
+	}
+	return nil
+}
+
 // Keyspaces returns the CREATE KEYSPACE statements.
 func (w *Workload) Keyspaces() []string {
+	if w.dc != nil {
+		var rfs []string
+		for _, name := range w.dc.Names {
+			rfs = append(rfs, fmt.Sprintf("'%s': %d", name, w.dc.RF))
+		}
+		return []string{fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', %s}", dcKeyspace, strings.Join(rfs, ", "))}
+	}
 	var out []string
 	for rf := 1; rf <= 3; rf++ {
 		out = append(out, fmt.Sprintf("CREATE KEYSPACE m_rf%d WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", rf, rf))
@@ -297,6 +357,11 @@ func (w *Workload) Next() *Op {
 	op := &Op{Seq: w.seq, Table: t, PK: t.Partitions[r.IntN(len(t.Partitions))], Node: r.IntN(w.Nodes)}
 	w.seq++
 	op.CL = []client.Consistency{client.One, client.Quorum, client.All}[r.IntN(3)]
+	if w.dc != nil {
+		home := w.dc.Nodes[w.Home(op.PK)]
+		op.Node = home[r.IntN(len(home))]
+		op.CL = []client.Consistency{client.LocalOne, client.LocalQuorum}[r.IntN(2)]
+	}
 	row := func() []Val {
 		ck := []Val{} // non-nil: a row, even of a table without clustering columns
 		for _, c := range t.CK {
@@ -380,12 +445,17 @@ func (w *Workload) Next() *Op {
 		}
 		op.SelColl = t.Coll != NoColl && r.IntN(4) != 0
 		// One read in five at SERIAL or LOCAL_SERIAL (a Paxos prepare, then QUORUM), chosen
-		// from the sequence number so that the seeds' histories stay what they were.
+		// from the sequence number so that the seeds' histories stay what they were; not
+		// across data centers, whose reads stay in their home data center (LOCAL_SERIAL's
+		// Paxos still spans every data center).
 		switch op.Seq % 10 {
 		case 2:
 			op.CL = client.Serial
 		case 7:
 			op.CL = client.LocalSerial
+		}
+		if w.dc != nil && (op.CL == client.Serial || op.CL == client.LocalSerial) {
+			op.CL = client.LocalQuorum
 		}
 	}
 	switch {
