@@ -2,14 +2,11 @@ package interop
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gocql/gocql"
 
@@ -159,23 +156,10 @@ type authDriverConfig struct {
 // writes rejected by its level (python/auth.py, node/auth.js). It skips unless DriversEnv is
 // set, as TestDrivers.
 func TestAuthDrivers(t *testing.T) {
-	if os.Getenv(DriversEnv) == "" {
-		t.Skipf("%s is not set: .ci/run sets it after installing the Python and Node.js drivers", DriversEnv)
-	}
-	nodePath, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("no node on PATH: %v", err)
-	}
+	nodePath := requireDrivers(t)
 	c := startAuthCluster(t)
-	cfg, err := json.Marshal(authDriverConfig{Hosts: c.Hosts(), Port: c.CQLPort, Keyspace: authKeyspace, Username: authRole, Password: authPassword,
+	cfg := authDriverConfig{Hosts: c.Hosts(), Port: c.CQLPort, Keyspace: authKeyspace, Username: authRole, Password: authPassword,
 		AdminUsername: "admin", AdminPassword: adminPass,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	for _, d := range []struct {
 		name string
@@ -185,16 +169,7 @@ func TestAuthDrivers(t *testing.T) {
 		{"node", []string{nodePath, filepath.Join("node", "auth.js")}},
 	} {
 		t.Run(d.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, d.argv[0], append(d.argv[1:], cfgPath)...)
-			cmd.WaitDelay = 10 * time.Second
-			out, err := cmd.CombinedOutput()
-			t.Logf("%s:\n%s", cmd, out)
-			if ctx.Err() != nil {
-				t.Fatalf("%s did not finish within %v and was killed", d.name, scriptTimeout)
-			}
-			if err != nil {
+			if _, err := runScript(t, d.argv, cfg); err != nil {
 				t.Errorf("the %s driver's auth checks failed (%v); its output is above", d.name, err)
 			}
 		})

@@ -46,19 +46,7 @@ type driverConfig struct {
 //
 // It skips unless DriversEnv is set; once set, a missing driver fails it.
 func TestDrivers(t *testing.T) {
-	if os.Getenv(DriversEnv) == "" {
-		t.Skipf("%s is not set: .ci/run sets it after installing the Python and Node.js drivers", DriversEnv)
-	}
-	if out, err := exec.Command(pythonPath, "-c", "import cassandra").CombinedOutput(); err != nil {
-		t.Fatalf("%s cannot import the cassandra driver (apt-get install python3-cassandra): %v\n%s", pythonPath, err, out)
-	}
-	nodePath, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("no node on PATH: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join("node", "node_modules", "cassandra-driver", "package.json")); err != nil {
-		t.Fatalf("the Node.js driver is not installed (npm ci in test/interop/node): %v", err)
-	}
+	nodePath := requireDrivers(t)
 
 	c := startCluster(t)
 	place := newPlacement(c)
@@ -79,28 +67,55 @@ func TestDrivers(t *testing.T) {
 		{"node", "interop_node", []string{nodePath, filepath.Join("node", "interop.js")}},
 	} {
 		t.Run(d.name, func(t *testing.T) {
-			cfg, err := json.MarshalIndent(driverConfig{
-				Hosts: c.Hosts(), Port: c.CQLPort, Keyspace: d.keyspace, RF: rf, HostIDs: hostIDs, Replicas: replicas,
-			}, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfgPath := filepath.Join(t.TempDir(), "config.json")
-			if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, d.argv[0], append(d.argv[1:], cfgPath)...)
-			cmd.WaitDelay = 10 * time.Second
-			out, err := cmd.CombinedOutput()
-			t.Logf("%s:\n%s", cmd, out)
-			if ctx.Err() != nil {
-				t.Fatalf("%s did not finish within %v and was killed", d.name, scriptTimeout)
-			}
-			if err != nil {
+			cfg := driverConfig{Hosts: c.Hosts(), Port: c.CQLPort, Keyspace: d.keyspace, RF: rf, HostIDs: hostIDs, Replicas: replicas}
+			if _, err := runScript(t, d.argv, cfg); err != nil {
 				t.Errorf("the %s driver's checks failed (%v); its output is above", d.name, err)
 			}
 		})
 	}
+}
+
+// runScript runs a driver script, argv with the path of cfg written as JSON appended, within
+// scriptTimeout, logs its output and returns it; it fails the test when the script had to be
+// killed.
+func runScript(t *testing.T, argv []string, cfg any) ([]byte, error) {
+	t.Helper()
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], cfgPath)...)
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s:\n%s", cmd, out)
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not finish within %v and was killed", argv[0], scriptTimeout)
+	}
+	return out, err
+}
+
+// requireDrivers skips the test unless DriversEnv is set; once set, it fails the test when a
+// driver is missing. It returns the path of node.
+func requireDrivers(t *testing.T) string {
+	t.Helper()
+	if os.Getenv(DriversEnv) == "" {
+		t.Skipf("%s is not set: .ci/run sets it after installing the Python and Node.js drivers", DriversEnv)
+	}
+	if out, err := exec.Command(pythonPath, "-c", "import cassandra").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import the cassandra driver (apt-get install python3-cassandra): %v\n%s", pythonPath, err, out)
+	}
+	nodePath, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("no node on PATH: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join("node", "node_modules", "cassandra-driver", "package.json")); err != nil {
+		t.Fatalf("the Node.js driver is not installed (npm ci in test/interop/node): %v", err)
+	}
+	return nodePath
 }

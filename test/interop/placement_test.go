@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,9 +25,7 @@ import (
 // where Cassandra places distinct nodes (cluster's TestNetworkTopologyPlacement checks vnodes
 // against a transcription of Cassandra 4.1's walk).
 func TestPlacementMatchesPythonDriver(t *testing.T) {
-	if os.Getenv(DriversEnv) == "" {
-		t.Skipf("%s is not set: .ci/run sets it after installing the Python and Node.js drivers", DriversEnv)
-	}
+	requireDrivers(t)
 	type node struct {
 		ID     string  `json:"id"`
 		DC     string  `json:"dc"`
