@@ -16,7 +16,7 @@ import (
 // package coordinator/shell, does all of that.
 func TestPackageIsPure(t *testing.T) {
 	// The domain packages the core may import: none of them does I/O or imports a wire protocol.
-	allowedKVNode := map[string]bool{"schema": true, "cql": true, "cell": true, "partitionlimit": true, "auth": true}
+	allowedKVNode := map[string]bool{"schema": true, "cql": true, "cell": true, "partitionlimit": true, "auth": true, "partitioner": true}
 	purity.Check(t, 3, purity.Rules{
 		Imports: map[string]string{
 			"context": "belongs to the shell, which waits on replicas", "sync": "synchronises goroutines", "sync/atomic": "synchronises goroutines",

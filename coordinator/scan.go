@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kvnode/kvnode/cell"
+	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/schema"
 )
 
@@ -48,22 +49,7 @@ func ComparePartitions(tokenA int64, keyA [][]byte, tokenB int64, keyB [][]byte)
 		return c
 	}
 	var a, b [64]byte
-	return bytes.Compare(appendKey(a[:0], keyA), appendKey(b[:0], keyB))
-}
-
-// appendKey appends the serialized partition key of components, Cassandra's (package
-// partitioner's AppendKey, which the core may not import): a single component as it is; a
-// composite key as each component's 2-byte big-endian length, its bytes and a 0x00.
-func appendKey(dst []byte, components [][]byte) []byte {
-	if len(components) == 1 {
-		return append(dst, components[0]...)
-	}
-	for _, c := range components {
-		dst = append(dst, byte(len(c)>>8), byte(len(c)))
-		dst = append(dst, c...)
-		dst = append(dst, 0)
-	}
-	return dst
+	return bytes.Compare(partitioner.AppendKey(a[:0], keyA), partitioner.AppendKey(b[:0], keyB))
 }
 
 // GroupRange groups the answers of the replicas asked for one page of a token-range scan of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/internode"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
@@ -312,14 +313,7 @@ func (n *Node) view(ctx context.Context, id cluster.NodeID) (*replicapb.ViewResp
 // covers those), so waiting that long before streaming makes the stream include them, as
 // Cassandra's bootstrap waits out its ring delay.
 func (n *Node) awaitWritesInFlight(ctx context.Context) error {
-	t := time.NewTimer(n.cfg.Coordinator.WriteTimeout)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return loop.Sleep(ctx, n.cfg.Coordinator.WriteTimeout)
 }
 
 // awaitSeen waits until every live node other than this one sees node id in a state ok accepts

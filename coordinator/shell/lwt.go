@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
+	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
@@ -95,6 +96,17 @@ type casPartition struct {
 	serialRead bool
 	// commitCL is the level the commit waits for.
 	commitCL coordinator.Consistency
+}
+
+// casPartitionOf is the casPartition of a conditional write to partition pk of t committed at
+// cl: its token, and the prepare's read of the whole partition.
+func casPartitionOf(t *schema.Table, pk [][]byte, cl coordinator.Consistency) casPartition {
+	var keyBuf [64]byte
+	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], pk))
+	return casPartition{
+		t: t, token: token, pk: pk, commitCL: cl,
+		read: &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: pk, Token: token},
+	}
 }
 
 // casDecision is what a conditional statement makes of the partition's current rows: the
@@ -326,14 +338,7 @@ func (e *Executor) backoff(ctx context.Context, attempt int, dl time.Time, seria
 	if e.now().Add(d).After(dl) {
 		return casTimeout(serialRead, 0, required)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return loop.Sleep(ctx, d)
 }
 
 // promiseSet is a quorum's promises: each replica's Paxos state and accepted proposal.
@@ -615,12 +620,8 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpWrite, 1, &res.Warnings); err != nil {
 		return t, coordinator.Result{}, err
 	}
-	var keyBuf [64]byte
-	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
-	p := casPartition{
-		t: t, token: token, pk: w.PartitionKey, commitCL: cl,
-		read: &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: w.PartitionKey, Token: token},
-	}
+	p := casPartitionOf(t, w.PartitionKey, cl)
+	token := p.token
 	if len(w.Clustering.Prefix) > 0 {
 		p.read.Filter = &replicapb.ClusteringFilter{Equal: w.Clustering.Prefix}
 	}

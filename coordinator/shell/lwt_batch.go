@@ -9,7 +9,6 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
-	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -69,11 +68,8 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 		return t, coordinator.Result{}, err
 	}
 	pk := writes[0].PartitionKey
-	token := partitioner.Token(partitioner.AppendKey(nil, pk))
-	p := casPartition{
-		t: t, token: token, pk: pk, commitCL: cl,
-		read: &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: pk, Token: token},
-	}
+	p := casPartitionOf(t, pk, cl)
+	token := p.token
 	current := make([]*coordinator.ClusteredRow, len(writes)) // each statement's row, nil when absent
 	decide := func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error) {
 		ok := true

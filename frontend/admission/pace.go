@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/kvnode/kvnode/internal/loop"
 )
 
 // DefaultScanRowsPerSecond is ScanPacing's default: the rows per second the node's scans read,
@@ -84,12 +86,5 @@ func (c *Controller) Pace(ctx context.Context, rows int) error {
 	if wait <= 0 {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return loop.Sleep(ctx, wait)
 }

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kvnode/kvnode/auth"
+	"github.com/kvnode/kvnode/internal/loop"
 )
 
 // Authenticator checks a login: the front ends' Authenticator, which package node gives the
@@ -164,14 +165,7 @@ type systemClock struct{}
 func (systemClock) Now() time.Time { return time.Now() }
 
 func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return loop.Sleep(ctx, d)
 }
 
 // The protocols the metrics name; a front end passes its own to Authenticate.

@@ -117,3 +117,17 @@ func (l *Loop) Stop() {
 	l.cancel()
 	<-l.done
 }
+
+// Sleep waits d, or until ctx ends, whichever comes first; it returns ctx's error when ctx
+// ended the wait. It is the one timed wait of a request or a round that must end with its
+// context (a backoff, a pacing delay, a grace period).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
