@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
@@ -62,6 +64,30 @@ type LWTStats struct {
 // LWTStats returns the executor's counts of lightweight transactions since it started.
 func (e *Executor) LWTStats() LWTStats {
 	return LWTStats{Rounds: e.lwt.rounds.Load(), RateLimited: e.lwt.rejected.Load(), Contended: e.lwt.contended.Load()}
+}
+
+// LWTCollector returns the Prometheus metric of the executor's LWTStats,
+// kvnode_coordinator_lwt_total by event: rounds (Paxos rounds begun, retries included),
+// rate_limited (statements rejected before any round) and contended (rounds lost to a competing
+// ballot).
+func (e *Executor) LWTCollector() prometheus.Collector {
+	return lwtCollector{e: e, desc: prometheus.NewDesc("kvnode_coordinator_lwt_total",
+		"Lightweight transactions this coordinator ran, by event: rounds (Paxos rounds begun, retries included), rate_limited (statements the limiter rejected before any round), contended (rounds lost to a competing ballot).",
+		[]string{"event"}, nil)}
+}
+
+type lwtCollector struct {
+	e    *Executor
+	desc *prometheus.Desc
+}
+
+func (c lwtCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c lwtCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.e.LWTStats()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Rounds), "rounds")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.RateLimited), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Contended), "contended")
 }
 
 // nextBallot returns a ballot above every one this coordinator made and above seen.
