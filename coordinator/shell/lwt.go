@@ -240,6 +240,20 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 				return nil, false, fmt.Errorf("coordinator: local limiter check: %w", err)
 			}
 			if !d.Admitted {
+				// The other replicas never see a statement rejected here: they get it as a
+				// plain write's local rejection reaches them, through account propagation, so
+				// that every replica's counter measures the partition's whole load (without
+				// it each coordinator-replica counted only its own rejections, and the
+				// cluster admitted about twice the limit through three coordinators).
+				if e.prop != nil {
+					others := make([]coordinator.NodeID, 0, natural)
+					for _, id := range live[:natural] {
+						if id != e.localID {
+							others = append(others, id)
+						}
+					}
+					e.prop.add(others, p.t.ID, p.token, op)
+				}
 				e.lwt.rejected.Add(1)
 				rl := coordinator.RateLimited{Op: op, RejectedBy: coordinator.RejectedByCoordinator, Limit: limit, Count: d.Count, RetryAfter: d.RetryAfter}
 				return nil, false, e.outcomeErr(rl, p.t)
