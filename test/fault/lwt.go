@@ -207,7 +207,7 @@ var casModel = porcupine.Model{
 func (k *CASRegisters) Check(events []Event, finals []Final) Verdict {
 	f := newFindings()
 	var ops []porcupine.Operation
-	writes, reads := 0, 0
+	writes, reads, applied, unknown := 0, 0, 0, 0
 	for _, ev := range events {
 		o := ev.Op.(casOp)
 		in := regIn{key: o.k, read: o.read, old: o.old, new: o.new}
@@ -217,9 +217,13 @@ func (k *CASRegisters) Check(events []Event, finals []Final) Verdict {
 			writes++
 			if ev.Err != nil { // a CAS that failed may or may not have taken effect
 				op.Output, op.Return = regOut{unknown: true}, math.MaxInt64
+				unknown++
 				break
 			}
 			r := ev.Result.(casResult)
+			if r.applied {
+				applied++
+			}
 			op.Output = regOut{applied: r.applied, value: r.value}
 		case ev.Err != nil:
 			continue // a read that failed observed nothing
@@ -262,7 +266,7 @@ func (k *CASRegisters) Check(events []Event, finals []Final) Verdict {
 		f.examples = append(f.examples, fmt.Sprintf("porcupine gave up after %v: linearizability unknown", timeout))
 	}
 	v := f.verdict(k.Name(), writes, reads)
-	v.Examples = append(v.Examples, fmt.Sprintf("porcupine: %s over %d operations", res, len(ops)))
+	v.Examples = append(v.Examples, fmt.Sprintf("porcupine: %s over %d operations (%d CAS applied, %d failed and may have applied)", res, len(ops), applied, unknown))
 	return v
 }
 
@@ -341,9 +345,11 @@ func (k *Unique) Check(events []Event, finals []Final) Verdict {
 			r.seen[ev.Result.(casResult).value] = true
 		}
 	}
-	writes := 0
+	writes, won, failed := 0, 0, 0
 	for key, r := range races {
 		writes += r.attempts
+		won += len(r.applied)
+		failed += len(r.failed)
 		row := k.t.row(key)
 		if len(r.applied) > 1 {
 			f.add(f.unexpected, row, "%d of %d attempts applied: %v", len(r.applied), r.attempts, r.applied)
@@ -374,7 +380,9 @@ func (k *Unique) Check(events []Event, finals []Final) Verdict {
 			}
 		}
 	}
-	return f.verdict(k.Name(), writes, reads)
+	v := f.verdict(k.Name(), writes, reads)
+	v.Examples = append(v.Examples, fmt.Sprintf("%d keys raced: %d attempts applied, %d failed; %d read-backs of ended races judged", len(races), won, failed, reads))
+	return v
 }
 
 func keysOf(m map[int64]bool) []int64 {
