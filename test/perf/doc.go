@@ -71,8 +71,9 @@
 //     server's idle CPU subtracted, the median of the rounds' ratios reported as
 //     native_noop_over_floor and native_noop_over_floor_pipelined. With --parent-kvnode, a node
 //     of that binary (the parent commit's) is measured in the same rounds.
-//  7. lwt: lightweight transactions against plain QUORUM writes on 3 nodes (RF=3, --sync=false,
-//     gocql token-aware): rounds of four 3-s phases, the kinds' order alternating by round: 4
+//  7. lwt: lightweight transactions against plain QUORUM writes on 3 nodes (RF=3, gocql
+//     token-aware), on a cluster with the default --sync=true (the headline: Paxos state is
+//     synced whatever --sync says) and on one with --sync=false: rounds of four 3-s phases, the kinds' order alternating by round: 4
 //     closed-loop clients writing fresh partitions (INSERT, and INSERT ... IF NOT EXISTS at
 //     SERIAL), then 8 clients on one partition (INSERT of rows of one partition, and UPDATE ...
 //     IF v = ? on one row with the value each client last saw). Per phase the p50 and p99 of
