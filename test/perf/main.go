@@ -151,7 +151,7 @@ func fullSettings() settings {
 		// Six rounds of 3-s phases; the limiter run is 32 s: its first second left out, 30 s
 		// measured, the last (cut short) left out.
 		LWT: lwtSettings{Rounds: 6, Phase: 3 * time.Second, Warm: time.Second, Workers: 4, Contenders: 8,
-			Limit: 50, Offered: 500, LimitDuration: 32 * time.Second, LimitWorkers: 256},
+			Limit: 50, Offered: 500, LimitDuration: 32 * time.Second, ReplicasDuration: 12 * time.Second, LimitWorkers: 256},
 	}
 }
 
@@ -172,7 +172,7 @@ func quickSettings() settings {
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 4 * time.Second, JoinAfter: 2 * time.Second, Partitions: 100},
 		Floor: floorSettings{Rounds: 1, PhaseMS: 300, WarmMS: 100, Depth: 16},
 		LWT: lwtSettings{Rounds: 1, Phase: time.Second, Warm: 300 * time.Millisecond, Workers: 4, Contenders: 8,
-			Limit: 50, Offered: 500, LimitDuration: 4 * time.Second, LimitWorkers: 256},
+			Limit: 50, Offered: 500, LimitDuration: 4 * time.Second, ReplicasDuration: 3 * time.Second, LimitWorkers: 256},
 	}
 }
 
