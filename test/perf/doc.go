@@ -5,6 +5,7 @@
 //	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
 //	go run ./test/perf --quick           # a smoke run of a few seconds per part
 //	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit
+//	go run ./test/perf --parts lwt,lwtlimit  # the lightweight transactions' parts, which run only when named
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
