@@ -259,6 +259,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		coordMetrics,
 		n.replica.Collector(),
 		n.replica.PaxosCollector(),
+		n.exec.LWTCollector(),
 		n.replica.BatchlogCollector(),
 		n.hints,
 		n.repair,

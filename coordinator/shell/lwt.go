@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
@@ -63,6 +65,30 @@ type LWTStats struct {
 // LWTStats returns the executor's counts of lightweight transactions since it started.
 func (e *Executor) LWTStats() LWTStats {
 	return LWTStats{Rounds: e.lwt.rounds.Load(), RateLimited: e.lwt.rejected.Load(), Contended: e.lwt.contended.Load()}
+}
+
+// LWTCollector returns the Prometheus metric of the executor's LWTStats,
+// kvnode_coordinator_lwt_total by event: rounds (Paxos rounds begun, retries included),
+// rate_limited (statements rejected before any round) and contended (rounds lost to a competing
+// ballot).
+func (e *Executor) LWTCollector() prometheus.Collector {
+	return lwtCollector{e: e, desc: prometheus.NewDesc("kvnode_coordinator_lwt_total",
+		"Lightweight transactions this coordinator ran, by event: rounds (Paxos rounds begun, retries included), rate_limited (statements the limiter rejected before any round), contended (rounds lost to a competing ballot).",
+		[]string{"event"}, nil)}
+}
+
+type lwtCollector struct {
+	e    *Executor
+	desc *prometheus.Desc
+}
+
+func (c lwtCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c lwtCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.e.LWTStats()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Rounds), "rounds")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.RateLimited), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Contended), "contended")
 }
 
 // nextBallot returns a ballot above every one this coordinator made and above seen.
@@ -226,6 +252,20 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 				return nil, false, fmt.Errorf("coordinator: local limiter check: %w", err)
 			}
 			if !d.Admitted {
+				// The other replicas never see a statement rejected here: they get it as a
+				// plain write's local rejection reaches them, through account propagation, so
+				// that every replica's counter measures the partition's whole load (without
+				// it each coordinator-replica counted only its own rejections, and the
+				// cluster admitted about twice the limit through three coordinators).
+				if e.prop != nil {
+					others := make([]coordinator.NodeID, 0, natural)
+					for _, id := range live[:natural] {
+						if id != e.localID {
+							others = append(others, id)
+						}
+					}
+					e.prop.add(others, p.t.ID, p.token, op)
+				}
 				e.lwt.rejected.Add(1)
 				rl := coordinator.RateLimited{Op: op, RejectedBy: coordinator.RejectedByCoordinator, Limit: limit, Count: d.Count, RetryAfter: d.RetryAfter}
 				return nil, false, e.outcomeErr(rl, p.t)

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internal/poll"
+	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -328,5 +331,41 @@ func TestLWTRefusedDuringUpgrade(t *testing.T) {
 	c.ring.setFormats(nil)
 	if got := c.casQuery("n1", "INSERT INTO t (k, c) VALUES ('u', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
 		t.Errorf("after the upgrade: %q, want applied", got)
+	}
+}
+
+// TestConditionalLocalRejectionIsPropagated: a conditional statement rejected by its
+// coordinator's own counter reaches the other replicas' counters through account propagation,
+// as a plain write's local rejection does, so that every replica counts the partition's whole
+// load (without it, coordinators in turn each admitted about twice the limit together).
+func TestConditionalLocalRejectionIsPropagated(t *testing.T) {
+	c := newCluster(t, options{draw: 0.99, propagate: true})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE ks.t (k text, c int, v text, PRIMARY KEY (k, c)) WITH per_partition_rate_limit = {'max_writes_per_second': 2}")
+	tbl, _ := c.schema.Schema().Table("ks", "t")
+	token := partitioner.Token([]byte("hot"))
+	var rejected, admitted int
+	for i := range 12 {
+		_, err := c.exec("n1", quorum, fmt.Sprintf("INSERT INTO t (k, c, v) VALUES ('hot', %d, 'x') IF NOT EXISTS", i))
+		var rl *coordinator.RateLimitError
+		switch {
+		case errors.As(err, &rl):
+			rejected++
+		case err != nil:
+			t.Fatalf("conditional insert %d: %v", i, err)
+		default:
+			admitted++
+		}
+	}
+	if rejected == 0 {
+		t.Fatalf("12 conditional inserts of one partition at a limit of 2/s: none rejected")
+	}
+	for _, n := range []coordinator.NodeID{"n2", "n3"} {
+		poll.Must(t, 30*time.Second, fmt.Sprintf("%s to count all 12 statements", n), func() error {
+			if got := c.services[n].Count(tbl.ID, token, schema.OpWrite, c.clock.Now()); got != 12 {
+				return fmt.Errorf("%s counts %d (%d admitted, %d rejected by n1)", n, got, admitted, rejected)
+			}
+			return nil
+		})
 	}
 }

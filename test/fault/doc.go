@@ -55,6 +55,12 @@
 // and the report gives each coordinator's share of failed operations during each fault. A new
 // data feature (TTL, collections, counters, lightweight transactions) adds a Kind.
 //
+// Under -fault.long two kinds of lightweight transactions join them (lwt.go): CASRegisters,
+// SERIAL reads and CAS operations on a few registers whose histories porcupine checks for
+// linearizability, and Unique, 16 attempts of INSERT ... IF NOT EXISTS raced on each key
+// (at most one applied; the SERIAL read-back shows exactly one attempt's row, the applied one
+// or one that failed).
+//
 // The same kinds run at ONE while the checker still judges them as QUORUM operations: that is
 // the bug of a coordinator acknowledging QUORUM after one replica, and the tests check that
 // the checker reports it under a partition and kill -9, while the QUORUM kinds stay clean.

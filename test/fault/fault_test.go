@@ -105,6 +105,13 @@ func kinds() ([]Kind, []int) {
 		[]int{3, 3, 3, 1, 2, 2}
 }
 
+// lwtKinds returns the kinds of lightweight transactions the long form adds: CAS registers
+// checked with porcupine, and 16 clients racing INSERT ... IF NOT EXISTS on each key, with
+// their weights.
+func lwtKinds() ([]Kind, []int) {
+	return []Kind{NewCASRegisters(Keyspace, "lwt_reg", 4), NewUnique(Keyspace, "lwt_uniq", 16)}, []int{3, 3}
+}
+
 // buggy reports whether a kind is one of the injected bug's (its operations run at ONE).
 func buggy(v Verdict) bool { return strings.Contains(v.Kind, "@") }
 
@@ -254,6 +261,8 @@ func TestFaults(t *testing.T) {
 			}
 			c := startCluster(ctx, t, f.opts, f.known)
 			ks, weights := kinds()
+			lk, lw := lwtKinds()
+			ks, weights = append(ks, lk...), append(weights, lw...)
 			steps := f.steps()
 			rep := RunScenario(ctx, t, c, Scenario{
 				Kinds: ks, Weights: weights, Seed: uint64(i + 1),

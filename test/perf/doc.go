@@ -4,7 +4,8 @@
 //	go run ./test/perf --json            # one JSON object (Result) instead
 //	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
 //	go run ./test/perf --quick           # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor
+//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit
+//	go run ./test/perf --parts lwt,lwtlimit  # the lightweight transactions' parts, which run only when named
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
@@ -71,6 +72,24 @@
 //     server's idle CPU subtracted, the median of the rounds' ratios reported as
 //     native_noop_over_floor and native_noop_over_floor_pipelined. With --parent-kvnode, a node
 //     of that binary (the parent commit's) is measured in the same rounds.
+//  7. lwt: lightweight transactions against plain QUORUM writes on 3 nodes (RF=3, gocql
+//     token-aware), on a cluster with the default --sync=true (the headline: Paxos state is
+//     synced whatever --sync says) and on one with --sync=false: rounds of four 3-s phases, the kinds' order alternating by round: 4
+//     closed-loop clients writing fresh partitions (INSERT, and INSERT ... IF NOT EXISTS at
+//     SERIAL), then 8 clients on one partition (INSERT of rows of one partition, and UPDATE ...
+//     IF v = ? on one row with the value each client last saw). Per phase the p50 and p99 of
+//     the statements answered and the servers' CPU per statement (idle subtracted); the
+//     headline lwt_over_quorum_write_latency and lwt_over_quorum_write_cpu are the medians of
+//     the rounds' uncontended ratios, the contended ones beside them.
+//  8. lwtlimit: LWTs (INSERT ... IF NOT EXISTS) on one partition of a table whose
+//     per_partition_rate_limit is 50 writes/s, offered 500/s open loop for 32 s: the statements
+//     the limiter admitted (answered, or timed out in their rounds), by the second they
+//     started, their mean from the second second to the last whole one over the limit; and the
+//     nodes' kvnode_coordinator_lwt_total and kvnode_replica_paxos_prepares_total before and
+//     after: every rejection counted, no more rounds than admitted statements and their
+//     contended retries (a tenth of the rejections at most beyond), promises and rejected
+//     prepares no more than the replication factor per round; then the same for 12 s on an
+//     RF=1 table through a node that does not own the partition (the replica decides).
 //
 // Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
 //

@@ -75,6 +75,9 @@ type settings struct {
 
 	// The native front end's floor.
 	Floor floorSettings `json:"floor"`
+
+	// Lightweight transactions against QUORUM writes, and under the limiter.
+	LWT lwtSettings `json:"lwt"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -145,6 +148,10 @@ func fullSettings() settings {
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 32 * time.Second, JoinAfter: 16 * time.Second, Partitions: 1000},
 		// Nine rounds of 1.5-s phases per server and mode.
 		Floor: floorSettings{Rounds: 9, PhaseMS: 1500, WarmMS: 500, Depth: 16},
+		// Six rounds of 3-s phases; the limiter run is 32 s: its first second left out, 30 s
+		// measured, the last (cut short) left out.
+		LWT: lwtSettings{Rounds: 6, Phase: 3 * time.Second, Warm: time.Second, Workers: 4, Contenders: 8,
+			Limit: 50, Offered: 500, LimitDuration: 32 * time.Second, ReplicasDuration: 12 * time.Second, LimitWorkers: 256},
 	}
 }
 
@@ -164,6 +171,8 @@ func quickSettings() settings {
 		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 4 * time.Second, First: 1, Rounds: 1, Window: time.Second, Workers: 8,
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 4 * time.Second, JoinAfter: 2 * time.Second, Partitions: 100},
 		Floor: floorSettings{Rounds: 1, PhaseMS: 300, WarmMS: 100, Depth: 16},
+		LWT: lwtSettings{Rounds: 1, Phase: time.Second, Warm: 300 * time.Millisecond, Workers: 4, Contenders: 8,
+			Limit: 50, Offered: 500, LimitDuration: 4 * time.Second, ReplicasDuration: 3 * time.Second, LimitWorkers: 256},
 	}
 }
 
@@ -209,7 +218,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor part")
-	partsFlag := fs.String("parts", strings.Join(allParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server); the numbers of a part not run are 0")
+	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -267,8 +276,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return res.writeText(stdout)
 }
 
-// The parts of a run, in the order they run.
-var allParts = []string{"hot", "reject", "overhead", "overload", "levels", "floor"}
+// The parts of a run, in the order they run; those of a run without --parts, which leave out
+// the lightweight transactions' (their own clusters, named with --parts lwt,lwtlimit).
+var (
+	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit"}
+	defaultParts = allParts[:6]
+)
 
 // parseParts reads the --parts list into allParts order, refusing unknown and empty lists.
 func parseParts(list string) ([]string, error) {
@@ -374,6 +387,11 @@ func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writ
 	}
 	if s.has("floor") {
 		if err := floorPart(ctx, s, bin, parentBin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("lwt") || s.has("lwtlimit") {
+		if err := lwtPart(ctx, s, bin, root, res, log); err != nil {
 			return nil, err
 		}
 	}

@@ -73,6 +73,11 @@ type Result struct {
 	NativeNoopOverFloor          float64      `json:"native_noop_over_floor"`
 	NativeNoopOverFloorPipelined float64      `json:"native_noop_over_floor_pipelined"`
 	Floor                        *floorResult `json:"floor,omitempty"`
+	// LWT over QUORUM write, p50 latency and server CPU per statement, uncontended (part lwt,
+	// whose details, the contended figures and the limiter run are LWT).
+	LWTOverQuorumWriteLatency float64    `json:"lwt_over_quorum_write_latency"`
+	LWTOverQuorumWriteCPU     float64    `json:"lwt_over_quorum_write_cpu"`
+	LWT                       *lwtResult `json:"lwt,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -466,6 +471,9 @@ func (r *Result) headline() {
 			r.LimiterOverheadRead, r.LimiterOverheadReadResolution = o.Overhead, o.Resolution
 		}
 	}
+	if r.LWT != nil {
+		r.LWTOverQuorumWriteLatency, r.LWTOverQuorumWriteCPU = r.LWT.LatencyRatio, r.LWT.CPURatio
+	}
 	if r.Floor != nil {
 		r.NativeNoopOverFloor, r.NativeNoopOverFloorPipelined = r.Floor.Over, r.Floor.OverPipelined
 	}
@@ -612,6 +620,9 @@ func (r *Result) writeText(w io.Writer) error {
 	if s.has("overload") && r.Overload != nil {
 		r.Overload.writeText(&b)
 	}
+	if r.LWT != nil {
+		r.LWT.writeText(&b)
+	}
 	if s.has("levels") && r.Levels != nil {
 		r.Levels.writeText(&b)
 	}
@@ -697,6 +708,9 @@ func (r *Result) targets() []target {
 	}
 	if r.Settings.has("levels") && r.Levels != nil {
 		ts = append(ts, r.Levels.targets()...)
+	}
+	if r.LWT != nil {
+		ts = append(ts, r.LWT.targets(r.Settings)...)
 	}
 	if r.Settings.has("floor") && r.Floor != nil {
 		ts = append(ts, r.Floor.targets()...)
