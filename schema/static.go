@@ -71,3 +71,78 @@ func (t *Table) StaticFormatFeatures() []string {
 	}
 	return fs
 }
+
+// staticOnlyCells reports whether cols (column index → named) names at least one column of t
+// and only static ones: a write that may leave out the clustering key, as Cassandra allows.
+func staticOnlyCells(t *Table, cols map[int]bool) bool {
+	if len(t.Clustering) == 0 {
+		return false
+	}
+	n := 0
+	for i, ok := range cols {
+		if !ok {
+			continue
+		}
+		if !t.Columns[i].Static {
+			return false
+		}
+		n++
+	}
+	return n > 0 || len(cols) == 0
+}
+
+// elementCols returns the columns of a DELETE's element deletions as staticOnlyCells takes them.
+func elementCols(elements map[int][]Cell) map[int]bool {
+	m := make(map[int]bool, len(elements))
+	for i := range elements {
+		m[i] = true
+	}
+	return m
+}
+
+// staticOnlyRange checks the clustering range cr of an UPDATE or DELETE (stmt) of static
+// columns only (staticOnly): none, which writes the partition's static row, or a whole row's
+// key, as in Cassandra.
+func staticOnlyRange(t *Table, staticOnly bool, cr ClusteringRange, stmt string) error {
+	if !staticOnly || cr.IsRow(t) || (len(cr.Prefix) == 0 && cr.Lower == nil && cr.Upper == nil) {
+		return nil
+	}
+	return fmt.Errorf("Invalid restrictions on clustering columns since the %s statement modifies only static columns", stmt)
+}
+
+// staticOnlyInsert reports whether an INSERT into t that gives the columns given (set: given
+// a value other than unset) writes only the partition's static row: it gives no clustering
+// column, and values of static columns only, at least one. It refuses, with Cassandra's
+// message, an INSERT that gives some clustering columns but not all while setting only static
+// columns.
+func staticOnlyInsert(t *Table, given, set []bool) (bool, error) {
+	if len(t.Clustering) == 0 {
+		return false, nil
+	}
+	statics, regular := 0, 0
+	for _, c := range t.Regular {
+		if given[c.Index] {
+			if c.Static {
+				statics++
+			} else {
+				regular++
+			}
+		}
+	}
+	if statics == 0 || regular > 0 {
+		return false, nil
+	}
+	clustering := 0
+	for _, c := range t.Clustering {
+		if given[c.Index] {
+			clustering++
+		}
+	}
+	switch clustering {
+	case 0:
+		return true, nil
+	case len(t.Clustering):
+		return false, nil
+	}
+	return false, fmt.Errorf("Invalid restrictions on clustering columns since the INSERT statement modifies only static columns")
+}

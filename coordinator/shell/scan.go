@@ -323,8 +323,10 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 		return nil, pos, err
 	}
 	var rows []scanRow
+	resumed := pos // the partition the page resumes inside, when pos.After is set
 	for _, part := range parts {
-		got, err := s.mergePartition(ctx, part, want-len(rows), len(resps), now, dl)
+		whole := resumed.After == nil || part.Token != resumed.Token || !sameKey(part.Key, resumed.Key)
+		got, err := s.mergePartition(ctx, part, want-len(rows), len(resps), now, dl, whole)
 		if err != nil {
 			return nil, pos, err
 		}
@@ -332,7 +334,7 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 			rows = append(rows, scanRow{key: part.Key, row: row})
 		}
 		if len(rows) >= want {
-			return rows, scanPos{Token: part.Token, Key: part.Key, After: rows[len(rows)-1].row.Clustering}, nil
+			return rows, scanPosAfter(part, rows[len(rows)-1].row), nil // static.go
 		}
 		pos = scanPos{Token: part.Token, Key: part.Key}
 	}
@@ -345,7 +347,10 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 // mergePartition reconciles the replicas' pages of one partition of a scan, fetching the pages
 // that follow where a replica stopped, for at most want live rows, and read-repairs the replicas
 // that lack something of them as a single-partition read does.
-func (s *scanner) mergePartition(ctx context.Context, part coordinator.PartitionPages, want, answered int, now, dl time.Time) ([]coordinator.ClusteredRow, error) {
+//
+// whole says the partition is read from its start: one holding only static values is then
+// returned as one row (withStatic).
+func (s *scanner) mergePartition(ctx context.Context, part coordinator.PartitionPages, want, answered int, now, dl time.Time, whole bool) ([]coordinator.ClusteredRow, error) {
 	e := s.e
 	spec := readSpec{table: s.t, pk: part.Key, token: part.Token, limit: want, rf: s.rf, cl: s.cl}
 	m := coordinator.NewMerger(s.t, want, false, now.Unix())
@@ -369,12 +374,13 @@ func (s *scanner) mergePartition(ctx context.Context, part coordinator.Partition
 		}
 	}
 	rec := m.Result()
+	static := reconcileStatic(s.t, staticsOfPages(part), &rec) // static.go
 	if len(rec.Repairs) > 0 && s.cl != coordinator.One {
 		if err := e.repair(ctx, spec, rec, resps, dl); err != nil {
 			return nil, err
 		}
 	}
-	return rec.Rows, nil
+	return withStatic(s.t, rec.Rows, static, whole, now.Unix()), nil
 }
 
 // rangeExchange sends one range read to each replica, exempt from the limiter.
