@@ -71,8 +71,6 @@ func scanShapeSupported(r *schema.Read) error {
 	switch {
 	case r.GroupBy > 0:
 		what = "GROUP BY"
-	case r.Distinct:
-		what = "SELECT DISTINCT"
 	case r.PerPartitionLimit > 0:
 		what = "PER PARTITION LIMIT"
 	default:
@@ -120,7 +118,7 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, 1, &warnings); err != nil {
 		return t, coordinator.Result{}, err // a page is one read of its budgets
 	}
-	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout)}
+	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout), distinct: r.Distinct}
 	if r.Aggregates != nil {
 		res, err := e.aggregateScan(ctx, r, &sc, pos)
 		res.Warnings = warnings
@@ -231,6 +229,8 @@ type scanner struct {
 	cl      coordinator.Consistency
 	end     int64
 	timeout time.Duration
+	// distinct takes one row of each partition (SELECT DISTINCT): its key and static values.
+	distinct bool
 }
 
 // page reads up to want live rows from pos on and returns them with the position after the last
@@ -326,9 +326,18 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	resumed := pos // the partition the page resumes inside, when pos.After is set
 	for _, part := range parts {
 		whole := resumed.After == nil || part.Token != resumed.Token || !sameKey(part.Key, resumed.Key)
-		got, err := s.mergePartition(ctx, part, want-len(rows), len(resps), now, dl, whole)
+		pw := want - len(rows)
+		if s.distinct {
+			pw = 1
+		}
+		got, err := s.mergePartition(ctx, part, pw, len(resps), now, dl, whole)
 		if err != nil {
 			return nil, pos, err
+		}
+		if s.distinct && len(got) > 0 {
+			// One row stands for the partition; the page goes on after the partition.
+			got[0].Clustering = make([][]byte, len(s.t.Clustering))
+			got = got[:1]
 		}
 		for _, row := range got {
 			rows = append(rows, scanRow{key: part.Key, row: row})
