@@ -60,6 +60,10 @@ func TestStaticColumns(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0] == "null" {
 		t.Errorf("TTL(s) = %q, %v; want a TTL", got, err)
 	}
+	// A batch of static and row writes to one partition: one mutation, one static row.
+	c.must("BEGIN BATCH UPDATE st SET s = 'b1' WHERE k = 'c'; INSERT INTO st (k, c, v) VALUES ('c', 1, 1); " +
+		"UPDATE st SET s = 'b2', v = 2 WHERE k = 'c' AND c = 2; APPLY BATCH")
+	check("SELECT c, s, v FROM st WHERE k = 'c'", "1 'b2' 1|2 'b2' 2")
 	// A partition deletion removes the static row too.
 	c.must("DELETE FROM st WHERE k = 'b'")
 	check("SELECT c, s FROM st WHERE k = 'b'", "")
