@@ -185,7 +185,7 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		}
 	}
 	rec := m.Result()
-	static := reconcileStatic(spec.table, staticsOfResponses(resps), &rec) // static.go
+	static := readStatic(spec.table, resps, &rec) // static.go
 	if len(rec.Repairs) > 0 && spec.cl != coordinator.One {
 		if err := e.repair(ctx, spec, rec, resps, dl); err != nil {
 			return nil, 0, err

@@ -383,7 +383,7 @@ func (s *scanner) mergePartition(ctx context.Context, part coordinator.Partition
 		}
 	}
 	rec := m.Result()
-	static := reconcileStatic(s.t, staticsOfPages(part), &rec) // static.go
+	static := scanStatic(s.t, part, &rec) // static.go
 	if len(rec.Repairs) > 0 && s.cl != coordinator.One {
 		if err := e.repair(ctx, spec, rec, resps, dl); err != nil {
 			return nil, err

@@ -208,3 +208,20 @@ func scanPosAfter(part coordinator.PartitionPages, row coordinator.ClusteredRow)
 	}
 	return scanPos{Token: part.Token, Key: part.Key, After: row.Clustering}
 }
+
+// readStatic reconciles the static rows of the replicas' answers resps to a read of a partition
+// of t (see reconcileStatic); nil, without looking, for a table without static columns.
+func readStatic(t *schema.Table, resps []coordinator.Response, rec *coordinator.Reconciled) *cell.Row {
+	if !t.HasStatic() {
+		return nil
+	}
+	return reconcileStatic(t, staticsOfResponses(resps), rec)
+}
+
+// scanStatic is readStatic for the replicas' pages of one partition of a scan.
+func scanStatic(t *schema.Table, part coordinator.PartitionPages, rec *coordinator.Reconciled) *cell.Row {
+	if !t.HasStatic() {
+		return nil
+	}
+	return reconcileStatic(t, staticsOfPages(part), rec)
+}
