@@ -64,6 +64,10 @@ func TestStaticColumns(t *testing.T) {
 	c.must("BEGIN BATCH UPDATE st SET s = 'b1' WHERE k = 'c'; INSERT INTO st (k, c, v) VALUES ('c', 1, 1); " +
 		"UPDATE st SET s = 'b2', v = 2 WHERE k = 'c' AND c = 2; APPLY BATCH")
 	check("SELECT c, s, v FROM st WHERE k = 'c'", "1 'b2' 1|2 'b2' 2")
+	// A logged batch of static writes alone (its batchlog entry holds static rows only).
+	c.must("BEGIN BATCH UPDATE st SET s = 'b3' WHERE k = 'c'; UPDATE st SET s = 'd' WHERE k = 'd'; APPLY BATCH")
+	check("SELECT c, s FROM st WHERE k = 'c'", "1 'b3'|2 'b3'")
+	check("SELECT c, s FROM st WHERE k = 'd'", "null 'd'")
 	// A partition deletion removes the static row too.
 	c.must("DELETE FROM st WHERE k = 'b'")
 	check("SELECT c, s FROM st WHERE k = 'b'", "")
