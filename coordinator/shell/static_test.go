@@ -68,6 +68,13 @@ func TestStaticColumns(t *testing.T) {
 	c.must("BEGIN BATCH UPDATE st SET s = 'b3' WHERE k = 'c'; UPDATE st SET s = 'd' WHERE k = 'd'; APPLY BATCH")
 	check("SELECT c, s FROM st WHERE k = 'c'", "1 'b3'|2 'b3'")
 	check("SELECT c, s FROM st WHERE k = 'd'", "null 'd'")
+	// A conditional write of the whole key that sets a static column only: the Paxos commit
+	// applies the static row.
+	res, err := c.exec("n1", quorum, "UPDATE st SET s = 'lwt' WHERE k = 'c' AND c = 1 IF v = 1")
+	if err != nil || len(res.Rows.Values) != 1 || string(res.Rows.Values[0][0]) != "\x01" {
+		t.Errorf("conditional static write: %v, %v; want applied", res.Rows, err)
+	}
+	check("SELECT c, s FROM st WHERE k = 'c'", "1 'lwt'|2 'lwt'")
 	// A partition deletion removes the static row too.
 	c.must("DELETE FROM st WHERE k = 'b'")
 	check("SELECT c, s FROM st WHERE k = 'b'", "")
