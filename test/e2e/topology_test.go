@@ -209,7 +209,7 @@ func TestTopologyChangesLoseNoRow(t *testing.T) {
 
 	// Two nodes are left at RF=2: decommissioning one would leave fewer nodes than the
 	// replication factor.
-	if out, errOut, err := runTool(t, rpcTimeout, "decommission", "--addr", n4.Addr); err == nil || !strings.Contains(errOut, "fewer than the largest replication factor") {
+	if out, errOut, err := runTool(t, rpcTimeout, "decommission", "--addr", n4.Addr); err == nil || !strings.Contains(errOut, "fewer than keyspace topo's replication factor 2") {
 		t.Errorf("decommission of one of 2 nodes at RF=2: err %v, stdout %q, stderr %q; want a refusal", err, out, errOut)
 	}
 	if st := status(t, n4); len(st) != 2 || !slices.ContainsFunc([]string{st[n4.ID].State}, func(s string) bool { return s == "UN" }) {

@@ -111,15 +111,15 @@ func testGocqlUDT(t *testing.T, session *gocql.Session) {
 	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "still used by table") {
 		t.Errorf("gocql: %s answered %v, want Invalid naming the table that uses it", drop, err)
 	}
-	nonFrozen := fmt.Sprintf("CREATE TABLE %s.nf (k int PRIMARY KEY, a address)", keyspace)
-	err = session.Query(nonFrozen).Exec()
-	if err == nil || !strings.Contains(err.Error(), "non-frozen user-defined types are not supported yet (use frozen<address>)") {
-		t.Errorf("gocql: %s answered %v, want the non-frozen refusal", nonFrozen, err)
+	inKey := fmt.Sprintf("CREATE TABLE %s.nf (k address PRIMARY KEY, v int)", keyspace)
+	err = session.Query(inKey).Exec()
+	if err == nil || !strings.Contains(err.Error(), "invalid non-frozen user-defined type") {
+		t.Errorf("gocql: %s answered %v, want the refusal of a non-frozen user type in a key", inKey, err)
 	}
 }
 
-// point is the Go side of the user type ks.point.
-type point struct {
+// coord is the Go side of the user type ks.coord.
+type coord struct {
 	X     int    `cql:"x"`
 	Y     int    `cql:"y"`
 	Label string `cql:"label"`
@@ -132,9 +132,9 @@ type point struct {
 // beside rows written with the new field.
 func testGocqlUDTKeys(t *testing.T, session *gocql.Session) {
 	for _, ddl := range []string{
-		fmt.Sprintf("CREATE TYPE %s.point (x int, y int)", keyspace),
-		fmt.Sprintf("CREATE TABLE %s.bypoint (p frozen<point> PRIMARY KEY, v int)", keyspace),
-		fmt.Sprintf("CREATE TABLE %s.path (k int, p frozen<point>, v int, PRIMARY KEY (k, p)) WITH CLUSTERING ORDER BY (p DESC)", keyspace),
+		fmt.Sprintf("CREATE TYPE %s.coord (x int, y int)", keyspace),
+		fmt.Sprintf("CREATE TABLE %s.bypoint (p frozen<coord> PRIMARY KEY, v int)", keyspace),
+		fmt.Sprintf("CREATE TABLE %s.path (k int, p frozen<coord>, v int, PRIMARY KEY (k, p)) WITH CLUSTERING ORDER BY (p DESC)", keyspace),
 	} {
 		if err := session.Query(ddl).Exec(); err != nil {
 			t.Fatalf("gocql: %s: %v", ddl, err)
@@ -142,7 +142,7 @@ func testGocqlUDTKeys(t *testing.T, session *gocql.Session) {
 	}
 	insPK := fmt.Sprintf("INSERT INTO %s.bypoint (p, v) VALUES (?, ?)", keyspace)
 	insCK := fmt.Sprintf("INSERT INTO %s.path (k, p, v) VALUES (0, ?, ?)", keyspace)
-	for i, p := range []point{{X: 1, Y: 2}, {X: 1}, {X: 0, Y: 9}} {
+	for i, p := range []coord{{X: 1, Y: 2}, {X: 1}, {X: 0, Y: 9}} {
 		if err := session.Query(insPK, p, i).Exec(); err != nil {
 			t.Fatalf("gocql: %s: %v", insPK, err)
 		}
@@ -151,7 +151,7 @@ func testGocqlUDTKeys(t *testing.T, session *gocql.Session) {
 		}
 	}
 	var v int
-	if err := session.Query(fmt.Sprintf("SELECT v FROM %s.bypoint WHERE p = ?", keyspace), point{X: 1, Y: 2}).Scan(&v); err != nil || v != 0 {
+	if err := session.Query(fmt.Sprintf("SELECT v FROM %s.bypoint WHERE p = ?", keyspace), coord{X: 1, Y: 2}).Scan(&v); err != nil || v != 0 {
 		t.Errorf("gocql: row of partition {x: 1, y: 2}: v=%d, %v; want 0", v, err)
 	}
 	if err := session.Query(fmt.Sprintf("SELECT v FROM %s.bypoint WHERE p = {x: 0, y: 9}", keyspace)).Scan(&v); err != nil || v != 2 {
@@ -178,9 +178,9 @@ func testGocqlUDTKeys(t *testing.T, session *gocql.Session) {
 	}
 	// DESC: {1, 2} > {1, null} > {0, 9}.
 	if got := order(); !reflect.DeepEqual(got, []int{0, 1, 2}) {
-		t.Errorf("gocql: clustering by frozen<point> DESC reads rows %v, want [0 1 2]", got)
+		t.Errorf("gocql: clustering by frozen<coord> DESC reads rows %v, want [0 1 2]", got)
 	}
-	alter := fmt.Sprintf("ALTER TYPE %s.point ADD label text", keyspace)
+	alter := fmt.Sprintf("ALTER TYPE %s.coord ADD label text", keyspace)
 	err := session.Query(alter).Exec()
 	if frame, ok := errors.AsType[errorFrame](err); !ok || frame.GetCode() != gocql.ErrCodeInvalid || !strings.Contains(err.Error(), "used in the partition key column p of table "+keyspace+".bypoint") {
 		t.Errorf("gocql: %s answered %v, want Invalid naming the partition key", alter, err)
@@ -194,7 +194,7 @@ func testGocqlUDTKeys(t *testing.T, session *gocql.Session) {
 	// gocql sends a map's missing fields as nulls: {x: 1, y: 2, label: null} is the value
 	// written before the ALTER as {x: 1, y: 2}, and a Go struct's empty Label is '', not null.
 	// DESC: {1, 2, 'a'} > {1, 2, ''} > {1, 2} = {1, 2, null} > {1, 0} > {0, 9}.
-	for v, p := range map[int]any{3: point{X: 1, Y: 2, Label: "a"}, 4: point{X: 1, Y: 2}, 5: map[string]any{"x": 1, "y": 2}} {
+	for v, p := range map[int]any{3: coord{X: 1, Y: 2, Label: "a"}, 4: coord{X: 1, Y: 2}, 5: map[string]any{"x": 1, "y": 2}} {
 		if err := session.Query(insCK, p, v).Exec(); err != nil {
 			t.Fatalf("gocql: %s after ALTER TYPE ADD: %v", insCK, err)
 		}
@@ -202,8 +202,8 @@ func testGocqlUDTKeys(t *testing.T, session *gocql.Session) {
 	if got := order(); !reflect.DeepEqual(got, []int{3, 4, 5, 1, 2}) {
 		t.Errorf("gocql: after ALTER TYPE ADD, rows read %v, want [3 4 5 1 2] (row 0's key overwritten by 5)", got)
 	}
-	var p point
-	if err := session.Query(fmt.Sprintf("SELECT p FROM %s.path WHERE k = 0 AND p = ?", keyspace), map[string]any{"x": 1, "y": 0}).Scan(&p); err != nil || p != (point{X: 1}) {
+	var p coord
+	if err := session.Query(fmt.Sprintf("SELECT p FROM %s.path WHERE k = 0 AND p = ?", keyspace), map[string]any{"x": 1, "y": 0}).Scan(&p); err != nil || p != (coord{X: 1}) {
 		t.Errorf("gocql: clustering key {x: 1, y: 0} written before ALTER reads %+v, %v", p, err)
 	}
 
