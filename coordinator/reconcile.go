@@ -47,6 +47,9 @@ type Page struct {
 	Stopped      bool
 	// Tombstones is how many tombstones the replica scanned, over all its pages so far.
 	Tombstones uint32
+	// Static is the replica's static row (a table with static columns), nil without one. The
+	// Merger ignores it: the caller reconciles static rows (shell's static.go).
+	Static *cell.Row
 }
 
 // NextPage is a replica whose next page the merge needs: the rows after After, at most Limit
@@ -64,6 +67,9 @@ type RepairSet struct {
 	Rows              []ClusteredRow
 	RangeTombstones   []RangeTombstone
 	PartitionDeletion bool
+	// Static holds the cells of the partition's static row the replica lacks, nil for none;
+	// the Merger leaves it to the caller, which reconciles static rows.
+	Static *cell.Row
 }
 
 // Reconciled is the result of reconciling the answers of several replicas.

@@ -98,12 +98,13 @@ func (p *parser) parseAlterTable(start Pos) Statement {
 }
 
 // parseAddColumn reads one column definition of ALTER TABLE ADD: name type
-// [STATIC]; kvnode has no static columns.
+// [STATIC].
 func (p *parser) parseAddColumn() ColumnDef {
 	c := ColumnDef{Name: p.parseIdent("column name")}
 	c.Type = p.parseType()
 	if p.isWord("static") {
-		p.unsupported(p.pos, "static columns are not supported")
+		p.next()
+		c.Static = true
 	}
 	if p.tok == PRIMARY {
 		p.errorf(p.pos, "ALTER TABLE ADD cannot add a PRIMARY KEY column: the primary key of a table cannot be changed")
@@ -145,6 +146,9 @@ func (p *printer) alterTable(n *AlterTableStmt) {
 			p.ident(c.Name)
 			p.WriteByte(' ')
 			p.WriteString(c.Type.Name)
+			if c.Static {
+				p.WriteString(" STATIC")
+			}
 		}
 		if parens {
 			p.WriteByte(')')

@@ -72,7 +72,6 @@ func TestParseAlterTableInvalid(t *testing.T) {
 		{"ALTER TABLE t ADD a int, b text", "1:24: expected ';' or end of input, found ','; to add several columns write ADD (a int, ...)"},
 		{"ALTER TABLE t ADD (a int, b)", "1:28: expected type name, found ')'"},
 		{"ALTER TABLE t ADD (a int", "1:25: expected ',' or ')', found end of input"},
-		{"ALTER TABLE t ADD s int STATIC", "1:25: static columns are not supported"},
 		{"ALTER TABLE t ADD s int PRIMARY KEY", "1:25: ALTER TABLE ADD cannot add a PRIMARY KEY column: the primary key of a table cannot be changed"},
 		{"ALTER TABLE t DROP", "1:19: expected column name or '(', found end of input"},
 		{"ALTER TABLE t DROP a, b", "1:21: expected ';', USING or end of input, found ','; to drop several columns write DROP (a, ...)"},

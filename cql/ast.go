@@ -252,6 +252,7 @@ type ColumnDef struct {
 	// canonical spelling: "text", "map<text, int>".
 	Type       Ident
 	PrimaryKey bool // the column was declared inline as the PRIMARY KEY
+	Static     bool // the column was declared STATIC
 }
 
 // PrimaryKey is a PRIMARY KEY (...) clause of CREATE TABLE:

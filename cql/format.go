@@ -93,6 +93,9 @@ func (p *printer) node(n Node) {
 			p.ident(c.Name)
 			p.WriteByte(' ')
 			p.WriteString(c.Type.Name)
+			if c.Static {
+				p.WriteString(" STATIC")
+			}
 			if c.PrimaryKey {
 				p.WriteString(" PRIMARY KEY")
 			}

@@ -622,6 +622,10 @@ func (p *parser) parseCreateTable(start Pos) Statement {
 func (p *parser) parseColumnDef() ColumnDef {
 	c := ColumnDef{Name: p.parseIdent("column name or PRIMARY KEY")}
 	c.Type = p.parseType()
+	if p.isWord("STATIC") {
+		p.next()
+		c.Static = true
+	}
 	p.refuseColumnOption()
 	if p.got(PRIMARY) {
 		p.expect(KEY)

@@ -178,11 +178,9 @@ func (p *parser) refuseOperation() {
 }
 
 // refuseColumnOption refuses what may follow a column's type in CREATE TABLE
-// besides PRIMARY KEY: STATIC, and 5.0's MASKED WITH.
+// besides STATIC and PRIMARY KEY: 5.0's MASKED WITH.
 func (p *parser) refuseColumnOption() {
 	switch {
-	case p.isWord("STATIC"):
-		p.unsupported(p.pos, "static columns are not supported")
 	case p.isWord("MASKED"):
 		p.unsupported(p.pos, "column masks are not supported")
 	}

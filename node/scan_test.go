@@ -187,7 +187,22 @@ func TestScansReturnEveryRowOnceInTokenOrderThroughEveryNode(t *testing.T) {
 	if err := sessions[1].Query("SELECT JSON k, c FROM s LIMIT 1").Scan(&js); err != nil || !strings.HasPrefix(js, `{"k": `) {
 		t.Errorf("SELECT JSON over a scan = %q (%v), want a row as a JSON object", js, err)
 	}
-	for _, q := range []string{"SELECT k, COUNT(*) FROM s GROUP BY k", "SELECT DISTINCT k FROM s", "SELECT k FROM s PER PARTITION LIMIT 1"} {
+	// DISTINCT over a scan: each partition once, in token order, paged.
+	var keys []int32
+	for _, r := range want {
+		if len(keys) == 0 || keys[len(keys)-1] != r.k {
+			keys = append(keys, r.k)
+		}
+	}
+	var distinct []int32
+	dit := sessions[1].Query("SELECT DISTINCT k FROM s").PageSize(3).Iter()
+	for k := int32(0); dit.Scan(&k); {
+		distinct = append(distinct, k)
+	}
+	if err := dit.Close(); err != nil || !slices.Equal(distinct, keys) {
+		t.Errorf("SELECT DISTINCT k over a scan = %v (%v), want %v", distinct, err, keys)
+	}
+	for _, q := range []string{"SELECT k, COUNT(*) FROM s GROUP BY k", "SELECT k FROM s PER PARTITION LIMIT 1"} {
 		if err := sessions[0].Query(q).Exec(); err == nil || !strings.Contains(err.Error(), "over a scan") {
 			t.Errorf("%s: err = %v, want it refused as not supported over a scan yet", q, err)
 		}

@@ -252,7 +252,7 @@ func (s *Service) checkBatchlogEntry(e *replicapb.BatchlogEntry) error {
 			return fmt.Errorf("%w: batchlog entry %x: mutation %d is nil", ErrBadRequest, e.Id, i)
 		case m.TableId == 0:
 			return fmt.Errorf("%w: batchlog entry %x: mutation %d names table id 0", ErrBadRequest, e.Id, i)
-		case len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0:
+		case len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0 && m.StaticRow == nil:
 			return fmt.Errorf("%w: batchlog entry %x: mutation %d writes nothing", ErrBadRequest, e.Id, i)
 		}
 		// A key or token the replicas would refuse would fail every replay: refuse it now. A

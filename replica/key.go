@@ -24,6 +24,7 @@ import (
 //	partition key   the serialized partition key (partitioner.AppendKey),
 //	                escaped: 0x00 → 0x00 0xFF, terminated by 0x00 0x01
 //	kind            kindPartitionDeletion (the key ends here),
+//	                kindStatic (a row entry follows: the static row, static.go),
 //	                kindRangeTombstone (its bounds follow; see rangetomb.go)
 //	                or kindRow
 //

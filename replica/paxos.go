@@ -280,7 +280,7 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 	k := paxosKey(t.ID, m.Token, m.PartitionKey)
 	unlock := s.paxosLock(k)
 	defer unlock()
-	if len(m.Rows) > 0 || m.PartitionDeletion != nil || len(m.RangeTombstones) > 0 {
+	if len(m.Rows) > 0 || m.PartitionDeletion != nil || len(m.RangeTombstones) > 0 || m.StaticRow != nil {
 		if err := s.store.guarded(func() error { return s.store.Apply(t, m) }); err != nil {
 			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos commit", t), Message: err.Error()}}, nil
 		}

@@ -284,11 +284,18 @@ func (s *Store) purgePartition(t *schema.Table, token int64, prefix []byte, rule
 				}
 			}
 			continue
+		case kind == kindStatic:
+			// The static row (static.go): a row with no clustering key, under the partition
+			// tombstone alone.
+			if len(rowKey) == 0 || len(k) <= len(rowKey) || !bytes.HasPrefix(k, rowKey) {
+				rowKey = append(rowKey[:0], k[:len(prefix)+1]...)
+				rowDel, base = cell.NoTimestamp, partDel
+			}
 		case kind != kindRow:
 			return corrupt(t, k, errBadKey)
 		}
 		// A row key: the clustering key, then the entry.
-		if len(rowKey) == 0 || len(k) <= len(rowKey) || !bytes.HasPrefix(k, rowKey) {
+		if k[len(prefix)] == kindRow && (len(rowKey) == 0 || len(k) <= len(rowKey) || !bytes.HasPrefix(k, rowKey)) {
 			rest := k[len(rows):]
 			for _, col := range t.Clustering {
 				if _, rest, err = decodeClustering(rest, col.Type, col.Descending); err != nil {

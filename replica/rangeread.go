@@ -111,7 +111,7 @@ func (s *Store) ReadRange(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 		if err != nil {
 			return nil, err
 		}
-		if len(page.Rows) > 0 || page.PartitionDeletion != nil || len(page.RangeTombstones) > 0 {
+		if len(page.Rows) > 0 || page.PartitionDeletion != nil || len(page.RangeTombstones) > 0 || page.StaticRow != nil {
 			resp.Partitions = append(resp.Partitions, &replicapb.RangePartition{PartitionKey: components, Token: token, Page: page})
 			for _, r := range page.Rows {
 				size += uint64(rowSize(r))
@@ -119,6 +119,7 @@ func (s *Store) ReadRange(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 					live++
 				}
 			}
+			size += staticSize(page) // static.go
 		}
 		if page.StoppedAfter != nil ||
 			req.Limit > 0 && live >= uint64(req.Limit) ||

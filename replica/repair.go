@@ -141,11 +141,11 @@ func (s *Store) fetch(t *schema.Table, token int64, pk [][]byte) (*replicapb.Mut
 	if err != nil {
 		return nil, err
 	}
-	if resp.PartitionDeletion == nil && len(resp.RangeTombstones) == 0 && len(resp.Rows) == 0 {
+	if resp.PartitionDeletion == nil && len(resp.RangeTombstones) == 0 && len(resp.Rows) == 0 && resp.StaticRow == nil {
 		return nil, nil
 	}
 	return &replicapb.Mutation{TableId: uint64(t.ID), PartitionKey: pk, Token: token,
-		Rows: resp.Rows, PartitionDeletion: resp.PartitionDeletion, RangeTombstones: resp.RangeTombstones}, nil
+		Rows: resp.Rows, PartitionDeletion: resp.PartitionDeletion, RangeTombstones: resp.RangeTombstones, StaticRow: resp.StaticRow}, nil
 }
 
 // PartitionHash returns the hash of a partition as FetchPartition returns it.

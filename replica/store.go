@@ -225,7 +225,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 	if m.GetTableId() != uint64(t.ID) {
 		return badRequest(t, "mutation is for table id %d", m.GetTableId())
 	}
-	if len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0 {
+	if len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0 && m.StaticRow == nil {
 		return badRequest(t, "mutation writes nothing: no rows, range tombstones or partition deletion")
 	}
 	if err := s.usable(); err != nil {
@@ -291,16 +291,24 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			return err
 		}
 	}
-	for i, row := range m.Rows {
+	for i, row := range withStaticRow(m) {
 		if row == nil || (len(row.Cells) == 0 && row.Marker == nil && row.Deletion == nil && len(row.Collections) == 0) {
 			return badRequest(t, "row %d writes nothing: no cells, marker or deletion", i)
 		}
-		if len(row.Clustering) != len(t.Clustering) {
-			return badRequest(t, "row %d has %d clustering components, want %d (%s)", i, len(row.Clustering), len(t.Clustering), names(t.Clustering))
-		}
-		key = append(key[:prefixLen], kindRow)
-		if key, err = appendClusteringKey(t, key, row.Clustering); err != nil {
-			return badRequest(t, "row %d: %v", i, err)
+		static := i == len(m.Rows) // the static row (static.go)
+		if static {
+			if err := checkStaticRow(t, row); err != nil {
+				return err
+			}
+			key = append(key[:prefixLen], kindStatic)
+		} else {
+			if len(row.Clustering) != len(t.Clustering) {
+				return badRequest(t, "row %d has %d clustering components, want %d (%s)", i, len(row.Clustering), len(t.Clustering), names(t.Clustering))
+			}
+			key = append(key[:prefixLen], kindRow)
+			if key, err = appendClusteringKey(t, key, row.Clustering); err != nil {
+				return badRequest(t, "row %d: %v", i, err)
+			}
 		}
 		rowLen := len(key)
 		if row.Deletion != nil {
@@ -342,6 +350,9 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if !typ.MultiCell() {
 				return badRequest(t, "row %d: a collection tombstone for column %q, which is no non-frozen collection", i, d.GetColumn())
 			}
+			if !static && t.IsStatic(d.GetColumn()) {
+				return badRequest(t, "row %d writes static column %q: static cells belong to the static row", i, d.GetColumn())
+			}
 			if err := checkTimestamp(d.GetTimestamp()); err != nil {
 				return badRequest(t, "row %d column %q collection tombstone: %v", i, d.GetColumn(), err)
 			}
@@ -370,6 +381,9 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			}
 			if err := checkTimestamp(c.Timestamp); err != nil {
 				return badRequest(t, "row %d column %q: %v", i, c.Column, err)
+			}
+			if !static && t.IsStatic(c.Column) {
+				return badRequest(t, "row %d writes static column %q: static cells belong to the static row", i, c.Column)
 			}
 			switch {
 			case c.Path != nil || typ.MultiCell():
@@ -528,6 +542,12 @@ func (s *Store) readPartition(t *schema.Table, req *replicapb.ReadRequest, thres
 			if err := r.tc.add(1); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if !rowsOnly && t.HasStatic() {
+		r.partDel = partDel
+		if resp.StaticRow, err = s.readStatic(it, &r, prefix); err != nil {
+			return nil, err
 		}
 	}
 	if bytes.Compare(lower, upper) >= 0 {
@@ -736,6 +756,7 @@ type rowReader struct {
 	shadows   bool // t.HasShadows()
 	tc        tombstoneCount
 	now       int64 // seconds since the Unix epoch: expiring cells at or before it have expired
+	static    bool  // reading the static row: its keys have no clustering key (static.go)
 
 	rowKey     []byte // the current row's key up to its clustering key; empty between rows
 	clustering [][]byte
@@ -759,6 +780,10 @@ func (r *rowReader) add(it *pebble.Iterator) (done bool, err error) {
 		rest := k[r.rowsStart:]
 		r.clustering = make([][]byte, len(r.t.Clustering))
 		for i, c := range r.t.Clustering {
+			if r.static {
+				r.clustering = nil
+				break
+			}
 			if r.clustering[i], rest, err = decodeClustering(rest, c.Type, c.Descending); err != nil {
 				return false, corrupt(r.t, k, err)
 			}

@@ -45,9 +45,12 @@ import (
 //	   (paxos.go); it changes no table data. It says the node serves the Paxos exchanges
 //	   (schema.FormatLWT), which coordinators refuse to start while a member of an older
 //	   format remains. The upgrade only records the new version.
+//	11 adds the static rows of tables with static columns (static.go: kindStatic), which a
+//	   release of an older format would take for malformed keys; schema.FormatStatic keeps such
+//	   tables away from older members. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 9
+	FormatVersion = 11
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

@@ -134,7 +134,10 @@ func (nt *Table) addColumns(st *cql.AlterTableStmt, udts map[string]*UserType) e
 			return posErrorf(c.Type.Pos(), "Cannot re-add previously dropped column %s of type %s, incompatible with previous type %s",
 				cql.QuoteString(name), typ, d.Type)
 		}
-		cols = append(cols, Column{Name: name, Type: typ, Kind: RegularColumn})
+		if c.Static && len(nt.Clustering) == 0 {
+			return posErrorf(c.Name.Pos(), "%s", errStaticNoClustering)
+		}
+		cols = append(cols, Column{Name: name, Type: typ, Kind: RegularColumn, Static: c.Static})
 	}
 	nt.rebuildColumns(cols)
 	return nil

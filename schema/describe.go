@@ -43,7 +43,11 @@ func (t *Table) CreateStatement() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", t.QualifiedName())
 	for _, c := range t.Columns {
-		fmt.Fprintf(&b, "    %s %s,\n", cql.QuoteIdent(c.Name), c.Type.CQL())
+		static := ""
+		if c.Static {
+			static = " static"
+		}
+		fmt.Fprintf(&b, "    %s %s%s,\n", cql.QuoteIdent(c.Name), c.Type.CQL(), static)
 	}
 	b.WriteString("    PRIMARY KEY (")
 	if len(t.PartitionKey) == 1 {

@@ -58,7 +58,8 @@ func (s *Schema) Digest() Digest {
 //	    flags (1 = dropped, 2 = rate limit in shadow mode); unless dropped:
 //	    partition key count, clustering count, column count,
 //	    per column (canonical order): name, type byte (with the bit
-//	    descendingBit set for a DESC clustering column);
+//	    descendingBit set for a DESC clustering column, and from format 11
+//	    for a static column);
 //	    max reads per second, max writes per second;
 //	    gc_grace_seconds when the flags have gcGraceBit (0x80);
 //	    speculative_retry when the flags have specRetryBit (0x40): its kind
@@ -285,8 +286,8 @@ func appendTable(b []byte, t *Table) []byte {
 	for _, c := range t.Columns {
 		b = appendString(b, c.Name)
 		var desc byte
-		if c.Descending {
-			desc = descendingBit
+		if c.Descending || c.Static {
+			desc = descendingBit // on a regular column: static (format 11)
 		}
 		b = appendType(b, c.Type, desc)
 	}
@@ -641,11 +642,12 @@ func decodeTable(d *decoder) (*Table, error) {
 			c.Descending = typ&descendingBit != 0
 		default:
 			c.Kind = RegularColumn
+			c.Static = typ&descendingBit != 0 && nck > 0
 			if prev := cols[i-1]; prev.Kind == RegularColumn && prev.Name >= c.Name {
 				return nil, fmt.Errorf("table %q.%q: regular column %q is out of order", t.Keyspace, t.Name, c.Name)
 			}
 		}
-		if c.Name == "" || seen[c.Name] || !c.Type.Valid() || (typ&descendingBit != 0 && c.Kind != ClusteringColumn) {
+		if c.Name == "" || seen[c.Name] || !c.Type.Valid() || (typ&descendingBit != 0 && c.Kind != ClusteringColumn && !c.Static) {
 			return nil, fmt.Errorf("table %q.%q: bad column %q of type %d", t.Keyspace, t.Name, c.Name, typ)
 		}
 		seen[c.Name] = true

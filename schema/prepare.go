@@ -354,7 +354,14 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 			return nil, err
 		}
 	}
+	staticOnly, err := staticOnlyInsert(t, given, set)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range t.Columns[:len(t.PartitionKey)+len(t.Clustering)] {
+		if staticOnly && c.Kind == ClusteringColumn {
+			break
+		}
 		if !given[c.Index] {
 			return nil, fmt.Errorf("missing %s column %s: INSERT needs a value for every primary key column (%s)",
 				c.Kind, cql.QuoteIdent(c.Name), columnList(t.Columns[:len(t.PartitionKey)+len(t.Clustering)]))
@@ -367,7 +374,7 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 		}
 	}
 	w.PartitionKey = values[:len(t.PartitionKey):len(t.PartitionKey)]
-	if len(t.Clustering) > 0 {
+	if len(t.Clustering) > 0 && !staticOnly {
 		w.Clustering.Prefix = values[len(t.PartitionKey) : len(t.PartitionKey)+len(t.Clustering)]
 	}
 	for _, c := range t.Regular {
@@ -430,7 +437,11 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 			values[c.Index] = []Cell{{Column: c, Value: v}}
 		}
 	}
-	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "UPDATE", true, b); err != nil {
+	staticOnly := staticOnlyCells(t, assigned)
+	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "UPDATE", !staticOnly, b); err != nil {
+		return nil, err
+	}
+	if err := staticOnlyRange(t, staticOnly, w.Clustering, "UPDATE"); err != nil {
 		return nil, err
 	}
 	for _, c := range t.Regular {
@@ -483,7 +494,11 @@ func (s *Schema) prepareDelete(st *cql.DeleteStmt, keyspace string, b *binder) (
 		}
 		named[c.Index] = true
 	}
-	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "DELETE", len(st.Columns) > 0, b); err != nil {
+	staticOnly := len(st.Columns) > 0 && staticOnlyCells(t, named) && staticOnlyCells(t, elementCols(elements))
+	if w.PartitionKey, w.Clustering, err = where(t, st.Where, "DELETE", len(st.Columns) > 0 && !staticOnly, b); err != nil {
+		return nil, err
+	}
+	if err := staticOnlyRange(t, staticOnly, w.Clustering, "DELETE"); err != nil {
 		return nil, err
 	}
 	for _, c := range t.Regular {

@@ -170,6 +170,10 @@ type Column struct {
 	// Descending is set on a clustering column declared DESC in CLUSTERING
 	// ORDER BY: rows sort by it in the reverse of its type's order.
 	Descending bool
+	// Static is set on a regular column declared STATIC: one value per
+	// partition, shared by all its rows, stored in the partition's static
+	// row (see static.go). Its Kind stays RegularColumn.
+	Static bool
 
 	// parsed is Type parsed, for a parametric type, set when the table's
 	// columns are set (setColumns) so that Check and Compare parse nothing;

@@ -665,7 +665,7 @@ func (r *Read) bindShape(st *cql.SelectStmt, b *binder, eqPrefix int) error {
 		}
 		seen := make(map[int]bool)
 		for i, c := range r.Columns {
-			if c == nil || c.Kind != PartitionKeyColumn || r.Funcs != nil && r.Funcs[i] != cql.SelectColumn {
+			if c == nil || c.Kind != PartitionKeyColumn && !c.Static || r.Funcs != nil && r.Funcs[i] != cql.SelectColumn {
 				what := "a function call"
 				if c != nil {
 					what = cql.QuoteIdent(c.Name)

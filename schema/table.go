@@ -137,6 +137,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string, udts map[string]
 	add(partition, PartitionKeyColumn)
 	add(clustering, ClusteringColumn)
 	add(regular, RegularColumn)
+	if err := staticColumns(st, cols, len(clustering)); err != nil {
+		return nil, err
+	}
 	if err := clusteringOrder(st.ClusteringOrder, cols[len(partition):len(partition)+len(clustering)]); err != nil {
 		return nil, err
 	}

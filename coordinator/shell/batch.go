@@ -206,6 +206,7 @@ func (e *Executor) runBatch(ctx context.Context, s *schema.Schema, writes []*sch
 		fillMutation(&part, w, wts, now.Unix(), nil)
 		m := groups[g].m
 		m.Rows = append(m.Rows, part.Rows...)
+		m.StaticRow = mergeStaticRows(m.StaticRow, part.StaticRow)
 		m.RangeTombstones = append(m.RangeTombstones, part.RangeTombstones...)
 		if d := part.PartitionDeletion; d != nil && (m.PartitionDeletion == nil || *d > *m.PartitionDeletion) {
 			m.PartitionDeletion = d

@@ -93,6 +93,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 			var part replicapb.Mutation
 			fillMutation(&part, w, b.Micros, now.Unix(), nil) // no list read: refuseListReads
 			m.Rows = append(m.Rows, part.Rows...)
+			m.StaticRow = mergeStaticRows(m.StaticRow, part.StaticRow)
 			m.RangeTombstones = append(m.RangeTombstones, part.RangeTombstones...)
 			if d := part.PartitionDeletion; d != nil {
 				m.PartitionDeletion = d

@@ -37,6 +37,9 @@ func pageOf(resp *replicapb.ReadResponse) coordinator.Page {
 	if resp.StoppedAfter != nil {
 		p.StoppedAfter, p.Stopped = resp.StoppedAfter.GetComponents(), true
 	}
+	if resp.StaticRow != nil {
+		p.Static = staticOf(resp.StaticRow) // static.go
+	}
 	return p
 }
 
@@ -123,6 +126,9 @@ func repairMutation(t *schema.Table, pk [][]byte, token int64, rs *coordinator.R
 	if rs.PartitionDeletion {
 		pd := partitionDeletion
 		m.PartitionDeletion = &pd
+	}
+	if rs.Static != nil {
+		m.StaticRow = rowPB(coordinator.ClusteredRow{Row: *rs.Static})
 	}
 	return m
 }

@@ -185,12 +185,13 @@ func (e *Executor) read(ctx context.Context, spec readSpec, now, dl time.Time) (
 		}
 	}
 	rec := m.Result()
+	static := readStatic(spec.table, resps, &rec) // static.go
 	if len(rec.Repairs) > 0 && spec.cl != coordinator.One {
 		if err := e.repair(ctx, spec, rec, resps, dl); err != nil {
 			return nil, 0, err
 		}
 	}
-	return rec.Rows, rec.Tombstones, nil
+	return withStatic(spec.table, rec.Rows, static, wholePartition(spec), now.Unix()), rec.Tombstones, nil
 }
 
 // addAnswer adds a replica's answer (a *replicapb.ReadResponse payload) to the merge of a read

@@ -71,8 +71,6 @@ func scanShapeSupported(r *schema.Read) error {
 	switch {
 	case r.GroupBy > 0:
 		what = "GROUP BY"
-	case r.Distinct:
-		what = "SELECT DISTINCT"
 	case r.PerPartitionLimit > 0:
 		what = "PER PARTITION LIMIT"
 	default:
@@ -120,7 +118,7 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, 1, &warnings); err != nil {
 		return t, coordinator.Result{}, err // a page is one read of its budgets
 	}
-	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout)}
+	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout), distinct: r.Distinct}
 	if r.Aggregates != nil {
 		res, err := e.aggregateScan(ctx, r, &sc, pos)
 		res.Warnings = warnings
@@ -231,6 +229,8 @@ type scanner struct {
 	cl      coordinator.Consistency
 	end     int64
 	timeout time.Duration
+	// distinct takes one row of each partition (SELECT DISTINCT): its key and static values.
+	distinct bool
 }
 
 // page reads up to want live rows from pos on and returns them with the position after the last
@@ -323,16 +323,27 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 		return nil, pos, err
 	}
 	var rows []scanRow
+	resumed := pos // the partition the page resumes inside, when pos.After is set
 	for _, part := range parts {
-		got, err := s.mergePartition(ctx, part, want-len(rows), len(resps), now, dl)
+		whole := resumed.After == nil || part.Token != resumed.Token || !sameKey(part.Key, resumed.Key)
+		pw := want - len(rows)
+		if s.distinct {
+			pw = 1
+		}
+		got, err := s.mergePartition(ctx, part, pw, len(resps), now, dl, whole)
 		if err != nil {
 			return nil, pos, err
+		}
+		if s.distinct && len(got) > 0 {
+			// One row stands for the partition; the page goes on after the partition.
+			got[0].Clustering = make([][]byte, len(s.t.Clustering))
+			got = got[:1]
 		}
 		for _, row := range got {
 			rows = append(rows, scanRow{key: part.Key, row: row})
 		}
 		if len(rows) >= want {
-			return rows, scanPos{Token: part.Token, Key: part.Key, After: rows[len(rows)-1].row.Clustering}, nil
+			return rows, scanPosAfter(part, rows[len(rows)-1].row), nil // static.go
 		}
 		pos = scanPos{Token: part.Token, Key: part.Key}
 	}
@@ -345,7 +356,10 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 // mergePartition reconciles the replicas' pages of one partition of a scan, fetching the pages
 // that follow where a replica stopped, for at most want live rows, and read-repairs the replicas
 // that lack something of them as a single-partition read does.
-func (s *scanner) mergePartition(ctx context.Context, part coordinator.PartitionPages, want, answered int, now, dl time.Time) ([]coordinator.ClusteredRow, error) {
+//
+// whole says the partition is read from its start: one holding only static values is then
+// returned as one row (withStatic).
+func (s *scanner) mergePartition(ctx context.Context, part coordinator.PartitionPages, want, answered int, now, dl time.Time, whole bool) ([]coordinator.ClusteredRow, error) {
 	e := s.e
 	spec := readSpec{table: s.t, pk: part.Key, token: part.Token, limit: want, rf: s.rf, cl: s.cl}
 	m := coordinator.NewMerger(s.t, want, false, now.Unix())
@@ -369,12 +383,13 @@ func (s *scanner) mergePartition(ctx context.Context, part coordinator.Partition
 		}
 	}
 	rec := m.Result()
+	static := scanStatic(s.t, part, &rec) // static.go
 	if len(rec.Repairs) > 0 && s.cl != coordinator.One {
 		if err := e.repair(ctx, spec, rec, resps, dl); err != nil {
 			return nil, err
 		}
 	}
-	return rec.Rows, nil
+	return withStatic(s.t, rec.Rows, static, whole, now.Unix()), nil
 }
 
 // rangeExchange sends one range read to each replica, exempt from the limiter.

@@ -265,6 +265,9 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts, now int64, lists m
 	}
 	r.ptr[0] = &r.row
 	m.Rows = r.ptr[:]
+	if w.Table.HasStatic() {
+		splitStatic(m, w.Table) // static.go
+	}
 }
 
 // rangeTombstone returns the range tombstone at ts that deletes the rows r selects in table t:

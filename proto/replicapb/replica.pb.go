@@ -681,8 +681,11 @@ type Mutation struct {
 	// Range tombstones: each deletes the markers, cells and row tombstones written at or before its timestamp
 	// in the rows between its bounds.
 	RangeTombstones []*RangeTombstone `protobuf:"bytes,6,rep,name=range_tombstones,json=rangeTombstones,proto3" json:"range_tombstones,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The partition's static row: the cells of its static columns (no clustering key, no marker, no row
+	// tombstone), shared by all its rows; range tombstones do not cover it. Data format 11.
+	StaticRow     *Row `protobuf:"bytes,7,opt,name=static_row,json=staticRow,proto3" json:"static_row,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Mutation) Reset() {
@@ -753,6 +756,13 @@ func (x *Mutation) GetPartitionDeletion() int64 {
 func (x *Mutation) GetRangeTombstones() []*RangeTombstone {
 	if x != nil {
 		return x.RangeTombstones
+	}
+	return nil
+}
+
+func (x *Mutation) GetStaticRow() *Row {
+	if x != nil {
+		return x.StaticRow
 	}
 	return nil
 }
@@ -1322,7 +1332,11 @@ type ReadResponse struct {
 	// without cell tombstones, range tombstones and the partition tombstone.
 	Tombstones uint32 `protobuf:"varint,8,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
 	// With STATUS_OK: as MutateResponse.would_reject.
-	WouldReject   bool `protobuf:"varint,9,opt,name=would_reject,json=wouldReject,proto3" json:"would_reject,omitempty"`
+	WouldReject bool `protobuf:"varint,9,opt,name=would_reject,json=wouldReject,proto3" json:"would_reject,omitempty"`
+	// The partition's static row (see Mutation.static_row) for a table with static columns, on every page,
+	// when the replica holds cells of it: live ones and tombstones, without what the partition tombstone
+	// shadows. Data format 11.
+	StaticRow     *Row `protobuf:"bytes,10,opt,name=static_row,json=staticRow,proto3" json:"static_row,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1418,6 +1432,13 @@ func (x *ReadResponse) GetWouldReject() bool {
 		return x.WouldReject
 	}
 	return false
+}
+
+func (x *ReadResponse) GetStaticRow() *Row {
+	if x != nil {
+		return x.StaticRow
+	}
+	return nil
 }
 
 // AccountDelta is a number of operations on one partition that the receiving replica should count.
@@ -3739,14 +3760,16 @@ const file_replica_proto_rawDesc = "" +
 	"\bdeletion\x18\x04 \x01(\x03H\x01R\bdeletion\x88\x01\x01\x12G\n" +
 	"\vcollections\x18\a \x03(\v2%.kvnode.replica.v1.CollectionDeletionR\vcollectionsB\t\n" +
 	"\a_markerB\v\n" +
-	"\t_deletion\"\xa5\x02\n" +
+	"\t_deletion\"\xdc\x02\n" +
 	"\bMutation\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12#\n" +
 	"\rpartition_key\x18\x02 \x03(\fR\fpartitionKey\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\x03R\x05token\x12*\n" +
 	"\x04rows\x18\x04 \x03(\v2\x16.kvnode.replica.v1.RowR\x04rows\x122\n" +
 	"\x12partition_deletion\x18\x05 \x01(\x03H\x00R\x11partitionDeletion\x88\x01\x01\x12L\n" +
-	"\x10range_tombstones\x18\x06 \x03(\v2!.kvnode.replica.v1.RangeTombstoneR\x0frangeTombstonesB\x15\n" +
+	"\x10range_tombstones\x18\x06 \x03(\v2!.kvnode.replica.v1.RangeTombstoneR\x0frangeTombstones\x125\n" +
+	"\n" +
+	"static_row\x18\a \x01(\v2\x16.kvnode.replica.v1.RowR\tstaticRowB\x15\n" +
 	"\x13_partition_deletion\"G\n" +
 	"\x0fClusteringBound\x12\x16\n" +
 	"\x06prefix\x18\x01 \x03(\fR\x06prefix\x12\x1c\n" +
@@ -3789,7 +3812,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x05after\x18\x10 \x01(\v2 .kvnode.replica.v1.ClusteringKeyR\x05after\x12-\n" +
 	"\x12tombstones_scanned\x18\x11 \x01(\rR\x11tombstonesScanned\x12\x1a\n" +
 	"\breversed\x18\x14 \x01(\bR\breversedJ\x04\b\x03\x10\n" +
-	"\"\x83\x04\n" +
+	"\"\xba\x04\n" +
 	"\fReadResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
 	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
@@ -3801,7 +3824,10 @@ const file_replica_proto_rawDesc = "" +
 	"\n" +
 	"tombstones\x18\b \x01(\rR\n" +
 	"tombstones\x12!\n" +
-	"\fwould_reject\x18\t \x01(\bR\vwouldRejectB\x15\n" +
+	"\fwould_reject\x18\t \x01(\bR\vwouldReject\x125\n" +
+	"\n" +
+	"static_row\x18\n" +
+	" \x01(\v2\x16.kvnode.replica.v1.RowR\tstaticRowB\x15\n" +
 	"\x13_partition_deletion\"|\n" +
 	"\fAccountDelta\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x14\n" +
@@ -4046,80 +4072,82 @@ var file_replica_proto_depIdxs = []int32{
 	43, // 3: kvnode.replica.v1.Row.collections:type_name -> kvnode.replica.v1.CollectionDeletion
 	8,  // 4: kvnode.replica.v1.Mutation.rows:type_name -> kvnode.replica.v1.Row
 	11, // 5: kvnode.replica.v1.Mutation.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
-	10, // 6: kvnode.replica.v1.RangeTombstone.start:type_name -> kvnode.replica.v1.ClusteringBound
-	10, // 7: kvnode.replica.v1.RangeTombstone.end:type_name -> kvnode.replica.v1.ClusteringBound
-	4,  // 8: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	9,  // 9: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
-	1,  // 10: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 11: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 12: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
-	15, // 13: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
-	15, // 14: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
-	4,  // 15: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	16, // 16: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
-	12, // 17: kvnode.replica.v1.ReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
-	1,  // 18: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 19: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 20: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
-	8,  // 21: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
-	11, // 22: kvnode.replica.v1.ReadResponse.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
-	12, // 23: kvnode.replica.v1.ReadResponse.stopped_after:type_name -> kvnode.replica.v1.ClusteringKey
-	0,  // 24: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
-	19, // 25: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
-	1,  // 26: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 27: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
-	22, // 28: kvnode.replica.v1.ScopeCountsRequest.deltas:type_name -> kvnode.replica.v1.ScopeCount
-	22, // 29: kvnode.replica.v1.ScopeCountsResponse.counts:type_name -> kvnode.replica.v1.ScopeCount
-	26, // 30: kvnode.replica.v1.TopClientsBudget.spenders:type_name -> kvnode.replica.v1.TopClientSpender
-	27, // 31: kvnode.replica.v1.TopClientsResponse.budgets:type_name -> kvnode.replica.v1.TopClientsBudget
-	0,  // 32: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
-	30, // 33: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
-	9,  // 34: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
-	32, // 35: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
-	1,  // 36: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 37: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 38: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 39: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 40: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 41: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 42: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	42, // 43: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
-	36, // 44: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 45: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
-	12, // 46: kvnode.replica.v1.RangeReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
-	18, // 47: kvnode.replica.v1.RangePartition.page:type_name -> kvnode.replica.v1.ReadResponse
-	1,  // 48: kvnode.replica.v1.RangeReadResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 49: kvnode.replica.v1.RangeReadResponse.error:type_name -> kvnode.replica.v1.Error
-	45, // 50: kvnode.replica.v1.RangeReadResponse.partitions:type_name -> kvnode.replica.v1.RangePartition
-	36, // 51: kvnode.replica.v1.PaxosProposal.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	9,  // 52: kvnode.replica.v1.PaxosProposal.mutation:type_name -> kvnode.replica.v1.Mutation
-	36, // 53: kvnode.replica.v1.PaxosProposal.origin:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 54: kvnode.replica.v1.PaxosPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
-	17, // 55: kvnode.replica.v1.PaxosPrepareRequest.read:type_name -> kvnode.replica.v1.ReadRequest
-	1,  // 56: kvnode.replica.v1.PaxosPrepareResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 57: kvnode.replica.v1.PaxosPrepareResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 58: kvnode.replica.v1.PaxosPrepareResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 59: kvnode.replica.v1.PaxosPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	47, // 60: kvnode.replica.v1.PaxosPrepareResponse.accepted:type_name -> kvnode.replica.v1.PaxosProposal
-	36, // 61: kvnode.replica.v1.PaxosPrepareResponse.committed:type_name -> kvnode.replica.v1.SchemaBallot
-	18, // 62: kvnode.replica.v1.PaxosPrepareResponse.read:type_name -> kvnode.replica.v1.ReadResponse
-	36, // 63: kvnode.replica.v1.PaxosPrepareResponse.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
-	47, // 64: kvnode.replica.v1.PaxosProposeRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
-	1,  // 65: kvnode.replica.v1.PaxosProposeResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 66: kvnode.replica.v1.PaxosProposeResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 67: kvnode.replica.v1.PaxosProposeResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
-	47, // 68: kvnode.replica.v1.PaxosCommitRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
-	1,  // 69: kvnode.replica.v1.PaxosCommitResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 70: kvnode.replica.v1.PaxosCommitResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 71: kvnode.replica.v1.PaxosState.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	47, // 72: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
-	36, // 73: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 74: kvnode.replica.v1.PaxosState.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
-	75, // [75:75] is the sub-list for method output_type
-	75, // [75:75] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	8,  // 6: kvnode.replica.v1.Mutation.static_row:type_name -> kvnode.replica.v1.Row
+	10, // 7: kvnode.replica.v1.RangeTombstone.start:type_name -> kvnode.replica.v1.ClusteringBound
+	10, // 8: kvnode.replica.v1.RangeTombstone.end:type_name -> kvnode.replica.v1.ClusteringBound
+	4,  // 9: kvnode.replica.v1.MutateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	9,  // 10: kvnode.replica.v1.MutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	1,  // 11: kvnode.replica.v1.MutateResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 12: kvnode.replica.v1.MutateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 13: kvnode.replica.v1.MutateResponse.error:type_name -> kvnode.replica.v1.Error
+	15, // 14: kvnode.replica.v1.ClusteringFilter.lower:type_name -> kvnode.replica.v1.Bound
+	15, // 15: kvnode.replica.v1.ClusteringFilter.upper:type_name -> kvnode.replica.v1.Bound
+	4,  // 16: kvnode.replica.v1.ReadRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	16, // 17: kvnode.replica.v1.ReadRequest.filter:type_name -> kvnode.replica.v1.ClusteringFilter
+	12, // 18: kvnode.replica.v1.ReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
+	1,  // 19: kvnode.replica.v1.ReadResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 20: kvnode.replica.v1.ReadResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 21: kvnode.replica.v1.ReadResponse.error:type_name -> kvnode.replica.v1.Error
+	8,  // 22: kvnode.replica.v1.ReadResponse.rows:type_name -> kvnode.replica.v1.Row
+	11, // 23: kvnode.replica.v1.ReadResponse.range_tombstones:type_name -> kvnode.replica.v1.RangeTombstone
+	12, // 24: kvnode.replica.v1.ReadResponse.stopped_after:type_name -> kvnode.replica.v1.ClusteringKey
+	8,  // 25: kvnode.replica.v1.ReadResponse.static_row:type_name -> kvnode.replica.v1.Row
+	0,  // 26: kvnode.replica.v1.AccountDelta.op:type_name -> kvnode.replica.v1.Op
+	19, // 27: kvnode.replica.v1.AccountDeltaRequest.deltas:type_name -> kvnode.replica.v1.AccountDelta
+	1,  // 28: kvnode.replica.v1.AccountDeltaResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 29: kvnode.replica.v1.AccountDeltaResponse.error:type_name -> kvnode.replica.v1.Error
+	22, // 30: kvnode.replica.v1.ScopeCountsRequest.deltas:type_name -> kvnode.replica.v1.ScopeCount
+	22, // 31: kvnode.replica.v1.ScopeCountsResponse.counts:type_name -> kvnode.replica.v1.ScopeCount
+	26, // 32: kvnode.replica.v1.TopClientsBudget.spenders:type_name -> kvnode.replica.v1.TopClientSpender
+	27, // 33: kvnode.replica.v1.TopClientsResponse.budgets:type_name -> kvnode.replica.v1.TopClientsBudget
+	0,  // 34: kvnode.replica.v1.HotPartition.op:type_name -> kvnode.replica.v1.Op
+	30, // 35: kvnode.replica.v1.TopPartitionsResponse.partitions:type_name -> kvnode.replica.v1.HotPartition
+	9,  // 36: kvnode.replica.v1.BatchlogEntry.mutations:type_name -> kvnode.replica.v1.Mutation
+	32, // 37: kvnode.replica.v1.StoreBatchRequest.entry:type_name -> kvnode.replica.v1.BatchlogEntry
+	1,  // 38: kvnode.replica.v1.BatchlogResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 39: kvnode.replica.v1.BatchlogResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 40: kvnode.replica.v1.SchemaPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 41: kvnode.replica.v1.SchemaPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 42: kvnode.replica.v1.SchemaPrepareResponse.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 43: kvnode.replica.v1.SchemaAcceptRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 44: kvnode.replica.v1.SchemaAcceptResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	42, // 45: kvnode.replica.v1.SchemaAcceptorState.registers:type_name -> kvnode.replica.v1.SchemaRegister
+	36, // 46: kvnode.replica.v1.SchemaRegister.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 47: kvnode.replica.v1.SchemaRegister.accepted:type_name -> kvnode.replica.v1.SchemaBallot
+	12, // 48: kvnode.replica.v1.RangeReadRequest.after:type_name -> kvnode.replica.v1.ClusteringKey
+	18, // 49: kvnode.replica.v1.RangePartition.page:type_name -> kvnode.replica.v1.ReadResponse
+	1,  // 50: kvnode.replica.v1.RangeReadResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 51: kvnode.replica.v1.RangeReadResponse.error:type_name -> kvnode.replica.v1.Error
+	45, // 52: kvnode.replica.v1.RangeReadResponse.partitions:type_name -> kvnode.replica.v1.RangePartition
+	36, // 53: kvnode.replica.v1.PaxosProposal.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	9,  // 54: kvnode.replica.v1.PaxosProposal.mutation:type_name -> kvnode.replica.v1.Mutation
+	36, // 55: kvnode.replica.v1.PaxosProposal.origin:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 56: kvnode.replica.v1.PaxosPrepareRequest.ballot:type_name -> kvnode.replica.v1.SchemaBallot
+	17, // 57: kvnode.replica.v1.PaxosPrepareRequest.read:type_name -> kvnode.replica.v1.ReadRequest
+	1,  // 58: kvnode.replica.v1.PaxosPrepareResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 59: kvnode.replica.v1.PaxosPrepareResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 60: kvnode.replica.v1.PaxosPrepareResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 61: kvnode.replica.v1.PaxosPrepareResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 62: kvnode.replica.v1.PaxosPrepareResponse.accepted:type_name -> kvnode.replica.v1.PaxosProposal
+	36, // 63: kvnode.replica.v1.PaxosPrepareResponse.committed:type_name -> kvnode.replica.v1.SchemaBallot
+	18, // 64: kvnode.replica.v1.PaxosPrepareResponse.read:type_name -> kvnode.replica.v1.ReadResponse
+	36, // 65: kvnode.replica.v1.PaxosPrepareResponse.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 66: kvnode.replica.v1.PaxosProposeRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
+	1,  // 67: kvnode.replica.v1.PaxosProposeResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 68: kvnode.replica.v1.PaxosProposeResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 69: kvnode.replica.v1.PaxosProposeResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 70: kvnode.replica.v1.PaxosCommitRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
+	1,  // 71: kvnode.replica.v1.PaxosCommitResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 72: kvnode.replica.v1.PaxosCommitResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 73: kvnode.replica.v1.PaxosState.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 74: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
+	36, // 75: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 76: kvnode.replica.v1.PaxosState.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
+	77, // [77:77] is the sub-list for method output_type
+	77, // [77:77] is the sub-list for method input_type
+	77, // [77:77] is the sub-list for extension type_name
+	77, // [77:77] is the sub-list for extension extendee
+	0,  // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }

@@ -161,6 +161,7 @@ func TestGocql(t *testing.T) {
 	t.Run("user-defined types", func(t *testing.T) { testGocqlUDT(t, session) })
 	t.Run("user-defined types in keys", func(t *testing.T) { testGocqlUDTKeys(t, session) })
 	t.Run("IN, aggregates, DISTINCT and filtering", func(t *testing.T) { testGocqlSelect(t, session) })
+	t.Run("static columns", func(t *testing.T) { testGocqlStatic(t, session) })
 	t.Run("token-aware routing reaches a replica", func(t *testing.T) { testGocqlRouting(t, session, rec, place) })
 	t.Run("rate limit", func(t *testing.T) { testGocqlRateLimit(t, c, place) })
 	t.Run("schema evolution while writing", func(t *testing.T) { testGocqlSchemaEvolution(t, session) })

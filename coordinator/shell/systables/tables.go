@@ -502,7 +502,7 @@ func columnRows(v *view) []map[string][]byte {
 				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.CQL(), "clustering", i, order))
 			}
 			for _, c := range t.Regular {
-				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.CQL(), "regular", -1, "none"))
+				rows = append(rows, columnRow(t.Keyspace, t.Name, c.Name, c.Type.CQL(), regularKind(c), -1, "none"))
 			}
 		}
 	}
@@ -624,4 +624,12 @@ func replicationMap(ks *schema.Keyspace) []kv {
 		m = append(m, kv{f.DC, strconv.Itoa(f.RF)})
 	}
 	return m
+}
+
+// regularKind returns system_schema.columns' kind of regular column c: "static" or "regular".
+func regularKind(c schema.Column) string {
+	if c.Static {
+		return "static"
+	}
+	return "regular"
 }
