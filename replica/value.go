@@ -27,12 +27,17 @@ import (
 // nanoseconds, like a tombstone's local deletion time), then the value. The
 // values of format 1 are values of format 2 without the flag, so old data
 // decodes unchanged.
+//
+// A counter cell (data format 10, see version.go) has flagCounter, and its value holds its
+// shards (cell.AppendShards); the merge operator merges two counter versions shard by shard
+// (cell.MergeCounters) instead of picking one.
 const (
 	valueHeaderLen      = 9
 	expiringLen         = 4 + 8 + 8
 	flagTombstone  byte = 1 << 0
 	flagLocalTime  byte = 1 << 1
 	flagExpiring   byte = 1 << 2
+	flagCounter    byte = 1 << 3
 )
 
 // errBadValue reports a stored value that does not decode.
@@ -49,6 +54,9 @@ func appendValue(dst []byte, c cell.Cell, local int64) []byte {
 	expiring := c.Expiring()
 	if expiring {
 		flags |= flagExpiring
+	}
+	if c.Counter {
+		flags |= flagCounter
 	}
 	dst = append(dst, flags)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Timestamp))
@@ -91,7 +99,7 @@ func storedAt(v []byte) (int64, bool) {
 // decodeValue decodes a stored value. The cell's Value aliases v and is
 // non-nil for a live cell.
 func decodeValue(v []byte) (cell.Cell, error) {
-	if len(v) < valueHeaderLen || v[0]&^(flagTombstone|flagLocalTime|flagExpiring) != 0 {
+	if len(v) < valueHeaderLen || v[0]&^(flagTombstone|flagLocalTime|flagExpiring|flagCounter) != 0 {
 		return cell.Cell{}, errBadValue
 	}
 	if v[0]&flagLocalTime != 0 && (v[0]&flagTombstone == 0 || len(v) != valueHeaderLen+8) {
@@ -100,6 +108,10 @@ func decodeValue(v []byte) (cell.Cell, error) {
 	c := cell.Cell{
 		Timestamp: int64(binary.BigEndian.Uint64(v[1:])),
 		Tombstone: v[0]&flagTombstone != 0,
+		Counter:   v[0]&flagCounter != 0,
+	}
+	if c.Counter && v[0]&(flagExpiring|flagLocalTime) != 0 {
+		return cell.Cell{}, errBadValue
 	}
 	rest := v[valueHeaderLen:]
 	if v[0]&flagExpiring != 0 {
@@ -152,6 +164,9 @@ func (m *lwwValueMerger) add(value []byte) error {
 	if err != nil {
 		return err
 	}
+	if c.Counter || best.Counter {
+		return m.addCounter(c, best, value)
+	}
 	// Between equal cells (a tombstone or an expiring cell stored twice,
 	// with different local times), the larger stored bytes win, so the
 	// result is the same in any merge order; that is the later local time.
@@ -169,3 +184,18 @@ func (m *lwwValueMerger) MergeOlder(value []byte) error { return m.add(value) }
 
 // Finish implements pebble.ValueMerger.
 func (m *lwwValueMerger) Finish(bool) ([]byte, io.Closer, error) { return m.best, nil, nil }
+
+// addCounter merges value (decoded c) into the winner so far (decoded best) when either is a
+// counter cell: live counters merge shard by shard into a freshly encoded value; a tombstone
+// wins over them, and between tombstones the rule of lwwValueMerger.add picks the bytes.
+func (m *lwwValueMerger) addCounter(c, best cell.Cell, value []byte) error {
+	merged := cell.Merge(c, best)
+	if merged.Tombstone {
+		if c.Tombstone && (!best.Tombstone || cell.Compare(c, best) > 0 || cell.Compare(best, c) == 0 && bytes.Compare(value, m.best) > 0) {
+			m.best = append(m.best[:0], value...)
+		}
+		return nil
+	}
+	m.best = appendValue(nil, merged, 0)
+	return nil
+}

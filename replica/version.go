@@ -45,9 +45,14 @@ import (
 //	   (paxos.go); it changes no table data. It says the node serves the Paxos exchanges
 //	   (schema.FormatLWT), which coordinators refuse to start while a member of an older
 //	   format remains. The upgrade only records the new version.
+//	10 adds counter cells (flagCounter, value.go: per-replica shards merged by the newest
+//	   clock), which a release of an older format would take for malformed values;
+//	   schema.FormatCounters keeps counter tables away from older members, and the node serves
+//	   counter_update. Every value of format 9 is a value of format 10, so the upgrade only
+//	   records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 9
+	FormatVersion = 10
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.
