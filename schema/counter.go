@@ -152,10 +152,24 @@ func checkCounterWrite(stmt cql.Statement, w *Write) error {
 }
 
 // checkCounterBatch refuses Cassandra's mixes of counter and other writes in a batch, and
-// records whether bt updates counters.
+// records whether bt updates counters; a batch of counters is never logged (Unlogged).
 func checkCounterBatch(st *cql.BatchStmt, bt *Batch) error {
+	counters, err := CheckCounterBatch(bt.Writes, st.Counter, st.Unlogged, st.Timestamp != nil)
+	if err != nil {
+		return err
+	}
+	bt.Counter = counters
+	bt.Unlogged = bt.Unlogged || counters
+	return nil
+}
+
+// CheckCounterBatch refuses what Cassandra refuses of a batch of writes (a COUNTER batch when
+// counter, else an UNLOGGED one when unlogged, else a logged one; hasTimestamp when the batch
+// gives USING TIMESTAMP) mixing counter updates and other writes, and reports whether the
+// batch updates counters.
+func CheckCounterBatch(writes []*Write, counter, unlogged, hasTimestamp bool) (bool, error) {
 	counters, others := false, false
-	for _, w := range bt.Writes {
+	for _, w := range writes {
 		if w.Table.IsCounter() {
 			counters = true
 		} else {
@@ -163,17 +177,16 @@ func checkCounterBatch(st *cql.BatchStmt, bt *Batch) error {
 		}
 	}
 	switch {
-	case counters && st.Timestamp != nil:
-		return errors.New("Cannot provide custom timestamp for a BATCH containing counters")
-	case st.Counter && others:
-		return errors.New("Cannot include non-counter statement in a counter batch")
-	case !st.Counter && !st.Unlogged && counters:
-		return errors.New("Cannot include a counter statement in a logged batch")
+	case counters && hasTimestamp:
+		return false, errors.New("Cannot provide custom timestamp for a BATCH containing counters")
+	case counter && others:
+		return false, errors.New("Cannot include non-counter statement in a counter batch")
+	case !counter && !unlogged && counters:
+		return false, errors.New("Cannot include a counter statement in a logged batch")
 	case counters && others:
-		return errors.New("Counter and non-counter mutations cannot exist in the same batch")
+		return false, errors.New("Counter and non-counter mutations cannot exist in the same batch")
 	}
-	bt.Counter = counters
-	return nil
+	return counters, nil
 }
 
 // addedNames returns the names of the columns ALTER TABLE ADD adds.

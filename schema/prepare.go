@@ -988,7 +988,8 @@ func parseDuration(lit string) (time.Duration, error) {
 type Batch struct {
 	Writes   []*Write
 	Unlogged bool
-	// Counter is set when the batch updates counters (then every write does, see counter.go).
+	// Counter is set when the batch updates counters (then every write does, see counter.go,
+	// and Unlogged is set: counter updates are never logged).
 	Counter bool
 	// Timestamp is the BATCH's USING TIMESTAMP when HasTimestamp (then no
 	// write has its own); otherwise the coordinator assigns one timestamp to
