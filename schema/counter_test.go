@@ -78,6 +78,7 @@ func TestCounterWrites(t *testing.T) {
 		{src: "INSERT INTO ctr (k, c, hits) VALUES (1, 'a', 1)", want: "INSERT statements are not allowed on counter tables, use UPDATE instead"},
 		{src: "UPDATE plain SET v = v + 1 WHERE k = 1", want: "invalid operation (v = v + 1) for non counter column v"},
 		{src: "DELETE hits FROM ctr WHERE k = 1 AND c = 'a'", want: "hits=null"},
+		{src: "DELETE FROM ctr WHERE k = 1", want: ""},
 	} {
 		w, err := bindWrite(t, s, tt.src, tt.values...)
 		got := ""
@@ -124,6 +125,20 @@ func TestCounterBatches(t *testing.T) {
 			t.Errorf("%s: Batch.Counter = false, want true", tt.src)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: error %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}
+
+func TestCounterSelectors(t *testing.T) {
+	s := mustBuild(t, counterDDL)
+	for _, src := range []string{"SELECT writetime(hits) FROM ctr WHERE k = 1", "SELECT ttl(hits) FROM ctr WHERE k = 1"} {
+		st, err := cql.ParseStatement(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.PrepareRead(st.(*cql.SelectStmt), "ks")
+		if err == nil || !strings.Contains(err.Error(), "on counter column hits") {
+			t.Errorf("%s: %v, want Cassandra's refusal of selection functions on counters", src, err)
 		}
 	}
 }

@@ -603,6 +603,9 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		if k != cql.SelectColumn && c.Type.MultiCell() { // Cassandra's refusal
 			return nil, fmt.Errorf("cannot use selection function %s on non-frozen collection %s", selectFuncName(k), cql.QuoteIdent(c.Name))
 		}
+		if k != cql.SelectColumn && c.Type == TypeCounter { // Cassandra's words
+			return nil, fmt.Errorf("Cannot use selection function %s on counter column %s", strings.ToLower(selectFuncName(k)), c.Name)
+		}
 		r.Funcs[i] = k
 	}
 	var eqPrefix int
