@@ -184,3 +184,12 @@ func counterValue(col *schema.Column, c cell.Cell) []byte {
 	}
 	return schema.EncodeBigInt(n)
 }
+
+// counterTimeout marks err, a counter update's error, as a counter update's when it is a
+// timeout (the native protocol's COUNTER write type).
+func counterTimeout(err error) error {
+	if to, ok := errors.AsType[*coordinator.TimeoutError](err); ok {
+		to.Counter = true
+	}
+	return err
+}

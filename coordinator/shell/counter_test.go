@@ -253,3 +253,21 @@ func TestCounterFollowersNeverReject(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterTimeout: an increment whose followers do not answer in time times out as a
+// counter update (the protocol's COUNTER write type); its leader applied it.
+func TestCounterTimeout(t *testing.T) {
+	c := newCluster(t, options{writeTimeout: 50 * time.Millisecond})
+	c.must(counterSchema...)
+	c.transport.setFault(hangWrites, "n2", "n3")
+	_, err := c.exec("n1", all, "UPDATE ctr SET n = n + 1 WHERE k = 't' AND r = 1")
+	var to *coordinator.TimeoutError
+	if !errors.As(err, &to) || !to.Counter || to.CAS {
+		t.Fatalf("an increment whose followers hang: %v, want a counter update's timeout", err)
+	}
+	c.transport.clearFaults()
+	c.settle()
+	if got := c.localRows("n1", "SELECT n FROM ctr WHERE k = 't' AND r = 1"); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("the leader holds %q after the timeout, want 1 (timed out is not undone)", got)
+	}
+}

@@ -190,6 +190,7 @@ func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, replicas []
 		if o, err = e.finishCounter(ctx, t, replicas, pending, token, m, req, step, dl); err != nil {
 			return err
 		}
+		return counterTimeout(e.finishOutcome(req, t, token, pw, o))
 	}
 	if o == nil {
 		x, hw := e.hinted(watch(e, mutateExchange{e.transport, m}, step.Sends, t, coordinator.OpWrite), m, replicas, step.Sends)
@@ -201,6 +202,12 @@ func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, replicas []
 		}
 		e.writePending(ctx, token, pending, m, o, dl)
 	}
+	return e.finishOutcome(req, t, token, pw, o)
+}
+
+// finishOutcome hands a finished write's uncounted replicas to propagation and returns the
+// client's error for its outcome o.
+func (e *Executor) finishOutcome(req *coordinator.Request, t *schema.Table, token int64, pw partitionWrite, o coordinator.Outcome) error {
 	e.propagate(req, coordinator.OpWrite, partitionKey{t.ID, token})
 	if pw.warnings != nil {
 		*pw.warnings = appendShadowWarning(*pw.warnings, o, t)
