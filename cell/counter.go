@@ -204,3 +204,62 @@ func counterAdds(a, b Cell) bool {
 	m := MergeCounters(a, b)
 	return m.Tombstone != b.Tombstone || m.Timestamp != b.Timestamp || !bytes.Equal(m.Value, b.Value)
 }
+
+// FoldShards merges the encoded shards enc (AppendShards' form) into dst, sorted by ID with one
+// version per ID, keeping the newer version of each shard, and returns the result. It
+// allocates only for a shard ID dst does not hold yet, so folding many versions of a few shards
+// (a merge operator's operands) costs no allocation per version. On a malformed enc it returns
+// dst unchanged and ErrBadShards.
+func FoldShards(dst []Shard, enc []byte) ([]Shard, error) {
+	if err := checkEncoded(enc); err != nil {
+		return dst, err
+	}
+	for v := enc; len(v) > 0; {
+		n := int(v[0])
+		id := v[1 : 1+n]
+		s := Shard{Clock: int64(binary.BigEndian.Uint64(v[1+n:])), Value: int64(binary.BigEndian.Uint64(v[1+n+8:]))}
+		v = v[1+n+16:]
+		i, found := slices.BinarySearchFunc(dst, id, compareID)
+		if found {
+			s.ID = dst[i].ID
+			if newerShard(s, dst[i]) {
+				dst[i] = s
+			}
+			continue
+		}
+		s.ID = string(id)
+		dst = slices.Insert(dst, i, s)
+	}
+	return dst, nil
+}
+
+// checkEncoded reports whether enc is a well-formed encoding of shards, without decoding it.
+func checkEncoded(enc []byte) error {
+	var last []byte
+	for v := enc; len(v) > 0; {
+		n := int(v[0])
+		if n == 0 || len(v) < 1+n+16 {
+			return ErrBadShards
+		}
+		id := v[1 : 1+n]
+		if last != nil && bytes.Compare(last, id) >= 0 {
+			return ErrBadShards
+		}
+		last = id
+		v = v[1+n+16:]
+	}
+	return nil
+}
+
+// compareID compares a shard's ID with id bytes, as strings.Compare would, without converting.
+func compareID(s Shard, id []byte) int {
+	for i := 0; i < len(s.ID) && i < len(id); i++ {
+		if s.ID[i] != id[i] {
+			if s.ID[i] < id[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(s.ID) - len(id)
+}

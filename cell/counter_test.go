@@ -110,3 +110,22 @@ func TestShardsEncoding(t *testing.T) {
 		t.Errorf("CheckShard(clock 0) = nil, want an error")
 	}
 }
+
+func TestFoldShardsIsMergeShards(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		a, b := randomCounter(r), randomCounter(r)
+		if a.Tombstone || b.Tombstone {
+			continue
+		}
+		as, _ := DecodeShards(a.Value)
+		bs, _ := DecodeShards(b.Value)
+		folded, err := FoldShards(append([]Shard(nil), as...), b.Value)
+		if err != nil || !bytes.Equal(AppendShards(nil, folded), AppendShards(nil, MergeShards(as, bs))) {
+			t.Fatalf("FoldShards(%v, %v) = %v, %v; want MergeShards' %v", as, bs, folded, err, MergeShards(as, bs))
+		}
+	}
+	if _, err := FoldShards(nil, []byte{3, 'a'}); err == nil {
+		t.Errorf("FoldShards of a malformed encoding = nil error")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -106,7 +107,7 @@ func (s *Service) CounterUpdate(ctx context.Context, req *replicapb.CounterUpdat
 	var applied *replicapb.Mutation
 	unlock := s.counterLock(t.ID, m.Token)
 	err = s.store.guarded(func() (err error) {
-		applied, err = s.store.applyCounter(t, m, s.nodeID)
+		applied, err = s.store.applyCounter(t, m, s.nodeID, &s.shards)
 		return err
 	})
 	unlock()
@@ -127,7 +128,7 @@ func counterError(code replicapb.Error_Code, msg string) *replicapb.CounterUpdat
 // big-endian), to shard id of each counter, and returns the mutation it wrote: the same rows
 // with each cell's new shard. The caller holds the partition's counter lock. Several
 // increments of one counter in m (a COUNTER BATCH) add up in one new shard.
-func (s *Store) applyCounter(t *schema.Table, m *replicapb.Mutation, id string) (*replicapb.Mutation, error) {
+func (s *Store) applyCounter(t *schema.Table, m *replicapb.Mutation, id string, cache *shardCache) (*replicapb.Mutation, error) {
 	if !t.IsCounter() {
 		return nil, badRequest(t, "a counter update of a table without counter columns")
 	}
@@ -171,8 +172,10 @@ func (s *Store) applyCounter(t *schema.Table, m *replicapb.Mutation, id string) 
 			ck := string(append(append(bytes.Clone(key), rowCell), c.Column...))
 			sh, seen := shards[ck]
 			if !seen {
-				if sh, err = s.counterShard([]byte(ck), id); err != nil {
-					return nil, corrupt(t, []byte(ck), err)
+				if sh, seen = cache.get(ck); !seen {
+					if sh, err = s.counterShard([]byte(ck), id); err != nil {
+						return nil, corrupt(t, []byte(ck), err)
+					}
 				}
 				sh.ID = id
 			}
@@ -193,9 +196,49 @@ func (s *Store) applyCounter(t *schema.Table, m *replicapb.Mutation, id string) 
 		}
 	}
 	if err := s.Apply(t, out); err != nil {
+		for ck := range shards {
+			cache.drop(ck)
+		}
 		return nil, err
 	}
+	for ck, sh := range shards {
+		cache.put(ck, sh)
+	}
 	return out, nil
+}
+
+// maxCachedShards bounds the shard cache; a full cache starts over.
+const maxCachedShards = 1 << 16
+
+// shardCache remembers this node's newest shard of the counters it led updates of, by storage
+// key (Cassandra's counter cache): only the leader writes its own shard, under the partition's
+// lock, so the cached version is the stored one, and a hot counter's update does not read
+// storage, whose read merges every version the memtable holds. A miss reads storage.
+type shardCache struct {
+	mu sync.Mutex
+	m  map[string]cell.Shard
+}
+
+func (c *shardCache) get(k string) (cell.Shard, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sh, ok := c.m[k]
+	return sh, ok
+}
+
+func (c *shardCache) put(k string, sh cell.Shard) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedShards {
+		c.m = make(map[string]cell.Shard)
+	}
+	c.m[k] = sh
+}
+
+func (c *shardCache) drop(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
 }
 
 // counterShard returns this node's shard (id) of the counter cell stored at key; the zero shard

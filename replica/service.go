@@ -95,6 +95,7 @@ type Service struct {
 	// nodeID is Config.NodeID; counters serialises counter updates per partition (counter.go).
 	nodeID   string
 	counters [counterStripes]sync.Mutex
+	shards   shardCache
 }
 
 // NewService returns a service for cfg.

@@ -152,20 +152,39 @@ func newLWWMerger() *pebble.Merger {
 	}
 }
 
-// lwwValueMerger keeps a copy of the winning operand.
-type lwwValueMerger struct{ best []byte }
+// lwwValueMerger keeps a copy of the winning operand, or for live counter cells the shards
+// merged so far (counter).
+type lwwValueMerger struct {
+	best    []byte
+	counter *counterMerge
+}
+
+// counterMerge is the live counter a merge has folded so far: the newest timestamp and the
+// newest version of each shard.
+type counterMerge struct {
+	ts     int64
+	shards []cell.Shard
+}
 
 func (m *lwwValueMerger) add(value []byte) error {
 	c, err := decodeValue(value)
 	if err != nil {
 		return err
 	}
+	if m.counter != nil {
+		return m.addCounter(c, value)
+	}
 	best, err := decodeValue(m.best)
 	if err != nil {
 		return err
 	}
 	if c.Counter || best.Counter {
-		return m.addCounter(c, best, value)
+		if !best.Tombstone && best.Counter {
+			if m.startCounter(best) == nil {
+				return m.addCounter(c, value)
+			}
+		}
+		return m.addCounterTo(c, best, value)
 	}
 	// Between equal cells (a tombstone or an expiring cell stored twice,
 	// with different local times), the larger stored bytes win, so the
@@ -183,19 +202,56 @@ func (m *lwwValueMerger) MergeNewer(value []byte) error { return m.add(value) }
 func (m *lwwValueMerger) MergeOlder(value []byte) error { return m.add(value) }
 
 // Finish implements pebble.ValueMerger.
-func (m *lwwValueMerger) Finish(bool) ([]byte, io.Closer, error) { return m.best, nil, nil }
+func (m *lwwValueMerger) Finish(bool) ([]byte, io.Closer, error) {
+	if m.counter != nil {
+		v := cell.Cell{Timestamp: m.counter.ts, Counter: true, Value: cell.AppendShards(nil, m.counter.shards)}
+		return appendValue(nil, v, 0), nil, nil
+	}
+	return m.best, nil, nil
+}
 
-// addCounter merges value (decoded c) into the winner so far (decoded best) when either is a
-// counter cell: live counters merge shard by shard into a freshly encoded value; a tombstone
-// wins over them, and between tombstones the rule of lwwValueMerger.add picks the bytes.
-func (m *lwwValueMerger) addCounter(c, best cell.Cell, value []byte) error {
-	merged := cell.Merge(c, best)
-	if merged.Tombstone {
-		if c.Tombstone && (!best.Tombstone || cell.Compare(c, best) > 0 || cell.Compare(best, c) == 0 && bytes.Compare(value, m.best) > 0) {
+// startCounter starts folding shards from best, a live counter cell whose value holds them.
+func (m *lwwValueMerger) startCounter(best cell.Cell) error {
+	shards, err := cell.FoldShards(nil, best.Value)
+	if err != nil {
+		return err
+	}
+	m.counter = &counterMerge{ts: best.Timestamp, shards: shards}
+	return nil
+}
+
+// addCounter merges value (decoded c) into the live counter folded so far: a tombstone wins
+// over it (cell.MergeCounters); a live counter's shards fold in; a malformed one loses.
+func (m *lwwValueMerger) addCounter(c cell.Cell, value []byte) error {
+	switch {
+	case c.Tombstone:
+		m.counter = nil
+		m.best = append(m.best[:0], value...)
+	case c.Counter:
+		if shards, err := cell.FoldShards(m.counter.shards, c.Value); err == nil {
+			m.counter.shards = shards
+			m.counter.ts = max(m.counter.ts, c.Timestamp)
+		}
+	}
+	return nil
+}
+
+// addCounterTo merges value (decoded c) into best, the winner so far, when one of them is a
+// counter cell and best is no well-formed live counter: a tombstone wins over live counters;
+// between tombstones the rule of lwwValueMerger.add picks the bytes; a live counter replaces a
+// malformed one.
+func (m *lwwValueMerger) addCounterTo(c, best cell.Cell, value []byte) error {
+	switch {
+	case best.Tombstone:
+		if c.Tombstone && (cell.Compare(c, best) > 0 || cell.Compare(best, c) == 0 && bytes.Compare(value, m.best) > 0) {
 			m.best = append(m.best[:0], value...)
 		}
-		return nil
+	case c.Tombstone:
+		m.best = append(m.best[:0], value...)
+	case c.Counter:
+		if m.startCounter(c) != nil && cell.Compare(c, best) > 0 {
+			m.best = append(m.best[:0], value...) // both malformed: the cell rule picks
+		}
 	}
-	m.best = appendValue(nil, merged, 0)
 	return nil
 }

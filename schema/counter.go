@@ -93,6 +93,11 @@ func (t *Table) checkCounters(alterAdd []string) error {
 	return nil
 }
 
+// errCounterTruncate refuses TRUNCATE of a counter table: a truncation shadows cells by
+// timestamp, and a counter's merged cell carries its newest shard's timestamp, so the shards
+// of before the truncation would come back with the next increment.
+var errCounterTruncate = errors.New("TRUNCATE of a counter table is not supported: truncated counter shards would come back with the next increment; drop and create the table instead")
+
 // errCounterInsert is Cassandra's refusal of INSERT into a counter table.
 var errCounterInsert = errors.New("INSERT statements are not allowed on counter tables, use UPDATE instead")
 

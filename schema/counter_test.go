@@ -27,6 +27,7 @@ func TestCounterTableRefusals(t *testing.T) {
 		{"ALTER TABLE ctr ADD t text", `Cannot have a non counter column ("t") in a counter table`},
 		{"ALTER TABLE plain ADD c counter", `Cannot have a counter column ("c") in a non counter table`},
 		{"ALTER TABLE ctr WITH default_time_to_live = 5", "Cannot set default_time_to_live on a table with counters"},
+		{"TRUNCATE ctr", "TRUNCATE of a counter table is not supported"},
 	} {
 		_, err := apply(s, tt.ddl, 20)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -41,6 +42,13 @@ func TestCounterTableRefusals(t *testing.T) {
 		if _, err := apply(s, ok, 20); err != nil {
 			t.Errorf("%s: %v, want it accepted", ok, err)
 		}
+	}
+	s2, err := apply(s, "ALTER TABLE ctr DROP misses", 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(s2, "ALTER TABLE ctr ADD misses counter", 22); err == nil || !strings.Contains(err.Error(), "Cannot re-add previously dropped counter column misses") {
+		t.Errorf("re-adding a dropped counter column: %v, want Cassandra's refusal", err)
 	}
 	ctr := table(t, s, "ctr")
 	if !ctr.IsCounter() || table(t, s, "plain").IsCounter() {
