@@ -32,6 +32,11 @@ type Cell struct {
 	// that does not expire. It is 64-bit: expiry past 2038 is allowed. A
 	// tombstone has neither TTL nor Expires.
 	Expires int64
+	// Counter marks a cell of a counter column: Value holds its shards
+	// (AppendShards) and it reconciles by MergeCounters, not by Compare.
+	// A tombstone may carry it or not: it wins over live counter shards
+	// either way.
+	Counter bool
 }
 
 // Expiring reports whether c is a value with an expiry.
@@ -90,13 +95,23 @@ func Compare(a, b Cell) int {
 }
 
 // Wins reports whether a takes precedence over b. It is false when a and b
-// are identical.
-func Wins(a, b Cell) bool { return Compare(a, b) > 0 }
+// are identical. When either is a counter cell it reports whether a holds
+// something b lacks (MergeCounters(a, b) differs from b).
+func Wins(a, b Cell) bool {
+	if a.Counter || b.Counter {
+		return counterAdds(a, b)
+	}
+	return Compare(a, b) > 0
+}
 
 // Merge returns the winner of a and b. Merge is commutative and associative,
 // so any number of versions reconcile to the same cell in any order. The
-// result shares its Value with the winning argument.
+// result shares its Value with the winning argument. When either is a
+// counter cell, Merge is MergeCounters.
 func Merge(a, b Cell) Cell {
+	if a.Counter || b.Counter {
+		return MergeCounters(a, b)
+	}
 	if Compare(b, a) > 0 {
 		return b
 	}
@@ -135,6 +150,12 @@ func (c Cell) String() string {
 	switch {
 	case c.Tombstone:
 		return "tombstone@" + strconv.FormatInt(c.Timestamp, 10)
+	case c.Counter:
+		shards, err := DecodeShards(c.Value)
+		if err != nil {
+			return "counter(malformed)@" + strconv.FormatInt(c.Timestamp, 10)
+		}
+		return "counter(" + strconv.FormatInt(SumShards(shards), 10) + ")@" + strconv.FormatInt(c.Timestamp, 10)
 	case c.Value == nil:
 		return "nil@" + strconv.FormatInt(c.Timestamp, 10) + c.expiry()
 	default:

@@ -27,6 +27,11 @@
 //     each reconciled by itself, and a collection tombstone
 //     (ColumnDeletion) that shadows the column's elements written at or
 //     before it, as Cassandra's complex column data.
+//   - A counter cell (Cell.Counter) holds shards, one per replica that led
+//     updates: (counter id, logical clock, total). Two versions merge by
+//     keeping the higher clock of each shard, and a read sums the shards
+//     (MergeCounters, SumShards). A deletion wins over live shards whatever
+//     their timestamps, as in Cassandra.
 //
 // Timestamps are microseconds since the Unix epoch, assigned by the
 // coordinator. [NoTimestamp] marks an absent marker or deletion.

@@ -319,6 +319,9 @@ type TimeoutError struct {
 	// CAS says the write was a lightweight transaction's Paxos round (the native protocol's CAS
 	// write type): it may or may not have been applied; a SERIAL read tells.
 	CAS bool
+	// Counter says the write was a counter update (the native protocol's COUNTER write type):
+	// its leader may or may not have applied it, and it must not be retried blindly.
+	Counter bool
 }
 
 // Error reads like "write timed out at QUORUM: 1 of 2 required acks received", or for a

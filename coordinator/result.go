@@ -118,6 +118,8 @@ const (
 	BatchLogged BatchType = iota + 1
 	// BatchUnlogged: each partition's writes apply together; partitions independently.
 	BatchUnlogged
+	// BatchCounter: a batch of counter updates, applied as an unlogged batch is.
+	BatchCounter
 )
 
 // BatchStatement is a BATCH: writes applied together, with one consistency level and one timestamp.

@@ -507,6 +507,8 @@ type BatchStmt struct {
 	Unlogged  bool     // BEGIN UNLOGGED BATCH; a BATCH is logged otherwise
 	Timestamp *Literal // nil without USING TIMESTAMP; else an integer or bind marker
 	Timeout   *Literal // nil without USING TIMEOUT; else a duration
+	// Counter is set for BEGIN COUNTER BATCH, whose statements all update counters.
+	Counter bool
 	// Statements are the batch's writes, in order: *InsertStmt,
 	// *UpdateStmt or *DeleteStmt; at least one.
 	Statements []Statement

@@ -287,6 +287,9 @@ func (p *printer) node(n Node) {
 		if n.Unlogged {
 			p.WriteString("UNLOGGED ")
 		}
+		if n.Counter {
+			p.WriteString("COUNTER ")
+		}
 		p.WriteString("BATCH")
 		p.using(n.Timestamp, nil, n.Timeout)
 		for _, c := range n.Statements {

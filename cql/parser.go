@@ -343,8 +343,8 @@ func (p *parser) parseBatch(start Pos) Statement {
 		p.next()
 	case IDENT:
 		if strings.EqualFold(p.lit, "counter") {
-			p.inBatch = true // skip the refused batch to its APPLY BATCH
-			p.unsupported(p.pos, "COUNTER batches are not supported: kvnode has no counter columns")
+			s.Counter = true
+			p.next()
 		}
 	}
 	if p.tok != BATCH {

@@ -272,7 +272,6 @@ func TestParseInvalid(t *testing.T) {
 		{"SELECT * FROM t ALLOW", "1:22: expected 'FILTERING', found end of input"},
 		{"SELECT * FROM t ALLOW FILTERING LIMIT 1", "1:33: expected ';' or end of input, found 'LIMIT'"},
 		{"BEGIN TRANSACTION", "1:7: expected 'BATCH', 'UNLOGGED' or 'LOGGED', found identifier TRANSACTION"},
-		{"BEGIN COUNTER BATCH UPDATE t SET c = 1 WHERE k = 1 APPLY BATCH", "1:7: COUNTER batches are not supported: kvnode has no counter columns"},
 		{"BEGIN BATCH APPLY BATCH", "1:13: expected INSERT, UPDATE or DELETE, found 'APPLY'"},
 		{"BEGIN BATCH SELECT * FROM t APPLY BATCH", "1:13: expected INSERT, UPDATE or DELETE, found 'SELECT'"},
 		{"BEGIN BATCH INSERT INTO t (k) VALUES (1); SELECT * FROM t; APPLY BATCH", "1:43: expected INSERT, UPDATE, DELETE or 'APPLY BATCH', found 'SELECT'"},

@@ -80,7 +80,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"CREATE TABLE t (k int PRIMARY KEY, v int) WITH COMPACT STORAGE", "1:48: COMPACT STORAGE is not supported"},
 	{"ALTER TABLE t DROP COMPACT STORAGE", "1:20: DROP COMPACT STORAGE is not supported: kvnode has no COMPACT STORAGE tables"},
 	{"ALTER TABLE t ALTER v TYPE blob", "1:15: ALTER TABLE ... ALTER column TYPE is not supported: column types cannot be changed (as in Cassandra 4.1)"},
-	{"BEGIN COUNTER BATCH UPDATE t SET c = c + 1 WHERE k = 1; APPLY BATCH", "1:7: COUNTER batches are not supported: kvnode has no counter columns"},
 	{"SELECT myks.f(v) FROM t", "1:8: user-defined functions are not supported"},
 	{"SELECT f(v) FROM t", "1:8: unknown function f: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported"},
 	{"SELECT toDate(sum(v)) FROM t", "1:15: aggregate functions (SUM) are only supported as selectors of their own, not inside other functions"},

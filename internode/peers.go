@@ -29,6 +29,11 @@ func (p Peers) ReadRange(ctx context.Context, to coordinator.NodeID, req *replic
 	return Call[*replicapb.RangeReadResponse](ctx, p.S, NodeID(to), req)
 }
 
+// CounterUpdate sends a counter update to the replica that leads it.
+func (p Peers) CounterUpdate(ctx context.Context, to coordinator.NodeID, req *replicapb.CounterUpdateRequest) (*replicapb.CounterUpdateResponse, error) {
+	return Call[*replicapb.CounterUpdateResponse](ctx, p.S, NodeID(to), req)
+}
+
 // PaxosPrepare sends a lightweight transaction's prepare (with its read) to replica to.
 func (p Peers) PaxosPrepare(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosPrepareRequest) (*replicapb.PaxosPrepareResponse, error) {
 	return Call[*replicapb.PaxosPrepareResponse](ctx, p.S, NodeID(to), req)

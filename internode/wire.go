@@ -41,6 +41,8 @@ func wrapRequest(req proto.Message) (*replicapb.Request, bool) {
 		return &e.r, true
 	case *replicapb.RangeReadRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_RangeRead{RangeRead: m}}, true
+	case *replicapb.CounterUpdateRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_CounterUpdate{CounterUpdate: m}}, true
 	case *replicapb.StoreBatchRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_StoreBatch{StoreBatch: m}}, true
 	case *replicapb.RemoveBatchRequest:
@@ -92,6 +94,8 @@ func requestMsg(r *replicapb.Request) proto.Message {
 		return m.AccountDelta
 	case *replicapb.Request_RangeRead:
 		return m.RangeRead
+	case *replicapb.Request_CounterUpdate:
+		return m.CounterUpdate
 	case *replicapb.Request_StoreBatch:
 		return m.StoreBatch
 	case *replicapb.Request_RemoveBatch:
@@ -158,6 +162,8 @@ func wrapResponse(resp proto.Message) (*replicapb.Response, bool) {
 		return &e.r, true
 	case *replicapb.RangeReadResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_RangeRead{RangeRead: m}}, true
+	case *replicapb.CounterUpdateResponse:
+		return &replicapb.Response{Msg: &replicapb.Response_CounterUpdate{CounterUpdate: m}}, true
 	case *replicapb.BatchlogResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_Batchlog{Batchlog: m}}, true
 	case *replicapb.TopPartitionsResponse:
@@ -207,6 +213,8 @@ func responseMsg(r *replicapb.Response) proto.Message {
 		return m.AccountDelta
 	case *replicapb.Response_RangeRead:
 		return m.RangeRead
+	case *replicapb.Response_CounterUpdate:
+		return m.CounterUpdate
 	case *replicapb.Response_Batchlog:
 		return m.Batchlog
 	case *replicapb.Response_TopPartitions:

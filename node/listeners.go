@@ -58,6 +58,7 @@ func (n *Node) handleInternode() {
 	internode.Handle(m, n.replica.Mutate)
 	internode.Handle(m, n.replica.Read)
 	internode.Handle(m, n.replica.ReadRange)
+	internode.Handle(m, n.replica.CounterUpdate)
 	internode.Handle(m, n.replica.AccountDelta)
 	internode.Handle(m, n.replica.TopPartitions)
 	internode.Handle(m, n.replica.StoreBatch)

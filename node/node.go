@@ -158,16 +158,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if n.replica, err = replica.NewService(replica.Config{
-		Store: n.store, Schema: n.schema, Limits: limits, Now: now, Logger: cfg.Logger.With("component", "replica"),
-		MaxBatchlogEntry: cfg.Coordinator.MaxMutationSize,
-	}); err != nil {
-		return nil, err
-	}
 	// The node's id addresses the calls to itself, which its Sender makes in process; membership
-	// uses the Sender (removals) while it starts.
+	// uses the Sender (removals) while it starts. It names the node's counter shards.
 	id, err := cluster.LoadOrCreateNodeID(cfg.DataDir, "")
 	if err != nil {
+		return nil, err
+	}
+	if n.replica, err = replica.NewService(replica.Config{
+		Store: n.store, Schema: n.schema, Limits: limits, Now: now, Logger: cfg.Logger.With("component", "replica"),
+		MaxBatchlogEntry: cfg.Coordinator.MaxMutationSize, NodeID: string(id),
+	}); err != nil {
 		return nil, err
 	}
 	if err := n.openSnapshots(string(id)); err != nil {

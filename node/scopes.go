@@ -15,6 +15,9 @@ const scopeSyncTimeout = 2 * time.Second
 
 var _ shell.TopClientsSender = transport{}
 
+// transport carries counter updates to their leader (internode's counter_update).
+var _ shell.CounterTransport = transport{}
+
 // startScopes serves the peers' budget counts and spenders, exports the budgets' metrics, and fills the
 // coordinator's counters from a live peer's before the node serves CQL clients, so that a
 // node that starts or restarts judges its first limited requests on the cluster's load. A

@@ -50,6 +50,9 @@ type Config struct {
 	// MaxBatchlogEntry bounds a batchlog entry (StoreBatch), in bytes of its protobuf
 	// encoding; the node sets its max_mutation_size. Zero means DefaultMaxBatchlogEntry.
 	MaxBatchlogEntry int
+	// NodeID is the node's id, which names the node's shard of the counter cells it leads
+	// updates of (counter.go). Without it the service refuses to lead counter updates.
+	NodeID string
 }
 
 // Service is the replica side of kvnode: it applies mutations and serves
@@ -88,6 +91,11 @@ type Service struct {
 	// paxos serialises the Paxos acceptor's read-modify-writes per partition (paxos.go).
 	paxos                        [paxosStripes]sync.Mutex
 	paxosPrepares, paxosRejected atomic.Uint64
+
+	// nodeID is Config.NodeID; counters serialises counter updates per partition (counter.go).
+	nodeID   string
+	counters [counterStripes]sync.Mutex
+	shards   shardCache
 }
 
 // NewService returns a service for cfg.
@@ -95,7 +103,7 @@ func NewService(cfg Config) (*Service, error) {
 	if err := cfg.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{store: cfg.Store, schema: cfg.Schema, limits: cfg.Limits, now: cfg.Now, maxSkew: cfg.MaxStampSkew, logger: cfg.Logger}
+	s := &Service{store: cfg.Store, schema: cfg.Schema, limits: cfg.Limits, now: cfg.Now, maxSkew: cfg.MaxStampSkew, logger: cfg.Logger, nodeID: cfg.NodeID}
 	if s.limits == nil {
 		var err error
 		if s.limits, err = partitionlimit.New(partitionlimit.Options{}); err != nil {

@@ -386,6 +386,10 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 				return badRequest(t, "row %d writes static column %q: static cells belong to the static row", i, c.Column)
 			}
 			switch {
+			case c.Counter || typ == schema.TypeCounter:
+				if err := checkCounterCell(c, typ); err != nil {
+					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
+				}
 			case c.Path != nil || typ.MultiCell():
 				if c.Path == nil {
 					return badRequest(t, "row %d column %q: a cell without an element path for a non-frozen collection", i, c.Column)
@@ -413,7 +417,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if c.Tombstone {
 				val = appendTombstone(val[:0], c.Timestamp, deletedAt())
 			} else {
-				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value, TTL: c.Ttl, Expires: c.Expires}, deletedAt())
+				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value, TTL: c.Ttl, Expires: c.Expires, Counter: c.Counter}, deletedAt())
 			}
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
@@ -900,7 +904,7 @@ func (r *rowReader) flush() (done bool, err error) {
 		if !r.selected(c.Name) {
 			continue
 		}
-		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone, Ttl: c.TTL, Expires: c.Expires, Path: c.Path})
+		out.Cells = append(out.Cells, &replicapb.Cell{Column: c.Name, Value: c.Value, Timestamp: c.Timestamp, Tombstone: c.Tombstone, Ttl: c.TTL, Expires: c.Expires, Path: c.Path, Counter: c.Counter})
 	}
 	for _, d := range row.Collections {
 		if r.selected(d.Name) {

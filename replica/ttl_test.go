@@ -126,7 +126,7 @@ func TestValueFormats(t *testing.T) {
 	if at, ok := storedAt(enc); !ok || at != 77 {
 		t.Errorf("storedAt = %d, %t, want 77, true", at, ok)
 	}
-	for _, bad := range []string{"\x04\x00\x00\x00\x00\x00\x00\x00\x05abc", "\x05" + string(enc[1:]), "\x08\x00\x00\x00\x00\x00\x00\x00\x05"} {
+	for _, bad := range []string{"\x04\x00\x00\x00\x00\x00\x00\x00\x05abc", "\x05" + string(enc[1:]), "\x10\x00\x00\x00\x00\x00\x00\x00\x05", "\x0c" + string(enc[1:])} {
 		if _, err := decodeValue([]byte(bad)); err == nil {
 			t.Errorf("decodeValue(%x) = nil error, want malformed", bad)
 		}

@@ -27,12 +27,17 @@ import (
 // nanoseconds, like a tombstone's local deletion time), then the value. The
 // values of format 1 are values of format 2 without the flag, so old data
 // decodes unchanged.
+//
+// A counter cell (data format 10, see version.go) has flagCounter, and its value holds its
+// shards (cell.AppendShards); the merge operator merges two counter versions shard by shard
+// (cell.MergeCounters) instead of picking one.
 const (
 	valueHeaderLen      = 9
 	expiringLen         = 4 + 8 + 8
 	flagTombstone  byte = 1 << 0
 	flagLocalTime  byte = 1 << 1
 	flagExpiring   byte = 1 << 2
+	flagCounter    byte = 1 << 3
 )
 
 // errBadValue reports a stored value that does not decode.
@@ -49,6 +54,9 @@ func appendValue(dst []byte, c cell.Cell, local int64) []byte {
 	expiring := c.Expiring()
 	if expiring {
 		flags |= flagExpiring
+	}
+	if c.Counter {
+		flags |= flagCounter
 	}
 	dst = append(dst, flags)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Timestamp))
@@ -91,7 +99,7 @@ func storedAt(v []byte) (int64, bool) {
 // decodeValue decodes a stored value. The cell's Value aliases v and is
 // non-nil for a live cell.
 func decodeValue(v []byte) (cell.Cell, error) {
-	if len(v) < valueHeaderLen || v[0]&^(flagTombstone|flagLocalTime|flagExpiring) != 0 {
+	if len(v) < valueHeaderLen || v[0]&^(flagTombstone|flagLocalTime|flagExpiring|flagCounter) != 0 {
 		return cell.Cell{}, errBadValue
 	}
 	if v[0]&flagLocalTime != 0 && (v[0]&flagTombstone == 0 || len(v) != valueHeaderLen+8) {
@@ -100,6 +108,10 @@ func decodeValue(v []byte) (cell.Cell, error) {
 	c := cell.Cell{
 		Timestamp: int64(binary.BigEndian.Uint64(v[1:])),
 		Tombstone: v[0]&flagTombstone != 0,
+		Counter:   v[0]&flagCounter != 0,
+	}
+	if c.Counter && v[0]&(flagExpiring|flagLocalTime) != 0 {
+		return cell.Cell{}, errBadValue
 	}
 	rest := v[valueHeaderLen:]
 	if v[0]&flagExpiring != 0 {
@@ -140,17 +152,39 @@ func newLWWMerger() *pebble.Merger {
 	}
 }
 
-// lwwValueMerger keeps a copy of the winning operand.
-type lwwValueMerger struct{ best []byte }
+// lwwValueMerger keeps a copy of the winning operand, or for live counter cells the shards
+// merged so far (counter).
+type lwwValueMerger struct {
+	best    []byte
+	counter *counterMerge
+}
+
+// counterMerge is the live counter a merge has folded so far: the newest timestamp and the
+// newest version of each shard.
+type counterMerge struct {
+	ts     int64
+	shards []cell.Shard
+}
 
 func (m *lwwValueMerger) add(value []byte) error {
 	c, err := decodeValue(value)
 	if err != nil {
 		return err
 	}
+	if m.counter != nil {
+		return m.addCounter(c, value)
+	}
 	best, err := decodeValue(m.best)
 	if err != nil {
 		return err
+	}
+	if c.Counter || best.Counter {
+		if !best.Tombstone && best.Counter {
+			if m.startCounter(best) == nil {
+				return m.addCounter(c, value)
+			}
+		}
+		return m.addCounterTo(c, best, value)
 	}
 	// Between equal cells (a tombstone or an expiring cell stored twice,
 	// with different local times), the larger stored bytes win, so the
@@ -168,4 +202,56 @@ func (m *lwwValueMerger) MergeNewer(value []byte) error { return m.add(value) }
 func (m *lwwValueMerger) MergeOlder(value []byte) error { return m.add(value) }
 
 // Finish implements pebble.ValueMerger.
-func (m *lwwValueMerger) Finish(bool) ([]byte, io.Closer, error) { return m.best, nil, nil }
+func (m *lwwValueMerger) Finish(bool) ([]byte, io.Closer, error) {
+	if m.counter != nil {
+		v := cell.Cell{Timestamp: m.counter.ts, Counter: true, Value: cell.AppendShards(nil, m.counter.shards)}
+		return appendValue(nil, v, 0), nil, nil
+	}
+	return m.best, nil, nil
+}
+
+// startCounter starts folding shards from best, a live counter cell whose value holds them.
+func (m *lwwValueMerger) startCounter(best cell.Cell) error {
+	shards, err := cell.FoldShards(nil, best.Value)
+	if err != nil {
+		return err
+	}
+	m.counter = &counterMerge{ts: best.Timestamp, shards: shards}
+	return nil
+}
+
+// addCounter merges value (decoded c) into the live counter folded so far: a tombstone wins
+// over it (cell.MergeCounters); a live counter's shards fold in; a malformed one loses.
+func (m *lwwValueMerger) addCounter(c cell.Cell, value []byte) error {
+	switch {
+	case c.Tombstone:
+		m.counter = nil
+		m.best = append(m.best[:0], value...)
+	case c.Counter:
+		if shards, err := cell.FoldShards(m.counter.shards, c.Value); err == nil {
+			m.counter.shards = shards
+			m.counter.ts = max(m.counter.ts, c.Timestamp)
+		}
+	}
+	return nil
+}
+
+// addCounterTo merges value (decoded c) into best, the winner so far, when one of them is a
+// counter cell and best is no well-formed live counter: a tombstone wins over live counters;
+// between tombstones the rule of lwwValueMerger.add picks the bytes; a live counter replaces a
+// malformed one.
+func (m *lwwValueMerger) addCounterTo(c, best cell.Cell, value []byte) error {
+	switch {
+	case best.Tombstone:
+		if c.Tombstone && (cell.Compare(c, best) > 0 || cell.Compare(best, c) == 0 && bytes.Compare(value, m.best) > 0) {
+			m.best = append(m.best[:0], value...)
+		}
+	case c.Tombstone:
+		m.best = append(m.best[:0], value...)
+	case c.Counter:
+		if m.startCounter(c) != nil && cell.Compare(c, best) > 0 {
+			m.best = append(m.best[:0], value...) // both malformed: the cell rule picks
+		}
+	}
+	return nil
+}

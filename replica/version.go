@@ -45,6 +45,11 @@ import (
 //	   (paxos.go); it changes no table data. It says the node serves the Paxos exchanges
 //	   (schema.FormatLWT), which coordinators refuse to start while a member of an older
 //	   format remains. The upgrade only records the new version.
+//	10 adds counter cells (flagCounter, value.go: per-replica shards merged by the newest
+//	   clock), which a release of an older format would take for malformed values;
+//	   schema.FormatCounters keeps counter tables away from older members, and the node serves
+//	   counter_update. Every value of format 9 is a value of format 10, so the upgrade only
+//	   records the new version.
 //	11 adds the static rows of tables with static columns (static.go: kindStatic), which a
 //	   release of an older format would take for malformed keys; schema.FormatStatic keeps such
 //	   tables away from older members. The upgrade only records the new version.

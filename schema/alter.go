@@ -130,6 +130,9 @@ func (nt *Table) addColumns(st *cql.AlterTableStmt, udts map[string]*UserType) e
 		if err != nil {
 			return &PosError{Pos: c.Type.Pos(), Err: fmt.Errorf("column %s: %w", cql.QuoteIdent(name), err)}
 		}
+		if d, ok := nt.droppedColumn(name); ok && d.Type == TypeCounter { // Cassandra's words
+			return posErrorf(c.Name.Pos(), "Cannot re-add previously dropped counter column %s", name)
+		}
 		if d, ok := nt.droppedColumn(name); ok && d.Type != typ {
 			return posErrorf(c.Type.Pos(), "Cannot re-add previously dropped column %s of type %s, incompatible with previous type %s",
 				cql.QuoteString(name), typ, d.Type)

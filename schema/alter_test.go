@@ -101,7 +101,7 @@ func TestAlterErrors(t *testing.T) {
 	tests := []struct{ stmt, want string }{
 		{"ALTER TABLE t ADD k int", "1:19: Column with name 'k' already exists"},
 		{"ALTER TABLE t ADD (x int, x text)", "1:27: Column with name 'x' already exists"},
-		{"ALTER TABLE t ADD x nosuchtype", "1:21: column x: unsupported column type \"nosuchtype\" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)"},
+		{"ALTER TABLE t ADD x nosuchtype", "1:21: column x: unsupported column type \"nosuchtype\" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration, counter)"},
 		{"ALTER TABLE t ADD v int", "1:21: Cannot re-add previously dropped column 'v' of type int, incompatible with previous type text"},
 		{"ALTER TABLE t DROP nope", "1:20: Column nope was not found in table ks.t"},
 		{"ALTER TABLE t DROP k", "1:20: Cannot drop PRIMARY KEY column k"},

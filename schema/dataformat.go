@@ -184,6 +184,7 @@ func (s *Schema) FormatNeeds(ks, table string) (what string, needs []FormatNeed)
 		add(FormatUDT, t.UDTFormatFeatures())
 		add(FormatUDTKeys, t.UDTKeysFormatFeatures())
 		add(FormatCollections, t.CollectionsFormatFeatures())
+		add(FormatCounters, t.CountersFormatFeatures())
 		add(FormatStatic, t.StaticFormatFeatures())
 	}
 	return what, needs

@@ -263,6 +263,9 @@ func (c *compiler) call(x *cql.FuncCall, want Type) (*expr, error) {
 				if col.Kind != RegularColumn {
 					return nil, posErrorf(x.Pos(), "cannot use %s on %s column %s: primary key columns have no write time or TTL of their own", selectFuncName(kind), col.Kind, cql.QuoteIdent(col.Name))
 				}
+				if col.Type == TypeCounter { // Cassandra's words
+					return nil, posErrorf(x.Pos(), "Cannot use selection function %s on counter column %s", x.Name, col.Name)
+				}
 				return &expr{typ: typ, name: x.Name + "(" + col.Name + ")", col: col, kind: kind}, nil
 			}
 		}

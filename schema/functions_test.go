@@ -158,7 +158,7 @@ func TestFunctionErrors(t *testing.T) {
 		{`INSERT INTO f (k, c, ts) VALUES (1, now(), toTimestamp(4.2))`, `1:44: column ts: invalid arguments to function totimestamp(float literal 4.2): it is system.totimestamp(timeuuid) or system.totimestamp(date)`},
 		{`INSERT INTO f (k, c, n) VALUES (1, now(), toUnixTimestamp(?))`, `1:43: column n: ambiguous call to function tounixtimestamp`},
 		{`INSERT INTO f (k, c, v) VALUES (1, now(), blobAsInt(0x01))`, `1:43: in call to function system.blobasint, value 0x01 is not a valid binary representation for type int`},
-		{`INSERT INTO f (k, c, v) VALUES (1, now(), blobAsCounter(0x01))`, `1:43: column v: unknown function blobascounter`},
+		{`INSERT INTO f (k, c, v) VALUES (1, now(), blobAsNothing(0x01))`, `1:43: column v: unknown function blobasnothing`},
 		{`INSERT INTO f (k, c, n) VALUES (1, now(), token(1))`, `token() is only a selector`},
 		{`SELECT token(c) FROM f WHERE k = 1`, `1:8: token() takes the partition key columns of table ks.f in order: token(k)`},
 		{`SELECT token(b, a) FROM f2 WHERE a = 1 AND b = 'x'`, `token(a, b)`},

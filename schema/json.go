@@ -144,7 +144,7 @@ func appendScalarJSON(b []byte, t Type, v []byte) ([]byte, error) {
 		return append(b, x.String()...), nil
 	}
 	switch t {
-	case TypeInt, TypeBigInt, TypeSmallInt, TypeTinyInt, TypeDecimal:
+	case TypeInt, TypeBigInt, TypeSmallInt, TypeTinyInt, TypeDecimal, TypeCounter:
 		return append(b, fmt.Sprint(d)...), nil
 	case TypeTime:
 		return appendJSONString(b, castText(t, v)), nil
@@ -318,7 +318,7 @@ func stringTerm(t Type, s string) (cql.Term, error) {
 		}
 	case TypeDuration:
 		return &cql.Literal{Kind: cql.LitDuration, Value: strings.ToLower(s)}, nil
-	case TypeInt, TypeBigInt, TypeSmallInt, TypeTinyInt, TypeVarint:
+	case TypeInt, TypeBigInt, TypeSmallInt, TypeTinyInt, TypeVarint, TypeCounter:
 		if _, ok := new(big.Int).SetString(s, 10); ok {
 			return &cql.Literal{Kind: cql.LitInteger, Value: s}, nil
 		}

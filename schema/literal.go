@@ -127,7 +127,7 @@ func literalValue(t Type, v cql.Term) (b []byte, mismatch bool, err error) {
 			}
 			return EncodeInt(int32(n)), false, nil
 		}
-	case TypeBigInt:
+	case TypeBigInt, TypeCounter:
 		if lit.Kind == cql.LitInteger {
 			n, err := strconv.ParseInt(lit.Value, 10, 64)
 			if err != nil {

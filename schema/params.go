@@ -216,6 +216,9 @@ func (p *typeParser) parse(depth int, frozen bool) (*typeNode, error) {
 		return nil, fmt.Errorf("expected ',' or '>' in %q", p.src)
 	}
 	p.pos++
+	if err := noCounters(w, args); err != nil {
+		return nil, err
+	}
 	var n *typeNode
 	switch w {
 	case "frozen":

@@ -311,6 +311,9 @@ func (s *Schema) bindWrite(stmt cql.Statement, keyspace string, b *binder) (*Wri
 	if err := checkCollectionCells(w); err != nil {
 		return nil, err
 	}
+	if err := checkCounterWrite(stmt, w); err != nil {
+		return nil, err
+	}
 	if w.Timeout, err = usingTimeout(timeout); err != nil {
 		return nil, err
 	}
@@ -324,6 +327,9 @@ func (s *Schema) prepareInsert(st *cql.InsertStmt, keyspace string, b *binder) (
 	}
 	if len(st.Columns) != len(st.Values) {
 		return nil, fmt.Errorf("INSERT names %d columns but gives %d values", len(st.Columns), len(st.Values))
+	}
+	if t.IsCounter() {
+		return nil, errCounterInsert
 	}
 	b.table = t
 	w := &Write{Table: t, Kind: WriteInsert}
@@ -408,6 +414,20 @@ func (s *Schema) prepareUpdate(st *cql.UpdateStmt, keyspace string, b *binder) (
 		}
 		if c.Kind != RegularColumn {
 			return nil, fmt.Errorf("cannot SET %s column %s: primary key columns identify the row; write the new row with INSERT", c.Kind, cql.QuoteIdent(c.Name))
+		}
+		if c.Type == TypeCounter {
+			if assigned[c.Index] {
+				return nil, fmt.Errorf("column %s is assigned twice", cql.QuoteIdent(c.Name))
+			}
+			assigned[c.Index] = true
+			cl, ok, err := b.counterOp(c, a)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				values[c.Index] = []Cell{cl}
+			}
+			continue
 		}
 		if a.Element != nil || a.Field != nil || a.Op != cql.ILLEGAL {
 			// Operations on a collection's elements: several on one column may be combined
@@ -597,6 +617,9 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 		}
 		if k != cql.SelectColumn && c.Type.MultiCell() { // Cassandra's refusal
 			return nil, fmt.Errorf("cannot use selection function %s on non-frozen collection %s", selectFuncName(k), cql.QuoteIdent(c.Name))
+		}
+		if k != cql.SelectColumn && c.Type == TypeCounter { // Cassandra's words
+			return nil, fmt.Errorf("Cannot use selection function %s on counter column %s", strings.ToLower(selectFuncName(k)), c.Name)
 		}
 		r.Funcs[i] = k
 	}
@@ -983,6 +1006,9 @@ func parseDuration(lit string) (time.Duration, error) {
 type Batch struct {
 	Writes   []*Write
 	Unlogged bool
+	// Counter is set when the batch updates counters (then every write does, see counter.go,
+	// and Unlogged is set: counter updates are never logged).
+	Counter bool
 	// Timestamp is the BATCH's USING TIMESTAMP when HasTimestamp (then no
 	// write has its own); otherwise the coordinator assigns one timestamp to
 	// every write without its own.
@@ -1040,6 +1066,9 @@ func (s *Schema) bindBatch(st *cql.BatchStmt, keyspace string, b *binder) (*Batc
 			w.Timestamp, w.HasTimestamp = bt.Timestamp, true
 		}
 		bt.Writes[i] = w
+	}
+	if err := checkCounterBatch(st, bt); err != nil {
+		return nil, err
 	}
 	return bt, nil
 }

@@ -470,6 +470,9 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 		if err != nil {
 			return nil, err
 		}
+		if t.IsCounter() {
+			return nil, errCounterTruncate
+		}
 		ks, ts := s.clone()
 		ts[tableKey{t.Keyspace, t.Name}] = t.truncate(after(c.Version, t.Version))
 		return finishLevels(ks, ts, s.sl, s.gcBefore), nil

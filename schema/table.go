@@ -162,6 +162,9 @@ func buildTable(st *cql.CreateTableStmt, keyspace, name string, udts map[string]
 	if err := t.compatOptionsFrom(st.Options); err != nil {
 		return nil, err
 	}
+	if err := t.checkCounters(nil); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -274,6 +277,9 @@ func (t *Table) alter(st *cql.AlterTableStmt, v Version, udts map[string]*UserTy
 		if slices.Equal(nt.Columns, t.Columns) && slices.Equal(nt.droppedCols, t.droppedCols) {
 			return t, nil // IF [NOT] EXISTS skipped every column: a no-op
 		}
+		if err := nt.checkCounters(addedNames(st)); err != nil {
+			return nil, err
+		}
 		nt.Version = v
 		return &nt, nil
 	}
@@ -294,6 +300,9 @@ func (t *Table) alter(st *cql.AlterTableStmt, v Version, udts map[string]*UserTy
 	}
 	if err := nt.compatOptionsFrom(st.Options); err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.QualifiedName(), err)
+	}
+	if err := nt.checkCounters(nil); err != nil {
+		return nil, err
 	}
 	nt.Version = v
 	return &nt, nil

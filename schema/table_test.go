@@ -79,7 +79,7 @@ func TestNewTableErrors(t *testing.T) {
 	tests := []struct{ ddl, want string }{
 		{"CREATE TABLE t (a int PRIMARY KEY, a text)", "table ks.t: column a is defined twice"},
 		{"CREATE TABLE t (m map<text, int> PRIMARY KEY)", `table ks.t: invalid non-frozen collection type map<text, int> for PRIMARY KEY component m`},
-		{"CREATE TABLE t (a int PRIMARY KEY, f counter)", `table ks.t: column f: unsupported column type "counter" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)`},
+		{"CREATE TABLE t (a int PRIMARY KEY, f counter, g int)", `table ks.t: Cannot mix counter and non counter columns in the same table`},
 		{"CREATE TABLE t (a int, s list<text>, PRIMARY KEY (a, s))", `table ks.t: invalid non-frozen collection type list<text> for PRIMARY KEY component s`},
 		{"CREATE TABLE t (a int PRIMARY KEY, s map<text, set<int>>)", `table ks.t: column s: type "map<text, set<int>>": non-frozen collections are not allowed inside collections (use frozen<...>): "map<text, set<int>>"`},
 		{"CREATE TABLE t (a int, b int)", "table ks.t: no PRIMARY KEY is declared"},

@@ -50,6 +50,9 @@ const (
 	TypeMapTextText Type = "map<text, text>"
 	TypeMapTextBlob Type = "map<text, blob>"
 	TypeDuration    Type = "duration"
+	// TypeCounter is the type of a counter column (see counter.go): its values are bigints,
+	// written only by increments.
+	TypeCounter Type = "counter"
 )
 
 // typeCodes are the numbers of the types in the schema's encoding (gossiped between nodes and
@@ -59,7 +62,7 @@ var typeCodes = [...]Type{
 	TypeInvalid, TypeText, TypeInt, TypeBigInt, TypeDouble, TypeBoolean, TypeBlob, TypeTimestamp,
 	TypeASCII, TypeFloat, TypeSmallInt, TypeTinyInt, TypeUUID, TypeTimeUUID, TypeInet, TypeDate,
 	TypeTime, TypeDecimal, TypeVarint, TypeSetText, TypeListText, TypeMapTextText, TypeMapTextBlob,
-	TypeDuration,
+	TypeDuration, TypeCounter,
 }
 
 // codeParametric is the code of a parametric type (frozen collections, tuples), whose name
@@ -86,7 +89,7 @@ func typeOfCode(c byte) Type {
 
 // SupportedTypes lists the names LookupType accepts, in declaration order
 // (varchar, an alias of text, aside).
-const SupportedTypes = "text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration"
+const SupportedTypes = "text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration, counter"
 
 // String returns the CQL name of t.
 func (t Type) String() string {
@@ -237,7 +240,7 @@ func (t Type) Check(v []byte) error {
 		}
 	case TypeInt, TypeFloat:
 		return checkLen(t, v, 4)
-	case TypeBigInt, TypeDouble, TypeTimestamp:
+	case TypeBigInt, TypeDouble, TypeTimestamp, TypeCounter:
 		return checkLen(t, v, 8)
 	case TypeSmallInt:
 		return checkLen(t, v, 2)
@@ -409,7 +412,7 @@ func (t Type) Compare(a, b []byte) int {
 	switch t {
 	case TypeInt:
 		return cmp.Compare(int32(binary.BigEndian.Uint32(a)), int32(binary.BigEndian.Uint32(b)))
-	case TypeBigInt, TypeTimestamp, TypeTime:
+	case TypeBigInt, TypeTimestamp, TypeTime, TypeCounter:
 		return cmp.Compare(int64(binary.BigEndian.Uint64(a)), int64(binary.BigEndian.Uint64(b)))
 	case TypeSmallInt:
 		return cmp.Compare(int16(binary.BigEndian.Uint16(a)), int16(binary.BigEndian.Uint16(b)))
@@ -740,7 +743,7 @@ func (t Type) Decode(v []byte) (any, error) {
 		return string(v), nil
 	case TypeInt:
 		return int32(binary.BigEndian.Uint32(v)), nil
-	case TypeBigInt:
+	case TypeBigInt, TypeCounter:
 		return int64(binary.BigEndian.Uint64(v)), nil
 	case TypeSmallInt:
 		return int16(binary.BigEndian.Uint16(v)), nil

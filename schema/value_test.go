@@ -27,9 +27,9 @@ func TestLookupType(t *testing.T) {
 			t.Errorf("LookupType(%q) = %v, %v; want %v", tt.name, got, err, tt.want)
 		}
 	}
-	for _, name := range []string{"counter", "", "invalid", "set", "text<int>"} {
+	for _, name := range []string{"", "invalid", "set", "text<int>"} {
 		_, err := LookupType(name)
-		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration)`
+		want := `unsupported column type "` + name + `" (supported: text, int, bigint, double, boolean, blob, timestamp, ascii, float, smallint, tinyint, uuid, timeuuid, inet, date, time, decimal, varint, duration, counter)`
 		if err == nil || err.Error() != want {
 			t.Errorf("LookupType(%q) error = %v, want %q", name, err, want)
 		}
@@ -65,7 +65,7 @@ func TestLookupType(t *testing.T) {
 		"frozen<map<int>>":           `type "frozen<map<int>>": map takes two types, not 1`,
 		"frozen<set<duration>>":      `type "frozen<set<duration>>": durations are not allowed inside sets: frozen<set<duration>>`,
 		"frozen<map<duration, int>>": `type "frozen<map<duration, int>>": durations are not allowed as map keys: frozen<map<duration, int>>`,
-		"frozen<list<counter>>":      `type "frozen<list<counter>>": unsupported type "counter"`,
+		"frozen<list<counter>>":      `type "frozen<list<counter>>": Counters are not allowed inside collections: list<counter>`,
 		"tuple<int":                  `type "tuple<int": expected ',' or '>' in "tuple<int"`,
 		"frozen<list<int>> x":        `type "frozen<list<int>> x": unexpected "x" after the type in "frozen<list<int>> x"`,
 		"tuple<list<int>>":           "",
@@ -95,7 +95,7 @@ func TestTypeString(t *testing.T) {
 			t.Errorf("LookupType(%v.String()) = %v, %v; want the type back", typ, got, err)
 		}
 	}
-	for _, typ := range []Type{TypeInvalid, "counter", "frozen<list<>>", "Int", "tuple<int>", "frozen<list<varchar>>"} {
+	for _, typ := range []Type{TypeInvalid, "frozen<list<>>", "Int", "tuple<int>", "frozen<list<varchar>>"} {
 		if typ.Valid() {
 			t.Errorf("Type(%q).Valid() = true, want false", string(typ))
 		}

@@ -64,9 +64,9 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 	switch b.Type {
 	case 0, coordinator.BatchLogged: // the zero value is the protocol's default, LOGGED
 		logged = true
-	case coordinator.BatchUnlogged:
+	case coordinator.BatchUnlogged, coordinator.BatchCounter:
 	default:
-		return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown batch type %d (valid: LOGGED, UNLOGGED)", uint8(b.Type))}
+		return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown batch type %d (valid: LOGGED, UNLOGGED, COUNTER)", uint8(b.Type))}
 	}
 	if len(b.Children) == 0 {
 		return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("BATCH has no statements")}
@@ -110,6 +110,11 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 		}
 		writes[i], stmts[i] = w, stmt
 	}
+	counters, err := schema.CheckCounterBatch(writes, b.Type == coordinator.BatchCounter, b.Type == coordinator.BatchUnlogged, false) // the protocol's default timestamp is no USING TIMESTAMP
+	if err != nil {
+		return cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: err}
+	}
+	logged = logged && !counters
 	if hasConditions(stmts) { // a lightweight transaction (lwt_batch.go)
 		t, res, err := e.executeConditionalBatch(ctx, s, writes, stmts, func(i int) []coordinator.Value { return b.Children[i].Values }, cl, timeout)
 		return cl, t, res, err

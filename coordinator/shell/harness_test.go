@@ -467,7 +467,7 @@ func newCluster(t testing.TB, o options) *cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc, err := replica.NewService(replica.Config{Store: store, Schema: c.schema, Limits: limits, Now: c.clock.Now})
+		svc, err := replica.NewService(replica.Config{Store: store, Schema: c.schema, Limits: limits, Now: c.clock.Now, NodeID: string(id)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ func rowOf(pr *replicapb.Row) coordinator.ClusteredRow {
 	if len(pr.Cells) > 0 {
 		row.Columns = make([]cell.Column, len(pr.Cells))
 		for i, c := range pr.Cells {
-			col := cell.Column{Name: c.GetColumn(), Path: c.Path, Cell: cell.Cell{Timestamp: c.GetTimestamp(), Tombstone: c.GetTombstone(), TTL: c.GetTtl(), Expires: c.GetExpires()}}
+			col := cell.Column{Name: c.GetColumn(), Path: c.Path, Cell: cell.Cell{Timestamp: c.GetTimestamp(), Tombstone: c.GetTombstone(), TTL: c.GetTtl(), Expires: c.GetExpires(), Counter: c.GetCounter()}}
 			if !col.Tombstone {
 				col.Value = c.GetValue()
 			}
@@ -86,6 +86,7 @@ func rowPB(r coordinator.ClusteredRow) *replicapb.Row {
 		for i, c := range miss.Columns {
 			cells[i].Column, cells[i].Timestamp, cells[i].Tombstone = c.Name, c.Timestamp, c.Tombstone
 			cells[i].Ttl, cells[i].Expires, cells[i].Path = c.TTL, c.Expires, c.Path
+			cells[i].Counter = c.Counter
 			if !c.Tombstone {
 				cells[i].Value = c.Value
 			}

@@ -450,7 +450,7 @@ func cellValue(r *schema.Read, pk [][]byte, row coordinator.ClusteredRow, c *sch
 		}
 		return nil
 	}
-	return cl.Value
+	return counterValue(c, cl)
 }
 
 // rowsResult renders the rows of a read as the domain API's rows: the selected columns' values
@@ -552,7 +552,7 @@ func renderRow(rv [][]byte, r *schema.Read, cols []coordinator.RowColumn, pk [][
 			}
 			switch {
 			case r.Funcs == nil || r.Funcs[j] == cql.SelectColumn:
-				b = cl.Value
+				b = counterValue(c, cl)
 			case r.Funcs[j] == cql.SelectElement:
 				b = r.SelectElement(j, cl.Value)
 			case r.Funcs[j] == cql.SelectWritetime:

@@ -181,8 +181,18 @@ func (e *Executor) startWrite(t *schema.Table, rf schema.Replication, replicas [
 // that did not count it to propagation.
 func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, replicas []coordinator.Replica, pending []coordinator.NodeID, token int64, pw partitionWrite, req *coordinator.Request, step coordinator.Step, dl time.Time) error {
 	o := step.Outcome
+	var m *replicapb.Mutation
 	if o == nil {
-		m := pw.mutation(token)
+		m = pw.mutation(token)
+	}
+	if o == nil && t.IsCounter() && isCounterUpdate(m) {
+		var err error
+		if o, err = e.finishCounter(ctx, t, replicas, pending, token, m, req, step, dl); err != nil {
+			return err
+		}
+		return counterTimeout(e.finishOutcome(req, t, token, pw, o))
+	}
+	if o == nil {
 		x, hw := e.hinted(watch(e, mutateExchange{e.transport, m}, step.Sends, t, coordinator.OpWrite), m, replicas, step.Sends)
 		var err error
 		o, err = e.await(ctx, req, step.Sends, x, dl, true, nil)
@@ -192,6 +202,12 @@ func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, replicas []
 		}
 		e.writePending(ctx, token, pending, m, o, dl)
 	}
+	return e.finishOutcome(req, t, token, pw, o)
+}
+
+// finishOutcome hands a finished write's uncounted replicas to propagation and returns the
+// client's error for its outcome o.
+func (e *Executor) finishOutcome(req *coordinator.Request, t *schema.Table, token int64, pw partitionWrite, o coordinator.Outcome) error {
 	e.propagate(req, coordinator.OpWrite, partitionKey{t.ID, token})
 	if pw.warnings != nil {
 		*pw.warnings = appendShadowWarning(*pw.warnings, o, t)
@@ -256,6 +272,7 @@ func fillMutation(m *replicapb.Mutation, w *schema.Write, ts, now int64, lists m
 				cells[i].Tombstone = true
 			} else {
 				cells[i].Value = c.Value
+				cells[i].Counter = c.Column.Type == schema.TypeCounter // an increment (counter.go)
 				if expires != 0 {
 					cells[i].Ttl, cells[i].Expires = w.TTL, expires
 				}

@@ -164,6 +164,7 @@ var columnTypes = map[schema.Type]kvnodepb.ColumnType{
 	schema.TypeMapTextText: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_TEXT,
 	schema.TypeMapTextBlob: kvnodepb.ColumnType_COLUMN_TYPE_MAP_TEXT_BLOB,
 	schema.TypeDuration:    kvnodepb.ColumnType_COLUMN_TYPE_DURATION,
+	schema.TypeCounter:     kvnodepb.ColumnType_COLUMN_TYPE_COUNTER,
 }
 
 // paramColumnTypes are the client API's column types of the parametric kinds.
@@ -209,7 +210,7 @@ func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
 		v.Kind = &kvnodepb.Value_Text{Text: string(b)}
 	case schema.TypeInt:
 		v.Kind = &kvnodepb.Value_Int{Int: int32(binary.BigEndian.Uint32(b))}
-	case schema.TypeBigInt:
+	case schema.TypeBigInt, schema.TypeCounter:
 		v.Kind = &kvnodepb.Value_Bigint{Bigint: int64(binary.BigEndian.Uint64(b))}
 	case schema.TypeDouble:
 		v.Kind = &kvnodepb.Value_Double{Double: math.Float64frombits(binary.BigEndian.Uint64(b))}

@@ -79,8 +79,11 @@ func (s *Server) errorAnswer(c *conn, err error, req request) *cqlwire.Error {
 			Consistency: cl(to.Consistency), Received: count(to.Received), BlockFor: count(to.Required)}
 		if code == coordinator.CodeWriteTimeout {
 			m.Code, m.WriteType = cqlwire.ErrWriteTimeout, writeType(req, to.BatchLog)
-			if to.CAS {
+			switch {
+			case to.CAS:
 				m.WriteType = "CAS"
+			case to.Counter:
+				m.WriteType = "COUNTER"
 			}
 		} else {
 			m.DataPresent = to.Received > 0

@@ -281,9 +281,9 @@ func (s *Server) batch(c *conn, m *cqlwire.Batch) (coordinator.BatchStatement, e
 	case cqlwire.BatchUnlogged:
 		b.Type = coordinator.BatchUnlogged
 	case cqlwire.BatchCounter:
-		return b, &coordinator.InvalidError{Err: fmt.Errorf("COUNTER batches are not supported: kvnode has no counter columns")}
+		b.Type = coordinator.BatchCounter
 	default:
-		return b, &coordinator.InvalidError{Err: fmt.Errorf("unknown batch type %d (valid: 0 logged, 1 unlogged)", m.Type)}
+		return b, &coordinator.InvalidError{Err: fmt.Errorf("unknown batch type %d (valid: 0 logged, 1 unlogged, 2 counter)", m.Type)}
 	}
 	var err error
 	if b.Consistency, err = consistency(m.Consistency); err != nil {

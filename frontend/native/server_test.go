@@ -538,11 +538,6 @@ func TestBatch(t *testing.T) {
 	if !ok || e.Code != cqlwire.ErrUnprepared || string(e.UnpreparedID) != "0123456789abcdef" {
 		t.Errorf("BATCH with an unknown id answered %#v, want Unprepared", e)
 	}
-	e, ok = c.roundTrip(&cqlwire.Batch{Type: cqlwire.BatchCounter, Consistency: cqlwire.One,
-		Children: []cqlwire.BatchChild{{Query: "x"}}}).(*cqlwire.Error)
-	if !ok || e.Code != cqlwire.ErrInvalid || !contains(e.Message, "COUNTER batches") {
-		t.Errorf("COUNTER batch answered %#v, want Invalid", e)
-	}
 }
 
 func TestSchemaChangeResult(t *testing.T) {

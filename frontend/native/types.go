@@ -75,6 +75,8 @@ func scalarID(t schema.Type) (cqlwire.TypeID, bool) {
 		return cqlwire.TypeInt, true
 	case schema.TypeBigInt:
 		return cqlwire.TypeBigint, true
+	case schema.TypeCounter:
+		return cqlwire.TypeCounter, true
 	case schema.TypeSmallInt:
 		return cqlwire.TypeSmallint, true
 	case schema.TypeTinyInt:

@@ -144,6 +144,8 @@ const (
 	ColumnType_COLUMN_TYPE_SET   ColumnType = 25
 	ColumnType_COLUMN_TYPE_MAP   ColumnType = 26
 	ColumnType_COLUMN_TYPE_TUPLE ColumnType = 27
+	// A counter column: its values are bigints.
+	ColumnType_COLUMN_TYPE_COUNTER ColumnType = 28
 )
 
 // Enum value maps for ColumnType.
@@ -177,6 +179,7 @@ var (
 		25: "COLUMN_TYPE_SET",
 		26: "COLUMN_TYPE_MAP",
 		27: "COLUMN_TYPE_TUPLE",
+		28: "COLUMN_TYPE_COUNTER",
 	}
 	ColumnType_value = map[string]int32{
 		"COLUMN_TYPE_UNSPECIFIED":   0,
@@ -207,6 +210,7 @@ var (
 		"COLUMN_TYPE_SET":           25,
 		"COLUMN_TYPE_MAP":           26,
 		"COLUMN_TYPE_TUPLE":         27,
+		"COLUMN_TYPE_COUNTER":       28,
 	}
 )
 
@@ -2602,7 +2606,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x17CONSISTENCY_EACH_QUORUM\x10\b\x12\x16\n" +
 	"\x12CONSISTENCY_SERIAL\x10\t\x12\x1c\n" +
 	"\x18CONSISTENCY_LOCAL_SERIAL\x10\n" +
-	"*\xb6\x05\n" +
+	"*\xcf\x05\n" +
 	"\n" +
 	"ColumnType\x12\x1b\n" +
 	"\x17COLUMN_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -2633,7 +2637,8 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x10COLUMN_TYPE_LIST\x10\x18\x12\x13\n" +
 	"\x0fCOLUMN_TYPE_SET\x10\x19\x12\x13\n" +
 	"\x0fCOLUMN_TYPE_MAP\x10\x1a\x12\x15\n" +
-	"\x11COLUMN_TYPE_TUPLE\x10\x1b*3\n" +
+	"\x11COLUMN_TYPE_TUPLE\x10\x1b\x12\x17\n" +
+	"\x13COLUMN_TYPE_COUNTER\x10\x1c*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +

@@ -52,6 +52,7 @@ type Request struct {
 	//	*Request_Read
 	//	*Request_AccountDelta
 	//	*Request_RangeRead
+	//	*Request_CounterUpdate
 	//	*Request_StoreBatch
 	//	*Request_RemoveBatch
 	//	*Request_TopPartitions
@@ -143,6 +144,15 @@ func (x *Request) GetRangeRead() *RangeReadRequest {
 	if x != nil {
 		if x, ok := x.Msg.(*Request_RangeRead); ok {
 			return x.RangeRead
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetCounterUpdate() *CounterUpdateRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Request_CounterUpdate); ok {
+			return x.CounterUpdate
 		}
 	}
 	return nil
@@ -333,6 +343,11 @@ type Request_RangeRead struct {
 	RangeRead *RangeReadRequest `protobuf:"bytes,4,opt,name=range_read,json=rangeRead,proto3,oneof"`
 }
 
+type Request_CounterUpdate struct {
+	// A counter update to the replica that leads it (replica.proto).
+	CounterUpdate *CounterUpdateRequest `protobuf:"bytes,5,opt,name=counter_update,json=counterUpdate,proto3,oneof"`
+}
+
 type Request_StoreBatch struct {
 	// 16-19, the batchlog.
 	StoreBatch *StoreBatchRequest `protobuf:"bytes,16,opt,name=store_batch,json=storeBatch,proto3,oneof"`
@@ -420,6 +435,8 @@ func (*Request_AccountDelta) isRequest_Msg() {}
 
 func (*Request_RangeRead) isRequest_Msg() {}
 
+func (*Request_CounterUpdate) isRequest_Msg() {}
+
 func (*Request_StoreBatch) isRequest_Msg() {}
 
 func (*Request_RemoveBatch) isRequest_Msg() {}
@@ -465,6 +482,7 @@ type Response struct {
 	//	*Response_Read
 	//	*Response_AccountDelta
 	//	*Response_RangeRead
+	//	*Response_CounterUpdate
 	//	*Response_Batchlog
 	//	*Response_TopPartitions
 	//	*Response_ScopeCounts
@@ -555,6 +573,15 @@ func (x *Response) GetRangeRead() *RangeReadResponse {
 	if x != nil {
 		if x, ok := x.Msg.(*Response_RangeRead); ok {
 			return x.RangeRead
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetCounterUpdate() *CounterUpdateResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*Response_CounterUpdate); ok {
+			return x.CounterUpdate
 		}
 	}
 	return nil
@@ -734,6 +761,10 @@ type Response_RangeRead struct {
 	RangeRead *RangeReadResponse `protobuf:"bytes,4,opt,name=range_read,json=rangeRead,proto3,oneof"`
 }
 
+type Response_CounterUpdate struct {
+	CounterUpdate *CounterUpdateResponse `protobuf:"bytes,5,opt,name=counter_update,json=counterUpdate,proto3,oneof"`
+}
+
 type Response_Batchlog struct {
 	// 16-19, the batchlog: store_batch and remove_batch are both answered by batchlog.
 	Batchlog *BatchlogResponse `protobuf:"bytes,16,opt,name=batchlog,proto3,oneof"`
@@ -817,6 +848,8 @@ func (*Response_AccountDelta) isResponse_Msg() {}
 
 func (*Response_RangeRead) isResponse_Msg() {}
 
+func (*Response_CounterUpdate) isResponse_Msg() {}
+
 func (*Response_Batchlog) isResponse_Msg() {}
 
 func (*Response_TopPartitions) isResponse_Msg() {}
@@ -855,13 +888,14 @@ var File_replicapb_internode_proto protoreflect.FileDescriptor
 
 const file_replicapb_internode_proto_rawDesc = "" +
 	"\n" +
-	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\xc0\f\n" +
+	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\x92\r\n" +
 	"\aRequest\x12:\n" +
 	"\x06mutate\x18\x01 \x01(\v2 .kvnode.replica.v1.MutateRequestH\x00R\x06mutate\x124\n" +
 	"\x04read\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.ReadRequestH\x00R\x04read\x12M\n" +
 	"\raccount_delta\x18\x03 \x01(\v2&.kvnode.replica.v1.AccountDeltaRequestH\x00R\faccountDelta\x12D\n" +
 	"\n" +
-	"range_read\x18\x04 \x01(\v2#.kvnode.replica.v1.RangeReadRequestH\x00R\trangeRead\x12G\n" +
+	"range_read\x18\x04 \x01(\v2#.kvnode.replica.v1.RangeReadRequestH\x00R\trangeRead\x12P\n" +
+	"\x0ecounter_update\x18\x05 \x01(\v2'.kvnode.replica.v1.CounterUpdateRequestH\x00R\rcounterUpdate\x12G\n" +
 	"\vstore_batch\x18\x10 \x01(\v2$.kvnode.replica.v1.StoreBatchRequestH\x00R\n" +
 	"storeBatch\x12J\n" +
 	"\fremove_batch\x18\x11 \x01(\v2%.kvnode.replica.v1.RemoveBatchRequestH\x00R\vremoveBatch\x12P\n" +
@@ -882,13 +916,14 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\x10fetch_partitions\x18> \x01(\v2).kvnode.replica.v1.FetchPartitionsRequestH\x00R\x0ffetchPartitions\x12=\n" +
 	"\aremoved\x18F \x01(\v2!.kvnode.replica.v1.RemovedRequestH\x00R\aremoved\x12@\n" +
 	"\bannounce\x18G \x01(\v2\".kvnode.replica.v1.AnnounceRequestH\x00R\bannounceB\x05\n" +
-	"\x03msg\"\x80\f\n" +
+	"\x03msg\"\xd3\f\n" +
 	"\bResponse\x12;\n" +
 	"\x06mutate\x18\x01 \x01(\v2!.kvnode.replica.v1.MutateResponseH\x00R\x06mutate\x125\n" +
 	"\x04read\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.ReadResponseH\x00R\x04read\x12N\n" +
 	"\raccount_delta\x18\x03 \x01(\v2'.kvnode.replica.v1.AccountDeltaResponseH\x00R\faccountDelta\x12E\n" +
 	"\n" +
-	"range_read\x18\x04 \x01(\v2$.kvnode.replica.v1.RangeReadResponseH\x00R\trangeRead\x12A\n" +
+	"range_read\x18\x04 \x01(\v2$.kvnode.replica.v1.RangeReadResponseH\x00R\trangeRead\x12Q\n" +
+	"\x0ecounter_update\x18\x05 \x01(\v2(.kvnode.replica.v1.CounterUpdateResponseH\x00R\rcounterUpdate\x12A\n" +
 	"\bbatchlog\x18\x10 \x01(\v2#.kvnode.replica.v1.BatchlogResponseH\x00R\bbatchlog\x12Q\n" +
 	"\x0etop_partitions\x18\x14 \x01(\v2(.kvnode.replica.v1.TopPartitionsResponseH\x00R\rtopPartitions\x12K\n" +
 	"\fscope_counts\x18\x15 \x01(\v2&.kvnode.replica.v1.ScopeCountsResponseH\x00R\vscopeCounts\x12H\n" +
@@ -932,99 +967,103 @@ var file_replicapb_internode_proto_goTypes = []any{
 	(*ReadRequest)(nil),             // 3: kvnode.replica.v1.ReadRequest
 	(*AccountDeltaRequest)(nil),     // 4: kvnode.replica.v1.AccountDeltaRequest
 	(*RangeReadRequest)(nil),        // 5: kvnode.replica.v1.RangeReadRequest
-	(*StoreBatchRequest)(nil),       // 6: kvnode.replica.v1.StoreBatchRequest
-	(*RemoveBatchRequest)(nil),      // 7: kvnode.replica.v1.RemoveBatchRequest
-	(*TopPartitionsRequest)(nil),    // 8: kvnode.replica.v1.TopPartitionsRequest
-	(*ScopeCountsRequest)(nil),      // 9: kvnode.replica.v1.ScopeCountsRequest
-	(*TopClientsRequest)(nil),       // 10: kvnode.replica.v1.TopClientsRequest
-	(*SchemaPrepareRequest)(nil),    // 11: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaAcceptRequest)(nil),     // 12: kvnode.replica.v1.SchemaAcceptRequest
-	(*PaxosPrepareRequest)(nil),     // 13: kvnode.replica.v1.PaxosPrepareRequest
-	(*PaxosProposeRequest)(nil),     // 14: kvnode.replica.v1.PaxosProposeRequest
-	(*PaxosCommitRequest)(nil),      // 15: kvnode.replica.v1.PaxosCommitRequest
-	(*PullRequest)(nil),             // 16: kvnode.replica.v1.PullRequest
-	(*FetchRequest)(nil),            // 17: kvnode.replica.v1.FetchRequest
-	(*ViewRequest)(nil),             // 18: kvnode.replica.v1.ViewRequest
-	(*RangeHashesRequest)(nil),      // 19: kvnode.replica.v1.RangeHashesRequest
-	(*PartitionHashesRequest)(nil),  // 20: kvnode.replica.v1.PartitionHashesRequest
-	(*FetchPartitionsRequest)(nil),  // 21: kvnode.replica.v1.FetchPartitionsRequest
-	(*RemovedRequest)(nil),          // 22: kvnode.replica.v1.RemovedRequest
-	(*AnnounceRequest)(nil),         // 23: kvnode.replica.v1.AnnounceRequest
-	(*MutateResponse)(nil),          // 24: kvnode.replica.v1.MutateResponse
-	(*ReadResponse)(nil),            // 25: kvnode.replica.v1.ReadResponse
-	(*AccountDeltaResponse)(nil),    // 26: kvnode.replica.v1.AccountDeltaResponse
-	(*RangeReadResponse)(nil),       // 27: kvnode.replica.v1.RangeReadResponse
-	(*BatchlogResponse)(nil),        // 28: kvnode.replica.v1.BatchlogResponse
-	(*TopPartitionsResponse)(nil),   // 29: kvnode.replica.v1.TopPartitionsResponse
-	(*ScopeCountsResponse)(nil),     // 30: kvnode.replica.v1.ScopeCountsResponse
-	(*TopClientsResponse)(nil),      // 31: kvnode.replica.v1.TopClientsResponse
-	(*SchemaPrepareResponse)(nil),   // 32: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptResponse)(nil),    // 33: kvnode.replica.v1.SchemaAcceptResponse
-	(*PaxosPrepareResponse)(nil),    // 34: kvnode.replica.v1.PaxosPrepareResponse
-	(*PaxosProposeResponse)(nil),    // 35: kvnode.replica.v1.PaxosProposeResponse
-	(*PaxosCommitResponse)(nil),     // 36: kvnode.replica.v1.PaxosCommitResponse
-	(*PullChunk)(nil),               // 37: kvnode.replica.v1.PullChunk
-	(*FetchResponse)(nil),           // 38: kvnode.replica.v1.FetchResponse
-	(*ViewResponse)(nil),            // 39: kvnode.replica.v1.ViewResponse
-	(*RangeHashesResponse)(nil),     // 40: kvnode.replica.v1.RangeHashesResponse
-	(*PartitionHashesResponse)(nil), // 41: kvnode.replica.v1.PartitionHashesResponse
-	(*FetchPartitionsResponse)(nil), // 42: kvnode.replica.v1.FetchPartitionsResponse
-	(*RemovedResponse)(nil),         // 43: kvnode.replica.v1.RemovedResponse
-	(*AnnounceResponse)(nil),        // 44: kvnode.replica.v1.AnnounceResponse
+	(*CounterUpdateRequest)(nil),    // 6: kvnode.replica.v1.CounterUpdateRequest
+	(*StoreBatchRequest)(nil),       // 7: kvnode.replica.v1.StoreBatchRequest
+	(*RemoveBatchRequest)(nil),      // 8: kvnode.replica.v1.RemoveBatchRequest
+	(*TopPartitionsRequest)(nil),    // 9: kvnode.replica.v1.TopPartitionsRequest
+	(*ScopeCountsRequest)(nil),      // 10: kvnode.replica.v1.ScopeCountsRequest
+	(*TopClientsRequest)(nil),       // 11: kvnode.replica.v1.TopClientsRequest
+	(*SchemaPrepareRequest)(nil),    // 12: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaAcceptRequest)(nil),     // 13: kvnode.replica.v1.SchemaAcceptRequest
+	(*PaxosPrepareRequest)(nil),     // 14: kvnode.replica.v1.PaxosPrepareRequest
+	(*PaxosProposeRequest)(nil),     // 15: kvnode.replica.v1.PaxosProposeRequest
+	(*PaxosCommitRequest)(nil),      // 16: kvnode.replica.v1.PaxosCommitRequest
+	(*PullRequest)(nil),             // 17: kvnode.replica.v1.PullRequest
+	(*FetchRequest)(nil),            // 18: kvnode.replica.v1.FetchRequest
+	(*ViewRequest)(nil),             // 19: kvnode.replica.v1.ViewRequest
+	(*RangeHashesRequest)(nil),      // 20: kvnode.replica.v1.RangeHashesRequest
+	(*PartitionHashesRequest)(nil),  // 21: kvnode.replica.v1.PartitionHashesRequest
+	(*FetchPartitionsRequest)(nil),  // 22: kvnode.replica.v1.FetchPartitionsRequest
+	(*RemovedRequest)(nil),          // 23: kvnode.replica.v1.RemovedRequest
+	(*AnnounceRequest)(nil),         // 24: kvnode.replica.v1.AnnounceRequest
+	(*MutateResponse)(nil),          // 25: kvnode.replica.v1.MutateResponse
+	(*ReadResponse)(nil),            // 26: kvnode.replica.v1.ReadResponse
+	(*AccountDeltaResponse)(nil),    // 27: kvnode.replica.v1.AccountDeltaResponse
+	(*RangeReadResponse)(nil),       // 28: kvnode.replica.v1.RangeReadResponse
+	(*CounterUpdateResponse)(nil),   // 29: kvnode.replica.v1.CounterUpdateResponse
+	(*BatchlogResponse)(nil),        // 30: kvnode.replica.v1.BatchlogResponse
+	(*TopPartitionsResponse)(nil),   // 31: kvnode.replica.v1.TopPartitionsResponse
+	(*ScopeCountsResponse)(nil),     // 32: kvnode.replica.v1.ScopeCountsResponse
+	(*TopClientsResponse)(nil),      // 33: kvnode.replica.v1.TopClientsResponse
+	(*SchemaPrepareResponse)(nil),   // 34: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptResponse)(nil),    // 35: kvnode.replica.v1.SchemaAcceptResponse
+	(*PaxosPrepareResponse)(nil),    // 36: kvnode.replica.v1.PaxosPrepareResponse
+	(*PaxosProposeResponse)(nil),    // 37: kvnode.replica.v1.PaxosProposeResponse
+	(*PaxosCommitResponse)(nil),     // 38: kvnode.replica.v1.PaxosCommitResponse
+	(*PullChunk)(nil),               // 39: kvnode.replica.v1.PullChunk
+	(*FetchResponse)(nil),           // 40: kvnode.replica.v1.FetchResponse
+	(*ViewResponse)(nil),            // 41: kvnode.replica.v1.ViewResponse
+	(*RangeHashesResponse)(nil),     // 42: kvnode.replica.v1.RangeHashesResponse
+	(*PartitionHashesResponse)(nil), // 43: kvnode.replica.v1.PartitionHashesResponse
+	(*FetchPartitionsResponse)(nil), // 44: kvnode.replica.v1.FetchPartitionsResponse
+	(*RemovedResponse)(nil),         // 45: kvnode.replica.v1.RemovedResponse
+	(*AnnounceResponse)(nil),        // 46: kvnode.replica.v1.AnnounceResponse
 }
 var file_replicapb_internode_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Request.mutate:type_name -> kvnode.replica.v1.MutateRequest
 	3,  // 1: kvnode.replica.v1.Request.read:type_name -> kvnode.replica.v1.ReadRequest
 	4,  // 2: kvnode.replica.v1.Request.account_delta:type_name -> kvnode.replica.v1.AccountDeltaRequest
 	5,  // 3: kvnode.replica.v1.Request.range_read:type_name -> kvnode.replica.v1.RangeReadRequest
-	6,  // 4: kvnode.replica.v1.Request.store_batch:type_name -> kvnode.replica.v1.StoreBatchRequest
-	7,  // 5: kvnode.replica.v1.Request.remove_batch:type_name -> kvnode.replica.v1.RemoveBatchRequest
-	8,  // 6: kvnode.replica.v1.Request.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsRequest
-	9,  // 7: kvnode.replica.v1.Request.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsRequest
-	10, // 8: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
-	11, // 9: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
-	12, // 10: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
-	13, // 11: kvnode.replica.v1.Request.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareRequest
-	14, // 12: kvnode.replica.v1.Request.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeRequest
-	15, // 13: kvnode.replica.v1.Request.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitRequest
-	16, // 14: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
-	17, // 15: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
-	18, // 16: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
-	19, // 17: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
-	20, // 18: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
-	21, // 19: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
-	22, // 20: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
-	23, // 21: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
-	24, // 22: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
-	25, // 23: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
-	26, // 24: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
-	27, // 25: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
-	28, // 26: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
-	29, // 27: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
-	30, // 28: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
-	31, // 29: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
-	32, // 30: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
-	33, // 31: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
-	34, // 32: kvnode.replica.v1.Response.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareResponse
-	35, // 33: kvnode.replica.v1.Response.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeResponse
-	36, // 34: kvnode.replica.v1.Response.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitResponse
-	37, // 35: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
-	38, // 36: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
-	39, // 37: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
-	40, // 38: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
-	41, // 39: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
-	42, // 40: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
-	43, // 41: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
-	44, // 42: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
-	0,  // 43: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
-	0,  // 44: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
-	1,  // 45: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
-	1,  // 46: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
-	45, // [45:47] is the sub-list for method output_type
-	43, // [43:45] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	6,  // 4: kvnode.replica.v1.Request.counter_update:type_name -> kvnode.replica.v1.CounterUpdateRequest
+	7,  // 5: kvnode.replica.v1.Request.store_batch:type_name -> kvnode.replica.v1.StoreBatchRequest
+	8,  // 6: kvnode.replica.v1.Request.remove_batch:type_name -> kvnode.replica.v1.RemoveBatchRequest
+	9,  // 7: kvnode.replica.v1.Request.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsRequest
+	10, // 8: kvnode.replica.v1.Request.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsRequest
+	11, // 9: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
+	12, // 10: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
+	13, // 11: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
+	14, // 12: kvnode.replica.v1.Request.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareRequest
+	15, // 13: kvnode.replica.v1.Request.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeRequest
+	16, // 14: kvnode.replica.v1.Request.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitRequest
+	17, // 15: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
+	18, // 16: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
+	19, // 17: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
+	20, // 18: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
+	21, // 19: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
+	22, // 20: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
+	23, // 21: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
+	24, // 22: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
+	25, // 23: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
+	26, // 24: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
+	27, // 25: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
+	28, // 26: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
+	29, // 27: kvnode.replica.v1.Response.counter_update:type_name -> kvnode.replica.v1.CounterUpdateResponse
+	30, // 28: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
+	31, // 29: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
+	32, // 30: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
+	33, // 31: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
+	34, // 32: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
+	35, // 33: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
+	36, // 34: kvnode.replica.v1.Response.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareResponse
+	37, // 35: kvnode.replica.v1.Response.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeResponse
+	38, // 36: kvnode.replica.v1.Response.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitResponse
+	39, // 37: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
+	40, // 38: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
+	41, // 39: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
+	42, // 40: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
+	43, // 41: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
+	44, // 42: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
+	45, // 43: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
+	46, // 44: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
+	0,  // 45: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
+	0,  // 46: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
+	1,  // 47: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
+	1,  // 48: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
+	47, // [47:49] is the sub-list for method output_type
+	45, // [45:47] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_replicapb_internode_proto_init() }
@@ -1041,6 +1080,7 @@ func file_replicapb_internode_proto_init() {
 		(*Request_Read)(nil),
 		(*Request_AccountDelta)(nil),
 		(*Request_RangeRead)(nil),
+		(*Request_CounterUpdate)(nil),
 		(*Request_StoreBatch)(nil),
 		(*Request_RemoveBatch)(nil),
 		(*Request_TopPartitions)(nil),
@@ -1065,6 +1105,7 @@ func file_replicapb_internode_proto_init() {
 		(*Response_Read)(nil),
 		(*Response_AccountDelta)(nil),
 		(*Response_RangeRead)(nil),
+		(*Response_CounterUpdate)(nil),
 		(*Response_Batchlog)(nil),
 		(*Response_TopPartitions)(nil),
 		(*Response_ScopeCounts)(nil),

@@ -482,7 +482,11 @@ type Cell struct {
 	Expires int64 `protobuf:"varint,6,opt,name=expires,proto3" json:"expires,omitempty"`
 	// The element's path for an element of a non-frozen collection column (a set's element, a map's key, a
 	// list's ordering key); absent for the one cell of a simple column. Present and empty is a path too.
-	Path          []byte `protobuf:"bytes,7,opt,name=path,proto3,oneof" json:"path,omitempty"`
+	Path []byte `protobuf:"bytes,7,opt,name=path,proto3,oneof" json:"path,omitempty"`
+	// Marks a cell of a counter column: value holds its shards (package cell's AppendShards), which
+	// merge by the newest clock per shard instead of last-write-wins. In a CounterUpdateRequest's
+	// mutation, value is instead the increment, 8 bytes big-endian.
+	Counter       bool `protobuf:"varint,8,opt,name=counter,proto3" json:"counter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -564,6 +568,13 @@ func (x *Cell) GetPath() []byte {
 		return x.Path
 	}
 	return nil
+}
+
+func (x *Cell) GetCounter() bool {
+	if x != nil {
+		return x.Counter
+	}
+	return false
 }
 
 // Row is one row of a partition: in a mutation what to write, in a read response what the replica holds.
@@ -3711,6 +3722,144 @@ func (x *PaxosState) GetCommittedOrigin() *SchemaBallot {
 	return nil
 }
 
+// CounterUpdateRequest (kind counter_update) asks the replica chosen as leader of a counter
+// update to apply it: under the partition's lock it reads its own shard of each counter cell of
+// mutation (whose values are the increments, see Cell.counter), adds the increment with the next
+// clock, and writes the new shard durably. The limiter decides the update here when limiter's
+// mode is ACCOUNT_AND_ENFORCE (the coordinator is not a replica); the replicas the result is
+// replicated to only account it.
+type CounterUpdateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limiter       *Limiter               `protobuf:"bytes,1,opt,name=limiter,proto3" json:"limiter,omitempty"`
+	Mutation      *Mutation              `protobuf:"bytes,2,opt,name=mutation,proto3" json:"mutation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CounterUpdateRequest) Reset() {
+	*x = CounterUpdateRequest{}
+	mi := &file_replica_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CounterUpdateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CounterUpdateRequest) ProtoMessage() {}
+
+func (x *CounterUpdateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CounterUpdateRequest.ProtoReflect.Descriptor instead.
+func (*CounterUpdateRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CounterUpdateRequest) GetLimiter() *Limiter {
+	if x != nil {
+		return x.Limiter
+	}
+	return nil
+}
+
+func (x *CounterUpdateRequest) GetMutation() *Mutation {
+	if x != nil {
+		return x.Mutation
+	}
+	return nil
+}
+
+type CounterUpdateResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
+	// Set when status is STATUS_RATE_LIMITED.
+	RateLimited *RateLimited `protobuf:"bytes,2,opt,name=rate_limited,json=rateLimited,proto3" json:"rate_limited,omitempty"`
+	// Set when status is STATUS_ERROR.
+	Error       *Error `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	WouldReject bool   `protobuf:"varint,4,opt,name=would_reject,json=wouldReject,proto3" json:"would_reject,omitempty"`
+	// With STATUS_OK: what the leader wrote (its new shards, as counter cells), which the
+	// coordinator replicates to the other replicas with mutate.
+	Applied       *Mutation `protobuf:"bytes,5,opt,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CounterUpdateResponse) Reset() {
+	*x = CounterUpdateResponse{}
+	mi := &file_replica_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CounterUpdateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CounterUpdateResponse) ProtoMessage() {}
+
+func (x *CounterUpdateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CounterUpdateResponse.ProtoReflect.Descriptor instead.
+func (*CounterUpdateResponse) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CounterUpdateResponse) GetStatus() Status {
+	if x != nil {
+		return x.Status
+	}
+	return Status_STATUS_UNSPECIFIED
+}
+
+func (x *CounterUpdateResponse) GetRateLimited() *RateLimited {
+	if x != nil {
+		return x.RateLimited
+	}
+	return nil
+}
+
+func (x *CounterUpdateResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *CounterUpdateResponse) GetWouldReject() bool {
+	if x != nil {
+		return x.WouldReject
+	}
+	return false
+}
+
+func (x *CounterUpdateResponse) GetApplied() *Mutation {
+	if x != nil {
+		return x.Applied
+	}
+	return nil
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -3738,7 +3887,7 @@ const file_replica_proto_rawDesc = "" +
 	"\vBAD_REQUEST\x10\x01\x12\x11\n" +
 	"\rUNKNOWN_TABLE\x10\x02\x12\f\n" +
 	"\bINTERNAL\x10\x03\x12\x17\n" +
-	"\x13TOO_MANY_TOMBSTONES\x10\x04\"\xbe\x01\n" +
+	"\x13TOO_MANY_TOMBSTONES\x10\x04\"\xd8\x01\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
@@ -3746,7 +3895,8 @@ const file_replica_proto_rawDesc = "" +
 	"\ttombstone\x18\x04 \x01(\bR\ttombstone\x12\x10\n" +
 	"\x03ttl\x18\x05 \x01(\x05R\x03ttl\x12\x18\n" +
 	"\aexpires\x18\x06 \x01(\x03R\aexpires\x12\x17\n" +
-	"\x04path\x18\a \x01(\fH\x00R\x04path\x88\x01\x01B\a\n" +
+	"\x04path\x18\a \x01(\fH\x00R\x04path\x88\x01\x01\x12\x18\n" +
+	"\acounter\x18\b \x01(\bR\acounterB\a\n" +
 	"\x05_path\"\xb9\x02\n" +
 	"\x03Row\x12\x1e\n" +
 	"\n" +
@@ -3983,7 +4133,16 @@ const file_replica_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\baccepted\x12=\n" +
 	"\tcommitted\x18\x03 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\tcommitted\x12,\n" +
 	"\x12updated_unix_nanos\x18\x04 \x01(\x03R\x10updatedUnixNanos\x12J\n" +
-	"\x10committed_origin\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x0fcommittedOrigin*3\n" +
+	"\x10committed_origin\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\x0fcommittedOrigin\"\x85\x01\n" +
+	"\x14CounterUpdateRequest\x124\n" +
+	"\alimiter\x18\x01 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\x127\n" +
+	"\bmutation\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutation\"\x97\x02\n" +
+	"\x15CounterUpdateResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12A\n" +
+	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12!\n" +
+	"\fwould_reject\x18\x04 \x01(\bR\vwouldReject\x125\n" +
+	"\aapplied\x18\x05 \x01(\v2\x1b.kvnode.replica.v1.MutationR\aapplied*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -4007,7 +4166,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -4064,6 +4223,8 @@ var file_replica_proto_goTypes = []any{
 	(*PaxosCommitRequest)(nil),    // 52: kvnode.replica.v1.PaxosCommitRequest
 	(*PaxosCommitResponse)(nil),   // 53: kvnode.replica.v1.PaxosCommitResponse
 	(*PaxosState)(nil),            // 54: kvnode.replica.v1.PaxosState
+	(*CounterUpdateRequest)(nil),  // 55: kvnode.replica.v1.CounterUpdateRequest
+	(*CounterUpdateResponse)(nil), // 56: kvnode.replica.v1.CounterUpdateResponse
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -4143,11 +4304,17 @@ var file_replica_proto_depIdxs = []int32{
 	47, // 74: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
 	36, // 75: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
 	36, // 76: kvnode.replica.v1.PaxosState.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
-	77, // [77:77] is the sub-list for method output_type
-	77, // [77:77] is the sub-list for method input_type
-	77, // [77:77] is the sub-list for extension type_name
-	77, // [77:77] is the sub-list for extension extendee
-	0,  // [0:77] is the sub-list for field type_name
+	4,  // 77: kvnode.replica.v1.CounterUpdateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	9,  // 78: kvnode.replica.v1.CounterUpdateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	1,  // 79: kvnode.replica.v1.CounterUpdateResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 80: kvnode.replica.v1.CounterUpdateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 81: kvnode.replica.v1.CounterUpdateResponse.error:type_name -> kvnode.replica.v1.Error
+	9,  // 82: kvnode.replica.v1.CounterUpdateResponse.applied:type_name -> kvnode.replica.v1.Mutation
+	83, // [83:83] is the sub-list for method output_type
+	83, // [83:83] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -4165,7 +4332,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   51,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -31,10 +31,21 @@ func TestNetworkTopologyPlacesPerDataCenter(t *testing.T) {
 	}
 	tc.waitStates(joinTimeout, tc.nodes, tc.allUp())
 	n1 := tc.nodes[0].Client()
-	execute(t, n1, client.One, "CREATE KEYSPACE nts WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1}")
-	execute(t, n1, client.One, "CREATE TABLE nts.t (k int PRIMARY KEY, v int)")
-	execute(t, n1, client.One, "CREATE KEYSPACE simple WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
-	execute(t, n1, client.One, "CREATE TABLE simple.t (k int PRIMARY KEY, v int)")
+	for _, ddl := range []string{
+		"CREATE KEYSPACE nts WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1}",
+		"CREATE TABLE nts.t (k int PRIMARY KEY, v int)",
+		"CREATE KEYSPACE simple WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+		"CREATE TABLE simple.t (k int PRIMARY KEY, v int)",
+	} {
+		// A schema change is agreed by all four nodes, which a loaded machine can make slower than
+		// one statement's rpcTimeout.
+		ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+		_, err := n1.Execute(ctx, client.One, ddl)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", ddl, err)
+		}
+	}
 	res := execute(t, n1, client.One, "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = 'nts'")
 	if got := fmt.Sprint(res.Rows); !strings.Contains(got, "NetworkTopologyStrategy") || !strings.Contains(got, "dc1") {
 		t.Errorf("system_schema.keyspaces has replication %s for nts", got)

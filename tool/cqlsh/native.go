@@ -278,7 +278,7 @@ func schemaType(t cqlwire.Type) (schema.Type, error) {
 		cqlwire.TypeBlob: schema.TypeBlob, cqlwire.TypeTimestamp: schema.TypeTimestamp, cqlwire.TypeUUID: schema.TypeUUID,
 		cqlwire.TypeTimeUUID: schema.TypeTimeUUID, cqlwire.TypeInet: schema.TypeInet, cqlwire.TypeDate: schema.TypeDate,
 		cqlwire.TypeTime: schema.TypeTime, cqlwire.TypeDecimal: schema.TypeDecimal, cqlwire.TypeVarint: schema.TypeVarint,
-		cqlwire.TypeDuration: schema.TypeDuration,
+		cqlwire.TypeDuration: schema.TypeDuration, cqlwire.TypeCounter: schema.TypeCounter,
 	}
 	if st, ok := scalar[t.ID]; ok {
 		return st, nil
