@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/internal/loop"
@@ -711,14 +710,8 @@ func liveValue(row *coordinator.ClusteredRow, name string, now int64) []byte {
 	if row == nil {
 		return nil
 	}
-	k, ok := slices.BinarySearchFunc(row.Row.Columns, name, func(x cell.Column, name string) int {
-		return strings.Compare(x.Name, name)
-	})
+	cl, ok := liveCell(row.Row, name, now)
 	if !ok {
-		return nil
-	}
-	cl := row.Row.Columns[k].Cell
-	if cl.Tombstone || cl.Expired(now) {
 		return nil
 	}
 	return cl.Value

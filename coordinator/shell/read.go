@@ -419,6 +419,22 @@ func (x readExchange) call(ctx context.Context, s coordinator.Send) coordinator.
 	return r
 }
 
+// liveCell returns the cell of column name in r when it is live at now: present, neither
+// deleted nor expired.
+func liveCell(r cell.Row, name string, now int64) (cell.Cell, bool) {
+	k, ok := slices.BinarySearchFunc(r.Columns, name, func(x cell.Column, name string) int {
+		return strings.Compare(x.Name, name)
+	})
+	if !ok {
+		return cell.Cell{}, false
+	}
+	cl := r.Columns[k].Cell
+	if cl.Tombstone || cl.Expired(now) {
+		return cell.Cell{}, false
+	}
+	return cl, true
+}
+
 // cellValue returns column c of row for a function's argument: its value, or with kind
 // cql.SelectWritetime or cql.SelectTTL its write timestamp or remaining TTL; nil for null.
 func cellValue(r *schema.Read, pk [][]byte, row coordinator.ClusteredRow, c *schema.Column, kind cql.SelectKind, now int64) []byte {
@@ -431,14 +447,8 @@ func cellValue(r *schema.Read, pk [][]byte, row coordinator.ClusteredRow, c *sch
 	if c.Type.MultiCell() { // no WRITETIME or TTL (the schema refuses them)
 		return collectionValue(c, row.Row, now)
 	}
-	k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
-		return strings.Compare(x.Name, name)
-	})
+	cl, ok := liveCell(row.Row, c.Name, now)
 	if !ok {
-		return nil
-	}
-	cl := row.Row.Columns[k].Cell
-	if cl.Tombstone || cl.Expired(now) {
 		return nil
 	}
 	switch kind {
@@ -540,14 +550,8 @@ func renderRow(rv [][]byte, r *schema.Read, cols []coordinator.RowColumn, pk [][
 			}
 			fallthrough
 		default:
-			k, ok := slices.BinarySearchFunc(row.Row.Columns, c.Name, func(x cell.Column, name string) int {
-				return strings.Compare(x.Name, name)
-			})
+			cl, ok := liveCell(row.Row, c.Name, now)
 			if !ok {
-				break
-			}
-			cl := row.Row.Columns[k].Cell
-			if cl.Tombstone || cl.Expired(now) {
 				break
 			}
 			switch {
