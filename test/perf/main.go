@@ -155,8 +155,8 @@ func fullSettings() settings {
 		// measured, the last (cut short) left out.
 		LWT: lwtSettings{Rounds: 6, Phase: 3 * time.Second, Warm: time.Second, Workers: 4, Contenders: 8,
 			Limit: 50, Offered: 500, LimitDuration: 32 * time.Second, ReplicasDuration: 12 * time.Second, LimitWorkers: 256},
-		// 32 s on RF=3: its first second left out, 30 s measured, the last (cut short) left out.
-		Counter: counterSettings{Limit: 50, Offered: 500, Duration: 32 * time.Second, OtherDuration: 12 * time.Second, Workers: 256},
+		// 32 s on each table: its first second left out, 30 s measured, the last (cut short) left out.
+		Counter: counterSettings{Limit: 50, Offered: 500, Duration: 32 * time.Second, OtherDuration: 32 * time.Second, Workers: 256},
 	}
 }
 
@@ -483,11 +483,11 @@ func overheadPart(ctx context.Context, s settings, bin, root string, res *Result
 	})
 }
 
-// withCluster starts a cluster of n servers with --sync=sync, runs ddl on it, calls fn and stops
-// the cluster, whatever fn returned.
-func withCluster(ctx context.Context, bin, root, name string, n int, sync bool, ddl []string, log io.Writer, fn func(*testCluster) error) error {
-	fmt.Fprintf(log, "perf: starting %d node(s), --sync=%v\n", n, sync)
-	c, err := startCluster(ctx, bin, root, name, n, sync)
+// withCluster starts a cluster of n servers with --sync=sync (and extra as further serve flags),
+// runs ddl on it, calls fn and stops the cluster, whatever fn returned.
+func withCluster(ctx context.Context, bin, root, name string, n int, sync bool, ddl []string, log io.Writer, fn func(*testCluster) error, extra ...string) error {
+	fmt.Fprintf(log, "perf: starting %d node(s), --sync=%v %s\n", n, sync, strings.Join(extra, " "))
+	c, err := startCluster(ctx, bin, root, name, n, sync, extra...)
 	if err != nil {
 		return err
 	}
