@@ -25,7 +25,10 @@ import (
 // applies it: by this coordinator when it is a replica (it is then the leader), otherwise by the
 // leader with the request's draw. The other replicas only account the replicated shards and never
 // reject them, so an applied increment never comes back rate limited. When the leader rejects
-// the update, the other replicas are not contacted and answer with the leader's rejection.
+// the update, the other replicas are not contacted and answer with the leader's rejection; they
+// count it all the same, by propagation (the core takes every replica it sent the update to as
+// having counted it), or they would see only the applied share of the partition's rate and
+// admit more of the updates they decide as coordinators.
 
 // CounterTransport sends counter updates to their leader (package node's transport
 // implements it, over internode's counter_update).
@@ -74,6 +77,9 @@ type counterExchange struct {
 	m      *replicapb.Mutation // the increments
 	leader coordinator.NodeID
 	hints  *hintWatch // when set, hints carry the applied shards
+	// uncounted, when set, counts the update for a replica that was sent it with a counting
+	// mode but is not contacted, the leader not having applied it (propagation).
+	uncounted func(coordinator.NodeID)
 
 	done    chan struct{} // closed once the leader answered
 	once    sync.Once
@@ -90,9 +96,11 @@ func (x *counterExchange) call(ctx context.Context, s coordinator.Send) coordina
 	select {
 	case <-x.done:
 	case <-ctx.Done():
+		x.count(s)
 		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: ctx.Err()}
 	}
 	if x.applied == nil {
+		x.count(s)
 		// The leader did not apply the update: nothing to replicate. Its rejection is this
 		// replica's too (the update was decided once, by the leader).
 		r := x.answer
@@ -107,6 +115,13 @@ func (x *counterExchange) call(ctx context.Context, s coordinator.Send) coordina
 		s.Mode, s.Draw = coordinator.ModeAccountOnly, 0 // followers never reject
 	}
 	return mutateExchange{x.t, x.applied}.call(ctx, s)
+}
+
+// count has the update counted for s's replica, which is not contacted, when s asked it to.
+func (x *counterExchange) count(s coordinator.Send) {
+	if x.uncounted != nil && s.Mode != coordinator.ModeNone {
+		x.uncounted(s.To)
+	}
 }
 
 // lead sends the increments to the leader and keeps its answer.
@@ -155,6 +170,9 @@ func (e *Executor) finishCounter(ctx context.Context, t *schema.Table, replicas 
 		return nil, fmt.Errorf("coordinator: counter update of %s: no replica to lead it", t.QualifiedName())
 	}
 	x := &counterExchange{t: e.transport, ct: ct, m: m, leader: leader, done: make(chan struct{})}
+	if e.prop != nil {
+		x.uncounted = func(id coordinator.NodeID) { e.prop.add([]coordinator.NodeID{id}, t.ID, token, coordinator.OpWrite) }
+	}
 	hx, hw := e.hinted(x, nil, replicas, step.Sends)
 	x.hints = hw
 	o, err := e.await(ctx, req, step.Sends, hx, dl, true, nil)

@@ -13,8 +13,10 @@ import (
 
 	kvcell "github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
 )
 
 // The harness's transport carries counter updates to their leader too (shell.CounterTransport),
@@ -251,6 +253,48 @@ func TestCounterFollowersNeverReject(t *testing.T) {
 		if limited == 0 {
 			t.Errorf("round %d (%s hot): 20 increments in a second at limit 3 and none rate limited", round, hot)
 		}
+	}
+}
+
+// TestCounterLeaderRejectionsCountOnFollowers: through a coordinator that is not a replica, the
+// leader decides every increment; the ones it rejects never reach the follower, which must
+// still count them (by propagation), or it would see a fraction of the partition's rate and
+// admit more of the increments it decides itself as a coordinator (1.12 × the limit on real
+// processes). Every replica ends up counting every increment sent.
+func TestCounterLeaderRejectionsCountOnFollowers(t *testing.T) {
+	c := newCluster(t, options{draw: 0.99, propagate: true})
+	c.must(
+		"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+		"CREATE TABLE ks.ctr (k text PRIMARY KEY, n counter) WITH per_partition_rate_limit = {'max_writes_per_second': 3}",
+	)
+	tbl, _ := c.schema.Schema().Table("ks", "ctr")
+	token := partitioner.Token([]byte("hot"))
+	replicas, outsider := nodes[:2], nodes[2] // the harness's ring puts every token on n1, n2 at RF 2
+	const sent = 20
+	acked, limited := 0, 0
+	for range sent { // the clock stands still: no counter decays
+		_, err := c.exec(outsider, quorum, "UPDATE ctr SET n = n + 1 WHERE k = 'hot'")
+		var rl *coordinator.RateLimitError
+		switch {
+		case err == nil:
+			acked++
+		case errors.As(err, &rl):
+			limited++
+		default:
+			t.Fatal(err)
+		}
+		c.settle()
+	}
+	if acked == 0 || limited == 0 {
+		t.Fatalf("%d increments at limit 3: %d acknowledged, %d rate limited; want both", sent, acked, limited)
+	}
+	for _, id := range replicas {
+		poll.Must(t, 30*time.Second, fmt.Sprintf("%s to count all %d increments (%d applied, %d rejected by the leader)", id, sent, acked, limited), func() error {
+			if got := c.services[id].Count(tbl.ID, token, schema.OpWrite, c.clock.Now()); got != sent {
+				return fmt.Errorf("%s counts %d", id, got)
+			}
+			return nil
+		})
 	}
 }
 

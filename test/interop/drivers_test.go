@@ -37,9 +37,10 @@ type driverConfig struct {
 // TestDrivers runs the DataStax Python driver (Debian's python3-cassandra) and Node.js driver
 // (npm's cassandra-driver, pinned in node/package.json) against three kvnode processes: each
 // script connects, discovers the nodes, checks the schema metadata (and its change after ALTER
-// KEYSPACE, learnt from the UPDATED KEYSPACE event), writes and reads every type
-// through prepared statements, pages, batches, checks its replica placement and routing against
-// kvnode's, replays (Python) its own schema export and kvnode's DESCRIBE of a table with
+// KEYSPACE, learnt from the UPDATED KEYSPACE event), writes and reads every type (issue 32's
+// collections, frozen values, tuples, frozen and non-frozen user types, duration and counters
+// included, each checked against the driver's metadata) through prepared statements, pages,
+// batches, checks its replica placement and routing against kvnode's, replays (Python) its own schema export and kvnode's DESCRIBE of a table with
 // Cassandra 3.x and 4.x options on a fresh keyspace, binds values by name (Node.js, which sends
 // them with their names unprepared), and meets the rate limiter (a ConfigurationException in Python, a ResponseError with
 // code 0x2300 in Node.js: neither driver opts in to ScyllaDB's rate-limit error).

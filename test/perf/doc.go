@@ -4,8 +4,9 @@
 //	go run ./test/perf --json            # one JSON object (Result) instead
 //	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
 //	go run ./test/perf --quick           # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit
+//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit, counterlimit
 //	go run ./test/perf --parts lwt,lwtlimit  # the lightweight transactions' parts, which run only when named
+//	go run ./test/perf --parts counterlimit  # a hot counter partition under its limit, likewise
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
@@ -90,6 +91,17 @@
 //     contended retries (a tenth of the rejections at most beyond), promises and rejected
 //     prepares no more than the replication factor per round; then the same for 12 s on an
 //     RF=1 table through a node that does not own the partition (the replica decides).
+//  9. counterlimit: increments (+1) of one counter partition of a table whose
+//     per_partition_rate_limit is 50 writes/s, offered 500/s open loop for 32 s through the
+//     three coordinators in turn (one gocql session held to each node), on 3 nodes with RF=3
+//     (every coordinator a replica that decides) and then as long with RF=2 (one coordinator
+//     not a replica, for which the partition's leader decides: this cluster runs without
+//     --coordinator-learning, so that coordinator never rejects on its own): the increments
+//     answered OK by the second they started, their mean from the second second to the last
+//     whole one over the limit, and the counter read at ALL at the end, which must lie between
+//     the OK count and the OK count plus the increments whose outcome is unknown (timed out or
+//     failed otherwise): a rate-limited increment is never applied, an applied one never
+//     answered rate limited.
 //
 // Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
 //

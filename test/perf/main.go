@@ -78,6 +78,9 @@ type settings struct {
 
 	// Lightweight transactions against QUORUM writes, and under the limiter.
 	LWT lwtSettings `json:"lwt"`
+
+	// A hot counter partition under its write limit.
+	Counter counterSettings `json:"counter"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -152,6 +155,8 @@ func fullSettings() settings {
 		// measured, the last (cut short) left out.
 		LWT: lwtSettings{Rounds: 6, Phase: 3 * time.Second, Warm: time.Second, Workers: 4, Contenders: 8,
 			Limit: 50, Offered: 500, LimitDuration: 32 * time.Second, ReplicasDuration: 12 * time.Second, LimitWorkers: 256},
+		// 32 s on each table: its first second left out, 30 s measured, the last (cut short) left out.
+		Counter: counterSettings{Limit: 50, Offered: 500, Duration: 32 * time.Second, OtherDuration: 32 * time.Second, Workers: 256},
 	}
 }
 
@@ -173,6 +178,7 @@ func quickSettings() settings {
 		Floor: floorSettings{Rounds: 1, PhaseMS: 300, WarmMS: 100, Depth: 16},
 		LWT: lwtSettings{Rounds: 1, Phase: time.Second, Warm: 300 * time.Millisecond, Workers: 4, Contenders: 8,
 			Limit: 50, Offered: 500, LimitDuration: 4 * time.Second, ReplicasDuration: 3 * time.Second, LimitWorkers: 256},
+		Counter: counterSettings{Limit: 50, Offered: 500, Duration: 4 * time.Second, OtherDuration: 3 * time.Second, Workers: 256},
 	}
 }
 
@@ -218,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor part")
-	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit); the numbers of a part not run are 0")
+	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -277,9 +283,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // The parts of a run, in the order they run; those of a run without --parts, which leave out
-// the lightweight transactions' (their own clusters, named with --parts lwt,lwtlimit).
+// the lightweight transactions' and the counters' (their own clusters, named with --parts
+// lwt,lwtlimit,counterlimit).
 var (
-	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit"}
+	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit"}
 	defaultParts = allParts[:6]
 )
 
@@ -395,6 +402,11 @@ func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writ
 			return nil, err
 		}
 	}
+	if s.has("counterlimit") {
+		if err := counterPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
 	res.headline()
 	res.Machine.LoadAtEnd = loadAvg()
 	res.RuntimeS = time.Since(start).Seconds()
@@ -471,11 +483,11 @@ func overheadPart(ctx context.Context, s settings, bin, root string, res *Result
 	})
 }
 
-// withCluster starts a cluster of n servers with --sync=sync, runs ddl on it, calls fn and stops
-// the cluster, whatever fn returned.
-func withCluster(ctx context.Context, bin, root, name string, n int, sync bool, ddl []string, log io.Writer, fn func(*testCluster) error) error {
-	fmt.Fprintf(log, "perf: starting %d node(s), --sync=%v\n", n, sync)
-	c, err := startCluster(ctx, bin, root, name, n, sync)
+// withCluster starts a cluster of n servers with --sync=sync (and extra as further serve flags),
+// runs ddl on it, calls fn and stops the cluster, whatever fn returned.
+func withCluster(ctx context.Context, bin, root, name string, n int, sync bool, ddl []string, log io.Writer, fn func(*testCluster) error, extra ...string) error {
+	fmt.Fprintf(log, "perf: starting %d node(s), --sync=%v %s\n", n, sync, strings.Join(extra, " "))
+	c, err := startCluster(ctx, bin, root, name, n, sync, extra...)
 	if err != nil {
 		return err
 	}

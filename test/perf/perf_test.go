@@ -511,3 +511,25 @@ func TestAccountingPredictsTheBackgroundFromHotCPU(t *testing.T) {
 		t.Errorf("accounting = %+v, want hot cores 0.145 and predicted %.4f", a, (1.4-0.145)/1.5)
 	}
 }
+
+func TestCounterTargets(t *testing.T) {
+	good := &counterLimitResult{OverLimit: 1.0, MeasuredS: 30, OK: 1500, ByCoordinator: 13000, Counter: 1500, Consistent: true}
+	tests := []struct {
+		name string
+		r    counterLimitResult
+		want bool
+	}{
+		{"held, counter equals the OK answers", *good, true},
+		{"over 1.1 × the limit", func() counterLimitResult { r := *good; r.OverLimit = 1.12; return r }(), false},
+		{"under 0.9 × the limit", func() counterLimitResult { r := *good; r.OverLimit = 0.88; return r }(), false},
+		{"an applied increment answered rate limited", func() counterLimitResult { r := *good; r.Consistent = false; return r }(), false},
+		{"nothing rejected: the limiter was never tried", func() counterLimitResult { r := *good; r.ByCoordinator = 0; return r }(), false},
+	}
+	for _, tt := range tests {
+		r := &counterResult{RF3: &tt.r}
+		ts := r.targets()
+		if len(ts) != 1 || ts[0].Met != tt.want {
+			t.Errorf("%s: targets %+v, want one met=%v", tt.name, ts, tt.want)
+		}
+	}
+}

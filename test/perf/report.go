@@ -78,6 +78,8 @@ type Result struct {
 	LWTOverQuorumWriteLatency float64    `json:"lwt_over_quorum_write_latency"`
 	LWTOverQuorumWriteCPU     float64    `json:"lwt_over_quorum_write_cpu"`
 	LWT                       *lwtResult `json:"lwt,omitempty"`
+	// Counter is the counterlimit part: a hot counter partition under its write limit.
+	Counter *counterResult `json:"counterlimit,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -623,6 +625,9 @@ func (r *Result) writeText(w io.Writer) error {
 	if r.LWT != nil {
 		r.LWT.writeText(&b)
 	}
+	if r.Counter != nil {
+		r.Counter.writeText(&b)
+	}
 	if s.has("levels") && r.Levels != nil {
 		r.Levels.writeText(&b)
 	}
@@ -714,6 +719,9 @@ func (r *Result) targets() []target {
 	}
 	if r.Settings.has("floor") && r.Floor != nil {
 		ts = append(ts, r.Floor.targets()...)
+	}
+	if r.Counter != nil {
+		ts = append(ts, r.Counter.targets()...)
 	}
 	return ts
 }

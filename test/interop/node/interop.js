@@ -675,6 +675,99 @@ class Steps {
       return g === w ? null : `the metadata has types ${g}, want ${w}`;
     });
   }
+  // Counters through prepared statements: UPDATE ... SET n = n + ?, m = m - ?, a counter batch,
+  // read back at QUORUM and ALL (result columns of type counter), INSERT refused, and described
+  // by client.metadata as counter.
+  async counters() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.hits (k text PRIMARY KEY, n counter, m counter)`);
+    const opts = { prepare: true };
+    const upd = `UPDATE ${ks}.hits SET n = n + ?, m = m - ? WHERE k = ?`;
+    for (let i = 1; i <= 5; i++) {
+      await client.execute(upd, [types.Long.fromNumber(i), types.Long.ONE, 'a'], opts);
+    }
+    await client.batch([{ query: upd, params: [types.Long.fromNumber(100), types.Long.fromNumber(10), 'a'] },
+      { query: upd, params: [types.Long.fromNumber(7), types.Long.ZERO, 'b'] }], { prepare: true, counter: true });
+    for (const consistency of [types.consistencies.quorum, types.consistencies.all]) {
+      const res = await client.execute(`SELECT n, m FROM ${ks}.hits WHERE k = ?`, ['a'], { prepare: true, consistency });
+      const codes = res.columns.map((c) => c.type.code).join();
+      check(codes === '5,5', `the result's column types are ${codes}, want 5,5 (counter)`);
+      const r = res.first();
+      check(r && r.n.toString() === '115' && r.m.toString() === '-15', `counter a at ${types.consistencyToString[consistency]} reads ${r && r.n}, ${r && r.m}; want 115, -15`);
+    }
+    const b = (await client.execute(`SELECT n, m FROM ${ks}.hits WHERE k = ?`, ['b'], opts)).first();
+    check(b && b.n.toString() === '7' && b.m.toString() === '0', `counter b reads ${b && b.n}, ${b && b.m}; want 7, 0`);
+    let refused = null;
+    try {
+      await client.execute(`INSERT INTO ${ks}.hits (k, n) VALUES (?, ?)`, ['c', types.Long.ONE], opts);
+    } catch (err) {
+      refused = err;
+    }
+    check(refused && refused.code === types.responseErrorCodes.invalid, `INSERT into a counter table answered ${refused}, want Invalid`);
+    await waitUntil('client.metadata describes the hits table', async () => {
+      const t = await client.metadata.getTable(ks, 'hits');
+      if (!t) {
+        return 'no table hits in the metadata yet';
+      }
+      const got = JSON.stringify(t.columns.map((c) => [c.name, c.type.code === 0x0a ? 0x0d : c.type.code]).sort());
+      const want = JSON.stringify([['k', 0x0d], ['m', 0x05], ['n', 0x05]]);
+      return got === want ? null : `the metadata has columns ${got}, want ${want}`;
+    });
+  }
+
+  // A non-frozen user type column updated field by field (c.phone = ?), beside a map of a frozen
+  // user type, a list of frozen maps and a tuple, all through prepared statements, read back,
+  // and described by client.metadata (getUdt with its frozen<set<text>> field; the column not
+  // frozen, the map's values and the list's elements frozen).
+  async non_frozen_user_types() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TYPE ${ks}.contact (name text, phone text, tags frozen<set<text>>)`);
+    await client.execute(`CREATE TABLE ${ks}.people (k int PRIMARY KEY, c contact, h map<text, frozen<contact>>,
+      n list<frozen<map<text, int>>>, t tuple<int, text>)`);
+    const opts = { prepare: true };
+    await client.execute(`INSERT INTO ${ks}.people (k, c, h, n, t) VALUES (?, ?, ?, ?, ?)`,
+      [1, { name: 'ann', phone: '1', tags: ['x', 'a'] }, { home: { name: 'h', phone: '2', tags: null } }, [{ a: 1 }, { b: 2 }], new types.Tuple(3, 't')], opts);
+    await client.execute(`UPDATE ${ks}.people SET c.phone = ?, c.tags = ? WHERE k = ?`, ['9', ['y'], 1], opts);
+    await client.execute(`UPDATE ${ks}.people SET h[?] = ?, n = n + ?, t = ? WHERE k = ?`,
+      ['work', { name: 'w', phone: null, tags: ['z'] }, [{ c: 3 }], new types.Tuple(4, null), 1], opts);
+    await client.execute(`DELETE c.name FROM ${ks}.people WHERE k = ?`, [1], opts);
+    const res = await client.execute(`SELECT c, h, n, t FROM ${ks}.people WHERE k = ?`, [1], opts);
+    const r = res.first();
+    check(r !== null, 'row 1 of people is missing');
+    const contact = (u) => (u ? [u.name === undefined ? null : u.name, u.phone === undefined ? null : u.phone, [...(u.tags || [])].sort()] : u);
+    const got = JSON.stringify([contact(r.c), Object.keys(r.h || {}).sort().map((k) => [k, contact(r.h[k])]), r.n, r.t.values()]);
+    const want = JSON.stringify([[null, '9', ['y']], [['home', ['h', '2', []]], ['work', ['w', null, ['z']]]], [{ a: 1 }, { b: 2 }, { c: 3 }], [4, null]]);
+    check(got === want, `people reads ${got}, want ${want}`);
+    const col = res.columns[0].type;
+    check(col.code === 0x30 && col.info.name === 'contact', `the result metadata of c is ${JSON.stringify(col)}, want the UDT contact`);
+    await waitUntil('client.metadata describes type contact and table people', async () => {
+      const u = await client.metadata.getUdt(ks, 'contact');
+      if (!u) {
+        return 'no type contact in the metadata yet';
+      }
+      const fields = JSON.stringify(u.fields.map((f) => [f.name, f.type.code === 0x0a ? 0x0d : f.type.code, !!(f.type.options && f.type.options.frozen)]));
+      if (fields !== JSON.stringify([['name', 0x0d, false], ['phone', 0x0d, false], ['tags', 0x22, true]])) {
+        return `type contact has fields ${fields}`;
+      }
+      const t = await client.metadata.getTable(ks, 'people');
+      if (!t) {
+        return 'no table people in the metadata yet';
+      }
+      const frozen = (ti) => !!(ti.options && ti.options.frozen);
+      const cols = {};
+      for (const c of t.columns) {
+        cols[c.name] = c.type;
+      }
+      const shape = JSON.stringify({
+        c: [cols.c.code, frozen(cols.c), cols.c.info && cols.c.info.name],
+        h: [cols.h.code, cols.h.info[1].code, frozen(cols.h.info[1]), cols.h.info[1].info && cols.h.info[1].info.name],
+        n: [cols.n.code, cols.n.info.code, frozen(cols.n.info)],
+        t: [cols.t.code, cols.t.info.map((i) => (i.code === 0x0a ? 0x0d : i.code))],
+      });
+      const wantShape = JSON.stringify({ c: [0x30, false, 'contact'], h: [0x21, 0x30, true, 'contact'], n: [0x20, 0x21, true], t: [0x31, [0x09, 0x0d]] });
+      return shape === wantShape ? null : `table people's columns are ${shape}, want ${wantShape}`;
+    });
+  }
 }
 
 async function main() {
@@ -685,7 +778,7 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'export_by_token_ranges', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'export_by_token_ranges', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections', 'counters', 'non_frozen_user_types'];
   let passed = 0;
   let failed = 0;
   try {

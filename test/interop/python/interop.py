@@ -605,6 +605,96 @@ class Steps:
             return None if types == want_types else "the metadata has types %r, want %r" % (types, want_types)
         wait_until("cluster.metadata describes the colls table", described)
 
+    def counters(self):
+        """Counters through prepared statements: UPDATE ... SET n = n + ?, m = m - ? (markers of
+        type counter in the prepared metadata), a COUNTER batch, read back at QUORUM and ALL
+        (result columns of type counter), and described by cluster.metadata as counter."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.hits (k text PRIMARY KEY, n counter, m counter)" % ks)
+        upd = s.prepare("UPDATE %s.hits SET n = n + ?, m = m - ? WHERE k = ?" % ks)
+        marks = [c.type.typename for c in upd.column_metadata]
+        check(marks[:2] == ["counter", "counter"], "the prepared update's markers are of types %r, want counter, counter first" % (marks,))
+        for i in range(1, 6):
+            s.execute(upd, [i, 1, "a"])
+        batch = BatchStatement(batch_type=BatchType.COUNTER)
+        batch.add(upd, [100, 10, "a"])
+        batch.add(upd, [7, 0, "b"])
+        s.execute(batch)
+        select = s.prepare("SELECT n, m FROM %s.hits WHERE k = ?" % ks)
+        for cl in (ConsistencyLevel.QUORUM, ConsistencyLevel.ALL):
+            bound = select.bind(["a"])
+            bound.consistency_level = cl
+            rs = s.execute(bound)
+            check([t.typename for t in rs.column_types] == ["counter", "counter"], "the result's column types are %r" % (rs.column_types,))
+            row = rs.one()
+            check(row is not None and (row.n, row.m) == (115, -15), "counter a at %s reads %r, want (115, -15)" % (ConsistencyLevel.value_to_name[cl], row))
+        row = s.execute(select, ["b"]).one()
+        check(row is not None and (row.n, row.m) == (7, 0), "counter b reads %r, want (7, 0)" % (row,))
+        try:
+            s.execute(s.prepare("INSERT INTO %s.hits (k, n) VALUES (?, ?)" % ks), ["c", 1])
+        except InvalidRequest:
+            pass
+        else:
+            raise AssertionError("INSERT into a counter table succeeded")
+
+        def described():
+            t = self.cluster.metadata.keyspaces[ks].tables.get("hits")
+            if t is None:
+                return "no table hits in the metadata yet"
+            types = {n: c.cql_type for n, c in t.columns.items()}
+            want = {"k": "text", "n": "counter", "m": "counter"}
+            return None if types == want else "the metadata has types %r, want %r" % (types, want)
+        wait_until("cluster.metadata describes the hits table", described)
+
+    def non_frozen_user_types(self):
+        """A non-frozen user type column updated field by field (c.phone = ?), beside a map of a
+        frozen user type, a list of frozen maps and a tuple, all bound through prepared
+        statements, read back as the registered class, and described by cluster.metadata (the
+        column as contact, not frozen; user_types with its frozen<set<text>> field)."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TYPE %s.contact (name text, phone text, tags frozen<set<text>>)" % ks)
+        s.execute("CREATE TABLE %s.people (k int PRIMARY KEY, c contact, h map<text, frozen<contact>>,"
+                  " n list<frozen<map<text, int>>>, t tuple<int, text>)" % ks)
+
+        class Contact(object):
+            def __init__(self, name=None, phone=None, tags=None):
+                self.name, self.phone, self.tags = name, phone, tags
+
+            def key(self):
+                return (self.name, self.phone, set(self.tags or ()))
+
+        def known():
+            u = self.cluster.metadata.keyspaces[ks].user_types.get("contact")
+            if u is None:
+                return "no type contact in the metadata yet"
+            got = (list(u.field_names), list(u.field_types))
+            return None if got == (["name", "phone", "tags"], ["text", "text", "frozen<set<text>>"]) else "type contact is %r" % (got,)
+        wait_until("cluster.metadata describes type contact", known)
+        self.cluster.register_user_type(ks, "contact", Contact)
+        s.execute(s.prepare("INSERT INTO %s.people (k, c, h, n, t) VALUES (?, ?, ?, ?, ?)" % ks),
+                  [1, Contact("ann", "1", {"x", "a"}), {"home": Contact("h", "2", None)}, [{"a": 1}, {"b": 2}], (3, "t")])
+        s.execute(s.prepare("UPDATE %s.people SET c.phone = ?, c.tags = ? WHERE k = ?" % ks), ["9", {"y"}, 1])
+        s.execute(s.prepare("UPDATE %s.people SET h[?] = ?, n = n + ?, t = ? WHERE k = ?" % ks),
+                  ["work", Contact("w", None, {"z"}), [{"c": 3}], (4, None), 1])
+        s.execute(s.prepare("DELETE c.name FROM %s.people WHERE k = ?" % ks), [1])
+        r = s.execute(s.prepare("SELECT c, h, n, t FROM %s.people WHERE k = ?" % ks), [1]).one()
+        check(r is not None, "row 1 of people is missing")
+        check(isinstance(r.c, Contact) and r.c.key() == (None, "9", {"y"}), "c reads %r, want name None, phone 9, tags {y}" % (vars(r.c) if r.c else r.c,))
+        h = {k: v.key() for k, v in (r.h or {}).items()}
+        check(h == {"home": ("h", "2", set()), "work": ("w", None, {"z"})}, "h reads %r" % (h,))
+        check([dict(m) for m in r.n or ()] == [{"a": 1}, {"b": 2}, {"c": 3}], "n reads %r" % (r.n,))
+        check(tuple(r.t) == (4, None), "t reads %r, want (4, None)" % (r.t,))
+        want_types = {"k": "int", "c": "contact", "h": "map<text, frozen<contact>>", "n": "list<frozen<map<text, int>>>",
+                      "t": "frozen<tuple<int, text>>"}
+
+        def described():
+            t = self.cluster.metadata.keyspaces[ks].tables.get("people")
+            if t is None:
+                return "no table people in the metadata yet"
+            types = {n: c.cql_type for n, c in t.columns.items()}
+            return None if types == want_types else "the metadata has types %r, want %r" % (types, want_types)
+        wait_until("cluster.metadata describes the people table", described)
+
 
 def main():
     if len(sys.argv) != 2:
@@ -616,7 +706,7 @@ def main():
     steps = Steps(cfg)
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.alter_keyspace, steps.schema_export_replays, steps.every_type, steps.paging,
             steps.export_by_token_ranges, steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types, steps.user_type_keys,
-            steps.select_shapes, steps.collections]
+            steps.select_shapes, steps.collections, steps.counters, steps.non_frozen_user_types]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
