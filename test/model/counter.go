@@ -82,7 +82,7 @@ func (m *Model) checkCounters(read *Op) (problems []string, determined bool) {
 			for _, cw := range op.Cells {
 				by := int64(binary.BigEndian.Uint64(cw.Val.Enc))
 				b.hi[cw.Col] += by
-				if op.applied() == acked && definite(t, op.CL, read.CL) {
+				if op.applied() == acked && definiteFor(op, read) {
 					b.lo[cw.Col] += by
 				}
 			}

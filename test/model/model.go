@@ -107,6 +107,16 @@ func definite(t *Table, w, cl client.Consistency) bool {
 	return blockFor(w, all)+blockFor(cl, all) > all
 }
 
+// definiteFor reports whether read must see write w, acknowledged: definite, and across data
+// centers not a local write and a local read coordinated in different data centers (a scan
+// goes through a node of any data center; the others through their partition's home).
+func definiteFor(w, read *Op) bool {
+	if local(w.CL) && local(read.CL) && w.DC != read.DC {
+		return false
+	}
+	return definite(w.Table, w.CL, read.CL)
+}
+
 // Model is the reference: the writes that may have been applied, per partition, in history
 // order. It answers what a read may return by last-write-wins over them.
 type Model struct {
@@ -263,7 +273,6 @@ func (o options) String(t Type, marker bool) string {
 // A write with a TTL that the read finds expired is a tombstone at its timestamp; one it may find
 // expired (see Op.expiry) may be either. read is the SELECT (its Outcome's interval).
 func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
-	cl := read.CL
 	var es []*entry
 	for _, op := range ops {
 		e := entry{ts: op.timestamp(), op: op}
@@ -331,7 +340,7 @@ func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
 		}
 		switch op.applied() {
 		case acked:
-			e.definite = definite(op.Table, op.CL, cl)
+			e.definite = definiteFor(op, read)
 		case maybeLate:
 			e.late = !op.HasTS
 		}

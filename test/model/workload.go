@@ -405,8 +405,11 @@ type Op struct {
 	// for it), not only the first.
 	OrderAll bool
 	Node     int // the coordinator, an index into the cluster's nodes
-	CL       client.Consistency
-	Stmt     string
+	// DC is the coordinator's data center, an index into DataCenters.Names (SetDataCenters); 0
+	// without data centers.
+	DC   int
+	CL   client.Consistency
+	Stmt string
 
 	Outcome Outcome
 }
@@ -419,7 +422,8 @@ func (w *Workload) Next() *Op {
 	w.seq++
 	op.CL = []client.Consistency{client.One, client.Quorum, client.All}[r.IntN(3)]
 	if w.dc != nil {
-		home := w.dc.Nodes[w.Home(op.PK)]
+		op.DC = w.Home(op.PK)
+		home := w.dc.Nodes[op.DC]
 		op.Node = home[r.IntN(len(home))]
 		op.CL = []client.Consistency{client.LocalOne, client.LocalQuorum}[r.IntN(2)]
 	}
