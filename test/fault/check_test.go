@@ -213,3 +213,102 @@ func TestDeletesGeneratesDeletesOnlyOfAcknowledgedInserts(t *testing.T) {
 }
 
 func newTestRand() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
+
+func TestCollectionsCheck(t *testing.T) {
+	k := NewCollections("ks", "t", gocql.Quorum, NewTimestamps(), 2)
+	add := func(key, e int64) Op { return collWrite{t: k.t, k: key, e: e, ts: e} }
+	rm := func(key, e, ts int64) Op { return collWrite{t: k.t, remove: true, k: key, e: e, ts: ts} }
+	read := func(key int64) Op { return collRead{t: k.t, k: key} }
+	val := func(set, list []int64) collValue {
+		v := collValue{S: set, L: list, M: map[int64]int64{}}
+		for _, e := range set {
+			v.M[e] = e
+		}
+		return v
+	}
+	fin := func(at int, rows map[int64]collValue) Final {
+		return Final{Node: 0, CL: gocql.All, At: ms(at), End: ms(at + 10), Rows: rows}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		finals []Final
+		want   counts
+	}{
+		{"clean", []Event{
+			ev(add(1, 10), 0, 0, 5, nil, nil),
+			ev(add(1, 11), 0, 1, 5, nil, nil),
+			ev(rm(1, 10, 20), 1, 6, 8, nil, nil),
+			ev(read(1), 1, 9, 12, val([]int64{11}, []int64{10, 11}), nil),
+		}, []Final{fin(100, map[int64]collValue{1: val([]int64{11}, []int64{10, 11})})}, counts{}},
+		{"a failed addition may be missing or present, a concurrent removal either way", []Event{
+			ev(add(1, 10), 0, 0, 5, nil, errTimeout),
+			ev(add(1, 11), 0, 1, 5, nil, nil),
+			ev(rm(1, 11, 20), 1, 6, 30, nil, errTimeout),
+			ev(read(1), 1, 9, 12, val([]int64{10}, []int64{10, 11}), nil),
+		}, []Final{fin(100, map[int64]collValue{1: val(nil, []int64{11})})}, counts{}},
+		{"stale: an acknowledged element missing from a later read", []Event{
+			ev(add(1, 10), 0, 0, 5, nil, nil),
+			ev(read(1), 1, 6, 8, val(nil, []int64{10}), nil),
+		}, []Final{fin(100, map[int64]collValue{1: val([]int64{10}, []int64{10})})}, counts{stale: 1}},
+		{"lost: a list element missing after the heal", []Event{
+			ev(add(1, 10), 0, 0, 5, nil, nil),
+			ev(add(1, 11), 0, 0, 5, nil, nil),
+		}, []Final{fin(100, map[int64]collValue{1: val([]int64{10, 11}, []int64{11})})}, counts{lost: 1}},
+		{"resurrected: a removed element read again", []Event{
+			ev(add(1, 10), 0, 0, 5, nil, nil),
+			ev(rm(1, 10, 20), 1, 6, 8, nil, nil),
+			ev(read(1), 1, 9, 12, val([]int64{10}, []int64{10}), nil),
+		}, nil, counts{resurrected: 1}},
+		{"unexpected: a list out of order, an element never written", []Event{
+			ev(add(0, 10), 0, 0, 5, nil, nil),
+			ev(add(0, 11), 0, 0, 5, nil, nil),
+			ev(read(0), 1, 9, 12, val([]int64{10, 11}, []int64{11, 10}), nil),
+			ev(read(1), 1, 9, 12, val([]int64{12}, nil), nil),
+		}, nil, counts{unexpected: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if g := got(k.Check(tc.events, tc.finals)); g != tc.want {
+				t.Errorf("got %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+}
+
+func TestCountersCheck(t *testing.T) {
+	k := NewCounters("ks", "t", gocql.Quorum, 2)
+	inc := func(key, by int64) Op { return incOp{t: k.t, k: key, by: by} }
+	read := func(key int64) Op { return readOp{t: k.t, k: key} }
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		finals []Final
+		want   counts
+	}{
+		{"clean: a timed-out increment counted or not, a concurrent one either way", []Event{
+			ev(inc(1, 5), 0, 0, 5, nil, nil),
+			ev(inc(1, 7), 0, 1, 5, nil, errTimeout),
+			ev(inc(1, 2), 0, 7, 15, nil, nil),
+			ev(read(1), 1, 6, 8, rowValue{true, 5}, nil),
+			ev(read(1), 1, 6, 8, rowValue{true, 14}, nil),
+		}, []Final{final(0, 100, map[int64]int64{1: 7})}, counts{}},
+		{"stale: an acknowledged increment missing from a later read", []Event{
+			ev(inc(1, 5), 0, 0, 5, nil, nil),
+			ev(read(1), 1, 6, 8, rowValue{}, nil),
+		}, []Final{final(0, 100, map[int64]int64{1: 5})}, counts{stale: 1}},
+		{"lost: an acknowledged increment missing after the heal", []Event{
+			ev(inc(1, 5), 0, 0, 5, nil, nil),
+			ev(inc(1, 3), 0, 0, 5, nil, nil),
+		}, []Final{final(0, 100, map[int64]int64{1: 5})}, counts{lost: 1}},
+		{"unexpected: an increment counted twice", []Event{
+			ev(inc(1, 5), 0, 0, 5, nil, errTimeout),
+			ev(read(1), 1, 6, 8, rowValue{true, 10}, nil),
+		}, []Final{final(0, 100, map[int64]int64{1: 5})}, counts{unexpected: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if g := got(k.Check(tc.events, tc.finals)); g != tc.want {
+				t.Errorf("got %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+}

@@ -47,7 +47,11 @@
 // coordinator (one gocql session per node, each with that node as its only host): unique
 // inserts, last-write-wins registers (UPDATE ... USING TIMESTAMP, with timestamps that grow in
 // the order the workload makes them), deletes and expiring registers (half their writes USING
-// TTL 2: an expired value, or an older one from under it, must never be read), all at QUORUM. After each fault heals (the
+// TTL 2: an expired value, or an older one from under it, must never be read), non-frozen
+// collections (a set, a map and a list per row: elements added without reading, taken out of
+// the set and the map, checked element by element and the list in order; collections.go) and
+// counters (non-negative increments; a read lies between the sum of the increments acknowledged
+// before it began and the sum of all begun before it ended), all at QUORUM. After each fault heals (the
 // workload still running) and once more at the end, every kind's rows are read back at ALL and
 // at QUORUM through every node. Each kind's Check counts
 // rows lost (an acknowledged write missing after the heal), resurrected (a row read after its

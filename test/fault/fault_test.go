@@ -101,8 +101,12 @@ func kinds() ([]Kind, []int) {
 			NewInserts(Keyspace, "ins_one", gocql.One, ts),
 			NewRegisters(Keyspace, "reg_one", gocql.One, ts, 24),
 			NewExpiring(Keyspace, "exp", gocql.Quorum, ts, 24, 2),
+			NewCollections(Keyspace, "coll", gocql.Quorum, ts, 16),
+			NewCounters(Keyspace, "cnt", gocql.Quorum, 16),
 		},
-		[]int{3, 3, 3, 1, 2, 2}
+		// The kinds at ONE keep at least the share they had before collections and counters
+		// joined (3 of 14), so that the short form still catches the injected bug.
+		[]int{3, 3, 3, 2, 3, 2, 2, 2}
 }
 
 // lwtKinds returns the kinds of lightweight transactions the long form adds: CAS registers

@@ -14,7 +14,7 @@ import (
 )
 
 // Kind is one family of operations of the workload: unique inserts, last-write-wins registers,
-// deletes, expiring registers (TTL); later collections, counters and lightweight transactions. A kind owns its
+// deletes, expiring registers (TTL), collections, counters, lightweight transactions. A kind owns its
 // tables, generates its operations (Generate), runs them (Op.Apply), and judges what it
 // recorded together with the rows read back once the faults healed (Check). Kinds are used by
 // several workers at once: Generate and Apply must be safe for concurrent use.

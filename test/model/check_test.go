@@ -278,4 +278,13 @@ func TestDefiniteAcrossDataCenters(t *testing.T) {
 	if !definite(&Table{RF: 3}, client.Quorum, client.Quorum) || definite(&Table{RF: 3}, client.One, client.Quorum) {
 		t.Error("SimpleStrategy RF 3: QUORUM/QUORUM must be definite and ONE/QUORUM not")
 	}
+	// A scan goes through a node of either data center: a local read in the other data center
+	// than a local write's need not see it; a QUORUM write's it must, from any data center.
+	w := &Op{Table: tb, CL: client.LocalQuorum, DC: 0}
+	if definiteFor(w, &Op{Table: tb, CL: client.LocalQuorum, DC: 1}) || !definiteFor(w, &Op{Table: tb, CL: client.LocalQuorum, DC: 0}) {
+		t.Error("LOCAL_QUORUM write and read: definite must hold in the same data center only")
+	}
+	if !definiteFor(&Op{Table: tb, CL: client.Quorum}, &Op{Table: tb, CL: client.LocalQuorum, DC: 1}) {
+		t.Error("a QUORUM write read at LOCAL_QUORUM in another data center: want definite")
+	}
 }

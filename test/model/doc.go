@@ -35,11 +35,25 @@
 // may see it or not. The final reads at ALL, after the stopped node came back with its hints,
 // check that expired data never reappears.
 //
-// Non-frozen collections. Two tables in three have a set<int> or map<int, int> column, which
-// INSERTs assign, UPDATEs assign, add to, remove from and set elements of (m[k] = v), DELETEs
-// delete whole or by element, and SELECTs read; the model takes each element as a component of
-// its own, last-write-wins element by element, an assignment being a collection tombstone at
-// its timestamp − 1 then its elements (see collection.go).
+// Non-frozen collections. Four tables in five have a set<int>, map<int, int>, list<int> or
+// non-frozen user type column, which INSERTs assign, UPDATEs assign, add to, remove from, append
+// and prepend to, and set elements or fields of (m[k] = v, u.f = v), DELETEs delete whole or by
+// element, and SELECTs read; the model takes each element (a list's by its cell path, a user
+// type's field) as a component of its own, last-write-wins element by element, an assignment
+// being a collection tombstone at its timestamp − 1 then its elements, and checks a list's order
+// (see collection.go). User type values are read only through the Executor: the gRPC API
+// refuses them.
+//
+// Static columns. Half the tables with clustering columns have a static column s int, which
+// INSERTs and UPDATEs of a row may set, and UPDATEs and DELETEs naming the partition key alone
+// set or delete; it is one component per partition that row and range deletions leave, and a
+// whole-partition read of a partition with static values and no row returns one row of them.
+//
+// Counters. Each keyspace has a counter table, whose UPDATEs increment one or two counters by 0
+// to 9 and whose reads are checked by bounds, not by a value (counter.go, checkCounters): a
+// counter lies between the sum of the increments acknowledged at a level W with W + R > RF and
+// the sum of all those that may have been applied. Counter tables take no USING TIMESTAMP, TTL,
+// SERIAL read, BATCH with other writes, TRUNCATE or dropped column.
 //
 // A range DELETE may be a true range tombstone or row tombstones for the rows the server found;
 // the model's answer does not depend on which (see component).

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -104,6 +105,16 @@ func definite(t *Table, w, cl client.Consistency) bool {
 		return blockFor(w, all)-(all-rf)+blockFor(cl, rf) > rf
 	}
 	return blockFor(w, all)+blockFor(cl, all) > all
+}
+
+// definiteFor reports whether read must see write w, acknowledged: definite, and across data
+// centers not a local write and a local read coordinated in different data centers (a scan
+// goes through a node of any data center; the others through their partition's home).
+func definiteFor(w, read *Op) bool {
+	if local(w.CL) && local(read.CL) && w.DC != read.DC {
+		return false
+	}
+	return definite(w.Table, w.CL, read.CL)
 }
 
 // Model is the reference: the writes that may have been applied, per partition, in history
@@ -262,57 +273,62 @@ func (o options) String(t Type, marker bool) string {
 // A write with a TTL that the read finds expired is a tombstone at its timestamp; one it may find
 // expired (see Op.expiry) may be either. read is the SELECT (its Outcome's interval).
 func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
-	cl := read.CL
 	var es []*entry
 	for _, op := range ops {
 		e := entry{ts: op.timestamp(), op: op}
-		switch op.Kind {
-		case Insert, Update:
-			if !rowEqual(op.Row, ck) {
+		if col == staticCol {
+			if !staticEntry(op, &e) {
 				continue
 			}
-			if col < -1 {
-				if !elementEntry(op, -2-col, &e) {
+		} else {
+			switch op.Kind {
+			case Insert, Update:
+				if !rowEqual(op.Row, ck) {
 					continue
 				}
-			} else if col < 0 {
-				if op.Kind != Insert {
-					continue
-				}
-				e.val = []byte{}
-			} else {
-				i := slices.IndexFunc(op.Cells, func(c CellWrite) bool { return c.Col == col })
-				if i < 0 {
-					continue
-				}
-				if v := op.Cells[i].Val; v != nil {
-					e.val = v.Enc
+				if col < -1 {
+					if !elementEntry(op, -2-col, &e) {
+						continue
+					}
+				} else if col < 0 {
+					if op.Kind != Insert {
+						continue
+					}
+					e.val = []byte{}
 				} else {
-					e.tomb = true
+					i := slices.IndexFunc(op.Cells, func(c CellWrite) bool { return c.Col == col })
+					if i < 0 {
+						continue
+					}
+					if v := op.Cells[i].Val; v != nil {
+						e.val = v.Enc
+					} else {
+						e.tomb = true
+					}
 				}
-			}
-		case DeleteCells:
-			if col < -1 && rowEqual(op.Row, ck) && elementEntry(op, -2-col, &e) {
-				break
-			}
-			if col < 0 || !rowEqual(op.Row, ck) || !slices.Contains(op.Cols, col) {
+			case DeleteCells:
+				if col < -1 && rowEqual(op.Row, ck) && elementEntry(op, -2-col, &e) {
+					break
+				}
+				if col < 0 || !rowEqual(op.Row, ck) || !slices.Contains(op.Cols, col) {
+					continue
+				}
+				e.tomb = true
+			case DeleteRow:
+				if !rowEqual(op.Row, ck) {
+					continue
+				}
+				e.tomb = true
+			case DeleteRange:
+				if !op.Table.inRange(op.Range, ck) {
+					continue
+				}
+				e.tomb = true
+			case DeletePartition:
+				e.tomb = true
+			default:
 				continue
 			}
-			e.tomb = true
-		case DeleteRow:
-			if !rowEqual(op.Row, ck) {
-				continue
-			}
-			e.tomb = true
-		case DeleteRange:
-			if !op.Table.inRange(op.Range, ck) {
-				continue
-			}
-			e.tomb = true
-		case DeletePartition:
-			e.tomb = true
-		default:
-			continue
 		}
 		if !e.tomb {
 			switch expired, maybe := op.expiry(read.Outcome.Lo, read.Outcome.Hi); {
@@ -324,7 +340,7 @@ func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
 		}
 		switch op.applied() {
 		case acked:
-			e.definite = definite(op.Table, op.CL, cl)
+			e.definite = definiteFor(op, read)
 		case maybeLate:
 			e.late = !op.HasTS
 		}
@@ -361,6 +377,28 @@ func component(ops []*Op, ck []Val, col int, read *Op, high int64) options {
 		}
 	}
 	return opts
+}
+
+// staticCol is the component of the static column (component ignores the row then).
+const staticCol = math.MinInt32
+
+// staticEntry sets e to what op writes of its partition's static column, and reports whether op
+// writes it at all: only the partition deletion deletes it besides its own writes, never a row
+// or range deletion.
+func staticEntry(op *Op, e *entry) bool {
+	switch {
+	case (op.Kind == Insert || op.Kind == Update) && op.SetStatic:
+		if op.Static == nil {
+			e.tomb = true
+		} else {
+			e.val = op.Static.Enc
+		}
+	case op.Kind == DeleteCells && op.DelStatic, op.Kind == DeletePartition:
+		e.tomb = true
+	default:
+		return false
+	}
+	return true
 }
 
 func rowEqual(a, b []Val) bool {
@@ -430,13 +468,23 @@ type rowState struct {
 	marker options
 	cols   []options // per regular column
 	elems  []options // per element of the collection column (collKeys), if the table has one
+	list   []*listElem
+}
+
+// comps returns the options of every component but the marker.
+func (s *rowState) comps() []options {
+	out := slices.Concat(s.cols, s.elems)
+	for _, e := range s.list {
+		out = append(out, e.opts)
+	}
+	return out
 }
 
 func (s *rowState) mayExist() bool {
 	if s.marker.mayBeLive() {
 		return true
 	}
-	for _, c := range slices.Concat(s.cols, s.elems) {
+	for _, c := range s.comps() {
 		if c.mayBeLive() {
 			return true
 		}
@@ -448,7 +496,7 @@ func (s *rowState) mayBeAbsent() bool {
 	if !s.marker.mayBeDead() {
 		return false
 	}
-	for _, c := range slices.Concat(s.cols, s.elems) {
+	for _, c := range s.comps() {
 		if !c.mayBeDead() {
 			return false
 		}
@@ -460,7 +508,7 @@ func (s *rowState) determined() bool {
 	if len(s.marker) != 1 {
 		return false
 	}
-	for _, c := range slices.Concat(s.cols, s.elems) {
+	for _, c := range s.comps() {
 		if len(c) != 1 {
 			return false
 		}
@@ -477,6 +525,9 @@ func (s *rowState) describe(t *Table) string {
 	for i, c := range s.elems {
 		fmt.Fprintf(&b, "; %s element %d: %s", collName, collKeys[i], c.String(Int, t.Coll == CollSet))
 	}
+	for _, e := range s.list {
+		fmt.Fprintf(&b, "; %s element %d (of #%d): %s", collName, e.key, e.op.Seq, e.opts.String(Int, false))
+	}
 	return b.String()
 }
 
@@ -486,6 +537,9 @@ func (s *rowState) describe(t *Table) string {
 func (m *Model) Check(read *Op) (problems []string, determined bool) {
 	if read.INKeys != nil {
 		return m.checkIn(read)
+	}
+	if read.Table.Counter {
+		return m.checkCounters(read)
 	}
 	t := read.Table
 	ops := m.History(t, read.PK)
@@ -509,7 +563,11 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		for i := range t.Regular {
 			s.cols = append(s.cols, component(ops, ck, i, read, m.high))
 		}
-		if t.Coll != NoColl {
+		switch t.Coll {
+		case NoColl:
+		case CollList:
+			s.list = listElems(ops, ck, read, m.high)
+		default:
 			for i := range collKeys {
 				s.elems = append(s.elems, component(ops, ck, elementCol(i), read, m.high))
 			}
@@ -519,9 +577,18 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		candidates = append(candidates, s)
 	}
 	slices.SortFunc(candidates, func(a, b *rowState) int { return order(a.ck, b.ck) })
+	var static options
+	if t.Static {
+		static = component(ops, nil, staticCol, read, m.high)
+		determined = determined && len(static) == 1
+	}
+	wholePartition := read.Row == nil && len(rg.Prefix) == 0 && rg.Lower == nil && rg.Upper == nil
 
 	npk, nck := len(t.PK), len(t.CK)
 	want := npk + nck + len(read.Cols)
+	if t.Static {
+		want++
+	}
 	if read.SelColl {
 		want++
 	}
@@ -546,6 +613,10 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 			}
 		}
 		if bad {
+			continue
+		}
+		if t.Static && nck > 0 && !slices.ContainsFunc(row[npk:npk+nck], func(v any) bool { return v != nil }) {
+			problems = append(problems, checkStaticRow(t, read, row, static, wholePartition, len(read.Outcome.Rows), ri)...)
 			continue
 		}
 		for i := range npk {
@@ -581,6 +652,9 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		if read.SelColl {
 			problems = append(problems, checkCollection(t, s, row[len(row)-1], rowName)...)
 		}
+		if t.Static {
+			problems = append(problems, checkStatic(static, row[len(cols)], rowName)...)
+		}
 		for j, ci := range read.Cols {
 			v := enc[npk+nck+j]
 			if !s.cols[ci].accepts(v) {
@@ -598,7 +672,50 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 			problems = append(problems, fmt.Sprintf("row (%s) is missing; it must exist: %s", formatRow(t, s.ck), s.describe(t)))
 		}
 	}
+	if t.Static && wholePartition && len(read.Outcome.Rows) == 0 && !static.mayBeDead() {
+		problems = append(problems, fmt.Sprintf("the partition's static row is missing: no row is returned, and %s must be live: %s", staticName, static.String(Int, false)))
+	}
 	return problems, determined
+}
+
+// checkStatic adds the problems of a row's static value v against the static column's options.
+func checkStatic(static options, v any, rowName string) []string {
+	enc, err := encodeResult(Int, v)
+	if err != nil {
+		return []string{fmt.Sprintf("%s column %s: %v", rowName, staticName, err)}
+	}
+	if !static.accepts(enc) {
+		return []string{fmt.Sprintf("%s has %s = %s, want %s", rowName, staticName, formatEnc(Int, enc), static.String(Int, false))}
+	}
+	return nil
+}
+
+// checkStaticRow checks row ri of n, whose clustering columns are all null: the row of a
+// partition that has static values and no row, which a read returns alone, and only when it
+// asks for whole partitions.
+func checkStaticRow(t *Table, read *Op, row []any, static options, wholePartition bool, n, ri int) []string {
+	name := fmt.Sprintf("row %d (static values alone)", ri)
+	var problems []string
+	if !wholePartition {
+		problems = append(problems, name+": returned by a read that restricts the clustering columns")
+	}
+	if n > 1 {
+		problems = append(problems, fmt.Sprintf("%s: returned beside %d other rows; it stands for a partition without rows", name, n-1))
+	}
+	npk, nck := len(t.PK), len(t.CK)
+	for i, v := range row[npk+nck : npk+nck+len(read.Cols)] {
+		if v != nil {
+			problems = append(problems, fmt.Sprintf("%s has %s = %v, want null", name, t.Regular[read.Cols[i]].Name, v))
+		}
+	}
+	if read.SelColl && row[len(row)-1] != nil {
+		problems = append(problems, fmt.Sprintf("%s has %s = %v, want null", name, collName, row[len(row)-1]))
+	}
+	sv := row[npk+nck+len(read.Cols)]
+	if sv == nil {
+		problems = append(problems, name+" has "+staticName+" null: a partition without rows nor static values is not returned")
+	}
+	return append(problems, checkStatic(static, sv, name)...)
 }
 
 func pick(cols []Column, idx []int) []Column {

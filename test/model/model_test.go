@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -142,7 +143,8 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) 
 func evolve(t *testing.T, p *Pool, c *client.Client, seed uint64) {
 	t.Helper()
 	ctx := context.Background()
-	tables := p.W.Tables
+	// Counter tables refuse TRUNCATE and re-adding a dropped counter (docs/cql.md, Counters).
+	tables := slices.DeleteFunc(slices.Clone(p.W.Tables), func(t *Table) bool { return t.Counter })
 	tr := tables[int(seed%uint64(len(tables)))]
 	if err := p.Truncate(ctx, c, tr); err != nil {
 		t.Fatal(err)

@@ -134,12 +134,13 @@ func (p *Pool) runConcurrently(parent context.Context, ops []*Op, target Target)
 // sequential on that worker.
 func batchPartner(q []*Op, paired []bool, i int) int {
 	op := q[i]
-	if batch, _ := batched(op); !batch || !op.Kind.IsWrite() || !direct(op) {
+	// Counter updates go in COUNTER batches alone, which the model does not pair.
+	if batch, _ := batched(op); !batch || !op.Kind.IsWrite() || !direct(op) || op.Table.Counter {
 		return -1
 	}
 	for j := i + 1; j < len(q) && j <= i+8; j++ {
 		o := q[j]
-		if !paired[j] && o.Kind.IsWrite() && partKey(o.Table, o.PK) != partKey(op.Table, op.PK) {
+		if !paired[j] && o.Kind.IsWrite() && !o.Table.Counter && partKey(o.Table, o.PK) != partKey(op.Table, op.PK) {
 			return j
 		}
 	}

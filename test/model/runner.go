@@ -40,6 +40,9 @@ type Stats struct {
 	Errors map[string]int
 	// ErrorSamples holds the first error of each kind.
 	ErrorSamples map[string]string
+	// Features counts the operations sent on collections, static columns and counters by what
+	// they do ("list append", "counter increment"), reads by what they checked ("list read").
+	Features map[string]int
 }
 
 // Add adds o's counts to s.
@@ -61,6 +64,12 @@ func (s *Stats) Add(o Stats) {
 			s.Errors = map[string]int{}
 		}
 		s.Errors[k] += n
+	}
+	for k, n := range o.Features {
+		if s.Features == nil {
+			s.Features = map[string]int{}
+		}
+		s.Features[k] += n
 	}
 	for k, e := range o.ErrorSamples {
 		if s.ErrorSamples == nil {
@@ -99,8 +108,12 @@ func (s Stats) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
 		errs = append(errs, fmt.Sprintf("%s %d", k, s.Errors[k]))
 	}
-	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d of several partitions (IN), %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s)",
-		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.INChecked, s.ReadsFailed, s.NotSent, s.Prepared, s.Batches, strings.Join(errs, ", "))
+	var feats []string
+	for _, k := range slices.Sorted(maps.Keys(s.Features)) {
+		feats = append(feats, fmt.Sprintf("%s %d", k, s.Features[k]))
+	}
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d of several partitions (IN), %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s; sent on collections, static columns and counters: %s)",
+		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.INChecked, s.ReadsFailed, s.NotSent, s.Prepared, s.Batches, strings.Join(errs, ", "), strings.Join(feats, ", "))
 }
 
 // Runner runs a workload's operations one at a time, records writes in the model and checks
@@ -127,7 +140,7 @@ func NewRunner(w *Workload) *Runner { return &Runner{W: w, M: NewModel(w.High)} 
 
 // Setup creates the workload's keyspaces and tables through c, one statement at a time.
 func (r *Runner) Setup(ctx context.Context, c *client.Client) error {
-	stmts := r.W.Keyspaces()
+	stmts := append(r.W.Keyspaces(), r.W.Types()...)
 	for _, t := range r.W.Tables {
 		stmts = append(stmts, t.CreateStatement())
 	}
@@ -193,6 +206,17 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 	var e *shell.Executor
 	if isDirect && direct(op) {
 		e = et.Executor(op.Node)
+	}
+	if op.SelColl && op.Table.Coll == CollUDT && e == nil {
+		// The gRPC API refuses user type values: only a read through the Executor selects them.
+		op.SelColl = false
+		op.Stmt = op.statement()
+	}
+	for _, f := range op.features() {
+		if r.Stats.Features == nil {
+			r.Stats.Features = map[string]int{}
+		}
+		r.Stats.Features[f]++
 	}
 	var partners []*Op // the other writes of op's BATCH
 	if e != nil {
@@ -447,4 +471,46 @@ func (op *Op) Describe() string {
 		ts = fmt.Sprintf(" ts %d", op.timestamp())
 	}
 	return fmt.Sprintf("#%d node %d %v%s: %s → %s", op.Seq, op.Node+1, op.CL, ts, op.Stmt, out)
+}
+
+// features names what op does to collections, static columns and counters, for Stats.Features.
+func (op *Op) features() []string {
+	t := op.Table
+	var out []string
+	if !op.Kind.IsWrite() {
+		switch {
+		case t.Counter:
+			out = append(out, "counter read")
+		case op.Kind == Scan:
+		case op.SelColl:
+			out = append(out, []string{CollSet: "set read", CollMap: "map read", CollList: "list read", CollUDT: "user type read"}[t.Coll])
+		}
+		if t.Static {
+			out = append(out, "static read")
+		}
+		return out
+	}
+	if t.Counter {
+		return []string{"counter increment"}
+	}
+	if c := op.Coll; c != nil {
+		kind := []string{CollSet: "set", CollMap: "map", CollList: "list", CollUDT: "user type"}[t.Coll]
+		what := []string{CollAssign: "assignment", CollAdd: "addition", CollRemove: "removal", CollPut: "element write", CollDelete: "deletion", CollPrepend: "prepend"}[c.Kind]
+		switch {
+		case t.Coll == CollList && c.Kind == CollAdd:
+			what = "append"
+		case t.Coll == CollUDT && c.Kind == CollPut:
+			what = "field write"
+		case c.Kind == CollDelete && c.Keys != nil:
+			what = "element deletion"
+		}
+		out = append(out, kind+" "+what)
+	}
+	if op.SetStatic {
+		out = append(out, "static write")
+	}
+	if op.DelStatic {
+		out = append(out, "static deletion")
+	}
+	return out
 }

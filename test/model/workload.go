@@ -58,6 +58,12 @@ type Table struct {
 	// Coll is the kind of the table's non-frozen collection column (collection.go), NoColl for
 	// none.
 	Coll CollKind
+	// Static: the table has a static column s int (it has clustering columns), one value per
+	// partition (see Op.SetStatic).
+	Static bool
+	// Counter: a counter table, its regular columns counters (Type BigInt, as they read),
+	// incremented by UPDATE with non-negative deltas and checked by bounds (counter.go).
+	Counter bool
 	// ClientTimestamps: every write to the table carries USING TIMESTAMP, drawn from a few
 	// low values, so the order of last-write-wins differs from the order of the history and
 	// ties between different values are common.
@@ -71,7 +77,14 @@ func (t *Table) QName() string { return t.Keyspace + "." + t.Name }
 func (t *Table) CreateStatement() string {
 	var cols []string
 	for _, c := range t.allColumns() {
-		cols = append(cols, c.Name+" "+c.Type.String())
+		typ := c.Type.String()
+		if t.Counter && slices.ContainsFunc(t.Regular, func(r Column) bool { return r.Name == c.Name }) {
+			typ = "counter"
+		}
+		cols = append(cols, c.Name+" "+typ)
+	}
+	if t.Static {
+		cols = append(cols, staticName+" int static")
 	}
 	if t.Coll != NoColl {
 		cols = append(cols, collName+" "+collType(t.Coll))
@@ -177,7 +190,8 @@ func NewWorkload(seed uint64, f Features) *Workload {
 				t.Regular = append(t.Regular, Column{Name: fmt.Sprintf("r%d", j), Type: Type(w.tick % int(numTypes))})
 				w.tick++
 			}
-			t.Coll = CollKind(w.rng.IntN(3))
+			t.Coll = CollKind(w.rng.IntN(int(numCollKinds)))
+			t.Static = len(t.CK) > 0 && w.rng.IntN(2) == 0
 			// A handful of distinct partition keys.
 			seen := map[string]bool{}
 			for range 6 {
@@ -192,8 +206,49 @@ func NewWorkload(seed uint64, f Features) *Workload {
 			}
 			w.Tables = append(w.Tables, t)
 		}
+		w.Tables = append(w.Tables, w.counterTable(ks))
 	}
 	return w
+}
+
+// counterTable returns keyspace ks's counter table: a partition key column, maybe a clustering
+// column, and one or two counters.
+func (w *Workload) counterTable(ks string) *Table {
+	t := &Table{Keyspace: ks, Name: "counts", Counter: true}
+	t.RF = int(ks[len(ks)-1] - '0')
+	t.PK = []Column{{Name: "k0", Type: Type(w.rng.IntN(int(numTypes)))}}
+	if w.rng.IntN(2) == 0 {
+		t.CK = []Column{{Name: "c0", Type: Type(w.rng.IntN(int(numTypes)))}}
+	}
+	for j := range 1 + w.rng.IntN(2) {
+		t.Regular = append(t.Regular, Column{Name: fmt.Sprintf("n%d", j), Type: BigInt})
+	}
+	seen := map[string]bool{}
+	for range 4 {
+		pk := []Val{w.pick(t.PK[0].Type)}
+		if k := valsKey(pk); !seen[k] {
+			seen[k] = true
+			t.Partitions = append(t.Partitions, pk)
+		}
+	}
+	return t
+}
+
+// staticName is the static column's name (Table.Static).
+const staticName = "s"
+
+// Types returns the CREATE TYPE statements of the user type of the CollUDT columns, one in each
+// keyspace that has such a column.
+func (w *Workload) Types() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range w.Tables {
+		if t.Coll == CollUDT && !seen[t.Keyspace] {
+			seen[t.Keyspace] = true
+			out = append(out, fmt.Sprintf("CREATE TYPE %s.%s (%s int, %s int, %s int, %s int)", t.Keyspace, udtType, udtFields[0], udtFields[1], udtFields[2], udtFields[3]))
+		}
+	}
+	return out
 }
 
 // Home is the index of the data center whose nodes coordinate partition pk (SetDataCenters);
@@ -324,6 +379,12 @@ type Op struct {
 	Range Range // DELETE range and SELECT (Row set: a one-row SELECT)
 	Cells []CellWrite
 	Cols  []int // DELETE cells: the columns; SELECT: the regular columns selected
+	// SetStatic: an INSERT or UPDATE writes Static (nil: null) to the static column. An UPDATE
+	// with Row nil writes the static column alone (WHERE names the partition key only).
+	SetStatic bool
+	Static    *Val
+	// DelStatic: a DELETE cells, with Row nil, deletes the static column.
+	DelStatic bool
 	// Coll is the operation on the table's collection column of an INSERT, UPDATE or DELETE
 	// cells; nil for none. SelColl: a SELECT selects the collection column (last).
 	Coll    *CollOp
@@ -344,8 +405,11 @@ type Op struct {
 	// for it), not only the first.
 	OrderAll bool
 	Node     int // the coordinator, an index into the cluster's nodes
-	CL       client.Consistency
-	Stmt     string
+	// DC is the coordinator's data center, an index into DataCenters.Names (SetDataCenters); 0
+	// without data centers.
+	DC   int
+	CL   client.Consistency
+	Stmt string
 
 	Outcome Outcome
 }
@@ -358,7 +422,8 @@ func (w *Workload) Next() *Op {
 	w.seq++
 	op.CL = []client.Consistency{client.One, client.Quorum, client.All}[r.IntN(3)]
 	if w.dc != nil {
-		home := w.dc.Nodes[w.Home(op.PK)]
+		op.DC = w.Home(op.PK)
+		home := w.dc.Nodes[op.DC]
 		op.Node = home[r.IntN(len(home))]
 		op.CL = []client.Consistency{client.LocalOne, client.LocalQuorum}[r.IntN(2)]
 	}
@@ -387,15 +452,38 @@ func (w *Workload) Next() *Op {
 			op.Cells = []CellWrite{{Col: i, Val: &v}}
 		}
 	}
+	staticVal := func() {
+		op.SetStatic = true
+		if r.IntN(8) != 0 {
+			v := w.pick(Int)
+			op.Static = &v
+		}
+	}
+	if t.Counter {
+		w.nextCounter(op, row)
+		op.Stmt = op.statement()
+		return op
+	}
 	switch p := r.IntN(100); {
 	case p < 28:
 		op.Kind, op.Row = Insert, row()
 		cells(0)
 		op.Coll = w.collOp(t, Insert)
+		if t.Static && r.IntN(3) == 0 {
+			staticVal()
+		}
+	case p < 45 && t.Static && r.IntN(4) == 0:
+		op.Kind = Update // the static column alone
+		staticVal()
 	case p < 45:
 		op.Kind, op.Row = Update, row()
 		cells(1)
 		op.Coll = w.collOp(t, Update)
+		if t.Static && r.IntN(3) == 0 {
+			staticVal()
+		}
+	case p < 51 && t.Static && r.IntN(4) == 0:
+		op.Kind, op.DelStatic = DeleteCells, true
 	case p < 51:
 		op.Kind, op.Row = DeleteCells, row()
 		for i := range t.Regular {
@@ -472,8 +560,46 @@ func (w *Workload) Next() *Op {
 	if (op.Kind == Insert || op.Kind == Update) && !op.HasTS && r.IntN(4) == 0 {
 		op.TTL = int32(1 + r.IntN(3))
 	}
+	if op.Coll != nil && t.Coll == CollList {
+		op.Coll.Base = listBase(op.Seq)
+	}
 	op.Stmt = op.statement()
 	return op
+}
+
+// nextCounter makes op an operation on a counter table: an UPDATE incrementing one or both
+// counters of a row by 0 to 9, or a SELECT of a row, the partition or (with IN) several; never
+// with USING TIMESTAMP or TTL, which counters refuse, nor at SERIAL.
+func (w *Workload) nextCounter(op *Op, row func() []Val) {
+	r, t := w.rng, op.Table
+	switch p := r.IntN(100); {
+	case p < 55:
+		op.Kind, op.Row = Update, row()
+		for i := range t.Regular {
+			if r.IntN(2) == 0 || i == len(t.Regular)-1 && len(op.Cells) == 0 {
+				v := bigintVal(r.Int64N(10))
+				op.Cells = append(op.Cells, CellWrite{Col: i, Val: &v})
+			}
+		}
+	case p < 57:
+		op.Kind, op.PK = Scan, nil
+		for i := range t.Regular {
+			op.Cols = append(op.Cols, i)
+		}
+	default:
+		op.Kind = Select
+		if len(t.CK) > 0 && r.IntN(2) == 0 {
+			op.Row = row()
+		}
+		if op.Row == nil && len(t.Partitions) > 1 && r.IntN(4) == 0 {
+			w.inKeys(op)
+		}
+		for i := range t.Regular {
+			if r.IntN(3) != 0 || i == len(t.Regular)-1 && len(op.Cols) == 0 {
+				op.Cols = append(op.Cols, i)
+			}
+		}
+	}
 }
 
 // inKeys makes op a SELECT of 2 or 3 of its table's partitions with IN: each partition key
@@ -554,7 +680,11 @@ func (op *Op) statement() string {
 		for _, i := range op.Cols {
 			cols = append(cols, t.Regular[i])
 		}
-		return fmt.Sprintf("SELECT %s FROM %s", names(cols), t.QName())
+		sel := names(cols)
+		if t.Static {
+			sel += ", " + staticName
+		}
+		return fmt.Sprintf("SELECT %s FROM %s", sel, t.QName())
 	}
 	var where []string
 	for i, c := range t.PK {
@@ -616,6 +746,10 @@ func (op *Op) statement() string {
 			cs = append(cs, t.Regular[cw.Col].Name)
 			vs = append(vs, litOrNull(cw.Val))
 		}
+		if op.SetStatic {
+			cs = append(cs, staticName)
+			vs = append(vs, litOrNull(op.Static))
+		}
 		if c := op.Coll; c != nil {
 			cs = append(cs, collName)
 			vs = append(vs, strings.TrimPrefix(c.setClause(t.Coll), collName+" = "))
@@ -624,7 +758,15 @@ func (op *Op) statement() string {
 	case Update:
 		var set []string
 		for _, cw := range op.Cells {
-			set = append(set, t.Regular[cw.Col].Name+" = "+litOrNull(cw.Val))
+			name := t.Regular[cw.Col].Name
+			if t.Counter {
+				set = append(set, name+" = "+name+" + "+cw.Val.Lit)
+				continue
+			}
+			set = append(set, name+" = "+litOrNull(cw.Val))
+		}
+		if op.SetStatic {
+			set = append(set, staticName+" = "+litOrNull(op.Static))
 		}
 		if op.Coll != nil {
 			set = append(set, op.Coll.setClause(t.Coll))
@@ -636,7 +778,10 @@ func (op *Op) statement() string {
 			cs = append(cs, t.Regular[i].Name)
 		}
 		if op.Coll != nil {
-			cs = append(cs, op.Coll.deleteItem())
+			cs = append(cs, op.Coll.deleteItem(t.Coll))
+		}
+		if op.DelStatic {
+			cs = append(cs, staticName)
 		}
 		return fmt.Sprintf("DELETE %s FROM %s%s WHERE %s", strings.Join(cs, ", "), t.QName(), using, w)
 	case DeleteRow, DeleteRange, DeletePartition:
@@ -647,6 +792,9 @@ func (op *Op) statement() string {
 		cols = append(cols, t.Regular[i])
 	}
 	sel := names(cols)
+	if t.Static {
+		sel += ", " + staticName
+	}
 	if op.SelColl {
 		sel += ", " + collName
 	}
