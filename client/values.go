@@ -28,6 +28,11 @@ type (
 	Set   = schema.Set
 	Map   = schema.Map
 	Tuple = schema.Tuple
+	// UDT is a user-defined type's value: every field of the type in its declared order, a null
+	// field's Value nil.
+	UDT = schema.UDT
+	// UDTField is one field of a UDT.
+	UDTField = schema.UDTField
 	// MapPair is one entry of a Map.
 	MapPair = schema.MapPair
 )
@@ -146,6 +151,17 @@ func decodeValue(v *kvnodepb.Value) (any, error) {
 			m[i] = MapPair{Key: key, Value: val}
 		}
 		return m, nil
+	case *kvnodepb.Value_Udt:
+		fs := k.Udt.GetFields()
+		u := make(UDT, len(fs))
+		for i, f := range fs {
+			val, err := decodeValue(f.GetValue())
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.GetName(), err)
+			}
+			u[i] = UDTField{Name: f.GetName(), Value: val}
+		}
+		return u, nil
 	case *kvnodepb.Value_Duration:
 		d := Duration{Months: k.Duration.GetMonths(), Days: k.Duration.GetDays(), Nanoseconds: k.Duration.GetNanoseconds()}
 		if (d.Months < 0 || d.Days < 0 || d.Nanoseconds < 0) && (d.Months > 0 || d.Days > 0 || d.Nanoseconds > 0) {

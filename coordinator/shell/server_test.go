@@ -199,3 +199,34 @@ func TestErrorStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestServerUserTypes reads frozen and non-frozen user type columns through the gRPC API: every
+// field named, in the type's order, nulls included, and a field update seen.
+func TestServerUserTypes(t *testing.T) {
+	c := newCluster(t, options{})
+	cl := serve(t, c, "n1")
+	ctx := context.Background()
+	for _, stmt := range []string{
+		"CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TYPE ks.addr (street text, zip int)",
+		"CREATE TABLE ks.people (k int PRIMARY KEY, home frozen<addr>, work addr)",
+		"INSERT INTO ks.people (k, home, work) VALUES (1, {street: 'Main'}, {street: 'Mill', zip: 7})",
+		"UPDATE ks.people SET work.zip = 8 WHERE k = 1",
+	} {
+		if _, err := cl.Execute(ctx, client.Quorum, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	cols, rows, err := cl.Query(ctx, client.Quorum, "SELECT home, work FROM ks.people WHERE k = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCols := []client.Column{{Name: "home", Type: "frozen<addr>"}, {Name: "work", Type: "addr"}}
+	wantRows := [][]any{{
+		client.UDT{{Name: "street", Value: "Main"}, {Name: "zip", Value: nil}},
+		client.UDT{{Name: "street", Value: "Mill"}, {Name: "zip", Value: int32(8)}},
+	}}
+	if !reflect.DeepEqual(cols, wantCols) || !reflect.DeepEqual(rows, wantRows) {
+		t.Errorf("user type columns through the client = %v %#v, want %v %#v", cols, rows, wantCols, wantRows)
+	}
+}

@@ -117,7 +117,7 @@ func rowsToProto(r *coordinator.Rows) (*kvnodepb.Rows, error) {
 	}
 	cols := make([]kvnodepb.Column, len(r.Columns))
 	for i, c := range r.Columns {
-		cols[i].Name, cols[i].Type, cols[i].TypeName = c.Name, ColumnType(c.Type), c.Type.String()
+		cols[i].Name, cols[i].Type, cols[i].TypeName = c.Name, ColumnType(c.Type), c.Type.CQL()
 		out.Columns[i] = &cols[i]
 	}
 	prs := make([]kvnodepb.Row, len(r.Values))
@@ -180,7 +180,7 @@ func ColumnType(t schema.Type) kvnodepb.ColumnType {
 	}
 	if kind, _ := t.Params(); kind != schema.NotParametric {
 		if kind == schema.ParamUDT {
-			return kvnodepb.ColumnType_COLUMN_TYPE_UNSPECIFIED // not in the client API yet
+			return kvnodepb.ColumnType_COLUMN_TYPE_UDT
 		}
 		return paramColumnTypes[kind]
 	}
@@ -276,7 +276,7 @@ func setValue(v *kvnodepb.Value, t schema.Type, b []byte) error {
 			return fmt.Errorf("unsupported column type %v", t)
 		}
 		if kind == schema.ParamUDT {
-			return fmt.Errorf("column type %s: user-defined types are not in the gRPC API yet (use CQL)", t.CQL())
+			return setUserType(v, t, b)
 		}
 		return setParam(v, kind, elems, b)
 	}
@@ -340,5 +340,30 @@ func setParam(v *kvnodepb.Value, kind schema.ParamKind, elems []schema.Type, b [
 	} else {
 		v.Kind = &kvnodepb.Value_List{List: vs}
 	}
+	return nil
+}
+
+// setUserType sets v to the user type value b (well-formed: setValue checked it) of type t: every
+// field of the type, a field missing from b's end null, as Cassandra reads a value written before
+// ALTER TYPE ADD.
+func setUserType(v *kvnodepb.Value, t schema.Type, b []byte) error {
+	u, _ := t.UserType()
+	fields := make([]*kvnodepb.UserTypeField, len(u.FieldNames))
+	for i, name := range u.FieldNames {
+		var e []byte
+		if len(b) >= 4 {
+			n := int32(binary.BigEndian.Uint32(b))
+			b = b[4:]
+			if n >= 0 {
+				e, b = b[:n], b[n:]
+			}
+		}
+		x, err := Value(u.FieldTypes[i], e)
+		if err != nil {
+			return fmt.Errorf("field %s: %w", name, err)
+		}
+		fields[i] = &kvnodepb.UserTypeField{Name: name, Value: x}
+	}
+	v.Kind = &kvnodepb.Value_Udt{Udt: &kvnodepb.UserTypeValue{Fields: fields}}
 	return nil
 }

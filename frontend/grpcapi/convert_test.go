@@ -107,3 +107,46 @@ func TestValueOfNewTypes(t *testing.T) {
 		}
 	}
 }
+
+func TestValueOfUserType(t *testing.T) {
+	frozen, err := schema.UserTypeOf("ks", "addr", []string{"street", "zip", "tags"}, []schema.Type{schema.TypeText, schema.TypeInt, schema.TypeSetText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(b, e []byte) []byte {
+		if e == nil {
+			return binary.BigEndian.AppendUint32(b, ^uint32(0))
+		}
+		return append(binary.BigEndian.AppendUint32(b, uint32(len(e))), e...)
+	}
+	text := func(s string) *kvnodepb.Value { return &kvnodepb.Value{Kind: &kvnodepb.Value_Text{Text: s}} }
+	udt := func(street, zip, tags *kvnodepb.Value) *kvnodepb.Value {
+		return &kvnodepb.Value{Kind: &kvnodepb.Value_Udt{Udt: &kvnodepb.UserTypeValue{Fields: []*kvnodepb.UserTypeField{
+			{Name: "street", Value: street}, {Name: "zip", Value: zip}, {Name: "tags", Value: tags},
+		}}}}
+	}
+	tags := &kvnodepb.Value{Kind: &kvnodepb.Value_Set{Set: &kvnodepb.Values{Values: []*kvnodepb.Value{text("a")}}}}
+	for _, tt := range []struct {
+		b    []byte
+		want *kvnodepb.Value
+	}{
+		{field(field(field(nil, []byte("Main")), schema.EncodeInt(7)), schema.EncodeSetText([]string{"a"})),
+			udt(text("Main"), &kvnodepb.Value{Kind: &kvnodepb.Value_Int{Int: 7}}, tags)},
+		// Null fields, and fields missing from the end (a value written before ALTER TYPE ADD).
+		{[]byte{}, udt(&kvnodepb.Value{}, &kvnodepb.Value{}, &kvnodepb.Value{})},
+		{field(nil, []byte("x")), udt(text("x"), &kvnodepb.Value{}, &kvnodepb.Value{})},
+		{field(field(nil, nil), schema.EncodeInt(1)), udt(&kvnodepb.Value{}, &kvnodepb.Value{Kind: &kvnodepb.Value_Int{Int: 1}}, &kvnodepb.Value{})},
+	} {
+		got, err := Value(frozen, tt.b)
+		if err != nil || !proto.Equal(got, tt.want) {
+			t.Errorf("Value(%v, %x) = %v, %v; want %v", frozen, tt.b, got, err, tt.want)
+		}
+	}
+	if ct := ColumnType(frozen); ct != kvnodepb.ColumnType_COLUMN_TYPE_UDT {
+		t.Errorf("ColumnType(%v) = %v, want UDT", frozen, ct)
+	}
+	// A field's bytes that do not fit its type are an error naming the field.
+	if got, err := Value(frozen, field(field(nil, []byte("x")), []byte{1})); err == nil || !strings.Contains(err.Error(), "zip") {
+		t.Errorf("Value with a 1-byte int field = %v, %v; want an error naming zip", got, err)
+	}
+}

@@ -146,6 +146,9 @@ const (
 	ColumnType_COLUMN_TYPE_TUPLE ColumnType = 27
 	// A counter column: its values are bigints.
 	ColumnType_COLUMN_TYPE_COUNTER ColumnType = 28
+	// A user-defined type, frozen or not: Column.type_name gives its name, its values are
+	// UserTypeValues.
+	ColumnType_COLUMN_TYPE_UDT ColumnType = 29
 )
 
 // Enum value maps for ColumnType.
@@ -180,6 +183,7 @@ var (
 		26: "COLUMN_TYPE_MAP",
 		27: "COLUMN_TYPE_TUPLE",
 		28: "COLUMN_TYPE_COUNTER",
+		29: "COLUMN_TYPE_UDT",
 	}
 	ColumnType_value = map[string]int32{
 		"COLUMN_TYPE_UNSPECIFIED":   0,
@@ -211,6 +215,7 @@ var (
 		"COLUMN_TYPE_MAP":           26,
 		"COLUMN_TYPE_TUPLE":         27,
 		"COLUMN_TYPE_COUNTER":       28,
+		"COLUMN_TYPE_UDT":           29,
 	}
 )
 
@@ -339,7 +344,7 @@ func (x SchemaChange_Change) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SchemaChange_Change.Descriptor instead.
 func (SchemaChange_Change) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{14, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{16, 0}
 }
 
 type RateLimitDetail_RejectedBy int32
@@ -390,7 +395,7 @@ func (x RateLimitDetail_RejectedBy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RateLimitDetail_RejectedBy.Descriptor instead.
 func (RateLimitDetail_RejectedBy) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{15, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{17, 0}
 }
 
 // The limit that rejected the operation: the partition's (the table's per_partition_rate_limit,
@@ -442,7 +447,7 @@ func (x RateLimitDetail_Scope) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RateLimitDetail_Scope.Descriptor instead.
 func (RateLimitDetail_Scope) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{15, 1}
+	return file_kvnode_proto_rawDescGZIP(), []int{17, 1}
 }
 
 type FailureDetail_Reason int32
@@ -494,7 +499,7 @@ func (x FailureDetail_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailureDetail_Reason.Descriptor instead.
 func (FailureDetail_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{17, 0}
+	return file_kvnode_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type ExecuteRequest struct {
@@ -830,6 +835,7 @@ type Value struct {
 	//	*Value_Set
 	//	*Value_Map
 	//	*Value_Tuple
+	//	*Value_Udt
 	Kind          isValue_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1115,6 +1121,15 @@ func (x *Value) GetTuple() *Values {
 	return nil
 }
 
+func (x *Value) GetUdt() *UserTypeValue {
+	if x != nil {
+		if x, ok := x.Kind.(*Value_Udt); ok {
+			return x.Udt
+		}
+	}
+	return nil
+}
+
 type isValue_Kind interface {
 	isValue_Kind()
 }
@@ -1242,6 +1257,11 @@ type Value_Tuple struct {
 	Tuple *Values `protobuf:"bytes,27,opt,name=tuple,proto3,oneof"`
 }
 
+type Value_Udt struct {
+	// A user-defined type's value.
+	Udt *UserTypeValue `protobuf:"bytes,28,opt,name=udt,proto3,oneof"`
+}
+
 func (*Value_Text) isValue_Kind() {}
 
 func (*Value_Int) isValue_Kind() {}
@@ -1296,6 +1316,106 @@ func (*Value_Map) isValue_Kind() {}
 
 func (*Value_Tuple) isValue_Kind() {}
 
+func (*Value_Udt) isValue_Kind() {}
+
+// UserTypeValue is a value of a user-defined type: every field of the type, in its declared
+// order; a null field is a Value with no kind.
+type UserTypeValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Fields        []*UserTypeField       `protobuf:"bytes,1,rep,name=fields,proto3" json:"fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserTypeValue) Reset() {
+	*x = UserTypeValue{}
+	mi := &file_kvnode_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserTypeValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserTypeValue) ProtoMessage() {}
+
+func (x *UserTypeValue) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserTypeValue.ProtoReflect.Descriptor instead.
+func (*UserTypeValue) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UserTypeValue) GetFields() []*UserTypeField {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+type UserTypeField struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         *Value                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserTypeField) Reset() {
+	*x = UserTypeField{}
+	mi := &file_kvnode_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserTypeField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserTypeField) ProtoMessage() {}
+
+func (x *UserTypeField) ProtoReflect() protoreflect.Message {
+	mi := &file_kvnode_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserTypeField.ProtoReflect.Descriptor instead.
+func (*UserTypeField) Descriptor() ([]byte, []int) {
+	return file_kvnode_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *UserTypeField) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UserTypeField) GetValue() *Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 type Values struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Values        []*Value               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
@@ -1305,7 +1425,7 @@ type Values struct {
 
 func (x *Values) Reset() {
 	*x = Values{}
-	mi := &file_kvnode_proto_msgTypes[5]
+	mi := &file_kvnode_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1437,7 @@ func (x *Values) String() string {
 func (*Values) ProtoMessage() {}
 
 func (x *Values) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[5]
+	mi := &file_kvnode_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1450,7 @@ func (x *Values) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Values.ProtoReflect.Descriptor instead.
 func (*Values) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{5}
+	return file_kvnode_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Values) GetValues() []*Value {
@@ -1349,7 +1469,7 @@ type MapEntries struct {
 
 func (x *MapEntries) Reset() {
 	*x = MapEntries{}
-	mi := &file_kvnode_proto_msgTypes[6]
+	mi := &file_kvnode_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1481,7 @@ func (x *MapEntries) String() string {
 func (*MapEntries) ProtoMessage() {}
 
 func (x *MapEntries) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[6]
+	mi := &file_kvnode_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1494,7 @@ func (x *MapEntries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapEntries.ProtoReflect.Descriptor instead.
 func (*MapEntries) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{6}
+	return file_kvnode_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MapEntries) GetEntries() []*MapEntry {
@@ -1394,7 +1514,7 @@ type MapEntry struct {
 
 func (x *MapEntry) Reset() {
 	*x = MapEntry{}
-	mi := &file_kvnode_proto_msgTypes[7]
+	mi := &file_kvnode_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1526,7 @@ func (x *MapEntry) String() string {
 func (*MapEntry) ProtoMessage() {}
 
 func (x *MapEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[7]
+	mi := &file_kvnode_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1539,7 @@ func (x *MapEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapEntry.ProtoReflect.Descriptor instead.
 func (*MapEntry) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{7}
+	return file_kvnode_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MapEntry) GetKey() *Value {
@@ -1448,7 +1568,7 @@ type Duration struct {
 
 func (x *Duration) Reset() {
 	*x = Duration{}
-	mi := &file_kvnode_proto_msgTypes[8]
+	mi := &file_kvnode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1580,7 @@ func (x *Duration) String() string {
 func (*Duration) ProtoMessage() {}
 
 func (x *Duration) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[8]
+	mi := &file_kvnode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1593,7 @@ func (x *Duration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Duration.ProtoReflect.Descriptor instead.
 func (*Duration) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{8}
+	return file_kvnode_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Duration) GetMonths() int32 {
@@ -1506,7 +1626,7 @@ type TextList struct {
 
 func (x *TextList) Reset() {
 	*x = TextList{}
-	mi := &file_kvnode_proto_msgTypes[9]
+	mi := &file_kvnode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1638,7 @@ func (x *TextList) String() string {
 func (*TextList) ProtoMessage() {}
 
 func (x *TextList) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[9]
+	mi := &file_kvnode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1651,7 @@ func (x *TextList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextList.ProtoReflect.Descriptor instead.
 func (*TextList) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{9}
+	return file_kvnode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TextList) GetValues() []string {
@@ -1550,7 +1670,7 @@ type TextMap struct {
 
 func (x *TextMap) Reset() {
 	*x = TextMap{}
-	mi := &file_kvnode_proto_msgTypes[10]
+	mi := &file_kvnode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1682,7 @@ func (x *TextMap) String() string {
 func (*TextMap) ProtoMessage() {}
 
 func (x *TextMap) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[10]
+	mi := &file_kvnode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1695,7 @@ func (x *TextMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextMap.ProtoReflect.Descriptor instead.
 func (*TextMap) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{10}
+	return file_kvnode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TextMap) GetEntries() map[string]string {
@@ -1594,7 +1714,7 @@ type BlobMap struct {
 
 func (x *BlobMap) Reset() {
 	*x = BlobMap{}
-	mi := &file_kvnode_proto_msgTypes[11]
+	mi := &file_kvnode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1726,7 @@ func (x *BlobMap) String() string {
 func (*BlobMap) ProtoMessage() {}
 
 func (x *BlobMap) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[11]
+	mi := &file_kvnode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1739,7 @@ func (x *BlobMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobMap.ProtoReflect.Descriptor instead.
 func (*BlobMap) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{11}
+	return file_kvnode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BlobMap) GetEntries() map[string][]byte {
@@ -1639,7 +1759,7 @@ type Row struct {
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_kvnode_proto_msgTypes[12]
+	mi := &file_kvnode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1771,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[12]
+	mi := &file_kvnode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1784,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{12}
+	return file_kvnode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Row) GetValues() []*Value {
@@ -1684,7 +1804,7 @@ type Rows struct {
 
 func (x *Rows) Reset() {
 	*x = Rows{}
-	mi := &file_kvnode_proto_msgTypes[13]
+	mi := &file_kvnode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1816,7 @@ func (x *Rows) String() string {
 func (*Rows) ProtoMessage() {}
 
 func (x *Rows) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[13]
+	mi := &file_kvnode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1829,7 @@ func (x *Rows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rows.ProtoReflect.Descriptor instead.
 func (*Rows) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{13}
+	return file_kvnode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Rows) GetColumns() []*Column {
@@ -1738,7 +1858,7 @@ type SchemaChange struct {
 
 func (x *SchemaChange) Reset() {
 	*x = SchemaChange{}
-	mi := &file_kvnode_proto_msgTypes[14]
+	mi := &file_kvnode_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1870,7 @@ func (x *SchemaChange) String() string {
 func (*SchemaChange) ProtoMessage() {}
 
 func (x *SchemaChange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[14]
+	mi := &file_kvnode_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1883,7 @@ func (x *SchemaChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaChange.ProtoReflect.Descriptor instead.
 func (*SchemaChange) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{14}
+	return file_kvnode_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SchemaChange) GetChange() SchemaChange_Change {
@@ -1812,7 +1932,7 @@ type RateLimitDetail struct {
 
 func (x *RateLimitDetail) Reset() {
 	*x = RateLimitDetail{}
-	mi := &file_kvnode_proto_msgTypes[15]
+	mi := &file_kvnode_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1944,7 @@ func (x *RateLimitDetail) String() string {
 func (*RateLimitDetail) ProtoMessage() {}
 
 func (x *RateLimitDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[15]
+	mi := &file_kvnode_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1957,7 @@ func (x *RateLimitDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimitDetail.ProtoReflect.Descriptor instead.
 func (*RateLimitDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{15}
+	return file_kvnode_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RateLimitDetail) GetKeyspace() string {
@@ -1915,7 +2035,7 @@ type UnavailableDetail struct {
 
 func (x *UnavailableDetail) Reset() {
 	*x = UnavailableDetail{}
-	mi := &file_kvnode_proto_msgTypes[16]
+	mi := &file_kvnode_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2047,7 @@ func (x *UnavailableDetail) String() string {
 func (*UnavailableDetail) ProtoMessage() {}
 
 func (x *UnavailableDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[16]
+	mi := &file_kvnode_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2060,7 @@ func (x *UnavailableDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnavailableDetail.ProtoReflect.Descriptor instead.
 func (*UnavailableDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{16}
+	return file_kvnode_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UnavailableDetail) GetConsistency() Consistency {
@@ -1984,7 +2104,7 @@ type FailureDetail struct {
 
 func (x *FailureDetail) Reset() {
 	*x = FailureDetail{}
-	mi := &file_kvnode_proto_msgTypes[17]
+	mi := &file_kvnode_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2116,7 @@ func (x *FailureDetail) String() string {
 func (*FailureDetail) ProtoMessage() {}
 
 func (x *FailureDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[17]
+	mi := &file_kvnode_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2129,7 @@ func (x *FailureDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailureDetail.ProtoReflect.Descriptor instead.
 func (*FailureDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{17}
+	return file_kvnode_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FailureDetail) GetOp() Op {
@@ -2074,7 +2194,7 @@ type TimeoutDetail struct {
 
 func (x *TimeoutDetail) Reset() {
 	*x = TimeoutDetail{}
-	mi := &file_kvnode_proto_msgTypes[18]
+	mi := &file_kvnode_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2206,7 @@ func (x *TimeoutDetail) String() string {
 func (*TimeoutDetail) ProtoMessage() {}
 
 func (x *TimeoutDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[18]
+	mi := &file_kvnode_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2219,7 @@ func (x *TimeoutDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutDetail.ProtoReflect.Descriptor instead.
 func (*TimeoutDetail) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{18}
+	return file_kvnode_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TimeoutDetail) GetOp() Op {
@@ -2144,7 +2264,7 @@ type TopPartitionsRequest struct {
 
 func (x *TopPartitionsRequest) Reset() {
 	*x = TopPartitionsRequest{}
-	mi := &file_kvnode_proto_msgTypes[19]
+	mi := &file_kvnode_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2276,7 @@ func (x *TopPartitionsRequest) String() string {
 func (*TopPartitionsRequest) ProtoMessage() {}
 
 func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[19]
+	mi := &file_kvnode_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2289,7 @@ func (x *TopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*TopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{19}
+	return file_kvnode_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TopPartitionsRequest) GetKeyspace() string {
@@ -2223,7 +2343,7 @@ type TopPartition struct {
 
 func (x *TopPartition) Reset() {
 	*x = TopPartition{}
-	mi := &file_kvnode_proto_msgTypes[20]
+	mi := &file_kvnode_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2355,7 @@ func (x *TopPartition) String() string {
 func (*TopPartition) ProtoMessage() {}
 
 func (x *TopPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[20]
+	mi := &file_kvnode_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2368,7 @@ func (x *TopPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartition.ProtoReflect.Descriptor instead.
 func (*TopPartition) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{20}
+	return file_kvnode_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TopPartition) GetOp() Op {
@@ -2327,7 +2447,7 @@ type TableTopPartitions struct {
 
 func (x *TableTopPartitions) Reset() {
 	*x = TableTopPartitions{}
-	mi := &file_kvnode_proto_msgTypes[21]
+	mi := &file_kvnode_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2339,7 +2459,7 @@ func (x *TableTopPartitions) String() string {
 func (*TableTopPartitions) ProtoMessage() {}
 
 func (x *TableTopPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[21]
+	mi := &file_kvnode_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2352,7 +2472,7 @@ func (x *TableTopPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableTopPartitions.ProtoReflect.Descriptor instead.
 func (*TableTopPartitions) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{21}
+	return file_kvnode_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TableTopPartitions) GetKeyspace() string {
@@ -2395,7 +2515,7 @@ type TopPartitionsResponse struct {
 
 func (x *TopPartitionsResponse) Reset() {
 	*x = TopPartitionsResponse{}
-	mi := &file_kvnode_proto_msgTypes[22]
+	mi := &file_kvnode_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2527,7 @@ func (x *TopPartitionsResponse) String() string {
 func (*TopPartitionsResponse) ProtoMessage() {}
 
 func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvnode_proto_msgTypes[22]
+	mi := &file_kvnode_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2540,7 @@ func (x *TopPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*TopPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvnode_proto_rawDescGZIP(), []int{22}
+	return file_kvnode_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TopPartitionsResponse) GetTables() []*TableTopPartitions {
@@ -2458,7 +2578,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x06Column\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x15.kvnode.v1.ColumnTypeR\x04type\x12\x1b\n" +
-	"\ttype_name\x18\x03 \x01(\tR\btypeName\"\x88\a\n" +
+	"\ttype_name\x18\x03 \x01(\tR\btypeName\"\xb6\a\n" +
 	"\x05Value\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x12\n" +
 	"\x03int\x18\x02 \x01(\x05H\x00R\x03int\x12\x18\n" +
@@ -2487,8 +2607,14 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x04list\x18\x18 \x01(\v2\x11.kvnode.v1.ValuesH\x00R\x04list\x12%\n" +
 	"\x03set\x18\x19 \x01(\v2\x11.kvnode.v1.ValuesH\x00R\x03set\x12)\n" +
 	"\x03map\x18\x1a \x01(\v2\x15.kvnode.v1.MapEntriesH\x00R\x03map\x12)\n" +
-	"\x05tuple\x18\x1b \x01(\v2\x11.kvnode.v1.ValuesH\x00R\x05tupleB\x06\n" +
-	"\x04kind\"2\n" +
+	"\x05tuple\x18\x1b \x01(\v2\x11.kvnode.v1.ValuesH\x00R\x05tuple\x12,\n" +
+	"\x03udt\x18\x1c \x01(\v2\x18.kvnode.v1.UserTypeValueH\x00R\x03udtB\x06\n" +
+	"\x04kind\"A\n" +
+	"\rUserTypeValue\x120\n" +
+	"\x06fields\x18\x01 \x03(\v2\x18.kvnode.v1.UserTypeFieldR\x06fields\"K\n" +
+	"\rUserTypeField\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
+	"\x05value\x18\x02 \x01(\v2\x10.kvnode.v1.ValueR\x05value\"2\n" +
 	"\x06Values\x12(\n" +
 	"\x06values\x18\x01 \x03(\v2\x10.kvnode.v1.ValueR\x06values\";\n" +
 	"\n" +
@@ -2606,7 +2732,7 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x17CONSISTENCY_EACH_QUORUM\x10\b\x12\x16\n" +
 	"\x12CONSISTENCY_SERIAL\x10\t\x12\x1c\n" +
 	"\x18CONSISTENCY_LOCAL_SERIAL\x10\n" +
-	"*\xcf\x05\n" +
+	"*\xe4\x05\n" +
 	"\n" +
 	"ColumnType\x12\x1b\n" +
 	"\x17COLUMN_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -2638,7 +2764,8 @@ const file_kvnode_proto_rawDesc = "" +
 	"\x0fCOLUMN_TYPE_SET\x10\x19\x12\x13\n" +
 	"\x0fCOLUMN_TYPE_MAP\x10\x1a\x12\x15\n" +
 	"\x11COLUMN_TYPE_TUPLE\x10\x1b\x12\x17\n" +
-	"\x13COLUMN_TYPE_COUNTER\x10\x1c*3\n" +
+	"\x13COLUMN_TYPE_COUNTER\x10\x1c\x12\x13\n" +
+	"\x0fCOLUMN_TYPE_UDT\x10\x1d*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -2660,7 +2787,7 @@ func file_kvnode_proto_rawDescGZIP() []byte {
 }
 
 var file_kvnode_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_kvnode_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_kvnode_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kvnode.v1.Consistency
 	(ColumnType)(0),                 // 1: kvnode.v1.ColumnType
@@ -2674,75 +2801,80 @@ var file_kvnode_proto_goTypes = []any{
 	(*Void)(nil),                    // 9: kvnode.v1.Void
 	(*Column)(nil),                  // 10: kvnode.v1.Column
 	(*Value)(nil),                   // 11: kvnode.v1.Value
-	(*Values)(nil),                  // 12: kvnode.v1.Values
-	(*MapEntries)(nil),              // 13: kvnode.v1.MapEntries
-	(*MapEntry)(nil),                // 14: kvnode.v1.MapEntry
-	(*Duration)(nil),                // 15: kvnode.v1.Duration
-	(*TextList)(nil),                // 16: kvnode.v1.TextList
-	(*TextMap)(nil),                 // 17: kvnode.v1.TextMap
-	(*BlobMap)(nil),                 // 18: kvnode.v1.BlobMap
-	(*Row)(nil),                     // 19: kvnode.v1.Row
-	(*Rows)(nil),                    // 20: kvnode.v1.Rows
-	(*SchemaChange)(nil),            // 21: kvnode.v1.SchemaChange
-	(*RateLimitDetail)(nil),         // 22: kvnode.v1.RateLimitDetail
-	(*UnavailableDetail)(nil),       // 23: kvnode.v1.UnavailableDetail
-	(*FailureDetail)(nil),           // 24: kvnode.v1.FailureDetail
-	(*TimeoutDetail)(nil),           // 25: kvnode.v1.TimeoutDetail
-	(*TopPartitionsRequest)(nil),    // 26: kvnode.v1.TopPartitionsRequest
-	(*TopPartition)(nil),            // 27: kvnode.v1.TopPartition
-	(*TableTopPartitions)(nil),      // 28: kvnode.v1.TableTopPartitions
-	(*TopPartitionsResponse)(nil),   // 29: kvnode.v1.TopPartitionsResponse
-	nil,                             // 30: kvnode.v1.TextMap.EntriesEntry
-	nil,                             // 31: kvnode.v1.BlobMap.EntriesEntry
+	(*UserTypeValue)(nil),           // 12: kvnode.v1.UserTypeValue
+	(*UserTypeField)(nil),           // 13: kvnode.v1.UserTypeField
+	(*Values)(nil),                  // 14: kvnode.v1.Values
+	(*MapEntries)(nil),              // 15: kvnode.v1.MapEntries
+	(*MapEntry)(nil),                // 16: kvnode.v1.MapEntry
+	(*Duration)(nil),                // 17: kvnode.v1.Duration
+	(*TextList)(nil),                // 18: kvnode.v1.TextList
+	(*TextMap)(nil),                 // 19: kvnode.v1.TextMap
+	(*BlobMap)(nil),                 // 20: kvnode.v1.BlobMap
+	(*Row)(nil),                     // 21: kvnode.v1.Row
+	(*Rows)(nil),                    // 22: kvnode.v1.Rows
+	(*SchemaChange)(nil),            // 23: kvnode.v1.SchemaChange
+	(*RateLimitDetail)(nil),         // 24: kvnode.v1.RateLimitDetail
+	(*UnavailableDetail)(nil),       // 25: kvnode.v1.UnavailableDetail
+	(*FailureDetail)(nil),           // 26: kvnode.v1.FailureDetail
+	(*TimeoutDetail)(nil),           // 27: kvnode.v1.TimeoutDetail
+	(*TopPartitionsRequest)(nil),    // 28: kvnode.v1.TopPartitionsRequest
+	(*TopPartition)(nil),            // 29: kvnode.v1.TopPartition
+	(*TableTopPartitions)(nil),      // 30: kvnode.v1.TableTopPartitions
+	(*TopPartitionsResponse)(nil),   // 31: kvnode.v1.TopPartitionsResponse
+	nil,                             // 32: kvnode.v1.TextMap.EntriesEntry
+	nil,                             // 33: kvnode.v1.BlobMap.EntriesEntry
 }
 var file_kvnode_proto_depIdxs = []int32{
 	0,  // 0: kvnode.v1.ExecuteRequest.consistency:type_name -> kvnode.v1.Consistency
-	20, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
-	21, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
+	22, // 1: kvnode.v1.ExecuteResponse.rows:type_name -> kvnode.v1.Rows
+	23, // 2: kvnode.v1.ExecuteResponse.schema_change:type_name -> kvnode.v1.SchemaChange
 	9,  // 3: kvnode.v1.ExecuteResponse.void:type_name -> kvnode.v1.Void
 	1,  // 4: kvnode.v1.Column.type:type_name -> kvnode.v1.ColumnType
-	16, // 5: kvnode.v1.Value.set_text:type_name -> kvnode.v1.TextList
-	16, // 6: kvnode.v1.Value.list_text:type_name -> kvnode.v1.TextList
-	17, // 7: kvnode.v1.Value.map_text_text:type_name -> kvnode.v1.TextMap
-	18, // 8: kvnode.v1.Value.map_text_blob:type_name -> kvnode.v1.BlobMap
-	15, // 9: kvnode.v1.Value.duration:type_name -> kvnode.v1.Duration
-	12, // 10: kvnode.v1.Value.list:type_name -> kvnode.v1.Values
-	12, // 11: kvnode.v1.Value.set:type_name -> kvnode.v1.Values
-	13, // 12: kvnode.v1.Value.map:type_name -> kvnode.v1.MapEntries
-	12, // 13: kvnode.v1.Value.tuple:type_name -> kvnode.v1.Values
-	11, // 14: kvnode.v1.Values.values:type_name -> kvnode.v1.Value
-	14, // 15: kvnode.v1.MapEntries.entries:type_name -> kvnode.v1.MapEntry
-	11, // 16: kvnode.v1.MapEntry.key:type_name -> kvnode.v1.Value
-	11, // 17: kvnode.v1.MapEntry.value:type_name -> kvnode.v1.Value
-	30, // 18: kvnode.v1.TextMap.entries:type_name -> kvnode.v1.TextMap.EntriesEntry
-	31, // 19: kvnode.v1.BlobMap.entries:type_name -> kvnode.v1.BlobMap.EntriesEntry
-	11, // 20: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
-	10, // 21: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
-	19, // 22: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
-	3,  // 23: kvnode.v1.SchemaChange.change:type_name -> kvnode.v1.SchemaChange.Change
-	2,  // 24: kvnode.v1.RateLimitDetail.op:type_name -> kvnode.v1.Op
-	4,  // 25: kvnode.v1.RateLimitDetail.rejected_by:type_name -> kvnode.v1.RateLimitDetail.RejectedBy
-	5,  // 26: kvnode.v1.RateLimitDetail.scope:type_name -> kvnode.v1.RateLimitDetail.Scope
-	0,  // 27: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 28: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
-	0,  // 29: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
-	6,  // 30: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
-	2,  // 31: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
-	0,  // 32: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
-	2,  // 33: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
-	11, // 34: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
-	10, // 35: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
-	27, // 36: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
-	28, // 37: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
-	7,  // 38: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
-	26, // 39: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
-	8,  // 40: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
-	29, // 41: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
-	40, // [40:42] is the sub-list for method output_type
-	38, // [38:40] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	18, // 5: kvnode.v1.Value.set_text:type_name -> kvnode.v1.TextList
+	18, // 6: kvnode.v1.Value.list_text:type_name -> kvnode.v1.TextList
+	19, // 7: kvnode.v1.Value.map_text_text:type_name -> kvnode.v1.TextMap
+	20, // 8: kvnode.v1.Value.map_text_blob:type_name -> kvnode.v1.BlobMap
+	17, // 9: kvnode.v1.Value.duration:type_name -> kvnode.v1.Duration
+	14, // 10: kvnode.v1.Value.list:type_name -> kvnode.v1.Values
+	14, // 11: kvnode.v1.Value.set:type_name -> kvnode.v1.Values
+	15, // 12: kvnode.v1.Value.map:type_name -> kvnode.v1.MapEntries
+	14, // 13: kvnode.v1.Value.tuple:type_name -> kvnode.v1.Values
+	12, // 14: kvnode.v1.Value.udt:type_name -> kvnode.v1.UserTypeValue
+	13, // 15: kvnode.v1.UserTypeValue.fields:type_name -> kvnode.v1.UserTypeField
+	11, // 16: kvnode.v1.UserTypeField.value:type_name -> kvnode.v1.Value
+	11, // 17: kvnode.v1.Values.values:type_name -> kvnode.v1.Value
+	16, // 18: kvnode.v1.MapEntries.entries:type_name -> kvnode.v1.MapEntry
+	11, // 19: kvnode.v1.MapEntry.key:type_name -> kvnode.v1.Value
+	11, // 20: kvnode.v1.MapEntry.value:type_name -> kvnode.v1.Value
+	32, // 21: kvnode.v1.TextMap.entries:type_name -> kvnode.v1.TextMap.EntriesEntry
+	33, // 22: kvnode.v1.BlobMap.entries:type_name -> kvnode.v1.BlobMap.EntriesEntry
+	11, // 23: kvnode.v1.Row.values:type_name -> kvnode.v1.Value
+	10, // 24: kvnode.v1.Rows.columns:type_name -> kvnode.v1.Column
+	21, // 25: kvnode.v1.Rows.rows:type_name -> kvnode.v1.Row
+	3,  // 26: kvnode.v1.SchemaChange.change:type_name -> kvnode.v1.SchemaChange.Change
+	2,  // 27: kvnode.v1.RateLimitDetail.op:type_name -> kvnode.v1.Op
+	4,  // 28: kvnode.v1.RateLimitDetail.rejected_by:type_name -> kvnode.v1.RateLimitDetail.RejectedBy
+	5,  // 29: kvnode.v1.RateLimitDetail.scope:type_name -> kvnode.v1.RateLimitDetail.Scope
+	0,  // 30: kvnode.v1.UnavailableDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 31: kvnode.v1.FailureDetail.op:type_name -> kvnode.v1.Op
+	0,  // 32: kvnode.v1.FailureDetail.consistency:type_name -> kvnode.v1.Consistency
+	6,  // 33: kvnode.v1.FailureDetail.reason:type_name -> kvnode.v1.FailureDetail.Reason
+	2,  // 34: kvnode.v1.TimeoutDetail.op:type_name -> kvnode.v1.Op
+	0,  // 35: kvnode.v1.TimeoutDetail.consistency:type_name -> kvnode.v1.Consistency
+	2,  // 36: kvnode.v1.TopPartition.op:type_name -> kvnode.v1.Op
+	11, // 37: kvnode.v1.TopPartition.partition_key:type_name -> kvnode.v1.Value
+	10, // 38: kvnode.v1.TableTopPartitions.partition_key_columns:type_name -> kvnode.v1.Column
+	29, // 39: kvnode.v1.TableTopPartitions.partitions:type_name -> kvnode.v1.TopPartition
+	30, // 40: kvnode.v1.TopPartitionsResponse.tables:type_name -> kvnode.v1.TableTopPartitions
+	7,  // 41: kvnode.v1.KVNode.Execute:input_type -> kvnode.v1.ExecuteRequest
+	28, // 42: kvnode.v1.KVNode.TopPartitions:input_type -> kvnode.v1.TopPartitionsRequest
+	8,  // 43: kvnode.v1.KVNode.Execute:output_type -> kvnode.v1.ExecuteResponse
+	31, // 44: kvnode.v1.KVNode.TopPartitions:output_type -> kvnode.v1.TopPartitionsResponse
+	43, // [43:45] is the sub-list for method output_type
+	41, // [41:43] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_kvnode_proto_init() }
@@ -2785,6 +2917,7 @@ func file_kvnode_proto_init() {
 		(*Value_Set)(nil),
 		(*Value_Map)(nil),
 		(*Value_Tuple)(nil),
+		(*Value_Udt)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2792,7 +2925,7 @@ func file_kvnode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvnode_proto_rawDesc), len(file_kvnode_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
