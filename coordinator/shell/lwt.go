@@ -41,6 +41,13 @@ type PaxosTransport interface {
 type lwtState struct {
 	mu   sync.Mutex
 	last int64 // the counter of the last ballot this coordinator made
+	// lat holds the latencies of the last len(lat) statements decided (n of them so far), the
+	// p50 and p95 the contention backoff is drawn from (coordinator.ContentionWait).
+	lat [64]time.Duration
+	n   int
+	// lines are the partitions this coordinator runs lightweight transactions on now, each
+	// statement waiting its turn in its partition's line (enter).
+	lines map[casKey]*casLine
 	// rounds counts Paxos rounds begun (prepares sent), rejected the statements a rate limit
 	// rejected before any round (by this coordinator or on the prepare), contended the rounds
 	// lost to a competing ballot.
@@ -88,6 +95,82 @@ func (c lwtCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Rounds), "rounds")
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.RateLimited), "rate_limited")
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Contended), "contended")
+}
+
+// casContentionTimeout bounds a lightweight transaction's Paxos rounds (prepares, proposals and
+// contention backoff; the commit then has the statement's own deadline), as Cassandra 4.1's
+// cas_contention_timeout (1 s) does: a statement that cannot win a round in that time gives up
+// with a CAS write timeout rather than keep contending with the statements that came after it.
+const casContentionTimeout = time.Second
+
+// casKey names a partition of a table.
+type casKey struct {
+	table schema.TableID
+	token int64
+	key   string // the partition key, serialised
+}
+
+// casLine is one partition's line: ch holds the token of the statement running, users counts
+// the statements running or waiting.
+type casLine struct {
+	ch    chan struct{}
+	users int
+}
+
+// enter waits for the partition's turn on this coordinator, or for ctx to end, and returns the
+// function that gives the turn to the next statement. A coordinator runs one lightweight
+// transaction of a partition at a time, the others waiting in line: statements through the
+// same coordinator never duel (each would make the other's ballot lose, over and over), and
+// the partition's contention is between coordinators only.
+func (l *lwtState) enter(ctx context.Context, k casKey) (leave func(), err error) {
+	l.mu.Lock()
+	if l.lines == nil {
+		l.lines = map[casKey]*casLine{}
+	}
+	ln := l.lines[k]
+	if ln == nil {
+		ln = &casLine{ch: make(chan struct{}, 1)}
+		l.lines[k] = ln
+	}
+	ln.users++
+	l.mu.Unlock()
+	out := func() {
+		l.mu.Lock()
+		if ln.users--; ln.users == 0 {
+			delete(l.lines, k)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case ln.ch <- struct{}{}:
+		return func() { <-ln.ch; out() }, nil
+	case <-ctx.Done():
+		out()
+		return nil, ctx.Err()
+	}
+}
+
+// observe records d, how long a statement took to decide, for the contention backoff.
+func (l *lwtState) observe(d time.Duration) {
+	l.mu.Lock()
+	l.lat[l.n%len(l.lat)] = d
+	l.n++
+	l.mu.Unlock()
+}
+
+// latencies returns the median and 95th percentile of the recent decided statements' latencies
+// (zero when none were decided yet).
+func (l *lwtState) latencies() (p50, p95 time.Duration) {
+	var buf [len(lwtState{}.lat)]time.Duration
+	l.mu.Lock()
+	n := copy(buf[:], l.lat[:min(l.n, len(l.lat))])
+	l.mu.Unlock()
+	if n == 0 {
+		return 0, 0
+	}
+	s := buf[:n]
+	slices.Sort(s)
+	return s[n/2], s[min(n-1, n*95/100)]
 }
 
 // nextBallot returns a ballot above every one this coordinator made and above seen.
@@ -274,6 +357,18 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			lim = &replicapb.Limiter{Mode: replicapb.Limiter_ACCOUNT_AND_ENFORCE, Draw: draw, StampUnixNanos: stampNanos(stamp)}
 		}
 	}
+	// The rounds run until cdl, the contention deadline; a chosen proposal's commit until dl.
+	start := e.now()
+	cdl := dl
+	if c := start.Add(casContentionTimeout); c.Before(cdl) {
+		cdl = c
+	}
+	decided := func() { e.lwt.observe(e.now().Sub(start)) }
+	leave, err := e.enterLine(ctx, p, cdl, required)
+	if err != nil {
+		return nil, false, err
+	}
+	defer leave()
 	var (
 		seen    int64
 		mine    []coordinator.Ballot // the ballots this statement proposed its own mutation at
@@ -289,17 +384,17 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 	lost := func() error {
 		attempt++
 		e.lwt.contended.Add(1)
-		return e.backoff(ctx, attempt, dl, p.serialRead, required)
+		return e.backoff(ctx, attempt, cdl, p.serialRead, required)
 	}
 	for {
-		if !e.now().Before(dl) {
+		if !e.now().Before(cdl) {
 			return nil, false, casTimeout(p.serialRead, 0, required)
 		}
 		b := e.nextBallot(seen)
 		e.lwt.rounds.Add(1)
 		first := lim
 		lim = nil // retries are not counted again
-		promises, rows, rejected, highest, perr := e.prepareRound(ctx, pt, p, live, natural, required, b, first, dl)
+		promises, rows, rejected, highest, perr := e.prepareRound(ctx, pt, p, live, natural, required, b, first, cdl)
 		if rejected != nil {
 			e.lwt.rejected.Add(1)
 			return nil, false, e.outcomeErr(*rejected, p.t)
@@ -323,6 +418,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			continue
 		}
 		if len(mine) > 0 && isMine(promises.lastCommittedOrigin()) {
+			decided()
 			return nil, true, nil // an earlier round's own mutation, chosen and committed
 		}
 		if i, ok := coordinator.InProgress(promises.states); ok && !e.lwt.skipCompletion {
@@ -331,11 +427,12 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			if origin.IsZero() {
 				origin = ballotOf(acc.GetBallot())
 			}
-			done, _, err := e.proposeAndCommit(ctx, pt, p, live, required, b, origin, acc.GetMutation(), dl)
+			done, _, err := e.proposeAndCommit(ctx, pt, p, live, required, b, origin, acc.GetMutation(), cdl, dl)
 			if err != nil {
 				return nil, false, err
 			}
 			if done && isMine(origin) {
+				decided()
 				return nil, true, nil // an earlier round's own mutation, completed now
 			}
 			if !done {
@@ -353,14 +450,16 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			return nil, false, err
 		}
 		if m == nil {
+			decided()
 			return rows, false, nil
 		}
 		mine = append(mine, b)
-		done, accepted, err := e.proposeAndCommit(ctx, pt, p, live, required, b, b, m, dl)
+		done, accepted, err := e.proposeAndCommit(ctx, pt, p, live, required, b, b, m, cdl, dl)
 		if err != nil {
 			return nil, false, err
 		}
 		if done {
+			decided()
 			return rows, true, nil
 		}
 		uncertain = uncertain || accepted > 0
@@ -370,11 +469,28 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 	}
 }
 
-// backoff waits before the next round after attempt lost ones, or returns the timeout when the
-// deadline comes first.
+// enterLine waits for the partition's turn on this coordinator (lwtState.enter) until cdl.
+func (e *Executor) enterLine(ctx context.Context, p casPartition, cdl time.Time, required int) (func(), error) {
+	wctx, cancel := context.WithTimeout(ctx, cdl.Sub(e.now())) // cdl is on the executor's clock
+	defer cancel()
+	var keyBuf [64]byte
+	leave, err := e.lwt.enter(wctx, casKey{table: p.t.ID, token: p.token, key: string(partitioner.AppendKey(keyBuf[:0], p.pk))})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, casTimeout(p.serialRead, 0, required)
+	}
+	return leave, nil
+}
+
+// backoff waits before the next round after attempt lost ones (Cassandra 4.1's contention
+// strategy, coordinator.ContentionWait, over this coordinator's recent LWT latencies), or
+// returns the timeout when the deadline would pass first.
 func (e *Executor) backoff(ctx context.Context, attempt int, dl time.Time, serialRead bool, required int) error {
-	d := coordinator.ContentionBackoff(attempt, e.draw())
-	if e.now().Add(d).After(dl) {
+	p50, p95 := e.lwt.latencies()
+	d := coordinator.ContentionWait(attempt, p50, p95, e.draw(), e.draw())
+	if !e.now().Add(d).Before(dl) {
 		return casTimeout(serialRead, 0, required)
 	}
 	return loop.Sleep(ctx, d)
@@ -517,12 +633,12 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// proposeAndCommit proposes m, first proposed at origin, at ballot b and, once required
-// replicas accepted it, commits it at p.commitCL. done is false when a competing ballot kept it
+// proposeAndCommit proposes m, first proposed at origin, at ballot b until cdl and, once
+// required replicas accepted it, commits it at p.commitCL until dl. done is false when a competing ballot kept it
 // from a quorum (the round is lost; the accepted replicas, when there are some, hold it for a
 // later proposer to complete or supersede).
-func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, required int, b, origin coordinator.Ballot, m *replicapb.Mutation, dl time.Time) (done bool, acceptedBy int, err error) {
-	callCtx, cancel := context.WithTimeout(ctx, dl.Sub(e.now())) // dl is on the executor's clock
+func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, required int, b, origin coordinator.Ballot, m *replicapb.Mutation, cdl, dl time.Time) (done bool, acceptedBy int, err error) {
+	callCtx, cancel := context.WithTimeout(ctx, cdl.Sub(e.now())) // cdl is on the executor's clock
 	defer cancel()
 	prop := &replicapb.PaxosProposal{Ballot: ballotProto(b), Mutation: m, Origin: ballotProto(origin)}
 	n := len(live)
@@ -547,7 +663,7 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		return accepted >= required
 	})
 	if accepted < required {
-		if refused > 0 && failed == 0 && refused+accepted == n && ctx.Err() == nil && e.now().Before(dl) {
+		if refused > 0 && failed == 0 && refused+accepted == n && ctx.Err() == nil && e.now().Before(cdl) {
 			return false, accepted, nil
 		}
 		if err := ctx.Err(); err != nil {
