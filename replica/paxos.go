@@ -106,22 +106,33 @@ func (s *Store) loadPaxos(k []byte) (*replicapb.PaxosState, error) {
 	return st, nil
 }
 
-// savePaxos stores st under k, synced: a promise or acceptance must survive a crash.
+// encodePaxos stamps st with now and encodes it.
+func encodePaxos(st *replicapb.PaxosState, now time.Time) ([]byte, error) {
+	st.UpdatedUnixNanos = now.UnixNano()
+	v, err := proto.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("replica: encode paxos state: %w", err)
+	}
+	return v, nil
+}
+
+// savePaxos stores st under k, durable as the store's writes are: synced unless Options.NoSync
+// (as Cassandra writes Paxos state through its commit log like any write), so that with the
+// default a promise or acceptance survives a crash.
 func (s *Store) savePaxos(k []byte, st *replicapb.PaxosState, now time.Time) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	st.UpdatedUnixNanos = now.UnixNano()
-	v, err := proto.Marshal(st)
+	v, err := encodePaxos(st, now)
 	if err != nil {
-		return fmt.Errorf("replica: encode paxos state: %w", err)
+		return err
 	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
 		return errStoreClosed
 	}
-	if err := s.db.Set(k, v, pebble.Sync); err != nil {
+	if err := s.db.Set(k, v, s.writeOpts); err != nil {
 		return fmt.Errorf("replica: store paxos state: %w", err)
 	}
 	return nil
@@ -262,8 +273,8 @@ func (s *Service) PaxosPropose(_ context.Context, req *replicapb.PaxosProposeReq
 }
 
 // PaxosCommit applies a chosen proposal's mutation and records its ballot as the partition's
-// last committed one. A commit older than the one recorded is applied (last-write-wins makes it
-// harmless) but does not move the record back.
+// last committed one, both in one write. A commit older than the one recorded is applied
+// (last-write-wins makes it harmless) but does not move the record back.
 func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error) {
 	p := req.GetProposal()
 	m := p.GetMutation()
@@ -280,15 +291,11 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 	k := paxosKey(t.ID, m.Token, m.PartitionKey)
 	unlock := s.paxosLock(k)
 	defer unlock()
-	if len(m.Rows) > 0 || m.PartitionDeletion != nil || len(m.RangeTombstones) > 0 || m.StaticRow != nil {
-		if err := s.store.guarded(func() error { return s.store.Apply(t, m) }); err != nil {
-			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos commit", t), Message: err.Error()}}, nil
-		}
-	}
 	st, err := s.store.loadPaxos(k)
 	if err != nil {
 		return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
 	}
+	var state []byte // the new state, nil when the record does not move
 	if ballotCmp(p.Ballot, st.Committed) > 0 {
 		st.Committed, st.CommittedOrigin = p.Ballot, p.Origin
 		if st.CommittedOrigin == nil {
@@ -297,6 +304,23 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 		if ballotCmp(st.Accepted.GetBallot(), p.Ballot) <= 0 {
 			st.Accepted = nil // completed: no later proposer needs it
 		}
+		if state, err = encodePaxos(st, s.now()); err != nil {
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
+		}
+	}
+	switch {
+	case len(m.Rows) > 0 || m.PartitionDeletion != nil || len(m.RangeTombstones) > 0 || m.StaticRow != nil:
+		// The mutation and the record in one batch: one write (one sync) per commit, and a
+		// crash keeps both or neither (neither: the proposal stays accepted, in progress, and
+		// the next round completes it).
+		var stateKey []byte
+		if state != nil {
+			stateKey = k
+		}
+		if err := s.store.guarded(func() error { return s.store.applyWith(t, m, stateKey, state) }); err != nil {
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos commit", t), Message: err.Error()}}, nil
+		}
+	case state != nil:
 		if err := s.store.savePaxos(k, st, s.now()); err != nil {
 			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
 		}
