@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -204,6 +205,20 @@ type casPartition struct {
 	serialRead bool
 	// commitCL is the level the commit waits for.
 	commitCL coordinator.Consistency
+	// serial is the Paxos level: coordinator.Serial, or LocalSerial (Paxos over this data
+	// center's replicas when the keyspace places them per data center).
+	serial coordinator.Consistency
+}
+
+// timeout is the error of the partition's lightweight transaction that ran out of time: a
+// write timeout with the CAS write type (or a read timeout for a SERIAL read) at its serial
+// level, acks the acceptances (or promises) received of required.
+func (p casPartition) timeout(acks, required int) error {
+	cl := cmp.Or(p.serial, coordinator.Serial)
+	if p.serialRead {
+		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: cl, Received: acks, Required: required}
+	}
+	return &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: cl, Received: acks, Required: required, CAS: true}
 }
 
 // casPartitionOf is the casPartition of a conditional write to partition pk of t committed at
@@ -221,33 +236,75 @@ func casPartitionOf(t *schema.Table, pk [][]byte, cl coordinator.Consistency) ca
 // mutation to propose (nil: the condition does not hold, nothing is written) and the result.
 type casDecision func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error)
 
+// casGroup is who takes part in the partition's Paxos rounds.
+type casGroup struct {
+	// live are the live natural replicas (the first natural of them) and then the live pending
+	// ones that Paxos runs over; required is how many promises or acceptances make a quorum.
+	live              []coordinator.NodeID
+	natural, required int
+	// remote are the live replicas, natural (the first remoteNatural) then pending, of the other
+	// data centers under LOCAL_SERIAL: outside Paxos, they get the commit.
+	remote        []coordinator.NodeID
+	remoteNatural int
+	// total counts every replica, live or not, natural or pending, of every data center.
+	total int
+}
+
 // casParticipants returns the replicas a round of the partition talks to: the live natural
 // replicas and the pending ones, and how many promises or acceptances make a quorum: a
 // majority of the natural replicas plus every pending one (as Cassandra counts them), so that
-// quorums before and after a range moves intersect.
-func (e *Executor) casParticipants(token int64, rf schema.Replication) (live []coordinator.NodeID, required, natural int, err error) {
+// quorums before and after a range moves intersect. Under LOCAL_SERIAL on a keyspace placed
+// per data center (NetworkTopologyStrategy), as Cassandra 4.1: only this data center's
+// replicas, the others getting the commit alone.
+func (e *Executor) casParticipants(token int64, rf schema.Replication, serial coordinator.Consistency) (casGroup, error) {
 	var replicaBuf [8]coordinator.Replica
 	var pendingBuf [8]coordinator.NodeID
 	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
-	if len(replicas) == 0 {
-		return nil, 0, 0, &coordinator.UnavailableError{Consistency: coordinator.Serial, Live: 0, Required: 1}
-	}
-	required = len(replicas)/2 + 1 + len(pending)
+	cl := cmp.Or(serial, coordinator.Serial)
+	localOnly := serial == coordinator.LocalSerial && len(rf.DataCenters) > 0
+	var g casGroup
+	var nNatural, nPending int
 	for _, r := range replicas {
-		if !r.Down {
-			live = append(live, r.ID)
+		switch {
+		case localOnly && r.DC != 0:
+			if !r.Down {
+				g.remote = append(g.remote, r.ID)
+			}
+		case !r.Down:
+			g.live = append(g.live, r.ID)
+			nNatural++
+		default:
+			nNatural++
 		}
 	}
-	natural = len(live)
+	g.natural, g.remoteNatural = len(g.live), len(g.remote)
+	var localDC string
+	if localOnly {
+		localDC = e.ring.DataCenter(e.localID)
+	}
 	for _, id := range pending {
-		if id == e.localID || e.ring.IsLive(id) {
-			live = append(live, id)
+		live := id == e.localID || e.ring.IsLive(id)
+		switch {
+		case localOnly && e.ring.DataCenter(id) != localDC:
+			if live {
+				g.remote = append(g.remote, id)
+			}
+		case live:
+			g.live = append(g.live, id)
+			nPending++
+		default:
+			nPending++
 		}
 	}
-	if len(live) < required {
-		return nil, 0, 0, &coordinator.UnavailableError{Consistency: coordinator.Serial, Live: len(live), Required: required}
+	if nNatural == 0 {
+		return casGroup{}, &coordinator.UnavailableError{Consistency: cl, Live: 0, Required: 1}
 	}
-	return live, required, natural, nil
+	g.required = nNatural/2 + 1 + nPending
+	g.total = len(replicas) + len(pending)
+	if len(g.live) < g.required {
+		return casGroup{}, &coordinator.UnavailableError{Consistency: cl, Live: len(g.live), Required: g.required}
+	}
+	return g, nil
 }
 
 // prepared is one replica's answer to a prepare.
@@ -283,16 +340,6 @@ func fanOut[T any](ctx context.Context, to []coordinator.NodeID, call func(ctx c
 	}
 }
 
-// casTimeout is the error of a lightweight transaction that ran out of time: a write timeout
-// with the CAS write type (or a read timeout for a SERIAL read), acks the acceptances (or
-// promises) received of required.
-func casTimeout(serialRead bool, acks, required int) error {
-	if serialRead {
-		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: coordinator.Serial, Received: acks, Required: required}
-	}
-	return &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: acks, Required: required, CAS: true}
-}
-
 // runCAS runs Paxos rounds on the partition until one decides: it returns the rows the
 // decision was made on, and whether decide's mutation was chosen and committed (applied). A
 // SERIAL read passes a decide that returns nil. The rate limiter decides once, before the first
@@ -314,10 +361,11 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 				schema.FormatLWT, strings.Join(ids, ", "))}
 		}
 	}
-	live, required, natural, err := e.casParticipants(p.token, rf)
+	g, err := e.casParticipants(p.token, rf, p.serial)
 	if err != nil {
 		return nil, false, err
 	}
+	live, required, natural := g.live, g.required, g.natural
 	op := coordinator.OpWrite
 	if p.serialRead {
 		op = coordinator.OpRead
@@ -340,12 +388,13 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 				// it each coordinator-replica counted only its own rejections, and the
 				// cluster admitted about twice the limit through three coordinators).
 				if e.prop != nil {
-					others := make([]coordinator.NodeID, 0, natural)
+					others := make([]coordinator.NodeID, 0, natural+g.remoteNatural)
 					for _, id := range live[:natural] {
 						if id != e.localID {
 							others = append(others, id)
 						}
 					}
+					others = append(others, g.remote[:g.remoteNatural]...)
 					e.prop.add(others, p.t.ID, p.token, op)
 				}
 				e.lwt.rejected.Add(1)
@@ -355,6 +404,11 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			lim = &replicapb.Limiter{Mode: replicapb.Limiter_ACCOUNT_ONLY, StampUnixNanos: stampNanos(stamp)}
 		} else {
 			lim = &replicapb.Limiter{Mode: replicapb.Limiter_ACCOUNT_AND_ENFORCE, Draw: draw, StampUnixNanos: stampNanos(stamp)}
+		}
+		if e.prop != nil && g.remoteNatural > 0 {
+			// LOCAL_SERIAL: the other data centers' replicas see no prepare; they account
+			// the statement through propagation, as a write's are counted in every one.
+			e.prop.add(g.remote[:g.remoteNatural], p.t.ID, p.token, op)
 		}
 	}
 	// The rounds run until cdl, the contention deadline; a chosen proposal's commit until dl.
@@ -384,11 +438,11 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 	lost := func() error {
 		attempt++
 		e.lwt.contended.Add(1)
-		return e.backoff(ctx, attempt, cdl, p.serialRead, required)
+		return e.backoff(ctx, attempt, cdl, p, required)
 	}
 	for {
 		if !e.now().Before(cdl) {
-			return nil, false, casTimeout(p.serialRead, 0, required)
+			return nil, false, p.timeout(0, required)
 		}
 		b := e.nextBallot(seen)
 		e.lwt.rounds.Add(1)
@@ -427,7 +481,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			if origin.IsZero() {
 				origin = ballotOf(acc.GetBallot())
 			}
-			done, _, err := e.proposeAndCommit(ctx, pt, p, live, required, b, origin, acc.GetMutation(), cdl, dl)
+			done, _, err := e.proposeAndCommit(ctx, pt, p, g, b, origin, acc.GetMutation(), cdl, dl)
 			if err != nil {
 				return nil, false, err
 			}
@@ -443,7 +497,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			continue // prepare again at a new ballot, on the completed state
 		}
 		if uncertain {
-			return nil, false, casTimeout(p.serialRead, 0, required)
+			return nil, false, p.timeout(0, required)
 		}
 		m, err := decide(rows, b)
 		if err != nil {
@@ -454,7 +508,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			return rows, false, nil
 		}
 		mine = append(mine, b)
-		done, accepted, err := e.proposeAndCommit(ctx, pt, p, live, required, b, b, m, cdl, dl)
+		done, accepted, err := e.proposeAndCommit(ctx, pt, p, g, b, b, m, cdl, dl)
 		if err != nil {
 			return nil, false, err
 		}
@@ -479,7 +533,7 @@ func (e *Executor) enterLine(ctx context.Context, p casPartition, cdl time.Time,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, casTimeout(p.serialRead, 0, required)
+		return nil, p.timeout(0, required)
 	}
 	return leave, nil
 }
@@ -487,11 +541,11 @@ func (e *Executor) enterLine(ctx context.Context, p casPartition, cdl time.Time,
 // backoff waits before the next round after attempt lost ones (Cassandra 4.1's contention
 // strategy, coordinator.ContentionWait, over this coordinator's recent LWT latencies), or
 // returns the timeout when the deadline would pass first.
-func (e *Executor) backoff(ctx context.Context, attempt int, dl time.Time, serialRead bool, required int) error {
+func (e *Executor) backoff(ctx context.Context, attempt int, dl time.Time, p casPartition, required int) error {
 	p50, p95 := e.lwt.latencies()
 	d := coordinator.ContentionWait(attempt, p50, p95, e.draw(), e.draw())
 	if !e.now().Add(d).Before(dl) {
-		return casTimeout(serialRead, 0, required)
+		return p.timeout(0, required)
 	}
 	return loop.Sleep(ctx, d)
 }
@@ -608,7 +662,7 @@ func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPar
 		if err := ctx.Err(); err != nil {
 			return nil, nil, nil, 0, err
 		}
-		return nil, nil, nil, 0, casTimeout(p.serialRead, len(ps.states), required)
+		return nil, nil, nil, 0, p.timeout(len(ps.states), required)
 	}
 	if p.serialRead {
 		return &ps, nil, nil, 0, nil // the read follows the prepare (executeSerialSelect)
@@ -637,10 +691,11 @@ func cmpErr(first, err error) error {
 // required replicas accepted it, commits it at p.commitCL until dl. done is false when a competing ballot kept it
 // from a quorum (the round is lost; the accepted replicas, when there are some, hold it for a
 // later proposer to complete or supersede).
-func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, required int, b, origin coordinator.Ballot, m *replicapb.Mutation, cdl, dl time.Time) (done bool, acceptedBy int, err error) {
+func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, g casGroup, b, origin coordinator.Ballot, m *replicapb.Mutation, cdl, dl time.Time) (done bool, acceptedBy int, err error) {
 	callCtx, cancel := context.WithTimeout(ctx, cdl.Sub(e.now())) // cdl is on the executor's clock
 	defer cancel()
 	prop := &replicapb.PaxosProposal{Ballot: ballotProto(b), Mutation: m, Origin: ballotProto(origin)}
+	live, required := g.live, g.required
 	n := len(live)
 	var accepted, refused, failed int
 	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
@@ -669,14 +724,28 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		if err := ctx.Err(); err != nil {
 			return false, accepted, err
 		}
-		return false, accepted, casTimeout(p.serialRead, accepted, required)
+		return false, accepted, p.timeout(accepted, required)
 	}
-	// Chosen. The commit applies it; the statement waits for the commit level's acks.
-	need := coordinator.BlockFor(p.commitCL, n)
-	if p.commitCL == coordinator.Quorum || p.commitCL == coordinator.Serial {
+	// Chosen. The commit applies it on every replica (under LOCAL_SERIAL the other data
+	// centers' too); the statement waits for the commit level's acks.
+	commitTo, counts := live, func(coordinator.NodeID) bool { return true }
+	if len(g.remote) > 0 {
+		commitTo = slices.Concat(live, g.remote)
+	}
+	var need int
+	switch {
+	case p.commitCL.Local(): // this data center's replicas
+		dc := e.ring.DataCenter(e.localID)
+		counts = func(id coordinator.NodeID) bool { return e.ring.DataCenter(id) == dc }
+		need = coordinator.BlockFor(p.commitCL, len(slices.DeleteFunc(slices.Clone(commitTo), func(id coordinator.NodeID) bool { return !counts(id) })))
+	case len(g.remote) > 0:
+		need = coordinator.BlockFor(p.commitCL, g.total)
+	case p.commitCL == coordinator.Quorum:
 		need = required
+	default:
+		need = coordinator.BlockFor(p.commitCL, n)
 	}
-	acks, err := e.commitAll(ctx, pt, live, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
+	acks, err := e.commitAll(ctx, pt, commitTo, counts, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
 	if err != nil {
 		return false, accepted, err
 	}
@@ -684,16 +753,16 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		if err := ctx.Err(); err != nil {
 			return false, accepted, err
 		}
-		return false, accepted, casTimeout(p.serialRead, acks, need)
+		return false, accepted, p.timeout(acks, need)
 	}
 	return true, accepted, nil
 }
 
-// commitAll sends commit to every replica of live and returns once need of them applied it, or
-// every one answered. The calls run detached from the client, as a write's do (a commit must
+// commitAll sends commit to every replica of live and returns once need of those counts
+// accepts applied it, or every one answered. The calls run detached from the client, as a write's do (a commit must
 // reach every replica it can), bounded by dl and by Close; the executor owns them (await's
 // flights).
-func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
+func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
 	rpcCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.Sub(e.now()))
 	f := &flight{cancel: cancel}
 	f.pending.Store(1)
@@ -711,7 +780,7 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 			defer e.wg.Done()
 			defer e.release(f)
 			resp, err := pt.PaxosCommit(rpcCtx, id, commit)
-			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK
+			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && counts(id)
 		}()
 	}
 	acks := 0
@@ -733,13 +802,29 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 	return acks, nil
 }
 
+// serialLevel returns the Paxos level a conditional statement asked for: SERIAL when it did
+// not say, and only SERIAL or LOCAL_SERIAL (Cassandra's error otherwise).
+func serialLevel(cl coordinator.Consistency) (coordinator.Consistency, error) {
+	switch {
+	case cl == 0:
+		return coordinator.Serial, nil
+	case cl.IsSerial():
+		return cl, nil
+	}
+	return 0, &coordinator.InvalidError{Err: fmt.Errorf("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL (got %v as serial consistency)", cl)}
+}
+
 // executeConditional runs a conditional INSERT, UPDATE or DELETE (a lightweight transaction) at
 // commit consistency cl and answers Cassandra's result: the [applied] column, and when not
 // applied the current values (every column of the existing row for IF NOT EXISTS, the
 // condition columns for IF conditions) when the row exists.
 func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
-	if cl == coordinator.Serial {
-		return nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is not supported as conditional update commit consistency; use ONE, QUORUM or ALL (the Paxos round itself always runs at SERIAL)")}
+	if cl.IsSerial() {
+		return nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("%v is not supported as conditional update commit consistency; use ONE, QUORUM or ALL (the Paxos round runs at the serial consistency)", cl)}
+	}
+	serial, err := serialLevel(req.SerialConsistency)
+	if err != nil {
+		return nil, coordinator.Result{}, err
 	}
 	s := e.schema.Schema()
 	now := e.now()
@@ -776,6 +861,7 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 		return t, coordinator.Result{}, err
 	}
 	p := casPartitionOf(t, w.PartitionKey, cl)
+	p.serial = serial
 	token := p.token
 	if len(w.Clustering.Prefix) > 0 {
 		p.read.Filter = &replicapb.ClusteringFilter{Equal: w.Clustering.Prefix}
@@ -880,7 +966,7 @@ func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []sche
 // completes any lightweight transaction in progress there, then the read at QUORUM. The
 // limiter counts it as one read of the partition, on the prepare; the read that follows is
 // not counted again.
-func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, serial coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
 	now := e.now()
 	r, err := s.BindReadAt(st, keyspace, req.Values, now)
@@ -894,14 +980,18 @@ func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, 
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], r.PartitionKey))
 	p := casPartition{
-		t: r.Table, token: token, pk: r.PartitionKey, serialRead: true, commitCL: coordinator.Quorum,
+		t: r.Table, token: token, pk: r.PartitionKey, serialRead: true, commitCL: coordinator.Quorum, serial: serial,
 		read: &replicapb.ReadRequest{TableId: uint64(r.Table.ID), PartitionKey: r.PartitionKey, Token: token, Limit: 1},
 	}
 	dl := deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))
 	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, coordinator.Ballot) (*replicapb.Mutation, error) { return nil, nil }); err != nil {
 		return r.Table, coordinator.Result{}, err
 	}
-	return e.executeSelect(context.WithValue(ctx, serialPreparedKey{}, true), st, keyspace, coordinator.Quorum, req)
+	readCL := coordinator.Quorum
+	if serial == coordinator.LocalSerial {
+		readCL = coordinator.LocalQuorum // the quorum the prepare ran over (all of it without data centers)
+	}
+	return e.executeSelect(context.WithValue(ctx, serialPreparedKey{}, true), st, keyspace, readCL, req)
 }
 
 // serialPreparedKey marks the context of a SERIAL read's QUORUM read, which its prepare counted.

@@ -24,10 +24,14 @@ func hasConditions(stmts []cql.Statement) bool {
 // none does. values(i) are the values statement i's markers bind. The answer is Cassandra's:
 // [applied], and when not applied one row per row the conditions read that exists, with its
 // primary key and the condition columns (every column for IF [NOT] EXISTS).
-func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema, writes []*schema.Write, stmts []cql.Statement, values func(i int) []coordinator.Value, cl coordinator.Consistency, timeout time.Duration) (*schema.Table, coordinator.Result, error) {
+func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema, writes []*schema.Write, stmts []cql.Statement, values func(i int) []coordinator.Value, cl, serial coordinator.Consistency, timeout time.Duration) (*schema.Table, coordinator.Result, error) {
 	t := writes[0].Table
-	if cl == coordinator.Serial {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is not supported as conditional update commit consistency; use ONE, QUORUM or ALL")}
+	if cl.IsSerial() {
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("%v is not supported as conditional update commit consistency; use ONE, QUORUM or ALL", cl)}
+	}
+	serial, err := serialLevel(serial)
+	if err != nil {
+		return t, coordinator.Result{}, err
 	}
 	if err := e.authorizeWrites(ctx, writes); err != nil {
 		return t, coordinator.Result{}, err
@@ -69,6 +73,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 	}
 	pk := writes[0].PartitionKey
 	p := casPartitionOf(t, pk, cl)
+	p.serial = serial
 	token := p.token
 	current := make([]*coordinator.ClusteredRow, len(writes)) // each statement's row, nil when absent
 	decide := func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error) {

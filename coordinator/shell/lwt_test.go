@@ -413,3 +413,68 @@ func TestConditionalOneCoordinatorNoDuel(t *testing.T) {
 		t.Errorf("LWTStats %+v (before %+v): %d rounds lost to contention through one coordinator, want none", st, before, st.Contended-before.Contended)
 	}
 }
+
+// TestLocalSerialAcrossDataCenters: n1 and n2 in dc1, n3 and n4 in dc2, a keyspace placed per
+// data center with two replicas in each. LOCAL_SERIAL runs Paxos over dc1's replicas alone, so
+// with dc2 down a conditional write and a read at LOCAL_SERIAL through n1 succeed where SERIAL
+// (3 of 4) is Unavailable; with dc2 up the commit reaches its replicas too. On a SimpleStrategy
+// keyspace LOCAL_SERIAL is SERIAL. A serial consistency that is not serial is refused.
+func TestLocalSerialAcrossDataCenters(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2", "n3", "n4"},
+		dcs: map[coordinator.NodeID]string{"n1": "dc1", "n2": "dc1", "n3": "dc2", "n4": "dc2"}})
+	c.must("CREATE KEYSPACE nts WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}",
+		"CREATE TABLE nts.t (k int PRIMARY KEY, v int)",
+		"CREATE KEYSPACE simple WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 4}",
+		"CREATE TABLE simple.t (k int PRIMARY KEY, v int)")
+	cas := func(serial, cl coordinator.Consistency, stmt string) (coordinator.Result, error) {
+		return c.executors["n1"].Execute(context.Background(), coordinator.Statement{Text: stmt, Consistency: cl, SerialConsistency: serial})
+	}
+	// Every node up: the commit of a LOCAL_SERIAL write reaches dc2.
+	if res, err := cas(coordinator.LocalSerial, coordinator.Quorum, "INSERT INTO nts.t (k, v) VALUES (1, 1) IF NOT EXISTS"); err != nil || !slices.Equal(formatRows(res.Rows), []string{"true"}) {
+		t.Fatalf("LOCAL_SERIAL insert with every node up: %v, %v", rowsOf(res), err)
+	}
+	c.settle()
+	for _, node := range []coordinator.NodeID{"n3", "n4"} {
+		if got := c.localRows(node, "SELECT v FROM nts.t WHERE k = 1"); !slices.Equal(got, []string{"1"}) {
+			t.Errorf("%s (dc2) holds %q after a LOCAL_SERIAL insert through dc1, want the row", node, got)
+		}
+	}
+	c.ring.setDown("n3", "n4")
+	for _, tc := range []struct {
+		serial, cl coordinator.Consistency
+		unavailable bool
+	}{
+		{coordinator.LocalSerial, coordinator.LocalQuorum, false},
+		{coordinator.LocalSerial, coordinator.One, false},
+		{coordinator.Serial, coordinator.LocalQuorum, true},
+		{0, coordinator.LocalQuorum, true}, // SERIAL when not said
+	} {
+		res, err := cas(tc.serial, tc.cl, "UPDATE nts.t SET v = 2 WHERE k = 1 IF v = 1")
+		switch {
+		case tc.unavailable && !isUnavailable(err):
+			t.Errorf("conditional update at serial %v, commit %v, dc2 down: %v, %v; want Unavailable", tc.serial, tc.cl, rowsOf(res), err)
+		case !tc.unavailable && (err != nil || !slices.Equal(formatRows(res.Rows), []string{"true"})):
+			t.Errorf("conditional update at serial %v, commit %v, dc2 down: %v, %v; want applied", tc.serial, tc.cl, formatRows(res.Rows), err)
+		}
+		if !tc.unavailable {
+			c.must() // let the commit settle
+			if _, err := cas(tc.serial, tc.cl, "UPDATE nts.t SET v = 1 WHERE k = 1 IF v = 2"); err != nil {
+				t.Fatalf("conditional update back at %v: %v", tc.serial, err)
+			}
+		}
+	}
+	if got, err := c.query("n1", coordinator.LocalSerial, "SELECT v FROM nts.t WHERE k = 1"); err != nil || !slices.Equal(got, []string{"1"}) {
+		t.Errorf("LOCAL_SERIAL read through n1 with dc2 down = %q, %v; want the row", got, err)
+	}
+	if _, err := c.query("n1", coordinator.Serial, "SELECT v FROM nts.t WHERE k = 1"); !isUnavailable(err) {
+		t.Errorf("SERIAL read through n1 with dc2 down: %v, want Unavailable", err)
+	}
+	// SimpleStrategy: LOCAL_SERIAL is SERIAL, over all four replicas.
+	if _, err := cas(coordinator.LocalSerial, coordinator.One, "INSERT INTO simple.t (k, v) VALUES (1, 1) IF NOT EXISTS"); !isUnavailable(err) {
+		t.Errorf("LOCAL_SERIAL insert into a SimpleStrategy keyspace with 2 of 4 replicas down: %v, want Unavailable", err)
+	}
+	c.ring.setDown()
+	if _, err := cas(coordinator.Quorum, coordinator.One, "INSERT INTO nts.t (k, v) VALUES (2, 1) IF NOT EXISTS"); err == nil || !strings.Contains(err.Error(), "Must be one of SERIAL or LOCAL_SERIAL") {
+		t.Errorf("serial consistency QUORUM: %v, want Cassandra's refusal", err)
+	}
+}
