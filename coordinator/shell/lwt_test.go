@@ -441,7 +441,7 @@ func TestLocalSerialAcrossDataCenters(t *testing.T) {
 	}
 	c.ring.setDown("n3", "n4")
 	for _, tc := range []struct {
-		serial, cl coordinator.Consistency
+		serial, cl  coordinator.Consistency
 		unavailable bool
 	}{
 		{coordinator.LocalSerial, coordinator.LocalQuorum, false},
