@@ -35,9 +35,6 @@ func (s *Schema) BindConditions(stmt cql.Statement, t *Table, values []BindValue
 		if col.Kind != RegularColumn {
 			return nil, fmt.Errorf("%s column %s cannot have IF conditions", col.Kind, cql.QuoteIdent(col.Name))
 		}
-		if col.Static {
-			return nil, fmt.Errorf("IF conditions on static column %s are not supported", cql.QuoteIdent(col.Name))
-		}
 		cond := Condition{Column: col, Op: x.Op}
 		switch {
 		case !x.IsIn():

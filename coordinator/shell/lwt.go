@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/internal/loop"
@@ -234,7 +235,9 @@ func casPartitionOf(t *schema.Table, pk [][]byte, cl coordinator.Consistency) ca
 
 // casDecision is what a conditional statement makes of the partition's current rows: the
 // mutation to propose (nil: the condition does not hold, nothing is written) and the result.
-type casDecision func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error)
+// static is the partition's reconciled static row (nil: none, or a table without static
+// columns).
+type casDecision func(rows []coordinator.ClusteredRow, static *cell.Row, b coordinator.Ballot) (*replicapb.Mutation, error)
 
 // casGroup is who takes part in the partition's Paxos rounds.
 type casGroup struct {
@@ -448,7 +451,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 		e.lwt.rounds.Add(1)
 		first := lim
 		lim = nil // retries are not counted again
-		promises, rows, rejected, highest, perr := e.prepareRound(ctx, pt, p, live, natural, required, b, first, cdl)
+		promises, rows, static, rejected, highest, perr := e.prepareRound(ctx, pt, p, live, natural, required, b, first, cdl)
 		if rejected != nil {
 			e.lwt.rejected.Add(1)
 			return nil, false, e.outcomeErr(*rejected, p.t)
@@ -499,7 +502,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 		if uncertain {
 			return nil, false, p.timeout(0, required)
 		}
-		m, err := decide(rows, b)
+		m, err := decide(rows, static, b)
 		if err != nil {
 			return nil, false, err
 		}
@@ -599,7 +602,7 @@ func (ps *promiseSet) lastCommittedOrigin() coordinator.Ballot {
 // the promises and the partition's rows reconciled over them; nil promises when a competing
 // ballot outvoted b (highest is the highest ballot counter seen); rejected when the limiter's
 // rejections (lim, the first round's) made the quorum unreachable.
-func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, natural, required int, b coordinator.Ballot, lim *replicapb.Limiter, dl time.Time) (*promiseSet, []coordinator.ClusteredRow, *coordinator.RateLimited, int64, error) {
+func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, natural, required int, b coordinator.Ballot, lim *replicapb.Limiter, dl time.Time) (*promiseSet, []coordinator.ClusteredRow, *cell.Row, *coordinator.RateLimited, int64, error) {
 	callCtx, cancel := context.WithTimeout(ctx, dl.Sub(e.now())) // dl is on the executor's clock
 	defer cancel()
 	var (
@@ -653,30 +656,33 @@ func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPar
 		if p.serialRead {
 			rl.Op, rl.Limit = coordinator.OpRead, p.t.Limit(coordinator.OpRead)
 		}
-		return nil, nil, &rl, 0, nil
+		return nil, nil, nil, &rl, 0, nil
 	case refused > 0:
-		return nil, nil, nil, highest, nil
+		return nil, nil, nil, nil, highest, nil
 	case failed > n-required:
-		return nil, nil, nil, 0, &coordinator.FailureError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: len(ps.states), Required: required, Failures: failed, Err: firstErr}
+		return nil, nil, nil, nil, 0, &coordinator.FailureError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: len(ps.states), Required: required, Failures: failed, Err: firstErr}
 	default:
 		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, 0, err
+			return nil, nil, nil, nil, 0, err
 		}
-		return nil, nil, nil, 0, p.timeout(len(ps.states), required)
+		return nil, nil, nil, nil, 0, p.timeout(len(ps.states), required)
 	}
 	if p.serialRead {
-		return &ps, nil, nil, 0, nil // the read follows the prepare (executeSerialSelect)
+		return &ps, nil, nil, nil, 0, nil // the read follows the prepare (executeSerialSelect)
 	}
 	m := coordinator.NewMerger(p.t, 0, false, e.now().Unix())
-	for _, r := range reads {
-		if err := addAnswer(m, p.t, coordinator.Response{From: r.from, Payload: r.resp.GetRead()}, 0); err != nil {
-			return nil, nil, nil, 0, err
+	resps := make([]coordinator.Response, len(reads))
+	for i, r := range reads {
+		resps[i] = coordinator.Response{From: r.from, Payload: r.resp.GetRead()}
+		if err := addAnswer(m, p.t, resps[i], 0); err != nil {
+			return nil, nil, nil, nil, 0, err
 		}
 	}
 	if need := m.Merge(); len(need) > 0 {
-		return nil, nil, nil, 0, fmt.Errorf("coordinator: lightweight transaction's read of %s stopped early at a replica", p.t.QualifiedName())
+		return nil, nil, nil, nil, 0, fmt.Errorf("coordinator: lightweight transaction's read of %s stopped early at a replica", p.t.QualifiedName())
 	}
-	return &ps, m.Result().Rows, nil, 0, nil
+	rec := m.Result()
+	return &ps, rec.Rows, readStatic(p.t, resps, &rec), nil, 0, nil
 }
 
 // cmpErr keeps the first error.
@@ -840,8 +846,20 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 	if err != nil {
 		return t, coordinator.Result{}, invalid(st, err)
 	}
-	if !w.Clustering.IsRow(t) {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Pos: cql.ConditionsOf(st).IfPos, Err: errors.New("a conditional statement must restrict every PRIMARY KEY column with = (it reads and writes one row)")}
+	c := cql.ConditionsOf(st)
+	// staticOnly: a write of static columns alone that restricts the partition key only; its
+	// conditions (IF EXISTS and IF NOT EXISTS too) are on the partition's static row.
+	staticOnly := staticWrite(t, w)
+	switch {
+	case staticOnly:
+		for _, cond := range conds {
+			if !cond.Column.Static {
+				return t, coordinator.Result{}, &coordinator.InvalidError{Pos: c.IfPos, Err: fmt.Errorf("Invalid restriction on clustering column %s since the %s statement modifies only static columns (its IF condition on %s needs the row's whole PRIMARY KEY)",
+					cql.QuoteIdent(t.Clustering[0].Name), schema.StatementName(st), cql.QuoteIdent(cond.Column.Name))}
+			}
+		}
+	case !w.Clustering.IsRow(t):
+		return t, coordinator.Result{}, &coordinator.InvalidError{Pos: c.IfPos, Err: errors.New("a conditional statement must restrict every PRIMARY KEY column with = (it reads and writes one row), or only the partition key when it writes static columns alone")}
 	}
 	if err := e.checkFormat(st, w); err != nil {
 		return t, coordinator.Result{}, err
@@ -863,17 +881,20 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 	p := casPartitionOf(t, w.PartitionKey, cl)
 	p.serial = serial
 	token := p.token
-	if len(w.Clustering.Prefix) > 0 {
+	switch {
+	case staticOnly:
+		p.read.Limit = 1 // the static row is all it needs; every answer carries it
+	case len(w.Clustering.Prefix) > 0:
 		p.read.Filter = &replicapb.ClusteringFilter{Equal: w.Clustering.Prefix}
 	}
-	c := cql.ConditionsOf(st)
 	var current *coordinator.ClusteredRow
-	decide := func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error) {
-		current = nil
-		if len(rows) > 0 {
+	var static *cell.Row
+	decide := func(rows []coordinator.ClusteredRow, st *cell.Row, b coordinator.Ballot) (*replicapb.Mutation, error) {
+		current, static = nil, st
+		if len(rows) > 0 && !staticOnly {
 			current = &rows[0]
 		}
-		if !conditionsHold(c, conds, current, now.Unix()) {
+		if !conditionsHold(c, conds, current, static, staticOnly, now.Unix()) {
 			return nil, nil
 		}
 		m := &replicapb.Mutation{TableId: uint64(t.ID), PartitionKey: w.PartitionKey, Token: token}
@@ -885,25 +906,63 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
-	out := casResult(t, w, c, conds, applied, current, e.now().Unix())
+	out := casResult(t, w, c, conds, applied, current, static, staticOnly, e.now().Unix())
 	out.Warnings = res.Warnings
 	return t, out, nil
 }
 
-// conditionsHold evaluates an IF clause on the row's current state (nil: no live row) at now.
-func conditionsHold(c *cql.Conditions, conds []schema.Condition, row *coordinator.ClusteredRow, now int64) bool {
-	switch {
-	case c.NotExists:
-		return row == nil
-	case c.Exists:
-		return row != nil
+// staticWrite reports whether w writes (or deletes) static columns of t alone, restricting
+// only the partition key: Cassandra's static-only modification.
+func staticWrite(t *schema.Table, w *schema.Write) bool {
+	if len(t.Clustering) == 0 || len(w.Clustering.Prefix) > 0 || w.Clustering.Lower != nil || w.Clustering.Upper != nil || len(w.Cells) == 0 {
+		return false
 	}
-	for _, cond := range conds {
-		if !cond.Applies(liveValue(row, cond.Column.Name, now)) {
+	for _, c := range w.Cells {
+		if !c.Column.Static {
 			return false
 		}
 	}
 	return true
+}
+
+// conditionsHold evaluates an IF clause on the row's current state (nil: no live row) and the
+// partition's static row (nil: none) at now, as Cassandra 4.1: a condition on a static column
+// reads the static row; with staticOnly (a write of static columns alone) IF [NOT] EXISTS
+// asks whether the static row has a live cell, else whether the row is live.
+func conditionsHold(c *cql.Conditions, conds []schema.Condition, row *coordinator.ClusteredRow, static *cell.Row, staticOnly bool, now int64) bool {
+	exists := row != nil
+	if staticOnly {
+		exists = staticLive(static, now)
+	}
+	switch {
+	case c.NotExists:
+		return !exists
+	case c.Exists:
+		return exists
+	}
+	for _, cond := range conds {
+		if !cond.Applies(conditionValue(cond.Column, row, static, now)) {
+			return false
+		}
+	}
+	return true
+}
+
+// staticLive reports whether the static row holds a live cell at now.
+func staticLive(static *cell.Row, now int64) bool {
+	return static != nil && static.Live(now, cell.NoTimestamp)
+}
+
+// conditionValue returns the live value of col: from the static row for a static column, else
+// from row; nil when there is none.
+func conditionValue(col *schema.Column, row *coordinator.ClusteredRow, static *cell.Row, now int64) []byte {
+	if col.Static {
+		if static == nil {
+			return nil
+		}
+		return liveValue(&coordinator.ClusteredRow{Row: *static}, col.Name, now)
+	}
+	return liveValue(row, col.Name, now)
 }
 
 // liveValue returns the live value of column name in row, nil when the row or the cell does
@@ -923,12 +982,18 @@ func liveValue(row *coordinator.ClusteredRow, name string, now int64) []byte {
 var appliedColumn = coordinator.RowColumn{Name: "[applied]", Type: schema.TypeBoolean}
 
 // casResult builds a conditional statement's result, in Cassandra's shape: one row with
-// [applied]; when not applied and the row exists, with its columns (IF NOT EXISTS: every
-// column, in the table's order; IF conditions: the primary key and the condition columns).
-func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []schema.Condition, applied bool, row *coordinator.ClusteredRow, now int64) coordinator.Result {
+// [applied]; when not applied and the row (or, for a condition on static columns, the static
+// row) exists, with its columns (IF NOT EXISTS: every column, in the table's order; IF
+// conditions: the primary key and the condition columns), static values from the static row,
+// clustering values null when the row does not exist.
+func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []schema.Condition, applied bool, row *coordinator.ClusteredRow, static *cell.Row, staticOnly bool, now int64) coordinator.Result {
 	rows := &coordinator.Rows{Keyspace: t.Keyspace, Table: t.Name, Columns: []coordinator.RowColumn{appliedColumn}}
 	vals := [][]byte{schema.EncodeBoolean(applied)}
-	if !applied && row != nil {
+	exists := row != nil
+	if !exists && staticLive(static, now) {
+		exists = staticOnly || slices.ContainsFunc(conds, func(cond schema.Condition) bool { return cond.Column.Static })
+	}
+	if !applied && exists {
 		var cols []*schema.Column
 		switch {
 		case c.NotExists || c.Exists:
@@ -952,9 +1017,13 @@ func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []sche
 			case schema.PartitionKeyColumn:
 				vals = append(vals, w.PartitionKey[col.Index])
 			case schema.ClusteringColumn:
-				vals = append(vals, row.Clustering[col.Index-npk])
+				if row == nil {
+					vals = append(vals, nil)
+				} else {
+					vals = append(vals, row.Clustering[col.Index-npk])
+				}
 			default:
-				vals = append(vals, liveValue(row, col.Name, now))
+				vals = append(vals, conditionValue(col, row, static, now))
 			}
 		}
 	}
@@ -984,7 +1053,7 @@ func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, 
 		read: &replicapb.ReadRequest{TableId: uint64(r.Table.ID), PartitionKey: r.PartitionKey, Token: token, Limit: 1},
 	}
 	dl := deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))
-	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, coordinator.Ballot) (*replicapb.Mutation, error) { return nil, nil }); err != nil {
+	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, *cell.Row, coordinator.Ballot) (*replicapb.Mutation, error) { return nil, nil }); err != nil {
 		return r.Table, coordinator.Result{}, err
 	}
 	readCL := coordinator.Quorum

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -76,7 +77,9 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 	p.serial = serial
 	token := p.token
 	current := make([]*coordinator.ClusteredRow, len(writes)) // each statement's row, nil when absent
-	decide := func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error) {
+	var static *cell.Row
+	decide := func(rows []coordinator.ClusteredRow, st *cell.Row, b coordinator.Ballot) (*replicapb.Mutation, error) {
+		static = st
 		ok := true
 		for i, w := range writes {
 			current[i] = nil
@@ -86,7 +89,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 					break
 				}
 			}
-			if c := cql.ConditionsOf(stmts[i]); c != nil && !conditionsHold(c, conds[i], current[i], now.Unix()) {
+			if c := cql.ConditionsOf(stmts[i]); c != nil && !conditionsHold(c, conds[i], current[i], static, false, now.Unix()) {
 				ok = false
 			}
 		}
@@ -111,7 +114,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
-	out := casBatchResult(t, pk, stmts, conds, applied, current, e.now().Unix())
+	out := casBatchResult(t, pk, stmts, conds, applied, current, static, e.now().Unix())
 	out.Warnings = res.Warnings
 	return t, out, nil
 }
@@ -119,7 +122,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 // casBatchResult builds a conditional BATCH's result: one row with [applied] = true, or rows
 // with [applied] = false, the primary key and the condition columns (every column when a
 // statement is IF NOT EXISTS or IF EXISTS), one per distinct existing row a condition read.
-func casBatchResult(t *schema.Table, pk [][]byte, stmts []cql.Statement, conds [][]schema.Condition, applied bool, current []*coordinator.ClusteredRow, now int64) coordinator.Result {
+func casBatchResult(t *schema.Table, pk [][]byte, stmts []cql.Statement, conds [][]schema.Condition, applied bool, current []*coordinator.ClusteredRow, static *cell.Row, now int64) coordinator.Result {
 	rows := &coordinator.Rows{Keyspace: t.Keyspace, Table: t.Name, Columns: []coordinator.RowColumn{appliedColumn}}
 	if applied {
 		rows.Values = [][][]byte{{schema.EncodeBoolean(true)}}
@@ -167,7 +170,7 @@ func casBatchResult(t *schema.Table, pk [][]byte, stmts []cql.Statement, conds [
 			case schema.ClusteringColumn:
 				vals = append(vals, row.Clustering[col.Index-npk])
 			default:
-				vals = append(vals, liveValue(row, col.Name, now))
+				vals = append(vals, conditionValue(col, row, static, now))
 			}
 		}
 		rows.Values = append(rows.Values, vals)

@@ -478,3 +478,48 @@ func TestLocalSerialAcrossDataCenters(t *testing.T) {
 		t.Errorf("serial consistency QUORUM: %v, want Cassandra's refusal", err)
 	}
 }
+
+// TestConditionalStatic: conditions on static columns read the partition's static row, as
+// Cassandra 4.1: a write of static columns alone that restricts the partition key only is
+// conditional on the static row (IF NOT EXISTS: no live static cell), a full-key write may
+// condition on static and row columns together, and a statement not applied answers the
+// static values (clustering null when the row does not exist).
+func TestConditionalStatic(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaStatic...)
+	for _, step := range []struct{ stmt, want string }{
+		// Static-only: IF NOT EXISTS on the static row.
+		{"INSERT INTO st (k, s) VALUES ('p', 's1') IF NOT EXISTS", "true"},
+		{"INSERT INTO st (k, s) VALUES ('p', 's2') IF NOT EXISTS", "false 'p' null 's1' null"},
+		// A row's IF NOT EXISTS looks at the row, not the static row.
+		{"INSERT INTO st (k, c, v) VALUES ('p', 1, 10) IF NOT EXISTS", "true"},
+		{"INSERT INTO st (k, c, v) VALUES ('p', 1, 11) IF NOT EXISTS", "false 'p' 1 's1' 10"},
+		// Static-only with a static condition.
+		{"UPDATE st SET s = 's3' WHERE k = 'p' IF s = 's1'", "true"},
+		{"UPDATE st SET s = 's4' WHERE k = 'p' IF s = 's1'", "false 's3'"},
+		{"UPDATE st SET s = 's4' WHERE k = 'p' IF EXISTS", "true"},
+		{"UPDATE st SET s = 'x' WHERE k = 'q' IF EXISTS", "false"},
+		{"UPDATE st SET s = 'x' WHERE k = 'q' IF s = null", "true"},
+		// A full key: a static and a row condition together; the result names both.
+		{"UPDATE st SET v = 12 WHERE k = 'p' AND c = 1 IF s = 's4' AND v = 10", "true"},
+		{"UPDATE st SET v = 13 WHERE k = 'p' AND c = 1 IF s = 's3' AND v = 12", "false 's4' 12"},
+		// A missing row under a live static row: the static values, clustering null.
+		{"UPDATE st SET v = 1 WHERE k = 'p' AND c = 9 IF s = 'zz'", "false 's4'"},
+		{"DELETE s FROM st WHERE k = 'p' IF s = 's4'", "true"},
+		{"INSERT INTO st (k, s) VALUES ('p', 's5') IF NOT EXISTS", "true"},
+	} {
+		if got := c.casQuery(nodes[len(step.stmt)%3], step.stmt); !slices.Equal(got, []string{step.want}) {
+			t.Errorf("%s = %q, want %q", step.stmt, got, step.want)
+		}
+	}
+	if got := c.casQuery("n1", "SELECT c, s, v FROM st WHERE k = 'p'"); !slices.Equal(got, []string{"1 's5' 12"}) {
+		t.Errorf("partition p after the conditional writes = %q", got)
+	}
+	// A conditional BATCH conditions on the static row too.
+	if got := c.casQuery("n2", "BEGIN BATCH UPDATE st SET v = 20 WHERE k = 'p' AND c = 1 IF s = 's5'; INSERT INTO st (k, c, v) VALUES ('p', 2, 21) APPLY BATCH"); !slices.Equal(got, []string{"true"}) {
+		t.Errorf("conditional BATCH on a static condition = %q, want applied", got)
+	}
+	if got := c.casQuery("n3", "BEGIN BATCH UPDATE st SET v = 30 WHERE k = 'p' AND c = 1 IF s = 'no'; INSERT INTO st (k, c, v) VALUES ('p', 3, 31) APPLY BATCH"); !slices.Equal(got, []string{"false 'p' 1 's5'"}) {
+		t.Errorf("conditional BATCH on a failing static condition = %q", got)
+	}
+}
