@@ -1053,7 +1053,9 @@ func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, 
 		read: &replicapb.ReadRequest{TableId: uint64(r.Table.ID), PartitionKey: r.PartitionKey, Token: token, Limit: 1},
 	}
 	dl := deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))
-	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, *cell.Row, coordinator.Ballot) (*replicapb.Mutation, error) { return nil, nil }); err != nil {
+	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, *cell.Row, coordinator.Ballot) (*replicapb.Mutation, error) {
+		return nil, nil
+	}); err != nil {
 		return r.Table, coordinator.Result{}, err
 	}
 	readCL := coordinator.Quorum
