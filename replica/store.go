@@ -50,6 +50,9 @@ type Store struct {
 	// (corruptlog.go).
 	unrepaired atomic.Bool
 
+	// paxosStates caches the Paxos states written last (paxos.go).
+	paxosStates paxosCache
+
 	// closeMu keeps Close from closing the database under a metrics scrape.
 	closeMu sync.RWMutex
 	closed  bool

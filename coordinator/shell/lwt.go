@@ -317,15 +317,20 @@ type prepared struct {
 	err  error
 }
 
-// fanOut calls call for each of to concurrently and hands the answers to take in arrival order
+// fanOut calls call for each of to concurrently, on goroutines of run (the executor's pool,
+// whose grown stacks serve call after call), and hands the answers to take in arrival order
 // until take returns true, every call answered, or ctx ends. It returns once every call it
 // started has returned: the calls left running are canceled.
-func fanOut[T any](ctx context.Context, to []coordinator.NodeID, call func(ctx context.Context, id coordinator.NodeID) T, take func(T) bool) {
+func fanOut[T any](ctx context.Context, run func(func()), to []coordinator.NodeID, call func(ctx context.Context, id coordinator.NodeID) T, take func(T) bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	answers := make(chan T, len(to))
 	for _, id := range to {
-		wg.Go(func() { answers <- call(ctx, id) })
+		wg.Add(1)
+		run(func() {
+			defer wg.Done()
+			answers <- call(ctx, id)
+		})
 	}
 	defer func() {
 		cancel()
@@ -614,7 +619,7 @@ func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPar
 		firstErr                    error
 	)
 	n := len(live)
-	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) prepared {
+	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) prepared {
 		base := p.read // the replicas share the read's slices, read-only
 		rd := replicapb.ReadRequest{TableId: base.TableId, PartitionKey: base.PartitionKey, Token: base.Token, Filter: base.Filter, Limit: base.Limit}
 		if lim != nil && (id != e.localID || lim.Mode != replicapb.Limiter_ACCOUNT_ONLY) && slices.Index(live, id) < natural {
@@ -704,7 +709,7 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 	live, required := g.live, g.required
 	n := len(live)
 	var accepted, refused, failed int
-	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
+	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
 		resp, err := pt.PaxosPropose(ctx, id, &replicapb.PaxosProposeRequest{Proposal: prop})
 		if err != nil {
 			return nil
@@ -782,12 +787,12 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 		if !e.extend(f) {
 			return 0, coordinator.ErrClosed
 		}
-		go func() {
+		e.calls.Go(func() {
 			defer e.wg.Done()
 			defer e.release(f)
 			resp, err := pt.PaxosCommit(rpcCtx, id, commit)
 			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && counts(id)
-		}()
+		})
 	}
 	acks := 0
 	for range live {
