@@ -958,14 +958,21 @@ func staticLive(static *cell.Row, now int64) bool {
 	return static != nil && static.Live(now, cell.NoTimestamp)
 }
 
-// conditionValue returns the live value of col: from the static row for a static column, else
-// from row; nil when there is none.
+// conditionValue returns the live value of col, whole (a non-frozen collection's or user type's
+// assembled from its elements): from the static row for a static column, else from row; nil
+// when there is none.
 func conditionValue(col *schema.Column, row *coordinator.ClusteredRow, static *cell.Row, now int64) []byte {
 	if col.Static {
 		if static == nil {
 			return nil
 		}
-		return liveValue(&coordinator.ClusteredRow{Row: *static}, col.Name, now)
+		row = &coordinator.ClusteredRow{Row: *static}
+	}
+	if row == nil {
+		return nil
+	}
+	if col.Type.MultiCell() {
+		return collectionValue(col, row.Row, now)
 	}
 	return liveValue(row, col.Name, now)
 }

@@ -523,3 +523,61 @@ func TestConditionalStatic(t *testing.T) {
 		t.Errorf("conditional BATCH on a failing static condition = %q", got)
 	}
 }
+
+// TestConditionalElementsAndFields: IF conditions on a map's value at a key, a list's element at
+// an index and a user type's field, non-frozen and frozen, and on a non-frozen collection whole,
+// as Cassandra 4.1: a missing element or field is null.
+func TestConditionalElementsAndFields(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3[0], "CREATE TYPE ks.addr (street text, n int)",
+		"CREATE TABLE ks.ct (k int PRIMARY KEY, m map<text, int>, l list<int>, st set<int>, fm frozen<map<text, int>>, u addr, fu frozen<addr>, v int)",
+		"INSERT INTO ks.ct (k, m, l, st, fm, u, fu, v) VALUES (1, {'a': 1, 'b': 2}, [10, 20], {7}, {'x': 5}, {street: 'main', n: 3}, {street: 'elm', n: 4}, 0)")
+	for i, step := range []struct {
+		cond    string
+		applied bool
+	}{
+		{"m['a'] = 1", true},
+		{"m['a'] = 2", false},
+		{"m['a'] IN (0, 1) AND m['b'] > 1", true},
+		{"m['zz'] = null", true},
+		{"m['zz'] > 0", false},
+		{"m = {'a': 1, 'b': 2}", true}, // a non-frozen map whole
+		{"l[1] = 20 AND l[0] < 11", true},
+		{"l[5] = null", true},
+		{"l[0] > 10", false},
+		{"fm['x'] = 5", true},
+		{"fm['x'] != 5", false},
+		{"u.n = 3 AND u.street = 'main'", true},
+		{"u.n >= 4", false},
+		{"fu.n IN (4, 5) AND fu.street = 'elm'", true},
+		{"u = {street: 'main', n: 3}", true},
+	} {
+		stmt := fmt.Sprintf("UPDATE ks.ct SET v = %d WHERE k = 1 IF %s", i+1, step.cond)
+		res, err := c.exec(nodes[i%3], quorum, stmt)
+		if err != nil {
+			t.Errorf("%s: %v", stmt, err)
+			continue
+		}
+		if got := res.Rows.Values[0][0]; string(got) != string(schema.EncodeBoolean(step.applied)) {
+			t.Errorf("%s: [applied] = %v (%q), want %v", stmt, got, formatRows(res.Rows), step.applied)
+		}
+	}
+	// Markers: the key binds as the map's key type, the value as its value type.
+	p := c.prepare("n1", "UPDATE ks.ct SET v = 0 WHERE k = ? IF m[?] = ? AND u.n = ?")
+	if got := fmt.Sprintf("%s %s %s %s %s", p.Variables[1].Name, p.Variables[1].Type, p.Variables[2].Name, p.Variables[2].Type, p.Variables[3].Type); got != "key(m) text value(m) int int" {
+		t.Errorf("variables of IF m[?] = ? AND u.n = ?: %s", got)
+	}
+	for stmt, want := range map[string]string{
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF v['a'] = 1":   "invalid element access syntax for non-collection column v",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF st[7] = 7":    "invalid element access syntax for set column st",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF u.zz = 1":     "has no field zz",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF fm.x = 1":     "is not a user type",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF m[null] = 1":  "invalid null or unset key(m)",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF m['a'] = 'x'": "",
+	} {
+		_, err := c.exec("n1", quorum, stmt)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", stmt, err, want)
+		}
+	}
+}
