@@ -21,9 +21,9 @@ type Condition struct {
 	Element Term   // col[Element] op value; nil for none
 	Field   *Ident // col.Field op value; nil for none
 	OpPos   Pos
-	Op     Token  // EQ, NEQ, LT, LE, GT, GE; IDENT for IN
-	Value  Term   // the value; for IN, a bind marker of the list, or nil with In
-	In     []Term // the values of IN (a, b, ...)
+	Op      Token  // EQ, NEQ, LT, LE, GT, GE; IDENT for IN
+	Value   Term   // the value; for IN, a bind marker of the list, or nil with In
+	In      []Term // the values of IN (a, b, ...)
 }
 
 // IsIn reports whether the condition is col IN ....

@@ -35,7 +35,7 @@ const (
 	WholeColumn  ConditionPart = iota
 	MapElement                 // m[key]
 	ListElement                // l[index]
-	FieldElement                   // u.field
+	FieldElement               // u.field
 )
 
 // Current returns the value the condition compares, of current, its column's whole value: the
