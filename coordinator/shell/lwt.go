@@ -251,6 +251,12 @@ type casGroup struct {
 	remoteNatural int
 	// total counts every replica, live or not, natural or pending, of every data center.
 	total int
+	// localOnly: LOCAL_SERIAL on a keyspace placed per data center, Paxos over this one.
+	localOnly bool
+	// localTotal counts this data center's replicas, live or not, natural or pending; perDC
+	// says the keyspace places replicas per data center (else LOCAL levels count them all).
+	localTotal int
+	perDC      bool
 }
 
 // casParticipants returns the replicas a round of the partition talks to: the live natural
@@ -265,9 +271,12 @@ func (e *Executor) casParticipants(token int64, rf schema.Replication, serial co
 	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
 	cl := cmp.Or(serial, coordinator.Serial)
 	localOnly := serial == coordinator.LocalSerial && len(rf.DataCenters) > 0
-	var g casGroup
+	g := casGroup{localOnly: localOnly, perDC: len(rf.DataCenters) > 0}
 	var nNatural, nPending int
 	for _, r := range replicas {
+		if r.DC == 0 {
+			g.localTotal++
+		}
 		switch {
 		case localOnly && r.DC != 0:
 			if !r.Down {
@@ -281,14 +290,15 @@ func (e *Executor) casParticipants(token int64, rf schema.Replication, serial co
 		}
 	}
 	g.natural, g.remoteNatural = len(g.live), len(g.remote)
-	var localDC string
-	if localOnly {
-		localDC = e.ring.DataCenter(e.localID)
-	}
+	localDC := e.ring.DataCenter(e.localID)
 	for _, id := range pending {
 		live := id == e.localID || e.ring.IsLive(id)
+		inDC := e.ring.DataCenter(id) == localDC
+		if inDC {
+			g.localTotal++
+		}
 		switch {
-		case localOnly && e.ring.DataCenter(id) != localDC:
+		case localOnly && !inDC:
 			if live {
 				g.remote = append(g.remote, id)
 			}
@@ -374,6 +384,20 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 		return nil, false, err
 	}
 	live, required, natural := g.live, g.required, g.natural
+	if g.localOnly {
+		// The commit counts replicas outside the Paxos group: refuse up front when too few
+		// of them are live for the commit level, as a write would.
+		need, counts := e.commitNeed(p, g)
+		up := 0
+		for _, id := range slices.Concat(g.live, g.remote) {
+			if counts(id) {
+				up++
+			}
+		}
+		if up < need {
+			return nil, false, &coordinator.UnavailableError{Consistency: p.commitCL, Live: up, Required: need}
+		}
+	}
 	op := coordinator.OpWrite
 	if p.serialRead {
 		op = coordinator.OpRead
@@ -739,23 +763,11 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 	}
 	// Chosen. The commit applies it on every replica (under LOCAL_SERIAL the other data
 	// centers' too); the statement waits for the commit level's acks.
-	commitTo, counts := live, func(coordinator.NodeID) bool { return true }
+	commitTo := live
 	if len(g.remote) > 0 {
 		commitTo = slices.Concat(live, g.remote)
 	}
-	var need int
-	switch {
-	case p.commitCL.Local(): // this data center's replicas
-		dc := e.ring.DataCenter(e.localID)
-		counts = func(id coordinator.NodeID) bool { return e.ring.DataCenter(id) == dc }
-		need = coordinator.BlockFor(p.commitCL, len(slices.DeleteFunc(slices.Clone(commitTo), func(id coordinator.NodeID) bool { return !counts(id) })))
-	case len(g.remote) > 0:
-		need = coordinator.BlockFor(p.commitCL, g.total)
-	case p.commitCL == coordinator.Quorum:
-		need = required
-	default:
-		need = coordinator.BlockFor(p.commitCL, n)
-	}
+	need, counts := e.commitNeed(p, g)
 	acks, err := e.commitAll(ctx, pt, commitTo, counts, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
 	if err != nil {
 		return false, accepted, err
@@ -767,6 +779,25 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		return false, accepted, p.timeout(acks, need)
 	}
 	return true, accepted, nil
+}
+
+// commitNeed returns how many acknowledgements of the commit the statement waits for, at its
+// commit level, and which replicas' count: under a LOCAL level this data center's; under
+// LOCAL_SERIAL placed per data center the others count towards QUORUM or ALL of every replica;
+// else QUORUM is the Paxos quorum.
+func (e *Executor) commitNeed(p casPartition, g casGroup) (int, func(coordinator.NodeID) bool) {
+	all := func(coordinator.NodeID) bool { return true }
+	switch {
+	case p.commitCL.Local() && g.perDC:
+		dc := e.ring.DataCenter(e.localID)
+		local := func(id coordinator.NodeID) bool { return e.ring.DataCenter(id) == dc }
+		return coordinator.BlockFor(p.commitCL, g.localTotal), local
+	case g.localOnly:
+		return coordinator.BlockFor(p.commitCL, g.total), all
+	case p.commitCL == coordinator.Quorum || p.commitCL == coordinator.LocalQuorum: // LOCAL_QUORUM without data centers is QUORUM
+		return g.required, all
+	}
+	return coordinator.BlockFor(p.commitCL, len(g.live)), all
 }
 
 // commitAll sends commit to every replica of live and returns once need of those counts
@@ -1064,16 +1095,18 @@ func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, 
 		t: r.Table, token: token, pk: r.PartitionKey, serialRead: true, commitCL: coordinator.Quorum, serial: serial,
 		read: &replicapb.ReadRequest{TableId: uint64(r.Table.ID), PartitionKey: r.PartitionKey, Token: token, Limit: 1},
 	}
+	if serial == coordinator.LocalSerial && len(rf.DataCenters) > 0 {
+		// The quorum the prepare ran over (every replica without data centers): the completion
+		// of a proposal in progress commits at it, and the read reads at it.
+		p.commitCL = coordinator.LocalQuorum
+	}
 	dl := deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))
 	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, *cell.Row, coordinator.Ballot) (*replicapb.Mutation, error) {
 		return nil, nil
 	}); err != nil {
 		return r.Table, coordinator.Result{}, err
 	}
-	readCL := coordinator.Quorum
-	if serial == coordinator.LocalSerial {
-		readCL = coordinator.LocalQuorum // the quorum the prepare ran over (all of it without data centers)
-	}
+	readCL := p.commitCL
 	return e.executeSelect(context.WithValue(ctx, serialPreparedKey{}, true), st, keyspace, readCL, req)
 }
 

@@ -581,3 +581,28 @@ func TestConditionalElementsAndFields(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalSerialCommitLevel: under LOCAL_SERIAL the commit still counts the other data center
+// for QUORUM: with dc2 down a LOCAL_SERIAL write committed at QUORUM (3 of 4) is Unavailable at
+// QUORUM up front, at LOCAL_QUORUM applied, and a LOCAL_SERIAL read through the other dc1 node
+// sees it.
+func TestLocalSerialCommitLevel(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2", "n3", "n4"},
+		dcs: map[coordinator.NodeID]string{"n1": "dc1", "n2": "dc1", "n3": "dc2", "n4": "dc2"}})
+	c.must("CREATE KEYSPACE nts WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}",
+		"CREATE TABLE nts.t (k int PRIMARY KEY, v int)")
+	cas := func(cl coordinator.Consistency, stmt string) (coordinator.Result, error) {
+		return c.executors["n1"].Execute(context.Background(), coordinator.Statement{Text: stmt, Consistency: cl, SerialConsistency: coordinator.LocalSerial})
+	}
+	c.ring.setDown("n3", "n4")
+	_, err := cas(coordinator.Quorum, "INSERT INTO nts.t (k, v) VALUES (1, 1) IF NOT EXISTS")
+	if un, ok := errors.AsType[*coordinator.UnavailableError](err); !ok || un.Consistency != coordinator.Quorum || un.Required != 3 || un.Live != 2 {
+		t.Errorf("LOCAL_SERIAL insert committed at QUORUM with dc2 down: %v, want Unavailable at QUORUM, 2 live of 3", err)
+	}
+	if res, err := cas(coordinator.LocalQuorum, "INSERT INTO nts.t (k, v) VALUES (1, 1) IF NOT EXISTS"); err != nil || !slices.Equal(formatRows(res.Rows), []string{"true"}) {
+		t.Errorf("LOCAL_SERIAL insert committed at LOCAL_QUORUM with dc2 down: %v, %v; want applied", rowsOf(res), err)
+	}
+	if got, err := c.query("n2", coordinator.LocalSerial, "SELECT v FROM nts.t WHERE k = 1"); err != nil || !slices.Equal(got, []string{"1"}) {
+		t.Errorf("LOCAL_SERIAL read through n2 with dc2 down = %q, %v", got, err)
+	}
+}
