@@ -209,6 +209,9 @@ type casPartition struct {
 	// serial is the Paxos level: coordinator.Serial, or LocalSerial (Paxos over this data
 	// center's replicas when the keyspace places them per data center).
 	serial coordinator.Consistency
+	// usingTimeout is the statement's USING TIMEOUT, 0 for none: with one, it bounds the rounds
+	// instead of casContentionTimeout.
+	usingTimeout time.Duration
 }
 
 // timeout is the error of the partition's lightweight transaction that ran out of time: a
@@ -446,7 +449,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 	// The rounds run until cdl, the contention deadline; a chosen proposal's commit until dl.
 	start := e.now()
 	cdl := dl
-	if c := start.Add(casContentionTimeout); c.Before(cdl) {
+	if c := start.Add(cmp.Or(p.usingTimeout, casContentionTimeout)); c.Before(cdl) {
 		cdl = c
 	}
 	decided := func() { e.lwt.observe(e.now().Sub(start)) }
@@ -915,7 +918,7 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 		return t, coordinator.Result{}, err
 	}
 	p := casPartitionOf(t, w.PartitionKey, cl)
-	p.serial = serial
+	p.serial, p.usingTimeout = serial, w.Timeout
 	token := p.token
 	switch {
 	case staticOnly:
@@ -1095,6 +1098,7 @@ func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, 
 		t: r.Table, token: token, pk: r.PartitionKey, serialRead: true, commitCL: coordinator.Quorum, serial: serial,
 		read: &replicapb.ReadRequest{TableId: uint64(r.Table.ID), PartitionKey: r.PartitionKey, Token: token, Limit: 1},
 	}
+	p.usingTimeout = r.Timeout
 	if serial == coordinator.LocalSerial && len(rf.DataCenters) > 0 {
 		// The quorum the prepare ran over (every replica without data centers): the completion
 		// of a proposal in progress commits at it, and the read reads at it.

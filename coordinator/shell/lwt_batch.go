@@ -74,7 +74,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 	}
 	pk := writes[0].PartitionKey
 	p := casPartitionOf(t, pk, cl)
-	p.serial = serial
+	p.serial, p.usingTimeout = serial, timeout
 	token := p.token
 	current := make([]*coordinator.ClusteredRow, len(writes)) // each statement's row, nil when absent
 	var static *cell.Row
