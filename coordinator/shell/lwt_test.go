@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -604,5 +605,32 @@ func TestLocalSerialCommitLevel(t *testing.T) {
 	}
 	if got, err := c.query("n2", coordinator.LocalSerial, "SELECT v FROM nts.t WHERE k = 1"); err != nil || !slices.Equal(got, []string{"1"}) {
 		t.Errorf("LOCAL_SERIAL read through n2 with dc2 down = %q, %v", got, err)
+	}
+}
+
+// TestLWTContentionTimeout: a statement's Paxos rounds are bounded by the 1 s contention
+// timeout, not its write timeout (here a minute): with two of three replicas hanging, a
+// conditional write answers a CAS write timeout at SERIAL long before its write timeout.
+func TestLWTContentionTimeout(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	e, err := shell.NewExecutor(shell.Config{
+		LocalID: "n1", Ring: c.ring, Transport: c.transport, Local: c.services["n1"], Schema: c.schema,
+		Now: c.clock.Now, Options: shell.Options{WriteTimeout: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	c.transport.setFault(hang, "n2", "n3")
+	start := time.Now()
+	_, err = e.Execute(context.Background(), coordinator.Statement{Text: "INSERT INTO t (k, c, v) VALUES ('ct', 1, 'x') IF NOT EXISTS", Consistency: quorum, Keyspace: "ks"})
+	took := time.Since(start)
+	c.transport.clearFaults()
+	if to, ok := errors.AsType[*coordinator.TimeoutError](err); !ok || !to.CAS || to.Consistency != coordinator.Serial {
+		t.Fatalf("conditional write with two replicas hanging: %v, want a CAS write timeout at SERIAL", err)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the conditional write timed out after %v, want about the 1 s contention timeout, not the minute's write timeout", took)
 	}
 }
