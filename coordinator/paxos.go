@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"cmp"
+	"math"
 	"time"
 )
 
@@ -65,11 +66,43 @@ func InProgress(promises []Promise) (idx int, ok bool) {
 	return idx, true
 }
 
-// ContentionBackoff returns how long a proposer waits before its next round after attempt
-// rounds lost to contention (attempt ≥ 1): a random share (draw in [0, 1)) of an exponentially
-// growing window, from 1 ms to at most 100 ms, so that contending proposers spread out.
-func ContentionBackoff(attempt int, draw float64) time.Duration {
-	window := time.Millisecond << min(max(attempt-1, 0), 7)
-	window = min(window, 100*time.Millisecond)
-	return time.Duration(draw*float64(window)) + time.Millisecond/2
+// Cassandra 4.1's default Paxos contention strategy (ContentionStrategy.java), the bounds of
+// ContentionWait: the wait is drawn between a floor of two thirds of the median LWT latency and
+// a ceiling of the 95th percentile times 1.8^attempt, held within [10 ms, 100 ms], at least a
+// delta of half the median (and 5 ms) apart.
+const (
+	contentionCeilingMin = 10 * time.Millisecond
+	contentionCeilingMax = 100 * time.Millisecond
+	contentionDeltaMin   = 5 * time.Millisecond
+)
+
+// ContentionWait returns how long a proposer waits before its next round after attempt rounds
+// lost to contention (attempt ≥ 1), given p50 and p95, the recent latencies of lightweight
+// transactions that succeeded (zero when none are known), and two random draws u1, u2 in
+// [0, 1). It is Cassandra 4.1's default strategy: min = 0.66·p50, max = p95·1.8^attempt
+// bounded to [10 ms, 100 ms], max − min at least max(5 ms, 0.5·p50), drawn by its quantized
+// exponential randomizer qexp(1.5): the range is cut into attempt buckets and later buckets
+// (longer waits) are likelier, so that a proposer that keeps losing steps further back, and
+// contending proposers spread over more than one round's time instead of meeting again.
+func ContentionWait(attempt int, p50, p95 time.Duration, u1, u2 float64) time.Duration {
+	attempt = max(attempt, 1)
+	lo := time.Duration(0.66 * float64(p50))
+	hi := float64(p95) * math.Pow(1.8, float64(attempt))
+	hi = min(max(hi, float64(contentionCeilingMin)), float64(contentionCeilingMax))
+	ceiling := time.Duration(hi)
+	delta := max(p50/2, contentionDeltaMin)
+	if lo+delta > ceiling {
+		ceiling = lo + delta
+		if ceiling > contentionCeilingMax {
+			ceiling = contentionCeilingMax
+			lo = max(ceiling-delta, 0)
+		}
+	}
+	span := ceiling - lo
+	quanta := span / time.Duration(attempt)
+	if attempt == 1 || quanta == 0 {
+		return lo + time.Duration(u1*float64(span))
+	}
+	base := min(int(float64(attempt)*math.Pow(u1, 1.5)), attempt-1)
+	return ceiling - quanta*time.Duration(base) - time.Duration(u2*float64(quanta))
 }

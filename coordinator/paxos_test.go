@@ -45,14 +45,48 @@ func TestInProgress(t *testing.T) {
 	}
 }
 
-func TestContentionBackoff(t *testing.T) {
-	if d := ContentionBackoff(1, 0); d <= 0 || d > 2*time.Millisecond {
-		t.Errorf("first backoff with draw 0 = %v, want a fraction of a millisecond", d)
+func TestContentionWait(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		attempt  int
+		p50, p95 time.Duration
+		u1, u2   float64
+		lo, hi   time.Duration // the wait's bounds
+	}{
+		// Nothing known of latencies: uniform over [0, 10 ms) at first.
+		{1, 0, 0, 0, 0, 0, 0},
+		{1, 0, 0, 0.5, 0, 5 * ms, 5 * ms},
+		// At least two thirds of the median, at most the ceiling p95·1.8.
+		{1, 9 * ms, 20 * ms, 0, 0, 5940 * time.Microsecond, 5940 * time.Microsecond},
+		{1, 9 * ms, 20 * ms, 0.999, 0, 35 * ms, 36 * ms},
+		// The ceiling grows 1.8× per attempt up to 100 ms, and later buckets are likelier.
+		{3, 9 * ms, 20 * ms, 0.999, 0.999, 5940 * time.Microsecond, 38 * ms},
+		{3, 9 * ms, 20 * ms, 0, 0, 100 * ms, 100 * ms},
+		{30, 9 * ms, 20 * ms, 0.5, 0.5, 5940 * time.Microsecond, 100 * ms},
+		// A median above the ceiling: the range keeps its delta below 100 ms.
+		{1, 300 * ms, 400 * ms, 0, 0, 0, 100 * ms},
+		{2, 300 * ms, 400 * ms, 0.999, 0.999, 0, 100 * ms},
+	} {
+		got := ContentionWait(tc.attempt, tc.p50, tc.p95, tc.u1, tc.u2)
+		if got < tc.lo || got > tc.hi {
+			t.Errorf("ContentionWait(attempt=%d, p50=%v, p95=%v, u=%v,%v) = %v, want within [%v, %v]", tc.attempt, tc.p50, tc.p95, tc.u1, tc.u2, got, tc.lo, tc.hi)
+		}
 	}
-	if lo, hi := ContentionBackoff(3, 0.99), ContentionBackoff(1, 0.99); lo <= hi {
-		t.Errorf("backoff does not grow: attempt 3 %v, attempt 1 %v", lo, hi)
+	// Over many draws a losing proposer waits longer the more it lost, never past 100 ms.
+	mean := func(attempt int) time.Duration {
+		var sum time.Duration
+		for i := range 100 {
+			for j := range 10 {
+				d := ContentionWait(attempt, 5*ms, 10*ms, float64(i)/100, float64(j)/10)
+				if d < 0 || d > 100*ms {
+					t.Fatalf("ContentionWait(%d, 5ms, 10ms, %v, %v) = %v, want within [0, 100ms]", attempt, float64(i)/100, float64(j)/10, d)
+				}
+				sum += d
+			}
+		}
+		return sum / 1000
 	}
-	if d := ContentionBackoff(50, 0.99); d > 101*time.Millisecond {
-		t.Errorf("backoff after 50 attempts = %v, want at most about 100ms", d)
+	if m1, m4 := mean(1), mean(4); m4 <= m1 {
+		t.Errorf("mean wait after 4 lost rounds %v, after 1 %v: want it to grow", m4, m1)
 	}
 }

@@ -21,10 +21,14 @@ const (
 	LocalOne
 	LocalQuorum
 	EachQuorum
-	// Serial is SERIAL (and LOCAL_SERIAL, which Paxos still runs over every data center's replicas): a read that runs a Paxos prepare on
-	// its partition, completing any lightweight transaction in progress, before it answers. It
-	// is not Valid as a plain read or write level.
+	// Serial is SERIAL: a read that runs a Paxos prepare on its partition, completing any
+	// lightweight transaction in progress, before it answers; and the Paxos level of a
+	// conditional statement. It is not Valid as a plain read or write level.
 	Serial
+	// LocalSerial is LOCAL_SERIAL: SERIAL with Paxos over the coordinator's data center's
+	// replicas alone when the keyspace places replicas per data center
+	// (NetworkTopologyStrategy), else SERIAL.
+	LocalSerial
 )
 
 // String returns the CQL name of c, such as ONE or LOCAL_QUORUM.
@@ -48,12 +52,17 @@ func (c Consistency) String() string {
 		return "EACH_QUORUM"
 	case Serial:
 		return "SERIAL"
+	case LocalSerial:
+		return "LOCAL_SERIAL"
 	}
 	return fmt.Sprintf("Consistency(%d)", uint8(c))
 }
 
 // Valid reports whether c is one of the levels.
 func (c Consistency) Valid() bool { return c >= One && c <= EachQuorum }
+
+// IsSerial reports whether c is SERIAL or LOCAL_SERIAL.
+func (c Consistency) IsSerial() bool { return c == Serial || c == LocalSerial }
 
 // Local reports whether c counts only the coordinator's data center: LOCAL_ONE, LOCAL_QUORUM.
 func (c Consistency) Local() bool { return c == LocalOne || c == LocalQuorum }

@@ -22,6 +22,10 @@ type Statement struct {
 	// unspecified level does in Cassandra. Front ends map their aliases (LOCAL_ONE,
 	// LOCAL_QUORUM) onto the three levels.
 	Consistency Consistency
+	// SerialConsistency is the Paxos level of a conditional statement: Serial (the zero value
+	// means Serial) or LocalSerial; a conditional statement refuses any other. Other
+	// statements ignore it.
+	SerialConsistency Consistency
 	// Values are the values of the statement's bind markers (?), in the order they appear.
 	// There must be exactly one per marker.
 	Values []Value
@@ -127,7 +131,9 @@ type BatchStatement struct {
 	Type        BatchType
 	Keyspace    string
 	Consistency Consistency
-	Children    []BatchChild
+	// SerialConsistency is the Paxos level of a BATCH with conditions, as for Statement.
+	SerialConsistency Consistency
+	Children          []BatchChild
 	// Timestamp is the client's default timestamp, as for Statement.
 	Timestamp    int64
 	HasTimestamp bool

@@ -14,13 +14,16 @@ type Conditions struct {
 }
 
 // Condition is one column condition of an IF clause: col op value, or col
-// IN (values) / col IN ?.
+// IN (values) / col IN ?; on an element of a map or list (col[Element]) or
+// on a field of a user type (col.Field) when one of those is set.
 type Condition struct {
-	Column Ident
-	OpPos  Pos
-	Op     Token  // EQ, NEQ, LT, LE, GT, GE; IDENT for IN
-	Value  Term   // the value; for IN, a bind marker of the list, or nil with In
-	In     []Term // the values of IN (a, b, ...)
+	Column  Ident
+	Element Term   // col[Element] op value; nil for none
+	Field   *Ident // col.Field op value; nil for none
+	OpPos   Pos
+	Op      Token  // EQ, NEQ, LT, LE, GT, GE; IDENT for IN
+	Value   Term   // the value; for IN, a bind marker of the list, or nil with In
+	In      []Term // the values of IN (a, b, ...)
 }
 
 // IsIn reports whether the condition is col IN ....
@@ -67,8 +70,13 @@ func (p *parser) parseConditions(insert bool) *Conditions {
 			p.errorExpected("'EXISTS' or a condition")
 		}
 		cond := Condition{Column: p.parseIdent("column name")}
-		if p.tok == LBRACKET || p.tok == DOT {
-			p.unsupported(p.pos, "conditions on collection elements or fields are not supported")
+		switch {
+		case p.got(LBRACKET):
+			cond.Element = p.parseTerm()
+			p.expect(RBRACKET)
+		case p.got(DOT):
+			f := p.parseIdent("field name")
+			cond.Field = &f
 		}
 		cond.OpPos, cond.Op = p.pos, p.tok
 		switch {
@@ -122,6 +130,15 @@ func (p *printer) conditions(c *Conditions) {
 				p.WriteString(" AND ")
 			}
 			p.ident(cond.Column)
+			switch {
+			case cond.Element != nil:
+				p.WriteByte('[')
+				p.node(cond.Element)
+				p.WriteByte(']')
+			case cond.Field != nil:
+				p.WriteByte('.')
+				p.ident(*cond.Field)
+			}
 			if !cond.IsIn() {
 				p.WriteString(" " + cond.Op.String() + " ")
 				p.node(cond.Value)
@@ -150,6 +167,9 @@ func conditionMarkers(c *Conditions, term func(Term)) {
 		return
 	}
 	for _, x := range c.Cols {
+		if x.Element != nil {
+			term(x.Element)
+		}
 		if x.Value != nil {
 			term(x.Value)
 		}

@@ -18,6 +18,7 @@ func TestParseConditions(t *testing.T) {
 		{"DELETE FROM t WHERE k = 1 IF EXISTS", ""},
 		{"DELETE v FROM t WHERE k = 1 IF v = 'a'", ""},
 		{"UPDATE t USING TTL 3 SET v = 1 WHERE k = 1 IF v IN ()", ""},
+		{"UPDATE t SET v = 1 WHERE k = 1 IF m['a'] = 1 AND l[?] > ? AND u.f IN (1, 2) AND u.\"G\" = ?", ""},
 	} {
 		want := tt.want
 		if want == "" {
@@ -44,6 +45,14 @@ func TestParseConditions(t *testing.T) {
 	if len(c) != 2 || c[0].Value.(*Literal).Index != 2 || !c[1].IsIn() || c[1].Value.(*Literal).Index != 3 {
 		t.Errorf("conditions %+v: want v = marker 2, w IN marker 3", c)
 	}
+	s, err = ParseStatement("UPDATE t SET v = ? WHERE k = ? IF m[?] = ? AND u.f = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = ConditionsOf(s).Cols
+	if len(c) != 2 || c[0].Element.(*Literal).Index != 2 || c[0].Value.(*Literal).Index != 3 || c[1].Field.Name != "f" || c[1].Value.(*Literal).Index != 4 {
+		t.Errorf("conditions %+v: want m[marker 2] = marker 3, u.f = marker 4", c)
+	}
 	if s, _ := ParseStatement("UPDATE t SET v = 1 WHERE k = 1"); ConditionsOf(s) != nil {
 		t.Error("an unconditional UPDATE has conditions")
 	}
@@ -56,7 +65,8 @@ func TestParseConditionsErrors(t *testing.T) {
 		{"UPDATE t SET v = 1 WHERE k = 1 IF", "expected 'EXISTS' or a condition"},
 		{"UPDATE t SET v = 1 WHERE k = 1 IF v LIKE 1", "expected '=', '!=', '<', '<=', '>', '>=' or 'IN'"},
 		{"UPDATE t SET v = 1 WHERE k = 1 IF v IN 1", "expected '(' or bind marker after IN"},
-		{"UPDATE t SET v = 1 WHERE k = 1 IF m['a'] = 1", "conditions on collection elements or fields are not supported"},
+		{"UPDATE t SET v = 1 WHERE k = 1 IF m['a' = 1", "expected ']'"},
+		{"UPDATE t SET v = 1 WHERE k = 1 IF u. = 1", "expected field name"},
 	} {
 		_, err := ParseStatement(tt.src)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

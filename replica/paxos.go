@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -84,8 +85,54 @@ func (s *Service) paxosLock(k []byte) func() {
 	return mu.Unlock
 }
 
-// loadPaxos returns the stored state under k; an empty state when there is none.
+// paxosCacheSize bounds the Paxos state cache: partitions whose state was written last.
+const paxosCacheSize = 4096
+
+// paxosCache is a write-through cache of the Paxos states the store wrote last, by state key,
+// so that the propose and the commit that follow a partition's prepare (and the next round on
+// a hot partition) find its state without a storage read. Its states are the store's: a
+// caller holds the partition's lock (Service.paxosLock) from load to save, and a save that
+// fails drops the entry. When full it starts over empty. The zero value is ready.
+type paxosCache struct {
+	mu sync.Mutex
+	m  map[string]*replicapb.PaxosState
+}
+
+func (c *paxosCache) get(k []byte) (*replicapb.PaxosState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[string(k)]
+	return st, ok
+}
+
+func (c *paxosCache) put(k []byte, st *replicapb.PaxosState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= paxosCacheSize {
+		c.m = make(map[string]*replicapb.PaxosState, min(paxosCacheSize, 64))
+	}
+	c.m[string(k)] = st
+}
+
+func (c *paxosCache) drop(k []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, string(k))
+}
+
+func (c *paxosCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = nil
+}
+
+// loadPaxos returns the state under k (the cached one when the cache has it); an empty state
+// when there is none. The caller holds the partition's lock and saves what it changes
+// (savePaxos, or applyWith and cachePaxos), or drops it (dropPaxos).
 func (s *Store) loadPaxos(k []byte) (*replicapb.PaxosState, error) {
+	if st, ok := s.paxosStates.get(k); ok {
+		return st, nil
+	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -106,25 +153,47 @@ func (s *Store) loadPaxos(k []byte) (*replicapb.PaxosState, error) {
 	return st, nil
 }
 
-// savePaxos stores st under k, synced: a promise or acceptance must survive a crash.
-func (s *Store) savePaxos(k []byte, st *replicapb.PaxosState, now time.Time) error {
-	if err := s.usable(); err != nil {
-		return err
-	}
+// encodePaxos stamps st with now and encodes it.
+func encodePaxos(st *replicapb.PaxosState, now time.Time) ([]byte, error) {
 	st.UpdatedUnixNanos = now.UnixNano()
 	v, err := proto.Marshal(st)
 	if err != nil {
-		return fmt.Errorf("replica: encode paxos state: %w", err)
+		return nil, fmt.Errorf("replica: encode paxos state: %w", err)
+	}
+	return v, nil
+}
+
+// savePaxos stores st under k, durable as the store's writes are: synced unless Options.NoSync
+// (as Cassandra writes Paxos state through its commit log like any write), so that with the
+// default a promise or acceptance survives a crash.
+func (s *Store) savePaxos(k []byte, st *replicapb.PaxosState, now time.Time) (err error) {
+	defer func() { s.cachePaxos(k, st, err) }()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	v, err := encodePaxos(st, now)
+	if err != nil {
+		return err
 	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
 		return errStoreClosed
 	}
-	if err := s.db.Set(k, v, pebble.Sync); err != nil {
+	if err := s.db.Set(k, v, s.writeOpts); err != nil {
 		return fmt.Errorf("replica: store paxos state: %w", err)
 	}
 	return nil
+}
+
+// cachePaxos records st as the state under k once it is stored (err nil); after a failed save
+// the cache forgets k, whose stored state the next load reads.
+func (s *Store) cachePaxos(k []byte, st *replicapb.PaxosState, err error) {
+	if err != nil {
+		s.paxosStates.drop(k)
+		return
+	}
+	s.paxosStates.put(k, st)
 }
 
 // PurgePaxos removes the Paxos state of every partition last changed before before, and returns
@@ -163,7 +232,9 @@ func (s *Store) PurgePaxos(before time.Time) (int, error) {
 		b.Close()
 		return 0, fmt.Errorf("replica: purge paxos state: %w", err)
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	err = b.Commit(pebble.NoSync)
+	s.paxosStates.reset()
+	if err != nil {
 		return 0, fmt.Errorf("replica: purge paxos state: %w", err)
 	}
 	return n, nil
@@ -262,8 +333,8 @@ func (s *Service) PaxosPropose(_ context.Context, req *replicapb.PaxosProposeReq
 }
 
 // PaxosCommit applies a chosen proposal's mutation and records its ballot as the partition's
-// last committed one. A commit older than the one recorded is applied (last-write-wins makes it
-// harmless) but does not move the record back.
+// last committed one, both in one write. A commit older than the one recorded is applied
+// (last-write-wins makes it harmless) but does not move the record back.
 func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error) {
 	p := req.GetProposal()
 	m := p.GetMutation()
@@ -280,15 +351,11 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 	k := paxosKey(t.ID, m.Token, m.PartitionKey)
 	unlock := s.paxosLock(k)
 	defer unlock()
-	if len(m.Rows) > 0 || m.PartitionDeletion != nil || len(m.RangeTombstones) > 0 || m.StaticRow != nil {
-		if err := s.store.guarded(func() error { return s.store.Apply(t, m) }); err != nil {
-			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos commit", t), Message: err.Error()}}, nil
-		}
-	}
 	st, err := s.store.loadPaxos(k)
 	if err != nil {
 		return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
 	}
+	var state []byte // the new state, nil when the record does not move
 	if ballotCmp(p.Ballot, st.Committed) > 0 {
 		st.Committed, st.CommittedOrigin = p.Ballot, p.Origin
 		if st.CommittedOrigin == nil {
@@ -297,6 +364,28 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 		if ballotCmp(st.Accepted.GetBallot(), p.Ballot) <= 0 {
 			st.Accepted = nil // completed: no later proposer needs it
 		}
+		if state, err = encodePaxos(st, s.now()); err != nil {
+			s.store.paxosStates.drop(k) // st changed, unsaved
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
+		}
+	}
+	switch {
+	case len(m.Rows) > 0 || m.PartitionDeletion != nil || len(m.RangeTombstones) > 0 || m.StaticRow != nil:
+		// The mutation and the record in one batch: one write (one sync) per commit, and a
+		// crash keeps both or neither (neither: the proposal stays accepted, in progress, and
+		// the next round completes it).
+		var stateKey []byte
+		if state != nil {
+			stateKey = k
+		}
+		err := s.store.guarded(func() error { return s.store.applyWith(t, m, stateKey, state) })
+		if state != nil {
+			s.store.cachePaxos(k, st, err)
+		}
+		if err != nil {
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos commit", t), Message: err.Error()}}, nil
+		}
+	case state != nil:
 		if err := s.store.savePaxos(k, st, s.now()); err != nil {
 			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
 		}

@@ -97,3 +97,33 @@ func TestPaxosPrepareRejectedPromisesNothing(t *testing.T) {
 		t.Fatalf("PurgePaxos = %d, %v; want the one partition's state", n, err)
 	}
 }
+
+// TestPaxosStateCacheWritesThrough: the Paxos state cache only saves reads: every state it
+// holds is stored, so with the cache emptied after each step the acceptor answers the same.
+func TestPaxosStateCacheWritesThrough(t *testing.T) {
+	svc, _ := testService(t, 0, 0)
+	ctx := context.Background()
+	if r := prepare(t, svc, ballot(10, "a"), nil); !r.Promised {
+		t.Fatalf("first prepare: %v", r)
+	}
+	svc.store.paxosStates.reset()
+	if r := prepare(t, svc, ballot(10, "a"), nil); r.Promised {
+		t.Fatalf("prepare at the stored promise, cache emptied: %v, want no promise", r)
+	}
+	p := &replicapb.PaxosProposal{Ballot: ballot(10, "a"), Mutation: mut("p", row(1, "a", "marker@10", "v=1@10"))}
+	if r, _ := svc.PaxosPropose(ctx, &replicapb.PaxosProposeRequest{Proposal: p}); !r.Accepted {
+		t.Fatalf("proposal at the promise refused: %v", r)
+	}
+	svc.store.paxosStates.reset()
+	if r := prepare(t, svc, ballot(11, "b"), nil); !r.Promised || ballotCmp(r.Accepted.GetBallot(), ballot(10, "a")) != 0 {
+		t.Fatalf("prepare after an acceptance, cache emptied: %v, want 10@a in progress", r)
+	}
+	if r, _ := svc.PaxosCommit(ctx, &replicapb.PaxosCommitRequest{Proposal: p}); r.Status != replicapb.Status_STATUS_OK {
+		t.Fatalf("commit: %v", r)
+	}
+	svc.store.paxosStates.reset()
+	// The commit wrote the row and the state in one batch: both are there.
+	if r := prepare(t, svc, ballot(12, "b"), nil); !r.Promised || r.Accepted != nil || ballotCmp(r.Committed, ballot(10, "a")) != 0 || len(r.Read.GetRows()) != 1 {
+		t.Fatalf("prepare after the commit, cache emptied: %v, want committed 10@a, nothing in progress, one row", r)
+	}
+}

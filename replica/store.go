@@ -50,6 +50,9 @@ type Store struct {
 	// (corruptlog.go).
 	unrepaired atomic.Bool
 
+	// paxosStates caches the Paxos states written last (paxos.go).
+	paxosStates paxosCache
+
 	// closeMu keeps Close from closing the database under a metrics scrape.
 	closeMu sync.RWMutex
 	closed  bool
@@ -222,6 +225,12 @@ func (s *Store) metrics() (*pebble.Metrics, bool) {
 // and is not stored. Apply ignores the limiter: the Service consults it
 // first.
 func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
+	return s.applyWith(t, m, nil, nil)
+}
+
+// applyWith is Apply, setting extraKey to extraVal in the same batch when extraKey is not nil:
+// one write, durable together (a Paxos commit's mutation and the partition's Paxos state).
+func (s *Store) applyWith(t *schema.Table, m *replicapb.Mutation, extraKey, extraVal []byte) error {
 	if m.GetTableId() != uint64(t.ID) {
 		return badRequest(t, "mutation is for table id %d", m.GetTableId())
 	}
@@ -422,6 +431,11 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
 			}
+		}
+	}
+	if extraKey != nil {
+		if err := b.Set(extraKey, extraVal, nil); err != nil {
+			return err
 		}
 	}
 	mu := s.stripes.of(m.Token) // a purge of the partition decides under it

@@ -116,7 +116,7 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 	}
 	logged = logged && !counters
 	if hasConditions(stmts) { // a lightweight transaction (lwt_batch.go)
-		t, res, err := e.executeConditionalBatch(ctx, s, writes, stmts, func(i int) []coordinator.Value { return b.Children[i].Values }, cl, timeout)
+		t, res, err := e.executeConditionalBatch(ctx, s, writes, stmts, func(i int) []coordinator.Value { return b.Children[i].Values }, cl, b.SerialConsistency, timeout)
 		return cl, t, res, err
 	}
 	t, res, err := e.runBatch(ctx, s, writes, stmts, logged, cl, b.Timestamp, b.HasTimestamp, timeout)
@@ -132,7 +132,7 @@ func (e *Executor) executeBatchStmt(ctx context.Context, st *cql.BatchStmt, keys
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
 	if hasConditions(st.Statements) { // a lightweight transaction (lwt_batch.go)
-		return e.executeConditionalBatch(ctx, s, b.Writes, st.Statements, func(int) []coordinator.Value { return req.Values }, cl, b.Timeout)
+		return e.executeConditionalBatch(ctx, s, b.Writes, st.Statements, func(int) []coordinator.Value { return req.Values }, cl, req.SerialConsistency, b.Timeout)
 	}
 	return e.runBatch(ctx, s, b.Writes, st.Statements, !b.Unlogged, cl, req.Timestamp, req.HasTimestamp, b.Timeout)
 }

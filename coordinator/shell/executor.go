@@ -367,9 +367,9 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	switch {
 	case cl == 0:
 		cl = coordinator.One
-	case cl == coordinator.Serial: // SERIAL reads and LWTs check their statements (lwt.go)
+	case cl.IsSerial(): // SERIAL reads and LWTs check their statements (lwt.go)
 	case !cl.Valid():
-		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL)", uint8(cl))}
+		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", uint8(cl))}
 	}
 	if req.Prepared == nil {
 		if err := checkStatementSize(req.Text, "this statement", e.maxStatement); err != nil {
@@ -387,8 +387,8 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	}
 	switch st := stmt.(type) {
 	case *cql.SelectStmt:
-		if cl == coordinator.Serial {
-			t, resp, err := e.executeSerialSelect(ctx, st, keyspace, &req)
+		if cl.IsSerial() {
+			t, resp, err := e.executeSerialSelect(ctx, st, keyspace, cl, &req)
 			return kindRead, cl, t, resp, err
 		}
 		t, resp, err := e.executeSelect(ctx, st, keyspace, cl, &req)
@@ -398,14 +398,14 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 			t, resp, err := e.executeConditional(ctx, st, keyspace, cl, &req)
 			return kindWrite, cl, t, resp, err
 		}
-		if cl == coordinator.Serial {
-			return kindWrite, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is only for SELECT and conditional statements (IF ...)")}
+		if cl.IsSerial() {
+			return kindWrite, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("%v is only for SELECT and conditional statements (IF ...)", cl)}
 		}
 		t, resp, err := e.executeWrite(ctx, st, keyspace, cl, &req, nil)
 		return kindWrite, cl, t, resp, err
 	case *cql.BatchStmt:
-		if cl == coordinator.Serial {
-			return kindWrite, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is only for SELECT and conditional statements (IF ...)")}
+		if cl.IsSerial() {
+			return kindWrite, cl, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("%v is only for SELECT and conditional statements (IF ...)", cl)}
 		}
 		t, resp, err := e.executeBatchStmt(ctx, st, keyspace, cl, &req)
 		return kindWrite, cl, t, resp, err

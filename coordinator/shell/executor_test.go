@@ -807,7 +807,7 @@ func TestInvalidStatements(t *testing.T) {
 		{"SELECT * FROM other.t WHERE k = 'a'", one, "1:15: unknown keyspace other"},
 		{"SELECT * FROM t WHERE k = 'a' AND v = 'x'", one, "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"},
 		{"INSERT INTO t (k, c, zz) VALUES ('a', 1, 2)", one, "unknown column zz in table ks.t"},
-		{"INSERT INTO t (k, c) VALUES ('a', 1)", coordinator.Consistency(42), "unknown consistency level 42 (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL)"},
+		{"INSERT INTO t (k, c) VALUES ('a', 1)", coordinator.Consistency(42), "unknown consistency level 42 (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)"},
 		{"CREATE TABLE t (k text PRIMARY KEY)", one, "1:14: table ks.t already exists"},
 		{"USE nowhere", one, "1:5: unknown keyspace nowhere"},
 		{"ALTER KEYSPACE nowhere WITH durable_writes = true", one, "1:16: unknown keyspace nowhere"},

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/internal/loop"
@@ -41,6 +43,13 @@ type PaxosTransport interface {
 type lwtState struct {
 	mu   sync.Mutex
 	last int64 // the counter of the last ballot this coordinator made
+	// lat holds the latencies of the last len(lat) statements decided (n of them so far), the
+	// p50 and p95 the contention backoff is drawn from (coordinator.ContentionWait).
+	lat [64]time.Duration
+	n   int
+	// lines are the partitions this coordinator runs lightweight transactions on now, each
+	// statement waiting its turn in its partition's line (enter).
+	lines map[casKey]*casLine
 	// rounds counts Paxos rounds begun (prepares sent), rejected the statements a rate limit
 	// rejected before any round (by this coordinator or on the prepare), contended the rounds
 	// lost to a competing ballot.
@@ -90,6 +99,82 @@ func (c lwtCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Contended), "contended")
 }
 
+// casContentionTimeout bounds a lightweight transaction's Paxos rounds (prepares, proposals and
+// contention backoff; the commit then has the statement's own deadline), as Cassandra 4.1's
+// cas_contention_timeout (1 s) does: a statement that cannot win a round in that time gives up
+// with a CAS write timeout rather than keep contending with the statements that came after it.
+const casContentionTimeout = time.Second
+
+// casKey names a partition of a table.
+type casKey struct {
+	table schema.TableID
+	token int64
+	key   string // the partition key, serialised
+}
+
+// casLine is one partition's line: ch holds the token of the statement running, users counts
+// the statements running or waiting.
+type casLine struct {
+	ch    chan struct{}
+	users int
+}
+
+// enter waits for the partition's turn on this coordinator, or for ctx to end, and returns the
+// function that gives the turn to the next statement. A coordinator runs one lightweight
+// transaction of a partition at a time, the others waiting in line: statements through the
+// same coordinator never duel (each would make the other's ballot lose, over and over), and
+// the partition's contention is between coordinators only.
+func (l *lwtState) enter(ctx context.Context, k casKey) (leave func(), err error) {
+	l.mu.Lock()
+	if l.lines == nil {
+		l.lines = map[casKey]*casLine{}
+	}
+	ln := l.lines[k]
+	if ln == nil {
+		ln = &casLine{ch: make(chan struct{}, 1)}
+		l.lines[k] = ln
+	}
+	ln.users++
+	l.mu.Unlock()
+	out := func() {
+		l.mu.Lock()
+		if ln.users--; ln.users == 0 {
+			delete(l.lines, k)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case ln.ch <- struct{}{}:
+		return func() { <-ln.ch; out() }, nil
+	case <-ctx.Done():
+		out()
+		return nil, ctx.Err()
+	}
+}
+
+// observe records d, how long a statement took to decide, for the contention backoff.
+func (l *lwtState) observe(d time.Duration) {
+	l.mu.Lock()
+	l.lat[l.n%len(l.lat)] = d
+	l.n++
+	l.mu.Unlock()
+}
+
+// latencies returns the median and 95th percentile of the recent decided statements' latencies
+// (zero when none were decided yet).
+func (l *lwtState) latencies() (p50, p95 time.Duration) {
+	var buf [len(lwtState{}.lat)]time.Duration
+	l.mu.Lock()
+	n := copy(buf[:], l.lat[:min(l.n, len(l.lat))])
+	l.mu.Unlock()
+	if n == 0 {
+		return 0, 0
+	}
+	s := buf[:n]
+	slices.Sort(s)
+	return s[n/2], s[min(n-1, n*95/100)]
+}
+
 // nextBallot returns a ballot above every one this coordinator made and above seen.
 func (e *Executor) nextBallot(seen int64) coordinator.Ballot {
 	e.lwt.mu.Lock()
@@ -121,6 +206,23 @@ type casPartition struct {
 	serialRead bool
 	// commitCL is the level the commit waits for.
 	commitCL coordinator.Consistency
+	// serial is the Paxos level: coordinator.Serial, or LocalSerial (Paxos over this data
+	// center's replicas when the keyspace places them per data center).
+	serial coordinator.Consistency
+	// usingTimeout is the statement's USING TIMEOUT, 0 for none: with one, it bounds the rounds
+	// instead of casContentionTimeout.
+	usingTimeout time.Duration
+}
+
+// timeout is the error of the partition's lightweight transaction that ran out of time: a
+// write timeout with the CAS write type (or a read timeout for a SERIAL read) at its serial
+// level, acks the acceptances (or promises) received of required.
+func (p casPartition) timeout(acks, required int) error {
+	cl := cmp.Or(p.serial, coordinator.Serial)
+	if p.serialRead {
+		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: cl, Received: acks, Required: required}
+	}
+	return &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: cl, Received: acks, Required: required, CAS: true}
 }
 
 // casPartitionOf is the casPartition of a conditional write to partition pk of t committed at
@@ -136,35 +238,89 @@ func casPartitionOf(t *schema.Table, pk [][]byte, cl coordinator.Consistency) ca
 
 // casDecision is what a conditional statement makes of the partition's current rows: the
 // mutation to propose (nil: the condition does not hold, nothing is written) and the result.
-type casDecision func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error)
+// static is the partition's reconciled static row (nil: none, or a table without static
+// columns).
+type casDecision func(rows []coordinator.ClusteredRow, static *cell.Row, b coordinator.Ballot) (*replicapb.Mutation, error)
+
+// casGroup is who takes part in the partition's Paxos rounds.
+type casGroup struct {
+	// live are the live natural replicas (the first natural of them) and then the live pending
+	// ones that Paxos runs over; required is how many promises or acceptances make a quorum.
+	live              []coordinator.NodeID
+	natural, required int
+	// remote are the live replicas, natural (the first remoteNatural) then pending, of the other
+	// data centers under LOCAL_SERIAL: outside Paxos, they get the commit.
+	remote        []coordinator.NodeID
+	remoteNatural int
+	// total counts every replica, live or not, natural or pending, of every data center.
+	total int
+	// localOnly: LOCAL_SERIAL on a keyspace placed per data center, Paxos over this one.
+	localOnly bool
+	// localTotal counts this data center's replicas, live or not, natural or pending; perDC
+	// says the keyspace places replicas per data center (else LOCAL levels count them all).
+	localTotal int
+	perDC      bool
+}
 
 // casParticipants returns the replicas a round of the partition talks to: the live natural
 // replicas and the pending ones, and how many promises or acceptances make a quorum: a
 // majority of the natural replicas plus every pending one (as Cassandra counts them), so that
-// quorums before and after a range moves intersect.
-func (e *Executor) casParticipants(token int64, rf schema.Replication) (live []coordinator.NodeID, required, natural int, err error) {
+// quorums before and after a range moves intersect. Under LOCAL_SERIAL on a keyspace placed
+// per data center (NetworkTopologyStrategy), as Cassandra 4.1: only this data center's
+// replicas, the others getting the commit alone.
+func (e *Executor) casParticipants(token int64, rf schema.Replication, serial coordinator.Consistency) (casGroup, error) {
 	var replicaBuf [8]coordinator.Replica
 	var pendingBuf [8]coordinator.NodeID
 	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)
-	if len(replicas) == 0 {
-		return nil, 0, 0, &coordinator.UnavailableError{Consistency: coordinator.Serial, Live: 0, Required: 1}
-	}
-	required = len(replicas)/2 + 1 + len(pending)
+	cl := cmp.Or(serial, coordinator.Serial)
+	localOnly := serial == coordinator.LocalSerial && len(rf.DataCenters) > 0
+	g := casGroup{localOnly: localOnly, perDC: len(rf.DataCenters) > 0}
+	var nNatural, nPending int
 	for _, r := range replicas {
-		if !r.Down {
-			live = append(live, r.ID)
+		if r.DC == 0 {
+			g.localTotal++
+		}
+		switch {
+		case localOnly && r.DC != 0:
+			if !r.Down {
+				g.remote = append(g.remote, r.ID)
+			}
+		case !r.Down:
+			g.live = append(g.live, r.ID)
+			nNatural++
+		default:
+			nNatural++
 		}
 	}
-	natural = len(live)
+	g.natural, g.remoteNatural = len(g.live), len(g.remote)
+	localDC := e.ring.DataCenter(e.localID)
 	for _, id := range pending {
-		if id == e.localID || e.ring.IsLive(id) {
-			live = append(live, id)
+		live := id == e.localID || e.ring.IsLive(id)
+		inDC := e.ring.DataCenter(id) == localDC
+		if inDC {
+			g.localTotal++
+		}
+		switch {
+		case localOnly && !inDC:
+			if live {
+				g.remote = append(g.remote, id)
+			}
+		case live:
+			g.live = append(g.live, id)
+			nPending++
+		default:
+			nPending++
 		}
 	}
-	if len(live) < required {
-		return nil, 0, 0, &coordinator.UnavailableError{Consistency: coordinator.Serial, Live: len(live), Required: required}
+	if nNatural == 0 {
+		return casGroup{}, &coordinator.UnavailableError{Consistency: cl, Live: 0, Required: 1}
 	}
-	return live, required, natural, nil
+	g.required = nNatural/2 + 1 + nPending
+	g.total = len(replicas) + len(pending)
+	if len(g.live) < g.required {
+		return casGroup{}, &coordinator.UnavailableError{Consistency: cl, Live: len(g.live), Required: g.required}
+	}
+	return g, nil
 }
 
 // prepared is one replica's answer to a prepare.
@@ -174,15 +330,20 @@ type prepared struct {
 	err  error
 }
 
-// fanOut calls call for each of to concurrently and hands the answers to take in arrival order
+// fanOut calls call for each of to concurrently, on goroutines of run (the executor's pool,
+// whose grown stacks serve call after call), and hands the answers to take in arrival order
 // until take returns true, every call answered, or ctx ends. It returns once every call it
 // started has returned: the calls left running are canceled.
-func fanOut[T any](ctx context.Context, to []coordinator.NodeID, call func(ctx context.Context, id coordinator.NodeID) T, take func(T) bool) {
+func fanOut[T any](ctx context.Context, run func(func()), to []coordinator.NodeID, call func(ctx context.Context, id coordinator.NodeID) T, take func(T) bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	answers := make(chan T, len(to))
 	for _, id := range to {
-		wg.Go(func() { answers <- call(ctx, id) })
+		wg.Add(1)
+		run(func() {
+			defer wg.Done()
+			answers <- call(ctx, id)
+		})
 	}
 	defer func() {
 		cancel()
@@ -198,16 +359,6 @@ func fanOut[T any](ctx context.Context, to []coordinator.NodeID, call func(ctx c
 			return
 		}
 	}
-}
-
-// casTimeout is the error of a lightweight transaction that ran out of time: a write timeout
-// with the CAS write type (or a read timeout for a SERIAL read), acks the acceptances (or
-// promises) received of required.
-func casTimeout(serialRead bool, acks, required int) error {
-	if serialRead {
-		return &coordinator.TimeoutError{Op: coordinator.OpRead, Consistency: coordinator.Serial, Received: acks, Required: required}
-	}
-	return &coordinator.TimeoutError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: acks, Required: required, CAS: true}
 }
 
 // runCAS runs Paxos rounds on the partition until one decides: it returns the rows the
@@ -231,9 +382,24 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 				schema.FormatLWT, strings.Join(ids, ", "))}
 		}
 	}
-	live, required, natural, err := e.casParticipants(p.token, rf)
+	g, err := e.casParticipants(p.token, rf, p.serial)
 	if err != nil {
 		return nil, false, err
+	}
+	live, required, natural := g.live, g.required, g.natural
+	if g.localOnly {
+		// The commit counts replicas outside the Paxos group: refuse up front when too few
+		// of them are live for the commit level, as a write would.
+		need, counts := e.commitNeed(p, g)
+		up := 0
+		for _, id := range slices.Concat(g.live, g.remote) {
+			if counts(id) {
+				up++
+			}
+		}
+		if up < need {
+			return nil, false, &coordinator.UnavailableError{Consistency: p.commitCL, Live: up, Required: need}
+		}
 	}
 	op := coordinator.OpWrite
 	if p.serialRead {
@@ -257,12 +423,13 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 				// it each coordinator-replica counted only its own rejections, and the
 				// cluster admitted about twice the limit through three coordinators).
 				if e.prop != nil {
-					others := make([]coordinator.NodeID, 0, natural)
+					others := make([]coordinator.NodeID, 0, natural+g.remoteNatural)
 					for _, id := range live[:natural] {
 						if id != e.localID {
 							others = append(others, id)
 						}
 					}
+					others = append(others, g.remote[:g.remoteNatural]...)
 					e.prop.add(others, p.t.ID, p.token, op)
 				}
 				e.lwt.rejected.Add(1)
@@ -273,7 +440,24 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 		} else {
 			lim = &replicapb.Limiter{Mode: replicapb.Limiter_ACCOUNT_AND_ENFORCE, Draw: draw, StampUnixNanos: stampNanos(stamp)}
 		}
+		if e.prop != nil && g.remoteNatural > 0 {
+			// LOCAL_SERIAL: the other data centers' replicas see no prepare; they account
+			// the statement through propagation, as a write's are counted in every one.
+			e.prop.add(g.remote[:g.remoteNatural], p.t.ID, p.token, op)
+		}
 	}
+	// The rounds run until cdl, the contention deadline; a chosen proposal's commit until dl.
+	start := e.now()
+	cdl := dl
+	if c := start.Add(cmp.Or(p.usingTimeout, casContentionTimeout)); c.Before(cdl) {
+		cdl = c
+	}
+	decided := func() { e.lwt.observe(e.now().Sub(start)) }
+	leave, err := e.enterLine(ctx, p, cdl, required)
+	if err != nil {
+		return nil, false, err
+	}
+	defer leave()
 	var (
 		seen    int64
 		mine    []coordinator.Ballot // the ballots this statement proposed its own mutation at
@@ -289,17 +473,17 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 	lost := func() error {
 		attempt++
 		e.lwt.contended.Add(1)
-		return e.backoff(ctx, attempt, dl, p.serialRead, required)
+		return e.backoff(ctx, attempt, cdl, p, required)
 	}
 	for {
-		if !e.now().Before(dl) {
-			return nil, false, casTimeout(p.serialRead, 0, required)
+		if !e.now().Before(cdl) {
+			return nil, false, p.timeout(0, required)
 		}
 		b := e.nextBallot(seen)
 		e.lwt.rounds.Add(1)
 		first := lim
 		lim = nil // retries are not counted again
-		promises, rows, rejected, highest, perr := e.prepareRound(ctx, pt, p, live, natural, required, b, first, dl)
+		promises, rows, static, rejected, highest, perr := e.prepareRound(ctx, pt, p, live, natural, required, b, first, cdl)
 		if rejected != nil {
 			e.lwt.rejected.Add(1)
 			return nil, false, e.outcomeErr(*rejected, p.t)
@@ -323,6 +507,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			continue
 		}
 		if len(mine) > 0 && isMine(promises.lastCommittedOrigin()) {
+			decided()
 			return nil, true, nil // an earlier round's own mutation, chosen and committed
 		}
 		if i, ok := coordinator.InProgress(promises.states); ok && !e.lwt.skipCompletion {
@@ -331,11 +516,12 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			if origin.IsZero() {
 				origin = ballotOf(acc.GetBallot())
 			}
-			done, _, err := e.proposeAndCommit(ctx, pt, p, live, required, b, origin, acc.GetMutation(), dl)
+			done, _, err := e.proposeAndCommit(ctx, pt, p, g, b, origin, acc.GetMutation(), cdl, dl)
 			if err != nil {
 				return nil, false, err
 			}
 			if done && isMine(origin) {
+				decided()
 				return nil, true, nil // an earlier round's own mutation, completed now
 			}
 			if !done {
@@ -346,21 +532,23 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			continue // prepare again at a new ballot, on the completed state
 		}
 		if uncertain {
-			return nil, false, casTimeout(p.serialRead, 0, required)
+			return nil, false, p.timeout(0, required)
 		}
-		m, err := decide(rows, b)
+		m, err := decide(rows, static, b)
 		if err != nil {
 			return nil, false, err
 		}
 		if m == nil {
+			decided()
 			return rows, false, nil
 		}
 		mine = append(mine, b)
-		done, accepted, err := e.proposeAndCommit(ctx, pt, p, live, required, b, b, m, dl)
+		done, accepted, err := e.proposeAndCommit(ctx, pt, p, g, b, b, m, cdl, dl)
 		if err != nil {
 			return nil, false, err
 		}
 		if done {
+			decided()
 			return rows, true, nil
 		}
 		uncertain = uncertain || accepted > 0
@@ -370,12 +558,29 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 	}
 }
 
-// backoff waits before the next round after attempt lost ones, or returns the timeout when the
-// deadline comes first.
-func (e *Executor) backoff(ctx context.Context, attempt int, dl time.Time, serialRead bool, required int) error {
-	d := coordinator.ContentionBackoff(attempt, e.draw())
-	if e.now().Add(d).After(dl) {
-		return casTimeout(serialRead, 0, required)
+// enterLine waits for the partition's turn on this coordinator (lwtState.enter) until cdl.
+func (e *Executor) enterLine(ctx context.Context, p casPartition, cdl time.Time, required int) (func(), error) {
+	wctx, cancel := context.WithTimeout(ctx, cdl.Sub(e.now())) // cdl is on the executor's clock
+	defer cancel()
+	var keyBuf [64]byte
+	leave, err := e.lwt.enter(wctx, casKey{table: p.t.ID, token: p.token, key: string(partitioner.AppendKey(keyBuf[:0], p.pk))})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, p.timeout(0, required)
+	}
+	return leave, nil
+}
+
+// backoff waits before the next round after attempt lost ones (Cassandra 4.1's contention
+// strategy, coordinator.ContentionWait, over this coordinator's recent LWT latencies), or
+// returns the timeout when the deadline would pass first.
+func (e *Executor) backoff(ctx context.Context, attempt int, dl time.Time, p casPartition, required int) error {
+	p50, p95 := e.lwt.latencies()
+	d := coordinator.ContentionWait(attempt, p50, p95, e.draw(), e.draw())
+	if !e.now().Add(d).Before(dl) {
+		return p.timeout(0, required)
 	}
 	return loop.Sleep(ctx, d)
 }
@@ -429,7 +634,7 @@ func (ps *promiseSet) lastCommittedOrigin() coordinator.Ballot {
 // the promises and the partition's rows reconciled over them; nil promises when a competing
 // ballot outvoted b (highest is the highest ballot counter seen); rejected when the limiter's
 // rejections (lim, the first round's) made the quorum unreachable.
-func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, natural, required int, b coordinator.Ballot, lim *replicapb.Limiter, dl time.Time) (*promiseSet, []coordinator.ClusteredRow, *coordinator.RateLimited, int64, error) {
+func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, natural, required int, b coordinator.Ballot, lim *replicapb.Limiter, dl time.Time) (*promiseSet, []coordinator.ClusteredRow, *cell.Row, *coordinator.RateLimited, int64, error) {
 	callCtx, cancel := context.WithTimeout(ctx, dl.Sub(e.now())) // dl is on the executor's clock
 	defer cancel()
 	var (
@@ -441,7 +646,7 @@ func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPar
 		firstErr                    error
 	)
 	n := len(live)
-	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) prepared {
+	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) prepared {
 		base := p.read // the replicas share the read's slices, read-only
 		rd := replicapb.ReadRequest{TableId: base.TableId, PartitionKey: base.PartitionKey, Token: base.Token, Filter: base.Filter, Limit: base.Limit}
 		if lim != nil && (id != e.localID || lim.Mode != replicapb.Limiter_ACCOUNT_ONLY) && slices.Index(live, id) < natural {
@@ -483,30 +688,33 @@ func (e *Executor) prepareRound(ctx context.Context, pt PaxosTransport, p casPar
 		if p.serialRead {
 			rl.Op, rl.Limit = coordinator.OpRead, p.t.Limit(coordinator.OpRead)
 		}
-		return nil, nil, &rl, 0, nil
+		return nil, nil, nil, &rl, 0, nil
 	case refused > 0:
-		return nil, nil, nil, highest, nil
+		return nil, nil, nil, nil, highest, nil
 	case failed > n-required:
-		return nil, nil, nil, 0, &coordinator.FailureError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: len(ps.states), Required: required, Failures: failed, Err: firstErr}
+		return nil, nil, nil, nil, 0, &coordinator.FailureError{Op: coordinator.OpWrite, Consistency: coordinator.Serial, Received: len(ps.states), Required: required, Failures: failed, Err: firstErr}
 	default:
 		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, 0, err
+			return nil, nil, nil, nil, 0, err
 		}
-		return nil, nil, nil, 0, casTimeout(p.serialRead, len(ps.states), required)
+		return nil, nil, nil, nil, 0, p.timeout(len(ps.states), required)
 	}
 	if p.serialRead {
-		return &ps, nil, nil, 0, nil // the read follows the prepare (executeSerialSelect)
+		return &ps, nil, nil, nil, 0, nil // the read follows the prepare (executeSerialSelect)
 	}
 	m := coordinator.NewMerger(p.t, 0, false, e.now().Unix())
-	for _, r := range reads {
-		if err := addAnswer(m, p.t, coordinator.Response{From: r.from, Payload: r.resp.GetRead()}, 0); err != nil {
-			return nil, nil, nil, 0, err
+	resps := make([]coordinator.Response, len(reads))
+	for i, r := range reads {
+		resps[i] = coordinator.Response{From: r.from, Payload: r.resp.GetRead()}
+		if err := addAnswer(m, p.t, resps[i], 0); err != nil {
+			return nil, nil, nil, nil, 0, err
 		}
 	}
 	if need := m.Merge(); len(need) > 0 {
-		return nil, nil, nil, 0, fmt.Errorf("coordinator: lightweight transaction's read of %s stopped early at a replica", p.t.QualifiedName())
+		return nil, nil, nil, nil, 0, fmt.Errorf("coordinator: lightweight transaction's read of %s stopped early at a replica", p.t.QualifiedName())
 	}
-	return &ps, m.Result().Rows, nil, 0, nil
+	rec := m.Result()
+	return &ps, rec.Rows, readStatic(p.t, resps, &rec), nil, 0, nil
 }
 
 // cmpErr keeps the first error.
@@ -517,17 +725,18 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// proposeAndCommit proposes m, first proposed at origin, at ballot b and, once required
-// replicas accepted it, commits it at p.commitCL. done is false when a competing ballot kept it
+// proposeAndCommit proposes m, first proposed at origin, at ballot b until cdl and, once
+// required replicas accepted it, commits it at p.commitCL until dl. done is false when a competing ballot kept it
 // from a quorum (the round is lost; the accepted replicas, when there are some, hold it for a
 // later proposer to complete or supersede).
-func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, live []coordinator.NodeID, required int, b, origin coordinator.Ballot, m *replicapb.Mutation, dl time.Time) (done bool, acceptedBy int, err error) {
-	callCtx, cancel := context.WithTimeout(ctx, dl.Sub(e.now())) // dl is on the executor's clock
+func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, g casGroup, b, origin coordinator.Ballot, m *replicapb.Mutation, cdl, dl time.Time) (done bool, acceptedBy int, err error) {
+	callCtx, cancel := context.WithTimeout(ctx, cdl.Sub(e.now())) // cdl is on the executor's clock
 	defer cancel()
 	prop := &replicapb.PaxosProposal{Ballot: ballotProto(b), Mutation: m, Origin: ballotProto(origin)}
+	live, required := g.live, g.required
 	n := len(live)
 	var accepted, refused, failed int
-	fanOut(callCtx, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
+	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
 		resp, err := pt.PaxosPropose(ctx, id, &replicapb.PaxosProposeRequest{Proposal: prop})
 		if err != nil {
 			return nil
@@ -547,20 +756,22 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		return accepted >= required
 	})
 	if accepted < required {
-		if refused > 0 && failed == 0 && refused+accepted == n && ctx.Err() == nil && e.now().Before(dl) {
+		if refused > 0 && failed == 0 && refused+accepted == n && ctx.Err() == nil && e.now().Before(cdl) {
 			return false, accepted, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return false, accepted, err
 		}
-		return false, accepted, casTimeout(p.serialRead, accepted, required)
+		return false, accepted, p.timeout(accepted, required)
 	}
-	// Chosen. The commit applies it; the statement waits for the commit level's acks.
-	need := coordinator.BlockFor(p.commitCL, n)
-	if p.commitCL == coordinator.Quorum || p.commitCL == coordinator.Serial {
-		need = required
+	// Chosen. The commit applies it on every replica (under LOCAL_SERIAL the other data
+	// centers' too); the statement waits for the commit level's acks.
+	commitTo := live
+	if len(g.remote) > 0 {
+		commitTo = slices.Concat(live, g.remote)
 	}
-	acks, err := e.commitAll(ctx, pt, live, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
+	need, counts := e.commitNeed(p, g)
+	acks, err := e.commitAll(ctx, pt, commitTo, counts, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
 	if err != nil {
 		return false, accepted, err
 	}
@@ -568,16 +779,35 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		if err := ctx.Err(); err != nil {
 			return false, accepted, err
 		}
-		return false, accepted, casTimeout(p.serialRead, acks, need)
+		return false, accepted, p.timeout(acks, need)
 	}
 	return true, accepted, nil
 }
 
-// commitAll sends commit to every replica of live and returns once need of them applied it, or
-// every one answered. The calls run detached from the client, as a write's do (a commit must
+// commitNeed returns how many acknowledgements of the commit the statement waits for, at its
+// commit level, and which replicas' count: under a LOCAL level this data center's; under
+// LOCAL_SERIAL placed per data center the others count towards QUORUM or ALL of every replica;
+// else QUORUM is the Paxos quorum.
+func (e *Executor) commitNeed(p casPartition, g casGroup) (int, func(coordinator.NodeID) bool) {
+	all := func(coordinator.NodeID) bool { return true }
+	switch {
+	case p.commitCL.Local() && g.perDC:
+		dc := e.ring.DataCenter(e.localID)
+		local := func(id coordinator.NodeID) bool { return e.ring.DataCenter(id) == dc }
+		return coordinator.BlockFor(p.commitCL, g.localTotal), local
+	case g.localOnly:
+		return coordinator.BlockFor(p.commitCL, g.total), all
+	case p.commitCL == coordinator.Quorum || p.commitCL == coordinator.LocalQuorum: // LOCAL_QUORUM without data centers is QUORUM
+		return g.required, all
+	}
+	return coordinator.BlockFor(p.commitCL, len(g.live)), all
+}
+
+// commitAll sends commit to every replica of live and returns once need of those counts
+// accepts applied it, or every one answered. The calls run detached from the client, as a write's do (a commit must
 // reach every replica it can), bounded by dl and by Close; the executor owns them (await's
 // flights).
-func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
+func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
 	rpcCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.Sub(e.now()))
 	f := &flight{cancel: cancel}
 	f.pending.Store(1)
@@ -591,12 +821,12 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 		if !e.extend(f) {
 			return 0, coordinator.ErrClosed
 		}
-		go func() {
+		e.calls.Go(func() {
 			defer e.wg.Done()
 			defer e.release(f)
 			resp, err := pt.PaxosCommit(rpcCtx, id, commit)
-			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK
-		}()
+			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && counts(id)
+		})
 	}
 	acks := 0
 	for range live {
@@ -617,13 +847,29 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 	return acks, nil
 }
 
+// serialLevel returns the Paxos level a conditional statement asked for: SERIAL when it did
+// not say, and only SERIAL or LOCAL_SERIAL (Cassandra's error otherwise).
+func serialLevel(cl coordinator.Consistency) (coordinator.Consistency, error) {
+	switch {
+	case cl == 0:
+		return coordinator.Serial, nil
+	case cl.IsSerial():
+		return cl, nil
+	}
+	return 0, &coordinator.InvalidError{Err: fmt.Errorf("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL (got %v as serial consistency)", cl)}
+}
+
 // executeConditional runs a conditional INSERT, UPDATE or DELETE (a lightweight transaction) at
 // commit consistency cl and answers Cassandra's result: the [applied] column, and when not
 // applied the current values (every column of the existing row for IF NOT EXISTS, the
 // condition columns for IF conditions) when the row exists.
 func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
-	if cl == coordinator.Serial {
-		return nil, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is not supported as conditional update commit consistency; use ONE, QUORUM or ALL (the Paxos round itself always runs at SERIAL)")}
+	if cl.IsSerial() {
+		return nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("%v is not supported as conditional update commit consistency; use ONE, QUORUM or ALL (the Paxos round runs at the serial consistency)", cl)}
+	}
+	serial, err := serialLevel(req.SerialConsistency)
+	if err != nil {
+		return nil, coordinator.Result{}, err
 	}
 	s := e.schema.Schema()
 	now := e.now()
@@ -639,8 +885,20 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 	if err != nil {
 		return t, coordinator.Result{}, invalid(st, err)
 	}
-	if !w.Clustering.IsRow(t) {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Pos: cql.ConditionsOf(st).IfPos, Err: errors.New("a conditional statement must restrict every PRIMARY KEY column with = (it reads and writes one row)")}
+	c := cql.ConditionsOf(st)
+	// staticOnly: a write of static columns alone that restricts the partition key only; its
+	// conditions (IF EXISTS and IF NOT EXISTS too) are on the partition's static row.
+	staticOnly := staticWrite(t, w)
+	switch {
+	case staticOnly:
+		for _, cond := range conds {
+			if !cond.Column.Static {
+				return t, coordinator.Result{}, &coordinator.InvalidError{Pos: c.IfPos, Err: fmt.Errorf("Invalid restriction on clustering column %s since the %s statement modifies only static columns (its IF condition on %s needs the row's whole PRIMARY KEY)",
+					cql.QuoteIdent(t.Clustering[0].Name), schema.StatementName(st), cql.QuoteIdent(cond.Column.Name))}
+			}
+		}
+	case !w.Clustering.IsRow(t):
+		return t, coordinator.Result{}, &coordinator.InvalidError{Pos: c.IfPos, Err: errors.New("a conditional statement must restrict every PRIMARY KEY column with = (it reads and writes one row), or only the partition key when it writes static columns alone")}
 	}
 	if err := e.checkFormat(st, w); err != nil {
 		return t, coordinator.Result{}, err
@@ -660,18 +918,22 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 		return t, coordinator.Result{}, err
 	}
 	p := casPartitionOf(t, w.PartitionKey, cl)
+	p.serial, p.usingTimeout = serial, w.Timeout
 	token := p.token
-	if len(w.Clustering.Prefix) > 0 {
+	switch {
+	case staticOnly:
+		p.read.Limit = 1 // the static row is all it needs; every answer carries it
+	case len(w.Clustering.Prefix) > 0:
 		p.read.Filter = &replicapb.ClusteringFilter{Equal: w.Clustering.Prefix}
 	}
-	c := cql.ConditionsOf(st)
 	var current *coordinator.ClusteredRow
-	decide := func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error) {
-		current = nil
-		if len(rows) > 0 {
+	var static *cell.Row
+	decide := func(rows []coordinator.ClusteredRow, st *cell.Row, b coordinator.Ballot) (*replicapb.Mutation, error) {
+		current, static = nil, st
+		if len(rows) > 0 && !staticOnly {
 			current = &rows[0]
 		}
-		if !conditionsHold(c, conds, current, now.Unix()) {
+		if !conditionsHold(c, conds, current, static, staticOnly, now.Unix()) {
 			return nil, nil
 		}
 		m := &replicapb.Mutation{TableId: uint64(t.ID), PartitionKey: w.PartitionKey, Token: token}
@@ -683,25 +945,70 @@ func (e *Executor) executeConditional(ctx context.Context, st cql.Statement, key
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
-	out := casResult(t, w, c, conds, applied, current, e.now().Unix())
+	out := casResult(t, w, c, conds, applied, current, static, staticOnly, e.now().Unix())
 	out.Warnings = res.Warnings
 	return t, out, nil
 }
 
-// conditionsHold evaluates an IF clause on the row's current state (nil: no live row) at now.
-func conditionsHold(c *cql.Conditions, conds []schema.Condition, row *coordinator.ClusteredRow, now int64) bool {
-	switch {
-	case c.NotExists:
-		return row == nil
-	case c.Exists:
-		return row != nil
+// staticWrite reports whether w writes (or deletes) static columns of t alone, restricting
+// only the partition key: Cassandra's static-only modification.
+func staticWrite(t *schema.Table, w *schema.Write) bool {
+	if len(t.Clustering) == 0 || len(w.Clustering.Prefix) > 0 || w.Clustering.Lower != nil || w.Clustering.Upper != nil || len(w.Cells) == 0 {
+		return false
 	}
-	for _, cond := range conds {
-		if !cond.Applies(liveValue(row, cond.Column.Name, now)) {
+	for _, c := range w.Cells {
+		if !c.Column.Static {
 			return false
 		}
 	}
 	return true
+}
+
+// conditionsHold evaluates an IF clause on the row's current state (nil: no live row) and the
+// partition's static row (nil: none) at now, as Cassandra 4.1: a condition on a static column
+// reads the static row; with staticOnly (a write of static columns alone) IF [NOT] EXISTS
+// asks whether the static row has a live cell, else whether the row is live.
+func conditionsHold(c *cql.Conditions, conds []schema.Condition, row *coordinator.ClusteredRow, static *cell.Row, staticOnly bool, now int64) bool {
+	exists := row != nil
+	if staticOnly {
+		exists = staticLive(static, now)
+	}
+	switch {
+	case c.NotExists:
+		return !exists
+	case c.Exists:
+		return exists
+	}
+	for _, cond := range conds {
+		if !cond.Applies(conditionValue(cond.Column, row, static, now)) {
+			return false
+		}
+	}
+	return true
+}
+
+// staticLive reports whether the static row holds a live cell at now.
+func staticLive(static *cell.Row, now int64) bool {
+	return static != nil && static.Live(now, cell.NoTimestamp)
+}
+
+// conditionValue returns the live value of col, whole (a non-frozen collection's or user type's
+// assembled from its elements): from the static row for a static column, else from row; nil
+// when there is none.
+func conditionValue(col *schema.Column, row *coordinator.ClusteredRow, static *cell.Row, now int64) []byte {
+	if col.Static {
+		if static == nil {
+			return nil
+		}
+		row = &coordinator.ClusteredRow{Row: *static}
+	}
+	if row == nil {
+		return nil
+	}
+	if col.Type.MultiCell() {
+		return collectionValue(col, row.Row, now)
+	}
+	return liveValue(row, col.Name, now)
 }
 
 // liveValue returns the live value of column name in row, nil when the row or the cell does
@@ -721,12 +1028,18 @@ func liveValue(row *coordinator.ClusteredRow, name string, now int64) []byte {
 var appliedColumn = coordinator.RowColumn{Name: "[applied]", Type: schema.TypeBoolean}
 
 // casResult builds a conditional statement's result, in Cassandra's shape: one row with
-// [applied]; when not applied and the row exists, with its columns (IF NOT EXISTS: every
-// column, in the table's order; IF conditions: the primary key and the condition columns).
-func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []schema.Condition, applied bool, row *coordinator.ClusteredRow, now int64) coordinator.Result {
+// [applied]; when not applied and the row (or, for a condition on static columns, the static
+// row) exists, with its columns (IF NOT EXISTS: every column, in the table's order; IF
+// conditions: the primary key and the condition columns), static values from the static row,
+// clustering values null when the row does not exist.
+func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []schema.Condition, applied bool, row *coordinator.ClusteredRow, static *cell.Row, staticOnly bool, now int64) coordinator.Result {
 	rows := &coordinator.Rows{Keyspace: t.Keyspace, Table: t.Name, Columns: []coordinator.RowColumn{appliedColumn}}
 	vals := [][]byte{schema.EncodeBoolean(applied)}
-	if !applied && row != nil {
+	exists := row != nil
+	if !exists && staticLive(static, now) {
+		exists = staticOnly || slices.ContainsFunc(conds, func(cond schema.Condition) bool { return cond.Column.Static })
+	}
+	if !applied && exists {
 		var cols []*schema.Column
 		switch {
 		case c.NotExists || c.Exists:
@@ -750,9 +1063,13 @@ func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []sche
 			case schema.PartitionKeyColumn:
 				vals = append(vals, w.PartitionKey[col.Index])
 			case schema.ClusteringColumn:
-				vals = append(vals, row.Clustering[col.Index-npk])
+				if row == nil {
+					vals = append(vals, nil)
+				} else {
+					vals = append(vals, row.Clustering[col.Index-npk])
+				}
 			default:
-				vals = append(vals, liveValue(row, col.Name, now))
+				vals = append(vals, conditionValue(col, row, static, now))
 			}
 		}
 	}
@@ -764,7 +1081,7 @@ func casResult(t *schema.Table, w *schema.Write, c *cql.Conditions, conds []sche
 // completes any lightweight transaction in progress there, then the read at QUORUM. The
 // limiter counts it as one read of the partition, on the prepare; the read that follows is
 // not counted again.
-func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, keyspace string, serial coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
 	s := e.schema.Schema()
 	now := e.now()
 	r, err := s.BindReadAt(st, keyspace, req.Values, now)
@@ -778,14 +1095,23 @@ func (e *Executor) executeSerialSelect(ctx context.Context, st *cql.SelectStmt, 
 	var keyBuf [64]byte
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], r.PartitionKey))
 	p := casPartition{
-		t: r.Table, token: token, pk: r.PartitionKey, serialRead: true, commitCL: coordinator.Quorum,
+		t: r.Table, token: token, pk: r.PartitionKey, serialRead: true, commitCL: coordinator.Quorum, serial: serial,
 		read: &replicapb.ReadRequest{TableId: uint64(r.Table.ID), PartitionKey: r.PartitionKey, Token: token, Limit: 1},
 	}
+	p.usingTimeout = r.Timeout
+	if serial == coordinator.LocalSerial && len(rf.DataCenters) > 0 {
+		// The quorum the prepare ran over (every replica without data centers): the completion
+		// of a proposal in progress commits at it, and the read reads at it.
+		p.commitCL = coordinator.LocalQuorum
+	}
 	dl := deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))
-	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, coordinator.Ballot) (*replicapb.Mutation, error) { return nil, nil }); err != nil {
+	if _, _, err := e.runCAS(ctx, p, rf, dl, func([]coordinator.ClusteredRow, *cell.Row, coordinator.Ballot) (*replicapb.Mutation, error) {
+		return nil, nil
+	}); err != nil {
 		return r.Table, coordinator.Result{}, err
 	}
-	return e.executeSelect(context.WithValue(ctx, serialPreparedKey{}, true), st, keyspace, coordinator.Quorum, req)
+	readCL := p.commitCL
+	return e.executeSelect(context.WithValue(ctx, serialPreparedKey{}, true), st, keyspace, readCL, req)
 }
 
 // serialPreparedKey marks the context of a SERIAL read's QUORUM read, which its prepare counted.

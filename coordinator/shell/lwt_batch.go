@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/cql"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -24,10 +25,14 @@ func hasConditions(stmts []cql.Statement) bool {
 // none does. values(i) are the values statement i's markers bind. The answer is Cassandra's:
 // [applied], and when not applied one row per row the conditions read that exists, with its
 // primary key and the condition columns (every column for IF [NOT] EXISTS).
-func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema, writes []*schema.Write, stmts []cql.Statement, values func(i int) []coordinator.Value, cl coordinator.Consistency, timeout time.Duration) (*schema.Table, coordinator.Result, error) {
+func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema, writes []*schema.Write, stmts []cql.Statement, values func(i int) []coordinator.Value, cl, serial coordinator.Consistency, timeout time.Duration) (*schema.Table, coordinator.Result, error) {
 	t := writes[0].Table
-	if cl == coordinator.Serial {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Err: errors.New("SERIAL is not supported as conditional update commit consistency; use ONE, QUORUM or ALL")}
+	if cl.IsSerial() {
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("%v is not supported as conditional update commit consistency; use ONE, QUORUM or ALL", cl)}
+	}
+	serial, err := serialLevel(serial)
+	if err != nil {
+		return t, coordinator.Result{}, err
 	}
 	if err := e.authorizeWrites(ctx, writes); err != nil {
 		return t, coordinator.Result{}, err
@@ -69,9 +74,12 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 	}
 	pk := writes[0].PartitionKey
 	p := casPartitionOf(t, pk, cl)
+	p.serial, p.usingTimeout = serial, timeout
 	token := p.token
 	current := make([]*coordinator.ClusteredRow, len(writes)) // each statement's row, nil when absent
-	decide := func(rows []coordinator.ClusteredRow, b coordinator.Ballot) (*replicapb.Mutation, error) {
+	var static *cell.Row
+	decide := func(rows []coordinator.ClusteredRow, st *cell.Row, b coordinator.Ballot) (*replicapb.Mutation, error) {
+		static = st
 		ok := true
 		for i, w := range writes {
 			current[i] = nil
@@ -81,7 +89,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 					break
 				}
 			}
-			if c := cql.ConditionsOf(stmts[i]); c != nil && !conditionsHold(c, conds[i], current[i], now.Unix()) {
+			if c := cql.ConditionsOf(stmts[i]); c != nil && !conditionsHold(c, conds[i], current[i], static, false, now.Unix()) {
 				ok = false
 			}
 		}
@@ -106,7 +114,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
-	out := casBatchResult(t, pk, stmts, conds, applied, current, e.now().Unix())
+	out := casBatchResult(t, pk, stmts, conds, applied, current, static, e.now().Unix())
 	out.Warnings = res.Warnings
 	return t, out, nil
 }
@@ -114,7 +122,7 @@ func (e *Executor) executeConditionalBatch(ctx context.Context, s *schema.Schema
 // casBatchResult builds a conditional BATCH's result: one row with [applied] = true, or rows
 // with [applied] = false, the primary key and the condition columns (every column when a
 // statement is IF NOT EXISTS or IF EXISTS), one per distinct existing row a condition read.
-func casBatchResult(t *schema.Table, pk [][]byte, stmts []cql.Statement, conds [][]schema.Condition, applied bool, current []*coordinator.ClusteredRow, now int64) coordinator.Result {
+func casBatchResult(t *schema.Table, pk [][]byte, stmts []cql.Statement, conds [][]schema.Condition, applied bool, current []*coordinator.ClusteredRow, static *cell.Row, now int64) coordinator.Result {
 	rows := &coordinator.Rows{Keyspace: t.Keyspace, Table: t.Name, Columns: []coordinator.RowColumn{appliedColumn}}
 	if applied {
 		rows.Values = [][][]byte{{schema.EncodeBoolean(true)}}
@@ -162,7 +170,7 @@ func casBatchResult(t *schema.Table, pk [][]byte, stmts []cql.Statement, conds [
 			case schema.ClusteringColumn:
 				vals = append(vals, row.Clustering[col.Index-npk])
 			default:
-				vals = append(vals, liveValue(row, col.Name, now))
+				vals = append(vals, conditionValue(col, row, static, now))
 			}
 		}
 		rows.Values = append(rows.Values, vals)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -367,5 +368,269 @@ func TestConditionalLocalRejectionIsPropagated(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// TestConditionalOneCoordinatorNoDuel: statements on one partition through one coordinator take
+// turns (its line) instead of duelling: sixteen concurrent compare-and-sets through n1 all
+// decide, none loses a round to another, and the increments they applied add up.
+func TestConditionalOneCoordinatorNoDuel(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('line', 1, 'x', 0) IF NOT EXISTS")
+	before := c.executors["n1"].LWTStats()
+	const clients, each = 16, 4
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range each {
+				// Read the current w, then set it one higher if nobody moved it: retry when
+				// another client did.
+				for {
+					got, err := c.query("n1", serial, "SELECT w FROM t WHERE k = 'line' AND c = 1")
+					if err != nil || len(got) != 1 {
+						t.Errorf("SERIAL read = %q, %v; want one row", got, err)
+						return
+					}
+					var w int
+					fmt.Sscan(got[0], &w)
+					res, err := c.exec("n1", quorum, fmt.Sprintf("UPDATE t SET w = %d WHERE k = 'line' AND c = 1 IF w = %d", w+1, w))
+					if err != nil {
+						t.Errorf("compare-and-set through n1: %v", err)
+						return
+					}
+					if formatRows(res.Rows)[0] == "true" {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := c.casQuery("n1", "SELECT w FROM t WHERE k = 'line' AND c = 1"); !slices.Equal(got, []string{fmt.Sprint(clients * each)}) {
+		t.Errorf("w after %d applied increments = %q", clients*each, got)
+	}
+	if st := c.executors["n1"].LWTStats(); st.Contended != before.Contended {
+		t.Errorf("LWTStats %+v (before %+v): %d rounds lost to contention through one coordinator, want none", st, before, st.Contended-before.Contended)
+	}
+}
+
+// TestLocalSerialAcrossDataCenters: n1 and n2 in dc1, n3 and n4 in dc2, a keyspace placed per
+// data center with two replicas in each. LOCAL_SERIAL runs Paxos over dc1's replicas alone, so
+// with dc2 down a conditional write and a read at LOCAL_SERIAL through n1 succeed where SERIAL
+// (3 of 4) is Unavailable; with dc2 up the commit reaches its replicas too. On a SimpleStrategy
+// keyspace LOCAL_SERIAL is SERIAL. A serial consistency that is not serial is refused.
+func TestLocalSerialAcrossDataCenters(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2", "n3", "n4"},
+		dcs: map[coordinator.NodeID]string{"n1": "dc1", "n2": "dc1", "n3": "dc2", "n4": "dc2"}})
+	c.must("CREATE KEYSPACE nts WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}",
+		"CREATE TABLE nts.t (k int PRIMARY KEY, v int)",
+		"CREATE KEYSPACE simple WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 4}",
+		"CREATE TABLE simple.t (k int PRIMARY KEY, v int)")
+	cas := func(serial, cl coordinator.Consistency, stmt string) (coordinator.Result, error) {
+		return c.executors["n1"].Execute(context.Background(), coordinator.Statement{Text: stmt, Consistency: cl, SerialConsistency: serial})
+	}
+	// Every node up: the commit of a LOCAL_SERIAL write reaches dc2.
+	if res, err := cas(coordinator.LocalSerial, coordinator.Quorum, "INSERT INTO nts.t (k, v) VALUES (1, 1) IF NOT EXISTS"); err != nil || !slices.Equal(formatRows(res.Rows), []string{"true"}) {
+		t.Fatalf("LOCAL_SERIAL insert with every node up: %v, %v", rowsOf(res), err)
+	}
+	c.settle()
+	for _, node := range []coordinator.NodeID{"n3", "n4"} {
+		if got := c.localRows(node, "SELECT v FROM nts.t WHERE k = 1"); !slices.Equal(got, []string{"1"}) {
+			t.Errorf("%s (dc2) holds %q after a LOCAL_SERIAL insert through dc1, want the row", node, got)
+		}
+	}
+	c.ring.setDown("n3", "n4")
+	for _, tc := range []struct {
+		serial, cl  coordinator.Consistency
+		unavailable bool
+	}{
+		{coordinator.LocalSerial, coordinator.LocalQuorum, false},
+		{coordinator.LocalSerial, coordinator.One, false},
+		{coordinator.Serial, coordinator.LocalQuorum, true},
+		{0, coordinator.LocalQuorum, true}, // SERIAL when not said
+	} {
+		res, err := cas(tc.serial, tc.cl, "UPDATE nts.t SET v = 2 WHERE k = 1 IF v = 1")
+		switch {
+		case tc.unavailable && !isUnavailable(err):
+			t.Errorf("conditional update at serial %v, commit %v, dc2 down: %v, %v; want Unavailable", tc.serial, tc.cl, rowsOf(res), err)
+		case !tc.unavailable && (err != nil || !slices.Equal(formatRows(res.Rows), []string{"true"})):
+			t.Errorf("conditional update at serial %v, commit %v, dc2 down: %v, %v; want applied", tc.serial, tc.cl, formatRows(res.Rows), err)
+		}
+		if !tc.unavailable {
+			c.must() // let the commit settle
+			if _, err := cas(tc.serial, tc.cl, "UPDATE nts.t SET v = 1 WHERE k = 1 IF v = 2"); err != nil {
+				t.Fatalf("conditional update back at %v: %v", tc.serial, err)
+			}
+		}
+	}
+	if got, err := c.query("n1", coordinator.LocalSerial, "SELECT v FROM nts.t WHERE k = 1"); err != nil || !slices.Equal(got, []string{"1"}) {
+		t.Errorf("LOCAL_SERIAL read through n1 with dc2 down = %q, %v; want the row", got, err)
+	}
+	if _, err := c.query("n1", coordinator.Serial, "SELECT v FROM nts.t WHERE k = 1"); !isUnavailable(err) {
+		t.Errorf("SERIAL read through n1 with dc2 down: %v, want Unavailable", err)
+	}
+	// SimpleStrategy: LOCAL_SERIAL is SERIAL, over all four replicas.
+	if _, err := cas(coordinator.LocalSerial, coordinator.One, "INSERT INTO simple.t (k, v) VALUES (1, 1) IF NOT EXISTS"); !isUnavailable(err) {
+		t.Errorf("LOCAL_SERIAL insert into a SimpleStrategy keyspace with 2 of 4 replicas down: %v, want Unavailable", err)
+	}
+	c.ring.setDown()
+	if _, err := cas(coordinator.Quorum, coordinator.One, "INSERT INTO nts.t (k, v) VALUES (2, 1) IF NOT EXISTS"); err == nil || !strings.Contains(err.Error(), "Must be one of SERIAL or LOCAL_SERIAL") {
+		t.Errorf("serial consistency QUORUM: %v, want Cassandra's refusal", err)
+	}
+}
+
+// TestConditionalStatic: conditions on static columns read the partition's static row, as
+// Cassandra 4.1: a write of static columns alone that restricts the partition key only is
+// conditional on the static row (IF NOT EXISTS: no live static cell), a full-key write may
+// condition on static and row columns together, and a statement not applied answers the
+// static values (clustering null when the row does not exist).
+func TestConditionalStatic(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaStatic...)
+	for _, step := range []struct{ stmt, want string }{
+		// Static-only: IF NOT EXISTS on the static row.
+		{"INSERT INTO st (k, s) VALUES ('p', 's1') IF NOT EXISTS", "true"},
+		{"INSERT INTO st (k, s) VALUES ('p', 's2') IF NOT EXISTS", "false 'p' null 's1' null"},
+		// A row's IF NOT EXISTS looks at the row, not the static row.
+		{"INSERT INTO st (k, c, v) VALUES ('p', 1, 10) IF NOT EXISTS", "true"},
+		{"INSERT INTO st (k, c, v) VALUES ('p', 1, 11) IF NOT EXISTS", "false 'p' 1 's1' 10"},
+		// Static-only with a static condition.
+		{"UPDATE st SET s = 's3' WHERE k = 'p' IF s = 's1'", "true"},
+		{"UPDATE st SET s = 's4' WHERE k = 'p' IF s = 's1'", "false 's3'"},
+		{"UPDATE st SET s = 's4' WHERE k = 'p' IF EXISTS", "true"},
+		{"UPDATE st SET s = 'x' WHERE k = 'q' IF EXISTS", "false"},
+		{"UPDATE st SET s = 'x' WHERE k = 'q' IF s = null", "true"},
+		// A full key: a static and a row condition together; the result names both.
+		{"UPDATE st SET v = 12 WHERE k = 'p' AND c = 1 IF s = 's4' AND v = 10", "true"},
+		{"UPDATE st SET v = 13 WHERE k = 'p' AND c = 1 IF s = 's3' AND v = 12", "false 's4' 12"},
+		// A missing row under a live static row: the static values, clustering null.
+		{"UPDATE st SET v = 1 WHERE k = 'p' AND c = 9 IF s = 'zz'", "false 's4'"},
+		{"DELETE s FROM st WHERE k = 'p' IF s = 's4'", "true"},
+		{"INSERT INTO st (k, s) VALUES ('p', 's5') IF NOT EXISTS", "true"},
+	} {
+		if got := c.casQuery(nodes[len(step.stmt)%3], step.stmt); !slices.Equal(got, []string{step.want}) {
+			t.Errorf("%s = %q, want %q", step.stmt, got, step.want)
+		}
+	}
+	if got := c.casQuery("n1", "SELECT c, s, v FROM st WHERE k = 'p'"); !slices.Equal(got, []string{"1 's5' 12"}) {
+		t.Errorf("partition p after the conditional writes = %q", got)
+	}
+	// A conditional BATCH conditions on the static row too.
+	if got := c.casQuery("n2", "BEGIN BATCH UPDATE st SET v = 20 WHERE k = 'p' AND c = 1 IF s = 's5'; INSERT INTO st (k, c, v) VALUES ('p', 2, 21) APPLY BATCH"); !slices.Equal(got, []string{"true"}) {
+		t.Errorf("conditional BATCH on a static condition = %q, want applied", got)
+	}
+	if got := c.casQuery("n3", "BEGIN BATCH UPDATE st SET v = 30 WHERE k = 'p' AND c = 1 IF s = 'no'; INSERT INTO st (k, c, v) VALUES ('p', 3, 31) APPLY BATCH"); !slices.Equal(got, []string{"false 'p' 1 's5'"}) {
+		t.Errorf("conditional BATCH on a failing static condition = %q", got)
+	}
+}
+
+// TestConditionalElementsAndFields: IF conditions on a map's value at a key, a list's element at
+// an index and a user type's field, non-frozen and frozen, and on a non-frozen collection whole,
+// as Cassandra 4.1: a missing element or field is null.
+func TestConditionalElementsAndFields(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3[0], "CREATE TYPE ks.addr (street text, n int)",
+		"CREATE TABLE ks.ct (k int PRIMARY KEY, m map<text, int>, l list<int>, st set<int>, fm frozen<map<text, int>>, u addr, fu frozen<addr>, v int)",
+		"INSERT INTO ks.ct (k, m, l, st, fm, u, fu, v) VALUES (1, {'a': 1, 'b': 2}, [10, 20], {7}, {'x': 5}, {street: 'main', n: 3}, {street: 'elm', n: 4}, 0)")
+	for i, step := range []struct {
+		cond    string
+		applied bool
+	}{
+		{"m['a'] = 1", true},
+		{"m['a'] = 2", false},
+		{"m['a'] IN (0, 1) AND m['b'] > 1", true},
+		{"m['zz'] = null", true},
+		{"m['zz'] > 0", false},
+		{"m = {'a': 1, 'b': 2}", true}, // a non-frozen map whole
+		{"l[1] = 20 AND l[0] < 11", true},
+		{"l[5] = null", true},
+		{"l[0] > 10", false},
+		{"fm['x'] = 5", true},
+		{"fm['x'] != 5", false},
+		{"u.n = 3 AND u.street = 'main'", true},
+		{"u.n >= 4", false},
+		{"fu.n IN (4, 5) AND fu.street = 'elm'", true},
+		{"u = {street: 'main', n: 3}", true},
+	} {
+		stmt := fmt.Sprintf("UPDATE ks.ct SET v = %d WHERE k = 1 IF %s", i+1, step.cond)
+		res, err := c.exec(nodes[i%3], quorum, stmt)
+		if err != nil {
+			t.Errorf("%s: %v", stmt, err)
+			continue
+		}
+		if got := res.Rows.Values[0][0]; string(got) != string(schema.EncodeBoolean(step.applied)) {
+			t.Errorf("%s: [applied] = %v (%q), want %v", stmt, got, formatRows(res.Rows), step.applied)
+		}
+	}
+	// Markers: the key binds as the map's key type, the value as its value type.
+	p := c.prepare("n1", "UPDATE ks.ct SET v = 0 WHERE k = ? IF m[?] = ? AND u.n = ?")
+	if got := fmt.Sprintf("%s %s %s %s %s", p.Variables[1].Name, p.Variables[1].Type, p.Variables[2].Name, p.Variables[2].Type, p.Variables[3].Type); got != "key(m) text value(m) int int" {
+		t.Errorf("variables of IF m[?] = ? AND u.n = ?: %s", got)
+	}
+	for stmt, want := range map[string]string{
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF v['a'] = 1":   "invalid element access syntax for non-collection column v",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF st[7] = 7":    "invalid element access syntax for set column st",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF u.zz = 1":     "has no field zz",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF fm.x = 1":     "is not a user type",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF m[null] = 1":  "invalid null or unset key(m)",
+		"UPDATE ks.ct SET v = 0 WHERE k = 1 IF m['a'] = 'x'": "",
+	} {
+		_, err := c.exec("n1", quorum, stmt)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", stmt, err, want)
+		}
+	}
+}
+
+// TestLocalSerialCommitLevel: under LOCAL_SERIAL the commit still counts the other data center
+// for QUORUM: with dc2 down a LOCAL_SERIAL write committed at QUORUM (3 of 4) is Unavailable at
+// QUORUM up front, at LOCAL_QUORUM applied, and a LOCAL_SERIAL read through the other dc1 node
+// sees it.
+func TestLocalSerialCommitLevel(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2", "n3", "n4"},
+		dcs: map[coordinator.NodeID]string{"n1": "dc1", "n2": "dc1", "n3": "dc2", "n4": "dc2"}})
+	c.must("CREATE KEYSPACE nts WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}",
+		"CREATE TABLE nts.t (k int PRIMARY KEY, v int)")
+	cas := func(cl coordinator.Consistency, stmt string) (coordinator.Result, error) {
+		return c.executors["n1"].Execute(context.Background(), coordinator.Statement{Text: stmt, Consistency: cl, SerialConsistency: coordinator.LocalSerial})
+	}
+	c.ring.setDown("n3", "n4")
+	_, err := cas(coordinator.Quorum, "INSERT INTO nts.t (k, v) VALUES (1, 1) IF NOT EXISTS")
+	if un, ok := errors.AsType[*coordinator.UnavailableError](err); !ok || un.Consistency != coordinator.Quorum || un.Required != 3 || un.Live != 2 {
+		t.Errorf("LOCAL_SERIAL insert committed at QUORUM with dc2 down: %v, want Unavailable at QUORUM, 2 live of 3", err)
+	}
+	if res, err := cas(coordinator.LocalQuorum, "INSERT INTO nts.t (k, v) VALUES (1, 1) IF NOT EXISTS"); err != nil || !slices.Equal(formatRows(res.Rows), []string{"true"}) {
+		t.Errorf("LOCAL_SERIAL insert committed at LOCAL_QUORUM with dc2 down: %v, %v; want applied", rowsOf(res), err)
+	}
+	if got, err := c.query("n2", coordinator.LocalSerial, "SELECT v FROM nts.t WHERE k = 1"); err != nil || !slices.Equal(got, []string{"1"}) {
+		t.Errorf("LOCAL_SERIAL read through n2 with dc2 down = %q, %v", got, err)
+	}
+}
+
+// TestLWTContentionTimeout: a statement's Paxos rounds are bounded by the 1 s contention
+// timeout, not its write timeout (here a minute): with two of three replicas hanging, a
+// conditional write answers a CAS write timeout at SERIAL long before its write timeout.
+func TestLWTContentionTimeout(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	e, err := shell.NewExecutor(shell.Config{
+		LocalID: "n1", Ring: c.ring, Transport: c.transport, Local: c.services["n1"], Schema: c.schema,
+		Now: c.clock.Now, Options: shell.Options{WriteTimeout: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	c.transport.setFault(hang, "n2", "n3")
+	start := time.Now()
+	_, err = e.Execute(context.Background(), coordinator.Statement{Text: "INSERT INTO t (k, c, v) VALUES ('ct', 1, 'x') IF NOT EXISTS", Consistency: quorum, Keyspace: "ks"})
+	took := time.Since(start)
+	c.transport.clearFaults()
+	if to, ok := errors.AsType[*coordinator.TimeoutError](err); !ok || !to.CAS || to.Consistency != coordinator.Serial {
+		t.Fatalf("conditional write with two replicas hanging: %v, want a CAS write timeout at SERIAL", err)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the conditional write timed out after %v, want about the 1 s contention timeout, not the minute's write timeout", took)
 	}
 }

@@ -231,3 +231,41 @@ func TestPendingReplicaPanicCountsAsItsFailure(t *testing.T) {
 		t.Errorf("the log does not hold the panic and its stack:\n%s", log)
 	}
 }
+
+// TestLWTQuorumCountsPendingReplicas: while n3 joins (pending for every token of an RF=2
+// keyspace on n1, n2), a lightweight transaction's Paxos quorum is a majority of the natural
+// replicas plus the pending one (3 of 3, as Cassandra counts it): n3 promises, accepts and
+// gets the commit, and with n3 down the statement is Unavailable rather than decided by a
+// quorum the node taking over the range never saw.
+func TestLWTQuorumCountsPendingReplicas(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2"}})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+	e, err := shell.NewExecutor(shell.Config{
+		LocalID: "n1", Ring: pendingRing{c.ring, []coordinator.NodeID{"n3"}}, Transport: c.transport,
+		Local: c.services["n1"], Schema: c.schema, Now: c.clock.Now, Draw: func() float64 { return 0.5 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	exec := func(stmt string) (coordinator.Result, error) {
+		return e.Execute(context.Background(), coordinator.Statement{Text: stmt, Consistency: coordinator.Quorum, Keyspace: "ks"})
+	}
+	before := c.services["n3"].PaxosStats().Promised
+	if res, err := exec("INSERT INTO ks.t (k, v) VALUES (1, 1) IF NOT EXISTS"); err != nil || !slices.Equal(formatRows(res.Rows), []string{"true"}) {
+		t.Fatalf("conditional insert while n3 joins: %v, %v", rowsOf(res), err)
+	}
+	e.WaitIdle()
+	if got := c.services["n3"].PaxosStats().Promised - before; got != 1 {
+		t.Errorf("the pending replica n3 promised %d prepares, want 1", got)
+	}
+	tbl, _ := c.schema.Schema().Table("ks", "t")
+	if n, err := c.services["n3"].Store().TableKeys(tbl.ID); err != nil || n == 0 {
+		t.Errorf("the pending replica n3 holds %d keys (%v), want the committed row", n, err)
+	}
+	c.ring.setDown("n3")
+	if _, err := exec("INSERT INTO ks.t (k, v) VALUES (2, 2) IF NOT EXISTS"); !isUnavailable(err) {
+		t.Errorf("conditional insert with the pending replica down: %v, want Unavailable (2 live of 3 required)", err)
+	}
+}

@@ -85,7 +85,8 @@ func TestStaticColumns(t *testing.T) {
 		"INSERT INTO st (k, v) VALUES ('a', 1)":                 "missing clustering column c",
 		"DELETE s, v FROM st WHERE k = 'a'":                     "missing clustering column c",
 		"DELETE s FROM st WHERE k = 'a' AND c > 1":              "modifies only static columns",
-		"UPDATE st SET s = 'x' WHERE k = 'a' IF s = 'y'":        "IF conditions on static column s are not supported",
+		"UPDATE st SET s = 'x' WHERE k = 'a' IF v = 1":          "modifies only static columns",
+		"UPDATE st SET v = 1 WHERE k = 'a' IF s = 'y'":          "missing clustering column c",
 		"CREATE TABLE ks.bad (k int PRIMARY KEY, s int STATIC)": "at least one clustering column",
 	} {
 		if _, err := c.exec("n1", quorum, stmt); err == nil || !strings.Contains(err.Error(), want) {

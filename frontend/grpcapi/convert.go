@@ -20,8 +20,11 @@ func statement(req *kvnodepb.ExecuteRequest) (coordinator.Statement, error) {
 	switch c {
 	case kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED:
 		c = kvnodepb.Consistency_CONSISTENCY_ONE
-	case kvnodepb.Consistency_CONSISTENCY_SERIAL, kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL:
+	case kvnodepb.Consistency_CONSISTENCY_SERIAL:
 		st.Consistency = coordinator.Serial
+		return st, nil
+	case kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL:
+		st.Consistency = coordinator.LocalSerial
 		return st, nil
 	}
 	for d := coordinator.One; d.Valid(); d++ {
@@ -54,6 +57,8 @@ func consistencyToProto(c coordinator.Consistency) kvnodepb.Consistency {
 		return kvnodepb.Consistency_CONSISTENCY_EACH_QUORUM
 	case coordinator.Serial:
 		return kvnodepb.Consistency_CONSISTENCY_SERIAL
+	case coordinator.LocalSerial:
+		return kvnodepb.Consistency_CONSISTENCY_LOCAL_SERIAL
 	}
 	return kvnodepb.Consistency_CONSISTENCY_UNSPECIFIED
 }

@@ -174,7 +174,7 @@ func wireConsistency(c coordinator.Consistency, asked cqlwire.Consistency) cqlwi
 	if d, err := consistency(asked); err == nil && d == c {
 		return asked
 	}
-	for _, w := range []cqlwire.Consistency{cqlwire.One, cqlwire.Two, cqlwire.Three, cqlwire.Quorum, cqlwire.All, cqlwire.LocalOne, cqlwire.LocalQuorum, cqlwire.EachQuorum} {
+	for _, w := range []cqlwire.Consistency{cqlwire.One, cqlwire.Two, cqlwire.Three, cqlwire.Quorum, cqlwire.All, cqlwire.LocalOne, cqlwire.LocalQuorum, cqlwire.EachQuorum, cqlwire.Serial, cqlwire.LocalSerial} {
 		if d, _ := consistency(w); d == c {
 			return w
 		}

@@ -196,6 +196,9 @@ func (s *Server) statement(c *conn, p *cqlwire.QueryParams) (coordinator.Stateme
 	if st.Consistency, err = consistency(p.Consistency); err != nil {
 		return st, err
 	}
+	if st.SerialConsistency, err = serialConsistency(p.SerialConsistency); err != nil {
+		return st, err
+	}
 	if p.Names == nil { // values bound by name are ordered by the caller (valuesByName)
 		st.Values = values(p.Values)
 	}
@@ -289,6 +292,9 @@ func (s *Server) batch(c *conn, m *cqlwire.Batch) (coordinator.BatchStatement, e
 	if b.Consistency, err = consistency(m.Consistency); err != nil {
 		return b, err
 	}
+	if b.SerialConsistency, err = serialConsistency(m.SerialConsistency); err != nil {
+		return b, err
+	}
 	for i, ch := range m.Children {
 		b.Children[i] = coordinator.BatchChild{Text: ch.Query, Values: values(ch.Values)}
 		if ch.ID != nil {
@@ -300,6 +306,16 @@ func (s *Server) batch(c *conn, m *cqlwire.Batch) (coordinator.BatchStatement, e
 		}
 	}
 	return b, nil
+}
+
+// serialConsistency returns the domain level of a request's serial consistency: 0 when absent.
+// The executor refuses a level other than SERIAL or LOCAL_SERIAL where it uses it (a
+// conditional statement), as Cassandra does.
+func serialConsistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
+	if c == 0 {
+		return 0, nil
+	}
+	return consistency(c)
 }
 
 // consistency returns the domain level of a protocol level; ANY and the serial levels are
@@ -322,8 +338,10 @@ func consistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
 		return coordinator.LocalQuorum, nil
 	case cqlwire.EachQuorum:
 		return coordinator.EachQuorum, nil
-	case cqlwire.Serial, cqlwire.LocalSerial: // LOCAL_SERIAL is SERIAL for now
+	case cqlwire.Serial:
 		return coordinator.Serial, nil
+	case cqlwire.LocalSerial:
+		return coordinator.LocalSerial, nil
 	}
 	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", consistencyName(c))}
 }

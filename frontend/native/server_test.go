@@ -266,7 +266,7 @@ func TestQueryTranslatesParameters(t *testing.T) {
 		{cqlwire.Quorum, coordinator.Quorum}, {cqlwire.LocalQuorum, coordinator.LocalQuorum},
 		{cqlwire.All, coordinator.All}, {cqlwire.Two, coordinator.Two}, {cqlwire.Three, coordinator.Three},
 		{cqlwire.EachQuorum, coordinator.EachQuorum},
-		{cqlwire.Serial, coordinator.Serial}, {cqlwire.LocalSerial, coordinator.Serial},
+		{cqlwire.Serial, coordinator.Serial}, {cqlwire.LocalSerial, coordinator.LocalSerial},
 	} {
 		c.roundTrip(&cqlwire.Query{Query: "INSERT ?", Params: cqlwire.QueryParams{
 			Consistency: tc.cl, Values: []cqlwire.Value{{Bytes: []byte{1}}, {}, {Unset: true}},
@@ -274,6 +274,16 @@ func TestQueryTranslatesParameters(t *testing.T) {
 		}})
 		if got.Consistency != tc.want {
 			t.Errorf("consistency %s ran at %v, want %v", consistencyName(tc.cl), got.Consistency, tc.want)
+		}
+	}
+	for _, sc := range []struct {
+		wire cqlwire.Consistency
+		want coordinator.Consistency
+	}{{0, 0}, {cqlwire.Serial, coordinator.Serial}, {cqlwire.LocalSerial, coordinator.LocalSerial}} {
+		c.roundTrip(&cqlwire.Query{Query: "INSERT ?", Params: cqlwire.QueryParams{Consistency: cqlwire.One, SerialConsistency: sc.wire,
+			Values: []cqlwire.Value{{Bytes: []byte{1}}, {}, {Unset: true}}, PageSize: 50, PagingState: []byte("ps"), Timestamp: 1234, HasTimestamp: true}})
+		if got.SerialConsistency != sc.want {
+			t.Errorf("serial consistency %s ran at %v, want %v", consistencyName(sc.wire), got.SerialConsistency, sc.want)
 		}
 	}
 	if got.Text != "INSERT ?" || got.PageSize != 50 || string(got.PagingState) != "ps" || got.Timestamp != 1234 || !got.HasTimestamp {

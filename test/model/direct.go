@@ -88,8 +88,11 @@ func prepareOp(ctx context.Context, e *shell.Executor, op *Op) (cql.Statement, *
 
 // domainCL is cl as the domain API spells it.
 func domainCL(cl client.Consistency) coordinator.Consistency {
-	if cl == client.Serial || cl == client.LocalSerial {
+	switch cl {
+	case client.Serial:
 		return coordinator.Serial
+	case client.LocalSerial:
+		return coordinator.LocalSerial
 	}
 	c, err := coordinator.ParseConsistency(cl.String())
 	if err != nil {

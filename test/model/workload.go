@@ -534,8 +534,8 @@ func (w *Workload) Next() *Op {
 		op.SelColl = t.Coll != NoColl && r.IntN(4) != 0
 		// One read in five at SERIAL or LOCAL_SERIAL (a Paxos prepare, then QUORUM), chosen
 		// from the sequence number so that the seeds' histories stay what they were; not
-		// across data centers, whose reads stay in their home data center (LOCAL_SERIAL's
-		// Paxos still spans every data center).
+		// across data centers, whose reads stay in their home data center (the model does
+		// not follow LOCAL_SERIAL's per-data-center linearizability).
 		switch op.Seq % 10 {
 		case 2:
 			op.CL = client.Serial
