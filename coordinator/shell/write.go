@@ -212,7 +212,7 @@ func (e *Executor) finishOutcome(req *coordinator.Request, t *schema.Table, toke
 	if pw.warnings != nil {
 		*pw.warnings = appendShadowWarning(*pw.warnings, o, t)
 	}
-	return e.outcomeErr(o, t)
+	return e.outcomeErr(e.namedDC(o, req), t)
 }
 
 // isPartition reports whether w's clustering range selects the whole partition.
