@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -403,6 +404,33 @@ func TestSmoothTrafficAtTheLimitIsNeverRejected(t *testing.T) {
 		r := run(t, sc, Options{Seed: 15, Duration: 20 * time.Second, Arrival: Smooth})
 		if r.Rejected != 0 || r.Offered != 15*int(r.Limit) {
 			t.Errorf("%s with smooth arrivals, want exactly %d offered and none rejected", describe(r), 15*r.Limit)
+		}
+	}
+}
+
+// TestTwoDataCentersHoldTheLimit: with two data centers (RF 3 in each, a WAN between them,
+// clients in both), kvnode holds the partition within 0.92–1.08·L at V ≥ 2·L for writes and
+// reads at LOCAL_QUORUM and QUORUM, and no write succeeds that a replica rejected: replicas
+// outside the deciding coordinator's data center only account it.
+func TestTwoDataCentersHoldTheLimit(t *testing.T) {
+	var scs []Scenario
+	for _, rd := range []float64{0, 1} {
+		for _, cl := range []coordinator.Consistency{coordinator.LocalQuorum, coordinator.Quorum} {
+			for _, v := range []float64{2, 10, 100} {
+				scs = append(scs, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: LocalDC, Offered: v, Configuration: Kvnode})
+			}
+		}
+	}
+	results, err := RunAll(context.Background(), scs, Options{Duration: 25 * time.Second}, runtime.GOMAXPROCS(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if a := r.AcceptedOverLimit(); a < 0.92 || a > 1.08 {
+			t.Errorf("%v: accepted/L = %.3f, want 0.92–1.08", r.Scenario, a)
+		}
+		if r.AckedRejected > 0 {
+			t.Errorf("%v: %d writes acknowledged that a replica rejected, want none", r.Scenario, r.AckedRejected)
 		}
 	}
 }
