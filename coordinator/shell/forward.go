@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
@@ -42,8 +45,9 @@ type forwardExchange struct {
 // forwardGroup is the Sends of one write to the replicas of one remote data center, sent as
 // one ForwardMutateRequest through via.
 type forwardGroup struct {
-	e     *Executor
-	fw    Forwarder
+	e      *Executor
+	fw     Forwarder
+	direct exchange // for a forwarder that does not serve forward_mutate (an older release)
 	m     *replicapb.Mutation
 	via   coordinator.NodeID
 	sends []coordinator.Send
@@ -85,7 +89,7 @@ func (e *Executor) forwarding(x exchange, m *replicapb.Mutation, sends []coordin
 		if g < 0 {
 			g = len(dcs)
 			dcs = append(dcs, dc)
-			fx.groups = append(fx.groups, &forwardGroup{e: e, fw: e.forwarder, m: m})
+			fx.groups = append(fx.groups, &forwardGroup{e: e, fw: e.forwarder, direct: x, m: m})
 		}
 		fg := fx.groups[g]
 		fg.sends = append(fg.sends, s)
@@ -152,7 +156,9 @@ func (g *forwardGroup) run(ctx context.Context) {
 			Mode: limiterMode(s.Mode), Draw: s.Draw, StampUnixNanos: stampNanos(s.Stamp),
 		}}
 	}
+	acked := false
 	err = g.fw.ForwardMutate(ctx, g.via, req, func(ack *replicapb.ForwardMutateAck) error {
+		acked = true
 		i := slices.IndexFunc(g.sends, func(s coordinator.Send) bool { return string(s.To) == ack.GetNode() })
 		if i < 0 || answered[i] {
 			return nil // not a target, or answered already: a forwarder's bug, ignored
@@ -170,6 +176,17 @@ func (g *forwardGroup) run(ctx context.Context) {
 		g.acks[i] <- r
 		return nil
 	})
+	if status.Code(err) == codes.Unimplemented && !acked {
+		// The forwarder runs a release without forwarding (a rolling upgrade): each replica
+		// gets its copy directly, as before forwarding.
+		var wg sync.WaitGroup
+		for i, s := range g.sends {
+			answered[i] = true
+			wg.Go(func() { g.acks[i] <- g.e.callRecovering(ctx, g.direct, s) })
+		}
+		wg.Wait()
+		return
+	}
 	if err != nil {
 		err = fmt.Errorf("forwarded through %s: %w", g.via, err)
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/coordinator/shell"
 	"github.com/kvnode/kvnode/internal/poll"
@@ -23,6 +26,8 @@ type forwarder struct {
 	vias     []coordinator.NodeID
 	targets  [][]string
 	limiters []replicapb.Limiter_Mode
+	// old makes the forwarder a release without forwarding: Unimplemented.
+	old bool
 }
 
 func (c *cluster) forwarder(f func(*cluster) shell.Forwarder) shell.Forwarder {
@@ -42,6 +47,9 @@ func (f *forwarder) ForwardMutate(ctx context.Context, via coordinator.NodeID, r
 	}
 	f.targets = append(f.targets, ts)
 	f.mu.Unlock()
+	if f.old {
+		return fmt.Errorf("internode: forward_mutate to node %s: %w", via, status.Error(codes.Unimplemented, "internode: this node serves no forward_mutate requests"))
+	}
 	for _, t := range req.GetTargets() {
 		ack := &replicapb.ForwardMutateAck{Node: t.GetNode()}
 		resp, err := f.c.transport.Mutate(ctx, coordinator.NodeID(t.GetNode()), &replicapb.MutateRequest{Limiter: t.GetLimiter(), Mutation: req.GetMutation()})
@@ -130,5 +138,36 @@ func TestForwardedWriteHintsAFailedTarget(t *testing.T) {
 	poll.Must(t, 10*time.Second, "a hint for n5", poll.Bool(func() bool { return slices.Equal(hints.targets(), []string{"n5"}) }))
 	if vias, _, _ := fw.sent(); len(vias) != 1 {
 		t.Errorf("forwarded %d times, want once", len(vias))
+	}
+}
+
+// TestForwardingToAnOlderRelease: a forwarder that does not serve forward_mutate (a release
+// before it, during a rolling upgrade) answers Unimplemented; the coordinator then sends dc2's
+// replicas their copies directly, and the write at EACH_QUORUM succeeds.
+func TestForwardingToAnOlderRelease(t *testing.T) {
+	fw := &forwarder{old: true}
+	hints := &hintRecorder{}
+	c := newTwoDCs(t, fw, hints)
+	c.transport.mu.Lock()
+	before := maps.Clone(c.transport.calls)
+	c.transport.mu.Unlock()
+	if _, err := c.exec("n1", coordinator.EachQuorum, "INSERT INTO ks.t (k, v) VALUES (3, 3)"); err != nil {
+		t.Fatalf("a write at EACH_QUORUM through n1, forwarded to an older release: %v", err)
+	}
+	if vias, _, _ := fw.sent(); len(vias) != 1 {
+		t.Errorf("tried forwarding %d times, want once", len(vias))
+	}
+	poll.Must(t, 10*time.Second, "each of dc2's replicas written once, directly", func() error {
+		c.transport.mu.Lock()
+		defer c.transport.mu.Unlock()
+		for _, id := range []coordinator.NodeID{"n4", "n5", "n6"} {
+			if n := c.transport.calls[id] - before[id]; n != 1 {
+				return fmt.Errorf("%s written %d times", id, n)
+			}
+		}
+		return nil
+	})
+	if h := hints.targets(); len(h) != 0 {
+		t.Errorf("hints for %v, want none", h)
 	}
 }
