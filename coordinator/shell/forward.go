@@ -48,9 +48,9 @@ type forwardGroup struct {
 	e      *Executor
 	fw     Forwarder
 	direct exchange // for a forwarder that does not serve forward_mutate (an older release)
-	m     *replicapb.Mutation
-	via   coordinator.NodeID
-	sends []coordinator.Send
+	m      *replicapb.Mutation
+	via    coordinator.NodeID
+	sends  []coordinator.Send
 	// acks holds each Send's answer, by its index in sends: each channel gets exactly one.
 	acks []chan coordinator.Response
 	once sync.Once
