@@ -58,12 +58,14 @@ type forwardGroup struct {
 
 // forwarding returns x, or a forwardExchange over it when the executor has a Forwarder and
 // sends include two or more replicas of a data center other than this node's (the replicas'
-// data centers as the ring places them). The forwarder of each such data center is the one of
+// data centers as the ring places them; replicas, numbered as the core wants them, rule out
+// the common case of one data center without a lookup). The forwarder of each such data center is the one of
 // its replicas sent to with the best score (score.go; the first in ring order while none is
 // worse), so a replica that answers slowly or fails is not chosen while another is not.
-func (e *Executor) forwarding(x exchange, m *replicapb.Mutation, sends []coordinator.Send) exchange {
-	if e.forwarder == nil || len(sends) < 2 {
-		return x
+func (e *Executor) forwarding(x exchange, m *replicapb.Mutation, replicas []coordinator.Replica, sends []coordinator.Send) exchange {
+	remote := func(r coordinator.Replica) bool { return r.DC != 0 }
+	if e.forwarder == nil || len(sends) < 2 || !slices.ContainsFunc(replicas, remote) {
+		return x // the common case, one data center: no lookups
 	}
 	local := e.ring.DataCenter(e.localID)
 	var fx *forwardExchange
