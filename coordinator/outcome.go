@@ -68,6 +68,13 @@ type RateLimited struct {
 type Unavailable struct {
 	Consistency    Consistency
 	Live, Required int
+	// InDC says one data center had too few live replicas for EACH_QUORUM: DC is that data
+	// center as the request numbers them (Replica.DC), and Live and Required are its own, as
+	// Cassandra reports them. DataCenter is its name, which the driver sets (the core knows
+	// only numbers) for the error to name it.
+	InDC       bool
+	DC         uint8
+	DataCenter string
 }
 
 // Timeout: the deadline passed before the consistency level was reached. Received counts the
@@ -115,7 +122,7 @@ func (o RateLimited) Err(keyspace, table string) error {
 
 // Err returns an *UnavailableError.
 func (o Unavailable) Err(keyspace, table string) error {
-	return &UnavailableError{Consistency: o.Consistency, Live: o.Live, Required: o.Required}
+	return &UnavailableError{Consistency: o.Consistency, Live: o.Live, Required: o.Required, DataCenter: o.DataCenter}
 }
 
 // Err returns a *TimeoutError.
@@ -298,12 +305,21 @@ func qualified(keyspace, table string) string {
 type UnavailableError struct {
 	Consistency    Consistency
 	Live, Required int
+	// DataCenter names the data center that had too few live replicas for EACH_QUORUM (Live
+	// and Required are then its own); empty otherwise.
+	DataCenter string
 }
 
-// Error reads like "cannot achieve consistency level QUORUM: 1 replica live, 2 required".
+// Error reads like "cannot achieve consistency level QUORUM: 1 replica live, 2 required", or
+// for EACH_QUORUM "cannot achieve consistency level EACH_QUORUM in DC dc2: 0 replicas live, 2
+// required", naming the data center as Cassandra does.
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("cannot achieve consistency level %v: %d %s live, %d required",
-		e.Consistency, e.Live, plural(e.Live, "replica", "replicas"), e.Required)
+	var in string
+	if e.DataCenter != "" {
+		in = " in DC " + e.DataCenter
+	}
+	return fmt.Sprintf("cannot achieve consistency level %v%s: %d %s live, %d required",
+		e.Consistency, in, e.Live, plural(e.Live, "replica", "replicas"), e.Required)
 }
 
 // TimeoutError reports that replicas did not answer in time. A write that timed out may still

@@ -470,6 +470,9 @@ func (r *Request) Start(now time.Time) Step {
 	}
 	for g := range r.ngroups {
 		if live[g] < r.groups[g].required {
+			if r.p.Consistency == EachQuorum { // group g is data center g: name it, with its counts
+				return r.finish(Unavailable{Consistency: r.p.Consistency, Live: live[g], Required: r.groups[g].required, InDC: true, DC: uint8(g)})
+			}
 			return r.finish(Unavailable{Consistency: r.p.Consistency, Live: total, Required: r.required})
 		}
 	}

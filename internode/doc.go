@@ -35,5 +35,8 @@
 // network.
 //
 // It also holds the conversions between domain types and the wire enums that both ends share
-// (op.go). It imports only proto/replicapb, schema, internal packages, gRPC and protobuf.
+// (op.go), the relay of writes forwarded from another data center (forward.go), and the
+// Sender's counts of requests across data centers (metrics.go, a Prometheus collector). It
+// imports only proto/replicapb, schema, coordinator's ids, internal packages, gRPC, protobuf and
+// Prometheus.
 package internode

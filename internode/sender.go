@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -80,6 +81,20 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// Keepalive of the Sender's connections (see NewSender): a connection that has read nothing for
+// KeepaliveTime is pinged, and closed when the ping is not answered within KeepaliveTimeout;
+// KeepaliveTimeout also bounds how long sent data may stay unacknowledged (TCP_USER_TIMEOUT).
+// A node's internode server must allow pings this often (MinKeepaliveInterval).
+const (
+	KeepaliveTime    = 5 * time.Second
+	KeepaliveTimeout = 5 * time.Second
+)
+
+// MinKeepaliveInterval is the shortest interval between pings a node's internode server must
+// permit (keepalive.EnforcementPolicy.MinTime) for Senders' keepalive: below KeepaliveTime, so
+// that a ping a little early is not taken for abuse.
+const MinKeepaliveInterval = KeepaliveTime - time.Second
+
 // ErrClosed is the error of a Sender's calls once it is closed.
 var ErrClosed = errors.New("internode: sender closed")
 
@@ -96,6 +111,8 @@ type Sender struct {
 	closed atomic.Bool
 	mu     sync.RWMutex
 	conns  map[NodeID]*peerConn
+
+	stats senderStats // metrics.go
 }
 
 // peerConn is the connection to one peer, at the address it was dialled at.
@@ -118,6 +135,7 @@ func NewSender(o Options) (*Sender, error) {
 	}
 	return &Sender{
 		self: o.Self, local: o.Local, kinds: k, addrs: o.Addresses,
+		stats: senderStats{crossDC: make([]atomic.Uint64, len(k.req))},
 		dialOpts: []grpc.DialOption{
 			grpc.WithTransportCredentials(o.Credentials),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
@@ -127,6 +145,13 @@ func NewSender(o Options) (*Sender, error) {
 				Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 				MinConnectTimeout: 5 * time.Second,
 			}),
+			// A connection whose peer went silent (a cut between data centers, a peer that
+			// vanished) is closed after KeepaliveTime without a byte from it plus
+			// KeepaliveTimeout without the ping's answer, and after KeepaliveTimeout of data
+			// left unacknowledged (gRPC sets TCP_USER_TIMEOUT to it): the next call redials
+			// at once instead of waiting out TCP's retransmission backoff, which after a cut
+			// heals kept calls failing for seconds.
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true}),
 		},
 		waitReady: []grpc.CallOption{grpc.WaitForReady(true)},
 		conns:     map[NodeID]*peerConn{},
@@ -184,6 +209,7 @@ func (s *Sender) call(ctx context.Context, i int, to NodeID, req proto.Message, 
 	if to == s.self && s.local != nil {
 		return s.local.call(ctx, i, req)
 	}
+	s.count(i, to)
 	grpcOpts, addr := s.options(opts)
 	pc, err := s.peer(to, addr)
 	if err != nil {
@@ -257,6 +283,7 @@ func (s *Sender) streamTo(ctx context.Context, i int, to NodeID, req proto.Messa
 	if to == s.self && s.local != nil {
 		return s.local.stream(ctx, i, req, recv)
 	}
+	s.count(i, to)
 	grpcOpts, addr := s.options(opts)
 	pc, err := s.peer(to, addr)
 	if err != nil {

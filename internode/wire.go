@@ -79,6 +79,8 @@ func wrapRequest(req proto.Message) (*replicapb.Request, bool) {
 		return &replicapb.Request{Msg: &replicapb.Request_Removed{Removed: m}}, true
 	case *replicapb.AnnounceRequest:
 		return &replicapb.Request{Msg: &replicapb.Request_Announce{Announce: m}}, true
+	case *replicapb.ForwardMutateRequest:
+		return &replicapb.Request{Msg: &replicapb.Request_ForwardMutate{ForwardMutate: m}}, true
 	}
 	return nil, false
 }
@@ -132,6 +134,8 @@ func requestMsg(r *replicapb.Request) proto.Message {
 		return m.Removed
 	case *replicapb.Request_Announce:
 		return m.Announce
+	case *replicapb.Request_ForwardMutate:
+		return m.ForwardMutate
 	}
 	return nil
 }
@@ -198,6 +202,8 @@ func wrapResponse(resp proto.Message) (*replicapb.Response, bool) {
 		return &replicapb.Response{Msg: &replicapb.Response_Removed{Removed: m}}, true
 	case *replicapb.AnnounceResponse:
 		return &replicapb.Response{Msg: &replicapb.Response_Announce{Announce: m}}, true
+	case *replicapb.ForwardMutateAck:
+		return &replicapb.Response{Msg: &replicapb.Response_ForwardMutate{ForwardMutate: m}}, true
 	}
 	return nil, false
 }
@@ -249,6 +255,8 @@ func responseMsg(r *replicapb.Response) proto.Message {
 		return m.Removed
 	case *replicapb.Response_Announce:
 		return m.Announce
+	case *replicapb.Response_ForwardMutate:
+		return m.ForwardMutate
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ func (n *Node) handleInternode() {
 	internode.Handle(m, n.replica.PaxosPrepare)
 	internode.Handle(m, n.replica.PaxosPropose)
 	internode.Handle(m, n.replica.PaxosCommit)
+	internode.HandleStream(m, n.sender.RelayMutations) // a write forwarded from another data center
 	// Schema consensus.
 	acceptor := n.schema.Acceptor()
 	internode.Handle(m, acceptor.Prepare)
@@ -152,6 +153,7 @@ const (
 	keepaliveTime    = time.Minute
 	keepaliveTimeout = 20 * time.Second
 	keepaliveMinTime = 10 * time.Second
+	internodeMinPing = internode.MinKeepaliveInterval // the internode server's: peers' Senders ping
 )
 
 // streamWorkersPerCPU sets each gRPC server's stream workers (grpc.NumStreamWorkers): so many
@@ -182,8 +184,12 @@ func (n *Node) serverOptions(internode bool) []grpc.ServerOption {
 			Time:              keepaliveTime,
 			Timeout:           keepaliveTimeout,
 		}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 	}
+	minPing := keepaliveMinTime
+	if internode {
+		minPing = internodeMinPing
+	}
+	opts = append(opts, grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPing, PermitWithoutStream: true}))
 	if gopool.Reusing() {
 		// Streams run on reused goroutines, whose stacks stay grown from one request to the
 		// next (internal/gopool says why); beyond these, a stream gets a goroutine of its own.

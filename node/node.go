@@ -211,6 +211,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	ring := ringView{c: n.cluster, name: cfg.Cluster.ClusterName}
+	n.sender.CountCrossDataCenter(func(id internode.NodeID) string { return ring.DataCenter(coordinator.NodeID(id)) })
 	coordMetrics := newCoordinatorMetrics()
 	sysTables, err := systables.New(systemSource{n: n, clusterName: cfg.Cluster.ClusterName})
 	if err != nil {
@@ -221,6 +222,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		LocalID:          self,
 		Ring:             ring,
 		Transport:        n.trans,
+		Forward:          n.trans, // a write's copies for a remote data center go through one node there
 		ScanPacer:        scanPacer{n},
 		Deltas:           n.trans,
 		Scopes:           n.trans,
@@ -267,6 +269,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.store.Collector(),
 		n.cluster.Collector(),
 		newTopologyCollector(n.topo),
+		n.sender.Collector(),
 	)
 	if c := n.exec.Collector(); c != nil {
 		n.registry.MustRegister(c) // partitions learned hot from replicas' rejections

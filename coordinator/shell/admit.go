@@ -128,7 +128,7 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 	}
 	if o := step.Outcome; o != nil {
 		e.propagate(req, coordinator.OpWrite, partitionKey{t.ID, token})
-		err := e.outcomeErr(o, t)
+		err := e.outcomeErr(e.namedDC(o, req), t)
 		if e.observer != nil {
 			e.observer.OnRequest(t.Keyspace, t.Name, kindWrite.String(), cl.String(), resultOf(err), time.Since(start))
 		}

@@ -58,3 +58,26 @@ func isUnavailable(err error) bool {
 	_, ok := errors.AsType[*coordinator.UnavailableError](err)
 	return ok
 }
+
+// TestEachQuorumUnavailableNamesTheDataCenter: with one of dc2's two replicas down, an
+// EACH_QUORUM write through n1 is Unavailable naming dc2 with its own counts (1 live, 2
+// required), as Cassandra's "Cannot achieve consistency level EACH_QUORUM in DC dc2"; a read
+// through n3 likewise, though n3 is in dc2.
+func TestEachQuorumUnavailableNamesTheDataCenter(t *testing.T) {
+	c := newCluster(t, options{order: []coordinator.NodeID{"n1", "n2", "n3", "n4"},
+		dcs: map[coordinator.NodeID]string{"n1": "dc1", "n2": "dc1", "n3": "dc2", "n4": "dc2"}})
+	c.must("CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}",
+		"CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+	c.ring.setDown("n4")
+	for _, x := range []struct {
+		via  coordinator.NodeID
+		stmt string
+	}{{"n1", "INSERT INTO ks.t (k, v) VALUES (1, 1)"}, {"n3", "SELECT v FROM ks.t WHERE k = 1"}} {
+		_, err := c.exec(x.via, coordinator.EachQuorum, x.stmt)
+		un, ok := errors.AsType[*coordinator.UnavailableError](err)
+		if !ok || un.DataCenter != "dc2" || un.Live != 1 || un.Required != 2 ||
+			!strings.Contains(err.Error(), "cannot achieve consistency level EACH_QUORUM in DC dc2: 1 replica live, 2 required") {
+			t.Errorf("%s through %s at EACH_QUORUM with n4 down: %v (%+v), want Unavailable in DC dc2, 1 live, 2 required", x.stmt, x.via, err, un)
+		}
+	}
+}

@@ -67,3 +67,20 @@ func namePos(stmt cql.Statement) cql.Pos {
 func transportError(to coordinator.NodeID, err error) error {
 	return fmt.Errorf("replica %s unreachable: %w", to, err)
 }
+
+// namedDC returns o with its short data center's name when it is EACH_QUORUM's Unavailable
+// (the core numbers data centers; the error names the one short, as Cassandra's does): the
+// ring's data center of a replica of req numbered so.
+func (e *Executor) namedDC(o coordinator.Outcome, req *coordinator.Request) coordinator.Outcome {
+	u, ok := o.(coordinator.Unavailable)
+	if !ok || !u.InDC {
+		return o
+	}
+	for _, rep := range req.Params().Replicas {
+		if rep.DC == u.DC {
+			u.DataCenter = e.ring.DataCenter(rep.ID)
+			break
+		}
+	}
+	return u
+}

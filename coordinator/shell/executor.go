@@ -34,6 +34,10 @@ type Config struct {
 	ScanPacer ScanPacer
 	// Transport sends replica requests, serving those addressed to LocalID in process.
 	Transport Transport
+	// Forward, when set, carries a write's copies for the replicas of a remote data center as
+	// one message to one of them, which sends them on (forward.go). Nil sends every copy
+	// directly.
+	Forward Forwarder
 	// Local is this node's limiter, consulted before anything is sent when the node is a replica
 	// of a limited operation's partition (docs/architecture.md, the limiter). Nil lets the replicas enforce even then.
 	Local LocalLimiter
@@ -142,6 +146,7 @@ type Executor struct {
 	localID   coordinator.NodeID
 	ring      Ring
 	transport Transport
+	forwarder Forwarder // nil: no forwarding
 	local     LocalLimiter
 	schema    SchemaManager
 	cluster   ClusterDescriber
@@ -202,6 +207,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		localID:       cfg.LocalID,
 		ring:          cfg.Ring,
 		transport:     cfg.Transport,
+		forwarder:     cfg.Forward,
 		local:         cfg.Local,
 		schema:        cfg.Schema,
 		cluster:       cfg.Cluster,

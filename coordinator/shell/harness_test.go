@@ -412,6 +412,8 @@ type options struct {
 	beforeBatchApply func() error
 	// hints is the executors' HintSink; nil: none.
 	hints shell.HintSink
+	// forward is the executors' Forwarder (forward_test.go); nil: none.
+	forward func(*cluster) shell.Forwarder
 	// propagate turns account propagation on, delivered through the transport every
 	// millisecond.
 	propagate bool
@@ -505,6 +507,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			Batchlog:         batchlog{c.transport, c.ring},
 			BeforeBatchApply: o.beforeBatchApply,
 			Hints:            o.hints,
+			Forward:          c.forwarder(o.forward),
 			Deltas:           c.deltas(o.propagate),
 			Auth:             o.auth,
 			Logger:           o.logger,

@@ -307,7 +307,7 @@ func (e *Executor) readOnce(ctx context.Context, spec readSpec, now, dl time.Tim
 	if spec.warnings != nil {
 		*spec.warnings = appendShadowWarning(*spec.warnings, o, spec.table)
 	}
-	if err := e.outcomeErr(o, spec.table); err != nil {
+	if err := e.outcomeErr(e.namedDC(o, req), spec.table); err != nil {
 		return nil, err
 	}
 	return o.(coordinator.Success).Responses, nil

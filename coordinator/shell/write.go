@@ -193,7 +193,7 @@ func (e *Executor) finishWrite(ctx context.Context, t *schema.Table, replicas []
 		return counterTimeout(e.finishOutcome(req, t, token, pw, o))
 	}
 	if o == nil {
-		x, hw := e.hinted(watch(e, mutateExchange{e.transport, m}, step.Sends, t, coordinator.OpWrite), m, replicas, step.Sends)
+		x, hw := e.hinted(watch(e, e.forwarding(mutateExchange{e.transport, m}, m, replicas, step.Sends), step.Sends, t, coordinator.OpWrite), m, replicas, step.Sends)
 		var err error
 		o, err = e.await(ctx, req, step.Sends, x, dl, true, nil)
 		hw.settle(o) // hints for the replicas that do not acknowledge it, once all have answered
@@ -212,7 +212,7 @@ func (e *Executor) finishOutcome(req *coordinator.Request, t *schema.Table, toke
 	if pw.warnings != nil {
 		*pw.warnings = appendShadowWarning(*pw.warnings, o, t)
 	}
-	return e.outcomeErr(o, t)
+	return e.outcomeErr(e.namedDC(o, req), t)
 }
 
 // isPartition reports whether w's clustering range selects the whole partition.

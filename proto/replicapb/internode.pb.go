@@ -71,6 +71,7 @@ type Request struct {
 	//	*Request_FetchPartitions
 	//	*Request_Removed
 	//	*Request_Announce
+	//	*Request_ForwardMutate
 	Msg           isRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -320,6 +321,15 @@ func (x *Request) GetAnnounce() *AnnounceRequest {
 	return nil
 }
 
+func (x *Request) GetForwardMutate() *ForwardMutateRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Request_ForwardMutate); ok {
+			return x.ForwardMutate
+		}
+	}
+	return nil
+}
+
 type isRequest_Msg interface {
 	isRequest_Msg()
 }
@@ -427,6 +437,11 @@ type Request_Announce struct {
 	Announce *AnnounceRequest `protobuf:"bytes,71,opt,name=announce,proto3,oneof"`
 }
 
+type Request_ForwardMutate struct {
+	// 80-89, forwarding between datacenters. forward_mutate is a Stream kind.
+	ForwardMutate *ForwardMutateRequest `protobuf:"bytes,80,opt,name=forward_mutate,json=forwardMutate,proto3,oneof"`
+}
+
 func (*Request_Mutate) isRequest_Msg() {}
 
 func (*Request_Read) isRequest_Msg() {}
@@ -473,6 +488,8 @@ func (*Request_Removed) isRequest_Msg() {}
 
 func (*Request_Announce) isRequest_Msg() {}
 
+func (*Request_ForwardMutate) isRequest_Msg() {}
+
 // Response is one internode response. Its numbers are those of the request kinds they answer.
 type Response struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -500,6 +517,7 @@ type Response struct {
 	//	*Response_FetchPartitions
 	//	*Response_Removed
 	//	*Response_Announce
+	//	*Response_ForwardMutate
 	Msg           isResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -740,6 +758,15 @@ func (x *Response) GetAnnounce() *AnnounceResponse {
 	return nil
 }
 
+func (x *Response) GetForwardMutate() *ForwardMutateAck {
+	if x != nil {
+		if x, ok := x.Msg.(*Response_ForwardMutate); ok {
+			return x.ForwardMutate
+		}
+	}
+	return nil
+}
+
 type isResponse_Msg interface {
 	isResponse_Msg()
 }
@@ -840,6 +867,11 @@ type Response_Announce struct {
 	Announce *AnnounceResponse `protobuf:"bytes,71,opt,name=announce,proto3,oneof"`
 }
 
+type Response_ForwardMutate struct {
+	// 80-89, forwarding between datacenters: one ack per target of a forwarded write.
+	ForwardMutate *ForwardMutateAck `protobuf:"bytes,80,opt,name=forward_mutate,json=forwardMutate,proto3,oneof"`
+}
+
 func (*Response_Mutate) isResponse_Msg() {}
 
 func (*Response_Read) isResponse_Msg() {}
@@ -884,11 +916,13 @@ func (*Response_Removed) isResponse_Msg() {}
 
 func (*Response_Announce) isResponse_Msg() {}
 
+func (*Response_ForwardMutate) isResponse_Msg() {}
+
 var File_replicapb_internode_proto protoreflect.FileDescriptor
 
 const file_replicapb_internode_proto_rawDesc = "" +
 	"\n" +
-	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\x92\r\n" +
+	"\x19replicapb/internode.proto\x12\x11kvnode.replica.v1\x1a\rreplica.proto\x1a\fstream.proto\x1a\x10membership.proto\x1a\x16replicapb/repair.proto\"\xe4\r\n" +
 	"\aRequest\x12:\n" +
 	"\x06mutate\x18\x01 \x01(\v2 .kvnode.replica.v1.MutateRequestH\x00R\x06mutate\x124\n" +
 	"\x04read\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.ReadRequestH\x00R\x04read\x12M\n" +
@@ -915,8 +949,9 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\x10partition_hashes\x18= \x01(\v2).kvnode.replica.v1.PartitionHashesRequestH\x00R\x0fpartitionHashes\x12V\n" +
 	"\x10fetch_partitions\x18> \x01(\v2).kvnode.replica.v1.FetchPartitionsRequestH\x00R\x0ffetchPartitions\x12=\n" +
 	"\aremoved\x18F \x01(\v2!.kvnode.replica.v1.RemovedRequestH\x00R\aremoved\x12@\n" +
-	"\bannounce\x18G \x01(\v2\".kvnode.replica.v1.AnnounceRequestH\x00R\bannounceB\x05\n" +
-	"\x03msg\"\xd3\f\n" +
+	"\bannounce\x18G \x01(\v2\".kvnode.replica.v1.AnnounceRequestH\x00R\bannounce\x12P\n" +
+	"\x0eforward_mutate\x18P \x01(\v2'.kvnode.replica.v1.ForwardMutateRequestH\x00R\rforwardMutateB\x05\n" +
+	"\x03msg\"\xa1\r\n" +
 	"\bResponse\x12;\n" +
 	"\x06mutate\x18\x01 \x01(\v2!.kvnode.replica.v1.MutateResponseH\x00R\x06mutate\x125\n" +
 	"\x04read\x18\x02 \x01(\v2\x1f.kvnode.replica.v1.ReadResponseH\x00R\x04read\x12N\n" +
@@ -941,7 +976,8 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\x10partition_hashes\x18= \x01(\v2*.kvnode.replica.v1.PartitionHashesResponseH\x00R\x0fpartitionHashes\x12W\n" +
 	"\x10fetch_partitions\x18> \x01(\v2*.kvnode.replica.v1.FetchPartitionsResponseH\x00R\x0ffetchPartitions\x12>\n" +
 	"\aremoved\x18F \x01(\v2\".kvnode.replica.v1.RemovedResponseH\x00R\aremoved\x12A\n" +
-	"\bannounce\x18G \x01(\v2#.kvnode.replica.v1.AnnounceResponseH\x00R\bannounceB\x05\n" +
+	"\bannounce\x18G \x01(\v2#.kvnode.replica.v1.AnnounceResponseH\x00R\bannounce\x12L\n" +
+	"\x0eforward_mutate\x18P \x01(\v2#.kvnode.replica.v1.ForwardMutateAckH\x00R\rforwardMutateB\x05\n" +
 	"\x03msg2\x91\x01\n" +
 	"\tInternode\x12?\n" +
 	"\x04Call\x12\x1a.kvnode.replica.v1.Request\x1a\x1b.kvnode.replica.v1.Response\x12C\n" +
@@ -986,28 +1022,30 @@ var file_replicapb_internode_proto_goTypes = []any{
 	(*FetchPartitionsRequest)(nil),  // 22: kvnode.replica.v1.FetchPartitionsRequest
 	(*RemovedRequest)(nil),          // 23: kvnode.replica.v1.RemovedRequest
 	(*AnnounceRequest)(nil),         // 24: kvnode.replica.v1.AnnounceRequest
-	(*MutateResponse)(nil),          // 25: kvnode.replica.v1.MutateResponse
-	(*ReadResponse)(nil),            // 26: kvnode.replica.v1.ReadResponse
-	(*AccountDeltaResponse)(nil),    // 27: kvnode.replica.v1.AccountDeltaResponse
-	(*RangeReadResponse)(nil),       // 28: kvnode.replica.v1.RangeReadResponse
-	(*CounterUpdateResponse)(nil),   // 29: kvnode.replica.v1.CounterUpdateResponse
-	(*BatchlogResponse)(nil),        // 30: kvnode.replica.v1.BatchlogResponse
-	(*TopPartitionsResponse)(nil),   // 31: kvnode.replica.v1.TopPartitionsResponse
-	(*ScopeCountsResponse)(nil),     // 32: kvnode.replica.v1.ScopeCountsResponse
-	(*TopClientsResponse)(nil),      // 33: kvnode.replica.v1.TopClientsResponse
-	(*SchemaPrepareResponse)(nil),   // 34: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptResponse)(nil),    // 35: kvnode.replica.v1.SchemaAcceptResponse
-	(*PaxosPrepareResponse)(nil),    // 36: kvnode.replica.v1.PaxosPrepareResponse
-	(*PaxosProposeResponse)(nil),    // 37: kvnode.replica.v1.PaxosProposeResponse
-	(*PaxosCommitResponse)(nil),     // 38: kvnode.replica.v1.PaxosCommitResponse
-	(*PullChunk)(nil),               // 39: kvnode.replica.v1.PullChunk
-	(*FetchResponse)(nil),           // 40: kvnode.replica.v1.FetchResponse
-	(*ViewResponse)(nil),            // 41: kvnode.replica.v1.ViewResponse
-	(*RangeHashesResponse)(nil),     // 42: kvnode.replica.v1.RangeHashesResponse
-	(*PartitionHashesResponse)(nil), // 43: kvnode.replica.v1.PartitionHashesResponse
-	(*FetchPartitionsResponse)(nil), // 44: kvnode.replica.v1.FetchPartitionsResponse
-	(*RemovedResponse)(nil),         // 45: kvnode.replica.v1.RemovedResponse
-	(*AnnounceResponse)(nil),        // 46: kvnode.replica.v1.AnnounceResponse
+	(*ForwardMutateRequest)(nil),    // 25: kvnode.replica.v1.ForwardMutateRequest
+	(*MutateResponse)(nil),          // 26: kvnode.replica.v1.MutateResponse
+	(*ReadResponse)(nil),            // 27: kvnode.replica.v1.ReadResponse
+	(*AccountDeltaResponse)(nil),    // 28: kvnode.replica.v1.AccountDeltaResponse
+	(*RangeReadResponse)(nil),       // 29: kvnode.replica.v1.RangeReadResponse
+	(*CounterUpdateResponse)(nil),   // 30: kvnode.replica.v1.CounterUpdateResponse
+	(*BatchlogResponse)(nil),        // 31: kvnode.replica.v1.BatchlogResponse
+	(*TopPartitionsResponse)(nil),   // 32: kvnode.replica.v1.TopPartitionsResponse
+	(*ScopeCountsResponse)(nil),     // 33: kvnode.replica.v1.ScopeCountsResponse
+	(*TopClientsResponse)(nil),      // 34: kvnode.replica.v1.TopClientsResponse
+	(*SchemaPrepareResponse)(nil),   // 35: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptResponse)(nil),    // 36: kvnode.replica.v1.SchemaAcceptResponse
+	(*PaxosPrepareResponse)(nil),    // 37: kvnode.replica.v1.PaxosPrepareResponse
+	(*PaxosProposeResponse)(nil),    // 38: kvnode.replica.v1.PaxosProposeResponse
+	(*PaxosCommitResponse)(nil),     // 39: kvnode.replica.v1.PaxosCommitResponse
+	(*PullChunk)(nil),               // 40: kvnode.replica.v1.PullChunk
+	(*FetchResponse)(nil),           // 41: kvnode.replica.v1.FetchResponse
+	(*ViewResponse)(nil),            // 42: kvnode.replica.v1.ViewResponse
+	(*RangeHashesResponse)(nil),     // 43: kvnode.replica.v1.RangeHashesResponse
+	(*PartitionHashesResponse)(nil), // 44: kvnode.replica.v1.PartitionHashesResponse
+	(*FetchPartitionsResponse)(nil), // 45: kvnode.replica.v1.FetchPartitionsResponse
+	(*RemovedResponse)(nil),         // 46: kvnode.replica.v1.RemovedResponse
+	(*AnnounceResponse)(nil),        // 47: kvnode.replica.v1.AnnounceResponse
+	(*ForwardMutateAck)(nil),        // 48: kvnode.replica.v1.ForwardMutateAck
 }
 var file_replicapb_internode_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Request.mutate:type_name -> kvnode.replica.v1.MutateRequest
@@ -1033,37 +1071,39 @@ var file_replicapb_internode_proto_depIdxs = []int32{
 	22, // 20: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
 	23, // 21: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
 	24, // 22: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
-	25, // 23: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
-	26, // 24: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
-	27, // 25: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
-	28, // 26: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
-	29, // 27: kvnode.replica.v1.Response.counter_update:type_name -> kvnode.replica.v1.CounterUpdateResponse
-	30, // 28: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
-	31, // 29: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
-	32, // 30: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
-	33, // 31: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
-	34, // 32: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
-	35, // 33: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
-	36, // 34: kvnode.replica.v1.Response.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareResponse
-	37, // 35: kvnode.replica.v1.Response.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeResponse
-	38, // 36: kvnode.replica.v1.Response.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitResponse
-	39, // 37: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
-	40, // 38: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
-	41, // 39: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
-	42, // 40: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
-	43, // 41: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
-	44, // 42: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
-	45, // 43: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
-	46, // 44: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
-	0,  // 45: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
-	0,  // 46: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
-	1,  // 47: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
-	1,  // 48: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
-	47, // [47:49] is the sub-list for method output_type
-	45, // [45:47] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	25, // 23: kvnode.replica.v1.Request.forward_mutate:type_name -> kvnode.replica.v1.ForwardMutateRequest
+	26, // 24: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
+	27, // 25: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
+	28, // 26: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
+	29, // 27: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
+	30, // 28: kvnode.replica.v1.Response.counter_update:type_name -> kvnode.replica.v1.CounterUpdateResponse
+	31, // 29: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
+	32, // 30: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
+	33, // 31: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
+	34, // 32: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
+	35, // 33: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
+	36, // 34: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
+	37, // 35: kvnode.replica.v1.Response.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareResponse
+	38, // 36: kvnode.replica.v1.Response.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeResponse
+	39, // 37: kvnode.replica.v1.Response.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitResponse
+	40, // 38: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
+	41, // 39: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
+	42, // 40: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
+	43, // 41: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
+	44, // 42: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
+	45, // 43: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
+	46, // 44: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
+	47, // 45: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
+	48, // 46: kvnode.replica.v1.Response.forward_mutate:type_name -> kvnode.replica.v1.ForwardMutateAck
+	0,  // 47: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
+	0,  // 48: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
+	1,  // 49: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
+	1,  // 50: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
+	49, // [49:51] is the sub-list for method output_type
+	47, // [47:49] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_replicapb_internode_proto_init() }
@@ -1099,6 +1139,7 @@ func file_replicapb_internode_proto_init() {
 		(*Request_FetchPartitions)(nil),
 		(*Request_Removed)(nil),
 		(*Request_Announce)(nil),
+		(*Request_ForwardMutate)(nil),
 	}
 	file_replicapb_internode_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Mutate)(nil),
@@ -1123,6 +1164,7 @@ func file_replicapb_internode_proto_init() {
 		(*Response_FetchPartitions)(nil),
 		(*Response_Removed)(nil),
 		(*Response_Announce)(nil),
+		(*Response_ForwardMutate)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

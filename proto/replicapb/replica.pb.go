@@ -3860,6 +3860,183 @@ func (x *CounterUpdateResponse) GetApplied() *Mutation {
 	return nil
 }
 
+// ForwardMutateRequest (kind forward_mutate, a Stream kind) carries one write to the replicas of
+// one remote data center as one message across the WAN: the coordinator sends it to one node there
+// (a replica of the partition), which applies mutation itself when it is one of targets and sends
+// it to the others with mutate, each with its own limiter (the coordinator's decision and draw, as
+// if the coordinator had sent it directly; a remote data center's replicas only account a write
+// whose coordinator's data center decides it). The forwarder answers with one ForwardMutateAck
+// per target, as each target answers, and ends the stream when all have.
+type ForwardMutateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mutation      *Mutation              `protobuf:"bytes,1,opt,name=mutation,proto3" json:"mutation,omitempty"`
+	Targets       []*ForwardTarget       `protobuf:"bytes,2,rep,name=targets,proto3" json:"targets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardMutateRequest) Reset() {
+	*x = ForwardMutateRequest{}
+	mi := &file_replica_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardMutateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardMutateRequest) ProtoMessage() {}
+
+func (x *ForwardMutateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardMutateRequest.ProtoReflect.Descriptor instead.
+func (*ForwardMutateRequest) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ForwardMutateRequest) GetMutation() *Mutation {
+	if x != nil {
+		return x.Mutation
+	}
+	return nil
+}
+
+func (x *ForwardMutateRequest) GetTargets() []*ForwardTarget {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+// ForwardTarget is one replica a forwarded write goes to.
+type ForwardTarget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica's node id.
+	Node          string   `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Limiter       *Limiter `protobuf:"bytes,2,opt,name=limiter,proto3" json:"limiter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardTarget) Reset() {
+	*x = ForwardTarget{}
+	mi := &file_replica_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardTarget) ProtoMessage() {}
+
+func (x *ForwardTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardTarget.ProtoReflect.Descriptor instead.
+func (*ForwardTarget) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ForwardTarget) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ForwardTarget) GetLimiter() *Limiter {
+	if x != nil {
+		return x.Limiter
+	}
+	return nil
+}
+
+// ForwardMutateAck is one target's answer to a forwarded write.
+type ForwardMutateAck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The target's node id.
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The target's answer; unset when the forwarder's call to it failed (unreachable).
+	Response *MutateResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	// Why the forwarder's call to the target failed, when response is unset.
+	Unreachable   string `protobuf:"bytes,3,opt,name=unreachable,proto3" json:"unreachable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardMutateAck) Reset() {
+	*x = ForwardMutateAck{}
+	mi := &file_replica_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardMutateAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardMutateAck) ProtoMessage() {}
+
+func (x *ForwardMutateAck) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardMutateAck.ProtoReflect.Descriptor instead.
+func (*ForwardMutateAck) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ForwardMutateAck) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ForwardMutateAck) GetResponse() *MutateResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *ForwardMutateAck) GetUnreachable() string {
+	if x != nil {
+		return x.Unreachable
+	}
+	return ""
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -4142,7 +4319,17 @@ const file_replica_proto_rawDesc = "" +
 	"\frate_limited\x18\x02 \x01(\v2\x1e.kvnode.replica.v1.RateLimitedR\vrateLimited\x12.\n" +
 	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12!\n" +
 	"\fwould_reject\x18\x04 \x01(\bR\vwouldReject\x125\n" +
-	"\aapplied\x18\x05 \x01(\v2\x1b.kvnode.replica.v1.MutationR\aapplied*3\n" +
+	"\aapplied\x18\x05 \x01(\v2\x1b.kvnode.replica.v1.MutationR\aapplied\"\x8b\x01\n" +
+	"\x14ForwardMutateRequest\x127\n" +
+	"\bmutation\x18\x01 \x01(\v2\x1b.kvnode.replica.v1.MutationR\bmutation\x12:\n" +
+	"\atargets\x18\x02 \x03(\v2 .kvnode.replica.v1.ForwardTargetR\atargets\"Y\n" +
+	"\rForwardTarget\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x124\n" +
+	"\alimiter\x18\x02 \x01(\v2\x1a.kvnode.replica.v1.LimiterR\alimiter\"\x87\x01\n" +
+	"\x10ForwardMutateAck\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12=\n" +
+	"\bresponse\x18\x02 \x01(\v2!.kvnode.replica.v1.MutateResponseR\bresponse\x12 \n" +
+	"\vunreachable\x18\x03 \x01(\tR\vunreachable*3\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aOP_READ\x10\x01\x12\f\n" +
@@ -4166,7 +4353,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 }
 
 var file_replica_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_replica_proto_goTypes = []any{
 	(Op)(0),                       // 0: kvnode.replica.v1.Op
 	(Status)(0),                   // 1: kvnode.replica.v1.Status
@@ -4225,6 +4412,9 @@ var file_replica_proto_goTypes = []any{
 	(*PaxosState)(nil),            // 54: kvnode.replica.v1.PaxosState
 	(*CounterUpdateRequest)(nil),  // 55: kvnode.replica.v1.CounterUpdateRequest
 	(*CounterUpdateResponse)(nil), // 56: kvnode.replica.v1.CounterUpdateResponse
+	(*ForwardMutateRequest)(nil),  // 57: kvnode.replica.v1.ForwardMutateRequest
+	(*ForwardTarget)(nil),         // 58: kvnode.replica.v1.ForwardTarget
+	(*ForwardMutateAck)(nil),      // 59: kvnode.replica.v1.ForwardMutateAck
 }
 var file_replica_proto_depIdxs = []int32{
 	2,  // 0: kvnode.replica.v1.Limiter.mode:type_name -> kvnode.replica.v1.Limiter.Mode
@@ -4310,11 +4500,15 @@ var file_replica_proto_depIdxs = []int32{
 	5,  // 80: kvnode.replica.v1.CounterUpdateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
 	6,  // 81: kvnode.replica.v1.CounterUpdateResponse.error:type_name -> kvnode.replica.v1.Error
 	9,  // 82: kvnode.replica.v1.CounterUpdateResponse.applied:type_name -> kvnode.replica.v1.Mutation
-	83, // [83:83] is the sub-list for method output_type
-	83, // [83:83] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	9,  // 83: kvnode.replica.v1.ForwardMutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	58, // 84: kvnode.replica.v1.ForwardMutateRequest.targets:type_name -> kvnode.replica.v1.ForwardTarget
+	4,  // 85: kvnode.replica.v1.ForwardTarget.limiter:type_name -> kvnode.replica.v1.Limiter
+	14, // 86: kvnode.replica.v1.ForwardMutateAck.response:type_name -> kvnode.replica.v1.MutateResponse
+	87, // [87:87] is the sub-list for method output_type
+	87, // [87:87] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
@@ -4332,7 +4526,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   53,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

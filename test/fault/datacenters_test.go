@@ -93,10 +93,12 @@ func TestDataCenterCut(t *testing.T) {
 		}
 	}
 
-	var converged time.Duration
-	var convergeErr error
+	var converged, reconnected time.Duration
+	var convergeErr, reconnectErr error
 	healed := func(ctx context.Context) {
 		began := time.Now()
+		reconnectErr = awaitEachQuorum(ctx, c, []int{dc1[0], dc2[0]})
+		reconnected = time.Since(began)
 		convergeErr = awaitCrossDC(ctx, c)
 		converged = time.Since(began)
 	}
@@ -148,12 +150,45 @@ func TestDataCenterCut(t *testing.T) {
 			}
 		}
 	}
+	if reconnectErr != nil {
+		t.Errorf("after the heal, EACH_QUORUM writes did not succeed through both data centers within %v: %v", reconnectMax, reconnectErr)
+	} else {
+		t.Logf("EACH_QUORUM writes succeeded through both data centers %v after all nodes saw each other up (%v after the heal)",
+			reconnected.Round(100*time.Millisecond), (rep.Windows[0].Recovered + reconnected).Round(100*time.Millisecond))
+	}
 	if convergeErr != nil {
 		t.Errorf("after the heal, the writes acknowledged during the cut did not reach the other data center: %v", convergeErr)
 	} else {
 		t.Logf("every side held the other's writes (LOCAL_QUORUM read-back) %v after all nodes saw each other up (%v after the heal)",
 			converged.Round(100*time.Millisecond), (rep.Windows[0].Recovered + converged).Round(100*time.Millisecond))
 	}
+}
+
+// reconnectMax bounds how long after the heal TestDataCenterCut waits for an EACH_QUORUM write
+// to succeed through each data center: the internode connections across the WAN must carry
+// requests again.
+const reconnectMax = 30 * time.Second
+
+// awaitEachQuorum waits, up to reconnectMax, until an EACH_QUORUM write through each of nodes
+// succeeds: once every node sees every other up, this needs the internode connections between
+// the data centers to work again, which a connection the cut left dead delays until it is
+// detected (keepalive) or TCP gives up on it.
+func awaitEachQuorum(ctx context.Context, c *Cluster, nodes []int) error {
+	for _, i := range nodes {
+		s, err := c.Session(i)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		// A delete of a row no kind writes, at timestamp 1: whatever it leaves, no read sees.
+		q := fmt.Sprintf("DELETE FROM %s.ins_dc1 USING TIMESTAMP 1 WHERE p = 0 AND k = -1", Keyspace)
+		if err := poll.Until(ctx, reconnectMax, fmt.Sprintf("an EACH_QUORUM write through n%d", i+1), func() error {
+			return s.Query(q).Consistency(gocql.EachQuorum).WithContext(ctx).Exec()
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // awaitCrossDC waits, up to hintsMax, until the rows of each data center's inserts and

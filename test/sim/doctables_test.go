@@ -34,6 +34,14 @@ var docTables = []docTable{
 	})},
 	{"onset", pivot("first second/L, skew 0", onsetLayouts, onsetRows(false), byOffered([]float64{2, 5, 10, 100}, firstSecond))},
 	{"again", pivot("first second/L, skew 0", onsetLayouts, onsetRows(true), byOffered([]float64{2, 10, 100}, firstSecond))},
+	{"datacenters", pivot("accepted/L; 2 DCs × RF=3, WAN 50–150 ms, clients in both", []layout{
+		{label: "writes LOCAL_QUORUM", rf: 3, op: "write", cl: "LOCAL_QUORUM", routing: "local-dc"},
+		{label: "writes QUORUM", rf: 3, op: "write", cl: "QUORUM", routing: "local-dc"},
+		{label: "reads LOCAL_QUORUM", rf: 3, op: "read", cl: "LOCAL_QUORUM", routing: "local-dc"},
+		{label: "reads QUORUM", rf: 3, op: "read", cl: "QUORUM", routing: "local-dc"},
+		{label: "writes LOCAL_QUORUM, skew ±500 ms", rf: 3, op: "write", cl: "LOCAL_QUORUM", routing: "local-dc", skew: 500},
+		{label: "reads LOCAL_QUORUM, skew ±500 ms", rf: 3, op: "read", cl: "LOCAL_QUORUM", routing: "local-dc", skew: 500},
+	}, steady, byOffered([]float64{2, 10, 100}, accepted))},
 }
 
 // layout selects rows by scenario; skew is in milliseconds.
@@ -209,7 +217,8 @@ func highest(rows []Row, f func(Row) float64) float64 {
 // consistency level and skew, a replica down (except at ALL, then unavailable) and the flood.
 func hotAtRF3(cfg string) func(Row) bool {
 	return func(w Row) bool {
-		return w.Configuration == cfg && w.RF == 3 && w.OfferedOverLimit >= 2 && !w.Onset && !(w.ReplicaDown && w.CL == "ALL")
+		return w.Configuration == cfg && w.RF == 3 && w.OfferedOverLimit >= 2 && !w.Onset && !(w.ReplicaDown && w.CL == "ALL") &&
+			w.Routing != "local-dc" // two data centers have a table of their own
 	}
 }
 

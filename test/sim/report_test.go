@@ -387,6 +387,8 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 		}
 		seen[sc.String()] = true
 		switch {
+		case sc.Routing == LocalDC:
+			count["dcs "+sc.Configuration.String()]++
 		case sc.Onset:
 			count["onset "+sc.Configuration.String()]++
 		case sc.ReplicaDown:
@@ -398,6 +400,9 @@ func TestMatrixCoversTheIssue(t *testing.T) {
 		}
 	}
 	want := 2 * 2 * 2 * 3 * 3 * 3 * 6 // configuration × RF × op × CL × routing × skew × V
+	if count["dcs kvnode"] == 0 || count["dcs kvnode"] != count["dcs scylla"] {
+		t.Errorf("matrix has %d/%d rows across two data centers (kvnode/scylla), want some, as many per configuration", count["dcs kvnode"], count["dcs scylla"])
+	}
 	if count["main"] != want || count["down"] == 0 || count["flood"] == 0 || count["onset kvnode"] == 0 || count["onset kvnode"] != count["onset scylla"] {
 		t.Errorf("matrix has %d main rows, %d replica-down rows, %d flood rows and %d/%d onset rows (kvnode/scylla), want %d main rows, some of each other kind, as many onset rows per configuration",
 			count["main"], count["down"], count["flood"], count["onset kvnode"], count["onset scylla"], want)

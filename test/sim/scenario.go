@@ -23,9 +23,14 @@ const (
 	// Outside: a driver whose coordinators are never replicas of the partition: round-robin over
 	// the live nodes outside the replica set.
 	Outside
+	// LocalDC: two data centers of RF nodes each, every partition with RF replicas in each
+	// (NetworkTopologyStrategy), Options.WANMinLatency to WANMaxLatency apart; clients in both,
+	// half of the operations from each, whose data-center-aware token-aware drivers pick a
+	// live replica of their own data center uniformly at random for each operation.
+	LocalDC
 )
 
-// String returns "fixed-first", "random-replica" or "outside".
+// String returns "fixed-first", "random-replica", "outside" or "local-dc".
 func (r Routing) String() string {
 	switch r {
 	case FixedFirst:
@@ -34,6 +39,8 @@ func (r Routing) String() string {
 		return "random-replica"
 	case Outside:
 		return "outside"
+	case LocalDC:
+		return "local-dc"
 	}
 	return fmt.Sprintf("Routing(%d)", uint8(r))
 }
@@ -211,8 +218,12 @@ func (s Scenario) Validate(o Options) error {
 		return fmt.Errorf("sim: %v: an onset row needs at least 2s after the warm-up", s)
 	case s.Again && !s.Onset:
 		return fmt.Errorf("sim: %v: turning hot again is an onset row", s)
-	case s.Routing < FixedFirst || s.Routing > Outside:
+	case s.Routing < FixedFirst || s.Routing > LocalDC:
 		return fmt.Errorf("sim: %v: invalid routing", s)
+	case s.Routing == LocalDC && (s.ReplicaDown || s.Flood):
+		return fmt.Errorf("sim: %v: two data centers run without a replica down or a flood", s)
+	case s.Routing != LocalDC && s.Consistency.Local():
+		return fmt.Errorf("sim: %v: a LOCAL level needs two data centers (routing local-dc)", s)
 	case s.Routing == Outside && s.RF == o.Nodes:
 		return fmt.Errorf("sim: %v: outside coordinators need more than %d nodes", s, s.RF)
 	case s.Skew < 0 || s.Skew >= 10*time.Second:
@@ -265,6 +276,10 @@ type Options struct {
 	// PropagationInterval is how often a coordinator flushes account-only deltas in scenarios
 	// with Propagation. Zero means coordinator.DefaultPropagationInterval.
 	PropagationInterval time.Duration
+	// WANMinLatency and WANMaxLatency bound one network hop between the two data centers of a
+	// LocalDC scenario: uniform between them. Zero means DefaultWANMinLatency and
+	// DefaultWANMaxLatency.
+	WANMinLatency, WANMaxLatency time.Duration
 	// NoLearning keeps kvnode's coordinators outside a partition's replica set from learning
 	// that it is hot (Params.Learned): they forward every operation to the replicas, as kvnode
 	// did before issue 16. It measures what learning changes; the shipping behaviour learns.
@@ -291,6 +306,8 @@ const (
 	DefaultColdRate         = 100
 	DefaultFloodRate        = 30_000
 	DefaultDetectAfter      = time.Second
+	DefaultWANMinLatency    = 50 * time.Millisecond
+	DefaultWANMaxLatency    = 150 * time.Millisecond
 )
 
 // EnsureDefaults replaces zero fields with their defaults and returns o. A nil o is treated as
@@ -313,6 +330,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Nodes == 0 {
 		o.Nodes = DefaultNodes
+	}
+	if o.WANMinLatency == 0 {
+		o.WANMinLatency = DefaultWANMinLatency
+	}
+	if o.WANMaxLatency == 0 {
+		o.WANMaxLatency = DefaultWANMaxLatency
 	}
 	if o.Arrival == 0 {
 		o.Arrival = Poisson
@@ -358,6 +381,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("sim: limit %d is above 2^30", o.Limit)
 	case o.Nodes < 1 || o.Nodes > 64:
 		return fmt.Errorf("sim: %d nodes is outside [1, 64]", o.Nodes)
+	case o.WANMinLatency < 0 || o.WANMaxLatency < o.WANMinLatency:
+		return fmt.Errorf("sim: WAN latency [%v, %v] is not a range of non-negative durations", o.WANMinLatency, o.WANMaxLatency)
 	case o.Arrival != Poisson && o.Arrival != Smooth:
 		return fmt.Errorf("sim: invalid arrival process %v", o.Arrival)
 	case o.MinLatency < 0 || o.MeanExtraLatency < 0:
@@ -449,6 +474,19 @@ func Matrix() []Scenario {
 					sc := l
 					sc.Skew, sc.Offered, sc.Configuration, sc.Onset, sc.Again = sk, v, cf, true, true
 					m = append(m, sc)
+				}
+			}
+		}
+	}
+	// Two data centers (issue 35): RF 3 in each, a WAN between them, clients in both at
+	// LOCAL_QUORUM and QUORUM.
+	for _, cf := range []Configuration{Scylla, Kvnode} {
+		for _, rd := range reads {
+			for _, cl := range []coordinator.Consistency{coordinator.LocalQuorum, coordinator.Quorum} {
+				for _, sk := range []time.Duration{0, 500 * time.Millisecond} {
+					for _, v := range []float64{0.5, 1, 2, 10, 100} {
+						m = append(m, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: LocalDC, Skew: sk, Offered: v, Configuration: cf})
+					}
 				}
 			}
 		}

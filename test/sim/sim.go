@@ -56,7 +56,10 @@ type Result struct {
 	// replica applied them: the client got an error, yet the write exists on those replicas
 	// (and read repair would spread it). ReplicaVersions is, per node, how many hot-partition
 	// writes it applied over the whole run, and ReplicaOps how many operations it performed.
-	PartialWrites   int
+	PartialWrites int
+	// AckedRejected counts hot-partition writes that succeeded although some replica rejected
+	// them: that replica lacks a row the client was told is written (until hints or repair).
+	AckedRejected   int
 	ReplicaVersions []uint64
 	ReplicaOps      []uint64
 
@@ -145,6 +148,8 @@ type opState struct {
 	ticking  bool  // an evTick is scheduled for the deadline
 	pending  int32 // Sends delivered or in flight whose Response has not reached the coordinator
 	applied  int32 // replicas that performed the operation
+	// rejected: some replica rejected the operation (any mode), which it then lacks.
+	rejected bool
 	admits   int32 // enforcing replicas that admitted
 	rejects  int32 // enforcing replicas that rejected
 }
@@ -237,8 +242,12 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 		end:  int64(o.Duration),
 		warm: int64(o.Warmup),
 	}
-	s.nodes = make([]node, o.Nodes)
-	s.ids = make([]coordinator.NodeID, o.Nodes)
+	n := o.Nodes
+	if sc.Routing == LocalDC {
+		n = 2 * sc.RF // two data centers of RF nodes: every node replicates every partition
+	}
+	s.nodes = make([]node, n)
+	s.ids = make([]coordinator.NodeID, n)
 	for i := range s.nodes {
 		t, err := partitionlimit.New(partitionlimit.Options{Capacity: o.Capacity, NoOnsetBound: sc.Configuration != Kvnode, NoNoiseBound: sc.Configuration != Kvnode})
 		if err != nil {
@@ -266,8 +275,8 @@ func newSim(sc Scenario, o Options) (*sim, error) {
 		s.streams[2] = stream{kind: evFlood, rate: o.FloodRate}
 	}
 	if sc.Configuration == Kvnode {
-		s.batchers = make([]coordinator.Batcher, o.Nodes)
-		s.urgent = make([]bool, o.Nodes)
+		s.batchers = make([]coordinator.Batcher, n)
+		s.urgent = make([]bool, n)
 	}
 	s.res = Result{Scenario: sc, Limit: o.Limit, Window: o.Duration - o.Warmup}
 	if sc.Onset {
@@ -356,10 +365,22 @@ func (s *sim) detectedDown(i int, at int64) bool {
 	return s.nodes[i].crashed && at >= int64(max(s.o.DetectAfter, 0))
 }
 
-// latency samples one network hop from node a to node b; a node's messages to itself are free.
+// dc returns node i's data center: 0, or 1 for the second half of a LocalDC cluster.
+func (s *sim) dc(i int) int {
+	if s.sc.Routing == LocalDC && i >= s.sc.RF {
+		return 1
+	}
+	return 0
+}
+
+// latency samples one network hop from node a to node b; a node's messages to itself are free,
+// and one between data centers crosses the WAN.
 func (s *sim) latency(a, b int) int64 {
 	if a == b {
 		return 0
+	}
+	if s.dc(a) != s.dc(b) {
+		return int64(s.o.WANMinLatency) + int64(s.rng.Float64()*float64(s.o.WANMaxLatency-s.o.WANMinLatency))
 	}
 	return int64(s.o.MinLatency) + int64(s.rng.ExpFloat64()*float64(s.o.MeanExtraLatency))
 }
@@ -402,6 +423,13 @@ func (s *sim) arrival(e event) {
 // partition, RF consecutive nodes from a position the token picks for a cold one.
 func (s *sim) replicasOf(hot bool, token int64) []int {
 	r := s.replicaBuf[:0]
+	if s.sc.Routing == LocalDC {
+		for k := range s.nodes {
+			r = append(r, k)
+		}
+		s.replicaBuf = r
+		return r
+	}
 	first := 0
 	if !hot {
 		first = int(mix64(uint64(token)) % uint64(len(s.nodes)))
@@ -431,9 +459,13 @@ func (s *sim) route(hot bool, replicas []int) int {
 				return r
 			}
 		}
-	case RandomReplica:
+	case RandomReplica, LocalDC:
+		dc := -1 // any
+		if s.sc.Routing == LocalDC {
+			dc = s.rng.IntN(2) // the client's data center
+		}
 		for _, r := range replicas {
-			if !s.nodes[r].crashed {
+			if !s.nodes[r].crashed && (dc < 0 || s.dc(r) == dc) {
 				live = append(live, r)
 			}
 		}
@@ -510,8 +542,13 @@ func (s *sim) start(at int64, hot, write bool, token int64) {
 	}
 	reps := s.paramsReps[:0]
 	for _, r := range replicas {
-		reps = append(reps, coordinator.Replica{ID: s.ids[r], Down: s.detectedDown(r, at)})
+		rep := coordinator.Replica{ID: s.ids[r], Down: s.detectedDown(r, at)}
+		if s.dc(r) != s.dc(coord) {
+			rep.DC = 1
+		}
+		reps = append(reps, rep)
 	}
+	p.PerDC = s.sc.Routing == LocalDC
 	s.paramsReps, p.Replicas = reps, reps
 	if s.o.SpreadReads && read && s.sc.Consistency != coordinator.All && !contains(replicas, coord) {
 		// A coordinator outside the replica set that spreads its reads over the replicas asks
@@ -643,7 +680,10 @@ func (s *sim) deliver(e event) {
 		s.err = fmt.Errorf("sim: %v: replica %d at %v: %w", s.sc, n, time.Duration(e.at), err)
 		return
 	case !d.Admitted:
-		op.rejects++
+		op.rejected = true
+		if e.mode == coordinator.ModeAccountAndEnforce {
+			op.rejects++
+		}
 		r.status, r.count, r.retryAfter = coordinator.StatusRateLimited, d.Count, d.RetryAfter
 		if !d.Born.IsZero() {
 			r.born, r.resid = d.Born.UnixNano(), d.Residual
@@ -770,6 +810,9 @@ func (s *sim) finish(i int32, out uint8) {
 			}
 			if out != outSuccess && op.applied > 0 && op.label == labelWrite {
 				r.PartialWrites++
+			}
+			if out == outSuccess && op.rejected && op.label == labelWrite {
+				r.AckedRejected++
 			}
 			if op.admits+op.rejects >= 2 {
 				r.Enforced++

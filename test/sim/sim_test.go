@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -166,7 +167,8 @@ var shortMatrix = sync.OnceValues(func() ([]Result, error) {
 })
 
 // TestNoScenarioExceedsRFTimesLimit: however the operations are routed, at most RF counters
-// decide, each admitting about L, so no scenario may accept more than RF·L, with 5% to spare.
+// decide, each admitting about L, so no scenario may accept more than RF·L (2·RF·L across two
+// data centers), with 5% to spare.
 // Two allowances on top, both stated in the message: at RF=1 with L < V < 2L the rule itself
 // admits up to 1.086·L (partitionlimit's documented overshoot), so the bound there is that
 // curve times 1.05; and a 5-second window samples about RF·L·5 admissions, so three binomial
@@ -186,13 +188,17 @@ func TestNoScenarioExceedsRFTimesLimit(t *testing.T) {
 		if sc.RF == 1 {
 			perCounter = expectedOneCounter(sc.Offered)
 		}
-		bound := 1.05 * math.Max(float64(sc.RF), perCounter)
+		replicas := sc.RF
+		if sc.Routing == LocalDC {
+			replicas = 2 * sc.RF // RF in each of two data centers
+		}
+		bound := 1.05 * math.Max(float64(replicas), perCounter)
 		noise := 3 * math.Sqrt(float64(r.Accepted)) / r.Window.Seconds() / float64(r.Limit)
 		got := r.AcceptedOverLimit()
 		if got > bound+noise {
 			t.Errorf("%s, want at most %.3f·L (%.3f·L + %.3f·L of sampling noise)", describe(r), bound+noise, bound, noise)
 		}
-		if excess := got / float64(sc.RF); excess > worst {
+		if excess := got / float64(replicas); excess > worst {
 			worst, worstRow = excess, describe(r)
 		}
 	}
@@ -403,6 +409,33 @@ func TestSmoothTrafficAtTheLimitIsNeverRejected(t *testing.T) {
 		r := run(t, sc, Options{Seed: 15, Duration: 20 * time.Second, Arrival: Smooth})
 		if r.Rejected != 0 || r.Offered != 15*int(r.Limit) {
 			t.Errorf("%s with smooth arrivals, want exactly %d offered and none rejected", describe(r), 15*r.Limit)
+		}
+	}
+}
+
+// TestTwoDataCentersHoldTheLimit: with two data centers (RF 3 in each, a WAN between them,
+// clients in both), kvnode holds the partition within 0.92–1.08·L at V ≥ 2·L for writes and
+// reads at LOCAL_QUORUM and QUORUM, and no write succeeds that a replica rejected: replicas
+// outside the deciding coordinator's data center only account it.
+func TestTwoDataCentersHoldTheLimit(t *testing.T) {
+	var scs []Scenario
+	for _, rd := range []float64{0, 1} {
+		for _, cl := range []coordinator.Consistency{coordinator.LocalQuorum, coordinator.Quorum} {
+			for _, v := range []float64{2, 100} { // the report's rows have 10·L too
+				scs = append(scs, Scenario{RF: 3, ReadFraction: rd, Consistency: cl, Routing: LocalDC, Offered: v, Configuration: Kvnode})
+			}
+		}
+	}
+	results, err := RunAll(context.Background(), scs, Options{Duration: 25 * time.Second}, runtime.GOMAXPROCS(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if a := r.AcceptedOverLimit(); a < 0.92 || a > 1.08 {
+			t.Errorf("%v: accepted/L = %.3f, want 0.92–1.08", r.Scenario, a)
+		}
+		if r.AckedRejected > 0 {
+			t.Errorf("%v: %d writes acknowledged that a replica rejected, want none", r.Scenario, r.AckedRejected)
 		}
 	}
 }
