@@ -42,7 +42,15 @@ func gocqlTo(t testing.TB, addr string, discover bool) *gocql.Session {
 	cluster.Keyspace = "ks"
 	cluster.Timeout = 30 * time.Second
 	cluster.ConnectTimeout = 10 * time.Second
-	cluster.DisableInitialHostLookup = !discover
+	if !discover {
+		// Pinned to addr: the driver must not learn other nodes from events. Every node of an
+		// in-process cluster listens on 127.0.0.1 and gocql keys hosts by IP and assumes one port,
+		// so a ring refresh (a node joining) would map other hosts onto this one and a status
+		// event for them close this node's connections mid-request.
+		cluster.DisableInitialHostLookup = true
+		cluster.Events.DisableTopologyEvents = true
+		cluster.Events.DisableNodeStatusEvents = true
+	}
 	cluster.Logger = log.New(io.Discard, "", 0)
 	s, err := cluster.CreateSession()
 	if err != nil {
