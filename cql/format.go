@@ -137,6 +137,8 @@ func (p *printer) node(n Node) {
 		p.table(n.Table)
 	case *CreateTypeStmt, *AlterTypeStmt, *DropTypeStmt:
 		p.typeStatement(n)
+	case *CreateIndexStmt, *DropIndexStmt:
+		p.indexStatement(n)
 	case *DropTableStmt:
 		p.WriteString("DROP TABLE ")
 		if n.IfExists {

@@ -248,6 +248,9 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseTypeStatement(start, CREATE); s != nil {
 			return s
 		}
+		if s := p.parseIndexStatement(start, CREATE); s != nil {
+			return s
+		}
 		p.refuseCreate()
 		if s := p.parseRoleAfter(start, CREATE); s != nil {
 			return s
@@ -273,6 +276,9 @@ func (p *parser) parseStatement() Statement {
 			return s
 		}
 		if s := p.parseTypeStatement(start, DROP); s != nil {
+			return s
+		}
+		if s := p.parseIndexStatement(start, DROP); s != nil {
 			return s
 		}
 		p.refuseDrop()
