@@ -190,7 +190,7 @@ func selectWhere(t *Table, st *cql.SelectStmt, b *binder) (pks [][][]byte, cr Cl
 			}
 		}
 	}
-	if len(filters) > 0 && !st.AllowFiltering {
+	if len(filters) > 0 && !st.AllowFiltering && !indexServes(t, filters) {
 		return nil, cr, nil, 0, fmt.Errorf("%s", errNeedsFiltering)
 	}
 
