@@ -255,6 +255,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 	// Writes at or before the table's TRUNCATE, or of a column at or before its drop, arrive
 	// late (in-flight writes, hints, batchlog replays, repair): they are gone, and not stored.
 	shadows := t.HasShadows()
+	indexed := len(t.Indexes()) > 0 // index.go: entries in the row's batch
 	if m.PartitionDeletion != nil {
 		if err := checkTimestamp(*m.PartitionDeletion); err != nil {
 			return badRequest(t, "partition deletion: %v", err)
@@ -421,6 +422,11 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			}
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
+			}
+			if indexed && !static {
+				if err := indexCell(b, t, m.Token, pk, key[:rowLen], prefixLen, c); err != nil {
+					return err
+				}
 			}
 		}
 	}
