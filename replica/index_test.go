@@ -176,7 +176,6 @@ func countPrefix(t *testing.T, s *Store, p string) int {
 	return n
 }
 
-
 // Streamed rows index themselves on the receiver, as writes do.
 func TestStreamedRowsAreIndexed(t *testing.T) {
 	src, _ := openMem(t)
