@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/kvnode/kvnode/coordinator"
@@ -182,20 +183,64 @@ func (q *indexQuery) page(ctx context.Context, pos scanPos, want int, paged bool
 	return out, pos, pos.Key == nil && pos.Token >= end, nil
 }
 
-// candidates asks the replicas of the token range that holds the position after pos for the
-// partitions their index holds for the value, from pos on, and returns their union in token
-// order with the position after everything the answers covered.
+// indexRangesAtOnce is how many token ranges an index query asks for candidates at once.
+const indexRangesAtOnce = 8
+
+// candidates asks the replicas of the next token ranges from pos on (up to indexRangesAtOnce of
+// them, in parallel) for the partitions their index holds for the value, and returns them in
+// token order with the position after everything the answers covered: the end of the last
+// range, or where the first range whose answers stopped early stopped.
 func (q *indexQuery) candidates(ctx context.Context, pos scanPos) ([]inKey, scanPos, error) {
+	type span struct {
+		from scanPos
+		end  int64
+	}
+	var spans []span
+	for p := pos; len(spans) < indexRangesAtOnce && (p.Key != nil || p.Token < q.r.Tokens.End); {
+		next := p.Token
+		if p.Key == nil {
+			next++
+		}
+		rangeEnd, ok := q.ring.RangeEnd(next)
+		if !ok {
+			return nil, pos, &coordinator.UnavailableError{Consistency: q.cl, Live: 0, Required: coordinator.BlockFor(q.cl, q.rf.Total())}
+		}
+		end := min(rangeEnd, q.r.Tokens.End)
+		spans = append(spans, span{from: p, end: end})
+		p = scanPos{Token: end}
+	}
+	type result struct {
+		keys []inKey
+		next scanPos
+		err  error
+	}
+	results := make([]result, len(spans))
+	var wg sync.WaitGroup
+	for i, sp := range spans {
+		wg.Go(func() {
+			r := &results[i]
+			r.keys, r.next, r.err = q.rangeCandidates(ctx, sp.from, sp.end)
+		})
+	}
+	wg.Wait()
+	var keys []inKey
+	for _, r := range results {
+		if r.err != nil {
+			return nil, pos, r.err
+		}
+		keys, pos = append(keys, r.keys...), r.next
+		if r.next.Key != nil {
+			break // this range stopped early: the next call goes on from there
+		}
+	}
+	return keys, pos, nil
+}
+
+// rangeCandidates asks the replicas of the token range that ends at end for the partitions
+// their index holds for the value, from pos on, and returns their union in token order with the
+// position after everything the answers covered.
+func (q *indexQuery) rangeCandidates(ctx context.Context, pos scanPos, end int64) ([]inKey, scanPos, error) {
 	e, t := q.e, q.r.Table
-	next := pos.Token
-	if pos.Key == nil {
-		next++
-	}
-	rangeEnd, ok := q.ring.RangeEnd(next)
-	if !ok {
-		return nil, pos, &coordinator.UnavailableError{Consistency: q.cl, Live: 0, Required: coordinator.BlockFor(q.cl, q.rf.Total())}
-	}
-	end := min(rangeEnd, q.r.Tokens.End)
 	rreq := &replicapb.RangeReadRequest{
 		TableId: uint64(t.ID), StartToken: pos.Token, StartPartitionKey: pos.Key, EndToken: end,
 		Limit: indexCandidates, IndexId: uint64(q.r.Index.ID), IndexValue: q.r.IndexValue,
