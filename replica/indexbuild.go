@@ -89,7 +89,9 @@ func (b *IndexBuilder) round(ctx context.Context) time.Duration {
 			if built[[2]schema.TableID{t.ID, ix.ID}] {
 				continue
 			}
-			b.build(ctx, t, &ix)
+			if !b.build(ctx, t, &ix) {
+				return indexBuildRetry
+			}
 			return time.Nanosecond // at once: the next index, or the next schema
 		}
 	}
@@ -104,8 +106,11 @@ func indexOf(t *schema.Table, id schema.TableID) (*schema.Index, bool) {
 	return t.IndexByID(id)
 }
 
-// build runs the build of index ix of t.
-func (b *IndexBuilder) build(ctx context.Context, t *schema.Table, ix *schema.Index) {
+// indexBuildRetry is how long the builder waits after a failed build before it starts again.
+const indexBuildRetry = time.Second
+
+// build runs the build of index ix of t, and reports whether it finished.
+func (b *IndexBuilder) build(ctx context.Context, t *schema.Table, ix *schema.Index) bool {
 	st := IndexBuildStatus{Keyspace: t.Keyspace, Table: t.Name, Index: ix.Name}
 	b.mu.Lock()
 	b.building = st
@@ -126,10 +131,11 @@ func (b *IndexBuilder) build(ctx context.Context, t *schema.Table, ix *schema.In
 		if ctx.Err() == nil {
 			b.log.Warn("index build failed; it starts again", "index", ix.Name, "table", t.QualifiedName(), "err", err)
 		}
-		return
+		return false
 	}
 	b.builds.Add(1)
 	b.log.Info("index built", "index", ix.Name, "table", t.QualifiedName(), "rows", last, "took", time.Since(start))
+	return true
 }
 
 // Status returns the build state of every index of the schema on this node.
