@@ -48,7 +48,7 @@ func StartIndexBuilder(store *Store, current func() *schema.Schema, log *slog.Lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	b := &IndexBuilder{store: store, schema: current, log: log}
-	b.loop = loop.Start(loop.Options{Every: indexBuildEvery}, b.round)
+	b.loop = loop.Start(loop.Options{}, b.round)
 	return b
 }
 
@@ -60,16 +60,17 @@ func (b *IndexBuilder) Stop() {
 	}
 }
 
-// round builds one index that needs it, or deletes the entries of dropped ones.
+// round builds one index that needs it, or deletes the entries of dropped ones, and returns when
+// the next round runs.
 func (b *IndexBuilder) round(ctx context.Context) time.Duration {
 	s := b.schema()
 	if s == nil || b.seen.Load() == s {
-		return 0
+		return indexBuildEvery
 	}
 	states, err := b.store.IndexStates()
 	if err != nil {
 		b.log.Warn("index builder: read the build states", "err", err)
-		return 0
+		return indexBuildEvery
 	}
 	built := make(map[[2]schema.TableID]bool, len(states))
 	for _, st := range states {
@@ -81,7 +82,7 @@ func (b *IndexBuilder) round(ctx context.Context) time.Duration {
 		// The index (or its table) was dropped since it was built here.
 		if err := b.store.DropIndex(st.Table, st.Index); err != nil {
 			b.log.Warn("index builder: drop index entries", "table", st.Table, "index", st.Index, "err", err)
-			return 0
+			return indexBuildEvery
 		}
 	}
 	for _, t := range s.Tables("") {
@@ -96,7 +97,7 @@ func (b *IndexBuilder) round(ctx context.Context) time.Duration {
 		}
 	}
 	b.seen.Store(s)
-	return 0
+	return indexBuildEvery
 }
 
 func indexOf(t *schema.Table, id schema.TableID) (*schema.Index, bool) {
