@@ -167,6 +167,12 @@ func TestSecondaryIndexSchema(t *testing.T) {
 	if table != "u" || name != "vi" || kind != "COMPOSITES" || options["target"] != "v" {
 		t.Errorf("system_schema.indexes = %s %s %s %v", table, name, kind, options)
 	}
+	// gocql's keyspace metadata reads system_schema.indexes.
+	if md, err := s.KeyspaceMetadata("ks"); err != nil {
+		t.Errorf("gocql keyspace metadata: %v", err)
+	} else if ix, ok := md.Indexes["vi"]; !ok || ix.TableName != "u" || ix.Options["target"] != "v" {
+		t.Errorf("gocql sees indexes %v, want vi on u (target v)", md.Indexes)
+	}
 	res := exec(t, c0, client.One, "DESCRIBE TABLE ks.u")
 	if desc := fmt.Sprint(res); !strings.Contains(desc, "CREATE INDEX vi ON ks.u (v);") {
 		t.Errorf("DESCRIBE TABLE lacks the index: %s", desc)
