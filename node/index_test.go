@@ -150,6 +150,45 @@ func TestSecondaryIndexQueries(t *testing.T) {
 	}
 }
 
+// An index on a static column finds every row of the partitions whose static value matches,
+// and a partition of static values alone.
+func TestSecondaryIndexOnStaticColumn(t *testing.T) {
+	tc := startCluster(t, 1)
+	c0 := tc.client(0)
+	exec(t, c0, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	exec(t, c0, client.One, "CREATE TABLE ks.st (k int, c int, s text STATIC, v int, PRIMARY KEY (k, c))")
+	exec(t, c0, client.One, "INSERT INTO ks.st (k, c, s, v) VALUES (1, 1, 'blue', 1)")
+	exec(t, c0, client.One, "INSERT INTO ks.st (k, c, v) VALUES (1, 2, 2)")
+	exec(t, c0, client.One, "INSERT INTO ks.st (k, s) VALUES (2, 'blue')") // static values alone
+	exec(t, c0, client.One, "INSERT INTO ks.st (k, c, s, v) VALUES (3, 1, 'red', 3)")
+	exec(t, c0, client.One, "CREATE INDEX ON ks.st (s)")
+	s := scanSession(t, tc, 0)
+	waitIndexBuilt(t, s, "SELECT k FROM st WHERE s = 'blue'")
+	count := func(v string) map[int32]int {
+		it := s.Query("SELECT k, c FROM st WHERE s = ?", v).PageSize(2).Iter()
+		got := map[int32]int{}
+		var k int32
+		var c *int32
+		for it.Scan(&k, &c) {
+			got[k]++
+		}
+		if err := it.Close(); err != nil {
+			t.Fatalf("s = %q: %v", v, err)
+		}
+		return got
+	}
+	if got := count("blue"); len(got) != 2 || got[1] != 2 || got[2] != 1 {
+		t.Errorf("s = 'blue' returned rows per partition %v, want 1: 2 rows, 2: its static row", got)
+	}
+	exec(t, c0, client.One, "UPDATE ks.st SET s = 'red' WHERE k = 1")
+	if got := count("blue"); len(got) != 1 || got[2] != 1 {
+		t.Errorf("after the update, s = 'blue' returned %v, want partition 2 only", got)
+	}
+	if got := count("red"); len(got) != 2 || got[1] != 2 || got[3] != 1 {
+		t.Errorf("s = 'red' returned %v, want partitions 1 (2 rows) and 3", got)
+	}
+}
+
 // The index's schema: system_schema.indexes, DESCRIBE, DROP INDEX, and the refusals.
 func TestSecondaryIndexSchema(t *testing.T) {
 	tc := startCluster(t, 1)

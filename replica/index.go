@@ -95,11 +95,11 @@ func indexStreamed(b *pebble.Batch, t *schema.Table, key, value []byte) error {
 		return nil
 	}
 	_, token, pk, rest, err := decodePartitionPrefix(key)
-	if err != nil || len(rest) == 0 || rest[0] != kindRow {
+	if err != nil {
 		return err
 	}
-	ck, entry, err := splitRowKey(t, rest[1:])
-	if err != nil {
+	ck, entry, ok, err := rowEntry(t, rest)
+	if err != nil || !ok {
 		return err
 	}
 	if len(entry) == 0 || entry[0] != rowCell {
@@ -114,6 +114,20 @@ func indexStreamed(b *pebble.Batch, t *schema.Table, key, value []byte) error {
 		return err
 	}
 	return b.Set(appendIndexEntry(nil, uint64(t.ID), uint64(ix.ID), c.Value, token, pk, ck), nil, nil)
+}
+
+// rowEntry splits what follows a partition prefix in a key into the clustering key encoding
+// and the row entry after it: for a row's key (kindRow), or for the static row's (kindStatic),
+// whose clustering key is empty. ok is false for other keys.
+func rowEntry(t *schema.Table, rest []byte) (ck, entry []byte, ok bool, err error) {
+	switch {
+	case len(rest) > 0 && rest[0] == kindStatic:
+		return nil, rest[1:], true, nil
+	case len(rest) > 0 && rest[0] == kindRow:
+		ck, entry, err = splitRowKey(t, rest[1:])
+		return ck, entry, err == nil, err
+	}
+	return nil, nil, false, nil
 }
 
 // splitRowKey splits what follows kindRow in a row's key into the clustering key encoding and
@@ -283,12 +297,12 @@ func (s *Store) buildIndex(ctx context.Context, t *schema.Table, ix *schema.Inde
 		if err != nil {
 			return corrupt(t, key, err)
 		}
-		if len(rest) == 0 || rest[0] != kindRow {
-			continue
-		}
-		ck, entry, err := splitRowKey(t, rest[1:])
+		ck, entry, ok, err := rowEntry(t, rest)
 		if err != nil {
 			return corrupt(t, key, err)
+		}
+		if !ok {
+			continue
 		}
 		if len(entry) == 0 || entry[0] != rowCell || string(entry[1:]) != ix.Column {
 			continue
@@ -380,9 +394,11 @@ func (s *Store) readIndex(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 			return nil, corrupt(t, key, err)
 		}
 		components := splitPartitionKey(pk, len(t.PartitionKey))
-		clustering, err := clusteringComponents(t, ck)
-		if err != nil {
-			return nil, corrupt(t, key, err)
+		var clustering [][]byte
+		if len(ck) > 0 || !t.HasStatic() { // else the entry of a static column (no clustering key)
+			if clustering, err = clusteringComponents(t, ck); err != nil {
+				return nil, corrupt(t, key, err)
+			}
 		}
 		live, err := s.rowHolds(t, ix.Column, components, token, clustering, req.IndexValue, now)
 		if err != nil {
@@ -407,17 +423,28 @@ func (s *Store) readIndex(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 }
 
 // rowHolds reports whether the row (pk, clustering) of t holds value v in column col at now, as a
-// read of it returns it here.
+// read of it returns it here; the static row when col is static.
 func (s *Store) rowHolds(t *schema.Table, col string, pk [][]byte, token int64, clustering [][]byte, v []byte, now int64) (bool, error) {
 	req := &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: pk, Token: token, Columns: []string{col}}
-	if len(clustering) > 0 {
+	static := t.IsStatic(col)
+	switch {
+	case static:
+		req.Limit = 1 // the static row comes with the page
+	case len(clustering) > 0:
 		req.Filter = &replicapb.ClusteringFilter{Equal: clustering}
 	}
 	resp, err := s.readPartition(t, req, 0, nil, false)
 	if err != nil {
 		return false, err
 	}
-	for _, r := range resp.Rows {
+	rows := resp.Rows
+	if static {
+		rows = nil
+		if resp.StaticRow != nil {
+			rows = []*replicapb.Row{resp.StaticRow}
+		}
+	}
+	for _, r := range rows {
 		if !slicesEqual(r.Clustering, clustering) {
 			continue
 		}

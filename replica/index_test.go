@@ -236,3 +236,40 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	poll.Must(t, 10*time.Second, "the index builder's work", poll.Bool(cond))
 }
+
+// A static column's entries have no clustering key; the read checks them against the static row.
+func TestStaticColumnIndex(t *testing.T) {
+	s, _ := openMem(t)
+	sch, err := schema.Build("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};" +
+		"CREATE TABLE ks.t (k text, c1 int, c2 text, v int, s text STATIC, PRIMARY KEY ((k), c1, c2));" +
+		"CREATE INDEX si ON ks.t (s);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := sch.Table("ks", "t")
+	ix := tbl.Indexes()[0]
+	st := func(pk string, cell string, rows ...*replicapb.Row) *replicapb.Mutation {
+		m := staticMut(pk, staticRow(cell), rows...)
+		m.TableId = uint64(tbl.ID)
+		return m
+	}
+	mustApply(t, s, tbl, st("p1", "s=blue@5", row(1, "a", "v=1@5")), st("p2", "s=blue@5"), st("p3", "s=red@5"))
+	if err := s.BuildIndex(context.Background(), tbl, &ix, nil); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(v string) []string {
+		got, _ := indexKeys(t, s, tbl, v, 0)
+		slices.Sort(got)
+		return got
+	}
+	if got := keys("blue"); !slices.Equal(got, []string{"p1", "p2"}) {
+		t.Errorf("blue = %v, want p1 p2", got)
+	}
+	mustApply(t, s, tbl, st("p2", "s=red@6"))
+	if got := keys("blue"); !slices.Equal(got, []string{"p1"}) {
+		t.Errorf("blue after p2 turned red = %v, want p1", got)
+	}
+	if got := keys("red"); !slices.Equal(got, []string{"p2", "p3"}) {
+		t.Errorf("red = %v, want p2 p3", got)
+	}
+}

@@ -423,7 +423,7 @@ func (s *Store) Apply(t *schema.Table, m *replicapb.Mutation) error {
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
 			}
-			if indexed && !static {
+			if indexed { // a static row's entries have no clustering key (index.go)
 				if err := indexCell(b, t, m.Token, pk, key[:rowLen], prefixLen, c); err != nil {
 					return err
 				}

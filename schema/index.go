@@ -203,8 +203,6 @@ func indexTarget(t *Table, c *Column, target string) error {
 		return fmt.Errorf("indexes on the elements of non-frozen collections (keys, values, entries of %s) are not supported yet; index a frozen collection with full(), or a regular column", name)
 	case c.Kind != RegularColumn:
 		return fmt.Errorf("indexes on primary key columns (%s) are not supported yet: kvnode indexes regular columns", name)
-	case c.Static:
-		return fmt.Errorf("indexes on static columns (%s) are not supported yet: kvnode indexes regular columns", name)
 	}
 	return nil
 }
