@@ -1191,6 +1191,14 @@ func (p *parser) parseWhere() []Relation {
 			r.Op = IN
 			p.next()
 			p.parseInValues(&r)
+		case p.isWord("CONTAINS") && r.Token == nil && !r.Multi():
+			r.Op = CONTAINS
+			p.next()
+			if p.tok == KEY {
+				r.Op = CONTAINSKEY
+				p.next()
+			}
+			r.Value = p.parseTerm()
 		default:
 			if r.Multi() {
 				p.refuseOperator(r.Column)

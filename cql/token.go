@@ -54,6 +54,10 @@ const (
 	// IN is a relation's operator IN (v, ...): a word, never produced by the scanner.
 	IN
 	RANGE // .. (a slice of a collection in a SELECT list)
+	// CONTAINS and CONTAINSKEY are a relation's operators CONTAINS and CONTAINS KEY: words, never
+	// produced by the scanner.
+	CONTAINS
+	CONTAINSKEY
 	operatorEnd
 
 	keywordBeg
@@ -121,30 +125,32 @@ var tokens = [...]string{
 	BLOB:   "BLOB",
 	UUID:   "UUID",
 
-	LPAREN:    "(",
-	RPAREN:    ")",
-	LBRACE:    "{",
-	RBRACE:    "}",
-	COMMA:     ",",
-	DOT:       ".",
-	SEMICOLON: ";",
-	COLON:     ":",
-	STAR:      "*",
-	QUESTION:  "?",
-	EQ:        "=",
-	LT:        "<",
-	LE:        "<=",
-	GT:        ">",
-	GE:        ">=",
-	MINUS:     "-",
-	LBRACKET:  "[",
-	RBRACKET:  "]",
-	PLUS:      "+",
-	SLASH:     "/",
-	PERCENT:   "%",
-	RANGE:     "..",
-	NEQ:       "!=",
-	IN:        "IN",
+	LPAREN:      "(",
+	RPAREN:      ")",
+	LBRACE:      "{",
+	RBRACE:      "}",
+	COMMA:       ",",
+	DOT:         ".",
+	SEMICOLON:   ";",
+	COLON:       ":",
+	STAR:        "*",
+	QUESTION:    "?",
+	EQ:          "=",
+	LT:          "<",
+	LE:          "<=",
+	GT:          ">",
+	GE:          ">=",
+	MINUS:       "-",
+	LBRACKET:    "[",
+	RBRACKET:    "]",
+	PLUS:        "+",
+	SLASH:       "/",
+	PERCENT:     "%",
+	RANGE:       "..",
+	NEQ:         "!=",
+	CONTAINS:    "CONTAINS",
+	CONTAINSKEY: "CONTAINS KEY",
+	IN:          "IN",
 
 	ALLOW:      "ALLOW",
 	ALTER:      "ALTER",

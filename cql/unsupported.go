@@ -141,8 +141,6 @@ func (p *parser) refuseOperator(col Ident) {
 		p.unsupported(col.NamePos, "function calls in restrictions are not supported")
 	case p.tok == LBRACKET || p.tok == DOT:
 		p.unsupported(pos, "restrictions on collection elements or fields are not supported")
-	case p.isWord("CONTAINS"):
-		p.unsupported(pos, "CONTAINS restrictions are not supported")
 	case p.isWord("LIKE"):
 		p.unsupported(pos, "LIKE restrictions are not supported")
 	case p.tok == NEQ:

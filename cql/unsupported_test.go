@@ -83,8 +83,6 @@ var unsupportedStatements = []struct{ src, want string }{
 	{"SELECT myks.f(v) FROM t", "1:8: user-defined functions are not supported"},
 	{"SELECT f(v) FROM t", "1:8: unknown function f: kvnode runs Cassandra's native scalar functions, and user-defined functions are not supported"},
 	{"SELECT toDate(sum(v)) FROM t", "1:15: aggregate functions (SUM) are only supported as selectors of their own, not inside other functions"},
-	{"SELECT * FROM t WHERE s CONTAINS 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
-	{"SELECT * FROM t WHERE m CONTAINS KEY 'x' ALLOW FILTERING", "1:25: CONTAINS restrictions are not supported"},
 	{"SELECT * FROM t WHERE v LIKE 'a%'", "1:25: LIKE restrictions are not supported"},
 	{"SELECT * FROM t WHERE m['a'] = 1 ALLOW FILTERING", "1:24: restrictions on collection elements or fields are not supported"},
 	{"INSERT INTO t (k, v) VALUES (1, myks.f(2))", "1:33: user-defined functions are not supported"},

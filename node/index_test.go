@@ -189,6 +189,75 @@ func TestSecondaryIndexOnStaticColumn(t *testing.T) {
 	}
 }
 
+// Indexes on the elements of non-frozen collections: values of a set and a map, keys of a map,
+// queried by CONTAINS and CONTAINS KEY; elements removed or overwritten are not found.
+func TestSecondaryIndexOnCollections(t *testing.T) {
+	tc := startCluster(t, 1)
+	c0 := tc.client(0)
+	exec(t, c0, client.One, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	exec(t, c0, client.One, "CREATE TABLE ks.col (k int PRIMARY KEY, tags set<text>, attrs map<text, int>, l list<int>)")
+	exec(t, c0, client.One, "INSERT INTO ks.col (k, tags, attrs, l) VALUES (1, {'a', 'b'}, {'x': 1}, [5, 6])")
+	exec(t, c0, client.One, "INSERT INTO ks.col (k, tags, attrs, l) VALUES (2, {'b'}, {'y': 1}, [6])")
+	for _, ddl := range []string{"CREATE INDEX ON ks.col (tags)", "CREATE INDEX ON ks.col (keys(attrs))", "CREATE INDEX ON ks.col (values(attrs))", "CREATE INDEX ON ks.col (values(l))"} {
+		exec(t, c0, client.One, ddl)
+	}
+	s := scanSession(t, tc, 0)
+	waitIndexBuilt(t, s, "SELECT k FROM col WHERE l CONTAINS 6")
+	keys := func(q string, args ...any) []int32 {
+		t.Helper()
+		it := s.Query(q, args...).PageSize(1).Iter()
+		var out []int32
+		var k int32
+		for it.Scan(&k) {
+			out = append(out, k)
+		}
+		if err := it.Close(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tt := range []struct {
+		q    string
+		arg  any
+		want []int32
+	}{
+		{"SELECT k FROM col WHERE tags CONTAINS ?", "b", []int32{1, 2}},
+		{"SELECT k FROM col WHERE tags CONTAINS ?", "a", []int32{1}},
+		{"SELECT k FROM col WHERE attrs CONTAINS KEY ?", "y", []int32{2}},
+		{"SELECT k FROM col WHERE attrs CONTAINS ?", 1, []int32{1, 2}},
+		{"SELECT k FROM col WHERE l CONTAINS ?", 6, []int32{1, 2}},
+	} {
+		if got := keys(tt.q, tt.arg); !slices.Equal(got, tt.want) {
+			t.Errorf("%s (%v) = %v, want %v", tt.q, tt.arg, got, tt.want)
+		}
+	}
+	exec(t, c0, client.One, "UPDATE ks.col SET tags = tags - {'b'} WHERE k = 1")
+	exec(t, c0, client.One, "UPDATE ks.col SET attrs = {'z': 2} WHERE k = 2")
+	exec(t, c0, client.One, "UPDATE ks.col SET l = [7] WHERE k = 2")
+	for _, tt := range []struct {
+		q    string
+		arg  any
+		want []int32
+	}{
+		{"SELECT k FROM col WHERE tags CONTAINS ?", "b", []int32{2}},
+		{"SELECT k FROM col WHERE attrs CONTAINS KEY ?", "y", nil},
+		{"SELECT k FROM col WHERE attrs CONTAINS KEY ?", "z", []int32{2}},
+		{"SELECT k FROM col WHERE attrs CONTAINS ?", 1, []int32{1}},
+		{"SELECT k FROM col WHERE l CONTAINS ?", 6, []int32{1}},
+	} {
+		if got := keys(tt.q, tt.arg); !slices.Equal(got, tt.want) {
+			t.Errorf("after the updates, %s (%v) = %v, want %v", tt.q, tt.arg, got, tt.want)
+		}
+	}
+	if err := s.Query("SELECT k FROM col WHERE attrs CONTAINS KEY 'x' AND tags CONTAINS 'a'").Exec(); err == nil || !strings.Contains(err.Error(), "ALLOW FILTERING") {
+		t.Errorf("two indexed restrictions without ALLOW FILTERING: %v", err)
+	}
+	if got := keys("SELECT k FROM col WHERE attrs CONTAINS KEY 'x' AND tags CONTAINS 'a' ALLOW FILTERING"); !slices.Equal(got, []int32{1}) {
+		t.Errorf("two collection restrictions = %v, want [1]", got)
+	}
+}
+
 // The index's schema: system_schema.indexes, DESCRIBE, DROP INDEX, and the refusals.
 func TestSecondaryIndexSchema(t *testing.T) {
 	tc := startCluster(t, 1)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -77,15 +78,51 @@ func indexTableSpan(p string, id uint64) (start, end []byte) {
 // indexCell writes to b the index entry of cell c of the row whose key (partition prefix, kind,
 // clustering) is rowKey, when t indexes c's column; prefixLen is the partition prefix's length.
 func indexCell(b *pebble.Batch, t *schema.Table, token int64, pk, rowKey []byte, prefixLen int, c *replicapb.Cell) error {
-	if c.Tombstone || c.Path != nil {
+	if c.Tombstone {
 		return nil
 	}
-	ix, ok := t.IndexOn(c.Column)
-	if !ok {
-		return nil
+	return indexEntries(b, t, c.Column, c.Path, c.Value, token, pk, rowKey[prefixLen+1:])
+}
+
+// indexEntries writes to b the entries of every index of t on column col for its cell (path,
+// value) in the row (token, pk, ck): path is nil for a simple cell, a non-frozen collection's
+// element path else.
+func indexEntries(b *pebble.Batch, t *schema.Table, col string, path, value []byte, token int64, pk, ck []byte) error {
+	for _, ix := range t.Indexes() {
+		if ix.Column != col {
+			continue
+		}
+		v, ok := indexedValue(t, &ix, path, value)
+		if !ok {
+			continue
+		}
+		if err := b.Set(appendIndexEntry(nil, uint64(t.ID), uint64(ix.ID), v, token, pk, ck), nil, nil); err != nil {
+			return err
+		}
 	}
-	k := appendIndexEntry(nil, uint64(t.ID), uint64(ix.ID), c.Value, token, pk, rowKey[prefixLen+1:])
-	return b.Set(k, nil, nil)
+	return nil
+}
+
+// indexedValue returns what index ix keeps of a live cell (path, value) of its column: the value
+// of a simple cell (targets "" and full); of a non-frozen collection's element, its key (target
+// keys: a map's key) or its value (target values: a set's element, which is its path, or a list's
+// or map's value).
+func indexedValue(t *schema.Table, ix *schema.Index, path, value []byte) ([]byte, bool) {
+	switch ix.Target {
+	case "", "full":
+		return value, path == nil
+	case "keys":
+		return path, path != nil
+	case "values":
+		if path == nil {
+			return nil, false
+		}
+		if c, ok := t.Column(ix.Column); ok && strings.HasPrefix(string(c.Type), "set<") {
+			return path, true
+		}
+		return value, true
+	}
+	return nil, false
 }
 
 // indexStreamed adds to b the index entry of a streamed storage entry (key, value), when it is
@@ -102,10 +139,7 @@ func indexStreamed(b *pebble.Batch, t *schema.Table, key, value []byte) error {
 	if err != nil || !ok {
 		return err
 	}
-	if len(entry) == 0 || entry[0] != rowCell {
-		return nil
-	}
-	ix, ok := t.IndexOn(string(entry[1:]))
+	col, path, ok := entryCell(entry)
 	if !ok {
 		return nil
 	}
@@ -113,7 +147,20 @@ func indexStreamed(b *pebble.Batch, t *schema.Table, key, value []byte) error {
 	if err != nil || c.Tombstone {
 		return err
 	}
-	return b.Set(appendIndexEntry(nil, uint64(t.ID), uint64(ix.ID), c.Value, token, pk, ck), nil, nil)
+	return indexEntries(b, t, col, path, c.Value, token, pk, ck)
+}
+
+// entryCell returns the column and element path (nil for a simple cell) of a row entry that
+// holds a cell: false for markers and tombstones.
+func entryCell(entry []byte) (col string, path []byte, ok bool) {
+	switch {
+	case len(entry) > 0 && entry[0] == rowCell:
+		return string(entry[1:]), nil, true
+	case len(entry) > 0 && entry[0] == rowElement:
+		name, path, err := decodeElementEntry(entry)
+		return name, path, err == nil
+	}
+	return "", nil, false
 }
 
 // rowEntry splits what follows a partition prefix in a key into the clustering key encoding
@@ -304,7 +351,8 @@ func (s *Store) buildIndex(ctx context.Context, t *schema.Table, ix *schema.Inde
 		if !ok {
 			continue
 		}
-		if len(entry) == 0 || entry[0] != rowCell || string(entry[1:]) != ix.Column {
+		col, path, ok := entryCell(entry)
+		if !ok || col != ix.Column {
 			continue
 		}
 		c, err := decodeValue(it.Value())
@@ -314,7 +362,11 @@ func (s *Store) buildIndex(ctx context.Context, t *schema.Table, ix *schema.Inde
 		if c.Tombstone {
 			continue
 		}
-		if err := b.Set(appendIndexEntry(nil, uint64(t.ID), uint64(ix.ID), c.Value, token, pk, ck), nil, nil); err != nil {
+		v, ok := indexedValue(t, ix, path, c.Value)
+		if !ok {
+			continue
+		}
+		if err := b.Set(appendIndexEntry(nil, uint64(t.ID), uint64(ix.ID), v, token, pk, ck), nil, nil); err != nil {
 			return err
 		}
 		rows++
@@ -400,7 +452,7 @@ func (s *Store) readIndex(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 				return nil, corrupt(t, key, err)
 			}
 		}
-		live, err := s.rowHolds(t, ix.Column, components, token, clustering, req.IndexValue, now)
+		live, err := s.rowHolds(t, ix, components, token, clustering, req.IndexValue, now)
 		if err != nil {
 			return nil, err
 		}
@@ -424,7 +476,8 @@ func (s *Store) readIndex(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 
 // rowHolds reports whether the row (pk, clustering) of t holds value v in column col at now, as a
 // read of it returns it here; the static row when col is static.
-func (s *Store) rowHolds(t *schema.Table, col string, pk [][]byte, token int64, clustering [][]byte, v []byte, now int64) (bool, error) {
+func (s *Store) rowHolds(t *schema.Table, ix *schema.Index, pk [][]byte, token int64, clustering [][]byte, v []byte, now int64) (bool, error) {
+	col := ix.Column
 	req := &replicapb.ReadRequest{TableId: uint64(t.ID), PartitionKey: pk, Token: token, Columns: []string{col}}
 	static := t.IsStatic(col)
 	switch {
@@ -449,7 +502,10 @@ func (s *Store) rowHolds(t *schema.Table, col string, pk [][]byte, token int64, 
 			continue
 		}
 		for _, c := range r.Cells {
-			if c.Column == col && !c.Tombstone && (c.Expires == 0 || c.Expires > now) && bytes.Equal(c.Value, v) {
+			if c.Column != col || c.Tombstone || c.Expires != 0 && c.Expires <= now {
+				continue
+			}
+			if got, ok := indexedValue(t, ix, c.Path, c.Value); ok && bytes.Equal(got, v) {
 				return true, nil
 			}
 		}

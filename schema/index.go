@@ -30,7 +30,9 @@ type Index struct {
 	// Column is the indexed column's name.
 	Column string
 	// Target is how the column is indexed: "" for its values, "full" for the whole value of a
-	// frozen collection (the same entries).
+	// frozen collection (the same entries); for a non-frozen collection "values" (the
+	// elements of a set or list, the values of a map) or "keys" (a map's keys), an entry per
+	// element.
 	Target string
 	// ID keys the index's entries in storage: distinct for every creation (TableIDFor of the
 	// table's name, the index's name and the CREATE INDEX's version), so entries of an index
@@ -50,7 +52,25 @@ func (ix *Index) TargetCQL() string {
 // Indexes returns t's secondary indexes sorted by name; do not modify it.
 func (t *Table) Indexes() []Index { return t.indexes }
 
-// IndexOn returns the index on column name, if t has one.
+// IndexFor returns the index that serves op (EQ, CONTAINS or CONTAINSKEY) on column name, if t
+// has one.
+func (t *Table) IndexFor(name string, op cql.Token) (*Index, bool) {
+	for i := range t.indexes {
+		ix := &t.indexes[i]
+		if ix.Column != name {
+			continue
+		}
+		switch {
+		case op == cql.EQ && (ix.Target == "" || ix.Target == "full"),
+			op == cql.CONTAINS && ix.Target == "values",
+			op == cql.CONTAINSKEY && ix.Target == "keys":
+			return ix, true
+		}
+	}
+	return nil, false
+}
+
+// IndexOn returns an index on column name, if t has one.
 func (t *Table) IndexOn(name string) (*Index, bool) {
 	for i := range t.indexes {
 		if t.indexes[i].Column == name {
@@ -142,6 +162,9 @@ func (s *Schema) createIndex(st *cql.CreateIndexStmt, current string, c Change) 
 		return nil, err
 	}
 	target := st.Target
+	if target == "" && col.Type.MultiCell() {
+		target = "values" // as Cassandra: a non-frozen collection named alone is indexed by values
+	}
 	if name == "" {
 		name = availableIndexName(s, ks, defaultIndexName(t.Name, col.Name))
 	}
@@ -199,8 +222,8 @@ func indexTarget(t *Table, c *Column, target string) error {
 		return fmt.Errorf("Cannot create index on %s of column %s with non-map type", target, name)
 	case strings.HasPrefix(typ, "udt<"):
 		return fmt.Errorf("Cannot create index on non-frozen UDT column %s", name)
-	case collection && !frozenColl:
-		return fmt.Errorf("indexes on the elements of non-frozen collections (keys, values, entries of %s) are not supported yet; index a frozen collection with full(), or a regular column", name)
+	case collection && !frozenColl && target == "entries":
+		return fmt.Errorf("entries() indexes (of %s) are not supported yet: index its keys() or values()", name)
 	case c.Kind != RegularColumn:
 		return fmt.Errorf("indexes on primary key columns (%s) are not supported yet: kvnode indexes regular columns", name)
 	}
@@ -312,7 +335,7 @@ func decodeIndexes(d *decoder, t *Table, cols []Column) error {
 		if len(t.indexes) > 0 && t.indexes[len(t.indexes)-1].Name >= ix.Name {
 			return fmt.Errorf("table %q.%q: index %q is out of order", t.Keyspace, t.Name, ix.Name)
 		}
-		if !slices.ContainsFunc(cols, func(c Column) bool { return c.Name == ix.Column }) || ix.ID == 0 || (ix.Target != "" && ix.Target != "full") {
+		if !slices.ContainsFunc(cols, func(c Column) bool { return c.Name == ix.Column }) || ix.ID == 0 || !slices.Contains([]string{"", "full", "keys", "values"}, ix.Target) {
 			return fmt.Errorf("table %q.%q: bad index %q on %q (target %q, id %d)", t.Keyspace, t.Name, ix.Name, ix.Column, ix.Target, ix.ID)
 		}
 		t.indexes = append(t.indexes, ix)
@@ -351,10 +374,10 @@ func (t *Table) describeCQL() string {
 // index can serve it.
 func indexed(t *Table, rels []cql.Relation) bool {
 	for _, r := range rels {
-		if r.Token != nil || r.Multi() || r.Op != cql.EQ {
+		if r.Token != nil || r.Multi() {
 			continue
 		}
-		if _, ok := t.IndexOn(r.Column.Name); ok {
+		if _, ok := t.IndexFor(r.Column.Name, r.Op); ok {
 			return true
 		}
 	}
@@ -364,10 +387,10 @@ func indexed(t *Table, rels []cql.Relation) bool {
 // indexServes reports whether filters, the regular columns' restrictions of a SELECT, are one
 // = on an indexed column: the query needs no ALLOW FILTERING then, as in Cassandra.
 func indexServes(t *Table, filters []RowFilter) bool {
-	if len(filters) != 1 || filters[0].Op != cql.EQ || len(filters[0].Columns) != 1 {
+	if len(filters) != 1 || len(filters[0].Columns) != 1 {
 		return false
 	}
-	_, ok := t.IndexOn(filters[0].Columns[0].Name)
+	_, ok := t.IndexFor(filters[0].Columns[0].Name, filters[0].Op)
 	return ok
 }
 
@@ -397,15 +420,12 @@ func (r *Read) indexWhere(st *cql.SelectStmt, b *binder) error {
 		if rel.Op == cql.IN {
 			return fmt.Errorf("IN predicates on non-primary-key columns (%s) is not yet supported", name)
 		}
-		v, ok, err := b.term(c, rel.Value)
+		f, v, err := regularFilter(c, rel, b)
 		if err != nil {
 			return err
 		}
-		if !b.check && (v == nil || !ok) {
-			return fmt.Errorf("invalid null value in condition for column %s", name)
-		}
-		r.Filters = append(r.Filters, RowFilter{Columns: []*Column{c}, Op: rel.Op, Values: [][][]byte{{v}}})
-		if ix, ok := t.IndexOn(c.Name); ok && rel.Op == cql.EQ && r.Index == nil {
+		r.Filters = append(r.Filters, f)
+		if ix, ok := t.IndexFor(c.Name, rel.Op); ok && r.Index == nil {
 			r.Index, r.IndexValue = ix, v
 		}
 	}
@@ -417,4 +437,74 @@ func (r *Read) indexWhere(st *cql.SelectStmt, b *binder) error {
 	var err error
 	r.Tokens, err = scanWhere(t, &ts, b)
 	return err
+}
+
+// containsType returns the type of the value of CONTAINS (key false) or CONTAINS KEY (key true)
+// on column c: a set's or list's element, a map's value or key.
+func containsType(c *Column, key bool) (Type, error) {
+	kind, elems := c.Type.Frozen().Params()
+	name := cql.QuoteIdent(c.Name)
+	switch {
+	case key && kind == ParamMap:
+		return elems[0], nil
+	case key:
+		return TypeInvalid, fmt.Errorf("cannot use CONTAINS KEY on non-map column %s", name)
+	case kind == ParamMap:
+		return elems[1], nil
+	case kind == ParamList || kind == ParamSet:
+		return elems[0], nil
+	}
+	return TypeInvalid, fmt.Errorf("cannot use CONTAINS on non-collection column %s", name)
+}
+
+// regularFilter binds a relation on regular column c (=, a range, CONTAINS, CONTAINS KEY) as a
+// filter, and returns the value it compares with.
+func regularFilter(c *Column, rel cql.Relation, b *binder) (RowFilter, []byte, error) {
+	name := cql.QuoteIdent(c.Name)
+	bc := c
+	if rel.Op == cql.CONTAINS || rel.Op == cql.CONTAINSKEY {
+		typ, err := containsType(c, rel.Op == cql.CONTAINSKEY)
+		if err != nil {
+			return RowFilter{}, nil, err
+		}
+		bc = &Column{Name: c.Name, Type: typ, Kind: RegularColumn}
+	}
+	v, ok, err := b.term(bc, rel.Value)
+	if err != nil {
+		return RowFilter{}, nil, err
+	}
+	if !b.check && (v == nil || !ok) {
+		return RowFilter{}, nil, fmt.Errorf("invalid null value in condition for column %s", name)
+	}
+	return RowFilter{Columns: []*Column{c}, Op: rel.Op, Values: [][][]byte{{v}}}, v, nil
+}
+
+// containsMatch reports whether collection value coll (a frozen collection's encoding) of
+// column c holds v as an element (a map's value), or with key as a map's key.
+func containsMatch(c *Column, coll, v []byte, key bool) bool {
+	kind, elems := c.Type.Frozen().Params()
+	if len(coll) < 4 {
+		return false
+	}
+	rest := coll[4:]
+	for len(rest) > 0 {
+		var k, val []byte
+		var err error
+		if k, rest, err = paramElement(rest); err != nil {
+			return false
+		}
+		if kind == ParamMap {
+			if val, rest, err = paramElement(rest); err != nil {
+				return false
+			}
+			if key && elems[0].Compare(k, v) == 0 || !key && elems[1].Compare(val, v) == 0 {
+				return true
+			}
+			continue
+		}
+		if !key && elems[0].Compare(k, v) == 0 {
+			return true
+		}
+	}
+	return false
 }

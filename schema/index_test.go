@@ -130,7 +130,7 @@ func TestCreateIndexRefusals(t *testing.T) {
 		{"CREATE INDEX ON ks.t (full(v))", "full() indexes can only be created on frozen collections"},
 		{"CREATE INDEX ON ks.t (keys(v))", "Cannot create keys() index on v. Non-collection columns only support simple indexes"},
 		{"CREATE INDEX ON ks.t (keys(f))", "Cannot create keys() index on frozen column f"},
-		{"CREATE INDEX ON ks.t (keys(m))", "not supported yet"},
+		{"CREATE INDEX ON ks.t (entries(m))", "entries() indexes (of m) are not supported yet"},
 		{"CREATE INDEX ON ks.t (c)", "indexes on primary key columns (c) are not supported yet"},
 		{"CREATE INDEX ON ks.two (a)", "indexes on primary key columns (a) are not supported yet"},
 		{"CREATE INDEX ON ks.nope (v)", "unknown table"},
@@ -175,5 +175,43 @@ func TestSelectByIndex(t *testing.T) {
 	}
 	if _, err := bind("SELECT * FROM ks.t WHERE v > 'a'"); err == nil {
 		t.Error("a range on an indexed column ran without ALLOW FILTERING")
+	}
+	// Collections: values (the default of a non-frozen collection named alone) and keys.
+	s2, err := apply(s, "CREATE INDEX ON ks.t (m)", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix, _ := s2.mustTable(t, "t").IndexFor("m", cql.CONTAINS); ix == nil || ix.Target != "values" || ix.TargetCQL() != "values(m)" {
+		t.Fatalf("CREATE INDEX ON t (m) made %+v, want a values(m) index", ix)
+	}
+	if s2, err = apply(s2, "CREATE INDEX mk ON ks.t (keys(m))", 201); err != nil {
+		t.Fatal(err)
+	}
+	s = s2
+	r, err = bind("SELECT * FROM ks.t WHERE m CONTAINS 7")
+	if err != nil || r.Index == nil || r.Index.Target != "values" {
+		t.Errorf("CONTAINS by index: %+v, %v", r, err)
+	}
+	r, err = bind("SELECT * FROM ks.t WHERE m CONTAINS KEY 7")
+	if err != nil || r.Index == nil || r.Index.Name != "mk" {
+		t.Errorf("CONTAINS KEY by index: %+v, %v", r, err)
+	}
+	if _, err := bind("SELECT * FROM ks.t WHERE f CONTAINS 1"); err == nil || !strings.Contains(err.Error(), "ALLOW FILTERING") {
+		t.Errorf("CONTAINS on an unindexed collection: %v", err)
+	}
+	if _, err := bind("SELECT * FROM ks.t WHERE k = 1 AND v CONTAINS 1 ALLOW FILTERING"); err == nil || !strings.Contains(err.Error(), "non-collection") {
+		t.Errorf("CONTAINS on a text column: %v", err)
+	}
+	if _, err := bind("SELECT * FROM ks.t WHERE k = 1 AND f CONTAINS KEY 1 ALLOW FILTERING"); err == nil || !strings.Contains(err.Error(), "non-map") {
+		t.Errorf("CONTAINS KEY on a list: %v", err)
+	}
+	// The filter itself: a frozen list [1, 2] contains 2, not 3.
+	f := r.Filters[0]
+	mv := []byte{0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 4, 0, 0, 0, 9} // {7: 9}
+	if !f.Match(func(*Column) []byte { return mv }) {
+		t.Error("{7: 9} does not CONTAIN KEY 7")
+	}
+	if f.Values[0][0] = []byte{0, 0, 0, 9}; f.Match(func(*Column) []byte { return mv }) {
+		t.Error("{7: 9} CONTAINS KEY 9")
 	}
 }

@@ -711,6 +711,9 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool, b *binder) 
 		if r.Op == cql.IN || r.Multi() {
 			return nil, cr, fmt.Errorf("%s with IN or a multi-column relation is not supported: write each row's key with =", stmt)
 		}
+		if r.Op == cql.CONTAINS || r.Op == cql.CONTAINSKEY {
+			return nil, cr, fmt.Errorf("%s restrictions are only supported in SELECT, not in %s", r.Op, stmt)
+		}
 		c, err := column(t, r.Column)
 		if err != nil {
 			return nil, cr, err
