@@ -273,3 +273,57 @@ func TestStaticColumnIndex(t *testing.T) {
 		t.Errorf("red = %v, want p2 p3", got)
 	}
 }
+
+// A collection's elements are indexed one by one, streamed ones too; a removed element's entry
+// is stale.
+func TestCollectionElementIndex(t *testing.T) {
+	src, _ := openMem(t)
+	dst, _ := openMem(t)
+	sch, err := schema.Build("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};" +
+		"CREATE TABLE ks.t (k text PRIMARY KEY, tags set<text>);" +
+		"CREATE INDEX ti ON ks.t (tags);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := sch.Table("ks", "t")
+	ix := tbl.Indexes()[0]
+	elem := func(pk, tag string, ts int64, del bool) *replicapb.Mutation {
+		return &replicapb.Mutation{TableId: uint64(tbl.ID), PartitionKey: [][]byte{[]byte(pk)}, Token: tokenOf(pk),
+			Rows: []*replicapb.Row{{Cells: []*replicapb.Cell{{Column: "tags", Path: []byte(tag), Value: []byte{}, Timestamp: ts, Tombstone: del}}}}}
+	}
+	mustApply(t, src, tbl, elem("p1", "go", 5, false), elem("p1", "db", 5, false), elem("p2", "go", 5, false))
+	if err := src.setIndexState(tbl.ID, ix.ID, indexBuilt); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(s *Store, v string) []string {
+		got, _ := indexKeys(t, s, tbl, v, 0)
+		slices.Sort(got)
+		return got
+	}
+	if got := keys(src, "go"); !slices.Equal(got, []string{"p1", "p2"}) {
+		t.Errorf("go = %v, want p1 p2", got)
+	}
+	mustApply(t, src, tbl, elem("p1", "go", 6, true))
+	if got := keys(src, "go"); !slices.Equal(got, []string{"p2"}) {
+		t.Errorf("go after removing p1's = %v, want p2", got)
+	}
+	var entries []StreamEntry
+	if err := src.ScanTokens(tbl.ID, math.MinInt64, math.MaxInt64, func(k, v []byte) error {
+		entries = append(entries, StreamEntry{Key: append([]byte(nil), k...), Value: append([]byte(nil), v...)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.ApplyStreamed(entries, func(schema.TableID, int64) error { return nil }, sch); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.setIndexState(tbl.ID, ix.ID, indexBuilt); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(dst, "db"); !slices.Equal(got, []string{"p1"}) {
+		t.Errorf("db on the receiver = %v, want p1", got)
+	}
+	if got := keys(dst, "go"); !slices.Equal(got, []string{"p2"}) {
+		t.Errorf("go on the receiver = %v, want p2", got)
+	}
+}
