@@ -493,6 +493,11 @@ func (p *printer) where(rs []Relation) {
 			p.WriteByte(')')
 		default:
 			p.ident(r.Column)
+			if r.Element != nil {
+				p.WriteByte('[')
+				p.node(r.Element)
+				p.WriteByte(']')
+			}
 		}
 		p.WriteByte(' ')
 		p.WriteString(r.Op.String())

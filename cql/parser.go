@@ -1180,6 +1180,14 @@ func (p *parser) parseWhere() []Relation {
 				r.Token = p.parseIdentList("partition key column name")
 				p.expect(RPAREN)
 			}
+			if p.tok == LBRACKET && r.Token == nil { // m[key] = value
+				p.next()
+				r.Element = p.parseTerm()
+				p.expect(RBRACKET)
+				if p.tok != EQ {
+					p.unsupported(p.pos, "a map entry can only be restricted by =")
+				}
+			}
 			p.refuseOperator(r.Column)
 		}
 		r.OpPos, r.Op = p.pos, p.tok

@@ -198,7 +198,7 @@ func TestSecondaryIndexOnCollections(t *testing.T) {
 	exec(t, c0, client.One, "CREATE TABLE ks.col (k int PRIMARY KEY, tags set<text>, attrs map<text, int>, l list<int>)")
 	exec(t, c0, client.One, "INSERT INTO ks.col (k, tags, attrs, l) VALUES (1, {'a', 'b'}, {'x': 1}, [5, 6])")
 	exec(t, c0, client.One, "INSERT INTO ks.col (k, tags, attrs, l) VALUES (2, {'b'}, {'y': 1}, [6])")
-	for _, ddl := range []string{"CREATE INDEX ON ks.col (tags)", "CREATE INDEX ON ks.col (keys(attrs))", "CREATE INDEX ON ks.col (values(attrs))", "CREATE INDEX ON ks.col (values(l))"} {
+	for _, ddl := range []string{"CREATE INDEX ON ks.col (tags)", "CREATE INDEX ON ks.col (keys(attrs))", "CREATE INDEX ON ks.col (values(attrs))", "CREATE INDEX ON ks.col (values(l))", "CREATE INDEX ON ks.col (entries(attrs))"} {
 		exec(t, c0, client.One, ddl)
 	}
 	s := scanSession(t, tc, 0)
@@ -227,10 +227,19 @@ func TestSecondaryIndexOnCollections(t *testing.T) {
 		{"SELECT k FROM col WHERE attrs CONTAINS KEY ?", "y", []int32{2}},
 		{"SELECT k FROM col WHERE attrs CONTAINS ?", 1, []int32{1, 2}},
 		{"SELECT k FROM col WHERE l CONTAINS ?", 6, []int32{1, 2}},
+		{"SELECT k FROM col WHERE attrs['x'] = ?", 1, []int32{1}},
+		{"SELECT k FROM col WHERE attrs['x'] = ?", 2, nil},
 	} {
 		if got := keys(tt.q, tt.arg); !slices.Equal(got, tt.want) {
 			t.Errorf("%s (%v) = %v, want %v", tt.q, tt.arg, got, tt.want)
 		}
+	}
+	exec(t, c0, client.One, "UPDATE ks.col SET attrs['x'] = 3 WHERE k = 1")
+	if got := keys("SELECT k FROM col WHERE attrs[?] = ?", "x", 3); !slices.Equal(got, []int32{1}) {
+		t.Errorf("attrs['x'] = 3 after the update = %v, want [1]", got)
+	}
+	if got := keys("SELECT k FROM col WHERE attrs['x'] = 1"); len(got) != 0 {
+		t.Errorf("attrs['x'] = 1 after the update = %v, want none", got)
 	}
 	exec(t, c0, client.One, "UPDATE ks.col SET tags = tags - {'b'} WHERE k = 1")
 	exec(t, c0, client.One, "UPDATE ks.col SET attrs = {'z': 2} WHERE k = 2")
@@ -243,7 +252,7 @@ func TestSecondaryIndexOnCollections(t *testing.T) {
 		{"SELECT k FROM col WHERE tags CONTAINS ?", "b", []int32{2}},
 		{"SELECT k FROM col WHERE attrs CONTAINS KEY ?", "y", nil},
 		{"SELECT k FROM col WHERE attrs CONTAINS KEY ?", "z", []int32{2}},
-		{"SELECT k FROM col WHERE attrs CONTAINS ?", 1, []int32{1}},
+		{"SELECT k FROM col WHERE attrs CONTAINS ?", 3, []int32{1}},
 		{"SELECT k FROM col WHERE l CONTAINS ?", 6, []int32{1}},
 	} {
 		if got := keys(tt.q, tt.arg); !slices.Equal(got, tt.want) {

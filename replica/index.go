@@ -113,6 +113,8 @@ func indexedValue(t *schema.Table, ix *schema.Index, path, value []byte) ([]byte
 		return value, path == nil
 	case "keys":
 		return path, path != nil
+	case "entries":
+		return schema.EntryValue(path, value), path != nil
 	case "values":
 		if path == nil {
 			return nil, false

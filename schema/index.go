@@ -31,8 +31,8 @@ type Index struct {
 	Column string
 	// Target is how the column is indexed: "" for its values, "full" for the whole value of a
 	// frozen collection (the same entries); for a non-frozen collection "values" (the
-	// elements of a set or list, the values of a map) or "keys" (a map's keys), an entry per
-	// element.
+	// elements of a set or list, the values of a map), "keys" (a map's keys) or "entries" (a
+	// map's key and value, EntryValue), an entry per element.
 	Target string
 	// ID keys the index's entries in storage: distinct for every creation (TableIDFor of the
 	// table's name, the index's name and the CREATE INDEX's version), so entries of an index
@@ -222,8 +222,6 @@ func indexTarget(t *Table, c *Column, target string) error {
 		return fmt.Errorf("Cannot create index on %s of column %s with non-map type", target, name)
 	case strings.HasPrefix(typ, "udt<"):
 		return fmt.Errorf("Cannot create index on non-frozen UDT column %s", name)
-	case collection && !frozenColl && target == "entries":
-		return fmt.Errorf("entries() indexes (of %s) are not supported yet: index its keys() or values()", name)
 	case c.Kind != RegularColumn:
 		return fmt.Errorf("indexes on primary key columns (%s) are not supported yet: kvnode indexes regular columns", name)
 	}
@@ -335,7 +333,7 @@ func decodeIndexes(d *decoder, t *Table, cols []Column) error {
 		if len(t.indexes) > 0 && t.indexes[len(t.indexes)-1].Name >= ix.Name {
 			return fmt.Errorf("table %q.%q: index %q is out of order", t.Keyspace, t.Name, ix.Name)
 		}
-		if !slices.ContainsFunc(cols, func(c Column) bool { return c.Name == ix.Column }) || ix.ID == 0 || !slices.Contains([]string{"", "full", "keys", "values"}, ix.Target) {
+		if !slices.ContainsFunc(cols, func(c Column) bool { return c.Name == ix.Column }) || ix.ID == 0 || !slices.Contains([]string{"", "full", "keys", "values", "entries"}, ix.Target) {
 			return fmt.Errorf("table %q.%q: bad index %q on %q (target %q, id %d)", t.Keyspace, t.Name, ix.Name, ix.Column, ix.Target, ix.ID)
 		}
 		t.indexes = append(t.indexes, ix)
@@ -377,11 +375,32 @@ func indexed(t *Table, rels []cql.Relation) bool {
 		if r.Token != nil || r.Multi() {
 			continue
 		}
-		if _, ok := t.IndexFor(r.Column.Name, r.Op); ok {
+		if _, ok := indexForRelation(t, r.Column.Name, r.Op, r.Element != nil); ok {
 			return true
 		}
 	}
 	return false
+}
+
+// indexForRelation returns the index that serves a relation op on column name, on an entry of
+// a map when element is set.
+func indexForRelation(t *Table, name string, op cql.Token, element bool) (*Index, bool) {
+	if !element {
+		return t.IndexFor(name, op)
+	}
+	for i := range t.indexes {
+		if ix := &t.indexes[i]; ix.Column == name && ix.Target == "entries" && op == cql.EQ {
+			return ix, true
+		}
+	}
+	return nil, false
+}
+
+// EntryValue is the value an entries() index keeps for a map's entry: the key's length (4
+// bytes, big-endian), the key, then the value.
+func EntryValue(key, value []byte) []byte {
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(key)+len(value)), uint32(len(key)))
+	return append(append(b, key...), value...)
 }
 
 // indexServes reports whether filters, the regular columns' restrictions of a SELECT, are one
@@ -390,7 +409,7 @@ func indexServes(t *Table, filters []RowFilter) bool {
 	if len(filters) != 1 || len(filters[0].Columns) != 1 {
 		return false
 	}
-	_, ok := t.IndexFor(filters[0].Columns[0].Name, filters[0].Op)
+	_, ok := indexForRelation(t, filters[0].Columns[0].Name, filters[0].Op, filters[0].Element != nil)
 	return ok
 }
 
@@ -425,8 +444,11 @@ func (r *Read) indexWhere(st *cql.SelectStmt, b *binder) error {
 			return err
 		}
 		r.Filters = append(r.Filters, f)
-		if ix, ok := t.IndexFor(c.Name, rel.Op); ok && r.Index == nil {
+		if ix, ok := indexForRelation(t, c.Name, rel.Op, rel.Element != nil); ok && r.Index == nil {
 			r.Index, r.IndexValue = ix, v
+			if f.Element != nil {
+				r.IndexValue = EntryValue(f.Element, v)
+			}
 		}
 	}
 	if len(r.Filters) > 1 && !st.AllowFiltering {
@@ -461,6 +483,9 @@ func containsType(c *Column, key bool) (Type, error) {
 // filter, and returns the value it compares with.
 func regularFilter(c *Column, rel cql.Relation, b *binder) (RowFilter, []byte, error) {
 	name := cql.QuoteIdent(c.Name)
+	if rel.Element != nil {
+		return entryFilter(c, rel, b)
+	}
 	bc := c
 	if rel.Op == cql.CONTAINS || rel.Op == cql.CONTAINSKEY {
 		typ, err := containsType(c, rel.Op == cql.CONTAINSKEY)
@@ -504,6 +529,53 @@ func containsMatch(c *Column, coll, v []byte, key bool) bool {
 		}
 		if !key && elems[0].Compare(k, v) == 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// entryFilter binds m[key] = value on map column c as a filter.
+func entryFilter(c *Column, rel cql.Relation, b *binder) (RowFilter, []byte, error) {
+	name := cql.QuoteIdent(c.Name)
+	kind, elems := c.Type.Frozen().Params()
+	if kind != ParamMap {
+		return RowFilter{}, nil, fmt.Errorf("column %s is not a map: only a map's entries can be restricted, m[key] = value", name)
+	}
+	if rel.Op != cql.EQ {
+		return RowFilter{}, nil, fmt.Errorf("a map entry (of %s) can only be restricted by =", name)
+	}
+	k, kok, err := b.term(&Column{Name: "key(" + c.Name + ")", Type: elems[0], Kind: RegularColumn}, rel.Element)
+	if err != nil {
+		return RowFilter{}, nil, err
+	}
+	v, vok, err := b.term(&Column{Name: "value(" + c.Name + ")", Type: elems[1], Kind: RegularColumn}, rel.Value)
+	if err != nil {
+		return RowFilter{}, nil, err
+	}
+	if !b.check && (k == nil || v == nil || !kok || !vok) {
+		return RowFilter{}, nil, fmt.Errorf("invalid null value in condition for an entry of column %s", name)
+	}
+	return RowFilter{Columns: []*Column{c}, Op: cql.EQ, Values: [][][]byte{{v}}, Element: k}, v, nil
+}
+
+// entryMatch reports whether map value coll of column c holds key with value v.
+func entryMatch(c *Column, coll, key, v []byte) bool {
+	_, elems := c.Type.Frozen().Params()
+	if len(coll) < 4 || len(elems) != 2 {
+		return false
+	}
+	rest := coll[4:]
+	for len(rest) > 0 {
+		var k, val []byte
+		var err error
+		if k, rest, err = paramElement(rest); err != nil {
+			return false
+		}
+		if val, rest, err = paramElement(rest); err != nil {
+			return false
+		}
+		if elems[0].Compare(k, key) == 0 {
+			return elems[1].Compare(val, v) == 0
 		}
 	}
 	return false

@@ -130,7 +130,7 @@ func TestCreateIndexRefusals(t *testing.T) {
 		{"CREATE INDEX ON ks.t (full(v))", "full() indexes can only be created on frozen collections"},
 		{"CREATE INDEX ON ks.t (keys(v))", "Cannot create keys() index on v. Non-collection columns only support simple indexes"},
 		{"CREATE INDEX ON ks.t (keys(f))", "Cannot create keys() index on frozen column f"},
-		{"CREATE INDEX ON ks.t (entries(m))", "entries() indexes (of m) are not supported yet"},
+		{"CREATE INDEX ON ks.t (entries(f))", "Cannot create entries() index on frozen column f"},
 		{"CREATE INDEX ON ks.t (c)", "indexes on primary key columns (c) are not supported yet"},
 		{"CREATE INDEX ON ks.two (a)", "indexes on primary key columns (a) are not supported yet"},
 		{"CREATE INDEX ON ks.nope (v)", "unknown table"},
@@ -204,6 +204,21 @@ func TestSelectByIndex(t *testing.T) {
 	}
 	if _, err := bind("SELECT * FROM ks.t WHERE k = 1 AND f CONTAINS KEY 1 ALLOW FILTERING"); err == nil || !strings.Contains(err.Error(), "non-map") {
 		t.Errorf("CONTAINS KEY on a list: %v", err)
+	}
+	// Entries: m[key] = value.
+	if s, err = apply(s, "CREATE INDEX me ON ks.t (entries(m))", 202); err != nil {
+		t.Fatal(err)
+	}
+	re, err := bind("SELECT * FROM ks.t WHERE m[7] = 9")
+	if err != nil || re.Index == nil || re.Index.Name != "me" || string(re.IndexValue) != string(EntryValue([]byte{0, 0, 0, 7}, []byte{0, 0, 0, 9})) {
+		t.Errorf("m[7] = 9 by index: %+v, %v", re, err)
+	}
+	mv0 := []byte{0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 4, 0, 0, 0, 9} // {7: 9}
+	if !re.Filters[0].Match(func(*Column) []byte { return mv0 }) {
+		t.Error("{7: 9} does not match m[7] = 9")
+	}
+	if _, err := cql.ParseStatement("SELECT * FROM ks.t WHERE k = 1 AND m[7] > 9 ALLOW FILTERING"); err == nil || !strings.Contains(err.Error(), "can only be restricted by =") {
+		t.Errorf("m[7] > 9: %v", err)
 	}
 	// The filter itself: a frozen list [1, 2] contains 2, not 3.
 	f := r.Filters[0]

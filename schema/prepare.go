@@ -714,6 +714,9 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool, b *binder) 
 		if r.Op == cql.CONTAINS || r.Op == cql.CONTAINSKEY {
 			return nil, cr, fmt.Errorf("%s restrictions are only supported in SELECT, not in %s", r.Op, stmt)
 		}
+		if r.Element != nil {
+			return nil, cr, fmt.Errorf("restrictions on map entries are only supported in SELECT, not in %s", stmt)
+		}
 		c, err := column(t, r.Column)
 		if err != nil {
 			return nil, cr, err
