@@ -16,8 +16,8 @@ import (
 	"github.com/kvnode/kvnode/node"
 )
 
-// indexQuery runs q through s to its end (paged as q says) and returns its rows (k, c) sorted
-// as an index query returns them: by token, then clustering.
+// indexRows runs q to its end (paged as q says) and returns its rows (k, c), which an index
+// query returns by token, then clustering.
 func indexRows(t *testing.T, q *gocql.Query) []scanKey {
 	t.Helper()
 	return collect(t, q)

@@ -32,7 +32,7 @@ import (
 // indexCandidates bounds the candidate partitions one index read of a range returns.
 const indexCandidates = 256
 
-// errIndexShape refuses the shapes an index query does not run yet.
+// indexShapeSupported refuses the shapes an index query does not run yet.
 func indexShapeSupported(r *schema.Read) error {
 	var what string
 	switch {
