@@ -395,6 +395,8 @@ type Relation struct {
 	Value Term
 	// Values are the values of IN (v, ...), in source order.
 	Values []Term
+	// Element is set for a relation on a map's entry, m[key] = value: the key.
+	Element Term
 }
 
 // Multi reports whether r is on a tuple of columns.
@@ -655,6 +657,9 @@ func BindMarkers(s Statement) []*Literal {
 	}
 	where := func(rs []Relation) {
 		for _, r := range rs {
+			if r.Element != nil {
+				term(r.Element)
+			}
 			if r.Value != nil {
 				term(r.Value)
 			}

@@ -137,6 +137,8 @@ func (p *printer) node(n Node) {
 		p.table(n.Table)
 	case *CreateTypeStmt, *AlterTypeStmt, *DropTypeStmt:
 		p.typeStatement(n)
+	case *CreateIndexStmt, *DropIndexStmt:
+		p.indexStatement(n)
 	case *DropTableStmt:
 		p.WriteString("DROP TABLE ")
 		if n.IfExists {
@@ -491,6 +493,11 @@ func (p *printer) where(rs []Relation) {
 			p.WriteByte(')')
 		default:
 			p.ident(r.Column)
+			if r.Element != nil {
+				p.WriteByte('[')
+				p.node(r.Element)
+				p.WriteByte(']')
+			}
 		}
 		p.WriteByte(' ')
 		p.WriteString(r.Op.String())

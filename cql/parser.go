@@ -248,6 +248,9 @@ func (p *parser) parseStatement() Statement {
 		if s := p.parseTypeStatement(start, CREATE); s != nil {
 			return s
 		}
+		if s := p.parseIndexStatement(start, CREATE); s != nil {
+			return s
+		}
 		p.refuseCreate()
 		if s := p.parseRoleAfter(start, CREATE); s != nil {
 			return s
@@ -273,6 +276,9 @@ func (p *parser) parseStatement() Statement {
 			return s
 		}
 		if s := p.parseTypeStatement(start, DROP); s != nil {
+			return s
+		}
+		if s := p.parseIndexStatement(start, DROP); s != nil {
 			return s
 		}
 		p.refuseDrop()
@@ -1174,6 +1180,14 @@ func (p *parser) parseWhere() []Relation {
 				r.Token = p.parseIdentList("partition key column name")
 				p.expect(RPAREN)
 			}
+			if p.tok == LBRACKET && r.Token == nil { // m[key] = value
+				p.next()
+				r.Element = p.parseTerm()
+				p.expect(RBRACKET)
+				if p.tok != EQ {
+					p.unsupported(p.pos, "a map entry can only be restricted by =")
+				}
+			}
 			p.refuseOperator(r.Column)
 		}
 		r.OpPos, r.Op = p.pos, p.tok
@@ -1185,6 +1199,14 @@ func (p *parser) parseWhere() []Relation {
 			r.Op = IN
 			p.next()
 			p.parseInValues(&r)
+		case p.isWord("CONTAINS") && r.Token == nil && !r.Multi():
+			r.Op = CONTAINS
+			p.next()
+			if p.tok == KEY {
+				r.Op = CONTAINSKEY
+				p.next()
+			}
+			r.Value = p.parseTerm()
 		default:
 			if r.Multi() {
 				p.refuseOperator(r.Column)

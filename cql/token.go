@@ -54,6 +54,10 @@ const (
 	// IN is a relation's operator IN (v, ...): a word, never produced by the scanner.
 	IN
 	RANGE // .. (a slice of a collection in a SELECT list)
+	// CONTAINS and CONTAINSKEY are a relation's operators CONTAINS and CONTAINS KEY: words, never
+	// produced by the scanner.
+	CONTAINS
+	CONTAINSKEY
 	operatorEnd
 
 	keywordBeg
@@ -145,6 +149,9 @@ var tokens = [...]string{
 	RANGE:     "..",
 	NEQ:       "!=",
 	IN:        "IN",
+
+	CONTAINS:    "CONTAINS",
+	CONTAINSKEY: "CONTAINS KEY",
 
 	ALLOW:      "ALLOW",
 	ALTER:      "ALTER",

@@ -15,8 +15,7 @@ import "strings"
 // missingObjects are the kinds of schema object kvnode does not have, by the
 // word that names them after CREATE, DROP or ALTER, and the refusal's text.
 var missingObjects = []struct{ word, msg string }{
-	{"MATERIALIZED", "materialized views are not supported"},
-	{"INDEX", "secondary indexes are not supported"},
+	{"MATERIALIZED", "materialized views are not supported: to query a table by a regular column, create a secondary index on it (CREATE INDEX ON ks.t (col)), or keep a second table written beside it"},
 	{"CUSTOM", "custom (SASI and storage-attached) indexes are not supported"},
 	{"FUNCTION", "user-defined functions are not supported"},
 	{"AGGREGATE", "user-defined aggregates are not supported"},
@@ -142,8 +141,6 @@ func (p *parser) refuseOperator(col Ident) {
 		p.unsupported(col.NamePos, "function calls in restrictions are not supported")
 	case p.tok == LBRACKET || p.tok == DOT:
 		p.unsupported(pos, "restrictions on collection elements or fields are not supported")
-	case p.isWord("CONTAINS"):
-		p.unsupported(pos, "CONTAINS restrictions are not supported")
 	case p.isWord("LIKE"):
 		p.unsupported(pos, "LIKE restrictions are not supported")
 	case p.tok == NEQ:
@@ -232,9 +229,9 @@ func (p *parser) refuseDescribe() {
 	case p.isWord("AGGREGATE") || p.isWord("AGGREGATES"):
 		p.unsupported(pos, "user-defined aggregates are not supported")
 	case p.isWord("INDEX"):
-		p.unsupported(pos, "secondary indexes are not supported")
+		p.unsupported(pos, "DESCRIBE INDEX is not supported: DESCRIBE TABLE gives the table and its indexes")
 	case p.isWord("MATERIALIZED"):
-		p.unsupported(pos, "materialized views are not supported")
+		p.unsupported(pos, "materialized views are not supported: to query a table by a regular column, create a secondary index on it (CREATE INDEX)")
 	case p.isIdent():
 		p.unsupported(pos, "DESCRIBE of a name without its kind is not supported: write DESCRIBE KEYSPACE %s or DESCRIBE TABLE %s", p.lit, p.lit)
 	}

@@ -71,11 +71,12 @@ type Node struct {
 	replayer   *loop.Loop // replays the batchlog (batchlog.go)
 	sec        security   // TLS and gossip keys (listeners.go)
 	topo       *topology
-	hints      *hints.Store    // hinted handoff (hints.go)
-	hinter     *hints.Replayer // replays hints
-	repair     *repair.Service // anti-entropy repair and the tombstone purge (repair.go)
-	schemaGC   *loop.Loop      // collects schema tombstones (catalog.go)
-	paxosGC    *loop.Loop      // purges lightweight transactions' old Paxos state (replica)
+	hints      *hints.Store          // hinted handoff (hints.go)
+	hinter     *hints.Replayer       // replays hints
+	repair     *repair.Service       // anti-entropy repair and the tombstone purge (repair.go)
+	schemaGC   *loop.Loop            // collects schema tombstones (catalog.go)
+	paxosGC    *loop.Loop            // purges lightweight transactions' old Paxos state (replica)
+	indexes    *replica.IndexBuilder // builds secondary indexes over the rows held before them
 	// availability tells peers when the node cannot take writes, woken by spaceKick (diskfull.go).
 	availability *loop.Loop
 	spaceKick    spaceKick
@@ -250,6 +251,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.startSchemaGC()
 	n.paxosGC = n.store.StartPaxosGC(n.log)
+	n.indexes = replica.StartIndexBuilder(n.store, n.schema.Schema, n.log.With("component", "index"))
 
 	// The node's own registry (never the global one): several nodes share a test process.
 	n.registry = prometheus.NewRegistry()
@@ -267,6 +269,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.repair,
 		n.snapshots,
 		n.store.Collector(),
+		n.indexes.Collector(),
 		n.cluster.Collector(),
 		newTopologyCollector(n.topo),
 		n.sender.Collector(),
@@ -490,6 +493,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	n.repair.Stop()
 	n.schemaGC.Stop()
 	n.paxosGC.Stop()
+	n.indexes.Stop()
 	n.authSetup.Stop()
 	if n.exec != nil {
 		n.exec.Close() // cancels replica requests still in flight (writes past their ack)

@@ -273,7 +273,7 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 			batch = append(batch, replica.StreamEntry{Key: e.GetKey(), Value: e.GetValue()})
 			bytes += uint64(len(e.GetKey()) + len(e.GetValue()))
 		}
-		if err := t.n.store.ApplyStreamed(batch, accept); err != nil {
+		if err := t.n.store.ApplyStreamed(batch, accept, t.n.schema); err != nil {
 			return fmt.Errorf("stream from %s: %w", src, err)
 		}
 		entries += uint64(len(batch))

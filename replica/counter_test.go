@@ -250,7 +250,7 @@ func TestCounterRepairAndStreaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n1.store.ApplyStreamed(entries, func(schema.TableID, int64) error { return nil }); err != nil {
+	if err := n1.store.ApplyStreamed(entries, func(schema.TableID, int64) error { return nil }, nil); err != nil {
 		t.Fatalf("ApplyStreamed: %v", err)
 	}
 	if got, _ := counterOf(t, n1, "p", "hits"); got != 33 {

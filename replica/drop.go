@@ -41,7 +41,16 @@ func (s *Store) DropTable(id schema.TableID) error {
 	}
 	start, end := tableSpan(id)
 	if end != nil {
-		if err := s.db.DeleteRange(start, end, pebble.Sync); err != nil {
+		b := s.db.NewBatch()
+		defer b.Close()
+		err := b.DeleteRange(start, end, nil)
+		if err == nil {
+			err = dropTableIndexes(b, id) // index.go
+		}
+		if err == nil {
+			err = b.Commit(pebble.Sync)
+		}
+		if err != nil {
 			return fmt.Errorf("replica: drop table id %d: %w", id, err)
 		}
 		return nil

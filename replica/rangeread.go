@@ -34,6 +34,9 @@ func (s *Store) ReadRange(t *schema.Table, req *replicapb.RangeReadRequest) (*re
 	if req.After != nil && len(req.StartPartitionKey) == 0 {
 		return nil, badRequest(t, "range read resumes after a row but names no partition")
 	}
+	if req.IndexId != 0 {
+		return s.readIndex(t, req) // index.go
+	}
 	tableStart, tableEnd := tableSpan(t.ID)
 	tokenKey := func(token int64) []byte {
 		k := binary.BigEndian.AppendUint64(nil, uint64(t.ID))

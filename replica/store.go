@@ -264,6 +264,7 @@ func (s *Store) applyWith(t *schema.Table, m *replicapb.Mutation, extraKey, extr
 	// Writes at or before the table's TRUNCATE, or of a column at or before its drop, arrive
 	// late (in-flight writes, hints, batchlog replays, repair): they are gone, and not stored.
 	shadows := t.HasShadows()
+	indexed := len(t.Indexes()) > 0 // index.go: entries in the row's batch
 	if m.PartitionDeletion != nil {
 		if err := checkTimestamp(*m.PartitionDeletion); err != nil {
 			return badRequest(t, "partition deletion: %v", err)
@@ -430,6 +431,11 @@ func (s *Store) applyWith(t *schema.Table, m *replicapb.Mutation, extraKey, extr
 			}
 			if err := b.Merge(key, val, nil); err != nil {
 				return err
+			}
+			if indexed { // a static row's entries have no clustering key (index.go)
+				if err := indexCell(b, t, m.Token, pk, key[:rowLen], prefixLen, c); err != nil {
+					return err
+				}
 			}
 		}
 	}

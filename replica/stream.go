@@ -78,7 +78,10 @@ func (s *Store) ScanTokens(id schema.TableID, from, to int64, fn func(key, value
 // Options.NoSync), after checking every one: its key must name a table and token that accept
 // allows (the receiver's schema and the ranges it asked for) and its value must decode. A bad entry
 // applies nothing and the error names it by position.
-func (s *Store) ApplyStreamed(entries []StreamEntry, accept func(id schema.TableID, token int64) error) error {
+//
+// With tables set, a streamed live cell of an indexed column also writes its index entry in the
+// batch (index.go), as a write of it would.
+func (s *Store) ApplyStreamed(entries []StreamEntry, accept func(id schema.TableID, token int64) error, tables TableSource) error {
 	for i, e := range entries {
 		id, tok, err := EntryToken(e.Key)
 		if err == nil {
@@ -110,6 +113,15 @@ func (s *Store) ApplyStreamed(entries []StreamEntry, accept func(id schema.Table
 	for _, e := range entries {
 		if err := b.Merge(e.Key, e.Value, nil); err != nil {
 			return fmt.Errorf("replica: apply streamed entries: %w", err)
+		}
+		if tables == nil {
+			continue
+		}
+		id, _, _ := EntryToken(e.Key)
+		if t, ok := tables.TableByID(id); ok {
+			if err := indexStreamed(b, t, e.Key, e.Value); err != nil {
+				return fmt.Errorf("replica: apply streamed entries: index: %w", err)
+			}
 		}
 	}
 	if err := b.Commit(s.writeOpts); err != nil {

@@ -45,7 +45,7 @@ func TestStreamCopiesARangeLastWriteWins(t *testing.T) {
 		}
 		return nil
 	}
-	if err := dst.ApplyStreamed(entries, accept); err != nil {
+	if err := dst.ApplyStreamed(entries, accept, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, pk := range pks {
@@ -109,7 +109,7 @@ func TestApplyStreamedRefusesBadEntries(t *testing.T) {
 		if accept == nil {
 			accept = func(schema.TableID, int64) error { return nil }
 		}
-		err := dst.ApplyStreamed(append(append([]StreamEntry(nil), good...), tt.e), accept)
+		err := dst.ApplyStreamed(append(append([]StreamEntry(nil), good...), tt.e), accept, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), fmt.Sprintf("entry %d", len(good))) {
 			t.Errorf("%s: ApplyStreamed = %v, want an error naming entry %d and %q", tt.name, err, len(good), tt.want)
 		}

@@ -70,7 +70,20 @@ func (s *Store) TruncateTable(t *schema.Table) (deleted int, err error) {
 		return 0, nil
 	}
 	if !newer && end != nil {
-		if err := s.db.DeleteRange(start, end, pebble.Sync); err != nil {
+		// Nothing stays: the table's index entries go too (their build states stay, an empty
+		// index being built). With newer entries, the older rows' index entries stay behind
+		// as stale entries, which index reads skip.
+		b := s.db.NewBatch()
+		defer b.Close()
+		err := b.DeleteRange(start, end, nil)
+		if err == nil {
+			is, ie := indexTableSpan(indexPrefix, uint64(t.ID))
+			err = b.DeleteRange(is, ie, nil)
+		}
+		if err == nil {
+			err = b.Commit(pebble.Sync)
+		}
+		if err != nil {
 			return fail(err)
 		}
 		return deleted, nil

@@ -53,9 +53,12 @@ import (
 //	11 adds the static rows of tables with static columns (static.go: kindStatic), which a
 //	   release of an older format would take for malformed keys; schema.FormatStatic keeps such
 //	   tables away from older members. The upgrade only records the new version.
+//	12 adds secondary index entries and build states in the reserved key space of table id 0
+//	   (index.go); it changes no table data. schema.FormatIndexes keeps indexes away from older
+//	   members. The upgrade only records the new version.
 const (
 	// FormatVersion is the data format this release writes.
-	FormatVersion = 11
+	FormatVersion = 12
 	// formatVersionUnrecorded is the version of data written before versions were recorded.
 	formatVersionUnrecorded = 1
 	// formatVersionFile is the file in the data directory that records the version.

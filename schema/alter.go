@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kvnode/kvnode/cql"
 )
@@ -160,6 +161,9 @@ func (nt *Table) dropColumns(st *cql.AlterTableStmt, at int64) error {
 		c := cols[i]
 		if c.Kind != RegularColumn {
 			return posErrorf(x.Pos(), "Cannot drop PRIMARY KEY column %s", cql.QuoteIdent(x.Name))
+		}
+		if deps := nt.indexDependents(c.Name); len(deps) > 0 {
+			return posErrorf(x.Pos(), "Cannot drop column %s because it has dependent secondary indexes (%s)", cql.QuoteIdent(x.Name), strings.Join(deps, ", "))
 		}
 		cols = slices.Delete(cols, i, i+1)
 		d := DroppedColumn{Name: c.Name, Type: c.Type, At: at}

@@ -186,6 +186,7 @@ func (s *Schema) FormatNeeds(ks, table string) (what string, needs []FormatNeed)
 		add(FormatCollections, t.CollectionsFormatFeatures())
 		add(FormatCounters, t.CountersFormatFeatures())
 		add(FormatStatic, t.StaticFormatFeatures())
+		add(FormatIndexes, t.IndexesFormatFeatures())
 	}
 	return what, needs
 }

@@ -142,7 +142,7 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 			b.WriteString("\n" + u.CreateStatement() + "\n")
 		}
 		for _, t := range s.Tables(name) {
-			b.WriteString("\n" + t.CreateStatement() + "\n")
+			b.WriteString("\n" + t.describeCQL() + "\n")
 		}
 	case cql.DescribeSchema:
 		for i, k := range s.Keyspaces() {
@@ -154,7 +154,7 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 				b.WriteString("\n" + u.CreateStatement() + "\n")
 			}
 			for _, t := range s.Tables(k.Name) {
-				b.WriteString("\n" + t.CreateStatement() + "\n")
+				b.WriteString("\n" + t.describeCQL() + "\n")
 			}
 		}
 	case cql.DescribeTables:
@@ -175,7 +175,7 @@ func (s *Schema) Describe(st *cql.DescribeStmt, keyspace string) (string, error)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(t.CreateStatement() + "\n")
+		b.WriteString(t.describeCQL() + "\n")
 	case cql.DescribeType:
 		u, err := s.lookupUserType(st.Table, keyspace)
 		if err != nil {
@@ -221,6 +221,9 @@ func (s *Schema) DescribeElements(st *cql.DescribeStmt, keyspace string) ([]Elem
 	var out []Element
 	table := func(t *Table) {
 		out = append(out, Element{Keyspace: t.Keyspace, Type: "table", Name: t.Name, CreateStatement: t.CreateStatement()})
+		for i := range t.indexes {
+			out = append(out, Element{Keyspace: t.Keyspace, Type: "index", Name: t.indexes[i].Name, CreateStatement: IndexCQL(t, &t.indexes[i])})
+		}
 	}
 	switch st.Kind {
 	case cql.DescribeKeyspaces:

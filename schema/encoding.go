@@ -276,6 +276,9 @@ func appendTable(b []byte, t *Table) []byte {
 	if !t.dropped && t.hasEvolution() {
 		f |= evolutionBit
 	}
+	if !t.dropped && len(t.indexes) > 0 {
+		f |= indexesBit
+	}
 	b = append(b, f)
 	if t.dropped {
 		return b
@@ -321,6 +324,9 @@ func appendTable(b []byte, t *Table) []byte {
 	}
 	if t.hasEvolution() {
 		b = appendEvolution(b, t)
+	}
+	if len(t.indexes) > 0 {
+		b = appendIndexes(b, t)
 	}
 	return b
 }
@@ -599,7 +605,7 @@ func decodeTable(d *decoder) (*Table, error) {
 	t.Version = d.version()
 	f := d.byte()
 	// A dropped table carries no other flag.
-	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit|optionsBit|defaultTTLBit|evolutionBit) != 0 || (f&1 != 0 && f != 1)) {
+	if d.err == nil && (f&^(1|gcGraceBit|flagShadow|specRetryBit|optionsBit|defaultTTLBit|evolutionBit|indexesBit) != 0 || (f&1 != 0 && f != 1)) {
 		d.fail("unknown table flags %#x", f)
 	}
 	t.dropped, t.gcGraceSet, t.specRetrySet = f&1 != 0, f&gcGraceBit != 0, f&specRetryBit != 0
@@ -714,6 +720,11 @@ func decodeTable(d *decoder) (*Table, error) {
 	}
 	if f&evolutionBit != 0 {
 		if err := decodeEvolution(d, t); err != nil {
+			return nil, err
+		}
+	}
+	if f&indexesBit != 0 {
+		if err := decodeIndexes(d, t, cols); err != nil {
 			return nil, err
 		}
 	}

@@ -292,6 +292,22 @@ func StatementTarget(stmt cql.Statement, current string) (keyspace, table string
 		tn = st.Table
 	case *cql.DropTableStmt:
 		tn = st.Table
+	case *cql.CreateIndexStmt:
+		// An index belongs to its table's entry. The index's qualifier names the keyspace when
+		// the table's does not.
+		tn = st.Table
+		if tn.Keyspace.Name == "" {
+			tn.Keyspace = st.Name.Keyspace
+		}
+	case *cql.DropIndexStmt:
+		tn = st.Table // resolved by the coordinator (Schema.ResolveDropIndex)
+		if tn.Name.Name == "" {
+			ks, err := resolveKeyspace(st.Name, current)
+			if err != nil {
+				return "", "", err
+			}
+			return "", "", fmt.Errorf("Index '%s.%s' doesn't exist", ks, st.Name.Name.Name)
+		}
 	default:
 		return "", "", fmt.Errorf("%s is not a schema statement", StatementName(stmt))
 	}

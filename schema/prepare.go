@@ -143,6 +143,12 @@ type Read struct {
 	// partitions whose tokens lie in Tokens, in token order, and PartitionKey is nil.
 	Scan   bool
 	Tokens TokenRange
+	// Index is set for a scan that a secondary index serves (WHERE col = v on an indexed
+	// column, without a partition key restriction): the coordinator asks the replicas of
+	// each token range in Tokens for the partitions the index holds for IndexValue, and reads
+	// their rows back through Filters, which include col = v (index.go).
+	Index      *Index
+	IndexValue []byte
 }
 
 // BindValue is the value of one bind marker: its canonical encoding (nil
@@ -626,7 +632,11 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 	var eqPrefix int
 	if IsScan(t, st.Where) {
 		r.Scan = true
-		if r.Tokens, err = scanWhere(t, st, b); err != nil {
+		if indexed(t, st.Where) {
+			if err := r.indexWhere(st, b); err != nil {
+				return nil, err
+			}
+		} else if r.Tokens, err = scanWhere(t, st, b); err != nil {
 			return nil, err
 		}
 	} else {
@@ -700,6 +710,12 @@ func where(t *Table, rels []cql.Relation, stmt string, fullKey bool, b *binder) 
 		}
 		if r.Op == cql.IN || r.Multi() {
 			return nil, cr, fmt.Errorf("%s with IN or a multi-column relation is not supported: write each row's key with =", stmt)
+		}
+		if r.Op == cql.CONTAINS || r.Op == cql.CONTAINSKEY {
+			return nil, cr, fmt.Errorf("%s restrictions are only supported in SELECT, not in %s", r.Op, stmt)
+		}
+		if r.Element != nil {
+			return nil, cr, fmt.Errorf("restrictions on map entries are only supported in SELECT, not in %s", stmt)
 		}
 		c, err := column(t, r.Column)
 		if err != nil {

@@ -259,6 +259,8 @@ type Table struct {
 	// options holds the compatibility options set to other than their defaults (see Option);
 	// never changed once the table is built.
 	options map[string]OptionValue
+	// indexes are the table's secondary indexes, sorted by name (index.go).
+	indexes []Index
 
 	Version Version // of the last CREATE, ALTER or DROP of the table
 	// KeyspaceVersion is the Version of the keyspace the table was created
@@ -465,6 +467,10 @@ func (s *Schema) Apply(stmt cql.Statement, keyspace string, c Change) (*Schema, 
 		ks, ts := s.clone()
 		ts[tableKey{t.Keyspace, t.Name}] = nt
 		return finishLevels(ks, ts, s.sl, s.gcBefore), nil
+	case *cql.CreateIndexStmt:
+		return s.createIndex(st, keyspace, c)
+	case *cql.DropIndexStmt:
+		return s.dropIndex(st, keyspace, c)
 	case *cql.TruncateStmt:
 		t, err := s.lookupTable(st.Table, keyspace)
 		if err != nil {
@@ -734,6 +740,10 @@ func StatementName(stmt cql.Statement) string {
 		return "DROP TYPE"
 	case *cql.TruncateStmt:
 		return "TRUNCATE"
+	case *cql.CreateIndexStmt:
+		return "CREATE INDEX"
+	case *cql.DropIndexStmt:
+		return "DROP INDEX"
 	case *cql.InsertStmt:
 		return "INSERT"
 	case *cql.UpdateStmt:

@@ -65,6 +65,8 @@ type RowFilter struct {
 	// Values holds one tuple of values (one per column) for EQ and the ranges, each tuple of
 	// the list for IN.
 	Values [][][]byte
+	// Element is set for m[key] = value on a map column: the key (Values holds the value).
+	Element []byte
 }
 
 // Match reports whether the row whose column values value gives matches f.
@@ -83,7 +85,13 @@ func (f *RowFilter) Match(value func(c *Column) []byte) bool {
 		}
 		return 0
 	}
+	switch {
+	case f.Element != nil:
+		return entryMatch(f.Columns[0], row[0], f.Element, f.Values[0][0])
+	}
 	switch f.Op {
+	case cql.CONTAINS, cql.CONTAINSKEY:
+		return containsMatch(f.Columns[0], row[0], f.Values[0][0], f.Op == cql.CONTAINSKEY)
 	case cql.IN:
 		return slices.ContainsFunc(f.Values, func(t [][]byte) bool { return cmp(t) == 0 })
 	case cql.EQ:
@@ -142,15 +150,15 @@ func selectWhere(t *Table, st *cql.SelectStmt, b *binder) (pks [][][]byte, cr Cl
 			if r.Op == cql.IN {
 				return nil, cr, nil, 0, fmt.Errorf("IN predicates on non-primary-key columns (%s) is not yet supported", name)
 			}
-			v, _, err := b.term(c, r.Value)
+			f, _, err := regularFilter(c, r, b)
 			if err != nil {
 				return nil, cr, nil, 0, err
 			}
-			if !b.check && v == nil {
-				return nil, cr, nil, 0, fmt.Errorf("invalid null value in condition for column %s", name)
-			}
-			filters = append(filters, RowFilter{Columns: []*Column{c}, Op: r.Op, Values: [][][]byte{{v}}})
+			filters = append(filters, f)
 			continue
+		}
+		if r.Op == cql.CONTAINS || r.Op == cql.CONTAINSKEY || r.Element != nil {
+			return nil, cr, nil, 0, fmt.Errorf("%s on the primary key column %s is not supported", map[bool]string{true: "an entry restriction", false: r.Op.String()}[r.Element != nil], name)
 		}
 		restricted := x.in != nil || x.isIn || x.lower != nil || x.upper != nil
 		switch r.Op {
@@ -190,7 +198,7 @@ func selectWhere(t *Table, st *cql.SelectStmt, b *binder) (pks [][][]byte, cr Cl
 			}
 		}
 	}
-	if len(filters) > 0 && !st.AllowFiltering {
+	if len(filters) > 0 && !st.AllowFiltering && !indexServes(t, filters) {
 		return nil, cr, nil, 0, fmt.Errorf("%s", errNeedsFiltering)
 	}
 
@@ -508,6 +516,33 @@ func tupleNames(xs []cql.Ident) string {
 // relationVariables describes the bind markers of a relation with IN or on a tuple of
 // columns of table t, calling set for each; it returns false for other relations.
 func relationVariables(t *Table, r cql.Relation, set func(lit *cql.Literal, name string, typ Type)) bool {
+	if r.Element != nil {
+		if c, ok := t.Column(r.Column.Name); ok {
+			if kind, elems := c.Type.Frozen().Params(); kind == ParamMap {
+				for i, x := range []cql.Term{r.Element, r.Value} {
+					name := []string{"key(", "value("}[i] + c.Name + ")"
+					if lit, ok := x.(*cql.Literal); ok && lit.Kind == cql.LitBind {
+						set(lit, name, elems[i])
+					} else {
+						nestedMarkers(elems[i], name, x, set)
+					}
+				}
+			}
+		}
+		return true
+	}
+	if (r.Op == cql.CONTAINS || r.Op == cql.CONTAINSKEY) && !r.Multi() {
+		if c, ok := t.Column(r.Column.Name); ok {
+			if typ, err := containsType(c, r.Op == cql.CONTAINSKEY); err == nil {
+				if lit, ok := r.Value.(*cql.Literal); ok && lit.Kind == cql.LitBind {
+					set(lit, c.Name, typ)
+				} else {
+					nestedMarkers(typ, c.Name, r.Value, set)
+				}
+			}
+		}
+		return true
+	}
 	if r.Op != cql.IN && !r.Multi() {
 		return false
 	}

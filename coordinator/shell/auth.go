@@ -441,6 +441,21 @@ func (e *Executor) authorize(ctx context.Context, stmt cql.Statement, keyspace s
 	case *cql.TruncateStmt:
 		perm = auth.Modify // as Cassandra: TRUNCATE needs MODIFY on the table
 		r, ok = tableResource(st.Table, keyspace)
+	case *cql.CreateIndexStmt: // as Cassandra: ALTER on the table
+		perm = auth.Alter
+		tn := st.Table
+		if tn.Keyspace.Name == "" {
+			tn.Keyspace = st.Name.Keyspace
+		}
+		r, ok = tableResource(tn, keyspace)
+	case *cql.DropIndexStmt: // ALTER on the index's table; nothing to check when there is none
+		perm = auth.Alter
+		resolved := *st
+		e.schema.Schema().ResolveDropIndex(&resolved, keyspace)
+		if resolved.Table.Name.Name == "" {
+			return nil
+		}
+		r, ok = tableResource(resolved.Table, keyspace)
 	case *cql.CreateTypeStmt, *cql.AlterTypeStmt, *cql.DropTypeStmt:
 		// As Cassandra: CREATE, ALTER or DROP on the type's keyspace.
 		perm = map[string]auth.Permission{"CREATE TYPE": auth.Create, "ALTER TYPE": auth.Alter, "DROP TYPE": auth.Drop}[schema.StatementName(stmt)]

@@ -18,6 +18,15 @@ import (
 // schema package's sentinel errors); any other error of it is internal, or one the front ends
 // know how to render (a majority of the cluster unreachable).
 func (e *Executor) executeDDL(ctx context.Context, stmt cql.Statement, keyspace string) (coordinator.Result, error) {
+	if st, ok := stmt.(*cql.DropIndexStmt); ok {
+		// The statement names the index only; the catalog agrees on its table's entry.
+		resolved := *st
+		e.schema.Schema().ResolveDropIndex(&resolved, keyspace)
+		if resolved.Table.Name.Name == "" && st.IfExists {
+			return coordinator.Result{Kind: coordinator.ResultVoid}, nil // no such index: a no-op
+		}
+		stmt = &resolved
+	}
 	rfBefore := 0
 	if st, ok := stmt.(*cql.AlterKeyspaceStmt); ok {
 		if k, ok := e.schema.Schema().Keyspace(st.Name.Name); ok {
@@ -85,6 +94,14 @@ func schemaChange(stmt cql.Statement, keyspace string) coordinator.SchemaChange 
 		return userType(coordinator.Updated, st.Name)
 	case *cql.DropTypeStmt:
 		return userType(coordinator.Dropped, st.Name)
+	case *cql.CreateIndexStmt: // as Cassandra: the table is updated
+		tn := st.Table
+		if tn.Keyspace.Name == "" {
+			tn.Keyspace = st.Name.Keyspace
+		}
+		return table(coordinator.Updated, tn)
+	case *cql.DropIndexStmt:
+		return table(coordinator.Updated, st.Table)
 	}
 	return coordinator.SchemaChange{}
 }

@@ -44,6 +44,10 @@ func namePos(stmt cql.Statement) cql.Pos {
 		return st.Name.Pos()
 	case *cql.DropTypeStmt:
 		return st.Name.Pos()
+	case *cql.CreateIndexStmt:
+		return st.Table.Pos()
+	case *cql.DropIndexStmt:
+		return st.Name.Pos()
 	case *cql.InsertStmt:
 		return st.Table.Pos()
 	case *cql.UpdateStmt:

@@ -421,7 +421,7 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	}
 	switch st := stmt.(type) {
 	case *cql.CreateKeyspaceStmt, *cql.AlterKeyspaceStmt, *cql.DropKeyspaceStmt, *cql.CreateTableStmt, *cql.AlterTableStmt, *cql.DropTableStmt, *cql.TruncateStmt,
-		*cql.CreateTypeStmt, *cql.AlterTypeStmt, *cql.DropTypeStmt:
+		*cql.CreateTypeStmt, *cql.AlterTypeStmt, *cql.DropTypeStmt, *cql.CreateIndexStmt, *cql.DropIndexStmt:
 		resp, err := e.executeDDL(ctx, st, keyspace)
 		if err == nil {
 			resp.Warnings = append(resp.Warnings, e.afterDDL(ctx, st, keyspace, resp)...)

@@ -815,7 +815,7 @@ func TestInvalidStatements(t *testing.T) {
 		{"ALTER KEYSPACE ks WITH rate_limit = {'max_reads_per_second': 0}", one, "keyspace ks: rate_limit: 'max_reads_per_second' = 0 is zero; a limit is a positive integer (leave the key out for no limit)"},
 		{"DESCRIBE TABLE nope", one, "1:16: unknown table ks.nope"},
 		{"DESCRIBE TABLE nope WITH INTERNALS", one, "1:16: unknown table ks.nope"},
-		{"CREATE MATERIALIZED VIEW v AS SELECT * FROM t PRIMARY KEY (k)", one, "1:8: materialized views are not supported"},
+		{"CREATE MATERIALIZED VIEW v AS SELECT * FROM t PRIMARY KEY (k)", one, "1:8: materialized views are not supported: to query a table by a regular column, create a secondary index on it (CREATE INDEX ON ks.t (col)), or keep a second table written beside it"},
 	}
 	for _, tt := range tests {
 		_, err := c.exec("n1", tt.cl, tt.stmt)

@@ -53,6 +53,9 @@ func (e *Executor) executeSelect(ctx context.Context, st *cql.SelectStmt, keyspa
 	if err != nil {
 		return nil, coordinator.Result{}, invalid(st, err)
 	}
+	if r.Index != nil {
+		return e.executeIndexScan(ctx, r, keyspace, cl, req) // index.go
+	}
 	if r.Scan {
 		return e.executeScan(ctx, r, keyspace, cl, req) // scan.go
 	}

@@ -118,8 +118,11 @@ type partitionReads struct {
 	r       *schema.Read
 	keys    []inKey
 	counted int // partitions [0, counted) were counted for the limiter by earlier pages
-	base    readSpec
-	now, dl time.Time
+	// pageJudged says the budgets counted the statement's page already (an index query's page
+	// is one read of them, index.go); else each partition read counts one.
+	pageJudged bool
+	base       readSpec
+	now, dl    time.Time
 
 	warnings []string
 }
@@ -143,6 +146,9 @@ func (x *partitionReads) readRange(ctx context.Context, from, to int, after [][]
 		if i >= x.counted {
 			units++
 		}
+	}
+	if x.pageJudged {
+		units = 0
 	}
 	if err := x.e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, units, &x.warnings); err != nil {
 		return nil, err

@@ -2975,7 +2975,14 @@ type RangeReadRequest struct {
 	// The most live rows to return; 0 means no limit.
 	Limit uint32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
 	// As ReadRequest.page_bytes, over the whole page.
-	PageBytes     uint32 `protobuf:"varint,7,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
+	PageBytes uint32 `protobuf:"varint,7,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
+	// With index_id set, the read asks the table's secondary index index_id (schema.Index.ID) for
+	// the partitions of the range that hold a row whose indexed column is index_value on this
+	// replica: each answered partition has its key and token and an empty page, in token order
+	// from the start position (with after set, the start partition itself is included); limit
+	// bounds the partitions. A replica whose index is not built yet answers an error.
+	IndexId       uint64 `protobuf:"varint,8,opt,name=index_id,json=indexId,proto3" json:"index_id,omitempty"`
+	IndexValue    []byte `protobuf:"bytes,9,opt,name=index_value,json=indexValue,proto3" json:"index_value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3057,6 +3064,20 @@ func (x *RangeReadRequest) GetPageBytes() uint32 {
 		return x.PageBytes
 	}
 	return 0
+}
+
+func (x *RangeReadRequest) GetIndexId() uint64 {
+	if x != nil {
+		return x.IndexId
+	}
+	return 0
+}
+
+func (x *RangeReadRequest) GetIndexValue() []byte {
+	if x != nil {
+		return x.IndexValue
+	}
+	return nil
 }
 
 // RangePartition is one partition of a range read's answer: its key, its token and what the replica
@@ -4251,7 +4272,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\fR\x05value\"J\n" +
 	"\x12CollectionDeletion\x12\x16\n" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x1c\n" +
-	"\ttimestamp\x18\x02 \x01(\x03R\ttimestamp\"\x88\x02\n" +
+	"\ttimestamp\x18\x02 \x01(\x03R\ttimestamp\"\xc4\x02\n" +
 	"\x10RangeReadRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x1f\n" +
 	"\vstart_token\x18\x02 \x01(\x03R\n" +
@@ -4261,7 +4282,10 @@ const file_replica_proto_rawDesc = "" +
 	"\tend_token\x18\x05 \x01(\x03R\bendToken\x12\x14\n" +
 	"\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1d\n" +
 	"\n" +
-	"page_bytes\x18\a \x01(\rR\tpageBytes\"\x80\x01\n" +
+	"page_bytes\x18\a \x01(\rR\tpageBytes\x12\x19\n" +
+	"\bindex_id\x18\b \x01(\x04R\aindexId\x12\x1f\n" +
+	"\vindex_value\x18\t \x01(\fR\n" +
+	"indexValue\"\x80\x01\n" +
 	"\x0eRangePartition\x12#\n" +
 	"\rpartition_key\x18\x01 \x03(\fR\fpartitionKey\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\x03R\x05token\x123\n" +

@@ -238,7 +238,7 @@ func definitions() []*table {
 		define(KeyspaceSystemSchema, "indexes", ksName, []string{"table_name", "text", "index_name", "text"}, []string{
 			"kind", "text",
 			"options", "map<text, text>",
-		}, none),
+		}, indexRows),
 		define(KeyspaceSystemSchema, "scylla_tables", ksName, []string{"table_name", "text"}, []string{
 			"cdc", "map<text, text>",
 			"in_memory", "boolean",
@@ -530,6 +530,27 @@ func typeRows(v *view) []map[string][]byte {
 				"type_name":     encText(u.Name),
 				"field_names":   encTextList(u.FieldNames),
 				"field_types":   encTextList(types),
+			})
+		}
+	}
+	return rows
+}
+
+// indexRows are system_schema.indexes: Cassandra 4.1's native indexes are of kind COMPOSITES,
+// with their target as the one option.
+func indexRows(v *view) []map[string][]byte {
+	var rows []map[string][]byte
+	for _, t := range v.schema.Tables("") {
+		if !v.keep("keyspace_name", t.Keyspace) || !v.keep("table_name", t.Name) {
+			continue
+		}
+		for _, ix := range t.Indexes() {
+			rows = append(rows, map[string][]byte{
+				"keyspace_name": encText(t.Keyspace),
+				"table_name":    encText(t.Name),
+				"index_name":    encText(ix.Name),
+				"kind":          encText("COMPOSITES"),
+				"options":       encMap(kv{"target", ix.TargetCQL()}),
 			})
 		}
 	}

@@ -1,0 +1,302 @@
+package shell
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/kvnode/kvnode/coordinator"
+	"github.com/kvnode/kvnode/proto/replicapb"
+	"github.com/kvnode/kvnode/schema"
+)
+
+// Index queries: a SELECT that a secondary index serves (schema.Read.Index: WHERE col = v on an
+// indexed column, without a partition key restriction). Indexes are node-local (package
+// replica), so the query walks the ring's token ranges in token order as a scan does; for each
+// range it asks as many replicas as the consistency level needs for the partitions their index
+// holds for v (internode kind range_read with index_id, exempt from the limiter), takes the
+// union in token order, then reads those partitions back as an IN reads its partitions: at the
+// consistency level, reconciled, read-repaired, and filtered by the statement's restrictions
+// (col = v among them). A replica's candidate may be stale or missing on another replica; the
+// read back decides. Every acknowledged write of v at the consistency level is on one replica
+// of any set the level reads, with its index entry written in the same batch, so the union
+// misses none.
+//
+// For the limiter, the index read is exempt like a scan; each partition read back counts one
+// read of that partition (decided by its replicas, once per page); the service level's and the
+// keyspace's budgets count one read per page. The paging state is a scan's (token, partition,
+// row), so any coordinator continues it.
+
+// indexCandidates bounds the candidate partitions one index read of a range returns.
+const indexCandidates = 256
+
+// indexShapeSupported refuses the shapes an index query does not run yet.
+func indexShapeSupported(r *schema.Read) error {
+	var what string
+	switch {
+	case r.Aggregated():
+		what = "aggregates and GROUP BY"
+	case r.Distinct:
+		what = "SELECT DISTINCT"
+	case r.PerPartitionLimit > 0:
+		what = "PER PARTITION LIMIT"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s with a secondary index query (without a partition key restriction) are not supported yet", what)
+}
+
+// executeIndexScan runs a SELECT that index r.Index serves at consistency cl.
+func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
+	t := r.Table
+	if err := indexShapeSupported(r); err != nil {
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
+	}
+	ring, ok1 := e.ring.(RangeRing)
+	reader, ok2 := e.transport.(RangeReader)
+	if !ok1 || !ok2 {
+		return t, coordinator.Result{}, ErrScanUnsupported
+	}
+	rf, err := replicationFactor(e.schema.Schema(), t)
+	if err != nil {
+		return t, coordinator.Result{}, err
+	}
+	var fingerprint uint64
+	if req.PageSize > 0 || len(req.PagingState) > 0 {
+		fingerprint = statementFingerprint(req, keyspace)
+	}
+	pos, returned, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
+	if err != nil {
+		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
+	}
+	want := math.MaxInt
+	if r.Limit > 0 {
+		want = r.Limit - returned
+	}
+	paged := req.PageSize > 0 && req.PageSize < math.MaxInt32
+	if paged {
+		want = min(want, req.PageSize)
+	}
+	now := e.now()
+	if r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End {
+		res, err := rowsResult(r, nil, 0)
+		return t, res, err
+	}
+	var warnings []string
+	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, 1, &warnings); err != nil {
+		return t, coordinator.Result{}, err // a page is one read of its budgets
+	}
+	q := indexQuery{e: e, ring: ring, reader: reader, r: r, rf: rf, cl: cl, now: now,
+		dl: deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))}
+	rows, pos, done, err := q.page(ctx, pos, want, paged)
+	if err != nil {
+		return t, coordinator.Result{}, err
+	}
+	res, err := scanResult(r, rows, now.Unix())
+	if err != nil {
+		return t, res, err
+	}
+	if r.JSON {
+		if res.Rows, err = jsonRows(r, res.Rows); err != nil {
+			return t, res, err
+		}
+	}
+	if paged && !done && len(rows) == want && (r.Limit == 0 || returned+len(rows) < r.Limit) {
+		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), pos)
+	}
+	res.Warnings = append(warnings, q.warnings...)
+	return t, res, nil
+}
+
+// indexQuery runs the pages of one index query.
+type indexQuery struct {
+	e        *Executor
+	ring     RangeRing
+	reader   RangeReader
+	r        *schema.Read
+	rf       schema.Replication
+	cl       coordinator.Consistency
+	now, dl  time.Time
+	warnings []string
+}
+
+// page returns up to want rows from pos on, the position after the last, and whether the query
+// reached the end of its tokens.
+func (q *indexQuery) page(ctx context.Context, pos scanPos, want int, paged bool) ([]scanRow, scanPos, bool, error) {
+	var out []scanRow
+	end := q.r.Tokens.End
+	for len(out) < want {
+		if pos.Key == nil && pos.Token >= end {
+			return out, pos, true, nil
+		}
+		keys, next, err := q.candidates(ctx, pos)
+		if err != nil {
+			return nil, pos, false, err
+		}
+		var after [][]byte
+		counted := 0
+		if pos.After != nil && len(keys) > 0 && keys[0].token == pos.Token && sameKey(keys[0].pk, pos.Key) {
+			after, counted = pos.After, 1 // the partition the last page stopped in, counted then
+		}
+		x := &partitionReads{e: q.e, r: q.r, keys: keys, counted: counted, pageJudged: true,
+			base: readSpec{table: q.r.Table, clustering: q.r.Clustering, rf: q.rf, cl: q.cl}, now: q.now, dl: q.dl}
+		window := maxParallelPartitions
+		if paged {
+			window = 4
+		}
+		for from := 0; from < len(keys); from += window {
+			to := min(from+window, len(keys))
+			left := want - len(out)
+			res, err := x.readRange(ctx, from, to, after, func(int) int {
+				if want == math.MaxInt {
+					return 0
+				}
+				return left + 1 // one more: whether the partition has more
+			})
+			if err != nil {
+				return nil, pos, false, err
+			}
+			after = nil
+			for k, p := range res {
+				key := keys[from+k]
+				room := min(len(p.rows), want-len(out))
+				for _, row := range p.rows[:room] {
+					out = append(out, scanRow{key: key.pk, row: row})
+				}
+				if len(out) < want {
+					continue
+				}
+				// The page is full in this partition: after it when nothing of it is left.
+				pos = scanPos{Token: key.token, Key: key.pk}
+				if room < len(p.rows) || !p.done {
+					pos.After = out[len(out)-1].row.Clustering
+				}
+				q.warnings = append(q.warnings, x.warnings...)
+				return out, pos, false, nil
+			}
+		}
+		q.warnings = append(q.warnings, x.warnings...)
+		pos = next
+	}
+	return out, pos, pos.Key == nil && pos.Token >= end, nil
+}
+
+// indexRangesAtOnce is how many token ranges an index query asks for candidates at once.
+const indexRangesAtOnce = 8
+
+// candidates asks the replicas of the next token ranges from pos on (up to indexRangesAtOnce of
+// them, in parallel) for the partitions their index holds for the value, and returns them in
+// token order with the position after everything the answers covered: the end of the last
+// range, or where the first range whose answers stopped early stopped.
+func (q *indexQuery) candidates(ctx context.Context, pos scanPos) ([]inKey, scanPos, error) {
+	type span struct {
+		from scanPos
+		end  int64
+	}
+	var spans []span
+	for p := pos; len(spans) < indexRangesAtOnce && (p.Key != nil || p.Token < q.r.Tokens.End); {
+		next := p.Token
+		if p.Key == nil {
+			next++
+		}
+		rangeEnd, ok := q.ring.RangeEnd(next)
+		if !ok {
+			return nil, pos, &coordinator.UnavailableError{Consistency: q.cl, Live: 0, Required: coordinator.BlockFor(q.cl, q.rf.Total())}
+		}
+		end := min(rangeEnd, q.r.Tokens.End)
+		spans = append(spans, span{from: p, end: end})
+		p = scanPos{Token: end}
+	}
+	type result struct {
+		keys []inKey
+		next scanPos
+		err  error
+	}
+	results := make([]result, len(spans))
+	var wg sync.WaitGroup
+	for i, sp := range spans {
+		wg.Go(func() {
+			r := &results[i]
+			r.keys, r.next, r.err = q.rangeCandidates(ctx, sp.from, sp.end)
+		})
+	}
+	wg.Wait()
+	var keys []inKey
+	for _, r := range results {
+		if r.err != nil {
+			return nil, pos, r.err
+		}
+		keys, pos = append(keys, r.keys...), r.next
+		if r.next.Key != nil {
+			break // this range stopped early: the next call goes on from there
+		}
+	}
+	return keys, pos, nil
+}
+
+// rangeCandidates asks the replicas of the token range that ends at end for the partitions
+// their index holds for the value, from pos on, and returns their union in token order with the
+// position after everything the answers covered.
+func (q *indexQuery) rangeCandidates(ctx context.Context, pos scanPos, end int64) ([]inKey, scanPos, error) {
+	e, t := q.e, q.r.Table
+	rreq := &replicapb.RangeReadRequest{
+		TableId: uint64(t.ID), StartToken: pos.Token, StartPartitionKey: pos.Key, EndToken: end,
+		Limit: indexCandidates, IndexId: uint64(q.r.Index.ID), IndexValue: q.r.IndexValue,
+	}
+	if pos.After != nil {
+		rreq.After = &replicapb.ClusteringKey{Components: pos.After}
+	}
+	var replicaBuf [8]coordinator.Replica
+	var orderBuf [8]coordinator.NodeID
+	p := coordinator.Params{
+		Op: coordinator.OpRead, Consistency: q.cl, Self: e.localID, PerDC: len(q.rf.DataCenters) > 0,
+		Replicas: e.replicaSet(replicaBuf[:0], end, q.rf), Exempt: true, Deadline: q.dl,
+	}
+	e.skipUnrepaired(&p)
+	p.ReadOrder = e.scores.order(orderBuf[:0], p.Replicas, e.localID, e.mono())
+	req, err := e.newRequest(p)
+	if err != nil {
+		return nil, pos, err
+	}
+	step := req.Start(e.now())
+	o := step.Outcome
+	if o == nil {
+		if o, err = e.await(ctx, req, step.Sends, rangeExchange{t: q.reader, req: rreq}, q.dl, false, nil); err != nil {
+			return nil, pos, err
+		}
+	}
+	if err := e.outcomeErr(o, t); err != nil {
+		return nil, pos, err
+	}
+	resps := o.(coordinator.Success).Responses
+	answers := make([]coordinator.RangeAnswer, len(resps))
+	for i, r := range resps {
+		resp, ok := r.Payload.(*replicapb.RangeReadResponse)
+		if !ok {
+			return nil, pos, fmt.Errorf("coordinator: index read from replica %s returned no data", r.From)
+		}
+		a := coordinator.RangeAnswer{From: r.From, Stopped: resp.Stopped, Partitions: make([]coordinator.RangePartition, len(resp.Partitions))}
+		for j, rp := range resp.Partitions {
+			a.Partitions[j] = coordinator.RangePartition{Token: rp.Token, Key: rp.PartitionKey}
+		}
+		answers[i] = a
+	}
+	parts, complete, err := coordinator.GroupRange(t, answers)
+	if err != nil {
+		return nil, pos, err
+	}
+	keys := make([]inKey, len(parts))
+	for i, part := range parts {
+		keys[i] = inKey{pk: part.Key, token: part.Token}
+	}
+	switch {
+	case complete:
+		return keys, scanPos{Token: end}, nil
+	case len(parts) > 0:
+		last := parts[len(parts)-1]
+		return keys, scanPos{Token: last.Token, Key: last.Key}, nil
+	}
+	return nil, pos, fmt.Errorf("coordinator: index read of table %s stopped without a partition", t.QualifiedName())
+}
