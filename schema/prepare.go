@@ -626,7 +626,7 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 	var eqPrefix int
 	if IsScan(t, st.Where) {
 		r.Scan = true
-		if r.Tokens, err = scanWhere(t, st, b); err != nil {
+		if r.Tokens, r.Filters, err = scanWhere(t, st, b); err != nil {
 			return nil, err
 		}
 	} else {
