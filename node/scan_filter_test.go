@@ -175,4 +175,41 @@ func checkScanShapes(t *testing.T, c0 *client.Client, sessions []*gocql.Session)
 	check("SELECT k, COUNT(*), max(v) FROM f WHERE v > 0 GROUP BY k ALLOW FILTERING", 3, groups(false, func(r shapeRow) bool { return r.v > 0 }, 0, 0))
 	check("SELECT k, COUNT(*), max(v) FROM f GROUP BY k LIMIT 9", 3, groups(false, all, 0, 9))
 	check("SELECT k, COUNT(*), max(v) FROM f GROUP BY k, c PER PARTITION LIMIT 2", 3, groups(true, all, 2, 0))
+
+	var count int64
+	if err := sessions[0].Query("SELECT COUNT(*) FROM f WHERE v = 1 ALLOW FILTERING").Scan(&count); err != nil || count != int64(len(kc(func(r shapeRow) bool { return r.v == 1 }))) {
+		t.Errorf("COUNT(*) WHERE v = 1 over a scan = %d (%v), want %d", count, err, len(kc(func(r shapeRow) bool { return r.v == 1 })))
+	}
+	checkSparseFilter(t, c0, sessions[2])
+}
+
+// checkSparseFilter: a filtered scan whose first page scans its budget of rows (4096) without
+// a match returns an empty page with a paging state after the rows it scanned, and the scan
+// goes on to the match rather than end or start over.
+func checkSparseFilter(t *testing.T, c0 *client.Client, s *gocql.Session) {
+	exec(t, c0, client.One, "CREATE TABLE ks.sparse (k int, c int, v int, PRIMARY KEY (k, c))")
+	const n = 5000
+	for from := 0; from < n; from += 250 {
+		var b strings.Builder
+		b.WriteString("BEGIN UNLOGGED BATCH\n")
+		for c := from; c < from+250; c++ {
+			fmt.Fprintf(&b, "INSERT INTO ks.sparse (k, c, v) VALUES (1, %d, %d);\n", c, map[bool]int{true: 1}[c == n-1])
+		}
+		b.WriteString("APPLY BATCH")
+		exec(t, c0, client.Quorum, b.String())
+	}
+	q := "SELECT c FROM sparse WHERE v = 1 ALLOW FILTERING"
+	it := s.Query(q).PageSize(1).Iter()
+	if it.NumRows() != 0 || len(it.PageState()) == 0 {
+		t.Errorf("%s: the first page has %d rows and paging state %x; want none, and a state to go on", q, it.NumRows(), it.PageState())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{0, 1, 100} {
+		got := collectInts(t, s.Query(q).PageSize(p), 1)
+		if !slices.EqualFunc(got, [][]int32{{n - 1}}, slices.Equal) {
+			t.Errorf("%s in pages of %d = %v, want [[%d]]", q, p, got, n-1)
+		}
+	}
 }

@@ -23,7 +23,7 @@ const (
 	// scanFilterChunk is how many rows of a partition a filtered scan reads at once.
 	scanFilterChunk = 256
 	// scanFilterBudget bounds the rows one page of a paged filtered scan scans.
-	scanFilterBudget = 10000
+	scanFilterBudget = 4096
 )
 
 // scanShape is what of a SELECT's shape a scanner applies to the rows it reads.
