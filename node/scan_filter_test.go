@@ -116,6 +116,13 @@ func checkScanShapes(t *testing.T, c0 *client.Client, sessions []*gocql.Session)
 		t.Errorf("the model has %d partitions with s = 2, want 13", len(dk))
 	}
 	check("SELECT DISTINCT k, s FROM f WHERE s = 2 ALLOW FILTERING", 2, dk)
+	var dkIn [][]int32 // within partitions too
+	for _, d := range dk {
+		if d[0] == 2 || d[0] == 5 {
+			dkIn = append(dkIn, d)
+		}
+	}
+	check("SELECT DISTINCT k, s FROM f WHERE k IN (2, 5, 7) AND s = 2 ALLOW FILTERING", 2, dkIn)
 
 	// Without ALLOW FILTERING: Cassandra 4.1's refusal; DISTINCT filters on static columns only.
 	for q, want := range map[string]string{
