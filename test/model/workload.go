@@ -420,6 +420,9 @@ func (w *Workload) Next() *Op {
 				op.Cols = append(op.Cols, i)
 			}
 		}
+		if len(t.CK) > 0 && r.IntN(3) == 0 {
+			op.Range = w.clusteringRange(t, false) // filtered: scanfilter.go
+		}
 	default:
 		op.Kind = Select
 		switch q := r.IntN(10); {
@@ -554,7 +557,7 @@ func (op *Op) statement() string {
 		for _, i := range op.Cols {
 			cols = append(cols, t.Regular[i])
 		}
-		return fmt.Sprintf("SELECT %s FROM %s", names(cols), t.QName())
+		return fmt.Sprintf("SELECT %s FROM %s%s", names(cols), t.QName(), op.scanFilter())
 	}
 	var where []string
 	for i, c := range t.PK {
