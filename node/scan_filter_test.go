@@ -91,9 +91,10 @@ func checkScanShapes(t *testing.T, c0 *client.Client, sessions []*gocql.Session)
 	check := func(q string, n int, want [][]int32, args ...any) {
 		t.Helper()
 		for i, p := range pages {
-			got := collectInts(t, sessions[i%len(sessions)].Query(q, args...).PageSize(p), n)
+			cl := []gocql.Consistency{gocql.One, gocql.Quorum, gocql.All}[i%3]
+			got := collectInts(t, sessions[i%len(sessions)].Query(q, args...).PageSize(p).Consistency(cl), n)
 			if !slices.EqualFunc(got, want, slices.Equal) {
-				t.Errorf("%s (%v) in pages of %d returned %d rows\n%v\nwant %d\n%v", q, args, p, len(got), got, len(want), want)
+				t.Errorf("%s (%v) at %v in pages of %d returned %d rows\n%v\nwant %d\n%v", q, args, cl, p, len(got), got, len(want), want)
 			}
 		}
 	}
