@@ -394,10 +394,11 @@ func (x rangeExchange) call(ctx context.Context, s coordinator.Send) coordinator
 // A scan's paging state has the form of a single-partition read's (paging.go) with its own
 // version, scanPagingVersion, and where the scan goes on instead of a clustering key:
 //
-//	byte      scanPagingVersion
+//	byte      scanPagingVersion, or scanPagingCountVersion with the count below
 //	8 bytes   the statement's fingerprint
 //	uvarint   rows returned by the earlier pages
-//	uvarint   rows (groups with GROUP BY) of the partition it resumes inside returned so far
+//	uvarint   with scanPagingCountVersion only: the rows (groups with GROUP BY) of the
+//	          partition it resumes inside returned so far (PER PARTITION LIMIT), not 0
 //	8 bytes   token, big-endian
 //	byte      0: after the token; 1: after the partition; 2: after a row of it
 //	with 1 or 2: uvarint n, then n times uvarint length and a partition key component
@@ -405,13 +406,23 @@ func (x rangeExchange) call(ctx context.Context, s coordinator.Send) coordinator
 //
 // It names a token and keys, never a range of the ring or a node, so that any coordinator can
 // continue it, and ranges that moved since (a node joined or left) are found again by token.
-const scanPagingVersion = 3
+//
+// A state without a count keeps the form of nodes that predate PER PARTITION LIMIT over scans.
+const (
+	scanPagingVersion      = 2
+	scanPagingCountVersion = 3
+)
 
 func encodeScanPagingState(fingerprint uint64, returned, partTaken int, pos scanPos) []byte {
 	b := []byte{scanPagingVersion}
+	if partTaken > 0 {
+		b[0] = scanPagingCountVersion
+	}
 	b = binary.BigEndian.AppendUint64(b, fingerprint)
 	b = binary.AppendUvarint(b, uint64(returned))
-	b = binary.AppendUvarint(b, uint64(partTaken))
+	if partTaken > 0 {
+		b = binary.AppendUvarint(b, uint64(partTaken))
+	}
 	b = binary.BigEndian.AppendUint64(b, uint64(pos.Token))
 	comps := func(cs [][]byte) {
 		b = binary.AppendUvarint(b, uint64(len(cs)))
@@ -449,7 +460,7 @@ func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, to
 	if len(state) > maxPagingState {
 		return bad(fmt.Sprintf("%d bytes, the most is %d", len(state), maxPagingState))
 	}
-	if len(state) < 9 || state[0] != scanPagingVersion {
+	if len(state) < 9 || state[0] != scanPagingVersion && state[0] != scanPagingCountVersion {
 		return bad("not a paging state of a scan of this database")
 	}
 	if binary.BigEndian.Uint64(state[1:9]) != fingerprint {
@@ -461,11 +472,13 @@ func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, to
 		return bad("malformed row count")
 	}
 	b = b[n:]
-	partTaken, n := uvarint(b)
-	if n <= 0 || partTaken > 1<<31 {
-		return bad("malformed row count of a partition")
+	var partTaken uint64
+	if state[0] == scanPagingCountVersion {
+		if partTaken, n = uvarint(b); n <= 0 || partTaken == 0 || partTaken > 1<<31 {
+			return bad("malformed row count of a partition")
+		}
+		b = b[n:]
 	}
-	b = b[n:]
 	if len(b) < 9 {
 		return bad("truncated position")
 	}

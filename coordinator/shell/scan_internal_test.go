@@ -18,11 +18,14 @@ func TestScanPagingStateRoundTripAndRefusals(t *testing.T) {
 		{Token: 7, Key: [][]byte{[]byte("a")}},
 		{Token: 7, Key: [][]byte{[]byte("")}, After: [][]byte{schema.EncodeInt(3), []byte("x")}},
 	} {
-		state := encodeScanPagingState(99, 12, 3, pos)
-		got, returned, partTaken, err := decodeScanPagingState(state, 99, tb, ring)
-		if err != nil || returned != 12 || partTaken != 3 || !reflect.DeepEqual(got, pos) {
-			t.Errorf("decode(encode(%+v)) = %+v, %d, %d, %v", pos, got, returned, partTaken, err)
+		for _, taken := range []int{0, 3} {
+			state := encodeScanPagingState(99, 12, taken, pos)
+			got, returned, partTaken, err := decodeScanPagingState(state, 99, tb, ring)
+			if err != nil || returned != 12 || partTaken != taken || !reflect.DeepEqual(got, pos) {
+				t.Errorf("decode(encode(%+v, %d taken)) = %+v, %d, %d, %v", pos, taken, got, returned, partTaken, err)
+			}
 		}
+		state := encodeScanPagingState(99, 12, 3, pos)
 		if _, _, _, err := decodeScanPagingState(state, 98, tb, ring); err != errPagingForeign {
 			t.Errorf("a scan's state for another statement: %v, want errPagingForeign", err)
 		}
