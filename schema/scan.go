@@ -44,9 +44,13 @@ func scanWhere(t *Table, st *cql.SelectStmt, b *binder) (TokenRange, []RowFilter
 	tr := FullRing
 	var lowerSet, upperSet bool
 	var filters []RowFilter
+	bounds := scanBounds{}
 	for _, r := range st.Where {
 		if r.Token == nil {
 			f, err := scanFilter(t, r, st.AllowFiltering, b)
+			if err == nil {
+				err = bounds.add(f)
+			}
 			if err != nil {
 				return tr, nil, err
 			}

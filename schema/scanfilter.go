@@ -63,6 +63,39 @@ func scanFilter(t *Table, r cql.Relation, allow bool, b *binder) (RowFilter, err
 	return RowFilter{Columns: []*Column{c}, Op: r.Op, Values: [][][]byte{{v}}}, nil
 }
 
+// scanBounds records which restrictions a scan's filters put on each single column, to refuse
+// a column restricted twice (= or IN with anything, or two lower or two upper bounds) as a read
+// of one partition does.
+type scanBounds map[*Column][3]bool // equal, lower, upper
+
+func (sb scanBounds) add(f RowFilter) error {
+	if len(f.Columns) != 1 {
+		return nil
+	}
+	c := f.Columns[0]
+	had := sb[c]
+	name := cql.QuoteIdent(c.Name)
+	switch f.Op {
+	case cql.EQ, cql.IN:
+		if had[0] || had[1] || had[2] {
+			return fmt.Errorf("column %s is restricted more than once", name)
+		}
+		had[0] = true
+	case cql.GT, cql.GE:
+		if had[0] || had[1] {
+			return fmt.Errorf("column %s is restricted more than once (a lower bound is already given)", name)
+		}
+		had[1] = true
+	default:
+		if had[0] || had[2] {
+			return fmt.Errorf("column %s is restricted more than once (an upper bound is already given)", name)
+		}
+		had[2] = true
+	}
+	sb[c] = had
+	return nil
+}
+
 // distinctFilters reports whether the filters of a SELECT DISTINCT are all on static columns,
 // the only ones Cassandra lets DISTINCT filter on (their value is the partition's).
 func distinctFilters(fs []RowFilter) bool {

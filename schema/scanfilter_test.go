@@ -18,6 +18,7 @@ func TestBindScanFilters(t *testing.T) {
 	}{
 		{src: "SELECT * FROM t WHERE v = 'x' ALLOW FILTERING", filters: 1, ops: []cql.Token{cql.EQ}},
 		{src: "SELECT * FROM t WHERE c1 > 1 AND c2 <= 'b' ALLOW FILTERING", filters: 2, ops: []cql.Token{cql.GT, cql.LE}},
+		{src: "SELECT * FROM t WHERE v > 'a' AND v < 'c' ALLOW FILTERING", filters: 2, ops: []cql.Token{cql.GT, cql.LT}},
 		{src: "SELECT * FROM t WHERE token(a, b) > 0 AND c1 IN (3, 1, 3) ALLOW FILTERING", filters: 1, ops: []cql.Token{cql.IN}},
 		{src: "SELECT * FROM t WHERE (c1, c2) > (1, 'a') ALLOW FILTERING", filters: 1, ops: []cql.Token{cql.GT}},
 		{src: "SELECT * FROM kv WHERE v = ? ALLOW FILTERING", values: []BindValue{{Bytes: EncodeBigInt(7)}}, filters: 1, ops: []cql.Token{cql.EQ}},
@@ -57,6 +58,8 @@ func TestBindScanFilters(t *testing.T) {
 		{src: "SELECT * FROM t WHERE (c2, c1) > ('a', 1) ALLOW FILTERING", want: "clustering columns must appear in the PRIMARY KEY order"},
 		{src: "SELECT DISTINCT a, b FROM t WHERE v = 'x' ALLOW FILTERING", want: "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns"},
 		{src: "SELECT * FROM t WHERE token(a, b) > 0 AND zz = 1 ALLOW FILTERING", want: "unknown column zz"},
+		{src: "SELECT * FROM t WHERE c1 = 1 AND c1 = 2 ALLOW FILTERING", want: "column c1 is restricted more than once"},
+		{src: "SELECT * FROM t WHERE v > 'a' AND v >= 'b' ALLOW FILTERING", want: "column v is restricted more than once (a lower bound is already given)"},
 	} {
 		st, err := cql.ParseStatement(tt.src)
 		if err != nil {
