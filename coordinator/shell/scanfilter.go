@@ -141,10 +141,15 @@ func (e *Executor) groupScan(ctx context.Context, r *schema.Read, sc *scanner, p
 		agg.lastPK, agg.groupsInPart = pos.Key, sc.partTaken
 	}
 	var keys [][][]byte // the partitions of the rows added, by agg.part
-	for done := r.Tokens.Empty; !done; {
+	// A page of few groups reads few rows: the scan's pages grow from the groups wanted.
+	read := scanAggregatePage
+	if want < scanAggregatePage {
+		read = want + 1
+	}
+	for done := r.Tokens.Empty; !done; read = min(2*read, scanAggregatePage) {
 		var rows []scanRow
 		var err error
-		if rows, pos, done, err = sc.page(ctx, pos, scanAggregatePage); err != nil {
+		if rows, pos, done, err = sc.page(ctx, pos, read); err != nil {
 			return coordinator.Result{}, err
 		}
 		for _, x := range rows {
