@@ -456,8 +456,8 @@ func (r *Read) indexWhere(st *cql.SelectStmt, b *binder) error {
 	}
 	ts := *st
 	ts.Where = tokens
-	var err error
-	r.Tokens, err = scanWhere(t, &ts, b)
+	tokenRange, extra, err := scanWhere(t, &ts, b)
+	r.Tokens, r.Filters = tokenRange, append(r.Filters, extra...)
 	return err
 }
 

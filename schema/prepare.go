@@ -636,7 +636,7 @@ func (s *Schema) bindRead(st *cql.SelectStmt, keyspace string, b *binder) (*Read
 			if err := r.indexWhere(st, b); err != nil {
 				return nil, err
 			}
-		} else if r.Tokens, err = scanWhere(t, st, b); err != nil {
+		} else if r.Tokens, r.Filters, err = scanWhere(t, st, b); err != nil {
 			return nil, err
 		}
 	} else {

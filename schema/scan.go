@@ -37,48 +37,48 @@ func IsScan(t *Table, rels []cql.Relation) bool {
 	return true
 }
 
-// scanWhere interprets the WHERE clause of a SELECT that scans table t (IsScan): only token(...)
-// relations on the whole partition key, in key order. Restrictions on other columns would filter
-// the scan, which needs ALLOW FILTERING, and kvnode does not filter scans yet.
-func scanWhere(t *Table, st *cql.SelectStmt, b *binder) (TokenRange, error) {
+// scanWhere interprets the WHERE clause of a SELECT that scans table t (IsScan): token(...)
+// relations on the whole partition key, in key order, give the tokens read; relations on other
+// columns filter the rows read (scanfilter.go), with ALLOW FILTERING only.
+func scanWhere(t *Table, st *cql.SelectStmt, b *binder) (TokenRange, []RowFilter, error) {
 	tr := FullRing
 	var lowerSet, upperSet bool
+	var filters []RowFilter
+	bounds := scanBounds{}
 	for _, r := range st.Where {
 		if r.Token == nil {
-			c, err := column(t, r.Column)
+			f, err := scanFilter(t, r, st.AllowFiltering, b)
+			if err == nil {
+				err = bounds.add(f)
+			}
 			if err != nil {
-				return tr, err
+				return tr, nil, err
 			}
-			if c.Kind == PartitionKeyColumn {
-				return tr, fmt.Errorf("partition key column %s cannot be restricted by both a normal relation and a token relation", cql.QuoteIdent(c.Name))
-			}
-			if !st.AllowFiltering {
-				return tr, errors.New("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
-			}
-			return tr, fmt.Errorf("ALLOW FILTERING over a scan (the restriction on %s without a partition key) is not supported yet", cql.QuoteIdent(c.Name))
+			filters = append(filters, f)
+			continue
 		}
 		if err := tokenColumns(t, r.Token); err != nil {
-			return tr, err
+			return tr, nil, err
 		}
 		v, ok, err := b.term(&Column{Name: tokenVariable, Type: TypeBigInt, Kind: PartitionKeyColumn}, r.Value)
 		if err != nil {
-			return tr, err
+			return tr, nil, err
 		}
 		var tok int64
 		if ok {
 			if len(v) != 8 {
-				return tr, fmt.Errorf("token(%s): a token is a bigint, got %d bytes", columnList(t.PartitionKey), len(v))
+				return tr, nil, fmt.Errorf("token(%s): a token is a bigint, got %d bytes", columnList(t.PartitionKey), len(v))
 			}
 			tok = int64(binary.BigEndian.Uint64(v))
 		}
 		lower, upper := r.Op == cql.GT || r.Op == cql.GE || r.Op == cql.EQ, r.Op == cql.LT || r.Op == cql.LE || r.Op == cql.EQ
 		if lower && lowerSet || upper && upperSet {
-			return tr, fmt.Errorf("more than one restriction was found for the %s bound of token(%s)", map[bool]string{true: "start", false: "end"}[lower], columnList(t.PartitionKey))
+			return tr, nil, fmt.Errorf("more than one restriction was found for the %s bound of token(%s)", map[bool]string{true: "start", false: "end"}[lower], columnList(t.PartitionKey))
 		}
 		lowerSet, upperSet = lowerSet || lower, upperSet || upper
 		if !ok { // only checking, or an unset marker (Cassandra refuses it too)
 			if !b.check {
-				return tr, fmt.Errorf("invalid unset value for the %s", tokenVariable)
+				return tr, nil, fmt.Errorf("invalid unset value for the %s", tokenVariable)
 			}
 			continue
 		}
@@ -107,9 +107,9 @@ func scanWhere(t *Table, st *cql.SelectStmt, b *binder) (TokenRange, error) {
 		tr.Empty = true // Cassandra returns nothing for a start after the end, rather than wrapping
 	}
 	if len(st.OrderBy) > 0 {
-		return tr, errors.New("ORDER BY is only supported when the partition key is restricted by an EQ or an IN")
+		return tr, nil, errors.New("ORDER BY is only supported when the partition key is restricted by an EQ or an IN")
 	}
-	return tr, nil
+	return tr, filters, nil
 }
 
 // tokenColumns checks the arguments of token(...) in a relation: t's partition key columns, all of

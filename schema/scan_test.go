@@ -51,7 +51,8 @@ func TestBindScanTokenRanges(t *testing.T) {
 		{"SELECT * FROM kv WHERE token(k) > 0 AND token(k) >= 1", "more than one restriction was found for the start bound of token(k)"},
 		{"SELECT * FROM kv WHERE token(k) > 0 AND k = 'a'", "partition key column k cannot be restricted by both a normal relation and a token relation"},
 		{"SELECT * FROM kv WHERE token(k) > 'a'", "column \"partition key token\" is bigint; cannot assign"},
-		{"SELECT * FROM t WHERE c1 = 1 ALLOW FILTERING", "ALLOW FILTERING over a scan (the restriction on c1 without a partition key) is not supported yet"},
+		{"SELECT * FROM t WHERE c1 = 1", "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"},
+		{"SELECT * FROM t WHERE token(a, b) > 0 AND c1 = null ALLOW FILTERING", "c1"},
 		{"SELECT * FROM t ORDER BY c1 DESC", "ORDER BY is only supported when the partition key is restricted by an EQ or an IN"},
 		{"UPDATE kv SET v = 1 WHERE token(k) > 0", "token() restrictions are only supported in SELECT, not in UPDATE"},
 	} {

@@ -714,7 +714,7 @@ func (r *Read) bindShape(st *cql.SelectStmt, b *binder, eqPrefix int) error {
 				return fmt.Errorf("SELECT DISTINCT queries must request all the partition key columns (missing %s)", cql.QuoteIdent(c.Name))
 			}
 		}
-		if len(r.Clustering.Prefix) > 0 || r.Clustering.Lower != nil || r.Clustering.Upper != nil || len(r.Filters) > 0 {
+		if len(r.Clustering.Prefix) > 0 || r.Clustering.Lower != nil || r.Clustering.Upper != nil || !distinctFilters(r.Filters) {
 			return fmt.Errorf("SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns")
 		}
 		if st.PerPartitionLimit != nil {

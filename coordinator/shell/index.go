@@ -67,7 +67,7 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 	if req.PageSize > 0 || len(req.PagingState) > 0 {
 		fingerprint = statementFingerprint(req, keyspace)
 	}
-	pos, returned, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
+	pos, returned, _, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
 	if err != nil {
 		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
 	}
@@ -104,7 +104,7 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 		}
 	}
 	if paged && !done && len(rows) == want && (r.Limit == 0 || returned+len(rows) < r.Limit) {
-		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), pos)
+		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), 0, pos)
 	}
 	res.Warnings = append(warnings, q.warnings...)
 	return t, res, nil

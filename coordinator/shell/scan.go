@@ -64,27 +64,9 @@ type scanRow struct {
 	row coordinator.ClusteredRow
 }
 
-// scanShapeSupported refuses, clearly, the shapes of a SELECT (selectexec.go) that a scan does
-// not run yet, rather than answer them as plain rows.
-func scanShapeSupported(r *schema.Read) error {
-	var what string
-	switch {
-	case r.GroupBy > 0:
-		what = "GROUP BY"
-	case r.PerPartitionLimit > 0:
-		what = "PER PARTITION LIMIT"
-	default:
-		return nil
-	}
-	return fmt.Errorf("%s over a scan (a SELECT without a restriction on the whole partition key) are not supported yet; restrict the partition key with = or IN", what)
-}
-
 // executeScan runs a SELECT that scans (r.Scan) at consistency cl.
 func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
-	t := r.Table // schema.Read refused what a scan does not run yet (filtering, ORDER BY)
-	if err := scanShapeSupported(r); err != nil {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
-	}
+	t := r.Table // schema.Read refused what a scan does not run (ORDER BY)
 	ring, ok1 := e.ring.(RangeRing)
 	reader, ok2 := e.transport.(RangeReader)
 	if !ok1 || !ok2 {
@@ -98,7 +80,7 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	if req.PageSize > 0 || len(req.PagingState) > 0 {
 		fingerprint = statementFingerprint(req, keyspace)
 	}
-	pos, returned, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
+	pos, returned, partTaken, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
 	if err != nil {
 		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
 	}
@@ -110,7 +92,7 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	if paged {
 		want = min(want, req.PageSize)
 	}
-	if r.Aggregates == nil && (r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End) {
+	if (r.Aggregates == nil || r.GroupBy > 0) && (r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End) {
 		res, err := rowsResult(r, nil, 0)
 		return t, res, err
 	}
@@ -119,6 +101,12 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 		return t, coordinator.Result{}, err // a page is one read of its budgets
 	}
 	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout), distinct: r.Distinct}
+	sc.shape(r, partTaken, paged, want) // scanfilter.go
+	if r.GroupBy > 0 {
+		res, err := e.groupScan(ctx, r, &sc, pos, returned, want, paged, fingerprint) // scanfilter.go
+		res.Warnings = warnings
+		return t, res, err
+	}
 	if r.Aggregates != nil {
 		res, err := e.aggregateScan(ctx, r, &sc, pos)
 		res.Warnings = warnings
@@ -138,8 +126,9 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 			return t, res, err
 		}
 	}
-	if paged && !done && len(rows) == want && (r.Limit == 0 || returned+len(rows) < r.Limit) {
-		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), pos)
+	// A page ends full, or short when a filtered page scanned its budget of rows (scanfilter.go).
+	if paged && !done && (r.Limit == 0 || returned+len(rows) < r.Limit) {
+		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), sc.partTaken, pos)
 	}
 	res.Warnings = warnings
 	return t, res, nil
@@ -231,6 +220,8 @@ type scanner struct {
 	timeout time.Duration
 	// distinct takes one row of each partition (SELECT DISTINCT): its key and static values.
 	distinct bool
+	// The statement's filters, PER PARTITION LIMIT and page budget (scanfilter.go).
+	scanShape
 }
 
 // page reads up to want live rows from pos on and returns them with the position after the last
@@ -256,6 +247,9 @@ func (s *scanner) page(ctx context.Context, pos scanPos, want int) ([]scanRow, s
 			return nil, pos, false, err
 		}
 		rows, pos = append(rows, got...), nextPos
+		if s.budget > 0 && s.scanned >= s.budget && len(rows) < want {
+			break // a short page: its paging state goes on after the rows scanned
+		}
 	}
 	return rows, pos, pos.Key == nil && pos.Token >= s.end, nil
 }
@@ -269,7 +263,7 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	dl := deadline(ctx, now, s.timeout)
 	rreq := &replicapb.RangeReadRequest{
 		TableId: uint64(s.t.ID), StartToken: pos.Token, StartPartitionKey: pos.Key, EndToken: end,
-		Limit: uint32(min(want, scanReadRows)), PageBytes: uint32(min(e.pageBytes, math.MaxUint32)),
+		Limit: uint32(s.rangeLimit(want)), PageBytes: uint32(min(e.pageBytes, math.MaxUint32)),
 	}
 	if pos.After != nil {
 		rreq.After = &replicapb.ClusteringKey{Components: pos.After}
@@ -326,24 +320,15 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	resumed := pos // the partition the page resumes inside, when pos.After is set
 	for _, part := range parts {
 		whole := resumed.After == nil || part.Token != resumed.Token || !sameKey(part.Key, resumed.Key)
-		pw := want - len(rows)
-		if s.distinct {
-			pw = 1
-		}
-		got, err := s.mergePartition(ctx, part, pw, len(resps), now, dl, whole)
+		got, stop, err := s.takePartition(ctx, part, want-len(rows), len(resps), now, dl, whole) // scanfilter.go
 		if err != nil {
 			return nil, pos, err
-		}
-		if s.distinct && len(got) > 0 {
-			// One row stands for the partition; the page goes on after the partition.
-			got[0].Clustering = make([][]byte, len(s.t.Clustering))
-			got = got[:1]
 		}
 		for _, row := range got {
 			rows = append(rows, scanRow{key: part.Key, row: row})
 		}
-		if len(rows) >= want {
-			return rows, scanPosAfter(part, rows[len(rows)-1].row), nil // static.go
+		if stop != nil {
+			return rows, *stop, nil
 		}
 		pos = scanPos{Token: part.Token, Key: part.Key}
 	}
@@ -409,9 +394,11 @@ func (x rangeExchange) call(ctx context.Context, s coordinator.Send) coordinator
 // A scan's paging state has the form of a single-partition read's (paging.go) with its own
 // version, scanPagingVersion, and where the scan goes on instead of a clustering key:
 //
-//	byte      scanPagingVersion
+//	byte      scanPagingVersion, or scanPagingCountVersion with the count below
 //	8 bytes   the statement's fingerprint
 //	uvarint   rows returned by the earlier pages
+//	uvarint   with scanPagingCountVersion only: the rows (groups with GROUP BY) of the
+//	          partition it resumes inside returned so far (PER PARTITION LIMIT), not 0
 //	8 bytes   token, big-endian
 //	byte      0: after the token; 1: after the partition; 2: after a row of it
 //	with 1 or 2: uvarint n, then n times uvarint length and a partition key component
@@ -419,12 +406,23 @@ func (x rangeExchange) call(ctx context.Context, s coordinator.Send) coordinator
 //
 // It names a token and keys, never a range of the ring or a node, so that any coordinator can
 // continue it, and ranges that moved since (a node joined or left) are found again by token.
-const scanPagingVersion = 2
+//
+// A state without a count keeps the form of nodes that predate PER PARTITION LIMIT over scans.
+const (
+	scanPagingVersion      = 2
+	scanPagingCountVersion = 3
+)
 
-func encodeScanPagingState(fingerprint uint64, returned int, pos scanPos) []byte {
+func encodeScanPagingState(fingerprint uint64, returned, partTaken int, pos scanPos) []byte {
 	b := []byte{scanPagingVersion}
+	if partTaken > 0 {
+		b[0] = scanPagingCountVersion
+	}
 	b = binary.BigEndian.AppendUint64(b, fingerprint)
 	b = binary.AppendUvarint(b, uint64(returned))
+	if partTaken > 0 {
+		b = binary.AppendUvarint(b, uint64(partTaken))
+	}
 	b = binary.BigEndian.AppendUint64(b, uint64(pos.Token))
 	comps := func(cs [][]byte) {
 		b = binary.AppendUvarint(b, uint64(len(cs)))
@@ -449,22 +447,24 @@ func encodeScanPagingState(fingerprint uint64, returned int, pos scanPos) []byte
 
 // decodeScanPagingState decodes a scan's paging state for table t by the statement with the
 // given fingerprint, scanning tokens; an empty state is the first page, at the start of tokens.
-func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, tokens schema.TokenRange) (scanPos, int, error) {
+// It returns the position, the rows returned before and the rows (or groups) returned of the
+// partition the position is inside.
+func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, tokens schema.TokenRange) (scanPos, int, int, error) {
 	pos := scanPos{Token: tokens.Start}
 	if len(state) == 0 {
-		return pos, 0, nil
+		return pos, 0, 0, nil
 	}
-	bad := func(what string) (scanPos, int, error) {
-		return scanPos{}, 0, fmt.Errorf("invalid paging state: %s", what)
+	bad := func(what string) (scanPos, int, int, error) {
+		return scanPos{}, 0, 0, fmt.Errorf("invalid paging state: %s", what)
 	}
 	if len(state) > maxPagingState {
 		return bad(fmt.Sprintf("%d bytes, the most is %d", len(state), maxPagingState))
 	}
-	if len(state) < 9 || state[0] != scanPagingVersion {
+	if len(state) < 9 || state[0] != scanPagingVersion && state[0] != scanPagingCountVersion {
 		return bad("not a paging state of a scan of this database")
 	}
 	if binary.BigEndian.Uint64(state[1:9]) != fingerprint {
-		return scanPos{}, 0, errPagingForeign
+		return scanPos{}, 0, 0, errPagingForeign
 	}
 	b := state[9:]
 	returned, n := uvarint(b)
@@ -472,6 +472,13 @@ func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, to
 		return bad("malformed row count")
 	}
 	b = b[n:]
+	var partTaken uint64
+	if state[0] == scanPagingCountVersion {
+		if partTaken, n = uvarint(b); n <= 0 || partTaken == 0 || partTaken > 1<<31 {
+			return bad("malformed row count of a partition")
+		}
+		b = b[n:]
+	}
 	if len(b) < 9 {
 		return bad("truncated position")
 	}
@@ -504,11 +511,11 @@ func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, to
 	case 0:
 	case 1, 2:
 		if pos.Key, err = comps(t.PartitionKey, "partition key"); err != nil {
-			return scanPos{}, 0, err
+			return scanPos{}, 0, 0, err
 		}
 		if kind == 2 {
 			if pos.After, err = comps(t.Clustering, "clustering key"); err != nil {
-				return scanPos{}, 0, err
+				return scanPos{}, 0, 0, err
 			}
 		}
 	default:
@@ -520,5 +527,5 @@ func decodeScanPagingState(state []byte, fingerprint uint64, t *schema.Table, to
 	if pos.Token < tokens.Start || pos.Token > tokens.End {
 		return bad("its position is outside the statement's token range")
 	}
-	return pos, int(returned), nil
+	return pos, int(returned), int(partTaken), nil
 }

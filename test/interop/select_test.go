@@ -75,6 +75,7 @@ func testGocqlSelect(t *testing.T, session *gocql.Session) {
 		t.Errorf("gocql: aggregates: %v", err)
 	}
 	// GROUP BY, DISTINCT, PER PARTITION LIMIT, ALLOW FILTERING.
+	var q string
 	for _, tt := range []struct {
 		q    string
 		want int
@@ -83,14 +84,26 @@ func testGocqlSelect(t *testing.T, session *gocql.Session) {
 		{"SELECT DISTINCT k FROM %s.sel WHERE k IN (0, 1, 9)", 2},
 		{"SELECT k, c FROM %s.sel WHERE k IN (0, 1) PER PARTITION LIMIT 2", 4},
 		{"SELECT c FROM %s.sel WHERE k = 3 AND v > 302 ALLOW FILTERING", 3},
+		// The same over scans.
+		{"SELECT k, c FROM %s.sel WHERE v > 302 ALLOW FILTERING", 9},
+		{"SELECT k, c FROM %s.sel WHERE c = 5 ALLOW FILTERING", 5},
+		{"SELECT k, count(*) FROM %s.sel GROUP BY k", 5},
+		{"SELECT k, c FROM %s.sel PER PARTITION LIMIT 2", 10},
+		{"SELECT k FROM %s.sel WHERE c > 3 PER PARTITION LIMIT 1 ALLOW FILTERING", 5},
 	} {
 		q := fmt.Sprintf(tt.q, keyspace)
-		rows, err := session.Query(q).Iter().SliceMap()
-		if err != nil || len(rows) != tt.want {
-			t.Errorf("gocql: %s: %d rows, %v; want %d", q, len(rows), err, tt.want)
+		for _, page := range []int{0, 2} { // unpaged, and paged by the driver
+			rows, err := session.Query(q).PageSize(page).Iter().SliceMap()
+			if err != nil || len(rows) != tt.want {
+				t.Errorf("gocql: %s in pages of %d: %d rows, %v; want %d", q, page, len(rows), err, tt.want)
+			}
 		}
 	}
-	q := fmt.Sprintf("SELECT c FROM %s.sel WHERE k = 3 AND v > 302", keyspace)
+	q = fmt.Sprintf("SELECT k, c FROM %s.sel WHERE v > 302", keyspace)
+	if err := session.Query(q).Exec(); err == nil || !strings.Contains(err.Error(), "ALLOW FILTERING") {
+		t.Errorf("gocql: %s: %v, want Cassandra's ALLOW FILTERING refusal", q, err)
+	}
+	q = fmt.Sprintf("SELECT c FROM %s.sel WHERE k = 3 AND v > 302", keyspace)
 	if err := session.Query(q).Exec(); err == nil || !strings.Contains(err.Error(), "ALLOW FILTERING") {
 		t.Errorf("gocql: %s: %v, want Cassandra's ALLOW FILTERING refusal", q, err)
 	}

@@ -508,6 +508,9 @@ func (w *Workload) Next() *Op {
 				op.Cols = append(op.Cols, i)
 			}
 		}
+		if len(t.CK) > 0 && r.IntN(3) == 0 {
+			op.Range = w.clusteringRange(t, false) // filtered: scanfilter.go
+		}
 	default:
 		op.Kind = Select
 		switch q := r.IntN(10); {
@@ -684,7 +687,7 @@ func (op *Op) statement() string {
 		if t.Static {
 			sel += ", " + staticName
 		}
-		return fmt.Sprintf("SELECT %s FROM %s", sel, t.QName())
+		return fmt.Sprintf("SELECT %s FROM %s%s", sel, t.QName(), op.scanFilter())
 	}
 	var where []string
 	for i, c := range t.PK {
