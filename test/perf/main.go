@@ -235,6 +235,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor and replicated parts")
+	streamMiB := fs.Int("stream-mib", 0, "`MiB` of rows the stream part loads into the node the joiner streams from (0: 64, or 4 with --quick; 1024 for 1 GiB)")
 	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -265,6 +266,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--rounds %d: want 1 to 100 (0 for the default)", *rounds)
 	case *rounds > 0:
 		s.Rounds = *rounds
+	}
+	switch {
+	case *streamMiB < 0 || *streamMiB > 16<<10:
+		return fmt.Errorf("--stream-mib %d: want 1 to %d MiB (0 for the default)", *streamMiB, 16<<10)
+	case *streamMiB > 0:
+		s.Stream.MiB = *streamMiB
 	}
 	if *rejectRate > 0 {
 		s.RejectRate = *rejectRate

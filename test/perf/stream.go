@@ -30,10 +30,10 @@ import (
 )
 
 // streamSettings are the stream part's sizes: MiB of rows loaded into one node (RF 1), and
-// Rounds of the local rewrite and of cp, whose medians are taken.
+// Rounds, each a new pair of nodes, whose medians are taken.
 type streamSettings struct {
 	MiB    int `json:"mib"`
-	Rounds int `json:"local_rounds"`
+	Rounds int `json:"rounds"`
 }
 
 // The stream part's table, on a one-node cluster that a second node joins.
@@ -57,8 +57,10 @@ const (
 	lwwMergerName = "kvnode.lww.v1"
 )
 
-// streamResult is what the stream part measured.
-type streamResult struct {
+// streamRound is one round of the stream part: a node loaded, a second one joining it, then
+// (both stopped) the local rewrite of the span it took and cp, on a copy of the first's pebble
+// directory.
+type streamRound struct {
 	LoadedMiB  float64 `json:"loaded_mib"`   // key and value bytes written by the load
 	LoadS      float64 `json:"load_s"`       // its time (gRPC INSERTs, for information)
 	Ranges     int     `json:"ranges"`       // token ranges the joiner took
@@ -66,35 +68,64 @@ type streamResult struct {
 	StreamS    float64 `json:"stream_s"`     // its "bootstrapping" log line to "bootstrap streamed", less joinerWriteTimeout
 	JoinS      float64 `json:"join_s"`       // from its exec to its serving line, for information
 	StreamMiBS float64 `json:"stream_mib_per_s"`
-	// The same span of the source's pebble directory, copied after the nodes stopped:
-	// iterated (replica.Store.ScanTokens, as a sender does) and written as sstables of merge
-	// operands, one per range, synced; median of rounds.
-	LocalMiB    float64   `json:"local_mib"`
-	LocalS      []float64 `json:"local_s"`
-	LocalMiBS   float64   `json:"local_rewrite_mib_per_s"`
-	LocalSSTMiB float64   `json:"local_sstable_mib"` // the sstables' size on disk
-	// cp -r of the whole pebble directory, for information: its MiB and MiB/s (median).
-	CopyMiB  float64   `json:"cp_mib"`
-	CopyS    []float64 `json:"cp_s"`
-	CopyMiBS float64   `json:"cp_mib_per_s"`
-	// OverLocal is StreamMiBS over LocalMiBS: stream_over_local_rewrite.
+	// The span the joiner took, iterated (replica.Store.ScanTokens, as a sender does) and
+	// written as sstables of merge operands, one per key span, each synced.
+	LocalMiB    float64 `json:"local_mib"`
+	LocalS      float64 `json:"local_s"`
+	LocalMiBS   float64 `json:"local_rewrite_mib_per_s"`
+	LocalSSTMiB float64 `json:"local_sstable_mib"` // the sstables' size on disk
+	// cp -r of the whole pebble directory, for information.
+	CopyMiB  float64 `json:"cp_mib"`
+	CopyS    float64 `json:"cp_s"`
+	CopyMiBS float64 `json:"cp_mib_per_s"`
+	// OverLocal is StreamMiBS over LocalMiBS.
+	OverLocal float64 `json:"stream_over_local_rewrite"`
+}
+
+// streamResult is what the stream part measured: its rounds and their medians.
+type streamResult struct {
+	Rounds     []streamRound `json:"rounds"`
+	StreamMiBS float64       `json:"stream_mib_per_s"`
+	LocalMiBS  float64       `json:"local_rewrite_mib_per_s"`
+	CopyMiBS   float64       `json:"cp_mib_per_s"`
+	// OverLocal is the median of the rounds' ratios: stream_over_local_rewrite.
 	OverLocal float64 `json:"stream_over_local_rewrite"`
 }
 
 // targetStream is issue 36's bound on stream_over_local_rewrite.
 const targetStream = 0.5
 
-// streamPart loads one node (RF 1, --sync=false) with s.Stream.MiB of rows, has a second node
-// join it with the stream throttle off and times its bootstrap stream from its log (its wait for
-// writes in flight left out: joinerWriteTimeout), then stops
-// both and measures, on a copy of the first node's pebble directory, iterating the span the
-// joiner took and writing it as sstables, and cp of the directory.
+// streamPart runs s.Stream.Rounds rounds of streamRound and takes the medians.
 func streamPart(ctx context.Context, s settings, bin, root string, res *Result, log io.Writer) error {
 	st := s.Stream
 	if st.MiB < 1 || st.Rounds < 1 {
 		return fmt.Errorf("stream part: %d MiB and %d rounds, want at least 1 of each", st.MiB, st.Rounds)
 	}
-	dir := filepath.Join(root, "stream")
+	r := &streamResult{}
+	var streams, locals, copies, overs []float64
+	for round := range st.Rounds {
+		sr, err := measureStreamRound(ctx, st.MiB, bin, filepath.Join(root, fmt.Sprintf("stream-%d", round)), log)
+		if err != nil {
+			return err
+		}
+		r.Rounds = append(r.Rounds, sr)
+		streams, locals, copies, overs = append(streams, sr.StreamMiBS), append(locals, sr.LocalMiBS), append(copies, sr.CopyMiBS), append(overs, sr.OverLocal)
+		fmt.Fprintf(log, "perf: stream %d/%d: %.1f MiB streamed in %.2f s (%.0f MiB/s; the joiner served %.1f s after exec), "+
+			"local rewrite %.2f s (%.0f MiB/s): %.2f; cp -r of %.1f MiB %.2f s\n",
+			round+1, st.Rounds, sr.StreamMiB, sr.StreamS, sr.StreamMiBS, sr.JoinS, sr.LocalS, sr.LocalMiBS, sr.OverLocal, sr.CopyMiB, sr.CopyS)
+	}
+	r.StreamMiBS, r.LocalMiBS, r.CopyMiBS, r.OverLocal = median(streams), median(locals), median(copies), median(overs)
+	res.Stream = r
+	return nil
+}
+
+// measureStreamRound loads one node (RF 1, --sync=false) under dir with mib MiB of rows, has a
+// second node join it with the stream throttle off and times its bootstrap stream from its log
+// (its wait for writes in flight left out: joinerWriteTimeout), then stops both and measures,
+// on a copy of the first node's pebble directory, iterating the span the joiner took and
+// writing it as sstables, and cp of the directory.
+func measureStreamRound(ctx context.Context, mib int, bin, dir string, log io.Writer) (streamRound, error) {
+	var r streamRound
 	throttle := []string{"--stream-throughput", strconv.Itoa(streamUnthrottled)}
 	fmt.Fprintf(log, "perf: stream: starting 1 node, --sync=false, --stream-throughput %d\n", streamUnthrottled)
 	pc, err := proc.Start(proc.Options{Binary: bin, Dir: dir, Nodes: 1, NumTokens: numTokens, LogLevel: "info",
@@ -109,10 +140,9 @@ func streamPart(ctx context.Context, s settings, bin, root string, res *Result, 
 	}
 	defer stop()
 	if err != nil {
-		return err
+		return r, err
 	}
 	src := pc.Nodes[0]
-	r := &streamResult{}
 	for _, stmt := range []string{
 		"CREATE KEYSPACE " + streamKeyspace + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
 		"CREATE TABLE " + tableStream + " " + tableColumns,
@@ -121,12 +151,12 @@ func streamPart(ctx context.Context, s settings, bin, root string, res *Result, 
 		_, err := src.Client().Execute(dctx, client.Quorum, stmt)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("%s: %w", stmt, err)
+			return r, fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
-	loaded, took, err := loadStream(ctx, src.Client(), st.MiB)
+	loaded, took, err := loadStream(ctx, src.Client(), mib)
 	if err != nil {
-		return err
+		return r, err
 	}
 	r.LoadedMiB, r.LoadS = float64(loaded)/(1<<20), took.Seconds()
 	fmt.Fprintf(log, "perf: stream: loaded %.0f MiB in %.1f s\n", r.LoadedMiB, r.LoadS)
@@ -137,68 +167,54 @@ func streamPart(ctx context.Context, s settings, bin, root string, res *Result, 
 	pc.Nodes = append(pc.Nodes, joiner)
 	start := time.Now()
 	if err := joiner.Start(); err != nil {
-		return fmt.Errorf("stream: the joining node: %w", err)
+		return r, fmt.Errorf("stream: the joining node: %w", err)
 	}
 	r.JoinS = time.Since(start).Seconds()
 	streamed, streamTook, err := bootstrapFromLog(joiner.Proc().StderrPath())
 	if err != nil {
-		return err
+		return r, err
 	}
 	r.StreamMiB, r.StreamS = float64(streamed)/(1<<20), (streamTook - joinerWriteTimeout).Seconds()
 	r.StreamMiBS = ratio(r.StreamMiB, r.StreamS)
-	fmt.Fprintf(log, "perf: stream: the joiner received %.1f MiB in %.2f s (%.0f MiB/s; serving %.1f s after exec)\n",
-		r.StreamMiB, r.StreamS, r.StreamMiBS, r.JoinS)
 	ranges := joinerRanges(cluster.NodeID(src.ID), cluster.NodeID(joiner.ID))
 	r.Ranges = len(ranges)
 	if err := stop(); err != nil {
-		return err
+		return r, err
 	}
 
 	// The local rewrite, on a copy of the source's directory (the nodes stopped).
 	srcData := filepath.Join(src.DataDir, "data")
 	sc, err := readSchema(src.DataDir)
 	if err != nil {
-		return err
+		return r, err
 	}
 	var ids []schema.TableID
 	for _, t := range sc.Tables(streamKeyspace) {
 		ids = append(ids, t.ID)
 	}
 	if len(ids) == 0 {
-		return fmt.Errorf("stream: no table of %s in %s's schema", streamKeyspace, src.Name)
+		return r, fmt.Errorf("stream: no table of %s in %s's schema", streamKeyspace, src.Name)
 	}
-	for round := range st.Rounds {
-		cp := filepath.Join(dir, fmt.Sprintf("copy-%d", round))
-		t0 := time.Now()
-		if out, err := exec.CommandContext(ctx, "cp", "-r", srcData, cp).CombinedOutput(); err != nil {
-			return fmt.Errorf("cp -r %s: %v: %s", srcData, err, out)
-		}
-		r.CopyS = append(r.CopyS, time.Since(t0).Seconds())
-		size, err := dirBytes(cp)
-		if err != nil {
-			return err
-		}
-		r.CopyMiB = float64(size) / (1 << 20)
-		out := filepath.Join(dir, fmt.Sprintf("sst-%d", round))
-		n, sstBytes, took, err := rewriteLocal(cp, out, ids, ranges)
-		if err != nil {
-			return err
-		}
-		r.LocalMiB, r.LocalSSTMiB = float64(n)/(1<<20), float64(sstBytes)/(1<<20)
-		r.LocalS = append(r.LocalS, took.Seconds())
-		fmt.Fprintf(log, "perf: stream: local rewrite %d/%d: %.1f MiB in %.2f s; cp -r of %.1f MiB in %.2f s\n",
-			round+1, st.Rounds, r.LocalMiB, took.Seconds(), r.CopyMiB, r.CopyS[round])
-		if err := errors.Join(os.RemoveAll(cp), os.RemoveAll(out)); err != nil {
-			return err
-		}
+	cp := filepath.Join(dir, "copy")
+	t0 := time.Now()
+	if out, err := exec.CommandContext(ctx, "cp", "-r", srcData, cp).CombinedOutput(); err != nil {
+		return r, fmt.Errorf("cp -r %s: %v: %s", srcData, err, out)
 	}
-	r.LocalMiBS = ratio(r.LocalMiB, median(r.LocalS))
-	r.CopyMiBS = ratio(r.CopyMiB, median(r.CopyS))
+	r.CopyS = time.Since(t0).Seconds()
+	size, err := dirBytes(cp)
+	if err != nil {
+		return r, err
+	}
+	r.CopyMiB = float64(size) / (1 << 20)
+	r.CopyMiBS = ratio(r.CopyMiB, r.CopyS)
+	n, sstBytes, took, err := rewriteLocal(cp, filepath.Join(dir, "sst"), ids, ranges)
+	if err != nil {
+		return r, err
+	}
+	r.LocalMiB, r.LocalSSTMiB, r.LocalS = float64(n)/(1<<20), float64(sstBytes)/(1<<20), took.Seconds()
+	r.LocalMiBS = ratio(r.LocalMiB, r.LocalS)
 	r.OverLocal = ratio(r.StreamMiBS, r.LocalMiBS)
-	res.Stream = r
-	fmt.Fprintf(log, "perf: stream: %.0f MiB/s streamed, %.0f MiB/s local rewrite: %.2f; cp %.0f MiB/s\n",
-		r.StreamMiBS, r.LocalMiBS, r.OverLocal, r.CopyMiBS)
-	return nil
+	return r, os.RemoveAll(dir)
 }
 
 // loadStream writes rows of streamValueBytes random hex into tableStream through c until mib
@@ -380,12 +396,13 @@ func (r *streamResult) targets() []target {
 // writeText prints the stream part as a Markdown table.
 func (r *streamResult) writeText(b *strings.Builder, st streamSettings) {
 	fmt.Fprintf(b, "\n## Bootstrap streaming against a local rewrite\n\n")
-	fmt.Fprintf(b, "One node (RF 1, --sync=false) loaded with %.0f MiB of %d-byte rows; a second node joins with --stream-throughput %d (off) and takes %d ranges. "+
-		"The local rewrite iterates the same span of a copy of the first node's pebble directory and writes sstables (median of %d rounds).\n\n",
-		r.LoadedMiB, streamValueBytes, int64(streamUnthrottled), r.Ranges, st.Rounds)
-	fmt.Fprintf(b, "| what | MiB | s | MiB/s |\n|---|---:|---:|---:|\n")
-	fmt.Fprintf(b, "| bootstrap stream (log: bootstrapping → bootstrap streamed) | %.1f | %.2f | %.0f |\n", r.StreamMiB, r.StreamS, r.StreamMiBS)
-	fmt.Fprintf(b, "| local: iterate and write sstables (%.1f MiB of files) | %.1f | %.2f | %.0f |\n", r.LocalSSTMiB, r.LocalMiB, median(r.LocalS), r.LocalMiBS)
-	fmt.Fprintf(b, "| cp -r of the whole pebble directory | %.1f | %.2f | %.0f |\n", r.CopyMiB, median(r.CopyS), r.CopyMiBS)
-	fmt.Fprintf(b, "\nstream_over_local_rewrite %.2f; the joiner served %.1f s after its exec.\n", r.OverLocal, r.JoinS)
+	fmt.Fprintf(b, "Per round: one node (RF 1, --sync=false) loaded with %d MiB of %d-byte rows; a second node joins with --stream-throughput %d (off); "+
+		"the stream's time is from the joiner's log. Then, both stopped, the same span of a copy of the first node's pebble directory is iterated and written as sstables, "+
+		"and the directory copied with cp -r. Medians over %d round(s).\n\n", st.MiB, streamValueBytes, int64(streamUnthrottled), st.Rounds)
+	fmt.Fprintf(b, "| round | ranges | streamed MiB | stream s | stream MiB/s | local rewrite s | local MiB/s | sstables MiB | cp MiB | cp s | cp MiB/s | stream / local |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, sr := range r.Rounds {
+		fmt.Fprintf(b, "| %d | %d | %.1f | %.2f | %.0f | %.2f | %.0f | %.1f | %.1f | %.2f | %.0f | %.2f |\n", i+1, sr.Ranges, sr.StreamMiB, sr.StreamS, sr.StreamMiBS,
+			sr.LocalS, sr.LocalMiBS, sr.LocalSSTMiB, sr.CopyMiB, sr.CopyS, sr.CopyMiBS, sr.OverLocal)
+	}
+	fmt.Fprintf(b, "| median | | | | %.0f | | %.0f | | | | %.0f | %.2f |\n", r.StreamMiBS, r.LocalMiBS, r.CopyMiBS, r.OverLocal)
 }
