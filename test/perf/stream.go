@@ -119,8 +119,9 @@ func streamPart(ctx context.Context, s settings, bin, root string, res *Result, 
 	return nil
 }
 
-// measureStreamRound loads one node (RF 1, --sync=false) under dir with mib MiB of rows, has a
-// second node join it with the stream throttle off and times its bootstrap stream from its log
+// measureStreamRound loads one node (RF 1, --sync=false: the sender only reads) under dir with
+// mib MiB of rows, has a second node join it (--sync=true, serve's default: each streamed chunk
+// it applies is synced, as the local rewrite syncs its files) with the stream throttle off and times its bootstrap stream from its log
 // (its wait for writes in flight left out: joinerWriteTimeout), then stops both and measures,
 // on a copy of the first node's pebble directory, iterating the span the joiner took and
 // writing it as sstables, and cp of the directory.
@@ -162,7 +163,7 @@ func measureStreamRound(ctx context.Context, mib int, bin, dir string, log io.Wr
 	fmt.Fprintf(log, "perf: stream: loaded %.0f MiB in %.1f s\n", r.LoadedMiB, r.LoadS)
 
 	joiner := &proc.Node{Name: "n2", DataDir: filepath.Join(dir, "n2"), LogDir: filepath.Join(dir, "logs"), Binary: bin,
-		Seeds: []string{src.GossipAddr}, NumTokens: numTokens, LogLevel: "info",
+		Seeds: []string{src.GossipAddr}, NumTokens: numTokens, LogLevel: "info", Sync: true,
 		ExtraArgs: append([]string{"--write-timeout", joinerWriteTimeout.String()}, throttle...)}
 	pc.Nodes = append(pc.Nodes, joiner)
 	start := time.Now()
@@ -396,7 +397,7 @@ func (r *streamResult) targets() []target {
 // writeText prints the stream part as a Markdown table.
 func (r *streamResult) writeText(b *strings.Builder, st streamSettings) {
 	fmt.Fprintf(b, "\n## Bootstrap streaming against a local rewrite\n\n")
-	fmt.Fprintf(b, "Per round: one node (RF 1, --sync=false) loaded with %d MiB of %d-byte rows; a second node joins with --stream-throughput %d (off); "+
+	fmt.Fprintf(b, "Per round: one node (RF 1, --sync=false) loaded with %d MiB of %d-byte rows; a second node (--sync=true) joins with --stream-throughput %d (off); "+
 		"the stream's time is from the joiner's log. Then, both stopped, the same span of a copy of the first node's pebble directory is iterated and written as sstables, "+
 		"and the directory copied with cp -r. Medians over %d round(s).\n\n", st.MiB, streamValueBytes, int64(streamUnthrottled), st.Rounds)
 	fmt.Fprintf(b, "| round | ranges | streamed MiB | stream s | stream MiB/s | local rewrite s | local MiB/s | sstables MiB | cp MiB | cp s | cp MiB/s | stream / local |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
