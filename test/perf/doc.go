@@ -4,9 +4,10 @@
 //	go run ./test/perf --json            # one JSON object (Result) instead
 //	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
 //	go run ./test/perf --quick           # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit, counterlimit
+//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit, counterlimit, replicated, stream
 //	go run ./test/perf --parts lwt,lwtlimit  # the lightweight transactions' parts, which run only when named
 //	go run ./test/perf --parts counterlimit  # a hot counter partition under its limit, likewise
+//	go run ./test/perf --parts replicated,stream  # RF-3 against RF-1 writes, and streaming, likewise
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
@@ -102,6 +103,22 @@
 //     the OK count and the OK count plus the increments whose outcome is unknown (timed out or
 //     failed otherwise): a rate-limited increment is never applied, an applied one never
 //     answered rate limited.
+//  10. replicated: the server CPU of an RF-3 QUORUM write over an RF-1 write at ONE
+//     (replicated_write_cost_ratio), on one 3-node cluster (--sync=false), one gocql token-aware
+//     session per table, 32 closed-loop workers over 1,000 partitions: rounds of a 2-s phase of
+//     each, their order alternating, CPU summed over the three servers; the median of the
+//     rounds' ratios, and the RF-3 QUORUM writes/s. With --parent-kvnode, a 3-node cluster of
+//     that binary takes its phases in the same rounds (the binaries' order rotating), and the
+//     median of the rounds' RF-3 throughput ratios is rf3_quorum_throughput_over_parent.
+//  11. stream: bootstrap streaming against a local rewrite (stream_over_local_rewrite): per
+//     round, one node (RF 1, --sync=false) loaded with --stream-mib MiB (64 by default) of
+//     1,000-byte rows, a second node joining it (--sync=true) with --stream-throughput at 1 TiB/s
+//     (off), its stream timed from its log (from "bootstrapping" to "bootstrap streamed", less
+//     its 10-ms write timeout, the wait for writes in flight); then, both stopped, a copy (cp -r,
+//     timed for information) of the first node's pebble directory opened read-only, the joiner's
+//     span iterated as a sender does (replica.Store.ScanTokens) and written as sstables of merge
+//     operands, one per key span, each synced. MiB are key and value bytes on both sides; the
+//     headline is the median of the rounds' ratios of MiB/s.
 //
 // Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
 //

@@ -81,6 +81,12 @@ type settings struct {
 
 	// A hot counter partition under its write limit.
 	Counter counterSettings `json:"counter"`
+
+	// RF-3 QUORUM writes against RF-1 writes (issue 36).
+	Replicated replicatedSettings `json:"replicated"`
+
+	// Bootstrap streaming against a local rewrite of the same span (issue 36).
+	Stream streamSettings `json:"stream"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -157,6 +163,9 @@ func fullSettings() settings {
 			Limit: 50, Offered: 500, LimitDuration: 32 * time.Second, ReplicasDuration: 12 * time.Second, LimitWorkers: 256},
 		// 32 s on each table: its first second left out, 30 s measured, the last (cut short) left out.
 		Counter: counterSettings{Limit: 50, Offered: 500, Duration: 32 * time.Second, OtherDuration: 32 * time.Second, Workers: 256},
+		// Eight rounds of 2-s phases per binary and kind, as the overhead part's pairs.
+		Replicated: replicatedSettings{Rounds: 8, Phase: 2 * time.Second, Warm: time.Second, Workers: 32, Partitions: 1000},
+		Stream:     streamSettings{MiB: 64, Rounds: 3},
 	}
 }
 
@@ -178,7 +187,9 @@ func quickSettings() settings {
 		Floor: floorSettings{Rounds: 1, PhaseMS: 300, WarmMS: 100, Depth: 16},
 		LWT: lwtSettings{Rounds: 1, Phase: time.Second, Warm: 300 * time.Millisecond, Workers: 4, Contenders: 8,
 			Limit: 50, Offered: 500, LimitDuration: 4 * time.Second, ReplicasDuration: 3 * time.Second, LimitWorkers: 256},
-		Counter: counterSettings{Limit: 50, Offered: 500, Duration: 4 * time.Second, OtherDuration: 3 * time.Second, Workers: 256},
+		Counter:    counterSettings{Limit: 50, Offered: 500, Duration: 4 * time.Second, OtherDuration: 3 * time.Second, Workers: 256},
+		Replicated: replicatedSettings{Rounds: 1, Phase: 500 * time.Millisecond, Warm: 200 * time.Millisecond, Workers: 8, Partitions: 100},
+		Stream:     streamSettings{MiB: 4, Rounds: 1},
 	}
 }
 
@@ -223,8 +234,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 0, "`rounds` of the hot part's baseline, unlimited and limited phases (0: 8, or 1 with --quick)")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
-	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor part")
-	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit); the numbers of a part not run are 0")
+	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor and replicated parts")
+	streamMiB := fs.Int("stream-mib", 0, "`MiB` of rows the stream part loads into the node the joiner streams from (0: 64, or 4 with --quick; 1024 for 1 GiB)")
+	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -255,6 +267,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *rounds > 0:
 		s.Rounds = *rounds
 	}
+	switch {
+	case *streamMiB < 0 || *streamMiB > 16<<10:
+		return fmt.Errorf("--stream-mib %d: want 1 to %d MiB (0 for the default)", *streamMiB, 16<<10)
+	case *streamMiB > 0:
+		s.Stream.MiB = *streamMiB
+	}
 	if *rejectRate > 0 {
 		s.RejectRate = *rejectRate
 		s.RejectConcurrency = 64
@@ -283,10 +301,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // The parts of a run, in the order they run; those of a run without --parts, which leave out
-// the lightweight transactions' and the counters' (their own clusters, named with --parts
-// lwt,lwtlimit,counterlimit).
+// the lightweight transactions', the counters', the replicated writes' and streaming's (their
+// own clusters, named with --parts lwt,lwtlimit,counterlimit,replicated,stream).
 var (
-	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit"}
+	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit", "replicated", "stream"}
 	defaultParts = allParts[:6]
 )
 
@@ -404,6 +422,16 @@ func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writ
 	}
 	if s.has("counterlimit") {
 		if err := counterPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("replicated") {
+		if err := replicatedPart(ctx, s, bin, parentBin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("stream") {
+		if err := streamPart(ctx, s, bin, root, res, log); err != nil {
 			return nil, err
 		}
 	}

@@ -399,7 +399,7 @@ func TestParseCPUModel(t *testing.T) {
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--rate", "50"}, {"--rate", "-1"}, {"extra"}, {"--nope"}, {"--parts", "hot,nope"}, {"--parts", ","}, {"--reject-rate", "-3"}} {
+	for _, args := range [][]string{{"--rate", "50"}, {"--rate", "-1"}, {"extra"}, {"--nope"}, {"--parts", "hot,nope"}, {"--parts", ","}, {"--reject-rate", "-3"}, {"--stream-mib", "-1"}, {"--stream-mib", "99999"}} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, &out, &errOut); err == nil {
 			t.Errorf("run(%q) succeeded, want an error", args)

@@ -80,6 +80,16 @@ type Result struct {
 	LWT                       *lwtResult `json:"lwt,omitempty"`
 	// Counter is the counterlimit part: a hot counter partition under its write limit.
 	Counter *counterResult `json:"counterlimit,omitempty"`
+	// Server CPU of an RF-3 QUORUM write over an RF-1 write at ONE, same 3-node cluster and
+	// client, median of rounds, and the cluster's RF-3 QUORUM writes/s (part replicated, whose
+	// details, and the parent commit's figures with --parent-kvnode, are Replicated).
+	ReplicatedWriteCostRatio float64           `json:"replicated_write_cost_ratio"`
+	RF3QuorumWritesPerS      float64           `json:"rf3_quorum_writes_per_s"`
+	Replicated               *replicatedResult `json:"replicated,omitempty"`
+	// Bootstrap streaming MiB/s (throttle off) over iterating the same span and writing
+	// sstables locally, same run (part stream, whose details are Stream).
+	StreamOverLocalRewrite float64       `json:"stream_over_local_rewrite"`
+	Stream                 *streamResult `json:"stream,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -479,6 +489,13 @@ func (r *Result) headline() {
 	if r.Floor != nil {
 		r.NativeNoopOverFloor, r.NativeNoopOverFloorPipelined = r.Floor.Over, r.Floor.OverPipelined
 	}
+	if r.Replicated != nil {
+		k := r.Replicated.Servers["kvnode"]
+		r.ReplicatedWriteCostRatio, r.RF3QuorumWritesPerS = k.CostRatio, k.RF3OpsPerS
+	}
+	if r.Stream != nil {
+		r.StreamOverLocalRewrite = r.Stream.OverLocal
+	}
 	r.Accounting = r.accounting()
 	r.Targets = r.targets()
 }
@@ -631,6 +648,12 @@ func (r *Result) writeText(w io.Writer) error {
 	if s.has("levels") && r.Levels != nil {
 		r.Levels.writeText(&b)
 	}
+	if r.Replicated != nil {
+		r.Replicated.writeText(&b, s.Replicated)
+	}
+	if r.Stream != nil {
+		r.Stream.writeText(&b, s.Stream)
+	}
 
 	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -722,6 +745,12 @@ func (r *Result) targets() []target {
 	}
 	if r.Counter != nil {
 		ts = append(ts, r.Counter.targets()...)
+	}
+	if r.Replicated != nil {
+		ts = append(ts, r.Replicated.targets()...)
+	}
+	if r.Stream != nil {
+		ts = append(ts, r.Stream.targets()...)
 	}
 	return ts
 }
