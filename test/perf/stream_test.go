@@ -90,7 +90,7 @@ func TestRewriteLocal(t *testing.T) {
 	for _, tk := range tokens {
 		entries = append(entries, replica.StreamEntry{Key: key(id, tk), Value: value}, replica.StreamEntry{Key: key(id+1, tk), Value: value})
 	}
-	if err := st.ApplyStreamed(entries, func(schema.TableID, int64) error { return nil }); err != nil {
+	if err := st.ApplyStreamed(entries, func(schema.TableID, int64) error { return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
