@@ -491,49 +491,67 @@ func TestReplayConfigEnsureDefaults(t *testing.T) {
 }
 
 // TestReplayPipelines: a target's hints are sent replayWindow at a time, without waiting for
-// each answer (a replica a WAN round trip away takes a window per round trip), never more;
-// none is deleted before it is acknowledged, and once answered all are.
+// each answer (a replica a WAN round trip away takes a window per round trip), never more, and
+// no more than replayWindowBytes of them; none is deleted before it is acknowledged, and once
+// answered all are.
 func TestReplayPipelines(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := testSchema(t)
-		f := newFixture(t, 1<<20)
-		rep := newFakeSender()
-		release := make(chan struct{})
-		var inFlight, most atomic.Int64
-		rep.onSend = func(coordinator.NodeID) {
-			n := inFlight.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			<-release
-			inFlight.Add(-1)
-		}
-		r := newTestReplayer(t, f, s, rep)
-		const hints = 3*replayWindow + 5
-		for i := 1; i <= hints; i++ {
-			f.store.StoreHint("b", mutation(t, s, "t", i))
-		}
-		done := make(chan struct{})
-		go func() {
-			r.round(context.Background())
-			close(done)
-		}()
-		synctest.Wait()
-		if got := inFlight.Load(); got != replayWindow {
-			t.Errorf("%d hints in flight while none is answered, want %d", got, replayWindow)
-		}
-		if n, _ := f.store.Pending(); n != hints {
-			t.Errorf("%d hints pending while none is answered, want all %d", n, hints)
-		}
-		close(release)
-		<-done
-		if got := most.Load(); got != replayWindow {
-			t.Errorf("at most %d hints were in flight at once, want %d", got, replayWindow)
-		}
-		if got := len(strings.Fields(rep.sent())); got != hints {
-			t.Errorf("%d hints replayed, want %d", got, hints)
-		}
-		if n, b := f.store.Pending(); n != 0 || b != 0 {
-			t.Errorf("%d hints (%d bytes) pending after replay, want none", n, b)
-		}
-	})
+	for _, tc := range []struct {
+		name        string
+		hints, size int // size: the partition key's bytes
+		window      int64
+	}{
+		{"small hints", 3*replayWindow + 5, 0, replayWindow},
+		{"300 KiB hints", 8, 300 << 10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := testSchema(t)
+				f := newFixture(t, 64<<20)
+				rep := newFakeSender()
+				release := make(chan struct{})
+				var inFlight, most atomic.Int64
+				rep.onSend = func(coordinator.NodeID) {
+					n := inFlight.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					<-release
+					inFlight.Add(-1)
+				}
+				r := newTestReplayer(t, f, s, rep)
+				for i := 1; i <= tc.hints; i++ {
+					m := mutation(t, s, "t", i)
+					if tc.size > 0 {
+						m.PartitionKey = [][]byte{make([]byte, tc.size)}
+					}
+					f.store.StoreHint("b", m)
+				}
+				if n, _ := f.store.Pending(); n != tc.hints {
+					t.Fatalf("%d hints stored, want %d", n, tc.hints)
+				}
+				done := make(chan struct{})
+				go func() {
+					r.round(context.Background())
+					close(done)
+				}()
+				synctest.Wait()
+				if got := inFlight.Load(); got != tc.window {
+					t.Errorf("%d hints in flight while none is answered, want %d", got, tc.window)
+				}
+				if n, _ := f.store.Pending(); n != tc.hints {
+					t.Errorf("%d hints pending while none is answered, want all %d", n, tc.hints)
+				}
+				close(release)
+				<-done
+				if got := most.Load(); got != tc.window {
+					t.Errorf("at most %d hints were in flight at once, want %d", got, tc.window)
+				}
+				if got := len(strings.Fields(rep.sent())); got != tc.hints {
+					t.Errorf("%d hints replayed, want %d", got, tc.hints)
+				}
+				if n, b := f.store.Pending(); n != 0 || b != 0 {
+					t.Errorf("%d hints (%d bytes) pending after replay, want none", n, b)
+				}
+			})
+		})
+	}
 }
