@@ -47,24 +47,35 @@ const (
 	// ProfileTest is for in-process tests on loopback: fast probes, gossip and push/pull so that joins,
 	// failures and schema changes are seen within about a second. Too aggressive for real networks.
 	ProfileTest
-	// ProfileWAN suits a cluster spread over data centers: memberlist's DefaultWANConfig (5 s
-	// probes with 3 s timeouts, 60 s push/pull) with a fixed suspicion time of 30 s
-	// (wanSuspicion, for up to 9 nodes: memberlist scales it with log10 of the members). A peer
-	// is marked down only once suspected for that long, so a silence shorter than 30 s (a WAN
-	// blip) never marks it down, and a longer one does, a probe or two (5 to 10 s) after the
-	// suspicion time. A node that dies is found as slowly.
+	// ProfileWAN suits a cluster spread over data centers: 1.5 s probes with 750 ms timeouts (a
+	// WAN round trip of up to a few hundred milliseconds; a TCP probe runs to the end of the
+	// interval), a fixed suspicion time of 18 s (wanSuspicion, for up to 9 nodes: memberlist
+	// scales it with log10 of the members), lifeguard's probe slow-down capped at 2×, 30 s
+	// push/pull, 3 s for a TCP exchange (push/pull, join). A peer is marked down only once
+	// suspected for that long, and a suspected peer refutes as soon as a probe reaches it again:
+	// a silence of less than 10 s (a WAN blip) never marks it down, and a cut of 30 s marks it
+	// down within those 30 s (measured: test/fault TestDataCenterFailureDetection). A node that
+	// dies is found as slowly.
 	ProfileWAN
 )
 
 // wanSuspicion is how long a peer stays suspected under ProfileWAN before it is declared dead:
 // SuspicionMult × ProbeInterval (memberlist's minimum suspicion time for up to 9 nodes), with
-// no longer maximum, so confirmations from other members cannot make it vary.
+// no longer maximum, so confirmations from other members cannot make it vary. It is the
+// window in which a blip's suspicion must be refuted (a probe reaching the suspect after the
+// blip: about wanProbeInterval × the members one node probes in turn, halved by the other
+// suspecting nodes of its data center), and it plus the first failed probe (one or two probe
+// intervals) is how long a cut takes to mark a peer down. wanAwarenessMax caps how much
+// lifeguard stretches the probe interval while probes fail, so that the probes that refute
+// after a blip come soon.
 const (
-	wanProbeInterval  = 5 * time.Second
-	wanSuspicionMult  = 6
+	wanProbeInterval  = 1500 * time.Millisecond
+	wanSuspicionMult  = 12
 	wanSuspicion      = wanSuspicionMult * wanProbeInterval
-	wanProbeTimeout   = 3 * time.Second
-	wanPushPull       = 60 * time.Second
+	wanProbeTimeout   = 750 * time.Millisecond
+	wanAwarenessMax   = 2
+	wanPushPull       = 30 * time.Second
+	wanTCPTimeout     = 3 * time.Second // a push/pull or join over the WAN: a few round trips
 	wanGossipInterval = 500 * time.Millisecond
 )
 
@@ -148,9 +159,13 @@ func (p Profile) settings() (*memberlist.Config, timings) {
 		c.ProbeInterval, c.ProbeTimeout = wanProbeInterval, wanProbeTimeout
 		c.SuspicionMult, c.SuspicionMaxTimeoutMult = wanSuspicionMult, 1
 		c.PushPullInterval, c.GossipInterval = wanPushPull, wanGossipInterval
+		c.AwarenessMaxMultiplier = wanAwarenessMax
+		c.TCPTimeout = wanTCPTimeout
 		return c, timings{
 			joinRetryMin: time.Second, joinRetryMax: 30 * time.Second, reconnect: 5 * time.Second,
-			leaveTimeout: 5 * time.Second, updateTimeout: 5 * time.Second, reclaimDeadAge: 60 * time.Second,
+			// leaveTimeout plus wanTCPTimeout (the rejoins a cut left hanging, which Close
+			// waits for) stay inside the node's default shutdown grace (5 s).
+			leaveTimeout: time.Second, updateTimeout: 5 * time.Second, reclaimDeadAge: 60 * time.Second,
 		}
 	default:
 		return memberlist.DefaultLANConfig(), timings{

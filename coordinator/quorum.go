@@ -29,6 +29,11 @@ const (
 	// replicas alone when the keyspace places replicas per data center
 	// (NetworkTopologyStrategy), else SERIAL.
 	LocalSerial
+	// Any is ANY, for writes alone: the write succeeds once any replica acknowledged it or,
+	// when every replica is down, once the coordinator stored a hint for each (hinted
+	// handoff). It is not Valid as a request's level: the shell runs it as ONE when a replica
+	// is up and stores hints itself otherwise; a read at ANY is refused.
+	Any
 )
 
 // String returns the CQL name of c, such as ONE or LOCAL_QUORUM.
@@ -54,6 +59,8 @@ func (c Consistency) String() string {
 		return "SERIAL"
 	case LocalSerial:
 		return "LOCAL_SERIAL"
+	case Any:
+		return "ANY"
 	}
 	return fmt.Sprintf("Consistency(%d)", uint8(c))
 }

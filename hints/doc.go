@@ -4,8 +4,9 @@
 // A coordinator keeps, for each replica that missed a write it applied somewhere (the replica
 // was down, failed, or did not answer in time), a hint: the write's mutation, stored in a Store
 // (its own pebble database, hints/ in the node's data directory) until the replica is up again,
-// then replayed to it by a Replayer, exempt from the rate limiter, throttled, and deleted once
-// the replica acknowledged it. The coordinator's shell decides which replicas get a hint
+// then replayed to it by a Replayer, exempt from the rate limiter, throttled, a window of
+// them in flight at once (one WAN round trip carries many), and deleted once the replica
+// acknowledged it and every one before it. The coordinator's shell decides which replicas get a hint
 // (shell.HintSink, which Store implements); this package keeps and replays them.
 //
 // Hints are bounded three ways, as Cassandra's are: no hints are stored for a replica down

@@ -215,51 +215,137 @@ func (r *Replayer) discard(target coordinator.NodeID, reason string) {
 	}
 }
 
-// replayTarget sends target its hints in the order they were stored, deleting each once
-// acknowledged, and stops at the first that fails (to retry later). It returns how many it
-// replayed.
+// replayTarget sends target its hints in the order they were stored, up to replayWindow of
+// them (and about replayWindowBytes) in flight at once, so that a replica across a WAN takes a
+// window of hints per round trip rather than one. A hint is deleted once it and every hint sent
+// before it were acknowledged. At the first failure no more are sent: the hint that failed and
+// every later one stay, also those a replica applied meanwhile, for a later round to send again
+// in order (a hint applied twice does no harm: hints carry cells and counter shards, which
+// replicas merge idempotently). It returns how many it replayed.
 func (r *Replayer) replayTarget(ctx context.Context, target coordinator.NodeID) (int, error) {
-	replayed := 0
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		inFlight      []*replaySend // in the order sent
+		inFlightBytes int
+		replayed      int
+		failed        error
+	)
+	// retire waits for the oldest hint in flight and settles it.
+	retire := func() {
+		s := inFlight[0]
+		inFlight = inFlight[1:]
+		inFlightBytes -= len(s.hn.val)
+		res := <-s.done
+		if failed != nil {
+			return // kept: a later round sends it again
+		}
+		ok, err := r.settle(target, s.hn, res.resp, res.err)
+		if err != nil {
+			failed = err
+			cancel() // the later ones in flight are kept whatever they answer
+			return
+		}
+		if ok {
+			replayed++
+		}
+	}
+	defer func() {
+		for len(inFlight) > 0 {
+			retire()
+		}
+	}()
 	var after []byte
 	for {
 		hs, err := r.store.next(target, after, batch)
 		if err != nil || len(hs) == 0 {
-			return replayed, err
+			for len(inFlight) > 0 {
+				retire()
+			}
+			return replayed, errors.Join(failed, err)
 		}
 		for _, hn := range hs {
 			after = hn.key
-			ok, err := r.replayOne(ctx, target, hn)
+			m, ok, err := r.prepare(target, hn)
 			if err != nil {
-				return replayed, err
+				failed = errors.Join(failed, err)
 			}
-			if ok {
-				replayed++
+			if failed != nil {
+				return replayed, failed
 			}
+			if !ok {
+				continue
+			}
+			for len(inFlight) > 0 && (len(inFlight) >= replayWindow || inFlightBytes+len(hn.val) > replayWindowBytes) {
+				if retire(); failed != nil {
+					return replayed, failed
+				}
+			}
+			if err := r.throttle.WaitN(ctx, min(len(hn.val), r.throttle.Burst())); err != nil {
+				return replayed, errors.Join(failed, err)
+			}
+			inFlight = append(inFlight, r.send(ctx, target, hn, m))
+			inFlightBytes += len(hn.val)
 		}
 	}
 }
 
-// replayOne replays one hint: it reports whether the replica applied it, and fails when the
-// hint must be kept for later (the replica failed or did not answer).
-func (r *Replayer) replayOne(ctx context.Context, target coordinator.NodeID, hn hint) (bool, error) {
+// replayWindow and replayWindowBytes bound the hints of one target in flight at once: a
+// replica a WAN round trip away then takes up to this many per round trip (the store's
+// throttle still bounds the bytes per second).
+const (
+	replayWindow      = 32
+	replayWindowBytes = 1 << 20
+)
+
+// replaySend is a hint sent and its answer, which done carries once.
+type replaySend struct {
+	hn   hint
+	done chan replayResult
+}
+
+type replayResult struct {
+	resp *replicapb.MutateResponse
+	err  error
+}
+
+// send sends hint hn (mutation m) to target in a goroutine of its own, bounded by the
+// replay's timeout; replayTarget receives its answer from the returned replaySend's done
+// before it returns.
+func (r *Replayer) send(ctx context.Context, target coordinator.NodeID, hn hint, m *replicapb.Mutation) *replaySend {
+	s := &replaySend{hn: hn, done: make(chan replayResult, 1)}
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+		defer cancel()
+		// Hint replay is internal traffic: never counted by the limiter, never rejected.
+		resp, err := r.opts.Sender.Mutate(cctx, target, &replicapb.MutateRequest{Limiter: &replicapb.Limiter{Mode: replicapb.Limiter_NONE}, Mutation: m})
+		s.done <- replayResult{resp, err}
+	}()
+	return s
+}
+
+// prepare decodes hint hn for sending: it reports false, having dropped the hint, when the
+// hint does not decode, its table is gone or it is older than the table's gc_grace_seconds;
+// it fails only when dropping it fails.
+func (r *Replayer) prepare(target coordinator.NodeID, hn hint) (*replicapb.Mutation, bool, error) {
 	var m replicapb.Mutation
 	if err := proto.Unmarshal(hn.val, &m); err != nil {
-		return false, r.removeDropped(target, hn, dropCorrupt)
+		return nil, false, r.removeDropped(target, hn, dropCorrupt)
 	}
 	t, ok := r.opts.Tables.TableByID(schema.TableID(m.TableId))
 	if !ok {
-		return false, r.removeDropped(target, hn, dropTable)
+		return nil, false, r.removeDropped(target, hn, dropTable)
 	}
 	if r.opts.Now().Sub(hn.storedAt) > time.Duration(t.GCGraceSeconds())*time.Second {
-		return false, r.removeDropped(target, hn, dropExpired)
+		return nil, false, r.removeDropped(target, hn, dropExpired)
 	}
-	if err := r.throttle.WaitN(ctx, min(len(hn.val), r.throttle.Burst())); err != nil {
-		return false, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
-	// Hint replay is internal traffic: never counted by the limiter, never rejected.
-	resp, err := r.opts.Sender.Mutate(cctx, target, &replicapb.MutateRequest{Limiter: &replicapb.Limiter{Mode: replicapb.Limiter_NONE}, Mutation: &m})
+	return &m, true, nil
+}
+
+// settle acts on the answer to a replayed hint: it deletes the hint and reports true when the
+// replica applied it, drops it when the replica refused it as malformed, and fails when the
+// hint must be kept for later (the replica failed or did not answer).
+func (r *Replayer) settle(target coordinator.NodeID, hn hint, resp *replicapb.MutateResponse, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}

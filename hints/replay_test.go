@@ -1,8 +1,10 @@
 package hints
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,13 +53,22 @@ func (r *fakeSender) Mutate(_ context.Context, to coordinator.NodeID, req *repli
 	return &replicapb.MutateResponse{Status: replicapb.Status_STATUS_OK}, nil
 }
 
-// sent returns what was applied, in order, and forgets it.
+// sent returns what was applied, by target and then token (a replay sends a window of hints
+// at once, which may arrive in any order; the tests store each target's hints in the order of
+// their tokens), and forgets it.
 func (r *fakeSender) sent() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := strings.Join(r.got, " ")
+	got := r.got
 	r.got = nil
-	return s
+	slices.SortFunc(got, func(a, b string) int {
+		at, atok, _ := strings.Cut(a, ":")
+		bt, btok, _ := strings.Cut(b, ":")
+		an, _ := strconv.Atoi(atok)
+		bn, _ := strconv.Atoi(btok)
+		return cmp.Or(strings.Compare(at, bt), cmp.Compare(an, bn))
+	})
+	return strings.Join(got, " ")
 }
 
 // sentTo returns what target applied, in order, and forgets everything.
@@ -152,8 +163,9 @@ func TestReplay(t *testing.T) {
 }
 
 // TestReplayStopsAtTheFirstFailure: a target's replay stops at the first hint it fails and
-// keeps it and every later one, so that the next round replays them in the order they were
-// stored; an error answer (not a refusal) is a failure too.
+// keeps it and every later one, also those the replica applied meanwhile (they were in
+// flight), so that the next round replays them in the order they were stored; an error
+// answer (not a refusal) is a failure too.
 func TestReplayStopsAtTheFirstFailure(t *testing.T) {
 	s := testSchema(t)
 	f := newFixture(t, 1<<20)
@@ -164,16 +176,22 @@ func TestReplayStopsAtTheFirstFailure(t *testing.T) {
 	}
 	rep.failToken[2] = context.DeadlineExceeded
 	r.round(context.Background())
-	if got, want := rep.sent(), "b:1"; got != want {
-		t.Errorf("with hint 2 failing: replayed %s, want %s", got, want)
+	if got := rep.sent(); !strings.HasPrefix(got, "b:1") || strings.Contains(got, "b:2") {
+		t.Errorf("with hint 2 failing: replayed %s, want b:1 and not b:2", got)
 	}
 	if n, _ := f.store.Pending(); n != 3 {
-		t.Errorf("%d hints pending after hint 2 failed, want 3", n)
+		t.Errorf("%d hints pending after hint 2 failed, want 3 (2, 3 and 4)", n)
+	}
+	if got := f.store.replayed.Load(); got != 1 {
+		t.Errorf("replayed counter %d after hint 2 failed, want 1", got)
 	}
 	delete(rep.failToken, 2)
 	r.round(context.Background())
 	if got, want := rep.sent(), "b:2 b:3 b:4"; got != want {
 		t.Errorf("the next round replayed %s, want %s", got, want)
+	}
+	if n, _ := f.store.Pending(); n != 0 {
+		t.Errorf("%d hints pending after the next round, want none", n)
 	}
 
 	// A replica answering an error other than BAD_REQUEST keeps the hint.
@@ -469,5 +487,71 @@ func TestReplayConfigEnsureDefaults(t *testing.T) {
 	set.EnsureDefaults().EnsureDefaults()
 	if set.Logger != logger || !set.Now().Equal(at) || set.Timeout != time.Second || set.MaxBurst != 5 {
 		t.Errorf("EnsureDefaults changed set fields: %+v", set)
+	}
+}
+
+// TestReplayPipelines: a target's hints are sent replayWindow at a time, without waiting for
+// each answer (a replica a WAN round trip away takes a window per round trip), never more, and
+// no more than replayWindowBytes of them; none is deleted before it is acknowledged, and once
+// answered all are.
+func TestReplayPipelines(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		hints, size int // size: the partition key's bytes
+		window      int64
+	}{
+		{"small hints", 3*replayWindow + 5, 0, replayWindow},
+		{"300 KiB hints", 8, 300 << 10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := testSchema(t)
+				f := newFixture(t, 64<<20)
+				rep := newFakeSender()
+				release := make(chan struct{})
+				var inFlight, most atomic.Int64
+				rep.onSend = func(coordinator.NodeID) {
+					n := inFlight.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					<-release
+					inFlight.Add(-1)
+				}
+				r := newTestReplayer(t, f, s, rep)
+				for i := 1; i <= tc.hints; i++ {
+					m := mutation(t, s, "t", i)
+					if tc.size > 0 {
+						m.PartitionKey = [][]byte{make([]byte, tc.size)}
+					}
+					f.store.StoreHint("b", m)
+				}
+				if n, _ := f.store.Pending(); n != tc.hints {
+					t.Fatalf("%d hints stored, want %d", n, tc.hints)
+				}
+				done := make(chan struct{})
+				go func() {
+					r.round(context.Background())
+					close(done)
+				}()
+				synctest.Wait()
+				if got := inFlight.Load(); got != tc.window {
+					t.Errorf("%d hints in flight while none is answered, want %d", got, tc.window)
+				}
+				if n, _ := f.store.Pending(); n != tc.hints {
+					t.Errorf("%d hints pending while none is answered, want all %d", n, tc.hints)
+				}
+				close(release)
+				<-done
+				if got := most.Load(); got != tc.window {
+					t.Errorf("at most %d hints were in flight at once, want %d", got, tc.window)
+				}
+				if got := len(strings.Fields(rep.sent())); got != tc.hints {
+					t.Errorf("%d hints replayed, want %d", got, tc.hints)
+				}
+				if n, b := f.store.Pending(); n != 0 || b != 0 {
+					t.Errorf("%d hints (%d bytes) pending after replay, want none", n, b)
+				}
+			})
+		})
 	}
 }

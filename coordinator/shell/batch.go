@@ -57,6 +57,7 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 	switch {
 	case cl == 0:
 		cl = coordinator.One
+	case cl == coordinator.Any: // a conditional batch refuses it (anyRefused)
 	case !cl.Valid():
 		return coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, QUORUM, ALL)", uint8(cl))}
 	}
@@ -116,6 +117,9 @@ func (e *Executor) executeBatch(ctx context.Context, b coordinator.BatchStatemen
 	}
 	logged = logged && !counters
 	if hasConditions(stmts) { // a lightweight transaction (lwt_batch.go)
+		if cl == coordinator.Any {
+			return cl, nil, coordinator.Result{}, errAnyConditional
+		}
 		t, res, err := e.executeConditionalBatch(ctx, s, writes, stmts, func(i int) []coordinator.Value { return b.Children[i].Values }, cl, b.SerialConsistency, timeout)
 		return cl, t, res, err
 	}

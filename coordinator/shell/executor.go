@@ -374,6 +374,7 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 	case cl == 0:
 		cl = coordinator.One
 	case cl.IsSerial(): // SERIAL reads and LWTs check their statements (lwt.go)
+	case cl == coordinator.Any: // writes alone (anyRefused)
 	case !cl.Valid():
 		return kindOther, coordinator.One, nil, coordinator.Result{}, &coordinator.InvalidError{Err: fmt.Errorf("unknown consistency level %d (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", uint8(cl))}
 	}
@@ -390,6 +391,9 @@ func (e *Executor) execute(ctx context.Context, req coordinator.Statement) (stmt
 		if err := e.authorize(ctx, stmt, keyspace); err != nil {
 			return kindOther, cl, nil, coordinator.Result{}, err
 		}
+	}
+	if err := anyRefused(stmt, cl); err != nil {
+		return kindOther, cl, nil, coordinator.Result{}, err
 	}
 	switch st := stmt.(type) {
 	case *cql.SelectStmt:

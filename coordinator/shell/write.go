@@ -65,7 +65,11 @@ func (e *Executor) executeWrite(ctx context.Context, stmt cql.Statement, keyspac
 	token := partitioner.Token(partitioner.AppendKey(keyBuf[:0], w.PartitionKey))
 	var res coordinator.Result
 	pw := partitionWrite{w: w, ts: ts, now: now.Unix(), warnings: &res.Warnings}
-	if pw.lists, err = e.resolveLists(ctx, w, rf, token, cl, now, deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))); err != nil {
+	readCL := cl
+	if cl == coordinator.Any { // the read of a list operation by index or value
+		readCL = coordinator.One
+	}
+	if pw.lists, err = e.resolveLists(ctx, w, rf, token, readCL, now, deadline(ctx, now, timeoutOr(e.writeTimeout, w.Timeout))); err != nil {
 		adm.abandonIfAny()
 		return w.Table, coordinator.Result{}, err
 	}
@@ -136,6 +140,9 @@ func (pw partitionWrite) mutation(token int64) *replicapb.Mutation {
 // writePartition coordinates pw, a write to the partition of table t with the given token, at
 // consistency cl: the limiter counts it as one write of the partition.
 func (e *Executor) writePartition(ctx context.Context, t *schema.Table, rf schema.Replication, token int64, pw partitionWrite, cl coordinator.Consistency, now, dl time.Time) error {
+	if cl == coordinator.Any {
+		return e.writeAny(ctx, t, rf, token, pw, now, dl)
+	}
 	var replicaBuf [8]coordinator.Replica
 	var pendingBuf [8]coordinator.NodeID
 	replicas, pending := e.writeReplicaSet(replicaBuf[:0], pendingBuf[:0], token, rf)

@@ -318,8 +318,8 @@ func serialConsistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
 	return consistency(c)
 }
 
-// consistency returns the domain level of a protocol level; ANY and the serial levels are
-// refused.
+// consistency returns the domain level of a protocol level (ANY for writes alone: the
+// executor refuses it for reads).
 func consistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
 	switch c {
 	case cqlwire.One:
@@ -342,8 +342,10 @@ func consistency(c cqlwire.Consistency) (coordinator.Consistency, error) {
 		return coordinator.Serial, nil
 	case cqlwire.LocalSerial:
 		return coordinator.LocalSerial, nil
+	case cqlwire.Any:
+		return coordinator.Any, nil
 	}
-	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", consistencyName(c))}
+	return 0, &coordinator.InvalidError{Err: fmt.Errorf("consistency level %s is not supported (valid: ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL)", consistencyName(c))}
 }
 
 // consistencyName returns the protocol's name of c.

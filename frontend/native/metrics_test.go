@@ -17,7 +17,7 @@ func TestMetrics(t *testing.T) {
 	c.startup(nil)
 	c.roundTrip(cqlwire.Options{})
 	c.roundTrip(&cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cqlwire.One}})
-	c.roundTrip(&cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: cqlwire.Any}})
+	c.roundTrip(&cqlwire.Query{Query: "x", Params: cqlwire.QueryParams{Consistency: 0x99}})
 	for _, tc := range []struct {
 		c    prometheus.Collector
 		want float64

@@ -39,7 +39,9 @@
 // the WAN delay. A Local kind runs through the coordinators of one data center on tables of its
 // own, so that its reads at LOCAL_* levels are judged against its own writes alone.
 // TestDataCenterCut and TestModelAcrossDataCenterCut (under -fault.long) cut two data centers
-// of two nodes each while both run their workload at LOCAL_* levels.
+// of two nodes each while both run their workload at LOCAL_* levels;
+// TestDataCenterFailureDetection measures the wan profile's failure detection across a blip
+// and a long cut.
 //
 // # Workload and checker
 //

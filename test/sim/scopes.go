@@ -88,6 +88,28 @@ type ScopeScenario struct {
 	Case         ScopeCase
 	Offered      float64 // V/L
 	Limit        int     // L in operations per second
+	// WAN, when positive, puts the coordinators in two data centers (even-numbered ones in
+	// the first, odd-numbered in the second, so that the 90 % moves, or is spread after the
+	// death, across data centers) and delays the deltas between them by this much instead of
+	// ScopeDeltaLatency; zero is one data center.
+	WAN time.Duration
+}
+
+// ScopeDCMatrix returns the scope rows of two data centers: both kinds, 6 coordinators (3 in
+// each), the moved and the killed case, V from 0.9·L to 20·L at L = ScopeLimit, WAN delays of
+// 50 and 150 ms each way.
+func ScopeDCMatrix() []ScopeScenario {
+	var out []ScopeScenario
+	for _, wan := range []time.Duration{50 * time.Millisecond, 150 * time.Millisecond} {
+		for _, k := range []ScopeKind{KeyspaceScope, LevelScope} {
+			for _, c := range []ScopeCase{Moved, Killed} {
+				for _, v := range []float64{0.9, 2, 5, 20} {
+					out = append(out, ScopeScenario{Kind: k, Coordinators: 6, Case: c, Offered: v, Limit: ScopeLimit, WAN: wan})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // ScopeMatrix returns the scope rows: both kinds, 3 and 9 coordinators, every case, V from
@@ -227,14 +249,18 @@ func runScope(s ScopeScenario, seed uint64, d time.Duration) (scopeRun, error) {
 		from  int
 		delta scopelimit.Delta
 	}
-	var inflight []delivery
+	// inflight holds the deltas on their way to the coordinators of their sender's data
+	// center (every coordinator, with one data center), remote those on their way to the other
+	// data center's: each in time order, as each has one latency.
+	var inflight, remote []delivery
+	sameDC := func(i, j int) bool { return s.WAN <= 0 || i%2 == j%2 }
 	var buf []scopelimit.Delta
 	secs := int(d / time.Second)
 	r := scopeRun{}
 	for m := range r.accepted {
 		r.accepted[m] = make([]int, secs)
 	}
-	rng := rand.New(rand.NewPCG(seed, uint64(s.Kind)<<48|uint64(s.Coordinators)<<40|uint64(s.Case)<<32|uint64(s.Offered*1000)<<8|uint64(s.Limit)))
+	rng := rand.New(rand.NewPCG(seed, uint64(s.Kind)<<48|uint64(s.Coordinators)<<40|uint64(s.Case)<<32|uint64(s.Offered*1000)<<8|uint64(s.Limit)^uint64(s.WAN.Milliseconds())<<56))
 	v := s.Offered * lim
 	nextArrival := time.Duration(rng.ExpFloat64() / v * float64(time.Second))
 	drainTick := time.Duration(0) // drains of coordinator i at k·ScopePropagation + i·ScopePropagation/n
@@ -252,6 +278,9 @@ func runScope(s ScopeScenario, seed uint64, d time.Duration) (scopeRun, error) {
 			if len(inflight) > 0 && inflight[0].at < t {
 				t, kind = inflight[0].at, 1
 			}
+			if len(remote) > 0 && remote[0].at < t {
+				t, kind = remote[0].at, 5
+			}
 			if dt := nextDrain(drainTick, drainIdx); dt < t {
 				t, kind = dt, 2
 			}
@@ -265,11 +294,15 @@ func runScope(s ScopeScenario, seed uint64, d time.Duration) (scopeRun, error) {
 				break
 			}
 			switch kind {
-			case 1:
-				dl := inflight[0]
-				inflight = inflight[1:]
+			case 1, 5:
+				q := &inflight
+				if kind == 5 {
+					q = &remote
+				}
+				dl := (*q)[0]
+				*q = (*q)[1:]
 				for j := range n {
-					if j != dl.from && j != dead {
+					if j != dl.from && j != dead && sameDC(j, dl.from) == (kind == 1) {
 						kv[j].Learn(dl.delta, uint32(s.Limit), epoch.Add(t+skew[j]))
 					}
 				}
@@ -278,6 +311,9 @@ func runScope(s ScopeScenario, seed uint64, d time.Duration) (scopeRun, error) {
 					buf = kv[drainIdx].Drain(buf[:0])
 					for _, dd := range buf {
 						inflight = append(inflight, delivery{t + ScopeDeltaLatency, drainIdx, dd})
+						if s.WAN > 0 {
+							remote = append(remote, delivery{t + s.WAN, drainIdx, dd})
+						}
 					}
 				}
 				if drainIdx++; drainIdx == n {
@@ -440,6 +476,48 @@ go test ./test/sim -run TestScopeReport -update-scopes.
 	b.WriteString("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %d | %s | %d | %s | %g |", r.Limit, r.Kind, r.Coordinators, r.Case, r.Offered)
+		for _, m := range []ScopeMethod{r.Kvnode, r.PerNode, r.Reserved} {
+			fmt.Fprintf(&b, " %.3f | %.2f | %.2f | %.3f %% |", m.Steady, m.First, m.AfterEvent, 100*m.Rejected)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteScopeDCMarkdown writes the report of the two-data-center scope rows (ScopeDCMatrix):
+// what they are, a summary against the issue's bounds, and one row per scenario.
+func WriteScopeDCMarkdown(w io.Writer, seed uint64, results []ScopeResult) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# scope limits across two data centers: seed %d, %v rows\n\n", seed, ScopeDuration)
+	b.WriteString(`Levels and keyspaces held across the coordinators of two data centers (package test/sim,
+scopes.go, ScopeDCMatrix): as results/scopes.md, with 6 coordinators, the even-numbered in one data
+center and the odd-numbered in the other, and every delta reaching the other data center's
+coordinators a WAN delay (50 or 150 ms) after its drain instead of 1 ms. The 90 % moves at 60 s from
+coordinator 0 to coordinator 1, from one data center to the other; after a death it is spread over
+the five survivors of both. Regenerate with go test ./test/sim -run TestScopeDCReport -update-scopes.
+
+`)
+	for _, wan := range []time.Duration{50 * time.Millisecond, 150 * time.Millisecond} {
+		lo, hi, first, rej9 := math.Inf(1), math.Inf(-1), 0.0, 0.0
+		for _, r := range results {
+			switch {
+			case r.WAN != wan:
+			case r.Offered >= 2:
+				lo, hi, first = min(lo, r.Kvnode.Steady), max(hi, r.Kvnode.Steady), max(first, r.Kvnode.First)
+			default:
+				rej9 = max(rej9, r.Kvnode.Rejected)
+			}
+		}
+		if !math.IsInf(lo, 1) {
+			fmt.Fprintf(&b, "- kvnode, WAN %v, V ≥ 2L: steady %.3f–%.3f × L, first second at most %.2f × L; rejected at most %.3f %% at 0.9 L.\n",
+				wan, lo, hi, first, 100*rej9)
+		}
+	}
+	b.WriteString("\n| WAN | scope | coordinators | load | V/L | kvnode steady | first s | event s | rejected | per node steady | first s | event s | rejected | reserved steady | first s | event s | rejected |\n")
+	b.WriteString("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %v | %s | %d | %s | %g |", r.WAN, r.Kind, r.Coordinators, r.Case, r.Offered)
 		for _, m := range []ScopeMethod{r.Kvnode, r.PerNode, r.Reserved} {
 			fmt.Fprintf(&b, " %.3f | %.2f | %.2f | %.3f %% |", m.Steady, m.First, m.AfterEvent, 100*m.Rejected)
 		}
