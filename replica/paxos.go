@@ -78,11 +78,16 @@ func checkPaxosBallot(b *replicapb.SchemaBallot) error {
 
 // paxosLock returns the lock of the partition with state key k.
 func (s *Service) paxosLock(k []byte) func() {
-	h := fnv.New32a()
-	h.Write(k)
-	mu := &s.paxos[h.Sum32()%paxosStripes]
+	mu := &s.paxos[paxosStripe(k)]
 	mu.Lock()
 	return mu.Unlock
+}
+
+// paxosStripe returns the index of the lock of the partition with state key k.
+func paxosStripe(k []byte) uint32 {
+	h := fnv.New32a()
+	h.Write(k)
+	return h.Sum32() % paxosStripes
 }
 
 // paxosCacheSize bounds the Paxos state cache: partitions whose state was written last.
