@@ -296,11 +296,9 @@ func (s *Service) PaxosPrepare(ctx context.Context, req *replicapb.PaxosPrepareR
 	if err := s.store.savePaxos(k, st, s.now()); err != nil {
 		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos prepare", t), Message: err.Error()}}, nil
 	}
-	plain := proto.Clone(rd).(*replicapb.ReadRequest)
-	plain.Limiter = nil
 	var rows *replicapb.ReadResponse
 	err = s.store.guarded(func() (err error) {
-		rows, err = s.store.ReadPartition(t, plain)
+		rows, err = s.store.ReadPartition(t, rd) // the store reads; the limiter decided above
 		return err
 	})
 	if err != nil {
