@@ -181,7 +181,7 @@ func (t *topology) Pull(ctx context.Context, req *replicapb.PullRequest, send fu
 	chunk := &replicapb.PullChunk{}
 	size := 0
 	flush := func() error {
-		if len(chunk.Entries) == 0 {
+		if len(chunk.Entries) == 0 && len(chunk.PaxosEntries) == 0 {
 			return nil
 		}
 		if err := t.throttle(ctx, size); err != nil {
@@ -201,6 +201,15 @@ func (t *topology) Pull(ctx context.Context, req *replicapb.PullRequest, send fu
 		}
 		for _, r := range ranges {
 			for _, iv := range intervals(r) {
+				if err := t.n.store.ScanPaxosTokens(schema.TableID(id), iv[0], iv[1], func(k, v []byte) error { // before the rows: see replica/paxos_stream.go
+					chunk.PaxosEntries = append(chunk.PaxosEntries, &replicapb.Entry{Key: slices.Clone(k), Value: slices.Clone(v)})
+					if size += len(k) + len(v); size >= streamChunkBytes {
+						return flush()
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
 				err := t.n.store.ScanTokens(schema.TableID(id), iv[0], iv[1], func(k, v []byte) error {
 					chunk.Entries = append(chunk.Entries, &replicapb.Entry{Key: slices.Clone(k), Value: slices.Clone(v)})
 					size += len(k) + len(v)
@@ -274,6 +283,9 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 			bytes += uint64(len(e.GetKey()) + len(e.GetValue()))
 		}
 		if err := t.n.store.ApplyStreamed(batch, accept, t.n.schema); err != nil {
+			return fmt.Errorf("stream from %s: %w", src, err)
+		}
+		if err := t.n.replica.ApplyStreamedPaxos(chunk.GetPaxosEntries(), accept); err != nil {
 			return fmt.Errorf("stream from %s: %w", src, err)
 		}
 		entries += uint64(len(batch))

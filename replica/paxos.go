@@ -78,11 +78,16 @@ func checkPaxosBallot(b *replicapb.SchemaBallot) error {
 
 // paxosLock returns the lock of the partition with state key k.
 func (s *Service) paxosLock(k []byte) func() {
-	h := fnv.New32a()
-	h.Write(k)
-	mu := &s.paxos[h.Sum32()%paxosStripes]
+	mu := &s.paxos[paxosStripe(k)]
 	mu.Lock()
 	return mu.Unlock
+}
+
+// paxosStripe returns the index of the lock of the partition with state key k.
+func paxosStripe(k []byte) uint32 {
+	h := fnv.New32a()
+	h.Write(k)
+	return h.Sum32() % paxosStripes
 }
 
 // paxosCacheSize bounds the Paxos state cache: partitions whose state was written last.
@@ -291,11 +296,9 @@ func (s *Service) PaxosPrepare(ctx context.Context, req *replicapb.PaxosPrepareR
 	if err := s.store.savePaxos(k, st, s.now()); err != nil {
 		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos prepare", t), Message: err.Error()}}, nil
 	}
-	plain := proto.Clone(rd).(*replicapb.ReadRequest)
-	plain.Limiter = nil
 	var rows *replicapb.ReadResponse
 	err = s.store.guarded(func() (err error) {
-		rows, err = s.store.ReadPartition(t, plain)
+		rows, err = s.store.ReadPartition(t, rd) // the store reads; the limiter decided above
 		return err
 	})
 	if err != nil {

@@ -201,8 +201,12 @@ func (x *Entry) GetValue() []byte {
 }
 
 type PullChunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Entries       []*Entry               `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*Entry               `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// The Paxos states (lightweight transactions' promises, accepted proposals and commits) of the
+	// streamed partitions, keyed as the source stores them: the receiver merges them with its own,
+	// so that an accepted proposal reaches the range's new owner before it serves.
+	PaxosEntries  []*Entry `protobuf:"bytes,2,rep,name=paxos_entries,json=paxosEntries,proto3" json:"paxos_entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -240,6 +244,13 @@ func (*PullChunk) Descriptor() ([]byte, []int) {
 func (x *PullChunk) GetEntries() []*Entry {
 	if x != nil {
 		return x.Entries
+	}
+	return nil
+}
+
+func (x *PullChunk) GetPaxosEntries() []*Entry {
+	if x != nil {
+		return x.PaxosEntries
 	}
 	return nil
 }
@@ -536,9 +547,10 @@ const file_stream_proto_rawDesc = "" +
 	"\trequester\x18\x03 \x01(\tR\trequester\"/\n" +
 	"\x05Entry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"?\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"~\n" +
 	"\tPullChunk\x122\n" +
-	"\aentries\x18\x01 \x03(\v2\x18.kvnode.replica.v1.EntryR\aentries\"u\n" +
+	"\aentries\x18\x01 \x03(\v2\x18.kvnode.replica.v1.EntryR\aentries\x12=\n" +
+	"\rpaxos_entries\x18\x02 \x03(\v2\x18.kvnode.replica.v1.EntryR\fpaxosEntries\"u\n" +
 	"\fFetchRequest\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x125\n" +
 	"\x06ranges\x18\x02 \x03(\v2\x1d.kvnode.replica.v1.TokenRangeR\x06ranges\x12\x16\n" +
@@ -585,13 +597,14 @@ var file_stream_proto_goTypes = []any{
 var file_stream_proto_depIdxs = []int32{
 	0, // 0: kvnode.replica.v1.PullRequest.ranges:type_name -> kvnode.replica.v1.TokenRange
 	2, // 1: kvnode.replica.v1.PullChunk.entries:type_name -> kvnode.replica.v1.Entry
-	0, // 2: kvnode.replica.v1.FetchRequest.ranges:type_name -> kvnode.replica.v1.TokenRange
-	7, // 3: kvnode.replica.v1.ViewResponse.members:type_name -> kvnode.replica.v1.MemberView
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	2, // 2: kvnode.replica.v1.PullChunk.paxos_entries:type_name -> kvnode.replica.v1.Entry
+	0, // 3: kvnode.replica.v1.FetchRequest.ranges:type_name -> kvnode.replica.v1.TokenRange
+	7, // 4: kvnode.replica.v1.ViewResponse.members:type_name -> kvnode.replica.v1.MemberView
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_stream_proto_init() }
