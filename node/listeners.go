@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/gopool"
 	"github.com/kvnode/kvnode/internal/loop"
 	"github.com/kvnode/kvnode/internal/tlsconfig"
@@ -98,7 +99,7 @@ func (n *Node) listen() error {
 		}
 	}
 	if cfg.Security.GossipKeyFile != "" {
-		if n.sec.gossipKeys, err = newGossipKeyring(cfg.Security.GossipKeyFile); err != nil {
+		if n.sec.gossipKeys, err = cluster.NewGossipKeyring(cfg.Security.GossipKeyFile); err != nil {
 			return err
 		}
 	}
@@ -235,7 +236,7 @@ func (n *Node) Reload() error {
 		}
 	}
 	if n.sec.gossipKeys != nil {
-		changed, err := reloadGossipKeys(n.sec.gossipKeys, n.cfg.Security.GossipKeyFile)
+		changed, err := cluster.ReloadGossipKeys(n.sec.gossipKeys, n.cfg.Security.GossipKeyFile)
 		if err != nil {
 			errs = append(errs, err)
 		} else if changed {

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"bytes"
@@ -11,14 +11,14 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// loadGossipKeys reads a gossip key file (SecurityOptions.GossipKeyFile): one base64 key per line, of
+// LoadGossipKeys reads a gossip key file (node.SecurityOptions.GossipKeyFile): one base64 key per line, of
 // 16, 24 or 32 bytes (AES-128, -192 or -256), the first the primary key that encrypts and the
 // others accepted for decryption. Blank lines and lines starting with # are skipped. Every
 // error names the file and the line.
-func loadGossipKeys(path string) ([][]byte, error) {
+func LoadGossipKeys(path string) ([][]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("node: gossip key file: %w", err)
+		return nil, fmt.Errorf("cluster: gossip key file: %w", err)
 	}
 	var keys [][]byte
 	lines := map[string]int{} // key → its line, to name duplicates
@@ -29,41 +29,41 @@ func loadGossipKeys(path string) ([][]byte, error) {
 		}
 		key, err := base64.StdEncoding.DecodeString(line)
 		if err != nil {
-			return nil, fmt.Errorf("node: gossip key file %s line %d: not a base64 key: %v", path, i+1, err)
+			return nil, fmt.Errorf("cluster: gossip key file %s line %d: not a base64 key: %v", path, i+1, err)
 		}
 		if n := len(key); n != 16 && n != 24 && n != 32 {
-			return nil, fmt.Errorf("node: gossip key file %s line %d: the key is %d bytes, want 16, 24 or 32 (AES-128, -192 or -256)", path, i+1, n)
+			return nil, fmt.Errorf("cluster: gossip key file %s line %d: the key is %d bytes, want 16, 24 or 32 (AES-128, -192 or -256)", path, i+1, n)
 		}
 		if prev, dup := lines[string(key)]; dup {
-			return nil, fmt.Errorf("node: gossip key file %s line %d: the key repeats line %d", path, i+1, prev)
+			return nil, fmt.Errorf("cluster: gossip key file %s line %d: the key repeats line %d", path, i+1, prev)
 		}
 		lines[string(key)] = i + 1
 		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("node: gossip key file %s holds no key: want one base64 key per line, the first the primary one", path)
+		return nil, fmt.Errorf("cluster: gossip key file %s holds no key: want one base64 key per line, the first the primary one", path)
 	}
 	return keys, nil
 }
 
-// newGossipKeyring reads the gossip key file into a keyring, the first key primary.
-func newGossipKeyring(path string) (*memberlist.Keyring, error) {
-	keys, err := loadGossipKeys(path)
+// NewGossipKeyring reads the gossip key file into a keyring, the first key primary.
+func NewGossipKeyring(path string) (*memberlist.Keyring, error) {
+	keys, err := LoadGossipKeys(path)
 	if err != nil {
 		return nil, err
 	}
 	kr, err := memberlist.NewKeyring(keys, keys[0])
 	if err != nil {
-		return nil, fmt.Errorf("node: gossip key file %s: %w", path, err)
+		return nil, fmt.Errorf("cluster: gossip key file %s: %w", path, err)
 	}
 	return kr, nil
 }
 
-// reloadGossipKeys makes kr hold exactly the keys of the file, with its first key primary, and
+// ReloadGossipKeys makes kr hold exactly the keys of the file, with its first key primary, and
 // reports whether anything changed. New keys are installed before the primary changes, and
 // keys are removed only after, so that gossip keeps decrypting throughout a rotation.
-func reloadGossipKeys(kr *memberlist.Keyring, path string) (changed bool, err error) {
-	keys, err := loadGossipKeys(path)
+func ReloadGossipKeys(kr *memberlist.Keyring, path string) (changed bool, err error) {
+	keys, err := LoadGossipKeys(path)
 	if err != nil {
 		return false, err
 	}
@@ -79,14 +79,14 @@ func reloadGossipKeys(kr *memberlist.Keyring, path string) (changed bool, err er
 	for _, k := range keys {
 		if !has(installed, k) {
 			if err := kr.AddKey(k); err != nil {
-				return changed, fmt.Errorf("node: gossip key file %s: %w", path, err)
+				return changed, fmt.Errorf("cluster: gossip key file %s: %w", path, err)
 			}
 			changed = true
 		}
 	}
 	if !bytes.Equal(kr.GetPrimaryKey(), keys[0]) {
 		if err := kr.UseKey(keys[0]); err != nil {
-			return changed, fmt.Errorf("node: gossip key file %s: %w", path, err)
+			return changed, fmt.Errorf("cluster: gossip key file %s: %w", path, err)
 		}
 		changed = true
 	}
@@ -101,7 +101,7 @@ func reloadGossipKeys(kr *memberlist.Keyring, path string) (changed bool, err er
 		}
 	}
 	if len(errs) > 0 {
-		return changed, fmt.Errorf("node: gossip key file %s: %w", path, errors.Join(errs...))
+		return changed, fmt.Errorf("cluster: gossip key file %s: %w", path, errors.Join(errs...))
 	}
 	return changed, nil
 }

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"bytes"
@@ -23,12 +23,12 @@ func b64(k []byte) string { return base64.StdEncoding.EncodeToString(k) }
 func TestLoadGossipKeys(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gossip.keys")
 	writeKeys(t, path, "# the primary key first", b64(key(1, 32)), "", "  "+b64(key(2, 16))+"  ", b64(key(3, 24)))
-	keys, err := loadGossipKeys(path)
+	keys, err := LoadGossipKeys(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(keys) != 3 || !bytes.Equal(keys[0], key(1, 32)) || !bytes.Equal(keys[1], key(2, 16)) || !bytes.Equal(keys[2], key(3, 24)) {
-		t.Errorf("loadGossipKeys = %x, want the three keys in file order", keys)
+		t.Errorf("LoadGossipKeys = %x, want the three keys in file order", keys)
 	}
 	for _, c := range []struct {
 		name  string
@@ -41,21 +41,21 @@ func TestLoadGossipKeys(t *testing.T) {
 		{"a duplicate", []string{b64(key(1, 32)), b64(key(2, 32)), b64(key(1, 32))}, "line 3: the key repeats line 1"},
 	} {
 		writeKeys(t, path, c.lines...)
-		if _, err := loadGossipKeys(path); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
-			t.Errorf("loadGossipKeys with %s = %v, want an error naming the file and %q", c.name, err, c.want)
+		if _, err := LoadGossipKeys(path); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("LoadGossipKeys with %s = %v, want an error naming the file and %q", c.name, err, c.want)
 		}
 	}
-	if _, err := loadGossipKeys(path + ".missing"); err == nil {
-		t.Error("loadGossipKeys of a missing file succeeded")
+	if _, err := LoadGossipKeys(path + ".missing"); err == nil {
+		t.Error("LoadGossipKeys of a missing file succeeded")
 	}
 }
 
-// TestReloadGossipKeysRotates walks the rotation docs/operations.md describes through the file.
-func TestReloadGossipKeysRotates(t *testing.T) {
+// TestReLoadGossipKeysRotates walks the rotation docs/operations.md describes through the file.
+func TestReLoadGossipKeysRotates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gossip.keys")
 	oldK, newK := key(1, 32), key(2, 32)
 	writeKeys(t, path, b64(oldK))
-	kr, err := newGossipKeyring(path)
+	kr, err := NewGossipKeyring(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestReloadGossipKeysRotates(t *testing.T) {
 		{[]string{b64(key(3, 16))}, true, "3*", ""},                    // a straight replacement works too
 	} {
 		writeKeys(t, path, step.lines...)
-		changed, err := reloadGossipKeys(kr, path)
+		changed, err := ReloadGossipKeys(kr, path)
 		if changed != step.changed || (err == nil) != (step.error == "") || err != nil && !strings.Contains(err.Error(), step.error) {
 			t.Errorf("reload of %v = %v, %v; want changed %v, error %q", step.lines, changed, err, step.changed, step.error)
 		}
