@@ -844,8 +844,9 @@ class Steps {
 
   // secondary_indexes: CREATE INDEX on a regular column, queried through prepared statements
   // with and without the partition key, unpaged and paged (the same rows in the same order: by
-  // token, then clustering), seen in client.metadata (kind COMPOSITES, target v), then DROP
-  // INDEX: gone from the metadata, and the query it served refused without ALLOW FILTERING.
+  // token, then clustering), seen in client.metadata (kind COMPOSITES, target v), with an
+  // aggregate, GROUP BY and PER PARTITION LIMIT, then DROP INDEX: gone from the metadata, and
+  // the query it served refused without ALLOW FILTERING.
   async secondary_indexes() {
     const { client, ks } = this;
     await client.execute(`CREATE TABLE ${ks}.idx (k int, c int, v text, n int, PRIMARY KEY (k, c))`);
@@ -876,6 +877,14 @@ class Steps {
     await this.refused(`SELECT k FROM ${ks}.idx WHERE v = ? AND n = ?`, ['even', 10], /ALLOW FILTERING/);
     got = await this.both(`SELECT k, c FROM ${ks}.idx WHERE v = ? AND n > ? ALLOW FILTERING`, ['even', 60], 1);
     check(sorted(got) === sorted([[6, 2], [7, 0], [7, 2]]), `v = 'even' AND n > 60 ALLOW FILTERING returned ${JSON.stringify(got)}`);
+    // A scan's shapes over the index: an aggregate, GROUP BY, PER PARTITION LIMIT.
+    const order = rows.filter((r, i) => i === 0 || rows[i - 1][0] !== r[0]).map((r) => r[0]);
+    got = await this.both(`SELECT count(*), max(n) FROM ${ks}.idx WHERE v = ?`, ['odd'], 3);
+    check(JSON.stringify(got) === '[[16,73]]', `count(*), max(n) WHERE v = 'odd' returned ${JSON.stringify(got)}`);
+    got = await this.both(`SELECT k, count(*) FROM ${ks}.idx WHERE v = ? GROUP BY k`, ['odd'], 3);
+    check(JSON.stringify(got) === JSON.stringify(order.map((k) => [k, 2])), `GROUP BY k WHERE v = 'odd' returned ${JSON.stringify(got)}`);
+    got = await this.both(`SELECT k, c FROM ${ks}.idx WHERE v = ? PER PARTITION LIMIT ?`, ['odd', 1], 3);
+    check(JSON.stringify(got) === JSON.stringify(order.map((k) => [k, 1])), `WHERE v = 'odd' PER PARTITION LIMIT 1 returned ${JSON.stringify(got)}`);
     await client.execute(`DROP INDEX ${ks}.by_v`);
     await this.waitIndexes('idx', {});
     await this.refused(`SELECT k, c FROM ${ks}.idx WHERE v = ?`, ['odd'], /ALLOW FILTERING/);

@@ -762,8 +762,9 @@ class Steps:
         """CREATE INDEX on a regular column, queried through prepared statements with and
         without the partition key, unpaged and paged by the driver (the same rows in the same
         order: by token, then clustering), seen in cluster.metadata (keyspace and table
-        indexes, kind COMPOSITES, target v) and the table's export, then DROP INDEX: gone from
-        the metadata, and the query it served refused without ALLOW FILTERING."""
+        indexes, kind COMPOSITES, target v) and the table's export, with an aggregate, GROUP BY
+        and PER PARTITION LIMIT, then DROP INDEX: gone from the metadata, and the query it served
+        refused without ALLOW FILTERING."""
         s, ks = self.session, self.ks
         s.execute("CREATE TABLE %s.idx (k int, c int, v text, n int, PRIMARY KEY (k, c))" % ks)
         ins = s.prepare("INSERT INTO %s.idx (k, c, v, n) VALUES (?, ?, ?, ?)" % ks)
@@ -796,6 +797,14 @@ class Steps:
             raise AssertionError("an indexed query with another restriction ran without ALLOW FILTERING")
         got = self.both(s.prepare("SELECT k, c FROM %s.idx WHERE v = ? AND n > ? ALLOW FILTERING" % ks), ["even", 60], 1)
         check(sorted(got) == [(6, 2), (7, 0), (7, 2)], "v = 'even' AND n > 60 ALLOW FILTERING returned %r" % got)
+        # A scan's shapes over the index: an aggregate, GROUP BY, PER PARTITION LIMIT.
+        got = self.both(s.prepare("SELECT count(*), max(n) FROM %s.idx WHERE v = ?" % ks), ["odd"], 3)
+        check(got == [(16, 73)], "count(*), max(n) WHERE v = 'odd' returned %r, want [(16, 73)]" % got)
+        got = self.both(s.prepare("SELECT k, count(*) FROM %s.idx WHERE v = ? GROUP BY k" % ks), ["odd"], 3)
+        check(sorted(got) == [(k, 2) for k in range(8)] and [k for k, _ in got] == runs,
+              "GROUP BY k WHERE v = 'odd' returned %r (partitions in the order %r)" % (got, runs))
+        got = self.both(s.prepare("SELECT k, c FROM %s.idx WHERE v = ? PER PARTITION LIMIT ?" % ks), ["odd", 1], 3)
+        check(got == [(k, 1) for k in runs], "WHERE v = 'odd' PER PARTITION LIMIT 1 returned %r" % got)
         s.execute("DROP INDEX %s.by_v" % ks)
         self.wait_indexes("idx", {})
         try:
