@@ -403,14 +403,11 @@ func EntryValue(key, value []byte) []byte {
 	return append(append(b, key...), value...)
 }
 
-// indexServes reports whether filters, the regular columns' restrictions of a SELECT, are one
-// = on an indexed column: the query needs no ALLOW FILTERING then, as in Cassandra.
-func indexServes(t *Table, filters []RowFilter) bool {
-	if len(filters) != 1 || len(filters[0].Columns) != 1 {
-		return false
-	}
-	_, ok := indexForRelation(t, filters[0].Columns[0].Name, filters[0].Op, filters[0].Element != nil)
-	return ok
+// indexServes reports whether rels, the relations on regular columns of a SELECT, are one =
+// on an indexed column: the query needs no ALLOW FILTERING then, as in Cassandra. It judges the
+// relations, not their bound filters: when a statement is prepared, m[?] = ? has no key yet.
+func indexServes(t *Table, rels []cql.Relation) bool {
+	return len(rels) == 1 && indexed(t, rels)
 }
 
 // indexWhere interprets the WHERE clause of a scan that an index serves (indexed): token

@@ -128,6 +128,7 @@ type restriction struct {
 func selectWhere(t *Table, st *cql.SelectStmt, b *binder) (pks [][][]byte, cr ClusteringRange, filters []RowFilter, eqPrefix int, err error) {
 	rs := make([]restriction, len(t.Columns))
 	var multis []RowFilter
+	var regular []cql.Relation // the relations on regular columns, the filters
 	for _, r := range st.Where {
 		if r.Multi() {
 			f, err := multiRelation(t, r, b)
@@ -154,7 +155,7 @@ func selectWhere(t *Table, st *cql.SelectStmt, b *binder) (pks [][][]byte, cr Cl
 			if err != nil {
 				return nil, cr, nil, 0, err
 			}
-			filters = append(filters, f)
+			filters, regular = append(filters, f), append(regular, r)
 			continue
 		}
 		if r.Op == cql.CONTAINS || r.Op == cql.CONTAINSKEY || r.Element != nil {
@@ -198,7 +199,7 @@ func selectWhere(t *Table, st *cql.SelectStmt, b *binder) (pks [][][]byte, cr Cl
 			}
 		}
 	}
-	if len(filters) > 0 && !st.AllowFiltering && !indexServes(t, filters) {
+	if len(filters) > 0 && !st.AllowFiltering && !indexServes(t, regular) {
 		return nil, cr, nil, 0, fmt.Errorf("%s", errNeedsFiltering)
 	}
 

@@ -27,33 +27,26 @@ import (
 // For the limiter, the index read is exempt like a scan; each partition read back counts one
 // read of that partition (decided by its replicas, once per page); the service level's and the
 // keyspace's budgets count one read per page. The paging state is a scan's (token, partition,
-// row), so any coordinator continues it.
+// row, rows of that partition returned), so any coordinator continues it.
+//
+// The statement's shape is a scan's: PER PARTITION LIMIT and DISTINCT cap each partition's
+// rows as it is read back; aggregates and GROUP BY fold the rows of the index query's pages
+// (scan.go's aggregateScan, scanfilter.go's groupScan).
 
 // indexCandidates bounds the candidate partitions one index read of a range returns.
 const indexCandidates = 256
 
-// indexShapeSupported refuses the shapes an index query does not run yet.
-func indexShapeSupported(r *schema.Read) error {
-	var what string
-	switch {
-	case r.Aggregated():
-		what = "aggregates and GROUP BY"
-	case r.Distinct:
-		what = "SELECT DISTINCT"
-	case r.PerPartitionLimit > 0:
-		what = "PER PARTITION LIMIT"
-	default:
-		return nil
-	}
-	return fmt.Errorf("%s with a secondary index query (without a partition key restriction) are not supported yet", what)
+// scanPages is what aggregateScan and groupScan read rows from, page after page: a scan's
+// scanner or an indexQuery.
+type scanPages interface {
+	// page returns up to want rows from pos on, the position after them, and whether the
+	// rows ended.
+	page(ctx context.Context, pos scanPos, want int) ([]scanRow, scanPos, bool, error)
 }
 
 // executeIndexScan runs a SELECT that index r.Index serves at consistency cl.
 func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
 	t := r.Table
-	if err := indexShapeSupported(r); err != nil {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
-	}
 	ring, ok1 := e.ring.(RangeRing)
 	reader, ok2 := e.transport.(RangeReader)
 	if !ok1 || !ok2 {
@@ -67,7 +60,7 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 	if req.PageSize > 0 || len(req.PagingState) > 0 {
 		fingerprint = statementFingerprint(req, keyspace)
 	}
-	pos, returned, _, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
+	pos, returned, partTaken, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
 	if err != nil {
 		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
 	}
@@ -80,7 +73,7 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 		want = min(want, req.PageSize)
 	}
 	now := e.now()
-	if r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End {
+	if (r.Aggregates == nil || r.GroupBy > 0) && (r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End) {
 		res, err := rowsResult(r, nil, 0)
 		return t, res, err
 	}
@@ -89,8 +82,23 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 		return t, coordinator.Result{}, err // a page is one read of its budgets
 	}
 	q := indexQuery{e: e, ring: ring, reader: reader, r: r, rf: rf, cl: cl, now: now,
-		dl: deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout))}
-	rows, pos, done, err := q.page(ctx, pos, want, paged)
+		dl: deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout)), paged: paged}
+	if !r.Aggregated() {
+		q.perPartition, q.partTaken = r.PerPartitionLimit, partTaken
+	}
+	if r.GroupBy > 0 {
+		q.paged = false                                                                         // the groups' rows are read in pages of their own
+		res, err := e.groupScan(ctx, r, &q, partTaken, pos, returned, want, paged, fingerprint) // scanfilter.go
+		res.Warnings = append(warnings, q.warnings...)
+		return t, res, err
+	}
+	if r.Aggregates != nil {
+		q.paged = false
+		res, err := e.aggregateScan(ctx, r, &q, pos) // scan.go
+		res.Warnings = append(warnings, q.warnings...)
+		return t, res, err
+	}
+	rows, pos, done, err := q.page(ctx, pos, want)
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
@@ -104,7 +112,7 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 		}
 	}
 	if paged && !done && len(rows) == want && (r.Limit == 0 || returned+len(rows) < r.Limit) {
-		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), 0, pos)
+		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), q.partTaken, pos)
 	}
 	res.Warnings = append(warnings, q.warnings...)
 	return t, res, nil
@@ -112,21 +120,31 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 
 // indexQuery runs the pages of one index query.
 type indexQuery struct {
-	e        *Executor
-	ring     RangeRing
-	reader   RangeReader
-	r        *schema.Read
-	rf       schema.Replication
-	cl       coordinator.Consistency
-	now, dl  time.Time
-	warnings []string
+	e       *Executor
+	ring    RangeRing
+	reader  RangeReader
+	r       *schema.Read
+	rf      schema.Replication
+	cl      coordinator.Consistency
+	now, dl time.Time
+	// paged reads few partitions at once (the page is likely to fill early).
+	paged bool
+	// perPartition is PER PARTITION LIMIT of a SELECT without aggregates (0: none).
+	perPartition int
+	// partTaken is the rows of the partition at the query's position returned so far: by
+	// earlier pages when a page resumes inside it, then as the last page left it.
+	partTaken int
+	warnings  []string
 }
 
 // page returns up to want rows from pos on, the position after the last, and whether the query
-// reached the end of its tokens.
-func (q *indexQuery) page(ctx context.Context, pos scanPos, want int, paged bool) ([]scanRow, scanPos, bool, error) {
+// reached the end of its tokens. Each partition gives at most PER PARTITION LIMIT rows (one for
+// DISTINCT); a page full inside a partition leaves q.partTaken its rows returned so far.
+func (q *indexQuery) page(ctx context.Context, pos scanPos, want int) ([]scanRow, scanPos, bool, error) {
 	var out []scanRow
 	end := q.r.Tokens.End
+	taken0 := q.partTaken // of the partition at pos, when the page resumes inside it
+	q.partTaken = 0
 	for len(out) < want {
 		if pos.Key == nil && pos.Token >= end {
 			return out, pos, true, nil
@@ -136,24 +154,35 @@ func (q *indexQuery) page(ctx context.Context, pos scanPos, want int, paged bool
 			return nil, pos, false, err
 		}
 		var after [][]byte
-		counted := 0
+		counted, resumed := 0, 0
 		if pos.After != nil && len(keys) > 0 && keys[0].token == pos.Token && sameKey(keys[0].pk, pos.Key) {
 			after, counted = pos.After, 1 // the partition the last page stopped in, counted then
+			resumed = taken0
 		}
+		taken0 = 0
 		x := &partitionReads{e: q.e, r: q.r, keys: keys, counted: counted, pageJudged: true,
 			base: readSpec{table: q.r.Table, clustering: q.r.Clustering, rf: q.rf, cl: q.cl}, now: q.now, dl: q.dl}
 		window := maxParallelPartitions
-		if paged {
+		if q.paged {
 			window = 4
 		}
 		for from := 0; from < len(keys); from += window {
 			to := min(from+window, len(keys))
 			left := want - len(out)
-			res, err := x.readRange(ctx, from, to, after, func(int) int {
-				if want == math.MaxInt {
-					return 0
+			res, err := x.readRange(ctx, from, to, after, func(i int) int {
+				w := 0 // all
+				if want != math.MaxInt {
+					w = left + 1 // one more: whether the partition has more
 				}
-				return left + 1 // one more: whether the partition has more
+				if p := q.perPartition; p > 0 {
+					if i == 0 {
+						p -= resumed
+					}
+					if w == 0 || p < w {
+						w = max(p, 1) // resumed < PER PARTITION LIMIT (a page stops after a partition that gave all)
+					}
+				}
+				return w
 			})
 			if err != nil {
 				return nil, pos, false, err
@@ -166,12 +195,18 @@ func (q *indexQuery) page(ctx context.Context, pos scanPos, want int, paged bool
 					out = append(out, scanRow{key: key.pk, row: row})
 				}
 				if len(out) < want {
-					continue
+					continue // the partition gave all it has or may
 				}
 				// The page is full in this partition: after it when nothing of it is left.
+				taken := room
+				if from+k == 0 {
+					taken += resumed
+				}
 				pos = scanPos{Token: key.token, Key: key.pk}
-				if room < len(p.rows) || !p.done {
+				gaveAll := q.r.Distinct || q.perPartition > 0 && taken >= q.perPartition
+				if room < len(p.rows) || !p.done && !gaveAll {
 					pos.After = out[len(out)-1].row.Clustering
+					q.partTaken = taken
 				}
 				q.warnings = append(q.warnings, x.warnings...)
 				return out, pos, false, nil

@@ -103,7 +103,7 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout), distinct: r.Distinct}
 	sc.shape(r, partTaken, paged, want) // scanfilter.go
 	if r.GroupBy > 0 {
-		res, err := e.groupScan(ctx, r, &sc, pos, returned, want, paged, fingerprint) // scanfilter.go
+		res, err := e.groupScan(ctx, r, &sc, sc.partTaken, pos, returned, want, paged, fingerprint) // scanfilter.go
 		res.Warnings = warnings
 		return t, res, err
 	}
@@ -137,11 +137,11 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 // scanAggregatePage is how many rows an aggregate over a scan reads per page of the scan.
 const scanAggregatePage = 1000
 
-// aggregateScan folds every row of the scan from pos on into the aggregates of r (without
+// aggregateScan folds every row of the scan (or index query) from pos on into the aggregates of r (without
 // GROUP BY: one group, which exists without rows), reading page after page as Cassandra's
 // coordinator pages an aggregation internally, and returns their one row. The budgets counted
 // the statement once, like the page it answers.
-func (e *Executor) aggregateScan(ctx context.Context, r *schema.Read, sc *scanner, pos scanPos) (coordinator.Result, error) {
+func (e *Executor) aggregateScan(ctx context.Context, r *schema.Read, sc scanPages, pos scanPos) (coordinator.Result, error) {
 	agg := newAggregator(r, e.now().Unix())
 	for done := r.Tokens.Empty; !done; {
 		var rows []scanRow

@@ -131,14 +131,15 @@ func (s *scanner) takePartition(ctx context.Context, part coordinator.PartitionP
 	return out, &at, nil
 }
 
-// groupScan runs a SELECT with GROUP BY over a scan: the rows, filtered, folded into groups by
-// the aggregator, reading page after page of the scan. A page of the statement holds want
-// groups (math.MaxInt: all) and, when paged, ends after the last row of its last group, where
-// the next page resumes with the groups of that partition counted (PER PARTITION LIMIT).
-func (e *Executor) groupScan(ctx context.Context, r *schema.Read, sc *scanner, pos scanPos, returned, want int, paged bool, fingerprint uint64) (coordinator.Result, error) {
+// groupScan runs a SELECT with GROUP BY over a scan (or an index query): the rows, filtered,
+// folded into groups by the aggregator, reading page after page of sc. A page of the statement
+// holds want groups (math.MaxInt: all) and, when paged, ends after the last row of its last
+// group, where the next page resumes with the groups of that partition counted (partTaken when
+// the page starts inside a partition; PER PARTITION LIMIT).
+func (e *Executor) groupScan(ctx context.Context, r *schema.Read, sc scanPages, partTaken int, pos scanPos, returned, want int, paged bool, fingerprint uint64) (coordinator.Result, error) {
 	agg := newAggregator(r, e.now().Unix())
 	if pos.After != nil {
-		agg.lastPK, agg.groupsInPart = pos.Key, sc.partTaken
+		agg.lastPK, agg.groupsInPart = pos.Key, partTaken
 	}
 	var keys [][][]byte // the partitions of the rows added, by agg.part
 	// A page of few groups reads few rows: the scan's pages grow from the groups wanted.

@@ -768,6 +768,210 @@ class Steps {
       return shape === wantShape ? null : `table people's columns are ${shape}, want ${wantShape}`;
     });
   }
+
+  // fetch runs query prepared with params, unpaged (fetchSize 0: one response, no paging
+  // state) or page after page of fetchSize rows following the paging state; it returns the rows
+  // as arrays of the columns' values.
+  async fetch(query, params, fetchSize) {
+    const rows = [];
+    let pageState;
+    for (let pages = 1; ; pages++) {
+      const rs = await this.client.execute(query, params, { prepare: true, fetchSize, pageState });
+      if (fetchSize === 0) {
+        check(!rs.pageState, `unpaged ${query} returned a paging state`);
+      } else {
+        check(rs.rows.length <= fetchSize, `${query}: page ${pages} has ${rs.rows.length} rows, more than ${fetchSize}`);
+      }
+      for (const row of rs.rows) {
+        rows.push(row.values().map((v) => (v !== null && typeof v === 'object' && v.toNumber ? v.toNumber() : v)));
+      }
+      pageState = rs.pageState;
+      if (!pageState) {
+        return rows;
+      }
+      check(pages <= 1000, `${query}: paging did not end after ${pages} pages`);
+    }
+  }
+
+  // both returns the rows of query unpaged, checked equal (in order) to them paged by fetchSize.
+  async both(query, params, fetchSize = 2) {
+    const whole = await this.fetch(query, params, 0);
+    const paged = await this.fetch(query, params, fetchSize);
+    check(JSON.stringify(paged) === JSON.stringify(whole),
+      `${query} ${JSON.stringify(params)} paged by ${fetchSize} returned ${JSON.stringify(paged)}, unpaged ${JSON.stringify(whole)}`);
+    return whole;
+  }
+
+  // waitIndexes waits until client.metadata.getTable shows exactly the indexes want
+  // ({name: [kind, target]}) on ks.table.
+  async waitIndexes(table, want) {
+    await waitUntil(`client.metadata shows the indexes ${JSON.stringify(want)} of ${table}`, async () => {
+      const t = await this.client.metadata.getTable(this.ks, table);
+      if (!t) {
+        return `no table ${table} in the metadata yet`;
+      }
+      const got = {};
+      for (const ix of t.indexes || []) {
+        got[ix.name] = [ix.isCompositesKind() ? 'COMPOSITES' : `kind ${ix.kind}`, ix.target];
+      }
+      const norm = (o) => JSON.stringify(Object.entries(o).sort());
+      return norm(got) === norm(want) ? null : `indexes ${JSON.stringify(got)}`;
+    });
+  }
+
+  // waitBuilt waits until the index query runs at ALL (every replica has built the index).
+  async waitBuilt(query, params) {
+    await waitUntil(`the index of ${query} built on every replica`, async () => {
+      try {
+        await this.client.execute(query, params, { prepare: true, consistency: types.consistencies.all });
+      } catch (err) {
+        return String(err);
+      }
+      return null;
+    });
+  }
+
+  // refused checks that query is refused with a message matching re.
+  async refused(query, params, re) {
+    let err = null;
+    try {
+      await this.client.execute(query, params, { prepare: true });
+    } catch (e) {
+      err = e;
+    }
+    check(err !== null && re.test(err.message), `${query}: ${err === null ? 'not refused' : err.message}, want ${re}`);
+  }
+
+  // secondary_indexes: CREATE INDEX on a regular column, queried through prepared statements
+  // with and without the partition key, unpaged and paged (the same rows in the same order: by
+  // token, then clustering), seen in client.metadata (kind COMPOSITES, target v), with an
+  // aggregate, GROUP BY and PER PARTITION LIMIT, then DROP INDEX: gone from the metadata, and
+  // the query it served refused without ALLOW FILTERING.
+  async secondary_indexes() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.idx (k int, c int, v text, n int, PRIMARY KEY (k, c))`);
+    for (let k = 0; k < 8; k++) {
+      for (let c = 0; c < 4; c++) {
+        await client.execute(`INSERT INTO ${ks}.idx (k, c, v, n) VALUES (?, ?, ?, ?)`, [k, c, c % 2 === 0 ? 'even' : 'odd', k * 10 + c], { prepare: true });
+      }
+    }
+    await client.execute(`CREATE INDEX by_v ON ${ks}.idx (v)`);
+    await this.waitBuilt(`SELECT k FROM ${ks}.idx WHERE v = ?`, ['even']);
+    await this.waitIndexes('idx', { by_v: ['COMPOSITES', 'v'] });
+    const rows = await this.both(`SELECT k, c, n FROM ${ks}.idx WHERE v = ?`, ['odd'], 3);
+    const want = [];
+    for (let k = 0; k < 8; k++) {
+      want.push([k, 1, k * 10 + 1], [k, 3, k * 10 + 3]);
+    }
+    const sorted = (rs) => JSON.stringify(rs.map((r) => JSON.stringify(r)).sort());
+    check(sorted(rows) === sorted(want), `WHERE v = 'odd' returned ${JSON.stringify(rows)}`);
+    const runs = rows.filter((r, i) => i === 0 || rows[i - 1][0] !== r[0]).length;
+    const ordered = rows.every((r, i) => i === 0 || rows[i - 1][0] !== r[0] || rows[i - 1][1] < r[1]);
+    check(runs === 8 && ordered, `WHERE v = 'odd': rows not by partition in clustering order: ${JSON.stringify(rows)}`);
+    check((await this.both(`SELECT k, c, n FROM ${ks}.idx WHERE v = ?`, ['none'])).length === 0, 'WHERE v = \'none\' returned rows');
+    let got = await this.both(`SELECT c, n FROM ${ks}.idx WHERE k = ? AND v = ?`, [5, 'even'], 1);
+    check(JSON.stringify(got) === '[[0,50],[2,52]]', `WHERE k = 5 AND v = 'even' returned ${JSON.stringify(got)}`);
+    got = await this.both(`SELECT k, c FROM ${ks}.idx WHERE v = ? LIMIT 5`, ['even'], 2);
+    check(got.length === 5 && new Set(got.map((r) => r.join())).size === 5 && got.every((r) => r[1] % 2 === 0),
+      `WHERE v = 'even' LIMIT 5 returned ${JSON.stringify(got)}`);
+    await this.refused(`SELECT k FROM ${ks}.idx WHERE v = ? AND n = ?`, ['even', 10], /ALLOW FILTERING/);
+    got = await this.both(`SELECT k, c FROM ${ks}.idx WHERE v = ? AND n > ? ALLOW FILTERING`, ['even', 60], 1);
+    check(sorted(got) === sorted([[6, 2], [7, 0], [7, 2]]), `v = 'even' AND n > 60 ALLOW FILTERING returned ${JSON.stringify(got)}`);
+    // A scan's shapes over the index: an aggregate, GROUP BY, PER PARTITION LIMIT.
+    const order = rows.filter((r, i) => i === 0 || rows[i - 1][0] !== r[0]).map((r) => r[0]);
+    got = await this.both(`SELECT count(*), max(n) FROM ${ks}.idx WHERE v = ?`, ['odd'], 3);
+    check(JSON.stringify(got) === '[[16,73]]', `count(*), max(n) WHERE v = 'odd' returned ${JSON.stringify(got)}`);
+    got = await this.both(`SELECT k, count(*) FROM ${ks}.idx WHERE v = ? GROUP BY k`, ['odd'], 3);
+    check(JSON.stringify(got) === JSON.stringify(order.map((k) => [k, 2])), `GROUP BY k WHERE v = 'odd' returned ${JSON.stringify(got)}`);
+    got = await this.both(`SELECT k, c FROM ${ks}.idx WHERE v = ? PER PARTITION LIMIT ?`, ['odd', 1], 3);
+    check(JSON.stringify(got) === JSON.stringify(order.map((k) => [k, 1])), `WHERE v = 'odd' PER PARTITION LIMIT 1 returned ${JSON.stringify(got)}`);
+    await client.execute(`DROP INDEX ${ks}.by_v`);
+    await this.waitIndexes('idx', {});
+    await this.refused(`SELECT k, c FROM ${ks}.idx WHERE v = ?`, ['odd'], /ALLOW FILTERING/);
+  }
+
+  // map_indexes: indexes on a map's keys, values and entries, queried with CONTAINS KEY,
+  // CONTAINS and m[k] = v through prepared statements, with and without the partition key,
+  // unpaged and paged, and seen in client.metadata with their targets.
+  async map_indexes() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.idxmap (k int, c int, m map<text, int>, PRIMARY KEY (k, c))`);
+    for (const target of ['keys(m)', 'values(m)', 'entries(m)']) {
+      await client.execute(`CREATE INDEX ON ${ks}.idxmap (${target})`);
+    }
+    for (let k = 0; k < 6; k++) {
+      for (let c = 0; c < 3; c++) {
+        await client.execute(`INSERT INTO ${ks}.idxmap (k, c, m) VALUES (?, ?, ?)`, [k, c, { [`c${c}`]: k, all: 1 }], { prepare: true });
+      }
+    }
+    await client.execute(`UPDATE ${ks}.idxmap SET m[?] = ? WHERE k = ? AND c = ?`, ['all', 2, 4, 1], { prepare: true });
+    await this.waitBuilt(`SELECT k FROM ${ks}.idxmap WHERE m CONTAINS KEY ?`, ['all']);
+    await this.waitBuilt(`SELECT k FROM ${ks}.idxmap WHERE m CONTAINS ?`, [1]);
+    await this.waitBuilt(`SELECT k FROM ${ks}.idxmap WHERE m[?] = ?`, ['all', 1]);
+    await this.waitIndexes('idxmap', { idxmap_m_idx: ['COMPOSITES', 'keys(m)'], idxmap_m_idx_1: ['COMPOSITES', 'values(m)'], idxmap_m_idx_2: ['COMPOSITES', 'entries(m)'] });
+    const sorted = (rs) => JSON.stringify(rs.map((r) => JSON.stringify(r)).sort());
+    const all = [];
+    for (let k = 0; k < 6; k++) {
+      for (let c = 0; c < 3; c++) {
+        all.push([k, c]);
+      }
+    }
+    for (const [q, params, fetchSize, want] of [
+      [`SELECT k, c FROM ${ks}.idxmap WHERE m CONTAINS KEY ?`, ['c2'], 2, all.filter(([, c]) => c === 2)],
+      [`SELECT k, c FROM ${ks}.idxmap WHERE m CONTAINS ?`, [1], 2, all.filter(([k, c]) => k !== 4 || c !== 1)], // (4, 1)'s old entry is stale
+      [`SELECT k, c FROM ${ks}.idxmap WHERE m CONTAINS ?`, [2], 2, [[2, 0], [2, 1], [2, 2], [4, 1]]],
+      [`SELECT k, c FROM ${ks}.idxmap WHERE m[?] = ?`, ['all', 1], 4, all.filter(([k, c]) => k !== 4 || c !== 1)],
+      [`SELECT k, c FROM ${ks}.idxmap WHERE m[?] = ?`, ['c1', 3], 1, [[3, 1]]],
+      [`SELECT k, c FROM ${ks}.idxmap WHERE k = ? AND m[?] = ?`, [4, 'all', 1], 1, [[4, 0], [4, 2]]],
+      [`SELECT k, c FROM ${ks}.idxmap WHERE k = ? AND m CONTAINS KEY ?`, [1, 'c0'], 1, [[1, 0]]],
+    ]) {
+      const got = await this.both(q, params, fetchSize);
+      check(sorted(got) === sorted(want), `${q} ${JSON.stringify(params)} returned ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    }
+    for (const name of ['idxmap_m_idx', 'idxmap_m_idx_1', 'idxmap_m_idx_2']) {
+      await client.execute(`DROP INDEX ${ks}.${name}`);
+    }
+    await this.waitIndexes('idxmap', {});
+  }
+
+  // scan_shapes: over a scan, through prepared statements, unpaged and paged: WHERE v = ? ALLOW
+  // FILTERING over the whole table, refused without ALLOW FILTERING; GROUP BY the partition key;
+  // PER PARTITION LIMIT ?; and materialized views refused, pointing to secondary indexes.
+  async scan_shapes() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.scanq (k int, c int, v int, PRIMARY KEY (k, c))`);
+    const all = [];
+    for (let k = 0; k < 7; k++) {
+      for (let c = 0; c < 5; c++) {
+        await client.execute(`INSERT INTO ${ks}.scanq (k, c, v) VALUES (?, ?, ?)`, [k, c, (k + c) % 3], { prepare: true });
+        all.push([k, c]);
+      }
+    }
+    const sorted = (rs) => JSON.stringify(rs.map((r) => JSON.stringify(r)).sort());
+    const ks7 = [0, 1, 2, 3, 4, 5, 6];
+    const count = (k, v) => [0, 1, 2, 3, 4].filter((c) => (k + c) % 3 === v).length;
+    for (const [q, params, fetchSize, want] of [
+      [`SELECT k, c FROM ${ks}.scanq WHERE v = ? ALLOW FILTERING`, [0], 2, all.filter(([k, c]) => (k + c) % 3 === 0)],
+      [`SELECT k, c FROM ${ks}.scanq WHERE c = ? ALLOW FILTERING`, [4], 3, ks7.map((k) => [k, 4])],
+      [`SELECT k, count(*), max(v) FROM ${ks}.scanq GROUP BY k`, [], 2, ks7.map((k) => [k, 5, 2])],
+      [`SELECT k, count(*) FROM ${ks}.scanq WHERE v = ? GROUP BY k ALLOW FILTERING`, [1], 3, ks7.map((k) => [k, count(k, 1)])],
+      [`SELECT k, c FROM ${ks}.scanq PER PARTITION LIMIT ?`, [2], 3, all.filter(([, c]) => c < 2)],
+      [`SELECT k, c FROM ${ks}.scanq WHERE v = ? PER PARTITION LIMIT 1 ALLOW FILTERING`, [2], 2,
+        ks7.map((k) => [k, [0, 1, 2, 3, 4].find((c) => (k + c) % 3 === 2)])],
+    ]) {
+      const got = await this.both(q, params, fetchSize);
+      check(sorted(got) === sorted(want) && new Set(got.map((r) => r.join())).size === got.length,
+        `${q} ${JSON.stringify(params)} returned ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    }
+    await this.refused(`SELECT k, c FROM ${ks}.scanq WHERE v = ?`, [0], /ALLOW FILTERING/);
+    let err = null;
+    try {
+      await client.execute(`CREATE MATERIALIZED VIEW ${ks}.by_v AS SELECT * FROM ${ks}.scanq WHERE v IS NOT NULL AND k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (v, k, c)`);
+    } catch (e) {
+      err = e;
+    }
+    check(err !== null && /secondary index/.test(err.message), `CREATE MATERIALIZED VIEW: ${err === null ? 'succeeded' : err.message}`);
+  }
 }
 
 async function main() {
@@ -778,7 +982,8 @@ async function main() {
   const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
-  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'export_by_token_ranges', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections', 'counters', 'non_frozen_user_types'];
+  const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'export_by_token_ranges', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections', 'counters', 'non_frozen_user_types',
+    'secondary_indexes', 'map_indexes', 'scan_shapes'];
   let passed = 0;
   let failed = 0;
   try {
