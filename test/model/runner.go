@@ -40,8 +40,9 @@ type Stats struct {
 	Errors map[string]int
 	// ErrorSamples holds the first error of each kind.
 	ErrorSamples map[string]string
-	// Features counts the operations sent on collections, static columns and counters by what
-	// they do ("list append", "counter increment"), reads by what they checked ("list read").
+	// Features counts the operations by feature (collections, static columns, counters, writes at
+	// ANY, INSERT IF NOT EXISTS, SERIAL reads, index operations): writes by what they do ("list
+	// append", "counter increment"), reads by what they checked ("list read").
 	Features map[string]int
 }
 
@@ -112,7 +113,7 @@ func (s Stats) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Features)) {
 		feats = append(feats, fmt.Sprintf("%s %d", k, s.Features[k]))
 	}
-	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d of several partitions (IN), %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s; sent on collections, static columns and counters: %s)",
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d of several partitions (IN), %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s; by feature (collections, static columns, counters, ANY, IF NOT EXISTS, SERIAL, indexes): %s)",
 		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.INChecked, s.ReadsFailed, s.NotSent, s.Prepared, s.Batches, strings.Join(errs, ", "), strings.Join(feats, ", "))
 }
 
