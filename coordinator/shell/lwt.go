@@ -498,11 +498,10 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			}
 			continue
 		}
-		if m := max(promises.maxMicros(), promises.maxWritten); m >= b.Micros && !p.serialRead {
+		if m := promises.maxMicros(); m >= b.Micros && !p.serialRead {
 			// A ballot of the same microsecond from another node is below b but would write
-			// cells at the same timestamp, which last-write-wins cannot order; and what the
-			// read returned must not shadow this round's write (a plain write stamped ahead):
-			// take a ballot of a later microsecond.
+			// cells at the same timestamp, which last-write-wins cannot order: take a ballot
+			// of a later microsecond.
 			seen = max(seen, m)
 			continue
 		}
@@ -534,7 +533,13 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 		if uncertain {
 			return nil, false, p.timeout(0, required)
 		}
-		m, err := decide(rows, static, b)
+		// What the read returned must not shadow this round's write (a plain write stamped
+		// ahead): the write is stamped above it. Only the write: a ballot taken that far
+		// ahead would carry the stamp through the ballot clock to every later conditional
+		// write of the coordinator, in every partition.
+		stamp := b
+		stamp.Micros = max(b.Micros, promises.maxWritten+1)
+		m, err := decide(rows, static, stamp)
 		if err != nil {
 			return nil, false, err
 		}

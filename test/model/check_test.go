@@ -288,3 +288,90 @@ func TestDefiniteAcrossDataCenters(t *testing.T) {
 		t.Error("a QUORUM write read at LOCAL_QUORUM in another data center: want definite")
 	}
 }
+
+// TestModelAnyWriteUncertainUntilHintsReplayed: an acknowledged write at ANY may be missed by
+// any read until its hints are replayed (it may live in a coordinator's hints alone); then a
+// read at ALL that misses it has lost it (an injected lost ANY write is caught).
+func TestModelAnyWriteUncertainUntilHintsReplayed(t *testing.T) {
+	h := newHistory(checkTable(1, false))
+	w := ins(0, 7)
+	w.Any = true
+	h.write(w, client.One, 0, nil)
+	for _, cl := range []client.Consistency{client.One, client.All, client.Serial} {
+		if p := h.read(&Op{}, cl); p != nil {
+			t.Errorf("a read at %v missing an ANY write before its hints were replayed: %v; want it allowed", cl, p)
+		}
+		if p := h.read(&Op{}, cl, row(0, int32(7), nil)); p != nil {
+			t.Errorf("a read at %v seeing an ANY write: %v; want it allowed", cl, p)
+		}
+	}
+	if n := h.m.SettleAny(); n != 1 {
+		t.Fatalf("SettleAny marked %d writes, want 1", n)
+	}
+	if p := h.read(&Op{}, client.All); p == nil {
+		t.Error("a read at ALL after the hints were replayed misses the ANY write (lost), and the model allows it")
+	}
+	if p := h.read(&Op{}, client.All, row(0, int32(7), nil)); p != nil {
+		t.Errorf("a read at ALL after the hints were replayed sees the ANY write: %v", p)
+	}
+	// Overwritten by a later write: only the later one must show.
+	h.write(ins(0, 8), client.All, 0, nil)
+	if p := h.read(&Op{}, client.All, row(0, int32(8), nil)); p != nil {
+		t.Errorf("a read at ALL of the newer value over a replayed ANY write: %v", p)
+	}
+	// A failed (timed out) ANY write is never required.
+	h2 := newHistory(checkTable(1, false))
+	w2 := ins(0, 7)
+	w2.Any = true
+	h2.write(w2, client.One, 0, &client.TimeoutError{})
+	h2.m.SettleAny()
+	if p := h2.read(&Op{}, client.All); p != nil {
+		t.Errorf("a read at ALL missing a timed-out ANY write: %v; want it allowed", p)
+	}
+}
+
+// cas records an INSERT IF NOT EXISTS of row c at serial level cl, committed at QUORUM, that
+// answered applied, after checking that answer with Model.CheckCAS; it returns the problems.
+func (h *history) cas(c int32, r0 int32, cl client.Consistency, applied bool) []string {
+	op := ins(c, r0)
+	op.IfNotExists, op.SerialCL = true, cl
+	op.Seq, op.Table, op.PK, op.CL = h.seq, h.t, h.t.Partitions[0], client.Quorum
+	h.seq++
+	h.now += 1000
+	op.Outcome = Outcome{Sent: true, Lo: h.now, Hi: h.now + 500, NotApplied: !applied}
+	op.Stmt = op.statement()
+	problems := h.m.CheckCAS(op)
+	h.m.Record(op)
+	return problems
+}
+
+// TestModelCASAppliedAtMostOnce: INSERT IF NOT EXISTS applies at most once per row unless the
+// row is deleted in between (an injected double-applied INSERT IF NOT EXISTS is caught), is
+// refused only when the row may exist, and a SERIAL read sees every applied one before it.
+func TestModelCASAppliedAtMostOnce(t *testing.T) {
+	h := newHistory(checkTable(3, false))
+	if p := h.cas(0, 1, client.Serial, true); p != nil {
+		t.Fatalf("the first INSERT IF NOT EXISTS applied: %v", p)
+	}
+	if p := h.cas(0, 2, client.LocalSerial, true); p == nil {
+		t.Error("a second INSERT IF NOT EXISTS of the same row applied, and the model allows it")
+	}
+	if p := h.cas(0, 2, client.Serial, false); p != nil {
+		t.Errorf("a second INSERT IF NOT EXISTS not applied: %v", p)
+	}
+	if p := h.read(&Op{}, client.Serial); p == nil {
+		t.Error("a SERIAL read misses an applied INSERT IF NOT EXISTS, and the model allows it")
+	}
+	if p := h.cas(1, 1, client.Serial, false); p == nil {
+		t.Error("an INSERT IF NOT EXISTS of a row nobody wrote was not applied, and the model allows it")
+	}
+	h.write(&Op{Kind: DeleteRow, Row: []Val{intVal(0)}}, client.Quorum, 0, nil)
+	if p := h.cas(0, 3, client.Serial, true); p != nil {
+		t.Errorf("INSERT IF NOT EXISTS after the row's deletion applied: %v", p)
+	}
+	// A plain write at ONE may or may not be seen by the Paxos read.
+	h.write(ins(2, 1), client.One, 0, nil)
+	if p := h.cas(2, 2, client.Serial, true); p != nil {
+		t.Errorf("INSERT IF NOT EXISTS over a row written at ONE applied: %v", p)
+	}
+}

@@ -31,10 +31,16 @@ func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error
 	if err != nil {
 		return nil, err
 	}
-	req := coordinator.Statement{Prepared: p, Values: values, Consistency: domainCL(op.CL)}
+	req := coordinator.Statement{Prepared: p, Values: values, Consistency: opCL(op)}
+	if op.IfNotExists {
+		req.SerialConsistency = domainCL(op.SerialCL)
+	}
 	if _, ok := st.(*cql.SelectStmt); !ok {
-		_, err := e.Execute(ctx, req)
-		return nil, err
+		res, err := e.Execute(ctx, req)
+		if err != nil || !op.IfNotExists {
+			return nil, err
+		}
+		return decodeRows(res)
 	}
 	req.PageSize = int(op.Seq/3%4) + 1
 	rows := [][]any{}
@@ -43,15 +49,11 @@ func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range res.Rows.Values {
-			out := make([]any, len(r))
-			for j, b := range r {
-				if out[j], err = res.Rows.Columns[j].Type.Decode(b); err != nil {
-					return nil, err
-				}
-			}
-			rows = append(rows, out)
+		page, err := decodeRows(res)
+		if err != nil {
+			return nil, err
 		}
+		rows = append(rows, page...)
 		if res.PagingState == nil {
 			return rows, nil
 		}
@@ -60,6 +62,33 @@ func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error
 		}
 		req.PagingState = res.PagingState
 	}
+}
+
+// decodeRows returns res's rows as the gRPC client decodes them.
+func decodeRows(res coordinator.Result) ([][]any, error) {
+	rows := [][]any{}
+	if res.Rows == nil {
+		return rows, nil
+	}
+	for _, r := range res.Rows.Values {
+		out := make([]any, len(r))
+		for j, b := range r {
+			var err error
+			if out[j], err = res.Rows.Columns[j].Type.Decode(b); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, out)
+	}
+	return rows, nil
+}
+
+// opCL is the level op is sent at through the Executor: ANY for a write at ANY (Op.Any).
+func opCL(op *Op) coordinator.Consistency {
+	if op.Any {
+		return coordinator.Any
+	}
+	return domainCL(op.CL)
 }
 
 // prepareOp prepares op's statement with every literal replaced by a bind marker, and returns
@@ -109,7 +138,7 @@ func batched(op *Op) (batch, logged bool) { return op.Seq%6 == 0, op.Seq%12 == 0
 // runBatch runs ops, writes to different partitions, as one BATCH through e at the first op's
 // consistency level, each child prepared with its values bound, as drivers send a BATCH.
 func runBatch(ctx context.Context, e *shell.Executor, ops []*Op, logged bool) error {
-	b := coordinator.BatchStatement{Type: coordinator.BatchUnlogged, Consistency: domainCL(ops[0].CL)}
+	b := coordinator.BatchStatement{Type: coordinator.BatchUnlogged, Consistency: opCL(ops[0])}
 	if logged {
 		b.Type = coordinator.BatchLogged
 	}

@@ -192,3 +192,113 @@ func TestModelIndexQueries(t *testing.T) {
 	}
 	t.Logf("%d writes and %d index reads checked", len(used), reads)
 }
+
+// indexHistory is a history of writes to an indexed column and index queries, as
+// TestModelIndexQueries runs, through the gRPC API at QUORUM, for TestModelTopology: the index
+// entries must move with their rows through joins, decommission and removenode (streaming
+// applies them with the rows: ApplyStreamed).
+type indexHistory struct {
+	rng            *rand.Rand
+	writes         map[IndexRow][]IndexWrite
+	used           map[int64]bool
+	nwrites, reads int
+}
+
+func newIndexHistory(seed uint64) *indexHistory {
+	return &indexHistory{rng: rand.New(rand.NewPCG(seed, 34)), writes: map[IndexRow][]IndexWrite{}, used: map[int64]bool{}}
+}
+
+var indexValues = []string{"a", "b", "c"}
+
+// setup creates the indexed table mi.t at RF 3 through c and waits until its index answers at
+// ALL.
+func (h *indexHistory) setup(ctx context.Context, t *testing.T, c *client.Client) {
+	t.Helper()
+	for _, ddl := range []string{
+		"CREATE KEYSPACE mi WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+		"CREATE TABLE mi.t (k int, c int, v text, w int, PRIMARY KEY (k, c))",
+		"CREATE INDEX ON mi.t (v)",
+	} {
+		if _, err := c.Execute(ctx, client.All, ddl); err != nil {
+			t.Fatalf("%s: %v", ddl, err)
+		}
+	}
+	poll.Must(t, 20*time.Second, "the index built on every node", func() error {
+		_, err := c.Execute(ctx, client.All, "SELECT k, c FROM mi.t WHERE v = 'a'")
+		return err
+	})
+}
+
+// query checks an index query WHERE v = x through c at cl by CheckIndexRead (a failed one
+// checks nothing).
+func (h *indexHistory) query(ctx context.Context, t *testing.T, c *client.Client, cl client.Consistency, x, where string) {
+	t.Helper()
+	res, err := c.Execute(ctx, cl, fmt.Sprintf("SELECT k, c FROM mi.t WHERE v = '%s'", x))
+	if err != nil {
+		return
+	}
+	var got []IndexRow
+	for _, row := range res.Rows {
+		k, okK := row[0].(int32)
+		cc, okC := row[1].(int32)
+		if !okK || !okC {
+			t.Fatalf("index query returned row %v, want two ints", row)
+		}
+		got = append(got, IndexRow{K: k, C: cc, Token: partitioner.Token(schema.EncodeInt(k))})
+	}
+	h.reads++
+	if err := CheckIndexRead(h.writes, x, got); err != nil {
+		t.Errorf("v = %q at %v %s: %v", x, cl, where, err)
+	}
+}
+
+// run runs n operations of the history, a third of them index queries, through random running
+// nodes of tc at QUORUM.
+func (h *indexHistory) run(ctx context.Context, t *testing.T, tc *localcluster.Cluster, n int, when string) {
+	t.Helper()
+	const keys, clusterings = 8, 3
+	for range n {
+		running := tc.Running()
+		node := running[h.rng.IntN(len(running))]
+		if h.rng.IntN(3) == 0 {
+			h.query(ctx, t, node.Client(), client.Quorum, indexValues[h.rng.IntN(len(indexValues))], "through "+node.Name+" "+when)
+			continue
+		}
+		r := IndexRow{K: int32(h.rng.IntN(keys)), C: int32(h.rng.IntN(clusterings))}
+		r.Token = partitioner.Token(schema.EncodeInt(r.K))
+		ts := int64(1000 + h.rng.IntN(1_000_000))
+		for h.used[ts] {
+			ts++
+		}
+		h.used[ts] = true
+		x := indexValues[h.rng.IntN(len(indexValues))]
+		var stmt string
+		switch h.rng.IntN(6) {
+		case 0:
+			stmt, x = fmt.Sprintf("DELETE FROM mi.t USING TIMESTAMP %d WHERE k = %d AND c = %d", ts, r.K, r.C), ""
+		case 1:
+			stmt, x = fmt.Sprintf("DELETE v FROM mi.t USING TIMESTAMP %d WHERE k = %d AND c = %d", ts, r.K, r.C), ""
+		case 2, 3:
+			stmt = fmt.Sprintf("UPDATE mi.t USING TIMESTAMP %d SET v = '%s', w = %d WHERE k = %d AND c = %d", ts, x, ts, r.K, r.C)
+		default:
+			stmt = fmt.Sprintf("INSERT INTO mi.t (k, c, v) VALUES (%d, %d, '%s') USING TIMESTAMP %d", r.K, r.C, x, ts)
+		}
+		_, err := node.Client().Execute(ctx, client.Quorum, stmt)
+		h.writes[r] = append(h.writes[r], IndexWrite{TS: ts, Value: x, Acked: err == nil})
+		h.nwrites++
+	}
+}
+
+// final queries every value at ALL through every running node of tc.
+func (h *indexHistory) final(ctx context.Context, t *testing.T, tc *localcluster.Cluster) {
+	t.Helper()
+	for _, x := range indexValues {
+		for _, n := range tc.Running() {
+			reads := h.reads
+			h.query(ctx, t, n.Client(), client.All, x, "through "+n.Name+" at the end, every remaining node up")
+			if h.reads == reads {
+				t.Errorf("the final index query v = %q at ALL through %s failed with every remaining node up", x, n.Name)
+			}
+		}
+	}
+}

@@ -24,6 +24,12 @@ type Outcome struct {
 	Lo, Hi int64
 	// Rows is a SELECT's result.
 	Rows [][]any
+	// NotApplied: a conditional write (Op.IfNotExists) answered [applied] = false, so it
+	// wrote nothing.
+	NotApplied bool
+	// HintsReplayed: a write at ANY (Op.Any) whose hints have all been delivered, every node
+	// up (Model.SettleAny): from then on it counts as a write at ONE.
+	HintsReplayed bool
 }
 
 // applied says whether a write took effect, as far as the client can know.
@@ -46,6 +52,9 @@ func (op *Op) applied() applied {
 		return notApplied
 	}
 	if o.Err == nil {
+		if o.NotApplied {
+			return notApplied
+		}
 		return acked
 	}
 	var un *client.UnavailableError
@@ -110,7 +119,18 @@ func definite(t *Table, w, cl client.Consistency) bool {
 // definiteFor reports whether read must see write w, acknowledged: definite, and across data
 // centers not a local write and a local read coordinated in different data centers (a scan
 // goes through a node of any data center; the others through their partition's home).
+//
+// A write at ANY is never definite until its hints have been replayed (it may live in a
+// coordinator's hints alone), then it counts as a write at ONE. An applied conditional write is
+// definite for a SERIAL read whatever its commit level: its proposal was accepted by a quorum,
+// which the read's Paxos prepare meets (and completes).
 func definiteFor(w, read *Op) bool {
+	if w.Any && !w.Outcome.HintsReplayed {
+		return false
+	}
+	if w.IfNotExists && (read.CL == client.Serial || read.CL == client.LocalSerial) {
+		return true
+	}
 	if local(w.CL) && local(read.CL) && w.DC != read.DC {
 		return false
 	}
@@ -136,6 +156,21 @@ func (m *Model) Record(op *Op) {
 	}
 	k := partKey(op.Table, op.PK)
 	m.parts[k] = append(m.parts[k], op)
+}
+
+// SettleAny marks every acknowledged write at ANY of the model as delivered (Outcome.HintsReplayed):
+// call it once every node is up and no node holds a hint. It returns how many it marked.
+func (m *Model) SettleAny() int {
+	n := 0
+	for _, ops := range m.parts {
+		for _, op := range ops {
+			if op.Any && op.applied() == acked && !op.Outcome.HintsReplayed {
+				op.Outcome.HintsReplayed = true
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // History returns the operations recorded for op's partition.
@@ -531,6 +566,44 @@ func (s *rowState) describe(t *Table) string {
 	return b.String()
 }
 
+// rowState returns what read may see of row ck, of a partition whose writes are ops.
+func (m *Model) rowState(ops []*Op, read *Op, ck []Val) *rowState {
+	t := read.Table
+	s := &rowState{ck: ck, marker: component(ops, ck, -1, read, m.high)}
+	for i := range t.Regular {
+		s.cols = append(s.cols, component(ops, ck, i, read, m.high))
+	}
+	switch t.Coll {
+	case NoColl:
+	case CollList:
+		s.list = listElems(ops, ck, read, m.high)
+	default:
+		for i := range collKeys {
+			s.elems = append(s.elems, component(ops, ck, elementCol(i), read, m.high))
+		}
+	}
+	return s
+}
+
+// CheckCAS checks the [applied] answer of a conditional write op (INSERT IF NOT EXISTS), before
+// Record: it read its row at its serial level, linearized among the partition's writes, so it
+// may apply only if the model allows the row to be absent then, and may refuse only if the
+// model allows the row to exist. It returns the problems (nil if none).
+func (m *Model) CheckCAS(op *Op) []string {
+	if !op.IfNotExists || !op.Outcome.Sent || op.Outcome.Err != nil {
+		return nil // a failed one may or may not have applied
+	}
+	read := &Op{Seq: op.Seq, Kind: Select, Table: op.Table, PK: op.PK, Row: op.Row, CL: op.SerialCL, Node: op.Node, Outcome: op.Outcome}
+	s := m.rowState(m.History(op.Table, op.PK), read, op.Row)
+	switch {
+	case !op.Outcome.NotApplied && !s.mayBeAbsent():
+		return []string{fmt.Sprintf("INSERT IF NOT EXISTS applied at %v, but row %s exists for certain (%s)", op.SerialCL, formatRow(op.Table, op.Row), s.describe(op.Table))}
+	case op.Outcome.NotApplied && !s.mayExist():
+		return []string{fmt.Sprintf("INSERT IF NOT EXISTS not applied at %v, but row %s cannot exist (%s)", op.SerialCL, formatRow(op.Table, op.Row), s.describe(op.Table))}
+	}
+	return nil
+}
+
 // Check compares the result of a successful SELECT with what the model allows and returns a
 // description of every discrepancy (nil if none), and whether the model determined the result
 // exactly (a single possible answer for every row the read covers).
@@ -559,19 +632,7 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 		if !t.inRange(rg, ck) {
 			continue
 		}
-		s := &rowState{ck: ck, marker: component(ops, ck, -1, read, m.high)}
-		for i := range t.Regular {
-			s.cols = append(s.cols, component(ops, ck, i, read, m.high))
-		}
-		switch t.Coll {
-		case NoColl:
-		case CollList:
-			s.list = listElems(ops, ck, read, m.high)
-		default:
-			for i := range collKeys {
-				s.elems = append(s.elems, component(ops, ck, elementCol(i), read, m.high))
-			}
-		}
+		s := m.rowState(ops, read, ck)
 		determined = determined && s.determined()
 		states[valsKey(ck)] = s
 		candidates = append(candidates, s)

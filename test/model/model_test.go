@@ -5,13 +5,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/coordinator/shell"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/node/localcluster"
+	"github.com/kvnode/kvnode/partitioner"
 )
 
 var (
@@ -39,6 +44,92 @@ func (p inProcess) Executor(i int) *shell.Executor {
 		return n.Executor()
 	}
 	return nil
+}
+
+// ReplicasDown reports whether op's coordinator sees every replica of op's partition down
+// (ReplicasTarget): a write at ANY is then only hinted.
+func (p inProcess) ReplicasDown(op *Op) bool {
+	ln := p.tc.Node(op.Node)
+	n := ln.Node()
+	if n == nil {
+		return false
+	}
+	enc := make([][]byte, len(op.PK))
+	for i, v := range op.PK {
+		enc[i] = v.Enc
+	}
+	c := n.Cluster()
+	for _, id := range c.Ring().Replicas(partitioner.Token(partitioner.AppendKey(nil, enc)), op.Table.RF) {
+		if string(id) == ln.ID || c.IsLive(id) {
+			return false
+		}
+	}
+	return true
+}
+
+// hintOnlyWrites returns up to n writes at ANY, each to a partition whose every replica its
+// (running) coordinator sees down: the next operations of p's workload that are such, the
+// others skipped (not run, so not in the history). With a node stopped, these are the RF 1
+// partitions it holds, which only hints can take.
+func hintOnlyWrites(p *Pool, target inProcess, n int) []*Op {
+	var out []*Op
+	for range 200 * n {
+		if len(out) == n {
+			break
+		}
+		op := p.W.Next()
+		if op.Any && op.Kind != Scan && target.tc.Node(op.Node).Running() && target.ReplicasDown(op) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// settleAny waits until every node of tc is up in every node's view and no node holds a hint,
+// then marks every acknowledged write at ANY of p's models delivered (Model.SettleAny), so that
+// the final reads at ALL must see each one that no later write overwrote.
+func settleAny(ctx context.Context, t *testing.T, tc *localcluster.Cluster, p *Pool) {
+	t.Helper()
+	start := time.Now()
+	if err := tc.WaitLive(ctx, tc.Running(), len(tc.Running())); err != nil {
+		t.Fatal(err)
+	}
+	poll.Must(t, 2*time.Minute, "every node's hints replayed", func() error {
+		for _, n := range tc.Running() {
+			if v := gauge(n.Node().Registry(), "kvnode_hints_pending"); v > 0 {
+				return fmt.Errorf("%s holds %v hints", n.Name, v)
+			}
+		}
+		return nil
+	})
+	settled := 0
+	for _, r := range p.runners {
+		settled += r.M.SettleAny()
+	}
+	t.Logf("every hint replayed %v after the last operation: %d acknowledged writes at ANY must now read back at ALL", time.Since(start).Round(time.Millisecond), settled)
+}
+
+// gauge returns the value of the metric named name in g (summed over its label sets), 0 when
+// absent.
+func gauge(g prometheus.Gatherer, name string) float64 {
+	mfs, err := g.Gather()
+	if err != nil {
+		return math.Inf(1)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if c := m.GetCounter(); c != nil {
+				sum += c.GetValue()
+			} else {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // TestModel runs seeded random histories through random coordinators at random consistency
@@ -113,10 +204,12 @@ func runInProcess(t *testing.T, seed uint64, f Features, ops int, total *Stats) 
 		t.Fatal(err)
 	}
 	run(p.Next(ops / 4))
+	run(hintOnlyWrites(p, target, 40))
 	if err := tc.Restart(ctx, down); err != nil {
 		t.Fatal(err)
 	}
 	run(p.Next(ops - ops/2 - ops/4))
+	settleAny(ctx, t, tc, p)
 	final := w.FinalReads(client.All)
 	run(final)
 	for _, op := range final {

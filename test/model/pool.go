@@ -135,12 +135,13 @@ func (p *Pool) runConcurrently(parent context.Context, ops []*Op, target Target)
 func batchPartner(q []*Op, paired []bool, i int) int {
 	op := q[i]
 	// Counter updates go in COUNTER batches alone, which the model does not pair.
-	if batch, _ := batched(op); !batch || !op.Kind.IsWrite() || !direct(op) || op.Table.Counter {
+	// A conditional write goes alone too (a conditional BATCH names one partition).
+	if batch, _ := batched(op); !batch || !op.Kind.IsWrite() || !direct(op) || op.Table.Counter || op.IfNotExists {
 		return -1
 	}
 	for j := i + 1; j < len(q) && j <= i+8; j++ {
 		o := q[j]
-		if !paired[j] && o.Kind.IsWrite() && !o.Table.Counter && partKey(o.Table, o.PK) != partKey(op.Table, op.PK) {
+		if !paired[j] && o.Kind.IsWrite() && !o.Table.Counter && !o.IfNotExists && partKey(o.Table, o.PK) != partKey(op.Table, op.PK) {
 			return j
 		}
 	}

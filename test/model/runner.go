@@ -40,8 +40,9 @@ type Stats struct {
 	Errors map[string]int
 	// ErrorSamples holds the first error of each kind.
 	ErrorSamples map[string]string
-	// Features counts the operations sent on collections, static columns and counters by what
-	// they do ("list append", "counter increment"), reads by what they checked ("list read").
+	// Features counts the operations by feature (collections, static columns, counters, writes at
+	// ANY, INSERT IF NOT EXISTS, SERIAL reads, index operations): writes by what they do ("list
+	// append", "counter increment"), reads by what they checked ("list read").
 	Features map[string]int
 }
 
@@ -112,7 +113,7 @@ func (s Stats) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Features)) {
 		feats = append(feats, fmt.Sprintf("%s %d", k, s.Features[k]))
 	}
-	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d of several partitions (IN), %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s; sent on collections, static columns and counters: %s)",
+	return fmt.Sprintf("%d operations (%d writes: %d acknowledged, %d failed; %d reads: %d checked clean, %d of them fully determined by the model, %d of several partitions (IN), %d failed; %d not sent, their coordinator down; %d prepared with bound values, reads paged; %d batches of two writes; failures: %s; by feature (collections, static columns, counters, ANY, IF NOT EXISTS, SERIAL, indexes): %s)",
 		s.Ops, s.Writes, s.Acked, s.WritesFailed, s.Reads, s.ReadsChecked, s.ReadsDetermined, s.INChecked, s.ReadsFailed, s.NotSent, s.Prepared, s.Batches, strings.Join(errs, ", "), strings.Join(feats, ", "))
 }
 
@@ -207,6 +208,17 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 	if isDirect && direct(op) {
 		e = et.Executor(op.Node)
 	}
+	if (op.Any || op.IfNotExists) && e == nil {
+		// The gRPC API has no ANY, and the model reads [applied] through the Executor only:
+		// the write runs plain, at its CL.
+		op.Any, op.IfNotExists = false, false
+		op.Stmt = op.statement()
+	}
+	if op.Any {
+		if at, ok := target.(ReplicasTarget); ok && at.ReplicasDown(op) {
+			op.hintOnly = true
+		}
+	}
 	if op.SelColl && op.Table.Coll == CollUDT && e == nil {
 		// The gRPC API refuses user type values: only a read through the Executor selects them.
 		op.SelColl = false
@@ -225,7 +237,7 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 			partners = partner
 			*partnerp = nil
 			for _, o := range partners {
-				o.Node, o.CL = op.Node, op.CL
+				o.Node, o.CL, o.Any = op.Node, op.CL, op.Any
 			}
 			r.Stats.Ops += len(partners)
 			r.Stats.Writes += len(partners)
@@ -275,6 +287,26 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 		return fmt.Errorf("model: seed %d: operation #%d %s: the server calls it invalid: %w", r.W.Seed, op.Seq, op.Stmt, err)
 	}
 	if op.Kind.IsWrite() {
+		if op.IfNotExists && err == nil {
+			if len(rows) == 0 || len(rows[0]) == 0 {
+				return fmt.Errorf("model: seed %d: operation #%d %s: no [applied] column in its answer", r.W.Seed, op.Seq, op.Stmt)
+			}
+			ok, isBool := rows[0][0].(bool)
+			if !isBool {
+				return fmt.Errorf("model: seed %d: operation #%d %s: [applied] is %T %v, want a boolean", r.W.Seed, op.Seq, op.Stmt, rows[0][0], rows[0][0])
+			}
+			op.Outcome.NotApplied = !ok
+			r.count(map[bool]string{true: "INSERT IF NOT EXISTS applied", false: "INSERT IF NOT EXISTS not applied"}[ok])
+			if problems := r.M.CheckCAS(op); len(problems) > 0 {
+				return r.violation(op, problems, r.M.History(op.Table, op.PK))
+			}
+		}
+		if op.Any && err == nil {
+			r.count("ANY write acknowledged")
+			if op.hintOnly {
+				r.count("ANY write acknowledged with every replica down (hints only)")
+			}
+		}
 		for _, w := range append([]*Op{op}, partners...) {
 			if w != op {
 				w.Outcome = op.Outcome // one request: sent, answered and failed together
@@ -303,11 +335,10 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 		history = r.M.History(op.Table, op.PK)
 	}
 	if len(problems) > 0 {
-		replay := r.Replay
-		if replay == "" {
-			replay = fmt.Sprintf("-model.seed %d", r.W.Seed)
-		}
-		return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: history, Replay: replay}
+		return r.violation(op, problems, history)
+	}
+	if op.CL == client.Serial || op.CL == client.LocalSerial {
+		r.count(op.CL.String() + " read checked")
 	}
 	r.Stats.ReadsChecked++
 	if op.INKeys != nil {
@@ -317,6 +348,29 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 		r.Stats.ReadsDetermined++
 	}
 	return nil
+}
+
+// violation is the Violation of op, whose answer the model does not allow.
+func (r *Runner) violation(op *Op, problems []string, history []*Op) *Violation {
+	replay := r.Replay
+	if replay == "" {
+		replay = fmt.Sprintf("-model.seed %d", r.W.Seed)
+	}
+	return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: history, Replay: replay}
+}
+
+// count adds one to Stats.Features[what].
+func (r *Runner) count(what string) {
+	if r.Stats.Features == nil {
+		r.Stats.Features = map[string]int{}
+	}
+	r.Stats.Features[what]++
+}
+
+// ReplicasTarget is a Target that can tell whether every replica of op's partition is down as
+// its coordinator sees it, so that a write at ANY can only be hinted (counted in Stats.Features).
+type ReplicasTarget interface {
+	ReplicasDown(op *Op) bool
 }
 
 // FinalReads returns one SELECT of every column of every partition of every table through
@@ -470,7 +524,17 @@ func (op *Op) Describe() string {
 	if op.Kind.IsWrite() {
 		ts = fmt.Sprintf(" ts %d", op.timestamp())
 	}
-	return fmt.Sprintf("#%d node %d %v%s: %s → %s", op.Seq, op.Node+1, op.CL, ts, op.Stmt, out)
+	cl := op.CL.String()
+	switch {
+	case op.Any:
+		cl = "ANY"
+	case op.IfNotExists:
+		cl += "/" + op.SerialCL.String()
+	}
+	if op.Outcome.NotApplied {
+		out = "not applied"
+	}
+	return fmt.Sprintf("#%d node %d %s%s: %s → %s", op.Seq, op.Node+1, cl, ts, op.Stmt, out)
 }
 
 // features names what op does to collections, static columns and counters, for Stats.Features.

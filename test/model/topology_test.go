@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -70,6 +71,10 @@ func TestModelTopology(t *testing.T) {
 	t.Logf("%d histories with %d topology changes in %v: %s", histories, changes, time.Since(start).Round(time.Second), total)
 }
 
+// indexOpsPerPhase is how many operations of the index history (indexHistory) run after each
+// topology change.
+const indexOpsPerPhase = 40
+
 // runTopology runs the history of seed through four topology changes and adds what it ran to
 // total; a violation fails t.
 func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
@@ -88,6 +93,8 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 	if err := p.Setup(ctx, tc.Node(0).Client()); err != nil {
 		t.Fatal(err)
 	}
+	ih := newIndexHistory(seed)
+	ih.setup(ctx, t, tc.Node(0).Client())
 	// The node decommissioned and the node removed, two distinct nodes of the first ones.
 	gone := int(seed % uint64(w.Nodes))
 	dead := (gone + 1) % w.Nodes
@@ -121,6 +128,7 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 			if err := run(p.Next(ops / 6)); err != nil {
 				t.Fatal(err)
 			}
+			ih.run(ctx, t, tc, indexOpsPerPhase, "after "+what)
 			return
 		}
 		var wg sync.WaitGroup
@@ -135,9 +143,11 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 			t.Fatalf("%s: %v", what, changeErr)
 		}
 		t.Logf("%s while operations ran: %v", what, time.Since(start).Round(time.Millisecond))
+		ih.run(ctx, t, tc, indexOpsPerPhase, "after "+what)
 	}
 
 	run(p.Next(ops / 6))
+	ih.run(ctx, t, tc, indexOpsPerPhase, "before the first change")
 	during("a node joined", func() error { _, err := tc.Add(ctx); return err })
 	// Truncated and dropped data must stay gone through the decommission, removenode and
 	// bootstrap that follow, which stream every range.
@@ -174,7 +184,16 @@ func runTopology(t *testing.T, seed uint64, f Features, ops int, total *Stats) {
 			t.Errorf("final read at ALL with every remaining node up failed: %s", op.Describe())
 		}
 	}
+	ih.final(ctx, t, tc)
+	t.Logf("seed %d: index history: %d writes to the indexed column, %d index queries checked", seed, ih.nwrites, ih.reads)
 	s := p.Stats()
+	s.Features = maps.Clone(s.Features)
+	if s.Features == nil {
+		s.Features = map[string]int{}
+	}
+	s.Features["index write"] += ih.nwrites
+	s.Features["index query checked"] += ih.reads
+	total.Add(Stats{Features: map[string]int{"index write": ih.nwrites, "index query checked": ih.reads}})
 	t.Logf("seed %d: %s", seed, s)
 	for k, e := range s.ErrorSamples {
 		t.Logf("first %s failure: %s", k, e)

@@ -141,10 +141,13 @@ type Workload struct {
 	// together. Nil: all are.
 	Together func(t *Table, a, b []Val) bool
 
-	dc   *DataCenters // SetDataCenters
-	rng  *rand.Rand
-	seq  int
-	tick int // rotates column types so that every type is used
+	dc *DataCenters // SetDataCenters
+	// ahead holds the partitions (partKey) written with a high explicit timestamp so far: no
+	// INSERT IF NOT EXISTS goes to them (anyOrCAS).
+	ahead map[string]bool
+	rng   *rand.Rand
+	seq   int
+	tick  int // rotates column types so that every type is used
 }
 
 // shapes of tables: partition key columns, clustering columns, whether descending order is
@@ -407,11 +410,22 @@ type Op struct {
 	Node     int // the coordinator, an index into the cluster's nodes
 	// DC is the coordinator's data center, an index into DataCenters.Names (SetDataCenters); 0
 	// without data centers.
-	DC   int
-	CL   client.Consistency
-	Stmt string
+	DC int
+	CL client.Consistency
+	// Any: a write at ANY (docs/cql.md, "Writes at ANY"), sent through the Executor (the gRPC
+	// API has no ANY; through it the write runs at CL). CL is then ONE, which it counts as once
+	// its hints have been replayed (Model.SettleAny); until then no read must see it.
+	Any bool
+	// IfNotExists: an INSERT IF NOT EXISTS (a Paxos round at SerialCL, committed at CL), sent
+	// through the Executor (through the gRPC API it is a plain INSERT); its answer says whether
+	// it applied (Outcome.NotApplied), which Model.CheckCAS checks.
+	IfNotExists bool
+	SerialCL    client.Consistency
+	Stmt        string
 
 	Outcome Outcome
+	// hintOnly: a write at ANY sent while its coordinator saw every replica down (counted only).
+	hintOnly bool
 }
 
 // Next returns the next operation of the history.
@@ -566,8 +580,40 @@ func (w *Workload) Next() *Op {
 	if op.Coll != nil && t.Coll == CollList {
 		op.Coll.Base = listBase(op.Seq)
 	}
+	w.anyOrCAS(op)
+	if op.HasTS && op.TS >= w.High {
+		if w.ahead == nil {
+			w.ahead = map[string]bool{}
+		}
+		w.ahead[partKey(t, op.PK)] = true
+	}
 	op.Stmt = op.statement()
 	return op
+}
+
+// anyOrCAS makes some of the writes that go through the Executor (direct) writes at ANY or
+// INSERT IF NOT EXISTS, chosen from the sequence number so that the seeds' histories stay what
+// they were but for these: a direct write with Seq%6 == 3 goes at ANY; a direct INSERT with
+// Seq%6 == 0 (also the first of a BATCH, which a conditional one leaves) is conditional, at
+// SERIAL or (Seq%12 == 6) LOCAL_SERIAL, with no timestamp, TTL, static or collection value
+// (Paxos assigns its timestamp). Not across data centers, nor on counter tables (which refuse
+// both), nor on a partition written with a high explicit timestamp before: a conditional write
+// is stamped above every timestamp its read returned (docs/consistency.md, "Mixing LWT and plain
+// writes"), which the model does not know.
+func (w *Workload) anyOrCAS(op *Op) {
+	if w.dc != nil || op.Table.Counter || !op.Kind.IsWrite() || !direct(op) {
+		return
+	}
+	switch {
+	case op.Seq%6 == 3:
+		op.Any, op.CL = true, client.One
+	case op.Kind == Insert && !w.ahead[partKey(op.Table, op.PK)]:
+		op.IfNotExists, op.SerialCL = true, client.Serial
+		if op.Seq%12 == 6 {
+			op.SerialCL = client.LocalSerial
+		}
+		op.HasTS, op.TS, op.TTL, op.Coll, op.SetStatic, op.Static = false, 0, 0, nil, false, nil
+	}
 }
 
 // nextCounter makes op an operation on a counter table: an UPDATE incrementing one or both
@@ -757,7 +803,11 @@ func (op *Op) statement() string {
 			cs = append(cs, collName)
 			vs = append(vs, strings.TrimPrefix(c.setClause(t.Coll), collName+" = "))
 		}
-		return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)%s", t.QName(), strings.Join(cs, ", "), strings.Join(vs, ", "), using)
+		ine := ""
+		if op.IfNotExists {
+			ine = " IF NOT EXISTS"
+		}
+		return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)%s%s", t.QName(), strings.Join(cs, ", "), strings.Join(vs, ", "), ine, using)
 	case Update:
 		var set []string
 		for _, cw := range op.Cells {
