@@ -454,12 +454,22 @@ func (s *Service) PaxosPropose(_ context.Context, req *replicapb.PaxosProposeReq
 // PaxosCommit applies a chosen proposal's mutation and records its ballot as the partition's
 // last committed one, both in one write. A commit older than the one recorded is applied
 // (last-write-wins makes it harmless) but does not move the record back.
+//
+// A commit by reference (req.partition set, the proposal without its mutation) applies the
+// proposal the replica accepted at the proposal's ballot; when it holds none at that ballot it
+// answers ProposalMissing (a repeat of the commit it recorded last is answered as done).
 func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error) {
 	p := req.GetProposal()
 	m := p.GetMutation()
-	if err := checkPaxosBallot(p.GetBallot()); err != nil || m == nil {
-		if err == nil {
+	byRef := req.GetPartition() != nil
+	if byRef {
+		m = req.GetPartition()
+	}
+	if err := checkPaxosBallot(p.GetBallot()); err != nil || m == nil || (byRef && p.GetMutation() != nil) {
+		if err == nil && m == nil {
 			err = fmt.Errorf("%w: paxos commit carries no mutation", ErrBadRequest)
+		} else if err == nil {
+			err = fmt.Errorf("%w: paxos commit by reference carries a mutation", ErrBadRequest)
 		}
 		return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_BAD_REQUEST, Message: err.Error()}}, nil
 	}
@@ -473,6 +483,17 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 	st, err := s.store.loadPaxos(k)
 	if err != nil {
 		return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
+	}
+	if byRef {
+		switch acc := st.Accepted; {
+		case acc != nil && ballotCmp(acc.Ballot, p.Ballot) == 0 && acc.Mutation != nil:
+			p = &replicapb.PaxosProposal{Ballot: p.Ballot, Mutation: acc.Mutation, Origin: cmpOr(p.Origin, acc.Origin)}
+			m = acc.Mutation
+		case ballotCmp(st.Committed, p.Ballot) == 0:
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_OK}, nil // applied already
+		default:
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_OK, ProposalMissing: true}, nil
+		}
 	}
 	var state []byte // the new state, nil when the record does not move
 	if ballotCmp(p.Ballot, st.Committed) > 0 {
@@ -510,6 +531,14 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 		}
 	}
 	return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_OK}, nil
+}
+
+// cmpOr returns a, or b when a is nil.
+func cmpOr(a, b *replicapb.SchemaBallot) *replicapb.SchemaBallot {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // PaxosStats are a replica's counts of lightweight transactions' prepares.

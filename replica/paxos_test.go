@@ -185,3 +185,48 @@ func TestPaxosPromiseFenceAfterACrash(t *testing.T) {
 		t.Fatalf("proposal at %v: %v, want it accepted", above, r)
 	}
 }
+
+// TestPaxosCommitByReference: a commit naming the ballot of the proposal the replica accepted
+// applies that proposal's mutation; one naming a ballot the replica holds no proposal of
+// answers ProposalMissing and records nothing, and the full commit then applies.
+func TestPaxosCommitByReference(t *testing.T) {
+	svc, _ := testService(t, 0, 0)
+	ctx := context.Background()
+	key := mut("p")
+	ref := &replicapb.Mutation{TableId: key.TableId, Token: key.Token, PartitionKey: key.PartitionKey}
+	commit := func(b *replicapb.SchemaBallot) *replicapb.PaxosCommitResponse {
+		t.Helper()
+		r, err := svc.PaxosCommit(ctx, &replicapb.PaxosCommitRequest{Proposal: &replicapb.PaxosProposal{Ballot: b}, Partition: ref})
+		if err != nil || r.Status != replicapb.Status_STATUS_OK {
+			t.Fatalf("commit by reference at %v: %v, %v", b, r, err)
+		}
+		return r
+	}
+	if r := prepare(t, svc, ballot(10, "a"), nil); !r.Promised {
+		t.Fatalf("prepare: %v", r)
+	}
+	p := &replicapb.PaxosProposal{Ballot: ballot(10, "a"), Mutation: mut("p", row(1, "a", "marker@10", "v=1@10"))}
+	if r, _ := svc.PaxosPropose(ctx, &replicapb.PaxosProposeRequest{Proposal: p}); !r.Accepted {
+		t.Fatalf("propose: %v", r)
+	}
+	if r := commit(ballot(9, "z")); !r.ProposalMissing {
+		t.Fatalf("commit by reference of a ballot not accepted: %v, want ProposalMissing", r)
+	}
+	if r := prepare(t, svc, ballot(11, "b"), nil); !r.Promised || ballotCmp(r.Accepted.GetBallot(), ballot(10, "a")) != 0 || r.Committed != nil {
+		t.Fatalf("after a missing commit: %v, want 10@a still in progress and nothing committed", r)
+	}
+	if r := commit(ballot(10, "a")); r.ProposalMissing {
+		t.Fatalf("commit by reference of the accepted ballot: %v", r)
+	}
+	r := prepare(t, svc, ballot(12, "b"), nil)
+	if !r.Promised || r.Accepted != nil || ballotCmp(r.Committed, ballot(10, "a")) != 0 || len(r.Read.GetRows()) != 1 {
+		t.Fatalf("after the commit by reference: %v, want committed 10@a, nothing in progress, one row", r)
+	}
+	if r := commit(ballot(10, "a")); r.ProposalMissing {
+		t.Fatalf("a repeated commit by reference: %v, want it answered as applied", r)
+	}
+	bad, _ := svc.PaxosCommit(ctx, &replicapb.PaxosCommitRequest{Proposal: p, Partition: ref})
+	if bad.Status != replicapb.Status_STATUS_ERROR || bad.Error.GetCode() != replicapb.Error_BAD_REQUEST {
+		t.Fatalf("a commit by reference carrying a mutation: %v, want BAD_REQUEST", bad)
+	}
+}

@@ -736,18 +736,24 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 	live, required := g.live, g.required
 	n := len(live)
 	var accepted, refused, failed int
-	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
+	var acceptors []coordinator.NodeID // hold prop: their commit goes by reference
+	type proposed struct {
+		from coordinator.NodeID
+		resp *replicapb.PaxosProposeResponse
+	}
+	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) proposed {
 		resp, err := pt.PaxosPropose(ctx, id, &replicapb.PaxosProposeRequest{Proposal: prop})
 		if err != nil {
-			return nil
+			return proposed{from: id}
 		}
-		return resp
-	}, func(r *replicapb.PaxosProposeResponse) bool {
-		switch {
+		return proposed{from: id, resp: resp}
+	}, func(a proposed) bool {
+		switch r := a.resp; {
 		case r == nil || r.GetStatus() != replicapb.Status_STATUS_OK:
 			failed++
 		case r.GetAccepted():
 			accepted++
+			acceptors = append(acceptors, a.from)
 		default:
 			refused++
 		}
@@ -771,7 +777,20 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		commitTo = slices.Concat(live, g.remote)
 	}
 	need, counts := e.commitNeed(p, g)
-	acks, err := e.commitAll(ctx, pt, commitTo, counts, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
+	full := &replicapb.PaxosCommitRequest{Proposal: prop}
+	// The replicas that accepted prop get it by reference (ballot and partition, no rows),
+	// the others in full; a replica that no longer holds it answers so and gets it in full.
+	byRef := &replicapb.PaxosCommitRequest{
+		Proposal:  &replicapb.PaxosProposal{Ballot: prop.Ballot, Origin: prop.Origin},
+		Partition: &replicapb.Mutation{TableId: m.TableId, Token: m.Token, PartitionKey: m.PartitionKey},
+	}
+	commitFor := func(id coordinator.NodeID) *replicapb.PaxosCommitRequest {
+		if slices.Contains(acceptors, id) {
+			return byRef
+		}
+		return full
+	}
+	acks, err := e.commitAll(ctx, pt, commitTo, counts, commitFor, full, need, dl)
 	if err != nil {
 		return false, accepted, err
 	}
@@ -803,11 +822,12 @@ func (e *Executor) commitNeed(p casPartition, g casGroup) (int, func(coordinator
 	return coordinator.BlockFor(p.commitCL, len(g.live)), all
 }
 
-// commitAll sends commit to every replica of live and returns once need of those counts
-// accepts applied it, or every one answered. The calls run detached from the client, as a write's do (a commit must
+// commitAll sends commitFor(id) to every replica id of live and returns once need of those counts
+// accepts applied it, or every one answered. A commit by reference that a replica does not
+// answer as applied is sent again as full. The calls run detached from the client, as a write's do (a commit must
 // reach every replica it can), bounded by dl and by Close; the executor owns them (await's
 // flights).
-func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
+func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commitFor func(coordinator.NodeID) *replicapb.PaxosCommitRequest, full *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
 	rpcCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.Sub(e.now()))
 	f := &flight{cancel: cancel}
 	f.pending.Store(1)
@@ -824,8 +844,14 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 		e.calls.Go(func() {
 			defer e.wg.Done()
 			defer e.release(f)
+			commit := commitFor(id)
 			resp, err := pt.PaxosCommit(rpcCtx, id, commit)
-			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && counts(id)
+			if commit != full && (err != nil || resp.GetStatus() != replicapb.Status_STATUS_OK || resp.GetProposalMissing()) && rpcCtx.Err() == nil {
+				// Not held (or a replica of a release without commits by reference, which
+				// refuses one as malformed): the proposal itself.
+				resp, err = pt.PaxosCommit(rpcCtx, id, full)
+			}
+			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && !resp.GetProposalMissing() && counts(id)
 		})
 	}
 	acks := 0

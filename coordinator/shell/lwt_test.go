@@ -634,3 +634,48 @@ func TestLWTContentionTimeout(t *testing.T) {
 		t.Errorf("the conditional write timed out after %v, want about the 1 s contention timeout, not the minute's write timeout", took)
 	}
 }
+
+// TestLWTCommitByReference: a replica that accepted the proposal gets its commit by reference
+// (ballot and partition, no rows); one that no longer holds the proposal when the commit comes
+// answers so and gets the commit in full, and every replica ends holding the row.
+func TestLWTCommitByReference(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	var (
+		mu     sync.Mutex
+		victim coordinator.NodeID
+		kinds  = map[coordinator.NodeID][]string{}
+	)
+	c.transport.beforeCommit = func(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		kind := "full"
+		if req.GetPartition() != nil {
+			kind = "ref"
+			if victim == "" {
+				// The first replica to get a commit by reference loses the proposal first:
+				// a later ballot's commit (of no rows) completes past it.
+				victim = to
+				later := &replicapb.PaxosProposal{Ballot: &replicapb.SchemaBallot{Counter: req.GetProposal().GetBallot().GetCounter() + 1, Node: "zz"}, Mutation: req.GetPartition()}
+				if r, err := c.transport.services[to].PaxosCommit(ctx, &replicapb.PaxosCommitRequest{Proposal: later}); err != nil || r.GetStatus() != replicapb.Status_STATUS_OK {
+					t.Errorf("the later commit on %s: %v, %v", to, r, err)
+				}
+			}
+		}
+		kinds[to] = append(kinds[to], kind)
+	}
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'x', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("insert = %q, want applied", got)
+	}
+	c.settle()
+	mu.Lock()
+	defer mu.Unlock()
+	if victim == "" || !slices.Equal(kinds[victim], []string{"ref", "full"}) {
+		t.Fatalf("commits by node %v (victim %q), want one replica to get a commit by reference, answer it missing and get it in full", kinds, victim)
+	}
+	for _, node := range nodes {
+		if got, want := c.localRows(node, "SELECT k, c, v, w FROM t WHERE k = 'a'"), []string{"'a' 1 'x' 1"}; !slices.Equal(got, want) {
+			t.Errorf("replica %s holds %q, want %q", node, got, want)
+		}
+	}
+}
