@@ -31,6 +31,11 @@ func (t *transport) PaxosPrepare(ctx context.Context, to coordinator.NodeID, req
 }
 
 func (t *transport) PaxosPropose(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosProposeRequest) (*replicapb.PaxosProposeResponse, error) {
+	if t.beforePropose != nil {
+		if err := t.beforePropose(to); err != nil {
+			return nil, err
+		}
+	}
 	svc, err := t.begin(ctx, to, true)
 	if err != nil {
 		return nil, err
@@ -677,5 +682,44 @@ func TestLWTCommitByReference(t *testing.T) {
 		if got, want := c.localRows(node, "SELECT k, c, v, w FROM t WHERE k = 'a'"), []string{"'a' 1 'x' 1"}; !slices.Equal(got, want) {
 			t.Errorf("replica %s holds %q, want %q", node, got, want)
 		}
+	}
+}
+
+// TestLWTProposesToThePromisers: an uncontended statement's proposal goes only to the replicas
+// whose promises made the prepare's quorum; when one of those fails it, the other live replica
+// gets it and the statement applies.
+func TestLWTProposesToThePromisers(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	var (
+		mu        sync.Mutex
+		to        []coordinator.NodeID
+		failFirst bool
+	)
+	c.transport.beforePropose = func(id coordinator.NodeID) error {
+		mu.Lock()
+		defer mu.Unlock()
+		to = append(to, id)
+		if failFirst && len(to) == 1 {
+			return errors.New("injected propose failure")
+		}
+		return nil
+	}
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'x', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("insert = %q, want applied", got)
+	}
+	mu.Lock()
+	if len(to) != 2 {
+		t.Errorf("proposals went to %v, want the two promisers only", to)
+	}
+	to, failFirst = nil, true
+	mu.Unlock()
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('b', 1, 'x', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("insert with a promiser failing its proposal = %q, want applied", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Sort(to); !slices.Equal(to, nodes) {
+		t.Errorf("with a promiser failing, proposals went to %v, want %v (the third replica too)", to, nodes)
 	}
 }
