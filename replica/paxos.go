@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -138,6 +139,11 @@ func (s *Store) loadPaxos(k []byte) (*replicapb.PaxosState, error) {
 	if st, ok := s.paxosStates.get(k); ok {
 		return st, nil
 	}
+	return s.loadStoredPaxos(k)
+}
+
+// loadStoredPaxos reads the state under k from storage; an empty state when there is none.
+func (s *Store) loadStoredPaxos(k []byte) (*replicapb.PaxosState, error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -170,8 +176,15 @@ func encodePaxos(st *replicapb.PaxosState, now time.Time) ([]byte, error) {
 
 // savePaxos stores st under k, durable as the store's writes are: synced unless Options.NoSync
 // (as Cassandra writes Paxos state through its commit log like any write), so that with the
-// default a promise or acceptance survives a crash.
-func (s *Store) savePaxos(k []byte, st *replicapb.PaxosState, now time.Time) (err error) {
+// default an acceptance or commit survives a crash. A promise is stored unsynced under the
+// fence instead (paxosFence): the floor a restart finds stands in for the promises it lost.
+func (s *Store) savePaxos(k []byte, st *replicapb.PaxosState, now time.Time) error {
+	return s.savePaxosWith(k, st, now, s.writeOpts)
+}
+
+// savePaxosWith is savePaxos with the write options wo: pebble.NoSync for a promise under the
+// fence (fencePromise).
+func (s *Store) savePaxosWith(k []byte, st *replicapb.PaxosState, now time.Time, wo *pebble.WriteOptions) (err error) {
 	defer func() { s.cachePaxos(k, st, err) }()
 	if err := s.usable(); err != nil {
 		return err
@@ -185,7 +198,7 @@ func (s *Store) savePaxos(k []byte, st *replicapb.PaxosState, now time.Time) (er
 	if s.closed {
 		return errStoreClosed
 	}
-	if err := s.db.Set(k, v, s.writeOpts); err != nil {
+	if err := s.db.Set(k, v, wo); err != nil {
 		return fmt.Errorf("replica: store paxos state: %w", err)
 	}
 	return nil
@@ -199,6 +212,87 @@ func (s *Store) cachePaxos(k []byte, st *replicapb.PaxosState, err error) {
 		return
 	}
 	s.paxosStates.put(k, st)
+}
+
+// promiseWindow is how far, in ballot microseconds, the promise fence runs ahead of the ballot
+// that moved it: at most one synced fence write per second of ballot time on a store.
+const promiseWindow = int64(time.Second / time.Microsecond)
+
+// paxosFenceKey holds the promise fence: a PaxosState whose Promised counter is the fence. It
+// sorts before every partition's state key and in no table's span, so neither a handover scan
+// nor a partition's load meets it; PurgePaxos leaves it.
+const paxosFenceKey = paxosPrefix
+
+// paxosFence makes a prepare's promise cheap to store: the promise is written without a sync,
+// its ballot below the fence, a counter kept durable (synced) ahead of every promise the store
+// made. A crash may lose promises that no later sync of the log covered, but not the fence; the
+// store reopened treats the fence it finds as a ballot promised to every partition (floor), so
+// that it refuses every ballot a lost promise could have shut out. A promise at or above the
+// fence first moves it promiseWindow ahead, synced, before the promise is answered. The zero
+// value loads the fence from the store at first use.
+type paxosFence struct {
+	mu     sync.Mutex // held while loading or moving the fence
+	loaded atomic.Bool
+	floor  *replicapb.SchemaBallot // set once, before loaded
+	fence  atomic.Int64            // every unsynced promise's counter is below it, durably
+}
+
+// paxosFloor returns the ballot the store treats as promised to every partition: the fence as
+// the store found it at first use (nil when there was none). The caller does not change it.
+func (s *Store) paxosFloor() (*replicapb.SchemaBallot, error) {
+	f := &s.paxosFence
+	if f.loaded.Load() {
+		return f.floor, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.loaded.Load() {
+		st, err := s.loadStoredPaxos([]byte(paxosFenceKey))
+		if err != nil {
+			return nil, err
+		}
+		if c := st.GetPromised().GetCounter(); c > 0 {
+			// Node "" sorts below every proposer's node: a ballot of counter c from any
+			// proposer is above it, and no lost promise had a counter at or above the fence.
+			f.floor = &replicapb.SchemaBallot{Counter: c}
+			f.fence.Store(c)
+		}
+		f.loaded.Store(true)
+	}
+	return f.floor, nil
+}
+
+// fencePromise makes sure the fence is above counter, moving it (synced) when it is not: after
+// it returns nil a promise of that counter may be stored unsynced. paxosFloor was called first.
+func (s *Store) fencePromise(counter int64) error {
+	f := &s.paxosFence
+	if counter < f.fence.Load() {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if counter < f.fence.Load() {
+		return nil
+	}
+	next := counter + promiseWindow
+	st := &replicapb.PaxosState{Promised: &replicapb.SchemaBallot{Counter: next}}
+	v, err := encodePaxos(st, s.now())
+	if err != nil {
+		return err
+	}
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return errStoreClosed
+	}
+	if err := s.db.Set([]byte(paxosFenceKey), v, s.writeOpts); err != nil {
+		return fmt.Errorf("replica: store paxos promise fence: %w", err)
+	}
+	f.fence.Store(next)
+	return nil
 }
 
 // PurgePaxos removes the Paxos state of every partition last changed before before, and returns
@@ -221,6 +315,9 @@ func (s *Store) PurgePaxos(before time.Time) (int, error) {
 			it.Close()
 			b.Close()
 			return 0, fmt.Errorf("replica: purge paxos state: %w", err)
+		}
+		if string(it.Key()) == paxosFenceKey {
+			continue
 		}
 		var st replicapb.PaxosState
 		if proto.Unmarshal(v, &st) == nil && st.UpdatedUnixNanos >= before.UnixNano() {
@@ -280,6 +377,10 @@ func (s *Service) PaxosPrepare(ctx context.Context, req *replicapb.PaxosPrepareR
 	k := paxosKey(t.ID, rd.Token, rd.PartitionKey)
 	unlock := s.paxosLock(k)
 	defer unlock()
+	floor, err := s.store.paxosFloor()
+	if err != nil {
+		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos prepare", t), Message: err.Error()}}, nil
+	}
 	st, err := s.store.loadPaxos(k)
 	if err != nil {
 		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos prepare", t), Message: err.Error()}}, nil
@@ -288,12 +389,20 @@ func (s *Service) PaxosPrepare(ctx context.Context, req *replicapb.PaxosPrepareR
 	if ballotCmp(st.Accepted.GetBallot(), highest) > 0 {
 		highest = st.Accepted.GetBallot()
 	}
+	if ballotCmp(floor, highest) > 0 {
+		highest = floor
+	}
 	if ballotCmp(req.Ballot, highest) <= 0 {
 		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_OK, Highest: highest}, nil
 	}
+	// The promise is stored unsynced under the fence (paxosFence): the propose's and commit's
+	// syncs are the round's only ones on this replica.
+	if err := s.store.fencePromise(req.Ballot.Counter); err != nil {
+		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos prepare", t), Message: err.Error()}}, nil
+	}
 	st.Promised = req.Ballot
 	s.paxosPrepares.Add(1)
-	if err := s.store.savePaxos(k, st, s.now()); err != nil {
+	if err := s.store.savePaxosWith(k, st, s.now(), pebble.NoSync); err != nil {
 		return &replicapb.PaxosPrepareResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: s.classify(err, "paxos prepare", t), Message: err.Error()}}, nil
 	}
 	var rows *replicapb.ReadResponse
@@ -321,9 +430,16 @@ func (s *Service) PaxosPropose(_ context.Context, req *replicapb.PaxosProposeReq
 	k := paxosKey(schema.TableID(m.TableId), m.Token, m.PartitionKey)
 	unlock := s.paxosLock(k)
 	defer unlock()
+	floor, err := s.store.paxosFloor()
+	if err != nil {
+		return &replicapb.PaxosProposeResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
+	}
 	st, err := s.store.loadPaxos(k)
 	if err != nil {
 		return &replicapb.PaxosProposeResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
+	}
+	if ballotCmp(p.Ballot, floor) <= 0 {
+		return &replicapb.PaxosProposeResponse{Status: replicapb.Status_STATUS_OK, Highest: floor}, nil
 	}
 	if ballotCmp(p.Ballot, st.Promised) < 0 || ballotCmp(p.Ballot, st.Accepted.GetBallot()) < 0 {
 		return &replicapb.PaxosProposeResponse{Status: replicapb.Status_STATUS_OK, Highest: st.Promised}, nil
@@ -338,12 +454,22 @@ func (s *Service) PaxosPropose(_ context.Context, req *replicapb.PaxosProposeReq
 // PaxosCommit applies a chosen proposal's mutation and records its ballot as the partition's
 // last committed one, both in one write. A commit older than the one recorded is applied
 // (last-write-wins makes it harmless) but does not move the record back.
+//
+// A commit by reference (req.partition set, the proposal without its mutation) applies the
+// proposal the replica accepted at the proposal's ballot; when it holds none at that ballot it
+// answers ProposalMissing (a repeat of the commit it recorded last is answered as done).
 func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitRequest) (*replicapb.PaxosCommitResponse, error) {
 	p := req.GetProposal()
 	m := p.GetMutation()
-	if err := checkPaxosBallot(p.GetBallot()); err != nil || m == nil {
-		if err == nil {
+	byRef := req.GetPartition() != nil
+	if byRef {
+		m = req.GetPartition()
+	}
+	if err := checkPaxosBallot(p.GetBallot()); err != nil || m == nil || (byRef && p.GetMutation() != nil) {
+		if err == nil && m == nil {
 			err = fmt.Errorf("%w: paxos commit carries no mutation", ErrBadRequest)
+		} else if err == nil {
+			err = fmt.Errorf("%w: paxos commit by reference carries a mutation", ErrBadRequest)
 		}
 		return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_BAD_REQUEST, Message: err.Error()}}, nil
 	}
@@ -357,6 +483,17 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 	st, err := s.store.loadPaxos(k)
 	if err != nil {
 		return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_ERROR, Error: &replicapb.Error{Code: replicapb.Error_INTERNAL, Message: err.Error()}}, nil
+	}
+	if byRef {
+		switch acc := st.Accepted; {
+		case acc != nil && ballotCmp(acc.Ballot, p.Ballot) == 0 && acc.Mutation != nil:
+			p = &replicapb.PaxosProposal{Ballot: p.Ballot, Mutation: acc.Mutation, Origin: cmpOr(p.Origin, acc.Origin)}
+			m = acc.Mutation
+		case ballotCmp(st.Committed, p.Ballot) == 0:
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_OK}, nil // applied already
+		default:
+			return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_OK, ProposalMissing: true}, nil
+		}
 	}
 	var state []byte // the new state, nil when the record does not move
 	if ballotCmp(p.Ballot, st.Committed) > 0 {
@@ -394,6 +531,14 @@ func (s *Service) PaxosCommit(_ context.Context, req *replicapb.PaxosCommitReque
 		}
 	}
 	return &replicapb.PaxosCommitResponse{Status: replicapb.Status_STATUS_OK}, nil
+}
+
+// cmpOr returns a, or b when a is nil.
+func cmpOr(a, b *replicapb.SchemaBallot) *replicapb.SchemaBallot {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // PaxosStats are a replica's counts of lightweight transactions' prepares.

@@ -52,6 +52,8 @@ type Store struct {
 
 	// paxosStates caches the Paxos states written last (paxos.go).
 	paxosStates paxosCache
+	// paxosFence is the durable bound on the ballots of unsynced promises (paxos.go).
+	paxosFence paxosFence
 
 	// closeMu keeps Close from closing the database under a metrics scrape.
 	closeMu sync.RWMutex

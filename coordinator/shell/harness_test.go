@@ -185,6 +185,9 @@ type transport struct {
 	hanging  chan coordinator.NodeID    // if set, told about every call that starts hanging
 	// beforeCommit, if set, is called with every Paxos commit before it is delivered (lwt_test.go).
 	beforeCommit func(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest)
+	// beforePropose, if set, is called with every Paxos proposal's destination before it is
+	// delivered; an error it returns is the call's (lwt_test.go).
+	beforePropose func(to coordinator.NodeID) error
 }
 
 func (t *transport) setFault(f fault, ids ...coordinator.NodeID) {

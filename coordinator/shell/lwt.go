@@ -515,7 +515,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			if origin.IsZero() {
 				origin = ballotOf(acc.GetBallot())
 			}
-			done, _, err := e.proposeAndCommit(ctx, pt, p, g, b, origin, acc.GetMutation(), cdl, dl)
+			done, _, err := e.proposeAndCommit(ctx, pt, p, g, promises.from(), b, origin, acc.GetMutation(), cdl, dl)
 			if err != nil {
 				return nil, false, err
 			}
@@ -548,7 +548,7 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			return rows, false, nil
 		}
 		mine = append(mine, b)
-		done, accepted, err := e.proposeAndCommit(ctx, pt, p, g, b, b, m, cdl, dl)
+		done, accepted, err := e.proposeAndCommit(ctx, pt, p, g, promises.from(), b, b, m, cdl, dl)
 		if err != nil {
 			return nil, false, err
 		}
@@ -598,6 +598,15 @@ type promiseSet struct {
 	// maxWritten is the newest write timestamp in the promises' reads (cells, markers,
 	// tombstones).
 	maxWritten int64
+}
+
+// from returns the replicas whose promises ps holds.
+func (ps *promiseSet) from() []coordinator.NodeID {
+	ids := make([]coordinator.NodeID, len(ps.states))
+	for i, st := range ps.states {
+		ids[i] = st.From
+	}
+	return ids
 }
 
 // maxTimestamp returns the newest write timestamp in a read's answer.
@@ -734,34 +743,79 @@ func cmpErr(first, err error) error {
 // required replicas accepted it, commits it at p.commitCL until dl. done is false when a competing ballot kept it
 // from a quorum (the round is lost; the accepted replicas, when there are some, hold it for a
 // later proposer to complete or supersede).
-func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, g casGroup, b, origin coordinator.Ballot, m *replicapb.Mutation, cdl, dl time.Time) (done bool, acceptedBy int, err error) {
+// proposeHedgeMin and proposeHedgeMax bound how long a proposal waits for the replicas whose
+// promises made the prepare's quorum before it goes to the other live ones too.
+const (
+	proposeHedgeMin = 5 * time.Millisecond
+	proposeHedgeMax = 100 * time.Millisecond
+)
+
+// proposeAndCommit proposes m at ballot b and, once a quorum accepted it, commits it. The
+// proposal goes first to promised, the replicas whose promises made the prepare's quorum (all of
+// live when nil): a quorum that just answered, so an uncontended round sends no proposal to the
+// other replicas (which get the commit). Those get it too when one of promised fails or refuses,
+// or has not answered after the hedge (the median LWT latency, within [5 ms, 100 ms]).
+func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p casPartition, g casGroup, promised []coordinator.NodeID, b, origin coordinator.Ballot, m *replicapb.Mutation, cdl, dl time.Time) (done bool, acceptedBy int, err error) {
 	callCtx, cancel := context.WithTimeout(ctx, cdl.Sub(e.now())) // cdl is on the executor's clock
 	defer cancel()
 	prop := &replicapb.PaxosProposal{Ballot: ballotProto(b), Mutation: m, Origin: ballotProto(origin)}
 	live, required := g.live, g.required
-	n := len(live)
-	var accepted, refused, failed int
-	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) *replicapb.PaxosProposeResponse {
+	first := func(id coordinator.NodeID) bool { return promised == nil || slices.Contains(promised, id) }
+	p50, _ := e.lwt.latencies()
+	hedge := min(max(p50, proposeHedgeMin), proposeHedgeMax)
+	widen := make(chan struct{}) // closed when the others are to get the proposal now
+	var widened bool
+	widenNow := func() {
+		if !widened {
+			widened = true
+			close(widen)
+		}
+	}
+	var accepted, refused, failed, sent int
+	var acceptors []coordinator.NodeID // hold prop: their commit goes by reference
+	type proposed struct {
+		from coordinator.NodeID
+		resp *replicapb.PaxosProposeResponse
+		sent bool
+	}
+	fanOut(callCtx, e.calls.Go, live, func(ctx context.Context, id coordinator.NodeID) proposed {
+		if !first(id) {
+			timer := time.NewTimer(hedge)
+			defer timer.Stop()
+			select {
+			case <-widen:
+			case <-timer.C:
+			case <-ctx.Done():
+				return proposed{from: id} // not sent: the others made the quorum
+			}
+		}
 		resp, err := pt.PaxosPropose(ctx, id, &replicapb.PaxosProposeRequest{Proposal: prop})
 		if err != nil {
-			return nil
+			return proposed{from: id, sent: true}
 		}
-		return resp
-	}, func(r *replicapb.PaxosProposeResponse) bool {
-		switch {
+		return proposed{from: id, resp: resp, sent: true}
+	}, func(a proposed) bool {
+		if !a.sent {
+			return false // the round is over
+		}
+		sent++
+		switch r := a.resp; {
 		case r == nil || r.GetStatus() != replicapb.Status_STATUS_OK:
 			failed++
+			widenNow()
 		case r.GetAccepted():
 			accepted++
+			acceptors = append(acceptors, a.from)
 		default:
 			refused++
+			widenNow()
 		}
 		// A lost proposal waits for every answer: a replica that has not answered may have
 		// accepted it, which the proposer must know (runCAS: uncertain).
 		return accepted >= required
 	})
 	if accepted < required {
-		if refused > 0 && failed == 0 && refused+accepted == n && ctx.Err() == nil && e.now().Before(cdl) {
+		if refused > 0 && failed == 0 && refused+accepted == sent && ctx.Err() == nil && e.now().Before(cdl) {
 			return false, accepted, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -776,7 +830,20 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		commitTo = slices.Concat(live, g.remote)
 	}
 	need, counts := e.commitNeed(p, g)
-	acks, err := e.commitAll(ctx, pt, commitTo, counts, &replicapb.PaxosCommitRequest{Proposal: prop}, need, dl)
+	full := &replicapb.PaxosCommitRequest{Proposal: prop}
+	// The replicas that accepted prop get it by reference (ballot and partition, no rows),
+	// the others in full; a replica that no longer holds it answers so and gets it in full.
+	byRef := &replicapb.PaxosCommitRequest{
+		Proposal:  &replicapb.PaxosProposal{Ballot: prop.Ballot, Origin: prop.Origin},
+		Partition: &replicapb.Mutation{TableId: m.TableId, Token: m.Token, PartitionKey: m.PartitionKey},
+	}
+	commitFor := func(id coordinator.NodeID) *replicapb.PaxosCommitRequest {
+		if slices.Contains(acceptors, id) {
+			return byRef
+		}
+		return full
+	}
+	acks, err := e.commitAll(ctx, pt, commitTo, counts, commitFor, full, need, dl)
 	if err != nil {
 		return false, accepted, err
 	}
@@ -808,11 +875,12 @@ func (e *Executor) commitNeed(p casPartition, g casGroup) (int, func(coordinator
 	return coordinator.BlockFor(p.commitCL, len(g.live)), all
 }
 
-// commitAll sends commit to every replica of live and returns once need of those counts
-// accepts applied it, or every one answered. The calls run detached from the client, as a write's do (a commit must
+// commitAll sends commitFor(id) to every replica id of live and returns once need of those counts
+// accepts applied it, or every one answered. A commit by reference that a replica does not
+// answer as applied is sent again as full. The calls run detached from the client, as a write's do (a commit must
 // reach every replica it can), bounded by dl and by Close; the executor owns them (await's
 // flights).
-func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commit *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
+func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commitFor func(coordinator.NodeID) *replicapb.PaxosCommitRequest, full *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
 	rpcCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.Sub(e.now()))
 	f := &flight{cancel: cancel}
 	f.pending.Store(1)
@@ -829,8 +897,14 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 		e.calls.Go(func() {
 			defer e.wg.Done()
 			defer e.release(f)
+			commit := commitFor(id)
 			resp, err := pt.PaxosCommit(rpcCtx, id, commit)
-			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && counts(id)
+			if commit != full && (err != nil || resp.GetStatus() != replicapb.Status_STATUS_OK || resp.GetProposalMissing()) && rpcCtx.Err() == nil {
+				// Not held (or a replica of a release without commits by reference, which
+				// refuses one as malformed): the proposal itself.
+				resp, err = pt.PaxosCommit(rpcCtx, id, full)
+			}
+			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && !resp.GetProposalMissing() && counts(id)
 		})
 	}
 	acks := 0

@@ -31,6 +31,11 @@ func (t *transport) PaxosPrepare(ctx context.Context, to coordinator.NodeID, req
 }
 
 func (t *transport) PaxosPropose(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosProposeRequest) (*replicapb.PaxosProposeResponse, error) {
+	if t.beforePropose != nil {
+		if err := t.beforePropose(to); err != nil {
+			return nil, err
+		}
+	}
 	svc, err := t.begin(ctx, to, true)
 	if err != nil {
 		return nil, err
@@ -664,5 +669,89 @@ func TestConditionalStampAheadStaysInItsPartition(t *testing.T) {
 	// The stamp ahead still holds in its own partition.
 	if got, err := c.query("n2", quorum, "SELECT v FROM t WHERE k = 'a' AND c = 1"); err != nil || !slices.Equal(got, []string{"'y'"}) {
 		t.Errorf("the conditional update over the future-stamped row reads %q, %v; want 'y'", got, err)
+	}
+}
+
+// TestLWTCommitByReference: a replica that accepted the proposal gets its commit by reference
+// (ballot and partition, no rows); one that no longer holds the proposal when the commit comes
+// answers so and gets the commit in full, and every replica ends holding the row.
+func TestLWTCommitByReference(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	var (
+		mu     sync.Mutex
+		victim coordinator.NodeID
+		kinds  = map[coordinator.NodeID][]string{}
+	)
+	c.transport.beforeCommit = func(ctx context.Context, to coordinator.NodeID, req *replicapb.PaxosCommitRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		kind := "full"
+		if req.GetPartition() != nil {
+			kind = "ref"
+			if victim == "" {
+				// The first replica to get a commit by reference loses the proposal first:
+				// a later ballot's commit (of no rows) completes past it.
+				victim = to
+				later := &replicapb.PaxosProposal{Ballot: &replicapb.SchemaBallot{Counter: req.GetProposal().GetBallot().GetCounter() + 1, Node: "zz"}, Mutation: req.GetPartition()}
+				if r, err := c.transport.services[to].PaxosCommit(ctx, &replicapb.PaxosCommitRequest{Proposal: later}); err != nil || r.GetStatus() != replicapb.Status_STATUS_OK {
+					t.Errorf("the later commit on %s: %v, %v", to, r, err)
+				}
+			}
+		}
+		kinds[to] = append(kinds[to], kind)
+	}
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'x', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("insert = %q, want applied", got)
+	}
+	c.settle()
+	mu.Lock()
+	defer mu.Unlock()
+	if victim == "" || !slices.Equal(kinds[victim], []string{"ref", "full"}) {
+		t.Fatalf("commits by node %v (victim %q), want one replica to get a commit by reference, answer it missing and get it in full", kinds, victim)
+	}
+	for _, node := range nodes {
+		if got, want := c.localRows(node, "SELECT k, c, v, w FROM t WHERE k = 'a'"), []string{"'a' 1 'x' 1"}; !slices.Equal(got, want) {
+			t.Errorf("replica %s holds %q, want %q", node, got, want)
+		}
+	}
+}
+
+// TestLWTProposesToThePromisers: an uncontended statement's proposal goes only to the replicas
+// whose promises made the prepare's quorum; when one of those fails it, the other live replica
+// gets it and the statement applies.
+func TestLWTProposesToThePromisers(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	var (
+		mu        sync.Mutex
+		to        []coordinator.NodeID
+		failFirst bool
+	)
+	c.transport.beforePropose = func(id coordinator.NodeID) error {
+		mu.Lock()
+		defer mu.Unlock()
+		to = append(to, id)
+		if failFirst && len(to) == 1 {
+			return errors.New("injected propose failure")
+		}
+		return nil
+	}
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'x', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("insert = %q, want applied", got)
+	}
+	mu.Lock()
+	if len(to) != 2 {
+		t.Errorf("proposals went to %v, want the two promisers only", to)
+	}
+	to, failFirst = nil, true
+	mu.Unlock()
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('b', 1, 'x', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("insert with a promiser failing its proposal = %q, want applied", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Sort(to); !slices.Equal(to, nodes) {
+		t.Errorf("with a promiser failing, proposals went to %v, want %v (the third replica too)", to, nodes)
 	}
 }

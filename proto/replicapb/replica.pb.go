@@ -3570,8 +3570,13 @@ func (x *PaxosProposeResponse) GetHighest() *SchemaBallot {
 
 // PaxosCommitRequest (kind paxos_commit) applies a chosen proposal's mutation and records its ballot as committed.
 type PaxosCommitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Proposal      *PaxosProposal         `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Proposal *PaxosProposal         `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	// A commit by reference, sent to a replica that accepted the proposal: proposal carries its ballot and
+	// origin but no mutation, and partition names the partition (a Mutation with table_id, token and
+	// partition_key only). The replica applies the proposal it accepted at that ballot; one that does not
+	// hold it answers proposal_missing, and the coordinator sends the commit again in full.
+	Partition     *Mutation `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3613,12 +3618,21 @@ func (x *PaxosCommitRequest) GetProposal() *PaxosProposal {
 	return nil
 }
 
+func (x *PaxosCommitRequest) GetPartition() *Mutation {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
 type PaxosCommitResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
-	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=kvnode.replica.v1.Status" json:"status,omitempty"`
+	Error  *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// A commit by reference whose proposal the replica does not hold (accepted at another ballot, or none).
+	ProposalMissing bool `protobuf:"varint,4,opt,name=proposal_missing,json=proposalMissing,proto3" json:"proposal_missing,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PaxosCommitResponse) Reset() {
@@ -3663,6 +3677,13 @@ func (x *PaxosCommitResponse) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *PaxosCommitResponse) GetProposalMissing() bool {
+	if x != nil {
+		return x.ProposalMissing
+	}
+	return false
 }
 
 // PaxosState is a replica's Paxos state of one partition, as stored.
@@ -4322,12 +4343,14 @@ const file_replica_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
 	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12\x1a\n" +
 	"\baccepted\x18\x04 \x01(\bR\baccepted\x129\n" +
-	"\ahighest\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\ahighest\"R\n" +
+	"\ahighest\x18\x05 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\ahighest\"\x8d\x01\n" +
 	"\x12PaxosCommitRequest\x12<\n" +
-	"\bproposal\x18\x01 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\bproposal\"x\n" +
+	"\bproposal\x18\x01 \x01(\v2 .kvnode.replica.v1.PaxosProposalR\bproposal\x129\n" +
+	"\tpartition\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.MutationR\tpartition\"\xa3\x01\n" +
 	"\x13PaxosCommitResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x19.kvnode.replica.v1.StatusR\x06status\x12.\n" +
-	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\"\xc0\x02\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.kvnode.replica.v1.ErrorR\x05error\x12)\n" +
+	"\x10proposal_missing\x18\x04 \x01(\bR\x0fproposalMissing\"\xc0\x02\n" +
 	"\n" +
 	"PaxosState\x12;\n" +
 	"\bpromised\x18\x01 \x01(\v2\x1f.kvnode.replica.v1.SchemaBallotR\bpromised\x12<\n" +
@@ -4512,27 +4535,28 @@ var file_replica_proto_depIdxs = []int32{
 	6,  // 68: kvnode.replica.v1.PaxosProposeResponse.error:type_name -> kvnode.replica.v1.Error
 	36, // 69: kvnode.replica.v1.PaxosProposeResponse.highest:type_name -> kvnode.replica.v1.SchemaBallot
 	47, // 70: kvnode.replica.v1.PaxosCommitRequest.proposal:type_name -> kvnode.replica.v1.PaxosProposal
-	1,  // 71: kvnode.replica.v1.PaxosCommitResponse.status:type_name -> kvnode.replica.v1.Status
-	6,  // 72: kvnode.replica.v1.PaxosCommitResponse.error:type_name -> kvnode.replica.v1.Error
-	36, // 73: kvnode.replica.v1.PaxosState.promised:type_name -> kvnode.replica.v1.SchemaBallot
-	47, // 74: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
-	36, // 75: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
-	36, // 76: kvnode.replica.v1.PaxosState.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
-	4,  // 77: kvnode.replica.v1.CounterUpdateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
-	9,  // 78: kvnode.replica.v1.CounterUpdateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
-	1,  // 79: kvnode.replica.v1.CounterUpdateResponse.status:type_name -> kvnode.replica.v1.Status
-	5,  // 80: kvnode.replica.v1.CounterUpdateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
-	6,  // 81: kvnode.replica.v1.CounterUpdateResponse.error:type_name -> kvnode.replica.v1.Error
-	9,  // 82: kvnode.replica.v1.CounterUpdateResponse.applied:type_name -> kvnode.replica.v1.Mutation
-	9,  // 83: kvnode.replica.v1.ForwardMutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
-	58, // 84: kvnode.replica.v1.ForwardMutateRequest.targets:type_name -> kvnode.replica.v1.ForwardTarget
-	4,  // 85: kvnode.replica.v1.ForwardTarget.limiter:type_name -> kvnode.replica.v1.Limiter
-	14, // 86: kvnode.replica.v1.ForwardMutateAck.response:type_name -> kvnode.replica.v1.MutateResponse
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	9,  // 71: kvnode.replica.v1.PaxosCommitRequest.partition:type_name -> kvnode.replica.v1.Mutation
+	1,  // 72: kvnode.replica.v1.PaxosCommitResponse.status:type_name -> kvnode.replica.v1.Status
+	6,  // 73: kvnode.replica.v1.PaxosCommitResponse.error:type_name -> kvnode.replica.v1.Error
+	36, // 74: kvnode.replica.v1.PaxosState.promised:type_name -> kvnode.replica.v1.SchemaBallot
+	47, // 75: kvnode.replica.v1.PaxosState.accepted:type_name -> kvnode.replica.v1.PaxosProposal
+	36, // 76: kvnode.replica.v1.PaxosState.committed:type_name -> kvnode.replica.v1.SchemaBallot
+	36, // 77: kvnode.replica.v1.PaxosState.committed_origin:type_name -> kvnode.replica.v1.SchemaBallot
+	4,  // 78: kvnode.replica.v1.CounterUpdateRequest.limiter:type_name -> kvnode.replica.v1.Limiter
+	9,  // 79: kvnode.replica.v1.CounterUpdateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	1,  // 80: kvnode.replica.v1.CounterUpdateResponse.status:type_name -> kvnode.replica.v1.Status
+	5,  // 81: kvnode.replica.v1.CounterUpdateResponse.rate_limited:type_name -> kvnode.replica.v1.RateLimited
+	6,  // 82: kvnode.replica.v1.CounterUpdateResponse.error:type_name -> kvnode.replica.v1.Error
+	9,  // 83: kvnode.replica.v1.CounterUpdateResponse.applied:type_name -> kvnode.replica.v1.Mutation
+	9,  // 84: kvnode.replica.v1.ForwardMutateRequest.mutation:type_name -> kvnode.replica.v1.Mutation
+	58, // 85: kvnode.replica.v1.ForwardMutateRequest.targets:type_name -> kvnode.replica.v1.ForwardTarget
+	4,  // 86: kvnode.replica.v1.ForwardTarget.limiter:type_name -> kvnode.replica.v1.Limiter
+	14, // 87: kvnode.replica.v1.ForwardMutateAck.response:type_name -> kvnode.replica.v1.MutateResponse
+	88, // [88:88] is the sub-list for method output_type
+	88, // [88:88] is the sub-list for method input_type
+	88, // [88:88] is the sub-list for extension type_name
+	88, // [88:88] is the sub-list for extension extendee
+	0,  // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_replica_proto_init() }
