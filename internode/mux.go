@@ -27,6 +27,8 @@ type Mux struct {
 	kinds *kinds
 	// handlers holds each kind's handler, by kind index; nil until registered.
 	handlers []atomic.Pointer[handler]
+	// pipes are the Pipe streams being served (pipe_server.go).
+	pipes pipeServers
 }
 
 // handler is the registered handler of one kind: unary or stream, not both.

@@ -1,0 +1,240 @@
+package internode
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+// pipeServers are a Mux's Pipe streams being served, so that Drain can ask their callers to end
+// them.
+type pipeServers struct {
+	mu       sync.Mutex
+	draining bool
+	open     map[*pipeServer]struct{}
+}
+
+// pipeServer serves one Pipe stream: the stream's goroutine reads the requests and starts a
+// goroutine per request; the answers are queued and written, batched, by a writer goroutine.
+type pipeServer struct {
+	ss    grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]
+	slots chan struct{} // one token per request in flight, freed once its answer is written
+	wake  chan struct{} // capacity 1
+
+	mu       sync.Mutex
+	inFlight map[uint64]context.CancelFunc
+	queue    []queuedAnswer
+	closing  bool // a closing message is to be sent
+	stopped  bool // the writer ends once the queue is empty
+}
+
+// Drain asks the callers of m's pipes to send no more requests on them and end them once their
+// requests in flight are answered: a node calls it before it stops its internode server, whose
+// graceful stop waits for every stream to end. Pipes opened later are asked at once.
+func (m *Mux) Drain() {
+	m.pipes.mu.Lock()
+	defer m.pipes.mu.Unlock()
+	m.pipes.draining = true
+	for ps := range m.pipes.open {
+		ps.sayClosing()
+	}
+}
+
+// Pipe implements replicapb.InternodeServer: it serves the Call requests of a pipe (see pipe.go)
+// until the caller ends it.
+func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]) error {
+	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), wake: make(chan struct{}, 1),
+		inFlight: map[uint64]context.CancelFunc{}}
+	m.pipes.mu.Lock()
+	if m.pipes.open == nil {
+		m.pipes.open = map[*pipeServer]struct{}{}
+	}
+	m.pipes.open[ps] = struct{}{}
+	if m.pipes.draining {
+		ps.sayClosing()
+	}
+	m.pipes.mu.Unlock()
+	defer func() {
+		m.pipes.mu.Lock()
+		delete(m.pipes.open, ps)
+		m.pipes.mu.Unlock()
+	}()
+
+	ctx, cancel := context.WithCancel(ss.Context())
+	var handlers sync.WaitGroup
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		ps.write()
+	}()
+	err := ps.read(ctx, m, &handlers)
+	cancel()
+	handlers.Wait()
+	ps.mu.Lock()
+	ps.stopped = true
+	ps.mu.Unlock()
+	ps.kick()
+	<-writerDone
+	return err
+}
+
+// read reads ps's requests and starts their handlers until the stream ends.
+func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup) error {
+	for {
+		batch, err := ps.ss.Recv()
+		if err != nil {
+			if status.Code(err) == codes.Canceled || ctx.Err() != nil {
+				return nil // the caller ended the pipe
+			}
+			return err
+		}
+		for _, r := range batch.GetRequests() {
+			id := r.GetId()
+			if r.GetCancel() {
+				ps.mu.Lock()
+				if cancel := ps.inFlight[id]; cancel != nil {
+					cancel()
+				}
+				ps.mu.Unlock()
+				continue
+			}
+			select {
+			case ps.slots <- struct{}{}:
+			default:
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.ResourceExhausted),
+					Message: "internode: more requests in flight on a pipe than it allows"}, false)
+				continue
+			}
+			switch {
+			case id == 0:
+				ps.answer(&replicapb.PipeResponse{Code: uint32(codes.InvalidArgument), Message: "internode: pipe request without an id"}, true)
+				continue
+			case r.GetTimeoutMicros() < 0:
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: negative timeout"}, true)
+				continue
+			}
+			var rctx context.Context
+			var rcancel context.CancelFunc
+			if t := r.GetTimeoutMicros(); t > 0 {
+				rctx, rcancel = context.WithTimeout(ctx, time.Duration(t)*time.Microsecond)
+			} else {
+				rctx, rcancel = context.WithCancel(ctx)
+			}
+			ps.mu.Lock()
+			if old := ps.inFlight[id]; old != nil {
+				ps.mu.Unlock()
+				rcancel()
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: pipe request id already in flight"}, true)
+				continue
+			}
+			ps.inFlight[id] = rcancel
+			ps.mu.Unlock()
+			handlers.Add(1)
+			go func(req *replicapb.Request) {
+				defer handlers.Done()
+				resp, err := m.Call(rctx, req)
+				if err == nil && rctx.Err() != nil {
+					err = status.FromContextError(rctx.Err()).Err() // the deadline came first
+				}
+				ps.mu.Lock()
+				delete(ps.inFlight, id)
+				ps.mu.Unlock()
+				rcancel()
+				a := &replicapb.PipeResponse{Id: id}
+				switch {
+				case err != nil:
+					st := status.Convert(asStatus(err))
+					a.Code, a.Message = uint32(st.Code()), st.Message()
+				case proto.Size(resp) > pipeMaxSingleBytes:
+					a.UseCall = true
+				default:
+					a.Response = resp
+				}
+				ps.answer(a, true)
+			}(r.GetRequest())
+		}
+	}
+}
+
+// queuedAnswer is an answer waiting for the writer; holding says it holds a slot, freed once it
+// is written. (An answer that holds none, to a request beyond the bound, is still bounded: an
+// honest caller has at most PipeMaxInFlight requests in flight.)
+type queuedAnswer struct {
+	a       *replicapb.PipeResponse
+	holding bool
+}
+
+// answer queues a.
+func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool) {
+	ps.mu.Lock()
+	ps.queue = append(ps.queue, queuedAnswer{a, holding})
+	ps.mu.Unlock()
+	ps.kick()
+}
+
+// sayClosing queues a closing message.
+func (ps *pipeServer) sayClosing() {
+	ps.mu.Lock()
+	ps.closing = true
+	ps.mu.Unlock()
+	ps.kick()
+}
+
+func (ps *pipeServer) kick() {
+	select {
+	case ps.wake <- struct{}{}:
+	default:
+	}
+}
+
+// write writes ps's queued answers, batched, until ps is stopped and nothing is queued. A failed
+// write leaves the stream broken (the reader ends too); the answers still free their slots.
+func (ps *pipeServer) write() {
+	batch := &replicapb.PipeResponses{}
+	var sent []queuedAnswer
+	broken := false
+	for range ps.wake {
+		for {
+			ps.mu.Lock()
+			n, size := 0, 0
+			for n < len(ps.queue) && (n == 0 || size < pipeMaxBatchBytes) {
+				size += proto.Size(ps.queue[n].a)
+				n++
+			}
+			sent = append(sent[:0], ps.queue[:n]...)
+			ps.queue = ps.queue[n:]
+			if len(ps.queue) == 0 {
+				ps.queue = nil
+			}
+			batch.Closing = ps.closing
+			ps.closing = false
+			stopped := ps.stopped
+			ps.mu.Unlock()
+			if n == 0 && !batch.Closing {
+				if stopped {
+					return
+				}
+				break
+			}
+			batch.Responses = batch.Responses[:0]
+			for _, q := range sent {
+				batch.Responses = append(batch.Responses, q.a)
+			}
+			if !broken && ps.ss.Send(batch) != nil {
+				broken = true
+			}
+			for _, q := range sent {
+				if q.holding {
+					<-ps.slots
+				}
+			}
+		}
+	}
+}
