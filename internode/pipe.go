@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -63,20 +64,26 @@ type pipes struct {
 	unsupportedUntil atomic.Int64
 }
 
-// pipe is one Pipe stream to a peer, with its writer and reader goroutines (run).
+// pipe is one Pipe stream to a peer. Its goroutine (run) opens the stream and reads the
+// answers; the callers write their requests themselves: the one that finds no write under way
+// writes what all have queued (flush), so a request costs no hand-off to a writer goroutine.
 type pipe struct {
 	slots chan struct{} // one token per request in flight
-	wake  chan struct{} // capacity 1: the writer has queued requests to send
 	ctx   context.Context
 	stop  context.CancelFunc // ends the stream
 
-	mu       sync.Mutex
-	err      error // why the pipe broke; nil while it works
-	closing  bool  // the peer asked for no more requests
-	nextID   uint64
-	pending  map[uint64]*pipeCall
-	queue    []*replicapb.PipeRequest
-	queueLen int // bytes queued, about
+	// sendMu is held by the caller writing on the stream; batch is its message.
+	sendMu sync.Mutex
+	batch  replicapb.PipeRequests
+
+	mu      sync.Mutex
+	st      grpc.BidiStreamingClient[replicapb.PipeRequests, replicapb.PipeResponses] // nil until open
+	err     error                                                                     // why the pipe broke; nil while it works
+	closing bool                                                                      // the peer asked for no more requests
+	ended   bool                                                                      // this end closed the stream
+	nextID  uint64
+	pending map[uint64]*pipeCall
+	queue   []*replicapb.PipeRequest
 }
 
 // pipeCall is one request waiting for its answer.
@@ -108,7 +115,7 @@ func (s *Sender) pipeFor(pc *peerConn) *pipe {
 		return nil
 	}
 	ctx, stop := context.WithCancel(s.ctx)
-	p := &pipe{slots: make(chan struct{}, PipeMaxInFlight), wake: make(chan struct{}, 1), ctx: ctx, stop: stop,
+	p := &pipe{slots: make(chan struct{}, PipeMaxInFlight), ctx: ctx, stop: stop,
 		pending: map[uint64]*pipeCall{}}
 	ps.open[n] = p
 	s.wg.Add(1)
@@ -127,13 +134,13 @@ func (p *pipe) usable() bool {
 }
 
 // call sends request r on p and waits for its answer, or for ctx to end.
-func (p *pipe) call(ctx context.Context, r *replicapb.Request, size int) (*replicapb.Response, error) {
+func (p *pipe) call(ctx context.Context, r *replicapb.Request) (*replicapb.Response, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, status.FromContextError(ctx.Err()).Err()
 	case <-p.ctx.Done():
-		return nil, status.Error(codes.Canceled, "internode: pipe closed")
+		return nil, errUseCall // the pipe ended: not sent
 	}
 	item := &replicapb.PipeRequest{Request: r}
 	if d, ok := ctx.Deadline(); ok {
@@ -155,9 +162,8 @@ func (p *pipe) call(ctx context.Context, r *replicapb.Request, size int) (*repli
 	item.Id = p.nextID
 	p.pending[item.Id] = c
 	p.queue = append(p.queue, item)
-	p.queueLen += size
 	p.mu.Unlock()
-	p.kick()
+	p.flush()
 
 	select {
 	case res := <-c.done: // the reader freed the slot
@@ -177,16 +183,64 @@ func (p *pipe) call(ctx context.Context, r *replicapb.Request, size int) (*repli
 			return res.resp, res.err
 		}
 		<-p.slots
-		p.kick()
+		p.flush()
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 }
 
-// kick wakes p's writer.
-func (p *pipe) kick() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
+// flush writes what p's callers queued unless another caller is writing, which then writes it;
+// once the peer asked to close, it ends the stream when nothing waits. A caller may wait in a
+// write while the peer's HTTP/2 window is full: the pipe's one form of flow control.
+func (p *pipe) flush() {
+	for {
+		if !p.sendMu.TryLock() {
+			return // the writer looks at the queue again once it is done
+		}
+		p.flushLocked()
+		p.sendMu.Unlock()
+		p.mu.Lock()
+		more := p.st != nil && p.err == nil && !p.ended && (len(p.queue) > 0 || p.closing && len(p.pending) == 0)
+		p.mu.Unlock()
+		if !more {
+			return
+		}
+	}
+}
+
+// flushLocked writes p's queue, batched, holding sendMu.
+func (p *pipe) flushLocked() {
+	for {
+		p.mu.Lock()
+		st := p.st
+		if st == nil || p.err != nil || p.ended {
+			p.mu.Unlock()
+			return
+		}
+		if p.closing && len(p.pending) == 0 {
+			p.ended = true
+			p.queue = nil
+			p.mu.Unlock()
+			st.CloseSend()
+			p.stop() // the reader ends with Canceled; no request is waiting
+			return
+		}
+		n, size := 0, 0
+		for n < len(p.queue) && (n == 0 || size < pipeMaxBatchBytes) {
+			size += proto.Size(p.queue[n])
+			n++
+		}
+		p.batch.Requests = append(p.batch.Requests[:0], p.queue[:n]...)
+		p.queue = p.queue[n:]
+		if len(p.queue) == 0 {
+			p.queue = nil
+		}
+		p.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if err := st.Send(&p.batch); err != nil {
+			return // the reader learns the stream's status from Recv and fails the pipe with it
+		}
 	}
 }
 
@@ -208,8 +262,8 @@ func (p *pipe) fail(err error) {
 	p.stop()
 }
 
-// run opens p's stream to pc and writes p's queued requests on it until it breaks, reading the
-// answers on a goroutine of its own.
+// run opens p's stream to pc, writes what was queued meanwhile, and reads the answers until the
+// stream ends.
 func (p *pipe) run(pc *peerConn) {
 	defer p.stop()
 	st, err := pc.api.Pipe(p.ctx)
@@ -217,47 +271,11 @@ func (p *pipe) run(pc *peerConn) {
 		p.fail(err)
 		return
 	}
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		p.read(pc, st.Recv)
-	}()
-	defer func() { <-readerDone }()
-	batch := &replicapb.PipeRequests{}
-	for {
-		select {
-		case <-p.wake:
-		case <-p.ctx.Done():
-			return
-		}
-		for {
-			p.mu.Lock()
-			if p.closing && len(p.pending) == 0 {
-				p.mu.Unlock()
-				st.CloseSend()
-				p.stop() // the reader ends with Canceled; no request is waiting
-				return
-			}
-			n, size := 0, 0
-			for n < len(p.queue) && (n == 0 || size < pipeMaxBatchBytes) {
-				size += proto.Size(p.queue[n])
-				n++
-			}
-			batch.Requests = append(batch.Requests[:0], p.queue[:n]...)
-			p.queue = p.queue[n:]
-			if len(p.queue) == 0 {
-				p.queue = nil
-			}
-			p.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			if err := st.Send(batch); err != nil {
-				// The reader learns the stream's status from Recv and fails the pipe with it.
-				return
-			}
-		}
-	}
+	p.mu.Lock()
+	p.st = st
+	p.mu.Unlock()
+	p.flush()
+	p.read(pc, st.Recv)
 }
 
 // read reads p's answers with recv and hands each to its caller, until the stream ends.
@@ -297,7 +315,7 @@ func (p *pipe) read(pc *peerConn, recv func() (*replicapb.PipeResponses, error))
 		closing := p.closing
 		p.mu.Unlock()
 		if closing {
-			p.kick() // the writer ends the stream once nothing waits
+			p.flush() // ends the stream once nothing waits
 		}
 	}
 }

@@ -22,17 +22,23 @@ type pipeServers struct {
 }
 
 // pipeServer serves one Pipe stream: the stream's goroutine reads the requests and starts a
-// goroutine per request; the answers are queued and written, batched, by a writer goroutine.
+// goroutine per request; each queues its answer, and the one that finds no write under way
+// writes what all have queued, batched (flush).
 type pipeServer struct {
 	ss    grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]
 	slots chan struct{} // one token per request in flight, freed once its answer is written
-	wake  chan struct{} // capacity 1
+
+	// sendMu is held by the goroutine writing on the stream; batch and sent are its.
+	sendMu sync.Mutex
+	batch  replicapb.PipeResponses
+	sent   []queuedAnswer
 
 	mu       sync.Mutex
 	inFlight map[uint64]context.CancelFunc
 	queue    []queuedAnswer
 	closing  bool // a closing message is to be sent
-	stopped  bool // the writer ends once the queue is empty
+	stopped  bool // the handler returned: nothing more is written
+	broken   bool // a write failed
 }
 
 // Drain asks the callers of m's pipes to send no more requests on them and end them once their
@@ -50,8 +56,7 @@ func (m *Mux) Drain() {
 // Pipe implements replicapb.InternodeServer: it serves the Call requests of a pipe (see pipe.go)
 // until the caller ends it.
 func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]) error {
-	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), wake: make(chan struct{}, 1),
-		inFlight: map[uint64]context.CancelFunc{}}
+	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]context.CancelFunc{}}
 	m.pipes.mu.Lock()
 	if m.pipes.open == nil {
 		m.pipes.open = map[*pipeServer]struct{}{}
@@ -69,19 +74,15 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 
 	ctx, cancel := context.WithCancel(ss.Context())
 	var handlers sync.WaitGroup
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		ps.write()
-	}()
 	err := ps.read(ctx, m, &handlers)
 	cancel()
 	handlers.Wait()
+	ps.sendMu.Lock()
+	ps.flushLocked()
 	ps.mu.Lock()
 	ps.stopped = true
 	ps.mu.Unlock()
-	ps.kick()
-	<-writerDone
+	ps.sendMu.Unlock()
 	return err
 }
 
@@ -176,7 +177,7 @@ func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool) {
 	ps.mu.Lock()
 	ps.queue = append(ps.queue, queuedAnswer{a, holding})
 	ps.mu.Unlock()
-	ps.kick()
+	ps.flush()
 }
 
 // sayClosing queues a closing message.
@@ -184,56 +185,60 @@ func (ps *pipeServer) sayClosing() {
 	ps.mu.Lock()
 	ps.closing = true
 	ps.mu.Unlock()
-	ps.kick()
+	ps.flush()
 }
 
-func (ps *pipeServer) kick() {
-	select {
-	case ps.wake <- struct{}{}:
-	default:
+// flush writes ps's queued answers unless another goroutine is writing, which then writes them.
+func (ps *pipeServer) flush() {
+	for {
+		if !ps.sendMu.TryLock() {
+			return // the writer looks at the queue again once it is done
+		}
+		ps.flushLocked()
+		ps.sendMu.Unlock()
+		ps.mu.Lock()
+		more := !ps.stopped && (len(ps.queue) > 0 || ps.closing)
+		ps.mu.Unlock()
+		if !more {
+			return
+		}
 	}
 }
 
-// write writes ps's queued answers, batched, until ps is stopped and nothing is queued. A failed
-// write leaves the stream broken (the reader ends too); the answers still free their slots.
-func (ps *pipeServer) write() {
-	batch := &replicapb.PipeResponses{}
-	var sent []queuedAnswer
-	broken := false
-	for range ps.wake {
-		for {
+// flushLocked writes ps's queue, batched, holding sendMu; once the stream is broken or ps
+// stopped, the answers are dropped. Either way they free their slots.
+func (ps *pipeServer) flushLocked() {
+	for {
+		ps.mu.Lock()
+		n, size := 0, 0
+		for n < len(ps.queue) && (n == 0 || size < pipeMaxBatchBytes) {
+			size += proto.Size(ps.queue[n].a)
+			n++
+		}
+		ps.sent = append(ps.sent[:0], ps.queue[:n]...)
+		ps.queue = ps.queue[n:]
+		if len(ps.queue) == 0 {
+			ps.queue = nil
+		}
+		ps.batch.Closing = ps.closing
+		ps.closing = false
+		write := !ps.stopped && !ps.broken
+		ps.mu.Unlock()
+		if n == 0 && !ps.batch.Closing {
+			return
+		}
+		ps.batch.Responses = ps.batch.Responses[:0]
+		for _, q := range ps.sent {
+			ps.batch.Responses = append(ps.batch.Responses, q.a)
+		}
+		if write && ps.ss.Send(&ps.batch) != nil {
 			ps.mu.Lock()
-			n, size := 0, 0
-			for n < len(ps.queue) && (n == 0 || size < pipeMaxBatchBytes) {
-				size += proto.Size(ps.queue[n].a)
-				n++
-			}
-			sent = append(sent[:0], ps.queue[:n]...)
-			ps.queue = ps.queue[n:]
-			if len(ps.queue) == 0 {
-				ps.queue = nil
-			}
-			batch.Closing = ps.closing
-			ps.closing = false
-			stopped := ps.stopped
+			ps.broken = true // the reader ends too
 			ps.mu.Unlock()
-			if n == 0 && !batch.Closing {
-				if stopped {
-					return
-				}
-				break
-			}
-			batch.Responses = batch.Responses[:0]
-			for _, q := range sent {
-				batch.Responses = append(batch.Responses, q.a)
-			}
-			if !broken && ps.ss.Send(batch) != nil {
-				broken = true
-			}
-			for _, q := range sent {
-				if q.holding {
-					<-ps.slots
-				}
+		}
+		for _, q := range ps.sent {
+			if q.holding {
+				<-ps.slots
 			}
 		}
 	}
