@@ -140,7 +140,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup
 			handlers.Add(1)
 			go func(req *replicapb.Request) {
 				defer handlers.Done()
-				resp, err := m.Call(rctx, req)
+				resp, err := m.callRecovering(rctx, req)
 				if err == nil && rctx.Err() != nil {
 					err = status.FromContextError(rctx.Err()).Err() // the deadline came first
 				}
@@ -242,4 +242,17 @@ func (ps *pipeServer) flushLocked() {
 			}
 		}
 	}
+}
+
+// callRecovering serves req as Call does, turning a panic of its handler into its error by the
+// recovery SetRecover gave; without one, the panic goes on.
+func (m *Mux) callRecovering(ctx context.Context, req *replicapb.Request) (resp *replicapb.Response, err error) {
+	if f := m.recovered.Load(); f != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				resp, err = nil, (*f)(r, req)
+			}
+		}()
+	}
+	return m.Call(ctx, req)
 }

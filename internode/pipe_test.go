@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,6 +37,9 @@ func newPipePeer(t *testing.T, withPipe bool) *pipePeer {
 	t.Helper()
 	p := &pipePeer{mux: NewMux(), entered: make(chan time.Duration, 4096), ended: make(chan error, 4096), release: make(chan struct{})}
 	Handle(p.mux, func(ctx context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
+		if req.GetMutation().GetTableId() == 3 {
+			panic("handler bug")
+		}
 		if req.GetMutation().GetTableId() == 2 {
 			left := noDeadline
 			if d, ok := ctx.Deadline(); ok {
@@ -357,5 +361,29 @@ func TestPipeDrain(t *testing.T) {
 	case <-stopped:
 	case <-ctx.Done():
 		t.Fatal("the graceful stop did not end: a pipe stayed open")
+	}
+}
+
+// TestPipeRecoversPanics checks that a panic of a piped request's handler fails that request by
+// the Mux's recovery, as the gRPC server's interceptor fails a unary call's.
+func TestPipeRecoversPanics(t *testing.T) {
+	p := newPipePeer(t, true)
+	var got atomic.Value
+	p.mux.SetRecover(func(r any, req *replicapb.Request) error {
+		got.Store(Kind(req))
+		return status.Errorf(codes.Internal, "recovered %v", r)
+	})
+	book := &addrBook{}
+	book.set("n2", p.addr)
+	s := newSender(t, Options{Self: "n1", Addresses: book})
+	ctx := ctxT(t)
+	if _, err := s.Call(ctx, "n2", mutateOf(3)); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "handler bug") {
+		t.Errorf("a call whose handler panicked: %v, want the recovery's Internal error", err)
+	}
+	if got.Load() != "mutate" {
+		t.Errorf("the recovery saw a request of kind %v, want mutate", got.Load())
+	}
+	if _, err := s.Call(ctx, "n2", mutateOf(1)); err != nil {
+		t.Errorf("the pipe after a panic: %v", err)
 	}
 }
