@@ -44,11 +44,18 @@ type pipeServer struct {
 // Drain asks the callers of m's pipes to send no more requests on them and end them once their
 // requests in flight are answered: a node calls it before it stops its internode server, whose
 // graceful stop waits for every stream to end. Pipes opened later are asked at once.
+//
+// Telling a caller may wait while its connection's flow-control window is full: until the
+// caller reads, or its connection's keepalive closes it.
 func (m *Mux) Drain() {
 	m.pipes.mu.Lock()
-	defer m.pipes.mu.Unlock()
 	m.pipes.draining = true
+	open := make([]*pipeServer, 0, len(m.pipes.open))
 	for ps := range m.pipes.open {
+		open = append(open, ps)
+	}
+	m.pipes.mu.Unlock()
+	for _, ps := range open {
 		ps.sayClosing()
 	}
 }
@@ -62,10 +69,11 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 		m.pipes.open = map[*pipeServer]struct{}{}
 	}
 	m.pipes.open[ps] = struct{}{}
-	if m.pipes.draining {
+	draining := m.pipes.draining
+	m.pipes.mu.Unlock()
+	if draining {
 		ps.sayClosing()
 	}
-	m.pipes.mu.Unlock()
 	defer func() {
 		m.pipes.mu.Lock()
 		delete(m.pipes.open, ps)
