@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
@@ -83,7 +82,13 @@ type pipe struct {
 	ended   bool                                                                      // this end closed the stream
 	nextID  uint64
 	pending map[uint64]*pipeCall
-	queue   []*replicapb.PipeRequest
+	queue   []queuedRequest
+}
+
+// queuedRequest is a request waiting to be written, with its size in bytes, about.
+type queuedRequest struct {
+	r    *replicapb.PipeRequest
+	size int
 }
 
 // pipeCall is one request waiting for its answer.
@@ -134,7 +139,7 @@ func (p *pipe) usable() bool {
 }
 
 // call sends request r on p and waits for its answer, or for ctx to end.
-func (p *pipe) call(ctx context.Context, r *replicapb.Request) (*replicapb.Response, error) {
+func (p *pipe) call(ctx context.Context, r *replicapb.Request, size int) (*replicapb.Response, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -161,7 +166,7 @@ func (p *pipe) call(ctx context.Context, r *replicapb.Request) (*replicapb.Respo
 	p.nextID++
 	item.Id = p.nextID
 	p.pending[item.Id] = c
-	p.queue = append(p.queue, item)
+	p.queue = append(p.queue, queuedRequest{item, size + 16})
 	p.mu.Unlock()
 	p.flush()
 
@@ -174,7 +179,7 @@ func (p *pipe) call(ctx context.Context, r *replicapb.Request) (*replicapb.Respo
 		if waiting {
 			delete(p.pending, item.Id)
 			if p.err == nil && len(p.queue) < 2*PipeMaxInFlight {
-				p.queue = append(p.queue, &replicapb.PipeRequest{Id: item.Id, Cancel: true})
+				p.queue = append(p.queue, queuedRequest{&replicapb.PipeRequest{Id: item.Id, Cancel: true}, 16})
 			} // else the peer's handler ends at its deadline, or with the broken stream
 		}
 		p.mu.Unlock()
@@ -225,11 +230,12 @@ func (p *pipe) flushLocked() {
 			return
 		}
 		n, size := 0, 0
+		p.batch.Requests = p.batch.Requests[:0]
 		for n < len(p.queue) && (n == 0 || size < pipeMaxBatchBytes) {
-			size += proto.Size(p.queue[n])
+			size += p.queue[n].size
+			p.batch.Requests = append(p.batch.Requests, p.queue[n].r)
 			n++
 		}
-		p.batch.Requests = append(p.batch.Requests[:0], p.queue[:n]...)
 		p.queue = p.queue[n:]
 		if len(p.queue) == 0 {
 			p.queue = nil

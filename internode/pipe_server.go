@@ -118,15 +118,15 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup
 			case ps.slots <- struct{}{}:
 			default:
 				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.ResourceExhausted),
-					Message: "internode: more requests in flight on a pipe than it allows"}, false)
+					Message: "internode: more requests in flight on a pipe than it allows"}, false, 0)
 				continue
 			}
 			switch {
 			case id == 0:
-				ps.answer(&replicapb.PipeResponse{Code: uint32(codes.InvalidArgument), Message: "internode: pipe request without an id"}, true)
+				ps.answer(&replicapb.PipeResponse{Code: uint32(codes.InvalidArgument), Message: "internode: pipe request without an id"}, true, 0)
 				continue
 			case r.GetTimeoutMicros() < 0:
-				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: negative timeout"}, true)
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: negative timeout"}, true, 0)
 				continue
 			}
 			var rctx context.Context
@@ -140,7 +140,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup
 			if old := ps.inFlight[id]; old != nil {
 				ps.mu.Unlock()
 				rcancel()
-				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: pipe request id already in flight"}, true)
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: pipe request id already in flight"}, true, 0)
 				continue
 			}
 			ps.inFlight[id] = rcancel
@@ -157,16 +157,20 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup
 				ps.mu.Unlock()
 				rcancel()
 				a := &replicapb.PipeResponse{Id: id}
+				size := 0
+				if err == nil {
+					size = proto.Size(resp)
+				}
 				switch {
 				case err != nil:
 					st := status.Convert(asStatus(err))
 					a.Code, a.Message = uint32(st.Code()), st.Message()
-				case proto.Size(resp) > pipeMaxSingleBytes:
-					a.UseCall = true
+				case size > pipeMaxSingleBytes:
+					a.UseCall, size = true, 0
 				default:
 					a.Response = resp
 				}
-				ps.answer(a, true)
+				ps.answer(a, true, size)
 			}(r.GetRequest())
 		}
 	}
@@ -178,12 +182,13 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup
 type queuedAnswer struct {
 	a       *replicapb.PipeResponse
 	holding bool
+	size    int // bytes, about
 }
 
-// answer queues a.
-func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool) {
+// answer queues a, of size bytes (0: a short error).
+func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool, size int) {
 	ps.mu.Lock()
-	ps.queue = append(ps.queue, queuedAnswer{a, holding})
+	ps.queue = append(ps.queue, queuedAnswer{a, holding, size + len(a.GetMessage()) + 16})
 	ps.mu.Unlock()
 	ps.flush()
 }
@@ -220,7 +225,7 @@ func (ps *pipeServer) flushLocked() {
 		ps.mu.Lock()
 		n, size := 0, 0
 		for n < len(ps.queue) && (n == 0 || size < pipeMaxBatchBytes) {
-			size += proto.Size(ps.queue[n].a)
+			size += ps.queue[n].size
 			n++
 		}
 		ps.sent = append(ps.sent[:0], ps.queue[:n]...)

@@ -237,9 +237,9 @@ func (s *Sender) call(ctx context.Context, i int, to NodeID, req proto.Message, 
 	}
 	var resp *replicapb.Response
 	if s.piped[i] && grpcOpts == nil {
-		if proto.Size(r) <= pipeMaxSingleBytes {
+		if size := proto.Size(r); size <= pipeMaxSingleBytes {
 			if p := s.pipeFor(pc); p != nil {
-				resp, err = p.call(ctx, r)
+				resp, err = p.call(ctx, r, size)
 				if err != errUseCall {
 					if err != nil {
 						return nil, err
