@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvnode/kvnode/internal/gopool"
 	"github.com/kvnode/kvnode/proto/replicapb"
 )
 
@@ -81,8 +82,12 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 	}()
 
 	ctx, cancel := context.WithCancel(ss.Context())
+	// The handlers run on reused goroutines, whose stacks, grown by a replica's call chain,
+	// serve request after request (internal/gopool says why).
+	pool := gopool.New(gopool.IdleTimeout)
+	defer pool.Close()
 	var handlers sync.WaitGroup
-	err := ps.read(ctx, m, &handlers)
+	err := ps.read(ctx, m, pool, &handlers)
 	cancel()
 	handlers.Wait()
 	ps.sendMu.Lock()
@@ -95,7 +100,7 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 }
 
 // read reads ps's requests and starts their handlers until the stream ends.
-func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup) error {
+func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handlers *sync.WaitGroup) error {
 	for {
 		batch, err := ps.ss.Recv()
 		if err != nil {
@@ -146,7 +151,8 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup
 			ps.inFlight[id] = rcancel
 			ps.mu.Unlock()
 			handlers.Add(1)
-			go func(req *replicapb.Request) {
+			req := r.GetRequest()
+			pool.Go(func() {
 				defer handlers.Done()
 				resp, err := m.callRecovering(rctx, req)
 				if err == nil && rctx.Err() != nil {
@@ -171,7 +177,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, handlers *sync.WaitGroup
 					a.Response = resp
 				}
 				ps.answer(a, true, size)
-			}(r.GetRequest())
+			})
 		}
 	}
 }
