@@ -22,8 +22,8 @@ type pipeServers struct {
 	open     map[*pipeServer]struct{}
 }
 
-// pipeServer serves one Pipe stream: the stream's goroutine reads the requests and starts a
-// goroutine per request; each queues its answer, and the one that finds no write under way
+// pipeServer serves one Pipe stream: the stream's goroutine reads the requests and runs each
+// request on a pooled goroutine; each queues its answer, and the one that finds no write under way
 // writes what all have queued, batched (flush).
 type pipeServer struct {
 	ss    grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]
