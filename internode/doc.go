@@ -10,6 +10,16 @@
 // adding its messages to internode.proto and registering its handler; it never dials a peer
 // itself.
 //
+// # Pipes
+//
+// The data path's kinds (mutate, read, account_delta) go to a peer on pipes: a few long-lived
+// Pipe streams per peer on its one connection, carrying many requests at once by id, the
+// requests queued while a write is under way coalesced into one message (pipe.go). Deadlines,
+// cancellation and errors are as for a unary Call; requests in flight are bounded at each end
+// (PipeMaxInFlight: a caller beyond waits until its context ends); a peer without Pipe (an older
+// release) gets unary Calls. A node drains its pipes (Mux.Drain) before it stops its internode
+// server. The other kinds go by Call, and streams by Stream.
+//
 // # Kinds
 //
 // A request's kind is its message type: each type appears at most once in the Request oneof, and

@@ -27,7 +27,18 @@ type Mux struct {
 	kinds *kinds
 	// handlers holds each kind's handler, by kind index; nil until registered.
 	handlers []atomic.Pointer[handler]
+	// pipes are the Pipe streams being served (pipe_server.go).
+	pipes pipeServers
+	// recovered turns a panic of a piped request's handler into its error (SetRecover).
+	recovered atomic.Pointer[func(r any, req *replicapb.Request) error]
 }
+
+// SetRecover makes f the recovery of a panic in a handler serving a request that came on a
+// pipe, which runs on a goroutine of its own, out of reach of the gRPC server's interceptors:
+// f returns the error the request fails with (and logs, counts, or fails the node as the
+// server's interceptors do). Without it such a panic ends the process, as it would without
+// interceptors.
+func (m *Mux) SetRecover(f func(r any, req *replicapb.Request) error) { m.recovered.Store(&f) }
 
 // handler is the registered handler of one kind: unary or stream, not both.
 type handler struct {

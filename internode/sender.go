@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,13 @@ type Sender struct {
 	mu     sync.RWMutex
 	conns  map[NodeID]*peerConn
 
+	// piped holds, by kind index, whether the kind's calls go on pipes (pipe.go).
+	piped []bool
+	// ctx ends the pipes' streams (stop, by Close); wg counts the pipes' goroutines.
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
 	stats senderStats // metrics.go
 }
 
@@ -120,6 +128,8 @@ type peerConn struct {
 	addr string
 	conn *grpc.ClientConn
 	api  replicapb.InternodeClient
+
+	pipes pipes // pipe.go
 }
 
 // NewSender returns a Sender with the options o (defaults applied to a copy). It dials no peer
@@ -133,7 +143,13 @@ func NewSender(o Options) (*Sender, error) {
 	if o.Local != nil {
 		k = o.Local.kinds
 	}
+	piped := make([]bool, len(k.req))
+	for i := range piped {
+		piped[i] = slices.Contains(pipeKindNames[:], k.name(i))
+	}
+	ctx, stop := context.WithCancel(context.Background())
 	return &Sender{
+		piped: piped, ctx: ctx, stop: stop,
 		self: o.Self, local: o.Local, kinds: k, addrs: o.Addresses,
 		stats: senderStats{crossDC: make([]atomic.Uint64, len(k.req))},
 		dialOpts: []grpc.DialOption{
@@ -219,7 +235,21 @@ func (s *Sender) call(ctx context.Context, i int, to NodeID, req proto.Message, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := pc.api.Call(ctx, r, grpcOpts...)
+	var resp *replicapb.Response
+	if s.piped[i] && grpcOpts == nil {
+		if size := proto.Size(r); size <= pipeMaxSingleBytes {
+			if p := s.pipeFor(pc); p != nil {
+				resp, err = p.call(ctx, r, size)
+				if err != errUseCall {
+					if err != nil {
+						return nil, err
+					}
+					return s.kinds.unwrapResponse(resp)
+				}
+			}
+		}
+	}
+	resp, err = pc.api.Call(ctx, r, grpcOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -395,12 +425,14 @@ func (s *Sender) peer(to NodeID, addr string) (*peerConn, error) {
 // ErrClosed (calls to the node itself too).
 func (s *Sender) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed.Store(true)
+	s.stop()
 	var errs []error
 	for id, pc := range s.conns {
 		errs = append(errs, pc.conn.Close())
 		delete(s.conns, id)
 	}
+	s.mu.Unlock()
+	s.wg.Wait() // the pipes' goroutines
 	return errors.Join(errs...)
 }

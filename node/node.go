@@ -516,6 +516,7 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	// Peers' requests are served until the node has left: their coordinators stop sending
 	// once they see it go.
 	if n.igrpc != nil {
+		n.mux.Drain() // the peers end their pipes, which the graceful stop waits for
 		if err := stopGRPC(ctx, n.igrpc); err != nil && !slices.Contains(errs, err) {
 			errs = append(errs, err)
 		}

@@ -65,6 +65,9 @@ func (n *Node) recoveryOptions(server string) []grpc.ServerOption {
 		defer func() { recovered(recover(), info.FullMethod, rs.req, &err) }()
 		return handler(srv, rs)
 	}
+	if server == "internode" && n.mux != nil { // a pipe's requests run on goroutines of their own
+		n.mux.SetRecover(func(r any, req *replicapb.Request) (err error) { recovered(r, "pipe", req, &err); return err })
+	}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
 }
 

@@ -81,8 +81,8 @@ func (a staticAddrs) InternodeAddr(id internode.NodeID) (string, bool) {
 // the call fails as Internal and the server goes on answering.
 func TestInternodePanicNamesItsKind(t *testing.T) {
 	var logged lockedbuf.Buffer
-	n := &Node{log: slog.New(slog.NewTextHandler(&logged, nil)), grpcPanics: newGRPCPanics()}
-	mux := internode.NewMux()
+	mux := internode.NewMux() // its pipes' requests are recovered too (recoveryOptions)
+	n := &Node{log: slog.New(slog.NewTextHandler(&logged, nil)), grpcPanics: newGRPCPanics(), mux: mux}
 	internode.Handle(mux, func(_ context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
 		if req.GetMutation().GetTableId() == 13 {
 			var m map[string]int

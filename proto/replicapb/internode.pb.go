@@ -918,6 +918,261 @@ func (*Response_Announce) isResponse_Msg() {}
 
 func (*Response_ForwardMutate) isResponse_Msg() {}
 
+// PipeRequests is one write of a Pipe stream: the requests queued since the last one.
+type PipeRequests struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requests      []*PipeRequest         `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipeRequests) Reset() {
+	*x = PipeRequests{}
+	mi := &file_replicapb_internode_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipeRequests) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipeRequests) ProtoMessage() {}
+
+func (x *PipeRequests) ProtoReflect() protoreflect.Message {
+	mi := &file_replicapb_internode_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipeRequests.ProtoReflect.Descriptor instead.
+func (*PipeRequests) Descriptor() ([]byte, []int) {
+	return file_replicapb_internode_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PipeRequests) GetRequests() []*PipeRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+// PipeRequest is one request on a Pipe stream, or the cancellation of one.
+type PipeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the request on its stream, unique among those in flight on it; never 0.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// request is the request, as Call takes it; absent in a cancellation.
+	Request *Request `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	// timeout_micros is the time the caller waits for the answer, from when the request was queued:
+	// the handler's context ends after it. 0 means no deadline.
+	TimeoutMicros int64 `protobuf:"varint,3,opt,name=timeout_micros,json=timeoutMicros,proto3" json:"timeout_micros,omitempty"`
+	// cancel cancels request id: its handler's context ends, and no answer is sent.
+	Cancel        bool `protobuf:"varint,4,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipeRequest) Reset() {
+	*x = PipeRequest{}
+	mi := &file_replicapb_internode_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipeRequest) ProtoMessage() {}
+
+func (x *PipeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_replicapb_internode_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipeRequest.ProtoReflect.Descriptor instead.
+func (*PipeRequest) Descriptor() ([]byte, []int) {
+	return file_replicapb_internode_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PipeRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *PipeRequest) GetRequest() *Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *PipeRequest) GetTimeoutMicros() int64 {
+	if x != nil {
+		return x.TimeoutMicros
+	}
+	return 0
+}
+
+func (x *PipeRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+// PipeResponses is one write of a Pipe stream's answers.
+type PipeResponses struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Responses []*PipeResponse        `protobuf:"bytes,1,rep,name=responses,proto3" json:"responses,omitempty"`
+	// closing says the node is shutting down: the caller sends no more requests on this stream and
+	// ends it once its requests in flight are answered.
+	Closing       bool `protobuf:"varint,2,opt,name=closing,proto3" json:"closing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipeResponses) Reset() {
+	*x = PipeResponses{}
+	mi := &file_replicapb_internode_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipeResponses) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipeResponses) ProtoMessage() {}
+
+func (x *PipeResponses) ProtoReflect() protoreflect.Message {
+	mi := &file_replicapb_internode_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipeResponses.ProtoReflect.Descriptor instead.
+func (*PipeResponses) Descriptor() ([]byte, []int) {
+	return file_replicapb_internode_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PipeResponses) GetResponses() []*PipeResponse {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
+func (x *PipeResponses) GetClosing() bool {
+	if x != nil {
+		return x.Closing
+	}
+	return false
+}
+
+// PipeResponse answers the request id of its stream: with response, or with the gRPC status code
+// and message a Call would have failed with.
+type PipeResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Response *Response              `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	// code is the gRPC status code of a failed request (0 with a response).
+	Code    uint32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// use_call says the answer is too large for the stream: the caller sends the request again by
+	// Call. (Only answers of idempotent reads are large.)
+	UseCall       bool `protobuf:"varint,5,opt,name=use_call,json=useCall,proto3" json:"use_call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipeResponse) Reset() {
+	*x = PipeResponse{}
+	mi := &file_replicapb_internode_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipeResponse) ProtoMessage() {}
+
+func (x *PipeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_replicapb_internode_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipeResponse.ProtoReflect.Descriptor instead.
+func (*PipeResponse) Descriptor() ([]byte, []int) {
+	return file_replicapb_internode_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PipeResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *PipeResponse) GetResponse() *Response {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *PipeResponse) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *PipeResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PipeResponse) GetUseCall() bool {
+	if x != nil {
+		return x.UseCall
+	}
+	return false
+}
+
 var File_replicapb_internode_proto protoreflect.FileDescriptor
 
 const file_replicapb_internode_proto_rawDesc = "" +
@@ -978,10 +1233,27 @@ const file_replicapb_internode_proto_rawDesc = "" +
 	"\aremoved\x18F \x01(\v2\".kvnode.replica.v1.RemovedResponseH\x00R\aremoved\x12A\n" +
 	"\bannounce\x18G \x01(\v2#.kvnode.replica.v1.AnnounceResponseH\x00R\bannounce\x12L\n" +
 	"\x0eforward_mutate\x18P \x01(\v2#.kvnode.replica.v1.ForwardMutateAckH\x00R\rforwardMutateB\x05\n" +
-	"\x03msg2\x91\x01\n" +
+	"\x03msg\"J\n" +
+	"\fPipeRequests\x12:\n" +
+	"\brequests\x18\x01 \x03(\v2\x1e.kvnode.replica.v1.PipeRequestR\brequests\"\x92\x01\n" +
+	"\vPipeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x124\n" +
+	"\arequest\x18\x02 \x01(\v2\x1a.kvnode.replica.v1.RequestR\arequest\x12%\n" +
+	"\x0etimeout_micros\x18\x03 \x01(\x03R\rtimeoutMicros\x12\x16\n" +
+	"\x06cancel\x18\x04 \x01(\bR\x06cancel\"h\n" +
+	"\rPipeResponses\x12=\n" +
+	"\tresponses\x18\x01 \x03(\v2\x1f.kvnode.replica.v1.PipeResponseR\tresponses\x12\x18\n" +
+	"\aclosing\x18\x02 \x01(\bR\aclosing\"\xa0\x01\n" +
+	"\fPipeResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x127\n" +
+	"\bresponse\x18\x02 \x01(\v2\x1b.kvnode.replica.v1.ResponseR\bresponse\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x19\n" +
+	"\buse_call\x18\x05 \x01(\bR\auseCall2\xe0\x01\n" +
 	"\tInternode\x12?\n" +
 	"\x04Call\x12\x1a.kvnode.replica.v1.Request\x1a\x1b.kvnode.replica.v1.Response\x12C\n" +
-	"\x06Stream\x12\x1a.kvnode.replica.v1.Request\x1a\x1b.kvnode.replica.v1.Response0\x01B*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
+	"\x06Stream\x12\x1a.kvnode.replica.v1.Request\x1a\x1b.kvnode.replica.v1.Response0\x01\x12M\n" +
+	"\x04Pipe\x12\x1f.kvnode.replica.v1.PipeRequests\x1a .kvnode.replica.v1.PipeResponses(\x010\x01B*Z(github.com/kvnode/kvnode/proto/replicapbb\x06proto3"
 
 var (
 	file_replicapb_internode_proto_rawDescOnce sync.Once
@@ -995,115 +1267,125 @@ func file_replicapb_internode_proto_rawDescGZIP() []byte {
 	return file_replicapb_internode_proto_rawDescData
 }
 
-var file_replicapb_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_replicapb_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_replicapb_internode_proto_goTypes = []any{
 	(*Request)(nil),                 // 0: kvnode.replica.v1.Request
 	(*Response)(nil),                // 1: kvnode.replica.v1.Response
-	(*MutateRequest)(nil),           // 2: kvnode.replica.v1.MutateRequest
-	(*ReadRequest)(nil),             // 3: kvnode.replica.v1.ReadRequest
-	(*AccountDeltaRequest)(nil),     // 4: kvnode.replica.v1.AccountDeltaRequest
-	(*RangeReadRequest)(nil),        // 5: kvnode.replica.v1.RangeReadRequest
-	(*CounterUpdateRequest)(nil),    // 6: kvnode.replica.v1.CounterUpdateRequest
-	(*StoreBatchRequest)(nil),       // 7: kvnode.replica.v1.StoreBatchRequest
-	(*RemoveBatchRequest)(nil),      // 8: kvnode.replica.v1.RemoveBatchRequest
-	(*TopPartitionsRequest)(nil),    // 9: kvnode.replica.v1.TopPartitionsRequest
-	(*ScopeCountsRequest)(nil),      // 10: kvnode.replica.v1.ScopeCountsRequest
-	(*TopClientsRequest)(nil),       // 11: kvnode.replica.v1.TopClientsRequest
-	(*SchemaPrepareRequest)(nil),    // 12: kvnode.replica.v1.SchemaPrepareRequest
-	(*SchemaAcceptRequest)(nil),     // 13: kvnode.replica.v1.SchemaAcceptRequest
-	(*PaxosPrepareRequest)(nil),     // 14: kvnode.replica.v1.PaxosPrepareRequest
-	(*PaxosProposeRequest)(nil),     // 15: kvnode.replica.v1.PaxosProposeRequest
-	(*PaxosCommitRequest)(nil),      // 16: kvnode.replica.v1.PaxosCommitRequest
-	(*PullRequest)(nil),             // 17: kvnode.replica.v1.PullRequest
-	(*FetchRequest)(nil),            // 18: kvnode.replica.v1.FetchRequest
-	(*ViewRequest)(nil),             // 19: kvnode.replica.v1.ViewRequest
-	(*RangeHashesRequest)(nil),      // 20: kvnode.replica.v1.RangeHashesRequest
-	(*PartitionHashesRequest)(nil),  // 21: kvnode.replica.v1.PartitionHashesRequest
-	(*FetchPartitionsRequest)(nil),  // 22: kvnode.replica.v1.FetchPartitionsRequest
-	(*RemovedRequest)(nil),          // 23: kvnode.replica.v1.RemovedRequest
-	(*AnnounceRequest)(nil),         // 24: kvnode.replica.v1.AnnounceRequest
-	(*ForwardMutateRequest)(nil),    // 25: kvnode.replica.v1.ForwardMutateRequest
-	(*MutateResponse)(nil),          // 26: kvnode.replica.v1.MutateResponse
-	(*ReadResponse)(nil),            // 27: kvnode.replica.v1.ReadResponse
-	(*AccountDeltaResponse)(nil),    // 28: kvnode.replica.v1.AccountDeltaResponse
-	(*RangeReadResponse)(nil),       // 29: kvnode.replica.v1.RangeReadResponse
-	(*CounterUpdateResponse)(nil),   // 30: kvnode.replica.v1.CounterUpdateResponse
-	(*BatchlogResponse)(nil),        // 31: kvnode.replica.v1.BatchlogResponse
-	(*TopPartitionsResponse)(nil),   // 32: kvnode.replica.v1.TopPartitionsResponse
-	(*ScopeCountsResponse)(nil),     // 33: kvnode.replica.v1.ScopeCountsResponse
-	(*TopClientsResponse)(nil),      // 34: kvnode.replica.v1.TopClientsResponse
-	(*SchemaPrepareResponse)(nil),   // 35: kvnode.replica.v1.SchemaPrepareResponse
-	(*SchemaAcceptResponse)(nil),    // 36: kvnode.replica.v1.SchemaAcceptResponse
-	(*PaxosPrepareResponse)(nil),    // 37: kvnode.replica.v1.PaxosPrepareResponse
-	(*PaxosProposeResponse)(nil),    // 38: kvnode.replica.v1.PaxosProposeResponse
-	(*PaxosCommitResponse)(nil),     // 39: kvnode.replica.v1.PaxosCommitResponse
-	(*PullChunk)(nil),               // 40: kvnode.replica.v1.PullChunk
-	(*FetchResponse)(nil),           // 41: kvnode.replica.v1.FetchResponse
-	(*ViewResponse)(nil),            // 42: kvnode.replica.v1.ViewResponse
-	(*RangeHashesResponse)(nil),     // 43: kvnode.replica.v1.RangeHashesResponse
-	(*PartitionHashesResponse)(nil), // 44: kvnode.replica.v1.PartitionHashesResponse
-	(*FetchPartitionsResponse)(nil), // 45: kvnode.replica.v1.FetchPartitionsResponse
-	(*RemovedResponse)(nil),         // 46: kvnode.replica.v1.RemovedResponse
-	(*AnnounceResponse)(nil),        // 47: kvnode.replica.v1.AnnounceResponse
-	(*ForwardMutateAck)(nil),        // 48: kvnode.replica.v1.ForwardMutateAck
+	(*PipeRequests)(nil),            // 2: kvnode.replica.v1.PipeRequests
+	(*PipeRequest)(nil),             // 3: kvnode.replica.v1.PipeRequest
+	(*PipeResponses)(nil),           // 4: kvnode.replica.v1.PipeResponses
+	(*PipeResponse)(nil),            // 5: kvnode.replica.v1.PipeResponse
+	(*MutateRequest)(nil),           // 6: kvnode.replica.v1.MutateRequest
+	(*ReadRequest)(nil),             // 7: kvnode.replica.v1.ReadRequest
+	(*AccountDeltaRequest)(nil),     // 8: kvnode.replica.v1.AccountDeltaRequest
+	(*RangeReadRequest)(nil),        // 9: kvnode.replica.v1.RangeReadRequest
+	(*CounterUpdateRequest)(nil),    // 10: kvnode.replica.v1.CounterUpdateRequest
+	(*StoreBatchRequest)(nil),       // 11: kvnode.replica.v1.StoreBatchRequest
+	(*RemoveBatchRequest)(nil),      // 12: kvnode.replica.v1.RemoveBatchRequest
+	(*TopPartitionsRequest)(nil),    // 13: kvnode.replica.v1.TopPartitionsRequest
+	(*ScopeCountsRequest)(nil),      // 14: kvnode.replica.v1.ScopeCountsRequest
+	(*TopClientsRequest)(nil),       // 15: kvnode.replica.v1.TopClientsRequest
+	(*SchemaPrepareRequest)(nil),    // 16: kvnode.replica.v1.SchemaPrepareRequest
+	(*SchemaAcceptRequest)(nil),     // 17: kvnode.replica.v1.SchemaAcceptRequest
+	(*PaxosPrepareRequest)(nil),     // 18: kvnode.replica.v1.PaxosPrepareRequest
+	(*PaxosProposeRequest)(nil),     // 19: kvnode.replica.v1.PaxosProposeRequest
+	(*PaxosCommitRequest)(nil),      // 20: kvnode.replica.v1.PaxosCommitRequest
+	(*PullRequest)(nil),             // 21: kvnode.replica.v1.PullRequest
+	(*FetchRequest)(nil),            // 22: kvnode.replica.v1.FetchRequest
+	(*ViewRequest)(nil),             // 23: kvnode.replica.v1.ViewRequest
+	(*RangeHashesRequest)(nil),      // 24: kvnode.replica.v1.RangeHashesRequest
+	(*PartitionHashesRequest)(nil),  // 25: kvnode.replica.v1.PartitionHashesRequest
+	(*FetchPartitionsRequest)(nil),  // 26: kvnode.replica.v1.FetchPartitionsRequest
+	(*RemovedRequest)(nil),          // 27: kvnode.replica.v1.RemovedRequest
+	(*AnnounceRequest)(nil),         // 28: kvnode.replica.v1.AnnounceRequest
+	(*ForwardMutateRequest)(nil),    // 29: kvnode.replica.v1.ForwardMutateRequest
+	(*MutateResponse)(nil),          // 30: kvnode.replica.v1.MutateResponse
+	(*ReadResponse)(nil),            // 31: kvnode.replica.v1.ReadResponse
+	(*AccountDeltaResponse)(nil),    // 32: kvnode.replica.v1.AccountDeltaResponse
+	(*RangeReadResponse)(nil),       // 33: kvnode.replica.v1.RangeReadResponse
+	(*CounterUpdateResponse)(nil),   // 34: kvnode.replica.v1.CounterUpdateResponse
+	(*BatchlogResponse)(nil),        // 35: kvnode.replica.v1.BatchlogResponse
+	(*TopPartitionsResponse)(nil),   // 36: kvnode.replica.v1.TopPartitionsResponse
+	(*ScopeCountsResponse)(nil),     // 37: kvnode.replica.v1.ScopeCountsResponse
+	(*TopClientsResponse)(nil),      // 38: kvnode.replica.v1.TopClientsResponse
+	(*SchemaPrepareResponse)(nil),   // 39: kvnode.replica.v1.SchemaPrepareResponse
+	(*SchemaAcceptResponse)(nil),    // 40: kvnode.replica.v1.SchemaAcceptResponse
+	(*PaxosPrepareResponse)(nil),    // 41: kvnode.replica.v1.PaxosPrepareResponse
+	(*PaxosProposeResponse)(nil),    // 42: kvnode.replica.v1.PaxosProposeResponse
+	(*PaxosCommitResponse)(nil),     // 43: kvnode.replica.v1.PaxosCommitResponse
+	(*PullChunk)(nil),               // 44: kvnode.replica.v1.PullChunk
+	(*FetchResponse)(nil),           // 45: kvnode.replica.v1.FetchResponse
+	(*ViewResponse)(nil),            // 46: kvnode.replica.v1.ViewResponse
+	(*RangeHashesResponse)(nil),     // 47: kvnode.replica.v1.RangeHashesResponse
+	(*PartitionHashesResponse)(nil), // 48: kvnode.replica.v1.PartitionHashesResponse
+	(*FetchPartitionsResponse)(nil), // 49: kvnode.replica.v1.FetchPartitionsResponse
+	(*RemovedResponse)(nil),         // 50: kvnode.replica.v1.RemovedResponse
+	(*AnnounceResponse)(nil),        // 51: kvnode.replica.v1.AnnounceResponse
+	(*ForwardMutateAck)(nil),        // 52: kvnode.replica.v1.ForwardMutateAck
 }
 var file_replicapb_internode_proto_depIdxs = []int32{
-	2,  // 0: kvnode.replica.v1.Request.mutate:type_name -> kvnode.replica.v1.MutateRequest
-	3,  // 1: kvnode.replica.v1.Request.read:type_name -> kvnode.replica.v1.ReadRequest
-	4,  // 2: kvnode.replica.v1.Request.account_delta:type_name -> kvnode.replica.v1.AccountDeltaRequest
-	5,  // 3: kvnode.replica.v1.Request.range_read:type_name -> kvnode.replica.v1.RangeReadRequest
-	6,  // 4: kvnode.replica.v1.Request.counter_update:type_name -> kvnode.replica.v1.CounterUpdateRequest
-	7,  // 5: kvnode.replica.v1.Request.store_batch:type_name -> kvnode.replica.v1.StoreBatchRequest
-	8,  // 6: kvnode.replica.v1.Request.remove_batch:type_name -> kvnode.replica.v1.RemoveBatchRequest
-	9,  // 7: kvnode.replica.v1.Request.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsRequest
-	10, // 8: kvnode.replica.v1.Request.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsRequest
-	11, // 9: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
-	12, // 10: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
-	13, // 11: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
-	14, // 12: kvnode.replica.v1.Request.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareRequest
-	15, // 13: kvnode.replica.v1.Request.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeRequest
-	16, // 14: kvnode.replica.v1.Request.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitRequest
-	17, // 15: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
-	18, // 16: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
-	19, // 17: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
-	20, // 18: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
-	21, // 19: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
-	22, // 20: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
-	23, // 21: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
-	24, // 22: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
-	25, // 23: kvnode.replica.v1.Request.forward_mutate:type_name -> kvnode.replica.v1.ForwardMutateRequest
-	26, // 24: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
-	27, // 25: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
-	28, // 26: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
-	29, // 27: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
-	30, // 28: kvnode.replica.v1.Response.counter_update:type_name -> kvnode.replica.v1.CounterUpdateResponse
-	31, // 29: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
-	32, // 30: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
-	33, // 31: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
-	34, // 32: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
-	35, // 33: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
-	36, // 34: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
-	37, // 35: kvnode.replica.v1.Response.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareResponse
-	38, // 36: kvnode.replica.v1.Response.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeResponse
-	39, // 37: kvnode.replica.v1.Response.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitResponse
-	40, // 38: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
-	41, // 39: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
-	42, // 40: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
-	43, // 41: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
-	44, // 42: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
-	45, // 43: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
-	46, // 44: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
-	47, // 45: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
-	48, // 46: kvnode.replica.v1.Response.forward_mutate:type_name -> kvnode.replica.v1.ForwardMutateAck
-	0,  // 47: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
-	0,  // 48: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
-	1,  // 49: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
-	1,  // 50: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
-	49, // [49:51] is the sub-list for method output_type
-	47, // [47:49] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	6,  // 0: kvnode.replica.v1.Request.mutate:type_name -> kvnode.replica.v1.MutateRequest
+	7,  // 1: kvnode.replica.v1.Request.read:type_name -> kvnode.replica.v1.ReadRequest
+	8,  // 2: kvnode.replica.v1.Request.account_delta:type_name -> kvnode.replica.v1.AccountDeltaRequest
+	9,  // 3: kvnode.replica.v1.Request.range_read:type_name -> kvnode.replica.v1.RangeReadRequest
+	10, // 4: kvnode.replica.v1.Request.counter_update:type_name -> kvnode.replica.v1.CounterUpdateRequest
+	11, // 5: kvnode.replica.v1.Request.store_batch:type_name -> kvnode.replica.v1.StoreBatchRequest
+	12, // 6: kvnode.replica.v1.Request.remove_batch:type_name -> kvnode.replica.v1.RemoveBatchRequest
+	13, // 7: kvnode.replica.v1.Request.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsRequest
+	14, // 8: kvnode.replica.v1.Request.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsRequest
+	15, // 9: kvnode.replica.v1.Request.top_clients:type_name -> kvnode.replica.v1.TopClientsRequest
+	16, // 10: kvnode.replica.v1.Request.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareRequest
+	17, // 11: kvnode.replica.v1.Request.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptRequest
+	18, // 12: kvnode.replica.v1.Request.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareRequest
+	19, // 13: kvnode.replica.v1.Request.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeRequest
+	20, // 14: kvnode.replica.v1.Request.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitRequest
+	21, // 15: kvnode.replica.v1.Request.pull:type_name -> kvnode.replica.v1.PullRequest
+	22, // 16: kvnode.replica.v1.Request.fetch:type_name -> kvnode.replica.v1.FetchRequest
+	23, // 17: kvnode.replica.v1.Request.view:type_name -> kvnode.replica.v1.ViewRequest
+	24, // 18: kvnode.replica.v1.Request.range_hashes:type_name -> kvnode.replica.v1.RangeHashesRequest
+	25, // 19: kvnode.replica.v1.Request.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesRequest
+	26, // 20: kvnode.replica.v1.Request.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsRequest
+	27, // 21: kvnode.replica.v1.Request.removed:type_name -> kvnode.replica.v1.RemovedRequest
+	28, // 22: kvnode.replica.v1.Request.announce:type_name -> kvnode.replica.v1.AnnounceRequest
+	29, // 23: kvnode.replica.v1.Request.forward_mutate:type_name -> kvnode.replica.v1.ForwardMutateRequest
+	30, // 24: kvnode.replica.v1.Response.mutate:type_name -> kvnode.replica.v1.MutateResponse
+	31, // 25: kvnode.replica.v1.Response.read:type_name -> kvnode.replica.v1.ReadResponse
+	32, // 26: kvnode.replica.v1.Response.account_delta:type_name -> kvnode.replica.v1.AccountDeltaResponse
+	33, // 27: kvnode.replica.v1.Response.range_read:type_name -> kvnode.replica.v1.RangeReadResponse
+	34, // 28: kvnode.replica.v1.Response.counter_update:type_name -> kvnode.replica.v1.CounterUpdateResponse
+	35, // 29: kvnode.replica.v1.Response.batchlog:type_name -> kvnode.replica.v1.BatchlogResponse
+	36, // 30: kvnode.replica.v1.Response.top_partitions:type_name -> kvnode.replica.v1.TopPartitionsResponse
+	37, // 31: kvnode.replica.v1.Response.scope_counts:type_name -> kvnode.replica.v1.ScopeCountsResponse
+	38, // 32: kvnode.replica.v1.Response.top_clients:type_name -> kvnode.replica.v1.TopClientsResponse
+	39, // 33: kvnode.replica.v1.Response.schema_prepare:type_name -> kvnode.replica.v1.SchemaPrepareResponse
+	40, // 34: kvnode.replica.v1.Response.schema_accept:type_name -> kvnode.replica.v1.SchemaAcceptResponse
+	41, // 35: kvnode.replica.v1.Response.paxos_prepare:type_name -> kvnode.replica.v1.PaxosPrepareResponse
+	42, // 36: kvnode.replica.v1.Response.paxos_propose:type_name -> kvnode.replica.v1.PaxosProposeResponse
+	43, // 37: kvnode.replica.v1.Response.paxos_commit:type_name -> kvnode.replica.v1.PaxosCommitResponse
+	44, // 38: kvnode.replica.v1.Response.pull:type_name -> kvnode.replica.v1.PullChunk
+	45, // 39: kvnode.replica.v1.Response.fetch:type_name -> kvnode.replica.v1.FetchResponse
+	46, // 40: kvnode.replica.v1.Response.view:type_name -> kvnode.replica.v1.ViewResponse
+	47, // 41: kvnode.replica.v1.Response.range_hashes:type_name -> kvnode.replica.v1.RangeHashesResponse
+	48, // 42: kvnode.replica.v1.Response.partition_hashes:type_name -> kvnode.replica.v1.PartitionHashesResponse
+	49, // 43: kvnode.replica.v1.Response.fetch_partitions:type_name -> kvnode.replica.v1.FetchPartitionsResponse
+	50, // 44: kvnode.replica.v1.Response.removed:type_name -> kvnode.replica.v1.RemovedResponse
+	51, // 45: kvnode.replica.v1.Response.announce:type_name -> kvnode.replica.v1.AnnounceResponse
+	52, // 46: kvnode.replica.v1.Response.forward_mutate:type_name -> kvnode.replica.v1.ForwardMutateAck
+	3,  // 47: kvnode.replica.v1.PipeRequests.requests:type_name -> kvnode.replica.v1.PipeRequest
+	0,  // 48: kvnode.replica.v1.PipeRequest.request:type_name -> kvnode.replica.v1.Request
+	5,  // 49: kvnode.replica.v1.PipeResponses.responses:type_name -> kvnode.replica.v1.PipeResponse
+	1,  // 50: kvnode.replica.v1.PipeResponse.response:type_name -> kvnode.replica.v1.Response
+	0,  // 51: kvnode.replica.v1.Internode.Call:input_type -> kvnode.replica.v1.Request
+	0,  // 52: kvnode.replica.v1.Internode.Stream:input_type -> kvnode.replica.v1.Request
+	2,  // 53: kvnode.replica.v1.Internode.Pipe:input_type -> kvnode.replica.v1.PipeRequests
+	1,  // 54: kvnode.replica.v1.Internode.Call:output_type -> kvnode.replica.v1.Response
+	1,  // 55: kvnode.replica.v1.Internode.Stream:output_type -> kvnode.replica.v1.Response
+	4,  // 56: kvnode.replica.v1.Internode.Pipe:output_type -> kvnode.replica.v1.PipeResponses
+	54, // [54:57] is the sub-list for method output_type
+	51, // [51:54] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_replicapb_internode_proto_init() }
@@ -1172,7 +1454,7 @@ func file_replicapb_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replicapb_internode_proto_rawDesc), len(file_replicapb_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

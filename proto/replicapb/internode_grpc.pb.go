@@ -42,6 +42,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Internode_Call_FullMethodName   = "/kvnode.replica.v1.Internode/Call"
 	Internode_Stream_FullMethodName = "/kvnode.replica.v1.Internode/Stream"
+	Internode_Pipe_FullMethodName   = "/kvnode.replica.v1.Internode/Pipe"
 )
 
 // InternodeClient is the client API for Internode service.
@@ -55,6 +56,11 @@ type InternodeClient interface {
 	Call(ctx context.Context, in *Request, opts ...grpc.CallOption) (*Response, error)
 	// Stream sends one request and returns its responses in order, as many as the kind sends.
 	Stream(ctx context.Context, in *Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Response], error)
+	// Pipe carries many Call requests of the data path's kinds on one long-lived stream: each
+	// PipeRequests message holds the requests queued while the previous one was written, each
+	// answered, by its id, in a PipeResponses message, in any order. A node without Pipe (an older
+	// release) answers UNIMPLEMENTED, and its callers use Call.
+	Pipe(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipeRequests, PipeResponses], error)
 }
 
 type internodeClient struct {
@@ -94,6 +100,19 @@ func (c *internodeClient) Stream(ctx context.Context, in *Request, opts ...grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Internode_StreamClient = grpc.ServerStreamingClient[Response]
 
+func (c *internodeClient) Pipe(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipeRequests, PipeResponses], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Internode_ServiceDesc.Streams[1], Internode_Pipe_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PipeRequests, PipeResponses]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Internode_PipeClient = grpc.BidiStreamingClient[PipeRequests, PipeResponses]
+
 // InternodeServer is the server API for Internode service.
 // All implementations must embed UnimplementedInternodeServer
 // for forward compatibility.
@@ -105,6 +124,11 @@ type InternodeServer interface {
 	Call(context.Context, *Request) (*Response, error)
 	// Stream sends one request and returns its responses in order, as many as the kind sends.
 	Stream(*Request, grpc.ServerStreamingServer[Response]) error
+	// Pipe carries many Call requests of the data path's kinds on one long-lived stream: each
+	// PipeRequests message holds the requests queued while the previous one was written, each
+	// answered, by its id, in a PipeResponses message, in any order. A node without Pipe (an older
+	// release) answers UNIMPLEMENTED, and its callers use Call.
+	Pipe(grpc.BidiStreamingServer[PipeRequests, PipeResponses]) error
 	mustEmbedUnimplementedInternodeServer()
 }
 
@@ -120,6 +144,9 @@ func (UnimplementedInternodeServer) Call(context.Context, *Request) (*Response, 
 }
 func (UnimplementedInternodeServer) Stream(*Request, grpc.ServerStreamingServer[Response]) error {
 	return status.Error(codes.Unimplemented, "method Stream not implemented")
+}
+func (UnimplementedInternodeServer) Pipe(grpc.BidiStreamingServer[PipeRequests, PipeResponses]) error {
+	return status.Error(codes.Unimplemented, "method Pipe not implemented")
 }
 func (UnimplementedInternodeServer) mustEmbedUnimplementedInternodeServer() {}
 func (UnimplementedInternodeServer) testEmbeddedByValue()                   {}
@@ -171,6 +198,13 @@ func _Internode_Stream_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Internode_StreamServer = grpc.ServerStreamingServer[Response]
 
+func _Internode_Pipe_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(InternodeServer).Pipe(&grpc.GenericServerStream[PipeRequests, PipeResponses]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Internode_PipeServer = grpc.BidiStreamingServer[PipeRequests, PipeResponses]
+
 // Internode_ServiceDesc is the grpc.ServiceDesc for Internode service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -188,6 +222,12 @@ var Internode_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Stream",
 			Handler:       _Internode_Stream_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Pipe",
+			Handler:       _Internode_Pipe_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "replicapb/internode.proto",

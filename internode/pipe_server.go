@@ -1,0 +1,277 @@
+package internode
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvnode/kvnode/internal/gopool"
+	"github.com/kvnode/kvnode/proto/replicapb"
+)
+
+// pipeServers are a Mux's Pipe streams being served, so that Drain can ask their callers to end
+// them.
+type pipeServers struct {
+	mu       sync.Mutex
+	draining bool
+	open     map[*pipeServer]struct{}
+}
+
+// pipeServer serves one Pipe stream: the stream's goroutine reads the requests and runs each
+// request on a pooled goroutine; each queues its answer, and the one that finds no write under way
+// writes what all have queued, batched (flush).
+type pipeServer struct {
+	ss    grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]
+	slots chan struct{} // one token per request in flight, freed once its answer is written
+
+	// sendMu is held by the goroutine writing on the stream; batch and sent are its.
+	sendMu sync.Mutex
+	batch  replicapb.PipeResponses
+	sent   []queuedAnswer
+
+	mu       sync.Mutex
+	inFlight map[uint64]context.CancelFunc
+	queue    []queuedAnswer
+	closing  bool // a closing message is to be sent
+	stopped  bool // the handler returned: nothing more is written
+	broken   bool // a write failed
+}
+
+// Drain asks the callers of m's pipes to send no more requests on them and end them once their
+// requests in flight are answered: a node calls it before it stops its internode server, whose
+// graceful stop waits for every stream to end. Pipes opened later are asked at once.
+//
+// Telling a caller may wait while its connection's flow-control window is full: until the
+// caller reads, or its connection's keepalive closes it.
+func (m *Mux) Drain() {
+	m.pipes.mu.Lock()
+	m.pipes.draining = true
+	open := make([]*pipeServer, 0, len(m.pipes.open))
+	for ps := range m.pipes.open {
+		open = append(open, ps)
+	}
+	m.pipes.mu.Unlock()
+	for _, ps := range open {
+		ps.sayClosing()
+	}
+}
+
+// Pipe implements replicapb.InternodeServer: it serves the Call requests of a pipe (see pipe.go)
+// until the caller ends it.
+func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]) error {
+	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]context.CancelFunc{}}
+	m.pipes.mu.Lock()
+	if m.pipes.open == nil {
+		m.pipes.open = map[*pipeServer]struct{}{}
+	}
+	m.pipes.open[ps] = struct{}{}
+	draining := m.pipes.draining
+	m.pipes.mu.Unlock()
+	if draining {
+		ps.sayClosing()
+	}
+	defer func() {
+		m.pipes.mu.Lock()
+		delete(m.pipes.open, ps)
+		m.pipes.mu.Unlock()
+	}()
+
+	ctx, cancel := context.WithCancel(ss.Context())
+	// The handlers run on reused goroutines, whose stacks, grown by a replica's call chain,
+	// serve request after request (internal/gopool says why).
+	pool := gopool.New(gopool.IdleTimeout)
+	defer pool.Close()
+	var handlers sync.WaitGroup
+	err := ps.read(ctx, m, pool, &handlers)
+	cancel()
+	handlers.Wait()
+	ps.sendMu.Lock()
+	ps.flushLocked()
+	ps.mu.Lock()
+	ps.stopped = true
+	ps.mu.Unlock()
+	ps.sendMu.Unlock()
+	return err
+}
+
+// read reads ps's requests and starts their handlers until the stream ends.
+func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handlers *sync.WaitGroup) error {
+	for {
+		batch, err := ps.ss.Recv()
+		if err != nil {
+			if status.Code(err) == codes.Canceled || ctx.Err() != nil {
+				return nil // the caller ended the pipe
+			}
+			return err
+		}
+		for _, r := range batch.GetRequests() {
+			id := r.GetId()
+			if r.GetCancel() {
+				ps.mu.Lock()
+				if cancel := ps.inFlight[id]; cancel != nil {
+					cancel()
+				}
+				ps.mu.Unlock()
+				continue
+			}
+			select {
+			case ps.slots <- struct{}{}:
+			default:
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.ResourceExhausted),
+					Message: "internode: more requests in flight on a pipe than it allows"}, false, 0)
+				continue
+			}
+			switch {
+			case id == 0:
+				ps.answer(&replicapb.PipeResponse{Code: uint32(codes.InvalidArgument), Message: "internode: pipe request without an id"}, true, 0)
+				continue
+			case r.GetTimeoutMicros() < 0:
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: negative timeout"}, true, 0)
+				continue
+			}
+			var rctx context.Context
+			var rcancel context.CancelFunc
+			if t := r.GetTimeoutMicros(); t > 0 {
+				rctx, rcancel = context.WithTimeout(ctx, time.Duration(t)*time.Microsecond)
+			} else {
+				rctx, rcancel = context.WithCancel(ctx)
+			}
+			ps.mu.Lock()
+			if old := ps.inFlight[id]; old != nil {
+				ps.mu.Unlock()
+				rcancel()
+				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: pipe request id already in flight"}, true, 0)
+				continue
+			}
+			ps.inFlight[id] = rcancel
+			ps.mu.Unlock()
+			handlers.Add(1)
+			req := r.GetRequest()
+			pool.Go(func() {
+				defer handlers.Done()
+				resp, err := m.callRecovering(rctx, req)
+				if err == nil && rctx.Err() != nil {
+					err = status.FromContextError(rctx.Err()).Err() // the deadline came first
+				}
+				ps.mu.Lock()
+				delete(ps.inFlight, id)
+				ps.mu.Unlock()
+				rcancel()
+				a := &replicapb.PipeResponse{Id: id}
+				size := 0
+				if err == nil {
+					size = proto.Size(resp)
+				}
+				switch {
+				case err != nil:
+					st := status.Convert(asStatus(err))
+					a.Code, a.Message = uint32(st.Code()), st.Message()
+				case size > pipeMaxSingleBytes:
+					a.UseCall, size = true, 0
+				default:
+					a.Response = resp
+				}
+				ps.answer(a, true, size)
+			})
+		}
+	}
+}
+
+// queuedAnswer is an answer waiting for the writer; holding says it holds a slot, freed once it
+// is written. (An answer that holds none, to a request beyond the bound, is still bounded: an
+// honest caller has at most PipeMaxInFlight requests in flight.)
+type queuedAnswer struct {
+	a       *replicapb.PipeResponse
+	holding bool
+	size    int // bytes, about
+}
+
+// answer queues a, of size bytes (0: a short error).
+func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool, size int) {
+	ps.mu.Lock()
+	ps.queue = append(ps.queue, queuedAnswer{a, holding, size + len(a.GetMessage()) + 16})
+	ps.mu.Unlock()
+	ps.flush()
+}
+
+// sayClosing queues a closing message.
+func (ps *pipeServer) sayClosing() {
+	ps.mu.Lock()
+	ps.closing = true
+	ps.mu.Unlock()
+	ps.flush()
+}
+
+// flush writes ps's queued answers unless another goroutine is writing, which then writes them.
+func (ps *pipeServer) flush() {
+	for {
+		if !ps.sendMu.TryLock() {
+			return // the writer looks at the queue again once it is done
+		}
+		ps.flushLocked()
+		ps.sendMu.Unlock()
+		ps.mu.Lock()
+		more := !ps.stopped && (len(ps.queue) > 0 || ps.closing)
+		ps.mu.Unlock()
+		if !more {
+			return
+		}
+	}
+}
+
+// flushLocked writes ps's queue, batched, holding sendMu; once the stream is broken or ps
+// stopped, the answers are dropped. Either way they free their slots.
+func (ps *pipeServer) flushLocked() {
+	for {
+		ps.mu.Lock()
+		n, size := 0, 0
+		for n < len(ps.queue) && (n == 0 || size < pipeMaxBatchBytes) {
+			size += ps.queue[n].size
+			n++
+		}
+		ps.sent = append(ps.sent[:0], ps.queue[:n]...)
+		ps.queue = ps.queue[n:]
+		if len(ps.queue) == 0 {
+			ps.queue = nil
+		}
+		ps.batch.Closing = ps.closing
+		ps.closing = false
+		write := !ps.stopped && !ps.broken
+		ps.mu.Unlock()
+		if n == 0 && !ps.batch.Closing {
+			return
+		}
+		ps.batch.Responses = ps.batch.Responses[:0]
+		for _, q := range ps.sent {
+			ps.batch.Responses = append(ps.batch.Responses, q.a)
+		}
+		if write && ps.ss.Send(&ps.batch) != nil {
+			ps.mu.Lock()
+			ps.broken = true // the reader ends too
+			ps.mu.Unlock()
+		}
+		for _, q := range ps.sent {
+			if q.holding {
+				<-ps.slots
+			}
+		}
+	}
+}
+
+// callRecovering serves req as Call does, turning a panic of its handler into its error by the
+// recovery SetRecover gave; without one, the panic goes on.
+func (m *Mux) callRecovering(ctx context.Context, req *replicapb.Request) (resp *replicapb.Response, err error) {
+	if f := m.recovered.Load(); f != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				resp, err = nil, (*f)(r, req)
+			}
+		}()
+	}
+	return m.Call(ctx, req)
+}
