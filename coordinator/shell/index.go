@@ -47,58 +47,33 @@ type scanPages interface {
 // executeIndexScan runs a SELECT that index r.Index serves at consistency cl.
 func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
 	t := r.Table
-	ring, ok1 := e.ring.(RangeRing)
-	reader, ok2 := e.transport.(RangeReader)
-	if !ok1 || !ok2 {
-		return t, coordinator.Result{}, ErrScanUnsupported
-	}
-	rf, err := replicationFactor(e.schema.Schema(), t)
+	st, err := e.startScan(ctx, r, keyspace, req)
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
-	var fingerprint uint64
-	if req.PageSize > 0 || len(req.PagingState) > 0 {
-		fingerprint = statementFingerprint(req, keyspace)
-	}
-	pos, returned, partTaken, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
-	if err != nil {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
-	}
-	want := math.MaxInt
-	if r.Limit > 0 {
-		want = r.Limit - returned
-	}
-	paged := req.PageSize > 0 && req.PageSize < math.MaxInt32
-	if paged {
-		want = min(want, req.PageSize)
-	}
-	now := e.now()
-	if (r.Aggregates == nil || r.GroupBy > 0) && (r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End) {
+	if st.empty {
 		res, err := rowsResult(r, nil, 0)
 		return t, res, err
 	}
-	var warnings []string
-	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, 1, &warnings); err != nil {
-		return t, coordinator.Result{}, err // a page is one read of its budgets
-	}
-	q := indexQuery{e: e, ring: ring, reader: reader, r: r, rf: rf, cl: cl, now: now,
-		dl: deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout)), paged: paged}
+	now := e.now()
+	q := indexQuery{e: e, ring: st.ring, reader: st.reader, r: r, rf: st.rf, cl: cl, now: now,
+		dl: deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout)), paged: st.paged}
 	if !r.Aggregated() {
-		q.perPartition, q.partTaken = r.PerPartitionLimit, partTaken
+		q.perPartition, q.partTaken = r.PerPartitionLimit, st.partTaken
 	}
 	if r.GroupBy > 0 {
-		q.paged = false                                                                         // the groups' rows are read in pages of their own
-		res, err := e.groupScan(ctx, r, &q, partTaken, pos, returned, want, paged, fingerprint) // scanfilter.go
-		res.Warnings = append(warnings, q.warnings...)
+		q.paged = false                                                                                           // the groups' rows are read in pages of their own
+		res, err := e.groupScan(ctx, r, &q, st.partTaken, st.pos, st.returned, st.want, st.paged, st.fingerprint) // scanfilter.go
+		res.Warnings = append(st.warnings, q.warnings...)
 		return t, res, err
 	}
 	if r.Aggregates != nil {
 		q.paged = false
-		res, err := e.aggregateScan(ctx, r, &q, pos) // scan.go
-		res.Warnings = append(warnings, q.warnings...)
+		res, err := e.aggregateScan(ctx, r, &q, st.pos) // scan.go
+		res.Warnings = append(st.warnings, q.warnings...)
 		return t, res, err
 	}
-	rows, pos, done, err := q.page(ctx, pos, want)
+	rows, pos, done, err := q.page(ctx, st.pos, st.want)
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
@@ -111,10 +86,10 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 			return t, res, err
 		}
 	}
-	if paged && !done && len(rows) == want && (r.Limit == 0 || returned+len(rows) < r.Limit) {
-		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), q.partTaken, pos)
+	if st.paged && !done && len(rows) == st.want && (r.Limit == 0 || st.returned+len(rows) < r.Limit) {
+		res.PagingState = encodeScanPagingState(st.fingerprint, st.returned+len(rows), q.partTaken, pos)
 	}
-	res.Warnings = append(warnings, q.warnings...)
+	res.Warnings = append(st.warnings, q.warnings...)
 	return t, res, nil
 }
 

@@ -64,55 +64,82 @@ type scanRow struct {
 	row coordinator.ClusteredRow
 }
 
+// scanStart is what a SELECT of scan shape (a scan, an index query) works out before it reads:
+// the ring and transport that serve range reads, the table's replication, where the paging state
+// goes on and how many rows the page wants; empty when there is nothing to read.
+type scanStart struct {
+	ring                      RangeRing
+	reader                    RangeReader
+	rf                        schema.Replication
+	fingerprint               uint64
+	pos                       scanPos
+	returned, partTaken, want int
+	paged, empty              bool
+	warnings                  []string
+}
+
+// startScan starts a page of r, a SELECT of scan shape, and counts the page as one read of its
+// budgets unless there is nothing to read.
+func (e *Executor) startScan(ctx context.Context, r *schema.Read, keyspace string, req *coordinator.Statement) (scanStart, error) {
+	var st scanStart
+	t := r.Table
+	var ok1, ok2 bool
+	st.ring, ok1 = e.ring.(RangeRing)
+	st.reader, ok2 = e.transport.(RangeReader)
+	if !ok1 || !ok2 {
+		return st, ErrScanUnsupported
+	}
+	var err error
+	if st.rf, err = replicationFactor(e.schema.Schema(), t); err != nil {
+		return st, err
+	}
+	if req.PageSize > 0 || len(req.PagingState) > 0 {
+		st.fingerprint = statementFingerprint(req, keyspace)
+	}
+	st.pos, st.returned, st.partTaken, err = decodeScanPagingState(req.PagingState, st.fingerprint, t, r.Tokens)
+	if err != nil {
+		return st, &coordinator.InvalidError{Err: err}
+	}
+	st.want = math.MaxInt
+	if r.Limit > 0 {
+		st.want = r.Limit - st.returned
+	}
+	st.paged = req.PageSize > 0 && req.PageSize < math.MaxInt32
+	if st.paged {
+		st.want = min(st.want, req.PageSize)
+	}
+	if (r.Aggregates == nil || r.GroupBy > 0) && (r.Tokens.Empty || st.want <= 0 || st.pos.Key == nil && st.pos.Token >= r.Tokens.End) {
+		st.empty = true
+		return st, nil
+	}
+	// A page is one read of its budgets.
+	return st, e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, 1, &st.warnings)
+}
+
 // executeScan runs a SELECT that scans (r.Scan) at consistency cl.
 func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace string, cl coordinator.Consistency, req *coordinator.Statement) (*schema.Table, coordinator.Result, error) {
 	t := r.Table // schema.Read refused what a scan does not run (ORDER BY)
-	ring, ok1 := e.ring.(RangeRing)
-	reader, ok2 := e.transport.(RangeReader)
-	if !ok1 || !ok2 {
-		return t, coordinator.Result{}, ErrScanUnsupported
-	}
-	rf, err := replicationFactor(e.schema.Schema(), t)
+	st, err := e.startScan(ctx, r, keyspace, req)
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
-	var fingerprint uint64
-	if req.PageSize > 0 || len(req.PagingState) > 0 {
-		fingerprint = statementFingerprint(req, keyspace)
-	}
-	pos, returned, partTaken, err := decodeScanPagingState(req.PagingState, fingerprint, t, r.Tokens)
-	if err != nil {
-		return t, coordinator.Result{}, &coordinator.InvalidError{Err: err}
-	}
-	want := math.MaxInt
-	if r.Limit > 0 {
-		want = r.Limit - returned
-	}
-	paged := req.PageSize > 0 && req.PageSize < math.MaxInt32
-	if paged {
-		want = min(want, req.PageSize)
-	}
-	if (r.Aggregates == nil || r.GroupBy > 0) && (r.Tokens.Empty || want <= 0 || pos.Key == nil && pos.Token >= r.Tokens.End) {
+	if st.empty {
 		res, err := rowsResult(r, nil, 0)
 		return t, res, err
 	}
-	var warnings []string
-	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpRead, 1, &warnings); err != nil {
-		return t, coordinator.Result{}, err // a page is one read of its budgets
-	}
-	sc := scanner{e: e, ring: ring, reader: reader, t: t, rf: rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout), distinct: r.Distinct}
-	sc.shape(r, partTaken, paged, want) // scanfilter.go
+	sc := scanner{e: e, ring: st.ring, reader: st.reader, t: t, rf: st.rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout), distinct: r.Distinct}
+	sc.shape(r, st.partTaken, st.paged, st.want) // scanfilter.go
 	if r.GroupBy > 0 {
-		res, err := e.groupScan(ctx, r, &sc, sc.partTaken, pos, returned, want, paged, fingerprint) // scanfilter.go
-		res.Warnings = warnings
+		res, err := e.groupScan(ctx, r, &sc, sc.partTaken, st.pos, st.returned, st.want, st.paged, st.fingerprint) // scanfilter.go
+		res.Warnings = st.warnings
 		return t, res, err
 	}
 	if r.Aggregates != nil {
-		res, err := e.aggregateScan(ctx, r, &sc, pos)
-		res.Warnings = warnings
+		res, err := e.aggregateScan(ctx, r, &sc, st.pos)
+		res.Warnings = st.warnings
 		return t, res, err
 	}
-	rows, pos, done, err := sc.page(ctx, pos, want)
+	rows, pos, done, err := sc.page(ctx, st.pos, st.want)
 	if err != nil {
 		return t, coordinator.Result{}, err
 	}
@@ -127,10 +154,10 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 		}
 	}
 	// A page ends full, or short when a filtered page scanned its budget of rows (scanfilter.go).
-	if paged && !done && (r.Limit == 0 || returned+len(rows) < r.Limit) {
-		res.PagingState = encodeScanPagingState(fingerprint, returned+len(rows), sc.partTaken, pos)
+	if st.paged && !done && (r.Limit == 0 || st.returned+len(rows) < r.Limit) {
+		res.PagingState = encodeScanPagingState(st.fingerprint, st.returned+len(rows), sc.partTaken, pos)
 	}
-	res.Warnings = warnings
+	res.Warnings = st.warnings
 	return t, res, nil
 }
 
