@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -127,16 +126,8 @@ func (m *Model) checkCounters(read *Op) (problems []string, determined bool) {
 		if bad {
 			continue
 		}
-		for i := range npk {
-			if !bytes.Equal(enc[i], read.PK[i].Enc) {
-				problems = append(problems, fmt.Sprintf("row %d has partition key %s = %s, want %s", ri, t.PK[i].Name, formatEnc(t.PK[i].Type, enc[i]), read.PK[i].Lit))
-			}
-		}
-		ck := make([]Val, nck)
-		for i := range nck {
-			ck[i] = Val{Lit: formatEnc(t.CK[i].Type, enc[npk+i]), Enc: enc[npk+i]}
-		}
-		rowName := fmt.Sprintf("row %d (%s)", ri, formatRow(t, ck))
+		ck, rowName, keyProblems := rowKey(t, read, enc, ri)
+		problems = append(problems, keyProblems...)
 		b := rows[valsKey(ck)]
 		switch {
 		case b == nil:

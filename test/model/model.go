@@ -680,16 +680,8 @@ func (m *Model) Check(read *Op) (problems []string, determined bool) {
 			problems = append(problems, checkStaticRow(t, read, row, static, wholePartition, len(read.Outcome.Rows), ri)...)
 			continue
 		}
-		for i := range npk {
-			if !bytes.Equal(enc[i], read.PK[i].Enc) {
-				problems = append(problems, fmt.Sprintf("row %d has partition key %s = %s, want %s", ri, t.PK[i].Name, formatEnc(t.PK[i].Type, enc[i]), read.PK[i].Lit))
-			}
-		}
-		ck := make([]Val, nck)
-		for i := range nck {
-			ck[i] = Val{Lit: formatEnc(t.CK[i].Type, enc[npk+i]), Enc: enc[npk+i]}
-		}
-		rowName := fmt.Sprintf("row %d (%s)", ri, formatRow(t, ck))
+		ck, rowName, keyProblems := rowKey(t, read, enc, ri)
+		problems = append(problems, keyProblems...)
 		s := states[valsKey(ck)]
 		switch {
 		case s == nil && t.inRange(rg, ck):
@@ -858,4 +850,20 @@ func (m *Model) checkIn(read *Op) (problems []string, determined bool) {
 		determined = determined && d
 	}
 	return problems, determined
+}
+
+// rowKey checks the partition key of result row ri of read, its key columns encoded in enc,
+// against the partition read, and returns the row's clustering key and its name for messages.
+func rowKey(t *Table, read *Op, enc [][]byte, ri int) (ck []Val, name string, problems []string) {
+	npk, nck := len(t.PK), len(t.CK)
+	for i := range npk {
+		if !bytes.Equal(enc[i], read.PK[i].Enc) {
+			problems = append(problems, fmt.Sprintf("row %d has partition key %s = %s, want %s", ri, t.PK[i].Name, formatEnc(t.PK[i].Type, enc[i]), read.PK[i].Lit))
+		}
+	}
+	ck = make([]Val, nck)
+	for i := range nck {
+		ck[i] = Val{Lit: formatEnc(t.CK[i].Type, enc[npk+i]), Enc: enc[npk+i]}
+	}
+	return ck, fmt.Sprintf("row %d (%s)", ri, formatRow(t, ck)), problems
 }
