@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -505,30 +506,42 @@ func regularFilter(c *Column, rel cql.Relation, b *binder) (RowFilter, []byte, e
 // column c holds v as an element (a map's value), or with key as a map's key.
 func containsMatch(c *Column, coll, v []byte, key bool) bool {
 	kind, elems := c.Type.Frozen().Params()
-	if len(coll) < 4 {
-		return false
-	}
-	rest := coll[4:]
-	for len(rest) > 0 {
-		var k, val []byte
-		var err error
-		if k, rest, err = paramElement(rest); err != nil {
-			return false
-		}
-		if kind == ParamMap {
-			if val, rest, err = paramElement(rest); err != nil {
-				return false
-			}
-			if key && elems[0].Compare(k, v) == 0 || !key && elems[1].Compare(val, v) == 0 {
-				return true
-			}
-			continue
-		}
-		if !key && elems[0].Compare(k, v) == 0 {
+	isMap := kind == ParamMap
+	for k, val := range collectionElements(coll, isMap) {
+		switch {
+		case isMap && key && elems[0].Compare(k, v) == 0, isMap && !key && elems[1].Compare(val, v) == 0:
+			return true
+		case !isMap && !key && elems[0].Compare(k, v) == 0:
 			return true
 		}
 	}
 	return false
+}
+
+// collectionElements yields the elements of frozen collection value coll with nil values, or a
+// map's keys and values (isMap); it stops early at a malformed element.
+func collectionElements(coll []byte, isMap bool) iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		if len(coll) < 4 {
+			return
+		}
+		rest := coll[4:]
+		for len(rest) > 0 {
+			var k, v []byte
+			var err error
+			if k, rest, err = paramElement(rest); err != nil {
+				return
+			}
+			if isMap {
+				if v, rest, err = paramElement(rest); err != nil {
+					return
+				}
+			}
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 // entryFilter binds m[key] = value on map column c as a filter.
@@ -558,19 +571,10 @@ func entryFilter(c *Column, rel cql.Relation, b *binder) (RowFilter, []byte, err
 // entryMatch reports whether map value coll of column c holds key with value v.
 func entryMatch(c *Column, coll, key, v []byte) bool {
 	_, elems := c.Type.Frozen().Params()
-	if len(coll) < 4 || len(elems) != 2 {
+	if len(elems) != 2 {
 		return false
 	}
-	rest := coll[4:]
-	for len(rest) > 0 {
-		var k, val []byte
-		var err error
-		if k, rest, err = paramElement(rest); err != nil {
-			return false
-		}
-		if val, rest, err = paramElement(rest); err != nil {
-			return false
-		}
+	for k, val := range collectionElements(coll, true) {
 		if elems[0].Compare(k, key) == 0 {
 			return elems[1].Compare(val, v) == 0
 		}
