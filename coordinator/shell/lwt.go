@@ -499,9 +499,10 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 			continue
 		}
 		if m := promises.maxMicros(); m >= b.Micros && !p.serialRead {
-			// A ballot of the same microsecond from another node is below b but would write
-			// cells at the same timestamp, which last-write-wins cannot order: take a ballot
-			// of a later microsecond.
+			// A ballot of the microsecond of one the quorum reports, or below a commit that
+			// reached a replica without its promise: a proposal at b could sit below a
+			// replica's committed ballot, where no later round would see it in progress
+			// (coordinator.InProgress). Take a ballot of a later microsecond.
 			seen = max(seen, m)
 			continue
 		}
@@ -533,12 +534,18 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 		if uncertain {
 			return nil, false, p.timeout(0, required)
 		}
-		// What the read returned must not shadow this round's write (a plain write stamped
-		// ahead): the write is stamped above it. Only the write: a ballot taken that far
-		// ahead would carry the stamp through the ballot clock to every later conditional
-		// write of the coordinator, in every partition.
+		// The write is stamped with the clock, or just above what the read returned when that
+		// is newer (a plain write stamped ahead must not shadow it). Not with the ballot: a
+		// ballot taken above a replica's refusal runs ahead of the clock (a restarted store's
+		// promise fence is up to promiseWindow ahead; another coordinator's clock may be
+		// fast), and a write stamped there would shadow the plain writes made after it. The
+		// read covers the whole partition and, Paxos choosing each round's proposal after
+		// the ones its quorum saw committed or completed, reads every conditional write
+		// chosen before this one: the stamps still follow the order Paxos chose. Only the
+		// write takes the stamp: a ballot taken that far ahead would carry it through the
+		// ballot clock to every later conditional write of the coordinator, in every partition.
 		stamp := b
-		stamp.Micros = max(b.Micros, promises.maxWritten+1)
+		stamp.Micros = max(e.now().UnixMicro(), promises.maxWritten+1)
 		m, err := decide(rows, static, stamp)
 		if err != nil {
 			return nil, false, err
@@ -609,17 +616,28 @@ func (ps *promiseSet) from() []coordinator.NodeID {
 	return ids
 }
 
-// maxTimestamp returns the newest write timestamp in a read's answer.
+// maxTimestamp returns the newest write timestamp in a read's answer: its tombstones, rows and
+// static row.
 func maxTimestamp(r *replicapb.ReadResponse) int64 {
-	m := r.GetPartitionDeletion()
+	m := max(r.GetPartitionDeletion(), rowMaxTimestamp(r.GetStaticRow()))
 	for _, rt := range r.GetRangeTombstones() {
 		m = max(m, rt.GetTimestamp())
 	}
 	for _, row := range r.GetRows() {
-		m = max(m, row.GetMarker(), row.GetDeletion())
-		for _, c := range row.GetCells() {
-			m = max(m, c.GetTimestamp())
-		}
+		m = max(m, rowMaxTimestamp(row))
+	}
+	return m
+}
+
+// rowMaxTimestamp returns the newest write timestamp of a row: its marker, deletion, cells
+// (tombstones too) and collection deletions; 0 for nil.
+func rowMaxTimestamp(row *replicapb.Row) int64 {
+	m := max(row.GetMarker(), row.GetDeletion())
+	for _, c := range row.GetCells() {
+		m = max(m, c.GetTimestamp())
+	}
+	for _, d := range row.GetCollections() {
+		m = max(m, d.GetTimestamp())
 	}
 	return m
 }
