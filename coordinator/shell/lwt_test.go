@@ -817,3 +817,45 @@ func TestLWTProposesToThePromisers(t *testing.T) {
 		t.Errorf("with a promiser failing, proposals went to %v, want %v (the third replica too)", to, nodes)
 	}
 }
+
+// TestLWTHedgesASlowPromiser: when a replica whose promise made the quorum has not answered the
+// proposal after the hedge, the other live replica gets it, and the statement applies on the
+// two answers without waiting for the slow one.
+func TestLWTHedgesASlowPromiser(t *testing.T) {
+	c := newCluster(t, options{})
+	c.must(schemaRF3...)
+	var (
+		mu     sync.Mutex
+		to     []coordinator.NodeID
+		hedged = make(chan struct{}) // closed when a third replica got the proposal
+	)
+	c.transport.beforePropose = func(id coordinator.NodeID) error {
+		mu.Lock()
+		to = append(to, id)
+		n := len(to)
+		mu.Unlock()
+		switch n {
+		case 1: // the first promiser answers only after the hedge reached the third replica
+			select {
+			case <-hedged:
+			case <-time.After(30 * time.Second): // a guard against hanging; the test fails below
+			}
+		case 3:
+			close(hedged)
+		}
+		return nil
+	}
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v, w) VALUES ('a', 1, 'x', 1) IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("insert with a slow promiser = %q, want applied", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(to) != 3 {
+		t.Fatalf("proposals went to %v, want the two promisers and then, after the hedge, the third replica", to)
+	}
+	select {
+	case <-hedged:
+	default:
+		t.Fatal("the statement answered before the third replica got the proposal")
+	}
+}
