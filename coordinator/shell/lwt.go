@@ -252,6 +252,9 @@ type casGroup struct {
 	// data centers under LOCAL_SERIAL: outside Paxos, they get the commit.
 	remote        []coordinator.NodeID
 	remoteNatural int
+	// down are the replicas, natural or pending, of every data center the commit counts, that
+	// are down: they get the commit as a hint.
+	down []coordinator.NodeID
 	// total counts every replica, live or not, natural or pending, of every data center.
 	total int
 	// localOnly: LOCAL_SERIAL on a keyspace placed per data center, Paxos over this one.
@@ -284,11 +287,14 @@ func (e *Executor) casParticipants(token int64, rf schema.Replication, serial co
 		case localOnly && r.DC != 0:
 			if !r.Down {
 				g.remote = append(g.remote, r.ID)
+			} else {
+				g.down = append(g.down, r.ID)
 			}
 		case !r.Down:
 			g.live = append(g.live, r.ID)
 			nNatural++
 		default:
+			g.down = append(g.down, r.ID)
 			nNatural++
 		}
 	}
@@ -304,11 +310,14 @@ func (e *Executor) casParticipants(token int64, rf schema.Replication, serial co
 		case localOnly && !inDC:
 			if live {
 				g.remote = append(g.remote, id)
+			} else {
+				g.down = append(g.down, id)
 			}
 		case live:
 			g.live = append(g.live, id)
 			nPending++
 		default:
+			g.down = append(g.down, id)
 			nPending++
 		}
 	}
@@ -387,9 +396,10 @@ func (e *Executor) runCAS(ctx context.Context, p casPartition, rf schema.Replica
 		return nil, false, err
 	}
 	live, required, natural := g.live, g.required, g.natural
-	if g.localOnly {
-		// The commit counts replicas outside the Paxos group: refuse up front when too few
-		// of them are live for the commit level, as a write would.
+	{
+		// Refuse up front when too few replicas are live for the commit level, as a write
+		// would (ALL with a replica down; under LOCAL_SERIAL the commit counts replicas
+		// outside the Paxos group): the statement fails before any proposal, not applied.
 		need, counts := e.commitNeed(p, g)
 		up := 0
 		for _, id := range slices.Concat(g.live, g.remote) {
@@ -861,7 +871,20 @@ func (e *Executor) proposeAndCommit(ctx context.Context, pt PaxosTransport, p ca
 		}
 		return full
 	}
-	acks, err := e.commitAll(ctx, pt, commitTo, counts, commitFor, full, need, dl)
+	// The replicas down now, and those that fail the commit, get it as a hint, as Cassandra
+	// hints a commit: the row reaches them when they are back, as a write's does.
+	hint := func(coordinator.NodeID) {}
+	if e.hints != nil && !emptyMutation(m) {
+		hint = func(id coordinator.NodeID) {
+			if id != e.localID {
+				e.hints.StoreHint(id, m)
+			}
+		}
+	}
+	for _, id := range g.down {
+		hint(id)
+	}
+	acks, err := e.commitAll(ctx, pt, commitTo, counts, commitFor, full, hint, need, dl)
 	if err != nil {
 		return false, accepted, err
 	}
@@ -890,15 +913,15 @@ func (e *Executor) commitNeed(p casPartition, g casGroup) (int, func(coordinator
 	case p.commitCL == coordinator.Quorum || p.commitCL == coordinator.LocalQuorum: // LOCAL_QUORUM without data centers is QUORUM
 		return g.required, all
 	}
-	return coordinator.BlockFor(p.commitCL, len(g.live)), all
+	return coordinator.BlockFor(p.commitCL, g.total), all
 }
 
 // commitAll sends commitFor(id) to every replica id of live and returns once need of those counts
 // accepts applied it, or every one answered. A commit by reference that a replica does not
-// answer as applied is sent again as full. The calls run detached from the client, as a write's do (a commit must
+// answer as applied is sent again as full; a replica that does not apply either gets hint(id). The calls run detached from the client, as a write's do (a commit must
 // reach every replica it can), bounded by dl and by Close; the executor owns them (await's
 // flights).
-func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commitFor func(coordinator.NodeID) *replicapb.PaxosCommitRequest, full *replicapb.PaxosCommitRequest, need int, dl time.Time) (int, error) {
+func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coordinator.NodeID, counts func(coordinator.NodeID) bool, commitFor func(coordinator.NodeID) *replicapb.PaxosCommitRequest, full *replicapb.PaxosCommitRequest, hint func(coordinator.NodeID), need int, dl time.Time) (int, error) {
 	rpcCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dl.Sub(e.now()))
 	f := &flight{cancel: cancel}
 	f.pending.Store(1)
@@ -922,7 +945,11 @@ func (e *Executor) commitAll(ctx context.Context, pt PaxosTransport, live []coor
 				// refuses one as malformed): the proposal itself.
 				resp, err = pt.PaxosCommit(rpcCtx, id, full)
 			}
-			answers <- err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && !resp.GetProposalMissing() && counts(id)
+			applied := err == nil && resp.GetStatus() == replicapb.Status_STATUS_OK && !resp.GetProposalMissing()
+			if !applied {
+				hint(id)
+			}
+			answers <- applied && counts(id)
 		})
 	}
 	acks := 0
@@ -1219,4 +1246,9 @@ type serialPreparedKey struct{}
 func serialPrepared(ctx context.Context) bool {
 	v, _ := ctx.Value(serialPreparedKey{}).(bool)
 	return v
+}
+
+// emptyMutation reports whether m writes nothing: no rows, static row or tombstones.
+func emptyMutation(m *replicapb.Mutation) bool {
+	return len(m.GetRows()) == 0 && m.GetStaticRow() == nil && m.PartitionDeletion == nil && len(m.GetRangeTombstones()) == 0
 }

@@ -859,3 +859,31 @@ func TestLWTHedgesASlowPromiser(t *testing.T) {
 		t.Fatal("the statement answered before the third replica got the proposal")
 	}
 }
+
+// TestLWTCommitWithAReplicaDown: a conditional write whose commit level needs more replicas
+// than are live is refused up front, unavailable at that level, and applies nowhere (as a write
+// at ALL is); at QUORUM it applies, and the replica down gets the commit as a hint.
+func TestLWTCommitWithAReplicaDown(t *testing.T) {
+	rec := &hintRecorder{}
+	c := newCluster(t, options{hints: rec})
+	c.must(schemaRF3...)
+	rec.reset()
+	c.ring.setDown("n3")
+	_, err := c.exec("n1", coordinator.All, "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x') IF NOT EXISTS")
+	var ue *coordinator.UnavailableError
+	if !errors.As(err, &ue) || ue.Consistency != coordinator.All || ue.Live != 2 || ue.Required != 3 {
+		t.Fatalf("INSERT IF NOT EXISTS committed at ALL with a replica down: %v, want unavailable at ALL, 2 live of 3 required", err)
+	}
+	if got := c.localRows("n1", "SELECT v FROM t WHERE k = 'a'"); len(got) != 0 {
+		t.Fatalf("the refused statement left %q on n1", got)
+	}
+	if got := c.casQuery("n1", "INSERT INTO t (k, c, v) VALUES ('a', 1, 'x') IF NOT EXISTS"); !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("the same statement at QUORUM = %q, want applied", got)
+	}
+	c.settle()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Equal(rec.hints, []string{"n3"}) || len(rec.muts[0].GetRows()) != 1 {
+		t.Fatalf("hints %v (mutations %v), want the commit's row hinted for n3, the replica down", rec.hints, rec.muts)
+	}
+}
