@@ -11,13 +11,16 @@ import (
 //
 //   - tokens: every node's tokens from its id (NodeTokens), which a node computes once per
 //     peer it learns of;
+//
 //   - build: the ring from nodes with their tokens (NewRing), which a node computes on every
 //     change of membership or state (Cluster.rebuildRingLocked);
+//
 //   - join: the ring with one more node joining (its pending ranges: the future ring) and the
 //     ranges it must stream at RF 3 (Transfers), which bootstrap computes;
+//
 //   - lookup: one token's RF-3 replicas (AppendReplicasFor), on every request.
 //
-//	go test ./cluster -run '^$' -bench 'BenchmarkRing$' -benchtime 2x
+//     go test ./cluster -run '^$' -bench 'BenchmarkRing$' -benchtime 2x
 func BenchmarkRing(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		for _, v := range []int{1, 16, 256} {
