@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"slices"
 	"time"
@@ -63,8 +64,8 @@ type bulkEntry struct {
 
 // bulkFile is one sstable written, with its key bounds.
 type bulkFile struct {
-	path            string
-	smallest, large []byte
+	path              string
+	smallest, largest []byte
 }
 
 // BulkStats is what a BulkLoader wrote.
@@ -295,7 +296,7 @@ func (l *BulkLoader) flush() (err error) {
 		i = j
 	}
 	first, last := l.key(l.entries[0]), l.key(l.entries[len(l.entries)-1])
-	l.files = append(l.files, bulkFile{path: path, smallest: bytes.Clone(first), large: bytes.Clone(last)})
+	l.files = append(l.files, bulkFile{path: path, smallest: bytes.Clone(first), largest: bytes.Clone(last)})
 	l.entries, l.arena = l.entries[:0], l.arena[:0]
 	return nil
 }
@@ -355,7 +356,7 @@ func disjoint(files []bulkFile) bool {
 	sorted := slices.Clone(files)
 	slices.SortFunc(sorted, func(a, b bulkFile) int { return bytes.Compare(a.smallest, b.smallest) })
 	for i := 1; i < len(sorted); i++ {
-		if bytes.Compare(sorted[i-1].large, sorted[i].smallest) >= 0 {
+		if bytes.Compare(sorted[i-1].largest, sorted[i].smallest) >= 0 {
 			return false
 		}
 	}
@@ -371,7 +372,7 @@ func (l *BulkLoader) Abort() error {
 
 // BulkLoad loads mutations of table t into the closed store in dir with a BulkLoader and
 // returns what it wrote.
-func BulkLoad(ctx context.Context, dir string, t *schema.Table, opts Options, mutations func(yield func(*replicapb.Mutation) bool)) (BulkStats, error) {
+func BulkLoad(ctx context.Context, dir string, t *schema.Table, opts Options, mutations iter.Seq[*replicapb.Mutation]) (BulkStats, error) {
 	l, err := NewBulkLoader(dir, t, opts)
 	if err != nil {
 		return BulkStats{}, err

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -436,7 +437,7 @@ func bigKey(i int64) string { return "big-" + strconv.FormatInt(i, 10) }
 // bigRows yields the mutations of partitions partitions of rowsPer rows (c = 0 ... rowsPer-1,
 // v valueBytes of random hex, a row marker), in storage order (by token, then key), so that
 // the loader's sstables do not overlap and are ingested into the lowest level at once.
-func bigRows(tbl *schema.Table, partitions, rowsPer int64, valueBytes int) func(func(*replicapb.Mutation) bool) {
+func bigRows(tbl *schema.Table, partitions, rowsPer int64, valueBytes int) iter.Seq[*replicapb.Mutation] {
 	return func(yield func(*replicapb.Mutation) bool) {
 		type part struct {
 			token int64
