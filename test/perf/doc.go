@@ -4,10 +4,11 @@
 //	go run ./test/perf --json            # one JSON object (Result) instead
 //	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
 //	go run ./test/perf --quick           # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit, counterlimit, replicated, stream
+//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit, counterlimit, replicated, stream, scaling, bigread, memory
 //	go run ./test/perf --parts lwt,lwtlimit  # the lightweight transactions' parts, which run only when named
 //	go run ./test/perf --parts counterlimit  # a hot counter partition under its limit, likewise
 //	go run ./test/perf --parts replicated,stream  # RF-3 against RF-1 writes, and streaming, likewise
+//	go run ./test/perf --parts scaling,bigread,memory --size 1GiB  # the scaling curves, likewise
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
@@ -119,6 +120,20 @@
 //     span iterated as a sender does (replica.Store.ScanTokens) and written as sstables of merge
 //     operands, one per key span, each synced. MiB are key and value bytes on both sides; the
 //     headline is the median of the rounds' ratios of MiB/s.
+//  12. scaling: write and read throughput, p99 and server CPU on one node (RF 1) and on three
+//     (RF 1 at ONE, RF 3 at QUORUM), --sync=false, gocql token-aware, 32 closed-loop workers over
+//     1,000 partitions written first: rounds of a 2-s write and a 2-s read phase (a whole
+//     partition) per table, their order alternating; ops/s per server core (server CPU from
+//     /proc), min, median and max over rounds.
+//  13. bigread: per --size, one node (RF 1, --sync=false) stopped after its DDL, loaded by
+//     ingestion (replica.BulkLoader: sstables of merge operands, written in storage order and
+//     ingested into the closed store) with rows of 1,000 bytes, 16 to a partition, restarted on
+//     the loaded directory; then point reads of random rows (CL ONE, gocql token-aware) at
+//     1,000/s open loop, rounds of 5 s: p50, p99 and server CPU per read. The data is removed
+//     after each size.
+//  14. memory: one node's resident set (/proc) and Go heap (its /metrics) with its table
+//     empty, then loaded likewise with --memory-partitions partitions (10M) of one row of 16
+//     bytes: idle after its restart, and after 5 s of point reads at 1,000/s.
 //
 // Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
 //

@@ -87,6 +87,9 @@ type settings struct {
 
 	// Bootstrap streaming against a local rewrite of the same span (issue 36).
 	Stream streamSettings `json:"stream"`
+
+	// Scaling curves: throughput per core at 1 and 3 nodes, reads as data grows, memory (issue 36).
+	Curves curvesSettings `json:"curves"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -166,6 +169,9 @@ func fullSettings() settings {
 		// Eight rounds of 2-s phases per binary and kind, as the overhead part's pairs.
 		Replicated: replicatedSettings{Rounds: 8, Phase: 2 * time.Second, Warm: time.Second, Workers: 32, Partitions: 1000},
 		Stream:     streamSettings{MiB: 64, Rounds: 3},
+		Curves: curvesSettings{Rounds: 3, Phase: 2 * time.Second, Warm: time.Second, Workers: 32, Partitions: 1000,
+			BigSizes: []int64{1 << 30}, BigValueBytes: 1000, BigRowsPerPartition: 16, BigRate: 1000, BigRounds: 3, BigPhase: 5 * time.Second,
+			MemPartitions: 10_000_000, MemReadPhase: 5 * time.Second},
 	}
 }
 
@@ -190,6 +196,9 @@ func quickSettings() settings {
 		Counter:    counterSettings{Limit: 50, Offered: 500, Duration: 4 * time.Second, OtherDuration: 3 * time.Second, Workers: 256},
 		Replicated: replicatedSettings{Rounds: 1, Phase: 500 * time.Millisecond, Warm: 200 * time.Millisecond, Workers: 8, Partitions: 100},
 		Stream:     streamSettings{MiB: 4, Rounds: 1},
+		Curves: curvesSettings{Rounds: 1, Phase: 500 * time.Millisecond, Warm: 200 * time.Millisecond, Workers: 8, Partitions: 100,
+			BigSizes: []int64{16 << 20}, BigValueBytes: 1000, BigRowsPerPartition: 16, BigRate: 200, BigRounds: 1, BigPhase: time.Second,
+			MemPartitions: 100_000, MemReadPhase: time.Second},
 	}
 }
 
@@ -236,7 +245,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor and replicated parts")
 	streamMiB := fs.Int("stream-mib", 0, "`MiB` of rows the stream part loads into the node the joiner streams from (0: 64, or 4 with --quick; 1024 for 1 GiB)")
-	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span); the numbers of a part not run are 0")
+	sizes := fs.String("size", "", "comma-separated `sizes` of the bigread part's node, such as 1GiB or 64MiB,1GiB (empty: 1GiB, or 16MiB with --quick; at most 12GiB each)")
+	memParts := fs.Int64("memory-partitions", 0, "`partitions` the memory part loads (0: 10,000,000, or 100,000 with --quick)")
+	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span), scaling (throughput per server core at 1 and 3 nodes), bigread (point-read p99 of one node loaded by ingestion with --size), memory (one node's memory at --memory-partitions); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -273,6 +284,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *streamMiB > 0:
 		s.Stream.MiB = *streamMiB
 	}
+	if *sizes != "" {
+		if s.Curves.BigSizes, err = parseSizes(*sizes); err != nil {
+			return err
+		}
+	}
+	switch {
+	case *memParts < 0 || *memParts > 100_000_000:
+		return fmt.Errorf("--memory-partitions %d: want 1 to 100,000,000 (0 for the default)", *memParts)
+	case *memParts > 0:
+		s.Curves.MemPartitions = *memParts
+	}
 	if *rejectRate > 0 {
 		s.RejectRate = *rejectRate
 		s.RejectConcurrency = 64
@@ -304,7 +326,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // the lightweight transactions', the counters', the replicated writes' and streaming's (their
 // own clusters, named with --parts lwt,lwtlimit,counterlimit,replicated,stream).
 var (
-	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit", "replicated", "stream"}
+	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit", "replicated", "stream", "scaling", "bigread", "memory"}
 	defaultParts = allParts[:6]
 )
 
@@ -432,6 +454,11 @@ func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writ
 	}
 	if s.has("stream") {
 		if err := streamPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("scaling") || s.has("bigread") || s.has("memory") {
+		if err := curvesPart(ctx, s, bin, root, res, log); err != nil {
 			return nil, err
 		}
 	}

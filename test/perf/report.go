@@ -90,6 +90,8 @@ type Result struct {
 	// sstables locally, same run (part stream, whose details are Stream).
 	StreamOverLocalRewrite float64       `json:"stream_over_local_rewrite"`
 	Stream                 *streamResult `json:"stream,omitempty"`
+	// Curves holds the scaling curves (parts scaling, bigread and memory).
+	Curves *curvesResult `json:"curves,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -653,6 +655,9 @@ func (r *Result) writeText(w io.Writer) error {
 	}
 	if r.Stream != nil {
 		r.Stream.writeText(&b, s.Stream)
+	}
+	if r.Curves != nil {
+		r.Curves.writeText(&b, s.Curves)
 	}
 
 	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
