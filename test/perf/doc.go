@@ -113,10 +113,11 @@
 //  11. stream: bootstrap streaming against a local rewrite (stream_over_local_rewrite): per
 //     round, one node (RF 1, --sync=false) loaded with --stream-mib MiB (64 by default) of
 //     1,000-byte rows, a second node joining it (--sync=true) with --stream-throughput at 1 TiB/s
-//     (off), its stream timed from its log (from "bootstrapping" to "bootstrap streamed", less
-//     its 10-ms write timeout, the wait for writes in flight); then, both stopped, a copy (cp -r,
-//     timed for information) of the first node's pebble directory opened read-only, the joiner's
-//     span iterated as a sender does (replica.Store.ScanTokens) and written as sstables of merge
+//     (off), taking sstables of merge operands that it checks and ingests per span, its stream
+//     timed from its log (from "bootstrapping" to "bootstrap streamed", less its 10-ms write
+//     timeout, the wait for writes in flight); then, both stopped, a copy (cp -r, timed for
+//     information) of the first node's pebble directory opened read-only, the joiner's span
+//     iterated as a sender does (replica.Store.ScanTokens) and written as sstables of merge
 //     operands, one per key span, each synced. MiB are key and value bytes on both sides; the
 //     headline is the median of the rounds' ratios of MiB/s.
 //

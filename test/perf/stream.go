@@ -120,8 +120,9 @@ func streamPart(ctx context.Context, s settings, bin, root string, res *Result, 
 }
 
 // measureStreamRound loads one node (RF 1, --sync=false: the sender only reads) under dir with
-// mib MiB of rows, has a second node join it (--sync=true, serve's default: each streamed chunk
-// it applies is synced, as the local rewrite syncs its files) with the stream throttle off and times its bootstrap stream from its log
+// mib MiB of rows, has a second node join it (--sync=true, serve's default; the source sends
+// sstables of merge operands, which the joiner syncs, checks and ingests per span, as the local
+// rewrite syncs its files) with the stream throttle off and times its bootstrap stream from its log
 // (its wait for writes in flight left out: joinerWriteTimeout), then stops both and measures,
 // on a copy of the first node's pebble directory, iterating the span the joiner took and
 // writing it as sstables, and cp of the directory.
