@@ -87,6 +87,9 @@ type settings struct {
 
 	// Bootstrap streaming against a local rewrite of the same span (issue 36).
 	Stream streamSettings `json:"stream"`
+
+	// Repair of a node missing some of its rows (issue 36).
+	Repair repairSettings `json:"repair"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -166,6 +169,7 @@ func fullSettings() settings {
 		// Eight rounds of 2-s phases per binary and kind, as the overhead part's pairs.
 		Replicated: replicatedSettings{Rounds: 8, Phase: 2 * time.Second, Warm: time.Second, Workers: 32, Partitions: 1000},
 		Stream:     streamSettings{MiB: 64, Rounds: 3},
+		Repair:     repairSettings{MiB: 64, Missing: 1},
 	}
 }
 
@@ -190,6 +194,7 @@ func quickSettings() settings {
 		Counter:    counterSettings{Limit: 50, Offered: 500, Duration: 4 * time.Second, OtherDuration: 3 * time.Second, Workers: 256},
 		Replicated: replicatedSettings{Rounds: 1, Phase: 500 * time.Millisecond, Warm: 200 * time.Millisecond, Workers: 8, Partitions: 100},
 		Stream:     streamSettings{MiB: 4, Rounds: 1},
+		Repair:     repairSettings{MiB: 4, Missing: 1},
 	}
 }
 
@@ -236,7 +241,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor and replicated parts")
 	streamMiB := fs.Int("stream-mib", 0, "`MiB` of rows the stream part loads into the node the joiner streams from (0: 64, or 4 with --quick; 1024 for 1 GiB)")
-	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span); the numbers of a part not run are 0")
+	repairMiB := fs.Int("repair-mib", 0, "`MiB` of rows the repair part loads into its 2 nodes at RF 2 (0: 64, or 4 with --quick; 1024 for 1 GiB)")
+	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span), repair (a node missing 1 % of its rows repaired); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -273,6 +279,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *streamMiB > 0:
 		s.Stream.MiB = *streamMiB
 	}
+	switch {
+	case *repairMiB < 0 || *repairMiB > 16<<10:
+		return fmt.Errorf("--repair-mib %d: want 1 to %d MiB (0 for the default)", *repairMiB, 16<<10)
+	case *repairMiB > 0:
+		s.Repair.MiB = *repairMiB
+	}
 	if *rejectRate > 0 {
 		s.RejectRate = *rejectRate
 		s.RejectConcurrency = 64
@@ -304,7 +316,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // the lightweight transactions', the counters', the replicated writes' and streaming's (their
 // own clusters, named with --parts lwt,lwtlimit,counterlimit,replicated,stream).
 var (
-	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit", "replicated", "stream"}
+	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit", "replicated", "stream", "repair"}
 	defaultParts = allParts[:6]
 )
 
@@ -432,6 +444,11 @@ func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writ
 	}
 	if s.has("stream") {
 		if err := streamPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("repair") {
+		if err := repairPart(ctx, s, bin, root, res, log); err != nil {
 			return nil, err
 		}
 	}

@@ -90,6 +90,9 @@ type Result struct {
 	// sstables locally, same run (part stream, whose details are Stream).
 	StreamOverLocalRewrite float64       `json:"stream_over_local_rewrite"`
 	Stream                 *streamResult `json:"stream,omitempty"`
+	// Repair of a node missing some rows (part repair): its time, and the bytes it moved over
+	// the bytes missing.
+	Repair *repairResult `json:"repair,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -654,6 +657,9 @@ func (r *Result) writeText(w io.Writer) error {
 	if r.Stream != nil {
 		r.Stream.writeText(&b, s.Stream)
 	}
+	if r.Repair != nil {
+		r.Repair.writeText(&b, s.Repair)
+	}
 
 	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -751,6 +757,9 @@ func (r *Result) targets() []target {
 	}
 	if r.Stream != nil {
 		ts = append(ts, r.Stream.targets()...)
+	}
+	if r.Repair != nil {
+		ts = append(ts, r.Repair.targets()...)
 	}
 	return ts
 }

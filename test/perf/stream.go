@@ -156,7 +156,7 @@ func measureStreamRound(ctx context.Context, mib int, bin, dir string, log io.Wr
 			return r, fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
-	loaded, took, err := loadStream(ctx, src.Client(), mib)
+	loaded, took, err := loadHexRows(ctx, src.Client(), tableStream, client.One, mib)
 	if err != nil {
 		return r, err
 	}
@@ -219,9 +219,10 @@ func measureStreamRound(ctx context.Context, mib int, bin, dir string, log io.Wr
 	return r, os.RemoveAll(dir)
 }
 
-// loadStream writes rows of streamValueBytes random hex into tableStream through c until mib
-// MiB of key and value bytes are written, from 32 workers, and returns the bytes and the time.
-func loadStream(ctx context.Context, c *client.Client, mib int) (int64, time.Duration, error) {
+// loadHexRows writes rows of streamValueBytes random hex into table through c at consistency cl
+// until mib MiB of key and value bytes are written, from 32 workers, and returns the bytes and
+// the time.
+func loadHexRows(ctx context.Context, c *client.Client, table string, cl client.Consistency, mib int) (int64, time.Duration, error) {
 	rowBytes := int64(streamValueBytes + 16) // the value and about what the key adds
 	rows := (int64(mib) << 20) / rowBytes
 	start := time.Now()
@@ -231,12 +232,12 @@ func loadStream(ctx context.Context, c *client.Client, mib int) (int64, time.Dur
 		for j := range raw {
 			raw[j] = byte(rng.Uint32())
 		}
-		stmt := fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('s-%d', %d, '%s')", tableStream, i/streamRowsPerKey, i%streamRowsPerKey, hex.EncodeToString(raw[:]))
-		_, err := c.Execute(ctx, client.One, stmt)
+		stmt := fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('s-%d', %d, '%s')", table, i/streamRowsPerKey, i%streamRowsPerKey, hex.EncodeToString(raw[:]))
+		_, err := c.Execute(ctx, cl, stmt)
 		return err
 	})
 	if oc.Accepted != rows {
-		return 0, 0, fmt.Errorf("stream: loading %s: %d of %d rows written; first error: %s", tableStream, oc.Accepted, rows, oc.FirstError)
+		return 0, 0, fmt.Errorf("loading %s: %d of %d rows written; first error: %s", table, oc.Accepted, rows, oc.FirstError)
 	}
 	return rows * rowBytes, time.Since(start), ctx.Err()
 }
