@@ -24,7 +24,7 @@ import (
 // shadow a newer write the receiver already has (a write sent to it as a pending replica while
 // the range streamed); a merge operand is merged with it by the same rule as a write, so the
 // newer cell wins whichever arrived first. Ingestion never excises: a pending range may hold such
-// writes. A span's index entries (index.go) are written before its rows are ingested: an entry
+// writes. A file's index entries (index.go) are written before its span is ingested: an entry
 // without its row is skipped by reads, a row without its entry would be missed.
 
 // SSTStreamOptions bound the sstables StreamSSTables writes; the zero value means the defaults.
@@ -187,7 +187,7 @@ type SSTIngest struct {
 	path     string
 	size     int64
 	crc      uint32
-	index    *pebble.Batch // the span's index entries
+	index    *pebble.Batch // the index entries of the file being checked
 
 	entries, kvBytes uint64
 }
@@ -267,6 +267,9 @@ func (g *SSTIngest) add(ctx context.Context, p *replicapb.SSTablePart) error {
 		return fmt.Errorf("replica: streamed sstable: %w", err)
 	}
 	if err := g.check(ctx, g.path); err != nil {
+		return err
+	}
+	if err := g.writeIndex(); err != nil {
 		return err
 	}
 	if !p.GetSpanEnd() {
@@ -362,7 +365,28 @@ func (g *SSTIngest) check(ctx context.Context, path string) (err error) {
 	return nil
 }
 
-// ingest writes the span's index entries, durably, then ingests its files, and ends the span.
+// writeIndex writes the index entries of the file just checked, durably: before its rows are
+// ingested (an entry without its row is skipped by reads), and a file at a time, so that they
+// never hold more memory than a file's rows.
+func (g *SSTIngest) writeIndex() error {
+	if g.index == nil {
+		return nil
+	}
+	b := g.index
+	g.index = nil
+	defer b.Close()
+	g.s.closeMu.RLock()
+	defer g.s.closeMu.RUnlock()
+	if g.s.closed {
+		return errStoreClosed
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("replica: streamed sstables of table id %d tokens [%d, %d]: index: %w", g.table, g.from, g.to, err)
+	}
+	return nil
+}
+
+// ingest ingests the span's files, durably, and ends the span.
 func (g *SSTIngest) ingest(ctx context.Context) error {
 	if err := g.s.usable(); err != nil {
 		return err
@@ -374,13 +398,6 @@ func (g *SSTIngest) ingest(ctx context.Context) error {
 	defer g.s.closeMu.RUnlock()
 	if g.s.closed {
 		return errStoreClosed
-	}
-	if g.index != nil {
-		if err := g.index.Commit(pebble.Sync); err != nil {
-			return fmt.Errorf("replica: streamed sstables of table id %d tokens [%d, %d]: index: %w", g.table, g.from, g.to, err)
-		}
-		g.index.Close()
-		g.index = nil
 	}
 	if err := g.s.db.Ingest(ctx, g.files); err != nil {
 		return fmt.Errorf("replica: ingest streamed sstables of table id %d tokens [%d, %d]: %w", g.table, g.from, g.to, err)
