@@ -181,7 +181,7 @@ func (t *topology) Pull(ctx context.Context, req *replicapb.PullRequest, send fu
 	chunk := &replicapb.PullChunk{}
 	size := 0
 	flush := func() error {
-		if len(chunk.Entries) == 0 && len(chunk.PaxosEntries) == 0 {
+		if len(chunk.Entries) == 0 && len(chunk.PaxosEntries) == 0 && chunk.Sstable == nil {
 			return nil
 		}
 		if err := t.throttle(ctx, size); err != nil {
@@ -209,6 +209,17 @@ func (t *topology) Pull(ctx context.Context, req *replicapb.PullRequest, send fu
 					return nil
 				}); err != nil {
 					return err
+				}
+				if f := req.GetSstableFormat(); f != 0 && replica.CanStreamSSTables(f) { // see replica/sststream.go
+					n, _, err := t.n.store.StreamSSTables(schema.TableID(id), iv[0], iv[1], f, replica.SSTStreamOptions{PartBytes: streamChunkBytes}, func(p *replicapb.SSTablePart) error {
+						chunk.Sstable, size = p, size+len(p.Data)
+						return flush()
+					})
+					t.entriesSent.Add(uint64(n))
+					if err != nil {
+						return err
+					}
+					continue
 				}
 				err := t.n.store.ScanTokens(schema.TableID(id), iv[0], iv[1], func(k, v []byte) error {
 					chunk.Entries = append(chunk.Entries, &replicapb.Entry{Key: slices.Clone(k), Value: slices.Clone(v)})
@@ -275,8 +286,26 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 		return fmt.Errorf("token %d is in none of the ranges asked for", tok)
 	}
 	var batch []replica.StreamEntry
-	req := &replicapb.PullRequest{Ranges: rangesToWire(ranges), TableIds: ids, Requester: string(t.n.cluster.LocalID())}
+	ssts := t.n.store.NewSSTIngest(func(id schema.TableID, from, to int64) error {
+		for _, r := range ranges {
+			if iv := intervals(r); slices.ContainsFunc(iv, func(iv [2]int64) bool { return iv[0] <= from && to <= iv[1] }) {
+				return accept(id, from)
+			}
+		}
+		return fmt.Errorf("tokens [%d, %d] are in none of the ranges asked for", from, to)
+	}, t.n.schema)
+	req := &replicapb.PullRequest{Ranges: rangesToWire(ranges), TableIds: ids, Requester: string(t.n.cluster.LocalID()), SstableFormat: replica.SSTableFormat()}
 	err = internode.Stream(ctx, t.n.sender, internode.NodeID(src), req, func(chunk *replicapb.PullChunk) error {
+		if err := t.n.replica.ApplyStreamedPaxos(chunk.GetPaxosEntries(), accept); err != nil {
+			return fmt.Errorf("stream from %s: %w", src, err)
+		}
+		if p := chunk.GetSstable(); p != nil {
+			if err := ssts.Add(ctx, p); err != nil {
+				return fmt.Errorf("stream from %s: %w", src, err)
+			}
+			t.n.cfg.Testing.afterStreamChunk(reason)
+			return nil
+		}
 		batch = batch[:0]
 		for _, e := range chunk.GetEntries() {
 			batch = append(batch, replica.StreamEntry{Key: e.GetKey(), Value: e.GetValue()})
@@ -285,14 +314,15 @@ func (t *topology) fetch(ctx context.Context, src cluster.NodeID, ranges []clust
 		if err := t.n.store.ApplyStreamed(batch, accept, t.n.schema); err != nil {
 			return fmt.Errorf("stream from %s: %w", src, err)
 		}
-		if err := t.n.replica.ApplyStreamedPaxos(chunk.GetPaxosEntries(), accept); err != nil {
-			return fmt.Errorf("stream from %s: %w", src, err)
-		}
 		entries += uint64(len(batch))
 		t.n.cfg.Testing.afterStreamChunk(reason)
 		return nil
 	})
-	if err != nil {
+	if cerr := ssts.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("stream from %s: %w", src, cerr)
+	}
+	n, kv := ssts.Received()
+	if entries, bytes = entries+n, bytes+kv; err != nil {
 		return entries, bytes, err
 	}
 	t.entriesReceived.Add(entries)

@@ -17,8 +17,9 @@ import (
 
 // Secondary indexes (data format 12), node-local as Cassandra's: each replica indexes the rows it
 // holds. An index entry is a key of its own in the reserved key space of table id 0, written in
-// the same batch as the cell it indexes (Apply, ApplyStreamed), so hints, repair, read repair,
-// streaming and snapshots' restore keep the index beside the data without a step of their own:
+// the same batch as the cell it indexes (Apply, ApplyStreamed; for a span streamed as sstables,
+// durably before the span is ingested: sststream.go), so hints, repair, read repair, streaming
+// and snapshots' restore keep the index beside the data without a step of their own:
 //
 //	8 zero bytes, 'X'   indexPrefix
 //	table id            8 bytes, big-endian

@@ -55,6 +55,12 @@ type Store struct {
 	// paxosFence is the durable bound on the ballots of unsynced promises (paxos.go).
 	paxosFence paxosFence
 
+	// po is the options the database was opened with: streamed sstables are written and read
+	// with its comparer, merger and block settings (sststream.go).
+	po *pebble.Options
+	// ingestSeq numbers the streamed sstables written under ingestDir.
+	ingestSeq atomic.Uint64
+
 	// closeMu keeps Close from closing the database under a metrics scrape.
 	closeMu sync.RWMutex
 	closed  bool
@@ -78,6 +84,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	// A write that meets a full disk raises the low-disk level at once, before the next check.
 	po := opts.pebbleOptions(vfs.OnDiskFull(opts.FS, s.space.full), log)
 	po.EventListener = s.eventListener(log)
+	po.EnsureDefaults()
+	s.po = po
 	fresh := fresh(opts.FS, dir)
 	format := 0 // a new store: record the version
 	if !fresh {
@@ -134,6 +142,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if format != FormatVersion && !fresh && opts.Logger != nil {
 		opts.Logger.Info("storage: upgraded the data format", "component", "pebble", "dir", dir, "from", format, "to", FormatVersion)
+	}
+	// Streamed sstables a stream that did not finish left (a crash, a kill) are never ingested.
+	if err := opts.FS.RemoveAll(ingestDir(opts.FS, dir)); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("replica: open store in %s: remove unfinished streamed sstables: %w", dir, err)
 	}
 	marked, err := hasUnrepairedMark(opts.FS, dir)
 	if err != nil {

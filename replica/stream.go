@@ -15,7 +15,8 @@ import (
 // the write timestamp and the tombstone flag. The receiver merges them with the same
 // last-write-wins merge operator as writes, so a streamed entry never overwrites a newer write the
 // receiver already has (a write sent to it as a pending replica), tombstones travel with the data
-// they shadow, and streaming a range twice is harmless.
+// they shadow, and streaming a range twice is harmless. This is the path of a peer of an older
+// release; sststream.go streams the same entries as sstables.
 
 // StreamEntry is one storage entry: its key (see key.go) and stored value (see value.go).
 type StreamEntry struct {

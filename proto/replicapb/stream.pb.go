@@ -92,7 +92,11 @@ type PullRequest struct {
 	// The tables to stream, by id; the receiver names the tables its schema knows.
 	TableIds []uint64 `protobuf:"varint,2,rep,packed,name=table_ids,json=tableIds,proto3" json:"table_ids,omitempty"`
 	// The requesting node's id, for the source's logs.
-	Requester     string `protobuf:"bytes,3,opt,name=requester,proto3" json:"requester,omitempty"`
+	Requester string `protobuf:"bytes,3,opt,name=requester,proto3" json:"requester,omitempty"`
+	// The newest pebble sstable format the requester ingests (sstable.TableFormat), or 0 when it
+	// takes rows only as entries (a release before sstable streaming): with it set, the source
+	// sends rows as sstables of merge operands (PullChunk.sstable) in a format no newer than it.
+	SstableFormat uint32 `protobuf:"varint,4,opt,name=sstable_format,json=sstableFormat,proto3" json:"sstable_format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -146,6 +150,13 @@ func (x *PullRequest) GetRequester() string {
 		return x.Requester
 	}
 	return ""
+}
+
+func (x *PullRequest) GetSstableFormat() uint32 {
+	if x != nil {
+		return x.SstableFormat
+	}
+	return 0
 }
 
 type Entry struct {
@@ -206,7 +217,13 @@ type PullChunk struct {
 	// The Paxos states (lightweight transactions' promises, accepted proposals and commits) of the
 	// streamed partitions, keyed as the source stores them: the receiver merges them with its own,
 	// so that an accepted proposal reaches the range's new owner before it serves.
-	PaxosEntries  []*Entry `protobuf:"bytes,2,rep,name=paxos_entries,json=paxosEntries,proto3" json:"paxos_entries,omitempty"`
+	PaxosEntries []*Entry `protobuf:"bytes,2,rep,name=paxos_entries,json=paxosEntries,proto3" json:"paxos_entries,omitempty"`
+	// The next bytes of an sstable of the rows of one table in one token span, when the request
+	// set sstable_format. Every point of such an sstable is a merge operand of kvnode's
+	// last-write-wins merge (never a set, deletion or range key), so that the receiver, which
+	// ingests it with a sequence number newer than anything it holds, merges it with its own
+	// rows exactly as it would merge a write.
+	Sstable       *SSTablePart `protobuf:"bytes,3,opt,name=sstable,proto3" json:"sstable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -255,6 +272,113 @@ func (x *PullChunk) GetPaxosEntries() []*Entry {
 	return nil
 }
 
+func (x *PullChunk) GetSstable() *SSTablePart {
+	if x != nil {
+		return x.Sstable
+	}
+	return nil
+}
+
+// SSTablePart is a piece of a streamed sstable. A span's sstables arrive one after another, each
+// in parts in order; the receiver ingests the span's files together, at its end, after the Paxos
+// states of the span (which travel as paxos_entries before it).
+type SSTablePart struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TableId uint64                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// The inclusive token interval [token_from, token_to] of the span: every key of the file is a
+	// key of table_id with a token in it.
+	TokenFrom int64 `protobuf:"varint,2,opt,name=token_from,json=tokenFrom,proto3" json:"token_from,omitempty"`
+	TokenTo   int64 `protobuf:"varint,3,opt,name=token_to,json=tokenTo,proto3" json:"token_to,omitempty"`
+	// The file's next bytes.
+	Data []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// The file ends with this part, whose crc32c is the CRC-32C (Castagnoli) of the whole file.
+	FileEnd bool   `protobuf:"varint,5,opt,name=file_end,json=fileEnd,proto3" json:"file_end,omitempty"`
+	Crc32C  uint32 `protobuf:"fixed32,6,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	// The span ends with this part (file_end is set too): the receiver ingests the span's files.
+	SpanEnd       bool `protobuf:"varint,7,opt,name=span_end,json=spanEnd,proto3" json:"span_end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SSTablePart) Reset() {
+	*x = SSTablePart{}
+	mi := &file_stream_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SSTablePart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SSTablePart) ProtoMessage() {}
+
+func (x *SSTablePart) ProtoReflect() protoreflect.Message {
+	mi := &file_stream_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SSTablePart.ProtoReflect.Descriptor instead.
+func (*SSTablePart) Descriptor() ([]byte, []int) {
+	return file_stream_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SSTablePart) GetTableId() uint64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *SSTablePart) GetTokenFrom() int64 {
+	if x != nil {
+		return x.TokenFrom
+	}
+	return 0
+}
+
+func (x *SSTablePart) GetTokenTo() int64 {
+	if x != nil {
+		return x.TokenTo
+	}
+	return 0
+}
+
+func (x *SSTablePart) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *SSTablePart) GetFileEnd() bool {
+	if x != nil {
+		return x.FileEnd
+	}
+	return false
+}
+
+func (x *SSTablePart) GetCrc32C() uint32 {
+	if x != nil {
+		return x.Crc32C
+	}
+	return 0
+}
+
+func (x *SSTablePart) GetSpanEnd() bool {
+	if x != nil {
+		return x.SpanEnd
+	}
+	return false
+}
+
 // FetchRequest (kind fetch) asks the receiving node to pull ranges from source and apply them; it
 // answers once every entry is durably applied.
 type FetchRequest struct {
@@ -270,7 +394,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_stream_proto_msgTypes[4]
+	mi := &file_stream_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -282,7 +406,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stream_proto_msgTypes[4]
+	mi := &file_stream_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -295,7 +419,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_stream_proto_rawDescGZIP(), []int{4}
+	return file_stream_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FetchRequest) GetSource() string {
@@ -329,7 +453,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_stream_proto_msgTypes[5]
+	mi := &file_stream_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +465,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stream_proto_msgTypes[5]
+	mi := &file_stream_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +478,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_stream_proto_rawDescGZIP(), []int{5}
+	return file_stream_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FetchResponse) GetEntries() uint64 {
@@ -382,7 +506,7 @@ type ViewRequest struct {
 
 func (x *ViewRequest) Reset() {
 	*x = ViewRequest{}
-	mi := &file_stream_proto_msgTypes[6]
+	mi := &file_stream_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +518,7 @@ func (x *ViewRequest) String() string {
 func (*ViewRequest) ProtoMessage() {}
 
 func (x *ViewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stream_proto_msgTypes[6]
+	mi := &file_stream_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +531,7 @@ func (x *ViewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewRequest.ProtoReflect.Descriptor instead.
 func (*ViewRequest) Descriptor() ([]byte, []int) {
-	return file_stream_proto_rawDescGZIP(), []int{6}
+	return file_stream_proto_rawDescGZIP(), []int{7}
 }
 
 type MemberView struct {
@@ -422,7 +546,7 @@ type MemberView struct {
 
 func (x *MemberView) Reset() {
 	*x = MemberView{}
-	mi := &file_stream_proto_msgTypes[7]
+	mi := &file_stream_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +558,7 @@ func (x *MemberView) String() string {
 func (*MemberView) ProtoMessage() {}
 
 func (x *MemberView) ProtoReflect() protoreflect.Message {
-	mi := &file_stream_proto_msgTypes[7]
+	mi := &file_stream_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +571,7 @@ func (x *MemberView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberView.ProtoReflect.Descriptor instead.
 func (*MemberView) Descriptor() ([]byte, []int) {
-	return file_stream_proto_rawDescGZIP(), []int{7}
+	return file_stream_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MemberView) GetId() string {
@@ -483,7 +607,7 @@ type ViewResponse struct {
 
 func (x *ViewResponse) Reset() {
 	*x = ViewResponse{}
-	mi := &file_stream_proto_msgTypes[8]
+	mi := &file_stream_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +619,7 @@ func (x *ViewResponse) String() string {
 func (*ViewResponse) ProtoMessage() {}
 
 func (x *ViewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stream_proto_msgTypes[8]
+	mi := &file_stream_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +632,7 @@ func (x *ViewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewResponse.ProtoReflect.Descriptor instead.
 func (*ViewResponse) Descriptor() ([]byte, []int) {
-	return file_stream_proto_rawDescGZIP(), []int{8}
+	return file_stream_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ViewResponse) GetId() string {
@@ -540,17 +664,28 @@ const file_stream_proto_rawDesc = "" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x03R\x03end\"\x7f\n" +
+	"\x03end\x18\x02 \x01(\x03R\x03end\"\xa6\x01\n" +
 	"\vPullRequest\x125\n" +
 	"\x06ranges\x18\x01 \x03(\v2\x1d.kvnode.replica.v1.TokenRangeR\x06ranges\x12\x1b\n" +
 	"\ttable_ids\x18\x02 \x03(\x04R\btableIds\x12\x1c\n" +
-	"\trequester\x18\x03 \x01(\tR\trequester\"/\n" +
+	"\trequester\x18\x03 \x01(\tR\trequester\x12%\n" +
+	"\x0esstable_format\x18\x04 \x01(\rR\rsstableFormat\"/\n" +
 	"\x05Entry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"~\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\xb8\x01\n" +
 	"\tPullChunk\x122\n" +
 	"\aentries\x18\x01 \x03(\v2\x18.kvnode.replica.v1.EntryR\aentries\x12=\n" +
-	"\rpaxos_entries\x18\x02 \x03(\v2\x18.kvnode.replica.v1.EntryR\fpaxosEntries\"u\n" +
+	"\rpaxos_entries\x18\x02 \x03(\v2\x18.kvnode.replica.v1.EntryR\fpaxosEntries\x128\n" +
+	"\asstable\x18\x03 \x01(\v2\x1e.kvnode.replica.v1.SSTablePartR\asstable\"\xc4\x01\n" +
+	"\vSSTablePart\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x04R\atableId\x12\x1d\n" +
+	"\n" +
+	"token_from\x18\x02 \x01(\x03R\ttokenFrom\x12\x19\n" +
+	"\btoken_to\x18\x03 \x01(\x03R\atokenTo\x12\x12\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x19\n" +
+	"\bfile_end\x18\x05 \x01(\bR\afileEnd\x12\x16\n" +
+	"\x06crc32c\x18\x06 \x01(\aR\x06crc32c\x12\x19\n" +
+	"\bspan_end\x18\a \x01(\bR\aspanEnd\"u\n" +
 	"\fFetchRequest\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x125\n" +
 	"\x06ranges\x18\x02 \x03(\v2\x1d.kvnode.replica.v1.TokenRangeR\x06ranges\x12\x16\n" +
@@ -582,29 +717,31 @@ func file_stream_proto_rawDescGZIP() []byte {
 	return file_stream_proto_rawDescData
 }
 
-var file_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_stream_proto_goTypes = []any{
 	(*TokenRange)(nil),    // 0: kvnode.replica.v1.TokenRange
 	(*PullRequest)(nil),   // 1: kvnode.replica.v1.PullRequest
 	(*Entry)(nil),         // 2: kvnode.replica.v1.Entry
 	(*PullChunk)(nil),     // 3: kvnode.replica.v1.PullChunk
-	(*FetchRequest)(nil),  // 4: kvnode.replica.v1.FetchRequest
-	(*FetchResponse)(nil), // 5: kvnode.replica.v1.FetchResponse
-	(*ViewRequest)(nil),   // 6: kvnode.replica.v1.ViewRequest
-	(*MemberView)(nil),    // 7: kvnode.replica.v1.MemberView
-	(*ViewResponse)(nil),  // 8: kvnode.replica.v1.ViewResponse
+	(*SSTablePart)(nil),   // 4: kvnode.replica.v1.SSTablePart
+	(*FetchRequest)(nil),  // 5: kvnode.replica.v1.FetchRequest
+	(*FetchResponse)(nil), // 6: kvnode.replica.v1.FetchResponse
+	(*ViewRequest)(nil),   // 7: kvnode.replica.v1.ViewRequest
+	(*MemberView)(nil),    // 8: kvnode.replica.v1.MemberView
+	(*ViewResponse)(nil),  // 9: kvnode.replica.v1.ViewResponse
 }
 var file_stream_proto_depIdxs = []int32{
 	0, // 0: kvnode.replica.v1.PullRequest.ranges:type_name -> kvnode.replica.v1.TokenRange
 	2, // 1: kvnode.replica.v1.PullChunk.entries:type_name -> kvnode.replica.v1.Entry
 	2, // 2: kvnode.replica.v1.PullChunk.paxos_entries:type_name -> kvnode.replica.v1.Entry
-	0, // 3: kvnode.replica.v1.FetchRequest.ranges:type_name -> kvnode.replica.v1.TokenRange
-	7, // 4: kvnode.replica.v1.ViewResponse.members:type_name -> kvnode.replica.v1.MemberView
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	4, // 3: kvnode.replica.v1.PullChunk.sstable:type_name -> kvnode.replica.v1.SSTablePart
+	0, // 4: kvnode.replica.v1.FetchRequest.ranges:type_name -> kvnode.replica.v1.TokenRange
+	8, // 5: kvnode.replica.v1.ViewResponse.members:type_name -> kvnode.replica.v1.MemberView
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_stream_proto_init() }
@@ -618,7 +755,7 @@ func file_stream_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stream_proto_rawDesc), len(file_stream_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,11 +4,12 @@
 //	go run ./test/perf --json            # one JSON object (Result) instead
 //	go run ./test/perf --save perf.json  # the tables, and the JSON object written to perf.json
 //	go run ./test/perf --quick           # a smoke run of a few seconds per part
-//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit, counterlimit, replicated, stream, scaling, bigread, memory
+//	go run ./test/perf --parts reject    # only some parts: hot, reject, overhead, overload, levels, floor, lwt, lwtlimit, counterlimit, replicated, stream, scaling, bigread, memory, repair
 //	go run ./test/perf --parts lwt,lwtlimit  # the lightweight transactions' parts, which run only when named
 //	go run ./test/perf --parts counterlimit  # a hot counter partition under its limit, likewise
 //	go run ./test/perf --parts replicated,stream  # RF-3 against RF-1 writes, and streaming, likewise
 //	go run ./test/perf --parts scaling,bigread,memory --size 1GiB  # the scaling curves, likewise
+//	go run ./test/perf --parts repair --repair-mib 1024  # repair of a 1-GiB node missing 1 % of its rows
 //
 // It builds cmd/kvnode, starts kvnode serve processes on loopback (node i on 127.0.0.(i+1), every
 // listener on a port shared by all nodes, as CQL drivers expect; data in a temporary directory,
@@ -114,10 +115,11 @@
 //  11. stream: bootstrap streaming against a local rewrite (stream_over_local_rewrite): per
 //     round, one node (RF 1, --sync=false) loaded with --stream-mib MiB (64 by default) of
 //     1,000-byte rows, a second node joining it (--sync=true) with --stream-throughput at 1 TiB/s
-//     (off), its stream timed from its log (from "bootstrapping" to "bootstrap streamed", less
-//     its 10-ms write timeout, the wait for writes in flight); then, both stopped, a copy (cp -r,
-//     timed for information) of the first node's pebble directory opened read-only, the joiner's
-//     span iterated as a sender does (replica.Store.ScanTokens) and written as sstables of merge
+//     (off), taking sstables of merge operands that it checks and ingests per span, its stream
+//     timed from its log (from "bootstrapping" to "bootstrap streamed", less its 10-ms write
+//     timeout, the wait for writes in flight); then, both stopped, a copy (cp -r, timed for
+//     information) of the first node's pebble directory opened read-only, the joiner's span
+//     iterated as a sender does (replica.Store.ScanTokens) and written as sstables of merge
 //     operands, one per key span, each synced. MiB are key and value bytes on both sides; the
 //     headline is the median of the rounds' ratios of MiB/s.
 //  12. scaling: write and read throughput, p99 and server CPU on one node (RF 1) and on three
@@ -134,6 +136,12 @@
 //  14. memory: one node's resident set (/proc) and Go heap (its /metrics) with its table
 //     empty, then loaded likewise with --memory-partitions partitions (10M) of one row of 16
 //     bytes: idle after its restart, and after 5 s of point reads at 1,000/s.
+//  15. repair: a node missing 1 % of its rows repaired: two nodes (RF 2, --sync=false, the
+//     automatic repair off, the stream throttle off) loaded with --repair-mib MiB (64 by default)
+//     of the stream part's rows at QUORUM; the second stopped (SIGTERM), every 100th partition in
+//     token order deleted from its store (their key and value bytes counted), started again and
+//     repaired through the Repair service as `kvnode repair` calls it: repair_s, repair_s_per_gib,
+//     and streamed_mib (the repair's bytes_streamed) over missing_mib (moved_over_missing).
 //
 // Every run ends with the issues' "done when" targets against what it measured (Result.Targets).
 //

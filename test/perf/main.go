@@ -90,6 +90,8 @@ type settings struct {
 
 	// Scaling curves: throughput per core at 1 and 3 nodes, reads as data grows, memory (issue 36).
 	Curves curvesSettings `json:"curves"`
+	// Repair of a node missing some of its rows (issue 36).
+	Repair repairSettings `json:"repair"`
 }
 
 // MarshalJSON encodes o with its durations in seconds.
@@ -172,6 +174,7 @@ func fullSettings() settings {
 		Curves: curvesSettings{Rounds: 3, Phase: 2 * time.Second, Warm: time.Second, Workers: 32, Partitions: 1000,
 			BigSizes: []int64{1 << 30}, BigValueBytes: 1000, BigRowsPerPartition: 16, BigRate: 1000, BigRounds: 3, BigPhase: 5 * time.Second,
 			MemPartitions: 10_000_000, MemReadPhase: 5 * time.Second},
+		Repair:     repairSettings{MiB: 64, Missing: 1},
 	}
 }
 
@@ -199,6 +202,7 @@ func quickSettings() settings {
 		Curves: curvesSettings{Rounds: 1, Phase: 500 * time.Millisecond, Warm: 200 * time.Millisecond, Workers: 8, Partitions: 100,
 			BigSizes: []int64{16 << 20}, BigValueBytes: 1000, BigRowsPerPartition: 16, BigRate: 200, BigRounds: 1, BigPhase: time.Second,
 			MemPartitions: 100_000, MemReadPhase: time.Second},
+		Repair:     repairSettings{MiB: 4, Missing: 1},
 	}
 }
 
@@ -247,7 +251,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	streamMiB := fs.Int("stream-mib", 0, "`MiB` of rows the stream part loads into the node the joiner streams from (0: 64, or 4 with --quick; 1024 for 1 GiB)")
 	sizes := fs.String("size", "", "comma-separated `sizes` of the bigread part's node, such as 1GiB or 64MiB,1GiB (empty: 1GiB, or 16MiB with --quick; at most 12GiB each)")
 	memParts := fs.Int64("memory-partitions", 0, "`partitions` the memory part loads (0: 10,000,000, or 100,000 with --quick)")
-	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span), scaling (throughput per server core at 1 and 3 nodes), bigread (point-read p99 of one node loaded by ingestion with --size), memory (one node's memory at --memory-partitions); the numbers of a part not run are 0")
+	repairMiB := fs.Int("repair-mib", 0, "`MiB` of rows the repair part loads into its 2 nodes at RF 2 (0: 64, or 4 with --quick; 1024 for 1 GiB)")
+	partsFlag := fs.String("parts", strings.Join(defaultParts, ","), "comma-separated `parts` to run: hot (hot partition vs background), reject (rejection cost), overhead (limiter overhead), overload (one node offered 10× what it serves), levels (service levels across coordinators), floor (native OPTIONS against a minimal server), lwt (LWTs against QUORUM writes), lwtlimit (a hot partition's LWTs under its write limit), counterlimit (a hot counter partition's increments under its write limit), replicated (server CPU of an RF-3 QUORUM write over an RF-1 write), stream (bootstrap streaming against a local sstable rewrite of the same span), scaling (throughput per server core at 1 and 3 nodes), bigread (point-read p99 of one node loaded by ingestion with --size), memory (one node's memory at --memory-partitions), repair (a node missing 1 % of its rows repaired); the numbers of a part not run are 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -295,6 +300,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *memParts > 0:
 		s.Curves.MemPartitions = *memParts
 	}
+	switch {
+	case *repairMiB < 0 || *repairMiB > 16<<10:
+		return fmt.Errorf("--repair-mib %d: want 1 to %d MiB (0 for the default)", *repairMiB, 16<<10)
+	case *repairMiB > 0:
+		s.Repair.MiB = *repairMiB
+	}
 	if *rejectRate > 0 {
 		s.RejectRate = *rejectRate
 		s.RejectConcurrency = 64
@@ -326,7 +337,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // the lightweight transactions', the counters', the replicated writes' and streaming's (their
 // own clusters, named with --parts lwt,lwtlimit,counterlimit,replicated,stream).
 var (
-	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit", "replicated", "stream", "scaling", "bigread", "memory"}
+	allParts     = []string{"hot", "reject", "overhead", "overload", "levels", "floor", "lwt", "lwtlimit", "counterlimit", "replicated", "stream", "scaling", "bigread", "memory", "repair"}
 	defaultParts = allParts[:6]
 )
 
@@ -459,6 +470,11 @@ func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writ
 	}
 	if s.has("scaling") || s.has("bigread") || s.has("memory") {
 		if err := curvesPart(ctx, s, bin, root, res, log); err != nil {
+			return nil, err
+		}
+	}
+	if s.has("repair") {
+		if err := repairPart(ctx, s, bin, root, res, log); err != nil {
 			return nil, err
 		}
 	}

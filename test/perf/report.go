@@ -92,6 +92,9 @@ type Result struct {
 	Stream                 *streamResult `json:"stream,omitempty"`
 	// Curves holds the scaling curves (parts scaling, bigread and memory).
 	Curves *curvesResult `json:"curves,omitempty"`
+	// Repair of a node missing some rows (part repair): its time, and the bytes it moved over
+	// the bytes missing.
+	Repair *repairResult `json:"repair,omitempty"`
 	// Targets are the issues' "done when" criteria against this run.
 	Targets []target `json:"targets"`
 
@@ -659,6 +662,9 @@ func (r *Result) writeText(w io.Writer) error {
 	if r.Curves != nil {
 		r.Curves.writeText(&b, s.Curves)
 	}
+	if r.Repair != nil {
+		r.Repair.writeText(&b, s.Repair)
+	}
 
 	fmt.Fprintf(&b, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -756,6 +762,9 @@ func (r *Result) targets() []target {
 	}
 	if r.Stream != nil {
 		ts = append(ts, r.Stream.targets()...)
+	}
+	if r.Repair != nil {
+		ts = append(ts, r.Repair.targets()...)
 	}
 	return ts
 }

@@ -120,8 +120,9 @@ func streamPart(ctx context.Context, s settings, bin, root string, res *Result, 
 }
 
 // measureStreamRound loads one node (RF 1, --sync=false: the sender only reads) under dir with
-// mib MiB of rows, has a second node join it (--sync=true, serve's default: each streamed chunk
-// it applies is synced, as the local rewrite syncs its files) with the stream throttle off and times its bootstrap stream from its log
+// mib MiB of rows, has a second node join it (--sync=true, serve's default; the source sends
+// sstables of merge operands, which the joiner syncs, checks and ingests per span, as the local
+// rewrite syncs its files) with the stream throttle off and times its bootstrap stream from its log
 // (its wait for writes in flight left out: joinerWriteTimeout), then stops both and measures,
 // on a copy of the first node's pebble directory, iterating the span the joiner took and
 // writing it as sstables, and cp of the directory.
@@ -155,7 +156,7 @@ func measureStreamRound(ctx context.Context, mib int, bin, dir string, log io.Wr
 			return r, fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
-	loaded, took, err := loadStream(ctx, src.Client(), mib)
+	loaded, took, err := loadHexRows(ctx, src.Client(), tableStream, client.One, mib)
 	if err != nil {
 		return r, err
 	}
@@ -218,9 +219,10 @@ func measureStreamRound(ctx context.Context, mib int, bin, dir string, log io.Wr
 	return r, os.RemoveAll(dir)
 }
 
-// loadStream writes rows of streamValueBytes random hex into tableStream through c until mib
-// MiB of key and value bytes are written, from 32 workers, and returns the bytes and the time.
-func loadStream(ctx context.Context, c *client.Client, mib int) (int64, time.Duration, error) {
+// loadHexRows writes rows of streamValueBytes random hex into table through c at consistency cl
+// until mib MiB of key and value bytes are written, from 32 workers, and returns the bytes and
+// the time.
+func loadHexRows(ctx context.Context, c *client.Client, table string, cl client.Consistency, mib int) (int64, time.Duration, error) {
 	rowBytes := int64(streamValueBytes + 16) // the value and about what the key adds
 	rows := (int64(mib) << 20) / rowBytes
 	start := time.Now()
@@ -230,12 +232,12 @@ func loadStream(ctx context.Context, c *client.Client, mib int) (int64, time.Dur
 		for j := range raw {
 			raw[j] = byte(rng.Uint32())
 		}
-		stmt := fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('s-%d', %d, '%s')", tableStream, i/streamRowsPerKey, i%streamRowsPerKey, hex.EncodeToString(raw[:]))
-		_, err := c.Execute(ctx, client.One, stmt)
+		stmt := fmt.Sprintf("INSERT INTO %s (k, c, v) VALUES ('s-%d', %d, '%s')", table, i/streamRowsPerKey, i%streamRowsPerKey, hex.EncodeToString(raw[:]))
+		_, err := c.Execute(ctx, cl, stmt)
 		return err
 	})
 	if oc.Accepted != rows {
-		return 0, 0, fmt.Errorf("stream: loading %s: %d of %d rows written; first error: %s", tableStream, oc.Accepted, rows, oc.FirstError)
+		return 0, 0, fmt.Errorf("loading %s: %d of %d rows written; first error: %s", table, oc.Accepted, rows, oc.FirstError)
 	}
 	return rows * rowBytes, time.Since(start), ctx.Err()
 }
