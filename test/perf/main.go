@@ -174,7 +174,7 @@ func fullSettings() settings {
 		Curves: curvesSettings{Rounds: 3, Phase: 2 * time.Second, Warm: time.Second, Workers: 32, Partitions: 1000,
 			BigSizes: []int64{1 << 30}, BigValueBytes: 1000, BigRowsPerPartition: 16, BigRate: 1000, BigRounds: 3, BigPhase: 5 * time.Second,
 			MemPartitions: 10_000_000, MemReadPhase: 5 * time.Second},
-		Repair:     repairSettings{MiB: 64, Missing: 1},
+		Repair: repairSettings{MiB: 64, Missing: 1},
 	}
 }
 
@@ -202,7 +202,7 @@ func quickSettings() settings {
 		Curves: curvesSettings{Rounds: 1, Phase: 500 * time.Millisecond, Warm: 200 * time.Millisecond, Workers: 8, Partitions: 100,
 			BigSizes: []int64{16 << 20}, BigValueBytes: 1000, BigRowsPerPartition: 16, BigRate: 200, BigRounds: 1, BigPhase: time.Second,
 			MemPartitions: 100_000, MemReadPhase: time.Second},
-		Repair:     repairSettings{MiB: 4, Missing: 1},
+		Repair: repairSettings{MiB: 4, Missing: 1},
 	}
 }
 
