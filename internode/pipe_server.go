@@ -26,7 +26,7 @@ type pipeServers struct {
 // request on a pooled goroutine; each queues its answer, and the one that finds no write under way
 // writes what all have queued, batched (flush).
 type pipeServer struct {
-	ss    grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]
+	ss    pipeServerStream
 	slots chan struct{} // one token per request in flight, freed once its answer is written
 
 	// sendMu is held by the goroutine writing on the stream; batch and sent are its.
@@ -61,9 +61,22 @@ func (m *Mux) Drain() {
 	}
 }
 
+// pipeServerStream is a pipe's stream, the server's end: a gRPC Pipe stream, or a framed
+// connection (framed.go). Recv's error is Canceled once the caller ended the pipe.
+type pipeServerStream interface {
+	Recv() (*replicapb.PipeRequests, error)
+	Send(*replicapb.PipeResponses) error
+}
+
 // Pipe implements replicapb.InternodeServer: it serves the Call requests of a pipe (see pipe.go)
 // until the caller ends it.
 func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]) error {
+	return m.servePipe(ss.Context(), ss)
+}
+
+// servePipe serves the pipe of stream ss, whose context is sctx, until its caller ends it or
+// sctx ends.
+func (m *Mux) servePipe(sctx context.Context, ss pipeServerStream) error {
 	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]context.CancelFunc{}}
 	m.pipes.mu.Lock()
 	if m.pipes.open == nil {
@@ -81,7 +94,7 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 		m.pipes.mu.Unlock()
 	}()
 
-	ctx, cancel := context.WithCancel(ss.Context())
+	ctx, cancel := context.WithCancel(sctx)
 	// The handlers run on reused goroutines, whose stacks, grown by a replica's call chain,
 	// serve request after request (internal/gopool says why).
 	pool := gopool.New(gopool.IdleTimeout)
