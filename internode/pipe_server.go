@@ -36,6 +36,9 @@ type pipeServer struct {
 
 	mu       sync.Mutex
 	inFlight map[uint64]context.CancelFunc
+	running  int  // handlers running, which will answer
+	delayed  bool // answers wait for the handlers running, at most pipeAnswerDelay (delay)
+	delay    *time.Timer
 	queue    []queuedAnswer
 	closing  bool // a closing message is to be sent
 	stopped  bool // the handler returned: nothing more is written
@@ -103,6 +106,11 @@ func (m *Mux) servePipe(sctx context.Context, ss pipeServerStream) error {
 	err := ps.read(ctx, m, pool, &handlers)
 	cancel()
 	handlers.Wait()
+	ps.mu.Lock()
+	if ps.delay != nil {
+		ps.delay.Stop()
+	}
+	ps.mu.Unlock()
 	ps.sendMu.Lock()
 	ps.flushLocked()
 	ps.mu.Lock()
@@ -162,6 +170,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				continue
 			}
 			ps.inFlight[id] = rcancel
+			ps.running++
 			ps.mu.Unlock()
 			handlers.Add(1)
 			req := r.GetRequest()
@@ -189,7 +198,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				default:
 					a.Response = resp
 				}
-				ps.answer(a, true, size)
+				ps.handled(a, size)
 			})
 		}
 	}
@@ -208,6 +217,42 @@ type queuedAnswer struct {
 func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool, size int) {
 	ps.mu.Lock()
 	ps.queue = append(ps.queue, queuedAnswer{a, holding, size + len(a.GetMessage()) + 16})
+	ps.mu.Unlock()
+	ps.flush()
+}
+
+// pipeAnswerDelay bounds how long a handler's answer may wait for those of the other handlers
+// running on its pipe, to go out in the same write (handled).
+const pipeAnswerDelay = 100 * time.Microsecond
+
+// handled queues a handler's answer a, of size bytes. The last of the handlers running writes
+// the answers: one write for the answers of requests that ran together, instead of one each
+// (on loopback, a write costs its sender the receiver's part of the work too). An answer waits
+// at most pipeAnswerDelay for the others, so a slow handler does not hold up the fast ones.
+func (ps *pipeServer) handled(a *replicapb.PipeResponse, size int) {
+	ps.mu.Lock()
+	ps.queue = append(ps.queue, queuedAnswer{a, true, size + len(a.GetMessage()) + 16})
+	ps.running--
+	wait := ps.running > 0
+	arm := wait && !ps.delayed
+	if arm {
+		ps.delayed = true
+		if ps.delay == nil {
+			ps.delay = time.AfterFunc(pipeAnswerDelay, ps.flushDelayed)
+		} else {
+			ps.delay.Reset(pipeAnswerDelay)
+		}
+	}
+	ps.mu.Unlock()
+	if !wait {
+		ps.flush()
+	}
+}
+
+// flushDelayed writes the answers that waited pipeAnswerDelay.
+func (ps *pipeServer) flushDelayed() {
+	ps.mu.Lock()
+	ps.delayed = false
 	ps.mu.Unlock()
 	ps.flush()
 }
@@ -251,6 +296,10 @@ func (ps *pipeServer) flushLocked() {
 		ps.queue = ps.queue[n:]
 		if len(ps.queue) == 0 {
 			ps.queue = nil
+		}
+		if ps.delayed && len(ps.queue) == 0 {
+			ps.delayed = false
+			ps.delay.Stop() // what it waited for goes now
 		}
 		ps.batch.Closing = ps.closing
 		ps.closing = false
