@@ -125,7 +125,8 @@ func (fc *framedConn) readFrame(idle time.Duration) ([]byte, error) {
 	return fc.rbuf, nil
 }
 
-// writeFrame writes m as one frame (nil: a ping), in one write.
+// writeFrame writes m as one frame (nil: a ping), in one write; a failed write closes the
+// connection.
 func (fc *framedConn) writeFrame(m proto.Message) error {
 	fc.wmu.Lock()
 	defer fc.wmu.Unlock()
@@ -147,6 +148,9 @@ func (fc *framedConn) writeFrame(m proto.Message) error {
 	_, err := fc.c.Write(b)
 	if cap(b) <= 4*framedReadBuffer {
 		fc.wbuf = b // a large frame's buffer is not kept
+	}
+	if err != nil {
+		fc.c.Close() // a frame may be half written: the reader ends too
 	}
 	return err
 }
