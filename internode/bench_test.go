@@ -133,19 +133,47 @@ func BenchmarkCall(b *testing.B) {
 			}
 		}
 	})
-	b.Run("internode-Call", func(b *testing.B) {
-		m := NewMux()
-		Handle(m, mutateOKResponse)
-		book := &addrBook{}
-		book.set("n2", serve(b, m))
-		s := newSender(b, Options{Self: "n1", Addresses: book})
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := Call[*replicapb.MutateResponse](ctx, s, "n2", req); err != nil {
-				b.Fatal(err)
-			}
+	// internode-Call goes on the framed protocol, internode-Call-grpc-pipe on a gRPC Pipe stream
+	// (a peer without the framed protocol); -parallel with 16 callers at once per CPU.
+	for _, framed := range []bool{true, false} {
+		name := "internode-Call"
+		if !framed {
+			name += "-grpc-pipe"
 		}
-	})
+		sender := func(b *testing.B) *Sender {
+			m := NewMux()
+			Handle(m, mutateOKResponse)
+			book := &addrBook{}
+			if framed {
+				book.set("n2", serveFramed(b, m))
+			} else {
+				book.set("n2", serve(b, m))
+			}
+			return newSender(b, Options{Self: "n1", Addresses: book})
+		}
+		b.Run(name, func(b *testing.B) {
+			s := sender(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Call[*replicapb.MutateResponse](ctx, s, "n2", req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"-parallel", func(b *testing.B) {
+			s := sender(b)
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := Call[*replicapb.MutateResponse](ctx, s, "n2", req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 	b.Run("local-direct", func(b *testing.B) {
 		f := mutateOKResponse
 		b.ReportAllocs()
@@ -175,4 +203,17 @@ func listen(t testing.TB) net.Listener {
 		t.Fatal(err)
 	}
 	return lis
+}
+
+// serveFramed serves m on a loopback listener as a node does: the framed protocol beside gRPC.
+func serveFramed(t testing.TB, m *Mux) string {
+	t.Helper()
+	f := NewFramedServer(m, FramedServerOptions{})
+	addr := serveOn(t, f.Split(listen(t)), m)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		f.Stop(ctx)
+	})
+	return addr
 }

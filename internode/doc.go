@@ -12,13 +12,16 @@
 //
 // # Pipes
 //
-// The data path's kinds (mutate, read, account_delta) go to a peer on pipes: a few long-lived
-// Pipe streams per peer on its one connection, carrying many requests at once by id, the
-// requests queued while a write is under way coalesced into one message (pipe.go). Deadlines,
-// cancellation and errors are as for a unary Call; requests in flight are bounded at each end
-// (PipeMaxInFlight: a caller beyond waits until its context ends); a peer without Pipe (an older
-// release) gets unary Calls. A node drains its pipes (Mux.Drain) before it stops its internode
-// server. The other kinds go by Call, and streams by Stream.
+// The data path's kinds (mutate, read, account_delta) go to a peer on pipes: a long-lived
+// stream per peer carrying many requests at once by id, the requests queued while a write is
+// under way coalesced into one message (pipe.go). Deadlines, cancellation and errors are as for
+// a unary Call; requests in flight are bounded at each end (PipeMaxInFlight: a caller beyond
+// waits until its context ends). A pipe travels on a framed connection of its own to the peer's
+// internode port (framed.go: length-prefixed messages under the same TLS, no gRPC between the
+// socket and the pipe), which the peer's FramedServer tells apart from gRPC's connections on the
+// same listener (framed_server.go); a peer that does not speak it (an older release) gets a
+// Pipe gRPC stream, and one without Pipe unary Calls. A node drains its pipes (Mux.Drain) before
+// it stops its internode servers. The other kinds go by Call, and streams by Stream.
 //
 // # Kinds
 //

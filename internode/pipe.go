@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -61,6 +60,9 @@ type pipes struct {
 	// unsupportedUntil is when a pipe may be tried again (UnixNano) after the peer answered
 	// Unimplemented; 0 when it serves pipes.
 	unsupportedUntil atomic.Int64
+	// framedUnsupportedUntil is when a framed connection may be tried again (UnixNano) after
+	// the peer did not speak the framed protocol; 0 when it does.
+	framedUnsupportedUntil atomic.Int64
 }
 
 // pipe is one Pipe stream to a peer. Its goroutine (run) opens the stream and reads the
@@ -76,13 +78,21 @@ type pipe struct {
 	batch  replicapb.PipeRequests
 
 	mu      sync.Mutex
-	st      grpc.BidiStreamingClient[replicapb.PipeRequests, replicapb.PipeResponses] // nil until open
-	err     error                                                                     // why the pipe broke; nil while it works
-	closing bool                                                                      // the peer asked for no more requests
-	ended   bool                                                                      // this end closed the stream
+	st      pipeStream // nil until open
+	err     error      // why the pipe broke; nil while it works
+	closing bool       // the peer asked for no more requests
+	ended   bool       // this end closed the stream
 	nextID  uint64
 	pending map[uint64]*pipeCall
 	queue   []queuedRequest
+}
+
+// pipeStream is a pipe's stream, the caller's end: a framed connection (framed.go), or a
+// gRPC Pipe stream to a peer without one.
+type pipeStream interface {
+	Send(*replicapb.PipeRequests) error
+	Recv() (*replicapb.PipeResponses, error)
+	CloseSend() error
 }
 
 // queuedRequest is a request waiting to be written, with its size in bytes, about.
@@ -126,7 +136,7 @@ func (s *Sender) pipeFor(pc *peerConn) *pipe {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		p.run(pc)
+		p.run(s, pc)
 	}()
 	return p
 }
@@ -270,9 +280,9 @@ func (p *pipe) fail(err error) {
 
 // run opens p's stream to pc, writes what was queued meanwhile, and reads the answers until the
 // stream ends.
-func (p *pipe) run(pc *peerConn) {
+func (p *pipe) run(s *Sender, pc *peerConn) {
 	defer p.stop()
-	st, err := pc.api.Pipe(p.ctx)
+	st, err := p.open(s, pc)
 	if err != nil {
 		p.fail(err)
 		return
@@ -324,4 +334,25 @@ func (p *pipe) read(pc *peerConn, recv func() (*replicapb.PipeResponses, error))
 			p.flush() // ends the stream once nothing waits
 		}
 	}
+}
+
+// open opens p's stream to pc: a framed connection, or a gRPC Pipe stream when the peer does
+// not speak the framed protocol (an older release; asked again after pipeRetryUnsupported).
+func (p *pipe) open(s *Sender, pc *peerConn) (pipeStream, error) {
+	ps := &pc.pipes
+	if u := ps.framedUnsupportedUntil.Load(); u != 0 && time.Now().UnixNano() < u {
+		return pc.api.Pipe(p.ctx)
+	}
+	fc, unsupported, err := dialFramed(p.ctx, pc.addr, s.creds)
+	switch {
+	case err == nil:
+		ps.framedUnsupportedUntil.Store(0)
+		return fc, nil
+	case p.ctx.Err() != nil:
+		return nil, status.FromContextError(p.ctx.Err()).Err()
+	case unsupported:
+		ps.framedUnsupportedUntil.Store(time.Now().Add(pipeRetryUnsupported).UnixNano())
+		return pc.api.Pipe(p.ctx)
+	}
+	return nil, status.Errorf(codes.Unavailable, "framed connection to %s: %v", pc.addr, err)
 }

@@ -26,7 +26,7 @@ type pipeServers struct {
 // request on a pooled goroutine; each queues its answer, and the one that finds no write under way
 // writes what all have queued, batched (flush).
 type pipeServer struct {
-	ss    grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]
+	ss    pipeServerStream
 	slots chan struct{} // one token per request in flight, freed once its answer is written
 
 	// sendMu is held by the goroutine writing on the stream; batch and sent are its.
@@ -36,6 +36,9 @@ type pipeServer struct {
 
 	mu       sync.Mutex
 	inFlight map[uint64]context.CancelFunc
+	running  int  // handlers running, which will answer
+	delayed  bool // answers wait for the handlers running, at most pipeAnswerDelay (delay)
+	delay    *time.Timer
 	queue    []queuedAnswer
 	closing  bool // a closing message is to be sent
 	stopped  bool // the handler returned: nothing more is written
@@ -61,9 +64,22 @@ func (m *Mux) Drain() {
 	}
 }
 
+// pipeServerStream is a pipe's stream, the server's end: a gRPC Pipe stream, or a framed
+// connection (framed.go). Recv's error is Canceled once the caller ended the pipe.
+type pipeServerStream interface {
+	Recv() (*replicapb.PipeRequests, error)
+	Send(*replicapb.PipeResponses) error
+}
+
 // Pipe implements replicapb.InternodeServer: it serves the Call requests of a pipe (see pipe.go)
 // until the caller ends it.
 func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb.PipeResponses]) error {
+	return m.servePipe(ss.Context(), ss)
+}
+
+// servePipe serves the pipe of stream ss, whose context is sctx, until its caller ends it or
+// sctx ends.
+func (m *Mux) servePipe(sctx context.Context, ss pipeServerStream) error {
 	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]context.CancelFunc{}}
 	m.pipes.mu.Lock()
 	if m.pipes.open == nil {
@@ -81,7 +97,7 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 		m.pipes.mu.Unlock()
 	}()
 
-	ctx, cancel := context.WithCancel(ss.Context())
+	ctx, cancel := context.WithCancel(sctx)
 	// The handlers run on reused goroutines, whose stacks, grown by a replica's call chain,
 	// serve request after request (internal/gopool says why).
 	pool := gopool.New(gopool.IdleTimeout)
@@ -90,6 +106,11 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 	err := ps.read(ctx, m, pool, &handlers)
 	cancel()
 	handlers.Wait()
+	ps.mu.Lock()
+	if ps.delay != nil {
+		ps.delay.Stop()
+	}
+	ps.mu.Unlock()
 	ps.sendMu.Lock()
 	ps.flushLocked()
 	ps.mu.Lock()
@@ -149,6 +170,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				continue
 			}
 			ps.inFlight[id] = rcancel
+			ps.running++
 			ps.mu.Unlock()
 			handlers.Add(1)
 			req := r.GetRequest()
@@ -176,7 +198,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				default:
 					a.Response = resp
 				}
-				ps.answer(a, true, size)
+				ps.handled(a, size)
 			})
 		}
 	}
@@ -195,6 +217,42 @@ type queuedAnswer struct {
 func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool, size int) {
 	ps.mu.Lock()
 	ps.queue = append(ps.queue, queuedAnswer{a, holding, size + len(a.GetMessage()) + 16})
+	ps.mu.Unlock()
+	ps.flush()
+}
+
+// pipeAnswerDelay bounds how long a handler's answer may wait for those of the other handlers
+// running on its pipe, to go out in the same write (handled).
+const pipeAnswerDelay = 100 * time.Microsecond
+
+// handled queues a handler's answer a, of size bytes. The last of the handlers running writes
+// the answers: one write for the answers of requests that ran together, instead of one each
+// (on loopback, a write costs its sender the receiver's part of the work too). An answer waits
+// at most pipeAnswerDelay for the others, so a slow handler does not hold up the fast ones.
+func (ps *pipeServer) handled(a *replicapb.PipeResponse, size int) {
+	ps.mu.Lock()
+	ps.queue = append(ps.queue, queuedAnswer{a, true, size + len(a.GetMessage()) + 16})
+	ps.running--
+	wait := ps.running > 0
+	arm := wait && !ps.delayed
+	if arm {
+		ps.delayed = true
+		if ps.delay == nil {
+			ps.delay = time.AfterFunc(pipeAnswerDelay, ps.flushDelayed)
+		} else {
+			ps.delay.Reset(pipeAnswerDelay)
+		}
+	}
+	ps.mu.Unlock()
+	if !wait {
+		ps.flush()
+	}
+}
+
+// flushDelayed writes the answers that waited pipeAnswerDelay.
+func (ps *pipeServer) flushDelayed() {
+	ps.mu.Lock()
+	ps.delayed = false
 	ps.mu.Unlock()
 	ps.flush()
 }
@@ -238,6 +296,10 @@ func (ps *pipeServer) flushLocked() {
 		ps.queue = ps.queue[n:]
 		if len(ps.queue) == 0 {
 			ps.queue = nil
+		}
+		if ps.delayed && len(ps.queue) == 0 {
+			ps.delayed = false
+			ps.delay.Stop() // what it waited for goes now
 		}
 		ps.batch.Closing = ps.closing
 		ps.closing = false

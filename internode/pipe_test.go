@@ -23,8 +23,10 @@ import (
 type pipePeer struct {
 	addr    string
 	srv     *grpc.Server
+	framed  *FramedServer // nil: a peer without the framed protocol
 	mux     *Mux
 	unary   atomic.Int64 // unary Calls served
+	streams atomic.Int64 // gRPC streams served (Pipe among them)
 	entered chan time.Duration
 	ended   chan error
 	release chan struct{}
@@ -33,7 +35,28 @@ type pipePeer struct {
 // noDeadline is what entered receives from a handler whose context has no deadline.
 const noDeadline = time.Duration(-1)
 
-func newPipePeer(t *testing.T, withPipe bool) *pipePeer {
+// The peers of pipe tests: of this release (framed protocol, gRPC with Pipe), of the release
+// before (gRPC with Pipe), and of the one before that (gRPC without Pipe).
+type peerRelease int
+
+const (
+	peerFramed peerRelease = iota
+	peerPipe
+	peerUnary
+)
+
+func newPipePeer(t *testing.T, release peerRelease) *pipePeer {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPipePeerOn(t, lis, release, FramedServerOptions{})
+}
+
+// newPipePeerOn serves a pipePeer of release on lis, with the framed server's options fo, whose
+// Credentials, when set, the gRPC server uses too.
+func newPipePeerOn(t *testing.T, lis net.Listener, release peerRelease, fo FramedServerOptions) *pipePeer {
 	t.Helper()
 	p := &pipePeer{mux: NewMux(), entered: make(chan time.Duration, 4096), ended: make(chan error, 4096), release: make(chan struct{})}
 	Handle(p.mux, func(ctx context.Context, req *replicapb.MutateRequest) (*replicapb.MutateResponse, error) {
@@ -58,16 +81,23 @@ func newPipePeer(t *testing.T, withPipe bool) *pipePeer {
 	Handle(p.mux, func(ctx context.Context, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 		return &replicapb.ReadResponse{Status: replicapb.Status_STATUS_OK, Tombstones: req.GetLimit()}, nil
 	})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	p.addr = lis.Addr().String()
-	p.srv = grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		p.unary.Add(1)
 		return h(ctx, req)
-	}))
-	if withPipe {
+	}), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		p.streams.Add(1)
+		return h(srv, ss)
+	})}
+	if fo.Credentials != nil {
+		opts = append(opts, grpc.Creds(fo.Credentials))
+	}
+	p.srv = grpc.NewServer(opts...)
+	if release == peerFramed {
+		p.framed = NewFramedServer(p.mux, fo)
+		lis = p.framed.Split(lis)
+	}
+	if release != peerUnary {
 		p.mux.Register(p.srv)
 	} else { // an older release: the service without Pipe
 		desc := replicapb.Internode_ServiceDesc
@@ -81,8 +111,26 @@ func newPipePeer(t *testing.T, withPipe bool) *pipePeer {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); p.srv.Serve(lis) }()
-	t.Cleanup(func() { p.srv.Stop(); <-done })
+	t.Cleanup(func() { p.stop(); <-done })
 	return p
+}
+
+// stop stops p at once: its connections close.
+func (p *pipePeer) stop() {
+	p.srv.Stop()
+	if p.framed != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		p.framed.Stop(ctx)
+	}
+}
+
+// gracefulStop stops p as a node does: its servers wait for their pipes to end.
+func (p *pipePeer) gracefulStop(ctx context.Context) {
+	p.srv.GracefulStop()
+	if p.framed != nil {
+		p.framed.Stop(ctx)
+	}
 }
 
 func mutateOf(table uint64) *replicapb.MutateRequest {
@@ -92,7 +140,7 @@ func mutateOf(table uint64) *replicapb.MutateRequest {
 // TestPipeMultiplexes sends many concurrent data-path calls to a peer: each gets its own answer,
 // and none went as a unary call.
 func TestPipeMultiplexes(t *testing.T) {
-	p := newPipePeer(t, true)
+	p := newPipePeer(t, peerFramed)
 	book := &addrBook{}
 	book.set("n2", p.addr)
 	s := newSender(t, Options{Self: "n1", Addresses: book})
@@ -123,8 +171,8 @@ func TestPipeMultiplexes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := p.unary.Load(); n != 0 {
-		t.Errorf("%d data-path calls went unary, want all on pipes", n)
+	if n, st := p.unary.Load(), p.streams.Load(); n != 0 || st != 0 {
+		t.Errorf("%d data-path calls went unary and %d on gRPC streams, want all on framed pipes", n, st)
 	}
 	// Other kinds stay unary.
 	if _, err := s.Call(ctx, "n2", &replicapb.ViewRequest{}); status.Code(err) != codes.Unimplemented {
@@ -138,7 +186,7 @@ func TestPipeMultiplexes(t *testing.T) {
 // TestPipeDeadlineAndCancel checks that a piped request's deadline reaches the peer's handler,
 // which ends with it, and that a caller's cancellation ends the handler.
 func TestPipeDeadlineAndCancel(t *testing.T) {
-	p := newPipePeer(t, true)
+	p := newPipePeer(t, peerFramed)
 	book := &addrBook{}
 	book.set("n2", p.addr)
 	s := newSender(t, Options{Self: "n1", Addresses: book})
@@ -181,7 +229,7 @@ func TestPipeDeadlineAndCancel(t *testing.T) {
 // TestPipePeerStops stops the peer while requests wait on its pipes: they fail Unavailable, not
 // hang, and the handlers' contexts end.
 func TestPipePeerStops(t *testing.T) {
-	p := newPipePeer(t, true)
+	p := newPipePeer(t, peerFramed)
 	book := &addrBook{}
 	book.set("n2", p.addr)
 	s := newSender(t, Options{Self: "n1", Addresses: book})
@@ -196,7 +244,7 @@ func TestPipePeerStops(t *testing.T) {
 	for range 8 {
 		<-p.entered
 	}
-	p.srv.Stop()
+	p.stop()
 	for range 8 {
 		if err := <-done; status.Code(err) != codes.Unavailable && status.Code(err) != codes.Canceled {
 			t.Errorf("a call in flight when the peer stopped: %v, want Unavailable", err)
@@ -213,7 +261,7 @@ func TestPipePeerStops(t *testing.T) {
 // TestPipeBackpressure fills a peer's pipes: the next call waits for a slot until its deadline,
 // without reaching the peer, and gets one once a call ends.
 func TestPipeBackpressure(t *testing.T) {
-	p := newPipePeer(t, true)
+	p := newPipePeer(t, peerFramed)
 	book := &addrBook{}
 	book.set("n2", p.addr)
 	s := newSender(t, Options{Self: "n1", Addresses: book})
@@ -251,7 +299,7 @@ func TestPipeBackpressure(t *testing.T) {
 // TestPipeServerBounds speaks the Pipe protocol directly: requests beyond PipeMaxInFlight, and
 // malformed ones, are answered with an error each, and the stream goes on.
 func TestPipeServerBounds(t *testing.T) {
-	p := newPipePeer(t, true)
+	p := newPipePeer(t, peerFramed)
 	ctx := ctxT(t)
 	st, err := replicapb.NewInternodeClient(dial(t, p.addr)).Pipe(ctx)
 	if err != nil {
@@ -317,7 +365,7 @@ func TestPipeServerBounds(t *testing.T) {
 // TestPipeFallback sends data-path calls to a peer of an older release, without Pipe: they go
 // unary and succeed.
 func TestPipeFallback(t *testing.T) {
-	p := newPipePeer(t, false)
+	p := newPipePeer(t, peerUnary)
 	book := &addrBook{}
 	book.set("n2", p.addr)
 	s := newSender(t, Options{Self: "n1", Addresses: book})
@@ -336,7 +384,7 @@ func TestPipeFallback(t *testing.T) {
 // answered, the callers end their pipes, so that the graceful stop ends, and later calls still
 // succeed (on a new pipe or unary) while the server serves.
 func TestPipeDrain(t *testing.T) {
-	p := newPipePeer(t, true)
+	p := newPipePeer(t, peerFramed)
 	book := &addrBook{}
 	book.set("n2", p.addr)
 	s := newSender(t, Options{Self: "n1", Addresses: book})
@@ -352,7 +400,7 @@ func TestPipeDrain(t *testing.T) {
 		t.Errorf("a call while the peer drains: %v", err)
 	}
 	stopped := make(chan struct{})
-	go func() { p.srv.GracefulStop(); close(stopped) }()
+	go func() { p.gracefulStop(ctx); close(stopped) }()
 	close(p.release)
 	if err := <-done; err != nil {
 		t.Errorf("the call in flight during the drain: %v", err)
@@ -367,7 +415,7 @@ func TestPipeDrain(t *testing.T) {
 // TestPipeRecoversPanics checks that a panic of a piped request's handler fails that request by
 // the Mux's recovery, as the gRPC server's interceptor fails a unary call's.
 func TestPipeRecoversPanics(t *testing.T) {
-	p := newPipePeer(t, true)
+	p := newPipePeer(t, peerFramed)
 	var got atomic.Value
 	p.mux.SetRecover(func(r any, req *replicapb.Request) error {
 		got.Store(Kind(req))

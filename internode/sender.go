@@ -106,6 +106,7 @@ type Sender struct {
 	local     *Mux
 	kinds     *kinds
 	addrs     Addresses
+	creds     credentials.TransportCredentials // also the framed connections' (pipe.go)
 	dialOpts  []grpc.DialOption
 	waitReady []grpc.CallOption
 
@@ -150,7 +151,7 @@ func NewSender(o Options) (*Sender, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Sender{
 		piped: piped, ctx: ctx, stop: stop,
-		self: o.Self, local: o.Local, kinds: k, addrs: o.Addresses,
+		self: o.Self, local: o.Local, kinds: k, addrs: o.Addresses, creds: o.Credentials,
 		stats: senderStats{crossDC: make([]atomic.Uint64, len(k.req))},
 		dialOpts: []grpc.DialOption{
 			grpc.WithTransportCredentials(o.Credentials),
@@ -409,7 +410,7 @@ func (s *Sender) peer(to NodeID, addr string) (*peerConn, error) {
 		if pc.addr == addr {
 			return pc, nil // dialled meanwhile
 		}
-		pc.conn.Close() // its calls in flight fail (Canceled)
+		pc.close() // its calls in flight fail (Canceled)
 		delete(s.conns, to)
 	}
 	conn, err := grpc.NewClient(addr, s.dialOpts...)
@@ -429,10 +430,22 @@ func (s *Sender) Close() error {
 	s.stop()
 	var errs []error
 	for id, pc := range s.conns {
-		errs = append(errs, pc.conn.Close())
+		errs = append(errs, pc.close())
 		delete(s.conns, id)
 	}
 	s.mu.Unlock()
 	s.wg.Wait() // the pipes' goroutines
 	return errors.Join(errs...)
+}
+
+// close closes pc's connection and ends its pipes: their calls in flight fail (Canceled).
+func (pc *peerConn) close() error {
+	pc.pipes.mu.Lock()
+	for _, p := range pc.pipes.open {
+		if p != nil {
+			p.stop()
+		}
+	}
+	pc.pipes.mu.Unlock()
+	return pc.conn.Close()
 }

@@ -366,14 +366,21 @@ func TestConnectionsPerHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer other.Close()
-		if l.name == "native" {
-			other.SetDeadline(time.Now().Add(20 * time.Second))
+		other.SetDeadline(time.Now().Add(20 * time.Second))
+		switch l.name {
+		case "native":
 			if _, err := other.Write(cqlwire.AppendFrame(nil, 1, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}, cqlwire.FrameOptions{})); err != nil {
 				t.Fatal(err)
 			}
+		case "internode":
+			// The internode port tells gRPC from the framed protocol by the client's first
+			// bytes: HTTP/2's preface goes to gRPC.
+			if _, err := io.WriteString(other, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
 		}
-		// Another host is served: the node speaks first on gRPC (its settings) and answers
-		// STARTUP on the native protocol.
+		// Another host is served: gRPC sends its settings (at once on the client port, after
+		// the preface on the internode port) and the native protocol answers STARTUP.
 		other.SetReadDeadline(time.Now().Add(20 * time.Second))
 		if n, err := other.Read(make([]byte, 64)); err != nil || n == 0 {
 			t.Errorf("%s port: a connection from another host read %d bytes, %v; want it served", l.name, n, err)

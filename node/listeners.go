@@ -264,14 +264,22 @@ func (n *Node) stopReloader() {
 	n.sec.reloader.Stop()
 }
 
-// startInternode starts the internode gRPC server on n.ilis.
+// startInternode starts the internode gRPC server on n.ilis, and beside it the framed
+// protocol's server of the pipes (internode.FramedServer), with the same mutual TLS.
 func (n *Node) startInternode() {
 	n.igrpc = grpc.NewServer(n.serverOptions(true)...)
 	n.mux.Register(n.igrpc) // the internode service only, never on the client server
+	creds := insecure.NewCredentials()
+	if n.sec.tls != nil {
+		creds = credentials.NewTLS(n.sec.tls.InternodeServerConfig())
+	}
+	n.iframed = internode.NewFramedServer(n.mux, internode.FramedServerOptions{
+		Credentials: creds, HandshakeTimeout: n.cfg.Listen.HandshakeTimeout, Log: n.log})
+	glis := n.iframed.Split(n.ilis)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := n.igrpc.Serve(n.ilis); err != nil {
+		if err := n.igrpc.Serve(glis); err != nil {
 			n.log.Error("internode gRPC server stopped", "err", err)
 		}
 	}()

@@ -59,7 +59,8 @@ type Node struct {
 	grpc     *grpc.Server      // the client API's
 	health   *health.Server
 	lis      net.Listener
-	igrpc    *grpc.Server // serves mux (startInternode)
+	igrpc    *grpc.Server            // serves mux (startInternode)
+	iframed  *internode.FramedServer // serves mux's pipes beside igrpc (startInternode)
 	ilis     net.Listener
 	native   *native.Server
 	clis     net.Listener // the native protocol's
@@ -518,6 +519,9 @@ func (n *Node) shutdown(ctx context.Context, leave bool) error {
 	if n.igrpc != nil {
 		n.mux.Drain() // the peers end their pipes, which the graceful stop waits for
 		if err := stopGRPC(ctx, n.igrpc); err != nil && !slices.Contains(errs, err) {
+			errs = append(errs, err)
+		}
+		if err := n.iframed.Stop(ctx); err != nil && !slices.Contains(errs, err) {
 			errs = append(errs, err)
 		}
 	} else if n.ilis != nil {

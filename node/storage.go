@@ -81,6 +81,9 @@ func (n *Node) stopServing() {
 	wg.Go(func() {
 		n.grpc.Stop()
 		n.igrpc.Stop()
+		closeNow, cancel := context.WithCancel(context.Background())
+		cancel()
+		n.iframed.Stop(closeNow) // its connections close at once
 		n.native.Close()
 	})
 	// The automatic repair and the purge would only fail range after range against the failed
