@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,8 @@ var (
 	benchScanPage   = flag.Int("scan.bench.page", 5000, "page size of BenchmarkScanPointReadP99's scan")
 	benchScanRate   = flag.Int("scan.bench.pace", 0, "the nodes' scan_rows_per_second (0: the default; negative: no pacing)")
 	benchScanRounds = flag.Int("scan.bench.rounds", 3, "rounds of BenchmarkScanPointReadP99 (each a phase without and one with the scan, order alternated)")
+	benchValueBytes = flag.Int("scan.bench.value", 0, "bytes of each row's value (0: about 100, written as TestExportByDriverTokenRangesReturnsEveryRowOnce does); -scan.bench.rows 1048576 -scan.bench.value 1024 is a 1 GiB table")
+	benchWriters    = flag.Int("scan.bench.writers", 64, "concurrent writers loading the table when -scan.bench.value is set")
 )
 
 // scanBenchCluster starts three nodes (RF 2) and writes the benchmarks' table ks.e.
@@ -50,9 +53,52 @@ func scanBenchCluster(b *testing.B) (*localcluster.Cluster, []*gocql.Session, in
 	for _, n := range tc.Nodes() {
 		sessions = append(sessions, gocqlTo(b, n.Node().CQLAddr(), false))
 	}
+	if *benchValueBytes > 0 {
+		return tc, sessions, loadRows(b, sessions, *benchScanRows/2, *benchValueBytes, *benchWriters)
+	}
 	acked := map[[2]int32]bool{}
 	writeRows(b, sessions[0], 0, int32(*benchScanRows/2), acked)
 	return tc, sessions, len(acked)
+}
+
+// loadRows writes partitions 0 to parts-1 of ks.e, each two rows (c 0 and 1) of a value of
+// valueBytes bytes in one unlogged batch, through writers concurrent writers spread over the
+// sessions' coordinators (the nodes run without fsync, as localcluster's do), and returns the
+// rows written. It logs the rate, for a table of a GiB takes minutes.
+func loadRows(b *testing.B, sessions []*gocql.Session, parts, valueBytes, writers int) int {
+	b.Helper()
+	value := strings.Repeat("v", valueBytes)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range writers {
+		wg.Go(func() {
+			s := sessions[w%len(sessions)]
+			for failed.Load() == nil {
+				k := next.Add(1) - 1
+				if k >= int64(parts) {
+					return
+				}
+				batch := s.Batch(gocql.UnloggedBatch)
+				batch.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", int32(k), int32(0), value)
+				batch.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", int32(k), int32(1), value)
+				if err := s.ExecuteBatch(batch); err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+				if k > 0 && k%100000 == 0 {
+					b.Logf("loaded %d partitions in %v", k, time.Since(start).Round(time.Second))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatalf("loading rows: %v", *err)
+	}
+	el := time.Since(start)
+	b.Logf("loaded %d rows of %d-byte values (%.0f MiB) in %v: %.0f rows/s", 2*parts, valueBytes, float64(2*parts*valueBytes)/(1<<20), el.Round(time.Second), float64(2*parts)/el.Seconds())
+	return 2 * parts
 }
 
 // fullScan scans ks.e through s at QUORUM in pages of 5000 rows and returns the rows read.
