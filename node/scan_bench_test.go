@@ -2,11 +2,13 @@ package node_test
 
 import (
 	"context"
+	"encoding/hex"
 	"flag"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,13 +63,14 @@ func scanBenchCluster(b *testing.B) (*localcluster.Cluster, []*gocql.Session, in
 	return tc, sessions, len(acked)
 }
 
-// loadRows writes partitions 0 to parts-1 of ks.e, each two rows (c 0 and 1) of a value of
-// valueBytes bytes in one unlogged batch, through writers concurrent writers spread over the
-// sessions' coordinators (the nodes run without fsync, as localcluster's do), and returns the
-// rows written. It logs the rate, for a table of a GiB takes minutes.
+// loadRows writes partitions 0 to parts-1 of ks.e, each two rows (c 0 and 1) of a random
+// value of valueBytes bytes (hex text, which pebble's block compression cannot shrink, so the
+// table takes its size on disk) in one unlogged batch, through writers concurrent writers
+// spread over the sessions' coordinators (the nodes run without fsync, as localcluster's do),
+// retrying a failed batch, and returns the rows written. Its progress goes to stderr as it
+// goes: a GiB takes minutes.
 func loadRows(b *testing.B, sessions []*gocql.Session, parts, valueBytes, writers int) int {
 	b.Helper()
-	value := strings.Repeat("v", valueBytes)
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
@@ -75,19 +78,36 @@ func loadRows(b *testing.B, sessions []*gocql.Session, parts, valueBytes, writer
 	for w := range writers {
 		wg.Go(func() {
 			s := sessions[w%len(sessions)]
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			raw := make([]byte, (valueBytes+1)/2)
+			value := func() string {
+				for i := range raw {
+					raw[i] = byte(rng.Uint32())
+				}
+				return hex.EncodeToString(raw)[:valueBytes]
+			}
 			for failed.Load() == nil {
 				k := next.Add(1) - 1
 				if k >= int64(parts) {
 					return
 				}
 				batch := s.Batch(gocql.UnloggedBatch)
-				batch.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", int32(k), int32(0), value)
-				batch.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", int32(k), int32(1), value)
-				if err := s.ExecuteBatch(batch); err != nil {
-					failed.CompareAndSwap(nil, &err)
+				batch.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", int32(k), int32(0), value())
+				batch.Query("INSERT INTO e (k, c, v) VALUES (?, ?, ?)", int32(k), int32(1), value())
+				// A busy machine's failure detector may take a node for down a moment: retry.
+				for try := 1; ; try++ {
+					err := s.ExecuteBatch(batch)
+					if err == nil {
+						break
+					}
+					if try == 20 {
+						failed.CompareAndSwap(nil, &err)
+						break
+					}
+					time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 				}
-				if k > 0 && k%100000 == 0 {
-					b.Logf("loaded %d partitions in %v", k, time.Since(start).Round(time.Second))
+				if k > 0 && k%50000 == 0 {
+					fmt.Fprintf(os.Stderr, "loaded %d of %d partitions in %v\n", k, parts, time.Since(start).Round(time.Second))
 				}
 			}
 		})
