@@ -162,6 +162,11 @@ func BenchmarkScanRowsPerNode(b *testing.B) {
 // ratios (the issue's target: at most 2).
 //
 //	go test ./node -run '^$' -bench BenchmarkScanPointReadP99 -benchtime 1x
+//
+// On issue 33's 1 GiB table (-v shows every round; the load takes minutes):
+//
+//	go test ./node -run '^$' -bench BenchmarkScanPointReadP99 -benchtime 1x -v -timeout 1h \
+//	    -scan.bench.rows 1048576 -scan.bench.value 1024 -scan.bench.rounds 7 -scan.bench.phase 5s
 func BenchmarkScanPointReadP99(b *testing.B) {
 	tc, sessions, rows := scanBenchCluster(b)
 	keys := int32(rows / 2)
