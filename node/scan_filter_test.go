@@ -107,6 +107,7 @@ func checkScanShapes(t *testing.T, c0 *client.Client, sessions []*gocql.Session)
 		kc(func(r shapeRow) bool { return r.token > lo && r.token <= hi && r.v == 2 }), lo, hi)
 	check("SELECT k, c FROM f WHERE v = 9 ALLOW FILTERING", 2, nil)
 	check("SELECT k, c FROM f WHERE s = 2 ALLOW FILTERING", 2, kc(func(r shapeRow) bool { return r.s == 2 }))
+	check("SELECT k, c FROM f WHERE k >= 30 AND v = 1 ALLOW FILTERING", 2, kc(func(r shapeRow) bool { return r.k >= 30 && r.v == 1 }))
 	var dk [][]int32
 	for _, r := range rows {
 		if n := len(dk); r.s == 2 && (n == 0 || dk[n-1][0] != r.k) {
@@ -189,6 +190,7 @@ func checkScanShapes(t *testing.T, c0 *client.Client, sessions []*gocql.Session)
 		t.Errorf("COUNT(*) WHERE v = 1 over a scan = %d (%v), want %d", count, err, len(kc(func(r shapeRow) bool { return r.v == 1 })))
 	}
 	checkSparseFilter(t, c0, sessions[2])
+	checkPartitionKeyFilters(t, c0, sessions) // scan_pkfilter_test.go
 }
 
 // checkSparseFilter: a filtered scan whose first page scans its budget of rows (4096) without

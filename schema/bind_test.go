@@ -155,7 +155,7 @@ func TestVariables(t *testing.T) {
 	}
 	// Preparing validates the statement as far as it can without values.
 	for _, tt := range []struct{ src, want string }{
-		{"SELECT * FROM t WHERE a = ?", "missing partition key column b: SELECT needs = or IN on every partition key column (a, b)"},
+		{"SELECT * FROM t WHERE a = ?", "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"},
 		{"SELECT x FROM kv WHERE k = ?", "unknown column x in table ks.kv"},
 		{"UPDATE kv SET k = ? WHERE k = ?", "cannot SET partition key column k: primary key columns identify the row; write the new row with INSERT"},
 		{"BEGIN BATCH USING TIMESTAMP 1 INSERT INTO kv (k) VALUES (?) USING TIMESTAMP 2; APPLY BATCH",

@@ -413,27 +413,42 @@ func indexServes(t *Table, rels []cql.Relation) bool {
 
 // indexWhere interprets the WHERE clause of a scan that an index serves (indexed): token
 // relations bound the scan's tokens; the first = on an indexed column picks the index; every
-// relation on a regular column (that one too) is a filter, and more than one needs ALLOW
-// FILTERING, as in Cassandra.
+// other relation is a filter (that one too), on regular columns and, as Cassandra's filter
+// restrictions, on primary key columns (some of the partition key's, clustering columns, tuples
+// of them; scanFilter), and more than one needs ALLOW FILTERING, as in Cassandra. IN on a
+// partition key column is refused with Cassandra's message.
 func (r *Read) indexWhere(st *cql.SelectStmt, b *binder) error {
 	t := r.Table
 	var tokens []cql.Relation
+	token := onToken(st.Where)
+	bounds := scanBounds{}
 	for _, rel := range st.Where {
 		if rel.Token != nil {
 			tokens = append(tokens, rel)
 			continue
 		}
-		if rel.Multi() {
-			return fmt.Errorf("multi-column relations with a secondary index are not supported yet: restrict the partition key, or only regular columns")
+		var c *Column
+		if !rel.Multi() {
+			var err error
+			if c, err = column(t, rel.Column); err != nil {
+				return err
+			}
 		}
-		c, err := column(t, rel.Column)
-		if err != nil {
-			return err
+		if c == nil || c.Kind != RegularColumn {
+			if c != nil && c.Kind == PartitionKeyColumn && rel.Op == cql.IN {
+				return errors.New("Select on indexed columns and with IN clause for the PRIMARY KEY are not supported")
+			}
+			f, err := scanFilter(t, rel, true, token, b)
+			if err == nil {
+				err = bounds.add(f)
+			}
+			if err != nil {
+				return err
+			}
+			r.Filters = append(r.Filters, f)
+			continue
 		}
 		name := cql.QuoteIdent(c.Name)
-		if c.Kind != RegularColumn {
-			return fmt.Errorf("restrictions on the primary key column %s with a secondary index (without the partition key) are not supported yet", name)
-		}
 		if rel.Op == cql.IN {
 			return fmt.Errorf("IN predicates on non-primary-key columns (%s) is not yet supported", name)
 		}

@@ -252,3 +252,68 @@ func TestSelectByIndex(t *testing.T) {
 		t.Error("{7: 9} CONTAINS KEY 9")
 	}
 }
+
+// TestSelectByIndexWithPrimaryKeyColumns: beside an indexed column and without the whole
+// partition key, restrictions on clustering columns and on part of the partition key are
+// filters of the index query, and need ALLOW FILTERING (two restrictions), as in Cassandra
+// 4.1; IN on a partition key column is refused with its message.
+func TestSelectByIndexWithPrimaryKeyColumns(t *testing.T) {
+	s := mustBuild(t, indexDDL+`CREATE TABLE ks.ct (a int, b int, c int, d int, v int, PRIMARY KEY ((a, b), c, d));
+CREATE INDEX vi ON ks.t (v);
+CREATE INDEX cvi ON ks.ct (v);`)
+	bind := func(src string) (*Read, error) {
+		st, err := cql.ParseStatement(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.BindRead(st.(*cql.SelectStmt), "ks", nil)
+	}
+	for _, tt := range []struct {
+		src  string
+		cols []string
+	}{
+		{"SELECT * FROM ks.t WHERE v = 'a' AND c = 1 ALLOW FILTERING", []string{"v", "c"}},
+		{"SELECT * FROM ks.t WHERE v = 'a' AND c > 1 AND c < 5 ALLOW FILTERING", []string{"v", "c", "c"}},
+		{"SELECT * FROM ks.t WHERE v = 'a' AND c IN (1, 2) ALLOW FILTERING", []string{"v", "c"}},
+		{"SELECT * FROM ks.t WHERE v = 'a' AND k > 1 ALLOW FILTERING", []string{"v", "k"}},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND a = 1 ALLOW FILTERING", []string{"v", "a"}},
+		{"SELECT * FROM ks.ct WHERE a = 1 AND v = 1 AND d = 2 ALLOW FILTERING", []string{"a", "v", "d"}},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND (c, d) > (1, 2) ALLOW FILTERING", []string{"v", "c"}},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND b = 2 AND token(a, b) > 0 ALLOW FILTERING", nil},
+	} {
+		r, err := bind(tt.src)
+		if tt.cols == nil {
+			if err == nil || !strings.Contains(err.Error(), "cannot be restricted by both a normal relation and a token relation") {
+				t.Errorf("%s: %v, want the token refusal", tt.src, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if !r.Scan || r.Index == nil || len(r.Filters) != len(tt.cols) {
+			t.Errorf("%s: scan %v index %v filters %d, want an index query with %d", tt.src, r.Scan, r.Index, len(r.Filters), len(tt.cols))
+			continue
+		}
+		for i, f := range r.Filters {
+			if f.Columns[0].Name != tt.cols[i] {
+				t.Errorf("%s: filter %d on %s, want %s", tt.src, i, f.Columns[0].Name, tt.cols[i])
+			}
+		}
+	}
+	for _, tt := range []struct{ src, want string }{
+		{"SELECT * FROM ks.t WHERE v = 'a' AND c = 1", errNeedsFiltering},
+		{"SELECT * FROM ks.t WHERE v = 'a' AND k > 1", errNeedsFiltering},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND a = 1", errNeedsFiltering},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND d = 1", errNeedsFiltering},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND a IN (1, 2) ALLOW FILTERING", "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported"},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND a IN (1, 2)", "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported"},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND a = 1 AND a = 2 ALLOW FILTERING", "column a is restricted more than once"},
+		{"SELECT * FROM ks.ct WHERE v = 1 AND c CONTAINS 1 ALLOW FILTERING", "CONTAINS on the primary key column c is not supported"},
+	} {
+		if _, err := bind(tt.src); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s\n  gave error %v\n  want %q", tt.src, err, tt.want)
+		}
+	}
+}

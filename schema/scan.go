@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kvnode/kvnode/cql"
 )
@@ -24,17 +25,36 @@ var FullRing = TokenRange{Start: math.MinInt64, End: math.MaxInt64}
 const tokenVariable = "partition key token"
 
 // IsScan reports whether a SELECT's WHERE relations make it a scan: they restrict the partition
-// key's token, or restrict no partition key column at all.
+// key's token, or do not name one partition key (or a list of them) by = or IN on every partition
+// key column. As Cassandra 4.1's PartitionKeySingleRestrictionSet.needFiltering, relations on some
+// partition key columns only, or a slice of one (k > ?), read the whole ring and filter the
+// partitions (with ALLOW FILTERING, scanFilter).
 func IsScan(t *Table, rels []cql.Relation) bool {
+	eq := make([]bool, len(t.PartitionKey))
 	for _, r := range rels {
 		if r.Token != nil {
 			return true
 		}
-		if c, ok := t.Column(r.Column.Name); ok && c.Kind == PartitionKeyColumn {
-			return false
+		if r.Multi() {
+			continue
+		}
+		c, ok := t.Column(r.Column.Name)
+		if !ok || c.Kind != PartitionKeyColumn {
+			continue
+		}
+		switch r.Op {
+		case cql.EQ, cql.IN:
+			eq[c.Index] = true
+		case cql.LT, cql.LE, cql.GT, cql.GE:
+			return true
 		}
 	}
-	return true
+	return slices.Contains(eq, false)
+}
+
+// onToken reports whether rels restrict the partition key's token.
+func onToken(rels []cql.Relation) bool {
+	return slices.ContainsFunc(rels, func(r cql.Relation) bool { return r.Token != nil })
 }
 
 // scanWhere interprets the WHERE clause of a SELECT that scans table t (IsScan): token(...)
@@ -45,9 +65,10 @@ func scanWhere(t *Table, st *cql.SelectStmt, b *binder) (TokenRange, []RowFilter
 	var lowerSet, upperSet bool
 	var filters []RowFilter
 	bounds := scanBounds{}
+	token := onToken(st.Where)
 	for _, r := range st.Where {
 		if r.Token == nil {
-			f, err := scanFilter(t, r, st.AllowFiltering, b)
+			f, err := scanFilter(t, r, st.AllowFiltering, token, b)
 			if err == nil {
 				err = bounds.add(f)
 			}

@@ -7,11 +7,14 @@ import (
 	"github.com/kvnode/kvnode/cql"
 )
 
-// scanFilter interprets a relation of a scan's WHERE clause on a clustering, regular or static
+// scanFilter interprets a relation of a scan's WHERE clause on a primary key, regular or static
 // column (ALLOW FILTERING) as a RowFilter the coordinator checks on each row it reads. Every
 // such restriction filters a scan, even = on the first clustering column (the scan reads whole
-// partitions), so Cassandra asks for ALLOW FILTERING for each: allow is the statement's.
-func scanFilter(t *Table, r cql.Relation, allow bool, b *binder) (RowFilter, error) {
+// partitions), so Cassandra asks for ALLOW FILTERING for each: allow is the statement's. A
+// partition key column is filtered like a clustering column (=, IN, slices: the restrictions
+// that do not name whole partition keys, IsScan), unless onToken says token(...) restricts the
+// key too.
+func scanFilter(t *Table, r cql.Relation, allow, onToken bool, b *binder) (RowFilter, error) {
 	if r.Multi() {
 		if !allow {
 			return RowFilter{}, errors.New(errNeedsFiltering)
@@ -23,9 +26,12 @@ func scanFilter(t *Table, r cql.Relation, allow bool, b *binder) (RowFilter, err
 		return RowFilter{}, err
 	}
 	name := cql.QuoteIdent(c.Name)
+	key := c.Kind == PartitionKeyColumn || c.Kind == ClusteringColumn
 	switch {
-	case c.Kind == PartitionKeyColumn:
+	case c.Kind == PartitionKeyColumn && onToken:
 		return RowFilter{}, fmt.Errorf("partition key column %s cannot be restricted by both a normal relation and a token relation", name)
+	case key && (r.Op == cql.CONTAINS || r.Op == cql.CONTAINSKEY || r.Element != nil):
+		return RowFilter{}, fmt.Errorf("%s on the primary key column %s is not supported", map[bool]string{true: "an entry restriction", false: r.Op.String()}[r.Element != nil], name)
 	case !allow:
 		return RowFilter{}, errors.New(errNeedsFiltering)
 	case r.Op == cql.IN && c.Kind == RegularColumn:
@@ -55,7 +61,7 @@ func scanFilter(t *Table, r cql.Relation, allow bool, b *binder) (RowFilter, err
 		return RowFilter{}, fmt.Errorf("invalid unset value for column %s", c.Name)
 	case ok && v == nil:
 		return RowFilter{}, fmt.Errorf("invalid null value in condition for column %s", name)
-	case ok && c.Kind == ClusteringColumn:
+	case ok && key:
 		if err := checkKeyValue(t, c, v); err != nil {
 			return RowFilter{}, err
 		}
@@ -96,12 +102,13 @@ func (sb scanBounds) add(f RowFilter) error {
 	return nil
 }
 
-// distinctFilters reports whether the filters of a SELECT DISTINCT are all on static columns,
-// the only ones Cassandra lets DISTINCT filter on (their value is the partition's).
+// distinctFilters reports whether the filters of a SELECT DISTINCT are all on partition key
+// and static columns, the only ones Cassandra lets DISTINCT filter on (their value is the
+// partition's).
 func distinctFilters(fs []RowFilter) bool {
 	for _, f := range fs {
 		for _, c := range f.Columns {
-			if !c.Static {
+			if !c.Static && c.Kind != PartitionKeyColumn {
 				return false
 			}
 		}

@@ -71,3 +71,90 @@ func TestBindScanFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestBindPartitionKeyFilters: restrictions on part of a composite partition key, or a slice
+// of a partition key column, make a scan that filters the partitions (Cassandra 4.1's
+// PartitionKeySingleRestrictionSet.needFiltering), with ALLOW FILTERING only.
+func TestBindPartitionKeyFilters(t *testing.T) {
+	s := mustBuild(t, dataDDL)
+	bind := func(src string) (*Read, error) {
+		st, err := cql.ParseStatement(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		return s.BindReadAt(st.(*cql.SelectStmt), "ks", nil, time.Time{})
+	}
+	for _, tt := range []struct {
+		src  string
+		cols []string
+		ops  []cql.Token
+	}{
+		{src: "SELECT * FROM t WHERE a = 1 ALLOW FILTERING", cols: []string{"a"}, ops: []cql.Token{cql.EQ}},
+		{src: "SELECT * FROM t WHERE b = 'x' ALLOW FILTERING", cols: []string{"b"}, ops: []cql.Token{cql.EQ}},
+		{src: "SELECT * FROM t WHERE a IN (3, 1) ALLOW FILTERING", cols: []string{"a"}, ops: []cql.Token{cql.IN}},
+		{src: "SELECT * FROM t WHERE a > 1 AND a <= 5 ALLOW FILTERING", cols: []string{"a", "a"}, ops: []cql.Token{cql.GT, cql.LE}},
+		{src: "SELECT * FROM t WHERE a = 1 AND b > 'x' ALLOW FILTERING", cols: []string{"a", "b"}, ops: []cql.Token{cql.EQ, cql.GT}},
+		{src: "SELECT * FROM t WHERE a = 1 AND c1 = 2 AND v = 'z' ALLOW FILTERING", cols: []string{"a", "c1", "v"}, ops: []cql.Token{cql.EQ, cql.EQ, cql.EQ}},
+		{src: "SELECT * FROM kv WHERE k > 'm' ALLOW FILTERING", cols: []string{"k"}, ops: []cql.Token{cql.GT}},
+		{src: "SELECT DISTINCT a, b FROM t WHERE a = 1 ALLOW FILTERING", cols: []string{"a"}, ops: []cql.Token{cql.EQ}},
+	} {
+		r, err := bind(tt.src)
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if !r.Scan || r.Tokens != FullRing || len(r.Filters) != len(tt.cols) {
+			t.Errorf("%s: scan %v of %+v with %d filters, want a scan of the ring with %d", tt.src, r.Scan, r.Tokens, len(r.Filters), len(tt.cols))
+			continue
+		}
+		for i, f := range r.Filters {
+			if f.Columns[0].Name != tt.cols[i] || f.Op != tt.ops[i] {
+				t.Errorf("%s: filter %d is %s %v, want %s %v", tt.src, i, f.Columns[0].Name, f.Op, tt.cols[i], tt.ops[i])
+			}
+		}
+	}
+	// The whole partition key by = or IN stays a read of its partitions.
+	if r, err := bind("SELECT * FROM t WHERE a IN (1, 2) AND b = 'x' ALLOW FILTERING"); err != nil || r.Scan || len(r.PartitionKeys) != 2 {
+		t.Errorf("the whole partition key: %+v, %v", r, err)
+	}
+	// The filters match on the partition key's values.
+	r, err := bind("SELECT * FROM t WHERE a = 1 AND b > 'm' ALLOW FILTERING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(a int32, b string) func(c *Column) []byte {
+		return func(c *Column) []byte {
+			if c.Name == "a" {
+				return EncodeInt(a)
+			}
+			return []byte(b)
+		}
+	}
+	for _, tt := range []struct {
+		a    int32
+		b    string
+		want bool
+	}{{1, "x", true}, {1, "a", false}, {2, "x", false}} {
+		got := r.Filters[0].Match(row(tt.a, tt.b)) && r.Filters[1].Match(row(tt.a, tt.b))
+		if got != tt.want {
+			t.Errorf("a = 1 AND b > 'm' on (%d, %q): %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ src, want string }{
+		{"SELECT * FROM t WHERE a = 1", errNeedsFiltering},
+		{"SELECT * FROM t WHERE a IN (1, 2)", errNeedsFiltering},
+		{"SELECT * FROM t WHERE a > 1 AND b = 'x'", errNeedsFiltering},
+		{"SELECT * FROM kv WHERE k > 'm'", errNeedsFiltering},
+		{"SELECT * FROM t WHERE a = 1 AND a = 2 ALLOW FILTERING", "column a is restricted more than once"},
+		{"SELECT * FROM t WHERE a = 1 AND a > 0 ALLOW FILTERING", "column a is restricted more than once"},
+		{"SELECT * FROM t WHERE a = NULL ALLOW FILTERING", "invalid null value in condition for column a"},
+		{"SELECT * FROM t WHERE a = 1 AND token(a, b) > 0 ALLOW FILTERING", "partition key column a cannot be restricted by both a normal relation and a token relation"},
+		{"SELECT * FROM t WHERE (a, b) = (1, 'x') ALLOW FILTERING", "multi-column relations can only be applied to clustering columns but was applied to: a"},
+		{"SELECT * FROM t WHERE a = 1 ORDER BY c1 DESC ALLOW FILTERING", "ORDER BY is only supported when the partition key is restricted by an EQ or an IN"},
+		{"SELECT DISTINCT a, b FROM t WHERE a = 1 AND c1 = 1 ALLOW FILTERING", "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns"},
+	} {
+		if _, err := bind(tt.src); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s\n  gave error %v\n  want %q", tt.src, err, tt.want)
+		}
+	}
+}

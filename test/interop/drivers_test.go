@@ -43,7 +43,8 @@ type driverConfig struct {
 // batches, checks its replica placement and routing against kvnode's, replays (Python) its own schema export and kvnode's DESCRIBE of a table with
 // Cassandra 3.x and 4.x options on a fresh keyspace, binds values by name (Node.js, which sends
 // them with their names unprepared), queries secondary indexes (a regular column; a map's keys,
-// values and entries; seen in the driver's metadata) and scans with ALLOW FILTERING, GROUP BY
+// values and entries; seen in the driver's metadata) and scans with ALLOW FILTERING (on part of
+// a composite partition key too, and on primary key columns beside an indexed one), GROUP BY
 // and PER PARTITION LIMIT, unpaged and paged, and meets the rate limiter (a ConfigurationException in Python, a ResponseError with
 // code 0x2300 in Node.js: neither driver opts in to ScyllaDB's rate-limit error).
 //

@@ -68,7 +68,8 @@ func indexSession(t *testing.T, addr string) *gocql.Session {
 
 // TestModelIndexQueries runs a seeded history of writes to an indexed column (INSERT, UPDATE,
 // DELETE of the row or the cell, each USING TIMESTAMP drawn at random, so last-write-wins
-// order is not history order) and index queries WHERE v = ? paged at random, through random
+// order is not history order) and index queries WHERE v = ? paged at random (a third with
+// c = ? or k > ? beside it, ALLOW FILTERING), through random
 // nodes of an in-process 3-node cluster at QUORUM and ALL, with one node stopped for the middle
 // third and restarted, and checks every read by CheckIndexRead; at the end every value is read
 // at ALL through every node.
@@ -120,7 +121,17 @@ func TestModelIndexQueries(t *testing.T) {
 	reads := 0
 	query := func(node int, cl gocql.Consistency, x string) {
 		page := []int{0, 1, 2, 5, 100}[rng.IntN(5)]
-		it := sessions[node].Query("SELECT k, c FROM mi.t WHERE v = ?", x).Consistency(cl).PageSize(page).Iter()
+		// A third of the queries restrict a primary key column beside the index too (ALLOW
+		// FILTERING): the rows they may return are those of the rows that match it.
+		q, args, keep := "SELECT k, c FROM mi.t WHERE v = ?", []any{x}, func(IndexRow) bool { return true }
+		switch bound := int32(rng.IntN(keys)); rng.IntN(6) {
+		case 0:
+			c := bound % clusterings
+			q, args, keep = q+" AND c = ? ALLOW FILTERING", append(args, c), func(r IndexRow) bool { return r.C == c }
+		case 1:
+			q, args, keep = q+" AND k > ? ALLOW FILTERING", append(args, bound), func(r IndexRow) bool { return r.K > bound }
+		}
+		it := sessions[node].Query(q, args...).Consistency(cl).PageSize(page).Iter()
 		var got []IndexRow
 		var k, c int32
 		for it.Scan(&k, &c) {
@@ -130,8 +141,14 @@ func TestModelIndexQueries(t *testing.T) {
 			return // an unknown read checks nothing
 		}
 		reads++
-		if err := CheckIndexRead(writes, x, got); err != nil {
-			t.Errorf("v = %q at %v through node %d in pages of %d: %v (seed %d)", x, cl, node+1, page, err, seed)
+		matching := make(map[IndexRow][]IndexWrite, len(writes))
+		for r, ws := range writes {
+			if keep(r) {
+				matching[r] = ws
+			}
+		}
+		if err := CheckIndexRead(matching, x, got); err != nil {
+			t.Errorf("%s %v at %v through node %d in pages of %d: %v (seed %d)", q, args, cl, node+1, page, err, seed)
 		}
 	}
 	phase := func(down int) {

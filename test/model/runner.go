@@ -459,6 +459,12 @@ func (r *Runner) checkScan(op *Op) (problems []string, determined bool, history 
 		if r.ModelOf != nil {
 			m = r.ModelOf(t, pk)
 		}
+		if op.KeyFilter != nil && !op.KeyFilter.match(t, pk) {
+			if rows := byKey[key]; len(rows) > 0 {
+				problems = append(problems, fmt.Sprintf("partition %s: %d rows returned, though the scan's restriction of %s excludes it", valsKey(pk), len(rows), t.PK[op.KeyFilter.Col].Name))
+			}
+			continue
+		}
 		sub := *op
 		sub.Kind, sub.PK = Select, pk
 		sub.Outcome.Rows = byKey[key]
@@ -545,6 +551,8 @@ func (op *Op) features() []string {
 		switch {
 		case t.Counter:
 			out = append(out, "counter read")
+		case op.Kind == Scan && op.KeyFilter != nil:
+			out = append(out, "scan filtered on the partition key")
 		case op.Kind == Scan:
 		case op.SelColl:
 			out = append(out, []string{CollSet: "set read", CollMap: "map read", CollList: "list read", CollUDT: "user type read"}[t.Coll])

@@ -401,9 +401,12 @@ type Op struct {
 	// INKeys are the partitions of a SELECT with IN on the partition key (PK is the first of
 	// them): the cartesian product of each partition key column's IN values; nil otherwise.
 	INKeys [][]Val
-	Limit  int  // SELECT ... LIMIT, 0 for none
-	Desc   bool // SELECT ... ORDER BY first clustering column DESC
-	Order  bool // SELECT has an ORDER BY clause
+	// KeyFilter is a Scan's restriction of one partition key column (scanfilter.go); nil for
+	// none.
+	KeyFilter *KeyFilter
+	Limit     int  // SELECT ... LIMIT, 0 for none
+	Desc      bool // SELECT ... ORDER BY first clustering column DESC
+	Order     bool // SELECT has an ORDER BY clause
 	// OrderAll: the ORDER BY names every clustering column (each in the direction Desc implies
 	// for it), not only the first.
 	OrderAll bool
@@ -525,6 +528,7 @@ func (w *Workload) Next() *Op {
 		if len(t.CK) > 0 && r.IntN(3) == 0 {
 			op.Range = w.clusteringRange(t, false) // filtered: scanfilter.go
 		}
+		op.KeyFilter = w.keyFilter(op)
 	default:
 		op.Kind = Select
 		switch q := r.IntN(10); {

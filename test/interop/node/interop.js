@@ -972,6 +972,51 @@ class Steps {
     }
     check(err !== null && /secondary index/.test(err.message), `CREATE MATERIALIZED VIEW: ${err === null ? 'succeeded' : err.message}`);
   }
+
+  // partition_key_filters: part of a composite partition key (=, IN on one column, slices) with
+  // ALLOW FILTERING over a scan, and primary key columns (part of the partition key, a
+  // clustering column) beside an indexed column with ALLOW FILTERING, through prepared
+  // statements, unpaged and paged; without ALLOW FILTERING, and IN on the partition key beside
+  // an index, refused with Cassandra 4.1's messages.
+  async partition_key_filters() {
+    const { client, ks } = this;
+    await client.execute(`CREATE TABLE ${ks}.pkf (k1 int, k2 int, c int, v int, PRIMARY KEY ((k1, k2), c))`);
+    const rows = [];
+    for (let k1 = 0; k1 < 5; k1++) {
+      for (let k2 = 0; k2 < 3; k2++) {
+        for (let c = 0; c < 3; c++) {
+          const r = [k1, k2, c, (k1 + k2 + c) % 3];
+          rows.push(r);
+          await client.execute(`INSERT INTO ${ks}.pkf (k1, k2, c, v) VALUES (?, ?, ?, ?)`, r, { prepare: true });
+        }
+      }
+    }
+    await client.execute(`CREATE INDEX pkf_v ON ${ks}.pkf (v)`);
+    await this.waitBuilt(`SELECT k1 FROM ${ks}.pkf WHERE v = ?`, [1]);
+    const sorted = (rs) => JSON.stringify(rs.map((r) => JSON.stringify(r)).sort());
+    const q = `SELECT k1, k2, c, v FROM ${ks}.pkf WHERE `;
+    for (const [where, params, keep] of [
+      ['k1 = ? ALLOW FILTERING', [2], (r) => r[0] === 2],
+      ['k2 = ? ALLOW FILTERING', [1], (r) => r[1] === 1],
+      ['k1 IN ? ALLOW FILTERING', [[1, 4]], (r) => r[0] === 1 || r[0] === 4],
+      ['k1 > ? AND k1 <= ? AND k2 = ? ALLOW FILTERING', [1, 3, 0], (r) => r[0] > 1 && r[0] <= 3 && r[1] === 0],
+      ['k1 = ? AND c = ? ALLOW FILTERING', [3, 2], (r) => r[0] === 3 && r[2] === 2],
+      ['v = ? AND c = ? ALLOW FILTERING', [1, 2], (r) => r[3] === 1 && r[2] === 2],
+      ['v = ? AND k1 = ? ALLOW FILTERING', [0, 4], (r) => r[3] === 0 && r[0] === 4],
+    ]) {
+      const want = rows.filter(keep);
+      check(want.length > 0, `the model of ${where} selects no rows`);
+      const got = await this.both(q + where, params, 2);
+      check(sorted(got) === sorted(want) && new Set(got.map((r) => r.join())).size === got.length,
+        `WHERE ${where} ${JSON.stringify(params)} returned ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    }
+    const needs = /Cannot execute this query as it might involve data filtering and thus may have unpredictable performance\. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING/;
+    await this.refused(q + 'k1 = ?', [2], needs);
+    await this.refused(q + 'k1 > ? AND k2 = ?', [1, 0], needs);
+    await this.refused(q + 'v = ? AND c = ?', [1, 2], needs);
+    await this.refused(q + 'v = ? AND k1 = ?', [0, 4], needs);
+    await this.refused(q + 'v = ? AND k1 IN (1, 2) ALLOW FILTERING', [0], /Select on indexed columns and with IN clause for the PRIMARY KEY are not supported/);
+  }
 }
 
 async function main() {
@@ -983,7 +1028,7 @@ async function main() {
   console.log(`node ${process.version}, cassandra-driver ${require('cassandra-driver/package.json').version}`);
   const steps = new Steps(cfg);
   const plan = ['connect_and_discover', 'ddl_and_metadata', 'alter_keyspace', 'named_values', 'every_type', 'paging', 'export_by_token_ranges', 'batches', 'expiring_data', 'functions', 'token_aware_routing', 'rate_limit', 'schema_evolution', 'frozen_types', 'user_types', 'user_type_keys', 'select_shapes', 'collections', 'counters', 'non_frozen_user_types',
-    'secondary_indexes', 'map_indexes', 'scan_shapes'];
+    'secondary_indexes', 'map_indexes', 'scan_shapes', 'partition_key_filters'];
   let passed = 0;
   let failed = 0;
   try {

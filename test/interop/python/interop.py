@@ -897,6 +897,49 @@ class Steps:
         else:
             raise AssertionError("CREATE MATERIALIZED VIEW succeeded")
 
+    def partition_key_filters(self):
+        """Part of a composite partition key (=, IN on one column, slices) with ALLOW
+        FILTERING over a scan, and primary key columns (part of the partition key, a clustering
+        column) beside an indexed column with ALLOW FILTERING, through prepared statements,
+        unpaged and paged; without ALLOW FILTERING, and IN on the partition key beside an index,
+        refused with Cassandra 4.1's messages (InvalidRequest)."""
+        s, ks = self.session, self.ks
+        s.execute("CREATE TABLE %s.pkf (k1 int, k2 int, c int, v int, PRIMARY KEY ((k1, k2), c))" % ks)
+        ins = s.prepare("INSERT INTO %s.pkf (k1, k2, c, v) VALUES (?, ?, ?, ?)" % ks)
+        rows = [(k1, k2, c, (k1 + k2 + c) % 3) for k1 in range(5) for k2 in range(3) for c in range(3)]
+        for r in rows:
+            s.execute(ins, list(r))
+        s.execute("CREATE INDEX pkf_v ON %s.pkf (v)" % ks)
+        self.wait_built("SELECT k1 FROM %s.pkf WHERE v = ?" % ks, [1])
+        q = "SELECT k1, k2, c, v FROM %s.pkf WHERE " % ks
+        for where, args, keep in [
+            ("k1 = ? ALLOW FILTERING", [2], lambda r: r[0] == 2),
+            ("k2 = ? ALLOW FILTERING", [1], lambda r: r[1] == 1),
+            ("k1 IN ? ALLOW FILTERING", [[1, 4]], lambda r: r[0] in (1, 4)),
+            ("k1 > ? AND k1 <= ? AND k2 = ? ALLOW FILTERING", [1, 3, 0], lambda r: 1 < r[0] <= 3 and r[1] == 0),
+            ("k1 = ? AND c = ? ALLOW FILTERING", [3, 2], lambda r: r[0] == 3 and r[2] == 2),
+            ("v = ? AND c = ? ALLOW FILTERING", [1, 2], lambda r: r[3] == 1 and r[2] == 2),
+            ("v = ? AND k1 = ? ALLOW FILTERING", [0, 4], lambda r: r[3] == 0 and r[0] == 4),
+        ]:
+            want = sorted(r for r in rows if keep(r))
+            check(len(want) > 0, "the model of %s selects no rows" % where)
+            got = self.both(s.prepare(q + where), args, 2)
+            check(sorted(got) == want and len(got) == len(set(got)), "WHERE %s %r returned %r, want %r" % (where, args, got, want))
+        needs = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"
+        for where, want in [
+            ("k1 = ?", needs),
+            ("k1 > ? AND k2 = ?", needs),
+            ("v = ? AND c = ?", needs),
+            ("v = ? AND k1 = ?", needs),
+            ("v = ? AND k1 IN (1, 2) ALLOW FILTERING", "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported"),
+        ]:
+            try:
+                s.prepare(q + where)
+            except InvalidRequest as e:
+                check(want in str(e), "WHERE %s refused with %s, want %r" % (where, e, want))
+            else:
+                raise AssertionError("WHERE %s was prepared" % where)
+
 
 def main():
     if len(sys.argv) != 2:
@@ -909,7 +952,7 @@ def main():
     plan = [steps.connect_and_discover, steps.ddl_and_metadata, steps.alter_keyspace, steps.schema_export_replays, steps.every_type, steps.paging,
             steps.export_by_token_ranges, steps.batches, steps.expiring_data, steps.functions, steps.token_aware_routing, steps.rate_limit, steps.schema_evolution, steps.frozen_types, steps.user_types, steps.user_type_keys,
             steps.select_shapes, steps.collections, steps.counters, steps.non_frozen_user_types,
-            steps.secondary_indexes, steps.map_indexes, steps.scan_shapes]
+            steps.secondary_indexes, steps.map_indexes, steps.scan_shapes, steps.partition_key_filters]
     passed = failed = 0
     try:
         for i, step in enumerate(plan):
