@@ -545,3 +545,15 @@ func TestCounterTargets(t *testing.T) {
 		}
 	}
 }
+
+func TestRotated(t *testing.T) {
+	xs := []string{"baseline", "unlimited", "limited"}
+	for k, want := range [][]string{xs, {"unlimited", "limited", "baseline"}, {"limited", "baseline", "unlimited"}, xs} {
+		if got := rotated(xs, k); !slices.Equal(got, want) {
+			t.Errorf("rotated(%v, %d) = %v, want %v", xs, k, got, want)
+		}
+	}
+	if xs[0] != "baseline" {
+		t.Errorf("rotated changed its argument: %v", xs)
+	}
+}
