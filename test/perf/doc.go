@@ -30,7 +30,8 @@
 //     between it and the step before, taken when it too reaches 40%, so that R is not set far
 //     above what the loss needs; --rate fixes it instead. Then rounds, each running over both protocols at that same R (their
 //     order alternating by round) three phases: background alone; with the hot partition and no
-//     limit; with the table's per_partition_rate_limit at R/20. The limited phase's first second
+//     limit; with the table's per_partition_rate_limit at R/20 (in an order rotating by round,
+//     so that what follows a phase falls on each alike). The limited phase's first second
 //     (counters young after the limit is set) is measured apart from the rest. Each round's
 //     background throughput and p99 are ratios to the same round's and protocol's baseline; the
 //     headline is the median over rounds, which outlasts bursts of other work on a shared

@@ -305,9 +305,10 @@ func ratio(a, b float64) float64 {
 }
 
 // hotPhases runs s.Rounds rounds, each of baseline, hot unlimited and hot limited at rate, in
-// that order, through every target in turn (the order of the targets alternating by round, so
-// that a drift in the machine's speed falls on each alike), removing the limit after each limited
-// phase. The limited phase is measured after s.LimitWarm of the same load with the limit set,
+// an order that rotates by round (so that what follows a phase, such as the unlimited phase's
+// writes or the schema changes around the limited one, falls on each phase alike), through
+// every target in turn (the order of the targets alternating by round, so that a drift in the
+// machine's speed falls on each alike), removing the limit after each limited phase. The limited phase is measured after s.LimitWarm of the same load with the limit set,
 // whose hot partition is kept as the phase's FirstHot.
 func hotPhases(ctx context.Context, s settings, c *testCluster, targets []loadTarget, table string, rate float64, log io.Writer) ([]loadResult, error) {
 	limit := int(rate) / limitDivisor
@@ -318,11 +319,8 @@ func hotPhases(ctx context.Context, s settings, c *testCluster, targets []loadTa
 			slices.Reverse(order)
 		}
 		for _, tgt := range order {
-			for _, ph := range []struct {
-				name  string
-				hot   float64
-				limit int
-			}{{"baseline", 0, 0}, {"hot unlimited", rate, 0}, {"hot limited", rate, limit}} {
+			phases := []hotPhase{{"baseline", 0, 0}, {"hot unlimited", rate, 0}, {"hot limited", rate, limit}}
+			for _, ph := range rotated(phases, round-1) {
 				var first *bench.Summary
 				if ph.limit > 0 {
 					if err := c.exec(ctx, log, alterLimit(table, ph.limit, ph.limit)); err != nil {
@@ -359,6 +357,22 @@ func hotPhases(ctx context.Context, s settings, c *testCluster, targets []loadTa
 		}
 	}
 	return out, nil
+}
+
+// hotPhase is one phase of a round: its name, the hot partition's offered rate and its limit.
+type hotPhase struct {
+	name  string
+	hot   float64
+	limit int
+}
+
+// rotated returns a copy of xs rotated left by k places.
+func rotated[T any](xs []T, k int) []T {
+	if len(xs) == 0 {
+		return nil
+	}
+	k %= len(xs)
+	return append(slices.Clone(xs[k:]), xs[:k]...)
 }
 
 // alterLimit returns the ALTER TABLE that sets table's per-partition limits; 0 leaves that op

@@ -493,9 +493,11 @@ func TestAccountingPredictsTheBackgroundFromHotCPU(t *testing.T) {
 	lim := phase("hot limited", 1, 1500, 12, 1000, 50, []int64{50, 50})
 	lim.Hot.RejectedByCoordinator = 1900 // 950/s over 2 s
 	lim.CPU = phaseCPU{Servers: 1.4, LoadGen: 0.5}
+	unl := phase("hot unlimited", 1, 1000, 20, 1000, 0, []int64{1000, 1000})
+	unl.CPU = phaseCPU{Servers: 1.5, LoadGen: 0.6}
 	r := &Result{
 		Settings: settings{Parts: allParts},
-		Phases:   []loadResult{base, lim},
+		Phases:   []loadResult{base, unl, lim},
 		RejectCost: []rejectCost{
 			{Protocol: "cql", Path: "coordinator", Sync: false, CPURejectNS: 100_000, CPUAcceptNS: 1_000_000},
 			{Protocol: "cql", Path: "coordinator", Sync: true, CPURejectNS: 1, CPUAcceptNS: 1}, // not the hot part's
@@ -509,6 +511,16 @@ func TestAccountingPredictsTheBackgroundFromHotCPU(t *testing.T) {
 	// 950/s × 100 µs + 50/s × 1000 µs = 0.095 + 0.05 cores; (1.4 − 0.145) / 1.5.
 	if math.Abs(a.HotCores-0.145) > 1e-9 || math.Abs(a.Predicted-(1.4-0.145)/1.5) > 1e-9 || a.Measured != r.BGThroughputRatioLimited {
 		t.Errorf("accounting = %+v, want hot cores 0.145 and predicted %.4f", a, (1.4-0.145)/1.5)
+	}
+	// The load generator: 0.4 cores for 1,000 background ops/s alone, 400 µs each; the
+	// unlimited phases' 0.6 cores less 500 background ops/s leave 400 µs per accepted hot
+	// write; the limited phases' 0.5 cores less 750 background ops/s and 50 accepted writes/s
+	// leave 0.18 cores for 950 rejections/s. Shared cores: 1 − (0.145 + 0.2) / (1.5 + 0.4).
+	if math.Abs(a.LoadGenPerBGOpUS-400) > 1e-6 || math.Abs(a.LoadGenPerAcceptedUS-400) > 1e-6 ||
+		math.Abs(a.LoadGenPerRejectedUS-0.18/950*1e6) > 1e-6 || math.Abs(a.LoadGenHotCores-0.2) > 1e-9 ||
+		math.Abs(a.PredictedSharedCores-(1-0.345/1.9)) > 1e-9 {
+		t.Errorf("accounting = %+v, want the load generator at 400, 400 and %.2f µs per op, 0.2 hot cores, predicted %.4f with shared cores",
+			a, 0.18/950*1e6, 1-0.345/1.9)
 	}
 }
 
@@ -531,5 +543,17 @@ func TestCounterTargets(t *testing.T) {
 		if len(ts) != 1 || ts[0].Met != tt.want {
 			t.Errorf("%s: targets %+v, want one met=%v", tt.name, ts, tt.want)
 		}
+	}
+}
+
+func TestRotated(t *testing.T) {
+	xs := []string{"baseline", "unlimited", "limited"}
+	for k, want := range [][]string{xs, {"unlimited", "limited", "baseline"}, {"limited", "baseline", "unlimited"}, xs} {
+		if got := rotated(xs, k); !slices.Equal(got, want) {
+			t.Errorf("rotated(%v, %d) = %v, want %v", xs, k, got, want)
+		}
+	}
+	if xs[0] != "baseline" {
+		t.Errorf("rotated changed its argument: %v", xs)
 	}
 }

@@ -142,6 +142,23 @@ type cpuAccount struct {
 	// throughput ratio if its operations cost what they cost alone.
 	Predicted float64 `json:"predicted_background_ratio"`
 	Measured  float64 `json:"measured_background_ratio"`
+
+	// The load generator's side, from the phases alone (needs the unlimited phases too): its
+	// CPU per background operation (baseline), per accepted hot write (what the unlimited
+	// phases spent beyond their background) and per rejected one (what the limited phases
+	// spent beyond their background and accepted hot writes). On two cores shared by the
+	// servers and the load generator, the hot partition takes what both spend on it.
+	LoadGenPerBGOpUS     float64 `json:"loadgen_cpu_us_per_background_op"`
+	LoadGenPerAcceptedUS float64 `json:"loadgen_cpu_us_per_accepted"`
+	LoadGenPerRejectedUS float64 `json:"loadgen_cpu_us_per_rejected"`
+	LoadGenHotCores      float64 `json:"loadgen_hot_cores"`
+	// PredictedSharedCores is 1 − (HotCores + LoadGenHotCores) / (server + load generator
+	// cores of the baseline): the background's ratio if the servers and the load generator
+	// had as many cores in the limited phases as in the baseline and every operation cost
+	// what it costs alone. With the limit at R/20 and R set where the unlimited hot partition
+	// takes a share u of the cores, it is about 1 − u/20 − u × (rejection / accepted write,
+	// both sides' CPU).
+	PredictedSharedCores float64 `json:"predicted_background_ratio_shared_cores"`
 }
 
 // accounting computes the cpuAccounts of r's limited phases (needs the hot and reject parts).
@@ -152,7 +169,7 @@ func (r *Result) accounting() []cpuAccount {
 		name     string
 		measured float64
 	}{{"cql", r.BGThroughputRatioLimited}, {"grpc", r.GRPC.BGThroughputRatioLimited}} {
-		var base, lim *phaseAggregate
+		var base, lim, unl *phaseAggregate
 		for i := range agg {
 			if agg[i].Protocol != p.name {
 				continue
@@ -162,6 +179,8 @@ func (r *Result) accounting() []cpuAccount {
 				base = &agg[i]
 			case "hot limited":
 				lim = &agg[i]
+			case "hot unlimited":
+				unl = &agg[i]
 			}
 		}
 		var cost *rejectCost
@@ -181,6 +200,14 @@ func (r *Result) accounting() []cpuAccount {
 		}
 		a.HotCores = (a.HotRejectedPerS*a.CPUPerRejectedUS + a.HotAcceptedPerS*a.CPUPerAcceptedUS) / 1e6
 		a.Predicted = ratio(a.ServerCoresLimited-a.HotCores, a.ServerCoresBaseline)
+		if unl != nil && base.BGThroughput > 0 && unl.HotAccepted > 0 && lim.HotRejected > 0 {
+			perBG := base.LoadGenCPU / base.BGThroughput // cores per op/s: seconds per op
+			perAcc := (unl.LoadGenCPU - unl.BGThroughput*perBG) / unl.HotAccepted
+			perRej := (lim.LoadGenCPU - lim.BGThroughput*perBG - lim.HotAccepted*perAcc) / lim.HotRejected
+			a.LoadGenPerBGOpUS, a.LoadGenPerAcceptedUS, a.LoadGenPerRejectedUS = perBG*1e6, perAcc*1e6, perRej*1e6
+			a.LoadGenHotCores = lim.HotRejected*perRej + lim.HotAccepted*perAcc
+			a.PredictedSharedCores = 1 - ratio(a.HotCores+a.LoadGenHotCores, base.ServerCPU+base.LoadGenCPU)
+		}
 		out = append(out, a)
 	}
 	return out
@@ -622,6 +649,12 @@ func (r *Result) writeText(w io.Writer) error {
 			fmt.Fprintf(&b, "| %s | %.0f × %.1f | %.0f × %.1f | %.2f | %.2f, %.2f | %.2f, %.2f | %.2f | %.2f |\n", a.Protocol,
 				a.HotRejectedPerS, a.CPUPerRejectedUS, a.HotAcceptedPerS, a.CPUPerAcceptedUS, a.HotCores,
 				a.ServerCoresLimited, a.ServerCoresBaseline, a.LoadGenCoresLimited, a.LoadGenCoresBase, a.Predicted, a.Measured)
+		}
+		fmt.Fprintf(&b, "\nThe load generator's side (its CPU per operation, from the phases: the unlimited phases' beyond their background for an accepted hot write, the limited phases' beyond their background and accepted writes for a rejected one), and the background predicted with the servers and the load generator keeping the baseline's cores:\n\n")
+		fmt.Fprintf(&b, "| protocol | load generator µs per background op | per accepted hot write | per rejected | hot partition cores, load generator | predicted, shared cores | measured |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, a := range r.Accounting {
+			fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.2f | %.3f | %.3f |\n", a.Protocol,
+				a.LoadGenPerBGOpUS, a.LoadGenPerAcceptedUS, a.LoadGenPerRejectedUS, a.LoadGenHotCores, a.PredictedSharedCores, a.Measured)
 		}
 	}
 
