@@ -12,9 +12,9 @@
 //
 // # Pipes
 //
-// The data path's kinds (mutate, read, account_delta) go to a peer on pipes: a long-lived
-// stream per peer carrying many requests at once by id, the requests queued while a write is
-// under way coalesced into one message (pipe.go). Deadlines, cancellation and errors are as for
+// The data path's kinds (mutate, read, account_delta, counter_update and the Paxos rounds') go
+// to a peer on pipes: a long-lived stream per peer carrying many requests at once by id, the
+// requests queued while a write is under way coalesced into one message (pipe.go). Deadlines, cancellation and errors are as for
 // a unary Call; requests in flight are bounded at each end (PipeMaxInFlight: a caller beyond
 // waits until its context ends). A pipe travels on a framed connection of its own to the peer's
 // internode port (framed.go: length-prefixed messages under the same TLS, no gRPC between the

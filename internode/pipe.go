@@ -45,8 +45,9 @@ const (
 )
 
 // pipeKindNames are the kinds that travel on pipes: the data path's, whose requests and answers
-// are small and many.
-var pipeKindNames = [...]string{"mutate", "read", "account_delta"}
+// are small and many: writes, reads, accounts, counter updates and the rounds of lightweight
+// transactions (a prepare whose read answers more than a pipe's message holds goes by Call).
+var pipeKindNames = [...]string{"mutate", "read", "account_delta", "counter_update", "paxos_prepare", "paxos_propose", "paxos_commit"}
 
 // errUseCall is a pipe request's error when it must be sent by Call instead: the peer does not
 // serve pipes, or the answer is too large for one. Sender.call retries such a request unary.
