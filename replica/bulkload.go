@@ -10,11 +10,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/kvnode/kvnode/cell"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -37,10 +37,9 @@ const DefaultBulkChunkBytes = 64 << 20
 // mutations sorted by token and partition key) are ingested into the lowest level at once;
 // overlapping ones are ingested one after another.
 //
-// A BulkLoader takes rows with cells, row markers, row deletions, static rows and partition
-// deletions; it refuses range tombstones, collection elements and tombstones, counters and
-// tables with secondary indexes or with truncated or dropped data (their entries are written
-// beside the rows by code it does not share). It is not safe for concurrent use.
+// A BulkLoader takes every mutation Apply takes, but refuses tables with secondary indexes
+// (their entries are plain keys beside the rows) or with truncated or dropped data. It is not
+// safe for concurrent use.
 type BulkLoader struct {
 	dir   string
 	opts  Options
@@ -50,8 +49,9 @@ type BulkLoader struct {
 	chunk int
 	now   func() time.Time
 
-	arena   []byte      // the buffered entries' keys and values
-	entries []bulkEntry // indexes into arena
+	batch   pebble.Batch // of no store: a mutation's entries, encoded (add)
+	arena   []byte       // the buffered entries' keys and values
+	entries []bulkEntry  // indexes into arena
 	files   []bulkFile
 	stats   BulkStats
 	closed  bool
@@ -121,11 +121,8 @@ func (l *BulkLoader) Add(m *replicapb.Mutation) error {
 	if m.GetTableId() != uint64(t.ID) {
 		return badRequest(t, "mutation is for table id %d", m.GetTableId())
 	}
-	if len(m.Rows) == 0 && m.PartitionDeletion == nil && m.StaticRow == nil {
-		return badRequest(t, "mutation writes nothing: no rows or partition deletion")
-	}
-	if len(m.RangeTombstones) > 0 {
-		return badRequest(t, "bulk load: range tombstones are not bulk loaded")
+	if len(m.Rows) == 0 && m.PartitionDeletion == nil && len(m.RangeTombstones) == 0 && m.StaticRow == nil {
+		return badRequest(t, "mutation writes nothing: no rows, range tombstones or partition deletion")
 	}
 	mark := len(l.entries)
 	arenaMark := len(l.arena)
@@ -140,103 +137,27 @@ func (l *BulkLoader) Add(m *replicapb.Mutation) error {
 	return nil
 }
 
-// add appends m's entries, as applyWith encodes them.
+// add appends m's entries, encoded as Apply encodes them (encodeMutation, into the loader's
+// batch of no store, read back).
 func (l *BulkLoader) add(m *replicapb.Mutation) error {
-	t := l.t
 	local := l.now().UnixNano()
-	pk, err := serializePartitionKey(t, nil, m.PartitionKey, m.Token)
-	if err != nil {
+	l.batch.Reset()
+	if err := encodeMutation(l.t, m, func() int64 { return local }, &l.batch); err != nil {
 		return err
 	}
-	prefix := appendPartitionPrefix(nil, uint64(t.ID), m.Token, pk)
-	var key, val []byte
-	if m.PartitionDeletion != nil {
-		if err := checkTimestamp(*m.PartitionDeletion); err != nil {
-			return badRequest(t, "partition deletion: %v", err)
+	r := l.batch.Reader()
+	for {
+		kind, key, val, ok, err := r.Next()
+		switch {
+		case err != nil:
+			return fmt.Errorf("replica: bulk load into %s: read back an encoded mutation: %w", l.t.QualifiedName(), err)
+		case !ok:
+			return nil
+		case kind != pebble.InternalKeyKindMerge:
+			return fmt.Errorf("replica: bulk load into %s: an entry of kind %s, where the loader writes merge operands only", l.t.QualifiedName(), kind)
 		}
-		key = append(append(key[:0], prefix...), kindPartitionDeletion)
-		l.put(key, appendTombstone(val[:0], *m.PartitionDeletion, local))
+		l.put(key, val)
 	}
-	for i, row := range withStaticRow(m) {
-		if row == nil || (len(row.Cells) == 0 && row.Marker == nil && row.Deletion == nil && len(row.Collections) == 0) {
-			return badRequest(t, "row %d writes nothing: no cells, marker or deletion", i)
-		}
-		if len(row.Collections) > 0 {
-			return badRequest(t, "row %d: collection tombstones are not bulk loaded", i)
-		}
-		key = append(key[:0], prefix...)
-		static := i == len(m.Rows)
-		if static {
-			if err := checkStaticRow(t, row); err != nil {
-				return err
-			}
-			key = append(key, kindStatic)
-		} else {
-			if len(row.Clustering) != len(t.Clustering) {
-				return badRequest(t, "row %d has %d clustering components, want %d (%s)", i, len(row.Clustering), len(t.Clustering), names(t.Clustering))
-			}
-			key = append(key, kindRow)
-			if key, err = appendClusteringKey(t, key, row.Clustering); err != nil {
-				return badRequest(t, "row %d: %v", i, err)
-			}
-		}
-		rowLen := len(key)
-		if row.Deletion != nil {
-			if err := checkTimestamp(*row.Deletion); err != nil {
-				return badRequest(t, "row %d deletion: %v", i, err)
-			}
-			key = append(key[:rowLen], rowDeletion)
-			l.put(key, appendTombstone(val[:0], *row.Deletion, local))
-		}
-		if row.Marker != nil {
-			if err := checkTimestamp(*row.Marker); err != nil {
-				return badRequest(t, "row %d marker: %v", i, err)
-			}
-			marker := cell.Cell{Timestamp: *row.Marker, TTL: row.MarkerTtl, Expires: row.MarkerExpires}
-			if err := cell.CheckExpiry(marker); err != nil {
-				return badRequest(t, "row %d marker: %v", i, err)
-			}
-			key = append(key[:rowLen], rowMarker)
-			l.put(key, appendValue(val[:0], marker, local))
-		}
-		for _, c := range row.Cells {
-			if c == nil {
-				return badRequest(t, "row %d has a nil cell", i)
-			}
-			typ, err := regularType(t, c.Column)
-			if err != nil {
-				return err
-			}
-			if err := checkTimestamp(c.Timestamp); err != nil {
-				return badRequest(t, "row %d column %q: %v", i, c.Column, err)
-			}
-			if !static && t.IsStatic(c.Column) {
-				return badRequest(t, "row %d writes static column %q: static cells belong to the static row", i, c.Column)
-			}
-			switch {
-			case c.Counter || typ == schema.TypeCounter:
-				return badRequest(t, "row %d column %q: counters are not bulk loaded", i, c.Column)
-			case c.Path != nil || typ.MultiCell():
-				return badRequest(t, "row %d column %q: non-frozen collections are not bulk loaded", i, c.Column)
-			case !c.Tombstone:
-				if err := typ.Check(nonNil(c.Value)); err != nil {
-					return badRequest(t, "row %d column %q: %v", i, c.Column, err)
-				}
-			}
-			if err := cell.CheckExpiry(cell.Cell{Timestamp: c.Timestamp, Tombstone: c.Tombstone, TTL: c.Ttl, Expires: c.Expires}); err != nil {
-				return badRequest(t, "row %d column %q: %v", i, c.Column, err)
-			}
-			key = append(key[:rowLen], rowCell)
-			key = append(key, c.Column...)
-			if c.Tombstone {
-				val = appendTombstone(val[:0], c.Timestamp, local)
-			} else {
-				val = appendValue(val[:0], cell.Cell{Timestamp: c.Timestamp, Value: c.Value, TTL: c.Ttl, Expires: c.Expires}, local)
-			}
-			l.put(key, val)
-		}
-	}
-	return nil
 }
 
 // put buffers one entry.

@@ -115,15 +115,12 @@ func TestBulkLoadRefuses(t *testing.T) {
 	if _, err := NewBulkLoader("db", tbl, bulkOpts(fs)); err == nil {
 		t.Error("a second loader of the same store started while the first one runs")
 	}
-	rt := mut("a")
-	rt.RangeTombstones = []*replicapb.RangeTombstone{{Timestamp: 5}}
 	bad := mut("b", row(1, "a", "marker@5"))
 	bad.Token++
 	for name, m := range map[string]*replicapb.Mutation{
-		"range tombstones": rt,
-		"token":            bad,
-		"column \"nope\"":  mut("c", row(1, "a", "marker@5", "nope=1@5")),
-		"writes nothing":   mut("d"),
+		"token":           bad,
+		"column \"nope\"": mut("c", row(1, "a", "marker@5", "nope=1@5")),
+		"writes nothing":  mut("d"),
 	} {
 		if err := l.Add(m); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("Add of a mutation with %s: %v, want ErrBadRequest", name, err)
@@ -131,5 +128,43 @@ func TestBulkLoadRefuses(t *testing.T) {
 	}
 	if len(l.entries) != 0 || l.stats.Mutations != 0 {
 		t.Errorf("refused mutations left %d entries, %d mutations", len(l.entries), l.stats.Mutations)
+	}
+}
+
+// TestBulkLoadTakesRangeTombstones: the loader encodes as Apply does, range tombstones too: a
+// loaded one deletes the older rows the store held before the load and the loaded rows it covers,
+// and not a newer row.
+func TestBulkLoadTakesRangeTombstones(t *testing.T) {
+	fs := vfs.NewMem()
+	tbl := testTable(t)
+	s, err := Open("db", bulkOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(tbl, mut("p", row(1, "a", "marker@100"), row(3, "c", "marker@300"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewBulkLoader("db", tbl, bulkOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := mut("p", row(2, "b", "marker@100"))
+	rt.RangeTombstones = []*replicapb.RangeTombstone{{Timestamp: 200}}
+	if err := l.Add(rt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Ingest(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open("db", bulkOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, want := readAs(t, s, tbl, "p"), "(3,c) marker@300"; got != want {
+		t.Errorf("partition p reads %s, want %s (the range tombstone at 200 covers the rows at 100)", got, want)
 	}
 }

@@ -258,7 +258,6 @@ func (s *Store) applyWith(t *schema.Table, m *replicapb.Mutation, extraKey, extr
 	if err := s.SpaceError(); err != nil {
 		return err
 	}
-	var pkBuf, keyBuf, valBuf [128]byte
 	var local int64 // the local deletion time of the mutation's tombstones, read once
 	deletedAt := func() int64 {
 		if local == 0 {
@@ -266,6 +265,34 @@ func (s *Store) applyWith(t *schema.Table, m *replicapb.Mutation, extraKey, extr
 		}
 		return local
 	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := encodeMutation(t, m, deletedAt, b); err != nil {
+		return err
+	}
+	if extraKey != nil {
+		if err := b.Set(extraKey, extraVal, nil); err != nil {
+			return err
+		}
+	}
+	mu := s.stripes.of(m.Token) // a purge of the partition decides under it
+	mu.RLock()
+	err := b.Commit(s.writeOpts)
+	mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("replica: table %s: commit: %w", t.QualifiedName(), err)
+	}
+	return nil
+}
+
+// encodeMutation checks m, a mutation of t, and writes its entries to b: every row, cell and
+// tombstone a last-write-wins merge operand, and the index entries of an indexed table's cells.
+// deletedAt gives the local deletion time of its tombstones. Writes at or before t's
+// truncation, or of a column at or before its drop, are left out (they arrive late). A mutation
+// it refuses returns an error wrapping ErrBadRequest, and b may hold part of it. b is a store's
+// batch, or one of no store whose entries a BulkLoader reads back.
+func encodeMutation(t *schema.Table, m *replicapb.Mutation, deletedAt func() int64, b *pebble.Batch) error {
+	var pkBuf, keyBuf, valBuf [128]byte
 	pk, err := serializePartitionKey(t, pkBuf[:0], m.PartitionKey, m.Token)
 	if err != nil {
 		return err
@@ -274,8 +301,6 @@ func (s *Store) applyWith(t *schema.Table, m *replicapb.Mutation, extraKey, extr
 	prefixLen := len(key)
 	val := valBuf[:0]
 
-	b := s.db.NewBatch()
-	defer b.Close()
 	// Writes at or before the table's TRUNCATE, or of a column at or before its drop, arrive
 	// late (in-flight writes, hints, batchlog replays, repair): they are gone, and not stored.
 	shadows := t.HasShadows()
@@ -453,18 +478,6 @@ func (s *Store) applyWith(t *schema.Table, m *replicapb.Mutation, extraKey, extr
 				}
 			}
 		}
-	}
-	if extraKey != nil {
-		if err := b.Set(extraKey, extraVal, nil); err != nil {
-			return err
-		}
-	}
-	mu := s.stripes.of(m.Token) // a purge of the partition decides under it
-	mu.RLock()
-	err = b.Commit(s.writeOpts)
-	mu.RUnlock()
-	if err != nil {
-		return fmt.Errorf("replica: table %s: commit: %w", t.QualifiedName(), err)
 	}
 	return nil
 }
