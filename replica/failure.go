@@ -187,11 +187,16 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 
 // guarded runs fn, a call into the store. A panic in it that is a storage failure (see
 // StorageFailure) is handed to Fail, the disk failure policy, and returned as the call's error,
-// so that no recovery above takes it for a failed request and the node serves on; any other
+// so that no recovery above takes it for a failed request and the node serves on; pebble's
+// panic of a call that raced the store's Close is the call's error (errStoreClosed); any other
 // panic goes on.
 func (s *Store) guarded(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && errors.Is(e, pebble.ErrClosed) {
+				err = errStoreClosed
+				return
+			}
 			f, ok := StorageFailure(r)
 			if !ok {
 				panic(r)

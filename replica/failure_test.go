@@ -159,6 +159,27 @@ func TestStoragePanicGoesToThePolicy(t *testing.T) {
 	}
 }
 
+// TestCallRacingCloseIsAnError: a write that reaches pebble after the store closed (a request
+// handler still running while its node stops) is the call's error, not a panic that ends the
+// process, and no storage failure.
+func TestCallRacingCloseIsAnError(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := s.db
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = s.guarded(func() error { return db.Set([]byte("k"), []byte("v"), nil) })
+	if !errors.Is(err, errStoreClosed) {
+		t.Errorf("a write after Close returned %v, want %v", err, errStoreClosed)
+	}
+	if s.failure.Load() != nil {
+		t.Errorf("a write after Close failed the store: %v", s.failure.Load())
+	}
+}
+
 // TestCorruptTableFailsTheStore corrupts a flushed sstable: the read that finds it fails, the
 // corruption is counted, and the store fails with kind corruption.
 func TestCorruptTableFailsTheStore(t *testing.T) {
