@@ -19,6 +19,12 @@ func (p Peers) Mutate(ctx context.Context, to coordinator.NodeID, req *replicapb
 	return Call[*replicapb.MutateResponse](ctx, p.S, NodeID(to), req)
 }
 
+// MutateAsync sends a mutation to replica to without waiting, as Sender.Start does: done gets
+// the answer; false when the mutation must go by Mutate instead.
+func (p Peers) MutateAsync(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest, done func(*replicapb.MutateResponse, error)) bool {
+	return Start(ctx, p.S, NodeID(to), req, done)
+}
+
 // Read sends a read to replica to.
 func (p Peers) Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error) {
 	return Call[*replicapb.ReadResponse](ctx, p.S, NodeID(to), req)

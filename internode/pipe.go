@@ -102,9 +102,24 @@ type queuedRequest struct {
 	size int
 }
 
-// pipeCall is one request waiting for its answer.
+// pipeCall is one request waiting for its answer: a caller waiting on done (call), or an
+// asynchronous call's function (start).
 type pipeCall struct {
-	done chan pipeResult // capacity 1
+	done chan pipeResult // capacity 1; nil for an asynchronous call
+	fn   func(pipeResult)
+	stop func() bool // ends fn's watch of its context (nil when it has none)
+}
+
+// answer hands res to c's caller; whoever took c from pending calls it, once.
+func (c *pipeCall) answer(res pipeResult) {
+	if c.fn == nil {
+		c.done <- res
+		return
+	}
+	if c.stop != nil {
+		c.stop()
+	}
+	c.fn(res)
 }
 
 type pipeResult struct {
@@ -151,50 +166,18 @@ func (p *pipe) usable() bool {
 
 // call sends request r on p and waits for its answer, or for ctx to end.
 func (p *pipe) call(ctx context.Context, r *replicapb.Request, size int) (*replicapb.Response, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, status.FromContextError(ctx.Err()).Err()
-	case <-p.ctx.Done():
-		return nil, errUseCall // the pipe ended: not sent
-	}
-	item := &replicapb.PipeRequest{Request: r}
-	if d, ok := ctx.Deadline(); ok {
-		left := time.Until(d)
-		if left <= 0 {
-			<-p.slots
-			return nil, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
-		}
-		item.TimeoutMicros = max(1, left.Microseconds())
-	}
 	c := &pipeCall{done: make(chan pipeResult, 1)}
-	p.mu.Lock()
-	if p.err != nil || p.closing {
-		p.mu.Unlock()
-		<-p.slots
-		return nil, errUseCall // the pipe broke or closes since pipeFor: not sent
+	id, err := p.enqueue(ctx, r, size, c)
+	if err != nil {
+		return nil, err
 	}
-	p.nextID++
-	item.Id = p.nextID
-	p.pending[item.Id] = c
-	p.queue = append(p.queue, queuedRequest{item, size + 16})
-	p.mu.Unlock()
 	p.flush()
 
 	select {
 	case res := <-c.done: // the reader freed the slot
 		return res.resp, res.err
 	case <-ctx.Done():
-		p.mu.Lock()
-		_, waiting := p.pending[item.Id]
-		if waiting {
-			delete(p.pending, item.Id)
-			if p.err == nil && len(p.queue) < 2*PipeMaxInFlight {
-				p.queue = append(p.queue, queuedRequest{&replicapb.PipeRequest{Id: item.Id, Cancel: true}, 16})
-			} // else the peer's handler ends at its deadline, or with the broken stream
-		}
-		p.mu.Unlock()
-		if !waiting { // answered meanwhile: the reader frees the slot
+		if !p.withdraw(id, c) { // answered meanwhile: the reader frees the slot
 			res := <-c.done
 			return res.resp, res.err
 		}
@@ -202,6 +185,81 @@ func (p *pipe) call(ctx context.Context, r *replicapb.Request, size int) (*repli
 		p.flush()
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
+}
+
+// start sends request r on p and returns: done gets the answer, or ctx's error once ctx ends
+// first, exactly once, on the pipe's reader or on a goroutine of ctx's, and must not block. The
+// error is errUseCall, and done is not called, when r was not sent.
+func (p *pipe) start(ctx context.Context, r *replicapb.Request, size int, done func(pipeResult)) error {
+	c := &pipeCall{fn: done}
+	if _, err := p.enqueue(ctx, r, size, c); err != nil {
+		return err
+	}
+	p.flush()
+	return nil
+}
+
+// enqueue takes a slot on p (waiting for one until ctx ends) and queues r as call c's request,
+// returning its id. For an asynchronous call (c.fn), ctx's end withdraws it and answers c with
+// ctx's error. The error is errUseCall when r was not queued because the pipe ended, or ctx's
+// status.
+func (p *pipe) enqueue(ctx context.Context, r *replicapb.Request, size int, c *pipeCall) (uint64, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0, status.FromContextError(ctx.Err()).Err()
+	case <-p.ctx.Done():
+		return 0, errUseCall // the pipe ended: not sent
+	}
+	item := &replicapb.PipeRequest{Request: r}
+	if d, ok := ctx.Deadline(); ok {
+		left := time.Until(d)
+		if left <= 0 {
+			<-p.slots
+			return 0, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+		}
+		item.TimeoutMicros = max(1, left.Microseconds())
+	}
+	p.mu.Lock()
+	if p.err != nil || p.closing {
+		p.mu.Unlock()
+		<-p.slots
+		return 0, errUseCall // the pipe broke or closes since pipeFor: not sent
+	}
+	p.nextID++
+	id := p.nextID
+	item.Id = id
+	if c.fn != nil && ctx.Done() != nil {
+		// Set before c is pending (the reader reads it after taking c from pending): the
+		// function runs on its own goroutine and takes p.mu after this unlocks.
+		c.stop = context.AfterFunc(ctx, func() {
+			if p.withdraw(id, c) {
+				<-p.slots
+				p.flush()
+				c.fn(pipeResult{err: status.FromContextError(ctx.Err()).Err()})
+			}
+		})
+	}
+	p.pending[id] = c
+	p.queue = append(p.queue, queuedRequest{item, size + 16})
+	p.mu.Unlock()
+	return id, nil
+}
+
+// withdraw takes call c (request id) from p's pending calls and queues its cancellation for the
+// peer; it reports false when c was no longer pending (answered, or failed with the pipe), in
+// which case whoever took it answers c and frees its slot.
+func (p *pipe) withdraw(id uint64, c *pipeCall) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending[id] != c {
+		return false
+	}
+	delete(p.pending, id)
+	if p.err == nil && len(p.queue) < 2*PipeMaxInFlight {
+		p.queue = append(p.queue, queuedRequest{&replicapb.PipeRequest{Id: id, Cancel: true}, 16})
+	} // else the peer's handler ends at its deadline, or with the broken stream
+	return true
 }
 
 // flush writes what p's callers queued unless another caller is writing, which then writes it;
@@ -274,7 +332,7 @@ func (p *pipe) fail(err error) {
 	p.mu.Unlock()
 	for _, c := range pending {
 		<-p.slots
-		c.done <- pipeResult{err: err}
+		c.answer(pipeResult{err: err})
 	}
 	p.stop()
 }
@@ -325,7 +383,7 @@ func (p *pipe) read(pc *peerConn, recv func() (*replicapb.PipeResponses, error))
 			default:
 				res.resp = r.GetResponse()
 			}
-			c.done <- res
+			c.answer(res)
 		}
 		p.mu.Lock()
 		p.closing = p.closing || m.GetClosing()

@@ -435,3 +435,102 @@ func TestPipeRecoversPanics(t *testing.T) {
 		t.Errorf("the pipe after a panic: %v", err)
 	}
 }
+
+// startMutate starts a mutate to "n2" through s and returns where its answer arrives, or nil
+// when Start declined it.
+func startMutate(ctx context.Context, s *Sender, table uint64) chan error {
+	done := make(chan error, 2) // room for a second answer, which the test reports
+	if !Start(ctx, s, "n2", mutateOf(table), func(r *replicapb.MutateResponse, err error) {
+		if err == nil && r.GetWouldReject() != (table == 1) {
+			err = errors.New("a mutate got another answer")
+		}
+		done <- err
+	}) {
+		return nil
+	}
+	return done
+}
+
+// TestPipeStart sends calls by Start: each is answered once on its pipe, a deadline and a
+// cancellation end the call and the peer's handler, and calls Start cannot make on a pipe (to
+// this node, a kind not on pipes, a peer without pipes) are declined, not sent.
+func TestPipeStart(t *testing.T) {
+	p := newPipePeer(t, peerFramed)
+	book := &addrBook{}
+	book.set("n2", p.addr)
+	s := newSender(t, Options{Self: "n1", Addresses: book})
+	var answers []chan error
+	for range 200 {
+		d := startMutate(ctxT(t), s, 1)
+		if d == nil {
+			t.Fatal("Start declined a mutate to a peer with pipes")
+		}
+		answers = append(answers, d)
+	}
+	for _, d := range answers {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, st := p.unary.Load(), p.streams.Load(); n != 0 || st != 0 {
+		t.Errorf("%d started calls went unary and %d on gRPC streams, want all on framed pipes", n, st)
+	}
+
+	ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+	defer cancel()
+	d := startMutate(ctx, s, 2)
+	if left := <-p.entered; left == noDeadline || left > 200*time.Millisecond {
+		t.Errorf("the handler had %v left, want the caller's deadline (at most 200ms)", left)
+	}
+	if err := <-d; status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("a started call past its deadline: %v, want DeadlineExceeded", err)
+	}
+	<-p.ended
+
+	ctx, cancel = context.WithCancel(t.Context())
+	d = startMutate(ctx, s, 2)
+	<-p.entered
+	cancel()
+	if err := <-d; status.Code(err) != codes.Canceled {
+		t.Errorf("a canceled started call: %v, want Canceled", err)
+	}
+	if err := <-p.ended; !errors.Is(err, context.Canceled) {
+		t.Errorf("the canceled handler's context ended with %v, want Canceled", err)
+	}
+	// Each call was answered once, and the pipe still works.
+	if err := <-startMutate(ctxT(t), s, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range append(answers, d) {
+		select {
+		case err := <-d:
+			t.Fatalf("a started call answered twice (%v)", err)
+		default:
+		}
+	}
+
+	if Start(ctxT(t), s, "n2", &replicapb.ViewRequest{}, func(*replicapb.ViewResponse, error) {
+		t.Error("a declined call was answered")
+	}) {
+		t.Error("Start took a kind that is not on pipes")
+	}
+	// The first call to a peer without pipes is started: the pipe learns that the peer does not
+	// serve it, and the call goes unary; later ones are declined.
+	old := newPipePeer(t, peerUnary)
+	book.set("n3", old.addr)
+	done := make(chan error, 1)
+	if !Start(ctxT(t), s, "n3", mutateOf(1), func(_ *replicapb.MutateResponse, err error) { done <- err }) {
+		t.Fatal("Start declined the first call to a peer")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a started call to a peer without pipes: %v", err)
+	}
+	if n := old.unary.Load(); n != 1 {
+		t.Errorf("%d unary calls reached the peer without pipes, want 1", n)
+	}
+	if Start(ctxT(t), s, "n3", mutateOf(1), func(*replicapb.MutateResponse, error) {
+		t.Error("a declined call was answered")
+	}) {
+		t.Error("Start took a call to a peer without pipes")
+	}
+}

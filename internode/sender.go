@@ -257,6 +257,99 @@ func (s *Sender) call(ctx context.Context, i int, to NodeID, req proto.Message, 
 	return s.kinds.unwrapResponse(resp)
 }
 
+// Start sends request req to node to, as Call does, without waiting: done gets the answer or
+// the error, exactly once, on another goroutine or before Start returns, and must not block. It
+// reports false, having sent nothing and without calling done, when the request does not go on
+// a pipe (to this node itself, a kind the pipes do not carry, a large request, a peer without
+// pipes): the caller then makes the call with Call. The package-level Start types the answer.
+func (s *Sender) Start(ctx context.Context, to NodeID, req proto.Message, done func(proto.Message, error)) bool {
+	i, err := s.kinds.kindOf(req)
+	if err != nil || !s.piped[i] || to == s.self && s.local != nil || s.closed.Load() {
+		return false
+	}
+	pc, err := s.peer(to, "")
+	if err != nil {
+		return false
+	}
+	r, err := s.kinds.wrap(i, req)
+	if err != nil {
+		return false
+	}
+	size := proto.Size(r)
+	if size > pipeMaxSingleBytes {
+		return false
+	}
+	p := s.pipeFor(pc)
+	if p == nil {
+		return false
+	}
+	s.count(i, to)
+	err = p.start(ctx, r, size, func(res pipeResult) {
+		if res.err == errUseCall {
+			s.callUnary(ctx, i, to, pc, r, done) // the peer wants the answer by Call
+			return
+		}
+		s.finish(i, to, res.resp, res.err, done)
+	})
+	switch {
+	case err == errUseCall:
+		s.callUnary(ctx, i, to, pc, r, done)
+	case err != nil:
+		done(nil, s.wrap(i, to, err))
+	}
+	return true
+}
+
+// finish hands a started call's answer resp or error err to done, as Call returns them.
+func (s *Sender) finish(i int, to NodeID, resp *replicapb.Response, err error, done func(proto.Message, error)) {
+	if err != nil {
+		done(nil, s.wrap(i, to, err))
+		return
+	}
+	m, err := s.kinds.unwrapResponse(resp)
+	if err != nil {
+		done(nil, s.wrap(i, to, err))
+		return
+	}
+	done(m, nil)
+}
+
+// callUnary makes a started call whose request the pipe could not carry as a unary call, on a
+// goroutine of s's (Close waits for it), and hands its answer to done.
+func (s *Sender) callUnary(ctx context.Context, i int, to NodeID, pc *peerConn, r *replicapb.Request, done func(proto.Message, error)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed.Load() {
+		done(nil, ErrClosed)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		resp, err := pc.api.Call(ctx, r)
+		s.finish(i, to, resp, err, done)
+	}()
+}
+
+// Start is Sender.Start with the answer typed as a Resp: an Internal error when the node answers
+// with another message.
+func Start[Resp proto.Message](ctx context.Context, s *Sender, to NodeID, req proto.Message, done func(Resp, error)) bool {
+	return s.Start(ctx, to, req, func(m proto.Message, err error) {
+		var zero Resp
+		if err != nil {
+			done(zero, err)
+			return
+		}
+		r, ok := m.(Resp)
+		if !ok {
+			i, _ := s.kinds.kindOf(req)
+			done(zero, s.wrap(i, to, status.Errorf(codes.Internal, "answered with %s, want %s", messageName(m), messageName(zero))))
+			return
+		}
+		done(r, nil)
+	})
+}
+
 // Call sends request req to node to through s and returns its answer as a Resp: an Internal
 // error when the node answers with another message.
 func Call[Resp proto.Message](ctx context.Context, s *Sender, to NodeID, req proto.Message, opts ...CallOption) (Resp, error) {

@@ -32,6 +32,15 @@ type Transport interface {
 	Read(ctx context.Context, to coordinator.NodeID, req *replicapb.ReadRequest) (*replicapb.ReadResponse, error)
 }
 
+// AsyncMutator is what a Transport may also do: send a mutation to a replica without a goroutine
+// waiting for its answer. MutateAsync reports false, having sent nothing, when it cannot (the
+// local node, a peer it reaches only by Mutate): the executor then calls Mutate. Otherwise done
+// gets the answer or the error exactly once (ctx's error once ctx ends first), possibly before
+// MutateAsync returns, and must not block. A Transport without it is called by Mutate.
+type AsyncMutator interface {
+	MutateAsync(ctx context.Context, to coordinator.NodeID, req *replicapb.MutateRequest, done func(*replicapb.MutateResponse, error)) bool
+}
+
 // LocalLimiter accounts and decides on the local node's counters without touching storage: the
 // first step when the coordinator is itself a replica of the token (docs/architecture.md, the limiter). A table without a
 // limit for op is admitted without being counted.

@@ -25,6 +25,16 @@ type exchange interface {
 	call(ctx context.Context, s coordinator.Send) coordinator.Response
 }
 
+// asyncExchange is an exchange that can also start a call without a goroutine waiting for it:
+// start reports false, having sent nothing, when it cannot (the caller then calls call);
+// otherwise done gets the answer exactly once, possibly before start returns, on a goroutine
+// that must not block. A panic while handling the answer is handed to fail instead (done may
+// then not be called).
+type asyncExchange interface {
+	exchange
+	start(ctx context.Context, s coordinator.Send, done func(coordinator.Response), fail func(any)) bool
+}
+
 // partitionKey is what the local limiter check needs to know about an operation.
 type partitionKey struct {
 	table schema.TableID
@@ -219,6 +229,9 @@ func (e *Executor) await(ctx context.Context, req *coordinator.Request, sends []
 		if !e.extend(f) {
 			return false
 		}
+		if ax, ok := x.(asyncExchange); ok && e.startAsync(rpcCtx, ax, s, f, answers) {
+			return true
+		}
 		e.calls.Go(func() {
 			defer e.wg.Done()
 			r := e.callRecovering(rpcCtx, x, s)
@@ -330,6 +343,31 @@ func (e *Executor) noteMisses(req *coordinator.Request, launched []coordinator.S
 			e.scores.of(s.To).penalize(now)
 		}
 	}
+}
+
+// startAsync starts the call of s through x without a goroutine of its own, when x can: the
+// answer goes to answers as a call's on its goroutine would (see await), and ends the call's
+// count on flight f. A panic while handling the answer, which is a bug of the node's, is logged
+// with its stack and answered as that replica's failure, as callRecovering does.
+func (e *Executor) startAsync(ctx context.Context, x asyncExchange, s coordinator.Send, f *flight, answers chan<- answer) bool {
+	var once atomic.Bool
+	finish := func(r coordinator.Response) {
+		if once.Swap(true) {
+			return
+		}
+		// Judge before the flight can end: the last call to return cancels ctx.
+		answers <- answer{r, r.Status == coordinator.StatusFailed && ctx.Err() != nil}
+		e.release(f)
+		e.wg.Done()
+	}
+	return x.start(ctx, s, finish, func(p any) {
+		var err error
+		func() {
+			defer recovered(e.logger, "a replica call", s.To, &err)
+			panic(p) // recovered logs it with the stack of the panic, which is still this one
+		}()
+		finish(coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: err})
+	})
 }
 
 // callRecovering is x.call, except that a panic in it, which is a bug of the node's, is logged

@@ -383,15 +383,17 @@ func (r *recorder) snapshot() (requests, rateLimited, repairs []string) {
 
 // cluster is three nodes, n1, n2 and n3, each with a replica service and a coordinator.
 type cluster struct {
-	t         testing.TB
-	clock     *clock
-	seeds     atomic.Uint64 // the budgets' draws' sequence (scopeSeed)
-	schema    *schemaManager
-	ring      *ring
-	transport *transport
-	services  map[coordinator.NodeID]*replica.Service
-	executors map[coordinator.NodeID]*shell.Executor
-	observer  *recorder
+	t     testing.TB
+	clock *clock
+	seeds atomic.Uint64 // the budgets' draws' sequence (scopeSeed)
+	// asyncStarted counts the mutations started by asyncTransport (options.async).
+	asyncStarted atomic.Int64
+	schema       *schemaManager
+	ring         *ring
+	transport    *transport
+	services     map[coordinator.NodeID]*replica.Service
+	executors    map[coordinator.NodeID]*shell.Executor
+	observer     *recorder
 }
 
 var nodes = []coordinator.NodeID{"n1", "n2", "n3"}
@@ -431,6 +433,9 @@ type options struct {
 	// scopes delivers the budgets' counts between the executors, when a test flushes them
 	// (FlushScopes); the executors send none on their own.
 	scopes bool
+	// async gives the executors a transport that also starts mutations to other nodes
+	// without a goroutine of the executor's waiting (shell.AsyncMutator; async_test.go).
+	async bool
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -499,7 +504,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			},
 			LocalID:          id,
 			Ring:             c.ring,
-			Transport:        c.transport,
+			Transport:        c.transportFor(id, o.async),
 			Local:            c.services[id],
 			Schema:           c.schema,
 			Cluster:          describer("cluster test: 3 nodes"),

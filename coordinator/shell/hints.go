@@ -61,6 +61,20 @@ func (e *Executor) hinted(x exchange, m *replicapb.Mutation, replicas []coordina
 
 func (h *hintWatch) call(ctx context.Context, s coordinator.Send) coordinator.Response {
 	r := h.x.call(ctx, s)
+	h.note(s, r)
+	return r
+}
+
+func (h *hintWatch) start(ctx context.Context, s coordinator.Send, done func(coordinator.Response), fail func(any)) bool {
+	ax, ok := h.x.(asyncExchange)
+	return ok && ax.start(ctx, s, func(r coordinator.Response) {
+		h.note(s, r)
+		done(r)
+	}, fail)
+}
+
+// note records r, replica s.To's answer, and drops its call's count.
+func (h *hintWatch) note(s coordinator.Send, r coordinator.Response) {
 	for i, rep := range h.replicas {
 		if rep.ID != s.To {
 			continue
@@ -74,7 +88,6 @@ func (h *hintWatch) call(ctx context.Context, s coordinator.Send) coordinator.Re
 		break
 	}
 	h.release()
-	return r
 }
 
 // settle records the write's outcome (nil when it is unknown: the client's context ended, or

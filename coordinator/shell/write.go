@@ -323,6 +323,28 @@ type mutateExchange struct {
 }
 
 func (x mutateExchange) call(ctx context.Context, s coordinator.Send) coordinator.Response {
+	resp, err := x.t.Mutate(ctx, s.To, x.request(s))
+	return mutateResponse(s, resp, err)
+}
+
+// start sends the mutation to s.To without waiting when the transport can (AsyncMutator).
+func (x mutateExchange) start(ctx context.Context, s coordinator.Send, done func(coordinator.Response), fail func(any)) bool {
+	a, ok := x.t.(AsyncMutator)
+	if !ok {
+		return false
+	}
+	return a.MutateAsync(ctx, s.To, x.request(s), func(resp *replicapb.MutateResponse, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				fail(p)
+			}
+		}()
+		done(mutateResponse(s, resp, err))
+	})
+}
+
+// request is the MutateRequest of send s.
+func (x mutateExchange) request(s coordinator.Send) *replicapb.MutateRequest {
 	req := new(struct {
 		req replicapb.MutateRequest
 		lim replicapb.Limiter
@@ -330,7 +352,11 @@ func (x mutateExchange) call(ctx context.Context, s coordinator.Send) coordinato
 	req.lim.Mode, req.lim.Draw = limiterMode(s.Mode), s.Draw
 	req.lim.StampUnixNanos = stampNanos(s.Stamp)
 	req.req.Limiter, req.req.Mutation = &req.lim, x.m
-	resp, err := x.t.Mutate(ctx, s.To, &req.req)
+	return &req.req
+}
+
+// mutateResponse maps the answer of send s's MutateRequest to the core's Response.
+func mutateResponse(s coordinator.Send, resp *replicapb.MutateResponse, err error) coordinator.Response {
 	if err != nil {
 		return coordinator.Response{Seq: s.Seq, From: s.To, Status: coordinator.StatusFailed, Err: transportError(s.To, err)}
 	}
@@ -435,8 +461,23 @@ type watched[X exchange] struct {
 
 func (w *watched[X]) call(ctx context.Context, s coordinator.Send) coordinator.Response {
 	r := w.x.call(ctx, s)
+	w.observe(s, r)
+	return r
+}
+
+func (w *watched[X]) start(ctx context.Context, s coordinator.Send, done func(coordinator.Response), fail func(any)) bool {
+	ax, ok := any(w.x).(asyncExchange)
+	return ok && ax.start(ctx, s, func(r coordinator.Response) {
+		w.observe(s, r)
+		done(r)
+	}, fail)
+}
+
+// observe tells the Observer when r, the answer to s, disagrees with an earlier enforcing
+// replica's decision.
+func (w *watched[X]) observe(s coordinator.Send, r coordinator.Response) {
 	if s.Mode != coordinator.ModeAccountAndEnforce {
-		return r
+		return
 	}
 	var bit uint32
 	switch r.Status {
@@ -445,12 +486,11 @@ func (w *watched[X]) call(ctx context.Context, s coordinator.Send) coordinator.R
 	case coordinator.StatusRateLimited:
 		bit = 2
 	default:
-		return r
+		return
 	}
 	if old := w.seen.Or(bit); old != 3 && old|bit == 3 {
 		w.observer.OnReplicasDisagree(w.table.Keyspace, w.table.Name, w.op.String())
 	}
-	return r
 }
 
 // replicaErrorCode translates the internode protocol's error code to the domain's; codes this
