@@ -143,8 +143,9 @@ type Workload struct {
 
 	dc *DataCenters // SetDataCenters
 	// ahead holds the partitions (partKey) written with a high explicit timestamp so far: no
-	// INSERT IF NOT EXISTS goes to them (anyOrCAS).
-	ahead map[string]bool
+	// INSERT IF NOT EXISTS goes to them (anyOrCAS); cas those with an INSERT IF NOT EXISTS so
+	// far, to which no write with a high explicit timestamp goes.
+	ahead, cas map[string]bool
 	rng   *rand.Rand
 	seq   int
 	tick  int // rotates column types so that every type is used
@@ -576,6 +577,9 @@ func (w *Workload) Next() *Op {
 			op.TS, op.HasTS = lowTimestampStep*(1+r.Int64N(4)), true
 		case q < 10:
 			op.TS, op.HasTS = w.High+r.Int64N(4), true
+			if w.cas[partKey(t, op.PK)] { // see anyOrCAS: a low one instead, the same draws
+				op.TS -= w.High - lowTimestampStep
+			}
 		}
 	}
 	if (op.Kind == Insert || op.Kind == Update) && !op.HasTS && r.IntN(4) == 0 {
@@ -603,7 +607,9 @@ func (w *Workload) Next() *Op {
 // (Paxos assigns its timestamp). Not across data centers, nor on counter tables (which refuse
 // both), nor on a partition written with a high explicit timestamp before: a conditional write
 // is stamped above every timestamp its read returned (docs/consistency.md, "Mixing LWT and plain
-// writes"), which the model does not know.
+// writes"), which the model does not know; nor does a high explicit timestamp go to a partition
+// that had a conditional write before (next gives it a low one), which may run concurrently
+// with the conditional write and be read by it.
 func (w *Workload) anyOrCAS(op *Op) {
 	if w.dc != nil || op.Table.Counter || !op.Kind.IsWrite() || !direct(op) {
 		return
@@ -617,6 +623,10 @@ func (w *Workload) anyOrCAS(op *Op) {
 			op.SerialCL = client.LocalSerial
 		}
 		op.HasTS, op.TS, op.TTL, op.Coll, op.SetStatic, op.Static = false, 0, 0, nil, false, nil
+		if w.cas == nil {
+			w.cas = map[string]bool{}
+		}
+		w.cas[partKey(op.Table, op.PK)] = true
 	}
 }
 
