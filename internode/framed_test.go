@@ -49,10 +49,7 @@ func callMany(t *testing.T, ctx context.Context, s *Sender, n int) {
 // TestFramedCarriesPipes checks that a peer of this release gets the data path's calls on a
 // framed connection: no gRPC stream and no unary call reaches it.
 func TestFramedCarriesPipes(t *testing.T) {
-	p := newPipePeer(t, peerFramed)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerFramed)
 	callMany(t, ctxT(t), s, 300)
 	if u, st := p.unary.Load(), p.streams.Load(); u != 0 || st != 0 {
 		t.Errorf("%d unary calls and %d gRPC streams reached the peer, want none: all framed", u, st)
@@ -62,10 +59,7 @@ func TestFramedCarriesPipes(t *testing.T) {
 // TestFramedFallsBackToGRPCPipe sends data-path calls to a peer of the release before, which
 // serves Pipe but not the framed protocol: they go on one gRPC Pipe stream.
 func TestFramedFallsBackToGRPCPipe(t *testing.T) {
-	p := newPipePeer(t, peerPipe)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerPipe)
 	callMany(t, ctxT(t), s, 50)
 	if u, st := p.unary.Load(), p.streams.Load(); u != 0 || st != 1 {
 		t.Errorf("%d unary calls and %d gRPC streams reached the peer, want one Pipe stream", u, st)
@@ -189,10 +183,7 @@ func TestFramedRefusesBadInput(t *testing.T) {
 // TestFramedPeerRestart restarts the peer on its address: the calls in flight fail, and the
 // next ones reach the new process on a new framed connection.
 func TestFramedPeerRestart(t *testing.T) {
-	p := newPipePeer(t, peerFramed)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerFramed)
 	ctx := ctxT(t)
 	callMany(t, ctx, s, 10)
 	done := make(chan error, 1)

@@ -54,6 +54,16 @@ func newPipePeer(t *testing.T, release peerRelease) *pipePeer {
 	return newPipePeerOn(t, lis, release, FramedServerOptions{})
 }
 
+// pipeSender returns a pipePeer of release serving "n2" on loopback and a Sender "n1" that
+// reaches it.
+func pipeSender(t *testing.T, release peerRelease) (*pipePeer, *Sender) {
+	t.Helper()
+	p := newPipePeer(t, release)
+	book := &addrBook{}
+	book.set("n2", p.addr)
+	return p, newSender(t, Options{Self: "n1", Addresses: book})
+}
+
 // newPipePeerOn serves a pipePeer of release on lis, with the framed server's options fo, whose
 // Credentials, when set, the gRPC server uses too.
 func newPipePeerOn(t *testing.T, lis net.Listener, release peerRelease, fo FramedServerOptions) *pipePeer {
@@ -140,10 +150,7 @@ func mutateOf(table uint64) *replicapb.MutateRequest {
 // TestPipeMultiplexes sends many concurrent data-path calls to a peer: each gets its own answer,
 // and none went as a unary call.
 func TestPipeMultiplexes(t *testing.T) {
-	p := newPipePeer(t, peerFramed)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerFramed)
 	ctx := ctxT(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 400)
@@ -186,10 +193,7 @@ func TestPipeMultiplexes(t *testing.T) {
 // TestPipeDeadlineAndCancel checks that a piped request's deadline reaches the peer's handler,
 // which ends with it, and that a caller's cancellation ends the handler.
 func TestPipeDeadlineAndCancel(t *testing.T) {
-	p := newPipePeer(t, peerFramed)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerFramed)
 
 	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
 	defer cancel()
@@ -229,10 +233,7 @@ func TestPipeDeadlineAndCancel(t *testing.T) {
 // TestPipePeerStops stops the peer while requests wait on its pipes: they fail Unavailable, not
 // hang, and the handlers' contexts end.
 func TestPipePeerStops(t *testing.T) {
-	p := newPipePeer(t, peerFramed)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerFramed)
 	ctx := ctxT(t)
 	done := make(chan error, 8)
 	for range 8 {
@@ -261,10 +262,7 @@ func TestPipePeerStops(t *testing.T) {
 // TestPipeBackpressure fills a peer's pipes: the next call waits for a slot until its deadline,
 // without reaching the peer, and gets one once a call ends.
 func TestPipeBackpressure(t *testing.T) {
-	p := newPipePeer(t, peerFramed)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerFramed)
 	ctx := ctxT(t)
 	const full = PipesPerPeer * PipeMaxInFlight
 	done := make(chan error, full)
@@ -365,10 +363,7 @@ func TestPipeServerBounds(t *testing.T) {
 // TestPipeFallback sends data-path calls to a peer of an older release, without Pipe: they go
 // unary and succeed.
 func TestPipeFallback(t *testing.T) {
-	p := newPipePeer(t, peerUnary)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerUnary)
 	ctx := ctxT(t)
 	for range 5 {
 		if _, err := Call[*replicapb.MutateResponse](ctx, s, "n2", mutateOf(1)); err != nil {
@@ -384,10 +379,7 @@ func TestPipeFallback(t *testing.T) {
 // answered, the callers end their pipes, so that the graceful stop ends, and later calls still
 // succeed (on a new pipe or unary) while the server serves.
 func TestPipeDrain(t *testing.T) {
-	p := newPipePeer(t, peerFramed)
-	book := &addrBook{}
-	book.set("n2", p.addr)
-	s := newSender(t, Options{Self: "n1", Addresses: book})
+	p, s := pipeSender(t, peerFramed)
 	ctx := ctxT(t)
 	done := make(chan error, 1)
 	go func() {
