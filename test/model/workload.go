@@ -146,9 +146,9 @@ type Workload struct {
 	// INSERT IF NOT EXISTS goes to them (anyOrCAS); cas those with an INSERT IF NOT EXISTS so
 	// far, to which no write with a high explicit timestamp goes.
 	ahead, cas map[string]bool
-	rng   *rand.Rand
-	seq   int
-	tick  int // rotates column types so that every type is used
+	rng        *rand.Rand
+	seq        int
+	tick       int // rotates column types so that every type is used
 }
 
 // shapes of tables: partition key columns, clustering columns, whether descending order is
