@@ -14,7 +14,10 @@
 // Options.MaxBytes bytes are kept per replica, and a hint older than its table's
 // gc_grace_seconds is dropped rather than replayed (the replica may have purged the tombstones
 // that shadow it, and a late write must not bring deleted data back). Hints are written
-// without a sync: a crash may lose the last ones, which repair recovers.
+// without a sync: a crash may lose the last ones, which repair recovers. The hints a
+// coordinator decides on a replica's answer (on an internode pipe's reader, which must not wait
+// for the disk) reach the Store through the coordinator's bounded hint queue; those a full
+// queue drops are counted here too (Store.DroppedHints, reason "queue").
 //
 // The package consumes the cluster through small interfaces it declares (Membership, Sender,
 // Tables); the node wires them to its membership, internode transport and schema.

@@ -45,13 +45,14 @@ const (
 	dropError    = "error"         // the store failed to write it
 	dropCorrupt  = "corrupt"       // it does not decode
 	dropDisk     = "disk"          // the disk is too full to take it (Config.Space)
+	dropQueue    = "queue"         // the coordinator's hint queue was full: the store fell behind (DroppedHints)
 	hintKeyByte  = 'h'
 	hintIDSuffix = 16 // stored-at nanos and a sequence number, after the target id
 )
 
 // dropReasons lists the reasons in the order the metrics report them.
-func dropReasons() [9]string {
-	return [...]string{dropWindow, dropFull, dropExpired, dropTable, dropRefused, dropRemoved, dropError, dropCorrupt, dropDisk}
+func dropReasons() [10]string {
+	return [...]string{dropWindow, dropFull, dropExpired, dropTable, dropRefused, dropRemoved, dropError, dropCorrupt, dropDisk, dropQueue}
 }
 
 // Membership is the cluster as hints see it. The node implements it over its membership; its
@@ -214,7 +215,7 @@ func Open(cfg Config) (*Store, error) {
 		replayedDesc: prometheus.NewDesc("kvnode_hints_replayed_total",
 			"Hints this node replayed to their replica once it was up again, and deleted.", nil, nil),
 		droppedDesc: prometheus.NewDesc("kvnode_hints_dropped_total",
-			"Hints this node did not store or did not replay, by reason: window (the replica was down longer than max_hint_window), full (max_hints_size_per_host), expired (older than the table's gc_grace_seconds), unknown_table, refused, removed, error, corrupt, disk (free space under half the reserve). Their replicas need a repair.", []string{"reason"}, nil),
+			"Hints this node did not store or did not replay, by reason: window (the replica was down longer than max_hint_window), full (max_hints_size_per_host), expired (older than the table's gc_grace_seconds), unknown_table, refused, removed, error, corrupt, disk (free space under half the reserve), queue (the coordinator's hint queue was full: this store fell behind). Their replicas need a repair.", []string{"reason"}, nil),
 		pendingDesc: prometheus.NewDesc("kvnode_hints_pending",
 			"Hints this node holds, waiting for their replica.", nil, nil),
 		pendingBytesDesc: prometheus.NewDesc("kvnode_hints_pending_bytes",
@@ -375,6 +376,10 @@ func (h *Store) StoreHint(target coordinator.NodeID, m *replicapb.Mutation) {
 	t.bytes += size
 	h.stored.Add(1)
 }
+
+// DroppedHints counts n hints the coordinator dropped before they reached the store, because its
+// hint queue was full while the store fell behind (shell.HintDropCounter): reason "queue".
+func (h *Store) DroppedHints(n int) { h.drop(dropQueue, n) }
 
 // observe updates when each member went down from the cluster's current view: a live member
 // has no down time, a member seen down for the first time went down now.

@@ -293,16 +293,18 @@ func TestStoreMetrics(t *testing.T) {
 	f.store.StoreHint("c", mutation(t, s, "t", 3))
 	f.advance(2 * time.Hour)
 	f.store.StoreHint("c", mutation(t, s, "t", 4)) // past the window
+	f.store.DroppedHints(2)                        // by the coordinator's full hint queue
 	_, bytes := f.store.Pending()
 
 	want := fmt.Sprintf(`
-# HELP kvnode_hints_dropped_total Hints this node did not store or did not replay, by reason: window (the replica was down longer than max_hint_window), full (max_hints_size_per_host), expired (older than the table's gc_grace_seconds), unknown_table, refused, removed, error, corrupt, disk (free space under half the reserve). Their replicas need a repair.
+# HELP kvnode_hints_dropped_total Hints this node did not store or did not replay, by reason: window (the replica was down longer than max_hint_window), full (max_hints_size_per_host), expired (older than the table's gc_grace_seconds), unknown_table, refused, removed, error, corrupt, disk (free space under half the reserve), queue (the coordinator's hint queue was full: this store fell behind). Their replicas need a repair.
 # TYPE kvnode_hints_dropped_total counter
 kvnode_hints_dropped_total{reason="corrupt"} 0
 kvnode_hints_dropped_total{reason="disk"} 0
 kvnode_hints_dropped_total{reason="error"} 0
 kvnode_hints_dropped_total{reason="expired"} 0
 kvnode_hints_dropped_total{reason="full"} 0
+kvnode_hints_dropped_total{reason="queue"} 2
 kvnode_hints_dropped_total{reason="refused"} 0
 kvnode_hints_dropped_total{reason="removed"} 0
 kvnode_hints_dropped_total{reason="unknown_table"} 0

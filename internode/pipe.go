@@ -387,10 +387,14 @@ func (p *pipe) read(pc *peerConn, recv func() (*replicapb.PipeResponses, error))
 		}
 		p.mu.Lock()
 		p.closing = p.closing || m.GetClosing()
-		closing := p.closing
+		end := p.closing && len(p.pending) == 0
 		p.mu.Unlock()
-		if closing {
-			p.flush() // ends the stream once nothing waits
+		if end {
+			// Ends the stream. Only once nothing waits: a write here (the stream's end, or
+			// cancellations queued meanwhile) may wait for the peer's window, and this
+			// goroutine hands out the answers. The callers that withdraw a request flush
+			// themselves, and end the stream when theirs was the last.
+			p.flush()
 		}
 	}
 }

@@ -49,14 +49,15 @@ type diskSpace struct {
 	log        *slog.Logger
 	onChange   SpaceWatcher // Options.OnSpaceChange: writes start or stop being refused
 
-	level   atomic.Int32  // a spaceLevel
+	// state is the level (a spaceLevel) and, in its bit metFull, whether a write met ENOSPC:
+	// writes then stay refused until free space also covers what the job that failed needs
+	// (see check). One word, so that full, which runs on a writing goroutine without mu, and a
+	// check under way cannot undo each other's change.
+	state   atomic.Int32
 	avail   atomic.Uint64 // at the last check
 	total   atomic.Uint64
 	reserve atomic.Uint64
 	refused atomic.Uint64 // writes refused for lack of space
-	// metFull is set when a write met ENOSPC: writes then stay refused until free space also
-	// covers what the job that failed needs (see check).
-	metFull atomic.Bool
 	// warned is set once a refusal was logged, until writes are accepted again: a disk that
 	// hovers between the two refusal levels, or meets ENOSPC again and again, logs once.
 	warned atomic.Bool
@@ -83,6 +84,13 @@ func (d *diskSpace) start(every time.Duration) {
 
 func (d *diskSpace) stop() { d.loop.Stop() }
 
+// metFull is diskSpace.state's bit set while a write met ENOSPC and writes were not accepted
+// since.
+const metFull = 1 << 8
+
+// level returns the current level.
+func (d *diskSpace) level() spaceLevel { return spaceLevel(d.state.Load() &^ metFull) }
+
 // wake asks for a check now, without waiting for it. It never blocks.
 func (d *diskSpace) wake() {
 	select {
@@ -94,8 +102,7 @@ func (d *diskSpace) wake() {
 // full is vfs.OnDiskFull's callback: a write met ENOSPC. Every write of the store waits while it
 // runs, so it only raises the level and asks for a check.
 func (d *diskSpace) full() {
-	d.metFull.Store(true)
-	if spaceLevel(d.level.Swap(int32(spaceCritical))) == spaceOK {
+	if spaceLevel(d.state.Swap(int32(spaceCritical)|metFull)&^metFull) == spaceOK {
 		d.changed()
 	}
 	if !d.warned.Swap(true) && d.log != nil {
@@ -113,6 +120,7 @@ func (d *diskSpace) full() {
 func (d *diskSpace) check() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	old := d.state.Load() // before the reading: a full() during it makes this check stand down
 	u, err := d.fs.GetDiskUsage(d.dir)
 	if err != nil {
 		if errors.Is(err, vfs.ErrUnsupported) {
@@ -129,9 +137,9 @@ func (d *diskSpace) check() {
 	d.avail.Store(u.AvailBytes)
 	d.total.Store(u.TotalBytes)
 	d.reserve.Store(reserve)
-	prev := spaceLevel(d.level.Load())
+	prev := spaceLevel(old &^ metFull)
 	clear := reserve + reserve/10
-	if d.metFull.Load() {
+	if old&metFull != 0 {
 		clear = 2*reserve + d.memtable
 	}
 	next := spaceOK
@@ -143,13 +151,18 @@ func (d *diskSpace) check() {
 	case prev != spaceOK && u.AvailBytes < clear:
 		next = spaceLow // not yet clear of the reserve
 	}
+	state := int32(next) | old&metFull
 	if next == spaceOK {
-		d.metFull.Store(false)
+		state = int32(next) // clear of a full disk
+	}
+	if state == old || !d.state.CompareAndSwap(old, state) {
+		// Unchanged, or a write met ENOSPC since the reading (full), which also asked for
+		// the next check: its reading decides, not this older one.
+		return
 	}
 	if next == prev {
 		return
 	}
-	d.level.Store(int32(next))
 	if (next == spaceOK) != (prev == spaceOK) {
 		d.changed()
 	}
@@ -179,7 +192,7 @@ func (d *diskSpace) changed() {
 
 // refusal returns the error of a write refused at level at or above, or nil.
 func (d *diskSpace) refusal(at spaceLevel, what string) error {
-	if spaceLevel(d.level.Load()) < at {
+	if d.level() < at {
 		return nil
 	}
 	d.refused.Add(1)

@@ -321,6 +321,9 @@ func TestDiskFullRaisesTheLowDiskLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// The test runs the checks itself: the one full() wakes the loop for must not run between
+	// (it would read the half-free disk and accept writes again before the test looks).
+	s.space.stop()
 	tell := func(step string, want int32) {
 		t.Helper()
 		if got := changes.Load(); got != want {
@@ -350,6 +353,59 @@ func TestDiskFullRaisesTheLowDiskLevel(t *testing.T) {
 	s.space.check()
 	if err := s.SpaceError(); err != nil {
 		t.Errorf("at 1.5 × the reserve free, no full disk since: %v, want writes accepted", err)
+	}
+}
+
+// usageHook is a filesystem that runs hook (once) just after the free space was read, before
+// the reader has it.
+type usageHook struct {
+	*faultfs.FS
+	hook atomic.Pointer[func()]
+}
+
+func (u *usageHook) GetDiskUsage(path string) (vfs.DiskUsage, error) {
+	du, err := u.FS.GetDiskUsage(path)
+	if h := u.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return du, err
+}
+
+// TestDiskFullDuringACheckStands: a write that meets ENOSPC while a check reads the free space
+// is not undone by that check's older reading (it stands down, and the check full() asks for
+// decides): writes stay refused, and still need twice the reserve and a memtable to resume.
+func TestDiskFullDuringACheckStands(t *testing.T) {
+	const total, reserve, memtable = 1 << 30, 100 << 20, 1 << 20
+	fs := &usageHook{FS: faultfs.New(vfs.NewMem())}
+	usage := func(free uint64) {
+		fs.SetDiskUsage(&vfs.DiskUsage{AvailBytes: free, TotalBytes: total, UsedBytes: total - free})
+	}
+	usage(total / 2)
+	s, err := Open("db", Options{FS: fs, CacheSize: 1 << 20, MemTableSize: memtable, MinFreeSpace: reserve, MinFreeSpacePercent: 100,
+		DiskCheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.space.stop() // the test runs the checks
+	full := func() {
+		s.space.full()
+		usage(reserve * 3 / 2) // what deleting the failed job's output gives back
+	}
+	fs.hook.Store(&full)
+	s.space.check() // read half the disk free; a write met ENOSPC meanwhile
+	if err := s.ReserveError(); !errors.Is(err, ErrLowDiskSpace) {
+		t.Errorf("after ENOSPC during a check that read half the disk free: ReserveError() = %v, want ErrLowDiskSpace", err)
+	}
+	s.space.check() // the check full() asked for
+	if s.SpaceError() == nil || s.ReserveError() != nil {
+		t.Errorf("after ENOSPC, at 1.5 × the reserve free: data writes refused %v, batchlog refused %v; want refused, accepted (a full disk needs twice the reserve)",
+			s.SpaceError() != nil, s.ReserveError() != nil)
+	}
+	usage(2*reserve + memtable)
+	s.space.check()
+	if err := s.SpaceError(); err != nil {
+		t.Errorf("at twice the reserve and a memtable free: %v, want writes accepted", err)
 	}
 }
 

@@ -159,7 +159,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	metric(c.diskFree, prometheus.GaugeValue, float64(s.space.avail.Load()))
 	metric(c.diskTotal, prometheus.GaugeValue, float64(s.space.total.Load()))
 	metric(c.diskReserve, prometheus.GaugeValue, float64(s.space.reserve.Load()))
-	metric(c.lowDisk, prometheus.GaugeValue, float64(s.space.level.Load()))
+	metric(c.lowDisk, prometheus.GaugeValue, float64(s.space.level()))
 	metric(c.lowRefused, prometheus.CounterValue, float64(s.space.refused.Load()))
 	m, ok := s.metrics()
 	if !ok {

@@ -163,9 +163,10 @@ type Executor struct {
 	budgetsOf BudgetsFunc                 // the budgets a request is judged by (scopes.go): Budgets, or Config.Budgets
 	scopes    *scopes
 
-	scanPacer        ScanPacer // nil: scans are not paced
-	hints            HintSink  // nil: no hinted handoff
-	batchlog         Batchlog  // nil: no batchlog
+	scanPacer        ScanPacer  // nil: scans are not paced
+	hints            HintSink   // nil: no hinted handoff
+	hintq            *hintQueue // the hints decided on transports' goroutines (hintqueue.go); nil without hints
+	batchlog         Batchlog   // nil: no batchlog
 	beforeBatchApply func() error
 
 	writeTimeout, readTimeout time.Duration
@@ -262,13 +263,17 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		}
 		e.prop = newPropagator(cfg.Deltas, e.isLive, cfg.PropagationInterval, e.now, e.logger)
 	}
+	if e.hints != nil {
+		e.hintq = newHintQueue(e.hints) // last: no error after it leaves its goroutine running
+	}
 	return e, nil
 }
 
 // Close stops the executor. Writes keep going to the replicas that have not acknowledged them
 // after the client has its answer (until they do, or the write times out); Close cancels those
 // and every other replica request still in flight, and waits for their goroutines. Execute
-// returns coordinator.ErrClosed afterwards. Close is idempotent.
+// returns coordinator.ErrClosed afterwards. The hints still in the hint queue go to the HintSink
+// before Close returns. Close is idempotent.
 func (e *Executor) Close() error {
 	e.mu.Lock()
 	e.closed = true
@@ -277,6 +282,9 @@ func (e *Executor) Close() error {
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
+	if e.hintq != nil {
+		e.hintq.close() // after the calls, whose answers add hints: it stores what they queued
+	}
 	e.calls.Close()
 	if e.prop != nil {
 		e.prop.close()

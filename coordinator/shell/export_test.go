@@ -11,7 +11,17 @@ import (
 // WaitIdle waits until every replica call the executor started has returned: writes keep going
 // to the replicas that have not acknowledged them after the client has its answer, and tests
 // that read one replica's storage want them landed. Call it only while no Execute is running.
-func (e *Executor) WaitIdle() { e.wg.Wait() }
+// The hints those calls queued are in the HintSink by then.
+func (e *Executor) WaitIdle() {
+	e.wg.Wait()
+	if e.hintq != nil {
+		e.hintq.waitIdle()
+	}
+}
+
+// SetHintQueueLimit bounds the executor's hint queue to n hints (hintqueue.go). Call it before
+// the first Execute.
+func (e *Executor) SetHintQueueLimit(n int) { e.hintq.maxHints = n }
 
 // SetMonoClock replaces the monotonic clock the replicas' scores and the tables' read
 // latencies run on, so that a test decides when penalties decay. Call it before the first

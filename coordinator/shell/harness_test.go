@@ -436,6 +436,17 @@ type options struct {
 	// async gives the executors a transport that also starts mutations to other nodes
 	// without a goroutine of the executor's waiting (shell.AsyncMutator; async_test.go).
 	async bool
+	// transport, when set, wraps each executor's transport (hintqueue_test.go).
+	transport func(id coordinator.NodeID, base shell.Transport) shell.Transport
+}
+
+// transportOf returns the transport of node id's executor under options o.
+func (c *cluster) transportOf(id coordinator.NodeID, o options) shell.Transport {
+	t := c.transportFor(id, o.async)
+	if o.transport != nil {
+		return o.transport(id, t)
+	}
+	return t
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -504,7 +515,7 @@ func newCluster(t testing.TB, o options) *cluster {
 			},
 			LocalID:          id,
 			Ring:             c.ring,
-			Transport:        c.transportFor(id, o.async),
+			Transport:        c.transportOf(id, o),
 			Local:            c.services[id],
 			Schema:           c.schema,
 			Cluster:          describer("cluster test: 3 nodes"),

@@ -12,9 +12,11 @@ import (
 // their replicas, to be replayed to those replicas when they are up again (hinted handoff).
 // Package node implements it with an on-disk store and a replay loop.
 type HintSink interface {
-	// StoreHint keeps m for replica target. It must not block for long (it runs on the
-	// goroutine of the write's last replica call) and decides on its own bounds: a target down
-	// longer than the hint window, or one with too many hints, gets none.
+	// StoreHint keeps m for replica target. It may block while its storage does (a write's
+	// coordinator then waits for it; hints decided on a transport's goroutine wait in the
+	// executor's hint queue instead, hintqueue.go), and decides on its own bounds: a target down
+	// longer than the hint window, or one with too many hints, gets none. Calls come from many
+	// goroutines at once.
 	StoreHint(target coordinator.NodeID, m *replicapb.Mutation)
 }
 
@@ -29,9 +31,14 @@ type HintSink interface {
 //
 // The watch holds one count per call plus one for the outcome; whoever drops the last count
 // stores the hints, so it does not matter whether the outcome or the last answer comes first.
+// When that is a replica's answer, the hints go to the executor's hint queue (hintqueue.go):
+// the answer may have come on a transport's goroutine that must not block (asyncExchange.start:
+// a pipe's reader), and a replica call's goroutine has no client waiting on it. When it is the
+// outcome, on the write's own goroutine, they go to the sink directly.
 type hintWatch struct {
 	x        exchange
 	sink     HintSink
+	queue    *hintQueue
 	self     coordinator.NodeID
 	m        *replicapb.Mutation
 	replicas []coordinator.Replica
@@ -53,7 +60,7 @@ func (e *Executor) hinted(x exchange, m *replicapb.Mutation, replicas []coordina
 	if e.hints == nil || len(replicas) > maxHintedReplicas {
 		return x, nil
 	}
-	h := &hintWatch{x: x, sink: e.hints, self: e.localID, m: m}
+	h := &hintWatch{x: x, sink: e.hints, queue: e.hintq, self: e.localID, m: m}
 	h.replicas = append(h.buf[:0], replicas...)
 	h.pending.Store(int32(len(sends)) + 1)
 	return h, h
@@ -68,7 +75,7 @@ func (h *hintWatch) call(ctx context.Context, s coordinator.Send) coordinator.Re
 func (h *hintWatch) start(ctx context.Context, s coordinator.Send, done func(coordinator.Response), fail func(any)) bool {
 	ax, ok := h.x.(asyncExchange)
 	return ok && ax.start(ctx, s, func(r coordinator.Response) {
-		h.note(s, r)
+		h.note(s, r) // on the transport's goroutine
 		done(r)
 	}, fail)
 }
@@ -87,7 +94,7 @@ func (h *hintWatch) note(s coordinator.Send, r coordinator.Response) {
 		}
 		break
 	}
-	h.release()
+	h.release(false)
 }
 
 // settle records the write's outcome (nil when it is unknown: the client's context ended, or
@@ -99,10 +106,12 @@ func (h *hintWatch) settle(o coordinator.Outcome) {
 	if _, limited := o.(coordinator.RateLimited); !limited {
 		h.hint.Store(true)
 	}
-	h.release()
+	h.release(true)
 }
 
-func (h *hintWatch) release() {
+// release drops one count; the last stores the hints: directly when direct (the write's own
+// goroutine), else through the hint queue.
+func (h *hintWatch) release(direct bool) {
 	if h.pending.Add(-1) != 0 {
 		return
 	}
@@ -110,10 +119,19 @@ func (h *hintWatch) release() {
 	if acked == 0 || !h.hint.Load() {
 		return
 	}
+	var buf [8]coordinator.NodeID
+	targets := buf[:0]
 	for i, rep := range h.replicas {
 		if acked&(1<<i) == 0 && refused&(1<<i) == 0 && rep.ID != h.self {
-			h.sink.StoreHint(rep.ID, h.m)
+			targets = append(targets, rep.ID)
 		}
+	}
+	if !direct {
+		h.queue.add(targets, h.m)
+		return
+	}
+	for _, id := range targets {
+		h.sink.StoreHint(id, h.m)
 	}
 }
 
