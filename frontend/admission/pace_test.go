@@ -24,7 +24,7 @@ func TestPaceWeighsScanRowsOnlyWhileOthersExecute(t *testing.T) {
 		}
 		start := time.Now()
 		for range 5 {
-			if err := c.Pace(ctx, 10000); err != nil {
+			if err := c.Pace(ctx, 10000, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -36,7 +36,7 @@ func TestPaceWeighsScanRowsOnlyWhileOthersExecute(t *testing.T) {
 			t.Fatal(err)
 		}
 		start = time.Now()
-		if err := c.Pace(ctx, 1000); err != nil {
+		if err := c.Pace(ctx, 1000, 0); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d != 900*time.Millisecond {
@@ -45,7 +45,7 @@ func TestPaceWeighsScanRowsOnlyWhileOthersExecute(t *testing.T) {
 		// The next 500 rows wait half a second more; a context that ends first ends the wait.
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		if err := c.Pace(cctx, 500); !errors.Is(err, context.DeadlineExceeded) {
+		if err := c.Pace(cctx, 500, 0); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Pace with a context ending first = %v, want its deadline error", err)
 		}
 	})
@@ -59,12 +59,12 @@ func TestPaceOptions(t *testing.T) {
 	c.Try("a")
 	c.Try("b")
 	done := make(chan error, 1)
-	go func() { done <- c.Pace(context.Background(), 1<<30) }()
+	go func() { done <- c.Pace(context.Background(), 1<<30, 1<<40) }()
 	if err := <-done; err != nil {
 		t.Errorf("Pace without pacing = %v", err)
 	}
 	var nilC *admission.Controller
-	if err := nilC.Pace(context.Background(), 10); err != nil {
+	if err := nilC.Pace(context.Background(), 10, 0); err != nil {
 		t.Errorf("a nil controller's Pace = %v", err)
 	}
 	_, err = admission.New(admission.Options{Scans: admission.ScanPacing{RowsPerSecond: 1 << 31}})
