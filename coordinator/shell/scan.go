@@ -44,10 +44,13 @@ type ScanPacer interface {
 }
 
 // readBytes is the size of a replica's page of a range read, as pacing weighs it: the partition
-// key, and each row's clustering components, column names and values (the static row's too).
+// key's components, and each row's clustering components, column names and values (the static row's too).
 // It walks what the merge walks anyway, without encoding anything.
 func readBytes(rp *replicapb.RangePartition) int {
-	n := len(rp.GetPartitionKey())
+	n := 0
+	for _, c := range rp.GetPartitionKey() {
+		n += len(c)
+	}
 	pg := rp.GetPage()
 	n += rowBytes(pg.GetStaticRow())
 	for _, r := range pg.GetRows() {

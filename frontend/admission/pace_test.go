@@ -72,3 +72,39 @@ func TestPaceOptions(t *testing.T) {
 		t.Errorf("New with 2^31 scan rows per second: %v, want an error naming scan_rows_per_second", err)
 	}
 }
+
+// A scan read weighs its bytes in rows of ScanRowBytes when that is more than its rows: at the
+// same row count, a read of large rows waits longer than one of small rows.
+func TestPaceWeighsScanBytes(t *testing.T) {
+	const rowsPerSecond = 1000 // a burst of 100 rows
+	for _, tc := range []struct {
+		name       string
+		rows       int
+		bytes      int
+		wantWeight int // rows the read weighs: it waits (weight-100) ms
+	}{
+		{"small rows weigh their count", 200, 200 * 100, 200},
+		{"rows of ScanRowBytes weigh their count", 200, 200 * admission.ScanRowBytes, 200},
+		{"1 KiB rows weigh their bytes", 200, 200 * 1024, 200 * 1024 / admission.ScanRowBytes},
+		{"a part of ScanRowBytes weighs a whole row", 200, 300*admission.ScanRowBytes + 1, 301},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, err := admission.New(admission.Options{MaxConcurrent: 4, Scans: admission.ScanPacing{RowsPerSecond: rowsPerSecond}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Try("scan")
+				c.Try("reader") // another request executes: the scan is paced
+				start := time.Now()
+				if err := c.Pace(context.Background(), tc.rows, tc.bytes); err != nil {
+					t.Fatal(err)
+				}
+				want := time.Duration(tc.wantWeight-rowsPerSecond/10) * time.Second / rowsPerSecond
+				if d := time.Since(start); d != want {
+					t.Errorf("Pace(%d rows, %d bytes) at %d rows/s (burst 100) waited %v, want %v (%d rows' weight)", tc.rows, tc.bytes, rowsPerSecond, d, want, tc.wantWeight)
+				}
+			})
+		})
+	}
+}
