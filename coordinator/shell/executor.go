@@ -30,7 +30,7 @@ type Config struct {
 	LocalID coordinator.NodeID
 	// Ring places tokens on replicas and says who is live.
 	Ring Ring
-	// ScanPacer, if set, weighs each read of a scan by the rows it returned (scan.go).
+	// ScanPacer, if set, weighs each read of a scan by the rows it returned and their bytes (scan.go).
 	ScanPacer ScanPacer
 	// Transport sends replica requests, serving those addressed to LocalID in process.
 	Transport Transport

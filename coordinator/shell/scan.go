@@ -37,10 +37,37 @@ type RangeReader interface {
 }
 
 // ScanPacer weighs the work of scans (package node gives the node's admission controller): Pace
-// is called after each range read of a scan with the rows the replicas returned, and the scan
-// goes on when it returns.
+// is called after each range read of a scan with the rows the replicas returned and their bytes
+// (readBytes), and the scan goes on when it returns.
 type ScanPacer interface {
-	Pace(ctx context.Context, rows int) error
+	Pace(ctx context.Context, rows, bytes int) error
+}
+
+// readBytes is the size of a replica's page of a range read, as pacing weighs it: the partition
+// key's components, and each row's clustering components, column names and values (the static row's too).
+// It walks what the merge walks anyway, without encoding anything.
+func readBytes(rp *replicapb.RangePartition) int {
+	n := 0
+	for _, c := range rp.GetPartitionKey() {
+		n += len(c)
+	}
+	pg := rp.GetPage()
+	n += rowBytes(pg.GetStaticRow())
+	for _, r := range pg.GetRows() {
+		n += rowBytes(r)
+	}
+	return n
+}
+
+func rowBytes(r *replicapb.Row) int {
+	n := 0
+	for _, c := range r.GetClustering() {
+		n += len(c)
+	}
+	for _, c := range r.GetCells() {
+		n += len(c.GetColumn()) + len(c.GetValue())
+	}
+	return n
 }
 
 // scanReadRows bounds the live rows one replica returns for one range read of a scan without a
@@ -319,10 +346,10 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	}
 	resps := o.(coordinator.Success).Responses
 	answers := make([]coordinator.RangeAnswer, len(resps))
-	read := 0 // rows the replicas returned: the work this read weighs
+	read, size := 0, 0 // rows the replicas returned and their bytes: the work this read weighs
 	defer func() {
 		if e.scanPacer != nil && read > 0 {
-			e.scanPacer.Pace(ctx, read) // a canceled context ends the scan at its next step
+			e.scanPacer.Pace(ctx, read, size) // a canceled context ends the scan at its next step
 		}
 	}()
 	for i, r := range resps {
@@ -333,6 +360,7 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 		a := coordinator.RangeAnswer{From: r.From, Stopped: resp.Stopped, Partitions: make([]coordinator.RangePartition, len(resp.Partitions))}
 		for j, rp := range resp.Partitions {
 			read += len(rp.GetPage().GetRows())
+			size += readBytes(rp)
 			pg := pageOf(rp.GetPage())
 			hideShadowed(s.t, &pg)
 			a.Partitions[j] = coordinator.RangePartition{Token: rp.Token, Key: rp.PartitionKey, Page: pg}
