@@ -169,6 +169,7 @@ type Executor struct {
 	beforeBatchApply func() error
 
 	writeTimeout, readTimeout time.Duration
+	scanPageTime              time.Duration // 0: half the read's timeout (scanPageEnd)
 	pageBytes                 int           // ReadPageBytes
 	tombstoneWarn             int           // TombstoneWarnThreshold; negative: off
 	keysInSelect, inProduct   int           // PartitionKeysInSelect, InSelectCartesianProduct; -1: off
@@ -218,6 +219,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		observer:      cfg.Observer,
 		writeTimeout:  cfg.WriteTimeout,
 		readTimeout:   cfg.ReadTimeout,
+		scanPageTime:  cfg.ScanPageTime,
 		pageBytes:     cfg.ReadPageBytes,
 		tombstoneWarn: cfg.TombstoneWarnThreshold,
 		keysInSelect:  cfg.PartitionKeysInSelect,

@@ -436,6 +436,10 @@ type options struct {
 	// async gives the executors a transport that also starts mutations to other nodes
 	// without a goroutine of the executor's waiting (shell.AsyncMutator; async_test.go).
 	async bool
+	// scanPageTime and scanPacer are the executors' Options.ScanPageTime and ScanPacer
+	// (scanbudget_test.go); zero: the defaults.
+	scanPageTime time.Duration
+	scanPacer    shell.ScanPacer
 }
 
 // maxMessage is the largest replica answer the transport delivers: gRPC's default limit on
@@ -501,7 +505,9 @@ func newCluster(t testing.TB, o options) *cluster {
 				MaxCollectionItems:     o.collections[1],
 				Learning:               o.propagate,
 				PropagationInterval:    time.Millisecond,
+				ScanPageTime:           o.scanPageTime,
 			},
+			ScanPacer:        o.scanPacer,
 			LocalID:          id,
 			Ring:             c.ring,
 			Transport:        c.transportFor(id, o.async),
