@@ -23,6 +23,7 @@ import (
 	"github.com/kvnode/kvnode/node/localcluster"
 	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
+	repairpkg "github.com/kvnode/kvnode/repair"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -45,6 +46,9 @@ func scanBenchCluster(b *testing.B) (*localcluster.Cluster, []*gocql.Session, in
 	tc, err := localcluster.Start(ctx, localcluster.Options{Dir: b.TempDir(), Nodes: 3, Adjust: func(_ int, cfg *node.Config) {
 		cfg.Cluster.SchemaAgreementTimeout = schemaAgreementTimeout
 		cfg.Admission.Scans.RowsPerSecond = *benchScanRate
+		// Automatic repair would start a minute after the nodes start and read the whole
+		// table on every node, through the phases: its work is not the scan's.
+		cfg.Repair.AutoRepair = repairpkg.AutoRepairOff
 	}})
 	if err != nil {
 		b.Fatal(err)
