@@ -229,14 +229,17 @@ func BenchmarkScanPointReadP99(b *testing.B) {
 				}
 			})
 		}
-		tick := time.NewTicker(interval) // the load's fixed rate
 		for i := range n {
-			if i > 0 {
-				<-tick.C
+			// Read i is due at its slot of the fixed rate, and latency counts from there
+			// however late it starts. A generator that fell behind (descheduled, or a
+			// ticker's dropped ticks) sends the late reads at once, as an open loop does, so
+			// that its own lag counts for the reads it delayed and not for every read after.
+			at := start.Add(time.Duration(i) * interval)
+			if d := time.Until(at); d > 0 {
+				<-time.After(d)
 			}
-			due <- start.Add(time.Duration(i) * interval) // latency counts from here, however late
+			due <- at
 		}
-		tick.Stop()
 		close(due)
 		lw.Wait()
 		elapsed = time.Since(start)
