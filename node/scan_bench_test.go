@@ -82,8 +82,8 @@ func scanBenchCluster(b *testing.B) (*localcluster.Cluster, []*gocql.Session, in
 // value of valueBytes bytes (hex text, which pebble's block compression cannot shrink, so the
 // table takes its size on disk), by ingestion: each node in turn is stopped, given the
 // partitions it is a replica of as sstables (replica.BulkLoad, in token order, as test/perf's
-// bigread part loads), and restarted. It returns the rows loaded. A GiB takes a minute or two,
-// where the write path took 7 to 10.
+// bigread part loads), and restarted. It returns the rows loaded. A GiB takes 10 to 20 s,
+// where the write path took 7 to 10 minutes.
 func bulkLoadRows(b *testing.B, tc *localcluster.Cluster, parts, valueBytes int) int {
 	b.Helper()
 	ctx := context.Background()
@@ -181,7 +181,7 @@ func BenchmarkScanRowsPerNode(b *testing.B) {
 //
 //	go test ./node -run '^$' -bench BenchmarkScanPointReadP99 -benchtime 1x
 //
-// On issue 33's 1 GiB table (-v shows every round; loading it by ingestion takes a minute or two):
+// On issue 33's 1 GiB table (-v shows every round; loading it by ingestion takes under a minute):
 //
 //	go test ./node -run '^$' -bench BenchmarkScanPointReadP99 -benchtime 1x -v -timeout 1h \
 //	    -scan.bench.rows 1048576 -scan.bench.value 1024 -scan.bench.rounds 7 -scan.bench.phase 5s
