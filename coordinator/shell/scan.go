@@ -300,8 +300,8 @@ type scanner struct {
 	// The statement's filters, PER PARTITION LIMIT and page budget (scanfilter.go).
 	scanShape
 	// budgeted pages end short once pageEnd (e.mono's clock; scanPageEnd) has passed: page
-	// stops before its next range read, with at least one row unless the scan is filtered, and
-	// a range read's pacing waits no longer than until pageEnd.
+	// stops before its next range read once it holds a row, and a range read's pacing waits no
+	// longer than until pageEnd.
 	budgeted bool
 	pageEnd  time.Duration
 }
@@ -323,16 +323,16 @@ func (s *scanner) pace(ctx context.Context, rows, bytes int) {
 
 // page reads up to want live rows from pos on and returns them with the position after the last
 // (or after everything read when fewer came), and whether the scan reached its end token. A
-// budgeted page returns fewer once its time ran out (overTime): after at least one range read,
-// and, unless the scan is filtered, with at least one row (a Node.js driver's iterator ends at
-// an empty page).
+// budgeted page returns fewer once its time ran out (overTime), but never none: it reads on
+// until it has a row (the Node.js driver's async iterator ends at an empty page), unpaced
+// past its time, and a filtered page no further than its budget of rows (scanfilter.go).
 func (s *scanner) page(ctx context.Context, pos scanPos, want int) ([]scanRow, scanPos, bool, error) {
 	var rows []scanRow
-	for reads := 0; len(rows) < want; reads++ {
+	for len(rows) < want {
 		if pos.Key == nil && pos.Token >= s.end {
 			return rows, pos, true, nil
 		}
-		if reads > 0 && (len(rows) > 0 || s.filtered) && s.overTime() {
+		if len(rows) > 0 && s.overTime() {
 			break // a short page: its paging state goes on after what it read
 		}
 		// The range that holds the next token: pos.Token itself when resuming in a partition.
