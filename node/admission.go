@@ -27,4 +27,6 @@ func (n *Node) Admission() *admission.Controller { return n.admission }
 // which is made after the executor: it is read when a scan runs, once the node serves.
 type scanPacer struct{ n *Node }
 
-func (p scanPacer) Pace(ctx context.Context, rows int) error { return p.n.admission.Pace(ctx, rows) }
+func (p scanPacer) Pace(ctx context.Context, rows, bytes int) error {
+	return p.n.admission.Pace(ctx, rows, bytes)
+}

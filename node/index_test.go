@@ -202,7 +202,10 @@ func TestSecondaryIndexOnCollections(t *testing.T) {
 		exec(t, c0, client.One, ddl)
 	}
 	s := scanSession(t, tc, 0)
-	waitIndexBuilt(t, s, "SELECT k FROM col WHERE l CONTAINS 6")
+	// Each index is built on its own: wait for every one the queries below use.
+	for _, q := range []string{"SELECT k FROM col WHERE l CONTAINS 6", "SELECT k FROM col WHERE tags CONTAINS 'a'", "SELECT k FROM col WHERE attrs CONTAINS KEY 'y'", "SELECT k FROM col WHERE attrs CONTAINS 1", "SELECT k FROM col WHERE attrs['x'] = 1"} {
+		waitIndexBuilt(t, s, q)
+	}
 	keys := func(q string, args ...any) []int32 {
 		t.Helper()
 		it := s.Query(q, args...).PageSize(1).Iter()

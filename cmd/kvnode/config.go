@@ -128,7 +128,7 @@ func registerServeFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.Admission.MaxConcurrent, "max-concurrent-requests", c.Admission.MaxConcurrent, "client requests this node executes at once (both protocols); beyond it they queue")
 	fs.IntVar(&c.Admission.MaxQueued, "max-queued-requests", c.Admission.MaxQueued, "client requests waiting for a turn; beyond it they are refused as Overloaded (negative: no queue)")
 	fs.DurationVar(&c.Admission.QueueTimeout, "request-queue-timeout", c.Admission.QueueTimeout, "how long a client request may wait for a turn before it is refused as Overloaded")
-	fs.IntVar(&c.Admission.Scans.RowsPerSecond, "scan-rows-per-second", c.Admission.Scans.RowsPerSecond, "rows per second the node's scans read, together, while other client requests execute (0: 5000; negative: no pacing)")
+	fs.IntVar(&c.Admission.Scans.RowsPerSecond, "scan-rows-per-second", c.Admission.Scans.RowsPerSecond, "rows per second the node's scans read, together, while other client requests execute, a row counting one per 128 bytes of it (0: 5000; negative: no pacing)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "on SIGINT or SIGTERM, how long in-flight requests may finish before they are canceled")
 	fs.StringVar(&c.Security.TLSCert, "tls-cert", c.Security.TLSCert, "PEM certificate chain of this node: with --tls-key and --tls-ca, TLS on every listener (mutual on --internode-addr)")
 	fs.StringVar(&c.Security.TLSKey, "tls-key", c.Security.TLSKey, "PEM private key of --tls-cert")

@@ -30,7 +30,7 @@ type Config struct {
 	LocalID coordinator.NodeID
 	// Ring places tokens on replicas and says who is live.
 	Ring Ring
-	// ScanPacer, if set, weighs each read of a scan by the rows it returned (scan.go).
+	// ScanPacer, if set, weighs each read of a scan by the rows it returned and their bytes (scan.go).
 	ScanPacer ScanPacer
 	// Transport sends replica requests, serving those addressed to LocalID in process.
 	Transport Transport
@@ -170,6 +170,7 @@ type Executor struct {
 	beforeBatchApply func() error
 
 	writeTimeout, readTimeout time.Duration
+	scanPageTime              time.Duration // 0: half the read's timeout (scanPageEnd)
 	pageBytes                 int           // ReadPageBytes
 	tombstoneWarn             int           // TombstoneWarnThreshold; negative: off
 	keysInSelect, inProduct   int           // PartitionKeysInSelect, InSelectCartesianProduct; -1: off
@@ -219,6 +220,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		observer:      cfg.Observer,
 		writeTimeout:  cfg.WriteTimeout,
 		readTimeout:   cfg.ReadTimeout,
+		scanPageTime:  cfg.ScanPageTime,
 		pageBytes:     cfg.ReadPageBytes,
 		tombstoneWarn: cfg.TombstoneWarnThreshold,
 		keysInSelect:  cfg.PartitionKeysInSelect,

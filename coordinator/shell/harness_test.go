@@ -438,6 +438,10 @@ type options struct {
 	async bool
 	// transport, when set, wraps each executor's transport (hintqueue_test.go).
 	transport func(id coordinator.NodeID, base shell.Transport) shell.Transport
+	// scanPageTime and scanPacer are the executors' Options.ScanPageTime and ScanPacer
+	// (scanbudget_test.go); zero: the defaults.
+	scanPageTime time.Duration
+	scanPacer    shell.ScanPacer
 }
 
 // transportOf returns the transport of node id's executor under options o.
@@ -512,7 +516,9 @@ func newCluster(t testing.TB, o options) *cluster {
 				MaxCollectionItems:     o.collections[1],
 				Learning:               o.propagate,
 				PropagationInterval:    time.Millisecond,
+				ScanPageTime:           o.scanPageTime,
 			},
+			ScanPacer:        o.scanPacer,
 			LocalID:          id,
 			Ring:             c.ring,
 			Transport:        c.transportOf(id, o),

@@ -60,6 +60,9 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 		dl: deadline(ctx, now, timeoutOr(e.readTimeout, r.Timeout)), paged: st.paged}
 	if !r.Aggregated() {
 		q.perPartition, q.partTaken = r.PerPartitionLimit, st.partTaken
+		if st.paged {
+			q.budgeted, q.pageEnd = true, e.scanPageEnd(ctx, timeoutOr(e.readTimeout, r.Timeout)) // scan.go
+		}
 	}
 	if r.GroupBy > 0 {
 		q.paged = false                                                                                           // the groups' rows are read in pages of their own
@@ -86,7 +89,8 @@ func (e *Executor) executeIndexScan(ctx context.Context, r *schema.Read, keyspac
 			return t, res, err
 		}
 	}
-	if st.paged && !done && len(rows) == st.want && (r.Limit == 0 || st.returned+len(rows) < r.Limit) {
+	// A page ends full, or short when its time ran out (scanPageEnd).
+	if st.paged && !done && (r.Limit == 0 || st.returned+len(rows) < r.Limit) {
 		res.PagingState = encodeScanPagingState(st.fingerprint, st.returned+len(rows), q.partTaken, pos)
 	}
 	res.Warnings = append(st.warnings, q.warnings...)
@@ -110,11 +114,17 @@ type indexQuery struct {
 	// earlier pages when a page resumes inside it, then as the last page left it.
 	partTaken int
 	warnings  []string
+	// budgeted pages end short, with at least one row, once pageEnd (e.mono's clock;
+	// scanPageEnd) has passed.
+	budgeted bool
+	pageEnd  time.Duration
 }
 
 // page returns up to want rows from pos on, the position after the last, and whether the query
 // reached the end of its tokens. Each partition gives at most PER PARTITION LIMIT rows (one for
-// DISTINCT); a page full inside a partition leaves q.partTaken its rows returned so far.
+// DISTINCT); a page full inside a partition leaves q.partTaken its rows returned so far. A
+// budgeted page that holds rows returns them once its time ran out, before it asks for the
+// next candidates.
 func (q *indexQuery) page(ctx context.Context, pos scanPos, want int) ([]scanRow, scanPos, bool, error) {
 	var out []scanRow
 	end := q.r.Tokens.End
@@ -123,6 +133,9 @@ func (q *indexQuery) page(ctx context.Context, pos scanPos, want int) ([]scanRow
 	for len(out) < want {
 		if pos.Key == nil && pos.Token >= end {
 			return out, pos, true, nil
+		}
+		if len(out) > 0 && q.budgeted && q.e.mono() >= q.pageEnd {
+			return out, pos, false, nil // a short page, after the candidates it read back
 		}
 		keys, next, err := q.candidates(ctx, pos)
 		if err != nil {

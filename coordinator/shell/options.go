@@ -21,6 +21,13 @@ type Options struct {
 	// DefaultWriteTimeout and DefaultReadTimeout.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	ReadTimeout  time.Duration `yaml:"read_timeout"`
+	// ScanPageTime is how long the coordinator may spend assembling one page of a paged scan
+	// or index query, its replicas' reads and the scan pacing's waits included, before it
+	// returns the page short, with a paging state (scan.go, scanPageEnd). Default (0): half the
+	// statement's read timeout (ReadTimeout, or its USING TIMEOUT), so a page neither reaches
+	// the read timeout nor the drivers' client timeouts (10 s and more) however slowly the
+	// node paces it. Set in code (tests); negative is refused.
+	ScanPageTime time.Duration `yaml:"-"`
 	// MaxMutationSize bounds one write's keys, column names and values, in bytes; a larger write
 	// is refused before any replica sees it. Default DefaultMaxMutationSize.
 	MaxMutationSize int `yaml:"max_mutation_size"`
@@ -127,6 +134,9 @@ func (o *Options) Validate() error {
 		if d.v <= 0 {
 			return fmt.Errorf("coordinator: Options.%s%s is %v, want a positive duration", d.field, key(d.key), d.v)
 		}
+	}
+	if o.ScanPageTime < 0 {
+		return fmt.Errorf("coordinator: Options.ScanPageTime is %v, want a positive duration, or 0 for half the read timeout", o.ScanPageTime)
 	}
 	if o.MaxCollectionSize < 0 || o.MaxCollectionItems < 0 {
 		return fmt.Errorf("coordinator: Options.MaxCollectionSize (max_collection_size) and MaxCollectionItems (max_collection_items) are %d and %d, want 0 (no limit) or a positive number", o.MaxCollectionSize, o.MaxCollectionItems)

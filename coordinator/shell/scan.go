@@ -37,10 +37,37 @@ type RangeReader interface {
 }
 
 // ScanPacer weighs the work of scans (package node gives the node's admission controller): Pace
-// is called after each range read of a scan with the rows the replicas returned, and the scan
-// goes on when it returns.
+// is called after each range read of a scan with the rows the replicas returned and their bytes
+// (readBytes), and the scan goes on when it returns.
 type ScanPacer interface {
-	Pace(ctx context.Context, rows int) error
+	Pace(ctx context.Context, rows, bytes int) error
+}
+
+// readBytes is the size of a replica's page of a range read, as pacing weighs it: the partition
+// key's components, and each row's clustering components, column names and values (the static row's too).
+// It walks what the merge walks anyway, without encoding anything.
+func readBytes(rp *replicapb.RangePartition) int {
+	n := 0
+	for _, c := range rp.GetPartitionKey() {
+		n += len(c)
+	}
+	pg := rp.GetPage()
+	n += rowBytes(pg.GetStaticRow())
+	for _, r := range pg.GetRows() {
+		n += rowBytes(r)
+	}
+	return n
+}
+
+func rowBytes(r *replicapb.Row) int {
+	n := 0
+	for _, c := range r.GetClustering() {
+		n += len(c)
+	}
+	for _, c := range r.GetCells() {
+		n += len(c.GetColumn()) + len(c.GetValue())
+	}
+	return n
 }
 
 // scanReadRows bounds the live rows one replica returns for one range read of a scan without a
@@ -127,8 +154,13 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 		res, err := rowsResult(r, nil, 0)
 		return t, res, err
 	}
-	sc := scanner{e: e, ring: st.ring, reader: st.reader, t: t, rf: st.rf, cl: cl, end: r.Tokens.End, timeout: timeoutOr(e.readTimeout, r.Timeout), distinct: r.Distinct}
+	timeout := timeoutOr(e.readTimeout, r.Timeout)
+	sc := scanner{e: e, ring: st.ring, reader: st.reader, t: t, rf: st.rf, cl: cl, end: r.Tokens.End, timeout: timeout, distinct: r.Distinct}
 	sc.shape(r, st.partTaken, st.paged, st.want) // scanfilter.go
+	if st.paged && !r.Aggregated() {
+		// Aggregates and groups read every internal page before they answer: never cut short.
+		sc.budgeted, sc.pageEnd = true, e.scanPageEnd(ctx, timeout)
+	}
 	if r.GroupBy > 0 {
 		res, err := e.groupScan(ctx, r, &sc, sc.partTaken, st.pos, st.returned, st.want, st.paged, st.fingerprint) // scanfilter.go
 		res.Warnings = st.warnings
@@ -153,12 +185,30 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 			return t, res, err
 		}
 	}
-	// A page ends full, or short when a filtered page scanned its budget of rows (scanfilter.go).
+	// A page ends full, or short when its time ran out (scanPageEnd) or a filtered page scanned
+	// its budget of rows (scanfilter.go).
 	if st.paged && !done && (r.Limit == 0 || st.returned+len(rows) < r.Limit) {
 		res.PagingState = encodeScanPagingState(st.fingerprint, st.returned+len(rows), sc.partTaken, pos)
 	}
 	res.Warnings = st.warnings
 	return t, res, nil
+}
+
+// scanPageEnd is when, on e.mono's clock, the assembly of a page of a paged scan or index query
+// that started now has taken its time: Options.ScanPageTime, by default half the statement's
+// timeout, and at most half of what is left of ctx's deadline. The page then ends short at its
+// next range read, with a paging state after what it read: the reads and the pacing's waits of
+// one page stay within the read timeout and the clients' timeouts however slowly the node paces
+// scans (Cassandra fills every page, and times out instead).
+func (e *Executor) scanPageEnd(ctx context.Context, timeout time.Duration) time.Duration {
+	budget := e.scanPageTime
+	if budget <= 0 {
+		budget = timeout / 2
+	}
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)/2)
+	}
+	return e.mono() + budget
 }
 
 // scanAggregatePage is how many rows an aggregate over a scan reads per page of the scan.
@@ -249,15 +299,41 @@ type scanner struct {
 	distinct bool
 	// The statement's filters, PER PARTITION LIMIT and page budget (scanfilter.go).
 	scanShape
+	// budgeted pages end short once pageEnd (e.mono's clock; scanPageEnd) has passed: page
+	// stops before its next range read once it holds a row, and a range read's pacing waits no
+	// longer than until pageEnd.
+	budgeted bool
+	pageEnd  time.Duration
+}
+
+// overTime reports whether the page's time budget has run out.
+func (s *scanner) overTime() bool { return s.budgeted && s.e.mono() >= s.pageEnd }
+
+// pace weighs a range read of rows rows and bytes bytes with the node's scan pacer, waiting at
+// most until the page's time budget runs out: the page then ends, and the work stays weighed
+// (the pacer's debt delays the scans' next reads).
+func (s *scanner) pace(ctx context.Context, rows, bytes int) {
+	if s.budgeted {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.pageEnd-s.e.mono())
+		defer cancel()
+	}
+	s.e.scanPacer.Pace(ctx, rows, bytes) // a canceled context ends the scan at its next step
 }
 
 // page reads up to want live rows from pos on and returns them with the position after the last
-// (or after everything read when fewer came), and whether the scan reached its end token.
+// (or after everything read when fewer came), and whether the scan reached its end token. A
+// budgeted page returns fewer once its time ran out (overTime), but never none: it reads on
+// until it has a row (the Node.js driver's async iterator ends at an empty page), unpaced
+// past its time, and a filtered page no further than its budget of rows (scanfilter.go).
 func (s *scanner) page(ctx context.Context, pos scanPos, want int) ([]scanRow, scanPos, bool, error) {
 	var rows []scanRow
 	for len(rows) < want {
 		if pos.Key == nil && pos.Token >= s.end {
 			return rows, pos, true, nil
+		}
+		if len(rows) > 0 && s.overTime() {
+			break // a short page: its paging state goes on after what it read
 		}
 		// The range that holds the next token: pos.Token itself when resuming in a partition.
 		next := pos.Token
@@ -319,10 +395,10 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	}
 	resps := o.(coordinator.Success).Responses
 	answers := make([]coordinator.RangeAnswer, len(resps))
-	read := 0 // rows the replicas returned: the work this read weighs
+	read, size := 0, 0 // rows the replicas returned and their bytes: the work this read weighs
 	defer func() {
 		if e.scanPacer != nil && read > 0 {
-			e.scanPacer.Pace(ctx, read) // a canceled context ends the scan at its next step
+			s.pace(ctx, read, size)
 		}
 	}()
 	for i, r := range resps {
@@ -333,6 +409,7 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 		a := coordinator.RangeAnswer{From: r.From, Stopped: resp.Stopped, Partitions: make([]coordinator.RangePartition, len(resp.Partitions))}
 		for j, rp := range resp.Partitions {
 			read += len(rp.GetPage().GetRows())
+			size += readBytes(rp)
 			pg := pageOf(rp.GetPage())
 			hideShadowed(s.t, &pg)
 			a.Partitions[j] = coordinator.RangePartition{Token: rp.Token, Key: rp.PartitionKey, Page: pg}

@@ -11,21 +11,27 @@ import (
 )
 
 // DefaultScanRowsPerSecond is ScanPacing's default: the rows per second the node's scans read,
-// together, while other client requests are executing.
+// together, while other client requests are executing (rows of up to ScanRowBytes each).
 const DefaultScanRowsPerSecond = 5000
+
+// ScanRowBytes is the bytes of data one row of ScanPacing.RowsPerSecond stands for: a scan read
+// weighs max(rows, ⌈bytes/ScanRowBytes⌉) rows, so a page of large rows weighs the work its bytes
+// are rather than only its row count (the default rate was sized on rows of about 100 bytes).
+const ScanRowBytes = 128
 
 // ScanPacing configures how the node weighs scans (Controller.Pace). The zero value means the
 // defaults.
 type ScanPacing struct {
 	// RowsPerSecond bounds the rows per second the node's scans read, together, while other
-	// client requests are executing: a scan page weighs the rows it read, so one scan cannot
-	// take the node's time from point reads. A scan running alone is not paced. Default
+	// client requests are executing: a scan read weighs the rows it read, or its bytes in rows
+	// of ScanRowBytes when that is more (a row of 1 KiB weighs 8), so one scan cannot take the
+	// node's time from point reads. A scan running alone is not paced. Default
 	// DefaultScanRowsPerSecond; negative means no pacing.
 	RowsPerSecond int `yaml:"scan_rows_per_second"`
 }
 
-// pacer is a Controller's scan pacing: a token bucket of rows, refilled at the configured rate,
-// which a scan drains by the rows each of its reads returned.
+// pacer is a Controller's scan pacing: a token bucket of rows (of ScanRowBytes), refilled at the
+// configured rate, which a scan drains by the weight of each of its reads (scanWeight).
 type pacer struct {
 	lim *rate.Limiter // nil: no pacing
 	// seen is the controller's arrivals count at the last Pace, and at the time busyUntil was set;
@@ -63,13 +69,23 @@ func newPacer(p ScanPacing) (pacer, error) {
 	return pacer{lim: rate.NewLimiter(rate.Limit(p.RowsPerSecond), max(p.RowsPerSecond/10, 1))}, nil
 }
 
-// Pace weighs work a scan did (rows, the rows its last read returned) and waits, before the scan
-// goes on, as long as the node's scan rate (ScanPacing) asks while the node serves other client
+// scanWeight is the rows a scan read of rows rows and bytes bytes weighs: its rows, or its bytes
+// in rows of ScanRowBytes (rounded up) when that is more.
+func scanWeight(rows, bytes int) int {
+	return max(rows, bytes/ScanRowBytes+min(bytes%ScanRowBytes, 1))
+}
+
+// Pace weighs work a scan did (rows and bytes, the rows its last read returned and their size:
+// keys, column names and values) as scanWeight rows and waits, before the scan goes on, as long as the node's scan rate (ScanPacing) asks while the node serves other client
 // requests (any arrived within the last second besides the scan's pages, or more than one
 // executes); a scan that runs alone goes on at once. It returns ctx's error if ctx ends first. A
 // nil *Controller never waits.
-func (c *Controller) Pace(ctx context.Context, rows int) error {
-	if c == nil || c.pace.lim == nil || rows <= 0 {
+func (c *Controller) Pace(ctx context.Context, rows, bytes int) error {
+	if c == nil || c.pace.lim == nil {
+		return nil
+	}
+	rows = scanWeight(rows, bytes)
+	if rows <= 0 {
 		return nil
 	}
 	now := time.Now()

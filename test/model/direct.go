@@ -25,11 +25,13 @@ func direct(op *Op) bool { return op.Seq%3 == 0 }
 
 // runPrepared runs op's statement through e as a driver would: every literal of the statement
 // replaced by a bind marker, the statement prepared, and the literals' values bound; a SELECT is
-// read in pages of 1 to 4 rows. It returns a SELECT's rows as the gRPC client decodes them.
-func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error) {
+// read in pages of 1 to 4 rows. It returns a SELECT's rows as the gRPC client decodes them, and
+// how many of a scan's pages were short: fewer rows than the page size and a paging state, as
+// a page that ran out of time (shell.Options.ScanPageTime) ends.
+func runPrepared(ctx context.Context, e *shell.Executor, op *Op) (_ [][]any, short int, _ error) {
 	st, p, values, err := prepareOp(ctx, e, op)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	req := coordinator.Statement{Prepared: p, Values: values, Consistency: opCL(op)}
 	if op.IfNotExists {
@@ -38,27 +40,33 @@ func runPrepared(ctx context.Context, e *shell.Executor, op *Op) ([][]any, error
 	if _, ok := st.(*cql.SelectStmt); !ok {
 		res, err := e.Execute(ctx, req)
 		if err != nil || !op.IfNotExists {
-			return nil, err
+			return nil, 0, err
 		}
-		return decodeRows(res)
+		rows, err := decodeRows(res)
+		return rows, 0, err
 	}
 	req.PageSize = int(op.Seq/3%4) + 1
 	rows := [][]any{}
 	for pages := 0; ; pages++ {
 		res, err := e.Execute(ctx, req)
 		if err != nil {
-			return nil, err
+			return nil, short, err
 		}
 		page, err := decodeRows(res)
 		if err != nil {
-			return nil, err
+			return nil, short, err
 		}
 		rows = append(rows, page...)
 		if res.PagingState == nil {
-			return rows, nil
+			return rows, short, nil
 		}
-		if len(res.Rows.Values) != req.PageSize {
-			return nil, fmt.Errorf("model: operation #%d: page %d has %d rows and a paging state; want %d", op.Seq, pages+1, len(res.Rows.Values), req.PageSize)
+		switch n := len(res.Rows.Values); {
+		case n == req.PageSize:
+		case op.Kind == Scan && (n > 0 || op.KeyFilter != nil):
+			// A short page of a scan (an empty one only when filtered): it ran out of time.
+			short++
+		default:
+			return nil, short, fmt.Errorf("model: operation #%d: page %d has %d rows and a paging state; want %d", op.Seq, pages+1, n, req.PageSize)
 		}
 		req.PagingState = res.PagingState
 	}

@@ -245,7 +245,11 @@ func (r *Runner) run(ctx context.Context, op *Op, target Target, partnerp *[]*Op
 			r.Stats.Batches++
 			err = runBatch(octx, e, append([]*Op{op}, partners...), logged)
 		} else {
-			rows, err = runPrepared(octx, e, op)
+			var short int
+			rows, short, err = runPrepared(octx, e, op)
+			for range short {
+				r.count(shortPagesFeature)
+			}
 		}
 	} else {
 		var res *client.Result
@@ -358,6 +362,10 @@ func (r *Runner) violation(op *Op, problems []string, history []*Op) *Violation 
 	}
 	return &Violation{Seed: r.W.Seed, High: r.W.High, Read: op, Problems: problems, History: history, Replay: replay}
 }
+
+// shortPagesFeature counts, in Stats.Features, the pages of scans that ended short with a
+// paging state (shell.Options.ScanPageTime) and were resumed from it.
+const shortPagesFeature = "scan short page"
 
 // count adds one to Stats.Features[what].
 func (r *Runner) count(what string) {
