@@ -156,10 +156,11 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 	}
 	timeout := timeoutOr(e.readTimeout, r.Timeout)
 	sc := scanner{e: e, ring: st.ring, reader: st.reader, t: t, rf: st.rf, cl: cl, end: r.Tokens.End, timeout: timeout, distinct: r.Distinct}
-	sc.shape(r, st.partTaken, st.paged, st.want) // scanfilter.go
+	sc.shape(r, st.partTaken) // scanfilter.go
 	if st.paged && !r.Aggregated() {
 		// Aggregates and groups read every internal page before they answer: never cut short.
 		sc.budgeted, sc.pageEnd = true, e.scanPageEnd(ctx, timeout)
+		sc.emptyEnd = sc.pageEnd + (sc.pageEnd-e.mono())/2
 	}
 	if r.GroupBy > 0 {
 		res, err := e.groupScan(ctx, r, &sc, sc.partTaken, st.pos, st.returned, st.want, st.paged, st.fingerprint) // scanfilter.go
@@ -185,8 +186,8 @@ func (e *Executor) executeScan(ctx context.Context, r *schema.Read, keyspace str
 			return t, res, err
 		}
 	}
-	// A page ends full, or short when its time ran out (scanPageEnd) or a filtered page scanned
-	// its budget of rows (scanfilter.go).
+	// A page ends full, or short when its time ran out (scanPageEnd), empty when half as much
+	// again passed without a row (scanner.page).
 	if st.paged && !done && (r.Limit == 0 || st.returned+len(rows) < r.Limit) {
 		res.PagingState = encodeScanPagingState(st.fingerprint, st.returned+len(rows), sc.partTaken, pos)
 	}
@@ -301,21 +302,29 @@ type scanner struct {
 	scanShape
 	// budgeted pages end short once pageEnd (e.mono's clock; scanPageEnd) has passed: page
 	// stops before its next range read once it holds a row, and a range read's pacing waits no
-	// longer than until pageEnd.
-	budgeted bool
-	pageEnd  time.Duration
+	// longer than until pageEnd. A page that has no row yet reads on, paced, until emptyEnd
+	// (half its time again), then ends empty.
+	budgeted          bool
+	pageEnd, emptyEnd time.Duration
+	// found is the rows the page holds before its current range read.
+	found int
 }
 
 // overTime reports whether the page's time budget has run out.
 func (s *scanner) overTime() bool { return s.budgeted && s.e.mono() >= s.pageEnd }
 
 // pace weighs a range read of rows rows and bytes bytes with the node's scan pacer, waiting at
-// most until the page's time budget runs out: the page then ends, and the work stays weighed
-// (the pacer's debt delays the scans' next reads).
-func (s *scanner) pace(ctx context.Context, rows, bytes int) {
+// most until the page's time budget runs out (pageEnd once the page holds a row, emptyEnd while
+// it holds none): the page then ends, and the work stays weighed (the pacer's debt delays the
+// scans' next reads).
+func (s *scanner) pace(ctx context.Context, rows, bytes int, holds bool) {
 	if s.budgeted {
+		end := s.emptyEnd
+		if holds {
+			end = s.pageEnd
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.pageEnd-s.e.mono())
+		ctx, cancel = context.WithTimeout(ctx, end-s.e.mono())
 		defer cancel()
 	}
 	s.e.scanPacer.Pace(ctx, rows, bytes) // a canceled context ends the scan at its next step
@@ -323,18 +332,20 @@ func (s *scanner) pace(ctx context.Context, rows, bytes int) {
 
 // page reads up to want live rows from pos on and returns them with the position after the last
 // (or after everything read when fewer came), and whether the scan reached its end token. A
-// budgeted page returns fewer once its time ran out (overTime), but never none: it reads on
-// until it has a row (the Node.js driver's async iterator ends at an empty page), unpaced
-// past its time, and a filtered page no further than its budget of rows (scanfilter.go).
+// budgeted page returns fewer once its time ran out (overTime). One that holds no row by then
+// (a filter that matches little, say) reads on, paced, for half its time again before it ends
+// empty: the Node.js driver's async iterator ends at an empty page, so they are kept rare. A
+// page makes one range read at least, so the scan always moves on.
 func (s *scanner) page(ctx context.Context, pos scanPos, want int) ([]scanRow, scanPos, bool, error) {
 	var rows []scanRow
-	for len(rows) < want {
+	for reads := 0; len(rows) < want; reads++ {
 		if pos.Key == nil && pos.Token >= s.end {
 			return rows, pos, true, nil
 		}
-		if len(rows) > 0 && s.overTime() {
+		if s.overTime() && (len(rows) > 0 || reads > 0 && s.e.mono() >= s.emptyEnd) {
 			break // a short page: its paging state goes on after what it read
 		}
+		s.found = len(rows)
 		// The range that holds the next token: pos.Token itself when resuming in a partition.
 		next := pos.Token
 		if pos.Key == nil {
@@ -350,9 +361,6 @@ func (s *scanner) page(ctx context.Context, pos scanPos, want int) ([]scanRow, s
 			return nil, pos, false, err
 		}
 		rows, pos = append(rows, got...), nextPos
-		if s.budget > 0 && s.scanned >= s.budget && len(rows) < want {
-			break // a short page: its paging state goes on after the rows scanned
-		}
 	}
 	return rows, pos, pos.Key == nil && pos.Token >= s.end, nil
 }
@@ -396,9 +404,10 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	resps := o.(coordinator.Success).Responses
 	answers := make([]coordinator.RangeAnswer, len(resps))
 	read, size := 0, 0 // rows the replicas returned and their bytes: the work this read weighs
+	var rows []scanRow
 	defer func() {
 		if e.scanPacer != nil && read > 0 {
-			s.pace(ctx, read, size)
+			s.pace(ctx, read, size, s.found+len(rows) > 0)
 		}
 	}()
 	for i, r := range resps {
@@ -420,7 +429,6 @@ func (s *scanner) readRange(ctx context.Context, pos scanPos, end int64, want in
 	if err != nil {
 		return nil, pos, err
 	}
-	var rows []scanRow
 	resumed := pos // the partition the page resumes inside, when pos.After is set
 	for _, part := range parts {
 		whole := resumed.After == nil || part.Token != resumed.Token || !sameKey(part.Key, resumed.Key)

@@ -78,9 +78,9 @@ func scanBudgetCluster(t *testing.T, budget, perRow time.Duration, parts, rows i
 }
 
 // A paged scan whose pacing would take longer than the page's time returns short pages, each
-// within the time (the pacing's waits cut at its end), each with at least one row (a filtered
-// page that matched nothing in its time reads on to a match), and together every row exactly
-// once.
+// within the time (the pacing's waits cut at its end), each with at least one row, and together
+// every row exactly once. A filtered page that matched nothing in its time reads on, paced, for
+// half its time again, and only then ends empty.
 func TestScanPagesEndWithinTheirTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const budget = 100 * time.Millisecond
@@ -89,16 +89,17 @@ func TestScanPagesEndWithinTheirTime(t *testing.T) {
 			c.must(fmt.Sprintf("UPDATE t SET w = 1 WHERE k = '7' AND c = %d", i))
 		}
 		for _, tt := range []struct {
-			text string
-			want int
+			text   string
+			want   int
+			sparse bool // matches too few rows to fill each page's time
 		}{
-			{"SELECT k, c FROM t", 400},
-			{"SELECT k, c FROM t WHERE token(k) > -4611686018427387904 AND token(k) <= 4611686018427387904", -1},
-			{"SELECT k, c FROM t WHERE c < 5 ALLOW FILTERING", 200},
-			{"SELECT k, c FROM t WHERE c = 9 ALLOW FILTERING", 40},
-			// One partition matches: the pages before it read on past their time to it.
-			{"SELECT k, c FROM t WHERE w = 1 ALLOW FILTERING", 10},
-			{"SELECT k, c FROM t PER PARTITION LIMIT 3", 120},
+			{"SELECT k, c FROM t", 400, false},
+			{"SELECT k, c FROM t WHERE token(k) > -4611686018427387904 AND token(k) <= 4611686018427387904", -1, false},
+			{"SELECT k, c FROM t WHERE c < 5 ALLOW FILTERING", 200, false},
+			{"SELECT k, c FROM t WHERE c = 9 ALLOW FILTERING", 40, false},
+			// One partition matches: the pages before it end empty, after half their time again.
+			{"SELECT k, c FROM t WHERE w = 1 ALLOW FILTERING", 10, true},
+			{"SELECT k, c FROM t PER PARTITION LIMIT 3", 120, false},
 		} {
 			want := tt.want
 			if want < 0 { // the token range's rows, from an unpaged read
@@ -118,11 +119,20 @@ func TestScanPagesEndWithinTheirTime(t *testing.T) {
 					t.Fatalf("%s page %d: %v", tt.text, pages+1, err)
 				}
 				pages++
-				if took := time.Since(start); took > budget {
-					t.Errorf("%s: page %d took %v, more than its time %v", tt.text, pages, took, budget)
-				}
-				if res.PagingState != nil && len(res.Rows.Values) == 0 {
+				took := time.Since(start)
+				switch {
+				case len(res.Rows.Values) > 0:
+					if took > budget {
+						t.Errorf("%s: page %d took %v, more than its time %v", tt.text, pages, took, budget)
+					}
+				case res.PagingState == nil: // the scan's end
+					if took > budget*3/2 {
+						t.Errorf("%s: the last page, empty, took %v, more than half its time again (%v)", tt.text, took, budget*3/2)
+					}
+				case !tt.sparse:
 					t.Errorf("%s: page %d is empty and has a paging state", tt.text, pages)
+				case took != budget*3/2:
+					t.Errorf("%s: empty page %d took %v, want half its time again (%v)", tt.text, pages, took, budget*3/2)
 				}
 				for _, r := range formatRows(res.Rows) {
 					if seen[r] {
@@ -144,6 +154,35 @@ func TestScanPagesEndWithinTheirTime(t *testing.T) {
 		}
 		if pacer.calls.Load() == 0 {
 			t.Error("the scans were never paced")
+		}
+	})
+}
+
+// A filtered scan that matches one row in 6,000 returns it in a page of its own, with no empty
+// page before it, when the scan is not slowed: a page ends on its time, not on a count of rows
+// scanned (the Node.js driver's async iterator ends at an empty page).
+func TestSparseFilterGivesNoEmptyPages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := scanBudgetCluster(t, time.Second, 0, 60, 100)
+		c.must("UPDATE t SET w = 1 WHERE k = '41' AND c = 77")
+		st := coordinator.Statement{Text: "SELECT k, c FROM t WHERE w = 1 ALLOW FILTERING", PageSize: 100}
+		var got []string
+		for pages := 1; ; pages++ {
+			res, err := c.run("n2", st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.PagingState != nil && len(res.Rows.Values) == 0 {
+				t.Fatalf("page %d is empty and has a paging state", pages)
+			}
+			got = append(got, formatRows(res.Rows)...)
+			if res.PagingState == nil {
+				break
+			}
+			st.PagingState = res.PagingState
+		}
+		if want := []string{"'41' 77"}; !slices.Equal(got, want) {
+			t.Errorf("the sparse filter returned %q, want %q", got, want)
 		}
 	})
 }

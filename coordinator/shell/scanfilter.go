@@ -13,17 +13,14 @@ import (
 // A scan's shape beyond plain rows: ALLOW FILTERING (schema.Read.Filters checked by the
 // coordinator on each merged row, as rowMatches does for a partition's rows), PER PARTITION
 // LIMIT, and GROUP BY a primary key prefix. A filtered scan reads its partitions in chunks of
-// scanFilterChunk rows and its position advances over the rows it scanned, matched or not: a
-// paged filtered scan whose page scanned scanFilterBudget rows (or 4 pages' worth) returns what
-// it found, possibly nothing, with a paging state after the last row scanned, so that a page
-// that filters everything neither ends the scan nor runs unbounded. Pacing counts the rows the
-// replicas returned (readRange), not the rows that matched.
+// scanFilterChunk rows and its position advances over the rows it scanned, matched or not, so
+// a page that ends on its time (scanner.page), with what matched or nothing, goes on after the
+// last row scanned. Pacing counts the rows the replicas returned (readRange), not the rows that
+// matched.
 
 const (
 	// scanFilterChunk is how many rows of a partition a filtered scan reads at once.
 	scanFilterChunk = 256
-	// scanFilterBudget bounds the rows one page of a paged filtered scan scans.
-	scanFilterBudget = 4096
 )
 
 // scanShape is what of a SELECT's shape a scanner applies to the rows it reads.
@@ -36,19 +33,14 @@ type scanShape struct {
 	// partTaken is the rows of the partition at the scan's position (resuming inside it)
 	// returned so far: by earlier pages when the page starts, then by this one.
 	partTaken int
-	// scanned counts the merged rows read; budget (0: none) ends a page that read as many.
-	scanned, budget int
 }
 
-// shape sets the scanner up for the statement r, a page of want rows (paged or not), resuming
-// inside a partition of which partTaken rows were returned.
-func (s *scanner) shape(r *schema.Read, partTaken int, paged bool, want int) {
+// shape sets the scanner up for the statement r, resuming inside a partition of which
+// partTaken rows were returned.
+func (s *scanner) shape(r *schema.Read, partTaken int) {
 	s.r, s.filtered, s.partTaken = r, len(r.Filters) > 0, partTaken
 	if !r.Aggregated() {
 		s.perPartition = r.PerPartitionLimit
-	}
-	if paged && s.filtered && !r.Aggregated() {
-		s.budget = max(scanFilterBudget, 4*want)
 	}
 }
 
@@ -88,7 +80,6 @@ func (s *scanner) takePartition(ctx context.Context, part coordinator.PartitionP
 	if err != nil {
 		return nil, nil, err
 	}
-	s.scanned += len(got)
 	if s.distinct && len(got) > 0 {
 		// One row stands for the partition; the page goes on after the partition.
 		got[0].Clustering = make([][]byte, len(s.t.Clustering))
