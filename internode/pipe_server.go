@@ -35,7 +35,7 @@ type pipeServer struct {
 	sent   []queuedAnswer
 
 	mu       sync.Mutex
-	inFlight map[uint64]context.CancelFunc
+	inFlight map[uint64]*handlerCtx
 	running  int  // handlers running, which will answer
 	delayed  bool // answers wait for the handlers running, at most pipeAnswerDelay (delay)
 	delay    *time.Timer
@@ -80,7 +80,7 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 // servePipe serves the pipe of stream ss, whose context is sctx, until its caller ends it or
 // sctx ends.
 func (m *Mux) servePipe(sctx context.Context, ss pipeServerStream) error {
-	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]context.CancelFunc{}}
+	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]*handlerCtx{}}
 	m.pipes.mu.Lock()
 	if m.pipes.open == nil {
 		m.pipes.open = map[*pipeServer]struct{}{}
@@ -134,8 +134,8 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 			id := r.GetId()
 			if r.GetCancel() {
 				ps.mu.Lock()
-				if cancel := ps.inFlight[id]; cancel != nil {
-					cancel()
+				if hc := ps.inFlight[id]; hc != nil {
+					hc.cancel()
 				}
 				ps.mu.Unlock()
 				continue
@@ -155,21 +155,18 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: negative timeout"}, true, 0)
 				continue
 			}
-			var rctx context.Context
-			var rcancel context.CancelFunc
+			var deadline time.Time
 			if t := r.GetTimeoutMicros(); t > 0 {
-				rctx, rcancel = context.WithTimeout(ctx, time.Duration(t)*time.Microsecond)
-			} else {
-				rctx, rcancel = context.WithCancel(ctx)
+				deadline = time.Now().Add(time.Duration(t) * time.Microsecond)
 			}
+			rctx := newHandlerCtx(ctx, deadline)
 			ps.mu.Lock()
 			if old := ps.inFlight[id]; old != nil {
 				ps.mu.Unlock()
-				rcancel()
 				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: pipe request id already in flight"}, true, 0)
 				continue
 			}
-			ps.inFlight[id] = rcancel
+			ps.inFlight[id] = rctx
 			ps.running++
 			ps.mu.Unlock()
 			handlers.Add(1)
@@ -183,7 +180,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				ps.mu.Lock()
 				delete(ps.inFlight, id)
 				ps.mu.Unlock()
-				rcancel()
+				rctx.release()
 				a := &replicapb.PipeResponse{Id: id}
 				size := 0
 				if err == nil {
