@@ -130,6 +130,12 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 			}
 			return err
 		}
+		hold := len(batch.GetRequests()) > 1
+		if hold {
+			ps.mu.Lock()
+			ps.running++ // until every handler of the batch started (handled)
+			ps.mu.Unlock()
+		}
 		for _, r := range batch.GetRequests() {
 			id := r.GetId()
 			if r.GetCancel() {
@@ -198,6 +204,9 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				ps.handled(a, size)
 			})
 		}
+		if hold {
+			ps.handled(nil, 0) // the batch's handlers all started
+		}
 	}
 }
 
@@ -226,12 +235,18 @@ const pipeAnswerDelay = 100 * time.Microsecond
 // the answers: one write for the answers of requests that ran together, instead of one each
 // (on loopback, a write costs its sender the receiver's part of the work too). An answer waits
 // at most pipeAnswerDelay for the others, so a slow handler does not hold up the fast ones.
+//
+// A nil a queues nothing: the reader's end of its hold on a batch (read), which counts as a
+// handler running while it starts the batch's handlers, so that the answers of a batch's
+// requests go out together even when the first ones are done before the last ones start.
 func (ps *pipeServer) handled(a *replicapb.PipeResponse, size int) {
 	ps.mu.Lock()
-	ps.queue = append(ps.queue, queuedAnswer{a, true, size + len(a.GetMessage()) + 16})
+	if a != nil {
+		ps.queue = append(ps.queue, queuedAnswer{a, true, size + len(a.GetMessage()) + 16})
+	}
 	ps.running--
 	wait := ps.running > 0
-	arm := wait && !ps.delayed
+	arm := wait && !ps.delayed && len(ps.queue) > 0
 	if arm {
 		ps.delayed = true
 		if ps.delay == nil {
@@ -241,9 +256,16 @@ func (ps *pipeServer) handled(a *replicapb.PipeResponse, size int) {
 		}
 	}
 	ps.mu.Unlock()
-	if !wait {
+	if !wait && (a != nil || !ps.queueEmpty()) {
 		ps.flush()
 	}
+}
+
+// queueEmpty reports whether no answer waits to be written.
+func (ps *pipeServer) queueEmpty() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.queue) == 0
 }
 
 // flushDelayed writes the answers that waited pipeAnswerDelay.
