@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvnode/kvnode/proto/replicapb"
@@ -125,17 +126,26 @@ func (fc *framedConn) readFrame(idle time.Duration) ([]byte, error) {
 	return fc.rbuf, nil
 }
 
-// writeFrame writes m as one frame (nil: a ping), in one write; a failed write closes the
-// connection.
+// writeFrame writes m, a *replicapb.PipeRequests or *replicapb.PipeResponses, as one frame
+// (nil: a ping), in one write; a failed write closes the connection. The requests and answers
+// in m must have had their size computed (proto.Size) since they last changed, as the pipes do
+// to bound their batches: their encoding reuses it (appendPipeRequests).
 func (fc *framedConn) writeFrame(m proto.Message) error {
 	fc.wmu.Lock()
 	defer fc.wmu.Unlock()
 	b := append(fc.wbuf[:0], 0, 0, 0, 0)
-	if m != nil {
-		var err error
-		if b, err = (proto.MarshalOptions{}).MarshalAppend(b, m); err != nil {
-			return err
-		}
+	var err error
+	switch m := m.(type) {
+	case nil:
+	case *replicapb.PipeRequests:
+		b, err = appendPipeRequests(b, m)
+	case *replicapb.PipeResponses:
+		b, err = appendPipeResponses(b, m)
+	default:
+		err = fmt.Errorf("internode: a frame carries no %T", m)
+	}
+	if err != nil {
+		return err
 	}
 	if len(b)-4 > framedMaxFrame {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", errFrameTooLarge, len(b)-4, framedMaxFrame)
@@ -145,7 +155,7 @@ func (fc *framedConn) writeFrame(m proto.Message) error {
 		fc.writeSet = now
 		fc.c.SetWriteDeadline(now.Add(framedWriteTimeout))
 	}
-	_, err := fc.c.Write(b)
+	_, err = fc.c.Write(b)
 	if cap(b) <= 4*framedReadBuffer {
 		fc.wbuf = b // a large frame's buffer is not kept
 	}
@@ -153,6 +163,119 @@ func (fc *framedConn) writeFrame(m proto.Message) error {
 		fc.c.Close() // a frame may be half written: the reader ends too
 	}
 	return err
+}
+
+// appendPipeRequests appends the encoding of m to b, as proto.Marshal makes it, but for the
+// requests' sizes: the size of each item's Request is the one proto.Size last computed (the
+// Sender computes it to bound the pipe's batches), where Marshal would compute it again.
+func appendPipeRequests(b []byte, m *replicapb.PipeRequests) ([]byte, error) {
+	const (
+		fieldRequests                                    = 1 // in PipeRequests
+		fieldID, fieldRequest, fieldTimeout, fieldCancel = 1, 2, 3, 4
+	)
+	cached := proto.MarshalOptions{UseCachedSize: true}
+	for _, r := range m.GetRequests() {
+		id, timeout := r.GetId(), uint64(r.GetTimeoutMicros())
+		n, rsize := 0, 0
+		if id != 0 {
+			n += 1 + protowire.SizeVarint(id)
+		}
+		if r.GetRequest() != nil {
+			rsize = cached.Size(r.GetRequest())
+			n += 1 + protowire.SizeBytes(rsize)
+		}
+		if timeout != 0 {
+			n += 1 + protowire.SizeVarint(timeout)
+		}
+		if r.GetCancel() {
+			n += 2
+		}
+		b = protowire.AppendTag(b, fieldRequests, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(n))
+		if id != 0 {
+			b = protowire.AppendTag(b, fieldID, protowire.VarintType)
+			b = protowire.AppendVarint(b, id)
+		}
+		if r.GetRequest() != nil {
+			b = protowire.AppendTag(b, fieldRequest, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(rsize))
+			var err error
+			if b, err = cached.MarshalAppend(b, r.GetRequest()); err != nil {
+				return nil, err
+			}
+		}
+		if timeout != 0 {
+			b = protowire.AppendTag(b, fieldTimeout, protowire.VarintType)
+			b = protowire.AppendVarint(b, timeout)
+		}
+		if r.GetCancel() {
+			b = protowire.AppendTag(b, fieldCancel, protowire.VarintType)
+			b = protowire.AppendVarint(b, 1)
+		}
+	}
+	return b, nil
+}
+
+// appendPipeResponses appends the encoding of m to b, as proto.Marshal makes it, but for the
+// answers' sizes: the size of each item's Response is the one proto.Size last computed (the
+// pipe's server computes it to bound its batches), where Marshal would compute it again.
+func appendPipeResponses(b []byte, m *replicapb.PipeResponses) ([]byte, error) {
+	const (
+		fieldResponses, fieldClosing                                  = 1, 2 // in PipeResponses
+		fieldID, fieldResponse, fieldCode, fieldMessage, fieldUseCall = 1, 2, 3, 4, 5
+	)
+	cached := proto.MarshalOptions{UseCachedSize: true}
+	for _, r := range m.GetResponses() {
+		id, code, msg := r.GetId(), uint64(r.GetCode()), r.GetMessage()
+		n, rsize := 0, 0
+		if id != 0 {
+			n += 1 + protowire.SizeVarint(id)
+		}
+		if r.GetResponse() != nil {
+			rsize = cached.Size(r.GetResponse())
+			n += 1 + protowire.SizeBytes(rsize)
+		}
+		if code != 0 {
+			n += 1 + protowire.SizeVarint(code)
+		}
+		if msg != "" {
+			n += 1 + protowire.SizeBytes(len(msg))
+		}
+		if r.GetUseCall() {
+			n += 2
+		}
+		b = protowire.AppendTag(b, fieldResponses, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(n))
+		if id != 0 {
+			b = protowire.AppendTag(b, fieldID, protowire.VarintType)
+			b = protowire.AppendVarint(b, id)
+		}
+		if r.GetResponse() != nil {
+			b = protowire.AppendTag(b, fieldResponse, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(rsize))
+			var err error
+			if b, err = cached.MarshalAppend(b, r.GetResponse()); err != nil {
+				return nil, err
+			}
+		}
+		if code != 0 {
+			b = protowire.AppendTag(b, fieldCode, protowire.VarintType)
+			b = protowire.AppendVarint(b, code)
+		}
+		if msg != "" {
+			b = protowire.AppendTag(b, fieldMessage, protowire.BytesType)
+			b = protowire.AppendString(b, msg)
+		}
+		if r.GetUseCall() {
+			b = protowire.AppendTag(b, fieldUseCall, protowire.VarintType)
+			b = protowire.AppendVarint(b, 1)
+		}
+	}
+	if m.GetClosing() {
+		b = protowire.AppendTag(b, fieldClosing, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	return b, nil
 }
 
 // framedClient is a pipe's framed connection, the client's end: the pipe's stream.

@@ -35,7 +35,7 @@ type pipeServer struct {
 	sent   []queuedAnswer
 
 	mu       sync.Mutex
-	inFlight map[uint64]context.CancelFunc
+	inFlight map[uint64]*handlerCtx
 	running  int  // handlers running, which will answer
 	delayed  bool // answers wait for the handlers running, at most pipeAnswerDelay (delay)
 	delay    *time.Timer
@@ -80,7 +80,7 @@ func (m *Mux) Pipe(ss grpc.BidiStreamingServer[replicapb.PipeRequests, replicapb
 // servePipe serves the pipe of stream ss, whose context is sctx, until its caller ends it or
 // sctx ends.
 func (m *Mux) servePipe(sctx context.Context, ss pipeServerStream) error {
-	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]context.CancelFunc{}}
+	ps := &pipeServer{ss: ss, slots: make(chan struct{}, PipeMaxInFlight), inFlight: map[uint64]*handlerCtx{}}
 	m.pipes.mu.Lock()
 	if m.pipes.open == nil {
 		m.pipes.open = map[*pipeServer]struct{}{}
@@ -130,12 +130,18 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 			}
 			return err
 		}
+		hold := len(batch.GetRequests()) > 1
+		if hold {
+			ps.mu.Lock()
+			ps.running++ // until every handler of the batch started (handled)
+			ps.mu.Unlock()
+		}
 		for _, r := range batch.GetRequests() {
 			id := r.GetId()
 			if r.GetCancel() {
 				ps.mu.Lock()
-				if cancel := ps.inFlight[id]; cancel != nil {
-					cancel()
+				if hc := ps.inFlight[id]; hc != nil {
+					hc.cancel()
 				}
 				ps.mu.Unlock()
 				continue
@@ -155,21 +161,18 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: negative timeout"}, true, 0)
 				continue
 			}
-			var rctx context.Context
-			var rcancel context.CancelFunc
+			var deadline time.Time
 			if t := r.GetTimeoutMicros(); t > 0 {
-				rctx, rcancel = context.WithTimeout(ctx, time.Duration(t)*time.Microsecond)
-			} else {
-				rctx, rcancel = context.WithCancel(ctx)
+				deadline = time.Now().Add(time.Duration(t) * time.Microsecond)
 			}
+			rctx := newHandlerCtx(ctx, deadline)
 			ps.mu.Lock()
 			if old := ps.inFlight[id]; old != nil {
 				ps.mu.Unlock()
-				rcancel()
 				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.InvalidArgument), Message: "internode: pipe request id already in flight"}, true, 0)
 				continue
 			}
-			ps.inFlight[id] = rcancel
+			ps.inFlight[id] = rctx
 			ps.running++
 			ps.mu.Unlock()
 			handlers.Add(1)
@@ -183,7 +186,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				ps.mu.Lock()
 				delete(ps.inFlight, id)
 				ps.mu.Unlock()
-				rcancel()
+				rctx.release()
 				a := &replicapb.PipeResponse{Id: id}
 				size := 0
 				if err == nil {
@@ -200,6 +203,9 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				}
 				ps.handled(a, size)
 			})
+		}
+		if hold {
+			ps.handled(nil, 0) // the batch's handlers all started
 		}
 	}
 }
@@ -229,12 +235,18 @@ const pipeAnswerDelay = 100 * time.Microsecond
 // the answers: one write for the answers of requests that ran together, instead of one each
 // (on loopback, a write costs its sender the receiver's part of the work too). An answer waits
 // at most pipeAnswerDelay for the others, so a slow handler does not hold up the fast ones.
+//
+// A nil a queues nothing: the reader's end of its hold on a batch (read), which counts as a
+// handler running while it starts the batch's handlers, so that the answers of a batch's
+// requests go out together even when the first ones are done before the last ones start.
 func (ps *pipeServer) handled(a *replicapb.PipeResponse, size int) {
 	ps.mu.Lock()
-	ps.queue = append(ps.queue, queuedAnswer{a, true, size + len(a.GetMessage()) + 16})
+	if a != nil {
+		ps.queue = append(ps.queue, queuedAnswer{a, true, size + len(a.GetMessage()) + 16})
+	}
 	ps.running--
 	wait := ps.running > 0
-	arm := wait && !ps.delayed
+	arm := wait && !ps.delayed && len(ps.queue) > 0
 	if arm {
 		ps.delayed = true
 		if ps.delay == nil {
@@ -244,9 +256,16 @@ func (ps *pipeServer) handled(a *replicapb.PipeResponse, size int) {
 		}
 	}
 	ps.mu.Unlock()
-	if !wait {
+	if !wait && (a != nil || !ps.queueEmpty()) {
 		ps.flush()
 	}
+}
+
+// queueEmpty reports whether no answer waits to be written.
+func (ps *pipeServer) queueEmpty() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.queue) == 0
 }
 
 // flushDelayed writes the answers that waited pipeAnswerDelay.

@@ -122,6 +122,9 @@ type Sender struct {
 	wg   sync.WaitGroup
 
 	stats senderStats // metrics.go
+
+	// pipeNoYield makes the pipes write each request at once (pipe.flush): for benchmarks.
+	pipeNoYield bool
 }
 
 // peerConn is the connection to one peer, at the address it was dialled at.
