@@ -262,6 +262,15 @@ func TestSSTIngestRefusesBadFiles(t *testing.T) {
 			p.TokenFrom, p.TokenTo = tokenOf("p1")+1, math.MaxInt64
 			return p
 		}(), "outside the span"},
+		{"a token not its partition key's", part(writeSST(t, dst, func(w *sstable.Writer) error {
+			k := bytes.Clone(key)
+			k[15] ^= 1
+			return w.Merge(k, value)
+		})), "its partition key's is"},
+		{"an entry kind of no partition's", part(writeSST(t, dst, func(w *sstable.Writer) error {
+			_, _, _, rest, _ := decodePartitionPrefix(key)
+			return w.Merge(append(bytes.Clone(key[:len(key)-len(rest)]), 0x33), value)
+		})), "entry kind 33"},
 		{"table id 0", func() *replicapb.SSTablePart { p := part(good); p.TableId = 0; return p }(), "batchlog"},
 	}
 	for _, tc := range tests {
