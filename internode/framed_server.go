@@ -204,7 +204,8 @@ func (f *FramedServer) serveConn(c net.Conn, sl *splitListener) {
 		}
 		return
 	}
-	if _, err := io.ReadFull(c, magic[1:]); err != nil {
+	if n, err := io.ReadFull(c, magic[1:]); err != nil {
+		f.o.Log.Warn("internode: closed a connection that sent part of the framed magic", "remote", c.RemoteAddr().String(), "bytes", n+1, "err", err)
 		return
 	}
 	if string(magic[:]) != framedMagic {
