@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -74,5 +75,31 @@ func TestPipeEndsACallerThatDoesNotRead(t *testing.T) {
 	}
 	if max := PipeMaxInFlight + pipeMaxUnheld; queued > max {
 		t.Errorf("%d answers queued for a caller that reads none, want at most %d", queued, max)
+	}
+}
+
+// TestPipeTimeoutBeyondDuration sends a pipe request whose timeout is longer than a
+// time.Duration holds: its handler runs without a deadline of its own (the stream's is 30 s
+// away), instead of one overflowed into the past.
+func TestPipeTimeoutBeyondDuration(t *testing.T) {
+	p := newPipePeer(t, peerFramed)
+	st, err := replicapb.NewInternodeClient(dial(t, p.addr)).Pipe(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &replicapb.Request{Msg: &replicapb.Request_Mutate{Mutate: mutateOf(2)}}
+	if err := st.Send(&replicapb.PipeRequests{Requests: []*replicapb.PipeRequest{{Id: 1, Request: req, TimeoutMicros: 1 << 62}}}); err != nil {
+		t.Fatal(err)
+	}
+	if left := <-p.entered; left != noDeadline && left < 10*time.Second {
+		t.Errorf("the handler's deadline is %v away, want none but the stream's (30 s)", left)
+	}
+	close(p.release)
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := r.GetResponses(); len(a) != 1 || a[0].GetCode() != 0 {
+		t.Errorf("answered %v, want the mutate's response", a)
 	}
 }

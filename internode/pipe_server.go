@@ -2,6 +2,7 @@ package internode
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -161,7 +162,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 			}
 			var rctx context.Context
 			var rcancel context.CancelFunc
-			if t := r.GetTimeoutMicros(); t > 0 {
+			if t := r.GetTimeoutMicros(); t > 0 && t <= pipeMaxTimeoutMicros {
 				rctx, rcancel = context.WithTimeout(ctx, time.Duration(t)*time.Microsecond)
 			} else {
 				rctx, rcancel = context.WithCancel(ctx)
@@ -217,6 +218,10 @@ type queuedAnswer struct {
 	holding bool
 	size    int // bytes, about
 }
+
+// pipeMaxTimeoutMicros is the longest timeout a pipe's request has as a deadline, the longest
+// time.Duration: a longer one would overflow it, and means no deadline.
+const pipeMaxTimeoutMicros = int64(math.MaxInt64 / time.Microsecond)
 
 // pipeMaxUnheld bounds the answers queued on a pipe that hold no slot.
 const pipeMaxUnheld = PipeMaxInFlight
