@@ -231,6 +231,9 @@ func (g *SSTIngest) add(ctx context.Context, p *replicapb.SSTablePart) error {
 		return fmt.Errorf("%w: a part of table id %d tokens [%d, %d] inside the span of table id %d tokens [%d, %d]",
 			ErrBadSSTable, id, from, to, g.table, g.from, g.to)
 	}
+	if err := g.s.SpaceError(); err != nil {
+		return err // a stream fills the disk no further than a write would
+	}
 	if g.f == nil {
 		if err := g.s.fs.MkdirAll(g.dir, 0o755); err != nil {
 			return fmt.Errorf("replica: streamed sstable: %w", err)
