@@ -204,7 +204,8 @@ func (f *FramedServer) serveConn(c net.Conn, sl *splitListener) {
 		}
 		return
 	}
-	if _, err := io.ReadFull(c, magic[1:]); err != nil {
+	if n, err := io.ReadFull(c, magic[1:]); err != nil {
+		f.o.Log.Warn("internode: closed a connection that sent part of the framed magic", "remote", c.RemoteAddr().String(), "bytes", n+1, "err", err)
 		return
 	}
 	if string(magic[:]) != framedMagic {
@@ -227,8 +228,12 @@ func (f *FramedServer) serveConn(c net.Conn, sl *splitListener) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	fs := &framedServerConn{fc: newFramedConn(sc)}
-	if err := f.mux.servePipe(ctx, fs); err != nil && fs.violation != nil {
-		f.o.Log.Warn("internode: closed a framed connection that broke the protocol", "remote", c.RemoteAddr().String(), "err", fs.violation)
+	err = f.mux.servePipe(ctx, fs)
+	if v := fs.violation; err != nil && (v != nil || status.Code(err) == codes.ResourceExhausted) {
+		if v == nil {
+			v = err // the pipe's bounds: a caller sending without reading its answers
+		}
+		f.o.Log.Warn("internode: closed a framed connection that broke the protocol", "remote", c.RemoteAddr().String(), "err", v)
 	}
 }
 

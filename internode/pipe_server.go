@@ -2,6 +2,7 @@ package internode
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type pipeServer struct {
 	delayed  bool // answers wait for the handlers running, at most pipeAnswerDelay (delay)
 	delay    *time.Timer
 	queue    []queuedAnswer
+	unheld   int  // answers queued that hold no slot (pipeMaxUnheld bounds them)
 	closing  bool // a closing message is to be sent
 	stopped  bool // the handler returned: nothing more is written
 	broken   bool // a write failed
@@ -149,6 +151,9 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 			select {
 			case ps.slots <- struct{}{}:
 			default:
+				if ps.tooManyUnheld() {
+					return status.Errorf(codes.ResourceExhausted, "internode: the caller sent over %d requests beyond a pipe's bound without reading their answers", pipeMaxUnheld)
+				}
 				ps.answer(&replicapb.PipeResponse{Id: id, Code: uint32(codes.ResourceExhausted),
 					Message: "internode: more requests in flight on a pipe than it allows"}, false, 0)
 				continue
@@ -162,7 +167,7 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 				continue
 			}
 			var deadline time.Time
-			if t := r.GetTimeoutMicros(); t > 0 {
+			if t := r.GetTimeoutMicros(); t > 0 && t <= pipeMaxTimeoutMicros {
 				deadline = time.Now().Add(time.Duration(t) * time.Microsecond)
 			}
 			rctx := newHandlerCtx(ctx, deadline)
@@ -211,18 +216,36 @@ func (ps *pipeServer) read(ctx context.Context, m *Mux, pool *gopool.Pool, handl
 }
 
 // queuedAnswer is an answer waiting for the writer; holding says it holds a slot, freed once it
-// is written. (An answer that holds none, to a request beyond the bound, is still bounded: an
-// honest caller has at most PipeMaxInFlight requests in flight.)
+// is written. An answer that holds none, to a request beyond the bound, is bounded too: an
+// honest caller has at most PipeMaxInFlight requests in flight, and the pipe of one that has
+// pipeMaxUnheld such answers queued (it sends without reading) ends.
 type queuedAnswer struct {
 	a       *replicapb.PipeResponse
 	holding bool
 	size    int // bytes, about
 }
 
+// pipeMaxTimeoutMicros is the longest timeout a pipe's request has as a deadline, the longest
+// time.Duration: a longer one would overflow it, and means no deadline.
+const pipeMaxTimeoutMicros = int64(math.MaxInt64 / time.Microsecond)
+
+// pipeMaxUnheld bounds the answers queued on a pipe that hold no slot.
+const pipeMaxUnheld = PipeMaxInFlight
+
+// tooManyUnheld reports whether pipeMaxUnheld answers that hold no slot are queued.
+func (ps *pipeServer) tooManyUnheld() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.unheld >= pipeMaxUnheld
+}
+
 // answer queues a, of size bytes (0: a short error).
 func (ps *pipeServer) answer(a *replicapb.PipeResponse, holding bool, size int) {
 	ps.mu.Lock()
 	ps.queue = append(ps.queue, queuedAnswer{a, holding, size + len(a.GetMessage()) + 16})
+	if !holding {
+		ps.unheld++
+	}
 	ps.mu.Unlock()
 	ps.flush()
 }
@@ -336,10 +359,18 @@ func (ps *pipeServer) flushLocked() {
 			ps.broken = true // the reader ends too
 			ps.mu.Unlock()
 		}
+		unheld := 0
 		for _, q := range ps.sent {
 			if q.holding {
 				<-ps.slots
+			} else {
+				unheld++
 			}
+		}
+		if unheld > 0 {
+			ps.mu.Lock()
+			ps.unheld -= unheld
+			ps.mu.Unlock()
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -230,6 +231,9 @@ func (g *SSTIngest) add(ctx context.Context, p *replicapb.SSTablePart) error {
 		return fmt.Errorf("%w: a part of table id %d tokens [%d, %d] inside the span of table id %d tokens [%d, %d]",
 			ErrBadSSTable, id, from, to, g.table, g.from, g.to)
 	}
+	if err := g.s.SpaceError(); err != nil {
+		return err // a stream fills the disk no further than a write would
+	}
 	if g.f == nil {
 		if err := g.s.fs.MkdirAll(g.dir, 0o755); err != nil {
 			return fmt.Errorf("replica: streamed sstable: %w", err)
@@ -280,7 +284,7 @@ func (g *SSTIngest) add(ctx context.Context, p *replicapb.SSTablePart) error {
 
 // check reads the streamed sstable at path: it must be an sstable in a format the store ingests,
 // without range deletions or range keys, whose points are merge operands of table g.table's keys
-// in the span's tokens, in order, each with a value that decodes. It adds their index entries to
+// in the span's tokens, in order, each a storage key (checkStreamedKey) with a value that decodes. It adds their index entries to
 // g.index.
 func (g *SSTIngest) check(ctx context.Context, path string) (err error) {
 	bad := func(format string, args ...any) error {
@@ -321,13 +325,15 @@ func (g *SSTIngest) check(ctx context.Context, path string) (err error) {
 	}
 	defer func() { err = errors.Join(err, it.Close()) }()
 	lower, upper := tokenSpan(g.table, g.from, g.to)
-	var t *schema.Table
+	var t, tbl *schema.Table // t when the table has indexes
 	if g.tables != nil {
-		if tb, ok := g.tables.TableByID(g.table); ok && len(tb.Indexes()) > 0 {
-			t = tb
+		if tb, ok := g.tables.TableByID(g.table); ok {
+			if tbl = tb; len(tb.Indexes()) > 0 {
+				t = tb
+			}
 		}
 	}
-	var prev []byte
+	var prev, partition []byte
 	var n, kv uint64
 	for e := it.First(); e != nil; e = it.Next() {
 		k := e.K.UserKey
@@ -338,6 +344,9 @@ func (g *SSTIngest) check(ctx context.Context, path string) (err error) {
 			return bad("entry %d (key %x) is out of order or outside the span", n, k[:min(len(k), 24)])
 		}
 		prev = append(prev[:0], k...)
+		if partition, err = checkStreamedKey(k, partition, tbl); err != nil {
+			return bad("entry %d (key %x): %v", n, k[:min(len(k), 24)], err)
+		}
 		v, _, err := e.Value(nil)
 		if err == nil {
 			_, err = decodeValue(v)
@@ -434,4 +443,47 @@ func (g *SSTIngest) Close() error {
 		return fmt.Errorf("%w: the stream ended inside the span of table id %d tokens [%d, %d]", ErrBadSSTable, g.table, g.from, g.to)
 	}
 	return nil
+}
+
+// checkStreamedKey checks that k, a streamed key of table tbl (nil when the receiver does not
+// know it), is a storage key (key.go): a partition prefix whose token is its partition key's,
+// then an entry kind, and for a row of a known table its clustering and row entry. A key that
+// is not would be garbage no read finds (a token that is not its partition key's) or fails on.
+// partition is the prefix of the last key checked, whose token was checked already; it returns
+// k's.
+func checkStreamedKey(k, partition []byte, tbl *schema.Table) ([]byte, error) {
+	var rest []byte
+	if len(partition) > 0 && bytes.HasPrefix(k, partition) {
+		rest = k[len(partition):] // escaped partition keys are prefix-free: the same partition
+	} else {
+		_, token, pk, r, err := decodePartitionPrefix(k)
+		if err != nil {
+			return nil, errors.New("its partition key does not decode")
+		}
+		if pt := partitioner.Token(pk); pt != token {
+			return nil, fmt.Errorf("token %d, its partition key's is %d", token, pt)
+		}
+		partition, rest = append(partition[:0], k[:len(k)-len(r)]...), r // k is the iterator's
+	}
+	switch {
+	case len(rest) == 1 && rest[0] == kindPartitionDeletion:
+	case len(rest) > 1 && (rest[0] == kindStatic || rest[0] == kindRangeTombstone):
+	case len(rest) > 1 && rest[0] == kindRow:
+		if tbl == nil {
+			break
+		}
+		_, entry, err := splitRowKey(tbl, rest[1:])
+		if err != nil {
+			return nil, fmt.Errorf("its clustering key does not decode: %v", err)
+		}
+		switch {
+		case len(entry) == 1 && (entry[0] == rowDeletion || entry[0] == rowMarker):
+		case len(entry) > 1 && entry[0] >= rowCell && entry[0] <= rowElement:
+		default:
+			return nil, fmt.Errorf("row entry %x is none of a row's", entry[:min(len(entry), 8)])
+		}
+	default:
+		return nil, fmt.Errorf("entry kind %x is none of a partition's", rest[:min(len(rest), 8)])
+	}
+	return partition, nil
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kvnode/kvnode/internal/faultfs"
+	"github.com/kvnode/kvnode/internal/poll"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -262,6 +264,15 @@ func TestSSTIngestRefusesBadFiles(t *testing.T) {
 			p.TokenFrom, p.TokenTo = tokenOf("p1")+1, math.MaxInt64
 			return p
 		}(), "outside the span"},
+		{"a token not its partition key's", part(writeSST(t, dst, func(w *sstable.Writer) error {
+			k := bytes.Clone(key)
+			k[15] ^= 1
+			return w.Merge(k, value)
+		})), "its partition key's is"},
+		{"an entry kind of no partition's", part(writeSST(t, dst, func(w *sstable.Writer) error {
+			_, _, _, rest, _ := decodePartitionPrefix(key)
+			return w.Merge(append(bytes.Clone(key[:len(key)-len(rest)]), 0x33), value)
+		})), "entry kind 33"},
 		{"table id 0", func() *replicapb.SSTablePart { p := part(good); p.TableId = 0; return p }(), "batchlog"},
 	}
 	for _, tc := range tests {
@@ -312,5 +323,48 @@ func TestOpenRemovesUnfinishedStreamedSSTables(t *testing.T) {
 	defer s.Close()
 	if names := ingestFiles(s); len(names) != 0 {
 		t.Errorf("after reopening, the ingest directory holds %v, want nothing", names)
+	}
+}
+
+// A stream stops writing files on a disk under the reserve, as writes do: a peer streaming
+// without end fills it no further.
+func TestSSTIngestStopsOnLowDiskSpace(t *testing.T) {
+	const total = 1 << 30
+	fs := faultfs.New(vfs.NewMem())
+	usage := func(free uint64) {
+		fs.SetDiskUsage(&vfs.DiskUsage{AvailBytes: free, TotalBytes: total, UsedBytes: total - free})
+	}
+	usage(total / 2)
+	dst, err := Open("db", Options{FS: fs, CacheSize: 1 << 20, MemTableSize: 1 << 20,
+		MinFreeSpace: 100 << 20, MinFreeSpacePercent: 50, DiskCheckInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	tbl := testTable(t)
+	src, _ := openMem(t)
+	for i := range 200 {
+		mustApply(t, src, tbl, mut(fmt.Sprintf("p%d", i), row(1, "a", "w=some-text-to-fill-a-block-of-the-sstable@10")))
+	}
+	g := dst.NewSSTIngest(acceptAll, nil)
+	parts := 0
+	_, _, err = src.StreamSSTables(tbl.ID, math.MinInt64, math.MaxInt64, SSTableFormat(), small, func(p *replicapb.SSTablePart) error {
+		if parts++; parts == 2 {
+			usage(60 << 20) // under the 100 MiB reserve
+			poll.Must(t, 30*time.Second, "writes refused for low disk space", func() error {
+				if dst.SpaceError() == nil {
+					return errors.New("writes still accepted")
+				}
+				return nil
+			})
+		}
+		return g.Add(context.Background(), p)
+	})
+	if !errors.Is(err, ErrLowDiskSpace) || parts != 2 {
+		t.Errorf("a stream onto a disk under the reserve: part %d returned %v, want part 2 refused with ErrLowDiskSpace", parts, err)
+	}
+	g.Close()
+	if f := ingestFiles(dst); len(f) != 0 {
+		t.Errorf("files left after a refused stream: %v", f)
 	}
 }

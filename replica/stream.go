@@ -76,13 +76,15 @@ func (s *Store) ScanTokens(id schema.TableID, from, to int64, fn func(key, value
 }
 
 // ApplyStreamed merges streamed entries into the store as one batch, durably (unless
-// Options.NoSync), after checking every one: its key must name a table and token that accept
-// allows (the receiver's schema and the ranges it asked for) and its value must decode. A bad entry
+// Options.NoSync), after checking every one: its key must be a storage key (checkStreamedKey)
+// naming a table and token that accept allows (the receiver's schema and the ranges it asked
+// for) and its value must decode. A bad entry
 // applies nothing and the error names it by position.
 //
 // With tables set, a streamed live cell of an indexed column also writes its index entry in the
 // batch (index.go), as a write of it would.
 func (s *Store) ApplyStreamed(entries []StreamEntry, accept func(id schema.TableID, token int64) error, tables TableSource) error {
+	var partition []byte // the last partition prefix checked
 	for i, e := range entries {
 		id, tok, err := EntryToken(e.Key)
 		if err == nil {
@@ -90,6 +92,13 @@ func (s *Store) ApplyStreamed(entries []StreamEntry, accept func(id schema.Table
 		}
 		if err == nil && id == 0 {
 			err = fmt.Errorf("table id 0 is the batchlog's key space")
+		}
+		if err == nil {
+			var t *schema.Table
+			if tables != nil {
+				t, _ = tables.TableByID(id)
+			}
+			partition, err = checkStreamedKey(e.Key, partition, t)
 		}
 		if err == nil {
 			_, err = decodeValue(e.Value)

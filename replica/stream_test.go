@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -103,6 +104,15 @@ func TestApplyStreamedRefusesBadEntries(t *testing.T) {
 		{"short key", StreamEntry{Key: []byte{1, 2, 3}, Value: good[0].Value}, nil, "shorter than a table id and a token"},
 		{"bad value", StreamEntry{Key: good[0].Key, Value: []byte{9}}, nil, "malformed stored value"},
 		{"batchlog key space", StreamEntry{Key: make([]byte, 20), Value: good[0].Value}, nil, "batchlog"},
+		{"a token not its partition key's", func() StreamEntry {
+			k := bytes.Clone(good[0].Key)
+			k[15] ^= 1
+			return StreamEntry{Key: k, Value: good[0].Value}
+		}(), nil, "its partition key's is"},
+		{"a partition prefix alone", func() StreamEntry {
+			_, _, _, rest, _ := decodePartitionPrefix(good[0].Key)
+			return StreamEntry{Key: good[0].Key[:len(good[0].Key)-len(rest)], Value: good[0].Value}
+		}(), nil, "none of a partition's"},
 	}
 	for _, tt := range tests {
 		accept := tt.accept
