@@ -65,6 +65,12 @@ func NewFramedServer(m *Mux, o FramedServerOptions) *FramedServer {
 // for the internode gRPC server to serve: closing it closes l. A connection is told apart by
 // its first byte, read on a goroutine of its own within HandshakeTimeout, so a slow client
 // holds up no other. Split is called once.
+//
+// This is hand-written rather than github.com/soheilhy/cmux: cmux reads to match with no
+// deadline unless one is set, and its Serve waits for connections still matching when the
+// listener closes (its issue #76, open; CockroachDB patched its fork for the same hang), while
+// Stop here closes connections still in their handshake at once and tracks the framed ones
+// until they drain.
 func (f *FramedServer) Split(l net.Listener) net.Listener {
 	sl := &splitListener{Listener: l, conns: make(chan net.Conn), done: make(chan struct{})}
 	f.mu.Lock()
