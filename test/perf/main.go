@@ -49,6 +49,8 @@ type settings struct {
 	BGPartitions   int           `json:"background_partitions"`
 	BGConcurrency  int           `json:"background_concurrency"`
 	HotConcurrency int           `json:"hot_concurrency"`
+	// HotClient writes the native target's hot partition: hotClientLean or hotClientGocql.
+	HotClient string `json:"hot_client"`
 
 	// Rejection cost.
 	RejectOps         int           `json:"reject_ops"`      // closed loop: writes per measured phase
@@ -141,7 +143,7 @@ func fullSettings() settings {
 		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 16,
 		SteadyDuration: 20 * time.Second, SteadyFirst: 3,
 		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,
-		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128,
+		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128, HotClient: hotClientLean,
 		// Three rounds of rejected writes, the protocols alternating: one phase of each moved
 		// gRPC's cost over 94–142 µs between runs on this machine.
 		RejectOps: 12_000, RejectWarmOps: 1000, RejectConcurrency: 16, RejectReps: 3, Idle: time.Second,
@@ -184,7 +186,7 @@ func quickSettings() settings {
 		Warm:  300 * time.Millisecond, Search: 500 * time.Millisecond, SearchPairs: 1, Phase: time.Second, LimitWarm: 300 * time.Millisecond, Rounds: 1,
 		SteadyDuration: 2 * time.Second, SteadyFirst: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
-		BGPartitions: 100, BGConcurrency: 8, HotConcurrency: 16,
+		BGPartitions: 100, BGConcurrency: 8, HotConcurrency: 16, HotClient: hotClientLean,
 		RejectOps: 300, RejectWarmOps: 100, RejectConcurrency: 8, RejectReps: 1, Idle: 100 * time.Millisecond,
 		RejectDuration: 600 * time.Millisecond, RejectWarm: 300 * time.Millisecond,
 		OverheadPartitions: 100, OverheadConcurrency: 8, OverheadReps: 1,
@@ -246,6 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "the hot partition's offered `ops/s` R; 0 searches for it")
 	rounds := fs.Int("rounds", 0, "`rounds` of the hot part's baseline, unlimited and limited phases (0: 8, or 1 with --quick)")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
+	hotClient := fs.String("hot-client", hotClientLean, "the native protocol's hot partition `client`: lean (pre-encoded EXECUTE frames on raw connections) or gocql (the driver, as the background)")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor and replicated parts")
 	streamMiB := fs.Int("stream-mib", 0, "`MiB` of rows the stream part loads into the node the joiner streams from (0: 64, or 4 with --quick; 1024 for 1 GiB)")
@@ -277,6 +280,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s = quickSettings()
 	}
 	s.FixedRate = *rate
+	switch *hotClient {
+	case hotClientLean, hotClientGocql:
+		s.HotClient = *hotClient
+	default:
+		return fmt.Errorf("--hot-client %q: want %s or %s", *hotClient, hotClientLean, hotClientGocql)
+	}
 	switch {
 	case *rounds < 0 || *rounds > 100:
 		return fmt.Errorf("--rounds %d: want 1 to 100 (0 for the default)", *rounds)
@@ -503,6 +512,14 @@ func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log i
 		return err
 	}
 	defer cqlTgt.sess.Close()
+	if s.HotClient == hotClientLean {
+		lean, err := openLeanHot(ctx, c.cqlAddrs(), "INSERT INTO "+tableRF3+" (k, c, v) VALUES (?, ?, ?)", 77)
+		if err != nil {
+			return err
+		}
+		defer lean.Close()
+		cqlTgt.lean = lean
+	}
 	for _, tgt := range []loadTarget{grpcTgt, cqlTgt} {
 		if _, err := runLoad(ctx, s, c, tgt, tableRF3, 0, s.Warm, 1); err != nil {
 			return err
