@@ -13,8 +13,8 @@ import (
 )
 
 // fakeHotServer is a native-protocol server that answers STARTUP, PREPARE and EXECUTE: every
-// third EXECUTE is accepted, the others rejected by the rate limiter (by the coordinator on
-// even stream ids, by replicas on odd ones). It records the EXECUTEs' partition keys.
+// third EXECUTE is accepted, the others rejected by the rate limiter (the first of each three
+// by the coordinator, the second by replicas). It records the EXECUTEs' partition keys.
 type fakeHotServer struct {
 	ln   net.Listener
 	wg   sync.WaitGroup
@@ -73,7 +73,7 @@ func (s *fakeHotServer) serve(nc net.Conn) {
 				answer = cqlwire.VoidResult{}
 			} else {
 				answer = &cqlwire.Error{Code: cqlwire.ErrRateLimit, Message: "rate limit exceeded", RateLimitOp: cqlwire.RateLimitWrite,
-					RejectedByCoordinator: h.Stream%2 == 0}
+					RejectedByCoordinator: n%3 == 1}
 			}
 		default:
 			return

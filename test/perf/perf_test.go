@@ -522,6 +522,14 @@ func TestAccountingPredictsTheBackgroundFromHotCPU(t *testing.T) {
 		t.Errorf("accounting = %+v, want the load generator at 400, 400 and %.2f µs per op, 0.2 hot cores, predicted %.4f with shared cores",
 			a, 0.18/950*1e6, 1-0.345/1.9)
 	}
+	// The servers alone: 1 − 0.145 / 1.5 from the reject part's costs; from the phases, the
+	// limited phases' 1.4 server cores less 750 background ops/s at 1.5 cores per 1,000 leave
+	// 0.275 cores for the hot partition.
+	if math.Abs(a.ServersOnly-(1-0.145/1.5)) > 1e-9 || math.Abs(a.HotCoresMeasured-0.275) > 1e-9 ||
+		math.Abs(a.ServersOnlyMeasured-(1-0.275/1.5)) > 1e-9 {
+		t.Errorf("accounting = %+v, want servers only %.4f, hot cores measured 0.275, servers only measured %.4f",
+			a, 1-0.145/1.5, 1-0.275/1.5)
+	}
 }
 
 func TestCounterTargets(t *testing.T) {

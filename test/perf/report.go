@@ -159,6 +159,16 @@ type cpuAccount struct {
 	// takes a share u of the cores, it is about 1 − u/20 − u × (rejection / accepted write,
 	// both sides' CPU).
 	PredictedSharedCores float64 `json:"predicted_background_ratio_shared_cores"`
+
+	// The servers' side alone, which a load generator on other machines would leave as the
+	// figure: ServersOnly is 1 − HotCores / ServerCoresBaseline, what the background keeps if
+	// the servers had the baseline's cores beside the hot partition and its writes cost what
+	// the reject part measured; ServersOnlyMeasured takes the hot partition's server cores
+	// from the phases instead: the limited phases' server cores less their background's at
+	// the baseline's server CPU per background operation.
+	ServersOnly         float64 `json:"background_ratio_servers_only"`
+	HotCoresMeasured    float64 `json:"hot_cores_measured"`
+	ServersOnlyMeasured float64 `json:"background_ratio_servers_only_measured"`
 }
 
 // accounting computes the cpuAccounts of r's limited phases (needs the hot and reject parts).
@@ -200,6 +210,11 @@ func (r *Result) accounting() []cpuAccount {
 		}
 		a.HotCores = (a.HotRejectedPerS*a.CPUPerRejectedUS + a.HotAcceptedPerS*a.CPUPerAcceptedUS) / 1e6
 		a.Predicted = ratio(a.ServerCoresLimited-a.HotCores, a.ServerCoresBaseline)
+		if a.ServerCoresBaseline > 0 && base.BGThroughput > 0 {
+			a.ServersOnly = 1 - a.HotCores/a.ServerCoresBaseline
+			a.HotCoresMeasured = lim.ServerCPU - lim.BGThroughput*base.ServerCPU/base.BGThroughput
+			a.ServersOnlyMeasured = 1 - a.HotCoresMeasured/a.ServerCoresBaseline
+		}
 		if unl != nil && base.BGThroughput > 0 && unl.HotAccepted > 0 && lim.HotRejected > 0 {
 			perBG := base.LoadGenCPU / base.BGThroughput // cores per op/s: seconds per op
 			perAcc := (unl.LoadGenCPU - unl.BGThroughput*perBG) / unl.HotAccepted
@@ -655,6 +670,11 @@ func (r *Result) writeText(w io.Writer) error {
 		for _, a := range r.Accounting {
 			fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.2f | %.3f | %.3f |\n", a.Protocol,
 				a.LoadGenPerBGOpUS, a.LoadGenPerAcceptedUS, a.LoadGenPerRejectedUS, a.LoadGenHotCores, a.PredictedSharedCores, a.Measured)
+		}
+		fmt.Fprintf(&b, "\nThe servers' CPU alone (the background's ratio were the load generator on other cores): 1 − the hot partition's server cores over the baseline's server cores, with the hot partition's cores from the reject part's costs and measured from the phases (the limited phases' server cores less their background's at the baseline's CPU per operation):\n\n")
+		fmt.Fprintf(&b, "| protocol | servers only, reject part's costs | hot partition server cores, from the phases | servers only, from the phases | measured throughput ratio |\n|---|---:|---:|---:|---:|\n")
+		for _, a := range r.Accounting {
+			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", a.Protocol, a.ServersOnly, a.HotCoresMeasured, a.ServersOnlyMeasured, a.Measured)
 		}
 	}
 
