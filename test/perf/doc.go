@@ -43,7 +43,11 @@
 //     headline is the median over rounds, which outlasts bursts of other work on a shared
 //     machine. Last, one long limited phase per protocol (10 s) gives the hot partition's
 //     accepted writes second by second: its first 3 seconds, while the counters are young, and
-//     the rest, which the 0.9–1.1 × limit is about.
+//     the rest, which the 0.9–1.1 × limit is about. With the reject part, cpu_accounting
+//     splits the limited phases' CPU: the servers' for the hot partition (at the reject part's
+//     per-write costs, and measured from the phases), the load generator's per operation, and
+//     the background's ratio from the servers' CPU alone (1 − the hot partition's server cores
+//     over the baseline's), which a load generator on other machines would leave.
 //  2. reject: the server CPU of a rejected write against an accepted one, on both limiter paths
 //     and both protocols: the coordinator path (RF=3 on 3 nodes, every coordinator is a replica
 //     and rejects locally; gocql token-aware, gRPC coordinators in turn) and the replicas path
