@@ -48,6 +48,9 @@
 //     per-write costs, and measured from the phases), the load generator's per operation, and
 //     the background's ratio from the servers' CPU alone (1 − the hot partition's server cores
 //     over the baseline's), which a load generator on other machines would leave.
+//     --server-cpus 0 --loadgen-cpus 1 pins the 3 nodes of this part (and of the reject part's
+//     --sync=false cluster) to CPU 0 and this process to CPU 1 (taskset), so that the load
+//     generator's CPU is not taken from the servers; both kinds of phases run pinned alike.
 //  2. reject: the server CPU of a rejected write against an accepted one, on both limiter paths
 //     and both protocols: the coordinator path (RF=3 on 3 nodes, every coordinator is a replica
 //     and rejects locally; gocql token-aware, gRPC coordinators in turn) and the replicas path

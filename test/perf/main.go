@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime"
 	"slices"
@@ -51,6 +52,10 @@ type settings struct {
 	HotConcurrency int           `json:"hot_concurrency"`
 	// HotClient writes the native target's hot partition: hotClientLean or hotClientGocql.
 	HotClient string `json:"hot_client"`
+	// ServerCPUs and LoadGenCPUs, when set, pin the hot part's servers and this process to
+	// those CPUs (taskset lists), so that the load generator does not take the servers' cores.
+	ServerCPUs  string `json:"server_cpus,omitempty"`
+	LoadGenCPUs string `json:"loadgen_cpus,omitempty"`
 
 	// Rejection cost.
 	RejectOps         int           `json:"reject_ops"`      // closed loop: writes per measured phase
@@ -249,6 +254,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 0, "`rounds` of the hot part's baseline, unlimited and limited phases (0: 8, or 1 with --quick)")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	hotClient := fs.String("hot-client", hotClientLean, "the native protocol's hot partition `client`: lean (pre-encoded EXECUTE frames on raw connections) or gocql (the driver, as the background)")
+	serverCPUs := fs.String("server-cpus", "", "pin the hot part's servers to these `cpus` (a taskset list, such as 0); with --loadgen-cpus")
+	loadgenCPUs := fs.String("loadgen-cpus", "", "pin this process, the load generator, to these `cpus` (such as 1); with --server-cpus")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
 	parentBin := fs.String("parent-kvnode", "", "a kvnode `binary` of the parent commit, measured beside this one in the floor and replicated parts")
 	streamMiB := fs.Int("stream-mib", 0, "`MiB` of rows the stream part loads into the node the joiner streams from (0: 64, or 4 with --quick; 1024 for 1 GiB)")
@@ -280,6 +287,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s = quickSettings()
 	}
 	s.FixedRate = *rate
+	if (*serverCPUs == "") != (*loadgenCPUs == "") {
+		return errors.New("--server-cpus and --loadgen-cpus go together: pinning one side alone leaves the other on every core")
+	}
+	s.ServerCPUs, s.LoadGenCPUs = *serverCPUs, *loadgenCPUs
+	if s.LoadGenCPUs != "" {
+		if err := pin(ctx, os.Getpid(), s.LoadGenCPUs); err != nil {
+			return err
+		}
+	}
 	switch *hotClient {
 	case hotClientLean, hotClientGocql:
 		s.HotClient = *hotClient
@@ -408,6 +424,13 @@ func measure(ctx context.Context, s settings, bin, parentBin string, log io.Writ
 	// The hot partition and the unsynced rejection costs: 3 nodes, --sync=false.
 	if s.has("hot") || s.has("reject") {
 		err = withCluster(ctx, bin, root, "nosync", 3, false, ddl, log, func(c *testCluster) error {
+			if s.ServerCPUs != "" {
+				for _, sv := range c.servers {
+					if err := pin(ctx, sv.Proc().Pid(), s.ServerCPUs); err != nil {
+						return err
+					}
+				}
+			}
 			if s.has("hot") {
 				if err := hotPart(ctx, s, c, res, log); err != nil {
 					return err
@@ -569,6 +592,16 @@ func overheadPart(ctx context.Context, s settings, bin, root string, res *Result
 		res.Overhead = o
 		return err
 	})
+}
+
+// pin sets the CPU affinity of every thread of process pid to cpus (a taskset list); threads it
+// starts later inherit it.
+func pin(ctx context.Context, pid int, cpus string) error {
+	out, err := exec.CommandContext(ctx, "taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("taskset -a -p -c %s %d: %w: %s", cpus, pid, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // withCluster starts a cluster of n servers with --sync=sync (and extra as further serve flags),
