@@ -28,7 +28,7 @@
 //     each and its EXECUTE frames encoded once (only the stream id changes), the nodes in turn;
 //     --hot-client gocql writes it through gocql as the background is. The hot partition's
 //     client runs elsewhere in production; here it shares the cores with the servers, and
-//     gocql's CPU per rejected write (13–24 µs) is more than the server's. R is searched for over gRPC with coordinators in turn (searchRate) until,
+//     gocql's CPU per rejected write (13–24 µs) is more than the server's. R is searched for (searchRate) over the native protocol with the lean client (over gRPC, coordinators in turn, with --hot-client gocql: the target whose hot partition costs its client least) until,
 //     with no limit, the background loses at least 40% (a margin over the third), in a
 //     step measured twice over (a median of six pairs instead of three), each pair's halves as
 //     long as the rounds' phases (2.5 s), so that the rounds lose what the search did; a step

@@ -550,11 +550,19 @@ func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log i
 	}
 	rate := s.FixedRate
 	if rate == 0 {
-		warm, err := runLoad(ctx, s, c, grpcTgt, tableRF3, 0, s.Warm, 2)
+		// R is searched for over the target whose hot partition costs its client least: the
+		// native one with the lean client, whose unlimited hot partition would otherwise take
+		// less than the third the issue sets (its client no longer takes the rest); else gRPC.
+		searchTgt := grpcTgt
+		if cqlTgt.lean != nil {
+			searchTgt = cqlTgt
+		}
+		res.SearchProtocol = string(searchTgt.Protocol)
+		warm, err := runLoad(ctx, s, c, searchTgt, tableRF3, 0, s.Warm, 2)
 		if err != nil {
 			return err
 		}
-		steps, r, err := searchRate(ctx, s, c, grpcTgt, tableRF3, warm.bgThroughput(), log)
+		steps, r, err := searchRate(ctx, s, c, searchTgt, tableRF3, warm.bgThroughput(), log)
 		if err != nil {
 			return err
 		}

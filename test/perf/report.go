@@ -106,6 +106,9 @@ type Result struct {
 	// taken reached the search's loss (searchLoss).
 	RateSearch          []searchStep `json:"rate_search"`
 	SearchReachedTarget bool         `json:"rate_search_reached_target"`
+	// SearchProtocol is the target R was searched for over: "cql" (the lean hot client) or
+	// "grpc".
+	SearchProtocol string `json:"rate_search_protocol,omitempty"`
 
 	// Rounds holds each round's ratios; the headline values are their medians.
 	Rounds     []roundRatio `json:"rounds"`
@@ -565,8 +568,12 @@ func (r *Result) writeText(w io.Writer) error {
 			"the limited phase is measured after %v with the limit set, reported as the first second.\n\n",
 			s.BGPartitions, s.BGConcurrency, s.HotConcurrency, s.Rounds, s.Phase, s.LimitWarm)
 		if len(r.RateSearch) > 0 {
-			fmt.Fprintf(&b, "Search for R over gRPC (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; a step whose median pair loss reaches %.0f%%, a margin over 1/3, is measured again over as many pairs and R is taken when the median over all its pairs still does; a step past the target by more than %.0f points is followed by one at the rate interpolated between it and the step before, taken when it reaches the target too):\n\n",
-				s.SearchPairs, s.Search, s.Search, 100*searchLoss, 100*searchOvershoot)
+			over := "gRPC"
+			if r.SearchProtocol == "cql" {
+				over = "the native protocol (the lean hot client)"
+			}
+			fmt.Fprintf(&b, "Search for R over %s (each step: %d pairs of %v background alone and %v with the hot partition at R, no limit, in alternating order; a step whose median pair loss reaches %.0f%%, a margin over 1/3, is measured again over as many pairs and R is taken when the median over all its pairs still does; a step past the target by more than %.0f points is followed by one at the rate interpolated between it and the step before, taken when it reaches the target too):\n\n",
+				over, s.SearchPairs, s.Search, s.Search, 100*searchLoss, 100*searchOvershoot)
 			fmt.Fprintf(&b, "| R (ops/s) | background alone ops/s | with hot ops/s | pairs | loss (median pair) | hot accepted/s |\n|---:|---:|---:|---:|---:|---:|\n")
 			for _, st := range r.RateSearch {
 				fmt.Fprintf(&b, "| %.0f | %.0f | %.0f | %d | %.1f%% | %.0f |\n", st.HotRate, st.Baseline, st.BGThroughput, st.Pairs, 100*st.Loss, st.HotThroughput)
