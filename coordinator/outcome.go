@@ -231,46 +231,54 @@ type RateLimitError struct {
 func (e *RateLimitError) Error() string {
 	// A hot partition's rejections are the most frequent errors a node answers: the message is
 	// built in one allocation, without fmt's reflection.
+	var buf [192]byte
+	msg := e.AppendMessage(buf[:0])
 	var b strings.Builder
-	b.Grow(128)
-	var num [24]byte
-	b.WriteString("rate limit exceeded for ")
-	b.WriteString(e.Op.String())
+	b.Grow(len(msg))
+	b.Write(msg)
+	return b.String()
+}
+
+// AppendMessage appends the text Error returns to dst: a front end that writes the rejection
+// on the wire appends it where it goes, without a string in between.
+func (e *RateLimitError) AppendMessage(dst []byte) []byte {
+	dst = append(dst, "rate limit exceeded for "...)
+	dst = append(dst, e.Op.String()...)
 	switch e.Scope {
 	case ScopeServiceLevel, ScopeKeyspace:
 		if e.Scope == ScopeServiceLevel {
-			b.WriteString("s of service level ")
+			dst = append(dst, "s of service level "...)
 		} else {
-			b.WriteString("s of keyspace ")
+			dst = append(dst, "s of keyspace "...)
 		}
-		b.WriteString(e.ScopeName)
-		b.WriteString(" (limit ")
-		b.Write(strconv.AppendUint(num[:0], uint64(e.Limit), 10))
-		b.WriteString("/s across the cluster), rejected by ")
+		dst = append(dst, e.ScopeName...)
+		dst = append(dst, " (limit "...)
+		dst = strconv.AppendUint(dst, uint64(e.Limit), 10)
+		dst = append(dst, "/s across the cluster), rejected by "...)
 	default:
-		b.WriteString("s on ")
+		dst = append(dst, "s on "...)
 		if e.Keyspace != "" {
-			b.WriteString(e.Keyspace)
-			b.WriteByte('.')
+			dst = append(dst, e.Keyspace...)
+			dst = append(dst, '.')
 		}
-		b.WriteString(e.Table)
-		b.WriteString(" (limit ")
-		b.Write(strconv.AppendUint(num[:0], uint64(e.Limit), 10))
-		b.WriteString("/s), rejected by ")
+		dst = append(dst, e.Table...)
+		dst = append(dst, " (limit "...)
+		dst = strconv.AppendUint(dst, uint64(e.Limit), 10)
+		dst = append(dst, "/s), rejected by "...)
 	}
-	b.WriteString(e.RejectedBy.String())
+	dst = append(dst, e.RejectedBy.String()...)
 	if e.Partition != "" {
-		b.WriteString(" for partition ")
-		b.WriteString(e.Partition)
+		dst = append(dst, " for partition "...)
+		dst = append(dst, e.Partition...)
 	}
 	if e.RetryAfter > 0 {
-		b.WriteString("; retry after ")
-		b.Write(appendDuration(num[:0], e.RetryAfter.Round(time.Millisecond)))
+		dst = append(dst, "; retry after "...)
+		dst = appendDuration(dst, e.RetryAfter.Round(time.Millisecond))
 	}
 	if e.MayBeApplied {
-		b.WriteString("; replicas that admitted the write may have applied it")
+		dst = append(dst, "; replicas that admitted the write may have applied it"...)
 	}
-	return b.String()
+	return dst
 }
 
 // appendDuration appends d, a whole number of milliseconds, as time.Duration's String writes it

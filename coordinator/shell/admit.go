@@ -112,7 +112,10 @@ func (e *Executor) AdmitPrepared(ctx context.Context, p *coordinator.Prepared, c
 	}
 	var start time.Time
 	if e.observer != nil {
-		start = time.Now()
+		start = now
+		if !e.wallClock {
+			start = time.Now()
+		}
 	}
 	var warnings []string
 	if err := e.judgeScopes(ctx, t.Keyspace, t.Name, coordinator.OpWrite, 1, &warnings); err != nil {

@@ -152,6 +152,9 @@ type Executor struct {
 	cluster   ClusterDescriber
 	system    SystemTables
 	now       func() time.Time
+	// wallClock says now is time.Now (Config.Now was nil): its readings then also time
+	// requests for the observer.
+	wallClock bool
 	draw      func() float64
 	logger    *slog.Logger
 	observer  Observer
@@ -201,6 +204,7 @@ type Executor struct {
 
 // NewExecutor returns an executor for cfg.
 func NewExecutor(cfg Config) (*Executor, error) {
+	wallClock := cfg.Now == nil
 	if err := cfg.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
@@ -215,6 +219,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		cluster:       cfg.Cluster,
 		system:        cfg.System,
 		now:           cfg.Now,
+		wallClock:     wallClock,
 		draw:          cfg.Draw,
 		logger:        cfg.Logger,
 		observer:      cfg.Observer,

@@ -105,8 +105,11 @@ const maxHeld = 64
 
 // hold keeps the answer to the request on stream for flushHeld.
 func (c *conn) hold(stream int16, msg cqlwire.Message) {
-	if e, ok := msg.(*cqlwire.Error); ok {
+	switch e := msg.(type) {
+	case *cqlwire.Error:
 		c.srv.metrics.errorCount(e.Code).Inc()
+	case *rateLimitFrame:
+		c.srv.metrics.errorCount(e.code).Inc()
 	}
 	c.held = append(c.held, outFrame{stream: stream, msg: msg, request: true})
 	if len(c.held) >= maxHeld {

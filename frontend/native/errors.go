@@ -2,8 +2,10 @@ package native
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/coordinator"
@@ -54,6 +56,55 @@ func rateLimitAnswer(c *conn, rl *coordinator.RateLimitError) *cqlwire.Error {
 		m.RejectedByCoordinator = rl.RejectedBy == coordinator.RejectedByCoordinator
 	}
 	return m
+}
+
+// rateLimitFrame is the ERROR answering a rate-limit rejection on the reader's fast path, as
+// rateLimitAnswer's *cqlwire.Error encodes it, byte for byte: its message is appended from
+// the rejection straight into the frame being written, with no string and no cqlwire.Error
+// made for it (a hot partition's rejections are most of what a node under one answers).
+type rateLimitFrame struct {
+	rl   *coordinator.RateLimitError
+	code cqlwire.ErrorCode
+	op   cqlwire.RateLimitOp
+	by   bool // rejected by the coordinator
+}
+
+// newRateLimitFrame returns the answer to rl on c: ScyllaDB's rate-limit error to a client that
+// opted in to it, Config_error to one that did not (as rateLimitAnswer).
+func newRateLimitFrame(c *conn, rl *coordinator.RateLimitError) *rateLimitFrame {
+	f := &rateLimitFrame{rl: rl, code: cqlwire.ErrConfig}
+	if c.rateLimit.Load() {
+		f.code = cqlwire.ErrRateLimit
+		f.op = cqlwire.RateLimitRead
+		if rl.Op == schema.OpWrite {
+			f.op = cqlwire.RateLimitWrite
+		}
+		f.by = rl.RejectedBy == coordinator.RejectedByCoordinator
+	}
+	return f
+}
+
+func (*rateLimitFrame) Opcode() cqlwire.Opcode { return cqlwire.OpError }
+
+// AppendBody appends [int code][string message] and, for ErrRateLimit, op_type and
+// rejected_by_coordinator.
+func (f *rateLimitFrame) AppendBody(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(f.code))
+	at := len(dst)
+	dst = append(dst, 0, 0) // the message's length, once known
+	dst = f.rl.AppendMessage(dst)
+	n := len(dst) - at - 2
+	if n > math.MaxUint16 { // never, for names within the schema's bounds; cut as a [string] must be
+		dst, n = dst[:at+2+math.MaxUint16], math.MaxUint16
+	}
+	binary.BigEndian.PutUint16(dst[at:], uint16(n))
+	if f.code == cqlwire.ErrRateLimit {
+		dst = append(dst, byte(f.op), 0)
+		if f.by {
+			dst[len(dst)-1] = 1
+		}
+	}
+	return dst
 }
 
 // errorAnswer is errorMessage for the other errors: the node's admission control's refusal,

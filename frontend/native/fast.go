@@ -81,7 +81,11 @@ func (c *conn) admitExecute(h cqlwire.Header, body []byte) (answered bool, adm A
 	}
 	adm, err = s.admit.AdmitPrepared(c.ctx, p, cl, key)
 	if err != nil {
-		c.hold(h.Stream, s.errorMessage(c, err, request{consistency: head.Consistency}))
+		if rl, ok := err.(*coordinator.RateLimitError); ok {
+			c.hold(h.Stream, newRateLimitFrame(c, rl)) // a hot partition's: written straight from rl
+		} else {
+			c.hold(h.Stream, s.errorMessage(c, err, request{consistency: head.Consistency}))
+		}
 		return true, nil
 	}
 	return false, adm

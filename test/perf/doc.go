@@ -22,7 +22,13 @@
 //     Background: 2000 partitions (every row written once first, so reads do not grow heavier
 //     during the run), half reads and half writes at QUORUM, a closed loop of 32 workers, so its
 //     throughput is the measure. Hot: one partition of the same table offered writes at a fixed
-//     open-loop rate R. R is searched for over gRPC with coordinators in turn (searchRate) until,
+//     open-loop rate R, as a bug's or a bot's load is, whatever the answers: over gRPC through
+//     tool/bench, over the native protocol (with the default --hot-client lean) by a client
+//     without a driver's per-request work, one connection per node, the INSERT prepared on
+//     each and its EXECUTE frames encoded once (only the stream id changes), the nodes in turn;
+//     --hot-client gocql writes it through gocql as the background is. The hot partition's
+//     client runs elsewhere in production; here it shares the cores with the servers, and
+//     gocql's CPU per rejected write (13–24 µs) is more than the server's. R is searched for (searchRate) over the native protocol with the lean client (over gRPC, coordinators in turn, with --hot-client gocql: the target whose hot partition costs its client least) until,
 //     with no limit, the background loses at least 40% (a margin over the third), in a
 //     step measured twice over (a median of six pairs instead of three), each pair's halves as
 //     long as the rounds' phases (2.5 s), so that the rounds lose what the search did; a step
@@ -37,7 +43,14 @@
 //     headline is the median over rounds, which outlasts bursts of other work on a shared
 //     machine. Last, one long limited phase per protocol (10 s) gives the hot partition's
 //     accepted writes second by second: its first 3 seconds, while the counters are young, and
-//     the rest, which the 0.9–1.1 × limit is about.
+//     the rest, which the 0.9–1.1 × limit is about. With the reject part, cpu_accounting
+//     splits the limited phases' CPU: the servers' for the hot partition (at the reject part's
+//     per-write costs, and measured from the phases), the load generator's per operation, and
+//     the background's ratio from the servers' CPU alone (1 − the hot partition's server cores
+//     over the baseline's), which a load generator on other machines would leave.
+//     --server-cpus 0 --loadgen-cpus 1 pins the 3 nodes of this part (and of the reject part's
+//     --sync=false cluster) to CPU 0 and this process to CPU 1 (taskset), so that the load
+//     generator's CPU is not taken from the servers; both kinds of phases run pinned alike.
 //  2. reject: the server CPU of a rejected write against an accepted one, on both limiter paths
 //     and both protocols: the coordinator path (RF=3 on 3 nodes, every coordinator is a replica
 //     and rejects locally; gocql token-aware, gRPC coordinators in turn) and the replicas path

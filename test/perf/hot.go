@@ -75,6 +75,9 @@ type loadTarget struct {
 	Coordinator bench.Coordinator
 	addrs       []string
 	sess        *bench.Session
+	// lean, when set, writes the hot partition instead of sess (the native target with
+	// --hot-client lean).
+	lean *leanHot
 }
 
 // loadConfig is the background workload's configuration on table for d.
@@ -128,7 +131,11 @@ func runLoad(ctx context.Context, s settings, c *testCluster, tgt loadTarget, ta
 	var wg sync.WaitGroup
 	var hotErr, bgErr error
 	if hotRate > 0 {
-		wg.Go(func() { r.Hot, hotErr = tgt.sess.Run(ctx, hotCfg, nil) })
+		if tgt.lean != nil {
+			wg.Go(func() { r.Hot, hotErr = tgt.lean.run(ctx, hotRate, d, hotCfg.Seed) })
+		} else {
+			wg.Go(func() { r.Hot, hotErr = tgt.sess.Run(ctx, hotCfg, nil) })
+		}
 	}
 	r.BG, bgErr = tgt.sess.Run(ctx, bgCfg, nil)
 	wg.Wait()
