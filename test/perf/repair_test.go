@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,11 +26,6 @@ func TestDeleteSome(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl, _ := sc.Table(repairKeyspace, "t")
-	key := func(id schema.TableID, tok int64, row byte) []byte {
-		k := binary.BigEndian.AppendUint64(nil, uint64(id))
-		k = binary.BigEndian.AppendUint64(k, uint64(tok)^(1<<63))
-		return append(k, 'k', 0, row)
-	}
 	value := append(binary.BigEndian.AppendUint64([]byte{0}, 7), "value"...)
 	st, err := replica.Open(filepath.Join(dir, "data"), replica.Options{NoSync: true})
 	if err != nil {
@@ -37,11 +33,11 @@ func TestDeleteSome(t *testing.T) {
 	}
 	var entries []replica.StreamEntry
 	for i := range 200 {
-		tok := int64(i*1000) - 100_000
-		for row := range byte(2) { // two entries per partition
-			entries = append(entries, replica.StreamEntry{Key: key(tbl.ID, tok, row), Value: value})
+		pk := fmt.Sprintf("p%03d", i)
+		for _, e := range []byte("ab") { // two entries per partition
+			entries = append(entries, replica.StreamEntry{Key: streamedKey(tbl.ID, pk, e), Value: value})
 		}
-		entries = append(entries, replica.StreamEntry{Key: key(tbl.ID+1, tok, 0), Value: value})
+		entries = append(entries, replica.StreamEntry{Key: streamedKey(tbl.ID+1, pk, 'a'), Value: value})
 	}
 	if err := st.ApplyStreamed(entries, func(schema.TableID, int64) error { return nil }, nil); err != nil {
 		t.Fatal(err)
@@ -53,7 +49,7 @@ func TestDeleteSome(t *testing.T) {
 	if err := deleteSome(dir, 1, &r); err != nil {
 		t.Fatal(err)
 	}
-	entry := float64(len(key(tbl.ID, 0, 0)) + len(value))
+	entry := float64(len(streamedKey(tbl.ID, "p000", 'a')) + len(value))
 	if r.Partitions != 200 || r.MissingPartitions != 2 || r.MissingMiB*(1<<20) != 4*entry || r.StoreMiB*(1<<20) != 400*entry {
 		t.Errorf("deleteSome counted %d partitions (%.0f bytes), %d deleted (%.0f bytes); want 200 (%.0f), 2 (%.0f)",
 			r.Partitions, r.StoreMiB*(1<<20), r.MissingPartitions, r.MissingMiB*(1<<20), 400*entry, 4*entry)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
 )
@@ -69,6 +71,15 @@ func TestJoinerRanges(t *testing.T) {
 	}
 }
 
+// streamedKey is the storage key of an entry of partition pk of table id: a static row's entry
+// named by entry, enough for a stream's checks of an entry of a table the store may not know.
+func streamedKey(id schema.TableID, pk string, entry byte) []byte {
+	k := binary.BigEndian.AppendUint64(nil, uint64(id))
+	k = binary.BigEndian.AppendUint64(k, uint64(partitioner.Token([]byte(pk)))^(1<<63))
+	k = append(k, pk...) // no 0x00 to escape
+	return append(k, 0x00, 0x01, 0x14, entry)
+}
+
 // TestRewriteLocal writes a store's entries in a wrapping and a plain range as sstables and
 // ingests them into a database of kvnode's merger: exactly the entries of those ranges come back,
 // as merge operands.
@@ -79,31 +90,39 @@ func TestRewriteLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := func(id schema.TableID, tok int64) []byte {
-		k := binary.BigEndian.AppendUint64(nil, uint64(id))
-		k = binary.BigEndian.AppendUint64(k, uint64(tok)^(1<<63))
-		return append(k, 'k', 0, 1)
-	}
 	value := append(binary.BigEndian.AppendUint64([]byte{0}, 7), "v"...)
-	tokens := []int64{math.MinInt64, -100, -50, -49, 0, 10, 11, 50, 51, math.MaxInt64}
 	var entries []replica.StreamEntry
-	for _, tk := range tokens {
-		entries = append(entries, replica.StreamEntry{Key: key(id, tk), Value: value}, replica.StreamEntry{Key: key(id+1, tk), Value: value})
+	var tokens []int64
+	for i := range 200 {
+		pk := fmt.Sprintf("p%03d", i)
+		entries = append(entries, replica.StreamEntry{Key: streamedKey(id, pk, 'a'), Value: value}, replica.StreamEntry{Key: streamedKey(id+1, pk, 'a'), Value: value})
+		tokens = append(tokens, partitioner.Token([]byte(pk)))
 	}
+	slices.Sort(tokens)
 	if err := st.ApplyStreamed(entries, func(schema.TableID, int64) error { return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ranges := []cluster.TokenRange{{Start: 50, End: -50}, {Start: -10, End: 10}}
+	// A wrapping range and a plain one, their bounds on tokens held: a range holds its end, not
+	// its start.
+	ranges := []cluster.TokenRange{{Start: tokens[150], End: tokens[40]}, {Start: tokens[80], End: tokens[100]}}
 	out := filepath.Join(dir, "sst")
 	n, sst, _, err := rewriteLocal(filepath.Join(dir, "store"), out, []schema.TableID{id}, ranges)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []int64{math.MinInt64, -100, -50, 0, 10, 51, math.MaxInt64}
-	if wantN := int64(len(want) * (len(key(id, 0)) + len(value))); n != wantN || sst == 0 {
+	var want []int64
+	for _, tk := range tokens {
+		if slices.ContainsFunc(ranges, func(r cluster.TokenRange) bool { return r.Contains(tk) }) {
+			want = append(want, tk)
+		}
+	}
+	if len(want) != 41+20+49 {
+		t.Fatalf("the ranges hold %d of the tokens, want 110", len(want))
+	}
+	if wantN := int64(len(want) * (len(streamedKey(id, "p000", 'a')) + len(value))); n != wantN || sst == 0 {
 		t.Errorf("rewriteLocal = %d bytes of entries, %d of files; want %d and some", n, sst, wantN)
 	}
 	files, err := filepath.Glob(filepath.Join(out, "*.sst"))
