@@ -2,10 +2,13 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
@@ -32,15 +35,42 @@ const (
 // as CQL drivers expect of a cluster. On error it closes the nodes it started; the caller
 // closes the cluster otherwise.
 func startNodes(ctx context.Context, dir string, log *slog.Logger, sharedNative bool) (*localcluster.Cluster, error) {
-	var hosts []string
-	var port int
-	if sharedNative {
-		hosts = loopbackHosts(numNodes)
-		var err error
-		if port, err = sharedPort(hosts); err != nil {
-			return nil, fmt.Errorf("demo: %w (--protocol grpc needs only 127.0.0.1)", err)
-		}
+	if !sharedNative {
+		return startNodesOn(ctx, dir, log, nil, 0)
 	}
+	hosts := loopbackHosts(numNodes)
+	return startShared(ctx, dir, log, hosts, func() (int, error) { return sharedPort(hosts) })
+}
+
+// startShared starts the nodes on hosts sharing a native port that pick finds free, trying
+// another port up to sharedPortStarts times when a node finds its port taken.
+func startShared(ctx context.Context, dir string, log *slog.Logger, hosts []string, pick func() (int, error)) (*localcluster.Cluster, error) {
+	var err error
+	for attempt := range sharedPortStarts {
+		port, perr := pick()
+		if perr != nil {
+			return nil, fmt.Errorf("demo: %w (--protocol grpc needs only 127.0.0.1)", perr)
+		}
+		d := dir
+		if attempt > 0 {
+			d = filepath.Join(dir, fmt.Sprintf("retry%d", attempt))
+		}
+		var c *localcluster.Cluster
+		if c, err = startNodesOn(ctx, d, log, hosts, port); !errors.Is(err, syscall.EADDRINUSE) {
+			return c, err
+		}
+		// Another process bound the port between sharedPort's check and a node's: try another.
+	}
+	return nil, err
+}
+
+// sharedPortStarts is how many times startNodes starts the nodes on a shared native port that
+// another process took first.
+const sharedPortStarts = 3
+
+// startNodesOn starts the nodes in dir: on hosts, sharing the native port port, unless hosts
+// is nil.
+func startNodesOn(ctx context.Context, dir string, log *slog.Logger, hosts []string, port int) (*localcluster.Cluster, error) {
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		Dir:         dir,
 		Nodes:       numNodes,

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -209,5 +212,41 @@ func TestRunHelpSucceeds(t *testing.T) {
 	}
 	if stdout.Len() != 0 || !strings.Contains(stderr.String(), "Usage: kvnode demo") {
 		t.Errorf("Run(--help) printed stdout %q, stderr %q; want the usage on stderr only", stdout.String(), stderr.String())
+	}
+}
+
+// TestStartSharedTriesAnotherPortWhenOneIsTaken: another process may bind the shared native
+// port between the check that it is free and the nodes' binding it (as a parallel test did in
+// CI); the nodes then start on another port.
+func TestStartSharedTriesAnotherPortWhenOneIsTaken(t *testing.T) {
+	hosts := loopbackHosts(numNodes)
+	taken, err := net.Listen("tcp", net.JoinHostPort(hosts[0], "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	var picked []int
+	pick := func() (int, error) {
+		if len(picked) == 0 {
+			picked = append(picked, takenPort)
+			return takenPort, nil
+		}
+		p, err := sharedPort(hosts)
+		picked = append(picked, p)
+		return p, err
+	}
+	c, err := startShared(t.Context(), t.TempDir(), slog.New(slog.DiscardHandler), hosts, pick)
+	if err != nil {
+		t.Fatalf("startShared with its first port taken: %v (ports tried %v)", err, picked)
+	}
+	defer c.Close()
+	if len(picked) != 2 {
+		t.Fatalf("ports tried %v, want the taken one and one more", picked)
+	}
+	for _, n := range c.Nodes() {
+		if _, port, _ := net.SplitHostPort(n.Node().CQLAddr()); port != strconv.Itoa(picked[1]) {
+			t.Errorf("%s serves CQL on %s, want port %d", n.Name, n.Node().CQLAddr(), picked[1])
+		}
 	}
 }
