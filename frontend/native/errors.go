@@ -46,16 +46,8 @@ func (s *Server) errorMessage(c *conn, err error, req request) *cqlwire.Error {
 // rateLimitAnswer returns the ERROR answering rl: ScyllaDB's rate-limit error to a client that
 // opted in to it, Config_error to one that did not.
 func rateLimitAnswer(c *conn, rl *coordinator.RateLimitError) *cqlwire.Error {
-	m := &cqlwire.Error{Code: cqlwire.ErrConfig, Message: rl.Error()}
-	if c.rateLimit.Load() {
-		m.Code = cqlwire.ErrRateLimit
-		m.RateLimitOp = cqlwire.RateLimitRead
-		if rl.Op == schema.OpWrite {
-			m.RateLimitOp = cqlwire.RateLimitWrite
-		}
-		m.RejectedByCoordinator = rl.RejectedBy == coordinator.RejectedByCoordinator
-	}
-	return m
+	f := newRateLimitFrame(c, rl)
+	return &cqlwire.Error{Code: f.code, Message: rl.Error(), RateLimitOp: f.op, RejectedByCoordinator: f.by}
 }
 
 // rateLimitFrame is the ERROR answering a rate-limit rejection on the reader's fast path, as
