@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/coordinator"
 	"github.com/kvnode/kvnode/internal/loop"
+	"github.com/kvnode/kvnode/partitioner"
 	"github.com/kvnode/kvnode/proto/replicapb"
 	"github.com/kvnode/kvnode/replica"
 	"github.com/kvnode/kvnode/schema"
@@ -397,6 +398,9 @@ func (s *Service) repairLeaf(ctx context.Context, t *schema.Table, lr replica.To
 			return err
 		}
 		for _, p := range resp.Partitions {
+			if err := checkListed(lr, p.Token, p.PartitionKey); err != nil {
+				return &ReplicaError{Replica: ids[i], Err: err}
+			}
 			key := fmt.Sprintf("%d/%q", p.Token, p.PartitionKey)
 			pv := byKey[key]
 			if pv == nil {
@@ -453,6 +457,20 @@ func (s *Service) repairLeaf(ctx context.Context, t *schema.Table, lr replica.To
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkListed checks a partition a replica listed for leaf lr: its token lies in the leaf and
+// is its key's. Repair streams what it fetches of a listed partition to the other replicas as
+// that token's, so a replica with a corrupt entry (or a buggy peer) fails its leaf rather than
+// spread the entry.
+func checkListed(lr replica.TokenRange, token int64, pk [][]byte) error {
+	if !lr.Contains(token) {
+		return fmt.Errorf("listed a partition at token %d, outside the leaf (%d, %d]", token, lr.Start, lr.End)
+	}
+	if pt := partitioner.Token(partitioner.AppendKey(nil, pk)); pt != token {
+		return fmt.Errorf("listed a partition at token %d whose key's token is %d", token, pt)
 	}
 	return nil
 }

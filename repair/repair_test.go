@@ -148,11 +148,13 @@ type testCluster struct {
 	nodes  map[coordinator.NodeID]*replica.Service
 	stores map[coordinator.NodeID]*replica.Store
 
-	mu        sync.Mutex
-	down      map[coordinator.NodeID]bool
-	failing   map[coordinator.NodeID]error // the replica's anti-entropy calls fail so
-	streamed  []string                     // "to:partition key", what Mutate wrote
-	throttled int                          // bytes
+	mu      sync.Mutex
+	down    map[coordinator.NodeID]bool
+	failing map[coordinator.NodeID]error // the replica's anti-entropy calls fail so
+	// tamper, when set, changes what replica c lists of a leaf's partitions.
+	tamper    func(*replicapb.PartitionHashesResponse)
+	streamed  []string // "to:partition key", what Mutate wrote
+	throttled int      // bytes
 	throttle  func(ctx context.Context) error
 	purged    []string // "node:table", the Purge calls
 }
@@ -262,6 +264,9 @@ func (h testHost) AntiEntropy(id coordinator.NodeID) (repair.AntiEntropy, error)
 	if err := h.c.failing[id]; err != nil {
 		return failingAntiEntropy{ae, err}, nil
 	}
+	if id == "c" && h.c.tamper != nil {
+		return tamperingAntiEntropy{ae, h.c.tamper}, nil
+	}
 	return ae, nil
 }
 
@@ -309,6 +314,20 @@ type failingAntiEntropy struct {
 
 func (f failingAntiEntropy) RangeHashes(context.Context, *replicapb.RangeHashesRequest) (*replicapb.RangeHashesResponse, error) {
 	return nil, f.err
+}
+
+// tamperingAntiEntropy changes the partitions listed for a leaf with tamper.
+type tamperingAntiEntropy struct {
+	repair.AntiEntropy
+	tamper func(*replicapb.PartitionHashesResponse)
+}
+
+func (f tamperingAntiEntropy) PartitionHashes(ctx context.Context, req *replicapb.PartitionHashesRequest) (*replicapb.PartitionHashesResponse, error) {
+	resp, err := f.AntiEntropy.PartitionHashes(ctx, req)
+	if err == nil {
+		f.tamper(resp)
+	}
+	return resp, err
 }
 
 // service returns node self's repair service, on a clock a minute ahead of the stores'.
@@ -515,6 +534,54 @@ kvnode_repair_ranges_total{result="ok"} 2
 `
 			if err := testutil.CollectAndCompare(s, strings.NewReader(want), "kvnode_repair_ranges_total"); err != nil {
 				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestRepairRefusesListedPartitionsOfOtherTokens: a replica that lists, for a leaf, a
+// partition whose token is not its key's, or lies outside the leaf, fails that leaf's range,
+// named, and nothing of it is streamed.
+func TestRepairRefusesListedPartitionsOfOtherTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(p *replicapb.PartitionHash)
+		msg    string
+	}{
+		{"not its key's", func(p *replicapb.PartitionHash) { p.PartitionKey = [][]byte{[]byte("elsewhere")} }, "whose key's token is"},
+		{"outside the leaf", func(p *replicapb.PartitionHash) { p.Token = math.MinInt64 }, "outside the leaf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestCluster(t, 0)
+			c.diverge()
+			// A partition only c holds, in (0, 2^62], the range a shares with c: a's repair
+			// asks c for that leaf's partitions.
+			for i := 0; ; i++ {
+				k := fmt.Sprintf("q%d", i)
+				if tok := partitioner.Token(partitioner.AppendKey(nil, [][]byte{[]byte(k)})); tok > 0 && tok <= 1<<62 {
+					c.write(k, 1, 10, "c")
+					break
+				}
+			}
+			c.tamper = func(resp *replicapb.PartitionHashesResponse) {
+				if len(resp.Partitions) > 0 {
+					tc.tamper(resp.Partitions[0])
+				}
+			}
+			s := c.service("a")
+			res, err := s.Repair(context.Background(), []repair.Target{{Table: c.table, RF: schema.Simple(2)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			var pe *repair.ReplicaError
+			if r.RangesFailed != 1 || len(r.Errors) != 1 || !errors.As(r.Errors[0], &pe) || pe.Replica != "c" || !strings.Contains(r.Errors[0].Error(), tc.msg) {
+				t.Fatalf("repair with c listing a partition %s: %+v, want the range with c failed, naming c and %q", tc.name, r, tc.msg)
+			}
+			for _, st := range c.takeStreamed() {
+				if strings.Contains(st, "elsewhere") {
+					t.Errorf("streamed %s, the partition c listed under another token", st)
+				}
 			}
 		})
 	}
