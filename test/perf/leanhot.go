@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/kvnode/kvnode/cqlwire"
 	"github.com/kvnode/kvnode/tool/bench"
 )
@@ -28,6 +29,10 @@ const (
 	hotClientGocql = "gocql"
 )
 
+// driverCoalesce is the lean hot client's coalescing window by default: gocql's
+// WriteCoalesceWaitTime, with which the background's driver writes.
+var driverCoalesce = gocql.NewCluster().WriteCoalesceWaitTime
+
 // leanStreams bounds a lean connection's requests in flight, as bench's Concurrency bounds a
 // driver's: an operation due while every stream is taken is dropped (ErrorDropped).
 const leanStreams = 128
@@ -35,16 +40,20 @@ const leanStreams = 128
 // leanHot writes one partition over the native protocol at a fixed offered rate, with none of
 // a driver's per-request work: one connection per node, the INSERT prepared once on each, one
 // EXECUTE frame per clustering row encoded in advance (only its stream id is patched per
-// request), one write system call per request from the scheduling goroutine, and one reader
-// goroutine per connection that classifies each answer from its opcode and error code. The
+// request), written by the scheduling goroutine, and one reader goroutine per connection that
+// classifies each answer from its opcode and error code. On the wire it is a driver: the
+// frames due on a connection within a coalescing window of the first go out in one write
+// system call at the window's end, as gocql's write coalescer sends them (its
+// WriteCoalesceWaitTime, 200 µs by default); a window of 0 writes each frame alone. The
 // hot partition is a bug's or a bot's load, whose client runs elsewhere; on this machine the
 // load generator shares the cores with the servers, and a driver's client CPU per rejected
 // write (more than the server's) would be charged to the limiter. Requests go to the nodes in
 // turn; with RF=3 on 3 nodes every node is a replica (the coordinator path), as under gocql's
 // token-aware routing. Close it when done.
 type leanHot struct {
-	conns []*leanConn
-	wg    sync.WaitGroup // the readers
+	conns    []*leanConn
+	coalesce time.Duration  // the coalescing window; 0: a write per frame
+	wg       sync.WaitGroup // the readers
 }
 
 // leanConn is one lean connection.
@@ -53,6 +62,12 @@ type leanConn struct {
 	nc     net.Conn
 	fr     *cqlwire.FrameReader
 	frames [][]byte // the EXECUTE of each row, stream id 0; written only by the scheduler
+
+	// The scheduler's coalescing window: frames due since the window opened, written at
+	// flushAt.
+	window  []byte
+	flushAt time.Time
+	writes  int // the write system calls made, for tests
 
 	mu    sync.Mutex
 	slots [leanStreams]leanSlot // by stream id
@@ -84,9 +99,13 @@ type leanRun struct {
 }
 
 // openLeanHot connects to addrs and prepares insert (an INSERT binding k text, c int, v text)
-// on each connection. seed draws the rows' values.
-func openLeanHot(ctx context.Context, addrs []string, insert string, seed uint64) (*leanHot, error) {
-	lh := &leanHot{}
+// on each connection, whose frames it coalesces over windows of coalesce. seed draws the rows'
+// values.
+func openLeanHot(ctx context.Context, addrs []string, insert string, coalesce time.Duration, seed uint64) (*leanHot, error) {
+	if coalesce < 0 {
+		return nil, fmt.Errorf("lean hot client: coalescing window %v: want 0 or more", coalesce)
+	}
+	lh := &leanHot{coalesce: coalesce}
 	rng := rand.New(rand.NewPCG(seed, 0))
 	values := make([][]byte, bench.RowsPerPartition)
 	for j := range values {
@@ -179,9 +198,15 @@ func (lh *leanHot) Close() {
 	lh.wg.Wait()
 }
 
-// run offers writes at rate for d, operation n due at n/rate seconds after the start, and
-// waits for their answers (at most bench.DrainTimeout after d); it returns them as a bench
-// Summary of a run whose every operation is hot.
+// run offers writes at rate for d, operation n due at n/rate seconds after the start on
+// connection n mod the connections, and waits for their answers (at most bench.DrainTimeout
+// after d); it returns them as a bench Summary of a run whose every operation is hot.
+//
+// With a coalescing window the scheduler wakes only when a window closes: it then puts every
+// operation due by then into its connection's window (a window opens at its first frame's due
+// time and takes the frames due before it closes) and writes the windows that have closed.
+// The wire sees what a driver coalescing as it goes would send, and a request's latency counts
+// from its due time.
 func (lh *leanHot) run(ctx context.Context, rate float64, d time.Duration, seed uint64) (*bench.Summary, error) {
 	if rate <= 0 || len(lh.conns) == 0 {
 		return nil, errors.New("lean hot client: no rate or no connections")
@@ -190,26 +215,56 @@ func (lh *leanHot) run(ctx context.Context, rate float64, d time.Duration, seed 
 	r.perSecond = make([]atomic.Int64, max(1, int(math.Ceil(d.Seconds()))))
 	rng := rand.New(rand.NewPCG(seed, 1))
 	interval := float64(time.Second) / rate
+	total := int(math.Ceil(float64(d) / interval)) // operations 0..total-1 are due within d
+	dueAt := func(n int) time.Time { return r.start.Add(time.Duration(float64(n) * interval)) }
+	conn := func(n int) *leanConn { return lh.conns[n%len(lh.conns)] }
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	next := 0
-	for n := 0; ; n++ {
-		at := time.Duration(float64(n) * interval)
-		if at >= d {
-			break
+	n := 0 // the next operation to issue
+	for n < total || lh.windowOpen() {
+		// Wake at the first window to close, or at the due time of the first operation
+		// that would open a window (one on a connection with none open), or at once to
+		// write each frame alone.
+		wake := time.Time{}
+		for _, lc := range lh.conns {
+			if len(lc.window) > 0 && (wake.IsZero() || lc.flushAt.Before(wake)) {
+				wake = lc.flushAt
+			}
 		}
-		if wait := time.Until(r.start.Add(at)); wait > 0 {
-			timer.Reset(wait)
+		for i := n; i < min(total, n+len(lh.conns)); i++ {
+			if lc := conn(i); len(lc.window) == 0 {
+				if at := dueAt(i).Add(lh.coalesce); wake.IsZero() || at.Before(wake) {
+					wake = at
+				}
+				break
+			}
+		}
+		if w := time.Until(wake); w > 0 {
+			timer.Reset(w)
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			case <-timer.C:
 			}
 		}
-		r.offered.Add(1)
-		lc := lh.conns[next%len(lh.conns)]
-		next++
-		lc.send(r, rng.IntN(len(lc.frames)))
+		now := time.Now()
+		for ; n < total; n++ {
+			due := dueAt(n)
+			if due.After(now) {
+				break
+			}
+			lc := conn(n)
+			if len(lc.window) > 0 && !due.Before(lc.flushAt) {
+				lc.flush() // the window closed before this frame was due
+			}
+			r.offered.Add(1)
+			lc.send(r, rng.IntN(len(lc.frames)), due, lh.coalesce)
+		}
+		for _, lc := range lh.conns {
+			if len(lc.window) > 0 && !lc.flushAt.After(now) {
+				lc.flush()
+			}
+		}
 	}
 	r.mu.Lock()
 	r.scheduled = true
@@ -228,8 +283,20 @@ func (lh *leanHot) run(ctx context.Context, rate float64, d time.Duration, seed 
 	return r.summary(d), nil
 }
 
-// send writes row's EXECUTE on a free stream, or counts the operation dropped when none is.
-func (lc *leanConn) send(r *leanRun, row int) {
+// windowOpen reports whether a connection has frames waiting in its coalescing window.
+func (lh *leanHot) windowOpen() bool {
+	for _, lc := range lh.conns {
+		if len(lc.window) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// send puts row's EXECUTE, due at due, on a free stream into the connection's coalescing
+// window, opening one that closes coalesce after due when none is open; it counts the
+// operation dropped when no stream is free.
+func (lc *leanConn) send(r *leanRun, row int, due time.Time, coalesce time.Duration) {
 	lc.mu.Lock()
 	if lc.err != nil || len(lc.free) == 0 {
 		kind := bench.ErrorDropped
@@ -242,15 +309,25 @@ func (lc *leanConn) send(r *leanRun, row int) {
 	}
 	id := lc.free[len(lc.free)-1]
 	lc.free = lc.free[:len(lc.free)-1]
-	lc.slots[id] = leanSlot{sent: time.Now(), run: r}
+	lc.slots[id] = leanSlot{sent: due, run: r}
 	r.outstanding.Add(1)
 	lc.mu.Unlock()
-	frame := lc.frames[row]
-	binary.BigEndian.PutUint16(frame[2:4], uint16(id))
-	if _, err := lc.nc.Write(frame); err != nil {
+	if len(lc.window) == 0 {
+		lc.flushAt = due.Add(coalesce)
+	}
+	at := len(lc.window)
+	lc.window = append(lc.window, lc.frames[row]...)
+	binary.BigEndian.PutUint16(lc.window[at+2:at+4], uint16(id))
+}
+
+// flush writes the coalescing window's frames in one write and closes the window.
+func (lc *leanConn) flush() {
+	lc.writes++
+	if _, err := lc.nc.Write(lc.window); err != nil {
 		// The reader fails every request in flight when the connection ends.
 		lc.nc.Close()
 	}
+	lc.window = lc.window[:0]
 }
 
 // read takes the answers until the connection ends, then fails what is still in flight.
@@ -275,7 +352,6 @@ func (lc *leanConn) read() {
 			}
 			return
 		}
-		now := time.Now()
 		id := h.Stream
 		if id < 0 || int(id) >= leanStreams {
 			continue // an event; none is registered for
@@ -290,21 +366,30 @@ func (lc *leanConn) read() {
 		if s.run == nil {
 			continue
 		}
-		s.run.record(h, body, now, now.Sub(s.sent))
+		s.run.record(h, body, s.sent)
 		s.run.done()
 	}
 }
 
-// record counts one answer.
-func (r *leanRun) record(h cqlwire.Header, body []byte, now time.Time, latency time.Duration) {
+// record counts one answer to a request sent at sent.
+func (r *leanRun) record(h cqlwire.Header, body []byte, sent time.Time) {
+	by := notRateLimited
+	if h.Opcode == cqlwire.OpError && h.Flags == 0 {
+		by = rejectedBy(body)
+	}
 	switch {
 	case h.Opcode == cqlwire.OpResult:
+		now := time.Now()
 		r.accepted.Add(1)
 		sec := min(max(int(now.Sub(r.start)/time.Second), 0), len(r.perSecond)-1)
 		r.perSecond[sec].Add(1)
 		r.mu.Lock()
-		r.latencies = append(r.latencies, latency)
+		r.latencies = append(r.latencies, now.Sub(sent))
 		r.mu.Unlock()
+	case by == rejectedByCoordinator:
+		r.rejCoord.Add(1)
+	case by == rejectedByReplicas:
+		r.rejRepl.Add(1)
 	case h.Opcode == cqlwire.OpError:
 		f, err := cqlwire.DecodeFrame(h, body)
 		if err != nil {
@@ -329,6 +414,31 @@ func (r *leanRun) record(h cqlwire.Header, body []byte, now time.Time, latency t
 	default:
 		r.fail(bench.ErrorOther)
 	}
+}
+
+// Who rejected a write, as rejectedBy reads it from an error's body.
+const (
+	notRateLimited = iota
+	rejectedByCoordinator
+	rejectedByReplicas
+)
+
+// rejectedBy reads an ERROR body with ScyllaDB's rate-limit extension without decoding it:
+// [int code][string message][byte op_type][byte rejected_by_coordinator]. It returns
+// notRateLimited for any other error, or a body it cannot read, for DecodeFrame to judge.
+func rejectedBy(body []byte) int {
+	if len(body) < 6 || cqlwire.ErrorCode(binary.BigEndian.Uint32(body)) != cqlwire.ErrRateLimit {
+		return notRateLimited
+	}
+	rest := body[6:]
+	n := int(binary.BigEndian.Uint16(body[4:6]))
+	if len(rest) != n+2 {
+		return notRateLimited
+	}
+	if rest[n+1] != 0 {
+		return rejectedByCoordinator
+	}
+	return rejectedByReplicas
 }
 
 func (r *leanRun) fail(kind string) {

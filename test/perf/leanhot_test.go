@@ -85,45 +85,69 @@ func (s *fakeHotServer) serve(nc net.Conn) {
 }
 
 // TestLeanHotCountsEveryOperation checks that the lean hot client offers the rate it is given,
-// writes the hot partition's key, and counts every answer once: accepted ones by the second,
-// rejections by who rejected.
+// writes the hot partition's key, counts every answer once (accepted ones by the second,
+// rejections by who rejected), and writes each frame alone without a coalescing window and
+// many to a write with one.
 func TestLeanHotCountsEveryOperation(t *testing.T) {
-	a, b := startFakeHotServer(t), startFakeHotServer(t)
-	ctx := context.Background()
-	lh, err := openLeanHot(ctx, []string{a.ln.Addr().String(), b.ln.Addr().String()}, "INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lh.Close()
-	sum, err := lh.run(ctx, 1000, 300*time.Millisecond, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Offered != 300 {
-		t.Errorf("offered %d, want 300 (1000/s for 300 ms)", sum.Offered)
-	}
-	if sum.Failed() != 0 {
-		t.Errorf("errors %v, want none", sum.Errors)
-	}
-	if got := sum.Accepted + sum.Rejected(); got != sum.Offered {
-		t.Errorf("accepted %d + rejected %d = %d, want every offered operation (%d)", sum.Accepted, sum.Rejected(), got, sum.Offered)
-	}
-	if sum.Accepted != 100 || sum.RejectedByCoordinator == 0 || sum.RejectedByReplicas == 0 {
-		t.Errorf("accepted %d, rejected by coordinator %d, by replicas %d; want 100 (every third per server) and rejections of both kinds",
-			sum.Accepted, sum.RejectedByCoordinator, sum.RejectedByReplicas)
-	}
-	var perSecond int64
-	for _, n := range sum.Hot.AcceptedPerSecond {
-		perSecond += n
-	}
-	if perSecond != sum.Accepted || sum.Hot.Accepted != sum.Accepted || sum.Hot.Rejected != sum.Rejected() {
-		t.Errorf("hot: %+v, want every operation hot and the seconds summing to %d", sum.Hot, sum.Accepted)
-	}
-	for _, s := range []*fakeHotServer{a, b} {
-		s.mu.Lock()
-		if n := s.keys[bench.HotTextKey]; n != 150 || len(s.keys) != 1 {
-			t.Errorf("a server got the keys %v, want %q 150 times (the nodes in turn)", s.keys, bench.HotTextKey)
-		}
-		s.mu.Unlock()
+	for _, tc := range []struct {
+		name     string
+		rate     float64
+		coalesce time.Duration
+	}{
+		{"a write per frame", 1000, 0},
+		// Each connection is due a frame every 100 µs: about ten to a 1-ms window, and more
+		// when the scheduler runs late.
+		{"coalesced", 20_000, time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := startFakeHotServer(t), startFakeHotServer(t)
+			ctx := context.Background()
+			lh, err := openLeanHot(ctx, []string{a.ln.Addr().String(), b.ln.Addr().String()}, "INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)", tc.coalesce, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lh.Close()
+			sum, err := lh.run(ctx, tc.rate, 300*time.Millisecond, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offered := int64(tc.rate * 0.3)
+			perServer := offered / 2
+			if sum.Offered != offered {
+				t.Errorf("offered %d, want %d (%v/s for 300 ms)", sum.Offered, offered, tc.rate)
+			}
+			if sum.Failed() != 0 {
+				t.Errorf("errors %v, want none", sum.Errors)
+			}
+			if got := sum.Accepted + sum.Rejected(); got != sum.Offered {
+				t.Errorf("accepted %d + rejected %d = %d, want every offered operation (%d)", sum.Accepted, sum.Rejected(), got, sum.Offered)
+			}
+			if sum.Accepted != offered/3 || sum.RejectedByCoordinator == 0 || sum.RejectedByReplicas == 0 {
+				t.Errorf("accepted %d, rejected by coordinator %d, by replicas %d; want %d (every third per server) and rejections of both kinds",
+					sum.Accepted, sum.RejectedByCoordinator, sum.RejectedByReplicas, offered/3)
+			}
+			var perSecond int64
+			for _, n := range sum.Hot.AcceptedPerSecond {
+				perSecond += n
+			}
+			if perSecond != sum.Accepted || sum.Hot.Accepted != sum.Accepted || sum.Hot.Rejected != sum.Rejected() {
+				t.Errorf("hot: %+v, want every operation hot and the seconds summing to %d", sum.Hot, sum.Accepted)
+			}
+			for _, s := range []*fakeHotServer{a, b} {
+				s.mu.Lock()
+				if n := s.keys[bench.HotTextKey]; int64(n) != perServer || len(s.keys) != 1 {
+					t.Errorf("a server got the keys %v, want %q %d times (the nodes in turn)", s.keys, bench.HotTextKey, perServer)
+				}
+				s.mu.Unlock()
+			}
+			for i, lc := range lh.conns {
+				switch {
+				case tc.coalesce == 0 && int64(lc.writes) != perServer:
+					t.Errorf("connection %d: %d writes for %d frames, want one each", i, lc.writes, perServer)
+				case tc.coalesce > 0 && int64(lc.writes) > perServer/4:
+					t.Errorf("connection %d: %d writes for %d frames, want at most a quarter as many (coalesced)", i, lc.writes, perServer)
+				}
+			}
+		})
 	}
 }

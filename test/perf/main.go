@@ -52,6 +52,9 @@ type settings struct {
 	HotConcurrency int           `json:"hot_concurrency"`
 	// HotClient writes the native target's hot partition: hotClientLean or hotClientGocql.
 	HotClient string `json:"hot_client"`
+	// HotCoalesce is the lean hot client's coalescing window: the frames due on a connection
+	// within it of the first go out in one write, as a driver's write coalescer sends them.
+	HotCoalesce time.Duration `json:"hot_coalesce_ns"`
 	// ServerCPUs and LoadGenCPUs, when set, pin the hot part's servers and this process to
 	// those CPUs (taskset lists), so that the load generator does not take the servers' cores.
 	ServerCPUs  string `json:"server_cpus,omitempty"`
@@ -148,7 +151,7 @@ func fullSettings() settings {
 		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 16,
 		SteadyDuration: 20 * time.Second, SteadyFirst: 3,
 		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,
-		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128, HotClient: hotClientLean,
+		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128, HotClient: hotClientLean, HotCoalesce: driverCoalesce,
 		// Three rounds of rejected writes, the protocols alternating: one phase of each moved
 		// gRPC's cost over 94–142 µs between runs on this machine.
 		RejectOps: 12_000, RejectWarmOps: 1000, RejectConcurrency: 16, RejectReps: 3, Idle: time.Second,
@@ -191,7 +194,7 @@ func quickSettings() settings {
 		Warm:  300 * time.Millisecond, Search: 500 * time.Millisecond, SearchPairs: 1, Phase: time.Second, LimitWarm: 300 * time.Millisecond, Rounds: 1,
 		SteadyDuration: 2 * time.Second, SteadyFirst: 1,
 		SearchSteps: 1, SearchStart: 0.3, SearchFactor: 1.15,
-		BGPartitions: 100, BGConcurrency: 8, HotConcurrency: 16, HotClient: hotClientLean,
+		BGPartitions: 100, BGConcurrency: 8, HotConcurrency: 16, HotClient: hotClientLean, HotCoalesce: driverCoalesce,
 		RejectOps: 300, RejectWarmOps: 100, RejectConcurrency: 8, RejectReps: 1, Idle: 100 * time.Millisecond,
 		RejectDuration: 600 * time.Millisecond, RejectWarm: 300 * time.Millisecond,
 		OverheadPartitions: 100, OverheadConcurrency: 8, OverheadReps: 1,
@@ -254,6 +257,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 0, "`rounds` of the hot part's baseline, unlimited and limited phases (0: 8, or 1 with --quick)")
 	rejectRate := fs.Float64("reject-rate", 0, "measure rejection cost with writes at this open-loop `rate` (ops/s) instead of closed loop")
 	hotClient := fs.String("hot-client", hotClientLean, "the native protocol's hot partition `client`: lean (pre-encoded EXECUTE frames on raw connections) or gocql (the driver, as the background)")
+	hotCoalesce := fs.Duration("hot-coalesce", driverCoalesce, "the lean hot client's coalescing `window`: the frames due on a connection within it of the first go out in one write (the default is gocql's WriteCoalesceWaitTime; 0 writes each frame alone)")
 	serverCPUs := fs.String("server-cpus", "", "pin the hot part's servers to these `cpus` (a taskset list, such as 0); with --loadgen-cpus")
 	loadgenCPUs := fs.String("loadgen-cpus", "", "pin this process, the load generator, to these `cpus` (such as 1); with --server-cpus")
 	bin := fs.String("kvnode", "", "a kvnode `binary` to run instead of building ./cmd/kvnode")
@@ -302,6 +306,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("--hot-client %q: want %s or %s", *hotClient, hotClientLean, hotClientGocql)
 	}
+	if *hotCoalesce < 0 || *hotCoalesce > 10*time.Millisecond {
+		return fmt.Errorf("--hot-coalesce %v: want 0 (a write per frame) to 10ms", *hotCoalesce)
+	}
+	s.HotCoalesce = *hotCoalesce
 	switch {
 	case *rounds < 0 || *rounds > 100:
 		return fmt.Errorf("--rounds %d: want 1 to 100 (0 for the default)", *rounds)
@@ -536,7 +544,7 @@ func hotPart(ctx context.Context, s settings, c *testCluster, res *Result, log i
 	}
 	defer cqlTgt.sess.Close()
 	if s.HotClient == hotClientLean {
-		lean, err := openLeanHot(ctx, c.cqlAddrs(), "INSERT INTO "+tableRF3+" (k, c, v) VALUES (?, ?, ?)", 77)
+		lean, err := openLeanHot(ctx, c.cqlAddrs(), "INSERT INTO "+tableRF3+" (k, c, v) VALUES (?, ?, ?)", s.HotCoalesce, 77)
 		if err != nil {
 			return err
 		}

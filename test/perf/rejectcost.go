@@ -391,11 +391,49 @@ func measureNoop(ctx context.Context, s settings, c *testCluster, synced bool, i
 }
 
 // nativeConn is one native-protocol connection that sends OPTIONS and reads SUPPORTED, nothing
-// else: no STARTUP is needed for OPTIONS.
+// else. It is started (STARTUP) as a client's is: the server closes a connection that has not
+// started within its handshake timeout, which a slow measured phase outlasts.
 type nativeConn struct {
 	nc  net.Conn
 	fr  *cqlwire.FrameReader
 	buf []byte
+}
+
+// dialNative opens and starts a nativeConn to addr.
+func dialNative(ctx context.Context, addr string) (*nativeConn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("native connection to %s: %w", addr, err)
+	}
+	c := &nativeConn{nc: conn, fr: cqlwire.NewFrameReader(bufio.NewReader(conn), cqlwire.ReaderOptions{Responses: true})}
+	if err := c.startup(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("native connection to %s: STARTUP: %w", addr, err)
+	}
+	return c, nil
+}
+
+// startup sends STARTUP and reads READY.
+func (c *nativeConn) startup(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.nc.SetDeadline(dl)
+	}
+	if _, err := c.nc.Write(cqlwire.AppendFrame(nil, 0, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}, cqlwire.FrameOptions{})); err != nil {
+		return err
+	}
+	h, body, err := c.fr.ReadFrame()
+	if err != nil {
+		return err
+	}
+	f, err := cqlwire.DecodeFrame(h, body)
+	if err != nil {
+		return err
+	}
+	if _, ok := f.Message.(cqlwire.Ready); !ok {
+		return fmt.Errorf("answered %s, want READY", f.Message.Opcode())
+	}
+	return nil
 }
 
 func (c *nativeConn) options(ctx context.Context) error {
@@ -432,12 +470,11 @@ func measureNativeNoop(ctx context.Context, s settings, c *testCluster, synced b
 	}()
 	addrs := c.cqlAddrs()
 	for i := range s.RejectConcurrency {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", addrs[i%len(addrs)])
+		nc, err := dialNative(ctx, addrs[i%len(addrs)])
 		if err != nil {
-			return noopCost{}, fmt.Errorf("native connection to %s: %w", addrs[i%len(addrs)], err)
+			return noopCost{}, err
 		}
-		pool <- &nativeConn{nc: conn, fr: cqlwire.NewFrameReader(bufio.NewReader(conn), cqlwire.ReaderOptions{Responses: true})}
+		pool <- nc
 	}
 	options := func(ctx context.Context, _ int64) error {
 		nc := <-pool
