@@ -25,8 +25,10 @@
 //     open-loop rate R, as a bug's or a bot's load is, whatever the answers: over gRPC through
 //     tool/bench, over the native protocol (with the default --hot-client lean) by a client
 //     without a driver's per-request work, one connection per node, the INSERT prepared on
-//     each and its EXECUTE frames encoded once (only the stream id changes), the nodes in turn;
-//     --hot-client gocql writes it through gocql as the background is. The hot partition's
+//     each and its EXECUTE frames encoded once (only the stream id changes), the nodes in turn,
+//     the frames due on a connection within 200 µs of the first sent in one write as gocql's
+//     write coalescer sends them (--hot-coalesce, 0 for a write per frame); --hot-client gocql
+//     writes it through gocql as the background is. The hot partition's
 //     client runs elsewhere in production; here it shares the cores with the servers, and
 //     gocql's CPU per rejected write (13–24 µs) is more than the server's. R is searched for (searchRate) over the native protocol with the lean client (over gRPC, coordinators in turn, with --hot-client gocql: the target whose hot partition costs its client least) until,
 //     with no limit, the background loses at least 40% (a margin over the third), in a
@@ -36,12 +38,13 @@
 //     between it and the step before, taken when it too reaches 40%, so that R is not set far
 //     above what the loss needs; --rate fixes it instead. Then rounds, each running over both protocols at that same R (their
 //     order alternating by round) three phases: background alone; with the hot partition and no
-//     limit; with the table's per_partition_rate_limit at R/20 (in an order rotating by round,
-//     so that what follows a phase falls on each alike). The limited phase's first second
-//     (counters young after the limit is set) is measured apart from the rest. Each round's
+//     limit; with the table's per_partition_rate_limit at R/20 (each of the six orders in turn,
+//     so that each phase follows each other alike), each after a second of its own load
+//     unmeasured, which takes the end of what the phase before left running. The limited
+//     phase's unmeasured second (counters young after the limit is set) is reported apart. Each round's
 //     background throughput and p99 are ratios to the same round's and protocol's baseline; the
 //     headline is the median over rounds, which outlasts bursts of other work on a shared
-//     machine. Last, one long limited phase per protocol (10 s) gives the hot partition's
+//     machine. Last, one long limited phase per protocol (20 s) gives the hot partition's
 //     accepted writes second by second: its first 3 seconds, while the counters are young, and
 //     the rest, which the 0.9–1.1 × limit is about. With the reject part, cpu_accounting
 //     splits the limited phases' CPU: the servers' for the hot partition (at the reject part's

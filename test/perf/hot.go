@@ -312,11 +312,13 @@ func ratio(a, b float64) float64 {
 }
 
 // hotPhases runs s.Rounds rounds, each of baseline, hot unlimited and hot limited at rate, in
-// an order that rotates by round (so that what follows a phase, such as the unlimited phase's
-// writes or the schema changes around the limited one, falls on each phase alike), through
-// every target in turn (the order of the targets alternating by round, so that a drift in the
-// machine's speed falls on each alike), removing the limit after each limited phase. The limited phase is measured after s.LimitWarm of the same load with the limit set,
-// whose hot partition is kept as the phase's FirstHot.
+// the order phaseOrder gives the round, through every target in turn (the order of the
+// targets alternating by round, so that a drift in the machine's speed falls on each alike),
+// removing the limit after each limited phase. Every phase is measured after s.LimitWarm of
+// its own load, unmeasured, which takes the end of what the phase before left running (the
+// unlimited phase's flushes and compactions, the schema change that removes a limit); the
+// limited phase's warm runs with the limit set, and its hot partition is kept as the phase's
+// FirstHot.
 func hotPhases(ctx context.Context, s settings, c *testCluster, targets []loadTarget, table string, rate float64, log io.Writer) ([]loadResult, error) {
 	limit := int(rate) / limitDivisor
 	var out []loadResult
@@ -327,18 +329,21 @@ func hotPhases(ctx context.Context, s settings, c *testCluster, targets []loadTa
 		}
 		for _, tgt := range order {
 			phases := []hotPhase{{"baseline", 0, 0}, {"hot unlimited", rate, 0}, {"hot limited", rate, limit}}
-			for _, ph := range rotated(phases, round-1) {
+			for _, i := range phaseOrder(round) {
+				ph := phases[i]
 				var first *bench.Summary
 				if ph.limit > 0 {
 					if err := c.exec(ctx, log, alterLimit(table, ph.limit, ph.limit)); err != nil {
 						return nil, err
 					}
-					// Counters start from zero when a limit is set and admit more while they are
-					// young: the phase's load runs first for s.LimitWarm, reported on its own.
-					w, err := runLoad(ctx, s, c, tgt, table, ph.hot, s.LimitWarm, uint64(100*round+50))
-					if err != nil {
-						return nil, err
-					}
+				}
+				// Counters start from zero when a limit is set and admit more while they are
+				// young: the limited phase's warm is reported on its own.
+				w, err := runLoad(ctx, s, c, tgt, table, ph.hot, s.LimitWarm, uint64(100*round+50))
+				if err != nil {
+					return nil, err
+				}
+				if ph.limit > 0 {
 					first = w.Hot
 				}
 				r, err := runLoad(ctx, s, c, tgt, table, ph.hot, s.Phase, uint64(100*round))
@@ -373,13 +378,16 @@ type hotPhase struct {
 	limit int
 }
 
-// rotated returns a copy of xs rotated left by k places.
-func rotated[T any](xs []T, k int) []T {
-	if len(xs) == 0 {
-		return nil
-	}
-	k %= len(xs)
-	return append(slices.Clone(xs[k:]), xs[:k]...)
+// phaseOrders are the orders of a round's three phases (0 baseline, 1 hot unlimited, 2 hot
+// limited): each of the six once in six rounds, so that within a round each phase follows each
+// other one equally often. Rotations alone, the order before, always put the limited phase
+// right after the unlimited one or after the round's start (a cycle turned keeps its order).
+var phaseOrders = [...][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}
+
+// phaseOrder returns the order of round's phases (rounds from 1).
+func phaseOrder(round int) []int {
+	o := phaseOrders[(round-1)%len(phaseOrders)]
+	return o[:]
 }
 
 // alterLimit returns the ALTER TABLE that sets table's per-partition limits; 0 leaves that op

@@ -39,7 +39,7 @@ type settings struct {
 	Search         time.Duration `json:"-"` // each half of a search pair
 	SearchPairs    int           `json:"search_pairs"`
 	Phase          time.Duration `json:"-"` // each measured phase
-	LimitWarm      time.Duration `json:"-"` // unmeasured, after setting the limit
+	LimitWarm      time.Duration `json:"-"` // unmeasured, before each phase of a round (after setting the limit)
 	Rounds         int           `json:"rounds"`
 	SearchSteps    int           `json:"search_steps"`
 	SearchStart    float64       `json:"search_start"`  // first R as a share of the baseline
@@ -137,7 +137,8 @@ func (s settings) MarshalJSON() ([]byte, error) {
 
 func fullSettings() settings {
 	return settings{
-		// Sixteen rounds: on this 2-core machine the background alone, measured in 240
+		// Eighteen rounds (each of the six phase orders three times): on this 2-core machine
+		// the background alone, measured in 240
 		// half-second phases back to back, changed from one 2.5-s phase to the next with a
 		// standard deviation of 11% (10% between 5-s and between 10-s phases, while the servers'
 		// CPU varied by 2–3%), so a round's ratio spreads by about ±12% whatever its phases'
@@ -148,7 +149,7 @@ func fullSettings() settings {
 		// so the rounds' unlimited phases lost less than the third R is chosen for. The long
 		// limited phase lasts 20 s, so that the mean over its last 17 seconds spreads by about
 		// ±3% (one second's count spreads by 10–15% of the limit).
-		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 16,
+		Warm: 2 * time.Second, Search: 2500 * time.Millisecond, SearchPairs: 3, Phase: 2500 * time.Millisecond, LimitWarm: time.Second, Rounds: 18,
 		SteadyDuration: 20 * time.Second, SteadyFirst: 3,
 		SearchSteps: 4, SearchStart: 0.4, SearchFactor: 1.15,
 		BGPartitions: 2000, BGConcurrency: 32, HotConcurrency: 128, HotClient: hotClientLean, HotCoalesce: driverCoalesce,

@@ -554,14 +554,27 @@ func TestCounterTargets(t *testing.T) {
 	}
 }
 
-func TestRotated(t *testing.T) {
-	xs := []string{"baseline", "unlimited", "limited"}
-	for k, want := range [][]string{xs, {"unlimited", "limited", "baseline"}, {"limited", "baseline", "unlimited"}, xs} {
-		if got := rotated(xs, k); !slices.Equal(got, want) {
-			t.Errorf("rotated(%v, %d) = %v, want %v", xs, k, got, want)
+// TestPhaseOrderBalancesSuccessors checks that over six rounds each phase follows each other
+// phase within a round equally often, and every round runs each phase once.
+func TestPhaseOrderBalancesSuccessors(t *testing.T) {
+	follows := map[[2]int]int{}
+	for round := 1; round <= 6; round++ {
+		o := phaseOrder(round)
+		if got := slices.Sorted(slices.Values(o)); !slices.Equal(got, []int{0, 1, 2}) {
+			t.Fatalf("round %d runs the phases %v, want each of 0, 1, 2 once", round, o)
+		}
+		for i := 1; i < len(o); i++ {
+			follows[[2]int{o[i-1], o[i]}]++
 		}
 	}
-	if xs[0] != "baseline" {
-		t.Errorf("rotated changed its argument: %v", xs)
+	for a := range 3 {
+		for b := range 3 {
+			if a != b && follows[[2]int{a, b}] != 2 {
+				t.Errorf("phase %d follows phase %d %d times in six rounds, want 2 (every pair alike): %v", b, a, follows[[2]int{a, b}], follows)
+			}
+		}
+	}
+	if !slices.Equal(phaseOrder(7), phaseOrder(1)) {
+		t.Errorf("round 7's order %v, want round 1's %v (six orders in turn)", phaseOrder(7), phaseOrder(1))
 	}
 }
