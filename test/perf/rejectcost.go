@@ -416,46 +416,46 @@ func dialNative(ctx context.Context, addr string) (*nativeConn, error) {
 
 // startup sends STARTUP and reads READY.
 func (c *nativeConn) startup(ctx context.Context) error {
-	if dl, ok := ctx.Deadline(); ok {
-		c.nc.SetDeadline(dl)
-	}
-	if _, err := c.nc.Write(cqlwire.AppendFrame(nil, 0, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}, cqlwire.FrameOptions{})); err != nil {
-		return err
-	}
-	h, body, err := c.fr.ReadFrame()
+	m, err := c.ask(ctx, 0, &cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}})
 	if err != nil {
 		return err
 	}
-	f, err := cqlwire.DecodeFrame(h, body)
-	if err != nil {
-		return err
-	}
-	if _, ok := f.Message.(cqlwire.Ready); !ok {
-		return fmt.Errorf("answered %s, want READY", f.Message.Opcode())
+	if _, ok := m.(cqlwire.Ready); !ok {
+		return fmt.Errorf("answered %s, want READY", m.Opcode())
 	}
 	return nil
 }
 
+// options sends OPTIONS and reads SUPPORTED.
 func (c *nativeConn) options(ctx context.Context) error {
+	m, err := c.ask(ctx, 1, cqlwire.Options{})
+	if err != nil {
+		return err
+	}
+	if _, ok := m.(*cqlwire.Supported); !ok {
+		return fmt.Errorf("OPTIONS answered with %s, want SUPPORTED", m.Opcode())
+	}
+	return nil
+}
+
+// ask sends req on stream and returns the answer, within ctx's deadline.
+func (c *nativeConn) ask(ctx context.Context, stream int16, req cqlwire.Message) (cqlwire.Message, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		c.nc.SetDeadline(dl)
 	}
-	c.buf = cqlwire.AppendFrame(c.buf[:0], 1, cqlwire.Options{}, cqlwire.FrameOptions{})
+	c.buf = cqlwire.AppendFrame(c.buf[:0], stream, req, cqlwire.FrameOptions{})
 	if _, err := c.nc.Write(c.buf); err != nil {
-		return err
+		return nil, err
 	}
 	h, body, err := c.fr.ReadFrame()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f, err := cqlwire.DecodeFrame(h, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, ok := f.Message.(*cqlwire.Supported); !ok {
-		return fmt.Errorf("OPTIONS answered with %s, want SUPPORTED", f.Message.Opcode())
-	}
-	return nil
+	return f.Message, nil
 }
 
 // measureNativeNoop measures noopCost of the native protocol's OPTIONS on cluster c: one
