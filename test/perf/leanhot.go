@@ -139,26 +139,14 @@ func dialLean(ctx context.Context, addr, insert string, values [][]byte) (*leanC
 		nc.Close()
 		return nil, fmt.Errorf("lean hot client: %s: %w", addr, err)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
 	fr := cqlwire.NewFrameReader(bufio.NewReader(nc), cqlwire.ReaderOptions{Responses: true})
+	setup := &nativeConn{nc: nc, fr: fr}
 	ask := func(m cqlwire.Message) (cqlwire.Message, error) {
-		if _, err := nc.Write(cqlwire.AppendFrame(nil, 0, m, cqlwire.FrameOptions{})); err != nil {
-			return nil, err
-		}
-		h, body, err := fr.ReadFrame()
-		if err != nil {
-			return nil, err
-		}
-		f, err := cqlwire.DecodeFrame(h, body)
-		if err != nil {
-			return nil, err
-		}
-		if e, ok := f.Message.(*cqlwire.Error); ok {
+		a, err := setup.ask(ctx, 0, m)
+		if e, ok := a.(*cqlwire.Error); ok && err == nil {
 			return nil, fmt.Errorf("%s answered ERROR %#x: %s", m.Opcode(), int32(e.Code), e.Message)
 		}
-		return f.Message, nil
+		return a, err
 	}
 	if _, err := ask(&cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0", "SCYLLA_RATE_LIMIT_ERROR": ""}}); err != nil {
 		return fail(err)
