@@ -89,10 +89,13 @@
 //     connection to one node (--sync=false) over that of a minimal Go server answering the same
 //     frame with the same bytes (this program re-executed as "floor-server": a goroutine per
 //     connection reading frames and writing the answers to those read at once), one request in
-//     flight and 16 pipelined on one connection; rounds of phases whose order rotates, each
-//     server's idle CPU subtracted, the median of the rounds' ratios reported as
-//     native_noop_over_floor and native_noop_over_floor_pipelined. With --parent-kvnode, a node
-//     of that binary (the parent commit's) is measured in the same rounds.
+//     flight and 16 pipelined on one connection, and open loop at 4,600/s on one connection
+//     coalesced as the hot part's lean client writes (what each node gets of a hot partition
+//     offered 13,800/s); rounds of phases whose order rotates, each server's idle CPU
+//     subtracted, the median of the rounds' ratios reported as native_noop_over_floor,
+//     native_noop_over_floor_pipelined and native_noop_over_floor_open_loop (cpu_us_open_loop:
+//     each server's µs). With --parent-kvnode, a node of that binary (the parent commit's) is
+//     measured in the same rounds.
 //  7. lwt: lightweight transactions against plain QUORUM writes on 3 nodes (RF=3, gocql
 //     token-aware), on a cluster with the default --sync=true (the headline: Paxos state is
 //     synced whatever --sync says) and on one with --sync=false: rounds of four 3-s phases, the kinds' order alternating by round: 4

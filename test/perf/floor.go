@@ -25,6 +25,17 @@ type floorSettings struct {
 	PhaseMS int `json:"phase_ms"` // each measured phase, per server and mode
 	WarmMS  int `json:"warm_ms"`  // unmeasured, before the rounds, per server and mode
 	Depth   int `json:"pipelined_depth"`
+	// OpenRate is the OPTIONS per second of the open-loop mode, on one connection coalesced
+	// as the hot part's lean client writes (driverCoalesce): what each node gets of a hot
+	// partition offered 13,800/s.
+	OpenRate float64 `json:"open_rate"`
+}
+
+// floorMode is how the floor part sends OPTIONS: depth at a time in one write, each batch
+// answered before the next, or open loop at Floor.OpenRate.
+type floorMode struct {
+	depth int
+	open  bool
 }
 
 // floorSupported returns what the floor server answers OPTIONS with: the options kvnode lists
@@ -111,6 +122,7 @@ type floorServer struct {
 	idle float64 // CPU ns per second of wall time at rest
 	conn net.Conn
 	fr   *cqlwire.FrameReader
+	lean *leanHot // the open-loop mode's connection
 }
 
 // floorPhase is one measured phase: a server, one request in flight or Depth pipelined.
@@ -118,6 +130,7 @@ type floorPhase struct {
 	Round     int     `json:"round"`
 	Server    string  `json:"server"` // "floor", "kvnode" or "parent"
 	Pipelined bool    `json:"pipelined"`
+	OpenLoop  bool    `json:"open_loop,omitempty"`
 	Requests  int64   `json:"requests"`
 	ElapsedS  float64 `json:"elapsed_s"`
 	CPUNS     float64 `json:"cpu_ns_per_request"`
@@ -130,9 +143,11 @@ type floorResult struct {
 	// Medians over rounds of CPU per request, in µs, by server.
 	CPUUS          map[string]float64 `json:"cpu_us"`
 	CPUUSPipelined map[string]float64 `json:"cpu_us_pipelined"`
+	CPUUSOpenLoop  map[string]float64 `json:"cpu_us_open_loop"`
 	// Medians over rounds of the per-round ratios.
 	Over          float64 `json:"native_noop_over_floor"`
 	OverPipelined float64 `json:"native_noop_over_floor_pipelined"`
+	OverOpenLoop  float64 `json:"native_noop_over_floor_open_loop"`
 	// The same for the parent kvnode binary (--parent-kvnode), and kvnode over it.
 	ParentOver          float64 `json:"parent_noop_over_floor,omitempty"`
 	ParentOverPipelined float64 `json:"parent_noop_over_floor_pipelined,omitempty"`
@@ -189,6 +204,7 @@ func floorPart(ctx context.Context, s settings, bin, parentBin, root string, res
 // measureFloor runs the floor part's rounds over servers.
 func measureFloor(ctx context.Context, s settings, servers []*floorServer, res *Result, log io.Writer) error {
 	fs := s.Floor
+	modes := []floorMode{{depth: 1}, {depth: fs.Depth}, {open: true}}
 	for _, sv := range servers {
 		var d net.Dialer
 		nc, err := d.DialContext(ctx, "tcp", sv.addr)
@@ -205,8 +221,12 @@ func measureFloor(ctx context.Context, s settings, servers []*floorServer, res *
 		if err != nil || h.Opcode != cqlwire.OpReady {
 			return fmt.Errorf("%s: STARTUP answered with %v (%v), want READY", sv.name, h.Opcode, err)
 		}
-		for _, depth := range []int{1, fs.Depth} {
-			if _, _, err := floorLoad(sv, depth, time.Duration(fs.WarmMS)*time.Millisecond); err != nil {
+		if sv.lean, err = openLeanOptions(ctx, sv.addr, driverCoalesce); err != nil {
+			return fmt.Errorf("%s: %w", sv.name, err)
+		}
+		defer sv.lean.Close()
+		for _, m := range modes {
+			if _, _, err := sv.load(ctx, fs, m, time.Duration(fs.WarmMS)*time.Millisecond); err != nil {
 				return fmt.Errorf("%s: %w", sv.name, err)
 			}
 		}
@@ -236,17 +256,17 @@ func measureFloor(ctx context.Context, s settings, servers []*floorServer, res *
 		}
 		sv.idle = least
 	}
-	fr := &floorResult{CPUUS: map[string]float64{}, CPUUSPipelined: map[string]float64{}}
+	fr := &floorResult{CPUUS: map[string]float64{}, CPUUSPipelined: map[string]float64{}, CPUUSOpenLoop: map[string]float64{}}
 	phase := time.Duration(fs.PhaseMS) * time.Millisecond
 	for round := range fs.Rounds {
 		for i := range servers {
 			sv := servers[(i+round)%len(servers)]
-			for _, depth := range []int{1, fs.Depth} {
+			for _, m := range modes {
 				before, err := readCPU(sv.pid)
 				if err != nil {
 					return err
 				}
-				n, elapsed, err := floorLoad(sv, depth, phase)
+				n, elapsed, err := sv.load(ctx, fs, m, phase)
 				if err != nil {
 					return fmt.Errorf("%s: %w", sv.name, err)
 				}
@@ -258,15 +278,15 @@ func measureFloor(ctx context.Context, s settings, servers []*floorServer, res *
 					return err
 				}
 				used := float64(after.Run-before.Run) - sv.idle*elapsed.Seconds()
-				fr.Phases = append(fr.Phases, floorPhase{Round: round, Server: sv.name, Pipelined: depth > 1,
+				fr.Phases = append(fr.Phases, floorPhase{Round: round, Server: sv.name, Pipelined: m.depth > 1, OpenLoop: m.open,
 					Requests: n, ElapsedS: elapsed.Seconds(), CPUNS: ratio(used, float64(n))})
 			}
 		}
 	}
-	median := func(server, over string, pipelined bool) float64 {
+	median := func(server, over string, m floorMode) float64 {
 		var vs []float64
 		for round := range fs.Rounds {
-			a, b := fr.cpu(round, server, pipelined), fr.cpu(round, over, pipelined)
+			a, b := fr.cpu(round, server, m), fr.cpu(round, over, m)
 			if over == "" {
 				vs = append(vs, a)
 			} else if a > 0 && b > 0 {
@@ -276,28 +296,47 @@ func measureFloor(ctx context.Context, s settings, servers []*floorServer, res *
 		return median(vs)
 	}
 	for _, sv := range servers {
-		fr.CPUUS[sv.name] = median(sv.name, "", false) / 1e3
-		fr.CPUUSPipelined[sv.name] = median(sv.name, "", true) / 1e3
+		fr.CPUUS[sv.name] = median(sv.name, "", modes[0]) / 1e3
+		fr.CPUUSPipelined[sv.name] = median(sv.name, "", modes[1]) / 1e3
+		fr.CPUUSOpenLoop[sv.name] = median(sv.name, "", modes[2]) / 1e3
 	}
-	fr.Over, fr.OverPipelined = median("kvnode", "floor", false), median("kvnode", "floor", true)
+	fr.Over, fr.OverPipelined = median("kvnode", "floor", modes[0]), median("kvnode", "floor", modes[1])
+	fr.OverOpenLoop = median("kvnode", "floor", modes[2])
 	if len(servers) > 2 {
-		fr.ParentOver, fr.ParentOverPipelined = median("parent", "floor", false), median("parent", "floor", true)
-		fr.OverParent, fr.OverParentPipelined = median("kvnode", "parent", false), median("kvnode", "parent", true)
+		fr.ParentOver, fr.ParentOverPipelined = median("parent", "floor", modes[0]), median("parent", "floor", modes[1])
+		fr.OverParent, fr.OverParentPipelined = median("kvnode", "parent", modes[0]), median("kvnode", "parent", modes[1])
 	}
 	res.Floor = fr
-	fmt.Fprintf(log, "perf: floor: OPTIONS, server CPU µs per request, one in flight %v, %d pipelined %v; kvnode/floor %.2f, pipelined %.2f\n",
-		fr.CPUUS, fs.Depth, fr.CPUUSPipelined, fr.Over, fr.OverPipelined)
+	fmt.Fprintf(log, "perf: floor: OPTIONS, server CPU µs per request, one in flight %v, %d pipelined %v, open loop at %.0f/s %v; kvnode/floor %.2f, pipelined %.2f, open loop %.2f\n",
+		fr.CPUUS, fs.Depth, fr.CPUUSPipelined, fs.OpenRate, fr.CPUUSOpenLoop, fr.Over, fr.OverPipelined, fr.OverOpenLoop)
 	return nil
 }
 
-// cpu returns the CPU per request of server's phase in round (0 if none).
-func (fr *floorResult) cpu(round int, server string, pipelined bool) float64 {
+// cpu returns the CPU per request of server's phase of mode m in round (0 if none).
+func (fr *floorResult) cpu(round int, server string, m floorMode) float64 {
 	for _, p := range fr.Phases {
-		if p.Round == round && p.Server == server && p.Pipelined == pipelined {
+		if p.Round == round && p.Server == server && p.Pipelined == (m.depth > 1) && p.OpenLoop == m.open {
 			return p.CPUNS
 		}
 	}
 	return 0
+}
+
+// load sends OPTIONS to sv for d in mode m and returns how many were answered and the time
+// taken.
+func (sv *floorServer) load(ctx context.Context, fs floorSettings, m floorMode, d time.Duration) (int64, time.Duration, error) {
+	if !m.open {
+		return floorLoad(sv, m.depth, d)
+	}
+	start := time.Now()
+	sum, err := sv.lean.run(ctx, fs.OpenRate, d, 1)
+	if err != nil {
+		return 0, 0, err
+	}
+	if sum.Accepted == 0 || sum.Accepted < sum.Offered*95/100 {
+		return 0, 0, fmt.Errorf("open loop: %d of %d OPTIONS answered (errors %v)", sum.Accepted, sum.Offered, sum.Errors)
+	}
+	return sum.Accepted, time.Since(start), nil
 }
 
 // floorLoad sends OPTIONS to sv for d, depth at a time in one write, reading every answer

@@ -101,3 +101,34 @@ func TestFloorTargets(t *testing.T) {
 		t.Errorf("targets %+v; want two, the first (1.5 ≤ 1.5) met and the second (1.25 > 1.2) not", r.Targets)
 	}
 }
+
+// TestLeanOptionsAgainstTheFloorServer checks the floor part's open-loop mode: a lean
+// connection offering OPTIONS at a fixed rate to the floor server, every one answered SUPPORTED
+// and counted accepted.
+func TestLeanOptionsAgainstTheFloorServer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := lineWriter{lines: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() { done <- serveFloor(ctx, out) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	addr := strings.TrimSpace(<-out.lines)
+	lh, err := openLeanOptions(ctx, addr, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lh.Close()
+	sum, err := lh.run(ctx, 5000, 200*time.Millisecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Offered != 1000 || sum.Accepted != sum.Offered || sum.Failed() != 0 {
+		t.Errorf("offered %d, accepted %d, errors %v; want 1000 offered (5,000/s for 200 ms), all accepted", sum.Offered, sum.Accepted, sum.Errors)
+	}
+	if w := lh.conns[0].writes; w == 0 || w > 500 {
+		t.Errorf("%d writes for 1000 OPTIONS in 1-ms windows, want at least 1 and at most 500", w)
+	}
+}

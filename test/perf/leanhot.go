@@ -102,10 +102,6 @@ type leanRun struct {
 // on each connection, whose frames it coalesces over windows of coalesce. seed draws the rows'
 // values.
 func openLeanHot(ctx context.Context, addrs []string, insert string, coalesce time.Duration, seed uint64) (*leanHot, error) {
-	if coalesce < 0 {
-		return nil, fmt.Errorf("lean hot client: coalescing window %v: want 0 or more", coalesce)
-	}
-	lh := &leanHot{coalesce: coalesce}
 	rng := rand.New(rand.NewPCG(seed, 0))
 	values := make([][]byte, bench.RowsPerPartition)
 	for j := range values {
@@ -115,8 +111,32 @@ func openLeanHot(ctx context.Context, addrs []string, insert string, coalesce ti
 		}
 		values[j] = v
 	}
+	return openLean(addrs, coalesce, func(addr string) (*leanConn, error) { return dialLean(ctx, addr, insert, values) })
+}
+
+// openLeanOptions connects to addr with a lean connection whose every request is an OPTIONS,
+// which any server of the native protocol answers: the floor part's open-loop load, sent as
+// the hot client sends its writes.
+func openLeanOptions(ctx context.Context, addr string, coalesce time.Duration) (*leanHot, error) {
+	return openLean([]string{addr}, coalesce, func(addr string) (*leanConn, error) {
+		lc, _, err := startLean(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		lc.frames = [][]byte{cqlwire.AppendFrame(nil, 0, cqlwire.Options{}, cqlwire.FrameOptions{})}
+		lc.nc.SetDeadline(time.Time{})
+		return lc, nil
+	})
+}
+
+// openLean opens a connection to each of addrs with dial and starts its reader.
+func openLean(addrs []string, coalesce time.Duration, dial func(addr string) (*leanConn, error)) (*leanHot, error) {
+	if coalesce < 0 {
+		return nil, fmt.Errorf("lean hot client: coalescing window %v: want 0 or more", coalesce)
+	}
+	lh := &leanHot{coalesce: coalesce}
 	for _, addr := range addrs {
-		lc, err := dialLean(ctx, addr, insert, values)
+		lc, err := dial(addr)
 		if err != nil {
 			lh.Close()
 			return nil, err
@@ -127,17 +147,15 @@ func openLeanHot(ctx context.Context, addrs []string, insert string, coalesce ti
 	return lh, nil
 }
 
-// dialLean opens one lean connection: STARTUP with ScyllaDB's rate-limit error extension (a
-// rejection then says who rejected), PREPARE, and the rows' EXECUTE frames.
-func dialLean(ctx context.Context, addr, insert string, values [][]byte) (*leanConn, error) {
+// startLean dials addr and sends STARTUP with ScyllaDB's rate-limit error extension (a
+// rejection then says who rejected). It returns the connection, without frames yet, and ask,
+// which sends a setup request and waits for its answer (an ERROR is an error); on an error
+// the connection is closed.
+func startLean(ctx context.Context, addr string) (*leanConn, func(cqlwire.Message) (cqlwire.Message, error), error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("lean hot client: %s: %w", addr, err)
-	}
-	fail := func(err error) (*leanConn, error) {
-		nc.Close()
-		return nil, fmt.Errorf("lean hot client: %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("lean hot client: %s: %w", addr, err)
 	}
 	fr := cqlwire.NewFrameReader(bufio.NewReader(nc), cqlwire.ReaderOptions{Responses: true})
 	setup := &nativeConn{nc: nc, fr: fr}
@@ -149,7 +167,26 @@ func dialLean(ctx context.Context, addr, insert string, values [][]byte) (*leanC
 		return a, err
 	}
 	if _, err := ask(&cqlwire.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0", "SCYLLA_RATE_LIMIT_ERROR": ""}}); err != nil {
-		return fail(err)
+		nc.Close()
+		return nil, nil, fmt.Errorf("lean hot client: %s: %w", addr, err)
+	}
+	lc := &leanConn{addr: addr, nc: nc, fr: fr} // fr is the reader's once it starts
+	for id := range leanStreams {
+		lc.free = append(lc.free, int16(id))
+	}
+	return lc, ask, nil
+}
+
+// dialLean opens one lean connection: STARTUP, PREPARE of insert, and the rows' EXECUTE
+// frames.
+func dialLean(ctx context.Context, addr, insert string, values [][]byte) (*leanConn, error) {
+	lc, ask, err := startLean(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*leanConn, error) {
+		lc.nc.Close()
+		return nil, fmt.Errorf("lean hot client: %s: %w", addr, err)
 	}
 	m, err := ask(&cqlwire.Prepare{Query: insert})
 	if err != nil {
@@ -159,8 +196,7 @@ func dialLean(ctx context.Context, addr, insert string, values [][]byte) (*leanC
 	if !ok {
 		return fail(fmt.Errorf("PREPARE answered with %s, want RESULT Prepared", m.Opcode()))
 	}
-	nc.SetDeadline(time.Time{})
-	lc := &leanConn{addr: addr, nc: nc}
+	lc.nc.SetDeadline(time.Time{})
 	key := []byte(bench.HotTextKey)
 	for j, v := range values {
 		var row [4]byte
@@ -171,10 +207,6 @@ func dialLean(ctx context.Context, addr, insert string, values [][]byte) (*leanC
 		}}
 		lc.frames = append(lc.frames, cqlwire.AppendFrame(nil, 0, ex, cqlwire.FrameOptions{}))
 	}
-	for id := range leanStreams {
-		lc.free = append(lc.free, int16(id))
-	}
-	lc.fr = fr // the reader's from here
 	return lc, nil
 }
 
@@ -359,14 +391,15 @@ func (lc *leanConn) read() {
 	}
 }
 
-// record counts one answer to a request sent at sent.
+// record counts one answer to a request sent at sent: a RESULT, or the SUPPORTED of an
+// OPTIONS (openLeanOptions), is accepted.
 func (r *leanRun) record(h cqlwire.Header, body []byte, sent time.Time) {
 	by := notRateLimited
 	if h.Opcode == cqlwire.OpError && h.Flags == 0 {
 		by = rejectedBy(body)
 	}
 	switch {
-	case h.Opcode == cqlwire.OpResult:
+	case h.Opcode == cqlwire.OpResult, h.Opcode == cqlwire.OpSupported:
 		now := time.Now()
 		r.accepted.Add(1)
 		sec := min(max(int(now.Sub(r.start)/time.Second), 0), len(r.perSecond)-1)

@@ -172,7 +172,7 @@ func fullSettings() settings {
 		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 32 * time.Second, First: 1, Rounds: 6, Window: 5 * time.Second, Workers: 16,
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 32 * time.Second, JoinAfter: 16 * time.Second, Partitions: 1000},
 		// Nine rounds of 1.5-s phases per server and mode.
-		Floor: floorSettings{Rounds: 9, PhaseMS: 1500, WarmMS: 500, Depth: 16},
+		Floor: floorSettings{Rounds: 9, PhaseMS: 1500, WarmMS: 500, Depth: 16, OpenRate: 4600},
 		// Six rounds of 3-s phases; the limiter run is 32 s: its first second left out, 30 s
 		// measured, the last (cut short) left out.
 		LWT: lwtSettings{Rounds: 6, Phase: 3 * time.Second, Warm: time.Second, Workers: 4, Contenders: 8,
@@ -204,7 +204,7 @@ func quickSettings() settings {
 			Partitions: 20, Duration: time.Second, ProbeRate: 20, ProbeDuration: 500 * time.Millisecond, Poll: 200 * time.Millisecond},
 		Levels: levelsSettings{Limit: 100, Offered: 1000, Duration: 4 * time.Second, First: 1, Rounds: 1, Window: time.Second, Workers: 8,
 			ClientLimit: 100, OrgLimit: 100, OrgDuration: 4 * time.Second, JoinAfter: 2 * time.Second, Partitions: 100},
-		Floor: floorSettings{Rounds: 1, PhaseMS: 300, WarmMS: 100, Depth: 16},
+		Floor: floorSettings{Rounds: 1, PhaseMS: 300, WarmMS: 100, Depth: 16, OpenRate: 2000},
 		LWT: lwtSettings{Rounds: 1, Phase: time.Second, Warm: 300 * time.Millisecond, Workers: 4, Contenders: 8,
 			Limit: 50, Offered: 500, LimitDuration: 4 * time.Second, ReplicasDuration: 3 * time.Second, LimitWorkers: 256},
 		Counter:    counterSettings{Limit: 50, Offered: 500, Duration: 4 * time.Second, OtherDuration: 3 * time.Second, Workers: 256},
