@@ -125,7 +125,8 @@ type floorServer struct {
 	lean *leanHot // the open-loop mode's connection
 }
 
-// floorPhase is one measured phase: a server, one request in flight or Depth pipelined.
+// floorPhase is one measured phase: a server, one request in flight, Depth pipelined or open
+// loop.
 type floorPhase struct {
 	Round     int     `json:"round"`
 	Server    string  `json:"server"` // "floor", "kvnode" or "parent"
@@ -157,8 +158,9 @@ type floorResult struct {
 
 // floorPart measures the floor: one kvnode node (bin; and one of parentBin beside it when
 // set) and the floor server (this program re-executed), each sent OPTIONS on one started
-// connection by this process, one request in flight and then s.Floor.Depth pipelined, in
-// rounds whose server order rotates; CPU from /proc, less each server's idle CPU.
+// connection by this process, one request in flight, then s.Floor.Depth pipelined, then open
+// loop at s.Floor.OpenRate on a lean connection of its own, in rounds whose server order
+// rotates; CPU from /proc, less each server's idle CPU.
 func floorPart(ctx context.Context, s settings, bin, parentBin, root string, res *Result, log io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
