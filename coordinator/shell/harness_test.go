@@ -442,6 +442,9 @@ type options struct {
 	// (scanbudget_test.go); zero: the defaults.
 	scanPageTime time.Duration
 	scanPacer    shell.ScanPacer
+	// indexes runs an index builder beside each replica's store, which builds the secondary
+	// indexes CREATE INDEX adds (index_test.go).
+	indexes bool
 }
 
 // transportOf returns the transport of node id's executor under options o.
@@ -488,6 +491,10 @@ func newCluster(t testing.TB, o options) *cluster {
 			t.Fatalf("opening the store of %s: %v", id, err)
 		}
 		t.Cleanup(func() { store.Close() })
+		if o.indexes {
+			b := replica.StartIndexBuilder(store, c.schema.Schema, nil)
+			t.Cleanup(b.Stop) // before the store closes
+		}
 		limits, err := partitionlimit.New(partitionlimit.Options{Capacity: 1024})
 		if err != nil {
 			t.Fatal(err)

@@ -24,6 +24,11 @@ import (
 // of any set the level reads, with its index entry written in the same batch, so the union
 // misses none.
 //
+// The node's scan pacer (ScanPacer) weighs the rows each batch of partitions read back returns,
+// as it weighs a scan's range reads: an index query that reads many partitions shares the
+// scans' rate while the node serves other requests. A paged query's pacing waits no longer than
+// its page's time, and a page that holds rows ends once that time is up.
+//
 // For the limiter, the index read is exempt like a scan; each partition read back counts one
 // read of that partition (decided by its replicas, once per page); the service level's and the
 // keyspace's budgets count one read per page. The paging state is a scan's (token, partition,
@@ -134,7 +139,7 @@ func (q *indexQuery) page(ctx context.Context, pos scanPos, want int) ([]scanRow
 		if pos.Key == nil && pos.Token >= end {
 			return out, pos, true, nil
 		}
-		if len(out) > 0 && q.budgeted && q.e.mono() >= q.pageEnd {
+		if len(out) > 0 && q.overTime() {
 			return out, pos, false, nil // a short page, after the candidates it read back
 		}
 		keys, next, err := q.candidates(ctx, pos)
@@ -175,6 +180,7 @@ func (q *indexQuery) page(ctx context.Context, pos scanPos, want int) ([]scanRow
 			if err != nil {
 				return nil, pos, false, err
 			}
+			q.pace(ctx, res)
 			after = nil
 			for k, p := range res {
 				key := keys[from+k]
@@ -199,11 +205,56 @@ func (q *indexQuery) page(ctx context.Context, pos scanPos, want int) ([]scanRow
 				q.warnings = append(q.warnings, x.warnings...)
 				return out, pos, false, nil
 			}
+			if to < len(keys) && len(out) > 0 && q.overTime() {
+				// A short page, after the partitions read back so far, each whole.
+				q.warnings = append(q.warnings, x.warnings...)
+				return out, scanPos{Token: keys[to-1].token, Key: keys[to-1].pk}, false, nil
+			}
 		}
 		q.warnings = append(q.warnings, x.warnings...)
 		pos = next
 	}
 	return out, pos, pos.Key == nil && pos.Token >= end, nil
+}
+
+// overTime reports whether a budgeted page's time has run out.
+func (q *indexQuery) overTime() bool { return q.budgeted && q.e.mono() >= q.pageEnd }
+
+// pace weighs the rows of res, partitions read back, and their bytes with the node's scan pacer,
+// waiting at most until the page's time runs out when the page is budgeted.
+func (q *indexQuery) pace(ctx context.Context, res []partResult) {
+	if q.e.scanPacer == nil {
+		return
+	}
+	rows, bytes := 0, 0
+	for _, p := range res {
+		rows += len(p.rows)
+		for _, r := range p.rows {
+			bytes += clusteredRowBytes(r)
+		}
+	}
+	if rows == 0 {
+		return
+	}
+	if q.budgeted {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, q.pageEnd-q.e.mono())
+		defer cancel()
+	}
+	q.e.scanPacer.Pace(ctx, rows, bytes) // a canceled context ends the query at its next read
+}
+
+// clusteredRowBytes is the size of a row read back, as pacing weighs it (readBytes): its
+// clustering components, and its columns' names, paths and values.
+func clusteredRowBytes(r coordinator.ClusteredRow) int {
+	n := 0
+	for _, c := range r.Clustering {
+		n += len(c)
+	}
+	for _, c := range r.Row.Columns {
+		n += len(c.Name) + len(c.Path) + len(c.Value)
+	}
+	return n
 }
 
 // indexRangesAtOnce is how many token ranges an index query asks for candidates at once.

@@ -44,11 +44,13 @@ func (t *transport) ReadRange(ctx context.Context, to coordinator.NodeID, req *r
 type slowPacer struct {
 	perRow time.Duration
 	calls  atomic.Int64
+	rows   atomic.Int64 // weighed
 	waited atomic.Int64 // nanoseconds
 }
 
 func (p *slowPacer) Pace(ctx context.Context, rows, _ int) error {
 	p.calls.Add(1)
+	p.rows.Add(int64(rows))
 	start := time.Now()
 	defer func() { p.waited.Add(int64(time.Since(start))) }()
 	select {
