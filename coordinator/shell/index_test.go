@@ -54,32 +54,14 @@ func TestIndexQueriesArePaced(t *testing.T) {
 		const budget = 100 * time.Millisecond
 		c, pacer := indexCluster(t, budget, 10*time.Millisecond, 40, 3)
 		st := coordinator.Statement{Text: "SELECT k, c FROM t WHERE v = 'x'", PageSize: 1000}
-		seen := map[string]bool{}
-		pages := 0
-		for {
-			start := time.Now()
-			res, err := c.run("n2", st)
-			if err != nil {
-				t.Fatalf("page %d: %v", pages+1, err)
-			}
-			pages++
-			if took := time.Since(start); took > budget {
-				t.Errorf("page %d took %v, more than its time %v", pages, took, budget)
+		seen, pages := pageThrough(t, c, st, func(page int, res coordinator.Result, took time.Duration) {
+			if took > budget {
+				t.Errorf("page %d took %v, more than its time %v", page, took, budget)
 			}
 			if len(res.Rows.Values) == 0 && res.PagingState != nil {
-				t.Errorf("page %d is empty and has a paging state", pages)
+				t.Errorf("page %d is empty and has a paging state", page)
 			}
-			for _, r := range formatRows(res.Rows) {
-				if seen[r] {
-					t.Errorf("row %s returned twice", r)
-				}
-				seen[r] = true
-			}
-			if res.PagingState == nil {
-				break
-			}
-			st.PagingState = res.PagingState
-		}
+		})
 		if len(seen) != 120 || pages < 3 {
 			t.Errorf("%d rows in %d pages, want the 120 matching rows in short pages", len(seen), pages)
 		}

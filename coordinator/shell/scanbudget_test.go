@@ -79,6 +79,31 @@ func scanBudgetCluster(t *testing.T, budget, perRow time.Duration, parts, rows i
 	return c, pacer
 }
 
+// pageThrough runs st on n2 page after page to the last, hands check each page's number, result
+// and time, and returns the rows seen (an error for a row seen twice) and the number of pages.
+func pageThrough(t *testing.T, c *cluster, st coordinator.Statement, check func(page int, res coordinator.Result, took time.Duration)) (map[string]bool, int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for page := 1; ; page++ {
+		start := time.Now()
+		res, err := c.run("n2", st)
+		if err != nil {
+			t.Fatalf("%s page %d: %v", st.Text, page, err)
+		}
+		check(page, res, time.Since(start))
+		for _, r := range formatRows(res.Rows) {
+			if seen[r] {
+				t.Errorf("%s: row %s returned twice", st.Text, r)
+			}
+			seen[r] = true
+		}
+		if res.PagingState == nil {
+			return seen, page
+		}
+		st.PagingState = res.PagingState
+	}
+}
+
 // A paged scan whose pacing would take longer than the page's time returns short pages, each
 // within the time (the pacing's waits cut at its end), each with at least one row, and together
 // every row exactly once. A filtered page that matched nothing in its time reads on, paced, for
@@ -112,41 +137,22 @@ func TestScanPagesEndWithinTheirTime(t *testing.T) {
 				want = len(all)
 			}
 			st := coordinator.Statement{Text: tt.text, PageSize: 1000}
-			seen := map[string]bool{}
-			pages := 0
-			for {
-				start := time.Now()
-				res, err := c.run("n2", st)
-				if err != nil {
-					t.Fatalf("%s page %d: %v", tt.text, pages+1, err)
-				}
-				pages++
-				took := time.Since(start)
+			seen, pages := pageThrough(t, c, st, func(page int, res coordinator.Result, took time.Duration) {
 				switch {
 				case len(res.Rows.Values) > 0:
 					if took > budget {
-						t.Errorf("%s: page %d took %v, more than its time %v", tt.text, pages, took, budget)
+						t.Errorf("%s: page %d took %v, more than its time %v", tt.text, page, took, budget)
 					}
 				case res.PagingState == nil: // the scan's end
 					if took > budget*3/2 {
 						t.Errorf("%s: the last page, empty, took %v, more than half its time again (%v)", tt.text, took, budget*3/2)
 					}
 				case !tt.sparse:
-					t.Errorf("%s: page %d is empty and has a paging state", tt.text, pages)
+					t.Errorf("%s: page %d is empty and has a paging state", tt.text, page)
 				case took != budget*3/2:
-					t.Errorf("%s: empty page %d took %v, want half its time again (%v)", tt.text, pages, took, budget*3/2)
+					t.Errorf("%s: empty page %d took %v, want half its time again (%v)", tt.text, page, took, budget*3/2)
 				}
-				for _, r := range formatRows(res.Rows) {
-					if seen[r] {
-						t.Errorf("%s: row %s returned twice", tt.text, r)
-					}
-					seen[r] = true
-				}
-				if res.PagingState == nil {
-					break
-				}
-				st.PagingState = res.PagingState
-			}
+			})
 			if len(seen) != want {
 				t.Errorf("%s returned %d rows in %d pages, want %d", tt.text, len(seen), pages, want)
 			}
